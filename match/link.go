@@ -1,0 +1,274 @@
+package match
+
+import (
+	"strconv"
+	"unicode/utf8"
+)
+
+// Fields is the set of extra per-entry fields a request asked for.
+type Fields uint16
+
+// The extra fields of a link entry.
+const (
+	FieldPrice Fields = 1 << iota
+	FieldManufacturer
+	FieldLogo
+	FieldAdType
+	FieldDescription
+	FieldAdvertiser
+	FieldGTIN
+	FieldCategory
+)
+
+// SearchFieldNames and PageFieldNames list the fields values each context
+// accepts, in the order error messages name them. "logoad_type" is spelled as
+// the seed lists it and means logo and ad_type together.
+var (
+	SearchFieldNames = []string{"price", "manufacturer", "logoad_type", "logo", "ad_type", "description", "advertiser", "gtin", "category"}
+	PageFieldNames   = []string{"price", "manufacturer", "logo", "ad_type"}
+)
+
+// ParseField reads one fields value; ok is false for an unknown name.
+func ParseField(s string) (Fields, bool) {
+	switch s {
+	case "price":
+		return FieldPrice, true
+	case "manufacturer":
+		return FieldManufacturer, true
+	case "logo":
+		return FieldLogo, true
+	case "ad_type":
+		return FieldAdType, true
+	case "logoad_type":
+		return FieldLogo | FieldAdType, true
+	case "description":
+		return FieldDescription, true
+	case "advertiser":
+		return FieldAdvertiser, true
+	case "gtin":
+		return FieldGTIN, true
+	case "category":
+		return FieldCategory, true
+	}
+	return 0, false
+}
+
+// LogoDims are the logo.dim values, as the seed spells them.
+var LogoDims = []string{"75X75", "90X90", "100X100", "125X125", "150X150"}
+
+// DefaultLogoDim is the logo size when fields asks for logo without logo.dim.
+const DefaultLogoDim = "100X100"
+
+// The seed's type values of a click URL.
+const (
+	ContextSearch = "search"
+	ContextPage   = "intext"
+)
+
+// LinkOptions are the request's values that go into each link entry.
+type LinkOptions struct {
+	// RedirectURL is the base of the click URLs, without a trailing slash
+	// ("https://r.example.com"); "/v1/redirect" is appended.
+	RedirectURL string
+	// Context is ContextSearch or ContextPage.
+	Context string
+	APIKey  string
+	SiteID  string
+	YkTag   string
+	Fields  Fields
+	// LogoDim is a value of LogoDims; it also adds the logo field.
+	LogoDim string
+	// Sign, when set, appends parameters that authenticate the click (such
+	// as "&sig=..."); it gets the click URL's query string so far.
+	Sign func(dst, query []byte) []byte
+}
+
+// AppendResponse appends {"link":[...]} for hits to dst.
+func (ix *Index) AppendResponse(dst []byte, hits []Hit, o *LinkOptions) []byte {
+	dst = append(dst, `{"link":`...)
+	dst = ix.AppendLinks(dst, hits, o)
+	return append(dst, '}')
+}
+
+// AppendLinks appends the JSON array of link entries for hits to dst. Entry
+// fields come in a fixed order; extra fields appear only when asked for and
+// only when the ad has them.
+func (ix *Index) AppendLinks(dst []byte, hits []Hit, o *LinkOptions) []byte {
+	dst = append(dst, '[')
+	var q []byte
+	for i := range hits {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		h := &hits[i]
+		a := ix.rec(h.Ad)
+		kind := a.kind()
+		dst = append(dst, `{"title":`...)
+		dst = appendJSONString(dst, ix.str(a.title))
+		dst = append(dst, `,"keywords":[`...)
+		for j, k := range h.Keywords {
+			if j > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendJSONString(dst, k)
+		}
+		dst = append(dst, `],"ad":`...)
+		q = ix.appendClickQuery(q[:0], h, a, o)
+		url := make([]byte, 0, len(o.RedirectURL)+len("/v1/redirect?")+len(q))
+		url = append(url, o.RedirectURL...)
+		url = append(url, "/v1/redirect?"...)
+		url = append(url, q...)
+		dst = appendJSONString(dst, string(url))
+
+		logo := ix.str(a.logo)
+		dst = append(dst, `,"display_type":`...)
+		switch {
+		case kind == KindAdvertiser || logo == "":
+			dst = append(dst, `["link"]`...)
+		case o.Context == ContextPage:
+			dst = append(dst, `["link","widget"]`...)
+		default:
+			dst = append(dst, `["widget"]`...)
+		}
+		f := o.Fields
+		if f&FieldPrice != 0 && a.price > 0 {
+			dst = append(dst, `,"price":{"amount":"`...)
+			dst = appendCents(dst, a.price)
+			dst = append(dst, `","currency":`...)
+			dst = appendJSONString(dst, ix.str(a.currency))
+			dst = append(dst, '}')
+		}
+		dst = appendField(dst, f&FieldManufacturer != 0, "manufacturer", ix.str(a.manufacturer))
+		dst = appendField(dst, f&FieldDescription != 0, "description", ix.str(a.description))
+		dst = appendField(dst, f&FieldAdvertiser != 0, "advertiser", ix.str(a.advertiser))
+		dst = appendField(dst, f&FieldGTIN != 0, "gtin", ix.str(a.gtin))
+		dst = appendField(dst, f&FieldCategory != 0, "category", ix.str(a.category))
+		dst = appendField(dst, f&FieldAdType != 0, "ad_type", kind.String())
+		if (f&FieldLogo != 0 || o.LogoDim != "") && logo != "" {
+			dim := o.LogoDim
+			if dim == "" {
+				dim = DefaultLogoDim
+			}
+			dst = append(dst, `,"logo":`...)
+			dst = appendJSONString(dst, LogoURL(logo, dim))
+		}
+		dst = append(dst, '}')
+	}
+	return append(dst, ']')
+}
+
+// LogoURL puts a logo.dim value ("90X90") into a catalog logo URL's "{dim}"
+// placeholder, as "90x90".
+func LogoURL(tmpl, dim string) string {
+	const ph = "{dim}"
+	for i := 0; i+len(ph) <= len(tmpl); i++ {
+		if tmpl[i:i+len(ph)] == ph {
+			return tmpl[:i] + lower(dim) + tmpl[i+len(ph):]
+		}
+	}
+	return tmpl
+}
+
+// appendClickQuery appends the click URL's query string, in the seed's order.
+func (ix *Index) appendClickQuery(q []byte, h *Hit, a adRec, o *LinkOptions) []byte {
+	q = append(q, "type="...)
+	q = AppendQueryEscape(q, o.Context)
+	q = append(q, "&adId="...)
+	q = AppendQueryEscape(q, ix.str(a.id))
+	q = append(q, "&adType="...)
+	q = append(q, a.kind().String()...)
+	q = append(q, "&api_key="...)
+	q = AppendQueryEscape(q, o.APIKey)
+	q = append(q, "&site_id="...)
+	q = AppendQueryEscape(q, o.SiteID)
+	q = append(q, "&criterionId="...)
+	q = AppendQueryEscape(q, h.Criterion)
+	if o.YkTag != "" {
+		q = append(q, "&yk_tag="...)
+		q = AppendQueryEscape(q, o.YkTag)
+	}
+	if o.Sign != nil {
+		q = o.Sign(q, q)
+	}
+	return q
+}
+
+func appendField(dst []byte, want bool, name, v string) []byte {
+	if !want || v == "" {
+		return dst
+	}
+	dst = append(dst, ',', '"')
+	dst = append(dst, name...)
+	dst = append(dst, '"', ':')
+	return appendJSONString(dst, v)
+}
+
+// appendCents writes minor units as a decimal string: 1999 -> "19.99".
+func appendCents(dst []byte, c int64) []byte {
+	dst = strconv.AppendInt(dst, c/100, 10)
+	dst = append(dst, '.')
+	r := c % 100
+	if r < 10 {
+		dst = append(dst, '0')
+	}
+	return strconv.AppendInt(dst, r, 10)
+}
+
+// AppendQueryEscape appends s escaped as a URL query component, with a
+// space as '+', exactly as net/url.QueryEscape does.
+func AppendQueryEscape(dst []byte, s string) []byte {
+	const hex = "0123456789ABCDEF"
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9',
+			c == '-', c == '_', c == '.', c == '~':
+			dst = append(dst, c)
+		case c == ' ':
+			dst = append(dst, '+')
+		default:
+			dst = append(dst, '%', hex[c>>4], hex[c&15])
+		}
+	}
+	return dst
+}
+
+// appendJSONString appends s as a JSON string. Like encoding/json it escapes <, >
+// and & (so a response is safe inside a script tag), U+2028 and U+2029 (so
+// JSONP is valid JavaScript), and replaces invalid UTF-8 with U+FFFD.
+func appendJSONString(dst []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < 0x80 {
+			switch {
+			case c == '"' || c == '\\':
+				dst = append(dst, '\\', c)
+			case c == '\n':
+				dst = append(dst, '\\', 'n')
+			case c == '\r':
+				dst = append(dst, '\\', 'r')
+			case c == '\t':
+				dst = append(dst, '\\', 't')
+			case c < 0x20 || c == '<' || c == '>' || c == '&':
+				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&15])
+			default:
+				dst = append(dst, c)
+			}
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			dst = append(dst, `\ufffd`...)
+		case r == 0x2028 || r == 0x2029:
+			dst = append(dst, '\\', 'u', '2', '0', '2', hex[r&15])
+		default:
+			dst = append(dst, s[i:i+n]...)
+		}
+		i += n
+	}
+	return append(dst, '"')
+}
