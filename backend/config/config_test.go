@@ -1,0 +1,88 @@
+package config
+
+import (
+	"io"
+	"net/netip"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func env(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func TestLoad(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+		want func(*Config)
+	}{
+		{name: "defaults", want: func(c *Config) {}},
+		{
+			name: "env",
+			env: map[string]string{
+				"ADLINK_ADDR": "0.0.0.0:9000", "ADLINK_DATA_DIR": "/var/lib/adlink",
+				"ADLINK_CATALOG": "a.jsonl, b.csv", "ADLINK_PARTNERS": "p.json",
+				"ADLINK_FETCH_ALLOW_PRIVATE": "true", "ADLINK_TRUSTED_PROXIES": "10.0.0.0/8",
+				"ADLINK_COUNTRY_HEADER": "X-Country", "ADLINK_REDIRECT_URL": "https://r.example.com/",
+			},
+			want: func(c *Config) {
+				c.Addr, c.DataDir = "0.0.0.0:9000", "/var/lib/adlink"
+				c.Catalogs, c.PartnersFile = []string{"a.jsonl", "b.csv"}, "p.json"
+				c.FetchAllowPrivate = true
+				c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}
+				c.CountryHeader, c.RedirectURL = "X-Country", "https://r.example.com"
+			},
+		},
+		{
+			name: "flags win over env",
+			args: []string{"-addr", "127.0.0.1:0", "-catalog", "x.jsonl", "-catalog", "y.jsonl", "-trusted-proxies", "192.168.1.7/24,::1/128", "-fetch-allow-private"},
+			env:  map[string]string{"ADLINK_ADDR": "0.0.0.0:9000", "ADLINK_CATALOG": "a.jsonl"},
+			want: func(c *Config) {
+				c.Addr, c.RedirectURL = "127.0.0.1:0", "http://127.0.0.1:0"
+				c.Catalogs = []string{"x.jsonl", "y.jsonl"}
+				c.FetchAllowPrivate = true
+				c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("192.168.1.0/24"), netip.MustParsePrefix("::1/128")}
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Load(tt.args, env(tt.env), io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := Default()
+			want.RedirectURL = "http://localhost:8080"
+			tt.want(&want)
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("Load =\n%+v\nwant\n%+v", got, want)
+			}
+		})
+	}
+}
+
+func TestLoadReportsEveryProblem(t *testing.T) {
+	_, err := Load(
+		[]string{"-addr", "nohostport", "-redirect-url", "ftp://x", "-trusted-proxies", "10.0.0.1,bogus", "-country-header", " "},
+		env(map[string]string{"ADLINK_FETCH_ALLOW_PRIVATE": "maybe"}), io.Discard)
+	if err == nil {
+		t.Fatal("Load accepted a bad configuration")
+	}
+	for _, want := range []string{"ADLINK_FETCH_ALLOW_PRIVATE", `"10.0.0.1"`, `"bogus"`, "addr", "redirect-url", "country-header"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not mention %s:\n%v", want, err)
+		}
+	}
+}
+
+func TestTrusted(t *testing.T) {
+	c := Default()
+	for addr, want := range map[string]bool{"127.0.0.1": true, "::1": true, "::ffff:127.0.0.1": true, "10.1.2.3": false, "127.0.0.2": false} {
+		if got := c.Trusted(netip.MustParseAddr(addr)); got != want {
+			t.Errorf("Trusted(%s) = %v, want %v", addr, got, want)
+		}
+	}
+}

@@ -1,0 +1,163 @@
+// Package partners knows the API keys adlink accepts and the sites each key
+// may serve ads on.
+//
+// The Registry interface is all the handlers use, so a registry kept in Redis
+// or a database can replace the static one without touching them.
+package partners
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/goccy/go-json"
+)
+
+// ErrUnknownKey means no partner has the API key (the API answers 401).
+var ErrUnknownKey = errors.New("unknown api_key")
+
+// ErrForeignSite means the key's partner has no site with the site id (the
+// API answers 403).
+var ErrForeignSite = errors.New("site_id does not belong to the api_key")
+
+// Registry resolves a request's api_key and site_id.
+type Registry interface {
+	// Site returns the site siteID of the partner with apiKey, ErrUnknownKey
+	// when no partner has the key, or ErrForeignSite when the partner has
+	// no such site.
+	Site(ctx context.Context, apiKey, siteID string) (Site, error)
+}
+
+// Partner is one publisher account: an API key and the sites it serves.
+type Partner struct {
+	APIKey string `json:"api_key"`
+	Name   string `json:"name,omitempty"`
+	Sites  []Site `json:"sites"`
+}
+
+// Site is a publisher's site and the host names its pages live on.
+type Site struct {
+	ID string `json:"id"`
+	// Domains are host names; a page is the site's when its host is one of
+	// them or below one of them.
+	Domains []string `json:"domains"`
+}
+
+// HasHost reports whether host (no port, any case) is one of the site's
+// domains or a subdomain of one.
+func (s Site) HasHost(host string) bool {
+	host = strings.TrimSuffix(strings.ToLower(host), ".")
+	for _, d := range s.Domains {
+		if host == d || strings.HasSuffix(host, "."+d) {
+			return true
+		}
+	}
+	return false
+}
+
+// Demo is the partner "make run" and the README use: api_key=demo,
+// site_id=demo, pages on localhost and 127.0.0.1.
+func Demo() Partner {
+	return Partner{
+		APIKey: "demo",
+		Name:   "adlink demo",
+		Sites:  []Site{{ID: "demo", Domains: []string{"localhost", "127.0.0.1"}}},
+	}
+}
+
+// Static is a Registry held in memory, safe for concurrent use.
+type Static struct {
+	byKey map[string]map[string]Site
+}
+
+var _ Registry = (*Static)(nil)
+
+// NewStatic checks ps (keys and site ids non-empty and unique, at least one
+// domain per site) and returns a registry of them.
+func NewStatic(ps []Partner) (*Static, error) {
+	s := &Static{byKey: make(map[string]map[string]Site, len(ps))}
+	var problems []error
+	for i, p := range ps {
+		if p.APIKey == "" {
+			problems = append(problems, fmt.Errorf("partner %d: api_key is empty", i))
+			continue
+		}
+		if _, dup := s.byKey[p.APIKey]; dup {
+			problems = append(problems, fmt.Errorf("partner %d: api_key %q twice", i, p.APIKey))
+			continue
+		}
+		sites := make(map[string]Site, len(p.Sites))
+		for j, site := range p.Sites {
+			if site.ID == "" {
+				problems = append(problems, fmt.Errorf("partner %q site %d: id is empty", p.APIKey, j))
+				continue
+			}
+			if _, dup := sites[site.ID]; dup {
+				problems = append(problems, fmt.Errorf("partner %q: site %q twice", p.APIKey, site.ID))
+				continue
+			}
+			if len(site.Domains) == 0 {
+				problems = append(problems, fmt.Errorf("partner %q site %q: no domains", p.APIKey, site.ID))
+			}
+			domains := make([]string, len(site.Domains))
+			for k, d := range site.Domains {
+				domains[k] = strings.TrimSuffix(strings.ToLower(strings.TrimSpace(d)), ".")
+				if domains[k] == "" {
+					problems = append(problems, fmt.Errorf("partner %q site %q: empty domain", p.APIKey, site.ID))
+				}
+			}
+			sites[site.ID] = Site{ID: site.ID, Domains: domains}
+		}
+		s.byKey[p.APIKey] = sites
+	}
+	if err := errors.Join(problems...); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Site implements Registry.
+func (s *Static) Site(_ context.Context, apiKey, siteID string) (Site, error) {
+	sites, ok := s.byKey[apiKey]
+	if !ok {
+		return Site{}, ErrUnknownKey
+	}
+	site, ok := sites[siteID]
+	if !ok {
+		return Site{}, ErrForeignSite
+	}
+	return site, nil
+}
+
+// Load reads the partners of a JSON file, {"partners":[...]}, and returns
+// them after the demo partner, which a partner with the key "demo" in the
+// file replaces. An empty path gives the demo partner alone.
+func Load(path string) ([]Partner, error) {
+	ps := []Partner{Demo()}
+	if path == "" {
+		return ps, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var file struct {
+		Partners []Partner `json:"partners"`
+	}
+	dec := json.NewDecoder(f)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&file); err != nil {
+		return nil, fmt.Errorf("partners file %s: %w", path, err)
+	}
+	for _, p := range file.Partners {
+		if p.APIKey == ps[0].APIKey {
+			ps[0] = p
+			continue
+		}
+		ps = append(ps, p)
+	}
+	return ps, nil
+}

@@ -1,0 +1,88 @@
+package partners
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestStaticSite(t *testing.T) {
+	ps, err := Load(filepath.Join("..", "..", "testdata", "partners.example.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := NewStatic(ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		key, site string
+		want      error
+	}{
+		{"demo", "demo", nil},
+		{"k-9f2c7a1e", "tech-blog", nil},
+		{"k-3b8d0e55", "reviews", nil},
+		{"nope", "demo", ErrUnknownKey},
+		{"", "", ErrUnknownKey},
+		{"demo", "tech-blog", ErrForeignSite},
+		{"k-3b8d0e55", "tech-blog", ErrForeignSite},
+	}
+	for _, tt := range tests {
+		site, err := reg.Site(context.Background(), tt.key, tt.site)
+		if !errors.Is(err, tt.want) {
+			t.Errorf("Site(%q, %q) error = %v, want %v", tt.key, tt.site, err, tt.want)
+		}
+		if err == nil && site.ID != tt.site {
+			t.Errorf("Site(%q, %q) = %+v", tt.key, tt.site, site)
+		}
+	}
+}
+
+func TestHasHost(t *testing.T) {
+	s := Site{ID: "x", Domains: []string{"example.de"}}
+	for host, want := range map[string]bool{
+		"example.de": true, "EXAMPLE.de.": true, "www.example.de": true,
+		"badexample.de": false, "example.de.evil.com": false, "": false,
+	} {
+		if got := s.HasHost(host); got != want {
+			t.Errorf("HasHost(%q) = %v, want %v", host, got, want)
+		}
+	}
+}
+
+func TestNewStaticReportsEveryProblem(t *testing.T) {
+	_, err := NewStatic([]Partner{
+		{APIKey: ""},
+		{APIKey: "a", Sites: []Site{{ID: "s", Domains: []string{"a.de"}}, {ID: "s", Domains: []string{"b.de"}}}},
+		{APIKey: "a"},
+		{APIKey: "b", Sites: []Site{{ID: "t"}}},
+	})
+	if err == nil {
+		t.Fatal("NewStatic accepted bad partners")
+	}
+	for _, want := range []string{"partner 0", `site "s" twice`, `api_key "a" twice`, `site "t": no domains`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not mention %s:\n%v", want, err)
+		}
+	}
+}
+
+func TestLoadRejectsUnknownFields(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "p.json")
+	if err := os.WriteFile(p, []byte(`{"partners":[{"apikey":"x"}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(p); err == nil {
+		t.Fatal("Load accepted a misspelt field")
+	}
+}
+
+func TestLoadDemoOnly(t *testing.T) {
+	ps, err := Load("")
+	if err != nil || len(ps) != 1 || ps[0].APIKey != "demo" {
+		t.Fatalf("Load(\"\") = %+v, %v", ps, err)
+	}
+}

@@ -1,0 +1,32 @@
+// Package store opens the embedded state of one adlink server: a single
+// bbolt file in the data directory. Each package that keeps state (clicks,
+// pages) uses its own buckets in it, so one fsync'd file holds everything
+// and a restart loses nothing.
+package store
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// FileName is the name of the state file in the data directory.
+const FileName = "adlink.db"
+
+// Open creates dir if needed and opens (or creates) dir/adlink.db. It fails
+// after a second rather than wait forever when another process holds the
+// file. The caller closes the DB.
+func Open(dir string) (*bolt.DB, error) {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	path := filepath.Join(dir, FileName)
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	return db, nil
+}
