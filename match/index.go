@@ -1,31 +1,478 @@
 package match
 
-// Index is the flat inverted index over a catalog. TEMPORARY STUB: being written.
+import (
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Index is the flat inverted index over a catalog. Every part of it is a
+// slice of fixed-size integers or a string arena, so the same memory is the
+// shard format: Encode writes it out and Open queries the bytes in place,
+// rebuilding no maps. An Index is immutable and safe for concurrent use.
 type Index struct {
-	strs string
-	ads  []adRec
+	strs    string   // string arena
+	ads     []adRec  // one record per ad, by ordinal
+	byID    []uint32 // ad ordinals sorted by id
+	markets []Market // market table; adRec.markets is a bit set over it
+	avgLen  float64  // mean weighted document length, for BM25
+
+	// Term dictionary: term t is termStr[termOff[t]:termOff[t+1]], sorted.
+	termOff []uint32
+	termStr string
+
+	// Full-text postings of term t: postAd/postTF[postOff[t]:postOff[t+1]],
+	// ads ascending, tf weighted by field.
+	postOff []uint32
+	postAd  []uint32
+	postTF  []uint8
+
+	// Criteria: phrases an ad is matched by (bid phrases, keywords, model,
+	// brand, category), as term sequences sorted lexicographically.
+	// Criteria starting with term t: [critStart[t], critStart[t+1]).
+	critStart []uint32
+	critOff   []uint32 // terms of criterion c: critTerms[critOff[c]:critOff[c+1]]
+	critTerms []uint32
+	critAdOff []uint32 // ads of criterion c: critAd[critAdOff[c]:critAdOff[c+1]]
+	critAd    []uint32 // ad<<2 | source
+	// Criteria containing term t anywhere: termCrit[termCritOff[t]:termCritOff[t+1]].
+	termCritOff []uint32
+	termCrit    []uint32
 }
 
+// strRef is a string in the arena.
 type strRef struct{ off, n uint32 }
 
+// adRec is an ad in the index: only uint32 fields, so its memory layout is
+// the same in the shard file, on every little-endian platform.
 type adRec struct {
-	id, title, manufacturer, model, category, description, gtin, currency, logo, landing, advertiser strRef
-	price                                                                                            int64
-	kindv                                                                                            uint32
+	id, title, manufacturer, model, category, description, gtin, currency, logo, landing, advertiser, keywords strRef
+
+	priceLo, priceHi uint32
+	bid              uint32 // micros, saturated at 2^32-1
+	kindv            uint32
+	marketLo         uint32
+	marketHi         uint32
+	docLen           uint32 // weighted term count
+	offer            uint32 // offer group: same GTIN, else same normalised title
 }
 
-func (a adRec) kind() Kind { return Kind(a.kindv) }
+// Criterion sources, kept in the low bits of critAd: they weigh a match.
+const (
+	srcKeyword = iota
+	srcModel
+	srcBrand
+	srcCategory
+)
 
-func (ix *Index) rec(i int) adRec     { return ix.ads[i] }
+var srcWeight = [4]float64{srcKeyword: 1.0, srcModel: 1.2, srcBrand: 0.5, srcCategory: 0.6}
+
+// Field weights of the full-text index.
+const (
+	wTitle     = 3
+	wStrong    = 2 // manufacturer, model, category, keywords
+	wBody      = 1 // description
+	maxMarket  = 64
+	keywordSep = "\x1f"
+)
+
+func (a *adRec) kind() Kind         { return Kind(a.kindv) }
+func (a *adRec) price() int64       { return int64(uint64(a.priceHi)<<32 | uint64(a.priceLo)) }
+func (a *adRec) marketBits() uint64 { return uint64(a.marketHi)<<32 | uint64(a.marketLo) }
+
+func (ix *Index) rec(i int) *adRec    { return &ix.ads[i] }
 func (ix *Index) str(r strRef) string { return ix.strs[r.off : r.off+r.n] }
 
-func Build(ads []Ad) (*Index, error)              { return &Index{}, nil }
-func Open(b []byte) (*Index, error)               { return &Index{}, nil }
-func (ix *Index) Encode() []byte                  { return nil }
-func (ix *Index) Len() int                        { return len(ix.ads) }
-func (ix *Index) Ad(i int) Ad                     { return Ad{} }
-func (ix *Index) Lookup(id string) (int, bool)    { return 0, false }
-func (ix *Index) Markets() []Market               { return nil }
-func (ix *Index) Match(q *Query) []Hit            { return nil }
-func (ix *Index) Reduce(title, text string) (string, string) { return title, text }
-func Normalize(s string) string                   { return s }
+func (ix *Index) term(t uint32) string { return ix.termStr[ix.termOff[t]:ix.termOff[t+1]] }
+
+// termID finds a term by binary search; -1 when absent.
+func (ix *Index) termID(s string) int32 {
+	lo, hi := 0, len(ix.termOff)-1
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if ix.term(uint32(m)) < s {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo < len(ix.termOff)-1 && ix.term(uint32(lo)) == s {
+		return int32(lo)
+	}
+	return -1
+}
+
+// Len returns the number of ads.
+func (ix *Index) Len() int { return len(ix.ads) }
+
+// Markets returns the index's markets.
+func (ix *Index) Markets() []Market { return slices.Clone(ix.markets) }
+
+// Lookup finds an ad's ordinal by its id.
+func (ix *Index) Lookup(id string) (int, bool) {
+	i, ok := slices.BinarySearchFunc(ix.byID, id, func(o uint32, id string) int {
+		return strings.Compare(ix.str(ix.ads[o].id), id)
+	})
+	if !ok {
+		return 0, false
+	}
+	return int(ix.byID[i]), true
+}
+
+// Ad returns the ad with ordinal i in full.
+func (ix *Index) Ad(i int) Ad {
+	a := ix.rec(i)
+	ad := Ad{
+		ID: ix.str(a.id), Kind: a.kind(), Title: ix.str(a.title),
+		Manufacturer: ix.str(a.manufacturer), Model: ix.str(a.model), Category: ix.str(a.category),
+		Description: ix.str(a.description), GTIN: ix.str(a.gtin), PriceCents: a.price(),
+		Currency: ix.str(a.currency), Logo: ix.str(a.logo), Landing: ix.str(a.landing),
+		Advertiser: ix.str(a.advertiser), BidMicros: int64(a.bid),
+	}
+	if k := ix.str(a.keywords); k != "" {
+		ad.Keywords = strings.Split(k, keywordSep)
+	}
+	bits := a.marketBits()
+	for m := range ix.markets {
+		if bits&(1<<m) != 0 {
+			ad.Markets = append(ad.Markets, ix.markets[m])
+		}
+	}
+	return ad
+}
+
+// Build indexes a catalog. Ads keep their order as ordinals. It fails on an
+// empty or duplicate id, an unknown kind, or more than 64 markets.
+func Build(ads []Ad) (*Index, error) {
+	b := builder{
+		strMap:  make(map[string]strRef),
+		termMap: make(map[string]uint32),
+		critMap: make(map[string]uint32),
+		offers:  make(map[string]uint32),
+		mktMap:  make(map[Market]int),
+	}
+	ix := &Index{ads: make([]adRec, len(ads))}
+	for i := range ads {
+		if err := b.add(ix, i, &ads[i]); err != nil {
+			return nil, err
+		}
+	}
+	ix.markets = b.markets
+	b.finish(ix)
+	ix.byID = make([]uint32, len(ads))
+	for i := range ix.byID {
+		ix.byID[i] = uint32(i)
+	}
+	slices.SortFunc(ix.byID, func(x, y uint32) int {
+		return strings.Compare(ix.str(ix.ads[x].id), ix.str(ix.ads[y].id))
+	})
+	for i := 1; i < len(ix.byID); i++ {
+		if ix.str(ix.ads[ix.byID[i]].id) == ix.str(ix.ads[ix.byID[i-1]].id) {
+			return nil, errors.New("match: duplicate ad id " + strconv.Quote(ix.str(ix.ads[ix.byID[i]].id)))
+		}
+	}
+	return ix, nil
+}
+
+type builder struct {
+	arena   []byte
+	strMap  map[string]strRef
+	termMap map[string]uint32 // term -> build-time id
+	terms   []string
+	// postings as (term, ad, tf) triples in ad order
+	pTerm []uint32
+	pAd   []uint32
+	pTF   []uint8
+	// criteria
+	critMap  map[string]uint32 // joined build-time term ids -> criterion
+	critSeqs [][]uint32
+	cCrit    []uint32
+	cAd      []uint32 // ad<<2|src
+	offers   map[string]uint32
+	markets  []Market
+	mktMap   map[Market]int
+	totalLen uint64
+	toks     []token
+	scratch  []byte
+	tf       map[uint32]uint32
+	adCrit   map[uint32]uint32
+}
+
+func (b *builder) str(s string) strRef {
+	if len(s) <= 64 {
+		if r, ok := b.strMap[s]; ok {
+			return r
+		}
+	}
+	r := strRef{uint32(len(b.arena)), uint32(len(s))}
+	b.arena = append(b.arena, s...)
+	if len(s) <= 64 {
+		b.strMap[s] = r
+	}
+	return r
+}
+
+func (b *builder) termIDs(s string) []uint32 {
+	b.toks, b.scratch = tokenize(b.toks[:0], s, b.scratch)
+	ids := make([]uint32, len(b.toks))
+	for i, t := range b.toks {
+		id, ok := b.termMap[t.term]
+		if !ok {
+			id = uint32(len(b.terms))
+			b.termMap[t.term] = id
+			b.terms = append(b.terms, t.term)
+		}
+		ids[i] = id
+	}
+	return ids
+}
+
+func (b *builder) add(ix *Index, i int, ad *Ad) error {
+	if ad.ID == "" {
+		return errors.New("match: ad " + strconv.Itoa(i) + " has no id")
+	}
+	if ad.Kind >= numKinds {
+		return errors.New("match: ad " + strconv.Quote(ad.ID) + " has an unknown kind")
+	}
+	r := &ix.ads[i]
+	r.id = b.str(ad.ID)
+	r.title = b.str(ad.Title)
+	r.manufacturer = b.str(ad.Manufacturer)
+	r.model = b.str(ad.Model)
+	r.category = b.str(ad.Category)
+	r.description = b.str(ad.Description)
+	r.gtin = b.str(ad.GTIN)
+	r.currency = b.str(ad.Currency)
+	r.logo = b.str(ad.Logo)
+	r.landing = b.str(ad.Landing)
+	r.advertiser = b.str(ad.Advertiser)
+	r.keywords = b.str(strings.Join(ad.Keywords, keywordSep))
+	p := uint64(max(ad.PriceCents, 0))
+	r.priceLo, r.priceHi = uint32(p), uint32(p>>32)
+	r.bid = uint32(min(max(ad.BidMicros, 0), 1<<32-1))
+	r.kindv = uint32(ad.Kind)
+	var bits uint64
+	for _, m := range ad.Markets {
+		k, ok := b.mktMap[m]
+		if !ok {
+			if len(b.markets) == maxMarket {
+				return errors.New("match: more than 64 markets")
+			}
+			k = len(b.markets)
+			b.mktMap[m] = k
+			b.markets = append(b.markets, m)
+		}
+		bits |= 1 << k
+	}
+	r.marketLo, r.marketHi = uint32(bits), uint32(bits>>32)
+
+	// Full text.
+	if b.tf == nil {
+		b.tf = make(map[uint32]uint32)
+		b.adCrit = make(map[uint32]uint32)
+	}
+	clear(b.tf)
+	var docLen uint32
+	addText := func(s string, w uint32) []uint32 {
+		ids := b.termIDs(s)
+		for _, id := range ids {
+			b.tf[id] += w
+			docLen += w
+		}
+		return ids
+	}
+	titleIDs := addText(ad.Title, wTitle)
+	brand := addText(ad.Manufacturer, wStrong)
+	model := addText(ad.Model, wStrong)
+	cat := addText(ad.Category, wStrong)
+	kws := make([][]uint32, len(ad.Keywords))
+	for k, kw := range ad.Keywords {
+		kws[k] = addText(kw, wStrong)
+	}
+	addText(ad.Description, wBody)
+	r.docLen = docLen
+	b.totalLen += uint64(docLen)
+	start := len(b.pTerm)
+	for id, tf := range b.tf {
+		b.pTerm = append(b.pTerm, id)
+		b.pAd = append(b.pAd, uint32(i))
+		b.pTF = append(b.pTF, uint8(min(tf, 255)))
+	}
+	// Map iteration order is random: sort this ad's postings by term so
+	// the build is deterministic.
+	sortTriples(b.pTerm[start:], b.pTF[start:])
+
+	// Criteria, keeping the strongest source when one phrase comes twice.
+	clear(b.adCrit)
+	addCrit := func(ids []uint32, src uint32) {
+		if len(ids) == 0 || len(ids) > 8 {
+			return
+		}
+		key := make([]byte, 0, 4*len(ids))
+		for _, id := range ids {
+			key = append(key, byte(id), byte(id>>8), byte(id>>16), byte(id>>24))
+		}
+		c, ok := b.critMap[string(key)]
+		if !ok {
+			c = uint32(len(b.critSeqs))
+			b.critMap[string(key)] = c
+			b.critSeqs = append(b.critSeqs, ids)
+		}
+		if old, ok := b.adCrit[c]; !ok || srcWeight[src] > srcWeight[old] {
+			b.adCrit[c] = src
+		}
+	}
+	for _, k := range kws {
+		addCrit(k, srcKeyword)
+	}
+	if ad.Kind != KindAdvertiser {
+		addCrit(model, srcModel)
+		addCrit(brand, srcBrand)
+		addCrit(cat, srcCategory)
+	}
+	cs := make([]uint32, 0, len(b.adCrit))
+	for c := range b.adCrit {
+		cs = append(cs, c)
+	}
+	slices.Sort(cs)
+	for _, c := range cs {
+		b.cCrit = append(b.cCrit, c)
+		b.cAd = append(b.cAd, uint32(i)<<2|b.adCrit[c])
+	}
+
+	// Offer group.
+	key := "g" + ad.GTIN
+	if ad.GTIN == "" {
+		var sb strings.Builder
+		sb.WriteByte('t')
+		for _, id := range titleIDs {
+			sb.WriteString(b.terms[id])
+			sb.WriteByte(' ')
+		}
+		key = sb.String()
+	}
+	g, ok := b.offers[key]
+	if !ok {
+		g = uint32(len(b.offers))
+		b.offers[key] = g
+	}
+	r.offer = g
+	return nil
+}
+
+func sortTriples(terms []uint32, tfs []uint8) {
+	for i := 1; i < len(terms); i++ {
+		for j := i; j > 0 && terms[j] < terms[j-1]; j-- {
+			terms[j], terms[j-1] = terms[j-1], terms[j]
+			tfs[j], tfs[j-1] = tfs[j-1], tfs[j]
+		}
+	}
+}
+
+// finish sorts the dictionary and lays out postings and criteria.
+func (b *builder) finish(ix *Index) {
+	ix.strs = string(b.arena)
+	if n := len(ix.ads); n > 0 {
+		ix.avgLen = float64(b.totalLen) / float64(n)
+	}
+	nt := len(b.terms)
+	order := make([]uint32, nt) // new id -> old id
+	for i := range order {
+		order[i] = uint32(i)
+	}
+	slices.SortFunc(order, func(x, y uint32) int { return strings.Compare(b.terms[x], b.terms[y]) })
+	remap := make([]uint32, nt) // old -> new
+	var ts strings.Builder
+	ix.termOff = make([]uint32, nt+1)
+	for newID, old := range order {
+		remap[old] = uint32(newID)
+		ts.WriteString(b.terms[old])
+		ix.termOff[newID+1] = uint32(ts.Len())
+	}
+	ix.termStr = ts.String()
+
+	// Postings: a counting sort by new term id keeps ads ascending.
+	ix.postOff = countOffsets(nt, len(b.pTerm), func(k int) uint32 { return remap[b.pTerm[k]] })
+	ix.postAd = make([]uint32, len(b.pAd))
+	ix.postTF = make([]uint8, len(b.pTF))
+	fill := slices.Clone(ix.postOff[:nt])
+	for k, old := range b.pTerm {
+		t := remap[old]
+		ix.postAd[fill[t]] = b.pAd[k]
+		ix.postTF[fill[t]] = b.pTF[k]
+		fill[t]++
+	}
+	b.pTerm, b.pAd, b.pTF = nil, nil, nil
+
+	// Criteria sorted by their new term sequences.
+	nc := len(b.critSeqs)
+	for _, seq := range b.critSeqs {
+		for k := range seq {
+			seq[k] = remap[seq[k]]
+		}
+	}
+	corder := make([]uint32, nc)
+	for i := range corder {
+		corder[i] = uint32(i)
+	}
+	slices.SortFunc(corder, func(x, y uint32) int { return slices.Compare(b.critSeqs[x], b.critSeqs[y]) })
+	crem := make([]uint32, nc)
+	ix.critOff = make([]uint32, nc+1)
+	for newC, old := range corder {
+		crem[old] = uint32(newC)
+		ix.critTerms = append(ix.critTerms, b.critSeqs[old]...)
+		ix.critOff[newC+1] = uint32(len(ix.critTerms))
+	}
+	ix.critStart = make([]uint32, nt+1)
+	for c := range nc {
+		ix.critStart[ix.critTerms[ix.critOff[c]]+1]++
+	}
+	for t := range nt {
+		ix.critStart[t+1] += ix.critStart[t]
+	}
+	ix.critAdOff = countOffsets(nc, len(b.cCrit), func(k int) uint32 { return crem[b.cCrit[k]] })
+	ix.critAd = make([]uint32, len(b.cAd))
+	fill = slices.Clone(ix.critAdOff[:nc])
+	for k, old := range b.cCrit {
+		c := crem[old]
+		ix.critAd[fill[c]] = b.cAd[k]
+		fill[c]++
+	}
+	// Terms to the criteria that contain them (each criterion once per term).
+	var pairs int
+	for c := range nc {
+		pairs += int(ix.critOff[c+1] - ix.critOff[c])
+	}
+	tcTerm := make([]uint32, 0, pairs)
+	tcCrit := make([]uint32, 0, pairs)
+	for c := range nc {
+		seq := ix.critTerms[ix.critOff[c]:ix.critOff[c+1]]
+		for k, t := range seq {
+			if !slices.Contains(seq[:k], t) {
+				tcTerm = append(tcTerm, t)
+				tcCrit = append(tcCrit, uint32(c))
+			}
+		}
+	}
+	ix.termCritOff = countOffsets(nt, len(tcTerm), func(k int) uint32 { return tcTerm[k] })
+	ix.termCrit = make([]uint32, len(tcCrit))
+	fill = slices.Clone(ix.termCritOff[:nt])
+	for k, t := range tcTerm {
+		ix.termCrit[fill[t]] = tcCrit[k]
+		fill[t]++
+	}
+}
+
+// countOffsets returns the n+1 offsets of a counting sort of m items whose
+// keys key(k) are below n.
+func countOffsets(n, m int, key func(k int) uint32) []uint32 {
+	off := make([]uint32, n+1)
+	for k := range m {
+		off[key(k)+1]++
+	}
+	for i := range n {
+		off[i+1] += off[i]
+	}
+	return off
+}

@@ -131,9 +131,9 @@ func (ix *Index) AppendLinks(dst []byte, hits []Hit, o *LinkOptions) []byte {
 			dst = append(dst, `["widget"]`...)
 		}
 		f := o.Fields
-		if f&FieldPrice != 0 && a.price > 0 {
+		if f&FieldPrice != 0 && a.price() > 0 {
 			dst = append(dst, `,"price":{"amount":"`...)
-			dst = appendCents(dst, a.price)
+			dst = appendCents(dst, a.price())
 			dst = append(dst, `","currency":`...)
 			dst = appendJSONString(dst, ix.str(a.currency))
 			dst = append(dst, '}')
@@ -170,7 +170,7 @@ func LogoURL(tmpl, dim string) string {
 }
 
 // appendClickQuery appends the click URL's query string, in the seed's order.
-func (ix *Index) appendClickQuery(q []byte, h *Hit, a adRec, o *LinkOptions) []byte {
+func (ix *Index) appendClickQuery(q []byte, h *Hit, a *adRec, o *LinkOptions) []byte {
 	q = append(q, "type="...)
 	q = AppendQueryEscape(q, o.Context)
 	q = append(q, "&adId="...)

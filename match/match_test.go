@@ -1,0 +1,433 @@
+package match
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"hash/crc32"
+	"math"
+	"math/rand/v2"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+)
+
+var (
+	de = Market{Country: "de", Lang: "de"}
+	us = Market{Country: "us", Lang: "en"}
+	gb = Market{Country: "gb", Lang: "en"}
+)
+
+// fixture is a small catalog with the seed's documented examples.
+func fixture() []Ad {
+	return []Ad{
+		{ID: "handy-bestkauf.de", Kind: KindAdvertiser, Title: "handy-bestkauf.de - gebrauchte Handys verkaufen",
+			Keywords: []string{"lg handy", "handy verkaufen"}, Landing: "https://handy-bestkauf.de/", Advertiser: "handy-bestkauf.de",
+			Markets: []Market{de}, BidMicros: 450000},
+		{ID: "AMAZON.1.B00JVL2X1I", Kind: KindProduct, Title: "Nokia Lumia 630 Smartphone 4,5 Zoll schwarz",
+			Keywords: []string{"handy", "smartphone"}, Manufacturer: "Nokia", Model: "Lumia 630", Category: "Handy",
+			GTIN: "6438158655587", PriceCents: 8999, Currency: "EUR", Logo: "https://img.example/nokia-{dim}.png",
+			Landing: "https://www.amazon.de/dp/B00JVL2X1I", Advertiser: "amazon.de", Markets: []Market{de}, BidMicros: 300000},
+		{ID: "EBAY.4.291181826279", Kind: KindProduct, Title: "Apple iPhone 5 16GB weiß",
+			Manufacturer: "Apple", Model: "iPhone 5", Category: "Smartphone", PriceCents: 19900, Currency: "EUR",
+			Logo: "https://img.example/iphone5-{dim}.png", Landing: "https://www.ebay.de/itm/291181826279",
+			Advertiser: "ebay.de", Markets: []Market{de, us, gb}, BidMicros: 250000},
+		{ID: "OTTO.2.555", Kind: KindProduct, Title: "Nokia Lumia 630 Dual-SIM", Manufacturer: "Nokia", Model: "Lumia 630",
+			Category: "Handy", GTIN: "6438158655587", PriceCents: 9499, Currency: "EUR", Landing: "https://www.otto.de/p/555",
+			Advertiser: "otto.de", Markets: []Market{de}, BidMicros: 200000},
+		{ID: "mueller-mode.de", Kind: KindAdvertiser, Title: "Müller Mode - Jacken und Mäntel", Keywords: []string{"müller jacken", "wintermantel"},
+			Landing: "https://mueller-mode.de/", Advertiser: "mueller-mode.de", Markets: []Market{de}, BidMicros: 100000},
+		{ID: "COUPON.1.7", Kind: KindCoupon, Title: "10% off wireless headphones", Keywords: []string{"headphones coupon", "wireless headphones"},
+			Landing: "https://audio.example/coupon", Advertiser: "audio.example", Markets: []Market{us, gb}, BidMicros: 50000},
+		{ID: "BESTBUY.1.9", Kind: KindProduct, Title: "Sony WH-1000XM4 Wireless Noise Cancelling Headphones", Manufacturer: "Sony",
+			Model: "WH-1000XM4", Category: "Headphones", Description: "Industry-leading noise cancellation, 30 hour battery.",
+			PriceCents: 27999, Currency: "USD", Logo: "https://img.example/sony.png", Landing: "https://bestbuy.example/p/9",
+			Advertiser: "bestbuy.example", Markets: []Market{us}, BidMicros: 400000},
+		{ID: "batteries.example", Kind: KindAdvertiser, Title: "Batteries for every device", Keywords: []string{"aa batteries", "battery pack"},
+			Landing: "https://batteries.example/", Advertiser: "batteries.example", Markets: []Market{us, gb}, BidMicros: 150000},
+	}
+}
+
+func mustBuild(t testing.TB, ads []Ad) *Index {
+	t.Helper()
+	ix, err := Build(ads)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ix
+}
+
+func ids(ix *Index, hits []Hit) []string {
+	var s []string
+	for _, h := range hits {
+		s = append(s, ix.Ad(h.Ad).ID)
+	}
+	return s
+}
+
+func TestSeedSearchExample(t *testing.T) {
+	ix := mustBuild(t, fixture())
+	hits := ix.Match(&Query{Text: "lg handy", Country: "de"})
+	got := string(ix.AppendResponse(nil, hits[:2], &LinkOptions{RedirectURL: "http://r.example", Context: ContextSearch, APIKey: "1", SiteID: "2"}))
+	want := `{"link":[` +
+		`{"title":"handy-bestkauf.de - gebrauchte Handys verkaufen","keywords":["lg handy"],"ad":"http://r.example/v1/redirect?type=search\u0026adId=handy-bestkauf.de\u0026adType=advertiser\u0026api_key=1\u0026site_id=2\u0026criterionId=lg+handy","display_type":["link"]},` +
+		`{"title":"Nokia Lumia 630 Smartphone 4,5 Zoll schwarz","keywords":["handy"],"ad":"http://r.example/v1/redirect?type=search\u0026adId=AMAZON.1.B00JVL2X1I\u0026adType=product\u0026api_key=1\u0026site_id=2\u0026criterionId=handy","display_type":["widget"]}` +
+		`]}`
+	if got != want {
+		t.Fatalf("got\n%s\nwant\n%s", got, want)
+	}
+	var v struct {
+		Link []struct{ Ad string }
+	}
+	if err := json.Unmarshal([]byte(got), &v); err != nil {
+		t.Fatal(err)
+	}
+	u, err := url.Parse(v.Link[0].Ad)
+	if err != nil || u.Query().Get("criterionId") != "lg handy" {
+		t.Fatalf("ad URL %q does not decode: %v", v.Link[0].Ad, err)
+	}
+}
+
+func TestSeedPageExample(t *testing.T) {
+	ix := mustBuild(t, fixture())
+	text := "Im Test: Das Apple iPhone 5 ist dünner als sein Vorgänger. Apple hat beim iPhone 5 vieles richtig gemacht."
+	hits := ix.Match(&Query{Page: true, Title: "Testbericht", Text: text})
+	if len(hits) == 0 || ix.Ad(hits[0].Ad).ID != "EBAY.4.291181826279" {
+		t.Fatalf("hits %v", ids(ix, hits))
+	}
+	h := hits[0]
+	if !slices.Equal(h.Keywords, []string{"Apple", "iPhone 5"}) || h.Criterion != "Apple iPhone 5" {
+		t.Fatalf("keywords %q criterion %q", h.Keywords, h.Criterion)
+	}
+	js := string(ix.AppendLinks(nil, hits[:1], &LinkOptions{RedirectURL: "http://r", Context: ContextPage, APIKey: "1", SiteID: "2"}))
+	for _, want := range []string{`criterionId=Apple+iPhone+5`, `type=intext`, `"display_type":["link","widget"]`} {
+		if !strings.Contains(js, want) {
+			t.Errorf("%s lacks %s", js, want)
+		}
+	}
+}
+
+func TestNormalize(t *testing.T) {
+	for _, group := range [][]string{
+		{"Müller", "Mueller", "muller", "MÜLLER"},
+		{"Handy", "handy", "Handys", "HANDYS"},
+		{"battery", "batteries"},
+		{"laptop", "laptops", "Laptops"},
+		{"Kopfhörer", "kopfhoerer", "Kopfhorer"},
+		{"Fußball", "Fussball"},
+		{"headphones", "headphone"},
+		{"Tasche", "Taschen"},
+	} {
+		for _, s := range group[1:] {
+			if Normalize(s) != Normalize(group[0]) {
+				t.Errorf("Normalize(%q) = %q, Normalize(%q) = %q", s, Normalize(s), group[0], Normalize(group[0]))
+			}
+		}
+	}
+	if Normalize("iPhone 5") == Normalize("iPhone 6") {
+		t.Error("numbers must stay distinct")
+	}
+}
+
+func TestUmlautMatches(t *testing.T) {
+	ix := mustBuild(t, fixture())
+	for _, q := range []string{"Müller Jacken", "mueller jacken", "muller jacke"} {
+		if got := ids(ix, ix.Match(&Query{Text: q})); !slices.Contains(got, "mueller-mode.de") {
+			t.Errorf("%q: %v", q, got)
+		}
+	}
+}
+
+func TestDistWidens(t *testing.T) {
+	ix := mustBuild(t, fixture())
+	q := "wireless noise headphones battery dual"
+	var counts []int
+	var prev []string
+	for _, d := range []Dist{DistHigh, DistLow, DistNone} {
+		got := ids(ix, ix.Match(&Query{Text: q, Dist: d, Size: MaxSize}))
+		for _, id := range prev {
+			if !slices.Contains(got, id) {
+				t.Errorf("dist %d lost %s", d, id)
+			}
+		}
+		prev = got
+		counts = append(counts, len(got))
+	}
+	if !(counts[0] < counts[1] && counts[1] < counts[2]) {
+		t.Fatalf("counts high/low/none = %v, want strictly widening", counts)
+	}
+}
+
+func TestOperator(t *testing.T) {
+	ix := mustBuild(t, fixture())
+	or := ids(ix, ix.Match(&Query{Text: "nokia dual", Dist: DistNone}))
+	and := ids(ix, ix.Match(&Query{Text: "nokia dual", Dist: DistNone, Operator: OpAnd}))
+	if len(or) != 2 || !slices.Equal(and, []string{"OTTO.2.555"}) {
+		t.Fatalf("or %v and %v", or, and)
+	}
+	if got := ix.Match(&Query{Text: "nokia zzzunknown", Dist: DistNone, Operator: OpAnd}); len(got) != 0 {
+		t.Fatalf("and with an unknown term: %v", ids(ix, got))
+	}
+}
+
+func TestFilters(t *testing.T) {
+	ix := mustBuild(t, fixture())
+	for _, tc := range []struct {
+		q    Query
+		want []string
+	}{
+		{Query{Text: "wireless headphones", Country: "gb"}, []string{"COUPON.1.7"}},
+		{Query{Text: "wireless headphones", Country: "us", Kinds: Kinds(0).Add(KindProduct)}, []string{"BESTBUY.1.9"}},
+		{Query{Text: "headphones", Lang: "de"}, nil},
+		{Query{Text: "handy", Kinds: Kinds(0).Add(KindAdvertiser)}, nil},
+		{Query{Text: "handy", Size: 1}, []string{"AMAZON.1.B00JVL2X1I"}},
+	} {
+		if got := ids(ix, ix.Match(&tc.q)); !slices.Equal(got, tc.want) {
+			t.Errorf("%+v: got %v want %v", tc.q, got, tc.want)
+		}
+	}
+}
+
+func TestDistinctAdvertiser(t *testing.T) {
+	ix := mustBuild(t, fixture())
+	// Amazon and Otto offer the same GTIN.
+	two := ids(ix, ix.Match(&Query{Text: "nokia lumia 630"}))
+	one := ids(ix, ix.Match(&Query{Text: "nokia lumia 630", DistinctAdvertiser: 1}))
+	if len(two) != 2 || len(one) != 1 {
+		t.Fatalf("default %v, distinct=1 %v", two, one)
+	}
+}
+
+func TestFieldsJSON(t *testing.T) {
+	ix := mustBuild(t, fixture())
+	hits := ix.Match(&Query{Text: "nokia lumia 630"})
+	o := &LinkOptions{RedirectURL: "https://r", Context: ContextSearch, APIKey: "k", SiteID: "s", YkTag: "camp:1",
+		Fields: FieldPrice | FieldAdType | FieldGTIN | FieldManufacturer, LogoDim: "90X90"}
+	var v struct {
+		Link []map[string]any
+	}
+	if err := json.Unmarshal(ix.AppendResponse(nil, hits, o), &v); err != nil {
+		t.Fatal(err)
+	}
+	first, second := v.Link[0], v.Link[1]
+	if p := first["price"].(map[string]any); p["amount"] != "89.99" || p["currency"] != "EUR" {
+		t.Errorf("price %v", first["price"])
+	}
+	if first["logo"] != "https://img.example/nokia-90x90.png" || first["ad_type"] != "product" || first["gtin"] != "6438158655587" {
+		t.Errorf("entry %v", first)
+	}
+	if _, ok := second["logo"]; ok {
+		t.Errorf("logo on an ad without one: %v", second)
+	}
+	if !strings.Contains(first["ad"].(string), "&yk_tag=camp%3A1") {
+		t.Errorf("ad %v", first["ad"])
+	}
+}
+
+func TestJSONEscaping(t *testing.T) {
+	for _, s := range []string{"a\"b\\c", "<script>&", "\u2028\u2029", "bad\xffutf8", "tab\tnl\n\x01"} {
+		b := appendJSONString(nil, s)
+		var got string
+		if err := json.Unmarshal(b, &got); err != nil {
+			t.Fatalf("%q -> %s: %v", s, b, err)
+		}
+		want, _ := json.Marshal(s)
+		if !bytes.Equal(b, want) {
+			t.Errorf("%q: got %s, encoding/json %s", s, b, want)
+		}
+	}
+}
+
+func FuzzQueryEscape(f *testing.F) {
+	for _, s := range []string{"lg handy", "a&b=c", "ü/ß?#", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got := string(AppendQueryEscape(nil, s)); got != url.QueryEscape(s) {
+			t.Fatalf("%q: %q != %q", s, got, url.QueryEscape(s))
+		}
+	})
+}
+
+func FuzzJSONString(f *testing.F) {
+	f.Add("x<y>\u2028")
+	f.Fuzz(func(t *testing.T, s string) {
+		b := appendJSONString(nil, s)
+		var got string
+		if err := json.Unmarshal(b, &got); err != nil {
+			t.Fatalf("%q -> invalid JSON %s", s, b)
+		}
+		if want := strings.ToValidUTF8(s, "\uFFFD"); got != want && bytes.Equal([]byte(s), []byte(want)) {
+			t.Fatalf("%q round trips to %q", s, got)
+		}
+	})
+}
+
+func TestBuildErrors(t *testing.T) {
+	if _, err := Build([]Ad{{ID: "a"}, {ID: "a"}}); err == nil {
+		t.Error("duplicate id accepted")
+	}
+	if _, err := Build([]Ad{{}}); err == nil {
+		t.Error("empty id accepted")
+	}
+	if _, err := Build([]Ad{{ID: "a", Kind: 9}}); err == nil {
+		t.Error("bad kind accepted")
+	}
+}
+
+func TestAdRoundTrip(t *testing.T) {
+	ads := fixture()
+	ix := mustBuild(t, ads)
+	for i, want := range ads {
+		got := ix.Ad(i)
+		gj, _ := json.Marshal(got)
+		wj, _ := json.Marshal(want)
+		if !bytes.Equal(gj, wj) {
+			t.Errorf("ad %d:\n%s\n%s", i, gj, wj)
+		}
+		if j, ok := ix.Lookup(want.ID); !ok || j != i {
+			t.Errorf("Lookup(%q) = %d, %v", want.ID, j, ok)
+		}
+	}
+	if _, ok := ix.Lookup("nope.example"); ok {
+		t.Error("Lookup found an unknown id")
+	}
+}
+
+// randomText makes page-like text from the catalog's words and noise.
+func randomText(r *rand.Rand, words []string, n int) string {
+	var b strings.Builder
+	for i := range n {
+		if i > 0 {
+			b.WriteString([]string{" ", " ", " ", ", ", ". ", "\n", "-"}[r.IntN(7)])
+		}
+		b.WriteString(words[r.IntN(len(words))])
+	}
+	return b.String()
+}
+
+func TestReduceKeepsPageAnswer(t *testing.T) {
+	ix := mustBuild(t, fixture())
+	words := strings.Fields("Apple iPhone 5 Nokia Lumia 630 handy Handys LG lg Handy der die das und test wireless headphones Sony WH-1000XM4 Müller Jacken Mueller batteries AA battery pack smartphone")
+	r := rand.New(rand.NewPCG(1, 2))
+	o := &LinkOptions{RedirectURL: "r", Context: ContextPage}
+	for range 300 {
+		title, text := randomText(r, words, 1+r.IntN(8)), randomText(r, words, r.IntN(200))
+		rt, rx := ix.Reduce(title, text)
+		full := ix.AppendLinks(nil, ix.Match(&Query{Page: true, Title: title, Text: text}), o)
+		red := ix.AppendLinks(nil, ix.Match(&Query{Page: true, Title: rt, Text: rx}), o)
+		if !bytes.Equal(full, red) {
+			t.Fatalf("title %q text %q\nreduced %q / %q\nfull    %s\nreduced %s", title, text, rt, rx, full, red)
+		}
+		if len(rx) > len(text) {
+			t.Fatalf("reduced text grew")
+		}
+	}
+}
+
+func TestShardRoundTrip(t *testing.T) {
+	ix := mustBuild(t, fixture())
+	b := ix.Encode()
+	op, err := Open(bytes.Clone(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := &LinkOptions{RedirectURL: "r", Context: ContextSearch, Fields: FieldPrice | FieldLogo}
+	for _, q := range []Query{
+		{Text: "lg handy"}, {Text: "headphones", Dist: DistNone}, {Text: "nokia", Dist: DistLow},
+		{Page: true, Text: "Apple iPhone 5"}, {Text: "handy", Country: "de"},
+	} {
+		a := ix.AppendResponse(nil, ix.Match(&q), o)
+		c := op.AppendResponse(nil, op.Match(&q), o)
+		if !bytes.Equal(a, c) {
+			t.Errorf("%+v:\n%s\n%s", q, a, c)
+		}
+	}
+	if !bytes.Equal(op.Encode(), b) {
+		t.Error("re-encoding an opened shard changed it")
+	}
+	// Misaligned input is copied, not rejected.
+	mis := make([]byte, len(b)+1)
+	copy(mis[1:], b)
+	if _, err := Open(mis[1:]); err != nil {
+		t.Errorf("misaligned: %v", err)
+	}
+}
+
+func TestShardRejectsDamage(t *testing.T) {
+	b := mustBuild(t, fixture()).Encode()
+	for n := 0; n < len(b); n += 1 + n/7 {
+		if _, err := Open(b[:n]); err == nil {
+			t.Fatalf("truncated to %d accepted", n)
+		}
+	}
+	for i := 0; i < len(b); i += 13 {
+		c := bytes.Clone(b)
+		c[i] ^= 0x5a
+		if _, err := Open(c); err == nil {
+			t.Fatalf("flipped byte %d accepted", i)
+		}
+	}
+}
+
+func FuzzOpen(f *testing.F) {
+	good := mustBuild(f, fixture()).Encode()
+	f.Add(good)
+	f.Add(good[:100])
+	f.Add([]byte("ADLKSHRD"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		// Fix the checksum so the fuzzer reaches the structural checks.
+		if len(b) >= headerSize && string(b[:8]) == shardMagic {
+			b = bytes.Clone(b)
+			putCRC(b)
+		}
+		ix, err := Open(b)
+		if err != nil {
+			return
+		}
+		for _, q := range []Query{{Text: "lg handy"}, {Text: "apple iphone 5 handy", Dist: DistLow}, {Text: "nokia", Dist: DistNone}, {Page: true, Text: "Apple iPhone 5"}} {
+			hits := ix.Match(&q)
+			ix.AppendResponse(nil, hits, &LinkOptions{Fields: ^Fields(0)})
+		}
+		for i := range ix.Len() {
+			ix.Ad(i)
+		}
+		ix.Lookup("handy-bestkauf.de")
+	})
+}
+
+func FuzzMatch(f *testing.F) {
+	ix := mustBuild(f, fixture())
+	f.Add("lg handy", "", uint8(0), false)
+	f.Add("Apple iPhone 5. Apple", "iPhone", uint8(2), true)
+	f.Fuzz(func(t *testing.T, text, title string, opt uint8, page bool) {
+		q := &Query{Text: text, Title: title, Page: page, Dist: Dist(opt % 3), Operator: Operator(opt >> 2 & 1)}
+		a := ix.AppendResponse(nil, ix.Match(q), &LinkOptions{})
+		if !json.Valid(a) {
+			t.Fatalf("invalid JSON %s", a)
+		}
+		if page {
+			rt, rx := ix.Reduce(title, text)
+			b := ix.AppendResponse(nil, ix.Match(&Query{Page: true, Title: rt, Text: rx}), &LinkOptions{})
+			if !bytes.Equal(a, b) {
+				t.Fatalf("reduce changed the answer:\n%s\n%s", a, b)
+			}
+		}
+	})
+}
+
+func TestLn(t *testing.T) {
+	for _, x := range []float64{1e-9, 0.3, 1, 2, 2.718281828459045, 10, 12345.678, 1e12} {
+		if got, want := ln(x), mathLog(x); got-want > 1e-12*max(1, want) || want-got > 1e-12*max(1, -want) {
+			t.Errorf("ln(%v) = %v, want %v", x, got, want)
+		}
+	}
+}
+
+func mathLog(x float64) float64 { return math.Log(x) }
+
+// putCRC rewrites a shard's checksum after a test changed its bytes.
+func putCRC(b []byte) {
+	binary.LittleEndian.PutUint32(b[16:], crc32.Checksum(b[headerSize:], castagnoli))
+}

@@ -1,0 +1,584 @@
+package match
+
+import (
+	"math"
+	"slices"
+	"strings"
+)
+
+// maxQueryTerms bounds the distinct terms a full-text query scores.
+const maxQueryTerms = 16
+
+// occ is one occurrence of a criterion in the input: tokens [from, to).
+type occ struct {
+	crit     uint32
+	from, to int32
+	title    bool
+}
+
+// cand is an ad being scored.
+type cand struct {
+	ad    uint32
+	score float64
+	occs  []occ // matched criteria occurrences (high, low, page)
+	terms []int // matched query token indexes (none, low)
+}
+
+// input is a tokenised query: title tokens first, then text tokens.
+type input struct {
+	src    []string // the text each token's span refers to
+	toks   []token
+	nTitle int
+}
+
+func (in *input) span(i int) string {
+	t := &in.toks[i]
+	s := in.src[0]
+	if i >= in.nTitle {
+		s = in.src[1]
+	}
+	return s[t.start:t.end]
+}
+
+func (ix *Index) tokenize(q *Query) *input {
+	limit := MaxQueryBytes
+	if q.Page {
+		limit = MaxPageBytes
+	}
+	title := cut(q.Title, limit)
+	text := cut(q.Text, limit)
+	in := &input{src: []string{title, text}}
+	var scratch []byte
+	in.toks, scratch = tokenize(nil, title, nil)
+	in.nTitle = len(in.toks)
+	in.toks, _ = tokenize(in.toks, text, scratch)
+	if len(in.toks) > in.nTitle {
+		in.toks[in.nTitle].brk = true
+	}
+	for i := range in.toks {
+		in.toks[i].id = ix.termID(in.toks[i].term)
+	}
+	return in
+}
+
+// cut shortens s to at most n bytes, at a rune boundary.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n]
+}
+
+// Match returns the ads for q, best first. The result is deterministic:
+// the same index and query give the same hits in the same order.
+func (ix *Index) Match(q *Query) []Hit {
+	if len(ix.ads) == 0 {
+		return nil
+	}
+	size := q.Size
+	if size <= 0 {
+		size = DefaultSize
+	}
+	size = min(size, MaxSize)
+	distinct := q.DistinctAdvertiser
+	if distinct <= 0 {
+		distinct = DefaultDistinctAdvertiser
+	}
+	in := ix.tokenize(q)
+	f := ix.filter(q)
+	var cands []cand
+	switch {
+	case q.Page || q.Dist == DistHigh:
+		cands = ix.matchCriteria(in, f, q.Page)
+	case q.Dist == DistLow:
+		cands = ix.matchLow(in, f)
+	default:
+		cands = ix.matchFullText(in, f, q.Operator == OpAnd)
+	}
+	for i := range cands {
+		c := &cands[i]
+		c.score = float64(c.score * bidFactor(ix.ads[c.ad].bid))
+	}
+	return ix.top(in, cands, size, distinct)
+}
+
+// bidFactor lifts an ad by its bid, sub-linearly: relevance leads, and the
+// bid decides among ads of like relevance.
+func bidFactor(micros uint32) float64 {
+	return float64(math.Sqrt(1 + float64(micros)/1e6))
+}
+
+// filter holds the request's market and kind filters.
+type filter struct {
+	markets uint64
+	any     bool
+	kinds   Kinds
+}
+
+func (ix *Index) filter(q *Query) filter {
+	f := filter{kinds: q.Kinds, any: q.Country == "" && q.Lang == ""}
+	for m, mk := range ix.markets {
+		if (q.Country == "" || mk.Country == q.Country) && (q.Lang == "" || mk.Lang == q.Lang) {
+			f.markets |= 1 << m
+		}
+	}
+	return f
+}
+
+func (f *filter) ok(a *adRec) bool {
+	return f.kinds.Has(a.kind()) && (f.any || a.marketBits()&f.markets != 0)
+}
+
+// findOccs lists every occurrence of every criterion in the input.
+func (ix *Index) findOccs(in *input) []occ {
+	var out []occ
+	toks := in.toks
+	for i := range toks {
+		t := toks[i].id
+		if t < 0 {
+			continue
+		}
+		for c := ix.critStart[t]; c < ix.critStart[t+1]; c++ {
+			seq := ix.critTerms[ix.critOff[c]:ix.critOff[c+1]]
+			if i+len(seq) > len(toks) {
+				continue
+			}
+			ok := true
+			for k := 1; k < len(seq); k++ {
+				if tk := &toks[i+k]; tk.brk || tk.id != int32(seq[k]) {
+					ok = false
+					break
+				}
+			}
+			if ok {
+				out = append(out, occ{crit: c, from: int32(i), to: int32(i + len(seq)), title: i < in.nTitle})
+			}
+		}
+	}
+	return out
+}
+
+// matchCriteria finds the ads one of whose criteria stands whole in the
+// input (ctx.dist=high, and the page context).
+func (ix *Index) matchCriteria(in *input, f filter, page bool) []cand {
+	occs := ix.findOccs(in)
+	byAd := make(map[uint32]int)
+	var cands []cand
+	for _, o := range occs {
+		for _, e := range ix.critAd[ix.critAdOff[o.crit]:ix.critAdOff[o.crit+1]] {
+			ad := e >> 2
+			if !f.ok(&ix.ads[ad]) {
+				continue
+			}
+			k, ok := byAd[ad]
+			if !ok {
+				k = len(cands)
+				byAd[ad] = k
+				cands = append(cands, cand{ad: ad})
+			}
+			cands[k].occs = append(cands[k].occs, o)
+		}
+	}
+	for i := range cands {
+		c := &cands[i]
+		c.occs = ix.keepLongest(c.occs)
+		c.score = ix.criteriaScore(c.ad, c.occs, page)
+	}
+	return cands
+}
+
+// keepLongest drops occurrences overlapped by a longer one, so "lg handy"
+// wins over "handy" inside it, and returns them in input order.
+func (ix *Index) keepLongest(os []occ) []occ {
+	if len(os) < 2 {
+		return os
+	}
+	slices.SortStableFunc(os, func(a, b occ) int {
+		if d := (b.to - b.from) - (a.to - a.from); d != 0 {
+			return int(d)
+		}
+		return int(a.from - b.from)
+	})
+	kept := os[:0:0]
+	for _, o := range os {
+		free := true
+		for _, k := range kept {
+			if o.from < k.to && k.from < o.to && (o.title == k.title) {
+				free = false
+				break
+			}
+		}
+		if free {
+			kept = append(kept, o)
+		}
+	}
+	slices.SortFunc(kept, func(a, b occ) int { return int(a.from - b.from) })
+	return kept
+}
+
+// srcOf returns how ad is tied to criterion c.
+func (ix *Index) srcOf(c, ad uint32) uint32 {
+	es := ix.critAd[ix.critAdOff[c]:ix.critAdOff[c+1]]
+	i, _ := slices.BinarySearchFunc(es, ad, func(e, ad uint32) int { return cmpU32(e>>2, ad) })
+	if i < len(es) && es[i]>>2 == ad {
+		return es[i] & 3
+	}
+	return srcKeyword
+}
+
+func cmpU32(a, b uint32) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// criteriaScore weighs the distinct criteria matched: by source, by length
+// (a longer phrase is a more specific match), by the title, and in pages by
+// how often they occur (with diminishing returns).
+func (ix *Index) criteriaScore(ad uint32, os []occ, page bool) float64 {
+	type agg struct {
+		crit        uint32
+		count       int
+		title, body bool
+	}
+	var seen []agg
+	for _, o := range os {
+		found := false
+		for k := range seen {
+			if seen[k].crit == o.crit {
+				seen[k].count++
+				seen[k].title = seen[k].title || o.title
+				seen[k].body = seen[k].body || !o.title
+				found = true
+				break
+			}
+		}
+		if !found {
+			seen = append(seen, agg{crit: o.crit, count: 1, title: o.title, body: !o.title})
+		}
+	}
+	var s float64
+	for _, a := range seen {
+		n := float64(ix.critOff[a.crit+1] - ix.critOff[a.crit])
+		w := float64(srcWeight[ix.srcOf(a.crit, ad)] * (1 + 0.5*(n-1)))
+		if page {
+			w = float64(w * math.Sqrt(float64(min(a.count, 16))))
+			if a.title {
+				w = float64(w * 2)
+			}
+		}
+		s = float64(s + w)
+	}
+	// Several distinct criteria of one ad (brand and model) reinforce.
+	return float64(s * (1 + 0.25*float64(len(seen)-1)))
+}
+
+// matchLow adds to the strong matches the criteria that share at least half
+// of their terms with the input (ctx.dist=low).
+func (ix *Index) matchLow(in *input, f filter) []cand {
+	cands := ix.matchCriteria(in, f, false)
+	byAd := make(map[uint32]int, len(cands))
+	for i, c := range cands {
+		byAd[c.ad] = i
+	}
+	// For each criterion containing a query term: which query tokens hit it.
+	hits := make(map[uint32][]int)
+	var order []uint32
+	for i, t := range in.toks {
+		if t.id < 0 {
+			continue
+		}
+		for _, c := range ix.termCrit[ix.termCritOff[t.id]:ix.termCritOff[t.id+1]] {
+			if _, ok := hits[c]; !ok {
+				order = append(order, c)
+			}
+			hits[c] = append(hits[c], i)
+		}
+	}
+	for _, c := range order {
+		toks := hits[c]
+		seq := ix.critTerms[ix.critOff[c]:ix.critOff[c+1]]
+		matched := 0
+		for _, t := range seq {
+			for _, i := range toks {
+				if in.toks[i].id == int32(t) {
+					matched++
+					break
+				}
+			}
+		}
+		if matched*2 < len(seq) {
+			continue
+		}
+		part := float64(matched) / float64(len(seq))
+		for _, e := range ix.critAd[ix.critAdOff[c]:ix.critAdOff[c+1]] {
+			ad := e >> 2
+			if !f.ok(&ix.ads[ad]) {
+				continue
+			}
+			k, ok := byAd[ad]
+			if !ok {
+				k = len(cands)
+				byAd[ad] = k
+				cands = append(cands, cand{ad: ad})
+			}
+			if len(cands[k].occs) > 0 {
+				continue // already a strong match: keep its keywords
+			}
+			cands[k].score = float64(cands[k].score + 0.5*part*srcWeight[e&3])
+			for _, i := range toks {
+				if !slices.Contains(cands[k].terms, i) {
+					cands[k].terms = append(cands[k].terms, i)
+				}
+			}
+		}
+	}
+	for i := range cands {
+		slices.Sort(cands[i].terms)
+	}
+	return cands
+}
+
+// matchFullText scores every ad containing the query's terms with BM25 over
+// all its text (ctx.dist=none); and requires every term.
+func (ix *Index) matchFullText(in *input, f filter, and bool) []cand {
+	type qterm struct {
+		id   uint32
+		toks []int
+		idf  float64
+		pos  uint32 // cursor into postings
+		end  uint32
+	}
+	var qs []qterm
+	missing := false
+	for i, t := range in.toks {
+		if t.id < 0 {
+			missing = true
+			continue
+		}
+		found := false
+		for k := range qs {
+			if qs[k].id == uint32(t.id) {
+				qs[k].toks = append(qs[k].toks, i)
+				found = true
+			}
+		}
+		if !found && len(qs) < maxQueryTerms {
+			qs = append(qs, qterm{id: uint32(t.id), toks: []int{i}})
+		}
+	}
+	if len(qs) == 0 || (and && missing) {
+		return nil
+	}
+	n := float64(len(ix.ads))
+	for k := range qs {
+		q := &qs[k]
+		q.pos, q.end = ix.postOff[q.id], ix.postOff[q.id+1]
+		df := float64(q.end - q.pos)
+		q.idf = ln(float64(1 + (n-df+0.5)/(df+0.5)))
+	}
+	const k1, b = 1.2, 0.75
+	var cands []cand
+	for {
+		// The smallest ad under any cursor.
+		next := uint32(math.MaxUint32)
+		for k := range qs {
+			if qs[k].pos < qs[k].end && ix.postAd[qs[k].pos] < next {
+				next = ix.postAd[qs[k].pos]
+			}
+		}
+		if next == math.MaxUint32 {
+			break
+		}
+		a := &ix.ads[next]
+		var score float64
+		var terms []int
+		matched := 0
+		ok := f.ok(a)
+		for k := range qs {
+			q := &qs[k]
+			if q.pos >= q.end || ix.postAd[q.pos] != next {
+				continue
+			}
+			if ok {
+				tf := float64(ix.postTF[q.pos])
+				norm := float64(k1 * (1 - b + b*float64(a.docLen)/ix.avgLen))
+				score = float64(score + q.idf*float64(tf*(k1+1))/float64(tf+norm))
+				terms = append(terms, q.toks...)
+				matched++
+			}
+			q.pos++
+		}
+		if !ok || (and && matched < len(qs)) {
+			continue
+		}
+		slices.Sort(terms)
+		cands = append(cands, cand{ad: next, score: score, terms: terms})
+	}
+	return cands
+}
+
+// top ranks the candidates, applies distinct_advertiser and size, and
+// turns them into hits. Only as many candidates as needed are sorted.
+func (ix *Index) top(in *input, cands []cand, size, distinct int) []Hit {
+	less := func(a, b *cand) bool {
+		if a.score != b.score {
+			return a.score > b.score
+		}
+		return a.ad < b.ad
+	}
+	type group struct {
+		offer uint32
+		advs  []string
+	}
+	m := size * 4
+	for {
+		if m > len(cands) {
+			m = len(cands)
+		}
+		selectTop(cands, m, less)
+		head := cands[:m]
+		slices.SortFunc(head, func(a, b cand) int {
+			if less(&a, &b) {
+				return -1
+			}
+			if less(&b, &a) {
+				return 1
+			}
+			return 0
+		})
+		var hits []Hit
+		var groups []group
+		for i := range head {
+			c := &head[i]
+			a := &ix.ads[c.ad]
+			adv := ix.str(a.advertiser)
+			g := -1
+			for k := range groups {
+				if groups[k].offer == a.offer {
+					g = k
+					break
+				}
+			}
+			if g < 0 {
+				groups = append(groups, group{offer: a.offer})
+				g = len(groups) - 1
+			}
+			if len(groups[g].advs) >= distinct || slices.Contains(groups[g].advs, adv) {
+				continue
+			}
+			groups[g].advs = append(groups[g].advs, adv)
+			hits = append(hits, ix.hit(in, c))
+			if len(hits) == size {
+				return hits
+			}
+		}
+		if m == len(cands) {
+			return hits
+		}
+		m *= 4
+	}
+}
+
+// selectTop moves the m best candidates to the front, in no order.
+func selectTop(c []cand, m int, less func(a, b *cand) bool) {
+	lo, hi := 0, len(c)
+	if m <= 0 || m >= hi {
+		return
+	}
+	for hi-lo > 1 {
+		// Median of three as pivot keeps this deterministic and fast.
+		mid := lo + (hi-lo)/2
+		if less(&c[mid], &c[lo]) {
+			c[mid], c[lo] = c[lo], c[mid]
+		}
+		if less(&c[hi-1], &c[lo]) {
+			c[hi-1], c[lo] = c[lo], c[hi-1]
+		}
+		if less(&c[hi-1], &c[mid]) {
+			c[hi-1], c[mid] = c[mid], c[hi-1]
+		}
+		p := c[mid]
+		i, j := lo, hi-1
+		for i <= j {
+			for less(&c[i], &p) {
+				i++
+			}
+			for less(&p, &c[j]) {
+				j--
+			}
+			if i <= j {
+				c[i], c[j] = c[j], c[i]
+				i++
+				j--
+			}
+		}
+		switch {
+		case m <= j:
+			hi = j + 1
+		case m >= i:
+			lo = i
+		default:
+			return
+		}
+	}
+}
+
+// hit turns a candidate into a Hit with the input's own spelling of what
+// matched.
+func (ix *Index) hit(in *input, c *cand) Hit {
+	h := Hit{Ad: int(c.ad), Score: c.score}
+	add := func(s string) {
+		for _, k := range h.Keywords {
+			if strings.EqualFold(k, s) {
+				return
+			}
+		}
+		h.Keywords = append(h.Keywords, s)
+	}
+	if len(c.occs) > 0 {
+		// Order of first occurrence: title occurrences come first.
+		for _, o := range c.occs {
+			t0, t1 := &in.toks[o.from], &in.toks[o.to-1]
+			s := in.src[0]
+			if int(o.from) >= in.nTitle {
+				s = in.src[1]
+			}
+			add(s[t0.start:t1.end])
+		}
+	} else {
+		for _, i := range c.terms {
+			add(in.span(i))
+		}
+	}
+	h.Criterion = strings.Join(h.Keywords, " ")
+	return h
+}
+
+// ln is the natural logarithm by plain arithmetic, so the server and the
+// WebAssembly module (where math.Log takes other code paths) rank alike.
+func ln(x float64) float64 {
+	if x <= 0 {
+		return math.Inf(-1)
+	}
+	m, e := math.Frexp(x) // x = m * 2^e, m in [0.5, 1)
+	if m < math.Sqrt2/2 {
+		m = float64(m * 2)
+		e--
+	}
+	z := float64((m - 1) / (m + 1))
+	z2 := float64(z * z)
+	s, t := 0.0, z
+	for k := 1; k < 40; k += 2 {
+		s = float64(s + t/float64(k))
+		t = float64(t * z2)
+	}
+	return float64(float64(2*s) + float64(e)*math.Ln2)
+}

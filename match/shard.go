@@ -1,0 +1,304 @@
+package match
+
+import (
+	"encoding/binary"
+	"errors"
+	"hash/crc32"
+	"math"
+	"unsafe"
+)
+
+// Shard format: a header, a section table and the sections, each aligned
+// to 8 bytes, little-endian, laid out as the Index holds them in memory so
+// that Open uses the bytes in place.
+//
+//	magic   [8]byte "ADLKSHRD"
+//	version uint32
+//	count   uint32  number of sections
+//	crc     uint32  CRC-32C of everything after the header
+//	_       uint32
+//	table   count x {offset, length uint32}, offsets from the start
+const (
+	shardMagic   = "ADLKSHRD"
+	ShardVersion = 1
+	headerSize   = 24
+	// MaxShardBytes bounds what Open accepts, so a hostile length cannot
+	// make it allocate without limit.
+	MaxShardBytes = 1 << 30
+)
+
+// Section numbers, in file order.
+const (
+	secMeta = iota
+	secStrs
+	secAds
+	secByID
+	secMarkets
+	secTermOff
+	secTermStr
+	secPostOff
+	secPostAd
+	secPostTF
+	secCritStart
+	secCritOff
+	secCritTerms
+	secCritAdOff
+	secCritAd
+	secTermCritOff
+	secTermCrit
+	numSections
+)
+
+const adRecWords = int(unsafe.Sizeof(adRec{}) / 4)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// ErrShard is wrapped by every error Open returns.
+var ErrShard = errors.New("match: bad shard")
+
+func shardErr(msg string) error { return errors.Join(ErrShard, errors.New("match: shard: "+msg)) }
+
+// Encode writes the index as a shard.
+func (ix *Index) Encode() []byte {
+	avg := math.Float64bits(ix.avgLen)
+	meta := []uint32{uint32(len(ix.ads)), uint32(len(ix.termOff) - 1), uint32(len(ix.critOff) - 1), uint32(avg), uint32(avg >> 32)}
+	mk := make([]byte, 0, 4*len(ix.markets))
+	for _, m := range ix.markets {
+		mk = append(mk, m.Country...)
+		mk = append(mk, m.Lang...)
+	}
+	secs := [numSections][]byte{
+		secMeta:        u32Bytes(meta),
+		secStrs:        []byte(ix.strs),
+		secAds:         u32Bytes(unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(ix.ads))), len(ix.ads)*adRecWords)),
+		secByID:        u32Bytes(ix.byID),
+		secMarkets:     mk,
+		secTermOff:     u32Bytes(ix.termOff),
+		secTermStr:     []byte(ix.termStr),
+		secPostOff:     u32Bytes(ix.postOff),
+		secPostAd:      u32Bytes(ix.postAd),
+		secPostTF:      ix.postTF,
+		secCritStart:   u32Bytes(ix.critStart),
+		secCritOff:     u32Bytes(ix.critOff),
+		secCritTerms:   u32Bytes(ix.critTerms),
+		secCritAdOff:   u32Bytes(ix.critAdOff),
+		secCritAd:      u32Bytes(ix.critAd),
+		secTermCritOff: u32Bytes(ix.termCritOff),
+		secTermCrit:    u32Bytes(ix.termCrit),
+	}
+	off := align8(headerSize + 8*numSections)
+	total := off
+	for _, s := range secs {
+		total = align8(total + len(s))
+	}
+	out := make([]byte, total)
+	copy(out, shardMagic)
+	binary.LittleEndian.PutUint32(out[8:], ShardVersion)
+	binary.LittleEndian.PutUint32(out[12:], numSections)
+	for i, s := range secs {
+		binary.LittleEndian.PutUint32(out[headerSize+8*i:], uint32(off))
+		binary.LittleEndian.PutUint32(out[headerSize+8*i+4:], uint32(len(s)))
+		copy(out[off:], s)
+		off = align8(off + len(s))
+	}
+	binary.LittleEndian.PutUint32(out[16:], crc32.Checksum(out[headerSize:], castagnoli))
+	return out
+}
+
+func align8(n int) int { return (n + 7) &^ 7 }
+
+func u32Bytes(v []uint32) []byte {
+	b := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], x)
+	}
+	return b
+}
+
+// Open checks a shard and returns an Index that reads it in place. Every
+// offset is checked once here, so no query can read out of bounds; a
+// truncated, corrupt or oversized shard is an error, never a panic. The
+// Index keeps b: the caller must not change it afterwards.
+func Open(b []byte) (*Index, error) {
+	if len(b) > MaxShardBytes {
+		return nil, shardErr("too large")
+	}
+	if len(b) < headerSize || string(b[:8]) != shardMagic {
+		return nil, shardErr("not a shard")
+	}
+	if v := binary.LittleEndian.Uint32(b[8:]); v != ShardVersion {
+		return nil, shardErr("version " + itoa(int(v)) + ", want " + itoa(ShardVersion))
+	}
+	if n := binary.LittleEndian.Uint32(b[12:]); n != numSections {
+		return nil, shardErr("wrong section count")
+	}
+	if len(b) < headerSize+8*numSections {
+		return nil, shardErr("truncated")
+	}
+	if crc32.Checksum(b[headerSize:], castagnoli) != binary.LittleEndian.Uint32(b[16:]) {
+		return nil, shardErr("checksum mismatch")
+	}
+	if !littleEndian() {
+		return nil, shardErr("big-endian hosts are not supported")
+	}
+	if uintptr(unsafe.Pointer(unsafe.SliceData(b)))%8 != 0 {
+		aligned := make([]uint64, (len(b)+7)/8)
+		c := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(aligned))), len(b))
+		copy(c, b)
+		b = c
+	}
+	var secs [numSections][]byte
+	for i := range secs {
+		off := binary.LittleEndian.Uint32(b[headerSize+8*i:])
+		n := binary.LittleEndian.Uint32(b[headerSize+8*i+4:])
+		if off%8 != 0 || uint64(off)+uint64(n) > uint64(len(b)) || off < headerSize+8*numSections {
+			return nil, shardErr("section out of bounds")
+		}
+		secs[i] = b[off : off+n]
+	}
+	words := func(s int) ([]uint32, error) {
+		if len(secs[s])%4 != 0 {
+			return nil, shardErr("misaligned section")
+		}
+		if len(secs[s]) == 0 {
+			return nil, nil
+		}
+		return unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(secs[s]))), len(secs[s])/4), nil
+	}
+	ix := &Index{}
+	meta, err := words(secMeta)
+	if err != nil || len(meta) != 5 {
+		return nil, shardErr("bad meta")
+	}
+	nAds, nTerms, nCrit := int(meta[0]), int(meta[1]), int(meta[2])
+	ix.avgLen = math.Float64frombits(uint64(meta[4])<<32 | uint64(meta[3]))
+	if ix.avgLen < 0 || math.IsNaN(ix.avgLen) || math.IsInf(ix.avgLen, 0) || (nAds > 0 && ix.avgLen == 0) {
+		return nil, shardErr("bad mean length")
+	}
+	ix.strs = unsafe.String(unsafe.SliceData(secs[secStrs]), len(secs[secStrs]))
+	ix.termStr = unsafe.String(unsafe.SliceData(secs[secTermStr]), len(secs[secTermStr]))
+	ix.postTF = secs[secPostTF]
+	for _, p := range []struct {
+		dst *[]uint32
+		sec int
+	}{
+		{&ix.byID, secByID}, {&ix.termOff, secTermOff}, {&ix.postOff, secPostOff}, {&ix.postAd, secPostAd},
+		{&ix.critStart, secCritStart}, {&ix.critOff, secCritOff}, {&ix.critTerms, secCritTerms},
+		{&ix.critAdOff, secCritAdOff}, {&ix.critAd, secCritAd}, {&ix.termCritOff, secTermCritOff},
+		{&ix.termCrit, secTermCrit},
+	} {
+		if *p.dst, err = words(p.sec); err != nil {
+			return nil, err
+		}
+	}
+	aw, err := words(secAds)
+	if err != nil || len(aw) != nAds*adRecWords {
+		return nil, shardErr("bad ad table")
+	}
+	if nAds > 0 {
+		ix.ads = unsafe.Slice((*adRec)(unsafe.Pointer(unsafe.SliceData(aw))), nAds)
+	}
+	mk := secs[secMarkets]
+	if len(mk)%4 != 0 || len(mk)/4 > maxMarket {
+		return nil, shardErr("bad market table")
+	}
+	for i := 0; i < len(mk); i += 4 {
+		m := Market{Country: string(mk[i : i+2]), Lang: string(mk[i+2 : i+4])}
+		if !isAlpha2(m.Country) || !isAlpha2(m.Lang) {
+			return nil, shardErr("bad market")
+		}
+		ix.markets = append(ix.markets, m)
+	}
+	if err := ix.check(nAds, nTerms, nCrit); err != nil {
+		return nil, err
+	}
+	return ix, nil
+}
+
+// check validates every offset and id of an opened index.
+func (ix *Index) check(nAds, nTerms, nCrit int) error {
+	strs := uint64(len(ix.strs))
+	marketMask := uint64(1)<<len(ix.markets) - 1
+	if len(ix.markets) == 64 {
+		marketMask = math.MaxUint64
+	}
+	for i := range ix.ads {
+		a := &ix.ads[i]
+		for _, r := range []strRef{a.id, a.title, a.manufacturer, a.model, a.category, a.description, a.gtin, a.currency, a.logo, a.landing, a.advertiser, a.keywords} {
+			if uint64(r.off)+uint64(r.n) > strs {
+				return shardErr("string out of bounds")
+			}
+		}
+		if a.kindv >= uint32(numKinds) || a.offer >= uint32(nAds) || a.marketBits()&^marketMask != 0 {
+			return shardErr("bad ad record")
+		}
+	}
+	if len(ix.byID) != nAds || !below(ix.byID, nAds) {
+		return shardErr("bad id table")
+	}
+	if !offsets(ix.termOff, nTerms, len(ix.termStr)) ||
+		!offsets(ix.postOff, nTerms, len(ix.postAd)) || len(ix.postTF) != len(ix.postAd) || !below(ix.postAd, nAds) ||
+		!offsets(ix.critStart, nTerms, nCrit) ||
+		!offsets(ix.critOff, nCrit, len(ix.critTerms)) || !below(ix.critTerms, nTerms) ||
+		!offsets(ix.critAdOff, nCrit, len(ix.critAd)) ||
+		!offsets(ix.termCritOff, nTerms, len(ix.termCrit)) || !below(ix.termCrit, nCrit) {
+		return shardErr("bad offsets")
+	}
+	for _, e := range ix.critAd {
+		if e>>2 >= uint32(nAds) {
+			return shardErr("bad criterion ad")
+		}
+	}
+	for c := range nCrit {
+		if ix.critOff[c] == ix.critOff[c+1] {
+			return shardErr("empty criterion")
+		}
+		// A criterion must sit in its first term's range, or lookups by
+		// first term would read another term's criteria.
+		t := ix.critTerms[ix.critOff[c]]
+		if uint32(c) < ix.critStart[t] || uint32(c) >= ix.critStart[t+1] {
+			return shardErr("criterion out of order")
+		}
+	}
+	return nil
+}
+
+// offsets reports whether off is n+1 non-decreasing offsets from 0 ending at end.
+func offsets(off []uint32, n, end int) bool {
+	if len(off) != n+1 || off[0] != 0 || int(off[n]) != end {
+		return false
+	}
+	for i := 1; i < len(off); i++ {
+		if off[i] < off[i-1] {
+			return false
+		}
+	}
+	return true
+}
+
+func below(v []uint32, n int) bool {
+	for _, x := range v {
+		if x >= uint32(n) {
+			return false
+		}
+	}
+	return true
+}
+
+func littleEndian() bool {
+	x := uint16(1)
+	return *(*byte)(unsafe.Pointer(&x)) == 1
+}
+
+func itoa(n int) string {
+	var b [20]byte
+	i := len(b)
+	for {
+		i--
+		b[i] = byte('0' + n%10)
+		n /= 10
+		if n == 0 {
+			return string(b[i:])
+		}
+	}
+}
