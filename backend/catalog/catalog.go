@@ -1,0 +1,465 @@
+// Package catalog reads ad catalogs into match.Ad values: JSON-lines and CSV
+// feed files (the format is documented in testdata/catalog/README.md), the
+// embedded demo catalog, the Icecat product set used by the benchmarks, and
+// synthetic catalogs of any size for scale tests.
+//
+// Every feed line is validated; an error names the file, the line and the
+// field, so an operator can fix a feed without guessing.
+package catalog
+
+import (
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/adlink/adlink"
+	"github.com/adlink/adlink/match"
+)
+
+// Options tune how a feed is read.
+type Options struct {
+	// BaseURL is the server's public base URL ("http://localhost:8080").
+	// Logo URLs in a feed that start with "/" are made absolute against it,
+	// so the demo logos the backend serves at /demo/logos/ work from any
+	// publisher page. Empty leaves such logos as they are.
+	BaseURL string
+}
+
+// MaxErrors is how many line errors Load reports before it gives up on a
+// feed; the error then says how many more lines were skipped.
+const MaxErrors = 50
+
+// maxLine bounds one JSON line, so a feed without newlines cannot take all
+// memory.
+const maxLine = 1 << 20
+
+// LineError is one problem in a feed: where it is and what is wrong.
+type LineError struct {
+	// File is the feed's name as given to Load.
+	File string
+	// Line is 1-based.
+	Line int
+	// Field is the feed field at fault ("landing"); empty when the line as a
+	// whole is unreadable.
+	Field string
+	// Msg says what is wrong and, where it helps, what is allowed.
+	Msg string
+}
+
+// Error returns "file:line: field: message".
+func (e *LineError) Error() string {
+	if e.Field == "" {
+		return e.File + ":" + strconv.Itoa(e.Line) + ": " + e.Msg
+	}
+	return e.File + ":" + strconv.Itoa(e.Line) + ": " + e.Field + ": " + e.Msg
+}
+
+// Demo returns the demo catalog embedded in the binary (adlink.DemoCatalog).
+func Demo(opts Options) ([]match.Ad, error) {
+	return Load(bytes.NewReader(adlink.DemoCatalog), "demo.jsonl", opts)
+}
+
+// LoadFile reads the feed file at path; its extension picks the format, as
+// for Load.
+func LoadFile(path string, opts Options) ([]match.Ad, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return Load(f, path, opts)
+}
+
+// Load reads one feed. name's extension picks the format: ".jsonl" or
+// ".ndjson" for JSON lines, ".csv" for CSV, each optionally followed by
+// ".gz". name also prefixes every error. Load returns no ads unless every
+// line is valid; the error then lists up to MaxErrors *LineError values
+// (reach them with errors.As or by unwrapping the joined error).
+func Load(r io.Reader, name string, opts Options) ([]match.Ad, error) {
+	if opts.BaseURL != "" {
+		u, err := url.Parse(opts.BaseURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("catalog: base URL %q is not an absolute http(s) URL", opts.BaseURL)
+		}
+	}
+	ext := strings.ToLower(filepath.Ext(name))
+	if ext == ".gz" {
+		zr, err := gzip.NewReader(r)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		defer zr.Close()
+		r = zr
+		ext = strings.ToLower(filepath.Ext(strings.TrimSuffix(name, filepath.Ext(name))))
+	}
+	p := parser{name: name, opts: opts, seen: make(map[string]int)}
+	switch ext {
+	case ".jsonl", ".ndjson":
+		p.readJSONL(r)
+	case ".csv":
+		p.readCSV(r)
+	default:
+		return nil, fmt.Errorf("%s: unknown feed format %q: want .jsonl, .ndjson or .csv", name, ext)
+	}
+	return p.result()
+}
+
+// parser collects the ads and the errors of one feed.
+type parser struct {
+	name    string
+	opts    Options
+	ads     []match.Ad
+	errs    []error
+	dropped int
+	seen    map[string]int // id -> line
+}
+
+func (p *parser) fail(line int, field, msg string) {
+	if len(p.errs) >= MaxErrors {
+		p.dropped++
+		return
+	}
+	p.errs = append(p.errs, &LineError{File: p.name, Line: line, Field: field, Msg: msg})
+}
+
+func (p *parser) result() ([]match.Ad, error) {
+	if len(p.errs) == 0 {
+		return p.ads, nil
+	}
+	if p.dropped > 0 {
+		p.errs = append(p.errs, fmt.Errorf("%s: %d more errors not shown", p.name, p.dropped))
+	}
+	return nil, errors.Join(p.errs...)
+}
+
+// add converts one record, validates it and keeps it when it is sound.
+func (p *parser) add(line int, rec *record) {
+	before := len(p.errs) + p.dropped
+	a := p.convert(line, rec)
+	checkAd(&a, func(field, msg string) { p.fail(line, field, msg) })
+	if a.ID != "" {
+		if prev, dup := p.seen[a.ID]; dup {
+			p.fail(line, "id", fmt.Sprintf("duplicate id %q (first on line %d)", a.ID, prev))
+		} else {
+			p.seen[a.ID] = line
+		}
+	}
+	if len(p.errs)+p.dropped == before {
+		p.ads = append(p.ads, a)
+	}
+}
+
+// convert turns the strings of a record into an ad, reporting the fields
+// that do not parse. Checks that apply to any ad are left to checkAd.
+func (p *parser) convert(line int, rec *record) match.Ad {
+	a := match.Ad{
+		ID:           strings.TrimSpace(rec.ID),
+		Title:        strings.TrimSpace(rec.Title),
+		Manufacturer: strings.TrimSpace(rec.Manufacturer),
+		Model:        strings.TrimSpace(rec.Model),
+		Category:     strings.TrimSpace(rec.Category),
+		Description:  strings.TrimSpace(rec.Description),
+		GTIN:         strings.TrimSpace(rec.GTIN),
+		Currency:     strings.ToUpper(strings.TrimSpace(rec.Currency)),
+		Logo:         strings.TrimSpace(rec.Logo),
+		Landing:      strings.TrimSpace(rec.Landing),
+		Advertiser:   strings.ToLower(strings.TrimSpace(rec.Advertiser)),
+	}
+	fail := func(field, msg string) { p.fail(line, field, msg) }
+
+	kind := strings.TrimSpace(rec.Kind)
+	if k, ok := match.ParseKind(kind); ok {
+		a.Kind = k
+	} else if kind == "" {
+		fail("kind", "missing: want advertiser, product or coupon")
+	} else {
+		fail("kind", fmt.Sprintf("%q is not a kind: want advertiser, product or coupon", kind))
+	}
+
+	for _, k := range rec.Keywords {
+		k = strings.Join(strings.Fields(k), " ")
+		if k == "" {
+			fail("keywords", "empty keyword")
+			continue
+		}
+		if !slices.Contains(a.Keywords, k) {
+			a.Keywords = append(a.Keywords, k)
+		}
+	}
+
+	for _, s := range rec.Markets {
+		s = strings.TrimSpace(s)
+		m, ok := match.ParseMarket(s)
+		if !ok {
+			fail("markets", fmt.Sprintf("%q is not a market: want language-COUNTRY such as de-DE", s))
+			continue
+		}
+		if !slices.Contains(a.Markets, m) {
+			a.Markets = append(a.Markets, m)
+		}
+	}
+
+	if s := strings.TrimSpace(string(rec.Price)); s != "" {
+		c, err := parseDecimal(s, 2)
+		if err != nil {
+			fail("price", err.Error())
+		}
+		a.PriceCents = c
+		if a.Currency == "" {
+			fail("currency", "missing: a price needs a 3-letter ISO 4217 currency such as EUR")
+		}
+	}
+	if s := strings.TrimSpace(string(rec.Bid)); s != "" {
+		m, err := parseDecimal(s, 6)
+		if err != nil {
+			fail("bid", err.Error())
+		}
+		a.BidMicros = m
+	}
+
+	if a.Advertiser == "" {
+		// An advertiser ad is its own merchant; anything else is sold by
+		// whoever owns the landing page.
+		if a.Kind == match.KindAdvertiser {
+			a.Advertiser = strings.ToLower(a.ID)
+		} else if u, err := url.Parse(a.Landing); err == nil {
+			a.Advertiser = strings.TrimPrefix(strings.ToLower(u.Hostname()), "www.")
+		}
+	}
+	if strings.HasPrefix(a.Logo, "/") && !strings.HasPrefix(a.Logo, "//") && p.opts.BaseURL != "" {
+		a.Logo = strings.TrimSuffix(p.opts.BaseURL, "/") + a.Logo
+	}
+	return a
+}
+
+// Validate checks ads built in memory (by an importer or Generate) with the
+// rules a feed line must pass, and reports the first MaxErrors problems,
+// each naming the ad's position and id.
+func Validate(ads []match.Ad) error {
+	var errs []error
+	seen := make(map[string]bool, len(ads))
+	for i := range ads {
+		a := &ads[i]
+		report := func(field, msg string) {
+			if len(errs) < MaxErrors {
+				errs = append(errs, fmt.Errorf("ad %d (%q): %s: %s", i, a.ID, field, msg))
+			}
+		}
+		checkAd(a, report)
+		if seen[a.ID] {
+			report("id", "duplicate id")
+		}
+		seen[a.ID] = true
+		if a.PriceCents < 0 {
+			report("price", "negative")
+		}
+		if a.BidMicros < 0 {
+			report("bid", "negative")
+		}
+		for _, k := range a.Keywords {
+			if strings.TrimSpace(k) == "" {
+				report("keywords", "empty keyword")
+			}
+		}
+		for _, m := range a.Markets {
+			if _, ok := match.ParseMarket(m.String()); !ok {
+				report("markets", fmt.Sprintf("%q is not a market", m.String()))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// checkAd applies the rules every ad must pass, however it was read.
+func checkAd(a *match.Ad, fail func(field, msg string)) {
+	switch {
+	case a.ID == "":
+		fail("id", "missing")
+	case len(a.ID) > 200:
+		fail("id", "longer than 200 bytes")
+	case strings.IndexFunc(a.ID, badIDRune) >= 0:
+		fail("id", fmt.Sprintf("%q contains a space, control or non-ASCII character", a.ID))
+	case a.Kind == match.KindAdvertiser && !isDomain(a.ID):
+		fail("id", fmt.Sprintf("%q: an advertiser's id is its domain, such as handy-bestkauf.de", a.ID))
+	}
+	if a.Title == "" {
+		fail("title", "missing")
+	}
+	if a.Kind == match.KindAdvertiser && len(a.Keywords) == 0 {
+		fail("keywords", "an advertiser needs at least one bid phrase")
+	}
+	if a.Landing == "" {
+		fail("landing", "missing")
+	} else if !isWebURL(a.Landing) {
+		fail("landing", fmt.Sprintf("%q is not an absolute http or https URL", a.Landing))
+	}
+	if a.Logo != "" && !isWebURL(strings.ReplaceAll(a.Logo, "{dim}", "90x90")) &&
+		!(strings.HasPrefix(a.Logo, "/") && !strings.HasPrefix(a.Logo, "//")) {
+		fail("logo", fmt.Sprintf("%q is neither an absolute http or https URL nor a path starting with /", a.Logo))
+	}
+	if len(a.Markets) == 0 {
+		fail("markets", "missing: want at least one market such as de-DE")
+	}
+	if a.GTIN != "" && !isGTINShape(a.GTIN) {
+		fail("gtin", fmt.Sprintf("%q is not a GTIN: want 8 to 14 digits", a.GTIN))
+	}
+	if a.Currency != "" && !isCurrency(a.Currency) {
+		fail("currency", fmt.Sprintf("%q is not a 3-letter ISO 4217 currency code", a.Currency))
+	}
+	if a.Advertiser != "" && !isDomain(a.Advertiser) {
+		fail("advertiser", fmt.Sprintf("%q is not a domain name", a.Advertiser))
+	}
+	for _, f := range [...]struct{ name, v string }{
+		{"title", a.Title}, {"manufacturer", a.Manufacturer}, {"model", a.Model},
+		{"category", a.Category}, {"description", a.Description},
+	} {
+		if !utf8.ValidString(f.v) {
+			fail(f.name, "not valid UTF-8")
+		}
+	}
+	for _, k := range a.Keywords {
+		if !utf8.ValidString(k) {
+			fail("keywords", "not valid UTF-8")
+			break
+		}
+	}
+}
+
+func badIDRune(r rune) bool { return r <= ' ' || r >= 0x7f }
+
+// isWebURL reports whether s is an absolute http or https URL with a host.
+func isWebURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" &&
+		u.User == nil && strings.IndexFunc(s, badURLRune) < 0
+}
+
+func badURLRune(r rune) bool { return r <= ' ' || r == 0x7f }
+
+// isDomain reports whether s is a lower-case host name with at least one dot.
+func isDomain(s string) bool {
+	if len(s) > 253 || !strings.Contains(s, ".") {
+		return false
+	}
+	for _, label := range strings.Split(s, ".") {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		for i := 0; i < len(label); i++ {
+			c := label[i]
+			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func isCurrency(s string) bool {
+	return len(s) == 3 && s[0] >= 'A' && s[0] <= 'Z' && s[1] >= 'A' && s[1] <= 'Z' && s[2] >= 'A' && s[2] <= 'Z'
+}
+
+func isGTINShape(s string) bool {
+	if len(s) < 8 || len(s) > 14 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// ValidGTIN reports whether s is a GTIN-8, -12, -13 or -14 whose check
+// digit is right. Feeds only need 8 to 14 digits; importers use this to drop
+// codes that are certainly wrong.
+func ValidGTIN(s string) bool {
+	switch len(s) {
+	case 8, 12, 13, 14:
+	default:
+		return false
+	}
+	if !isGTINShape(s) {
+		return false
+	}
+	return gtinCheckDigit(s[:len(s)-1]) == s[len(s)-1]
+}
+
+// gtinCheckDigit returns the GS1 check digit for the digits before it.
+func gtinCheckDigit(body string) byte {
+	sum := 0
+	for i := len(body) - 1; i >= 0; i-- {
+		d := int(body[i] - '0')
+		if (len(body)-1-i)%2 == 0 {
+			d *= 3
+		}
+		sum += d
+	}
+	return byte('0' + (10-sum%10)%10)
+}
+
+// parseDecimal reads a non-negative decimal with at most scale fractional
+// digits ("19.99") as an integer count of 10^-scale units.
+func parseDecimal(s string, scale int) (int64, error) {
+	if s == "" {
+		return 0, errors.New("empty")
+	}
+	if s[0] == '-' {
+		return 0, fmt.Errorf("%q is negative", s)
+	}
+	ip, fp, dot := strings.Cut(s, ".")
+	if ip == "" || !allDigits(ip) || (dot && (fp == "" || !allDigits(fp))) {
+		return 0, fmt.Errorf("%q is not a decimal number such as 19.99", s)
+	}
+	if len(fp) > scale {
+		return 0, fmt.Errorf("%q has more than %d decimal places", s, scale)
+	}
+	ip = strings.TrimLeft(ip, "0")
+	if len(ip) > 9 {
+		return 0, fmt.Errorf("%q is too large", s)
+	}
+	v := int64(0)
+	for i := 0; i < len(ip); i++ {
+		v = v*10 + int64(ip[i]-'0')
+	}
+	for i := 0; i < scale; i++ {
+		v *= 10
+		if i < len(fp) {
+			v += int64(fp[i] - '0')
+		}
+	}
+	return v, nil
+}
+
+// formatDecimal writes v units of 10^-scale with at least two decimals and
+// no trailing zeros beyond them: (1999, 2) -> "19.99", (450000, 6) -> "0.45".
+func formatDecimal(v int64, scale int) string {
+	p := int64(1)
+	for range scale {
+		p *= 10
+	}
+	frac := strconv.FormatInt(p+v%p, 10)[1:]
+	for len(frac) > 2 && frac[len(frac)-1] == '0' {
+		frac = frac[:len(frac)-1]
+	}
+	return strconv.FormatInt(v/p, 10) + "." + frac
+}
+
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
