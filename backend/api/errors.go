@@ -1,0 +1,122 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/goccy/go-json"
+)
+
+// The error codes of the JSON error body. A client can branch on them; the
+// message is for people.
+const (
+	CodeMissingParameter = "missing_parameter"
+	CodeInvalidParameter = "invalid_parameter"
+	CodeUnknownAPIKey    = "unknown_api_key"
+	CodeForeignSite      = "site_not_allowed"
+	CodeNotFound         = "not_found"
+	CodeInternal         = "internal_error"
+)
+
+// Error is a failed request as the client sees it: the status, a code, a
+// message safe to show, the parameter at fault, and the cause, which only
+// the log sees. Handlers return it; one adapter writes it.
+type Error struct {
+	Status  int
+	Code    string
+	Message string
+	// Param names the (first) parameter at fault, if any.
+	Param string
+	// Err is the underlying cause, logged for 5xx and never sent.
+	Err error
+}
+
+func (e *Error) Error() string {
+	if e.Err != nil {
+		return e.Message + ": " + e.Err.Error()
+	}
+	return e.Message
+}
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// internal wraps err as a 500 whose message tells the client nothing of it.
+func internal(err error) *Error {
+	return &Error{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error", Err: err}
+}
+
+// asError turns any handler error into an *Error; an untyped one is a 500.
+func asError(err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return internal(err)
+}
+
+// errorBody is the DESIGN.md error shape.
+type errorBody struct {
+	Error errorDetail `json:"error"`
+}
+
+type errorDetail struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Param   string `json:"param,omitempty"`
+}
+
+func (e *Error) body() []byte {
+	b, err := json.Marshal(errorBody{Error: errorDetail{Code: e.Code, Message: e.Message, Param: e.Param}})
+	if err != nil {
+		// Marshalling three strings does not fail; keep a valid body anyway.
+		return []byte(`{"error":{"code":"internal_error","message":"internal error"}}`)
+	}
+	return b
+}
+
+// problems collects every bad parameter of a request so that one answer
+// names them all.
+type problems []*Error
+
+func (ps *problems) missing(param string) {
+	*ps = append(*ps, &Error{Status: http.StatusBadRequest, Code: CodeMissingParameter, Param: param,
+		Message: param + " is required"})
+}
+
+func (ps *problems) invalid(param, format string, a ...any) {
+	*ps = append(*ps, &Error{Status: http.StatusBadRequest, Code: CodeInvalidParameter, Param: param,
+		Message: fmt.Sprintf(format, a...)})
+}
+
+// err returns nil, or one 400 whose code and param are the first problem's
+// and whose message lists them all.
+func (ps problems) err() error {
+	if len(ps) == 0 {
+		return nil
+	}
+	msgs := make([]string, len(ps))
+	for i, p := range ps {
+		msgs[i] = p.Message
+	}
+	first := *ps[0]
+	first.Message = strings.Join(msgs, "; ")
+	return &first
+}
+
+// quote shows a client's value in a message, cut to a readable length.
+func quote(s string) string {
+	const max = 40
+	if len(s) > max {
+		cut := max
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		return strconv.Quote(s[:cut]) + "..."
+	}
+	return strconv.Quote(s)
+}

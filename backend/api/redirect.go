@@ -1,0 +1,141 @@
+package api
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/adlink/adlink/backend/clicks"
+	"github.com/adlink/adlink/match"
+)
+
+// maxCriterion bounds the criterionId a click records.
+const maxCriterion = match.MaxQueryBytes
+
+// redirectParams is a /v1/redirect request, parsed and validated once.
+type redirectParams struct {
+	Type      string // match.ContextSearch or match.ContextPage
+	AdID      string
+	AdType    match.Kind
+	APIKey    string
+	SiteID    string
+	Criterion string
+	YkTag     string
+}
+
+func parseRedirect(v url.Values) (redirectParams, error) {
+	p := values{v: v}
+	var rp redirectParams
+	switch t := p.required("type"); t {
+	case "":
+	case match.ContextSearch, match.ContextPage:
+		rp.Type = t
+	default:
+		p.errs.invalid("type", "type must be search or intext, not %s", quote(t))
+	}
+	rp.AdID = p.required("adId")
+	if t := p.required("adType"); t != "" {
+		k, ok := match.ParseKind(t)
+		if !ok {
+			p.errs.invalid("adType", "adType must be advertiser, product or coupon, not %s", quote(t))
+		}
+		rp.AdType = k
+	}
+	rp.APIKey = p.required("api_key")
+	rp.SiteID = p.required("site_id")
+	rp.Criterion = p.required("criterionId")
+	if !utf8.ValidString(rp.Criterion) || len(rp.Criterion) > maxCriterion {
+		p.errs.invalid("criterionId", "criterionId must be valid UTF-8 of at most %d bytes", maxCriterion)
+	}
+	if s, ok := p.optional("yk_tag"); ok {
+		if validYkTag(s) {
+			rp.YkTag = s
+		} else {
+			p.errs.invalid("yk_tag", "yk_tag must be 1 to 64 of A-Z, a-z, 0-9, _, - and :, not %s", quote(s))
+		}
+	}
+	if err := p.errs.err(); err != nil {
+		return redirectParams{}, err
+	}
+	return rp, nil
+}
+
+// redirect answers GET /v1/redirect: it finds the ad by adId in the full
+// index, checks the key and site, commits the click, then sends the client
+// to the ad's landing URL from the catalog. The target never comes from the
+// request, so this is no open redirect. A HEAD (link scanners, prefetchers)
+// gets the same answer but records no click.
+func (s *server) redirect(w http.ResponseWriter, r *http.Request) error {
+	v, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return &Error{Status: http.StatusBadRequest, Code: CodeInvalidParameter,
+			Message: "the query string is malformed: " + err.Error()}
+	}
+	p, err := parseRedirect(v)
+	if err != nil {
+		return err
+	}
+	ix := s.indexes.All()
+	i, ok := ix.Lookup(p.AdID)
+	if !ok {
+		return &Error{Status: http.StatusNotFound, Code: CodeNotFound, Param: "adId",
+			Message: "no ad has adId " + quote(p.AdID)}
+	}
+	ad := ix.Ad(i)
+	if ad.Kind != p.AdType {
+		return &Error{Status: http.StatusBadRequest, Code: CodeInvalidParameter, Param: "adType",
+			Message: fmt.Sprintf("adType is %s but ad %s is a%s %s", p.AdType, quote(p.AdID), article(ad.Kind), ad.Kind)}
+	}
+	if _, err := s.authorize(r.Context(), p.APIKey, p.SiteID); err != nil {
+		return err
+	}
+	landing, err := url.Parse(ad.Landing)
+	if err != nil || (landing.Scheme != "http" && landing.Scheme != "https") || landing.Host == "" {
+		return internal(fmt.Errorf("ad %s has no usable landing URL %q", p.AdID, ad.Landing))
+	}
+	if r.Method != http.MethodHead {
+		c := clicks.Click{
+			Time:      s.now(),
+			AdID:      p.AdID,
+			AdType:    ad.Kind.String(),
+			Type:      p.Type,
+			APIKey:    p.APIKey,
+			SiteID:    p.SiteID,
+			Criterion: p.Criterion,
+			YkTag:     p.YkTag,
+			IP:        s.clientIP(r),
+			UserAgent: truncate(r.UserAgent(), 512),
+		}
+		if err := s.clicks.Append(r.Context(), c); err != nil {
+			return internal(fmt.Errorf("recording click: %w", err))
+		}
+	}
+	h := w.Header()
+	h.Set("Location", ad.Landing)
+	h.Set("Cache-Control", "no-store")
+	// The click URL carries the partner's key and site; the advertiser
+	// learns nothing from the referrer.
+	h.Set("Referrer-Policy", "no-referrer")
+	w.WriteHeader(http.StatusFound)
+	return nil
+}
+
+func article(k match.Kind) string {
+	if k == match.KindAdvertiser {
+		return "n"
+	}
+	return ""
+}
+
+// truncate cuts s to at most n bytes on a rune boundary.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return strings.ToValidUTF8(s[:n], "")
+}

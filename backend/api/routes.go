@@ -1,0 +1,22 @@
+package api
+
+import "net/http"
+
+// routes registers every route of the service, in one place.
+func (s *server) routes(mux *http.ServeMux) {
+	// Search context.
+	mux.Handle("GET /v2/search/link", s.jsonp(s.search))
+
+	// Page context: GET /v2/page/link goes here.
+
+	// Clicks.
+	mux.Handle("GET /v1/redirect", s.plain(s.redirect))
+
+	// Operations.
+	mux.Handle("GET /healthz", s.plain(s.healthz))
+
+	// In the page: the market shards, matcher.wasm, widget.js and the demo
+	// publisher pages go here.
+
+	mux.Handle("/", s.plain(s.notFound))
+}

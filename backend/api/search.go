@@ -1,0 +1,67 @@
+package api
+
+import (
+	"net/http"
+	"net/url"
+
+	"github.com/adlink/adlink/match"
+)
+
+// search answers GET /v2/search/link.
+func (s *server) search(w http.ResponseWriter, r *http.Request) error {
+	v, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return &Error{Status: http.StatusBadRequest, Code: CodeInvalidParameter,
+			Message: "the query string is malformed: " + err.Error()}
+	}
+	p, err := parseSearch(v)
+	if err != nil {
+		return err
+	}
+	if _, err := s.authorize(r.Context(), p.APIKey, p.SiteID); err != nil {
+		return err
+	}
+	q := match.Query{
+		Text:               p.Q,
+		Operator:           p.Operator,
+		Dist:               p.Dist,
+		Country:            p.Loc,
+		Lang:               p.Lang,
+		Kinds:              p.Kinds,
+		Size:               p.Size,
+		DistinctAdvertiser: p.DistinctAdvertiser,
+	}
+	if q.Country == locUseGeo {
+		q.Country = s.geoCountry(r)
+	}
+	if q.Lang == langUseLocale {
+		q.Lang = localeLang(r)
+	}
+	ix := s.index(q.Country, q.Lang)
+	hits := ix.Match(&q)
+	buf := getBuf()
+	defer putBuf(buf)
+	*buf = ix.AppendResponse((*buf)[:0], hits, &match.LinkOptions{
+		RedirectURL: s.cfg.RedirectURL,
+		Context:     match.ContextSearch,
+		APIKey:      p.APIKey,
+		SiteID:      p.SiteID,
+		YkTag:       p.YkTag,
+		Fields:      p.Fields,
+		LogoDim:     p.LogoDim,
+	})
+	respond(w, http.StatusOK, *buf, p.Callback)
+	return nil
+}
+
+// index picks the index a query is answered from: its market's when it
+// names a market that has one, so that the answer is byte-identical to the
+// one the page computes from that market's shard; else the full index.
+func (s *server) index(country, lang string) *match.Index {
+	if country != "" && lang != "" {
+		if ix := s.indexes.For(country, lang); ix != nil {
+			return ix
+		}
+	}
+	return s.indexes.All()
+}

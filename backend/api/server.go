@@ -1,0 +1,148 @@
+// Package api is adlink's HTTP interface: the routes, parameter parsing and
+// validation, JSON and JSONP responses and errors, and the handlers of the
+// search context, the click redirect and the health check.
+package api
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/adlink/adlink/backend/clicks"
+	"github.com/adlink/adlink/backend/config"
+	"github.com/adlink/adlink/backend/partners"
+)
+
+// Deps are what the server needs. Config, Indexes, Partners and Clicks are
+// required; Logger and Now default to a discarding logger and time.Now.
+type Deps struct {
+	Config   config.Config
+	Logger   *slog.Logger
+	Indexes  Indexes
+	Partners partners.Registry
+	Clicks   clicks.Recorder
+	// Now is the clock clicks are stamped with.
+	Now func() time.Time
+}
+
+// server holds the dependencies the handlers share; it has no other state.
+type server struct {
+	cfg      config.Config
+	log      *slog.Logger
+	indexes  Indexes
+	partners partners.Registry
+	clicks   clicks.Recorder
+	now      func() time.Time
+}
+
+// NewServer returns the handler of every adlink route. It panics when a
+// required dependency is missing, a programming error.
+func NewServer(d Deps) http.Handler {
+	if d.Indexes == nil || d.Partners == nil || d.Clicks == nil {
+		panic("api.NewServer: Indexes, Partners and Clicks are required")
+	}
+	s := &server{
+		cfg:      d.Config,
+		log:      d.Logger,
+		indexes:  d.Indexes,
+		partners: d.Partners,
+		clicks:   d.Clicks,
+		now:      d.Now,
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	mux := http.NewServeMux()
+	s.routes(mux)
+	return s.recoverPanics(mux)
+}
+
+// handlerFunc is a handler that returns its failure instead of writing it.
+// It returns an error only before it has written anything.
+type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+// jsonp adapts a /v2 handler: cross-origin readable, and its errors written
+// as JSONP when the request has a valid callback.
+func (s *server) jsonp(h handlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Access-Control-Allow-Origin", "*")
+		if err := h(w, r); err != nil {
+			q, _ := url.ParseQuery(r.URL.RawQuery)
+			s.fail(w, r, err, callbackOf(q))
+		}
+	})
+}
+
+// plain adapts a handler whose errors are always plain JSON.
+func (s *server) plain(h handlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := h(w, r); err != nil {
+			s.fail(w, r, err, "")
+		}
+	})
+}
+
+// fail writes err as the error body. A 5xx is logged as an error with its
+// cause; a 4xx is the client's mistake and only logged at debug level.
+func (s *server) fail(w http.ResponseWriter, r *http.Request, err error, callback string) {
+	e := asError(err)
+	level := slog.LevelDebug
+	if e.Status >= 500 {
+		level = slog.LevelError
+	}
+	s.log.Log(r.Context(), level, "request failed",
+		"method", r.Method, "path", r.URL.Path, "status", e.Status, "code", e.Code, "err", err)
+	respond(w, e.Status, e.body(), callback)
+}
+
+// recoverPanics turns a handler's panic into a logged 500 instead of a
+// dropped connection.
+func (s *server) recoverPanics(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.fail(w, r, internal(fmt.Errorf("panic: %v", v)), "")
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// authorize checks the request's key and site: 401 for an unknown key, 403
+// for a site that is not the key's.
+func (s *server) authorize(ctx context.Context, apiKey, siteID string) (partners.Site, error) {
+	site, err := s.partners.Site(ctx, apiKey, siteID)
+	switch {
+	case err == nil:
+		return site, nil
+	case err == partners.ErrUnknownKey:
+		return site, &Error{Status: http.StatusUnauthorized, Code: CodeUnknownAPIKey, Param: "api_key",
+			Message: "api_key is not known", Err: err}
+	case err == partners.ErrForeignSite:
+		return site, &Error{Status: http.StatusForbidden, Code: CodeForeignSite, Param: "site_id",
+			Message: "site_id " + quote(siteID) + " does not belong to this api_key", Err: err}
+	default:
+		return site, internal(fmt.Errorf("partners: %w", err))
+	}
+}
+
+// healthz answers 200 {"status":"ok"} while the server serves.
+func (s *server) healthz(w http.ResponseWriter, r *http.Request) error {
+	w.Header().Set("Cache-Control", "no-store")
+	respond(w, http.StatusOK, []byte(`{"status":"ok"}`), "")
+	return nil
+}
+
+// notFound is the JSON 404 of every path no route claims.
+func (s *server) notFound(w http.ResponseWriter, r *http.Request) error {
+	return &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: "no such endpoint: " + quote(r.URL.Path)}
+}

@@ -1,0 +1,137 @@
+// Command adlink serves the adlink ad retrieval API: /v2/search/link, the
+// click redirect /v1/redirect and /healthz, from the embedded demo catalog
+// or the feed files it is given.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/adlink/adlink/backend/api"
+	"github.com/adlink/adlink/backend/catalog"
+	"github.com/adlink/adlink/backend/clicks"
+	"github.com/adlink/adlink/backend/config"
+	"github.com/adlink/adlink/backend/partners"
+	"github.com/adlink/adlink/backend/store"
+	"github.com/adlink/adlink/match"
+)
+
+func main() {
+	if err := run(context.Background(), os.Args[1:], os.Getenv, os.Stderr); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "adlink:", err)
+		}
+		os.Exit(1)
+	}
+}
+
+// shutdownGrace is how long in-flight requests get to finish on SIGINT or
+// SIGTERM.
+const shutdownGrace = 10 * time.Second
+
+// run starts the server and serves until ctx ends or a SIGINT or SIGTERM
+// arrives, then shuts down gracefully. It logs JSON to stderr; the first
+// line with msg "listening" carries the bound address in "addr".
+func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	cfg, err := config.Load(args, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewJSONHandler(stderr, nil))
+
+	ads, err := loadCatalog(cfg)
+	if err != nil {
+		return err
+	}
+	indexes, err := api.BuildIndexes(ads)
+	if err != nil {
+		return fmt.Errorf("indexing the catalog: %w", err)
+	}
+	ps, err := partners.Load(cfg.PartnersFile)
+	if err != nil {
+		return err
+	}
+	registry, err := partners.NewStatic(ps)
+	if err != nil {
+		return fmt.Errorf("partners: %w", err)
+	}
+	db, err := store.Open(cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	clickLog, err := clicks.New(db)
+	if err != nil {
+		return err
+	}
+
+	handler := api.NewServer(api.Deps{
+		Config:   cfg,
+		Logger:   log,
+		Indexes:  indexes,
+		Partners: registry,
+		Clicks:   clickLog,
+		Now:      time.Now,
+	})
+	srv := &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return err
+	}
+	log.Info("listening", "addr", ln.Addr().String(), "ads", indexes.All().Len(),
+		"markets", len(indexes.All().Markets()), "data", db.Path(), "redirect_url", cfg.RedirectURL)
+
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	select {
+	case err := <-serveErr:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	return nil
+}
+
+// loadCatalog reads the configured feed files, or the embedded demo
+// catalog when there are none.
+func loadCatalog(cfg config.Config) ([]match.Ad, error) {
+	opts := catalog.Options{BaseURL: cfg.RedirectURL}
+	if len(cfg.Catalogs) == 0 {
+		return catalog.Demo(opts)
+	}
+	var ads []match.Ad
+	for _, path := range cfg.Catalogs {
+		a, err := catalog.LoadFile(path, opts)
+		if err != nil {
+			return nil, err
+		}
+		ads = append(ads, a...)
+	}
+	return ads, nil
+}
