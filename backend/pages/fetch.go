@@ -1,0 +1,492 @@
+package pages
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"code.dny.dev/ssrf"
+	"github.com/temoto/robotstxt"
+	"golang.org/x/net/html/charset"
+)
+
+// Defaults of FetchOptions.
+const (
+	DefaultUserAgent     = "adlink-pagebot/1.0 (+https://github.com/adlink/adlink)"
+	DefaultMaxBytes      = 2 << 20
+	DefaultMaxRedirects  = 5
+	DefaultDialTimeout   = 5 * time.Second
+	DefaultTLSTimeout    = 5 * time.Second
+	DefaultHeaderTimeout = 10 * time.Second
+	DefaultFetchTimeout  = 15 * time.Second
+	DefaultRobotsTTL     = 24 * time.Hour
+
+	// robotsAgent is the product token robots.txt groups are matched on.
+	robotsAgent    = "adlink-pagebot"
+	maxRobotsBytes = 512 << 10
+	maxRobotsHosts = 10000
+)
+
+// FetchOptions configure a Fetcher. The zero value of each field is its
+// default.
+type FetchOptions struct {
+	// AllowPrivate turns the SSRF guard off so loopback and private
+	// addresses can be fetched. Only the demo and tests set it.
+	AllowPrivate bool
+	// UserAgent is sent with every request; it names us and where to read
+	// about us.
+	UserAgent string
+	// MaxBytes caps a page body after decompression.
+	MaxBytes int64
+	// MaxRedirects caps the redirects one fetch follows.
+	MaxRedirects int
+	// DialTimeout, TLSTimeout and HeaderTimeout bound connecting, the TLS
+	// handshake and waiting for the response headers; Timeout bounds the
+	// whole fetch, robots.txt and body included.
+	DialTimeout   time.Duration
+	TLSTimeout    time.Duration
+	HeaderTimeout time.Duration
+	Timeout       time.Duration
+	// RobotsTTL is how long a host's robots.txt is cached.
+	RobotsTTL time.Duration
+	// Resolve looks up the addresses of a host; nil uses the system
+	// resolver. Tests use it to make names resolve to chosen addresses.
+	Resolve func(ctx context.Context, host string) ([]netip.Addr, error)
+
+	// guard adds options to the SSRF guard (tests open a port or a prefix).
+	guard []ssrf.Option
+}
+
+func (o *FetchOptions) defaults() {
+	if o.UserAgent == "" {
+		o.UserAgent = DefaultUserAgent
+	}
+	if o.MaxBytes <= 0 {
+		o.MaxBytes = DefaultMaxBytes
+	}
+	if o.MaxRedirects <= 0 {
+		o.MaxRedirects = DefaultMaxRedirects
+	}
+	if o.DialTimeout <= 0 {
+		o.DialTimeout = DefaultDialTimeout
+	}
+	if o.TLSTimeout <= 0 {
+		o.TLSTimeout = DefaultTLSTimeout
+	}
+	if o.HeaderTimeout <= 0 {
+		o.HeaderTimeout = DefaultHeaderTimeout
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultFetchTimeout
+	}
+	if o.RobotsTTL <= 0 {
+		o.RobotsTTL = DefaultRobotsTTL
+	}
+	if o.Resolve == nil {
+		o.Resolve = func(ctx context.Context, host string) ([]netip.Addr, error) {
+			return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+		}
+	}
+}
+
+// FetchError is a page that could not be fetched. Reason is short and safe
+// to show to clients; it is what a failed page's record says.
+type FetchError struct {
+	Reason string
+	Err    error
+}
+
+// Error returns the reason and the cause.
+func (e *FetchError) Error() string {
+	if e.Err != nil {
+		return e.Reason + ": " + e.Err.Error()
+	}
+	return e.Reason
+}
+
+// Unwrap returns the cause.
+func (e *FetchError) Unwrap() error { return e.Err }
+
+// Errors a fetch can end with, wrapped in a *FetchError.
+var (
+	ErrProhibitedAddress = errors.New("address not allowed")
+	ErrTooLarge          = errors.New("page too large")
+	ErrNotHTML           = errors.New("not an HTML page")
+	ErrRobots            = errors.New("robots.txt disallows fetching")
+	ErrRedirects         = errors.New("too many redirects")
+	ErrRedirectScheme    = errors.New("redirect to a scheme other than http or https")
+	ErrHTTPStatus        = errors.New("unexpected HTTP status")
+	ErrTimeout           = errors.New("fetch timed out")
+)
+
+// Document is a fetched page, its body decoded to UTF-8.
+type Document struct {
+	// URL is where the page was found, after redirects.
+	URL  string
+	HTML string
+}
+
+// Fetcher fetches pages for analysis, safely: every connection, redirects
+// included, goes through the SSRF guard on the resolved address; redirects,
+// time and body size are capped; only HTML is accepted; robots.txt is
+// honoured. It is safe for concurrent use.
+type Fetcher struct {
+	o      FetchOptions
+	client *http.Client
+	tr     *http.Transport
+
+	mu     sync.Mutex
+	robots map[string]*robotsEntry
+	now    func() time.Time
+}
+
+type robotsEntry struct {
+	ready   chan struct{}
+	data    *robotstxt.RobotsData
+	err     error
+	expires time.Time
+}
+
+// NewFetcher returns a Fetcher. Close it to release idle connections.
+func NewFetcher(o FetchOptions) *Fetcher {
+	o.defaults()
+	f := &Fetcher{o: o, robots: make(map[string]*robotsEntry), now: time.Now}
+	d := &net.Dialer{Timeout: o.DialTimeout, KeepAlive: 30 * time.Second}
+	if !o.AllowPrivate {
+		// Control runs on the exact address dialed, after resolution, so
+		// neither DNS rebinding nor a redirect can reach a refused range.
+		d.Control = ssrf.New(o.guard...).Safe
+	}
+	f.tr = &http.Transport{
+		Proxy: nil, // a proxy would hide the target's address from the guard
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			return f.dial(ctx, d, network, addr)
+		},
+		ForceAttemptHTTP2:      true,
+		TLSHandshakeTimeout:    o.TLSTimeout,
+		ResponseHeaderTimeout:  o.HeaderTimeout,
+		MaxIdleConns:           64,
+		MaxIdleConnsPerHost:    4,
+		IdleConnTimeout:        30 * time.Second,
+		MaxResponseHeaderBytes: 64 << 10,
+		DisableCompression:     true, // we ask for gzip and cap what it decodes to
+	}
+	f.client = &http.Client{
+		Transport:     f.tr,
+		Timeout:       o.Timeout,
+		CheckRedirect: f.checkRedirect,
+	}
+	return f
+}
+
+// Close releases the Fetcher's idle connections.
+func (f *Fetcher) Close() { f.tr.CloseIdleConnections() }
+
+func (f *Fetcher) dial(ctx context.Context, d *net.Dialer, network, addr string) (net.Conn, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	var ips []netip.Addr
+	if ip, err := netip.ParseAddr(host); err == nil {
+		ips = []netip.Addr{ip}
+	} else {
+		ips, err = f.o.Resolve(ctx, host)
+		if err != nil {
+			return nil, err
+		}
+		if len(ips) == 0 {
+			return nil, fmt.Errorf("no address for %s", host)
+		}
+	}
+	var first error
+	for _, ip := range ips {
+		c, err := d.DialContext(ctx, network, net.JoinHostPort(ip.String(), port))
+		if err == nil {
+			return c, nil
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	return nil, first
+}
+
+func (f *Fetcher) checkRedirect(req *http.Request, via []*http.Request) error {
+	if len(via) > f.o.MaxRedirects {
+		return ErrRedirects
+	}
+	if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
+		return ErrRedirectScheme
+	}
+	if req.URL.User != nil {
+		return ErrRedirectScheme
+	}
+	return f.checkRobots(req.Context(), req.URL)
+}
+
+// Fetch gets the page at pageURL (a canonical URL) and returns its HTML as
+// UTF-8. Every failure is a *FetchError.
+func (f *Fetcher) Fetch(ctx context.Context, pageURL string) (*Document, error) {
+	ctx, cancel := context.WithTimeout(ctx, f.o.Timeout)
+	defer cancel()
+	u, err := url.Parse(pageURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+		return nil, &FetchError{Reason: "invalid page URL", Err: err}
+	}
+	if err := f.checkRobots(ctx, u); err != nil {
+		return nil, classify(ctx, err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, pageURL, nil)
+	if err != nil {
+		return nil, &FetchError{Reason: "invalid page URL", Err: err}
+	}
+	f.header(req)
+	req.Header.Set("Accept", "text/html,application/xhtml+xml;q=0.9,*/*;q=0.1")
+	resp, err := f.client.Do(req)
+	if err != nil {
+		return nil, classify(ctx, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, &FetchError{Reason: "HTTP status " + strconv.Itoa(resp.StatusCode), Err: ErrHTTPStatus}
+	}
+	ctype := resp.Header.Get("Content-Type")
+	body, err := f.readBody(resp, f.o.MaxBytes)
+	if err != nil {
+		return nil, classify(ctx, err)
+	}
+	if ctype == "" {
+		ctype = http.DetectContentType(body)
+	}
+	mt, _, _ := mime.ParseMediaType(ctype)
+	if mt != "text/html" && mt != "application/xhtml+xml" {
+		if mt == "" {
+			mt = "unknown"
+		}
+		return nil, &FetchError{Reason: "not HTML (" + mt + ")", Err: ErrNotHTML}
+	}
+	return &Document{URL: resp.Request.URL.String(), HTML: decodeHTML(body, ctype)}, nil
+}
+
+func (f *Fetcher) header(req *http.Request) {
+	req.Header.Set("User-Agent", f.o.UserAgent)
+	req.Header.Set("Accept-Encoding", "gzip")
+}
+
+// readBody reads at most max bytes of the decoded body; more is ErrTooLarge.
+// The cap applies after decompression, so a small gzip bomb cannot expand
+// past it.
+func (f *Fetcher) readBody(resp *http.Response, max int64) ([]byte, error) {
+	if resp.ContentLength > max && !strings.EqualFold(resp.Header.Get("Content-Encoding"), "gzip") {
+		return nil, ErrTooLarge
+	}
+	var r io.Reader = resp.Body
+	switch strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding"))) {
+	case "", "identity":
+	case "gzip", "x-gzip":
+		zr, err := gzip.NewReader(resp.Body)
+		if err != nil {
+			return nil, fmt.Errorf("bad gzip body: %w", err)
+		}
+		defer zr.Close()
+		r = zr
+	default:
+		return nil, &FetchError{Reason: "unsupported content encoding", Err: ErrNotHTML}
+	}
+	var buf bytes.Buffer
+	n, err := io.Copy(&buf, io.LimitReader(r, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if n > max {
+		return nil, ErrTooLarge
+	}
+	return buf.Bytes(), nil
+}
+
+// decodeHTML converts body to UTF-8 from the charset the header, a BOM or a
+// <meta> names; without any, valid UTF-8 stays as is and anything else is
+// read as windows-1252 (a superset of Latin-1), as browsers do.
+func decodeHTML(body []byte, ctype string) string {
+	enc, name, _ := charset.DetermineEncoding(body, ctype)
+	if name != "utf-8" && enc != nil {
+		if out, err := enc.NewDecoder().Bytes(body); err == nil {
+			body = out
+		}
+	}
+	s := string(body)
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	return s
+}
+
+// classify turns a fetch error into a *FetchError with a client-safe reason.
+func classify(ctx context.Context, err error) error {
+	var fe *FetchError
+	switch {
+	case errors.As(err, &fe):
+		return fe
+	case errors.Is(err, ssrf.ErrProhibitedIP), errors.Is(err, ssrf.ErrProhibitedPort),
+		errors.Is(err, ssrf.ErrProhibitedNetwork), errors.Is(err, ssrf.ErrInvalidHostPort):
+		return &FetchError{Reason: "address not allowed", Err: errors.Join(ErrProhibitedAddress, err)}
+	case errors.Is(err, ErrRobots):
+		return &FetchError{Reason: "robots.txt disallows fetching", Err: err}
+	case errors.Is(err, ErrRedirects):
+		return &FetchError{Reason: "too many redirects", Err: err}
+	case errors.Is(err, ErrRedirectScheme):
+		return &FetchError{Reason: "redirect to a disallowed URL", Err: err}
+	case errors.Is(err, ErrTooLarge):
+		return &FetchError{Reason: "page too large", Err: err}
+	case errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return &FetchError{Reason: "fetch timed out", Err: errors.Join(ErrTimeout, err)}
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return &FetchError{Reason: "fetch timed out", Err: errors.Join(ErrTimeout, err)}
+	}
+	var dnsErr *net.DNSError
+	if errors.As(err, &dnsErr) {
+		return &FetchError{Reason: "host not found", Err: err}
+	}
+	return &FetchError{Reason: "fetch failed", Err: err}
+}
+
+// checkRobots returns ErrRobots when the host's robots.txt disallows u for
+// us, and the guard's error when robots.txt may not be fetched at all.
+func (f *Fetcher) checkRobots(ctx context.Context, u *url.URL) error {
+	key := strings.ToLower(u.Scheme + "://" + u.Host)
+	f.mu.Lock()
+	e := f.robots[key]
+	if e != nil {
+		select {
+		case <-e.ready:
+			if f.now().After(e.expires) {
+				e = nil
+			}
+		default:
+		}
+	}
+	owner := e == nil
+	if owner {
+		if len(f.robots) >= maxRobotsHosts {
+			f.evictRobots()
+		}
+		e = &robotsEntry{ready: make(chan struct{})}
+		f.robots[key] = e
+	}
+	f.mu.Unlock()
+	if owner {
+		e.data, e.err = f.fetchRobots(ctx, key)
+		e.expires = f.now().Add(f.o.RobotsTTL)
+		if e.err != nil {
+			// A refused address or a cancelled fetch is not cached.
+			e.expires = time.Time{}
+		}
+		close(e.ready)
+	} else {
+		select {
+		case <-e.ready:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if e.err != nil {
+		return e.err
+	}
+	p := u.EscapedPath()
+	if p == "" {
+		p = "/"
+	}
+	if u.RawQuery != "" {
+		p += "?" + u.RawQuery
+	}
+	if !e.data.TestAgent(p, robotsAgent) {
+		return ErrRobots
+	}
+	return nil
+}
+
+// evictRobots drops expired entries, or all finished ones when none are.
+func (f *Fetcher) evictRobots() {
+	now := f.now()
+	n := len(f.robots)
+	for k, e := range f.robots {
+		select {
+		case <-e.ready:
+			if now.After(e.expires) {
+				delete(f.robots, k)
+			}
+		default:
+		}
+	}
+	if len(f.robots) < n {
+		return
+	}
+	for k, e := range f.robots {
+		select {
+		case <-e.ready:
+			delete(f.robots, k)
+		default:
+		}
+	}
+}
+
+// fetchRobots gets origin's robots.txt. As RFC 9309 says, a 4xx allows
+// everything and a 5xx or an unreachable host disallows everything; an
+// address the guard refuses is an error, so the page fails for that reason.
+func (f *Fetcher) fetchRobots(ctx context.Context, origin string) (*robotstxt.RobotsData, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, origin+"/robots.txt", nil)
+	if err != nil {
+		return nil, err
+	}
+	f.header(req)
+	// Robots redirects are followed with the same guard but without robots
+	// checks of their own.
+	c := *f.client
+	c.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if len(via) > f.o.MaxRedirects {
+			return ErrRedirects
+		}
+		if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
+			return ErrRedirectScheme
+		}
+		return nil
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		ce := classify(ctx, err)
+		if errors.Is(ce, ErrProhibitedAddress) || ctx.Err() != nil {
+			return nil, ce
+		}
+		return robotstxt.FromStatusAndBytes(http.StatusServiceUnavailable, nil)
+	}
+	defer resp.Body.Close()
+	body, err := f.readBody(resp, maxRobotsBytes)
+	if err != nil && !errors.Is(err, ErrTooLarge) {
+		if ctx.Err() != nil {
+			return nil, classify(ctx, err)
+		}
+		return robotstxt.FromStatusAndBytes(http.StatusServiceUnavailable, nil)
+	}
+	data, err := robotstxt.FromStatusAndBytes(resp.StatusCode, body)
+	if err != nil {
+		// An unparsable robots.txt is read as allowing everything.
+		return robotstxt.FromStatusAndBytes(http.StatusNotFound, nil)
+	}
+	return data, nil
+}

@@ -1,0 +1,347 @@
+package pages
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"code.dny.dev/ssrf"
+)
+
+// testResolver makes every host name resolve to the address the map gives.
+func testResolver(m map[string]string) func(context.Context, string) ([]netip.Addr, error) {
+	return func(_ context.Context, host string) ([]netip.Addr, error) {
+		a, ok := m[host]
+		if !ok {
+			return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+		}
+		return []netip.Addr{netip.MustParseAddr(a)}, nil
+	}
+}
+
+func newFetcher(t *testing.T, o FetchOptions) *Fetcher {
+	t.Helper()
+	f := NewFetcher(o)
+	t.Cleanup(f.Close)
+	return f
+}
+
+func serve(t *testing.T, h http.Handler) *httptest.Server {
+	t.Helper()
+	ts := httptest.NewServer(h)
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+// serveOn serves h on a chosen loopback address, which the guarded tests
+// treat as a public one.
+func serveOn(t *testing.T, addr string, h http.Handler) *httptest.Server {
+	t.Helper()
+	l, err := net.Listen("tcp", addr+":0")
+	if err != nil {
+		t.Skipf("cannot listen on %s: %v", addr, err)
+	}
+	ts := httptest.NewUnstartedServer(h)
+	ts.Listener.Close()
+	ts.Listener = l
+	ts.Start()
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+const htmlPage = `<!doctype html><html lang="en"><head><title>T</title></head><body><article><p>Hello world.</p></article></body></html>`
+
+func TestFetchGuardRefusesInternalAddresses(t *testing.T) {
+	var hits atomic.Int32
+	// Nothing should ever be dialled; the server only counts if it were.
+	ts := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
+	_ = ts
+	res := testResolver(map[string]string{
+		"loopback.test":  "127.0.0.1",
+		"private.test":   "10.0.0.1",
+		"metadata.test":  "169.254.169.254",
+		"v6loop.test":    "::1",
+		"mapped.test":    "::ffff:127.0.0.1",
+		"nat64.test":     "64:ff9b::7f00:1",
+		"cgnat.test":     "100.64.0.1",
+		"private16.test": "192.168.1.1",
+	})
+	f := newFetcher(t, FetchOptions{Resolve: res})
+	for _, u := range []string{
+		"http://loopback.test/", "http://private.test/", "http://metadata.test/latest/meta-data/",
+		"http://v6loop.test/", "http://mapped.test/", "http://nat64.test/", "http://cgnat.test/",
+		"https://private16.test/", "http://127.0.0.1/", "http://[::1]/", "http://[::ffff:127.0.0.1]/",
+		"http://169.254.169.254/", "http://0.0.0.0/",
+	} {
+		t.Run(u, func(t *testing.T) {
+			_, err := f.Fetch(context.Background(), u)
+			if !errors.Is(err, ErrProhibitedAddress) {
+				t.Fatalf("Fetch(%s) = %v, want ErrProhibitedAddress", u, err)
+			}
+			var fe *FetchError
+			if !errors.As(err, &fe) || fe.Reason != "address not allowed" {
+				t.Fatalf("reason of %v", err)
+			}
+		})
+	}
+	if hits.Load() != 0 {
+		t.Fatalf("%d requests reached a server", hits.Load())
+	}
+}
+
+func TestFetchGuardRefusesRedirectToLoopback(t *testing.T) {
+	var internal atomic.Int32
+	inner := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/robots.txt" {
+			internal.Add(1)
+		}
+		fmt.Fprint(w, htmlPage)
+	}))
+	// The outer server plays a public host (127.0.0.2, allowed through the
+	// guard for this test only) that redirects to loopback.
+	outer := serveOn(t, "127.0.0.2", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/robots.txt":
+			http.NotFound(w, r)
+		case "/hop":
+			http.Redirect(w, r, "http://loopback.test:"+inner.Listener.Addr().(*net.TCPAddr).AddrPort().String()[len("127.0.0.1:"):]+"/", http.StatusFound)
+		default:
+			http.Redirect(w, r, inner.URL+"/", http.StatusFound)
+		}
+	}))
+	f := newFetcher(t, FetchOptions{
+		Resolve: testResolver(map[string]string{"public.test": "127.0.0.2", "loopback.test": "127.0.0.1"}),
+		guard:   []ssrf.Option{ssrf.WithAnyPort(), ssrf.WithAllowedV4Prefixes(netip.MustParsePrefix("127.0.0.2/32"))},
+	})
+	port := outer.Listener.Addr().(*net.TCPAddr).Port
+	for _, path := range []string{"/", "/hop"} {
+		u := fmt.Sprintf("http://public.test:%d%s", port, path)
+		_, err := f.Fetch(context.Background(), u)
+		if !errors.Is(err, ErrProhibitedAddress) {
+			t.Fatalf("Fetch(%s) = %v, want ErrProhibitedAddress", u, err)
+		}
+	}
+	if internal.Load() != 0 {
+		t.Fatalf("the loopback server was reached %d times", internal.Load())
+	}
+	// The same public page without a redirect is fetched: the guard only
+	// refuses the hop.
+	ok := serveOn(t, "127.0.0.2", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			http.NotFound(w, r)
+			return
+		}
+		fmt.Fprint(w, htmlPage)
+	}))
+	u := fmt.Sprintf("http://public.test:%d/", ok.Listener.Addr().(*net.TCPAddr).Port)
+	if _, err := f.Fetch(context.Background(), u); err != nil {
+		t.Fatalf("allowed page: %v", err)
+	}
+}
+
+// hostile serves the bad pages of the fetch tests on loopback.
+func hostile(t *testing.T) *httptest.Server {
+	var zeros bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&zeros, gzip.BestCompression)
+	chunk := make([]byte, 1<<20)
+	for range 50 {
+		zw.Write(chunk)
+	}
+	zw.Close()
+	bomb := zeros.Bytes()
+
+	latin1 := []byte("<html><head><title>Caf\xe9</title></head><body><article><p>Le caf\xe9 cr\xe8me co\xfbte trois euros \xe0 Paris, na\xefvement.</p></article></body></html>")
+
+	mux := http.NewServeMux()
+	mux.HandleFunc("/robots.txt", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "User-agent: adlink-pagebot\nDisallow: /private/\n\nUser-agent: *\nDisallow: /all-bots-but-us\n")
+	})
+	mux.HandleFunc("/ok", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprint(w, htmlPage)
+	})
+	mux.HandleFunc("/all-bots-but-us", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, htmlPage) })
+	mux.HandleFunc("/private/page", func(w http.ResponseWriter, r *http.Request) {
+		t.Error("robots.txt disallowed page was requested")
+	})
+	mux.HandleFunc("/loop", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/loop2", http.StatusFound)
+	})
+	mux.HandleFunc("/loop2", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/loop", http.StatusFound)
+	})
+	mux.HandleFunc("/to-ftp", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "ftp://example.com/", http.StatusFound)
+	})
+	mux.HandleFunc("/bomb", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.Header().Set("Content-Encoding", "gzip")
+		w.Write(bomb)
+	})
+	mux.HandleFunc("/trickle", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		fl := w.(http.Flusher)
+		for i := 0; ; i++ {
+			if _, err := w.Write([]byte{"<html>"[i%6]}); err != nil {
+				return
+			}
+			fl.Flush()
+			select {
+			case <-r.Context().Done():
+				return
+			case <-time.After(time.Second):
+			}
+		}
+	})
+	mux.HandleFunc("/404", func(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) })
+	mux.HandleFunc("/500", func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "boom", http.StatusInternalServerError)
+	})
+	mux.HandleFunc("/doc.pdf", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/pdf")
+		w.Write([]byte("%PDF-1.4\n%\xe2\xe3\xcf\xd3\n1 0 obj<<>>endobj\n"))
+	})
+	mux.HandleFunc("/untyped.pdf", func(w http.ResponseWriter, r *http.Request) {
+		w.Header()["Content-Type"] = nil
+		w.Write([]byte("%PDF-1.4\n%\xe2\xe3\xcf\xd3\n1 0 obj<<>>endobj\n"))
+	})
+	mux.HandleFunc("/untyped.html", func(w http.ResponseWriter, r *http.Request) {
+		w.Header()["Content-Type"] = nil
+		fmt.Fprint(w, htmlPage)
+	})
+	mux.HandleFunc("/latin1", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.Write(latin1)
+	})
+	mux.HandleFunc("/big", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		p := bytes.Repeat([]byte("<p>lorem ipsum dolor sit amet</p>\n"), 5<<20/34+1)
+		w.Write(p)
+	})
+	mux.HandleFunc("/big-chunked", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		line := []byte("<p>lorem ipsum dolor sit amet</p>\n")
+		for i := 0; i < 5<<20/len(line)+1; i++ {
+			if _, err := w.Write(line); err != nil {
+				return
+			}
+			if i%1000 == 0 {
+				w.(http.Flusher).Flush()
+			}
+		}
+	})
+	return serve(t, mux)
+}
+
+func TestFetchBadPages(t *testing.T) {
+	ts := hostile(t)
+	f := newFetcher(t, FetchOptions{AllowPrivate: true, Timeout: 1500 * time.Millisecond})
+	for _, c := range []struct {
+		path   string
+		err    error
+		reason string
+	}{
+		{"/loop", ErrRedirects, "too many redirects"},
+		{"/to-ftp", ErrRedirectScheme, "redirect to a disallowed URL"},
+		{"/bomb", ErrTooLarge, "page too large"},
+		{"/big", ErrTooLarge, "page too large"},
+		{"/big-chunked", ErrTooLarge, "page too large"},
+		{"/trickle", ErrTimeout, "fetch timed out"},
+		{"/404", ErrHTTPStatus, "HTTP status 404"},
+		{"/500", ErrHTTPStatus, "HTTP status 500"},
+		{"/doc.pdf", ErrNotHTML, "not HTML (application/pdf)"},
+		{"/untyped.pdf", ErrNotHTML, "not HTML (application/pdf)"},
+		{"/private/page", ErrRobots, "robots.txt disallows fetching"},
+	} {
+		t.Run(c.path, func(t *testing.T) {
+			start := time.Now()
+			doc, err := f.Fetch(context.Background(), ts.URL+c.path)
+			if !errors.Is(err, c.err) {
+				t.Fatalf("Fetch = %v, %v; want %v", doc, err, c.err)
+			}
+			var fe *FetchError
+			if !errors.As(err, &fe) || fe.Reason != c.reason {
+				t.Fatalf("reason %q, want %q", fe.Reason, c.reason)
+			}
+			if d := time.Since(start); d > 5*time.Second {
+				t.Fatalf("took %v", d)
+			}
+		})
+	}
+}
+
+func TestFetchGoodPages(t *testing.T) {
+	ts := hostile(t)
+	var ua atomic.Value
+	uats := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ua.Store(r.Header.Get("User-Agent"))
+		fmt.Fprint(w, htmlPage)
+	}))
+	f := newFetcher(t, FetchOptions{AllowPrivate: true})
+	for _, path := range []string{"/ok", "/untyped.html", "/all-bots-but-us"} {
+		doc, err := f.Fetch(context.Background(), ts.URL+path)
+		if err != nil || !strings.Contains(doc.HTML, "Hello world.") {
+			t.Fatalf("%s: %v %v", path, doc, err)
+		}
+	}
+	doc, err := f.Fetch(context.Background(), ts.URL+"/latin1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(doc.HTML, "Le café crème coûte trois euros à Paris, naïvement.") {
+		t.Fatalf("Latin-1 decoded as %q", doc.HTML)
+	}
+	ex, err := ExtractPage(doc.HTML, doc.URL)
+	if err != nil || ex.Title != "Café" {
+		t.Fatalf("extract %+v %v", ex, err)
+	}
+	if _, err := f.Fetch(context.Background(), uats.URL+"/"); err != nil {
+		t.Fatal(err)
+	}
+	if got := ua.Load(); got != DefaultUserAgent {
+		t.Fatalf("User-Agent %q", got)
+	}
+}
+
+func TestFetchRobotsUnreachableDisallows(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/robots.txt", func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "down", http.StatusServiceUnavailable)
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, htmlPage) })
+	ts := serve(t, mux)
+	f := newFetcher(t, FetchOptions{AllowPrivate: true})
+	if _, err := f.Fetch(context.Background(), ts.URL+"/"); !errors.Is(err, ErrRobots) {
+		t.Fatalf("robots.txt 503: %v, want ErrRobots", err)
+	}
+}
+
+func TestFetchRobotsCachedPerHost(t *testing.T) {
+	var robots atomic.Int32
+	mux := http.NewServeMux()
+	mux.HandleFunc("/robots.txt", func(w http.ResponseWriter, r *http.Request) {
+		robots.Add(1)
+		fmt.Fprint(w, "User-agent: *\nAllow: /\n")
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, htmlPage) })
+	ts := serve(t, mux)
+	f := newFetcher(t, FetchOptions{AllowPrivate: true})
+	for i := range 5 {
+		if _, err := f.Fetch(context.Background(), fmt.Sprintf("%s/p%d", ts.URL, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if robots.Load() != 1 {
+		t.Fatalf("robots.txt fetched %d times", robots.Load())
+	}
+}

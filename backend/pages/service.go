@@ -1,0 +1,382 @@
+// Package pages is adlink's page context: it canonicalises page URLs, keeps
+// a durable queue of pages waiting for analysis, fetches them safely,
+// extracts their main text and stores the ad criteria they contain, so
+// /v2/page/link can answer with ads that fit the page.
+package pages
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/url"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Defaults of Options.
+const (
+	DefaultMaxQueue     = 1000
+	DefaultJobTimeout   = 30 * time.Second
+	DefaultTTL          = 24 * time.Hour
+	DefaultRetryBackoff = 5 * time.Minute
+	DefaultMaxBackoff   = 24 * time.Hour
+)
+
+// Status is the state of a page as the API reports it.
+type Status uint8
+
+// The page states.
+const (
+	// StatusPending: the page is queued for analysis.
+	StatusPending Status = iota
+	// StatusAnalysed: the page's criteria are known.
+	StatusAnalysed
+	// StatusFailed: the page could not be analysed; it is tried again later.
+	StatusFailed
+)
+
+// String returns the status as the API's "status" field spells it.
+func (s Status) String() string {
+	switch s {
+	case StatusPending:
+		return "pending"
+	case StatusAnalysed:
+		return "analysed"
+	case StatusFailed:
+		return "failed"
+	}
+	return "unknown"
+}
+
+// PageFetcher fetches a page's HTML; *Fetcher is the real one.
+type PageFetcher interface {
+	Fetch(ctx context.Context, pageURL string) (*Document, error)
+}
+
+// Reducer keeps only the ad criteria a page's text contains;
+// *match.Index is one.
+type Reducer interface {
+	Reduce(title, text string) (string, string)
+}
+
+// Options configure a Service. The zero value of each field is its default.
+type Options struct {
+	// Workers is the number of pages analysed at once (2 x GOMAXPROCS).
+	Workers int
+	// JobTimeout bounds one page's fetch and analysis.
+	JobTimeout time.Duration
+	// TTL is the age after which an analysis is redone; the old one is
+	// served meanwhile.
+	TTL time.Duration
+	// RetryBackoff is the wait before a failed page is tried again; it
+	// doubles with each failure in a row, up to MaxBackoff.
+	RetryBackoff time.Duration
+	MaxBackoff   time.Duration
+	// Now is the clock; tests set it.
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// Result is what the service knows of a page.
+type Result struct {
+	Status Status
+	// URL is the canonical URL the analysis is stored under.
+	URL string
+	// Title and Text are the reduced title and main text to match against.
+	Title, Text string
+	Lang        string
+	// Reason says why a page failed.
+	Reason string
+	// RetryAfter is when a pending page is likely to be analysed.
+	RetryAfter time.Duration
+}
+
+// Service answers page lookups and runs the analysis workers.
+type Service struct {
+	store  Store
+	queue  Queue
+	fetch  PageFetcher
+	reduce func() Reducer
+	o      Options
+	log    *slog.Logger
+
+	jobNanos atomic.Int64 // moving average of a job's duration
+
+	mu      sync.Mutex
+	changed chan struct{} // closed and replaced when a job completes
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+}
+
+// NewService returns a Service over store and queue. reduce gives the
+// current index's Reducer for each analysis. Start runs the workers.
+func NewService(store Store, queue Queue, fetch PageFetcher, reduce func() Reducer, o Options) *Service {
+	if o.Workers <= 0 {
+		o.Workers = 2 * runtime.GOMAXPROCS(0)
+	}
+	if o.JobTimeout <= 0 {
+		o.JobTimeout = DefaultJobTimeout
+	}
+	if o.TTL <= 0 {
+		o.TTL = DefaultTTL
+	}
+	if o.RetryBackoff <= 0 {
+		o.RetryBackoff = DefaultRetryBackoff
+	}
+	if o.MaxBackoff <= 0 {
+		o.MaxBackoff = DefaultMaxBackoff
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Service{store: store, queue: queue, fetch: fetch, reduce: reduce, o: o, log: o.Logger, changed: make(chan struct{})}
+	s.jobNanos.Store(int64(100 * time.Millisecond))
+	return s
+}
+
+// Start runs the worker pool until Stop. Jobs left in the queue by an
+// earlier process are taken first.
+func (s *Service) Start() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cancel != nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	for range s.o.Workers {
+		s.wg.Add(1)
+		go s.work(ctx)
+	}
+}
+
+// Stop stops the workers and waits for them. A job cut short stays queued
+// and is done after the next Start, in this process or the next.
+func (s *Service) Stop() {
+	s.mu.Lock()
+	cancel := s.cancel
+	s.cancel = nil
+	s.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	s.wg.Wait()
+}
+
+// Lookup returns what is known of the canonical page URL, queueing it for
+// analysis when it is unknown, failed long enough ago or older than the
+// TTL. It returns ErrQueueFull when an unknown page cannot be queued.
+func (s *Service) Lookup(ctx context.Context, pageURL string) (*Result, error) {
+	rec, err := s.store.Get(ctx, pageURL)
+	if err != nil {
+		return nil, err
+	}
+	if rec != nil && rec.Alias != "" {
+		target, err := s.store.Get(ctx, rec.Alias)
+		if err != nil {
+			return nil, err
+		}
+		rec = target
+	}
+	now := s.o.Now()
+	if rec == nil {
+		if _, err := s.queue.Push(ctx, pageURL); err != nil {
+			return nil, err
+		}
+		return &Result{Status: StatusPending, URL: pageURL, RetryAfter: s.retryAfter(ctx)}, nil
+	}
+	if rec.Failed && !now.Before(rec.RetryAt) || !rec.Failed && now.Sub(rec.At) > s.o.TTL {
+		// Serve what we have while it is redone; a full queue only delays.
+		if _, err := s.queue.Push(ctx, pageURL); err != nil && !errors.Is(err, ErrQueueFull) {
+			return nil, err
+		}
+	}
+	res := &Result{URL: rec.URL, Lang: rec.Lang}
+	if rec.Failed {
+		res.Status, res.Reason = StatusFailed, rec.Reason
+		return res, nil
+	}
+	res.Status, res.Title, res.Text = StatusAnalysed, rec.Title, rec.Text
+	return res, nil
+}
+
+// retryAfter estimates when a newly queued page will be analysed.
+func (s *Service) retryAfter(ctx context.Context) time.Duration {
+	n, err := s.queue.Len(ctx)
+	if err != nil {
+		n = 0
+	}
+	job := time.Duration(s.jobNanos.Load())
+	d := time.Duration(n/s.o.Workers+1) * job
+	return min(max(d, 100*time.Millisecond), 30*time.Second)
+}
+
+// Drain waits until the queue is empty and no job is running, or ctx is
+// done. Tests use it instead of sleeping.
+func (s *Service) Drain(ctx context.Context) error {
+	for {
+		ch := s.changedChan()
+		n, err := s.queue.Len(ctx)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// Wait waits until pageURL is no longer queued, or ctx is done.
+func (s *Service) Wait(ctx context.Context, pageURL string) error {
+	for {
+		ch := s.changedChan()
+		q, err := s.queue.Queued(ctx, pageURL)
+		if err != nil {
+			return err
+		}
+		if !q {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func (s *Service) changedChan() chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.changed
+}
+
+func (s *Service) notify() {
+	s.mu.Lock()
+	close(s.changed)
+	s.changed = make(chan struct{})
+	s.mu.Unlock()
+}
+
+type releaser interface{ Release(url string) }
+
+func (s *Service) work(ctx context.Context) {
+	defer s.wg.Done()
+	for {
+		pageURL, err := s.queue.Pop(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			s.log.Error("page queue", "err", err)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Second):
+			}
+			continue
+		}
+		start := time.Now()
+		recs := s.run(ctx, pageURL)
+		if ctx.Err() != nil {
+			// Stopping: the job stays queued for the next start.
+			if r, ok := s.queue.(releaser); ok {
+				r.Release(pageURL)
+			}
+			return
+		}
+		if err := s.store.Put(ctx, recs...); err != nil {
+			s.log.Error("storing page analysis", "url", pageURL, "err", err)
+		}
+		if err := s.queue.Done(ctx, pageURL); err != nil {
+			s.log.Error("page queue done", "url", pageURL, "err", err)
+		}
+		d := time.Since(start)
+		old := s.jobNanos.Load()
+		s.jobNanos.Store(old + (int64(d)-old)/8)
+		s.notify()
+	}
+}
+
+// run fetches and analyses one page and returns the records to store.
+func (s *Service) run(ctx context.Context, pageURL string) (recs []*Record) {
+	ctx, cancel := context.WithTimeout(ctx, s.o.JobTimeout)
+	defer cancel()
+	prev, _ := s.store.Get(ctx, pageURL)
+	fail := func(reason string) []*Record {
+		n := 1
+		if prev != nil && prev.Failed {
+			n = prev.Attempts + 1
+		}
+		now := s.o.Now()
+		return []*Record{{URL: pageURL, Failed: true, Reason: reason, At: now,
+			Attempts: n, RetryAt: now.Add(backoff(s.o.RetryBackoff, s.o.MaxBackoff, n))}}
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("page analysis panicked", "url", pageURL, "panic", r)
+			recs = fail("analysis failed")
+		}
+	}()
+	doc, err := s.fetch.Fetch(ctx, pageURL)
+	if err != nil {
+		var fe *FetchError
+		reason := "fetch failed"
+		if errors.As(err, &fe) {
+			reason = fe.Reason
+		}
+		if ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			reason = "analysis timed out"
+		}
+		s.log.Info("page not analysed", "url", pageURL, "reason", reason, "err", err)
+		return fail(reason)
+	}
+	ex, err := ExtractPage(doc.HTML, doc.URL)
+	if err != nil {
+		s.log.Info("page not analysed", "url", pageURL, "err", err)
+		return fail("analysis failed")
+	}
+	title := ex.Title
+	if len(ex.Headings) > 0 {
+		title += "\n" + strings.Join(ex.Headings, "\n")
+	}
+	text := ex.Text
+	if r := s.reduce(); r != nil {
+		title, text = r.Reduce(title, text)
+	}
+	rec := &Record{URL: pageURL, Title: title, Text: text, Lang: ex.Lang, At: s.o.Now()}
+	if c := s.canonicalOf(pageURL, ex.Canonical); c != "" {
+		rec.URL = c
+		return []*Record{rec, {URL: pageURL, Alias: c, At: rec.At}}
+	}
+	return []*Record{rec}
+}
+
+// canonicalOf returns the canonical URL a page declares when it differs
+// from pageURL and is on the same site, else "".
+func (s *Service) canonicalOf(pageURL, declared string) string {
+	if declared == "" {
+		return ""
+	}
+	c, err := Canonical(declared)
+	if err != nil || c == pageURL {
+		return ""
+	}
+	cu, err1 := url.Parse(c)
+	pu, err2 := url.Parse(pageURL)
+	if err1 != nil || err2 != nil || !sameSite(cu.Hostname(), pu.Hostname()) {
+		return ""
+	}
+	return c
+}
