@@ -1,0 +1,87 @@
+// Command wasm is adlink's matcher compiled for the page: a
+// GOOS=wasip1 -buildmode=c-shared reactor over match/ whose answers are the
+// server's, byte for byte, for the same shard and request.
+//
+// The host runs _initialize once, then calls the exports:
+//
+//	alloc(n) ptr              a buffer of n bytes, kept alive until free(ptr)
+//	free(ptr)                 releases a buffer from alloc or a result
+//	load_shard(ptr, n) status matches against the shard in the buffer, which
+//	                          the module then owns (do not free it); 0 is
+//	                          success, 1 a bad buffer, 2 a bad shard
+//	match_search(ptr, n) u64  /v2/search/link for the request in the buffer
+//	match_page(ptr, n) u64    /v2/page/link for a page's title and text
+//
+// The match calls return ptr<<32|len of the JSON answer, {"link":[...]} or
+// {"error":{...}}, which stays alive until the host frees ptr; 0 means the
+// request buffer was not one from alloc. Requests are described in
+// request.go. One instance serves one call at a time.
+package main
+
+import (
+	"github.com/adlink/adlink/match"
+)
+
+// The load_shard statuses.
+const (
+	statusOK       = 0
+	statusBadArgs  = 1
+	statusBadShard = 2
+)
+
+// matcher is the module's state: the loaded shard.
+type matcher struct {
+	ix *match.Index
+}
+
+// errNoShard answers a match call before any shard is loaded.
+var errNoShard = []problem{{code: "no_shard", msg: "no shard is loaded: call load_shard first"}}
+
+// answer returns the JSON answer to a request.
+func (m *matcher) answer(req string, page bool) []byte {
+	q, o, errs := parseRequest(req, page)
+	if errs == nil && m.ix == nil {
+		errs = errNoShard
+	}
+	if errs != nil {
+		return appendError(nil, errs)
+	}
+	hits := m.ix.Match(&q)
+	return m.ix.AppendResponse(make([]byte, 0, 256+256*len(hits)), hits, &o)
+}
+
+// appendError writes the server's error body: the first problem's code and
+// parameter, and every problem's message.
+func appendError(dst []byte, errs []problem) []byte {
+	dst = append(dst, `{"error":{"code":`...)
+	dst = appendString(dst, errs[0].code)
+	dst = append(dst, `,"message":`...)
+	msg := errs[0].msg
+	for _, e := range errs[1:] {
+		msg += "; " + e.msg
+	}
+	dst = appendString(dst, msg)
+	if errs[0].param != "" {
+		dst = append(dst, `,"param":`...)
+		dst = appendString(dst, errs[0].param)
+	}
+	return append(dst, "}}"...)
+}
+
+// appendString appends s as a JSON string; messages are ASCII apart from
+// quoted values, which strconv.Quote has escaped already.
+func appendString(dst []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"' || c == '\\':
+			dst = append(dst, '\\', c)
+		case c < 0x20 || c == '<' || c == '>' || c == '&':
+			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&15])
+		default:
+			dst = append(dst, c)
+		}
+	}
+	return append(dst, '"')
+}

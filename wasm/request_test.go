@@ -1,0 +1,64 @@
+package main
+
+import (
+	"net/url"
+	"testing"
+
+	"github.com/adlink/adlink/match"
+)
+
+func TestParseQueryAgreesWithNetURL(t *testing.T) {
+	for _, s := range []string{
+		"q=lg+handy&loc=DE", "q=%C3%84rger%20%2B1", "a=1&&b=&c", "q=%zz%4", "k%3D=v%26", "x=1&x=2",
+	} {
+		want, _ := url.ParseQuery(s)
+		got := parseQuery(s)
+		for k, vs := range want {
+			if len(got[k]) != len(vs) {
+				t.Errorf("%q: %s = %q, net/url %q", s, k, got[k], vs)
+				continue
+			}
+			for i := range vs {
+				if got[k][i] != vs[i] {
+					t.Errorf("%q: %s = %q, net/url %q", s, k, got[k], vs)
+				}
+			}
+		}
+	}
+}
+
+func TestParseRequestDefaults(t *testing.T) {
+	q, o, errs := parseRequest("q=+handy+&api_key=k&site_id=s&redirect_url=http://r/&loc=DE&lang=use_locale&ad_type=product+coupon&q_operator=and", false)
+	if errs != nil {
+		t.Fatal(errs)
+	}
+	want := match.Query{Text: "handy", Country: "de", Operator: match.OpAnd, Dist: match.DistNone,
+		Kinds: match.Kinds(0).Add(match.KindProduct).Add(match.KindCoupon), Size: match.DefaultSize,
+		DistinctAdvertiser: match.DefaultDistinctAdvertiser}
+	if q != want {
+		t.Errorf("query %+v, want %+v", q, want)
+	}
+	if o.RedirectURL != "http://r" || o.Context != match.ContextSearch || o.APIKey != "k" || o.SiteID != "s" {
+		t.Errorf("options %+v", o)
+	}
+	_, _, errs = parseRequest("text=x&api_key=k&site_id=s&redirect_url=r&fields=gtin", true)
+	if len(errs) != 1 || errs[0].param != "fields" {
+		t.Errorf("page fields=gtin: %v", errs)
+	}
+}
+
+// FuzzRequest: no request makes the parser or the answer panic.
+func FuzzRequest(f *testing.F) {
+	ix, err := match.Build(nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	m := matcher{ix: ix}
+	f.Add("q=handy&api_key=a&site_id=b&redirect_url=c&size=3", false)
+	f.Add("text=%FF%FE&title=x&fields=logo&logo.dim=90x90", true)
+	f.Fuzz(func(t *testing.T, req string, page bool) {
+		if out := m.answer(req, page); len(out) == 0 || out[0] != '{' {
+			t.Fatalf("answer %q", out)
+		}
+	})
+}
