@@ -193,39 +193,43 @@ type builder struct {
 	markets  []Market
 	mktMap   map[Market]int
 	totalLen uint64
-	toks     []token
+	ids      []uint32
 	scratch  []byte
 	tf       map[uint32]uint32
 	adCrit   map[uint32]uint32
 }
 
-func (b *builder) str(s string) strRef {
-	if len(s) <= 64 {
+// str puts s in the arena. Values that repeat across ads (brands,
+// categories, currencies, advertisers) are stored once.
+func (b *builder) str(s string, shared bool) strRef {
+	if shared {
 		if r, ok := b.strMap[s]; ok {
 			return r
 		}
 	}
 	r := strRef{uint32(len(b.arena)), uint32(len(s))}
 	b.arena = append(b.arena, s...)
-	if len(s) <= 64 {
+	if shared {
 		b.strMap[s] = r
 	}
 	return r
 }
 
+// termIDs returns the build-time ids of the terms of s.
 func (b *builder) termIDs(s string) []uint32 {
-	b.toks, b.scratch = tokenize(b.toks[:0], s, b.scratch)
-	ids := make([]uint32, len(b.toks))
-	for i, t := range b.toks {
-		id, ok := b.termMap[t.term]
+	ids := b.ids[:0]
+	b.scratch = scan(s, b.scratch, func(term []byte, _, _ int, _ bool) {
+		id, ok := b.termMap[string(term)]
 		if !ok {
 			id = uint32(len(b.terms))
-			b.termMap[t.term] = id
-			b.terms = append(b.terms, t.term)
+			t := string(term)
+			b.termMap[t] = id
+			b.terms = append(b.terms, t)
 		}
-		ids[i] = id
-	}
-	return ids
+		ids = append(ids, id)
+	})
+	b.ids = ids
+	return slices.Clone(ids)
 }
 
 func (b *builder) add(ix *Index, i int, ad *Ad) error {
@@ -236,18 +240,18 @@ func (b *builder) add(ix *Index, i int, ad *Ad) error {
 		return errors.New("match: ad " + strconv.Quote(ad.ID) + " has an unknown kind")
 	}
 	r := &ix.ads[i]
-	r.id = b.str(ad.ID)
-	r.title = b.str(ad.Title)
-	r.manufacturer = b.str(ad.Manufacturer)
-	r.model = b.str(ad.Model)
-	r.category = b.str(ad.Category)
-	r.description = b.str(ad.Description)
-	r.gtin = b.str(ad.GTIN)
-	r.currency = b.str(ad.Currency)
-	r.logo = b.str(ad.Logo)
-	r.landing = b.str(ad.Landing)
-	r.advertiser = b.str(ad.Advertiser)
-	r.keywords = b.str(strings.Join(ad.Keywords, keywordSep))
+	r.id = b.str(ad.ID, false)
+	r.title = b.str(ad.Title, false)
+	r.manufacturer = b.str(ad.Manufacturer, true)
+	r.model = b.str(ad.Model, false)
+	r.category = b.str(ad.Category, true)
+	r.description = b.str(ad.Description, false)
+	r.gtin = b.str(ad.GTIN, false)
+	r.currency = b.str(ad.Currency, true)
+	r.logo = b.str(ad.Logo, false)
+	r.landing = b.str(ad.Landing, false)
+	r.advertiser = b.str(ad.Advertiser, true)
+	r.keywords = b.str(strings.Join(ad.Keywords, keywordSep), len(ad.Keywords) > 0)
 	p := uint64(max(ad.PriceCents, 0))
 	r.priceLo, r.priceHi = uint32(p), uint32(p>>32)
 	r.bid = uint32(min(max(ad.BidMicros, 0), 1<<32-1))

@@ -25,6 +25,14 @@ type token struct {
 // plurals and inflection (Handys -> handy, batteries -> battery). Index and
 // query go through the same steps, so they meet whatever the spelling.
 func tokenize(dst []token, s string, scratch []byte) ([]token, []byte) {
+	return dst, scan(s, scratch, func(term []byte, start, end int, brk bool) {
+		dst = append(dst, token{term: string(term), id: -1, start: int32(start), end: int32(end), brk: brk})
+	})
+}
+
+// scan calls emit with each normalised word of s; term is only valid
+// during the call. scratch is reused and returned.
+func scan(s string, scratch []byte, emit func(term []byte, start, end int, brk bool)) []byte {
 	brk := false
 	i := 0
 	for i < len(s) {
@@ -55,11 +63,10 @@ func tokenize(dst []token, s string, scratch []byte) ([]token, []byte) {
 			i += n
 		}
 		scratch = b
-		b = stem(foldDigraphs(b))
-		dst = append(dst, token{term: string(b), id: -1, start: int32(start), end: int32(i), brk: brk})
+		emit(stem(foldDigraphs(b)), start, i, brk)
 		brk = false
 	}
-	return dst, scratch
+	return scratch
 }
 
 // Normalize returns the terms of s as the index sees them, joined by a
