@@ -1,0 +1,138 @@
+package pages
+
+import (
+	"errors"
+	"net/url"
+	"strings"
+	"testing"
+)
+
+func TestCanonical(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"http://Example.COM", "http://example.com/"},
+		{"HTTPS://www.Example.com:443/a/B?x=1#frag", "https://www.example.com/a/B?x=1"},
+		{"http://example.com:80/", "http://example.com/"},
+		{"http://example.com:8080/", "http://example.com:8080/"},
+		{"https://example.com:0443/p", "https://example.com/p"},
+		{"http://example.com/p?utm_source=x&b=2&a=1&UTM_Medium=y&gclid=1&fbclid=2&msclkid=3&mc_eid=4&a=0", "http://example.com/p?a=0&a=1&b=2"},
+		{"http://example.com/p?utm_source=x", "http://example.com/p"},
+		{"http://example.com/a%20b?q=a+b&q=%C3%A4", "http://example.com/a%20b?q=%C3%A4&q=a+b"},
+		{"http://example.com./", "http://example.com/"},
+		{"  http://example.com/x  ", "http://example.com/x"},
+		{"http://[::1]:8080/", "http://[::1]:8080/"},
+		{"http://localhost:8080/demo/index.html?b&a", "http://localhost:8080/demo/index.html?a&b"},
+	} {
+		got, err := Canonical(c.in)
+		if err != nil || got != c.want {
+			t.Errorf("Canonical(%q) = %q, %v; want %q", c.in, got, err, c.want)
+		}
+	}
+}
+
+func TestCanonicalRefuses(t *testing.T) {
+	for _, c := range []struct{ name, in, reason string }{
+		{"missing", "", "is missing"},
+		{"relative", "/page.html", "must be absolute"},
+		{"scheme-relative", "//example.com/page", "must be absolute"},
+		{"javascript", "javascript:alert(1)", `not "javascript"`},
+		{"file", "file:///etc/passwd", `not "file"`},
+		{"data", "data:text/html,<script>alert(1)</script>", `not "data"`},
+		{"ftp", "ftp://example.com/file", `not "ftp"`},
+		{"over 2 KB", "http://example.com/?" + strings.Repeat("a", 2100), "longer than 2048"},
+		{"user:pass", "http://user:pass@example.com/", "user name or password"},
+		{"user only", "http://user@example.com/", "user name or password"},
+		{"no host", "http:///path", "with a host"},
+		{"bad port", "http://example.com:99999/", "invalid port"},
+		{"bad host", "http://exa mple.com/", "not a valid URL"},
+		{"opaque", "http:example.com", "with a host"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := Canonical(c.in)
+			var be *BadURLError
+			if !errors.As(err, &be) {
+				t.Fatalf("Canonical(%q) = %q, %v; want a BadURLError", c.in, got, err)
+			}
+			if !strings.Contains(be.Error(), c.reason) || !strings.HasPrefix(be.Error(), "url ") {
+				t.Fatalf("error %q, want it to name url and say %q", be.Error(), c.reason)
+			}
+		})
+	}
+}
+
+func TestCheckDomain(t *testing.T) {
+	domains := []string{"example.com", "Blog.Other.org", "localhost", "127.0.0.1"}
+	for _, c := range []struct {
+		url string
+		ok  bool
+	}{
+		{"http://example.com/", true},
+		{"https://www.example.com/a", true},
+		{"https://a.b.example.com/a", true},
+		{"https://blog.other.org/x", true},
+		{"https://other.org/x", false},
+		{"https://notexample.com/", false},
+		{"https://example.com.evil.net/", false},
+		{"http://localhost:8080/", true},
+		{"http://127.0.0.1:8080/", true},
+		{"http://1.127.0.0.1/", false},
+		{"http://[::1]/", false},
+	} {
+		err := CheckDomain(c.url, domains)
+		if (err == nil) != c.ok || err != nil && !errors.Is(err, ErrForeignDomain) {
+			t.Errorf("CheckDomain(%s) = %v, want ok=%v", c.url, err, c.ok)
+		}
+	}
+}
+
+func TestSameSite(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		ok   bool
+	}{
+		{"www.example.com", "example.com", true},
+		{"a.example.co.uk", "b.example.co.uk", true},
+		{"example.co.uk", "other.co.uk", false},
+		{"localhost", "localhost", true},
+		{"127.0.0.1", "127.0.0.2", false},
+	} {
+		if got := sameSite(c.a, c.b); got != c.ok {
+			t.Errorf("sameSite(%s, %s) = %v", c.a, c.b, got)
+		}
+	}
+}
+
+// FuzzCanonical checks that the canonicaliser never panics, accepts only
+// http(s) URLs without credentials within the size limit, and is idempotent.
+func FuzzCanonical(f *testing.F) {
+	for _, s := range []string{
+		"http://example.com/", "HTTPS://Example.com:443/a?utm_source=x&b=1#f", "javascript:alert(1)",
+		"http://user:pass@example.com/", "http://[::ffff:127.0.0.1]:80/", "//x", "http://a/%zz",
+		"http://example.com/?a=%&b", "http://xn--mnchen-3ya.de/", "http://münchen.de/straße?q=ä",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		c, err := Canonical(raw)
+		if err != nil {
+			var be *BadURLError
+			if !errors.As(err, &be) {
+				t.Fatalf("error %v is not a BadURLError", err)
+			}
+			return
+		}
+		if len(raw) > MaxURLBytes {
+			t.Fatalf("accepted %d bytes", len(raw))
+		}
+		u, err := url.Parse(c)
+		if err != nil {
+			t.Fatalf("canonical %q does not parse: %v", c, err)
+		}
+		if u.Scheme != "http" && u.Scheme != "https" || u.User != nil || u.Host == "" || u.Fragment != "" {
+			t.Fatalf("canonical %q of %q", c, raw)
+		}
+		c2, err := Canonical(c)
+		if err != nil || c2 != c {
+			t.Fatalf("not idempotent: %q -> %q -> %q, %v", raw, c, c2, err)
+		}
+	})
+}
