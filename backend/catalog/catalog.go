@@ -1,3 +1,5 @@
+//go:generate go run ./internal/demogen -o ../../testdata/catalog/demo.jsonl -logos ../../web/demo/logos
+
 // Package catalog reads ad catalogs into match.Ad values: JSON-lines and CSV
 // feed files (the format is documented in testdata/catalog/README.md), the
 // embedded demo catalog, the Icecat product set used by the benchmarks, and
