@@ -7,7 +7,8 @@ func (s *server) routes(mux *http.ServeMux) {
 	// Search context.
 	mux.Handle("GET /v2/search/link", s.jsonp(s.search))
 
-	// Page context: GET /v2/page/link goes here.
+	// Page context.
+	mux.Handle("GET /v2/page/link", s.jsonp(s.page))
 
 	// Clicks.
 	mux.Handle("GET /v1/redirect", s.plain(s.redirect))

@@ -24,6 +24,8 @@ type Deps struct {
 	Indexes  Indexes
 	Partners partners.Registry
 	Clicks   clicks.Recorder
+	// Pages is the page context; without it /v2/page/link answers 503.
+	Pages Pages
 	// Now is the clock clicks are stamped with.
 	Now func() time.Time
 }
@@ -35,6 +37,7 @@ type server struct {
 	indexes  Indexes
 	partners partners.Registry
 	clicks   clicks.Recorder
+	pages    Pages
 	now      func() time.Time
 }
 
@@ -50,6 +53,7 @@ func NewServer(d Deps) http.Handler {
 		indexes:  d.Indexes,
 		partners: d.Partners,
 		clicks:   d.Clicks,
+		pages:    d.Pages,
 		now:      d.Now,
 	}
 	if s.log == nil {

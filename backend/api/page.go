@@ -1,0 +1,188 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/goccy/go-json"
+
+	"github.com/adlink/adlink/backend/pages"
+	"github.com/adlink/adlink/match"
+)
+
+// CodeForeignURL is the error code of a page URL outside the site's
+// domains (403).
+const CodeForeignURL = "url_not_allowed"
+
+// CodeQueueFull is the error code of an unseen page that cannot be queued
+// now (503 with Retry-After).
+const CodeQueueFull = "queue_full"
+
+// queueFullRetry is the Retry-After of a 503 for a full queue.
+const queueFullRetry = 5 * time.Second
+
+// Pages is the page context as the page handler uses it; *pages.Service
+// is the real one.
+type Pages interface {
+	// Lookup returns what is known of a canonical page URL, queueing it
+	// when needed; pages.ErrQueueFull when it cannot be queued.
+	Lookup(ctx context.Context, pageURL string) (*pages.Result, error)
+}
+
+var _ Pages = (*pages.Service)(nil)
+
+// pageParams is a /v2/page/link request, parsed and validated once.
+type pageParams struct {
+	// URL is the canonical page URL (pages.Canonical).
+	URL      string
+	APIKey   string
+	SiteID   string
+	Callback string
+	// Loc is "", a lower-case ISO 3166 alpha-2 code or locUseGeo.
+	Loc     string
+	Fields  match.Fields
+	LogoDim string
+	Kinds   match.Kinds
+}
+
+// pageKinds are the ad_type values of the page context.
+var pageKinds = []string{"advertiser", "product"}
+
+// parsePage reads every /v2/page/link parameter and reports every bad one
+// together.
+func parsePage(v url.Values) (pageParams, error) {
+	p := values{v: v}
+	var pp pageParams
+	if raw := p.required("url"); raw != "" {
+		c, err := pages.Canonical(raw)
+		var bad *pages.BadURLError
+		switch {
+		case errors.As(err, &bad):
+			p.errs.invalid("url", "%s", bad.Error())
+		case err != nil:
+			p.errs.invalid("url", "url is not a valid page URL")
+		default:
+			pp.URL = c
+		}
+	}
+	pp.APIKey = p.required("api_key")
+	pp.SiteID = p.required("site_id")
+	pp.Callback = parseCallback(&p)
+	if s, ok := p.optional("loc"); ok {
+		switch {
+		case s == locUseGeo:
+			pp.Loc = s
+		case isAlpha2(s):
+			pp.Loc = strings.ToLower(s)
+		default:
+			p.errs.invalid("loc", "loc must be a two-letter ISO 3166 country code (de, US) or use_geo, not %s", quote(s))
+		}
+	}
+	if s, ok := p.optional("fields"); ok {
+		pp.Fields = parseFields(&p.errs, "fields", s, match.PageFieldNames)
+	}
+	if s, ok := p.optional("logo.dim"); ok {
+		if i := slices.Index(match.LogoDims, strings.ToUpper(s)); i >= 0 {
+			pp.LogoDim = match.LogoDims[i]
+		} else {
+			p.errs.invalid("logo.dim", "logo.dim must be one of %s, not %s", strings.Join(match.LogoDims, ", "), quote(s))
+		}
+	}
+	if s, ok := p.optional("ad_type"); ok {
+		for _, item := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '+' }) {
+			if !slices.Contains(pageKinds, item) {
+				p.errs.invalid("ad_type", "ad_type must be a list of %s; %s is not one", strings.Join(pageKinds, ", "), quote(item))
+			}
+		}
+		pp.Kinds = parseKinds(&p.errs, s)
+	}
+	if err := p.errs.err(); err != nil {
+		return pageParams{}, err
+	}
+	return pp, nil
+}
+
+// page answers GET /v2/page/link: ads for an analysed page, pending (202)
+// for one being analysed, failed (200) for one that could not be.
+func (s *server) page(w http.ResponseWriter, r *http.Request) error {
+	v, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return &Error{Status: http.StatusBadRequest, Code: CodeInvalidParameter,
+			Message: "the query string is malformed: " + err.Error()}
+	}
+	p, err := parsePage(v)
+	if err != nil {
+		return err
+	}
+	site, err := s.authorize(r.Context(), p.APIKey, p.SiteID)
+	if err != nil {
+		return err
+	}
+	if err := pages.CheckDomain(p.URL, site.Domains); err != nil {
+		return &Error{Status: http.StatusForbidden, Code: CodeForeignURL, Param: "url",
+			Message: "url must be on one of the domains of site " + quote(p.SiteID), Err: err}
+	}
+	if s.pages == nil {
+		return &Error{Status: http.StatusServiceUnavailable, Code: CodeInternal,
+			Message: "the page context is not available", Err: errors.New("no pages service")}
+	}
+	res, err := s.pages.Lookup(r.Context(), p.URL)
+	if errors.Is(err, pages.ErrQueueFull) {
+		w.Header().Set("Retry-After", strconv.Itoa(int(queueFullRetry/time.Second)))
+		return &Error{Status: http.StatusServiceUnavailable, Code: CodeQueueFull,
+			Message: "too many pages are waiting for analysis; retry later", Err: err}
+	}
+	if err != nil {
+		return internal(err)
+	}
+	buf := getBuf()
+	defer putBuf(buf)
+	b := (*buf)[:0]
+	switch res.Status {
+	case pages.StatusPending:
+		ms := res.RetryAfter.Milliseconds()
+		secs := (ms + 999) / 1000
+		w.Header().Set("Retry-After", strconv.FormatInt(max(secs, 1), 10))
+		w.Header().Set("Cache-Control", "no-store")
+		b = append(b, `{"link":[],"status":"pending","retry_after_ms":`...)
+		b = strconv.AppendInt(b, ms, 10)
+		b = append(b, '}')
+		*buf = b
+		respond(w, http.StatusAccepted, b, p.Callback)
+		return nil
+	case pages.StatusFailed:
+		w.Header().Set("Cache-Control", "no-store")
+		b = append(b, `{"link":[],"status":"failed","reason":`...)
+		reason, err := json.Marshal(res.Reason)
+		if err != nil {
+			return internal(err)
+		}
+		b = append(b, reason...)
+		b = append(b, '}')
+		*buf = b
+		respond(w, http.StatusOK, b, p.Callback)
+		return nil
+	}
+	q := match.Query{Page: true, Title: res.Title, Text: res.Text, Country: p.Loc, Kinds: p.Kinds}
+	if q.Country == locUseGeo {
+		q.Country = s.geoCountry(r)
+	}
+	ix := s.index(q.Country, "")
+	hits := ix.Match(&q)
+	*buf = ix.AppendResponse(b, hits, &match.LinkOptions{
+		RedirectURL: s.cfg.RedirectURL,
+		Context:     match.ContextPage,
+		APIKey:      p.APIKey,
+		SiteID:      p.SiteID,
+		Fields:      p.Fields,
+		LogoDim:     p.LogoDim,
+	})
+	respond(w, http.StatusOK, *buf, p.Callback)
+	return nil
+}
