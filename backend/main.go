@@ -21,6 +21,7 @@ import (
 	"github.com/adlink/adlink/backend/catalog"
 	"github.com/adlink/adlink/backend/clicks"
 	"github.com/adlink/adlink/backend/config"
+	"github.com/adlink/adlink/backend/pages"
 	"github.com/adlink/adlink/backend/partners"
 	"github.com/adlink/adlink/backend/store"
 	"github.com/adlink/adlink/match"
@@ -77,6 +78,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if err != nil {
 		return err
 	}
+	pageQueue, err := pages.OpenBolt(db, 0)
+	if err != nil {
+		return err
+	}
+	fetcher := pages.NewFetcher(pages.FetchOptions{AllowPrivate: cfg.FetchAllowPrivate})
+	defer fetcher.Close()
+	pageService := pages.NewService(pageQueue, pageQueue, fetcher,
+		func() pages.Reducer { return indexes.All() }, pages.Options{Logger: log.With("component", "pages")})
+	pageService.Start() // pages queued before a crash are analysed now
+	defer pageService.Stop()
 
 	handler := api.NewServer(api.Deps{
 		Config:   cfg,
@@ -84,6 +95,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		Indexes:  indexes,
 		Partners: registry,
 		Clicks:   clickLog,
+		Pages:    pageService,
 		Now:      time.Now,
 	})
 	srv := &http.Server{
