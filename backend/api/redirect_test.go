@@ -1,0 +1,294 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/goccy/go-json"
+
+	"github.com/adlink/adlink/backend/clicks"
+	"github.com/adlink/adlink/backend/config"
+	"github.com/adlink/adlink/backend/store"
+)
+
+// clickQuery is a valid click on the Nokia product, with overrides; a
+// value of "-" removes the parameter.
+func clickQuery(overrides ...string) string {
+	v := url.Values{
+		"type": {"search"}, "adId": {"AMAZON.1.B00JVL2X1I"}, "adType": {"product"},
+		"api_key": {"demo"}, "site_id": {"demo"}, "criterionId": {"handy"},
+	}
+	for i := 0; i+1 < len(overrides); i += 2 {
+		if overrides[i+1] == "-" {
+			v.Del(overrides[i])
+		} else {
+			v.Set(overrides[i], overrides[i+1])
+		}
+	}
+	return "/v1/redirect?" + v.Encode()
+}
+
+func TestRedirect(t *testing.T) {
+	env := newEnv(t, fixture())
+	req := httptest.NewRequest(http.MethodGet, clickQuery("yk_tag", "t:1", "criterionId", "lg handy", "adId", "handy-bestkauf.de", "adType", "advertiser"), nil)
+	req.Header.Set("User-Agent", "Mozilla/5.0 test")
+	req.RemoteAddr = "198.51.100.20:3456"
+	rec := httptest.NewRecorder()
+	env.handler.ServeHTTP(rec, req)
+	res := rec.Result()
+	if res.StatusCode != http.StatusFound {
+		t.Fatalf("status %d, want 302\n%s", res.StatusCode, readBody(t, res))
+	}
+	for k, want := range map[string]string{
+		"Location":        "https://handy-bestkauf.de/",
+		"Cache-Control":   "no-store",
+		"Referrer-Policy": "no-referrer",
+	} {
+		if got := res.Header.Get(k); got != want {
+			t.Errorf("%s = %q, want %q", k, got, want)
+		}
+	}
+	want := clicks.Click{Time: testClock, AdID: "handy-bestkauf.de", AdType: "advertiser", Type: "search",
+		APIKey: "demo", SiteID: "demo", Criterion: "lg handy", YkTag: "t:1", IP: "198.51.100.20", UserAgent: "Mozilla/5.0 test"}
+	if len(env.clicks) != 1 || env.clicks[0] != want {
+		t.Errorf("clicks = %+v, want %+v", env.clicks, want)
+	}
+}
+
+func TestRedirectLandsOnTheCatalogsURL(t *testing.T) {
+	env := newEnv(t, fixture())
+	for _, id := range []string{"AMAZON.1.B00JVL2X1I", "handyladen.de", "COUPON.2.8"} {
+		a := fixtureAd(t, id)
+		res := env.get(t, clickQuery("adId", id, "adType", a.Kind.String(), "type", "intext",
+			"url", "https://evil.example/", "redirect", "https://evil.example/"), nil, "")
+		if res.StatusCode != http.StatusFound || res.Header.Get("Location") != a.Landing {
+			t.Errorf("%s: %d Location %q, want 302 %q", id, res.StatusCode, res.Header.Get("Location"), a.Landing)
+		}
+	}
+}
+
+func TestRedirectBadInput(t *testing.T) {
+	tests := []struct {
+		name   string
+		target string
+		status int
+		code   string
+		param  string
+	}{
+		{"missing type", clickQuery("type", "-"), 400, CodeMissingParameter, "type"},
+		{"missing adId", clickQuery("adId", "-"), 400, CodeMissingParameter, "adId"},
+		{"missing adType", clickQuery("adType", "-"), 400, CodeMissingParameter, "adType"},
+		{"missing api_key", clickQuery("api_key", "-"), 400, CodeMissingParameter, "api_key"},
+		{"missing site_id", clickQuery("site_id", "-"), 400, CodeMissingParameter, "site_id"},
+		{"missing criterionId", clickQuery("criterionId", "-"), 400, CodeMissingParameter, "criterionId"},
+		{"type=banner", clickQuery("type", "banner"), 400, CodeInvalidParameter, "type"},
+		{"adType=banner", clickQuery("adType", "banner"), 400, CodeInvalidParameter, "adType"},
+		{"adType not the ad's", clickQuery("adType", "advertiser"), 400, CodeInvalidParameter, "adType"},
+		{"unknown adId", clickQuery("adId", "AMAZON.1.NOPE"), 404, CodeNotFound, "adId"},
+		{"adId is a URL", clickQuery("adId", "https://evil.example/"), 404, CodeNotFound, "adId"},
+		{"unknown api_key", clickQuery("api_key", "nope"), 401, CodeUnknownAPIKey, "api_key"},
+		{"site not the key's", clickQuery("api_key", "k2"), 403, CodeForeignSite, "site_id"},
+		{"yk_tag=<script>", clickQuery("yk_tag", "<script>"), 400, CodeInvalidParameter, "yk_tag"},
+		{"criterionId of 2 KB", clickQuery("criterionId", strings.Repeat("x", 2048)), 400, CodeInvalidParameter, "criterionId"},
+		{"invalid UTF-8 criterionId", clickQuery() + "&criterionId=%FF", 400, CodeInvalidParameter, "criterionId"},
+		{"repeated adId", clickQuery() + "&adId=handyladen.de", 400, CodeInvalidParameter, "adId"},
+	}
+	env := newEnv(t, fixture())
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env.clicks = nil
+			res := env.get(t, tt.target, nil, "")
+			body := readBody(t, res)
+			if res.StatusCode != tt.status {
+				t.Errorf("status %d, want %d\n%s", res.StatusCode, tt.status, body)
+			}
+			if loc := res.Header.Get("Location"); loc != "" {
+				t.Errorf("redirects to %q on error", loc)
+			}
+			if ct := res.Header.Get("Content-Type"); ct != "application/json" {
+				t.Errorf("Content-Type %q", ct)
+			}
+			var e errorResponse
+			if err := json.Unmarshal(body, &e); err != nil {
+				t.Fatalf("%v\n%s", err, body)
+			}
+			if e.Error.Code != tt.code || e.Error.Param != tt.param || !strings.Contains(e.Error.Message, tt.param) {
+				t.Errorf("error %+v, want code %q param %q", e.Error, tt.code, tt.param)
+			}
+			if len(env.clicks) != 0 {
+				t.Errorf("recorded %d clicks on error", len(env.clicks))
+			}
+		})
+	}
+}
+
+func TestRedirectClientIP(t *testing.T) {
+	tests := []struct {
+		name   string
+		remote string
+		xff    []string
+		want   string
+	}{
+		{"untrusted peer, forged header", "198.51.100.4:1", []string{"192.0.2.1"}, "198.51.100.4"},
+		{"trusted proxy", "127.0.0.1:1", []string{"192.0.2.1"}, "192.0.2.1"},
+		{"trusted proxy, client spoofs the left", "127.0.0.1:1", []string{"6.6.6.6, 192.0.2.1"}, "192.0.2.1"},
+		{"trusted chain", "127.0.0.1:1", []string{"192.0.2.1, 127.0.0.1"}, "192.0.2.1"},
+		{"several header lines", "127.0.0.1:1", []string{"6.6.6.6", "192.0.2.7"}, "192.0.2.7"},
+		{"garbage", "127.0.0.1:1", []string{"not-an-ip"}, "127.0.0.1"},
+		{"no header", "127.0.0.1:1", nil, "127.0.0.1"},
+		{"IPv6 proxy", "[::1]:1", []string{"2001:db8::1"}, "2001:db8::1"},
+	}
+	env := newEnv(t, fixture())
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env.clicks = nil
+			h := http.Header{}
+			for _, v := range tt.xff {
+				h.Add("X-Forwarded-For", v)
+			}
+			res := env.get(t, clickQuery(), h, tt.remote)
+			if res.StatusCode != http.StatusFound || len(env.clicks) != 1 {
+				t.Fatalf("status %d, %d clicks", res.StatusCode, len(env.clicks))
+			}
+			if got := env.clicks[0].IP; got != tt.want {
+				t.Errorf("IP %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// A HEAD (a link scanner) gets the redirect but is not a click.
+func TestRedirectHeadRecordsNothing(t *testing.T) {
+	env := newEnv(t, fixture())
+	rec := httptest.NewRecorder()
+	env.handler.ServeHTTP(rec, httptest.NewRequest(http.MethodHead, clickQuery(), nil))
+	if res := rec.Result(); res.StatusCode != http.StatusFound || len(env.clicks) != 0 {
+		t.Errorf("HEAD: %d, %d clicks", res.StatusCode, len(env.clicks))
+	}
+}
+
+// When the click cannot be stored, nobody is redirected and the cause stays
+// in the log.
+func TestRedirectStoreFailure(t *testing.T) {
+	ix, err := BuildIndexes(fixture())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := NewServer(Deps{
+		Config:   config.Default(),
+		Indexes:  ix,
+		Partners: testPartners(t),
+		Clicks: &clickRecorder{AppendFn: func(context.Context, clicks.Click) error {
+			return errors.New("disk on fire at /var/lib/secret")
+		}},
+	})
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, clickQuery(), nil))
+	res := rec.Result()
+	body := string(readBody(t, res))
+	if res.StatusCode != http.StatusInternalServerError || res.Header.Get("Location") != "" {
+		t.Errorf("status %d, Location %q", res.StatusCode, res.Header.Get("Location"))
+	}
+	if strings.Contains(body, "secret") || !strings.Contains(body, CodeInternal) {
+		t.Errorf("body %s", body)
+	}
+}
+
+// The whole path over a real listener: a search's ad URL redirects to the
+// landing page, and the click is on disk after the server and the file are
+// closed and reopened.
+func TestRedirectEndToEnd(t *testing.T) {
+	dir := t.TempDir()
+	db, err := store.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clickLog, err := clicks.New(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix, err := BuildIndexes(fixture())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(nil)
+	cfg := config.Default()
+	cfg.RedirectURL = "http://" + srv.Listener.Addr().String()
+	srv.Config.Handler = NewServer(Deps{Config: cfg, Indexes: ix, Partners: testPartners(t), Clicks: clickLog, Now: time.Now})
+	srv.Start()
+
+	res, err := srv.Client().Get(srv.URL + "/v2/search/link?q=lg+handy&api_key=demo&site_id=demo&loc=de&yk_tag=e2e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var resp struct{ Link []link }
+	if err := json.Unmarshal(readBody(t, res), &resp); err != nil || len(resp.Link) == 0 {
+		t.Fatalf("search: %v %+v", err, resp)
+	}
+	adURL := resp.Link[0].Ad
+	if !strings.HasPrefix(adURL, srv.URL+"/v1/redirect?") {
+		t.Fatalf("ad URL %s is not on the server %s", adURL, srv.URL)
+	}
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	res, err = client.Get(adURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readBody(t, res)
+	if res.StatusCode != http.StatusFound || res.Header.Get("Location") != "https://handy-bestkauf.de/" {
+		t.Fatalf("%d Location %q", res.StatusCode, res.Header.Get("Location"))
+	}
+
+	srv.Close()
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err = store.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	clickLog, err = clicks.New(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []clicks.Click
+	err = clickLog.Scan(context.Background(), time.Time{}, time.Time{}, func(c clicks.Click) error {
+		got = append(got, c)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 {
+		t.Fatalf("%d clicks on disk, want 1: %+v", len(got), got)
+	}
+	c := got[0]
+	if c.AdID != "handy-bestkauf.de" || c.AdType != "advertiser" || c.Type != "search" || c.APIKey != "demo" ||
+		c.SiteID != "demo" || c.Criterion != "lg handy" || c.YkTag != "e2e" || c.IP != "127.0.0.1" || c.Time.IsZero() {
+		t.Errorf("click on disk: %+v", c)
+	}
+}
+
+func TestHealthz(t *testing.T) {
+	env := newEnv(t, fixture())
+	res := env.get(t, "/healthz", nil, "")
+	if body := readBody(t, res); res.StatusCode != 200 || string(body) != `{"status":"ok"}` {
+		t.Errorf("%d %s", res.StatusCode, body)
+	}
+}
+
+func TestUnknownPath(t *testing.T) {
+	env := newEnv(t, fixture())
+	res := env.get(t, "/v3/search/link", nil, "")
+	var e errorResponse
+	if err := json.Unmarshal(readBody(t, res), &e); err != nil || res.StatusCode != 404 || e.Error.Code != CodeNotFound {
+		t.Errorf("%d %+v %v", res.StatusCode, e, err)
+	}
+}
