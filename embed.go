@@ -2,9 +2,17 @@
 // catalog and partner registry, so that "make run" needs no set-up.
 package adlink
 
-import _ "embed"
+import "embed"
 
 // DemoCatalog is the embedded demo catalog, a JSON-lines feed.
 //
 //go:embed testdata/catalog/demo.jsonl
 var DemoCatalog []byte
+
+// Web holds what publisher pages load from adlink besides the API:
+// widget.js and the demo publisher pages with their logos, under web/.
+// matcher.wasm is built by "make wasm" and read from disk, so that
+// rebuilding it does not rebuild every package that embeds the catalog.
+//
+//go:embed web/widget.js web/demo
+var Web embed.FS

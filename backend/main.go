@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -17,12 +18,14 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/adlink/adlink"
 	"github.com/adlink/adlink/backend/api"
 	"github.com/adlink/adlink/backend/catalog"
 	"github.com/adlink/adlink/backend/clicks"
 	"github.com/adlink/adlink/backend/config"
 	"github.com/adlink/adlink/backend/pages"
 	"github.com/adlink/adlink/backend/partners"
+	"github.com/adlink/adlink/backend/shards"
 	"github.com/adlink/adlink/backend/store"
 	"github.com/adlink/adlink/match"
 )
@@ -61,6 +64,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if err != nil {
 		return fmt.Errorf("indexing the catalog: %w", err)
 	}
+	shardSet, web, err := inPage(indexes, cfg, log)
+	if err != nil {
+		return err
+	}
 	ps, err := partners.Load(cfg.PartnersFile)
 	if err != nil {
 		return err
@@ -97,6 +104,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		Clicks:   clickLog,
 		Pages:    pageService,
 		Now:      time.Now,
+		Shards:   shardSet,
+		Web:      web,
 	})
 	srv := &http.Server{
 		Handler:           handler,
@@ -146,4 +155,26 @@ func loadCatalog(cfg config.Config) ([]match.Ad, error) {
 		ads = append(ads, a...)
 	}
 	return ads, nil
+}
+
+// matcherFile is where "make wasm" puts the page's matcher module.
+const matcherFile = "web/matcher.wasm"
+
+// inPage prepares what publisher pages load: every market's shard and
+// matcher.wasm, compressed once, and the embedded widget and demo pages.
+// Without a built matcher.wasm the rest is still served.
+func inPage(indexes *api.MarketIndexes, cfg config.Config, log *slog.Logger) (*shards.Set, fs.FS, error) {
+	wasm, err := os.ReadFile(matcherFile)
+	if err != nil {
+		log.Warn("matcher.wasm is not built: pages cannot match locally; run make wasm", "err", err)
+	}
+	set, err := shards.Build(indexes, shards.Options{Matcher: wasm, RedirectURL: cfg.RedirectURL})
+	if err != nil {
+		return nil, nil, fmt.Errorf("shards: %w", err)
+	}
+	web, err := fs.Sub(adlink.Web, "web")
+	if err != nil {
+		return nil, nil, err
+	}
+	return set, web, nil
 }

@@ -17,7 +17,12 @@ func (s *server) routes(mux *http.ServeMux) {
 	mux.Handle("GET /healthz", s.plain(s.healthz))
 
 	// In the page: the market shards, matcher.wasm, widget.js and the demo
-	// publisher pages go here.
+	// publisher pages.
+	mux.Handle("GET /v2/shards", s.jsonp(s.shardManifest))
+	mux.Handle("GET /v2/shards/{sha256}", s.plain(s.shard))
+	mux.Handle("GET /matcher.wasm", s.plain(s.matcherWasm))
+	mux.Handle("GET /widget.js", s.plain(s.webFile("widget.js", "text/javascript; charset=utf-8")))
+	mux.Handle("GET /demo/", s.demo())
 
 	mux.Handle("/", s.plain(s.notFound))
 }

@@ -6,6 +6,7 @@ package api
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -14,6 +15,7 @@ import (
 	"github.com/adlink/adlink/backend/clicks"
 	"github.com/adlink/adlink/backend/config"
 	"github.com/adlink/adlink/backend/partners"
+	"github.com/adlink/adlink/backend/shards"
 )
 
 // Deps are what the server needs. Config, Indexes, Partners and Clicks are
@@ -28,6 +30,12 @@ type Deps struct {
 	Pages Pages
 	// Now is the clock clicks are stamped with.
 	Now func() time.Time
+	// Shards are the market shards and matcher.wasm the page loads; nil
+	// serves none.
+	Shards *shards.Set
+	// Web holds widget.js and demo/, the demo publisher pages; nil serves
+	// none.
+	Web fs.FS
 }
 
 // server holds the dependencies the handlers share; it has no other state.
@@ -39,6 +47,8 @@ type server struct {
 	clicks   clicks.Recorder
 	pages    Pages
 	now      func() time.Time
+	shards   *shards.Set
+	web      fs.FS
 }
 
 // NewServer returns the handler of every adlink route. It panics when a
@@ -55,6 +65,8 @@ func NewServer(d Deps) http.Handler {
 		clicks:   d.Clicks,
 		pages:    d.Pages,
 		now:      d.Now,
+		shards:   d.Shards,
+		web:      d.Web,
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)

@@ -1,0 +1,147 @@
+package api
+
+import (
+	"io/fs"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/adlink/adlink/backend/shards"
+)
+
+// The handlers of what runs in the publisher's page: the market shards and
+// their manifest, matcher.wasm, widget.js and the demo publisher pages.
+
+// shardManifest answers GET /v2/shards?api_key=..&site_id=..&loc=..&lang=..
+// with the manifest of the shard that answers the market as /v2/search/link
+// would: the market's own index when loc and lang name one, else the whole
+// catalog's.
+func (s *server) shardManifest(w http.ResponseWriter, r *http.Request) error {
+	v, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return &Error{Status: http.StatusBadRequest, Code: CodeInvalidParameter,
+			Message: "the query string is malformed: " + err.Error()}
+	}
+	p := values{v: v}
+	apiKey := p.required("api_key")
+	siteID := p.required("site_id")
+	callback := parseCallback(&p)
+	country := parseLoc(&p)
+	lang := parseLang(&p)
+	if err := p.errs.err(); err != nil {
+		return err
+	}
+	if _, err := s.authorize(r.Context(), apiKey, siteID); err != nil {
+		return err
+	}
+	if s.shards == nil {
+		return &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: "this server serves no shards"}
+	}
+	if country == locUseGeo {
+		country = s.geoCountry(r)
+	}
+	if lang == langUseLocale {
+		lang = localeLang(r)
+	}
+	// A new catalog makes a new manifest; a short lifetime lets pages pick
+	// it up, while the shard it names is cached for good.
+	w.Header().Set("Cache-Control", "public, max-age=300")
+	w.Header().Set("Vary", "Accept-Language")
+	respond(w, http.StatusOK, s.shards.Manifest(country, lang), callback)
+	return nil
+}
+
+// parseLoc reads loc: "", a lower-case ISO 3166 alpha-2 code or locUseGeo.
+func parseLoc(p *values) string {
+	s, ok := p.optional("loc")
+	switch {
+	case !ok:
+		return ""
+	case s == locUseGeo:
+		return s
+	case isAlpha2(s):
+		return strings.ToLower(s)
+	}
+	p.errs.invalid("loc", "loc must be a two-letter ISO 3166 country code (de, US) or use_geo, not %s", quote(s))
+	return ""
+}
+
+// parseLang reads lang: "", a lower-case ISO 639-1 code or langUseLocale.
+func parseLang(p *values) string {
+	s, ok := p.optional("lang")
+	switch {
+	case !ok:
+		return ""
+	case s == langUseLocale:
+		return s
+	case isAlpha2(s):
+		return strings.ToLower(s)
+	}
+	p.errs.invalid("lang", "lang must be a two-letter ISO 639-1 language code (de, en) or use_locale, not %s", quote(s))
+	return ""
+}
+
+// shard answers GET /v2/shards/{sha256}: content-addressed, so immutable.
+func (s *server) shard(w http.ResponseWriter, r *http.Request) error {
+	var b *shards.Blob
+	if s.shards != nil {
+		b = s.shards.Shard(r.PathValue("sha256"))
+	}
+	if b == nil {
+		return &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: "no shard " + quote(r.PathValue("sha256"))}
+	}
+	b.Serve(w, r, shards.Immutable)
+	return nil
+}
+
+// matcherWasm answers GET /matcher.wasm. The manifest's URL carries the
+// module's hash (?v=...) and is cached for good; the bare path briefly.
+func (s *server) matcherWasm(w http.ResponseWriter, r *http.Request) error {
+	if s.shards == nil || s.shards.Matcher() == nil {
+		return &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: "matcher.wasm is not built: run make wasm"}
+	}
+	cc := "public, max-age=300"
+	if u := s.shards.MatcherURL(); r.URL.RawQuery != "" && r.URL.RequestURI() == u {
+		cc = shards.Immutable
+	}
+	s.shards.Matcher().Serve(w, r, cc)
+	return nil
+}
+
+// webFile serves one file of the web assets, read and compressed once
+// when the routes are set up.
+func (s *server) webFile(name, contentType string) handlerFunc {
+	var blob *shards.Blob
+	err := fs.ErrNotExist
+	if s.web != nil {
+		var b []byte
+		if b, err = fs.ReadFile(s.web, name); err == nil {
+			blob, err = shards.NewBlob(b, contentType)
+		}
+	}
+	return func(w http.ResponseWriter, r *http.Request) error {
+		if err != nil {
+			return &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: "no such file: " + quote(name), Err: err}
+		}
+		// The publisher's tag names this path, so it cannot be immutable;
+		// five minutes bounds how long a fix takes to reach pages.
+		blob.Serve(w, r, "public, max-age=300")
+		return nil
+	}
+}
+
+// demo serves the demo publisher pages under /demo/.
+func (s *server) demo() http.Handler {
+	if s.web == nil {
+		return s.plain(s.notFound)
+	}
+	sub, err := fs.Sub(s.web, "demo")
+	if err != nil {
+		return s.plain(s.notFound)
+	}
+	files := http.StripPrefix("/demo/", http.FileServerFS(sub))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-cache")
+		files.ServeHTTP(w, r)
+	})
+}

@@ -1,0 +1,190 @@
+// Package shards serves the index to the page: one shard per market
+// (country + language), encoded by match/ and precompressed once with zstd
+// and gzip, named by its SHA-256 and served immutable, with a small
+// manifest that tells the page which shard answers its market; and
+// matcher.wasm, the module that queries a shard, served the same way.
+//
+// A market's shard is encoded from the very index the server answers that
+// market's searches from, so the page and the server give the same bytes.
+package shards
+
+import (
+	"encoding/json"
+	"errors"
+	"runtime"
+	"strconv"
+	"sync"
+
+	"github.com/adlink/adlink/match"
+)
+
+// Source gives the indexes to cut into shards; the backend's api.Indexes is
+// one.
+type Source interface {
+	// All is the index of the whole catalog, answering requests that name
+	// no market with a shard of its own.
+	All() *match.Index
+	// For is the index of one market, or nil.
+	For(country, lang string) *match.Index
+}
+
+// Paths the manifest points to.
+const (
+	ShardPath   = "/v2/shards/"
+	MatcherPath = "/matcher.wasm"
+	// Immutable is the Cache-Control of content-addressed responses.
+	Immutable = "public, max-age=31536000, immutable"
+)
+
+// Set is every market's shard and matcher.wasm, ready to serve.
+type Set struct {
+	redirectURL string
+	all         *Blob
+	markets     map[match.Market]*Blob
+	bySHA       map[string]*Blob
+	matcher     *Blob
+	manifests   map[*Blob][]byte
+}
+
+// Options are what Build serves besides the shards.
+type Options struct {
+	// Matcher is matcher.wasm; nil when it has not been built: the shards
+	// are served and /matcher.wasm is not.
+	Matcher []byte
+	// RedirectURL is the base of click URLs, the server's config value; the
+	// manifest passes it to the page so that its answers are the server's.
+	RedirectURL string
+}
+
+// Build encodes and compresses every market's shard and the whole
+// catalog's, and matcher.wasm, on every core.
+func Build(src Source, o Options) (*Set, error) {
+	matcher := o.Matcher
+	all := src.All()
+	if all == nil {
+		return nil, errors.New("shards: no index")
+	}
+	s := &Set{redirectURL: o.RedirectURL, markets: map[match.Market]*Blob{}, bySHA: map[string]*Blob{}, manifests: map[*Blob][]byte{}}
+	type job struct {
+		market match.Market
+		ix     *match.Index
+		data   []byte
+		ctype  string
+		blob   *Blob
+		err    error
+	}
+	jobs := []*job{{ix: all, ctype: "application/octet-stream"}}
+	for _, m := range all.Markets() {
+		if ix := src.For(m.Country, m.Lang); ix != nil {
+			jobs = append(jobs, &job{market: m, ix: ix, ctype: "application/octet-stream"})
+		}
+	}
+	if matcher != nil {
+		jobs = append(jobs, &job{data: matcher, ctype: "application/wasm"})
+	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	for _, j := range jobs {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			if j.ix != nil {
+				j.data = j.ix.Encode()
+			}
+			j.blob, j.err = NewBlob(j.data, j.ctype)
+		})
+	}
+	wg.Wait()
+	for _, j := range jobs {
+		if j.err != nil {
+			return nil, j.err
+		}
+	}
+	s.all = jobs[0].blob
+	if matcher != nil {
+		s.matcher = jobs[len(jobs)-1].blob
+	}
+	for _, j := range jobs {
+		switch {
+		case j.ix == nil:
+			continue
+		case j.ix != all:
+			s.markets[j.market] = j.blob
+		}
+		s.bySHA[j.blob.SHA256] = j.blob
+		name := "all"
+		if j.ix != all {
+			name = j.market.String()
+		}
+		s.manifests[j.blob] = s.manifest(name, j.blob)
+	}
+	return s, nil
+}
+
+// Pick returns the shard that answers a market exactly as the server's
+// search does: the market's own when country and lang name one, else the
+// whole catalog's, filtered by whatever of the two is given.
+func (s *Set) Pick(country, lang string) *Blob {
+	if b := s.markets[match.Market{Country: country, Lang: lang}]; b != nil && country != "" && lang != "" {
+		return b
+	}
+	return s.all
+}
+
+// Manifest is the JSON manifest of the shard Pick chooses.
+func (s *Set) Manifest(country, lang string) []byte {
+	return s.manifests[s.Pick(country, lang)]
+}
+
+// Shard returns the shard named by its SHA-256, or nil.
+func (s *Set) Shard(sha string) *Blob { return s.bySHA[sha] }
+
+// Markets lists the markets that have their own shard, with it.
+func (s *Set) Markets() map[match.Market]*Blob { return s.markets }
+
+// Matcher returns matcher.wasm, or nil when it was not given.
+func (s *Set) Matcher() *Blob { return s.matcher }
+
+// MatcherURL is the path of matcher.wasm that may be cached forever: it
+// changes with the module.
+func (s *Set) MatcherURL() string {
+	if s.matcher == nil {
+		return ""
+	}
+	return MatcherPath + "?v=" + s.matcher.SHA256[:16]
+}
+
+// manifest writes a shard's manifest:
+//
+//	{"market":"de-DE","format_version":1,"redirect_url":"https://r.example.com",
+//	 "shard":{"url":"/v2/shards/<sha256>","sha256":"...","bytes":{"zstd":N,"gzip":N,"identity":N}},
+//	 "matcher":{"url":"/matcher.wasm?v=...","sha256":"...","bytes":{...}}}
+//
+// URLs are paths on the server that answered. "market" is "all" for the
+// whole catalog's shard.
+func (s *Set) manifest(market string, b *Blob) []byte {
+	out := []byte(`{"market":"` + market + `","format_version":` + strconv.Itoa(match.ShardVersion) + `,"redirect_url":`)
+	q, _ := json.Marshal(s.redirectURL) // a string always marshals
+	out = append(out, q...)
+	out = append(out, `,"shard":`...)
+	out = appendFile(out, ShardPath+b.SHA256, b)
+	if s.matcher != nil {
+		out = append(out, `,"matcher":`...)
+		out = appendFile(out, s.MatcherURL(), s.matcher)
+	}
+	return append(out, '}')
+}
+
+func appendFile(out []byte, url string, b *Blob) []byte {
+	out = append(out, `{"url":"`+url+`","sha256":"`+b.SHA256+`","bytes":{`...)
+	for e := range numEncodings {
+		if e > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, '"')
+		out = append(out, e.String()...)
+		out = append(out, `":`...)
+		out = strconv.AppendInt(out, int64(b.Size(e)), 10)
+	}
+	return append(out, "}}"...)
+}

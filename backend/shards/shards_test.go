@@ -1,0 +1,206 @@
+package shards
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/adlink/adlink/backend/catalog"
+	"github.com/adlink/adlink/match"
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
+)
+
+// indexes is a Source built the way the backend builds its own.
+type indexes struct {
+	all     *match.Index
+	markets map[match.Market]*match.Index
+}
+
+func (ix *indexes) All() *match.Index { return ix.all }
+func (ix *indexes) For(c, l string) *match.Index {
+	return ix.markets[match.Market{Country: c, Lang: l}]
+}
+
+func buildSource(t testing.TB, ads []match.Ad) *indexes {
+	t.Helper()
+	all, err := match.Build(ads)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byMarket := map[match.Market][]match.Ad{}
+	for _, a := range ads {
+		for _, m := range a.Markets {
+			byMarket[m] = append(byMarket[m], a)
+		}
+	}
+	src := &indexes{all: all, markets: map[match.Market]*match.Index{}}
+	for m, ads := range byMarket {
+		if src.markets[m], err = match.Build(ads); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return src
+}
+
+func demoSet(t testing.TB) (*indexes, *Set) {
+	t.Helper()
+	ads, err := catalog.Demo(catalog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := buildSource(t, ads)
+	set, err := Build(src, Options{Matcher: []byte("\x00asm fake module"), RedirectURL: "http://r.test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return src, set
+}
+
+func TestNegotiate(t *testing.T) {
+	for ae, want := range map[string]Encoding{
+		"":                                Identity,
+		"gzip, deflate, br, zstd":         Zstd,
+		"gzip, deflate, br":               Gzip,
+		"zstd;q=0, gzip":                  Gzip,
+		"ZSTD":                            Zstd,
+		"*":                               Zstd,
+		"*;q=0":                           Identity,
+		"gzip;q=0.5, *;q=0":               Gzip,
+		"identity":                        Identity,
+		"br;q=1.0, gzip;q=0.8, zstd;q=0":  Gzip,
+		"gzip;q=x":                        Identity,
+		"deflate, zstd;q=0.001, gzip;q=0": Zstd,
+	} {
+		if got := Negotiate(ae); got != want {
+			t.Errorf("Negotiate(%q) = %s, want %s", ae, got, want)
+		}
+	}
+}
+
+// TestShardsAreTheServersIndexes: each market's shard opens to an index
+// that answers exactly as the index it was encoded from.
+func TestShardsAreTheServersIndexes(t *testing.T) {
+	src, set := demoSet(t)
+	if len(set.Markets()) == 0 {
+		t.Fatal("the demo catalog gave no market shards")
+	}
+	for m, b := range set.Markets() {
+		ix, err := match.Open(b.Bytes(Identity))
+		if err != nil {
+			t.Fatalf("%s: %v", m, err)
+		}
+		want := src.For(m.Country, m.Lang)
+		q := &match.Query{Text: "handy kopfhörer iphone laptop headphones phone", Country: m.Country, Lang: m.Lang, Dist: match.DistLow}
+		o := &match.LinkOptions{RedirectURL: "http://r", Context: match.ContextSearch, APIKey: "k", SiteID: "s"}
+		if g, w := ix.AppendResponse(nil, ix.Match(q), o), want.AppendResponse(nil, want.Match(q), o); !bytes.Equal(g, w) {
+			t.Errorf("%s: shard answers %s, index %s", m, g, w)
+		}
+		if set.Pick(m.Country, m.Lang) != b || set.Shard(b.SHA256) != b {
+			t.Errorf("%s: Pick or Shard does not find the market's shard", m)
+		}
+	}
+	if set.Pick("de", "") != set.all || set.Pick("", "") != set.all || set.Pick("zz", "zz") != set.all {
+		t.Error("requests without a market of their own must get the whole catalog's shard, as search does")
+	}
+}
+
+func TestEncodingsDecodeToTheSameBytes(t *testing.T) {
+	_, set := demoSet(t)
+	b := set.Pick("de", "de")
+	zr, err := zstd.NewReader(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zr.Close()
+	z, err := zr.DecodeAll(b.Bytes(Zstd), nil)
+	if err != nil || !bytes.Equal(z, b.Bytes(Identity)) {
+		t.Fatalf("zstd round trip: %v", err)
+	}
+	gr, err := gzip.NewReader(bytes.NewReader(b.Bytes(Gzip)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := io.ReadAll(gr)
+	if err != nil || !bytes.Equal(g, b.Bytes(Identity)) {
+		t.Fatalf("gzip round trip: %v", err)
+	}
+	if b.Size(Zstd) >= b.Size(Identity) || b.Size(Gzip) >= b.Size(Identity) {
+		t.Errorf("compression did not shrink the shard: %d/%d/%d", b.Size(Zstd), b.Size(Gzip), b.Size(Identity))
+	}
+}
+
+func TestServe(t *testing.T) {
+	_, set := demoSet(t)
+	b := set.Pick("de", "de")
+	for _, tc := range []struct {
+		ae, inm    string
+		status     int
+		enc        string
+		body       []byte
+		etagSuffix string
+	}{
+		{ae: "gzip, deflate, br, zstd", status: 200, enc: "zstd", body: b.Bytes(Zstd), etagSuffix: `.zstd"`},
+		{ae: "gzip", status: 200, enc: "gzip", body: b.Bytes(Gzip), etagSuffix: `.gzip"`},
+		{ae: "", status: 200, enc: "", body: b.Bytes(Identity), etagSuffix: b.SHA256 + `"`},
+		{ae: "zstd", inm: `"` + b.SHA256 + `.zstd"`, status: 304},
+		{ae: "gzip", inm: `"x", W/"` + b.SHA256 + `.gzip"`, status: 304},
+		{ae: "gzip", inm: `"` + b.SHA256 + `.zstd"`, status: 200, enc: "gzip", body: b.Bytes(Gzip), etagSuffix: `.gzip"`},
+	} {
+		r := httptest.NewRequest("GET", ShardPath+b.SHA256, nil)
+		r.Header.Set("Accept-Encoding", tc.ae)
+		if tc.inm != "" {
+			r.Header.Set("If-None-Match", tc.inm)
+		}
+		w := httptest.NewRecorder()
+		b.Serve(w, r, Immutable)
+		res := w.Result()
+		body, _ := io.ReadAll(res.Body)
+		h := res.Header
+		if res.StatusCode != tc.status || h.Get("Vary") != "Accept-Encoding" || h.Get("Cache-Control") != Immutable ||
+			h.Get("Access-Control-Allow-Origin") != "*" || h.Get("ETag") == "" {
+			t.Errorf("%q/%q: %d %v", tc.ae, tc.inm, res.StatusCode, h)
+			continue
+		}
+		if tc.status == http.StatusNotModified {
+			if len(body) != 0 {
+				t.Errorf("304 with a body")
+			}
+			continue
+		}
+		if h.Get("Content-Encoding") != tc.enc || !bytes.Equal(body, tc.body) || h.Get("Content-Type") != "application/octet-stream" ||
+			!bytes.HasSuffix([]byte(h.Get("ETag")), []byte(tc.etagSuffix)) {
+			t.Errorf("%q: encoding %q, etag %s, %d bytes", tc.ae, h.Get("Content-Encoding"), h.Get("ETag"), len(body))
+		}
+	}
+}
+
+func TestManifest(t *testing.T) {
+	_, set := demoSet(t)
+	var m struct {
+		Market         string `json:"market"`
+		FormatVersion  int    `json:"format_version"`
+		RedirectURL    string `json:"redirect_url"`
+		Shard, Matcher struct {
+			URL    string         `json:"url"`
+			SHA256 string         `json:"sha256"`
+			Bytes  map[string]int `json:"bytes"`
+		}
+	}
+	if err := json.Unmarshal(set.Manifest("de", "de"), &m); err != nil {
+		t.Fatalf("%s: %v", set.Manifest("de", "de"), err)
+	}
+	b := set.Pick("de", "de")
+	if m.Market != "de-DE" || m.FormatVersion != match.ShardVersion || m.RedirectURL != "http://r.test" ||
+		m.Shard.URL != ShardPath+b.SHA256 || m.Shard.SHA256 != b.SHA256 ||
+		m.Shard.Bytes["zstd"] != b.Size(Zstd) || m.Shard.Bytes["gzip"] != b.Size(Gzip) || m.Shard.Bytes["identity"] != b.Size(Identity) ||
+		m.Matcher.URL != set.MatcherURL() || m.Matcher.SHA256 != set.Matcher().SHA256 {
+		t.Errorf("manifest %s", set.Manifest("de", "de"))
+	}
+	if err := json.Unmarshal(set.Manifest("", ""), &m); err != nil || m.Market != "all" {
+		t.Errorf("manifest without market: %s", set.Manifest("", ""))
+	}
+}

@@ -1,0 +1,376 @@
+/*
+ * adlink widget: the publisher's one tag.
+ *
+ *   <script async src="https://ADLINK_HOST/widget.js" data-api-key="demo" data-site-id="demo"></script>
+ *
+ * Attributes of the tag:
+ *   data-api-key, data-site-id  the partner's key and site (required)
+ *   data-base                   the adlink server's base URL; default: where this script came from
+ *   data-loc, data-lang         the page's market (ISO 3166 country, ISO 639-1 language);
+ *                               default: from <html lang="de-DE">
+ *   data-auto="false"           do not place ads in the page; only provide window.adlink
+ *
+ * What it does: it asks the server for the ads of this page (/v2/page/link). With
+ * links it places them: in-text links on the first occurrence of each keyword in the
+ * page's text, and an ad box (title, price, logo) for ads with a picture. While the
+ * server has not analysed the page yet (pending), it loads matcher.wasm and the
+ * market's shard, matches the page's main text in the page with the server's own
+ * matcher, and places those ads the same way, so even the first view has ads.
+ *
+ * The one global, window.adlink:
+ *   adlink.ready                Promise of {source: "server"|"local"|"none", links: [...]},
+ *                               settled once the page's ads are placed
+ *   adlink.search(q, options)   Promise of {link: [...]}: q matched in the page, the answer
+ *                               /v2/search/link gives for the same parameters. options:
+ *                               loc, lang, "ctx.dist", q_operator, ad_type, size,
+ *                               distinct_advertiser, fields, "logo.dim", yk_tag
+ *   adlink.matchText(text, options)  Promise of {link: [...]} for any text, as a page
+ *   adlink.config               the configuration read from the tag
+ *   adlink.timing               {start, firstAd}: performance.now() when the widget
+ *                               started and when the first ad was in the DOM
+ */
+(function () {
+  "use strict";
+  if (window.adlink && window.adlink.config) return; // the tag is on the page twice
+
+  var script = document.currentScript;
+  var data = (script && script.dataset) || {};
+  var htmlLang = (document.documentElement.lang || "").toLowerCase().split(/[-_]/);
+  var base = (data.base || (script && script.src ? script.src.replace(/\/[^\/]*$/, "") : location.origin)).replace(/\/+$/, "");
+  var config = {
+    apiKey: data.apiKey || "",
+    siteId: data.siteId || "",
+    base: base,
+    loc: (data.loc || htmlLang[1] || "").toLowerCase(),
+    lang: (data.lang || htmlLang[0] || "").toLowerCase(),
+    auto: data.auto !== "false"
+  };
+  var timing = { start: performance.now(), firstAd: 0 };
+  var encoder = new TextEncoder();
+  var decoder = new TextDecoder();
+  var FIELDS = "price,logo";
+
+  function query(params) {
+    var parts = [];
+    for (var k in params) {
+      var v = params[k];
+      if (v !== undefined && v !== null && v !== "") parts.push(encodeURIComponent(k) + "=" + encodeURIComponent(v));
+    }
+    return parts.join("&");
+  }
+
+  function getJSON(path, params) {
+    return fetch(config.base + path + "?" + query(params), { mode: "cors", credentials: "omit" }).then(function (r) {
+      return r.json().then(function (body) { return { status: r.status, body: body }; }, function () { return { status: r.status, body: null }; });
+    });
+  }
+
+  // ---- The WASI shim: what a Go wasip1 reactor imports. During _initialize it
+  // asks for args, environment, the clock, random bytes and stdio's state; after
+  // that only the clock. Nothing may block the page, so poll_oneoff returns at once.
+  function wasi(getMemory) {
+    var EBADF = 8, out = "";
+    function view() { return new DataView(getMemory().buffer); }
+    function zero2(a, b) { var v = view(); v.setUint32(a, 0, true); v.setUint32(b, 0, true); return 0; }
+    return {
+      args_sizes_get: zero2,
+      environ_sizes_get: zero2,
+      args_get: function () { return 0; },
+      environ_get: function () { return 0; },
+      clock_time_get: function (id, precision, ptr) {
+        var ms = id === 0 ? Date.now() : performance.timeOrigin + performance.now();
+        view().setBigUint64(ptr, BigInt(Math.round(ms * 1e3)) * 1000n, true);
+        return 0;
+      },
+      random_get: function (ptr, len) {
+        for (var off = 0; off < len; off += 65536) {
+          crypto.getRandomValues(new Uint8Array(getMemory().buffer, ptr + off, Math.min(65536, len - off)));
+        }
+        return 0;
+      },
+      fd_write: function (fd, iovs, iovsLen, nwritten) {
+        var v = view(), n = 0;
+        for (var i = 0; i < iovsLen; i++) {
+          var p = v.getUint32(iovs + 8 * i, true), l = v.getUint32(iovs + 8 * i + 4, true);
+          out += decoder.decode(new Uint8Array(getMemory().buffer, p, l));
+          n += l;
+        }
+        var nl = out.lastIndexOf("\n");
+        if (nl >= 0) { console.log("adlink matcher: " + out.slice(0, nl)); out = out.slice(nl + 1); }
+        view().setUint32(nwritten, n, true);
+        return fd === 1 || fd === 2 ? 0 : EBADF;
+      },
+      fd_read: function () { return EBADF; },
+      fd_close: function () { return EBADF; },
+      fd_fdstat_get: function (fd, ptr) {
+        if (fd > 2) return EBADF;
+        var v = view();
+        v.setUint8(ptr, 2); // character device
+        v.setUint16(ptr + 2, 0, true);
+        v.setBigUint64(ptr + 8, 0xffffffffn, true);
+        v.setBigUint64(ptr + 16, 0xffffffffn, true);
+        return 0;
+      },
+      fd_fdstat_set_flags: function () { return 0; },
+      fd_prestat_get: function () { return EBADF; }, // no preopened directories
+      fd_prestat_dir_name: function () { return EBADF; },
+      poll_oneoff: function (inPtr, outPtr, nsubs, nevents) {
+        // Report every subscription as ready at once instead of sleeping.
+        var v = view();
+        for (var i = 0; i < nsubs; i++) {
+          var s = inPtr + 48 * i, e = outPtr + 32 * i;
+          v.setBigUint64(e, v.getBigUint64(s, true), true);
+          v.setUint16(e + 8, 0, true);
+          v.setUint8(e + 10, v.getUint8(s + 8));
+        }
+        v.setUint32(nevents, nsubs, true);
+        return 0;
+      },
+      proc_exit: function (code) { throw new Error("adlink matcher exited with " + code); },
+      sched_yield: function () { return 0; }
+    };
+  }
+
+  // ---- The matcher: one compiled module, one instance per shard.
+  var manifests = {}, matchers = {}, modulePromise = null;
+
+  function manifest(loc, lang) {
+    var key = loc + "-" + lang;
+    if (!manifests[key]) {
+      manifests[key] = getJSON("/v2/shards", { api_key: config.apiKey, site_id: config.siteId, loc: loc, lang: lang }).then(function (r) {
+        if (r.status !== 200 || !r.body || !r.body.shard || !r.body.matcher) throw new Error("adlink: no shard for " + key + " (" + r.status + ")");
+        return r.body;
+      });
+      manifests[key].catch(function () { delete manifests[key]; });
+    }
+    return manifests[key];
+  }
+
+  function compile(url) {
+    if (!modulePromise) {
+      var res = fetch(config.base + url, { mode: "cors", credentials: "omit" });
+      modulePromise = (WebAssembly.compileStreaming ? WebAssembly.compileStreaming(res) : Promise.reject())
+        .catch(function () { return res.then(function (r) { return r.clone().arrayBuffer(); }).then(WebAssembly.compile); })
+        .catch(function () {
+          return fetch(config.base + url).then(function (r) { return r.arrayBuffer(); }).then(WebAssembly.compile);
+        });
+      modulePromise.catch(function () { modulePromise = null; });
+    }
+    return modulePromise;
+  }
+
+  // matcher resolves to a function(kind, params) -> {link: [...]} over the shard
+  // that answers the market, as /v2/search/link picks its index.
+  function matcher(loc, lang) {
+    return manifest(loc, lang).then(function (m) {
+      var sha = m.shard.sha256;
+      if (!matchers[sha]) {
+        matchers[sha] = Promise.all([
+          compile(m.matcher.url),
+          fetch(config.base + m.shard.url, { mode: "cors", credentials: "omit" }).then(function (r) {
+            if (!r.ok) throw new Error("adlink: shard " + r.status);
+            return r.arrayBuffer();
+          })
+        ]).then(function (got) { return instantiate(got[0], new Uint8Array(got[1]), m.redirect_url); });
+        matchers[sha].catch(function () { delete matchers[sha]; });
+      }
+      return matchers[sha];
+    });
+  }
+
+  function instantiate(module, shard, redirectURL) {
+    var ex;
+    var inst = new WebAssembly.Instance(module, { wasi_snapshot_preview1: wasi(function () { return ex.memory; }) });
+    ex = inst.exports;
+    ex._initialize(); // a reactor: sets up the Go runtime, runs no main
+    function put(bytes) {
+      var p = ex.alloc(bytes.length) >>> 0;
+      new Uint8Array(ex.memory.buffer, p, bytes.length).set(bytes); // a fresh view: memory may have grown
+      return p;
+    }
+    var st = ex.load_shard(put(shard), shard.length);
+    if (st !== 0) throw new Error("adlink: the shard did not load (" + st + ")");
+    return function (kind, params) {
+      params.api_key = config.apiKey;
+      params.site_id = config.siteId;
+      params.redirect_url = redirectURL || config.base;
+      var req = encoder.encode(query(params));
+      var p = put(req);
+      var r = ex[kind](p, req.length);
+      ex.free(p);
+      if (r === 0n) throw new Error("adlink: the matcher refused the request");
+      var rp = Number(r >> 32n), rn = Number(r & 0xffffffffn);
+      var text = decoder.decode(new Uint8Array(ex.memory.buffer, rp, rn));
+      ex.free(rp);
+      var body = JSON.parse(text);
+      if (body.error) throw new Error("adlink: " + body.error.message);
+      return body;
+    };
+  }
+
+  function market(o) {
+    var loc = o.loc !== undefined ? o.loc : config.loc;
+    var lang = o.lang !== undefined ? o.lang : config.lang;
+    if (lang === "use_locale") lang = (navigator.language || "").slice(0, 2).toLowerCase();
+    if (loc === "use_geo") loc = "";
+    return [String(loc || "").toLowerCase(), String(lang || "").toLowerCase()];
+  }
+
+  function search(q, options) {
+    var o = Object.assign({}, options || {});
+    var m = market(o);
+    o.q = q; o.loc = m[0]; o.lang = m[1];
+    return matcher(m[0], m[1]).then(function (run) { return run("match_search", o); });
+  }
+
+  function matchText(text, options) {
+    var o = Object.assign({ fields: FIELDS }, options || {});
+    var m = market(o);
+    o.text = text; o.loc = m[0]; o.lang = m[1];
+    return matcher(m[0], m[1]).then(function (run) { return run("match_page", o); });
+  }
+
+  // ---- Reading the page.
+  var SKIP = /^(A|SCRIPT|STYLE|NOSCRIPT|TEXTAREA|INPUT|SELECT|OPTION|BUTTON|LABEL|CODE|PRE|IFRAME|SVG|TEMPLATE|NAV|HEADER|FOOTER|ASIDE)$/;
+
+  function contentRoot() {
+    return document.querySelector("article, main, [role=main]") || document.body;
+  }
+
+  function skipped(node, root) {
+    for (var el = node.parentNode; el && el !== root.parentNode; el = el.parentNode) {
+      if (el.nodeType === 1 && (SKIP.test(el.nodeName) || el.isContentEditable || el.hasAttribute("data-adlink"))) return true;
+    }
+    return false;
+  }
+
+  function textNodes(root) {
+    var out = [];
+    var w = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+    for (var n = w.nextNode(); n; n = w.nextNode()) {
+      if (n.nodeValue.trim() && !skipped(n, root)) out.push(n);
+    }
+    return out;
+  }
+
+  // pageText is the page's title and main text as the matcher reads them: one
+  // block per line, so no phrase runs across two paragraphs.
+  function pageText() {
+    var root = contentRoot(), title = [document.title], text = [];
+    var blocks = root.querySelectorAll("h1, h2, h3, p, li, td, blockquote, figcaption, dd");
+    for (var i = 0; i < blocks.length; i++) {
+      var b = blocks[i];
+      if (b.closest("[data-adlink]") || b.closest("nav, header, footer, aside, form")) continue;
+      (/^H[12]$/.test(b.nodeName) ? title : text).push(b.textContent.replace(/\s+/g, " ").trim());
+    }
+    if (!blocks.length) text.push(root.innerText || root.textContent);
+    return { title: title.join("\n"), text: text.join("\n") };
+  }
+
+  // ---- Placing ads.
+  function el(tag, attrs, kids) {
+    var e = document.createElement(tag);
+    for (var k in attrs) e.setAttribute(k, attrs[k]);
+    (kids || []).forEach(function (c) { if (c) e.appendChild(typeof c === "string" ? document.createTextNode(c) : c); });
+    return e;
+  }
+
+  function adLink(l, cls, kids) {
+    return el("a", { href: l.ad, rel: "sponsored noopener", target: "_blank", "class": cls, title: l.title }, kids);
+  }
+
+  // inText links the first occurrence of each keyword in the page's text, never
+  // inside a link, a script, a form field or the widget's own box.
+  function inText(links) {
+    var root = contentRoot(), done = {}, placed = 0;
+    links.forEach(function (l) {
+      if (l.display_type.indexOf("link") < 0) return;
+      (l.keywords || []).forEach(function (kw) {
+        var key = kw.toLowerCase();
+        if (!kw || done[key]) return;
+        var nodes = textNodes(root);
+        for (var i = 0; i < nodes.length; i++) {
+          var n = nodes[i], at = n.nodeValue.indexOf(kw);
+          if (at < 0) at = n.nodeValue.toLowerCase().indexOf(key);
+          if (at < 0 || !wordAt(n.nodeValue, at, kw.length)) continue;
+          var hit = n.splitText(at);
+          hit.splitText(kw.length);
+          var a = adLink(l, "adlink-intext", []);
+          a.setAttribute("data-adlink", "intext");
+          hit.parentNode.replaceChild(a, hit);
+          a.appendChild(hit);
+          done[key] = true;
+          placed++;
+          return;
+        }
+      });
+    });
+    return placed;
+  }
+
+  function wordAt(s, at, n) {
+    var word = /[\p{L}\p{N}]/u;
+    return !(at > 0 && word.test(s[at - 1])) && !(at + n < s.length && word.test(s[at + n]));
+  }
+
+  function box(links) {
+    var ads = links.filter(function (l) { return l.display_type.indexOf("widget") >= 0; }).slice(0, 4);
+    if (!ads.length) return 0;
+    var items = ads.map(function (l) {
+      var price = l.price ? new Intl.NumberFormat(document.documentElement.lang || undefined, { style: "currency", currency: l.price.currency }).format(+l.price.amount) : "";
+      return el("li", {}, [adLink(l, "adlink-ad", [
+        l.logo ? el("img", { src: l.logo, alt: "", width: "75", height: "75", loading: "eager" }) : null,
+        el("span", { "class": "adlink-title" }, [l.title]),
+        price ? el("span", { "class": "adlink-price" }, [price]) : null
+      ])]);
+    });
+    var b = el("aside", { "class": "adlink-box", "data-adlink": "box", "aria-label": "Anzeigen" }, [
+      el("div", { "class": "adlink-label" }, ["Anzeige"]),
+      el("ul", {}, items)
+    ]);
+    var slot = document.querySelector("[data-adlink-box]");
+    if (slot) slot.appendChild(b);
+    else contentRoot().appendChild(b);
+    return ads.length;
+  }
+
+  var STYLE = ".adlink-intext{text-decoration:underline dotted}" +
+    ".adlink-box{border:1px solid #ddd;border-radius:6px;padding:.5em 1em;margin:1.5em 0;font:14px/1.4 system-ui,sans-serif}" +
+    ".adlink-box ul{list-style:none;margin:0;padding:0;display:grid;grid-template-columns:repeat(auto-fill,minmax(150px,1fr));gap:.75em}" +
+    ".adlink-ad{display:flex;flex-direction:column;gap:.25em;color:inherit;text-decoration:none}" +
+    ".adlink-ad img{width:75px;height:75px;object-fit:contain}.adlink-price{font-weight:600}" +
+    ".adlink-label{font-size:11px;color:#777;text-transform:uppercase;margin-bottom:.4em}";
+
+  function render(links, source) {
+    if (!document.getElementById("adlink-style")) {
+      var st = el("style", { id: "adlink-style" }, [STYLE]);
+      document.head.appendChild(st);
+    }
+    var n = inText(links) + box(links);
+    if (n && !timing.firstAd) timing.firstAd = performance.now();
+    return { source: source, links: links };
+  }
+
+  function local() {
+    var t = pageText();
+    return matchText(t.text, { title: t.title }).then(function (body) { return render(body.link, "local"); });
+  }
+
+  function start() {
+    if (!config.auto) return Promise.resolve({ source: "none", links: [] });
+    return getJSON("/v2/page/link", { url: location.href, api_key: config.apiKey, site_id: config.siteId, loc: config.loc, fields: FIELDS })
+      .then(function (r) {
+        if (r.status === 200 && r.body && r.body.link && r.body.link.length) return render(r.body.link, "server");
+        if (r.status === 200 && r.body && r.body.link && !r.body.status) return { source: "server", links: [] };
+        return local(); // pending, failed, not served, or an error: match here
+      }, local);
+  }
+
+  var ready = new Promise(function (resolve) {
+    var go = function () { resolve(start().catch(function (e) { console.warn(String(e)); return { source: "none", links: [] }; })); };
+    if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", go);
+    else go();
+  });
+
+  window.adlink = { config: config, ready: ready, search: search, matchText: matchText, timing: timing };
+})();
