@@ -322,7 +322,7 @@ func checkAd(a *match.Ad, fail func(field, msg string)) {
 	}
 	for _, f := range [...]struct{ name, v string }{
 		{"title", a.Title}, {"manufacturer", a.Manufacturer}, {"model", a.Model},
-		{"category", a.Category}, {"description", a.Description},
+		{"category", a.Category}, {"description", a.Description}, {"landing", a.Landing}, {"logo", a.Logo},
 	} {
 		if !utf8.ValidString(f.v) {
 			fail(f.name, "not valid UTF-8")

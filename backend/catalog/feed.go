@@ -193,8 +193,9 @@ func (p *parser) readCSV(r io.Reader) {
 		if err == io.EOF {
 			return
 		}
-		line, _ := cr.FieldPos(0)
 		if err != nil {
+			// FieldPos is only defined after a successful Read.
+			line := 0
 			var pe *csv.ParseError
 			if errors.As(err, &pe) {
 				line = pe.StartLine
@@ -205,6 +206,7 @@ func (p *parser) readCSV(r io.Reader) {
 			}
 			continue
 		}
+		line, _ := cr.FieldPos(0)
 		rec := record{
 			Kind:         get(row, "kind"),
 			ID:           get(row, "id"),
