@@ -58,7 +58,10 @@ func ExtractPage(doc string, pageURL string) (ex *Extract, err error) {
 		ExcludeComments: true,
 		HtmlDateMode:    trafilatura.Disabled,
 		MaxTreeSize:     maxTreeNodes,
-		EnableFallback:  true,
+		// The readability and distiller fallbacks lift token F1 on the
+		// article benchmark from 0.954 to 0.957 at three times the CPU:
+		// not worth it for finding ad criteria.
+		EnableFallback: false,
 	}
 	res, err := trafilatura.ExtractDocument(root, opts)
 	if err == nil && res != nil {

@@ -29,14 +29,14 @@ func testResolver(m map[string]string) func(context.Context, string) ([]netip.Ad
 	}
 }
 
-func newFetcher(t *testing.T, o FetchOptions) *Fetcher {
+func newFetcher(t testing.TB, o FetchOptions) *Fetcher {
 	t.Helper()
 	f := NewFetcher(o)
 	t.Cleanup(f.Close)
 	return f
 }
 
-func serve(t *testing.T, h http.Handler) *httptest.Server {
+func serve(t testing.TB, h http.Handler) *httptest.Server {
 	t.Helper()
 	ts := httptest.NewServer(h)
 	t.Cleanup(ts.Close)

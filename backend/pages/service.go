@@ -271,6 +271,24 @@ func (s *Service) notify() {
 
 type releaser interface{ Release(url string) }
 
+// completer is a Store and Queue in one that can store a job's records and
+// remove the job atomically, as the bbolt one can.
+type completer interface {
+	Complete(ctx context.Context, url string, recs ...*Record) error
+}
+
+// complete stores a finished job's records, then removes the job; a crash
+// in between only means the page is analysed again.
+func (s *Service) complete(ctx context.Context, pageURL string, recs []*Record) error {
+	if c, ok := s.store.(completer); ok && any(s.store) == any(s.queue) {
+		return c.Complete(ctx, pageURL, recs...)
+	}
+	if err := s.store.Put(ctx, recs...); err != nil {
+		return err
+	}
+	return s.queue.Done(ctx, pageURL)
+}
+
 func (s *Service) work(ctx context.Context) {
 	defer s.wg.Done()
 	for {
@@ -296,11 +314,8 @@ func (s *Service) work(ctx context.Context) {
 			}
 			return
 		}
-		if err := s.store.Put(ctx, recs...); err != nil {
+		if err := s.complete(ctx, pageURL, recs); err != nil {
 			s.log.Error("storing page analysis", "url", pageURL, "err", err)
-		}
-		if err := s.queue.Done(ctx, pageURL); err != nil {
-			s.log.Error("page queue done", "url", pageURL, "err", err)
 		}
 		d := time.Since(start)
 		old := s.jobNanos.Load()

@@ -85,8 +85,9 @@ type Bolt struct {
 }
 
 var (
-	_ Store = (*Bolt)(nil)
-	_ Queue = (*Bolt)(nil)
+	_ Store     = (*Bolt)(nil)
+	_ Queue     = (*Bolt)(nil)
+	_ completer = (*Bolt)(nil)
 )
 
 // OpenBolt creates the pages buckets in db if needed. maxQueue bounds the
@@ -147,13 +148,27 @@ func (b *Bolt) Put(_ context.Context, recs ...*Record) error {
 	})
 }
 
-// Push implements Queue. Concurrent pushes share one fsync'd commit.
+// Push implements Queue. The common answers (queued already, queue full)
+// come from a read transaction; only an added job costs a write and its
+// fsync, done at once rather than batched, since a first request waits on
+// it.
 func (b *Bolt) Push(ctx context.Context, url string) (bool, error) {
-	if q, err := b.Queued(ctx, url); err != nil || q {
-		return false, err
+	var queued, full bool
+	err := b.db.View(func(tx *bolt.Tx) error {
+		queued = tx.Bucket(bucketQueued).Get([]byte(url)) != nil
+		full = getUint(tx.Bucket(bucketMeta).Get(keyQueueLen)) >= uint64(b.max)
+		return nil
+	})
+	switch {
+	case err != nil:
+		return false, fmt.Errorf("pages: push: %w", err)
+	case queued:
+		return false, nil
+	case full:
+		return false, ErrQueueFull
 	}
 	var added bool
-	err := b.db.Batch(func(tx *bolt.Tx) error {
+	err = b.db.Update(func(tx *bolt.Tx) error {
 		added = false
 		queued := tx.Bucket(bucketQueued)
 		if queued.Get([]byte(url)) != nil {
@@ -235,8 +250,29 @@ func (b *Bolt) take() (string, error) {
 }
 
 // Done implements Queue.
-func (b *Bolt) Done(_ context.Context, url string) error {
-	err := b.db.Batch(func(tx *bolt.Tx) error {
+func (b *Bolt) Done(ctx context.Context, url string) error {
+	return b.Complete(ctx, url)
+}
+
+// Complete stores recs and removes the job url in one transaction: one
+// fsync per analysed page, and no window in which the analysis is stored
+// but the job still queued.
+func (b *Bolt) Complete(_ context.Context, url string, recs ...*Record) error {
+	vals := make([][]byte, len(recs))
+	for i, r := range recs {
+		v, err := json.Marshal(r)
+		if err != nil {
+			return err
+		}
+		vals[i] = v
+	}
+	err := b.db.Update(func(tx *bolt.Tx) error {
+		pb := tx.Bucket(bucketPages)
+		for i, r := range recs {
+			if err := pb.Put([]byte(r.URL), vals[i]); err != nil {
+				return err
+			}
+		}
 		queued := tx.Bucket(bucketQueued)
 		seq := queued.Get([]byte(url))
 		if seq == nil {
@@ -258,7 +294,7 @@ func (b *Bolt) Done(_ context.Context, url string) error {
 	delete(b.inflight, url)
 	b.mu.Unlock()
 	if err != nil {
-		return fmt.Errorf("pages: done %s: %w", url, err)
+		return fmt.Errorf("pages: complete %s: %w", url, err)
 	}
 	return nil
 }
