@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Index is the flat inverted index over a catalog. Every part of it is a
@@ -39,6 +40,8 @@ type Index struct {
 	// Criteria containing term t anywhere: termCrit[termCritOff[t]:termCritOff[t+1]].
 	termCritOff []uint32
 	termCrit    []uint32
+
+	pool sync.Pool // *scratch of full-text queries
 }
 
 // strRef is a string in the arena.
@@ -71,7 +74,8 @@ var srcWeight = [4]float64{srcKeyword: 1.0, srcModel: 1.2, srcBrand: 0.5, srcCat
 // Field weights of the full-text index.
 const (
 	wTitle     = 3
-	wStrong    = 2 // manufacturer, model, category, keywords
+	wStrong    = 2 // manufacturer, model, keywords
+	wCategory  = 4 // the product type: what the ad is, not what it fits
 	wBody      = 1 // description
 	maxMarket  = 64
 	keywordSep = "\x1f"
@@ -289,7 +293,13 @@ func (b *builder) add(ix *Index, i int, ad *Ad) error {
 	titleIDs := addText(ad.Title, wTitle)
 	brand := addText(ad.Manufacturer, wStrong)
 	model := addText(ad.Model, wStrong)
+	// The category's last word names what the product is ("mouse pad" is
+	// a pad): it weighs most; the words before it only qualify it.
 	cat := addText(ad.Category, wStrong)
+	if len(cat) > 0 {
+		b.tf[cat[len(cat)-1]] += wCategory - wStrong
+		docLen += wCategory - wStrong
+	}
 	kws := make([][]uint32, len(ad.Keywords))
 	for k, kw := range ad.Keywords {
 		kws[k] = addText(kw, wStrong)

@@ -431,3 +431,25 @@ func mathLog(x float64) float64 { return math.Log(x) }
 func putCRC(b []byte) {
 	binary.LittleEndian.PutUint32(b[16:], crc32.Checksum(b[headerSize:], castagnoli))
 }
+
+func TestSynonymsAndCompounds(t *testing.T) {
+	ads := []Ad{
+		{ID: "n", Kind: KindProduct, Title: "HP EliteBook Notebook 14 inch", Category: "notebook", Markets: []Market{us}},
+		{ID: "h", Kind: KindProduct, Title: "Jabra Evolve Headset", Category: "headset", Markets: []Market{us}},
+		{ID: "c", Kind: KindProduct, Title: "Notebook sleeve", Category: "notebook sleeve", Markets: []Market{us}},
+	}
+	ix := mustBuild(t, ads)
+	if got := ids(ix, ix.Match(&Query{Text: "laptop", Dist: DistNone})); len(got) != 2 || !slices.Contains(got, "n") {
+		t.Errorf("laptop: %v, want the notebook and the sleeve", got)
+	}
+	hits := ix.Match(&Query{Text: "head set", Dist: DistNone})
+	if got := ids(ix, hits); !slices.Equal(got, []string{"h"}) || !slices.Equal(hits[0].Keywords, []string{"head", "set"}) {
+		t.Errorf("head set: %v %v", got, hits)
+	}
+	if got := ix.Match(&Query{Text: "laptop", Dist: DistNone, Operator: OpAnd}); len(got) != 2 {
+		t.Errorf("and over a synonym: %v", ids(ix, got))
+	}
+	if got := ix.Match(&Query{Text: "laptop zzz", Dist: DistNone, Operator: OpAnd}); len(got) != 0 {
+		t.Errorf("and with an unknown word: %v", ids(ix, got))
+	}
+}

@@ -16,12 +16,27 @@ type occ struct {
 	title    bool
 }
 
-// cand is an ad being scored.
+// cand is an ad being scored. It is small because full-text queries make
+// many of them and ranking moves them around.
 type cand struct {
 	ad    uint32
+	mask  uint32 // full text: the query terms (qterm bits) it contains
 	score float64
+	ext   int32 // index into the query's candExt, or -1
+}
+
+// candExt is what criteria matching knows of a candidate.
+type candExt struct {
 	occs  []occ // matched criteria occurrences (high, low, page)
-	terms []int // matched query token indexes (none, low)
+	terms []int // matched query token indexes (low)
+}
+
+// scratch is per-query working memory of full-text scoring, pooled so a
+// query over a large index does not allocate its size each time.
+type scratch struct {
+	acc     []float64
+	mask    []uint32
+	touched []uint32
 }
 
 // input is a tokenised query: title tokens first, then text tokens.
@@ -29,6 +44,8 @@ type input struct {
 	src    []string // the text each token's span refers to
 	toks   []token
 	nTitle int
+	qtoks  [][]int // full text: the token indexes of each query term
+	ext    []candExt
 }
 
 func (in *input) span(i int) string {
@@ -177,15 +194,18 @@ func (ix *Index) matchCriteria(in *input, f filter, page bool) []cand {
 			if !ok {
 				k = len(cands)
 				byAd[ad] = k
-				cands = append(cands, cand{ad: ad})
+				cands = append(cands, cand{ad: ad, ext: int32(len(in.ext))})
+				in.ext = append(in.ext, candExt{})
 			}
-			cands[k].occs = append(cands[k].occs, o)
+			x := &in.ext[cands[k].ext]
+			x.occs = append(x.occs, o)
 		}
 	}
 	for i := range cands {
 		c := &cands[i]
-		c.occs = ix.keepLongest(c.occs)
-		c.score = ix.criteriaScore(c.ad, c.occs, page)
+		x := &in.ext[c.ext]
+		x.occs = ix.keepLongest(x.occs)
+		c.score = ix.criteriaScore(c.ad, x.occs, page)
 	}
 	return cands
 }
@@ -327,101 +347,117 @@ func (ix *Index) matchLow(in *input, f filter) []cand {
 			if !ok {
 				k = len(cands)
 				byAd[ad] = k
-				cands = append(cands, cand{ad: ad})
+				cands = append(cands, cand{ad: ad, ext: int32(len(in.ext))})
+				in.ext = append(in.ext, candExt{})
 			}
-			if len(cands[k].occs) > 0 {
+			x := &in.ext[cands[k].ext]
+			if len(x.occs) > 0 {
 				continue // already a strong match: keep its keywords
 			}
 			cands[k].score = float64(cands[k].score + 0.5*part*srcWeight[e&3])
 			for _, i := range toks {
-				if !slices.Contains(cands[k].terms, i) {
-					cands[k].terms = append(cands[k].terms, i)
+				if !slices.Contains(x.terms, i) {
+					x.terms = append(x.terms, i)
 				}
 			}
 		}
 	}
-	for i := range cands {
-		slices.Sort(cands[i].terms)
+	for i := range in.ext {
+		slices.Sort(in.ext[i].terms)
 	}
 	return cands
 }
 
 // matchFullText scores every ad containing the query's terms with BM25 over
-// all its text (ctx.dist=none); and requires every term.
+// all its text (ctx.dist=none); and requires every term. It adds term by
+// term into dense accumulators, a few nanoseconds per posting.
 func (ix *Index) matchFullText(in *input, f filter, and bool) []cand {
-	type qterm struct {
-		id   uint32
-		toks []int
-		idf  float64
-		pos  uint32 // cursor into postings
-		end  uint32
+	type alt struct {
+		id  uint32
+		bit uint32
+		w   float64
 	}
-	var qs []qterm
-	missing := false
-	for i, t := range in.toks {
-		if t.id < 0 {
-			missing = true
-			continue
+	var alts []alt
+	var required uint32
+	group := func(toks []int, terms []string, need bool) {
+		if len(in.qtoks) == maxQueryTerms {
+			return
 		}
-		found := false
-		for k := range qs {
-			if qs[k].id == uint32(t.id) {
-				qs[k].toks = append(qs[k].toks, i)
-				found = true
+		bit := uint32(1) << len(in.qtoks)
+		n := len(alts)
+		for k, term := range terms {
+			w := 1.0
+			if k > 0 {
+				w = synonymWeight
+			}
+			if id := ix.termID(term); id >= 0 && !slices.ContainsFunc(alts[n:], func(a alt) bool { return a.id == uint32(id) }) {
+				alts = append(alts, alt{uint32(id), bit, w})
 			}
 		}
-		if !found && len(qs) < maxQueryTerms {
-			qs = append(qs, qterm{id: uint32(t.id), toks: []int{i}})
+		if len(alts) == n {
+			if need && and {
+				required |= 1 << 31 // a term nothing can match: and fails
+			}
+			return
+		}
+		in.qtoks = append(in.qtoks, toks)
+		if need {
+			required |= bit
 		}
 	}
-	if len(qs) == 0 || (and && missing) {
+	seen := map[string]int{}
+	for i, t := range in.toks {
+		if k, ok := seen[t.term]; ok {
+			in.qtoks[k] = append(in.qtoks[k], i)
+			continue
+		}
+		if n := len(in.qtoks); true {
+			group([]int{i}, withSynonyms(t.term), true)
+			if len(in.qtoks) > n {
+				seen[t.term] = n
+			}
+		}
+		// Two words written apart that the catalog writes as one
+		// ("head set" -> headset) also count, as an optional term.
+		if i+1 < len(in.toks) && !in.toks[i+1].brk {
+			group([]int{i, i + 1}, withSynonyms(t.term+in.toks[i+1].term), false)
+		}
+	}
+	if len(alts) == 0 || required&(1<<31) != 0 {
 		return nil
 	}
-	n := float64(len(ix.ads))
-	for k := range qs {
-		q := &qs[k]
-		q.pos, q.end = ix.postOff[q.id], ix.postOff[q.id+1]
-		df := float64(q.end - q.pos)
-		q.idf = ln(float64(1 + (n-df+0.5)/(df+0.5)))
+	sc, _ := ix.pool.Get().(*scratch)
+	if sc == nil || len(sc.acc) != len(ix.ads) {
+		sc = &scratch{acc: make([]float64, len(ix.ads)), mask: make([]uint32, len(ix.ads))}
 	}
+	defer ix.pool.Put(sc)
 	const k1, b = 1.2, 0.75
-	var cands []cand
-	for {
-		// The smallest ad under any cursor.
-		next := uint32(math.MaxUint32)
-		for k := range qs {
-			if qs[k].pos < qs[k].end && ix.postAd[qs[k].pos] < next {
-				next = ix.postAd[qs[k].pos]
+	n := float64(len(ix.ads))
+	touched := sc.touched[:0]
+	for _, a := range alts {
+		lo, hi := ix.postOff[a.id], ix.postOff[a.id+1]
+		df := float64(hi - lo)
+		idf := float64(a.w * ln(float64(1+(n-df+0.5)/(df+0.5))))
+		for p := lo; p < hi; p++ {
+			ad := ix.postAd[p]
+			if sc.mask[ad] == 0 {
+				touched = append(touched, ad)
 			}
+			tf := float64(ix.postTF[p])
+			norm := float64(k1 * (1 - b + b*float64(ix.ads[ad].docLen)/ix.avgLen))
+			sc.acc[ad] = float64(sc.acc[ad] + idf*float64(tf*(k1+1))/float64(tf+norm))
+			sc.mask[ad] |= a.bit
 		}
-		if next == math.MaxUint32 {
-			break
-		}
-		a := &ix.ads[next]
-		var score float64
-		var terms []int
-		matched := 0
-		ok := f.ok(a)
-		for k := range qs {
-			q := &qs[k]
-			if q.pos >= q.end || ix.postAd[q.pos] != next {
-				continue
-			}
-			if ok {
-				tf := float64(ix.postTF[q.pos])
-				norm := float64(k1 * (1 - b + b*float64(a.docLen)/ix.avgLen))
-				score = float64(score + q.idf*float64(tf*(k1+1))/float64(tf+norm))
-				terms = append(terms, q.toks...)
-				matched++
-			}
-			q.pos++
-		}
-		if !ok || (and && matched < len(qs)) {
-			continue
-		}
-		slices.Sort(terms)
-		cands = append(cands, cand{ad: next, score: score, terms: terms})
 	}
+	all := required
+	var cands []cand
+	for _, ad := range touched {
+		if (!and || sc.mask[ad]&all == all) && f.ok(&ix.ads[ad]) {
+			cands = append(cands, cand{ad: ad, mask: sc.mask[ad], score: sc.acc[ad], ext: -1})
+		}
+		sc.acc[ad], sc.mask[ad] = 0, 0
+	}
+	sc.touched = touched
 	return cands
 }
 
@@ -543,9 +579,20 @@ func (ix *Index) hit(in *input, c *cand) Hit {
 		}
 		h.Keywords = append(h.Keywords, s)
 	}
-	if len(c.occs) > 0 {
+	var x candExt
+	if c.ext >= 0 {
+		x = in.ext[c.ext]
+	} else {
+		for k, toks := range in.qtoks {
+			if c.mask&(1<<k) != 0 {
+				x.terms = append(x.terms, toks...)
+			}
+		}
+		slices.Sort(x.terms)
+	}
+	if len(x.occs) > 0 {
 		// Order of first occurrence: title occurrences come first.
-		for _, o := range c.occs {
+		for _, o := range x.occs {
 			t0, t1 := &in.toks[o.from], &in.toks[o.to-1]
 			s := in.src[0]
 			if int(o.from) >= in.nTitle {
@@ -554,7 +601,7 @@ func (ix *Index) hit(in *input, c *cand) Hit {
 			add(s[t0.start:t1.end])
 		}
 	} else {
-		for _, i := range c.terms {
+		for _, i := range x.terms {
 			add(in.span(i))
 		}
 	}
