@@ -21,6 +21,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/adlink/adlink"
@@ -123,6 +124,58 @@ type parser struct {
 	errs    []error
 	dropped int
 	seen    map[string]int // id -> line
+	// strs and markets share the values many lines repeat (advertiser,
+	// manufacturer, category, currency, keywords, market lists), so a
+	// large feed holds each once.
+	strs    map[string]string
+	markets map[string][]match.Market
+}
+
+func (p *parser) intern(s string) string {
+	if s == "" {
+		return ""
+	}
+	if v, ok := p.strs[s]; ok {
+		return v
+	}
+	if p.strs == nil {
+		p.strs = make(map[string]string)
+	}
+	p.strs[s] = s
+	return s
+}
+
+func (p *parser) internMarkets(ms []match.Market) []match.Market {
+	if len(ms) == 0 {
+		return ms
+	}
+	var key []byte
+	for _, m := range ms {
+		key = append(key, m.Lang...)
+		key = append(key, m.Country...)
+	}
+	if v, ok := p.markets[string(key)]; ok {
+		return v
+	}
+	if p.markets == nil {
+		p.markets = make(map[string][]match.Market)
+	}
+	ms = slices.Clip(ms)
+	p.markets[string(key)] = ms
+	return ms
+}
+
+// collapseSpace trims s and turns every run of white space inside it
+// (line breaks and tabs too) into one space.
+func collapseSpace(s string) string {
+	s = strings.TrimSpace(s)
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f' || (c == ' ' && i+1 < len(s) && s[i+1] == ' ') || c >= 0x80 {
+			return strings.Join(strings.Fields(s), " ")
+		}
+	}
+	return s
 }
 
 func (p *parser) fail(line int, field, msg string) {
@@ -165,16 +218,16 @@ func (p *parser) add(line int, rec *record) {
 func (p *parser) convert(line int, rec *record) match.Ad {
 	a := match.Ad{
 		ID:           strings.TrimSpace(rec.ID),
-		Title:        strings.TrimSpace(rec.Title),
-		Manufacturer: strings.TrimSpace(rec.Manufacturer),
-		Model:        strings.TrimSpace(rec.Model),
-		Category:     strings.TrimSpace(rec.Category),
-		Description:  strings.TrimSpace(rec.Description),
+		Title:        collapseSpace(rec.Title),
+		Manufacturer: p.intern(collapseSpace(rec.Manufacturer)),
+		Model:        collapseSpace(rec.Model),
+		Category:     p.intern(collapseSpace(rec.Category)),
+		Description:  collapseSpace(rec.Description),
 		GTIN:         strings.TrimSpace(rec.GTIN),
-		Currency:     strings.ToUpper(strings.TrimSpace(rec.Currency)),
+		Currency:     p.intern(strings.ToUpper(strings.TrimSpace(rec.Currency))),
 		Logo:         strings.TrimSpace(rec.Logo),
 		Landing:      strings.TrimSpace(rec.Landing),
-		Advertiser:   strings.ToLower(strings.TrimSpace(rec.Advertiser)),
+		Advertiser:   p.intern(strings.ToLower(strings.TrimSpace(rec.Advertiser))),
 	}
 	fail := func(field, msg string) { p.fail(line, field, msg) }
 
@@ -188,7 +241,7 @@ func (p *parser) convert(line int, rec *record) match.Ad {
 	}
 
 	for _, k := range rec.Keywords {
-		k = strings.Join(strings.Fields(k), " ")
+		k = p.intern(collapseSpace(k))
 		if k == "" {
 			fail("keywords", "empty keyword")
 			continue
@@ -209,6 +262,8 @@ func (p *parser) convert(line int, rec *record) match.Ad {
 			a.Markets = append(a.Markets, m)
 		}
 	}
+
+	a.Markets = p.internMarkets(a.Markets)
 
 	if s := strings.TrimSpace(string(rec.Price)); s != "" {
 		c, err := parseDecimal(s, 2)
@@ -232,9 +287,9 @@ func (p *parser) convert(line int, rec *record) match.Ad {
 		// An advertiser ad is its own merchant; anything else is sold by
 		// whoever owns the landing page.
 		if a.Kind == match.KindAdvertiser {
-			a.Advertiser = strings.ToLower(a.ID)
+			a.Advertiser = p.intern(strings.ToLower(a.ID))
 		} else if u, err := url.Parse(a.Landing); err == nil {
-			a.Advertiser = strings.TrimPrefix(strings.ToLower(u.Hostname()), "www.")
+			a.Advertiser = p.intern(strings.TrimPrefix(strings.ToLower(u.Hostname()), "www."))
 		}
 	}
 	if strings.HasPrefix(a.Logo, "/") && !strings.HasPrefix(a.Logo, "//") && p.opts.BaseURL != "" {
@@ -326,11 +381,17 @@ func checkAd(a *match.Ad, fail func(field, msg string)) {
 	} {
 		if !utf8.ValidString(f.v) {
 			fail(f.name, "not valid UTF-8")
+		} else if strings.IndexFunc(f.v, unicode.IsControl) >= 0 {
+			fail(f.name, "contains a control character")
 		}
 	}
 	for _, k := range a.Keywords {
 		if !utf8.ValidString(k) {
 			fail("keywords", "not valid UTF-8")
+			break
+		}
+		if strings.IndexFunc(k, unicode.IsControl) >= 0 {
+			fail("keywords", "contains a control character")
 			break
 		}
 	}

@@ -108,6 +108,7 @@ func TestLoadErrors(t *testing.T) {
 		{"empty keyword", with("keywords", `["kühlschrank"," "]`), "keywords", "empty keyword"},
 		{"bad logo", with("logo", `"logo.svg"`), "logo", "absolute"},
 		{"bad advertiser", with("advertiser", `"Haushalt Direkt"`), "advertiser", "domain"},
+		{"control character", with("title", `"Bosch\u0007KGN"`), "title", "control character"},
 		{"not an object", `["SHOP.1.42"]`, "", "not a JSON object"},
 		{"broken JSON", good[:len(good)-1], "", "invalid JSON"},
 		{"trailing data", good + ` {}`, "", "data after"},
@@ -179,13 +180,13 @@ func TestLoadCapsErrors(t *testing.T) {
 }
 
 func TestLoadDefaults(t *testing.T) {
-	feed := `{"kind":"advertiser","id":"handy-bestkauf.de","title":"Handys verkaufen","keywords":[" lg   handy ","lg handy"],"landing":"https://www.handy-bestkauf.de/","markets":["de_de","de-DE"],"bid":0.45}` + "\n" +
+	feed := `{"kind":"advertiser","id":"handy-bestkauf.de","title":" Handys\n\tverkaufen ","keywords":[" lg   handy ","lg handy"],"landing":"https://www.handy-bestkauf.de/","markets":["de_de","de-DE"],"bid":0.45}` + "\n" +
 		`{"kind":"coupon","id":"C.1.1","title":"10 % auf alles","landing":"https://www.Shop.de/c","markets":["de-DE"],"price":null}` + "\n"
 	ads, err := Load(strings.NewReader(feed), "f.ndjson", Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a := ads[0]; a.Advertiser != "handy-bestkauf.de" || !reflect.DeepEqual(a.Keywords, []string{"lg handy"}) ||
+	if a := ads[0]; a.Advertiser != "handy-bestkauf.de" || a.Title != "Handys verkaufen" || !reflect.DeepEqual(a.Keywords, []string{"lg handy"}) ||
 		len(a.Markets) != 1 || a.BidMicros != 450000 {
 		t.Errorf("advertiser: %+v", a)
 	}
@@ -225,6 +226,7 @@ func TestCSVErrors(t *testing.T) {
 		{"empty keyword", header + "product,A.1.1,T,https://a.de/,de-DE,,,a||b\n", 2, "keywords", "empty keyword"},
 		{"bad price", header + "product,A.1.1,T,https://a.de/,de-DE,1.2.3,EUR,\n", 2, "price", "decimal"},
 		{"field count", header + "product,A.1.1,T\n", 2, "", "wrong number of fields"},
+		{"invalid UTF-8", header + "product,A.1.1,K\xfchlschrank,https://a.de/,de-DE,,,\n", 2, "title", "UTF-8"},
 		{"quote", header + "product,A.1.1,\"T\"x,https://a.de/,de-DE,,,\n", 2, "", "invalid CSV"},
 		{"multi-line title", header + "product,A.1.1,\"T\nU\",https://a.de/,de-DE,,,\nproduct,A.1.2,,https://a.de/,de-DE,,,\n", 4, "title", "missing"},
 	}
