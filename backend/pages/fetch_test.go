@@ -180,6 +180,9 @@ func hostile(t *testing.T) *httptest.Server {
 	mux.HandleFunc("/loop2", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/loop", http.StatusFound)
 	})
+	mux.HandleFunc("/to-private", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/private/page", http.StatusFound)
+	})
 	mux.HandleFunc("/to-ftp", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "ftp://example.com/", http.StatusFound)
 	})
@@ -262,6 +265,7 @@ func TestFetchBadPages(t *testing.T) {
 		{"/doc.pdf", ErrNotHTML, "not HTML (application/pdf)"},
 		{"/untyped.pdf", ErrNotHTML, "not HTML (application/pdf)"},
 		{"/private/page", ErrRobots, "robots.txt disallows fetching"},
+		{"/to-private", ErrRobots, "robots.txt disallows fetching"},
 	} {
 		t.Run(c.path, func(t *testing.T) {
 			start := time.Now()

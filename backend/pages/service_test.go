@@ -377,3 +377,43 @@ func TestServiceBurst(t *testing.T) {
 		t.Fatalf("heap grew %d MiB", grow>>20)
 	}
 }
+
+// TestServiceHostilePagesEndFailed runs every hostile page through the
+// service: each ends as a failed page with its reason, served with 200.
+func TestServiceHostilePagesEndFailed(t *testing.T) {
+	ts := hostile(t)
+	f := newFetcher(t, FetchOptions{AllowPrivate: true, Timeout: 1500 * time.Millisecond})
+	e := open(t, t.TempDir(), 0, f, fixtureIndex(t), Options{})
+	ctx := context.Background()
+	want := map[string]string{
+		"/loop":         "too many redirects",
+		"/to-ftp":       "redirect to a disallowed URL",
+		"/bomb":         "page too large",
+		"/big":          "page too large",
+		"/trickle":      "fetch timed out",
+		"/404":          "HTTP status 404",
+		"/500":          "HTTP status 500",
+		"/doc.pdf":      "not HTML (application/pdf)",
+		"/private/page": "robots.txt disallows fetching",
+	}
+	for p := range want {
+		if res, err := e.svc.Lookup(ctx, ts.URL+p); err != nil || res.Status != StatusPending {
+			t.Fatalf("%s: %+v %v", p, res, err)
+		}
+	}
+	e.svc.Start()
+	drain(t, e.svc)
+	for p, reason := range want {
+		res, err := e.svc.Lookup(ctx, ts.URL+p)
+		if err != nil || res.Status != StatusFailed || res.Reason != reason || res.Text != "" {
+			t.Errorf("%s: %+v %v, want failed %q", p, res, err, reason)
+		}
+	}
+	// The Latin-1 page is analysed, its text decoded.
+	u := ts.URL + "/latin1"
+	e.svc.Lookup(ctx, u)
+	drain(t, e.svc)
+	if res, err := e.svc.Lookup(ctx, u); err != nil || res.Status != StatusAnalysed || res.Lang != "fr" {
+		t.Errorf("latin1: %+v %v", res, err)
+	}
+}
