@@ -35,6 +35,7 @@ type Error struct {
 	Err error
 }
 
+// Error returns the message and, for the log, the cause.
 func (e *Error) Error() string {
 	if e.Err != nil {
 		return e.Message + ": " + e.Err.Error()

@@ -7,7 +7,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -166,16 +165,15 @@ func readBody(t testing.TB, res *http.Response) []byte {
 
 // link is a decoded link entry with the click URL's parameters.
 type link struct {
-	Title       string          `json:"title"`
-	Keywords    []string        `json:"keywords"`
-	Ad          string          `json:"ad"`
-	DisplayType []string        `json:"display_type"`
-	Price       *price          `json:"price"`
-	Logo        string          `json:"logo"`
-	AdType      string          `json:"ad_type"`
-	GTIN        string          `json:"gtin"`
-	Advertiser  string          `json:"advertiser"`
-	Extra       json.RawMessage `json:"-"`
+	Title       string   `json:"title"`
+	Keywords    []string `json:"keywords"`
+	Ad          string   `json:"ad"`
+	DisplayType []string `json:"display_type"`
+	Price       *price   `json:"price"`
+	Logo        string   `json:"logo"`
+	AdType      string   `json:"ad_type"`
+	GTIN        string   `json:"gtin"`
+	Advertiser  string   `json:"advertiser"`
 	click       url.Values
 }
 
@@ -245,5 +243,3 @@ func header(kv ...string) http.Header {
 	}
 	return h
 }
-
-func contains(s, sub string) bool { return strings.Contains(s, sub) }

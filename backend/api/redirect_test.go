@@ -1,8 +1,10 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -180,8 +182,10 @@ func TestRedirectStoreFailure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var logs bytes.Buffer
 	h := NewServer(Deps{
 		Config:   config.Default(),
+		Logger:   slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Indexes:  ix,
 		Partners: testPartners(t),
 		Clicks: &clickRecorder{AppendFn: func(context.Context, clicks.Click) error {
@@ -197,6 +201,17 @@ func TestRedirectStoreFailure(t *testing.T) {
 	}
 	if strings.Contains(body, "secret") || !strings.Contains(body, CodeInternal) {
 		t.Errorf("body %s", body)
+	}
+	if !strings.Contains(logs.String(), `"level":"ERROR"`) || !strings.Contains(logs.String(), "disk on fire") {
+		t.Errorf("a 500 is not logged as an error with its cause:\n%s", logs.String())
+	}
+
+	// A client's mistake is no error of ours.
+	logs.Reset()
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, clickQuery("adId", "-"), nil))
+	if rec.Code != http.StatusBadRequest || strings.Contains(logs.String(), `"level":"ERROR"`) || !strings.Contains(logs.String(), `"level":"DEBUG"`) {
+		t.Errorf("a 400 is logged as:\n%s", logs.String())
 	}
 }
 
