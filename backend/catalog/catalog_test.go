@@ -320,3 +320,29 @@ func TestValidGTIN(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkLoad reads a 100,000-line generated feed in each format.
+func BenchmarkLoad(b *testing.B) {
+	ads := Generate(100_000, 1)
+	for _, format := range []struct {
+		ext   string
+		write func(*bytes.Buffer, []match.Ad) error
+	}{
+		{".jsonl", func(w *bytes.Buffer, a []match.Ad) error { return WriteJSONL(w, a) }},
+		{".csv", func(w *bytes.Buffer, a []match.Ad) error { return WriteCSV(w, a) }},
+	} {
+		var feed bytes.Buffer
+		if err := format.write(&feed, ads); err != nil {
+			b.Fatal(err)
+		}
+		b.Run(format.ext[1:], func(b *testing.B) {
+			b.SetBytes(int64(feed.Len()))
+			for b.Loop() {
+				if _, err := Load(bytes.NewReader(feed.Bytes()), "bench"+format.ext, Options{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(len(ads))*float64(b.N)/b.Elapsed().Seconds(), "lines/s")
+		})
+	}
+}
