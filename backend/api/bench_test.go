@@ -17,9 +17,9 @@ import (
 // (make bench) is a full measurement. Target: ratio >= 0.5.
 func BenchmarkSearchHTTP(b *testing.B) {
 	const (
-		clients  = 8     // concurrent keep-alive connections
-		requests = 10000 // per measurement
-		rounds   = 2     // alternating measurements; the best of each counts
+		clients  = 8    // concurrent keep-alive connections
+		requests = 6000 // per measurement
+		rounds   = 3    // alternating measurements; the best of each counts
 	)
 	env := demoEnv(b)
 	ours := httptest.NewServer(env.handler)
@@ -40,6 +40,10 @@ func BenchmarkSearchHTTP(b *testing.B) {
 		w.Write(body)
 	}))
 	defer bare.Close()
+
+	// Warm both up: connections, buffers, the pools.
+	load(b, bare.URL+target, clients, 500, len(body))
+	load(b, ours.URL+target, clients, 500, len(body))
 
 	var bestOurs, bestBare float64
 	b.ResetTimer()

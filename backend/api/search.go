@@ -31,11 +31,14 @@ func (s *server) search(w http.ResponseWriter, r *http.Request) error {
 		Size:               p.Size,
 		DistinctAdvertiser: p.DistinctAdvertiser,
 	}
+	// An answer that depends on a request header says so, for caches.
 	if q.Country == locUseGeo {
 		q.Country = s.geoCountry(r)
+		w.Header().Add("Vary", s.cfg.CountryHeader)
 	}
 	if q.Lang == langUseLocale {
 		q.Lang = localeLang(r)
+		w.Header().Add("Vary", "Accept-Language")
 	}
 	ix := s.index(q.Country, q.Lang)
 	hits := ix.Match(&q)

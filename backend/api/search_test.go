@@ -387,6 +387,10 @@ func TestSearchUseGeo(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			res := env.get(t, "/v2/search/link?api_key=demo&site_id=demo&loc=use_geo&"+q, tt.header, tt.remote)
+			if v := res.Header.Get("Vary"); v != "CF-IPCountry" {
+				t.Errorf("Vary = %q, want CF-IPCountry", v)
+			}
 			got := adIDs(env.search(t, q+"&loc=use_geo", tt.header, tt.remote))
 			if tt.country == "" {
 				if !slices.Equal(got, unfiltered) {
@@ -423,6 +427,10 @@ func TestSearchUseLocale(t *testing.T) {
 			var h http.Header
 			if tt.acceptLanguage != "" {
 				h = header("Accept-Language", tt.acceptLanguage)
+			}
+			res := env.get(t, "/v2/search/link?api_key=demo&site_id=demo&lang=use_locale&"+q, h, "")
+			if v := res.Header.Get("Vary"); v != "Accept-Language" {
+				t.Errorf("Vary = %q, want Accept-Language", v)
 			}
 			got := adIDs(env.search(t, q+"&lang=use_locale", h, ""))
 			want := unfiltered
