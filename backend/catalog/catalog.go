@@ -87,6 +87,9 @@ func LoadFile(path string, opts Options) ([]match.Ad, error) {
 // ".gz". name also prefixes every error. Load returns no ads unless every
 // line is valid; the error then lists up to MaxErrors *LineError values
 // (reach them with errors.As or by unwrapping the joined error).
+//
+// Ads of one feed share the strings and market lists that many lines repeat;
+// treat their slices as read-only.
 func Load(r io.Reader, name string, opts Options) ([]match.Ad, error) {
 	if opts.BaseURL != "" {
 		u, err := url.Parse(opts.BaseURL)

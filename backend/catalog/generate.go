@@ -3,6 +3,7 @@ package catalog
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -60,7 +61,12 @@ type generator struct {
 	subsets   [][]match.Market // per region: every subset of its markets that holds the first
 	subsetIdx [][]int
 	logos     map[string]string
-	buf       []byte
+	// kw and bids are this call's copies of the vocabulary's keyword lists
+	// (English, German), shared by its ads: a caller that changes an ad's
+	// keywords in place cannot change the package's vocabulary.
+	kw   [][2][]string
+	bids [][2][]string
+	buf  []byte
 }
 
 func newGenerator(n int, seed uint64) *generator {
@@ -89,6 +95,8 @@ func newGenerator(n int, seed uint64) *generator {
 		g.subsetIdx = append(g.subsetIdx, idx)
 	}
 	for _, c := range genCategories {
+		g.kw = append(g.kw, [2][]string{slices.Clone(c.enKW), slices.Clone(c.deKW)})
+		g.bids = append(g.bids, [2][]string{slices.Clone(c.enBidPhrases), slices.Clone(c.deBidPhrases)})
 		for _, b := range c.brands {
 			if _, ok := g.logos[b]; !ok {
 				g.logos[b] = "https://logos.shop.example/" + slug(b) + "/{dim}.png"
@@ -144,10 +152,9 @@ func (g *generator) markets(region int) []match.Market {
 
 func (g *generator) advertiserAd(a *match.Ad, adv *genAdvertiser) {
 	reg := genRegions[adv.region]
-	cat := &genCategories[adv.cat]
-	kw := cat.enBidPhrases
+	kw := g.bids[adv.cat][0]
 	if reg.german {
-		kw = cat.deBidPhrases
+		kw = g.bids[adv.cat][1]
 	}
 	*a = match.Ad{
 		ID: adv.domain, Kind: match.KindAdvertiser, Title: adv.title, Keywords: kw,
@@ -168,12 +175,12 @@ func (g *generator) coupon(a *match.Ad, i int) {
 	}
 	if reg.german {
 		a.Title = pct + " % Rabatt auf " + cat.de + " bei " + adv.domain
-		a.Keywords = cat.deKW
+		a.Keywords = g.kw[adv.cat][1]
 		a.Description = "Mit dem Code " + code + " im Warenkorb, nur für kurze Zeit."
 		a.Landing = "https://" + adv.domain + "/gutscheine/" + code
 	} else {
 		a.Title = pct + "% off " + cat.en + " at " + adv.domain
-		a.Keywords = cat.enKW
+		a.Keywords = g.kw[adv.cat][0]
 		a.Description = "Use code " + code + " at checkout, for a limited time only."
 		a.Landing = "https://" + adv.domain + "/deals/" + code
 	}
@@ -210,10 +217,11 @@ func (g *generator) product(ads []match.Ad, i int) {
 	g.recent[lang][g.nRecent[lang]%len(g.recent[lang])] = i
 	g.nRecent[lang]++
 
-	c := &genCategories[adv.cat]
+	ci := adv.cat
 	if r.IntN(2) == 0 {
-		c = &genCategories[r.IntN(len(genCategories))]
+		ci = r.IntN(len(genCategories))
 	}
+	c := &genCategories[ci]
 	german := lang == 1
 	brand := c.brands[r.IntN(len(c.brands))]
 	colour := r.IntN(len(genColoursEN))
@@ -279,9 +287,9 @@ func (g *generator) product(ads []match.Ad, i int) {
 		Markets: g.markets(adv.region), BidMicros: g.bid(),
 	}
 	if german {
-		a.Keywords, a.Category = c.deKW, c.de
+		a.Keywords, a.Category = g.kw[ci][1], c.de
 	} else {
-		a.Keywords, a.Category = c.enKW, c.en
+		a.Keywords, a.Category = g.kw[ci][0], c.en
 	}
 	if r.IntN(10) < 9 {
 		a.GTIN = g.gtin(german)

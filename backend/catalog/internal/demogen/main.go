@@ -355,6 +355,7 @@ func german(s string) string {
 var germanColours = map[string]string{
 	"Black": "Schwarz", "White": "Weiß", "Silver": "Silber", "Grey": "Grau", "Gray": "Grau",
 	"Blue": "Blau", "Red": "Rot", "Green": "Grün", "Yellow": "Gelb", "Teal": "Petrol",
+	"Stainless Steel": "Edelstahl", "Brushed Stainless Steel": "Edelstahl gebürstet", "Titanium": "Titan",
 }
 
 // germanColour translates simple colours, also in "Black/White".
