@@ -307,3 +307,50 @@ func TestUnknownPath(t *testing.T) {
 		t.Errorf("%d %+v %v", res.StatusCode, e, err)
 	}
 }
+
+// FuzzRedirect checks that no query string, however odd, redirects anywhere
+// but to a landing URL of the catalog, or records a click without one.
+func FuzzRedirect(f *testing.F) {
+	for _, s := range []string{
+		strings.TrimPrefix(clickQuery(), "/v1/redirect?"),
+		strings.TrimPrefix(clickQuery("adId", "https://evil.example/", "url", "https://evil.example/"), "/v1/redirect?"),
+		"type=intext&adId=handyladen.de&adType=advertiser&api_key=demo&site_id=demo&criterionId=x&yk_tag=a:b",
+		"adId=AMAZON.1.B00JVL2X1I&adId=handyladen.de",
+		"%zz&;",
+		"",
+	} {
+		f.Add(s)
+	}
+	env := newEnv(f, fixture())
+	landings := map[string]bool{}
+	for _, a := range fixture() {
+		landings[a.Landing] = true
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		env.clicks = nil
+		req := httptest.NewRequest(http.MethodGet, "/v1/redirect", nil)
+		req.URL.RawQuery = raw
+		rec := httptest.NewRecorder()
+		env.handler.ServeHTTP(rec, req)
+		res := rec.Result()
+		loc := res.Header.Get("Location")
+		switch res.StatusCode {
+		case http.StatusFound:
+			if !landings[loc] {
+				t.Fatalf("%q redirects to %q, no landing URL of the catalog", raw, loc)
+			}
+			if len(env.clicks) != 1 {
+				t.Fatalf("%q redirected with %d clicks recorded", raw, len(env.clicks))
+			}
+		case 400, 401, 403, 404:
+			if loc != "" || len(env.clicks) != 0 {
+				t.Fatalf("%q: %d with Location %q and %d clicks", raw, res.StatusCode, loc, len(env.clicks))
+			}
+			if !json.Valid(readBody(t, res)) {
+				t.Fatalf("%q: error body is not JSON", raw)
+			}
+		default:
+			t.Fatalf("%q: status %d", raw, res.StatusCode)
+		}
+	})
+}
