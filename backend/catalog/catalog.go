@@ -37,8 +37,8 @@ type Options struct {
 	BaseURL string
 }
 
-// MaxErrors is how many line errors Load reports before it gives up on a
-// feed; the error then says how many more lines were skipped.
+// MaxErrors is how many line errors Load lists; it counts the rest and
+// says how many it left out.
 const MaxErrors = 50
 
 // maxLine bounds one JSON line, so a feed without newlines cannot take all
