@@ -44,7 +44,11 @@ const (
 // default.
 type FetchOptions struct {
 	// AllowPrivate turns the SSRF guard off so loopback and private
-	// addresses can be fetched. Only the demo and tests set it.
+	// addresses, and ports other than 80 and 443, can be fetched. Only the
+	// demo and tests set it. With the guard on, a connection to any
+	// special-purpose address (loopback, private, link-local and the
+	// metadata address, CGNAT, IPv4-mapped, NAT64, 6to4, ...) or another
+	// port is refused after resolution, on every redirect hop.
 	AllowPrivate bool
 	// UserAgent is sent with every request; it names us and where to read
 	// about us.
