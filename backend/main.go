@@ -32,9 +32,10 @@ import (
 
 func main() {
 	if err := run(context.Background(), os.Args[1:], os.Getenv, os.Stderr); err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "adlink:", err)
+		if errors.Is(err, flag.ErrHelp) {
+			return // -h: the usage is printed
 		}
+		fmt.Fprintln(os.Stderr, "adlink:", err)
 		os.Exit(1)
 	}
 }

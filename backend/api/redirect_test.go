@@ -299,12 +299,29 @@ func TestHealthz(t *testing.T) {
 	}
 }
 
-func TestUnknownPath(t *testing.T) {
+func TestUnknownPathAndMethod(t *testing.T) {
 	env := newEnv(t, fixture())
-	res := env.get(t, "/v3/search/link", nil, "")
-	var e errorResponse
-	if err := json.Unmarshal(readBody(t, res), &e); err != nil || res.StatusCode != 404 || e.Error.Code != CodeNotFound {
-		t.Errorf("%d %+v %v", res.StatusCode, e, err)
+	tests := []struct {
+		method, target string
+		status         int
+		code           string
+	}{
+		{http.MethodGet, "/v3/search/link", 404, CodeNotFound},
+		{http.MethodGet, "/v2/search", 404, CodeNotFound},
+		{http.MethodPost, "/v2/search/link?q=handy&api_key=demo&site_id=demo", 405, CodeMethodNotAllowed},
+		{http.MethodDelete, "/v1/redirect", 405, CodeMethodNotAllowed},
+	}
+	for _, tt := range tests {
+		rec := httptest.NewRecorder()
+		env.handler.ServeHTTP(rec, httptest.NewRequest(tt.method, tt.target, nil))
+		res := rec.Result()
+		var e errorResponse
+		if err := json.Unmarshal(readBody(t, res), &e); err != nil || res.StatusCode != tt.status || e.Error.Code != tt.code {
+			t.Errorf("%s %s: %d %+v %v", tt.method, tt.target, res.StatusCode, e, err)
+		}
+		if tt.status == 405 && res.Header.Get("Allow") != "GET, HEAD" {
+			t.Errorf("%s %s: Allow %q", tt.method, tt.target, res.Header.Get("Allow"))
+		}
 	}
 }
 

@@ -158,7 +158,17 @@ func (s *server) healthz(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// notFound is the JSON 404 of every path no route claims.
+// CodeMethodNotAllowed is the error code of a request other than GET or
+// HEAD; every adlink endpoint is read-only.
+const CodeMethodNotAllowed = "method_not_allowed"
+
+// notFound is the JSON answer for whatever no route claims: a 405 for a
+// method other than GET and HEAD (every route is a GET), else a 404.
 func (s *server) notFound(w http.ResponseWriter, r *http.Request) error {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		return &Error{Status: http.StatusMethodNotAllowed, Code: CodeMethodNotAllowed,
+			Message: "method " + quote(r.Method) + " is not allowed; use GET"}
+	}
 	return &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: "no such endpoint: " + quote(r.URL.Path)}
 }
