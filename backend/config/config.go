@@ -23,8 +23,8 @@ type Config struct {
 	// DataDir holds the embedded state, one bbolt file (-data, ADLINK_DATA_DIR).
 	DataDir string
 	// RedirectURL is the seed's {redirect_url}, the base of every ad link,
-	// without a trailing slash (-redirect-url, ADLINK_REDIRECT_URL). Empty
-	// before Load means "http://" + Addr.
+	// without a trailing slash (-redirect-url, ADLINK_REDIRECT_URL). Load
+	// defaults it to "http://" + Addr, with localhost for a wildcard host.
 	RedirectURL string
 	// Catalogs are feed files to serve (-catalog, repeatable;
 	// ADLINK_CATALOG, comma-separated). None means the embedded demo catalog.
@@ -119,7 +119,7 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 		c.TrustedProxies = append(c.TrustedProxies, p.Masked())
 	}
 	if c.RedirectURL == "" {
-		c.RedirectURL = "http://" + c.Addr
+		c.RedirectURL = "http://" + publicAddr(c.Addr)
 	}
 	c.RedirectURL = strings.TrimRight(c.RedirectURL, "/")
 	problems = append(problems, c.Validate())
@@ -166,6 +166,19 @@ func (c *Config) Trusted(addr netip.Addr) bool {
 		}
 	}
 	return false
+}
+
+// publicAddr is addr as a client can reach it: a wildcard listen host
+// (":8080", "0.0.0.0:8080", "[::]:8080") becomes localhost.
+func publicAddr(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr // Validate reports it
+	}
+	if ip, err := netip.ParseAddr(host); host == "" || (err == nil && ip.IsUnspecified()) {
+		host = "localhost"
+	}
+	return net.JoinHostPort(host, port)
 }
 
 func splitList(s string) []string {

@@ -47,6 +47,16 @@ func TestLoad(t *testing.T) {
 				c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("192.168.1.0/24"), netip.MustParsePrefix("::1/128")}
 			},
 		},
+		{
+			name: "wildcard listen address",
+			args: []string{"-addr", ":9090"},
+			want: func(c *Config) { c.Addr, c.RedirectURL = ":9090", "http://localhost:9090" },
+		},
+		{
+			name: "unspecified IPv6 listen address",
+			args: []string{"-addr", "[::]:9090"},
+			want: func(c *Config) { c.Addr, c.RedirectURL = "[::]:9090", "http://localhost:9090" },
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
