@@ -27,8 +27,16 @@ type cand struct {
 
 // candExt is what criteria matching knows of a candidate.
 type candExt struct {
-	occs  []occ // matched criteria occurrences (high, low, page)
-	terms []int // matched query token indexes (low)
+	occs  []occ     // matched criteria occurrences (high, low, page)
+	aggs  []critAgg // the same, per criterion
+	terms []int     // matched query token indexes (low)
+}
+
+// critAgg is how often, and whether in the title, a criterion occurs.
+type critAgg struct {
+	crit  uint32
+	count int
+	title bool
 }
 
 // scratch is per-query working memory of full-text scoring, pooled so a
@@ -149,9 +157,15 @@ func (f *filter) ok(a *adRec) bool {
 	return f.kinds.Has(a.kind()) && (f.any || a.marketBits()&f.markets != 0)
 }
 
-// findOccs lists every occurrence of every criterion in the input.
+// maxOccurrences is how many occurrences of one criterion count; later
+// ones add nothing to a page's score, so they are not even collected.
+const maxOccurrences = 16
+
+// findOccs lists the occurrences of the criteria in the input, the first
+// maxOccurrences of each.
 func (ix *Index) findOccs(in *input) []occ {
 	var out []occ
+	counts := make(map[uint32]int)
 	toks := in.toks
 	for i := range toks {
 		t := toks[i].id
@@ -170,7 +184,8 @@ func (ix *Index) findOccs(in *input) []occ {
 					break
 				}
 			}
-			if ok {
+			if ok && counts[c] < maxOccurrences {
+				counts[c]++
 				out = append(out, occ{crit: c, from: int32(i), to: int32(i + len(seq)), title: i < in.nTitle})
 			}
 		}
@@ -179,13 +194,28 @@ func (ix *Index) findOccs(in *input) []occ {
 }
 
 // matchCriteria finds the ads one of whose criteria stands whole in the
-// input (ctx.dist=high, and the page context).
+// input (ctx.dist=high, and the page context). Occurrences are grouped by
+// criterion and the work per ad is shared among the ads that matched the
+// same criteria, so a page naming a popular category hundreds of times
+// costs little more than one naming it once.
 func (ix *Index) matchCriteria(in *input, f filter, page bool) []cand {
 	occs := ix.findOccs(in)
+	if len(occs) == 0 {
+		return nil
+	}
+	byCrit := make(map[uint32][]occ)
+	var order []uint32
+	for _, o := range occs {
+		if _, ok := byCrit[o.crit]; !ok {
+			order = append(order, o.crit)
+		}
+		byCrit[o.crit] = append(byCrit[o.crit], o)
+	}
 	byAd := make(map[uint32]int)
 	var cands []cand
-	for _, o := range occs {
-		for _, e := range ix.critAd[ix.critAdOff[o.crit]:ix.critAdOff[o.crit+1]] {
+	var crits [][]uint32 // per candidate, in order of first occurrence
+	for _, c := range order {
+		for _, e := range ix.critAd[ix.critAdOff[c]:ix.critAdOff[c+1]] {
 			ad := e >> 2
 			if !f.ok(&ix.ads[ad]) {
 				continue
@@ -194,25 +224,41 @@ func (ix *Index) matchCriteria(in *input, f filter, page bool) []cand {
 			if !ok {
 				k = len(cands)
 				byAd[ad] = k
-				cands = append(cands, cand{ad: ad, ext: int32(len(in.ext))})
-				in.ext = append(in.ext, candExt{})
+				cands = append(cands, cand{ad: ad})
+				crits = append(crits, nil)
 			}
-			x := &in.ext[cands[k].ext]
-			x.occs = append(x.occs, o)
+			crits[k] = append(crits[k], c)
 		}
 	}
+	memo := make(map[string]int32)
+	used := make([]bool, len(in.toks))
+	var key []byte
 	for i := range cands {
-		c := &cands[i]
-		x := &in.ext[c.ext]
-		x.occs = ix.keepLongest(x.occs)
-		c.score = ix.criteriaScore(c.ad, x.occs, page)
+		key = key[:0]
+		for _, c := range crits[i] {
+			key = append(key, byte(c), byte(c>>8), byte(c>>16), byte(c>>24))
+		}
+		x, ok := memo[string(key)]
+		if !ok {
+			var all []occ
+			for _, c := range crits[i] {
+				all = append(all, byCrit[c]...)
+			}
+			x = int32(len(in.ext))
+			memo[string(key)] = x
+			kept := keepLongest(all, used)
+			in.ext = append(in.ext, candExt{occs: kept, aggs: aggregate(kept)})
+		}
+		cands[i].ext = x
+		cands[i].score = ix.criteriaScore(cands[i].ad, in.ext[x].aggs, page)
 	}
 	return cands
 }
 
 // keepLongest drops occurrences overlapped by a longer one, so "lg handy"
-// wins over "handy" inside it, and returns them in input order.
-func (ix *Index) keepLongest(os []occ) []occ {
+// wins over "handy" inside it, and returns the rest in input order. used
+// has a flag per token and is left all false.
+func keepLongest(os []occ, used []bool) []occ {
 	if len(os) < 2 {
 		return os
 	}
@@ -222,17 +268,18 @@ func (ix *Index) keepLongest(os []occ) []occ {
 		}
 		return int(a.from - b.from)
 	})
-	kept := os[:0:0]
+	kept := os[:0]
 	for _, o := range os {
-		free := true
-		for _, k := range kept {
-			if o.from < k.to && k.from < o.to && (o.title == k.title) {
-				free = false
-				break
+		if !slices.Contains(used[o.from:o.to], true) {
+			for t := o.from; t < o.to; t++ {
+				used[t] = true
 			}
-		}
-		if free {
 			kept = append(kept, o)
+		}
+	}
+	for _, o := range kept {
+		for t := o.from; t < o.to; t++ {
+			used[t] = false
 		}
 	}
 	slices.SortFunc(kept, func(a, b occ) int { return int(a.from - b.from) })
@@ -259,37 +306,31 @@ func cmpU32(a, b uint32) int {
 	return 0
 }
 
+// aggregate counts the occurrences of each criterion.
+func aggregate(os []occ) []critAgg {
+	var seen []critAgg
+	for _, o := range os {
+		k := slices.IndexFunc(seen, func(a critAgg) bool { return a.crit == o.crit })
+		if k < 0 {
+			k = len(seen)
+			seen = append(seen, critAgg{crit: o.crit})
+		}
+		seen[k].count++
+		seen[k].title = seen[k].title || o.title
+	}
+	return seen
+}
+
 // criteriaScore weighs the distinct criteria matched: by source, by length
 // (a longer phrase is a more specific match), by the title, and in pages by
 // how often they occur (with diminishing returns).
-func (ix *Index) criteriaScore(ad uint32, os []occ, page bool) float64 {
-	type agg struct {
-		crit        uint32
-		count       int
-		title, body bool
-	}
-	var seen []agg
-	for _, o := range os {
-		found := false
-		for k := range seen {
-			if seen[k].crit == o.crit {
-				seen[k].count++
-				seen[k].title = seen[k].title || o.title
-				seen[k].body = seen[k].body || !o.title
-				found = true
-				break
-			}
-		}
-		if !found {
-			seen = append(seen, agg{crit: o.crit, count: 1, title: o.title, body: !o.title})
-		}
-	}
+func (ix *Index) criteriaScore(ad uint32, aggs []critAgg, page bool) float64 {
 	var s float64
-	for _, a := range seen {
+	for _, a := range aggs {
 		n := float64(ix.critOff[a.crit+1] - ix.critOff[a.crit])
 		w := float64(srcWeight[ix.srcOf(a.crit, ad)] * (1 + 0.5*(n-1)))
 		if page {
-			w = float64(w * math.Sqrt(float64(min(a.count, 16))))
+			w = float64(w * math.Sqrt(float64(a.count)))
 			if a.title {
 				w = float64(w * 2)
 			}
@@ -297,7 +338,7 @@ func (ix *Index) criteriaScore(ad uint32, os []occ, page bool) float64 {
 		s = float64(s + w)
 	}
 	// Several distinct criteria of one ad (brand and model) reinforce.
-	return float64(s * (1 + 0.25*float64(len(seen)-1)))
+	return float64(s * (1 + 0.25*float64(len(aggs)-1)))
 }
 
 // matchLow adds to the strong matches the criteria that share at least half
