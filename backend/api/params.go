@@ -58,10 +58,10 @@ func (p *values) get(name string) (string, bool) {
 // required returns a parameter that must be there and not blank.
 func (p *values) required(name string) string {
 	s, ok := p.get(name)
-	if !ok && len(p.v[name]) > 1 {
-		return ""
-	}
-	if strings.TrimSpace(s) == "" {
+	switch {
+	case len(p.v[name]) > 1:
+		return "" // get reported it
+	case !ok || strings.TrimSpace(s) == "":
 		p.errs.missing(name)
 		return ""
 	}
