@@ -292,21 +292,41 @@ func checkParity(t *testing.T, c *corpus, reqs []request) {
 	}
 }
 
+// icecatDir holds the real Icecat products, outside the repository.
+const icecatDir = "../../shared/data/catalog/icecat"
+
 func TestParityGenerated(t *testing.T) {
 	for _, cat := range []struct {
-		name string
-		ads  func(testing.TB) []match.Ad
+		name  string
+		ads   func(testing.TB) []match.Ad
+		pages int
 	}{
-		{"demo", demoAds},
-		{"generated", func(testing.TB) []match.Ad { return catalog.Generate(3000, 7) }},
+		{"demo", demoAds, 200},
+		{"generated", func(testing.TB) []match.Ad { return catalog.Generate(3000, 7) }, 200},
+		// Page texts over 19,000 products take 0.3 s each in the module.
+		{"icecat", icecatAds, 40},
 	} {
 		t.Run(cat.name, func(t *testing.T) {
 			ads := cat.ads(t)
 			c := newCorpus(t, ads)
 			t.Run("search", func(t *testing.T) { checkParity(t, c, generate(ads, 1000, 1, false)) })
-			t.Run("page", func(t *testing.T) { checkParity(t, c, generate(ads, 200, 2, true)) })
+			t.Run("page", func(t *testing.T) { checkParity(t, c, generate(ads, cat.pages, 2, true)) })
 		})
 	}
+}
+
+func icecatAds(t testing.TB) []match.Ad {
+	if _, err := os.Stat(icecatDir); err != nil {
+		t.Skip("skipping: no Icecat catalog at " + icecatDir + " (see ../shared/data/README.md)")
+	}
+	if testing.Short() || raceEnabled {
+		t.Skip("skipping the Icecat catalog in -short mode and under the race detector; go test ./wasm runs it")
+	}
+	ads, err := catalog.Icecat(icecatDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ads
 }
 
 // TestParityTestdata runs every request and page of testdata/ on the demo

@@ -178,8 +178,8 @@ func checkPlaced(t *testing.T, b *backend, p placed) {
 // page; once the server has analysed it, its answer is shown instead.
 func TestArticleFirstView(t *testing.T) {
 	br := newBrowser(t)
-	b := startBackend(t, false)
-	page := b.URL + "/demo/article.html"
+	b := startBackend(t)
+	page := b.firstView("article.html")
 	br.do(t, chromedp.Navigate(page))
 	r := eval[readyResult](t, br, widgetReady)
 	if r.Source != "local" {
@@ -213,8 +213,8 @@ func TestArticleFirstView(t *testing.T) {
 // recorded instead of sent.
 func TestClickGoesThroughRedirect(t *testing.T) {
 	br := newBrowser(t)
-	b := startBackend(t, true)
-	br.do(t, chromedp.Navigate(b.URL+"/demo/article.html"))
+	b := startBackend(t)
+	br.do(t, chromedp.Navigate(b.firstView("article.html")))
 	eval[readyResult](t, br, widgetReady)
 	href := eval[string](t, br, `document.querySelector('a.adlink-intext').href`)
 	u, err := url.Parse(href)
@@ -282,7 +282,7 @@ func TestClickGoesThroughRedirect(t *testing.T) {
 // shows what /v2/search/link answers for the same query and market.
 func TestSearchPageEqualsServer(t *testing.T) {
 	br := newBrowser(t)
-	b := startBackend(t, true)
+	b := startBackend(t)
 	br.do(t, chromedp.Navigate(b.URL+"/demo/search.html"))
 	for _, tc := range []struct{ q, dist string }{
 		{"kopfhörer", "high"}, {"iphone 15", "high"}, {"lg handy verkaufen", "high"}, {"samsung galaxy", "low"}, {"laptop 16 GB", "none"},
@@ -335,7 +335,7 @@ func TestSearchPageEqualsServer(t *testing.T) {
 // arrives the same way with its status in the body.
 func TestJSONPFromScriptTag(t *testing.T) {
 	br := newBrowser(t)
-	b := startBackend(t, true)
+	b := startBackend(t)
 	br.do(t, chromedp.Navigate(b.URL+"/demo/index.html"))
 	type answer struct {
 		HTTPStatus int `json:"http_status"`

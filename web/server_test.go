@@ -4,7 +4,6 @@
 package web
 
 import (
-	"context"
 	"fmt"
 	"io/fs"
 	"net"
@@ -12,6 +11,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/adlink/adlink"
@@ -55,6 +57,7 @@ func run(m *testing.M) int {
 			return 1
 		}
 	}
+	defer stopBackend()
 	return m.Run()
 }
 
@@ -63,76 +66,98 @@ func run(m *testing.M) int {
 type backend struct {
 	URL   string
 	ads   []match.Ad
-	pages *pages.Service // nil when pages stay pending
+	pages *pages.Service
+	views atomic.Int64
 }
 
-// alwaysPending is a page context that never finishes analysing a page, so
-// every view is a first view.
-type alwaysPending struct{}
-
-func (alwaysPending) Lookup(_ context.Context, u string) (*pages.Result, error) {
-	return &pages.Result{Status: pages.StatusPending, URL: u, RetryAfter: 1500_000_000}, nil
+// firstView returns a URL of the demo page the server has never seen: the
+// page with a query string of its own.
+func (b *backend) firstView(page string) string {
+	return b.URL + "/demo/" + page + "?view=" + strconv.FormatInt(b.views.Add(1), 10)
 }
 
-// startBackend serves on 127.0.0.1; with pending, /v2/page/link never
-// answers anything but pending.
-func startBackend(tb testing.TB, pending bool) *backend {
+var (
+	sharedOnce    sync.Once
+	shared        *backend
+	sharedCleanup []func()
+	sharedErr     error
+)
+
+// startBackend returns the server every test of the package shares:
+// starting one compresses matcher.wasm, seconds under the race detector.
+// Tests keep apart by asking for pages of their own (firstView).
+func startBackend(tb testing.TB) *backend {
 	tb.Helper()
+	sharedOnce.Do(func() { shared, sharedErr = newBackend() })
+	if sharedErr != nil {
+		tb.Fatal(sharedErr)
+	}
+	return shared
+}
+
+func stopBackend() {
+	for i := len(sharedCleanup) - 1; i >= 0; i-- {
+		sharedCleanup[i]()
+	}
+}
+
+func newBackend() (*backend, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		tb.Fatal(err)
+		return nil, err
 	}
 	b := &backend{URL: "http://" + ln.Addr().String()}
+	dir, err := os.MkdirTemp("", "adlink-web-data-")
+	if err != nil {
+		return nil, err
+	}
+	sharedCleanup = append(sharedCleanup, func() { os.RemoveAll(dir) })
 	cfg := config.Default()
 	cfg.Addr = ln.Addr().String()
 	cfg.RedirectURL = b.URL
 	cfg.FetchAllowPrivate = true
-	cfg.DataDir = tb.TempDir()
+	cfg.DataDir = dir
 	if b.ads, err = catalog.Demo(catalog.Options{BaseURL: b.URL}); err != nil {
-		tb.Fatal(err)
+		return nil, err
 	}
 	indexes, err := api.BuildIndexes(b.ads)
 	if err != nil {
-		tb.Fatal(err)
+		return nil, err
 	}
 	set, err := shards.Build(indexes, shards.Options{Matcher: matcherWasm, RedirectURL: cfg.RedirectURL})
 	if err != nil {
-		tb.Fatal(err)
+		return nil, err
 	}
 	web, err := fs.Sub(adlink.Web, "web")
 	if err != nil {
-		tb.Fatal(err)
+		return nil, err
 	}
 	reg, err := partners.NewStatic([]partners.Partner{partners.Demo()})
 	if err != nil {
-		tb.Fatal(err)
+		return nil, err
 	}
 	db, err := store.Open(cfg.DataDir)
 	if err != nil {
-		tb.Fatal(err)
+		return nil, err
 	}
-	tb.Cleanup(func() { db.Close() })
+	sharedCleanup = append(sharedCleanup, func() { db.Close() })
 	cl, err := clicks.New(db)
 	if err != nil {
-		tb.Fatal(err)
+		return nil, err
 	}
-	var pageCtx api.Pages = alwaysPending{}
-	if !pending {
-		queue, err := pages.OpenBolt(db, 0)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		fetcher := pages.NewFetcher(pages.FetchOptions{AllowPrivate: true})
-		tb.Cleanup(fetcher.Close)
-		b.pages = pages.NewService(queue, queue, fetcher, func() pages.Reducer { return indexes.All() }, pages.Options{})
-		b.pages.Start()
-		tb.Cleanup(b.pages.Stop)
-		pageCtx = b.pages
+	queue, err := pages.OpenBolt(db, 0)
+	if err != nil {
+		return nil, err
 	}
+	fetcher := pages.NewFetcher(pages.FetchOptions{AllowPrivate: true})
+	sharedCleanup = append(sharedCleanup, fetcher.Close)
+	b.pages = pages.NewService(queue, queue, fetcher, func() pages.Reducer { return indexes.All() }, pages.Options{})
+	b.pages.Start()
+	sharedCleanup = append(sharedCleanup, b.pages.Stop)
 	srv := &http.Server{Handler: api.NewServer(api.Deps{
-		Config: cfg, Indexes: indexes, Partners: reg, Clicks: cl, Pages: pageCtx, Shards: set, Web: web,
+		Config: cfg, Indexes: indexes, Partners: reg, Clicks: cl, Pages: b.pages, Shards: set, Web: web,
 	})}
 	go srv.Serve(ln)
-	tb.Cleanup(func() { srv.Close() })
-	return b
+	sharedCleanup = append(sharedCleanup, func() { srv.Close() })
+	return b, nil
 }

@@ -26,8 +26,9 @@
  *                               distinct_advertiser, fields, "logo.dim", yk_tag
  *   adlink.matchText(text, options)  Promise of {link: [...]} for any text, as a page
  *   adlink.config               the configuration read from the tag
- *   adlink.timing               {start, firstAd}: performance.now() when the widget
- *                               started and when the first ad was in the DOM
+ *   adlink.timing               {start, firstAd, steps}: performance.now() when the widget
+ *                               started and when the first ad was in the DOM; steps are
+ *                               the milliseconds from start to each step of the first view
  */
 (function () {
   "use strict";
@@ -45,7 +46,8 @@
     lang: (data.lang || htmlLang[0] || "").toLowerCase(),
     auto: data.auto !== "false"
   };
-  var timing = { start: performance.now(), firstAd: 0 };
+  var timing = { start: performance.now(), firstAd: 0, steps: {} };
+  function mark(step) { if (!timing.steps[step]) timing.steps[step] = performance.now() - timing.start; }
   var encoder = new TextEncoder();
   var decoder = new TextDecoder();
   var FIELDS = "price,logo";
@@ -139,6 +141,7 @@
     if (!manifests[key]) {
       manifests[key] = getJSON("/v2/shards", { api_key: config.apiKey, site_id: config.siteId, loc: loc, lang: lang }).then(function (r) {
         if (r.status !== 200 || !r.body || !r.body.shard || !r.body.matcher) throw new Error("adlink: no shard for " + key + " (" + r.status + ")");
+        mark("manifest");
         return r.body;
       });
       manifests[key].catch(function () { delete manifests[key]; });
@@ -154,7 +157,7 @@
         .catch(function () {
           return fetch(config.base + url).then(function (r) { return r.arrayBuffer(); }).then(WebAssembly.compile);
         });
-      modulePromise.catch(function () { modulePromise = null; });
+      modulePromise.then(function () { mark("compiled"); }, function () { modulePromise = null; });
     }
     return modulePromise;
   }
@@ -169,7 +172,7 @@
           compile(m.matcher.url),
           fetch(config.base + m.shard.url, { mode: "cors", credentials: "omit" }).then(function (r) {
             if (!r.ok) throw new Error("adlink: shard " + r.status);
-            return r.arrayBuffer();
+            return r.arrayBuffer().then(function (b) { mark("shard"); return b; });
           })
         ]).then(function (got) { return instantiate(got[0], new Uint8Array(got[1]), m.redirect_url); });
         matchers[sha].catch(function () { delete matchers[sha]; });
@@ -183,6 +186,7 @@
     var inst = new WebAssembly.Instance(module, { wasi_snapshot_preview1: wasi(function () { return ex.memory; }) });
     ex = inst.exports;
     ex._initialize(); // a reactor: sets up the Go runtime, runs no main
+    mark("initialized");
     function put(bytes) {
       var p = ex.alloc(bytes.length) >>> 0;
       new Uint8Array(ex.memory.buffer, p, bytes.length).set(bytes); // a fresh view: memory may have grown
@@ -190,6 +194,7 @@
     }
     var st = ex.load_shard(put(shard), shard.length);
     if (st !== 0) throw new Error("adlink: the shard did not load (" + st + ")");
+    mark("loaded");
     return function (kind, params) {
       params.api_key = config.apiKey;
       params.site_id = config.siteId;
@@ -239,7 +244,8 @@
 
   function skipped(node, root) {
     for (var el = node.parentNode; el && el !== root.parentNode; el = el.parentNode) {
-      if (el.nodeType === 1 && (SKIP.test(el.nodeName) || el.isContentEditable || el.hasAttribute("data-adlink"))) return true;
+      // Attributes only: isContentEditable would recompute styles after every link placed.
+      if (el.nodeType === 1 && (SKIP.test(el.nodeName) || el.hasAttribute("contenteditable") || el.hasAttribute("data-adlink"))) return true;
     }
     return false;
   }
@@ -282,19 +288,17 @@
   // inText links the first occurrence of each keyword in the page's text, never
   // inside a link, a script, a form field or the widget's own box.
   function inText(links) {
-    var root = contentRoot(), done = {}, placed = 0;
+    var root = contentRoot(), done = {}, placed = 0, nodes = textNodes(root);
     links.forEach(function (l) {
       if (l.display_type.indexOf("link") < 0) return;
       (l.keywords || []).forEach(function (kw) {
         var key = kw.toLowerCase();
         if (!kw || done[key]) return;
-        var nodes = textNodes(root);
         for (var i = 0; i < nodes.length; i++) {
-          var n = nodes[i], at = n.nodeValue.indexOf(kw);
-          if (at < 0) at = n.nodeValue.toLowerCase().indexOf(key);
-          if (at < 0 || !wordAt(n.nodeValue, at, kw.length)) continue;
-          var hit = n.splitText(at);
-          hit.splitText(kw.length);
+          var n = nodes[i], at = find(n.nodeValue, key);
+          if (at < 0) continue;
+          var hit = n.splitText(at), rest = hit.splitText(kw.length);
+          nodes.splice(i + 1, 0, rest); // n keeps the text before the link; hit goes into it
           var a = adLink(l, "adlink-intext", []);
           a.setAttribute("data-adlink", "intext");
           hit.parentNode.replaceChild(a, hit);
@@ -308,16 +312,40 @@
     return placed;
   }
 
+  var WORD = /[\p{L}\p{N}]/u;
+
+  // find returns where key (lower case) first stands as whole words in s, or -1.
+  function find(s, key) {
+    var lower = s.toLowerCase();
+    if (lower.length !== s.length) return -1; // a case mapping changed lengths: offsets would not fit
+    for (var at = lower.indexOf(key); at >= 0; at = lower.indexOf(key, at + 1)) {
+      if (wordAt(s, at, key.length)) return at;
+    }
+    return -1;
+  }
+
   function wordAt(s, at, n) {
-    var word = /[\p{L}\p{N}]/u;
+    var word = WORD;
     return !(at > 0 && word.test(s[at - 1])) && !(at + n < s.length && word.test(s[at + n]));
+  }
+
+  var formats = {};
+
+  function money(p) {
+    var f = formats[p.currency];
+    try {
+      f = f || (formats[p.currency] = new Intl.NumberFormat(document.documentElement.lang || undefined, { style: "currency", currency: p.currency }));
+      return f.format(+p.amount);
+    } catch (e) {
+      return p.amount + " " + p.currency;
+    }
   }
 
   function box(links) {
     var ads = links.filter(function (l) { return l.display_type.indexOf("widget") >= 0; }).slice(0, 4);
     if (!ads.length) return 0;
     var items = ads.map(function (l) {
-      var price = l.price ? new Intl.NumberFormat(document.documentElement.lang || undefined, { style: "currency", currency: l.price.currency }).format(+l.price.amount) : "";
+      var price = l.price ? money(l.price) : "";
       return el("li", {}, [adLink(l, "adlink-ad", [
         l.logo ? el("img", { src: l.logo, alt: "", width: "75", height: "75", loading: "eager" }) : null,
         el("span", { "class": "adlink-title" }, [l.title]),
@@ -353,13 +381,18 @@
 
   function local() {
     var t = pageText();
-    return matchText(t.text, { title: t.title }).then(function (body) { return render(body.link, "local"); });
+    mark("text");
+    return matchText(t.text, { title: t.title }).then(function (body) { mark("matched"); return render(body.link, "local"); });
   }
 
   function start() {
     if (!config.auto) return Promise.resolve({ source: "none", links: [] });
+    // The manifest is small and cached: ask for it alongside the page's ads, so
+    // a pending answer finds it there. The module and the shard wait for that.
+    manifest(config.loc, config.lang).catch(function () {});
     return getJSON("/v2/page/link", { url: location.href, api_key: config.apiKey, site_id: config.siteId, loc: config.loc, fields: FIELDS })
       .then(function (r) {
+        mark("page_link");
         if (r.status === 200 && r.body && r.body.link && r.body.link.length) return render(r.body.link, "server");
         if (r.status === 200 && r.body && r.body.link && !r.body.status) return { source: "server", links: [] };
         return local(); // pending, failed, not served, or an error: match here

@@ -1,0 +1,141 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/adlink/adlink/backend/clicks"
+	"github.com/adlink/adlink/backend/config"
+	"github.com/adlink/adlink/backend/shards"
+)
+
+type inPageEnv struct {
+	testEnv
+	set *shards.Set
+}
+
+func newInPageEnv(t *testing.T, withShards bool) *inPageEnv {
+	t.Helper()
+	ix, err := BuildIndexes(fixture())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Default()
+	cfg.RedirectURL = "https://r.example"
+	env := &inPageEnv{testEnv: testEnv{indexes: ix}}
+	d := Deps{
+		Config:   cfg,
+		Indexes:  ix,
+		Partners: testPartners(t),
+		Clicks:   &clickRecorder{AppendFn: func(context.Context, clicks.Click) error { return nil }},
+		Web: fstest.MapFS{
+			"widget.js":       {Data: []byte("(function(){/* widget */})();")},
+			"demo/index.html": {Data: []byte("<!doctype html><title>demo</title>")},
+		},
+	}
+	if withShards {
+		if env.set, err = shards.Build(ix, shards.Options{Matcher: []byte("\x00asm module"), RedirectURL: cfg.RedirectURL}); err != nil {
+			t.Fatal(err)
+		}
+		d.Shards = env.set
+	}
+	env.handler = NewServer(d)
+	return env
+}
+
+func TestShardManifest(t *testing.T) {
+	env := newInPageEnv(t, true)
+	for _, tc := range []struct {
+		query, acceptLang string
+		country, lang     string
+	}{
+		{"api_key=demo&site_id=demo&loc=de&lang=de", "", "de", "de"},
+		{"api_key=demo&site_id=demo&loc=DE&lang=use_locale", "de-AT,de;q=0.9,en;q=0.5", "de", "de"},
+		{"api_key=demo&site_id=demo&loc=us&lang=en", "", "us", "en"},
+		{"api_key=demo&site_id=demo&loc=de", "", "de", ""},
+		{"api_key=demo&site_id=demo", "", "", ""},
+	} {
+		res := env.get(t, "/v2/shards?"+tc.query, header("Accept-Language", tc.acceptLang), "")
+		body := readBody(t, res)
+		if res.StatusCode != http.StatusOK || res.Header.Get("Access-Control-Allow-Origin") != "*" ||
+			!strings.Contains(res.Header.Get("Cache-Control"), "max-age=") {
+			t.Fatalf("%s: %d %v %s", tc.query, res.StatusCode, res.Header, body)
+		}
+		if want := env.set.Manifest(tc.country, tc.lang); !bytes.Equal(body, want) {
+			t.Errorf("%s: manifest %s, want %s", tc.query, body, want)
+		}
+		var m struct{ Shard struct{ URL string } }
+		if err := json.Unmarshal(body, &m); err != nil {
+			t.Fatal(err)
+		}
+		// The shard it names is served, immutable.
+		sres := env.get(t, m.Shard.URL, header("Accept-Encoding", "gzip, zstd"), "")
+		if sres.StatusCode != http.StatusOK || sres.Header.Get("Content-Encoding") != "zstd" ||
+			sres.Header.Get("Cache-Control") != shards.Immutable || sres.Header.Get("Vary") != "Accept-Encoding" {
+			t.Errorf("%s: %d %v", m.Shard.URL, sres.StatusCode, sres.Header)
+		}
+	}
+	res := env.get(t, "/v2/shards?api_key=demo&site_id=demo&loc=de&lang=de&callback=cb", nil, "")
+	if body := readBody(t, res); !strings.HasPrefix(string(body), `/**/cb({"http_status":200,"market":"de-DE"`) {
+		t.Errorf("JSONP manifest: %s", body)
+	}
+}
+
+func TestShardManifestErrors(t *testing.T) {
+	env := newInPageEnv(t, true)
+	for query, want := range map[string]struct {
+		status      int
+		code, param string
+	}{
+		"site_id=demo&loc=de&lang=de":                {400, CodeMissingParameter, "api_key"},
+		"api_key=demo&site_id=demo&loc=deu":          {400, CodeInvalidParameter, "loc"},
+		"api_key=demo&site_id=demo&loc=de&lang=ger":  {400, CodeInvalidParameter, "lang"},
+		"api_key=nobody&site_id=demo&loc=de&lang=de": {401, CodeUnknownAPIKey, "api_key"},
+		"api_key=k2&site_id=demo&loc=de&lang=de":     {403, CodeForeignSite, "site_id"},
+	} {
+		res := env.get(t, "/v2/shards?"+query, nil, "")
+		var e struct {
+			Error struct{ Code, Param string }
+		}
+		json.Unmarshal(readBody(t, res), &e)
+		if res.StatusCode != want.status || e.Error.Code != want.code || e.Error.Param != want.param {
+			t.Errorf("%s: %d %+v, want %+v", query, res.StatusCode, e.Error, want)
+		}
+	}
+	if res := env.get(t, "/v2/shards/"+strings.Repeat("0", 64), nil, ""); res.StatusCode != http.StatusNotFound {
+		t.Errorf("unknown shard: %d", res.StatusCode)
+	}
+	none := newInPageEnv(t, false)
+	for _, p := range []string{"/v2/shards?api_key=demo&site_id=demo&loc=de&lang=de", "/matcher.wasm"} {
+		if res := none.get(t, p, nil, ""); res.StatusCode != http.StatusNotFound {
+			t.Errorf("%s without shards: %d", p, res.StatusCode)
+		}
+	}
+}
+
+func TestMatcherAndWebFiles(t *testing.T) {
+	env := newInPageEnv(t, true)
+	for _, tc := range []struct {
+		path, ctype, cache string
+	}{
+		{"/matcher.wasm", "application/wasm", "public, max-age=300"},
+		{env.set.MatcherURL(), "application/wasm", shards.Immutable},
+		{"/matcher.wasm?v=0000000000000000", "application/wasm", "public, max-age=300"},
+		{"/widget.js", "text/javascript; charset=utf-8", "public, max-age=300"},
+		{"/demo/", "text/html; charset=utf-8", "no-cache"},
+	} {
+		res := env.get(t, tc.path, header("Accept-Encoding", "gzip"), "")
+		body := readBody(t, res)
+		if res.StatusCode != http.StatusOK || res.Header.Get("Content-Type") != tc.ctype || res.Header.Get("Cache-Control") != tc.cache {
+			t.Errorf("%s: %d %v %.40q", tc.path, res.StatusCode, res.Header, body)
+		}
+	}
+	if res := env.get(t, "/demo/missing.html", nil, ""); res.StatusCode != http.StatusNotFound {
+		t.Errorf("missing demo file: %d", res.StatusCode)
+	}
+}

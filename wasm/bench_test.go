@@ -1,0 +1,162 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/adlink/adlink/backend/catalog"
+	"github.com/adlink/adlink/backend/shards"
+	"github.com/adlink/adlink/match"
+)
+
+// BenchmarkModuleBytes reports matcher.wasm's size over the wire in each
+// encoding the server keeps it in.
+func BenchmarkModuleBytes(b *testing.B) {
+	var blob *shards.Blob
+	for range b.N {
+		var err error
+		if blob, err = shards.NewBlob(moduleBytes, "application/wasm"); err != nil {
+			b.Fatal(err)
+		}
+	}
+	z, g, id := blob.Size(shards.Zstd), blob.Size(shards.Gzip), blob.Size(shards.Identity)
+	b.ReportMetric(float64(z)/1e3, "KB-zstd")
+	b.ReportMetric(float64(g)/1e3, "KB-gzip")
+	b.ReportMetric(float64(id)/1e3, "KB-identity")
+	fmt.Printf("matcher.wasm: zstd %.1f KB (target <= 480 KB), gzip %.1f KB, identity %.1f KB\n", float64(z)/1e3, float64(g)/1e3, float64(id)/1e3)
+}
+
+// bench10k is a 10,000-ad catalog's whole index as one shard, with
+// queries over its words.
+func bench10k(b *testing.B) ([]byte, *match.Index, []request) {
+	ads := catalog.Generate(10000, 1)
+	ix, err := match.Build(ads)
+	if err != nil {
+		b.Fatal(err)
+	}
+	shard := ix.Encode()
+	native, err := match.Open(shard)
+	if err != nil {
+		b.Fatal(err)
+	}
+	reqs := generate(ads, 300, 9, false)
+	for i := range reqs {
+		reqs[i].loc, reqs[i].lang = "", "" // one shard: no market choice
+	}
+	return shard, native, reqs
+}
+
+// medianOf runs f n times and returns the median duration.
+func medianOf(n int, f func()) time.Duration {
+	d := make([]time.Duration, n)
+	for i := range d {
+		t := time.Now()
+		f()
+		d[i] = time.Since(t)
+	}
+	slices.Sort(d)
+	return d[n/2]
+}
+
+// BenchmarkShardLoad: loading a 10k-ad shard in wazero (alloc, copy in,
+// load_shard: checksum and offset checks, no maps built) beside match.Open
+// natively on the same bytes.
+func BenchmarkShardLoad(b *testing.B) {
+	shard, _, _ := bench10k(b)
+	in := newInstance(b, nil)
+	ctx := context.Background()
+	var wasm, native time.Duration
+	for range b.N {
+		wasm = medianOf(15, func() {
+			if err := in.loadShard(ctx, shard); err != nil {
+				b.Fatal(err)
+			}
+		})
+		native = medianOf(15, func() {
+			if _, err := match.Open(shard); err != nil {
+				b.Fatal(err)
+			}
+		})
+	}
+	w, n := ms(wasm), ms(native)
+	b.ReportMetric(w, "ms-wasm")
+	b.ReportMetric(n, "ms-native")
+	fmt.Printf("10k-ad shard (%.0f KB): load %.2f ms in wazero (target <= 30 ms), %.2f ms native, %.1fx\n", float64(len(shard))/1e3, w, n, w/n)
+}
+
+// BenchmarkQuery: a search through the module under wazero (request in,
+// JSON out) beside match natively (Match and AppendResponse) on the same
+// shard and requests.
+func BenchmarkQuery(b *testing.B) {
+	shard, native, reqs := bench10k(b)
+	in := newInstance(b, shard)
+	ctx := context.Background()
+	guest := make([]string, len(reqs))
+	queries := make([]match.Query, len(reqs))
+	opts := make([]match.LinkOptions, len(reqs))
+	for i := range reqs {
+		guest[i] = reqs[i].guest()
+		queries[i], opts[i] = reqs[i].native()
+	}
+	var buf []byte
+	var wasm, nat time.Duration
+	for range b.N {
+		// Warm both once, then time whole passes over the requests.
+		for i := range guest {
+			in.searchJSON(ctx, guest[i])
+		}
+		wasm = medianOf(5, func() {
+			for i := range guest {
+				if _, err := in.searchJSON(ctx, guest[i]); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		nat = medianOf(5, func() {
+			for i := range queries {
+				buf = native.AppendResponse(buf[:0], native.Match(&queries[i]), &opts[i])
+			}
+		})
+	}
+	w := float64(wasm.Microseconds()) / float64(len(reqs))
+	n := float64(nat.Microseconds()) / float64(len(reqs))
+	b.ReportMetric(w, "µs/query-wasm")
+	b.ReportMetric(n, "µs/query-native")
+	b.ReportMetric(w/n, "x-native")
+	fmt.Printf("query on the 10k-ad shard: %.1f µs in wazero, %.1f µs native: %.1fx (target <= 3x)\n", w, n, w/n)
+}
+
+// BenchmarkPage: a page's text matched through the module beside native.
+func BenchmarkPage(b *testing.B) {
+	shard, native, _ := bench10k(b)
+	in := newInstance(b, shard)
+	ctx := context.Background()
+	reqs := generate(catalog.Generate(10000, 1), 50, 10, true)
+	var wasm, nat time.Duration
+	for range b.N {
+		wasm = medianOf(5, func() {
+			for i := range reqs {
+				r := &reqs[i]
+				r.loc, r.lang = "", ""
+				if _, err := in.pageJSON(ctx, r.guest()); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		nat = medianOf(5, func() {
+			for i := range reqs {
+				q, o := reqs[i].native()
+				native.AppendResponse(nil, native.Match(&q), &o)
+			}
+		})
+	}
+	w := float64(wasm.Microseconds()) / float64(len(reqs))
+	n := float64(nat.Microseconds()) / float64(len(reqs))
+	b.ReportMetric(w/n, "x-native")
+	fmt.Printf("page text on the 10k-ad shard: %.1f µs in wazero, %.1f µs native: %.1fx\n", w, n, w/n)
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1e3 }
