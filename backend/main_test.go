@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -50,7 +51,26 @@ func startRun(t *testing.T, args ...string) (string, func() error) {
 
 func TestRunServesSearchAndRedirect(t *testing.T) {
 	data := t.TempDir()
-	base, stop := startRun(t, "-data", data, "-redirect-url", "https://r.example.com/")
+	base, stop := startRun(t, "-data", data, "-redirect-url", "https://r.example.com/",
+		"-partners", filepath.Join("..", "testdata", "partners.example.json"))
+	for _, tt := range []struct {
+		key, site string
+		status    int
+	}{
+		{"demo", "demo", 200},            // kept beside the file's partners
+		{"k-9f2c7a1e", "tech-blog", 200}, // from the file
+		{"k-9f2c7a1e", "reviews", 403},
+		{"nope", "demo", 401},
+	} {
+		res, err := http.Get(base + "/v2/search/link?q=handy&api_key=" + tt.key + "&site_id=" + tt.site)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != tt.status {
+			t.Errorf("key %s site %s: %d, want %d", tt.key, tt.site, res.StatusCode, tt.status)
+		}
+	}
 	res, err := http.Get(base + "/healthz")
 	if err != nil {
 		t.Fatal(err)
