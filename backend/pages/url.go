@@ -109,15 +109,95 @@ func parseCanonical(raw string) (*url.URL, error) {
 		hostport += ":" + port
 	}
 	out := &url.URL{Scheme: scheme, Host: hostport}
-	p := u.EscapedPath()
-	if p == "" {
-		p = "/"
+	p := removeDotSegments(normalizeEscapes(u.EscapedPath()))
+	if p == "" || p[0] != '/' {
+		p = "/" + p
 	}
 	if err := setPath(out, p); err != nil {
 		return nil, badURL("has an invalid path")
 	}
 	out.RawQuery = canonicalQuery(u.RawQuery)
 	return out, nil
+}
+
+// normalizeEscapes applies RFC 3986 6.2.2: percent-escapes in upper case,
+// escaped unreserved characters decoded ("%7e" -> "~", "%c3" -> "%C3").
+func normalizeEscapes(s string) string {
+	if !strings.Contains(s, "%") {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); i++ {
+		if s[i] != '%' || i+2 >= len(s) || !isHex(s[i+1]) || !isHex(s[i+2]) {
+			b.WriteByte(s[i])
+			continue
+		}
+		c := unhex(s[i+1])<<4 | unhex(s[i+2])
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~' {
+			b.WriteByte(c)
+		} else {
+			b.WriteByte('%')
+			b.WriteByte(upperHex(s[i+1]))
+			b.WriteByte(upperHex(s[i+2]))
+		}
+		i += 2
+	}
+	return b.String()
+}
+
+func isHex(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+}
+
+func unhex(c byte) byte {
+	switch {
+	case c >= '0' && c <= '9':
+		return c - '0'
+	case c >= 'a' && c <= 'f':
+		return c - 'a' + 10
+	}
+	return c - 'A' + 10
+}
+
+func upperHex(c byte) byte {
+	if c >= 'a' && c <= 'f' {
+		return c - ('a' - 'A')
+	}
+	return c
+}
+
+// removeDotSegments resolves "." and ".." in an absolute path (RFC 3986
+// 5.2.4), keeping a trailing slash.
+func removeDotSegments(p string) string {
+	if !strings.Contains(p, ".") {
+		return p
+	}
+	segs := strings.Split(p, "/")
+	out := make([]string, 0, len(segs))
+	for i, seg := range segs {
+		last := i == len(segs)-1
+		switch seg {
+		case ".":
+			if last {
+				out = append(out, "")
+			}
+		case "..":
+			if len(out) > 1 {
+				out = out[:len(out)-1]
+			}
+			if last {
+				out = append(out, "")
+			}
+		default:
+			out = append(out, seg)
+		}
+	}
+	r := strings.Join(out, "/")
+	if !strings.HasPrefix(r, "/") {
+		r = "/" + r
+	}
+	return r
 }
 
 // setPath sets an escaped path on u, keeping its escaping.
@@ -175,7 +255,7 @@ func canonicalQuery(raw string) string {
 		if isTracking(k) {
 			continue
 		}
-		pairs = append(pairs, pair{k, kv})
+		pairs = append(pairs, pair{k, normalizeEscapes(kv)})
 	}
 	sort.SliceStable(pairs, func(i, j int) bool {
 		if pairs[i].key != pairs[j].key {

@@ -21,6 +21,11 @@ func TestCanonical(t *testing.T) {
 		{"  http://example.com/x  ", "http://example.com/x"},
 		{"http://[::1]:8080/", "http://[::1]:8080/"},
 		{"http://localhost:8080/demo/index.html?b&a", "http://localhost:8080/demo/index.html?a&b"},
+		{"http://example.com/%c3%a4/%7Euser/%41?q=%c3%a4&r=%7e", "http://example.com/%C3%A4/~user/A?q=%C3%A4&r=~"},
+		{"http://example.com/a/./b/../c/", "http://example.com/a/c/"},
+		{"http://example.com/../../x", "http://example.com/x"},
+		{"http://example.com/a/..", "http://example.com/"},
+		{"http://example.com/a%2Fb", "http://example.com/a%2Fb"},
 	} {
 		got, err := Canonical(c.in)
 		if err != nil || got != c.want {
