@@ -1,0 +1,197 @@
+package shards
+
+import (
+	"encoding/binary"
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/adlink/adlink/backend/catalog"
+	"github.com/adlink/adlink/match"
+)
+
+// BenchmarkShardBytes prints every market shard's size in each encoding for
+// the demo catalog, a generated 10,000-ad catalog and (when it is there) the
+// Icecat catalog, and measures whether Pagefind-style term-range chunking
+// would cut what a page fetches.
+func BenchmarkShardBytes(b *testing.B) {
+	article := articleText(b)
+	catalogs := []struct {
+		name string
+		ads  func() []match.Ad
+	}{
+		{"demo", func() []match.Ad { ads, _ := catalog.Demo(catalog.Options{}); return ads }},
+		{"generated 10k", func() []match.Ad { return catalog.Generate(10000, 1) }},
+		{"icecat", func() []match.Ad {
+			ads, err := catalog.Icecat("../../../shared/data/catalog/icecat")
+			if err != nil {
+				return nil
+			}
+			return ads
+		}},
+	}
+	for range b.N {
+		for _, c := range catalogs {
+			ads := c.ads()
+			if len(ads) == 0 {
+				fmt.Printf("%s: not available, skipped\n", c.name)
+				continue
+			}
+			set, err := Build(buildSource(b, ads), Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ms := make([]match.Market, 0, len(set.Markets()))
+			for m := range set.Markets() {
+				ms = append(ms, m)
+			}
+			sort.Slice(ms, func(i, j int) bool { return ms[i].String() < ms[j].String() })
+			fmt.Printf("%s catalog, %d ads:\n", c.name, len(ads))
+			for _, m := range append(ms, match.Market{}) {
+				blob, name := set.Pick(m.Country, m.Lang), m.String()
+				if m.Country == "" {
+					name = "all markets"
+				}
+				fmt.Printf("  shard %-11s zstd %7.1f KB  gzip %7.1f KB  identity %8.1f KB\n", name,
+					float64(blob.Size(Zstd))/1e3, float64(blob.Size(Gzip))/1e3, float64(blob.Size(Identity))/1e3)
+				if m.Country == "de" && m.Lang == "de" || c.name != "demo" && m.Country == "us" {
+					texts := pageTexts(ads, m)
+					if m.Country == "de" && c.name == "demo" {
+						texts = []string{article}
+					}
+					chunking(blob, texts)
+				}
+			}
+		}
+	}
+}
+
+// chunking simulates Pagefind's layout on a shard: terms in order, cut
+// into chunks of about 25 KB gzip each holding their terms' postings and
+// criteria, plus a small meta file and the ad records of the hits; and
+// reports what pages with the given texts would fetch against the whole
+// shard. It reads the shard's section table (match/shard.go).
+func chunking(blob *Blob, texts []string) {
+	s := blob.Bytes(Identity)
+	sec := func(i int) []byte {
+		off := binary.LittleEndian.Uint32(s[24+8*i:])
+		n := binary.LittleEndian.Uint32(s[24+8*i+4:])
+		return s[off : off+n]
+	}
+	u32 := func(b []byte) []uint32 {
+		v := make([]uint32, len(b)/4)
+		for i := range v {
+			v[i] = binary.LittleEndian.Uint32(b[4*i:])
+		}
+		return v
+	}
+	if binary.LittleEndian.Uint32(s[8:]) != 1 {
+		fmt.Println("    chunking: shard format changed; not measured")
+		return
+	}
+	termOff, termStr := u32(sec(5)), sec(6)
+	postOff, critStart, critOff, critAdOff, termCritOff := u32(sec(7)), u32(sec(10)), u32(sec(11)), u32(sec(13)), u32(sec(15))
+	nTerms := len(termOff) - 1
+	// Bytes a term brings into its chunk: its term text, postings (ad + tf),
+	// the criteria that start with it and its criteria-by-term entries.
+	termBytes := func(t int) int {
+		n := int(termOff[t+1]-termOff[t]) + 4 + 5*int(postOff[t+1]-postOff[t]) + 4*int(termCritOff[t+1]-termCritOff[t])
+		for c := critStart[t]; c < critStart[t+1]; c++ {
+			n += 12 + 4*int(critOff[c+1]-critOff[c]) + 4*int(critAdOff[c+1]-critAdOff[c])
+		}
+		return n
+	}
+	ratio := float64(blob.Size(Gzip)) / float64(len(s))
+	target := int(25e3 / ratio) // 25 KB gzip, as Pagefind keeps chunks
+	chunkOf := make([]int, nTerms)
+	var chunkBytes []int
+	acc := 0
+	for t := range nTerms {
+		if acc >= target || len(chunkBytes) == 0 {
+			chunkBytes = append(chunkBytes, 0)
+			acc = 0
+		}
+		b := termBytes(t)
+		acc += b
+		chunkBytes[len(chunkBytes)-1] += b
+		chunkOf[t] = len(chunkBytes) - 1
+	}
+	records := len(sec(1)) + len(sec(2)) + len(sec(3))
+	nAds := len(sec(3)) / 4
+	term := func(t int) string { return string(termStr[termOff[t]:termOff[t+1]]) }
+	meta := 40 * len(chunkBytes) // first and last term per chunk
+	var fetched []float64
+	var touched []int
+	for _, text := range texts {
+		seen := map[int]bool{}
+		for _, w := range strings.Fields(match.Normalize(text)) {
+			t := sort.Search(nTerms, func(i int) bool { return term(i) >= w })
+			if t < nTerms && term(t) == w {
+				seen[chunkOf[t]] = true
+			}
+		}
+		n := meta
+		for c := range seen {
+			n += chunkBytes[c]
+		}
+		// The ad records of ten hits, as Pagefind's per-page fragments.
+		n += 10 * records / max(nAds, 1)
+		fetched = append(fetched, float64(n)*ratio)
+		touched = append(touched, len(seen))
+	}
+	slices.Sort(fetched)
+	slices.Sort(touched)
+	med := fetched[len(fetched)/2]
+	index := 0
+	for _, n := range chunkBytes {
+		index += n
+	}
+	whole := float64(blob.Size(Gzip))
+	fmt.Printf("    index (terms, postings, criteria) ~%.0f KB gzip in %d term-range chunks of 25 KB; a page's text touches %d of them (median of %d pages): term-range chunks alone do not pay for pages\n",
+		float64(index)*ratio/1e3, len(chunkBytes), touched[len(touched)/2], len(texts))
+	verdict := "does not pay"
+	switch {
+	case whole < 100e3:
+		verdict = "does not pay: the whole shard is smaller than Pagefind's own first query (~100-160 KB)"
+	case med < 0.5*whole:
+		verdict = "would pay, at the cost of a second round trip and a shard format the matcher can open in parts"
+	}
+	fmt.Printf("    ad records ~%.0f KB gzip; fetching the touched chunks and only the hits' records (Pagefind's fragments) ~%.0f KB against %.0f KB for the whole shard: %s\n",
+		float64(records)*ratio/1e3, med/1e3, whole/1e3, verdict)
+}
+
+// pageTexts makes article-length texts from the market's ad titles and
+// filler, as a publisher's page mentions a few products among other words.
+func pageTexts(ads []match.Ad, m match.Market) []string {
+	var titles []string
+	for _, a := range ads {
+		if slices.Contains(a.Markets, m) {
+			titles = append(titles, a.Title)
+		}
+	}
+	filler := strings.Repeat("the test shows that this one is a good choice for most people who want a new device at home and at work ", 6)
+	var out []string
+	for i := 0; i < 15 && len(titles) > 0; i++ {
+		var b strings.Builder
+		for k := range 5 {
+			b.WriteString(titles[(i*7919+k*104729)%len(titles)])
+			b.WriteString(". ")
+			b.WriteString(filler)
+		}
+		out = append(out, b.String())
+	}
+	return out
+}
+
+// articleText is the demo article's words without its markup.
+func articleText(b *testing.B) string {
+	html, err := os.ReadFile("../../web/demo/article.html")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return regexp.MustCompile(`<[^>]*>`).ReplaceAllString(string(html), " ")
+}
