@@ -42,7 +42,8 @@ func open(t testing.TB, dir string, maxQueue int, f PageFetcher, r Reducer, o Op
 	if err != nil {
 		t.Fatal(err)
 	}
-	q, err := OpenBolt(db, maxQueue)
+	// No per-site share here: these tests put every page on one host.
+	q, err := OpenBolt(db, maxQueue, WithPerSite(max(maxQueue, DefaultMaxQueue)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -415,5 +416,45 @@ func TestServiceHostilePagesEndFailed(t *testing.T) {
 	drain(t, e.svc)
 	if res, err := e.svc.Lookup(ctx, u); err != nil || res.Status != StatusAnalysed || res.Lang != "fr" {
 		t.Errorf("latin1: %+v %v", res, err)
+	}
+}
+
+// TestQueueSiteShare checks that one site cannot take more than its share
+// of the queue, counted by registered domain, while other sites still get
+// in.
+func TestQueueSiteShare(t *testing.T) {
+	db, err := bolt.Open(filepath.Join(t.TempDir(), "adlink.db"), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	q, err := OpenBolt(db, 8) // a quarter: 2 per site
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	push := func(u string) error {
+		_, err := q.Push(ctx, u)
+		return err
+	}
+	for _, u := range []string{"https://a.example.co.uk/1", "https://www.a.example.co.uk/2", "http://127.0.0.1:1/x", "http://127.0.0.1:2/y", "https://b.example.org/1"} {
+		if err := push(u); err != nil {
+			t.Fatalf("%s: %v", u, err)
+		}
+	}
+	for _, u := range []string{"https://sub.a.example.co.uk/3", "http://127.0.0.1:3/z"} {
+		if err := push(u); !errors.Is(err, ErrSiteQueueFull) || !errors.Is(err, ErrQueueFull) {
+			t.Fatalf("%s over the site's share: %v", u, err)
+		}
+	}
+	// Pushing a queued page again is no error, share or not.
+	if added, err := q.Push(ctx, "https://a.example.co.uk/1"); added || err != nil {
+		t.Fatalf("again: %v %v", added, err)
+	}
+	if err := q.Done(ctx, "https://a.example.co.uk/1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := push("https://sub.a.example.co.uk/3"); err != nil {
+		t.Fatalf("after one is done: %v", err)
 	}
 }

@@ -6,10 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
+	neturl "net/url"
+	"strings"
 	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	"golang.org/x/net/publicsuffix"
 )
 
 // Record is the stored result of one page's analysis, under the page's
@@ -43,8 +47,13 @@ type Store interface {
 	Put(ctx context.Context, recs ...*Record) error
 }
 
-// ErrQueueFull is returned by Queue.Push when the queue holds its maximum.
+// ErrQueueFull is returned by Queue.Push when the queue holds its maximum,
+// or (wrapped, as ErrSiteQueueFull) its maximum for the page's site.
 var ErrQueueFull = errors.New("page queue is full")
+
+// ErrSiteQueueFull is returned by Queue.Push when the page's site holds its
+// share of the queue; it is an ErrQueueFull.
+var ErrSiteQueueFull = fmt.Errorf("%w for this site", ErrQueueFull)
 
 // Queue is the durable queue of pages waiting for analysis. A page is in it
 // at most once; it stays until Done, so a job taken by a worker that dies is
@@ -71,13 +80,15 @@ var (
 	bucketQueue  = []byte("pages.queue")  // seq -> url, in arrival order
 	bucketQueued = []byte("pages.queued") // url -> seq
 	bucketMeta   = []byte("pages.meta")
+	bucketSites  = []byte("pages.sites") // site key -> jobs queued
 	keyQueueLen  = []byte("queue_len")
 )
 
 // Bolt is the embedded Store and Queue, in the server's bbolt file.
 type Bolt struct {
-	db  *bolt.DB
-	max int
+	db      *bolt.DB
+	max     int
+	perSite int
 
 	mu       sync.Mutex
 	inflight map[string]bool
@@ -90,14 +101,31 @@ var (
 	_ completer = (*Bolt)(nil)
 )
 
+// BoltOption tunes OpenBolt.
+type BoltOption func(*Bolt)
+
+// WithPerSite bounds the jobs one site (registered domain) may have queued
+// at once, so that one publisher, or anyone holding its public api_key,
+// cannot fill the queue for all. The default is a quarter of the queue.
+func WithPerSite(n int) BoltOption {
+	return func(b *Bolt) { b.perSite = n }
+}
+
 // OpenBolt creates the pages buckets in db if needed. maxQueue bounds the
 // queue (0 means DefaultMaxQueue).
-func OpenBolt(db *bolt.DB, maxQueue int) (*Bolt, error) {
+func OpenBolt(db *bolt.DB, maxQueue int, opts ...BoltOption) (*Bolt, error) {
 	if maxQueue <= 0 {
 		maxQueue = DefaultMaxQueue
 	}
+	b := &Bolt{db: db, max: maxQueue, inflight: make(map[string]bool), wake: make(chan struct{})}
+	for _, o := range opts {
+		o(b)
+	}
+	if b.perSite <= 0 {
+		b.perSite = max(1, maxQueue/4)
+	}
 	err := db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketPages, bucketQueue, bucketQueued, bucketMeta} {
+		for _, b := range [][]byte{bucketPages, bucketQueue, bucketQueued, bucketMeta, bucketSites} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -107,7 +135,7 @@ func OpenBolt(db *bolt.DB, maxQueue int) (*Bolt, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pages: creating buckets: %w", err)
 	}
-	return &Bolt{db: db, max: maxQueue, inflight: make(map[string]bool), wake: make(chan struct{})}, nil
+	return b, nil
 }
 
 // Get implements Store.
@@ -153,31 +181,39 @@ func (b *Bolt) Put(_ context.Context, recs ...*Record) error {
 // fsync, done at once rather than batched, since a first request waits on
 // it.
 func (b *Bolt) Push(ctx context.Context, url string) (bool, error) {
-	var queued, full bool
-	err := b.db.View(func(tx *bolt.Tx) error {
-		queued = tx.Bucket(bucketQueued).Get([]byte(url)) != nil
-		full = getUint(tx.Bucket(bucketMeta).Get(keyQueueLen)) >= uint64(b.max)
-		return nil
-	})
-	switch {
-	case err != nil:
-		return false, fmt.Errorf("pages: push: %w", err)
-	case queued:
+	site := []byte(siteKey(url))
+	check := func(tx *bolt.Tx) (queued bool, err error) {
+		if tx.Bucket(bucketQueued).Get([]byte(url)) != nil {
+			return true, nil
+		}
+		if getUint(tx.Bucket(bucketMeta).Get(keyQueueLen)) >= uint64(b.max) {
+			return false, ErrQueueFull
+		}
+		if getUint(tx.Bucket(bucketSites).Get(site)) >= uint64(b.perSite) {
+			return false, ErrSiteQueueFull
+		}
 		return false, nil
-	case full:
-		return false, ErrQueueFull
+	}
+	var queued bool
+	err := b.db.View(func(tx *bolt.Tx) (err error) {
+		queued, err = check(tx)
+		return err
+	})
+	if err != nil || queued {
+		return false, b.pushErr(err)
 	}
 	var added bool
 	err = b.db.Update(func(tx *bolt.Tx) error {
 		added = false
-		queued := tx.Bucket(bucketQueued)
-		if queued.Get([]byte(url)) != nil {
-			return nil
+		if queued, err := check(tx); err != nil || queued {
+			return err
 		}
+		queued := tx.Bucket(bucketQueued)
 		meta := tx.Bucket(bucketMeta)
 		n := getUint(meta.Get(keyQueueLen))
-		if n >= uint64(b.max) {
-			return ErrQueueFull
+		sites := tx.Bucket(bucketSites)
+		if err := sites.Put(site, putUint(getUint(sites.Get(site))+1)); err != nil {
+			return err
 		}
 		q := tx.Bucket(bucketQueue)
 		seq, err := q.NextSequence()
@@ -195,10 +231,7 @@ func (b *Bolt) Push(ctx context.Context, url string) (bool, error) {
 		return meta.Put(keyQueueLen, putUint(n+1))
 	})
 	if err != nil {
-		if errors.Is(err, ErrQueueFull) {
-			return false, ErrQueueFull
-		}
-		return false, fmt.Errorf("pages: push: %w", err)
+		return false, b.pushErr(err)
 	}
 	if added {
 		b.mu.Lock()
@@ -207,6 +240,31 @@ func (b *Bolt) Push(ctx context.Context, url string) (bool, error) {
 		b.mu.Unlock()
 	}
 	return added, nil
+}
+
+func (b *Bolt) pushErr(err error) error {
+	if err == nil || errors.Is(err, ErrQueueFull) {
+		return err
+	}
+	return fmt.Errorf("pages: push: %w", err)
+}
+
+// siteKey is what the per-site share of the queue counts by: the page's
+// registered domain (eTLD+1), or its host when it has none (an IP address,
+// localhost).
+func siteKey(pageURL string) string {
+	u, err := neturl.Parse(pageURL)
+	if err != nil {
+		return ""
+	}
+	host := strings.ToLower(u.Hostname())
+	if net.ParseIP(host) != nil || !strings.Contains(host, ".") {
+		return host
+	}
+	if d, err := publicsuffix.EffectiveTLDPlusOne(host); err == nil {
+		return d
+	}
+	return host
 }
 
 // Pop implements Queue.
@@ -283,6 +341,18 @@ func (b *Bolt) Complete(_ context.Context, url string, recs ...*Record) error {
 		}
 		if err := queued.Delete([]byte(url)); err != nil {
 			return err
+		}
+		sites := tx.Bucket(bucketSites)
+		site := []byte(siteKey(url))
+		switch n := getUint(sites.Get(site)); {
+		case n > 1:
+			if err := sites.Put(site, putUint(n-1)); err != nil {
+				return err
+			}
+		case n == 1:
+			if err := sites.Delete(site); err != nil {
+				return err
+			}
 		}
 		meta := tx.Bucket(bucketMeta)
 		if n := getUint(meta.Get(keyQueueLen)); n > 0 {
