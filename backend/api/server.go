@@ -5,6 +5,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -140,10 +141,10 @@ func (s *server) authorize(ctx context.Context, apiKey, siteID string) (partners
 	switch {
 	case err == nil:
 		return site, nil
-	case err == partners.ErrUnknownKey:
+	case errors.Is(err, partners.ErrUnknownKey):
 		return site, &Error{Status: http.StatusUnauthorized, Code: CodeUnknownAPIKey, Param: "api_key",
 			Message: "api_key is not known", Err: err}
-	case err == partners.ErrForeignSite:
+	case errors.Is(err, partners.ErrForeignSite):
 		return site, &Error{Status: http.StatusForbidden, Code: CodeForeignSite, Param: "site_id",
 			Message: "site_id " + quote(siteID) + " does not belong to this api_key", Err: err}
 	default:
