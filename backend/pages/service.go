@@ -23,6 +23,9 @@ const (
 	DefaultTTL          = 24 * time.Hour
 	DefaultRetryBackoff = 5 * time.Minute
 	DefaultMaxBackoff   = 24 * time.Hour
+	DefaultRetention    = 30 * 24 * time.Hour
+	sweepEvery          = time.Hour
+	sweepBatch          = 10000
 )
 
 // Status is the state of a page as the API reports it.
@@ -75,6 +78,10 @@ type Options struct {
 	// doubles with each failure in a row, up to MaxBackoff.
 	RetryBackoff time.Duration
 	MaxBackoff   time.Duration
+	// Retention is how long a page's record is kept without being
+	// requested and re-analysed; older ones are deleted, so the state file
+	// does not grow without end.
+	Retention time.Duration
 	// Now is the clock; tests set it.
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -129,6 +136,9 @@ func NewService(store Store, queue Queue, fetch PageFetcher, reduce func() Reduc
 	if o.MaxBackoff <= 0 {
 		o.MaxBackoff = DefaultMaxBackoff
 	}
+	if o.Retention <= 0 {
+		o.Retention = DefaultRetention
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -154,6 +164,43 @@ func (s *Service) Start() {
 		s.wg.Add(1)
 		go s.work(ctx)
 	}
+	if _, ok := s.store.(sweeper); ok {
+		s.wg.Add(1)
+		go s.sweepLoop(ctx)
+	}
+}
+
+// sweeper is a Store that can delete old records, as the bbolt one can.
+type sweeper interface {
+	Sweep(ctx context.Context, cutoff time.Time, limit int) (int, error)
+}
+
+func (s *Service) sweepLoop(ctx context.Context) {
+	defer s.wg.Done()
+	t := time.NewTicker(sweepEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			s.Sweep(ctx)
+		}
+	}
+}
+
+// Sweep deletes the records older than the retention; Start runs it every
+// hour. It returns how many it deleted.
+func (s *Service) Sweep(ctx context.Context) int {
+	sw, ok := s.store.(sweeper)
+	if !ok {
+		return 0
+	}
+	n, err := sw.Sweep(ctx, s.o.Now().Add(-s.o.Retention), sweepBatch)
+	if err != nil {
+		s.log.Error("sweeping old page records", "err", err)
+	}
+	return n
 }
 
 // Stop stops the workers and waits for them. A job cut short stays queued

@@ -458,3 +458,28 @@ func TestQueueSiteShare(t *testing.T) {
 		t.Fatalf("after one is done: %v", err)
 	}
 }
+
+func TestServiceSweepsOldRecords(t *testing.T) {
+	base := reviewServer(t, nil)
+	f := newFetcher(t, FetchOptions{AllowPrivate: true})
+	var now atomic.Pointer[time.Time]
+	t0 := time.Now()
+	now.Store(&t0)
+	e := open(t, t.TempDir(), 0, f, fixtureIndex(t), Options{Now: func() time.Time { return *now.Load() }, Retention: 48 * time.Hour})
+	ctx := context.Background()
+	e.svc.Lookup(ctx, base+"/review")
+	e.svc.Start()
+	drain(t, e.svc)
+	if n := e.svc.Sweep(ctx); n != 0 {
+		t.Fatalf("swept %d fresh records", n)
+	}
+	t1 := t0.Add(49 * time.Hour)
+	now.Store(&t1)
+	if n := e.svc.Sweep(ctx); n != 2 { // the analysis and its alias
+		t.Fatalf("swept %d old records, want 2", n)
+	}
+	if res, err := e.svc.Lookup(ctx, base+"/review"); err != nil || res.Status != StatusPending {
+		t.Fatalf("after the sweep: %+v %v, want pending again", res, err)
+	}
+	drain(t, e.svc)
+}

@@ -369,6 +369,41 @@ func (b *Bolt) Complete(_ context.Context, url string, recs ...*Record) error {
 	return nil
 }
 
+// Sweep deletes the records of pages analysed (or failed) before cutoff,
+// at most limit of them, and returns how many it deleted. Aliases go with
+// their age too.
+func (b *Bolt) Sweep(_ context.Context, cutoff time.Time, limit int) (int, error) {
+	var old [][]byte
+	err := b.db.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketPages).Cursor()
+		for k, v := c.First(); k != nil && len(old) < limit; k, v = c.Next() {
+			var r struct {
+				At time.Time `json:"at"`
+			}
+			if json.Unmarshal(v, &r) != nil || r.At.Before(cutoff) {
+				old = append(old, append([]byte(nil), k...))
+			}
+		}
+		return nil
+	})
+	if err != nil || len(old) == 0 {
+		return 0, err
+	}
+	err = b.db.Update(func(tx *bolt.Tx) error {
+		pb := tx.Bucket(bucketPages)
+		for _, k := range old {
+			if err := pb.Delete(k); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("pages: sweep: %w", err)
+	}
+	return len(old), nil
+}
+
 // Release hands a popped job back without doing it, so another Pop may take
 // it.
 func (b *Bolt) Release(url string) {
