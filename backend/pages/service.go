@@ -2,6 +2,16 @@
 // a durable queue of pages waiting for analysis, fetches them safely,
 // extracts their main text and stores the ad criteria they contain, so
 // /v2/page/link can answer with ads that fit the page.
+//
+// A page is unknown, then queued (pending: exactly one job however many
+// first requests arrive, persisted before the request is answered), then
+// analysed or failed. Analyses older than the TTL are served while they are
+// redone; failed pages are tried again after a doubling back-off.
+//
+// Store and Queue are narrow interfaces; Bolt implements both in the
+// server's bbolt file. The Fetcher refuses internal addresses on every
+// connection (after DNS, redirects included), caps redirects, time and the
+// decoded body, accepts only HTML and honours robots.txt.
 package pages
 
 import (
