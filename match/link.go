@@ -112,13 +112,19 @@ func (ix *Index) AppendLinks(dst []byte, hits []Hit, o *LinkOptions) []byte {
 			}
 			dst = appendJSONString(dst, k)
 		}
-		dst = append(dst, `],"ad":`...)
+		dst = append(dst, `],"ad":"`...)
+		dst = appendJSONChars(dst, o.RedirectURL)
+		dst = append(dst, "/v1/redirect?"...)
+		// The query is percent-encoded: '&' is the one byte JSON escapes.
 		q = ix.appendClickQuery(q[:0], h, a, o)
-		url := make([]byte, 0, len(o.RedirectURL)+len("/v1/redirect?")+len(q))
-		url = append(url, o.RedirectURL...)
-		url = append(url, "/v1/redirect?"...)
-		url = append(url, q...)
-		dst = appendJSONString(dst, string(url))
+		for _, c := range q {
+			if c == '&' {
+				dst = append(dst, `\u0026`...)
+			} else {
+				dst = append(dst, c)
+			}
+		}
+		dst = append(dst, '"')
 
 		logo := ix.str(a.logo)
 		dst = append(dst, `,"display_type":`...)
@@ -233,42 +239,63 @@ func AppendQueryEscape(dst []byte, s string) []byte {
 	return dst
 }
 
-// appendJSONString appends s as a JSON string. Like encoding/json it escapes <, >
-// and & (so a response is safe inside a script tag), U+2028 and U+2029 (so
-// JSONP is valid JavaScript), and replaces invalid UTF-8 with U+FFFD.
+// appendJSONString appends s as a JSON string. Like encoding/json it escapes
+// <, > and & (so a response is safe inside a script tag), U+2028 and U+2029
+// (so JSONP is valid JavaScript), and replaces invalid UTF-8 with U+FFFD.
 func appendJSONString(dst []byte, s string) []byte {
-	const hex = "0123456789abcdef"
 	dst = append(dst, '"')
+	dst = appendJSONChars(dst, s)
+	return append(dst, '"')
+}
+
+// jsonSafe marks the ASCII bytes that stand for themselves in our JSON.
+var jsonSafe = func() (t [utf8.RuneSelf]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
+
+// appendJSONChars appends the escaped contents of a JSON string, copying
+// runs of plain bytes at once.
+func appendJSONChars(dst []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]
-		if c < 0x80 {
-			switch {
-			case c == '"' || c == '\\':
+		if c < utf8.RuneSelf {
+			if jsonSafe[c] {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch c {
+			case '"', '\\':
 				dst = append(dst, '\\', c)
-			case c == '\n':
+			case '\n':
 				dst = append(dst, '\\', 'n')
-			case c == '\r':
+			case '\r':
 				dst = append(dst, '\\', 'r')
-			case c == '\t':
+			case '\t':
 				dst = append(dst, '\\', 't')
-			case c < 0x20 || c == '<' || c == '>' || c == '&':
-				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&15])
 			default:
-				dst = append(dst, c)
+				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&15])
 			}
 			i++
+			start = i
 			continue
 		}
 		r, n := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && n == 1:
-			dst = append(dst, `\ufffd`...)
-		case r == 0x2028 || r == 0x2029:
-			dst = append(dst, '\\', 'u', '2', '0', '2', hex[r&15])
-		default:
-			dst = append(dst, s[i:i+n]...)
+		if (r == utf8.RuneError && n == 1) || r == 0x2028 || r == 0x2029 {
+			dst = append(dst, s[start:i]...)
+			if r == utf8.RuneError {
+				dst = append(dst, `\ufffd`...)
+			} else {
+				dst = append(dst, '\\', 'u', '2', '0', '2', hex[r&15])
+			}
+			start = i + n
 		}
 		i += n
 	}
-	return append(dst, '"')
+	return append(dst, s[start:]...)
 }

@@ -211,38 +211,51 @@ func (ix *Index) matchCriteria(in *input, f filter, page bool) []cand {
 		}
 		byCrit[o.crit] = append(byCrit[o.crit], o)
 	}
-	byAd := make(map[uint32]int)
-	var cands []cand
-	var crits [][]uint32 // per candidate, in order of first occurrence
+	// (ad, criterion) pairs sorted by ad group each ad's criteria, in
+	// order of first occurrence, without a map per ad.
+	type pair struct{ ad, ord uint32 }
+	n := 0
 	for _, c := range order {
+		n += int(ix.critAdOff[c+1] - ix.critAdOff[c])
+	}
+	pairs := make([]pair, 0, n)
+	for k, c := range order {
 		for _, e := range ix.critAd[ix.critAdOff[c]:ix.critAdOff[c+1]] {
-			ad := e >> 2
-			if !f.ok(&ix.ads[ad]) {
-				continue
+			if f.ok(&ix.ads[e>>2]) {
+				pairs = append(pairs, pair{e >> 2, uint32(k)})
 			}
-			k, ok := byAd[ad]
-			if !ok {
-				k = len(cands)
-				byAd[ad] = k
-				cands = append(cands, cand{ad: ad})
-				crits = append(crits, nil)
-			}
-			crits[k] = append(crits[k], c)
 		}
+	}
+	slices.SortFunc(pairs, func(a, b pair) int {
+		if a.ad != b.ad {
+			return cmpU32(a.ad, b.ad)
+		}
+		return cmpU32(a.ord, b.ord)
+	})
+	cands := make([]cand, 0, len(pairs))
+	crits := make([][]pair, 0, len(pairs)) // per candidate
+	for i := 0; i < len(pairs); {
+		j := i + 1
+		for j < len(pairs) && pairs[j].ad == pairs[i].ad {
+			j++
+		}
+		cands = append(cands, cand{ad: pairs[i].ad})
+		crits = append(crits, pairs[i:j])
+		i = j
 	}
 	memo := make(map[string]int32)
 	used := make([]bool, len(in.toks))
 	var key []byte
 	for i := range cands {
 		key = key[:0]
-		for _, c := range crits[i] {
-			key = append(key, byte(c), byte(c>>8), byte(c>>16), byte(c>>24))
+		for _, p := range crits[i] {
+			key = append(key, byte(p.ord), byte(p.ord>>8), byte(p.ord>>16), byte(p.ord>>24))
 		}
 		x, ok := memo[string(key)]
 		if !ok {
 			var all []occ
-			for _, c := range crits[i] {
-				all = append(all, byCrit[c]...)
+			for _, p := range crits[i] {
+				all = append(all, byCrit[order[p.ord]]...)
 			}
 			x = int32(len(in.ext))
 			memo[string(key)] = x
@@ -531,8 +544,8 @@ func (ix *Index) top(in *input, cands []cand, size, distinct int) []Hit {
 			}
 			return 0
 		})
-		var hits []Hit
-		var groups []group
+		hits := make([]Hit, 0, size)
+		groups := make([]group, 0, m)
 		for i := range head {
 			c := &head[i]
 			a := &ix.ads[c.ad]
