@@ -1,0 +1,157 @@
+// Package metrics holds adlink's Prometheus metrics in a registry of their
+// own: requests and latency by route and status, the page queue, page
+// analyses by outcome, clicks by billable and reason, and rate-limit
+// rejections. A nil *Metrics is valid and records nothing, so tests and
+// callers that do not care need not build one.
+package metrics
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Metrics are the service's counters, histograms and gauges. Its methods
+// are safe for concurrent use and do nothing on a nil *Metrics.
+type Metrics struct {
+	reg         *prometheus.Registry
+	requests    *prometheus.CounterVec
+	latency     *prometheus.HistogramVec
+	analyses    *prometheus.CounterVec
+	clicks      *prometheus.CounterVec
+	rateLimited *prometheus.CounterVec
+}
+
+// New returns the metrics registered in a new registry, with the Go
+// runtime and process collectors beside them.
+func New() *Metrics {
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "adlink_http_requests_total",
+			Help: "HTTP requests answered, by route pattern, method and status.",
+		}, []string{"route", "method", "status"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "adlink_http_request_duration_seconds",
+			Help:    "Time to answer an HTTP request, by route pattern and status.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}, []string{"route", "status"}),
+		analyses: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "adlink_page_analyses_total",
+			Help: "Page analyses finished, by outcome (analysed, failed).",
+		}, []string{"outcome"}),
+		clicks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "adlink_clicks_total",
+			Help: "Clicks recorded, by whether they are billable and why not.",
+		}, []string{"billable", "reason"}),
+		rateLimited: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "adlink_rate_limited_total",
+			Help: "Requests refused with 429, by the limit they ran into (api_key, ip, site).",
+		}, []string{"limit"}),
+	}
+	m.reg.MustRegister(m.requests, m.latency, m.analyses, m.clicks, m.rateLimited,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// Handler serves the metrics in the Prometheus text format.
+func (m *Metrics) Handler() http.Handler {
+	if m == nil {
+		return http.NotFoundHandler()
+	}
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}
+
+// Registry is the registry the metrics are in, for more collectors and for
+// tests to gather from.
+func (m *Metrics) Registry() *prometheus.Registry {
+	if m == nil {
+		return nil
+	}
+	return m.reg
+}
+
+// Request counts one answered request. route is the mux pattern that
+// matched ("GET /v2/search/link"), never the raw path, so the label set
+// stays small whatever paths clients send.
+func (m *Metrics) Request(route, method string, status int, d time.Duration) {
+	if m == nil {
+		return
+	}
+	s := strconv.Itoa(status)
+	m.requests.WithLabelValues(route, method, s).Inc()
+	m.latency.WithLabelValues(route, s).Observe(d.Seconds())
+}
+
+// Analysis counts one finished page analysis by outcome: "analysed" or
+// "failed".
+func (m *Metrics) Analysis(outcome string) {
+	if m == nil {
+		return
+	}
+	m.analyses.WithLabelValues(outcome).Inc()
+}
+
+// Click counts one recorded click. reason says why a click is not billable
+// ("bad_signature", "expired", "bot", "duplicate"); use "" for a billable
+// one. Keep reasons to a small fixed set: each is a time series.
+func (m *Metrics) Click(billable bool, reason string) {
+	if m == nil {
+		return
+	}
+	m.clicks.WithLabelValues(strconv.FormatBool(billable), reason).Inc()
+}
+
+// RateLimited counts one request refused by a rate limit: "api_key", "ip"
+// or "site".
+func (m *Metrics) RateLimited(limit string) {
+	if m == nil {
+		return
+	}
+	m.rateLimited.WithLabelValues(limit).Inc()
+}
+
+// QueueStats is the page queue as /metrics shows it.
+type QueueStats struct {
+	// Depth is the number of pages queued, those being analysed included.
+	Depth int
+	// OldestAge is how long the oldest queued page has waited; 0 when the
+	// queue is empty.
+	OldestAge time.Duration
+}
+
+// WatchQueue exports the queue's depth and oldest age, read from stats at
+// each scrape.
+func (m *Metrics) WatchQueue(stats func() QueueStats) {
+	if m == nil {
+		return
+	}
+	m.reg.MustRegister(&queueCollector{stats: stats})
+}
+
+var (
+	queueDepthDesc = prometheus.NewDesc("adlink_page_queue_depth",
+		"Pages waiting for analysis, those being analysed included.", nil, nil)
+	queueAgeDesc = prometheus.NewDesc("adlink_page_queue_oldest_age_seconds",
+		"How long the oldest queued page has waited.", nil, nil)
+)
+
+// queueCollector reads the queue once per scrape for both gauges.
+type queueCollector struct {
+	stats func() QueueStats
+}
+
+func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- queueDepthDesc
+	ch <- queueAgeDesc
+}
+
+func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
+	s := c.stats()
+	ch <- prometheus.MustNewConstMetric(queueDepthDesc, prometheus.GaugeValue, float64(s.Depth))
+	ch <- prometheus.MustNewConstMetric(queueAgeDesc, prometheus.GaugeValue, s.OldestAge.Seconds())
+}
