@@ -74,33 +74,21 @@ func parsePage(v url.Values) (pageParams, error) {
 	pp.APIKey = p.required("api_key")
 	pp.SiteID = p.required("site_id")
 	pp.Callback = parseCallback(&p)
-	if s, ok := p.optional("loc"); ok {
-		switch {
-		case s == locUseGeo:
-			pp.Loc = s
-		case isAlpha2(s):
-			pp.Loc = strings.ToLower(s)
-		default:
-			p.errs.invalid("loc", "loc must be a two-letter ISO 3166 country code (de, US) or use_geo, not %s", quote(s))
-		}
-	}
+	pp.Loc = parseLoc(&p)
 	if s, ok := p.optional("fields"); ok {
 		pp.Fields = parseFields(&p.errs, "fields", s, match.PageFieldNames)
 	}
-	if s, ok := p.optional("logo.dim"); ok {
-		if i := slices.Index(match.LogoDims, strings.ToUpper(s)); i >= 0 {
-			pp.LogoDim = match.LogoDims[i]
-		} else {
-			p.errs.invalid("logo.dim", "logo.dim must be one of %s, not %s", strings.Join(match.LogoDims, ", "), quote(s))
-		}
-	}
+	pp.LogoDim = parseLogoDim(&p)
 	if s, ok := p.optional("ad_type"); ok {
+		// As parseKinds, but the page context has no coupons.
 		for _, item := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '+' }) {
-			if !slices.Contains(pageKinds, item) {
+			kind, ok := match.ParseKind(item)
+			if !ok || !slices.Contains(pageKinds, item) {
 				p.errs.invalid("ad_type", "ad_type must be a list of %s; %s is not one", strings.Join(pageKinds, ", "), quote(item))
+				continue
 			}
+			pp.Kinds = pp.Kinds.Add(kind)
 		}
-		pp.Kinds = parseKinds(&p.errs, s)
 	}
 	if err := p.errs.err(); err != nil {
 		return pageParams{}, err

@@ -182,6 +182,7 @@ func TestPageEndToEnd(t *testing.T) {
 		"loc outside": {[]string{"loc", "FR"}, "page/loc_fr.json"},
 		"advertisers": {[]string{"ad_type", "advertiser"}, "page/advertisers.json"},
 		"products":    {[]string{"ad_type", "product", "loc", "de"}, "page/analysed.json"},
+		"both kinds":  {[]string{"ad_type", "advertiser product"}, "page/analysed.json"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			res := pe.get(t, pageQuery(pe.base+"/review", c.query...), nil, "")
@@ -212,6 +213,7 @@ func TestPageBadInput(t *testing.T) {
 		{"metadata address", pageQuery("http://169.254.169.254/latest/meta-data/"), 403, CodeForeignURL, "url"},
 		{"look-alike domain", pageQuery("http://127.0.0.1.evil.example/"), 403, CodeForeignURL, "url"},
 		{"coupon", pageQuery(pe.base+"/review", "ad_type", "coupon"), 400, CodeInvalidParameter, "ad_type"},
+		{"coupon among", pageQuery(pe.base+"/review", "ad_type", "product+coupon"), 400, CodeInvalidParameter, "ad_type"},
 		{"search-only field", pageQuery(pe.base+"/review", "fields", "gtin"), 400, CodeInvalidParameter, "fields"},
 		{"bad loc", pageQuery(pe.base+"/review", "loc", "germany"), 400, CodeInvalidParameter, "loc"},
 		{"bad logo.dim", pageQuery(pe.base+"/review", "logo.dim", "80X80"), 400, CodeInvalidParameter, "logo.dim"},

@@ -97,16 +97,7 @@ func parseSearch(v url.Values) (searchParams, error) {
 	sp.APIKey = p.required("api_key")
 	sp.SiteID = p.required("site_id")
 	sp.Callback = parseCallback(&p)
-	if s, ok := p.optional("loc"); ok {
-		switch {
-		case s == locUseGeo:
-			sp.Loc = s
-		case isAlpha2(s):
-			sp.Loc = strings.ToLower(s)
-		default:
-			p.errs.invalid("loc", "loc must be a two-letter ISO 3166 country code (de, US) or use_geo, not %s", quote(s))
-		}
-	}
+	sp.Loc = parseLoc(&p)
 	if s, ok := p.optional("lang"); ok {
 		switch {
 		case s == langUseLocale:
@@ -120,13 +111,7 @@ func parseSearch(v url.Values) (searchParams, error) {
 	if s, ok := p.optional("fields"); ok {
 		sp.Fields = parseFields(&p.errs, "fields", s, match.SearchFieldNames)
 	}
-	if s, ok := p.optional("logo.dim"); ok {
-		if i := slices.Index(match.LogoDims, strings.ToUpper(s)); i >= 0 {
-			sp.LogoDim = match.LogoDims[i]
-		} else {
-			p.errs.invalid("logo.dim", "logo.dim must be one of %s, not %s", strings.Join(match.LogoDims, ", "), quote(s))
-		}
-	}
+	sp.LogoDim = parseLogoDim(&p)
 	if s, ok := p.optional("ad_type"); ok {
 		sp.Kinds = parseKinds(&p.errs, s)
 	}
@@ -173,6 +158,19 @@ func parseSearch(v url.Values) (searchParams, error) {
 		return searchParams{}, err
 	}
 	return sp, nil
+}
+
+// parseLogoDim reads logo.dim: "" or one of match.LogoDims, any case.
+func parseLogoDim(p *values) string {
+	s, ok := p.optional("logo.dim")
+	if !ok {
+		return ""
+	}
+	if i := slices.Index(match.LogoDims, strings.ToUpper(s)); i >= 0 {
+		return match.LogoDims[i]
+	}
+	p.errs.invalid("logo.dim", "logo.dim must be one of %s, not %s", strings.Join(match.LogoDims, ", "), quote(s))
+	return ""
 }
 
 // parseCallback reads the JSONP callback; an invalid one is a problem, and
