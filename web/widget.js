@@ -140,7 +140,8 @@
     var key = loc + "-" + lang;
     if (!manifests[key]) {
       manifests[key] = getJSON("/v2/shards", { api_key: config.apiKey, site_id: config.siteId, loc: loc, lang: lang }).then(function (r) {
-        if (r.status !== 200 || !r.body || !r.body.shard || !r.body.matcher) throw new Error("adlink: no shard for " + key + " (" + r.status + ")");
+        if (r.status !== 200 || !r.body || !r.body.shard) throw new Error("adlink: no shard for " + key + " (HTTP " + r.status + ")");
+        if (!r.body.matcher) throw new Error("adlink: the server has no matcher.wasm");
         mark("manifest");
         return r.body;
       });
@@ -151,12 +152,12 @@
 
   function compile(url) {
     if (!modulePromise) {
-      var res = fetch(config.base + url, { mode: "cors", credentials: "omit" });
-      modulePromise = (WebAssembly.compileStreaming ? WebAssembly.compileStreaming(res) : Promise.reject())
-        .catch(function () { return res.then(function (r) { return r.clone().arrayBuffer(); }).then(WebAssembly.compile); })
-        .catch(function () {
-          return fetch(config.base + url).then(function (r) { return r.arrayBuffer(); }).then(WebAssembly.compile);
-        });
+      modulePromise = fetch(config.base + url, { mode: "cors", credentials: "omit" }).then(function (r) {
+        if (!r.ok) throw new Error("adlink: matcher.wasm " + r.status);
+        var bytes = function () { return r.arrayBuffer().then(WebAssembly.compile); };
+        // Streaming compiles while the bytes arrive; it needs application/wasm.
+        return WebAssembly.compileStreaming ? WebAssembly.compileStreaming(r.clone()).catch(bytes) : bytes();
+      });
       modulePromise.then(function () { mark("compiled"); }, function () { modulePromise = null; });
     }
     return modulePromise;
@@ -395,7 +396,12 @@
         mark("page_link");
         if (r.status === 200 && r.body && r.body.link && r.body.link.length) return render(r.body.link, "server");
         if (r.status === 200 && r.body && r.body.link && !r.body.status) return { source: "server", links: [] };
-        return local(); // pending, failed, not served, or an error: match here
+        if (r.status === 400 || r.status === 401 || r.status === 403) {
+          // The tag is wrong or the page is not the site's: show nothing.
+          console.warn("adlink: " + (r.body && r.body.error ? r.body.error.message : "HTTP " + r.status));
+          return { source: "none", links: [] };
+        }
+        return local(); // pending, failed, not served, or the server is down: match here
       }, local);
   }
 
