@@ -1,0 +1,161 @@
+// Package ratelimit keeps one token bucket per key (an api_key, a client
+// IP, a site) and forgets buckets that have been idle long enough to be
+// full again, so memory stays bounded however many keys arrive.
+package ratelimit
+
+import (
+	"math"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// Limit is a token bucket: Rate tokens per second refill it up to Burst.
+// A request takes one token.
+type Limit struct {
+	Rate  float64
+	Burst int
+}
+
+// Valid reports whether l limits anything sensibly: a positive rate and
+// burst.
+func (l Limit) Valid() bool { return l.Rate > 0 && l.Burst >= 1 && !math.IsInf(l.Rate, 0) }
+
+// fillTime is how long an empty bucket takes to fill.
+func (l Limit) fillTime() time.Duration {
+	return time.Duration(float64(l.Burst) / l.Rate * float64(time.Second))
+}
+
+// Decision is the outcome of one Allow: whether the request may go on and
+// what the X-RateLimit-* headers and Retry-After report.
+type Decision struct {
+	Allowed bool
+	// Limit is the bucket's size.
+	Limit int
+	// Remaining is the whole tokens left after this request.
+	Remaining int
+	// Reset is how long until the bucket is full again.
+	Reset time.Duration
+	// RetryAfter is, for a refused request, how long until one token is
+	// back.
+	RetryAfter time.Duration
+}
+
+// DefaultMaxKeys bounds the buckets a Set holds when Options leave it 0.
+const DefaultMaxKeys = 100_000
+
+// Set is the buckets of one kind of key. It is safe for concurrent use.
+type Set struct {
+	now     func() time.Time
+	maxKeys int
+
+	mu        sync.Mutex
+	buckets   map[string]*bucket
+	lastSweep time.Time
+}
+
+type bucket struct {
+	lim  *rate.Limiter
+	l    Limit
+	last time.Time // last Allow
+}
+
+// Options tune a Set; the zero value is the default.
+type Options struct {
+	// MaxKeys bounds the buckets held (DefaultMaxKeys). At the bound, full
+	// (idle) buckets are swept; if all are busy, a tenth of them are
+	// dropped, which only ever gives their keys fresh buckets.
+	MaxKeys int
+	// Now is the clock; tests set it.
+	Now func() time.Time
+}
+
+// New returns an empty Set.
+func New(o Options) *Set {
+	if o.MaxKeys <= 0 {
+		o.MaxKeys = DefaultMaxKeys
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return &Set{now: o.Now, maxKeys: o.MaxKeys, buckets: make(map[string]*bucket)}
+}
+
+// sweepEvery is how often Allow looks for idle buckets when the Set is not
+// at its bound.
+const sweepEvery = time.Minute
+
+// Allow takes a token from key's bucket under limit l. A bucket whose limit
+// changed (a partner's new limits) starts again under the new one. An
+// invalid l allows everything.
+func (s *Set) Allow(key string, l Limit) Decision {
+	if !l.Valid() {
+		return Decision{Allowed: true}
+	}
+	now := s.now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := s.buckets[key]
+	if b == nil || b.l != l {
+		if b == nil && len(s.buckets) >= s.maxKeys {
+			s.sweep(now)
+			if len(s.buckets) >= s.maxKeys {
+				s.dropSome()
+			}
+		} else if now.Sub(s.lastSweep) >= sweepEvery {
+			s.sweep(now)
+		}
+		b = &bucket{lim: rate.NewLimiter(rate.Limit(l.Rate), l.Burst), l: l}
+		s.buckets[key] = b
+	}
+	b.last = now
+	d := Decision{Limit: l.Burst, Allowed: b.lim.AllowN(now, 1)}
+	tokens := b.lim.TokensAt(now)
+	d.Remaining = max(0, int(math.Floor(tokens)))
+	d.Reset = seconds((float64(l.Burst) - tokens) / l.Rate)
+	if !d.Allowed {
+		d.RetryAfter = seconds((1 - tokens) / l.Rate)
+	}
+	return d
+}
+
+func seconds(f float64) time.Duration {
+	if f <= 0 {
+		return 0
+	}
+	return time.Duration(math.Ceil(f * float64(time.Second)))
+}
+
+// sweep drops the buckets idle long enough to have filled up: forgetting
+// them changes nothing, since a new bucket starts full. s.mu is held.
+func (s *Set) sweep(now time.Time) {
+	s.lastSweep = now
+	for k, b := range s.buckets {
+		if now.Sub(b.last) >= b.l.fillTime() {
+			delete(s.buckets, k)
+		}
+	}
+}
+
+// dropSome drops a tenth of the buckets, in the map's random order, when
+// every bucket is busy: a flood of new keys then costs one pass per tenth
+// of the bound, not one per key. A dropped key only gets a fresh bucket.
+// s.mu is held.
+func (s *Set) dropSome() {
+	n := max(1, s.maxKeys/10)
+	for k := range s.buckets {
+		if n == 0 {
+			break
+		}
+		delete(s.buckets, k)
+		n--
+	}
+}
+
+// Len returns the number of buckets held.
+func (s *Set) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.buckets)
+}
