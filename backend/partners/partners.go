@@ -35,6 +35,48 @@ type Partner struct {
 	APIKey string `json:"api_key"`
 	Name   string `json:"name,omitempty"`
 	Sites  []Site `json:"sites"`
+	// Limits are the partner's own rate limits; those left zero (all, for
+	// the demo partner) are the server's defaults.
+	Limits Limits `json:"limits,omitzero"`
+}
+
+// Limits are a partner's rate limits. Each zero field means the server's
+// configured default.
+type Limits struct {
+	// RequestsPerSecond is the sustained rate of /v2 requests with the
+	// partner's api_key; Burst is how many may come at once.
+	RequestsPerSecond float64 `json:"requests_per_second,omitempty"`
+	Burst             int     `json:"burst,omitempty"`
+	// PagesPerSecond is the sustained rate at which each of the partner's
+	// sites may queue unseen pages for analysis; PageBurst is how many at
+	// once.
+	PagesPerSecond float64 `json:"pages_per_second,omitempty"`
+	PageBurst      int     `json:"page_burst,omitempty"`
+}
+
+// Or returns l with each zero field taken from def.
+func (l Limits) Or(def Limits) Limits {
+	if l.RequestsPerSecond == 0 {
+		l.RequestsPerSecond = def.RequestsPerSecond
+	}
+	if l.Burst == 0 {
+		l.Burst = def.Burst
+	}
+	if l.PagesPerSecond == 0 {
+		l.PagesPerSecond = def.PagesPerSecond
+	}
+	if l.PageBurst == 0 {
+		l.PageBurst = def.PageBurst
+	}
+	return l
+}
+
+// LimitSource is a Registry that also knows each partner's rate limits, as
+// Static does.
+type LimitSource interface {
+	// Limits returns the limits of the partner with apiKey (zero fields
+	// for the server's defaults), or ErrUnknownKey.
+	Limits(ctx context.Context, apiKey string) (Limits, error)
 }
 
 // Site is a publisher's site and the host names its pages live on.
@@ -69,15 +111,19 @@ func Demo() Partner {
 
 // Static is a Registry held in memory, safe for concurrent use.
 type Static struct {
-	byKey map[string]map[string]Site
+	byKey  map[string]map[string]Site
+	limits map[string]Limits
 }
 
-var _ Registry = (*Static)(nil)
+var (
+	_ Registry    = (*Static)(nil)
+	_ LimitSource = (*Static)(nil)
+)
 
 // NewStatic checks ps (keys and site ids non-empty and unique, at least one
-// domain per site) and returns a registry of them.
+// domain per site, no negative limit) and returns a registry of them.
 func NewStatic(ps []Partner) (*Static, error) {
-	s := &Static{byKey: make(map[string]map[string]Site, len(ps))}
+	s := &Static{byKey: make(map[string]map[string]Site, len(ps)), limits: make(map[string]Limits, len(ps))}
 	var problems []error
 	for i, p := range ps {
 		if p.APIKey == "" {
@@ -88,6 +134,10 @@ func NewStatic(ps []Partner) (*Static, error) {
 			problems = append(problems, fmt.Errorf("partner %d: api_key %q twice", i, p.APIKey))
 			continue
 		}
+		if l := p.Limits; l.RequestsPerSecond < 0 || l.Burst < 0 || l.PagesPerSecond < 0 || l.PageBurst < 0 {
+			problems = append(problems, fmt.Errorf("partner %q: limits must not be negative", p.APIKey))
+		}
+		s.limits[p.APIKey] = p.Limits
 		sites := make(map[string]Site, len(p.Sites))
 		for j, site := range p.Sites {
 			if site.ID == "" {
@@ -129,6 +179,15 @@ func (s *Static) Site(_ context.Context, apiKey, siteID string) (Site, error) {
 		return Site{}, ErrForeignSite
 	}
 	return site, nil
+}
+
+// Limits implements LimitSource.
+func (s *Static) Limits(_ context.Context, apiKey string) (Limits, error) {
+	l, ok := s.limits[apiKey]
+	if !ok {
+		return Limits{}, ErrUnknownKey
+	}
+	return l, nil
 }
 
 // Load reads the partners of a JSON file, {"partners":[...]}, and returns

@@ -86,3 +86,37 @@ func TestLoadDemoOnly(t *testing.T) {
 		t.Fatalf("Load(\"\") = %+v, %v", ps, err)
 	}
 }
+
+func TestStaticLimits(t *testing.T) {
+	ps, err := Load(filepath.Join("..", "..", "testdata", "partners.example.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := NewStatic(ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	def := Limits{RequestsPerSecond: 20, Burst: 40, PagesPerSecond: 0.5, PageBurst: 20}
+	demo, err := reg.Limits(ctx, "demo")
+	if err != nil || demo.Or(def) != def {
+		t.Errorf("demo limits = %+v, %v; want the defaults", demo.Or(def), err)
+	}
+	own, err := reg.Limits(ctx, "k-3b8d0e55")
+	want := Limits{RequestsPerSecond: 100, Burst: 200, PagesPerSecond: 2, PageBurst: 50}
+	if err != nil || own.Or(def) != want {
+		t.Errorf("k-3b8d0e55 limits = %+v, %v; want %+v", own.Or(def), err, want)
+	}
+	if _, err := reg.Limits(ctx, "nope"); !errors.Is(err, ErrUnknownKey) {
+		t.Errorf("unknown key: %v, want ErrUnknownKey", err)
+	}
+	partial := Limits{Burst: 7}.Or(def)
+	if partial.Burst != 7 || partial.RequestsPerSecond != 20 {
+		t.Errorf("partial limits = %+v, want burst 7 and the default rate", partial)
+	}
+	bad := Demo()
+	bad.Limits.Burst = -1
+	if _, err := NewStatic([]Partner{bad}); err == nil || !strings.Contains(err.Error(), "negative") {
+		t.Errorf("negative limit: %v, want an error", err)
+	}
+}
