@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/netip"
 	"net/url"
@@ -45,6 +46,22 @@ type Config struct {
 	// client's ISO 3166 country in, read for loc=use_geo (-country-header,
 	// ADLINK_COUNTRY_HEADER).
 	CountryHeader string
+	// KeyRate and KeyBurst are the default limit of /v2 requests per
+	// api_key, per second and at once (-rate-key, ADLINK_RATE_KEY;
+	// -rate-key-burst, ADLINK_RATE_KEY_BURST). A partner may set its own.
+	KeyRate  float64
+	KeyBurst int
+	// IPRate and IPBurst limit /v1/redirect per client IP (an IPv6 client
+	// per /64), per second and at once (-rate-ip, ADLINK_RATE_IP;
+	// -rate-ip-burst, ADLINK_RATE_IP_BURST).
+	IPRate  float64
+	IPBurst int
+	// PageRate and PageBurst are the default limit of unseen pages each site
+	// may queue for analysis, per second and at once (-rate-pages,
+	// ADLINK_RATE_PAGES; -rate-pages-burst, ADLINK_RATE_PAGES_BURST). A
+	// partner may set its own.
+	PageRate  float64
+	PageBurst int
 }
 
 // Default returns the configuration used when nothing is set.
@@ -53,6 +70,12 @@ func Default() Config {
 		Addr:          "localhost:8080",
 		DataDir:       ".data",
 		CountryHeader: "CF-IPCountry",
+		KeyRate:       50,
+		KeyBurst:      100,
+		IPRate:        2,
+		IPBurst:       20,
+		PageRate:      1,
+		PageBurst:     30,
 		TrustedProxies: []netip.Prefix{
 			netip.MustParsePrefix("127.0.0.1/32"),
 			netip.MustParsePrefix("::1/128"),
@@ -91,6 +114,30 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	if v := getenv("ADLINK_COUNTRY_HEADER"); v != "" {
 		c.CountryHeader = v
 	}
+	envFloat := func(name string, dst *float64) {
+		if v := getenv(name); v != "" {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				bad("%s=%q: want a number", name, v)
+			}
+			*dst = f
+		}
+	}
+	envInt := func(name string, dst *int) {
+		if v := getenv(name); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				bad("%s=%q: want a whole number", name, v)
+			}
+			*dst = n
+		}
+	}
+	envFloat("ADLINK_RATE_KEY", &c.KeyRate)
+	envInt("ADLINK_RATE_KEY_BURST", &c.KeyBurst)
+	envFloat("ADLINK_RATE_IP", &c.IPRate)
+	envInt("ADLINK_RATE_IP_BURST", &c.IPBurst)
+	envFloat("ADLINK_RATE_PAGES", &c.PageRate)
+	envInt("ADLINK_RATE_PAGES_BURST", &c.PageBurst)
 
 	fs := flag.NewFlagSet("adlink", flag.ContinueOnError)
 	fs.SetOutput(out)
@@ -102,6 +149,12 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	fs.BoolVar(&c.FetchAllowPrivate, "fetch-allow-private", c.FetchAllowPrivate, "let the page fetcher reach loopback and private addresses (ADLINK_FETCH_ALLOW_PRIVATE)")
 	fs.StringVar(&proxies, "trusted-proxies", proxies, "comma-separated `CIDRs` whose X-Forwarded-For and country header are trusted (ADLINK_TRUSTED_PROXIES)")
 	fs.StringVar(&c.CountryHeader, "country-header", c.CountryHeader, "request `header` with the client's country, from a trusted proxy (ADLINK_COUNTRY_HEADER)")
+	fs.Float64Var(&c.KeyRate, "rate-key", c.KeyRate, "default /v2 `requests` per second per api_key (ADLINK_RATE_KEY)")
+	fs.IntVar(&c.KeyBurst, "rate-key-burst", c.KeyBurst, "default /v2 `requests` at once per api_key (ADLINK_RATE_KEY_BURST)")
+	fs.Float64Var(&c.IPRate, "rate-ip", c.IPRate, "/v1/redirect `requests` per second per client IP (ADLINK_RATE_IP)")
+	fs.IntVar(&c.IPBurst, "rate-ip-burst", c.IPBurst, "/v1/redirect `requests` at once per client IP (ADLINK_RATE_IP_BURST)")
+	fs.Float64Var(&c.PageRate, "rate-pages", c.PageRate, "default unseen `pages` per second a site may queue (ADLINK_RATE_PAGES)")
+	fs.IntVar(&c.PageBurst, "rate-pages-burst", c.PageBurst, "default unseen `pages` at once a site may queue (ADLINK_RATE_PAGES_BURST)")
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
 	}
@@ -153,6 +206,18 @@ func (c *Config) Validate() error {
 	}
 	if strings.TrimSpace(c.CountryHeader) == "" {
 		bad("country-header is empty")
+	}
+	for _, r := range []struct {
+		name  string
+		rate  float64
+		burst int
+	}{{"rate-key", c.KeyRate, c.KeyBurst}, {"rate-ip", c.IPRate, c.IPBurst}, {"rate-pages", c.PageRate, c.PageBurst}} {
+		if !(r.rate > 0) || math.IsInf(r.rate, 0) {
+			bad("%s %v: want a positive number per second", r.name, r.rate)
+		}
+		if r.burst < 1 {
+			bad("%s-burst %d: want at least 1", r.name, r.burst)
+		}
 	}
 	return errors.Join(problems...)
 }

@@ -48,6 +48,16 @@ func TestLoad(t *testing.T) {
 			},
 		},
 		{
+			name: "rate limits",
+			args: []string{"-rate-key", "5", "-rate-ip-burst", "3", "-rate-pages", "0.25"},
+			env:  map[string]string{"ADLINK_RATE_KEY": "9", "ADLINK_RATE_KEY_BURST": "11", "ADLINK_RATE_IP": "1.5", "ADLINK_RATE_PAGES_BURST": "4"},
+			want: func(c *Config) {
+				c.KeyRate, c.KeyBurst = 5, 11
+				c.IPRate, c.IPBurst = 1.5, 3
+				c.PageRate, c.PageBurst = 0.25, 4
+			},
+		},
+		{
 			name: "wildcard listen address",
 			args: []string{"-addr", ":9090"},
 			want: func(c *Config) { c.Addr, c.RedirectURL = ":9090", "http://localhost:9090" },
@@ -76,12 +86,14 @@ func TestLoad(t *testing.T) {
 
 func TestLoadReportsEveryProblem(t *testing.T) {
 	_, err := Load(
-		[]string{"-addr", "nohostport", "-redirect-url", "ftp://x", "-trusted-proxies", "10.0.0.1,bogus", "-country-header", " "},
-		env(map[string]string{"ADLINK_FETCH_ALLOW_PRIVATE": "maybe"}), io.Discard)
+		[]string{"-addr", "nohostport", "-redirect-url", "ftp://x", "-trusted-proxies", "10.0.0.1,bogus", "-country-header", " ",
+			"-rate-key", "0", "-rate-ip-burst", "0", "-rate-pages", "-1"},
+		env(map[string]string{"ADLINK_FETCH_ALLOW_PRIVATE": "maybe", "ADLINK_RATE_KEY_BURST": "lots"}), io.Discard)
 	if err == nil {
 		t.Fatal("Load accepted a bad configuration")
 	}
-	for _, want := range []string{"ADLINK_FETCH_ALLOW_PRIVATE", `"10.0.0.1"`, `"bogus"`, "addr", "redirect-url", "country-header"} {
+	for _, want := range []string{"ADLINK_FETCH_ALLOW_PRIVATE", `"10.0.0.1"`, `"bogus"`, "addr", "redirect-url", "country-header",
+		"ADLINK_RATE_KEY_BURST", "rate-key 0", "rate-ip-burst 0", "rate-pages -1"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not mention %s:\n%v", want, err)
 		}
