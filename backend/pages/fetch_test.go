@@ -349,3 +349,25 @@ func TestFetchRobotsCachedPerHost(t *testing.T) {
 		t.Fatalf("robots.txt fetched %d times", robots.Load())
 	}
 }
+
+// TestFetchIgnoresProxyEnvironment: a proxy would hide the target's address
+// from the guard, so HTTP_PROXY must not be used.
+func TestFetchIgnoresProxyEnvironment(t *testing.T) {
+	var proxied atomic.Int32
+	proxy := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { proxied.Add(1) }))
+	t.Setenv("HTTP_PROXY", proxy.URL)
+	t.Setenv("http_proxy", proxy.URL)
+	ts := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			http.NotFound(w, r)
+			return
+		}
+		fmt.Fprint(w, htmlPage)
+	}))
+	port := ts.Listener.Addr().(*net.TCPAddr).Port
+	f := newFetcher(t, FetchOptions{AllowPrivate: true, Resolve: testResolver(map[string]string{"pages.test": "127.0.0.1"})})
+	doc, err := f.Fetch(context.Background(), fmt.Sprintf("http://pages.test:%d/", port))
+	if err != nil || !strings.Contains(doc.HTML, "Hello world.") || proxied.Load() != 0 {
+		t.Fatalf("%v %v, %d requests through the proxy", doc, err, proxied.Load())
+	}
+}

@@ -95,6 +95,9 @@ type Options struct {
 	// Now is the clock; tests set it.
 	Now    func() time.Time
 	Logger *slog.Logger
+	// OnAnalysis, when set, is told the outcome of each finished analysis,
+	// "analysed" or "failed", for the service's metrics.
+	OnAnalysis func(outcome string)
 }
 
 // Result is what the service knows of a page.
@@ -230,6 +233,26 @@ func (s *Service) Stop() {
 // analysis when it is unknown, failed long enough ago or older than the
 // TTL. It returns ErrQueueFull when an unknown page cannot be queued.
 func (s *Service) Lookup(ctx context.Context, pageURL string) (*Result, error) {
+	return s.LookupAdmit(ctx, pageURL, nil)
+}
+
+// LookupAdmit is Lookup with a gate on new work, such as a per-site rate
+// limit: admit, when not nil, is called before a page that is not queued
+// yet is queued, and an error from it is returned instead (for an unknown
+// page) or skips the re-analysis (for a stale or failed one). Looking up a
+// page already queued does not call it, so polling a pending page costs
+// nothing.
+func (s *Service) LookupAdmit(ctx context.Context, pageURL string, admit func() error) (*Result, error) {
+	gate := func() error {
+		if admit == nil {
+			return nil
+		}
+		queued, err := s.queue.Queued(ctx, pageURL)
+		if err != nil || queued {
+			return err
+		}
+		return admit()
+	}
 	rec, err := s.store.Get(ctx, pageURL)
 	if err != nil {
 		return nil, err
@@ -243,15 +266,21 @@ func (s *Service) Lookup(ctx context.Context, pageURL string) (*Result, error) {
 	}
 	now := s.o.Now()
 	if rec == nil {
+		if err := gate(); err != nil {
+			return nil, err
+		}
 		if _, err := s.queue.Push(ctx, pageURL); err != nil {
 			return nil, err
 		}
 		return &Result{Status: StatusPending, URL: pageURL, RetryAfter: s.retryAfter(ctx)}, nil
 	}
 	if rec.Failed && !now.Before(rec.RetryAt) || !rec.Failed && now.Sub(rec.At) > s.o.TTL {
-		// Serve what we have while it is redone; a full queue only delays.
-		if _, err := s.queue.Push(ctx, pageURL); err != nil && !errors.Is(err, ErrQueueFull) {
-			return nil, err
+		// Serve what we have while it is redone; a full queue or a refusal
+		// by admit only delays.
+		if gate() == nil {
+			if _, err := s.queue.Push(ctx, pageURL); err != nil && !errors.Is(err, ErrQueueFull) {
+				return nil, err
+			}
 		}
 	}
 	res := &Result{URL: rec.URL, Lang: rec.Lang}
@@ -261,6 +290,32 @@ func (s *Service) Lookup(ctx context.Context, pageURL string) (*Result, error) {
 	}
 	res.Status, res.Title, res.Text = StatusAnalysed, rec.Title, rec.Text
 	return res, nil
+}
+
+// oldester is a Queue that knows when its oldest job was queued, as the
+// bbolt one does.
+type oldester interface {
+	Oldest() (time.Time, bool, error)
+}
+
+// QueueStats returns how many pages are queued, those being analysed
+// included, and how long the oldest has waited (0 when the queue is empty
+// or cannot tell).
+func (s *Service) QueueStats(ctx context.Context) (depth int, oldest time.Duration, err error) {
+	depth, err = s.queue.Len(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	if o, ok := s.queue.(oldester); ok {
+		at, ok, err := o.Oldest()
+		if err != nil {
+			return depth, 0, err
+		}
+		if ok {
+			oldest = max(0, time.Since(at)) // the queue stamps jobs with the real clock
+		}
+	}
+	return depth, oldest, nil
 }
 
 // retryAfter estimates when a newly queued page will be analysed.
@@ -373,6 +428,13 @@ func (s *Service) work(ctx context.Context) {
 		}
 		if err := s.complete(ctx, pageURL, recs); err != nil {
 			s.log.Error("storing page analysis", "url", pageURL, "err", err)
+		}
+		if s.o.OnAnalysis != nil && len(recs) > 0 {
+			outcome := "analysed"
+			if recs[0].Failed {
+				outcome = "failed"
+			}
+			s.o.OnAnalysis(outcome)
 		}
 		d := time.Since(start)
 		old := s.jobNanos.Load()

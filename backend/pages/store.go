@@ -93,6 +93,10 @@ type Bolt struct {
 	mu       sync.Mutex
 	inflight map[string]bool
 	wake     chan struct{}
+	// pushed is when each job was queued by this process; jobs found at
+	// open count from opened. Bounded by the queue's maximum.
+	pushed map[string]time.Time
+	opened time.Time
 }
 
 var (
@@ -117,7 +121,8 @@ func OpenBolt(db *bolt.DB, maxQueue int, opts ...BoltOption) (*Bolt, error) {
 	if maxQueue <= 0 {
 		maxQueue = DefaultMaxQueue
 	}
-	b := &Bolt{db: db, max: maxQueue, inflight: make(map[string]bool), wake: make(chan struct{})}
+	b := &Bolt{db: db, max: maxQueue, inflight: make(map[string]bool), wake: make(chan struct{}),
+		pushed: make(map[string]time.Time), opened: time.Now()}
 	for _, o := range opts {
 		o(b)
 	}
@@ -235,6 +240,7 @@ func (b *Bolt) Push(ctx context.Context, url string) (bool, error) {
 	}
 	if added {
 		b.mu.Lock()
+		b.pushed[url] = time.Now()
 		close(b.wake)
 		b.wake = make(chan struct{})
 		b.mu.Unlock()
@@ -362,6 +368,9 @@ func (b *Bolt) Complete(_ context.Context, url string, recs ...*Record) error {
 	})
 	b.mu.Lock()
 	delete(b.inflight, url)
+	if err == nil {
+		delete(b.pushed, url)
+	}
 	b.mu.Unlock()
 	if err != nil {
 		return fmt.Errorf("pages: complete %s: %w", url, err)
@@ -422,6 +431,28 @@ func (b *Bolt) Queued(_ context.Context, url string) (bool, error) {
 		return nil
 	})
 	return ok, err
+}
+
+// Oldest returns when the oldest queued job was queued (for a job left by
+// an earlier process, when this one opened the queue); ok is false when the
+// queue is empty.
+func (b *Bolt) Oldest() (at time.Time, ok bool, err error) {
+	var url string
+	err = b.db.View(func(tx *bolt.Tx) error {
+		if _, v := tx.Bucket(bucketQueue).Cursor().First(); v != nil {
+			url = string(v)
+		}
+		return nil
+	})
+	if err != nil || url == "" {
+		return time.Time{}, false, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if t, ok := b.pushed[url]; ok {
+		return t, true, nil
+	}
+	return b.opened, true, nil
 }
 
 // Len implements Queue.
