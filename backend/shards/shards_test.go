@@ -204,3 +204,16 @@ func TestManifest(t *testing.T) {
 		t.Errorf("manifest without market: %s", set.Manifest("", ""))
 	}
 }
+
+// FuzzNegotiate: any Accept-Encoding and If-None-Match header gives an
+// encoding we keep, without a panic.
+func FuzzNegotiate(f *testing.F) {
+	f.Add("gzip, deflate, br, zstd", `"x", W/"y"`)
+	f.Add("zstd;q=0.5,*;q=0,identity;q=", "*")
+	f.Fuzz(func(t *testing.T, ae, inm string) {
+		if e := Negotiate(ae); e >= numEncodings {
+			t.Fatalf("Negotiate(%q) = %d", ae, e)
+		}
+		etagMatch(inm, `"abc"`)
+	})
+}
