@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/goccy/go-json"
@@ -29,6 +30,10 @@ type Click struct {
 	// when there is one).
 	IP        string `json:"ip"`
 	UserAgent string `json:"user_agent,omitempty"`
+	// Billable says whether the click is paid for; Reason says why not
+	// (one of Reasons) and is empty for a billable click.
+	Billable bool   `json:"billable"`
+	Reason   string `json:"reason,omitempty"`
 }
 
 // Recorder is what the redirect handler needs of a click log.
@@ -42,7 +47,22 @@ var bucket = []byte("clicks")
 // Log is a click log in a bbolt file; safe for concurrent use.
 type Log struct {
 	db *bolt.DB
+
+	// Group commit: clicks that arrive while a commit is running wait in
+	// queue and go into the next one together.
+	mu    sync.Mutex
+	busy  bool // a commit is running or its successor is being woken
+	queue []*pending
 }
+
+// pending is one click waiting for its commit.
+type pending struct {
+	put  func(*bolt.Tx) error
+	done chan error // its commit's result, or errLead
+}
+
+// errLead tells a waiting click that it is to run the next commit.
+var errLead = errors.New("clicks: lead the next commit")
 
 var _ Recorder = (*Log)(nil)
 
@@ -58,9 +78,10 @@ func New(db *bolt.DB) (*Log, error) {
 	return &Log{db: db}, nil
 }
 
-// Append commits c to the file and returns once it is fsync'd. Concurrent
-// calls share one commit (bbolt's Batch), so a burst of clicks costs a few
-// fsyncs, not one each. c.Time must be set.
+// Append commits c to the file and returns once it is fsync'd. Clicks
+// that arrive while a commit runs share the next one (group commit): an
+// idle log commits a click at once, a busy one costs one fsync per batch,
+// not per click. c.Time must be set.
 func (l *Log) Append(ctx context.Context, c Click) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -68,22 +89,73 @@ func (l *Log) Append(ctx context.Context, c Click) error {
 	if c.Time.IsZero() {
 		return errors.New("clicks: click without time")
 	}
+	put, err := putClick(c)
+	if err != nil {
+		return err
+	}
+	if err := l.commit(&pending{put: put, done: make(chan error, 1)}); err != nil {
+		return fmt.Errorf("clicks: append: %w", err)
+	}
+	return nil
+}
+
+// commit queues p and returns its commit's result. The click that finds no
+// commit running runs one for everything queued, then wakes the first
+// click queued meanwhile to run the next: no goroutine of its own, and no
+// click waits longer than the commit before its own.
+func (l *Log) commit(p *pending) error {
+	l.mu.Lock()
+	l.queue = append(l.queue, p)
+	if l.busy {
+		l.mu.Unlock()
+		if err := <-p.done; err != errLead {
+			return err
+		}
+		l.mu.Lock()
+	}
+	l.busy = true
+	batch := l.queue
+	l.queue = nil
+	l.mu.Unlock()
+
+	err := l.db.Update(func(tx *bolt.Tx) error {
+		for _, b := range batch {
+			if err := b.put(tx); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+
+	l.mu.Lock()
+	if len(l.queue) > 0 {
+		l.queue[0].done <- errLead
+	} else {
+		l.busy = false
+	}
+	l.mu.Unlock()
+	for _, b := range batch {
+		if b != p {
+			b.done <- err
+		}
+	}
+	return err
+}
+
+// putClick returns the transaction function that stores c.
+func putClick(c Click) (func(*bolt.Tx) error, error) {
 	v, err := json.Marshal(c)
 	if err != nil {
-		return fmt.Errorf("clicks: %w", err)
+		return nil, fmt.Errorf("clicks: %w", err)
 	}
-	err = l.db.Batch(func(tx *bolt.Tx) error {
+	return func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucket)
 		seq, err := b.NextSequence()
 		if err != nil {
 			return err
 		}
 		return b.Put(key(c.Time, seq), v)
-	})
-	if err != nil {
-		return fmt.Errorf("clicks: append: %w", err)
-	}
-	return nil
+	}, nil
 }
 
 // key orders clicks by time; the bucket's sequence, unique for the life of

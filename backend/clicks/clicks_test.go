@@ -135,3 +135,29 @@ func TestAppendRejects(t *testing.T) {
 		t.Errorf("rejected clicks were stored: %+v", got)
 	}
 }
+
+// A click whose commit fails reports it, and the log keeps working for
+// the clicks queued behind it.
+func TestAppendReportsCommitFailure(t *testing.T) {
+	db, err := store.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := New(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Go(func() {
+			if err := l.Append(context.Background(), Click{Time: time.Unix(1, 0), AdID: "x"}); err == nil {
+				t.Error("Append on a closed file succeeded")
+			}
+		})
+	}
+	wg.Wait()
+	if l.busy || len(l.queue) != 0 {
+		t.Errorf("after failed commits: busy %v, %d queued", l.busy, len(l.queue))
+	}
+}

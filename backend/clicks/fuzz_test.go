@@ -1,0 +1,123 @@
+package clicks
+
+import (
+	"testing"
+	"time"
+)
+
+// FuzzVerify feeds Verify arbitrary parameters, exp and sig: it never
+// panics, a signature verifies only the parameters and exp it was made
+// for, and a valid signature changed in any byte never verifies.
+func FuzzVerify(f *testing.F) {
+	ks := testKeys(f, "k1", "k0")
+	other := testKeys(f, "k0", "k1")
+	p := sample()
+	exp, sig := ks.Sign(&p, t0.Add(time.Hour))
+	f.Add(p.AdID, p.Criterion, p.SiteID, exp, sig, 0, byte(0))
+	e0, s0 := other.Sign(&p, t0.Add(time.Hour))
+	f.Add(p.AdID, p.Criterion, p.SiteID, e0, s0, 0, byte(0))
+	f.Add(p.AdID, p.Criterion, p.SiteID, exp, sig, len(sig)-1, byte(1))
+	f.Add(p.AdID, p.Criterion, p.SiteID, exp, sig, 3, byte(0x20))
+	f.Add("x", "", "", "", "", 0, byte(0))
+	f.Add(p.AdID, p.Criterion, p.SiteID, "99999999999999999999", "k1."+sig[3:], 1, byte(0xff))
+	f.Add("a", "b", "c", "1", "k0.AAAA", 0, byte(0))
+	f.Fuzz(func(t *testing.T, adID, criterion, siteID, exp, sig string, pos int, flip byte) {
+		q := p
+		q.AdID, q.Criterion, q.SiteID = adID, criterion, siteID
+		r := ks.Verify(&q, exp, sig, t0)
+		switch r {
+		case "", ReasonUnsigned, ReasonForged, ReasonExpired:
+		default:
+			t.Fatalf("reason %q", r)
+		}
+		if r == "" {
+			// Only what Sign made verifies: by the first key or the second.
+			e := time.Unix(mustExp(t, exp), 0)
+			e1, s1 := ks.Sign(&q, e)
+			e0, s0 := other.Sign(&q, e)
+			if (e1 != exp || s1 != sig) && (e0 != exp || s0 != sig) {
+				t.Fatalf("%+v exp %q sig %q verifies but was never signed", q, exp, sig)
+			}
+		}
+		// Sign what we were given and flip one byte of the result.
+		if e, ok := parseExp(exp); ok && e > t0.Unix() {
+			_, good := ks.Sign(&q, time.Unix(e, 0))
+			if ks.Verify(&q, exp, good, t0) != "" {
+				t.Fatalf("a fresh signature of %+v exp %s does not verify", q, exp)
+			}
+			if flip != 0 {
+				b := []byte(good)
+				i := pos % len(b)
+				if i < 0 {
+					i = -i
+				}
+				b[i] ^= flip
+				if got := ks.Verify(&q, exp, string(b), t0); got == "" {
+					t.Fatalf("sig %q with byte %d ^ %#x still verifies", good, i, flip)
+				}
+			}
+		}
+	})
+}
+
+func mustExp(t *testing.T, s string) int64 {
+	e, ok := parseExp(s)
+	if !ok {
+		t.Fatalf("exp %q verified but does not parse", s)
+	}
+	return e
+}
+
+// FuzzVerifyToken: any token never panics; a token verifies only for the
+// key and site it was made for, and a changed byte never verifies.
+func FuzzVerifyToken(f *testing.F) {
+	ks := testKeys(f, "k1", "k0")
+	tok := ks.Token("demo", "demo", t0.Add(time.Hour))
+	f.Add("demo", "demo", tok, 0, byte(0))
+	f.Add("demo", "blog", tok, 0, byte(0))
+	f.Add("demo", "demo", tok, len(tok)-1, byte(1))
+	f.Add("demo", "demo", tok, 2, byte('.'))
+	f.Add("", "", "k1..", 0, byte(0))
+	f.Add("demo", "demo", "k1.1.AAAA", 0, byte(0))
+	f.Fuzz(func(t *testing.T, apiKey, siteID, tok string, pos int, flip byte) {
+		r := ks.VerifyToken(apiKey, siteID, tok, t0)
+		switch r {
+		case "", ReasonUnsigned, ReasonForged, ReasonExpired:
+		default:
+			t.Fatalf("reason %q", r)
+		}
+		if r == "" {
+			// Then tok must be exactly what Token makes for its exp.
+			_, rest, _ := cutDot(tok)
+			exp, _, _ := cutDot(rest)
+			e, _ := parseExp(exp)
+			if want := ks.Token(apiKey, siteID, time.Unix(e, 0)); tok[len(tok)-macLen:] != want[len(want)-macLen:] {
+				t.Fatalf("token %q for %q %q verifies but was never made", tok, apiKey, siteID)
+			}
+		}
+		good := ks.Token(apiKey, siteID, t0.Add(time.Hour))
+		if ks.VerifyToken(apiKey, siteID, good, t0) != "" {
+			t.Fatalf("a fresh token for %q %q does not verify", apiKey, siteID)
+		}
+		if flip != 0 {
+			b := []byte(good)
+			i := pos % len(b)
+			if i < 0 {
+				i = -i
+			}
+			b[i] ^= flip
+			if ks.VerifyToken(apiKey, siteID, string(b), t0) == "" {
+				t.Fatalf("token %q with byte %d ^ %#x still verifies", good, i, flip)
+			}
+		}
+	})
+}
+
+func cutDot(s string) (before, after string, ok bool) {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '.' {
+			return s[:i], s[i+1:], true
+		}
+	}
+	return s, "", false
+}
