@@ -15,6 +15,9 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
+
+	"github.com/adlink/adlink/backend/clicks"
 )
 
 // Config is everything the server needs to start.
@@ -62,6 +65,19 @@ type Config struct {
 	// partner may set its own.
 	PageRate  float64
 	PageBurst int
+	// ClickKeys sign click URLs and site tokens: the first signs, every one
+	// verifies, so a key can rotate (-click-keys, ADLINK_CLICK_KEYS,
+	// "kid:base64secret,..."; prefer the variable, a flag shows in the
+	// process list). With none the server generates a key in DataDir on
+	// first start and keeps it there.
+	ClickKeys []clicks.Key
+	// ClickTTL is how long a click URL the server signed stays billable
+	// (-click-ttl, ADLINK_CLICK_TTL).
+	ClickTTL time.Duration
+	// SiteTokenTTL is how long the site token of a shard manifest, which
+	// the page puts in the click URLs it makes, stays billable
+	// (-site-token-ttl, ADLINK_SITE_TOKEN_TTL).
+	SiteTokenTTL time.Duration
 }
 
 // Default returns the configuration used when nothing is set.
@@ -76,6 +92,8 @@ func Default() Config {
 		IPBurst:       20,
 		PageRate:      1,
 		PageBurst:     30,
+		ClickTTL:      24 * time.Hour,
+		SiteTokenTTL:  time.Hour,
 		TrustedProxies: []netip.Prefix{
 			netip.MustParsePrefix("127.0.0.1/32"),
 			netip.MustParsePrefix("::1/128"),
@@ -138,6 +156,18 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	envInt("ADLINK_RATE_IP_BURST", &c.IPBurst)
 	envFloat("ADLINK_RATE_PAGES", &c.PageRate)
 	envInt("ADLINK_RATE_PAGES_BURST", &c.PageBurst)
+	envDuration := func(name string, dst *time.Duration) {
+		if v := getenv(name); v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil {
+				bad("%s=%q: want a duration such as 24h", name, v)
+			}
+			*dst = d
+		}
+	}
+	envDuration("ADLINK_CLICK_TTL", &c.ClickTTL)
+	envDuration("ADLINK_SITE_TOKEN_TTL", &c.SiteTokenTTL)
+	clickKeys := getenv("ADLINK_CLICK_KEYS")
 
 	fs := flag.NewFlagSet("adlink", flag.ContinueOnError)
 	fs.SetOutput(out)
@@ -155,6 +185,12 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	fs.IntVar(&c.IPBurst, "rate-ip-burst", c.IPBurst, "/v1/redirect `requests` at once per client IP (ADLINK_RATE_IP_BURST)")
 	fs.Float64Var(&c.PageRate, "rate-pages", c.PageRate, "default unseen `pages` per second a site may queue (ADLINK_RATE_PAGES)")
 	fs.IntVar(&c.PageBurst, "rate-pages-burst", c.PageBurst, "default unseen `pages` at once a site may queue (ADLINK_RATE_PAGES_BURST)")
+	// A func flag: -h must not print the keys from the environment as
+	// the default.
+	fs.Func("click-keys", "click signing `keys` kid:base64secret,...; the first signs; none: one generated in the data directory (ADLINK_CLICK_KEYS, preferred)",
+		func(s string) error { clickKeys = s; return nil })
+	fs.DurationVar(&c.ClickTTL, "click-ttl", c.ClickTTL, "how long a signed click URL stays billable (ADLINK_CLICK_TTL)")
+	fs.DurationVar(&c.SiteTokenTTL, "site-token-ttl", c.SiteTokenTTL, "how long the page's site token stays billable (ADLINK_SITE_TOKEN_TTL)")
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
 	}
@@ -170,6 +206,11 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 			continue
 		}
 		c.TrustedProxies = append(c.TrustedProxies, p.Masked())
+	}
+	if keys, err := clicks.ParseKeys(clickKeys); err != nil {
+		bad("click-keys: %w", err)
+	} else {
+		c.ClickKeys = keys
 	}
 	if c.RedirectURL == "" {
 		c.RedirectURL = "http://" + publicAddr(c.Addr)
@@ -218,6 +259,15 @@ func (c *Config) Validate() error {
 		if r.burst < 1 {
 			bad("%s-burst %d: want at least 1", r.name, r.burst)
 		}
+	}
+	if _, err := clicks.NewKeys(c.ClickKeys...); err != nil && len(c.ClickKeys) > 0 {
+		bad("click-keys: %w", err)
+	}
+	if c.ClickTTL <= 0 {
+		bad("click-ttl %v: want a positive duration", c.ClickTTL)
+	}
+	if c.SiteTokenTTL <= 0 {
+		bad("site-token-ttl %v: want a positive duration", c.SiteTokenTTL)
 	}
 	return errors.Join(problems...)
 }

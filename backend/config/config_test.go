@@ -1,11 +1,17 @@
 package config
 
 import (
+	"bytes"
+	"errors"
+	"flag"
 	"io"
 	"net/netip"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/adlink/adlink/backend/clicks"
 )
 
 func env(m map[string]string) func(string) string {
@@ -58,6 +64,16 @@ func TestLoad(t *testing.T) {
 			},
 		},
 		{
+			name: "click keys",
+			args: []string{"-click-ttl", "2h"},
+			env: map[string]string{"ADLINK_CLICK_KEYS": "new:" + strings.Repeat("A", 43) + ",old:" + strings.Repeat("_", 22),
+				"ADLINK_CLICK_TTL": "1h", "ADLINK_SITE_TOKEN_TTL": "15m"},
+			want: func(c *Config) {
+				c.ClickKeys = []clicks.Key{{ID: "new", Secret: make([]byte, 32)}, {ID: "old", Secret: bytes.Repeat([]byte{0xff}, 16)}}
+				c.ClickTTL, c.SiteTokenTTL = 2*time.Hour, 15*time.Minute
+			},
+		},
+		{
 			name: "wildcard listen address",
 			args: []string{"-addr", ":9090"},
 			want: func(c *Config) { c.Addr, c.RedirectURL = ":9090", "http://localhost:9090" },
@@ -87,16 +103,27 @@ func TestLoad(t *testing.T) {
 func TestLoadReportsEveryProblem(t *testing.T) {
 	_, err := Load(
 		[]string{"-addr", "nohostport", "-redirect-url", "ftp://x", "-trusted-proxies", "10.0.0.1,bogus", "-country-header", " ",
-			"-rate-key", "0", "-rate-ip-burst", "0", "-rate-pages", "-1"},
-		env(map[string]string{"ADLINK_FETCH_ALLOW_PRIVATE": "maybe", "ADLINK_RATE_KEY_BURST": "lots"}), io.Discard)
+			"-rate-key", "0", "-rate-ip-burst", "0", "-rate-pages", "-1", "-click-keys", "k1:c2hvcnQ", "-site-token-ttl", "0s"},
+		env(map[string]string{"ADLINK_FETCH_ALLOW_PRIVATE": "maybe", "ADLINK_RATE_KEY_BURST": "lots", "ADLINK_CLICK_TTL": "a day"}), io.Discard)
 	if err == nil {
 		t.Fatal("Load accepted a bad configuration")
 	}
 	for _, want := range []string{"ADLINK_FETCH_ALLOW_PRIVATE", `"10.0.0.1"`, `"bogus"`, "addr", "redirect-url", "country-header",
-		"ADLINK_RATE_KEY_BURST", "rate-key 0", "rate-ip-burst 0", "rate-pages -1"} {
+		"ADLINK_RATE_KEY_BURST", "rate-key 0", "rate-ip-burst 0", "rate-pages -1",
+		`click key "k1": secret of 5 bytes`, "ADLINK_CLICK_TTL", "site-token-ttl 0s"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not mention %s:\n%v", want, err)
 		}
+	}
+}
+
+// -h shows no secret that the environment holds.
+func TestUsageHidesClickKeys(t *testing.T) {
+	var out strings.Builder
+	secret := strings.Repeat("S", 43)
+	_, err := Load([]string{"-h"}, env(map[string]string{"ADLINK_CLICK_KEYS": "k:" + secret}), &out)
+	if !errors.Is(err, flag.ErrHelp) || !strings.Contains(out.String(), "-click-keys") || strings.Contains(out.String(), secret) {
+		t.Errorf("%v\n%s", err, out.String())
 	}
 }
 
