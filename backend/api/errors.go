@@ -80,6 +80,22 @@ func (e *Error) body() []byte {
 	return b
 }
 
+// bodyWithID is the error body with the request id, which a client quotes
+// when it reports a 5xx.
+func (e *Error) bodyWithID(id string) []byte {
+	type detail struct {
+		errorDetail
+		RequestID string `json:"request_id"`
+	}
+	b, err := json.Marshal(struct {
+		Error detail `json:"error"`
+	}{detail{errorDetail{Code: e.Code, Message: e.Message, Param: e.Param}, id}})
+	if err != nil {
+		return e.body()
+	}
+	return b
+}
+
 // problems collects every bad parameter of a request so that one answer
 // names them all.
 type problems []*Error

@@ -30,9 +30,10 @@ const queueFullRetry = 5 * time.Second
 // Pages is the page context as the page handler uses it; *pages.Service
 // is the real one.
 type Pages interface {
-	// Lookup returns what is known of a canonical page URL, queueing it
-	// when needed; pages.ErrQueueFull when it cannot be queued.
-	Lookup(ctx context.Context, pageURL string) (*pages.Result, error)
+	// LookupAdmit returns what is known of a canonical page URL, queueing
+	// it when needed; pages.ErrQueueFull when it cannot be queued, or
+	// admit's error when admit refuses a page not queued yet.
+	LookupAdmit(ctx context.Context, pageURL string, admit func() error) (*pages.Result, error)
 }
 
 var _ Pages = (*pages.Service)(nil)
@@ -120,7 +121,11 @@ func (s *server) page(w http.ResponseWriter, r *http.Request) error {
 		return &Error{Status: http.StatusServiceUnavailable, Code: CodeInternal,
 			Message: "the page context is not available", Err: errors.New("no pages service")}
 	}
-	res, err := s.pages.Lookup(r.Context(), p.URL)
+	res, err := s.pages.LookupAdmit(r.Context(), p.URL, s.admitPage(w, r, p.APIKey, p.SiteID))
+	var limited *Error
+	if errors.As(err, &limited) {
+		return limited
+	}
 	if errors.Is(err, pages.ErrQueueFull) {
 		w.Header().Set("Retry-After", strconv.Itoa(int(queueFullRetry/time.Second)))
 		return &Error{Status: http.StatusServiceUnavailable, Code: CodeQueueFull,

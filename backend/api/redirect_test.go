@@ -319,7 +319,7 @@ func TestUnknownPathAndMethod(t *testing.T) {
 		if err := json.Unmarshal(readBody(t, res), &e); err != nil || res.StatusCode != tt.status || e.Error.Code != tt.code {
 			t.Errorf("%s %s: %d %+v %v", tt.method, tt.target, res.StatusCode, e, err)
 		}
-		if tt.status == 405 && res.Header.Get("Allow") != "GET, HEAD" {
+		if tt.status == 405 && !strings.HasPrefix(res.Header.Get("Allow"), "GET, HEAD") {
 			t.Errorf("%s %s: Allow %q", tt.method, tt.target, res.Header.Get("Allow"))
 		}
 	}

@@ -5,24 +5,30 @@ import "net/http"
 // routes registers every route of the service, in one place.
 func (s *server) routes(mux *http.ServeMux) {
 	// Search context.
-	mux.Handle("GET /v2/search/link", s.jsonp(s.search))
+	mux.Handle("GET /v2/search/link", s.jsonp(s.limitKey(s.search)))
 
 	// Page context.
-	mux.Handle("GET /v2/page/link", s.jsonp(s.page))
+	mux.Handle("GET /v2/page/link", s.jsonp(s.limitKey(s.page)))
 
 	// Clicks.
-	mux.Handle("GET /v1/redirect", s.plain(s.redirect))
+	mux.Handle("GET /v1/redirect", s.plain(s.limitIP(s.redirect)))
 
 	// Operations.
 	mux.Handle("GET /healthz", s.plain(s.healthz))
+	mux.Handle("GET /readyz", s.plain(s.readyz))
+	mux.Handle("GET /metrics", s.metrics.Handler())
+	mux.Handle("GET /openapi.json", s.plain(s.openAPI))
 
 	// In the page: the market shards, matcher.wasm, widget.js and the demo
 	// publisher pages.
-	mux.Handle("GET /v2/shards", s.jsonp(s.shardManifest))
+	mux.Handle("GET /v2/shards", s.jsonp(s.limitKey(s.shardManifest)))
 	mux.Handle("GET /v2/shards/{sha256}", s.plain(s.shard))
 	mux.Handle("GET /matcher.wasm", s.plain(s.matcherWasm))
 	mux.Handle("GET /widget.js", s.plain(s.webFile("widget.js", "text/javascript; charset=utf-8")))
 	mux.Handle("GET /demo/", s.demo())
+
+	// CORS preflight of a /v2 request.
+	mux.Handle("OPTIONS /v2/", s.plain(s.preflight))
 
 	mux.Handle("/", s.plain(s.notFound))
 }

@@ -11,10 +11,12 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/adlink/adlink/backend/clicks"
 	"github.com/adlink/adlink/backend/config"
+	"github.com/adlink/adlink/backend/metrics"
 	"github.com/adlink/adlink/backend/partners"
 	"github.com/adlink/adlink/backend/shards"
 )
@@ -37,6 +39,12 @@ type Deps struct {
 	// Web holds widget.js and demo/, the demo publisher pages; nil serves
 	// none.
 	Web fs.FS
+	// Metrics count requests and rate-limit rejections and are served at
+	// /metrics; nil counts nothing and serves no /metrics.
+	Metrics *metrics.Metrics
+	// Ready, when set, tells /readyz whether the server's state is usable
+	// (the store open, not shutting down); an error makes it a 503.
+	Ready func(ctx context.Context) error
 }
 
 // server holds the dependencies the handlers share; it has no other state.
@@ -50,6 +58,10 @@ type server struct {
 	now      func() time.Time
 	shards   *shards.Set
 	web      fs.FS
+	metrics  *metrics.Metrics
+	ready    func(ctx context.Context) error
+	ids      *idSource
+	limits   limiters
 }
 
 // NewServer returns the handler of every adlink route. It panics when a
@@ -68,16 +80,21 @@ func NewServer(d Deps) http.Handler {
 		now:      d.Now,
 		shards:   d.Shards,
 		web:      d.Web,
+		metrics:  d.Metrics,
+		ready:    d.Ready,
+		ids:      newIDSource(),
+		limits:   newLimiters(),
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
+	s.log = slog.New(requestIDHandler{s.log.Handler()})
 	if s.now == nil {
 		s.now = time.Now
 	}
 	mux := http.NewServeMux()
 	s.routes(mux)
-	return s.recoverPanics(mux)
+	return s.observe(mux)
 }
 
 // handlerFunc is a handler that returns its failure instead of writing it.
@@ -89,12 +106,16 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 func (s *server) jsonp(h handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Access-Control-Allow-Origin", "*")
+		w.Header().Set("Access-Control-Expose-Headers", exposedHeaders)
 		if err := h(w, r); err != nil {
 			q, _ := url.ParseQuery(r.URL.RawQuery)
 			s.fail(w, r, err, callbackOf(q))
 		}
 	})
 }
+
+// exposedHeaders are the response headers a cross-origin script may read.
+const exposedHeaders = "Retry-After, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, X-Request-Id"
 
 // plain adapts a handler whose errors are always plain JSON.
 func (s *server) plain(h handlerFunc) http.Handler {
@@ -115,23 +136,11 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error, callbac
 	}
 	s.log.Log(r.Context(), level, "request failed",
 		"method", r.Method, "path", r.URL.Path, "status", e.Status, "code", e.Code, "err", err)
-	respond(w, e.Status, e.body(), callback)
-}
-
-// recoverPanics turns a handler's panic into a logged 500 instead of a
-// dropped connection.
-func (s *server) recoverPanics(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		defer func() {
-			if v := recover(); v != nil {
-				if v == http.ErrAbortHandler {
-					panic(v)
-				}
-				s.fail(w, r, internal(fmt.Errorf("panic: %v", v)), "")
-			}
-		}()
-		next.ServeHTTP(w, r)
-	})
+	body := e.body()
+	if e.Status == http.StatusInternalServerError {
+		body = e.bodyWithID(RequestID(r.Context()))
+	}
+	respond(w, e.Status, body, callback)
 }
 
 // authorize checks the request's key and site: 401 for an unknown key, 403
@@ -152,22 +161,20 @@ func (s *server) authorize(ctx context.Context, apiKey, siteID string) (partners
 	}
 }
 
-// healthz answers 200 {"status":"ok"} while the server serves.
-func (s *server) healthz(w http.ResponseWriter, r *http.Request) error {
-	w.Header().Set("Cache-Control", "no-store")
-	respond(w, http.StatusOK, []byte(`{"status":"ok"}`), "")
-	return nil
-}
-
 // CodeMethodNotAllowed is the error code of a request other than GET or
-// HEAD; every adlink endpoint is read-only.
+// HEAD (or OPTIONS, the CORS preflight, under /v2); every adlink endpoint
+// is read-only.
 const CodeMethodNotAllowed = "method_not_allowed"
 
 // notFound is the JSON answer for whatever no route claims: a 405 for a
 // method other than GET and HEAD (every route is a GET), else a 404.
 func (s *server) notFound(w http.ResponseWriter, r *http.Request) error {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		w.Header().Set("Allow", "GET, HEAD")
+		allow := "GET, HEAD"
+		if strings.HasPrefix(r.URL.Path, "/v2/") {
+			allow += ", OPTIONS"
+		}
+		w.Header().Set("Allow", allow)
 		return &Error{Status: http.StatusMethodNotAllowed, Code: CodeMethodNotAllowed,
 			Message: "method " + quote(r.Method) + " is not allowed; use GET"}
 	}

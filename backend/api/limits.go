@@ -1,0 +1,127 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"time"
+
+	"github.com/adlink/adlink/backend/partners"
+	"github.com/adlink/adlink/backend/ratelimit"
+)
+
+// CodeRateLimited is the error code of a request over a rate limit (429
+// with Retry-After).
+const CodeRateLimited = "rate_limited"
+
+// limiters are the server's token buckets: per api_key on /v2, per client
+// IP on /v1/redirect, per site on queueing unseen pages.
+type limiters struct {
+	keys, ips, sites *ratelimit.Set
+}
+
+func newLimiters() limiters {
+	return limiters{keys: ratelimit.New(ratelimit.Options{}), ips: ratelimit.New(ratelimit.Options{}),
+		sites: ratelimit.New(ratelimit.Options{})}
+}
+
+// partnerLimits are the limits of the partner with apiKey, the configured
+// defaults filling what it leaves unset; ok is false for an unknown key,
+// which the handler answers with 401.
+func (s *server) partnerLimits(r *http.Request, apiKey string) (partners.Limits, bool) {
+	def := partners.Limits{RequestsPerSecond: s.cfg.KeyRate, Burst: s.cfg.KeyBurst,
+		PagesPerSecond: s.cfg.PageRate, PageBurst: s.cfg.PageBurst}
+	src, ok := s.partners.(partners.LimitSource)
+	if !ok {
+		return def, true
+	}
+	l, err := src.Limits(r.Context(), apiKey)
+	if errors.Is(err, partners.ErrUnknownKey) {
+		return def, false
+	}
+	if err != nil {
+		// The registry is down; the handler's own check will say so.
+		return def, true
+	}
+	return l.Or(def), true
+}
+
+// limitKey puts a /v2 handler under its api_key's request limit. A
+// request without one api_key, or with an unknown one, passes on to be
+// refused by the handler.
+func (s *server) limitKey(h handlerFunc) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		keys := r.URL.Query()["api_key"]
+		if len(keys) != 1 || keys[0] == "" {
+			return h(w, r)
+		}
+		l, ok := s.partnerLimits(r, keys[0])
+		if !ok {
+			return h(w, r)
+		}
+		d := s.limits.keys.Allow(keys[0], ratelimit.Limit{Rate: l.RequestsPerSecond, Burst: l.Burst})
+		if err := s.checkLimit(w, d, "api_key", "too many requests for this api_key"); err != nil {
+			return err
+		}
+		return h(w, r)
+	}
+}
+
+// limitIP puts a handler under the client IP's request limit; an IPv6
+// client is counted by its /64, which one host usually holds whole.
+func (s *server) limitIP(h handlerFunc) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		ip := s.clientIP(r)
+		if a, err := netip.ParseAddr(ip); err == nil && a.Is6() {
+			ip = netip.PrefixFrom(a, 64).Masked().String()
+		}
+		d := s.limits.ips.Allow(ip, ratelimit.Limit{Rate: s.cfg.IPRate, Burst: s.cfg.IPBurst})
+		if err := s.checkLimit(w, d, "ip", "too many requests from this address"); err != nil {
+			return err
+		}
+		return h(w, r)
+	}
+}
+
+// admitPage is the gate of a site queueing an unseen page: its partner's
+// page limit, per site.
+func (s *server) admitPage(w http.ResponseWriter, r *http.Request, apiKey, siteID string) func() error {
+	return func() error {
+		l, _ := s.partnerLimits(r, apiKey)
+		d := s.limits.sites.Allow(apiKey+"\x00"+siteID, ratelimit.Limit{Rate: l.PagesPerSecond, Burst: l.PageBurst})
+		return s.checkLimit(w, d, "site", "this site is queueing too many new pages; retry later")
+	}
+}
+
+// checkLimit sets the X-RateLimit-* headers of decision d and returns the
+// 429 of a refused request, with Retry-After, counted under limit.
+func (s *server) checkLimit(w http.ResponseWriter, d ratelimit.Decision, limit, message string) error {
+	if d.Limit == 0 {
+		return nil // no limit configured
+	}
+	h := w.Header()
+	h.Set("X-RateLimit-Limit", strconv.Itoa(d.Limit))
+	h.Set("X-RateLimit-Remaining", strconv.Itoa(d.Remaining))
+	h.Set("X-RateLimit-Reset", strconv.FormatInt(ceilSeconds(d.Reset), 10))
+	if d.Allowed {
+		return nil
+	}
+	s.metrics.RateLimited(limit)
+	h.Set("Retry-After", strconv.FormatInt(max(1, ceilSeconds(d.RetryAfter)), 10))
+	h.Set("Cache-Control", "no-store")
+	param := ""
+	switch limit {
+	case "api_key":
+		param = "api_key"
+	case "site":
+		param = "site_id"
+	}
+	return &Error{Status: http.StatusTooManyRequests, Code: CodeRateLimited, Param: param,
+		Message: message + "; retry after " + h.Get("Retry-After") + " s"}
+}
+
+// ceilSeconds is d in whole seconds, rounded up.
+func ceilSeconds(d time.Duration) int64 {
+	return int64((d + time.Second - 1) / time.Second)
+}

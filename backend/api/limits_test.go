@@ -1,0 +1,211 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/goccy/go-json"
+
+	"github.com/adlink/adlink/backend/clicks"
+	"github.com/adlink/adlink/backend/config"
+	"github.com/adlink/adlink/backend/pages"
+	"github.com/adlink/adlink/backend/partners"
+)
+
+// limitedEnv serves the fixture under tight limits that do not refill
+// while a test runs (one token per 1000 s).
+func limitedEnv(t *testing.T, set func(*config.Config)) *testEnv {
+	t.Helper()
+	ix, err := BuildIndexes(fixture())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Default()
+	cfg.RedirectURL = "https://r.example"
+	cfg.KeyRate, cfg.KeyBurst = 0.001, 5
+	cfg.IPRate, cfg.IPBurst = 0.001, 3
+	cfg.PageRate, cfg.PageBurst = 0.001, 2
+	if set != nil {
+		set(&cfg)
+	}
+	reg, err := partners.NewStatic([]partners.Partner{
+		partners.Demo(),
+		{APIKey: "k2", Sites: []partners.Site{{ID: "blog", Domains: []string{"blog.example"}}}},
+		{APIKey: "small", Sites: []partners.Site{{ID: "s", Domains: []string{"s.example"}}}, Limits: partners.Limits{Burst: 2}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := &testEnv{indexes: ix}
+	env.handler = NewServer(Deps{Config: cfg, Indexes: ix, Partners: reg,
+		Clicks: &clickRecorder{AppendFn: func(context.Context, clicks.Click) error { return nil }}})
+	return env
+}
+
+// checkLimited asserts a 429 with the rate-limit headers and the error
+// body, as plain JSON or, with callback, inside JSONP.
+func checkLimited(t *testing.T, res *http.Response, limit int, param, callback string) {
+	t.Helper()
+	body := readBody(t, res)
+	h := res.Header
+	if ra, err := strconv.Atoi(h.Get("Retry-After")); err != nil || ra < 1 {
+		t.Errorf("Retry-After %q, want whole seconds >= 1", h.Get("Retry-After"))
+	}
+	if h.Get("X-RateLimit-Limit") != strconv.Itoa(limit) || h.Get("X-RateLimit-Remaining") != "0" {
+		t.Errorf("X-RateLimit-Limit %q Remaining %q, want %d and 0", h.Get("X-RateLimit-Limit"), h.Get("X-RateLimit-Remaining"), limit)
+	}
+	if reset, err := strconv.Atoi(h.Get("X-RateLimit-Reset")); err != nil || reset < 1 {
+		t.Errorf("X-RateLimit-Reset %q, want whole seconds >= 1", h.Get("X-RateLimit-Reset"))
+	}
+	want := http.StatusTooManyRequests
+	if callback != "" {
+		want = http.StatusOK
+		prefix := "/**/" + callback + "("
+		if !bytes.HasPrefix(body, []byte(prefix)) || !bytes.HasSuffix(body, []byte(");")) {
+			t.Fatalf("JSONP body %s", body)
+		}
+		body = body[len(prefix) : len(body)-2]
+	}
+	if res.StatusCode != want {
+		t.Fatalf("status %d, want %d: %s", res.StatusCode, want, body)
+	}
+	var e errorResponse
+	if err := json.Unmarshal(body, &e); err != nil {
+		t.Fatalf("%v: %s", err, body)
+	}
+	if e.Error.Code != CodeRateLimited || e.Error.Param != param || e.Error.Message == "" {
+		t.Errorf("error %+v, want %s on %q", e.Error, CodeRateLimited, param)
+	}
+	if callback != "" && e.HTTPStatus != http.StatusTooManyRequests {
+		t.Errorf("http_status %d in JSONP, want 429", e.HTTPStatus)
+	}
+}
+
+func TestRateLimitPerKey(t *testing.T) {
+	env := limitedEnv(t, nil)
+	search := func(key, site string, extra string) *http.Response {
+		return env.get(t, "/v2/search/link?q=handy&api_key="+key+"&site_id="+site+extra, nil, "")
+	}
+	for i := range 5 {
+		res := search("demo", "demo", "")
+		readBody(t, res)
+		if res.StatusCode != http.StatusOK || res.Header.Get("X-RateLimit-Limit") != "5" ||
+			res.Header.Get("X-RateLimit-Remaining") != strconv.Itoa(4-i) {
+			t.Fatalf("request %d: %s, limit %q remaining %q", i, res.Status,
+				res.Header.Get("X-RateLimit-Limit"), res.Header.Get("X-RateLimit-Remaining"))
+		}
+	}
+	checkLimited(t, search("demo", "demo", ""), 5, "api_key", "")
+	checkLimited(t, search("demo", "demo", "&callback=adlink.cb"), 5, "api_key", "adlink.cb")
+	// Every /v2 endpoint draws on the same key's budget.
+	checkLimited(t, env.get(t, "/v2/shards?api_key=demo&site_id=demo", nil, ""), 5, "api_key", "")
+	checkLimited(t, env.get(t, pageQuery("http://localhost/x"), nil, ""), 5, "api_key", "")
+
+	// Another key is not affected.
+	if res := search("k2", "blog", ""); res.StatusCode != http.StatusOK {
+		t.Errorf("another key: %s", res.Status)
+	}
+	// A partner's own limit replaces the default.
+	for range 2 {
+		if res := search("small", "s", ""); res.StatusCode != http.StatusOK || res.Header.Get("X-RateLimit-Limit") != "2" {
+			t.Fatalf("partner with burst 2: %s, limit %q", res.Status, res.Header.Get("X-RateLimit-Limit"))
+		}
+	}
+	checkLimited(t, search("small", "s", ""), 2, "api_key", "")
+	// An unknown key is refused for what it is, not limited.
+	for range 10 {
+		if res := search("nope", "demo", ""); res.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("unknown key: %s", res.Status)
+		}
+	}
+}
+
+func TestRateLimitPerClientIP(t *testing.T) {
+	env := limitedEnv(t, nil)
+	const target = "/v1/redirect?type=search&adId=handy-bestkauf.de&adType=advertiser&api_key=demo&site_id=demo&criterionId=lg+handy"
+	for i := range 3 {
+		if res := env.get(t, target, nil, ""); res.StatusCode != http.StatusFound {
+			t.Fatalf("click %d: %s", i, res.Status)
+		}
+	}
+	checkLimited(t, env.get(t, target, nil, ""), 3, "", "")
+	if res := env.get(t, target, nil, "198.51.100.7:5000"); res.StatusCode != http.StatusFound {
+		t.Errorf("another client: %s", res.Status)
+	}
+	// Behind a trusted proxy each forwarded client has its own budget.
+	for i := range 3 {
+		if res := env.get(t, target, header("X-Forwarded-For", "192.0.2."+strconv.Itoa(i+1)), "127.0.0.1:9000"); res.StatusCode != http.StatusFound {
+			t.Errorf("forwarded client %d: %s", i, res.Status)
+		}
+	}
+	// An IPv6 client counts by its /64: rotating the low bits gains nothing.
+	for i := range 3 {
+		if res := env.get(t, target, nil, "[2001:db8:1:2::"+strconv.Itoa(i+1)+"]:5000"); res.StatusCode != http.StatusFound {
+			t.Fatalf("IPv6 click %d: %s", i, res.Status)
+		}
+	}
+	checkLimited(t, env.get(t, target, nil, "[2001:db8:1:2::ff]:5000"), 3, "", "")
+}
+
+func TestRateLimitPageEnqueuesPerSite(t *testing.T) {
+	pe := newPageEnv(t, 0, pages.FetchOptions{AllowPrivate: true})
+	cfg := config.Default()
+	cfg.RedirectURL = "https://r.example"
+	cfg.PageRate, cfg.PageBurst = 0.001, 2
+	pe.handler = NewServer(Deps{Config: cfg, Indexes: pe.indexes, Partners: testPartners(t), Clicks: &clickRecorder{}, Pages: pe.svc})
+
+	for _, p := range []string{"/a", "/b"} {
+		if res := pe.get(t, pageQuery(pe.base+p), nil, ""); res.StatusCode != http.StatusAccepted {
+			t.Fatalf("page %s: %s", p, res.Status)
+		}
+	}
+	checkLimited(t, pe.get(t, pageQuery(pe.base+"/c"), nil, ""), 2, "site_id", "")
+	// Polling a queued page takes nothing from the budget.
+	if res := pe.get(t, pageQuery(pe.base+"/a"), nil, ""); res.StatusCode != http.StatusAccepted {
+		t.Errorf("polling a queued page: %s", res.Status)
+	}
+	// Another site has its own budget.
+	if res := pe.get(t, "/v2/page/link?url=http://blog.example/x&api_key=k2&site_id=blog", nil, ""); res.StatusCode != http.StatusAccepted {
+		t.Errorf("another site: %s", res.Status)
+	}
+	if q, _ := pe.q.Queued(t.Context(), pe.base+"/c"); q {
+		t.Error("the refused page was queued")
+	}
+}
+
+func TestCORSPreflightAndMethods(t *testing.T) {
+	env := newEnv(t, fixture())
+	req := httptest.NewRequest(http.MethodOptions, "/v2/search/link?q=x", nil)
+	req.Header.Set("Origin", "https://pub.example")
+	req.Header.Set("Access-Control-Request-Method", "GET")
+	req.Header.Set("Access-Control-Request-Headers", "x-request-id")
+	rec := httptest.NewRecorder()
+	env.handler.ServeHTTP(rec, req)
+	res := rec.Result()
+	if res.StatusCode != http.StatusNoContent || res.Header.Get("Access-Control-Allow-Origin") != "*" ||
+		!strings.Contains(res.Header.Get("Access-Control-Allow-Methods"), "GET") {
+		t.Errorf("preflight: %s %v", res.Status, res.Header)
+	}
+	for _, tt := range []struct{ method, path, allow string }{
+		{http.MethodOptions, "/healthz", "GET, HEAD"},
+		{http.MethodPut, "/v2/page/link", "GET, HEAD, OPTIONS"},
+		{http.MethodPost, "/v1/redirect", "GET, HEAD"},
+	} {
+		rec := httptest.NewRecorder()
+		env.handler.ServeHTTP(rec, httptest.NewRequest(tt.method, tt.path, nil))
+		res := rec.Result()
+		if res.StatusCode != http.StatusMethodNotAllowed || res.Header.Get("Allow") != tt.allow ||
+			res.Header.Get("Content-Type") != "application/json" {
+			t.Errorf("%s %s: %s Allow %q", tt.method, tt.path, res.Status, res.Header.Get("Allow"))
+		}
+	}
+	res = env.get(t, "/v2/search/link?q=handy&api_key=demo&site_id=demo", nil, "")
+	if !strings.Contains(res.Header.Get("Access-Control-Expose-Headers"), "Retry-After") {
+		t.Errorf("Access-Control-Expose-Headers %q", res.Header.Get("Access-Control-Expose-Headers"))
+	}
+}

@@ -1,0 +1,191 @@
+package api
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strconv"
+	"sync/atomic"
+	"time"
+)
+
+// The request id: taken from a trusted proxy's X-Request-Id, else made
+// here; echoed in the response, on every log line of the request and in
+// the body of a 5xx.
+
+// requestIDKey is the context key of the request id.
+type requestIDKey struct{}
+
+// RequestID returns the id of the request ctx belongs to, or "".
+func RequestID(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey{}).(string)
+	return id
+}
+
+// maxRequestID bounds an X-Request-Id taken from a proxy.
+const maxRequestID = 128
+
+// validRequestID reports whether a proxy's X-Request-Id is one we repeat in
+// headers and logs: 1 to 128 visible ASCII characters.
+func validRequestID(s string) bool {
+	if len(s) == 0 || len(s) > maxRequestID {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] <= ' ' || s[i] >= 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// idSource makes request ids: a random prefix per process and a counter,
+// unique without a random read per request.
+type idSource struct {
+	prefix string
+	n      atomic.Uint64
+}
+
+func newIDSource() *idSource {
+	var b [6]byte
+	rand.Read(b[:])
+	return &idSource{prefix: hex.EncodeToString(b[:]) + "-"}
+}
+
+func (s *idSource) next() string {
+	return s.prefix + strconv.FormatUint(s.n.Add(1), 36)
+}
+
+// requestIDHandler adds the request id of a record's context to it, so
+// every line logged with the request's context carries it.
+type requestIDHandler struct{ slog.Handler }
+
+func (h requestIDHandler) Handle(ctx context.Context, r slog.Record) error {
+	if id := RequestID(ctx); id != "" {
+		r.AddAttrs(slog.String("request_id", id))
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h requestIDHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return requestIDHandler{h.Handler.WithAttrs(as)}
+}
+
+func (h requestIDHandler) WithGroup(name string) slog.Handler {
+	return requestIDHandler{h.Handler.WithGroup(name)}
+}
+
+// statusWriter notes the status a handler writes.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 && code >= 200 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// observe wraps every route: it gives the request its id, counts it by
+// route pattern and status with its latency, logs it at debug level, and
+// turns a handler's panic into a logged 500 with the request id instead of
+// a dropped connection.
+func (s *server) observe(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		id := r.Header.Get("X-Request-Id")
+		if addr, ok := peer(r); !ok || !s.cfg.Trusted(addr) || !validRequestID(id) {
+			id = s.ids.next()
+		}
+		w.Header().Set("X-Request-Id", id)
+		r = r.WithContext(context.WithValue(r.Context(), requestIDKey{}, id))
+		sw := &statusWriter{ResponseWriter: w}
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.log.ErrorContext(r.Context(), "handler panicked", "method", r.Method, "path", r.URL.Path,
+					"panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+				if sw.status == 0 {
+					e := internal(fmt.Errorf("panic: %v", v))
+					respond(sw, e.Status, e.bodyWithID(id), "")
+				}
+			}
+			route := r.Pattern
+			if route == "" {
+				route = "unmatched"
+			}
+			status := sw.status
+			if status == 0 {
+				status = http.StatusOK
+			}
+			d := time.Since(start)
+			s.metrics.Request(route, r.Method, status, d)
+			if s.log.Enabled(r.Context(), slog.LevelDebug) {
+				s.log.DebugContext(r.Context(), "request", "method", r.Method, "route", route,
+					"path", r.URL.Path, "status", status, "duration_ms", float64(d.Microseconds())/1000)
+			}
+		}()
+		next.ServeHTTP(sw, r)
+	})
+}
+
+// healthz answers 200 {"status":"ok"} while the process serves: alive,
+// whether or not it is ready.
+func (s *server) healthz(w http.ResponseWriter, r *http.Request) error {
+	w.Header().Set("Cache-Control", "no-store")
+	respond(w, http.StatusOK, []byte(`{"status":"ok"}`), "")
+	return nil
+}
+
+// CodeNotReady is the error code of /readyz while the server cannot serve:
+// starting, shutting down, or its store closed.
+const CodeNotReady = "not_ready"
+
+// readyz answers 200 {"status":"ready"} when the catalog is loaded and the
+// store is open, else 503, so a load balancer sends traffic elsewhere.
+func (s *server) readyz(w http.ResponseWriter, r *http.Request) error {
+	w.Header().Set("Cache-Control", "no-store")
+	if s.indexes.All() == nil {
+		return &Error{Status: http.StatusServiceUnavailable, Code: CodeNotReady, Message: "the catalog is not loaded"}
+	}
+	if s.ready != nil {
+		if err := s.ready(r.Context()); err != nil {
+			return &Error{Status: http.StatusServiceUnavailable, Code: CodeNotReady, Message: "not ready: " + err.Error()}
+		}
+	}
+	respond(w, http.StatusOK, []byte(`{"status":"ready"}`), "")
+	return nil
+}
+
+// preflight answers a CORS preflight for /v2: GET and HEAD from any
+// origin. The API reads no cookies, so no credentials are allowed.
+func (s *server) preflight(w http.ResponseWriter, r *http.Request) error {
+	h := w.Header()
+	h.Set("Access-Control-Allow-Origin", "*")
+	h.Set("Access-Control-Allow-Methods", "GET, HEAD, OPTIONS")
+	if req := r.Header.Get("Access-Control-Request-Headers"); req != "" {
+		h.Set("Access-Control-Allow-Headers", "Accept-Language, X-Request-Id")
+	}
+	h.Set("Access-Control-Max-Age", "86400")
+	h.Set("Allow", "GET, HEAD, OPTIONS")
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}

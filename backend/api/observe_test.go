@@ -1,0 +1,178 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/goccy/go-json"
+
+	"github.com/adlink/adlink/backend/config"
+	"github.com/adlink/adlink/backend/metrics"
+)
+
+// syncBuffer is a log sink safe for the handler's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+// lines returns the JSON log lines written so far.
+func (s *syncBuffer) lines(t *testing.T) []map[string]any {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []map[string]any
+	for _, l := range bytes.Split(bytes.TrimSpace(s.b.Bytes()), []byte("\n")) {
+		if len(l) == 0 {
+			continue
+		}
+		var m map[string]any
+		if err := json.Unmarshal(l, &m); err != nil {
+			t.Fatalf("log line %s: %v", l, err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func TestRequestIDOnResponseAndEveryLogLine(t *testing.T) {
+	var logs syncBuffer
+	ix, err := BuildIndexes(fixture())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := NewServer(Deps{Config: config.Default(), Indexes: ix, Partners: testPartners(t), Clicks: &clickRecorder{},
+		Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	serve := func(remote, id string) *http.Response {
+		req := httptest.NewRequest(http.MethodGet, "/v2/search/link?q=handy&size=99&api_key=demo&site_id=demo", nil)
+		req.RemoteAddr = remote
+		if id != "" {
+			req.Header.Set("X-Request-Id", id)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec.Result()
+	}
+	a, b := serve("203.0.113.9:1", ""), serve("203.0.113.9:1", "")
+	if a.Header.Get("X-Request-Id") == "" || a.Header.Get("X-Request-Id") == b.Header.Get("X-Request-Id") {
+		t.Errorf("generated ids %q and %q, want two distinct", a.Header.Get("X-Request-Id"), b.Header.Get("X-Request-Id"))
+	}
+	if got := serve("127.0.0.1:1", "lb-7f3a").Header.Get("X-Request-Id"); got != "lb-7f3a" {
+		t.Errorf("a trusted proxy's id became %q", got)
+	}
+	for _, id := range []string{"forged", "bad id", strings.Repeat("x", 200)} {
+		remote := "127.0.0.1:1"
+		if id == "forged" {
+			remote = "203.0.113.9:1" // not a proxy
+		}
+		if got := serve(remote, id).Header.Get("X-Request-Id"); got == id || got == "" {
+			t.Errorf("id %q from %s kept as %q", id, remote, got)
+		}
+	}
+
+	// The 400 logs "request failed" and the access line, both with the id.
+	byID := map[string]int{}
+	for _, l := range logs.lines(t) {
+		id, _ := l["request_id"].(string)
+		if id == "" {
+			t.Errorf("log line without request_id: %v", l)
+		}
+		byID[id]++
+	}
+	if byID["lb-7f3a"] != 2 {
+		t.Errorf("%d lines for request lb-7f3a, want 2 (failure and access)", byID["lb-7f3a"])
+	}
+}
+
+func TestPanicIsA500WithRequestID(t *testing.T) {
+	var logs syncBuffer
+	s := &server{cfg: config.Default(), ids: newIDSource(),
+		log: slog.New(requestIDHandler{slog.NewJSONHandler(&logs, nil)})}
+	h := s.observe(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("index out of range") }))
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v2/search/link", nil))
+	res := rec.Result()
+	var body struct {
+		Error struct {
+			Code      string `json:"code"`
+			Message   string `json:"message"`
+			RequestID string `json:"request_id"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(readBody(t, res), &body); err != nil {
+		t.Fatal(err)
+	}
+	id := res.Header.Get("X-Request-Id")
+	if res.StatusCode != http.StatusInternalServerError || body.Error.Code != CodeInternal || body.Error.RequestID != id || id == "" {
+		t.Errorf("%s %+v, id %q", res.Status, body, id)
+	}
+	if strings.Contains(body.Error.Message, "index out of range") {
+		t.Error("the panic's value reached the client")
+	}
+	lines := logs.lines(t)
+	if len(lines) != 1 || lines[0]["request_id"] != id || !strings.Contains(lines[0]["stack"].(string), "observe_test.go") {
+		t.Errorf("log %v, want one error line with the id and the stack", lines)
+	}
+}
+
+func TestMetricsReadyzAndHealthz(t *testing.T) {
+	ix, err := BuildIndexes(fixture())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := metrics.New()
+	var notReady error
+	h := NewServer(Deps{Config: config.Default(), Indexes: ix, Partners: testPartners(t), Clicks: &clickRecorder{},
+		Metrics: m, Ready: func(context.Context) error { return notReady }})
+	get := func(target string) (*http.Response, string) {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, target, nil))
+		res := rec.Result()
+		return res, string(readBody(t, res))
+	}
+	get("/v2/search/link?q=handy&api_key=demo&site_id=demo")
+	get("/v2/search/link?q=handy&api_key=nope&site_id=demo")
+	for i := range 3 {
+		get("/no/such/path/" + string(rune('a'+i)))
+	}
+	if res, body := get("/readyz"); res.StatusCode != http.StatusOK || body != `{"status":"ready"}` {
+		t.Errorf("readyz: %s %s", res.Status, body)
+	}
+	notReady = errors.New("shutting down")
+	if res, body := get("/readyz"); res.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body, CodeNotReady) {
+		t.Errorf("readyz while not ready: %s %s", res.Status, body)
+	}
+	if res, _ := get("/healthz"); res.StatusCode != http.StatusOK {
+		t.Errorf("healthz while not ready: %s, want 200 (alive)", res.Status)
+	}
+	res, body := get("/metrics")
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("metrics: %s", res.Status)
+	}
+	for _, want := range []string{
+		`adlink_http_requests_total{method="GET",route="GET /v2/search/link",status="200"} 1`,
+		`adlink_http_requests_total{method="GET",route="GET /v2/search/link",status="401"} 1`,
+		`adlink_http_requests_total{method="GET",route="/",status="404"} 3`,
+		`adlink_http_requests_total{method="GET",route="GET /readyz",status="503"} 1`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	if strings.Contains(body, "/no/such/path") {
+		t.Error("a raw path became a label")
+	}
+}
