@@ -9,7 +9,8 @@ import (
 )
 
 // A request is the query string of the matching /v2 endpoint plus
-// redirect_url, the base of the click URLs:
+// redirect_url, the base of the click URLs, and tok, the site token of the
+// shard manifest that the click URLs carry:
 //
 //	match_search: q=lg+handy&api_key=demo&site_id=demo&loc=de&lang=de&ctx.dist=low&redirect_url=http%3A%2F%2Flocalhost%3A8080
 //	match_page:   text=...&title=...&api_key=demo&site_id=demo&loc=de&lang=de&fields=price&redirect_url=...
@@ -145,6 +146,13 @@ func parseRequest(s string, page bool) (match.Query, match.LinkOptions, []proble
 	o.APIKey = p.required("api_key")
 	o.SiteID = p.required("site_id")
 	o.RedirectURL = strings.TrimRight(p.required("redirect_url"), "/")
+	if tok, ok := p.optional("tok"); ok {
+		if validToken(tok) {
+			o.Sign = appendToken(tok)
+		} else {
+			p.invalid("tok", "tok must be the site token of the shard manifest, not "+strconv.Quote(tok))
+		}
+	}
 	q.Country = p.market("loc", "use_geo", "loc must be a two-letter ISO 3166 country code (de, US) or use_geo")
 	q.Lang = p.market("lang", "use_locale", "lang must be a two-letter ISO 639-1 language code (de, en) or use_locale")
 	if s, ok := p.optional("fields"); ok {
@@ -285,6 +293,32 @@ func (p *params) number(name, s string, lo, hi int) int {
 		return 0
 	}
 	return n
+}
+
+// appendToken returns a Sign hook that appends the site token the shard
+// manifest handed the page, "&tok=...", to each click URL: the page holds
+// no secret to sign with, and the server bills a click only with a valid
+// sig or tok.
+func appendToken(tok string) func(dst, query []byte) []byte {
+	return func(dst, _ []byte) []byte {
+		return append(append(dst, "&tok="...), tok...)
+	}
+}
+
+// validToken reports whether s can be a site token: 1 to 128 of A-Z, a-z,
+// 0-9, '.', '_' and '-', none of which a query string escapes.
+func validToken(s string) bool {
+	if len(s) == 0 || len(s) > 128 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '.', c == '_', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // validYkTag reports whether s matches ^[A-Za-z0-9_:-]{1,64}$.
