@@ -15,14 +15,18 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/adlink/adlink"
 	"github.com/adlink/adlink/backend/api"
 	"github.com/adlink/adlink/backend/catalog"
 	"github.com/adlink/adlink/backend/clicks"
 	"github.com/adlink/adlink/backend/config"
+	"github.com/adlink/adlink/backend/metrics"
 	"github.com/adlink/adlink/backend/pages"
 	"github.com/adlink/adlink/backend/partners"
 	"github.com/adlink/adlink/backend/shards"
@@ -39,6 +43,9 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+// maxBody bounds a request body; adlink's routes read none.
+const maxBody = 64 << 10
 
 // shutdownGrace is how long in-flight requests get to finish on SIGINT or
 // SIGTERM.
@@ -92,10 +99,23 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 	fetcher := pages.NewFetcher(pages.FetchOptions{AllowPrivate: cfg.FetchAllowPrivate})
 	defer fetcher.Close()
+	m := metrics.New()
 	pageService := pages.NewService(pageQueue, pageQueue, fetcher,
-		func() pages.Reducer { return indexes.All() }, pages.Options{Logger: log.With("component", "pages")})
+		func() pages.Reducer { return indexes.All() }, pages.Options{Logger: log.With("component", "pages"), OnAnalysis: m.Analysis})
+	m.WatchQueue(func() metrics.QueueStats {
+		depth, age, err := pageService.QueueStats(context.Background())
+		if err != nil {
+			log.Warn("reading the page queue for /metrics", "err", err)
+		}
+		return metrics.QueueStats{Depth: depth, OldestAge: age}
+	})
+	// Deferred calls run last first: on the way out the HTTP server has
+	// stopped, then the workers stop (a job cut short stays queued), then
+	// the fetcher and the store close.
 	pageService.Start() // pages queued before a crash are analysed now
 	defer pageService.Stop()
+
+	var stopping atomic.Bool
 
 	handler := api.NewServer(api.Deps{
 		Config:   cfg,
@@ -107,15 +127,27 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		Now:      time.Now,
 		Shards:   shardSet,
 		Web:      web,
+		Metrics:  m,
+		Ready: func(context.Context) error {
+			if stopping.Load() {
+				return errors.New("shutting down")
+			}
+			// A closed bbolt file refuses transactions.
+			return db.View(func(*bolt.Tx) error { return nil })
+		},
 	})
 	srv := &http.Server{
-		Handler:           handler,
+		// Every route is a GET: a request body is never read, so a large
+		// one is refused rather than drained.
+		Handler:           http.MaxBytesHandler(handler, maxBody),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,
-		WriteTimeout:      30 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		// Long enough for a slow phone to fetch matcher.wasm and a shard;
+		// API answers take milliseconds.
+		WriteTimeout:   60 * time.Second,
+		IdleTimeout:    2 * time.Minute,
+		MaxHeaderBytes: 64 << 10,
+		ErrorLog:       slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
@@ -132,6 +164,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	case <-ctx.Done():
 	}
 	log.Info("shutting down")
+	stopping.Store(true) // /readyz says 503 while in-flight requests finish
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
