@@ -175,14 +175,16 @@
             if (!r.ok) throw new Error("adlink: shard " + r.status);
             return r.arrayBuffer().then(function (b) { mark("shard"); return b; });
           })
-        ]).then(function (got) { return instantiate(got[0], new Uint8Array(got[1]), m.redirect_url); });
+        ]).then(function (got) { return instantiate(got[0], new Uint8Array(got[1]), m); });
         matchers[sha].catch(function () { delete matchers[sha]; });
       }
       return matchers[sha];
     });
   }
 
-  function instantiate(module, shard, redirectURL) {
+  // instantiate runs the module over a shard. The manifest gives the click
+  // URLs' base and, when the server signs clicks, the site token they carry.
+  function instantiate(module, shard, m) {
     var ex;
     var inst = new WebAssembly.Instance(module, { wasi_snapshot_preview1: wasi(function () { return ex.memory; }) });
     ex = inst.exports;
@@ -199,7 +201,8 @@
     return function (kind, params) {
       params.api_key = config.apiKey;
       params.site_id = config.siteId;
-      params.redirect_url = redirectURL || config.base;
+      params.redirect_url = m.redirect_url || config.base;
+      params.tok = m.tok;
       var req = encoder.encode(query(params));
       var p = put(req);
       var r = ex[kind](p, req.length);
