@@ -15,7 +15,7 @@ import (
 // shardManifest answers GET /v2/shards?api_key=..&site_id=..&loc=..&lang=..
 // with the manifest of the shard that answers the market as /v2/search/link
 // would: the market's own index when loc and lang name one, else the whole
-// catalog's.
+// catalog's. It carries the site token the page's click URLs need.
 func (s *server) shardManifest(w http.ResponseWriter, r *http.Request) error {
 	v, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
@@ -47,7 +47,7 @@ func (s *server) shardManifest(w http.ResponseWriter, r *http.Request) error {
 	// it up, while the shard it names is cached for good.
 	w.Header().Set("Cache-Control", "public, max-age=300")
 	w.Header().Set("Vary", "Accept-Language")
-	respond(w, http.StatusOK, s.shards.Manifest(country, lang), callback)
+	respond(w, http.StatusOK, s.withSiteToken(s.shards.Manifest(country, lang), apiKey, siteID), callback)
 	return nil
 }
 

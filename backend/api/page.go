@@ -175,6 +175,7 @@ func (s *server) page(w http.ResponseWriter, r *http.Request) error {
 		SiteID:      p.SiteID,
 		Fields:      p.Fields,
 		LogoDim:     p.LogoDim,
+		Sign:        s.signLinks(),
 	})
 	respond(w, http.StatusOK, *buf, p.Callback)
 	return nil

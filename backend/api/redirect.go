@@ -23,6 +23,9 @@ type redirectParams struct {
 	SiteID    string
 	Criterion string
 	YkTag     string
+	// Auth is the click's exp and sig (a link the server made) or tok (a
+	// link the page made).
+	Auth clicks.Auth
 }
 
 func parseRedirect(v url.Values) (redirectParams, error) {
@@ -56,6 +59,9 @@ func parseRedirect(v url.Values) (redirectParams, error) {
 			p.errs.invalid("yk_tag", "yk_tag must be 1 to 64 of A-Z, a-z, 0-9, _, - and :, not %s", quote(s))
 		}
 	}
+	rp.Auth.Exp, _ = p.optional("exp")
+	rp.Auth.Sig, _ = p.optional("sig")
+	rp.Auth.Tok, _ = p.optional("tok")
 	if err := p.errs.err(); err != nil {
 		return redirectParams{}, err
 	}
@@ -63,10 +69,13 @@ func parseRedirect(v url.Values) (redirectParams, error) {
 }
 
 // redirect answers GET /v1/redirect: it finds the ad by adId in the full
-// index, checks the key and site, commits the click, then sends the client
-// to the ad's landing URL from the catalog. The target never comes from the
-// request, so this is no open redirect. A HEAD (link scanners, prefetchers)
-// gets the same answer but records no click.
+// index, judges the click, commits it, then sends the client to the ad's
+// landing URL from the catalog. The target never comes from the request,
+// so this is no open redirect. Once the ad is found the client always
+// lands: a forged, expired, unsigned, bot or repeated click, or one whose
+// partner is gone, is recorded as not billable with its reason rather than
+// refused. A HEAD (link scanners, prefetchers) gets the same answer but
+// records no click.
 func (s *server) redirect(w http.ResponseWriter, r *http.Request) error {
 	v, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
@@ -84,16 +93,23 @@ func (s *server) redirect(w http.ResponseWriter, r *http.Request) error {
 			Message: "no ad has adId " + quote(p.AdID)}
 	}
 	ad := ix.Ad(i)
-	if ad.Kind != p.AdType {
-		return &Error{Status: http.StatusBadRequest, Code: CodeInvalidParameter, Param: "adType",
-			Message: fmt.Sprintf("adType is %s but ad %s is a%s %s", p.AdType, quote(p.AdID), article(ad.Kind), ad.Kind)}
-	}
-	if _, err := s.authorize(r.Context(), p.APIKey, p.SiteID); err != nil {
-		return err
-	}
 	landing, err := url.Parse(ad.Landing)
 	if err != nil || (landing.Scheme != "http" && landing.Scheme != "https") || landing.Host == "" {
 		return internal(fmt.Errorf("ad %s has no usable landing URL %q", p.AdID, ad.Landing))
+	}
+	// adlink never made a link whose adType is not its ad's, nor one for
+	// a key or site that is not a partner's.
+	refuse := ""
+	if ad.Kind != p.AdType {
+		refuse = clicks.ReasonForged
+	}
+	if _, err := s.authorize(r.Context(), p.APIKey, p.SiteID); err != nil {
+		if asError(err).Status >= 500 {
+			return err
+		}
+		if refuse == "" {
+			refuse = clicks.ReasonPartner
+		}
 	}
 	if r.Method != http.MethodHead {
 		c := clicks.Click{
@@ -108,9 +124,11 @@ func (s *server) redirect(w http.ResponseWriter, r *http.Request) error {
 			IP:        s.clientIP(r),
 			UserAgent: truncate(r.UserAgent(), 512),
 		}
+		s.judge.Judge(&c, p.Auth, refuse)
 		if err := s.clicks.Append(r.Context(), c); err != nil {
 			return internal(fmt.Errorf("recording click: %w", err))
 		}
+		s.metrics.Click(c.Billable, c.Reason)
 	}
 	h := w.Header()
 	h.Set("Location", ad.Landing)
@@ -120,13 +138,6 @@ func (s *server) redirect(w http.ResponseWriter, r *http.Request) error {
 	h.Set("Referrer-Policy", "no-referrer")
 	w.WriteHeader(http.StatusFound)
 	return nil
-}
-
-func article(k match.Kind) string {
-	if k == match.KindAdvertiser {
-		return "n"
-	}
-	return ""
 }
 
 // truncate cuts s to at most n bytes on a rune boundary.

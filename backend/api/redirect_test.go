@@ -57,7 +57,8 @@ func TestRedirect(t *testing.T) {
 		}
 	}
 	want := clicks.Click{Time: testClock, AdID: "handy-bestkauf.de", AdType: "advertiser", Type: "search",
-		APIKey: "demo", SiteID: "demo", Criterion: "lg handy", YkTag: "t:1", IP: "198.51.100.20", UserAgent: "Mozilla/5.0 test"}
+		APIKey: "demo", SiteID: "demo", Criterion: "lg handy", YkTag: "t:1", IP: "198.51.100.20", UserAgent: "Mozilla/5.0 test",
+		Reason: clicks.ReasonUnsigned}
 	if len(env.clicks) != 1 || env.clicks[0] != want {
 		t.Errorf("clicks = %+v, want %+v", env.clicks, want)
 	}
@@ -91,11 +92,8 @@ func TestRedirectBadInput(t *testing.T) {
 		{"missing criterionId", clickQuery("criterionId", "-"), 400, CodeMissingParameter, "criterionId"},
 		{"type=banner", clickQuery("type", "banner"), 400, CodeInvalidParameter, "type"},
 		{"adType=banner", clickQuery("adType", "banner"), 400, CodeInvalidParameter, "adType"},
-		{"adType not the ad's", clickQuery("adType", "advertiser"), 400, CodeInvalidParameter, "adType"},
 		{"unknown adId", clickQuery("adId", "AMAZON.1.NOPE"), 404, CodeNotFound, "adId"},
 		{"adId is a URL", clickQuery("adId", "https://evil.example/"), 404, CodeNotFound, "adId"},
-		{"unknown api_key", clickQuery("api_key", "nope"), 401, CodeUnknownAPIKey, "api_key"},
-		{"site not the key's", clickQuery("api_key", "k2"), 403, CodeForeignSite, "site_id"},
 		{"yk_tag=<script>", clickQuery("yk_tag", "<script>"), 400, CodeInvalidParameter, "yk_tag"},
 		{"criterionId of 2 KB", clickQuery("criterionId", strings.Repeat("x", 2048)), 400, CodeInvalidParameter, "criterionId"},
 		{"invalid UTF-8 criterionId", clickQuery() + "&criterionId=%FF", 400, CodeInvalidParameter, "criterionId"},
@@ -326,42 +324,53 @@ func TestUnknownPathAndMethod(t *testing.T) {
 }
 
 // FuzzRedirect checks that no query string, however odd, redirects anywhere
-// but to a landing URL of the catalog, or records a click without one.
+// but to the catalog's landing URL of the adId it names, or records a click
+// without one, and that only a click with a sig or tok can be billable.
 func FuzzRedirect(f *testing.F) {
+	env := newSignedEnv(f)
+	signed := env.links(f, "q=lg+handy&loc=de&api_key=demo&site_id=demo&yk_tag=f:1")[0]
 	for _, s := range []string{
 		strings.TrimPrefix(clickQuery(), "/v1/redirect?"),
 		strings.TrimPrefix(clickQuery("adId", "https://evil.example/", "url", "https://evil.example/"), "/v1/redirect?"),
 		"type=intext&adId=handyladen.de&adType=advertiser&api_key=demo&site_id=demo&criterionId=x&yk_tag=a:b",
 		"adId=AMAZON.1.B00JVL2X1I&adId=handyladen.de",
+		strings.TrimPrefix(signed, "/v1/redirect?"),
+		strings.TrimPrefix(setParam(signed, "adId", "COUPON.1.7"), "/v1/redirect?"),
+		strings.TrimPrefix(clickQuery("type", "intext", "tok", env.keys.Token("demo", "demo", testClock.Add(time.Hour))), "/v1/redirect?"),
 		"%zz&;",
 		"",
 	} {
 		f.Add(s)
 	}
-	env := newEnv(f, fixture())
-	landings := map[string]bool{}
+	landings := map[string]string{}
 	for _, a := range fixture() {
-		landings[a.Landing] = true
+		landings[a.ID] = a.Landing
 	}
 	f.Fuzz(func(t *testing.T, raw string) {
-		env.clicks = nil
+		env.take()
 		req := httptest.NewRequest(http.MethodGet, "/v1/redirect", nil)
 		req.URL.RawQuery = raw
+		req.Header.Set("User-Agent", browserUA)
 		rec := httptest.NewRecorder()
 		env.handler.ServeHTTP(rec, req)
 		res := rec.Result()
 		loc := res.Header.Get("Location")
+		got := env.take()
 		switch res.StatusCode {
 		case http.StatusFound:
-			if !landings[loc] {
-				t.Fatalf("%q redirects to %q, no landing URL of the catalog", raw, loc)
+			q, err := url.ParseQuery(raw)
+			if err != nil || loc == "" || loc != landings[q.Get("adId")] {
+				t.Fatalf("%q redirects to %q, not the catalog's landing URL of its adId", raw, loc)
 			}
-			if len(env.clicks) != 1 {
-				t.Fatalf("%q redirected with %d clicks recorded", raw, len(env.clicks))
+			if len(got) != 1 {
+				t.Fatalf("%q redirected with %d clicks recorded", raw, len(got))
 			}
-		case 400, 401, 403, 404:
-			if loc != "" || len(env.clicks) != 0 {
-				t.Fatalf("%q: %d with Location %q and %d clicks", raw, res.StatusCode, loc, len(env.clicks))
+			if got[0].Billable && !q.Has("sig") && !q.Has("tok") {
+				t.Fatalf("%q: billable without sig or tok", raw)
+			}
+		case 400, 404:
+			if loc != "" || len(got) != 0 {
+				t.Fatalf("%q: %d with Location %q and %d clicks", raw, res.StatusCode, loc, len(got))
 			}
 			if !json.Valid(readBody(t, res)) {
 				t.Fatalf("%q: error body is not JSON", raw)

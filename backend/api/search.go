@@ -52,6 +52,7 @@ func (s *server) search(w http.ResponseWriter, r *http.Request) error {
 		YkTag:       p.YkTag,
 		Fields:      p.Fields,
 		LogoDim:     p.LogoDim,
+		Sign:        s.signLinks(),
 	})
 	respond(w, http.StatusOK, *buf, p.Callback)
 	return nil

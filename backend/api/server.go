@@ -42,6 +42,10 @@ type Deps struct {
 	// Metrics count requests and rate-limit rejections and are served at
 	// /metrics; nil counts nothing and serves no /metrics.
 	Metrics *metrics.Metrics
+	// ClickKeys sign the click URLs of every answer and the site token of
+	// the shard manifest, and verify clicks; nil signs nothing and bills no
+	// click.
+	ClickKeys *clicks.Keys
 	// Ready, when set, tells /readyz whether the server's state is usable
 	// (the store open, not shutting down); an error makes it a 503.
 	Ready func(ctx context.Context) error
@@ -62,6 +66,7 @@ type server struct {
 	ready    func(ctx context.Context) error
 	ids      *idSource
 	limits   limiters
+	judge    *clicks.Judge
 }
 
 // NewServer returns the handler of every adlink route. It panics when a
@@ -84,6 +89,7 @@ func NewServer(d Deps) http.Handler {
 		ready:    d.Ready,
 		ids:      newIDSource(),
 		limits:   newLimiters(),
+		judge:    newJudge(d.ClickKeys),
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)

@@ -1,0 +1,52 @@
+package api
+
+import (
+	"github.com/adlink/adlink/backend/clicks"
+	"github.com/adlink/adlink/backend/config"
+)
+
+// maxRepeatPairs bounds the client and ad pairs the redirect remembers for
+// RepeatWindow: about 40 bytes each, so at most some 10 MB under a flood
+// of distinct clients.
+const maxRepeatPairs = 1 << 18
+
+// newJudge returns the judge of the redirect's clicks; without keys no
+// click is billable.
+func newJudge(keys *clicks.Keys) *clicks.Judge {
+	return &clicks.Judge{Keys: keys, Repeats: clicks.NewRepeats(clicks.RepeatWindow, maxRepeatPairs)}
+}
+
+// signLinks returns the match.LinkOptions Sign hook for the click URLs of
+// one answer: exp and sig, billable for the configured ClickTTL. It is nil
+// without keys, and the links go unsigned.
+func (s *server) signLinks() func(dst, query []byte) []byte {
+	if s.judge.Keys == nil {
+		return nil
+	}
+	ttl := s.cfg.ClickTTL
+	if ttl <= 0 {
+		ttl = config.Default().ClickTTL
+	}
+	return s.judge.Keys.SignFunc(s.now().Add(ttl))
+}
+
+// withSiteToken adds "tok", the site token for apiKey and siteID, to a
+// shard manifest: the page appends it to the click URLs it makes, as it
+// holds no key to sign them. Without keys the manifest is unchanged.
+func (s *server) withSiteToken(manifest []byte, apiKey, siteID string) []byte {
+	if s.judge.Keys == nil || len(manifest) == 0 || manifest[len(manifest)-1] != '}' {
+		return manifest
+	}
+	ttl := s.cfg.SiteTokenTTL
+	if ttl <= 0 {
+		ttl = config.Default().SiteTokenTTL
+	}
+	// A token is made of A-Z, a-z, 0-9, '.', '_' and '-': nothing to
+	// escape in JSON.
+	tok := s.judge.Keys.Token(apiKey, siteID, s.now().Add(ttl))
+	out := make([]byte, 0, len(manifest)+len(`,"tok":""`)+len(tok))
+	out = append(out, manifest[:len(manifest)-1]...)
+	out = append(out, `,"tok":"`...)
+	out = append(out, tok...)
+	return append(out, `"}`...)
+}
