@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/adlink/adlink/backend/clicks"
 	"github.com/adlink/adlink/backend/pages"
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/fetch"
@@ -273,6 +274,22 @@ func TestClickGoesThroughRedirect(t *testing.T) {
 		if !sawRedirect {
 			t.Errorf("the click did not go through /v1/redirect")
 		}
+		if !strings.Contains(href, "&tok=") {
+			t.Errorf("the page's click URL carries no site token: %s", href)
+		}
+		// The click is in the log, its site token verified: the judge checks
+		// the token first, so "bot" (headless Chromium says so in its user
+		// agent) means the token passed.
+		var logged []clicks.Click
+		b.clicks.Scan(context.Background(), time.Now().Add(-time.Minute), time.Now().Add(time.Minute), func(c clicks.Click) error {
+			if c.AdID == u.Query().Get("adId") && c.Type == "intext" {
+				logged = append(logged, c)
+			}
+			return nil
+		})
+		if len(logged) != 1 || logged[0].Reason != "" && logged[0].Reason != clicks.ReasonBot {
+			t.Errorf("clicks recorded for the ad: %+v, want one with a verified site token", logged)
+		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("the click never left for the landing page")
 	}
@@ -313,18 +330,17 @@ func TestSearchPageEqualsServer(t *testing.T) {
 			continue
 		}
 		for i, l := range server.Link {
-			if shown[i][0] != l.Title || shown[i][1] != l.Ad {
-				t.Errorf("%q #%d: page %q %s, server %q %s", tc.q, i, shown[i][0], shown[i][1], l.Title, l.Ad)
+			page, srv := shown[i][1], l.Ad
+			if !strings.Contains(page, "&tok=") || !strings.Contains(srv, "&sig=") {
+				t.Errorf("%q #%d: the page's link must carry the site token, the server's its signature: %s, %s", tc.q, i, page, srv)
+			}
+			if shown[i][0] != l.Title || unsigned(page) != unsigned(srv) {
+				t.Errorf("%q #%d: page %q %s, server %q %s", tc.q, i, shown[i][0], page, l.Title, srv)
 			}
 		}
 		// And the whole answer, every field, as the page's code sees it.
 		local := eval[string](t, br, `adlink.search(`+jsString(tc.q)+`, {"ctx.dist": `+jsString(tc.dist)+`, fields: "price,logoad_type"}).then(JSON.stringify)`)
-		var a, s any
-		if err := json.Unmarshal([]byte(local), &a); err != nil {
-			t.Fatal(err)
-		}
-		json.Unmarshal(body, &s)
-		if !reflect.DeepEqual(a, s) {
+		if a, s := unsignedJSON(t, []byte(local)), unsignedJSON(t, body); !reflect.DeepEqual(a, s) {
 			t.Errorf("%q: adlink.search gives %s\nserver %s", tc.q, local, body)
 		}
 	}
@@ -352,7 +368,8 @@ func TestJSONPFromScriptTag(t *testing.T) {
 		})`)
 	}
 	ok := call(url.Values{"q": {"handy"}, "api_key": {"demo"}, "site_id": {"demo"}, "loc": {"de"}, "lang": {"de"}, "callback": {"my.ads"}})
-	if ok.HTTPStatus != 200 || len(ok.Link) == 0 || !strings.HasPrefix(ok.Link[0].Ad, b.URL+"/v1/redirect?type=search&") {
+	if ok.HTTPStatus != 200 || len(ok.Link) == 0 || !strings.HasPrefix(ok.Link[0].Ad, b.URL+"/v1/redirect?type=search&") ||
+		!strings.Contains(ok.Link[0].Ad, "&sig=") {
 		t.Errorf("JSONP answer %+v", ok)
 	}
 	bad := call(url.Values{"q": {"handy"}, "api_key": {"nobody"}, "site_id": {"demo"}, "callback": {"my.ads"}})
@@ -360,6 +377,38 @@ func TestJSONPFromScriptTag(t *testing.T) {
 		t.Errorf("JSONP error %+v", bad)
 	}
 	br.noConsoleErrors(t)
+}
+
+// unsigned drops what authenticates a click URL: the server's exp and sig,
+// the page's tok. The rest must be the same.
+func unsigned(ad string) string {
+	u, err := url.Parse(ad)
+	if err != nil {
+		return ad
+	}
+	q := u.Query()
+	q.Del("exp")
+	q.Del("sig")
+	q.Del("tok")
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// unsignedJSON decodes a link answer with its click URLs unsigned.
+func unsignedJSON(tb testing.TB, b []byte) any {
+	tb.Helper()
+	var v struct {
+		Link []map[string]any `json:"link"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		tb.Fatalf("%s: %v", b, err)
+	}
+	for _, l := range v.Link {
+		if ad, ok := l["ad"].(string); ok {
+			l["ad"] = unsigned(ad)
+		}
+	}
+	return v
 }
 
 func get(tb testing.TB, u string) []byte {

@@ -64,10 +64,11 @@ func run(m *testing.M) int {
 // backend is the real adlink server on a loopback port, with the demo
 // catalog and partner, as "make run" serves it.
 type backend struct {
-	URL   string
-	ads   []match.Ad
-	pages *pages.Service
-	views atomic.Int64
+	URL    string
+	ads    []match.Ad
+	pages  *pages.Service
+	clicks *clicks.Log
+	views  atomic.Int64
 }
 
 // firstView returns a URL of the demo page the server has never seen: the
@@ -145,6 +146,7 @@ func newBackend() (*backend, error) {
 	if err != nil {
 		return nil, err
 	}
+	b.clicks = cl
 	queue, err := pages.OpenBolt(db, 0)
 	if err != nil {
 		return nil, err
@@ -154,8 +156,14 @@ func newBackend() (*backend, error) {
 	b.pages = pages.NewService(queue, queue, fetcher, func() pages.Reducer { return indexes.All() }, pages.Options{})
 	b.pages.Start()
 	sharedCleanup = append(sharedCleanup, b.pages.Stop)
+	// Clicks are signed, as in production: the server's links carry a
+	// signature, the page's the manifest's site token.
+	keys, err := clicks.NewKeys(clicks.Key{ID: "test", Secret: []byte("a secret of the browser tests")})
+	if err != nil {
+		return nil, err
+	}
 	srv := &http.Server{Handler: api.NewServer(api.Deps{
-		Config: cfg, Indexes: indexes, Partners: reg, Clicks: cl, Pages: b.pages, Shards: set, Web: web,
+		Config: cfg, Indexes: indexes, Partners: reg, Clicks: cl, Pages: b.pages, Shards: set, Web: web, ClickKeys: keys,
 	})}
 	go srv.Serve(ln)
 	sharedCleanup = append(sharedCleanup, func() { srv.Close() })
