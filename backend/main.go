@@ -15,6 +15,8 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"slices"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -93,6 +95,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if err != nil {
 		return err
 	}
+	clickKeys, err := loadClickKeys(cfg)
+	if err != nil {
+		return err
+	}
+	log.Info("click keys", "signing", clickKeys.SigningKeyID())
 	pageQueue, err := pages.OpenBolt(db, 0)
 	if err != nil {
 		return err
@@ -118,16 +125,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	var stopping atomic.Bool
 
 	handler := api.NewServer(api.Deps{
-		Config:   cfg,
-		Logger:   log,
-		Indexes:  indexes,
-		Partners: registry,
-		Clicks:   clickLog,
-		Pages:    pageService,
-		Now:      time.Now,
-		Shards:   shardSet,
-		Web:      web,
-		Metrics:  m,
+		Config:    cfg,
+		Logger:    log,
+		Indexes:   indexes,
+		Partners:  registry,
+		Clicks:    clickLog,
+		ClickKeys: clickKeys,
+		Pages:     pageService,
+		Now:       time.Now,
+		Shards:    shardSet,
+		Web:       web,
+		Metrics:   m,
 		Ready: func(context.Context) error {
 			if stopping.Load() {
 				return errors.New("shutting down")
@@ -171,6 +179,25 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	return nil
+}
+
+// loadClickKeys returns the configured click keys, the first of which
+// signs. With none configured the server signs with a key of its own,
+// generated on first start and kept in the data directory; once keys are
+// configured, that key still verifies the links it signed.
+func loadClickKeys(cfg config.Config) (*clicks.Keys, error) {
+	keys := cfg.ClickKeys
+	_, err := os.Stat(filepath.Join(cfg.DataDir, clicks.KeyFile))
+	if len(keys) == 0 || err == nil {
+		own, err := clicks.LoadOrCreateKey(cfg.DataDir)
+		if err != nil {
+			return nil, err
+		}
+		if !slices.ContainsFunc(keys, func(k clicks.Key) bool { return k.ID == own.ID }) {
+			keys = append(keys, own)
+		}
+	}
+	return clicks.NewKeys(keys...)
 }
 
 // loadCatalog reads the configured feed files, or the embedded demo
