@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -13,6 +12,7 @@ import (
 	"github.com/adlink/adlink/backend/catalog"
 	"github.com/adlink/adlink/backend/shards"
 	"github.com/adlink/adlink/match"
+	"github.com/adlink/adlink/wasm/module"
 )
 
 // BenchmarkModuleBytes reports matcher.wasm's size over the wire in each
@@ -25,10 +25,8 @@ func BenchmarkModuleBytes(b *testing.B) {
 	if err := os.WriteFile(src, []byte(empty), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-trimpath", "-ldflags=-s -w", "-o", filepath.Join(dir, "empty.wasm"), src)
-	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		b.Fatalf("building an empty reactor: %v\n%s", err, out)
+	if err := module.Build(src, filepath.Join(dir, "empty.wasm")); err != nil {
+		b.Fatal(err)
 	}
 	emptyBytes, err := os.ReadFile(filepath.Join(dir, "empty.wasm"))
 	if err != nil {

@@ -6,12 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
 
+	"github.com/adlink/adlink/wasm/module"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
@@ -32,12 +32,9 @@ func run(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	out := filepath.Join(dir, "matcher.wasm")
-	// The same flags as "make wasm", so sizes measured here are the served ones.
-	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-trimpath", "-ldflags=-s -w", "-o", out, ".")
-	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
-	cmd.Stderr = os.Stderr
-	if err := cmd.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building matcher.wasm:", err)
+	// The flags of "make wasm", so sizes measured here are the served ones.
+	if err := module.Build(module.Path, out); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	if moduleBytes, err = os.ReadFile(out); err != nil {

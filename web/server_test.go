@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -26,6 +25,7 @@ import (
 	"github.com/adlink/adlink/backend/shards"
 	"github.com/adlink/adlink/backend/store"
 	"github.com/adlink/adlink/match"
+	"github.com/adlink/adlink/wasm/module"
 )
 
 // matcherWasm is matcher.wasm as TestMain built it from this tree.
@@ -44,12 +44,8 @@ func run(m *testing.M) int {
 		}
 		defer os.RemoveAll(dir)
 		out := filepath.Join(dir, "matcher.wasm")
-		// The flags of "make wasm".
-		cmd := exec.Command("go", "build", "-buildmode=c-shared", "-trimpath", "-ldflags=-s -w", "-o", out, "../wasm")
-		cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
-		cmd.Stderr = os.Stderr
-		if err := cmd.Run(); err != nil {
-			fmt.Fprintln(os.Stderr, "building matcher.wasm:", err)
+		if err := module.Build(module.Path, out); err != nil {
+			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
 		if matcherWasm, err = os.ReadFile(out); err != nil {
