@@ -34,7 +34,8 @@
   "use strict";
   if (window.adlink && window.adlink.config) return; // the tag is on the page twice
 
-  var script = document.currentScript;
+  // currentScript is null when a tag manager or another script inserted the tag.
+  var script = document.currentScript || document.querySelector('script[src*="widget.js"][data-api-key]');
   var data = (script && script.dataset) || {};
   var htmlLang = (document.documentElement.lang || "").toLowerCase().split(/[-_]/);
   var base = (data.base || (script && script.src ? script.src.replace(/\/[^\/]*$/, "") : location.origin)).replace(/\/+$/, "");
