@@ -528,7 +528,7 @@ func (ix *Index) top(in *input, cands []cand, size, distinct int) []Hit {
 		offer uint32
 		advs  []string
 	}
-	m := size * 4
+	m := size * 2
 	for {
 		if m > len(cands) {
 			m = len(cands)
