@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"net"
 	"net/netip"
@@ -78,6 +79,9 @@ type Config struct {
 	// the page puts in the click URLs it makes, stays billable
 	// (-site-token-ttl, ADLINK_SITE_TOKEN_TTL).
 	SiteTokenTTL time.Duration
+	// LogLevel is the least level logged: debug (which adds a line per
+	// request), info, warn or error (-log-level, ADLINK_LOG_LEVEL).
+	LogLevel slog.Level
 }
 
 // Default returns the configuration used when nothing is set.
@@ -168,6 +172,11 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	envDuration("ADLINK_CLICK_TTL", &c.ClickTTL)
 	envDuration("ADLINK_SITE_TOKEN_TTL", &c.SiteTokenTTL)
 	clickKeys := getenv("ADLINK_CLICK_KEYS")
+	if v := getenv("ADLINK_LOG_LEVEL"); v != "" {
+		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
+			bad("ADLINK_LOG_LEVEL=%q: want debug, info, warn or error", v)
+		}
+	}
 
 	fs := flag.NewFlagSet("adlink", flag.ContinueOnError)
 	fs.SetOutput(out)
@@ -190,6 +199,7 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	fs.Func("click-keys", "click signing `keys` kid:base64secret,...; the first signs; none: one generated in the data directory (ADLINK_CLICK_KEYS, preferred)",
 		func(s string) error { clickKeys = s; return nil })
 	fs.DurationVar(&c.ClickTTL, "click-ttl", c.ClickTTL, "how long a signed click URL stays billable (ADLINK_CLICK_TTL)")
+	fs.TextVar(&c.LogLevel, "log-level", c.LogLevel, "least `level` logged: debug (a line per request), info, warn or error (ADLINK_LOG_LEVEL)")
 	fs.DurationVar(&c.SiteTokenTTL, "site-token-ttl", c.SiteTokenTTL, "how long the page's site token stays billable (ADLINK_SITE_TOKEN_TTL)")
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err

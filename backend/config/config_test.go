@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"log/slog"
 	"net/netip"
 	"reflect"
 	"strings"
@@ -74,6 +75,12 @@ func TestLoad(t *testing.T) {
 			},
 		},
 		{
+			name: "log level",
+			env:  map[string]string{"ADLINK_LOG_LEVEL": "warn"},
+			args: []string{"-log-level", "DEBUG"},
+			want: func(c *Config) { c.LogLevel = slog.LevelDebug },
+		},
+		{
 			name: "wildcard listen address",
 			args: []string{"-addr", ":9090"},
 			want: func(c *Config) { c.Addr, c.RedirectURL = ":9090", "http://localhost:9090" },
@@ -104,12 +111,12 @@ func TestLoadReportsEveryProblem(t *testing.T) {
 	_, err := Load(
 		[]string{"-addr", "nohostport", "-redirect-url", "ftp://x", "-trusted-proxies", "10.0.0.1,bogus", "-country-header", " ",
 			"-rate-key", "0", "-rate-ip-burst", "0", "-rate-pages", "-1", "-click-keys", "k1:c2hvcnQ", "-site-token-ttl", "0s"},
-		env(map[string]string{"ADLINK_FETCH_ALLOW_PRIVATE": "maybe", "ADLINK_RATE_KEY_BURST": "lots", "ADLINK_CLICK_TTL": "a day"}), io.Discard)
+		env(map[string]string{"ADLINK_FETCH_ALLOW_PRIVATE": "maybe", "ADLINK_RATE_KEY_BURST": "lots", "ADLINK_LOG_LEVEL": "loud", "ADLINK_CLICK_TTL": "a day"}), io.Discard)
 	if err == nil {
 		t.Fatal("Load accepted a bad configuration")
 	}
 	for _, want := range []string{"ADLINK_FETCH_ALLOW_PRIVATE", `"10.0.0.1"`, `"bogus"`, "addr", "redirect-url", "country-header",
-		"ADLINK_RATE_KEY_BURST", "rate-key 0", "rate-ip-burst 0", "rate-pages -1",
+		"ADLINK_RATE_KEY_BURST", "ADLINK_LOG_LEVEL", "rate-key 0", "rate-ip-burst 0", "rate-pages -1",
 		`click key "k1": secret of 5 bytes`, "ADLINK_CLICK_TTL", "site-token-ttl 0s"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not mention %s:\n%v", want, err)
