@@ -115,6 +115,8 @@ type testEnv struct {
 }
 
 // newEnv serves ads with the test partners, recording clicks in memory.
+// Its rate limits never refuse: fuzzers and table tests send thousands of
+// requests from one client, and limits_test.go sets its own.
 func newEnv(t testing.TB, ads []match.Ad) *testEnv {
 	t.Helper()
 	ix, err := BuildIndexes(ads)
@@ -123,6 +125,7 @@ func newEnv(t testing.TB, ads []match.Ad) *testEnv {
 	}
 	cfg := config.Default()
 	cfg.RedirectURL = "https://r.example"
+	cfg.KeyRate, cfg.KeyBurst, cfg.IPRate, cfg.IPBurst = 1e9, 1e9, 1e9, 1e9
 	env := &testEnv{indexes: ix}
 	env.handler = NewServer(Deps{
 		Config:   cfg,
