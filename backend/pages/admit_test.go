@@ -63,3 +63,22 @@ func TestLookupAdmitGatesOnlyNewJobs(t *testing.T) {
 		t.Errorf("an analysed page: %v", err)
 	}
 }
+
+func TestLookupAdmitOncePerPageUnderConcurrency(t *testing.T) {
+	e := open(t, t.TempDir(), 0, &mockFetcher{}, fixtureIndex(t), Options{})
+	var mu sync.Mutex
+	calls := 0
+	admit := func() error { mu.Lock(); calls++; mu.Unlock(); return nil }
+	var wg sync.WaitGroup
+	for range 50 {
+		wg.Go(func() {
+			if res, err := e.svc.LookupAdmit(context.Background(), "http://blog.example/new", admit); err != nil || res.Status != StatusPending {
+				t.Errorf("LookupAdmit = %+v, %v", res, err)
+			}
+		})
+	}
+	wg.Wait()
+	if calls != 1 {
+		t.Errorf("admit called %d times for 50 concurrent first lookups of one page, want 1", calls)
+	}
+}

@@ -241,17 +241,31 @@ func (s *Service) Lookup(ctx context.Context, pageURL string) (*Result, error) {
 // yet is queued, and an error from it is returned instead (for an unknown
 // page) or skips the re-analysis (for a stale or failed one). Looking up a
 // page already queued does not call it, so polling a pending page costs
-// nothing.
+// nothing; with the bbolt queue, of many concurrent first lookups of one
+// page only one calls it.
 func (s *Service) LookupAdmit(ctx context.Context, pageURL string, admit func() error) (*Result, error) {
-	gate := func() error {
-		if admit == nil {
-			return nil
-		}
-		queued, err := s.queue.Queued(ctx, pageURL)
-		if err != nil || queued {
+	var refused error // admit's answer, told apart from the queue's errors
+	if a := admit; a != nil {
+		admit = func() error { refused = a(); return refused }
+	}
+	push := func() error {
+		if ap, ok := s.queue.(admitPusher); ok && admit != nil {
+			_, err := ap.PushAdmit(ctx, pageURL, admit)
 			return err
 		}
-		return admit()
+		if admit != nil {
+			queued, err := s.queue.Queued(ctx, pageURL)
+			if err != nil {
+				return err
+			}
+			if !queued {
+				if err := admit(); err != nil {
+					return err
+				}
+			}
+		}
+		_, err := s.queue.Push(ctx, pageURL)
+		return err
 	}
 	rec, err := s.store.Get(ctx, pageURL)
 	if err != nil {
@@ -266,10 +280,7 @@ func (s *Service) LookupAdmit(ctx context.Context, pageURL string, admit func() 
 	}
 	now := s.o.Now()
 	if rec == nil {
-		if err := gate(); err != nil {
-			return nil, err
-		}
-		if _, err := s.queue.Push(ctx, pageURL); err != nil {
+		if err := push(); err != nil {
 			return nil, err
 		}
 		return &Result{Status: StatusPending, URL: pageURL, RetryAfter: s.retryAfter(ctx)}, nil
@@ -277,10 +288,8 @@ func (s *Service) LookupAdmit(ctx context.Context, pageURL string, admit func() 
 	if rec.Failed && !now.Before(rec.RetryAt) || !rec.Failed && now.Sub(rec.At) > s.o.TTL {
 		// Serve what we have while it is redone; a full queue or a refusal
 		// by admit only delays.
-		if gate() == nil {
-			if _, err := s.queue.Push(ctx, pageURL); err != nil && !errors.Is(err, ErrQueueFull) {
-				return nil, err
-			}
+		if err := push(); err != nil && !errors.Is(err, ErrQueueFull) && err != refused {
+			return nil, err
 		}
 	}
 	res := &Result{URL: rec.URL, Lang: rec.Lang}
@@ -290,6 +299,12 @@ func (s *Service) LookupAdmit(ctx context.Context, pageURL string, admit func() 
 	}
 	res.Status, res.Title, res.Text = StatusAnalysed, rec.Title, rec.Text
 	return res, nil
+}
+
+// admitPusher is a Queue that can gate a new job inside the transaction
+// that adds it, as the bbolt one can, so that one job is admitted once.
+type admitPusher interface {
+	PushAdmit(ctx context.Context, url string, admit func() error) (bool, error)
 }
 
 // oldester is a Queue that knows when its oldest job was queued, as the

@@ -100,9 +100,10 @@ type Bolt struct {
 }
 
 var (
-	_ Store     = (*Bolt)(nil)
-	_ Queue     = (*Bolt)(nil)
-	_ completer = (*Bolt)(nil)
+	_ Store       = (*Bolt)(nil)
+	_ Queue       = (*Bolt)(nil)
+	_ completer   = (*Bolt)(nil)
+	_ admitPusher = (*Bolt)(nil)
 )
 
 // BoltOption tunes OpenBolt.
@@ -186,6 +187,14 @@ func (b *Bolt) Put(_ context.Context, recs ...*Record) error {
 // fsync, done at once rather than batched, since a first request waits on
 // it.
 func (b *Bolt) Push(ctx context.Context, url string) (bool, error) {
+	return b.PushAdmit(ctx, url, nil)
+}
+
+// PushAdmit is Push with a gate: admit, when not nil, is called once the
+// write transaction has found the job neither queued nor over a bound, and
+// its error is returned instead of queueing. Writers take turns, so of many
+// concurrent first requests for one page only one is put to admit.
+func (b *Bolt) PushAdmit(ctx context.Context, url string, admit func() error) (bool, error) {
 	site := []byte(siteKey(url))
 	check := func(tx *bolt.Tx) (queued bool, err error) {
 		if tx.Bucket(bucketQueued).Get([]byte(url)) != nil {
@@ -208,10 +217,16 @@ func (b *Bolt) Push(ctx context.Context, url string) (bool, error) {
 		return false, b.pushErr(err)
 	}
 	var added bool
+	var admitErr error
 	err = b.db.Update(func(tx *bolt.Tx) error {
 		added = false
 		if queued, err := check(tx); err != nil || queued {
 			return err
+		}
+		if admit != nil {
+			if admitErr = admit(); admitErr != nil {
+				return admitErr
+			}
 		}
 		queued := tx.Bucket(bucketQueued)
 		meta := tx.Bucket(bucketMeta)
@@ -235,6 +250,9 @@ func (b *Bolt) Push(ctx context.Context, url string) (bool, error) {
 		added = true
 		return meta.Put(keyQueueLen, putUint(n+1))
 	})
+	if admitErr != nil {
+		return false, admitErr
+	}
 	if err != nil {
 		return false, b.pushErr(err)
 	}
