@@ -137,7 +137,7 @@ func (s *server) observe(next http.Handler) http.Handler {
 				status = http.StatusOK
 			}
 			d := time.Since(start)
-			s.metrics.Request(route, r.Method, status, d)
+			s.metrics.Request(route, methodLabel(r.Method), status, d)
 			if s.log.Enabled(r.Context(), slog.LevelDebug) {
 				s.log.DebugContext(r.Context(), "request", "method", r.Method, "route", route,
 					"path", r.URL.Path, "status", status, "duration_ms", float64(d.Microseconds())/1000)
@@ -145,6 +145,17 @@ func (s *server) observe(next http.Handler) http.Handler {
 		}()
 		next.ServeHTTP(sw, r)
 	})
+}
+
+// methodLabel is the method as a metric label: a client may send any
+// token as a method, and each label value is a time series.
+func methodLabel(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodPost, http.MethodPut,
+		http.MethodPatch, http.MethodDelete:
+		return m
+	}
+	return "other"
 }
 
 // healthz answers 200 {"status":"ok"} while the process serves: alive,

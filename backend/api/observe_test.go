@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -144,6 +145,10 @@ func TestMetricsReadyzAndHealthz(t *testing.T) {
 		return res, string(readBody(t, res))
 	}
 	get("/v2/search/link?q=handy&api_key=demo&site_id=demo")
+	for i := range 3 {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("BREW"+strconv.Itoa(i), "/v2/search/link", nil))
+	}
 	get("/v2/search/link?q=handy&api_key=nope&site_id=demo")
 	for i := range 3 {
 		get("/no/such/path/" + string(rune('a'+i)))
@@ -167,12 +172,13 @@ func TestMetricsReadyzAndHealthz(t *testing.T) {
 		`adlink_http_requests_total{method="GET",route="GET /v2/search/link",status="401"} 1`,
 		`adlink_http_requests_total{method="GET",route="/",status="404"} 3`,
 		`adlink_http_requests_total{method="GET",route="GET /readyz",status="503"} 1`,
+		`adlink_http_requests_total{method="other",route="/",status="405"} 3`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %s", want)
 		}
 	}
-	if strings.Contains(body, "/no/such/path") {
-		t.Error("a raw path became a label")
+	if strings.Contains(body, "/no/such/path") || strings.Contains(body, "BREW") {
+		t.Error("a raw path or method became a label")
 	}
 }
