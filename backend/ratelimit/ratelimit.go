@@ -100,9 +100,7 @@ func (s *Set) Allow(key string, l Limit) Decision {
 	if b == nil || b.l != l {
 		if b == nil && len(s.buckets) >= s.maxKeys {
 			s.sweep(now)
-			if len(s.buckets) >= s.maxKeys {
-				s.dropSome()
-			}
+			s.dropSome()
 		} else if now.Sub(s.lastSweep) >= sweepEvery {
 			s.sweep(now)
 		}
@@ -138,18 +136,17 @@ func (s *Set) sweep(now time.Time) {
 	}
 }
 
-// dropSome drops a tenth of the buckets, in the map's random order, when
-// every bucket is busy: a flood of new keys then costs one pass per tenth
-// of the bound, not one per key. A dropped key only gets a fresh bucket.
-// s.mu is held.
+// dropSome drops buckets, in the map's random order, until a tenth of the
+// bound is free: a flood of new keys then costs one pass per tenth of the
+// bound, not one per key. A dropped key only gets a fresh bucket. s.mu is
+// held.
 func (s *Set) dropSome() {
-	n := max(1, s.maxKeys/10)
+	keep := s.maxKeys - max(1, s.maxKeys/10)
 	for k := range s.buckets {
-		if n == 0 {
+		if len(s.buckets) <= keep {
 			break
 		}
 		delete(s.buckets, k)
-		n--
 	}
 }
 

@@ -104,3 +104,17 @@ func TestBoundedHoweverManyKeys(t *testing.T) {
 		}
 	}
 }
+
+func TestFullSetFreesATenthAtOnce(t *testing.T) {
+	c := newClock()
+	const bound = 1000
+	s := newSet(c, bound)
+	l := Limit{Rate: 1.0 / 60, Burst: 5}
+	for i := range bound {
+		s.Allow(fmt.Sprint("ip", i), l)
+	}
+	s.Allow("one more", l)
+	if want := bound - bound/10 + 1; s.Len() != want {
+		t.Errorf("after one key past a full bound: %d buckets, want %d, so the next %d keys need no pass", s.Len(), want, bound/10-1)
+	}
+}
