@@ -76,6 +76,9 @@ func BenchmarkLoad(b *testing.B) {
 		b.ReportMetric(float64(r.limited), "429s")
 		b.ReportMetric(float64(r.p50.Microseconds())/1000, "p50-ms")
 		b.ReportMetric(float64(r.p99.Microseconds())/1000, "p99-ms")
+		for k, name := range loadKinds {
+			b.ReportMetric(float64(r.p99Of[k].Microseconds())/1000, "p99-"+name+"-ms")
+		}
 		b.ReportMetric(float64(rss)/(1<<20), "peak-RSS-MiB")
 		b.ReportMetric(total, "requests")
 		if r.errors > 0 {
@@ -156,11 +159,15 @@ func loadClickPaths(b *testing.B, base string) []string {
 	return out
 }
 
+// loadKinds name the kinds of traffic, for their own p99.
+var loadKinds = [...]string{"search", "page", "click"}
+
 type loadResult struct {
 	n, errors, limited int
 	firstErr           string
 	elapsed            time.Duration
 	p50, p99           time.Duration
+	p99Of              [len(loadKinds)]time.Duration
 }
 
 // runLoad sends the traffic and measures it.
@@ -176,6 +183,7 @@ func runLoad(base, pageBase string, clicks []string) loadResult {
 	var (
 		mu        sync.Mutex
 		latencies []time.Duration
+		byKind    [len(loadKinds)][]time.Duration
 		res       loadResult
 		n         atomic.Int64
 	)
@@ -185,17 +193,21 @@ func runLoad(base, pageBase string, clicks []string) loadResult {
 		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(uint64(c), 7))
 			var lat []time.Duration
+			var kinds [len(loadKinds)][]time.Duration
 			var errs, limited int
 			var firstErr string
 			for ctx.Err() == nil {
 				var target string
+				kind := 0
 				switch k := rng.IntN(100); {
 				case k < 60:
 					target = "/v2/search/link?api_key=demo&site_id=demo&" + loadQueries[rng.IntN(len(loadQueries))]
 				case k < 85:
+					kind = 1
 					page := url.QueryEscape(fmt.Sprintf("%s/artikel/%d", pageBase, rng.IntN(loadPages)))
 					target = "/v2/page/link?api_key=demo&site_id=demo&url=" + page
 				default:
+					kind = 2
 					target = clicks[rng.IntN(len(clicks))]
 				}
 				t0 := time.Now()
@@ -209,6 +221,7 @@ func runLoad(base, pageBase string, clicks []string) loadResult {
 					break // cut off by the end of the run
 				}
 				lat = append(lat, d)
+				kinds[kind] = append(kinds[kind], d)
 				switch {
 				case err != nil:
 					errs++
@@ -227,6 +240,9 @@ func runLoad(base, pageBase string, clicks []string) loadResult {
 			n.Add(int64(len(lat)))
 			mu.Lock()
 			latencies = append(latencies, lat...)
+			for k := range kinds {
+				byKind[k] = append(byKind[k], kinds[k]...)
+			}
 			res.errors += errs
 			res.limited += limited
 			if res.firstErr == "" {
@@ -238,12 +254,20 @@ func runLoad(base, pageBase string, clicks []string) loadResult {
 	wg.Wait()
 	res.elapsed = time.Since(start)
 	res.n = int(n.Load())
-	slices.Sort(latencies)
-	if len(latencies) > 0 {
-		res.p50 = latencies[len(latencies)/2]
-		res.p99 = latencies[len(latencies)*99/100]
+	res.p50, res.p99 = quantile(latencies, 0.50), quantile(latencies, 0.99)
+	for k := range byKind {
+		res.p99Of[k] = quantile(byKind[k], 0.99)
 	}
 	return res
+}
+
+// quantile sorts ds and returns its q-quantile, 0 for none.
+func quantile(ds []time.Duration, q float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	slices.Sort(ds)
+	return ds[int(float64(len(ds)-1)*q)]
 }
 
 // peakRSS reads the process's high-water resident set (VmHWM) in bytes.
