@@ -99,6 +99,14 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 	return w.ResponseWriter.Write(b)
 }
 
+// Flush sends what is buffered, as the wrapped writer does.
+func (w *statusWriter) Flush() {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	http.NewResponseController(w.ResponseWriter).Flush()
+}
+
 // Unwrap lets http.ResponseController reach the connection's writer.
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
@@ -123,15 +131,16 @@ func (s *server) observe(next http.Handler) http.Handler {
 				}
 				s.log.ErrorContext(r.Context(), "handler panicked", "method", r.Method, "path", r.URL.Path,
 					"panic", fmt.Sprint(v), "stack", string(debug.Stack()))
-				if sw.status == 0 {
-					e := internal(fmt.Errorf("panic: %v", v))
-					respond(sw, e.Status, e.bodyWithID(id), "")
+				if sw.status != 0 {
+					// Part of an answer is out: cut the connection so the
+					// client cannot take it for the whole.
+					s.metrics.Request(routeOf(r), methodLabel(r.Method), http.StatusInternalServerError, time.Since(start))
+					panic(http.ErrAbortHandler)
 				}
+				e := internal(fmt.Errorf("panic: %v", v))
+				respond(sw, e.Status, e.bodyWithID(id), "")
 			}
-			route := r.Pattern
-			if route == "" {
-				route = "unmatched"
-			}
+			route := routeOf(r)
 			status := sw.status
 			if status == 0 {
 				status = http.StatusOK
@@ -145,6 +154,14 @@ func (s *server) observe(next http.Handler) http.Handler {
 		}()
 		next.ServeHTTP(sw, r)
 	})
+}
+
+// routeOf is the route pattern that served r, as a metric label.
+func routeOf(r *http.Request) string {
+	if r.Pattern == "" {
+		return "unmatched"
+	}
+	return r.Pattern
 }
 
 // methodLabel is the method as a metric label: a client may send any

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
+	"log"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -180,5 +182,25 @@ func TestMetricsReadyzAndHealthz(t *testing.T) {
 	}
 	if strings.Contains(body, "/no/such/path") || strings.Contains(body, "BREW") {
 		t.Error("a raw path or method became a label")
+	}
+}
+
+func TestPanicAfterWritingCutsTheConnection(t *testing.T) {
+	s := &server{cfg: config.Default(), ids: newIDSource(), log: slog.New(slog.DiscardHandler)}
+	srv := httptest.NewServer(s.observe(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusOK)
+		w.Write([]byte(`{"link":[`))
+		w.(http.Flusher).Flush()
+		panic("half way")
+	})))
+	defer srv.Close()
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
+	res, err := http.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if _, err := io.ReadAll(res.Body); err == nil {
+		t.Error("a half-written answer read as complete")
 	}
 }
