@@ -237,7 +237,11 @@ func generate(ads []match.Ad, n int, seed uint64, page bool) []request {
 				r.ykTag = "tag_" + strconv.Itoa(rng.IntN(1000)) + ":x-1"
 			}
 		}
-		for _, k := range []string{"advertiser", "product", "coupon"} {
+		kinds := match.SearchKindNames
+		if page {
+			kinds = match.PageKindNames
+		}
+		for _, k := range kinds {
 			if rng.IntN(4) == 0 {
 				r.adTypes = append(r.adTypes, k)
 			}

@@ -135,13 +135,9 @@ func parseRequest(s string, page bool) (match.Query, match.LinkOptions, []proble
 			p.invalid("text", "text is not valid UTF-8")
 		}
 	} else if t := p.required("q"); t != "" {
-		q.Text = strings.TrimSpace(t)
-		switch {
-		case !utf8.ValidString(q.Text):
-			p.invalid("q", "q is not valid UTF-8")
-		case len(q.Text) > match.MaxQueryBytes:
-			p.invalid("q", "q is "+strconv.Itoa(len(q.Text))+" bytes long; the most is "+strconv.Itoa(match.MaxQueryBytes))
-		}
+		var msg string
+		q.Text, msg = match.ParseText(t)
+		p.note("q", msg)
 	}
 	o.APIKey = p.required("api_key")
 	o.SiteID = p.required("site_id")
@@ -150,31 +146,29 @@ func parseRequest(s string, page bool) (match.Query, match.LinkOptions, []proble
 		if validToken(tok) {
 			o.Sign = appendToken(tok)
 		} else {
-			p.invalid("tok", "tok must be the site token of the shard manifest, not "+strconv.Quote(tok))
+			p.invalid("tok", "tok must be the site token of the shard manifest, not "+match.Quote(tok))
 		}
 	}
-	q.Country = p.market("loc", "use_geo", "loc must be a two-letter ISO 3166 country code (de, US) or use_geo")
-	q.Lang = p.market("lang", "use_locale", "lang must be a two-letter ISO 639-1 language code (de, en) or use_locale")
+	q.Country = p.market("loc", match.ParseCountry)
+	q.Lang = p.market("lang", match.ParseLang)
+	names, kinds := match.SearchFieldNames, match.SearchKindNames
+	if page {
+		names, kinds = match.PageFieldNames, match.PageKindNames
+	}
 	if s, ok := p.optional("fields"); ok {
-		names := match.SearchFieldNames
-		if page {
-			names = match.PageFieldNames
-		}
-		o.Fields = p.fields(s, names)
+		var msgs []string
+		o.Fields, msgs = match.ParseFields(s, names)
+		p.note("fields", msgs...)
 	}
 	if s, ok := p.optional("logo.dim"); ok {
-		o.LogoDim = ""
-		for _, d := range match.LogoDims {
-			if strings.EqualFold(d, s) {
-				o.LogoDim = d
-			}
-		}
-		if o.LogoDim == "" {
-			p.invalid("logo.dim", "logo.dim must be one of "+strings.Join(match.LogoDims, ", ")+", not "+strconv.Quote(s))
-		}
+		var msg string
+		o.LogoDim, msg = match.ParseLogoDim(s)
+		p.note("logo.dim", msg)
 	}
 	if s, ok := p.optional("ad_type"); ok {
-		q.Kinds = p.kinds(s)
+		var msgs []string
+		q.Kinds, msgs = match.ParseKinds(s, kinds)
+		p.note("ad_type", msgs...)
 	}
 	if !page {
 		p.searchOptions(&q, &o)
@@ -183,116 +177,52 @@ func parseRequest(s string, page bool) (match.Query, match.LinkOptions, []proble
 }
 
 // market reads loc or lang: a lower-cased two-letter code, or "" for none
-// and for the value the page resolves itself.
-func (p *params) market(name, special, msg string) string {
+// and for use_geo and use_locale, which the page resolves itself.
+func (p *params) market(name string, parse func(string) (string, string)) string {
 	s, ok := p.optional(name)
-	switch {
-	case !ok || s == special:
+	if !ok {
 		return ""
-	case len(s) == 2 && isLetter(s[0]) && isLetter(s[1]):
-		return strings.ToLower(s)
 	}
-	p.invalid(name, msg+", not "+strconv.Quote(s))
-	return ""
+	v, msg := parse(s)
+	p.note(name, msg)
+	if v == match.UseGeo || v == match.UseLocale {
+		return ""
+	}
+	return v
 }
 
-func isLetter(c byte) bool { return c|0x20 >= 'a' && c|0x20 <= 'z' }
+// note records each non-empty message of match's parameter functions as
+// a problem with param.
+func (p *params) note(param string, msgs ...string) {
+	for _, m := range msgs {
+		if m != "" {
+			p.invalid(param, m)
+		}
+	}
+}
 
 // searchOptions reads the search context's q_operator, ctx.dist, yk_tag,
 // size and distinct_advertiser.
 func (p *params) searchOptions(q *match.Query, o *match.LinkOptions) {
-	op, opGiven := p.optional("q_operator")
-	switch op {
-	case "", "or":
-	case "and":
-		q.Operator = match.OpAnd
-	default:
-		opGiven = false
-		p.invalid("q_operator", "q_operator must be and or or, not "+strconv.Quote(op))
-	}
-	dist, distGiven := p.optional("ctx.dist")
-	switch dist {
-	case "", "high":
-	case "low":
-		q.Dist = match.DistLow
-	case "none":
-		q.Dist = match.DistNone
-	default:
-		distGiven = false
-		p.invalid("ctx.dist", "ctx.dist must be high, low or none, not "+strconv.Quote(dist))
-	}
-	if opGiven && q.Operator == match.OpAnd {
-		if distGiven && q.Dist != match.DistNone {
-			p.invalid("q_operator", "q_operator=and needs ctx.dist=none (or no ctx.dist), not ctx.dist="+dist)
-		}
-		q.Dist = match.DistNone
-	}
+	op, _ := p.optional("q_operator")
+	dist, _ := p.optional("ctx.dist")
+	var param, msg string
+	q.Operator, q.Dist, param, msg = match.ParseOperator(op, dist)
+	p.note(param, msg)
 	if s, ok := p.optional("yk_tag"); ok {
-		if validYkTag(s) {
-			o.YkTag = s
-		} else {
-			p.invalid("yk_tag", "yk_tag must be 1 to 64 of A-Z, a-z, 0-9, _, - and :, not "+strconv.Quote(s))
-		}
+		o.YkTag, msg = match.ParseYkTag(s)
+		p.note("yk_tag", msg)
 	}
 	q.Size = match.DefaultSize
 	if s, ok := p.optional("size"); ok {
-		q.Size = p.number("size", s, 1, match.MaxSize)
+		q.Size, msg = match.ParseCount("size", s, 1, match.MaxSize)
+		p.note("size", msg)
 	}
 	q.DistinctAdvertiser = match.DefaultDistinctAdvertiser
 	if s, ok := p.optional("distinct_advertiser"); ok {
-		q.DistinctAdvertiser = p.number("distinct_advertiser", s, 1, match.MaxDistinctAdvertiser)
+		q.DistinctAdvertiser, msg = match.ParseCount("distinct_advertiser", s, 1, match.MaxDistinctAdvertiser)
+		p.note("distinct_advertiser", msg)
 	}
-}
-
-// fields reads a comma-separated fields list against the allowed names.
-func (p *params) fields(s string, allowed []string) match.Fields {
-	var f match.Fields
-	for item := range strings.SplitSeq(s, ",") {
-		item = strings.TrimSpace(item)
-		if item == "" {
-			continue
-		}
-		v, ok := match.ParseField(item)
-		known := false
-		for _, a := range allowed {
-			known = known || a == item
-		}
-		if !ok || !known {
-			p.invalid("fields", "fields must be a comma-separated list of "+strings.Join(allowed, ", ")+"; "+strconv.Quote(item)+" is not one")
-			continue
-		}
-		f |= v
-	}
-	return f
-}
-
-// kinds reads ad_type: values separated by commas, spaces or '+'.
-func (p *params) kinds(s string) match.Kinds {
-	var k match.Kinds
-	for _, item := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '+' }) {
-		kind, ok := match.ParseKind(item)
-		if !ok {
-			p.invalid("ad_type", "ad_type must be a list of advertiser, product and coupon; "+strconv.Quote(item)+" is not one")
-			continue
-		}
-		k = k.Add(kind)
-	}
-	return k
-}
-
-// number reads a decimal integer in [lo, hi]; no sign, no clamping.
-func (p *params) number(name, s string, lo, hi int) int {
-	n := 0
-	ok := len(s) > 0 && len(s) <= 4
-	for i := 0; ok && i < len(s); i++ {
-		ok = s[i] >= '0' && s[i] <= '9'
-		n = n*10 + int(s[i]-'0')
-	}
-	if !ok || n < lo || n > hi {
-		p.invalid(name, name+" must be a whole number from "+strconv.Itoa(lo)+" to "+strconv.Itoa(hi)+", not "+strconv.Quote(s))
-		return 0
-	}
-	return n
 }
 
 // appendToken returns a Sign hook that appends the site token the shard
@@ -314,21 +244,6 @@ func validToken(s string) bool {
 	for i := 0; i < len(s); i++ {
 		switch c := s[i]; {
 		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '.', c == '_', c == '-':
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-// validYkTag reports whether s matches ^[A-Za-z0-9_:-]{1,64}$.
-func validYkTag(s string) bool {
-	if len(s) == 0 || len(s) > 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '_', c == ':', c == '-':
 		default:
 			return false
 		}

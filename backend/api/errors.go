@@ -4,10 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
-	"unicode/utf8"
 
+	"github.com/adlink/adlink/match"
 	"github.com/goccy/go-json"
 )
 
@@ -126,14 +125,4 @@ func (ps problems) err() error {
 }
 
 // quote shows a client's value in a message, cut to a readable length.
-func quote(s string) string {
-	const max = 40
-	if len(s) > max {
-		cut := max
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		return strconv.Quote(s[:cut]) + "..."
-	}
-	return strconv.Quote(s)
-}
+func quote(s string) string { return match.Quote(s) }

@@ -4,7 +4,6 @@ import (
 	"io/fs"
 	"net/http"
 	"net/url"
-	"strings"
 
 	"github.com/adlink/adlink/backend/shards"
 )
@@ -49,36 +48,6 @@ func (s *server) shardManifest(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("Vary", "Accept-Language")
 	respond(w, http.StatusOK, s.withSiteToken(s.shards.Manifest(country, lang), apiKey, siteID), callback)
 	return nil
-}
-
-// parseLoc reads loc: "", a lower-case ISO 3166 alpha-2 code or locUseGeo.
-func parseLoc(p *values) string {
-	s, ok := p.optional("loc")
-	switch {
-	case !ok:
-		return ""
-	case s == locUseGeo:
-		return s
-	case isAlpha2(s):
-		return strings.ToLower(s)
-	}
-	p.errs.invalid("loc", "loc must be a two-letter ISO 3166 country code (de, US) or use_geo, not %s", quote(s))
-	return ""
-}
-
-// parseLang reads lang: "", a lower-case ISO 639-1 code or langUseLocale.
-func parseLang(p *values) string {
-	s, ok := p.optional("lang")
-	switch {
-	case !ok:
-		return ""
-	case s == langUseLocale:
-		return s
-	case isAlpha2(s):
-		return strings.ToLower(s)
-	}
-	p.errs.invalid("lang", "lang must be a two-letter ISO 639-1 language code (de, en) or use_locale, not %s", quote(s))
-	return ""
 }
 
 // shard answers GET /v2/shards/{sha256}: content-addressed, so immutable.

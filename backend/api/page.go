@@ -5,9 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/goccy/go-json"
@@ -52,9 +50,6 @@ type pageParams struct {
 	Kinds   match.Kinds
 }
 
-// pageKinds are the ad_type values of the page context.
-var pageKinds = []string{"advertiser", "product"}
-
 // parsePage reads every /v2/page/link parameter and reports every bad one
 // together.
 func parsePage(v url.Values) (pageParams, error) {
@@ -77,19 +72,15 @@ func parsePage(v url.Values) (pageParams, error) {
 	pp.Callback = parseCallback(&p)
 	pp.Loc = parseLoc(&p)
 	if s, ok := p.optional("fields"); ok {
-		pp.Fields = parseFields(&p.errs, "fields", s, match.PageFieldNames)
+		var msgs []string
+		pp.Fields, msgs = match.ParseFields(s, match.PageFieldNames)
+		p.note("fields", msgs...)
 	}
 	pp.LogoDim = parseLogoDim(&p)
 	if s, ok := p.optional("ad_type"); ok {
-		// As parseKinds, but the page context has no coupons.
-		for _, item := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '+' }) {
-			kind, ok := match.ParseKind(item)
-			if !ok || !slices.Contains(pageKinds, item) {
-				p.errs.invalid("ad_type", "ad_type must be a list of %s; %s is not one", strings.Join(pageKinds, ", "), quote(item))
-				continue
-			}
-			pp.Kinds = pp.Kinds.Add(kind)
-		}
+		var msgs []string
+		pp.Kinds, msgs = match.ParseKinds(s, match.PageKindNames)
+		p.note("ad_type", msgs...)
 	}
 	if err := p.errs.err(); err != nil {
 		return pageParams{}, err

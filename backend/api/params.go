@@ -2,17 +2,15 @@ package api
 
 import (
 	"net/url"
-	"slices"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/adlink/adlink/match"
 )
 
 // The special loc and lang values.
 const (
-	locUseGeo     = "use_geo"
-	langUseLocale = "use_locale"
+	locUseGeo     = match.UseGeo
+	langUseLocale = match.UseLocale
 )
 
 // searchParams is a /v2/search/link request, parsed and validated once.
@@ -86,73 +84,45 @@ func parseSearch(v url.Values) (searchParams, error) {
 		Dist:               match.DistHigh,
 	}
 	if q := p.required("q"); q != "" {
-		sp.Q = strings.TrimSpace(q)
-		switch {
-		case !utf8.ValidString(sp.Q):
-			p.errs.invalid("q", "q is not valid UTF-8")
-		case len(sp.Q) > match.MaxQueryBytes:
-			p.errs.invalid("q", "q is %d bytes long; the most is %d", len(sp.Q), match.MaxQueryBytes)
-		}
+		var msg string
+		sp.Q, msg = match.ParseText(q)
+		p.note("q", msg)
 	}
 	sp.APIKey = p.required("api_key")
 	sp.SiteID = p.required("site_id")
 	sp.Callback = parseCallback(&p)
 	sp.Loc = parseLoc(&p)
-	if s, ok := p.optional("lang"); ok {
-		switch {
-		case s == langUseLocale:
-			sp.Lang = s
-		case isAlpha2(s):
-			sp.Lang = strings.ToLower(s)
-		default:
-			p.errs.invalid("lang", "lang must be a two-letter ISO 639-1 language code (de, en) or use_locale, not %s", quote(s))
-		}
-	}
+	sp.Lang = parseLang(&p)
 	if s, ok := p.optional("fields"); ok {
-		sp.Fields = parseFields(&p.errs, "fields", s, match.SearchFieldNames)
+		var msgs []string
+		sp.Fields, msgs = match.ParseFields(s, match.SearchFieldNames)
+		p.note("fields", msgs...)
 	}
 	sp.LogoDim = parseLogoDim(&p)
 	if s, ok := p.optional("ad_type"); ok {
-		sp.Kinds = parseKinds(&p.errs, s)
+		var msgs []string
+		sp.Kinds, msgs = match.ParseKinds(s, match.SearchKindNames)
+		p.note("ad_type", msgs...)
 	}
-	op, opGiven := p.optional("q_operator")
-	switch op {
-	case "", "or":
-	case "and":
-		sp.Operator = match.OpAnd
-	default:
-		opGiven = false
-		p.errs.invalid("q_operator", "q_operator must be and or or, not %s", quote(op))
-	}
-	dist, distGiven := p.optional("ctx.dist")
-	switch dist {
-	case "", "high":
-	case "low":
-		sp.Dist = match.DistLow
-	case "none":
-		sp.Dist = match.DistNone
-	default:
-		distGiven = false
-		p.errs.invalid("ctx.dist", "ctx.dist must be high, low or none, not %s", quote(dist))
-	}
-	if opGiven && sp.Operator == match.OpAnd {
-		if distGiven && sp.Dist != match.DistNone {
-			p.errs.invalid("q_operator", "q_operator=and needs ctx.dist=none (or no ctx.dist), not ctx.dist=%s", dist)
-		}
-		sp.Dist = match.DistNone
-	}
+	op, _ := p.optional("q_operator")
+	dist, _ := p.optional("ctx.dist")
+	var param, msg string
+	sp.Operator, sp.Dist, param, msg = match.ParseOperator(op, dist)
+	p.note(param, msg)
 	if s, ok := p.optional("yk_tag"); ok {
-		if validYkTag(s) {
-			sp.YkTag = s
-		} else {
-			p.errs.invalid("yk_tag", "yk_tag must be 1 to 64 of A-Z, a-z, 0-9, _, - and :, not %s", quote(s))
-		}
+		var msg string
+		sp.YkTag, msg = match.ParseYkTag(s)
+		p.note("yk_tag", msg)
 	}
 	if s, ok := p.optional("size"); ok {
-		sp.Size = parseInt(&p.errs, "size", s, 1, match.MaxSize)
+		var msg string
+		sp.Size, msg = match.ParseCount("size", s, 1, match.MaxSize)
+		p.note("size", msg)
 	}
 	if s, ok := p.optional("distinct_advertiser"); ok {
-		sp.DistinctAdvertiser = parseInt(&p.errs, "distinct_advertiser", s, 1, match.MaxDistinctAdvertiser)
+		var msg string
+		sp.DistinctAdvertiser, msg = match.ParseCount("distinct_advertiser", s, 1, match.MaxDistinctAdvertiser)
+		p.note("distinct_advertiser", msg)
 	}
 	if err := p.errs.err(); err != nil {
 		return searchParams{}, err
@@ -162,15 +132,44 @@ func parseSearch(v url.Values) (searchParams, error) {
 
 // parseLogoDim reads logo.dim: "" or one of match.LogoDims, any case.
 func parseLogoDim(p *values) string {
-	s, ok := p.optional("logo.dim")
-	if !ok {
-		return ""
+	if s, ok := p.optional("logo.dim"); ok {
+		v, msg := match.ParseLogoDim(s)
+		p.note("logo.dim", msg)
+		return v
 	}
-	if i := slices.Index(match.LogoDims, strings.ToUpper(s)); i >= 0 {
-		return match.LogoDims[i]
-	}
-	p.errs.invalid("logo.dim", "logo.dim must be one of %s, not %s", strings.Join(match.LogoDims, ", "), quote(s))
 	return ""
+}
+
+// parseLoc reads loc: "", a lower-case ISO 3166 alpha-2 code or
+// match.UseGeo.
+func parseLoc(p *values) string {
+	if s, ok := p.optional("loc"); ok {
+		v, msg := match.ParseCountry(s)
+		p.note("loc", msg)
+		return v
+	}
+	return ""
+}
+
+// parseLang reads lang: "", a lower-case ISO 639-1 code or
+// match.UseLocale.
+func parseLang(p *values) string {
+	if s, ok := p.optional("lang"); ok {
+		v, msg := match.ParseLang(s)
+		p.note("lang", msg)
+		return v
+	}
+	return ""
+}
+
+// note records each non-empty message of match's parameter functions as
+// a problem with param.
+func (p *values) note(param string, msgs ...string) {
+	for _, m := range msgs {
+		if m != "" {
+			p.errs.invalid(param, "%s", m)
+		}
+	}
 }
 
 // parseCallback reads the JSONP callback; an invalid one is a problem, and
@@ -194,73 +193,6 @@ func callbackOf(q url.Values) string {
 		return vs[0]
 	}
 	return ""
-}
-
-// parseFields reads a comma-separated fields list against the names the
-// context accepts. Blank items are skipped.
-func parseFields(errs *problems, param, s string, allowed []string) match.Fields {
-	var f match.Fields
-	for item := range strings.SplitSeq(s, ",") {
-		item = strings.TrimSpace(item)
-		if item == "" {
-			continue
-		}
-		v, ok := match.ParseField(item)
-		if !ok || !slices.Contains(allowed, item) {
-			errs.invalid(param, "%s must be a comma-separated list of %s; %s is not one", param, strings.Join(allowed, ", "), quote(item))
-			continue
-		}
-		f |= v
-	}
-	return f
-}
-
-// parseKinds reads ad_type: values separated by commas, spaces or '+', so
-// the seed's "product coupon" is two values.
-func parseKinds(errs *problems, s string) match.Kinds {
-	var k match.Kinds
-	items := strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '+' })
-	for _, item := range items {
-		kind, ok := match.ParseKind(item)
-		if !ok {
-			errs.invalid("ad_type", "ad_type must be a list of advertiser, product and coupon; %s is not one", quote(item))
-			continue
-		}
-		k = k.Add(kind)
-	}
-	return k
-}
-
-// parseInt reads a decimal integer in [min, max]; no sign, no clamping.
-func parseInt(errs *problems, param, s string, min, max int) int {
-	n := 0
-	ok := len(s) > 0 && len(s) <= 4
-	for i := 0; ok && i < len(s); i++ {
-		c := s[i]
-		ok = c >= '0' && c <= '9'
-		n = n*10 + int(c-'0')
-	}
-	if !ok || n < min || n > max {
-		errs.invalid(param, "%s must be a whole number from %d to %d, not %s", param, min, max, quote(s))
-		return 0
-	}
-	return n
-}
-
-// validYkTag reports whether s is a sub id we carry into click URLs:
-// ^[A-Za-z0-9_:-]{1,64}$.
-func validYkTag(s string) bool {
-	if len(s) == 0 || len(s) > 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '_', c == ':', c == '-':
-		default:
-			return false
-		}
-	}
-	return true
 }
 
 // isAlpha2 reports whether s is two ASCII letters, either case.

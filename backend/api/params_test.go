@@ -170,7 +170,7 @@ func checkParams(t *testing.T, raw string, p searchParams) {
 		bad("loc")
 	case p.Lang != "" && p.Lang != langUseLocale && (!isAlpha2(p.Lang) || strings.ToLower(p.Lang) != p.Lang):
 		bad("lang")
-	case p.YkTag != "" && !validYkTag(p.YkTag):
+	case p.YkTag != "" && !regexp.MustCompile(`^[A-Za-z0-9_:-]{1,64}$`).MatchString(p.YkTag):
 		bad("yk_tag")
 	case p.Size < 1 || p.Size > match.MaxSize:
 		bad("size")

@@ -53,11 +53,9 @@ func parseRedirect(v url.Values) (redirectParams, error) {
 		p.errs.invalid("criterionId", "criterionId must be valid UTF-8 of at most %d bytes", maxCriterion)
 	}
 	if s, ok := p.optional("yk_tag"); ok {
-		if validYkTag(s) {
-			rp.YkTag = s
-		} else {
-			p.errs.invalid("yk_tag", "yk_tag must be 1 to 64 of A-Z, a-z, 0-9, _, - and :, not %s", quote(s))
-		}
+		var msg string
+		rp.YkTag, msg = match.ParseYkTag(s)
+		p.note("yk_tag", msg)
 	}
 	rp.Auth.Exp, _ = p.optional("exp")
 	rp.Auth.Sig, _ = p.optional("sig")

@@ -120,7 +120,7 @@ func TestSearchErrorNamesEveryParameter(t *testing.T) {
 	if err := json.Unmarshal(readBody(t, res), &e); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"loc", "use_geo", "size", "1 to 50", "ad_type", "advertiser, product and coupon", "logo.dim", "90X90"} {
+	for _, want := range []string{"loc", "use_geo", "size", "1 to 50", "ad_type", "advertiser, product, coupon", "logo.dim", "90X90"} {
 		if !strings.Contains(e.Error.Message, want) {
 			t.Errorf("message %q lacks %q", e.Error.Message, want)
 		}

@@ -1,0 +1,189 @@
+package match
+
+import (
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// The parameter rules of the /v2 endpoints, in one place: the server's
+// handlers and the page's module both read requests with them, so a value
+// one accepts the other accepts, and the messages are the same. Each
+// function reads one parameter's value and returns, besides the value, ""
+// or a message for the client that names the parameter and what it allows.
+
+// The special values of loc and lang.
+const (
+	UseGeo    = "use_geo"
+	UseLocale = "use_locale"
+)
+
+// ParseText checks q: trimmed, valid UTF-8, at most MaxQueryBytes.
+func ParseText(s string) (string, string) {
+	s = strings.TrimSpace(s)
+	switch {
+	case !utf8.ValidString(s):
+		return "", "q is not valid UTF-8"
+	case len(s) > MaxQueryBytes:
+		return "", "q is " + strconv.Itoa(len(s)) + " bytes long; the most is " + strconv.Itoa(MaxQueryBytes)
+	}
+	return s, ""
+}
+
+// ParseCountry reads loc: a two-letter ISO 3166 code in either case
+// (returned lower case), or UseGeo (returned as is).
+func ParseCountry(s string) (string, string) {
+	return parseCode(s, UseGeo, "loc must be a two-letter ISO 3166 country code (de, US) or use_geo, not ")
+}
+
+// ParseLang reads lang: a two-letter ISO 639-1 code in either case
+// (returned lower case), or UseLocale (returned as is).
+func ParseLang(s string) (string, string) {
+	return parseCode(s, UseLocale, "lang must be a two-letter ISO 639-1 language code (de, en) or use_locale, not ")
+}
+
+func parseCode(s, special, msg string) (string, string) {
+	if s == special {
+		return s, ""
+	}
+	if l := lower(s); isAlpha2(l) {
+		return l, ""
+	}
+	return "", msg + Quote(s)
+}
+
+// ParseFields reads a comma-separated fields list against the names a
+// context allows (SearchFieldNames or PageFieldNames); blank items are
+// skipped. It returns a message for each bad item.
+func ParseFields(s string, allowed []string) (Fields, []string) {
+	var f Fields
+	var msgs []string
+	for item := range strings.SplitSeq(s, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		v, ok := ParseField(item)
+		if !ok || !contains(allowed, item) {
+			msgs = append(msgs, "fields must be a comma-separated list of "+strings.Join(allowed, ", ")+"; "+Quote(item)+" is not one")
+			continue
+		}
+		f |= v
+	}
+	return f, msgs
+}
+
+// ParseLogoDim reads logo.dim, in either case ("90x90" is "90X90").
+func ParseLogoDim(s string) (string, string) {
+	for _, d := range LogoDims {
+		if strings.EqualFold(d, s) {
+			return d, ""
+		}
+	}
+	return "", "logo.dim must be one of " + strings.Join(LogoDims, ", ") + ", not " + Quote(s)
+}
+
+// SearchKindNames and PageKindNames are the ad_type values of each context.
+var (
+	SearchKindNames = []string{"advertiser", "product", "coupon"}
+	PageKindNames   = []string{"advertiser", "product"}
+)
+
+// ParseKinds reads ad_type: values separated by commas, spaces or '+', so
+// the seed's "product coupon" is two values. It returns a message for
+// each bad item.
+func ParseKinds(s string, allowed []string) (Kinds, []string) {
+	var k Kinds
+	var msgs []string
+	for _, item := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '+' }) {
+		kind, ok := ParseKind(item)
+		if !ok || !contains(allowed, item) {
+			msgs = append(msgs, "ad_type must be a list of "+strings.Join(allowed, ", ")+"; "+Quote(item)+" is not one")
+			continue
+		}
+		k = k.Add(kind)
+	}
+	return k, msgs
+}
+
+// ParseOperator reads q_operator and ctx.dist together, since and needs
+// none: absent ctx.dist is implied, high or low given with and is a
+// problem. Empty strings are absent parameters. A message comes with the
+// parameter it is about.
+func ParseOperator(op, dist string) (Operator, Dist, string, string) {
+	var o Operator
+	var d Dist
+	switch op {
+	case "", "or":
+	case "and":
+		o = OpAnd
+	default:
+		return 0, 0, "q_operator", "q_operator must be and or or, not " + Quote(op)
+	}
+	switch dist {
+	case "", "high":
+	case "low":
+		d = DistLow
+	case "none":
+		d = DistNone
+	default:
+		return 0, 0, "ctx.dist", "ctx.dist must be high, low or none, not " + Quote(dist)
+	}
+	if o == OpAnd {
+		if dist != "" && d != DistNone {
+			return 0, 0, "q_operator", "q_operator=and needs ctx.dist=none (or no ctx.dist), not ctx.dist=" + dist
+		}
+		d = DistNone
+	}
+	return o, d, "", ""
+}
+
+// ParseYkTag reads yk_tag: 1 to 64 of A-Z, a-z, 0-9, '_', '-' and ':'.
+func ParseYkTag(s string) (string, string) {
+	ok := len(s) > 0 && len(s) <= 64
+	for i := 0; ok && i < len(s); i++ {
+		c := s[i]
+		ok = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == ':' || c == '-'
+	}
+	if !ok {
+		return "", "yk_tag must be 1 to 64 of A-Z, a-z, 0-9, _, - and :, not " + Quote(s)
+	}
+	return s, ""
+}
+
+// ParseCount reads a whole number from lo to hi for the parameter name:
+// digits only, no sign, never clamped.
+func ParseCount(name, s string, lo, hi int) (int, string) {
+	n := 0
+	ok := len(s) > 0 && len(s) <= 4
+	for i := 0; ok && i < len(s); i++ {
+		ok = s[i] >= '0' && s[i] <= '9'
+		n = n*10 + int(s[i]-'0')
+	}
+	if !ok || n < lo || n > hi {
+		return 0, name + " must be a whole number from " + strconv.Itoa(lo) + " to " + strconv.Itoa(hi) + ", not " + Quote(s)
+	}
+	return n, ""
+}
+
+// Quote shows a client's value in a message, cut to a readable length.
+func Quote(s string) string {
+	const most = 40
+	if len(s) > most {
+		cut := most
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		return strconv.Quote(s[:cut]) + "..."
+	}
+	return strconv.Quote(s)
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
