@@ -1,0 +1,125 @@
+package match
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+func TestParamRules(t *testing.T) {
+	ok := func(what, msg string) {
+		t.Helper()
+		if msg != "" {
+			t.Errorf("%s refused: %s", what, msg)
+		}
+	}
+	bad := func(what, msg, names string) {
+		t.Helper()
+		if !strings.Contains(msg, names) {
+			t.Errorf("%s: message %q does not name %q", what, msg, names)
+		}
+	}
+	v, msg := ParseCountry("DE")
+	ok("loc=DE", msg)
+	if v != "de" {
+		t.Errorf("loc=DE read as %q", v)
+	}
+	for _, s := range []string{"deu", "1", "d", "ü1", ""} {
+		_, msg := ParseCountry(s)
+		bad("loc="+s, msg, "loc must be")
+	}
+	if v, msg := ParseLang(UseLocale); v != UseLocale || msg != "" {
+		t.Errorf("use_locale: %q %q", v, msg)
+	}
+	_, msg = ParseLang("german")
+	bad("lang=german", msg, "lang must be")
+	if f, msgs := ParseFields("price, logoad_type,,", SearchFieldNames); len(msgs) != 0 || f != FieldPrice|FieldLogo|FieldAdType {
+		t.Errorf("fields: %v %v", f, msgs)
+	}
+	if _, msgs := ParseFields("price,colour,gtin", PageFieldNames); len(msgs) != 2 {
+		t.Errorf("page fields colour and gtin: %v", msgs)
+	}
+	if d, msg := ParseLogoDim("90x90"); d != "90X90" || msg != "" {
+		t.Errorf("logo.dim=90x90: %q %q", d, msg)
+	}
+	_, msg = ParseLogoDim("80X80")
+	bad("logo.dim=80X80", msg, "75X75")
+	if k, msgs := ParseKinds("product coupon", SearchKindNames); len(msgs) != 0 || !k.Has(KindCoupon) || k.Has(KindAdvertiser) {
+		t.Errorf("product coupon: %v %v", k, msgs)
+	}
+	if _, msgs := ParseKinds("coupon", PageKindNames); len(msgs) != 1 {
+		t.Errorf("coupon in the page context accepted")
+	}
+	for _, tc := range []struct {
+		op, dist   string
+		o          Operator
+		d          Dist
+		param, has string
+	}{
+		{"", "", OpOr, DistHigh, "", ""},
+		{"and", "", OpAnd, DistNone, "", ""},
+		{"and", "none", OpAnd, DistNone, "", ""},
+		{"or", "low", OpOr, DistLow, "", ""},
+		{"and", "high", 0, 0, "q_operator", "ctx.dist=none"},
+		{"xor", "", 0, 0, "q_operator", "xor"},
+		{"", "medium", 0, 0, "ctx.dist", "medium"},
+	} {
+		o, d, param, msg := ParseOperator(tc.op, tc.dist)
+		if o != tc.o || d != tc.d || param != tc.param || !strings.Contains(msg, tc.has) || (tc.has == "") != (msg == "") {
+			t.Errorf("%q/%q: %v %v %q %q", tc.op, tc.dist, o, d, param, msg)
+		}
+	}
+	for _, s := range []string{"<script>", "", strings.Repeat("a", 65), "a b"} {
+		_, msg := ParseYkTag(s)
+		bad("yk_tag="+s, msg, "yk_tag must be")
+	}
+	for _, s := range []string{"0", "-1", "51", "abc", "1e1", " 5", "00051"} {
+		_, msg := ParseCount("size", s, 1, MaxSize)
+		bad("size="+s, msg, "from 1 to 50")
+	}
+	if n, msg := ParseCount("size", "050", 1, MaxSize); n != 50 || msg != "" {
+		t.Errorf("size=050: %d %q", n, msg)
+	}
+	if _, msg := ParseText(strings.Repeat("x", MaxQueryBytes+1)); !strings.Contains(msg, "bytes long") {
+		t.Errorf("long q: %q", msg)
+	}
+	if _, msg := ParseText("bad\xff"); msg == "" {
+		t.Error("invalid UTF-8 accepted")
+	}
+	if q := Quote(strings.Repeat("ä", 40)); !strings.HasSuffix(q, "...") || !utf8.ValidString(q) {
+		t.Errorf("Quote cut a rune: %s", q)
+	}
+}
+
+// FuzzParamRules checks that every rule either accepts a value it can
+// return or names the parameter, and never panics.
+func FuzzParamRules(f *testing.F) {
+	for _, s := range []string{"de", "use_geo", "price,logo", "90X90", "product coupon", "and", "5", "tag:1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if v, msg := ParseCountry(s); msg == "" && v != UseGeo && !isAlpha2(v) {
+			t.Fatalf("loc %q accepted as %q", s, v)
+		}
+		if _, msgs := ParseFields(s, SearchFieldNames); len(msgs) > 0 && !strings.HasPrefix(msgs[0], "fields") {
+			t.Fatalf("fields message %q", msgs[0])
+		}
+		if _, msgs := ParseKinds(s, SearchKindNames); len(msgs) > 0 && !strings.HasPrefix(msgs[0], "ad_type") {
+			t.Fatalf("ad_type message %q", msgs[0])
+		}
+		if n, msg := ParseCount("size", s, 1, MaxSize); msg == "" && (n < 1 || n > MaxSize) {
+			t.Fatalf("size %q accepted as %d", s, n)
+		}
+		if v, msg := ParseYkTag(s); msg == "" && v != s {
+			t.Fatalf("yk_tag %q changed to %q", s, v)
+		}
+		if v, msg := ParseText(s); msg == "" && (!utf8.ValidString(v) || len(v) > MaxQueryBytes) {
+			t.Fatalf("q %q accepted as %q", s, v)
+		}
+		ParseOperator(s, s)
+		ParseLogoDim(s)
+		if !utf8.ValidString(Quote(s)) && utf8.ValidString(s) {
+			t.Fatalf("Quote(%q) is not valid UTF-8", s)
+		}
+	})
+}
