@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unsafe"
 )
 
 // Index is the flat inverted index over a catalog. Every part of it is a
@@ -92,16 +93,21 @@ func (ix *Index) term(t uint32) string { return ix.termStr[ix.termOff[t]:ix.term
 
 // termID finds a term by binary search; -1 when absent.
 func (ix *Index) termID(s string) int32 {
+	return ix.termIDBytes(unsafe.Slice(unsafe.StringData(s), len(s)))
+}
+
+// termIDBytes is termID for a term being scanned; it does not allocate.
+func (ix *Index) termIDBytes(b []byte) int32 {
 	lo, hi := 0, len(ix.termOff)-1
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if ix.term(uint32(m)) < s {
+		if ix.term(uint32(m)) < string(b) {
 			lo = m + 1
 		} else {
 			hi = m
 		}
 	}
-	if lo < len(ix.termOff)-1 && ix.term(uint32(lo)) == s {
+	if lo < len(ix.termOff)-1 && ix.term(uint32(lo)) == string(b) {
 		return int32(lo)
 	}
 	return -1

@@ -73,15 +73,23 @@ func (ix *Index) tokenize(q *Query) *input {
 	title := cut(q.Title, limit)
 	text := cut(q.Text, limit)
 	in := &input{src: []string{title, text}}
+	// Only full-text queries look at the terms themselves (synonyms,
+	// compounds); the rest need the ids, and a page has thousands of words.
+	keep := !q.Page && q.Dist == DistNone
 	var scratch []byte
-	in.toks, scratch = tokenize(nil, title, nil)
-	in.nTitle = len(in.toks)
-	in.toks, _ = tokenize(in.toks, text, scratch)
-	if len(in.toks) > in.nTitle {
-		in.toks[in.nTitle].brk = true
-	}
-	for i := range in.toks {
-		in.toks[i].id = ix.termID(in.toks[i].term)
+	for k, s := range in.src {
+		if k == 1 {
+			in.nTitle = len(in.toks)
+		}
+		brk := k == 1
+		scratch = scan(s, scratch, func(term []byte, start, end int, b bool) {
+			t := token{id: ix.termIDBytes(term), start: int32(start), end: int32(end), brk: b || brk}
+			if keep {
+				t.term = string(term)
+			}
+			in.toks = append(in.toks, t)
+			brk = false
+		})
 	}
 	return in
 }
