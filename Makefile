@@ -3,6 +3,11 @@ GO        ?= go
 ADDR      ?= localhost:8080
 DATA      ?= .data
 FUZZTIME  ?= 10s
+# Fuzz targets at once in make fuzz (each gets its share of the cores).
+FUZZJOBS  ?= 1
+# make bench ends with the fuzz report over this time per target, one at a
+# time; empty skips it.
+BENCH_FUZZTIME ?= $(FUZZTIME)
 WASM      := web/matcher.wasm
 
 .PHONY: run build wasm test vet bench fuzz clean
@@ -29,11 +34,12 @@ test: wasm vet
 # (b.ReportMetric), measured in the same run.
 bench: wasm
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./... | grep -Ev '^(goos|goarch|cpu|pkg):'
+	@if [ -n "$(BENCH_FUZZTIME)" ]; then FUZZTIME=$(BENCH_FUZZTIME) FUZZJOBS=1 GO=$(GO) ./.ci/fuzz 2>/dev/null; fi
 
+# Every Fuzz target of every package for FUZZTIME over its kept corpus; it
+# prints the executions and crashers of each target (.ci/fuzz).
 fuzz:
-	@for t in $$($(GO) test -list 'Fuzz.*' ./... | grep -E '^(Fuzz|ok)' | awk '/^Fuzz/{f=f" "$$1} /^ok/{if(f!="")print $$2":"f; f=""}'); do \
-		pkg=$${t%%:*}; for f in $${t#*:}; do echo "fuzz $$pkg $$f"; $(GO) test -run=^$$ -fuzz="^$$f$$" -fuzztime=$(FUZZTIME) $$pkg || exit 1; done; \
-	done
+	@FUZZTIME=$(FUZZTIME) FUZZJOBS=$(FUZZJOBS) GO=$(GO) ./.ci/fuzz
 
 clean:
 	rm -rf bin $(WASM) $(DATA)
