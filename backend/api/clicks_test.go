@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"crypto/sha256"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -316,5 +317,66 @@ func TestNoKeysNoSignatures(t *testing.T) {
 	res := env.get(t, clickQuery("sig", "t1.x", "exp", "1"), header("User-Agent", browserUA), "")
 	if res.StatusCode != http.StatusFound || len(env.clicks) != 1 || env.clicks[0].Billable || env.clicks[0].Reason != clicks.ReasonUnsigned {
 		t.Errorf("%d %+v", res.StatusCode, env.clicks)
+	}
+}
+
+// Over thousands of random query strings built from the redirect's own
+// parameter names, catalog ids, hostile URLs and garbage, every 302 goes to
+// the catalog's landing URL of the adId given, every other answer has no
+// Location, and only a click carrying a valid sig or tok is billable.
+func TestRedirectLocationProperty(t *testing.T) {
+	env := newSignedEnv(t)
+	signed := env.links(t, "q=handy&loc=de&api_key=demo&site_id=demo&yk_tag=p:1")
+	landing := map[string]string{}
+	var ids []string
+	for _, a := range fixture() {
+		landing[a.ID] = a.Landing
+		ids = append(ids, a.ID)
+	}
+	names := []string{"type", "adId", "adType", "api_key", "site_id", "criterionId", "yk_tag", "exp", "sig", "tok",
+		"url", "redirect", "landing", "Location", "next"}
+	values := append(ids, "search", "intext", "advertiser", "product", "coupon", "demo", "k2", "blog", "handy",
+		"https://evil.example/", "//evil.example", "javascript:alert(1)", "%0d%0aLocation:%20https://evil.example",
+		"", "1795435200", "t1.AAAA", env.keys.Token("demo", "demo", testClock.Add(time.Hour)))
+	rng := rand.New(rand.NewPCG(5, 11))
+	lands, billable := 0, 0
+	for i := range 3000 {
+		var q string
+		if i%3 == 0 {
+			// A real signed link with one parameter changed or added.
+			l := signed[rng.IntN(len(signed))]
+			q = setParam(l, names[rng.IntN(len(names))], values[rng.IntN(len(values))])
+			q = strings.TrimPrefix(q, "/v1/redirect?")
+		} else {
+			var parts []string
+			for range 1 + rng.IntN(10) {
+				parts = append(parts, url.QueryEscape(names[rng.IntN(len(names))])+"="+url.QueryEscape(values[rng.IntN(len(values))]))
+			}
+			q = strings.Join(parts, "&")
+		}
+		res := env.do(t, "/v1/redirect?"+q, "198.51.100."+strconv.Itoa(1+i%250), browserUA)
+		readBody(t, res)
+		got := env.take()
+		loc := res.Header.Get("Location")
+		v, _ := url.ParseQuery(q)
+		switch {
+		case res.StatusCode == http.StatusFound:
+			lands++
+			if loc == "" || loc != landing[v.Get("adId")] || len(got) != 1 {
+				t.Fatalf("%s: Location %q, %d clicks; want %q", q, loc, len(got), landing[v.Get("adId")])
+			}
+			if got[0].Billable {
+				billable++
+				if !v.Has("sig") && !v.Has("tok") {
+					t.Fatalf("%s: billable without sig or tok", q)
+				}
+			}
+		case loc != "" || len(got) != 0:
+			t.Fatalf("%s: %d with Location %q and %d clicks", q, res.StatusCode, loc, len(got))
+		}
+	}
+	t.Logf("3000 query strings: %d landed, %d billable", lands, billable)
+	if lands == 0 || billable == 0 {
+		t.Errorf("%d landed, %d billable: the generator reaches too little", lands, billable)
 	}
 }

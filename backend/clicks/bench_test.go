@@ -77,6 +77,7 @@ func BenchmarkClickLog(b *testing.B) {
 	b.ReportMetric(batchRate, "bolt_batch_clicks/s")
 	b.ReportMetric(eachRate, "fsync_each_clicks/s")
 	b.ReportMetric(groupRate/eachRate, "group_vs_fsync_each")
+	b.ReportMetric(batchRate/eachRate, "bolt_batch_vs_fsync_each")
 	b.ReportMetric(0, "ns/op")
 }
 
