@@ -64,6 +64,9 @@ type pending struct {
 // errLead tells a waiting click that it is to run the next commit.
 var errLead = errors.New("clicks: lead the next commit")
 
+// errCommitAborted is the answer to the clicks of a commit that panicked.
+var errCommitAborted = errors.New("clicks: the commit was aborted")
+
 var _ Recorder = (*Log)(nil)
 
 // New returns the click log kept in db, creating its bucket.
@@ -118,7 +121,24 @@ func (l *Log) commit(p *pending) error {
 	l.queue = nil
 	l.mu.Unlock()
 
-	err := l.db.Update(func(tx *bolt.Tx) error {
+	// Deferred, so that even a panic inside the commit hands the log on
+	// and answers every click of the batch instead of leaving them waiting.
+	err := errCommitAborted
+	defer func() {
+		l.mu.Lock()
+		if len(l.queue) > 0 {
+			l.queue[0].done <- errLead
+		} else {
+			l.busy = false
+		}
+		l.mu.Unlock()
+		for _, b := range batch {
+			if b != p {
+				b.done <- err
+			}
+		}
+	}()
+	err = l.db.Update(func(tx *bolt.Tx) error {
 		for _, b := range batch {
 			if err := b.put(tx); err != nil {
 				return err
@@ -126,19 +146,6 @@ func (l *Log) commit(p *pending) error {
 		}
 		return nil
 	})
-
-	l.mu.Lock()
-	if len(l.queue) > 0 {
-		l.queue[0].done <- errLead
-	} else {
-		l.busy = false
-	}
-	l.mu.Unlock()
-	for _, b := range batch {
-		if b != p {
-			b.done <- err
-		}
-	}
 	return err
 }
 

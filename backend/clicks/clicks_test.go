@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
+
 	"github.com/adlink/adlink/backend/store"
 )
 
@@ -159,5 +161,33 @@ func TestAppendReportsCommitFailure(t *testing.T) {
 	wg.Wait()
 	if l.busy || len(l.queue) != 0 {
 		t.Errorf("after failed commits: busy %v, %d queued", l.busy, len(l.queue))
+	}
+}
+
+// A commit that panics answers the clicks it held and leaves the log
+// usable: nobody waits forever on a commit that will not come.
+func TestCommitPanicReleasesTheLog(t *testing.T) {
+	db, err := store.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	l, err := New(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("the panic was swallowed")
+			}
+		}()
+		l.commit(&pending{put: func(*bolt.Tx) error { panic("disk gremlin") }, done: make(chan error, 1)})
+	}()
+	if err := l.Append(context.Background(), Click{Time: time.Unix(1, 0), AdID: "after"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := all(t, l, time.Time{}, time.Time{}); len(got) != 1 || got[0].AdID != "after" {
+		t.Errorf("clicks after the panic: %+v", got)
 	}
 }
