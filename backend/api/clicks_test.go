@@ -380,3 +380,21 @@ func TestRedirectLocationProperty(t *testing.T) {
 		t.Errorf("%d landed, %d billable: the generator reaches too little", lands, billable)
 	}
 }
+
+// A click for a key that is no partner's lands and is recorded, with the
+// key and site cut short: junk cannot fill the log.
+func TestUnknownPartnerClickIsBounded(t *testing.T) {
+	env := newSignedEnv(t)
+	long := strings.Repeat("k", 10000)
+	c := env.click(t, clickQuery("api_key", long, "site_id", long), "198.51.100.77", browserUA)
+	if len(c.APIKey) > maxPartnerID || len(c.SiteID) > maxPartnerID || c.Billable || c.Reason != clicks.ReasonUnsigned {
+		t.Errorf("recorded key of %d bytes, site of %d, billable %v reason %q", len(c.APIKey), len(c.SiteID), c.Billable, c.Reason)
+	}
+	// A link signed for a partner since removed: the partner reason.
+	p := clicks.Params{Type: "search", AdID: "handyladen.de", AdType: "advertiser", APIKey: "gone", SiteID: "old", Criterion: "handy"}
+	exp, sig := env.keys.Sign(&p, testClock.Add(time.Hour))
+	c = env.click(t, "/v1/redirect?"+string(clicks.AppendQuery(nil, &p))+"&exp="+exp+"&sig="+sig, "198.51.100.78", browserUA)
+	if c.Billable || c.Reason != clicks.ReasonPartner {
+		t.Errorf("removed partner: billable %v reason %q", c.Billable, c.Reason)
+	}
+}

@@ -11,6 +11,10 @@ import (
 	"github.com/adlink/adlink/match"
 )
 
+// maxPartnerID bounds the api_key and site_id a click records: a click
+// for a key or site that is no partner's is recorded too, not refused.
+const maxPartnerID = 256
+
 // maxCriterion bounds the criterionId a click records.
 const maxCriterion = match.MaxQueryBytes
 
@@ -115,8 +119,8 @@ func (s *server) redirect(w http.ResponseWriter, r *http.Request) error {
 			AdID:      p.AdID,
 			AdType:    ad.Kind.String(),
 			Type:      p.Type,
-			APIKey:    p.APIKey,
-			SiteID:    p.SiteID,
+			APIKey:    truncate(p.APIKey, maxPartnerID),
+			SiteID:    truncate(p.SiteID, maxPartnerID),
 			Criterion: p.Criterion,
 			YkTag:     p.YkTag,
 			IP:        s.clientIP(r),
