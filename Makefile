@@ -33,7 +33,7 @@ test: wasm vet
 # Every figure is a testing.B benchmark that reports itself beside its baseline
 # (b.ReportMetric), measured in the same run.
 bench: wasm
-	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./... | grep -Ev '^(goos|goarch|cpu|pkg):'
+	$(GO) test -p 1 -run '^$$' -bench . -benchtime 1x -timeout 60m ./... | grep -Ev '^(goos|goarch|cpu|pkg):'
 	@if [ -n "$(BENCH_FUZZTIME)" ]; then FUZZTIME=$(BENCH_FUZZTIME) FUZZJOBS=1 GO=$(GO) ./.ci/fuzz 2>/dev/null; fi
 
 # Every Fuzz target of every package for FUZZTIME over its kept corpus; it

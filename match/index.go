@@ -36,7 +36,7 @@ type Index struct {
 	critStart []uint32
 	critOff   []uint32 // terms of criterion c: critTerms[critOff[c]:critOff[c+1]]
 	critTerms []uint32
-	critAdOff []uint32 // ads of criterion c: critAd[critAdOff[c]:critAdOff[c+1]]
+	critAdOff []uint32 // ads of criterion c, best first: critAd[critAdOff[c]:critAdOff[c+1]]
 	critAd    []uint32 // ad<<2 | source
 	// Criteria containing term t anywhere: termCrit[termCritOff[t]:termCritOff[t+1]].
 	termCritOff []uint32
@@ -458,6 +458,21 @@ func (b *builder) finish(ix *Index) {
 		c := crem[old]
 		ix.critAd[fill[c]] = b.cAd[k]
 		fill[c]++
+	}
+	// Each criterion's ads, best first: by what a match on it alone is
+	// worth (the source's weight times the bid), so a query can stop after
+	// the first few hundred of a criterion millions of ads share.
+	worth := func(e uint32) float64 { return float64(srcWeight[e&3] * bidFactor(ix.ads[e>>2].bid)) }
+	for c := range nc {
+		slices.SortFunc(ix.critAd[ix.critAdOff[c]:ix.critAdOff[c+1]], func(x, y uint32) int {
+			if wx, wy := worth(x), worth(y); wx != wy {
+				if wx > wy {
+					return -1
+				}
+				return 1
+			}
+			return cmpU32(x>>2, y>>2)
+		})
 	}
 	// Terms to the criteria that contain them (each criterion once per term).
 	var pairs int

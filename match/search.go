@@ -165,6 +165,16 @@ func (f *filter) ok(a *adRec) bool {
 	return f.kinds.Has(a.kind()) && (f.any || a.marketBits()&f.markets != 0)
 }
 
+// maxPerCriterion is how many of a criterion's ads a query considers, the
+// best first (see the index's order): enough for any size and
+// distinct_advertiser, and a bound on the work for a criterion (a brand, a
+// category) that hundreds of thousands of ads share.
+const maxPerCriterion = 4 * MaxSize
+
+// pair ties an ad to a criterion: ord is the criterion's place among the
+// input's criteria, src how the ad is tied to it.
+type pair struct{ ad, ord, src uint32 }
+
 // maxOccurrences is how many occurrences of one criterion count; later
 // ones add nothing to a page's score, so they are not even collected.
 const maxOccurrences = 16
@@ -221,16 +231,20 @@ func (ix *Index) matchCriteria(in *input, f filter, page bool) []cand {
 	}
 	// (ad, criterion) pairs sorted by ad group each ad's criteria, in
 	// order of first occurrence, without a map per ad.
-	type pair struct{ ad, ord uint32 }
 	n := 0
 	for _, c := range order {
-		n += int(ix.critAdOff[c+1] - ix.critAdOff[c])
+		n += min(int(ix.critAdOff[c+1]-ix.critAdOff[c]), maxPerCriterion)
 	}
 	pairs := make([]pair, 0, n)
 	for k, c := range order {
+		taken := 0
 		for _, e := range ix.critAd[ix.critAdOff[c]:ix.critAdOff[c+1]] {
+			if taken == maxPerCriterion {
+				break
+			}
 			if f.ok(&ix.ads[e>>2]) {
-				pairs = append(pairs, pair{e >> 2, uint32(k)})
+				pairs = append(pairs, pair{e >> 2, uint32(k), e & 3})
+				taken++
 			}
 		}
 	}
@@ -271,7 +285,7 @@ func (ix *Index) matchCriteria(in *input, f filter, page bool) []cand {
 			in.ext = append(in.ext, candExt{occs: kept, aggs: aggregate(kept)})
 		}
 		cands[i].ext = x
-		cands[i].score = ix.criteriaScore(cands[i].ad, in.ext[x].aggs, page)
+		cands[i].score = ix.criteriaScore(in.ext[x].aggs, crits[i], order, page)
 	}
 	return cands
 }
@@ -307,16 +321,6 @@ func keepLongest(os []occ, used []bool) []occ {
 	return kept
 }
 
-// srcOf returns how ad is tied to criterion c.
-func (ix *Index) srcOf(c, ad uint32) uint32 {
-	es := ix.critAd[ix.critAdOff[c]:ix.critAdOff[c+1]]
-	i, _ := slices.BinarySearchFunc(es, ad, func(e, ad uint32) int { return cmpU32(e>>2, ad) })
-	if i < len(es) && es[i]>>2 == ad {
-		return es[i] & 3
-	}
-	return srcKeyword
-}
-
 func cmpU32(a, b uint32) int {
 	switch {
 	case a < b:
@@ -345,11 +349,17 @@ func aggregate(os []occ) []critAgg {
 // criteriaScore weighs the distinct criteria matched: by source, by length
 // (a longer phrase is a more specific match), by the title, and in pages by
 // how often they occur (with diminishing returns).
-func (ix *Index) criteriaScore(ad uint32, aggs []critAgg, page bool) float64 {
+func (ix *Index) criteriaScore(aggs []critAgg, ties []pair, order []uint32, page bool) float64 {
 	var s float64
 	for _, a := range aggs {
 		n := float64(ix.critOff[a.crit+1] - ix.critOff[a.crit])
-		w := float64(srcWeight[ix.srcOf(a.crit, ad)] * (1 + 0.5*(n-1)))
+		src := uint32(srcKeyword)
+		for _, p := range ties {
+			if order[p.ord] == a.crit {
+				src = p.src
+			}
+		}
+		w := float64(srcWeight[src] * (1 + 0.5*(n-1)))
 		if page {
 			w = float64(w * math.Sqrt(float64(a.count)))
 			if a.title {
@@ -400,11 +410,16 @@ func (ix *Index) matchLow(in *input, f filter) []cand {
 			continue
 		}
 		part := float64(matched) / float64(len(seq))
+		taken := 0
 		for _, e := range ix.critAd[ix.critAdOff[c]:ix.critAdOff[c+1]] {
 			ad := e >> 2
+			if taken == maxPerCriterion {
+				break
+			}
 			if !f.ok(&ix.ads[ad]) {
 				continue
 			}
+			taken++
 			k, ok := byAd[ad]
 			if !ok {
 				k = len(cands)

@@ -33,6 +33,8 @@ func demoEnv(t testing.TB) *testEnv {
 	env := newEnv(t, ads)
 	cfg := config.Default()
 	cfg.RedirectURL = "http://localhost:8080"
+	// The HTTP benchmark sends thousands of requests with the demo key.
+	cfg.KeyRate, cfg.KeyBurst, cfg.IPRate, cfg.IPBurst = 1e9, 1e9, 1e9, 1e9
 	env.handler = NewServer(Deps{Config: cfg, Indexes: env.indexes, Partners: testPartners(t), Clicks: &clickRecorder{}})
 	return env
 }
