@@ -144,7 +144,7 @@ const placedScript = `(async () => {
 	return {
 		intext: [...document.querySelectorAll('a.adlink-intext')].map(a => ({
 			text: a.textContent, href: a.href, rel: a.rel,
-			misplaced: !!a.parentElement.closest('a, script, style, form, textarea, [data-adlink=box], nav'),
+			misplaced: !!a.parentElement.closest('a, script, style, form, textarea, [data-adlink=box], nav, h1, h2, h3, h4, h5, h6'),
 		})),
 		box: [...document.querySelectorAll('.adlink-box a.adlink-ad')].map(a => ({title: a.title, href: a.href, rel: a.rel})),
 		logos: imgs.map(i => ({src: i.src, ok: i.complete && i.naturalWidth > 0})),

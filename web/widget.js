@@ -241,7 +241,7 @@
   }
 
   // ---- Reading the page.
-  var SKIP = /^(A|SCRIPT|STYLE|NOSCRIPT|TEXTAREA|INPUT|SELECT|OPTION|BUTTON|LABEL|CODE|PRE|IFRAME|SVG|TEMPLATE|NAV|HEADER|FOOTER|ASIDE)$/;
+  var SKIP = /^(A|SCRIPT|STYLE|NOSCRIPT|TEXTAREA|INPUT|SELECT|OPTION|BUTTON|LABEL|CODE|PRE|IFRAME|SVG|TEMPLATE|NAV|HEADER|FOOTER|ASIDE|H1|H2|H3|H4|H5|H6)$/;
 
   function contentRoot() {
     return document.querySelector("article, main, [role=main]") || document.body;
@@ -291,7 +291,7 @@
   }
 
   // inText links the first occurrence of each keyword in the page's text, never
-  // inside a link, a script, a form field or the widget's own box.
+  // inside a link, a heading, a script, a form field or the widget's own box.
   function inText(links) {
     var root = contentRoot(), done = {}, placed = 0, nodes = textNodes(root);
     links.forEach(function (l) {
