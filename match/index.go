@@ -42,7 +42,11 @@ type Index struct {
 	termCritOff []uint32
 	termCrit    []uint32
 
-	pool sync.Pool // *scratch of full-text queries
+	// Scratch memory of full-text queries, one per query running at once.
+	// Not a sync.Pool: that is emptied at every GC, and scratch for a large
+	// index is megabytes.
+	scratchMu sync.Mutex
+	scratches []*scratch
 }
 
 // strRef is a string in the arena.

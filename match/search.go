@@ -39,6 +39,29 @@ type critAgg struct {
 	title bool
 }
 
+func (ix *Index) getScratch() *scratch {
+	ix.scratchMu.Lock()
+	defer ix.scratchMu.Unlock()
+	if n := len(ix.scratches); n > 0 {
+		sc := ix.scratches[n-1]
+		ix.scratches = ix.scratches[:n-1]
+		return sc
+	}
+	return &scratch{acc: make([]float64, len(ix.ads)), mask: make([]uint32, len(ix.ads))}
+}
+
+// maxScratches bounds the scratch memory an index keeps between queries;
+// more queries at once get scratch the GC takes back.
+const maxScratches = 4
+
+func (ix *Index) putScratch(sc *scratch) {
+	ix.scratchMu.Lock()
+	if len(ix.scratches) < maxScratches {
+		ix.scratches = append(ix.scratches, sc)
+	}
+	ix.scratchMu.Unlock()
+}
+
 // scratch is per-query working memory of full-text scoring, pooled so a
 // query over a large index does not allocate its size each time.
 type scratch struct {
@@ -503,11 +526,8 @@ func (ix *Index) matchFullText(in *input, f filter, and bool) []cand {
 	if len(alts) == 0 || required&(1<<31) != 0 {
 		return nil
 	}
-	sc, _ := ix.pool.Get().(*scratch)
-	if sc == nil || len(sc.acc) != len(ix.ads) {
-		sc = &scratch{acc: make([]float64, len(ix.ads)), mask: make([]uint32, len(ix.ads))}
-	}
-	defer ix.pool.Put(sc)
+	sc := ix.getScratch()
+	defer ix.putScratch(sc)
 	const k1, b = 1.2, 0.75
 	n := float64(len(ix.ads))
 	touched := sc.touched[:0]
