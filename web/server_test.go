@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -37,18 +36,8 @@ func TestMain(m *testing.M) {
 
 func run(m *testing.M) int {
 	if _, err := os.Stat(chromium); err == nil {
-		dir, err := os.MkdirTemp("", "adlink-web-")
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		defer os.RemoveAll(dir)
-		out := filepath.Join(dir, "matcher.wasm")
-		if err := module.Build(module.Path, out); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		if matcherWasm, err = os.ReadFile(out); err != nil {
+		var err error
+		if matcherWasm, err = module.Matcher(); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
 )
 
 // Path is the import path of the matcher's command.
@@ -24,4 +25,18 @@ func Build(pkg, out string) error {
 		return errors.New("building " + pkg + " for wasip1: " + err.Error() + "\n" + stderr.String())
 	}
 	return nil
+}
+
+// Matcher builds the matcher's module and returns its bytes.
+func Matcher() ([]byte, error) {
+	dir, err := os.MkdirTemp("", "adlink-wasm-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	out := filepath.Join(dir, "matcher.wasm")
+	if err := Build(Path, out); err != nil {
+		return nil, err
+	}
+	return os.ReadFile(out)
 }
