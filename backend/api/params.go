@@ -131,35 +131,26 @@ func parseSearch(v url.Values) (searchParams, error) {
 }
 
 // parseLogoDim reads logo.dim: "" or one of match.LogoDims, any case.
-func parseLogoDim(p *values) string {
-	if s, ok := p.optional("logo.dim"); ok {
-		v, msg := match.ParseLogoDim(s)
-		p.note("logo.dim", msg)
-		return v
-	}
-	return ""
-}
+func parseLogoDim(p *values) string { return p.parse("logo.dim", match.ParseLogoDim) }
 
 // parseLoc reads loc: "", a lower-case ISO 3166 alpha-2 code or
 // match.UseGeo.
-func parseLoc(p *values) string {
-	if s, ok := p.optional("loc"); ok {
-		v, msg := match.ParseCountry(s)
-		p.note("loc", msg)
-		return v
-	}
-	return ""
-}
+func parseLoc(p *values) string { return p.parse("loc", match.ParseCountry) }
 
 // parseLang reads lang: "", a lower-case ISO 639-1 code or
 // match.UseLocale.
-func parseLang(p *values) string {
-	if s, ok := p.optional("lang"); ok {
-		v, msg := match.ParseLang(s)
-		p.note("lang", msg)
-		return v
+func parseLang(p *values) string { return p.parse("lang", match.ParseLang) }
+
+// parse reads an optional parameter with one of match's rules; "" when it
+// is absent or bad (a problem then).
+func (p *values) parse(name string, rule func(string) (string, string)) string {
+	s, ok := p.optional(name)
+	if !ok {
+		return ""
 	}
-	return ""
+	v, msg := rule(s)
+	p.note(name, msg)
+	return v
 }
 
 // note records each non-empty message of match's parameter functions as
