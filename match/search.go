@@ -152,7 +152,8 @@ func (ix *Index) Match(q *Query) []Hit {
 	case q.Dist == DistLow:
 		cands = ix.matchLow(in, f)
 	default:
-		cands = ix.matchFullText(in, f, q.Operator == OpAnd)
+		// Full text scores bids in, and keeps only the best candidates.
+		return ix.top(in, ix.matchFullText(in, f, q.Operator == OpAnd, fullTextKeep*size*distinct), size, distinct)
 	}
 	for i := range cands {
 		c := &cands[i]
@@ -471,7 +472,10 @@ func (ix *Index) matchLow(in *input, f filter) []cand {
 // matchFullText scores every ad containing the query's terms with BM25 over
 // all its text (ctx.dist=none); and requires every term. It adds term by
 // term into dense accumulators, a few nanoseconds per posting.
-func (ix *Index) matchFullText(in *input, f filter, and bool) []cand {
+//
+// It returns at most keep candidates, the best: a common word can match
+// hundreds of thousands of ads, and only a few can be shown.
+func (ix *Index) matchFullText(in *input, f filter, and bool, keep int) []cand {
 	type alt struct {
 		id  uint32
 		bit uint32
@@ -547,26 +551,73 @@ func (ix *Index) matchFullText(in *input, f filter, and bool) []cand {
 		}
 	}
 	all := required
-	var cands []cand
+	var h worst
 	for _, ad := range touched {
 		if (!and || sc.mask[ad]&all == all) && f.ok(&ix.ads[ad]) {
-			cands = append(cands, cand{ad: ad, mask: sc.mask[ad], score: sc.acc[ad], ext: -1})
+			h.keep(keep, cand{ad: ad, mask: sc.mask[ad], score: float64(sc.acc[ad] * bidFactor(ix.ads[ad].bid)), ext: -1})
 		}
 		sc.acc[ad], sc.mask[ad] = 0, 0
 	}
 	sc.touched = touched
-	return cands
+	return h
+}
+
+// fullTextKeep times size times distinct_advertiser is how many full-text
+// candidates are ranked: room for distinct_advertiser to drop the copies of
+// an offer and still fill size.
+const fullTextKeep = 2
+
+// better is the ranking order: higher score, then lower ordinal.
+func better(a, b *cand) bool {
+	if a.score != b.score {
+		return a.score > b.score
+	}
+	return a.ad < b.ad
+}
+
+// worst is a heap of the best candidates seen, the worst of them on top.
+type worst []cand
+
+// keep adds c when fewer than n are kept or c beats the worst kept.
+func (h *worst) keep(n int, c cand) {
+	s := *h
+	if len(s) < n {
+		s = append(s, c)
+		for i := len(s) - 1; i > 0; { // sift up
+			p := (i - 1) / 2
+			if !better(&s[p], &s[i]) {
+				break
+			}
+			s[p], s[i] = s[i], s[p]
+			i = p
+		}
+		*h = s
+		return
+	}
+	if n == 0 || !better(&c, &s[0]) {
+		return
+	}
+	s[0] = c
+	for i := 0; ; { // sift down
+		w, l, r := i, 2*i+1, 2*i+2
+		if l < len(s) && better(&s[w], &s[l]) {
+			w = l
+		}
+		if r < len(s) && better(&s[w], &s[r]) {
+			w = r
+		}
+		if w == i {
+			return
+		}
+		s[i], s[w] = s[w], s[i]
+		i = w
+	}
 }
 
 // top ranks the candidates, applies distinct_advertiser and size, and
 // turns them into hits. Only as many candidates as needed are sorted.
 func (ix *Index) top(in *input, cands []cand, size, distinct int) []Hit {
-	less := func(a, b *cand) bool {
-		if a.score != b.score {
-			return a.score > b.score
-		}
-		return a.ad < b.ad
-	}
+	less := better
 	type group struct {
 		offer uint32
 		advs  []string
