@@ -453,3 +453,13 @@ func TestSynonymsAndCompounds(t *testing.T) {
 		t.Errorf("and with an unknown word: %v", ids(ix, got))
 	}
 }
+
+func TestKeywordsLeaveOutInnerCriteria(t *testing.T) {
+	ads := fixture()
+	ads[2].Keywords = []string{"iphone"} // the iPhone 5 is also known as "iPhone"
+	ix := mustBuild(t, ads)
+	hits := ix.Match(&Query{Page: true, Text: "Das iPhone im Test: Apple hat beim iPhone 5 vieles richtig gemacht."})
+	if len(hits) == 0 || !slices.Equal(hits[0].Keywords, []string{"Apple", "iPhone 5"}) {
+		t.Fatalf("keywords %v", hits)
+	}
+}

@@ -739,8 +739,13 @@ func (ix *Index) hit(in *input, c *cand) Hit {
 		slices.Sort(x.terms)
 	}
 	if len(x.occs) > 0 {
-		// Order of first occurrence: title occurrences come first.
+		// Order of first occurrence: title occurrences come first. A
+		// criterion inside another one the ad matched ("iPhone" beside
+		// "iPhone 5") says nothing more and is left out.
 		for _, o := range x.occs {
+			if slices.ContainsFunc(x.occs, func(b occ) bool { return ix.within(o.crit, b.crit) }) {
+				continue
+			}
 			t0, t1 := &in.toks[o.from], &in.toks[o.to-1]
 			s := in.src[0]
 			if int(o.from) >= in.nTitle {
@@ -755,6 +760,22 @@ func (ix *Index) hit(in *input, c *cand) Hit {
 	}
 	h.Criterion = strings.Join(h.Keywords, " ")
 	return h
+}
+
+// within reports whether criterion a's terms stand, in order, inside the
+// longer criterion b's.
+func (ix *Index) within(a, b uint32) bool {
+	sa := ix.critTerms[ix.critOff[a]:ix.critOff[a+1]]
+	sb := ix.critTerms[ix.critOff[b]:ix.critOff[b+1]]
+	if len(sa) >= len(sb) {
+		return false
+	}
+	for i := 0; i+len(sa) <= len(sb); i++ {
+		if slices.Equal(sa, sb[i:i+len(sa)]) {
+			return true
+		}
+	}
+	return false
 }
 
 // ln is the natural logarithm by plain arithmetic, so the server and the
