@@ -1,6 +1,8 @@
-// Command adlink serves the adlink ad retrieval API: /v2/search/link, the
-// click redirect /v1/redirect and /healthz, from the embedded demo catalog
-// or the feed files it is given.
+// Command adlink serves the adlink ad retrieval service: the search and
+// page contexts (/v2/search/link, /v2/page/link), the click redirect
+// (/v1/redirect), the market shards, matcher.wasm, widget.js and the demo
+// pages, and /healthz, /readyz, /metrics and /openapi.json, from the
+// embedded demo catalog or the feed files it is given.
 package main
 
 import (
