@@ -177,24 +177,40 @@ func LogoURL(tmpl, dim string) string {
 
 // appendClickQuery appends the click URL's query string, in the seed's order.
 func (ix *Index) appendClickQuery(q []byte, h *Hit, a *adRec, o *LinkOptions) []byte {
-	q = append(q, "type="...)
-	q = AppendQueryEscape(q, o.Context)
-	q = append(q, "&adId="...)
-	q = AppendQueryEscape(q, ix.str(a.id))
-	q = append(q, "&adType="...)
-	q = append(q, a.kind().String()...)
-	q = append(q, "&api_key="...)
-	q = AppendQueryEscape(q, o.APIKey)
-	q = append(q, "&site_id="...)
-	q = AppendQueryEscape(q, o.SiteID)
-	q = append(q, "&criterionId="...)
-	q = AppendQueryEscape(q, h.Criterion)
-	if o.YkTag != "" {
-		q = append(q, "&yk_tag="...)
-		q = AppendQueryEscape(q, o.YkTag)
-	}
+	q = AppendClickQuery(q, &ClickParams{
+		Type: o.Context, AdID: ix.str(a.id), AdType: a.kind().String(),
+		APIKey: o.APIKey, SiteID: o.SiteID, Criterion: h.Criterion, YkTag: o.YkTag,
+	})
 	if o.Sign != nil {
 		q = o.Sign(q, q)
+	}
+	return q
+}
+
+// ClickParams are the parameters of a click URL that name the click.
+type ClickParams struct {
+	Type, AdID, AdType, APIKey, SiteID, Criterion, YkTag string
+}
+
+// AppendClickQuery appends p as the query string of a click URL, in the
+// seed's order and escaping; yk_tag only when set. The redirect rebuilds
+// these bytes to check a signature, whatever escaping the URL went through.
+func AppendClickQuery(q []byte, p *ClickParams) []byte {
+	q = append(q, "type="...)
+	q = AppendQueryEscape(q, p.Type)
+	q = append(q, "&adId="...)
+	q = AppendQueryEscape(q, p.AdID)
+	q = append(q, "&adType="...)
+	q = AppendQueryEscape(q, p.AdType)
+	q = append(q, "&api_key="...)
+	q = AppendQueryEscape(q, p.APIKey)
+	q = append(q, "&site_id="...)
+	q = AppendQueryEscape(q, p.SiteID)
+	q = append(q, "&criterionId="...)
+	q = AppendQueryEscape(q, p.Criterion)
+	if p.YkTag != "" {
+		q = append(q, "&yk_tag="...)
+		q = AppendQueryEscape(q, p.YkTag)
 	}
 	return q
 }

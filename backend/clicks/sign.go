@@ -247,32 +247,12 @@ func (ks *Keys) index(id string) int {
 }
 
 // Params are the parameters of a click URL that its signature covers.
-type Params struct {
-	Type, AdID, AdType, APIKey, SiteID, Criterion, YkTag string
-}
+type Params = match.ClickParams
 
-// AppendQuery appends p as the query string the server's click URLs carry
-// (match.Index.AppendLinks writes the same bytes), so a signature does not
-// depend on how a browser or proxy re-escaped the URL.
-func AppendQuery(dst []byte, p *Params) []byte {
-	dst = append(dst, "type="...)
-	dst = match.AppendQueryEscape(dst, p.Type)
-	dst = append(dst, "&adId="...)
-	dst = match.AppendQueryEscape(dst, p.AdID)
-	dst = append(dst, "&adType="...)
-	dst = match.AppendQueryEscape(dst, p.AdType)
-	dst = append(dst, "&api_key="...)
-	dst = match.AppendQueryEscape(dst, p.APIKey)
-	dst = append(dst, "&site_id="...)
-	dst = match.AppendQueryEscape(dst, p.SiteID)
-	dst = append(dst, "&criterionId="...)
-	dst = match.AppendQueryEscape(dst, p.Criterion)
-	if p.YkTag != "" {
-		dst = append(dst, "&yk_tag="...)
-		dst = match.AppendQueryEscape(dst, p.YkTag)
-	}
-	return dst
-}
+// AppendQuery appends p as the query string the server's click URLs carry,
+// the bytes match writes, so a signature does not depend on how a browser
+// or proxy re-escaped the URL.
+func AppendQuery(dst []byte, p *Params) []byte { return match.AppendClickQuery(dst, p) }
 
 // b64 is strict so that each MAC has one spelling: a lenient decoder
 // ignores the last character's spare bits.
