@@ -12,6 +12,86 @@ import (
 // function reads one parameter's value and returns, besides the value, ""
 // or a message for the client that names the parameter and what it allows.
 
+// The codes of a Problem, as the error body names them.
+const (
+	ProblemMissing = "missing_parameter"
+	ProblemInvalid = "invalid_parameter"
+)
+
+// Problem is one bad parameter: its code, the parameter and a message for
+// the client.
+type Problem struct {
+	Code, Param, Message string
+}
+
+// Values reads single-valued request parameters and collects what is wrong
+// with them, so that one answer can name every bad parameter.
+type Values struct {
+	V        map[string][]string
+	Problems []Problem
+}
+
+// Get returns a parameter's value; ok is false when it is absent or
+// repeated (a problem: which value was meant cannot be told).
+func (p *Values) Get(name string) (string, bool) {
+	switch vs := p.V[name]; len(vs) {
+	case 0:
+		return "", false
+	case 1:
+		return vs[0], true
+	default:
+		p.Invalid(name, name+" is given "+strconv.Itoa(len(vs))+" times; give it once")
+		return "", false
+	}
+}
+
+// Required returns a parameter that must be there and not blank.
+func (p *Values) Required(name string) string {
+	s, ok := p.Get(name)
+	switch {
+	case len(p.V[name]) > 1:
+		return "" // Get reported it
+	case !ok || strings.TrimSpace(s) == "":
+		p.Problems = append(p.Problems, Problem{ProblemMissing, name, name + " is required"})
+		return ""
+	}
+	return s
+}
+
+// Optional returns an optional parameter; empty counts as absent, as an
+// HTML form sends an unset field.
+func (p *Values) Optional(name string) (string, bool) {
+	s, ok := p.Get(name)
+	return s, ok && s != ""
+}
+
+// Invalid records a bad value of param.
+func (p *Values) Invalid(param, msg string) {
+	p.Problems = append(p.Problems, Problem{ProblemInvalid, param, msg})
+}
+
+// Note records each non-empty message of the functions below as a bad
+// value of param.
+func (p *Values) Note(param string, msgs ...string) {
+	for _, m := range msgs {
+		if m != "" {
+			p.Invalid(param, m)
+		}
+	}
+}
+
+// Parse reads an optional parameter with one of the rules below; "" when
+// it is absent or bad (a problem then).
+func (p *Values) Parse(name string, rule func(string) (string, string)) string {
+	s, ok := p.Optional(name)
+	if !ok {
+		return ""
+	}
+	v, msg := rule(s)
+	p.Note(name, msg)
+	return v
+}
+
 // The special values of loc and lang.
 const (
 	UseGeo    = "use_geo"

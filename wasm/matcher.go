@@ -35,7 +35,7 @@ type matcher struct {
 }
 
 // errNoShard answers a match call before any shard is loaded.
-var errNoShard = []problem{{code: "no_shard", msg: "no shard is loaded: call load_shard first"}}
+var errNoShard = []match.Problem{{Code: "no_shard", Message: "no shard is loaded: call load_shard first"}}
 
 // answer returns the JSON answer to a request.
 func (m *matcher) answer(req string, page bool) []byte {
@@ -52,18 +52,18 @@ func (m *matcher) answer(req string, page bool) []byte {
 
 // appendError writes the server's error body: the first problem's code and
 // parameter, and every problem's message.
-func appendError(dst []byte, errs []problem) []byte {
+func appendError(dst []byte, errs []match.Problem) []byte {
 	dst = append(dst, `{"error":{"code":`...)
-	dst = appendString(dst, errs[0].code)
+	dst = appendString(dst, errs[0].Code)
 	dst = append(dst, `,"message":`...)
-	msg := errs[0].msg
+	msg := errs[0].Message
 	for _, e := range errs[1:] {
-		msg += "; " + e.msg
+		msg += "; " + e.Message
 	}
 	dst = appendString(dst, msg)
-	if errs[0].param != "" {
+	if errs[0].Param != "" {
 		dst = append(dst, `,"param":`...)
-		dst = appendString(dst, errs[0].param)
+		dst = appendString(dst, errs[0].Param)
 	}
 	return append(dst, "}}"...)
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -21,21 +20,8 @@ import (
 // ignored, as on the server. loc=use_geo and lang=use_locale mean "no
 // filter": the page resolves them before it asks.
 
-// problem is one bad parameter, as the server's error body names it.
-type problem struct {
-	code, param, msg string
-}
-
-const (
-	codeMissing = "missing_parameter"
-	codeInvalid = "invalid_parameter"
-)
-
-// params are a request's decoded parameters.
-type params struct {
-	v    map[string][]string
-	errs []problem
-}
+// params are a request's decoded parameters, read with match's rules.
+type params struct{ match.Values }
 
 // parseQuery decodes a URL query string. Bad escapes are kept literally,
 // as a browser's URLSearchParams does.
@@ -85,68 +71,32 @@ func unhex(c byte) byte {
 	return c | 0x20 - 'a' + 10
 }
 
-func (p *params) invalid(param, msg string) {
-	p.errs = append(p.errs, problem{codeInvalid, param, msg})
-}
-
-// get returns a parameter given once; a repeated one is a problem.
-func (p *params) get(name string) (string, bool) {
-	switch vs := p.v[name]; len(vs) {
-	case 0:
-		return "", false
-	case 1:
-		return vs[0], true
-	default:
-		p.invalid(name, name+" is given "+strconv.Itoa(len(vs))+" times; give it once")
-		return "", false
-	}
-}
-
-// required returns a parameter that must be there and not blank.
-func (p *params) required(name string) string {
-	s, ok := p.get(name)
-	if !ok && len(p.v[name]) > 1 {
-		return ""
-	}
-	if strings.TrimSpace(s) == "" {
-		p.errs = append(p.errs, problem{codeMissing, name, name + " is required"})
-		return ""
-	}
-	return s
-}
-
-// optional returns an optional parameter; empty counts as absent.
-func (p *params) optional(name string) (string, bool) {
-	s, ok := p.get(name)
-	return s, ok && s != ""
-}
-
 // parseRequest reads a match_search (page false) or match_page request into
 // the query and the link options the server would use for the same request.
-func parseRequest(s string, page bool) (match.Query, match.LinkOptions, []problem) {
-	p := params{v: parseQuery(s)}
+func parseRequest(s string, page bool) (match.Query, match.LinkOptions, []match.Problem) {
+	p := params{match.Values{V: parseQuery(s)}}
 	q := match.Query{Page: page}
 	o := match.LinkOptions{Context: match.ContextSearch}
 	if page {
 		o.Context = match.ContextPage
-		q.Title, _ = p.optional("title")
-		q.Text, _ = p.optional("text")
+		q.Title, _ = p.Optional("title")
+		q.Text, _ = p.Optional("text")
 		if !utf8.ValidString(q.Title) || !utf8.ValidString(q.Text) {
-			p.invalid("text", "text is not valid UTF-8")
+			p.Invalid("text", "text is not valid UTF-8")
 		}
-	} else if t := p.required("q"); t != "" {
+	} else if t := p.Required("q"); t != "" {
 		var msg string
 		q.Text, msg = match.ParseText(t)
-		p.note("q", msg)
+		p.Note("q", msg)
 	}
-	o.APIKey = p.required("api_key")
-	o.SiteID = p.required("site_id")
-	o.RedirectURL = strings.TrimRight(p.required("redirect_url"), "/")
-	if tok, ok := p.optional("tok"); ok {
+	o.APIKey = p.Required("api_key")
+	o.SiteID = p.Required("site_id")
+	o.RedirectURL = strings.TrimRight(p.Required("redirect_url"), "/")
+	if tok, ok := p.Optional("tok"); ok {
 		if validToken(tok) {
 			o.Sign = appendToken(tok)
 		} else {
-			p.invalid("tok", "tok must be the site token of the shard manifest, not "+match.Quote(tok))
+			p.Invalid("tok", "tok must be the site token of the shard manifest, not "+match.Quote(tok))
 		}
 	}
 	q.Country = p.market("loc", match.ParseCountry)
@@ -155,73 +105,63 @@ func parseRequest(s string, page bool) (match.Query, match.LinkOptions, []proble
 	if page {
 		names, kinds = match.PageFieldNames, match.PageKindNames
 	}
-	if s, ok := p.optional("fields"); ok {
+	if s, ok := p.Optional("fields"); ok {
 		var msgs []string
 		o.Fields, msgs = match.ParseFields(s, names)
-		p.note("fields", msgs...)
+		p.Note("fields", msgs...)
 	}
-	if s, ok := p.optional("logo.dim"); ok {
+	if s, ok := p.Optional("logo.dim"); ok {
 		var msg string
 		o.LogoDim, msg = match.ParseLogoDim(s)
-		p.note("logo.dim", msg)
+		p.Note("logo.dim", msg)
 	}
-	if s, ok := p.optional("ad_type"); ok {
+	if s, ok := p.Optional("ad_type"); ok {
 		var msgs []string
 		q.Kinds, msgs = match.ParseKinds(s, kinds)
-		p.note("ad_type", msgs...)
+		p.Note("ad_type", msgs...)
 	}
 	if !page {
 		p.searchOptions(&q, &o)
 	}
-	return q, o, p.errs
+	return q, o, p.Problems
 }
 
 // market reads loc or lang: a lower-cased two-letter code, or "" for none
 // and for use_geo and use_locale, which the page resolves itself.
 func (p *params) market(name string, parse func(string) (string, string)) string {
-	s, ok := p.optional(name)
+	s, ok := p.Optional(name)
 	if !ok {
 		return ""
 	}
 	v, msg := parse(s)
-	p.note(name, msg)
+	p.Note(name, msg)
 	if v == match.UseGeo || v == match.UseLocale {
 		return ""
 	}
 	return v
 }
 
-// note records each non-empty message of match's parameter functions as
-// a problem with param.
-func (p *params) note(param string, msgs ...string) {
-	for _, m := range msgs {
-		if m != "" {
-			p.invalid(param, m)
-		}
-	}
-}
-
 // searchOptions reads the search context's q_operator, ctx.dist, yk_tag,
 // size and distinct_advertiser.
 func (p *params) searchOptions(q *match.Query, o *match.LinkOptions) {
-	op, _ := p.optional("q_operator")
-	dist, _ := p.optional("ctx.dist")
+	op, _ := p.Optional("q_operator")
+	dist, _ := p.Optional("ctx.dist")
 	var param, msg string
 	q.Operator, q.Dist, param, msg = match.ParseOperator(op, dist)
-	p.note(param, msg)
-	if s, ok := p.optional("yk_tag"); ok {
+	p.Note(param, msg)
+	if s, ok := p.Optional("yk_tag"); ok {
 		o.YkTag, msg = match.ParseYkTag(s)
-		p.note("yk_tag", msg)
+		p.Note("yk_tag", msg)
 	}
 	q.Size = match.DefaultSize
-	if s, ok := p.optional("size"); ok {
+	if s, ok := p.Optional("size"); ok {
 		q.Size, msg = match.ParseCount("size", s, 1, match.MaxSize)
-		p.note("size", msg)
+		p.Note("size", msg)
 	}
 	q.DistinctAdvertiser = match.DefaultDistinctAdvertiser
-	if s, ok := p.optional("distinct_advertiser"); ok {
+	if s, ok := p.Optional("distinct_advertiser"); ok {
 		q.DistinctAdvertiser, msg = match.ParseCount("distinct_advertiser", s, 1, match.MaxDistinctAdvertiser)
-		p.note("distinct_advertiser", msg)
+		p.Note("distinct_advertiser", msg)
 	}
 }
 

@@ -42,7 +42,7 @@ func TestParseRequestDefaults(t *testing.T) {
 		t.Errorf("options %+v", o)
 	}
 	_, _, errs = parseRequest("text=x&api_key=k&site_id=s&redirect_url=r&fields=gtin", true)
-	if len(errs) != 1 || errs[0].param != "fields" {
+	if len(errs) != 1 || errs[0].Param != "fields" {
 		t.Errorf("page fields=gtin: %v", errs)
 	}
 }

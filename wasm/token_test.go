@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/adlink/adlink/match"
 	"github.com/goccy/go-json"
 )
 
@@ -68,7 +69,7 @@ func TestParseRequestToken(t *testing.T) {
 	}
 	for _, bad := range []string{"a%26b%3Dc", "k1.1.x%20y", strings.Repeat("a", 129), "%3Cscript%3E"} {
 		_, _, errs := parseRequest(base+"&tok="+bad, true)
-		if len(errs) != 1 || errs[0].param != "tok" || errs[0].code != codeInvalid {
+		if len(errs) != 1 || errs[0].Param != "tok" || errs[0].Code != match.ProblemInvalid {
 			t.Errorf("tok=%s: %v", bad, errs)
 		}
 	}

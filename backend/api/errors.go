@@ -2,9 +2,7 @@ package api
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
-	"strings"
 
 	"github.com/adlink/adlink/match"
 	"github.com/goccy/go-json"
@@ -13,8 +11,8 @@ import (
 // The error codes of the JSON error body. A client can branch on them; the
 // message is for people.
 const (
-	CodeMissingParameter = "missing_parameter"
-	CodeInvalidParameter = "invalid_parameter"
+	CodeMissingParameter = match.ProblemMissing
+	CodeInvalidParameter = match.ProblemInvalid
 	CodeUnknownAPIKey    = "unknown_api_key"
 	CodeForeignSite      = "site_not_allowed"
 	CodeNotFound         = "not_found"
@@ -93,35 +91,6 @@ func (e *Error) bodyWithID(id string) []byte {
 		return e.body()
 	}
 	return b
-}
-
-// problems collects every bad parameter of a request so that one answer
-// names them all.
-type problems []*Error
-
-func (ps *problems) missing(param string) {
-	*ps = append(*ps, &Error{Status: http.StatusBadRequest, Code: CodeMissingParameter, Param: param,
-		Message: param + " is required"})
-}
-
-func (ps *problems) invalid(param, format string, a ...any) {
-	*ps = append(*ps, &Error{Status: http.StatusBadRequest, Code: CodeInvalidParameter, Param: param,
-		Message: fmt.Sprintf(format, a...)})
-}
-
-// err returns nil, or one 400 whose code and param are the first problem's
-// and whose message lists them all.
-func (ps problems) err() error {
-	if len(ps) == 0 {
-		return nil
-	}
-	msgs := make([]string, len(ps))
-	for i, p := range ps {
-		msgs[i] = p.Message
-	}
-	first := *ps[0]
-	first.Message = strings.Join(msgs, "; ")
-	return &first
 }
 
 // quote shows a client's value in a message, cut to a readable length.

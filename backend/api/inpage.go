@@ -21,13 +21,13 @@ func (s *server) shardManifest(w http.ResponseWriter, r *http.Request) error {
 		return &Error{Status: http.StatusBadRequest, Code: CodeInvalidParameter,
 			Message: "the query string is malformed: " + err.Error()}
 	}
-	p := values{v: v}
-	apiKey := p.required("api_key")
-	siteID := p.required("site_id")
+	p := newValues(v)
+	apiKey := p.Required("api_key")
+	siteID := p.Required("site_id")
 	callback := parseCallback(&p)
 	country := parseLoc(&p)
 	lang := parseLang(&p)
-	if err := p.errs.err(); err != nil {
+	if err := p.err(); err != nil {
 		return err
 	}
 	if _, err := s.authorize(r.Context(), apiKey, siteID); err != nil {

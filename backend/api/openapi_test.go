@@ -234,8 +234,8 @@ func cloneValues(v url.Values) url.Values {
 }
 
 // handlerParams reads the package's source and returns, for each function
-// and method, the parameter names it reads through values (required,
-// optional, get) and the names of the functions it calls.
+// and method, the parameter names it reads through values (Required,
+// Optional, Get, Parse) and the names of the functions it calls.
 func handlerParams(t *testing.T) (reads, calls map[string][]string) {
 	t.Helper()
 	fset := token.NewFileSet()
@@ -263,15 +263,18 @@ func handlerParams(t *testing.T) (reads, calls map[string][]string) {
 					return true
 				}
 				var callee string
+				onValues := false // a method of the handler's values, p
 				switch f := call.Fun.(type) {
 				case *ast.Ident:
 					callee = f.Name
 				case *ast.SelectorExpr:
 					callee = f.Sel.Name
+					x, ok := f.X.(*ast.Ident)
+					onValues = ok && x.Name == "p"
 				}
-				switch callee {
-				case "required", "optional", "get":
-					if len(call.Args) == 1 {
+				switch {
+				case onValues && (callee == "Required" || callee == "Optional" || callee == "Get" || callee == "Parse"):
+					if len(call.Args) >= 1 {
 						if lit, ok := call.Args[0].(*ast.BasicLit); ok && lit.Kind == token.STRING {
 							s, _ := strconv.Unquote(lit.Value)
 							reads[fn.Name.Name] = append(reads[fn.Name.Name], s)

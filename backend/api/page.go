@@ -53,36 +53,36 @@ type pageParams struct {
 // parsePage reads every /v2/page/link parameter and reports every bad one
 // together.
 func parsePage(v url.Values) (pageParams, error) {
-	p := values{v: v}
+	p := newValues(v)
 	var pp pageParams
-	if raw := p.required("url"); raw != "" {
+	if raw := p.Required("url"); raw != "" {
 		c, err := pages.Canonical(raw)
 		var bad *pages.BadURLError
 		switch {
 		case errors.As(err, &bad):
-			p.errs.invalid("url", "%s", bad.Error())
+			p.invalid("url", "%s", bad.Error())
 		case err != nil:
-			p.errs.invalid("url", "url is not a valid page URL")
+			p.invalid("url", "url is not a valid page URL")
 		default:
 			pp.URL = c
 		}
 	}
-	pp.APIKey = p.required("api_key")
-	pp.SiteID = p.required("site_id")
+	pp.APIKey = p.Required("api_key")
+	pp.SiteID = p.Required("site_id")
 	pp.Callback = parseCallback(&p)
 	pp.Loc = parseLoc(&p)
-	if s, ok := p.optional("fields"); ok {
+	if s, ok := p.Optional("fields"); ok {
 		var msgs []string
 		pp.Fields, msgs = match.ParseFields(s, match.PageFieldNames)
-		p.note("fields", msgs...)
+		p.Note("fields", msgs...)
 	}
 	pp.LogoDim = parseLogoDim(&p)
-	if s, ok := p.optional("ad_type"); ok {
+	if s, ok := p.Optional("ad_type"); ok {
 		var msgs []string
 		pp.Kinds, msgs = match.ParseKinds(s, match.PageKindNames)
-		p.note("ad_type", msgs...)
+		p.Note("ad_type", msgs...)
 	}
-	if err := p.errs.err(); err != nil {
+	if err := p.err(); err != nil {
 		return pageParams{}, err
 	}
 	return pp, nil

@@ -1,6 +1,8 @@
 package api
 
 import (
+	"fmt"
+	"net/http"
 	"net/url"
 	"strings"
 
@@ -33,145 +35,108 @@ type searchParams struct {
 	DistinctAdvertiser int
 }
 
-// values reads single-valued parameters, noting a repeated one as a problem.
-type values struct {
-	v    url.Values
-	errs problems
+// values reads a request's parameters with match's rules, which the
+// page's module shares.
+type values struct{ match.Values }
+
+func newValues(v url.Values) values { return values{match.Values{V: v}} }
+
+// invalid records a bad value of param with a formatted message.
+func (p *values) invalid(param, format string, a ...any) {
+	p.Invalid(param, fmt.Sprintf(format, a...))
 }
 
-// get returns the parameter's value; ok is false when it is absent or
-// repeated (a problem, since we cannot tell which value was meant).
-func (p *values) get(name string) (string, bool) {
-	switch vs := p.v[name]; len(vs) {
-	case 0:
-		return "", false
-	case 1:
-		return vs[0], true
-	default:
-		p.errs.invalid(name, "%s is given %d times; give it once", name, len(vs))
-		return "", false
+// err returns nil, or one 400 whose code and param are the first problem's
+// and whose message lists them all.
+func (p *values) err() error {
+	if len(p.Problems) == 0 {
+		return nil
 	}
-}
-
-// required returns a parameter that must be there and not blank.
-func (p *values) required(name string) string {
-	s, ok := p.get(name)
-	switch {
-	case len(p.v[name]) > 1:
-		return "" // get reported it
-	case !ok || strings.TrimSpace(s) == "":
-		p.errs.missing(name)
-		return ""
+	msgs := make([]string, len(p.Problems))
+	for i, pr := range p.Problems {
+		msgs[i] = pr.Message
 	}
-	return s
-}
-
-// optional returns an optional parameter; empty counts as absent, as an
-// HTML form sends an unset field.
-func (p *values) optional(name string) (string, bool) {
-	s, ok := p.get(name)
-	return s, ok && s != ""
+	first := p.Problems[0]
+	return &Error{Status: http.StatusBadRequest, Code: first.Code, Param: first.Param, Message: strings.Join(msgs, "; ")}
 }
 
 // parseSearch reads every /v2/search/link parameter and reports every bad
 // one together. Unknown parameters (a cache-buster "_") are ignored.
 func parseSearch(v url.Values) (searchParams, error) {
-	p := values{v: v}
+	p := newValues(v)
 	sp := searchParams{
 		Size:               match.DefaultSize,
 		DistinctAdvertiser: match.DefaultDistinctAdvertiser,
 		Operator:           match.OpOr,
 		Dist:               match.DistHigh,
 	}
-	if q := p.required("q"); q != "" {
+	if q := p.Required("q"); q != "" {
 		var msg string
 		sp.Q, msg = match.ParseText(q)
-		p.note("q", msg)
+		p.Note("q", msg)
 	}
-	sp.APIKey = p.required("api_key")
-	sp.SiteID = p.required("site_id")
+	sp.APIKey = p.Required("api_key")
+	sp.SiteID = p.Required("site_id")
 	sp.Callback = parseCallback(&p)
 	sp.Loc = parseLoc(&p)
 	sp.Lang = parseLang(&p)
-	if s, ok := p.optional("fields"); ok {
+	if s, ok := p.Optional("fields"); ok {
 		var msgs []string
 		sp.Fields, msgs = match.ParseFields(s, match.SearchFieldNames)
-		p.note("fields", msgs...)
+		p.Note("fields", msgs...)
 	}
 	sp.LogoDim = parseLogoDim(&p)
-	if s, ok := p.optional("ad_type"); ok {
+	if s, ok := p.Optional("ad_type"); ok {
 		var msgs []string
 		sp.Kinds, msgs = match.ParseKinds(s, match.SearchKindNames)
-		p.note("ad_type", msgs...)
+		p.Note("ad_type", msgs...)
 	}
-	op, _ := p.optional("q_operator")
-	dist, _ := p.optional("ctx.dist")
+	op, _ := p.Optional("q_operator")
+	dist, _ := p.Optional("ctx.dist")
 	var param, msg string
 	sp.Operator, sp.Dist, param, msg = match.ParseOperator(op, dist)
-	p.note(param, msg)
-	if s, ok := p.optional("yk_tag"); ok {
+	p.Note(param, msg)
+	if s, ok := p.Optional("yk_tag"); ok {
 		var msg string
 		sp.YkTag, msg = match.ParseYkTag(s)
-		p.note("yk_tag", msg)
+		p.Note("yk_tag", msg)
 	}
-	if s, ok := p.optional("size"); ok {
+	if s, ok := p.Optional("size"); ok {
 		var msg string
 		sp.Size, msg = match.ParseCount("size", s, 1, match.MaxSize)
-		p.note("size", msg)
+		p.Note("size", msg)
 	}
-	if s, ok := p.optional("distinct_advertiser"); ok {
+	if s, ok := p.Optional("distinct_advertiser"); ok {
 		var msg string
 		sp.DistinctAdvertiser, msg = match.ParseCount("distinct_advertiser", s, 1, match.MaxDistinctAdvertiser)
-		p.note("distinct_advertiser", msg)
+		p.Note("distinct_advertiser", msg)
 	}
-	if err := p.errs.err(); err != nil {
+	if err := p.err(); err != nil {
 		return searchParams{}, err
 	}
 	return sp, nil
 }
 
 // parseLogoDim reads logo.dim: "" or one of match.LogoDims, any case.
-func parseLogoDim(p *values) string { return p.parse("logo.dim", match.ParseLogoDim) }
+func parseLogoDim(p *values) string { return p.Parse("logo.dim", match.ParseLogoDim) }
 
 // parseLoc reads loc: "", a lower-case ISO 3166 alpha-2 code or
 // match.UseGeo.
-func parseLoc(p *values) string { return p.parse("loc", match.ParseCountry) }
+func parseLoc(p *values) string { return p.Parse("loc", match.ParseCountry) }
 
 // parseLang reads lang: "", a lower-case ISO 639-1 code or
 // match.UseLocale.
-func parseLang(p *values) string { return p.parse("lang", match.ParseLang) }
-
-// parse reads an optional parameter with one of match's rules; "" when it
-// is absent or bad (a problem then).
-func (p *values) parse(name string, rule func(string) (string, string)) string {
-	s, ok := p.optional(name)
-	if !ok {
-		return ""
-	}
-	v, msg := rule(s)
-	p.note(name, msg)
-	return v
-}
-
-// note records each non-empty message of match's parameter functions as
-// a problem with param.
-func (p *values) note(param string, msgs ...string) {
-	for _, m := range msgs {
-		if m != "" {
-			p.errs.invalid(param, "%s", m)
-		}
-	}
-}
+func parseLang(p *values) string { return p.Parse("lang", match.ParseLang) }
 
 // parseCallback reads the JSONP callback; an invalid one is a problem, and
 // the error is then written as plain JSON.
 func parseCallback(p *values) string {
-	s, ok := p.optional("callback")
+	s, ok := p.Optional("callback")
 	if !ok {
 		return ""
 	}
 	if !validCallback(s) {
-		p.errs.invalid("callback", "callback must be a JavaScript function name (letters, digits, _ and $, dotted) of at most %d characters", maxCallback)
+		p.invalid("callback", "callback must be a JavaScript function name (letters, digits, _ and $, dotted) of at most %d characters", maxCallback)
 		return ""
 	}
 	return s

@@ -33,38 +33,38 @@ type redirectParams struct {
 }
 
 func parseRedirect(v url.Values) (redirectParams, error) {
-	p := values{v: v}
+	p := newValues(v)
 	var rp redirectParams
-	switch t := p.required("type"); t {
+	switch t := p.Required("type"); t {
 	case "":
 	case match.ContextSearch, match.ContextPage:
 		rp.Type = t
 	default:
-		p.errs.invalid("type", "type must be search or intext, not %s", quote(t))
+		p.invalid("type", "type must be search or intext, not %s", quote(t))
 	}
-	rp.AdID = p.required("adId")
-	if t := p.required("adType"); t != "" {
+	rp.AdID = p.Required("adId")
+	if t := p.Required("adType"); t != "" {
 		k, ok := match.ParseKind(t)
 		if !ok {
-			p.errs.invalid("adType", "adType must be advertiser, product or coupon, not %s", quote(t))
+			p.invalid("adType", "adType must be advertiser, product or coupon, not %s", quote(t))
 		}
 		rp.AdType = k
 	}
-	rp.APIKey = p.required("api_key")
-	rp.SiteID = p.required("site_id")
-	rp.Criterion = p.required("criterionId")
+	rp.APIKey = p.Required("api_key")
+	rp.SiteID = p.Required("site_id")
+	rp.Criterion = p.Required("criterionId")
 	if !utf8.ValidString(rp.Criterion) || len(rp.Criterion) > maxCriterion {
-		p.errs.invalid("criterionId", "criterionId must be valid UTF-8 of at most %d bytes", maxCriterion)
+		p.invalid("criterionId", "criterionId must be valid UTF-8 of at most %d bytes", maxCriterion)
 	}
-	if s, ok := p.optional("yk_tag"); ok {
+	if s, ok := p.Optional("yk_tag"); ok {
 		var msg string
 		rp.YkTag, msg = match.ParseYkTag(s)
-		p.note("yk_tag", msg)
+		p.Note("yk_tag", msg)
 	}
-	rp.Auth.Exp, _ = p.optional("exp")
-	rp.Auth.Sig, _ = p.optional("sig")
-	rp.Auth.Tok, _ = p.optional("tok")
-	if err := p.errs.err(); err != nil {
+	rp.Auth.Exp, _ = p.Optional("exp")
+	rp.Auth.Sig, _ = p.Optional("sig")
+	rp.Auth.Tok, _ = p.Optional("tok")
+	if err := p.err(); err != nil {
 		return redirectParams{}, err
 	}
 	return rp, nil
