@@ -463,3 +463,42 @@ func TestKeywordsLeaveOutInnerCriteria(t *testing.T) {
 		t.Fatalf("keywords %v", hits)
 	}
 }
+
+// TestHostileInputsStayCheap feeds the inputs that once made matching
+// quadratic: an ad with thousands of bid phrases all named on a page, a
+// brand thousands of criteria start with, a query repeating one word. It
+// checks the answers' shape; a regression shows as a test that takes
+// seconds instead of milliseconds.
+func TestHostileInputsStayCheap(t *testing.T) {
+	var kws []string
+	var page strings.Builder
+	for i := range 2000 {
+		kws = append(kws, "kw"+itoa(i))
+	}
+	for range 16 {
+		for _, k := range kws {
+			page.WriteString(k + " ")
+		}
+	}
+	ads := []Ad{{ID: "many.example", Kind: KindAdvertiser, Title: "Many", Keywords: kws, Markets: []Market{us}}}
+	for i := range 3000 {
+		ads = append(ads, Ad{ID: "TV." + itoa(i), Kind: KindProduct, Title: "tv", Manufacturer: "Samsung", Keywords: []string{"tv x" + itoa(i), "samsung x" + itoa(i)}, Markets: []Market{us}})
+	}
+	ix := mustBuild(t, ads)
+	hits := ix.Match(&Query{Page: true, Text: page.String()})
+	if len(hits) == 0 || len(hits[0].Keywords) != maxKeywords {
+		t.Fatalf("page of bid phrases: %d hits, keywords %v", len(hits), hits)
+	}
+	brand := strings.Repeat("samsung ", MaxPageBytes/8)
+	if hits := ix.Match(&Query{Page: true, Text: brand}); len(hits) == 0 {
+		t.Fatal("a page naming the brand found nothing")
+	}
+	if _, text := ix.Reduce("", brand); strings.Count(text, "\n") >= maxOccurrences {
+		t.Fatalf("reduced text keeps %d passages", strings.Count(text, "\n")+1)
+	}
+	q := strings.Repeat("tv ", MaxQueryBytes/3)
+	hits = ix.Match(&Query{Text: q, Dist: DistLow})
+	if len(hits) == 0 || len(hits[0].Keywords) != 1 {
+		t.Fatalf("repeated word: %v", hits)
+	}
+}

@@ -214,25 +214,41 @@ func (ix *Index) findOccs(in *input) []occ {
 		if t < 0 {
 			continue
 		}
-		for c := ix.critStart[t]; c < ix.critStart[t+1]; c++ {
-			seq := ix.critTerms[ix.critOff[c]:ix.critOff[c+1]]
-			if i+len(seq) > len(toks) {
-				continue
-			}
-			ok := true
-			for k := 1; k < len(seq); k++ {
-				if tk := &toks[i+k]; tk.brk || tk.id != int32(seq[k]) {
-					ok = false
-					break
+		// The criteria starting with t are sorted by their terms, so the
+		// ones that go on as the input does are a range that narrows term
+		// by term; the criteria that end at depth k come first in it.
+		lo, hi := ix.critStart[t], ix.critStart[t+1]
+		for k := 1; lo < hi; k++ {
+			for ; lo < hi && ix.critOff[lo+1]-ix.critOff[lo] == uint32(k); lo++ {
+				if counts[lo] < maxOccurrences {
+					counts[lo]++
+					out = append(out, occ{crit: lo, from: int32(i), to: int32(i + k), title: i < in.nTitle})
 				}
 			}
-			if ok && counts[c] < maxOccurrences {
-				counts[c]++
-				out = append(out, occ{crit: c, from: int32(i), to: int32(i + len(seq)), title: i < in.nTitle})
+			if lo == hi || i+k >= len(toks) || toks[i+k].brk || toks[i+k].id < 0 {
+				break
 			}
+			id := uint32(toks[i+k].id)
+			at := func(c uint32) uint32 { return ix.critTerms[ix.critOff[c]+uint32(k)] }
+			lo = lowerBound(lo, hi, func(c uint32) bool { return at(c) >= id })
+			hi = lowerBound(lo, hi, func(c uint32) bool { return at(c) > id })
 		}
 	}
 	return out
+}
+
+// lowerBound returns the first c in [lo, hi) for which ok holds, or hi;
+// ok must be false and then true along the range.
+func lowerBound(lo, hi uint32, ok func(c uint32) bool) uint32 {
+	for lo < hi {
+		m := lo + (hi-lo)/2
+		if ok(m) {
+			hi = m
+		} else {
+			lo = m + 1
+		}
+	}
+	return lo
 }
 
 // matchCriteria finds the ads one of whose criteria stands whole in the
@@ -383,7 +399,7 @@ func (ix *Index) criteriaScore(aggs []critAgg, ties []pair, order []uint32, page
 				src = p.src
 			}
 		}
-		w := float64(srcWeight[src] * (1 + 0.5*(n-1)))
+		w := float64(srcWeight[src] * float64(1+float64(0.5*(n-1))))
 		if page {
 			w = float64(w * math.Sqrt(float64(a.count)))
 			if a.title {
@@ -393,7 +409,7 @@ func (ix *Index) criteriaScore(aggs []critAgg, ties []pair, order []uint32, page
 		s = float64(s + w)
 	}
 	// Several distinct criteria of one ad (brand and model) reinforce.
-	return float64(s * (1 + 0.25*float64(len(aggs)-1)))
+	return float64(s * float64(1+float64(0.25*float64(len(aggs)-1))))
 }
 
 // matchLow adds to the strong matches the criteria that share at least half
@@ -415,7 +431,10 @@ func (ix *Index) matchLow(in *input, f filter) []cand {
 			if _, ok := hits[c]; !ok {
 				order = append(order, c)
 			}
-			hits[c] = append(hits[c], i)
+			// A word the query repeats counts once, at its first place.
+			if !slices.ContainsFunc(hits[c], func(j int) bool { return in.toks[j].id == t.id }) {
+				hits[c] = append(hits[c], i)
+			}
 		}
 	}
 	for _, c := range order {
@@ -455,7 +474,7 @@ func (ix *Index) matchLow(in *input, f filter) []cand {
 			if len(x.occs) > 0 {
 				continue // already a strong match: keep its keywords
 			}
-			cands[k].score = float64(cands[k].score + 0.5*part*srcWeight[e&3])
+			cands[k].score = float64(cands[k].score + float64(0.5*part*srcWeight[e&3]))
 			for _, i := range toks {
 				if !slices.Contains(x.terms, i) {
 					x.terms = append(x.terms, i)
@@ -719,13 +738,15 @@ func selectTop(c []cand, m int, less func(a, b *cand) bool) {
 // matched.
 func (ix *Index) hit(in *input, c *cand) Hit {
 	h := Hit{Ad: int(c.ad), Score: c.score}
+	seen := make(map[string]bool)
 	add := func(s string) {
-		for _, k := range h.Keywords {
-			if strings.EqualFold(k, s) {
-				return
-			}
+		if len(h.Keywords) == maxKeywords {
+			return
 		}
-		h.Keywords = append(h.Keywords, s)
+		if k := strings.ToLower(s); !seen[k] {
+			seen[k] = true
+			h.Keywords = append(h.Keywords, s)
+		}
 	}
 	var x candExt
 	if c.ext >= 0 {
@@ -739,11 +760,18 @@ func (ix *Index) hit(in *input, c *cand) Hit {
 		slices.Sort(x.terms)
 	}
 	if len(x.occs) > 0 {
-		// Order of first occurrence: title occurrences come first. A
-		// criterion inside another one the ad matched ("iPhone" beside
-		// "iPhone 5") says nothing more and is left out.
+		// A criterion inside another one the ad matched ("iPhone" beside
+		// "iPhone 5") says nothing more and is left out. Compared once per
+		// distinct criterion, not per occurrence.
+		var inner []uint32
+		for _, a := range x.aggs {
+			if slices.ContainsFunc(x.aggs, func(b critAgg) bool { return ix.within(a.crit, b.crit) }) {
+				inner = append(inner, a.crit)
+			}
+		}
+		// Order of first occurrence: title occurrences come first.
 		for _, o := range x.occs {
-			if slices.ContainsFunc(x.occs, func(b occ) bool { return ix.within(o.crit, b.crit) }) {
+			if slices.Contains(inner, o.crit) {
 				continue
 			}
 			t0, t1 := &in.toks[o.from], &in.toks[o.to-1]
@@ -761,6 +789,9 @@ func (ix *Index) hit(in *input, c *cand) Hit {
 	h.Criterion = strings.Join(h.Keywords, " ")
 	return h
 }
+
+// maxKeywords bounds an entry's keywords, and so its criterionId.
+const maxKeywords = 16
 
 // within reports whether criterion a's terms stand, in order, inside the
 // longer criterion b's.
@@ -796,5 +827,5 @@ func ln(x float64) float64 {
 		s = float64(s + t/float64(k))
 		t = float64(t * z2)
 	}
-	return float64(float64(2*s) + float64(e)*math.Ln2)
+	return float64(float64(2*s) + float64(float64(e)*math.Ln2))
 }
