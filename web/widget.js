@@ -205,8 +205,14 @@
       params.redirect_url = m.redirect_url || config.base;
       params.tok = m.tok;
       var req = encoder.encode(query(params));
-      var p = put(req);
-      var r = ex[kind](p, req.length);
+      var p = put(req), r;
+      try {
+        r = ex[kind](p, req.length);
+      } catch (e) {
+        // The module trapped: it is dead. Drop it so the next call loads a new one.
+        delete matchers[m.shard.sha256];
+        throw e;
+      }
       ex.free(p);
       if (r === 0n) throw new Error("adlink: the matcher refused the request");
       var rp = Number(r >> 32n), rn = Number(r & 0xffffffffn);
@@ -298,7 +304,8 @@
       if (l.display_type.indexOf("link") < 0) return;
       (l.keywords || []).forEach(function (kw) {
         var key = kw.toLowerCase();
-        if (!kw || done[key]) return;
+        // Lower-casing must keep the length, or the link would cover other text (İ).
+        if (!kw || done[key] || key.length !== kw.length) return;
         for (var i = 0; i < nodes.length; i++) {
           var n = nodes[i], at = find(n.nodeValue, key);
           if (at < 0) continue;
