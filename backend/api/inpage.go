@@ -36,16 +36,19 @@ func (s *server) shardManifest(w http.ResponseWriter, r *http.Request) error {
 	if s.shards == nil {
 		return &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: "this server serves no shards"}
 	}
+	// The answer is cached publicly, so a cache must know which request
+	// headers chose the market.
 	if country == locUseGeo {
 		country = s.geoCountry(r)
+		w.Header().Add("Vary", s.cfg.CountryHeader)
 	}
 	if lang == langUseLocale {
 		lang = localeLang(r)
+		w.Header().Add("Vary", "Accept-Language")
 	}
 	// A new catalog makes a new manifest; a short lifetime lets pages pick
 	// it up, while the shard it names is cached for good.
 	w.Header().Set("Cache-Control", "public, max-age=300")
-	w.Header().Set("Vary", "Accept-Language")
 	respond(w, http.StatusOK, s.withSiteToken(s.shards.Manifest(country, lang), apiKey, siteID), callback)
 	return nil
 }

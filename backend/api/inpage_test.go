@@ -80,6 +80,18 @@ func TestShardManifest(t *testing.T) {
 			t.Errorf("%s: %d %v", m.Shard.URL, sres.StatusCode, sres.Header)
 		}
 	}
+	// A manifest is cached publicly: it names the request headers that
+	// chose its market, and no others.
+	for _, tc := range []struct{ query, vary string }{
+		{"loc=de&lang=de", ""},
+		{"loc=use_geo&lang=de", "CF-IPCountry"},
+		{"loc=de&lang=use_locale", "Accept-Language"},
+	} {
+		res := env.get(t, "/v2/shards?api_key=demo&site_id=demo&"+tc.query, nil, "")
+		if got := strings.Join(res.Header.Values("Vary"), ","); got != tc.vary {
+			t.Errorf("%s: Vary %q, want %q", tc.query, got, tc.vary)
+		}
+	}
 	res := env.get(t, "/v2/shards?api_key=demo&site_id=demo&loc=de&lang=de&callback=cb", nil, "")
 	if body := readBody(t, res); !strings.HasPrefix(string(body), `/**/cb({"http_status":200,"market":"de-DE"`) {
 		t.Errorf("JSONP manifest: %s", body)

@@ -156,6 +156,7 @@ func (s *server) page(w http.ResponseWriter, r *http.Request) error {
 	q := match.Query{Page: true, Title: res.Title, Text: res.Text, Country: p.Loc, Kinds: p.Kinds}
 	if q.Country == locUseGeo {
 		q.Country = s.geoCountry(r)
+		w.Header().Add("Vary", s.cfg.CountryHeader)
 	}
 	ix := s.index(q.Country, "")
 	hits := ix.Match(&q)

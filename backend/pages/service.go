@@ -513,7 +513,9 @@ func (s *Service) run(ctx context.Context, pageURL string) (recs []*Record) {
 }
 
 // canonicalOf returns the canonical URL a page declares when it differs
-// from pageURL and is on the same site, else "".
+// from pageURL and is on the same host, else "". Not merely the same
+// registrable domain: a page on one subdomain must not overwrite the
+// analysis of another host's page.
 func (s *Service) canonicalOf(pageURL, declared string) string {
 	if declared == "" {
 		return ""
@@ -524,7 +526,7 @@ func (s *Service) canonicalOf(pageURL, declared string) string {
 	}
 	cu, err1 := url.Parse(c)
 	pu, err2 := url.Parse(pageURL)
-	if err1 != nil || err2 != nil || !sameSite(cu.Hostname(), pu.Hostname()) {
+	if err1 != nil || err2 != nil || cu.Hostname() != pu.Hostname() {
 		return ""
 	}
 	return c

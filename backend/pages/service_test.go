@@ -483,3 +483,21 @@ func TestServiceSweepsOldRecords(t *testing.T) {
 	}
 	drain(t, e.svc)
 }
+
+// TestCanonicalStaysOnTheHost: a page may name a canonical URL on its own
+// host only; one on another subdomain would let that page overwrite the
+// other host's analysis.
+func TestCanonicalStaysOnTheHost(t *testing.T) {
+	var s Service
+	for _, c := range []struct{ page, declared, want string }{
+		{"https://blog.example.com/a?x=1", "https://blog.example.com/a", "https://blog.example.com/a"},
+		{"https://evil.example.com/x", "https://www.example.com/", ""},
+		{"https://example.com/x", "https://other.org/x", ""},
+		{"https://example.com/x", "javascript:alert(1)", ""},
+		{"https://example.com/x", "", ""},
+	} {
+		if got := s.canonicalOf(c.page, c.declared); got != c.want {
+			t.Errorf("canonicalOf(%s, %s) = %q, want %q", c.page, c.declared, got, c.want)
+		}
+	}
+}

@@ -7,8 +7,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-
-	"golang.org/x/net/publicsuffix"
 )
 
 // MaxURLBytes bounds the length of a page URL as the request gives it.
@@ -292,20 +290,4 @@ func CheckDomain(pageURL string, domains []string) error {
 		}
 	}
 	return ErrForeignDomain
-}
-
-// sameSite reports whether two hosts belong to the same registered domain
-// (eTLD+1), or are the same host when that cannot be told (IP addresses,
-// localhost).
-func sameSite(a, b string) bool {
-	a, b = strings.ToLower(a), strings.ToLower(b)
-	if a == b {
-		return true
-	}
-	if net.ParseIP(a) != nil || net.ParseIP(b) != nil {
-		return false
-	}
-	ra, err1 := publicsuffix.EffectiveTLDPlusOne(a)
-	rb, err2 := publicsuffix.EffectiveTLDPlusOne(b)
-	return err1 == nil && err2 == nil && ra == rb
 }

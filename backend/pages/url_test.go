@@ -89,23 +89,6 @@ func TestCheckDomain(t *testing.T) {
 	}
 }
 
-func TestSameSite(t *testing.T) {
-	for _, c := range []struct {
-		a, b string
-		ok   bool
-	}{
-		{"www.example.com", "example.com", true},
-		{"a.example.co.uk", "b.example.co.uk", true},
-		{"example.co.uk", "other.co.uk", false},
-		{"localhost", "localhost", true},
-		{"127.0.0.1", "127.0.0.2", false},
-	} {
-		if got := sameSite(c.a, c.b); got != c.ok {
-			t.Errorf("sameSite(%s, %s) = %v", c.a, c.b, got)
-		}
-	}
-}
-
 // FuzzCanonical checks that the canonicaliser never panics, accepts only
 // http(s) URLs without credentials within the size limit, and is idempotent.
 func FuzzCanonical(f *testing.F) {
