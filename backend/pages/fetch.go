@@ -291,13 +291,11 @@ func (f *Fetcher) header(req *http.Request) {
 	req.Header.Set("Accept-Encoding", "gzip")
 }
 
-// readBody reads at most max bytes of the decoded body; more is ErrTooLarge.
+// readBody reads at most max bytes of the decoded body; more is ErrTooLarge,
+// returned with the first max bytes (robots.txt is read that far).
 // The cap applies after decompression, so a small gzip bomb cannot expand
 // past it.
 func (f *Fetcher) readBody(resp *http.Response, max int64) ([]byte, error) {
-	if resp.ContentLength > max && !strings.EqualFold(resp.Header.Get("Content-Encoding"), "gzip") {
-		return nil, ErrTooLarge
-	}
 	var r io.Reader = resp.Body
 	switch strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding"))) {
 	case "", "identity":
@@ -317,7 +315,7 @@ func (f *Fetcher) readBody(resp *http.Response, max int64) ([]byte, error) {
 		return nil, err
 	}
 	if n > max {
-		return nil, ErrTooLarge
+		return buf.Bytes()[:max], ErrTooLarge
 	}
 	return buf.Bytes(), nil
 }

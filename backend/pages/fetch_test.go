@@ -371,3 +371,24 @@ func TestFetchIgnoresProxyEnvironment(t *testing.T) {
 		t.Fatalf("%v %v, %d requests through the proxy", doc, err, proxied.Load())
 	}
 }
+
+// TestOversizedRobotsIsReadInPart: a robots.txt past the size cap is read
+// as far as the cap (RFC 9309 asks for at least 500 KiB), not taken as
+// allowing everything.
+func TestOversizedRobotsIsReadInPart(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/robots.txt":
+			fmt.Fprint(w, "User-agent: *\nDisallow: /private/\n")
+			w.Write(bytes.Repeat([]byte("# padding\n"), maxRobotsBytes/5))
+		default:
+			t.Errorf("%s was requested despite robots.txt", r.URL.Path)
+		}
+	}))
+	defer srv.Close()
+	f := newFetcher(t, FetchOptions{AllowPrivate: true})
+	_, err := f.Fetch(context.Background(), srv.URL+"/private/page")
+	if !errors.Is(err, ErrRobots) {
+		t.Fatalf("err %v, want robots.txt to disallow", err)
+	}
+}
