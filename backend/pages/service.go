@@ -442,7 +442,14 @@ func (s *Service) work(ctx context.Context) {
 			return
 		}
 		if err := s.complete(ctx, pageURL, recs); err != nil {
+			// The job stays queued. Pause as the queue's own errors do, so a
+			// failing disk does not turn into fetching the page in a loop.
 			s.log.Error("storing page analysis", "url", pageURL, "err", err)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Second):
+			}
 		}
 		if s.o.OnAnalysis != nil && len(recs) > 0 {
 			outcome := "analysed"
