@@ -119,14 +119,24 @@ func parseCanonical(raw string) (*url.URL, error) {
 }
 
 // normalizeEscapes applies RFC 3986 6.2.2: percent-escapes in upper case,
-// escaped unreserved characters decoded ("%7e" -> "~", "%c3" -> "%C3").
+// escaped unreserved characters decoded ("%7e" -> "~", "%c3" -> "%C3"),
+// and spaces and control bytes escaped.
 func normalizeEscapes(s string) string {
-	if !strings.Contains(s, "%") {
+	if !strings.ContainsFunc(s, func(r rune) bool { return r == '%' || r <= ' ' || r == 0x7f }) {
 		return s
 	}
+	const hex = "0123456789ABCDEF"
 	var b strings.Builder
 	b.Grow(len(s))
 	for i := 0; i < len(s); i++ {
+		if c := s[i]; c <= ' ' || c == 0x7f {
+			// Spaces and control bytes are escaped, or trimming the URL
+			// would change it on the next pass.
+			b.WriteByte('%')
+			b.WriteByte(hex[c>>4])
+			b.WriteByte(hex[c&15])
+			continue
+		}
 		if s[i] != '%' || i+2 >= len(s) || !isHex(s[i+1]) || !isHex(s[i+2]) {
 			b.WriteByte(s[i])
 			continue
