@@ -43,11 +43,12 @@ type serverProcess struct {
 }
 
 // startServer runs bin on a free loopback port over data, with the limits
-// raised so that one client may click as fast as it can.
-func startServer(tb testing.TB, bin, data string) *serverProcess {
+// raised so that one client may click as fast as it can, and extra flags.
+func startServer(tb testing.TB, bin, data string, extra ...string) *serverProcess {
 	tb.Helper()
-	cmd := exec.Command(bin, "-addr", "127.0.0.1:0", "-data", data,
-		"-rate-key", "1e9", "-rate-key-burst", "1000000000", "-rate-ip", "1e9", "-rate-ip-burst", "1000000000")
+	args := []string{"-addr", "127.0.0.1:0", "-data", data,
+		"-rate-key", "1e9", "-rate-key-burst", "1000000000", "-rate-ip", "1e9", "-rate-ip-burst", "1000000000"}
+	cmd := exec.Command(bin, append(args, extra...)...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		tb.Fatal(err)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -17,7 +16,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -64,7 +62,8 @@ func BenchmarkLoad(b *testing.B) {
 	defer pageServer.Close()
 
 	for range b.N {
-		base, pid, stop := startLoadServer(b, bin)
+		srv := startServer(b, bin, b.TempDir(), "-fetch-allow-private", "-rate-pages", "1e9", "-rate-pages-burst", "1000000000")
+		base, pid, stop := srv.base, srv.cmd.Process.Pid, srv.stop
 		clicks := loadClickPaths(b, base)
 		r := runLoad(base, pageServer.URL, clicks)
 		rss := peakRSS(pid)
@@ -85,46 +84,6 @@ func BenchmarkLoad(b *testing.B) {
 			b.Errorf("%d errors; first: %s", r.errors, r.firstErr)
 		}
 	}
-}
-
-// startLoadServer runs the binary on a free loopback port with the limits
-// raised, and returns its base URL, its pid and a stop function.
-func startLoadServer(b *testing.B, bin string) (string, int, func()) {
-	b.Helper()
-	cmd := exec.Command(bin, "-addr", "127.0.0.1:0", "-data", b.TempDir(), "-fetch-allow-private",
-		"-rate-key", "1e9", "-rate-key-burst", "1000000000", "-rate-ip", "1e9", "-rate-ip-burst", "1000000000",
-		"-rate-pages", "1e9", "-rate-pages-burst", "1000000000")
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	addr := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			var line struct{ Msg, Addr string }
-			if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == "listening" {
-				addr <- line.Addr
-			}
-		}
-		io.Copy(io.Discard, stderr)
-	}()
-	stop := func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		cmd.Wait()
-	}
-	select {
-	case a := <-addr:
-		return "http://" + a, cmd.Process.Pid, stop
-	case <-time.After(time.Minute):
-		cmd.Process.Kill()
-		b.Fatal("the server did not start")
-	}
-	return "", 0, nil
 }
 
 // loadClickPaths returns the click URLs of some searches, as paths on base.
