@@ -288,12 +288,19 @@ func (ix *Index) matchCriteria(in *input, f filter, page bool) []cand {
 			}
 		}
 	}
-	slices.SortFunc(pairs, func(a, b pair) int {
-		if a.ad != b.ad {
-			return cmpU32(a.ad, b.ad)
-		}
-		return cmpU32(a.ord, b.ord)
-	})
+	// By ad, then by criterion: pairs went in by criterion, so a stable
+	// order by ad is the one wanted.
+	keys := make([]uint64, len(pairs))
+	for i, p := range pairs {
+		keys[i] = uint64(p.ad)<<32 | uint64(i)
+	}
+	var tmp []uint64
+	sortKeys(keys, &tmp)
+	sorted := make([]pair, len(pairs))
+	for i, k := range keys {
+		sorted[i] = pairs[uint32(k)]
+	}
+	pairs = sorted
 	cands := make([]cand, 0, len(pairs))
 	crits := make([][]pair, 0, len(pairs)) // per candidate
 	for i := 0; i < len(pairs); {
@@ -337,14 +344,17 @@ func keepLongest(os []occ, used []bool) []occ {
 	if len(os) < 2 {
 		return os
 	}
-	slices.SortStableFunc(os, func(a, b occ) int {
-		if d := (b.to - b.from) - (a.to - a.from); d != 0 {
-			return int(d)
-		}
-		return int(a.from - b.from)
-	})
-	kept := os[:0]
-	for _, o := range os {
+	// Longest first, then by place; ties keep their input order. Places
+	// and counts are below 2^24: a page is at most MaxPageBytes.
+	keys := make([]uint64, len(os))
+	for i, o := range os {
+		keys[i] = uint64(0xffff-min(o.to-o.from, 0xffff))<<48 | uint64(o.from)<<24 | uint64(i)
+	}
+	var tmp []uint64
+	sortKeys(keys, &tmp)
+	kept := make([]occ, 0, len(os))
+	for _, k := range keys {
+		o := os[k&(1<<24-1)]
 		if !slices.Contains(used[o.from:o.to], true) {
 			for t := o.from; t < o.to; t++ {
 				used[t] = true
@@ -357,8 +367,17 @@ func keepLongest(os []occ, used []bool) []occ {
 			used[t] = false
 		}
 	}
-	slices.SortFunc(kept, func(a, b occ) int { return int(a.from - b.from) })
-	return kept
+	// Back to input order, which is by place.
+	keys = keys[:len(kept)]
+	for i, o := range kept {
+		keys[i] = uint64(o.from)<<24 | uint64(i)
+	}
+	sortKeys(keys, &tmp)
+	out := make([]occ, len(kept))
+	for i, k := range keys {
+		out[i] = kept[k&(1<<24-1)]
+	}
+	return out
 }
 
 func cmpU32(a, b uint32) int {
@@ -636,7 +655,6 @@ func (h *worst) keep(n int, c cand) {
 // top ranks the candidates, applies distinct_advertiser and size, and
 // turns them into hits. Only as many candidates as needed are sorted.
 func (ix *Index) top(in *input, cands []cand, size, distinct int) []Hit {
-	less := better
 	type group struct {
 		offer uint32
 		advs  []string
@@ -646,17 +664,9 @@ func (ix *Index) top(in *input, cands []cand, size, distinct int) []Hit {
 		if m > len(cands) {
 			m = len(cands)
 		}
-		selectTop(cands, m, less)
+		selectTop(cands, m)
 		head := cands[:m]
-		slices.SortFunc(head, func(a, b cand) int {
-			if less(&a, &b) {
-				return -1
-			}
-			if less(&b, &a) {
-				return 1
-			}
-			return 0
-		})
+		sortCands(head)
 		hits := make([]Hit, 0, size)
 		groups := make([]group, 0, m)
 		for i := range head {
@@ -691,7 +701,8 @@ func (ix *Index) top(in *input, cands []cand, size, distinct int) []Hit {
 }
 
 // selectTop moves the m best candidates to the front, in no order.
-func selectTop(c []cand, m int, less func(a, b *cand) bool) {
+func selectTop(c []cand, m int) {
+	less := better
 	lo, hi := 0, len(c)
 	if m <= 0 || m >= hi {
 		return
@@ -731,6 +742,34 @@ func selectTop(c []cand, m int, less func(a, b *cand) bool) {
 		default:
 			return
 		}
+	}
+}
+
+// sortCands puts candidates in ranking order, best first: a heap sort, as
+// better is a total order (ads are distinct) and needs no stability.
+func sortCands(c []cand) {
+	down := func(i, n int) {
+		for {
+			w, l, r := i, 2*i+1, 2*i+2
+			if l < n && better(&c[w], &c[l]) {
+				w = l
+			}
+			if r < n && better(&c[w], &c[r]) {
+				w = r
+			}
+			if w == i {
+				return
+			}
+			c[i], c[w] = c[w], c[i]
+			i = w
+		}
+	}
+	for i := len(c)/2 - 1; i >= 0; i-- {
+		down(i, len(c))
+	}
+	for n := len(c) - 1; n > 0; n-- {
+		c[0], c[n] = c[n], c[0]
+		down(0, n)
 	}
 }
 
