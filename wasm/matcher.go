@@ -4,7 +4,8 @@
 //
 // The host runs _initialize once, then calls the exports:
 //
-//	alloc(n) ptr              a buffer of n bytes, kept alive until free(ptr)
+//	alloc(n) ptr              a buffer of n bytes (contents undefined), kept
+//	                          alive until free(ptr)
 //	free(ptr)                 releases a buffer from alloc or a result
 //	load_shard(ptr, n) status matches against the shard in the buffer, which
 //	                          the module then owns (do not free it); 0 is
@@ -32,22 +33,33 @@ const (
 // matcher is the module's state: the loaded shard.
 type matcher struct {
 	ix *match.Index
+	// params is the last request's parameters, reused by the next one.
+	params map[string][]string
 }
+
+// maxReusedNames bounds the parameter names the reused map keeps: requests
+// full of made-up names do not grow it for good.
+const maxReusedNames = 64
 
 // errNoShard answers a match call before any shard is loaded.
 var errNoShard = []match.Problem{{Code: "no_shard", Message: "no shard is loaded: call load_shard first"}}
 
-// answer returns the JSON answer to a request.
-func (m *matcher) answer(req string, page bool) []byte {
-	q, o, errs := parseRequest(req, page)
+// answer appends the JSON answer to a request to dst.
+func (m *matcher) answer(req string, page bool, dst []byte) []byte {
+	if len(m.params) > maxReusedNames {
+		m.params = nil
+	}
+	if m.params == nil {
+		m.params = make(map[string][]string, 16)
+	}
+	q, o, errs := parseRequest(req, page, m.params)
 	if errs == nil && m.ix == nil {
 		errs = errNoShard
 	}
 	if errs != nil {
-		return appendError(nil, errs)
+		return appendError(dst, errs)
 	}
-	hits := m.ix.Match(&q)
-	return m.ix.AppendResponse(make([]byte, 0, 256+256*len(hits)), hits, &o)
+	return m.ix.AppendResponse(dst, m.ix.Match(&q), &o)
 }
 
 // appendError writes the server's error body: the first problem's code and

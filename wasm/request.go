@@ -23,10 +23,18 @@ import (
 // params are a request's decoded parameters, read with match's rules.
 type params struct{ match.Values }
 
-// parseQuery decodes a URL query string. Bad escapes are kept literally,
-// as a browser's URLSearchParams does.
-func parseQuery(s string) map[string][]string {
-	v := make(map[string][]string)
+// parseQuery decodes a URL query string into v, which it reuses: a
+// name's slice is emptied rather than dropped, so a module answering many
+// requests does not build a map and its slices each time. A name with no
+// values reads as absent. Bad escapes are kept literally, as a browser's
+// URLSearchParams does.
+func parseQuery(s string, v map[string][]string) map[string][]string {
+	if v == nil {
+		v = make(map[string][]string, 16)
+	}
+	for k, vs := range v {
+		v[k] = vs[:0]
+	}
 	for s != "" {
 		var kv string
 		kv, s, _ = strings.Cut(s, "&")
@@ -73,8 +81,8 @@ func unhex(c byte) byte {
 
 // parseRequest reads a match_search (page false) or match_page request into
 // the query and the link options the server would use for the same request.
-func parseRequest(s string, page bool) (match.Query, match.LinkOptions, []match.Problem) {
-	p := params{match.Values{V: parseQuery(s)}}
+func parseRequest(s string, page bool, v map[string][]string) (match.Query, match.LinkOptions, []match.Problem) {
+	p := params{match.Values{V: parseQuery(s, v)}}
 	q := match.Query{Page: page}
 	o := match.LinkOptions{Context: match.ContextSearch}
 	if page {

@@ -12,7 +12,7 @@ func TestParseQueryAgreesWithNetURL(t *testing.T) {
 		"q=lg+handy&loc=DE", "q=%C3%84rger%20%2B1", "a=1&&b=&c", "q=%zz%4", "k%3D=v%26", "x=1&x=2",
 	} {
 		want, _ := url.ParseQuery(s)
-		got := parseQuery(s)
+		got := parseQuery(s, nil)
 		for k, vs := range want {
 			if len(got[k]) != len(vs) {
 				t.Errorf("%q: %s = %q, net/url %q", s, k, got[k], vs)
@@ -28,7 +28,7 @@ func TestParseQueryAgreesWithNetURL(t *testing.T) {
 }
 
 func TestParseRequestDefaults(t *testing.T) {
-	q, o, errs := parseRequest("q=+handy+&api_key=k&site_id=s&redirect_url=http://r/&loc=DE&lang=use_locale&ad_type=product+coupon&q_operator=and", false)
+	q, o, errs := parseRequest("q=+handy+&api_key=k&site_id=s&redirect_url=http://r/&loc=DE&lang=use_locale&ad_type=product+coupon&q_operator=and", false, nil)
 	if errs != nil {
 		t.Fatal(errs)
 	}
@@ -41,7 +41,7 @@ func TestParseRequestDefaults(t *testing.T) {
 	if o.RedirectURL != "http://r" || o.Context != match.ContextSearch || o.APIKey != "k" || o.SiteID != "s" {
 		t.Errorf("options %+v", o)
 	}
-	_, _, errs = parseRequest("text=x&api_key=k&site_id=s&redirect_url=r&fields=gtin", true)
+	_, _, errs = parseRequest("text=x&api_key=k&site_id=s&redirect_url=r&fields=gtin", true, nil)
 	if len(errs) != 1 || errs[0].Param != "fields" {
 		t.Errorf("page fields=gtin: %v", errs)
 	}
@@ -57,7 +57,7 @@ func FuzzRequest(f *testing.F) {
 	f.Add("q=handy&api_key=a&site_id=b&redirect_url=c&size=3", false)
 	f.Add("text=%FF%FE&title=x&fields=logo&logo.dim=90x90", true)
 	f.Fuzz(func(t *testing.T, req string, page bool) {
-		if out := m.answer(req, page); len(out) == 0 || out[0] != '{' {
+		if out := m.answer(req, page, nil); len(out) == 0 || out[0] != '{' {
 			t.Fatalf("answer %q", out)
 		}
 	})

@@ -57,18 +57,18 @@ func TestParityWithToken(t *testing.T) {
 
 func TestParseRequestToken(t *testing.T) {
 	base := "q=handy&api_key=k&site_id=s&redirect_url=http://r"
-	_, o, errs := parseRequest(base+"&tok=k1.17.AbC_-9", false)
+	_, o, errs := parseRequest(base+"&tok=k1.17.AbC_-9", false, nil)
 	if errs != nil || o.Sign == nil {
 		t.Fatalf("%v, Sign %v", errs, o.Sign != nil)
 	}
 	if got := string(o.Sign([]byte("type=search"), nil)); got != "type=search&tok=k1.17.AbC_-9" {
 		t.Errorf("Sign appends %q", got)
 	}
-	if _, o, _ := parseRequest(base, false); o.Sign != nil {
+	if _, o, _ := parseRequest(base, false, nil); o.Sign != nil {
 		t.Error("a request without tok signs")
 	}
 	for _, bad := range []string{"a%26b%3Dc", "k1.1.x%20y", strings.Repeat("a", 129), "%3Cscript%3E"} {
-		_, _, errs := parseRequest(base+"&tok="+bad, true)
+		_, _, errs := parseRequest(base+"&tok="+bad, true, nil)
 		if len(errs) != 1 || errs[0].Param != "tok" || errs[0].Code != match.ProblemInvalid {
 			t.Errorf("tok=%s: %v", bad, errs)
 		}
