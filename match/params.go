@@ -27,20 +27,49 @@ type Problem struct {
 // Values reads single-valued request parameters and collects what is wrong
 // with them, so that one answer can name every bad parameter.
 type Values struct {
-	V        map[string][]string
+	// V holds the parameters by name; when it is nil, Pairs holds them
+	// in request order.
+	V map[string][]string
+	// Pairs suits the page's module, which reads a dozen parameters: a
+	// scan of them costs it less than hashing each name into a map.
+	Pairs    []Pair
 	Problems []Problem
+}
+
+// Pair is one name=value of a query string, decoded.
+type Pair struct{ Name, Value string }
+
+// lookup returns the first value of a parameter and how many it has.
+func (p *Values) lookup(name string) (string, int) {
+	if p.V != nil {
+		vs := p.V[name]
+		if len(vs) == 0 {
+			return "", 0
+		}
+		return vs[0], len(vs)
+	}
+	first, n := "", 0
+	for i := range p.Pairs {
+		if p.Pairs[i].Name == name {
+			if n == 0 {
+				first = p.Pairs[i].Value
+			}
+			n++
+		}
+	}
+	return first, n
 }
 
 // Get returns a parameter's value; ok is false when it is absent or
 // repeated (a problem: which value was meant cannot be told).
 func (p *Values) Get(name string) (string, bool) {
-	switch vs := p.V[name]; len(vs) {
+	switch v, n := p.lookup(name); n {
 	case 0:
 		return "", false
 	case 1:
-		return vs[0], true
+		return v, true
 	default:
-		p.Invalid(name, name+" is given "+strconv.Itoa(len(vs))+" times; give it once")
+		p.Invalid(name, name+" is given "+strconv.Itoa(n)+" times; give it once")
 		return "", false
 	}
 }
@@ -48,8 +77,8 @@ func (p *Values) Get(name string) (string, bool) {
 // Required returns a parameter that must be there and not blank.
 func (p *Values) Required(name string) string {
 	s, ok := p.Get(name)
-	switch {
-	case len(p.V[name]) > 1:
+	switch _, n := p.lookup(name); {
+	case n > 1:
 		return "" // Get reported it
 	case !ok || strings.TrimSpace(s) == "":
 		p.Problems = append(p.Problems, Problem{ProblemMissing, name, name + " is required"})

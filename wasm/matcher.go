@@ -33,26 +33,24 @@ const (
 // matcher is the module's state: the loaded shard.
 type matcher struct {
 	ix *match.Index
-	// params is the last request's parameters, reused by the next one.
-	params map[string][]string
+	// pairs is the last request's parameters, its memory reused by the
+	// next one.
+	pairs []match.Pair
 }
 
-// maxReusedNames bounds the parameter names the reused map keeps: requests
-// full of made-up names do not grow it for good.
-const maxReusedNames = 64
+// maxReusedPairs bounds the parameter memory kept between requests: one
+// full of made-up names does not hold it for good.
+const maxReusedPairs = 64
 
 // errNoShard answers a match call before any shard is loaded.
 var errNoShard = []match.Problem{{Code: "no_shard", Message: "no shard is loaded: call load_shard first"}}
 
 // answer appends the JSON answer to a request to dst.
 func (m *matcher) answer(req string, page bool, dst []byte) []byte {
-	if len(m.params) > maxReusedNames {
-		m.params = nil
+	if cap(m.pairs) > maxReusedPairs {
+		m.pairs = nil
 	}
-	if m.params == nil {
-		m.params = make(map[string][]string, 16)
-	}
-	q, o, errs := parseRequest(req, page, m.params)
+	q, o, errs := parseRequest(req, page, &m.pairs)
 	if errs == nil && m.ix == nil {
 		errs = errNoShard
 	}

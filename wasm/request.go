@@ -23,18 +23,10 @@ import (
 // params are a request's decoded parameters, read with match's rules.
 type params struct{ match.Values }
 
-// parseQuery decodes a URL query string into v, which it reuses: a
-// name's slice is emptied rather than dropped, so a module answering many
-// requests does not build a map and its slices each time. A name with no
-// values reads as absent. Bad escapes are kept literally, as a browser's
-// URLSearchParams does.
-func parseQuery(s string, v map[string][]string) map[string][]string {
-	if v == nil {
-		v = make(map[string][]string, 16)
-	}
-	for k, vs := range v {
-		v[k] = vs[:0]
-	}
+// parseQuery appends the decoded name=value pairs of a URL query string
+// to dst; "&&" adds none. Bad escapes are kept literally, as a
+// browser's URLSearchParams does.
+func parseQuery(s string, dst []match.Pair) []match.Pair {
 	for s != "" {
 		var kv string
 		kv, s, _ = strings.Cut(s, "&")
@@ -42,19 +34,24 @@ func parseQuery(s string, v map[string][]string) map[string][]string {
 			continue
 		}
 		k, val, _ := strings.Cut(kv, "=")
-		k = unescape(k)
-		v[k] = append(v[k], unescape(val))
+		dst = append(dst, match.Pair{Name: unescape(k), Value: unescape(val)})
 	}
-	return v
+	return dst
 }
 
 // unescape decodes '+' and %XX of a query component.
 func unescape(s string) string {
-	if !strings.ContainsAny(s, "+%") {
+	// A plain loop: strings.ContainsAny costs the module a call per byte.
+	i := 0
+	for i < len(s) && s[i] != '+' && s[i] != '%' {
+		i++
+	}
+	if i == len(s) {
 		return s
 	}
 	b := make([]byte, 0, len(s))
-	for i := 0; i < len(s); i++ {
+	b = append(b, s[:i]...)
+	for ; i < len(s); i++ {
 		switch c := s[i]; {
 		case c == '+':
 			b = append(b, ' ')
@@ -81,8 +78,16 @@ func unhex(c byte) byte {
 
 // parseRequest reads a match_search (page false) or match_page request into
 // the query and the link options the server would use for the same request.
-func parseRequest(s string, page bool, v map[string][]string) (match.Query, match.LinkOptions, []match.Problem) {
-	p := params{match.Values{V: parseQuery(s, v)}}
+// The pairs go into *scratch, when given, whose memory they reuse.
+func parseRequest(s string, page bool, scratch *[]match.Pair) (match.Query, match.LinkOptions, []match.Problem) {
+	var pairs []match.Pair
+	if scratch != nil {
+		pairs = parseQuery(s, (*scratch)[:0])
+		*scratch = pairs
+	} else {
+		pairs = parseQuery(s, nil)
+	}
+	p := params{match.Values{Pairs: pairs}}
 	q := match.Query{Page: page}
 	o := match.LinkOptions{Context: match.ContextSearch}
 	if page {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"net/url"
+	"reflect"
 	"testing"
 
 	"github.com/adlink/adlink/match"
@@ -11,18 +12,22 @@ func TestParseQueryAgreesWithNetURL(t *testing.T) {
 	for _, s := range []string{
 		"q=lg+handy&loc=DE", "q=%C3%84rger%20%2B1", "a=1&&b=&c", "q=%zz%4", "k%3D=v%26", "x=1&x=2",
 	} {
-		want, _ := url.ParseQuery(s)
-		got := parseQuery(s, nil)
-		for k, vs := range want {
-			if len(got[k]) != len(vs) {
-				t.Errorf("%q: %s = %q, net/url %q", s, k, got[k], vs)
-				continue
-			}
-			for i := range vs {
-				if got[k][i] != vs[i] {
-					t.Errorf("%q: %s = %q, net/url %q", s, k, got[k], vs)
+		want, err := url.ParseQuery(s)
+		got := url.Values{}
+		for _, p := range parseQuery(s, nil) {
+			got[p.Name] = append(got[p.Name], p.Value)
+		}
+		if err != nil {
+			// net/url drops a pair with a bad escape; we keep it as
+			// written, and agree on the rest.
+			for k := range got {
+				if _, ok := want[k]; !ok {
+					delete(got, k)
 				}
 			}
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%q: %q, net/url %q", s, got, want)
 		}
 	}
 }
