@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"unsafe"
 )
 
@@ -45,7 +44,7 @@ type Index struct {
 	// Scratch memory of full-text queries, one per query running at once.
 	// Not a sync.Pool: that is emptied at every GC, and scratch for a large
 	// index is megabytes.
-	scratchMu sync.Mutex
+	scratchMu mutex
 	scratches []*scratch
 }
 

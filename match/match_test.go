@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
-	"hash/crc32"
 	"math"
 	"math/rand/v2"
 	"net/url"
@@ -429,7 +428,7 @@ func mathLog(x float64) float64 { return math.Log(x) }
 
 // putCRC rewrites a shard's checksum after a test changed its bytes.
 func putCRC(b []byte) {
-	binary.LittleEndian.PutUint32(b[16:], crc32.Checksum(b[headerSize:], castagnoli))
+	binary.LittleEndian.PutUint32(b[16:], crc32c(b[headerSize:]))
 }
 
 func TestSynonymsAndCompounds(t *testing.T) {

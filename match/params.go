@@ -275,17 +275,54 @@ func ParseCount(name, s string, lo, hi int) (int, string) {
 	return n, ""
 }
 
-// Quote shows a client's value in a message, cut to a readable length.
+// Quote shows a client's value in a message, in double quotes and cut to a
+// readable length. Quotes, backslashes, control bytes and bytes that are
+// not UTF-8 are escaped as in Go; other characters stand as they are (by
+// hand: strconv.Quote's tables of printable characters cost the module
+// kilobytes).
 func Quote(s string) string {
 	const most = 40
+	more := ""
 	if len(s) > most {
 		cut := most
 		for cut > 0 && !utf8.RuneStart(s[cut]) {
 			cut--
 		}
-		return strconv.Quote(s[:cut]) + "..."
+		s, more = s[:cut], "..."
 	}
-	return strconv.Quote(s)
+	const hex = "0123456789abcdef"
+	b := make([]byte, 0, len(s)+2+len(more))
+	b = append(b, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= utf8.RuneSelf {
+			r, n := utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError && n == 1 {
+				b = append(b, '\\', 'x', hex[c>>4], hex[c&15])
+			} else {
+				b = append(b, s[i:i+n]...)
+			}
+			i += n
+			continue
+		}
+		switch {
+		case c == '"' || c == '\\':
+			b = append(b, '\\', c)
+		case c == '\n':
+			b = append(b, '\\', 'n')
+		case c == '\t':
+			b = append(b, '\\', 't')
+		case c == '\r':
+			b = append(b, '\\', 'r')
+		case c < 0x20 || c == 0x7f:
+			b = append(b, '\\', 'x', hex[c>>4], hex[c&15])
+		default:
+			b = append(b, c)
+		}
+		i++
+	}
+	b = append(b, '"')
+	return string(b) + more
 }
 
 func contains(list []string, s string) bool {

@@ -502,7 +502,7 @@ func (ix *Index) matchLow(in *input, f filter) []cand {
 		}
 	}
 	for i := range in.ext {
-		slices.Sort(in.ext[i].terms)
+		sortSmall(in.ext[i].terms)
 	}
 	return cands
 }
@@ -796,7 +796,7 @@ func (ix *Index) hit(in *input, c *cand) Hit {
 				x.terms = append(x.terms, toks...)
 			}
 		}
-		slices.Sort(x.terms)
+		sortSmall(x.terms)
 	}
 	if len(x.occs) > 0 {
 		// A criterion inside another one the ad matched ("iPhone" beside

@@ -1,9 +1,7 @@
 package match
 
 import (
-	"encoding/binary"
 	"errors"
-	"hash/crc32"
 	"math"
 	"unsafe"
 )
@@ -51,12 +49,17 @@ const (
 
 const adRecWords = int(unsafe.Sizeof(adRec{}) / 4)
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
 // ErrShard is wrapped by every error Open returns.
 var ErrShard = errors.New("match: bad shard")
 
-func shardErr(msg string) error { return errors.Join(ErrShard, errors.New("match: shard: "+msg)) }
+// shardError is what Open returns: a string type that wraps ErrShard,
+// because errors.Join inlined at each check cost the module kilobytes.
+type shardError string
+
+func (e shardError) Error() string { return "match: bad shard\nmatch: shard: " + string(e) }
+func (e shardError) Unwrap() error { return ErrShard }
+
+func shardErr(msg string) error { return shardError(msg) }
 
 // Encode writes the index as a shard.
 func (ix *Index) Encode() []byte {
@@ -93,24 +96,36 @@ func (ix *Index) Encode() []byte {
 	}
 	out := make([]byte, total)
 	copy(out, shardMagic)
-	binary.LittleEndian.PutUint32(out[8:], ShardVersion)
-	binary.LittleEndian.PutUint32(out[12:], numSections)
+	putU32(out[8:], ShardVersion)
+	putU32(out[12:], numSections)
 	for i, s := range secs {
-		binary.LittleEndian.PutUint32(out[headerSize+8*i:], uint32(off))
-		binary.LittleEndian.PutUint32(out[headerSize+8*i+4:], uint32(len(s)))
+		putU32(out[headerSize+8*i:], uint32(off))
+		putU32(out[headerSize+8*i+4:], uint32(len(s)))
 		copy(out[off:], s)
 		off = align8(off + len(s))
 	}
-	binary.LittleEndian.PutUint32(out[16:], crc32.Checksum(out[headerSize:], castagnoli))
+	putU32(out[16:], crc32c(out[headerSize:]))
 	return out
 }
 
 func align8(n int) int { return (n + 7) &^ 7 }
 
+// putU32 and getU32 write and read little-endian words; by hand, as
+// encoding/binary brings reflect into the module.
+func putU32(b []byte, v uint32) {
+	_ = b[3]
+	b[0], b[1], b[2], b[3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
+}
+
+func getU32(b []byte) uint32 {
+	_ = b[3]
+	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
+}
+
 func u32Bytes(v []uint32) []byte {
 	b := make([]byte, 4*len(v))
 	for i, x := range v {
-		binary.LittleEndian.PutUint32(b[4*i:], x)
+		putU32(b[4*i:], x)
 	}
 	return b
 }
@@ -126,16 +141,16 @@ func Open(b []byte) (*Index, error) {
 	if len(b) < headerSize || string(b[:8]) != shardMagic {
 		return nil, shardErr("not a shard")
 	}
-	if v := binary.LittleEndian.Uint32(b[8:]); v != ShardVersion {
+	if v := getU32(b[8:]); v != ShardVersion {
 		return nil, shardErr("version " + itoa(int(v)) + ", want " + itoa(ShardVersion))
 	}
-	if n := binary.LittleEndian.Uint32(b[12:]); n != numSections {
+	if n := getU32(b[12:]); n != numSections {
 		return nil, shardErr("wrong section count")
 	}
 	if len(b) < headerSize+8*numSections {
 		return nil, shardErr("truncated")
 	}
-	if crc32.Checksum(b[headerSize:], castagnoli) != binary.LittleEndian.Uint32(b[16:]) {
+	if crc32c(b[headerSize:]) != getU32(b[16:]) {
 		return nil, shardErr("checksum mismatch")
 	}
 	if !littleEndian() {
@@ -149,8 +164,8 @@ func Open(b []byte) (*Index, error) {
 	}
 	var secs [numSections][]byte
 	for i := range secs {
-		off := binary.LittleEndian.Uint32(b[headerSize+8*i:])
-		n := binary.LittleEndian.Uint32(b[headerSize+8*i+4:])
+		off := getU32(b[headerSize+8*i:])
+		n := getU32(b[headerSize+8*i+4:])
 		if off%8 != 0 || uint64(off)+uint64(n) > uint64(len(b)) || off < headerSize+8*numSections {
 			return nil, shardErr("section out of bounds")
 		}

@@ -57,3 +57,16 @@ func sortKeys(keys []uint64, tmp *[]uint64) []uint64 {
 	}
 	return keys
 }
+
+// sortSmall sorts a short list of token places (a query's) by insertion,
+// which costs the module less code than slices.Sort.
+func sortSmall(a []int) {
+	for i := 1; i < len(a); i++ {
+		v := a[i]
+		j := i
+		for ; j > 0 && a[j-1] > v; j-- {
+			a[j] = a[j-1]
+		}
+		a[j] = v
+	}
+}

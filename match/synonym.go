@@ -1,7 +1,5 @@
 package match
 
-import "sync"
-
 // synonymWeight scales a synonym's score below the word the query wrote.
 const synonymWeight = 0.8
 
@@ -23,8 +21,10 @@ var synonymGroups = [][]string{
 	{"fridge", "refrigerator", "kühlschrank"},
 }
 
-// synonyms maps a normalised term to its group's other terms.
-var synonyms = sync.OnceValue(func() map[string][]string {
+// synonyms maps a normalised term to its group's other terms. It is built
+// at start, a few dozen words, rather than behind sync.OnceValue, which
+// costs the module more code than the map costs time.
+var synonyms = func() map[string][]string {
 	m := map[string][]string{}
 	for _, g := range synonymGroups {
 		norm := make([]string, len(g))
@@ -40,9 +40,9 @@ var synonyms = sync.OnceValue(func() map[string][]string {
 		}
 	}
 	return m
-})
+}()
 
 // withSynonyms returns term followed by its synonyms.
 func withSynonyms(term string) []string {
-	return append([]string{term}, synonyms()[term]...)
+	return append([]string{term}, synonyms[term]...)
 }
