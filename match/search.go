@@ -502,7 +502,7 @@ func (ix *Index) matchLow(in *input, f filter) []cand {
 		}
 	}
 	for i := range in.ext {
-		sortSmall(in.ext[i].terms)
+		insertionSort(in.ext[i].terms)
 	}
 	return cands
 }
@@ -796,7 +796,7 @@ func (ix *Index) hit(in *input, c *cand) Hit {
 				x.terms = append(x.terms, toks...)
 			}
 		}
-		sortSmall(x.terms)
+		insertionSort(x.terms)
 	}
 	if len(x.occs) > 0 {
 		// A criterion inside another one the ad matched ("iPhone" beside

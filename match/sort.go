@@ -11,14 +11,7 @@ package match
 // ones radix-sorted a byte at a time, skipping the bytes all keys share.
 func sortKeys(keys []uint64, tmp *[]uint64) []uint64 {
 	if len(keys) <= 32 {
-		for i := 1; i < len(keys); i++ {
-			k := keys[i]
-			j := i
-			for ; j > 0 && keys[j-1] > k; j-- {
-				keys[j] = keys[j-1]
-			}
-			keys[j] = k
-		}
+		insertionSort(keys)
 		return keys
 	}
 	var and, or uint64 = ^uint64(0), 0
@@ -58,9 +51,10 @@ func sortKeys(keys []uint64, tmp *[]uint64) []uint64 {
 	return keys
 }
 
-// sortSmall sorts a short list of token places (a query's) by insertion,
-// which costs the module less code than slices.Sort.
-func sortSmall(a []int) {
+// insertionSort sorts a short list in place: sortKeys's short inputs and a
+// query's token places, where it costs the module less code than
+// slices.Sort.
+func insertionSort[T uint64 | int](a []T) {
 	for i := 1; i < len(a); i++ {
 		v := a[i]
 		j := i
