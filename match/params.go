@@ -185,7 +185,7 @@ func ParseFields(s string, allowed []string) (Fields, []string) {
 // ParseLogoDim reads logo.dim, in either case ("90x90" is "90X90").
 func ParseLogoDim(s string) (string, string) {
 	for _, d := range LogoDims {
-		if strings.EqualFold(d, s) {
+		if equalFoldASCII(d, s) {
 			return d, ""
 		}
 	}
@@ -332,4 +332,24 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// equalFoldASCII compares a and b ignoring the case of ASCII letters.
+func equalFoldASCII(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
 }

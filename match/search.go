@@ -782,7 +782,7 @@ func (ix *Index) hit(in *input, c *cand) Hit {
 		if len(h.Keywords) == maxKeywords {
 			return
 		}
-		if k := strings.ToLower(s); !seen[k] {
+		if k := lowerString(s); !seen[k] {
 			seen[k] = true
 			h.Keywords = append(h.Keywords, s)
 		}

@@ -1,9 +1,6 @@
 package match
 
-import (
-	"unicode"
-	"unicode/utf8"
-)
+import "unicode/utf8"
 
 // maxTermBytes bounds one term; longer words are cut, so no input makes a
 // term (or the work to compare one) unbounded.
@@ -91,13 +88,6 @@ func isWordByte(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c >= 0x80
 }
 
-func isWordRune(r rune) bool {
-	if r < utf8.RuneSelf {
-		return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'
-	}
-	return unicode.IsLetter(r) || unicode.IsDigit(r)
-}
-
 func isBreak(r rune) bool {
 	switch r {
 	case '.', '!', '?', ';', ':', '|', '\n', '\r', '\t', '(', ')', '[', ']', '{', '}', '"', 0x2022, 0x00B7, 0x2013, 0x2014:
@@ -121,7 +111,7 @@ func foldRune(b []byte, r rune) []byte {
 			return append(b, s...)
 		}
 	}
-	return utf8.AppendRune(b, unicode.ToLower(r))
+	return utf8.AppendRune(b, lowerRune(r))
 }
 
 // foldTable maps U+00C0..U+017F to ASCII; "" keeps the rune (lower-cased).
