@@ -1,30 +1,120 @@
-// Package module builds matcher.wasm as "make wasm" does, for the tests and
-// benchmarks that run it: they build it themselves, so they need neither
-// make nor a web/matcher.wasm left from an earlier build.
+// Package module builds matcher.wasm as "make wasm" does (make runs the
+// command in build/, which calls Build), for the tests and benchmarks that
+// run it: they build it themselves, so they need neither make nor a
+// web/matcher.wasm left from an earlier build.
 package module
 
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 )
 
 // Path is the import path of the matcher's command.
 const Path = "github.com/adlink/adlink/wasm"
 
+// ZstdLevel is the level WriteZstd runs the zstd CLI at.
+const ZstdLevel = 19
+
+// noGreenTea turns off Go 1.26's Green Tea garbage collector, whose code
+// costs the module 12 to 17 KB of zstd; a page's matcher allocates little
+// and lives briefly, so the older collector does as well. A later Go may
+// drop the experiment and reject its name: then Build goes without it.
+const noGreenTea = "nogreenteagc"
+
 // Build compiles the Go package pkg (an import path, a directory or a .go
-// file) to a GOOS=wasip1 reactor at out, with the flags of "make wasm".
+// file) to a GOOS=wasip1 reactor at out, as "make wasm" does: with
+// -trimpath -ldflags='-s -w' and GOEXPERIMENT=nogreenteagc where the
+// toolchain knows it, then with its data segments merged (mergeData).
 func Build(pkg, out string) error {
+	mod, err := link(pkg)
+	if err != nil {
+		return err
+	}
+	if mod, err = mergeData(mod); err != nil {
+		return fmt.Errorf("merging the data segments of %s: %w", pkg, err)
+	}
+	return writeFile(out, mod)
+}
+
+// link runs go build and returns the module as Go's linker wrote it.
+func link(pkg string) ([]byte, error) {
+	dir, err := os.MkdirTemp("", "adlink-wasm-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	env := append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
+	exp, err := experiment(env, noGreenTea)
+	if err != nil {
+		return nil, err
+	}
+	out := filepath.Join(dir, "linked.wasm")
 	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-trimpath", "-ldflags=-s -w", "-o", out, pkg)
-	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
+	cmd.Env = append(env, "GOEXPERIMENT="+exp)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
-		return errors.New("building " + pkg + " for wasip1: " + err.Error() + "\n" + stderr.String())
+		return nil, fmt.Errorf("building %s for wasip1: %v\n%s", pkg, err, stderr.Bytes())
 	}
-	return nil
+	return os.ReadFile(out)
+}
+
+// experiment is the GOEXPERIMENT to build with: the one configured plus
+// add, or the one configured alone when the toolchain does not know add.
+// "go env" rejects an unknown experiment as "go build" does, without
+// building anything.
+func experiment(env []string, add string) (string, error) {
+	goenv := func(extra ...string) (string, error) {
+		cmd := exec.Command("go", "env", "GOEXPERIMENT")
+		cmd.Env = append(env[:len(env):len(env)], extra...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			return "", fmt.Errorf("go env GOEXPERIMENT: %v\n%s", err, stderr.Bytes())
+		}
+		return strings.TrimSpace(string(out)), nil
+	}
+	configured, err := goenv()
+	if err != nil {
+		return "", err
+	}
+	want := add
+	if configured != "" {
+		want = configured + "," + add
+	}
+	if _, err := goenv("GOEXPERIMENT=" + want); err != nil {
+		return configured, nil
+	}
+	return want, nil
+}
+
+// writeFile replaces path with b, through a temporary file beside it so
+// that a server starting meanwhile never reads half a module.
+func writeFile(path string, b []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(f.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+	return err
 }
 
 // Matcher builds the matcher's module and returns its bytes.
@@ -39,4 +129,33 @@ func Matcher() ([]byte, error) {
 		return nil, err
 	}
 	return os.ReadFile(out)
+}
+
+// ErrNoZstd is WriteZstd's error when the zstd CLI is not on PATH.
+var ErrNoZstd = errors.New("the zstd command is not on PATH")
+
+// WriteZstd compresses the file at path to path+".zst" with the zstd CLI
+// at ZstdLevel: the reference encoder, which makes matcher.wasm ~12%
+// smaller than klauspost/compress's best, so the server serves its output
+// when it finds it (shards.Blob.UseZstd). Without the CLI it removes a
+// path+".zst" left from an earlier build and returns ErrNoZstd.
+func WriteZstd(path string) error {
+	zst := path + ".zst"
+	bin, err := exec.LookPath("zstd")
+	if err != nil {
+		if err := os.Remove(zst); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		return ErrNoZstd
+	}
+	// Level 19 keeps the window at most 8 MB, the most a browser decodes
+	// (RFC 9659), whatever the module's size; --ultra levels do not.
+	cmd := exec.Command(bin, fmt.Sprintf("-%d", ZstdLevel), "-q", "-f", "-o", zst, path)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		os.Remove(zst)
+		return fmt.Errorf("zstd -%d %s: %v\n%s", ZstdLevel, path, err, stderr.Bytes())
+	}
+	return nil
 }
