@@ -18,10 +18,13 @@ run: wasm
 build: wasm
 	$(GO) build -o bin/adlink ./backend
 
-# The page's matcher: a wasip1 reactor built from the same match/ package.
+# The page's matcher: a wasip1 reactor built from the same match/ package,
+# as the tests build it (wasm/module: its data segments merged), and
+# $(WASM).zst by the zstd CLI when it is installed, which the server serves
+# in place of its own zstd, ~12% larger.
 wasm:
 	@if [ -d wasm ] && ls wasm/*.go >/dev/null 2>&1; then \
-		GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -trimpath -ldflags='-s -w' -o $(WASM) ./wasm; \
+		$(GO) run ./wasm/module/build -o $(WASM); \
 	fi
 
 vet:
@@ -42,4 +45,4 @@ fuzz:
 	@FUZZTIME=$(FUZZTIME) FUZZJOBS=$(FUZZJOBS) GO=$(GO) ./.ci/fuzz
 
 clean:
-	rm -rf bin $(WASM) $(DATA)
+	rm -rf bin $(WASM) $(WASM).zst $(DATA)
