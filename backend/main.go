@@ -76,7 +76,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if err != nil {
 		return fmt.Errorf("indexing the catalog: %w", err)
 	}
-	shardSet, web, err := inPage(indexes, cfg, log)
+	shardSet, web, err := inPage(indexes, cfg, matcherFile, log)
 	if err != nil {
 		return err
 	}
@@ -220,24 +220,53 @@ func loadCatalog(cfg config.Config) ([]match.Ad, error) {
 	return ads, nil
 }
 
-// matcherFile is where "make wasm" puts the page's matcher module.
+// matcherFile is where "make wasm" puts the page's matcher module, and
+// beside it, when the zstd CLI is installed, matcher.wasm.zst.
 const matcherFile = "web/matcher.wasm"
 
 // inPage prepares what publisher pages load: every market's shard and
-// matcher.wasm, compressed once, and the embedded widget and demo pages.
-// Without a built matcher.wasm the rest is still served.
-func inPage(indexes *api.MarketIndexes, cfg config.Config, log *slog.Logger) (*shards.Set, fs.FS, error) {
-	wasm, err := os.ReadFile(matcherFile)
-	if err != nil {
-		log.Warn("matcher.wasm is not built: pages cannot match locally; run make wasm", "err", err)
-	}
-	set, err := shards.Build(indexes, shards.Options{Matcher: wasm, RedirectURL: cfg.RedirectURL})
+// the matcher module at matcherPath, compressed once, and the embedded
+// widget and demo pages. Without a built matcher the rest is still served.
+func inPage(indexes *api.MarketIndexes, cfg config.Config, matcherPath string, log *slog.Logger) (*shards.Set, fs.FS, error) {
+	wasm, zst := readMatcher(matcherPath, log)
+	set, err := shards.Build(indexes, shards.Options{Matcher: wasm, MatcherZstd: zst, RedirectURL: cfg.RedirectURL})
 	if err != nil {
 		return nil, nil, fmt.Errorf("shards: %w", err)
+	}
+	if m := set.Matcher(); m != nil {
+		c := set.MatcherZstd()
+		if c.Err != nil {
+			log.Warn("matcher.wasm.zst is not matcher.wasm, stale or corrupt: ignored; run make wasm", "err", c.Err)
+		}
+		encoder, klauspost := "klauspost/compress", m.Size(shards.Zstd)
+		if c.Served {
+			encoder, klauspost = "zstd CLI (matcher.wasm.zst)", c.Own
+		}
+		attrs := []any{"zstd_encoder", encoder, "zstd_bytes", m.Size(shards.Zstd),
+			"klauspost_zstd_bytes", klauspost, "identity_bytes", m.Size(shards.Identity)}
+		if c.Given > 0 && c.Err == nil {
+			attrs = append(attrs, "zstd_cli_bytes", c.Given)
+		}
+		log.Info("matcher.wasm", attrs...)
 	}
 	web, err := fs.Sub(adlink.Web, "web")
 	if err != nil {
 		return nil, nil, err
 	}
 	return set, web, nil
+}
+
+// readMatcher reads the matcher module at path and the zstd CLI's
+// encoding of it at path.zst, each nil when it cannot be read.
+func readMatcher(path string, log *slog.Logger) (wasm, zst []byte) {
+	wasm, err := os.ReadFile(path)
+	if err != nil {
+		log.Warn("matcher.wasm is not built: pages cannot match locally; run make wasm", "err", err)
+		return nil, nil
+	}
+	zst, err = os.ReadFile(path + ".zst")
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		log.Warn("matcher.wasm.zst is unreadable: ignored", "err", err)
+	}
+	return wasm, zst
 }

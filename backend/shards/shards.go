@@ -43,6 +43,7 @@ type Set struct {
 	markets     map[match.Market]*Blob
 	bySHA       map[string]*Blob
 	matcher     *Blob
+	matcherZstd ZstdChoice
 	manifests   map[*Blob][]byte
 }
 
@@ -51,9 +52,26 @@ type Options struct {
 	// Matcher is matcher.wasm; nil when it has not been built: the shards
 	// are served and /matcher.wasm is not.
 	Matcher []byte
+	// MatcherZstd is Matcher compressed by another zstd encoder (the zstd
+	// CLI's matcher.wasm.zst), or nil. It is served in place of our own
+	// zstd when it decodes to Matcher and is smaller (Blob.UseZstd);
+	// Set.MatcherZstd tells whether it was, or why not.
+	MatcherZstd []byte
 	// RedirectURL is the base of click URLs, the server's config value; the
 	// manifest passes it to the page so that its answers are the server's.
 	RedirectURL string
+}
+
+// ZstdChoice is which zstd encoding of matcher.wasm a Set serves.
+type ZstdChoice struct {
+	// Given and Own are the sizes of Options.MatcherZstd (0 when none was
+	// given) and of our own encoding, klauspost/compress's.
+	Given, Own int
+	// Served is whether Options.MatcherZstd is served.
+	Served bool
+	// Err says why Options.MatcherZstd is not served when it is not
+	// matcher.wasm: stale or corrupt.
+	Err error
 }
 
 // Build encodes and compresses every market's shard and the whole
@@ -72,6 +90,9 @@ func Build(src Source, o Options) (*Set, error) {
 		ctype  string
 		blob   *Blob
 		err    error
+		// zstd is another encoder's zstd of data, offered to blob.
+		zstd   []byte
+		choice ZstdChoice
 	}
 	jobs := []*job{{ix: all, ctype: "application/octet-stream"}}
 	for _, m := range all.Markets() {
@@ -80,7 +101,7 @@ func Build(src Source, o Options) (*Set, error) {
 		}
 	}
 	if matcher != nil {
-		jobs = append(jobs, &job{data: matcher, ctype: "application/wasm"})
+		jobs = append(jobs, &job{data: matcher, ctype: "application/wasm", zstd: o.MatcherZstd})
 	}
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
@@ -91,7 +112,11 @@ func Build(src Source, o Options) (*Set, error) {
 			if j.ix != nil {
 				j.data = j.ix.Encode()
 			}
-			j.blob, j.err = NewBlob(j.data, j.ctype)
+			if j.blob, j.err = NewBlob(j.data, j.ctype); j.err != nil || j.zstd == nil {
+				return
+			}
+			j.choice = ZstdChoice{Given: len(j.zstd), Own: j.blob.Size(Zstd)}
+			j.choice.Served, j.choice.Err = j.blob.UseZstd(j.zstd)
 		})
 	}
 	wg.Wait()
@@ -102,7 +127,7 @@ func Build(src Source, o Options) (*Set, error) {
 	}
 	s.all = jobs[0].blob
 	if matcher != nil {
-		s.matcher = jobs[len(jobs)-1].blob
+		s.matcher, s.matcherZstd = jobs[len(jobs)-1].blob, jobs[len(jobs)-1].choice
 	}
 	for _, j := range jobs {
 		switch {
@@ -144,6 +169,10 @@ func (s *Set) Markets() map[match.Market]*Blob { return s.markets }
 
 // Matcher returns matcher.wasm, or nil when it was not given.
 func (s *Set) Matcher() *Blob { return s.matcher }
+
+// MatcherZstd tells which zstd encoding of matcher.wasm is served: the
+// zero ZstdChoice when Options.MatcherZstd was not given.
+func (s *Set) MatcherZstd() ZstdChoice { return s.matcherZstd }
 
 // MatcherURL is the path of matcher.wasm that may be cached forever: it
 // changes with the module.
