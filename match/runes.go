@@ -130,19 +130,22 @@ func lowerRune(r rune) rune {
 	return r
 }
 
-// lowerString lower-cases s with lowerRune.
-func lowerString(s string) string {
-	i := 0
-	for i < len(s) && s[i] < utf8.RuneSelf && (s[i] < 'A' || s[i] > 'Z') {
-		i++
+// equalLower reports whether a and b are equal once lower-cased with
+// lowerRune.
+func equalLower(a, b string) bool {
+	for a != "" && b != "" {
+		ra, na := rune(a[0]), 1
+		if ra >= utf8.RuneSelf {
+			ra, na = utf8.DecodeRuneInString(a)
+		}
+		rb, nb := rune(b[0]), 1
+		if rb >= utf8.RuneSelf {
+			rb, nb = utf8.DecodeRuneInString(b)
+		}
+		if ra != rb && lowerRune(ra) != lowerRune(rb) {
+			return false
+		}
+		a, b = a[na:], b[nb:]
 	}
-	if i == len(s) {
-		return s
-	}
-	b := make([]byte, 0, len(s)+4)
-	b = append(b, s[:i]...)
-	for _, r := range s[i:] {
-		b = utf8.AppendRune(b, lowerRune(r))
-	}
-	return string(b)
+	return a == "" && b == ""
 }

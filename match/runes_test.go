@@ -39,10 +39,17 @@ func TestRunesAgreeWithUnicode(t *testing.T) {
 	}
 }
 
-func TestLowerString(t *testing.T) {
-	for in, want := range map[string]string{"": "", "abc": "abc", "iPhone 5": "iphone 5", "ÄRGER Über": "ärger über", "ΣΟΦΙΑ": "σοφια", "МОСКВА": "москва", "Ｇｏ": "ｇｏ", "80 Ω": "80 ω"} {
-		if got := lowerString(in); got != want {
-			t.Errorf("lowerString(%q) = %q, want %q", in, got, want)
+func TestEqualLower(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		want bool
+	}{
+		{"", "", true}, {"iPhone", "iphone", true}, {"IPHONE 5", "iphone 5", true}, {"ÄRGER", "ärger", true},
+		{"ΣΟΦΙΑ", "σοφια", true}, {"80 Ω", "80 ω", true}, {"iphone", "iphone5", false}, {"a", "", false},
+		{"Ärger", "Arger", false},
+	} {
+		if got := equalLower(c.a, c.b); got != c.want {
+			t.Errorf("equalLower(%q, %q) = %v", c.a, c.b, got)
 		}
 	}
 }

@@ -777,15 +777,17 @@ func sortCands(c []cand) {
 // matched.
 func (ix *Index) hit(in *input, c *cand) Hit {
 	h := Hit{Ad: int(c.ad), Score: c.score}
-	seen := make(map[string]bool)
 	add := func(s string) {
 		if len(h.Keywords) == maxKeywords {
 			return
 		}
-		if k := lowerString(s); !seen[k] {
-			seen[k] = true
-			h.Keywords = append(h.Keywords, s)
+		// At most maxKeywords to compare with: a scan, no map.
+		for _, k := range h.Keywords {
+			if equalLower(k, s) {
+				return
+			}
 		}
+		h.Keywords = append(h.Keywords, s)
 	}
 	var x candExt
 	if c.ext >= 0 {
