@@ -1,10 +1,10 @@
 package match
 
 import (
+	"cmp"
 	"errors"
 	"slices"
 	"strconv"
-	"strings"
 	"unsafe"
 )
 
@@ -125,7 +125,7 @@ func (ix *Index) Markets() []Market { return slices.Clone(ix.markets) }
 // Lookup finds an ad's ordinal by its id.
 func (ix *Index) Lookup(id string) (int, bool) {
 	i, ok := slices.BinarySearchFunc(ix.byID, id, func(o uint32, id string) int {
-		return strings.Compare(ix.str(ix.ads[o].id), id)
+		return cmp.Compare(ix.str(ix.ads[o].id), id)
 	})
 	if !ok {
 		return 0, false
@@ -144,7 +144,7 @@ func (ix *Index) Ad(i int) Ad {
 		Advertiser: ix.str(a.advertiser), BidMicros: int64(a.bid),
 	}
 	if k := ix.str(a.keywords); k != "" {
-		ad.Keywords = strings.Split(k, keywordSep)
+		ad.Keywords = splitString(k, keywordSep)
 	}
 	bits := a.marketBits()
 	for m := range ix.markets {
@@ -178,11 +178,11 @@ func Build(ads []Ad) (*Index, error) {
 		ix.byID[i] = uint32(i)
 	}
 	slices.SortFunc(ix.byID, func(x, y uint32) int {
-		return strings.Compare(ix.str(ix.ads[x].id), ix.str(ix.ads[y].id))
+		return cmp.Compare(ix.str(ix.ads[x].id), ix.str(ix.ads[y].id))
 	})
 	for i := 1; i < len(ix.byID); i++ {
 		if ix.str(ix.ads[ix.byID[i]].id) == ix.str(ix.ads[ix.byID[i-1]].id) {
-			return nil, errors.New("match: duplicate ad id " + strconv.Quote(ix.str(ix.ads[ix.byID[i]].id)))
+			return nil, errors.New("match: duplicate ad id " + Quote(ix.str(ix.ads[ix.byID[i]].id)))
 		}
 	}
 	return ix, nil
@@ -250,7 +250,7 @@ func (b *builder) add(ix *Index, i int, ad *Ad) error {
 		return errors.New("match: ad " + strconv.Itoa(i) + " has no id")
 	}
 	if ad.Kind >= numKinds {
-		return errors.New("match: ad " + strconv.Quote(ad.ID) + " has an unknown kind")
+		return errors.New("match: ad " + Quote(ad.ID) + " has an unknown kind")
 	}
 	r := &ix.ads[i]
 	r.id = b.str(ad.ID, false)
@@ -264,7 +264,7 @@ func (b *builder) add(ix *Index, i int, ad *Ad) error {
 	r.logo = b.str(ad.Logo, false)
 	r.landing = b.str(ad.Landing, false)
 	r.advertiser = b.str(ad.Advertiser, true)
-	r.keywords = b.str(strings.Join(ad.Keywords, keywordSep), len(ad.Keywords) > 0)
+	r.keywords = b.str(joinStrings(ad.Keywords, keywordSep), len(ad.Keywords) > 0)
 	p := uint64(max(ad.PriceCents, 0))
 	r.priceLo, r.priceHi = uint32(p), uint32(p>>32)
 	r.bid = uint32(min(max(ad.BidMicros, 0), 1<<32-1))
@@ -367,13 +367,11 @@ func (b *builder) add(ix *Index, i int, ad *Ad) error {
 	// Offer group.
 	key := "g" + ad.GTIN
 	if ad.GTIN == "" {
-		var sb strings.Builder
-		sb.WriteByte('t')
+		k := []byte{'t'}
 		for _, id := range titleIDs {
-			sb.WriteString(b.terms[id])
-			sb.WriteByte(' ')
+			k = append(append(k, b.terms[id]...), ' ')
 		}
-		key = sb.String()
+		key = string(k)
 	}
 	g, ok := b.offers[key]
 	if !ok {
@@ -404,16 +402,16 @@ func (b *builder) finish(ix *Index) {
 	for i := range order {
 		order[i] = uint32(i)
 	}
-	slices.SortFunc(order, func(x, y uint32) int { return strings.Compare(b.terms[x], b.terms[y]) })
+	slices.SortFunc(order, func(x, y uint32) int { return cmp.Compare(b.terms[x], b.terms[y]) })
 	remap := make([]uint32, nt) // old -> new
-	var ts strings.Builder
+	var ts []byte
 	ix.termOff = make([]uint32, nt+1)
 	for newID, old := range order {
 		remap[old] = uint32(newID)
-		ts.WriteString(b.terms[old])
-		ix.termOff[newID+1] = uint32(ts.Len())
+		ts = append(ts, b.terms[old]...)
+		ix.termOff[newID+1] = uint32(len(ts))
 	}
-	ix.termStr = ts.String()
+	ix.termStr = string(ts)
 
 	// Postings: a counting sort by new term id keeps ads ascending.
 	ix.postOff = countOffsets(nt, len(b.pTerm), func(k int) uint32 { return remap[b.pTerm[k]] })

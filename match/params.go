@@ -2,7 +2,6 @@ package match
 
 import (
 	"strconv"
-	"strings"
 	"unicode/utf8"
 )
 
@@ -80,7 +79,7 @@ func (p *Values) Required(name string) string {
 	switch _, n := p.lookup(name); {
 	case n > 1:
 		return "" // Get reported it
-	case !ok || strings.TrimSpace(s) == "":
+	case !ok || TrimSpace(s) == "":
 		p.Problems = append(p.Problems, Problem{ProblemMissing, name, name + " is required"})
 		return ""
 	}
@@ -129,7 +128,7 @@ const (
 
 // ParseText checks q: trimmed, valid UTF-8, at most MaxQueryBytes.
 func ParseText(s string) (string, string) {
-	s = strings.TrimSpace(s)
+	s = TrimSpace(s)
 	switch {
 	case !utf8.ValidString(s):
 		return "", "q is not valid UTF-8"
@@ -167,14 +166,16 @@ func parseCode(s, special, msg string) (string, string) {
 func ParseFields(s string, allowed []string) (Fields, []string) {
 	var f Fields
 	var msgs []string
-	for item := range strings.SplitSeq(s, ",") {
-		item = strings.TrimSpace(item)
+	for rest, more := s, true; more; {
+		var item string
+		item, rest, more = CutByte(rest, ',')
+		item = TrimSpace(item)
 		if item == "" {
 			continue
 		}
 		v, ok := ParseField(item)
 		if !ok || !contains(allowed, item) {
-			msgs = append(msgs, "fields must be a comma-separated list of "+strings.Join(allowed, ", ")+"; "+Quote(item)+" is not one")
+			msgs = append(msgs, "fields must be a comma-separated list of "+joinStrings(allowed, ", ")+"; "+Quote(item)+" is not one")
 			continue
 		}
 		f |= v
@@ -189,7 +190,7 @@ func ParseLogoDim(s string) (string, string) {
 			return d, ""
 		}
 	}
-	return "", "logo.dim must be one of " + strings.Join(LogoDims, ", ") + ", not " + Quote(s)
+	return "", "logo.dim must be one of " + joinStrings(LogoDims, ", ") + ", not " + Quote(s)
 }
 
 // SearchKindNames and PageKindNames are the ad_type values of each context.
@@ -204,10 +205,10 @@ var (
 func ParseKinds(s string, allowed []string) (Kinds, []string) {
 	var k Kinds
 	var msgs []string
-	for _, item := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '+' }) {
+	for _, item := range splitKinds(s) {
 		kind, ok := ParseKind(item)
 		if !ok || !contains(allowed, item) {
-			msgs = append(msgs, "ad_type must be a list of "+strings.Join(allowed, ", ")+"; "+Quote(item)+" is not one")
+			msgs = append(msgs, "ad_type must be a list of "+joinStrings(allowed, ", ")+"; "+Quote(item)+" is not one")
 			continue
 		}
 		k = k.Add(kind)
@@ -352,4 +353,20 @@ func equalFoldASCII(a, b string) bool {
 		}
 	}
 	return true
+}
+
+// splitKinds splits an ad_type value at commas, spaces and '+', dropping
+// empty items.
+func splitKinds(s string) []string {
+	var out []string
+	start := 0
+	for i := 0; i <= len(s); i++ {
+		if i == len(s) || s[i] == ',' || s[i] == ' ' || s[i] == '+' {
+			if i > start {
+				out = append(out, s[start:i])
+			}
+			start = i + 1
+		}
+	}
+	return out
 }

@@ -149,3 +149,19 @@ func equalLower(a, b string) bool {
 	}
 	return a == "" && b == ""
 }
+
+// firstRune and lastRune decode the first and the last rune of a
+// non-empty s and give its width.
+func firstRune(s string) (rune, int) {
+	if s[0] < utf8.RuneSelf {
+		return rune(s[0]), 1
+	}
+	return utf8.DecodeRuneInString(s)
+}
+
+func lastRune(s string) (rune, int) {
+	if c := s[len(s)-1]; c < utf8.RuneSelf {
+		return rune(c), 1
+	}
+	return utf8.DecodeLastRuneInString(s)
+}

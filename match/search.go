@@ -3,7 +3,6 @@ package match
 import (
 	"math"
 	"slices"
-	"strings"
 )
 
 // maxQueryTerms bounds the distinct terms a full-text query scores.
@@ -827,7 +826,7 @@ func (ix *Index) hit(in *input, c *cand) Hit {
 			add(in.span(i))
 		}
 	}
-	h.Criterion = strings.Join(h.Keywords, " ")
+	h.Criterion = joinStrings(h.Keywords, " ")
 	return h
 }
 

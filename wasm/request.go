@@ -1,7 +1,6 @@
 package main
 
 import (
-	"strings"
 	"unicode/utf8"
 
 	"github.com/adlink/adlink/match"
@@ -29,11 +28,11 @@ type params struct{ match.Values }
 func parseQuery(s string, dst []match.Pair) []match.Pair {
 	for s != "" {
 		var kv string
-		kv, s, _ = strings.Cut(s, "&")
+		kv, s, _ = match.CutByte(s, '&')
 		if kv == "" {
 			continue
 		}
-		k, val, _ := strings.Cut(kv, "=")
+		k, val, _ := match.CutByte(kv, '=')
 		dst = append(dst, match.Pair{Name: unescape(k), Value: unescape(val)})
 	}
 	return dst
@@ -104,7 +103,7 @@ func parseRequest(s string, page bool, scratch *[]match.Pair) (match.Query, matc
 	}
 	o.APIKey = p.Required("api_key")
 	o.SiteID = p.Required("site_id")
-	o.RedirectURL = strings.TrimRight(p.Required("redirect_url"), "/")
+	o.RedirectURL = trimSlashes(p.Required("redirect_url"))
 	if tok, ok := p.Optional("tok"); ok {
 		if validToken(tok) {
 			o.Sign = appendToken(tok)
@@ -202,4 +201,12 @@ func validToken(s string) bool {
 		}
 	}
 	return true
+}
+
+// trimSlashes drops the trailing slashes of a redirect base.
+func trimSlashes(s string) string {
+	for s != "" && s[len(s)-1] == '/' {
+		s = s[:len(s)-1]
+	}
+	return s
 }

@@ -1,0 +1,35 @@
+package match
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"unicode"
+)
+
+func TestStringHelpersAgreeWithStrings(t *testing.T) {
+	inputs := []string{"", "a", " a ", "a,b,,c", "\u00a0handy\u3000", "\t\n x \r", ",", "a,", "ü,ö ", "\u2000\u200a\u2028x\u205f", "\xff ", " \x85"}
+	for _, s := range inputs {
+		if got, want := TrimSpace(s), strings.TrimSpace(s); got != want {
+			t.Errorf("TrimSpace(%q) = %q, strings %q", s, got, want)
+		}
+		if got, want := splitString(s, ","), strings.Split(s, ","); !slices.Equal(got, want) {
+			t.Errorf("splitString(%q) = %q, strings %q", s, got, want)
+		}
+		b, a, f := CutByte(s, ',')
+		wb, wa, wf := strings.Cut(s, ",")
+		if b != wb || a != wa || f != wf {
+			t.Errorf("CutByte(%q) = %q %q %v, strings %q %q %v", s, b, a, f, wb, wa, wf)
+		}
+	}
+	for _, l := range [][]string{nil, {"a"}, {"a", ""}, {"x", "y", "z"}} {
+		if got, want := joinStrings(l, ", "), strings.Join(l, ", "); got != want {
+			t.Errorf("joinStrings(%q) = %q, strings %q", l, got, want)
+		}
+	}
+	for r := rune(0); r <= 0x3000; r++ {
+		if isSpace(r) != unicode.IsSpace(r) {
+			t.Errorf("isSpace(%U) = %v", r, isSpace(r))
+		}
+	}
+}
