@@ -14,10 +14,10 @@ import (
 	"time"
 
 	"github.com/adlink/adlink/backend/clicks"
-	"github.com/adlink/adlink/backend/pages"
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 )
 
@@ -191,21 +191,59 @@ func TestArticleFirstView(t *testing.T) {
 	t.Logf("first view: %d in-text links, %d box ads, first ad after %.1f ms", len(p.Intext), len(p.Box), p.FirstAdMs)
 	br.noConsoleErrors(t)
 
-	canon, err := pages.Canonical(page)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := b.pages.Wait(ctx, canon); err != nil {
-		t.Fatalf("waiting for the analysis: %v", err)
-	}
+	b.waitAnalysed(t, page)
 	br.do(t, chromedp.Reload())
 	if r := eval[readyResult](t, br, widgetReady); r.Source != "server" || r.Links == 0 {
 		t.Errorf("after analysis: %+v, want the server's ads", r)
 	}
 	checkPlaced(t, b, eval[placed](t, br, placedScript))
 	br.noConsoleErrors(t)
+}
+
+// TestAnalysedPageMatchesOnDemand: on a page the server has analysed, the
+// widget shows the server's ads, and the page's own code can still match in
+// the page, whether it asks before the server's answer or after.
+func TestAnalysedPageMatchesOnDemand(t *testing.T) {
+	b := startBackend(t)
+	view := b.firstView("article.html")
+	q := url.Values{"url": {view}, "api_key": {"demo"}, "site_id": {"demo"}}
+	res, err := http.Get(b.URL + "/v2/page/link?" + q.Encode()) // pending: the server analyses the page
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	b.waitAnalysed(t, view)
+	const text = "Das Apple iPhone 15 und gute Kopfhörer"
+	for _, early := range []bool{false, true} {
+		br := newBrowser(t)
+		if early {
+			// Call adlink.matchText the moment the widget defines adlink,
+			// before the server can have answered.
+			br.do(t, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+				_, err := cdp.Call(ctx, tg, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: `(() => {
+					let v;
+					Object.defineProperty(window, "adlink", {configurable: true, get: () => v, set: x => {
+						v = x;
+						window.earlyMatch = x.matchText(` + jsString(text) + `).then(r => r.link.length);
+					}});
+				})()`})
+				return err
+			}))
+		}
+		br.do(t, chromedp.Navigate(view))
+		if r := eval[readyResult](t, br, widgetReady); r.Source != "server" || r.Links == 0 {
+			t.Fatalf("early=%v: %+v, want the server's ads", early, r)
+		}
+		if early {
+			if n := eval[int](t, br, `window.earlyMatch`); n == 0 {
+				t.Errorf("adlink.matchText before the answer found no ads")
+			}
+		}
+		if n := eval[int](t, br, `adlink.matchText(`+jsString(text)+`).then(r => r.link.length)`); n == 0 {
+			t.Errorf("early=%v: adlink.matchText after the answer found no ads", early)
+		}
+		br.noConsoleErrors(t)
+	}
 }
 
 // TestClickGoesThroughRedirect clicks an in-text ad: the browser asks

@@ -4,15 +4,20 @@
 package web
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/adlink/adlink"
 	"github.com/adlink/adlink/backend/api"
@@ -27,8 +32,10 @@ import (
 	"github.com/adlink/adlink/wasm/module"
 )
 
-// matcherWasm is matcher.wasm as TestMain built it from this tree.
-var matcherWasm []byte
+// matcherWasm is matcher.wasm as TestMain built it from this tree, and
+// matcherZstd its matcher.wasm.zst as make wasm writes it where the zstd
+// CLI is installed (nil elsewhere): the page gets what make run serves.
+var matcherWasm, matcherZstd []byte
 
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
@@ -41,9 +48,34 @@ func run(m *testing.M) int {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
+		if matcherZstd, err = cliZstd(matcherWasm); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
 	}
 	defer stopBackend()
 	return m.Run()
+}
+
+// cliZstd returns b compressed as make wasm does it, or nil without the
+// zstd CLI.
+func cliZstd(b []byte) ([]byte, error) {
+	dir, err := os.MkdirTemp("", "adlink-web-wasm-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "matcher.wasm")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		return nil, err
+	}
+	switch err := module.WriteZstd(path); {
+	case errors.Is(err, module.ErrNoZstd):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	}
+	return os.ReadFile(path + ".zst")
 }
 
 // backend is the real adlink server on a loopback port, with the demo
@@ -54,6 +86,59 @@ type backend struct {
 	pages  *pages.Service
 	clicks *clicks.Log
 	views  atomic.Int64
+
+	mu       sync.Mutex
+	sent     map[string]int64 // response body bytes written, by URL path
+	inflight sync.WaitGroup   // requests being answered
+}
+
+// counted counts the response body bytes h writes per URL path: what a
+// view costs the server, also where the browser cancelled the request.
+func (b *backend) counted(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b.inflight.Add(1)
+		defer b.inflight.Done()
+		cw := &countingWriter{ResponseWriter: w}
+		h.ServeHTTP(cw, r)
+		b.mu.Lock()
+		b.sent[r.URL.Path] += cw.n
+		b.mu.Unlock()
+	})
+}
+
+// sentBytes returns the body bytes written so far, by URL path.
+func (b *backend) sentBytes() map[string]int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return maps.Clone(b.sent)
+}
+
+type countingWriter struct {
+	http.ResponseWriter
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.ResponseWriter.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (c *countingWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }
+
+// waitAnalysed waits until the server has analysed page.
+func (b *backend) waitAnalysed(tb testing.TB, page string) {
+	tb.Helper()
+	canon, err := pages.Canonical(page)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := b.pages.Wait(ctx, canon); err != nil {
+		tb.Fatalf("waiting for the analysis: %v", err)
+	}
 }
 
 // firstView returns a URL of the demo page the server has never seen: the
@@ -92,7 +177,7 @@ func newBackend() (*backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &backend{URL: "http://" + ln.Addr().String()}
+	b := &backend{URL: "http://" + ln.Addr().String(), sent: map[string]int64{}}
 	dir, err := os.MkdirTemp("", "adlink-web-data-")
 	if err != nil {
 		return nil, err
@@ -110,7 +195,7 @@ func newBackend() (*backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	set, err := shards.Build(indexes, shards.Options{Matcher: matcherWasm, RedirectURL: cfg.RedirectURL})
+	set, err := shards.Build(indexes, shards.Options{Matcher: matcherWasm, MatcherZstd: matcherZstd, RedirectURL: cfg.RedirectURL})
 	if err != nil {
 		return nil, err
 	}
@@ -147,9 +232,9 @@ func newBackend() (*backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	srv := &http.Server{Handler: api.NewServer(api.Deps{
+	srv := &http.Server{Handler: b.counted(api.NewServer(api.Deps{
 		Config: cfg, Indexes: indexes, Partners: reg, Clicks: cl, Pages: b.pages, Shards: set, Web: web, ClickKeys: keys,
-	})}
+	}))}
 	go srv.Serve(ln)
 	sharedCleanup = append(sharedCleanup, func() { srv.Close() })
 	return b, nil

@@ -13,9 +13,10 @@
  * What it does: it asks the server for the ads of this page (/v2/page/link). With
  * links it places them: in-text links on the first occurrence of each keyword in the
  * page's text, and an ad box (title, price, logo) for ads with a picture. While the
- * server has not analysed the page yet (pending), it loads matcher.wasm and the
- * market's shard, matches the page's main text in the page with the server's own
- * matcher, and places those ads the same way, so even the first view has ads.
+ * server has not analysed the page yet (pending), it matches the page's main text in
+ * the page with the server's own matcher (matcher.wasm over the market's shard) and
+ * places those ads the same way, so even the first view has ads. Requests start when
+ * the script runs; reading and changing the page wait for the DOM.
  *
  * The one global, window.adlink:
  *   adlink.ready                Promise of {source: "server"|"local"|"none", links: [...]},
@@ -28,7 +29,10 @@
  *   adlink.config               the configuration read from the tag
  *   adlink.timing               {start, firstAd, steps}: performance.now() when the widget
  *                               started and when the first ad was in the DOM; steps are
- *                               the milliseconds from start to each step of the first view
+ *                               the milliseconds from start to each step of the first view:
+ *                               manifest, page_link (answers in hand), compiled (the module),
+ *                               initialized (its Go runtime), shard, loaded (load_shard),
+ *                               text (the page's text read), matched
  */
 (function () {
   "use strict";
@@ -140,57 +144,72 @@
   function manifest(loc, lang) {
     var key = loc + "-" + lang;
     if (!manifests[key]) {
-      manifests[key] = getJSON("/v2/shards", { api_key: config.apiKey, site_id: config.siteId, loc: loc, lang: lang }).then(function (r) {
+      var p = manifests[key] = getJSON("/v2/shards", { api_key: config.apiKey, site_id: config.siteId, loc: loc, lang: lang }).then(function (r) {
         if (r.status !== 200 || !r.body || !r.body.shard) throw new Error("adlink: no shard for " + key + " (HTTP " + r.status + ")");
         if (!r.body.matcher) throw new Error("adlink: the server has no matcher.wasm");
         mark("manifest");
         return r.body;
       });
-      manifests[key].catch(function () { delete manifests[key]; });
+      p.catch(function () { if (manifests[key] === p) delete manifests[key]; });
     }
     return manifests[key];
   }
 
+  function get(url) {
+    return fetch(config.base + url, { mode: "cors", credentials: "omit" }).then(function (r) {
+      if (!r.ok) throw new Error("adlink: " + url.replace(/\?.*/, "") + " " + r.status);
+      return r;
+    });
+  }
+
   function compile(url) {
     if (!modulePromise) {
-      modulePromise = fetch(config.base + url, { mode: "cors", credentials: "omit" }).then(function (r) {
-        if (!r.ok) throw new Error("adlink: matcher.wasm " + r.status);
-        var bytes = function () { return r.arrayBuffer().then(WebAssembly.compile); };
-        // Streaming compiles while the bytes arrive; it needs application/wasm.
-        return WebAssembly.compileStreaming ? WebAssembly.compileStreaming(r.clone()).catch(bytes) : bytes();
+      // Streaming compiles while the bytes arrive; it needs application/wasm.
+      // Where it fails for another reason than a broken module (a proxy
+      // changed the type), the bytes are compiled: the second fetch comes from
+      // the cache. (A clone kept for that would hold a second copy of the body
+      // until it is collected.)
+      var bytes = function () { return get(url).then(function (r) { return r.arrayBuffer(); }).then(WebAssembly.compile); };
+      var p = modulePromise = !WebAssembly.compileStreaming ? bytes() : WebAssembly.compileStreaming(get(url)).catch(function (e) {
+        if (e instanceof WebAssembly.CompileError || /^adlink:/.test(e.message)) throw e;
+        return bytes();
       });
-      modulePromise.then(function () { mark("compiled"); }, function () { modulePromise = null; });
+      p.then(function () { mark("compiled"); }, function () { if (modulePromise === p) modulePromise = null; });
     }
     return modulePromise;
   }
 
   // matcher resolves to a function(kind, params) -> {link: [...]} over the shard
-  // that answers the market, as /v2/search/link picks its index.
+  // that answers the market, as /v2/search/link picks its index. The module and
+  // the shard download together, and the Go runtime starts while the shard may
+  // still be on its way.
   function matcher(loc, lang) {
     return manifest(loc, lang).then(function (m) {
       var sha = m.shard.sha256;
       if (!matchers[sha]) {
-        matchers[sha] = Promise.all([
-          compile(m.matcher.url),
-          fetch(config.base + m.shard.url, { mode: "cors", credentials: "omit" }).then(function (r) {
-            if (!r.ok) throw new Error("adlink: shard " + r.status);
-            return r.arrayBuffer().then(function (b) { mark("shard"); return b; });
-          })
-        ]).then(function (got) { return instantiate(got[0], new Uint8Array(got[1]), m); });
-        matchers[sha].catch(function () { delete matchers[sha]; });
+        var running = compile(m.matcher.url).then(instantiate);
+        var shard = get(m.shard.url).then(function (r) { return r.arrayBuffer(); }).then(function (b) { mark("shard"); return new Uint8Array(b); });
+        var p = matchers[sha] = Promise.all([running, shard]).then(function (got) { return load(got[0], got[1], m); });
+        p.catch(function () { if (matchers[sha] === p) delete matchers[sha]; });
       }
       return matchers[sha];
     });
   }
 
-  // instantiate runs the module over a shard. The manifest gives the click
-  // URLs' base and, when the server signs clicks, the site token they carry.
-  function instantiate(module, shard, m) {
+  // instantiate starts a Go runtime over the module: a reactor, so
+  // _initialize sets it up and runs no main.
+  function instantiate(module) {
     var ex;
     var inst = new WebAssembly.Instance(module, { wasi_snapshot_preview1: wasi(function () { return ex.memory; }) });
     ex = inst.exports;
-    ex._initialize(); // a reactor: sets up the Go runtime, runs no main
+    ex._initialize();
     mark("initialized");
+    return ex;
+  }
+
+  // load puts the shard into a running module. The manifest gives the click
+  // URLs' base and, when the server signs clicks, the site token they carry.
+  function load(ex, shard, m) {
     function put(bytes) {
       var p = ex.alloc(bytes.length) >>> 0;
       new Uint8Array(ex.memory.buffer, p, bytes.length).set(bytes); // a fresh view: memory may have grown
@@ -398,27 +417,39 @@
 
   function start() {
     if (!config.auto) return Promise.resolve({ source: "none", links: [] });
+    var answer = getJSON("/v2/page/link", { url: location.href, api_key: config.apiKey, site_id: config.siteId, loc: config.loc, fields: FIELDS });
     // The manifest is small and cached: ask for it alongside the page's ads, so
-    // a pending answer finds it there. The module and the shard wait for that.
+    // a pending answer finds it there. The module and the shard wait for that
+    // answer: loading them ahead of it and aborting them when the server has
+    // the page's ads measured no faster (the answer comes about as soon as the
+    // manifest), and in a third of the views of analysed pages the server had
+    // sent the whole module before the abort (BenchmarkFirstView).
     manifest(config.loc, config.lang).catch(function () {});
-    return getJSON("/v2/page/link", { url: location.href, api_key: config.apiKey, site_id: config.siteId, loc: config.loc, fields: FIELDS })
-      .then(function (r) {
-        mark("page_link");
-        if (r.status === 200 && r.body && r.body.link && r.body.link.length) return render(r.body.link, "server");
-        if (r.status === 200 && r.body && r.body.link && !r.body.status) return { source: "server", links: [] };
-        if (r.status === 400 || r.status === 401 || r.status === 403) {
+    // Only reading and changing the page waits for it to be parsed.
+    var dom = new Promise(function (resolve) {
+      if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", function () { resolve(); });
+      else resolve();
+    });
+    return answer.then(function (r) {
+      mark("page_link");
+      var links = r.status === 200 && r.body && r.body.link;
+      var refused = r.status === 400 || r.status === 401 || r.status === 403;
+      return dom.then(function () {
+        if (links && links.length) return render(links, "server");
+        if (links && !r.body.status) return { source: "server", links: [] };
+        if (refused) {
           // The tag is wrong or the page is not the site's: show nothing.
           console.warn("adlink: " + (r.body && r.body.error ? r.body.error.message : "HTTP " + r.status));
           return { source: "none", links: [] };
         }
         return local(); // pending, failed, not served, or the server is down: match here
-      }, local);
+      });
+    }, function () { return dom.then(local); });
   }
 
-  var ready = new Promise(function (resolve) {
-    var go = function () { resolve(start().catch(function (e) { console.warn(String(e)); return { source: "none", links: [] }; })); };
-    if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", go);
-    else go();
+  var ready = new Promise(function (resolve) { resolve(start()); }).catch(function (e) {
+    console.warn(String(e));
+    return { source: "none", links: [] };
   });
 
   window.adlink = { config: config, ready: ready, search: search, matchText: matchText, timing: timing };
