@@ -80,10 +80,13 @@ type instance struct {
 	alloc, free, load, search, match api.Function
 }
 
+// gogc is the GOGC the widget gives the module's runtime (see matcher.go).
+const gogc = "200"
+
 // instantiate runs the module's _initialize (wazero would run only _start,
 // which a reactor lacks, and silently skip it) and looks up the exports.
 func (h *host) instantiate(ctx context.Context) (*instance, error) {
-	return h.instantiateWith(ctx, wazero.NewModuleConfig().WithStartFunctions("_initialize"))
+	return h.instantiateWith(ctx, wazero.NewModuleConfig().WithStartFunctions("_initialize").WithEnv("GOGC", gogc))
 }
 
 func (h *host) instantiateWith(ctx context.Context, cfg wazero.ModuleConfig) (*instance, error) {

@@ -75,15 +75,30 @@
   // ---- The WASI shim: what a Go wasip1 reactor imports. During _initialize it
   // asks for args, environment, the clock, random bytes and stdio's state; after
   // that only the clock. Nothing may block the page, so poll_oneoff returns at once.
+  var ENV = "GOGC=200";
+
   function wasi(getMemory) {
     var EBADF = 8, out = "";
     function view() { return new DataView(getMemory().buffer); }
     function zero2(a, b) { var v = view(); v.setUint32(a, 0, true); v.setUint32(b, 0, true); return 0; }
     return {
       args_sizes_get: zero2,
-      environ_sizes_get: zero2,
+      // One variable: GOGC=200 (see wasm/matcher.go), so the Go runtime does
+      // not collect twice as often as a page's matching needs.
+      environ_sizes_get: function (count, size) {
+        var v = view();
+        v.setUint32(count, 1, true);
+        v.setUint32(size, ENV.length + 1, true);
+        return 0;
+      },
       args_get: function () { return 0; },
-      environ_get: function () { return 0; },
+      environ_get: function (environ, buf) {
+        var m = new Uint8Array(getMemory().buffer);
+        for (var i = 0; i < ENV.length; i++) m[buf + i] = ENV.charCodeAt(i);
+        m[buf + ENV.length] = 0;
+        view().setUint32(environ, buf, true);
+        return 0;
+      },
       clock_time_get: function (id, precision, ptr) {
         var ms = id === 0 ? Date.now() : performance.timeOrigin + performance.now();
         view().setBigUint64(ptr, BigInt(Math.round(ms * 1e3)) * 1000n, true);
