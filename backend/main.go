@@ -265,8 +265,11 @@ func readMatcher(path string, log *slog.Logger) (wasm, zst []byte) {
 		return nil, nil
 	}
 	zst, err = os.ReadFile(path + ".zst")
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		log.Warn("matcher.wasm.zst is unreadable: ignored", "err", err)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			log.Warn("matcher.wasm.zst is unreadable: ignored", "err", err)
+		}
+		return wasm, nil
 	}
 	return wasm, zst
 }

@@ -255,6 +255,10 @@ func AppendQueryEscape(dst []byte, s string) []byte {
 	return dst
 }
 
+// AppendJSONString appends s as a JSON string as the server's encoder
+// writes it: the module's error bodies use it, so they equal the server's.
+func AppendJSONString(dst []byte, s string) []byte { return appendJSONString(dst, s) }
+
 // appendJSONString appends s as a JSON string. Like encoding/json it escapes
 // <, > and & (so a response is safe inside a script tag), U+2028 and U+2029
 // (so JSONP is valid JavaScript), and replaces invalid UTF-8 with U+FFFD.

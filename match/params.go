@@ -277,10 +277,11 @@ func ParseCount(name, s string, lo, hi int) (int, string) {
 }
 
 // Quote shows a client's value in a message, in double quotes and cut to a
-// readable length. Quotes, backslashes, control bytes and bytes that are
-// not UTF-8 are escaped as in Go; other characters stand as they are (by
-// hand: strconv.Quote's tables of printable characters cost the module
-// kilobytes).
+// readable length. Quotes and backslashes are escaped with a backslash,
+// \n \t \r by name, other control bytes and bytes that are not UTF-8 as
+// \xNN; other characters stand as they are (by hand: strconv.Quote's
+// tables of printable characters cost the module kilobytes). The message
+// is JSON-escaped where it is written.
 func Quote(s string) string {
 	const most = 40
 	more := ""

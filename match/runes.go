@@ -18,14 +18,16 @@ var notWord = [...][2]rune{
 	{0x482, 0x489},                 // Cyrillic signs and combining marks
 	{0x55A, 0x55F}, {0x589, 0x58F}, // Armenian punctuation
 	{0x591, 0x5CF}, {0x5EB, 0x5EE}, {0x5F3, 0x5FF}, // Hebrew marks and punctuation
-	{0x600, 0x61F}, {0x64B, 0x65F}, {0x66A, 0x66D}, {0x6D4, 0x6D4}, {0x6D6, 0x6ED}, // Arabic
+	{0x600, 0x61F}, {0x64B, 0x65F}, {0x66A, 0x66D}, {0x6D4, 0x6D4}, {0x6D6, 0x6E4}, {0x6E7, 0x6ED}, // Arabic
+	{0x964, 0x965}, {0xF0B, 0xF0B}, {0x104A, 0x104B}, {0x17D4, 0x17D6}, // dandas and other sentence marks
 	{0x1AB0, 0x1AFF}, {0x1DC0, 0x1DFF}, // combining marks
 	{0x2000, 0x206F},                                     // general punctuation, spaces
 	{0x20A0, 0x20FF},                                     // currency, combining marks for symbols
 	{0x2100, 0x2125}, {0x2127, 0x2129}, {0x212C, 0x214F}, // letterlike symbols (™ ℠ № ℃) but Ω K Å
 	{0x2190, 0x2BFF},                                                       // arrows, mathematical and technical symbols, box drawing, shapes, dingbats
 	{0x2E00, 0x2E7F},                                                       // supplemental punctuation
-	{0x3000, 0x303F},                                                       // CJK punctuation
+	{0x3000, 0x3004}, {0x3007, 0x3030}, {0x3036, 0x303A}, {0x303D, 0x303F}, // CJK punctuation, not 々 〆 〱-〵 〻 〼
+	{0x30FB, 0x30FB},                                                       // katakana middle dot
 	{0x3300, 0x33FF},                                                       // CJK compatibility squares: ㎡ ㎏
 	{0xD800, 0xF8FF},                                                       // surrogates, private use
 	{0xFE00, 0xFE2F},                                                       // variation selectors, combining half marks
@@ -60,8 +62,9 @@ func isWordRune(r rune) bool {
 	return true
 }
 
-// lowerRune lower-cases Latin, Greek, Cyrillic, Armenian and fullwidth
-// Latin letters; other runes are returned as they are.
+// lowerRune lower-cases Latin (but for U+0180-U+01FF), Greek, Cyrillic,
+// Armenian and fullwidth Latin letters; other runes are returned as they
+// are.
 func lowerRune(r rune) rune {
 	switch {
 	case r < utf8.RuneSelf:
@@ -102,6 +105,10 @@ func lowerRune(r rune) rune {
 		r += 63
 	case r >= 0x391 && r <= 0x3AB && r != 0x3A2:
 		r += 0x20
+	case r >= 0x200 && r <= 0x21F, r >= 0x222 && r <= 0x233, r >= 0x1E00 && r <= 0x1E95, r >= 0x1EA0 && r <= 0x1EFF:
+		r |= 1 // Latin Extended-B (Romanian Ș Ț) and Additional (Vietnamese)
+	case r == 0x1E9E:
+		r = 0xDF // capital sharp s
 	case r >= 0x3D8 && r <= 0x3EF:
 		r |= 1
 	case r >= 0x400 && r <= 0x40F:

@@ -70,34 +70,16 @@ func (m *matcher) answer(req string, page bool, dst []byte) []byte {
 // parameter, and every problem's message.
 func appendError(dst []byte, errs []match.Problem) []byte {
 	dst = append(dst, `{"error":{"code":`...)
-	dst = appendString(dst, errs[0].Code)
+	dst = match.AppendJSONString(dst, errs[0].Code)
 	dst = append(dst, `,"message":`...)
 	msg := errs[0].Message
 	for _, e := range errs[1:] {
 		msg += "; " + e.Message
 	}
-	dst = appendString(dst, msg)
+	dst = match.AppendJSONString(dst, msg)
 	if errs[0].Param != "" {
 		dst = append(dst, `,"param":`...)
-		dst = appendString(dst, errs[0].Param)
+		dst = match.AppendJSONString(dst, errs[0].Param)
 	}
 	return append(dst, "}}"...)
-}
-
-// appendString appends s as a JSON string; messages are ASCII apart from
-// quoted values, which strconv.Quote has escaped already.
-func appendString(dst []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	dst = append(dst, '"')
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c == '"' || c == '\\':
-			dst = append(dst, '\\', c)
-		case c < 0x20 || c == '<' || c == '>' || c == '&':
-			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&15])
-		default:
-			dst = append(dst, c)
-		}
-	}
-	return append(dst, '"')
 }

@@ -422,6 +422,17 @@ func TestParityHTTP(t *testing.T) {
 	for _, r := range generate(ads, 40, 3, false) {
 		reqs = append(reqs, r.values())
 	}
+	// Error bodies quoting a client's value: characters JSON escapes and
+	// JavaScript does not allow raw (U+2028, U+2029), HTML's <>&, a
+	// control byte.
+	for _, bad := range []url.Values{
+		{"q": {"handy"}, "lang": {"x\u2028"}}, {"q": {"handy"}, "loc": {"d\u2029"}},
+		{"q": {"handy"}, "logo.dim": {"<b>&amp;"}}, {"q": {"handy"}, "fields": {"price,\x01x\u2028y"}},
+		{"q": {"handy"}, "ad_type": {"ü\u2028"}},
+	} {
+		bad.Set("redirect_url", "http://localhost:8080")
+		reqs = append(reqs, bad)
+	}
 	for _, v := range reqs {
 		v.Set("api_key", "demo")
 		v.Set("site_id", "demo")
@@ -431,7 +442,7 @@ func TestParityHTTP(t *testing.T) {
 		}
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
+		if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusBadRequest {
 			t.Fatalf("%s: %d %s", v.Encode(), resp.StatusCode, body)
 		}
 		s := c.pick(strings.ToLower(v.Get("loc")), strings.ToLower(v.Get("lang")))
