@@ -7,7 +7,8 @@ import "unicode/utf8"
 // compressed. The rules are exact for Latin (Basic, Latin-1, Extended-A),
 // Greek and Cyrillic, the scripts of our markets, which a test checks
 // against package unicode; elsewhere a rune is a letter unless it lies in a
-// block of punctuation, symbols, marks or spaces, and keeps its case.
+// block of punctuation, symbols, marks or spaces, and keeps its case unless
+// lowerRune names its script.
 
 // notWord lists, sorted, the ranges above U+00BF that hold no letters or
 // digits that a word would contain.

@@ -53,3 +53,13 @@ func TestEqualLower(t *testing.T) {
 		}
 	}
 }
+
+// TestNotWordSorted: isWordRune's binary search needs the ranges sorted
+// and apart.
+func TestNotWordSorted(t *testing.T) {
+	for i, r := range notWord {
+		if r[0] > r[1] || i > 0 && r[0] <= notWord[i-1][1] {
+			t.Errorf("notWord[%d] = %U-%U is empty or not after %U", i, r[0], r[1], notWord[i-1][1])
+		}
+	}
+}
