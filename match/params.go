@@ -59,27 +59,31 @@ func (p *Values) lookup(name string) (string, int) {
 	return first, n
 }
 
-// Get returns a parameter's value; ok is false when it is absent or
-// repeated (a problem: which value was meant cannot be told).
-func (p *Values) Get(name string) (string, bool) {
-	switch v, n := p.lookup(name); n {
-	case 0:
-		return "", false
-	case 1:
-		return v, true
-	default:
+// single returns a parameter's value and how many it has, reporting a
+// repeat (a problem: which value was meant cannot be told).
+func (p *Values) single(name string) (string, int) {
+	v, n := p.lookup(name)
+	if n > 1 {
 		p.Invalid(name, name+" is given "+strconv.Itoa(n)+" times; give it once")
-		return "", false
+		return "", n
 	}
+	return v, n
+}
+
+// Get returns a parameter's value; ok is false when it is absent or
+// repeated.
+func (p *Values) Get(name string) (string, bool) {
+	v, n := p.single(name)
+	return v, n == 1
 }
 
 // Required returns a parameter that must be there and not blank.
 func (p *Values) Required(name string) string {
-	s, ok := p.Get(name)
-	switch _, n := p.lookup(name); {
+	s, n := p.single(name)
+	switch {
 	case n > 1:
-		return "" // Get reported it
-	case !ok || TrimSpace(s) == "":
+		return "" // single reported it
+	case n == 0 || TrimSpace(s) == "":
 		p.Problems = append(p.Problems, Problem{ProblemMissing, name, name + " is required"})
 		return ""
 	}
