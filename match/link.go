@@ -95,7 +95,10 @@ func (ix *Index) AppendResponse(dst []byte, hits []Hit, o *LinkOptions) []byte {
 // only when the ad has them.
 func (ix *Index) AppendLinks(dst []byte, hits []Hit, o *LinkOptions) []byte {
 	dst = append(dst, '[')
-	var q []byte
+	if len(hits) == 0 {
+		return append(dst, ']')
+	}
+	q := make([]byte, 0, 256)
 	for i := range hits {
 		if i > 0 {
 			dst = append(dst, ',')
@@ -155,8 +158,9 @@ func (ix *Index) AppendLinks(dst []byte, hits []Hit, o *LinkOptions) []byte {
 			if dim == "" {
 				dim = DefaultLogoDim
 			}
-			dst = append(dst, `,"logo":`...)
-			dst = appendJSONString(dst, LogoURL(logo, dim))
+			dst = append(dst, `,"logo":"`...)
+			dst = appendLogoURL(dst, logo, dim)
+			dst = append(dst, '"')
 		}
 		dst = append(dst, '}')
 	}
@@ -166,13 +170,49 @@ func (ix *Index) AppendLinks(dst []byte, hits []Hit, o *LinkOptions) []byte {
 // LogoURL puts a logo.dim value ("90X90") into a catalog logo URL's "{dim}"
 // placeholder, as "90x90".
 func LogoURL(tmpl, dim string) string {
-	const ph = "{dim}"
-	for i := 0; i+len(ph) <= len(tmpl); i++ {
-		if tmpl[i:i+len(ph)] == ph {
-			return tmpl[:i] + lower(dim) + tmpl[i+len(ph):]
+	i := dimAt(tmpl)
+	if i < 0 {
+		return tmpl
+	}
+	return tmpl[:i] + lower(dim) + tmpl[i+len(dimPlaceholder):]
+}
+
+const dimPlaceholder = "{dim}"
+
+// dimAt is where tmpl's "{dim}" placeholder starts, or -1.
+func dimAt(tmpl string) int {
+	for i := 0; i+len(dimPlaceholder) <= len(tmpl); i++ {
+		if tmpl[i] == '{' && tmpl[i:i+len(dimPlaceholder)] == dimPlaceholder {
+			return i
 		}
 	}
-	return tmpl
+	return -1
+}
+
+// appendLogoURL appends the escaped contents of the JSON string of
+// LogoURL(tmpl, dim) without building that string: a response has one per
+// ad, and an allocation costs the WebAssembly module dearly.
+func appendLogoURL(dst []byte, tmpl, dim string) []byte {
+	i := dimAt(tmpl)
+	if i < 0 {
+		return appendJSONChars(dst, tmpl)
+	}
+	j := i + len(dimPlaceholder)
+	if i > 0 && tmpl[i-1] >= utf8.RuneSelf || j < len(tmpl) && tmpl[j] >= utf8.RuneSelf {
+		// The pieces might decode otherwise apart than together.
+		return appendJSONChars(dst, LogoURL(tmpl, dim))
+	}
+	dst = appendJSONChars(dst, tmpl[:i])
+	n := len(dst)
+	dst = appendJSONChars(dst, dim)
+	// lower changes only A-Z, which JSON leaves as they are and which no
+	// escape sequence contains.
+	for k := n; k < len(dst); k++ {
+		if c := dst[k]; c >= 'A' && c <= 'Z' {
+			dst[k] = c + 'a' - 'A'
+		}
+	}
+	return appendJSONChars(dst, tmpl[j:])
 }
 
 // appendClickQuery appends the click URL's query string, in the seed's order.

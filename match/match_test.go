@@ -501,3 +501,22 @@ func TestHostileInputsStayCheap(t *testing.T) {
 		t.Fatalf("repeated word: %v", hits)
 	}
 }
+
+// The logo URL a response carries is written in place; it must be the JSON
+// string of LogoURL, whatever the template holds.
+func TestAppendLogoURLEqualsLogoURL(t *testing.T) {
+	tmpls := []string{
+		"", "https://cdn.example/logo.png", "https://cdn.example/{dim}/logo.png",
+		"{dim}", "x{dim}{dim}y", "{di", "a{Dim}b", `q"<&>\{dim}` + "\u2028é\xff",
+		"\xe2\x82{dim}\xac", "a\xe2{dim}", "{dim}\x82b", "https://x/{dim}?a=1&b=\n",
+	}
+	for _, tmpl := range tmpls {
+		for _, dim := range append(LogoDims, "", "AbC", "é\"X\\") {
+			want := appendJSONString(nil, LogoURL(tmpl, dim))
+			got := append(appendLogoURL([]byte{'"'}, tmpl, dim), '"')
+			if string(got) != string(want) {
+				t.Errorf("appendLogoURL(%q, %q) = %s, want %s", tmpl, dim, got, want)
+			}
+		}
+	}
+}

@@ -71,7 +71,7 @@ type scratch struct {
 
 // input is a tokenised query: title tokens first, then text tokens.
 type input struct {
-	src    []string // the text each token's span refers to
+	src    [2]string // the text each token's span refers to: title, text
 	toks   []token
 	nTitle int
 	qtoks  [][]int // full text: the token indexes of each query term
@@ -94,7 +94,9 @@ func (ix *Index) tokenize(q *Query) *input {
 	}
 	title := cut(q.Title, limit)
 	text := cut(q.Text, limit)
-	in := &input{src: []string{title, text}}
+	in := &input{src: [2]string{title, text}}
+	// Room for a word per few bytes: a query grows it at most once or twice.
+	in.toks = make([]token, 0, (len(title)+len(text))/6+4)
 	// Only full-text queries look at the terms themselves (synonyms,
 	// compounds); the rest need the ids, and a page has thousands of words.
 	keep := !q.Page && q.Dist == DistNone
@@ -107,7 +109,12 @@ func (ix *Index) tokenize(q *Query) *input {
 		scratch = scan(s, scratch, func(term []byte, start, end int, b bool) {
 			t := token{id: ix.termIDBytes(term), start: int32(start), end: int32(end), brk: b || brk}
 			if keep {
-				t.term = string(term)
+				// A term the index has is the index's string: no copy.
+				if t.id >= 0 {
+					t.term = ix.term(uint32(t.id))
+				} else {
+					t.term = string(term)
+				}
 			}
 			in.toks = append(in.toks, t)
 			brk = false
@@ -546,16 +553,22 @@ func (ix *Index) matchFullText(in *input, f filter, and bool, keep int) []cand {
 			required |= bit
 		}
 	}
-	seen := map[string]int{}
+	// The query terms already grouped, at most maxQueryTerms: a scan, no map.
+	type seenTerm struct {
+		term string
+		k    int
+	}
+	var seen []seenTerm
 	for i, t := range in.toks {
-		if k, ok := seen[t.term]; ok {
+		if k := slices.IndexFunc(seen, func(s seenTerm) bool { return s.term == t.term }); k >= 0 {
+			k := seen[k].k
 			in.qtoks[k] = append(in.qtoks[k], i)
 			continue
 		}
 		if n := len(in.qtoks); true {
 			group([]int{i}, withSynonyms(t.term), true)
 			if len(in.qtoks) > n {
-				seen[t.term] = n
+				seen = append(seen, seenTerm{t.term, n})
 			}
 		}
 		// Two words written apart that the catalog writes as one
@@ -588,7 +601,7 @@ func (ix *Index) matchFullText(in *input, f filter, and bool, keep int) []cand {
 		}
 	}
 	all := required
-	var h worst
+	h := make(worst, 0, min(keep, len(touched)))
 	for _, ad := range touched {
 		if (!and || sc.mask[ad]&all == all) && f.ok(&ix.ads[ad]) {
 			h.keep(keep, cand{ad: ad, mask: sc.mask[ad], score: float64(sc.acc[ad] * bidFactor(ix.ads[ad].bid)), ext: -1})
@@ -654,10 +667,13 @@ func (h *worst) keep(n int, c cand) {
 // top ranks the candidates, applies distinct_advertiser and size, and
 // turns them into hits. Only as many candidates as needed are sorted.
 func (ix *Index) top(in *input, cands []cand, size, distinct int) []Hit {
-	type group struct {
+	// taken lists the (offer, advertiser) of each hit so far: a scan of at
+	// most size entries, no map or slice per offer.
+	type offerAdv struct {
 		offer uint32
-		advs  []string
+		adv   string
 	}
+	var hs hitScratch
 	m := size * 2
 	for {
 		if m > len(cands) {
@@ -667,27 +683,24 @@ func (ix *Index) top(in *input, cands []cand, size, distinct int) []Hit {
 		head := cands[:m]
 		sortCands(head)
 		hits := make([]Hit, 0, size)
-		groups := make([]group, 0, m)
+		taken := make([]offerAdv, 0, size)
+		hs.keywords = make([]string, 0, 2*size)
 		for i := range head {
 			c := &head[i]
 			a := &ix.ads[c.ad]
 			adv := ix.str(a.advertiser)
-			g := -1
-			for k := range groups {
-				if groups[k].offer == a.offer {
-					g = k
-					break
+			n, dup := 0, false
+			for _, t := range taken {
+				if t.offer == a.offer {
+					n++
+					dup = dup || t.adv == adv
 				}
 			}
-			if g < 0 {
-				groups = append(groups, group{offer: a.offer})
-				g = len(groups) - 1
-			}
-			if len(groups[g].advs) >= distinct || slices.Contains(groups[g].advs, adv) {
+			if n >= distinct || dup {
 				continue
 			}
-			groups[g].advs = append(groups[g].advs, adv)
-			hits = append(hits, ix.hit(in, c))
+			taken = append(taken, offerAdv{a.offer, adv})
+			hits = append(hits, ix.hit(in, c, &hs))
 			if len(hits) == size {
 				return hits
 			}
@@ -697,6 +710,13 @@ func (ix *Index) top(in *input, cands []cand, size, distinct int) []Hit {
 		}
 		m *= 4
 	}
+}
+
+// hitScratch is memory the hits of one Match share: their keywords in one
+// backing array (each hit's a capped slice of it), and a list reused.
+type hitScratch struct {
+	keywords []string
+	terms    []int
 }
 
 // selectTop moves the m best candidates to the front, in no order.
@@ -774,30 +794,34 @@ func sortCands(c []cand) {
 
 // hit turns a candidate into a Hit with the input's own spelling of what
 // matched.
-func (ix *Index) hit(in *input, c *cand) Hit {
+func (ix *Index) hit(in *input, c *cand, hs *hitScratch) Hit {
 	h := Hit{Ad: int(c.ad), Score: c.score}
+	start := len(hs.keywords)
 	add := func(s string) {
-		if len(h.Keywords) == maxKeywords {
+		kw := hs.keywords[start:]
+		if len(kw) == maxKeywords {
 			return
 		}
 		// At most maxKeywords to compare with: a scan, no map.
-		for _, k := range h.Keywords {
+		for _, k := range kw {
 			if equalLower(k, s) {
 				return
 			}
 		}
-		h.Keywords = append(h.Keywords, s)
+		hs.keywords = append(hs.keywords, s)
 	}
 	var x candExt
 	if c.ext >= 0 {
 		x = in.ext[c.ext]
 	} else {
+		x.terms = hs.terms[:0]
 		for k, toks := range in.qtoks {
 			if c.mask&(1<<k) != 0 {
 				x.terms = append(x.terms, toks...)
 			}
 		}
 		insertionSort(x.terms)
+		hs.terms = x.terms
 	}
 	if len(x.occs) > 0 {
 		// A criterion inside another one the ad matched ("iPhone" beside
@@ -825,6 +849,10 @@ func (ix *Index) hit(in *input, c *cand) Hit {
 		for _, i := range x.terms {
 			add(in.span(i))
 		}
+	}
+	end := len(hs.keywords)
+	if end > start {
+		h.Keywords = hs.keywords[start:end:end]
 	}
 	h.Criterion = joinStrings(h.Keywords, " ")
 	return h

@@ -2,6 +2,7 @@ package main
 
 import (
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/adlink/adlink/match"
 )
@@ -24,8 +25,11 @@ type params struct{ match.Values }
 
 // parseQuery appends the decoded name=value pairs of a URL query string
 // to dst; "&&" adds none. Bad escapes are kept literally, as a
-// browser's URLSearchParams does.
+// browser's URLSearchParams does. Components without escapes are
+// substrings of s; the others are decoded into one buffer for the whole
+// query (an allocation apiece costs the module dearly).
 func parseQuery(s string, dst []match.Pair) []match.Pair {
+	var buf []byte
 	for s != "" {
 		var kv string
 		kv, s, _ = match.CutByte(s, '&')
@@ -33,35 +37,45 @@ func parseQuery(s string, dst []match.Pair) []match.Pair {
 			continue
 		}
 		k, val, _ := match.CutByte(kv, '=')
-		dst = append(dst, match.Pair{Name: unescape(k), Value: unescape(val)})
+		var p match.Pair
+		p.Name, buf = unescape(k, buf, len(kv)+len(s))
+		p.Value, buf = unescape(val, buf, len(val)+len(s))
+		dst = append(dst, p)
 	}
 	return dst
 }
 
-// unescape decodes '+' and %XX of a query component.
-func unescape(s string) string {
+// unescape decodes '+' and %XX of a query component. A decoded one is
+// appended to buf, which is made with room for rest more bytes when it
+// lacks room for s: decoded text is never longer than its source, and the
+// strings already handed out keep the bytes they point at, as buf only
+// grows into a new array.
+func unescape(s string, buf []byte, rest int) (string, []byte) {
 	// A plain loop: strings.ContainsAny costs the module a call per byte.
 	i := 0
 	for i < len(s) && s[i] != '+' && s[i] != '%' {
 		i++
 	}
 	if i == len(s) {
-		return s
+		return s, buf
 	}
-	b := make([]byte, 0, len(s))
-	b = append(b, s[:i]...)
+	if cap(buf)-len(buf) < len(s) {
+		buf = make([]byte, 0, max(rest, len(s)))
+	}
+	start := len(buf)
+	buf = append(buf, s[:i]...)
 	for ; i < len(s); i++ {
 		switch c := s[i]; {
 		case c == '+':
-			b = append(b, ' ')
+			buf = append(buf, ' ')
 		case c == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]):
-			b = append(b, unhex(s[i+1])<<4|unhex(s[i+2]))
+			buf = append(buf, unhex(s[i+1])<<4|unhex(s[i+2]))
 			i += 2
 		default:
-			b = append(b, c)
+			buf = append(buf, c)
 		}
 	}
-	return string(b)
+	return unsafe.String(&buf[start], len(buf)-start), buf
 }
 
 func isHex(c byte) bool {

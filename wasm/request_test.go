@@ -11,6 +11,8 @@ import (
 func TestParseQueryAgreesWithNetURL(t *testing.T) {
 	for _, s := range []string{
 		"q=lg+handy&loc=DE", "q=%C3%84rger%20%2B1", "a=1&&b=&c", "q=%zz%4", "k%3D=v%26", "x=1&x=2",
+		// Escaped names and values one after another share a buffer.
+		"a%41=%42%43&b+c=d+e&%66=%67&plain=v&z=%E2%82%AC+%E2%82%AC",
 	} {
 		want, err := url.ParseQuery(s)
 		got := url.Values{}
@@ -64,6 +66,16 @@ func FuzzRequest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, req string, page bool) {
 		if out := m.answer(req, page, nil); len(out) == 0 || out[0] != '{' {
 			t.Fatalf("answer %q", out)
+		}
+		// Where net/url reads the query, the pairs are its pairs.
+		if want, err := url.ParseQuery(req); err == nil {
+			got := url.Values{}
+			for _, p := range parseQuery(req, nil) {
+				got[p.Name] = append(got[p.Name], p.Value)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("%q: %q, net/url %q", req, got, want)
+			}
 		}
 	})
 }
