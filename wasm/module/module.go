@@ -118,14 +118,31 @@ func writeFile(path string, b []byte) error {
 }
 
 // Matcher builds the matcher's module and returns its bytes.
-func Matcher() ([]byte, error) {
+func Matcher() ([]byte, error) { return buildBytes(Path, "") }
+
+// Empty builds an empty Go reactor the way Build builds the matcher (one
+// export, nop) and returns its bytes: what the Go runtime alone costs, the
+// baseline beside the matcher's size and start-up.
+func Empty() ([]byte, error) {
+	return buildBytes("", "package main\n\nfunc main() {}\n\n//go:wasmexport nop\nfunc nop() {}\n")
+}
+
+// buildBytes builds pkg, or the one-file program src when pkg is empty,
+// and returns the module's bytes.
+func buildBytes(pkg, src string) ([]byte, error) {
 	dir, err := os.MkdirTemp("", "adlink-wasm-")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	out := filepath.Join(dir, "matcher.wasm")
-	if err := Build(Path, out); err != nil {
+	if pkg == "" {
+		pkg = filepath.Join(dir, "main.go")
+		if err := os.WriteFile(pkg, []byte(src), 0o644); err != nil {
+			return nil, err
+		}
+	}
+	out := filepath.Join(dir, "module.wasm")
+	if err := Build(pkg, out); err != nil {
 		return nil, err
 	}
 	return os.ReadFile(out)
