@@ -159,4 +159,3 @@ func nativeSearch(b *testing.B, srv *backend, searches []search, counts []int, r
 	slices.Sort(times)
 	return float64(times[passes/2].Nanoseconds()) / 1e3 / float64(reps*len(queries))
 }
-
