@@ -149,6 +149,9 @@ func (ix *Index) Match(q *Query) []Hit {
 	if distinct <= 0 {
 		distinct = DefaultDistinctAdvertiser
 	}
+	// The API caps it; a caller of Match that does not still gets a bounded
+	// ranking (and a candidate heap whose size does not overflow).
+	distinct = min(distinct, MaxDistinctAdvertiser)
 	in := ix.tokenize(q)
 	f := ix.filter(q)
 	var cands []cand

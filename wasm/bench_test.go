@@ -13,6 +13,7 @@ import (
 
 	"github.com/adlink/adlink/backend/catalog"
 	"github.com/adlink/adlink/backend/shards"
+	"github.com/adlink/adlink/internal/cputime"
 	"github.com/adlink/adlink/match"
 	"github.com/adlink/adlink/wasm/module"
 )
@@ -123,9 +124,9 @@ func medianOf(n int, f func()) time.Duration {
 	defer runtime.UnlockOSThread()
 	d := make([]time.Duration, n)
 	for i := range d {
-		t := threadTime()
+		t := cputime.Thread()
 		f()
-		d[i] = threadTime() - t
+		d[i] = cputime.Thread() - t
 	}
 	slices.Sort(d)
 	return d[n/2]

@@ -28,15 +28,14 @@ const chromium = "/usr/bin/chromium"
 // cold, and a tab that records console errors.
 type browser struct {
 	ctx    context.Context
+	stop   func()
 	mu     sync.Mutex
 	errors []string
 }
 
 func newBrowser(tb testing.TB) *browser {
 	tb.Helper()
-	if _, err := os.Stat(chromium); err != nil {
-		tb.Skip("skipping: no Chromium at " + chromium + "; install Debian's chromium package (.ci/run does) to run the browser tests")
-	}
+	needChromium(tb)
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(chromium),
 		chromedp.NoFirstRun,
@@ -57,9 +56,8 @@ func newBrowser(tb testing.TB) *browser {
 	}
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(actx)
-	tb.Cleanup(cancelAlloc)
-	tb.Cleanup(cancel)
-	br := &browser{ctx: ctx}
+	br := &browser{ctx: ctx, stop: func() { cancel(); cancelAlloc() }}
+	tb.Cleanup(br.close)
 	// The first Run starts the browser; it must have no deadline.
 	if err := chromedp.Do(ctx); err != nil {
 		tb.Fatalf("starting %s: %v", chromium, err)
@@ -79,6 +77,18 @@ func newBrowser(tb testing.TB) *browser {
 	}()
 	return br
 }
+
+// needChromium skips the test when there is no Chromium to run it in.
+func needChromium(tb testing.TB) {
+	tb.Helper()
+	if _, err := os.Stat(chromium); err != nil {
+		tb.Skip("skipping: no Chromium at " + chromium + "; install Debian's chromium package (.ci/run does) to run the browser tests")
+	}
+}
+
+// close quits the browser; a benchmark closes each it is done with, so the
+// next round does not share the machine with idle ones.
+func (br *browser) close() { br.stop() }
 
 // do runs actions with a deadline.
 func (br *browser) do(tb testing.TB, steps ...chromedp.Action[chromedp.Void]) {
