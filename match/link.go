@@ -120,12 +120,15 @@ func (ix *Index) AppendLinks(dst []byte, hits []Hit, o *LinkOptions) []byte {
 		dst = append(dst, "/v1/redirect?"...)
 		// The query is percent-encoded: '&' is the one byte JSON escapes.
 		q = ix.appendClickQuery(q[:0], h, a, o)
-		for _, c := range q {
-			if c == '&' {
-				dst = append(dst, `\u0026`...)
-			} else {
-				dst = append(dst, c)
+		for rest := q; len(rest) > 0; {
+			k := indexAmp(rest)
+			if k < 0 {
+				dst = append(dst, rest...)
+				break
 			}
+			dst = append(dst, rest[:k]...)
+			dst = append(dst, `\u0026`...)
+			rest = rest[k+1:]
 		}
 		dst = append(dst, '"')
 
@@ -280,19 +283,22 @@ func appendCents(dst []byte, c int64) []byte {
 // space as '+', exactly as net/url.QueryEscape does.
 func AppendQueryEscape(dst []byte, s string) []byte {
 	const hex = "0123456789ABCDEF"
+	// Runs of bytes that stand for themselves are copied at once.
+	start := 0
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9',
-			c == '-', c == '_', c == '.', c == '~':
-			dst = append(dst, c)
-		case c == ' ':
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.' || c == '~' {
+			continue
+		}
+		dst = append(dst, s[start:i]...)
+		if c == ' ' {
 			dst = append(dst, '+')
-		default:
+		} else {
 			dst = append(dst, '%', hex[c>>4], hex[c&15])
 		}
+		start = i + 1
 	}
-	return dst
+	return append(dst, s[start:]...)
 }
 
 // AppendJSONString appends s as a JSON string as the server's encoder
@@ -322,6 +328,10 @@ func appendJSONChars(dst []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	start := 0
 	for i := 0; i < len(s); {
+		if i+8 <= len(s) && jsonPlain8(load8(s, i)) {
+			i += 8
+			continue
+		}
 		c := s[i]
 		if c < utf8.RuneSelf {
 			if jsonSafe[c] {

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 var (
@@ -251,6 +252,7 @@ func FuzzQueryEscape(f *testing.F) {
 
 func FuzzJSONString(f *testing.F) {
 	f.Add("x<y>\u2028")
+	f.Add("a plain run of ascii, then <tags> & \"quotes\" \\ and \x01 \xff\u2029é after")
 	f.Fuzz(func(t *testing.T, s string) {
 		b := appendJSONString(nil, s)
 		var got string
@@ -259,6 +261,19 @@ func FuzzJSONString(f *testing.F) {
 		}
 		if want := strings.ToValidUTF8(s, "\uFFFD"); got != want && bytes.Equal([]byte(s), []byte(want)) {
 			t.Fatalf("%q round trips to %q", s, got)
+		}
+		// Skipping plain bytes eight at a time changes nothing: the same
+		// string written in pieces too short for it, cut only between two
+		// ASCII bytes (where decoding cannot differ), gives the same bytes.
+		var pieces []byte
+		for start, k := 0, 1; k <= len(s); k++ {
+			if k == len(s) || k-start >= 7 && s[k-1] < utf8.RuneSelf && s[k] < utf8.RuneSelf {
+				pieces = appendJSONChars(pieces, s[start:k])
+				start = k
+			}
+		}
+		if whole := appendJSONChars(nil, s); !bytes.Equal(whole, pieces) {
+			t.Fatalf("%q: %s whole, %s in pieces", s, whole, pieces)
 		}
 	})
 }
