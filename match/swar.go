@@ -12,7 +12,8 @@ const (
 	highs = 0x8080808080808080
 )
 
-// load8 reads s[i:i+8] as a little-endian word; i+8 <= len(s).
+// load8 reads s[i:i+8] as one word, unaligned; i+8 <= len(s). The tests
+// below ask whether any byte is such, so the byte order does not matter.
 func load8(s string, i int) uint64 {
 	return *(*uint64)(unsafe.Add(unsafe.Pointer(unsafe.StringData(s)), i))
 }
