@@ -173,7 +173,7 @@ func (ix *Index) AppendLinks(dst []byte, hits []Hit, o *LinkOptions) []byte {
 // LogoURL puts a logo.dim value ("90X90") into a catalog logo URL's "{dim}"
 // placeholder, as "90x90".
 func LogoURL(tmpl, dim string) string {
-	i := dimAt(tmpl)
+	i := indexString(tmpl, dimPlaceholder)
 	if i < 0 {
 		return tmpl
 	}
@@ -182,21 +182,11 @@ func LogoURL(tmpl, dim string) string {
 
 const dimPlaceholder = "{dim}"
 
-// dimAt is where tmpl's "{dim}" placeholder starts, or -1.
-func dimAt(tmpl string) int {
-	for i := 0; i+len(dimPlaceholder) <= len(tmpl); i++ {
-		if tmpl[i] == '{' && tmpl[i:i+len(dimPlaceholder)] == dimPlaceholder {
-			return i
-		}
-	}
-	return -1
-}
-
 // appendLogoURL appends the escaped contents of the JSON string of
 // LogoURL(tmpl, dim) without building that string: a response has one per
 // ad, and an allocation costs the WebAssembly module dearly.
 func appendLogoURL(dst []byte, tmpl, dim string) []byte {
-	i := dimAt(tmpl)
+	i := indexString(tmpl, dimPlaceholder)
 	if i < 0 {
 		return appendJSONChars(dst, tmpl)
 	}

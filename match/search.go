@@ -569,8 +569,8 @@ func (ix *Index) matchFullText(in *input, f filter, and bool, keep int) []cand {
 	}
 	var seen []seenTerm
 	for i, t := range in.toks {
-		if k := slices.IndexFunc(seen, func(s seenTerm) bool { return s.term == t.term }); k >= 0 {
-			k := seen[k].k
+		if j := slices.IndexFunc(seen, func(s seenTerm) bool { return s.term == t.term }); j >= 0 {
+			k := seen[j].k
 			in.qtoks[k] = append(in.qtoks[k], i)
 			continue
 		}
