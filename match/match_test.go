@@ -385,6 +385,26 @@ func TestShardRejectsDamage(t *testing.T) {
 	}
 }
 
+// TestShardRejectsUnsortedCriteria: a shard whose checksum is right but
+// whose criteria are out of order is refused; matching on it read past a
+// criterion's terms and panicked.
+func TestShardRejectsUnsortedCriteria(t *testing.T) {
+	ad := func(id, kw string) Ad {
+		return Ad{ID: id, Kind: KindAdvertiser, Title: id, Keywords: []string{kw}, Landing: "https://" + id + "/",
+			Advertiser: id, Markets: []Market{de}, BidMicros: 1000}
+	}
+	ix := mustBuild(t, []Ad{ad("a.de", "zzz"), ad("b.de", "zzz yyy xxx")})
+	if ix.critOff[1] != 1 || ix.critOff[2] != 4 {
+		t.Fatalf("criteria %v %v, want [zzz] then [zzz yyy xxx]", ix.critOff, ix.critTerms)
+	}
+	// The long criterion first, the short one after it.
+	ix.critTerms = append(slices.Clone(ix.critTerms[1:4]), ix.critTerms[0])
+	ix.critOff = []uint32{0, 3, 4}
+	if _, err := Open(ix.Encode()); err == nil || !strings.Contains(err.Error(), "criterion out of order") {
+		t.Fatalf("Open = %v, want criterion out of order", err)
+	}
+}
+
 func FuzzOpen(f *testing.F) {
 	good := mustBuild(f, fixture()).Encode()
 	f.Add(good)

@@ -274,8 +274,24 @@ func (ix *Index) check(nAds, nTerms, nCrit int) error {
 		if uint32(c) < ix.critStart[t] || uint32(c) >= ix.critStart[t+1] {
 			return shardErr("criterion out of order")
 		}
+		// Lookups narrow a first term's criteria term by term and read
+		// term k only of those longer than k (findOccs): that holds only
+		// while the criteria are in lexicographic order, a prefix first.
+		if c > 0 && !ordered(ix.critTerms[ix.critOff[c-1]:ix.critOff[c]], ix.critTerms[ix.critOff[c]:ix.critOff[c+1]]) {
+			return shardErr("criterion out of order")
+		}
 	}
 	return nil
+}
+
+// ordered reports whether term sequence a sorts no later than b.
+func ordered(a, b []uint32) bool {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return a[i] < b[i]
+		}
+	}
+	return len(a) <= len(b)
 }
 
 // offsets reports whether off is n+1 non-decreasing offsets from 0 ending at end.
