@@ -122,6 +122,28 @@ func (ix *Index) Len() int { return len(ix.ads) }
 // Markets returns the index's markets.
 func (ix *Index) Markets() []Market { return slices.Clone(ix.markets) }
 
+// ShardMarket is the market whose own index answers a query for country
+// and lang, as the server and the page both choose it from the whole
+// catalog's index ix: the market itself when both are given; for a country
+// alone (the page context has no lang), the country's one market when ads
+// run there in one language only. ok is false when the whole catalog's
+// index answers instead, or the market has none.
+func (ix *Index) ShardMarket(country, lang string) (m Market, ok bool) {
+	if country == "" {
+		return Market{}, false
+	}
+	for _, k := range ix.markets {
+		switch {
+		case k.Country != country || lang != "" && k.Lang != lang:
+		case ok:
+			return Market{}, false // a second language: no one market
+		default:
+			m, ok = k, true
+		}
+	}
+	return m, ok
+}
+
 // Lookup finds an ad's ordinal by its id.
 func (ix *Index) Lookup(id string) (int, bool) {
 	i, ok := slices.BinarySearchFunc(ix.byID, id, func(o uint32, id string) int {

@@ -385,6 +385,33 @@ func TestShardRejectsDamage(t *testing.T) {
 	}
 }
 
+func TestShardMarket(t *testing.T) {
+	ad := func(id string, ms ...Market) Ad {
+		return Ad{ID: id, Kind: KindAdvertiser, Title: id, Keywords: []string{"handy"}, Landing: "https://" + id + "/",
+			Advertiser: id, Markets: ms, BidMicros: 1000}
+	}
+	chDE, chFR := Market{Country: "ch", Lang: "de"}, Market{Country: "ch", Lang: "fr"}
+	ix := mustBuild(t, []Ad{ad("a.de", de, chDE), ad("b.ch", chFR), ad("c.com", us, gb)})
+	for _, tt := range []struct {
+		country, lang string
+		want          Market
+		ok            bool
+	}{
+		{"de", "de", de, true},
+		{"de", "", de, true},        // one language in Germany
+		{"ch", "", Market{}, false}, // two in Switzerland: the whole catalog
+		{"ch", "fr", chFR, true},
+		{"de", "fr", Market{}, false}, // no such market
+		{"", "de", Market{}, false},
+		{"", "", Market{}, false},
+		{"fr", "", Market{}, false},
+	} {
+		if m, ok := ix.ShardMarket(tt.country, tt.lang); m != tt.want || ok != tt.ok {
+			t.Errorf("ShardMarket(%q, %q) = %v, %v; want %v, %v", tt.country, tt.lang, m, ok, tt.want, tt.ok)
+		}
+	}
+}
+
 // TestShardRejectsUnsortedCriteria: a shard whose checksum is right but
 // whose criteria are out of order is refused; matching on it read past a
 // criterion's terms and panicked.

@@ -64,10 +64,10 @@ func newCorpus(t testing.TB, ads []match.Ad) *corpus {
 	return c
 }
 
-// pick chooses the shard as the server's search handler chooses its index.
+// pick chooses the shard as the server chooses its index.
 func (c *corpus) pick(country, lang string) *shard {
-	if s := c.markets[match.Market{Country: country, Lang: lang}]; s != nil && country != "" && lang != "" {
-		return s
+	if m, ok := c.all.native.ShardMarket(country, lang); ok && c.markets[m] != nil {
+		return c.markets[m]
 	}
 	return c.all
 }

@@ -59,13 +59,15 @@ func (s *server) search(w http.ResponseWriter, r *http.Request) error {
 }
 
 // index picks the index a query is answered from: its market's when it
-// names a market that has one, so that the answer is byte-identical to the
-// one the page computes from that market's shard; else the full index.
+// names one (match.Index.ShardMarket: a country alone names its market when
+// it has one language), so that the answer is byte-identical to the one the
+// page computes from that market's shard; else the full index.
 func (s *server) index(country, lang string) *match.Index {
-	if country != "" && lang != "" {
-		if ix := s.indexes.For(country, lang); ix != nil {
+	all := s.indexes.All()
+	if m, ok := all.ShardMarket(country, lang); ok {
+		if ix := s.indexes.For(m.Country, m.Lang); ix != nil {
 			return ix
 		}
 	}
-	return s.indexes.All()
+	return all
 }

@@ -39,6 +39,7 @@ const (
 // Set is every market's shard and matcher.wasm, ready to serve.
 type Set struct {
 	redirectURL string
+	allIndex    *match.Index // the whole catalog's, which knows its markets
 	all         *Blob
 	markets     map[match.Market]*Blob
 	bySHA       map[string]*Blob
@@ -82,7 +83,7 @@ func Build(src Source, o Options) (*Set, error) {
 	if all == nil {
 		return nil, errors.New("shards: no index")
 	}
-	s := &Set{redirectURL: o.RedirectURL, markets: map[match.Market]*Blob{}, bySHA: map[string]*Blob{}, manifests: map[*Blob][]byte{}}
+	s := &Set{redirectURL: o.RedirectURL, allIndex: all, markets: map[match.Market]*Blob{}, bySHA: map[string]*Blob{}, manifests: map[*Blob][]byte{}}
 	type job struct {
 		market match.Market
 		ix     *match.Index
@@ -146,12 +147,15 @@ func Build(src Source, o Options) (*Set, error) {
 	return s, nil
 }
 
-// Pick returns the shard that answers a market exactly as the server's
-// search does: the market's own when country and lang name one, else the
-// whole catalog's, filtered by whatever of the two is given.
+// Pick returns the shard that answers a market exactly as the server does:
+// the market's own when country and lang name one, or country alone names
+// a country with one language (match.Index.ShardMarket); else the whole
+// catalog's, filtered by whatever of the two is given.
 func (s *Set) Pick(country, lang string) *Blob {
-	if b := s.markets[match.Market{Country: country, Lang: lang}]; b != nil && country != "" && lang != "" {
-		return b
+	if m, ok := s.allIndex.ShardMarket(country, lang); ok {
+		if b := s.markets[m]; b != nil {
+			return b
+		}
 	}
 	return s.all
 }

@@ -103,8 +103,13 @@ func TestShardsAreTheServersIndexes(t *testing.T) {
 			t.Errorf("%s: Pick or Shard does not find the market's shard", m)
 		}
 	}
-	if set.Pick("de", "") != set.all || set.Pick("", "") != set.all || set.Pick("zz", "zz") != set.all {
+	if set.Pick("", "") != set.all || set.Pick("", "de") != set.all || set.Pick("zz", "zz") != set.all || set.Pick("zz", "") != set.all {
 		t.Error("requests without a market of their own must get the whole catalog's shard, as search does")
+	}
+	// The demo's ads run in Germany in German only, so a country alone (the
+	// page context has no lang) names that market.
+	if set.Pick("de", "") != set.Pick("de", "de") {
+		t.Error(`Pick("de", "") is not the de-DE shard`)
 	}
 }
 
