@@ -119,13 +119,15 @@ func TestShardManifestErrors(t *testing.T) {
 			t.Errorf("%s: %d %+v, want %+v", query, res.StatusCode, e.Error, want)
 		}
 	}
-	if res := env.get(t, "/v2/shards/"+strings.Repeat("0", 64), nil, ""); res.StatusCode != http.StatusNotFound {
-		t.Errorf("unknown shard: %d", res.StatusCode)
+	// The widget reads these from another origin: an error must be
+	// readable there too, or it sees a failed fetch instead of a 404.
+	if res := env.get(t, "/v2/shards/"+strings.Repeat("0", 64), nil, ""); res.StatusCode != http.StatusNotFound || res.Header.Get("Access-Control-Allow-Origin") != "*" {
+		t.Errorf("unknown shard: %d, Access-Control-Allow-Origin %q", res.StatusCode, res.Header.Get("Access-Control-Allow-Origin"))
 	}
 	none := newInPageEnv(t, false)
 	for _, p := range []string{"/v2/shards?api_key=demo&site_id=demo&loc=de&lang=de", "/matcher.wasm"} {
-		if res := none.get(t, p, nil, ""); res.StatusCode != http.StatusNotFound {
-			t.Errorf("%s without shards: %d", p, res.StatusCode)
+		if res := none.get(t, p, nil, ""); res.StatusCode != http.StatusNotFound || res.Header.Get("Access-Control-Allow-Origin") != "*" {
+			t.Errorf("%s without shards: %d, Access-Control-Allow-Origin %q", p, res.StatusCode, res.Header.Get("Access-Control-Allow-Origin"))
 		}
 	}
 }

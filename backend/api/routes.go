@@ -22,8 +22,8 @@ func (s *server) routes(mux *http.ServeMux) {
 	// In the page: the market shards, matcher.wasm, widget.js and the demo
 	// publisher pages.
 	mux.Handle("GET /v2/shards", s.jsonp(s.limitKey(s.shardManifest)))
-	mux.Handle("GET /v2/shards/{sha256}", s.plain(s.shard))
-	mux.Handle("GET /matcher.wasm", s.plain(s.matcherWasm))
+	mux.Handle("GET /v2/shards/{sha256}", s.public(s.shard))
+	mux.Handle("GET /matcher.wasm", s.public(s.matcherWasm))
 	mux.Handle("GET /widget.js", s.plain(s.webFile("widget.js", "text/javascript; charset=utf-8")))
 	mux.Handle("GET /demo/", s.demo())
 

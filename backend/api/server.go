@@ -123,6 +123,17 @@ func (s *server) jsonp(h handlerFunc) http.Handler {
 // exposedHeaders are the response headers a cross-origin script may read.
 const exposedHeaders = "Retry-After, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, X-Request-Id"
 
+// public adapts what the widget fetches from another origin, the shards and
+// matcher.wasm: every answer readable there, errors too, so the widget sees
+// a 404 as a 404 and not as a failed fetch.
+func (s *server) public(h handlerFunc) http.Handler {
+	p := s.plain(h)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Access-Control-Allow-Origin", "*")
+		p.ServeHTTP(w, r)
+	})
+}
+
 // plain adapts a handler whose errors are always plain JSON.
 func (s *server) plain(h handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
