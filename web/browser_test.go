@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
 	"net/url"
 	"os"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -154,7 +157,7 @@ const placedScript = `(async () => {
 	return {
 		intext: [...document.querySelectorAll('a.adlink-intext')].map(a => ({
 			text: a.textContent, href: a.href, rel: a.rel,
-			misplaced: !!a.parentElement.closest('a, script, style, form, textarea, [data-adlink=box], nav, h1, h2, h3, h4, h5, h6'),
+			misplaced: !!a.parentElement.closest('a, script, style, textarea, select, button, label, [data-adlink=box], nav, h1, h2, h3, h4, h5, h6'),
 		})),
 		box: [...document.querySelectorAll('.adlink-box a.adlink-ad')].map(a => ({title: a.title, href: a.href, rel: a.rel})),
 		logos: imgs.map(i => ({src: i.src, ok: i.complete && i.naturalWidth > 0})),
@@ -423,6 +426,263 @@ func TestJSONPFromScriptTag(t *testing.T) {
 	bad := call(url.Values{"q": {"handy"}, "api_key": {"nobody"}, "site_id": {"demo"}, "callback": {"my.ads"}})
 	if bad.HTTPStatus != http.StatusUnauthorized || bad.Error.Code == "" {
 		t.Errorf("JSONP error %+v", bad)
+	}
+	br.noConsoleErrors(t)
+}
+
+// publisher serves pages, by path, as a publisher's site on a loopback
+// port of its own: a host of the demo site, apart from the backend's.
+func publisher(t *testing.T, pages map[string]string) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		page, ok := pages[r.URL.Path]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		io.WriteString(w, page)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// publisherPage is a page in language lang with the widget's tag, whose
+// requests go to base, and body.
+func publisherPage(lang, base, body string) string {
+	return `<!doctype html>
+<html lang="` + lang + `">
+<head>
+<meta charset="utf-8">
+<title>Handy-Test 2026</title>
+<link rel="icon" href="data:,">
+<script async src="` + base + `/widget.js" data-api-key="demo" data-site-id="demo" data-base="` + base + `"></script>
+</head>
+<body>
+` + body + `
+</body>
+</html>`
+}
+
+// handyText is a paragraph the demo catalog has ads for.
+const handyText = `Wir haben die wichtigsten Modelle des Jahres ausprobiert: das Apple iPhone 15, das
+Samsung Galaxy S24 und das Google Pixel 8. Eine gute Handyhülle sollte man gleich mitbestellen, und
+gute Kopfhörer auch.`
+
+// TestPageLangMarket: the widget reads the market from <html lang>, a BCP
+// 47 tag: the country is a two-letter region subtag only, so "es-419"
+// (Latin America) names none and "zh-Hant-TW" names Taiwan, not "hant".
+// The server accepts what the widget asks, so the page gets ads.
+func TestPageLangMarket(t *testing.T) {
+	br := newBrowser(t)
+	b := startBackend(t)
+	cases := []struct{ tag, loc, lang string }{
+		{"es-419", "", "es"},
+		{"zh-Hant-TW", "tw", "zh"},
+		{"sr-Latn-RS", "rs", "sr"},
+		{"de-DE", "de", "de"},
+		{"de", "", "de"},
+		{"de-u-co-phonebk", "", "de"},
+		{"und-AT", "at", ""},
+	}
+	pages := map[string]string{}
+	for i, c := range cases {
+		pages["/lang/"+strconv.Itoa(i)+".html"] = publisherPage(c.tag, b.URL, "<article><p>"+handyText+"</p></article>")
+	}
+	site := publisher(t, pages)
+	for i, c := range cases {
+		br.do(t, chromedp.Navigate(site+"/lang/"+strconv.Itoa(i)+".html"))
+		r := eval[readyResult](t, br, widgetReady)
+		got := eval[struct{ Loc, Lang string }](t, br, `({loc: adlink.config.loc, lang: adlink.config.lang})`)
+		if got.Loc != c.loc || got.Lang != c.lang {
+			t.Errorf("<html lang=%q>: loc %q, lang %q; want %q, %q", c.tag, got.Loc, got.Lang, c.loc, c.lang)
+		}
+		if r.Source != "local" {
+			t.Errorf("<html lang=%q>: ads from %q, want local (the server refused the market?)", c.tag, r.Source)
+		}
+	}
+	br.noConsoleErrors(t)
+}
+
+// TestInTextNotNested: no in-text link goes inside another link, also one
+// around the whole article, nor into an inline SVG drawing, where an HTML
+// <a> is no link and breaks the drawing.
+func TestInTextNotNested(t *testing.T) {
+	br := newBrowser(t)
+	b := startBackend(t)
+	site := publisher(t, map[string]string{
+		// The keywords' first occurrences are in the drawing, before the text.
+		"/svg.html": publisherPage("de-DE", b.URL, `<article><h1>Handy-Test</h1>
+<svg width="600" height="60"><text x="0" y="20">Apple iPhone 15, Samsung Galaxy S24, Google Pixel 8, Kopfhörer</text></svg>
+<p>`+handyText+`</p></article>`),
+		"/teaser.html": publisherPage("de-DE", b.URL, `<a href="#more"><article><h1>Handy-Test</h1><p>`+handyText+`</p></article></a>`),
+		// Some sites wrap the whole page in one form (ASP.NET WebForms): its
+		// text still gets links, its fields none.
+		"/webforms.html": publisherPage("de-DE", b.URL, `<form action="#"><article><h1>Handy-Test</h1><p>`+handyText+`</p>
+<label>Kopfhörer <textarea>Apple iPhone 15</textarea></label></article></form>`),
+	})
+	type result struct {
+		Intext, Nested int
+		SVGLinks       int `json:"svgLinks"`
+	}
+	const script = `({
+		intext: document.querySelectorAll('a.adlink-intext').length,
+		nested: [...document.querySelectorAll('a.adlink-intext')].filter(a => a.parentElement.closest('a, svg, math, label, textarea')).length,
+		svgLinks: document.querySelectorAll('svg a').length,
+	})`
+	for _, path := range []string{"/svg.html", "/teaser.html", "/webforms.html"} {
+		br.do(t, chromedp.Navigate(site+path))
+		r := eval[readyResult](t, br, widgetReady)
+		if r.Source != "local" || r.Links == 0 {
+			t.Fatalf("%s: %+v, want ads matched in the page", path, r)
+		}
+		got := eval[result](t, br, script)
+		if got.Nested != 0 || got.SVGLinks != 0 {
+			t.Errorf("%s: %d of %d in-text links inside a link or a drawing, %d links in the SVG", path, got.Nested, got.Intext, got.SVGLinks)
+		}
+		if path != "/teaser.html" && got.Intext == 0 {
+			t.Errorf("%s: no in-text link in the paragraph", path)
+		}
+	}
+	br.noConsoleErrors(t)
+}
+
+// TestLoneSurrogates: text with an unpaired UTF-16 surrogate, which the
+// DOM and document.title can hold but encodeURIComponent refuses, is
+// still matched: in the page, by adlink.matchText and by adlink.search.
+func TestLoneSurrogates(t *testing.T) {
+	br := newBrowser(t)
+	b := startBackend(t)
+	site := publisher(t, map[string]string{
+		"/page.html": publisherPage("de-DE", b.URL, `<article><h1>Handy-Test</h1><p id="p">`+handyText+`</p></article>
+<script>document.title += "\uD800"; document.getElementById("p").append(" \uDC00 Kopfhörer \uD83D");</script>`),
+	})
+	br.do(t, chromedp.Navigate(site+"/page.html"))
+	if r := eval[readyResult](t, br, widgetReady); r.Source != "local" || r.Links == 0 {
+		t.Errorf("page: %+v, want ads matched in the page", r)
+	}
+	if n := eval[int](t, br, `adlink.matchText("Das Apple iPhone 15 \uDC00 und gute \uD800Kopfhörer", {title: "\uDBFF"}).then(r => r.link.length)`); n == 0 {
+		t.Errorf("adlink.matchText found no ads")
+	}
+	if n := eval[int](t, br, `adlink.search("iphone 15 \uD800", {loc: "de", lang: "de"}).then(r => r.link.length)`); n == 0 {
+		t.Errorf("adlink.search found no ads")
+	}
+	br.noConsoleErrors(t)
+}
+
+// TestStalledServerTimesOut: a server that takes the request for the
+// page's ads and never answers does not keep adlink.ready from settling;
+// the widget matches in the page instead.
+func TestStalledServerTimesOut(t *testing.T) {
+	br := newBrowser(t)
+	b := startBackend(t)
+	target, err := url.Parse(b.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	release := make(chan struct{})
+	stalling := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v2/page/link" {
+			select {
+			case <-r.Context().Done():
+			case <-release:
+			}
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(stalling.Close)
+	t.Cleanup(func() { close(release) }) // before Close, which waits for the stalled request
+	site := publisher(t, map[string]string{
+		"/page.html": publisherPage("de-DE", stalling.URL, `<article><p>`+handyText+`</p></article>`),
+	})
+	br.do(t, chromedp.Navigate(site+"/page.html"))
+	if r := eval[readyResult](t, br, widgetReady); r.Source != "local" || r.Links == 0 {
+		t.Errorf("%+v, want ads matched in the page", r)
+	}
+}
+
+// TestClickTokenRenewed: the page's click URLs carry the site token of a
+// manifest fetched again when its token nears expiry, not the first one,
+// while the shard loaded stays in use. The page's clock is moved ahead.
+func TestClickTokenRenewed(t *testing.T) {
+	br := newBrowser(t)
+	b := startBackend(t)
+	br.do(t, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: `(() => {
+			const now = Date.now;
+			window.clockShift = 0;
+			Date.now = () => now() + window.clockShift;
+			// Record each manifest's token before the widget sees the manifest.
+			window.manifestToks = [];
+			const f = window.fetch;
+			window.fetch = function (u) {
+				const p = f.apply(this, arguments);
+				if (!String(u).includes("/v2/shards?")) return p;
+				return p.then(r => r.clone().json().then(m => { manifestToks.push(m.tok); return r; }));
+			};
+		})()`})
+		return err
+	}))
+	br.do(t, chromedp.Navigate(b.URL+"/demo/search.html"))
+	type result struct {
+		Tok  string
+		Toks []string
+	}
+	const search = `adlink.search("iphone 15").then(r => ({tok: new URL(r.link[0].ad).searchParams.get("tok"), toks: manifestToks}))`
+	first := eval[result](t, br, search)
+	if len(first.Toks) != 1 || first.Tok == "" || first.Tok != first.Toks[0] {
+		t.Fatalf("first search: click token %q, manifests' tokens %q", first.Tok, first.Toks)
+	}
+	// 55 minutes later the token (an hour) expires within 10 minutes.
+	later := eval[result](t, br, `(window.clockShift = 55 * 60 * 1000, `+search+`)`)
+	if len(later.Toks) != 2 || later.Tok != later.Toks[1] {
+		t.Errorf("55 minutes later: click token %q, manifests' tokens %q; want a second manifest's", later.Tok, later.Toks)
+	}
+	again := eval[result](t, br, search)
+	if len(again.Toks) != 2 || again.Tok != again.Toks[1] {
+		t.Errorf("right after: click token %q, manifests' tokens %q; want no third manifest", again.Tok, again.Toks)
+	}
+	br.noConsoleErrors(t)
+}
+
+// TestPageMatchHasNoLang: matching a page in the page asks, as
+// /v2/page/link matches, by the page's country alone: the manifest and
+// match_page get no lang, also where the page's tag or the caller names one.
+func TestPageMatchHasNoLang(t *testing.T) {
+	br := newBrowser(t)
+	b := startBackend(t)
+	br.do(t, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: `(() => {
+			window.manifestURLs = [];
+			const f = window.fetch;
+			window.fetch = function (u) {
+				if (String(u).includes("/v2/shards?")) manifestURLs.push(String(u));
+				return f.apply(this, arguments);
+			};
+		})()`})
+		return err
+	}))
+	br.do(t, chromedp.Navigate(b.firstView("article.html")))
+	if r := eval[readyResult](t, br, widgetReady); r.Source != "local" || r.Links == 0 {
+		t.Fatalf("first view: %+v, want ads matched in the page", r)
+	}
+	const text = "Das Apple iPhone 15 und gute Kopfhörer"
+	plain := eval[string](t, br, `adlink.matchText(`+jsString(text)+`).then(JSON.stringify)`)
+	english := eval[string](t, br, `adlink.matchText(`+jsString(text)+`, {lang: "en"}).then(JSON.stringify)`)
+	if a, e := unsignedJSON(t, []byte(plain)), unsignedJSON(t, []byte(english)); !reflect.DeepEqual(a, e) {
+		t.Errorf("adlink.matchText with lang en gives %s\nwithout %s", english, plain)
+	}
+	for _, u := range eval[[]string](t, br, `manifestURLs`) {
+		q, err := url.Parse(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if q.Query().Get("loc") != "de" || q.Query().Has("lang") {
+			t.Errorf("manifest asked as %s, want loc=de and no lang", q.RawQuery)
+		}
 	}
 	br.noConsoleErrors(t)
 }

@@ -14,7 +14,7 @@
  * links it places them: in-text links on the first occurrence of each keyword in the
  * page's text, and an ad box (title, price, logo) for ads with a picture. While the
  * server has not analysed the page yet (pending), it matches the page's main text in
- * the page with the server's own matcher (matcher.wasm over the market's shard) and
+ * the page with the server's own matcher (matcher.wasm over the country's shard) and
  * places those ads the same way, so even the first view has ads. Requests start when
  * the script runs; reading and changing the page wait for the DOM.
  *
@@ -25,7 +25,8 @@
  *                               /v2/search/link gives for the same parameters. options:
  *                               loc, lang, "ctx.dist", q_operator, ad_type, size,
  *                               distinct_advertiser, fields, "logo.dim", yk_tag
- *   adlink.matchText(text, options)  Promise of {link: [...]} for any text, as a page
+ *   adlink.matchText(text, options)  Promise of {link: [...]} for any text, as a page;
+ *                               as /v2/page/link, by the country alone (no lang)
  *   adlink.config               the configuration read from the tag
  *   adlink.timing               {start, firstAd, steps}: performance.now() when the widget
  *                               started and when the first ad was in the DOM; steps are
@@ -41,14 +42,21 @@
   // currentScript is null when a tag manager or another script inserted the tag.
   var script = document.currentScript || document.querySelector('script[src*="widget.js"][data-api-key]');
   var data = (script && script.dataset) || {};
-  var htmlLang = (document.documentElement.lang || "").toLowerCase().split(/[-_]/);
+  // <html lang> is a BCP 47 tag: its region, if any, is the first two-letter
+  // subtag after the language; "es-419" and "zh-Hant" name no country. A
+  // one-letter subtag starts extensions or private use ("de-u-co-phonebk",
+  // "x-de"): no region after it.
+  var tags = (document.documentElement.lang || "").split(/[-_]/), pageLoc = "";
+  for (var i = 0; i < tags.length && tags[i].length > 1 && !pageLoc; i++) {
+    if (i && /^[a-z]{2}$/i.test(tags[i])) pageLoc = tags[i];
+  }
   var base = (data.base || (script && script.src ? script.src.replace(/\/[^\/]*$/, "") : location.origin)).replace(/\/+$/, "");
   var config = {
     apiKey: data.apiKey || "",
     siteId: data.siteId || "",
     base: base,
-    loc: (data.loc || htmlLang[1] || "").toLowerCase(),
-    lang: (data.lang || htmlLang[0] || "").toLowerCase(),
+    loc: (data.loc || pageLoc).toLowerCase(),
+    lang: (data.lang || (/^[a-z]{2}$/i.test(tags[0]) ? tags[0] : "")).toLowerCase(),
     auto: data.auto !== "false"
   };
   var timing = { start: performance.now(), firstAd: 0, steps: {} };
@@ -56,18 +64,30 @@
   var encoder = new TextEncoder();
   var decoder = new TextDecoder();
   var FIELDS = "price,logo";
+  // A server that takes the connection and never answers must not keep
+  // adlink.ready from settling. (Without AbortSignal.timeout, it can.)
+  var TIMEOUT = 10000;
+
+  // wellFormed replaces unpaired surrogates, which page text and titles can
+  // hold, with U+FFFD: encodeURIComponent throws on them.
+  function wellFormed(v) {
+    v = String(v);
+    return v.toWellFormed ? v.toWellFormed() : v.replace(/[\uD800-\uDBFF][\uDC00-\uDFFF]|[\uD800-\uDFFF]/g, function (m) { return m.length === 2 ? m : "\uFFFD"; });
+  }
 
   function query(params) {
     var parts = [];
     for (var k in params) {
       var v = params[k];
-      if (v !== undefined && v !== null && v !== "") parts.push(encodeURIComponent(k) + "=" + encodeURIComponent(v));
+      if (v !== undefined && v !== null && v !== "") parts.push(encodeURIComponent(wellFormed(k)) + "=" + encodeURIComponent(wellFormed(v)));
     }
     return parts.join("&");
   }
 
   function getJSON(path, params) {
-    return fetch(config.base + path + "?" + query(params), { mode: "cors", credentials: "omit" }).then(function (r) {
+    var o = { mode: "cors", credentials: "omit" };
+    if (window.AbortSignal && AbortSignal.timeout) o.signal = AbortSignal.timeout(TIMEOUT);
+    return fetch(config.base + path + "?" + query(params), o).then(function (r) {
       return r.json().then(function (body) { return { status: r.status, body: body }; }, function () { return { status: r.status, body: null }; });
     });
   }
@@ -156,18 +176,25 @@
   // ---- The matcher: one compiled module, one instance per shard.
   var manifests = {}, matchers = {}, modulePromise = null;
 
+  // manifest is kept until ten minutes before its site token ("kid.exp.mac",
+  // exp in unix seconds) expires, so that click URLs made later carry a
+  // fresh one; at least a minute, so that a wrong clock cannot make every
+  // match fetch it again.
   function manifest(loc, lang) {
-    var key = loc + "-" + lang;
-    if (!manifests[key]) {
-      var p = manifests[key] = getJSON("/v2/shards", { api_key: config.apiKey, site_id: config.siteId, loc: loc, lang: lang }).then(function (r) {
+    var key = loc + "-" + lang, c = manifests[key];
+    if (!c || Date.now() >= c.until) {
+      c = manifests[key] = { until: Infinity };
+      c.p = getJSON("/v2/shards", { api_key: config.apiKey, site_id: config.siteId, loc: loc, lang: lang }).then(function (r) {
         if (r.status !== 200 || !r.body || !r.body.shard) throw new Error("adlink: no shard for " + key + " (HTTP " + r.status + ")");
         if (!r.body.matcher) throw new Error("adlink: the server has no matcher.wasm");
+        var exp = r.body.tok ? +String(r.body.tok).split(".")[1] : NaN;
+        if (exp > 0) c.until = Date.now() + Math.max(60, exp - Date.now() / 1000 - 600) * 1000;
         mark("manifest");
         return r.body;
       });
-      p.catch(function () { if (manifests[key] === p) delete manifests[key]; });
+      c.p.catch(function () { if (manifests[key] === c) delete manifests[key]; });
     }
-    return manifests[key];
+    return c.p;
   }
 
   function get(url) {
@@ -194,20 +221,27 @@
     return modulePromise;
   }
 
-  // matcher resolves to a function(kind, params) -> {link: [...]} over the shard
-  // that answers the market, as /v2/search/link picks its index. The module and
-  // the shard download together, and the Go runtime starts while the shard may
-  // still be on its way.
-  function matcher(loc, lang) {
+  // match runs the module's export kind over the shard that answers the
+  // market, as /v2/search/link picks its index. The module and the shard
+  // download together, and the Go runtime starts while the shard may still be
+  // on its way. A shard's instance outlives the manifest that named it; the
+  // click URLs take the current manifest's token.
+  function match(loc, lang, kind, params) {
     return manifest(loc, lang).then(function (m) {
       var sha = m.shard.sha256;
       if (!matchers[sha]) {
         var running = compile(m.matcher.url).then(instantiate);
         var shard = get(m.shard.url).then(function (r) { return r.arrayBuffer(); }).then(function (b) { mark("shard"); return new Uint8Array(b); });
-        var p = matchers[sha] = Promise.all([running, shard]).then(function (got) { return load(got[0], got[1], m); });
+        var p = matchers[sha] = Promise.all([running, shard]).then(function (got) {
+          return load(got[0], got[1], function () { if (matchers[sha] === p) delete matchers[sha]; });
+        });
         p.catch(function () { if (matchers[sha] === p) delete matchers[sha]; });
       }
-      return matchers[sha];
+      return matchers[sha].then(function (run) {
+        params.redirect_url = m.redirect_url || config.base;
+        params.tok = m.tok;
+        return run(kind, params);
+      });
     });
   }
 
@@ -222,9 +256,10 @@
     return ex;
   }
 
-  // load puts the shard into a running module. The manifest gives the click
-  // URLs' base and, when the server signs clicks, the site token they carry.
-  function load(ex, shard, m) {
+  // load puts the shard into a running module and returns the function that
+  // runs its exports; drop forgets the instance once it has trapped.
+  function load(ex, shard, drop) {
+    var dead = false;
     function put(bytes) {
       var p = ex.alloc(bytes.length) >>> 0;
       new Uint8Array(ex.memory.buffer, p, bytes.length).set(bytes); // a fresh view: memory may have grown
@@ -234,24 +269,27 @@
     if (st !== 0) throw new Error("adlink: the shard did not load (" + st + ")");
     mark("loaded");
     return function (kind, params) {
+      // After a trap the Go runtime's state is undefined: no call may enter it.
+      if (dead) throw new Error("adlink: the matcher has stopped");
       params.api_key = config.apiKey;
       params.site_id = config.siteId;
-      params.redirect_url = m.redirect_url || config.base;
-      params.tok = m.tok;
-      var req = encoder.encode(query(params));
-      var p = put(req), r;
+      var req = encoder.encode(query(params)), r, text;
       try {
+        var p = put(req);
         r = ex[kind](p, req.length);
+        ex.free(p);
+        if (r !== 0n) {
+          var rp = Number(r >> 32n), rn = Number(r & 0xffffffffn);
+          text = decoder.decode(new Uint8Array(ex.memory.buffer, rp, rn));
+          ex.free(rp);
+        }
       } catch (e) {
-        // The module trapped: it is dead. Drop it so the next call loads a new one.
-        delete matchers[m.shard.sha256];
+        // The module trapped: drop it so that the next call loads a new one.
+        dead = true;
+        drop();
         throw e;
       }
-      ex.free(p);
       if (r === 0n) throw new Error("adlink: the matcher refused the request");
-      var rp = Number(r >> 32n), rn = Number(r & 0xffffffffn);
-      var text = decoder.decode(new Uint8Array(ex.memory.buffer, rp, rn));
-      ex.free(rp);
       var body = JSON.parse(text);
       if (body.error) throw new Error("adlink: " + body.error.message);
       return body;
@@ -270,27 +308,36 @@
     var o = Object.assign({}, options || {});
     var m = market(o);
     o.q = q; o.loc = m[0]; o.lang = m[1];
-    return matcher(m[0], m[1]).then(function (run) { return run("match_search", o); });
+    return match(m[0], m[1], "match_search", o);
   }
 
+  // matchText matches as /v2/page/link does, whose page context has no
+  // language: by the country alone, whatever options.lang says.
   function matchText(text, options) {
     var o = Object.assign({ fields: FIELDS }, options || {});
-    var m = market(o);
-    o.text = text; o.loc = m[0]; o.lang = m[1];
-    return matcher(m[0], m[1]).then(function (run) { return run("match_page", o); });
+    var loc = market(o)[0];
+    delete o.lang;
+    o.text = text; o.loc = loc;
+    return match(loc, "", "match_page", o);
   }
 
   // ---- Reading the page.
-  var SKIP = /^(A|SCRIPT|STYLE|NOSCRIPT|TEXTAREA|INPUT|SELECT|OPTION|BUTTON|LABEL|CODE|PRE|IFRAME|SVG|TEMPLATE|NAV|HEADER|FOOTER|ASIDE|H1|H2|H3|H4|H5|H6)$/;
+  var SKIP = /^(A|SCRIPT|STYLE|NOSCRIPT|TEXTAREA|INPUT|SELECT|OPTION|BUTTON|LABEL|CODE|PRE|IFRAME|TEMPLATE|NAV|HEADER|FOOTER|ASIDE|H1|H2|H3|H4|H5|H6)$/i;
+  var HTML = "http://www.w3.org/1999/xhtml";
 
   function contentRoot() {
     return document.querySelector("article, main, [role=main]") || document.body;
   }
 
-  function skipped(node, root) {
-    for (var el = node.parentNode; el && el !== root.parentNode; el = el.parentNode) {
+  // skipped tells whether a link may not go around node: the content root
+  // itself can stand in a link or an aside. A <form> alone does not count:
+  // some sites wrap the whole page in one (ASP.NET WebForms); its fields do. An <a> made by
+  // createElement is HTML's; in SVG or MathML it would be no link, or break
+  // the drawing.
+  function skipped(node) {
+    for (var el = node.parentNode; el; el = el.parentNode) {
       // Attributes only: isContentEditable would recompute styles after every link placed.
-      if (el.nodeType === 1 && (SKIP.test(el.nodeName) || el.hasAttribute("contenteditable") || el.hasAttribute("data-adlink"))) return true;
+      if (el.nodeType === 1 && (el.namespaceURI !== HTML || SKIP.test(el.nodeName) || el.hasAttribute("contenteditable") || el.hasAttribute("data-adlink"))) return true;
     }
     return false;
   }
@@ -299,19 +346,20 @@
     var out = [];
     var w = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
     for (var n = w.nextNode(); n; n = w.nextNode()) {
-      if (n.nodeValue.trim() && !skipped(n, root)) out.push(n);
+      if (n.nodeValue.trim() && !skipped(n)) out.push(n);
     }
     return out;
   }
 
   // pageText is the page's title and main text as the matcher reads them: one
-  // block per line, so no phrase runs across two paragraphs.
+  // block per line, so no phrase runs across two paragraphs. Text in a form
+  // counts (a page may sit in one); a field's value is in no block.
   function pageText() {
     var root = contentRoot(), title = [document.title], text = [];
     var blocks = root.querySelectorAll("h1, h2, h3, p, li, td, blockquote, figcaption, dd");
     for (var i = 0; i < blocks.length; i++) {
       var b = blocks[i];
-      if (b.closest("[data-adlink]") || b.closest("nav, header, footer, aside, form")) continue;
+      if (b.closest("[data-adlink]") || b.closest("nav, header, footer, aside")) continue;
       (/^H[12]$/.test(b.nodeName) ? title : text).push(b.textContent.replace(/\s+/g, " ").trim());
     }
     if (!blocks.length) text.push(root.innerText || root.textContent);
@@ -439,7 +487,7 @@
     // the page's ads measured no faster (the answer comes about as soon as the
     // manifest), and in a third of the views of analysed pages the server had
     // sent the whole module before the abort (BenchmarkFirstView).
-    manifest(config.loc, config.lang).catch(function () {});
+    manifest(config.loc, "").catch(function () {});
     // Only reading and changing the page waits for it to be parsed.
     var dom = new Promise(function (resolve) {
       if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", function () { resolve(); });
