@@ -119,7 +119,7 @@ func (tr *transfer) total() (float64, string) {
 func BenchmarkFirstView(b *testing.B) {
 	srv := startBackend(b)
 	const rounds = 5
-	var cold []float64
+	var cold, longest, blocking []float64
 	var warm [2][]float64
 	var coldSteps []steps
 	var warmSteps [2][]steps
@@ -138,6 +138,8 @@ func BenchmarkFirstView(b *testing.B) {
 			p := eval[placed](b, br, placedScript)
 			cold = append(cold, p.FirstAdMs)
 			coldSteps = append(coldSteps, eval[steps](b, br, stepsScript))
+			bl := eval[[2]float64](b, br, blockingScript)
+			longest, blocking = append(longest, bl[0]), append(blocking, bl[1])
 			bytes, detail = tr.total()
 			// Warm: the cache holds the module and the shard; the page is
 			// new to the server, so the widget matches in the page again.
@@ -162,6 +164,7 @@ func BenchmarkFirstView(b *testing.B) {
 	b.ReportMetric(c, "ms-first-ad-cold")
 	b.ReportMetric(w, "ms-first-ad-warm")
 	b.ReportMetric(wl, "ms-first-ad-warm-later")
+	b.ReportMetric(median(blocking), "ms-blocking-cold")
 	b.ReportMetric(floor, "ms-empty-go-total")
 	b.ReportMetric(bytes/1e3, "KB-first-view")
 	fmt.Printf("first view of the demo article in Chromium, matched in the page (median of %d):\n", len(cold))
@@ -170,6 +173,8 @@ func BenchmarkFirstView(b *testing.B) {
 	fmt.Printf("  baseline, an empty Go reactor (%.1f KB, built and served as matcher.wasm) alone in a fresh browser: fetched and compiled in %.0f ms, started in %.0f ms, %.0f ms in all; the cold first ad takes %.1fx that\n",
 		floorKB, floorCompile, floorStart, floor, c/floor)
 	printSteps(coldSteps, warmSteps[0], warmSteps[1])
+	fmt.Printf("  the page's main thread in a cold view: longest task %.0f ms, total blocking time %.0f ms (each task's ms past 50, as Lighthouse counts; medians)\n",
+		median(longest), median(blocking))
 	fmt.Printf("  bytes over the wire: %.1f KB (target <= 600 KB): %s\n", bytes/1e3, detail)
 	fmt.Printf("  once the server has analysed the page, cold cache: %s\n", analysed)
 }
@@ -225,6 +230,21 @@ const stepsScript = `(() => {
 	}
 	return out;
 })()`
+
+// blockingScript resolves to the longest task on the page's main thread
+// since the widget started and the total blocking time (each task's ms
+// past 50, as Lighthouse counts it): how long the page could not answer
+// a reader's input.
+const blockingScript = `new Promise(r => new PerformanceObserver((l, o) => {
+	o.disconnect();
+	let longest = 0, blocking = 0;
+	for (const e of l.getEntries()) {
+		if (e.startTime + e.duration < adlink.timing.start) continue;
+		longest = Math.max(longest, e.duration);
+		blocking += e.duration - 50;
+	}
+	r([longest, blocking]);
+}).observe({type: "longtask", buffered: true}))`
 
 // stepRows is how printSteps lays the steps out: each row names the steps
 // it shows, in order.

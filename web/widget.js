@@ -230,11 +230,11 @@
     return manifest(loc, lang).then(function (m) {
       var sha = m.shard.sha256;
       if (!matchers[sha]) {
-        var running = compile(m.matcher.url).then(instantiate);
+        var running = compile(m.matcher.url).then(yieldTask).then(instantiate).then(yieldTask);
         var shard = get(m.shard.url).then(function (r) { return r.arrayBuffer(); }).then(function (b) { mark("shard"); return new Uint8Array(b); });
         var p = matchers[sha] = Promise.all([running, shard]).then(function (got) {
           return load(got[0], got[1], function () { if (matchers[sha] === p) delete matchers[sha]; });
-        });
+        }).then(yieldTask);
         p.catch(function () { if (matchers[sha] === p) delete matchers[sha]; });
       }
       return matchers[sha].then(function (run) {
@@ -243,6 +243,15 @@
         return run(kind, params);
       });
     });
+  }
+
+  // yieldTask resolves to its argument in a new task, so that the page can
+  // handle input between the module's steps: starting the Go runtime,
+  // loading the shard and matching are each tens of ms on a first view
+  // (V8 compiles each function on its first call), one long task together.
+  function yieldTask(v) {
+    if (window.scheduler && scheduler.yield) return scheduler.yield().then(function () { return v; });
+    return new Promise(function (resolve) { setTimeout(function () { resolve(v); }, 0); });
   }
 
   // instantiate starts a Go runtime over the module: a reactor, so
@@ -475,7 +484,7 @@
   function local() {
     var t = pageText();
     mark("text");
-    return matchText(t.text, { title: t.title }).then(function (body) { mark("matched"); return render(body.link, "local"); });
+    return matchText(t.text, { title: t.title }).then(yieldTask).then(function (body) { mark("matched"); return render(body.link, "local"); });
   }
 
   function start() {
