@@ -25,7 +25,10 @@ type params struct{ match.Values }
 
 // parseQuery appends the decoded name=value pairs of a URL query string
 // to dst; "&&" adds none. Bad escapes are kept literally, as a
-// browser's URLSearchParams does. Components without escapes are
+// browser's URLSearchParams does, and ';' is a plain byte: where the
+// server answers such a query string 400 (url.ParseQuery refuses it), the
+// module matches what it decoded. The widget encodes every component, so
+// it never sends one; byte-for-byte parity holds for well-formed queries. Components without escapes are
 // substrings of s; the others are decoded into one buffer for the whole
 // query (an allocation apiece costs the module dearly).
 func parseQuery(s string, dst []match.Pair) []match.Pair {
