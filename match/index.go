@@ -122,12 +122,13 @@ func (ix *Index) Len() int { return len(ix.ads) }
 // Markets returns the index's markets.
 func (ix *Index) Markets() []Market { return slices.Clone(ix.markets) }
 
-// ShardMarket is the market whose own index answers a query for country
+// ShardMarket is the key of the index that answers a query for country
 // and lang, as the server and the page both choose it from the whole
-// catalog's index ix: the market itself when both are given; for a country
-// alone (the page context has no lang), the country's one market when ads
-// run there in one language only. ok is false when the whole catalog's
-// index answers instead, or the market has none.
+// catalog's index ix (ShardMarkets lists them): the market itself when both
+// are given; for a country alone (the page context has no lang), the
+// country's one market when its ads run in one language, else the
+// country's own index, keyed with no Lang. ok is false when the whole
+// catalog's index answers instead: no country, or no such market.
 func (ix *Index) ShardMarket(country, lang string) (m Market, ok bool) {
 	if country == "" {
 		return Market{}, false
@@ -136,12 +137,43 @@ func (ix *Index) ShardMarket(country, lang string) (m Market, ok bool) {
 		switch {
 		case k.Country != country || lang != "" && k.Lang != lang:
 		case ok:
-			return Market{}, false // a second language: no one market
+			return Market{Country: country}, true // a second language
 		default:
 			m, ok = k, true
 		}
 	}
 	return m, ok
+}
+
+// ShardAds groups a catalog's ads by the keys of all.ShardMarkets, all
+// being the catalog's whole index: an ad is in the group of each market it
+// runs in, and once in its country's when that has a group of its own.
+func ShardAds(all *Index, ads []Ad) map[Market][]Ad {
+	groups := map[Market][]Ad{}
+	for _, a := range ads {
+		var countries []Market
+		for _, m := range a.Markets {
+			groups[m] = append(groups[m], a)
+			if k, _ := all.ShardMarket(m.Country, ""); k.Lang == "" && !slices.Contains(countries, k) {
+				countries = append(countries, k)
+				groups[k] = append(groups[k], a)
+			}
+		}
+	}
+	return groups
+}
+
+// ShardMarkets lists the keys of the indexes the catalog of ix is cut into
+// besides the whole: each market, then each country whose ads run in more
+// than one language (Lang "": for a request that names the country alone).
+func (ix *Index) ShardMarkets() []Market {
+	out := slices.Clone(ix.markets)
+	for _, m := range ix.markets {
+		if k, _ := ix.ShardMarket(m.Country, ""); k.Lang == "" && !slices.Contains(out[len(ix.markets):], k) {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // Lookup finds an ad's ordinal by its id.

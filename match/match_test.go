@@ -398,8 +398,8 @@ func TestShardMarket(t *testing.T) {
 		ok            bool
 	}{
 		{"de", "de", de, true},
-		{"de", "", de, true},        // one language in Germany
-		{"ch", "", Market{}, false}, // two in Switzerland: the whole catalog
+		{"de", "", de, true},                    // one language in Germany
+		{"ch", "", Market{Country: "ch"}, true}, // two in Switzerland: the country's own
 		{"ch", "fr", chFR, true},
 		{"de", "fr", Market{}, false}, // no such market
 		{"", "de", Market{}, false},
@@ -409,6 +409,11 @@ func TestShardMarket(t *testing.T) {
 		if m, ok := ix.ShardMarket(tt.country, tt.lang); m != tt.want || ok != tt.ok {
 			t.Errorf("ShardMarket(%q, %q) = %v, %v; want %v, %v", tt.country, tt.lang, m, ok, tt.want, tt.ok)
 		}
+	}
+	got := ix.ShardMarkets()
+	want := append(ix.Markets(), Market{Country: "ch"})
+	if !slices.Equal(got, want) {
+		t.Errorf("ShardMarkets() = %v, want %v", got, want)
 	}
 }
 

@@ -58,7 +58,7 @@ func newCorpus(t testing.TB, ads []match.Ad) *corpus {
 		return &shard{bytes: b, native: native, in: newInstance(t, b)}
 	}
 	c.all = open(mi.All())
-	for _, m := range mi.All().Markets() {
+	for _, m := range mi.All().ShardMarkets() {
 		c.markets[m] = open(mi.For(m.Country, m.Lang))
 	}
 	return c
@@ -306,6 +306,9 @@ func TestParityGenerated(t *testing.T) {
 		pages int
 	}{
 		{"demo", demoAds, 200},
+		// The demo's German ads also in Switzerland, in German or French:
+		// a country with two languages, whose shard answers loc alone.
+		{"demo-ch", swissAds, 100},
 		{"generated", func(testing.TB) []match.Ad { return catalog.Generate(3000, 7) }, 200},
 		// Page texts over 19,000 products take 0.3 s each in the module.
 		{"icecat", icecatAds, 40},
@@ -317,6 +320,17 @@ func TestParityGenerated(t *testing.T) {
 			t.Run("page", func(t *testing.T) { checkParity(t, c, generate(ads, cat.pages, 2, true)) })
 		})
 	}
+}
+
+func swissAds(t testing.TB) []match.Ad {
+	ads := demoAds(t)
+	de := match.Market{Country: "de", Lang: "de"}
+	for i := range ads {
+		if slices.Contains(ads[i].Markets, de) {
+			ads[i].Markets = append(slices.Clone(ads[i].Markets), match.Market{Country: "ch", Lang: []string{"de", "fr"}[i%2]})
+		}
+	}
+	return ads
 }
 
 func icecatAds(t testing.TB) []match.Ad {

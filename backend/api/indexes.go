@@ -10,9 +10,10 @@ import (
 type Indexes interface {
 	// All is the index of the whole catalog; the redirect looks ads up in it.
 	All() *match.Index
-	// For is the index of one market (lower-case country and language), the
-	// same one the page's WebAssembly module loads as that market's shard,
-	// or nil when the market has none.
+	// For is the index of one market (lower-case country and language), or
+	// of a country whose ads run in several languages (lang ""), the same
+	// one the page's WebAssembly module loads as its shard; nil when there
+	// is none.
 	For(country, lang string) *match.Index
 }
 
@@ -25,19 +26,15 @@ type MarketIndexes struct {
 
 var _ Indexes = (*MarketIndexes)(nil)
 
-// BuildIndexes indexes ads as a whole and per market; an ad that runs in
-// several markets is in each of their indexes.
+// BuildIndexes indexes ads as a whole, per market and per country whose
+// ads run in several languages (match.Index.ShardMarkets); an ad that runs
+// in several markets is in each of their indexes, once in its country's.
 func BuildIndexes(ads []match.Ad) (*MarketIndexes, error) {
 	all, err := match.Build(ads)
 	if err != nil {
 		return nil, err
 	}
-	byMarket := map[match.Market][]match.Ad{}
-	for _, a := range ads {
-		for _, m := range a.Markets {
-			byMarket[m] = append(byMarket[m], a)
-		}
-	}
+	byMarket := match.ShardAds(all, ads)
 	mi := &MarketIndexes{all: all, markets: make(map[match.Market]*match.Index, len(byMarket))}
 	for m, ads := range byMarket {
 		ix, err := match.Build(ads)

@@ -698,6 +698,35 @@ func TestSearchMarketAnswerIsTheShards(t *testing.T) {
 	}
 }
 
+// A country whose ads run in several languages has an index of its own:
+// a search that names the country alone (and the page context, which has
+// no lang) answers from it, byte for byte as the page's shard of it.
+func TestSearchCountryAnswerIsTheShards(t *testing.T) {
+	chDE, chFR := match.Market{Country: "ch", Lang: "de"}, match.Market{Country: "ch", Lang: "fr"}
+	ads := fixture()
+	for i := range ads {
+		if slices.Contains(ads[i].Markets, mDE) {
+			ads[i].Markets = append(ads[i].Markets, chDE)
+		}
+	}
+	ads = append(ads, match.Ad{ID: "natel.example.ch", Kind: match.KindAdvertiser, Title: "Natel - téléphones mobiles",
+		Keywords: []string{"handy", "natel", "téléphone"}, Landing: "https://natel.example.ch/", Advertiser: "natel.example.ch",
+		Markets: []match.Market{chFR}, BidMicros: 500000})
+	env := newEnv(t, ads)
+	ch := env.indexes.For("ch", "")
+	if ch == nil || ch.Len() != 8 {
+		t.Fatalf("the ch index: %v, want the 7 ads in de-CH and the one in fr-CH", ch)
+	}
+	got := readBody(t, env.get(t, "/v2/search/link?q=nokia+handy&api_key=demo&site_id=demo&loc=ch&fields=price,logo", nil, ""))
+	want := ch.AppendResponse(nil, ch.Match(&match.Query{Text: "nokia handy", Country: "ch",
+		Size: match.DefaultSize, DistinctAdvertiser: match.DefaultDistinctAdvertiser}),
+		&match.LinkOptions{RedirectURL: "https://r.example", Context: match.ContextSearch, APIKey: "demo", SiteID: "demo",
+			Fields: match.FieldPrice | match.FieldLogo})
+	if !bytes.Equal(got, want) || !bytes.Contains(got, []byte("natel.example.ch")) || !bytes.Contains(got, []byte("handyladen.de")) {
+		t.Errorf("got\n%s\nwant\n%s (both languages' ads)", got, want)
+	}
+}
+
 func adIDsOf(ix *match.Index, hits []match.Hit) []string {
 	var ids []string
 	for _, h := range hits {

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/adlink/adlink/match"
@@ -24,7 +25,8 @@ type Source interface {
 	// All is the index of the whole catalog, answering requests that name
 	// no market with a shard of its own.
 	All() *match.Index
-	// For is the index of one market, or nil.
+	// For is the index of one market, or of a country in all its
+	// languages (lang ""), for each of match.Index.ShardMarkets; or nil.
 	For(country, lang string) *match.Index
 }
 
@@ -96,7 +98,7 @@ func Build(src Source, o Options) (*Set, error) {
 		choice ZstdChoice
 	}
 	jobs := []*job{{ix: all, ctype: "application/octet-stream"}}
-	for _, m := range all.Markets() {
+	for _, m := range all.ShardMarkets() {
 		if ix := src.For(m.Country, m.Lang); ix != nil {
 			jobs = append(jobs, &job{market: m, ix: ix, ctype: "application/octet-stream"})
 		}
@@ -139,7 +141,11 @@ func Build(src Source, o Options) (*Set, error) {
 		}
 		s.bySHA[j.blob.SHA256] = j.blob
 		name := "all"
-		if j.ix != all {
+		switch {
+		case j.ix == all:
+		case j.market.Lang == "":
+			name = strings.ToUpper(j.market.Country) // a country's, in all its languages
+		default:
 			name = j.market.String()
 		}
 		s.manifests[j.blob] = s.manifest(name, j.blob)

@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/adlink/adlink/backend/catalog"
@@ -31,12 +33,7 @@ func buildSource(t testing.TB, ads []match.Ad) *indexes {
 	if err != nil {
 		t.Fatal(err)
 	}
-	byMarket := map[match.Market][]match.Ad{}
-	for _, a := range ads {
-		for _, m := range a.Markets {
-			byMarket[m] = append(byMarket[m], a)
-		}
-	}
+	byMarket := match.ShardAds(all, ads)
 	src := &indexes{all: all, markets: map[match.Market]*match.Index{}}
 	for m, ads := range byMarket {
 		if src.markets[m], err = match.Build(ads); err != nil {
@@ -110,6 +107,47 @@ func TestShardsAreTheServersIndexes(t *testing.T) {
 	// page context has no lang) names that market.
 	if set.Pick("de", "") != set.Pick("de", "de") {
 		t.Error(`Pick("de", "") is not the de-DE shard`)
+	}
+}
+
+// TestCountryShard: a country whose ads run in two languages gets a shard
+// of its own, which the manifest of the country alone names; it answers as
+// the server's index of the country.
+func TestCountryShard(t *testing.T) {
+	ads, err := catalog.Demo(catalog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	de := match.Market{Country: "de", Lang: "de"}
+	for i := range ads {
+		switch {
+		case slices.Contains(ads[i].Markets, de) && i%3 == 0:
+			ads[i].Markets = append(ads[i].Markets, match.Market{Country: "ch", Lang: "de"})
+		case slices.Contains(ads[i].Markets, de) && i%3 == 1:
+			ads[i].Markets = append(ads[i].Markets, match.Market{Country: "ch", Lang: "fr"})
+		}
+	}
+	src := buildSource(t, ads)
+	set, err := Build(src, Options{RedirectURL: "http://r.test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := set.Pick("ch", "")
+	if b == set.all || b == set.Pick("ch", "de") || b == set.Pick("ch", "fr") {
+		t.Fatal(`Pick("ch", "") is not a shard of its own`)
+	}
+	if m := string(set.Manifest("ch", "")); !strings.HasPrefix(m, `{"market":"CH",`) {
+		t.Errorf("manifest %s, want market CH", m)
+	}
+	ix, err := match.Open(b.Bytes(Identity))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := src.For("ch", "")
+	q := &match.Query{Text: "handy kopfhörer iphone laptop", Country: "ch", Dist: match.DistLow}
+	o := &match.LinkOptions{RedirectURL: "http://r", Context: match.ContextSearch, APIKey: "k", SiteID: "s"}
+	if g, w := ix.AppendResponse(nil, ix.Match(q), o), want.AppendResponse(nil, want.Match(q), o); !bytes.Equal(g, w) || bytes.Equal(g, []byte(`{"link":[]}`)) {
+		t.Errorf("the ch shard answers %s, the server's index %s", g, w)
 	}
 }
 
