@@ -65,8 +65,15 @@
   var decoder = new TextDecoder();
   var FIELDS = "price,logo";
   // A server that takes the connection and never answers must not keep
-  // adlink.ready from settling. (Without AbortSignal.timeout, it can.)
-  var TIMEOUT = 10000;
+  // adlink.ready from settling (without AbortSignal.timeout, it can): 10 s
+  // for an answer, 60 s for the module or a shard, hundreds of KB.
+  var TIMEOUT = 10000, DOWNLOAD_TIMEOUT = 60000;
+
+  function fetchOptions(ms) {
+    var o = { mode: "cors", credentials: "omit" };
+    if (window.AbortSignal && AbortSignal.timeout) o.signal = AbortSignal.timeout(ms);
+    return o;
+  }
 
   // wellFormed replaces unpaired surrogates, which page text and titles can
   // hold, with U+FFFD: encodeURIComponent throws on them.
@@ -85,9 +92,7 @@
   }
 
   function getJSON(path, params) {
-    var o = { mode: "cors", credentials: "omit" };
-    if (window.AbortSignal && AbortSignal.timeout) o.signal = AbortSignal.timeout(TIMEOUT);
-    return fetch(config.base + path + "?" + query(params), o).then(function (r) {
+    return fetch(config.base + path + "?" + query(params), fetchOptions(TIMEOUT)).then(function (r) {
       return r.json().then(function (body) { return { status: r.status, body: body }; }, function () { return { status: r.status, body: null }; });
     });
   }
@@ -198,7 +203,7 @@
   }
 
   function get(url) {
-    return fetch(config.base + url, { mode: "cors", credentials: "omit" }).then(function (r) {
+    return fetch(config.base + url, fetchOptions(DOWNLOAD_TIMEOUT)).then(function (r) {
       if (!r.ok) throw new Error("adlink: " + url.replace(/\?.*/, "") + " " + r.status);
       return r;
     });
@@ -228,6 +233,15 @@
   // click URLs take the current manifest's token.
   function match(loc, lang, kind, params) {
     return manifest(loc, lang).then(function (m) {
+      // loc=use_geo and lang=use_locale as the server resolved them for the
+      // manifest, which names the shard for the result: the page's module
+      // then filters as the server's endpoints would.
+      if (typeof m.loc === "string") params.loc = m.loc;
+      else if (params.loc === "use_geo") params.loc = "";
+      if (params.lang !== undefined) {
+        if (typeof m.lang === "string") params.lang = m.lang;
+        else if (params.lang === "use_locale") params.lang = (navigator.language || "").slice(0, 2).toLowerCase();
+      }
       var sha = m.shard.sha256;
       if (!matchers[sha]) {
         var running = compile(m.matcher.url).then(yieldTask).then(instantiate).then(yieldTask);
@@ -315,11 +329,11 @@
     };
   }
 
+  // market is the loc and lang of a call, the tag's by default; use_geo and
+  // use_locale stay for the server to resolve (see match).
   function market(o) {
     var loc = o.loc !== undefined ? o.loc : config.loc;
     var lang = o.lang !== undefined ? o.lang : config.lang;
-    if (lang === "use_locale") lang = (navigator.language || "").slice(0, 2).toLowerCase();
-    if (loc === "use_geo") loc = "";
     return [String(loc || "").toLowerCase(), String(lang || "").toLowerCase()];
   }
 

@@ -43,10 +43,26 @@ func (s *server) withSiteToken(manifest []byte, apiKey, siteID string) []byte {
 	}
 	// A token is made of A-Z, a-z, 0-9, '.', '_' and '-': nothing to
 	// escape in JSON.
-	tok := s.judge.Keys.Token(apiKey, siteID, s.now().Add(ttl))
-	out := make([]byte, 0, len(manifest)+len(`,"tok":""`)+len(tok))
-	out = append(out, manifest[:len(manifest)-1]...)
-	out = append(out, `,"tok":"`...)
-	out = append(out, tok...)
-	return append(out, `"}`...)
+	return withFields(manifest, "tok", s.judge.Keys.Token(apiKey, siteID, s.now().Add(ttl)))
+}
+
+// withFields adds string fields to a JSON object, name and value in turn:
+// values with nothing to escape in JSON.
+func withFields(object []byte, kv ...string) []byte {
+	if len(object) == 0 || object[len(object)-1] != '}' {
+		return object
+	}
+	n := len(object)
+	for _, s := range kv {
+		n += len(s) + 6
+	}
+	out := append(make([]byte, 0, n), object[:len(object)-1]...)
+	for i := 0; i+1 < len(kv); i += 2 {
+		out = append(out, `,"`...)
+		out = append(out, kv[i]...)
+		out = append(out, `":"`...)
+		out = append(out, kv[i+1]...)
+		out = append(out, '"')
+	}
+	return append(out, '}')
 }

@@ -13,8 +13,8 @@ import (
 
 // shardManifest answers GET /v2/shards?api_key=..&site_id=..&loc=..&lang=..
 // with the manifest of the shard that answers the market as /v2/search/link
-// would: the market's own index when loc and lang name one, else the whole
-// catalog's. It carries the site token the page's click URLs need.
+// and /v2/page/link would (match.Index.ShardMarket), loc and lang as the
+// server resolved them, and the site token the page's click URLs need.
 func (s *server) shardManifest(w http.ResponseWriter, r *http.Request) error {
 	v, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
@@ -49,7 +49,10 @@ func (s *server) shardManifest(w http.ResponseWriter, r *http.Request) error {
 	// A new catalog makes a new manifest; a short lifetime lets pages pick
 	// it up, while the shard it names is cached for good.
 	w.Header().Set("Cache-Control", "public, max-age=300")
-	respond(w, http.StatusOK, s.withSiteToken(s.shards.Manifest(country, lang), apiKey, siteID), callback)
+	// loc and lang as the server resolved them (use_geo, use_locale), so
+	// that the page matches as the server would: a two-letter code or "".
+	m := withFields(s.shards.Manifest(country, lang), "loc", country, "lang", lang)
+	respond(w, http.StatusOK, s.withSiteToken(m, apiKey, siteID), callback)
 	return nil
 }
 

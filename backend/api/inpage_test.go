@@ -66,7 +66,7 @@ func TestShardManifest(t *testing.T) {
 			!strings.Contains(res.Header.Get("Cache-Control"), "max-age=") {
 			t.Fatalf("%s: %d %v %s", tc.query, res.StatusCode, res.Header, body)
 		}
-		if want := env.set.Manifest(tc.country, tc.lang); !bytes.Equal(body, want) {
+		if want := withFields(env.set.Manifest(tc.country, tc.lang), "loc", tc.country, "lang", tc.lang); !bytes.Equal(body, want) {
 			t.Errorf("%s: manifest %s, want %s", tc.query, body, want)
 		}
 		var m struct{ Shard struct{ URL string } }
@@ -90,6 +90,23 @@ func TestShardManifest(t *testing.T) {
 		res := env.get(t, "/v2/shards?api_key=demo&site_id=demo&"+tc.query, nil, "")
 		if got := strings.Join(res.Header.Values("Vary"), ","); got != tc.vary {
 			t.Errorf("%s: Vary %q, want %q", tc.query, got, tc.vary)
+		}
+	}
+	// The manifest says which country and language the server resolved
+	// use_geo and use_locale to, for the page to match with.
+	for _, tc := range []struct {
+		query  string
+		header http.Header
+		want   string
+	}{
+		{"loc=use_geo", header("CF-IPCountry", "DE"), `"loc":"de","lang":""`},
+		{"loc=use_geo", nil, `"loc":"","lang":""`},
+		{"loc=use_geo&lang=use_locale", http.Header{"Cf-Ipcountry": {"us"}, "Accept-Language": {"en-GB,en;q=0.8"}}, `"market":"en-US"`},
+		{"loc=use_geo&lang=use_locale", http.Header{"Cf-Ipcountry": {"us"}, "Accept-Language": {"en-GB,en;q=0.8"}}, `"loc":"us","lang":"en"`},
+	} {
+		body := readBody(t, env.get(t, "/v2/shards?api_key=demo&site_id=demo&"+tc.query, tc.header, "127.0.0.1:1"))
+		if !strings.Contains(string(body), tc.want) {
+			t.Errorf("%s %v: %s, want %s in it", tc.query, tc.header, body, tc.want)
 		}
 	}
 	res := env.get(t, "/v2/shards?api_key=demo&site_id=demo&loc=de&lang=de&callback=cb", nil, "")
