@@ -154,7 +154,7 @@ func ShardAds(all *Index, ads []Ad) map[Market][]Ad {
 		var countries []Market
 		for _, m := range a.Markets {
 			groups[m] = append(groups[m], a)
-			if k, _ := all.ShardMarket(m.Country, ""); k.Lang == "" && !slices.Contains(countries, k) {
+			if k, ok := all.ShardMarket(m.Country, ""); ok && k.Lang == "" && !slices.Contains(countries, k) {
 				countries = append(countries, k)
 				groups[k] = append(groups[k], a)
 			}
@@ -169,7 +169,7 @@ func ShardAds(all *Index, ads []Ad) map[Market][]Ad {
 func (ix *Index) ShardMarkets() []Market {
 	out := slices.Clone(ix.markets)
 	for _, m := range ix.markets {
-		if k, _ := ix.ShardMarket(m.Country, ""); k.Lang == "" && !slices.Contains(out[len(ix.markets):], k) {
+		if k, ok := ix.ShardMarket(m.Country, ""); ok && k.Lang == "" && !slices.Contains(out[len(ix.markets):], k) {
 			out = append(out, k)
 		}
 	}

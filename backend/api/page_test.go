@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -68,6 +69,31 @@ type pageEnv struct {
 	base string // the page server, on 127.0.0.1 (a domain of the demo site)
 	svc  *pages.Service
 	q    *pages.Bolt
+	rec  *recordingIndexes
+}
+
+// recordingIndexes records the indexes asked for by market, as
+// "country-lang".
+type recordingIndexes struct {
+	Indexes
+	mu    sync.Mutex
+	asked []string
+}
+
+func (r *recordingIndexes) For(country, lang string) *match.Index {
+	r.mu.Lock()
+	r.asked = append(r.asked, country+"-"+lang)
+	r.mu.Unlock()
+	return r.Indexes.For(country, lang)
+}
+
+// take returns the markets asked for since the last take.
+func (r *recordingIndexes) take() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	a := r.asked
+	r.asked = nil
+	return a
 }
 
 // newPageEnv serves the API with a real page context over a bbolt file and
@@ -107,15 +133,45 @@ func newPageEnv(t *testing.T, maxQueue int, fo pages.FetchOptions) *pageEnv {
 	cfg := config.Default()
 	cfg.RedirectURL = "https://r.example"
 	env := &testEnv{indexes: ix}
+	rec := &recordingIndexes{Indexes: ix}
 	env.handler = NewServer(Deps{
 		Config:   cfg,
-		Indexes:  ix,
+		Indexes:  rec,
 		Partners: testPartners(t),
 		Clicks:   &clickRecorder{},
 		Pages:    svc,
 		Now:      func() time.Time { return testClock },
 	})
-	return &pageEnv{testEnv: env, base: ts.URL, svc: svc, q: q}
+	return &pageEnv{testEnv: env, base: ts.URL, svc: svc, q: q, rec: rec}
+}
+
+// TestPageAnswersFromTheCountrysIndex: an analysed page is matched against
+// the index the page's widget loads as its shard for the country alone (the
+// page context has no lang): the market's, where the country's ads run in
+// one language; the whole catalog's without a country.
+func TestPageAnswersFromTheCountrysIndex(t *testing.T) {
+	pe := newPageEnv(t, 0, pages.FetchOptions{AllowPrivate: true})
+	pe.get(t, pageQuery(pe.base+"/review"), nil, "")
+	pe.svc.Start()
+	pe.drain(t)
+	for _, tc := range []struct {
+		loc   string
+		asked []string
+	}{
+		{"de", []string{"de-de"}},
+		{"DE", []string{"de-de"}},
+		{"", nil},
+		{"fr", nil}, // no ads there: the whole catalog, filtered
+	} {
+		pe.rec.take()
+		res := pe.get(t, pageQuery(pe.base+"/review", "loc", tc.loc), nil, "")
+		if body := readBody(t, res); res.StatusCode != http.StatusOK {
+			t.Fatalf("loc=%s: %s %s", tc.loc, res.Status, body)
+		}
+		if got := pe.rec.take(); !slices.Equal(got, tc.asked) {
+			t.Errorf("loc=%q: asked for %v, want %v", tc.loc, got, tc.asked)
+		}
+	}
 }
 
 func (pe *pageEnv) drain(t *testing.T) {

@@ -717,7 +717,14 @@ func TestSearchCountryAnswerIsTheShards(t *testing.T) {
 	if ch == nil || ch.Len() != 8 {
 		t.Fatalf("the ch index: %v, want the 7 ads in de-CH and the one in fr-CH", ch)
 	}
+	cfg := config.Default()
+	cfg.RedirectURL = "https://r.example"
+	rec := &recordingIndexes{Indexes: env.indexes}
+	env.handler = NewServer(Deps{Config: cfg, Indexes: rec, Partners: testPartners(t), Clicks: &clickRecorder{}})
 	got := readBody(t, env.get(t, "/v2/search/link?q=nokia+handy&api_key=demo&site_id=demo&loc=ch&fields=price,logo", nil, ""))
+	if asked := rec.take(); !slices.Equal(asked, []string{"ch-"}) {
+		t.Errorf("asked for %v, want the country's index, ch-", asked)
+	}
 	want := ch.AppendResponse(nil, ch.Match(&match.Query{Text: "nokia handy", Country: "ch",
 		Size: match.DefaultSize, DistinctAdvertiser: match.DefaultDistinctAdvertiser}),
 		&match.LinkOptions{RedirectURL: "https://r.example", Context: match.ContextSearch, APIKey: "demo", SiteID: "demo",

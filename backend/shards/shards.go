@@ -141,16 +141,21 @@ func Build(src Source, o Options) (*Set, error) {
 		}
 		s.bySHA[j.blob.SHA256] = j.blob
 		name := "all"
-		switch {
-		case j.ix == all:
-		case j.market.Lang == "":
-			name = strings.ToUpper(j.market.Country) // a country's, in all its languages
-		default:
-			name = j.market.String()
+		if j.ix != all {
+			name = MarketName(j.market)
 		}
 		s.manifests[j.blob] = s.manifest(name, j.blob)
 	}
 	return s, nil
+}
+
+// MarketName is how a manifest names a shard's market: "de-DE", or "CH"
+// for a country in all its languages.
+func MarketName(m match.Market) string {
+	if m.Lang == "" {
+		return strings.ToUpper(m.Country)
+	}
+	return m.String()
 }
 
 // Pick returns the shard that answers a market exactly as the server does:
