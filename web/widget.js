@@ -236,12 +236,8 @@
       // loc=use_geo and lang=use_locale as the server resolved them for the
       // manifest, which names the shard for the result: the page's module
       // then filters as the server's endpoints would.
-      if (typeof m.loc === "string") params.loc = m.loc;
-      else if (params.loc === "use_geo") params.loc = "";
-      if (params.lang !== undefined) {
-        if (typeof m.lang === "string") params.lang = m.lang;
-        else if (params.lang === "use_locale") params.lang = (navigator.language || "").slice(0, 2).toLowerCase();
-      }
+      params.loc = m.loc;
+      if (params.lang !== undefined) params.lang = m.lang;
       var sha = m.shard.sha256;
       if (!matchers[sha]) {
         var running = compile(m.matcher.url).then(yieldTask).then(instantiate).then(yieldTask);

@@ -51,9 +51,33 @@ func (s *server) shardManifest(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("Cache-Control", "public, max-age=300")
 	// loc and lang as the server resolved them (use_geo, use_locale), so
 	// that the page matches as the server would: a two-letter code or "".
-	m := withFields(s.shards.Manifest(country, lang), "loc", country, "lang", lang)
-	respond(w, http.StatusOK, s.withSiteToken(m, apiKey, siteID), callback)
+	fields := []string{"loc", country, "lang", lang}
+	if tok := s.siteToken(apiKey, siteID); tok != "" {
+		fields = append(fields, "tok", tok)
+	}
+	respond(w, http.StatusOK, withFields(s.shards.Manifest(country, lang), fields...), callback)
 	return nil
+}
+
+// withFields adds string fields to a JSON object, name and value in turn:
+// values with nothing to escape in JSON.
+func withFields(object []byte, kv ...string) []byte {
+	if len(object) == 0 || object[len(object)-1] != '}' {
+		return object
+	}
+	n := len(object)
+	for _, s := range kv {
+		n += len(s) + 6
+	}
+	out := append(make([]byte, 0, n), object[:len(object)-1]...)
+	for i := 0; i+1 < len(kv); i += 2 {
+		out = append(out, `,"`...)
+		out = append(out, kv[i]...)
+		out = append(out, `":"`...)
+		out = append(out, kv[i+1]...)
+		out = append(out, '"')
+	}
+	return append(out, '}')
 }
 
 // shard answers GET /v2/shards/{sha256}: content-addressed, so immutable.
