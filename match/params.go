@@ -375,3 +375,53 @@ func splitKinds(s string) []string {
 	}
 	return out
 }
+
+// MalformedQuery returns "" for a query string that url.ParseQuery reads
+// without error, else the message a /v2 endpoint refuses it with: a ';'
+// in a pair (net/url takes it for an old separator, which it refuses) or
+// the first bad %-escape. The server and the page's module both ask it,
+// so they refuse the same requests with the same words; the module cannot
+// afford net/url.
+func MalformedQuery(s string) string {
+	bad := ""
+	for s != "" {
+		var kv string
+		kv, s, _ = CutByte(s, '&')
+		if _, _, semi := CutByte(kv, ';'); semi {
+			return "the query string is malformed: invalid semicolon separator in query"
+		}
+		if bad != "" {
+			continue
+		}
+		k, v, _ := CutByte(kv, '=')
+		// net/url reads the name first and drops the pair at its error.
+		if e := badEscape(k); e != "" {
+			bad = e
+		} else {
+			bad = badEscape(v)
+		}
+	}
+	if bad != "" {
+		return "the query string is malformed: invalid URL escape " + Quote(bad)
+	}
+	return ""
+}
+
+// badEscape returns the first malformed %-escape of s, at most three bytes
+// from its '%', or "".
+func badEscape(s string) string {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' {
+			if i+2 >= len(s) || !IsHex(s[i+1]) || !IsHex(s[i+2]) {
+				return s[i:min(i+3, len(s))]
+			}
+			i += 2
+		}
+	}
+	return ""
+}
+
+// IsHex reports whether c is a hexadecimal digit.
+func IsHex(c byte) bool {
+	return c >= '0' && c <= '9' || c|0x20 >= 'a' && c|0x20 <= 'f'
+}

@@ -1,6 +1,8 @@
 package match
 
 import (
+	"errors"
+	"net/url"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -120,6 +122,53 @@ func FuzzParamRules(f *testing.F) {
 		ParseLogoDim(s)
 		if !utf8.ValidString(Quote(s)) && utf8.ValidString(s) {
 			t.Fatalf("Quote(%q) is not valid UTF-8", s)
+		}
+	})
+}
+
+func TestMalformedQuery(t *testing.T) {
+	const pre = "the query string is malformed: "
+	for q, want := range map[string]string{
+		"":                         "",
+		"q=lg+handy&loc=DE&&x":     "",
+		"q=%C3%84rger%20%2b":       "",
+		"q=%zz&api_key=demo":       pre + `invalid URL escape "%zz"`,
+		"q=a%4":                    pre + `invalid URL escape "%4"`,
+		"q=100%":                   pre + `invalid URL escape "%"`,
+		"%g1=x&q=%zz":              pre + `invalid URL escape "%g1"`,       // the name first
+		"q=%\xff\xfeok":            pre + `invalid URL escape "%\xff\xfe"`, // bytes that are no UTF-8
+		"q=%\xe2\x82\xac":          pre + `invalid URL escape "%\xe2\x82"`, // a character cut
+		"q=%\u00e4":                pre + `invalid URL escape "%ä"`,
+		"q=%\x01":                  pre + `invalid URL escape "%\x01"`,
+		"q=a;b":                    pre + "invalid semicolon separator in query",
+		"q=%zz&x=;":                pre + "invalid semicolon separator in query", // ';' wins, as in net/url
+		"q=%zz&callback=alert(1);": pre + "invalid semicolon separator in query",
+	} {
+		if got := MalformedQuery(q); got != want {
+			t.Errorf("MalformedQuery(%q) = %q, want %q", q, got, want)
+		}
+	}
+}
+
+// FuzzMalformedQuery: MalformedQuery refuses exactly the query strings
+// url.ParseQuery refuses (below its limit on pairs), and for a bad escape
+// names the one net/url names.
+func FuzzMalformedQuery(f *testing.F) {
+	for _, s := range []string{"q=handy&loc=de", "q=%zz", "a=%4&b=;", "%e4=%C3%A4", "q=%\xff1", "k=v;w"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if strings.Count(s, "&") >= 1000 {
+			return
+		}
+		got := MalformedQuery(s)
+		_, err := url.ParseQuery(s)
+		if (got == "") != (err == nil) {
+			t.Fatalf("%q: MalformedQuery %q, net/url %v", s, got, err)
+		}
+		var esc url.EscapeError
+		if errors.As(err, &esc) && got != "the query string is malformed: invalid URL escape "+Quote(string(esc)) {
+			t.Fatalf("%q: MalformedQuery %q, net/url %v", s, got, err)
 		}
 	})
 }

@@ -469,6 +469,33 @@ func TestParityHTTP(t *testing.T) {
 			t.Errorf("%s\nmodule: %s\nserver: %s", v.Encode(), got, body)
 		}
 	}
+	// Query strings net/url refuses: the module refuses them alike.
+	for _, raw := range []string{"q=%zz", "q=handy%", "q=%4", "%g1=x&q=%zz", "q=a;b", "q=%zz&yk_tag=a;b"} {
+		raw += "&api_key=demo&site_id=demo"
+		body := get(t, srv.URL+"/v2/search/link?"+raw, http.StatusBadRequest)
+		got, err := c.pick("", "").in.searchJSON(ctx, raw+"&redirect_url="+url.QueryEscape(redirectURL))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(body) || !strings.Contains(string(got), "malformed") {
+			t.Errorf("%s\nmodule: %s\nserver: %s", raw, got, body)
+		}
+	}
+}
+
+// get returns the body of a GET of u, which must answer status.
+func get(t *testing.T, u string, status int) []byte {
+	t.Helper()
+	resp, err := http.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != status {
+		t.Fatalf("%s: %d %s", u, resp.StatusCode, body)
+	}
+	return body
 }
 
 // newBackend is the real API handler over the corpus's indexes.

@@ -24,13 +24,12 @@ import (
 type params struct{ match.Values }
 
 // parseQuery appends the decoded name=value pairs of a URL query string
-// to dst; "&&" adds none. Bad escapes are kept literally, as a
-// browser's URLSearchParams does, and ';' is a plain byte: where the
-// server answers such a query string 400 (url.ParseQuery refuses it), the
-// module matches what it decoded. The widget encodes every component, so
-// it never sends one; byte-for-byte parity holds for well-formed queries. Components without escapes are
-// substrings of s; the others are decoded into one buffer for the whole
-// query (an allocation apiece costs the module dearly).
+// to dst; "&&" adds none. It reads what match.MalformedQuery lets
+// through, as net/url does; it keeps a bad escape literally and takes ';'
+// for a plain byte, but parseRequest refuses those first, as the server
+// does. Components without escapes are substrings of s; the others are
+// decoded into one buffer for the whole query (an allocation apiece costs
+// the module dearly).
 func parseQuery(s string, dst []match.Pair) []match.Pair {
 	var buf []byte
 	for s != "" {
@@ -71,7 +70,7 @@ func unescape(s string, buf []byte, rest int) (string, []byte) {
 		switch c := s[i]; {
 		case c == '+':
 			buf = append(buf, ' ')
-		case c == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]):
+		case c == '%' && i+2 < len(s) && match.IsHex(s[i+1]) && match.IsHex(s[i+2]):
 			buf = append(buf, unhex(s[i+1])<<4|unhex(s[i+2]))
 			i += 2
 		default:
@@ -79,10 +78,6 @@ func unescape(s string, buf []byte, rest int) (string, []byte) {
 		}
 	}
 	return unsafe.String(&buf[start], len(buf)-start), buf
-}
-
-func isHex(c byte) bool {
-	return c >= '0' && c <= '9' || c|0x20 >= 'a' && c|0x20 <= 'f'
 }
 
 func unhex(c byte) byte {
@@ -96,6 +91,9 @@ func unhex(c byte) byte {
 // the query and the link options the server would use for the same request.
 // The pairs go into *scratch, when given, whose memory they reuse.
 func parseRequest(s string, page bool, scratch *[]match.Pair) (match.Query, match.LinkOptions, []match.Problem) {
+	if msg := match.MalformedQuery(s); msg != "" {
+		return match.Query{}, match.LinkOptions{}, []match.Problem{{Code: match.ProblemInvalid, Message: msg}}
+	}
 	var pairs []match.Pair
 	if scratch != nil {
 		pairs = parseQuery(s, (*scratch)[:0])

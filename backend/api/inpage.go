@@ -3,7 +3,6 @@ package api
 import (
 	"io/fs"
 	"net/http"
-	"net/url"
 
 	"github.com/adlink/adlink/backend/shards"
 )
@@ -16,10 +15,9 @@ import (
 // and /v2/page/link would (match.Index.ShardMarket), loc and lang as the
 // server resolved them, and the site token the page's click URLs need.
 func (s *server) shardManifest(w http.ResponseWriter, r *http.Request) error {
-	v, err := url.ParseQuery(r.URL.RawQuery)
+	v, err := queryValues(r)
 	if err != nil {
-		return &Error{Status: http.StatusBadRequest, Code: CodeInvalidParameter,
-			Message: "the query string is malformed: " + err.Error()}
+		return err
 	}
 	p := newValues(v)
 	apiKey := p.Required("api_key")

@@ -91,10 +91,9 @@ func parsePage(v url.Values) (pageParams, error) {
 // page answers GET /v2/page/link: ads for an analysed page, pending (202)
 // for one being analysed, failed (200) for one that could not be.
 func (s *server) page(w http.ResponseWriter, r *http.Request) error {
-	v, err := url.ParseQuery(r.URL.RawQuery)
+	v, err := queryValues(r)
 	if err != nil {
-		return &Error{Status: http.StatusBadRequest, Code: CodeInvalidParameter,
-			Message: "the query string is malformed: " + err.Error()}
+		return err
 	}
 	p, err := parsePage(v)
 	if err != nil {

@@ -15,6 +15,21 @@ const (
 	langUseLocale = match.UseLocale
 )
 
+// queryValues reads a request's query string, refusing one that
+// match.MalformedQuery refuses, as the page's module does, with the same
+// message.
+func queryValues(r *http.Request) (url.Values, error) {
+	if msg := match.MalformedQuery(r.URL.RawQuery); msg != "" {
+		return nil, &Error{Status: http.StatusBadRequest, Code: CodeInvalidParameter, Message: msg}
+	}
+	v, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil { // more pairs than net/url takes
+		return nil, &Error{Status: http.StatusBadRequest, Code: CodeInvalidParameter,
+			Message: "the query string is malformed: " + err.Error()}
+	}
+	return v, nil
+}
+
 // searchParams is a /v2/search/link request, parsed and validated once.
 type searchParams struct {
 	Q        string // trimmed, valid UTF-8, at most match.MaxQueryBytes

@@ -79,10 +79,9 @@ func parseRedirect(v url.Values) (redirectParams, error) {
 // refused. A HEAD (link scanners, prefetchers) gets the same answer but
 // records no click.
 func (s *server) redirect(w http.ResponseWriter, r *http.Request) error {
-	v, err := url.ParseQuery(r.URL.RawQuery)
+	v, err := queryValues(r)
 	if err != nil {
-		return &Error{Status: http.StatusBadRequest, Code: CodeInvalidParameter,
-			Message: "the query string is malformed: " + err.Error()}
+		return err
 	}
 	p, err := parseRedirect(v)
 	if err != nil {

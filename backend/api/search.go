@@ -2,17 +2,15 @@ package api
 
 import (
 	"net/http"
-	"net/url"
 
 	"github.com/adlink/adlink/match"
 )
 
 // search answers GET /v2/search/link.
 func (s *server) search(w http.ResponseWriter, r *http.Request) error {
-	v, err := url.ParseQuery(r.URL.RawQuery)
+	v, err := queryValues(r)
 	if err != nil {
-		return &Error{Status: http.StatusBadRequest, Code: CodeInvalidParameter,
-			Message: "the query string is malformed: " + err.Error()}
+		return err
 	}
 	p, err := parseSearch(v)
 	if err != nil {
