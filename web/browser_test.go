@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -766,6 +767,56 @@ func TestGeoAndLocale(t *testing.T) {
 	}
 	if !reflect.DeepEqual(unsignedJSON(t, []byte(local)), unsignedJSON(t, server)) {
 		t.Errorf("adlink.search with use_geo (US) and use_locale (en) gives\n%s\nthe server for loc=us&lang=en\n%s", local, server)
+	}
+	br.noConsoleErrors(t)
+}
+
+// TestBoxLanguage: the ad box speaks the page's language, its label and
+// its prices, and data-label overrides the label. The ads are the German
+// market's in each case (data-loc="de"); only the language differs.
+func TestBoxLanguage(t *testing.T) {
+	br := newBrowser(t)
+	b := startBackend(t)
+	page := func(lang, attrs string) string {
+		return strings.Replace(publisherPage(lang, b.URL, "<article><p>"+handyText+"</p></article>"),
+			`data-site-id="demo"`, `data-site-id="demo" data-loc="de"`+attrs, 1)
+	}
+	cases := []struct{ path, lang, attrs, label, aria, price string }{
+		{"/de.html", "de", "", "Anzeige", "Anzeigen", `^\d+,\d\d\x{a0}€$`},
+		{"/fr.html", "fr-FR", "", "Publicité", "Publicités", `^\d+,\d\d\x{a0}€$`},
+		{"/en.html", "en-GB", "", "Sponsored", "Sponsored", `^€\d+\.\d\d$`},
+		{"/ja.html", "ja", "", "Sponsored", "Sponsored", `^€\d+\.\d\d$`},
+		{"/own.html", "de", ` data-label="Werbung"`, "Werbung", "Werbung", `^\d+,\d\d\x{a0}€$`},
+	}
+	pages := map[string]string{}
+	for _, c := range cases {
+		pages[c.path] = page(c.lang, c.attrs)
+	}
+	site := publisher(t, pages)
+	for _, c := range cases {
+		br.do(t, chromedp.Navigate(site+c.path))
+		if r := eval[readyResult](t, br, widgetReady); r.Links == 0 {
+			t.Fatalf("%s: no ads: %+v", c.path, r)
+		}
+		got := eval[struct {
+			Label, Aria string
+			Prices      []string
+		}](t, br, `({
+			label: document.querySelector('.adlink-label').textContent,
+			aria: document.querySelector('.adlink-box').getAttribute('aria-label'),
+			prices: [...document.querySelectorAll('.adlink-price')].map(e => e.textContent),
+		})`)
+		if got.Label != c.label || got.Aria != c.aria {
+			t.Errorf("%s: label %q, aria-label %q; want %q, %q", c.path, got.Label, got.Aria, c.label, c.aria)
+		}
+		if len(got.Prices) == 0 {
+			t.Errorf("%s: no prices in the box", c.path)
+		}
+		for _, p := range got.Prices {
+			if !regexp.MustCompile(c.price).MatchString(p) {
+				t.Errorf("%s: price %q, want %s", c.path, p, c.price)
+			}
+		}
 	}
 	br.noConsoleErrors(t)
 }

@@ -9,6 +9,8 @@
  *   data-loc, data-lang         the page's market (ISO 3166 country, ISO 639-1 language);
  *                               default: from <html lang="de-DE">
  *   data-auto="false"           do not place ads in the page; only provide window.adlink
+ *   data-label                  the ad box's label; default: "Anzeige", "Publicité", ...
+ *                               in the page's language, "Sponsored" in English and others
  *
  * What it does: it asks the server for the ads of this page (/v2/page/link). With
  * links it places them: in-text links on the first occurrence of each keyword in the
@@ -57,7 +59,8 @@
     base: base,
     loc: (data.loc || pageLoc).toLowerCase(),
     lang: (data.lang || (/^[a-z]{2}$/i.test(tags[0]) ? tags[0] : "")).toLowerCase(),
-    auto: data.auto !== "false"
+    auto: data.auto !== "false",
+    label: data.label || ""
   };
   var timing = { start: performance.now(), firstAd: 0, steps: {} };
   function mark(step) { if (!timing.steps[step]) timing.steps[step] = performance.now() - timing.start; }
@@ -453,13 +456,21 @@
   }
 
   var SYMBOLS = { EUR: "\u20ac", USD: "$", GBP: "\u00a3" };
+  // Languages that write a decimal comma, and the ad box's label (and its
+  // plural, for screen readers) in the page's language; English elsewhere.
+  var COMMA = /^(de|fr|es|it|nl|pt|pl|cs|sk|da|sv|nb|no|fi|ru|tr|ro|hu|hr|sl|el|bg|uk)$/;
+  var LABELS = {
+    de: ["Anzeige", "Anzeigen"], fr: ["Publicit\u00e9", "Publicit\u00e9s"], es: ["Anuncio", "Anuncios"],
+    it: ["Annuncio", "Annunci"], nl: ["Advertentie", "Advertenties"], pt: ["An\u00fancio", "An\u00fancios"],
+    pl: ["Reklama", "Reklamy"], sv: ["Annons", "Annonser"], da: ["Annonce", "Annoncer"], en: ["Sponsored", "Sponsored"]
+  };
 
-  // money writes a price the page's way: "19,99 €" on a German page,
-  // "$19.99" elsewhere. (Intl.NumberFormat costs about 100 ms on its first use
-  // in a fresh tab, longer than matching the page.)
+  // money writes a price the page's way: "19,99 €" on a German or French
+  // page, "$19.99" on an English one. (Intl.NumberFormat costs about 100 ms
+  // on its first use in a fresh tab, longer than matching the page.)
   function money(p) {
     var sym = SYMBOLS[p.currency] || p.currency;
-    if (/^de\b/i.test(document.documentElement.lang)) return p.amount.replace(".", ",") + "\u00a0" + sym;
+    if (COMMA.test(config.lang)) return p.amount.replace(".", ",") + "\u00a0" + sym;
     return sym.length === 1 ? sym + p.amount : p.amount + "\u00a0" + sym;
   }
 
@@ -474,8 +485,9 @@
         price ? el("span", { "class": "adlink-price" }, [price]) : null
       ])]);
     });
-    var b = el("aside", { "class": "adlink-box", "data-adlink": "box", "aria-label": "Anzeigen" }, [
-      el("div", { "class": "adlink-label" }, ["Anzeige"]),
+    var label = LABELS[config.lang] || LABELS.en;
+    var b = el("aside", { "class": "adlink-box", "data-adlink": "box", "aria-label": config.label || label[1] }, [
+      el("div", { "class": "adlink-label" }, [config.label || label[0]]),
       el("ul", {}, items)
     ]);
     var slot = document.querySelector("[data-adlink-box]");
