@@ -124,8 +124,13 @@ func Matcher() ([]byte, error) { return buildBytes(Path, "") }
 // export, nop) and returns its bytes: what the Go runtime alone costs, the
 // baseline beside the matcher's size and start-up.
 func Empty() ([]byte, error) {
-	return buildBytes("", "package main\n\nfunc main() {}\n\n//go:wasmexport nop\nfunc nop() {}\n")
+	return Program("package main\n\nfunc main() {}\n\n//go:wasmexport nop\nfunc nop() {}\n")
 }
+
+// Program builds the one-file Go program src (package main, importing what
+// this module requires) the way Build builds the matcher and returns its
+// bytes.
+func Program(src string) ([]byte, error) { return buildBytes("", src) }
 
 // buildBytes builds pkg, or the one-file program src when pkg is empty,
 // and returns the module's bytes.
