@@ -820,3 +820,67 @@ func TestBoxLanguage(t *testing.T) {
 	}
 	br.noConsoleErrors(t)
 }
+
+// TestRefresh: a single-page app changes its article and URL and calls
+// adlink.refresh(): the old ads go, the text they were in is whole again,
+// and the new page's ads come, asked for at the new URL. A refresh while
+// the last one is on its way places one set of ads, not two.
+func TestRefresh(t *testing.T) {
+	br := newBrowser(t)
+	b := startBackend(t)
+	site := publisher(t, map[string]string{
+		"/app/1": publisherPage("de-DE", b.URL, `<article id="a"><h1>Handy-Test</h1><p>`+handyText+`</p></article>`),
+	})
+	br.do(t, chromedp.Navigate(site+"/app/1"))
+	if r := eval[readyResult](t, br, widgetReady); r.Links == 0 {
+		t.Fatalf("first page: %+v, want ads", r)
+	}
+	type view struct {
+		Source        string
+		Intext, Boxes int
+		Words         []string
+		Text          string
+		Asked         bool
+	}
+	const next = `(async () => {
+		history.pushState(null, "", "/app/2");
+		const a = document.getElementById("a");
+		const before = a.textContent;
+		adlink.refresh(); // superseded at once
+		a.innerHTML = "<h1>Kopfhörer im Test</h1><p>Gute Kopfhörer für das Samsung Galaxy S24.</p>";
+		const r = await adlink.refresh();
+		return {
+			source: r.source,
+			intext: document.querySelectorAll("a.adlink-intext").length,
+			boxes: document.querySelectorAll("[data-adlink=box]").length,
+			words: [...document.querySelectorAll("a.adlink-intext")].map(a => a.textContent),
+			text: before,
+			asked: performance.getEntriesByType("resource").some(e => e.name.includes("/v2/page/link") && e.name.includes(encodeURIComponent("/app/2"))),
+		};
+	})()`
+	got := eval[view](t, br, next)
+	if got.Boxes > 1 || got.Intext == 0 || !got.Asked {
+		t.Errorf("after refresh: %+v; want one set of the new page's ads, asked for at /app/2", got)
+	}
+	for _, w := range got.Words {
+		if !strings.Contains("Kopfhörer im Test Gute Kopfhörer für das Samsung Galaxy S24.", w) {
+			t.Errorf("in-text link %q is not in the new page's text", w)
+		}
+	}
+	// Taking the links out leaves the text as it was, in one node per block.
+	restored := eval[struct {
+		Text  string
+		Nodes int
+	}](t, br, `(() => {
+		adlink.refresh();
+		const p = document.querySelector("#a p");
+		return {text: p.textContent, nodes: p.childNodes.length};
+	})()`)
+	if restored.Text != "Gute Kopfhörer für das Samsung Galaxy S24." || restored.Nodes != 1 {
+		t.Errorf("after clearing: %q in %d nodes, want the paragraph's text in one", restored.Text, restored.Nodes)
+	}
+	if !strings.Contains(got.Text, "Samsung Galaxy S24") {
+		t.Errorf("first page's text %q", got.Text)
+	}
+	br.noConsoleErrors(t)
+}

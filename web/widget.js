@@ -29,6 +29,9 @@
  *                               distinct_advertiser, fields, "logo.dim", yk_tag
  *   adlink.matchText(text, options)  Promise of {link: [...]} for any text, as a page;
  *                               as /v2/page/link, by the country alone (no lang)
+ *   adlink.refresh()            removes the ads placed and places the current page's,
+ *                               for a single-page app that changed the page and its URL;
+ *                               returns the new adlink.ready
  *   adlink.config               the configuration read from the tag
  *   adlink.timing               {start, firstAd, steps}: performance.now() when the widget
  *                               started and when the first ad was in the DOM; steps are
@@ -503,7 +506,12 @@
     ".adlink-ad img{width:75px;height:75px;object-fit:contain}.adlink-price{font-weight:600}" +
     ".adlink-label{font-size:11px;color:#777;text-transform:uppercase;margin-bottom:.4em}";
 
-  function render(links, source) {
+  // generation counts the page's views (refresh): a view's ads are placed
+  // only while it is the current one.
+  var generation = 0;
+
+  function render(links, source, gen) {
+    if (gen !== generation) return { source: "none", links: [] };
     if (!document.getElementById("adlink-style")) {
       var st = el("style", { id: "adlink-style" }, [STYLE]);
       document.head.appendChild(st);
@@ -513,13 +521,14 @@
     return { source: source, links: links };
   }
 
-  function local() {
+  function local(gen) {
     var t = pageText();
     mark("text");
-    return matchText(t.text, { title: t.title }).then(yieldTask).then(function (body) { mark("matched"); return render(body.link, "local"); });
+    return matchText(t.text, { title: t.title }).then(yieldTask).then(function (body) { mark("matched"); return render(body.link, "local", gen); });
   }
 
   function start() {
+    var gen = ++generation;
     if (!config.auto) return Promise.resolve({ source: "none", links: [] });
     var answer = getJSON("/v2/page/link", { url: location.href, api_key: config.apiKey, site_id: config.siteId, loc: config.loc, fields: FIELDS });
     // The manifest is small and cached: ask for it alongside the page's ads, so
@@ -539,22 +548,50 @@
       var links = r.status === 200 && r.body && r.body.link;
       var refused = r.status === 400 || r.status === 401 || r.status === 403;
       return dom.then(function () {
-        if (links && links.length) return render(links, "server");
+        if (links && links.length) return render(links, "server", gen);
         if (links && !r.body.status) return { source: "server", links: [] };
         if (refused) {
           // The tag is wrong or the page is not the site's: show nothing.
           console.warn("adlink: " + (r.body && r.body.error ? r.body.error.message : "HTTP " + r.status));
           return { source: "none", links: [] };
         }
-        return local(); // pending, failed, not served, or the server is down: match here
+        return local(gen); // pending, failed, not served, or the server is down: match here
       });
-    }, function () { return dom.then(local); });
+    }, function () { return dom.then(function () { return local(gen); }); });
   }
 
-  var ready = new Promise(function (resolve) { resolve(start()); }).catch(function (e) {
-    console.warn(String(e));
-    return { source: "none", links: [] };
-  });
+  function run() {
+    return new Promise(function (resolve) { resolve(start()); }).catch(function (e) {
+      console.warn(String(e));
+      return { source: "none", links: [] };
+    });
+  }
 
-  window.adlink = { config: config, ready: ready, search: search, matchText: matchText, timing: timing };
+  // clear takes out the ads placed: in-text links give back their text,
+  // and the box goes.
+  function clear() {
+    var placed = document.querySelectorAll("a[data-adlink=intext], [data-adlink=box]");
+    for (var i = 0; i < placed.length; i++) {
+      var n = placed[i], parent = n.parentNode;
+      if (!parent) continue;
+      if (n.nodeName === "A") {
+        while (n.firstChild) parent.insertBefore(n.firstChild, n);
+        parent.removeChild(n);
+        parent.normalize(); // the text split around the link is one node again
+      } else {
+        parent.removeChild(n);
+      }
+    }
+  }
+
+  // refresh places the ads of the page as it is now, at its current URL:
+  // the module and shard already loaded stay, so a single-page app's next
+  // views are matched at once while the server analyses them.
+  function refresh() {
+    generation++; // whatever the last view still has on its way is not placed
+    clear();
+    return (window.adlink.ready = run());
+  }
+
+  window.adlink = { config: config, ready: run(), search: search, matchText: matchText, refresh: refresh, timing: timing };
 })();
