@@ -884,3 +884,51 @@ func TestRefresh(t *testing.T) {
 	}
 	br.noConsoleErrors(t)
 }
+
+// TestSearchPageAddress: the demo search page searches what its address
+// says, puts each search into the address, and going back shows the
+// search before.
+func TestSearchPageAddress(t *testing.T) {
+	br := newBrowser(t)
+	b := startBackend(t)
+	titles := func(q, dist string) []string {
+		v := url.Values{"q": {q}, "api_key": {"demo"}, "site_id": {"demo"}, "loc": {"de"}, "lang": {"de"}, "ctx.dist": {dist}}
+		var server struct{ Link []struct{ Title string } }
+		if err := json.Unmarshal(get(t, b.URL+"/v2/search/link?"+v.Encode()), &server); err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, l := range server.Link {
+			out = append(out, l.Title)
+		}
+		if len(out) == 0 {
+			t.Fatalf("%q: the server has no ads; the test compares nothing", q)
+		}
+		return out
+	}
+	shown := func(q string) []string {
+		return eval[[]string](t, br, `new Promise(resolve => {
+			const w = () => document.getElementById('status').dataset.done === `+jsString(q)+` ? resolve([...document.querySelectorAll('#results a.result')].map(a => a.textContent)) : setTimeout(w, 5);
+			w();
+		})`)
+	}
+	br.do(t, chromedp.Navigate(b.URL+"/demo/search.html?q="+url.QueryEscape("kopfhörer")+"&ctx.dist=low"))
+	if got, want := shown("kopfhörer"), titles("kopfhörer", "low"); !reflect.DeepEqual(got, want) {
+		t.Errorf("from the address: %q, want %q", got, want)
+	}
+	if d := eval[string](t, br, `document.getElementById('dist').value`); d != "low" {
+		t.Errorf("ctx.dist from the address: %q, want low", d)
+	}
+	eval[bool](t, br, `(document.getElementById('q').value = 'iphone 15', document.getElementById('dist').value = 'high', document.getElementById('search').requestSubmit(), true)`)
+	if got, want := shown("iphone 15"), titles("iphone 15", "high"); !reflect.DeepEqual(got, want) {
+		t.Errorf("submitted: %q, want %q", got, want)
+	}
+	if s := eval[string](t, br, `location.search`); s != "?q=iphone+15&ctx.dist=high" {
+		t.Errorf("address after a search: %q", s)
+	}
+	eval[bool](t, br, `(history.back(), true)`)
+	if got, want := shown("kopfhörer"), titles("kopfhörer", "low"); !reflect.DeepEqual(got, want) {
+		t.Errorf("back: %q, want %q", got, want)
+	}
+	br.noConsoleErrors(t)
+}
