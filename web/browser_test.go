@@ -932,3 +932,60 @@ func TestSearchPageAddress(t *testing.T) {
 	}
 	br.noConsoleErrors(t)
 }
+
+// TestStaleShardLetGo: when a refreshed manifest names another shard (the
+// server has a new catalog), the page lets go of the old shard's
+// instance; the page counts the instances made. It fetches the manifest
+// anew once its token is close to expiry (see TestClickTokenRenewed); a
+// wrapped fetch plays the new catalog by naming another of the server's
+// shards, and then the first one again.
+func TestStaleShardLetGo(t *testing.T) {
+	br := newBrowser(t)
+	b := startBackend(t)
+	var other struct {
+		Shard struct{ URL, Sha256 string }
+	}
+	if err := json.Unmarshal(get(t, b.URL+"/v2/shards?api_key=demo&site_id=demo"), &other); err != nil || other.Shard.Sha256 == "" {
+		t.Fatalf("the whole catalog's manifest: %v %+v", err, other)
+	}
+	br.do(t, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: `(() => {
+			const now = Date.now;
+			window.clockShift = 0;
+			Date.now = () => now() + window.clockShift;
+			window.instances = 0;
+			const I = WebAssembly.Instance;
+			WebAssembly.Instance = function (m, imports) { instances++; return new I(m, imports); };
+			window.deployed = false;
+			const f = window.fetch;
+			window.fetch = function (u, init) {
+				if (!String(u).includes("/v2/shards?")) return f.apply(this, arguments);
+				return f.call(this, u, Object.assign({}, init, {cache: "no-store"})).then(r => r.json()).then(m => {
+					if (deployed) m.shard = {url: ` + jsString(other.Shard.URL) + `, sha256: ` + jsString(other.Shard.Sha256) + `};
+					return new Response(JSON.stringify(m), {status: 200, headers: {"Content-Type": "application/json"}});
+				});
+			};
+		})()`})
+		return err
+	}))
+	br.do(t, chromedp.Navigate(b.URL+"/demo/search.html"))
+	const search = `adlink.search("iphone 15").then(r => ({links: r.link.length, instances}))`
+	type result struct{ Links, Instances int }
+	steps := []struct {
+		name, setup string
+		want        int
+	}{
+		{"first search", ``, 1},
+		{"after the deploy", `clockShift = 55 * 60 * 1000; deployed = true;`, 2},
+		// The first shard was let go: naming it again loads it anew.
+		{"back to the first shard", `clockShift = 110 * 60 * 1000; deployed = false;`, 3},
+		{"again", ``, 3},
+	}
+	for _, s := range steps {
+		got := eval[result](t, br, `(() => {`+s.setup+` return `+search+`; })()`)
+		if got.Links == 0 || got.Instances != s.want {
+			t.Errorf("%s: %+v; want ads from instance %d", s.name, got, s.want)
+		}
+	}
+	br.noConsoleErrors(t)
+}

@@ -184,8 +184,9 @@
     };
   }
 
-  // ---- The matcher: one compiled module, one instance per shard.
-  var manifests = {}, matchers = {}, modulePromise = null;
+  // ---- The matcher: one compiled module, one instance per shard; current
+  // is the shard each market's latest manifest named.
+  var manifests = {}, matchers = {}, current = {}, modulePromise = null;
 
   // manifest is kept until ten minutes before its site token ("kid.exp.mac",
   // exp in unix seconds) expires, so that click URLs made later carry a
@@ -235,10 +236,10 @@
   // match runs the module's export kind over the shard that answers the
   // market, as /v2/search/link picks its index. The module and the shard
   // download together, and the Go runtime starts while the shard may still be
-  // on its way. A shard's instance outlives the manifest that named it; the
-  // click URLs take the current manifest's token.
+  // on its way. The click URLs take the current manifest's token.
   function match(loc, lang, kind, params) {
     return manifest(loc, lang).then(function (m) {
+      forget(loc + "-" + lang, m.shard.sha256);
       // loc=use_geo and lang=use_locale as the server resolved them for the
       // manifest, which names the shard for the result: the page's module
       // then filters as the server's endpoints would.
@@ -259,6 +260,17 @@
         return run(kind, params);
       });
     });
+  }
+
+  // forget lets go of the instance of a shard no market's manifest names
+  // any more (the server has a new catalog): its Go runtime holds the whole
+  // shard, and a page can stay open for days. Calls under way finish.
+  function forget(key, sha) {
+    var old = current[key];
+    current[key] = sha;
+    if (!old || old === sha) return;
+    for (var k in current) if (current[k] === old) return;
+    delete matchers[old];
   }
 
   // yieldTask resolves to its argument in a new task, so that the page can
