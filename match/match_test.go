@@ -118,6 +118,9 @@ func TestNormalize(t *testing.T) {
 		{"Fußball", "Fussball"},
 		{"headphones", "headphone"},
 		{"Tasche", "Taschen"},
+		// A soft hyphen inside a word is a hyphenation hint, not a break.
+		{"Handyhülle", "Handy\u00adhülle", "Handy\u00adhül\u00adle"},
+		{"Handy hülle", "Handy\u00ad hülle", "\u00adHandy hülle\u00ad"},
 	} {
 		for _, s := range group[1:] {
 			if Normalize(s) != Normalize(group[0]) {

@@ -27,6 +27,10 @@ func tokenize(dst []token, s string, scratch []byte) ([]token, []byte) {
 	})
 }
 
+// softHyphen is U+00AD, which pages put into long words to tell where
+// they may be hyphenated.
+const softHyphen = 0xAD
+
 // scan calls emit with each normalised word of s; term is only valid
 // during the call. scratch is reused and returned.
 func scan(s string, scratch []byte, emit func(term []byte, start, end int, brk bool)) []byte {
@@ -52,6 +56,14 @@ func scan(s string, scratch []byte, emit func(term []byte, start, end int, brk b
 				r, n = utf8.DecodeRuneInString(s[i:])
 			}
 			if !isWordRune(r) {
+				// A soft hyphen between letters is a hyphenation hint
+				// ("Handy\u00adhülle"), no break: it is skipped.
+				if r == softHyphen && i+n < len(s) {
+					if next, _ := utf8.DecodeRuneInString(s[i+n:]); isWordRune(next) {
+						i += n
+						continue
+					}
+				}
 				break
 			}
 			if len(b) < maxTermBytes {
