@@ -11,6 +11,7 @@ import (
 	"os"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -442,6 +443,9 @@ func publisher(t *testing.T, pages map[string]string) string {
 			return
 		}
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		if strings.HasSuffix(r.URL.Path, ".xhtml") {
+			w.Header().Set("Content-Type", "application/xhtml+xml; charset=utf-8")
+		}
 		w.Header().Set("Cache-Control", "no-store")
 		io.WriteString(w, page)
 	}))
@@ -986,6 +990,139 @@ func TestStaleShardLetGo(t *testing.T) {
 		if got.Links == 0 || got.Instances != s.want {
 			t.Errorf("%s: %+v; want ads from instance %d", s.name, got, s.want)
 		}
+	}
+	br.noConsoleErrors(t)
+}
+
+// TestRefreshKeepsPageNodes: adlink.refresh takes the in-text links out
+// without touching the page's own nodes, which a framework holds (React
+// keeps one text node per expression, Vue empty ones as anchors): each
+// keeps its text and its place. Also on an XHTML page, where element names
+// are lower case.
+func TestRefreshKeepsPageNodes(t *testing.T) {
+	br := newBrowser(t)
+	b := startBackend(t)
+	script := `<script async="async" src="` + b.URL + `/widget.js" data-api-key="demo" data-site-id="demo" data-base="` + b.URL + `"></script>`
+	site := publisher(t, map[string]string{
+		"/nodes.html": publisherPage("de-DE", b.URL, `<article><h1>Handy-Test</h1><p id="p"></p></article>
+<script>
+const p = document.getElementById("p");
+window.held = ["Wir haben das ", "Apple iPhone 15", " und das Samsung Galaxy S24 getestet.", ""].map(s => p.appendChild(document.createTextNode(s)));
+</script>`),
+		"/page.xhtml": `<?xml version="1.0" encoding="utf-8"?>
+<html xmlns="http://www.w3.org/1999/xhtml" lang="de-DE"><head><title>Handy-Test</title><link rel="icon" href="data:,"/>` + script + `</head>
+<body><article><h1>Handy-Test</h1><p id="p">` + handyText + `</p></article></body></html>`,
+	})
+	for _, path := range []string{"/nodes.html", "/page.xhtml"} {
+		br.do(t, chromedp.Navigate(site+path))
+		if r := eval[readyResult](t, br, widgetReady); r.Source != "local" || r.Links == 0 {
+			t.Fatalf("%s: %+v, want ads matched in the page", path, r)
+		}
+		type state struct {
+			Links    int
+			Text     string
+			Held     []string
+			Attached bool
+		}
+		const look = `({
+			links: document.querySelectorAll("[data-adlink=intext]").length,
+			text: document.getElementById("p").textContent,
+			held: window.held ? held.map(n => n.nodeValue) : [],
+			attached: window.held ? held.every(n => n.parentNode === document.getElementById("p")) : true,
+		})`
+		before := eval[state](t, br, look)
+		if before.Links == 0 {
+			t.Fatalf("%s: no in-text links to take out", path)
+		}
+		// A refresh takes them out; another, before the first has placed
+		// any, leaves the page as it was (nothing placed meanwhile).
+		after := eval[state](t, br, `(adlink.refresh(), adlink.refresh(), (() => { const s = `+look+`; adlink.refresh(); return s; })())`)
+		want := before.Text
+		if after.Links != 0 || after.Text != want || !after.Attached {
+			t.Errorf("%s: after clearing %+v; want no links, the text %q, the page's nodes in place", path, after, want)
+		}
+		if path == "/nodes.html" && !reflect.DeepEqual(after.Held, []string{"Wir haben das ", "Apple iPhone 15", " und das Samsung Galaxy S24 getestet.", ""}) {
+			t.Errorf("the page's own nodes hold %q after clearing", after.Held)
+		}
+		if path == "/page.xhtml" && after.Text != handyText {
+			t.Errorf("XHTML: paragraph %q after clearing, want %q", after.Text, handyText)
+		}
+	}
+	br.noConsoleErrors(t)
+}
+
+// TestPageTextAsShown: the widget reads and links the text the reader
+// sees: a phrase written with a no-break space or across a line break is
+// linked, a soft hyphen joins a word (no "Handy" linked inside
+// "Handy&shy;hülle"), and neither a hidden paragraph nor a script's text
+// is matched or linked.
+func TestPageTextAsShown(t *testing.T) {
+	br := newBrowser(t)
+	b := startBackend(t)
+	site := publisher(t, map[string]string{
+		"/page.html": publisherPage("de-DE", b.URL, `<article><h1>Neue Telefone</h1>
+<p style="display:none">Samsung Galaxy S24</p>
+<p>Das Apple iPhone&nbsp;15 und das Samsung Galaxy
+S24 im Vergleich. Dazu eine Handy&shy;hülle.</p>
+<p>Ein Absatz <script>var tracking = "Google Pixel 8";</script>ohne Telefon.</p>
+</article>`),
+	})
+	br.do(t, chromedp.Navigate(site+"/page.html"))
+	if r := eval[readyResult](t, br, widgetReady); r.Source != "local" || r.Links == 0 {
+		t.Fatalf("%+v, want ads matched in the page", r)
+	}
+	type result struct {
+		Linked   []string
+		Hidden   int
+		Keywords []string
+	}
+	got := eval[result](t, br, `adlink.ready.then(r => ({
+		linked: [...document.querySelectorAll("a.adlink-intext")].map(a => a.textContent),
+		hidden: document.querySelectorAll("p[style] a").length,
+		keywords: r.links.flatMap(l => l.keywords || []),
+	}))`)
+	for _, want := range []string{"iPhone\u00a015", "Galaxy\nS24"} {
+		if !slices.Contains(got.Linked, want) {
+			t.Errorf("no link on %q: links %q", want, got.Linked)
+		}
+	}
+	// (The page's title, "Handy-Test 2026", has a "Handy" of its own.)
+	if slices.ContainsFunc(got.Linked, func(s string) bool { return strings.EqualFold(s, "Handy") }) {
+		t.Errorf("a link on \"Handy\" inside \"Handy\u00adhülle\": links %q", got.Linked)
+	}
+	for _, kw := range append(got.Linked, got.Keywords...) {
+		if strings.Contains(kw, "Pixel") {
+			t.Errorf("%q, only in a script, matched or linked: links %q, keywords %q", kw, got.Linked, got.Keywords)
+		}
+	}
+	if got.Hidden != 0 {
+		t.Errorf("%d links in the hidden paragraph", got.Hidden)
+	}
+	br.noConsoleErrors(t)
+}
+
+// TestPageURLSent: the page's address goes to the server without its
+// fragment, which can hold a token and which browsers never send; and a
+// page whose address the server will not take (over 2 KB) still gets ads,
+// matched in the page.
+func TestPageURLSent(t *testing.T) {
+	br := newBrowser(t)
+	b := startBackend(t)
+	site := publisher(t, map[string]string{
+		"/page.html": publisherPage("de-DE", b.URL, "<article><p>"+handyText+"</p></article>"),
+	})
+	br.do(t, chromedp.Navigate(site+"/page.html?v=1#access_token=SECRET"))
+	r := eval[readyResult](t, br, widgetReady)
+	sent := eval[[]string](t, br, `performance.getEntriesByType("resource").map(e => e.name).filter(u => u.includes("/v2/page/link"))`)
+	if len(sent) != 1 || strings.Contains(sent[0], "SECRET") || !strings.Contains(sent[0], url.QueryEscape("/page.html?v=1")) {
+		t.Errorf("asked %q; want the address without its fragment", sent)
+	}
+	if r.Links == 0 {
+		t.Errorf("%+v, want ads", r)
+	}
+	br.do(t, chromedp.Navigate(site+"/page.html?long="+strings.Repeat("x", 2100)))
+	if r := eval[readyResult](t, br, widgetReady); r.Source != "local" || r.Links == 0 {
+		t.Errorf("a 2 KB address: %+v, want ads matched in the page", r)
 	}
 	br.noConsoleErrors(t)
 }

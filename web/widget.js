@@ -55,6 +55,8 @@
   for (var i = 0; i < tags.length && tags[i].length > 1 && !pageLoc; i++) {
     if (i && /^[a-z]{2}$/i.test(tags[i])) pageLoc = tags[i];
   }
+  if (/^uk$/i.test(pageLoc)) pageLoc = "gb"; // "en-UK", a common slip: ISO 3166 writes GB
+
   var base = (data.base || (script && script.src ? script.src.replace(/\/[^\/]*$/, "") : location.origin)).replace(/\/+$/, "");
   var config = {
     apiKey: data.apiKey || "",
@@ -74,6 +76,7 @@
   // adlink.ready from settling (without AbortSignal.timeout, it can): 10 s
   // for an answer, 60 s for the module or a shard, hundreds of KB.
   var TIMEOUT = 10000, DOWNLOAD_TIMEOUT = 60000;
+  var MAX_URL = 2048; // the longest page address /v2/page/link takes, in bytes
 
   function fetchOptions(ms) {
     var o = { mode: "cors", credentials: "omit" };
@@ -90,10 +93,11 @@
 
   function query(params) {
     var parts = [];
-    for (var k in params) {
+    // Own keys only: a page may have added to Object.prototype.
+    Object.keys(params).forEach(function (k) {
       var v = params[k];
       if (v !== undefined && v !== null && v !== "") parts.push(encodeURIComponent(wellFormed(k)) + "=" + encodeURIComponent(wellFormed(v)));
-    }
+    });
     return parts.join("&");
   }
 
@@ -225,7 +229,9 @@
       // until it is collected.)
       var bytes = function () { return get(url).then(function (r) { return r.arrayBuffer(); }).then(WebAssembly.compile); };
       var p = modulePromise = !WebAssembly.compileStreaming ? bytes() : WebAssembly.compileStreaming(get(url)).catch(function (e) {
-        if (e instanceof WebAssembly.CompileError || /^adlink:/.test(e.message)) throw e;
+        // Not after a broken module, an HTTP error or the download's time
+        // running out: a second download would only wait as long again.
+        if (e instanceof WebAssembly.CompileError || /^adlink:/.test(e.message) || e.name === "TimeoutError" || e.name === "AbortError") throw e;
         return bytes();
       });
       p.then(function () { mark("compiled"); }, function () { if (modulePromise === p) modulePromise = null; });
@@ -393,30 +399,52 @@
     var out = [];
     var w = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
     for (var n = w.nextNode(); n; n = w.nextNode()) {
-      if (n.nodeValue.trim() && !skipped(n)) out.push(n);
+      if (n.nodeValue.trim() && !skipped(n) && rendered(n.parentNode)) out.push(n);
     }
     return out;
   }
 
+  var BLOCKS = "h1, h2, h3, p, li, td, blockquote, figcaption, dd";
+  // MAX_TEXT bounds the text handed to the module, in UTF-16 units: the
+  // server reads at most 256 KB of a page's text, and the module's memory,
+  // once grown, stays grown.
+  var MAX_TEXT = 256 * 1024;
+
+  // rendered tells whether an element is shown: text in a hidden one is no
+  // part of what the reader sees, neither to match nor to link.
+  function rendered(el) {
+    return el.checkVisibility ? el.checkVisibility({ visibilityProperty: true }) : el.getClientRects().length > 0;
+  }
+
+  // lines appends the lines of a block's rendered text (innerText: no
+  // script, no hidden element) to out, each one's white space collapsed.
+  function lines(s, out) {
+    s.split("\n").forEach(function (l) {
+      l = l.replace(/\s+/g, " ").trim();
+      if (l) out.push(l);
+    });
+  }
+
   // pageText is the page's title and main text as the matcher reads them: one
-  // block per line, so no phrase runs across two paragraphs. Text in a form
-  // counts (a page may sit in one); a field's value is in no block.
+  // block per line, so no phrase runs across two paragraphs; a block inside
+  // another counts once, with the outer one. Text in a form counts (a page
+  // may sit in one); a field's value is in no block.
   function pageText() {
     var root = contentRoot(), title = [document.title], text = [];
-    var blocks = root.querySelectorAll("h1, h2, h3, p, li, td, blockquote, figcaption, dd");
+    var blocks = root.querySelectorAll(BLOCKS);
     for (var i = 0; i < blocks.length; i++) {
-      var b = blocks[i];
-      if (b.closest("[data-adlink]") || b.closest("nav, header, footer, aside")) continue;
-      (/^H[12]$/.test(b.nodeName) ? title : text).push(b.textContent.replace(/\s+/g, " ").trim());
+      var b = blocks[i], up = b.parentElement && b.parentElement.closest(BLOCKS);
+      if ((up && root.contains(up)) || b.closest("[data-adlink]") || b.closest("nav, header, footer, aside") || !rendered(b)) continue;
+      lines(b.innerText, /^h[12]$/i.test(b.localName) ? title : text);
     }
-    if (!blocks.length) text.push(root.innerText || root.textContent);
-    return { title: title.join("\n"), text: text.join("\n") };
+    if (!blocks.length) lines(root.innerText || root.textContent, text);
+    return { title: title.join("\n").slice(0, MAX_TEXT), text: text.join("\n").slice(0, MAX_TEXT) };
   }
 
   // ---- Placing ads.
   function el(tag, attrs, kids) {
     var e = document.createElement(tag);
-    for (var k in attrs) e.setAttribute(k, attrs[k]);
+    Object.keys(attrs).forEach(function (k) { e.setAttribute(k, attrs[k]); });
     (kids || []).forEach(function (c) { if (c) e.appendChild(typeof c === "string" ? document.createTextNode(c) : c); });
     return e;
   }
@@ -425,20 +453,29 @@
     return el("a", { href: l.ad, rel: "sponsored noopener", target: "_blank", "class": cls, title: l.title }, kids);
   }
 
+  // web tells whether a URL from an answer is an http(s) one, the only kind
+  // an ad or a logo may have: a javascript: URL in an href would run in the
+  // page's origin.
+  function web(u) { return typeof u === "string" && /^https?:\/\//i.test(u); }
+
   // inText links the first occurrence of each keyword in the page's text, never
-  // inside a link, a heading, a script, a form field or the widget's own box.
+  // inside a link, a heading, a script, a form field, hidden text or the
+  // widget's own box.
   function inText(links) {
-    var root = contentRoot(), done = {}, placed = 0, nodes = textNodes(root);
+    var root = contentRoot(), done = Object.create(null), placed = 0, nodes = textNodes(root);
     links.forEach(function (l) {
-      if (l.display_type.indexOf("link") < 0) return;
+      if (l.display_type.indexOf("link") < 0 || !web(l.ad)) return;
       (l.keywords || []).forEach(function (kw) {
         var key = kw.toLowerCase();
         // Lower-casing must keep the length, or the link would cover other text (İ).
         if (!kw || done[key] || key.length !== kw.length) return;
+        var re = phrase(key);
         for (var i = 0; i < nodes.length; i++) {
-          var n = nodes[i], at = find(n.nodeValue, key);
-          if (at < 0) continue;
-          var hit = n.splitText(at), rest = hit.splitText(kw.length);
+          var n = nodes[i], m = find(n, re);
+          if (!m) continue;
+          var hit = n.splitText(m.at), rest = hit.splitText(m.n);
+          lowered.delete(n);
+          cut.add(rest);
           nodes.splice(i + 1, 0, rest); // n keeps the text before the link; hit goes into it
           var a = adLink(l, "adlink-intext", []);
           a.setAttribute("data-adlink", "intext");
@@ -453,16 +490,33 @@
     return placed;
   }
 
-  var WORD = /[\p{L}\p{N}]/u;
+  // Letters, digits and marks make words; so do the soft hyphen and the
+  // zero-width (non-)joiner, which stand inside words ("Handy\u00adhülle"
+  // is one word, with no "Handy" in it).
+  var WORD = /[\p{L}\p{N}\p{M}\u00ad\u200c\u200d]/u;
+  // lowered caches each text node's lower case; cut holds the text nodes
+  // placing a link made, the rest of a node after its link.
+  var lowered = new WeakMap(), cut = new WeakSet();
 
-  // find returns where key (lower case) first stands as whole words in s, or -1.
-  function find(s, key) {
-    var lower = s.toLowerCase();
-    if (lower.length !== s.length) return -1; // a case mapping changed lengths: offsets would not fit
-    for (var at = lower.indexOf(key); at >= 0; at = lower.indexOf(key, at + 1)) {
-      if (wordAt(s, at, key.length)) return at;
+  // phrase is a keyword (lower case) as a pattern: a space in it stands for
+  // any white space in the page (a no-break space, a line break), which the
+  // matcher read as one space.
+  function phrase(key) {
+    return new RegExp(key.replace(/[.*+?^${}()|[\]\\]/g, "\\$&").replace(/ /g, "\\s+"), "g");
+  }
+
+  // find returns where the phrase first stands as whole words in a text
+  // node, {at, n}, or null.
+  function find(node, re) {
+    var s = node.nodeValue, lower = lowered.get(node);
+    if (lower === undefined) lowered.set(node, lower = s.toLowerCase());
+    if (lower.length !== s.length) return null; // a case mapping changed lengths: offsets would not fit
+    re.lastIndex = 0;
+    for (var m = re.exec(lower); m; m = re.exec(lower)) {
+      if (wordAt(s, m.index, m[0].length)) return { at: m.index, n: m[0].length };
+      re.lastIndex = m.index + 1;
     }
-    return -1;
+    return null;
   }
 
   function wordAt(s, at, n) {
@@ -490,12 +544,12 @@
   }
 
   function box(links) {
-    var ads = links.filter(function (l) { return l.display_type.indexOf("widget") >= 0; }).slice(0, 4);
+    var ads = links.filter(function (l) { return l.display_type.indexOf("widget") >= 0 && web(l.ad); }).slice(0, 4);
     if (!ads.length) return 0;
     var items = ads.map(function (l) {
       var price = l.price ? money(l.price) : "";
       return el("li", {}, [adLink(l, "adlink-ad", [
-        l.logo ? el("img", { src: l.logo, alt: "", width: "75", height: "75", loading: "eager" }) : null,
+        web(l.logo) ? el("img", { src: l.logo, alt: "", width: "75", height: "75", loading: "eager" }) : null,
         el("span", { "class": "adlink-title" }, [l.title]),
         price ? el("span", { "class": "adlink-price" }, [price]) : null
       ])]);
@@ -542,7 +596,12 @@
   function start() {
     var gen = ++generation;
     if (!config.auto) return Promise.resolve({ source: "none", links: [] });
-    var answer = getJSON("/v2/page/link", { url: location.href, api_key: config.apiKey, site_id: config.siteId, loc: config.loc, fields: FIELDS });
+    // The page's address without its fragment, which browsers never send to
+    // a server (it can hold a token). One longer than the server takes (2 KB)
+    // is matched here without asking.
+    var url = location.href.split("#")[0];
+    var answer = encoder.encode(url).length > MAX_URL ? Promise.reject(new Error("adlink: the page's address is over 2 KB")) :
+      getJSON("/v2/page/link", { url: url, api_key: config.apiKey, site_id: config.siteId, loc: config.loc, fields: FIELDS });
     // The manifest is small and cached: ask for it alongside the page's ads, so
     // a pending answer finds it there. The module and the shard wait for that
     // answer: loading them ahead of it and aborting them when the server has
@@ -558,7 +617,10 @@
     return answer.then(function (r) {
       mark("page_link");
       var links = r.status === 200 && r.body && r.body.link;
-      var refused = r.status === 400 || r.status === 401 || r.status === 403;
+      // A refused tag shows nothing; an address the server will not take (too
+      // long) is still matched here.
+      var badURL = r.status === 400 && r.body && r.body.error && r.body.error.param === "url";
+      var refused = (r.status === 400 && !badURL) || r.status === 401 || r.status === 403;
       return dom.then(function () {
         if (links && links.length) return render(links, "server", gen);
         if (links && !r.body.status) return { source: "server", links: [] };
@@ -579,19 +641,31 @@
     });
   }
 
-  // clear takes out the ads placed: in-text links give back their text,
-  // and the box goes.
+  // clear takes out the ads placed: the box goes, and each in-text link's
+  // text goes back into the text node it was cut from, with the rest cut
+  // after it, so a node the page's own code holds has its whole text again.
+  // No other node is touched (normalize would merge and drop nodes a
+  // framework keeps).
   function clear() {
-    var placed = document.querySelectorAll("a[data-adlink=intext], [data-adlink=box]");
+    var placed = document.querySelectorAll("[data-adlink=intext], [data-adlink=box]");
     for (var i = 0; i < placed.length; i++) {
       var n = placed[i], parent = n.parentNode;
       if (!parent) continue;
-      if (n.nodeName === "A") {
-        while (n.firstChild) parent.insertBefore(n.firstChild, n);
+      if (n.getAttribute("data-adlink") !== "intext") {
         parent.removeChild(n);
-        parent.normalize(); // the text split around the link is one node again
+        continue;
+      }
+      var prev = n.previousSibling, next = n.nextSibling;
+      if (prev && prev.nodeType === 3) {
+        prev.appendData(n.textContent);
+        if (next && cut.has(next)) {
+          prev.appendData(next.nodeValue);
+          parent.removeChild(next);
+        }
+        parent.removeChild(n);
+        lowered.delete(prev);
       } else {
-        parent.removeChild(n);
+        parent.replaceChild(document.createTextNode(n.textContent), n);
       }
     }
   }
