@@ -490,6 +490,7 @@ func TestPageLangMarket(t *testing.T) {
 		{"de", "", "de"},
 		{"de-u-co-phonebk", "", "de"},
 		{"und-AT", "at", ""},
+		{"en-UK", "gb", "en"}, // a common slip for en-GB
 	}
 	pages := map[string]string{}
 	for i, c := range cases {
@@ -1123,6 +1124,54 @@ func TestPageURLSent(t *testing.T) {
 	br.do(t, chromedp.Navigate(site+"/page.html?long="+strings.Repeat("x", 2100)))
 	if r := eval[readyResult](t, br, widgetReady); r.Source != "local" || r.Links == 0 {
 		t.Errorf("a 2 KB address: %+v, want ads matched in the page", r)
+	}
+	br.noConsoleErrors(t)
+}
+
+// TestHostilePage: a page that added to Object.prototype still gets its
+// ads, with no stray parameter in the requests; and an answer whose ad or
+// logo URL is not http(s) (a javascript: URL would run in the page) has
+// none of it placed. The answer is the server's, rewritten in the page.
+func TestHostilePage(t *testing.T) {
+	br := newBrowser(t)
+	b := startBackend(t)
+	br.do(t, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: `(() => {
+			const f = window.fetch;
+			window.fetch = function (u, init) {
+				if (!String(u).includes("/v2/page/link?")) return f.apply(this, arguments);
+				const bad = "javascript:document.title='owned'";
+				return Promise.resolve(new Response(JSON.stringify({link: [
+					{title: "Bad", keywords: ["iPhone 15"], ad: bad, display_type: ["link", "widget"], logo: "https://logo.example/a.png"},
+					{title: "Bad logo", keywords: ["Samsung"], ad: "http://ads.example/x", display_type: ["link", "widget"], logo: bad},
+				]}), {status: 200, headers: {"Content-Type": "application/json"}}));
+			};
+		})()`})
+		return err
+	}))
+	site := publisher(t, map[string]string{
+		"/page.html": strings.Replace(publisherPage("de-DE", b.URL, "<article><p>"+handyText+"</p></article>"),
+			"<script async", `<script>Object.prototype.evil = "1";</script><script async`, 1),
+	})
+	br.do(t, chromedp.Navigate(site+"/page.html"))
+	if r := eval[readyResult](t, br, widgetReady); r.Source != "server" {
+		t.Fatalf("%+v, want the (rewritten) server answer", r)
+	}
+	type result struct {
+		Hrefs, Srcs, Asked []string
+	}
+	got := eval[result](t, br, `({
+		hrefs: [...document.querySelectorAll("[data-adlink] a, a[data-adlink]")].map(a => a.getAttribute("href")),
+		srcs: [...document.querySelectorAll("[data-adlink] img")].map(i => i.getAttribute("src")),
+		asked: performance.getEntriesByType("resource").map(e => e.name).filter(u => u.includes("/v2/")),
+	})`)
+	if !reflect.DeepEqual(got.Hrefs, []string{"http://ads.example/x", "http://ads.example/x"}) || len(got.Srcs) != 0 {
+		t.Errorf("placed hrefs %q, logos %q; want only the http ad, in the text and the box, without its logo", got.Hrefs, got.Srcs)
+	}
+	for _, u := range got.Asked {
+		if strings.Contains(u, "evil") {
+			t.Errorf("a request carries the page's Object.prototype: %s", u)
+		}
 	}
 	br.noConsoleErrors(t)
 }
