@@ -136,7 +136,7 @@
       },
       clock_time_get: function (id, precision, ptr) {
         var ms = id === 0 ? Date.now() : performance.timeOrigin + performance.now();
-        view().setBigUint64(ptr, BigInt(Math.round(ms * 1e3)) * 1000n, true);
+        view().setBigUint64(ptr, BigInt(Math.round(ms * 1e3)) * BigInt(1000), true);
         return 0;
       },
       random_get: function (ptr, len) {
@@ -164,8 +164,8 @@
         var v = view();
         v.setUint8(ptr, 2); // character device
         v.setUint16(ptr + 2, 0, true);
-        v.setBigUint64(ptr + 8, 0xffffffffn, true);
-        v.setBigUint64(ptr + 16, 0xffffffffn, true);
+        v.setBigUint64(ptr + 8, BigInt(0xffffffff), true);
+        v.setBigUint64(ptr + 16, BigInt(0xffffffff), true);
         return 0;
       },
       fd_fdstat_set_flags: function () { return 0; },
@@ -312,7 +312,10 @@
   // load puts the shard into a running module and returns the function that
   // runs its exports; drop forgets the instance once it has trapped.
   function load(ex, shard, drop) {
-    var dead = false;
+    // BigInt by calls, not literals (0n): a browser without BigInt would
+    // refuse the whole script, the server's ads too; here only the page's
+    // matching fails.
+    var dead = false, ZERO = BigInt(0), SHIFT = BigInt(32), MASK = BigInt(0xffffffff);
     function put(bytes) {
       var p = ex.alloc(bytes.length) >>> 0;
       new Uint8Array(ex.memory.buffer, p, bytes.length).set(bytes); // a fresh view: memory may have grown
@@ -331,8 +334,8 @@
         var p = put(req);
         r = ex[kind](p, req.length);
         ex.free(p);
-        if (r !== 0n) {
-          var rp = Number(r >> 32n), rn = Number(r & 0xffffffffn);
+        if (r !== ZERO) {
+          var rp = Number(r >> SHIFT), rn = Number(r & MASK);
           text = decoder.decode(new Uint8Array(ex.memory.buffer, rp, rn));
           ex.free(rp);
         }
@@ -342,7 +345,7 @@
         drop();
         throw e;
       }
-      if (r === 0n) throw new Error("adlink: the matcher refused the request");
+      if (r === ZERO) throw new Error("adlink: the matcher refused the request");
       var body = JSON.parse(text);
       if (body.error) throw new Error("adlink: " + body.error.message);
       return body;
@@ -538,9 +541,9 @@
   // page, "$19.99" on an English one. (Intl.NumberFormat costs about 100 ms
   // on its first use in a fresh tab, longer than matching the page.)
   function money(p) {
-    var sym = SYMBOLS[p.currency] || p.currency;
-    if (COMMA.test(config.lang)) return p.amount.replace(".", ",") + "\u00a0" + sym;
-    return sym.length === 1 ? sym + p.amount : p.amount + "\u00a0" + sym;
+    var sym = SYMBOLS[p.currency] || p.currency || "";
+    if (COMMA.test(config.lang)) return (p.amount.replace(".", ",") + "\u00a0" + sym).trim();
+    return sym.length === 1 ? sym + p.amount : (p.amount + "\u00a0" + sym).trim();
   }
 
   function box(links) {
