@@ -1055,8 +1055,8 @@ window.held = ["Wir haben das ", "Apple iPhone 15", " und das Samsung Galaxy S24
 // TestPageTextAsShown: the widget reads and links the text the reader
 // sees: a phrase written with a no-break space or across a line break is
 // linked, a soft hyphen joins a word (no "Handy" linked inside
-// "Handy&shy;hülle"), and neither a hidden paragraph nor a script's text
-// is matched or linked.
+// "Handy&shy;hülle"), and neither a hidden paragraph, a script's text nor
+// an element the page marked data-adlink is matched or linked.
 func TestPageTextAsShown(t *testing.T) {
 	br := newBrowser(t)
 	b := startBackend(t)
@@ -1066,6 +1066,7 @@ func TestPageTextAsShown(t *testing.T) {
 <p>Das Apple iPhone&nbsp;15 und das Samsung Galaxy
 S24 im Vergleich. Dazu eine Handy&shy;hülle.</p>
 <p>Ein Absatz <script>var tracking = "Google Pixel 8";</script>ohne Telefon.</p>
+<div data-adlink="off"><p>Das Google Pixel 8 rendert das Skript der Seite.</p></div>
 </article>`),
 	})
 	br.do(t, chromedp.Navigate(site+"/page.html"))
@@ -1093,7 +1094,7 @@ S24 im Vergleich. Dazu eine Handy&shy;hülle.</p>
 	}
 	for _, kw := range append(got.Linked, got.Keywords...) {
 		if strings.Contains(kw, "Pixel") {
-			t.Errorf("%q, only in a script, matched or linked: links %q, keywords %q", kw, got.Linked, got.Keywords)
+			t.Errorf("%q, only in a script and a data-adlink element, matched or linked: links %q, keywords %q", kw, got.Linked, got.Keywords)
 		}
 	}
 	if got.Hidden != 0 {

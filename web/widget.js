@@ -11,6 +11,8 @@
  *   data-auto="false"           do not place ads in the page; only provide window.adlink
  *   data-label                  the ad box's label; default: "Anzeige", "Publicité", ...
  *                               in the page's language, "Sponsored" in English and others
+ * On any element of the page, data-adlink keeps the widget out of it: no in-text links,
+ * none of its text matched.
  *
  * What it does: it asks the server for the ads of this page (/v2/page/link). With
  * links it places them: in-text links on the first occurrence of each keyword in the
