@@ -1,0 +1,73 @@
+package api
+
+import (
+	"bytes"
+	"os"
+	"strings"
+	"testing"
+)
+
+func TestStripComments(t *testing.T) {
+	src := "(function () {\n  // a comment\n  var a = 1; // kept after code\n\n  /* one\n   * block */ var b = \"http://x/*y*/\";\n  /* a line */\n  /** doc */\n  return a + b;\n})();\n"
+	want := widgetBanner + "(function () {\nvar a = 1; // kept after code\nvar b = \"http://x/*y*/\";\nreturn a + b;\n})();\n"
+	if got := string(stripComments([]byte(src))); got != want {
+		t.Errorf("stripComments:\n%s\nwant:\n%s", got, want)
+	}
+	// Where a line could sit inside a template literal or a continued
+	// string, nothing is stripped.
+	for _, s := range []string{"var s = `\n// not a comment\n`;\n", "var s = \"a\\\n// not a comment\";\n"} {
+		if got := string(stripComments([]byte(s))); got != s {
+			t.Errorf("stripComments(%q) = %q, want it as it is", s, got)
+		}
+	}
+}
+
+// TestServedWidgetIsStripped: /widget.js is web/widget.js without its
+// comment lines, and much smaller; the browser tests run the served one.
+func TestServedWidgetIsStripped(t *testing.T) {
+	src, err := os.ReadFile("../../web/widget.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := stripComments(src)
+	if len(out) > len(src)*2/3 {
+		t.Errorf("stripped widget.js is %d bytes of %d", len(out), len(src))
+	}
+	for _, line := range strings.Split(string(out), "\n")[1:] {
+		if strings.HasPrefix(line, "//") || strings.HasPrefix(line, "/*") || strings.HasPrefix(line, " ") {
+			t.Errorf("left in: %q", line)
+		}
+	}
+	if !bytes.Contains(out, []byte("window.adlink = {")) {
+		t.Error("the code is gone")
+	}
+}
+
+// FuzzStripComments: every line served is a line of the source, trimmed,
+// or what follows a block comment's end on one.
+func FuzzStripComments(f *testing.F) {
+	f.Add("a();\n// x\n/* y\n*/ b();\n")
+	f.Add("/* a */ /* b */ c();\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		out := string(stripComments([]byte(s)))
+		if out == s {
+			return
+		}
+		src := strings.Split(s, "\n")
+		for _, line := range strings.Split(strings.TrimPrefix(out, widgetBanner), "\n") {
+			if line == "" {
+				continue
+			}
+			ok := false
+			for _, l := range src {
+				if l = strings.TrimSpace(l); l == line || strings.HasSuffix(l, line) && strings.Contains(l, "*/") {
+					ok = true
+					break
+				}
+			}
+			if !ok {
+				t.Fatalf("%q: served line %q is in no source line", s, line)
+			}
+		}
+	})
+}
