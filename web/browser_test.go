@@ -1176,3 +1176,49 @@ func TestHostilePage(t *testing.T) {
 	}
 	br.noConsoleErrors(t)
 }
+
+// TestListingPage: a page of several articles (a front page's teasers) is
+// read and linked whole, not only its first article, and the ad box goes
+// after them, not into the first; a page of one article with comments as
+// articles inside it is read from that article.
+func TestListingPage(t *testing.T) {
+	br := newBrowser(t)
+	b := startBackend(t)
+	site := publisher(t, map[string]string{
+		"/front.html": publisherPage("de-DE", b.URL, `<div class="teasers">
+<article id="a1"><h2>Neu im Test</h2><p>Das Google Pixel 8 hat die klügste Software.</p></article>
+<article id="a2"><h2>Vergleich</h2><p>Das Apple iPhone 15 gegen das Samsung Galaxy S24.</p></article>
+</div>`),
+		"/story.html": publisherPage("de-DE", b.URL, `<nav><p>Das Apple iPhone 15 im Menü.</p></nav><article id="story"><h1>Handy-Test</h1><p>`+handyText+`</p>
+<section><article class="comment"><p>Mein Kommentar.</p></article></section></article>`),
+	})
+	type result struct {
+		Linked    []string
+		BoxIn     string
+		InSecond  int
+		OutsideOf int
+	}
+	const look = `({
+		linked: [...document.querySelectorAll("a.adlink-intext")].map(a => a.textContent),
+		boxIn: (document.querySelector("[data-adlink=box]").parentElement.closest("article, main") || {}).id || document.querySelector("[data-adlink=box]").parentElement.localName,
+		inSecond: document.querySelectorAll("#a2 a.adlink-intext").length,
+		outsideOf: [...document.querySelectorAll("a.adlink-intext")].filter(a => !a.closest("#story")).length,
+	})`
+	br.do(t, chromedp.Navigate(site+"/front.html"))
+	if r := eval[readyResult](t, br, widgetReady); r.Links == 0 {
+		t.Fatalf("front page: %+v, want ads", r)
+	}
+	got := eval[result](t, br, look)
+	if got.InSecond == 0 || got.BoxIn == "a1" {
+		t.Errorf("front page: %+v; want links in the second article too, and the box outside the first", got)
+	}
+	br.do(t, chromedp.Navigate(site+"/story.html"))
+	if r := eval[readyResult](t, br, widgetReady); r.Links == 0 {
+		t.Fatalf("story: %+v, want ads", r)
+	}
+	got = eval[result](t, br, look)
+	if got.BoxIn != "story" || got.OutsideOf != 0 || len(got.Linked) == 0 {
+		t.Errorf("story with comments: %+v; want links and the box in the story only", got)
+	}
+	br.noConsoleErrors(t)
+}

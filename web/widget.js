@@ -383,8 +383,16 @@
   var SKIP = /^(A|SCRIPT|STYLE|NOSCRIPT|TEXTAREA|INPUT|SELECT|OPTION|BUTTON|LABEL|CODE|PRE|IFRAME|TEMPLATE|NAV|HEADER|FOOTER|ASIDE|H1|H2|H3|H4|H5|H6)$/i;
   var HTML = "http://www.w3.org/1999/xhtml";
 
+  // contentRoot is where the page's own text is: its one article (comments
+  // may be articles inside it), in its main part when it marks one; the
+  // main part, else the body, where it has several, as a front page lists
+  // teasers, rather than the first of them.
   function contentRoot() {
-    return document.querySelector("article, main, [role=main]") || document.body;
+    var main = document.querySelector("main, [role=main]");
+    var articles = Array.prototype.filter.call((main || document).querySelectorAll("article"), function (a) {
+      return !(a.parentElement && a.parentElement.closest("article"));
+    });
+    return articles.length === 1 ? articles[0] : main || document.body;
   }
 
   // skipped tells whether a link may not go around node: the content root
