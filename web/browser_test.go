@@ -1054,8 +1054,9 @@ window.held = ["Wir haben das ", "Apple iPhone 15", " und das Samsung Galaxy S24
 
 // TestPageTextAsShown: the widget reads and links the text the reader
 // sees: a phrase written with a no-break space or across a line break is
-// linked, a soft hyphen joins a word (no "Handy" linked inside
-// "Handy&shy;hülle"), and neither a hidden paragraph, a script's text nor
+// linked, and one in a text with an İ (whose lower case is longer); a soft
+// hyphen joins a word (no "Handy" linked inside "Handy&shy;hülle"), and so
+// does inline markup ("Apple<b>Galaxy</b>Google" holds no "Galaxy"), and neither a hidden paragraph, a script's text nor
 // an element the page marked data-adlink is matched or linked.
 func TestPageTextAsShown(t *testing.T) {
 	br := newBrowser(t)
@@ -1065,6 +1066,7 @@ func TestPageTextAsShown(t *testing.T) {
 <p style="display:none">Samsung Galaxy S24</p>
 <p>Das Apple iPhone&nbsp;15 und das Samsung Galaxy
 S24 im Vergleich. Dazu eine Handy&shy;hülle.</p>
+<p>In İstanbul kaufte er ein Smartphone. Ein Apple<b>Galaxy</b>Google gibt es nicht.</p>
 <p>Ein Absatz <script>var tracking = "Google Pixel 8";</script>ohne Telefon.</p>
 <div data-adlink="off"><p>Das Google Pixel 8 rendert das Skript der Seite.</p></div>
 </article>`),
@@ -1083,10 +1085,16 @@ S24 im Vergleich. Dazu eine Handy&shy;hülle.</p>
 		hidden: document.querySelectorAll("p[style] a").length,
 		keywords: r.links.flatMap(l => l.keywords || []),
 	}))`)
-	for _, want := range []string{"iPhone\u00a015", "Galaxy\nS24"} {
+	for _, want := range []string{"iPhone\u00a015", "Galaxy\nS24", "Smartphone"} {
 		if !slices.Contains(got.Linked, want) {
 			t.Errorf("no link on %q: links %q", want, got.Linked)
 		}
+	}
+	// A word that markup splits ("Apple<b>Galaxy</b>Google") is no
+	// "Apple", "Galaxy" or "Google": in that paragraph only "Smartphone"
+	// has a link.
+	if got := eval[[]string](t, br, `[...document.querySelector("p b").parentElement.querySelectorAll("a")].map(a => a.textContent)`); !reflect.DeepEqual(got, []string{"Smartphone"}) {
+		t.Errorf("links %q in the paragraph with a word that markup splits, want only \"Smartphone\"", got)
 	}
 	// (The page's title, "Handy-Test 2026", has a "Handy" of its own.)
 	if slices.ContainsFunc(got.Linked, func(s string) bool { return strings.EqualFold(s, "Handy") }) {

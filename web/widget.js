@@ -518,23 +518,51 @@
     return new RegExp(key.replace(/[.*+?^${}()|[\]\\]/g, "\\$&").replace(/ /g, "\\s+"), "g");
   }
 
+  // lowerCase lower-cases s keeping its length, offset for offset: a
+  // character whose lower case is longer (İ, "i" and a dot) stays as it is.
+  function lowerCase(s) {
+    var l = s.toLowerCase();
+    if (l.length === s.length) return l;
+    return s.replace(/[\s\S]/gu, function (c) {
+      var lc = c.toLowerCase();
+      return lc.length === c.length ? lc : c;
+    });
+  }
+
   // find returns where the phrase first stands as whole words in a text
   // node, {at, n}, or null.
   function find(node, re) {
     var s = node.nodeValue, lower = lowered.get(node);
-    if (lower === undefined) lowered.set(node, lower = s.toLowerCase());
-    if (lower.length !== s.length) return null; // a case mapping changed lengths: offsets would not fit
+    if (lower === undefined) lowered.set(node, lower = lowerCase(s));
     re.lastIndex = 0;
     for (var m = re.exec(lower); m; m = re.exec(lower)) {
-      if (wordAt(s, m.index, m[0].length)) return { at: m.index, n: m[0].length };
+      if (wordAt(node, m.index, m[0].length)) return { at: m.index, n: m[0].length };
       re.lastIndex = m.index + 1;
     }
     return null;
   }
 
-  function wordAt(s, at, n) {
-    var word = WORD;
-    return !(at > 0 && word.test(s[at - 1])) && !(at + n < s.length && word.test(s[at + n]));
+  // wordAt tells whether the n characters at "at" in a text node stand as
+  // whole words: no letter just before or after, also across the inline
+  // markup of its block ("Foto<b>handy</b>" is one word).
+  function wordAt(node, at, n) {
+    var s = node.nodeValue, word = WORD;
+    var before = at > 0 ? s[at - 1] : edge(node, false), after = at + n < s.length ? s[at + n] : edge(node, true);
+    return !(before && word.test(before)) && !(after && word.test(after));
+  }
+
+  // edge returns the character next to a text node in its block's text,
+  // the one after it (forward) or before it, or "".
+  function edge(node, forward) {
+    var block = node.parentNode && node.parentNode.closest(BLOCKS);
+    if (!block) return "";
+    var w = document.createTreeWalker(block, NodeFilter.SHOW_TEXT);
+    w.currentNode = node;
+    for (var t = forward ? w.nextNode() : w.previousNode(); t; t = forward ? w.nextNode() : w.previousNode()) {
+      var v = t.nodeValue;
+      if (v) return forward ? v[0] : v[v.length - 1];
+    }
+    return "";
   }
 
   var SYMBOLS = { EUR: "\u20ac", USD: "$", GBP: "\u00a3" };
