@@ -377,12 +377,15 @@ func splitKinds(s string) []string {
 }
 
 // MalformedQuery returns "" for a query string that url.ParseQuery reads
-// without error, else the message a /v2 endpoint refuses it with: a ';'
-// in a pair (net/url takes it for an old separator, which it refuses) or
-// the first bad %-escape. The server and the page's module both ask it,
+// without error, else the message a /v2 endpoint refuses it with: more
+// than MaxQueryParams pairs, a ';' in a pair (net/url takes it for an old
+// separator, which it refuses) or the first bad %-escape. The server and the page's module both ask it,
 // so they refuse the same requests with the same words; the module cannot
 // afford net/url.
 func MalformedQuery(s string) string {
+	if countByte(s, '&')+1 > MaxQueryParams {
+		return "the query string is malformed: number of URL query parameters exceeded limit"
+	}
 	bad := ""
 	for s != "" {
 		var kv string
@@ -405,6 +408,21 @@ func MalformedQuery(s string) string {
 		return "the query string is malformed: invalid URL escape " + Quote(bad)
 	}
 	return ""
+}
+
+// MaxQueryParams is the most name=value pairs ("&" plus one) a query
+// string may have: net/url's default (GODEBUG urlmaxqueryparams), so the
+// server and the page's module refuse the same ones.
+const MaxQueryParams = 10000
+
+func countByte(s string, c byte) int {
+	n := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] == c {
+			n++
+		}
+	}
+	return n
 }
 
 // badEscape returns the first malformed %-escape of s, at most three bytes

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"net/url"
 	"reflect"
-	"strings"
 	"testing"
 
 	"github.com/adlink/adlink/match"
@@ -73,7 +72,7 @@ func FuzzRequest(f *testing.F) {
 		// Where net/url refuses the query, so does the module; where it
 		// reads it, the pairs are its pairs.
 		want, err := url.ParseQuery(req)
-		if refused := bytes.HasPrefix(out, []byte(`{"error":{"code":"invalid_parameter","message":"the query string is malformed: `)); err != nil && !refused && strings.Count(req, "&") < 1000 {
+		if refused := bytes.HasPrefix(out, []byte(`{"error":{"code":"invalid_parameter","message":"the query string is malformed: `)); err != nil && !refused {
 			t.Fatalf("%q: net/url refuses it (%v), the module answers %s", req, err, out)
 		}
 		if err == nil {
