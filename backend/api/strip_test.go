@@ -8,14 +8,25 @@ import (
 )
 
 func TestStripComments(t *testing.T) {
-	src := "(function () {\n  // a comment\n  var a = 1; // kept after code\n\n  /* one\n   * block */ var b = \"http://x/*y*/\";\n  /* a line */\n  /** doc */\n  return a + b;\n})();\n"
-	want := widgetBanner + "(function () {\nvar a = 1; // kept after code\nvar b = \"http://x/*y*/\";\nreturn a + b;\n})();\n"
+	src := "(function () {\n  // a comment\n  var a = 1; // kept after code\n\n  /* one\n   * block\n   */\n  var b = \"http://x/\";\n  /* a line */\n  /**/\n  /** doc */\n  return a + b;\n})();\n"
+	want := widgetBanner + "(function () {\nvar a = 1; // kept after code\nvar b = \"http://x/\";\nreturn a + b;\n})();\n"
 	if got := string(stripComments([]byte(src))); got != want {
 		t.Errorf("stripComments:\n%s\nwant:\n%s", got, want)
 	}
-	// Where a line could sit inside a template literal or a continued
-	// string, nothing is stripped.
-	for _, s := range []string{"var s = `\n// not a comment\n`;\n", "var s = \"a\\\n// not a comment\";\n"} {
+	// Where lines alone cannot tell comments from code, nothing is
+	// stripped: a template literal, a continued string, a carriage
+	// return, a block comment after code (whose end a later line that
+	// opens one would hide), "/*" or "*/" inside a line.
+	for _, s := range []string{
+		"var s = `\n// not a comment\n`;\n",
+		"var s = \"a\\\n// not a comment\";\n",
+		"var s = \"a\\\r\n// not a comment\";\r\n",
+		"var x = 1; /* one\n/* two */\nx = 2; // */\nconsole.log(x);\n",
+		"f(); /* a\n/* b\n*/ g();\n",
+		"var re = /a*/;\n// c\n",
+		"var u = \"/*\";\n// c\n",
+		"/*/ still open\nx();\n*/\n",
+	} {
 		if got := string(stripComments([]byte(s))); got != s {
 			t.Errorf("stripComments(%q) = %q, want it as it is", s, got)
 		}
