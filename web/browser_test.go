@@ -864,7 +864,7 @@ func TestRefresh(t *testing.T) {
 		};
 	})()`
 	got := eval[view](t, br, next)
-	if got.Boxes > 1 || got.Intext == 0 || !got.Asked {
+	if got.Boxes != 1 || got.Intext == 0 || !got.Asked {
 		t.Errorf("after refresh: %+v; want one set of the new page's ads, asked for at /app/2", got)
 	}
 	for _, w := range got.Words {
@@ -1005,7 +1005,7 @@ func TestRefreshKeepsPageNodes(t *testing.T) {
 	b := startBackend(t)
 	script := `<script async="async" src="` + b.URL + `/widget.js" data-api-key="demo" data-site-id="demo" data-base="` + b.URL + `"></script>`
 	site := publisher(t, map[string]string{
-		"/nodes.html": publisherPage("de-DE", b.URL, `<article><h1>Handy-Test</h1><p id="p"></p></article>
+		"/nodes.html": publisherPage("de-DE", b.URL, `<article><h1>Handy-Test</h1><p id="p"></p><p data-adlink="intext" id="own">Eigenes</p></article>
 <script>
 const p = document.getElementById("p");
 window.held = ["Wir haben das ", "Apple iPhone 15", " und das Samsung Galaxy S24 getestet.", ""].map(s => p.appendChild(document.createTextNode(s)));
@@ -1026,7 +1026,7 @@ window.held = ["Wir haben das ", "Apple iPhone 15", " und das Samsung Galaxy S24
 			Attached bool
 		}
 		const look = `({
-			links: document.querySelectorAll("[data-adlink=intext]").length,
+			links: document.querySelectorAll("a.adlink-intext").length,
 			text: document.getElementById("p").textContent,
 			held: window.held ? held.map(n => n.nodeValue) : [],
 			attached: window.held ? held.every(n => n.parentNode === document.getElementById("p")) : true,
@@ -1035,8 +1035,8 @@ window.held = ["Wir haben das ", "Apple iPhone 15", " und das Samsung Galaxy S24
 		if before.Links == 0 {
 			t.Fatalf("%s: no in-text links to take out", path)
 		}
-		// A refresh takes them out; another, before the first has placed
-		// any, leaves the page as it was (nothing placed meanwhile).
+		// A refresh takes them out, and the page is as it was; two more in
+		// a row find nothing to take out (their ads come later).
 		after := eval[state](t, br, `(adlink.refresh(), adlink.refresh(), (() => { const s = `+look+`; adlink.refresh(); return s; })())`)
 		want := before.Text
 		if after.Links != 0 || after.Text != want || !after.Attached {
@@ -1045,9 +1045,48 @@ window.held = ["Wir haben das ", "Apple iPhone 15", " und das Samsung Galaxy S24
 		if path == "/nodes.html" && !reflect.DeepEqual(after.Held, []string{"Wir haben das ", "Apple iPhone 15", " und das Samsung Galaxy S24 getestet.", ""}) {
 			t.Errorf("the page's own nodes hold %q after clearing", after.Held)
 		}
+		// The page's own element with data-adlink is none of the widget's.
+		if own := eval[string](t, br, `document.getElementById("own") ? document.getElementById("own").outerHTML : "gone"`); path == "/nodes.html" && own != `<p data-adlink="intext" id="own">Eigenes</p>` {
+			t.Errorf("after refresh, the page's own data-adlink element is %s", own)
+		}
 		if path == "/page.xhtml" && after.Text != handyText {
 			t.Errorf("XHTML: paragraph %q after clearing, want %q", after.Text, handyText)
 		}
+	}
+
+	// A framework sets its own node's text, the one a link was cut from,
+	// and refreshes at a new address: the page's new text stands, without
+	// the old link's text or the rest cut after it, and the new text gets
+	// its links.
+	// (A new address: the server has analysed the first, whose text it
+	// read without the page's script.)
+	br.do(t, chromedp.Navigate(site+"/nodes.html?v=1"))
+	if r := eval[readyResult](t, br, widgetReady); r.Source != "local" || r.Links == 0 {
+		t.Fatalf("%+v, want ads matched in the page", r)
+	}
+	type update struct {
+		Cut     int
+		Cleared string
+		Linked  []string
+	}
+	got := eval[update](t, br, `(async () => {
+		const linked = held.filter(n => n.nextSibling && n.nextSibling.localName === "a").length;
+		held[1].nodeValue = "Google Pixel 8";
+		held[2].nodeValue = " und das Fairphone 5 getestet.";
+		history.pushState(null, "", "/nodes.html?v=2");
+		const ready = adlink.refresh();
+		const cleared = document.getElementById("p").textContent;
+		await ready;
+		return {cut: linked, cleared, linked: [...document.querySelectorAll("#p a")].map(a => a.textContent)};
+	})()`)
+	if got.Cut == 0 {
+		t.Fatalf("no link was cut from the page's own nodes: %+v", got)
+	}
+	if want := "Wir haben das Google Pixel 8 und das Fairphone 5 getestet."; got.Cleared != want {
+		t.Errorf("after the page set its text: %q, want %q", got.Cleared, want)
+	}
+	if !slices.Contains(got.Linked, "Pixel 8") {
+		t.Errorf("links %q; want one on the page's new \"Pixel 8\"", got.Linked)
 	}
 	br.noConsoleErrors(t)
 }
@@ -1056,8 +1095,9 @@ window.held = ["Wir haben das ", "Apple iPhone 15", " und das Samsung Galaxy S24
 // sees: a phrase written with a no-break space or across a line break is
 // linked, and one in a text with an İ (whose lower case is longer); a soft
 // hyphen joins a word (no "Handy" linked inside "Handy&shy;hülle"), and so
-// does inline markup ("Apple<b>Galaxy</b>Google" holds no "Galaxy"), and neither a hidden paragraph, a script's text nor
-// an element the page marked data-adlink is matched or linked.
+// does inline markup ("Apple<b>Galaxy</b>Google" holds no "Galaxy"); and
+// neither a hidden paragraph, a script's text nor an element the page
+// marked data-adlink is matched or linked.
 func TestPageTextAsShown(t *testing.T) {
 	br := newBrowser(t)
 	b := startBackend(t)
@@ -1133,6 +1173,9 @@ func TestPageURLSent(t *testing.T) {
 	br.do(t, chromedp.Navigate(site+"/page.html?long="+strings.Repeat("x", 2100)))
 	if r := eval[readyResult](t, br, widgetReady); r.Source != "local" || r.Links == 0 {
 		t.Errorf("a 2 KB address: %+v, want ads matched in the page", r)
+	}
+	if n := eval[int](t, br, `performance.getEntriesByType("resource").filter(e => e.name.includes("/v2/page/link")).length`); n != 0 {
+		t.Errorf("a 2 KB address: %d requests to /v2/page/link, which refuses it", n)
 	}
 	br.noConsoleErrors(t)
 }

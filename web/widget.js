@@ -217,7 +217,7 @@
 
   function get(url) {
     return fetch(config.base + url, fetchOptions(DOWNLOAD_TIMEOUT)).then(function (r) {
-      if (!r.ok) throw new Error("adlink: " + url.replace(/\?.*/, "") + " " + r.status);
+      if (!r.ok) throw new Error("adlink: " + url.split("?")[0] + " " + r.status);
       return r;
     });
   }
@@ -487,11 +487,12 @@
           var n = nodes[i], m = find(n, re);
           if (!m) continue;
           var hit = n.splitText(m.at), rest = hit.splitText(m.n);
-          lowered.delete(n);
-          cut.add(rest);
+          left.set(n, n.nodeValue);
+          left.set(rest, rest.nodeValue);
           nodes.splice(i + 1, 0, rest); // n keeps the text before the link; hit goes into it
           var a = adLink(l, "adlink-intext", []);
           a.setAttribute("data-adlink", "intext");
+          ours.add(a);
           hit.parentNode.replaceChild(a, hit);
           a.appendChild(hit);
           done[key] = true;
@@ -507,9 +508,12 @@
   // zero-width (non-)joiner, which stand inside words ("Handy\u00adhülle"
   // is one word, with no "Handy" in it).
   var WORD = /[\p{L}\p{N}\p{M}\u00ad\u200c\u200d]/u;
-  // lowered caches each text node's lower case; cut holds the text nodes
-  // placing a link made, the rest of a node after its link.
-  var lowered = new WeakMap(), cut = new WeakSet();
+  // lowered caches a text node's lower case, {s, lower}, for as long as
+  // its text is s. left holds the text that placing a link left in the
+  // node before the link and in the rest after it: clear merges them back
+  // only while the page has not changed them. ours holds the elements the
+  // widget placed.
+  var lowered = new WeakMap(), left = new WeakMap(), ours = new WeakSet();
 
   // phrase is a keyword (lower case) as a pattern: a space in it stands for
   // any white space in the page (a no-break space, a line break), which the
@@ -532,8 +536,9 @@
   // find returns where the phrase first stands as whole words in a text
   // node, {at, n}, or null.
   function find(node, re) {
-    var s = node.nodeValue, lower = lowered.get(node);
-    if (lower === undefined) lowered.set(node, lower = lowerCase(s));
+    var s = node.nodeValue, c = lowered.get(node);
+    if (!c || c.s !== s) lowered.set(node, c = { s: s, lower: lowerCase(s) });
+    var lower = c.lower;
     re.lastIndex = 0;
     for (var m = re.exec(lower); m; m = re.exec(lower)) {
       if (wordAt(node, m.index, m[0].length)) return { at: m.index, n: m[0].length };
@@ -603,6 +608,7 @@
     var slot = document.querySelector("[data-adlink-box]");
     if (slot) slot.appendChild(b);
     else contentRoot().appendChild(b);
+    ours.add(b);
     return ads.length;
   }
 
@@ -658,10 +664,7 @@
     return answer.then(function (r) {
       mark("page_link");
       var links = r.status === 200 && r.body && r.body.link;
-      // A refused tag shows nothing; an address the server will not take (too
-      // long) is still matched here.
-      var badURL = r.status === 400 && r.body && r.body.error && r.body.error.param === "url";
-      var refused = (r.status === 400 && !badURL) || r.status === 401 || r.status === 403;
+      var refused = r.status === 400 || r.status === 401 || r.status === 403;
       return dom.then(function () {
         if (links && links.length) return render(links, "server", gen);
         if (links && !r.body.status) return { source: "server", links: [] };
@@ -685,30 +688,34 @@
   // clear takes out the ads placed: the box goes, and each in-text link's
   // text goes back into the text node it was cut from, with the rest cut
   // after it, so a node the page's own code holds has its whole text again.
+  // Where the page has since changed that node (a framework set its text),
+  // the link and the rest go, and the page's text stays as the page set it.
   // No other node is touched (normalize would merge and drop nodes a
-  // framework keeps).
+  // framework keeps), nor an element of the page's own with data-adlink.
   function clear() {
     var placed = document.querySelectorAll("[data-adlink=intext], [data-adlink=box]");
     for (var i = 0; i < placed.length; i++) {
       var n = placed[i], parent = n.parentNode;
-      if (!parent) continue;
-      if (n.getAttribute("data-adlink") !== "intext") {
-        parent.removeChild(n);
-        continue;
-      }
-      var prev = n.previousSibling, next = n.nextSibling;
-      if (prev && prev.nodeType === 3) {
-        prev.appendData(n.textContent);
-        if (next && cut.has(next)) {
-          prev.appendData(next.nodeValue);
-          parent.removeChild(next);
+      if (!parent || !ours.has(n)) continue;
+      if (n.getAttribute("data-adlink") === "intext") {
+        var prev = n.previousSibling, next = n.nextSibling;
+        var rest = unchanged(next) ? next : null;
+        if (unchanged(prev)) {
+          prev.appendData(n.textContent + (rest ? rest.nodeValue : ""));
+          left.set(prev, prev.nodeValue); // the next link in it was cut from the rest
+        } else if (!rest) {
+          parent.insertBefore(document.createTextNode(n.textContent), n);
         }
-        parent.removeChild(n);
-        lowered.delete(prev);
-      } else {
-        parent.replaceChild(document.createTextNode(n.textContent), n);
+        if (rest) parent.removeChild(rest);
       }
+      parent.removeChild(n);
     }
+  }
+
+  // unchanged tells whether node is a text node placing a link cut, still
+  // holding the text it left there.
+  function unchanged(node) {
+    return !!node && node.nodeType === 3 && left.get(node) === node.nodeValue;
   }
 
   // refresh places the ads of the page as it is now, at its current URL:
