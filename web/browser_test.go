@@ -1230,8 +1230,8 @@ func TestHostilePage(t *testing.T) {
 
 // TestListingPage: a page of several articles (a front page's teasers) is
 // read and linked whole, not only its first article, and the ad box goes
-// after them, not into the first; a page of one article with comments as
-// articles inside it is read from that article.
+// after them, not into the first; a page of one article, with comments as
+// articles inside it and a sidebar of teasers, is read from that article.
 func TestListingPage(t *testing.T) {
 	br := newBrowser(t)
 	b := startBackend(t)
@@ -1240,8 +1240,9 @@ func TestListingPage(t *testing.T) {
 <article id="a1"><h2>Neu im Test</h2><p>Das Google Pixel 8 hat die klügste Software.</p></article>
 <article id="a2"><h2>Vergleich</h2><p>Das Apple iPhone 15 gegen das Samsung Galaxy S24.</p></article>
 </div>`),
-		"/story.html": publisherPage("de-DE", b.URL, `<nav><p>Das Apple iPhone 15 im Menü.</p></nav><article id="story"><h1>Handy-Test</h1><p>`+handyText+`</p>
-<section><article class="comment"><p>Mein Kommentar.</p></article></section></article>`),
+		"/story.html": publisherPage("de-DE", b.URL, `<div>Das Samsung Galaxy S24 im Hinweis über Cookies.</div><article id="story"><h1>Handy-Test</h1><p>`+handyText+`</p>
+<section><article class="comment"><p>Mein Kommentar.</p></article></section></article>
+<aside><article><p>Mehr zum Apple iPhone 15.</p></article><article><p>Mehr zum Google Pixel 8.</p></article></aside>`),
 	})
 	type result struct {
 		Linked    []string
@@ -1270,6 +1271,69 @@ func TestListingPage(t *testing.T) {
 	got = eval[result](t, br, look)
 	if got.BoxIn != "story" || got.OutsideOf != 0 || len(got.Linked) == 0 {
 		t.Errorf("story with comments: %+v; want links and the box in the story only", got)
+	}
+	br.noConsoleErrors(t)
+}
+
+// TestWordEdges: a word ends at a line break or an element that is not
+// inline ("Pixel 8<br>Neu" has "Pixel 8" whole), and goes on across inline
+// markup in any container ("Foto<b>handy</b>" in a div holds no "handy").
+func TestWordEdges(t *testing.T) {
+	br := newBrowser(t)
+	b := startBackend(t)
+	site := publisher(t, map[string]string{
+		"/page.html": publisherPage("de-DE", b.URL, `<article><h1>Kameras</h1>
+<p>Das Google Pixel 8<br>Neu im Test.</p>
+<div>Ein Foto<b>handy</b> gibt es nicht.</div></article>`),
+	})
+	br.do(t, chromedp.Navigate(site+"/page.html"))
+	if r := eval[readyResult](t, br, widgetReady); r.Links == 0 {
+		t.Fatalf("%+v, want ads", r)
+	}
+	linked := eval[[]string](t, br, `[...document.querySelectorAll("a.adlink-intext")].map(a => a.textContent)`)
+	if !slices.ContainsFunc(linked, func(s string) bool { return strings.HasSuffix(s, "Pixel 8") }) {
+		t.Errorf("links %q; want one on \"Pixel 8\" before the <br>", linked)
+	}
+	if slices.ContainsFunc(linked, func(s string) bool { return strings.EqualFold(s, "handy") }) {
+		t.Errorf("links %q; none may be on \"handy\" inside \"Foto<b>handy</b>\"", linked)
+	}
+	br.noConsoleErrors(t)
+}
+
+// TestRefreshAfterPageChanges: the page's own changes between views do
+// not make adlink.refresh lose text or leave old links: after the page's
+// normalize() dropped the empty node a link at a node's start leaves, the
+// linked text stays; a copy the page made of a paragraph with links loses
+// the links, not the text.
+func TestRefreshAfterPageChanges(t *testing.T) {
+	br := newBrowser(t)
+	b := startBackend(t)
+	site := publisher(t, map[string]string{
+		"/page.html": publisherPage("de-DE", b.URL, `<article><h1>Test</h1><p id="n">Galaxy S24 heißt das Samsung-Flaggschiff.</p>
+<p id="c">`+handyText+`</p><div id="slider"></div></article>`),
+	})
+	br.do(t, chromedp.Navigate(site+"/page.html"))
+	if r := eval[readyResult](t, br, widgetReady); r.Links == 0 {
+		t.Fatalf("%+v, want ads", r)
+	}
+	type result struct {
+		N, Copy, Orig string
+		StartLinked   bool
+		CopyLinks     int
+	}
+	got := eval[result](t, br, `(() => {
+		const n = document.getElementById("n"), startLinked = n.querySelector("a") !== null && n.firstChild.nodeValue === "";
+		n.normalize();
+		document.getElementById("slider").appendChild(document.getElementById("c").cloneNode(true));
+		adlink.refresh();
+		const copy = document.querySelector("#slider p");
+		return {startLinked, n: n.textContent, copy: copy.textContent, orig: document.getElementById("c").textContent, copyLinks: copy.querySelectorAll("a").length};
+	})()`)
+	if !got.StartLinked {
+		t.Fatalf("no link at the start of #n: the test checks nothing (%+v)", got)
+	}
+	if got.N != "Galaxy S24 heißt das Samsung-Flaggschiff." || got.CopyLinks != 0 || got.Copy != got.Orig || got.Orig != handyText {
+		t.Errorf("after the page's changes and a refresh: %+v", got)
 	}
 	br.noConsoleErrors(t)
 }

@@ -384,13 +384,13 @@
   var HTML = "http://www.w3.org/1999/xhtml";
 
   // contentRoot is where the page's own text is: its one article (comments
-  // may be articles inside it), in its main part when it marks one; the
-  // main part, else the body, where it has several, as a front page lists
-  // teasers, rather than the first of them.
+  // may be articles inside it, and a sidebar's teasers do not count), in
+  // its main part when it marks one; the main part, else the body, where it
+  // has several, as a front page lists teasers, rather than the first.
   function contentRoot() {
     var main = document.querySelector("main, [role=main]");
     var articles = Array.prototype.filter.call((main || document).querySelectorAll("article"), function (a) {
-      return !(a.parentElement && a.parentElement.closest("article"));
+      return !(a.parentElement && a.parentElement.closest("article, aside, nav, header, footer"));
     });
     return articles.length === 1 ? articles[0] : main || document.body;
   }
@@ -489,10 +489,11 @@
           var hit = n.splitText(m.at), rest = hit.splitText(m.n);
           left.set(n, n.nodeValue);
           left.set(rest, rest.nodeValue);
+          origin.set(rest, origin.get(n) || n);
           nodes.splice(i + 1, 0, rest); // n keeps the text before the link; hit goes into it
           var a = adLink(l, "adlink-intext", []);
           a.setAttribute("data-adlink", "intext");
-          ours.add(a);
+          origin.set(a, origin.get(n) || n);
           hit.parentNode.replaceChild(a, hit);
           a.appendChild(hit);
           done[key] = true;
@@ -511,9 +512,9 @@
   // lowered caches a text node's lower case, {s, lower}, for as long as
   // its text is s. left holds the text that placing a link left in the
   // node before the link and in the rest after it: clear merges them back
-  // only while the page has not changed them. ours holds the elements the
-  // widget placed.
-  var lowered = new WeakMap(), left = new WeakMap(), ours = new WeakSet();
+  // only while the page has not changed them. origin maps a link and the
+  // rest after it to the page's text node they were cut from.
+  var lowered = new WeakMap(), left = new WeakMap(), origin = new WeakMap();
 
   // phrase is a keyword (lower case) as a pattern: a space in it stands for
   // any white space in the page (a no-break space, a line break), which the
@@ -548,26 +549,36 @@
   }
 
   // wordAt tells whether the n characters at "at" in a text node stand as
-  // whole words: no letter just before or after, also across the inline
-  // markup of its block ("Foto<b>handy</b>" is one word).
+  // whole words: no letter just before or after, also across inline markup
+  // ("Foto<b>handy</b>" is one word).
   function wordAt(node, at, n) {
     var s = node.nodeValue, word = WORD;
     var before = at > 0 ? s[at - 1] : edge(node, false), after = at + n < s.length ? s[at + n] : edge(node, true);
     return !(before && word.test(before)) && !(after && word.test(after));
   }
 
-  // edge returns the character next to a text node in its block's text,
-  // the one after it (forward) or before it, or "".
+  // Elements that run inside a line of text: a word goes on across them.
+  var INLINE = /^(a|abbr|b|bdi|bdo|cite|code|data|del|dfn|em|font|i|ins|kbd|mark|q|s|samp|small|span|strong|sub|sup|time|u|var)$/;
+
+  // edge returns the character that goes on from a text node's text after
+  // it (forward) or before it, across inline elements only, or "": a line
+  // break, a block, a script or any other element ends a word.
   function edge(node, forward) {
-    var block = node.parentNode && node.parentNode.closest(BLOCKS);
-    if (!block) return "";
-    var w = document.createTreeWalker(block, NodeFilter.SHOW_TEXT);
-    w.currentNode = node;
-    for (var t = forward ? w.nextNode() : w.previousNode(); t; t = forward ? w.nextNode() : w.previousNode()) {
-      var v = t.nodeValue;
+    for (var n = node; ;) {
+      var next = forward ? n.nextSibling : n.previousSibling;
+      while (!next) { // out of inline elements
+        n = n.parentNode;
+        if (!n || n.nodeType !== 1 || !INLINE.test(n.localName)) return "";
+        next = forward ? n.nextSibling : n.previousSibling;
+      }
+      while (next.nodeType === 1 && INLINE.test(next.localName) && next.firstChild) { // into them
+        next = forward ? next.firstChild : next.lastChild;
+      }
+      if (next.nodeType === 1 && !INLINE.test(next.localName)) return "";
+      var v = next.nodeType === 3 ? next.nodeValue : "";
       if (v) return forward ? v[0] : v[v.length - 1];
+      n = next; // an empty text node or inline element, a comment: on past it
     }
-    return "";
   }
 
   var SYMBOLS = { EUR: "\u20ac", USD: "$", GBP: "\u00a3" };
@@ -608,7 +619,6 @@
     var slot = document.querySelector("[data-adlink-box]");
     if (slot) slot.appendChild(b);
     else contentRoot().appendChild(b);
-    ours.add(b);
     return ads.length;
   }
 
@@ -688,25 +698,29 @@
   // clear takes out the ads placed: the box goes, and each in-text link's
   // text goes back into the text node it was cut from, with the rest cut
   // after it, so a node the page's own code holds has its whole text again.
-  // Where the page has since changed that node (a framework set its text),
-  // the link and the rest go, and the page's text stays as the page set it.
+  // Where the page has since set that node's text (a framework rendered
+  // anew), the link and the rest go, and the page's text stays as the page
+  // set it; where the node is gone (the page's normalize dropped it empty)
+  // or the link is a copy the page made, the link gives way to its text.
   // No other node is touched (normalize would merge and drop nodes a
   // framework keeps), nor an element of the page's own with data-adlink.
   function clear() {
-    var placed = document.querySelectorAll("[data-adlink=intext], [data-adlink=box]");
+    var placed = document.querySelectorAll("a.adlink-intext[data-adlink=intext], aside.adlink-box[data-adlink=box]");
     for (var i = 0; i < placed.length; i++) {
       var n = placed[i], parent = n.parentNode;
-      if (!parent || !ours.has(n)) continue;
-      if (n.getAttribute("data-adlink") === "intext") {
-        var prev = n.previousSibling, next = n.nextSibling;
-        var rest = unchanged(next) ? next : null;
-        if (unchanged(prev)) {
+      if (!parent) continue;
+      if (n.localName === "a") {
+        var prev = n.previousSibling, next = n.nextSibling, from = origin.get(n);
+        var rest = unchanged(next) && origin.get(next) === from ? next : null;
+        if (unchanged(prev) && (prev === from || origin.get(prev) === from)) {
           prev.appendData(n.textContent + (rest ? rest.nodeValue : ""));
           left.set(prev, prev.nodeValue); // the next link in it was cut from the rest
-        } else if (!rest) {
+          if (rest) parent.removeChild(rest);
+        } else if (from && from.parentNode && left.get(from) !== from.nodeValue) {
+          if (rest) parent.removeChild(rest); // the page set its text anew
+        } else {
           parent.insertBefore(document.createTextNode(n.textContent), n);
         }
-        if (rest) parent.removeChild(rest);
       }
       parent.removeChild(n);
     }
