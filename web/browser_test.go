@@ -453,6 +453,18 @@ func publisher(t *testing.T, pages map[string]string) string {
 	return srv.URL
 }
 
+// openPage starts a browser and the backend, serves body as a German
+// publisher's page at /page.html, opens it and waits for the widget's
+// ads; it returns the browser, the backend and what adlink.ready gave.
+func openPage(t *testing.T, body string) (*browser, *backend, readyResult) {
+	t.Helper()
+	br := newBrowser(t)
+	b := startBackend(t)
+	site := publisher(t, map[string]string{"/page.html": publisherPage("de-DE", b.URL, body)})
+	br.do(t, chromedp.Navigate(site+"/page.html"))
+	return br, b, eval[readyResult](t, br, widgetReady)
+}
+
 // publisherPage is a page in language lang with the widget's tag, whose
 // requests go to base, and body.
 func publisherPage(lang, base, body string) string {
@@ -558,14 +570,9 @@ func TestInTextNotNested(t *testing.T) {
 // DOM and document.title can hold but encodeURIComponent refuses, is
 // still matched: in the page, by adlink.matchText and by adlink.search.
 func TestLoneSurrogates(t *testing.T) {
-	br := newBrowser(t)
-	b := startBackend(t)
-	site := publisher(t, map[string]string{
-		"/page.html": publisherPage("de-DE", b.URL, `<article><h1>Handy-Test</h1><p id="p">`+handyText+`</p></article>
-<script>document.title += "\uD800"; document.getElementById("p").append(" \uDC00 Kopfhörer \uD83D");</script>`),
-	})
-	br.do(t, chromedp.Navigate(site+"/page.html"))
-	if r := eval[readyResult](t, br, widgetReady); r.Source != "local" || r.Links == 0 {
+	br, _, r := openPage(t, `<article><h1>Handy-Test</h1><p id="p">`+handyText+`</p></article>
+<script>document.title += "\uD800"; document.getElementById("p").append(" \uDC00 Kopfhörer \uD83D");</script>`)
+	if r.Source != "local" || r.Links == 0 {
 		t.Errorf("page: %+v, want ads matched in the page", r)
 	}
 	if n := eval[int](t, br, `adlink.matchText("Das Apple iPhone 15 \uDC00 und gute \uD800Kopfhörer", {title: "\uDBFF"}).then(r => r.link.length)`); n == 0 {
@@ -1099,20 +1106,15 @@ window.held = ["Wir haben das ", "Apple iPhone 15", " und das Samsung Galaxy S24
 // neither a hidden paragraph, a script's text nor an element the page
 // marked data-adlink is matched or linked.
 func TestPageTextAsShown(t *testing.T) {
-	br := newBrowser(t)
-	b := startBackend(t)
-	site := publisher(t, map[string]string{
-		"/page.html": publisherPage("de-DE", b.URL, `<article><h1>Neue Telefone</h1>
+	br, _, r := openPage(t, `<article><h1>Neue Telefone</h1>
 <p style="display:none">Samsung Galaxy S24</p>
 <p>Das Apple iPhone&nbsp;15 und das Samsung Galaxy
 S24 im Vergleich. Dazu eine Handy&shy;hülle.</p>
 <p>In İstanbul kaufte er ein Smartphone. Ein Apple<b>Galaxy</b>Google gibt es nicht.</p>
 <p>Ein Absatz <script>var tracking = "Google Pixel 8";</script>ohne Telefon.</p>
 <div data-adlink="off"><p>Das Google Pixel 8 rendert das Skript der Seite.</p></div>
-</article>`),
-	})
-	br.do(t, chromedp.Navigate(site+"/page.html"))
-	if r := eval[readyResult](t, br, widgetReady); r.Source != "local" || r.Links == 0 {
+</article>`)
+	if r.Source != "local" || r.Links == 0 {
 		t.Fatalf("%+v, want ads matched in the page", r)
 	}
 	type result struct {
@@ -1279,15 +1281,10 @@ func TestListingPage(t *testing.T) {
 // inline ("Pixel 8<br>Neu" has "Pixel 8" whole), and goes on across inline
 // markup in any container ("Foto<b>handy</b>" in a div holds no "handy").
 func TestWordEdges(t *testing.T) {
-	br := newBrowser(t)
-	b := startBackend(t)
-	site := publisher(t, map[string]string{
-		"/page.html": publisherPage("de-DE", b.URL, `<article><h1>Kameras</h1>
+	br, _, r := openPage(t, `<article><h1>Kameras</h1>
 <p>Das Google Pixel 8<br>Neu im Test.</p>
-<div>Ein Foto<b>handy</b> gibt es nicht.</div></article>`),
-	})
-	br.do(t, chromedp.Navigate(site+"/page.html"))
-	if r := eval[readyResult](t, br, widgetReady); r.Links == 0 {
+<div>Ein Foto<b>handy</b> gibt es nicht.</div></article>`)
+	if r.Links == 0 {
 		t.Fatalf("%+v, want ads", r)
 	}
 	linked := eval[[]string](t, br, `[...document.querySelectorAll("a.adlink-intext")].map(a => a.textContent)`)
@@ -1306,14 +1303,9 @@ func TestWordEdges(t *testing.T) {
 // linked text stays; a copy the page made of a paragraph with links loses
 // the links, not the text.
 func TestRefreshAfterPageChanges(t *testing.T) {
-	br := newBrowser(t)
-	b := startBackend(t)
-	site := publisher(t, map[string]string{
-		"/page.html": publisherPage("de-DE", b.URL, `<article><h1>Test</h1><p id="n">Galaxy S24 heißt das Samsung-Flaggschiff.</p>
-<p id="c">`+handyText+`</p><div id="slider"></div></article>`),
-	})
-	br.do(t, chromedp.Navigate(site+"/page.html"))
-	if r := eval[readyResult](t, br, widgetReady); r.Links == 0 {
+	br, _, r := openPage(t, `<article><h1>Test</h1><p id="n">Galaxy S24 heißt das Samsung-Flaggschiff.</p>
+<p id="c">`+handyText+`</p><div id="slider"></div></article>`)
+	if r.Links == 0 {
 		t.Fatalf("%+v, want ads", r)
 	}
 	type result struct {
