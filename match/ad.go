@@ -57,8 +57,12 @@ type Market struct {
 }
 
 // String returns the market as "lang-COUNTRY" ("de-DE"), as catalog feeds
-// write it.
+// write it; a country alone, the key of a country's own shard, as
+// "COUNTRY" ("CH").
 func (m Market) String() string {
+	if m.Lang == "" {
+		return upper(m.Country)
+	}
 	return m.Lang + "-" + upper(m.Country)
 }
 

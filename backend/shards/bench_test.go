@@ -52,7 +52,7 @@ func BenchmarkShardBytes(b *testing.B) {
 			sort.Slice(ms, func(i, j int) bool { return ms[i].String() < ms[j].String() })
 			fmt.Printf("%s catalog, %d ads:\n", c.name, len(ads))
 			for _, m := range append(ms, match.Market{}) {
-				blob, name := set.Pick(m.Country, m.Lang), MarketName(m)
+				blob, name := set.Pick(m.Country, m.Lang), m.String()
 				if m.Country == "" {
 					name = "all markets"
 				}

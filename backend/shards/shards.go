@@ -13,7 +13,6 @@ import (
 	"errors"
 	"runtime"
 	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/adlink/adlink/match"
@@ -142,20 +141,11 @@ func Build(src Source, o Options) (*Set, error) {
 		s.bySHA[j.blob.SHA256] = j.blob
 		name := "all"
 		if j.ix != all {
-			name = MarketName(j.market)
+			name = j.market.String()
 		}
 		s.manifests[j.blob] = s.manifest(name, j.blob)
 	}
 	return s, nil
-}
-
-// MarketName is how a manifest names a shard's market: "de-DE", or "CH"
-// for a country in all its languages.
-func MarketName(m match.Market) string {
-	if m.Lang == "" {
-		return strings.ToUpper(m.Country)
-	}
-	return m.String()
 }
 
 // Pick returns the shard that answers a market exactly as the server does:
