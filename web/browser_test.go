@@ -1189,20 +1189,11 @@ func TestPageURLSent(t *testing.T) {
 func TestHostilePage(t *testing.T) {
 	br := newBrowser(t)
 	b := startBackend(t)
-	br.do(t, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-		_, err := cdp.Call(ctx, tg, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: `(() => {
-			const f = window.fetch;
-			window.fetch = function (u, init) {
-				if (!String(u).includes("/v2/page/link?")) return f.apply(this, arguments);
-				const bad = "javascript:document.title='owned'";
-				return Promise.resolve(new Response(JSON.stringify({link: [
-					{title: "Bad", keywords: ["iPhone 15"], ad: bad, display_type: ["link", "widget"], logo: "https://logo.example/a.png"},
-					{title: "Bad logo", keywords: ["Samsung"], ad: "http://ads.example/x", display_type: ["link", "widget"], logo: bad},
-				]}), {status: 200, headers: {"Content-Type": "application/json"}}));
-			};
-		})()`})
-		return err
-	}))
+	const bad = "javascript:document.title='owned'"
+	answerPageWith(t, br, `{"link": [
+		{"title": "Bad", "keywords": ["iPhone 15"], "ad": "`+bad+`", "display_type": ["link", "widget"], "logo": "https://logo.example/a.png"},
+		{"title": "Bad logo", "keywords": ["Samsung"], "ad": "http://ads.example/x", "display_type": ["link", "widget"], "logo": "`+bad+`"}
+	]}`)
 	site := publisher(t, map[string]string{
 		"/page.html": strings.Replace(publisherPage("de-DE", b.URL, "<article><p>"+handyText+"</p></article>"),
 			"<script async", `<script>Object.prototype.evil = "1";</script><script async`, 1),
@@ -1326,6 +1317,39 @@ func TestRefreshAfterPageChanges(t *testing.T) {
 	}
 	if got.N != "Galaxy S24 heißt das Samsung-Flaggschiff." || got.CopyLinks != 0 || got.Copy != got.Orig || got.Orig != handyText {
 		t.Errorf("after the page's changes and a refresh: %+v", got)
+	}
+	br.noConsoleErrors(t)
+}
+
+// answerPageWith makes the pages the browser opens from now on get answer
+// from /v2/page/link, as though the server had sent it.
+func answerPageWith(t *testing.T, br *browser, answer string) {
+	t.Helper()
+	br.do(t, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: `(() => {
+			const f = window.fetch, answer = ` + jsString(answer) + `;
+			window.fetch = function (u, init) {
+				if (!String(u).includes("/v2/page/link?")) return f.apply(this, arguments);
+				return Promise.resolve(new Response(answer, {status: 200, headers: {"Content-Type": "application/json"}}));
+			};
+		})()`})
+		return err
+	}))
+}
+
+// TestDottedCapitalI: a keyword with an İ, whose lower case is longer, is
+// linked where the page writes it, and covers just the keyword.
+func TestDottedCapitalI(t *testing.T) {
+	br := newBrowser(t)
+	b := startBackend(t)
+	answerPageWith(t, br, `{"link": [{"title": "Tur", "keywords": ["İSTANBUL Reisen"], "ad": "http://ads.example/i", "display_type": ["link"]}]}`)
+	site := publisher(t, map[string]string{
+		"/page.html": publisherPage("tr-TR", b.URL, "<article><p>Unsere İSTANBUL Reisen ab 199 Euro.</p></article>"),
+	})
+	br.do(t, chromedp.Navigate(site+"/page.html"))
+	eval[readyResult](t, br, widgetReady)
+	if got := eval[[]string](t, br, `[...document.querySelectorAll("a.adlink-intext")].map(a => a.textContent)`); !reflect.DeepEqual(got, []string{"İSTANBUL Reisen"}) {
+		t.Errorf("links %q, want one on \"İSTANBUL Reisen\"", got)
 	}
 	br.noConsoleErrors(t)
 }

@@ -479,9 +479,8 @@
     links.forEach(function (l) {
       if (l.display_type.indexOf("link") < 0 || !web(l.ad)) return;
       (l.keywords || []).forEach(function (kw) {
-        var key = kw.toLowerCase();
-        // Lower-casing must keep the length, or the link would cover other text (İ).
-        if (!kw || done[key] || key.length !== kw.length) return;
+        var key = lowerCase(kw); // as long as kw, so the link covers the keyword (İ)
+        if (!kw || done[key]) return;
         var re = phrase(key);
         for (var i = 0; i < nodes.length; i++) {
           var n = nodes[i], m = find(n, re);
