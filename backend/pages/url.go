@@ -241,7 +241,10 @@ func validHost(h string) bool {
 			return false
 		}
 	}
-	return !strings.HasPrefix(h, ".") && !strings.Contains(h, "..")
+	// No empty label: the one trailing dot of a fully qualified name is
+	// gone by now, and "a.." is no name ("http://0.." once canonicalised
+	// to "http://0./", whose canonical form is "http://0/").
+	return !strings.HasPrefix(h, ".") && !strings.HasSuffix(h, ".") && !strings.Contains(h, "..")
 }
 
 // canonicalQuery drops tracking parameters and sorts the rest by key, then

@@ -49,6 +49,8 @@ func TestCanonicalRefuses(t *testing.T) {
 		{"no host", "http:///path", "with a host"},
 		{"bad port", "http://example.com:99999/", "invalid port"},
 		{"bad host", "http://exa mple.com/", "not a valid URL"},
+		{"empty last label", "http://example.com../", "invalid host"},
+		{"empty label", "http://example..com/", "invalid host"},
 		{"opaque", "http:example.com", "with a host"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
