@@ -604,3 +604,16 @@ func TestMarketString(t *testing.T) {
 		}
 	}
 }
+
+// TestSoftHyphenKeyword: a word the page hyphenates with soft hyphens
+// matches, and its keyword and criterion read as the word does.
+func TestSoftHyphenKeyword(t *testing.T) {
+	ix := mustBuild(t, []Ad{{ID: "case.de", Kind: KindAdvertiser, Title: "Hüllen", Keywords: []string{"Handyhülle"},
+		Advertiser: "case.de", Markets: []Market{de}, BidMicros: 100000}})
+	for _, page := range []bool{false, true} {
+		hits := ix.Match(&Query{Page: page, Text: "Eine Handy\u00adhül\u00adle für das Telefon"})
+		if len(hits) != 1 || !slices.Equal(hits[0].Keywords, []string{"Handyhülle"}) || hits[0].Criterion != "Handyhülle" {
+			t.Errorf("page %v: %+v, want the ad with keyword and criterion \"Handyhülle\"", page, hits)
+		}
+	}
+}

@@ -807,6 +807,7 @@ func (ix *Index) hit(in *input, c *cand, hs *hitScratch) Hit {
 	h := Hit{Ad: int(c.ad), Score: c.score}
 	start := len(hs.keywords)
 	add := func(s string) {
+		s = dropSoftHyphens(s)
 		kw := hs.keywords[start:]
 		if len(kw) == maxKeywords {
 			return
@@ -865,6 +866,25 @@ func (ix *Index) hit(in *input, c *cand, hs *hitScratch) Hit {
 	}
 	h.Criterion = joinStrings(h.Keywords, " ")
 	return h
+}
+
+// dropSoftHyphens returns s without the soft hyphens a page puts into
+// words (scan reads across them): a keyword and its criterionId are the
+// word as it reads, "Handyhülle", whatever hyphenation hints the page has.
+func dropSoftHyphens(s string) string {
+	const shy = "\u00ad"
+	if indexString(s, shy) < 0 {
+		return s
+	}
+	b := make([]byte, 0, len(s))
+	for {
+		i := indexString(s, shy)
+		if i < 0 {
+			return string(append(b, s...))
+		}
+		b = append(b, s[:i]...)
+		s = s[i+len(shy):]
+	}
 }
 
 // maxKeywords bounds an entry's keywords, and so its criterionId.
