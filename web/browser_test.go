@@ -1337,19 +1337,26 @@ func answerPageWith(t *testing.T, br *browser, answer string) {
 	}))
 }
 
-// TestDottedCapitalI: a keyword with an İ, whose lower case is longer, is
-// linked where the page writes it, and covers just the keyword.
-func TestDottedCapitalI(t *testing.T) {
-	br := newBrowser(t)
-	b := startBackend(t)
-	answerPageWith(t, br, `{"link": [{"title": "Tur", "keywords": ["İSTANBUL Reisen"], "ad": "http://ads.example/i", "display_type": ["link"]}]}`)
-	site := publisher(t, map[string]string{
-		"/page.html": publisherPage("tr-TR", b.URL, "<article><p>Unsere İSTANBUL Reisen ab 199 Euro.</p></article>"),
-	})
-	br.do(t, chromedp.Navigate(site+"/page.html"))
-	eval[readyResult](t, br, widgetReady)
-	if got := eval[[]string](t, br, `[...document.querySelectorAll("a.adlink-intext")].map(a => a.textContent)`); !reflect.DeepEqual(got, []string{"İSTANBUL Reisen"}) {
-		t.Errorf("links %q, want one on \"İSTANBUL Reisen\"", got)
+// TestKeywordSpelling: a keyword is linked where the page writes it, and
+// the link covers just the keyword: one with an İ, whose lower case is
+// longer; one the matcher gives without the soft hyphens the page writes
+// in it ("Handyhülle" for "Handy&shy;hül&shy;le").
+func TestKeywordSpelling(t *testing.T) {
+	for _, c := range []struct{ name, lang, keyword, text, want string }{
+		{"dotted capital I", "tr-TR", "İSTANBUL Reisen", "Unsere İSTANBUL Reisen ab 199 Euro.", "İSTANBUL Reisen"},
+		{"soft hyphens", "de-DE", "Handyhülle", "Eine Handy&shy;hül&shy;le für das Telefon.", "Handy\u00adhül\u00adle"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			br := newBrowser(t)
+			b := startBackend(t)
+			answerPageWith(t, br, `{"link": [{"title": "Ad", "keywords": [`+jsString(c.keyword)+`], "ad": "http://ads.example/a", "display_type": ["link"]}]}`)
+			site := publisher(t, map[string]string{"/page.html": publisherPage(c.lang, b.URL, "<article><p>"+c.text+"</p></article>")})
+			br.do(t, chromedp.Navigate(site+"/page.html"))
+			eval[readyResult](t, br, widgetReady)
+			if got := eval[[]string](t, br, `[...document.querySelectorAll("a.adlink-intext")].map(a => a.textContent)`); !reflect.DeepEqual(got, []string{c.want}) {
+				t.Errorf("links %q, want one on %q", got, c.want)
+			}
+			br.noConsoleErrors(t)
+		})
 	}
-	br.noConsoleErrors(t)
 }

@@ -517,9 +517,12 @@
 
   // phrase is a keyword (lower case) as a pattern: a space in it stands for
   // any white space in the page (a no-break space, a line break), which the
-  // matcher read as one space.
+  // matcher read as one space, and a soft hyphen may stand between any two
+  // characters (the matcher reads across it and leaves it out of keywords).
   function phrase(key) {
-    return new RegExp(key.replace(/[.*+?^${}()|[\]\\]/g, "\\$&").replace(/ /g, "\\s+"), "g");
+    return new RegExp(Array.from(key).map(function (c) {
+      return c === " " ? "\\s+" : c.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+    }).join("\u00ad?"), "g");
   }
 
   // lowerCase lower-cases s keeping its length, offset for offset: a
