@@ -443,3 +443,11 @@ func badEscape(s string) string {
 func IsHex(c byte) bool {
 	return c >= '0' && c <= '9' || c|0x20 >= 'a' && c|0x20 <= 'f'
 }
+
+// Unhex returns the value of the hexadecimal digit c (IsHex(c)).
+func Unhex(c byte) byte {
+	if c <= '9' {
+		return c - '0'
+	}
+	return c | 0x20 - 'a' + 10
+}

@@ -873,18 +873,16 @@ func (ix *Index) hit(in *input, c *cand, hs *hitScratch) Hit {
 // word as it reads, "Handyhülle", whatever hyphenation hints the page has.
 func dropSoftHyphens(s string) string {
 	const shy = "\u00ad"
-	if indexString(s, shy) < 0 {
+	i := indexString(s, shy)
+	if i < 0 {
 		return s
 	}
 	b := make([]byte, 0, len(s))
-	for {
-		i := indexString(s, shy)
-		if i < 0 {
-			return string(append(b, s...))
-		}
+	for ; i >= 0; i = indexString(s, shy) {
 		b = append(b, s[:i]...)
 		s = s[i+len(shy):]
 	}
+	return string(append(b, s...))
 }
 
 // maxKeywords bounds an entry's keywords, and so its criterionId.

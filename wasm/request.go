@@ -71,20 +71,13 @@ func unescape(s string, buf []byte, rest int) (string, []byte) {
 		case c == '+':
 			buf = append(buf, ' ')
 		case c == '%' && i+2 < len(s) && match.IsHex(s[i+1]) && match.IsHex(s[i+2]):
-			buf = append(buf, unhex(s[i+1])<<4|unhex(s[i+2]))
+			buf = append(buf, match.Unhex(s[i+1])<<4|match.Unhex(s[i+2]))
 			i += 2
 		default:
 			buf = append(buf, c)
 		}
 	}
 	return unsafe.String(&buf[start], len(buf)-start), buf
-}
-
-func unhex(c byte) byte {
-	if c <= '9' {
-		return c - '0'
-	}
-	return c | 0x20 - 'a' + 10
 }
 
 // parseRequest reads a match_search (page false) or match_page request into

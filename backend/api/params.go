@@ -23,7 +23,7 @@ func queryValues(r *http.Request) (url.Values, error) {
 		return nil, &Error{Status: http.StatusBadRequest, Code: CodeInvalidParameter, Message: msg}
 	}
 	v, err := url.ParseQuery(r.URL.RawQuery)
-	if err != nil { // more pairs than net/url takes
+	if err != nil { // a GODEBUG urlmaxqueryparams below net/url's default
 		return nil, &Error{Status: http.StatusBadRequest, Code: CodeInvalidParameter,
 			Message: "the query string is malformed: " + err.Error()}
 	}

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/adlink/adlink/match"
 )
 
 // MaxURLBytes bounds the length of a page URL as the request gives it.
@@ -137,11 +139,11 @@ func normalizeEscapes(s string) string {
 			b.WriteByte(hex[c&15])
 			continue
 		}
-		if s[i] != '%' || i+2 >= len(s) || !isHex(s[i+1]) || !isHex(s[i+2]) {
+		if s[i] != '%' || i+2 >= len(s) || !match.IsHex(s[i+1]) || !match.IsHex(s[i+2]) {
 			b.WriteByte(s[i])
 			continue
 		}
-		c := unhex(s[i+1])<<4 | unhex(s[i+2])
+		c := match.Unhex(s[i+1])<<4 | match.Unhex(s[i+2])
 		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~' {
 			b.WriteByte(c)
 		} else {
@@ -152,20 +154,6 @@ func normalizeEscapes(s string) string {
 		i += 2
 	}
 	return b.String()
-}
-
-func isHex(c byte) bool {
-	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
-}
-
-func unhex(c byte) byte {
-	switch {
-	case c >= '0' && c <= '9':
-		return c - '0'
-	case c >= 'a' && c <= 'f':
-		return c - 'a' + 10
-	}
-	return c - 'A' + 10
 }
 
 func upperHex(c byte) byte {
