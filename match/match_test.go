@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/url"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -369,6 +370,45 @@ func TestShardRoundTrip(t *testing.T) {
 	copy(mis[1:], b)
 	if _, err := Open(mis[1:]); err != nil {
 		t.Errorf("misaligned: %v", err)
+	}
+}
+
+// TestEncodePage: the page's shard answers as the index it was cut from,
+// is smaller, and leaves out only landing URLs, models and keywords.
+func TestEncodePage(t *testing.T) {
+	ix := mustBuild(t, fixture())
+	b := ix.EncodePage()
+	op, err := Open(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) >= len(ix.Encode()) {
+		t.Errorf("page shard %d bytes, whole %d", len(b), len(ix.Encode()))
+	}
+	for _, o := range []*LinkOptions{
+		{RedirectURL: "r", Context: ContextSearch, Fields: FieldPrice | FieldLogo},
+		{RedirectURL: "r", Context: ContextPage, Fields: FieldPrice | FieldLogo | FieldManufacturer | FieldDescription | FieldAdvertiser | FieldGTIN | FieldCategory},
+	} {
+		for _, q := range []Query{
+			{Text: "lg handy"}, {Text: "headphones", Dist: DistNone}, {Text: "nokia", Dist: DistLow},
+			{Page: true, Text: "Apple iPhone 5"}, {Text: "handy", Country: "de"}, {Text: "samsung galaxy", Dist: DistNone},
+		} {
+			a := ix.AppendResponse(nil, ix.Match(&q), o)
+			c := op.AppendResponse(nil, op.Match(&q), o)
+			if !bytes.Equal(a, c) {
+				t.Errorf("%+v:\n%s\n%s", q, a, c)
+			}
+		}
+	}
+	for i := range ix.Len() {
+		want := ix.Ad(i)
+		want.Landing, want.Model, want.Keywords = "", "", nil
+		if got := op.Ad(i); !reflect.DeepEqual(got, want) {
+			t.Fatalf("ad %d:\n%+v\nwant\n%+v", i, got, want)
+		}
+		if id := want.ID; func() bool { j, ok := op.Lookup(id); return !ok || j != i }() {
+			t.Errorf("Lookup(%q) fails on the page shard", id)
+		}
 	}
 }
 

@@ -140,7 +140,7 @@ func bench10k(b *testing.B) ([]byte, *match.Index, []request) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	shard := ix.Encode()
+	shard := ix.EncodePage()
 	native, err := match.Open(shard)
 	if err != nil {
 		b.Fatal(err)

@@ -112,7 +112,7 @@ func Build(src Source, o Options) (*Set, error) {
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			if j.ix != nil {
-				j.data = j.ix.Encode()
+				j.data = j.ix.EncodePage()
 			}
 			if j.blob, j.err = NewBlob(j.data, j.ctype); j.err != nil || j.zstd == nil {
 				return
