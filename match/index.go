@@ -48,13 +48,32 @@ type Index struct {
 	scratches []*scratch
 }
 
-// strRef is a string in the arena.
-type strRef struct{ off, n uint32 }
+// An ad's strings, in the order they lie one after another in the arena.
+const (
+	fID = iota
+	fTitle
+	fAdvertiser
+	fCurrency
+	fLogo
+	fManufacturer
+	fCategory
+	fDescription
+	fGTIN
+	fModel
+	fLanding
+	fKeywords
+	numStrFields
+)
 
 // adRec is an ad in the index: only uint32 fields, so its memory layout is
-// the same in the shard file, on every little-endian platform.
+// the same in the shard file, on every little-endian platform. Its strings
+// lie together in the arena, from str on, field after field: lengths alone
+// locate them, and lengths compress where offsets would not: 84 bytes an
+// ad instead of 128 with an offset and a length per string, and Icecat's
+// de-DE shard 8% smaller with zstd.
 type adRec struct {
-	id, title, manufacturer, model, category, description, gtin, currency, logo, landing, advertiser, keywords strRef
+	str  uint32
+	lens [numStrFields]uint32
 
 	priceLo, priceHi uint32
 	bid              uint32 // micros, saturated at 2^32-1
@@ -89,8 +108,17 @@ func (a *adRec) kind() Kind         { return Kind(a.kindv) }
 func (a *adRec) price() int64       { return int64(uint64(a.priceHi)<<32 | uint64(a.priceLo)) }
 func (a *adRec) marketBits() uint64 { return uint64(a.marketHi)<<32 | uint64(a.marketLo) }
 
-func (ix *Index) rec(i int) *adRec    { return &ix.ads[i] }
-func (ix *Index) str(r strRef) string { return ix.strs[r.off : r.off+r.n] }
+func (ix *Index) rec(i int) *adRec { return &ix.ads[i] }
+
+// field returns string f of ad a. Open has checked that a's strings lie
+// within the arena.
+func (ix *Index) field(a *adRec, f int) string {
+	off := a.str
+	for _, n := range a.lens[:f] {
+		off += n
+	}
+	return ix.strs[off : off+a.lens[f]]
+}
 
 func (ix *Index) term(t uint32) string { return ix.termStr[ix.termOff[t]:ix.termOff[t+1]] }
 
@@ -179,7 +207,7 @@ func (ix *Index) ShardMarkets() []Market {
 // Lookup finds an ad's ordinal by its id.
 func (ix *Index) Lookup(id string) (int, bool) {
 	i, ok := slices.BinarySearchFunc(ix.byID, id, func(o uint32, id string) int {
-		return cmp.Compare(ix.str(ix.ads[o].id), id)
+		return cmp.Compare(ix.field(&ix.ads[o], fID), id)
 	})
 	if !ok {
 		return 0, false
@@ -191,13 +219,13 @@ func (ix *Index) Lookup(id string) (int, bool) {
 func (ix *Index) Ad(i int) Ad {
 	a := ix.rec(i)
 	ad := Ad{
-		ID: ix.str(a.id), Kind: a.kind(), Title: ix.str(a.title),
-		Manufacturer: ix.str(a.manufacturer), Model: ix.str(a.model), Category: ix.str(a.category),
-		Description: ix.str(a.description), GTIN: ix.str(a.gtin), PriceCents: a.price(),
-		Currency: ix.str(a.currency), Logo: ix.str(a.logo), Landing: ix.str(a.landing),
-		Advertiser: ix.str(a.advertiser), BidMicros: int64(a.bid),
+		ID: ix.field(a, fID), Kind: a.kind(), Title: ix.field(a, fTitle),
+		Manufacturer: ix.field(a, fManufacturer), Model: ix.field(a, fModel), Category: ix.field(a, fCategory),
+		Description: ix.field(a, fDescription), GTIN: ix.field(a, fGTIN), PriceCents: a.price(),
+		Currency: ix.field(a, fCurrency), Logo: ix.field(a, fLogo), Landing: ix.field(a, fLanding),
+		Advertiser: ix.field(a, fAdvertiser), BidMicros: int64(a.bid),
 	}
-	if k := ix.str(a.keywords); k != "" {
+	if k := ix.field(a, fKeywords); k != "" {
 		ad.Keywords = splitString(k, keywordSep)
 	}
 	bits := a.marketBits()
@@ -213,7 +241,6 @@ func (ix *Index) Ad(i int) Ad {
 // empty or duplicate id, an unknown kind, or more than 64 markets.
 func Build(ads []Ad) (*Index, error) {
 	b := builder{
-		strMap:  make(map[string]strRef),
 		termMap: make(map[string]uint32),
 		critMap: make(map[string]uint32),
 		offers:  make(map[string]uint32),
@@ -232,11 +259,11 @@ func Build(ads []Ad) (*Index, error) {
 		ix.byID[i] = uint32(i)
 	}
 	slices.SortFunc(ix.byID, func(x, y uint32) int {
-		return cmp.Compare(ix.str(ix.ads[x].id), ix.str(ix.ads[y].id))
+		return cmp.Compare(ix.field(&ix.ads[x], fID), ix.field(&ix.ads[y], fID))
 	})
 	for i := 1; i < len(ix.byID); i++ {
-		if ix.str(ix.ads[ix.byID[i]].id) == ix.str(ix.ads[ix.byID[i-1]].id) {
-			return nil, errors.New("match: duplicate ad id " + Quote(ix.str(ix.ads[ix.byID[i]].id)))
+		if id := ix.field(&ix.ads[ix.byID[i]], fID); id == ix.field(&ix.ads[ix.byID[i-1]], fID) {
+			return nil, errors.New("match: duplicate ad id " + Quote(id))
 		}
 	}
 	return ix, nil
@@ -244,7 +271,6 @@ func Build(ads []Ad) (*Index, error) {
 
 type builder struct {
 	arena   []byte
-	strMap  map[string]strRef
 	termMap map[string]uint32 // term -> build-time id
 	terms   []string
 	// postings as (term, ad, tf) triples in ad order
@@ -266,20 +292,18 @@ type builder struct {
 	adCrit   map[uint32]uint32
 }
 
-// str puts s in the arena. Values that repeat across ads (brands,
-// categories, currencies, advertisers) are stored once.
-func (b *builder) str(s string, shared bool) strRef {
-	if shared {
-		if r, ok := b.strMap[s]; ok {
-			return r
-		}
+// appendStrs appends an ad's strings to the arena, one after another in
+// field order, and records in r where they start and their lengths. A
+// value that repeats across ads (a brand, a currency) is stored each time:
+// compression takes the repeats out of a shard, and each ad's strings stay
+// together.
+func appendStrs(arena []byte, r *adRec, fields *[numStrFields]string) []byte {
+	r.str = uint32(len(arena))
+	for f, s := range fields {
+		r.lens[f] = uint32(len(s))
+		arena = append(arena, s...)
 	}
-	r := strRef{uint32(len(b.arena)), uint32(len(s))}
-	b.arena = append(b.arena, s...)
-	if shared {
-		b.strMap[s] = r
-	}
-	return r
+	return arena
 }
 
 // termIDs returns the build-time ids of the terms of s.
@@ -307,18 +331,11 @@ func (b *builder) add(ix *Index, i int, ad *Ad) error {
 		return errors.New("match: ad " + Quote(ad.ID) + " has an unknown kind")
 	}
 	r := &ix.ads[i]
-	r.id = b.str(ad.ID, false)
-	r.title = b.str(ad.Title, false)
-	r.manufacturer = b.str(ad.Manufacturer, true)
-	r.model = b.str(ad.Model, false)
-	r.category = b.str(ad.Category, true)
-	r.description = b.str(ad.Description, false)
-	r.gtin = b.str(ad.GTIN, false)
-	r.currency = b.str(ad.Currency, true)
-	r.logo = b.str(ad.Logo, false)
-	r.landing = b.str(ad.Landing, false)
-	r.advertiser = b.str(ad.Advertiser, true)
-	r.keywords = b.str(joinStrings(ad.Keywords, keywordSep), len(ad.Keywords) > 0)
+	b.arena = appendStrs(b.arena, r, &[numStrFields]string{
+		fID: ad.ID, fTitle: ad.Title, fAdvertiser: ad.Advertiser, fCurrency: ad.Currency, fLogo: ad.Logo,
+		fManufacturer: ad.Manufacturer, fCategory: ad.Category, fDescription: ad.Description, fGTIN: ad.GTIN,
+		fModel: ad.Model, fLanding: ad.Landing, fKeywords: joinStrings(ad.Keywords, keywordSep),
+	})
 	p := uint64(max(ad.PriceCents, 0))
 	r.priceLo, r.priceHi = uint32(p), uint32(p>>32)
 	r.bid = uint32(min(max(ad.BidMicros, 0), 1<<32-1))

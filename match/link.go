@@ -107,7 +107,7 @@ func (ix *Index) AppendLinks(dst []byte, hits []Hit, o *LinkOptions) []byte {
 		a := ix.rec(h.Ad)
 		kind := a.kind()
 		dst = append(dst, `{"title":`...)
-		dst = appendJSONString(dst, ix.str(a.title))
+		dst = appendJSONString(dst, ix.field(a, fTitle))
 		dst = append(dst, `,"keywords":[`...)
 		for j, k := range h.Keywords {
 			if j > 0 {
@@ -132,7 +132,7 @@ func (ix *Index) AppendLinks(dst []byte, hits []Hit, o *LinkOptions) []byte {
 		}
 		dst = append(dst, '"')
 
-		logo := ix.str(a.logo)
+		logo := ix.field(a, fLogo)
 		dst = append(dst, `,"display_type":`...)
 		switch {
 		case kind == KindAdvertiser || logo == "":
@@ -147,14 +147,14 @@ func (ix *Index) AppendLinks(dst []byte, hits []Hit, o *LinkOptions) []byte {
 			dst = append(dst, `,"price":{"amount":"`...)
 			dst = appendCents(dst, a.price())
 			dst = append(dst, `","currency":`...)
-			dst = appendJSONString(dst, ix.str(a.currency))
+			dst = appendJSONString(dst, ix.field(a, fCurrency))
 			dst = append(dst, '}')
 		}
-		dst = appendField(dst, f&FieldManufacturer != 0, "manufacturer", ix.str(a.manufacturer))
-		dst = appendField(dst, f&FieldDescription != 0, "description", ix.str(a.description))
-		dst = appendField(dst, f&FieldAdvertiser != 0, "advertiser", ix.str(a.advertiser))
-		dst = appendField(dst, f&FieldGTIN != 0, "gtin", ix.str(a.gtin))
-		dst = appendField(dst, f&FieldCategory != 0, "category", ix.str(a.category))
+		dst = appendField(dst, f&FieldManufacturer != 0, "manufacturer", ix.field(a, fManufacturer))
+		dst = appendField(dst, f&FieldDescription != 0, "description", ix.field(a, fDescription))
+		dst = appendField(dst, f&FieldAdvertiser != 0, "advertiser", ix.field(a, fAdvertiser))
+		dst = appendField(dst, f&FieldGTIN != 0, "gtin", ix.field(a, fGTIN))
+		dst = appendField(dst, f&FieldCategory != 0, "category", ix.field(a, fCategory))
 		dst = appendField(dst, f&FieldAdType != 0, "ad_type", kind.String())
 		if (f&FieldLogo != 0 || o.LogoDim != "") && logo != "" {
 			dim := o.LogoDim
@@ -211,7 +211,7 @@ func appendLogoURL(dst []byte, tmpl, dim string) []byte {
 // appendClickQuery appends the click URL's query string, in the seed's order.
 func (ix *Index) appendClickQuery(q []byte, h *Hit, a *adRec, o *LinkOptions) []byte {
 	q = AppendClickQuery(q, &ClickParams{
-		Type: o.Context, AdID: ix.str(a.id), AdType: a.kind().String(),
+		Type: o.Context, AdID: ix.field(a, fID), AdType: a.kind().String(),
 		APIKey: o.APIKey, SiteID: o.SiteID, Criterion: h.Criterion, YkTag: o.YkTag,
 	})
 	if o.Sign != nil {

@@ -480,9 +480,31 @@ func TestShardRejectsUnsortedCriteria(t *testing.T) {
 	}
 }
 
+// TestShardRejectsStringsOutside: an ad whose strings would end past the
+// arena is refused, lengths that wrap around 2^32 too.
+func TestShardRejectsStringsOutside(t *testing.T) {
+	for _, lens := range []func(*adRec){
+		func(a *adRec) { a.lens[fKeywords] += 1 << 20 },
+		func(a *adRec) { a.str = 1<<32 - 1 },
+		func(a *adRec) {
+			for f := range a.lens {
+				a.lens[f] = 1<<32 - 1
+			}
+		},
+	} {
+		ix := mustBuild(t, fixture())
+		ix.ads = slices.Clone(ix.ads)
+		lens(&ix.ads[len(ix.ads)-1])
+		if _, err := Open(ix.Encode()); err == nil || !strings.Contains(err.Error(), "string out of bounds") {
+			t.Errorf("Open = %v, want string out of bounds", err)
+		}
+	}
+}
+
 func FuzzOpen(f *testing.F) {
 	good := mustBuild(f, fixture()).Encode()
 	f.Add(good)
+	f.Add(mustBuild(f, fixture()).EncodePage())
 	f.Add(good[:100])
 	f.Add([]byte("ADLKSHRD"))
 	f.Fuzz(func(t *testing.T, b []byte) {

@@ -697,7 +697,7 @@ func (ix *Index) top(in *input, cands []cand, size, distinct int) []Hit {
 		for i := range head {
 			c := &head[i]
 			a := &ix.ads[c.ad]
-			adv := ix.str(a.advertiser)
+			adv := ix.field(a, fAdvertiser)
 			n, dup := 0, false
 			for _, t := range taken {
 				if t.offer == a.offer {

@@ -18,7 +18,7 @@ import (
 //	table   count x {offset, length uint32}, offsets from the start
 const (
 	shardMagic   = "ADLKSHRD"
-	ShardVersion = 1
+	ShardVersion = 2
 	headerSize   = 24
 	// MaxShardBytes bounds what Open accepts, so a hostile length cannot
 	// make it allocate without limit.
@@ -113,28 +113,20 @@ func (ix *Index) Encode() []byte {
 // redirect; models and keywords the index has already turned into terms
 // and criteria. The Index that Open makes of it answers every query as ix
 // does, byte for byte; only its Ad leaves those three fields empty.
-// (Icecat's de-DE shard: 5.0 MB instead of 5.8 MB, 12% less with zstd.)
+// (Icecat's de-DE shard: 0.7 MB less, 12% less with zstd.)
 func (ix *Index) EncodePage() []byte {
 	ads := make([]adRec, len(ix.ads))
-	copy(ads, ix.ads)
 	var arena []byte
-	seen := make(map[string]strRef)
-	keep := func(r *strRef) {
-		s := ix.str(*r)
-		if k, ok := seen[s]; ok {
-			*r = k
-			return
-		}
-		*r = strRef{uint32(len(arena)), uint32(len(s))}
-		arena = append(arena, s...)
-		seen[s] = *r
-	}
 	for i := range ads {
-		a := &ads[i]
-		a.landing, a.model, a.keywords = strRef{}, strRef{}, strRef{}
-		for _, r := range []*strRef{&a.id, &a.title, &a.manufacturer, &a.category, &a.description, &a.gtin, &a.currency, &a.logo, &a.advertiser} {
-			keep(r)
+		a := &ix.ads[i]
+		var fields [numStrFields]string
+		for f := range fields {
+			if f != fModel && f != fLanding && f != fKeywords {
+				fields[f] = ix.field(a, f)
+			}
 		}
+		ads[i] = *a
+		arena = appendStrs(arena, &ads[i], &fields)
 	}
 	page := &Index{
 		strs: string(arena), ads: ads, byID: ix.byID, markets: ix.markets, avgLen: ix.avgLen,
@@ -276,10 +268,12 @@ func (ix *Index) check(nAds, nTerms, nCrit int) error {
 	}
 	for i := range ix.ads {
 		a := &ix.ads[i]
-		for _, r := range []strRef{a.id, a.title, a.manufacturer, a.model, a.category, a.description, a.gtin, a.currency, a.logo, a.landing, a.advertiser, a.keywords} {
-			if uint64(r.off)+uint64(r.n) > strs {
-				return shardErr("string out of bounds")
-			}
+		end := uint64(a.str)
+		for _, n := range a.lens {
+			end += uint64(n)
+		}
+		if end > strs {
+			return shardErr("string out of bounds")
 		}
 		if a.kindv >= uint32(numKinds) || a.offer >= uint32(nAds) || a.marketBits()&^marketMask != 0 {
 			return shardErr("bad ad record")

@@ -89,7 +89,7 @@ func chunking(blob *Blob, texts []string) {
 		}
 		return v
 	}
-	if binary.LittleEndian.Uint32(s[8:]) != 1 {
+	if binary.LittleEndian.Uint32(s[8:]) != match.ShardVersion {
 		fmt.Println("    chunking: shard format changed; not measured")
 		return
 	}

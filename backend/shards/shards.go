@@ -190,7 +190,7 @@ func (s *Set) MatcherURL() string {
 
 // manifest writes a shard's manifest:
 //
-//	{"market":"de-DE","format_version":1,"redirect_url":"https://r.example.com",
+//	{"market":"de-DE","format_version":2,"redirect_url":"https://r.example.com",
 //	 "shard":{"url":"/v2/shards/<sha256>","sha256":"...","bytes":{"zstd":N,"gzip":N,"identity":N}},
 //	 "matcher":{"url":"/matcher.wasm?v=...","sha256":"...","bytes":{...}}}
 //
