@@ -41,6 +41,14 @@ type Index struct {
 	termCritOff []uint32
 	termCrit    []uint32
 
+	// A page shard cut into fragments (EncodePage) has no strs: its ads'
+	// strings come in fragments of per ads each, loaded as a page needs
+	// them (LoadFragment). frags holds each fragment's end in the arena and
+	// its CRC-32C; fragStrs the loaded ones, "" for the others.
+	per      uint32
+	frags    []uint32
+	fragStrs []string
+
 	// Scratch memory of full-text queries, one per query running at once.
 	// Not a sync.Pool: that is emptied at every GC, and scratch for a large
 	// index is megabytes.
@@ -82,6 +90,7 @@ type adRec struct {
 	marketHi         uint32
 	docLen           uint32 // weighted term count
 	offer            uint32 // offer group: same GTIN, else same normalised title
+	adv              uint32 // advertiser group: the ads of one advertiser share it
 }
 
 // Criterion sources, kept in the low bits of critAd: they weigh a match.
@@ -110,14 +119,32 @@ func (a *adRec) marketBits() uint64 { return uint64(a.marketHi)<<32 | uint64(a.m
 
 func (ix *Index) rec(i int) *adRec { return &ix.ads[i] }
 
-// field returns string f of ad a. Open has checked that a's strings lie
-// within the arena.
-func (ix *Index) field(a *adRec, f int) string {
+// field returns string f of ad i; "" while the fragment that holds it is
+// not loaded. Open has checked that an ad's strings lie within the arena,
+// and within its fragment.
+func (ix *Index) field(i, f int) string {
+	a := &ix.ads[i]
 	off := a.str
 	for _, n := range a.lens[:f] {
 		off += n
 	}
-	return ix.strs[off : off+a.lens[f]]
+	s := ix.strs
+	if ix.per != 0 {
+		k := uint32(i) / ix.per
+		if s = ix.fragStrs[k]; s == "" {
+			return ""
+		}
+		off -= ix.fragStart(k)
+	}
+	return s[off : off+a.lens[f]]
+}
+
+// fragStart is where fragment k's strings start in the arena.
+func (ix *Index) fragStart(k uint32) uint32 {
+	if k == 0 {
+		return 0
+	}
+	return ix.frags[2*k-2]
 }
 
 func (ix *Index) term(t uint32) string { return ix.termStr[ix.termOff[t]:ix.termOff[t+1]] }
@@ -204,10 +231,11 @@ func (ix *Index) ShardMarkets() []Market {
 	return out
 }
 
-// Lookup finds an ad's ordinal by its id.
+// Lookup finds an ad's ordinal by its id; a page shard (EncodePage) has
+// no table of ids and finds none.
 func (ix *Index) Lookup(id string) (int, bool) {
 	i, ok := slices.BinarySearchFunc(ix.byID, id, func(o uint32, id string) int {
-		return cmp.Compare(ix.field(&ix.ads[o], fID), id)
+		return cmp.Compare(ix.field(int(o), fID), id)
 	})
 	if !ok {
 		return 0, false
@@ -215,17 +243,18 @@ func (ix *Index) Lookup(id string) (int, bool) {
 	return int(ix.byID[i]), true
 }
 
-// Ad returns the ad with ordinal i in full.
+// Ad returns the ad with ordinal i in full: its strings empty while the
+// fragment that holds them is not loaded.
 func (ix *Index) Ad(i int) Ad {
 	a := ix.rec(i)
 	ad := Ad{
-		ID: ix.field(a, fID), Kind: a.kind(), Title: ix.field(a, fTitle),
-		Manufacturer: ix.field(a, fManufacturer), Model: ix.field(a, fModel), Category: ix.field(a, fCategory),
-		Description: ix.field(a, fDescription), GTIN: ix.field(a, fGTIN), PriceCents: a.price(),
-		Currency: ix.field(a, fCurrency), Logo: ix.field(a, fLogo), Landing: ix.field(a, fLanding),
-		Advertiser: ix.field(a, fAdvertiser), BidMicros: int64(a.bid),
+		ID: ix.field(i, fID), Kind: a.kind(), Title: ix.field(i, fTitle),
+		Manufacturer: ix.field(i, fManufacturer), Model: ix.field(i, fModel), Category: ix.field(i, fCategory),
+		Description: ix.field(i, fDescription), GTIN: ix.field(i, fGTIN), PriceCents: a.price(),
+		Currency: ix.field(i, fCurrency), Logo: ix.field(i, fLogo), Landing: ix.field(i, fLanding),
+		Advertiser: ix.field(i, fAdvertiser), BidMicros: int64(a.bid),
 	}
-	if k := ix.field(a, fKeywords); k != "" {
+	if k := ix.field(i, fKeywords); k != "" {
 		ad.Keywords = splitString(k, keywordSep)
 	}
 	bits := a.marketBits()
@@ -244,6 +273,7 @@ func Build(ads []Ad) (*Index, error) {
 		termMap: make(map[string]uint32),
 		critMap: make(map[string]uint32),
 		offers:  make(map[string]uint32),
+		advs:    make(map[string]uint32),
 		mktMap:  make(map[Market]int),
 	}
 	ix := &Index{ads: make([]adRec, len(ads))}
@@ -259,10 +289,10 @@ func Build(ads []Ad) (*Index, error) {
 		ix.byID[i] = uint32(i)
 	}
 	slices.SortFunc(ix.byID, func(x, y uint32) int {
-		return cmp.Compare(ix.field(&ix.ads[x], fID), ix.field(&ix.ads[y], fID))
+		return cmp.Compare(ix.field(int(x), fID), ix.field(int(y), fID))
 	})
 	for i := 1; i < len(ix.byID); i++ {
-		if id := ix.field(&ix.ads[ix.byID[i]], fID); id == ix.field(&ix.ads[ix.byID[i-1]], fID) {
+		if id := ix.field(int(ix.byID[i]), fID); id == ix.field(int(ix.byID[i-1]), fID) {
 			return nil, errors.New("match: duplicate ad id " + Quote(id))
 		}
 	}
@@ -283,6 +313,7 @@ type builder struct {
 	cCrit    []uint32
 	cAd      []uint32 // ad<<2|src
 	offers   map[string]uint32
+	advs     map[string]uint32
 	markets  []Market
 	mktMap   map[Market]int
 	totalLen uint64
@@ -450,6 +481,12 @@ func (b *builder) add(ix *Index, i int, ad *Ad) error {
 		b.offers[key] = g
 	}
 	r.offer = g
+	adv, ok := b.advs[ad.Advertiser]
+	if !ok {
+		adv = uint32(len(b.advs))
+		b.advs[ad.Advertiser] = adv
+	}
+	r.adv = adv
 	return nil
 }
 

@@ -84,7 +84,21 @@ type LinkOptions struct {
 }
 
 // AppendResponse appends {"link":[...]} for hits to dst.
+//
+// On an index in fragments (EncodePage) that lacks some of the hits'
+// strings, it appends {"need":[k,...]} instead: the fragments to load
+// (Missing, LoadFragment) before the same request is answered.
 func (ix *Index) AppendResponse(dst []byte, hits []Hit, o *LinkOptions) []byte {
+	if need := ix.Missing(hits); need != nil {
+		dst = append(dst, `{"need":[`...)
+		for i, k := range need {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = strconv.AppendInt(dst, int64(k), 10)
+		}
+		return append(dst, "]}"...)
+	}
 	dst = append(dst, `{"link":`...)
 	dst = ix.AppendLinks(dst, hits, o)
 	return append(dst, '}')
@@ -107,7 +121,7 @@ func (ix *Index) AppendLinks(dst []byte, hits []Hit, o *LinkOptions) []byte {
 		a := ix.rec(h.Ad)
 		kind := a.kind()
 		dst = append(dst, `{"title":`...)
-		dst = appendJSONString(dst, ix.field(a, fTitle))
+		dst = appendJSONString(dst, ix.field(h.Ad, fTitle))
 		dst = append(dst, `,"keywords":[`...)
 		for j, k := range h.Keywords {
 			if j > 0 {
@@ -132,7 +146,7 @@ func (ix *Index) AppendLinks(dst []byte, hits []Hit, o *LinkOptions) []byte {
 		}
 		dst = append(dst, '"')
 
-		logo := ix.field(a, fLogo)
+		logo := ix.field(h.Ad, fLogo)
 		dst = append(dst, `,"display_type":`...)
 		switch {
 		case kind == KindAdvertiser || logo == "":
@@ -147,14 +161,14 @@ func (ix *Index) AppendLinks(dst []byte, hits []Hit, o *LinkOptions) []byte {
 			dst = append(dst, `,"price":{"amount":"`...)
 			dst = appendCents(dst, a.price())
 			dst = append(dst, `","currency":`...)
-			dst = appendJSONString(dst, ix.field(a, fCurrency))
+			dst = appendJSONString(dst, ix.field(h.Ad, fCurrency))
 			dst = append(dst, '}')
 		}
-		dst = appendField(dst, f&FieldManufacturer != 0, "manufacturer", ix.field(a, fManufacturer))
-		dst = appendField(dst, f&FieldDescription != 0, "description", ix.field(a, fDescription))
-		dst = appendField(dst, f&FieldAdvertiser != 0, "advertiser", ix.field(a, fAdvertiser))
-		dst = appendField(dst, f&FieldGTIN != 0, "gtin", ix.field(a, fGTIN))
-		dst = appendField(dst, f&FieldCategory != 0, "category", ix.field(a, fCategory))
+		dst = appendField(dst, f&FieldManufacturer != 0, "manufacturer", ix.field(h.Ad, fManufacturer))
+		dst = appendField(dst, f&FieldDescription != 0, "description", ix.field(h.Ad, fDescription))
+		dst = appendField(dst, f&FieldAdvertiser != 0, "advertiser", ix.field(h.Ad, fAdvertiser))
+		dst = appendField(dst, f&FieldGTIN != 0, "gtin", ix.field(h.Ad, fGTIN))
+		dst = appendField(dst, f&FieldCategory != 0, "category", ix.field(h.Ad, fCategory))
 		dst = appendField(dst, f&FieldAdType != 0, "ad_type", kind.String())
 		if (f&FieldLogo != 0 || o.LogoDim != "") && logo != "" {
 			dim := o.LogoDim
@@ -211,7 +225,7 @@ func appendLogoURL(dst []byte, tmpl, dim string) []byte {
 // appendClickQuery appends the click URL's query string, in the seed's order.
 func (ix *Index) appendClickQuery(q []byte, h *Hit, a *adRec, o *LinkOptions) []byte {
 	q = AppendClickQuery(q, &ClickParams{
-		Type: o.Context, AdID: ix.field(a, fID), AdType: a.kind().String(),
+		Type: o.Context, AdID: ix.field(h.Ad, fID), AdType: a.kind().String(),
 		APIKey: o.APIKey, SiteID: o.SiteID, Criterion: h.Criterion, YkTag: o.YkTag,
 	})
 	if o.Sign != nil {

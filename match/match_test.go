@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"net/url"
@@ -374,40 +375,128 @@ func TestShardRoundTrip(t *testing.T) {
 }
 
 // TestEncodePage: the page's shard answers as the index it was cut from,
-// is smaller, and leaves out only landing URLs, models and keywords.
+// whole or in fragments of one, two or all ads, once the fragments its
+// hits need are loaded; it is smaller, and leaves out only landing URLs,
+// models, keywords and the id table.
 func TestEncodePage(t *testing.T) {
 	ix := mustBuild(t, fixture())
-	b := ix.EncodePage()
+	for _, per := range []int{0, 1, 2, ix.Len(), ix.Len() + 5} {
+		b, frags := ix.EncodePage(per)
+		op, err := Open(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b) >= len(ix.Encode()) {
+			t.Errorf("per %d: page shard %d bytes, whole %d", per, len(b), len(ix.Encode()))
+		}
+		if want := (ix.Len() + per - 1) / max(per, 1); per > 0 && (len(frags) != want || op.Fragments() != want) {
+			t.Fatalf("per %d: %d fragments, Fragments() %d, want %d", per, len(frags), op.Fragments(), want)
+		}
+		loaded := 0
+		for _, o := range []*LinkOptions{
+			{RedirectURL: "r", Context: ContextSearch, Fields: FieldPrice | FieldLogo},
+			{RedirectURL: "r", Context: ContextPage, Fields: FieldPrice | FieldLogo | FieldManufacturer | FieldDescription | FieldAdvertiser | FieldGTIN | FieldCategory},
+		} {
+			for _, q := range []Query{
+				{Text: "lg handy"}, {Text: "headphones", Dist: DistNone}, {Text: "nokia", Dist: DistLow},
+				{Page: true, Text: "Apple iPhone 5"}, {Text: "handy", Country: "de"}, {Text: "samsung galaxy", Dist: DistNone},
+			} {
+				hits := op.Match(&q)
+				need := op.Missing(hits)
+				if per == 0 && need != nil {
+					t.Fatalf("whole shard: Missing = %v", need)
+				}
+				for _, k := range need {
+					if err := op.LoadFragment(k, bytes.Clone(frags[k])); err != nil {
+						t.Fatal(err)
+					}
+					loaded++
+				}
+				if again := op.Missing(op.Match(&q)); again != nil {
+					t.Fatalf("per %d: still missing %v after loading %v", per, again, need)
+				}
+				a := ix.AppendResponse(nil, ix.Match(&q), o)
+				c := op.AppendResponse(nil, op.Match(&q), o)
+				if !bytes.Equal(a, c) {
+					t.Errorf("per %d %+v:\n%s\n%s", per, q, a, c)
+				}
+			}
+		}
+		if per > 0 && loaded == 0 {
+			t.Errorf("per %d: no fragment was ever missing", per)
+		}
+		for k := range frags {
+			op.LoadFragment(k, frags[k])
+		}
+		for i := range ix.Len() {
+			want := ix.Ad(i)
+			want.Landing, want.Model, want.Keywords = "", "", nil
+			if got := op.Ad(i); !reflect.DeepEqual(got, want) {
+				t.Fatalf("per %d: ad %d:\n%+v\nwant\n%+v", per, i, got, want)
+			}
+			if _, ok := op.Lookup(want.ID); ok {
+				t.Errorf("per %d: Lookup(%q) on a page shard found it", per, want.ID)
+			}
+		}
+	}
+}
+
+// TestFragmentsChecked: a fragment is refused unless it is the shard's own,
+// at its own number; until loaded its ads have no strings.
+func TestFragmentsChecked(t *testing.T) {
+	ix := mustBuild(t, fixture())
+	b, frags := ix.EncodePage(2)
 	op, err := Open(b)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(b) >= len(ix.Encode()) {
-		t.Errorf("page shard %d bytes, whole %d", len(b), len(ix.Encode()))
+	if got := op.Ad(0); got.ID != "" || got.Title != "" {
+		t.Errorf("before loading: %+v", got)
 	}
-	for _, o := range []*LinkOptions{
-		{RedirectURL: "r", Context: ContextSearch, Fields: FieldPrice | FieldLogo},
-		{RedirectURL: "r", Context: ContextPage, Fields: FieldPrice | FieldLogo | FieldManufacturer | FieldDescription | FieldAdvertiser | FieldGTIN | FieldCategory},
+	flipped := bytes.Clone(frags[0])
+	flipped[0] ^= 1
+	for _, tt := range []struct {
+		k int
+		b []byte
+	}{
+		{-1, frags[0]}, {len(frags), frags[0]}, {0, frags[1]}, {0, frags[0][1:]}, {0, append(bytes.Clone(frags[0]), 0)}, {0, flipped}, {0, nil},
 	} {
-		for _, q := range []Query{
-			{Text: "lg handy"}, {Text: "headphones", Dist: DistNone}, {Text: "nokia", Dist: DistLow},
-			{Page: true, Text: "Apple iPhone 5"}, {Text: "handy", Country: "de"}, {Text: "samsung galaxy", Dist: DistNone},
-		} {
-			a := ix.AppendResponse(nil, ix.Match(&q), o)
-			c := op.AppendResponse(nil, op.Match(&q), o)
-			if !bytes.Equal(a, c) {
-				t.Errorf("%+v:\n%s\n%s", q, a, c)
-			}
+		if err := op.LoadFragment(tt.k, tt.b); err == nil || !errors.Is(err, ErrShard) {
+			t.Errorf("LoadFragment(%d, %d bytes) = %v", tt.k, len(tt.b), err)
 		}
 	}
-	for i := range ix.Len() {
-		want := ix.Ad(i)
-		want.Landing, want.Model, want.Keywords = "", "", nil
-		if got := op.Ad(i); !reflect.DeepEqual(got, want) {
-			t.Fatalf("ad %d:\n%+v\nwant\n%+v", i, got, want)
+	if got := op.Ad(0); got.ID != "" {
+		t.Errorf("after refused loads: %+v", got)
+	}
+	if err := op.LoadFragment(0, frags[0]); err != nil {
+		t.Fatal(err)
+	}
+	if got := op.Ad(0); got.ID != ix.Ad(0).ID {
+		t.Errorf("after loading: %q, want %q", got.ID, ix.Ad(0).ID)
+	}
+}
+
+// TestShardRejectsBadFragmentTable: a fragment table that does not fit the
+// ads, or whose fragments are out of order or empty, is refused.
+func TestShardRejectsBadFragmentTable(t *testing.T) {
+	for name, damage := range map[string]func(ix *Index){
+		"one too few":       func(ix *Index) { ix.frags = ix.frags[:len(ix.frags)-2] },
+		"one too many":      func(ix *Index) { ix.frags = append(ix.frags, ix.frags[len(ix.frags)-2]+1, 0) },
+		"empty fragment":    func(ix *Index) { ix.frags[2] = ix.frags[0] },
+		"out of order":      func(ix *Index) { ix.frags[0], ix.frags[2] = ix.frags[2], ix.frags[0] },
+		"strings too":       func(ix *Index) { ix.strs = "x" },
+		"table, not cut":    func(ix *Index) { ix.per = 0 },
+		"ad past its piece": func(ix *Index) { ix.frags[0]-- },
+	} {
+		b, _ := mustBuild(t, fixture()).EncodePage(2)
+		ix, err := Open(b)
+		if err != nil {
+			t.Fatal(err)
 		}
-		if id := want.ID; func() bool { j, ok := op.Lookup(id); return !ok || j != i }() {
-			t.Errorf("Lookup(%q) fails on the page shard", id)
+		ix.frags = slices.Clone(ix.frags)
+		damage(ix)
+		if _, err := Open(ix.Encode()); err == nil {
+			t.Errorf("%s: accepted", name)
 		}
 	}
 }
@@ -504,7 +593,10 @@ func TestShardRejectsStringsOutside(t *testing.T) {
 func FuzzOpen(f *testing.F) {
 	good := mustBuild(f, fixture()).Encode()
 	f.Add(good)
-	f.Add(mustBuild(f, fixture()).EncodePage())
+	page, _ := mustBuild(f, fixture()).EncodePage(0)
+	f.Add(page)
+	page, frags := mustBuild(f, fixture()).EncodePage(2)
+	f.Add(page)
 	f.Add(good[:100])
 	f.Add([]byte("ADLKSHRD"))
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -517,8 +609,20 @@ func FuzzOpen(f *testing.F) {
 		if err != nil {
 			return
 		}
+		// The fixture's fragments load where the table matches them; the
+		// rest are refused. Matching never panics either way.
+		for k := range ix.Fragments() {
+			if k%2 == 0 && k < len(frags) {
+				ix.LoadFragment(k, frags[k])
+			}
+		}
 		for _, q := range []Query{{Text: "lg handy"}, {Text: "apple iphone 5 handy", Dist: DistLow}, {Text: "nokia", Dist: DistNone}, {Page: true, Text: "Apple iPhone 5"}} {
 			hits := ix.Match(&q)
+			for _, k := range ix.Missing(hits) {
+				if k < 0 || k >= ix.Fragments() {
+					t.Fatalf("Missing gave fragment %d of %d", k, ix.Fragments())
+				}
+			}
 			ix.AppendResponse(nil, hits, &LinkOptions{Fields: ^Fields(0)})
 		}
 		for i := range ix.Len() {

@@ -678,10 +678,7 @@ func (h *worst) keep(n int, c cand) {
 func (ix *Index) top(in *input, cands []cand, size, distinct int) []Hit {
 	// taken lists the (offer, advertiser) of each hit so far: a scan of at
 	// most size entries, no map or slice per offer.
-	type offerAdv struct {
-		offer uint32
-		adv   string
-	}
+	type offerAdv struct{ offer, adv uint32 }
 	var hs hitScratch
 	m := size * 2
 	for {
@@ -697,7 +694,7 @@ func (ix *Index) top(in *input, cands []cand, size, distinct int) []Hit {
 		for i := range head {
 			c := &head[i]
 			a := &ix.ads[c.ad]
-			adv := ix.field(a, fAdvertiser)
+			adv := a.adv
 			n, dup := 0, false
 			for _, t := range taken {
 				if t.offer == a.offer {

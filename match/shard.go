@@ -3,6 +3,7 @@ package match
 import (
 	"errors"
 	"math"
+	"slices"
 	"unsafe"
 )
 
@@ -44,6 +45,7 @@ const (
 	secCritAd
 	secTermCritOff
 	secTermCrit
+	secFrags
 	numSections
 )
 
@@ -64,7 +66,7 @@ func shardErr(msg string) error { return shardError(msg) }
 // Encode writes the index as a shard.
 func (ix *Index) Encode() []byte {
 	avg := math.Float64bits(ix.avgLen)
-	meta := []uint32{uint32(len(ix.ads)), uint32(len(ix.termOff) - 1), uint32(len(ix.critOff) - 1), uint32(avg), uint32(avg >> 32)}
+	meta := []uint32{uint32(len(ix.ads)), uint32(len(ix.termOff) - 1), uint32(len(ix.critOff) - 1), uint32(avg), uint32(avg >> 32), ix.per}
 	mk := make([]byte, 0, 4*len(ix.markets))
 	for _, m := range ix.markets {
 		mk = append(mk, m.Country...)
@@ -88,6 +90,7 @@ func (ix *Index) Encode() []byte {
 		secCritAd:      u32Bytes(ix.critAd),
 		secTermCritOff: u32Bytes(ix.termCritOff),
 		secTermCrit:    u32Bytes(ix.termCrit),
+		secFrags:       u32Bytes(ix.frags),
 	}
 	off := align8(headerSize + 8*numSections)
 	total := off
@@ -109,32 +112,102 @@ func (ix *Index) Encode() []byte {
 }
 
 // EncodePage writes the shard a publisher's page loads: Encode's format
-// without the strings only the server reads. Landing URLs are for the
-// redirect; models and keywords the index has already turned into terms
-// and criteria. The Index that Open makes of it answers every query as ix
-// does, byte for byte; only its Ad leaves those three fields empty.
-// (Icecat's de-DE shard: 0.7 MB less, 12% less with zstd.)
-func (ix *Index) EncodePage() []byte {
+// without what only the server reads. Landing URLs are for the redirect;
+// models and keywords the index has already turned into terms and
+// criteria; ids are looked up by the redirect alone (Lookup finds none).
+// The Index that Open makes of it answers every query as ix does, byte for
+// byte.
+//
+// With per > 0 the ads' strings stay out of the shard too, cut into
+// fragments of per ads each (frags): a page loads those of the ads it
+// shows (Missing, LoadFragment), not every ad's, so a large market costs a
+// page its index and a few fragments rather than every title, logo and
+// description (BenchmarkShardBytes).
+func (ix *Index) EncodePage(per int) (shard []byte, frags [][]byte) {
 	ads := make([]adRec, len(ix.ads))
 	var arena []byte
+	var ends []uint32
 	for i := range ads {
-		a := &ix.ads[i]
 		var fields [numStrFields]string
 		for f := range fields {
-			if f != fModel && f != fLanding && f != fKeywords {
-				fields[f] = ix.field(a, f)
+			if pageField(f) {
+				fields[f] = ix.field(i, f)
 			}
 		}
-		ads[i] = *a
+		ads[i] = ix.ads[i]
 		arena = appendStrs(arena, &ads[i], &fields)
+		if per > 0 && ((i+1)%per == 0 || i == len(ads)-1) {
+			ends = append(ends, uint32(len(arena)))
+		}
 	}
 	page := &Index{
-		strs: string(arena), ads: ads, byID: ix.byID, markets: ix.markets, avgLen: ix.avgLen,
+		ads: ads, markets: ix.markets, avgLen: ix.avgLen,
 		termOff: ix.termOff, termStr: ix.termStr, postOff: ix.postOff, postAd: ix.postAd, postTF: ix.postTF,
 		critStart: ix.critStart, critOff: ix.critOff, critTerms: ix.critTerms, critAdOff: ix.critAdOff, critAd: ix.critAd,
 		termCritOff: ix.termCritOff, termCrit: ix.termCrit,
 	}
-	return page.Encode()
+	if per <= 0 {
+		page.strs = string(arena)
+		return page.Encode(), nil
+	}
+	page.per = uint32(per)
+	start := uint32(0)
+	for _, end := range ends {
+		f := arena[start:end]
+		frags = append(frags, f)
+		page.frags = append(page.frags, end, crc32c(f))
+		start = end
+	}
+	return page.Encode(), frags
+}
+
+// pageField tells whether a page shard holds string f of its ads.
+func pageField(f int) bool { return f != fModel && f != fLanding && f != fKeywords }
+
+// PageStrings is the bytes of the ads' strings in a page shard of ix
+// (EncodePage): what fragments would hold.
+func (ix *Index) PageStrings() int {
+	n := 0
+	for i := range ix.ads {
+		for f, l := range ix.ads[i].lens {
+			if pageField(f) {
+				n += int(l)
+			}
+		}
+	}
+	return n
+}
+
+// Fragments is the number of fragments the index's strings come in; 0 for
+// an index that holds them all.
+func (ix *Index) Fragments() int { return len(ix.fragStrs) }
+
+// Missing returns the fragments that hold the hits' strings and are not
+// loaded, each once: AppendLinks needs them all. Nil for an index that
+// holds its strings.
+func (ix *Index) Missing(hits []Hit) []int {
+	var need []int
+	for _, h := range hits {
+		if ix.per == 0 {
+			break
+		}
+		if k := h.Ad / int(ix.per); ix.fragStrs[k] == "" && !slices.Contains(need, k) {
+			need = append(need, k)
+		}
+	}
+	return need
+}
+
+// LoadFragment makes fragment k's strings, b, part of the index, after
+// checking them against the shard's length and CRC-32C for it. The index
+// keeps b: the caller must not change it afterwards. It must not run while
+// another call uses the index.
+func (ix *Index) LoadFragment(k int, b []byte) error {
+	if k < 0 || k >= len(ix.fragStrs) || uint64(len(b)) != uint64(ix.frags[2*k]-ix.fragStart(uint32(k))) || crc32c(b) != ix.frags[2*k+1] {
+		return shardErr("not a fragment of this shard")
+	}
+	ix.fragStrs[k] = unsafe.String(unsafe.SliceData(b), len(b))
+	return nil
 }
 
 func align8(n int) int { return (n + 7) &^ 7 }
@@ -211,10 +284,11 @@ func Open(b []byte) (*Index, error) {
 	}
 	ix := &Index{}
 	meta, err := words(secMeta)
-	if err != nil || len(meta) != 5 {
+	if err != nil || len(meta) != 6 {
 		return nil, shardErr("bad meta")
 	}
 	nAds, nTerms, nCrit := int(meta[0]), int(meta[1]), int(meta[2])
+	ix.per = meta[5]
 	ix.avgLen = math.Float64frombits(uint64(meta[4])<<32 | uint64(meta[3]))
 	if ix.avgLen < 0 || math.IsNaN(ix.avgLen) || math.IsInf(ix.avgLen, 0) || (nAds > 0 && ix.avgLen == 0) {
 		return nil, shardErr("bad mean length")
@@ -229,7 +303,7 @@ func Open(b []byte) (*Index, error) {
 		{&ix.byID, secByID}, {&ix.termOff, secTermOff}, {&ix.postOff, secPostOff}, {&ix.postAd, secPostAd},
 		{&ix.critStart, secCritStart}, {&ix.critOff, secCritOff}, {&ix.critTerms, secCritTerms},
 		{&ix.critAdOff, secCritAdOff}, {&ix.critAd, secCritAd}, {&ix.termCritOff, secTermCritOff},
-		{&ix.termCrit, secTermCrit},
+		{&ix.termCrit, secTermCrit}, {&ix.frags, secFrags},
 	} {
 		if *p.dst, err = words(p.sec); err != nil {
 			return nil, err
@@ -261,6 +335,22 @@ func Open(b []byte) (*Index, error) {
 
 // check validates every offset and id of an opened index.
 func (ix *Index) check(nAds, nTerms, nCrit int) error {
+	// Fragments: ceil(nAds/per) of them, each ending after the last and
+	// holding its ads' strings; no strings in the shard itself.
+	if ix.per != 0 {
+		n := (uint64(nAds) + uint64(ix.per) - 1) / uint64(ix.per)
+		if uint64(len(ix.frags)) != 2*n || len(ix.strs) != 0 {
+			return shardErr("bad fragment table")
+		}
+		for k := uint32(0); k < uint32(n); k++ {
+			if ix.frags[2*k] <= ix.fragStart(k) {
+				return shardErr("bad fragment table")
+			}
+		}
+		ix.fragStrs = make([]string, n)
+	} else if len(ix.frags) != 0 {
+		return shardErr("bad fragment table")
+	}
 	strs := uint64(len(ix.strs))
 	marketMask := uint64(1)<<len(ix.markets) - 1
 	if len(ix.markets) == 64 {
@@ -268,18 +358,23 @@ func (ix *Index) check(nAds, nTerms, nCrit int) error {
 	}
 	for i := range ix.ads {
 		a := &ix.ads[i]
-		end := uint64(a.str)
-		for _, n := range a.lens {
-			end += uint64(n)
+		start, end := uint64(0), strs
+		if ix.per != 0 {
+			k := uint32(i) / ix.per
+			start, end = uint64(ix.fragStart(k)), uint64(ix.frags[2*k])
 		}
-		if end > strs {
+		last := uint64(a.str)
+		for _, n := range a.lens {
+			last += uint64(n)
+		}
+		if uint64(a.str) < start || last > end {
 			return shardErr("string out of bounds")
 		}
-		if a.kindv >= uint32(numKinds) || a.offer >= uint32(nAds) || a.marketBits()&^marketMask != 0 {
+		if a.kindv >= uint32(numKinds) || a.offer >= uint32(nAds) || a.adv >= uint32(nAds) || a.marketBits()&^marketMask != 0 {
 			return shardErr("bad ad record")
 		}
 	}
-	if len(ix.byID) != nAds || !below(ix.byID, nAds) {
+	if len(ix.byID) != nAds && len(ix.byID) != 0 || !below(ix.byID, nAds) {
 		return shardErr("bad id table")
 	}
 	if !offsets(ix.termOff, nTerms, len(ix.termStr)) ||

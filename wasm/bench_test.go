@@ -140,7 +140,7 @@ func bench10k(b *testing.B) ([]byte, *match.Index, []request) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	shard := ix.EncodePage()
+	shard, _ := ix.EncodePage(0)
 	native, err := match.Open(shard)
 	if err != nil {
 		b.Fatal(err)

@@ -105,6 +105,19 @@ func loadShard(p, n uint32) uint32 {
 	return statusOK
 }
 
+//go:wasmexport load_fragment
+func loadFragment(k, p, n uint32) uint32 {
+	b, ok := buffer(p, n)
+	if !ok {
+		return statusBadArgs
+	}
+	if state.ix == nil || state.ix.LoadFragment(int(k), b) != nil {
+		return statusBadShard
+	}
+	delete(pinned, p)
+	return statusOK
+}
+
 //go:wasmexport match_search
 func matchSearch(p, n uint32) uint64 { return call(p, n, false) }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -76,8 +77,11 @@ func closeRuntime() {
 // instance is one instantiated module. It is not safe for concurrent use:
 // a module has one stack and one heap, so each goroutine needs its own.
 type instance struct {
-	mod                              api.Module
-	alloc, free, load, search, match api.Function
+	mod                                        api.Module
+	alloc, free, load, search, match, loadFrag api.Function
+	// frags are the fragments of the shard loaded, for answers that
+	// name the ones they need.
+	frags [][]byte
 }
 
 // gogc is the GOGC the widget gives the module's runtime (see matcher.go).
@@ -98,7 +102,7 @@ func (h *host) instantiateWith(ctx context.Context, cfg wazero.ModuleConfig) (*i
 	in := &instance{mod: mod}
 	for name, fn := range map[string]*api.Function{
 		"alloc": &in.alloc, "free": &in.free, "load_shard": &in.load,
-		"match_search": &in.search, "match_page": &in.match,
+		"match_search": &in.search, "match_page": &in.match, "load_fragment": &in.loadFrag,
 	} {
 		if *fn = mod.ExportedFunction(name); *fn == nil {
 			mod.Close(ctx)
@@ -133,33 +137,62 @@ func (in *instance) read(p, n uint32) ([]byte, error) {
 	return bytes.Clone(v), nil
 }
 
-// loadShard hands shard to the module; the module owns the buffer after a
-// successful load.
-func (in *instance) loadShard(ctx context.Context, shard []byte) error {
-	p, err := in.write(ctx, shard)
+// give copies b into the module and calls fn with its args, then b's
+// address and length; the module owns the buffer after status 0.
+func (in *instance) give(ctx context.Context, fn api.Function, name string, b []byte, args ...uint64) error {
+	p, err := in.write(ctx, b)
 	if err != nil {
 		return err
 	}
-	res, err := in.load.Call(ctx, uint64(p), uint64(len(shard)))
+	res, err := fn.Call(ctx, append(args, uint64(p), uint64(len(b)))...)
 	if err != nil {
-		return fmt.Errorf("load_shard: %w", err)
+		return fmt.Errorf("%s: %w", name, err)
 	}
 	if st := res[0]; st != statusOK {
 		in.free.Call(ctx, uint64(p))
-		return errors.New("load_shard: status " + strconv.FormatUint(st, 10))
+		return errors.New(name + ": status " + strconv.FormatUint(st, 10))
 	}
 	return nil
 }
 
-// call runs match_search or match_page on req and returns a copy of the
-// answer, freeing both buffers.
-func (in *instance) call(ctx context.Context, fn api.Function, req string) ([]byte, error) {
-	p, n, err := in.callKeep(ctx, fn, req)
-	if err != nil {
-		return nil, err
+// loadShard hands shard to the module.
+func (in *instance) loadShard(ctx context.Context, shard []byte) error {
+	return in.give(ctx, in.load, "load_shard", shard)
+}
+
+// loadFragment hands fragment k of the shard (in.frags) to the module.
+func (in *instance) loadFragment(ctx context.Context, k int) error {
+	if k < 0 || k >= len(in.frags) {
+		return fmt.Errorf("the module needs fragment %d of %d", k, len(in.frags))
 	}
-	defer in.free.Call(ctx, uint64(p))
-	return in.read(p, n)
+	return in.give(ctx, in.loadFrag, "load_fragment", in.frags[k], uint64(k))
+}
+
+// call runs match_search or match_page on req and returns a copy of the
+// answer, freeing both buffers. An answer that names the fragments it
+// needs gets them loaded and the request made again, as the widget does.
+func (in *instance) call(ctx context.Context, fn api.Function, req string) ([]byte, error) {
+	for range 2 {
+		p, n, err := in.callKeep(ctx, fn, req)
+		if err != nil {
+			return nil, err
+		}
+		out, err := in.read(p, n)
+		in.free.Call(ctx, uint64(p))
+		if err != nil || !bytes.HasPrefix(out, []byte(`{"need":`)) {
+			return out, err
+		}
+		var need struct{ Need []int }
+		if err := json.Unmarshal(out, &need); err != nil || len(need.Need) == 0 {
+			return nil, fmt.Errorf("answer %s: %v", out, err)
+		}
+		for _, k := range need.Need {
+			if err := in.loadFragment(ctx, k); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return nil, errors.New("the module still needs fragments once they are loaded")
 }
 
 // callKeep runs fn and returns the answer's address and length without
@@ -188,8 +221,9 @@ func (in *instance) pageJSON(ctx context.Context, req string) ([]byte, error) {
 	return in.call(ctx, in.match, req)
 }
 
-// newInstance is instantiate for tests, closed with the test.
-func newInstance(tb testing.TB, shard []byte) *instance {
+// newInstance is instantiate for tests, closed with the test, with shard
+// loaded and its fragments at hand.
+func newInstance(tb testing.TB, shard []byte, frags ...[]byte) *instance {
 	tb.Helper()
 	ctx := context.Background()
 	in, err := compiled(tb).instantiate(ctx)
@@ -197,6 +231,7 @@ func newInstance(tb testing.TB, shard []byte) *instance {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { in.close(ctx) })
+	in.frags = frags
 	if shard != nil {
 		if err := in.loadShard(ctx, shard); err != nil {
 			tb.Fatal(err)

@@ -12,11 +12,19 @@
 //	                          success, 1 a bad buffer, 2 a bad shard
 //	match_search(ptr, n) u64  /v2/search/link for the request in the buffer
 //	match_page(ptr, n) u64    /v2/page/link for a page's title and text
+//	load_fragment(k, ptr, n) status
+//	                          adds fragment k of a shard cut into fragments
+//	                          (match.Index.EncodePage), which the module then
+//	                          owns; 0 is success, 1 a bad buffer, 2 not the
+//	                          shard's fragment k
 //
 // The match calls return ptr<<32|len of the JSON answer, {"link":[...]} or
 // {"error":{...}}, which stays alive until the host frees ptr; 0 means the
-// request buffer was not one from alloc. Requests are described in
-// request.go. One instance serves one call at a time.
+// request buffer was not one from alloc. On a shard cut into fragments the
+// answer may instead be {"need":[k,...]}: the fragments that hold the
+// strings of the ads found. The host loads them and calls again, and gets
+// the answer. Requests are described in request.go. One instance serves
+// one call at a time.
 //
 // A host should give the module GOGC=200 in its environment, as the
 // widget's WASI shim does: the shard is most of the live heap, and at Go's

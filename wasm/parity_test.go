@@ -20,6 +20,7 @@ import (
 	"github.com/adlink/adlink/backend/clicks"
 	"github.com/adlink/adlink/backend/config"
 	"github.com/adlink/adlink/backend/partners"
+	"github.com/adlink/adlink/backend/shards"
 	"github.com/adlink/adlink/backend/store"
 	"github.com/adlink/adlink/match"
 )
@@ -29,6 +30,7 @@ const redirectURL = "http://localhost:8080"
 // shard is one encoded index, opened natively and loaded into an instance.
 type shard struct {
 	bytes  []byte
+	frags  [][]byte
 	native *match.Index
 	in     *instance
 }
@@ -49,11 +51,12 @@ func newCorpus(t testing.TB, ads []match.Ad) *corpus {
 		t.Fatal(err)
 	}
 	c := &corpus{ads: ads, indexes: mi, markets: map[match.Market]*shard{}}
-	// The module loads the shard the server serves pages (EncodePage);
-	// the native answer is the server's own index's.
+	// The module loads the shard the server serves pages, whole or in
+	// fragments (shards.PageShard); the native answer is the server's own
+	// index's.
 	open := func(ix *match.Index) *shard {
-		b := ix.EncodePage()
-		return &shard{bytes: b, native: ix, in: newInstance(t, b)}
+		b, frags := shards.PageShard(ix)
+		return &shard{bytes: b, frags: frags, native: ix, in: newInstance(t, b, frags...)}
 	}
 	c.all = open(mi.All())
 	for _, m := range mi.All().ShardMarkets() {
@@ -302,18 +305,23 @@ func TestParityGenerated(t *testing.T) {
 		name  string
 		ads   func(testing.TB) []match.Ad
 		pages int
+		// cut: the whole catalog's shard goes to pages in fragments.
+		cut bool
 	}{
-		{"demo", demoAds, 200},
+		{"demo", demoAds, 200, false},
 		// The demo's German ads also in Switzerland, in German or French:
 		// a country with two languages, whose shard answers loc alone.
-		{"demo-ch", swissAds, 100},
-		{"generated", func(testing.TB) []match.Ad { return catalog.Generate(3000, 7) }, 200},
+		{"demo-ch", swissAds, 100, false},
+		{"generated", func(testing.TB) []match.Ad { return catalog.Generate(3000, 7) }, 200, true},
 		// Page texts over 19,000 products take 0.3 s each in the module.
-		{"icecat", icecatAds, 40},
+		{"icecat", icecatAds, 40, true},
 	} {
 		t.Run(cat.name, func(t *testing.T) {
 			ads := cat.ads(t)
 			c := newCorpus(t, ads)
+			if cut := len(c.all.frags) > 0; cut != cat.cut {
+				t.Fatalf("the whole catalog's shard in %d fragments; want cut %v", len(c.all.frags), cat.cut)
+			}
 			t.Run("search", func(t *testing.T) { checkParity(t, c, generate(ads, 1000, 1, false)) })
 			t.Run("page", func(t *testing.T) { checkParity(t, c, generate(ads, cat.pages, 2, true)) })
 		})

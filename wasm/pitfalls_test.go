@@ -71,6 +71,10 @@ func TestResultSurvivesGC(t *testing.T) {
 	r := &reqs[0]
 	r.loc, r.lang = "", ""
 	want, _ := c.want(r)
+	// The answer's fragments loaded first, callKeep gets the answer itself.
+	if _, err := in.searchJSON(ctx, r.guest()); err != nil {
+		t.Fatal(err)
+	}
 	p, n, err := in.callKeep(ctx, in.search, r.guest())
 	if err != nil {
 		t.Fatal(err)
@@ -106,6 +110,10 @@ func TestMemoryGrowth(t *testing.T) {
 	r := &reqs[1]
 	r.loc, r.lang = "", ""
 	want, _ := c.want(r)
+	// The answer's fragments loaded first, callKeep gets the answer itself.
+	if _, err := in.searchJSON(ctx, r.guest()); err != nil {
+		t.Fatal(err)
+	}
 	p, n, err := in.callKeep(ctx, in.search, r.guest())
 	if err != nil {
 		t.Fatal(err)
@@ -155,6 +163,7 @@ func TestConcurrentInstances(t *testing.T) {
 				return
 			}
 			defer in.close(ctx)
+			in.frags = c.all.frags
 			if err := in.loadShard(ctx, c.all.bytes); err != nil {
 				errs <- err
 				return
@@ -185,7 +194,7 @@ func TestConcurrentInstances(t *testing.T) {
 func TestBadShardsRejected(t *testing.T) {
 	c, reqs := pitfallCorpus(t)
 	ctx := context.Background()
-	in := newInstance(t, nil)
+	in := newInstance(t, nil, c.all.frags...)
 	good := c.all.bytes
 	flip := func(i int) []byte {
 		b := bytes.Clone(good)
@@ -226,6 +235,63 @@ func TestBadShardsRejected(t *testing.T) {
 	res, err := in.load.Call(ctx, 8, uint64(in.mod.Memory().Size())+1)
 	if err != nil || res[0] != statusBadArgs {
 		t.Fatalf("load_shard on a foreign buffer: %v, %v", res, err)
+	}
+}
+
+// TestBadFragmentsRejected: a fragment under another number, damaged,
+// cut short or outside memory fails load_fragment with a status, and the
+// instance then answers as the server does once the right ones load.
+func TestBadFragmentsRejected(t *testing.T) {
+	c, reqs := pitfallCorpus(t)
+	if len(c.all.frags) < 2 {
+		t.Fatalf("the pitfall catalog's shard is not cut in fragments (%d): the test tests nothing", len(c.all.frags))
+	}
+	ctx := context.Background()
+	in := newInstance(t, c.all.bytes, c.all.frags...)
+	good := c.all.frags[1]
+	flipped := bytes.Clone(good)
+	flipped[len(flipped)/2] ^= 0x5a
+	for _, tt := range []struct {
+		name string
+		k    uint64
+		b    []byte
+	}{
+		{"another's number", 0, good},
+		{"past the last", uint64(len(c.all.frags)), good},
+		{"flipped", 1, flipped},
+		{"cut short", 1, good[:len(good)-1]},
+		{"one byte more", 1, append(bytes.Clone(good), 'x')},
+		{"empty", 1, nil},
+	} {
+		p, err := in.write(ctx, tt.b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := in.loadFrag.Call(ctx, tt.k, uint64(p), uint64(len(tt.b)))
+		in.free.Call(ctx, uint64(p))
+		if err != nil || res[0] != statusBadShard {
+			t.Errorf("%s: load_fragment = %v, %v; want status %d", tt.name, res, err, statusBadShard)
+		}
+	}
+	res, err := in.loadFrag.Call(ctx, 1, 8, uint64(in.mod.Memory().Size())+1)
+	if err != nil || res[0] != statusBadArgs {
+		t.Errorf("load_fragment on a foreign buffer: %v, %v", res, err)
+	}
+	matched := 0
+	for i := range reqs {
+		r := &reqs[i]
+		r.loc, r.lang = "", ""
+		want, _ := c.want(r)
+		got, err := in.searchJSON(ctx, r.guest())
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("after bad fragments: %.200s, %v\nwant %.200s", got, err, want)
+		}
+		if !bytes.HasPrefix(want, []byte(`{"link":[]`)) {
+			matched++
+		}
+	}
+	if matched == 0 {
+		t.Error("no request matched: the fragments were never needed")
 	}
 }
 

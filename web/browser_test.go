@@ -350,6 +350,45 @@ func TestClickGoesThroughRedirect(t *testing.T) {
 
 // TestSearchPageEqualsServer: the demo search page matches in the page and
 // shows what /v2/search/link answers for the same query and market.
+// TestFragmentsFirstView: where the market's shard comes in fragments, as
+// a large catalog's does, the first view fetches the index and then the
+// fragments of the ads it shows, and places them; adlink.search answers
+// what the server answers, every field.
+func TestFragmentsFirstView(t *testing.T) {
+	br := newBrowser(t)
+	b := startCutBackend(t)
+	before := b.sentBytes()
+	br.do(t, chromedp.Navigate(b.firstView("article.html")))
+	if r := eval[readyResult](t, br, widgetReady); r.Source != "local" {
+		t.Fatalf("first view: ads from %q, want local", r.Source)
+	}
+	checkPlaced(t, b, eval[placed](t, br, placedScript))
+	fetched := 0
+	for path := range b.sentBytes() {
+		if strings.HasPrefix(path, "/v2/shards/") && strings.Count(path, "/") == 4 && before[path] == 0 {
+			fetched++
+		}
+	}
+	steps := eval[map[string]float64](t, br, `adlink.timing.steps`)
+	if fetched == 0 || !(steps["need"] > 0 && steps["fragments"] >= steps["need"]) {
+		t.Errorf("%d fragments fetched, steps %v: the page did not load its ads' fragments", fetched, steps)
+	}
+	t.Logf("%d fragments fetched; steps %v", fetched, steps)
+	for _, q := range []string{"kopfhörer", "samsung galaxy", "iphone 15"} {
+		v := url.Values{"q": {q}, "api_key": {"demo"}, "site_id": {"demo"}, "loc": {"de"}, "lang": {"de"},
+			"fields": {"price,logo,description,manufacturer,gtin,category,advertiser"}}
+		body := get(t, b.URL+"/v2/search/link?"+v.Encode())
+		if !strings.Contains(string(body), `"title"`) {
+			t.Errorf("%q: the server has no ads; the test compares nothing", q)
+		}
+		local := eval[string](t, br, `adlink.search(`+jsString(q)+`, {loc: "de", lang: "de", fields: `+jsString(v.Get("fields"))+`}).then(JSON.stringify)`)
+		if a, s := unsignedJSON(t, []byte(local)), unsignedJSON(t, body); !reflect.DeepEqual(a, s) {
+			t.Errorf("%q: adlink.search gives %s\nserver %s", q, local, body)
+		}
+	}
+	br.noConsoleErrors(t)
+}
+
 func TestSearchPageEqualsServer(t *testing.T) {
 	br := newBrowser(t)
 	b := startBackend(t)

@@ -147,24 +147,40 @@ func (b *backend) firstView(page string) string {
 	return b.URL + "/demo/" + page + "?view=" + strconv.FormatInt(b.views.Add(1), 10)
 }
 
+// sharedCleanup undoes what the shared servers set up, last first.
+var sharedCleanup []func()
+
+// sharedServer is a server the tests of the package share, started once.
+type sharedServer struct {
+	once       sync.Once
+	splitAbove int
+	b          *backend
+	err        error
+}
+
+func (s *sharedServer) start(tb testing.TB) *backend {
+	tb.Helper()
+	s.once.Do(func() { s.b, s.err = newBackend(s.splitAbove) })
+	if s.err != nil {
+		tb.Fatal(s.err)
+	}
+	return s.b
+}
+
 var (
-	sharedOnce    sync.Once
-	shared        *backend
-	sharedCleanup []func()
-	sharedErr     error
+	shared = &sharedServer{}
+	// cut's every shard goes to pages in fragments, as a large catalog's.
+	cut = &sharedServer{splitAbove: 1}
 )
 
 // startBackend returns the server every test of the package shares:
 // starting one compresses matcher.wasm, seconds under the race detector.
 // Tests keep apart by asking for pages of their own (firstView).
-func startBackend(tb testing.TB) *backend {
-	tb.Helper()
-	sharedOnce.Do(func() { shared, sharedErr = newBackend() })
-	if sharedErr != nil {
-		tb.Fatal(sharedErr)
-	}
-	return shared
-}
+func startBackend(tb testing.TB) *backend { return shared.start(tb) }
+
+// startCutBackend returns a second shared server, whose every shard goes
+// to pages in fragments, as a large catalog's do.
+func startCutBackend(tb testing.TB) *backend { return cut.start(tb) }
 
 func stopBackend() {
 	for i := len(sharedCleanup) - 1; i >= 0; i-- {
@@ -172,7 +188,9 @@ func stopBackend() {
 	}
 }
 
-func newBackend() (*backend, error) {
+// newBackend starts a server over the demo catalog; splitAbove is
+// shards.Options.SplitAbove.
+func newBackend(splitAbove int) (*backend, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -195,7 +213,7 @@ func newBackend() (*backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	set, err := shards.Build(indexes, shards.Options{Matcher: matcherWasm, MatcherZstd: matcherZstd, RedirectURL: cfg.RedirectURL})
+	set, err := shards.Build(indexes, shards.Options{Matcher: matcherWasm, MatcherZstd: matcherZstd, RedirectURL: cfg.RedirectURL, SplitAbove: splitAbove})
 	if err != nil {
 		return nil, err
 	}

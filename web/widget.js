@@ -40,7 +40,8 @@
  *                               the milliseconds from start to each step of the first view:
  *                               manifest, page_link (answers in hand), compiled (the module),
  *                               initialized (its Go runtime), shard, loaded (load_shard),
- *                               text (the page's text read), matched
+ *                               text (the page's text read), need and fragments (a large
+ *                               market's: its answer named fragments, they loaded), matched
  */
 (function () {
   "use strict";
@@ -258,7 +259,7 @@
         var running = compile(m.matcher.url).then(yieldTask).then(instantiate).then(yieldTask);
         var shard = get(m.shard.url).then(function (r) { return r.arrayBuffer(); }).then(function (b) { mark("shard"); return new Uint8Array(b); });
         var p = matchers[sha] = Promise.all([running, shard]).then(function (got) {
-          return load(got[0], got[1], function () { if (matchers[sha] === p) delete matchers[sha]; });
+          return load(got[0], got[1], function () { if (matchers[sha] === p) delete matchers[sha]; }, m.shard.url);
         }).then(yieldTask);
         p.catch(function () { if (matchers[sha] === p) delete matchers[sha]; });
       }
@@ -312,45 +313,76 @@
   }
 
   // load puts the shard into a running module and returns the function that
-  // runs its exports; drop forgets the instance once it has trapped.
-  function load(ex, shard, drop) {
+  // runs its exports; drop forgets the instance once it has trapped. A
+  // large market's shard comes without its ads' strings: an answer then
+  // names the fragments it needs ({"need":[k,...]}), fetched from url + "/k"
+  // once each, and the call is made again.
+  function load(ex, shard, drop, url) {
     // BigInt by calls, not literals (0n): a browser without BigInt would
     // refuse the whole script, the server's ads too; here only the page's
     // matching fails.
-    var dead = false, ZERO = BigInt(0), SHIFT = BigInt(32), MASK = BigInt(0xffffffff);
+    var dead = false, ZERO = BigInt(0), SHIFT = BigInt(32), MASK = BigInt(0xffffffff), fragments = {};
     function put(bytes) {
       var p = ex.alloc(bytes.length) >>> 0;
       new Uint8Array(ex.memory.buffer, p, bytes.length).set(bytes); // a fresh view: memory may have grown
       return p;
     }
-    var st = ex.load_shard(put(shard), shard.length);
-    if (st !== 0) throw new Error("adlink: the shard did not load (" + st + ")");
-    mark("loaded");
-    return function (kind, params) {
-      // After a trap the Go runtime's state is undefined: no call may enter it.
+    // enter runs f in the module; after a trap the Go runtime's state is
+    // undefined, so no call may enter it again and the next match loads a
+    // new instance.
+    function enter(f) {
       if (dead) throw new Error("adlink: the matcher has stopped");
-      params.api_key = config.apiKey;
-      params.site_id = config.siteId;
-      var req = encoder.encode(query(params)), r, text;
       try {
-        var p = put(req);
-        r = ex[kind](p, req.length);
-        ex.free(p);
-        if (r !== ZERO) {
-          var rp = Number(r >> SHIFT), rn = Number(r & MASK);
-          text = decoder.decode(new Uint8Array(ex.memory.buffer, rp, rn));
-          ex.free(rp);
-        }
+        return f();
       } catch (e) {
-        // The module trapped: drop it so that the next call loads a new one.
         dead = true;
         drop();
         throw e;
       }
-      if (r === ZERO) throw new Error("adlink: the matcher refused the request");
+    }
+    var st = ex.load_shard(put(shard), shard.length);
+    if (st !== 0) throw new Error("adlink: the shard did not load (" + st + ")");
+    mark("loaded");
+    function fragment(k) {
+      k = k >>> 0;
+      if (!fragments[k]) {
+        var f = fragments[k] = get(url + "/" + k).then(function (r) { return r.arrayBuffer(); }).then(function (b) {
+          var bytes = new Uint8Array(b);
+          var st = enter(function () { return ex.load_fragment(k, put(bytes), bytes.length); });
+          if (st !== 0) throw new Error("adlink: fragment " + k + " did not load (" + st + ")");
+        });
+        f.catch(function () { if (fragments[k] === f) delete fragments[k]; });
+      }
+      return fragments[k];
+    }
+    function ask(kind, req) {
+      var text = enter(function () {
+        var p = put(req), r = ex[kind](p, req.length), out = null;
+        ex.free(p);
+        if (r !== ZERO) {
+          var rp = Number(r >> SHIFT), rn = Number(r & MASK);
+          out = decoder.decode(new Uint8Array(ex.memory.buffer, rp, rn));
+          ex.free(rp);
+        }
+        return out;
+      });
+      if (text === null) throw new Error("adlink: the matcher refused the request");
       var body = JSON.parse(text);
       if (body.error) throw new Error("adlink: " + body.error.message);
       return body;
+    }
+    return function (kind, params) {
+      params.api_key = config.apiKey;
+      params.site_id = config.siteId;
+      var req = encoder.encode(query(params)), body = ask(kind, req);
+      if (!body.need) return body;
+      mark("need");
+      return Promise.all(body.need.map(fragment)).then(function () {
+        mark("fragments");
+        body = ask(kind, req);
+        if (body.need) throw new Error("adlink: the shard's fragments did not load");
+        return body;
+      });
     };
   }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io/fs"
 	"net/http"
+	"strconv"
 
 	"github.com/adlink/adlink/backend/shards"
 )
@@ -89,6 +90,25 @@ func (s *server) shard(w http.ResponseWriter, r *http.Request) error {
 		return &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: "no shard " + quote(r.PathValue("sha256"))}
 	}
 	b.Serve(w, r, shards.Immutable)
+	return nil
+}
+
+// fragment answers GET /v2/shards/{sha256}/{k}: fragment k of a shard cut
+// in fragments, immutable as the shard is.
+func (s *server) fragment(w http.ResponseWriter, r *http.Request) error {
+	sha, k := r.PathValue("sha256"), r.PathValue("k")
+	var frags []*shards.Blob
+	if s.shards != nil {
+		if b := s.shards.Shard(sha); b != nil {
+			frags = s.shards.Fragments(b)
+		}
+	}
+	// One spelling per fragment: "7", not "07" or "+7".
+	n, err := strconv.Atoi(k)
+	if err != nil || n < 0 || n >= len(frags) || strconv.Itoa(n) != k {
+		return &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: "no fragment " + quote(k) + " of shard " + quote(sha)}
+	}
+	frags[n].Serve(w, r, shards.Immutable)
 	return nil
 }
 

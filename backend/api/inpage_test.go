@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -20,6 +21,11 @@ type inPageEnv struct {
 }
 
 func newInPageEnv(t *testing.T, withShards bool) *inPageEnv {
+	return newInPageEnvSplit(t, withShards, 0)
+}
+
+// newInPageEnvSplit is newInPageEnv with shards.Options.SplitAbove.
+func newInPageEnvSplit(t *testing.T, withShards bool, splitAbove int) *inPageEnv {
 	t.Helper()
 	ix, err := BuildIndexes(fixture())
 	if err != nil {
@@ -39,7 +45,7 @@ func newInPageEnv(t *testing.T, withShards bool) *inPageEnv {
 		},
 	}
 	if withShards {
-		if env.set, err = shards.Build(ix, shards.Options{Matcher: []byte("\x00asm module"), RedirectURL: cfg.RedirectURL}); err != nil {
+		if env.set, err = shards.Build(ix, shards.Options{Matcher: []byte("\x00asm module"), RedirectURL: cfg.RedirectURL, SplitAbove: splitAbove}); err != nil {
 			t.Fatal(err)
 		}
 		d.Shards = env.set
@@ -112,6 +118,51 @@ func TestShardManifest(t *testing.T) {
 	res := env.get(t, "/v2/shards?api_key=demo&site_id=demo&loc=de&lang=de&callback=cb", nil, "")
 	if body := readBody(t, res); !strings.HasPrefix(string(body), `/**/cb({"http_status":200,"market":"de-DE"`) {
 		t.Errorf("JSONP manifest: %s", body)
+	}
+}
+
+// TestFragments: a shard cut in fragments says how many in its manifest;
+// each is served at the shard's URL + "/k", immutable, and anything else
+// under it is a 404 naming it.
+func TestFragments(t *testing.T) {
+	env := newInPageEnvSplit(t, true, 1)
+	body := readBody(t, env.get(t, "/v2/shards?api_key=demo&site_id=demo&loc=de&lang=de", nil, ""))
+	var m struct {
+		Shard struct {
+			URL       string
+			SHA256    string
+			Fragments int
+		}
+	}
+	if err := json.Unmarshal(body, &m); err != nil {
+		t.Fatal(err)
+	}
+	frags := env.set.Fragments(env.set.Shard(m.Shard.SHA256))
+	if m.Shard.Fragments < 1 || m.Shard.Fragments != len(frags) {
+		t.Fatalf("manifest %s: %d fragments, the set has %d", body, m.Shard.Fragments, len(frags))
+	}
+	for k, f := range frags {
+		res := env.get(t, m.Shard.URL+"/"+strconv.Itoa(k), header("Accept-Encoding", "identity"), "")
+		got := readBody(t, res)
+		if res.StatusCode != http.StatusOK || res.Header.Get("Cache-Control") != shards.Immutable ||
+			res.Header.Get("Access-Control-Allow-Origin") != "*" || !bytes.Equal(got, f.Bytes(shards.Identity)) {
+			t.Errorf("fragment %d: %d %v, %d bytes", k, res.StatusCode, res.Header, len(got))
+		}
+	}
+	for _, bad := range []string{
+		m.Shard.URL + "/" + strconv.Itoa(len(frags)), m.Shard.URL + "/-1", m.Shard.URL + "/01", m.Shard.URL + "/+1", m.Shard.URL + "/x",
+		"/v2/shards/" + strings.Repeat("0", 64) + "/0",
+	} {
+		res := env.get(t, bad, nil, "")
+		if body := readBody(t, res); res.StatusCode != http.StatusNotFound || !strings.Contains(string(body), "no fragment") {
+			t.Errorf("%s: %d %s", bad, res.StatusCode, body)
+		}
+	}
+	// A whole shard has none: neither in its manifest nor served.
+	whole := newInPageEnv(t, true)
+	body = readBody(t, whole.get(t, "/v2/shards?api_key=demo&site_id=demo&loc=de&lang=de", nil, ""))
+	if strings.Contains(string(body), "fragments") {
+		t.Errorf("whole shard's manifest: %s", body)
 	}
 }
 

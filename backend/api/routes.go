@@ -23,6 +23,7 @@ func (s *server) routes(mux *http.ServeMux) {
 	// publisher pages.
 	mux.Handle("GET /v2/shards", s.jsonp(s.limitKey(s.shardManifest)))
 	mux.Handle("GET /v2/shards/{sha256}", s.public(s.shard))
+	mux.Handle("GET /v2/shards/{sha256}/{k}", s.public(s.fragment))
 	mux.Handle("GET /matcher.wasm", s.public(s.matcherWasm))
 	mux.Handle("GET /widget.js", s.plain(s.webFile("widget.js", "text/javascript; charset=utf-8", stripComments)))
 	mux.Handle("GET /demo/", s.demo())

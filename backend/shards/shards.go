@@ -9,6 +9,7 @@
 package shards
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"runtime"
@@ -37,6 +38,31 @@ const (
 	Immutable = "public, max-age=31536000, immutable"
 )
 
+// A market whose ads' strings come to more than splitAbove bytes goes to
+// the page in fragments of about fragmentBytes of strings each
+// (match.Index.EncodePage): the page fetches the index and then the
+// fragments of the ads it shows, a second round trip, rather than every
+// title, logo and description. The demo's markets (up to 80 KB of strings)
+// go whole; Icecat's de-DE (2 MB) in about 260 fragments, of which a page
+// showing ten ads fetches ten at most (BenchmarkShardBytes).
+const (
+	splitAbove    = 256 << 10
+	fragmentBytes = 8 << 10
+)
+
+// PageShard encodes ix as the page loads it: whole, or when its strings
+// come to more than splitAbove bytes, without them and the strings cut in
+// fragments.
+func PageShard(ix *match.Index) (shard []byte, frags [][]byte) { return pageShard(ix, splitAbove) }
+
+func pageShard(ix *match.Index, above int) (shard []byte, frags [][]byte) {
+	n := ix.PageStrings()
+	if n <= above {
+		return ix.EncodePage(0)
+	}
+	return ix.EncodePage(max(1, fragmentBytes*ix.Len()/n))
+}
+
 // Set is every market's shard and matcher.wasm, ready to serve.
 type Set struct {
 	redirectURL string
@@ -44,6 +70,7 @@ type Set struct {
 	all         *Blob
 	markets     map[match.Market]*Blob
 	bySHA       map[string]*Blob
+	frags       map[*Blob][]*Blob // a shard's fragments, in order
 	matcher     *Blob
 	matcherZstd ZstdChoice
 	manifests   map[*Blob][]byte
@@ -62,6 +89,9 @@ type Options struct {
 	// RedirectURL is the base of click URLs, the server's config value; the
 	// manifest passes it to the page so that its answers are the server's.
 	RedirectURL string
+	// SplitAbove is the bytes of strings above which a market's shard goes
+	// to pages in fragments (PageShard); zero is the default, 256 KB.
+	SplitAbove int
 }
 
 // ZstdChoice is which zstd encoding of matcher.wasm a Set serves.
@@ -84,13 +114,14 @@ func Build(src Source, o Options) (*Set, error) {
 	if all == nil {
 		return nil, errors.New("shards: no index")
 	}
-	s := &Set{redirectURL: o.RedirectURL, allIndex: all, markets: map[match.Market]*Blob{}, bySHA: map[string]*Blob{}, manifests: map[*Blob][]byte{}}
+	s := &Set{redirectURL: o.RedirectURL, allIndex: all, markets: map[match.Market]*Blob{}, bySHA: map[string]*Blob{}, frags: map[*Blob][]*Blob{}, manifests: map[*Blob][]byte{}}
 	type job struct {
 		market match.Market
 		ix     *match.Index
 		data   []byte
 		ctype  string
 		blob   *Blob
+		frags  []*Blob
 		err    error
 		// zstd is another encoder's zstd of data, offered to blob.
 		zstd   []byte
@@ -111,10 +142,21 @@ func Build(src Source, o Options) (*Set, error) {
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
+			var frags [][]byte
 			if j.ix != nil {
-				j.data = j.ix.EncodePage()
+				j.data, frags = pageShard(j.ix, cmp.Or(o.SplitAbove, splitAbove))
 			}
-			if j.blob, j.err = NewBlob(j.data, j.ctype); j.err != nil || j.zstd == nil {
+			if j.blob, j.err = NewBlob(j.data, j.ctype); j.err != nil {
+				return
+			}
+			for _, f := range frags {
+				var b *Blob
+				if b, j.err = NewBlob(f, j.ctype); j.err != nil {
+					return
+				}
+				j.frags = append(j.frags, b)
+			}
+			if j.zstd == nil {
 				return
 			}
 			j.choice = ZstdChoice{Given: len(j.zstd), Own: j.blob.Size(Zstd)}
@@ -139,6 +181,9 @@ func Build(src Source, o Options) (*Set, error) {
 			s.markets[j.market] = j.blob
 		}
 		s.bySHA[j.blob.SHA256] = j.blob
+		if j.frags != nil {
+			s.frags[j.blob] = j.frags
+		}
 		name := "all"
 		if j.ix != all {
 			name = j.market.String()
@@ -169,6 +214,10 @@ func (s *Set) Manifest(country, lang string) []byte {
 // Shard returns the shard named by its SHA-256, or nil.
 func (s *Set) Shard(sha string) *Blob { return s.bySHA[sha] }
 
+// Fragments returns the fragments of a shard, in order: none when the
+// shard holds its ads' strings itself.
+func (s *Set) Fragments(shard *Blob) []*Blob { return s.frags[shard] }
+
 // Markets lists the markets that have their own shard, with it.
 func (s *Set) Markets() map[match.Market]*Blob { return s.markets }
 
@@ -194,14 +243,19 @@ func (s *Set) MatcherURL() string {
 //	 "shard":{"url":"/v2/shards/<sha256>","sha256":"...","bytes":{"zstd":N,"gzip":N,"identity":N}},
 //	 "matcher":{"url":"/matcher.wasm?v=...","sha256":"...","bytes":{...}}}
 //
-// URLs are paths on the server that answered. "market" is "all" for the
-// whole catalog's shard.
+// A shard cut in fragments has "fragments":N in "shard": fragment k is at
+// its URL + "/k". URLs are paths on the server that answered. "market" is
+// "all" for the whole catalog's shard.
 func (s *Set) manifest(market string, b *Blob) []byte {
 	out := []byte(`{"market":"` + market + `","format_version":` + strconv.Itoa(match.ShardVersion) + `,"redirect_url":`)
 	q, _ := json.Marshal(s.redirectURL) // a string always marshals
 	out = append(out, q...)
 	out = append(out, `,"shard":`...)
 	out = appendFile(out, ShardPath+b.SHA256, b)
+	if n := len(s.frags[b]); n > 0 {
+		out = append(out[:len(out)-1], `,"fragments":`...)
+		out = append(strconv.AppendInt(out, int64(n), 10), '}')
+	}
 	if s.matcher != nil {
 		out = append(out, `,"matcher":`...)
 		out = appendFile(out, s.MatcherURL(), s.matcher)

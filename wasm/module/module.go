@@ -30,6 +30,11 @@ const noGreenTea = "nogreenteagc"
 // file) to a GOOS=wasip1 reactor at out, as "make wasm" does: with
 // -trimpath -ldflags='-s -w' and GOEXPERIMENT=nogreenteagc where the
 // toolchain knows it, then with its data segments merged (mergeData).
+//
+// The matcher's own package (Path: the exports and the request parser) is
+// compiled without inlining. It runs once per call, not per ad, and its
+// code is then 1.2 KB smaller with zstd at no cost BenchmarkQuery can see.
+// match/, where the time goes, is inlined as usual.
 func Build(pkg, out string) error {
 	mod, err := link(pkg)
 	if err != nil {
@@ -54,7 +59,7 @@ func link(pkg string) ([]byte, error) {
 		return nil, err
 	}
 	out := filepath.Join(dir, "linked.wasm")
-	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-trimpath", "-ldflags=-s -w", "-o", out, pkg)
+	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-trimpath", "-ldflags=-s -w", "-gcflags="+Path+"=-l", "-o", out, pkg)
 	cmd.Env = append(env, "GOEXPERIMENT="+exp)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
