@@ -16,8 +16,9 @@ import (
 
 // BenchmarkShardBytes prints every market shard's size in each encoding for
 // the demo catalog, a generated 10,000-ad catalog and (when it is there) the
-// Icecat catalog, and measures whether Pagefind-style term-range chunking
-// would cut what a page fetches.
+// Icecat catalog; for markets cut in fragments, what pages' texts fetch of
+// them against the whole shard; and whether Pagefind-style term-range
+// chunking of the index would cut that further.
 func BenchmarkShardBytes(b *testing.B) {
 	article := articleText(b)
 	catalogs := []struct {
@@ -41,7 +42,8 @@ func BenchmarkShardBytes(b *testing.B) {
 				fmt.Printf("%s: not available, skipped\n", c.name)
 				continue
 			}
-			set, err := Build(buildSource(b, ads), Options{})
+			src := buildSource(b, ads)
+			set, err := Build(src, Options{})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -56,18 +58,62 @@ func BenchmarkShardBytes(b *testing.B) {
 				if m.Country == "" {
 					name = "all markets"
 				}
-				fmt.Printf("  shard %-11s zstd %7.1f KB  gzip %7.1f KB  identity %8.1f KB\n", name,
-					float64(blob.Size(Zstd))/1e3, float64(blob.Size(Gzip))/1e3, float64(blob.Size(Identity))/1e3)
+				frags := set.Fragments(blob)
+				cut := ""
+				if len(frags) > 0 {
+					z := 0
+					for _, f := range frags {
+						z += f.Size(Zstd)
+					}
+					cut = fmt.Sprintf("; without its strings, in %d fragments of %.1f KB zstd on average", len(frags), float64(z)/float64(len(frags))/1e3)
+				}
+				fmt.Printf("  shard %-11s zstd %7.1f KB  gzip %7.1f KB  identity %8.1f KB%s\n", name,
+					float64(blob.Size(Zstd))/1e3, float64(blob.Size(Gzip))/1e3, float64(blob.Size(Identity))/1e3, cut)
 				if m.Country == "de" && m.Lang == "de" || c.name != "demo" && m.Country == "us" {
 					texts := pageTexts(ads, m)
 					if m.Country == "de" && c.name == "demo" {
 						texts = []string{article}
 					}
-					chunking(blob, texts)
+					ix := src.For(m.Country, m.Lang)
+					wholeBytes, _ := ix.EncodePage(0)
+					whole, err := NewBlob(wholeBytes, "")
+					if err != nil {
+						b.Fatal(err)
+					}
+					if len(frags) > 0 {
+						fetched(b, m, blob, frags, whole, texts)
+					}
+					chunking(whole, texts)
 				}
 			}
 		}
 	}
+}
+
+// fetched reports what pages with the given texts fetch of a shard cut in
+// fragments (the index, then the fragments of the ads their matches show:
+// match.Index.Missing, as the module asks for them) against the whole
+// shard, zstd, medians over the texts.
+func fetched(b *testing.B, m match.Market, shard *Blob, frags []*Blob, whole *Blob, texts []string) {
+	ix, err := match.Open(shard.Bytes(Identity))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var bytes, counts []int
+	for _, text := range texts {
+		need := ix.Missing(ix.Match(&match.Query{Page: true, Text: text, Country: m.Country}))
+		n := shard.Size(Zstd)
+		for _, k := range need {
+			n += frags[k].Size(Zstd)
+		}
+		bytes, counts = append(bytes, n), append(counts, len(need))
+	}
+	slices.Sort(bytes)
+	slices.Sort(counts)
+	med := bytes[len(bytes)/2]
+	fmt.Printf("    a page's text (median of %d) fetches the index and %d fragments: %.1f KB zstd, against %.1f KB for the whole shard: %.1fx less, for one more round trip\n",
+		len(texts), counts[len(counts)/2], float64(med)/1e3, float64(whole.Size(Zstd))/1e3, float64(whole.Size(Zstd))/float64(med))
+	b.ReportMetric(float64(med)/1e3, "KB-page-"+m.String())
 }
 
 // chunking simulates Pagefind's layout on a shard: terms in order, cut
@@ -120,11 +166,7 @@ func chunking(blob *Blob, texts []string) {
 		chunkBytes[len(chunkBytes)-1] += b
 		chunkOf[t] = len(chunkBytes) - 1
 	}
-	records := len(sec(1)) + len(sec(2)) + len(sec(3))
-	nAds := len(sec(3)) / 4
 	term := func(t int) string { return string(termStr[termOff[t]:termOff[t+1]]) }
-	meta := 40 * len(chunkBytes) // first and last term per chunk
-	var fetched []float64
 	var touched []int
 	for _, text := range texts {
 		seen := map[int]bool{}
@@ -134,34 +176,15 @@ func chunking(blob *Blob, texts []string) {
 				seen[chunkOf[t]] = true
 			}
 		}
-		n := meta
-		for c := range seen {
-			n += chunkBytes[c]
-		}
-		// The ad records of ten hits, as Pagefind's per-page fragments.
-		n += 10 * records / max(nAds, 1)
-		fetched = append(fetched, float64(n)*ratio)
 		touched = append(touched, len(seen))
 	}
-	slices.Sort(fetched)
 	slices.Sort(touched)
-	med := fetched[len(fetched)/2]
 	index := 0
 	for _, n := range chunkBytes {
 		index += n
 	}
-	whole := float64(blob.Size(Gzip))
-	fmt.Printf("    index (terms, postings, criteria) ~%.0f KB gzip in %d term-range chunks of 25 KB; a page's text touches %d of them (median of %d pages): term-range chunks alone do not pay for pages\n",
+	fmt.Printf("    index (terms, postings, criteria) ~%.0f KB gzip in %d term-range chunks of 25 KB; a page's text touches %d of them (median of %d pages): term-range chunks do not pay for pages\n",
 		float64(index)*ratio/1e3, len(chunkBytes), touched[len(touched)/2], len(texts))
-	verdict := "does not pay"
-	switch {
-	case whole < 100e3:
-		verdict = "does not pay: the whole shard is smaller than Pagefind's own first query (~100-160 KB)"
-	case med < 0.5*whole:
-		verdict = "would pay, at the cost of a second round trip and a shard format the matcher can open in parts"
-	}
-	fmt.Printf("    ad records ~%.0f KB gzip; fetching the touched chunks and only the hits' records (Pagefind's fragments) ~%.0f KB against %.0f KB for the whole shard: %s\n",
-		float64(records)*ratio/1e3, med/1e3, whole/1e3, verdict)
 }
 
 // pageTexts makes article-length texts from the market's ad titles and
