@@ -11,7 +11,8 @@ import (
 // Index is the flat inverted index over a catalog. Every part of it is a
 // slice of fixed-size integers or a string arena, so the same memory is the
 // shard format: Encode writes it out and Open queries the bytes in place,
-// rebuilding no maps. An Index is immutable and safe for concurrent use.
+// rebuilding no maps. An Index is immutable and safe for concurrent use,
+// but for LoadFragment on an index opened from a page shard in fragments.
 type Index struct {
 	strs    string   // string arena
 	ads     []adRec  // one record per ad, by ordinal

@@ -477,16 +477,32 @@ func TestFragmentsChecked(t *testing.T) {
 }
 
 // TestShardRejectsBadFragmentTable: a fragment table that does not fit the
-// ads, or whose fragments are out of order or empty, is refused.
+// ads, or whose fragments are out of order or empty, is refused; so is an
+// ad whose strings stray out of its fragment.
 func TestShardRejectsBadFragmentTable(t *testing.T) {
-	for name, damage := range map[string]func(ix *Index){
-		"one too few":       func(ix *Index) { ix.frags = ix.frags[:len(ix.frags)-2] },
-		"one too many":      func(ix *Index) { ix.frags = append(ix.frags, ix.frags[len(ix.frags)-2]+1, 0) },
-		"empty fragment":    func(ix *Index) { ix.frags[2] = ix.frags[0] },
-		"out of order":      func(ix *Index) { ix.frags[0], ix.frags[2] = ix.frags[2], ix.frags[0] },
-		"strings too":       func(ix *Index) { ix.strs = "x" },
-		"table, not cut":    func(ix *Index) { ix.per = 0 },
-		"ad past its piece": func(ix *Index) { ix.frags[0]-- },
+	for name, tt := range map[string]struct {
+		damage func(ix *Index)
+		want   string
+	}{
+		"one too few":    {func(ix *Index) { ix.frags = ix.frags[:len(ix.frags)-2] }, "bad fragment table"},
+		"one too many":   {func(ix *Index) { ix.frags = append(ix.frags, ix.frags[len(ix.frags)-2]+1, 0) }, "bad fragment table"},
+		"empty fragment": {func(ix *Index) { ix.frags[2] = ix.frags[0] }, "bad fragment table"},
+		"out of order":   {func(ix *Index) { ix.frags[0], ix.frags[2] = ix.frags[2], ix.frags[0] }, "bad fragment table"},
+		"strings too":    {func(ix *Index) { ix.strs = "x" }, "bad fragment table"},
+		"table, not cut": {func(ix *Index) { ix.per = 0 }, "bad fragment table"},
+		// The second fragment's ads given no strings at all, and the
+		// fragment no bytes: one the page could never load.
+		"no strings": {func(ix *Index) {
+			for i := 2; i < 4; i++ {
+				ix.ads[i].str, ix.ads[i].lens = ix.frags[0], [numStrFields]uint32{}
+			}
+			ix.frags[2] = ix.frags[0]
+		}, "bad fragment table"},
+		"ad past its piece": {func(ix *Index) { ix.frags[0]-- }, "string out of bounds"},
+		"ad before its piece": {func(ix *Index) {
+			ix.ads[2].str--
+			ix.ads[2].lens[fID]++
+		}, "string out of bounds"},
 	} {
 		b, _ := mustBuild(t, fixture()).EncodePage(2)
 		ix, err := Open(b)
@@ -494,9 +510,10 @@ func TestShardRejectsBadFragmentTable(t *testing.T) {
 			t.Fatal(err)
 		}
 		ix.frags = slices.Clone(ix.frags)
-		damage(ix)
-		if _, err := Open(ix.Encode()); err == nil {
-			t.Errorf("%s: accepted", name)
+		ix.ads = slices.Clone(ix.ads)
+		tt.damage(ix)
+		if _, err := Open(ix.Encode()); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: Open = %v, want %s", name, err, tt.want)
 		}
 	}
 }

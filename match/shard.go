@@ -191,7 +191,7 @@ func (ix *Index) Missing(hits []Hit) []int {
 		if ix.per == 0 {
 			break
 		}
-		if k := h.Ad / int(ix.per); ix.fragStrs[k] == "" && !slices.Contains(need, k) {
+		if k := int(uint32(h.Ad) / ix.per); ix.fragStrs[k] == "" && !slices.Contains(need, k) {
 			need = append(need, k)
 		}
 	}

@@ -89,6 +89,7 @@ type backend struct {
 
 	mu       sync.Mutex
 	sent     map[string]int64 // response body bytes written, by URL path
+	requests map[string]int   // requests answered, by URL path
 	inflight sync.WaitGroup   // requests being answered
 }
 
@@ -102,8 +103,16 @@ func (b *backend) counted(h http.Handler) http.Handler {
 		h.ServeHTTP(cw, r)
 		b.mu.Lock()
 		b.sent[r.URL.Path] += cw.n
+		b.requests[r.URL.Path]++
 		b.mu.Unlock()
 	})
+}
+
+// requestCounts returns the requests answered so far, by URL path.
+func (b *backend) requestCounts() map[string]int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return maps.Clone(b.requests)
 }
 
 // sentBytes returns the body bytes written so far, by URL path.
@@ -195,7 +204,7 @@ func newBackend(splitAbove int) (*backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &backend{URL: "http://" + ln.Addr().String(), sent: map[string]int64{}}
+	b := &backend{URL: "http://" + ln.Addr().String(), sent: map[string]int64{}, requests: map[string]int{}}
 	dir, err := os.MkdirTemp("", "adlink-web-data-")
 	if err != nil {
 		return nil, err

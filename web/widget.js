@@ -193,7 +193,7 @@
 
   // ---- The matcher: one compiled module, one instance per shard; current
   // is the shard each market's latest manifest named.
-  var manifests = {}, matchers = {}, current = {}, modulePromise = null;
+  var manifests = {}, matchers = {}, current = {}, modules = {};
 
   // manifest is kept until ten minutes before its site token ("kid.exp.mac",
   // exp in unix seconds) expires, so that click URLs made later carry a
@@ -218,28 +218,34 @@
 
   function get(url) {
     return fetch(config.base + url, fetchOptions(DOWNLOAD_TIMEOUT)).then(function (r) {
-      if (!r.ok) throw new Error("adlink: " + url.split("?")[0] + " " + r.status);
+      if (!r.ok) {
+        var e = new Error("adlink: " + url.split("?")[0] + " " + r.status);
+        e.status = r.status;
+        throw e;
+      }
       return r;
     });
   }
 
   function compile(url) {
-    if (!modulePromise) {
+    // One module per URL: the manifest's URL names the module's version, and
+    // a page open across a deploy gets shards only the new one reads.
+    if (!modules[url]) {
       // Streaming compiles while the bytes arrive; it needs application/wasm.
       // Where it fails for another reason than a broken module (a proxy
       // changed the type), the bytes are compiled: the second fetch comes from
       // the cache. (A clone kept for that would hold a second copy of the body
       // until it is collected.)
       var bytes = function () { return get(url).then(function (r) { return r.arrayBuffer(); }).then(WebAssembly.compile); };
-      var p = modulePromise = !WebAssembly.compileStreaming ? bytes() : WebAssembly.compileStreaming(get(url)).catch(function (e) {
+      var p = modules[url] = !WebAssembly.compileStreaming ? bytes() : WebAssembly.compileStreaming(get(url)).catch(function (e) {
         // Not after a broken module, an HTTP error or the download's time
         // running out: a second download would only wait as long again.
         if (e instanceof WebAssembly.CompileError || /^adlink:/.test(e.message) || e.name === "TimeoutError" || e.name === "AbortError") throw e;
         return bytes();
       });
-      p.then(function () { mark("compiled"); }, function () { if (modulePromise === p) modulePromise = null; });
+      p.then(function () { mark("compiled"); }, function () { if (modules[url] === p) delete modules[url]; });
     }
-    return modulePromise;
+    return modules[url];
   }
 
   // match runs the module's export kind over the shard that answers the
@@ -348,10 +354,22 @@
       if (!fragments[k]) {
         var f = fragments[k] = get(url + "/" + k).then(function (r) { return r.arrayBuffer(); }).then(function (b) {
           var bytes = new Uint8Array(b);
-          var st = enter(function () { return ex.load_fragment(k, put(bytes), bytes.length); });
+          var st = enter(function () {
+            var p = put(bytes), st = ex.load_fragment(k, p, bytes.length);
+            if (st !== 0) ex.free(p); // the module keeps only what it loaded
+            return st;
+          });
           if (st !== 0) throw new Error("adlink: fragment " + k + " did not load (" + st + ")");
         });
-        f.catch(function () { if (fragments[k] === f) delete fragments[k]; });
+        f.catch(function (e) {
+          if (fragments[k] === f) delete fragments[k];
+          // Gone: the server has another catalog now (a deploy). The next
+          // match asks for a new manifest and loads the shard it names.
+          if (e.status === 404) {
+            manifests = {};
+            drop();
+          }
+        });
       }
       return fragments[k];
     }
