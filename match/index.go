@@ -16,6 +16,7 @@ import (
 type Index struct {
 	strs    string   // string arena
 	ads     []adRec  // one record per ad, by ordinal
+	recs    []adStrs // where each ad's strings are; none in a page shard in fragments
 	byID    []uint32 // ad ordinals sorted by id
 	markets []Market // market table; adRec.markets is a bit set over it
 	avgLen  float64  // mean weighted document length, for BM25
@@ -42,12 +43,14 @@ type Index struct {
 	termCritOff []uint32
 	termCrit    []uint32
 
-	// A page shard cut into fragments (EncodePage) has no strs: its ads'
-	// strings come in fragments of per ads each, loaded as a page needs
-	// them (LoadFragment). frags holds each fragment's end in the arena and
-	// its CRC-32C; fragStrs the loaded ones, "" for the others.
+	// A page shard cut into fragments (EncodePage) has no strs and no
+	// recs: its ads' adStrs and strings come in fragments of per ads each,
+	// loaded as a page needs them (LoadFragment). frags holds each
+	// fragment's end in the arena and its CRC-32C; fragRecs and fragStrs
+	// the loaded ones' parts, nil and "" for the others.
 	per      uint32
 	frags    []uint32
+	fragRecs [][]adStrs
 	fragStrs []string
 
 	// Scratch memory of full-text queries, one per query running at once.
@@ -74,24 +77,29 @@ const (
 	numStrFields
 )
 
-// adRec is an ad in the index: only uint32 fields, so its memory layout is
-// the same in the shard file, on every little-endian platform. Its strings
-// lie together in the arena, from str on, field after field: lengths alone
-// locate them, and lengths compress where offsets would not: 84 bytes an
-// ad instead of 128 with an offset and a length per string, and Icecat's
-// de-DE shard 8% smaller with zstd.
+// adRec is an ad as matching and ranking read it. It and adStrs hold only
+// uint32 fields, so their memory layout is the same in the shard file, on
+// every little-endian platform.
 type adRec struct {
-	str  uint32
-	lens [numStrFields]uint32
+	bid      uint32 // micros, saturated at 2^32-1
+	kindv    uint32
+	marketLo uint32
+	marketHi uint32
+	docLen   uint32 // weighted term count
+	offer    uint32 // offer group: same GTIN, else same normalised title
+	adv      uint32 // advertiser group: the ads of one advertiser share it
+}
 
+// adStrs is what only an ad's link entry reads: where its strings are, and
+// its price. The strings lie together in the arena, from str on, field
+// after field: lengths alone locate them, and lengths compress where
+// offsets would not (Icecat's de-DE shard 8% smaller with zstd than with an
+// offset and a length per string). A page shard in fragments carries these
+// records in the fragments, with the strings.
+type adStrs struct {
+	str              uint32
+	lens             [numStrFields]uint32
 	priceLo, priceHi uint32
-	bid              uint32 // micros, saturated at 2^32-1
-	kindv            uint32
-	marketLo         uint32
-	marketHi         uint32
-	docLen           uint32 // weighted term count
-	offer            uint32 // offer group: same GTIN, else same normalised title
-	adv              uint32 // advertiser group: the ads of one advertiser share it
 }
 
 // Criterion sources, kept in the low bits of critAd: they weigh a match.
@@ -115,29 +123,47 @@ const (
 )
 
 func (a *adRec) kind() Kind         { return Kind(a.kindv) }
-func (a *adRec) price() int64       { return int64(uint64(a.priceHi)<<32 | uint64(a.priceLo)) }
+func (r *adStrs) price() int64      { return int64(uint64(r.priceHi)<<32 | uint64(r.priceLo)) }
 func (a *adRec) marketBits() uint64 { return uint64(a.marketHi)<<32 | uint64(a.marketLo) }
 
 func (ix *Index) rec(i int) *adRec { return &ix.ads[i] }
 
+// strRec returns ad i's adStrs, the part of the arena its strings are in
+// and where that part starts: the whole arena, or its fragment's; nil
+// while the fragment is not loaded.
+func (ix *Index) strRec(i int) (*adStrs, string, uint32) {
+	if ix.per == 0 {
+		return &ix.recs[i], ix.strs, 0
+	}
+	k := uint32(i) / ix.per
+	recs := ix.fragRecs[k]
+	if recs == nil {
+		return nil, "", 0
+	}
+	return &recs[uint32(i)-k*ix.per], ix.fragStrs[k], ix.fragStart(k)
+}
+
 // field returns string f of ad i; "" while the fragment that holds it is
-// not loaded. Open has checked that an ad's strings lie within the arena,
-// and within its fragment.
+// not loaded. Open and LoadFragment have checked that an ad's strings lie
+// within the arena, or its fragment.
 func (ix *Index) field(i, f int) string {
-	a := &ix.ads[i]
-	off := a.str
-	for _, n := range a.lens[:f] {
+	r, s, start := ix.strRec(i)
+	if r == nil {
+		return ""
+	}
+	off := r.str - start
+	for _, n := range r.lens[:f] {
 		off += n
 	}
-	s := ix.strs
-	if ix.per != 0 {
-		k := uint32(i) / ix.per
-		if s = ix.fragStrs[k]; s == "" {
-			return ""
-		}
-		off -= ix.fragStart(k)
+	return s[off : off+r.lens[f]]
+}
+
+// price returns ad i's price in cents; 0 while its fragment is not loaded.
+func (ix *Index) price(i int) int64 {
+	if r, _, _ := ix.strRec(i); r != nil {
+		return r.price()
 	}
-	return s[off : off+a.lens[f]]
+	return 0
 }
 
 // fragStart is where fragment k's strings start in the arena.
@@ -251,7 +277,7 @@ func (ix *Index) Ad(i int) Ad {
 	ad := Ad{
 		ID: ix.field(i, fID), Kind: a.kind(), Title: ix.field(i, fTitle),
 		Manufacturer: ix.field(i, fManufacturer), Model: ix.field(i, fModel), Category: ix.field(i, fCategory),
-		Description: ix.field(i, fDescription), GTIN: ix.field(i, fGTIN), PriceCents: a.price(),
+		Description: ix.field(i, fDescription), GTIN: ix.field(i, fGTIN), PriceCents: ix.price(i),
 		Currency: ix.field(i, fCurrency), Logo: ix.field(i, fLogo), Landing: ix.field(i, fLanding),
 		Advertiser: ix.field(i, fAdvertiser), BidMicros: int64(a.bid),
 	}
@@ -277,7 +303,7 @@ func Build(ads []Ad) (*Index, error) {
 		advs:    make(map[string]uint32),
 		mktMap:  make(map[Market]int),
 	}
-	ix := &Index{ads: make([]adRec, len(ads))}
+	ix := &Index{ads: make([]adRec, len(ads)), recs: make([]adStrs, len(ads))}
 	for i := range ads {
 		if err := b.add(ix, i, &ads[i]); err != nil {
 			return nil, err
@@ -329,7 +355,7 @@ type builder struct {
 // value that repeats across ads (a brand, a currency) is stored each time:
 // compression takes the repeats out of a shard, and each ad's strings stay
 // together.
-func appendStrs(arena []byte, r *adRec, fields *[numStrFields]string) []byte {
+func appendStrs(arena []byte, r *adStrs, fields *[numStrFields]string) []byte {
 	r.str = uint32(len(arena))
 	for f, s := range fields {
 		r.lens[f] = uint32(len(s))
@@ -362,14 +388,14 @@ func (b *builder) add(ix *Index, i int, ad *Ad) error {
 	if ad.Kind >= numKinds {
 		return errors.New("match: ad " + Quote(ad.ID) + " has an unknown kind")
 	}
-	r := &ix.ads[i]
-	b.arena = appendStrs(b.arena, r, &[numStrFields]string{
+	r, sr := &ix.ads[i], &ix.recs[i]
+	b.arena = appendStrs(b.arena, sr, &[numStrFields]string{
 		fID: ad.ID, fTitle: ad.Title, fAdvertiser: ad.Advertiser, fCurrency: ad.Currency, fLogo: ad.Logo,
 		fManufacturer: ad.Manufacturer, fCategory: ad.Category, fDescription: ad.Description, fGTIN: ad.GTIN,
 		fModel: ad.Model, fLanding: ad.Landing, fKeywords: joinStrings(ad.Keywords, keywordSep),
 	})
 	p := uint64(max(ad.PriceCents, 0))
-	r.priceLo, r.priceHi = uint32(p), uint32(p>>32)
+	sr.priceLo, sr.priceHi = uint32(p), uint32(p>>32)
 	r.bid = uint32(min(max(ad.BidMicros, 0), 1<<32-1))
 	r.kindv = uint32(ad.Kind)
 	var bits uint64

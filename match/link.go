@@ -157,9 +157,9 @@ func (ix *Index) AppendLinks(dst []byte, hits []Hit, o *LinkOptions) []byte {
 			dst = append(dst, `["widget"]`...)
 		}
 		f := o.Fields
-		if f&FieldPrice != 0 && a.price() > 0 {
+		if price := ix.price(h.Ad); f&FieldPrice != 0 && price > 0 {
 			dst = append(dst, `,"price":{"amount":"`...)
-			dst = appendCents(dst, a.price())
+			dst = appendCents(dst, price)
 			dst = append(dst, `","currency":`...)
 			dst = appendJSONString(dst, ix.field(h.Ad, fCurrency))
 			dst = append(dst, '}')

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+	"unsafe"
 )
 
 var (
@@ -468,6 +469,19 @@ func TestFragmentsChecked(t *testing.T) {
 	if got := op.Ad(0); got.ID != "" {
 		t.Errorf("after refused loads: %+v", got)
 	}
+	// A fragment the shard's table vouches for (its CRC put in the table)
+	// whose adStrs send an ad's strings out of it is refused all the same.
+	for i, stray := range strayStrings {
+		f := bytes.Clone(frags[1])
+		recs := unsafe.Slice((*adStrs)(unsafe.Pointer(&f[0])), 2)
+		stray(&recs[1], op.fragStart(1))
+		forged, _ := Open(b)
+		forged.frags = slices.Clone(forged.frags)
+		forged.frags[3] = crc32c(f)
+		if err := forged.LoadFragment(1, f); err == nil {
+			t.Errorf("stray strings %d: loaded", i)
+		}
+	}
 	if err := op.LoadFragment(0, frags[0]); err != nil {
 		t.Fatal(err)
 	}
@@ -477,32 +491,29 @@ func TestFragmentsChecked(t *testing.T) {
 }
 
 // TestShardRejectsBadFragmentTable: a fragment table that does not fit the
-// ads, or whose fragments are out of order or empty, is refused; so is an
-// ad whose strings stray out of its fragment.
+// ads, or whose fragments are out of order or empty, is refused, and so is
+// a shard in fragments that holds strings itself.
 func TestShardRejectsBadFragmentTable(t *testing.T) {
 	for name, tt := range map[string]struct {
 		damage func(ix *Index)
 		want   string
 	}{
-		"one too few":    {func(ix *Index) { ix.frags = ix.frags[:len(ix.frags)-2] }, "bad fragment table"},
-		"one too many":   {func(ix *Index) { ix.frags = append(ix.frags, ix.frags[len(ix.frags)-2]+1, 0) }, "bad fragment table"},
-		"empty fragment": {func(ix *Index) { ix.frags[2] = ix.frags[0] }, "bad fragment table"},
-		"out of order":   {func(ix *Index) { ix.frags[0], ix.frags[2] = ix.frags[2], ix.frags[0] }, "bad fragment table"},
-		"strings too":    {func(ix *Index) { ix.strs = "x" }, "bad fragment table"},
-		"table, not cut": {func(ix *Index) { ix.per = 0 }, "bad fragment table"},
-		// The second fragment's ads given no strings at all, and the
-		// fragment no bytes: one the page could never load.
-		"no strings": {func(ix *Index) {
-			for i := 2; i < 4; i++ {
-				ix.ads[i].str, ix.ads[i].lens = ix.frags[0], [numStrFields]uint32{}
+		"one too few":      {func(ix *Index) { ix.frags = ix.frags[:len(ix.frags)-2] }, "bad fragment table"},
+		"one too many":     {func(ix *Index) { ix.frags = append(ix.frags, ix.frags[len(ix.frags)-2]+1, 0) }, "bad fragment table"},
+		"empty fragment":   {func(ix *Index) { ix.frags[2] = ix.frags[0] }, "bad fragment table"},
+		"out of order":     {func(ix *Index) { ix.frags[0], ix.frags[2] = ix.frags[2], ix.frags[0] }, "bad fragment table"},
+		"strings too":      {func(ix *Index) { ix.strs = "x" }, "bad fragment table"},
+		"table, not cut":   {func(ix *Index) { ix.per = 0 }, "bad string table"},
+		"string table too": {func(ix *Index) { ix.recs = make([]adStrs, len(ix.ads)) }, "bad string table"},
+		// A whole shard, with a fragment table of one fragment for all.
+		"whole, with a table": {func(ix *Index) {
+			whole, _ := mustBuild(t, fixture()).EncodePage(0)
+			w, err := Open(whole)
+			if err != nil {
+				t.Fatal(err)
 			}
-			ix.frags[2] = ix.frags[0]
+			ix.per, ix.frags, ix.strs, ix.recs = 0, []uint32{uint32(len(w.strs)), 0}, w.strs, w.recs
 		}, "bad fragment table"},
-		"ad past its piece": {func(ix *Index) { ix.frags[0]-- }, "string out of bounds"},
-		"ad before its piece": {func(ix *Index) {
-			ix.ads[2].str--
-			ix.ads[2].lens[fID]++
-		}, "string out of bounds"},
 	} {
 		b, _ := mustBuild(t, fixture()).EncodePage(2)
 		ix, err := Open(b)
@@ -586,21 +597,27 @@ func TestShardRejectsUnsortedCriteria(t *testing.T) {
 	}
 }
 
+// strayStrings move an ad's strings out of its part of the arena, which
+// starts at start: past its end, before its start, or by lengths that wrap
+// around 2^32.
+var strayStrings = []func(r *adStrs, start uint32){
+	func(r *adStrs, _ uint32) { r.lens[fKeywords] += 1 << 20 },
+	func(r *adStrs, _ uint32) { r.str = 1<<32 - 1 },
+	func(r *adStrs, start uint32) { r.str, r.lens[fID] = start-1, r.lens[fID]+1 },
+	func(r *adStrs, _ uint32) {
+		for f := range r.lens {
+			r.lens[f] = 1<<32 - 1
+		}
+	},
+}
+
 // TestShardRejectsStringsOutside: an ad whose strings would end past the
 // arena is refused, lengths that wrap around 2^32 too.
 func TestShardRejectsStringsOutside(t *testing.T) {
-	for _, lens := range []func(*adRec){
-		func(a *adRec) { a.lens[fKeywords] += 1 << 20 },
-		func(a *adRec) { a.str = 1<<32 - 1 },
-		func(a *adRec) {
-			for f := range a.lens {
-				a.lens[f] = 1<<32 - 1
-			}
-		},
-	} {
+	for _, lens := range strayStrings {
 		ix := mustBuild(t, fixture())
-		ix.ads = slices.Clone(ix.ads)
-		lens(&ix.ads[len(ix.ads)-1])
+		ix.recs = slices.Clone(ix.recs)
+		lens(&ix.recs[len(ix.recs)-1], 0)
 		if _, err := Open(ix.Encode()); err == nil || !strings.Contains(err.Error(), "string out of bounds") {
 			t.Errorf("Open = %v, want string out of bounds", err)
 		}
@@ -646,6 +663,38 @@ func FuzzOpen(f *testing.F) {
 			ix.Ad(i)
 		}
 		ix.Lookup("handy-bestkauf.de")
+	})
+}
+
+// FuzzLoadFragment: whatever bytes fragment 0 holds, once the shard's
+// table vouches for them (their CRC put in it), loading them and matching
+// never panic, and what loads gives its ads' strings from inside it.
+func FuzzLoadFragment(f *testing.F) {
+	page, frags := mustBuild(f, fixture()).EncodePage(2)
+	for _, fr := range frags {
+		f.Add(fr)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ix, err := Open(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ix.frags = slices.Clone(ix.frags)
+		ix.frags[1] = crc32c(b)
+		b = bytes.Clone(b)
+		if ix.LoadFragment(0, b) != nil {
+			return
+		}
+		for i := range min(2, ix.Len()) {
+			for fl := range numStrFields {
+				if s := ix.field(i, fl); !strings.Contains(string(b), s) {
+					t.Fatalf("ad %d string %d %q is not in the fragment", i, fl, s)
+				}
+			}
+		}
+		for _, q := range []Query{{Text: "lg handy"}, {Text: "nokia", Dist: DistNone}, {Page: true, Text: "Apple iPhone 5"}} {
+			ix.AppendResponse(nil, ix.Match(&q), &LinkOptions{Fields: ^Fields(0)})
+		}
 	})
 }
 

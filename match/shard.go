@@ -46,10 +46,14 @@ const (
 	secTermCritOff
 	secTermCrit
 	secFrags
+	secRecs
 	numSections
 )
 
-const adRecWords = int(unsafe.Sizeof(adRec{}) / 4)
+const (
+	adRecWords  = int(unsafe.Sizeof(adRec{}) / 4)
+	adStrsBytes = int(unsafe.Sizeof(adStrs{}))
+)
 
 // ErrShard is wrapped by every error Open returns.
 var ErrShard = errors.New("match: bad shard")
@@ -91,6 +95,7 @@ func (ix *Index) Encode() []byte {
 		secTermCritOff: u32Bytes(ix.termCritOff),
 		secTermCrit:    u32Bytes(ix.termCrit),
 		secFrags:       u32Bytes(ix.frags),
+		secRecs:        adStrsBytesOf(ix.recs),
 	}
 	off := align8(headerSize + 8*numSections)
 	total := off
@@ -124,36 +129,37 @@ func (ix *Index) Encode() []byte {
 // page its index and a few fragments rather than every title, logo and
 // description (BenchmarkShardBytes).
 func (ix *Index) EncodePage(per int) (shard []byte, frags [][]byte) {
-	ads := make([]adRec, len(ix.ads))
+	recs := make([]adStrs, len(ix.ads))
 	var arena []byte
 	var ends []uint32
-	for i := range ads {
+	for i := range recs {
 		var fields [numStrFields]string
 		for f := range fields {
 			if pageField(f) {
 				fields[f] = ix.field(i, f)
 			}
 		}
-		ads[i] = ix.ads[i]
-		arena = appendStrs(arena, &ads[i], &fields)
-		if per > 0 && ((i+1)%per == 0 || i == len(ads)-1) {
+		recs[i] = ix.recs[i]
+		arena = appendStrs(arena, &recs[i], &fields)
+		if per > 0 && ((i+1)%per == 0 || i == len(recs)-1) {
 			ends = append(ends, uint32(len(arena)))
 		}
 	}
 	page := &Index{
-		ads: ads, markets: ix.markets, avgLen: ix.avgLen,
+		ads: ix.ads, markets: ix.markets, avgLen: ix.avgLen,
 		termOff: ix.termOff, termStr: ix.termStr, postOff: ix.postOff, postAd: ix.postAd, postTF: ix.postTF,
 		critStart: ix.critStart, critOff: ix.critOff, critTerms: ix.critTerms, critAdOff: ix.critAdOff, critAd: ix.critAd,
 		termCritOff: ix.termCritOff, termCrit: ix.termCrit,
 	}
 	if per <= 0 {
-		page.strs = string(arena)
+		page.strs, page.recs = string(arena), recs
 		return page.Encode(), nil
 	}
+	// Fragment k: its ads' adStrs, then their strings.
 	page.per = uint32(per)
 	start := uint32(0)
-	for _, end := range ends {
-		f := arena[start:end]
+	for k, end := range ends {
+		f := append(adStrsBytesOf(recs[k*per:min((k+1)*per, len(recs))]), arena[start:end]...)
 		frags = append(frags, f)
 		page.frags = append(page.frags, end, crc32c(f))
 		start = end
@@ -168,8 +174,8 @@ func pageField(f int) bool { return f != fModel && f != fLanding && f != fKeywor
 // (EncodePage): what fragments would hold.
 func (ix *Index) PageStrings() int {
 	n := 0
-	for i := range ix.ads {
-		for f, l := range ix.ads[i].lens {
+	for i := range ix.recs {
+		for f, l := range ix.recs[i].lens {
 			if pageField(f) {
 				n += int(l)
 			}
@@ -191,23 +197,53 @@ func (ix *Index) Missing(hits []Hit) []int {
 		if ix.per == 0 {
 			break
 		}
-		if k := int(uint32(h.Ad) / ix.per); ix.fragStrs[k] == "" && !slices.Contains(need, k) {
+		if k := int(uint32(h.Ad) / ix.per); ix.fragRecs[k] == nil && !slices.Contains(need, k) {
 			need = append(need, k)
 		}
 	}
 	return need
 }
 
-// LoadFragment makes fragment k's strings, b, part of the index, after
-// checking them against the shard's length and CRC-32C for it. The index
-// keeps b: the caller must not change it afterwards. It must not run while
-// another call uses the index.
+// LoadFragment makes fragment k, b, part of the index: its ads' adStrs
+// and strings, after checking it against the shard's length and CRC-32C
+// for it, and that each ad's strings lie within it. b must be 4-byte
+// aligned, as Go allocates it. The index keeps b: the caller must not
+// change it afterwards. It must not run while another call uses the index.
 func (ix *Index) LoadFragment(k int, b []byte) error {
-	if k < 0 || k >= len(ix.fragStrs) || uint64(len(b)) != uint64(ix.frags[2*k]-ix.fragStart(uint32(k))) || crc32c(b) != ix.frags[2*k+1] {
-		return shardErr("not a fragment of this shard")
+	bad := shardErr("not a fragment of this shard")
+	if k < 0 || k >= len(ix.fragRecs) {
+		return bad
 	}
-	ix.fragStrs[k] = unsafe.String(unsafe.SliceData(b), len(b))
+	// Its ads: per, or what is left for the last; k < ceil(nAds/per).
+	lo := uint64(k) * uint64(ix.per)
+	head := int(min(uint64(ix.per), uint64(len(ix.ads))-lo)) * adStrsBytes
+	start, end := ix.fragStart(uint32(k)), ix.frags[2*k]
+	if uint64(len(b)) != uint64(head)+uint64(end-start) || uintptr(unsafe.Pointer(unsafe.SliceData(b)))%4 != 0 || crc32c(b) != ix.frags[2*k+1] {
+		return bad
+	}
+	recs := unsafe.Slice((*adStrs)(unsafe.Pointer(unsafe.SliceData(b))), head/adStrsBytes)
+	for i := range recs {
+		if !recs[i].within(uint64(start), uint64(end)) {
+			return bad
+		}
+	}
+	ix.fragRecs[k] = recs
+	ix.fragStrs[k] = unsafe.String(unsafe.SliceData(b[head:]), len(b)-head)
 	return nil
+}
+
+// within reports whether r's strings lie in the arena's [start, end).
+func (r *adStrs) within(start, end uint64) bool {
+	last := uint64(r.str)
+	for _, n := range r.lens {
+		last += uint64(n)
+	}
+	return uint64(r.str) >= start && last <= end
+}
+
+// adStrsBytesOf returns recs as the shard holds them.
+func adStrsBytesOf(recs []adStrs) []byte {
+	return u32Bytes(unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(recs))), len(recs)*adStrsBytes/4))
 }
 
 func align8(n int) int { return (n + 7) &^ 7 }
@@ -316,6 +352,14 @@ func Open(b []byte) (*Index, error) {
 	if nAds > 0 {
 		ix.ads = unsafe.Slice((*adRec)(unsafe.Pointer(unsafe.SliceData(aw))), nAds)
 	}
+	// The ads' adStrs, unless they come in fragments.
+	rw, err := words(secRecs)
+	if err != nil || len(rw) != 0 && (ix.per != 0 || 4*len(rw) != nAds*adStrsBytes) || len(rw) == 0 && ix.per == 0 && nAds > 0 {
+		return nil, shardErr("bad string table")
+	}
+	if len(rw) > 0 {
+		ix.recs = unsafe.Slice((*adStrs)(unsafe.Pointer(unsafe.SliceData(rw))), nAds)
+	}
 	mk := secs[secMarkets]
 	if len(mk)%4 != 0 || len(mk)/4 > maxMarket {
 		return nil, shardErr("bad market table")
@@ -336,7 +380,7 @@ func Open(b []byte) (*Index, error) {
 // check validates every offset and id of an opened index.
 func (ix *Index) check(nAds, nTerms, nCrit int) error {
 	// Fragments: ceil(nAds/per) of them, each ending after the last and
-	// holding its ads' strings; no strings in the shard itself.
+	// holding its ads' adStrs and strings; no strings in the shard itself.
 	if ix.per != 0 {
 		n := (uint64(nAds) + uint64(ix.per) - 1) / uint64(ix.per)
 		if uint64(len(ix.frags)) != 2*n || len(ix.strs) != 0 {
@@ -347,6 +391,7 @@ func (ix *Index) check(nAds, nTerms, nCrit int) error {
 				return shardErr("bad fragment table")
 			}
 		}
+		ix.fragRecs = make([][]adStrs, n)
 		ix.fragStrs = make([]string, n)
 	} else if len(ix.frags) != 0 {
 		return shardErr("bad fragment table")
@@ -356,20 +401,13 @@ func (ix *Index) check(nAds, nTerms, nCrit int) error {
 	if len(ix.markets) == 64 {
 		marketMask = math.MaxUint64
 	}
-	for i := range ix.ads {
-		a := &ix.ads[i]
-		start, end := uint64(0), strs
-		if ix.per != 0 {
-			k := uint32(i) / ix.per
-			start, end = uint64(ix.fragStart(k)), uint64(ix.frags[2*k])
-		}
-		last := uint64(a.str)
-		for _, n := range a.lens {
-			last += uint64(n)
-		}
-		if uint64(a.str) < start || last > end {
+	for i := range ix.recs {
+		if !ix.recs[i].within(0, strs) {
 			return shardErr("string out of bounds")
 		}
+	}
+	for i := range ix.ads {
+		a := &ix.ads[i]
 		if a.kindv >= uint32(numKinds) || a.offer >= uint32(nAds) || a.adv >= uint32(nAds) || a.marketBits()&^marketMask != 0 {
 			return shardErr("bad ad record")
 		}

@@ -28,8 +28,10 @@ const noGreenTea = "nogreenteagc"
 
 // Build compiles the Go package pkg (an import path, a directory or a .go
 // file) to a GOOS=wasip1 reactor at out, as "make wasm" does: with
-// -trimpath -ldflags='-s -w' and GOEXPERIMENT=nogreenteagc where the
-// toolchain knows it, then with its data segments merged (mergeData).
+// -trimpath -ldflags='-s -w -buildid=' (a build ID is 80 bytes nothing
+// compresses, and the same sources now give the same module) and
+// GOEXPERIMENT=nogreenteagc where the toolchain knows it, then with its
+// data segments merged (mergeData).
 //
 // The matcher's own package (Path: the exports and the request parser) is
 // compiled without inlining. It runs once per call, not per ad, and its
@@ -59,7 +61,7 @@ func link(pkg string) ([]byte, error) {
 		return nil, err
 	}
 	out := filepath.Join(dir, "linked.wasm")
-	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-trimpath", "-ldflags=-s -w", "-gcflags="+Path+"=-l", "-o", out, pkg)
+	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-trimpath", "-ldflags=-s -w -buildid=", "-gcflags="+Path+"=-l", "-o", out, pkg)
 	cmd.Env = append(env, "GOEXPERIMENT="+exp)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
