@@ -43,7 +43,7 @@ const (
 // (match.Index.EncodePage): the page fetches the index and then the
 // fragments of the ads it shows, a second round trip, rather than every
 // title, logo and description. The demo's markets (up to 80 KB of strings)
-// go whole; Icecat's de-DE (2 MB) in about 260 fragments, of which a page
+// go whole; Icecat's de-DE (2 MB of strings) in 310 fragments, of which a page
 // showing ten ads fetches ten at most (BenchmarkShardBytes).
 const (
 	splitAbove    = 256 << 10
