@@ -87,11 +87,16 @@ func (tr *transfer) total() (float64, string) {
 		paths = append(paths, p)
 	}
 	sort.Slice(paths, func(i, j int) bool { return tr.bytes[paths[i]] > tr.bytes[paths[j]] })
-	logos := 0.0
+	logos, frags, nFrags := 0.0, 0.0, 0
 	for _, p := range paths {
 		sum += tr.bytes[p]
 		if strings.HasPrefix(p, "/demo/logos/") {
 			logos += tr.bytes[p]
+			continue
+		}
+		if strings.HasPrefix(p, "/v2/shards/") && strings.Count(p, "/") == 4 {
+			frags += tr.bytes[p]
+			nFrags++
 			continue
 		}
 		name := p
@@ -102,6 +107,9 @@ func (tr *transfer) total() (float64, string) {
 			name += " (aborted)"
 		}
 		parts = append(parts, fmt.Sprintf("%s %.1f KB", name, tr.bytes[p]/1e3))
+	}
+	if nFrags > 0 {
+		parts = append(parts, fmt.Sprintf("%d fragments %.1f KB", nFrags, frags/1e3))
 	}
 	parts = append(parts, fmt.Sprintf("logos %.1f KB", logos/1e3))
 	return sum, strings.Join(parts, ", ")
@@ -159,6 +167,7 @@ func BenchmarkFirstView(b *testing.B) {
 		}
 	}
 	analysed := analysedView(b, srv, page)
+	cutCold, cutBytes, cutDetail := cutView(b, rounds)
 	floorCompile, floorStart, floor, floorKB := goFloor(b, rounds)
 	c, w, wl := median(cold), median(warm[0]), median(warm[1])
 	b.ReportMetric(c, "ms-first-ad-cold")
@@ -177,6 +186,30 @@ func BenchmarkFirstView(b *testing.B) {
 		median(longest), median(blocking))
 	fmt.Printf("  bytes over the wire: %.1f KB (target <= 600 KB): %s\n", bytes/1e3, detail)
 	fmt.Printf("  once the server has analysed the page, cold cache: %s\n", analysed)
+	fmt.Printf("  the same first view with the market's shard in fragments, as a large catalog's goes (median of %d): first ad %.0f ms cold, %.2fx the whole shard's (one more round trip); %.1f KB over the wire: %s\n",
+		rounds, cutCold, cutCold/c, cutBytes/1e3, cutDetail)
+	b.ReportMetric(cutCold, "ms-first-ad-cold-fragments")
+}
+
+// cutView is the cold first view on the server whose shards go to pages
+// in fragments (startCutBackend): the median time to the first ad, and the
+// bytes of the last view, in all and by path.
+func cutView(b *testing.B, rounds int) (ms, bytes float64, detail string) {
+	srv := startCutBackend(b)
+	var cold []float64
+	for range rounds {
+		br := newBrowser(b)
+		br.lean(b)
+		tr := br.recordTransfer(b)
+		br.do(b, chromedp.Navigate(srv.firstView("article.html")))
+		if r := eval[readyResult](b, br, widgetReady); r.Source != "local" || r.Links == 0 {
+			b.Fatalf("first view, shard in fragments: %+v", r)
+		}
+		cold = append(cold, eval[placed](b, br, placedScript).FirstAdMs)
+		bytes, detail = tr.total()
+		br.close()
+	}
+	return median(cold), bytes, detail
 }
 
 // analysedView waits until the server has analysed page and views it in a
