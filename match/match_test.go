@@ -470,17 +470,35 @@ func TestFragmentsChecked(t *testing.T) {
 		t.Errorf("after refused loads: %+v", got)
 	}
 	// A fragment the shard's table vouches for (its CRC put in the table)
-	// whose adStrs send an ad's strings out of it is refused all the same.
+	// is refused all the same when its adStrs send an ad's strings out of
+	// it, when it is shorter or longer than the table says, or when it is
+	// not 4-byte aligned.
+	vouched := func(f []byte) error {
+		forged, _ := Open(b)
+		forged.frags = slices.Clone(forged.frags)
+		forged.frags[3] = crc32c(f)
+		return forged.LoadFragment(1, f)
+	}
 	for i, stray := range strayStrings {
 		f := bytes.Clone(frags[1])
 		recs := unsafe.Slice((*adStrs)(unsafe.Pointer(&f[0])), 2)
 		stray(&recs[1], op.fragStart(1))
-		forged, _ := Open(b)
-		forged.frags = slices.Clone(forged.frags)
-		forged.frags[3] = crc32c(f)
-		if err := forged.LoadFragment(1, f); err == nil {
+		if vouched(f) == nil {
 			t.Errorf("stray strings %d: loaded", i)
 		}
+	}
+	for name, f := range map[string][]byte{
+		"cut in its records": frags[1][:adStrsBytes],
+		"a byte short":       frags[1][:len(frags[1])-1],
+		"a byte more":        append(bytes.Clone(frags[1]), 'x'),
+		"misaligned":         append(make([]byte, 1, len(frags[1])+1), frags[1]...)[1:],
+	} {
+		if vouched(f) == nil {
+			t.Errorf("%s: loaded", name)
+		}
+	}
+	if err := vouched(bytes.Clone(frags[1])); err != nil {
+		t.Errorf("the fragment itself, vouched for: %v", err)
 	}
 	if err := op.LoadFragment(0, frags[0]); err != nil {
 		t.Fatal(err)
@@ -488,6 +506,17 @@ func TestFragmentsChecked(t *testing.T) {
 	if got := op.Ad(0); got.ID != ix.Ad(0).ID {
 		t.Errorf("after loading: %q, want %q", got.ID, ix.Ad(0).ID)
 	}
+}
+
+// openWhole opens the fixture's page shard, whole.
+func openWhole(t *testing.T) *Index {
+	t.Helper()
+	whole, _ := mustBuild(t, fixture()).EncodePage(0)
+	w, err := Open(whole)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
 }
 
 // TestShardRejectsBadFragmentTable: a fragment table that does not fit the
@@ -507,13 +536,14 @@ func TestShardRejectsBadFragmentTable(t *testing.T) {
 		"string table too": {func(ix *Index) { ix.recs = make([]adStrs, len(ix.ads)) }, "bad string table"},
 		// A whole shard, with a fragment table of one fragment for all.
 		"whole, with a table": {func(ix *Index) {
-			whole, _ := mustBuild(t, fixture()).EncodePage(0)
-			w, err := Open(whole)
-			if err != nil {
-				t.Fatal(err)
-			}
+			w := openWhole(t)
 			ix.per, ix.frags, ix.strs, ix.recs = 0, []uint32{uint32(len(w.strs)), 0}, w.strs, w.recs
 		}, "bad fragment table"},
+		// A whole shard whose string records are one short.
+		"whole, records short": {func(ix *Index) {
+			w := openWhole(t)
+			ix.per, ix.frags, ix.strs, ix.recs = 0, nil, w.strs, w.recs[:len(w.recs)-1]
+		}, "bad string table"},
 	} {
 		b, _ := mustBuild(t, fixture()).EncodePage(2)
 		ix, err := Open(b)
@@ -666,29 +696,32 @@ func FuzzOpen(f *testing.F) {
 	})
 }
 
-// FuzzLoadFragment: whatever bytes fragment 0 holds, once the shard's
+// FuzzLoadFragment: whatever bytes fragment k holds, once the shard's
 // table vouches for them (their CRC put in it), loading them and matching
-// never panic, and what loads gives its ads' strings from inside it.
+// never panic, and what loads gives its ads' strings from inside its own
+// strings. Three ads a fragment: the last of the fixture's is shorter.
 func FuzzLoadFragment(f *testing.F) {
-	page, frags := mustBuild(f, fixture()).EncodePage(2)
-	for _, fr := range frags {
-		f.Add(fr)
+	page, frags := mustBuild(f, fixture()).EncodePage(3)
+	for k, fr := range frags {
+		f.Add(uint8(k), fr)
 	}
-	f.Fuzz(func(t *testing.T, b []byte) {
+	f.Fuzz(func(t *testing.T, k uint8, b []byte) {
 		ix, err := Open(page)
 		if err != nil {
 			t.Fatal(err)
 		}
+		n := int(k) % ix.Fragments()
 		ix.frags = slices.Clone(ix.frags)
-		ix.frags[1] = crc32c(b)
+		ix.frags[2*n+1] = crc32c(b)
 		b = bytes.Clone(b)
-		if ix.LoadFragment(0, b) != nil {
+		if ix.LoadFragment(n, b) != nil {
 			return
 		}
-		for i := range min(2, ix.Len()) {
+		own := string(b[len(ix.fragRecs[n])*adStrsBytes:])
+		for i := n * 3; i < min(n*3+3, ix.Len()); i++ {
 			for fl := range numStrFields {
-				if s := ix.field(i, fl); !strings.Contains(string(b), s) {
-					t.Fatalf("ad %d string %d %q is not in the fragment", i, fl, s)
+				if s := ix.field(i, fl); !strings.Contains(own, s) {
+					t.Fatalf("ad %d string %d %q is not among the fragment's strings", i, fl, s)
 				}
 			}
 		}

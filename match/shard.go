@@ -129,6 +129,9 @@ func (ix *Index) Encode() []byte {
 // page its index and a few fragments rather than every title, logo and
 // description (BenchmarkShardBytes).
 func (ix *Index) EncodePage(per int) (shard []byte, frags [][]byte) {
+	if ix.recs == nil && len(ix.ads) > 0 {
+		panic("match: EncodePage of a page shard in fragments, which lacks its strings")
+	}
 	recs := make([]adStrs, len(ix.ads))
 	var arena []byte
 	var ends []uint32
