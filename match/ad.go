@@ -31,6 +31,9 @@ func (k Kind) String() string {
 }
 
 // ParseKind reads a kind name; ok is false for anything else.
+// Not inlined, for the module's size: see contains.
+//
+//go:noinline
 func ParseKind(s string) (Kind, bool) {
 	for i, n := range kindNames {
 		if n == s {

@@ -29,6 +29,9 @@ var (
 )
 
 // ParseField reads one fields value; ok is false for an unknown name.
+// Not inlined, for the module's size: see contains.
+//
+//go:noinline
 func ParseField(s string) (Fields, bool) {
 	switch s {
 	case "price":

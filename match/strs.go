@@ -5,6 +5,9 @@ package match
 // page's module (about 4 KB of zstd), for functions this small.
 
 // joinStrings is strings.Join.
+// Not inlined, for the module's size: see contains.
+//
+//go:noinline
 func joinStrings(list []string, sep string) string {
 	switch len(list) {
 	case 0:
