@@ -195,11 +195,11 @@ func (ix *Index) Fragments() int { return len(ix.fragStrs) }
 // loaded, each once: AppendLinks needs them all. Nil for an index that
 // holds its strings.
 func (ix *Index) Missing(hits []Hit) []int {
+	if ix.per == 0 {
+		return nil
+	}
 	var need []int
 	for _, h := range hits {
-		if ix.per == 0 {
-			break
-		}
 		if k := int(uint32(h.Ad) / ix.per); ix.fragRecs[k] == nil && !slices.Contains(need, k) {
 			need = append(need, k)
 		}
@@ -357,7 +357,11 @@ func Open(b []byte) (*Index, error) {
 	}
 	// The ads' adStrs, unless they come in fragments.
 	rw, err := words(secRecs)
-	if err != nil || len(rw) != 0 && (ix.per != 0 || 4*len(rw) != nAds*adStrsBytes) || len(rw) == 0 && ix.per == 0 && nAds > 0 {
+	want := nAds * adStrsBytes
+	if ix.per != 0 {
+		want = 0
+	}
+	if err != nil || 4*len(rw) != want {
 		return nil, shardErr("bad string table")
 	}
 	if len(rw) > 0 {

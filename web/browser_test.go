@@ -91,6 +91,16 @@ func needChromium(tb testing.TB) {
 	}
 }
 
+// onEveryPage runs script in every page the browser opens from now on,
+// before the page's own scripts.
+func (br *browser) onEveryPage(tb testing.TB, script string) {
+	tb.Helper()
+	br.do(tb, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: script})
+		return err
+	}))
+}
+
 // close quits the browser; a benchmark closes each it is done with, so the
 // next round does not share the machine with idle ones.
 func (br *browser) close() { br.stop() }
@@ -234,16 +244,13 @@ func TestAnalysedPageMatchesOnDemand(t *testing.T) {
 		if early {
 			// Call adlink.matchText the moment the widget defines adlink,
 			// before the server can have answered.
-			br.do(t, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-				_, err := cdp.Call(ctx, tg, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: `(() => {
+			br.onEveryPage(t, `(() => {
 					let v;
 					Object.defineProperty(window, "adlink", {configurable: true, get: () => v, set: x => {
 						v = x;
-						window.earlyMatch = x.matchText(` + jsString(text) + `).then(r => r.link.length);
+						window.earlyMatch = x.matchText(`+jsString(text)+`).then(r => r.link.length);
 					}});
-				})()`})
-				return err
-			}))
+				})()`)
 		}
 		br.do(t, chromedp.Navigate(view))
 		if r := eval[readyResult](t, br, widgetReady); r.Source != "server" || r.Links == 0 {
@@ -404,8 +411,7 @@ func TestFragmentsFirstView(t *testing.T) {
 func TestFragmentGoneAfterDeploy(t *testing.T) {
 	br := newBrowser(t)
 	b := startCutBackend(t)
-	br.do(t, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-		_, err := cdp.Call(ctx, tg, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: `(() => {
+	br.onEveryPage(t, `(() => {
 			window.instances = 0;
 			const I = WebAssembly.Instance;
 			WebAssembly.Instance = function (m, imports) { instances++; return new I(m, imports); };
@@ -417,9 +423,7 @@ func TestFragmentGoneAfterDeploy(t *testing.T) {
 				if (gone && /\/v2\/shards\/[0-9a-f]{64}\/[0-9]+$/.test(String(u))) return Promise.resolve(new Response("gone", {status: 404}));
 				return f.apply(this, arguments);
 			};
-		})()`})
-		return err
-	}))
+		})()`)
 	br.do(t, chromedp.Navigate(b.URL+"/demo/search.html"))
 	type result struct {
 		Links, Instances, Manifests int
@@ -719,8 +723,7 @@ func TestStalledServerTimesOut(t *testing.T) {
 func TestClickTokenRenewed(t *testing.T) {
 	br := newBrowser(t)
 	b := startBackend(t)
-	br.do(t, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-		_, err := cdp.Call(ctx, tg, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: `(() => {
+	br.onEveryPage(t, `(() => {
 			const now = Date.now;
 			window.clockShift = 0;
 			Date.now = () => now() + window.clockShift;
@@ -733,9 +736,7 @@ func TestClickTokenRenewed(t *testing.T) {
 				// ask the server, as the cache would 50 minutes later.
 				return f.call(this, u, Object.assign({}, init, {cache: "no-store"})).then(r => r.clone().json().then(m => { manifestToks.push(m.tok); return r; }));
 			};
-		})()`})
-		return err
-	}))
+		})()`)
 	br.do(t, chromedp.Navigate(b.URL+"/demo/search.html"))
 	type result struct {
 		Tok  string
@@ -766,17 +767,14 @@ func TestClickTokenRenewed(t *testing.T) {
 func TestPageMatchHasNoLang(t *testing.T) {
 	br := newBrowser(t)
 	b := startBackend(t)
-	br.do(t, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-		_, err := cdp.Call(ctx, tg, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: `(() => {
+	br.onEveryPage(t, `(() => {
 			window.manifestURLs = [];
 			const f = window.fetch;
 			window.fetch = function (u) {
 				if (String(u).includes("/v2/shards?")) manifestURLs.push(String(u));
 				return f.apply(this, arguments);
 			};
-		})()`})
-		return err
-	}))
+		})()`)
 	br.do(t, chromedp.Navigate(b.firstView("article.html")))
 	if r := eval[readyResult](t, br, widgetReady); r.Source != "local" || r.Links == 0 {
 		t.Fatalf("first view: %+v, want ads matched in the page", r)
@@ -1056,8 +1054,7 @@ func TestStaleShardLetGo(t *testing.T) {
 	if err := json.Unmarshal(get(t, b.URL+"/v2/shards?api_key=demo&site_id=demo"), &other); err != nil || other.Shard.Sha256 == "" {
 		t.Fatalf("the whole catalog's manifest: %v %+v", err, other)
 	}
-	br.do(t, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-		_, err := cdp.Call(ctx, tg, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: `(() => {
+	br.onEveryPage(t, `(() => {
 			const now = Date.now;
 			window.clockShift = 0;
 			Date.now = () => now() + window.clockShift;
@@ -1073,15 +1070,13 @@ func TestStaleShardLetGo(t *testing.T) {
 				if (!String(u).includes("/v2/shards?")) return f.apply(this, arguments);
 				return f.call(this, u, Object.assign({}, init, {cache: "no-store"})).then(r => r.json()).then(m => {
 					if (deployed) {
-						m.shard = {url: ` + jsString(other.Shard.URL) + `, sha256: ` + jsString(other.Shard.Sha256) + `};
+						m.shard = {url: `+jsString(other.Shard.URL)+`, sha256: `+jsString(other.Shard.Sha256)+`};
 						m.matcher.url += "&deploy=2"; // a new module, as a deploy brings
 					}
 					return new Response(JSON.stringify(m), {status: 200, headers: {"Content-Type": "application/json"}});
 				});
 			};
-		})()`})
-		return err
-	}))
+		})()`)
 	br.do(t, chromedp.Navigate(b.URL+"/demo/search.html"))
 	const search = `adlink.search("iphone 15").then(r => ({links: r.link.length, instances, compiles}))`
 	type result struct{ Links, Instances, Compiles int }
@@ -1430,16 +1425,13 @@ func TestRefreshAfterPageChanges(t *testing.T) {
 // from /v2/page/link, as though the server had sent it.
 func answerPageWith(t *testing.T, br *browser, answer string) {
 	t.Helper()
-	br.do(t, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-		_, err := cdp.Call(ctx, tg, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: `(() => {
-			const f = window.fetch, answer = ` + jsString(answer) + `;
+	br.onEveryPage(t, `(() => {
+			const f = window.fetch, answer = `+jsString(answer)+`;
 			window.fetch = function (u, init) {
 				if (!String(u).includes("/v2/page/link?")) return f.apply(this, arguments);
 				return Promise.resolve(new Response(answer, {status: 200, headers: {"Content-Type": "application/json"}}));
 			};
-		})()`})
-		return err
-	}))
+		})()`)
 }
 
 // TestKeywordSpelling: a keyword is linked where the page writes it, and
