@@ -9,7 +9,11 @@ import "slices"
 // instead of the page, and answering a request stays cheap.
 func (ix *Index) Reduce(title, text string) (string, string) {
 	in := ix.tokenize(&Query{Page: true, Title: title, Text: text})
-	occs := ix.findOccs(in)
+	sc := ix.getScratch()
+	slot := sc.crits(ix)
+	occs, order := ix.findOccs(in, slot)
+	clearSlots(slot, order)
+	ix.putScratch(sc)
 	// Merge overlapping occurrences into passages of whole tokens.
 	type span struct{ from, to int32 }
 	var spans []span
