@@ -2,6 +2,7 @@ package match
 
 import (
 	"math"
+	"runtime"
 	"slices"
 )
 
@@ -53,14 +54,17 @@ func (ix *Index) getScratch() *scratch {
 	return &scratch{}
 }
 
-// maxScratches bounds the scratch memory an index keeps between queries;
-// more queries at once get scratch the GC takes back.
-const maxScratches = 4
+// minScratches and the number of threads running Go code bound the
+// scratch memory an index keeps between queries: a query that runs while
+// as many others do gets scratch the GC takes back. For a large index each
+// is megabytes (an int32 per criterion, up to 20 bytes per ad), and every
+// query takes one.
+const minScratches = 4
 
 //go:noinline
 func (ix *Index) putScratch(sc *scratch) {
 	ix.scratchMu.Lock()
-	if len(ix.scratches) < maxScratches {
+	if len(ix.scratches) < max(minScratches, runtime.GOMAXPROCS(0)) {
 		ix.scratches = append(ix.scratches, sc)
 	}
 	ix.scratchMu.Unlock()
