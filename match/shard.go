@@ -65,6 +65,7 @@ type shardError string
 func (e shardError) Error() string { return "match: bad shard\nmatch: shard: " + string(e) }
 func (e shardError) Unwrap() error { return ErrShard }
 
+//go:noinline
 func shardErr(msg string) error { return shardError(msg) }
 
 // Encode writes the index as a shard.
