@@ -717,33 +717,37 @@ func (ix *Index) matchFullText(in *input, f filter, and bool, keep int, sc *scra
 	const k1, b = 1.2, 0.75
 	n := float64(len(ix.ads))
 	touched := sc.touched[:0]
+	// The loops read the index's and scratch's slices from locals: Go does
+	// not hoist loads out of loops, and in the module each load of a field
+	// is a bounds-checked read of linear memory.
+	acc, mask, ads, avg := sc.acc, sc.mask, ix.ads, ix.avgLen
 	for _, a := range alts {
 		lo, hi := ix.postOff[a.id], ix.postOff[a.id+1]
 		df := float64(hi - lo)
 		idf := float64(a.w * ln(float64(1+(n-df+0.5)/(df+0.5))))
-		for p := lo; p < hi; p++ {
-			ad := ix.postAd[p]
-			if sc.mask[ad] == 0 {
+		postTF := ix.postTF[lo:hi]
+		for i, ad := range ix.postAd[lo:hi] {
+			if mask[ad] == 0 {
 				touched = append(touched, ad)
 			}
-			tf := float64(ix.postTF[p])
-			norm := float64(k1 * (1 - b + b*float64(ix.ads[ad].docLen)/ix.avgLen))
-			sc.acc[ad] = float64(sc.acc[ad] + idf*float64(tf*(k1+1))/float64(tf+norm))
-			sc.mask[ad] |= a.bit
+			tf := float64(postTF[i])
+			norm := float64(k1 * (1 - b + b*float64(ads[ad].docLen)/avg))
+			acc[ad] = float64(acc[ad] + idf*float64(tf*(k1+1))/float64(tf+norm))
+			mask[ad] |= a.bit
 		}
 	}
 	all := required
 	h := make(worst, 0, min(keep, len(touched)))
 	for _, ad := range touched {
-		if (!and || sc.mask[ad]&all == all) && f.ok(&ix.ads[ad]) {
+		if (!and || mask[ad]&all == all) && f.ok(&ads[ad]) {
 			// Most candidates of a common word lose to the worst kept:
 			// that test here spares them a call.
-			c := cand{ad: ad, mask: sc.mask[ad], score: float64(sc.acc[ad] * bidFactor(ix.ads[ad].bid)), ext: -1}
+			c := cand{ad: ad, mask: mask[ad], score: float64(acc[ad] * bidFactor(ads[ad].bid)), ext: -1}
 			if len(h) < keep || (keep > 0 && better(&c, &h[0])) {
 				h.keep(keep, c)
 			}
 		}
-		sc.acc[ad], sc.mask[ad] = 0, 0
+		acc[ad], mask[ad] = 0, 0
 	}
 	sc.touched = touched
 	return h
