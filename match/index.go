@@ -3,6 +3,7 @@ package match
 import (
 	"cmp"
 	"errors"
+	"math/bits"
 	"slices"
 	"strconv"
 	"unsafe"
@@ -58,6 +59,26 @@ type Index struct {
 	// index is megabytes.
 	scratchMu mutex
 	scratches []*scratch
+}
+
+// bidBits is how many leading bits of a bid the index keeps. Pages rank
+// ads too, so page shards carry each ad's bid, public to anyone with a
+// site's key. Rounded to three significant bits, a bid shows only its band
+// (steps of 14 to 25%), not the amount a competitor could outbid by a
+// cent; ranking, in the server and in pages alike, reads the rounded bid.
+const bidBits = 3
+
+// roundBid is the bid the index keeps for one of micros: clamped to
+// [0, 2^32-1], then rounded to the nearest number with bidBits
+// significant bits.
+func roundBid(micros int64) uint32 {
+	b := uint64(min(max(micros, 0), 1<<32-1))
+	n := bits.Len64(b)
+	if n <= bidBits {
+		return uint32(b)
+	}
+	s := uint(n - bidBits)
+	return uint32(min((b+1<<(s-1))>>s<<s, 1<<32-1))
 }
 
 // An ad's strings, in the order they lie one after another in the arena.
@@ -396,7 +417,7 @@ func (b *builder) add(ix *Index, i int, ad *Ad) error {
 	})
 	p := uint64(max(ad.PriceCents, 0))
 	sr.priceLo, sr.priceHi = uint32(p), uint32(p>>32)
-	r.bid = uint32(min(max(ad.BidMicros, 0), 1<<32-1))
+	r.bid = roundBid(ad.BidMicros)
 	r.kindv = uint32(ad.Kind)
 	var bits uint64
 	for _, m := range ad.Markets {
