@@ -493,15 +493,28 @@ func littleEndian() bool {
 	return *(*byte)(unsafe.Pointer(&x)) == 1
 }
 
+// itoa is strconv.Itoa, once in the module: messages about bad input
+// (shards, parameters) use it, where strconv.Itoa is inlined at each.
+//
+//go:noinline
 func itoa(n int) string {
-	var b [20]byte
+	u := uint(n)
+	if n < 0 {
+		u = -u
+	}
+	var b [21]byte
 	i := len(b)
 	for {
 		i--
-		b[i] = byte('0' + n%10)
-		n /= 10
-		if n == 0 {
-			return string(b[i:])
+		b[i] = byte('0' + u%10)
+		u /= 10
+		if u == 0 {
+			break
 		}
 	}
+	if n < 0 {
+		i--
+		b[i] = '-'
+	}
+	return string(b[i:])
 }

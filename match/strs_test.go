@@ -1,7 +1,9 @@
 package match
 
 import (
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode"
@@ -30,6 +32,14 @@ func TestStringHelpersAgreeWithStrings(t *testing.T) {
 	for r := rune(0); r <= 0x3000; r++ {
 		if isSpace(r) != unicode.IsSpace(r) {
 			t.Errorf("isSpace(%U) = %v", r, isSpace(r))
+		}
+	}
+}
+
+func TestItoa(t *testing.T) {
+	for _, n := range []int{0, 7, 10, 99, 100, 1<<31 - 1, 1 << 40, -1, -250, math.MinInt, math.MaxInt} {
+		if got, want := itoa(n), strconv.Itoa(n); got != want {
+			t.Errorf("itoa(%d) = %q, want %q", n, got, want)
 		}
 	}
 }
