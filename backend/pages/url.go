@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/adlink/adlink/match"
 )
@@ -50,14 +51,22 @@ func isTracking(key string) bool {
 // URL, so that every spelling of one page is analysed once: scheme and host
 // in lower case, no default port, no fragment, no tracking parameters, the
 // remaining query parameters sorted, an empty path as "/". Anything else
-// (relative, another scheme, credentials, over MaxURLBytes) is a
-// *BadURLError.
+// (relative, another scheme, credentials, over MaxURLBytes as given or
+// once escaped) is a *BadURLError. The canonical form of a canonical URL is
+// itself.
 func Canonical(raw string) (string, error) {
 	u, err := parseCanonical(raw)
 	if err != nil {
 		return "", err
 	}
-	return u.String(), nil
+	// Escaping can lengthen a URL threefold (an internationalised host's
+	// bytes become %XX): one the limit would refuse as its canonical form
+	// is refused as given.
+	c := u.String()
+	if len(c) > MaxURLBytes {
+		return "", badURL("is longer than " + strconv.Itoa(MaxURLBytes) + " bytes once escaped")
+	}
+	return c, nil
 }
 
 func parseCanonical(raw string) (*url.URL, error) {
@@ -84,6 +93,11 @@ func parseCanonical(raw string) (*url.URL, error) {
 	}
 	if u.User != nil {
 		return nil, badURL("must not carry a user name or password")
+	}
+	// Checked before ToLower, which would turn bytes that are not UTF-8
+	// into U+FFFD: a host of them names nothing.
+	if !utf8.ValidString(u.Hostname()) {
+		return nil, badURL("has an invalid host")
 	}
 	host := strings.ToLower(u.Hostname())
 	host = strings.TrimSuffix(host, ".")
@@ -247,6 +261,9 @@ func canonicalQuery(raw string) string {
 		if kv == "" {
 			continue
 		}
+		// The key is read from the pair as it is written out, so that the
+		// canonical URL sorts the same way again.
+		kv = normalizeEscapes(kv)
 		k, _, _ := strings.Cut(kv, "=")
 		if uk, err := url.QueryUnescape(k); err == nil {
 			k = uk
@@ -254,7 +271,7 @@ func canonicalQuery(raw string) string {
 		if isTracking(k) {
 			continue
 		}
-		pairs = append(pairs, pair{k, normalizeEscapes(kv)})
+		pairs = append(pairs, pair{k, kv})
 	}
 	sort.SliceStable(pairs, func(i, j int) bool {
 		if pairs[i].key != pairs[j].key {

@@ -44,6 +44,8 @@ func TestCanonicalRefuses(t *testing.T) {
 		{"data", "data:text/html,<script>alert(1)</script>", `not "data"`},
 		{"ftp", "ftp://example.com/file", `not "ftp"`},
 		{"over 2 KB", "http://example.com/?" + strings.Repeat("a", 2100), "longer than 2048"},
+		{"over 2 KB once escaped", "http://" + strings.Repeat("ä", 400) + ".de/", "longer than 2048 bytes once escaped"},
+		{"host not UTF-8", "http://\x94\x94.de/", "invalid host"},
 		{"user:pass", "http://user:pass@example.com/", "user name or password"},
 		{"user only", "http://user@example.com/", "user name or password"},
 		{"no host", "http:///path", "with a host"},
