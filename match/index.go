@@ -68,18 +68,21 @@ type Index struct {
 // cent; ranking, in the server and in pages alike, reads the rounded bid.
 const bidBits = 3
 
-// roundBid is the bid the index keeps for one of micros: clamped to
-// [0, 2^32-1], then rounded to the nearest number with bidBits
-// significant bits.
+// roundBid is the bid the index keeps for one of micros: the nearest
+// number with bidBits significant bits, at most maxBid.
 func roundBid(micros int64) uint32 {
-	b := uint64(min(max(micros, 0), 1<<32-1))
+	b := uint64(min(max(micros, 0), maxBid))
 	n := bits.Len64(b)
 	if n <= bidBits {
 		return uint32(b)
 	}
 	s := uint(n - bidBits)
-	return uint32(min((b+1<<(s-1))>>s<<s, 1<<32-1))
+	return uint32(min((b+1<<(s-1))>>s<<s, maxBid))
 }
+
+// maxBid is the largest bid an index keeps (about 3,758 in the currency
+// unit): the largest uint32 with bidBits significant bits.
+const maxBid = (1<<bidBits - 1) << (32 - bidBits)
 
 // An ad's strings, in the order they lie one after another in the arena.
 const (

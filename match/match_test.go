@@ -328,7 +328,7 @@ func TestRoundBid(t *testing.T) {
 	}{
 		{-5, 0}, {0, 0}, {7, 7}, {8, 8}, {9, 10}, {10, 10}, {11, 12}, {15, 16},
 		{450_000, 458_752}, {500_000, 524_288}, {400_000, 393_216},
-		{350_000, 327_680}, {300_000, 327_680}, {1 << 40, 1<<32 - 1},
+		{350_000, 327_680}, {300_000, 327_680}, {1 << 40, 7 << 29}, {1<<32 - 1, 7 << 29},
 	} {
 		if got := roundBid(c.in); got != c.want {
 			t.Errorf("roundBid(%d) = %d, want %d", c.in, got, c.want)
@@ -338,10 +338,10 @@ func TestRoundBid(t *testing.T) {
 	// within an eighth of the bid (half a step of the finest band).
 	for b := int64(1); b < 1<<32; b = b*37/29 + 1 {
 		r := roundBid(b)
-		if r>>(bits.TrailingZeros32(r)) >= 8 && r != 1<<32-1 {
+		if r>>(bits.TrailingZeros32(r)) >= 8 {
 			t.Fatalf("roundBid(%d) = %d has more than three significant bits", b, r)
 		}
-		if d := int64(r) - b; d*8 > b || -d*8 > b {
+		if d := int64(r) - b; (d*8 > b || -d*8 > b) && b <= maxBid {
 			t.Fatalf("roundBid(%d) = %d is further than an eighth away", b, r)
 		}
 	}
@@ -911,6 +911,51 @@ func TestSoftHyphenKeyword(t *testing.T) {
 		hits := ix.Match(&Query{Page: page, Text: "Eine Handy\u00adhül\u00adle für das Telefon"})
 		if len(hits) != 1 || !slices.Equal(hits[0].Keywords, []string{"Handyhülle"}) || hits[0].Criterion != "Handyhülle" {
 			t.Errorf("page %v: %+v, want the ad with keyword and criterion \"Handyhülle\"", page, hits)
+		}
+	}
+}
+
+// TestScratchReused: scratch goes back to the pool all zero after every
+// kind of query, and a query on reused scratch answers as one on fresh
+// scratch does. Its slots replace maps, and a slot left set would change
+// the next query's answer.
+func TestScratchReused(t *testing.T) {
+	ads := fixture()
+	reused, fresh := mustBuild(t, ads), mustBuild(t, ads)
+	words := strings.Fields("Apple iPhone 5 Nokia Lumia 630 handy Handys LG lg Handy gebrauchte test wireless headphones Sony WH-1000XM4 Müller Jacken batteries AA battery pack smartphone")
+	r := rand.New(rand.NewPCG(3, 4))
+	o := &LinkOptions{RedirectURL: "r", Fields: ^Fields(0)}
+	for i := range 600 {
+		q := Query{Text: randomText(r, words, 1+r.IntN(12)), Size: 1 + r.IntN(20), DistinctAdvertiser: 1 + r.IntN(3)}
+		switch i % 5 {
+		case 0:
+			q.Page, q.Title = true, randomText(r, words, r.IntN(4))
+		case 1:
+			q.Dist = DistLow
+		case 2:
+			q.Dist = DistNone
+		case 3:
+			q.Dist, q.Operator = DistNone, OpAnd
+		}
+		got := reused.AppendLinks(nil, reused.Match(&q), o)
+		fresh.scratches = nil
+		want := fresh.AppendLinks(nil, fresh.Match(&q), o)
+		if !bytes.Equal(got, want) {
+			t.Fatalf("query %+v on reused scratch:\n%s\nfresh:\n%s", q, got, want)
+		}
+		if len(reused.scratches) != 1 {
+			t.Fatalf("%d scratches pooled after one query at a time", len(reused.scratches))
+		}
+		sc := reused.scratches[0]
+		for name, dirty := range map[string]bool{
+			"critSlot": slices.ContainsFunc(sc.critSlot, func(v int32) bool { return v != 0 }),
+			"adSlot":   slices.ContainsFunc(sc.adSlot, func(v int32) bool { return v != 0 }),
+			"acc":      slices.ContainsFunc(sc.acc, func(v float64) bool { return v != 0 }),
+			"mask":     slices.ContainsFunc(sc.mask, func(v uint32) bool { return v != 0 }),
+		} {
+			if dirty {
+				t.Fatalf("query %+v left scratch %s dirty", q, name)
+			}
 		}
 	}
 }

@@ -54,17 +54,19 @@ func (ix *Index) getScratch() *scratch {
 	return &scratch{}
 }
 
-// minScratches and the number of threads running Go code bound the
-// scratch memory an index keeps between queries: a query that runs while
-// as many others do gets scratch the GC takes back. For a large index each
-// is megabytes (an int32 per criterion, up to 20 bytes per ad), and every
-// query takes one.
-const minScratches = 4
+// An index keeps as many scratches between queries as threads run Go
+// code, from minScratches to maxScratches: a query that runs while as many
+// others do gets scratch the GC takes back. For a large index each is
+// megabytes (an int32 per criterion, up to 20 bytes per ad), every query
+// takes one, and a server holds an index per market besides the whole
+// catalog's.
+const minScratches, maxScratches = 4, 8
 
 //go:noinline
 func (ix *Index) putScratch(sc *scratch) {
+	keep := min(max(minScratches, runtime.GOMAXPROCS(0)), maxScratches)
 	ix.scratchMu.Lock()
-	if len(ix.scratches) < max(minScratches, runtime.GOMAXPROCS(0)) {
+	if len(ix.scratches) < keep {
 		ix.scratches = append(ix.scratches, sc)
 	}
 	ix.scratchMu.Unlock()
@@ -80,8 +82,9 @@ type scratch struct {
 	mask    []uint32
 	touched []uint32
 	// critSlot is, for each criterion the input holds, 1 + its place among
-	// the input's criteria, and 0 for the others; adSlot is the same for
-	// ads (matchLow's candidates). Both are all 0 between queries. They
+	// the input's criteria (in findOccs shifted by slotShift, plus its
+	// occurrences), and 0 for the others; adSlot is 1 + an ad's place among
+	// matchLow's candidates. Both are all 0 between queries. They
 	// stand where maps did: a lookup here is one load, where a map cost the
 	// module four runtime calls (hashing, probing), a third of a query's
 	// calls in all.
@@ -286,6 +289,9 @@ func (ix *Index) findOccs(in *input, slot []int32) (out []occ, order []uint32) {
 		for k := 1; lo < hi; k++ {
 			for ; lo < hi && ix.critOff[lo+1]-ix.critOff[lo] == uint32(k); lo++ {
 				if slot[lo] == 0 {
+					if len(order) == maxInputCriteria {
+						continue
+					}
 					order = append(order, lo)
 					slot[lo] = int32(len(order)) << slotShift
 				}
@@ -309,6 +315,12 @@ func (ix *Index) findOccs(in *input, slot []int32) (out []occ, order []uint32) {
 // slotShift makes room in a criterion's slot for its count of occurrences
 // (at most maxOccurrences).
 const slotShift = 5
+
+// maxInputCriteria bounds the distinct criteria one input can hold, so that
+// a slot (place << slotShift) stays an int32. A page's text holds far fewer
+// (its tokens times the longest criterion's length); only a shard of
+// millions of copies of one criterion, which Open does not refuse, gets here.
+const maxInputCriteria = 1 << 24
 
 // clearSlots sets slot back to 0 for the criteria or ads in order.
 //
@@ -414,10 +426,11 @@ func (ix *Index) matchCriteria(in *input, f filter, page bool, sc *scratch) []ca
 	mask := uint32(len(table) - 1)
 	used := make([]bool, len(in.toks))
 	for i := range cands {
-		h := uint32(2166136261) // FNV-1a over the criteria's places
+		h := uint32(2166136261) // FNV's constants, a word at a time
 		for _, p := range crits[i] {
 			h = (h ^ p.ord) * 16777619
 		}
+		h ^= h >> 16 // the table takes the low bits: mix the high ones in
 		x := int32(-1)
 		j := h & mask
 		for ; table[j] != 0; j = (j + 1) & mask {
