@@ -136,7 +136,7 @@ func parseCanonical(raw string) (*url.URL, error) {
 
 // normalizeEscapes applies RFC 3986 6.2.2: percent-escapes in upper case,
 // escaped unreserved characters decoded ("%7e" -> "~", "%c3" -> "%C3"),
-// and spaces and control bytes escaped.
+// spaces and control bytes escaped, and a "%" that starts no escape as "%25".
 func normalizeEscapes(s string) string {
 	if !strings.ContainsFunc(s, func(r rune) bool { return r == '%' || r <= ' ' || r == 0x7f }) {
 		return s
@@ -153,8 +153,16 @@ func normalizeEscapes(s string) string {
 			b.WriteByte(hex[c&15])
 			continue
 		}
-		if s[i] != '%' || i+2 >= len(s) || !match.IsHex(s[i+1]) || !match.IsHex(s[i+2]) {
+		if s[i] != '%' {
 			b.WriteByte(s[i])
+			continue
+		}
+		if i+2 >= len(s) || !match.IsHex(s[i+1]) || !match.IsHex(s[i+2]) {
+			// A '%' that starts no escape stands for itself, as browsers
+			// read it: written "%25", it cannot join a decoded hex digit
+			// after it into an escape on the next pass ("%%41a" would
+			// become "%Aa", then "%AA").
+			b.WriteString("%25")
 			continue
 		}
 		c := match.Unhex(s[i+1])<<4 | match.Unhex(s[i+2])

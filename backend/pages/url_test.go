@@ -26,10 +26,17 @@ func TestCanonical(t *testing.T) {
 		{"http://example.com/../../x", "http://example.com/x"},
 		{"http://example.com/a/..", "http://example.com/"},
 		{"http://example.com/a%2Fb", "http://example.com/a%2Fb"},
+		// A '%' that starts no escape is one; decoding "%41" after it
+		// must not make a new escape of it.
+		{"http://ex.de/?%%41a=1", "http://ex.de/?%25Aa=1"},
+		{"http://ex.de/?b=%4&a=50%", "http://ex.de/?a=50%25&b=%254"},
 	} {
 		got, err := Canonical(c.in)
 		if err != nil || got != c.want {
 			t.Errorf("Canonical(%q) = %q, %v; want %q", c.in, got, err, c.want)
+		}
+		if again, err := Canonical(got); err != nil || again != got {
+			t.Errorf("Canonical(%q) = %q, %v; want it unchanged", got, again, err)
 		}
 	}
 }
