@@ -13,8 +13,11 @@ func main() {}
 var (
 	// pinned keeps every buffer the host may still read or write alive:
 	// the GC does not move objects, but it reclaims what Go no longer
-	// references, and a pointer held by the host is not a reference.
-	pinned = make(map[uint32][]byte)
+	// references, and a pointer held by the host is not a reference. A
+	// few are out at once (a request, its answer, a shard or fragment on
+	// its way in), so a list scanned costs the module less than a map:
+	// each map operation was several runtime calls, four of them a call.
+	pinned []pinnedBuf
 	// spare holds freed buffers for the next alloc and result. A fresh
 	// allocation costs the module far more than reusing memory (measured
 	// in wazero: a few-KB make costs tens of µs, most of a small query).
@@ -55,6 +58,34 @@ func (s *buffers) put(b []byte) {
 	}
 }
 
+type pinnedBuf struct {
+	p uint32
+	b []byte
+}
+
+// lookup returns the index of the buffer pinned at p, or -1.
+func lookup(p uint32) int {
+	for i := range pinned {
+		if pinned[i].p == p {
+			return i
+		}
+	}
+	return -1
+}
+
+// unpin lets go of the buffer pinned at p and returns it.
+func unpin(p uint32) ([]byte, bool) {
+	i := lookup(p)
+	if i < 0 {
+		return nil, false
+	}
+	b, last := pinned[i].b, len(pinned)-1
+	pinned[i] = pinned[last]
+	pinned[last] = pinnedBuf{}
+	pinned = pinned[:last]
+	return b, true
+}
+
 func addr(b []byte) uint32 { return uint32(uintptr(unsafe.Pointer(unsafe.SliceData(b)))) }
 
 // pin keeps b alive until free and returns its address.
@@ -63,17 +94,17 @@ func pin(b []byte) uint32 {
 		b = make([]byte, 0, 1)
 	}
 	p := addr(b[:cap(b)])
-	pinned[p] = b[:cap(b)]
+	pinned = append(pinned, pinnedBuf{p, b[:cap(b)]})
 	return p
 }
 
 // buffer returns the first n bytes of a buffer from alloc.
 func buffer(p, n uint32) ([]byte, bool) {
-	b, ok := pinned[p]
-	if !ok || uint64(n) > uint64(len(b)) {
+	i := lookup(p)
+	if i < 0 || uint64(n) > uint64(len(pinned[i].b)) {
 		return nil, false
 	}
-	return b[:n], true
+	return pinned[i].b[:n], true
 }
 
 //go:wasmexport alloc
@@ -83,8 +114,7 @@ func alloc(n uint32) uint32 {
 
 //go:wasmexport free
 func free(p uint32) {
-	if b, ok := pinned[p]; ok {
-		delete(pinned, p)
+	if b, ok := unpin(p); ok {
 		spare.put(b)
 	}
 }
@@ -100,7 +130,7 @@ func loadShard(p, n uint32) uint32 {
 		return statusBadShard
 	}
 	// The index reads b in place from now on, and keeps it alive.
-	delete(pinned, p)
+	unpin(p)
 	state.ix = ix
 	return statusOK
 }
@@ -114,7 +144,7 @@ func loadFragment(k, p, n uint32) uint32 {
 	if state.ix == nil || state.ix.LoadFragment(int(k), b) != nil {
 		return statusBadShard
 	}
-	delete(pinned, p)
+	unpin(p)
 	return statusOK
 }
 
