@@ -5,7 +5,8 @@
 // The host runs _initialize once, then calls the exports:
 //
 //	alloc(n) ptr              a buffer of n bytes (contents undefined), kept
-//	                          alive until free(ptr)
+//	                          alive until free(ptr); a host holds a few at
+//	                          once (each call scans those held)
 //	free(ptr)                 releases a buffer from alloc or a result
 //	load_shard(ptr, n) status matches against the shard in the buffer, which
 //	                          the module then owns (do not free it); 0 is
