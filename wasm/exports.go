@@ -15,8 +15,8 @@ var (
 	// the GC does not move objects, but it reclaims what Go no longer
 	// references, and a pointer held by the host is not a reference. A
 	// few are out at once (a request, its answer, a shard or fragment on
-	// its way in), so a list scanned costs the module less than a map:
-	// each map operation was several runtime calls, four of them a call.
+	// its way in), so a list scanned costs the module less than a map,
+	// each of whose operations took several runtime calls.
 	pinned []pinnedBuf
 	// spare holds freed buffers for the next alloc and result. A fresh
 	// allocation costs the module far more than reusing memory (measured
