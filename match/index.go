@@ -69,7 +69,8 @@ type Index struct {
 const bidBits = 3
 
 // roundBid is the bid the index keeps for one of micros: the nearest
-// number with bidBits significant bits, at most maxBid.
+// number with bidBits significant bits, at most maxBid (which has them, so
+// a bid clamped to it never rounds above it).
 func roundBid(micros int64) uint32 {
 	b := uint64(min(max(micros, 0), maxBid))
 	n := bits.Len64(b)
@@ -77,7 +78,7 @@ func roundBid(micros int64) uint32 {
 		return uint32(b)
 	}
 	s := uint(n - bidBits)
-	return uint32(min((b+1<<(s-1))>>s<<s, maxBid))
+	return uint32((b + 1<<(s-1)) >> s << s)
 }
 
 // maxBid is the largest bid an index keeps (about 3,758 in the currency
@@ -105,7 +106,7 @@ const (
 // uint32 fields, so their memory layout is the same in the shard file, on
 // every little-endian platform.
 type adRec struct {
-	bid      uint32 // micros, saturated at 2^32-1
+	bid      uint32 // micros, rounded (roundBid)
 	kindv    uint32
 	marketLo uint32
 	marketHi uint32

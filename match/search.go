@@ -210,6 +210,7 @@ func (ix *Index) Match(q *Query) []Hit {
 	// end: one that panicked may have left it dirty.
 	sc := ix.getScratch()
 	var cands []cand
+	fullText := false
 	switch {
 	case q.Page || q.Dist == DistHigh:
 		cands = ix.matchCriteria(in, f, q.Page, sc)
@@ -217,14 +218,14 @@ func (ix *Index) Match(q *Query) []Hit {
 		cands = ix.matchLow(in, f, sc)
 	default:
 		// Full text scores bids in, and keeps only the best candidates.
-		cands = ix.matchFullText(in, f, q.Operator == OpAnd, fullTextKeep*size*distinct, sc)
-		ix.putScratch(sc)
-		return ix.top(in, cands, size, distinct)
+		cands, fullText = ix.matchFullText(in, f, q.Operator == OpAnd, fullTextKeep*size*distinct, sc), true
 	}
 	ix.putScratch(sc)
-	for i := range cands {
-		c := &cands[i]
-		c.score = float64(c.score * bidFactor(ix.ads[c.ad].bid))
+	if !fullText {
+		for i := range cands {
+			c := &cands[i]
+			c.score = float64(c.score * bidFactor(ix.ads[c.ad].bid))
+		}
 	}
 	return ix.top(in, cands, size, distinct)
 }
