@@ -54,12 +54,7 @@ func compiled(tb testing.TB) *host {
 	tb.Helper()
 	sharedOnce.Do(func() {
 		ctx := context.Background()
-		cfg := wazero.NewRuntimeConfigCompiler()
-		if cache, err := wazero.NewCompilationCacheWithDir(filepath.Join(os.TempDir(), "adlink-wazero-cache")); err == nil {
-			cfg = cfg.WithCompilationCache(cache)
-		}
-		shared.rt = wazero.NewRuntimeWithConfig(ctx, cfg)
-		wasi_snapshot_preview1.MustInstantiate(ctx, shared.rt)
+		shared.rt = newRuntime(ctx)
 		shared.cm, shared.err = shared.rt.CompileModule(ctx, moduleBytes)
 	})
 	if shared.err != nil {
@@ -68,9 +63,23 @@ func compiled(tb testing.TB) *host {
 	return &shared
 }
 
+// newRuntime is a wazero runtime with WASI, whose compiled code is kept in
+// a cache directory across runs.
+func newRuntime(ctx context.Context) wazero.Runtime {
+	cfg := wazero.NewRuntimeConfigCompiler()
+	if cache, err := wazero.NewCompilationCacheWithDir(filepath.Join(os.TempDir(), "adlink-wazero-cache")); err == nil {
+		cfg = cfg.WithCompilationCache(cache)
+	}
+	rt := wazero.NewRuntimeWithConfig(ctx, cfg)
+	wasi_snapshot_preview1.MustInstantiate(ctx, rt)
+	return rt
+}
+
 func closeRuntime() {
-	if shared.rt != nil {
-		shared.rt.Close(context.Background())
+	for _, rt := range []wazero.Runtime{shared.rt, floorRT} {
+		if rt != nil {
+			rt.Close(context.Background())
+		}
 	}
 }
 
