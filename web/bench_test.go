@@ -62,11 +62,11 @@ func (br *browser) recordTransfer(tb testing.TB) *transfer {
 	return tr
 }
 
-// lean turns off what chromedp enables and a timed view needs none of,
-// costs no reader's browser pays: with the DOM and CSS domains on, the
-// browser reports every node and style sheet the page adds to the client;
-// with the Network domain on, it reports every chunk of every response and
-// keeps a copy of the bodies. That made the cold first view of the demo
+// lean turns off three DevTools domains that chromedp enables and a timed
+// view does not use. Each costs time that no reader's browser spends:
+// with the DOM and CSS domains on, the browser reports every node and
+// style sheet the page adds to the client; with the Network domain on, it
+// reports every chunk of every response and keeps a copy of the bodies. That made the cold first view of the demo
 // article about 90 ms slower (four runs of BenchmarkFirstView, medians
 // 463 and 483 ms against 387 and 371), most of it in the module's
 // download. Bytes are counted in views of their own (countView).
@@ -84,7 +84,8 @@ func (br *browser) lean(tb testing.TB) {
 
 // countView views page in a fresh browser with the Network domain on, as
 // the timed views are not, waits until the widget has placed the ads of
-// source, and returns the bytes the browser received, in all and by path.
+// source and the page's images (the ads' logos) have loaded, and returns
+// the bytes the browser received, in all and by path.
 func countView(b *testing.B, page, source string) (float64, string) {
 	br := newBrowser(b)
 	defer br.close()
@@ -94,9 +95,14 @@ func countView(b *testing.B, page, source string) (float64, string) {
 	if r := eval[readyResult](b, br, widgetReady); r.Source != source || r.Links == 0 {
 		b.Fatalf("counted view of %s: %+v, want ads from %s", page, r, source)
 	}
+	eval[[]bool](b, br, imagesLoaded)
 	br.noConsoleErrors(b)
 	return tr.total()
 }
+
+// imagesLoaded resolves once every image of the page has loaded or failed.
+const imagesLoaded = `Promise.all([...document.images].map(i => i.complete ||
+	new Promise(r => { i.addEventListener("load", () => r(true)); i.addEventListener("error", () => r(true)); })))`
 
 func (tr *transfer) total() (float64, string) {
 	tr.mu.Lock()
@@ -141,8 +147,8 @@ func (tr *transfer) total() (float64, string) {
 // from the widget's start to ads in the DOM with a cold cache (a fresh
 // profile) and a warm one (the next view, at once and after 3 s on the
 // page), where that time goes, and the bytes a cold view fetches (counted
-// in a view of its own: timed views run lean). Then a view of the page once the server has
-// analysed it, with a cold cache: what a page that needs no matcher costs;
+// in a view of its own: timed views run lean). Then a view of the page
+// once the server has analysed it, with a cold cache: what a page that needs no matcher costs;
 // and last the floor under it all, an empty Go reactor started alone
 // (goFloor).
 func BenchmarkFirstView(b *testing.B) {
@@ -152,8 +158,7 @@ func BenchmarkFirstView(b *testing.B) {
 	var warm [2][]float64
 	var coldSteps []steps
 	var warmSteps [2][]steps
-	var bytes float64
-	var detail, page string
+	var page string
 	for range b.N {
 		for range rounds {
 			br := newBrowser(b)
@@ -185,7 +190,7 @@ func BenchmarkFirstView(b *testing.B) {
 			br.close()
 		}
 	}
-	bytes, detail = countView(b, srv.firstView("article.html"), "local")
+	bytes, detail := countView(b, srv.firstView("article.html"), "local")
 	analysed := analysedView(b, srv, page)
 	cutCold, cutBytes, cutDetail := cutView(b, rounds)
 	floorCompile, floorStart, floor, floorKB := goFloor(b, rounds)
@@ -232,11 +237,14 @@ func cutView(b *testing.B, rounds int) (ms, bytes float64, detail string) {
 }
 
 // analysedView waits until the server has analysed page and views it in a
-// fresh browser: the time to the server's ads, the bytes the browser
-// fetched, and the bytes of matcher.wasm and shards the server wrote, also
-// for requests the browser cancelled.
+// fresh browser: the time to the server's ads, and the bytes of
+// matcher.wasm and shards the server wrote for that view, also for
+// requests the browser cancelled. The bytes the browser received come
+// from one more view (countView).
 func analysedView(b *testing.B, srv *backend, page string) string {
 	srv.waitAnalysed(b, page)
+	srv.inflight.Wait()
+	before := srv.sentBytes()
 	br := newBrowser(b)
 	br.lean(b)
 	br.do(b, chromedp.Navigate(page))
@@ -246,8 +254,6 @@ func analysedView(b *testing.B, srv *backend, page string) string {
 	ms := eval[placed](b, br, placedScript).FirstAdMs
 	br.noConsoleErrors(b)
 	br.close()
-	before := srv.sentBytes()
-	sum, detail := countView(b, page, "server")
 	// Cancelled responses may still be being written.
 	srv.inflight.Wait()
 	var module, shard int64
@@ -259,6 +265,7 @@ func analysedView(b *testing.B, srv *backend, page string) string {
 			shard += n - before[p]
 		}
 	}
+	sum, detail := countView(b, page, "server")
 	return fmt.Sprintf("first ad %.0f ms; %.1f KB over the wire: %s; the server wrote %.1f KB of matcher.wasm and %.1f KB of shard",
 		ms, sum/1e3, detail, float64(module)/1e3, float64(shard)/1e3)
 }
