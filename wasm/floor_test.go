@@ -15,7 +15,7 @@ import (
 )
 
 // floorProgram exports floor.Kernels to the host: run(i, n) runs kernel i
-// n times (floor.Repeat), so that a call across the boundary, a few µs,
+// n times (floor.Repeat), so that the cost of a call across the boundary
 // weighs little beside the work.
 const floorProgram = `package main
 

@@ -24,7 +24,7 @@ type Kernel struct {
 // Kernels are the floor's work, in the order the benchmark prints them.
 var Kernels = []Kernel{
 	{"slices.Sort of 2,000 uint32", sortInts},
-	{"strconv.AppendQuote of 3 KB", quote}, // escapes as a JSON string does
+	{"strconv.AppendQuote of 3 KB", quote}, // escaping, as JSON strings need
 	{"strings.Fields, ToLower and a map lookup per word", words},
 	{"hash/fnv over 3 KB", hash},
 }
