@@ -66,10 +66,11 @@ func (br *browser) recordTransfer(tb testing.TB) *transfer {
 // view does not use. Each costs time that no reader's browser spends:
 // with the DOM and CSS domains on, the browser reports every node and
 // style sheet the page adds to the client; with the Network domain on, it
-// reports every chunk of every response and keeps a copy of the bodies. That made the cold first view of the demo
-// article about 90 ms slower (four runs of BenchmarkFirstView, medians
-// 463 and 483 ms against 387 and 371), most of it in the module's
-// download. Bytes are counted in views of their own (countView).
+// reports every chunk of every response and keeps a copy of the bodies.
+// That made the cold first view of the demo article about 90 ms slower
+// (four runs of BenchmarkFirstView, medians 463 and 483 ms against 387
+// and 371), most of it in the module's download. Bytes are counted in
+// views of their own (countView).
 func (br *browser) lean(tb testing.TB) {
 	tb.Helper()
 	br.do(tb, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
@@ -148,9 +149,9 @@ func (tr *transfer) total() (float64, string) {
 // profile) and a warm one (the next view, at once and after 3 s on the
 // page), where that time goes, and the bytes a cold view fetches (counted
 // in a view of its own: timed views run lean). Then a view of the page
-// once the server has analysed it, with a cold cache: what a page that needs no matcher costs;
-// and last the floor under it all, an empty Go reactor started alone
-// (goFloor).
+// once the server has analysed it, with a cold cache: what a page that
+// needs no matcher costs; and last the floor under it all, an empty Go
+// reactor started alone (goFloor).
 func BenchmarkFirstView(b *testing.B) {
 	srv := startBackend(b)
 	const rounds = 5
