@@ -10,7 +10,7 @@ FUZZJOBS  ?= 1
 BENCH_FUZZTIME ?= $(FUZZTIME)
 WASM      := web/matcher.wasm
 
-.PHONY: run build wasm test vet bench fuzz clean
+.PHONY: run build wasm test vet lint bench fuzz clean
 
 run: wasm
 	$(GO) run ./backend -addr $(ADDR) -data $(DATA) -fetch-allow-private
@@ -29,6 +29,11 @@ wasm:
 
 vet:
 	$(GO) vet ./...
+
+# gofmt, staticcheck (pinned) and go vet for the host and for GOOS=wasip1
+# on the module's packages, as CI runs them.
+lint:
+	@GO=$(GO) ./.ci/lint
 
 test: wasm vet
 	$(GO) test -race -count=1 ./...
