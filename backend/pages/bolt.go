@@ -6,73 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
-	neturl "net/url"
-	"strings"
 	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
-	"golang.org/x/net/publicsuffix"
 )
-
-// Record is the stored result of one page's analysis, under the page's
-// canonical URL.
-type Record struct {
-	URL string `json:"url"`
-	// Alias, when set, names the canonical URL the page declared; its
-	// analysis is stored there.
-	Alias string `json:"alias,omitempty"`
-	// Failed says the page could not be analysed, for Reason.
-	Failed bool   `json:"failed,omitempty"`
-	Reason string `json:"reason,omitempty"`
-	// Title and Text are the page's title with headings and its main text,
-	// reduced to the index criteria they contain (match.Index.Reduce).
-	Title string `json:"title,omitempty"`
-	Text  string `json:"text,omitempty"`
-	Lang  string `json:"lang,omitempty"`
-	// At is when the page was analysed or failed.
-	At time.Time `json:"at"`
-	// Attempts counts the failures in a row; RetryAt is when a failed page
-	// may be tried again.
-	Attempts int       `json:"attempts,omitempty"`
-	RetryAt  time.Time `json:"retry_at,omitzero"`
-}
-
-// Store keeps page records. Implementations are safe for concurrent use.
-type Store interface {
-	// Get returns the record of url, or nil when there is none.
-	Get(ctx context.Context, url string) (*Record, error)
-	// Put stores records, all or none.
-	Put(ctx context.Context, recs ...*Record) error
-}
-
-// ErrQueueFull is returned by Queue.Push when the queue holds its maximum,
-// or (wrapped, as ErrSiteQueueFull) its maximum for the page's site.
-var ErrQueueFull = errors.New("page queue is full")
-
-// ErrSiteQueueFull is returned by Queue.Push when the page's site holds its
-// share of the queue; it is an ErrQueueFull.
-var ErrSiteQueueFull = fmt.Errorf("%w for this site", ErrQueueFull)
-
-// Queue is the durable queue of pages waiting for analysis. A page is in it
-// at most once; it stays until Done, so a job taken by a worker that dies is
-// done again after a restart. Implementations are safe for concurrent use.
-type Queue interface {
-	// Push adds url unless it is queued already, and reports whether it
-	// added it. It returns only once the job is durable; ErrQueueFull when
-	// the queue is full.
-	Push(ctx context.Context, url string) (added bool, err error)
-	// Pop blocks until a job no other worker holds is available and
-	// returns it, or until ctx is done.
-	Pop(ctx context.Context) (url string, err error)
-	// Done removes a popped job.
-	Done(ctx context.Context, url string) error
-	// Queued reports whether url is in the queue.
-	Queued(ctx context.Context, url string) (bool, error)
-	// Len returns the number of jobs, those being worked on included.
-	Len(ctx context.Context) (int, error)
-}
 
 // Buckets of the bbolt implementation.
 var (
@@ -84,27 +22,24 @@ var (
 	keyQueueLen  = []byte("queue_len")
 )
 
-// Bolt is the embedded Store and Queue, in the server's bbolt file.
+// Bolt is the embedded Store, in the server's bbolt file. Only one process
+// opens the file, so holds live in memory: a restart ends them all.
 type Bolt struct {
 	db      *bolt.DB
 	max     int
 	perSite int
 
-	mu       sync.Mutex
-	inflight map[string]bool
-	wake     chan struct{}
+	mu sync.Mutex
+	// held maps each held job to the end of its lease.
+	held map[string]time.Time
+	wake chan struct{} // closed and replaced when a job may be claimable
 	// pushed is when each job was queued by this process; jobs found at
 	// open count from opened. Bounded by the queue's maximum.
 	pushed map[string]time.Time
 	opened time.Time
 }
 
-var (
-	_ Store       = (*Bolt)(nil)
-	_ Queue       = (*Bolt)(nil)
-	_ completer   = (*Bolt)(nil)
-	_ admitPusher = (*Bolt)(nil)
-)
+var _ Store = (*Bolt)(nil)
 
 // BoltOption tunes OpenBolt.
 type BoltOption func(*Bolt)
@@ -122,7 +57,7 @@ func OpenBolt(db *bolt.DB, maxQueue int, opts ...BoltOption) (*Bolt, error) {
 	if maxQueue <= 0 {
 		maxQueue = DefaultMaxQueue
 	}
-	b := &Bolt{db: db, max: maxQueue, inflight: make(map[string]bool), wake: make(chan struct{}),
+	b := &Bolt{db: db, max: maxQueue, held: make(map[string]time.Time), wake: make(chan struct{}),
 		pushed: make(map[string]time.Time), opened: time.Now()}
 	for _, o := range opts {
 		o(b)
@@ -161,41 +96,13 @@ func (b *Bolt) Get(_ context.Context, url string) (*Record, error) {
 	return rec, nil
 }
 
-// Put implements Store.
-func (b *Bolt) Put(_ context.Context, recs ...*Record) error {
-	vals := make([][]byte, len(recs))
-	for i, r := range recs {
-		v, err := json.Marshal(r)
-		if err != nil {
-			return err
-		}
-		vals[i] = v
-	}
-	return b.db.Batch(func(tx *bolt.Tx) error {
-		bk := tx.Bucket(bucketPages)
-		for i, r := range recs {
-			if err := bk.Put([]byte(r.URL), vals[i]); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-}
-
-// Push implements Queue. The common answers (queued already, queue full)
+// Push implements Store. The common answers (queued already, queue full)
 // come from a read transaction; only an added job costs a write and its
 // fsync, done at once rather than batched, since a first request waits on
-// it.
-func (b *Bolt) Push(ctx context.Context, url string) (bool, error) {
-	return b.PushAdmit(ctx, url, nil)
-}
-
-// PushAdmit is Push with a gate: admit, when not nil, is called once the
-// write transaction has found the job neither queued nor over a bound, and
-// its error is returned instead of queueing. Writers take turns, so of many
-// concurrent first requests for one page only one is put to admit.
-func (b *Bolt) PushAdmit(ctx context.Context, url string, admit func() error) (bool, error) {
-	site := []byte(siteKey(url))
+// it. Writers take turns, so of many concurrent first requests for one
+// page only one is put to admit.
+func (b *Bolt) Push(_ context.Context, url string, admit func() error) (bool, error) {
+	site := []byte(SiteKey(url))
 	check := func(tx *bolt.Tx) (queued bool, err error) {
 		if tx.Bucket(bucketQueued).Get([]byte(url)) != nil {
 			return true, nil
@@ -259,8 +166,7 @@ func (b *Bolt) PushAdmit(ctx context.Context, url string, admit func() error) (b
 	if added {
 		b.mu.Lock()
 		b.pushed[url] = time.Now()
-		close(b.wake)
-		b.wake = make(chan struct{})
+		b.wakeLocked()
 		b.mu.Unlock()
 	}
 	return added, nil
@@ -273,72 +179,84 @@ func (b *Bolt) pushErr(err error) error {
 	return fmt.Errorf("pages: push: %w", err)
 }
 
-// siteKey is what the per-site share of the queue counts by: the page's
-// registered domain (eTLD+1), or its host when it has none (an IP address,
-// localhost).
-func siteKey(pageURL string) string {
-	u, err := neturl.Parse(pageURL)
-	if err != nil {
-		return ""
-	}
-	host := strings.ToLower(u.Hostname())
-	if net.ParseIP(host) != nil || !strings.Contains(host, ".") {
-		return host
-	}
-	if d, err := publicsuffix.EffectiveTLDPlusOne(host); err == nil {
-		return d
-	}
-	return host
+// wakeLocked tells waiting Claims to look again; b.mu is held.
+func (b *Bolt) wakeLocked() {
+	close(b.wake)
+	b.wake = make(chan struct{})
 }
 
-// Pop implements Queue.
-func (b *Bolt) Pop(ctx context.Context) (string, error) {
+// Claim implements Store.
+func (b *Bolt) Claim(ctx context.Context, lease time.Duration) (string, error) {
 	for {
 		b.mu.Lock()
 		wake := b.wake
-		url, err := b.take()
+		url, next, err := b.take(time.Now(), lease)
 		b.mu.Unlock()
 		if err != nil || url != "" {
 			return url, err
 		}
-		select {
-		case <-wake:
-		case <-ctx.Done():
-			return "", ctx.Err()
+		if err := waitClaimable(ctx, wake, next); err != nil {
+			return "", err
 		}
 	}
 }
 
-// take returns the oldest job no worker holds, marking it held; b.mu is held.
-func (b *Bolt) take() (string, error) {
-	var url string
-	err := b.db.View(func(tx *bolt.Tx) error {
+// waitClaimable waits until wake is closed, the lease ending at next (when
+// not zero) has passed, or ctx is done.
+func waitClaimable(ctx context.Context, wake <-chan struct{}, next time.Time) error {
+	var expired <-chan time.Time
+	if !next.IsZero() {
+		t := time.NewTimer(time.Until(next))
+		defer t.Stop()
+		expired = t.C
+	}
+	select {
+	case <-wake:
+	case <-expired:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return nil
+}
+
+// take holds the oldest job no one holds until now+lease and returns it.
+// When every job is held, next is the earliest end of their leases (zero
+// when the queue is empty). b.mu is held.
+func (b *Bolt) take(now time.Time, lease time.Duration) (url string, next time.Time, err error) {
+	err = b.db.View(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketQueue).Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {
-			if !b.inflight[string(v)] {
+			end, held := b.held[string(v)]
+			if !held || !now.Before(end) {
 				url = string(v)
 				return nil
+			}
+			if next.IsZero() || end.Before(next) {
+				next = end
 			}
 		}
 		return nil
 	})
 	if err != nil {
-		return "", fmt.Errorf("pages: pop: %w", err)
+		return "", time.Time{}, fmt.Errorf("pages: claim: %w", err)
 	}
 	if url != "" {
-		b.inflight[url] = true
+		b.held[url] = now.Add(lease)
 	}
-	return url, nil
+	return url, next, nil
 }
 
-// Done implements Queue.
-func (b *Bolt) Done(ctx context.Context, url string) error {
-	return b.Complete(ctx, url)
+// Release implements Store.
+func (b *Bolt) Release(_ context.Context, url string) error {
+	b.mu.Lock()
+	delete(b.held, url)
+	b.wakeLocked()
+	b.mu.Unlock()
+	return nil
 }
 
-// Complete stores recs and removes the job url in one transaction: one
-// fsync per analysed page, and no window in which the analysis is stored
-// but the job still queued.
+// Complete implements Store in one transaction: one fsync per analysed
+// page.
 func (b *Bolt) Complete(_ context.Context, url string, recs ...*Record) error {
 	vals := make([][]byte, len(recs))
 	for i, r := range recs {
@@ -367,7 +285,7 @@ func (b *Bolt) Complete(_ context.Context, url string, recs ...*Record) error {
 			return err
 		}
 		sites := tx.Bucket(bucketSites)
-		site := []byte(siteKey(url))
+		site := []byte(SiteKey(url))
 		switch n := getUint(sites.Get(site)); {
 		case n > 1:
 			if err := sites.Put(site, putUint(n-1)); err != nil {
@@ -385,7 +303,7 @@ func (b *Bolt) Complete(_ context.Context, url string, recs ...*Record) error {
 		return nil
 	})
 	b.mu.Lock()
-	delete(b.inflight, url)
+	delete(b.held, url)
 	if err == nil {
 		delete(b.pushed, url)
 	}
@@ -396,9 +314,7 @@ func (b *Bolt) Complete(_ context.Context, url string, recs ...*Record) error {
 	return nil
 }
 
-// Sweep deletes the records of pages analysed (or failed) before cutoff,
-// at most limit of them, and returns how many it deleted. Aliases go with
-// their age too.
+// Sweep implements Store.
 func (b *Bolt) Sweep(_ context.Context, cutoff time.Time, limit int) (int, error) {
 	var old [][]byte
 	err := b.db.View(func(tx *bolt.Tx) error {
@@ -431,17 +347,7 @@ func (b *Bolt) Sweep(_ context.Context, cutoff time.Time, limit int) (int, error
 	return len(old), nil
 }
 
-// Release hands a popped job back without doing it, so another Pop may take
-// it.
-func (b *Bolt) Release(url string) {
-	b.mu.Lock()
-	delete(b.inflight, url)
-	close(b.wake)
-	b.wake = make(chan struct{})
-	b.mu.Unlock()
-}
-
-// Queued implements Queue.
+// Queued implements Store.
 func (b *Bolt) Queued(_ context.Context, url string) (bool, error) {
 	var ok bool
 	err := b.db.View(func(tx *bolt.Tx) error {
@@ -451,10 +357,9 @@ func (b *Bolt) Queued(_ context.Context, url string) (bool, error) {
 	return ok, err
 }
 
-// Oldest returns when the oldest queued job was queued (for a job left by
-// an earlier process, when this one opened the queue); ok is false when the
-// queue is empty.
-func (b *Bolt) Oldest() (at time.Time, ok bool, err error) {
+// Oldest implements Store; the time a job was queued is not in the file,
+// so jobs left by an earlier process count from when this one opened it.
+func (b *Bolt) Oldest(_ context.Context) (at time.Time, ok bool, err error) {
 	var url string
 	err = b.db.View(func(tx *bolt.Tx) error {
 		if _, v := tx.Bucket(bucketQueue).Cursor().First(); v != nil {
@@ -473,7 +378,7 @@ func (b *Bolt) Oldest() (at time.Time, ok bool, err error) {
 	return b.opened, true, nil
 }
 
-// Len implements Queue.
+// Len implements Store.
 func (b *Bolt) Len(_ context.Context) (int, error) {
 	var n uint64
 	err := b.db.View(func(tx *bolt.Tx) error {
@@ -494,14 +399,4 @@ func getUint(b []byte) uint64 {
 		return 0
 	}
 	return binary.BigEndian.Uint64(b)
-}
-
-// backoff is the wait before the next try of a page that failed attempts
-// times in a row: base, doubling, at most max.
-func backoff(base, max time.Duration, attempts int) time.Duration {
-	d := base
-	for i := 1; i < attempts && d < max; i++ {
-		d *= 2
-	}
-	return min(d, max)
 }
