@@ -57,7 +57,8 @@ type Store interface {
 	// (clicks of equal Time in the order they were appended); a zero from
 	// or to means no bound. It sees every click whose Append returned
 	// before Scan was called, each field as appended (Time the same
-	// instant). It stops at fn's first error, or ctx's, and returns it.
+	// instant, to the microsecond at least). It stops at fn's first error,
+	// or ctx's, and returns it.
 	Scan(ctx context.Context, from, to time.Time, fn func(Click) error) error
 }
 

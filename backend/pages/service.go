@@ -8,10 +8,11 @@
 // analysed or failed. Analyses older than the TTL are served while they are
 // redone; failed pages are tried again after a doubling back-off.
 //
-// Store keeps the records and the queue, with its contract in its doc
-// comment; Bolt implements it in the server's bbolt file. The Fetcher refuses internal addresses on every
-// connection (after DNS, redirects included), caps redirects, time and the
-// decoded body, accepts only HTML and honours robots.txt.
+// Store keeps the records and the queue, its contract in its doc comment;
+// Bolt implements it in the server's bbolt file. The Fetcher refuses
+// internal addresses on every connection (after DNS, redirects included),
+// caps redirects, time and the decoded body, accepts only HTML and honours
+// robots.txt.
 package pages
 
 import (
