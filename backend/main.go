@@ -109,7 +109,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	fetcher := pages.NewFetcher(pages.FetchOptions{AllowPrivate: cfg.FetchAllowPrivate})
 	defer fetcher.Close()
 	m := metrics.New()
-	pageService := pages.NewService(pageQueue, pageQueue, fetcher,
+	pageService := pages.NewService(pageQueue, fetcher,
 		func() pages.Reducer { return indexes.All() }, pages.Options{Logger: log.With("component", "pages"), OnAnalysis: m.Analysis})
 	m.WatchQueue(func() metrics.QueueStats {
 		depth, age, err := pageService.QueueStats(context.Background())

@@ -250,7 +250,7 @@ func newBackend(splitAbove int) (*backend, error) {
 	}
 	fetcher := pages.NewFetcher(pages.FetchOptions{AllowPrivate: true})
 	sharedCleanup = append(sharedCleanup, fetcher.Close)
-	b.pages = pages.NewService(queue, queue, fetcher, func() pages.Reducer { return indexes.All() }, pages.Options{})
+	b.pages = pages.NewService(queue, fetcher, func() pages.Reducer { return indexes.All() }, pages.Options{})
 	b.pages.Start()
 	sharedCleanup = append(sharedCleanup, b.pages.Stop)
 	// Clicks are signed, as in production: the server's links carry a

@@ -53,7 +53,7 @@ func TestFloodOfUnseenPages(t *testing.T) {
 	}
 	f := pages.NewFetcher(pages.FetchOptions{AllowPrivate: true})
 	defer f.Close()
-	svc := pages.NewService(q, q, f, func() pages.Reducer { return ix.All() }, pages.Options{})
+	svc := pages.NewService(q, f, func() pages.Reducer { return ix.All() }, pages.Options{})
 	svc.Start()
 	defer svc.Stop()
 	cfg := config.Default()

@@ -16,9 +16,10 @@ import (
 const CodeRateLimited = "rate_limited"
 
 // limiters are the server's token buckets: per api_key on /v2, per client
-// IP on /v1/redirect, per site on queueing unseen pages.
+// IP on /v1/redirect, per site on queueing unseen pages. Each kind has its
+// own Limiter, so a flood of one kind of key cannot evict another's.
 type limiters struct {
-	keys, ips, sites *ratelimit.Set
+	keys, ips, sites ratelimit.Limiter
 }
 
 func newLimiters() limiters {
@@ -60,7 +61,7 @@ func (s *server) limitKey(h handlerFunc) handlerFunc {
 		if !ok {
 			return h(w, r)
 		}
-		d := s.limits.keys.Allow(keys[0], ratelimit.Limit{Rate: l.RequestsPerSecond, Burst: l.Burst})
+		d := s.limits.keys.Allow(r.Context(), keys[0], ratelimit.Limit{Rate: l.RequestsPerSecond, Burst: l.Burst})
 		if err := s.checkLimit(w, d, "api_key", "too many requests for this api_key"); err != nil {
 			return err
 		}
@@ -76,7 +77,7 @@ func (s *server) limitIP(h handlerFunc) handlerFunc {
 		if a, err := netip.ParseAddr(ip); err == nil && a.Is6() {
 			ip = netip.PrefixFrom(a, 64).Masked().String()
 		}
-		d := s.limits.ips.Allow(ip, ratelimit.Limit{Rate: s.cfg.IPRate, Burst: s.cfg.IPBurst})
+		d := s.limits.ips.Allow(r.Context(), ip, ratelimit.Limit{Rate: s.cfg.IPRate, Burst: s.cfg.IPBurst})
 		if err := s.checkLimit(w, d, "ip", "too many requests from this address"); err != nil {
 			return err
 		}
@@ -89,7 +90,7 @@ func (s *server) limitIP(h handlerFunc) handlerFunc {
 func (s *server) admitPage(w http.ResponseWriter, r *http.Request, apiKey, siteID string) func() error {
 	return func() error {
 		l, _ := s.partnerLimits(r, apiKey)
-		d := s.limits.sites.Allow(apiKey+"\x00"+siteID, ratelimit.Limit{Rate: l.PagesPerSecond, Burst: l.PageBurst})
+		d := s.limits.sites.Allow(r.Context(), apiKey+"\x00"+siteID, ratelimit.Limit{Rate: l.PagesPerSecond, Burst: l.PageBurst})
 		return s.checkLimit(w, d, "site", "this site is queueing too many new pages; retry later")
 	}
 }

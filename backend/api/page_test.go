@@ -124,7 +124,7 @@ func newPageEnv(t *testing.T, maxQueue int, fo pages.FetchOptions) *pageEnv {
 		t.Fatal(err)
 	}
 	f := pages.NewFetcher(fo)
-	svc := pages.NewService(q, q, f, func() pages.Reducer { return ix.All() }, pages.Options{})
+	svc := pages.NewService(q, f, func() pages.Reducer { return ix.All() }, pages.Options{})
 	t.Cleanup(func() {
 		svc.Stop()
 		f.Close()

@@ -1,5 +1,6 @@
 // Package clicks is adlink's durable click log: every click the redirect
-// accepts is committed to the bbolt file before the 302 is written.
+// accepts is committed before the 302 is written. Store is the log's
+// contract; Log keeps it in the server's bbolt file.
 package clicks
 
 import (
@@ -36,10 +37,29 @@ type Click struct {
 	Reason   string `json:"reason,omitempty"`
 }
 
-// Recorder is what the redirect handler needs of a click log.
+// Recorder is what the redirect handler needs of a click log: Store's
+// Append.
 type Recorder interface {
-	// Append stores c durably before it returns.
+	// Append stores c durably before it returns, as Store.Append.
 	Append(ctx context.Context, c Click) error
+}
+
+// Store is the click log. Log is the embedded Store; every implementation
+// passes storetest.Clicks. Implementations are safe for concurrent use.
+type Store interface {
+	// Append records c and returns once it is durable: a crash after
+	// Append returns keeps it. Each call is one click; the log does not
+	// deduplicate. c.Time must be set, and a ctx already done refuses the
+	// click. After an error the click may not be stored, and never partly.
+	Append(ctx context.Context, c Click) error
+
+	// Scan calls fn for each click with from <= Time < to, oldest first
+	// (clicks of equal Time in the order they were appended); a zero from
+	// or to means no bound. It sees every click whose Append returned
+	// before Scan was called, each field as appended (Time the same
+	// instant, to the microsecond at least). It stops at fn's first error,
+	// or ctx's, and returns it.
+	Scan(ctx context.Context, from, to time.Time, fn func(Click) error) error
 }
 
 var bucket = []byte("clicks")
@@ -67,7 +87,10 @@ var errLead = errors.New("clicks: lead the next commit")
 // errCommitAborted is the answer to the clicks of a commit that panicked.
 var errCommitAborted = errors.New("clicks: the commit was aborted")
 
-var _ Recorder = (*Log)(nil)
+var (
+	_ Recorder = (*Log)(nil)
+	_ Store    = (*Log)(nil)
+)
 
 // New returns the click log kept in db, creating its bucket.
 func New(db *bolt.DB) (*Log, error) {
@@ -81,7 +104,8 @@ func New(db *bolt.DB) (*Log, error) {
 	return &Log{db: db}, nil
 }
 
-// Append commits c to the file and returns once it is fsync'd. Clicks
+// Append implements Store: it commits c to the file and returns once it is
+// fsync'd. Clicks
 // that arrive while a commit runs share the next one (group commit): an
 // idle log commits a click at once, a busy one costs one fsync per batch,
 // not per click. c.Time must be set.
@@ -174,8 +198,7 @@ func key(t time.Time, seq uint64) []byte {
 	return k[:]
 }
 
-// Scan calls fn for each click with from <= Time < to, oldest first; a zero
-// to means no upper bound. It stops at fn's first error and returns it.
+// Scan implements Store.
 func (l *Log) Scan(ctx context.Context, from, to time.Time, fn func(Click) error) error {
 	return l.db.View(func(tx *bolt.Tx) error {
 		cur := tx.Bucket(bucket).Cursor()

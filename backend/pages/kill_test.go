@@ -91,7 +91,7 @@ func TestPagesChild(t *testing.T) {
 		<-ctx.Done()
 		return nil, ctx.Err()
 	}}
-	svc := NewService(q, q, block, nil, Options{JobTimeout: time.Hour})
+	svc := NewService(q, block, nil, Options{JobTimeout: time.Hour})
 	svc.Start()
 	base := os.Getenv("ADLINK_PAGES_BASE")
 	for i := range 100 {

@@ -8,10 +8,11 @@
 // analysed or failed. Analyses older than the TTL are served while they are
 // redone; failed pages are tried again after a doubling back-off.
 //
-// Store and Queue are narrow interfaces; Bolt implements both in the
-// server's bbolt file. The Fetcher refuses internal addresses on every
-// connection (after DNS, redirects included), caps redirects, time and the
-// decoded body, accepts only HTML and honours robots.txt.
+// Store keeps the records and the queue, its contract in its doc comment;
+// Bolt implements it in the server's bbolt file. The Fetcher refuses
+// internal addresses on every connection (after DNS, redirects included),
+// caps redirects, time and the decoded body, accepts only HTML and honours
+// robots.txt.
 package pages
 
 import (
@@ -36,6 +37,9 @@ const (
 	DefaultRetention    = 30 * 24 * time.Hour
 	sweepEvery          = time.Hour
 	sweepBatch          = 10000
+	// leaseSlack is the time a job's hold lasts past its timeout, for
+	// storing the result.
+	leaseSlack = 10 * time.Second
 )
 
 // Status is the state of a page as the API reports it.
@@ -117,7 +121,6 @@ type Result struct {
 // Service answers page lookups and runs the analysis workers.
 type Service struct {
 	store  Store
-	queue  Queue
 	fetch  PageFetcher
 	reduce func() Reducer
 	o      Options
@@ -131,9 +134,9 @@ type Service struct {
 	wg      sync.WaitGroup
 }
 
-// NewService returns a Service over store and queue. reduce gives the
-// current index's Reducer for each analysis. Start runs the workers.
-func NewService(store Store, queue Queue, fetch PageFetcher, reduce func() Reducer, o Options) *Service {
+// NewService returns a Service over store. reduce gives the current
+// index's Reducer for each analysis. Start runs the workers.
+func NewService(store Store, fetch PageFetcher, reduce func() Reducer, o Options) *Service {
 	if o.Workers <= 0 {
 		o.Workers = 2 * runtime.GOMAXPROCS(0)
 	}
@@ -158,7 +161,7 @@ func NewService(store Store, queue Queue, fetch PageFetcher, reduce func() Reduc
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Service{store: store, queue: queue, fetch: fetch, reduce: reduce, o: o, log: o.Logger, changed: make(chan struct{})}
+	s := &Service{store: store, fetch: fetch, reduce: reduce, o: o, log: o.Logger, changed: make(chan struct{})}
 	s.jobNanos.Store(int64(100 * time.Millisecond))
 	return s
 }
@@ -177,15 +180,8 @@ func (s *Service) Start() {
 		s.wg.Add(1)
 		go s.work(ctx)
 	}
-	if _, ok := s.store.(sweeper); ok {
-		s.wg.Add(1)
-		go s.sweepLoop(ctx)
-	}
-}
-
-// sweeper is a Store that can delete old records, as the bbolt one can.
-type sweeper interface {
-	Sweep(ctx context.Context, cutoff time.Time, limit int) (int, error)
+	s.wg.Add(1)
+	go s.sweepLoop(ctx)
 }
 
 func (s *Service) sweepLoop(ctx context.Context) {
@@ -205,11 +201,7 @@ func (s *Service) sweepLoop(ctx context.Context) {
 // Sweep deletes the records older than the retention; Start runs it every
 // hour. It returns how many it deleted.
 func (s *Service) Sweep(ctx context.Context) int {
-	sw, ok := s.store.(sweeper)
-	if !ok {
-		return 0
-	}
-	n, err := sw.Sweep(ctx, s.o.Now().Add(-s.o.Retention), sweepBatch)
+	n, err := s.store.Sweep(ctx, s.o.Now().Add(-s.o.Retention), sweepBatch)
 	if err != nil {
 		s.log.Error("sweeping old page records", "err", err)
 	}
@@ -241,30 +233,15 @@ func (s *Service) Lookup(ctx context.Context, pageURL string) (*Result, error) {
 // yet is queued, and an error from it is returned instead (for an unknown
 // page) or skips the re-analysis (for a stale or failed one). Looking up a
 // page already queued does not call it, so polling a pending page costs
-// nothing; with the bbolt queue, of many concurrent first lookups of one
-// page only one calls it.
+// nothing, and of many concurrent first lookups of one page only one calls
+// it (Store.Push).
 func (s *Service) LookupAdmit(ctx context.Context, pageURL string, admit func() error) (*Result, error) {
 	var refused error // admit's answer, told apart from the queue's errors
 	if a := admit; a != nil {
 		admit = func() error { refused = a(); return refused }
 	}
 	push := func() error {
-		if ap, ok := s.queue.(admitPusher); ok && admit != nil {
-			_, err := ap.PushAdmit(ctx, pageURL, admit)
-			return err
-		}
-		if admit != nil {
-			queued, err := s.queue.Queued(ctx, pageURL)
-			if err != nil {
-				return err
-			}
-			if !queued {
-				if err := admit(); err != nil {
-					return err
-				}
-			}
-		}
-		_, err := s.queue.Push(ctx, pageURL)
+		_, err := s.store.Push(ctx, pageURL, admit)
 		return err
 	}
 	rec, err := s.store.Get(ctx, pageURL)
@@ -301,41 +278,27 @@ func (s *Service) LookupAdmit(ctx context.Context, pageURL string, admit func() 
 	return res, nil
 }
 
-// admitPusher is a Queue that can gate a new job inside the transaction
-// that adds it, as the bbolt one can, so that one job is admitted once.
-type admitPusher interface {
-	PushAdmit(ctx context.Context, url string, admit func() error) (bool, error)
-}
-
-// oldester is a Queue that knows when its oldest job was queued, as the
-// bbolt one does.
-type oldester interface {
-	Oldest() (time.Time, bool, error)
-}
-
 // QueueStats returns how many pages are queued, those being analysed
-// included, and how long the oldest has waited (0 when the queue is empty
-// or cannot tell).
+// included, and how long the oldest has waited (0 when the queue is
+// empty).
 func (s *Service) QueueStats(ctx context.Context) (depth int, oldest time.Duration, err error) {
-	depth, err = s.queue.Len(ctx)
+	depth, err = s.store.Len(ctx)
 	if err != nil {
 		return 0, 0, err
 	}
-	if o, ok := s.queue.(oldester); ok {
-		at, ok, err := o.Oldest()
-		if err != nil {
-			return depth, 0, err
-		}
-		if ok {
-			oldest = max(0, time.Since(at)) // the queue stamps jobs with the real clock
-		}
+	at, ok, err := s.store.Oldest(ctx)
+	if err != nil {
+		return depth, 0, err
+	}
+	if ok {
+		oldest = max(0, time.Since(at)) // the store stamps jobs with the real clock
 	}
 	return depth, oldest, nil
 }
 
 // retryAfter estimates when a newly queued page will be analysed.
 func (s *Service) retryAfter(ctx context.Context) time.Duration {
-	n, err := s.queue.Len(ctx)
+	n, err := s.store.Len(ctx)
 	if err != nil {
 		n = 0
 	}
@@ -349,7 +312,7 @@ func (s *Service) retryAfter(ctx context.Context) time.Duration {
 func (s *Service) Drain(ctx context.Context) error {
 	for {
 		ch := s.changedChan()
-		n, err := s.queue.Len(ctx)
+		n, err := s.store.Len(ctx)
 		if err != nil {
 			return err
 		}
@@ -368,7 +331,7 @@ func (s *Service) Drain(ctx context.Context) error {
 func (s *Service) Wait(ctx context.Context, pageURL string) error {
 	for {
 		ch := s.changedChan()
-		q, err := s.queue.Queued(ctx, pageURL)
+		q, err := s.store.Queued(ctx, pageURL)
 		if err != nil {
 			return err
 		}
@@ -396,30 +359,10 @@ func (s *Service) notify() {
 	s.mu.Unlock()
 }
 
-type releaser interface{ Release(url string) }
-
-// completer is a Store and Queue in one that can store a job's records and
-// remove the job atomically, as the bbolt one can.
-type completer interface {
-	Complete(ctx context.Context, url string, recs ...*Record) error
-}
-
-// complete stores a finished job's records, then removes the job; a crash
-// in between only means the page is analysed again.
-func (s *Service) complete(ctx context.Context, pageURL string, recs []*Record) error {
-	if c, ok := s.store.(completer); ok && any(s.store) == any(s.queue) {
-		return c.Complete(ctx, pageURL, recs...)
-	}
-	if err := s.store.Put(ctx, recs...); err != nil {
-		return err
-	}
-	return s.queue.Done(ctx, pageURL)
-}
-
 func (s *Service) work(ctx context.Context) {
 	defer s.wg.Done()
 	for {
-		pageURL, err := s.queue.Pop(ctx)
+		pageURL, err := s.store.Claim(ctx, s.o.JobTimeout+leaseSlack)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -436,13 +379,13 @@ func (s *Service) work(ctx context.Context) {
 		recs := s.run(ctx, pageURL)
 		if ctx.Err() != nil {
 			// Stopping: the job stays queued for the next start.
-			if r, ok := s.queue.(releaser); ok {
-				r.Release(pageURL)
+			if err := s.store.Release(context.WithoutCancel(ctx), pageURL); err != nil {
+				s.log.Error("releasing a page job", "url", pageURL, "err", err)
 			}
 			return
 		}
-		if err := s.complete(ctx, pageURL, recs); err != nil {
-			// The job stays queued. Pause as the queue's own errors do, so a
+		if err := s.store.Complete(ctx, pageURL, recs...); err != nil {
+			// The job stays queued. Pause as the store's own errors do, so a
 			// failing disk does not turn into fetching the page in a loop.
 			s.log.Error("storing page analysis", "url", pageURL, "err", err)
 			select {
@@ -537,4 +480,14 @@ func (s *Service) canonicalOf(pageURL, declared string) string {
 		return ""
 	}
 	return c
+}
+
+// backoff is the wait before the next try of a page that failed attempts
+// times in a row: base, doubling, at most max.
+func backoff(base, max time.Duration, attempts int) time.Duration {
+	d := base
+	for i := 1; i < attempts && d < max; i++ {
+		d *= 2
+	}
+	return min(d, max)
 }

@@ -47,7 +47,7 @@ func open(t testing.TB, dir string, maxQueue int, f PageFetcher, r Reducer, o Op
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{db: db, q: q, svc: NewService(q, q, f, func() Reducer { return r }, o)}
+	e := &env{db: db, q: q, svc: NewService(q, f, func() Reducer { return r }, o)}
 	t.Cleanup(e.stop)
 	return e
 }
@@ -434,7 +434,7 @@ func TestQueueSiteShare(t *testing.T) {
 	}
 	ctx := context.Background()
 	push := func(u string) error {
-		_, err := q.Push(ctx, u)
+		_, err := q.Push(ctx, u, nil)
 		return err
 	}
 	for _, u := range []string{"https://a.example.co.uk/1", "https://www.a.example.co.uk/2", "http://127.0.0.1:1/x", "http://127.0.0.1:2/y", "https://b.example.org/1"} {
@@ -448,10 +448,10 @@ func TestQueueSiteShare(t *testing.T) {
 		}
 	}
 	// Pushing a queued page again is no error, share or not.
-	if added, err := q.Push(ctx, "https://a.example.co.uk/1"); added || err != nil {
+	if added, err := q.Push(ctx, "https://a.example.co.uk/1", nil); added || err != nil {
 		t.Fatalf("again: %v %v", added, err)
 	}
-	if err := q.Done(ctx, "https://a.example.co.uk/1"); err != nil {
+	if err := q.Complete(ctx, "https://a.example.co.uk/1"); err != nil {
 		t.Fatal(err)
 	}
 	if err := push("https://sub.a.example.co.uk/3"); err != nil {

@@ -1,9 +1,11 @@
 // Package ratelimit keeps one token bucket per key (an api_key, a client
-// IP, a site) and forgets buckets that have been idle long enough to be
-// full again, so memory stays bounded however many keys arrive.
+// IP, a site). Limiter is the contract; Set keeps the buckets in this
+// process and forgets those idle long enough to be full again, so memory
+// stays bounded however many keys arrive.
 package ratelimit
 
 import (
+	"context"
 	"math"
 	"sync"
 	"time"
@@ -42,10 +44,29 @@ type Decision struct {
 	RetryAfter time.Duration
 }
 
+// Limiter keeps the token buckets of one kind of key. Set is the in-process
+// Limiter; every implementation passes storetest.Limits. Implementations
+// are safe for concurrent use.
+type Limiter interface {
+	// Allow takes a token from key's bucket under l and says whether the
+	// request may go on. A key's first bucket starts full; keys do not
+	// share buckets. Of concurrent Allows on one key no more are allowed
+	// than the bucket holds and refills meanwhile. A key whose l changed is
+	// judged under the new one (its bucket may start full again). An
+	// invalid l (Limit.Valid) allows everything: Decision{Allowed: true}.
+	//
+	// Allow cannot fail: an implementation that cannot reach its state
+	// decides from a fallback of its own and reports that itself. The
+	// state is not durable; forgetting a bucket only gives its key a full
+	// one.
+	Allow(ctx context.Context, key string, l Limit) Decision
+}
+
 // DefaultMaxKeys bounds the buckets a Set holds when Options leave it 0.
 const DefaultMaxKeys = 100_000
 
-// Set is the buckets of one kind of key. It is safe for concurrent use.
+// Set is the buckets of one kind of key, in this process. It is safe for
+// concurrent use.
 type Set struct {
 	now     func() time.Time
 	maxKeys int
@@ -54,6 +75,8 @@ type Set struct {
 	buckets   map[string]*bucket
 	lastSweep time.Time
 }
+
+var _ Limiter = (*Set)(nil)
 
 type bucket struct {
 	lim  *rate.Limiter
@@ -86,10 +109,9 @@ func New(o Options) *Set {
 // at its bound.
 const sweepEvery = time.Minute
 
-// Allow takes a token from key's bucket under limit l. A bucket whose limit
-// changed (a partner's new limits) starts again under the new one. An
-// invalid l allows everything.
-func (s *Set) Allow(key string, l Limit) Decision {
+// Allow implements Limiter. A bucket whose limit changed (a partner's new
+// limits) starts again, full, under the new one.
+func (s *Set) Allow(_ context.Context, key string, l Limit) Decision {
 	if !l.Valid() {
 		return Decision{Allowed: true}
 	}

@@ -19,12 +19,12 @@ func TestAllowBurstThenRefuse(t *testing.T) {
 	s := newSet(c, 0)
 	l := Limit{Rate: 2, Burst: 3}
 	for i := range 3 {
-		d := s.Allow("k", l)
+		d := s.Allow(t.Context(), "k", l)
 		if !d.Allowed || d.Limit != 3 || d.Remaining != 2-i {
 			t.Fatalf("request %d: %+v, want allowed with %d remaining", i, d, 2-i)
 		}
 	}
-	d := s.Allow("k", l)
+	d := s.Allow(t.Context(), "k", l)
 	if d.Allowed || d.Remaining != 0 {
 		t.Fatalf("over the burst: %+v, want refused", d)
 	}
@@ -34,11 +34,11 @@ func TestAllowBurstThenRefuse(t *testing.T) {
 	if d.Reset != 1500*time.Millisecond {
 		t.Errorf("Reset = %v, want 1.5s to refill 3 tokens", d.Reset)
 	}
-	if other := s.Allow("other", l); !other.Allowed || other.Remaining != 2 {
+	if other := s.Allow(t.Context(), "other", l); !other.Allowed || other.Remaining != 2 {
 		t.Errorf("another key: %+v, want its own full bucket", other)
 	}
 	c.add(d.RetryAfter)
-	if d := s.Allow("k", l); !d.Allowed {
+	if d := s.Allow(t.Context(), "k", l); !d.Allowed {
 		t.Errorf("after RetryAfter: %+v, want allowed", d)
 	}
 }
@@ -46,7 +46,7 @@ func TestAllowBurstThenRefuse(t *testing.T) {
 func TestInvalidLimitAllows(t *testing.T) {
 	s := newSet(newClock(), 0)
 	for _, l := range []Limit{{}, {Rate: 1}, {Burst: 1}, {Rate: -1, Burst: 2}} {
-		if d := s.Allow("k", l); !d.Allowed {
+		if d := s.Allow(t.Context(), "k", l); !d.Allowed {
 			t.Errorf("Allow under %+v refused", l)
 		}
 	}
@@ -57,8 +57,8 @@ func TestInvalidLimitAllows(t *testing.T) {
 
 func TestChangedLimitStartsAgain(t *testing.T) {
 	s := newSet(newClock(), 0)
-	s.Allow("k", Limit{Rate: 1, Burst: 1})
-	if d := s.Allow("k", Limit{Rate: 1, Burst: 5}); !d.Allowed || d.Limit != 5 {
+	s.Allow(t.Context(), "k", Limit{Rate: 1, Burst: 1})
+	if d := s.Allow(t.Context(), "k", Limit{Rate: 1, Burst: 5}); !d.Allowed || d.Limit != 5 {
 		t.Errorf("after raising the limit: %+v, want allowed under 5", d)
 	}
 }
@@ -68,13 +68,13 @@ func TestIdleBucketsEvicted(t *testing.T) {
 	s := newSet(c, 0)
 	l := Limit{Rate: 10, Burst: 10} // full again after 1 s
 	for i := range 1000 {
-		s.Allow(fmt.Sprint("ip", i), l)
+		s.Allow(t.Context(), fmt.Sprint("ip", i), l)
 	}
 	if s.Len() != 1000 {
 		t.Fatalf("Len = %d, want 1000", s.Len())
 	}
 	c.add(sweepEvery)
-	s.Allow("fresh", l)
+	s.Allow(t.Context(), "fresh", l)
 	if s.Len() != 1 {
 		t.Errorf("after every bucket idled past its fill time: Len = %d, want 1", s.Len())
 	}
@@ -84,10 +84,10 @@ func TestBusyBucketsKeptBySweep(t *testing.T) {
 	c := newClock()
 	s := newSet(c, 0)
 	slow := Limit{Rate: 1.0 / 3600, Burst: 1} // an hour to refill
-	s.Allow("slow", slow)
+	s.Allow(t.Context(), "slow", slow)
 	c.add(sweepEvery)
-	s.Allow("other", Limit{Rate: 1, Burst: 1})
-	if d := s.Allow("slow", slow); d.Allowed {
+	s.Allow(t.Context(), "other", Limit{Rate: 1, Burst: 1})
+	if d := s.Allow(t.Context(), "slow", slow); d.Allowed {
 		t.Error("a bucket still refilling was forgotten: the key got a fresh burst")
 	}
 }
@@ -98,7 +98,7 @@ func TestBoundedHoweverManyKeys(t *testing.T) {
 	s := newSet(c, bound)
 	l := Limit{Rate: 1.0 / 60, Burst: 5} // nothing refills during the flood
 	for i := range 100 * bound {
-		s.Allow(fmt.Sprint("ip", i), l)
+		s.Allow(t.Context(), fmt.Sprint("ip", i), l)
 		if s.Len() > bound {
 			t.Fatalf("after %d keys: %d buckets, bound %d", i+1, s.Len(), bound)
 		}
@@ -111,9 +111,9 @@ func TestFullSetFreesATenthAtOnce(t *testing.T) {
 	s := newSet(c, bound)
 	l := Limit{Rate: 1.0 / 60, Burst: 5}
 	for i := range bound {
-		s.Allow(fmt.Sprint("ip", i), l)
+		s.Allow(t.Context(), fmt.Sprint("ip", i), l)
 	}
-	s.Allow("one more", l)
+	s.Allow(t.Context(), "one more", l)
 	if want := bound - bound/10 + 1; s.Len() != want {
 		t.Errorf("after one key past a full bound: %d buckets, want %d, so the next %d keys need no pass", s.Len(), want, bound/10-1)
 	}

@@ -2,6 +2,10 @@
 // bbolt file in the data directory. Each package that keeps state (clicks,
 // pages) uses its own buckets in it, so one fsync'd file holds everything
 // and a restart loses nothing.
+//
+// Each state-keeping job is an interface in its own package, its contract
+// in its doc comment: pages.Store, clicks.Store, ratelimit.Limiter.
+// storetest runs those contracts against any implementation.
 package store
 
 import (

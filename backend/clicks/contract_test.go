@@ -1,0 +1,27 @@
+package clicks_test
+
+import (
+	"testing"
+
+	"github.com/adlink/adlink/backend/clicks"
+	"github.com/adlink/adlink/backend/store"
+	"github.com/adlink/adlink/backend/store/storetest"
+)
+
+func TestLogKeepsTheStoreContract(t *testing.T) {
+	storetest.Clicks(t, func(t *testing.T) storetest.Opener[clicks.Store] {
+		dir := t.TempDir()
+		return func() (clicks.Store, func() error) {
+			db, err := store.Open(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l, err := clicks.New(db)
+			if err != nil {
+				db.Close()
+				t.Fatal(err)
+			}
+			return l, db.Close
+		}
+	})
+}

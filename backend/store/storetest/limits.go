@@ -1,0 +1,136 @@
+package storetest
+
+import (
+	"math"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/adlink/adlink/backend/ratelimit"
+)
+
+// Limits runs the contract of ratelimit.Limiter against the limiters fresh
+// returns, each over new, empty state. A limiter keeps its own clock (a
+// shared one keeps the server's), so the cases that need tokens back wait
+// for them in real time, a fraction of a second.
+func Limits(t *testing.T, fresh func(t *testing.T) ratelimit.Limiter) {
+	t.Helper()
+	// slow refills nothing while a case runs.
+	slow := ratelimit.Limit{Rate: 0.001, Burst: 3}
+
+	t.Run("BurstThenRefuse", func(t *testing.T) {
+		l := fresh(t)
+		for i := range slow.Burst {
+			d := l.Allow(t.Context(), "k", slow)
+			if !d.Allowed || d.Limit != slow.Burst || d.Remaining != slow.Burst-1-i {
+				t.Fatalf("request %d: %+v, want allowed with %d remaining of %d", i, d, slow.Burst-1-i, slow.Burst)
+			}
+			// Reset: the tokens taken so far, back at the rate.
+			reset := time.Duration(float64(i+1) / slow.Rate * float64(time.Second))
+			if d.RetryAfter != 0 || d.Reset < reset-time.Second || d.Reset > reset+time.Second {
+				t.Errorf("request %d: Reset %v RetryAfter %v, want about %v and 0", i, d.Reset, d.RetryAfter, reset)
+			}
+		}
+		d := l.Allow(t.Context(), "k", slow)
+		if d.Allowed || d.Limit != slow.Burst || d.Remaining != 0 {
+			t.Fatalf("over the burst: %+v, want refused", d)
+		}
+		// One token takes 1000 s at this rate.
+		if d.RetryAfter < 900*time.Second || d.RetryAfter > 1000*time.Second {
+			t.Errorf("RetryAfter = %v, want about 1000 s", d.RetryAfter)
+		}
+		if d.Reset < d.RetryAfter {
+			t.Errorf("Reset %v before RetryAfter %v", d.Reset, d.RetryAfter)
+		}
+	})
+
+	t.Run("KeysApart", func(t *testing.T) {
+		l := fresh(t)
+		for range slow.Burst + 1 {
+			l.Allow(t.Context(), "a", slow)
+		}
+		if d := l.Allow(t.Context(), "b", slow); !d.Allowed || d.Remaining != slow.Burst-1 {
+			t.Errorf("another key: %+v, want its own full bucket", d)
+		}
+		if d := l.Allow(t.Context(), "a\x00b", slow); !d.Allowed {
+			t.Errorf("a key with a separator in it: %+v, want its own bucket", d)
+		}
+	})
+
+	t.Run("RetryAfterGivesAToken", func(t *testing.T) {
+		l := fresh(t)
+		lim := ratelimit.Limit{Rate: 5, Burst: 1}
+		var d ratelimit.Decision
+		for range 100 { // refused within a few calls, unless the machine stalls
+			if d = l.Allow(t.Context(), "k", lim); !d.Allowed {
+				break
+			}
+		}
+		if d.Allowed || d.RetryAfter <= 0 || d.RetryAfter > time.Second/5 {
+			t.Fatalf("%+v, want refused for at most 200 ms", d)
+		}
+		time.Sleep(d.RetryAfter + 5*time.Millisecond) // a margin for rounding
+		if d := l.Allow(t.Context(), "k", lim); !d.Allowed {
+			t.Errorf("after RetryAfter: %+v, want allowed", d)
+		}
+	})
+
+	t.Run("ResetFillsTheBucket", func(t *testing.T) {
+		l := fresh(t)
+		lim := ratelimit.Limit{Rate: 20, Burst: 2}
+		var d ratelimit.Decision
+		for range lim.Burst {
+			d = l.Allow(t.Context(), "k", lim)
+		}
+		if d.Reset <= 0 || d.Reset > time.Duration(lim.Burst)*time.Second/20 {
+			t.Fatalf("%+v, want a Reset within the fill time", d)
+		}
+		time.Sleep(d.Reset + 10*time.Millisecond)
+		if d := l.Allow(t.Context(), "k", lim); !d.Allowed || d.Remaining != lim.Burst-1 {
+			t.Errorf("after Reset: %+v, want a full bucket", d)
+		}
+	})
+
+	t.Run("InvalidLimitAllows", func(t *testing.T) {
+		l := fresh(t)
+		for _, lim := range []ratelimit.Limit{{}, {Rate: 1}, {Burst: 1}, {Rate: -1, Burst: 2}, {Rate: math.Inf(1), Burst: 1}} {
+			for range 3 {
+				if d := l.Allow(t.Context(), "k", lim); d != (ratelimit.Decision{Allowed: true}) {
+					t.Errorf("Allow under %+v = %+v, want allowed and nothing to report", lim, d)
+				}
+			}
+		}
+	})
+
+	t.Run("ChangedLimit", func(t *testing.T) {
+		l := fresh(t)
+		one := ratelimit.Limit{Rate: 0.001, Burst: 1}
+		l.Allow(t.Context(), "k", one)
+		if d := l.Allow(t.Context(), "k", one); d.Allowed {
+			t.Fatalf("%+v, want refused", d)
+		}
+		more := ratelimit.Limit{Rate: 0.001, Burst: 5}
+		if d := l.Allow(t.Context(), "k", more); !d.Allowed || d.Limit != 5 {
+			t.Errorf("after raising the limit: %+v, want allowed under 5", d)
+		}
+	})
+
+	t.Run("ConcurrentAllowsTakeEachTokenOnce", func(t *testing.T) {
+		l := fresh(t)
+		lim := ratelimit.Limit{Rate: 0.001, Burst: 10}
+		var allowed atomic.Int32
+		var wg sync.WaitGroup
+		for range 100 {
+			wg.Go(func() {
+				if l.Allow(t.Context(), "k", lim).Allowed {
+					allowed.Add(1)
+				}
+			})
+		}
+		wg.Wait()
+		if allowed.Load() != int32(lim.Burst) {
+			t.Errorf("%d of 100 concurrent requests allowed, want the burst of %d", allowed.Load(), lim.Burst)
+		}
+	})
+}
