@@ -1,0 +1,132 @@
+package web
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+)
+
+// TestLoneSurrogates: text with an unpaired UTF-16 surrogate, which the
+// DOM and document.title can hold but encodeURIComponent refuses, is
+// still matched: in the page, by adlink.matchText and by adlink.search.
+func TestLoneSurrogates(t *testing.T) {
+	br, _, r := openPage(t, `<article><h1>Handy-Test</h1><p id="p">`+handyText+`</p></article>
+<script>document.title += "\uD800"; document.getElementById("p").append(" \uDC00 Kopfhörer \uD83D");</script>`)
+	if r.Source != "local" || r.Links == 0 {
+		t.Errorf("page: %+v, want ads matched in the page", r)
+	}
+	if n := eval[int](t, br, `adlink.matchText("Das Apple iPhone 15 \uDC00 und gute \uD800Kopfhörer", {title: "\uDBFF"}).then(r => r.link.length)`); n == 0 {
+		t.Errorf("adlink.matchText found no ads")
+	}
+	if n := eval[int](t, br, `adlink.search("iphone 15 \uD800", {loc: "de", lang: "de"}).then(r => r.link.length)`); n == 0 {
+		t.Errorf("adlink.search found no ads")
+	}
+	br.noConsoleErrors(t)
+}
+
+// TestStalledServerTimesOut: a server that takes the request for the
+// page's ads and never answers does not keep adlink.ready from settling;
+// the widget matches in the page instead.
+func TestStalledServerTimesOut(t *testing.T) {
+	br := newBrowser(t)
+	b := startBackend(t)
+	target, err := url.Parse(b.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	release := make(chan struct{})
+	stalling := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v2/page/link" {
+			select {
+			case <-r.Context().Done():
+			case <-release:
+			}
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(stalling.Close)
+	t.Cleanup(func() { close(release) }) // before Close, which waits for the stalled request
+	site := publisher(t, map[string]string{
+		"/page.html": publisherPage("de-DE", stalling.URL, `<article><p>`+handyText+`</p></article>`),
+	})
+	br.do(t, chromedp.Navigate(site+"/page.html"))
+	if r := eval[readyResult](t, br, widgetReady); r.Source != "local" || r.Links == 0 {
+		t.Errorf("%+v, want ads matched in the page", r)
+	}
+}
+
+// TestPageURLSent: the page's address goes to the server without its
+// fragment, which can hold a token and which browsers never send; and a
+// page whose address the server will not take (over 2 KB) still gets ads,
+// matched in the page.
+func TestPageURLSent(t *testing.T) {
+	br := newBrowser(t)
+	b := startBackend(t)
+	site := publisher(t, map[string]string{
+		"/page.html": publisherPage("de-DE", b.URL, "<article><p>"+handyText+"</p></article>"),
+	})
+	br.do(t, chromedp.Navigate(site+"/page.html?v=1#access_token=SECRET"))
+	r := eval[readyResult](t, br, widgetReady)
+	sent := eval[[]string](t, br, `performance.getEntriesByType("resource").map(e => e.name).filter(u => u.includes("/v2/page/link"))`)
+	if len(sent) != 1 || strings.Contains(sent[0], "SECRET") || !strings.Contains(sent[0], url.QueryEscape("/page.html?v=1")) {
+		t.Errorf("asked %q; want the address without its fragment", sent)
+	}
+	if r.Links == 0 {
+		t.Errorf("%+v, want ads", r)
+	}
+	br.do(t, chromedp.Navigate(site+"/page.html?long="+strings.Repeat("x", 2100)))
+	if r := eval[readyResult](t, br, widgetReady); r.Source != "local" || r.Links == 0 {
+		t.Errorf("a 2 KB address: %+v, want ads matched in the page", r)
+	}
+	if n := eval[int](t, br, `performance.getEntriesByType("resource").filter(e => e.name.includes("/v2/page/link")).length`); n != 0 {
+		t.Errorf("a 2 KB address: %d requests to /v2/page/link, which refuses it", n)
+	}
+	br.noConsoleErrors(t)
+}
+
+// TestHostilePage: a page that added to Object.prototype still gets its
+// ads, with no stray parameter in the requests; and an answer whose ad or
+// logo URL is not http(s) (a javascript: URL would run in the page) has
+// none of it placed. The answer is the server's, rewritten in the page.
+func TestHostilePage(t *testing.T) {
+	br := newBrowser(t)
+	b := startBackend(t)
+	const bad = "javascript:document.title='owned'"
+	answerPageWith(t, br, `{"link": [
+		{"title": "Bad", "keywords": ["iPhone 15"], "ad": "`+bad+`", "display_type": ["link", "widget"], "logo": "https://logo.example/a.png"},
+		{"title": "Bad logo", "keywords": ["Samsung"], "ad": "http://ads.example/x", "display_type": ["link", "widget"], "logo": "`+bad+`"}
+	]}`)
+	site := publisher(t, map[string]string{
+		"/page.html": strings.Replace(publisherPage("de-DE", b.URL, "<article><p>"+handyText+"</p></article>"),
+			"<script async", `<script>Object.prototype.evil = "1";</script><script async`, 1),
+	})
+	br.do(t, chromedp.Navigate(site+"/page.html"))
+	if r := eval[readyResult](t, br, widgetReady); r.Source != "server" {
+		t.Fatalf("%+v, want the (rewritten) server answer", r)
+	}
+	type result struct {
+		Hrefs, Srcs, Asked []string
+	}
+	got := eval[result](t, br, `({
+		hrefs: [...document.querySelectorAll("[data-adlink] a, a[data-adlink]")].map(a => a.getAttribute("href")),
+		srcs: [...document.querySelectorAll("[data-adlink] img")].map(i => i.getAttribute("src")),
+		asked: performance.getEntriesByType("resource").map(e => e.name).filter(u => u.includes("/v2/")),
+	})`)
+	if !reflect.DeepEqual(got.Hrefs, []string{"http://ads.example/x", "http://ads.example/x"}) || len(got.Srcs) != 0 {
+		t.Errorf("placed hrefs %q, logos %q; want only the http ad, in the text and the box, without its logo", got.Hrefs, got.Srcs)
+	}
+	for _, u := range got.Asked {
+		if strings.Contains(u, "evil") {
+			t.Errorf("a request carries the page's Object.prototype: %s", u)
+		}
+	}
+	br.noConsoleErrors(t)
+}
