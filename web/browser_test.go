@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	_ "embed"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -87,10 +88,7 @@ func needChromium(tb testing.TB) {
 // before the page's own scripts.
 func (br *browser) onEveryPage(tb testing.TB, script string) {
 	tb.Helper()
-	br.do(tb, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-		_, err := cdp.Call(ctx, tg, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: script})
-		return err
-	}))
+	send(tb, br, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: script})
 }
 
 // close quits the browser; a benchmark closes each it is done with, so the
@@ -107,6 +105,15 @@ func (br *browser) do(tb testing.TB, steps ...chromedp.Action[chromedp.Void]) {
 	}
 }
 
+// send sends the browser's tab one DevTools command.
+func send[P, R any](tb testing.TB, br *browser, c cdp.Command[P, R], params P) {
+	tb.Helper()
+	br.do(tb, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, c, params)
+		return err
+	}))
+}
+
 // eval evaluates a script that may return a promise and decodes its value.
 func eval[T any](tb testing.TB, br *browser, script string) T {
 	tb.Helper()
@@ -119,11 +126,58 @@ func eval[T any](tb testing.TB, br *browser, script string) T {
 	return v
 }
 
+// evalCall evaluates the function fn, a script's source, called with args
+// (see jsCall), and decodes its value. The scripts are files under
+// testdata/, a function where the test gives it values.
+func evalCall[T any](tb testing.TB, br *browser, fn string, args ...any) T {
+	tb.Helper()
+	return eval[T](tb, br, jsCall(fn, args...))
+}
+
+// jsSource is an argument jsCall passes as JavaScript source, such as a
+// function, rather than as JSON.
+type jsSource string
+
+// jsCall is a script that calls the function fn, a script's source, with
+// args, each written as JSON unless it is a jsSource.
+func jsCall(fn string, args ...any) string {
+	var s strings.Builder
+	// The newline ends a line comment that may close fn.
+	s.WriteString("(" + fn + "\n)(")
+	for i, a := range args {
+		if i > 0 {
+			s.WriteString(", ")
+		}
+		if src, ok := a.(jsSource); ok {
+			s.WriteString(string(src))
+			continue
+		}
+		b, err := json.Marshal(a)
+		if err != nil {
+			panic(err)
+		}
+		s.Write(b)
+	}
+	s.WriteString(")")
+	return s.String()
+}
+
+// view opens page and waits until the widget has placed its ads.
+func (br *browser) view(tb testing.TB, page string) readyResult {
+	tb.Helper()
+	br.do(tb, chromedp.Navigate(page))
+	return eval[readyResult](tb, br, widgetReady)
+}
+
+// settle resolves after a moment, so that what the page sent has arrived.
+//
+//go:embed testdata/browser/settle.js
+var settle string
+
 // noConsoleErrors fails the test for every error the page logged.
 func (br *browser) noConsoleErrors(tb testing.TB) {
 	tb.Helper()
-	// Let messages already sent arrive.
-	eval[int](tb, br, `new Promise(r => setTimeout(() => r(1), 50))`)
+	eval[int](tb, br, settle)
 	br.mu.Lock()
 	defer br.mu.Unlock()
 	for _, e := range br.errors {
@@ -132,8 +186,12 @@ func (br *browser) noConsoleErrors(tb testing.TB) {
 }
 
 // widgetReady waits for the widget to place the page's ads.
-const widgetReady = `new Promise(r => { const w = () => window.adlink ? adlink.ready.then(x => r({source: x.source, links: x.links.length})) : setTimeout(w, 5); w(); })`
+//
+//go:embed testdata/browser/ready.js
+var widgetReady string
 
+// readyResult is what adlink.ready gave: where the ads came from and how
+// many.
 type readyResult struct {
 	Source string
 	Links  int
@@ -155,20 +213,14 @@ type placed struct {
 	FirstAdMs float64
 }
 
-const placedScript = `(async () => {
-	const imgs = [...document.querySelectorAll('.adlink-box img')];
-	await Promise.all(imgs.map(i => i.complete ? 0 : new Promise(r => { i.onload = i.onerror = r; })));
-	return {
-		intext: [...document.querySelectorAll('a.adlink-intext')].map(a => ({
-			text: a.textContent, href: a.href, rel: a.rel,
-			misplaced: !!a.parentElement.closest('a, script, style, textarea, select, button, label, [data-adlink=box], nav, h1, h2, h3, h4, h5, h6'),
-		})),
-		box: [...document.querySelectorAll('.adlink-box a.adlink-ad')].map(a => ({title: a.title, href: a.href, rel: a.rel})),
-		logos: imgs.map(i => ({src: i.src, ok: i.complete && i.naturalWidth > 0})),
-		firstAdMs: adlink.timing.firstAd - adlink.timing.start,
-	};
-})()`
+// placedScript describes, once the ad box's logos have loaded or failed,
+// the ads the widget placed (placed).
+//
+//go:embed testdata/browser/placed.js
+var placedScript string
 
+// checkPlaced checks that the page has in-text links and an ad box, none
+// misplaced, each through b's redirect, and that their logos came from b.
 func checkPlaced(t *testing.T, b *backend, p placed) {
 	t.Helper()
 	if len(p.Intext) == 0 || len(p.Box) == 0 {
@@ -220,8 +272,7 @@ func openPage(t *testing.T, body string) (*browser, *backend, readyResult) {
 	br := newBrowser(t)
 	b := startBackend(t)
 	site := publisher(t, map[string]string{"/page.html": publisherPage("de-DE", b.URL, body)})
-	br.do(t, chromedp.Navigate(site+"/page.html"))
-	return br, b, eval[readyResult](t, br, widgetReady)
+	return br, b, br.view(t, site+"/page.html")
 }
 
 // publisherPage is a page in language lang with the widget's tag, whose
@@ -240,6 +291,9 @@ func publisherPage(lang, base, body string) string {
 </body>
 </html>`
 }
+
+// inlineScript is an inline <script> element that runs js.
+func inlineScript(js string) string { return "<script>" + js + "</script>" }
 
 // handyText is a paragraph the demo catalog has ads for.
 const handyText = `Wir haben die wichtigsten Modelle des Jahres ausprobiert: das Apple iPhone 15, das
@@ -278,6 +332,7 @@ func unsignedJSON(tb testing.TB, b []byte) any {
 	return v
 }
 
+// get fetches u and fails the test unless it answers 200.
 func get(tb testing.TB, u string) []byte {
 	tb.Helper()
 	res, err := http.Get(u)
@@ -292,21 +347,27 @@ func get(tb testing.TB, u string) []byte {
 	return body
 }
 
-// jsString quotes s as a JavaScript string literal.
-func jsString(s string) string {
+// jsonString quotes s as a JSON string.
+func jsonString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
 }
+
+// answerPage, called with an answer, makes the page's requests to
+// /v2/page/link get that answer instead.
+//
+//go:embed testdata/browser/answer_page.js
+var answerPage string
 
 // answerPageWith makes the pages the browser opens from now on get answer
 // from /v2/page/link, as though the server had sent it.
 func answerPageWith(t *testing.T, br *browser, answer string) {
 	t.Helper()
-	br.onEveryPage(t, `(() => {
-			const f = window.fetch, answer = `+jsString(answer)+`;
-			window.fetch = function (u, init) {
-				if (!String(u).includes("/v2/page/link?")) return f.apply(this, arguments);
-				return Promise.resolve(new Response(answer, {status: 200, headers: {"Content-Type": "application/json"}}));
-			};
-		})()`)
+	br.onEveryPage(t, jsCall(answerPage, answer))
 }
+
+// clock makes Date.now run window.clockShift milliseconds ahead, 0 at
+// first, in every page it runs in.
+//
+//go:embed testdata/browser/clock.js
+var clock string

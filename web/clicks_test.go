@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	_ "embed"
 	"net/url"
 	"strings"
 	"testing"
@@ -14,6 +15,25 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
+var (
+	//go:embed testdata/clicks/first_href.js
+	firstIntextHref string
+	// clickIntext clicks the first in-text link, opening it in the tab.
+	//
+	//go:embed testdata/clicks/click.js
+	clickIntext string
+	// recordTokens fetches every manifest anew and records its site token
+	// in window.manifestToks.
+	//
+	//go:embed testdata/clicks/record_tokens.js
+	recordTokens string
+	// tokenSearch, called with clockShift, sets it and searches: the first
+	// ad's site token and the manifests' tokens.
+	//
+	//go:embed testdata/clicks/token_search.js
+	tokenSearch string
+)
+
 // TestClickGoesThroughRedirect clicks an in-text ad: the browser asks
 // /v1/redirect, which sends it to the ad's landing page from the catalog.
 // The landing page is outside loopback, so its request is stopped and
@@ -21,9 +41,8 @@ import (
 func TestClickGoesThroughRedirect(t *testing.T) {
 	br := newBrowser(t)
 	b := startBackend(t)
-	br.do(t, chromedp.Navigate(b.firstView("article.html")))
-	eval[readyResult](t, br, widgetReady)
-	href := eval[string](t, br, `document.querySelector('a.adlink-intext').href`)
+	br.view(t, b.firstView("article.html"))
+	href := eval[string](t, br, firstIntextHref)
 	u, err := url.Parse(href)
 	if err != nil {
 		t.Fatal(err)
@@ -41,10 +60,7 @@ func TestClickGoesThroughRedirect(t *testing.T) {
 	left := make(chan string, 1)
 	var sawRedirect bool
 	paused := chromedp.Events(br.ctx, fetch.RequestPaused)
-	br.do(t, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-		_, err := cdp.Call(ctx, tg, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{URLPattern: "*"}}})
-		return err
-	}))
+	send(t, br, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{URLPattern: "*"}}})
 	go func() {
 		for ev, err := range paused {
 			if err != nil {
@@ -71,7 +87,7 @@ func TestClickGoesThroughRedirect(t *testing.T) {
 		}
 	}()
 	// A publisher's reader clicks; the link opens in this tab for the test.
-	eval[bool](t, br, `(() => { const a = document.querySelector('a.adlink-intext'); a.removeAttribute('target'); a.click(); return true; })()`)
+	eval[bool](t, br, clickIntext)
 	select {
 	case got := <-left:
 		if got != landing {
@@ -107,38 +123,26 @@ func TestClickGoesThroughRedirect(t *testing.T) {
 func TestClickTokenRenewed(t *testing.T) {
 	br := newBrowser(t)
 	b := startBackend(t)
-	br.onEveryPage(t, `(() => {
-			const now = Date.now;
-			window.clockShift = 0;
-			Date.now = () => now() + window.clockShift;
-			// Record each manifest's token before the widget sees the manifest.
-			window.manifestToks = [];
-			const f = window.fetch;
-			window.fetch = function (u, init) {
-				if (!String(u).includes("/v2/shards?")) return f.apply(this, arguments);
-				// The HTTP cache runs on the real clock, which did not move:
-				// ask the server, as the cache would 50 minutes later.
-				return f.call(this, u, Object.assign({}, init, {cache: "no-store"})).then(r => r.clone().json().then(m => { manifestToks.push(m.tok); return r; }));
-			};
-		})()`)
+	br.onEveryPage(t, clock)
+	br.onEveryPage(t, recordTokens)
 	br.do(t, chromedp.Navigate(b.URL+"/demo/search.html"))
 	type result struct {
 		Tok  string
 		Toks []string
 	}
-	const search = `adlink.search("iphone 15").then(r => ({tok: new URL(r.link[0].ad).searchParams.get("tok"), toks: manifestToks}))`
-	first := eval[result](t, br, search)
+	first := evalCall[result](t, br, tokenSearch, 0)
 	if len(first.Toks) != 1 || first.Tok == "" || first.Tok != first.Toks[0] {
 		t.Fatalf("first search: click token %q, manifests' tokens %q", first.Tok, first.Toks)
 	}
 	// 55 minutes later the token (an hour) expires within 10 minutes. (A
 	// second on, so the server's new token differs from the first.)
 	time.Sleep(1100 * time.Millisecond)
-	later := eval[result](t, br, `(window.clockShift = 55 * 60 * 1000, `+search+`)`)
+	shift := (55 * time.Minute).Milliseconds()
+	later := evalCall[result](t, br, tokenSearch, shift)
 	if len(later.Toks) != 2 || later.Toks[1] == later.Toks[0] || later.Tok != later.Toks[1] {
 		t.Errorf("55 minutes later: click token %q, manifests' tokens %q; want a second manifest's", later.Tok, later.Toks)
 	}
-	again := eval[result](t, br, search)
+	again := evalCall[result](t, br, tokenSearch, shift)
 	if len(again.Toks) != 2 || again.Tok != again.Toks[1] {
 		t.Errorf("right after: click token %q, manifests' tokens %q; want no third manifest", again.Tok, again.Toks)
 	}

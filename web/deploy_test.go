@@ -1,11 +1,43 @@
 package web
 
 import (
+	_ "embed"
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
+)
+
+var (
+	// countInstances counts the WebAssembly instances the page makes, in
+	// window.instances.
+	//
+	//go:embed testdata/deploy/instances.js
+	countInstances string
+	// fragmentsGone counts the manifests the page fetches, in
+	// window.manifests, and answers 404 for every fragment while
+	// window.gone is true.
+	//
+	//go:embed testdata/deploy/fragments_gone.js
+	fragmentsGone string
+	// goneSearch, called with gone and q, sets window.gone and searches q.
+	//
+	//go:embed testdata/deploy/gone_search.js
+	goneSearch string
+	// redeploy, called with a shard's URL and sha256, counts the modules
+	// the page compiles, in window.compiles, and fetches each manifest
+	// anew; while window.deployed is true, the manifest names that shard
+	// and a module of another deploy.
+	//
+	//go:embed testdata/deploy/redeploy.js
+	redeploy string
+	// redeploySearch, called with clockShift and deployed, sets them and
+	// searches.
+	//
+	//go:embed testdata/deploy/redeploy_search.js
+	redeploySearch string
 )
 
 // TestFragmentGoneAfterDeploy: when the fragments of the shard a page
@@ -16,37 +48,25 @@ import (
 func TestFragmentGoneAfterDeploy(t *testing.T) {
 	br := newBrowser(t)
 	b := startCutBackend(t)
-	br.onEveryPage(t, `(() => {
-			window.instances = 0;
-			const I = WebAssembly.Instance;
-			WebAssembly.Instance = function (m, imports) { instances++; return new I(m, imports); };
-			window.gone = false;
-			window.manifests = 0;
-			const f = window.fetch;
-			window.fetch = function (u) {
-				if (String(u).includes("/v2/shards?")) manifests++;
-				if (gone && /\/v2\/shards\/[0-9a-f]{64}\/[0-9]+$/.test(String(u))) return Promise.resolve(new Response("gone", {status: 404}));
-				return f.apply(this, arguments);
-			};
-		})()`)
+	br.onEveryPage(t, countInstances)
+	br.onEveryPage(t, fragmentsGone)
 	br.do(t, chromedp.Navigate(b.URL+"/demo/search.html"))
 	type result struct {
 		Links, Instances, Manifests int
 		Error                       string
 	}
-	search := func(setup, q string) result {
-		return eval[result](t, br, `(() => { `+setup+` return adlink.search(`+jsString(q)+`, {loc: "de", lang: "de"}).then(
-			r => ({links: r.link.length, instances, manifests}), e => ({error: String(e), instances, manifests})); })()`)
+	search := func(gone bool, q string) result {
+		return evalCall[result](t, br, goneSearch, gone, q)
 	}
-	first := search(``, "iphone 15")
+	first := search(false, "iphone 15")
 	if first.Links == 0 || first.Instances != 1 {
 		t.Fatalf("first search: %+v", first)
 	}
-	failed := search(`gone = true;`, "kopfhörer")
+	failed := search(true, "kopfhörer")
 	if !strings.Contains(failed.Error, "404") {
 		t.Fatalf("with its fragments gone: %+v; want the search to fail on a 404", failed)
 	}
-	again := search(`gone = false;`, "kopfhörer")
+	again := search(false, "kopfhörer")
 	if again.Links == 0 || again.Instances != 2 || again.Manifests <= first.Manifests {
 		t.Errorf("after the fragments were gone: %+v; want ads from a new instance over a new manifest (first %+v)", again, first)
 	}
@@ -68,47 +88,28 @@ func TestStaleShardLetGo(t *testing.T) {
 	if err := json.Unmarshal(get(t, b.URL+"/v2/shards?api_key=demo&site_id=demo"), &other); err != nil || other.Shard.Sha256 == "" {
 		t.Fatalf("the whole catalog's manifest: %v %+v", err, other)
 	}
-	br.onEveryPage(t, `(() => {
-			const now = Date.now;
-			window.clockShift = 0;
-			Date.now = () => now() + window.clockShift;
-			window.instances = 0;
-			const I = WebAssembly.Instance;
-			WebAssembly.Instance = function (m, imports) { instances++; return new I(m, imports); };
-			window.compiles = 0;
-			const cs = WebAssembly.compileStreaming;
-			WebAssembly.compileStreaming = function () { compiles++; return cs.apply(this, arguments); };
-			window.deployed = false;
-			const f = window.fetch;
-			window.fetch = function (u, init) {
-				if (!String(u).includes("/v2/shards?")) return f.apply(this, arguments);
-				return f.call(this, u, Object.assign({}, init, {cache: "no-store"})).then(r => r.json()).then(m => {
-					if (deployed) {
-						m.shard = {url: `+jsString(other.Shard.URL)+`, sha256: `+jsString(other.Shard.Sha256)+`};
-						m.matcher.url += "&deploy=2"; // a new module, as a deploy brings
-					}
-					return new Response(JSON.stringify(m), {status: 200, headers: {"Content-Type": "application/json"}});
-				});
-			};
-		})()`)
+	br.onEveryPage(t, clock)
+	br.onEveryPage(t, countInstances)
+	br.onEveryPage(t, jsCall(redeploy, other.Shard.URL, other.Shard.Sha256))
 	br.do(t, chromedp.Navigate(b.URL+"/demo/search.html"))
-	const search = `adlink.search("iphone 15").then(r => ({links: r.link.length, instances, compiles}))`
 	type result struct{ Links, Instances, Compiles int }
 	steps := []struct {
-		name, setup string
-		want        result
+		name     string
+		shift    time.Duration // the page's clock ahead
+		deployed bool
+		want     result
 	}{
-		{"first search", ``, result{Instances: 1, Compiles: 1}},
+		{"first search", 0, false, result{Instances: 1, Compiles: 1}},
 		// The new manifest names a new shard and a new module: the page
 		// compiles that, for the old one may not read the new shard.
-		{"after the deploy", `clockShift = 55 * 60 * 1000; deployed = true;`, result{Instances: 2, Compiles: 2}},
+		{"after the deploy", 55 * time.Minute, true, result{Instances: 2, Compiles: 2}},
 		// The first shard was let go: naming it again loads it anew, in
 		// the module already compiled for it.
-		{"back to the first shard", `clockShift = 110 * 60 * 1000; deployed = false;`, result{Instances: 3, Compiles: 2}},
-		{"again", ``, result{Instances: 3, Compiles: 2}},
+		{"back to the first shard", 110 * time.Minute, false, result{Instances: 3, Compiles: 2}},
+		{"again", 110 * time.Minute, false, result{Instances: 3, Compiles: 2}},
 	}
 	for _, s := range steps {
-		got := eval[result](t, br, `(() => {`+s.setup+` return `+search+`; })()`)
+		got := evalCall[result](t, br, redeploySearch, s.shift.Milliseconds(), s.deployed)
 		if got.Links == 0 || got.Instances != s.want.Instances || got.Compiles != s.want.Compiles {
 			t.Errorf("%s: %+v; want ads from instance %d, %d modules compiled", s.name, got, s.want.Instances, s.want.Compiles)
 		}

@@ -1,6 +1,7 @@
 package web
 
 import (
+	_ "embed"
 	"net/http"
 	"net/url"
 	"reflect"
@@ -10,6 +11,25 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
+var (
+	// matchEarly, called with a text, calls adlink.matchText with it the
+	// moment the widget defines adlink, into window.earlyMatch.
+	//
+	//go:embed testdata/firstview/match_early.js
+	matchEarly string
+	//go:embed testdata/firstview/early_links.js
+	earlyLinks string
+	//go:embed testdata/firstview/match_links.js
+	matchLinks string
+	//go:embed testdata/firstview/steps.js
+	timingSteps string
+	// fragmentsSearch, called with q and fields, is adlink.search's answer
+	// in the German market, as JSON.
+	//
+	//go:embed testdata/firstview/search_json.js
+	fragmentsSearch string
+)
+
 // TestArticleFirstView: the first view of the demo article, which the
 // server has never seen, shows in-text links and an ad box matched in the
 // page; once the server has analysed it, its answer is shown instead.
@@ -17,8 +37,7 @@ func TestArticleFirstView(t *testing.T) {
 	br := newBrowser(t)
 	b := startBackend(t)
 	page := b.firstView("article.html")
-	br.do(t, chromedp.Navigate(page))
-	r := eval[readyResult](t, br, widgetReady)
+	r := br.view(t, page)
 	if r.Source != "local" {
 		t.Fatalf("first view: ads from %q, want local (the server cannot have analysed the page yet)", r.Source)
 	}
@@ -55,24 +74,17 @@ func TestAnalysedPageMatchesOnDemand(t *testing.T) {
 		if early {
 			// Call adlink.matchText the moment the widget defines adlink,
 			// before the server can have answered.
-			br.onEveryPage(t, `(() => {
-					let v;
-					Object.defineProperty(window, "adlink", {configurable: true, get: () => v, set: x => {
-						v = x;
-						window.earlyMatch = x.matchText(`+jsString(text)+`).then(r => r.link.length);
-					}});
-				})()`)
+			br.onEveryPage(t, jsCall(matchEarly, text))
 		}
-		br.do(t, chromedp.Navigate(view))
-		if r := eval[readyResult](t, br, widgetReady); r.Source != "server" || r.Links == 0 {
+		if r := br.view(t, view); r.Source != "server" || r.Links == 0 {
 			t.Fatalf("early=%v: %+v, want the server's ads", early, r)
 		}
 		if early {
-			if n := eval[int](t, br, `window.earlyMatch`); n == 0 {
+			if n := eval[int](t, br, earlyLinks); n == 0 {
 				t.Errorf("adlink.matchText before the answer found no ads")
 			}
 		}
-		if n := eval[int](t, br, `adlink.matchText(`+jsString(text)+`).then(r => r.link.length)`); n == 0 {
+		if n := evalCall[int](t, br, matchLinks, text); n == 0 {
 			t.Errorf("early=%v: adlink.matchText after the answer found no ads", early)
 		}
 		br.noConsoleErrors(t)
@@ -87,8 +99,7 @@ func TestFragmentsFirstView(t *testing.T) {
 	br := newBrowser(t)
 	b := startCutBackend(t)
 	before := b.requestCounts()
-	br.do(t, chromedp.Navigate(b.firstView("article.html")))
-	if r := eval[readyResult](t, br, widgetReady); r.Source != "local" {
+	if r := br.view(t, b.firstView("article.html")); r.Source != "local" {
 		t.Fatalf("first view: ads from %q, want local", r.Source)
 	}
 	checkPlaced(t, b, eval[placed](t, br, placedScript))
@@ -101,7 +112,7 @@ func TestFragmentsFirstView(t *testing.T) {
 			fetched += n
 		}
 	}
-	steps := eval[map[string]float64](t, br, `adlink.timing.steps`)
+	steps := eval[map[string]float64](t, br, timingSteps)
 	if fetched == 0 || !(steps["need"] > 0 && steps["fragments"] >= steps["need"]) {
 		t.Errorf("%d fragments fetched, steps %v: the page did not load its ads' fragments", fetched, steps)
 	}
@@ -113,7 +124,7 @@ func TestFragmentsFirstView(t *testing.T) {
 		if !strings.Contains(string(body), `"title"`) {
 			t.Errorf("%q: the server has no ads; the test compares nothing", q)
 		}
-		local := eval[string](t, br, `adlink.search(`+jsString(q)+`, {loc: "de", lang: "de", fields: `+jsString(v.Get("fields"))+`}).then(JSON.stringify)`)
+		local := evalCall[string](t, br, fragmentsSearch, q, v.Get("fields"))
 		if a, s := unsignedJSON(t, []byte(local)), unsignedJSON(t, body); !reflect.DeepEqual(a, s) {
 			t.Errorf("%q: adlink.search gives %s\nserver %s", q, local, body)
 		}

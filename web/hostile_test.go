@@ -1,6 +1,7 @@
 package web
 
 import (
+	_ "embed"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -8,8 +9,31 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+)
 
-	"github.com/chromedp/chromedp"
+var (
+	// surrogatesPage is the page's script that puts lone surrogates into
+	// its title and into #p.
+	//
+	//go:embed testdata/hostile/surrogates_page.js
+	surrogatesPage string
+	//go:embed testdata/hostile/surrogates_match.js
+	surrogatesMatch string
+	//go:embed testdata/hostile/surrogates_search.js
+	surrogatesSearch string
+	// pageLinkRequests is the URL of every request to /v2/page/link.
+	//
+	//go:embed testdata/hostile/page_link_requests.js
+	pageLinkRequests string
+	// pollute is the page's script that adds to Object.prototype.
+	//
+	//go:embed testdata/hostile/pollute.js
+	pollute string
+	// placedURLs is the href of every link the widget placed, the src of
+	// every image, and the URL of every request to the API.
+	//
+	//go:embed testdata/hostile/placed_urls.js
+	placedURLs string
 )
 
 // TestLoneSurrogates: text with an unpaired UTF-16 surrogate, which the
@@ -17,14 +41,14 @@ import (
 // still matched: in the page, by adlink.matchText and by adlink.search.
 func TestLoneSurrogates(t *testing.T) {
 	br, _, r := openPage(t, `<article><h1>Handy-Test</h1><p id="p">`+handyText+`</p></article>
-<script>document.title += "\uD800"; document.getElementById("p").append(" \uDC00 Kopfhörer \uD83D");</script>`)
+`+inlineScript(surrogatesPage))
 	if r.Source != "local" || r.Links == 0 {
 		t.Errorf("page: %+v, want ads matched in the page", r)
 	}
-	if n := eval[int](t, br, `adlink.matchText("Das Apple iPhone 15 \uDC00 und gute \uD800Kopfhörer", {title: "\uDBFF"}).then(r => r.link.length)`); n == 0 {
+	if n := eval[int](t, br, surrogatesMatch); n == 0 {
 		t.Errorf("adlink.matchText found no ads")
 	}
-	if n := eval[int](t, br, `adlink.search("iphone 15 \uD800", {loc: "de", lang: "de"}).then(r => r.link.length)`); n == 0 {
+	if n := eval[int](t, br, surrogatesSearch); n == 0 {
 		t.Errorf("adlink.search found no ads")
 	}
 	br.noConsoleErrors(t)
@@ -57,8 +81,7 @@ func TestStalledServerTimesOut(t *testing.T) {
 	site := publisher(t, map[string]string{
 		"/page.html": publisherPage("de-DE", stalling.URL, `<article><p>`+handyText+`</p></article>`),
 	})
-	br.do(t, chromedp.Navigate(site+"/page.html"))
-	if r := eval[readyResult](t, br, widgetReady); r.Source != "local" || r.Links == 0 {
+	if r := br.view(t, site+"/page.html"); r.Source != "local" || r.Links == 0 {
 		t.Errorf("%+v, want ads matched in the page", r)
 	}
 }
@@ -73,20 +96,18 @@ func TestPageURLSent(t *testing.T) {
 	site := publisher(t, map[string]string{
 		"/page.html": publisherPage("de-DE", b.URL, "<article><p>"+handyText+"</p></article>"),
 	})
-	br.do(t, chromedp.Navigate(site+"/page.html?v=1#access_token=SECRET"))
-	r := eval[readyResult](t, br, widgetReady)
-	sent := eval[[]string](t, br, `performance.getEntriesByType("resource").map(e => e.name).filter(u => u.includes("/v2/page/link"))`)
+	r := br.view(t, site+"/page.html?v=1#access_token=SECRET")
+	sent := eval[[]string](t, br, pageLinkRequests)
 	if len(sent) != 1 || strings.Contains(sent[0], "SECRET") || !strings.Contains(sent[0], url.QueryEscape("/page.html?v=1")) {
 		t.Errorf("asked %q; want the address without its fragment", sent)
 	}
 	if r.Links == 0 {
 		t.Errorf("%+v, want ads", r)
 	}
-	br.do(t, chromedp.Navigate(site+"/page.html?long="+strings.Repeat("x", 2100)))
-	if r := eval[readyResult](t, br, widgetReady); r.Source != "local" || r.Links == 0 {
+	if r := br.view(t, site+"/page.html?long="+strings.Repeat("x", 2100)); r.Source != "local" || r.Links == 0 {
 		t.Errorf("a 2 KB address: %+v, want ads matched in the page", r)
 	}
-	if n := eval[int](t, br, `performance.getEntriesByType("resource").filter(e => e.name.includes("/v2/page/link")).length`); n != 0 {
+	if n := len(eval[[]string](t, br, pageLinkRequests)); n != 0 {
 		t.Errorf("a 2 KB address: %d requests to /v2/page/link, which refuses it", n)
 	}
 	br.noConsoleErrors(t)
@@ -106,20 +127,15 @@ func TestHostilePage(t *testing.T) {
 	]}`)
 	site := publisher(t, map[string]string{
 		"/page.html": strings.Replace(publisherPage("de-DE", b.URL, "<article><p>"+handyText+"</p></article>"),
-			"<script async", `<script>Object.prototype.evil = "1";</script><script async`, 1),
+			"<script async", inlineScript(pollute)+"<script async", 1),
 	})
-	br.do(t, chromedp.Navigate(site+"/page.html"))
-	if r := eval[readyResult](t, br, widgetReady); r.Source != "server" {
+	if r := br.view(t, site+"/page.html"); r.Source != "server" {
 		t.Fatalf("%+v, want the (rewritten) server answer", r)
 	}
 	type result struct {
 		Hrefs, Srcs, Asked []string
 	}
-	got := eval[result](t, br, `({
-		hrefs: [...document.querySelectorAll("[data-adlink] a, a[data-adlink]")].map(a => a.getAttribute("href")),
-		srcs: [...document.querySelectorAll("[data-adlink] img")].map(i => i.getAttribute("src")),
-		asked: performance.getEntriesByType("resource").map(e => e.name).filter(u => u.includes("/v2/")),
-	})`)
+	got := eval[result](t, br, placedURLs)
 	if !reflect.DeepEqual(got.Hrefs, []string{"http://ads.example/x", "http://ads.example/x"}) || len(got.Srcs) != 0 {
 		t.Errorf("placed hrefs %q, logos %q; want only the http ad, in the text and the box, without its logo", got.Hrefs, got.Srcs)
 	}

@@ -1,12 +1,39 @@
 package web
 
 import (
+	_ "embed"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
+)
 
-	"github.com/chromedp/chromedp"
+var (
+	// nestedLinks counts the in-text links, those inside a link, a
+	// drawing or a form field, and the links in an SVG drawing.
+	//
+	//go:embed testdata/intext/nested.js
+	nestedLinks string
+	// asShown is, once the widget has placed its ads, the text of each
+	// in-text link, the links in the hidden paragraph and the keywords of
+	// every ad.
+	//
+	//go:embed testdata/intext/as_shown.js
+	asShown string
+	// splitWordLinks is the text of each link in the paragraph where
+	// markup splits a word.
+	//
+	//go:embed testdata/intext/split_word.js
+	splitWordLinks string
+	// listing tells the in-text links, where the ad box went, and the
+	// links in the second article and outside #story.
+	//
+	//go:embed testdata/intext/listing.js
+	listing string
+	// intextWords is the text of each in-text link.
+	//
+	//go:embed testdata/intext/words.js
+	intextWords string
 )
 
 // TestInTextNotNested: no in-text link goes inside another link, also one
@@ -30,18 +57,12 @@ func TestInTextNotNested(t *testing.T) {
 		Intext, Nested int
 		SVGLinks       int `json:"svgLinks"`
 	}
-	const script = `({
-		intext: document.querySelectorAll('a.adlink-intext').length,
-		nested: [...document.querySelectorAll('a.adlink-intext')].filter(a => a.parentElement.closest('a, svg, math, label, textarea')).length,
-		svgLinks: document.querySelectorAll('svg a').length,
-	})`
 	for _, path := range []string{"/svg.html", "/teaser.html", "/webforms.html"} {
-		br.do(t, chromedp.Navigate(site+path))
-		r := eval[readyResult](t, br, widgetReady)
+		r := br.view(t, site+path)
 		if r.Source != "local" || r.Links == 0 {
 			t.Fatalf("%s: %+v, want ads matched in the page", path, r)
 		}
-		got := eval[result](t, br, script)
+		got := eval[result](t, br, nestedLinks)
 		if got.Nested != 0 || got.SVGLinks != 0 {
 			t.Errorf("%s: %d of %d in-text links inside a link or a drawing, %d links in the SVG", path, got.Nested, got.Intext, got.SVGLinks)
 		}
@@ -76,11 +97,7 @@ S24 im Vergleich. Dazu eine Handy&shy;hülle.</p>
 		Hidden   int
 		Keywords []string
 	}
-	got := eval[result](t, br, `adlink.ready.then(r => ({
-		linked: [...document.querySelectorAll("a.adlink-intext")].map(a => a.textContent),
-		hidden: document.querySelectorAll("p[style] a").length,
-		keywords: r.links.flatMap(l => l.keywords || []),
-	}))`)
+	got := eval[result](t, br, asShown)
 	for _, want := range []string{"iPhone\u00a015", "Galaxy\nS24", "Smartphone"} {
 		if !slices.Contains(got.Linked, want) {
 			t.Errorf("no link on %q: links %q", want, got.Linked)
@@ -89,7 +106,7 @@ S24 im Vergleich. Dazu eine Handy&shy;hülle.</p>
 	// A word that markup splits ("Apple<b>Galaxy</b>Google") is no
 	// "Apple", "Galaxy" or "Google": in that paragraph only "Smartphone"
 	// has a link.
-	if got := eval[[]string](t, br, `[...document.querySelector("p b").parentElement.querySelectorAll("a")].map(a => a.textContent)`); !reflect.DeepEqual(got, []string{"Smartphone"}) {
+	if got := eval[[]string](t, br, splitWordLinks); !reflect.DeepEqual(got, []string{"Smartphone"}) {
 		t.Errorf("links %q in the paragraph with a word that markup splits, want only \"Smartphone\"", got)
 	}
 	// (The page's title, "Handy-Test 2026", has a "Handy" of its own.)
@@ -129,25 +146,17 @@ func TestListingPage(t *testing.T) {
 		InSecond  int
 		OutsideOf int
 	}
-	const look = `({
-		linked: [...document.querySelectorAll("a.adlink-intext")].map(a => a.textContent),
-		boxIn: (document.querySelector("[data-adlink=box]").parentElement.closest("article, main") || {}).id || document.querySelector("[data-adlink=box]").parentElement.localName,
-		inSecond: document.querySelectorAll("#a2 a.adlink-intext").length,
-		outsideOf: [...document.querySelectorAll("a.adlink-intext")].filter(a => !a.closest("#story")).length,
-	})`
-	br.do(t, chromedp.Navigate(site+"/front.html"))
-	if r := eval[readyResult](t, br, widgetReady); r.Links == 0 {
+	if r := br.view(t, site+"/front.html"); r.Links == 0 {
 		t.Fatalf("front page: %+v, want ads", r)
 	}
-	got := eval[result](t, br, look)
+	got := eval[result](t, br, listing)
 	if got.InSecond == 0 || got.BoxIn == "a1" {
 		t.Errorf("front page: %+v; want links in the second article too, and the box outside the first", got)
 	}
-	br.do(t, chromedp.Navigate(site+"/story.html"))
-	if r := eval[readyResult](t, br, widgetReady); r.Links == 0 {
+	if r := br.view(t, site+"/story.html"); r.Links == 0 {
 		t.Fatalf("story: %+v, want ads", r)
 	}
-	got = eval[result](t, br, look)
+	got = eval[result](t, br, listing)
 	if got.BoxIn != "story" || got.OutsideOf != 0 || len(got.Linked) == 0 {
 		t.Errorf("story with comments: %+v; want links and the box in the story only", got)
 	}
@@ -164,7 +173,7 @@ func TestWordEdges(t *testing.T) {
 	if r.Links == 0 {
 		t.Fatalf("%+v, want ads", r)
 	}
-	linked := eval[[]string](t, br, `[...document.querySelectorAll("a.adlink-intext")].map(a => a.textContent)`)
+	linked := eval[[]string](t, br, intextWords)
 	if !slices.ContainsFunc(linked, func(s string) bool { return strings.HasSuffix(s, "Pixel 8") }) {
 		t.Errorf("links %q; want one on \"Pixel 8\" before the <br>", linked)
 	}
@@ -186,11 +195,10 @@ func TestKeywordSpelling(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			br := newBrowser(t)
 			b := startBackend(t)
-			answerPageWith(t, br, `{"link": [{"title": "Ad", "keywords": [`+jsString(c.keyword)+`], "ad": "http://ads.example/a", "display_type": ["link"]}]}`)
+			answerPageWith(t, br, `{"link": [{"title": "Ad", "keywords": [`+jsonString(c.keyword)+`], "ad": "http://ads.example/a", "display_type": ["link"]}]}`)
 			site := publisher(t, map[string]string{"/page.html": publisherPage(c.lang, b.URL, "<article><p>"+c.text+"</p></article>")})
-			br.do(t, chromedp.Navigate(site+"/page.html"))
-			eval[readyResult](t, br, widgetReady)
-			if got := eval[[]string](t, br, `[...document.querySelectorAll("a.adlink-intext")].map(a => a.textContent)`); !reflect.DeepEqual(got, []string{c.want}) {
+			br.view(t, site+"/page.html")
+			if got := eval[[]string](t, br, intextWords); !reflect.DeepEqual(got, []string{c.want}) {
 				t.Errorf("links %q, want one on %q", got, c.want)
 			}
 			br.noConsoleErrors(t)

@@ -1,7 +1,7 @@
 package web
 
 import (
-	"context"
+	_ "embed"
 	"net/url"
 	"reflect"
 	"regexp"
@@ -9,9 +9,33 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
+)
+
+var (
+	//go:embed testdata/markets/config.js
+	configMarket string
+	// recordManifests records the URL of every manifest the page asks
+	// for in window.manifestURLs.
+	//
+	//go:embed testdata/markets/record_manifests.js
+	recordManifests string
+	//go:embed testdata/markets/manifest_urls.js
+	manifestURLs string
+	// matchJSON, called with a text and options, is adlink.matchText's
+	// answer, as JSON.
+	//
+	//go:embed testdata/markets/match_json.js
+	matchJSON string
+	// geoSearch searches with loc=use_geo and lang=use_locale.
+	//
+	//go:embed testdata/markets/geo_search.js
+	geoSearch string
+	// boxLabel is the ad box's label, its aria-label and its prices.
+	//
+	//go:embed testdata/markets/box_label.js
+	boxLabel string
 )
 
 // TestPageLangMarket: the widget reads the market from <html lang>, a BCP
@@ -37,9 +61,8 @@ func TestPageLangMarket(t *testing.T) {
 	}
 	site := publisher(t, pages)
 	for i, c := range cases {
-		br.do(t, chromedp.Navigate(site+"/lang/"+strconv.Itoa(i)+".html"))
-		r := eval[readyResult](t, br, widgetReady)
-		got := eval[struct{ Loc, Lang string }](t, br, `({loc: adlink.config.loc, lang: adlink.config.lang})`)
+		r := br.view(t, site+"/lang/"+strconv.Itoa(i)+".html")
+		got := eval[struct{ Loc, Lang string }](t, br, configMarket)
 		if got.Loc != c.loc || got.Lang != c.lang {
 			t.Errorf("<html lang=%q>: loc %q, lang %q; want %q, %q", c.tag, got.Loc, got.Lang, c.loc, c.lang)
 		}
@@ -56,25 +79,17 @@ func TestPageLangMarket(t *testing.T) {
 func TestPageMatchHasNoLang(t *testing.T) {
 	br := newBrowser(t)
 	b := startBackend(t)
-	br.onEveryPage(t, `(() => {
-			window.manifestURLs = [];
-			const f = window.fetch;
-			window.fetch = function (u) {
-				if (String(u).includes("/v2/shards?")) manifestURLs.push(String(u));
-				return f.apply(this, arguments);
-			};
-		})()`)
-	br.do(t, chromedp.Navigate(b.firstView("article.html")))
-	if r := eval[readyResult](t, br, widgetReady); r.Source != "local" || r.Links == 0 {
+	br.onEveryPage(t, recordManifests)
+	if r := br.view(t, b.firstView("article.html")); r.Source != "local" || r.Links == 0 {
 		t.Fatalf("first view: %+v, want ads matched in the page", r)
 	}
 	const text = "Das Apple iPhone 15 und gute Kopfhörer"
-	plain := eval[string](t, br, `adlink.matchText(`+jsString(text)+`).then(JSON.stringify)`)
-	english := eval[string](t, br, `adlink.matchText(`+jsString(text)+`, {lang: "en"}).then(JSON.stringify)`)
+	plain := evalCall[string](t, br, matchJSON, text)
+	english := evalCall[string](t, br, matchJSON, text, map[string]string{"lang": "en"})
 	if a, e := unsignedJSON(t, []byte(plain)), unsignedJSON(t, []byte(english)); !reflect.DeepEqual(a, e) {
 		t.Errorf("adlink.matchText with lang en gives %s\nwithout %s", english, plain)
 	}
-	for _, u := range eval[[]string](t, br, `manifestURLs`) {
+	for _, u := range eval[[]string](t, br, manifestURLs) {
 		q, err := url.Parse(u)
 		if err != nil {
 			t.Fatal(err)
@@ -93,16 +108,11 @@ func TestPageMatchHasNoLang(t *testing.T) {
 func TestGeoAndLocale(t *testing.T) {
 	br := newBrowser(t)
 	b := startBackend(t)
-	br.do(t, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-		if _, err := cdp.Call(ctx, tg, network.Enable, network.EnableParams{}); err != nil {
-			return err
-		}
-		_, err := cdp.Call(ctx, tg, network.SetExtraHTTPHeaders, network.SetExtraHTTPHeadersParams{
-			Headers: network.Headers{"CF-IPCountry": "US", "Accept-Language": "en-GB,en;q=0.8"}})
-		return err
-	}))
+	send(t, br, network.Enable, network.EnableParams{})
+	send(t, br, network.SetExtraHTTPHeaders, network.SetExtraHTTPHeadersParams{
+		Headers: network.Headers{"CF-IPCountry": "US", "Accept-Language": "en-GB,en;q=0.8"}})
 	br.do(t, chromedp.Navigate(b.URL+"/demo/search.html"))
-	local := eval[string](t, br, `adlink.search("printer", {loc: "use_geo", lang: "use_locale", "ctx.dist": "low", fields: "price"}).then(JSON.stringify)`)
+	local := eval[string](t, br, geoSearch)
 	server := get(t, b.URL+"/v2/search/link?q=printer&api_key=demo&site_id=demo&loc=us&lang=en&ctx.dist=low&fields=price")
 	anywhere := get(t, b.URL+"/v2/search/link?q=printer&api_key=demo&site_id=demo&ctx.dist=low&fields=price")
 	if reflect.DeepEqual(unsignedJSON(t, server), unsignedJSON(t, anywhere)) || !strings.Contains(string(server), `"ad"`) {
@@ -137,18 +147,13 @@ func TestBoxLanguage(t *testing.T) {
 	}
 	site := publisher(t, pages)
 	for _, c := range cases {
-		br.do(t, chromedp.Navigate(site+c.path))
-		if r := eval[readyResult](t, br, widgetReady); r.Links == 0 {
+		if r := br.view(t, site+c.path); r.Links == 0 {
 			t.Fatalf("%s: no ads: %+v", c.path, r)
 		}
 		got := eval[struct {
 			Label, Aria string
 			Prices      []string
-		}](t, br, `({
-			label: document.querySelector('.adlink-label').textContent,
-			aria: document.querySelector('.adlink-box').getAttribute('aria-label'),
-			prices: [...document.querySelectorAll('.adlink-price')].map(e => e.textContent),
-		})`)
+		}](t, br, boxLabel)
 		if got.Label != c.label || got.Aria != c.aria {
 			t.Errorf("%s: label %q, aria-label %q; want %q, %q", c.path, got.Label, got.Aria, c.label, c.aria)
 		}

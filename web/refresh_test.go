@@ -1,12 +1,50 @@
 package web
 
 import (
+	_ "embed"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
+)
 
-	"github.com/chromedp/chromedp"
+var (
+	// nextPage plays a single-page app's next page: a new address and
+	// article, and adlink.refresh called twice, the first superseded.
+	//
+	//go:embed testdata/refresh/next_page.js
+	nextPage string
+	// restoredText refreshes and gives the paragraph's text and nodes.
+	//
+	//go:embed testdata/refresh/restored.js
+	restoredText string
+	// heldNodes is the page's script that writes #p as four text nodes
+	// and holds them in window.held, as a framework does.
+	//
+	//go:embed testdata/refresh/held_nodes.js
+	heldNodes string
+	// lookNodes is a function that gives the in-text links, the text of #p
+	// and of the nodes the page holds, and whether they are still in #p.
+	//
+	//go:embed testdata/refresh/look.js
+	lookNodes string
+	// clearedNodes, called with lookNodes, refreshes twice, looks, and
+	// refreshes again.
+	//
+	//go:embed testdata/refresh/cleared.js
+	clearedNodes string
+	//go:embed testdata/refresh/own.js
+	ownElement string
+	// pageUpdate sets the text of the page's own nodes and refreshes at a
+	// new address.
+	//
+	//go:embed testdata/refresh/page_update.js
+	pageUpdate string
+	// pageChanges normalizes a paragraph that starts with a link, copies
+	// another with its links into #slider, and refreshes.
+	//
+	//go:embed testdata/refresh/page_changes.js
+	pageChanges string
 )
 
 // TestRefresh: a single-page app changes its article and URL and calls
@@ -19,8 +57,7 @@ func TestRefresh(t *testing.T) {
 	site := publisher(t, map[string]string{
 		"/app/1": publisherPage("de-DE", b.URL, `<article id="a"><h1>Handy-Test</h1><p>`+handyText+`</p></article>`),
 	})
-	br.do(t, chromedp.Navigate(site+"/app/1"))
-	if r := eval[readyResult](t, br, widgetReady); r.Links == 0 {
+	if r := br.view(t, site+"/app/1"); r.Links == 0 {
 		t.Fatalf("first page: %+v, want ads", r)
 	}
 	type view struct {
@@ -30,23 +67,7 @@ func TestRefresh(t *testing.T) {
 		Text          string
 		Asked         bool
 	}
-	const next = `(async () => {
-		history.pushState(null, "", "/app/2");
-		const a = document.getElementById("a");
-		const before = a.textContent;
-		adlink.refresh(); // superseded at once
-		a.innerHTML = "<h1>Kopfhörer im Test</h1><p>Gute Kopfhörer für das Samsung Galaxy S24.</p>";
-		const r = await adlink.refresh();
-		return {
-			source: r.source,
-			intext: document.querySelectorAll("a.adlink-intext").length,
-			boxes: document.querySelectorAll("[data-adlink=box]").length,
-			words: [...document.querySelectorAll("a.adlink-intext")].map(a => a.textContent),
-			text: before,
-			asked: performance.getEntriesByType("resource").some(e => e.name.includes("/v2/page/link") && e.name.includes(encodeURIComponent("/app/2"))),
-		};
-	})()`
-	got := eval[view](t, br, next)
+	got := eval[view](t, br, nextPage)
 	if got.Boxes != 1 || got.Intext == 0 || !got.Asked {
 		t.Errorf("after refresh: %+v; want one set of the new page's ads, asked for at /app/2", got)
 	}
@@ -59,11 +80,7 @@ func TestRefresh(t *testing.T) {
 	restored := eval[struct {
 		Text  string
 		Nodes int
-	}](t, br, `(() => {
-		adlink.refresh();
-		const p = document.querySelector("#a p");
-		return {text: p.textContent, nodes: p.childNodes.length};
-	})()`)
+	}](t, br, restoredText)
 	if restored.Text != "Gute Kopfhörer für das Samsung Galaxy S24." || restored.Nodes != 1 {
 		t.Errorf("after clearing: %q in %d nodes, want the paragraph's text in one", restored.Text, restored.Nodes)
 	}
@@ -84,17 +101,13 @@ func TestRefreshKeepsPageNodes(t *testing.T) {
 	script := `<script async="async" src="` + b.URL + `/widget.js" data-api-key="demo" data-site-id="demo" data-base="` + b.URL + `"></script>`
 	site := publisher(t, map[string]string{
 		"/nodes.html": publisherPage("de-DE", b.URL, `<article><h1>Handy-Test</h1><p id="p"></p><p data-adlink="intext" id="own">Eigenes</p></article>
-<script>
-const p = document.getElementById("p");
-window.held = ["Wir haben das ", "Apple iPhone 15", " und das Samsung Galaxy S24 getestet.", ""].map(s => p.appendChild(document.createTextNode(s)));
-</script>`),
+`+inlineScript(heldNodes)),
 		"/page.xhtml": `<?xml version="1.0" encoding="utf-8"?>
 <html xmlns="http://www.w3.org/1999/xhtml" lang="de-DE"><head><title>Handy-Test</title><link rel="icon" href="data:,"/>` + script + `</head>
 <body><article><h1>Handy-Test</h1><p id="p">` + handyText + `</p></article></body></html>`,
 	})
 	for _, path := range []string{"/nodes.html", "/page.xhtml"} {
-		br.do(t, chromedp.Navigate(site+path))
-		if r := eval[readyResult](t, br, widgetReady); r.Source != "local" || r.Links == 0 {
+		if r := br.view(t, site+path); r.Source != "local" || r.Links == 0 {
 			t.Fatalf("%s: %+v, want ads matched in the page", path, r)
 		}
 		type state struct {
@@ -103,19 +116,13 @@ window.held = ["Wir haben das ", "Apple iPhone 15", " und das Samsung Galaxy S24
 			Held     []string
 			Attached bool
 		}
-		const look = `({
-			links: document.querySelectorAll("a.adlink-intext").length,
-			text: document.getElementById("p").textContent,
-			held: window.held ? held.map(n => n.nodeValue) : [],
-			attached: window.held ? held.every(n => n.parentNode === document.getElementById("p")) : true,
-		})`
-		before := eval[state](t, br, look)
+		before := evalCall[state](t, br, lookNodes)
 		if before.Links == 0 {
 			t.Fatalf("%s: no in-text links to take out", path)
 		}
 		// A refresh takes them out, and the page is as it was; two more in
 		// a row find nothing to take out (their ads come later).
-		after := eval[state](t, br, `(adlink.refresh(), adlink.refresh(), (() => { const s = `+look+`; adlink.refresh(); return s; })())`)
+		after := evalCall[state](t, br, clearedNodes, jsSource(lookNodes))
 		want := before.Text
 		if after.Links != 0 || after.Text != want || !after.Attached {
 			t.Errorf("%s: after clearing %+v; want no links, the text %q, the page's nodes in place", path, after, want)
@@ -124,7 +131,7 @@ window.held = ["Wir haben das ", "Apple iPhone 15", " und das Samsung Galaxy S24
 			t.Errorf("the page's own nodes hold %q after clearing", after.Held)
 		}
 		// The page's own element with data-adlink is none of the widget's.
-		if own := eval[string](t, br, `document.getElementById("own") ? document.getElementById("own").outerHTML : "gone"`); path == "/nodes.html" && own != `<p data-adlink="intext" id="own">Eigenes</p>` {
+		if own := eval[string](t, br, ownElement); path == "/nodes.html" && own != `<p data-adlink="intext" id="own">Eigenes</p>` {
 			t.Errorf("after refresh, the page's own data-adlink element is %s", own)
 		}
 		if path == "/page.xhtml" && after.Text != handyText {
@@ -138,8 +145,7 @@ window.held = ["Wir haben das ", "Apple iPhone 15", " und das Samsung Galaxy S24
 	// its links.
 	// (A new address: the server has analysed the first, whose text it
 	// read without the page's script.)
-	br.do(t, chromedp.Navigate(site+"/nodes.html?v=1"))
-	if r := eval[readyResult](t, br, widgetReady); r.Source != "local" || r.Links == 0 {
+	if r := br.view(t, site+"/nodes.html?v=1"); r.Source != "local" || r.Links == 0 {
 		t.Fatalf("%+v, want ads matched in the page", r)
 	}
 	type update struct {
@@ -147,16 +153,7 @@ window.held = ["Wir haben das ", "Apple iPhone 15", " und das Samsung Galaxy S24
 		Cleared string
 		Linked  []string
 	}
-	got := eval[update](t, br, `(async () => {
-		const linked = held.filter(n => n.nextSibling && n.nextSibling.localName === "a").length;
-		held[1].nodeValue = "Google Pixel 8";
-		held[2].nodeValue = " und das Fairphone 5 getestet.";
-		history.pushState(null, "", "/nodes.html?v=2");
-		const ready = adlink.refresh();
-		const cleared = document.getElementById("p").textContent;
-		await ready;
-		return {cut: linked, cleared, linked: [...document.querySelectorAll("#p a")].map(a => a.textContent)};
-	})()`)
+	got := eval[update](t, br, pageUpdate)
 	if got.Cut == 0 {
 		t.Fatalf("no link was cut from the page's own nodes: %+v", got)
 	}
@@ -185,14 +182,7 @@ func TestRefreshAfterPageChanges(t *testing.T) {
 		StartLinked   bool
 		CopyLinks     int
 	}
-	got := eval[result](t, br, `(() => {
-		const n = document.getElementById("n"), startLinked = n.querySelector("a") !== null && n.firstChild.nodeValue === "";
-		n.normalize();
-		document.getElementById("slider").appendChild(document.getElementById("c").cloneNode(true));
-		adlink.refresh();
-		const copy = document.querySelector("#slider p");
-		return {startLinked, n: n.textContent, copy: copy.textContent, orig: document.getElementById("c").textContent, copyLinks: copy.querySelectorAll("a").length};
-	})()`)
+	got := eval[result](t, br, pageChanges)
 	if !got.StartLinked {
 		t.Fatalf("no link at the start of #n: the test checks nothing (%+v)", got)
 	}

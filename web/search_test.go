@@ -1,6 +1,7 @@
 package web
 
 import (
+	_ "embed"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -9,6 +10,35 @@ import (
 	"testing"
 
 	"github.com/chromedp/chromedp"
+)
+
+var (
+	// submitSearch, called with q and dist, fills in the demo search
+	// page's form and submits it.
+	//
+	//go:embed testdata/search/submit.js
+	submitSearch string
+	// searchResults, called with q, waits until the demo search page has
+	// shown the results of q and gives each result's title and link.
+	//
+	//go:embed testdata/search/results.js
+	searchResults string
+	// searchJSON, called with q and dist, is adlink.search's answer, as
+	// JSON, with the fields the demo search page asks for.
+	//
+	//go:embed testdata/search/search_json.js
+	searchJSON string
+	// jsonp, called with a URL, calls it as a JSONP script with the
+	// callback my.ads and resolves to the answer.
+	//
+	//go:embed testdata/search/jsonp.js
+	jsonp string
+	//go:embed testdata/search/dist.js
+	searchDist string
+	//go:embed testdata/search/location.js
+	locationSearch string
+	//go:embed testdata/search/back.js
+	historyBack string
 )
 
 // TestSearchPageEqualsServer: the demo search page matches in the page and
@@ -20,15 +50,8 @@ func TestSearchPageEqualsServer(t *testing.T) {
 	for _, tc := range []struct{ q, dist string }{
 		{"kopfhörer", "high"}, {"iphone 15", "high"}, {"lg handy verkaufen", "high"}, {"samsung galaxy", "low"}, {"laptop 16 GB", "none"},
 	} {
-		script := `new Promise((resolve, reject) => {
-			document.getElementById('q').value = ` + jsString(tc.q) + `;
-			document.getElementById('dist').value = ` + jsString(tc.dist) + `;
-			document.getElementById('search').requestSubmit();
-			const status = document.getElementById('status');
-			const w = () => status.dataset.done === ` + jsString(tc.q) + ` ? resolve([...document.querySelectorAll('#results a.result')].map(a => [a.textContent, a.href])) : setTimeout(w, 5);
-			w();
-		})`
-		shown := eval[[][2]string](t, br, script)
+		evalCall[bool](t, br, submitSearch, tc.q, tc.dist)
+		shown := evalCall[[][2]string](t, br, searchResults, tc.q)
 		v := url.Values{"q": {tc.q}, "api_key": {"demo"}, "site_id": {"demo"}, "loc": {"de"}, "lang": {"de"},
 			"ctx.dist": {tc.dist}, "fields": {"price,logoad_type"}}
 		body := get(t, b.URL+"/v2/search/link?"+v.Encode())
@@ -55,7 +78,7 @@ func TestSearchPageEqualsServer(t *testing.T) {
 			}
 		}
 		// And the whole answer, every field, as the page's code sees it.
-		local := eval[string](t, br, `adlink.search(`+jsString(tc.q)+`, {"ctx.dist": `+jsString(tc.dist)+`, fields: "price,logoad_type"}).then(JSON.stringify)`)
+		local := evalCall[string](t, br, searchJSON, tc.q, tc.dist)
 		if a, s := unsignedJSON(t, []byte(local)), unsignedJSON(t, body); !reflect.DeepEqual(a, s) {
 			t.Errorf("%q: adlink.search gives %s\nserver %s", tc.q, local, body)
 		}
@@ -75,13 +98,7 @@ func TestJSONPFromScriptTag(t *testing.T) {
 		Error      struct{ Code string }
 	}
 	call := func(q url.Values) answer {
-		return eval[answer](t, br, `new Promise((resolve, reject) => {
-			window.my = {ads: resolve};
-			const s = document.createElement('script');
-			s.src = `+jsString(b.URL+"/v2/search/link?"+q.Encode())+`;
-			s.onerror = () => reject(new Error('script failed'));
-			document.head.appendChild(s);
-		})`)
+		return evalCall[answer](t, br, jsonp, b.URL+"/v2/search/link?"+q.Encode())
 	}
 	ok := call(url.Values{"q": {"handy"}, "api_key": {"demo"}, "site_id": {"demo"}, "loc": {"de"}, "lang": {"de"}, "callback": {"my.ads"}})
 	if ok.HTTPStatus != 200 || len(ok.Link) == 0 || !strings.HasPrefix(ok.Link[0].Ad, b.URL+"/v1/redirect?type=search&") ||
@@ -117,26 +134,27 @@ func TestSearchPageAddress(t *testing.T) {
 		return out
 	}
 	shown := func(q string) []string {
-		return eval[[]string](t, br, `new Promise(resolve => {
-			const w = () => document.getElementById('status').dataset.done === `+jsString(q)+` ? resolve([...document.querySelectorAll('#results a.result')].map(a => a.textContent)) : setTimeout(w, 5);
-			w();
-		})`)
+		var out []string
+		for _, r := range evalCall[[][2]string](t, br, searchResults, q) {
+			out = append(out, r[0])
+		}
+		return out
 	}
 	br.do(t, chromedp.Navigate(b.URL+"/demo/search.html?q="+url.QueryEscape("kopfhörer")+"&ctx.dist=low"))
 	if got, want := shown("kopfhörer"), titles("kopfhörer", "low"); !reflect.DeepEqual(got, want) {
 		t.Errorf("from the address: %q, want %q", got, want)
 	}
-	if d := eval[string](t, br, `document.getElementById('dist').value`); d != "low" {
+	if d := eval[string](t, br, searchDist); d != "low" {
 		t.Errorf("ctx.dist from the address: %q, want low", d)
 	}
-	eval[bool](t, br, `(document.getElementById('q').value = 'iphone 15', document.getElementById('dist').value = 'high', document.getElementById('search').requestSubmit(), true)`)
+	evalCall[bool](t, br, submitSearch, "iphone 15", "high")
 	if got, want := shown("iphone 15"), titles("iphone 15", "high"); !reflect.DeepEqual(got, want) {
 		t.Errorf("submitted: %q, want %q", got, want)
 	}
-	if s := eval[string](t, br, `location.search`); s != "?q=iphone+15&ctx.dist=high" {
+	if s := eval[string](t, br, locationSearch); s != "?q=iphone+15&ctx.dist=high" {
 		t.Errorf("address after a search: %q", s)
 	}
-	eval[bool](t, br, `(history.back(), true)`)
+	eval[bool](t, br, historyBack)
 	if got, want := shown("kopfhörer"), titles("kopfhörer", "low"); !reflect.DeepEqual(got, want) {
 		t.Errorf("back: %q, want %q", got, want)
 	}
