@@ -63,11 +63,9 @@ func (br *browser) recordTransfer(tb testing.TB) *transfer {
 // view does not use. Each costs time that no reader's browser spends:
 // with the DOM and CSS domains on, the browser reports every node and
 // style sheet the page adds to the client; with the Network domain on, it
-// reports every chunk of every response and keeps a copy of the bodies.
-// That made the cold first view of the demo article about 90 ms slower
-// (four runs of BenchmarkFirstView, medians 463 and 483 ms against 387
-// and 371), most of it in the module's download. Bytes are counted in
-// views of their own (countView).
+// reports every chunk of every response and keeps a copy of the bodies,
+// which slows the module's download most. Bytes are counted in views of
+// their own (countView).
 func (br *browser) lean(tb testing.TB) {
 	tb.Helper()
 	for _, m := range []cdp.Command[cdp.Empty, cdp.Empty]{css.Disable, dom.Disable, network.Disable} {

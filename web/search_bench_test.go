@@ -49,10 +49,10 @@ var searchPass string
 // BenchmarkSearchInPage: what a search costs a publisher's page in
 // Chromium, V8 running matcher.wasm, beside the same searches natively
 // (match.Match and the JSON answer, as in the module) over the same de-DE
-// shard, once the browser is closed. The module's figure is its calls alone; adlink.search adds the
-// widget's request and JSON.parse around them. The native side does not
-// parse a request (about 0.7 µs in package wasm's figures), so the ratio
-// leans against the module. Package wasm times the module under wazero.
+// shard, once the browser is closed. The module's figure is its calls
+// alone; adlink.search adds the widget's request and JSON.parse around
+// them. The native side does not parse a request, so the ratio leans
+// against the module. Package wasm times the module under wazero.
 func BenchmarkSearchInPage(b *testing.B) {
 	srv := startBackend(b)
 	var searches []search
@@ -86,16 +86,15 @@ func BenchmarkSearchInPage(b *testing.B) {
 		}
 		br.noConsoleErrors(b)
 		br.close()
-		// Native passes taken in turn with the page's ran up to twice as
-		// slow (caches the browser had just used, its threads on the other
-		// core); alone, after a warm-up, they are the harder baseline.
+		// Native passes run alone, after a warm-up: taken in turn with the
+		// page's, they would share caches and cores with the browser.
 		nat.pass(reps)
 		for range nativePasses {
 			native = append(native, nat.pass(reps))
 		}
 	}
-	// The fastest pass of each side: noise on this shared machine only
-	// ever adds time, and a median still swung 2x between runs natively.
+	// The fastest pass of each side: noise on a shared machine only ever
+	// adds time.
 	m, s, n := slices.Min(alone), slices.Min(full), slices.Min(native)
 	b.ReportMetric(m, "µs/query-chromium")
 	b.ReportMetric(s, "µs/search-chromium")
