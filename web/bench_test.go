@@ -1,7 +1,7 @@
 package web
 
 import (
-	"context"
+	_ "embed"
 	"fmt"
 	"net/url"
 	"slices"
@@ -55,10 +55,7 @@ func (br *browser) recordTransfer(tb testing.TB) *transfer {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	br.do(tb, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
-		_, err := cdp.Call(ctx, t, network.Enable, network.EnableParams{})
-		return err
-	}))
+	send(tb, br, network.Enable, network.EnableParams{})
 	return tr
 }
 
@@ -66,21 +63,14 @@ func (br *browser) recordTransfer(tb testing.TB) *transfer {
 // view does not use. Each costs time that no reader's browser spends:
 // with the DOM and CSS domains on, the browser reports every node and
 // style sheet the page adds to the client; with the Network domain on, it
-// reports every chunk of every response and keeps a copy of the bodies.
-// That made the cold first view of the demo article about 90 ms slower
-// (four runs of BenchmarkFirstView, medians 463 and 483 ms against 387
-// and 371), most of it in the module's download. Bytes are counted in
-// views of their own (countView).
+// reports every chunk of every response and keeps a copy of the bodies,
+// which slows the module's download most. Bytes are counted in views of
+// their own (countView).
 func (br *browser) lean(tb testing.TB) {
 	tb.Helper()
-	br.do(tb, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
-		for _, m := range []cdp.Command[cdp.Empty, cdp.Empty]{css.Disable, dom.Disable, network.Disable} {
-			if _, err := cdp.Call(ctx, t, m, cdp.Empty{}); err != nil {
-				return err
-			}
-		}
-		return nil
-	}))
+	for _, m := range []cdp.Command[cdp.Empty, cdp.Empty]{css.Disable, dom.Disable, network.Disable} {
+		send(tb, br, m, cdp.Empty{})
+	}
 }
 
 // countView views page in a fresh browser with the Network domain on, as
@@ -92,8 +82,7 @@ func countView(b *testing.B, page, source string) (float64, string) {
 	defer br.close()
 	br.lean(b)
 	tr := br.recordTransfer(b)
-	br.do(b, chromedp.Navigate(page))
-	if r := eval[readyResult](b, br, widgetReady); r.Source != source || r.Links == 0 {
+	if r := br.view(b, page); r.Source != source || r.Links == 0 {
 		b.Fatalf("counted view of %s: %+v, want ads from %s", page, r, source)
 	}
 	eval[[]bool](b, br, imagesLoaded)
@@ -102,8 +91,9 @@ func countView(b *testing.B, page, source string) (float64, string) {
 }
 
 // imagesLoaded resolves once every image of the page has loaded or failed.
-const imagesLoaded = `Promise.all([...document.images].map(i => i.complete ||
-	new Promise(r => { i.addEventListener("load", () => r(true)); i.addEventListener("error", () => r(true)); })))`
+//
+//go:embed testdata/bench/images_loaded.js
+var imagesLoaded string
 
 func (tr *transfer) total() (float64, string) {
 	tr.mu.Lock()
@@ -165,8 +155,7 @@ func BenchmarkFirstView(b *testing.B) {
 			br := newBrowser(b)
 			br.lean(b)
 			page = srv.firstView("article.html")
-			br.do(b, chromedp.Navigate(page))
-			if r := eval[readyResult](b, br, widgetReady); r.Source != "local" || r.Links == 0 {
+			if r := br.view(b, page); r.Source != "local" || r.Links == 0 {
 				b.Fatalf("first view: %+v", r)
 			}
 			p := eval[placed](b, br, placedScript)
@@ -181,8 +170,7 @@ func BenchmarkFirstView(b *testing.B) {
 			// (2 s) to put the module's optimised code in the cache.
 			for i, pause := range []time.Duration{0, 3 * time.Second} {
 				time.Sleep(pause)
-				br.do(b, chromedp.Navigate(srv.firstView("article.html")))
-				if r := eval[readyResult](b, br, widgetReady); r.Source != "local" {
+				if r := br.view(b, srv.firstView("article.html")); r.Source != "local" {
 					b.Fatalf("warm view: %+v", r)
 				}
 				warm[i] = append(warm[i], eval[placed](b, br, placedScript).FirstAdMs)
@@ -226,8 +214,7 @@ func cutView(b *testing.B, rounds int) (ms, bytes float64, detail string) {
 	for range rounds {
 		br := newBrowser(b)
 		br.lean(b)
-		br.do(b, chromedp.Navigate(srv.firstView("article.html")))
-		if r := eval[readyResult](b, br, widgetReady); r.Source != "local" || r.Links == 0 {
+		if r := br.view(b, srv.firstView("article.html")); r.Source != "local" || r.Links == 0 {
 			b.Fatalf("first view, shard in fragments: %+v", r)
 		}
 		cold = append(cold, eval[placed](b, br, placedScript).FirstAdMs)
@@ -248,8 +235,7 @@ func analysedView(b *testing.B, srv *backend, page string) string {
 	before := srv.sentBytes()
 	br := newBrowser(b)
 	br.lean(b)
-	br.do(b, chromedp.Navigate(page))
-	if r := eval[readyResult](b, br, widgetReady); r.Source != "server" || r.Links == 0 {
+	if r := br.view(b, page); r.Source != "server" || r.Links == 0 {
 		b.Fatalf("analysed view: %+v", r)
 	}
 	ms := eval[placed](b, br, placedScript).FirstAdMs
@@ -277,41 +263,18 @@ func analysedView(b *testing.B, srv *backend, page string) string {
 // began (".ttfb") and ended (".end").
 type steps map[string]float64
 
-const stepsScript = `(() => {
-	const t = adlink.timing, out = Object.assign({first_ad: t.firstAd - t.start}, t.steps);
-	for (const e of performance.getEntriesByType("resource")) {
-		const path = new URL(e.name).pathname;
-		const k = {"/v2/page/link": "page_link", "/v2/shards": "manifest", "/matcher.wasm": "module"}[path] ||
-			(path.startsWith("/v2/shards/") ? "shard" : "");
-		if (!k || e.startTime < t.start) continue;
-		out[k + ".sent"] = e.startTime - t.start;
-		out[k + ".ttfb"] = e.responseStart - t.start;
-		out[k + ".end"] = e.responseEnd - t.start;
-	}
-	return out;
-})()`
+// stepsScript gives the steps of the view the page shows.
+//
+//go:embed testdata/bench/steps.js
+var stepsScript string
 
 // blockingScript resolves to the longest task on the page's main thread
 // since the widget started and the total blocking time (each task's ms
 // past 50, as Lighthouse counts it): how long the page could not answer
 // a reader's input.
-const blockingScript = `new Promise(r => {
-	const tasks = [];
-	const o = new PerformanceObserver(l => tasks.push(...l.getEntries()));
-	o.observe({type: "longtask", buffered: true});
-	// The buffered entries arrive in a task of their own; none may come.
-	setTimeout(() => {
-		tasks.push(...o.takeRecords());
-		o.disconnect();
-		let longest = 0, blocking = 0;
-		for (const e of tasks) {
-			if (e.startTime + e.duration < adlink.timing.start) continue;
-			longest = Math.max(longest, e.duration);
-			blocking += e.duration - 50;
-		}
-		r([longest, blocking]);
-	}, 100);
-})`
+//
+//go:embed testdata/bench/blocking.js
+var blockingScript string
 
 // stepRows is how printSteps lays the steps out: each row names the steps
 // it shows, in order.

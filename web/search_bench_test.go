@@ -1,6 +1,7 @@
 package web
 
 import (
+	_ "embed"
 	"encoding/json"
 	"fmt"
 	"runtime"
@@ -36,49 +37,22 @@ type search struct{ q, dist string }
 // of every search through adlink.search and then of the same requests
 // straight into the module, in ms. It resolves to the µs per search of
 // the timed round and the click URLs each search answered.
-const searchSetup = `(async (qs, fields, warmMs) => {
-	const Instance = WebAssembly.Instance;
-	let ex;
-	WebAssembly.Instance = function (m, i) { const inst = new Instance(m, i); ex = inst.exports; return inst; };
-	const encode = TextEncoder.prototype.encode, reqs = [];
-	TextEncoder.prototype.encode = function (s) { const b = encode.call(this, s); reqs.push(b); return b; };
-	const ads = [];
-	for (const [q, d] of qs) ads.push((await adlink.search(q, {"ctx.dist": d, fields})).link.map(l => l.ad));
-	WebAssembly.Instance = Instance;
-	TextEncoder.prototype.encode = encode;
-	if (!ex || reqs.length !== qs.length) throw new Error("captured " + reqs.length + " requests of " + qs.length);
-	const search = async () => { for (const [q, d] of qs) await adlink.search(q, {"ctx.dist": d, fields}); };
-	const module = () => {
-		for (const r of reqs) {
-			const p = ex.alloc(r.length) >>> 0;
-			new Uint8Array(ex.memory.buffer, p, r.length).set(r);
-			const res = ex.match_search(p, r.length);
-			ex.free(p);
-			ex.free(Number(res >> 32n));
-		}
-	};
-	let t0 = performance.now();
-	await search();
-	const first = (performance.now() - t0) * 1000 / qs.length;
-	for (t0 = performance.now(); performance.now() - t0 < warmMs; ) await search();
-	window.searchPass = async (reps) => {
-		let t = performance.now();
-		for (let r = 0; r < reps; r++) await search();
-		const full = performance.now() - t;
-		t = performance.now();
-		for (let r = 0; r < reps; r++) module();
-		return [full, performance.now() - t];
-	};
-	return {first, ads};
-})`
+//
+//go:embed testdata/bench/search_setup.js
+var searchSetup string
+
+// searchPass, called with reps, calls window.searchPass.
+//
+//go:embed testdata/bench/search_pass.js
+var searchPass string
 
 // BenchmarkSearchInPage: what a search costs a publisher's page in
 // Chromium, V8 running matcher.wasm, beside the same searches natively
 // (match.Match and the JSON answer, as in the module) over the same de-DE
-// shard, once the browser is closed. The module's figure is its calls alone; adlink.search adds the
-// widget's request and JSON.parse around them. The native side does not
-// parse a request (about 0.7 µs in package wasm's figures), so the ratio
-// leans against the module. Package wasm times the module under wazero.
+// shard, once the browser is closed. The module's figure is its calls
+// alone; adlink.search adds the widget's request and JSON.parse around
+// them. The native side does not parse a request, so the ratio leans
+// against the module. Package wasm times the module under wazero.
 func BenchmarkSearchInPage(b *testing.B) {
 	srv := startBackend(b)
 	var searches []search
@@ -87,12 +61,10 @@ func BenchmarkSearchInPage(b *testing.B) {
 			searches = append(searches, search{q, d})
 		}
 	}
-	qs, _ := json.Marshal(func() (out [][2]string) {
-		for _, s := range searches {
-			out = append(out, [2]string{s.q, s.dist})
-		}
-		return out
-	}())
+	var qs [][2]string
+	for _, s := range searches {
+		qs = append(qs, [2]string{s.q, s.dist})
+	}
 	const reps, passes, nativePasses, warmMs = 10, 9, 31, 3000
 	var full, alone, native []float64
 	var first float64
@@ -100,30 +72,29 @@ func BenchmarkSearchInPage(b *testing.B) {
 		br := newBrowser(b)
 		br.lean(b)
 		br.do(b, chromedp.Navigate(srv.URL+"/demo/search.html"))
-		setup := eval[struct {
+		setup := evalCall[struct {
 			First float64
 			Ads   [][]string
-		}](b, br, fmt.Sprintf("%s(%s, %q, %d)", searchSetup, qs, searchFields, warmMs))
+		}](b, br, searchSetup, qs, searchFields, warmMs)
 		first = setup.First
 		nat := newNativeSearch(b, srv, searches, setup.Ads)
 		per := func(ms float64) float64 { return ms * 1e3 / float64(reps*len(searches)) }
 		full, alone, native = nil, nil, nil
 		for range passes {
-			v := eval[[2]float64](b, br, fmt.Sprintf("searchPass(%d)", reps))
+			v := evalCall[[2]float64](b, br, searchPass, reps)
 			full, alone = append(full, per(v[0])), append(alone, per(v[1]))
 		}
 		br.noConsoleErrors(b)
 		br.close()
-		// Native passes taken in turn with the page's ran up to twice as
-		// slow (caches the browser had just used, its threads on the other
-		// core); alone, after a warm-up, they are the harder baseline.
+		// Native passes run alone, after a warm-up: taken in turn with the
+		// page's, they would share caches and cores with the browser.
 		nat.pass(reps)
 		for range nativePasses {
 			native = append(native, nat.pass(reps))
 		}
 	}
-	// The fastest pass of each side: noise on this shared machine only
-	// ever adds time, and a median still swung 2x between runs natively.
+	// The fastest pass of each side: noise on a shared machine only ever
+	// adds time.
 	m, s, n := slices.Min(alone), slices.Min(full), slices.Min(native)
 	b.ReportMetric(m, "µs/query-chromium")
 	b.ReportMetric(s, "µs/search-chromium")

@@ -1,0 +1,150 @@
+package web
+
+import (
+	"context"
+	_ "embed"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/adlink/adlink/backend/clicks"
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/fetch"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/chromedp"
+)
+
+var (
+	//go:embed testdata/clicks/first_href.js
+	firstIntextHref string
+	// clickIntext clicks the first in-text link, opening it in the tab.
+	//
+	//go:embed testdata/clicks/click.js
+	clickIntext string
+	// recordTokens fetches every manifest anew and records its site token
+	// in window.manifestToks.
+	//
+	//go:embed testdata/clicks/record_tokens.js
+	recordTokens string
+	// tokenSearch, called with clockShift, sets it and searches: the first
+	// ad's site token and the manifests' tokens.
+	//
+	//go:embed testdata/clicks/token_search.js
+	tokenSearch string
+)
+
+// TestClickGoesThroughRedirect clicks an in-text ad: the browser asks
+// /v1/redirect, which sends it to the ad's landing page from the catalog.
+// The landing page is outside loopback, so its request is stopped and
+// recorded instead of sent.
+func TestClickGoesThroughRedirect(t *testing.T) {
+	br := newBrowser(t)
+	b := startBackend(t)
+	br.view(t, b.firstView("article.html"))
+	href := eval[string](t, br, firstIntextHref)
+	u, err := url.Parse(href)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var landing string
+	for _, a := range b.ads {
+		if a.ID == u.Query().Get("adId") {
+			landing = a.Landing
+		}
+	}
+	if landing == "" {
+		t.Fatalf("%s: no such ad in the catalog", href)
+	}
+
+	left := make(chan string, 1)
+	var sawRedirect bool
+	paused := chromedp.Events(br.ctx, fetch.RequestPaused)
+	send(t, br, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{URLPattern: "*"}}})
+	go func() {
+		for ev, err := range paused {
+			if err != nil {
+				return
+			}
+			local := strings.HasPrefix(ev.Request.URL, b.URL+"/")
+			if strings.HasPrefix(ev.Request.URL, b.URL+"/v1/redirect?") {
+				sawRedirect = true
+			}
+			chromedp.Do(br.ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+				if local {
+					_, err := cdp.Call(ctx, tg, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID})
+					return err
+				}
+				_, err := cdp.Call(ctx, tg, fetch.FailRequest, fetch.FailRequestParams{RequestID: ev.RequestID, ErrorReason: network.ErrorReasonBlockedByClient})
+				return err
+			}))
+			if !local {
+				select {
+				case left <- ev.Request.URL:
+				default:
+				}
+			}
+		}
+	}()
+	// A publisher's reader clicks; the link opens in this tab for the test.
+	eval[bool](t, br, clickIntext)
+	select {
+	case got := <-left:
+		if got != landing {
+			t.Errorf("the click landed on %s, want the catalog's %s", got, landing)
+		}
+		if !sawRedirect {
+			t.Errorf("the click did not go through /v1/redirect")
+		}
+		if !strings.Contains(href, "&tok=") {
+			t.Errorf("the page's click URL carries no site token: %s", href)
+		}
+		// The click is in the log, its site token verified: the judge checks
+		// the token first, so "bot" (headless Chromium says so in its user
+		// agent) means the token passed.
+		var logged []clicks.Click
+		b.clicks.Scan(context.Background(), time.Now().Add(-time.Minute), time.Now().Add(time.Minute), func(c clicks.Click) error {
+			if c.AdID == u.Query().Get("adId") && c.Type == "intext" {
+				logged = append(logged, c)
+			}
+			return nil
+		})
+		if len(logged) != 1 || logged[0].Reason != "" && logged[0].Reason != clicks.ReasonBot {
+			t.Errorf("clicks recorded for the ad: %+v, want one with a verified site token", logged)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the click never left for the landing page")
+	}
+}
+
+// TestClickTokenRenewed: the page's click URLs carry the site token of a
+// manifest fetched again when its token nears expiry, not the first one,
+// while the shard loaded stays in use. The page's clock is moved ahead.
+func TestClickTokenRenewed(t *testing.T) {
+	br := newBrowser(t)
+	b := startBackend(t)
+	br.onEveryPage(t, clock)
+	br.onEveryPage(t, recordTokens)
+	br.do(t, chromedp.Navigate(b.URL+"/demo/search.html"))
+	type result struct {
+		Tok  string
+		Toks []string
+	}
+	first := evalCall[result](t, br, tokenSearch, 0)
+	if len(first.Toks) != 1 || first.Tok == "" || first.Tok != first.Toks[0] {
+		t.Fatalf("first search: click token %q, manifests' tokens %q", first.Tok, first.Toks)
+	}
+	// 55 minutes later the token (an hour) expires within 10 minutes. (A
+	// second on, so the server's new token differs from the first.)
+	time.Sleep(1100 * time.Millisecond)
+	shift := (55 * time.Minute).Milliseconds()
+	later := evalCall[result](t, br, tokenSearch, shift)
+	if len(later.Toks) != 2 || later.Toks[1] == later.Toks[0] || later.Tok != later.Toks[1] {
+		t.Errorf("55 minutes later: click token %q, manifests' tokens %q; want a second manifest's", later.Tok, later.Toks)
+	}
+	again := evalCall[result](t, br, tokenSearch, shift)
+	if len(again.Toks) != 2 || again.Tok != again.Toks[1] {
+		t.Errorf("right after: click token %q, manifests' tokens %q; want no third manifest", again.Tok, again.Toks)
+	}
+	br.noConsoleErrors(t)
+}

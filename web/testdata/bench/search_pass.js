@@ -1,0 +1,1 @@
+(reps) => searchPass(reps)

@@ -1,0 +1,1 @@
+new Promise(r => setTimeout(() => r(1), 50))

@@ -1,0 +1,1 @@
+(text) => adlink.matchText(text).then(r => r.link.length)

@@ -1,0 +1,1 @@
+adlink.timing.steps

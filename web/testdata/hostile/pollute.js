@@ -1,0 +1,1 @@
+Object.prototype.evil = "1";

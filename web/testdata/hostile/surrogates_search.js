@@ -1,0 +1,1 @@
+adlink.search("iphone 15 \uD800", {loc: "de", lang: "de"}).then(r => r.link.length)

@@ -1,0 +1,1 @@
+[...document.querySelector("p b").parentElement.querySelectorAll("a")].map(a => a.textContent)

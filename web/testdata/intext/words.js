@@ -1,0 +1,1 @@
+[...document.querySelectorAll("a.adlink-intext")].map(a => a.textContent)

@@ -1,0 +1,1 @@
+({loc: adlink.config.loc, lang: adlink.config.lang})

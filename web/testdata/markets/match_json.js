@@ -1,0 +1,1 @@
+(text, options) => adlink.matchText(text, options).then(JSON.stringify)

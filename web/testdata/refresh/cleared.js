@@ -1,0 +1,1 @@
+(look) => (adlink.refresh(), adlink.refresh(), (() => { const s = look(); adlink.refresh(); return s; })())

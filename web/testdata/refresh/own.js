@@ -1,0 +1,1 @@
+document.getElementById("own") ? document.getElementById("own").outerHTML : "gone"
