@@ -30,6 +30,7 @@ import (
 	"github.com/adlink/adlink/backend/catalog"
 	"github.com/adlink/adlink/backend/clicks"
 	"github.com/adlink/adlink/backend/config"
+	"github.com/adlink/adlink/backend/market"
 	"github.com/adlink/adlink/backend/metrics"
 	"github.com/adlink/adlink/backend/pages"
 	"github.com/adlink/adlink/backend/partners"
@@ -72,7 +73,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if err != nil {
 		return err
 	}
-	indexes, err := api.BuildIndexes(ads)
+	indexes, err := market.Build(ads)
 	if err != nil {
 		return fmt.Errorf("indexing the catalog: %w", err)
 	}
@@ -227,7 +228,7 @@ const matcherFile = "web/matcher.wasm"
 // inPage prepares what publisher pages load: every market's shard and
 // the matcher module at matcherPath, compressed once, and the embedded
 // widget and demo pages. Without a built matcher the rest is still served.
-func inPage(indexes *api.MarketIndexes, cfg config.Config, matcherPath string, log *slog.Logger) (*shards.Set, fs.FS, error) {
+func inPage(indexes *market.Set, cfg config.Config, matcherPath string, log *slog.Logger) (*shards.Set, fs.FS, error) {
 	wasm, zst := readMatcher(matcherPath, log)
 	set, err := shards.Build(indexes, shards.Options{Matcher: wasm, MatcherZstd: zst, RedirectURL: cfg.RedirectURL})
 	if err != nil {

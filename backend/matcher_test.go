@@ -12,9 +12,9 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
-	"github.com/adlink/adlink/backend/api"
 	"github.com/adlink/adlink/backend/catalog"
 	"github.com/adlink/adlink/backend/config"
+	"github.com/adlink/adlink/backend/market"
 	"github.com/adlink/adlink/backend/shards"
 )
 
@@ -26,7 +26,7 @@ func TestInPageChoosesTheMatchersZstd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	indexes, err := api.BuildIndexes(ads)
+	indexes, err := market.Build(ads)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/adlink/adlink/backend/catalog"
 	"github.com/adlink/adlink/backend/clicks"
 	"github.com/adlink/adlink/backend/config"
+	"github.com/adlink/adlink/backend/market"
 	"github.com/adlink/adlink/backend/pages"
 	"github.com/adlink/adlink/backend/partners"
 	"github.com/adlink/adlink/backend/shards"
@@ -218,7 +219,7 @@ func newBackend(splitAbove int) (*backend, error) {
 	if b.ads, err = catalog.Demo(catalog.Options{BaseURL: b.URL}); err != nil {
 		return nil, err
 	}
-	indexes, err := api.BuildIndexes(b.ads)
+	indexes, err := market.Build(b.ads)
 	if err != nil {
 		return nil, err
 	}
