@@ -2,7 +2,8 @@
 // page contexts (/v2/search/link, /v2/page/link), the click redirect
 // (/v1/redirect), the market shards, matcher.wasm, widget.js and the demo
 // pages, and /healthz, /readyz, /metrics and /openapi.json, from the
-// embedded demo catalog or the feed files it is given.
+// embedded demo catalog or the feed files it is given. Everything it
+// serves is in the binary; it runs from any working directory.
 package main
 
 import (
@@ -24,7 +25,7 @@ import (
 )
 
 func main() {
-	if err := run(context.Background(), os.Args[1:], os.Getenv, os.Stderr); err != nil {
+	if err := run(context.Background(), os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return // -h: the usage is printed
 		}
@@ -42,12 +43,17 @@ const shutdownGrace = 10 * time.Second
 
 // run starts the server and serves until ctx ends or a SIGINT or SIGTERM
 // arrives, then shuts down gracefully. It logs JSON to stderr; the first
-// line with msg "listening" carries the bound address in "addr".
-func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
+// line with msg "listening" carries the bound address in "addr". -version
+// prints to stdout.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
 	cfg, err := config.Load(args, getenv, stderr)
+	if cfg.PrintVersion {
+		fmt.Fprintln(stdout, versionLine())
+		return nil
+	}
 	if err != nil {
 		return err
 	}

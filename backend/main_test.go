@@ -25,7 +25,7 @@ func startRun(t *testing.T, args ...string) (string, func() error) {
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, append([]string{"-addr", "127.0.0.1:0"}, args...), func(string) string { return "" }, pw)
+		done <- run(ctx, append([]string{"-addr", "127.0.0.1:0"}, args...), func(string) string { return "" }, io.Discard, pw)
 		pw.Close()
 	}()
 	addr := make(chan string, 1)
@@ -131,7 +131,7 @@ func TestRunServesSearchAndRedirect(t *testing.T) {
 
 func TestRunReportsEveryConfigProblem(t *testing.T) {
 	err := run(context.Background(), []string{"-addr", "nohostport", "-trusted-proxies", "bogus", "-data", t.TempDir()},
-		func(string) string { return "" }, io.Discard)
+		func(string) string { return "" }, io.Discard, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "addr") || !strings.Contains(err.Error(), "bogus") {
 		t.Errorf("run = %v, want both problems", err)
 	}
@@ -139,7 +139,7 @@ func TestRunReportsEveryConfigProblem(t *testing.T) {
 
 func TestRunMissingCatalog(t *testing.T) {
 	err := run(context.Background(), []string{"-addr", "127.0.0.1:0", "-catalog", "/nonexistent/feed.jsonl", "-data", t.TempDir()},
-		func(string) string { return "" }, io.Discard)
+		func(string) string { return "" }, io.Discard, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "feed.jsonl") {
 		t.Errorf("run = %v, want the missing file named", err)
 	}

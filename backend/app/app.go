@@ -34,6 +34,7 @@ import (
 	"github.com/adlink/adlink/backend/shards"
 	"github.com/adlink/adlink/backend/store"
 	"github.com/adlink/adlink/match"
+	"github.com/adlink/adlink/web/matcher"
 )
 
 // Options are what a caller puts in place of what the configuration
@@ -47,8 +48,8 @@ type Options struct {
 	// files or the embedded demo catalog.
 	Ads []match.Ad
 	// Matcher and MatcherZstd, when Matcher is not nil, are served as
-	// matcher.wasm and its zstd encoding in place of the module "make
-	// wasm" built.
+	// matcher.wasm and its zstd encoding in place of the module embedded
+	// in the binary.
 	Matcher, MatcherZstd []byte
 	// SplitAbove is shards.Options.SplitAbove: zero is its default.
 	SplitAbove int
@@ -108,7 +109,7 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 	}
 	wasm, zst := opts.Matcher, opts.MatcherZstd
 	if wasm == nil {
-		wasm, zst = readMatcher(matcherFile, log)
+		wasm, zst = matcher.Files()
 	}
 	shardSet, err := inPage(indexes, wasm, zst, cfg.RedirectURL, opts.SplitAbove, log)
 	if err != nil {
@@ -255,6 +256,9 @@ func loadClickKeys(cfg config.Config) (*clicks.Keys, error) {
 // once, and logs which zstd encoding of the module it serves. Without a
 // built module the shards are still served.
 func inPage(indexes *market.Set, wasm, zst []byte, redirectURL string, splitAbove int, log *slog.Logger) (*shards.Set, error) {
+	if wasm == nil {
+		log.Warn("matcher.wasm is not built: pages cannot match locally; run make wasm")
+	}
 	set, err := shards.Build(indexes, shards.Options{Matcher: wasm, MatcherZstd: zst, RedirectURL: redirectURL, SplitAbove: splitAbove})
 	if err != nil {
 		return nil, fmt.Errorf("shards: %w", err)
@@ -276,26 +280,4 @@ func inPage(indexes *market.Set, wasm, zst []byte, redirectURL string, splitAbov
 		log.Info("matcher.wasm", attrs...)
 	}
 	return set, nil
-}
-
-// matcherFile is where "make wasm" puts the page's matcher module, and
-// beside it, when the zstd CLI is installed, matcher.wasm.zst.
-const matcherFile = "web/matcher.wasm"
-
-// readMatcher reads the matcher module at path and the zstd CLI's
-// encoding of it at path.zst, each nil when it cannot be read.
-func readMatcher(path string, log *slog.Logger) (wasm, zst []byte) {
-	wasm, err := os.ReadFile(path)
-	if err != nil {
-		log.Warn("matcher.wasm is not built: pages cannot match locally; run make wasm", "err", err)
-		return nil, nil
-	}
-	zst, err = os.ReadFile(path + ".zst")
-	if err != nil {
-		if !errors.Is(err, fs.ErrNotExist) {
-			log.Warn("matcher.wasm.zst is unreadable: ignored", "err", err)
-		}
-		return wasm, nil
-	}
-	return wasm, zst
 }

@@ -82,6 +82,9 @@ type Config struct {
 	// LogLevel is the least level logged: debug (which adds a line per
 	// request), info, warn or error (-log-level, ADLINK_LOG_LEVEL).
 	LogLevel slog.Level
+	// PrintVersion asks for the version to be printed instead of serving
+	// (-version).
+	PrintVersion bool
 }
 
 // Default returns the configuration used when nothing is set.
@@ -201,6 +204,7 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	fs.DurationVar(&c.ClickTTL, "click-ttl", c.ClickTTL, "how long a signed click URL stays billable (ADLINK_CLICK_TTL)")
 	fs.TextVar(&c.LogLevel, "log-level", c.LogLevel, "least `level` logged: debug (a line per request), info, warn or error (ADLINK_LOG_LEVEL)")
 	fs.DurationVar(&c.SiteTokenTTL, "site-token-ttl", c.SiteTokenTTL, "how long the page's site token stays billable (ADLINK_SITE_TOKEN_TTL)")
+	fs.BoolVar(&c.PrintVersion, "version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
 	}
