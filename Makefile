@@ -15,8 +15,9 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 
 .PHONY: run build wasm test vet bench fuzz clean
 
+# The demo partner (api_key=demo, site_id=demo) exists only with -demo.
 run: wasm
-	$(GO) run ./backend -addr $(ADDR) -data $(DATA) -fetch-allow-private
+	$(GO) run ./backend -addr $(ADDR) -data $(DATA) -demo -fetch-allow-private
 
 # One self-contained binary: the module, the widget and the demo pages are
 # embedded, so it runs from any directory.

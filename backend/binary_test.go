@@ -111,12 +111,12 @@ type serverProcess struct {
 	done chan struct{} // closed when the process has exited
 }
 
-// startServer runs bin on a free loopback port over data, from a working
-// directory of its own, with the limits raised so that one client may
-// click as fast as it can, and extra flags.
+// startServer runs bin with the demo partner on a free loopback port over
+// data, from a working directory of its own, with the limits raised so
+// that one client may click as fast as it can, and extra flags.
 func startServer(tb testing.TB, bin, data string, extra ...string) *serverProcess {
 	tb.Helper()
-	args := []string{"-addr", "127.0.0.1:0", "-data", data,
+	args := []string{"-addr", "127.0.0.1:0", "-data", data, "-demo",
 		"-rate-key", "1e9", "-rate-key-burst", "1000000000", "-rate-ip", "1e9", "-rate-ip-burst", "1000000000"}
 	cmd := exec.Command(bin, append(args, extra...)...)
 	cmd.Dir = tb.TempDir()

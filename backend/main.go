@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -29,7 +30,9 @@ func main() {
 		if errors.Is(err, flag.ErrHelp) {
 			return // -h: the usage is printed
 		}
-		fmt.Fprintln(os.Stderr, "adlink:", err)
+		for line := range strings.SplitSeq(err.Error(), "\n") {
+			fmt.Fprintln(os.Stderr, "adlink:", line)
+		}
 		os.Exit(1)
 	}
 }
@@ -54,9 +57,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprintln(stdout, versionLine())
 		return nil
 	}
+	if errors.Is(err, flag.ErrHelp) {
+		return err
+	}
+	ln, err := prepare(cfg, err)
 	if err != nil {
 		return err
 	}
+	defer ln.Close()
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
 	a, err := app.New(cfg, app.Options{Logger: log})
 	if err != nil {
@@ -80,10 +88,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		MaxHeaderBytes: 64 << 10,
 		ErrorLog:       slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return err
-	}
 	log.Info("listening", "addr", ln.Addr().String(), "ads", a.Indexes.All().Len(),
 		"markets", len(a.Indexes.All().Markets()), "data", a.DataFile, "redirect_url", cfg.RedirectURL)
 
@@ -102,4 +106,25 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	return nil
+}
+
+// prepare checks what cfg names on disk and binds its address, and
+// returns the listener or every problem found, loadErr's (config.Load's)
+// among them, together.
+func prepare(cfg config.Config, loadErr error) (net.Listener, error) {
+	problems := []error{loadErr, cfg.Prepare()}
+	var ln net.Listener
+	if _, _, err := net.SplitHostPort(cfg.Addr); err == nil { // else Load reports it
+		var err error
+		if ln, err = net.Listen("tcp", cfg.Addr); err != nil {
+			problems = append(problems, err)
+		}
+	}
+	if err := errors.Join(problems...); err != nil {
+		if ln != nil {
+			ln.Close()
+		}
+		return nil, err
+	}
+	return ln, nil
 }

@@ -191,8 +191,8 @@ func stopBackend() {
 	}
 }
 
-// newBackend starts a server over the demo catalog with the module
-// TestMain built, as make run serves them; splitAbove is
+// newBackend starts a server over the demo catalog with the demo partner
+// and the module TestMain built, as make run serves them; splitAbove is
 // shards.Options.SplitAbove.
 func newBackend(splitAbove int) (*backend, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -210,6 +210,7 @@ func newBackend(splitAbove int) (*backend, error) {
 	cfg.RedirectURL = b.URL
 	cfg.FetchAllowPrivate = true
 	cfg.DataDir = dir
+	cfg.Demo = true
 	// Clicks are signed, as in production: the server's links carry a
 	// signature, the page's the manifest's site token.
 	cfg.ClickKeys = []clicks.Key{{ID: "test", Secret: []byte("a secret of the browser tests")}}

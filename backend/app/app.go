@@ -227,10 +227,26 @@ func loadCatalog(cfg config.Config) ([]match.Ad, error) {
 	return ads, errors.Join(problems...)
 }
 
-// loadPartners reads the configured partners file, beside the demo
-// partner.
+// loadPartners reads the configured partners file and adds the demo
+// partner when it is asked for.
 func loadPartners(cfg config.Config) ([]partners.Partner, error) {
-	return partners.Load(cfg.PartnersFile)
+	var ps []partners.Partner
+	if cfg.PartnersFile != "" {
+		var err error
+		if ps, err = partners.Load(cfg.PartnersFile); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Demo {
+		ps = partners.WithDemo(ps)
+	}
+	if len(ps) == 0 {
+		if cfg.PartnersFile != "" {
+			return nil, fmt.Errorf("partners file %s: no partners; give some, or -demo for the demo partner", cfg.PartnersFile)
+		}
+		return nil, errors.New("no partners: give -partners FILE for your partners, or -demo for the demo partner")
+	}
+	return ps, nil
 }
 
 // loadClickKeys returns the configured click keys, the first of which

@@ -13,12 +13,13 @@ import (
 	"github.com/adlink/adlink/match"
 )
 
-// testConfig is the default configuration with a data directory of the
-// test's own.
+// testConfig is the default configuration with the demo partner and a
+// data directory of the test's own.
 func testConfig(t *testing.T) config.Config {
 	cfg := config.Default()
 	cfg.RedirectURL = "http://localhost:8080"
 	cfg.DataDir = t.TempDir()
+	cfg.Demo = true
 	return cfg
 }
 
@@ -105,5 +106,19 @@ func TestNewReportsEveryFile(t *testing.T) {
 	}
 	if _, err := os.Stat(cfg.DataDir); err == nil {
 		t.Error("the store was opened")
+	}
+}
+
+// A partners file with no partners and no demo partner leave nobody to
+// serve.
+func TestNewNeedsPartners(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.Demo = false
+	cfg.PartnersFile = filepath.Join(t.TempDir(), "partners.json")
+	if err := os.WriteFile(cfg.PartnersFile, []byte(`{"partners":[]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(cfg, Options{}); err == nil || !strings.Contains(err.Error(), "no partners") {
+		t.Errorf("New = %v, want no partners", err)
 	}
 }
