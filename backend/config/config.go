@@ -16,7 +16,6 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -332,21 +331,21 @@ func (c *Config) Validate() error {
 // reports as empty are left to it.
 func (c *Config) Prepare() error {
 	var problems []error
-	files := c.Catalogs
-	if c.PartnersFile != "" {
-		files = append(slices.Clip(files), c.PartnersFile)
-	}
-	for _, name := range files {
+	open := func(what, name string) {
 		if strings.TrimSpace(name) == "" {
-			continue
+			return
 		}
 		f, err := os.Open(name)
 		if err != nil {
-			problems = append(problems, err)
-			continue
+			problems = append(problems, fmt.Errorf("%s: %w", what, err))
+			return
 		}
 		f.Close()
 	}
+	for _, name := range c.Catalogs {
+		open("catalog", name)
+	}
+	open("partners", c.PartnersFile)
 	if strings.TrimSpace(c.DataDir) != "" {
 		if err := os.MkdirAll(c.DataDir, 0o750); err != nil {
 			problems = append(problems, fmt.Errorf("data directory: %w", err))
