@@ -1,5 +1,6 @@
 // Package adlink holds the files the adlink binary carries with it: the demo
-// catalog and partner registry, so that "make run" needs no set-up.
+// catalog, the widget and the demo pages, so that "make run" needs no
+// set-up.
 package adlink
 
 import "embed"
@@ -11,8 +12,8 @@ var DemoCatalog []byte
 
 // Web holds what publisher pages load from adlink besides the API:
 // widget.js and the demo publisher pages with their logos, under web/.
-// matcher.wasm is built by "make wasm" and read from disk, so that
-// rebuilding it does not rebuild every package that embeds the catalog.
+// matcher.wasm is embedded by package web/matcher, so that rebuilding it
+// does not rebuild every package that embeds the catalog.
 //
 //go:embed web/widget.js web/demo
 var Web embed.FS

@@ -82,7 +82,7 @@ func readClicks(t testing.TB, dir string) []clicks.Click {
 // keys are configured the kept key keeps verifying.
 func TestRunKeepsItsClickKey(t *testing.T) {
 	data := t.TempDir()
-	base, stop := startRun(t, "-data", data)
+	base, stop := startRun(t, "-data", data, "-demo")
 	before := firstAd(t, base, "q=lg+handy&loc=de&api_key=demo&site_id=demo&yk_tag=before")
 	if !strings.Contains(before, "&sig=g") {
 		t.Fatalf("ad URL %s is not signed with a generated key", before)
@@ -96,7 +96,7 @@ func TestRunKeepsItsClickKey(t *testing.T) {
 
 	secret := make([]byte, 32)
 	rand.Read(secret)
-	base, stop = startRun(t, "-data", data, "-click-keys", "new:"+base64.StdEncoding.EncodeToString(secret))
+	base, stop = startRun(t, "-data", data, "-demo", "-click-keys", "new:"+base64.StdEncoding.EncodeToString(secret))
 	after := firstAd(t, base, "q=iphone&loc=de&api_key=demo&site_id=demo&yk_tag=after")
 	if adID(before) == adID(after) {
 		t.Fatalf("both searches give %s: the second click would be a repeat", adID(after))

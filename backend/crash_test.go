@@ -1,19 +1,14 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -22,79 +17,6 @@ import (
 // ad URLs from many goroutines, kills the process with SIGKILL while clicks
 // are in flight, restarts it on the same data directory and reads the
 // click log: a click that got its 302 must be there, once.
-
-// buildServer compiles this package into a temporary directory.
-func buildServer(tb testing.TB) string {
-	tb.Helper()
-	bin := filepath.Join(tb.TempDir(), "adlink")
-	cmd := exec.Command("go", "build", "-o", bin, ".")
-	cmd.Stderr = os.Stderr
-	if err := cmd.Run(); err != nil {
-		tb.Fatalf("building the server: %v", err)
-	}
-	return bin
-}
-
-// serverProcess is the binary running on a loopback port.
-type serverProcess struct {
-	cmd  *exec.Cmd
-	base string
-	done chan struct{} // closed when the process has exited
-}
-
-// startServer runs bin on a free loopback port over data, with the limits
-// raised so that one client may click as fast as it can, and extra flags.
-func startServer(tb testing.TB, bin, data string, extra ...string) *serverProcess {
-	tb.Helper()
-	args := []string{"-addr", "127.0.0.1:0", "-data", data,
-		"-rate-key", "1e9", "-rate-key-burst", "1000000000", "-rate-ip", "1e9", "-rate-ip-burst", "1000000000"}
-	cmd := exec.Command(bin, append(args, extra...)...)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		tb.Fatal(err)
-	}
-	p := &serverProcess{cmd: cmd, done: make(chan struct{})}
-	addr := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			var line struct{ Msg, Addr string }
-			if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == "listening" {
-				addr <- line.Addr
-			}
-		}
-		io.Copy(io.Discard, stderr)
-		cmd.Wait()
-		close(p.done)
-	}()
-	tb.Cleanup(p.kill)
-	select {
-	case a := <-addr:
-		p.base = "http://" + a
-		return p
-	case <-p.done:
-		tb.Fatal("the server exited before listening")
-	case <-time.After(time.Minute):
-		tb.Fatal("the server did not start within a minute")
-	}
-	return nil
-}
-
-// kill sends SIGKILL and waits for the process to be gone.
-func (p *serverProcess) kill() {
-	p.cmd.Process.Signal(syscall.SIGKILL)
-	<-p.done
-}
-
-// stop asks the process to shut down gracefully and waits for it.
-func (p *serverProcess) stop() {
-	p.cmd.Process.Signal(syscall.SIGTERM)
-	<-p.done
-}
 
 // crashResult is what a crash run found.
 type crashResult struct {

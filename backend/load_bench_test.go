@@ -9,8 +9,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -43,12 +41,7 @@ var loadQueries = []string{
 // requests per second, errors (any answer but 2xx, 302 and 429, or a
 // failed request), 429s, p50 and p99 latency and the server's peak RSS.
 func BenchmarkLoad(b *testing.B) {
-	bin := filepath.Join(b.TempDir(), "adlink")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		b.Fatalf("building the server: %v", err)
-	}
+	bin := buildServer(b)
 	pageServer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/robots.txt" {
 			http.NotFound(w, r)

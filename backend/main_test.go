@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -25,7 +27,7 @@ func startRun(t *testing.T, args ...string) (string, func() error) {
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, append([]string{"-addr", "127.0.0.1:0"}, args...), func(string) string { return "" }, pw)
+		done <- run(ctx, append([]string{"-addr", "127.0.0.1:0"}, args...), noEnv, io.Discard, pw)
 		pw.Close()
 	}()
 	addr := make(chan string, 1)
@@ -49,10 +51,14 @@ func startRun(t *testing.T, args ...string) (string, func() error) {
 	return "", nil
 }
 
+func noEnv(string) string { return "" }
+
+// partnersFile is a partners file of two partners, neither the demo.
+var partnersFile = filepath.Join("..", "testdata", "partners.example.json")
+
 func TestRunServesSearchAndRedirect(t *testing.T) {
 	data := t.TempDir()
-	base, stop := startRun(t, "-data", data, "-redirect-url", "https://r.example.com/",
-		"-partners", filepath.Join("..", "testdata", "partners.example.json"))
+	base, stop := startRun(t, "-data", data, "-redirect-url", "https://r.example.com/", "-demo", "-partners", partnersFile)
 	for _, tt := range []struct {
 		key, site string
 		status    int
@@ -129,18 +135,72 @@ func TestRunServesSearchAndRedirect(t *testing.T) {
 	}
 }
 
-func TestRunReportsEveryConfigProblem(t *testing.T) {
-	err := run(context.Background(), []string{"-addr", "nohostport", "-trusted-proxies", "bogus", "-data", t.TempDir()},
-		func(string) string { return "" }, io.Discard)
-	if err == nil || !strings.Contains(err.Error(), "addr") || !strings.Contains(err.Error(), "bogus") {
-		t.Errorf("run = %v, want both problems", err)
+// Without -demo the demo partner does not exist: the file's partners are
+// the only ones.
+func TestRunWithoutDemo(t *testing.T) {
+	base, stop := startRun(t, "-data", t.TempDir(), "-partners", partnersFile)
+	defer stop()
+	for key, want := range map[string]int{"demo": 401, "k-9f2c7a1e": 200} {
+		res, err := http.Get(base + "/v2/search/link?q=handy&api_key=" + key + "&site_id=tech-blog")
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != want {
+			t.Errorf("api_key %s: %d, want %d", key, res.StatusCode, want)
+		}
 	}
 }
 
-func TestRunMissingCatalog(t *testing.T) {
-	err := run(context.Background(), []string{"-addr", "127.0.0.1:0", "-catalog", "/nonexistent/feed.jsonl", "-data", t.TempDir()},
-		func(string) string { return "" }, io.Discard)
-	if err == nil || !strings.Contains(err.Error(), "feed.jsonl") {
-		t.Errorf("run = %v, want the missing file named", err)
+// Without -demo and -partners the server has nobody to serve: it says so
+// in one line and does not start.
+func TestRunNeedsPartners(t *testing.T) {
+	var stderr strings.Builder
+	err := run(context.Background(), []string{"-addr", "127.0.0.1:0", "-data", t.TempDir()}, noEnv, io.Discard, &stderr)
+	if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "-partners") || !strings.Contains(err.Error(), "-demo") {
+		t.Errorf("run = %v, want one line naming -partners and -demo", err)
+	}
+	if strings.Contains(stderr.String(), "listening") {
+		t.Errorf("it served:\n%s", stderr.String())
+	}
+}
+
+// Every problem of the configuration, whether in the flags or on disk or
+// the network, is reported at once, and nothing is served.
+func TestRunReportsEveryConfigProblem(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	err = run(context.Background(), []string{"-addr", busy.Addr().String(), "-trusted-proxies", "bogus", "-rate-key", "fast", "-nope",
+		"-catalog", "/nonexistent/feed.jsonl", "-partners", "/nonexistent/partners.json", "-data", filepath.Join(file, "data")},
+		noEnv, io.Discard, &stderr)
+	if err == nil {
+		t.Fatal("run accepted a bad configuration")
+	}
+	for _, want := range []string{`"bogus"`, `invalid value "fast" for flag -rate-key`, "-nope", "feed.jsonl", "partners.json",
+		"data directory", "address already in use"} {
+		if n := strings.Count(err.Error(), want); n != 1 {
+			t.Errorf("the error names %s %d times, want once:\n%v", want, n, err)
+		}
+	}
+	if stderr.Len() > 0 {
+		t.Errorf("it logged before reporting:\n%s", stderr.String())
+	}
+}
+
+func TestRunVersion(t *testing.T) {
+	var stdout strings.Builder
+	if err := run(context.Background(), []string{"-version"}, noEnv, &stdout, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(stdout.String(), "adlink dev commit ") {
+		t.Errorf("-version printed %q", stdout.String())
 	}
 }

@@ -19,7 +19,7 @@ func TestRunReadyMetricsAndShutdown(t *testing.T) {
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"-addr", "127.0.0.1:0", "-data", t.TempDir()}, func(string) string { return "" }, pw)
+		done <- run(ctx, []string{"-addr", "127.0.0.1:0", "-data", t.TempDir(), "-demo"}, noEnv, io.Discard, pw)
 		pw.Close()
 	}()
 	listening, shutting := make(chan string, 1), make(chan struct{})

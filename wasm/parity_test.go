@@ -19,6 +19,7 @@ import (
 	"github.com/adlink/adlink/backend/catalog"
 	"github.com/adlink/adlink/backend/clicks"
 	"github.com/adlink/adlink/backend/config"
+	"github.com/adlink/adlink/backend/market"
 	"github.com/adlink/adlink/backend/partners"
 	"github.com/adlink/adlink/backend/shards"
 	"github.com/adlink/adlink/backend/store"
@@ -39,14 +40,14 @@ type shard struct {
 // one per market, each encoded as the page receives it.
 type corpus struct {
 	ads     []match.Ad
-	indexes *api.MarketIndexes
+	indexes *market.Set
 	all     *shard
 	markets map[match.Market]*shard
 }
 
 func newCorpus(t testing.TB, ads []match.Ad) *corpus {
 	t.Helper()
-	mi, err := api.BuildIndexes(ads)
+	mi, err := market.Build(ads)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -505,7 +506,7 @@ func get(t *testing.T, u string, status int) []byte {
 }
 
 // newBackend is the real API handler over the corpus's indexes.
-func newBackend(t testing.TB, ix api.Indexes) http.Handler {
+func newBackend(t testing.TB, ix market.Indexes) http.Handler {
 	t.Helper()
 	cfg := config.Default()
 	cfg.RedirectURL = redirectURL

@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"maps"
 	"net"
 	"net/http"
@@ -19,15 +18,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/adlink/adlink"
-	"github.com/adlink/adlink/backend/api"
-	"github.com/adlink/adlink/backend/catalog"
+	"github.com/adlink/adlink/backend/app"
 	"github.com/adlink/adlink/backend/clicks"
 	"github.com/adlink/adlink/backend/config"
 	"github.com/adlink/adlink/backend/pages"
-	"github.com/adlink/adlink/backend/partners"
-	"github.com/adlink/adlink/backend/shards"
-	"github.com/adlink/adlink/backend/store"
 	"github.com/adlink/adlink/match"
 	"github.com/adlink/adlink/wasm/module"
 )
@@ -197,7 +191,8 @@ func stopBackend() {
 	}
 }
 
-// newBackend starts a server over the demo catalog; splitAbove is
+// newBackend starts a server over the demo catalog with the demo partner
+// and the module TestMain built, as make run serves them; splitAbove is
 // shards.Options.SplitAbove.
 func newBackend(splitAbove int) (*backend, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -215,53 +210,17 @@ func newBackend(splitAbove int) (*backend, error) {
 	cfg.RedirectURL = b.URL
 	cfg.FetchAllowPrivate = true
 	cfg.DataDir = dir
-	if b.ads, err = catalog.Demo(catalog.Options{BaseURL: b.URL}); err != nil {
-		return nil, err
-	}
-	indexes, err := api.BuildIndexes(b.ads)
-	if err != nil {
-		return nil, err
-	}
-	set, err := shards.Build(indexes, shards.Options{Matcher: matcherWasm, MatcherZstd: matcherZstd, RedirectURL: cfg.RedirectURL, SplitAbove: splitAbove})
-	if err != nil {
-		return nil, err
-	}
-	web, err := fs.Sub(adlink.Web, "web")
-	if err != nil {
-		return nil, err
-	}
-	reg, err := partners.NewStatic([]partners.Partner{partners.Demo()})
-	if err != nil {
-		return nil, err
-	}
-	db, err := store.Open(cfg.DataDir)
-	if err != nil {
-		return nil, err
-	}
-	sharedCleanup = append(sharedCleanup, func() { db.Close() })
-	cl, err := clicks.New(db)
-	if err != nil {
-		return nil, err
-	}
-	b.clicks = cl
-	queue, err := pages.OpenBolt(db, 0)
-	if err != nil {
-		return nil, err
-	}
-	fetcher := pages.NewFetcher(pages.FetchOptions{AllowPrivate: true})
-	sharedCleanup = append(sharedCleanup, fetcher.Close)
-	b.pages = pages.NewService(queue, fetcher, func() pages.Reducer { return indexes.All() }, pages.Options{})
-	b.pages.Start()
-	sharedCleanup = append(sharedCleanup, b.pages.Stop)
+	cfg.Demo = true
 	// Clicks are signed, as in production: the server's links carry a
 	// signature, the page's the manifest's site token.
-	keys, err := clicks.NewKeys(clicks.Key{ID: "test", Secret: []byte("a secret of the browser tests")})
+	cfg.ClickKeys = []clicks.Key{{ID: "test", Secret: []byte("a secret of the browser tests")}}
+	a, err := app.New(cfg, app.Options{Matcher: matcherWasm, MatcherZstd: matcherZstd, SplitAbove: splitAbove})
 	if err != nil {
 		return nil, err
 	}
-	srv := &http.Server{Handler: b.counted(api.NewServer(api.Deps{
-		Config: cfg, Indexes: indexes, Partners: reg, Clicks: cl, Pages: b.pages, Shards: set, Web: web, ClickKeys: keys,
-	}))}
+	sharedCleanup = append(sharedCleanup, func() { a.Close() })
+	b.ads, b.pages, b.clicks = a.Ads, a.Pages, a.Clicks
+	srv := &http.Server{Handler: b.counted(a.Handler)}
 	go srv.Serve(ln)
 	sharedCleanup = append(sharedCleanup, func() { srv.Close() })
 	return b, nil

@@ -17,6 +17,7 @@ import (
 
 	"github.com/adlink/adlink/backend/clicks"
 	"github.com/adlink/adlink/backend/config"
+	"github.com/adlink/adlink/backend/market"
 	"github.com/adlink/adlink/backend/metrics"
 	"github.com/adlink/adlink/backend/shards"
 )
@@ -38,7 +39,7 @@ type signedEnv struct {
 
 func newSignedEnv(t testing.TB) *signedEnv {
 	t.Helper()
-	ix, err := BuildIndexes(fixture())
+	ix, err := market.Build(fixture())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/adlink/adlink/backend/config"
+	"github.com/adlink/adlink/backend/market"
 	"github.com/adlink/adlink/backend/pages"
 )
 
@@ -37,7 +38,7 @@ func TestFloodOfUnseenPages(t *testing.T) {
 	}))
 	defer pageServer.Close()
 
-	ix, err := BuildIndexes(fixture())
+	ix, err := market.Build(fixture())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/adlink/adlink/backend/clicks"
 	"github.com/adlink/adlink/backend/config"
+	"github.com/adlink/adlink/backend/market"
 	"github.com/adlink/adlink/backend/partners"
 	"github.com/adlink/adlink/match"
 )
@@ -111,7 +112,7 @@ var testClock = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 type testEnv struct {
 	handler http.Handler
 	clicks  []clicks.Click
-	indexes *MarketIndexes
+	indexes *market.Set
 }
 
 // newEnv serves ads with the test partners, recording clicks in memory.
@@ -119,7 +120,7 @@ type testEnv struct {
 // requests from one client, and limits_test.go sets its own.
 func newEnv(t testing.TB, ads []match.Ad) *testEnv {
 	t.Helper()
-	ix, err := BuildIndexes(ads)
+	ix, err := market.Build(ads)
 	if err != nil {
 		t.Fatal(err)
 	}

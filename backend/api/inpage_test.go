@@ -12,6 +12,7 @@ import (
 
 	"github.com/adlink/adlink/backend/clicks"
 	"github.com/adlink/adlink/backend/config"
+	"github.com/adlink/adlink/backend/market"
 	"github.com/adlink/adlink/backend/shards"
 )
 
@@ -27,7 +28,7 @@ func newInPageEnv(t *testing.T, withShards bool) *inPageEnv {
 // newInPageEnvSplit is newInPageEnv with shards.Options.SplitAbove.
 func newInPageEnvSplit(t *testing.T, withShards bool, splitAbove int) *inPageEnv {
 	t.Helper()
-	ix, err := BuildIndexes(fixture())
+	ix, err := market.Build(fixture())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/adlink/adlink/backend/clicks"
 	"github.com/adlink/adlink/backend/config"
+	"github.com/adlink/adlink/backend/market"
 	"github.com/adlink/adlink/backend/pages"
 	"github.com/adlink/adlink/backend/partners"
 )
@@ -21,7 +22,7 @@ import (
 // while a test runs (one token per 1000 s).
 func limitedEnv(t *testing.T, set func(*config.Config)) *testEnv {
 	t.Helper()
-	ix, err := BuildIndexes(fixture())
+	ix, err := market.Build(fixture())
 	if err != nil {
 		t.Fatal(err)
 	}

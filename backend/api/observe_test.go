@@ -17,6 +17,7 @@ import (
 	"github.com/goccy/go-json"
 
 	"github.com/adlink/adlink/backend/config"
+	"github.com/adlink/adlink/backend/market"
 	"github.com/adlink/adlink/backend/metrics"
 )
 
@@ -53,7 +54,7 @@ func (s *syncBuffer) lines(t *testing.T) []map[string]any {
 
 func TestRequestIDOnResponseAndEveryLogLine(t *testing.T) {
 	var logs syncBuffer
-	ix, err := BuildIndexes(fixture())
+	ix, err := market.Build(fixture())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +133,7 @@ func TestPanicIsA500WithRequestID(t *testing.T) {
 }
 
 func TestMetricsReadyzAndHealthz(t *testing.T) {
-	ix, err := BuildIndexes(fixture())
+	ix, err := market.Build(fixture())
 	if err != nil {
 		t.Fatal(err)
 	}

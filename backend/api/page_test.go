@@ -20,6 +20,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/adlink/adlink/backend/config"
+	"github.com/adlink/adlink/backend/market"
 	"github.com/adlink/adlink/backend/pages"
 	"github.com/adlink/adlink/match"
 )
@@ -75,7 +76,7 @@ type pageEnv struct {
 // recordingIndexes records the indexes asked for by market, as
 // "country-lang".
 type recordingIndexes struct {
-	Indexes
+	market.Indexes
 	mu    sync.Mutex
 	asked []string
 }
@@ -111,7 +112,7 @@ func newPageEnv(t *testing.T, maxQueue int, fo pages.FetchOptions) *pageEnv {
 	t.Cleanup(ts.Close)
 
 	ads := append(fixture()[:4:4], iphoneAd)
-	ix, err := BuildIndexes(ads)
+	ix, err := market.Build(ads)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/adlink/adlink/backend/clicks"
 	"github.com/adlink/adlink/backend/config"
+	"github.com/adlink/adlink/backend/market"
 	"github.com/adlink/adlink/backend/store"
 )
 
@@ -176,7 +177,7 @@ func TestRedirectHeadRecordsNothing(t *testing.T) {
 // When the click cannot be stored, nobody is redirected and the cause stays
 // in the log.
 func TestRedirectStoreFailure(t *testing.T) {
-	ix, err := BuildIndexes(fixture())
+	ix, err := market.Build(fixture())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +227,7 @@ func TestRedirectEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ix, err := BuildIndexes(fixture())
+	ix, err := market.Build(fixture())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/goccy/go-json"
 
 	"github.com/adlink/adlink/backend/config"
+	"github.com/adlink/adlink/backend/market"
 	"github.com/adlink/adlink/match"
 )
 
@@ -614,7 +615,7 @@ type fakeIndexes struct {
 	ForFn func(country, lang string) *match.Index
 }
 
-var _ Indexes = (*fakeIndexes)(nil)
+var _ market.Indexes = (*fakeIndexes)(nil)
 
 func (f *fakeIndexes) All() *match.Index                     { return f.AllFn() }
 func (f *fakeIndexes) For(country, lang string) *match.Index { return f.ForFn(country, lang) }

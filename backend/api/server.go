@@ -16,6 +16,7 @@ import (
 
 	"github.com/adlink/adlink/backend/clicks"
 	"github.com/adlink/adlink/backend/config"
+	"github.com/adlink/adlink/backend/market"
 	"github.com/adlink/adlink/backend/metrics"
 	"github.com/adlink/adlink/backend/partners"
 	"github.com/adlink/adlink/backend/shards"
@@ -26,7 +27,7 @@ import (
 type Deps struct {
 	Config   config.Config
 	Logger   *slog.Logger
-	Indexes  Indexes
+	Indexes  market.Indexes
 	Partners partners.Registry
 	Clicks   clicks.Recorder
 	// Pages is the page context; without it /v2/page/link answers 503.
@@ -55,7 +56,7 @@ type Deps struct {
 type server struct {
 	cfg      config.Config
 	log      *slog.Logger
-	indexes  Indexes
+	indexes  market.Indexes
 	partners partners.Registry
 	clicks   clicks.Recorder
 	pages    Pages

@@ -1,7 +1,8 @@
 // Package config is the adlink server's configuration: a plain struct with
 // defaults, filled from ADLINK_* environment variables and then command-line
 // flags (a flag wins over the environment), and validated once at start-up
-// with every problem reported together.
+// with every problem reported together: Load reports the values, Prepare
+// what they name on disk.
 package config
 
 import (
@@ -14,6 +15,7 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -34,10 +36,13 @@ type Config struct {
 	// Catalogs are feed files to serve (-catalog, repeatable;
 	// ADLINK_CATALOG, comma-separated). None means the embedded demo catalog.
 	Catalogs []string
-	// PartnersFile is an optional JSON file of partners (-partners,
-	// ADLINK_PARTNERS). The demo partner is always there unless the file
-	// redefines its key.
+	// PartnersFile is a JSON file of partners (-partners, ADLINK_PARTNERS).
+	// The server needs it, or Demo, or both.
 	PartnersFile string
+	// Demo adds the demo partner, api_key=demo and site_id=demo for pages
+	// on localhost (-demo, ADLINK_DEMO); a partner of PartnersFile with the
+	// key "demo" stands in for it.
+	Demo bool
 	// FetchAllowPrivate lets the page fetcher reach loopback and private
 	// addresses; only the demo and the tests set it (-fetch-allow-private,
 	// ADLINK_FETCH_ALLOW_PRIVATE).
@@ -82,6 +87,9 @@ type Config struct {
 	// LogLevel is the least level logged: debug (which adds a line per
 	// request), info, warn or error (-log-level, ADLINK_LOG_LEVEL).
 	LogLevel slog.Level
+	// PrintVersion asks for the version to be printed instead of serving
+	// (-version).
+	PrintVersion bool
 }
 
 // Default returns the configuration used when nothing is set.
@@ -107,7 +115,11 @@ func Default() Config {
 
 // Load starts from Default, applies the ADLINK_* variables getenv returns,
 // then the flags in args, and validates the result. Every problem is in the
-// returned error, one per line. Usage goes to out on -h.
+// returned error, one per line, a flag's syntax included: parsing goes on
+// past a bad flag. The Config is returned with the error, filled as far as
+// it could be, so that the caller can add the problems it finds (Prepare)
+// and report them all at once. Usage goes to out on -h, with the error
+// flag.ErrHelp.
 func Load(args []string, getenv func(string) string, out io.Writer) (Config, error) {
 	c := Default()
 	var problems []error
@@ -123,13 +135,18 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	c.RedirectURL = getenv("ADLINK_REDIRECT_URL")
 	c.Catalogs = splitList(getenv("ADLINK_CATALOG"))
 	c.PartnersFile = getenv("ADLINK_PARTNERS")
-	if v := getenv("ADLINK_FETCH_ALLOW_PRIVATE"); v != "" {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			bad("ADLINK_FETCH_ALLOW_PRIVATE=%q: want true or false", v)
+	envBool := func(name string, dst *bool) {
+		if v := getenv(name); v != "" {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				bad("%s=%q: want true or false", name, v)
+				return
+			}
+			*dst = b
 		}
-		c.FetchAllowPrivate = b
 	}
+	envBool("ADLINK_DEMO", &c.Demo)
+	envBool("ADLINK_FETCH_ALLOW_PRIVATE", &c.FetchAllowPrivate)
 	if v := getenv("ADLINK_TRUSTED_PROXIES"); v != "" {
 		proxies = v
 	}
@@ -141,6 +158,7 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 			f, err := strconv.ParseFloat(v, 64)
 			if err != nil {
 				bad("%s=%q: want a number", name, v)
+				return
 			}
 			*dst = f
 		}
@@ -150,6 +168,7 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 			n, err := strconv.Atoi(v)
 			if err != nil {
 				bad("%s=%q: want a whole number", name, v)
+				return
 			}
 			*dst = n
 		}
@@ -165,6 +184,7 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 			d, err := time.ParseDuration(v)
 			if err != nil {
 				bad("%s=%q: want a duration such as 24h", name, v)
+				return
 			}
 			*dst = d
 		}
@@ -179,12 +199,16 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	}
 
 	fs := flag.NewFlagSet("adlink", flag.ContinueOnError)
-	fs.SetOutput(out)
+	// The flag package prints each bad flag and the usage as it meets
+	// them; Load reports them with the other problems instead.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	fs.StringVar(&c.Addr, "addr", c.Addr, "listen `address` (ADLINK_ADDR)")
 	fs.StringVar(&c.DataDir, "data", c.DataDir, "state `directory`, holds adlink.db (ADLINK_DATA_DIR)")
 	fs.StringVar(&c.RedirectURL, "redirect-url", c.RedirectURL, "base `URL` of ad links; default http://<addr> (ADLINK_REDIRECT_URL)")
 	fs.Var(&listFlag{list: &c.Catalogs}, "catalog", "catalog feed `file`, repeatable; none serves the embedded demo (ADLINK_CATALOG, comma-separated)")
-	fs.StringVar(&c.PartnersFile, "partners", c.PartnersFile, "partners JSON `file`; the demo partner is always there (ADLINK_PARTNERS)")
+	fs.StringVar(&c.PartnersFile, "partners", c.PartnersFile, "partners JSON `file`; this or -demo is needed (ADLINK_PARTNERS)")
+	fs.BoolVar(&c.Demo, "demo", c.Demo, "add the demo partner, api_key=demo site_id=demo on localhost (ADLINK_DEMO)")
 	fs.BoolVar(&c.FetchAllowPrivate, "fetch-allow-private", c.FetchAllowPrivate, "let the page fetcher reach loopback and private addresses (ADLINK_FETCH_ALLOW_PRIVATE)")
 	fs.StringVar(&proxies, "trusted-proxies", proxies, "comma-separated `CIDRs` whose X-Forwarded-For and country header are trusted (ADLINK_TRUSTED_PROXIES)")
 	fs.StringVar(&c.CountryHeader, "country-header", c.CountryHeader, "request `header` with the client's country, from a trusted proxy (ADLINK_COUNTRY_HEADER)")
@@ -201,11 +225,30 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	fs.DurationVar(&c.ClickTTL, "click-ttl", c.ClickTTL, "how long a signed click URL stays billable (ADLINK_CLICK_TTL)")
 	fs.TextVar(&c.LogLevel, "log-level", c.LogLevel, "least `level` logged: debug (a line per request), info, warn or error (ADLINK_LOG_LEVEL)")
 	fs.DurationVar(&c.SiteTokenTTL, "site-token-ttl", c.SiteTokenTTL, "how long the page's site token stays billable (ADLINK_SITE_TOKEN_TTL)")
-	if err := fs.Parse(args); err != nil {
-		return Config{}, err
-	}
-	if fs.NArg() > 0 {
-		bad("unexpected arguments: %q", fs.Args())
+	fs.BoolVar(&c.PrintVersion, "version", false, "print the version and exit")
+	fs.VisitAll(func(f *flag.Flag) { f.Value = keepOnError{f.Value} })
+	for rest := args; len(rest) > 0; {
+		err := fs.Parse(rest)
+		if errors.Is(err, flag.ErrHelp) {
+			// The usage names each flag's type from its own Value.
+			fs.VisitAll(func(f *flag.Flag) { f.Value = f.Value.(keepOnError).Value })
+			fs.SetOutput(out)
+			fmt.Fprintln(out, "Usage of adlink:")
+			fs.PrintDefaults()
+			return c, err
+		}
+		next := fs.Args()
+		switch {
+		case err != nil:
+			problems = append(problems, err)
+			if len(next) > 0 && err.Error() == "bad flag syntax: "+next[0] { // the one error the parser does not step over
+				next = next[1:]
+			}
+		case len(next) > 0: // the parser stops at the first argument that is no flag
+			bad("unexpected argument %q", next[0])
+			next = next[1:]
+		}
+		rest = next
 	}
 
 	c.TrustedProxies = nil
@@ -227,10 +270,7 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	}
 	c.RedirectURL = strings.TrimRight(c.RedirectURL, "/")
 	problems = append(problems, c.Validate())
-	if err := errors.Join(problems...); err != nil {
-		return Config{}, err
-	}
-	return c, nil
+	return c, errors.Join(problems...)
 }
 
 // Validate reports every problem of c together, or nil.
@@ -242,6 +282,9 @@ func (c *Config) Validate() error {
 	}
 	if strings.TrimSpace(c.DataDir) == "" {
 		bad("data directory is empty")
+	}
+	if c.PartnersFile == "" && !c.Demo {
+		bad("no partners: give -partners FILE (ADLINK_PARTNERS) for your partners, or -demo (ADLINK_DEMO=true) for the demo partner")
 	}
 	u, err := url.Parse(c.RedirectURL)
 	switch {
@@ -282,6 +325,35 @@ func (c *Config) Validate() error {
 	return errors.Join(problems...)
 }
 
+// Prepare checks what c names on disk and reports every problem together:
+// each catalog file and the partners file must open, and the data
+// directory must exist or be made, which Prepare does. Names Validate
+// reports as empty are left to it.
+func (c *Config) Prepare() error {
+	var problems []error
+	open := func(what, name string) {
+		if strings.TrimSpace(name) == "" {
+			return
+		}
+		f, err := os.Open(name)
+		if err != nil {
+			problems = append(problems, fmt.Errorf("%s: %w", what, err))
+			return
+		}
+		f.Close()
+	}
+	for _, name := range c.Catalogs {
+		open("catalog", name)
+	}
+	open("partners", c.PartnersFile)
+	if strings.TrimSpace(c.DataDir) != "" {
+		if err := os.MkdirAll(c.DataDir, 0o750); err != nil {
+			problems = append(problems, fmt.Errorf("data directory: %w", err))
+		}
+	}
+	return errors.Join(problems...)
+}
+
 // Trusted reports whether a peer address is one of the trusted proxies.
 func (c *Config) Trusted(addr netip.Addr) bool {
 	addr = addr.Unmap()
@@ -314,6 +386,27 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// keepOnError is a flag that keeps its value when given a bad one: the
+// flag package's numbers become 0, which Validate would report a second
+// time.
+type keepOnError struct{ flag.Value }
+
+func (k keepOnError) Set(s string) error {
+	old := k.String()
+	if err := k.Value.Set(s); err != nil {
+		k.Value.Set(old)
+		return err
+	}
+	return nil
+}
+
+// IsBoolFlag lets a boolean flag go without a value, as the flag package
+// does for its own.
+func (k keepOnError) IsBoolFlag() bool {
+	b, ok := k.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
 }
 
 // listFlag is a repeatable flag; its first use replaces what the

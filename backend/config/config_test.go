@@ -6,7 +6,10 @@ import (
 	"flag"
 	"io"
 	"log/slog"
+	"maps"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -17,6 +20,14 @@ import (
 
 func env(m map[string]string) func(string) string {
 	return func(k string) string { return m[k] }
+}
+
+// demoEnv is m with the demo partner on, unless m says otherwise: a
+// configuration needs partners.
+func demoEnv(m map[string]string) map[string]string {
+	out := map[string]string{"ADLINK_DEMO": "true"}
+	maps.Copy(out, m)
+	return out
 }
 
 func TestLoad(t *testing.T) {
@@ -81,6 +92,17 @@ func TestLoad(t *testing.T) {
 			want: func(c *Config) { c.LogLevel = slog.LevelDebug },
 		},
 		{
+			name: "partners without the demo",
+			args: []string{"-demo=false", "-partners", "p.json"},
+			want: func(c *Config) { c.Demo, c.PartnersFile = false, "p.json" },
+		},
+		{
+			name: "demo flag",
+			args: []string{"-demo"},
+			env:  map[string]string{"ADLINK_DEMO": "false"},
+			want: func(c *Config) {},
+		},
+		{
 			name: "wildcard listen address",
 			args: []string{"-addr", ":9090"},
 			want: func(c *Config) { c.Addr, c.RedirectURL = ":9090", "http://localhost:9090" },
@@ -93,12 +115,13 @@ func TestLoad(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := Load(tt.args, env(tt.env), io.Discard)
+			got, err := Load(tt.args, env(demoEnv(tt.env)), io.Discard)
 			if err != nil {
 				t.Fatal(err)
 			}
 			want := Default()
 			want.RedirectURL = "http://localhost:8080"
+			want.Demo = true
 			tt.want(&want)
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("Load =\n%+v\nwant\n%+v", got, want)
@@ -108,19 +131,79 @@ func TestLoad(t *testing.T) {
 }
 
 func TestLoadReportsEveryProblem(t *testing.T) {
-	_, err := Load(
-		[]string{"-addr", "nohostport", "-redirect-url", "ftp://x", "-trusted-proxies", "10.0.0.1,bogus", "-country-header", " ",
-			"-rate-key", "0", "-rate-ip-burst", "0", "-rate-pages", "-1", "-click-keys", "k1:c2hvcnQ", "-site-token-ttl", "0s"},
-		env(map[string]string{"ADLINK_FETCH_ALLOW_PRIVATE": "maybe", "ADLINK_RATE_KEY_BURST": "lots", "ADLINK_LOG_LEVEL": "loud", "ADLINK_CLICK_TTL": "a day"}), io.Discard)
+	c, err := Load(
+		[]string{"-addr", "nohostport", "-redirect-url", "ftp://x", "-nope", "-trusted-proxies", "10.0.0.1,bogus", "-country-header", " ",
+			"-rate-key", "0", "-rate-ip", "fast", "-rate-ip-burst", "0", "-rate-pages", "-1", "stray", "-click-keys", "k1:c2hvcnQ",
+			"-=x", "-site-token-ttl", "0s", "-partners", "p.json"},
+		env(map[string]string{"ADLINK_FETCH_ALLOW_PRIVATE": "maybe", "ADLINK_DEMO": "yes please", "ADLINK_RATE_KEY_BURST": "lots",
+			"ADLINK_LOG_LEVEL": "loud", "ADLINK_CLICK_TTL": "a day"}), io.Discard)
 	if err == nil {
 		t.Fatal("Load accepted a bad configuration")
 	}
-	for _, want := range []string{"ADLINK_FETCH_ALLOW_PRIVATE", `"10.0.0.1"`, `"bogus"`, "addr", "redirect-url", "country-header",
-		"ADLINK_RATE_KEY_BURST", "ADLINK_LOG_LEVEL", "rate-key 0", "rate-ip-burst 0", "rate-pages -1",
+	for _, want := range []string{"ADLINK_FETCH_ALLOW_PRIVATE", "ADLINK_DEMO", `"10.0.0.1"`, `"bogus"`, "addr", "redirect-url", "country-header",
+		"ADLINK_RATE_KEY_BURST", "ADLINK_LOG_LEVEL", "rate-key 0", `invalid value "fast" for flag -rate-ip`, "rate-ip-burst 0", "rate-pages -1",
+		"flag provided but not defined: -nope", `unexpected argument "stray"`, "bad flag syntax: -=x",
 		`click key "k1": secret of 5 bytes`, "ADLINK_CLICK_TTL", "site-token-ttl 0s"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("error does not mention %s:\n%v", want, err)
+		if n := strings.Count(err.Error(), want); n != 1 {
+			t.Errorf("error mentions %s %d times, want once:\n%v", want, n, err)
 		}
+	}
+	// Parsing goes on past every bad flag, which keeps its value.
+	if c.PartnersFile != "p.json" || c.SiteTokenTTL != 0 || c.IPRate != Default().IPRate {
+		t.Errorf("the flags after the bad ones are not read: %+v", c)
+	}
+}
+
+// A server with no partners answers nobody: it says what to give it, in
+// one line.
+func TestLoadNeedsPartners(t *testing.T) {
+	_, err := Load(nil, env(nil), io.Discard)
+	if err == nil || strings.Contains(err.Error(), "\n") ||
+		!strings.Contains(err.Error(), "-partners") || !strings.Contains(err.Error(), "-demo") {
+		t.Errorf("Load without partners = %v, want one line naming -partners and -demo", err)
+	}
+	for _, e := range []map[string]string{{"ADLINK_DEMO": "1"}, {"ADLINK_PARTNERS": "p.json"}} {
+		if _, err := Load(nil, env(e), io.Discard); err != nil {
+			t.Errorf("Load with %v: %v", e, err)
+		}
+	}
+}
+
+// -version is read whatever else is wrong, so that it always answers.
+func TestLoadVersion(t *testing.T) {
+	c, err := Load([]string{"-rate-key", "x", "-version"}, env(nil), io.Discard)
+	if !c.PrintVersion || err == nil {
+		t.Errorf("Load = %v, %v; want PrintVersion and the problems", c.PrintVersion, err)
+	}
+}
+
+func TestPrepare(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := Default()
+	c.Catalogs = []string{file, filepath.Join(dir, "a.jsonl"), filepath.Join(dir, "b.csv")}
+	c.PartnersFile = filepath.Join(dir, "partners.json")
+	c.DataDir = filepath.Join(file, "data")
+	err := c.Prepare()
+	if err == nil {
+		t.Fatal("Prepare found nothing wrong")
+	}
+	for _, want := range []string{"a.jsonl", "b.csv", "partners.json", "data directory"} {
+		if n := strings.Count(err.Error(), want); n != 1 {
+			t.Errorf("error mentions %s %d times, want once:\n%v", want, n, err)
+		}
+	}
+
+	c = Default()
+	c.Catalogs, c.PartnersFile, c.DataDir = []string{file}, file, filepath.Join(dir, "state", "adlink")
+	if err := c.Prepare(); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(c.DataDir); err != nil || !fi.IsDir() {
+		t.Errorf("the data directory is not made: %v", err)
 	}
 }
 

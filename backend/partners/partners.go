@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/goccy/go-json"
@@ -100,7 +101,8 @@ func (s Site) HasHost(host string) bool {
 }
 
 // Demo is the partner "make run" and the README use: api_key=demo,
-// site_id=demo, pages on localhost and 127.0.0.1.
+// site_id=demo, pages on localhost and 127.0.0.1. The server has it only
+// when asked to (-demo).
 func Demo() Partner {
 	return Partner{
 		APIKey: "demo",
@@ -190,14 +192,18 @@ func (s *Static) Limits(_ context.Context, apiKey string) (Limits, error) {
 	return l, nil
 }
 
-// Load reads the partners of a JSON file, {"partners":[...]}, and returns
-// them after the demo partner, which a partner with the key "demo" in the
-// file replaces. An empty path gives the demo partner alone.
-func Load(path string) ([]Partner, error) {
-	ps := []Partner{Demo()}
-	if path == "" {
-		return ps, nil
+// WithDemo returns ps after the Demo partner, or ps alone when one of them
+// has the demo's key and so stands in for it.
+func WithDemo(ps []Partner) []Partner {
+	demo := Demo()
+	if slices.ContainsFunc(ps, func(p Partner) bool { return p.APIKey == demo.APIKey }) {
+		return ps
 	}
+	return append([]Partner{demo}, ps...)
+}
+
+// Load reads the partners of a JSON file, {"partners":[...]}.
+func Load(path string) ([]Partner, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -211,12 +217,5 @@ func Load(path string) ([]Partner, error) {
 	if err := dec.Decode(&file); err != nil {
 		return nil, fmt.Errorf("partners file %s: %w", path, err)
 	}
-	for _, p := range file.Partners {
-		if p.APIKey == ps[0].APIKey {
-			ps[0] = p
-			continue
-		}
-		ps = append(ps, p)
-	}
-	return ps, nil
+	return file.Partners, nil
 }

@@ -14,7 +14,7 @@ func TestStaticSite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, err := NewStatic(ps)
+	reg, err := NewStatic(WithDemo(ps))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,10 +80,17 @@ func TestLoadRejectsUnknownFields(t *testing.T) {
 	}
 }
 
-func TestLoadDemoOnly(t *testing.T) {
-	ps, err := Load("")
-	if err != nil || len(ps) != 1 || ps[0].APIKey != "demo" {
-		t.Fatalf("Load(\"\") = %+v, %v", ps, err)
+func TestWithDemo(t *testing.T) {
+	if ps := WithDemo(nil); len(ps) != 1 || ps[0].APIKey != "demo" {
+		t.Errorf("WithDemo(nil) = %+v, want the demo partner", ps)
+	}
+	other := Partner{APIKey: "k", Sites: []Site{{ID: "s", Domains: []string{"example.com"}}}}
+	if ps := WithDemo([]Partner{other}); len(ps) != 2 || ps[0].APIKey != "demo" || ps[1].APIKey != "k" {
+		t.Errorf("WithDemo = %+v, want the demo partner, then k", ps)
+	}
+	own := Partner{APIKey: "demo", Name: "our own demo", Sites: []Site{{ID: "demo", Domains: []string{"demo.example.com"}}}}
+	if ps := WithDemo([]Partner{other, own}); len(ps) != 2 || ps[1].Name != own.Name {
+		t.Errorf("WithDemo = %+v, want the file's demo partner in place of Demo", ps)
 	}
 }
 
@@ -92,7 +99,7 @@ func TestStaticLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, err := NewStatic(ps)
+	reg, err := NewStatic(WithDemo(ps))
 	if err != nil {
 		t.Fatal(err)
 	}

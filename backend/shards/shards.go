@@ -16,19 +16,9 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/adlink/adlink/backend/market"
 	"github.com/adlink/adlink/match"
 )
-
-// Source gives the indexes to cut into shards; the backend's api.Indexes is
-// one.
-type Source interface {
-	// All is the index of the whole catalog, answering requests that name
-	// no market with a shard of its own.
-	All() *match.Index
-	// For is the index of one market, or of a country in all its
-	// languages (lang ""), for each of match.Index.ShardMarkets; or nil.
-	For(country, lang string) *match.Index
-}
 
 // Paths the manifest points to.
 const (
@@ -108,7 +98,7 @@ type ZstdChoice struct {
 
 // Build encodes and compresses every market's shard and the whole
 // catalog's, and matcher.wasm, on every core.
-func Build(src Source, o Options) (*Set, error) {
+func Build(src market.Indexes, o Options) (*Set, error) {
 	matcher := o.Matcher
 	all := src.All()
 	if all == nil {

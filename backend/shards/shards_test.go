@@ -11,39 +11,22 @@ import (
 	"testing"
 
 	"github.com/adlink/adlink/backend/catalog"
+	"github.com/adlink/adlink/backend/market"
 	"github.com/adlink/adlink/match"
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
 )
 
-// indexes is a Source built the way the backend builds its own.
-type indexes struct {
-	all     *match.Index
-	markets map[match.Market]*match.Index
-}
-
-func (ix *indexes) All() *match.Index { return ix.all }
-func (ix *indexes) For(c, l string) *match.Index {
-	return ix.markets[match.Market{Country: c, Lang: l}]
-}
-
-func buildSource(t testing.TB, ads []match.Ad) *indexes {
+func buildSource(t testing.TB, ads []match.Ad) *market.Set {
 	t.Helper()
-	all, err := match.Build(ads)
+	src, err := market.Build(ads)
 	if err != nil {
 		t.Fatal(err)
-	}
-	byMarket := match.ShardAds(all, ads)
-	src := &indexes{all: all, markets: map[match.Market]*match.Index{}}
-	for m, ads := range byMarket {
-		if src.markets[m], err = match.Build(ads); err != nil {
-			t.Fatal(err)
-		}
 	}
 	return src
 }
 
-func demoSet(t testing.TB) (*indexes, *Set) {
+func demoSet(t testing.TB) (*market.Set, *Set) {
 	t.Helper()
 	ads, err := catalog.Demo(catalog.Options{})
 	if err != nil {

@@ -1,7 +1,7 @@
 // Package module builds matcher.wasm as "make wasm" does (make runs the
 // command in build/, which calls Build), for the tests and benchmarks that
 // run it: they build it themselves, so they need neither make nor a
-// web/matcher.wasm left from an earlier build.
+// web/matcher/dist/matcher.wasm left from an earlier build.
 package module
 
 import (

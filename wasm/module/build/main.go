@@ -1,11 +1,11 @@
-// Command build writes web/matcher.wasm for "make wasm" exactly as the
-// tests build it (module.Build), and beside it matcher.wasm.zst, compressed
-// by the zstd CLI when it is on PATH, for the server to serve in place of
-// its own zstd encoding.
+// Command build writes web/matcher/dist/matcher.wasm for "make wasm"
+// exactly as the tests build it (module.Build), and beside it
+// matcher.wasm.zst, compressed by the zstd CLI when it is on PATH, for the
+// server to embed and serve in place of its own zstd encoding.
 //
 // Usage:
 //
-//	go run ./wasm/module/build [-o web/matcher.wasm] [package]
+//	go run ./wasm/module/build [-o web/matcher/dist/matcher.wasm] [package]
 package main
 
 import (
@@ -28,7 +28,7 @@ func main() {
 func run(args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("build", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	out := fs.String("o", "web/matcher.wasm", "the module to write; its zstd goes to the same path + .zst")
+	out := fs.String("o", "web/matcher/dist/matcher.wasm", "the module to write; its zstd goes to the same path + .zst")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"bytes"
@@ -12,9 +12,8 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
-	"github.com/adlink/adlink/backend/api"
 	"github.com/adlink/adlink/backend/catalog"
-	"github.com/adlink/adlink/backend/config"
+	"github.com/adlink/adlink/backend/market"
 	"github.com/adlink/adlink/backend/shards"
 )
 
@@ -26,12 +25,12 @@ func TestInPageChoosesTheMatchersZstd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	indexes, err := api.BuildIndexes(ads)
+	indexes, err := market.Build(ads)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Any file of some size stands in for the module.
-	wasm, err := os.ReadFile(filepath.Join("api", "openapi.json"))
+	wasm, err := os.ReadFile(filepath.Join("..", "api", "openapi.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +49,7 @@ func TestInPageChoosesTheMatchersZstd(t *testing.T) {
 	good := encode(wasm, zstd.SpeedBestCompression)
 	type zstCase struct {
 		name   string
-		zst    []byte // nil: no file
+		zst    []byte // nil: none
 		served bool   // zst is served
 		warn   bool
 		logged string // the encoder logged, a prefix
@@ -64,7 +63,7 @@ func TestInPageChoosesTheMatchersZstd(t *testing.T) {
 		{name: "empty", zst: []byte{}, warn: true, logged: "klauspost/compress"},
 	}
 	if bin, err := exec.LookPath("zstd"); err == nil {
-		cli, err := exec.Command(bin, "-19", "-q", "-c", filepath.Join("api", "openapi.json")).Output()
+		cli, err := exec.Command(bin, "-19", "-q", "-c", filepath.Join("..", "api", "openapi.json")).Output()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -75,17 +74,8 @@ func TestInPageChoosesTheMatchersZstd(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "matcher.wasm")
-			if err := os.WriteFile(path, wasm, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			if tc.zst != nil {
-				if err := os.WriteFile(path+".zst", tc.zst, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
 			var logs bytes.Buffer
-			set, _, err := inPage(indexes, config.Config{}, path, slog.New(slog.NewJSONHandler(&logs, nil)))
+			set, err := inPage(indexes, wasm, tc.zst, "", 0, slog.New(slog.NewJSONHandler(&logs, nil)))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,0 +1,299 @@
+// Package app builds the adlink server from its configuration: the catalog
+// and its market indexes, the shards and matcher.wasm the page loads, the
+// partners, the state store with the click log and the page queue, the
+// click keys, the page service and its workers, the metrics, and the HTTP
+// handler over them. The command in backend/ serves what it builds; the
+// tests that need a whole server build it here too.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/adlink/adlink"
+	"github.com/adlink/adlink/backend/api"
+	"github.com/adlink/adlink/backend/catalog"
+	"github.com/adlink/adlink/backend/clicks"
+	"github.com/adlink/adlink/backend/config"
+	"github.com/adlink/adlink/backend/market"
+	"github.com/adlink/adlink/backend/metrics"
+	"github.com/adlink/adlink/backend/pages"
+	"github.com/adlink/adlink/backend/partners"
+	"github.com/adlink/adlink/backend/shards"
+	"github.com/adlink/adlink/backend/store"
+	"github.com/adlink/adlink/match"
+	"github.com/adlink/adlink/web/matcher"
+)
+
+// Options are what a caller puts in place of what the configuration
+// names. The zero value builds the server the configuration describes.
+type Options struct {
+	// Logger receives the server's logs; nil discards them.
+	Logger *slog.Logger
+	// Now is the clock clicks are stamped with; nil is time.Now.
+	Now func() time.Time
+	// Ads, when not nil, are the catalog, in place of the configured feed
+	// files or the embedded demo catalog.
+	Ads []match.Ad
+	// Matcher and MatcherZstd, when Matcher is not nil, are served as
+	// matcher.wasm and its zstd encoding in place of the module embedded
+	// in the binary.
+	Matcher, MatcherZstd []byte
+	// SplitAbove is shards.Options.SplitAbove: zero is its default.
+	SplitAbove int
+}
+
+// App is the server, built and running: its page workers are started.
+type App struct {
+	// Handler serves every route.
+	Handler http.Handler
+	// Ads are the catalog served.
+	Ads []match.Ad
+	// Indexes are the catalog's indexes by market.
+	Indexes *market.Set
+	// Shards are what the page loads: the market shards and matcher.wasm.
+	Shards *shards.Set
+	// Pages is the page context's service; its workers run until Close.
+	Pages *pages.Service
+	// Clicks is the click log.
+	Clicks *clicks.Log
+	// Metrics are served at /metrics.
+	Metrics *metrics.Metrics
+	// DataFile is the state store's file.
+	DataFile string
+
+	db        *bolt.DB
+	fetcher   *pages.Fetcher
+	draining  atomic.Bool
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// New builds the server cfg describes, as config.Load returns it, and
+// starts its page workers, which analyse the pages queued before a crash.
+// The catalog and partners are read first, and every problem with them
+// reported together, before the state store is opened. Close releases
+// what New opened.
+func New(cfg config.Config, opts Options) (a *App, err error) {
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	ads, adsErr := opts.Ads, error(nil)
+	if ads == nil {
+		ads, adsErr = loadCatalog(cfg)
+	}
+	ps, psErr := loadPartners(cfg)
+	if err := errors.Join(adsErr, psErr); err != nil {
+		return nil, err
+	}
+	registry, err := partners.NewStatic(ps)
+	if err != nil {
+		return nil, fmt.Errorf("partners: %w", err)
+	}
+	indexes, err := market.Build(ads)
+	if err != nil {
+		return nil, fmt.Errorf("indexing the catalog: %w", err)
+	}
+	wasm, zst := opts.Matcher, opts.MatcherZstd
+	if wasm == nil {
+		wasm, zst = matcher.Files()
+	}
+	shardSet, err := inPage(indexes, wasm, zst, cfg.RedirectURL, opts.SplitAbove, log)
+	if err != nil {
+		return nil, err
+	}
+	web, err := fs.Sub(adlink.Web, "web")
+	if err != nil {
+		return nil, err
+	}
+
+	a = &App{Ads: ads, Indexes: indexes, Shards: shardSet}
+	defer func() {
+		if err != nil {
+			a.Close()
+		}
+	}()
+	if a.db, err = store.Open(cfg.DataDir); err != nil {
+		return nil, err
+	}
+	a.DataFile = a.db.Path()
+	if a.Clicks, err = clicks.New(a.db); err != nil {
+		return nil, err
+	}
+	clickKeys, err := loadClickKeys(cfg)
+	if err != nil {
+		return nil, err
+	}
+	log.Info("click keys", "signing", clickKeys.SigningKeyID())
+	pageQueue, err := pages.OpenBolt(a.db, 0)
+	if err != nil {
+		return nil, err
+	}
+	a.fetcher = pages.NewFetcher(pages.FetchOptions{AllowPrivate: cfg.FetchAllowPrivate})
+	a.Metrics = metrics.New()
+	pageService := pages.NewService(pageQueue, a.fetcher,
+		func() pages.Reducer { return indexes.All() }, pages.Options{Logger: log.With("component", "pages"), OnAnalysis: a.Metrics.Analysis})
+	a.Metrics.WatchQueue(func() metrics.QueueStats {
+		depth, age, err := pageService.QueueStats(context.Background())
+		if err != nil {
+			log.Warn("reading the page queue for /metrics", "err", err)
+		}
+		return metrics.QueueStats{Depth: depth, OldestAge: age}
+	})
+	pageService.Start() // pages queued before a crash are analysed now
+	a.Pages = pageService
+
+	a.Handler = api.NewServer(api.Deps{
+		Config:    cfg,
+		Logger:    log,
+		Indexes:   indexes,
+		Partners:  registry,
+		Clicks:    a.Clicks,
+		ClickKeys: clickKeys,
+		Pages:     pageService,
+		Now:       opts.Now,
+		Shards:    shardSet,
+		Web:       web,
+		Metrics:   a.Metrics,
+		Ready:     a.ready,
+	})
+	return a, nil
+}
+
+// ready tells /readyz whether the server can answer: not draining, and
+// the store open.
+func (a *App) ready(context.Context) error {
+	if a.draining.Load() {
+		return errors.New("shutting down")
+	}
+	// A closed bbolt file refuses transactions.
+	return a.db.View(func(*bolt.Tx) error { return nil })
+}
+
+// Drain makes /readyz answer 503, so that a load balancer sends no more
+// requests while those in flight finish; the server still answers them.
+func (a *App) Drain() { a.draining.Store(true) }
+
+// Close stops the page workers (a job cut short stays queued for the next
+// start), then closes the fetcher and the store. Call it once the HTTP
+// server has stopped; later calls return the first one's error.
+func (a *App) Close() error {
+	a.closeOnce.Do(func() {
+		a.Drain()
+		if a.Pages != nil {
+			a.Pages.Stop()
+		}
+		if a.fetcher != nil {
+			a.fetcher.Close()
+		}
+		if a.db != nil {
+			a.closeErr = a.db.Close()
+		}
+	})
+	return a.closeErr
+}
+
+// loadCatalog reads the configured feed files, or the embedded demo
+// catalog when there are none, and reports the problems of every file
+// together.
+func loadCatalog(cfg config.Config) ([]match.Ad, error) {
+	opts := catalog.Options{BaseURL: cfg.RedirectURL}
+	if len(cfg.Catalogs) == 0 {
+		return catalog.Demo(opts)
+	}
+	var ads []match.Ad
+	var problems []error
+	for _, path := range cfg.Catalogs {
+		a, err := catalog.LoadFile(path, opts)
+		if err != nil {
+			problems = append(problems, err)
+			continue
+		}
+		ads = append(ads, a...)
+	}
+	return ads, errors.Join(problems...)
+}
+
+// loadPartners reads the configured partners file and adds the demo
+// partner when it is asked for.
+func loadPartners(cfg config.Config) ([]partners.Partner, error) {
+	var ps []partners.Partner
+	if cfg.PartnersFile != "" {
+		var err error
+		if ps, err = partners.Load(cfg.PartnersFile); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Demo {
+		ps = partners.WithDemo(ps)
+	}
+	if len(ps) == 0 {
+		if cfg.PartnersFile != "" {
+			return nil, fmt.Errorf("partners file %s: no partners; give some, or -demo for the demo partner", cfg.PartnersFile)
+		}
+		return nil, errors.New("no partners: give -partners FILE for your partners, or -demo for the demo partner")
+	}
+	return ps, nil
+}
+
+// loadClickKeys returns the configured click keys, the first of which
+// signs. With none configured the server signs with a key of its own,
+// generated on first start and kept in the data directory; once keys are
+// configured, that key still verifies the links it signed.
+func loadClickKeys(cfg config.Config) (*clicks.Keys, error) {
+	keys := cfg.ClickKeys
+	_, err := os.Stat(filepath.Join(cfg.DataDir, clicks.KeyFile))
+	if len(keys) == 0 || err == nil {
+		own, err := clicks.LoadOrCreateKey(cfg.DataDir)
+		if err != nil {
+			return nil, err
+		}
+		if !slices.ContainsFunc(keys, func(k clicks.Key) bool { return k.ID == own.ID }) {
+			keys = append(keys, own)
+		}
+	}
+	return clicks.NewKeys(keys...)
+}
+
+// inPage prepares the shards of every market and matcher.wasm, compressed
+// once, and logs which zstd encoding of the module it serves. Without a
+// built module the shards are still served.
+func inPage(indexes *market.Set, wasm, zst []byte, redirectURL string, splitAbove int, log *slog.Logger) (*shards.Set, error) {
+	if wasm == nil {
+		log.Warn("matcher.wasm is not built: pages cannot match locally; run make wasm")
+	}
+	set, err := shards.Build(indexes, shards.Options{Matcher: wasm, MatcherZstd: zst, RedirectURL: redirectURL, SplitAbove: splitAbove})
+	if err != nil {
+		return nil, fmt.Errorf("shards: %w", err)
+	}
+	if m := set.Matcher(); m != nil {
+		c := set.MatcherZstd()
+		if c.Err != nil {
+			log.Warn("matcher.wasm.zst is not matcher.wasm, stale or corrupt: ignored; run make wasm", "err", c.Err)
+		}
+		encoder, klauspost := "klauspost/compress", m.Size(shards.Zstd)
+		if c.Served {
+			encoder, klauspost = "zstd CLI (matcher.wasm.zst)", c.Own
+		}
+		attrs := []any{"zstd_encoder", encoder, "zstd_bytes", m.Size(shards.Zstd),
+			"klauspost_zstd_bytes", klauspost, "identity_bytes", m.Size(shards.Identity)}
+		if c.Given > 0 && c.Err == nil {
+			attrs = append(attrs, "zstd_cli_bytes", c.Given)
+		}
+		log.Info("matcher.wasm", attrs...)
+	}
+	return set, nil
+}

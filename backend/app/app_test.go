@@ -1,0 +1,124 @@
+package app
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/adlink/adlink/backend/config"
+	"github.com/adlink/adlink/match"
+)
+
+// testConfig is the default configuration with the demo partner and a
+// data directory of the test's own.
+func testConfig(t *testing.T) config.Config {
+	cfg := config.Default()
+	cfg.RedirectURL = "http://localhost:8080"
+	cfg.DataDir = t.TempDir()
+	cfg.Demo = true
+	return cfg
+}
+
+func get(t *testing.T, h http.Handler, path string) (int, string) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+	res := rec.Result()
+	body, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(body)
+}
+
+// TestNew: the server New builds answers a search from the demo catalog
+// for the demo partner, is ready until it drains, and closes once.
+func TestNew(t *testing.T) {
+	a, err := New(testConfig(t), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.Ads) == 0 || a.Indexes.All().Len() != len(a.Ads) {
+		t.Errorf("%d ads, %d indexed", len(a.Ads), a.Indexes.All().Len())
+	}
+	if status, body := get(t, a.Handler, "/v2/search/link?q=lg+handy&loc=de&api_key=demo&site_id=demo"); status != http.StatusOK || !strings.Contains(body, "handy-bestkauf.de") {
+		t.Errorf("search: %d %.200s", status, body)
+	}
+	for path, want := range map[string]int{"/readyz": 200, "/metrics": 200, "/widget.js": 200} {
+		if status, body := get(t, a.Handler, path); status != want {
+			t.Errorf("%s: %d, want %d: %.200s", path, status, want, body)
+		}
+	}
+	a.Drain()
+	if status, _ := get(t, a.Handler, "/readyz"); status != http.StatusServiceUnavailable {
+		t.Errorf("/readyz while draining: %d, want 503", status)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Close(); err != nil {
+		t.Errorf("a second Close: %v", err)
+	}
+}
+
+// TestNewOptions: the catalog and the module a test gives are served in
+// place of the configured ones.
+func TestNewOptions(t *testing.T) {
+	ad := match.Ad{ID: "only.example", Kind: match.KindAdvertiser, Title: "The only ad", Keywords: []string{"only"},
+		Landing: "https://only.example/", Advertiser: "only.example", Markets: []match.Market{{Country: "de", Lang: "de"}}, BidMicros: 1000}
+	a, err := New(testConfig(t), Options{Ads: []match.Ad{ad}, Matcher: []byte("\x00asm not really")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if a.Indexes.All().Len() != 1 {
+		t.Errorf("%d ads indexed, want the one given", a.Indexes.All().Len())
+	}
+	if status, body := get(t, a.Handler, "/matcher.wasm"); status != http.StatusOK || body != "\x00asm not really" {
+		t.Errorf("/matcher.wasm: %d %q", status, body)
+	}
+}
+
+// TestNewReportsEveryFile: the problems of every catalog file and of the
+// partners file come together, before the store is opened.
+func TestNewReportsEveryFile(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	cfg := testConfig(t)
+	cfg.DataDir = filepath.Join(dir, "data")
+	cfg.Catalogs = []string{write("a.jsonl", "{not json\n"), write("b.jsonl", "[]\n")}
+	cfg.PartnersFile = write("partners.json", `{"partners":[{"apikey":"x"}]}`)
+	_, err := New(cfg, Options{})
+	if err == nil {
+		t.Fatal("New accepted bad files")
+	}
+	for _, want := range []string{"a.jsonl", "b.jsonl", "partners.json"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the error does not name %s:\n%v", want, err)
+		}
+	}
+	if _, err := os.Stat(cfg.DataDir); err == nil {
+		t.Error("the store was opened")
+	}
+}
+
+// A partners file with no partners and no demo partner leave nobody to
+// serve.
+func TestNewNeedsPartners(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.Demo = false
+	cfg.PartnersFile = filepath.Join(t.TempDir(), "partners.json")
+	if err := os.WriteFile(cfg.PartnersFile, []byte(`{"partners":[]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(cfg, Options{}); err == nil || !strings.Contains(err.Error(), "no partners") {
+		t.Errorf("New = %v, want no partners", err)
+	}
+}
