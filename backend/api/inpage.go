@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/adlink/adlink/backend/shards"
+	"github.com/adlink/adlink/contract"
 )
 
 // The handlers of what runs in the publisher's page: the market shards and
@@ -21,41 +22,29 @@ func (s *server) shardManifest(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	p := newValues(v)
-	apiKey := p.Required("api_key")
-	siteID := p.Required("site_id")
-	callback := parseCallback(&p)
-	country := parseLoc(&p)
-	lang := parseLang(&p)
-	if err := p.err(); err != nil {
+	m, problems := contract.ParseManifest(v)
+	if err := badRequest(problems); err != nil {
 		return err
 	}
-	if _, err := s.authorize(r.Context(), apiKey, siteID); err != nil {
+	if _, err := s.authorize(r.Context(), m.APIKey, m.SiteID); err != nil {
 		return err
 	}
 	if s.shards == nil {
-		return &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: "this server serves no shards"}
+		return problemError(http.StatusNotFound, contract.NoShards(), nil)
 	}
 	// The answer is cached publicly, so a cache must know which request
 	// headers chose the market.
-	if country == locUseGeo {
-		country = s.geoCountry(r)
-		w.Header().Add("Vary", s.cfg.CountryHeader)
-	}
-	if lang == langUseLocale {
-		lang = localeLang(r)
-		w.Header().Add("Vary", "Accept-Language")
-	}
+	country, lang := s.market(w, r, m.Country, m.Lang)
 	// A new catalog makes a new manifest; a short lifetime lets pages pick
 	// it up, while the shard it names is cached for good.
 	w.Header().Set("Cache-Control", "public, max-age=300")
 	// loc and lang as the server resolved them (use_geo, use_locale), so
 	// that the page matches as the server would: a two-letter code or "".
 	fields := []string{"loc", country, "lang", lang}
-	if tok := s.siteToken(apiKey, siteID); tok != "" {
+	if tok := s.siteToken(m.APIKey, m.SiteID); tok != "" {
 		fields = append(fields, "tok", tok)
 	}
-	respond(w, http.StatusOK, withFields(s.shards.Manifest(country, lang), fields...), callback)
+	respond(w, http.StatusOK, withFields(s.shards.Manifest(country, lang), fields...), m.Callback)
 	return nil
 }
 
