@@ -29,9 +29,9 @@
 //
 // A host should give the module GOGC=200 in its environment, as the
 // widget's WASI shim does: the shard is most of the live heap, and at Go's
-// default of 100 the runtime collected so often that matching a page's
-// text took twice as long (BenchmarkPage, 10k-ad shard: 4.0 ms against
-// 1.8 ms), for a heap at most 3x the live one instead of 2x.
+// default of 100 the runtime collects so often that matching a page's text
+// is much slower (BenchmarkPage, see docs/PERFORMANCE.md), for a heap at
+// most 3x the live one instead of 2x.
 package main
 
 import (

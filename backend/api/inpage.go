@@ -162,13 +162,13 @@ const widgetBanner = "/* adlink widget.js; the commented source is web/widget.js
 
 // stripComments returns JavaScript source without its comments on lines
 // of their own, its blank lines and its indentation: widget.js as served,
-// 42% fewer bytes over the wire (12.2 KB gzip against 7.1 KB), for every
-// reader's first page. It only strips a source whose comments it can tell
-// by lines alone, and returns any other as it is: one with a template
-// literal, a line continuation or a carriage return (a line might then sit
-// inside a string), or with a "/*" that does not start a line or a "*/"
-// that does not end one (a block comment after code, or those characters
-// in a string or a regular expression). A line that starts, after blanks,
+// far fewer bytes over the wire for every reader's first page. It only
+// strips a source whose comments it can tell by lines alone, and returns
+// any other as it is: one with a template literal, a line continuation or
+// a carriage return (a line might then sit inside a string), or with a
+// "/*" that does not start a line or a "*/" that does not end one (a block
+// comment after code, or those characters in a string or a regular
+// expression). A line that starts, after blanks,
 // with "//" can then open no string or regular expression. Comments after
 // code stay, and so do the line breaks between lines of code, so automatic
 // semicolons fall as before.
