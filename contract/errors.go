@@ -39,6 +39,7 @@ const (
 // fault (if any) and a message for the client.
 type Problem struct {
 	Code, Param, Message string
+	_                    [0]func() // not comparable: no equality function in the module
 }
 
 // Join returns the problem one answer reports for all of them: the first
@@ -79,43 +80,43 @@ func AppendError(dst []byte, p Problem, requestID string) []byte {
 
 // UnknownAPIKey is the problem of an api_key no partner has.
 func UnknownAPIKey() Problem {
-	return Problem{CodeUnknownAPIKey, "api_key", "api_key is not known"}
+	return Problem{Code: CodeUnknownAPIKey, Param: "api_key", Message: "api_key is not known"}
 }
 
 // ForeignSite is the problem of a site_id that is not the api_key's.
 func ForeignSite(siteID string) Problem {
-	return Problem{CodeForeignSite, "site_id", "site_id " + match.Quote(siteID) + " does not belong to this api_key"}
+	return Problem{Code: CodeForeignSite, Param: "site_id", Message: "site_id " + match.Quote(siteID) + " does not belong to this api_key"}
 }
 
 // ForeignURL is the problem of a page URL outside the site's domains.
 func ForeignURL(siteID string) Problem {
-	return Problem{CodeForeignURL, "url", "url must be on one of the domains of site " + match.Quote(siteID)}
+	return Problem{Code: CodeForeignURL, Param: "url", Message: "url must be on one of the domains of site " + match.Quote(siteID)}
 }
 
 // QueueFull is the problem of an unseen page that cannot be queued now.
 func QueueFull() Problem {
-	return Problem{CodeQueueFull, "", "too many pages are waiting for analysis; retry later"}
+	return Problem{Code: CodeQueueFull, Message: "too many pages are waiting for analysis; retry later"}
 }
 
 // NoAd is the problem of a click on an adId the catalog does not have.
 func NoAd(adID string) Problem {
-	return Problem{CodeNotFound, "adId", "no ad has adId " + match.Quote(adID)}
+	return Problem{Code: CodeNotFound, Param: "adId", Message: "no ad has adId " + match.Quote(adID)}
 }
 
 // NoShards is the problem of a shard manifest asked of a server that
 // serves no shards.
 func NoShards() Problem {
-	return Problem{CodeNotFound, "", "this server serves no shards"}
+	return Problem{Code: CodeNotFound, Message: "this server serves no shards"}
 }
 
 // NoShard is the page's module's problem when it is asked before a shard
 // is loaded.
 func NoShard() Problem {
-	return Problem{CodeNoShard, "", "no shard is loaded: call load_shard first"}
+	return Problem{Code: CodeNoShard, Message: "no shard is loaded: call load_shard first"}
 }
 
 // Internal is the problem of a fault of the server; it tells the client
 // nothing of it.
 func Internal() Problem {
-	return Problem{CodeInternal, "", "internal error"}
+	return Problem{Code: CodeInternal, Message: "internal error"}
 }

@@ -28,7 +28,10 @@ type values struct {
 }
 
 // Pair is one name=value of a query string, decoded.
-type Pair struct{ Name, Value string }
+type Pair struct {
+	Name, Value string
+	_           [0]func() // not comparable: no equality function in the module
+}
 
 // lookup returns the first value of a parameter and how many it has.
 func (p *values) lookup(name string) (string, int) {
@@ -76,7 +79,7 @@ func (p *values) Required(name string) string {
 	case n > 1:
 		return "" // single reported it
 	case n == 0 || match.TrimSpace(s) == "":
-		p.problems = append(p.problems, Problem{CodeMissingParameter, name, name + " is required"})
+		p.problems = append(p.problems, Problem{Code: CodeMissingParameter, Param: name, Message: name + " is required"})
 		return ""
 	}
 	return s
@@ -95,7 +98,7 @@ func (p *values) Optional(name string) (string, bool) {
 //
 //go:noinline
 func (p *values) invalid(param, msg string) {
-	p.problems = append(p.problems, Problem{CodeInvalidParameter, param, msg})
+	p.problems = append(p.problems, Problem{Code: CodeInvalidParameter, Param: param, Message: msg})
 }
 
 // note records each non-empty message of the rules below as a bad value of

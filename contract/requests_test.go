@@ -131,7 +131,7 @@ func TestParsePage(t *testing.T) {
 	}
 	v, _ = url.ParseQuery("url=bad&api_key=k&site_id=s&fields=gtin&ad_type=coupon")
 	_, problems = ParsePage(v, canonical)
-	if len(problems) != 3 || problems[0] != (Problem{CodeInvalidParameter, "url", "url is bad"}) ||
+	if len(problems) != 3 || !reflect.DeepEqual(problems[0], Problem{Code: CodeInvalidParameter, Param: "url", Message: "url is bad"}) ||
 		problems[1].Param != "fields" || problems[2].Param != "ad_type" {
 		t.Errorf("problems %+v", problems)
 	}
