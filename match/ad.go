@@ -31,7 +31,8 @@ func (k Kind) String() string {
 }
 
 // ParseKind reads a kind name; ok is false for anything else.
-// Not inlined, for the module's size: see contains.
+// Not inlined: it runs once a request, and a copy in each caller costs
+// the module bytes.
 //
 //go:noinline
 func ParseKind(s string) (Kind, bool) {

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/adlink/adlink/backend/catalog"
+	"github.com/adlink/adlink/contract"
 	"github.com/adlink/adlink/match"
 )
 
@@ -18,11 +19,12 @@ func BenchmarkSearchDemo(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	o := &match.LinkOptions{RedirectURL: "http://localhost:8080", Context: match.ContextSearch, APIKey: "demo", SiteID: "demo"}
+	links := &contract.Links{Base: "http://localhost:8080", Type: contract.TypeSearch, APIKey: "demo", SiteID: "demo"}
+	o := links.Options()
 	var buf []byte
 	b.ReportAllocs()
 	for b.Loop() {
 		hits := ix.Match(&match.Query{Text: "lg handy", Country: "de", Lang: "de"})
-		buf = ix.AppendResponse(buf[:0], hits, o)
+		buf = ix.AppendResponse(buf[:0], hits, &o)
 	}
 }

@@ -20,16 +20,10 @@ const (
 	FieldCategory
 )
 
-// SearchFieldNames and PageFieldNames list the fields values each context
-// accepts, in the order error messages name them. "logoad_type" is spelled as
-// the seed lists it and means logo and ad_type together.
-var (
-	SearchFieldNames = []string{"price", "manufacturer", "logoad_type", "logo", "ad_type", "description", "advertiser", "gtin", "category"}
-	PageFieldNames   = []string{"price", "manufacturer", "logo", "ad_type"}
-)
-
-// ParseField reads one fields value; ok is false for an unknown name.
-// Not inlined, for the module's size: see contains.
+// ParseField reads one fields value; ok is false for an unknown name
+// ("logoad_type", as the seed spells it, is logo and ad_type together).
+// Not inlined: it runs once a request, and a copy in each caller costs
+// the module bytes.
 //
 //go:noinline
 func ParseField(s string) (Fields, bool) {
@@ -62,7 +56,8 @@ var LogoDims = []string{"75X75", "90X90", "100X100", "125X125", "150X150"}
 // DefaultLogoDim is the logo size when fields asks for logo without logo.dim.
 const DefaultLogoDim = "100X100"
 
-// The seed's type values of a click URL.
+// The contexts of a request, as the seed spells them (the type values of
+// its click URLs): a page's entries can show as a link or a widget.
 const (
 	ContextSearch = "search"
 	ContextPage   = "intext"
@@ -70,20 +65,19 @@ const (
 
 // LinkOptions are the request's values that go into each link entry.
 type LinkOptions struct {
-	// RedirectURL is the base of the click URLs, without a trailing slash
-	// ("https://r.example.com"); "/v1/redirect" is appended.
-	RedirectURL string
 	// Context is ContextSearch or ContextPage.
 	Context string
-	APIKey  string
-	SiteID  string
-	YkTag   string
 	Fields  Fields
 	// LogoDim is a value of LogoDims; it also adds the logo field.
 	LogoDim string
-	// Sign, when set, appends parameters that authenticate the click (such
-	// as "&sig=..."); it gets the click URL's query string so far.
-	Sign func(dst, query []byte) []byte
+	// ClickBase starts every click URL, up to its query:
+	// "https://r.example.com/v1/redirect?". Package contract sets it and
+	// ClickQuery to write the seed's click URLs.
+	ClickBase string
+	// ClickQuery, when set, appends the query of the click URL of the ad
+	// adID of kind adType, found for criterion, to dst: what a URL query
+	// holds unescaped, and '&'.
+	ClickQuery func(dst []byte, adID, adType, criterion string) []byte
 }
 
 // AppendResponse appends {"link":[...]} for hits to dst.
@@ -133,19 +127,20 @@ func (ix *Index) AppendLinks(dst []byte, hits []Hit, o *LinkOptions) []byte {
 			dst = appendJSONString(dst, k)
 		}
 		dst = append(dst, `],"ad":"`...)
-		dst = appendJSONChars(dst, o.RedirectURL)
-		dst = append(dst, "/v1/redirect?"...)
-		// The query is percent-encoded: '&' is the one byte JSON escapes.
-		q = ix.appendClickQuery(q[:0], h, a, o)
-		for rest := q; len(rest) > 0; {
-			k := indexAmp(rest)
-			if k < 0 {
-				dst = append(dst, rest...)
-				break
+		dst = appendJSONChars(dst, o.ClickBase)
+		if o.ClickQuery != nil {
+			// '&' is the one byte of the query that JSON escapes.
+			q = o.ClickQuery(q[:0], ix.field(h.Ad, fID), kind.String(), h.Criterion)
+			for rest := q; len(rest) > 0; {
+				k := indexAmp(rest)
+				if k < 0 {
+					dst = append(dst, rest...)
+					break
+				}
+				dst = append(dst, rest[:k]...)
+				dst = append(dst, `\u0026`...)
+				rest = rest[k+1:]
 			}
-			dst = append(dst, rest[:k]...)
-			dst = append(dst, `\u0026`...)
-			rest = rest[k+1:]
 		}
 		dst = append(dst, '"')
 
@@ -225,46 +220,6 @@ func appendLogoURL(dst []byte, tmpl, dim string) []byte {
 	return appendJSONChars(dst, tmpl[j:])
 }
 
-// appendClickQuery appends the click URL's query string, in the seed's order.
-func (ix *Index) appendClickQuery(q []byte, h *Hit, a *adRec, o *LinkOptions) []byte {
-	q = AppendClickQuery(q, &ClickParams{
-		Type: o.Context, AdID: ix.field(h.Ad, fID), AdType: a.kind().String(),
-		APIKey: o.APIKey, SiteID: o.SiteID, Criterion: h.Criterion, YkTag: o.YkTag,
-	})
-	if o.Sign != nil {
-		q = o.Sign(q, q)
-	}
-	return q
-}
-
-// ClickParams are the parameters of a click URL that name the click.
-type ClickParams struct {
-	Type, AdID, AdType, APIKey, SiteID, Criterion, YkTag string
-}
-
-// AppendClickQuery appends p as the query string of a click URL, in the
-// seed's order and escaping; yk_tag only when set. The redirect rebuilds
-// these bytes to check a signature, whatever escaping the URL went through.
-func AppendClickQuery(q []byte, p *ClickParams) []byte {
-	q = append(q, "type="...)
-	q = AppendQueryEscape(q, p.Type)
-	q = append(q, "&adId="...)
-	q = AppendQueryEscape(q, p.AdID)
-	q = append(q, "&adType="...)
-	q = AppendQueryEscape(q, p.AdType)
-	q = append(q, "&api_key="...)
-	q = AppendQueryEscape(q, p.APIKey)
-	q = append(q, "&site_id="...)
-	q = AppendQueryEscape(q, p.SiteID)
-	q = append(q, "&criterionId="...)
-	q = AppendQueryEscape(q, p.Criterion)
-	if p.YkTag != "" {
-		q = append(q, "&yk_tag="...)
-		q = AppendQueryEscape(q, p.YkTag)
-	}
-	return q
-}
-
 func appendField(dst []byte, want bool, name, v string) []byte {
 	if !want || v == "" {
 		return dst
@@ -286,30 +241,12 @@ func appendCents(dst []byte, c int64) []byte {
 	return strconv.AppendInt(dst, r, 10)
 }
 
-// AppendQueryEscape appends s escaped as a URL query component, with a
-// space as '+', exactly as net/url.QueryEscape does.
-func AppendQueryEscape(dst []byte, s string) []byte {
-	const hex = "0123456789ABCDEF"
-	// Runs of bytes that stand for themselves are copied at once.
-	start := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.' || c == '~' {
-			continue
-		}
-		dst = append(dst, s[start:i]...)
-		if c == ' ' {
-			dst = append(dst, '+')
-		} else {
-			dst = append(dst, '%', hex[c>>4], hex[c&15])
-		}
-		start = i + 1
-	}
-	return append(dst, s[start:]...)
-}
-
 // AppendJSONString appends s as a JSON string as the server's encoder
-// writes it: the module's error bodies use it, so they equal the server's.
+// writes it: the error bodies of the server and the module use it. Not
+// inlined: error bodies are rare, and a copy in each caller costs the
+// module bytes.
+//
+//go:noinline
 func AppendJSONString(dst []byte, s string) []byte { return appendJSONString(dst, s) }
 
 // appendJSONString appends s as a JSON string. Like encoding/json it escapes

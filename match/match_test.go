@@ -73,7 +73,7 @@ func ids(ix *Index, hits []Hit) []string {
 func TestSeedSearchExample(t *testing.T) {
 	ix := mustBuild(t, fixture())
 	hits := ix.Match(&Query{Text: "lg handy", Country: "de"})
-	got := string(ix.AppendResponse(nil, hits[:2], &LinkOptions{RedirectURL: "http://r.example", Context: ContextSearch, APIKey: "1", SiteID: "2"}))
+	got := string(ix.AppendResponse(nil, hits[:2], &LinkOptions{Context: ContextSearch, ClickBase: "http://r.example/v1/redirect?", ClickQuery: clickQuery(ContextSearch, "1", "2", "")}))
 	want := `{"link":[` +
 		`{"title":"handy-bestkauf.de - gebrauchte Handys verkaufen","keywords":["lg handy"],"ad":"http://r.example/v1/redirect?type=search\u0026adId=handy-bestkauf.de\u0026adType=advertiser\u0026api_key=1\u0026site_id=2\u0026criterionId=lg+handy","display_type":["link"]},` +
 		`{"title":"Nokia Lumia 630 Smartphone 4,5 Zoll schwarz","keywords":["handy"],"ad":"http://r.example/v1/redirect?type=search\u0026adId=AMAZON.1.B00JVL2X1I\u0026adType=product\u0026api_key=1\u0026site_id=2\u0026criterionId=handy","display_type":["widget"]}` +
@@ -104,7 +104,7 @@ func TestSeedPageExample(t *testing.T) {
 	if !slices.Equal(h.Keywords, []string{"Apple", "iPhone 5"}) || h.Criterion != "Apple iPhone 5" {
 		t.Fatalf("keywords %q criterion %q", h.Keywords, h.Criterion)
 	}
-	js := string(ix.AppendLinks(nil, hits[:1], &LinkOptions{RedirectURL: "http://r", Context: ContextPage, APIKey: "1", SiteID: "2"}))
+	js := string(ix.AppendLinks(nil, hits[:1], &LinkOptions{Context: ContextPage, ClickBase: "http://r/v1/redirect?", ClickQuery: clickQuery(ContextPage, "1", "2", "")}))
 	for _, want := range []string{`criterionId=Apple+iPhone+5`, `type=intext`, `"display_type":["link","widget"]`} {
 		if !strings.Contains(js, want) {
 			t.Errorf("%s lacks %s", js, want)
@@ -209,7 +209,7 @@ func TestDistinctAdvertiser(t *testing.T) {
 func TestFieldsJSON(t *testing.T) {
 	ix := mustBuild(t, fixture())
 	hits := ix.Match(&Query{Text: "nokia lumia 630"})
-	o := &LinkOptions{RedirectURL: "https://r", Context: ContextSearch, APIKey: "k", SiteID: "s", YkTag: "camp:1",
+	o := &LinkOptions{Context: ContextSearch, ClickBase: "https://r/v1/redirect?", ClickQuery: clickQuery(ContextSearch, "k", "s", "camp:1"),
 		Fields: FieldPrice | FieldAdType | FieldGTIN | FieldManufacturer, LogoDim: "90X90"}
 	var v struct {
 		Link []map[string]any
@@ -244,17 +244,6 @@ func TestJSONEscaping(t *testing.T) {
 			t.Errorf("%q: got %s, encoding/json %s", s, b, want)
 		}
 	}
-}
-
-func FuzzQueryEscape(f *testing.F) {
-	for _, s := range []string{"lg handy", "a&b=c", "ü/ß?#", ""} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		if got := string(AppendQueryEscape(nil, s)); got != url.QueryEscape(s) {
-			t.Fatalf("%q: %q != %q", s, got, url.QueryEscape(s))
-		}
-	})
 }
 
 func FuzzJSONString(f *testing.F) {
@@ -363,7 +352,7 @@ func TestReduceKeepsPageAnswer(t *testing.T) {
 	ix := mustBuild(t, fixture())
 	words := strings.Fields("Apple iPhone 5 Nokia Lumia 630 handy Handys LG lg Handy der die das und test wireless headphones Sony WH-1000XM4 Müller Jacken Mueller batteries AA battery pack smartphone")
 	r := rand.New(rand.NewPCG(1, 2))
-	o := &LinkOptions{RedirectURL: "r", Context: ContextPage}
+	o := &LinkOptions{Context: ContextPage, ClickBase: "r/v1/redirect?", ClickQuery: clickQuery(ContextPage, "", "", "")}
 	for range 300 {
 		title, text := randomText(r, words, 1+r.IntN(8)), randomText(r, words, r.IntN(200))
 		rt, rx := ix.Reduce(title, text)
@@ -385,7 +374,7 @@ func TestShardRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := &LinkOptions{RedirectURL: "r", Context: ContextSearch, Fields: FieldPrice | FieldLogo}
+	o := &LinkOptions{Context: ContextSearch, ClickBase: "r/v1/redirect?", ClickQuery: clickQuery(ContextSearch, "", "", ""), Fields: FieldPrice | FieldLogo}
 	for _, q := range []Query{
 		{Text: "lg handy"}, {Text: "headphones", Dist: DistNone}, {Text: "nokia", Dist: DistLow},
 		{Page: true, Text: "Apple iPhone 5"}, {Text: "handy", Country: "de"},
@@ -427,8 +416,8 @@ func TestEncodePage(t *testing.T) {
 		}
 		loaded := 0
 		for _, o := range []*LinkOptions{
-			{RedirectURL: "r", Context: ContextSearch, Fields: FieldPrice | FieldLogo},
-			{RedirectURL: "r", Context: ContextPage, Fields: FieldPrice | FieldLogo | FieldManufacturer | FieldDescription | FieldAdvertiser | FieldGTIN | FieldCategory},
+			{Context: ContextSearch, ClickBase: "r/v1/redirect?", ClickQuery: clickQuery(ContextSearch, "", "", ""), Fields: FieldPrice | FieldLogo},
+			{Context: ContextPage, ClickBase: "r/v1/redirect?", ClickQuery: clickQuery(ContextPage, "", "", ""), Fields: FieldPrice | FieldLogo | FieldManufacturer | FieldDescription | FieldAdvertiser | FieldGTIN | FieldCategory},
 		} {
 			for _, q := range []Query{
 				{Text: "lg handy"}, {Text: "headphones", Dist: DistNone}, {Text: "nokia", Dist: DistLow},
@@ -924,7 +913,7 @@ func TestScratchReused(t *testing.T) {
 	reused, fresh := mustBuild(t, ads), mustBuild(t, ads)
 	words := strings.Fields("Apple iPhone 5 Nokia Lumia 630 handy Handys LG lg Handy gebrauchte test wireless headphones Sony WH-1000XM4 Müller Jacken batteries AA battery pack smartphone")
 	r := rand.New(rand.NewPCG(3, 4))
-	o := &LinkOptions{RedirectURL: "r", Fields: ^Fields(0)}
+	o := &LinkOptions{ClickBase: "r/v1/redirect?", ClickQuery: clickQuery("", "", "", ""), Fields: ^Fields(0)}
 	for i := range 600 {
 		q := Query{Text: randomText(r, words, 1+r.IntN(12)), Size: 1 + r.IntN(20), DistinctAdvertiser: 1 + r.IntN(3)}
 		switch i % 5 {

@@ -18,9 +18,9 @@ var (
 	// its way in), so a list scanned costs the module less than a map,
 	// each of whose operations took several runtime calls.
 	pinned []pinnedBuf
-	// spare holds freed buffers for the next alloc and result. A fresh
-	// allocation costs the module far more than reusing memory (measured
-	// in wazero: a few-KB make costs tens of µs, most of a small query).
+	// spare holds freed buffers for the next alloc and result: in wazero
+	// a fresh allocation of a few KB costs most of a small query, reusing
+	// memory next to nothing.
 	spare buffers
 	state matcher
 )

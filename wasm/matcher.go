@@ -24,17 +24,18 @@
 // request buffer was not one from alloc. On a shard cut into fragments the
 // answer may instead be {"need":[k,...]}: the fragments that hold the
 // strings of the ads found. The host loads them and calls again, and gets
-// the answer. Requests are described in request.go. One instance serves
-// one call at a time.
+// the answer. Requests are described in package contract (ParseModule).
+// One instance serves one call at a time.
 //
 // A host should give the module GOGC=200 in its environment, as the
 // widget's WASI shim does: the shard is most of the live heap, and at Go's
-// default of 100 the runtime collected so often that matching a page's
-// text took twice as long (BenchmarkPage, 10k-ad shard: 4.0 ms against
-// 1.8 ms), for a heap at most 3x the live one instead of 2x.
+// default of 100 the runtime collects so often that matching a page's text
+// is much slower (BenchmarkPage, see docs/PERFORMANCE.md), for a heap at
+// most 3x the live one instead of 2x.
 package main
 
 import (
+	"github.com/adlink/adlink/contract"
 	"github.com/adlink/adlink/match"
 )
 
@@ -50,45 +51,26 @@ type matcher struct {
 	ix *match.Index
 	// pairs is the last request's parameters, its memory reused by the
 	// next one.
-	pairs []match.Pair
+	pairs []contract.Pair
 }
 
 // maxReusedPairs bounds the parameter memory kept between requests: one
 // full of made-up names does not hold it for good.
 const maxReusedPairs = 64
 
-// errNoShard answers a match call before any shard is loaded.
-var errNoShard = []match.Problem{{Code: "no_shard", Message: "no shard is loaded: call load_shard first"}}
-
-// answer appends the JSON answer to a request to dst.
+// answer appends the JSON answer to a request to dst: the server's error
+// body for the first problem, with every problem's message, or the links.
 func (m *matcher) answer(req string, page bool, dst []byte) []byte {
 	if cap(m.pairs) > maxReusedPairs {
 		m.pairs = nil
 	}
-	q, o, errs := parseRequest(req, page, &m.pairs)
-	if errs == nil && m.ix == nil {
-		errs = errNoShard
+	l, problems := contract.ParseModule(req, page, &m.pairs)
+	if problems != nil {
+		return contract.AppendError(dst, contract.Join(problems), "")
 	}
-	if errs != nil {
-		return appendError(dst, errs)
+	if m.ix == nil {
+		return contract.AppendError(dst, contract.NoShard(), "")
 	}
-	return m.ix.AppendResponse(dst, m.ix.Match(&q), &o)
-}
-
-// appendError writes the server's error body: the first problem's code and
-// parameter, and every problem's message.
-func appendError(dst []byte, errs []match.Problem) []byte {
-	dst = append(dst, `{"error":{"code":`...)
-	dst = match.AppendJSONString(dst, errs[0].Code)
-	dst = append(dst, `,"message":`...)
-	msg := errs[0].Message
-	for _, e := range errs[1:] {
-		msg += "; " + e.Message
-	}
-	dst = match.AppendJSONString(dst, msg)
-	if errs[0].Param != "" {
-		dst = append(dst, `,"param":`...)
-		dst = match.AppendJSONString(dst, errs[0].Param)
-	}
-	return append(dst, "}}"...)
+	o := l.Links.Options()
+	return m.ix.AppendResponse(dst, m.ix.Match(&l.Query), &o)
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/adlink/adlink/backend/partners"
 	"github.com/adlink/adlink/backend/shards"
 	"github.com/adlink/adlink/backend/store"
+	"github.com/adlink/adlink/contract"
 	"github.com/adlink/adlink/match"
 )
 
@@ -132,12 +133,12 @@ func (r *request) guest() string {
 }
 
 // native is the server's reading of the same request.
-func (r *request) native() (match.Query, match.LinkOptions) {
+func (r *request) native() (match.Query, *contract.Links) {
 	q := match.Query{Text: r.q, Title: r.title, Page: r.page, Country: r.loc, Lang: r.lang,
 		Size: r.size, DistinctAdvertiser: r.distinct}
-	o := match.LinkOptions{RedirectURL: redirectURL, Context: match.ContextSearch, APIKey: "demo", SiteID: "demo", YkTag: r.ykTag, LogoDim: r.logoDim}
+	o := &contract.Links{Base: redirectURL, Type: contract.TypeSearch, APIKey: "demo", SiteID: "demo", YkTag: r.ykTag, LogoDim: r.logoDim}
 	if r.page {
-		o.Context = match.ContextPage
+		o.Type = contract.TypePage
 	}
 	if !r.page {
 		q.Text = strings.TrimSpace(q.Text)
@@ -171,7 +172,8 @@ func (r *request) native() (match.Query, match.LinkOptions) {
 // want is the native answer on the shard the server would pick.
 func (c *corpus) want(r *request) ([]byte, *shard) {
 	s := c.pick(r.loc, r.lang)
-	q, o := r.native()
+	q, l := r.native()
+	o := l.Options()
 	return s.native.AppendResponse(nil, s.native.Match(&q), &o), s
 }
 
@@ -199,9 +201,9 @@ func generate(ads []match.Ad, n int, seed uint64, page bool) []request {
 		}
 		return strings.Join(b, " ")
 	}
-	fieldNames := match.SearchFieldNames
+	fieldNames := contract.SearchFieldNames
 	if page {
-		fieldNames = match.PageFieldNames
+		fieldNames = contract.PageFieldNames
 	}
 	out := make([]request, n)
 	for i := range out {
@@ -239,9 +241,9 @@ func generate(ads []match.Ad, n int, seed uint64, page bool) []request {
 				r.ykTag = "tag_" + strconv.Itoa(rng.IntN(1000)) + ":x-1"
 			}
 		}
-		kinds := match.SearchKindNames
+		kinds := contract.SearchKindNames
 		if page {
-			kinds = match.PageKindNames
+			kinds = contract.PageKindNames
 		}
 		for _, k := range kinds {
 			if rng.IntN(4) == 0 {
@@ -369,15 +371,16 @@ func TestParityTestdata(t *testing.T) {
 		}
 		s := c.pick(strings.ToLower(r.Get("loc")), strings.ToLower(r.Get("lang")))
 		var q match.Query
-		o := match.LinkOptions{RedirectURL: redirectURL, APIKey: "demo", SiteID: "demo"}
+		l := &contract.Links{Base: redirectURL, APIKey: "demo", SiteID: "demo"}
 		if page {
 			q = match.Query{Page: true, Title: r.Get("title"), Text: r.Get("text"),
 				Country: strings.ToLower(r.Get("loc")), Lang: strings.ToLower(r.Get("lang"))}
-			o.Context = match.ContextPage
+			l.Type = contract.TypePage
 		} else {
 			// Search lines are checked against the server in TestParityHTTP.
 			continue
 		}
+		o := l.Options()
 		want := s.native.AppendResponse(nil, s.native.Match(&q), &o)
 		got, err := s.in.pageJSON(ctx, v.Encode())
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -19,7 +20,8 @@ func pitfallCorpus(t *testing.T) (*corpus, []request) {
 }
 
 // TestForbiddenImports keeps what the module must not carry out of its
-// build: each of these costs 3-600 KB on every first view (strings brings
+// build, its own code and that of match and contract, which it compiles
+// in: each of these costs kilobytes on every first view (strings brings
 // unicode's tables and initialisation; match has its own small helpers).
 func TestForbiddenImports(t *testing.T) {
 	cmd := exec.Command("go", "list", "-deps", ".")
@@ -41,6 +43,11 @@ func TestForbiddenImports(t *testing.T) {
 			if strings.HasPrefix(d, p) {
 				t.Errorf("matcher.wasm imports %s", d)
 			}
+		}
+	}
+	for _, own := range []string{"github.com/adlink/adlink/match", "github.com/adlink/adlink/contract"} {
+		if !slices.Contains(deps, own) {
+			t.Errorf("matcher.wasm does not import %s: the check does not cover it", own)
 		}
 	}
 	if len(deps) < 5 {

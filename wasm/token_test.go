@@ -6,12 +6,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/adlink/adlink/match"
 	"github.com/goccy/go-json"
 )
 
-// With tok the module's answer is the server's made with a Sign hook that
-// appends the same token, and every click URL ends in it.
+// With tok the module's answer is the native one made with the same token,
+// and every click URL ends in it.
 func TestParityWithToken(t *testing.T) {
 	const tok = "k1.1795352400.ha5b9usAq-QhxJxo-YxJvByjWmP9nol5kfpIt8pdvpY"
 	ads := demoAds(t)
@@ -23,8 +22,9 @@ func TestParityWithToken(t *testing.T) {
 		for i := range reqs {
 			r := &reqs[i]
 			s := c.pick(r.loc, r.lang)
-			q, o := r.native()
-			o.Sign = func(dst, _ []byte) []byte { return append(dst, "&tok="+tok...) }
+			q, l := r.native()
+			l.Tok = tok
+			o := l.Options()
 			want := s.native.AppendResponse(nil, s.native.Match(&q), &o)
 			call := s.in.searchJSON
 			if page {
@@ -52,25 +52,5 @@ func TestParityWithToken(t *testing.T) {
 	}
 	if links == 0 {
 		t.Fatal("no request matched anything: the test checks nothing")
-	}
-}
-
-func TestParseRequestToken(t *testing.T) {
-	base := "q=handy&api_key=k&site_id=s&redirect_url=http://r"
-	_, o, errs := parseRequest(base+"&tok=k1.17.AbC_-9", false, nil)
-	if errs != nil || o.Sign == nil {
-		t.Fatalf("%v, Sign %v", errs, o.Sign != nil)
-	}
-	if got := string(o.Sign([]byte("type=search"), nil)); got != "type=search&tok=k1.17.AbC_-9" {
-		t.Errorf("Sign appends %q", got)
-	}
-	if _, o, _ := parseRequest(base, false, nil); o.Sign != nil {
-		t.Error("a request without tok signs")
-	}
-	for _, bad := range []string{"a%26b%3Dc", "k1.1.x%20y", strings.Repeat("a", 129), "%3Cscript%3E"} {
-		_, _, errs := parseRequest(base+"&tok="+bad, true, nil)
-		if len(errs) != 1 || errs[0].Param != "tok" || errs[0].Code != match.ProblemInvalid {
-			t.Errorf("tok=%s: %v", bad, errs)
-		}
 	}
 }

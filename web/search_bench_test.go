@@ -8,6 +8,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/adlink/adlink/contract"
 	"github.com/adlink/adlink/internal/cputime"
 	"github.com/adlink/adlink/match"
 	"github.com/chromedp/chromedp"
@@ -109,6 +110,7 @@ func BenchmarkSearchInPage(b *testing.B) {
 // shard the page loaded.
 type nativeSearch struct {
 	ix      *match.Index
+	links   contract.Links
 	o       match.LinkOptions
 	queries []match.Query
 	buf     []byte
@@ -130,16 +132,14 @@ func newNativeSearch(b *testing.B, srv *backend, searches []search, ads [][]stri
 	if err != nil {
 		b.Fatal(err)
 	}
-	fields, _ := match.ParseFields(searchFields, match.SearchFieldNames)
-	ns := &nativeSearch{ix: ix, o: match.LinkOptions{Context: match.ContextSearch, APIKey: "demo", SiteID: "demo",
-		RedirectURL: m.RedirectURL, Fields: fields}}
-	if m.Tok != "" {
-		// As the module signs a page's clicks: the manifest's site token.
-		ns.o.Sign = func(dst, _ []byte) []byte { return append(append(dst, "&tok="...), m.Tok...) }
-	}
+	fields, _ := contract.ParseFields(searchFields, contract.SearchFieldNames)
+	// With the manifest's site token, as the module signs a page's clicks.
+	ns := &nativeSearch{ix: ix, links: contract.Links{Type: contract.TypeSearch, APIKey: "demo", SiteID: "demo",
+		Base: m.RedirectURL, Fields: fields, Tok: m.Tok}}
+	ns.o = ns.links.Options()
 	for i, s := range searches {
-		text, _ := match.ParseText(s.q)
-		op, dist, _, _ := match.ParseOperator("", s.dist)
+		text, _ := contract.ParseText(s.q)
+		op, dist, _, _ := contract.ParseOperator("", s.dist)
 		q := match.Query{Text: text, Country: "de", Lang: "de", Operator: op, Dist: dist,
 			Size: match.DefaultSize, DistinctAdvertiser: match.DefaultDistinctAdvertiser}
 		ns.queries = append(ns.queries, q)

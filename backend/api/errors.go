@@ -4,19 +4,24 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/adlink/adlink/contract"
 	"github.com/adlink/adlink/match"
-	"github.com/goccy/go-json"
 )
 
-// The error codes of the JSON error body. A client can branch on them; the
-// message is for people.
+// The error codes of the JSON error body: contract's, which the page's
+// module answers with too.
 const (
-	CodeMissingParameter = match.ProblemMissing
-	CodeInvalidParameter = match.ProblemInvalid
-	CodeUnknownAPIKey    = "unknown_api_key"
-	CodeForeignSite      = "site_not_allowed"
-	CodeNotFound         = "not_found"
-	CodeInternal         = "internal_error"
+	CodeMissingParameter = contract.CodeMissingParameter
+	CodeInvalidParameter = contract.CodeInvalidParameter
+	CodeUnknownAPIKey    = contract.CodeUnknownAPIKey
+	CodeForeignSite      = contract.CodeForeignSite
+	CodeForeignURL       = contract.CodeForeignURL
+	CodeNotFound         = contract.CodeNotFound
+	CodeMethodNotAllowed = contract.CodeMethodNotAllowed
+	CodeRateLimited      = contract.CodeRateLimited
+	CodeQueueFull        = contract.CodeQueueFull
+	CodeNotReady         = contract.CodeNotReady
+	CodeInternal         = contract.CodeInternal
 )
 
 // Error is a failed request as the client sees it: the status, a code, a
@@ -45,7 +50,7 @@ func (e *Error) Unwrap() error { return e.Err }
 
 // internal wraps err as a 500 whose message tells the client nothing of it.
 func internal(err error) *Error {
-	return &Error{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error", Err: err}
+	return problemError(http.StatusInternalServerError, contract.Internal(), err)
 }
 
 // asError turns any handler error into an *Error; an untyped one is a 500.
@@ -57,40 +62,13 @@ func asError(err error) *Error {
 	return internal(err)
 }
 
-// errorBody is the DESIGN.md error shape.
-type errorBody struct {
-	Error errorDetail `json:"error"`
-}
-
-type errorDetail struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-	Param   string `json:"param,omitempty"`
-}
-
-func (e *Error) body() []byte {
-	b, err := json.Marshal(errorBody{Error: errorDetail{Code: e.Code, Message: e.Message, Param: e.Param}})
-	if err != nil {
-		// Marshalling three strings does not fail; keep a valid body anyway.
-		return []byte(`{"error":{"code":"internal_error","message":"internal error"}}`)
-	}
-	return b
-}
+// body is the error body, as the page's module writes it too.
+func (e *Error) body() []byte { return e.bodyWithID("") }
 
 // bodyWithID is the error body with the request id, which a client quotes
 // when it reports a 5xx.
 func (e *Error) bodyWithID(id string) []byte {
-	type detail struct {
-		errorDetail
-		RequestID string `json:"request_id"`
-	}
-	b, err := json.Marshal(struct {
-		Error detail `json:"error"`
-	}{detail{errorDetail{Code: e.Code, Message: e.Message, Param: e.Param}, id}})
-	if err != nil {
-		return e.body()
-	}
-	return b
+	return contract.AppendError(nil, contract.Problem{Code: e.Code, Param: e.Param, Message: e.Message}, id)
 }
 
 // quote shows a client's value in a message, cut to a readable length.

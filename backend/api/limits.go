@@ -11,10 +11,6 @@ import (
 	"github.com/adlink/adlink/backend/ratelimit"
 )
 
-// CodeRateLimited is the error code of a request over a rate limit (429
-// with Retry-After).
-const CodeRateLimited = "rate_limited"
-
 // limiters are the server's token buckets: per api_key on /v2, per client
 // IP on /v1/redirect, per site on queueing unseen pages. Each kind has its
 // own Limiter, so a flood of one kind of key cannot evict another's.

@@ -183,10 +183,6 @@ func (s *server) healthz(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// CodeNotReady is the error code of /readyz while the server cannot serve:
-// starting, shutting down, or its store closed.
-const CodeNotReady = "not_ready"
-
 // readyz answers 200 {"status":"ready"} when the catalog is loaded and the
 // store is open, else 503, so a load balancer sends traffic elsewhere.
 func (s *server) readyz(w http.ResponseWriter, r *http.Request) error {

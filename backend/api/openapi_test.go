@@ -233,8 +233,9 @@ func cloneValues(v url.Values) url.Values {
 	return out
 }
 
-// handlerParams reads the package's source and returns, for each function
-// and method, the parameter names it reads through values (Required,
+// handlerParams reads the source of the package and of package contract,
+// whose parsers the handlers call, and returns, for each function and
+// method, the parameter names it reads through values (Required,
 // Optional, Get, Parse) and the names of the functions it calls.
 func handlerParams(t *testing.T) (reads, calls map[string][]string) {
 	t.Helper()
@@ -243,6 +244,11 @@ func handlerParams(t *testing.T) (reads, calls map[string][]string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	more, err := filepath.Glob("../../contract/*.go")
+	if err != nil || len(more) == 0 {
+		t.Fatalf("contract's source: %v", err)
+	}
+	files = append(files, more...)
 	reads, calls = map[string][]string{}, map[string][]string{}
 	for _, name := range files {
 		if strings.HasSuffix(name, "_test.go") {

@@ -6,38 +6,6 @@ import (
 	"sync"
 )
 
-// maxCallback is the longest JSONP callback name accepted.
-const maxCallback = 64
-
-// validCallback reports whether s is a JSONP callback we will call: dotted
-// JavaScript identifiers, ^[A-Za-z_$][\w$]*(\.[A-Za-z_$][\w$]*)*$, at most
-// maxCallback bytes. Anything else could smuggle script into the response.
-func validCallback(s string) bool {
-	if len(s) == 0 || len(s) > maxCallback {
-		return false
-	}
-	start := true // at the start of an identifier
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c == '.':
-			if start {
-				return false
-			}
-			start = true
-			continue
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c == '_', c == '$':
-		case c >= '0' && c <= '9':
-			if start {
-				return false
-			}
-		default:
-			return false
-		}
-		start = false
-	}
-	return !start
-}
-
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
 
 func getBuf() *[]byte { return bufPool.Get().(*[]byte) }

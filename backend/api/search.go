@@ -3,6 +3,7 @@ package api
 import (
 	"net/http"
 
+	"github.com/adlink/adlink/contract"
 	"github.com/adlink/adlink/match"
 )
 
@@ -12,47 +13,22 @@ func (s *server) search(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	p, err := parseSearch(v)
-	if err != nil {
+	req, problems := contract.ParseSearch(v)
+	if err := badRequest(problems); err != nil {
 		return err
 	}
-	if _, err := s.authorize(r.Context(), p.APIKey, p.SiteID); err != nil {
+	if _, err := s.authorize(r.Context(), req.Links.APIKey, req.Links.SiteID); err != nil {
 		return err
 	}
-	q := match.Query{
-		Text:               p.Q,
-		Operator:           p.Operator,
-		Dist:               p.Dist,
-		Country:            p.Loc,
-		Lang:               p.Lang,
-		Kinds:              p.Kinds,
-		Size:               p.Size,
-		DistinctAdvertiser: p.DistinctAdvertiser,
-	}
-	// An answer that depends on a request header says so, for caches.
-	if q.Country == locUseGeo {
-		q.Country = s.geoCountry(r)
-		w.Header().Add("Vary", s.cfg.CountryHeader)
-	}
-	if q.Lang == langUseLocale {
-		q.Lang = localeLang(r)
-		w.Header().Add("Vary", "Accept-Language")
-	}
+	q := &req.Query
+	q.Country, q.Lang = s.market(w, r, q.Country, q.Lang)
 	ix := s.index(q.Country, q.Lang)
-	hits := ix.Match(&q)
+	hits := ix.Match(q)
+	o := s.linkOptions(&req.Links)
 	buf := getBuf()
 	defer putBuf(buf)
-	*buf = ix.AppendResponse((*buf)[:0], hits, &match.LinkOptions{
-		RedirectURL: s.cfg.RedirectURL,
-		Context:     match.ContextSearch,
-		APIKey:      p.APIKey,
-		SiteID:      p.SiteID,
-		YkTag:       p.YkTag,
-		Fields:      p.Fields,
-		LogoDim:     p.LogoDim,
-		Sign:        s.signLinks(),
-	})
-	respond(w, http.StatusOK, *buf, p.Callback)
+	*buf = ix.AppendResponse((*buf)[:0], hits, &o)
+	respond(w, http.StatusOK, *buf, req.Callback)
 	return nil
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/adlink/adlink/backend/config"
 	"github.com/adlink/adlink/backend/market"
+	"github.com/adlink/adlink/contract"
 	"github.com/adlink/adlink/match"
 )
 
@@ -692,8 +693,8 @@ func TestSearchMarketAnswerIsTheShards(t *testing.T) {
 	}
 	want := shard.AppendResponse(nil, shard.Match(&match.Query{Text: "nokia handy", Country: "de", Lang: "de",
 		Size: match.DefaultSize, DistinctAdvertiser: match.DefaultDistinctAdvertiser}),
-		&match.LinkOptions{RedirectURL: "https://r.example", Context: match.ContextSearch, APIKey: "demo", SiteID: "demo",
-			Fields: match.FieldPrice | match.FieldLogo})
+		linkOptions(&contract.Links{Base: "https://r.example", Type: contract.TypeSearch, APIKey: "demo", SiteID: "demo",
+			Fields: match.FieldPrice | match.FieldLogo}))
 	if !bytes.Equal(got, want) {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
@@ -728,11 +729,17 @@ func TestSearchCountryAnswerIsTheShards(t *testing.T) {
 	}
 	want := ch.AppendResponse(nil, ch.Match(&match.Query{Text: "nokia handy", Country: "ch",
 		Size: match.DefaultSize, DistinctAdvertiser: match.DefaultDistinctAdvertiser}),
-		&match.LinkOptions{RedirectURL: "https://r.example", Context: match.ContextSearch, APIKey: "demo", SiteID: "demo",
-			Fields: match.FieldPrice | match.FieldLogo})
+		linkOptions(&contract.Links{Base: "https://r.example", Type: contract.TypeSearch, APIKey: "demo", SiteID: "demo",
+			Fields: match.FieldPrice | match.FieldLogo}))
 	if !bytes.Equal(got, want) || !bytes.Contains(got, []byte("natel.example.ch")) || !bytes.Contains(got, []byte("handyladen.de")) {
 		t.Errorf("got\n%s\nwant\n%s (both languages' ads)", got, want)
 	}
+}
+
+// linkOptions are l's options, for a test's one use.
+func linkOptions(l *contract.Links) *match.LinkOptions {
+	o := l.Options()
+	return &o
 }
 
 func adIDsOf(ix *match.Index, hits []match.Hit) []string {

@@ -20,6 +20,7 @@ import (
 	"github.com/adlink/adlink/backend/metrics"
 	"github.com/adlink/adlink/backend/partners"
 	"github.com/adlink/adlink/backend/shards"
+	"github.com/adlink/adlink/contract"
 )
 
 // Deps are what the server needs. Config, Indexes, Partners and Clicks are
@@ -169,20 +170,13 @@ func (s *server) authorize(ctx context.Context, apiKey, siteID string) (partners
 	case err == nil:
 		return site, nil
 	case errors.Is(err, partners.ErrUnknownKey):
-		return site, &Error{Status: http.StatusUnauthorized, Code: CodeUnknownAPIKey, Param: "api_key",
-			Message: "api_key is not known", Err: err}
+		return site, problemError(http.StatusUnauthorized, contract.UnknownAPIKey(), err)
 	case errors.Is(err, partners.ErrForeignSite):
-		return site, &Error{Status: http.StatusForbidden, Code: CodeForeignSite, Param: "site_id",
-			Message: "site_id " + quote(siteID) + " does not belong to this api_key", Err: err}
+		return site, problemError(http.StatusForbidden, contract.ForeignSite(siteID), err)
 	default:
 		return site, internal(fmt.Errorf("partners: %w", err))
 	}
 }
-
-// CodeMethodNotAllowed is the error code of a request other than GET or
-// HEAD (or OPTIONS, the CORS preflight, under /v2); every adlink endpoint
-// is read-only.
-const CodeMethodNotAllowed = "method_not_allowed"
 
 // notFound is the JSON answer for whatever no route claims: a 405 for a
 // method other than GET and HEAD (every route is a GET), else a 404.

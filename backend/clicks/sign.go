@@ -15,7 +15,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/adlink/adlink/match"
+	"github.com/adlink/adlink/contract"
 )
 
 // Click URLs the server makes carry "&exp=<unix seconds>&sig=<kid>.<mac>":
@@ -247,12 +247,12 @@ func (ks *Keys) index(id string) int {
 }
 
 // Params are the parameters of a click URL that its signature covers.
-type Params = match.ClickParams
+type Params = contract.ClickParams
 
 // AppendQuery appends p as the query string the server's click URLs carry,
 // the bytes match writes, so a signature does not depend on how a browser
 // or proxy re-escaped the URL.
-func AppendQuery(dst []byte, p *Params) []byte { return match.AppendClickQuery(dst, p) }
+func AppendQuery(dst []byte, p *Params) []byte { return contract.AppendClickQuery(dst, p) }
 
 // b64 is strict so that each MAC has one spelling: a lenient decoder
 // ignores the last character's spare bits.
@@ -261,7 +261,7 @@ var b64 = base64.RawURLEncoding.Strict()
 // macLen is the length of an encoded HMAC-SHA256.
 var macLen = b64.EncodedLen(sha256.Size)
 
-// SignFunc returns a match.LinkOptions Sign hook: it appends
+// SignFunc returns a contract.Links Sign hook: it appends
 // "&exp=<unix>&sig=<kid>.<mac>" to a click URL's query, with exp the
 // expiry of every link it signs.
 func (ks *Keys) SignFunc(exp time.Time) func(dst, query []byte) []byte {
@@ -371,9 +371,9 @@ func (ks *Keys) Verify(p *Params, exp, sig string, now time.Time) string {
 // appendTokenMsg appends what a site token's MAC covers.
 func appendTokenMsg(dst []byte, apiKey, siteID, exp string) []byte {
 	dst = append(dst, "api_key="...)
-	dst = match.AppendQueryEscape(dst, apiKey)
+	dst = contract.AppendQueryEscape(dst, apiKey)
 	dst = append(dst, "&site_id="...)
-	dst = match.AppendQueryEscape(dst, siteID)
+	dst = contract.AppendQueryEscape(dst, siteID)
 	dst = append(dst, "&exp="...)
 	return append(dst, exp...)
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/adlink/adlink/contract"
 	"github.com/adlink/adlink/match"
 )
 
@@ -74,11 +75,13 @@ func TestAppendQueryIsMatchs(t *testing.T) {
 	}
 	q := match.Query{Text: "lg handy", Size: 10, DistinctAdvertiser: 3}
 	var seen []byte
-	ix.AppendResponse(nil, ix.Match(&q), &match.LinkOptions{RedirectURL: "https://r.example", Context: match.ContextSearch,
+	l := &contract.Links{Base: "https://r.example", Type: contract.TypeSearch,
 		APIKey: "de mo", SiteID: "s/1", YkTag: "x:y", Sign: func(dst, query []byte) []byte {
 			seen = append([]byte(nil), query...)
 			return dst
-		}})
+		}}
+	o := l.Options()
+	ix.AppendResponse(nil, ix.Match(&q), &o)
 	p := Params{Type: "search", AdID: "a.example", AdType: "advertiser", APIKey: "de mo", SiteID: "s/1", Criterion: "lg handy", YkTag: "x:y"}
 	if want := AppendQuery(nil, &p); string(seen) != string(want) {
 		t.Errorf("match signs %s\nAppendQuery  %s", seen, want)

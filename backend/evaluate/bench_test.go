@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/adlink/adlink/backend/catalog"
+	"github.com/adlink/adlink/contract"
 	"github.com/adlink/adlink/match"
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/search/query"
@@ -132,10 +133,10 @@ func BenchmarkRelevance(b *testing.B) {
 		// Timed as the server answers a request with the default size:
 		// match, then write the link entries.
 		var buf []byte
-		opts := &match.LinkOptions{RedirectURL: "http://localhost:8080", Context: match.ContextSearch, APIKey: "demo", SiteID: "demo"}
+		opts := (&contract.Links{Base: "http://localhost:8080", Type: contract.TypeSearch, APIKey: "demo", SiteID: "demo"}).Options()
 		lo := latency(qs, 20, func(q string) {
 			hits := ix.Match(&match.Query{Text: q, Dist: match.DistNone})
-			buf = ix.AppendResponse(buf[:0], hits, opts)
+			buf = ix.AppendResponse(buf[:0], hits, &opts)
 		})
 		ix = nil
 		runtime.GC()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/adlink/adlink/backend/catalog"
 	"github.com/adlink/adlink/backend/market"
+	"github.com/adlink/adlink/contract"
 	"github.com/adlink/adlink/match"
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
@@ -75,8 +76,8 @@ func TestShardsAreTheServersIndexes(t *testing.T) {
 		}
 		want := src.For(m.Country, m.Lang)
 		q := &match.Query{Text: "handy kopfhörer iphone laptop headphones phone", Country: m.Country, Lang: m.Lang, Dist: match.DistLow}
-		o := &match.LinkOptions{RedirectURL: "http://r", Context: match.ContextSearch, APIKey: "k", SiteID: "s"}
-		if g, w := ix.AppendResponse(nil, ix.Match(q), o), want.AppendResponse(nil, want.Match(q), o); !bytes.Equal(g, w) {
+		o := (&contract.Links{Base: "http://r", Type: contract.TypeSearch, APIKey: "k", SiteID: "s"}).Options()
+		if g, w := ix.AppendResponse(nil, ix.Match(q), &o), want.AppendResponse(nil, want.Match(q), &o); !bytes.Equal(g, w) {
 			t.Errorf("%s: shard answers %s, index %s", m, g, w)
 		}
 		if set.Pick(m.Country, m.Lang) != b || set.Shard(b.SHA256) != b {
@@ -128,8 +129,8 @@ func TestCountryShard(t *testing.T) {
 	}
 	want := src.For("ch", "")
 	q := &match.Query{Text: "handy kopfhörer iphone laptop", Country: "ch", Dist: match.DistLow}
-	o := &match.LinkOptions{RedirectURL: "http://r", Context: match.ContextSearch, APIKey: "k", SiteID: "s"}
-	if g, w := ix.AppendResponse(nil, ix.Match(q), o), want.AppendResponse(nil, want.Match(q), o); !bytes.Equal(g, w) || bytes.Equal(g, []byte(`{"link":[]}`)) {
+	o := (&contract.Links{Base: "http://r", Type: contract.TypeSearch, APIKey: "k", SiteID: "s"}).Options()
+	if g, w := ix.AppendResponse(nil, ix.Match(q), &o), want.AppendResponse(nil, want.Match(q), &o); !bytes.Equal(g, w) || bytes.Equal(g, []byte(`{"link":[]}`)) {
 		t.Errorf("the ch shard answers %s, the server's index %s", g, w)
 	}
 }

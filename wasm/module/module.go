@@ -33,7 +33,7 @@ const noGreenTea = "nogreenteagc"
 // GOEXPERIMENT=nogreenteagc where the toolchain knows it, then with its
 // data segments merged (mergeData).
 //
-// The matcher's own package (Path: the exports and the request parser) is
+// The matcher's own package (Path: the exports) is
 // compiled without inlining. It runs once per call, not per ad, and its
 // code is then 1.2 KB smaller with zstd at no cost BenchmarkQuery can see.
 // match/, where the time goes, is inlined as usual.

@@ -1,12 +1,18 @@
-package match
+package contract
 
 import (
 	"errors"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/adlink/adlink/match"
 )
+
+// alpha2 is a lower-case two-letter code.
+var alpha2 = regexp.MustCompile(`^[a-z]{2}$`)
 
 func TestParamRules(t *testing.T) {
 	ok := func(what, msg string) {
@@ -35,7 +41,7 @@ func TestParamRules(t *testing.T) {
 	}
 	_, msg = ParseLang("german")
 	bad("lang=german", msg, "lang must be")
-	if f, msgs := ParseFields("price, logoad_type,,", SearchFieldNames); len(msgs) != 0 || f != FieldPrice|FieldLogo|FieldAdType {
+	if f, msgs := ParseFields("price, logoad_type,,", SearchFieldNames); len(msgs) != 0 || f != match.FieldPrice|match.FieldLogo|match.FieldAdType {
 		t.Errorf("fields: %v %v", f, msgs)
 	}
 	if _, msgs := ParseFields("price,colour,gtin", PageFieldNames); len(msgs) != 2 {
@@ -46,7 +52,7 @@ func TestParamRules(t *testing.T) {
 	}
 	_, msg = ParseLogoDim("80X80")
 	bad("logo.dim=80X80", msg, "75X75")
-	if k, msgs := ParseKinds("product coupon", SearchKindNames); len(msgs) != 0 || !k.Has(KindCoupon) || k.Has(KindAdvertiser) {
+	if k, msgs := ParseKinds("product coupon", SearchKindNames); len(msgs) != 0 || !k.Has(match.KindCoupon) || k.Has(match.KindAdvertiser) {
 		t.Errorf("product coupon: %v %v", k, msgs)
 	}
 	if _, msgs := ParseKinds("coupon", PageKindNames); len(msgs) != 1 {
@@ -54,14 +60,14 @@ func TestParamRules(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		op, dist   string
-		o          Operator
-		d          Dist
+		o          match.Operator
+		d          match.Dist
 		param, has string
 	}{
-		{"", "", OpOr, DistHigh, "", ""},
-		{"and", "", OpAnd, DistNone, "", ""},
-		{"and", "none", OpAnd, DistNone, "", ""},
-		{"or", "low", OpOr, DistLow, "", ""},
+		{"", "", match.OpOr, match.DistHigh, "", ""},
+		{"and", "", match.OpAnd, match.DistNone, "", ""},
+		{"and", "none", match.OpAnd, match.DistNone, "", ""},
+		{"or", "low", match.OpOr, match.DistLow, "", ""},
 		{"and", "high", 0, 0, "q_operator", "ctx.dist=none"},
 		{"xor", "", 0, 0, "q_operator", "xor"},
 		{"", "medium", 0, 0, "ctx.dist", "medium"},
@@ -76,20 +82,17 @@ func TestParamRules(t *testing.T) {
 		bad("yk_tag="+s, msg, "yk_tag must be")
 	}
 	for _, s := range []string{"0", "-1", "51", "abc", "1e1", " 5", "00051"} {
-		_, msg := ParseCount("size", s, 1, MaxSize)
+		_, msg := ParseCount("size", s, 1, match.MaxSize)
 		bad("size="+s, msg, "from 1 to 50")
 	}
-	if n, msg := ParseCount("size", "050", 1, MaxSize); n != 50 || msg != "" {
+	if n, msg := ParseCount("size", "050", 1, match.MaxSize); n != 50 || msg != "" {
 		t.Errorf("size=050: %d %q", n, msg)
 	}
-	if _, msg := ParseText(strings.Repeat("x", MaxQueryBytes+1)); !strings.Contains(msg, "bytes long") {
+	if _, msg := ParseText(strings.Repeat("x", match.MaxQueryBytes+1)); !strings.Contains(msg, "bytes long") {
 		t.Errorf("long q: %q", msg)
 	}
 	if _, msg := ParseText("bad\xff"); msg == "" {
 		t.Error("invalid UTF-8 accepted")
-	}
-	if q := Quote(strings.Repeat("ä", 40)); !strings.HasSuffix(q, "...") || !utf8.ValidString(q) {
-		t.Errorf("Quote cut a rune: %s", q)
 	}
 }
 
@@ -100,7 +103,7 @@ func FuzzParamRules(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		if v, msg := ParseCountry(s); msg == "" && v != UseGeo && !isAlpha2(v) {
+		if v, msg := ParseCountry(s); msg == "" && v != UseGeo && !alpha2.MatchString(v) {
 			t.Fatalf("loc %q accepted as %q", s, v)
 		}
 		if _, msgs := ParseFields(s, SearchFieldNames); len(msgs) > 0 && !strings.HasPrefix(msgs[0], "fields") {
@@ -109,20 +112,17 @@ func FuzzParamRules(f *testing.F) {
 		if _, msgs := ParseKinds(s, SearchKindNames); len(msgs) > 0 && !strings.HasPrefix(msgs[0], "ad_type") {
 			t.Fatalf("ad_type message %q", msgs[0])
 		}
-		if n, msg := ParseCount("size", s, 1, MaxSize); msg == "" && (n < 1 || n > MaxSize) {
+		if n, msg := ParseCount("size", s, 1, match.MaxSize); msg == "" && (n < 1 || n > match.MaxSize) {
 			t.Fatalf("size %q accepted as %d", s, n)
 		}
 		if v, msg := ParseYkTag(s); msg == "" && v != s {
 			t.Fatalf("yk_tag %q changed to %q", s, v)
 		}
-		if v, msg := ParseText(s); msg == "" && (!utf8.ValidString(v) || len(v) > MaxQueryBytes) {
+		if v, msg := ParseText(s); msg == "" && (!utf8.ValidString(v) || len(v) > match.MaxQueryBytes) {
 			t.Fatalf("q %q accepted as %q", s, v)
 		}
 		ParseOperator(s, s)
 		ParseLogoDim(s)
-		if !utf8.ValidString(Quote(s)) && utf8.ValidString(s) {
-			t.Fatalf("Quote(%q) is not valid UTF-8", s)
-		}
 	})
 }
 
@@ -168,7 +168,7 @@ func FuzzMalformedQuery(f *testing.F) {
 			t.Fatalf("%q: MalformedQuery %q, net/url %v", s, got, err)
 		}
 		var esc url.EscapeError
-		if errors.As(err, &esc) && got != "the query string is malformed: invalid URL escape "+Quote(string(esc)) {
+		if errors.As(err, &esc) && got != "the query string is malformed: invalid URL escape "+match.Quote(string(esc)) {
 			t.Fatalf("%q: MalformedQuery %q, net/url %v", s, got, err)
 		}
 	})

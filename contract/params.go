@@ -1,56 +1,52 @@
-package match
+package contract
 
 import (
 	"unicode/utf8"
+
+	"github.com/adlink/adlink/match"
 )
 
-// The parameter rules of the /v2 endpoints, in one place: the server's
-// handlers and the page's module both read requests with them, so a value
-// one accepts the other accepts, and the messages are the same. Each
-// function reads one parameter's value and returns, besides the value, ""
-// or a message for the client that names the parameter and what it allows.
+// The parameter rules of the /v2 endpoints and the click redirect, in one
+// place: the server's handlers and the page's module both read requests
+// with them, so a value one accepts the other accepts, and the messages are
+// the same. Each rule reads one parameter's value and returns, besides the
+// value, "" or a message for the client that names the parameter and what
+// it allows.
 
-// The codes of a Problem, as the error body names them.
-const (
-	ProblemMissing = "missing_parameter"
-	ProblemInvalid = "invalid_parameter"
-)
-
-// Problem is one bad parameter: its code, the parameter and a message for
-// the client.
-type Problem struct {
-	Code, Param, Message string
-}
-
-// Values reads single-valued request parameters and collects what is wrong
-// with them, so that one answer can name every bad parameter.
-type Values struct {
-	// V holds the parameters by name; when it is nil, Pairs holds them
+// values reads single-valued request parameters and collects what is
+// wrong with them, so that one answer can name every bad parameter. The
+// parsers of this package name it p, where the OpenAPI test looks for the
+// parameters each endpoint reads.
+type values struct {
+	// v holds the parameters by name; when it is nil, pairs holds them
 	// in request order.
-	V map[string][]string
-	// Pairs suits the page's module, which reads a dozen parameters: a
+	v map[string][]string
+	// pairs suits the page's module, which reads a dozen parameters: a
 	// scan of them costs it less than hashing each name into a map.
-	Pairs    []Pair
-	Problems []Problem
+	pairs    []Pair
+	problems []Problem
 }
 
 // Pair is one name=value of a query string, decoded.
-type Pair struct{ Name, Value string }
+type Pair struct {
+	Name, Value string
+	_           [0]func() // not comparable: no equality function in the module
+}
 
 // lookup returns the first value of a parameter and how many it has.
-func (p *Values) lookup(name string) (string, int) {
-	if p.V != nil {
-		vs := p.V[name]
+func (p *values) lookup(name string) (string, int) {
+	if p.v != nil {
+		vs := p.v[name]
 		if len(vs) == 0 {
 			return "", 0
 		}
 		return vs[0], len(vs)
 	}
 	first, n := "", 0
-	for i := range p.Pairs {
-		if p.Pairs[i].Name == name {
+	for i := range p.pairs {
+		if p.pairs[i].Name == name {
 			if n == 0 {
-				first = p.Pairs[i].Value
+				first = p.pairs[i].Value
 			}
 			n++
 		}
@@ -60,10 +56,10 @@ func (p *Values) lookup(name string) (string, int) {
 
 // single returns a parameter's value and how many it has, reporting a
 // repeat (a problem: which value was meant cannot be told).
-func (p *Values) single(name string) (string, int) {
+func (p *values) single(name string) (string, int) {
 	v, n := p.lookup(name)
 	if n > 1 {
-		p.Invalid(name, name+" is given "+itoa(n)+" times; give it once")
+		p.invalid(name, name+" is given "+match.Itoa(n)+" times; give it once")
 		return "", n
 	}
 	return v, n
@@ -71,19 +67,19 @@ func (p *Values) single(name string) (string, int) {
 
 // Get returns a parameter's value; ok is false when it is absent or
 // repeated.
-func (p *Values) Get(name string) (string, bool) {
+func (p *values) Get(name string) (string, bool) {
 	v, n := p.single(name)
 	return v, n == 1
 }
 
 // Required returns a parameter that must be there and not blank.
-func (p *Values) Required(name string) string {
+func (p *values) Required(name string) string {
 	s, n := p.single(name)
 	switch {
 	case n > 1:
 		return "" // single reported it
-	case n == 0 || TrimSpace(s) == "":
-		p.Problems = append(p.Problems, Problem{ProblemMissing, name, name + " is required"})
+	case n == 0 || match.TrimSpace(s) == "":
+		p.problems = append(p.problems, Problem{Code: CodeMissingParameter, Param: name, Message: name + " is required"})
 		return ""
 	}
 	return s
@@ -91,57 +87,59 @@ func (p *Values) Required(name string) string {
 
 // Optional returns an optional parameter; empty counts as absent, as an
 // HTML form sends an unset field.
-func (p *Values) Optional(name string) (string, bool) {
+func (p *values) Optional(name string) (string, bool) {
 	s, ok := p.Get(name)
 	return s, ok && s != ""
 }
 
-// Invalid records a bad value of param. It and Note run only on bad
-// input: not inlined, their appends at each caller cost the module 0.2 KB.
+// invalid records a bad value of param. It and note run only on bad
+// input: not inlined, as their appends at each caller cost the module
+// bytes.
 //
 //go:noinline
-func (p *Values) Invalid(param, msg string) {
-	p.Problems = append(p.Problems, Problem{ProblemInvalid, param, msg})
+func (p *values) invalid(param, msg string) {
+	p.problems = append(p.problems, Problem{Code: CodeInvalidParameter, Param: param, Message: msg})
 }
 
-// Note records each non-empty message of the functions below as a bad
-// value of param.
+// note records each non-empty message of the rules below as a bad value of
+// param.
 //
 //go:noinline
-func (p *Values) Note(param string, msgs ...string) {
+func (p *values) note(param string, msgs ...string) {
 	for _, m := range msgs {
 		if m != "" {
-			p.Invalid(param, m)
+			p.invalid(param, m)
 		}
 	}
 }
 
 // Parse reads an optional parameter with one of the rules below; "" when
 // it is absent or bad (a problem then).
-func (p *Values) Parse(name string, rule func(string) (string, string)) string {
+func (p *values) Parse(name string, rule func(string) (string, string)) string {
 	s, ok := p.Optional(name)
 	if !ok {
 		return ""
 	}
 	v, msg := rule(s)
-	p.Note(name, msg)
+	p.note(name, msg)
 	return v
 }
 
-// The special values of loc and lang.
+// The special values of loc and lang: the server resolves them from the
+// request's headers, the page before it asks its module.
 const (
 	UseGeo    = "use_geo"
 	UseLocale = "use_locale"
 )
 
-// ParseText checks q: trimmed, valid UTF-8, at most MaxQueryBytes.
+// ParseText checks q: trimmed, valid UTF-8, at most match.MaxQueryBytes.
 func ParseText(s string) (string, string) {
-	s = TrimSpace(s)
+	s = match.TrimSpace(s)
 	switch {
 	case !utf8.ValidString(s):
 		return "", "q is not valid UTF-8"
-	case len(s) > MaxQueryBytes:
-		return "", "q is " + itoa(len(s)) + " bytes long; the most is " + itoa(MaxQueryBytes)
+	case len(s) > match.MaxQueryBytes:
+		return "", "q is " + match.Itoa(len(s)) + " bytes long; the most is " + match.Itoa(match.MaxQueryBytes)
 	}
 	return s, ""
 }
@@ -162,28 +160,31 @@ func parseCode(s, special, msg string) (string, string) {
 	if s == special {
 		return s, ""
 	}
-	if l := lower(s); isAlpha2(l) {
-		return l, ""
+	if len(s) == 2 && s[0]|0x20 >= 'a' && s[0]|0x20 <= 'z' && s[1]|0x20 >= 'a' && s[1]|0x20 <= 'z' {
+		if s[0] >= 'a' && s[1] >= 'a' {
+			return s, ""
+		}
+		return string([]byte{s[0] | 0x20, s[1] | 0x20}), ""
 	}
-	return "", msg + Quote(s)
+	return "", msg + match.Quote(s)
 }
 
 // ParseFields reads a comma-separated fields list against the names a
 // context allows (SearchFieldNames or PageFieldNames); blank items are
 // skipped. It returns a message for each bad item.
-func ParseFields(s string, allowed []string) (Fields, []string) {
-	var f Fields
+func ParseFields(s string, allowed []string) (match.Fields, []string) {
+	var f match.Fields
 	var msgs []string
 	for rest, more := s, true; more; {
 		var item string
-		item, rest, more = CutByte(rest, ',')
-		item = TrimSpace(item)
+		item, rest, more = match.CutByte(rest, ',')
+		item = match.TrimSpace(item)
 		if item == "" {
 			continue
 		}
-		v, ok := ParseField(item)
+		v, ok := match.ParseField(item)
 		if !ok || !contains(allowed, item) {
-			msgs = append(msgs, "fields must be a comma-separated list of "+joinStrings(allowed, ", ")+"; "+Quote(item)+" is not one")
+			msgs = append(msgs, "fields must be a comma-separated list of "+match.JoinStrings(allowed, ", ")+"; "+match.Quote(item)+" is not one")
 			continue
 		}
 		f |= v
@@ -193,13 +194,21 @@ func ParseFields(s string, allowed []string) (Fields, []string) {
 
 // ParseLogoDim reads logo.dim, in either case ("90x90" is "90X90").
 func ParseLogoDim(s string) (string, string) {
-	for _, d := range LogoDims {
+	for _, d := range match.LogoDims {
 		if equalFoldASCII(d, s) {
 			return d, ""
 		}
 	}
-	return "", "logo.dim must be one of " + joinStrings(LogoDims, ", ") + ", not " + Quote(s)
+	return "", "logo.dim must be one of " + match.JoinStrings(match.LogoDims, ", ") + ", not " + match.Quote(s)
 }
+
+// SearchFieldNames and PageFieldNames list the fields values each context
+// accepts, in the order error messages name them. "logoad_type" is spelled
+// as the seed lists it and means logo and ad_type together.
+var (
+	SearchFieldNames = []string{"price", "manufacturer", "logoad_type", "logo", "ad_type", "description", "advertiser", "gtin", "category"}
+	PageFieldNames   = []string{"price", "manufacturer", "logo", "ad_type"}
+)
 
 // SearchKindNames and PageKindNames are the ad_type values of each context.
 var (
@@ -210,13 +219,13 @@ var (
 // ParseKinds reads ad_type: values separated by commas, spaces or '+', so
 // the seed's "product coupon" is two values. It returns a message for
 // each bad item.
-func ParseKinds(s string, allowed []string) (Kinds, []string) {
-	var k Kinds
+func ParseKinds(s string, allowed []string) (match.Kinds, []string) {
+	var k match.Kinds
 	var msgs []string
 	for _, item := range splitKinds(s) {
-		kind, ok := ParseKind(item)
+		kind, ok := match.ParseKind(item)
 		if !ok || !contains(allowed, item) {
-			msgs = append(msgs, "ad_type must be a list of "+joinStrings(allowed, ", ")+"; "+Quote(item)+" is not one")
+			msgs = append(msgs, "ad_type must be a list of "+match.JoinStrings(allowed, ", ")+"; "+match.Quote(item)+" is not one")
 			continue
 		}
 		k = k.Add(kind)
@@ -228,30 +237,30 @@ func ParseKinds(s string, allowed []string) (Kinds, []string) {
 // none: absent ctx.dist is implied, high or low given with and is a
 // problem. Empty strings are absent parameters. A message comes with the
 // parameter it is about.
-func ParseOperator(op, dist string) (Operator, Dist, string, string) {
-	var o Operator
-	var d Dist
+func ParseOperator(op, dist string) (match.Operator, match.Dist, string, string) {
+	var o match.Operator
+	var d match.Dist
 	switch op {
 	case "", "or":
 	case "and":
-		o = OpAnd
+		o = match.OpAnd
 	default:
-		return 0, 0, "q_operator", "q_operator must be and or or, not " + Quote(op)
+		return 0, 0, "q_operator", "q_operator must be and or or, not " + match.Quote(op)
 	}
 	switch dist {
 	case "", "high":
 	case "low":
-		d = DistLow
+		d = match.DistLow
 	case "none":
-		d = DistNone
+		d = match.DistNone
 	default:
-		return 0, 0, "ctx.dist", "ctx.dist must be high, low or none, not " + Quote(dist)
+		return 0, 0, "ctx.dist", "ctx.dist must be high, low or none, not " + match.Quote(dist)
 	}
-	if o == OpAnd {
-		if dist != "" && d != DistNone {
+	if o == match.OpAnd {
+		if dist != "" && d != match.DistNone {
 			return 0, 0, "q_operator", "q_operator=and needs ctx.dist=none (or no ctx.dist), not ctx.dist=" + dist
 		}
-		d = DistNone
+		d = match.DistNone
 	}
 	return o, d, "", ""
 }
@@ -264,7 +273,7 @@ func ParseYkTag(s string) (string, string) {
 		ok = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == ':' || c == '-'
 	}
 	if !ok {
-		return "", "yk_tag must be 1 to 64 of A-Z, a-z, 0-9, _, - and :, not " + Quote(s)
+		return "", "yk_tag must be 1 to 64 of A-Z, a-z, 0-9, _, - and :, not " + match.Quote(s)
 	}
 	return s, ""
 }
@@ -279,69 +288,17 @@ func ParseCount(name, s string, lo, hi int) (int, string) {
 		n = n*10 + int(s[i]-'0')
 	}
 	if !ok || n < lo || n > hi {
-		return 0, name + " must be a whole number from " + itoa(lo) + " to " + itoa(hi) + ", not " + Quote(s)
+		return 0, name + " must be a whole number from " + match.Itoa(lo) + " to " + match.Itoa(hi) + ", not " + match.Quote(s)
 	}
 	return n, ""
-}
-
-// Quote shows a client's value in a message, in double quotes and cut to a
-// readable length. Quotes and backslashes are escaped with a backslash,
-// \n \t \r by name, other control bytes and bytes that are not UTF-8 as
-// \xNN; other characters stand as they are (by hand: strconv.Quote's
-// tables of printable characters cost the module kilobytes). The message
-// is JSON-escaped where it is written.
-func Quote(s string) string {
-	const most = 40
-	more := ""
-	if len(s) > most {
-		cut := most
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		s, more = s[:cut], "..."
-	}
-	const hex = "0123456789abcdef"
-	b := make([]byte, 0, len(s)+2+len(more))
-	b = append(b, '"')
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= utf8.RuneSelf {
-			r, n := utf8.DecodeRuneInString(s[i:])
-			if r == utf8.RuneError && n == 1 {
-				b = append(b, '\\', 'x', hex[c>>4], hex[c&15])
-			} else {
-				b = append(b, s[i:i+n]...)
-			}
-			i += n
-			continue
-		}
-		switch {
-		case c == '"' || c == '\\':
-			b = append(b, '\\', c)
-		case c == '\n':
-			b = append(b, '\\', 'n')
-		case c == '\t':
-			b = append(b, '\\', 't')
-		case c == '\r':
-			b = append(b, '\\', 'r')
-		case c < 0x20 || c == 0x7f:
-			b = append(b, '\\', 'x', hex[c>>4], hex[c&15])
-		default:
-			b = append(b, c)
-		}
-		i++
-	}
-	b = append(b, '"')
-	return string(b) + more
 }
 
 // contains reports whether list holds s.
 //
 // It and the other small helpers of parameter parsing (splitKinds,
-// ParseKind, ParseField, joinStrings) are not inlined (go:noinline): they
-// run once a request or once an ad shown, and copies of them in each
-// caller cost the module bytes every first view downloads (1.6 KB with
-// zstd together; BenchmarkQuery no slower).
+// match.ParseKind, match.ParseField, match.JoinStrings) are not inlined:
+// they run once a request, and copies of them in each caller cost the
+// module bytes that every first view downloads.
 //
 //go:noinline
 func contains(list []string, s string) bool {
@@ -395,9 +352,9 @@ func splitKinds(s string) []string {
 // MalformedQuery returns "" for a query string that url.ParseQuery reads
 // without error, else the message a /v2 endpoint refuses it with: more
 // than MaxQueryParams pairs, a ';' in a pair (net/url takes it for an old
-// separator, which it refuses) or the first bad %-escape. The server and the page's module both ask it,
-// so they refuse the same requests with the same words; the module cannot
-// afford net/url.
+// separator, which it refuses) or the first bad %-escape. The server and
+// the page's module both ask it, so they refuse the same requests with the
+// same words; the module cannot afford net/url.
 func MalformedQuery(s string) string {
 	if countByte(s, '&')+1 > MaxQueryParams {
 		return "the query string is malformed: number of URL query parameters exceeded limit"
@@ -405,14 +362,14 @@ func MalformedQuery(s string) string {
 	bad := ""
 	for s != "" {
 		var kv string
-		kv, s, _ = CutByte(s, '&')
-		if _, _, semi := CutByte(kv, ';'); semi {
+		kv, s, _ = match.CutByte(s, '&')
+		if _, _, semi := match.CutByte(kv, ';'); semi {
 			return "the query string is malformed: invalid semicolon separator in query"
 		}
 		if bad != "" {
 			continue
 		}
-		k, v, _ := CutByte(kv, '=')
+		k, v, _ := match.CutByte(kv, '=')
 		// net/url reads the name first and drops the pair at its error.
 		if e := badEscape(k); e != "" {
 			bad = e
@@ -421,7 +378,7 @@ func MalformedQuery(s string) string {
 		}
 	}
 	if bad != "" {
-		return "the query string is malformed: invalid URL escape " + Quote(bad)
+		return "the query string is malformed: invalid URL escape " + match.Quote(bad)
 	}
 	return ""
 }
@@ -446,7 +403,7 @@ func countByte(s string, c byte) int {
 func badEscape(s string) string {
 	for i := 0; i < len(s); i++ {
 		if s[i] == '%' {
-			if i+2 >= len(s) || !IsHex(s[i+1]) || !IsHex(s[i+2]) {
+			if i+2 >= len(s) || !match.IsHex(s[i+1]) || !match.IsHex(s[i+2]) {
 				return s[i:min(i+3, len(s))]
 			}
 			i += 2
@@ -455,15 +412,49 @@ func badEscape(s string) string {
 	return ""
 }
 
-// IsHex reports whether c is a hexadecimal digit.
-func IsHex(c byte) bool {
-	return c >= '0' && c <= '9' || c|0x20 >= 'a' && c|0x20 <= 'f'
+// MaxCallback is the longest JSONP callback name accepted.
+const MaxCallback = 64
+
+// ValidCallback reports whether s is a JSONP callback the server will
+// call: dotted JavaScript identifiers,
+// ^[A-Za-z_$][\w$]*(\.[A-Za-z_$][\w$]*)*$, at most MaxCallback bytes.
+// Anything else could smuggle script into the response.
+func ValidCallback(s string) bool {
+	if len(s) == 0 || len(s) > MaxCallback {
+		return false
+	}
+	start := true // at the start of an identifier
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '.':
+			if start {
+				return false
+			}
+			start = true
+			continue
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c == '_', c == '$':
+		case c >= '0' && c <= '9':
+			if start {
+				return false
+			}
+		default:
+			return false
+		}
+		start = false
+	}
+	return !start
 }
 
-// Unhex returns the value of the hexadecimal digit c (IsHex(c)).
-func Unhex(c byte) byte {
-	if c <= '9' {
-		return c - '0'
+// parseCallback reads the JSONP callback; an invalid one is a problem,
+// and the error is then written as plain JSON.
+func parseCallback(p *values) string {
+	s, ok := p.Optional("callback")
+	if !ok {
+		return ""
 	}
-	return c | 0x20 - 'a' + 10
+	if !ValidCallback(s) {
+		p.invalid("callback", "callback must be a JavaScript function name (letters, digits, _ and $, dotted) of at most "+match.Itoa(MaxCallback)+" characters")
+		return ""
+	}
+	return s
 }
