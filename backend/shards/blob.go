@@ -94,7 +94,7 @@ const maxZstdWindow = 8 << 20
 
 // UseZstd offers z, the blob compressed by another zstd encoder, as its
 // zstd encoding: "make wasm" writes matcher.wasm.zst with the zstd CLI,
-// whose -19 is ~12% smaller than klauspost/compress's best. z must decode
+// whose -19 is smaller than klauspost/compress's best. z must decode
 // to exactly the blob's bytes within a window a browser accepts; if not,
 // stale or corrupt, UseZstd returns an error and the blob is unchanged.
 // It keeps z, with an ETag of its own, only when z is smaller than the

@@ -32,9 +32,9 @@ const (
 // the page in fragments of about fragmentBytes of strings each
 // (match.Index.EncodePage): the page fetches the index and then the
 // fragments of the ads it shows, a second round trip, rather than every
-// title, logo and description. The demo's markets (up to 80 KB of strings)
-// go whole; Icecat's de-DE (2 MB of strings) in 310 fragments, of which a page
-// showing ten ads fetches ten at most (BenchmarkShardBytes).
+// title, logo and description. The demo's markets go whole; a catalog of
+// Icecat's size goes in fragments, of which a page showing ten ads fetches
+// ten at most (BenchmarkShardBytes, docs/PERFORMANCE.md).
 const (
 	splitAbove    = 256 << 10
 	fragmentBytes = 8 << 10

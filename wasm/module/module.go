@@ -21,7 +21,7 @@ const Path = "github.com/adlink/adlink/wasm"
 const ZstdLevel = 19
 
 // noGreenTea turns off Go 1.26's Green Tea garbage collector, whose code
-// costs the module 12 to 17 KB of zstd; a page's matcher allocates little
+// costs the module bytes on every first view (docs/PERFORMANCE.md); a page's matcher allocates little
 // and lives briefly, so the older collector does as well. A later Go may
 // drop the experiment and reject its name: then Build goes without it.
 const noGreenTea = "nogreenteagc"
@@ -34,8 +34,8 @@ const noGreenTea = "nogreenteagc"
 // data segments merged (mergeData).
 //
 // The matcher's own package (Path: the exports) is
-// compiled without inlining. It runs once per call, not per ad, and its
-// code is then 1.2 KB smaller with zstd at no cost BenchmarkQuery can see.
+// compiled without inlining: it runs once per call, not per ad, and its
+// code is then smaller (docs/PERFORMANCE.md).
 // match/, where the time goes, is inlined as usual.
 func Build(pkg, out string) error {
 	mod, err := link(pkg)
@@ -164,8 +164,8 @@ func buildBytes(pkg, src string) ([]byte, error) {
 var ErrNoZstd = errors.New("the zstd command is not on PATH")
 
 // WriteZstd compresses the file at path to path+".zst" with the zstd CLI
-// at ZstdLevel: the reference encoder, which makes matcher.wasm ~12%
-// smaller than klauspost/compress's best, so the server serves its output
+// at ZstdLevel: the reference encoder, which makes matcher.wasm smaller
+// than klauspost/compress's best, so the server serves its output
 // when it finds it (shards.Blob.UseZstd). Without the CLI it removes a
 // path+".zst" left from an earlier build and returns ErrNoZstd.
 func WriteZstd(path string) error {

@@ -13,9 +13,8 @@ import (
 // data segments. Go's linker emits ~24,000 segments for the matcher, most
 // of them one symbol each, and each costs a header of 8 to 12 bytes that
 // compresses poorly; a run of zeros costs next to nothing once
-// compressed. Joining segments less than 64 zero bytes apart saved 36 KB
-// of klauspost's zstd (30 KB of zstd -19's) on matcher.wasm; a gap of 32
-// saved less, longer ones no more.
+// compressed. 64 saved the most: a shorter gap saves less, a longer one no
+// more (docs/PERFORMANCE.md).
 const mergeGap = 64
 
 // Section ids of the WebAssembly binary format

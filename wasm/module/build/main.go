@@ -45,7 +45,7 @@ func run(args []string, stderr io.Writer) error {
 	}
 	err := module.WriteZstd(*out)
 	if errors.Is(err, module.ErrNoZstd) {
-		fmt.Fprintf(stderr, "build: %v: no %s.zst, so the server serves klauspost/compress's zstd, ~12%% larger\n", err, *out)
+		fmt.Fprintf(stderr, "build: %v: no %s.zst, so the server serves klauspost/compress's zstd, which is larger\n", err, *out)
 		return nil
 	}
 	return err
