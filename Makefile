@@ -12,6 +12,9 @@ BENCH_FUZZTIME ?= $(FUZZTIME)
 WASM      := web/matcher/dist/matcher.wasm
 # What adlink -version prints beside the commit and the Go version.
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# The commit -version prints, for builds where Go records none
+# (GOFLAGS=-buildvcs=false, git worktrees).
+COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 
 .PHONY: run build wasm test vet lint bench fuzz clean
 
@@ -22,7 +25,7 @@ run: wasm
 # One self-contained binary: the module, the widget and the demo pages are
 # embedded, so it runs from any directory.
 build: wasm
-	$(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/adlink ./backend
+	$(GO) build -ldflags "-X main.version=$(VERSION) -X main.commit=$(COMMIT)" -o bin/adlink ./backend
 
 # The page's matcher: a wasip1 reactor built from the same match/ package,
 # as the tests build it (wasm/module: its data segments merged), and
