@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/adlink/adlink/backend/catalog"
 	"github.com/adlink/adlink/backend/shards"
 	"github.com/adlink/adlink/internal/cputime"
+	"github.com/adlink/adlink/internal/testcatalog"
 	"github.com/adlink/adlink/match"
 	"github.com/adlink/adlink/wasm/module"
 )
@@ -135,7 +135,7 @@ func serve(b *testing.B, path string) served {
 // bench10k is a 10,000-ad catalog's whole index as one shard, with
 // queries over its words.
 func bench10k(b *testing.B) ([]byte, *match.Index, []request) {
-	ads := catalog.Generate(10000, 1)
+	ads := testcatalog.Generate(10000, 1)
 	ix, err := match.Build(ads)
 	if err != nil {
 		b.Fatal(err)
@@ -273,7 +273,7 @@ func BenchmarkPage(b *testing.B) {
 	shard, native, _ := bench10k(b)
 	in := newInstance(b, shard)
 	ctx := context.Background()
-	reqs := generate(catalog.Generate(10000, 1), 30, 10, true)
+	reqs := generate(testcatalog.Generate(10000, 1), 30, 10, true)
 	guest := make([]string, len(reqs))
 	for i := range reqs {
 		reqs[i].loc, reqs[i].lang = "", ""

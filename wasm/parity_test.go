@@ -24,6 +24,7 @@ import (
 	"github.com/adlink/adlink/backend/shards"
 	"github.com/adlink/adlink/backend/store"
 	"github.com/adlink/adlink/contract"
+	"github.com/adlink/adlink/internal/testcatalog"
 	"github.com/adlink/adlink/match"
 )
 
@@ -315,7 +316,7 @@ func TestParityGenerated(t *testing.T) {
 		// The demo's German ads also in Switzerland, in German or French:
 		// a country with two languages, whose shard answers loc alone.
 		{"demo-ch", swissAds, 100, false},
-		{"generated", func(testing.TB) []match.Ad { return catalog.Generate(3000, 7) }, 200, true},
+		{"generated", func(testing.TB) []match.Ad { return testcatalog.Generate(3000, 7) }, 200, true},
 		// Page texts over 19,000 products take 0.3 s each in the module.
 		{"icecat", icecatAds, 40, true},
 	} {
@@ -349,7 +350,7 @@ func icecatAds(t testing.TB) []match.Ad {
 	if testing.Short() || raceEnabled {
 		t.Skip("skipping the Icecat catalog in -short mode and under the race detector; go test ./wasm runs it")
 	}
-	ads, err := catalog.Icecat(icecatDir)
+	ads, err := testcatalog.Icecat(icecatDir)
 	if err != nil {
 		t.Fatal(err)
 	}

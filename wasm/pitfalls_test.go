@@ -9,13 +9,13 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/adlink/adlink/backend/catalog"
+	"github.com/adlink/adlink/internal/testcatalog"
 	"github.com/tetratelabs/wazero"
 )
 
 // pitfallShard is a shard big enough that matching allocates.
 func pitfallCorpus(t *testing.T) (*corpus, []request) {
-	ads := catalog.Generate(2000, 11)
+	ads := testcatalog.Generate(2000, 11)
 	return newCorpus(t, ads), generate(ads, 64, 5, false)
 }
 

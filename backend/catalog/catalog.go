@@ -1,9 +1,8 @@
 //go:generate go run ./internal/demogen -o ../../testdata/catalog/demo.jsonl -logos ../../web/demo/logos
 
 // Package catalog reads ad catalogs into match.Ad values: JSON-lines and CSV
-// feed files (the format is documented in testdata/catalog/README.md), the
-// embedded demo catalog, the Icecat product set used by the benchmarks, and
-// synthetic catalogs of any size for scale tests.
+// feed files (the format is documented in testdata/catalog/README.md) and the
+// embedded demo catalog. The benchmarks' catalogs are in internal/testcatalog.
 //
 // Every feed line is validated; an error names the file, the line and the
 // field, so an operator can fix a feed without guessing.
@@ -301,7 +300,7 @@ func (p *parser) convert(line int, rec *record) match.Ad {
 	return a
 }
 
-// Validate checks ads built in memory (by an importer or Generate) with the
+// Validate checks ads built in memory (by an importer or a generator) with the
 // rules a feed line must pass, and reports the first MaxErrors problems,
 // each naming the ad's position and id.
 func Validate(ads []match.Ad) error {
@@ -458,11 +457,11 @@ func ValidGTIN(s string) bool {
 	if !isGTINShape(s) {
 		return false
 	}
-	return gtinCheckDigit(s[:len(s)-1]) == s[len(s)-1]
+	return GTINCheckDigit(s[:len(s)-1]) == s[len(s)-1]
 }
 
-// gtinCheckDigit returns the GS1 check digit for the digits before it.
-func gtinCheckDigit(body string) byte {
+// GTINCheckDigit returns the GS1 check digit for the digits before it.
+func GTINCheckDigit(body string) byte {
 	sum := 0
 	for i := len(body) - 1; i >= 0; i-- {
 		d := int(body[i] - '0')

@@ -1,7 +1,6 @@
 package catalog
 
 import (
-	"bytes"
 	"errors"
 	"reflect"
 	"strings"
@@ -244,43 +243,6 @@ func TestCSVErrors(t *testing.T) {
 	}
 }
 
-func TestRoundTrip(t *testing.T) {
-	ads, err := Demo(Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ads = append(ads, Generate(300, 7)...)
-	var j, c bytes.Buffer
-	if err := WriteJSONL(&j, ads); err != nil {
-		t.Fatal(err)
-	}
-	if err := WriteCSV(&c, ads); err != nil {
-		t.Fatal(err)
-	}
-	fromJSON, err := Load(&j, "rt.jsonl", Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	fromCSV, err := Load(&c, "rt.csv", Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(fromJSON, ads) {
-		for i := range ads {
-			if !reflect.DeepEqual(fromJSON[i], ads[i]) {
-				t.Fatalf("JSONL round trip changed ad %d:\n got %+v\nwant %+v", i, fromJSON[i], ads[i])
-			}
-		}
-	}
-	if !reflect.DeepEqual(fromCSV, ads) {
-		for i := range ads {
-			if !reflect.DeepEqual(fromCSV[i], ads[i]) {
-				t.Fatalf("CSV round trip changed ad %d:\n got %+v\nwant %+v", i, fromCSV[i], ads[i])
-			}
-		}
-	}
-}
-
 func TestDecimals(t *testing.T) {
 	for _, tt := range []struct {
 		s     string
@@ -318,31 +280,5 @@ func TestValidGTIN(t *testing.T) {
 		if got := ValidGTIN(s); got != want {
 			t.Errorf("ValidGTIN(%q) = %v", s, got)
 		}
-	}
-}
-
-// BenchmarkLoad reads a 100,000-line generated feed in each format.
-func BenchmarkLoad(b *testing.B) {
-	ads := Generate(100_000, 1)
-	for _, format := range []struct {
-		ext   string
-		write func(*bytes.Buffer, []match.Ad) error
-	}{
-		{".jsonl", func(w *bytes.Buffer, a []match.Ad) error { return WriteJSONL(w, a) }},
-		{".csv", func(w *bytes.Buffer, a []match.Ad) error { return WriteCSV(w, a) }},
-	} {
-		var feed bytes.Buffer
-		if err := format.write(&feed, ads); err != nil {
-			b.Fatal(err)
-		}
-		b.Run(format.ext[1:], func(b *testing.B) {
-			b.SetBytes(int64(feed.Len()))
-			for b.Loop() {
-				if _, err := Load(bytes.NewReader(feed.Bytes()), "bench"+format.ext, Options{}); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportMetric(float64(len(ads))*float64(b.N)/b.Elapsed().Seconds(), "lines/s")
-		})
 	}
 }

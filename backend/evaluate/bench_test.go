@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/adlink/adlink/backend/catalog"
 	"github.com/adlink/adlink/contract"
+	"github.com/adlink/adlink/internal/testcatalog"
 	"github.com/adlink/adlink/match"
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/search/query"
@@ -112,7 +112,7 @@ func BenchmarkRelevance(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ads, err := catalog.Icecat(filepath.Join(sharedData, "catalog", "icecat"))
+	ads, err := testcatalog.Icecat(filepath.Join(sharedData, "catalog", "icecat"))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -177,7 +177,7 @@ func BenchmarkScale1M(b *testing.B) {
 		runtime.GC()
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		ads := catalog.Generate(n, 1)
+		ads := testcatalog.Generate(n, 1)
 		qs := scaleQueries(ads)
 		t0 := time.Now()
 		ix, err := match.Build(ads)

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/adlink/adlink/backend/catalog"
+	"github.com/adlink/adlink/internal/testcatalog"
 	"github.com/adlink/adlink/match"
 )
 
@@ -26,9 +27,9 @@ func BenchmarkShardBytes(b *testing.B) {
 		ads  func() []match.Ad
 	}{
 		{"demo", func() []match.Ad { ads, _ := catalog.Demo(catalog.Options{}); return ads }},
-		{"generated 10k", func() []match.Ad { return catalog.Generate(10000, 1) }},
+		{"generated 10k", func() []match.Ad { return testcatalog.Generate(10000, 1) }},
 		{"icecat", func() []match.Ad {
-			ads, err := catalog.Icecat("../../../shared/data/catalog/icecat")
+			ads, err := testcatalog.Icecat("../../../shared/data/catalog/icecat")
 			if err != nil {
 				return nil
 			}

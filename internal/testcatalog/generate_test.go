@@ -1,9 +1,10 @@
-package catalog
+package testcatalog
 
 import (
 	"reflect"
 	"testing"
 
+	"github.com/adlink/adlink/backend/catalog"
 	"github.com/adlink/adlink/match"
 )
 
@@ -29,7 +30,7 @@ func TestGenerateValid(t *testing.T) {
 	if len(ads) != n {
 		t.Fatalf("%d ads, want %d", len(ads), n)
 	}
-	if err := Validate(ads); err != nil {
+	if err := catalog.Validate(ads); err != nil {
 		t.Fatal(err)
 	}
 	kinds := map[match.Kind]int{}
@@ -49,7 +50,7 @@ func TestGenerateValid(t *testing.T) {
 			t.Errorf("%s: description of %d bytes: %q", a.ID, len(a.Description), a.Description)
 		}
 		if a.GTIN != "" {
-			if !ValidGTIN(a.GTIN) {
+			if !catalog.ValidGTIN(a.GTIN) {
 				t.Errorf("%s: GTIN %q has a wrong check digit", a.ID, a.GTIN)
 			}
 			if gtins[a.GTIN] == nil {

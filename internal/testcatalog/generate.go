@@ -1,4 +1,7 @@
-package catalog
+// Package testcatalog makes the catalogs that benchmarks and scale tests
+// run on: synthetic catalogs of any size (Generate) and the Icecat product
+// set (Icecat). Nothing the server runs uses it.
+package testcatalog
 
 import (
 	"math"
@@ -7,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/adlink/adlink/backend/catalog"
 	"github.com/adlink/adlink/match"
 )
 
@@ -321,7 +325,7 @@ func (g *generator) gtin(german bool) string {
 		b[k] = byte('0' + x%10)
 		x /= 10
 	}
-	b[12] = gtinCheckDigit(string(b[:12]))
+	b[12] = catalog.GTINCheckDigit(string(b[:12]))
 	return string(b[:])
 }
 

@@ -1,4 +1,4 @@
-package catalog
+package testcatalog
 
 import (
 	"os"
@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/adlink/adlink/backend/catalog"
 	"github.com/adlink/adlink/match"
 )
 
@@ -30,7 +31,7 @@ func TestIcecat(t *testing.T) {
 	if len(ads) != 19406 {
 		t.Errorf("%d products, want 19406", len(ads))
 	}
-	if err := Validate(ads); err != nil {
+	if err := catalog.Validate(ads); err != nil {
 		t.Fatal(err)
 	}
 	var withGTIN, withPrice, withDesc, withCat, withLogo int

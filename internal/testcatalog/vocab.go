@@ -1,4 +1,4 @@
-package catalog
+package testcatalog
 
 // The vocabulary of Generate: product categories as shops in German- and
 // English-speaking markets write them.

@@ -1,4 +1,4 @@
-package catalog
+package testcatalog
 
 import (
 	"archive/zip"
@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"net/url"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/goccy/go-json"
 
+	"github.com/adlink/adlink/backend/catalog"
 	"github.com/adlink/adlink/match"
 )
 
@@ -191,7 +193,7 @@ func (im *icecatImporter) ad(p *icecatProduct) (match.Ad, error) {
 		a.Title = strings.TrimSpace(manufacturer + " " + a.Model)
 	}
 	for _, e := range p.EAN {
-		if e = strings.TrimSpace(e); ValidGTIN(e) {
+		if e = strings.TrimSpace(e); catalog.ValidGTIN(e) {
 			a.GTIN = e
 			break
 		}
@@ -280,4 +282,14 @@ func fnv64(s string) uint64 {
 	h := fnv.New64a()
 	h.Write([]byte(s))
 	return h.Sum64()
+}
+
+// badIDRune and isWebURL are catalog.Validate's rules for ids and logos:
+// the importer refuses such an id and drops such a logo.
+func badIDRune(r rune) bool { return r <= ' ' || r >= 0x7f }
+
+func isWebURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" &&
+		u.User == nil && !strings.ContainsFunc(s, func(r rune) bool { return r <= ' ' || r == 0x7f })
 }
