@@ -1,4 +1,4 @@
-package match_test
+package catalog_test
 
 import (
 	"testing"
