@@ -1,10 +1,8 @@
 package api
 
 import (
-	"bytes"
 	"net/http"
 	"net/url"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -14,11 +12,9 @@ import (
 
 	"github.com/adlink/adlink/backend/catalog"
 	"github.com/adlink/adlink/backend/config"
+	"github.com/adlink/adlink/internal/golden"
 	"github.com/adlink/adlink/match"
 )
-
-// The -update flag (declared with the page context's golden files)
-// rewrites these too.
 
 // goldenDir holds whole responses over the demo catalog, one request each.
 var goldenDir = filepath.Join("..", "..", "testdata", "golden")
@@ -40,8 +36,9 @@ func demoEnv(t testing.TB) *testEnv {
 }
 
 // TestGolden compares whole responses with testdata/golden/*.txt: the
-// request, the status line, the content type and the exact body. Run with
-// -update to rewrite them after a deliberate change, and read the diff.
+// request, the status line, the content type and the exact body (kept
+// pretty-printed in the file). Run with -update to rewrite them after a
+// deliberate change, and read the diff.
 func TestGolden(t *testing.T) {
 	env := demoEnv(t)
 	tests := []struct{ name, target string }{
@@ -56,29 +53,9 @@ func TestGolden(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			res := env.get(t, tt.target, nil, "")
-			var got bytes.Buffer
-			got.WriteString("GET " + tt.target + "\n")
-			got.WriteString(res.Proto + " " + res.Status + "\n")
-			got.WriteString("Content-Type: " + res.Header.Get("Content-Type") + "\n\n")
-			got.Write(readBody(t, res))
-			got.WriteString("\n")
-			path := filepath.Join(goldenDir, tt.name+".txt")
-			if *update {
-				if err := os.MkdirAll(goldenDir, 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(path, got.Bytes(), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run go test -update to create it)", err)
-			}
-			if !bytes.Equal(got.Bytes(), want) {
-				t.Errorf("response differs from %s:\ngot\n%s\nwant\n%s", path, got.Bytes(), want)
-			}
+			head := "GET " + tt.target + "\n" + res.Proto + " " + res.Status + "\n" +
+				"Content-Type: " + res.Header.Get("Content-Type") + "\n\n"
+			golden.CheckTranscript(t, filepath.Join(goldenDir, tt.name+".txt"), head, readBody(t, res))
 		})
 	}
 }

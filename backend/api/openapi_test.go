@@ -24,6 +24,7 @@ import (
 	"github.com/adlink/adlink/backend/clicks"
 	"github.com/adlink/adlink/backend/config"
 	"github.com/adlink/adlink/backend/pages"
+	"github.com/adlink/adlink/internal/golden"
 )
 
 // openAPIDoc is openapi.json decoded, with a resolver of its "$ref"s.
@@ -380,17 +381,16 @@ func TestOpenAPIValidatesGoldenResponses(t *testing.T) {
 		t.Fatalf("no golden files: %v", err)
 	}
 	for _, f := range files {
-		b, err := os.ReadFile(f)
+		head, body, err := golden.ReadTranscript(f)
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := bufio.NewReader(bytes.NewReader(b))
+		r := bufio.NewReader(strings.NewReader(head))
 		reqLine, _ := r.ReadString('\n')
 		res, err := http.ReadResponse(r, nil)
 		if err != nil {
 			t.Fatalf("%s: %v", f, err)
 		}
-		body := readBody(t, res)
 		fields := strings.Fields(reqLine)
 		u, err := url.Parse(fields[1])
 		if err != nil {
@@ -410,7 +410,7 @@ func TestOpenAPIValidatesGoldenResponses(t *testing.T) {
 	pageOp := doc.op(t, "/v2/page/link", "get")
 	pageFiles, _ := filepath.Glob(filepath.Join("testdata", "page", "*"))
 	for _, f := range pageFiles {
-		body, err := os.ReadFile(f)
+		body, err := golden.Read(f)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,14 +1,11 @@
 package api
 
 import (
-	"bytes"
 	"context"
-	"flag"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -22,29 +19,9 @@ import (
 	"github.com/adlink/adlink/backend/config"
 	"github.com/adlink/adlink/backend/market"
 	"github.com/adlink/adlink/backend/pages"
+	"github.com/adlink/adlink/internal/golden"
 	"github.com/adlink/adlink/match"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
-
-// golden compares got with testdata/name, or rewrites it with -update.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs:\ngot  %s\nwant %s", name, got, want)
-	}
-}
 
 // iphoneAd is the seed's page example: the product a review of the Apple
 // iPhone 5 must yield.
@@ -200,7 +177,7 @@ func TestPageEndToEnd(t *testing.T) {
 	if first.StatusCode != http.StatusAccepted || first.Header.Get("Retry-After") != "1" || first.Header.Get("Content-Type") != "application/json" {
 		t.Fatalf("first request: %s %v\n%s", first.Status, first.Header, body)
 	}
-	golden(t, "page/pending.json", body)
+	golden.Check(t, "testdata/page/pending.json", body)
 
 	pe.svc.Start()
 	pe.drain(t)
@@ -210,7 +187,7 @@ func TestPageEndToEnd(t *testing.T) {
 	if res.StatusCode != http.StatusOK {
 		t.Fatalf("after analysis: %s\n%s", res.Status, body)
 	}
-	golden(t, "page/analysed.json", body)
+	golden.Check(t, "testdata/page/analysed.json", body)
 	var resp struct {
 		Link []link `json:"link"`
 	}
@@ -243,11 +220,11 @@ func TestPageEndToEnd(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			res := pe.get(t, pageQuery(pe.base+"/review", c.query...), nil, "")
-			golden(t, c.golden, readBody(t, res))
+			golden.Check(t, filepath.Join("testdata", c.golden), readBody(t, res))
 		})
 	}
 	pending := pe.get(t, pageQuery(pe.base+"/other", "callback", "cb"), nil, "")
-	golden(t, "page/pending.js", readBody(t, pending))
+	golden.Check(t, "testdata/page/pending.js", readBody(t, pending))
 }
 
 func TestPageBadInput(t *testing.T) {
@@ -315,7 +292,7 @@ func TestPageFailedAndGuarded(t *testing.T) {
 	if res.StatusCode != http.StatusOK {
 		t.Fatalf("%s %s", res.Status, body)
 	}
-	golden(t, "page/failed_guard.json", body)
+	golden.Check(t, "testdata/page/failed_guard.json", body)
 }
 
 func TestPageQueueFull(t *testing.T) {
@@ -328,7 +305,7 @@ func TestPageQueueFull(t *testing.T) {
 	if res.StatusCode != http.StatusServiceUnavailable || res.Header.Get("Retry-After") != "5" {
 		t.Fatalf("second page: %s %v %s", res.Status, res.Header, body)
 	}
-	golden(t, "page/queue_full.json", body)
+	golden.Check(t, "testdata/page/queue_full.json", body)
 	// The page already queued is still pending, not refused.
 	if res := pe.get(t, pageQuery(pe.base+"/review"), nil, ""); res.StatusCode != http.StatusAccepted {
 		t.Fatalf("queued page again: %s", res.Status)

@@ -1,1 +1,6 @@
-/**/cb({"http_status":202,"link":[],"status":"pending","retry_after_ms":100});
+/**/cb({
+  "http_status": 202,
+  "link": [],
+  "status": "pending",
+  "retry_after_ms": 100
+});
