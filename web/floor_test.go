@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/adlink/adlink/backend/shards"
+	"github.com/adlink/adlink/internal/testenv"
 	"github.com/adlink/adlink/wasm/module"
 	"github.com/chromedp/chromedp"
 )
@@ -42,7 +43,7 @@ func goFloor(tb testing.TB, rounds int) (compile, start, total, kb float64) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if z, err := cliZstd(empty); err != nil {
+	if z, err := testenv.Zstd(empty); err != nil {
 		tb.Fatal(err)
 	} else if z != nil {
 		if _, err := blob.UseZstd(z); err != nil {

@@ -5,13 +5,11 @@ package web
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -22,8 +20,8 @@ import (
 	"github.com/adlink/adlink/backend/clicks"
 	"github.com/adlink/adlink/backend/config"
 	"github.com/adlink/adlink/backend/pages"
+	"github.com/adlink/adlink/internal/testenv"
 	"github.com/adlink/adlink/match"
-	"github.com/adlink/adlink/wasm/module"
 )
 
 // matcherWasm is matcher.wasm as TestMain built it from this tree, and
@@ -36,40 +34,14 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	if _, err := os.Stat(chromium); err == nil {
-		var err error
-		if matcherWasm, err = module.Matcher(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		if matcherZstd, err = cliZstd(matcherWasm); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
+	// The module runs only in the browser tests.
+	if err := testenv.Build(testenv.Options{Matcher: testenv.HasChromium(), Zstd: true}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
 	}
+	matcherWasm, matcherZstd = testenv.Matcher(), testenv.MatcherZstd()
 	defer stopBackend()
 	return m.Run()
-}
-
-// cliZstd returns b compressed as make wasm does it, or nil without the
-// zstd CLI.
-func cliZstd(b []byte) ([]byte, error) {
-	dir, err := os.MkdirTemp("", "adlink-web-wasm-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
-	path := filepath.Join(dir, "matcher.wasm")
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		return nil, err
-	}
-	switch err := module.WriteZstd(path); {
-	case errors.Is(err, module.ErrNoZstd):
-		return nil, nil
-	case err != nil:
-		return nil, err
-	}
-	return os.ReadFile(path + ".zst")
 }
 
 // backend is the real adlink server on a loopback port, with the demo
