@@ -8,10 +8,12 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/adlink/adlink/wasm/floor"
-	"github.com/adlink/adlink/wasm/module"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+
+	"github.com/adlink/adlink/internal/wasmhost"
+	"github.com/adlink/adlink/wasm/floor"
+	"github.com/adlink/adlink/wasm/module"
 )
 
 // floorProgram exports floor.Kernels to the host: run(i, n) runs kernel i
@@ -29,14 +31,14 @@ func run(i, n int32) int64 { return int64(floor.Repeat(i, n)) }
 
 var (
 	floorOnce sync.Once
-	floorRT   wazero.Runtime // closed by closeRuntime
+	floorRT   wazero.Runtime // closed by closeFloor
 	floorRun  api.Function
 	floorErr  error
 )
 
 // floorModule builds floorProgram as matcher.wasm is built (module.Build's
-// flags), starts it in a wazero runtime of its own (newRuntime, as the
-// matcher's), and returns its run export.
+// flags), starts it in a wazero runtime of its own (wasmhost.NewRuntime, as
+// the matcher's), and returns its run export.
 func floorModule(tb testing.TB) api.Function {
 	tb.Helper()
 	floorOnce.Do(func() {
@@ -45,10 +47,10 @@ func floorModule(tb testing.TB) api.Function {
 			return
 		}
 		ctx := context.Background()
-		floorRT = newRuntime(ctx)
+		floorRT = wasmhost.NewRuntime(ctx)
 		var mod api.Module
 		mod, floorErr = floorRT.InstantiateWithConfig(ctx, bin,
-			wazero.NewModuleConfig().WithStartFunctions("_initialize").WithName("").WithEnv("GOGC", gogc))
+			wazero.NewModuleConfig().WithStartFunctions("_initialize").WithName("").WithEnv("GOGC", wasmhost.GOGC))
 		if floorErr == nil {
 			floorRun = mod.ExportedFunction("run")
 		}
@@ -57,6 +59,13 @@ func floorModule(tb testing.TB) api.Function {
 		tb.Fatalf("the floor's module: %v", floorErr)
 	}
 	return floorRun
+}
+
+// closeFloor closes the floor's runtime, if floorModule started it.
+func closeFloor() {
+	if floorRT != nil {
+		floorRT.Close(context.Background())
+	}
 }
 
 // floorKernel runs kernel i n times in the module and returns what

@@ -1,6 +1,7 @@
 // Package testcatalog makes the catalogs that benchmarks and scale tests
 // run on: synthetic catalogs of any size (Generate) and the Icecat product
-// set (Icecat). Nothing the server runs uses it.
+// set (Icecat), and requests over a catalog's words (Requests). Nothing the
+// server runs uses it.
 package testcatalog
 
 import (

@@ -1,6 +1,6 @@
 //go:build race
 
-package main
+package parity
 
 // raceEnabled: the race detector slows the native half of the parity
 // tests tenfold, so the largest catalog runs only without it.

@@ -1,30 +1,24 @@
-package main
+package parity
 
 import (
 	"bufio"
 	"context"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
-	"github.com/adlink/adlink/backend/api"
 	"github.com/adlink/adlink/backend/catalog"
-	"github.com/adlink/adlink/backend/clicks"
-	"github.com/adlink/adlink/backend/config"
 	"github.com/adlink/adlink/backend/market"
-	"github.com/adlink/adlink/backend/partners"
 	"github.com/adlink/adlink/backend/shards"
-	"github.com/adlink/adlink/backend/store"
 	"github.com/adlink/adlink/contract"
 	"github.com/adlink/adlink/internal/testcatalog"
+	"github.com/adlink/adlink/internal/wasmhost"
 	"github.com/adlink/adlink/match"
 )
 
@@ -35,7 +29,7 @@ type shard struct {
 	bytes  []byte
 	frags  [][]byte
 	native *match.Index
-	in     *instance
+	in     *wasmhost.Instance
 }
 
 // corpus is a catalog cut the way the server cuts it: the whole index and
@@ -59,7 +53,7 @@ func newCorpus(t testing.TB, ads []match.Ad) *corpus {
 	// index's.
 	open := func(ix *match.Index) *shard {
 		b, frags := shards.PageShard(ix)
-		return &shard{bytes: b, frags: frags, native: ix, in: newInstance(t, b, frags...)}
+		return &shard{bytes: b, frags: frags, native: ix, in: wasmhost.NewInstance(t, b, frags...)}
 	}
 	c.all = open(mi.All())
 	for _, m := range mi.All().ShardMarkets() {
@@ -76,72 +70,15 @@ func (c *corpus) pick(country, lang string) *shard {
 	return c.all
 }
 
-// request is one generated (query, options) pair, held apart from any
-// parser so that it checks the module's parsing too.
-type request struct {
-	page                 bool
-	q, title             string
-	loc, lang            string
-	op, dist             string
-	adTypes              []string
-	size, distinct       int
-	fields               []string
-	logoDim, ykTag       string
-	explicitOp, locUpper bool
-}
-
-func (r *request) values() url.Values {
-	v := url.Values{"api_key": {"demo"}, "site_id": {"demo"}}
-	set := func(k, s string) {
-		if s != "" {
-			v.Set(k, s)
-		}
-	}
-	if r.page {
-		set("text", r.q)
-		set("title", r.title)
-	} else {
-		v.Set("q", r.q)
-	}
-	loc := r.loc
-	if r.locUpper {
-		loc = strings.ToUpper(loc)
-	}
-	set("loc", loc)
-	set("lang", r.lang)
-	if r.explicitOp || r.op == "and" {
-		set("q_operator", r.op)
-	}
-	set("ctx.dist", r.dist)
-	set("ad_type", strings.Join(r.adTypes, ","))
-	if r.size > 0 {
-		v.Set("size", strconv.Itoa(r.size))
-	}
-	if r.distinct > 0 {
-		v.Set("distinct_advertiser", strconv.Itoa(r.distinct))
-	}
-	set("fields", strings.Join(r.fields, ","))
-	set("logo.dim", r.logoDim)
-	set("yk_tag", r.ykTag)
-	return v
-}
-
-// guest is the module's request: the endpoint's query plus redirect_url.
-func (r *request) guest() string {
-	v := r.values()
-	v.Set("redirect_url", redirectURL)
-	return v.Encode()
-}
-
-// native is the server's reading of the same request.
-func (r *request) native() (match.Query, *contract.Links) {
-	q := match.Query{Text: r.q, Title: r.title, Page: r.page, Country: r.loc, Lang: r.lang,
-		Size: r.size, DistinctAdvertiser: r.distinct}
-	o := &contract.Links{Base: redirectURL, Type: contract.TypeSearch, APIKey: "demo", SiteID: "demo", YkTag: r.ykTag, LogoDim: r.logoDim}
-	if r.page {
+// native is the server's reading of a generated request.
+func native(r *testcatalog.Request) (match.Query, *contract.Links) {
+	q := match.Query{Text: r.Q, Title: r.Title, Page: r.Page, Country: r.Loc, Lang: r.Lang,
+		Size: r.Size, DistinctAdvertiser: r.Distinct}
+	o := &contract.Links{Base: redirectURL, Type: contract.TypeSearch, APIKey: "demo", SiteID: "demo", YkTag: r.YkTag, LogoDim: r.LogoDim}
+	if r.Page {
 		o.Type = contract.TypePage
 	}
-	if !r.page {
+	if !r.Page {
 		q.Text = strings.TrimSpace(q.Text)
 		if q.Size == 0 {
 			q.Size = match.DefaultSize
@@ -149,21 +86,21 @@ func (r *request) native() (match.Query, *contract.Links) {
 		if q.DistinctAdvertiser == 0 {
 			q.DistinctAdvertiser = match.DefaultDistinctAdvertiser
 		}
-		switch r.dist {
+		switch r.Dist {
 		case "low":
 			q.Dist = match.DistLow
 		case "none":
 			q.Dist = match.DistNone
 		}
-		if r.op == "and" {
+		if r.Op == "and" {
 			q.Operator, q.Dist = match.OpAnd, match.DistNone
 		}
 	}
-	for _, k := range r.adTypes {
+	for _, k := range r.AdTypes {
 		kind, _ := match.ParseKind(k)
 		q.Kinds = q.Kinds.Add(kind)
 	}
-	for _, f := range r.fields {
+	for _, f := range r.Fields {
 		v, _ := match.ParseField(f)
 		o.Fields |= v
 	}
@@ -171,96 +108,11 @@ func (r *request) native() (match.Query, *contract.Links) {
 }
 
 // want is the native answer on the shard the server would pick.
-func (c *corpus) want(r *request) ([]byte, *shard) {
-	s := c.pick(r.loc, r.lang)
-	q, l := r.native()
+func (c *corpus) want(r *testcatalog.Request) ([]byte, *shard) {
+	s := c.pick(r.Loc, r.Lang)
+	q, l := native(r)
 	o := l.Options()
 	return s.native.AppendResponse(nil, s.native.Match(&q), &o), s
-}
-
-// generate makes n requests over the catalog's own words, so most of them
-// match something, with every option drawn at random.
-func generate(ads []match.Ad, n int, seed uint64, page bool) []request {
-	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	var words []string
-	for _, a := range ads {
-		words = append(words, strings.Fields(a.Title)...)
-		words = append(words, a.Keywords...)
-		words = append(words, a.Manufacturer, a.Model, a.Category)
-	}
-	words = slices.DeleteFunc(words, func(s string) bool { return s == "" })
-	words = append(words, "günstig", "kaufen", "the", "test", "Ärger", "ÜBER", "cheap")
-	var markets []match.Market
-	for _, a := range ads {
-		markets = append(markets, a.Markets...)
-	}
-	pick := func(list []string) string { return list[rng.IntN(len(list))] }
-	phrase := func(n int) string {
-		var b []string
-		for range n {
-			b = append(b, pick(words))
-		}
-		return strings.Join(b, " ")
-	}
-	fieldNames := contract.SearchFieldNames
-	if page {
-		fieldNames = contract.PageFieldNames
-	}
-	out := make([]request, n)
-	for i := range out {
-		r := &out[i]
-		r.page = page
-		if page {
-			r.title = phrase(rng.IntN(4))
-			r.q = phrase(20 + rng.IntN(200))
-		} else {
-			r.q = phrase(1 + rng.IntN(4))
-		}
-		if len(markets) > 0 && rng.IntN(4) > 0 {
-			m := markets[rng.IntN(len(markets))]
-			r.loc, r.lang = m.Country, m.Lang
-			if rng.IntN(5) == 0 {
-				r.lang = ""
-			}
-			r.locUpper = rng.IntN(6) == 0
-		}
-		if !page {
-			r.dist = []string{"", "high", "low", "none"}[rng.IntN(4)]
-			if rng.IntN(4) == 0 {
-				r.op, r.explicitOp = []string{"or", "and"}[rng.IntN(2)], true
-				if r.op == "and" && r.dist != "none" {
-					r.dist = ""
-				}
-			}
-			if rng.IntN(2) == 0 {
-				r.size = 1 + rng.IntN(match.MaxSize)
-			}
-			if rng.IntN(3) == 0 {
-				r.distinct = 1 + rng.IntN(match.MaxDistinctAdvertiser)
-			}
-			if rng.IntN(5) == 0 {
-				r.ykTag = "tag_" + strconv.Itoa(rng.IntN(1000)) + ":x-1"
-			}
-		}
-		kinds := contract.SearchKindNames
-		if page {
-			kinds = contract.PageKindNames
-		}
-		for _, k := range kinds {
-			if rng.IntN(4) == 0 {
-				r.adTypes = append(r.adTypes, k)
-			}
-		}
-		for _, f := range fieldNames {
-			if rng.IntN(3) == 0 {
-				r.fields = append(r.fields, f)
-			}
-		}
-		if rng.IntN(4) == 0 {
-			r.logoDim = pick(match.LogoDims)
-		}
-	}
-	return out
 }
 
 func demoAds(t testing.TB) []match.Ad {
@@ -273,23 +125,23 @@ func demoAds(t testing.TB) []match.Ad {
 }
 
 // checkParity compares the module's answer to the native one.
-func checkParity(t *testing.T, c *corpus, reqs []request) {
+func checkParity(t *testing.T, c *corpus, reqs []testcatalog.Request) {
 	t.Helper()
 	ctx := context.Background()
 	matched := 0
 	for i := range reqs {
 		r := &reqs[i]
 		want, s := c.want(r)
-		call := s.in.searchJSON
-		if r.page {
-			call = s.in.pageJSON
+		call := s.in.SearchJSON
+		if r.Page {
+			call = s.in.PageJSON
 		}
-		got, err := call(ctx, r.guest())
+		got, err := call(ctx, r.Guest(redirectURL))
 		if err != nil {
-			t.Fatalf("%s: %v", r.guest(), err)
+			t.Fatalf("%s: %v", r.Guest(redirectURL), err)
 		}
 		if string(got) != string(want) {
-			t.Fatalf("request %s\nmodule: %s\nnative: %s", r.guest(), got, want)
+			t.Fatalf("request %s\nmodule: %s\nnative: %s", r.Guest(redirectURL), got, want)
 		}
 		if !strings.HasPrefix(string(want), `{"link":[]`) {
 			matched++
@@ -302,7 +154,7 @@ func checkParity(t *testing.T, c *corpus, reqs []request) {
 }
 
 // icecatDir holds the real Icecat products, outside the repository.
-const icecatDir = "../../shared/data/catalog/icecat"
+const icecatDir = "../../../shared/data/catalog/icecat"
 
 func TestParityGenerated(t *testing.T) {
 	for _, cat := range []struct {
@@ -326,8 +178,8 @@ func TestParityGenerated(t *testing.T) {
 			if cut := len(c.all.frags) > 0; cut != cat.cut {
 				t.Fatalf("the whole catalog's shard in %d fragments; want cut %v", len(c.all.frags), cat.cut)
 			}
-			t.Run("search", func(t *testing.T) { checkParity(t, c, generate(ads, 1000, 1, false)) })
-			t.Run("page", func(t *testing.T) { checkParity(t, c, generate(ads, cat.pages, 2, true)) })
+			t.Run("search", func(t *testing.T) { checkParity(t, c, testcatalog.Requests(ads, 1000, 1, false)) })
+			t.Run("page", func(t *testing.T) { checkParity(t, c, testcatalog.Requests(ads, cat.pages, 2, true)) })
 		})
 	}
 }
@@ -348,7 +200,7 @@ func icecatAds(t testing.TB) []match.Ad {
 		t.Skip("skipping: no Icecat catalog at " + icecatDir + " (see ../shared/data/README.md)")
 	}
 	if testing.Short() || raceEnabled {
-		t.Skip("skipping the Icecat catalog in -short mode and under the race detector; go test ./wasm runs it")
+		t.Skip("skipping the Icecat catalog in -short mode and under the race detector; go test ./internal/parity runs it")
 	}
 	ads, err := testcatalog.Icecat(icecatDir)
 	if err != nil {
@@ -383,7 +235,7 @@ func TestParityTestdata(t *testing.T) {
 		}
 		o := l.Options()
 		want := s.native.AppendResponse(nil, s.native.Match(&q), &o)
-		got, err := s.in.pageJSON(ctx, v.Encode())
+		got, err := s.in.PageJSON(ctx, v.Encode())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -444,8 +296,8 @@ func TestParityHTTP(t *testing.T) {
 			reqs = append(reqs, v)
 		}
 	}
-	for _, r := range generate(ads, 40, 3, false) {
-		reqs = append(reqs, r.values())
+	for _, r := range testcatalog.Requests(ads, 40, 3, false) {
+		reqs = append(reqs, r.Values())
 	}
 	// Error bodies quoting a client's value: characters JSON escapes and
 	// JavaScript does not allow raw (U+2028, U+2029), HTML's <>&, a
@@ -472,7 +324,7 @@ func TestParityHTTP(t *testing.T) {
 		}
 		s := c.pick(strings.ToLower(v.Get("loc")), strings.ToLower(v.Get("lang")))
 		v.Set("redirect_url", redirectURL)
-		got, err := s.in.searchJSON(ctx, v.Encode())
+		got, err := s.in.SearchJSON(ctx, v.Encode())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -484,7 +336,7 @@ func TestParityHTTP(t *testing.T) {
 	for _, raw := range []string{"q=%zz", "q=handy%", "q=%4", "%g1=x&q=%zz", "q=a;b", "q=%zz&yk_tag=a;b"} {
 		raw += "&api_key=demo&site_id=demo"
 		body := get(t, srv.URL+"/v2/search/link?"+raw, http.StatusBadRequest)
-		got, err := c.pick("", "").in.searchJSON(ctx, raw+"&redirect_url="+url.QueryEscape(redirectURL))
+		got, err := c.pick("", "").in.SearchJSON(ctx, raw+"&redirect_url="+url.QueryEscape(redirectURL))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -507,25 +359,4 @@ func get(t *testing.T, u string, status int) []byte {
 		t.Fatalf("%s: %d %s", u, resp.StatusCode, body)
 	}
 	return body
-}
-
-// newBackend is the real API handler over the corpus's indexes.
-func newBackend(t testing.TB, ix market.Indexes) http.Handler {
-	t.Helper()
-	cfg := config.Default()
-	cfg.RedirectURL = redirectURL
-	reg, err := partners.NewStatic([]partners.Partner{partners.Demo()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := store.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	cl, err := clicks.New(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return api.NewServer(api.Deps{Config: cfg, Indexes: ix, Partners: reg, Clicks: cl})
 }

@@ -1,4 +1,4 @@
-package main
+package parity
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/goccy/go-json"
+
+	"github.com/adlink/adlink/internal/testcatalog"
 )
 
 // With tok the module's answer is the native one made with the same token,
@@ -18,24 +20,24 @@ func TestParityWithToken(t *testing.T) {
 	ctx := context.Background()
 	links := 0
 	for _, page := range []bool{false, true} {
-		reqs := generate(ads, 60, 4, page)
+		reqs := testcatalog.Requests(ads, 60, 4, page)
 		for i := range reqs {
 			r := &reqs[i]
-			s := c.pick(r.loc, r.lang)
-			q, l := r.native()
+			s := c.pick(r.Loc, r.Lang)
+			q, l := native(r)
 			l.Tok = tok
 			o := l.Options()
 			want := s.native.AppendResponse(nil, s.native.Match(&q), &o)
-			call := s.in.searchJSON
+			call := s.in.SearchJSON
 			if page {
-				call = s.in.pageJSON
+				call = s.in.PageJSON
 			}
-			got, err := call(ctx, r.guest()+"&tok="+tok)
+			got, err := call(ctx, r.Guest(redirectURL)+"&tok="+tok)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if string(got) != string(want) {
-				t.Fatalf("request %s\nmodule: %s\nnative: %s", r.guest(), got, want)
+				t.Fatalf("request %s\nmodule: %s\nnative: %s", r.Guest(redirectURL), got, want)
 			}
 			var resp struct{ Link []struct{ Ad string } }
 			if err := json.Unmarshal(got, &resp); err != nil {

@@ -1,0 +1,19 @@
+package main
+
+import (
+	"os"
+	"testing"
+
+	"github.com/adlink/adlink/internal/testenv"
+	"github.com/adlink/adlink/internal/wasmhost"
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	defer closeFloor()
+	defer wasmhost.CloseShared()
+	return testenv.Run(m, testenv.Options{Matcher: true})
+}
