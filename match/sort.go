@@ -64,3 +64,13 @@ func insertionSort[T uint64 | int](a []T) {
 		a[j] = v
 	}
 }
+
+func cmpU32(a, b uint32) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,142 @@
+package match
+
+import (
+	"math"
+	"slices"
+)
+
+// maxQueryTerms bounds the distinct terms a full-text query scores.
+const maxQueryTerms = 16
+
+// matchFullText scores every ad containing the query's terms with BM25 over
+// all its text (ctx.dist=none); and requires every term. It adds term by
+// term into dense accumulators, a few nanoseconds per posting.
+//
+// It returns at most keep candidates, the best: a common word can match
+// hundreds of thousands of ads, and only a few can be shown.
+func (ix *Index) matchFullText(in *input, f filter, and bool, keep int, sc *scratch) []cand {
+	type alt struct {
+		id  uint32
+		bit uint32
+		w   float64
+	}
+	var alts []alt
+	var required uint32
+	group := func(toks []int, terms []string, need bool) {
+		if len(in.qtoks) == maxQueryTerms {
+			return
+		}
+		bit := uint32(1) << len(in.qtoks)
+		n := len(alts)
+		for k, term := range terms {
+			w := 1.0
+			if k > 0 {
+				w = synonymWeight
+			}
+			if id := ix.termID(term); id >= 0 && !slices.ContainsFunc(alts[n:], func(a alt) bool { return a.id == uint32(id) }) {
+				alts = append(alts, alt{uint32(id), bit, w})
+			}
+		}
+		if len(alts) == n {
+			if need && and {
+				required |= 1 << 31 // a term nothing can match: and fails
+			}
+			return
+		}
+		in.qtoks = append(in.qtoks, toks)
+		if need {
+			required |= bit
+		}
+	}
+	// The query terms already grouped, at most maxQueryTerms: a scan, no map.
+	type seenTerm struct {
+		term string
+		k    int
+	}
+	var seen []seenTerm
+	for i, t := range in.toks {
+		if j := slices.IndexFunc(seen, func(s seenTerm) bool { return s.term == t.term }); j >= 0 {
+			k := seen[j].k
+			in.qtoks[k] = append(in.qtoks[k], i)
+			continue
+		}
+		if n := len(in.qtoks); true {
+			group([]int{i}, withSynonyms(t.term), true)
+			if len(in.qtoks) > n {
+				seen = append(seen, seenTerm{t.term, n})
+			}
+		}
+		// Two words written apart that the catalog writes as one
+		// ("head set" -> headset) also count, as an optional term.
+		if i+1 < len(in.toks) && !in.toks[i+1].brk {
+			group([]int{i, i + 1}, withSynonyms(t.term+in.toks[i+1].term), false)
+		}
+	}
+	if len(alts) == 0 || required&(1<<31) != 0 {
+		return nil
+	}
+	sc.fullText(ix)
+	const k1, b = 1.2, 0.75
+	n := float64(len(ix.ads))
+	touched := sc.touched[:0]
+	// The loops read the index's and scratch's slices from locals: Go does
+	// not hoist loads out of loops, and in the module each load of a field
+	// is a bounds-checked read of linear memory.
+	acc, mask, ads, avg := sc.acc, sc.mask, ix.ads, ix.avgLen
+	for _, a := range alts {
+		lo, hi := ix.postOff[a.id], ix.postOff[a.id+1]
+		df := float64(hi - lo)
+		idf := float64(a.w * ln(float64(1+(n-df+0.5)/(df+0.5))))
+		postTF := ix.postTF[lo:hi]
+		for i, ad := range ix.postAd[lo:hi] {
+			if mask[ad] == 0 {
+				touched = append(touched, ad)
+			}
+			tf := float64(postTF[i])
+			norm := float64(k1 * (1 - b + b*float64(ads[ad].docLen)/avg))
+			acc[ad] = float64(acc[ad] + idf*float64(tf*(k1+1))/float64(tf+norm))
+			mask[ad] |= a.bit
+		}
+	}
+	all := required
+	h := make(worst, 0, min(keep, len(touched)))
+	for _, ad := range touched {
+		if (!and || mask[ad]&all == all) && f.ok(&ads[ad]) {
+			// Most candidates of a common word lose to the worst kept:
+			// that test here spares them a call.
+			c := cand{ad: ad, mask: mask[ad], score: float64(acc[ad] * bidFactor(ads[ad].bid)), ext: -1}
+			if len(h) < keep || (keep > 0 && better(&c, &h[0])) {
+				h.keep(keep, c)
+			}
+		}
+		acc[ad], mask[ad] = 0, 0
+	}
+	sc.touched = touched
+	return h
+}
+
+// fullTextKeep times size times distinct_advertiser is how many full-text
+// candidates are ranked: room for distinct_advertiser to drop the copies of
+// an offer and still fill size.
+const fullTextKeep = 2
+
+// ln is the natural logarithm by plain arithmetic, so the server and the
+// WebAssembly module (where math.Log takes other code paths) rank alike.
+func ln(x float64) float64 {
+	if x <= 0 {
+		return math.Inf(-1)
+	}
+	m, e := math.Frexp(x) // x = m * 2^e, m in [0.5, 1)
+	if m < math.Sqrt2/2 {
+		m = float64(m * 2)
+		e--
+	}
+	z := float64((m - 1) / (m + 1))
+	z2 := float64(z * z)
+	s, t := 0.0, z
+	for k := 1; k < 40; k += 2 {
+		s = float64(s + t/float64(k))
+		t = float64(t * z2)
+	}
+	return float64(float64(2*s) + float64(float64(e)*math.Ln2))
+}
