@@ -31,8 +31,7 @@ func (k Kind) String() string {
 }
 
 // ParseKind reads a kind name; ok is false for anything else.
-// Not inlined: it runs once a request, and a copy in each caller costs
-// the module bytes.
+// It runs once a request; noinline: module size, see docs/PERFORMANCE.md.
 //
 //go:noinline
 func ParseKind(s string) (Kind, bool) {

@@ -118,9 +118,8 @@ type adRec struct {
 // adStrs is what only an ad's link entry reads: where its strings are, and
 // its price. The strings lie together in the arena, from str on, field
 // after field: lengths alone locate them, and lengths compress where
-// offsets would not (Icecat's de-DE shard 8% smaller with zstd than with an
-// offset and a length per string). A page shard in fragments carries these
-// records in the fragments, with the strings.
+// offsets would not (docs/PERFORMANCE.md). A page shard in fragments
+// carries these records in the fragments, with the strings.
 type adStrs struct {
 	str              uint32
 	lens             [numStrFields]uint32

@@ -3,12 +3,12 @@ package match
 import "unicode/utf8"
 
 // Which runes make words, and their lower case, by a compact rule rather
-// than the unicode package: its tables cost the page's module about 10 KB
-// compressed. The rules are exact for Latin (Basic, Latin-1, Extended-A),
-// Greek and Cyrillic, the scripts of our markets, which a test checks
-// against package unicode; elsewhere a rune is a letter unless it lies in a
-// block of punctuation, symbols, marks or spaces, and keeps its case unless
-// lowerRune names its script.
+// than the unicode package, whose tables would grow the page's module (see
+// docs/PERFORMANCE.md). The rules are exact for Latin (Basic, Latin-1,
+// Extended-A), Greek and Cyrillic, the scripts of our markets, which a test
+// checks against package unicode; elsewhere a rune is a letter unless it
+// lies in a block of punctuation, symbols, marks or spaces, and keeps its
+// case unless lowerRune names its script.
 
 // notWord lists, sorted, the ranges above U+00BF that hold no letters or
 // digits that a word would contain.

@@ -2,8 +2,8 @@ package match
 
 import "runtime"
 
-// getScratch and putScratch run once a query: inlined, their locking cost
-// the module 0.2 KB with zstd.
+// getScratch and putScratch run once a query; noinline: module size, see
+// docs/PERFORMANCE.md.
 //
 //go:noinline
 func (ix *Index) getScratch() *scratch {
@@ -48,15 +48,14 @@ type scratch struct {
 	// the input's criteria (in findOccs shifted by slotShift, plus its
 	// occurrences), and 0 for the others; adSlot is 1 + an ad's place among
 	// matchLow's candidates. Both are all 0 between queries. They
-	// stand where maps did: a lookup here is one load, where a map cost the
-	// module four runtime calls (hashing, probing), a third of a query's
-	// calls in all.
+	// stand in for maps: a lookup here is one load, where a map costs the
+	// module runtime calls (hashing, probing).
 	critSlot []int32
 	adSlot   []int32
 }
 
 // The scratch's parts are got once a query, and clearSlots runs a few
-// times: none is inlined (each copy costs the module's download).
+// times; noinline: module size, see docs/PERFORMANCE.md.
 //
 //go:noinline
 func (sc *scratch) fullText(ix *Index) {

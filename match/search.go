@@ -110,9 +110,8 @@ func (ix *Index) tokenize(q *Query) *input {
 	in := &input{src: [2]string{title, text}}
 	// A search query (at most MaxQueryBytes) gets room for a word per few
 	// bytes at once. A page's text grows its list as it goes: made at that
-	// size up front, the list cost the module three times the time for a
-	// page (BenchmarkPage: 5.0 ms against 1.8 ms on the 10k-ad shard), the
-	// runtime collecting and clearing far more memory.
+	// size up front, the list slowed the module's page matching, its
+	// runtime collecting and clearing far more memory (docs/PERFORMANCE.md).
 	if !q.Page {
 		in.toks = make([]token, 0, (len(title)+len(text))/6+4)
 	}

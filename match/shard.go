@@ -59,12 +59,15 @@ const (
 var ErrShard = errors.New("match: bad shard")
 
 // shardError is what Open returns: a string type that wraps ErrShard,
-// because errors.Join inlined at each check cost the module kilobytes.
+// because errors.Join inlined at each check grows the module.
 type shardError string
 
 func (e shardError) Error() string { return "match: bad shard\nmatch: shard: " + string(e) }
 func (e shardError) Unwrap() error { return ErrShard }
 
+// shardErr makes Open's errors in one place; noinline: module size, see
+// docs/PERFORMANCE.md.
+//
 //go:noinline
 func shardErr(msg string) error { return shardError(msg) }
 

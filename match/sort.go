@@ -1,10 +1,10 @@
 package match
 
 // The matcher sorts with one routine over uint64 keys instead of
-// slices.SortFunc: each SortFunc instantiation costs the WebAssembly module
-// several kilobytes of code, and a comparison through a closure is a slow
-// indirect call there. A caller packs what it sorts by, and the index of
-// the element when it needs a stable order, into the key.
+// slices.SortFunc: each SortFunc instantiation adds code to the WebAssembly
+// module, and a comparison through a closure is a slow indirect call there.
+// A caller packs what it sorts by, and the index of the element when it
+// needs a stable order, into the key.
 
 // sortKeys sorts keys in increasing order and returns them; tmp is scratch
 // of any length, grown as needed. Short inputs are insertion-sorted; long

@@ -2,11 +2,10 @@ package match
 
 // The few string functions match/ needs, by hand: importing package
 // strings brings package unicode's tables and initialisation into the
-// page's module (about 4 KB of zstd), for functions this small.
+// page's module, for functions this small.
 
-// joinStrings is strings.Join.
-// Not inlined: it runs once a request, and a copy in each caller costs
-// the module bytes.
+// joinStrings is strings.Join. It runs once a request; noinline: module
+// size, see docs/PERFORMANCE.md.
 //
 //go:noinline
 func joinStrings(list []string, sep string) string {
