@@ -61,3 +61,12 @@ func TestSkippedInitializeFails(t *testing.T) {
 		t.Fatal("alloc answered without _initialize; the runtime ran uninitialised")
 	}
 }
+
+// TestStatusesAgree: the host reads load_shard's and load_fragment's
+// statuses as the module writes them.
+func TestStatusesAgree(t *testing.T) {
+	if wasmhost.StatusOK != statusOK || wasmhost.StatusBadArgs != statusBadArgs || wasmhost.StatusBadShard != statusBadShard {
+		t.Errorf("wasmhost's statuses %d, %d, %d; the module's %d, %d, %d",
+			wasmhost.StatusOK, wasmhost.StatusBadArgs, wasmhost.StatusBadShard, statusOK, statusBadArgs, statusBadShard)
+	}
+}
