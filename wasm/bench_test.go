@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/adlink/adlink/backend/catalog"
+	"github.com/adlink/adlink/backend/market"
 	"github.com/adlink/adlink/internal/cputime"
 	"github.com/adlink/adlink/internal/testcatalog"
 	"github.com/adlink/adlink/internal/wasmhost"
@@ -38,22 +39,18 @@ func bench10k(b *testing.B) ([]byte, *match.Index, []testcatalog.Request) {
 	return shard, native, reqs
 }
 
-// demoDE is the demo catalog's German shard, cut from the catalog as the
-// server cuts its markets' (match.ShardAds), with queries over the
-// catalog's words in its market.
+// demoDE is the demo catalog's German shard, cut as the server cuts it
+// (market.Build), with queries over the catalog's words in its market.
 func demoDE(b *testing.B) ([]byte, *match.Index, []testcatalog.Request) {
 	ads, err := catalog.Demo(catalog.Options{BaseURL: redirectURL})
 	if err != nil {
 		b.Fatal(err)
 	}
-	all, err := match.Build(ads)
+	set, err := market.Build(ads)
 	if err != nil {
 		b.Fatal(err)
 	}
-	ix, err := match.Build(match.ShardAds(all, ads)[match.Market{Country: "de", Lang: "de"}])
-	if err != nil {
-		b.Fatal(err)
-	}
+	ix := set.For("de", "de")
 	shard, frags := ix.EncodePage(0)
 	if frags != nil {
 		b.Fatal("the demo's German shard is cut in fragments")
