@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -17,10 +16,9 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
-)
 
-// chromium is Debian's headless-capable browser; .ci/run installs it.
-const chromium = "/usr/bin/chromium"
+	"github.com/adlink/adlink/internal/testenv"
+)
 
 // browser is one headless Chromium with a fresh profile, so its cache is
 // cold, and a tab that records console errors.
@@ -33,9 +31,9 @@ type browser struct {
 
 func newBrowser(tb testing.TB) *browser {
 	tb.Helper()
-	needChromium(tb)
+	testenv.NeedChromium(tb)
 	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(chromium),
+		chromedp.ExecPath(testenv.Chromium),
 		chromedp.NoFirstRun,
 		chromedp.NoDefaultBrowserCheck,
 		chromedp.Headless,
@@ -58,7 +56,7 @@ func newBrowser(tb testing.TB) *browser {
 	tb.Cleanup(br.close)
 	// The first Run starts the browser; it must have no deadline.
 	if err := chromedp.Do(ctx); err != nil {
-		tb.Fatalf("starting %s: %v", chromium, err)
+		tb.Fatalf("starting %s: %v", testenv.Chromium, err)
 	}
 	msgs := chromedp.Console(ctx)
 	go func() {
@@ -74,14 +72,6 @@ func newBrowser(tb testing.TB) *browser {
 		}
 	}()
 	return br
-}
-
-// needChromium skips the test when there is no Chromium to run it in.
-func needChromium(tb testing.TB) {
-	tb.Helper()
-	if _, err := os.Stat(chromium); err != nil {
-		tb.Skip("skipping: no Chromium at " + chromium + "; install Debian's chromium package (.ci/run does) to run the browser tests")
-	}
 }
 
 // onEveryPage runs script in every page the browser opens from now on,

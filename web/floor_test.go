@@ -34,7 +34,7 @@ const floorPage = `<!doctype html><meta charset="utf-8"><title>Go start-up</titl
 // median of its own, and the KB the browser received for the module.
 func goFloor(tb testing.TB, rounds int) (compile, start, total, kb float64) {
 	tb.Helper()
-	needChromium(tb)
+	testenv.NeedChromium(tb)
 	empty, err := module.Empty()
 	if err != nil {
 		tb.Fatal(err)
