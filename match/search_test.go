@@ -1,0 +1,258 @@
+package match
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestUmlautMatches(t *testing.T) {
+	ix := mustBuild(t, fixture())
+	for _, q := range []string{"Müller Jacken", "mueller jacken", "muller jacke"} {
+		if got := ids(ix, ix.Match(&Query{Text: q})); !slices.Contains(got, "mueller-mode.de") {
+			t.Errorf("%q: %v", q, got)
+		}
+	}
+}
+
+func TestDistWidens(t *testing.T) {
+	ix := mustBuild(t, fixture())
+	q := "wireless noise headphones battery dual"
+	var counts []int
+	var prev []string
+	for _, d := range []Dist{DistHigh, DistLow, DistNone} {
+		got := ids(ix, ix.Match(&Query{Text: q, Dist: d, Size: MaxSize}))
+		for _, id := range prev {
+			if !slices.Contains(got, id) {
+				t.Errorf("dist %d lost %s", d, id)
+			}
+		}
+		prev = got
+		counts = append(counts, len(got))
+	}
+	if !(counts[0] < counts[1] && counts[1] < counts[2]) {
+		t.Fatalf("counts high/low/none = %v, want strictly widening", counts)
+	}
+}
+
+func TestOperator(t *testing.T) {
+	ix := mustBuild(t, fixture())
+	or := ids(ix, ix.Match(&Query{Text: "nokia dual", Dist: DistNone}))
+	and := ids(ix, ix.Match(&Query{Text: "nokia dual", Dist: DistNone, Operator: OpAnd}))
+	if len(or) != 2 || !slices.Equal(and, []string{"OTTO.2.555"}) {
+		t.Fatalf("or %v and %v", or, and)
+	}
+	if got := ix.Match(&Query{Text: "nokia zzzunknown", Dist: DistNone, Operator: OpAnd}); len(got) != 0 {
+		t.Fatalf("and with an unknown term: %v", ids(ix, got))
+	}
+}
+
+func TestFilters(t *testing.T) {
+	ix := mustBuild(t, fixture())
+	for _, tc := range []struct {
+		q    Query
+		want []string
+	}{
+		{Query{Text: "wireless headphones", Country: "gb"}, []string{"COUPON.1.7"}},
+		{Query{Text: "wireless headphones", Country: "us", Kinds: Kinds(0).Add(KindProduct)}, []string{"BESTBUY.1.9"}},
+		{Query{Text: "headphones", Lang: "de"}, nil},
+		{Query{Text: "handy", Kinds: Kinds(0).Add(KindAdvertiser)}, nil},
+		{Query{Text: "handy", Size: 1}, []string{"AMAZON.1.B00JVL2X1I"}},
+	} {
+		if got := ids(ix, ix.Match(&tc.q)); !slices.Equal(got, tc.want) {
+			t.Errorf("%+v: got %v want %v", tc.q, got, tc.want)
+		}
+	}
+}
+
+func TestDistinctAdvertiser(t *testing.T) {
+	ix := mustBuild(t, fixture())
+	// Amazon and Otto offer the same GTIN.
+	two := ids(ix, ix.Match(&Query{Text: "nokia lumia 630"}))
+	one := ids(ix, ix.Match(&Query{Text: "nokia lumia 630", DistinctAdvertiser: 1}))
+	if len(two) != 2 || len(one) != 1 {
+		t.Fatalf("default %v, distinct=1 %v", two, one)
+	}
+}
+
+func TestReduceKeepsPageAnswer(t *testing.T) {
+	ix := mustBuild(t, fixture())
+	words := strings.Fields("Apple iPhone 5 Nokia Lumia 630 handy Handys LG lg Handy der die das und test wireless headphones Sony WH-1000XM4 Müller Jacken Mueller batteries AA battery pack smartphone")
+	r := rand.New(rand.NewPCG(1, 2))
+	o := &LinkOptions{Context: ContextPage, ClickBase: "r/v1/redirect?", ClickQuery: clickQuery(ContextPage, "", "", "")}
+	for range 300 {
+		title, text := randomText(r, words, 1+r.IntN(8)), randomText(r, words, r.IntN(200))
+		rt, rx := ix.Reduce(title, text)
+		full := ix.AppendLinks(nil, ix.Match(&Query{Page: true, Title: title, Text: text}), o)
+		red := ix.AppendLinks(nil, ix.Match(&Query{Page: true, Title: rt, Text: rx}), o)
+		if !bytes.Equal(full, red) {
+			t.Fatalf("title %q text %q\nreduced %q / %q\nfull    %s\nreduced %s", title, text, rt, rx, full, red)
+		}
+		if len(rx) > len(text) {
+			t.Fatalf("reduced text grew")
+		}
+	}
+}
+
+func FuzzMatch(f *testing.F) {
+	ix := mustBuild(f, fixture())
+	f.Add("lg handy", "", uint8(0), false)
+	f.Add("Apple iPhone 5. Apple", "iPhone", uint8(2), true)
+	f.Fuzz(func(t *testing.T, text, title string, opt uint8, page bool) {
+		q := &Query{Text: text, Title: title, Page: page, Dist: Dist(opt % 3), Operator: Operator(opt >> 2 & 1)}
+		a := ix.AppendResponse(nil, ix.Match(q), &LinkOptions{})
+		if !json.Valid(a) {
+			t.Fatalf("invalid JSON %s", a)
+		}
+		if page {
+			rt, rx := ix.Reduce(title, text)
+			b := ix.AppendResponse(nil, ix.Match(&Query{Page: true, Title: rt, Text: rx}), &LinkOptions{})
+			if !bytes.Equal(a, b) {
+				t.Fatalf("reduce changed the answer:\n%s\n%s", a, b)
+			}
+		}
+	})
+}
+
+func TestLn(t *testing.T) {
+	for _, x := range []float64{1e-9, 0.3, 1, 2, 2.718281828459045, 10, 12345.678, 1e12} {
+		if got, want := ln(x), mathLog(x); got-want > 1e-12*max(1, want) || want-got > 1e-12*max(1, -want) {
+			t.Errorf("ln(%v) = %v, want %v", x, got, want)
+		}
+	}
+}
+
+func mathLog(x float64) float64 { return math.Log(x) }
+
+func TestSynonymsAndCompounds(t *testing.T) {
+	ads := []Ad{
+		{ID: "n", Kind: KindProduct, Title: "HP EliteBook Notebook 14 inch", Category: "notebook", Markets: []Market{us}},
+		{ID: "h", Kind: KindProduct, Title: "Jabra Evolve Headset", Category: "headset", Markets: []Market{us}},
+		{ID: "c", Kind: KindProduct, Title: "Notebook sleeve", Category: "notebook sleeve", Markets: []Market{us}},
+	}
+	ix := mustBuild(t, ads)
+	if got := ids(ix, ix.Match(&Query{Text: "laptop", Dist: DistNone})); len(got) != 2 || !slices.Contains(got, "n") {
+		t.Errorf("laptop: %v, want the notebook and the sleeve", got)
+	}
+	hits := ix.Match(&Query{Text: "head set", Dist: DistNone})
+	if got := ids(ix, hits); !slices.Equal(got, []string{"h"}) || !slices.Equal(hits[0].Keywords, []string{"head", "set"}) {
+		t.Errorf("head set: %v %v", got, hits)
+	}
+	if got := ix.Match(&Query{Text: "laptop", Dist: DistNone, Operator: OpAnd}); len(got) != 2 {
+		t.Errorf("and over a synonym: %v", ids(ix, got))
+	}
+	if got := ix.Match(&Query{Text: "laptop zzz", Dist: DistNone, Operator: OpAnd}); len(got) != 0 {
+		t.Errorf("and with an unknown word: %v", ids(ix, got))
+	}
+}
+
+func TestKeywordsLeaveOutInnerCriteria(t *testing.T) {
+	ads := fixture()
+	ads[2].Keywords = []string{"iphone"} // the iPhone 5 is also known as "iPhone"
+	ix := mustBuild(t, ads)
+	hits := ix.Match(&Query{Page: true, Text: "Das iPhone im Test: Apple hat beim iPhone 5 vieles richtig gemacht."})
+	if len(hits) == 0 || !slices.Equal(hits[0].Keywords, []string{"Apple", "iPhone 5"}) {
+		t.Fatalf("keywords %v", hits)
+	}
+}
+
+// TestHostileInputsStayCheap feeds the inputs that once made matching
+// quadratic: an ad with thousands of bid phrases all named on a page, a
+// brand thousands of criteria start with, a query repeating one word. It
+// checks the answers' shape; a regression shows as a test that takes
+// seconds instead of milliseconds.
+func TestHostileInputsStayCheap(t *testing.T) {
+	var kws []string
+	var page strings.Builder
+	for i := range 2000 {
+		kws = append(kws, "kw"+itoa(i))
+	}
+	for range 16 {
+		for _, k := range kws {
+			page.WriteString(k + " ")
+		}
+	}
+	ads := []Ad{{ID: "many.example", Kind: KindAdvertiser, Title: "Many", Keywords: kws, Markets: []Market{us}}}
+	for i := range 3000 {
+		ads = append(ads, Ad{ID: "TV." + itoa(i), Kind: KindProduct, Title: "tv", Manufacturer: "Samsung", Keywords: []string{"tv x" + itoa(i), "samsung x" + itoa(i)}, Markets: []Market{us}})
+	}
+	ix := mustBuild(t, ads)
+	hits := ix.Match(&Query{Page: true, Text: page.String()})
+	if len(hits) == 0 || len(hits[0].Keywords) != maxKeywords {
+		t.Fatalf("page of bid phrases: %d hits, keywords %v", len(hits), hits)
+	}
+	brand := strings.Repeat("samsung ", MaxPageBytes/8)
+	if hits := ix.Match(&Query{Page: true, Text: brand}); len(hits) == 0 {
+		t.Fatal("a page naming the brand found nothing")
+	}
+	if _, text := ix.Reduce("", brand); strings.Count(text, "\n") >= maxOccurrences {
+		t.Fatalf("reduced text keeps %d passages", strings.Count(text, "\n")+1)
+	}
+	q := strings.Repeat("tv ", MaxQueryBytes/3)
+	hits = ix.Match(&Query{Text: q, Dist: DistLow})
+	if len(hits) == 0 || len(hits[0].Keywords) != 1 {
+		t.Fatalf("repeated word: %v", hits)
+	}
+}
+
+// TestSoftHyphenKeyword: a word the page hyphenates with soft hyphens
+// matches, and its keyword and criterion read as the word does.
+func TestSoftHyphenKeyword(t *testing.T) {
+	ix := mustBuild(t, []Ad{{ID: "case.de", Kind: KindAdvertiser, Title: "Hüllen", Keywords: []string{"Handyhülle"},
+		Advertiser: "case.de", Markets: []Market{de}, BidMicros: 100000}})
+	for _, page := range []bool{false, true} {
+		hits := ix.Match(&Query{Page: page, Text: "Eine Handy\u00adhül\u00adle für das Telefon"})
+		if len(hits) != 1 || !slices.Equal(hits[0].Keywords, []string{"Handyhülle"}) || hits[0].Criterion != "Handyhülle" {
+			t.Errorf("page %v: %+v, want the ad with keyword and criterion \"Handyhülle\"", page, hits)
+		}
+	}
+}
+
+// TestScratchReused: scratch goes back to the pool all zero after every
+// kind of query, and a query on reused scratch answers as one on fresh
+// scratch does. Its slots replace maps, and a slot left set would change
+// the next query's answer.
+func TestScratchReused(t *testing.T) {
+	ads := fixture()
+	reused, fresh := mustBuild(t, ads), mustBuild(t, ads)
+	words := strings.Fields("Apple iPhone 5 Nokia Lumia 630 handy Handys LG lg Handy gebrauchte test wireless headphones Sony WH-1000XM4 Müller Jacken batteries AA battery pack smartphone")
+	r := rand.New(rand.NewPCG(3, 4))
+	o := &LinkOptions{ClickBase: "r/v1/redirect?", ClickQuery: clickQuery("", "", "", ""), Fields: ^Fields(0)}
+	for i := range 600 {
+		q := Query{Text: randomText(r, words, 1+r.IntN(12)), Size: 1 + r.IntN(20), DistinctAdvertiser: 1 + r.IntN(3)}
+		switch i % 5 {
+		case 0:
+			q.Page, q.Title = true, randomText(r, words, r.IntN(4))
+		case 1:
+			q.Dist = DistLow
+		case 2:
+			q.Dist = DistNone
+		case 3:
+			q.Dist, q.Operator = DistNone, OpAnd
+		}
+		got := reused.AppendLinks(nil, reused.Match(&q), o)
+		fresh.scratches = nil
+		want := fresh.AppendLinks(nil, fresh.Match(&q), o)
+		if !bytes.Equal(got, want) {
+			t.Fatalf("query %+v on reused scratch:\n%s\nfresh:\n%s", q, got, want)
+		}
+		if len(reused.scratches) != 1 {
+			t.Fatalf("%d scratches pooled after one query at a time", len(reused.scratches))
+		}
+		sc := reused.scratches[0]
+		for name, dirty := range map[string]bool{
+			"critSlot": slices.ContainsFunc(sc.critSlot, func(v int32) bool { return v != 0 }),
+			"adSlot":   slices.ContainsFunc(sc.adSlot, func(v int32) bool { return v != 0 }),
+			"acc":      slices.ContainsFunc(sc.acc, func(v float64) bool { return v != 0 }),
+			"mask":     slices.ContainsFunc(sc.mask, func(v uint32) bool { return v != 0 }),
+		} {
+			if dirty {
+				t.Fatalf("query %+v left scratch %s dirty", q, name)
+			}
+		}
+	}
+}
