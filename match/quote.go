@@ -6,8 +6,8 @@ import "unicode/utf8"
 // readable length. Quotes and backslashes are escaped with a backslash,
 // \n \t \r by name, other control bytes and bytes that are not UTF-8 as
 // \xNN; other characters stand as they are (by hand: strconv.Quote's
-// tables of printable characters cost the module kilobytes). The message
-// is JSON-escaped where it is written.
+// tables of printable characters would grow the module). The message is
+// JSON-escaped where it is written.
 func Quote(s string) string {
 	const most = 40
 	more := ""
