@@ -4,31 +4,23 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/adlink/adlink/backend/api"
-	"github.com/adlink/adlink/backend/clicks"
+	"github.com/adlink/adlink/backend/app"
 	"github.com/adlink/adlink/backend/config"
-	"github.com/adlink/adlink/backend/market"
-	"github.com/adlink/adlink/backend/partners"
-	"github.com/adlink/adlink/backend/store"
+	"github.com/adlink/adlink/match"
 )
 
-// newBackend is the real API handler over the corpus's indexes.
-func newBackend(t testing.TB, ix market.Indexes) http.Handler {
+// newBackend is the whole server as the binary builds it, serving ads to
+// the demo partner.
+func newBackend(t testing.TB, ads []match.Ad) http.Handler {
 	t.Helper()
 	cfg := config.Default()
 	cfg.RedirectURL = redirectURL
-	reg, err := partners.NewStatic([]partners.Partner{partners.Demo()})
+	cfg.DataDir = t.TempDir()
+	cfg.Demo = true
+	a, err := app.New(cfg, app.Options{Ads: ads})
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, err := store.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	cl, err := clicks.New(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return api.NewServer(api.Deps{Config: cfg, Indexes: ix, Partners: reg, Clicks: cl})
+	t.Cleanup(func() { a.Close() })
+	return a.Handler
 }
