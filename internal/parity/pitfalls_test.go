@@ -18,16 +18,17 @@ func pitfallCorpus(t *testing.T) (*corpus, []testcatalog.Request) {
 	return newCorpus(t, ads), testcatalog.Requests(ads, 64, 5, false)
 }
 
-// TestResultSurvivesGC keeps a result unread while the guest allocates
-// and collects many times over; pinned, it must still be intact.
-func TestResultSurvivesGC(t *testing.T) {
+// keptResult answers the corpus's request i without a market and keeps
+// the answer in the guest's memory at p (n bytes), unread; want is the
+// native answer.
+func keptResult(t *testing.T, i int) (in *wasmhost.Instance, reqs []testcatalog.Request, p, n uint32, want []byte) {
 	c, reqs := pitfallCorpus(t)
 	ctx := context.Background()
-	in := c.all.in
-	r := &reqs[0]
+	in = c.all.in
+	r := &reqs[i]
 	r.Loc, r.Lang = "", ""
-	want, _ := c.want(r)
-	// The answer's fragments loaded first, callKeep gets the answer itself.
+	want, _ = c.want(r)
+	// The answer's fragments loaded first, CallKeep gets the answer itself.
 	if _, err := in.SearchJSON(ctx, r.Guest(redirectURL)); err != nil {
 		t.Fatal(err)
 	}
@@ -35,6 +36,14 @@ func TestResultSurvivesGC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return in, reqs, p, n, want
+}
+
+// TestResultSurvivesGC keeps a result unread while the guest allocates
+// and collects many times over; pinned, it must still be intact.
+func TestResultSurvivesGC(t *testing.T) {
+	ctx := context.Background()
+	in, reqs, p, n, want := keptResult(t, 0)
 	// Churn: many answers and large buffers come and go, so the guest's GC
 	// runs repeatedly and reuses freed memory.
 	for i := range 300 {
@@ -60,20 +69,8 @@ func TestResultSurvivesGC(t *testing.T) {
 // TestMemoryGrowth reads a result, copies it, then makes the guest grow
 // its memory: the copy stays right and a fresh read agrees.
 func TestMemoryGrowth(t *testing.T) {
-	c, reqs := pitfallCorpus(t)
 	ctx := context.Background()
-	in := c.all.in
-	r := &reqs[1]
-	r.Loc, r.Lang = "", ""
-	want, _ := c.want(r)
-	// The answer's fragments loaded first, callKeep gets the answer itself.
-	if _, err := in.SearchJSON(ctx, r.Guest(redirectURL)); err != nil {
-		t.Fatal(err)
-	}
-	p, n, err := in.CallKeep(ctx, in.Search, r.Guest(redirectURL))
-	if err != nil {
-		t.Fatal(err)
-	}
+	in, _, p, n, want := keptResult(t, 1)
 	copied, err := in.Read(p, n)
 	if err != nil {
 		t.Fatal(err)
