@@ -294,14 +294,10 @@
   // (V8 compiles each function on its first call), one long task together.
   //
   // The module runs on the page's thread. A Web Worker (made from a blob of
-  // this code) took the blocking time of a first view to 0-10 ms, but each
-  // way of starting it cost more than it saved (BenchmarkFirstView, nine
-  // views each): started with the page's request it made views of pages the
-  // server had the ads of slower (first ad 100-144 ms against 70-73); started
-  // on a pending answer, the module's download waited for it (first ad about
-  // 525 ms against 410-505); given the page's download as a stream, V8 kept
-  // no code cache for the module (warm view 187 ms against 146). Only a page's
-  // first views match here at all: the server has its ads within seconds.
+  // this code) cut the blocking time, but each way of starting it made the
+  // first ad later than it saved (BenchmarkFirstView; docs/PERFORMANCE.md).
+  // Only a page's first views match here at all: the server has its ads
+  // within seconds.
   function yieldTask(v) {
     if (window.scheduler && scheduler.yield) return scheduler.yield().then(function () { return v; });
     return new Promise(function (resolve) { setTimeout(function () { resolve(v); }, 0); });
@@ -644,8 +640,8 @@
   };
 
   // money writes a price the page's way: "19,99 €" on a German or French
-  // page, "$19.99" on an English one. (Intl.NumberFormat costs about 100 ms
-  // on its first use in a fresh tab, longer than matching the page.)
+  // page, "$19.99" on an English one. (Intl.NumberFormat's first use in a
+  // fresh tab takes longer than matching the page.)
   function money(p) {
     var sym = SYMBOLS[p.currency] || p.currency || "";
     if (COMMA.test(config.lang)) return (p.amount.replace(".", ",") + "\u00a0" + sym).trim();
