@@ -269,6 +269,9 @@ func (b *Bolt) Complete(_ context.Context, url string, recs ...*Record) error {
 	err := b.db.Update(func(tx *bolt.Tx) error {
 		pb := tx.Bucket(bucketPages)
 		for i, r := range recs {
+			if r.Source != "" && ownRecord(pb.Get([]byte(r.URL))) {
+				continue
+			}
 			if err := pb.Put([]byte(r.URL), vals[i]); err != nil {
 				return err
 			}
@@ -312,6 +315,18 @@ func (b *Bolt) Complete(_ context.Context, url string, recs ...*Record) error {
 		return fmt.Errorf("pages: complete %s: %w", url, err)
 	}
 	return nil
+}
+
+// ownRecord reports whether v is a stored record its page's own fetch
+// produced (no Source); one that cannot be read is not.
+func ownRecord(v []byte) bool {
+	if v == nil {
+		return false
+	}
+	var r struct {
+		Source string `json:"source"`
+	}
+	return json.Unmarshal(v, &r) == nil && r.Source == ""
 }
 
 // Sweep implements Store.

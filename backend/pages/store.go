@@ -19,6 +19,16 @@ type Record struct {
 	// Alias, when set, names the canonical URL the page declared; its
 	// analysis is stored there.
 	Alias string `json:"alias,omitempty"`
+	// Source, when set, is the page whose fetch produced this analysis: an
+	// alias that declared URL its canonical. A record without Source is
+	// the page's own (analysis, failure or alias), and no record with
+	// Source replaces it (Store.Complete).
+	Source string `json:"source,omitempty"`
+	// Ignore, on the record of a path's query rule (URL is the path's
+	// canonical URL without its query, then "?"), names the query
+	// parameters its pages were seen not to vary by: a page there declared
+	// its own URL without them as its canonical.
+	Ignore []string `json:"ignore,omitempty"`
 	// Failed says the page could not be analysed, for Reason.
 	Failed bool   `json:"failed,omitempty"`
 	Reason string `json:"reason,omitempty"`
@@ -79,7 +89,10 @@ type Store interface {
 
 	// Complete stores recs, each replacing the record under its URL, and
 	// removes the job url from the queue, ending its hold, in one atomic
-	// step that is durable when Complete returns. url need not be queued
+	// step that is durable when Complete returns. A rec with Source set is
+	// skipped when the record under its URL has none, so an alias never
+	// replaces what a page's own fetch stored, however their jobs
+	// interleave. url need not be queued
 	// and recs may be empty. After an error the step may not have happened
 	// and the job may be claimed again.
 	Complete(ctx context.Context, url string, recs ...*Record) error

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -70,6 +71,48 @@ func Pages(t *testing.T, fresh func(t *testing.T, b QueueBounds) Opener[pages.St
 		if err := s.Complete(ctx, "https://s.example/nothing"); err != nil {
 			t.Errorf("Complete of no job and no records: %v", err)
 		}
+	})
+
+	// An alias's analysis (Source set) is stored under its canonical URL
+	// only while no record of the canonical page's own is there, so an
+	// alias cannot replace what the page's own fetch stored, even when
+	// the two jobs finish in either order.
+	t.Run("CompleteKeepsOwnRecords", func(t *testing.T) {
+		s := start(t)
+		ctx := t.Context()
+		at := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+		byAlias := &pages.Record{URL: "https://s.example/new", Source: "https://s.example/new?r=1", Title: "Alias", At: at}
+		if err := s.Complete(ctx, byAlias.Source, byAlias); err != nil {
+			t.Fatal(err)
+		}
+		checkRecord(t, s, byAlias) // nothing there: stored
+		byAlias2 := *byAlias
+		byAlias2.Source, byAlias2.Title = "https://s.example/new?r=2", "Alias 2"
+		if err := s.Complete(ctx, byAlias2.Source, &byAlias2); err != nil {
+			t.Fatal(err)
+		}
+		checkRecord(t, s, &byAlias2) // an alias's record: replaced
+		own := &pages.Record{URL: byAlias.URL, Title: "Own", At: at.Add(time.Minute)}
+		if err := s.Complete(ctx, own.URL, own); err != nil {
+			t.Fatal(err)
+		}
+		checkRecord(t, s, own) // the page's own fetch replaces an alias's
+		hijack := &pages.Record{URL: own.URL, Source: "https://s.example/evil", Title: "Hijack", At: at.Add(time.Hour)}
+		alias := &pages.Record{URL: hijack.Source, Alias: own.URL, At: hijack.At}
+		if err := s.Complete(ctx, hijack.Source, hijack, alias); err != nil {
+			t.Fatal(err)
+		}
+		checkRecord(t, s, own)   // kept
+		checkRecord(t, s, alias) // the rest of the step is stored
+		failed := &pages.Record{URL: "https://s.example/gone", Failed: true, Reason: "HTTP status 404", At: at}
+		if err := s.Complete(ctx, failed.URL, failed); err != nil {
+			t.Fatal(err)
+		}
+		over := &pages.Record{URL: failed.URL, Source: "https://s.example/gone?x", Title: "Over", At: at}
+		if err := s.Complete(ctx, over.Source, over); err != nil {
+			t.Fatal(err)
+		}
+		checkRecord(t, s, failed) // a failure of its own is its own too
 	})
 
 	t.Run("PushDeduplicates", func(t *testing.T) {
@@ -442,7 +485,7 @@ func checkRecord(t *testing.T, s pages.Store, want *pages.Record) {
 	}
 	g, w := *got, *want
 	g.At, g.RetryAt, w.At, w.RetryAt = time.Time{}, time.Time{}, time.Time{}, time.Time{}
-	if g != w {
+	if !reflect.DeepEqual(g, w) {
 		t.Errorf("Get %s = %+v, want %+v", want.URL, g, w)
 	}
 }
