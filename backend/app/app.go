@@ -144,8 +144,15 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 	}
 	a.fetcher = pages.NewFetcher(pages.FetchOptions{AllowPrivate: cfg.FetchAllowPrivate})
 	a.Metrics = metrics.New()
+	var siteDomains [][]string
+	for _, p := range ps {
+		for _, site := range p.Sites {
+			siteDomains = append(siteDomains, site.Domains)
+		}
+	}
 	pageService := pages.NewService(pageQueue, a.fetcher,
-		func() pages.Reducer { return indexes.All() }, pages.Options{Logger: log.With("component", "pages"), OnAnalysis: a.Metrics.Analysis})
+		func() pages.Reducer { return indexes.All() }, pages.Options{Logger: log.With("component", "pages"),
+			OnAnalysis: a.Metrics.Analysis, Sites: pages.SitesOf(siteDomains)})
 	a.Metrics.WatchQueue(func() metrics.QueueStats {
 		depth, age, err := pageService.QueueStats(context.Background())
 		if err != nil {

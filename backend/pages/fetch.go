@@ -134,7 +134,17 @@ var (
 	ErrRedirectScheme    = errors.New("redirect to a scheme other than http or https")
 	ErrHTTPStatus        = errors.New("unexpected HTTP status")
 	ErrTimeout           = errors.New("fetch timed out")
+	ErrOffSite           = errors.New("off the site's domains")
+	ErrHostNotFound      = errors.New("host not found")
 )
+
+// HostFilter says whether a fetch may go to host (lower case, no port):
+// the page's own and every redirect's. Nil allows every host.
+type HostFilter func(host string) bool
+
+// hostsKey carries a fetch's HostFilter to checkRedirect, which the
+// shared client calls with the request's context.
+type hostsKey struct{}
 
 // Document is a fetched page, its body decoded to UTF-8.
 type Document struct {
@@ -213,7 +223,7 @@ func (f *Fetcher) dial(ctx context.Context, d *net.Dialer, network, addr string)
 			return nil, err
 		}
 		if len(ips) == 0 {
-			return nil, fmt.Errorf("no address for %s", host)
+			return nil, &net.DNSError{Err: "no address", Name: host, IsNotFound: true}
 		}
 	}
 	var first error
@@ -239,17 +249,33 @@ func (f *Fetcher) checkRedirect(req *http.Request, via []*http.Request) error {
 	if req.URL.User != nil {
 		return ErrRedirectScheme
 	}
+	// Checked before robots.txt, so a host off the site is not contacted.
+	if hosts, _ := req.Context().Value(hostsKey{}).(HostFilter); hosts != nil && !hosts(hostOf(req.URL)) {
+		return &FetchError{Reason: "redirected off the site's domains", Err: ErrOffSite}
+	}
 	return f.checkRobots(req.Context(), req.URL)
 }
 
+// hostOf returns u's host name as HostFilter takes it.
+func hostOf(u *url.URL) string {
+	return strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+}
+
 // Fetch gets the page at pageURL (a canonical URL) and returns its HTML as
-// UTF-8. Every failure is a *FetchError.
-func (f *Fetcher) Fetch(ctx context.Context, pageURL string) (*Document, error) {
+// UTF-8. The page's host and every redirect's must pass hosts, when not
+// nil. Every failure is a *FetchError.
+func (f *Fetcher) Fetch(ctx context.Context, pageURL string, hosts HostFilter) (*Document, error) {
 	ctx, cancel := context.WithTimeout(ctx, f.o.Timeout)
 	defer cancel()
 	u, err := url.Parse(pageURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
 		return nil, &FetchError{Reason: "invalid page URL", Err: err}
+	}
+	if hosts != nil {
+		if !hosts(hostOf(u)) {
+			return nil, &FetchError{Reason: "page is not on the site's domains", Err: ErrOffSite}
+		}
+		ctx = context.WithValue(ctx, hostsKey{}, hosts)
 	}
 	if err := f.checkRobots(ctx, u); err != nil {
 		return nil, classify(ctx, err)
@@ -363,7 +389,7 @@ func classify(ctx context.Context, err error) error {
 	}
 	var dnsErr *net.DNSError
 	if errors.As(err, &dnsErr) {
-		return &FetchError{Reason: "host not found", Err: err}
+		return &FetchError{Reason: "host not found", Err: errors.Join(ErrHostNotFound, err)}
 	}
 	return &FetchError{Reason: "fetch failed", Err: err}
 }
@@ -471,8 +497,10 @@ func (f *Fetcher) fetchRobots(ctx context.Context, origin string) (*robotstxt.Ro
 	}
 	resp, err := c.Do(req)
 	if err != nil {
+		// An unknown host is said to be one, not read as robots.txt
+		// disallowing everything as an unreachable one is.
 		ce := classify(ctx, err)
-		if errors.Is(ce, ErrProhibitedAddress) || ctx.Err() != nil {
+		if errors.Is(ce, ErrProhibitedAddress) || errors.Is(ce, ErrHostNotFound) || ctx.Err() != nil {
 			return nil, ce
 		}
 		return robotstxt.FromStatusAndBytes(http.StatusServiceUnavailable, nil)

@@ -84,7 +84,7 @@ func TestFetchGuardRefusesInternalAddresses(t *testing.T) {
 		"http://169.254.169.254/", "http://0.0.0.0/",
 	} {
 		t.Run(u, func(t *testing.T) {
-			_, err := f.Fetch(context.Background(), u)
+			_, err := f.Fetch(context.Background(), u, nil)
 			if !errors.Is(err, ErrProhibitedAddress) {
 				t.Fatalf("Fetch(%s) = %v, want ErrProhibitedAddress", u, err)
 			}
@@ -126,7 +126,7 @@ func TestFetchGuardRefusesRedirectToLoopback(t *testing.T) {
 	port := outer.Listener.Addr().(*net.TCPAddr).Port
 	for _, path := range []string{"/", "/hop"} {
 		u := fmt.Sprintf("http://public.test:%d%s", port, path)
-		_, err := f.Fetch(context.Background(), u)
+		_, err := f.Fetch(context.Background(), u, nil)
 		if !errors.Is(err, ErrProhibitedAddress) {
 			t.Fatalf("Fetch(%s) = %v, want ErrProhibitedAddress", u, err)
 		}
@@ -144,7 +144,7 @@ func TestFetchGuardRefusesRedirectToLoopback(t *testing.T) {
 		fmt.Fprint(w, htmlPage)
 	}))
 	u := fmt.Sprintf("http://public.test:%d/", ok.Listener.Addr().(*net.TCPAddr).Port)
-	if _, err := f.Fetch(context.Background(), u); err != nil {
+	if _, err := f.Fetch(context.Background(), u, nil); err != nil {
 		t.Fatalf("allowed page: %v", err)
 	}
 }
@@ -269,7 +269,7 @@ func TestFetchBadPages(t *testing.T) {
 	} {
 		t.Run(c.path, func(t *testing.T) {
 			start := time.Now()
-			doc, err := f.Fetch(context.Background(), ts.URL+c.path)
+			doc, err := f.Fetch(context.Background(), ts.URL+c.path, nil)
 			if !errors.Is(err, c.err) {
 				t.Fatalf("Fetch = %v, %v; want %v", doc, err, c.err)
 			}
@@ -293,12 +293,12 @@ func TestFetchGoodPages(t *testing.T) {
 	}))
 	f := newFetcher(t, FetchOptions{AllowPrivate: true})
 	for _, path := range []string{"/ok", "/untyped.html", "/all-bots-but-us"} {
-		doc, err := f.Fetch(context.Background(), ts.URL+path)
+		doc, err := f.Fetch(context.Background(), ts.URL+path, nil)
 		if err != nil || !strings.Contains(doc.HTML, "Hello world.") {
 			t.Fatalf("%s: %v %v", path, doc, err)
 		}
 	}
-	doc, err := f.Fetch(context.Background(), ts.URL+"/latin1")
+	doc, err := f.Fetch(context.Background(), ts.URL+"/latin1", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -309,7 +309,7 @@ func TestFetchGoodPages(t *testing.T) {
 	if err != nil || ex.Title != "Café" {
 		t.Fatalf("extract %+v %v", ex, err)
 	}
-	if _, err := f.Fetch(context.Background(), uats.URL+"/"); err != nil {
+	if _, err := f.Fetch(context.Background(), uats.URL+"/", nil); err != nil {
 		t.Fatal(err)
 	}
 	if got := ua.Load(); got != DefaultUserAgent {
@@ -325,7 +325,7 @@ func TestFetchRobotsUnreachableDisallows(t *testing.T) {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, htmlPage) })
 	ts := serve(t, mux)
 	f := newFetcher(t, FetchOptions{AllowPrivate: true})
-	if _, err := f.Fetch(context.Background(), ts.URL+"/"); !errors.Is(err, ErrRobots) {
+	if _, err := f.Fetch(context.Background(), ts.URL+"/", nil); !errors.Is(err, ErrRobots) {
 		t.Fatalf("robots.txt 503: %v, want ErrRobots", err)
 	}
 }
@@ -341,7 +341,7 @@ func TestFetchRobotsCachedPerHost(t *testing.T) {
 	ts := serve(t, mux)
 	f := newFetcher(t, FetchOptions{AllowPrivate: true})
 	for i := range 5 {
-		if _, err := f.Fetch(context.Background(), fmt.Sprintf("%s/p%d", ts.URL, i)); err != nil {
+		if _, err := f.Fetch(context.Background(), fmt.Sprintf("%s/p%d", ts.URL, i), nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -366,7 +366,7 @@ func TestFetchIgnoresProxyEnvironment(t *testing.T) {
 	}))
 	port := ts.Listener.Addr().(*net.TCPAddr).Port
 	f := newFetcher(t, FetchOptions{AllowPrivate: true, Resolve: testResolver(map[string]string{"pages.test": "127.0.0.1"})})
-	doc, err := f.Fetch(context.Background(), fmt.Sprintf("http://pages.test:%d/", port))
+	doc, err := f.Fetch(context.Background(), fmt.Sprintf("http://pages.test:%d/", port), nil)
 	if err != nil || !strings.Contains(doc.HTML, "Hello world.") || proxied.Load() != 0 {
 		t.Fatalf("%v %v, %d requests through the proxy", doc, err, proxied.Load())
 	}
@@ -387,7 +387,7 @@ func TestOversizedRobotsIsReadInPart(t *testing.T) {
 	}))
 	defer srv.Close()
 	f := newFetcher(t, FetchOptions{AllowPrivate: true})
-	_, err := f.Fetch(context.Background(), srv.URL+"/private/page")
+	_, err := f.Fetch(context.Background(), srv.URL+"/private/page", nil)
 	if !errors.Is(err, ErrRobots) {
 		t.Fatalf("err %v, want robots.txt to disallow", err)
 	}

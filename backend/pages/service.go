@@ -21,6 +21,7 @@ import (
 	"log/slog"
 	"net/url"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -68,9 +69,11 @@ func (s Status) String() string {
 	return "unknown"
 }
 
-// PageFetcher fetches a page's HTML; *Fetcher is the real one.
+// PageFetcher fetches a page's HTML; *Fetcher is the real one. The page's
+// host and every redirect's must pass hosts, when not nil, or the fetch
+// fails with ErrOffSite.
 type PageFetcher interface {
-	Fetch(ctx context.Context, pageURL string) (*Document, error)
+	Fetch(ctx context.Context, pageURL string, hosts HostFilter) (*Document, error)
 }
 
 // Reducer keeps only the ad criteria a page's text contains;
@@ -96,6 +99,12 @@ type Options struct {
 	// requested and re-analysed; older ones are deleted, so the state file
 	// does not grow without end.
 	Retention time.Duration
+	// Sites returns the domains of each registered site the page is on
+	// (SitesOf builds it from the partner registry's sites). A page's
+	// redirects must stay on the domains of one of them, and a canonical
+	// URL it declares is honoured only there. Nil takes each page's own
+	// host as its only domain.
+	Sites func(pageURL string) [][]string
 	// Now is the clock; tests set it.
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -235,18 +244,35 @@ func (s *Service) Lookup(ctx context.Context, pageURL string) (*Result, error) {
 // page already queued does not call it, so polling a pending page costs
 // nothing, and of many concurrent first lookups of one page only one calls
 // it (Store.Push).
+//
+// A URL not known itself whose query has parameters that the pages at its
+// path were seen not to vary by is looked up without them.
 func (s *Service) LookupAdmit(ctx context.Context, pageURL string, admit func() error) (*Result, error) {
 	var refused error // admit's answer, told apart from the queue's errors
 	if a := admit; a != nil {
 		admit = func() error { refused = a(); return refused }
 	}
-	push := func() error {
-		_, err := s.store.Push(ctx, pageURL, admit)
-		return err
-	}
 	rec, err := s.store.Get(ctx, pageURL)
 	if err != nil {
 		return nil, err
+	}
+	if rec == nil && strings.Contains(pageURL, "?") {
+		rule, err := s.store.Get(ctx, ruleKey(pageURL))
+		if err != nil {
+			return nil, err
+		}
+		if rule != nil && len(rule.Ignore) > 0 {
+			if u := withoutParams(pageURL, rule.Ignore); u != pageURL {
+				pageURL = u
+				if rec, err = s.store.Get(ctx, pageURL); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	push := func() error {
+		_, err := s.store.Push(ctx, pageURL, admit)
+		return err
 	}
 	if rec != nil && rec.Alias != "" {
 		target, err := s.store.Get(ctx, rec.Alias)
@@ -428,7 +454,13 @@ func (s *Service) run(ctx context.Context, pageURL string) (recs []*Record) {
 			recs = fail("analysis failed")
 		}
 	}()
-	doc, err := s.fetch.Fetch(ctx, pageURL)
+	sites := s.sitesOf(pageURL)
+	if len(sites) == 0 {
+		s.log.Info("page not analysed", "url", pageURL, "reason", "not on a registered site's domains")
+		return fail("page is not on the site's domains")
+	}
+	within := &siteHosts{sites: sites}
+	doc, err := s.fetch.Fetch(ctx, pageURL, within.allow)
 	if err != nil {
 		var fe *FetchError
 		reason := "fetch failed"
@@ -455,18 +487,87 @@ func (s *Service) run(ctx context.Context, pageURL string) (recs []*Record) {
 		title, text = r.Reduce(title, text)
 	}
 	rec := &Record{URL: pageURL, Title: title, Text: text, Lang: ex.Lang, At: s.o.Now()}
-	if c := s.canonicalOf(pageURL, ex.Canonical); c != "" {
-		rec.URL = c
-		return []*Record{rec, {URL: pageURL, Alias: c, At: rec.At}}
+	c := canonicalOf(pageURL, doc.URL, ex.Canonical, within)
+	if c == "" {
+		return []*Record{rec}
 	}
-	return []*Record{rec}
+	var more []*Record
+	if names := droppedParams(pageURL, c); len(names) > 0 {
+		more = append(more, s.learn(ctx, pageURL, names, rec.At))
+	}
+	alias := &Record{URL: pageURL, Alias: c, At: rec.At}
+	cur, err := s.store.Get(ctx, c)
+	switch {
+	case err != nil:
+		s.log.Error("reading a canonical page's record", "url", c, "err", err)
+		return append([]*Record{rec}, more...)
+	case cur != nil && cur.Source == "" && !cur.Failed && cur.Alias == "":
+		// The canonical page was analysed from its own URL: it keeps
+		// that analysis, and this page shares it.
+		return append([]*Record{alias}, more...)
+	case cur != nil && cur.Source == "":
+		// Its own fetch failed or named yet another page: this page
+		// keeps its own analysis rather than share neither.
+		return append([]*Record{rec}, more...)
+	}
+	rec.URL, rec.Source = c, pageURL
+	return append([]*Record{rec, alias}, more...)
+}
+
+// learn returns the query rule of pageURL's path with names added.
+func (s *Service) learn(ctx context.Context, pageURL string, names []string, at time.Time) *Record {
+	rule := &Record{URL: ruleKey(pageURL), At: at}
+	if old, err := s.store.Get(ctx, rule.URL); err == nil && old != nil {
+		rule.Ignore = old.Ignore
+	}
+	for _, n := range names {
+		if len(rule.Ignore) < maxIgnored && len(n) <= 64 && !slices.Contains(rule.Ignore, n) {
+			rule.Ignore = append(rule.Ignore, n)
+		}
+	}
+	slices.Sort(rule.Ignore)
+	return rule
+}
+
+// sitesOf returns the domain lists of the sites pageURL is on.
+func (s *Service) sitesOf(pageURL string) [][]string {
+	if s.o.Sites != nil {
+		return s.o.Sites(pageURL)
+	}
+	u, err := url.Parse(pageURL)
+	if err != nil {
+		return nil
+	}
+	return [][]string{{hostOf(u)}}
+}
+
+// siteHosts is the HostFilter of one fetch: every host it allows is on
+// the domains of one site, which it narrows the candidates down to. A
+// fetch calls it one hop after another, never at once.
+type siteHosts struct {
+	sites [][]string
+}
+
+func (h *siteHosts) allow(host string) bool {
+	var on [][]string
+	for _, d := range h.sites {
+		if onDomains(host, d) {
+			on = append(on, d)
+		}
+	}
+	if len(on) == 0 {
+		return false
+	}
+	h.sites = on
+	return true
 }
 
 // canonicalOf returns the canonical URL a page declares when it differs
-// from pageURL and is on the same host, else "". Not merely the same
-// registrable domain: a page on one subdomain must not overwrite the
-// analysis of another host's page.
-func (s *Service) canonicalOf(pageURL, declared string) string {
+// from pageURL, is on the host the page was finally fetched from (final)
+// and that host is on the site's domains (within), else "". Not merely the
+// same site: a page on one host must not speak for another's, nor a
+// redirect lend a page another host's name.
+func canonicalOf(pageURL, final, declared string, within *siteHosts) string {
 	if declared == "" {
 		return ""
 	}
@@ -475,8 +576,11 @@ func (s *Service) canonicalOf(pageURL, declared string) string {
 		return ""
 	}
 	cu, err1 := url.Parse(c)
-	pu, err2 := url.Parse(pageURL)
-	if err1 != nil || err2 != nil || cu.Hostname() != pu.Hostname() {
+	fu, err2 := url.Parse(final)
+	if err1 != nil || err2 != nil || hostOf(cu) != hostOf(fu) {
+		return ""
+	}
+	if within != nil && !within.allow(hostOf(cu)) {
 		return ""
 	}
 	return c

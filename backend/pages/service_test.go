@@ -23,7 +23,7 @@ type mockFetcher struct {
 	FetchFn func(ctx context.Context, pageURL string) (*Document, error)
 }
 
-func (m *mockFetcher) Fetch(ctx context.Context, pageURL string) (*Document, error) {
+func (m *mockFetcher) Fetch(ctx context.Context, pageURL string, _ HostFilter) (*Document, error) {
 	return m.FetchFn(ctx, pageURL)
 }
 
@@ -484,20 +484,27 @@ func TestServiceSweepsOldRecords(t *testing.T) {
 	drain(t, e.svc)
 }
 
-// TestCanonicalStaysOnTheHost: a page may name a canonical URL on its own
-// host only; one on another subdomain would let that page overwrite the
-// other host's analysis.
+// TestCanonicalStaysOnTheHost: a page may name a canonical URL on the host
+// it was finally fetched from only, and only on the site's domains; one
+// on another subdomain would let that page overwrite the other host's
+// analysis.
 func TestCanonicalStaysOnTheHost(t *testing.T) {
-	var s Service
-	for _, c := range []struct{ page, declared, want string }{
-		{"https://blog.example.com/a?x=1", "https://blog.example.com/a", "https://blog.example.com/a"},
-		{"https://evil.example.com/x", "https://www.example.com/", ""},
-		{"https://example.com/x", "https://other.org/x", ""},
-		{"https://example.com/x", "javascript:alert(1)", ""},
-		{"https://example.com/x", "", ""},
+	for _, c := range []struct{ page, final, declared, want string }{
+		{"https://blog.example.com/a?x=1", "https://blog.example.com/a?x=1", "https://blog.example.com/a", "https://blog.example.com/a"},
+		{"https://evil.example.com/x", "https://evil.example.com/x", "https://www.example.com/", ""},
+		{"https://example.com/x", "https://example.com/x", "https://other.org/x", ""},
+		{"https://example.com/x", "https://example.com/x", "javascript:alert(1)", ""},
+		{"https://example.com/x", "https://example.com/x", "", ""},
+		// Redirected: the canonical is checked against where the page was
+		// found, not the URL asked for.
+		{"https://example.com/go", "https://www.example.com/p", "https://example.com/p", ""},
+		{"https://example.com/go", "https://www.example.com/p", "https://www.example.com/p", "https://www.example.com/p"},
+		// On the host it came from, but not on the site's domains.
+		{"https://example.com/go", "https://other.org/p", "https://other.org/p", ""},
 	} {
-		if got := s.canonicalOf(c.page, c.declared); got != c.want {
-			t.Errorf("canonicalOf(%s, %s) = %q, want %q", c.page, c.declared, got, c.want)
+		within := &siteHosts{sites: [][]string{{"example.com"}}}
+		if got := canonicalOf(c.page, c.final, c.declared, within); got != c.want {
+			t.Errorf("canonicalOf(%s, %s, %s) = %q, want %q", c.page, c.final, c.declared, got, c.want)
 		}
 	}
 }

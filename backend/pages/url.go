@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -305,15 +306,123 @@ func CheckDomain(pageURL string, domains []string) error {
 	if err != nil {
 		return badURL("is not a valid URL")
 	}
-	host := strings.ToLower(u.Hostname())
+	if !onDomains(strings.ToLower(u.Hostname()), domains) {
+		return ErrForeignDomain
+	}
+	return nil
+}
+
+// onDomains reports whether host (lower case) is one of domains or a
+// subdomain of one.
+func onDomains(host string, domains []string) bool {
 	for _, d := range domains {
 		d = strings.ToLower(strings.TrimSuffix(strings.TrimSpace(d), "."))
 		if d == "" {
 			continue
 		}
 		if host == d || strings.HasSuffix(host, "."+d) && net.ParseIP(d) == nil {
-			return nil
+			return true
 		}
 	}
-	return ErrForeignDomain
+	return false
+}
+
+// SitesOf returns an Options.Sites over the domain lists of every
+// registered site: for a page, those of the sites it is on.
+func SitesOf(sites [][]string) func(pageURL string) [][]string {
+	return func(pageURL string) [][]string {
+		var on [][]string
+		for _, d := range sites {
+			if CheckDomain(pageURL, d) == nil {
+				on = append(on, d)
+			}
+		}
+		return on
+	}
+}
+
+// maxIgnored bounds the parameter names one path's rule keeps.
+const maxIgnored = 32
+
+// ruleKey is the key of the record that lists the query parameters the
+// pages at canonical URL c's path do not vary by: c without its query,
+// and a "?" that no canonical URL ends with.
+func ruleKey(c string) string {
+	bare, _, _ := strings.Cut(c, "?")
+	return bare + "?"
+}
+
+// queryPairs splits a canonical URL's query into its key=value pairs and
+// their unescaped keys.
+func queryPairs(c string) (kvs, keys []string) {
+	_, q, ok := strings.Cut(c, "?")
+	if !ok || q == "" {
+		return nil, nil
+	}
+	kvs = strings.Split(q, "&")
+	keys = make([]string, len(kvs))
+	for i, kv := range kvs {
+		k, _, _ := strings.Cut(kv, "=")
+		if uk, err := url.QueryUnescape(k); err == nil {
+			k = uk
+		}
+		keys[i] = k
+	}
+	return kvs, keys
+}
+
+// droppedParams returns the names of the parameters canonical URL page
+// has and c does not, when c is page with only those parameters left out
+// (same scheme, host and path, every other pair as it is); else nil.
+func droppedParams(page, c string) []string {
+	if c == page || ruleKey(c) != ruleKey(page) {
+		return nil
+	}
+	ckvs, ckeys := queryPairs(c)
+	pkvs, pkeys := queryPairs(page)
+	kept := make(map[string]int, len(ckvs))
+	for _, kv := range ckvs {
+		kept[kv]++
+	}
+	var dropped []string
+	for i, kv := range pkvs {
+		switch {
+		case kept[kv] > 0:
+			kept[kv]--
+		case slices.Contains(ckeys, pkeys[i]):
+			return nil // a kept parameter with another value: not a variant
+		case !slices.Contains(dropped, pkeys[i]):
+			dropped = append(dropped, pkeys[i])
+		}
+	}
+	for _, n := range kept {
+		if n > 0 {
+			return nil // c has a pair the page has not
+		}
+	}
+	return dropped
+}
+
+// withoutParams returns canonical URL c without the parameters named in
+// names; it is canonical still.
+func withoutParams(c string, names []string) string {
+	kvs, keys := queryPairs(c)
+	if len(kvs) == 0 {
+		return c
+	}
+	var b strings.Builder
+	for i, kv := range kvs {
+		if slices.Contains(names, keys[i]) {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('&')
+		}
+		b.WriteString(kv)
+	}
+	bare, _, _ := strings.Cut(c, "?")
+	if b.Len() == 0 {
+		return bare
+	}
+	return bare + "?" + b.String()
 }
