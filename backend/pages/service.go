@@ -12,7 +12,10 @@
 // Bolt implements it in the server's bbolt file. The Fetcher refuses
 // internal addresses on every connection (after DNS, redirects included),
 // caps redirects, time and the decoded body, accepts only HTML and honours
-// robots.txt.
+// robots.txt. A page's redirects must stay on its site's domains
+// (Options.Sites), and a canonical URL it declares is honoured only on the
+// host it was fetched from; it never replaces what the canonical page's
+// own fetch stored.
 package pages
 
 import (
@@ -491,27 +494,29 @@ func (s *Service) run(ctx context.Context, pageURL string) (recs []*Record) {
 	if c == "" {
 		return []*Record{rec}
 	}
-	var more []*Record
-	if names := droppedParams(pageURL, c); len(names) > 0 {
-		more = append(more, s.learn(ctx, pageURL, names, rec.At))
-	}
 	alias := &Record{URL: pageURL, Alias: c, At: rec.At}
+	// Variants of this page in the parameters its canonical leaves out
+	// are this page too, from now on (LookupAdmit).
+	var rule []*Record
+	if names := droppedParams(pageURL, c); len(names) > 0 {
+		rule = append(rule, s.learn(ctx, pageURL, names, rec.At))
+	}
 	cur, err := s.store.Get(ctx, c)
 	switch {
 	case err != nil:
 		s.log.Error("reading a canonical page's record", "url", c, "err", err)
-		return append([]*Record{rec}, more...)
+		return []*Record{rec}
 	case cur != nil && cur.Source == "" && !cur.Failed && cur.Alias == "":
 		// The canonical page was analysed from its own URL: it keeps
 		// that analysis, and this page shares it.
-		return append([]*Record{alias}, more...)
+		return append([]*Record{alias}, rule...)
 	case cur != nil && cur.Source == "":
 		// Its own fetch failed or named yet another page: this page
 		// keeps its own analysis rather than share neither.
-		return append([]*Record{rec}, more...)
+		return []*Record{rec}
 	}
 	rec.URL, rec.Source = c, pageURL
-	return append([]*Record{rec, alias}, more...)
+	return append([]*Record{rec, alias}, rule...)
 }
 
 // learn returns the query rule of pageURL's path with names added.

@@ -3,6 +3,7 @@ package pages
 import (
 	"errors"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -134,4 +135,61 @@ func FuzzCanonical(f *testing.F) {
 			t.Fatalf("not idempotent: %q -> %q -> %q, %v", raw, c, c2, err)
 		}
 	})
+}
+
+// TestQueryRules: a canonical URL that leaves parameters out names them;
+// one that changes or adds any names none; leaving named parameters out
+// keeps a URL canonical.
+func TestQueryRules(t *testing.T) {
+	for _, c := range []struct {
+		page, canonical string
+		want            []string
+	}{
+		{"https://a.example/s?r=1", "https://a.example/s", []string{"r"}},
+		{"https://a.example/s?id=7&r=1&x=2", "https://a.example/s?id=7", []string{"r", "x"}},
+		{"https://a.example/s?r=1&r=2", "https://a.example/s", []string{"r"}},
+		{"https://a.example/s?%72=1", "https://a.example/s", []string{"r"}},
+		{"https://a.example/s?id=7&r=1", "https://a.example/s?id=8", nil}, // id varies
+		{"https://a.example/s?r=1", "https://a.example/s?r=1&z=2", nil},   // adds z
+		{"https://a.example/s?r=1", "https://a.example/t", nil},           // another path
+		{"https://a.example/s?r=1", "https://b.example/s", nil},           // another host
+		{"https://a.example/s?r=1", "https://a.example/s?r=1", nil},
+	} {
+		page, err1 := Canonical(c.page)
+		canonical, err2 := Canonical(c.canonical)
+		if err1 != nil || err2 != nil {
+			t.Fatal(err1, err2)
+		}
+		if got := droppedParams(page, canonical); !slices.Equal(got, c.want) {
+			t.Errorf("droppedParams(%s, %s) = %q, want %q", page, canonical, got, c.want)
+		}
+	}
+	for _, c := range []struct {
+		in    string
+		names []string
+		want  string
+	}{
+		{"https://a.example/s?r=5", []string{"r"}, "https://a.example/s"},
+		{"https://a.example/s?a=1&id=7&r=5", []string{"r", "a"}, "https://a.example/s?id=7"},
+		{"https://a.example/s?%72%5B%5D=5&b=2", []string{"r[]"}, "https://a.example/s?b=2"},
+		{"https://a.example/s?id=7", []string{"r"}, "https://a.example/s?id=7"},
+	} {
+		in, err := Canonical(c.in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := withoutParams(in, c.names)
+		if got != c.want {
+			t.Errorf("withoutParams(%s, %q) = %s, want %s", in, c.names, got, c.want)
+		}
+		if again, err := Canonical(got); err != nil || again != got {
+			t.Errorf("withoutParams(%s) = %s is not canonical (%s, %v)", in, got, again, err)
+		}
+	}
+	if k := ruleKey("https://a.example/s?id=7"); k != "https://a.example/s?" {
+		t.Errorf("ruleKey = %s", k)
+	}
+	if c, err := Canonical("https://a.example/s?"); err != nil || c == ruleKey(c) {
+		t.Errorf("a page URL %q, %v is a rule's key", c, err)
+	}
 }
