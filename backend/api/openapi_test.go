@@ -169,6 +169,7 @@ func TestOpenAPIParametersAcceptedByHandlers(t *testing.T) {
 	pe := newPageEnv(t, 0, pages.FetchOptions{AllowPrivate: true})
 	cfg := config.Default()
 	cfg.RedirectURL = "https://r.example"
+	cfg.KeyRate, cfg.KeyBurst = 1e9, 1e9
 	pe.handler = NewServer(Deps{Config: cfg, Indexes: pe.indexes, Partners: testPartners(t), Pages: pe.svc,
 		Clicks: &clickRecorder{AppendFn: func(context.Context, clicks.Click) error { return nil }}})
 	for _, o := range queryOps {
