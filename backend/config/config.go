@@ -106,9 +106,9 @@ type Config struct {
 // Default returns the configuration used when nothing is set.
 func Default() Config {
 	return Config{
-		Addr:          "localhost:8080",
-		DataDir:       ".data",
-		CountryHeader: "CF-IPCountry",
+		Addr:             "localhost:8080",
+		DataDir:          ".data",
+		CountryHeader:    "CF-IPCountry",
 		KeyRate:          50,
 		KeyBurst:         100,
 		KeyNetworkShare:  0.2,
