@@ -234,8 +234,12 @@ func callbackIn(rawQuery string) string {
 				continue
 			}
 		}
+		value, err := url.QueryUnescape(v)
+		if err != nil {
+			continue // net/url drops the pair
+		}
+		callback = value
 		n++
-		callback, _ = url.QueryUnescape(v)
 	}
 	if n == 1 && contract.ValidCallback(callback) {
 		return callback

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -255,4 +256,22 @@ func TestTooLongURLIsJSON(t *testing.T) {
 		!strings.HasPrefix(body, `/**/cb({"http_status":431,"error":{"code":"headers_too_large"`) {
 		t.Errorf("large header fields: %s %s", res.Status, body)
 	}
+}
+
+// FuzzCallbackIn: the callback read from a raw query, however long, is
+// the one the JSONP adapter reads from the parsed query.
+func FuzzCallbackIn(f *testing.F) {
+	for _, s := range []string{"callback=cb", "q=x&callback=a.b&callback=c", "call%62ack=cb&x=%zz", "callback=%zz&callback=cb",
+		"callback=a;b", "callback=cb;&q", "callback=alert(1)", "callback"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		if strings.Count(raw, "&") >= 1000 {
+			return
+		}
+		q, _ := url.ParseQuery(raw)
+		if got, want := callbackIn(raw), callbackOf(q); got != want {
+			t.Fatalf("callbackIn(%q) = %q, callbackOf reads %q", raw, got, want)
+		}
+	})
 }
