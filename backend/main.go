@@ -21,6 +21,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/adlink/adlink/backend/api"
 	"github.com/adlink/adlink/backend/app"
 	"github.com/adlink/adlink/backend/config"
 )
@@ -83,9 +84,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		ReadTimeout:       10 * time.Second,
 		// Long enough for a slow phone to fetch matcher.wasm and a shard;
 		// API answers take milliseconds.
-		WriteTimeout:   60 * time.Second,
-		IdleTimeout:    2 * time.Minute,
-		MaxHeaderBytes: 64 << 10,
+		WriteTimeout: 60 * time.Second,
+		IdleTimeout:  2 * time.Minute,
+		// Above the handler's own bounds on the URL and the header fields,
+		// so that it answers a request over them in JSON, not net/http in
+		// plain text.
+		MaxHeaderBytes: api.MaxHeaderBytes,
 		ErrorLog:       slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	log.Info("listening", "addr", ln.Addr().String(), "ads", a.Indexes.All().Len(),

@@ -204,3 +204,47 @@ func TestRunVersion(t *testing.T) {
 		t.Errorf("-version printed %q", stdout.String())
 	}
 }
+
+// TestRunAnswersTooLongURLsInJSON: a 100 KB URL, over the server's bound,
+// is answered by adlink in JSON, and as JSONP a script tag can call when
+// it has a valid callback, not by net/http in plain text; a request over
+// the http.Server's own bound still gets net/http's answer.
+func TestRunAnswersTooLongURLsInJSON(t *testing.T) {
+	base, stop := startRun(t, "-data", t.TempDir(), "-demo")
+	defer stop()
+	pad := "&pad=" + strings.Repeat("x", 100<<10)
+	get := func(target string, h http.Header) (*http.Response, string) {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodGet, base+target, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, vs := range h {
+			req.Header[k] = vs
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		return res, string(b)
+	}
+	res, body := get("/v2/search/link?q=handy&api_key=demo&site_id=demo"+pad, nil)
+	if res.StatusCode != http.StatusRequestURITooLong || res.Header.Get("Content-Type") != "application/json" ||
+		!strings.HasPrefix(body, `{"error":{"code":"uri_too_long","message":"the URL is `) {
+		t.Errorf("a 100 KB URL: %s %q %.200s", res.Status, res.Header.Get("Content-Type"), body)
+	}
+	res, body = get("/v2/search/link?q=handy&api_key=demo&site_id=demo"+pad+"&callback=adlink.cb", nil)
+	if res.StatusCode != http.StatusOK || !strings.HasPrefix(body, `/**/adlink.cb({"http_status":414,"error":{"code":"uri_too_long"`) ||
+		!strings.HasSuffix(body, "});") || res.Header.Get("Access-Control-Allow-Origin") != "*" {
+		t.Errorf("a 100 KB URL with a callback: %s %.200s", res.Status, body)
+	}
+	res, body = get("/v2/search/link?q=handy", http.Header{"X-Big": {strings.Repeat("y", 100<<10)}})
+	if res.StatusCode != http.StatusRequestHeaderFieldsTooLarge || !strings.HasPrefix(body, `{"error":{"code":"headers_too_large"`) {
+		t.Errorf("100 KB of header fields: %s %.200s", res.Status, body)
+	}
+	if res, _ := get("/v2/search/link?q=handy&api_key=demo&site_id=demo"+strings.Repeat("x", 2<<20), nil); res.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+		t.Errorf("a 2 MB URL: %s", res.Status)
+	}
+}

@@ -21,6 +21,11 @@ const (
 	// CodeMethodNotAllowed: a method other than GET or HEAD (or OPTIONS,
 	// the CORS preflight, under /v2); every endpoint is read-only (405).
 	CodeMethodNotAllowed = "method_not_allowed"
+	// CodeURITooLong: a request URL longer than the server reads (414).
+	CodeURITooLong = "uri_too_long"
+	// CodeHeadersTooLarge: request header fields larger together than the
+	// server reads (431).
+	CodeHeadersTooLarge = "headers_too_large"
 	// CodeRateLimited: over a rate limit (429 with Retry-After).
 	CodeRateLimited = "rate_limited"
 	// CodeQueueFull: an unseen page that cannot be queued now (503 with

@@ -87,6 +87,7 @@ func FuzzModuleReadsAsServer(f *testing.F) {
 		"q=nokia&api_key=demo&site_id=demo&fields=price,logoad_type&logo.dim=90X90&ad_type=product+coupon&yk_tag=a:b",
 		"q=%FF&size=-1&loc=deu&ctx.dist=low&q_operator=and&q=x",
 		"q=%C3%84&api_key=%20&site_id=s&distinct_advertiser=11&fields=x,,gtin",
+		"q=x&api_key=k&site_id=s&size=0000000005&distinct_advertiser=000000000001&loc=xx",
 	} {
 		f.Add(s)
 	}

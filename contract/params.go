@@ -144,11 +144,37 @@ func ParseText(s string) (string, string) {
 	return s, ""
 }
 
-// ParseCountry reads loc: a two-letter ISO 3166 code in either case
-// (returned lower case), or UseGeo (returned as is).
+// ParseCountry reads loc: a two-letter ISO 3166-1 code in either case
+// (returned lower case), or UseGeo (returned as is). Two letters that name
+// no country (xx) are refused with the same words as three.
 func ParseCountry(s string) (string, string) {
-	return parseCode(s, UseGeo, "loc must be a two-letter ISO 3166 country code (de, US) or use_geo, not ")
+	const msg = "loc must be a two-letter ISO 3166 country code (de, US) or use_geo, not "
+	v, m := parseCode(s, UseGeo, msg)
+	if m == "" && v != UseGeo && !IsCountry(v) {
+		return "", msg + match.Quote(s)
+	}
+	return v, m
 }
+
+// IsCountry reports whether s is an assigned ISO 3166-1 alpha-2 code, in
+// either case.
+func IsCountry(s string) bool {
+	if len(s) != 2 {
+		return false
+	}
+	a, b := (s[0]|0x20)-'a', (s[1]|0x20)-'a'
+	if a >= 26 || b >= 26 {
+		return false
+	}
+	i := int(a)*26 + int(b)
+	return countries[i>>3]&(1<<(i&7)) != 0
+}
+
+// countries is the set of assigned ISO 3166-1 alpha-2 codes as a bitmap:
+// bit a*26+b for the code of letters a and b (0 for A). A map or a list
+// would cost the module many times its 85 bytes; contract's tests check it
+// against the readable list.
+const countries = "\x78\x59\xdf\xee\xef\xbd\xdd\xde\x27\x3f\x84\x15\x80\xd4\x00\x0e\x00\x5c\x09\xb0\x9f\xfb\x15\x00\x8d\x06\x18\x78\x0f\x40\x40\x03\x00\x1d\x2b\xf4\x41\x81\x4f\xfd\xfc\xff\xd7\x25\x4b\x08\x00\x01\x40\x3c\x8f\x53\x01\x00\x00\x40\x00\x51\xf1\xfd\xe7\x3a\xbb\x9f\x9a\x41\x10\x04\x57\x85\x40\x00\x02\x40\x00\x00\x00\x00\x10\x00\x08\x04\x40\x00\x01"
 
 // ParseLang reads lang: a two-letter ISO 639-1 code in either case
 // (returned lower case), or UseLocale (returned as is).
@@ -279,13 +305,16 @@ func ParseYkTag(s string) (string, string) {
 }
 
 // ParseCount reads a whole number from lo to hi for the parameter name:
-// digits only, no sign, never clamped.
+// digits only, no sign, never clamped; leading zeros count for nothing,
+// however many (05 and 0000000005 are 5).
 func ParseCount(name, s string, lo, hi int) (int, string) {
 	n := 0
-	ok := len(s) > 0 && len(s) <= 4
+	ok := len(s) > 0
 	for i := 0; ok && i < len(s); i++ {
 		ok = s[i] >= '0' && s[i] <= '9'
-		n = n*10 + int(s[i]-'0')
+		if n <= hi { // past hi it is refused; growing no further, it cannot overflow
+			n = n*10 + int(s[i]-'0')
+		}
 	}
 	if !ok || n < lo || n > hi {
 		return 0, name + " must be a whole number from " + match.Itoa(lo) + " to " + match.Itoa(hi) + ", not " + match.Quote(s)

@@ -14,6 +14,45 @@ import (
 // alpha2 is a lower-case two-letter code.
 var alpha2 = regexp.MustCompile(`^[a-z]{2}$`)
 
+// iso3166 lists the assigned ISO 3166-1 alpha-2 codes.
+const iso3166 = "ad ae af ag ai al am ao aq ar as at au aw ax az ba bb bd be bf bg bh bi bj bl bm bn bo bq br bs bt bv bw by bz " +
+	"ca cc cd cf cg ch ci ck cl cm cn co cr cu cv cw cx cy cz de dj dk dm do dz ec ee eg eh er es et fi fj fk fm fo fr " +
+	"ga gb gd ge gf gg gh gi gl gm gn gp gq gr gs gt gu gw gy hk hm hn hr ht hu id ie il im in io iq ir is it je jm jo jp " +
+	"ke kg kh ki km kn kp kr kw ky kz la lb lc li lk lr ls lt lu lv ly ma mc md me mf mg mh mk ml mm mn mo mp mq mr ms mt " +
+	"mu mv mw mx my mz na nc ne nf ng ni nl no np nr nu nz om pa pe pf pg ph pk pl pm pn pr ps pt pw py qa re ro rs ru rw " +
+	"sa sb sc sd se sg sh si sj sk sl sm sn so sr ss st sv sx sy sz tc td tf tg th tj tk tl tm tn to tr tt tv tw tz " +
+	"ua ug um us uy uz va vc ve vg vi vn vu wf ws ye yt za zm zw"
+
+// TestCountries: loc accepts exactly the codes of the list, in either
+// case.
+func TestCountries(t *testing.T) {
+	list := strings.Fields(iso3166)
+	if len(list) != 249 {
+		t.Fatalf("the list has %d codes", len(list))
+	}
+	want := map[string]bool{}
+	for _, c := range list {
+		want[c] = true
+	}
+	for a := byte('a'); a <= 'z'; a++ {
+		for b := byte('a'); b <= 'z'; b++ {
+			for _, s := range []string{string([]byte{a, b}), string([]byte{a - 32, b}), string([]byte{a - 32, b - 32})} {
+				v, msg := ParseCountry(s)
+				if got := msg == ""; got != want[string([]byte{a, b})] || IsCountry(s) != got {
+					t.Errorf("loc=%s: %q %q, IsCountry %v", s, v, msg, IsCountry(s))
+				} else if got && v != string([]byte{a, b}) {
+					t.Errorf("loc=%s read as %q", s, v)
+				}
+			}
+		}
+	}
+	for _, s := range []string{"", "d", "deu", "d\x00", "@a", "a[", "\xc4e", "d1"} {
+		if IsCountry(s) {
+			t.Errorf("IsCountry(%q)", s)
+		}
+	}
+}
+
 func TestParamRules(t *testing.T) {
 	ok := func(what, msg string) {
 		t.Helper()
@@ -32,9 +71,9 @@ func TestParamRules(t *testing.T) {
 	if v != "de" {
 		t.Errorf("loc=DE read as %q", v)
 	}
-	for _, s := range []string{"deu", "1", "d", "ü1", ""} {
+	for _, s := range []string{"deu", "1", "d", "ü1", "", "xx", "XX", "zz", "uk", "eu", "aa"} {
 		_, msg := ParseCountry(s)
-		bad("loc="+s, msg, "loc must be")
+		bad("loc="+s, msg, "loc must be a two-letter ISO 3166 country code (de, US) or use_geo, not ")
 	}
 	if v, msg := ParseLang(UseLocale); v != UseLocale || msg != "" {
 		t.Errorf("use_locale: %q %q", v, msg)
@@ -88,6 +127,18 @@ func TestParamRules(t *testing.T) {
 	if n, msg := ParseCount("size", "050", 1, match.MaxSize); n != 50 || msg != "" {
 		t.Errorf("size=050: %d %q", n, msg)
 	}
+	// Leading zeros count for nothing, however many; a long number is
+	// refused, not wrapped round to one in range.
+	for _, s := range []string{"5", "05", "0000000005", strings.Repeat("0", 1000) + "5"} {
+		if n, msg := ParseCount("size", s, 1, match.MaxSize); n != 5 || msg != "" {
+			t.Errorf("size=%.20s...: %d %q", s, n, msg)
+		}
+	}
+	for _, s := range []string{"0000000000", "+5", "-05", "05 ", "0x5", "1" + strings.Repeat("0", 19),
+		"18446744073709551621", "9223372036854775813", strings.Repeat("9", 100), "00000000051"} {
+		_, msg := ParseCount("size", s, 1, match.MaxSize)
+		bad("size="+s, msg, "size must be a whole number from 1 to 50")
+	}
 	if _, msg := ParseText(strings.Repeat("x", match.MaxQueryBytes+1)); !strings.Contains(msg, "bytes long") {
 		t.Errorf("long q: %q", msg)
 	}
@@ -103,7 +154,7 @@ func FuzzParamRules(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		if v, msg := ParseCountry(s); msg == "" && v != UseGeo && !alpha2.MatchString(v) {
+		if v, msg := ParseCountry(s); msg == "" && v != UseGeo && (!alpha2.MatchString(v) || !IsCountry(v)) {
 			t.Fatalf("loc %q accepted as %q", s, v)
 		}
 		if _, msgs := ParseFields(s, SearchFieldNames); len(msgs) > 0 && !strings.HasPrefix(msgs[0], "fields") {

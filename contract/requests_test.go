@@ -86,6 +86,22 @@ func TestParseSearchValues(t *testing.T) {
 	}
 }
 
+// Leading zeros read one way in size and distinct_advertiser, however
+// many; loc=xx is no country.
+func TestParseSearchLeadingZerosAndCountry(t *testing.T) {
+	for _, q := range []string{"size=05&distinct_advertiser=02", "size=0000000005&distinct_advertiser=00000000000000000002"} {
+		l, problems := parseSearch(t, "q=handy&api_key=k&site_id=s&"+q)
+		if problems != nil || l.Query.Size != 5 || l.Query.DistinctAdvertiser != 2 {
+			t.Errorf("%s: size %d distinct_advertiser %d, %v", q, l.Query.Size, l.Query.DistinctAdvertiser, problems)
+		}
+	}
+	_, problems := parseSearch(t, "q=handy&api_key=k&site_id=s&loc=xx&distinct_advertiser=99999999999999999999999")
+	if len(problems) != 2 || problems[0].Param != "loc" || problems[1].Param != "distinct_advertiser" ||
+		problems[0].Message != `loc must be a two-letter ISO 3166 country code (de, US) or use_geo, not "xx"` {
+		t.Errorf("loc=xx and a huge distinct_advertiser: %v", problems)
+	}
+}
+
 // Every bad parameter is reported, in the order the parse reads them.
 func TestParseSearchProblems(t *testing.T) {
 	_, problems := parseSearch(t, "q=a&q=b&site_id=s&callback=a-b&loc=deu&size=0&ctx.dist=far")

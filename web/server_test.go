@@ -183,6 +183,9 @@ func newBackend(splitAbove int) (*backend, error) {
 	cfg.FetchAllowPrivate = true
 	cfg.DataDir = dir
 	cfg.Demo = true
+	// One browser plays every reader of the demo site, from one address:
+	// it may take the key's and the site's whole budgets.
+	cfg.KeyNetworkShare, cfg.PageNetworkShare = 1, 1
 	// Clicks are signed, as in production: the server's links carry a
 	// signature, the page's the manifest's site token.
 	cfg.ClickKeys = []clicks.Key{{ID: "test", Secret: []byte("a secret of the browser tests")}}

@@ -6,6 +6,8 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+
+	"github.com/adlink/adlink/contract"
 )
 
 // peer is the address the connection comes from.
@@ -53,21 +55,18 @@ func (s *server) clientIP(r *http.Request) string {
 
 // geoCountry is the client's country for loc=use_geo: the country header,
 // believed only from a trusted proxy; "" (no country filter) otherwise or
-// when the header holds no usable code (Cloudflare's XX and T1).
+// when the header holds no ISO 3166-1 code, as loc itself must (Cloudflare's
+// XX and T1, the EU and AP of some geo databases).
 func (s *server) geoCountry(r *http.Request) string {
 	addr, ok := peer(r)
 	if !ok || !s.cfg.Trusted(addr) {
 		return ""
 	}
 	c := strings.TrimSpace(r.Header.Get(s.cfg.CountryHeader))
-	if !isAlpha2(c) {
+	if !contract.IsCountry(c) {
 		return ""
 	}
-	c = strings.ToLower(c)
-	if c == "xx" {
-		return ""
-	}
-	return c
+	return strings.ToLower(c)
 }
 
 // localeLang is the client's language for lang=use_locale: the most

@@ -18,6 +18,8 @@ const (
 	CodeForeignURL       = contract.CodeForeignURL
 	CodeNotFound         = contract.CodeNotFound
 	CodeMethodNotAllowed = contract.CodeMethodNotAllowed
+	CodeURITooLong       = contract.CodeURITooLong
+	CodeHeadersTooLarge  = contract.CodeHeadersTooLarge
 	CodeRateLimited      = contract.CodeRateLimited
 	CodeQueueFull        = contract.CodeQueueFull
 	CodeNotReady         = contract.CodeNotReady

@@ -12,15 +12,19 @@ import (
 )
 
 // limiters are the server's token buckets: per api_key on /v2, per client
-// IP on /v1/redirect, per site on queueing unseen pages. Each kind has its
-// own Limiter, so a flood of one kind of key cannot evict another's.
+// IP on /v1/redirect, per site on queueing unseen pages, and the share of
+// a key's and a site's budget that one client network may take
+// (keyNets, siteNets). Each kind has its own Limiter, so a flood of one
+// kind of key cannot evict another's.
 type limiters struct {
-	keys, ips, sites ratelimit.Limiter
+	keys, ips, sites  ratelimit.Limiter
+	keyNets, siteNets ratelimit.Limiter
 }
 
 func newLimiters() limiters {
 	return limiters{keys: ratelimit.New(ratelimit.Options{}), ips: ratelimit.New(ratelimit.Options{}),
-		sites: ratelimit.New(ratelimit.Options{})}
+		sites: ratelimit.New(ratelimit.Options{}), keyNets: ratelimit.New(ratelimit.Options{}),
+		siteNets: ratelimit.New(ratelimit.Options{})}
 }
 
 // partnerLimits are the limits of the partner with apiKey, the configured
@@ -44,7 +48,9 @@ func (s *server) partnerLimits(r *http.Request, apiKey string) (partners.Limits,
 	return l.Or(def), true
 }
 
-// limitKey puts a /v2 handler under its api_key's request limit. A
+// limitKey puts a /v2 handler under its api_key's request limit and under
+// the client network's share of it: the api_key is public in the widget's
+// tag, so one client must not spend all of it for every other reader. A
 // request without one api_key, or with an unknown one, passes on to be
 // refused by the handler.
 func (s *server) limitKey(h handlerFunc) handlerFunc {
@@ -57,12 +63,42 @@ func (s *server) limitKey(h handlerFunc) handlerFunc {
 		if !ok {
 			return h(w, r)
 		}
-		d := s.limits.keys.Allow(r.Context(), keys[0], ratelimit.Limit{Rate: l.RequestsPerSecond, Burst: l.Burst})
-		if err := s.checkLimit(w, d, "api_key", "too many requests for this api_key"); err != nil {
+		lim := ratelimit.Limit{Rate: l.RequestsPerSecond, Burst: l.Burst}
+		if err := s.shareLimit(w, r, s.limits.keyNets, s.limits.keys, keys[0], lim, s.cfg.KeyNetworkShare,
+			"api_key", "too many requests for this api_key", "too many requests for this api_key from this network"); err != nil {
 			return err
 		}
 		return h(w, r)
 	}
+}
+
+// shareLimit takes a token from key's bucket under lim and from the
+// client network's share of it (share of lim, in nets). The network's
+// bucket is asked first: a client over its share is refused without
+// taking from the key's, so a client at any speed leaves the rest of
+// the key's budget to the other networks. The headers report whichever
+// bucket binds.
+func (s *server) shareLimit(w http.ResponseWriter, r *http.Request, nets, whole ratelimit.Limiter, key string,
+	lim ratelimit.Limit, share float64, limit, message, netMessage string) error {
+	n := nets.Allow(r.Context(), key+"\x00"+s.clientNetwork(r), lim.Share(share))
+	if !n.Allowed {
+		return s.checkLimit(w, n, limit+"_network", netMessage)
+	}
+	d := whole.Allow(r.Context(), key, lim)
+	if d.Allowed && n.Limit != 0 && n.Remaining < d.Remaining {
+		d = n
+	}
+	return s.checkLimit(w, d, limit, message)
+}
+
+// clientNetwork is the network the client counts by in the limits shared
+// out per network: its IPv4 address, or its IPv6 /64.
+func (s *server) clientNetwork(r *http.Request) string {
+	ip := s.clientIP(r)
+	if a, err := netip.ParseAddr(ip); err == nil {
+		return ratelimit.Network(a).String()
+	}
+	return ip
 }
 
 // limitIP puts a handler under the client IP's request limit; an IPv6
@@ -82,12 +118,15 @@ func (s *server) limitIP(h handlerFunc) handlerFunc {
 }
 
 // admitPage is the gate of a site queueing an unseen page: its partner's
-// page limit, per site.
+// page limit, per site, and the client network's share of it, so one
+// client's junk URLs cannot use up the budget of a site's real new pages.
 func (s *server) admitPage(w http.ResponseWriter, r *http.Request, apiKey, siteID string) func() error {
 	return func() error {
 		l, _ := s.partnerLimits(r, apiKey)
-		d := s.limits.sites.Allow(r.Context(), apiKey+"\x00"+siteID, ratelimit.Limit{Rate: l.PagesPerSecond, Burst: l.PageBurst})
-		return s.checkLimit(w, d, "site", "this site is queueing too many new pages; retry later")
+		return s.shareLimit(w, r, s.limits.siteNets, s.limits.sites, apiKey+"\x00"+siteID,
+			ratelimit.Limit{Rate: l.PagesPerSecond, Burst: l.PageBurst}, s.cfg.PageNetworkShare,
+			"site", "this site is queueing too many new pages; retry later",
+			"this network is queueing too many new pages for this site; retry later")
 	}
 }
 
@@ -109,9 +148,9 @@ func (s *server) checkLimit(w http.ResponseWriter, d ratelimit.Decision, limit, 
 	h.Set("Cache-Control", "no-store")
 	param := ""
 	switch limit {
-	case "api_key":
+	case "api_key", "api_key_network":
 		param = "api_key"
-	case "site":
+	case "site", "site_network":
 		param = "site_id"
 	}
 	return &Error{Status: http.StatusTooManyRequests, Code: CodeRateLimited, Param: param,

@@ -31,6 +31,9 @@ func limitedEnv(t *testing.T, set func(*config.Config)) *testEnv {
 	cfg.KeyRate, cfg.KeyBurst = 0.001, 5
 	cfg.IPRate, cfg.IPBurst = 0.001, 3
 	cfg.PageRate, cfg.PageBurst = 0.001, 2
+	// The whole of a key's and a site's budget, for one client; the shares
+	// per network have tests of their own.
+	cfg.KeyNetworkShare, cfg.PageNetworkShare = 1, 1
 	if set != nil {
 		set(&cfg)
 	}
@@ -158,6 +161,7 @@ func TestRateLimitPageEnqueuesPerSite(t *testing.T) {
 	cfg := config.Default()
 	cfg.RedirectURL = "https://r.example"
 	cfg.PageRate, cfg.PageBurst = 0.001, 2
+	cfg.PageNetworkShare = 1
 	pe.handler = NewServer(Deps{Config: cfg, Indexes: pe.indexes, Partners: testPartners(t), Clicks: &clickRecorder{}, Pages: pe.svc})
 
 	for _, p := range []string{"/a", "/b"} {
@@ -176,6 +180,94 @@ func TestRateLimitPageEnqueuesPerSite(t *testing.T) {
 	}
 	if q, _ := pe.q.Queued(t.Context(), pe.base+"/c"); q {
 		t.Error("the refused page was queued")
+	}
+}
+
+// TestRateLimitKeySharedPerNetwork: the api_key is public, so one client
+// at many times the key's rate takes only its network's share of the
+// key's budget; another network is still served. An IPv6 client gains
+// nothing by rotating the low bits of its address, and the key's whole
+// budget still bounds all networks together.
+func TestRateLimitKeySharedPerNetwork(t *testing.T) {
+	env := limitedEnv(t, func(c *config.Config) { c.KeyBurst, c.KeyNetworkShare = 10, 0.3 })
+	const target = "/v2/search/link?q=handy&api_key=demo&site_id=demo"
+	const attacker = "198.51.100.7:5000"
+	for i := range 3 {
+		res := env.get(t, target, nil, attacker)
+		readBody(t, res)
+		if res.StatusCode != http.StatusOK || res.Header.Get("X-RateLimit-Limit") != "3" ||
+			res.Header.Get("X-RateLimit-Remaining") != strconv.Itoa(2-i) {
+			t.Fatalf("request %d: %s, limit %q remaining %q", i, res.Status,
+				res.Header.Get("X-RateLimit-Limit"), res.Header.Get("X-RateLimit-Remaining"))
+		}
+	}
+	for range 100 {
+		readBody(t, env.get(t, target, nil, attacker))
+	}
+	checkLimited(t, env.get(t, target, nil, attacker), 3, "api_key", "")
+	checkLimited(t, env.get(t, target+"&callback=cb", nil, attacker), 3, "api_key", "cb")
+	// A reader on another network is served: the attacker's refused
+	// requests took nothing from the key.
+	res := env.get(t, target, nil, "192.0.2.44:6000")
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("another network after a flood: %s %s", res.Status, readBody(t, res))
+	}
+	// One IPv6 /64 is one network, however its addresses rotate.
+	for i := range 20 {
+		res := env.get(t, target, nil, "[2001:db8:1:2::"+strconv.Itoa(i+1)+"]:5000")
+		readBody(t, res)
+		want := http.StatusOK
+		if i >= 3 {
+			want = http.StatusTooManyRequests
+		}
+		if res.StatusCode != want {
+			t.Fatalf("IPv6 request %d: %s, want %d", i, res.Status, want)
+		}
+	}
+	// Behind a trusted proxy the forwarded client's network counts.
+	fwd := env.get(t, target, header("X-Forwarded-For", "192.0.2.45"), "127.0.0.1:9000")
+	if fwd.StatusCode != http.StatusOK {
+		t.Fatalf("a forwarded client: %s", fwd.Status)
+	}
+	// 3 + 1 + 3 + 1 of the key's 10 are spent: two more networks get one
+	// each, then the key's whole budget refuses every network.
+	for _, ip := range []string{"192.0.2.46", "192.0.2.47"} {
+		if res := env.get(t, target, nil, ip+":1"); res.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %s", ip, res.Status)
+		}
+	}
+	checkLimited(t, env.get(t, target, nil, "192.0.2.48:1"), 10, "api_key", "")
+}
+
+// TestRateLimitPagesSharedPerNetwork: one client queueing many junk pages
+// takes only its network's share of the site's page budget; a reader on
+// another network can still queue a real new page.
+func TestRateLimitPagesSharedPerNetwork(t *testing.T) {
+	pe := newPageEnv(t, 0, pages.FetchOptions{AllowPrivate: true})
+	cfg := config.Default()
+	cfg.RedirectURL = "https://r.example"
+	cfg.KeyRate, cfg.KeyBurst = 1e9, 1e9
+	cfg.PageRate, cfg.PageBurst, cfg.PageNetworkShare = 0.001, 10, 0.2
+	pe.handler = NewServer(Deps{Config: cfg, Indexes: pe.indexes, Partners: testPartners(t), Clicks: &clickRecorder{}, Pages: pe.svc})
+
+	const attacker = "198.51.100.7:5000"
+	for i := range 30 {
+		res := pe.get(t, pageQuery(pe.base+"/junk/"+strconv.Itoa(i)+"?r="+strconv.Itoa(i)), nil, attacker)
+		readBody(t, res)
+		want := http.StatusAccepted
+		if i >= 2 {
+			want = http.StatusTooManyRequests
+		}
+		if res.StatusCode != want {
+			t.Fatalf("junk page %d: %s, want %d", i, res.Status, want)
+		}
+	}
+	checkLimited(t, pe.get(t, pageQuery(pe.base+"/junk/x"), nil, attacker), 2, "site_id", "")
+	if res := pe.get(t, pageQuery(pe.base+"/review"), nil, "192.0.2.44:6000"); res.StatusCode != http.StatusAccepted {
+		t.Fatalf("a real new page from another network: %s %s", res.Status, readBody(t, res))
+	}
+	if q, _ := pe.q.Queued(t.Context(), pe.base+"/review"); !q {
+		t.Error("the real page was not queued")
 	}
 }
 

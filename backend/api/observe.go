@@ -7,10 +7,14 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/adlink/adlink/contract"
 )
 
 // The request id: taken from a trusted proxy's X-Request-Id, else made
@@ -152,8 +156,95 @@ func (s *server) observe(next http.Handler) http.Handler {
 					"path", r.URL.Path, "status", status, "duration_ms", float64(d.Microseconds())/1000)
 			}
 		}()
+		if e := tooLarge(r); e != nil {
+			s.refuseLarge(sw, r, e)
+			return
+		}
 		next.ServeHTTP(sw, r)
 	})
+}
+
+// The bounds of a request that the handler answers itself, in JSON or
+// JSONP, before any route: net/http's own answer to a request over its
+// MaxHeaderBytes is a plain-text 431 that a JSONP caller cannot read.
+const (
+	// MaxURLBytes bounds the request's target, path and query.
+	MaxURLBytes = 64 << 10
+	// MaxHeaderFieldBytes bounds the header fields together, each counted
+	// as "Name: value" and a line break.
+	MaxHeaderFieldBytes = 64 << 10
+	// MaxHeaderBytes is the http.Server's MaxHeaderBytes: room above the
+	// two bounds before it, so that a request over them reaches the
+	// handler to be answered in JSON; beyond it net/http answers itself.
+	MaxHeaderBytes = 1 << 20
+)
+
+// tooLarge returns the error of a request over MaxURLBytes or
+// MaxHeaderFieldBytes, or nil.
+func tooLarge(r *http.Request) *Error {
+	target := r.RequestURI
+	if target == "" {
+		target = r.URL.RequestURI()
+	}
+	if n := len(target); n > MaxURLBytes {
+		return &Error{Status: http.StatusRequestURITooLong, Code: CodeURITooLong,
+			Message: "the URL is " + strconv.Itoa(n) + " bytes long; the most is " + strconv.Itoa(MaxURLBytes)}
+	}
+	n := 0
+	for k, vs := range r.Header {
+		for _, v := range vs {
+			n += len(k) + len(v) + 4
+		}
+	}
+	if n > MaxHeaderFieldBytes {
+		return &Error{Status: http.StatusRequestHeaderFieldsTooLarge, Code: CodeHeadersTooLarge,
+			Message: "the request's header fields are " + strconv.Itoa(n) + " bytes; the most is " + strconv.Itoa(MaxHeaderFieldBytes)}
+	}
+	return nil
+}
+
+// refuseLarge answers a request over a bound of tooLarge: under /v2 as
+// the API answers there, readable from any origin and as JSONP when a
+// valid callback can be read from the query, however long.
+func (s *server) refuseLarge(w http.ResponseWriter, r *http.Request, e *Error) {
+	w.Header().Set("Connection", "close")
+	callback := ""
+	if strings.HasPrefix(r.URL.Path, "/v2/") {
+		w.Header().Set("Access-Control-Allow-Origin", "*")
+		w.Header().Set("Access-Control-Expose-Headers", exposedHeaders)
+		callback = callbackIn(r.URL.RawQuery)
+	}
+	s.fail(w, r, e, callback)
+}
+
+// callbackIn is the callback of a raw query string when it is given once
+// and valid, as callbackOf reads it from the parsed query, without
+// parsing the rest: the query may be too long to parse.
+func callbackIn(rawQuery string) string {
+	callback, n := "", 0
+	for rest := rawQuery; rest != ""; {
+		var kv string
+		kv, rest, _ = strings.Cut(rest, "&")
+		if strings.Contains(kv, ";") {
+			continue // net/url refuses the pair
+		}
+		k, v, _ := strings.Cut(kv, "=")
+		if k != "callback" {
+			if name, err := url.QueryUnescape(k); err != nil || name != "callback" {
+				continue
+			}
+		}
+		value, err := url.QueryUnescape(v)
+		if err != nil {
+			continue // net/url drops the pair
+		}
+		callback = value
+		n++
+	}
+	if n == 1 && contract.ValidCallback(callback) {
+		return callback
+	}
+	return ""
 }
 
 // routeOf is the route pattern that served r, as a metric label.

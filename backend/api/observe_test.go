@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -204,4 +205,73 @@ func TestPanicAfterWritingCutsTheConnection(t *testing.T) {
 	if _, err := io.ReadAll(res.Body); err == nil {
 		t.Error("a half-written answer read as complete")
 	}
+}
+
+// TestTooLongURLIsJSON: a URL over MaxURLBytes is a 414 in JSON, under
+// /v2 as JSONP when one valid callback can be read from the query,
+// wherever it stands in it; header fields over MaxHeaderFieldBytes are a
+// 431 alike.
+func TestTooLongURLIsJSON(t *testing.T) {
+	env := newEnv(t, fixture())
+	const search = "/v2/search/link?q=handy&api_key=demo&site_id=demo"
+	pad := "&pad=" + strings.Repeat("%41", MaxURLBytes/3)
+	for _, tt := range []struct {
+		name, target, callback string
+		status                 int
+	}{
+		{"no callback", search + pad, "", http.StatusRequestURITooLong},
+		{"callback last", search + pad + "&callback=adlink.cb", "adlink.cb", http.StatusOK},
+		{"callback first", "/v2/page/link?callback=cb" + pad, "cb", http.StatusOK},
+		{"escaped name", "/v2/shards?call%62ack=cb" + pad, "cb", http.StatusOK},
+		{"invalid callback", search + pad + "&callback=alert(1)", "", http.StatusRequestURITooLong},
+		{"callback twice", search + "&callback=a" + pad + "&callback=b", "", http.StatusRequestURITooLong},
+		{"semicolon", search + pad + "&callback=a;b", "", http.StatusRequestURITooLong},
+		{"redirect", "/v1/redirect?callback=cb" + pad, "", http.StatusRequestURITooLong},
+	} {
+		res := env.get(t, tt.target, nil, "")
+		body := string(readBody(t, res))
+		if res.StatusCode != tt.status {
+			t.Errorf("%s: %s %.120s", tt.name, res.Status, body)
+			continue
+		}
+		want := `{"error":{"code":"uri_too_long","message":"the URL is ` + strconv.Itoa(len(tt.target)) + ` bytes long; the most is 65536"}}`
+		if tt.callback != "" {
+			want = "/**/" + tt.callback + `({"http_status":414,` + want[1:] + ");"
+		}
+		if body != want {
+			t.Errorf("%s: %s, want %s", tt.name, body, want)
+		}
+		if v2 := strings.HasPrefix(tt.target, "/v2/"); (res.Header.Get("Access-Control-Allow-Origin") == "*") != v2 {
+			t.Errorf("%s: Access-Control-Allow-Origin %q", tt.name, res.Header.Get("Access-Control-Allow-Origin"))
+		}
+	}
+	// At the bound the request is the handler's, whatever it answers.
+	target := search + "&pad="
+	target += strings.Repeat("x", MaxURLBytes-len(target))
+	if res := env.get(t, target, nil, ""); res.StatusCode != http.StatusOK {
+		t.Errorf("a URL of MaxURLBytes: %s", res.Status)
+	}
+	res := env.get(t, search+"&callback=cb", header("Cookie", strings.Repeat("c", MaxHeaderFieldBytes)), "")
+	if body := string(readBody(t, res)); res.StatusCode != http.StatusOK ||
+		!strings.HasPrefix(body, `/**/cb({"http_status":431,"error":{"code":"headers_too_large"`) {
+		t.Errorf("large header fields: %s %s", res.Status, body)
+	}
+}
+
+// FuzzCallbackIn: the callback read from a raw query, however long, is
+// the one the JSONP adapter reads from the parsed query.
+func FuzzCallbackIn(f *testing.F) {
+	for _, s := range []string{"callback=cb", "q=x&callback=a.b&callback=c", "call%62ack=cb&x=%zz", "callback=%zz&callback=cb",
+		"callback=a;b", "callback=cb;&q", "callback=alert(1)", "callback"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		if strings.Count(raw, "&") >= 1000 {
+			return
+		}
+		q, _ := url.ParseQuery(raw)
+		if got, want := callbackIn(raw), callbackOf(q); got != want {
+			t.Fatalf("callbackIn(%q) = %q, callbackOf reads %q", raw, got, want)
+		}
+	})
 }

@@ -169,6 +169,7 @@ func TestOpenAPIParametersAcceptedByHandlers(t *testing.T) {
 	pe := newPageEnv(t, 0, pages.FetchOptions{AllowPrivate: true})
 	cfg := config.Default()
 	cfg.RedirectURL = "https://r.example"
+	cfg.KeyRate, cfg.KeyBurst = 1e9, 1e9
 	pe.handler = NewServer(Deps{Config: cfg, Indexes: pe.indexes, Partners: testPartners(t), Pages: pe.svc,
 		Clicks: &clickRecorder{AppendFn: func(context.Context, clicks.Click) error { return nil }}})
 	for _, o := range queryOps {
@@ -437,7 +438,8 @@ func TestOpenAPIValidatesGoldenResponses(t *testing.T) {
 }
 
 // TestOpenAPIValidatesLiveErrors checks answers no golden file holds: a
-// rate-limited request in JSON and JSONP, readyz and healthz.
+// rate-limited request and a too-long URL in JSON and JSONP, readyz and
+// healthz.
 func TestOpenAPIValidatesLiveErrors(t *testing.T) {
 	doc := loadOpenAPI(t)
 	env := limitedEnv(t, nil)
@@ -450,6 +452,14 @@ func TestOpenAPIValidatesLiveErrors(t *testing.T) {
 		res := env.get(t, target, nil, "")
 		if err := doc.validateResponse(t, op, res.StatusCode, res.Header.Get("Content-Type"), readBody(t, res)); err != nil {
 			t.Errorf("request %d: %v", i, err)
+		}
+	}
+	// A URL too long to read, in JSON and JSONP.
+	for _, callback := range []string{"", "&callback=cb"} {
+		target := "/v2/search/link?q=handy&api_key=demo&site_id=demo" + callback + "&pad=" + strings.Repeat("x", MaxURLBytes)
+		res := env.get(t, target, nil, "")
+		if err := doc.validateResponse(t, op, res.StatusCode, res.Header.Get("Content-Type"), readBody(t, res)); err != nil {
+			t.Errorf("a too-long URL%s: %v", callback, err)
 		}
 	}
 	for _, path := range []string{"/healthz", "/readyz", "/v2/nothing"} {

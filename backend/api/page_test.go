@@ -110,6 +110,7 @@ func newPageEnv(t *testing.T, maxQueue int, fo pages.FetchOptions) *pageEnv {
 	})
 	cfg := config.Default()
 	cfg.RedirectURL = "https://r.example"
+	cfg.KeyRate, cfg.KeyBurst = 1e9, 1e9
 	env := &testEnv{indexes: ix}
 	rec := &recordingIndexes{Indexes: ix}
 	env.handler = NewServer(Deps{

@@ -385,6 +385,7 @@ func TestSearchUseGeo(t *testing.T) {
 		{"untrusted peer", "198.51.100.4:5000", header("CF-IPCountry", "DE"), ""},
 		{"unknown country XX", "127.0.0.1:5000", header("CF-IPCountry", "XX"), ""},
 		{"Tor T1", "127.0.0.1:5000", header("CF-IPCountry", "T1"), ""},
+		{"no country EU", "127.0.0.1:5000", header("CF-IPCountry", "EU"), ""},
 		{"no header", "127.0.0.1:5000", nil, ""},
 	}
 	for _, tt := range tests {

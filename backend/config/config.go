@@ -60,6 +60,12 @@ type Config struct {
 	// -rate-key-burst, ADLINK_RATE_KEY_BURST). A partner may set its own.
 	KeyRate  float64
 	KeyBurst int
+	// KeyNetworkShare is the part of a key's limit (rate and burst) that
+	// one client network (an IPv4 address, an IPv6 /64) may take, beside
+	// the key's whole limit, so one client cannot spend a public api_key's
+	// budget for its other readers (-rate-key-network-share,
+	// ADLINK_RATE_KEY_NETWORK_SHARE; above 0, at most 1).
+	KeyNetworkShare float64
 	// IPRate and IPBurst limit /v1/redirect per client IP (an IPv6 client
 	// per /64), per second and at once (-rate-ip, ADLINK_RATE_IP;
 	// -rate-ip-burst, ADLINK_RATE_IP_BURST).
@@ -71,6 +77,11 @@ type Config struct {
 	// partner may set its own.
 	PageRate  float64
 	PageBurst int
+	// PageNetworkShare is the part of a site's page limit that one client
+	// network may take, beside the site's whole limit
+	// (-rate-pages-network-share, ADLINK_RATE_PAGES_NETWORK_SHARE; above 0,
+	// at most 1).
+	PageNetworkShare float64
 	// ClickKeys sign click URLs and site tokens: the first signs, every one
 	// verifies, so a key can rotate (-click-keys, ADLINK_CLICK_KEYS,
 	// "kid:base64secret,..."; prefer the variable, a flag shows in the
@@ -95,17 +106,19 @@ type Config struct {
 // Default returns the configuration used when nothing is set.
 func Default() Config {
 	return Config{
-		Addr:          "localhost:8080",
-		DataDir:       ".data",
-		CountryHeader: "CF-IPCountry",
-		KeyRate:       50,
-		KeyBurst:      100,
-		IPRate:        2,
-		IPBurst:       20,
-		PageRate:      1,
-		PageBurst:     30,
-		ClickTTL:      24 * time.Hour,
-		SiteTokenTTL:  time.Hour,
+		Addr:             "localhost:8080",
+		DataDir:          ".data",
+		CountryHeader:    "CF-IPCountry",
+		KeyRate:          50,
+		KeyBurst:         100,
+		KeyNetworkShare:  0.2,
+		IPRate:           2,
+		IPBurst:          20,
+		PageRate:         1,
+		PageBurst:        30,
+		PageNetworkShare: 0.2,
+		ClickTTL:         24 * time.Hour,
+		SiteTokenTTL:     time.Hour,
 		TrustedProxies: []netip.Prefix{
 			netip.MustParsePrefix("127.0.0.1/32"),
 			netip.MustParsePrefix("::1/128"),
@@ -175,10 +188,12 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	}
 	envFloat("ADLINK_RATE_KEY", &c.KeyRate)
 	envInt("ADLINK_RATE_KEY_BURST", &c.KeyBurst)
+	envFloat("ADLINK_RATE_KEY_NETWORK_SHARE", &c.KeyNetworkShare)
 	envFloat("ADLINK_RATE_IP", &c.IPRate)
 	envInt("ADLINK_RATE_IP_BURST", &c.IPBurst)
 	envFloat("ADLINK_RATE_PAGES", &c.PageRate)
 	envInt("ADLINK_RATE_PAGES_BURST", &c.PageBurst)
+	envFloat("ADLINK_RATE_PAGES_NETWORK_SHARE", &c.PageNetworkShare)
 	envDuration := func(name string, dst *time.Duration) {
 		if v := getenv(name); v != "" {
 			d, err := time.ParseDuration(v)
@@ -214,10 +229,12 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	fs.StringVar(&c.CountryHeader, "country-header", c.CountryHeader, "request `header` with the client's country, from a trusted proxy (ADLINK_COUNTRY_HEADER)")
 	fs.Float64Var(&c.KeyRate, "rate-key", c.KeyRate, "default /v2 `requests` per second per api_key (ADLINK_RATE_KEY)")
 	fs.IntVar(&c.KeyBurst, "rate-key-burst", c.KeyBurst, "default /v2 `requests` at once per api_key (ADLINK_RATE_KEY_BURST)")
+	fs.Float64Var(&c.KeyNetworkShare, "rate-key-network-share", c.KeyNetworkShare, "`part` (0 to 1) of an api_key's limit one client network may take (ADLINK_RATE_KEY_NETWORK_SHARE)")
 	fs.Float64Var(&c.IPRate, "rate-ip", c.IPRate, "/v1/redirect `requests` per second per client IP (ADLINK_RATE_IP)")
 	fs.IntVar(&c.IPBurst, "rate-ip-burst", c.IPBurst, "/v1/redirect `requests` at once per client IP (ADLINK_RATE_IP_BURST)")
 	fs.Float64Var(&c.PageRate, "rate-pages", c.PageRate, "default unseen `pages` per second a site may queue (ADLINK_RATE_PAGES)")
 	fs.IntVar(&c.PageBurst, "rate-pages-burst", c.PageBurst, "default unseen `pages` at once a site may queue (ADLINK_RATE_PAGES_BURST)")
+	fs.Float64Var(&c.PageNetworkShare, "rate-pages-network-share", c.PageNetworkShare, "`part` (0 to 1) of a site's page limit one client network may take (ADLINK_RATE_PAGES_NETWORK_SHARE)")
 	// A func flag: -h must not print the keys from the environment as
 	// the default.
 	fs.Func("click-keys", "click signing `keys` kid:base64secret,...; the first signs; none: one generated in the data directory (ADLINK_CLICK_KEYS, preferred)",
@@ -311,6 +328,14 @@ func (c *Config) Validate() error {
 		}
 		if r.burst < 1 {
 			bad("%s-burst %d: want at least 1", r.name, r.burst)
+		}
+	}
+	for _, r := range []struct {
+		name  string
+		share float64
+	}{{"rate-key-network-share", c.KeyNetworkShare}, {"rate-pages-network-share", c.PageNetworkShare}} {
+		if !(r.share > 0 && r.share <= 1) {
+			bad("%s %v: want a part above 0 and at most 1", r.name, r.share)
 		}
 	}
 	if _, err := clicks.NewKeys(c.ClickKeys...); err != nil && len(c.ClickKeys) > 0 {

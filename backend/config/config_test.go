@@ -67,12 +67,13 @@ func TestLoad(t *testing.T) {
 		},
 		{
 			name: "rate limits",
-			args: []string{"-rate-key", "5", "-rate-ip-burst", "3", "-rate-pages", "0.25"},
-			env:  map[string]string{"ADLINK_RATE_KEY": "9", "ADLINK_RATE_KEY_BURST": "11", "ADLINK_RATE_IP": "1.5", "ADLINK_RATE_PAGES_BURST": "4"},
+			args: []string{"-rate-key", "5", "-rate-ip-burst", "3", "-rate-pages", "0.25", "-rate-key-network-share", "0.5"},
+			env: map[string]string{"ADLINK_RATE_KEY": "9", "ADLINK_RATE_KEY_BURST": "11", "ADLINK_RATE_IP": "1.5", "ADLINK_RATE_PAGES_BURST": "4",
+				"ADLINK_RATE_KEY_NETWORK_SHARE": "0.1", "ADLINK_RATE_PAGES_NETWORK_SHARE": "1"},
 			want: func(c *Config) {
-				c.KeyRate, c.KeyBurst = 5, 11
+				c.KeyRate, c.KeyBurst, c.KeyNetworkShare = 5, 11, 0.5
 				c.IPRate, c.IPBurst = 1.5, 3
-				c.PageRate, c.PageBurst = 0.25, 4
+				c.PageRate, c.PageBurst, c.PageNetworkShare = 0.25, 4, 1
 			},
 		},
 		{
@@ -134,16 +135,16 @@ func TestLoadReportsEveryProblem(t *testing.T) {
 	c, err := Load(
 		[]string{"-addr", "nohostport", "-redirect-url", "ftp://x", "-nope", "-trusted-proxies", "10.0.0.1,bogus", "-country-header", " ",
 			"-rate-key", "0", "-rate-ip", "fast", "-rate-ip-burst", "0", "-rate-pages", "-1", "stray", "-click-keys", "k1:c2hvcnQ",
-			"-=x", "-site-token-ttl", "0s", "-partners", "p.json"},
+			"-=x", "-site-token-ttl", "0s", "-partners", "p.json", "-rate-key-network-share", "1.5"},
 		env(map[string]string{"ADLINK_FETCH_ALLOW_PRIVATE": "maybe", "ADLINK_DEMO": "yes please", "ADLINK_RATE_KEY_BURST": "lots",
-			"ADLINK_LOG_LEVEL": "loud", "ADLINK_CLICK_TTL": "a day"}), io.Discard)
+			"ADLINK_LOG_LEVEL": "loud", "ADLINK_CLICK_TTL": "a day", "ADLINK_RATE_PAGES_NETWORK_SHARE": "0"}), io.Discard)
 	if err == nil {
 		t.Fatal("Load accepted a bad configuration")
 	}
 	for _, want := range []string{"ADLINK_FETCH_ALLOW_PRIVATE", "ADLINK_DEMO", `"10.0.0.1"`, `"bogus"`, "addr", "redirect-url", "country-header",
 		"ADLINK_RATE_KEY_BURST", "ADLINK_LOG_LEVEL", "rate-key 0", `invalid value "fast" for flag -rate-ip`, "rate-ip-burst 0", "rate-pages -1",
 		"flag provided but not defined: -nope", `unexpected argument "stray"`, "bad flag syntax: -=x",
-		`click key "k1": secret of 5 bytes`, "ADLINK_CLICK_TTL", "site-token-ttl 0s"} {
+		`click key "k1": secret of 5 bytes`, "ADLINK_CLICK_TTL", "site-token-ttl 0s", "rate-key-network-share 1.5", "rate-pages-network-share 0:"} {
 		if n := strings.Count(err.Error(), want); n != 1 {
 			t.Errorf("error mentions %s %d times, want once:\n%v", want, n, err)
 		}

@@ -7,6 +7,7 @@ package ratelimit
 import (
 	"context"
 	"math"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -23,6 +24,30 @@ type Limit struct {
 // Valid reports whether l limits anything sensibly: a positive rate and
 // burst.
 func (l Limit) Valid() bool { return l.Rate > 0 && l.Burst >= 1 && !math.IsInf(l.Rate, 0) }
+
+// Share is the part f (0 < f <= 1) of l: f of its rate, and f of its
+// burst rounded down but at least one. It sizes the bucket of one client
+// network inside a key's: Share(1) is l itself.
+func (l Limit) Share(f float64) Limit {
+	if f >= 1 || !(f > 0) {
+		return l
+	}
+	return Limit{Rate: l.Rate * f, Burst: max(1, int(float64(l.Burst)*f))}
+}
+
+// Network is the client network addr belongs to, which limits count by: an
+// IPv4 address alone (/32), an IPv6 address by its /64, which one host or
+// home usually holds whole, so rotating the low bits gains nothing. A zone
+// (fe80::1%eth0) and the IPv4-mapped form count for nothing.
+func Network(addr netip.Addr) netip.Prefix {
+	addr = addr.Unmap().WithZone("")
+	bits := 32
+	if addr.Is6() {
+		bits = 64
+	}
+	p, _ := addr.Prefix(bits)
+	return p
+}
 
 // fillTime is how long an empty bucket takes to fill.
 func (l Limit) fillTime() time.Duration {

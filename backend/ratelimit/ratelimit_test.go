@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"fmt"
+	"net/netip"
 	"testing"
 	"time"
 )
@@ -116,5 +117,40 @@ func TestFullSetFreesATenthAtOnce(t *testing.T) {
 	s.Allow(t.Context(), "one more", l)
 	if want := bound - bound/10 + 1; s.Len() != want {
 		t.Errorf("after one key past a full bound: %d buckets, want %d, so the next %d keys need no pass", s.Len(), want, bound/10-1)
+	}
+}
+
+func TestShare(t *testing.T) {
+	l := Limit{Rate: 50, Burst: 100}
+	for _, tc := range []struct {
+		f    float64
+		want Limit
+	}{
+		{1, l}, {2, l}, {0.2, Limit{Rate: 10, Burst: 20}}, {0.001, Limit{Rate: 0.05, Burst: 1}},
+	} {
+		if got := l.Share(tc.f); got != tc.want {
+			t.Errorf("Share(%v) = %+v, want %+v", tc.f, got, tc.want)
+		}
+	}
+	if got := (Limit{Rate: 1, Burst: 2}).Share(0.3); got.Burst != 1 || !got.Valid() {
+		t.Errorf("a share of a small burst: %+v, want one token", got)
+	}
+}
+
+func TestNetwork(t *testing.T) {
+	for in, want := range map[string]string{
+		"192.0.2.7":               "192.0.2.7/32",
+		"::ffff:192.0.2.7":        "192.0.2.7/32",
+		"2001:db8:1:2::1":         "2001:db8:1:2::/64",
+		"2001:db8:1:2:ffff::9":    "2001:db8:1:2::/64",
+		"2001:db8:1:2::1%z1":      "2001:db8:1:2::/64",
+		"fe80::1%eth0":            "fe80::/64",
+		"2001:db8:1:3::1":         "2001:db8:1:3::/64",
+		"::1":                     "::/64",
+		"2001:db8:aaaa:bbbb:c::d": "2001:db8:aaaa:bbbb::/64",
+	} {
+		if got := Network(netip.MustParseAddr(in)).String(); got != want {
+			t.Errorf("Network(%s) = %s, want %s", in, got, want)
+		}
 	}
 }

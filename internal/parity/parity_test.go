@@ -307,6 +307,9 @@ func TestParityHTTP(t *testing.T) {
 		{"q": {"handy"}, "lang": {"x\u2028"}}, {"q": {"handy"}, "loc": {"d\u2029"}},
 		{"q": {"handy"}, "logo.dim": {"<b>&amp;"}}, {"q": {"handy"}, "fields": {"price,\x01x\u2028y"}},
 		{"q": {"handy"}, "ad_type": {"ü\u2028"}},
+		// Two letters that name no country; leading zeros, however many.
+		{"q": {"handy"}, "loc": {"xx"}}, {"q": {"handy"}, "size": {"0000000002"}, "distinct_advertiser": {"000000000001"}},
+		{"q": {"handy"}, "size": {"000000000000000000000000051"}},
 	} {
 		bad.Set("redirect_url", "http://localhost:8080")
 		reqs = append(reqs, bad)
