@@ -77,6 +77,11 @@ type Config struct {
 	// process list). With none the server generates a key in DataDir on
 	// first start and keeps it there.
 	ClickKeys []clicks.Key
+	// NetworkDailyClicks caps the billable clicks of one client network
+	// (an IPv4 address, an IPv6 /64) per UTC day; the clicks past it land
+	// and are recorded as network_cap (-network-daily-clicks,
+	// ADLINK_NETWORK_DAILY_CLICKS).
+	NetworkDailyClicks int
 	// ClickTTL is how long a click URL the server signed stays billable
 	// (-click-ttl, ADLINK_CLICK_TTL).
 	ClickTTL time.Duration
@@ -104,8 +109,11 @@ func Default() Config {
 		IPBurst:       20,
 		PageRate:      1,
 		PageBurst:     30,
-		ClickTTL:      24 * time.Hour,
-		SiteTokenTTL:  time.Hour,
+		// One household or office behind one address clicks a few ads a
+		// day; a carrier's NAT shares an address wider, so not fewer.
+		NetworkDailyClicks: 50,
+		ClickTTL:           24 * time.Hour,
+		SiteTokenTTL:       time.Hour,
 		TrustedProxies: []netip.Prefix{
 			netip.MustParsePrefix("127.0.0.1/32"),
 			netip.MustParsePrefix("::1/128"),
@@ -179,6 +187,7 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	envInt("ADLINK_RATE_IP_BURST", &c.IPBurst)
 	envFloat("ADLINK_RATE_PAGES", &c.PageRate)
 	envInt("ADLINK_RATE_PAGES_BURST", &c.PageBurst)
+	envInt("ADLINK_NETWORK_DAILY_CLICKS", &c.NetworkDailyClicks)
 	envDuration := func(name string, dst *time.Duration) {
 		if v := getenv(name); v != "" {
 			d, err := time.ParseDuration(v)
@@ -218,6 +227,7 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	fs.IntVar(&c.IPBurst, "rate-ip-burst", c.IPBurst, "/v1/redirect `requests` at once per client IP (ADLINK_RATE_IP_BURST)")
 	fs.Float64Var(&c.PageRate, "rate-pages", c.PageRate, "default unseen `pages` per second a site may queue (ADLINK_RATE_PAGES)")
 	fs.IntVar(&c.PageBurst, "rate-pages-burst", c.PageBurst, "default unseen `pages` at once a site may queue (ADLINK_RATE_PAGES_BURST)")
+	fs.IntVar(&c.NetworkDailyClicks, "network-daily-clicks", c.NetworkDailyClicks, "billable `clicks` per UTC day per client network, IPv4 address or IPv6 /64 (ADLINK_NETWORK_DAILY_CLICKS)")
 	// A func flag: -h must not print the keys from the environment as
 	// the default.
 	fs.Func("click-keys", "click signing `keys` kid:base64secret,...; the first signs; none: one generated in the data directory (ADLINK_CLICK_KEYS, preferred)",
@@ -315,6 +325,9 @@ func (c *Config) Validate() error {
 	}
 	if _, err := clicks.NewKeys(c.ClickKeys...); err != nil && len(c.ClickKeys) > 0 {
 		bad("click-keys: %w", err)
+	}
+	if c.NetworkDailyClicks < 1 {
+		bad("network-daily-clicks %d: want at least 1", c.NetworkDailyClicks)
 	}
 	if c.ClickTTL <= 0 {
 		bad("click-ttl %v: want a positive duration", c.ClickTTL)
