@@ -60,9 +60,10 @@ type Config struct {
 	// -rate-key-burst, ADLINK_RATE_KEY_BURST). A partner may set its own.
 	KeyRate  float64
 	KeyBurst int
-	// IPRate and IPBurst limit /v1/redirect per client IP (an IPv6 client
-	// per /64), per second and at once (-rate-ip, ADLINK_RATE_IP;
-	// -rate-ip-burst, ADLINK_RATE_IP_BURST).
+	// IPRate and IPBurst limit /v1/redirect per client network (an IPv4
+	// address, an IPv6 /64), per second and at once (-rate-ip,
+	// ADLINK_RATE_IP; -rate-ip-burst, ADLINK_RATE_IP_BURST); over the
+	// limit the visitor still lands and the click does not bill.
 	IPRate  float64
 	IPBurst int
 	// PageRate and PageBurst are the default limit of unseen pages each site
@@ -223,8 +224,8 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	fs.StringVar(&c.CountryHeader, "country-header", c.CountryHeader, "request `header` with the client's country, from a trusted proxy (ADLINK_COUNTRY_HEADER)")
 	fs.Float64Var(&c.KeyRate, "rate-key", c.KeyRate, "default /v2 `requests` per second per api_key (ADLINK_RATE_KEY)")
 	fs.IntVar(&c.KeyBurst, "rate-key-burst", c.KeyBurst, "default /v2 `requests` at once per api_key (ADLINK_RATE_KEY_BURST)")
-	fs.Float64Var(&c.IPRate, "rate-ip", c.IPRate, "/v1/redirect `requests` per second per client IP (ADLINK_RATE_IP)")
-	fs.IntVar(&c.IPBurst, "rate-ip-burst", c.IPBurst, "/v1/redirect `requests` at once per client IP (ADLINK_RATE_IP_BURST)")
+	fs.Float64Var(&c.IPRate, "rate-ip", c.IPRate, "/v1/redirect `requests` per second per client network, IPv4 address or IPv6 /64 (ADLINK_RATE_IP)")
+	fs.IntVar(&c.IPBurst, "rate-ip-burst", c.IPBurst, "/v1/redirect `requests` at once per client network (ADLINK_RATE_IP_BURST)")
 	fs.Float64Var(&c.PageRate, "rate-pages", c.PageRate, "default unseen `pages` per second a site may queue (ADLINK_RATE_PAGES)")
 	fs.IntVar(&c.PageBurst, "rate-pages-burst", c.PageBurst, "default unseen `pages` at once a site may queue (ADLINK_RATE_PAGES_BURST)")
 	fs.IntVar(&c.NetworkDailyClicks, "network-daily-clicks", c.NetworkDailyClicks, "billable `clicks` per UTC day per client network, IPv4 address or IPv6 /64 (ADLINK_NETWORK_DAILY_CLICKS)")
