@@ -27,8 +27,10 @@ type Auth struct {
 // a reason the caller found before (such as ReasonPartner when the api_key
 // is no longer known), or "". The reasons are tried in that order and the
 // first that applies is c's. Only a click that passes every other check
-// is claimed in Windows, so clicks that do not bill spend no window. An
-// error is the Windows' failure, and c is then not billable.
+// is claimed in Windows, so clicks that do not bill spend no window. A
+// claim stays if the caller then fails to log the click: that network's
+// click on the ad goes unbilled, never billed twice. An error is the
+// Windows' failure, and c is then not billable.
 func (j *Judge) Judge(ctx context.Context, c *Click, auth Auth, intent Intent, refuse string) error {
 	reason := ReasonUnsigned
 	if j.Keys != nil {
