@@ -42,6 +42,7 @@ func clickAs(t *testing.T, u string) {
 		t.Fatal(err)
 	}
 	req.Header.Set("User-Agent", testBrowserUA)
+	clicks.Navigation.Header(req.Header)
 	res, err := noFollow.Do(req)
 	if err != nil {
 		t.Fatal(err)

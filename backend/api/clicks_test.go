@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -39,6 +40,13 @@ type signedEnv struct {
 
 func newSignedEnv(t testing.TB) *signedEnv {
 	t.Helper()
+	return newSignedEnvWith(t, nil, testWindows(t, t.TempDir()))
+}
+
+// newSignedEnvWith is newSignedEnv with the configuration configure changes and
+// the given Windows.
+func newSignedEnvWith(t testing.TB, configure func(*config.Config), windows clicks.Windows) *signedEnv {
+	t.Helper()
 	ix, err := market.Build(fixture())
 	if err != nil {
 		t.Fatal(err)
@@ -51,6 +59,9 @@ func newSignedEnv(t testing.TB) *signedEnv {
 	cfg := config.Default()
 	cfg.RedirectURL = "https://r.example"
 	cfg.IPRate, cfg.IPBurst, cfg.KeyRate, cfg.KeyBurst = 1e9, 1e9, 1e9, 1e9
+	if configure != nil {
+		configure(&cfg)
+	}
 	set, err := shards.Build(ix, shards.Options{RedirectURL: cfg.RedirectURL})
 	if err != nil {
 		t.Fatal(err)
@@ -58,6 +69,7 @@ func newSignedEnv(t testing.TB) *signedEnv {
 	env := &signedEnv{keys: keys, metrics: metrics.New(), now: testClock}
 	env.handler = NewServer(Deps{
 		Config: cfg, Indexes: ix, Partners: testPartners(t), ClickKeys: keys, Shards: set, Metrics: env.metrics,
+		Windows: windows,
 		Clicks: &clickRecorder{AppendFn: func(_ context.Context, c clicks.Click) error {
 			env.mu.Lock()
 			defer env.mu.Unlock()
@@ -88,11 +100,24 @@ func (env *signedEnv) take() []clicks.Click {
 	return c
 }
 
-// do serves a GET of target from client ip with user agent ua.
+// do serves a GET of target from client ip with user agent ua, with the
+// headers of a person's navigation (clicks.Navigation).
 func (env *signedEnv) do(t testing.TB, target, ip, ua string) *http.Response {
 	t.Helper()
+	h := http.Header{}
+	clicks.Navigation.Header(h)
+	return env.doWith(t, target, ip, ua, h)
+}
+
+// doWith serves a GET of target from client ip with user agent ua and
+// the headers h alone.
+func (env *signedEnv) doWith(t testing.TB, target, ip, ua string, h http.Header) *http.Response {
+	t.Helper()
 	req := httptest.NewRequest(http.MethodGet, target, nil)
-	req.RemoteAddr = ip + ":40000"
+	req.RemoteAddr = net.JoinHostPort(ip, "40000")
+	for k, vs := range h {
+		req.Header[k] = vs
+	}
 	req.Header.Set("User-Agent", ua)
 	rec := httptest.NewRecorder()
 	env.handler.ServeHTTP(rec, req)
@@ -268,7 +293,8 @@ func TestTokenClicks(t *testing.T) {
 	}
 }
 
-// Bots and repeats within 30 s are not billable; the clock is the test's.
+// Bots, and repeats of a network on an ad within a day, are not billable;
+// the clock is the test's.
 func TestBotAndRepeatClicks(t *testing.T) {
 	env := newSignedEnv(t)
 	l := env.links(t, "q=lg+handy&loc=de&api_key=demo&site_id=demo")[0]
@@ -280,11 +306,17 @@ func TestBotAndRepeatClicks(t *testing.T) {
 		{"first click", "198.51.100.7", browserUA, 0, ""},
 		{"same client 29 s later", "198.51.100.7", browserUA, 29 * time.Second, clicks.ReasonRepeat},
 		{"another client", "198.51.100.8", browserUA, 0, ""},
-		{"same client 30 s after its last", "198.51.100.7", browserUA, 30 * time.Second, ""},
+		{"same client 31 s after its last", "198.51.100.7", browserUA, 31 * time.Second, clicks.ReasonRepeat},
 		{"curl", "198.51.100.9", "curl/8.5.0", 0, clicks.ReasonBot},
 		{"Googlebot", "198.51.100.10", "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)", 0, clicks.ReasonBot},
 		{"headless browser", "198.51.100.11", "Mozilla/5.0 (X11; Linux x86_64) HeadlessChrome/131.0 Safari/537.36", 0, clicks.ReasonBot},
 		{"no user agent", "198.51.100.12", "", 0, clicks.ReasonBot},
+		{"a bare Mozilla/5.0", "198.51.100.13", "Mozilla/5.0", 0, clicks.ReasonBot},
+		{"x", "198.51.100.14", "x", 0, clicks.ReasonBot},
+		{"WhatsApp's link preview", "198.51.100.15", "WhatsApp/2.23", 0, clicks.ReasonBot},
+		{"ms-office", "198.51.100.16", "ms-office", 0, clicks.ReasonBot},
+		{"a Cyrillic curl", "198.51.100.17", "\u0441url/8.0", 0, clicks.ReasonBot},
+		{"a Barracuda scanner", "198.51.100.18", "Mozilla/5.0 (compatible; Barracuda Sentinel (EE))", 0, clicks.ReasonBot},
 	}
 	for _, s := range steps {
 		env.advance(s.advance)
@@ -297,9 +329,9 @@ func TestBotAndRepeatClicks(t *testing.T) {
 	res := env.do(t, "/metrics", "127.0.0.1", browserUA)
 	body := string(readBody(t, res))
 	for _, want := range []string{
-		`adlink_clicks_total{billable="true",reason=""} 3`,
-		`adlink_clicks_total{billable="false",reason="bot"} 4`,
-		`adlink_clicks_total{billable="false",reason="repeat"} 1`,
+		`adlink_clicks_total{billable="true",reason=""} 2`,
+		`adlink_clicks_total{billable="false",reason="bot"} 10`,
+		`adlink_clicks_total{billable="false",reason="repeat"} 2`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %s", want)

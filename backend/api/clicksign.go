@@ -5,15 +5,13 @@ import (
 	"github.com/adlink/adlink/backend/config"
 )
 
-// maxRepeatPairs bounds the client and ad pairs the redirect remembers for
-// RepeatWindow: about 40 bytes each, so at most some 10 MB under a flood
-// of distinct clients.
-const maxRepeatPairs = 1 << 18
-
 // newJudge returns the judge of the redirect's clicks; without keys no
-// click is billable.
-func newJudge(keys *clicks.Keys) *clicks.Judge {
-	return &clicks.Judge{Keys: keys, Repeats: clicks.NewRepeats(clicks.RepeatWindow, maxRepeatPairs)}
+// click is billable. A cap below 1 is the default's.
+func newJudge(keys *clicks.Keys, windows clicks.Windows, networkDailyClicks int) *clicks.Judge {
+	if networkDailyClicks < 1 {
+		networkDailyClicks = config.Default().NetworkDailyClicks
+	}
+	return &clicks.Judge{Keys: keys, Windows: windows, NetworkDailyClicks: networkDailyClicks}
 }
 
 // signLinks returns the match.LinkOptions Sign hook for the click URLs of

@@ -1,12 +1,13 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"net/http"
-	"net/netip"
 	"strconv"
 	"time"
 
+	"github.com/adlink/adlink/backend/clicks"
 	"github.com/adlink/adlink/backend/partners"
 	"github.com/adlink/adlink/backend/ratelimit"
 )
@@ -94,27 +95,38 @@ func (s *server) shareLimit(w http.ResponseWriter, r *http.Request, nets, whole 
 // clientNetwork is the network the client counts by in the limits shared
 // out per network: its IPv4 address, or its IPv6 /64.
 func (s *server) clientNetwork(r *http.Request) string {
-	ip := s.clientIP(r)
-	if a, err := netip.ParseAddr(ip); err == nil {
-		return ratelimit.Network(a).String()
-	}
-	return ip
+	return clicks.Network(s.clientIP(r))
 }
 
-// limitIP puts a handler under the client IP's request limit; an IPv6
-// client is counted by its /64, which one host usually holds whole.
+// limitIP puts the redirect under its client network's request limit
+// (clicks.Network: an IPv4 address, an IPv6 /64). Over the limit the
+// request still goes on, marked overLimit: the visitor lands all the same,
+// and the click is not judged but counted as rate_limited.
 func (s *server) limitIP(h handlerFunc) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		ip := s.clientIP(r)
-		if a, err := netip.ParseAddr(ip); err == nil && a.Is6() {
-			ip = netip.PrefixFrom(a, 64).Masked().String()
-		}
-		d := s.limits.ips.Allow(r.Context(), ip, ratelimit.Limit{Rate: s.cfg.IPRate, Burst: s.cfg.IPBurst})
+		network := clicks.Network(s.clientIP(r))
+		d := s.limits.ips.Allow(r.Context(), network, ratelimit.Limit{Rate: s.cfg.IPRate, Burst: s.cfg.IPBurst})
 		if err := s.checkLimit(w, d, "ip", "too many requests from this address"); err != nil {
-			return err
+			w.Header().Del("Retry-After") // a redirect is not to be retried
+			// A flood is written to the click log at one click a minute
+			// per network, not at its own rate; /metrics counts it all.
+			sample := s.limits.ips.Allow(r.Context(), "log\x00"+network, ratelimit.Limit{Rate: 1.0 / 60, Burst: 1})
+			r = r.WithContext(context.WithValue(r.Context(), overLimitKey{}, overLimit{record: sample.Allowed}))
 		}
 		return h(w, r)
 	}
+}
+
+// overLimit marks a redirect over its network's request limit; record
+// says whether its click is written to the log.
+type overLimit struct{ record bool }
+
+type overLimitKey struct{}
+
+// overLimitOf is r's overLimit mark, and whether it has one.
+func overLimitOf(r *http.Request) (overLimit, bool) {
+	o, ok := r.Context().Value(overLimitKey{}).(overLimit)
+	return o, ok
 }
 
 // admitPage is the gate of a site queueing an unseen page: its partner's

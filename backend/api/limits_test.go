@@ -129,31 +129,54 @@ func TestRateLimitPerKey(t *testing.T) {
 	}
 }
 
+// The redirect's limit counts by client network; over it the visitor
+// still lands (fraud_test.go checks what the click is recorded as).
 func TestRateLimitPerClientIP(t *testing.T) {
 	env := limitedEnv(t, nil)
 	const target = "/v1/redirect?type=search&adId=handy-bestkauf.de&adType=advertiser&api_key=demo&site_id=demo&criterionId=lg+handy"
-	for i := range 3 {
-		if res := env.get(t, target, nil, ""); res.StatusCode != http.StatusFound {
-			t.Fatalf("click %d: %s", i, res.Status)
+	limited := func(res *http.Response) bool {
+		t.Helper()
+		readBody(t, res)
+		if res.StatusCode != http.StatusFound || res.Header.Get("Location") != "https://handy-bestkauf.de/" || res.Header.Get("Retry-After") != "" {
+			t.Fatalf("%d Location %q Retry-After %q, want a 302 to the landing URL", res.StatusCode, res.Header.Get("Location"), res.Header.Get("Retry-After"))
+		}
+		return res.Header.Get("X-RateLimit-Remaining") == "0" && res.Header.Get("X-RateLimit-Limit") == "3"
+	}
+	for i := range 2 {
+		if limited(env.get(t, target, nil, "")) {
+			t.Fatalf("click %d is over the limit", i)
 		}
 	}
-	checkLimited(t, env.get(t, target, nil, ""), 3, "", "")
-	if res := env.get(t, target, nil, "198.51.100.7:5000"); res.StatusCode != http.StatusFound {
-		t.Errorf("another client: %s", res.Status)
+	limited(env.get(t, target, nil, "")) // the last of the burst
+	if !limited(env.get(t, target, nil, "")) {
+		t.Error("the fourth click is not over the limit")
+	}
+	if limited(env.get(t, target, nil, "198.51.100.7:5000")) {
+		t.Errorf("another client is over the limit")
 	}
 	// Behind a trusted proxy each forwarded client has its own budget.
 	for i := range 3 {
-		if res := env.get(t, target, header("X-Forwarded-For", "192.0.2."+strconv.Itoa(i+1)), "127.0.0.1:9000"); res.StatusCode != http.StatusFound {
-			t.Errorf("forwarded client %d: %s", i, res.Status)
+		if limited(env.get(t, target, header("X-Forwarded-For", "192.0.2."+strconv.Itoa(i+1)), "127.0.0.1:9000")) {
+			t.Errorf("forwarded client %d is over the limit", i)
 		}
 	}
-	// An IPv6 client counts by its /64: rotating the low bits gains nothing.
+	// An IPv6 client counts by its /64: rotating the low bits or the zone
+	// gains nothing.
 	for i := range 3 {
-		if res := env.get(t, target, nil, "[2001:db8:1:2::"+strconv.Itoa(i+1)+"]:5000"); res.StatusCode != http.StatusFound {
-			t.Fatalf("IPv6 click %d: %s", i, res.Status)
+		if limited(env.get(t, target, nil, "[2001:db8:1:2::"+strconv.Itoa(i+1)+"]:5000")) && i < 2 {
+			t.Fatalf("IPv6 click %d is over the limit", i)
 		}
 	}
-	checkLimited(t, env.get(t, target, nil, "[2001:db8:1:2::ff]:5000"), 3, "", "")
+	if !limited(env.get(t, target, nil, "[2001:db8:1:2::ff]:5000")) {
+		t.Error("another address of the /64 is not over the limit")
+	}
+	if !limited(env.get(t, target, header("X-Forwarded-For", "2001:db8:1:2::fe%z1"), "127.0.0.1:9000")) {
+		t.Error("an address of the /64 with a zone is not over the limit")
+	}
+	// Over the limit, bad input is still refused.
+	if res := env.get(t, strings.Replace(target, "handy-bestkauf.de", "no-such-ad", 1), nil, ""); res.StatusCode != http.StatusNotFound {
+		t.Errorf("an unknown ad over the limit: %s", res.Status)
+	}
 }
 
 func TestRateLimitPageEnqueuesPerSite(t *testing.T) {

@@ -19,8 +19,9 @@ const maxPartnerID = 256
 // index, judges the click, commits it, then sends the client to the ad's
 // landing URL from the catalog. The target never comes from the request,
 // so this is no open redirect. Once the ad is found the client always
-// lands: a forged, expired, unsigned, bot or repeated click, or one whose
-// partner is gone, is recorded as not billable with its reason rather than
+// lands: a forged, expired, unsigned, bot, unintended or repeated click,
+// one whose partner is gone, and one over the network's request limit
+// (limitIP) are recorded as not billable with their reason rather than
 // refused. A HEAD (link scanners, prefetchers) gets the same answer but
 // records no click.
 func (s *server) redirect(w http.ResponseWriter, r *http.Request) error {
@@ -69,9 +70,17 @@ func (s *server) redirect(w http.ResponseWriter, r *http.Request) error {
 			IP:        s.clientIP(r),
 			UserAgent: truncate(r.UserAgent(), 512),
 		}
-		s.judge.Judge(&c, clicks.Auth{Exp: req.Exp, Sig: req.Sig, Tok: req.Tok}, refuse)
-		if err := s.clicks.Append(r.Context(), c); err != nil {
-			return internal(fmt.Errorf("recording click: %w", err))
+		over, isOver := overLimitOf(r)
+		if isOver {
+			c.Reason = clicks.ReasonRateLimited
+		} else if err := s.judge.Judge(r.Context(), &c, clicks.Auth{Exp: req.Exp, Sig: req.Sig, Tok: req.Tok},
+			clicks.IntentOf(r.Header), refuse); err != nil {
+			return internal(fmt.Errorf("judging click: %w", err))
+		}
+		if !isOver || over.record {
+			if err := s.clicks.Append(r.Context(), c); err != nil {
+				return internal(fmt.Errorf("recording click: %w", err))
+			}
 		}
 		s.metrics.Click(c.Billable, c.Reason)
 	}

@@ -48,6 +48,9 @@ type Deps struct {
 	// the shard manifest, and verify clicks; nil signs nothing and bills no
 	// click.
 	ClickKeys *clicks.Keys
+	// Windows hold each client network's billable clicks; required with
+	// ClickKeys.
+	Windows clicks.Windows
 	// Ready, when set, tells /readyz whether the server's state is usable
 	// (the store open, not shutting down); an error makes it a 503.
 	Ready func(ctx context.Context) error
@@ -77,6 +80,9 @@ func NewServer(d Deps) http.Handler {
 	if d.Indexes == nil || d.Partners == nil || d.Clicks == nil {
 		panic("api.NewServer: Indexes, Partners and Clicks are required")
 	}
+	if d.ClickKeys != nil && d.Windows == nil {
+		panic("api.NewServer: ClickKeys need Windows")
+	}
 	s := &server{
 		cfg:      d.Config,
 		log:      d.Logger,
@@ -91,7 +97,7 @@ func NewServer(d Deps) http.Handler {
 		ready:    d.Ready,
 		ids:      newIDSource(),
 		limits:   newLimiters(),
-		judge:    newJudge(d.ClickKeys),
+		judge:    newJudge(d.ClickKeys, d.Windows, d.Config.NetworkDailyClicks),
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)

@@ -133,6 +133,10 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 	if a.Clicks, err = clicks.New(a.db); err != nil {
 		return nil, err
 	}
+	windows, err := clicks.NewWindows(a.db)
+	if err != nil {
+		return nil, err
+	}
 	clickKeys, err := loadClickKeys(cfg)
 	if err != nil {
 		return nil, err
@@ -170,6 +174,7 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 		Partners:  registry,
 		Clicks:    a.Clicks,
 		ClickKeys: clickKeys,
+		Windows:   windows,
 		Pages:     pageService,
 		Now:       opts.Now,
 		Shards:    shardSet,

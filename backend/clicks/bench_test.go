@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -93,4 +94,52 @@ func openLog(tb testing.TB) *Log {
 		tb.Fatal(err)
 	}
 	return l
+}
+
+// BenchmarkIsBot measures the bot check of a browser's user agent: once
+// its verdict is cached, and for an agent seen for the first time, which
+// runs the crawler list's expression.
+func BenchmarkIsBot(b *testing.B) {
+	const ua = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0 Safari/537.36"
+	b.Run("cached", func(b *testing.B) {
+		for b.Loop() {
+			if IsBot(ua) {
+				b.Fatal("a browser is a bot")
+			}
+		}
+	})
+	b.Run("new", func(b *testing.B) {
+		i := 0
+		for b.Loop() {
+			i++
+			IsBot(ua + " v" + strconv.Itoa(i))
+		}
+	})
+}
+
+// BenchmarkClaim measures Windows.Claim of billable clicks from many
+// goroutines at once, each from a network of its own: one durable claim
+// per click, commits shared.
+func BenchmarkClaim(b *testing.B) {
+	db, err := store.Open(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { db.Close() })
+	w, err := NewWindows(db)
+	if err != nil {
+		b.Fatal(err)
+	}
+	at := time.Now()
+	var n atomic.Int64
+	b.SetParallelism(32)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			i := n.Add(1)
+			if r, err := w.Claim(context.Background(), "198.51."+strconv.FormatInt(i, 10), "ad", at, 0); err != nil || r != "" {
+				b.Errorf("claim %d: %q %v", i, r, err) // not Fatal: not the benchmark's goroutine
+				return
+			}
+		}
+	})
 }

@@ -8,7 +8,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/goccy/go-json"
@@ -67,25 +66,8 @@ var bucket = []byte("clicks")
 // Log is a click log in a bbolt file; safe for concurrent use.
 type Log struct {
 	db *bolt.DB
-
-	// Group commit: clicks that arrive while a commit is running wait in
-	// queue and go into the next one together.
-	mu    sync.Mutex
-	busy  bool // a commit is running or its successor is being woken
-	queue []*pending
+	gc groupCommit
 }
-
-// pending is one click waiting for its commit.
-type pending struct {
-	put  func(*bolt.Tx) error
-	done chan error // its commit's result, or errLead
-}
-
-// errLead tells a waiting click that it is to run the next commit.
-var errLead = errors.New("clicks: lead the next commit")
-
-// errCommitAborted is the answer to the clicks of a commit that panicked.
-var errCommitAborted = errors.New("clicks: the commit was aborted")
 
 var (
 	_ Recorder = (*Log)(nil)
@@ -101,7 +83,7 @@ func New(db *bolt.DB) (*Log, error) {
 	if err != nil {
 		return nil, fmt.Errorf("clicks: %w", err)
 	}
-	return &Log{db: db}, nil
+	return &Log{db: db, gc: groupCommit{db: db}}, nil
 }
 
 // Append implements Store: it commits c to the file and returns once it is
@@ -120,57 +102,10 @@ func (l *Log) Append(ctx context.Context, c Click) error {
 	if err != nil {
 		return err
 	}
-	if err := l.commit(&pending{put: put, done: make(chan error, 1)}); err != nil {
+	if err := l.gc.commit(put); err != nil {
 		return fmt.Errorf("clicks: append: %w", err)
 	}
 	return nil
-}
-
-// commit queues p and returns its commit's result. The click that finds no
-// commit running runs one for everything queued, then wakes the first
-// click queued meanwhile to run the next: no goroutine of its own, and no
-// click waits longer than the commit before its own.
-func (l *Log) commit(p *pending) error {
-	l.mu.Lock()
-	l.queue = append(l.queue, p)
-	if l.busy {
-		l.mu.Unlock()
-		if err := <-p.done; err != errLead {
-			return err
-		}
-		l.mu.Lock()
-	}
-	l.busy = true
-	batch := l.queue
-	l.queue = nil
-	l.mu.Unlock()
-
-	// Deferred, so that even a panic inside the commit hands the log on
-	// and answers every click of the batch instead of leaving them waiting.
-	err := errCommitAborted
-	defer func() {
-		l.mu.Lock()
-		if len(l.queue) > 0 {
-			l.queue[0].done <- errLead
-		} else {
-			l.busy = false
-		}
-		l.mu.Unlock()
-		for _, b := range batch {
-			if b != p {
-				b.done <- err
-			}
-		}
-	}()
-	err = l.db.Update(func(tx *bolt.Tx) error {
-		for _, b := range batch {
-			if err := b.put(tx); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	return err
 }
 
 // putClick returns the transaction function that stores c.

@@ -159,8 +159,8 @@ func TestAppendReportsCommitFailure(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if l.busy || len(l.queue) != 0 {
-		t.Errorf("after failed commits: busy %v, %d queued", l.busy, len(l.queue))
+	if l.gc.busy || len(l.gc.queue) != 0 {
+		t.Errorf("after failed commits: busy %v, %d queued", l.gc.busy, len(l.gc.queue))
 	}
 }
 
@@ -182,7 +182,7 @@ func TestCommitPanicReleasesTheLog(t *testing.T) {
 				t.Error("the panic was swallowed")
 			}
 		}()
-		l.commit(&pending{put: func(*bolt.Tx) error { panic("disk gremlin") }, done: make(chan error, 1)})
+		l.gc.commit(func(*bolt.Tx) error { panic("disk gremlin") })
 	}()
 	if err := l.Append(context.Background(), Click{Time: time.Unix(1, 0), AdID: "after"}); err != nil {
 		t.Fatal(err)

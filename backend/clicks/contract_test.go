@@ -25,3 +25,21 @@ func TestLogKeepsTheStoreContract(t *testing.T) {
 		}
 	})
 }
+
+func TestBoltWindowsKeepTheContract(t *testing.T) {
+	storetest.Windows(t, func(t *testing.T) storetest.Opener[clicks.Windows] {
+		dir := t.TempDir()
+		return func() (clicks.Windows, func() error) {
+			db, err := store.Open(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w, err := clicks.NewWindows(db)
+			if err != nil {
+				db.Close()
+				t.Fatal(err)
+			}
+			return w, db.Close
+		}
+	})
+}

@@ -1,6 +1,9 @@
 package clicks
 
 import (
+	"net/http"
+	"net/netip"
+	"strings"
 	"testing"
 	"time"
 )
@@ -120,4 +123,54 @@ func cutDot(s string) (before, after string, ok bool) {
 		}
 	}
 	return s, "", false
+}
+
+// FuzzNetwork: any string maps to one network without panic; the
+// addresses of one network map to the same string, and a network's
+// string maps to itself.
+func FuzzNetwork(f *testing.F) {
+	for _, s := range []string{"192.0.2.1", "::ffff:192.0.2.1", "2001:db8::1%z1", "fe80::1%eth0", "x", "", "2001:db8:1:2::/64", "::ffff:1.2.3.4%a"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		n := Network(s)
+		if Network(n) != n {
+			t.Fatalf("Network(%q) = %q, which maps to %q", s, n, Network(n))
+		}
+		a, err := netip.ParseAddr(strings.TrimSpace(s))
+		if err != nil {
+			return
+		}
+		if a.WithZone("").Unmap().Is6() {
+			b := a.WithZone("").As16()
+			b[15] ^= 0xff
+			if other := netip.AddrFrom16(b).WithZone("z").String(); Network(other) != n {
+				t.Fatalf("%q and %q of one /64: %q and %q", s, other, n, Network(other))
+			}
+		}
+	})
+}
+
+// FuzzIntentAndBot: no header values or user agent panic, an intent
+// reason is one of the intent reasons, and a user agent that is not
+// printable ASCII is always a bot.
+func FuzzIntentAndBot(f *testing.F) {
+	f.Add("navigate", "document", "?1", "", "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0")
+	f.Add("no-cors", "image", "", "", "Mozilla/5.0")
+	f.Add("navigate", "document", "", "prefetch;prerender", "\u0441url/8.0")
+	f.Fuzz(func(t *testing.T, mode, dest, user, purpose, ua string) {
+		h := http.Header{}
+		Intent{Mode: mode, Dest: dest, User: user, Purpose: purpose}.Header(h)
+		switch r := IntentOf(h).Reason(); r {
+		case "", ReasonNoIntent, ReasonNotNavigation, ReasonPrefetch:
+		default:
+			t.Fatalf("intent reason %q", r)
+		}
+		bot := IsBot(ua)
+		for i := range len(ua) {
+			if (ua[i] < 0x20 || ua[i] > 0x7e) && !bot && strings.TrimSpace(ua) == ua {
+				t.Fatalf("%q is no bot", ua)
+			}
+		}
+	})
 }

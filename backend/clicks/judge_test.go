@@ -1,19 +1,42 @@
 package clicks
 
 import (
+	"context"
+	"errors"
+	"net/http"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/adlink/adlink/backend/store"
 )
 
 func TestIsBot(t *testing.T) {
 	for ua, want := range map[string]bool{
-		"Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0 Safari/537.36":                             false,
-		"Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Mobile/15E148 Safari/604.1": false,
-		"Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0":                                                                  false,
-		"Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)":                                                                true,
-		"Mozilla/5.0 (compatible; bingbot/2.0)":                                                                                                   true,
-		"Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) HeadlessChrome/131.0 Safari/537.36":                               true,
+		"Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0 Safari/537.36":                                   false,
+		"Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0 Safari/537.36 Edg/131.0":                         false,
+		"Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Mobile/15E148 Safari/604.1":       false,
+		"Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Mobile/15E148 [FBAN/FBIOS;FBAV/440.0]":         false,
+		"Mozilla/5.0 (Linux; Android 14; SM-S918B) AppleWebKit/537.36 (KHTML, like Gecko) SamsungBrowser/25.0 Chrome/121.0.0.0 Mobile Safari/537.36":    false,
+		"Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0":                                                                        false,
+		"Mozilla/5.0 (Windows NT 10.0; Trident/7.0; rv:11.0) like Gecko":                                                                                false,
+		"Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)":                                                                      true,
+		"Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; Googlebot/2.1; +http://www.google.com/bot.html) Chrome/131.0.0.0 Safari/537.36": true,
+		"Mozilla/5.0 (compatible; bingbot/2.0)": true,
+		"Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) HeadlessChrome/131.0 Safari/537.36":                 true,
+		"Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0 Safari/537.36 Lighthouse":              true,
+		"Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36 puppeteer": true,
+		"Mozilla/5.0 (compatible; Barracuda Sentinel (EE))":                                                                         true,
+		"Barracuda Sentinel (EE)": true,
+		"Mozilla/5.0":             true,
+		"Mozilla/5.0 ()":          true,
+		"x":                       true,
+		"WhatsApp/2.23.20.0":      true,
+		"WhatsApp/2.23":           true,
+		"ms-office":               true,
+		"Mozilla/4.0 (compatible; ms-office; MSOffice 16)": true,
+		"\u0441url/8.0": true, // a Cyrillic es
+		"Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firef\u043ex/133.0": true,
 		"curl/8.5.0":                       true,
 		"Wget/1.21":                        true,
 		"python-requests/2.32":             true,
@@ -28,94 +51,250 @@ func TestIsBot(t *testing.T) {
 		if got := IsBot(ua); got != want {
 			t.Errorf("IsBot(%q) = %v, want %v", ua, got, want)
 		}
+		if got := IsBot(ua); got != want { // from the cache
+			t.Errorf("IsBot(%q) again = %v, want %v", ua, got, want)
+		}
 	}
 }
 
-func TestRepeats(t *testing.T) {
-	r := NewRepeats(30*time.Second, 1000)
-	steps := []struct {
-		client, ad string
-		at         time.Duration
-		want       bool
+func TestNetwork(t *testing.T) {
+	for ip, want := range map[string]string{
+		"192.0.2.1":                 "192.0.2.1",
+		"::ffff:192.0.2.1":          "192.0.2.1",
+		"2001:db8:1:2:3:4:5:6":      "2001:db8:1:2::/64",
+		"2001:db8:1:2::ffff":        "2001:db8:1:2::/64",
+		"2001:db8:1:2::1%z1":        "2001:db8:1:2::/64",
+		"fe80::1%eth0":              "fe80::/64",
+		"::ffff:192.0.2.1%z9":       "192.0.2.1",
+		"2001:db8:1:3::1":           "2001:db8:1:3::/64",
+		"not an address":            "not an address",
+		" 198.51.100.7 ":            "198.51.100.7",
+		"2001:0db8:0001:0002::0001": "2001:db8:1:2::/64",
+	} {
+		if got := Network(ip); got != want {
+			t.Errorf("Network(%q) = %q, want %q", ip, got, want)
+		}
+	}
+}
+
+func TestIntent(t *testing.T) {
+	h := func(kv ...string) http.Header {
+		h := http.Header{}
+		for i := 0; i < len(kv); i += 2 {
+			h.Add(kv[i], kv[i+1])
+		}
+		return h
+	}
+	nav := []string{"Sec-Fetch-Mode", "navigate", "Sec-Fetch-Dest", "document"}
+	tests := []struct {
+		name string
+		h    http.Header
+		want string
 	}{
-		{"1.1.1.1", "a", 0, false},
-		{"1.1.1.1", "a", 29 * time.Second, true},  // within 30 s of the first
-		{"1.1.1.1", "b", 29 * time.Second, false}, // another ad
-		{"2.2.2.2", "a", 29 * time.Second, false}, // another client
-		{"1.1.1.1", "a", 58 * time.Second, true},  // within 30 s of the last
-		{"1.1.1.1", "a", 88 * time.Second, false}, // 30 s after the last
-		{"1.1.1.1a", "", 88 * time.Second, false}, // no ambiguity between the two strings
+		{"a click in Chromium", h(append(nav, "Sec-Fetch-User", "?1", "Sec-Fetch-Site", "cross-site")...), ""},
+		{"a navigation without Sec-Fetch-User", h(nav...), ""},
+		{"no Fetch Metadata", h(), ReasonNoIntent},
+		{"only Sec-Fetch-Site", h("Sec-Fetch-Site", "cross-site"), ReasonNoIntent},
+		{"a hidden image", h("Sec-Fetch-Mode", "no-cors", "Sec-Fetch-Dest", "image"), ReasonNotNavigation},
+		{"a frame", h("Sec-Fetch-Mode", "navigate", "Sec-Fetch-Dest", "iframe"), ReasonNotNavigation},
+		{"a fetch", h("Sec-Fetch-Mode", "cors", "Sec-Fetch-Dest", "empty"), ReasonNotNavigation},
+		{"Sec-Fetch-User ?0", h(append(nav, "Sec-Fetch-User", "?0")...), ReasonNotNavigation},
+		{"speculation rules prefetch", h(append(nav, "Sec-Purpose", "prefetch")...), ReasonPrefetch},
+		{"prerender", h(append(nav, "Sec-Purpose", "prefetch;prerender")...), ReasonPrefetch},
+		{"old Purpose header", h(append(nav, "Purpose", "prefetch")...), ReasonPrefetch},
+		{"Firefox link prefetch", h("X-Moz", "prefetch"), ReasonPrefetch},
+		{"Safari preview", h(append(nav, "X-Purpose", "preview")...), ReasonPrefetch},
+		{"prefetch without Fetch Metadata", h("Purpose", "Prefetch"), ReasonPrefetch},
 	}
-	for i, s := range steps {
-		if got := r.Seen(s.client, s.ad, t0.Add(s.at)); got != s.want {
-			t.Errorf("step %d %s %s at %v: repeat %v, want %v", i, s.client, s.ad, s.at, got, s.want)
+	for _, tt := range tests {
+		if got := IntentOf(tt.h).Reason(); got != tt.want {
+			t.Errorf("%s: %q, want %q", tt.name, got, tt.want)
 		}
 	}
-	// The window has passed for all but the last two.
-	r.Seen("3.3.3.3", "c", t0.Add(200*time.Second))
-	if n := r.Len(); n != 1 {
-		t.Errorf("%d pairs remembered after the window, want 1", n)
+	sent := http.Header{}
+	Navigation.Header(sent)
+	if got := IntentOf(sent); got.Reason() != "" || got != Navigation {
+		t.Errorf("Navigation's headers read back as %+v", got)
 	}
 }
 
-// However many clients click, memory holds at most max pairs.
-func TestRepeatsBounded(t *testing.T) {
-	const max = 5000
-	r := NewRepeats(30*time.Second, max)
-	for i := range 100 * max {
-		r.Seen("10.0."+strconv.Itoa(i), "ad", t0.Add(time.Duration(i)*time.Microsecond))
-		if n := r.Len(); n > max {
-			t.Fatalf("%d pairs after %d clicks, max %d", n, i+1, max)
-		}
+func testWindows(t *testing.T) *BoltWindows {
+	t.Helper()
+	db, err := store.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
 	}
-	if cap(r.order) > 4*max {
-		t.Errorf("the eviction queue grew to %d", cap(r.order))
+	t.Cleanup(func() { db.Close() })
+	w, err := NewWindows(db)
+	if err != nil {
+		t.Fatal(err)
 	}
-	// The most recent are still known.
-	if !r.Seen("10.0."+strconv.Itoa(100*max-1), "ad", t0.Add(time.Second)) {
-		t.Error("the latest click is forgotten")
-	}
+	return w
 }
 
 func TestJudge(t *testing.T) {
 	ks := testKeys(t, "k1")
 	p := sample()
-	exp, sig := ks.Sign(&p, t0.Add(24*time.Hour))
+	exp, sig := ks.Sign(&p, t0.Add(48*time.Hour))
 	tok := ks.Token(p.APIKey, p.SiteID, t0.Add(time.Hour))
 	const browser = "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0"
 	click := func(ip, ua string, at time.Duration) *Click {
 		return &Click{Time: t0.Add(at), AdID: p.AdID, AdType: p.AdType, Type: p.Type, APIKey: p.APIKey, SiteID: p.SiteID,
 			Criterion: p.Criterion, YkTag: p.YkTag, IP: ip, UserAgent: ua}
 	}
-	j := &Judge{Keys: ks, Repeats: NewRepeats(RepeatWindow, 1000)}
+	j := &Judge{Keys: ks, Windows: testWindows(t)}
+	image := Intent{Mode: "no-cors", Dest: "image"}
 	tests := []struct {
 		name   string
 		c      *Click
 		auth   Auth
+		intent Intent
 		refuse string
 		want   string
 	}{
-		{"signed", click("192.0.2.1", browser, 0), Auth{Exp: exp, Sig: sig}, "", ""},
-		{"repeat", click("192.0.2.1", browser, 10*time.Second), Auth{Exp: exp, Sig: sig}, "", ReasonRepeat},
-		{"token", click("192.0.2.2", browser, 0), Auth{Tok: tok}, "", ""},
-		{"token expired", click("192.0.2.3", browser, time.Hour), Auth{Tok: tok}, "", ReasonExpired},
-		{"unsigned", click("192.0.2.4", browser, 0), Auth{}, "", ReasonUnsigned},
-		{"bot", click("192.0.2.5", "curl/8.5.0", 0), Auth{Exp: exp, Sig: sig}, "", ReasonBot},
-		{"partner gone", click("192.0.2.6", browser, 0), Auth{Exp: exp, Sig: sig}, ReasonPartner, ReasonPartner},
-		{"forged beats bot", click("192.0.2.7", "curl/8.5.0", 0), Auth{Exp: exp, Sig: sig + "x"}, "", ReasonForged},
-		{"sig wins over tok", click("192.0.2.8", browser, 0), Auth{Exp: exp, Sig: "k1.x", Tok: tok}, "", ReasonForged},
-		{"after the window", click("192.0.2.1", browser, 41*time.Second), Auth{Exp: exp, Sig: sig}, "", ""},
+		// Clicks that do not bill take no window: the navigation after
+		// them still bills.
+		{"hidden image", click("192.0.2.1", browser, 0), Auth{Exp: exp, Sig: sig}, image, "", ReasonNotNavigation},
+		{"prefetch", click("192.0.2.1", browser, 0), Auth{Exp: exp, Sig: sig}, Intent{Mode: "navigate", Dest: "document", Purpose: "prefetch"}, "", ReasonPrefetch},
+		{"no intent", click("192.0.2.1", browser, 0), Auth{Exp: exp, Sig: sig}, Intent{}, "", ReasonNoIntent},
+		{"signed", click("192.0.2.1", browser, 0), Auth{Exp: exp, Sig: sig}, Navigation, "", ""},
+		{"repeat", click("192.0.2.1", browser, 10*time.Second), Auth{Exp: exp, Sig: sig}, Navigation, "", ReasonRepeat},
+		{"repeat from the same /32 mapped", click("::ffff:192.0.2.1", browser, time.Hour), Auth{Exp: exp, Sig: sig}, Navigation, "", ReasonRepeat},
+		{"token", click("192.0.2.2", browser, 0), Auth{Tok: tok}, Navigation, "", ""},
+		{"token expired", click("192.0.2.3", browser, time.Hour), Auth{Tok: tok}, Navigation, "", ReasonExpired},
+		{"unsigned", click("192.0.2.4", browser, 0), Auth{}, Navigation, "", ReasonUnsigned},
+		{"bot", click("192.0.2.5", "curl/8.5.0", 0), Auth{Exp: exp, Sig: sig}, Navigation, "", ReasonBot},
+		{"partner gone", click("192.0.2.6", browser, 0), Auth{Exp: exp, Sig: sig}, Navigation, ReasonPartner, ReasonPartner},
+		{"forged beats bot", click("192.0.2.7", "curl/8.5.0", 0), Auth{Exp: exp, Sig: sig + "x"}, Navigation, "", ReasonForged},
+		{"sig wins over tok", click("192.0.2.8", browser, 0), Auth{Exp: exp, Sig: "k1.x", Tok: tok}, Navigation, "", ReasonForged},
+		{"bot beats intent", click("192.0.2.9", "x", 0), Auth{Exp: exp, Sig: sig}, image, "", ReasonBot},
+		{"a day less a second later", click("192.0.2.1", browser, 24*time.Hour-time.Second), Auth{Exp: exp, Sig: sig}, Navigation, "", ReasonRepeat},
+		{"a day later", click("192.0.2.1", browser, 24*time.Hour), Auth{Exp: exp, Sig: sig}, Navigation, "", ""},
 	}
 	for _, tt := range tests {
-		j.Judge(tt.c, tt.auth, tt.refuse)
+		if err := j.Judge(t.Context(), tt.c, tt.auth, tt.intent, tt.refuse); err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
 		if tt.c.Reason != tt.want || tt.c.Billable != (tt.want == "") {
 			t.Errorf("%s: billable %v reason %q, want %q", tt.name, tt.c.Billable, tt.c.Reason, tt.want)
 		}
 	}
 	var none Judge
-	c := click("192.0.2.9", browser, 0)
-	none.Judge(c, Auth{Exp: exp, Sig: sig}, "")
-	if c.Billable || c.Reason != ReasonUnsigned {
-		t.Errorf("without keys: %v %q", c.Billable, c.Reason)
+	c := click("192.0.2.10", browser, 0)
+	if err := none.Judge(t.Context(), c, Auth{Exp: exp, Sig: sig}, Navigation, ""); err != nil || c.Billable || c.Reason != ReasonUnsigned {
+		t.Errorf("without keys: %v %q %v", c.Billable, c.Reason, err)
+	}
+}
+
+// One IPv4 address clicking 20 ads twice, 31 s apart, bills each ad once;
+// 15 addresses of one /64, with and without zones, bill one click.
+func TestJudgeWindowsByNetwork(t *testing.T) {
+	ks := testKeys(t, "k1")
+	j := &Judge{Keys: ks, Windows: testWindows(t), NetworkDailyClicks: 100}
+	judge := func(ad, ip string, at time.Duration) *Click {
+		p := sample()
+		p.AdID = ad
+		exp, sig := ks.Sign(&p, t0.Add(time.Hour))
+		c := &Click{Time: t0.Add(at), AdID: ad, AdType: p.AdType, Type: p.Type, APIKey: p.APIKey, SiteID: p.SiteID,
+			Criterion: p.Criterion, YkTag: p.YkTag, IP: ip, UserAgent: "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0"}
+		if err := j.Judge(t.Context(), c, Auth{Exp: exp, Sig: sig}, Navigation, ""); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	billed := 0
+	for round := range 2 {
+		for ad := range 20 {
+			if judge("ad"+strconv.Itoa(ad), "198.51.100.7", time.Duration(round)*31*time.Second).Billable {
+				billed++
+			}
+		}
+	}
+	if billed != 20 {
+		t.Errorf("one address, 20 ads twice 31 s apart: %d billable, want 20", billed)
+	}
+	billed = 0
+	for i := range 15 {
+		ip := "2001:db8:7:7::" + strconv.FormatInt(int64(i+1), 16)
+		if i%2 == 1 {
+			ip += "%z" + strconv.Itoa(i)
+		}
+		if judge("one", ip, time.Duration(i)*time.Second).Billable {
+			billed++
+		}
+	}
+	if billed != 1 {
+		t.Errorf("15 addresses of one /64: %d billable, want 1", billed)
+	}
+}
+
+// Many networks clicking one link each bill once, and each network stops
+// at its daily cap, which the next UTC day renews.
+func TestJudgeNetworkCap(t *testing.T) {
+	ks := testKeys(t, "k1")
+	const limit = 5
+	j := &Judge{Keys: ks, Windows: testWindows(t), NetworkDailyClicks: limit}
+	p := sample()
+	exp, sig := ks.Sign(&p, t0.Add(72*time.Hour))
+	judge := func(ad, ip string, at time.Duration) *Click {
+		c := &Click{Time: t0.Add(at), AdID: p.AdID, AdType: p.AdType, Type: p.Type, APIKey: p.APIKey, SiteID: p.SiteID,
+			Criterion: p.Criterion, YkTag: p.YkTag, IP: ip, UserAgent: "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0"}
+		auth := Auth{Exp: exp, Sig: sig}
+		if ad != p.AdID { // another ad of the same kind
+			q := p
+			q.AdID = ad
+			c.AdID = ad
+			auth.Exp, auth.Sig = ks.Sign(&q, t0.Add(72*time.Hour))
+		}
+		if err := j.Judge(t.Context(), c, auth, Navigation, ""); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	// One link from 50 /64s: each network's first click bills.
+	for i := range 50 {
+		if c := judge(p.AdID, "2001:db8:"+strconv.FormatInt(int64(i+1), 16)+"::1", 0); !c.Billable {
+			t.Fatalf("network %d: %q", i, c.Reason)
+		}
+	}
+	// One network, many ads: the cap, then the cap again the next day.
+	var reasons []string
+	for ad := range limit + 3 {
+		reasons = append(reasons, judge("ad"+strconv.Itoa(ad), "203.0.113.5", time.Duration(ad)*time.Minute).Reason)
+	}
+	for i, r := range reasons {
+		want := ""
+		if i >= limit {
+			want = ReasonNetworkCap
+		}
+		if r != want {
+			t.Errorf("ad %d of one network: %q, want %q", i, r, want)
+		}
+	}
+	// t0 is noon: the next UTC day starts 12 h later, inside the ads'
+	// windows for the ones billed, not for the ones capped.
+	if r := judge("ad"+strconv.Itoa(limit), "203.0.113.5", 12*time.Hour).Reason; r != "" {
+		t.Errorf("a capped ad on the next day: %q, want billable", r)
+	}
+	if r := judge("ad0", "203.0.113.5", 12*time.Hour).Reason; r != ReasonRepeat {
+		t.Errorf("a billed ad on the next day within its window: %q, want repeat", r)
+	}
+}
+
+type failingWindows struct{}
+
+func (failingWindows) Claim(context.Context, string, string, time.Time, int) (string, error) {
+	return "", errors.New("disk gone")
+}
+
+func TestJudgeWindowsFailure(t *testing.T) {
+	ks := testKeys(t, "k1")
+	p := sample()
+	exp, sig := ks.Sign(&p, t0.Add(time.Hour))
+	c := &Click{Time: t0, AdID: p.AdID, AdType: p.AdType, Type: p.Type, APIKey: p.APIKey, SiteID: p.SiteID,
+		Criterion: p.Criterion, YkTag: p.YkTag, IP: "192.0.2.1", UserAgent: "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0"}
+	j := &Judge{Keys: ks, Windows: failingWindows{}}
+	if err := j.Judge(t.Context(), c, Auth{Exp: exp, Sig: sig}, Navigation, ""); err == nil || c.Billable {
+		t.Errorf("a failing Windows: err %v, billable %v", err, c.Billable)
 	}
 }

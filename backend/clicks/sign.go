@@ -295,14 +295,31 @@ const (
 	ReasonExpired = "expired"
 	// ReasonPartner: the api_key is no longer known or site_id is not its.
 	ReasonPartner = "partner"
-	// ReasonBot: the user agent is a known bot, or there is none.
+	// ReasonBot: the user agent is no browser's (IsBot), or there is none.
 	ReasonBot = "bot"
-	// ReasonRepeat: the same client clicked the same ad within the window.
+	// ReasonNoIntent: the request carries no Fetch Metadata (Sec-Fetch-*),
+	// so nothing says a person navigated: an older browser, or a script.
+	ReasonNoIntent = "no_intent"
+	// ReasonNotNavigation: the browser says the request is no top-level
+	// navigation by the user: a hidden image, a frame, a fetch.
+	ReasonNotNavigation = "not_navigation"
+	// ReasonPrefetch: the browser fetched the link speculatively
+	// (Sec-Purpose: prefetch or prerender), before any click.
+	ReasonPrefetch = "prefetch"
+	// ReasonRepeat: the client's network had a billable click on the same
+	// ad within AdWindow.
 	ReasonRepeat = "repeat"
+	// ReasonNetworkCap: the client's network had its daily cap of billable
+	// clicks.
+	ReasonNetworkCap = "network_cap"
+	// ReasonRateLimited: the client's network was over the redirect's
+	// request limit; the click lands but is not judged.
+	ReasonRateLimited = "rate_limited"
 )
 
 // Reasons lists every reason a click is not billable.
-var Reasons = []string{ReasonUnsigned, ReasonForged, ReasonExpired, ReasonPartner, ReasonBot, ReasonRepeat}
+var Reasons = []string{ReasonUnsigned, ReasonForged, ReasonExpired, ReasonPartner, ReasonBot,
+	ReasonNoIntent, ReasonNotNavigation, ReasonPrefetch, ReasonRepeat, ReasonNetworkCap, ReasonRateLimited}
 
 // maxExpDigits bounds exp: unix seconds have 10 digits until 2286.
 const maxExpDigits = 12

@@ -66,9 +66,10 @@ type Config struct {
 	// budget for its other readers (-rate-key-network-share,
 	// ADLINK_RATE_KEY_NETWORK_SHARE; above 0, at most 1).
 	KeyNetworkShare float64
-	// IPRate and IPBurst limit /v1/redirect per client IP (an IPv6 client
-	// per /64), per second and at once (-rate-ip, ADLINK_RATE_IP;
-	// -rate-ip-burst, ADLINK_RATE_IP_BURST).
+	// IPRate and IPBurst limit /v1/redirect per client network (an IPv4
+	// address, an IPv6 /64), per second and at once (-rate-ip,
+	// ADLINK_RATE_IP; -rate-ip-burst, ADLINK_RATE_IP_BURST); over the
+	// limit the visitor still lands and the click does not bill.
 	IPRate  float64
 	IPBurst int
 	// PageRate and PageBurst are the default limit of unseen pages each site
@@ -88,6 +89,11 @@ type Config struct {
 	// process list). With none the server generates a key in DataDir on
 	// first start and keeps it there.
 	ClickKeys []clicks.Key
+	// NetworkDailyClicks caps the billable clicks of one client network
+	// (an IPv4 address, an IPv6 /64) per UTC day; the clicks past it land
+	// and are recorded as network_cap (-network-daily-clicks,
+	// ADLINK_NETWORK_DAILY_CLICKS).
+	NetworkDailyClicks int
 	// ClickTTL is how long a click URL the server signed stays billable
 	// (-click-ttl, ADLINK_CLICK_TTL).
 	ClickTTL time.Duration
@@ -117,8 +123,11 @@ func Default() Config {
 		PageRate:         1,
 		PageBurst:        30,
 		PageNetworkShare: 0.2,
-		ClickTTL:         24 * time.Hour,
-		SiteTokenTTL:     time.Hour,
+		// One household or office behind one address clicks a few ads a
+		// day; a carrier's NAT shares an address wider, so not fewer.
+		NetworkDailyClicks: 50,
+		ClickTTL:           24 * time.Hour,
+		SiteTokenTTL:       time.Hour,
 		TrustedProxies: []netip.Prefix{
 			netip.MustParsePrefix("127.0.0.1/32"),
 			netip.MustParsePrefix("::1/128"),
@@ -194,6 +203,7 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	envFloat("ADLINK_RATE_PAGES", &c.PageRate)
 	envInt("ADLINK_RATE_PAGES_BURST", &c.PageBurst)
 	envFloat("ADLINK_RATE_PAGES_NETWORK_SHARE", &c.PageNetworkShare)
+	envInt("ADLINK_NETWORK_DAILY_CLICKS", &c.NetworkDailyClicks)
 	envDuration := func(name string, dst *time.Duration) {
 		if v := getenv(name); v != "" {
 			d, err := time.ParseDuration(v)
@@ -230,11 +240,12 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	fs.Float64Var(&c.KeyRate, "rate-key", c.KeyRate, "default /v2 `requests` per second per api_key (ADLINK_RATE_KEY)")
 	fs.IntVar(&c.KeyBurst, "rate-key-burst", c.KeyBurst, "default /v2 `requests` at once per api_key (ADLINK_RATE_KEY_BURST)")
 	fs.Float64Var(&c.KeyNetworkShare, "rate-key-network-share", c.KeyNetworkShare, "`part` (0 to 1) of an api_key's limit one client network may take (ADLINK_RATE_KEY_NETWORK_SHARE)")
-	fs.Float64Var(&c.IPRate, "rate-ip", c.IPRate, "/v1/redirect `requests` per second per client IP (ADLINK_RATE_IP)")
-	fs.IntVar(&c.IPBurst, "rate-ip-burst", c.IPBurst, "/v1/redirect `requests` at once per client IP (ADLINK_RATE_IP_BURST)")
+	fs.Float64Var(&c.IPRate, "rate-ip", c.IPRate, "/v1/redirect `requests` per second per client network, IPv4 address or IPv6 /64 (ADLINK_RATE_IP)")
+	fs.IntVar(&c.IPBurst, "rate-ip-burst", c.IPBurst, "/v1/redirect `requests` at once per client network (ADLINK_RATE_IP_BURST)")
 	fs.Float64Var(&c.PageRate, "rate-pages", c.PageRate, "default unseen `pages` per second a site may queue (ADLINK_RATE_PAGES)")
 	fs.IntVar(&c.PageBurst, "rate-pages-burst", c.PageBurst, "default unseen `pages` at once a site may queue (ADLINK_RATE_PAGES_BURST)")
 	fs.Float64Var(&c.PageNetworkShare, "rate-pages-network-share", c.PageNetworkShare, "`part` (0 to 1) of a site's page limit one client network may take (ADLINK_RATE_PAGES_NETWORK_SHARE)")
+	fs.IntVar(&c.NetworkDailyClicks, "network-daily-clicks", c.NetworkDailyClicks, "billable `clicks` per UTC day per client network, IPv4 address or IPv6 /64 (ADLINK_NETWORK_DAILY_CLICKS)")
 	// A func flag: -h must not print the keys from the environment as
 	// the default.
 	fs.Func("click-keys", "click signing `keys` kid:base64secret,...; the first signs; none: one generated in the data directory (ADLINK_CLICK_KEYS, preferred)",
@@ -340,6 +351,9 @@ func (c *Config) Validate() error {
 	}
 	if _, err := clicks.NewKeys(c.ClickKeys...); err != nil && len(c.ClickKeys) > 0 {
 		bad("click-keys: %w", err)
+	}
+	if c.NetworkDailyClicks < 1 {
+		bad("network-daily-clicks %d: want at least 1", c.NetworkDailyClicks)
 	}
 	if c.ClickTTL <= 0 {
 		bad("click-ttl %v: want a positive duration", c.ClickTTL)

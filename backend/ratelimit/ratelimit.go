@@ -7,7 +7,6 @@ package ratelimit
 import (
 	"context"
 	"math"
-	"net/netip"
 	"sync"
 	"time"
 
@@ -33,20 +32,6 @@ func (l Limit) Share(f float64) Limit {
 		return l
 	}
 	return Limit{Rate: l.Rate * f, Burst: max(1, int(float64(l.Burst)*f))}
-}
-
-// Network is the client network addr belongs to, which limits count by: an
-// IPv4 address alone (/32), an IPv6 address by its /64, which one host or
-// home usually holds whole, so rotating the low bits gains nothing. A zone
-// (fe80::1%eth0) and the IPv4-mapped form count for nothing.
-func Network(addr netip.Addr) netip.Prefix {
-	addr = addr.Unmap().WithZone("")
-	bits := 32
-	if addr.Is6() {
-		bits = 64
-	}
-	p, _ := addr.Prefix(bits)
-	return p
 }
 
 // fillTime is how long an empty bucket takes to fill.

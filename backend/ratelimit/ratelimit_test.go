@@ -2,7 +2,6 @@ package ratelimit
 
 import (
 	"fmt"
-	"net/netip"
 	"testing"
 	"time"
 )
@@ -137,20 +136,3 @@ func TestShare(t *testing.T) {
 	}
 }
 
-func TestNetwork(t *testing.T) {
-	for in, want := range map[string]string{
-		"192.0.2.7":               "192.0.2.7/32",
-		"::ffff:192.0.2.7":        "192.0.2.7/32",
-		"2001:db8:1:2::1":         "2001:db8:1:2::/64",
-		"2001:db8:1:2:ffff::9":    "2001:db8:1:2::/64",
-		"2001:db8:1:2::1%z1":      "2001:db8:1:2::/64",
-		"fe80::1%eth0":            "fe80::/64",
-		"2001:db8:1:3::1":         "2001:db8:1:3::/64",
-		"::1":                     "::/64",
-		"2001:db8:aaaa:bbbb:c::d": "2001:db8:aaaa:bbbb::/64",
-	} {
-		if got := Network(netip.MustParseAddr(in)).String(); got != want {
-			t.Errorf("Network(%s) = %s, want %s", in, got, want)
-		}
-	}
-}

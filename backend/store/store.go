@@ -4,7 +4,8 @@
 // and a restart loses nothing.
 //
 // Each state-keeping job is an interface in its own package, its contract
-// in its doc comment: pages.Store, clicks.Store, ratelimit.Limiter.
+// in its doc comment: pages.Store, clicks.Store, clicks.Windows,
+// ratelimit.Limiter.
 // storetest runs those contracts against any implementation.
 package store
 

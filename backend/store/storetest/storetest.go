@@ -1,8 +1,9 @@
 // Package storetest runs the contracts of adlink's state-keeping interfaces
 // against any implementation, through their methods alone: Pages for
-// pages.Store, Clicks for clicks.Store, Limits for ratelimit.Limiter. Each
-// implementation runs the suite from its own package's tests, so a new one
-// (a database, a shared cache) proves it keeps the same promises:
+// pages.Store, Clicks for clicks.Store, Windows for clicks.Windows, Limits
+// for ratelimit.Limiter. Each implementation runs the suite from its own
+// package's tests, so a new one (a database, a shared cache) proves it
+// keeps the same promises:
 //
 //	func TestStoreContract(t *testing.T) {
 //		storetest.Pages(t, func(t *testing.T, b storetest.QueueBounds) storetest.Opener[pages.Store] {

@@ -1,0 +1,149 @@
+package clicks
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// AdWindow is how long a client network's billable click on an ad makes
+// its later clicks on that ad repeats.
+const AdWindow = 24 * time.Hour
+
+// Windows keeps the fraud windows of billable clicks, by client network
+// (Network): one billable click per network per ad per AdWindow, and at
+// most a cap of billable clicks per network per UTC day. BoltWindows keeps
+// them in the server's bbolt file; every implementation passes
+// storetest.Windows and is safe for concurrent use.
+type Windows interface {
+	// Claim asks whether a click of network on adID at time at may bill,
+	// and records it when it may. It returns "" and records the click when
+	// network has no billable click on adID less than AdWindow before or
+	// after at, and fewer than limit billable clicks on at's UTC day
+	// (limit <= 0: no cap). Otherwise it returns ReasonRepeat (the ad's
+	// window comes first) or ReasonNetworkCap and records nothing, so
+	// clicks that do not bill never extend a window nor spend the cap.
+	//
+	// A claim that returned "" is durable: a crash after Claim returns
+	// keeps it, and a restart judges later clicks by it. Concurrent claims
+	// are judged one after another: of many claims of one network and ad,
+	// exactly one returns "". A ctx already done refuses the claim with
+	// its error; after any error nothing is recorded. Windows may forget
+	// what no later claim can be judged by (clicks more than AdWindow and
+	// a day old).
+	Claim(ctx context.Context, network, adID string, at time.Time, limit int) (reason string, err error)
+}
+
+// BoltWindows are Windows in a bbolt file: one bucket per UTC day, holding
+// each network and ad's billable click time and each network's count, so
+// that forgetting old days is dropping their buckets. Claims share commits
+// as the click log's appends do.
+type BoltWindows struct {
+	gc groupCommit
+}
+
+var _ Windows = (*BoltWindows)(nil)
+
+var windowsBucket = []byte("click-windows")
+
+// NewWindows returns the Windows kept in db, creating their bucket.
+func NewWindows(db *bolt.DB) (*BoltWindows, error) {
+	err := db.Update(func(tx *bolt.Tx) error {
+		_, err := tx.CreateBucketIfNotExists(windowsBucket)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("clicks: windows: %w", err)
+	}
+	return &BoltWindows{gc: groupCommit{db: db}}, nil
+}
+
+// Claim implements Windows.
+func (w *BoltWindows) Claim(ctx context.Context, network, adID string, at time.Time, limit int) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	var reason string
+	err := w.gc.commit(func(tx *bolt.Tx) error {
+		var err error
+		reason, err = claim(tx.Bucket(windowsBucket), network, adID, at, limit)
+		return err
+	})
+	if err != nil {
+		return "", fmt.Errorf("clicks: windows: %w", err)
+	}
+	return reason, nil
+}
+
+// claim judges and records one claim in the days bucket.
+func claim(days *bolt.Bucket, network, adID string, at time.Time, limit int) (string, error) {
+	day := dayOf(at)
+	pair := append(append(append([]byte{'a'}, network...), 0), adID...)
+	count := append([]byte{'n'}, network...)
+	// A window reaches into the day before and, for a clock that stepped
+	// back, the day after.
+	for d := day - 1; d <= day+1; d++ {
+		b := days.Bucket(dayKey(d))
+		if b == nil {
+			continue
+		}
+		if v := b.Get(pair); len(v) == 8 {
+			prev := int64(binary.BigEndian.Uint64(v))
+			if gap := at.UnixNano() - prev; gap < int64(AdWindow) && -gap < int64(AdWindow) {
+				return ReasonRepeat, nil
+			}
+		}
+	}
+	b, err := days.CreateBucketIfNotExists(dayKey(day))
+	if err != nil {
+		return "", err
+	}
+	var n uint64
+	if v := b.Get(count); len(v) == 8 {
+		n = binary.BigEndian.Uint64(v)
+	}
+	if limit > 0 && n >= uint64(limit) {
+		return ReasonNetworkCap, nil
+	}
+	// bbolt keeps the slices it is given until the commit: one each.
+	if err := b.Put(pair, binary.BigEndian.AppendUint64(nil, uint64(at.UnixNano()))); err != nil {
+		return "", err
+	}
+	if err := b.Put(count, binary.BigEndian.AppendUint64(nil, n+1)); err != nil {
+		return "", err
+	}
+	return "", forget(days, day)
+}
+
+// forget drops the days no claim on day or later can be judged by.
+func forget(days *bolt.Bucket, day int64) error {
+	oldest := dayKey(day - 1)
+	var old [][]byte
+	c := days.Cursor()
+	for k, _ := c.First(); k != nil && bytes.Compare(k, oldest) < 0; k, _ = c.Next() {
+		old = append(old, bytes.Clone(k))
+	}
+	for _, k := range old {
+		if err := days.DeleteBucket(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// dayOf is the UTC day of t, counted from the epoch.
+func dayOf(t time.Time) int64 {
+	return t.Unix() / 86400
+}
+
+// dayKey orders days by number: big-endian, offset so that days before
+// the epoch sort first too.
+func dayKey(day int64) []byte {
+	var k [8]byte
+	binary.BigEndian.PutUint64(k[:], uint64(day)^(1<<63))
+	return k[:]
+}

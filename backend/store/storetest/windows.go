@@ -1,0 +1,149 @@
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/adlink/adlink/backend/clicks"
+)
+
+// Windows runs the contract of clicks.Windows against the stores fresh
+// opens. fresh returns an Opener over a new, empty backing.
+func Windows(t *testing.T, fresh func(t *testing.T) Opener[clicks.Windows]) {
+	t.Helper()
+	start := func(t *testing.T) clicks.Windows {
+		s, _ := open(t, fresh(t))
+		return s
+	}
+	// Noon UTC: the day's end is 12 h away.
+	t0 := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	const net4, net6 = "192.0.2.1", "2001:db8:1:2::/64"
+
+	t.Run("OneBillablePerNetworkAndAdPerWindow", func(t *testing.T) {
+		s := start(t)
+		for _, c := range []struct {
+			name, network, ad string
+			at                time.Duration
+			want              string
+		}{
+			{"first", net4, "a", 0, ""},
+			{"same network and ad a second later", net4, "a", time.Second, clicks.ReasonRepeat},
+			{"another ad", net4, "b", time.Second, ""},
+			{"another network", net6, "a", time.Second, ""},
+			{"across midnight, within the window", net4, "a", clicks.AdWindow - time.Nanosecond, clicks.ReasonRepeat},
+			{"a clock stepped back", net4, "a", -time.Hour, clicks.ReasonRepeat},
+			{"the window after the first", net4, "a", clicks.AdWindow, ""},
+			{"the window after a refused claim opens none", net4, "a", clicks.AdWindow + time.Second, clicks.ReasonRepeat},
+			{"three days later", net4, "a", 3 * clicks.AdWindow, ""},
+		} {
+			if got := claimWindow(t, s, c.network, c.ad, t0.Add(c.at), 0); got != c.want {
+				t.Errorf("%s: %q, want %q", c.name, got, c.want)
+			}
+		}
+	})
+
+	t.Run("DailyCapPerNetwork", func(t *testing.T) {
+		s := start(t)
+		const limit = 3
+		for i := range limit {
+			if got := claimWindow(t, s, net4, fmt.Sprint("ad", i), t0.Add(time.Duration(i)*time.Minute), limit); got != "" {
+				t.Fatalf("claim %d under the cap: %q", i, got)
+			}
+		}
+		if got := claimWindow(t, s, net4, "ad0", t0.Add(time.Hour), limit); got != clicks.ReasonRepeat {
+			t.Errorf("a repeat at the cap: %q, want repeat (the window comes first)", got)
+		}
+		if got := claimWindow(t, s, net4, "another", t0.Add(time.Hour), limit); got != clicks.ReasonNetworkCap {
+			t.Errorf("over the cap: %q, want %q", got, clicks.ReasonNetworkCap)
+		}
+		if got := claimWindow(t, s, net6, "another", t0.Add(time.Hour), limit); got != "" {
+			t.Errorf("another network: %q", got)
+		}
+		if got := claimWindow(t, s, net4, "another", t0.Add(12*time.Hour), limit); got != "" {
+			t.Errorf("the next UTC day: %q, want billable", got)
+		}
+		if got := claimWindow(t, s, net4, "more", t0.Add(13*time.Hour), 0); got != "" {
+			t.Errorf("no cap: %q", got)
+		}
+	})
+
+	t.Run("RefusedClaimsSpendNothing", func(t *testing.T) {
+		s := start(t)
+		claimWindow(t, s, net4, "a", t0, 2)
+		for range 5 {
+			claimWindow(t, s, net4, "a", t0.Add(time.Second), 2)
+		}
+		if got := claimWindow(t, s, net4, "b", t0.Add(time.Minute), 2); got != "" {
+			t.Errorf("after repeats, the cap's second click: %q", got)
+		}
+	})
+
+	t.Run("ClaimsAreDurable", func(t *testing.T) {
+		opener := fresh(t)
+		s, closeStore := open(t, opener)
+		claimWindow(t, s, net6, "a", t0, 2)
+		claimWindow(t, s, net6, "b", t0, 2)
+		closeStore()
+		s, _ = open(t, opener)
+		if got := claimWindow(t, s, net6, "a", t0.Add(time.Hour), 2); got != clicks.ReasonRepeat {
+			t.Errorf("after reopen, the window: %q, want repeat", got)
+		}
+		if got := claimWindow(t, s, net6, "c", t0.Add(time.Hour), 2); got != clicks.ReasonNetworkCap {
+			t.Errorf("after reopen, the cap: %q, want %q", got, clicks.ReasonNetworkCap)
+		}
+	})
+
+	t.Run("ConcurrentClaims", func(t *testing.T) {
+		s := start(t)
+		const n, limit = 40, 7
+		var sameAd, manyAds atomic.Int32
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				if claimWindow(t, s, net4, "one", t0, 0) == "" {
+					sameAd.Add(1)
+				}
+			})
+			wg.Go(func() {
+				if claimWindow(t, s, net6, fmt.Sprint("ad", i), t0, limit) == "" {
+					manyAds.Add(1)
+				}
+			})
+		}
+		wg.Wait()
+		if sameAd.Load() != 1 {
+			t.Errorf("%d of %d concurrent claims of one network and ad billed, want 1", sameAd.Load(), n)
+		}
+		if manyAds.Load() != limit {
+			t.Errorf("%d of %d concurrent claims of one network billed, want the cap %d", manyAds.Load(), n, limit)
+		}
+	})
+
+	t.Run("DoneContextRefuses", func(t *testing.T) {
+		s := start(t)
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		if _, err := s.Claim(ctx, net4, "a", t0, 0); err == nil {
+			t.Fatal("Claim with a done context succeeded")
+		}
+		if got := claimWindow(t, s, net4, "a", t0, 0); got != "" {
+			t.Errorf("a refused claim was recorded: %q", got)
+		}
+	})
+}
+
+// claimWindow claims a click of network on ad at at and returns the
+// reason it does not bill, "" when it bills.
+func claimWindow(t *testing.T, s clicks.Windows, network, ad string, at time.Time, limit int) string {
+	t.Helper()
+	r, err := s.Claim(t.Context(), network, ad, at, limit)
+	if err != nil {
+		t.Errorf("Claim: %v", err) // not Fatal: concurrent claims call it too
+		return "error"
+	}
+	return r
+}
