@@ -135,4 +135,3 @@ func TestShare(t *testing.T) {
 		t.Errorf("a share of a small burst: %+v, want one token", got)
 	}
 }
-
