@@ -31,10 +31,11 @@ type Decisions interface {
 
 // BoltDecisions are Decisions in a bbolt file: one bucket per hour of
 // expiry, holding the ids that expire in it, so that forgetting expired
-// ids is dropping whole buckets. Uses share commits as the click log's
-// appends do.
+// ids is dropping whole buckets. Uses share the commits of the file's
+// other stores, the click log's appends and the windows' claims among them.
 type BoltDecisions struct {
-	gc groupCommit
+	db *bolt.DB
+	gc *groupCommit
 }
 
 var _ Decisions = (*BoltDecisions)(nil)
@@ -50,7 +51,7 @@ func NewDecisions(db *bolt.DB) (*BoltDecisions, error) {
 	if err != nil {
 		return nil, fmt.Errorf("clicks: decisions: %w", err)
 	}
-	return &BoltDecisions{gc: groupCommit{db: db}}, nil
+	return &BoltDecisions{db: db, gc: commitsOf(db)}, nil
 }
 
 // Use implements Decisions.
@@ -62,7 +63,7 @@ func (d *BoltDecisions) Use(ctx context.Context, id string, at, expires time.Tim
 		return false, nil
 	}
 	var first bool
-	err := d.gc.commit(func(tx *bolt.Tx) error {
+	err := d.gc.commit(d.db, func(tx *bolt.Tx) error {
 		var err error
 		first, err = useDecision(tx.Bucket(decisionsBucket), id, at, expires)
 		return err
