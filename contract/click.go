@@ -60,8 +60,10 @@ type Links struct {
 	// no key.
 	Tok string
 	// Sign, when set, appends parameters that authenticate the click (the
-	// server's "&exp=...&sig=..."), of bytes a query holds unescaped; it
-	// gets the click URL's query so far.
+	// server's "&d=...&exp=...&sig=...": a decision id minted for this
+	// answer and ad, the expiry and the signature over them and the query),
+	// of bytes a query holds unescaped; it gets the click URL's query so
+	// far.
 	Sign func(dst, query []byte) []byte
 }
 

@@ -104,8 +104,9 @@ type Redirect struct {
 	SiteID    string
 	Criterion string
 	YkTag     string
-	// Exp and Sig sign a link the server made, Tok one the page made.
-	Exp, Sig, Tok string
+	// D, Exp and Sig sign a link the server made (D is its decision id,
+	// minted for one answer and ad), Tok one the page made.
+	D, Exp, Sig, Tok string
 }
 
 // MaxCriterion bounds the criterionId of a click.
@@ -137,6 +138,7 @@ func ParseRedirect(v map[string][]string) (Redirect, []Problem) {
 		p.invalid("criterionId", "criterionId must be valid UTF-8 of at most "+match.Itoa(MaxCriterion)+" bytes")
 	}
 	r.YkTag = p.Parse("yk_tag", ParseYkTag)
+	r.D, _ = p.Optional("d")
 	r.Exp, _ = p.Optional("exp")
 	r.Sig, _ = p.Optional("sig")
 	r.Tok, _ = p.Optional("tok")

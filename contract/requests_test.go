@@ -162,10 +162,10 @@ func TestParseManifest(t *testing.T) {
 }
 
 func TestParseRedirect(t *testing.T) {
-	v, _ := url.ParseQuery("type=intext&adId=a.example&adType=product&api_key=k&site_id=s&criterionId=lg+handy&yk_tag=t:1&exp=1&sig=k1.x&tok=t")
+	v, _ := url.ParseQuery("type=intext&adId=a.example&adType=product&api_key=k&site_id=s&criterionId=lg+handy&yk_tag=t:1&d=AbC_-9&exp=1&sig=k1.x&tok=t")
 	r, problems := ParseRedirect(v)
 	want := Redirect{Type: TypePage, AdID: "a.example", AdType: match.KindProduct, APIKey: "k", SiteID: "s",
-		Criterion: "lg handy", YkTag: "t:1", Exp: "1", Sig: "k1.x", Tok: "t"}
+		Criterion: "lg handy", YkTag: "t:1", D: "AbC_-9", Exp: "1", Sig: "k1.x", Tok: "t"}
 	if problems != nil || r != want {
 		t.Errorf("ParseRedirect = %+v %v, want %+v", r, problems, want)
 	}

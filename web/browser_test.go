@@ -290,14 +290,15 @@ const handyText = `Wir haben die wichtigsten Modelle des Jahres ausprobiert: das
 Samsung Galaxy S24 und das Google Pixel 8. Eine gute Handyhülle sollte man gleich mitbestellen, und
 gute Kopfhörer auch.`
 
-// unsigned drops what authenticates a click URL: the server's exp and sig,
-// the page's tok. The rest must be the same.
+// unsigned drops what authenticates a click URL: the server's decision id,
+// exp and sig, the page's tok. The rest must be the same.
 func unsigned(ad string) string {
 	u, err := url.Parse(ad)
 	if err != nil {
 		return ad
 	}
 	q := u.Query()
+	q.Del("d")
 	q.Del("exp")
 	q.Del("sig")
 	q.Del("tok")

@@ -3,13 +3,16 @@ package web
 import (
 	"context"
 	_ "embed"
+	"encoding/json"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/adlink/adlink/backend/clicks"
 	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
@@ -32,7 +35,85 @@ var (
 	//
 	//go:embed testdata/clicks/token_search.js
 	tokenSearch string
+	// placeLink, called with an href, makes it the page's only link,
+	// #server-ad.
+	//
+	//go:embed testdata/clicks/place_link.js
+	placeLink string
 )
+
+// desktopChrome is the user agent of a desktop Chrome: headless Chromium
+// names itself in its own, and a bot's click bills nothing.
+const desktopChrome = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36"
+
+// TestServerLinkClickBills: a person's click on an ad URL of a server
+// answer bills; the same URL clicked again lands, recorded as a repeat of
+// its decision.
+func TestServerLinkClickBills(t *testing.T) {
+	br := newBrowser(t)
+	b := startBackend(t)
+	send(t, br, emulation.SetUserAgentOverride, emulation.SetUserAgentOverrideParams{UserAgent: desktopChrome})
+	var answer struct{ Link []struct{ Ad string } }
+	if err := json.Unmarshal(get(t, b.URL+"/v2/search/link?q=iphone+15&api_key=demo&site_id=demo"), &answer); err != nil || len(answer.Link) == 0 {
+		t.Fatalf("search: %v %+v", err, answer)
+	}
+	href := answer.Link[0].Ad
+	u, err := url.Parse(href)
+	if err != nil || u.Query().Get("d") == "" || u.Query().Get("sig") == "" {
+		t.Fatalf("a server link without decision or signature: %s", href)
+	}
+	adID := u.Query().Get("adId")
+
+	// Requests leaving the test's server fail; each is reported, so the
+	// test knows the redirect was answered (and the click logged).
+	left := make(chan string, 4)
+	paused := chromedp.Events(br.ctx, fetch.RequestPaused)
+	send(t, br, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{URLPattern: "*"}}})
+	go func() {
+		for ev, err := range paused {
+			if err != nil {
+				return
+			}
+			local := strings.HasPrefix(ev.Request.URL, b.URL+"/")
+			chromedp.Do(br.ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+				if local {
+					_, err := cdp.Call(ctx, tg, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID})
+					return err
+				}
+				_, err := cdp.Call(ctx, tg, fetch.FailRequest, fetch.FailRequestParams{RequestID: ev.RequestID, ErrorReason: network.ErrorReasonBlockedByClient})
+				return err
+			}))
+			if !local {
+				select {
+				case left <- ev.Request.URL:
+				default:
+				}
+			}
+		}
+	}()
+	start := time.Now().Add(-time.Minute)
+	for i := range 2 {
+		br.do(t, chromedp.Navigate(b.URL+"/demo/index.html?server-link="+strconv.Itoa(i)))
+		evalCall[bool](t, br, placeLink, href)
+		// A mouse click: the browser says a person navigated.
+		br.do(t, chromedp.Click("#server-ad"))
+		select {
+		case <-left:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("click %d never left for the landing page", i)
+		}
+	}
+	var logged []clicks.Click
+	b.clicks.Scan(context.Background(), start, time.Now().Add(time.Minute), func(c clicks.Click) error {
+		if c.AdID == adID && c.Type == "search" {
+			logged = append(logged, c)
+		}
+		return nil
+	})
+	if len(logged) != 2 || !logged[0].Billable || logged[1].Billable || logged[1].Reason != clicks.ReasonRepeat {
+		t.Errorf("clicks recorded for the ad: %+v, want one billable, then a repeat", logged)
+	}
+}
 
 // TestClickGoesThroughRedirect clicks an in-text ad: the browser asks
 // /v1/redirect, which sends it to the ad's landing page from the catalog.
@@ -99,9 +180,10 @@ func TestClickGoesThroughRedirect(t *testing.T) {
 		if !strings.Contains(href, "&tok=") {
 			t.Errorf("the page's click URL carries no site token: %s", href)
 		}
-		// The click is in the log, its site token verified: the judge checks
-		// the token first, so "bot" (headless Chromium says so in its user
-		// agent) means the token passed.
+		// The click is in the log, its site token verified and not billed:
+		// a site token alone proves no ad was shown ("unverified", which
+		// the judge finds before it reads the user agent; a forged or
+		// expired token would say so instead).
 		var logged []clicks.Click
 		b.clicks.Scan(context.Background(), time.Now().Add(-time.Minute), time.Now().Add(time.Minute), func(c clicks.Click) error {
 			if c.AdID == u.Query().Get("adId") && c.Type == "intext" {
@@ -109,8 +191,8 @@ func TestClickGoesThroughRedirect(t *testing.T) {
 			}
 			return nil
 		})
-		if len(logged) != 1 || logged[0].Reason != "" && logged[0].Reason != clicks.ReasonBot {
-			t.Errorf("clicks recorded for the ad: %+v, want one with a verified site token", logged)
+		if len(logged) != 1 || logged[0].Billable || logged[0].Reason != clicks.ReasonUnverified {
+			t.Errorf("clicks recorded for the ad: %+v, want one unverified, with a verified site token", logged)
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("the click never left for the landing page")

@@ -43,9 +43,15 @@ func newSignedEnv(t testing.TB) *signedEnv {
 	return newSignedEnvWith(t, nil, testWindows(t, t.TempDir()))
 }
 
-// newSignedEnvWith is newSignedEnv with the configuration configure changes and
-// the given Windows.
+// newSignedEnvWith is newSignedEnvStores with Decisions of their own.
 func newSignedEnvWith(t testing.TB, configure func(*config.Config), windows clicks.Windows) *signedEnv {
+	t.Helper()
+	return newSignedEnvStores(t, configure, windows, testDecisions(t, t.TempDir()))
+}
+
+// newSignedEnvStores is newSignedEnv with the configuration configure
+// changes and the given Windows and Decisions.
+func newSignedEnvStores(t testing.TB, configure func(*config.Config), windows clicks.Windows, decisions clicks.Decisions) *signedEnv {
 	t.Helper()
 	ix, err := market.Build(fixture())
 	if err != nil {
@@ -69,7 +75,7 @@ func newSignedEnvWith(t testing.TB, configure func(*config.Config), windows clic
 	env := &signedEnv{keys: keys, metrics: metrics.New(), now: testClock}
 	env.handler = NewServer(Deps{
 		Config: cfg, Indexes: ix, Partners: testPartners(t), ClickKeys: keys, Shards: set, Metrics: env.metrics,
-		Windows: windows,
+		Windows: windows, Decisions: decisions,
 		Clicks: &clickRecorder{AppendFn: func(_ context.Context, c clicks.Click) error {
 			env.mu.Lock()
 			defer env.mu.Unlock()
@@ -255,7 +261,9 @@ func TestForgedClicksAreNotBillable(t *testing.T) {
 	}
 }
 
-// A click the page made carries the manifest's token instead of a sig.
+// A click the page made carries the manifest's token instead of a sig:
+// recorded, unverified, never billed, as the token proves no ad was shown
+// (any caller gets it from /v2/shards).
 func TestTokenClicks(t *testing.T) {
 	env := newSignedEnv(t)
 	token := func(key, site string) string {
@@ -270,11 +278,17 @@ func TestTokenClicks(t *testing.T) {
 	// What the page makes: the server's query without exp and sig, plus tok.
 	page := setParam(setParam(env.links(t, "q=handy&loc=de&api_key=demo&site_id=demo")[0], "sig", "-"), "exp", "-")
 	page = strings.Replace(page, "type=search", "type=intext", 1)
+	server := env.links(t, "q=handy&loc=de&api_key=demo&site_id=demo")[0]
+	emptied := setParam(setParam(server, "sig", ""), "exp", "") + "&tok=" + demoTok
+	// An ad no answer showed, with a criterion nobody asked for.
+	forged := clickQuery("type", "intext", "criterionId", "anything") + "&tok=" + demoTok
 	tests := []struct {
 		name, target, reason string
 		later                time.Duration
 	}{
-		{"valid token", page + "&tok=" + demoTok, "", 0},
+		{"valid token", page + "&tok=" + demoTok, clicks.ReasonUnverified, 0},
+		{"valid token, any ad", forged, clicks.ReasonUnverified, 0},
+		{"server link, signature emptied, token added", emptied, clicks.ReasonUnverified, 0},
 		{"another site's token", page + "&tok=" + blogTok, clicks.ReasonForged, 0},
 		{"garbled token", page + "&tok=" + demoTok[:len(demoTok)-2] + "xx", clicks.ReasonForged, 0},
 		{"token an hour old", page + "&tok=" + demoTok, clicks.ReasonExpired, time.Hour},
@@ -286,7 +300,7 @@ func TestTokenClicks(t *testing.T) {
 			env.now = testClock.Add(tt.later)
 			env.mu.Unlock()
 			c := env.click(t, tt.target, "203.0.113."+strconv.Itoa(i+100), browserUA)
-			if c.Billable != (tt.reason == "") || c.Reason != tt.reason || c.Type != "intext" {
+			if c.Billable || c.Reason != tt.reason || (c.Type != "intext" && tt.target != emptied) {
 				t.Errorf("billable %v reason %q type %s, want %q", c.Billable, c.Reason, c.Type, tt.reason)
 			}
 		})
@@ -298,6 +312,8 @@ func TestTokenClicks(t *testing.T) {
 func TestBotAndRepeatClicks(t *testing.T) {
 	env := newSignedEnv(t)
 	l := env.links(t, "q=lg+handy&loc=de&api_key=demo&site_id=demo")[0]
+	// Another answer for the same ad: a decision of its own.
+	l2 := env.links(t, "q=lg+handy&loc=de&api_key=demo&site_id=demo")[0]
 	steps := []struct {
 		name, ip, ua string
 		advance      time.Duration
@@ -305,7 +321,7 @@ func TestBotAndRepeatClicks(t *testing.T) {
 	}{
 		{"first click", "198.51.100.7", browserUA, 0, ""},
 		{"same client 29 s later", "198.51.100.7", browserUA, 29 * time.Second, clicks.ReasonRepeat},
-		{"another client", "198.51.100.8", browserUA, 0, ""},
+		{"another client, another answer", "198.51.100.8", browserUA, 0, ""},
 		{"same client 31 s after its last", "198.51.100.7", browserUA, 31 * time.Second, clicks.ReasonRepeat},
 		{"curl", "198.51.100.9", "curl/8.5.0", 0, clicks.ReasonBot},
 		{"Googlebot", "198.51.100.10", "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)", 0, clicks.ReasonBot},
@@ -320,7 +336,11 @@ func TestBotAndRepeatClicks(t *testing.T) {
 	}
 	for _, s := range steps {
 		env.advance(s.advance)
-		c := env.click(t, l, s.ip, s.ua)
+		target := l
+		if s.ip == "198.51.100.8" {
+			target = l2
+		}
+		c := env.click(t, target, s.ip, s.ua)
 		if c.Billable != (s.reason == "") || c.Reason != s.reason {
 			t.Errorf("%s: billable %v reason %q, want %q", s.name, c.Billable, c.Reason, s.reason)
 		}
@@ -356,7 +376,7 @@ func TestNoKeysNoSignatures(t *testing.T) {
 // Over thousands of random query strings built from the redirect's own
 // parameter names, catalog ids, hostile URLs and garbage, every 302 goes to
 // the catalog's landing URL of the adId given, every other answer has no
-// Location, and only a click carrying a valid sig or tok is billable.
+// Location, and only a click carrying a valid sig is billable.
 func TestRedirectLocationProperty(t *testing.T) {
 	env := newSignedEnv(t)
 	signed := env.links(t, "q=handy&loc=de&api_key=demo&site_id=demo&yk_tag=p:1")
@@ -400,8 +420,8 @@ func TestRedirectLocationProperty(t *testing.T) {
 			}
 			if got[0].Billable {
 				billable++
-				if !v.Has("sig") && !v.Has("tok") {
-					t.Fatalf("%s: billable without sig or tok", q)
+				if !v.Has("sig") {
+					t.Fatalf("%s: billable without sig", q)
 				}
 			}
 		case loc != "" || len(got) != 0:
@@ -425,8 +445,9 @@ func TestUnknownPartnerClickIsBounded(t *testing.T) {
 	}
 	// A link signed for a partner since removed: the partner reason.
 	p := clicks.Params{Type: "search", AdID: "handyladen.de", AdType: "advertiser", APIKey: "gone", SiteID: "old", Criterion: "handy"}
-	exp, sig := env.keys.Sign(&p, testClock.Add(time.Hour))
-	c = env.click(t, "/v1/redirect?"+string(clicks.AppendQuery(nil, &p))+"&exp="+exp+"&sig="+sig, "198.51.100.78", browserUA)
+	d := clicks.NewDecision()
+	exp, sig := env.keys.Sign(&p, d, testClock.Add(time.Hour))
+	c = env.click(t, "/v1/redirect?"+string(clicks.AppendQuery(nil, &p))+"&d="+d+"&exp="+exp+"&sig="+sig, "198.51.100.78", browserUA)
 	if c.Billable || c.Reason != clicks.ReasonPartner {
 		t.Errorf("removed partner: billable %v reason %q", c.Billable, c.Reason)
 	}

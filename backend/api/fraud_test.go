@@ -23,6 +23,21 @@ func testWindows(t testing.TB, dir string) clicks.Windows {
 	return w
 }
 
+// testDecisions are bbolt Decisions in dir, closed at the end of t.
+func testDecisions(t testing.TB, dir string) clicks.Decisions {
+	t.Helper()
+	db, err := store.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	d, err := clicks.NewDecisions(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
 // openWindows opens the Windows in dir and returns them with their file.
 func openWindows(t testing.TB, dir string) (clicks.Windows, *bolt.DB) {
 	t.Helper()
@@ -149,8 +164,8 @@ func distinctAds(links []string) []string {
 	return out
 }
 
-// One link from many /64s bills once per network (what bounds it further
-// is the answers a client can get); each network stops at its daily cap.
+// One ad's links from many /64s bill once per network, each link once;
+// each network stops at its daily cap.
 func TestNetworkDailyCap(t *testing.T) {
 	const limit = 3
 	env := newSignedEnvWith(t, func(c *config.Config) { c.NetworkDailyClicks = limit }, testWindows(t, t.TempDir()))
@@ -159,7 +174,8 @@ func TestNetworkDailyCap(t *testing.T) {
 		t.Fatalf("%d ads, want more than %d", len(links), limit)
 	}
 	for i := range 30 {
-		if c := env.click(t, links[0], "2001:db8:"+strconv.FormatInt(int64(i+1), 16)+"::1", browserUA); !c.Billable {
+		l := env.links(t, "q=handy&loc=de&api_key=demo&site_id=demo&size=20")[0]
+		if c := env.click(t, l, "2001:db8:"+strconv.FormatInt(int64(i+1), 16)+"::1", browserUA); !c.Billable {
 			t.Fatalf("network %d's first click: %q", i, c.Reason)
 		}
 	}
@@ -198,6 +214,87 @@ func TestFraudWindowsSurviveRestart(t *testing.T) {
 	}
 	if c := env.click(t, links[2], "192.0.2.44", browserUA); c.Reason != clicks.ReasonNetworkCap {
 		t.Errorf("a third ad after the restart: %q, want %q", c.Reason, clicks.ReasonNetworkCap)
+	}
+}
+
+// One signed link bills once: the answer's decision id is used by its
+// first billable click, whichever network it comes from. Each attack
+// below billed before decision ids.
+func TestDecisionBillsOnce(t *testing.T) {
+	env := newSignedEnv(t)
+	l := env.links(t, "q=lg+handy&loc=de&api_key=demo&site_id=demo")[0]
+	if d := queryOf(t, l).Get("d"); len(d) != clicks.DecisionLen {
+		t.Fatalf("a server link's decision id %q in %s", d, l)
+	}
+	billed := 0
+	for i, ip := range []string{"2001:db8:a::1", "2001:db8:b::1", "198.51.100.90"} {
+		h := http.Header{}
+		clicks.Navigation.Header(h)
+		h.Set("X-Forwarded-For", ip)
+		readBody(t, env.doWith(t, l, "127.0.0.1", browserUA, h))
+		for _, c := range env.take() {
+			if c.Billable {
+				billed++
+			} else if i > 0 && c.Reason != clicks.ReasonRepeat {
+				t.Errorf("click %d from %s: %q, want repeat", i, ip, c.Reason)
+			}
+		}
+	}
+	if billed != 1 {
+		t.Errorf("one link from three networks: %d billable, want 1", billed)
+	}
+
+	// A decision id moved into another ad's link fails its signature.
+	links := distinctAds(env.links(t, "q=handy&loc=de&api_key=demo&site_id=demo&size=20"))
+	if len(links) < 2 {
+		t.Fatalf("%d ads, want 2", len(links))
+	}
+	swapped := setParam(links[1], "d", queryOf(t, links[0]).Get("d"))
+	if c := env.click(t, swapped, "198.51.100.91", browserUA); c.Billable || c.Reason != clicks.ReasonForged {
+		t.Errorf("another ad's decision id: billable %v %q, want forged", c.Billable, c.Reason)
+	}
+	if c := env.click(t, setParam(links[1], "d", "-"), "198.51.100.92", browserUA); c.Billable || c.Reason != clicks.ReasonForged {
+		t.Errorf("decision id removed: billable %v %q, want forged", c.Billable, c.Reason)
+	}
+}
+
+// queryOf is the query of target.
+func queryOf(t testing.TB, target string) url.Values {
+	t.Helper()
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.Query()
+}
+
+// Used decision ids are in the store: a link clicked before a restart
+// does not bill again after it, from any network.
+func TestDecisionsSurviveRestart(t *testing.T) {
+	dir := t.TempDir()
+	w, db := openWindows(t, dir)
+	d, err := clicks.NewDecisions(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := newSignedEnvStores(t, nil, w, d)
+	l := env.links(t, "q=lg+handy&loc=de&api_key=demo&site_id=demo")[0]
+	if c := env.click(t, l, "192.0.2.60", browserUA); !c.Billable {
+		t.Fatalf("before the restart: %q", c.Reason)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	w, db = openWindows(t, dir)
+	if d, err = clicks.NewDecisions(db); err != nil {
+		t.Fatal(err)
+	}
+	env = newSignedEnvStores(t, nil, w, d)
+	if c := env.click(t, l, "2001:db8:c::1", browserUA); c.Billable || c.Reason != clicks.ReasonRepeat {
+		t.Errorf("the link replayed after the restart from another network: billable %v %q, want repeat", c.Billable, c.Reason)
+	}
+	if c := env.click(t, env.links(t, "q=lg+handy&loc=de&api_key=demo&site_id=demo")[0], "2001:db8:c::1", browserUA); !c.Billable {
+		t.Errorf("a fresh answer's link after the restart: %q", c.Reason)
 	}
 }
 

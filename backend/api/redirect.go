@@ -19,7 +19,9 @@ const maxPartnerID = 256
 // index, judges the click, commits it, then sends the client to the ad's
 // landing URL from the catalog. The target never comes from the request,
 // so this is no open redirect. Once the ad is found the client always
-// lands: a forged, expired, unsigned, bot, unintended or repeated click,
+// lands: a forged, expired, unsigned or unverified (site token only), bot,
+// unintended or repeated click (a decision id used before, or the
+// network's window),
 // one whose partner is gone, and one over the network's request limit
 // (limitIP) are recorded as not billable with their reason rather than
 // refused. A HEAD (link scanners, prefetchers) gets the same answer but
@@ -73,7 +75,7 @@ func (s *server) redirect(w http.ResponseWriter, r *http.Request) error {
 		over, isOver := overLimitOf(r)
 		if isOver {
 			c.Reason = clicks.ReasonRateLimited
-		} else if err := s.judge.Judge(r.Context(), &c, clicks.Auth{Exp: req.Exp, Sig: req.Sig, Tok: req.Tok},
+		} else if err := s.judge.Judge(r.Context(), &c, clicks.Auth{D: req.D, Exp: req.Exp, Sig: req.Sig, Tok: req.Tok},
 			clicks.IntentOf(r.Header), refuse); err != nil {
 			return internal(fmt.Errorf("judging click: %w", err))
 		}

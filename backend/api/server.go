@@ -51,6 +51,9 @@ type Deps struct {
 	// Windows hold each client network's billable clicks; required with
 	// ClickKeys.
 	Windows clicks.Windows
+	// Decisions hold the decision ids of signed click URLs already
+	// clicked, so each bills once; required with ClickKeys.
+	Decisions clicks.Decisions
 	// Ready, when set, tells /readyz whether the server's state is usable
 	// (the store open, not shutting down); an error makes it a 503.
 	Ready func(ctx context.Context) error
@@ -80,8 +83,8 @@ func NewServer(d Deps) http.Handler {
 	if d.Indexes == nil || d.Partners == nil || d.Clicks == nil {
 		panic("api.NewServer: Indexes, Partners and Clicks are required")
 	}
-	if d.ClickKeys != nil && d.Windows == nil {
-		panic("api.NewServer: ClickKeys need Windows")
+	if d.ClickKeys != nil && (d.Windows == nil || d.Decisions == nil) {
+		panic("api.NewServer: ClickKeys need Windows and Decisions")
 	}
 	s := &server{
 		cfg:      d.Config,
@@ -97,7 +100,7 @@ func NewServer(d Deps) http.Handler {
 		ready:    d.Ready,
 		ids:      newIDSource(),
 		limits:   newLimiters(),
-		judge:    newJudge(d.ClickKeys, d.Windows, d.Config.NetworkDailyClicks),
+		judge:    newJudge(d.ClickKeys, d.Windows, d.Decisions, d.Config.NetworkDailyClicks),
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)

@@ -137,6 +137,10 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 	if err != nil {
 		return nil, err
 	}
+	decisions, err := clicks.NewDecisions(a.db)
+	if err != nil {
+		return nil, err
+	}
 	clickKeys, err := loadClickKeys(cfg)
 	if err != nil {
 		return nil, err
@@ -175,6 +179,7 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 		Clicks:    a.Clicks,
 		ClickKeys: clickKeys,
 		Windows:   windows,
+		Decisions: decisions,
 		Pages:     pageService,
 		Now:       opts.Now,
 		Shards:    shardSet,

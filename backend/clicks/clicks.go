@@ -66,7 +66,7 @@ var bucket = []byte("clicks")
 // Log is a click log in a bbolt file; safe for concurrent use.
 type Log struct {
 	db *bolt.DB
-	gc groupCommit
+	gc *groupCommit
 }
 
 var (
@@ -83,7 +83,7 @@ func New(db *bolt.DB) (*Log, error) {
 	if err != nil {
 		return nil, fmt.Errorf("clicks: %w", err)
 	}
-	return &Log{db: db, gc: groupCommit{db: db}}, nil
+	return &Log{db: db, gc: commitsOf(db)}, nil
 }
 
 // Append implements Store: it commits c to the file and returns once it is
@@ -102,7 +102,7 @@ func (l *Log) Append(ctx context.Context, c Click) error {
 	if err != nil {
 		return err
 	}
-	if err := l.gc.commit(put); err != nil {
+	if err := l.gc.commit(l.db, put); err != nil {
 		return fmt.Errorf("clicks: append: %w", err)
 	}
 	return nil

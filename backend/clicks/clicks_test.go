@@ -182,7 +182,7 @@ func TestCommitPanicReleasesTheLog(t *testing.T) {
 				t.Error("the panic was swallowed")
 			}
 		}()
-		l.gc.commit(func(*bolt.Tx) error { panic("disk gremlin") })
+		l.gc.commit(l.db, func(*bolt.Tx) error { panic("disk gremlin") })
 	}()
 	if err := l.Append(context.Background(), Click{Time: time.Unix(1, 0), AdID: "after"}); err != nil {
 		t.Fatal(err)

@@ -43,3 +43,21 @@ func TestBoltWindowsKeepTheContract(t *testing.T) {
 		}
 	})
 }
+
+func TestBoltDecisionsKeepTheContract(t *testing.T) {
+	storetest.Decisions(t, func(t *testing.T) storetest.Opener[clicks.Decisions] {
+		dir := t.TempDir()
+		return func() (clicks.Decisions, func() error) {
+			db, err := store.Open(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, err := clicks.NewDecisions(db)
+			if err != nil {
+				db.Close()
+				t.Fatal(err)
+			}
+			return d, db.Close
+		}
+	})
+}

@@ -15,9 +15,9 @@ func FuzzVerify(f *testing.F) {
 	ks := testKeys(f, "k1", "k0")
 	other := testKeys(f, "k0", "k1")
 	p := sample()
-	exp, sig := ks.Sign(&p, t0.Add(time.Hour))
+	exp, sig := ks.Sign(&p, testDecision, t0.Add(time.Hour))
 	f.Add(p.AdID, p.Criterion, p.SiteID, exp, sig, 0, byte(0))
-	e0, s0 := other.Sign(&p, t0.Add(time.Hour))
+	e0, s0 := other.Sign(&p, testDecision, t0.Add(time.Hour))
 	f.Add(p.AdID, p.Criterion, p.SiteID, e0, s0, 0, byte(0))
 	f.Add(p.AdID, p.Criterion, p.SiteID, exp, sig, len(sig)-1, byte(1))
 	f.Add(p.AdID, p.Criterion, p.SiteID, exp, sig, 3, byte(0x20))
@@ -27,7 +27,7 @@ func FuzzVerify(f *testing.F) {
 	f.Fuzz(func(t *testing.T, adID, criterion, siteID, exp, sig string, pos int, flip byte) {
 		q := p
 		q.AdID, q.Criterion, q.SiteID = adID, criterion, siteID
-		r := ks.Verify(&q, exp, sig, t0)
+		r := ks.Verify(&q, testDecision, exp, sig, t0)
 		switch r {
 		case "", ReasonUnsigned, ReasonForged, ReasonExpired:
 		default:
@@ -36,16 +36,16 @@ func FuzzVerify(f *testing.F) {
 		if r == "" {
 			// Only what Sign made verifies: by the first key or the second.
 			e := time.Unix(mustExp(t, exp), 0)
-			e1, s1 := ks.Sign(&q, e)
-			e0, s0 := other.Sign(&q, e)
+			e1, s1 := ks.Sign(&q, testDecision, e)
+			e0, s0 := other.Sign(&q, testDecision, e)
 			if (e1 != exp || s1 != sig) && (e0 != exp || s0 != sig) {
 				t.Fatalf("%+v exp %q sig %q verifies but was never signed", q, exp, sig)
 			}
 		}
 		// Sign what we were given and flip one byte of the result.
 		if e, ok := parseExp(exp); ok && e > t0.Unix() {
-			_, good := ks.Sign(&q, time.Unix(e, 0))
-			if ks.Verify(&q, exp, good, t0) != "" {
+			_, good := ks.Sign(&q, testDecision, time.Unix(e, 0))
+			if ks.Verify(&q, testDecision, exp, good, t0) != "" {
 				t.Fatalf("a fresh signature of %+v exp %s does not verify", q, exp)
 			}
 			if flip != 0 {
@@ -55,7 +55,7 @@ func FuzzVerify(f *testing.F) {
 					i = -i
 				}
 				b[i] ^= flip
-				if got := ks.Verify(&q, exp, string(b), t0); got == "" {
+				if got := ks.Verify(&q, testDecision, exp, string(b), t0); got == "" {
 					t.Fatalf("sig %q with byte %d ^ %#x still verifies", good, i, flip)
 				}
 			}

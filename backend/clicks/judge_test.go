@@ -135,7 +135,7 @@ func testWindows(t *testing.T) *BoltWindows {
 func TestJudge(t *testing.T) {
 	ks := testKeys(t, "k1")
 	p := sample()
-	exp, sig := ks.Sign(&p, t0.Add(48*time.Hour))
+	exp, sig := ks.Sign(&p, testDecision, t0.Add(48*time.Hour))
 	tok := ks.Token(p.APIKey, p.SiteID, t0.Add(time.Hour))
 	const browser = "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0"
 	click := func(ip, ua string, at time.Duration) *Click {
@@ -154,22 +154,23 @@ func TestJudge(t *testing.T) {
 	}{
 		// Clicks that do not bill take no window: the navigation after
 		// them still bills.
-		{"hidden image", click("192.0.2.1", browser, 0), Auth{Exp: exp, Sig: sig}, image, "", ReasonNotNavigation},
-		{"prefetch", click("192.0.2.1", browser, 0), Auth{Exp: exp, Sig: sig}, Intent{Mode: "navigate", Dest: "document", Purpose: "prefetch"}, "", ReasonPrefetch},
-		{"no intent", click("192.0.2.1", browser, 0), Auth{Exp: exp, Sig: sig}, Intent{}, "", ReasonNoIntent},
-		{"signed", click("192.0.2.1", browser, 0), Auth{Exp: exp, Sig: sig}, Navigation, "", ""},
-		{"repeat", click("192.0.2.1", browser, 10*time.Second), Auth{Exp: exp, Sig: sig}, Navigation, "", ReasonRepeat},
-		{"repeat from the same /32 mapped", click("::ffff:192.0.2.1", browser, time.Hour), Auth{Exp: exp, Sig: sig}, Navigation, "", ReasonRepeat},
-		{"token", click("192.0.2.2", browser, 0), Auth{Tok: tok}, Navigation, "", ""},
+		{"hidden image", click("192.0.2.1", browser, 0), Auth{D: testDecision, Exp: exp, Sig: sig}, image, "", ReasonNotNavigation},
+		{"prefetch", click("192.0.2.1", browser, 0), Auth{D: testDecision, Exp: exp, Sig: sig}, Intent{Mode: "navigate", Dest: "document", Purpose: "prefetch"}, "", ReasonPrefetch},
+		{"no intent", click("192.0.2.1", browser, 0), Auth{D: testDecision, Exp: exp, Sig: sig}, Intent{}, "", ReasonNoIntent},
+		{"signed", click("192.0.2.1", browser, 0), Auth{D: testDecision, Exp: exp, Sig: sig}, Navigation, "", ""},
+		{"repeat", click("192.0.2.1", browser, 10*time.Second), Auth{D: testDecision, Exp: exp, Sig: sig}, Navigation, "", ReasonRepeat},
+		{"repeat from the same /32 mapped", click("::ffff:192.0.2.1", browser, time.Hour), Auth{D: testDecision, Exp: exp, Sig: sig}, Navigation, "", ReasonRepeat},
+		{"token alone proves no ad was shown", click("192.0.2.2", browser, 0), Auth{Tok: tok}, Navigation, "", ReasonUnverified},
+		{"signature emptied, token added", click("192.0.2.11", browser, 0), Auth{D: testDecision, Tok: tok}, Navigation, "", ReasonUnverified},
 		{"token expired", click("192.0.2.3", browser, time.Hour), Auth{Tok: tok}, Navigation, "", ReasonExpired},
 		{"unsigned", click("192.0.2.4", browser, 0), Auth{}, Navigation, "", ReasonUnsigned},
-		{"bot", click("192.0.2.5", "curl/8.5.0", 0), Auth{Exp: exp, Sig: sig}, Navigation, "", ReasonBot},
-		{"partner gone", click("192.0.2.6", browser, 0), Auth{Exp: exp, Sig: sig}, Navigation, ReasonPartner, ReasonPartner},
-		{"forged beats bot", click("192.0.2.7", "curl/8.5.0", 0), Auth{Exp: exp, Sig: sig + "x"}, Navigation, "", ReasonForged},
-		{"sig wins over tok", click("192.0.2.8", browser, 0), Auth{Exp: exp, Sig: "k1.x", Tok: tok}, Navigation, "", ReasonForged},
-		{"bot beats intent", click("192.0.2.9", "x", 0), Auth{Exp: exp, Sig: sig}, image, "", ReasonBot},
-		{"a day less a second later", click("192.0.2.1", browser, 24*time.Hour-time.Second), Auth{Exp: exp, Sig: sig}, Navigation, "", ReasonRepeat},
-		{"a day later", click("192.0.2.1", browser, 24*time.Hour), Auth{Exp: exp, Sig: sig}, Navigation, "", ""},
+		{"bot", click("192.0.2.5", "curl/8.5.0", 0), Auth{D: testDecision, Exp: exp, Sig: sig}, Navigation, "", ReasonBot},
+		{"partner gone", click("192.0.2.6", browser, 0), Auth{D: testDecision, Exp: exp, Sig: sig}, Navigation, ReasonPartner, ReasonPartner},
+		{"forged beats bot", click("192.0.2.7", "curl/8.5.0", 0), Auth{D: testDecision, Exp: exp, Sig: sig + "x"}, Navigation, "", ReasonForged},
+		{"sig wins over tok", click("192.0.2.8", browser, 0), Auth{D: testDecision, Exp: exp, Sig: "k1.x", Tok: tok}, Navigation, "", ReasonForged},
+		{"bot beats intent", click("192.0.2.9", "x", 0), Auth{D: testDecision, Exp: exp, Sig: sig}, image, "", ReasonBot},
+		{"a day less a second later", click("192.0.2.1", browser, 24*time.Hour-time.Second), Auth{D: testDecision, Exp: exp, Sig: sig}, Navigation, "", ReasonRepeat},
+		{"a day later", click("192.0.2.1", browser, 24*time.Hour), Auth{D: testDecision, Exp: exp, Sig: sig}, Navigation, "", ""},
 	}
 	for _, tt := range tests {
 		if err := j.Judge(t.Context(), tt.c, tt.auth, tt.intent, tt.refuse); err != nil {
@@ -181,7 +182,7 @@ func TestJudge(t *testing.T) {
 	}
 	var none Judge
 	c := click("192.0.2.10", browser, 0)
-	if err := none.Judge(t.Context(), c, Auth{Exp: exp, Sig: sig}, Navigation, ""); err != nil || c.Billable || c.Reason != ReasonUnsigned {
+	if err := none.Judge(t.Context(), c, Auth{D: testDecision, Exp: exp, Sig: sig}, Navigation, ""); err != nil || c.Billable || c.Reason != ReasonUnsigned {
 		t.Errorf("without keys: %v %q %v", c.Billable, c.Reason, err)
 	}
 }
@@ -194,10 +195,10 @@ func TestJudgeWindowsByNetwork(t *testing.T) {
 	judge := func(ad, ip string, at time.Duration) *Click {
 		p := sample()
 		p.AdID = ad
-		exp, sig := ks.Sign(&p, t0.Add(time.Hour))
+		exp, sig := ks.Sign(&p, testDecision, t0.Add(time.Hour))
 		c := &Click{Time: t0.Add(at), AdID: ad, AdType: p.AdType, Type: p.Type, APIKey: p.APIKey, SiteID: p.SiteID,
 			Criterion: p.Criterion, YkTag: p.YkTag, IP: ip, UserAgent: "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0"}
-		if err := j.Judge(t.Context(), c, Auth{Exp: exp, Sig: sig}, Navigation, ""); err != nil {
+		if err := j.Judge(t.Context(), c, Auth{D: testDecision, Exp: exp, Sig: sig}, Navigation, ""); err != nil {
 			t.Fatal(err)
 		}
 		return c
@@ -235,16 +236,16 @@ func TestJudgeNetworkCap(t *testing.T) {
 	const limit = 5
 	j := &Judge{Keys: ks, Windows: testWindows(t), NetworkDailyClicks: limit}
 	p := sample()
-	exp, sig := ks.Sign(&p, t0.Add(72*time.Hour))
+	exp, sig := ks.Sign(&p, testDecision, t0.Add(72*time.Hour))
 	judge := func(ad, ip string, at time.Duration) *Click {
 		c := &Click{Time: t0.Add(at), AdID: p.AdID, AdType: p.AdType, Type: p.Type, APIKey: p.APIKey, SiteID: p.SiteID,
 			Criterion: p.Criterion, YkTag: p.YkTag, IP: ip, UserAgent: "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0"}
-		auth := Auth{Exp: exp, Sig: sig}
+		auth := Auth{D: testDecision, Exp: exp, Sig: sig}
 		if ad != p.AdID { // another ad of the same kind
 			q := p
 			q.AdID = ad
 			c.AdID = ad
-			auth.Exp, auth.Sig = ks.Sign(&q, t0.Add(72*time.Hour))
+			auth.Exp, auth.Sig = ks.Sign(&q, testDecision, t0.Add(72*time.Hour))
 		}
 		if err := j.Judge(t.Context(), c, auth, Navigation, ""); err != nil {
 			t.Fatal(err)
@@ -281,6 +282,49 @@ func TestJudgeNetworkCap(t *testing.T) {
 	}
 }
 
+func testDecisions(t *testing.T) *BoltDecisions {
+	t.Helper()
+	db, err := store.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	d, err := NewDecisions(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// One signed link bills once, from whichever network clicks it first;
+// clicks that fail another check before it do not use its decision.
+func TestJudgeDecisionBillsOnce(t *testing.T) {
+	ks := testKeys(t, "k1")
+	j := &Judge{Keys: ks, Windows: testWindows(t), Decisions: testDecisions(t)}
+	p := sample()
+	d := NewDecision()
+	exp, sig := ks.Sign(&p, d, t0.Add(time.Hour))
+	judge := func(ip string, intent Intent) *Click {
+		c := &Click{Time: t0, AdID: p.AdID, AdType: p.AdType, Type: p.Type, APIKey: p.APIKey, SiteID: p.SiteID,
+			Criterion: p.Criterion, YkTag: p.YkTag, IP: ip, UserAgent: "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0"}
+		if err := j.Judge(t.Context(), c, Auth{D: d, Exp: exp, Sig: sig}, intent, ""); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	if c := judge("192.0.2.1", Intent{Mode: "no-cors", Dest: "image"}); c.Reason != ReasonNotNavigation {
+		t.Fatalf("hidden image: %q", c.Reason)
+	}
+	if c := judge("2001:db8:1::1", Navigation); !c.Billable {
+		t.Fatalf("first click: %q", c.Reason)
+	}
+	for _, ip := range []string{"2001:db8:2::1", "198.51.100.9"} {
+		if c := judge(ip, Navigation); c.Billable || c.Reason != ReasonRepeat {
+			t.Errorf("the same decision from %s: billable %v %q, want repeat", ip, c.Billable, c.Reason)
+		}
+	}
+}
+
 type failingWindows struct{}
 
 func (failingWindows) Claim(context.Context, string, string, time.Time, int) (string, error) {
@@ -290,11 +334,11 @@ func (failingWindows) Claim(context.Context, string, string, time.Time, int) (st
 func TestJudgeWindowsFailure(t *testing.T) {
 	ks := testKeys(t, "k1")
 	p := sample()
-	exp, sig := ks.Sign(&p, t0.Add(time.Hour))
+	exp, sig := ks.Sign(&p, testDecision, t0.Add(time.Hour))
 	c := &Click{Time: t0, AdID: p.AdID, AdType: p.AdType, Type: p.Type, APIKey: p.APIKey, SiteID: p.SiteID,
 		Criterion: p.Criterion, YkTag: p.YkTag, IP: "192.0.2.1", UserAgent: "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0"}
 	j := &Judge{Keys: ks, Windows: failingWindows{}}
-	if err := j.Judge(t.Context(), c, Auth{Exp: exp, Sig: sig}, Navigation, ""); err == nil || c.Billable {
+	if err := j.Judge(t.Context(), c, Auth{D: testDecision, Exp: exp, Sig: sig}, Navigation, ""); err == nil || c.Billable {
 		t.Errorf("a failing Windows: err %v, billable %v", err, c.Billable)
 	}
 }

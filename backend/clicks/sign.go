@@ -18,9 +18,11 @@ import (
 	"github.com/adlink/adlink/contract"
 )
 
-// Click URLs the server makes carry "&exp=<unix seconds>&sig=<kid>.<mac>":
-// an HMAC-SHA256 over every click parameter and exp, named by the key that
-// made it so keys can rotate. Click URLs made inside the page carry
+// Click URLs the server makes carry
+// "&d=<decision>&exp=<unix seconds>&sig=<kid>.<mac>": an HMAC-SHA256 over
+// every click parameter, the decision id and exp, named by the key that
+// made it so keys can rotate. The decision id is random, minted for one
+// answer and ad, so that the click it leads to bills once (Decisions). Click URLs made inside the page carry
 // "&tok=<kid>.<exp>.<mac>", the site token the shard manifest handed out:
 // an HMAC over api_key, site_id and its own expiry. The page cannot sign
 // what it matches (it holds no secret), so a token vouches only that the
@@ -261,15 +263,53 @@ var b64 = base64.RawURLEncoding.Strict()
 // macLen is the length of an encoded HMAC-SHA256.
 var macLen = b64.EncodedLen(sha256.Size)
 
+// DecisionLen is the length of a decision id: DecisionBytes random bytes
+// in unpadded URL base64.
+const (
+	DecisionBytes = 12
+	DecisionLen   = 16
+)
+
+// NewDecision returns a fresh random decision id.
+func NewDecision() string {
+	var b [DecisionBytes]byte
+	rand.Read(b[:]) // never fails (crypto/rand)
+	return b64.EncodeToString(b[:])
+}
+
+// validDecision reports whether d is spelled as NewDecision spells ids.
+func validDecision(d string) bool {
+	if len(d) != DecisionLen {
+		return false
+	}
+	for i := 0; i < len(d); i++ {
+		switch c := d[i]; {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '_', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// appendClickMsg appends what a click's MAC covers: its query, its
+// decision id and its expiry.
+func appendClickMsg(dst, query []byte, d, exp string) []byte {
+	dst = append(append(append(dst, query...), "&d="...), d...)
+	return append(append(dst, "&exp="...), exp...)
+}
+
 // SignFunc returns a contract.Links Sign hook: it appends
-// "&exp=<unix>&sig=<kid>.<mac>" to a click URL's query, with exp the
-// expiry of every link it signs.
+// "&d=<decision>&exp=<unix>&sig=<kid>.<mac>" to a click URL's query, with a
+// new decision id for each link and exp the expiry of every link it signs.
 func (ks *Keys) SignFunc(exp time.Time) func(dst, query []byte) []byte {
 	e := strconv.FormatInt(exp.Unix(), 10)
 	return func(dst, query []byte) []byte {
+		d := NewDecision()
 		var buf [256]byte
 		var sum [sha256.Size]byte
-		mac := ks.mac(sum[:0], 0, clickDomain, append(append(append(buf[:0], query...), "&exp="...), e...))
+		mac := ks.mac(sum[:0], 0, clickDomain, appendClickMsg(buf[:0], query, d, e))
+		dst = append(append(dst, "&d="...), d...)
 		dst = append(append(dst, "&exp="...), e...)
 		dst = append(append(append(dst, "&sig="...), ks.keys[0].ID...), '.')
 		return b64.AppendEncode(dst, mac)
@@ -277,10 +317,10 @@ func (ks *Keys) SignFunc(exp time.Time) func(dst, query []byte) []byte {
 }
 
 // Sign returns the exp and sig parameters SignFunc appends to the click
-// URL with p's parameters.
-func (ks *Keys) Sign(p *Params, exp time.Time) (expParam, sig string) {
+// URL with p's parameters and decision id d.
+func (ks *Keys) Sign(p *Params, d string, exp time.Time) (expParam, sig string) {
 	e := strconv.FormatInt(exp.Unix(), 10)
-	mac := ks.mac(nil, 0, clickDomain, append(append(AppendQuery(nil, p), "&exp="...), e...))
+	mac := ks.mac(nil, 0, clickDomain, appendClickMsg(nil, AppendQuery(nil, p), d, e))
 	return e, ks.keys[0].ID + "." + b64.EncodeToString(mac)
 }
 
@@ -288,8 +328,12 @@ func (ks *Keys) Sign(p *Params, exp time.Time) (expParam, sig string) {
 const (
 	// ReasonUnsigned: the click URL has neither sig nor tok.
 	ReasonUnsigned = "unsigned"
-	// ReasonForged: sig or tok does not verify: altered parameters, another
-	// site's token, an unknown key or garbage.
+	// ReasonUnverified: the click URL carries a valid site token (tok) but
+	// no signature: the page made it, and nothing proves that its ad was
+	// shown. It never bills.
+	ReasonUnverified = "unverified"
+	// ReasonForged: sig or tok does not verify: altered parameters or
+	// decision id, another site's token, an unknown key or garbage.
 	ReasonForged = "forged"
 	// ReasonExpired: sig or tok verifies but its expiry has passed.
 	ReasonExpired = "expired"
@@ -306,8 +350,9 @@ const (
 	// ReasonPrefetch: the browser fetched the link speculatively
 	// (Sec-Purpose: prefetch or prerender), before any click.
 	ReasonPrefetch = "prefetch"
-	// ReasonRepeat: the client's network had a billable click on the same
-	// ad within AdWindow.
+	// ReasonRepeat: the click's decision id was used by an earlier click
+	// (Decisions), or the client's network had a billable click on the
+	// same ad within AdWindow.
 	ReasonRepeat = "repeat"
 	// ReasonNetworkCap: the client's network had its daily cap of billable
 	// clicks.
@@ -318,7 +363,7 @@ const (
 )
 
 // Reasons lists every reason a click is not billable.
-var Reasons = []string{ReasonUnsigned, ReasonForged, ReasonExpired, ReasonPartner, ReasonBot,
+var Reasons = []string{ReasonUnsigned, ReasonUnverified, ReasonForged, ReasonExpired, ReasonPartner, ReasonBot,
 	ReasonNoIntent, ReasonNotNavigation, ReasonPrefetch, ReasonRepeat, ReasonNetworkCap, ReasonRateLimited}
 
 // maxExpDigits bounds exp: unix seconds have 10 digits until 2286.
@@ -356,25 +401,24 @@ func (ks *Keys) splitMAC(s string) (int, []byte, bool) {
 	return i, raw, true
 }
 
-// Verify checks a click's exp and sig against its parameters at now: ""
-// when they are valid and unexpired, else ReasonUnsigned, ReasonForged or
-// ReasonExpired. A forged signature is reported as forged whatever its
-// expiry says.
-func (ks *Keys) Verify(p *Params, exp, sig string, now time.Time) string {
+// Verify checks a click's decision id d, exp and sig against its
+// parameters at now: "" when they are valid and unexpired, else
+// ReasonUnsigned, ReasonForged or ReasonExpired. A forged signature is
+// reported as forged whatever its expiry says.
+func (ks *Keys) Verify(p *Params, d, exp, sig string, now time.Time) string {
 	if sig == "" && exp == "" {
 		return ReasonUnsigned
 	}
 	e, ok := parseExp(exp)
-	if !ok {
+	if !ok || !validDecision(d) {
 		return ReasonForged
 	}
 	i, got, ok := ks.splitMAC(sig)
 	if !ok {
 		return ReasonForged
 	}
-	var buf [256]byte
-	msg := AppendQuery(buf[:0], p)
-	msg = append(append(msg, "&exp="...), exp...)
+	var buf, qbuf [256]byte
+	msg := appendClickMsg(buf[:0], AppendQuery(qbuf[:0], p), d, exp)
 	var sum [sha256.Size]byte
 	if !hmac.Equal(ks.mac(sum[:0], i, clickDomain, msg), got) {
 		return ReasonForged

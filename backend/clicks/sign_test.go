@@ -17,6 +17,9 @@ import (
 
 var t0 = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 
+// testDecision is a decision id as NewDecision spells them.
+const testDecision = "AAAAAAAAAAAAAAAA"
+
 func testKeys(t testing.TB, ids ...string) *Keys {
 	t.Helper()
 	var keys []Key
@@ -53,13 +56,16 @@ func TestSignFuncVerifies(t *testing.T) {
 	if got != p {
 		t.Fatalf("query %s reads back as %+v", signed, got)
 	}
-	if r := ks.Verify(&got, v.Get("exp"), v.Get("sig"), t0); r != "" {
+	if r := ks.Verify(&got, v.Get("d"), v.Get("exp"), v.Get("sig"), t0); r != "" {
 		t.Fatalf("a fresh signature: %q", r)
 	}
 	if !strings.HasPrefix(v.Get("sig"), "k1.") || v.Get("exp") != "1795352400" {
 		t.Errorf("exp %s sig %s", v.Get("exp"), v.Get("sig"))
 	}
-	exp, sig := ks.Sign(&p, t0.Add(time.Hour))
+	if d := v.Get("d"); !validDecision(d) || !strings.Contains(string(signed), "&d="+d+"&exp=") {
+		t.Errorf("decision %q in %s", d, signed)
+	}
+	exp, sig := ks.Sign(&p, v.Get("d"), t0.Add(time.Hour))
 	if exp != v.Get("exp") || sig != v.Get("sig") {
 		t.Errorf("Sign gives %s %s, SignFunc %s %s", exp, sig, v.Get("exp"), v.Get("sig"))
 	}
@@ -88,17 +94,55 @@ func TestAppendQueryIsMatchs(t *testing.T) {
 	}
 }
 
+// Each link a SignFunc signs gets its own decision id, and a signature
+// holds only with the id it was made with: an id moved from another link
+// (another ad, or another answer for the same ad) is forged.
+func TestSignatureBindsTheDecision(t *testing.T) {
+	ks := testKeys(t, "k1")
+	sign := ks.SignFunc(t0.Add(time.Hour))
+	p := sample()
+	other := sample()
+	other.AdID = "EBAY.4.1"
+	read := func(p *Params) url.Values {
+		q := AppendQuery(nil, p)
+		v, err := url.ParseQuery(string(sign(q, q)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	a, a2, b := read(&p), read(&p), read(&other)
+	if a.Get("d") == a2.Get("d") || a.Get("d") == b.Get("d") {
+		t.Fatalf("decision ids repeat: %s %s %s", a.Get("d"), a2.Get("d"), b.Get("d"))
+	}
+	for _, tt := range []struct {
+		name string
+		d    string
+		want string
+	}{
+		{"its own", a.Get("d"), ""},
+		{"another ad's", b.Get("d"), ReasonForged},
+		{"another answer's for the same ad", a2.Get("d"), ReasonForged},
+		{"none", "", ReasonForged},
+		{"too long", a.Get("d") + "A", ReasonForged},
+	} {
+		if got := ks.Verify(&p, tt.d, a.Get("exp"), a.Get("sig"), t0); got != tt.want {
+			t.Errorf("%s decision id: %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}
+
 func TestVerifyRefuses(t *testing.T) {
 	ks := testKeys(t, "k1")
 	p := sample()
-	exp, sig := ks.Sign(&p, t0.Add(time.Hour))
+	exp, sig := ks.Sign(&p, testDecision, t0.Add(time.Hour))
 	change := func(f func(*Params)) *Params {
 		c := p
 		f(&c)
 		return &c
 	}
 	k2 := testKeys(t, "k2")
-	_, sig2 := k2.Sign(&p, t0.Add(time.Hour))
+	_, sig2 := k2.Sign(&p, testDecision, t0.Add(time.Hour))
 	tests := []struct {
 		name     string
 		p        *Params
@@ -129,7 +173,7 @@ func TestVerifyRefuses(t *testing.T) {
 		{"not base64", &p, exp, sig[:len(sig)-2] + "!!", t0, ReasonForged},
 	}
 	for _, tt := range tests {
-		if got := ks.Verify(tt.p, tt.exp, tt.sig, tt.now); got != tt.want {
+		if got := ks.Verify(tt.p, testDecision, tt.exp, tt.sig, tt.now); got != tt.want {
 			t.Errorf("%s: %q, want %q", tt.name, got, tt.want)
 		}
 	}
@@ -139,20 +183,20 @@ func TestVerifyRefuses(t *testing.T) {
 func TestKeyRotation(t *testing.T) {
 	old := testKeys(t, "old")
 	p := sample()
-	exp, sig := old.Sign(&p, t0.Add(time.Hour))
+	exp, sig := old.Sign(&p, testDecision, t0.Add(time.Hour))
 	tok := old.Token("demo", "demo", t0.Add(time.Hour))
 	rotated := testKeys(t, "new", "old")
-	if r := rotated.Verify(&p, exp, sig, t0); r != "" {
+	if r := rotated.Verify(&p, testDecision, exp, sig, t0); r != "" {
 		t.Errorf("the old key's sig after rotation: %q", r)
 	}
 	if r := rotated.VerifyToken("demo", "demo", tok, t0); r != "" {
 		t.Errorf("the old key's tok after rotation: %q", r)
 	}
-	_, sig = rotated.Sign(&p, t0.Add(time.Hour))
+	_, sig = rotated.Sign(&p, testDecision, t0.Add(time.Hour))
 	if !strings.HasPrefix(sig, "new.") || rotated.SigningKeyID() != "new" {
 		t.Errorf("rotated keys sign with %s", sig)
 	}
-	if r := old.Verify(&p, exp, sig, t0); r != ReasonForged {
+	if r := old.Verify(&p, testDecision, exp, sig, t0); r != ReasonForged {
 		t.Errorf("a retired server verifies the new key: %q", r)
 	}
 }
@@ -185,7 +229,7 @@ func TestToken(t *testing.T) {
 	p := Params{APIKey: "demo", SiteID: "demo"}
 	_, rest, _ := strings.Cut(tok, ".")
 	exp, m, _ := strings.Cut(rest, ".")
-	if r := ks.Verify(&p, exp, "k1."+m, t0); r != ReasonForged {
+	if r := ks.Verify(&p, testDecision, exp, "k1."+m, t0); r != ReasonForged {
 		t.Errorf("a token passes as a sig: %q", r)
 	}
 }

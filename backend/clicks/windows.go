@@ -40,10 +40,11 @@ type Windows interface {
 
 // BoltWindows are Windows in a bbolt file: one bucket per UTC day, holding
 // each network and ad's billable click time and each network's count, so
-// that forgetting old days is dropping their buckets. Claims share commits
-// as the click log's appends do.
+// that forgetting old days is dropping their buckets. Claims share the
+// commits of the file's other stores, the click log's appends among them.
 type BoltWindows struct {
-	gc groupCommit
+	db *bolt.DB
+	gc *groupCommit
 }
 
 var _ Windows = (*BoltWindows)(nil)
@@ -59,7 +60,7 @@ func NewWindows(db *bolt.DB) (*BoltWindows, error) {
 	if err != nil {
 		return nil, fmt.Errorf("clicks: windows: %w", err)
 	}
-	return &BoltWindows{gc: groupCommit{db: db}}, nil
+	return &BoltWindows{db: db, gc: commitsOf(db)}, nil
 }
 
 // Claim implements Windows.
@@ -68,7 +69,7 @@ func (w *BoltWindows) Claim(ctx context.Context, network, adID string, at time.T
 		return "", err
 	}
 	var reason string
-	err := w.gc.commit(func(tx *bolt.Tx) error {
+	err := w.gc.commit(w.db, func(tx *bolt.Tx) error {
 		var err error
 		reason, err = claim(tx.Bucket(windowsBucket), network, adID, at, limit)
 		return err

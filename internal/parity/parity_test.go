@@ -365,9 +365,9 @@ func get(t *testing.T, u string, status int) []byte {
 	return body
 }
 
-// signature is the exp and sig the server adds to each click URL it makes;
-// the module has no key and leaves them out.
-var signature = regexp.MustCompile(`\\u0026exp=[0-9]+\\u0026sig=[A-Za-z0-9._-]+`)
+// signature is the decision id, exp and sig the server adds to each click
+// URL it makes; the module has no key and leaves them out.
+var signature = regexp.MustCompile(`\\u0026d=[A-Za-z0-9_-]+\\u0026exp=[0-9]+\\u0026sig=[A-Za-z0-9._-]+`)
 
 // unsigned is a server answer without its click URLs' signatures, as the
 // module writes it.
