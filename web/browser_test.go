@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/fetch"
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
@@ -362,3 +364,39 @@ func answerPageWith(t *testing.T, br *browser, answer string) {
 //
 //go:embed testdata/browser/clock.js
 var clock string
+
+// keepLocal lets the page's requests to base through and fails every
+// other one, sending its URL to left (or dropping it when left is full), so
+// a test sees where a click would have landed without leaving loopback.
+// seen, when set, is called with each request's URL first, on the
+// goroutine that sends to left.
+func keepLocal(tb testing.TB, br *browser, base string, left chan<- string, seen func(url string)) {
+	tb.Helper()
+	paused := chromedp.Events(br.ctx, fetch.RequestPaused)
+	send(tb, br, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{URLPattern: "*"}}})
+	go func() {
+		for ev, err := range paused {
+			if err != nil {
+				return
+			}
+			if seen != nil {
+				seen(ev.Request.URL)
+			}
+			local := strings.HasPrefix(ev.Request.URL, base+"/")
+			chromedp.Do(br.ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+				if local {
+					_, err := cdp.Call(ctx, tg, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID})
+					return err
+				}
+				_, err := cdp.Call(ctx, tg, fetch.FailRequest, fetch.FailRequestParams{RequestID: ev.RequestID, ErrorReason: network.ErrorReasonBlockedByClient})
+				return err
+			}))
+			if !local {
+				select {
+				case left <- ev.Request.URL:
+				default:
+				}
+			}
+		}
+	}()
+}

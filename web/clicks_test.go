@@ -11,10 +11,7 @@ import (
 	"time"
 
 	"github.com/adlink/adlink/backend/clicks"
-	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
-	"github.com/chromedp/cdproto/fetch"
-	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 )
 
@@ -67,30 +64,7 @@ func TestServerLinkClickBills(t *testing.T) {
 	// Requests leaving the test's server fail; each is reported, so the
 	// test knows the redirect was answered (and the click logged).
 	left := make(chan string, 4)
-	paused := chromedp.Events(br.ctx, fetch.RequestPaused)
-	send(t, br, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{URLPattern: "*"}}})
-	go func() {
-		for ev, err := range paused {
-			if err != nil {
-				return
-			}
-			local := strings.HasPrefix(ev.Request.URL, b.URL+"/")
-			chromedp.Do(br.ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-				if local {
-					_, err := cdp.Call(ctx, tg, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID})
-					return err
-				}
-				_, err := cdp.Call(ctx, tg, fetch.FailRequest, fetch.FailRequestParams{RequestID: ev.RequestID, ErrorReason: network.ErrorReasonBlockedByClient})
-				return err
-			}))
-			if !local {
-				select {
-				case left <- ev.Request.URL:
-				default:
-				}
-			}
-		}
-	}()
+	keepLocal(t, br, b.URL, left, nil)
 	start := time.Now().Add(-time.Minute)
 	for i := range 2 {
 		br.do(t, chromedp.Navigate(b.URL+"/demo/index.html?server-link="+strconv.Itoa(i)))
@@ -140,33 +114,11 @@ func TestClickGoesThroughRedirect(t *testing.T) {
 
 	left := make(chan string, 1)
 	var sawRedirect bool
-	paused := chromedp.Events(br.ctx, fetch.RequestPaused)
-	send(t, br, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{URLPattern: "*"}}})
-	go func() {
-		for ev, err := range paused {
-			if err != nil {
-				return
-			}
-			local := strings.HasPrefix(ev.Request.URL, b.URL+"/")
-			if strings.HasPrefix(ev.Request.URL, b.URL+"/v1/redirect?") {
-				sawRedirect = true
-			}
-			chromedp.Do(br.ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-				if local {
-					_, err := cdp.Call(ctx, tg, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID})
-					return err
-				}
-				_, err := cdp.Call(ctx, tg, fetch.FailRequest, fetch.FailRequestParams{RequestID: ev.RequestID, ErrorReason: network.ErrorReasonBlockedByClient})
-				return err
-			}))
-			if !local {
-				select {
-				case left <- ev.Request.URL:
-				default:
-				}
-			}
+	keepLocal(t, br, b.URL, left, func(u string) {
+		if strings.HasPrefix(u, b.URL+"/v1/redirect?") {
+			sawRedirect = true
 		}
-	}()
+	})
 	// A publisher's reader clicks; the link opens in this tab for the test.
 	eval[bool](t, br, clickIntext)
 	select {

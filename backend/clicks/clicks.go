@@ -76,14 +76,18 @@ var (
 
 // New returns the click log kept in db, creating its bucket.
 func New(db *bolt.DB) (*Log, error) {
-	err := db.Update(func(tx *bolt.Tx) error {
-		_, err := tx.CreateBucketIfNotExists(bucket)
-		return err
-	})
-	if err != nil {
+	if err := createBucket(db, bucket); err != nil {
 		return nil, fmt.Errorf("clicks: %w", err)
 	}
 	return &Log{db: db, gc: commitsOf(db)}, nil
+}
+
+// createBucket makes the top-level bucket name in db unless it is there.
+func createBucket(db *bolt.DB, name []byte) error {
+	return db.Update(func(tx *bolt.Tx) error {
+		_, err := tx.CreateBucketIfNotExists(name)
+		return err
+	})
 }
 
 // Append implements Store: it commits c to the file and returns once it is

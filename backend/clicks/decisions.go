@@ -44,11 +44,7 @@ var decisionsBucket = []byte("click-decisions")
 
 // NewDecisions returns the Decisions kept in db, creating their bucket.
 func NewDecisions(db *bolt.DB) (*BoltDecisions, error) {
-	err := db.Update(func(tx *bolt.Tx) error {
-		_, err := tx.CreateBucketIfNotExists(decisionsBucket)
-		return err
-	})
-	if err != nil {
+	if err := createBucket(db, decisionsBucket); err != nil {
 		return nil, fmt.Errorf("clicks: decisions: %w", err)
 	}
 	return &BoltDecisions{db: db, gc: commitsOf(db)}, nil

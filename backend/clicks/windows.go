@@ -53,11 +53,7 @@ var windowsBucket = []byte("click-windows")
 
 // NewWindows returns the Windows kept in db, creating their bucket.
 func NewWindows(db *bolt.DB) (*BoltWindows, error) {
-	err := db.Update(func(tx *bolt.Tx) error {
-		_, err := tx.CreateBucketIfNotExists(windowsBucket)
-		return err
-	})
-	if err != nil {
+	if err := createBucket(db, windowsBucket); err != nil {
 		return nil, fmt.Errorf("clicks: windows: %w", err)
 	}
 	return &BoltWindows{db: db, gc: commitsOf(db)}, nil
