@@ -105,8 +105,10 @@ type Redirect struct {
 	Criterion string
 	YkTag     string
 	// D, Exp and Sig sign a link the server made (D is its decision id,
-	// minted for one answer and ad), Tok one the page made.
-	D, Exp, Sig, Tok string
+	// minted for one answer and ad), Tok one the page made, and CT is the
+	// click token the impression beacon gave that link once its ad was
+	// seen.
+	D, Exp, Sig, CT, Tok string
 }
 
 // MaxCriterion bounds the criterionId of a click.
@@ -141,6 +143,7 @@ func ParseRedirect(v map[string][]string) (Redirect, []Problem) {
 	r.D, _ = p.Optional("d")
 	r.Exp, _ = p.Optional("exp")
 	r.Sig, _ = p.Optional("sig")
+	r.CT, _ = p.Optional("ct")
 	r.Tok, _ = p.Optional("tok")
 	return r, p.problems
 }

@@ -32,6 +32,7 @@ type signedEnv struct {
 	handler http.Handler
 	keys    *clicks.Keys
 	metrics *metrics.Metrics
+	imps    clicks.Impressions
 
 	mu     sync.Mutex
 	now    time.Time
@@ -72,10 +73,10 @@ func newSignedEnvStores(t testing.TB, configure func(*config.Config), windows cl
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := &signedEnv{keys: keys, metrics: metrics.New(), now: testClock}
+	env := &signedEnv{keys: keys, metrics: metrics.New(), now: testClock, imps: testImpressions(t, t.TempDir())}
 	env.handler = NewServer(Deps{
 		Config: cfg, Indexes: ix, Partners: testPartners(t), ClickKeys: keys, Shards: set, Metrics: env.metrics,
-		Windows: windows, Decisions: decisions,
+		Windows: windows, Decisions: decisions, Impressions: env.imps,
 		Clicks: &clickRecorder{AppendFn: func(_ context.Context, c clicks.Click) error {
 			env.mu.Lock()
 			defer env.mu.Unlock()

@@ -6,12 +6,18 @@ import (
 )
 
 // newJudge returns the judge of the redirect's clicks; without keys no
-// click is billable. A cap below 1 is the default's.
-func newJudge(keys *clicks.Keys, windows clicks.Windows, decisions clicks.Decisions, networkDailyClicks int) *clicks.Judge {
-	if networkDailyClicks < 1 {
-		networkDailyClicks = config.Default().NetworkDailyClicks
+// click is billable. A cap below 1 is the default's, and so is a negative
+// delay.
+func newJudge(keys *clicks.Keys, windows clicks.Windows, decisions clicks.Decisions, cfg config.Config) *clicks.Judge {
+	def := config.Default()
+	if cfg.NetworkDailyClicks < 1 {
+		cfg.NetworkDailyClicks = def.NetworkDailyClicks
 	}
-	return &clicks.Judge{Keys: keys, Windows: windows, Decisions: decisions, NetworkDailyClicks: networkDailyClicks}
+	if cfg.ClickMinDelay < 0 {
+		cfg.ClickMinDelay = def.ClickMinDelay
+	}
+	return &clicks.Judge{Keys: keys, Windows: windows, Decisions: decisions,
+		NetworkDailyClicks: cfg.NetworkDailyClicks, MinClickDelay: cfg.ClickMinDelay}
 }
 
 // signLinks returns the match.LinkOptions Sign hook for the click URLs of

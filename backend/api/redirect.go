@@ -15,11 +15,16 @@ import (
 // for a key or site that is no partner's is recorded too, not refused.
 const maxPartnerID = 256
 
+// maxUserAgent bounds the user agent a click or impression records, and
+// a click token binds.
+const maxUserAgent = 512
+
 // redirect answers GET /v1/redirect: it finds the ad by adId in the full
 // index, judges the click, commits it, then sends the client to the ad's
 // landing URL from the catalog. The target never comes from the request,
 // so this is no open redirect. Once the ad is found the client always
-// lands: a forged, expired, unsigned or unverified (site token only), bot,
+// lands: a forged, expired, too fast, unsigned or unverified (site token
+// only), bot,
 // unintended or repeated click (a decision id used before, or the
 // network's window),
 // one whose partner is gone, and one over the network's request limit
@@ -70,17 +75,18 @@ func (s *server) redirect(w http.ResponseWriter, r *http.Request) error {
 			Criterion: req.Criterion,
 			YkTag:     req.YkTag,
 			IP:        s.clientIP(r),
-			UserAgent: truncate(r.UserAgent(), 512),
+			UserAgent: truncate(r.UserAgent(), maxUserAgent),
 		}
 		over, isOver := overLimitOf(r)
+		var u clicks.Use
 		if isOver {
 			c.Reason = clicks.ReasonRateLimited
-		} else if err := s.judge.Judge(r.Context(), &c, clicks.Auth{D: req.D, Exp: req.Exp, Sig: req.Sig, Tok: req.Tok},
-			clicks.IntentOf(r.Header), refuse); err != nil {
-			return internal(fmt.Errorf("judging click: %w", err))
+		} else {
+			u = s.judge.Check(&c, clicks.Auth{D: req.D, Exp: req.Exp, Sig: req.Sig, CT: req.CT, Tok: req.Tok},
+				clicks.IntentOf(r.Header), refuse)
 		}
 		if !isOver || over.record {
-			if err := s.clicks.Append(r.Context(), c); err != nil {
+			if err := s.ledger.Record(r.Context(), &c, u); err != nil {
 				return internal(fmt.Errorf("recording click: %w", err))
 			}
 		}

@@ -102,7 +102,8 @@ func BenchmarkRedirect(b *testing.B) {
 
 // redirectBenchServer is a server over the test fixture whose clicks go
 // to a bbolt click log of its own, counting the billable ones; with keys
-// it judges them with bbolt Windows and Decisions in the same file.
+// it judges them and records them with the file's Ledger, as the server
+// does.
 func redirectBenchServer(b *testing.B, keys *clicks.Keys, billable *atomic.Int64) http.Handler {
 	b.Helper()
 	ix, err := market.Build(fixture())
@@ -136,6 +137,25 @@ func redirectBenchServer(b *testing.B, keys *clicks.Keys, billable *atomic.Int64
 		if d.Decisions, err = clicks.NewDecisions(db); err != nil {
 			b.Fatal(err)
 		}
+		l, err := clicks.NewLedger(db)
+		if err != nil {
+			b.Fatal(err)
+		}
+		d.Ledger = countingLedger{l, billable}
 	}
 	return NewServer(d)
+}
+
+// countingLedger counts the billable clicks its Ledger records.
+type countingLedger struct {
+	clicks.Ledger
+	billable *atomic.Int64
+}
+
+func (l countingLedger) Record(ctx context.Context, c *clicks.Click, u clicks.Use) error {
+	err := l.Ledger.Record(ctx, c, u)
+	if err == nil && c.Billable {
+		l.billable.Add(1)
+	}
+	return err
 }

@@ -12,6 +12,9 @@ func (s *server) routes(mux *http.ServeMux) {
 
 	// Clicks.
 	mux.Handle("GET /v1/redirect", s.plain(s.limitIP(s.redirect)))
+	// What the page showed: the impression beacon, which gives in-page ads
+	// their click tokens.
+	mux.Handle("GET /v1/impression", s.jsonp(s.limitKey(s.impression)))
 
 	// Operations.
 	mux.Handle("GET /healthz", s.plain(s.healthz))

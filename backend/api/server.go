@@ -51,9 +51,16 @@ type Deps struct {
 	// Windows hold each client network's billable clicks; required with
 	// ClickKeys.
 	Windows clicks.Windows
-	// Decisions hold the decision ids of signed click URLs already
-	// clicked, so each bills once; required with ClickKeys.
+	// Decisions hold the decision ids of signed click URLs and click
+	// tokens already clicked, so each bills once; required with ClickKeys.
 	Decisions clicks.Decisions
+	// Ledger records each click with its decision and window in one
+	// durable step; without it, Decisions, Windows and Clicks do it one
+	// after another (clicks.Sequential).
+	Ledger clicks.Ledger
+	// Impressions record the ads pages showed (GET /v1/impression); without
+	// them the beacon answers 503 and in-page ads get no click tokens.
+	Impressions clicks.Impressions
 	// Ready, when set, tells /readyz whether the server's state is usable
 	// (the store open, not shutting down); an error makes it a 503.
 	Ready func(ctx context.Context) error
@@ -75,6 +82,8 @@ type server struct {
 	ids      *idSource
 	limits   limiters
 	judge    *clicks.Judge
+	ledger   clicks.Ledger
+	imps     clicks.Impressions
 }
 
 // NewServer returns the handler of every adlink route. It panics when a
@@ -100,7 +109,12 @@ func NewServer(d Deps) http.Handler {
 		ready:    d.Ready,
 		ids:      newIDSource(),
 		limits:   newLimiters(),
-		judge:    newJudge(d.ClickKeys, d.Windows, d.Decisions, d.Config.NetworkDailyClicks),
+		judge:    newJudge(d.ClickKeys, d.Windows, d.Decisions, d.Config),
+		ledger:   d.Ledger,
+		imps:     d.Impressions,
+	}
+	if s.ledger == nil {
+		s.ledger = clicks.Sequential{Decisions: d.Decisions, Windows: d.Windows, Store: d.Clicks}
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)

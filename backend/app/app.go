@@ -69,6 +69,8 @@ type App struct {
 	Pages *pages.Service
 	// Clicks is the click log.
 	Clicks *clicks.Log
+	// Impressions are the impressions pages reported.
+	Impressions *clicks.BoltImpressions
 	// Metrics are served at /metrics.
 	Metrics *metrics.Metrics
 	// DataFile is the state store's file.
@@ -141,6 +143,13 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 	if err != nil {
 		return nil, err
 	}
+	ledger, err := clicks.NewLedger(a.db)
+	if err != nil {
+		return nil, err
+	}
+	if a.Impressions, err = clicks.NewImpressions(a.db); err != nil {
+		return nil, err
+	}
 	clickKeys, err := loadClickKeys(cfg)
 	if err != nil {
 		return nil, err
@@ -172,20 +181,22 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 	a.Pages = pageService
 
 	a.Handler = api.NewServer(api.Deps{
-		Config:    cfg,
-		Logger:    log,
-		Indexes:   indexes,
-		Partners:  registry,
-		Clicks:    a.Clicks,
-		ClickKeys: clickKeys,
-		Windows:   windows,
-		Decisions: decisions,
-		Pages:     pageService,
-		Now:       opts.Now,
-		Shards:    shardSet,
-		Web:       web,
-		Metrics:   a.Metrics,
-		Ready:     a.ready,
+		Config:      cfg,
+		Logger:      log,
+		Indexes:     indexes,
+		Partners:    registry,
+		Clicks:      a.Clicks,
+		ClickKeys:   clickKeys,
+		Windows:     windows,
+		Decisions:   decisions,
+		Ledger:      ledger,
+		Impressions: a.Impressions,
+		Pages:       pageService,
+		Now:         opts.Now,
+		Shards:      shardSet,
+		Web:         web,
+		Metrics:     a.Metrics,
+		Ready:       a.ready,
 	})
 	return a, nil
 }

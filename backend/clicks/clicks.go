@@ -113,18 +113,22 @@ func (l *Log) Append(ctx context.Context, c Click) error {
 }
 
 // putClick returns the transaction function that stores c.
-func putClick(c Click) (func(*bolt.Tx) error, error) {
-	v, err := json.Marshal(c)
+func putClick(c Click) (func(*bolt.Tx) error, error) { return putRecord(bucket, c.Time, c) }
+
+// putRecord returns the transaction function that stores v, JSON, in the
+// top-level bucket name under its time t.
+func putRecord(name []byte, t time.Time, v any) (func(*bolt.Tx) error, error) {
+	b, err := json.Marshal(v)
 	if err != nil {
 		return nil, fmt.Errorf("clicks: %w", err)
 	}
 	return func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucket)
-		seq, err := b.NextSequence()
+		bk := tx.Bucket(name)
+		seq, err := bk.NextSequence()
 		if err != nil {
 			return err
 		}
-		return b.Put(key(c.Time, seq), v)
+		return bk.Put(key(t, seq), b)
 	}, nil
 }
 
@@ -139,17 +143,20 @@ func key(t time.Time, seq uint64) []byte {
 
 // Scan implements Store.
 func (l *Log) Scan(ctx context.Context, from, to time.Time, fn func(Click) error) error {
-	return l.db.View(func(tx *bolt.Tx) error {
-		cur := tx.Bucket(bucket).Cursor()
-		var start []byte
-		if !from.IsZero() {
-			start = key(from, 0)
-		}
+	return scanRecords(ctx, l.db, bucket, from, to, fn)
+}
+
+// scanRecords calls fn for each record putRecord stored in the bucket
+// name with from <= its time < to, oldest first; a zero from or to means
+// no bound.
+func scanRecords[T any](ctx context.Context, db *bolt.DB, name []byte, from, to time.Time, fn func(T) error) error {
+	return db.View(func(tx *bolt.Tx) error {
+		cur := tx.Bucket(name).Cursor()
 		var k, v []byte
-		if start == nil {
+		if from.IsZero() {
 			k, v = cur.First()
 		} else {
-			k, v = cur.Seek(start)
+			k, v = cur.Seek(key(from, 0))
 		}
 		for ; k != nil; k, v = cur.Next() {
 			if !to.IsZero() && int64(binary.BigEndian.Uint64(k[:8])) >= to.UnixNano() {
@@ -158,11 +165,11 @@ func (l *Log) Scan(ctx context.Context, from, to time.Time, fn func(Click) error
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			var c Click
-			if err := json.Unmarshal(v, &c); err != nil {
+			var r T
+			if err := json.Unmarshal(v, &r); err != nil {
 				return fmt.Errorf("clicks: record %x: %w", k, err)
 			}
-			if err := fn(c); err != nil {
+			if err := fn(r); err != nil {
 				return err
 			}
 		}

@@ -3,6 +3,8 @@ package clicks_test
 import (
 	"testing"
 
+	bolt "go.etcd.io/bbolt"
+
 	"github.com/adlink/adlink/backend/clicks"
 	"github.com/adlink/adlink/backend/store"
 	"github.com/adlink/adlink/backend/store/storetest"
@@ -58,6 +60,76 @@ func TestBoltDecisionsKeepTheContract(t *testing.T) {
 				t.Fatal(err)
 			}
 			return d, db.Close
+		}
+	})
+}
+
+// openFile opens the bbolt file in dir for a contract test.
+func openFile(t *testing.T, dir string) *bolt.DB {
+	t.Helper()
+	db, err := store.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+func TestBoltLedgerKeepsTheContract(t *testing.T) {
+	storetest.Ledger(t, func(t *testing.T) storetest.Opener[storetest.LedgerParts] {
+		dir := t.TempDir()
+		return func() (storetest.LedgerParts, func() error) {
+			db := openFile(t, dir)
+			l, err := clicks.NewLedger(db)
+			if err != nil {
+				db.Close()
+				t.Fatal(err)
+			}
+			log, err := clicks.New(db)
+			if err != nil {
+				db.Close()
+				t.Fatal(err)
+			}
+			return storetest.LedgerParts{Ledger: l, Log: log}, db.Close
+		}
+	})
+}
+
+func TestSequentialLedgerKeepsTheContract(t *testing.T) {
+	storetest.Ledger(t, func(t *testing.T) storetest.Opener[storetest.LedgerParts] {
+		dir := t.TempDir()
+		return func() (storetest.LedgerParts, func() error) {
+			db := openFile(t, dir)
+			log, err := clicks.New(db)
+			if err != nil {
+				db.Close()
+				t.Fatal(err)
+			}
+			w, err := clicks.NewWindows(db)
+			if err != nil {
+				db.Close()
+				t.Fatal(err)
+			}
+			d, err := clicks.NewDecisions(db)
+			if err != nil {
+				db.Close()
+				t.Fatal(err)
+			}
+			return storetest.LedgerParts{Ledger: clicks.Sequential{Decisions: d, Windows: w, Store: log}, Log: log}, db.Close
+		}
+	})
+}
+
+func TestBoltImpressionsKeepTheContract(t *testing.T) {
+	storetest.Impressions(t, func(t *testing.T) storetest.Opener[clicks.Impressions] {
+		dir := t.TempDir()
+		return func() (clicks.Impressions, func() error) {
+			db := openFile(t, dir)
+			s, err := clicks.NewImpressions(db)
+			if err != nil {
+				db.Close()
+				t.Fatal(err)
+			}
+			return s, db.Close
 		}
 	})
 }

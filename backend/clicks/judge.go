@@ -5,11 +5,11 @@ import (
 	"time"
 )
 
-// Judge decides whether clicks are billable: a valid and unexpired sig, a
-// browser's user agent, a person's navigation, a decision id not used
-// before, and room in the client network's fraud windows.
+// Judge decides whether clicks are billable: a valid and unexpired sig or
+// click token, a browser's user agent, a person's navigation, a decision
+// id not used before, and room in the client network's fraud windows.
 type Judge struct {
-	// Keys verify sig and tok; without them no click is billable.
+	// Keys verify sig, ct and tok; without them no click is billable.
 	Keys *Keys
 	// Windows hold each network's billable clicks; without them (tests of
 	// the other checks) there are no repeats and no cap.
@@ -20,37 +20,53 @@ type Judge struct {
 	// NetworkDailyClicks caps the billable clicks of one client network
 	// per UTC day; 0 is no cap.
 	NetworkDailyClicks int
+	// MinClickDelay is how soon after its ad was shown (its click token
+	// issued) a click may come and bill: sooner is ReasonTooFast.
+	MinClickDelay time.Duration
 }
 
 // Auth is what a click URL carries to prove that adlink made it.
 type Auth struct {
 	D, Exp, Sig string // a link the server made, for one answer (D)
-	Tok         string // a link the page made
+	CT          string // a click token: a link the page made, for an ad a reader saw
+	Tok         string // the site token of a link the page made
 }
 
-// Judge sets c.Billable and c.Reason from auth, c's parameters, user
-// agent, the browser's intent, auth's decision id and c's client network,
-// at c.Time. refuse is a reason the caller found before (such as
+// Use is what a click that passed every check of its own spends of the
+// stored state: its decision id, once, and a claim in its network's
+// windows. A Use with an empty D spends no decision.
+type Use struct {
+	D       string
+	Expires time.Time // when D stops being billable
+	// Limit is the network's cap of billable clicks per UTC day (<= 0: none).
+	Limit int
+}
+
+// Check sets c.Reason from the checks that need no stored state (auth,
+// c's parameters, user agent, the browser's intent), at c.Time, and
+// returns the Use the stored checks need: Settle or a Ledger finish the
+// judgement. refuse is a reason the caller found before (such as
 // ReasonPartner when the api_key is no longer known), or "". The reasons
 // are tried in that order and the first that applies is c's. A valid site
-// token alone is ReasonUnverified: it proves no ad was shown. A click that
-// passes every check before them uses its decision id, and a used one is
-// ReasonRepeat; only a click with a fresh decision is claimed in Windows,
-// so clicks that do not bill spend no window. A decision used by a click
-// the windows then refuse stays used. A claim or use stays if the caller
-// then fails to log the click: that click goes unbilled, never billed
-// twice. An error is the Decisions' or Windows' failure, and c is then not
-// billable.
-func (j *Judge) Judge(ctx context.Context, c *Click, auth Auth, intent Intent, refuse string) error {
+// token alone is ReasonUnverified: it proves no ad was shown. A click
+// token must have been issued to c's network (Network(c.IP)) and user
+// agent.
+func (j *Judge) Check(c *Click, auth Auth, intent Intent, refuse string) Use {
 	reason := ReasonUnsigned
-	signed := false
+	var u Use
 	if j.Keys != nil {
+		p := Params{Type: c.Type, AdID: c.AdID, AdType: c.AdType, APIKey: c.APIKey,
+			SiteID: c.SiteID, Criterion: c.Criterion, YkTag: c.YkTag}
 		switch {
 		case auth.Sig != "" || auth.Exp != "":
-			p := Params{Type: c.Type, AdID: c.AdID, AdType: c.AdType, APIKey: c.APIKey,
-				SiteID: c.SiteID, Criterion: c.Criterion, YkTag: c.YkTag}
 			reason = j.Keys.Verify(&p, auth.D, auth.Exp, auth.Sig, c.Time)
-			signed = true
+			if e, ok := parseExp(auth.Exp); ok {
+				u = Use{D: auth.D, Expires: time.Unix(e, 0)}
+			}
+		case auth.CT != "":
+			var claim TokenClaim
+			claim, reason = j.Keys.VerifyClickToken(&p, auth.CT, Network(c.IP), c.UserAgent, c.Time, j.MinClickDelay)
+			u = Use{D: claim.D, Expires: claim.Expires}
 		case auth.Tok != "":
 			reason = j.Keys.VerifyToken(c.APIKey, c.SiteID, auth.Tok, c.Time)
 			if reason == "" {
@@ -67,27 +83,51 @@ func (j *Judge) Judge(ctx context.Context, c *Click, auth Auth, intent Intent, r
 	default:
 		reason = intent.Reason()
 	}
-	if reason == "" && signed && j.Decisions != nil {
-		// Verify read exp, so it parses.
-		e, _ := parseExp(auth.Exp)
-		first, err := j.Decisions.Use(ctx, auth.D, c.Time, time.Unix(e, 0))
-		if err != nil {
-			c.Billable, c.Reason = false, ""
-			return err
-		}
-		if !first {
-			reason = ReasonRepeat
-		}
-	}
-	if reason == "" && j.Windows != nil {
-		var err error
-		reason, err = j.Windows.Claim(ctx, Network(c.IP), c.AdID, c.Time, j.NetworkDailyClicks)
-		if err != nil {
-			c.Billable, c.Reason = false, ""
-			return err
-		}
-	}
 	c.Billable = reason == ""
 	c.Reason = reason
+	u.Limit = j.NetworkDailyClicks
+	return u
+}
+
+// Judge checks c as Check does, then settles it with j's Decisions and
+// Windows (Settle), without recording it.
+func (j *Judge) Judge(ctx context.Context, c *Click, auth Auth, intent Intent, refuse string) error {
+	u := j.Check(c, auth, intent, refuse)
+	return Settle(ctx, c, u, j.Decisions, j.Windows)
+}
+
+// Settle finishes the judgement of a click Check left billable: it uses
+// u.D (a used one is ReasonRepeat), and only a click with a fresh decision
+// is claimed in windows, so clicks that do not bill spend no window. A
+// decision used by a click the windows then refuse stays used. A claim or
+// use stays if the caller then fails to log the click: that click goes
+// unbilled, never billed twice. A nil decisions or windows skips its
+// check. An error is the Decisions' or Windows' failure, and c is then not
+// billable, with no reason.
+func Settle(ctx context.Context, c *Click, u Use, decisions Decisions, windows Windows) error {
+	if c.Reason != "" {
+		return nil
+	}
+	fail := func(err error) error {
+		c.Billable, c.Reason = false, ""
+		return err
+	}
+	if u.D != "" && decisions != nil {
+		first, err := decisions.Use(ctx, u.D, c.Time, u.Expires)
+		if err != nil {
+			return fail(err)
+		}
+		if !first {
+			c.Billable, c.Reason = false, ReasonRepeat
+			return nil
+		}
+	}
+	if windows != nil {
+		reason, err := windows.Claim(ctx, Network(c.IP), c.AdID, c.Time, u.Limit)
+		if err != nil {
+			return fail(err)
+		}
+		c.Billable, c.Reason = reason == "", reason
+	}
 	return nil
 }

@@ -329,14 +329,18 @@ const (
 	// ReasonUnsigned: the click URL has neither sig nor tok.
 	ReasonUnsigned = "unsigned"
 	// ReasonUnverified: the click URL carries a valid site token (tok) but
-	// no signature: the page made it, and nothing proves that its ad was
-	// shown. It never bills.
+	// neither a signature nor a click token: the page made it, and nothing
+	// proves that its ad was shown. It never bills.
 	ReasonUnverified = "unverified"
-	// ReasonForged: sig or tok does not verify: altered parameters or
-	// decision id, another site's token, an unknown key or garbage.
+	// ReasonForged: sig, ct or tok does not verify: altered parameters or
+	// decision id, another site's token, a click token taken to another
+	// ad, network or browser, an unknown key or garbage.
 	ReasonForged = "forged"
 	// ReasonExpired: sig or tok verifies but its expiry has passed.
 	ReasonExpired = "expired"
+	// ReasonTooFast: the click token verifies, but the click came sooner
+	// after its ad was shown than a reader could click (MinClickDelay).
+	ReasonTooFast = "too_fast"
 	// ReasonPartner: the api_key is no longer known or site_id is not its.
 	ReasonPartner = "partner"
 	// ReasonBot: the user agent is no browser's (IsBot), or there is none.
@@ -350,8 +354,8 @@ const (
 	// ReasonPrefetch: the browser fetched the link speculatively
 	// (Sec-Purpose: prefetch or prerender), before any click.
 	ReasonPrefetch = "prefetch"
-	// ReasonRepeat: the click's decision id was used by an earlier click
-	// (Decisions), or the client's network had a billable click on the
+	// ReasonRepeat: the click's decision id (of its signed URL or click
+	// token) was used by an earlier click (Decisions), or the client's network had a billable click on the
 	// same ad within AdWindow.
 	ReasonRepeat = "repeat"
 	// ReasonNetworkCap: the client's network had its daily cap of billable
@@ -363,15 +367,23 @@ const (
 )
 
 // Reasons lists every reason a click is not billable.
-var Reasons = []string{ReasonUnsigned, ReasonUnverified, ReasonForged, ReasonExpired, ReasonPartner, ReasonBot,
+var Reasons = []string{ReasonUnsigned, ReasonUnverified, ReasonForged, ReasonExpired, ReasonTooFast, ReasonPartner, ReasonBot,
 	ReasonNoIntent, ReasonNotNavigation, ReasonPrefetch, ReasonRepeat, ReasonNetworkCap, ReasonRateLimited}
 
-// maxExpDigits bounds exp: unix seconds have 10 digits until 2286.
-const maxExpDigits = 12
+// maxExpDigits bounds exp: unix seconds have 10 digits until 2286;
+// maxMilliDigits bounds unix milliseconds likewise.
+const (
+	maxExpDigits   = 12
+	maxMilliDigits = 15
+)
 
 // parseExp reads unix seconds: digits only, no sign, no leading zero.
-func parseExp(s string) (int64, bool) {
-	if s == "" || len(s) > maxExpDigits || (s[0] == '0' && len(s) > 1) {
+func parseExp(s string) (int64, bool) { return parseDigits(s, maxExpDigits) }
+
+// parseDigits reads a number of at most max digits: no sign, no leading
+// zero, so that each number has one spelling.
+func parseDigits(s string, max int) (int64, bool) {
+	if s == "" || len(s) > max || (s[0] == '0' && len(s) > 1) {
 		return 0, false
 	}
 	var n int64

@@ -101,6 +101,14 @@ type Config struct {
 	// the page puts in the click URLs it makes, stays billable
 	// (-site-token-ttl, ADLINK_SITE_TOKEN_TTL).
 	SiteTokenTTL time.Duration
+	// ClickTokenTTL is how long the click token the impression beacon
+	// gives an in-page ad stays billable (-click-token-ttl,
+	// ADLINK_CLICK_TOKEN_TTL).
+	ClickTokenTTL time.Duration
+	// ClickMinDelay is how soon after its click token was issued a click
+	// may come and bill; sooner is too_fast (-click-min-delay,
+	// ADLINK_CLICK_MIN_DELAY).
+	ClickMinDelay time.Duration
 	// LogLevel is the least level logged: debug (which adds a line per
 	// request), info, warn or error (-log-level, ADLINK_LOG_LEVEL).
 	LogLevel slog.Level
@@ -128,6 +136,10 @@ func Default() Config {
 		NetworkDailyClicks: 50,
 		ClickTTL:           24 * time.Hour,
 		SiteTokenTTL:       time.Hour,
+		ClickTokenTTL:      time.Hour,
+		// The token comes a second after the ad came into view; a reader's
+		// quickest reaction to what they see is about a quarter second.
+		ClickMinDelay: 250 * time.Millisecond,
 		TrustedProxies: []netip.Prefix{
 			netip.MustParsePrefix("127.0.0.1/32"),
 			netip.MustParsePrefix("::1/128"),
@@ -216,6 +228,8 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	}
 	envDuration("ADLINK_CLICK_TTL", &c.ClickTTL)
 	envDuration("ADLINK_SITE_TOKEN_TTL", &c.SiteTokenTTL)
+	envDuration("ADLINK_CLICK_TOKEN_TTL", &c.ClickTokenTTL)
+	envDuration("ADLINK_CLICK_MIN_DELAY", &c.ClickMinDelay)
 	clickKeys := getenv("ADLINK_CLICK_KEYS")
 	if v := getenv("ADLINK_LOG_LEVEL"); v != "" {
 		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
@@ -253,6 +267,8 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	fs.DurationVar(&c.ClickTTL, "click-ttl", c.ClickTTL, "how long a signed click URL stays billable (ADLINK_CLICK_TTL)")
 	fs.TextVar(&c.LogLevel, "log-level", c.LogLevel, "least `level` logged: debug (a line per request), info, warn or error (ADLINK_LOG_LEVEL)")
 	fs.DurationVar(&c.SiteTokenTTL, "site-token-ttl", c.SiteTokenTTL, "how long the page's site token stays billable (ADLINK_SITE_TOKEN_TTL)")
+	fs.DurationVar(&c.ClickTokenTTL, "click-token-ttl", c.ClickTokenTTL, "how long an in-page ad's click token stays billable (ADLINK_CLICK_TOKEN_TTL)")
+	fs.DurationVar(&c.ClickMinDelay, "click-min-delay", c.ClickMinDelay, "least `time` between an in-page ad's click token and a billable click (ADLINK_CLICK_MIN_DELAY)")
 	fs.BoolVar(&c.PrintVersion, "version", false, "print the version and exit")
 	fs.VisitAll(func(f *flag.Flag) { f.Value = keepOnError{f.Value} })
 	for rest := args; len(rest) > 0; {
@@ -360,6 +376,12 @@ func (c *Config) Validate() error {
 	}
 	if c.SiteTokenTTL <= 0 {
 		bad("site-token-ttl %v: want a positive duration", c.SiteTokenTTL)
+	}
+	if c.ClickTokenTTL <= 0 {
+		bad("click-token-ttl %v: want a positive duration", c.ClickTokenTTL)
+	}
+	if c.ClickMinDelay < 0 || c.ClickMinDelay >= c.ClickTokenTTL {
+		bad("click-min-delay %v: want 0 or more, and less than click-token-ttl", c.ClickMinDelay)
 	}
 	return errors.Join(problems...)
 }

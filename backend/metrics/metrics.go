@@ -23,6 +23,7 @@ type Metrics struct {
 	latency     *prometheus.HistogramVec
 	analyses    *prometheus.CounterVec
 	clicks      *prometheus.CounterVec
+	impressions prometheus.Counter
 	rateLimited *prometheus.CounterVec
 }
 
@@ -48,12 +49,16 @@ func New() *Metrics {
 			Name: "adlink_clicks_total",
 			Help: "Clicks recorded, by whether they are billable and why not.",
 		}, []string{"billable", "reason"}),
+		impressions: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "adlink_impressions_total",
+			Help: "Ad impressions recorded from pages' impression beacons.",
+		}),
 		rateLimited: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "adlink_rate_limited_total",
 			Help: "Requests refused with 429, by the limit they ran into (api_key, api_key_network, ip, site, site_network).",
 		}, []string{"limit"}),
 	}
-	m.reg.MustRegister(m.requests, m.latency, m.analyses, m.clicks, m.rateLimited,
+	m.reg.MustRegister(m.requests, m.latency, m.analyses, m.clicks, m.impressions, m.rateLimited,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -104,6 +109,14 @@ func (m *Metrics) Click(billable bool, reason string) {
 		return
 	}
 	m.clicks.WithLabelValues(strconv.FormatBool(billable), reason).Inc()
+}
+
+// Impressions counts n recorded impressions.
+func (m *Metrics) Impressions(n int) {
+	if m == nil {
+		return
+	}
+	m.impressions.Add(float64(n))
 }
 
 // RateLimited counts one request refused by a rate limit: "api_key", "ip"

@@ -1,0 +1,147 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/adlink/adlink/backend/clicks"
+	"github.com/adlink/adlink/backend/config"
+	"github.com/adlink/adlink/backend/pages"
+	"github.com/adlink/adlink/contract"
+)
+
+// MaxImpressionAds is how many ads one impression beacon may report.
+const MaxImpressionAds = 16
+
+// impression answers GET /v1/impression?api_key=..&site_id=..&url=..&ad=..:
+// the page's report of the ads it placed that a reader could see (each at
+// least half in view for a second). Each ad is the query string of its
+// click URL. The impressions are recorded, and the answer
+// {"ct":["<token>",...]} gives each ad, in order, the click token its link
+// needs to bill: bound to the ad and its click parameters, this client's
+// network and user agent, and a short expiry. An ad the catalog no longer
+// has, or whose adType is not its own, gets "" and no impression; so does
+// every ad of a client that is no browser.
+func (s *server) impression(w http.ResponseWriter, r *http.Request) error {
+	v, err := queryValues(r)
+	if err != nil {
+		return err
+	}
+	apiKey, siteID, page, ads, err := parseImpression(v)
+	if err != nil {
+		return err
+	}
+	site, err := s.authorize(r.Context(), apiKey, siteID)
+	if err != nil {
+		return err
+	}
+	if err := pages.CheckDomain(page, site.Domains); err != nil {
+		return problemError(http.StatusForbidden, contract.ForeignURL(siteID), err)
+	}
+	if s.imps == nil {
+		return &Error{Status: http.StatusServiceUnavailable, Code: CodeInternal,
+			Message: "impressions are not recorded here", Err: errors.New("no impression store")}
+	}
+	now := s.now()
+	ip, ua := s.clientIP(r), truncate(r.UserAgent(), maxUserAgent)
+	bot := clicks.IsBot(ua)
+	ix := s.indexes.All()
+	tokens := make([]string, len(ads))
+	imps := make([]clicks.Impression, 0, len(ads))
+	ttl := s.cfg.ClickTokenTTL
+	if ttl <= 0 {
+		ttl = config.Default().ClickTokenTTL
+	}
+	for i, a := range ads {
+		ad, ok := ix.Lookup(a.AdID)
+		if !ok || bot || ix.Ad(ad).Kind != a.AdType {
+			continue
+		}
+		p := clicks.Params{Type: a.Type, AdID: a.AdID, AdType: a.AdType.String(), APIKey: apiKey,
+			SiteID: siteID, Criterion: a.Criterion, YkTag: a.YkTag}
+		imps = append(imps, clicks.Impression{Time: now, AdID: p.AdID, AdType: p.AdType, Type: p.Type,
+			APIKey: apiKey, SiteID: siteID, Criterion: p.Criterion, YkTag: p.YkTag, Page: page, IP: ip, UserAgent: ua})
+		if s.judge.Keys != nil {
+			tokens[i] = s.judge.Keys.ClickToken(&p, clicks.Network(ip), ua, now, now.Add(ttl))
+		}
+	}
+	if len(imps) > 0 {
+		if err := s.imps.Append(r.Context(), imps); err != nil {
+			return internal(fmt.Errorf("recording impressions: %w", err))
+		}
+	}
+	s.metrics.Impressions(len(imps))
+	// Tokens are of A-Z, a-z, 0-9, '.', '_' and '-': nothing to escape.
+	b := append(make([]byte, 0, 8+len(ads)*128), `{"ct":[`...)
+	for i, t := range tokens {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(append(append(b, '"'), t...), '"')
+	}
+	b = append(b, "]}"...)
+	w.Header().Set("Cache-Control", "no-store")
+	respond(w, http.StatusOK, b, "")
+	return nil
+}
+
+// parseImpression reads an impression beacon: its partner, its page's
+// canonical URL and its ads, each a click URL's query of that partner,
+// or the 400 that names what is wrong.
+func parseImpression(v url.Values) (apiKey, siteID, page string, ads []contract.Redirect, err error) {
+	var problems []contract.Problem
+	missing := func(name string) {
+		problems = append(problems, contract.Problem{Code: CodeMissingParameter, Param: name, Message: name + " is required"})
+	}
+	invalid := func(name, msg string) {
+		problems = append(problems, contract.Problem{Code: CodeInvalidParameter, Param: name, Message: msg})
+	}
+	apiKey, siteID = v.Get("api_key"), v.Get("site_id")
+	if apiKey == "" {
+		missing("api_key")
+	}
+	if siteID == "" {
+		missing("site_id")
+	}
+	if raw := v.Get("url"); raw == "" {
+		missing("url")
+	} else if c, msg := canonicalURL(raw); msg != "" {
+		invalid("url", msg)
+	} else {
+		page = c
+	}
+	switch n := len(v["ad"]); {
+	case n == 0:
+		missing("ad")
+	case n > MaxImpressionAds:
+		invalid("ad", "at most "+strconv.Itoa(MaxImpressionAds)+" ad parameters, not "+strconv.Itoa(n))
+	}
+	if len(problems) == 0 {
+		for i, q := range v["ad"] {
+			name := "ad[" + strconv.Itoa(i) + "]"
+			av, perr := url.ParseQuery(strings.TrimPrefix(q[strings.IndexByte(q, '?')+1:], "&"))
+			if perr != nil {
+				invalid("ad", name+" is no click URL query")
+				break
+			}
+			a, ps := contract.ParseRedirect(av)
+			if len(ps) > 0 {
+				invalid("ad", name+": "+contract.Join(ps).Message)
+				break
+			}
+			if a.APIKey != apiKey || a.SiteID != siteID {
+				invalid("ad", name+" is another partner's ad")
+				break
+			}
+			ads = append(ads, a)
+		}
+	}
+	if len(problems) > 0 {
+		return "", "", "", nil, badRequest(problems)
+	}
+	return apiKey, siteID, page, ads, nil
+}

@@ -1,0 +1,230 @@
+package api
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/goccy/go-json"
+
+	"github.com/adlink/adlink/backend/clicks"
+	"github.com/adlink/adlink/backend/store"
+)
+
+// testImpressions are bbolt Impressions in dir, closed at the end of t.
+func testImpressions(t testing.TB, dir string) clicks.Impressions {
+	t.Helper()
+	db, err := store.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	imps, err := clicks.NewImpressions(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return imps
+}
+
+// inPageLinks are click URLs as the page's module makes them: a server
+// answer's links without d, exp and sig, with the site token instead.
+func (env *signedEnv) inPageLinks(t testing.TB, query string) []string {
+	t.Helper()
+	tok := env.keys.Token("demo", "demo", env.now.Add(time.Hour))
+	var out []string
+	for _, l := range distinctAds(env.links(t, query)) {
+		l = setParam(setParam(setParam(l, "d", "-"), "exp", "-"), "sig", "-")
+		out = append(out, l+"&tok="+tok)
+	}
+	return out
+}
+
+// beacon reports links as seen on a demo page from ip with ua and returns
+// the status and the click tokens.
+func (env *signedEnv) beacon(t testing.TB, ip, ua string, links ...string) (int, []string) {
+	t.Helper()
+	q := url.Values{"api_key": {"demo"}, "site_id": {"demo"}, "url": {"http://localhost/article"}}
+	for _, l := range links {
+		_, query, _ := strings.Cut(l, "?")
+		q.Add("ad", query)
+	}
+	res := env.do(t, "/v1/impression?"+q.Encode(), ip, ua)
+	body := readBody(t, res)
+	var resp struct{ CT []string }
+	if res.StatusCode == http.StatusOK {
+		if err := json.Unmarshal(body, &resp); err != nil {
+			t.Fatalf("beacon: %v\n%s", err, body)
+		}
+		if len(resp.CT) != len(links) {
+			t.Fatalf("beacon: %d tokens for %d ads", len(resp.CT), len(links))
+		}
+		if cc := res.Header.Get("Cache-Control"); cc != "no-store" {
+			t.Errorf("beacon Cache-Control %q, want no-store", cc)
+		}
+	}
+	return res.StatusCode, resp.CT
+}
+
+// impressions are every impression env recorded.
+func (env *signedEnv) impressions(t testing.TB) []clicks.Impression {
+	t.Helper()
+	var out []clicks.Impression
+	if err := env.imps.Scan(context.Background(), time.Time{}, time.Time{}, func(i clicks.Impression) error {
+		out = append(out, i)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// An in-page ad bills only with the click token its impression got, once,
+// from the reader's network and browser, and not sooner than a reader
+// could click.
+func TestInPageClickNeedsItsImpression(t *testing.T) {
+	env := newSignedEnv(t)
+	links := env.inPageLinks(t, "q=handy&loc=de&api_key=demo&site_id=demo&size=20")
+	if len(links) < 2 {
+		t.Fatalf("%d ads, want 2", len(links))
+	}
+	const reader = "198.51.100.7"
+	// The site token alone proves no ad was shown.
+	if c := env.click(t, links[0], reader, browserUA); c.Billable || c.Reason != clicks.ReasonUnverified {
+		t.Fatalf("site token alone: billable %v %q, want unverified", c.Billable, c.Reason)
+	}
+	status, ct := env.beacon(t, reader, browserUA, links[0], links[1])
+	if status != http.StatusOK || ct[0] == "" || ct[1] == "" {
+		t.Fatalf("beacon: %d %q", status, ct)
+	}
+	imps := env.impressions(t)
+	if len(imps) != 2 || imps[0].AdID != queryOf(t, links[0]).Get("adId") || imps[0].Page != "http://localhost/article" ||
+		imps[0].IP != reader || imps[0].UserAgent != browserUA || imps[0].Criterion != queryOf(t, links[0]).Get("criterionId") {
+		t.Fatalf("impressions recorded: %+v", imps)
+	}
+	withCT := func(l, ct string) string { return l + "&ct=" + url.QueryEscape(ct) }
+
+	// At once after its impression: faster than a reader. The token is not
+	// spent by it.
+	if c := env.click(t, withCT(links[0], ct[0]), reader, browserUA); c.Billable || c.Reason != clicks.ReasonTooFast {
+		t.Errorf("click at once: billable %v %q, want too_fast", c.Billable, c.Reason)
+	}
+	env.advance(time.Second)
+	for _, tt := range []struct {
+		name, target, ip, ua string
+	}{
+		{"another ad's token", withCT(links[1], ct[0]), reader, browserUA},
+		{"another network", withCT(links[0], ct[0]), "203.0.113.9", browserUA},
+		{"another browser", withCT(links[0], ct[0]), reader, browserUA + " Edg/1"},
+		{"another criterion", withCT(setParam(links[0], "criterionId", "iphone"), ct[0]), reader, browserUA},
+		{"altered token", withCT(links[0], ct[0][:len(ct[0])-2]+"AA"), reader, browserUA},
+		{"token of a signed link", withCT(links[0], "t1."+clicks.NewDecision()+".1.1."+strings.Repeat("A", 43)), reader, browserUA},
+		{"garbage", withCT(links[0], "x"), reader, browserUA},
+	} {
+		if c := env.click(t, tt.target, tt.ip, tt.ua); c.Billable || c.Reason != clicks.ReasonForged {
+			t.Errorf("%s: billable %v %q, want forged", tt.name, c.Billable, c.Reason)
+		}
+	}
+	if c := env.click(t, withCT(links[0], ct[0]), reader, browserUA); !c.Billable {
+		t.Fatalf("the reader's click a second after the impression: %q, want billable", c.Reason)
+	}
+	if c := env.click(t, withCT(links[0], ct[0]), reader, browserUA); c.Billable || c.Reason != clicks.ReasonRepeat {
+		t.Errorf("the token again: billable %v %q, want repeat", c.Billable, c.Reason)
+	}
+	// The other ad's token, from the same network (which has no billable
+	// click on that ad yet), bills.
+	if c := env.click(t, withCT(links[1], ct[1]), reader, browserUA); !c.Billable {
+		t.Errorf("the second ad's own token: %q, want billable", c.Reason)
+	}
+	// A token past its expiry.
+	_, late := env.beacon(t, "198.51.100.8", browserUA, links[0])
+	env.advance(2 * time.Hour)
+	if c := env.click(t, withCT(links[0], late[0]), "198.51.100.8", browserUA); c.Billable || c.Reason != clicks.ReasonExpired {
+		t.Errorf("token after its expiry: billable %v %q, want expired", c.Billable, c.Reason)
+	}
+}
+
+// The beacon refuses what is not a partner's page's ads, and gives bots and
+// ads the catalog does not have no token.
+func TestImpressionBadInput(t *testing.T) {
+	env := newSignedEnv(t)
+	links := env.inPageLinks(t, "q=handy&loc=de&api_key=demo&site_id=demo&size=20")
+	ad := func(l string) string { _, q, _ := strings.Cut(l, "?"); return url.QueryEscape(q) }
+	many := strings.Repeat("&ad="+ad(links[0]), MaxImpressionAds+1)
+	for _, tt := range []struct {
+		name, query string
+		status      int
+		param       string
+	}{
+		{"no ads", "api_key=demo&site_id=demo&url=http://localhost/", 400, "ad"},
+		{"no url", "api_key=demo&site_id=demo&ad=" + ad(links[0]), 400, "url"},
+		{"no api_key", "site_id=demo&url=http://localhost/&ad=" + ad(links[0]), 400, "api_key"},
+		{"too many ads", "api_key=demo&site_id=demo&url=http://localhost/" + many, 400, "ad"},
+		{"not a click", "api_key=demo&site_id=demo&url=http://localhost/&ad=adId%3Dx", 400, "ad"},
+		{"another partner's ad", "api_key=k2&site_id=blog&url=http://blog.example/&ad=" + ad(links[0]), 400, "ad"},
+		{"a page of another site", "api_key=demo&site_id=demo&url=http://evil.example/&ad=" + ad(links[0]), 403, "url"},
+		{"unknown key", "api_key=nope&site_id=demo&url=http://localhost/&ad=" + ad(setParam(links[0], "api_key", "nope")), 401, "api_key"},
+	} {
+		res := env.do(t, "/v1/impression?"+tt.query, "198.51.100.7", browserUA)
+		body := readBody(t, res)
+		var e struct{ Error struct{ Param string } }
+		json.Unmarshal(body, &e)
+		if res.StatusCode != tt.status || e.Error.Param != tt.param {
+			t.Errorf("%s: %d param %q, want %d %q\n%s", tt.name, res.StatusCode, e.Error.Param, tt.status, tt.param, body)
+		}
+	}
+	if n := len(env.impressions(t)); n != 0 {
+		t.Fatalf("refused beacons recorded %d impressions", n)
+	}
+
+	gone := setParam(links[0], "adId", "no-such-ad.example")
+	wrongType := setParam(links[0], "adType", "coupon")
+	if status, ct := env.beacon(t, "198.51.100.7", browserUA, gone, wrongType, links[0]); status != 200 || ct[0] != "" || ct[1] != "" || ct[2] == "" {
+		t.Errorf("unknown ad, wrong adType, good ad: %d %q", status, ct)
+	}
+	if n := len(env.impressions(t)); n != 1 {
+		t.Errorf("%d impressions recorded, want the good ad's 1", n)
+	}
+	for _, ua := range []string{"curl/8.0", "", "Googlebot/2.1 (+http://www.google.com/bot.html)"} {
+		if status, ct := env.beacon(t, "198.51.100.7", ua, links[0]); status != 200 || ct[0] != "" {
+			t.Errorf("beacon from %q: %d %q, want no token", ua, status, ct)
+		}
+	}
+	if n := len(env.impressions(t)); n != 1 {
+		t.Errorf("bots' beacons recorded impressions: %d, want 1", n)
+	}
+}
+
+// Every impression a beacon reports is recorded, under load from many
+// readers at once, and each reader's token bills once.
+func TestImpressionTokensFromManyNetworks(t *testing.T) {
+	env := newSignedEnv(t)
+	l := env.inPageLinks(t, "q=lg+handy&loc=de&api_key=demo&site_id=demo")[0]
+	const readers = 20
+	tokens := make([]string, readers)
+	for i := range readers {
+		_, ct := env.beacon(t, "2001:db8:"+strconv.Itoa(i+1)+"::1", browserUA, l)
+		tokens[i] = ct[0]
+	}
+	env.advance(time.Second)
+	billed := 0
+	for i, ct := range tokens {
+		// Each reader clicks its own token, and then another's.
+		ip := "2001:db8:" + strconv.Itoa(i+1) + "::2"
+		if env.click(t, l+"&ct="+url.QueryEscape(ct), ip, browserUA).Billable {
+			billed++
+		}
+		if c := env.click(t, l+"&ct="+url.QueryEscape(tokens[(i+1)%readers]), ip, browserUA); c.Billable {
+			t.Errorf("reader %d billed with another reader's token", i)
+		}
+	}
+	if billed != readers {
+		t.Errorf("%d of %d readers' clicks billable", billed, readers)
+	}
+	if n := len(env.impressions(t)); n != readers {
+		t.Errorf("%d impressions recorded, want %d", n, readers)
+	}
+}

@@ -1,0 +1,116 @@
+package clicks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Ledger records judged clicks together with the state that judges them.
+// BoltLedger does it in one transaction of the server's bbolt file;
+// Sequential does it with separate Decisions, Windows and Store. Every
+// implementation passes storetest.Ledger and is safe for concurrent use.
+type Ledger interface {
+	// Record settles c, which Judge.Check judged at c.Time, as Settle does
+	// with the ledger's Decisions and Windows, and appends it as
+	// Store.Append does; c.Billable and c.Reason are then final. A click
+	// Check refused spends nothing and is appended as it is. Once Record
+	// returns nil all of it is durable; after an error the click is
+	// neither appended nor billable, and it never leaves the decision
+	// unused while a window is claimed for it.
+	Record(ctx context.Context, c *Click, u Use) error
+}
+
+// BoltLedger is the Ledger of one bbolt file: a click's decision, window
+// and log entry are one write, and concurrent clicks share its commit
+// (one fsync per batch), so a billable click waits for one commit rather
+// than three.
+type BoltLedger struct {
+	db *bolt.DB
+	gc *groupCommit
+}
+
+var _ Ledger = (*BoltLedger)(nil)
+
+// NewLedger returns the Ledger kept in db, whose click log, Decisions and
+// Windows are New's, NewDecisions' and NewWindows' in the same file.
+func NewLedger(db *bolt.DB) (*BoltLedger, error) {
+	for _, b := range [][]byte{bucket, decisionsBucket, windowsBucket} {
+		if err := createBucket(db, b); err != nil {
+			return nil, fmt.Errorf("clicks: ledger: %w", err)
+		}
+	}
+	return &BoltLedger{db: db, gc: commitsOf(db)}, nil
+}
+
+// Record implements Ledger.
+func (l *BoltLedger) Record(ctx context.Context, c *Click, u Use) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if c.Time.IsZero() {
+		return errors.New("clicks: click without time")
+	}
+	settled := *c
+	err := l.gc.commit(l.db, func(tx *bolt.Tx) error {
+		settled.Billable, settled.Reason = c.Billable, c.Reason
+		if c.Reason == "" {
+			reason, err := settleTx(tx, c, u)
+			if err != nil {
+				return err
+			}
+			settled.Billable, settled.Reason = reason == "", reason
+		}
+		put, err := putClick(settled)
+		if err != nil {
+			return err
+		}
+		return put(tx)
+	})
+	if err != nil {
+		return fmt.Errorf("clicks: ledger: %w", err)
+	}
+	c.Billable, c.Reason = settled.Billable, settled.Reason
+	return nil
+}
+
+// settleTx is Settle inside one transaction: the reason c does not bill,
+// or "".
+func settleTx(tx *bolt.Tx, c *Click, u Use) (string, error) {
+	if u.D != "" {
+		if !c.Time.Before(u.Expires) {
+			return ReasonRepeat, nil
+		}
+		first, err := useDecision(tx.Bucket(decisionsBucket), u.D, c.Time, u.Expires)
+		if err != nil || !first {
+			return ReasonRepeat, err
+		}
+	}
+	return claim(tx.Bucket(windowsBucket), Network(c.IP), c.AdID, c.Time, u.Limit)
+}
+
+// Sequential is a Ledger over separate stores: Settle with Decisions and
+// Windows, then Store's Append. A crash between them leaves the decision
+// used and the window claimed for a click that was not logged: unbilled,
+// never billed twice.
+type Sequential struct {
+	Decisions Decisions
+	Windows   Windows
+	Store     Recorder
+}
+
+var _ Ledger = Sequential{}
+
+// Record implements Ledger.
+func (s Sequential) Record(ctx context.Context, c *Click, u Use) error {
+	if err := Settle(ctx, c, u, s.Decisions, s.Windows); err != nil {
+		return err
+	}
+	if err := s.Store.Append(ctx, *c); err != nil {
+		c.Billable = false
+		return err
+	}
+	return nil
+}
