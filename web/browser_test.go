@@ -1,6 +1,7 @@
 package web
 
 import (
+	"fmt"
 	"context"
 	_ "embed"
 	"encoding/json"
@@ -372,6 +373,26 @@ var clock string
 // goroutine that sends to left.
 func keepLocal(tb testing.TB, br *browser, base string, left chan<- string, seen func(url string)) {
 	tb.Helper()
+	intercept(tb, br, interception{local: []string{base + "/"}, left: left, seen: seen})
+}
+
+// interception is what intercept does with the tab's requests.
+type interception struct {
+	// local are the URL prefixes let through; every other request fails,
+	// its URL sent to left (or dropped when left is full).
+	local []string
+	left  chan<- string
+	// seen, when set, is called with each request's URL first.
+	seen func(url string)
+	// header, when set, is added to the requests to the first local
+	// prefix, after the browser's CORS checks, as a proxy would add it.
+	header [2]string
+}
+
+// intercept pauses each request of the tab and lets it through or fails it
+// as in says.
+func intercept(tb testing.TB, br *browser, in interception) {
+	tb.Helper()
 	paused := chromedp.Events(br.ctx, fetch.RequestPaused)
 	send(tb, br, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{URLPattern: "*"}}})
 	go func() {
@@ -379,21 +400,31 @@ func keepLocal(tb testing.TB, br *browser, base string, left chan<- string, seen
 			if err != nil {
 				return
 			}
-			if seen != nil {
-				seen(ev.Request.URL)
+			if in.seen != nil {
+				in.seen(ev.Request.URL)
 			}
-			local := strings.HasPrefix(ev.Request.URL, base+"/")
+			local := false
+			for _, p := range in.local {
+				local = local || strings.HasPrefix(ev.Request.URL, p)
+			}
 			chromedp.Do(br.ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-				if local {
-					_, err := cdp.Call(ctx, tg, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID})
+				if !local {
+					_, err := cdp.Call(ctx, tg, fetch.FailRequest, fetch.FailRequestParams{RequestID: ev.RequestID, ErrorReason: network.ErrorReasonBlockedByClient})
 					return err
 				}
-				_, err := cdp.Call(ctx, tg, fetch.FailRequest, fetch.FailRequestParams{RequestID: ev.RequestID, ErrorReason: network.ErrorReasonBlockedByClient})
+				p := fetch.ContinueRequestParams{RequestID: ev.RequestID}
+				if in.header[0] != "" && strings.HasPrefix(ev.Request.URL, in.local[0]) {
+					for k, v := range ev.Request.Headers {
+						p.Headers = append(p.Headers, &fetch.HeaderEntry{Name: k, Value: fmt.Sprint(v)})
+					}
+					p.Headers = append(p.Headers, &fetch.HeaderEntry{Name: in.header[0], Value: in.header[1]})
+				}
+				_, err := cdp.Call(ctx, tg, fetch.ContinueRequest, p)
 				return err
 			}))
 			if !local {
 				select {
-				case left <- ev.Request.URL:
+				case in.left <- ev.Request.URL:
 				default:
 				}
 			}

@@ -7,10 +7,12 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/adlink/adlink/backend/clicks"
+	"github.com/adlink/adlink/backend/config"
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 )
@@ -181,4 +183,144 @@ func TestClickTokenRenewed(t *testing.T) {
 		t.Errorf("right after: click token %q, manifests' tokens %q; want no third manifest", again.Tok, again.Toks)
 	}
 	br.noConsoleErrors(t)
+}
+
+var (
+	//go:embed testdata/clicks/token_href.js
+	tokenHref string
+	//go:embed testdata/clicks/placed_links.js
+	placedLinks string
+	//go:embed testdata/clicks/click_first.js
+	clickFirst string
+)
+
+// placedState is what placed_links.js reports.
+type placedState struct {
+	Links []struct {
+		Href         string
+		Token, Below bool
+	}
+	FirstAd, FirstToken float64
+}
+
+// readerClick is one reader's click on the first in-text ad of the page
+// open in br: the click recorded, and how long after the first ad was
+// placed its link got its click token (0 for a server answer's link,
+// which needs none).
+type readerClick struct {
+	Click      clicks.Click
+	TokenAfter time.Duration
+	// Placed is the page's ads as they were before the click.
+	Placed placedState
+}
+
+// readers counts the readers tests play, each from an address of its own.
+var readers atomic.Int64
+
+// asReader makes br a new reader: a desktop Chrome from an address no
+// other reader of the test server b has (X-Forwarded-For, added as the
+// trusted loopback proxy would), so its clicks are judged on their own.
+// Requests to b and to the publisher's site go through; any other (a
+// landing page) fails, its URL sent to the channel returned.
+func asReader(tb testing.TB, br *browser, b *backend, site string) <-chan string {
+	tb.Helper()
+	n := readers.Add(1)
+	send(tb, br, emulation.SetUserAgentOverride, emulation.SetUserAgentOverrideParams{UserAgent: desktopChrome})
+	left := make(chan string, 1)
+	intercept(tb, br, interception{local: []string{b.URL + "/", site + "/"}, left: left,
+		header: [2]string{"X-Forwarded-For", "2001:db8:" + strconv.FormatInt(n, 16) + "::1"}})
+	return left
+}
+
+// clickLikeAReader waits as a reader would for the first in-text ad of the
+// page open in br to be billable (for an ad the page matched, until its
+// impression has given it a click token, and the least delay after that),
+// clicks it with the mouse and returns the click the server recorded.
+func clickLikeAReader(tb testing.TB, br *browser, b *backend, left <-chan string, inPage bool) readerClick {
+	tb.Helper()
+	var rc readerClick
+	href := eval[string](tb, br, firstIntextHref)
+	if inPage {
+		ctx, cancel := context.WithTimeout(br.ctx, 20*time.Second)
+		var err error
+		href, err = chromedp.Run(ctx, chromedp.Poll[string](tokenHref, chromedp.WithPollingTimeout(15*time.Second)))
+		cancel()
+		if err != nil {
+			tb.Fatalf("the first in-text ad never got its click token: %v", err)
+		}
+		st := eval[placedState](tb, br, placedLinks)
+		rc.TokenAfter = time.Duration((st.FirstToken - st.FirstAd) * float64(time.Millisecond))
+		time.Sleep(config.Default().ClickMinDelay) // a reader is no faster
+	}
+	rc.Placed = eval[placedState](tb, br, placedLinks)
+	u, err := url.Parse(href)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	start := time.Now()
+	br.do(tb, chromedp.Click(eval[string](tb, br, clickFirst)))
+	select {
+	case <-left:
+	case <-time.After(20 * time.Second):
+		tb.Fatal("the click never left for the landing page")
+	}
+	var logged []clicks.Click
+	b.clicks.Scan(context.Background(), start.Add(-time.Second), time.Now().Add(time.Second), func(c clicks.Click) error {
+		if c.AdID == u.Query().Get("adId") && c.Criterion == u.Query().Get("criterionId") {
+			logged = append(logged, c)
+		}
+		return nil
+	})
+	if len(logged) != 1 {
+		tb.Fatalf("clicks recorded for %s: %+v, want 1", href, logged)
+	}
+	rc.Click = logged[0]
+	return rc
+}
+
+// TestInPageClickBillsAfterItsImpression: an ad the page matched on its
+// first view gets its click token once a reader could see it, and a
+// reader's click on it then bills; an ad out of view gets none, and the
+// impression is recorded.
+func TestInPageClickBillsAfterItsImpression(t *testing.T) {
+	br := newBrowser(t)
+	b := startBackend(t)
+	body := `<article><p>Das neue Apple iPhone 15 im Test.</p>` +
+		`<p style="margin-top:5000px">Und das Google Pixel 8 ganz unten.</p></article>`
+	site := publisher(t, map[string]string{"/page.html": publisherPage("de-DE", b.URL, body)})
+	left := asReader(t, br, b, site)
+	start := time.Now()
+	if r := br.view(t, site+"/page.html"); r.Source != "local" || r.Links == 0 {
+		t.Fatalf("first view: %+v, want ads matched in the page", r)
+	}
+	rc := clickLikeAReader(t, br, b, left, true)
+	if !rc.Click.Billable || rc.Click.Type != "intext" {
+		t.Errorf("a reader's click on an in-page ad after its impression: %+v, want billable", rc.Click)
+	}
+	below, inView := 0, 0
+	for _, l := range rc.Placed.Links {
+		if u, err := url.Parse(l.Href); err == nil && !l.Below && u.Query().Get("adId") == rc.Click.AdID {
+			inView++
+		}
+		if l.Below {
+			below++
+			if l.Token {
+				t.Errorf("a link out of view got a click token: %s", l.Href)
+			}
+		}
+	}
+	if below == 0 {
+		t.Errorf("no placed link out of view: %+v", rc.Placed.Links)
+	}
+	var imps []clicks.Impression
+	b.imps.Scan(context.Background(), start.Add(-time.Second), time.Now().Add(time.Second), func(i clicks.Impression) error {
+		if i.AdID == rc.Click.AdID && strings.HasPrefix(i.Page, site) {
+			imps = append(imps, i)
+		}
+		return nil
+	})
+	// One per link of the ad in view (a brand and a model can both link it).
+	if len(imps) != inView || imps[0].UserAgent != desktopChrome || imps[0].IP != rc.Click.IP {
+		t.Errorf("impressions of the clicked ad: %+v, want %d from the reader's browser", imps, inView)
+	}
 }

@@ -51,6 +51,7 @@ type backend struct {
 	ads    []match.Ad
 	pages  *pages.Service
 	clicks *clicks.Log
+	imps   *clicks.BoltImpressions
 	views  atomic.Int64
 
 	mu       sync.Mutex
@@ -194,7 +195,7 @@ func newBackend(splitAbove int) (*backend, error) {
 		return nil, err
 	}
 	sharedCleanup = append(sharedCleanup, func() { a.Close() })
-	b.ads, b.pages, b.clicks = a.Ads, a.Pages, a.Clicks
+	b.ads, b.pages, b.clicks, b.imps = a.Ads, a.Pages, a.Clicks, a.Impressions
 	srv := &http.Server{Handler: b.counted(a.Handler)}
 	go srv.Serve(ln)
 	sharedCleanup = append(sharedCleanup, func() { srv.Close() })

@@ -70,7 +70,7 @@
     auto: data.auto !== "false",
     label: data.label || ""
   };
-  var timing = { start: performance.now(), firstAd: 0, steps: {} };
+  var timing = { start: performance.now(), firstAd: 0, firstToken: 0, steps: {} };
   function mark(step) { if (!timing.steps[step]) timing.steps[step] = performance.now() - timing.start; }
   var encoder = new TextEncoder();
   var decoder = new TextDecoder();
@@ -98,8 +98,9 @@
     var parts = [];
     // Own keys only: a page may have added to Object.prototype.
     Object.keys(params).forEach(function (k) {
-      var v = params[k];
-      if (v !== undefined && v !== null && v !== "") parts.push(encodeURIComponent(wellFormed(k)) + "=" + encodeURIComponent(wellFormed(v)));
+      [].concat(params[k]).forEach(function (v) { // an array is a repeated parameter
+        if (v !== undefined && v !== null && v !== "") parts.push(encodeURIComponent(wellFormed(k)) + "=" + encodeURIComponent(wellFormed(v)));
+      });
     });
     return parts.join("&");
   }
@@ -689,7 +690,64 @@
     }
     var n = inText(links) + box(links);
     if (n && !timing.firstAd) timing.firstAd = performance.now();
+    if (n) watch();
     return { source: source, links: links };
+  }
+
+  // ---- Impressions. An ad a reader could see (at least half of its link
+  // in view for a second) is reported to /v1/impression, a few at a time;
+  // the answer's click token goes into each link the page made (&ct=):
+  // without it, a click on an ad matched here does not bill. Links the
+  // server made carry their own signature and keep it.
+  var SEEN_MS = 1000, BATCH_MS = 100, MAX_BEACON = 16;
+  var watched = new WeakSet(), timers = new Map(), seenQueue = [], batchTimer = 0, observer = null;
+
+  function watch() {
+    if (!window.IntersectionObserver) return;
+    if (!observer) {
+      observer = new IntersectionObserver(function (entries) {
+        entries.forEach(function (e) {
+          var a = e.target;
+          if (e.isIntersecting && e.intersectionRatio >= 0.5) {
+            if (!timers.has(a)) timers.set(a, setTimeout(function () { seen(a); }, SEEN_MS));
+          } else if (timers.has(a)) {
+            clearTimeout(timers.get(a));
+            timers.delete(a);
+          }
+        });
+      }, { threshold: [0, 0.5] });
+    }
+    var links = document.querySelectorAll("a.adlink-intext[data-adlink=intext], aside.adlink-box[data-adlink=box] a.adlink-ad");
+    for (var i = 0; i < links.length; i++) {
+      if (!watched.has(links[i])) {
+        watched.add(links[i]);
+        observer.observe(links[i]);
+      }
+    }
+  }
+
+  function seen(a) {
+    timers.delete(a);
+    observer.unobserve(a);
+    if (!a.isConnected) return; // the view changed (refresh)
+    seenQueue.push(a);
+    if (!batchTimer) batchTimer = setTimeout(report, BATCH_MS);
+  }
+
+  function report() {
+    batchTimer = 0;
+    var batch = seenQueue.splice(0, MAX_BEACON);
+    if (seenQueue.length) batchTimer = setTimeout(report, BATCH_MS);
+    var ads = batch.map(function (a) { return a.href.slice(a.href.indexOf("?") + 1); });
+    getJSON("/v1/impression", { api_key: config.apiKey, site_id: config.siteId, url: location.href.split("#")[0], ad: ads }).then(function (r) {
+      var ct = r.status === 200 && r.body && r.body.ct;
+      if (!ct) return;
+      batch.forEach(function (a, i) {
+        if (typeof ct[i] !== "string" || !/^[\w.-]+$/.test(ct[i]) || /[?&]sig=/.test(a.href)) return;
+        a.href += "&ct=" + ct[i];
+        if (!timing.firstToken) timing.firstToken = performance.now();
+      });
+    }, function () {});
   }
 
   function local(gen) {
