@@ -1,10 +1,10 @@
 package web
 
 import (
-	"fmt"
 	"context"
 	_ "embed"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -238,7 +238,7 @@ func checkPlaced(t *testing.T, b *backend, p placed) {
 
 // publisher serves pages, by path, as a publisher's site on a loopback
 // port of its own: a host of the demo site, apart from the backend's.
-func publisher(t *testing.T, pages map[string]string) string {
+func publisher(t testing.TB, pages map[string]string) string {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		page, ok := pages[r.URL.Path]

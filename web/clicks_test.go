@@ -221,22 +221,28 @@ var readers atomic.Int64
 // other reader of the test server b has (X-Forwarded-For, added as the
 // trusted loopback proxy would), so its clicks are judged on their own.
 // Requests to b and to the publisher's site go through; any other (a
-// landing page) fails, its URL sent to the channel returned.
-func asReader(tb testing.TB, br *browser, b *backend, site string) <-chan string {
+// landing page) fails, its URL sent to the reader's left.
+func asReader(tb testing.TB, br *browser, b *backend, site string) reader {
 	tb.Helper()
-	n := readers.Add(1)
+	r := reader{left: make(chan string, 1), ip: "2001:db8:" + strconv.FormatInt(readers.Add(1), 16) + "::1"}
 	send(tb, br, emulation.SetUserAgentOverride, emulation.SetUserAgentOverrideParams{UserAgent: desktopChrome})
-	left := make(chan string, 1)
-	intercept(tb, br, interception{local: []string{b.URL + "/", site + "/"}, left: left,
-		header: [2]string{"X-Forwarded-For", "2001:db8:" + strconv.FormatInt(n, 16) + "::1"}})
-	return left
+	intercept(tb, br, interception{local: []string{b.URL + "/", site + "/"}, left: r.left,
+		header: [2]string{"X-Forwarded-For", r.ip}})
+	return r
+}
+
+// reader is a browser asReader set up: where its clicks left for, and
+// the address it clicks from.
+type reader struct {
+	left chan string
+	ip   string
 }
 
 // clickLikeAReader waits as a reader would for the first in-text ad of the
 // page open in br to be billable (for an ad the page matched, until its
 // impression has given it a click token, and the least delay after that),
 // clicks it with the mouse and returns the click the server recorded.
-func clickLikeAReader(tb testing.TB, br *browser, b *backend, left <-chan string, inPage bool) readerClick {
+func clickLikeAReader(tb testing.TB, br *browser, b *backend, rd reader, inPage bool) readerClick {
 	tb.Helper()
 	var rc readerClick
 	href := eval[string](tb, br, firstIntextHref)
@@ -260,13 +266,13 @@ func clickLikeAReader(tb testing.TB, br *browser, b *backend, left <-chan string
 	start := time.Now()
 	br.do(tb, chromedp.Click(eval[string](tb, br, clickFirst)))
 	select {
-	case <-left:
+	case <-rd.left:
 	case <-time.After(20 * time.Second):
 		tb.Fatal("the click never left for the landing page")
 	}
 	var logged []clicks.Click
 	b.clicks.Scan(context.Background(), start.Add(-time.Second), time.Now().Add(time.Second), func(c clicks.Click) error {
-		if c.AdID == u.Query().Get("adId") && c.Criterion == u.Query().Get("criterionId") {
+		if c.AdID == u.Query().Get("adId") && c.IP == rd.ip {
 			logged = append(logged, c)
 		}
 		return nil
@@ -285,15 +291,13 @@ func clickLikeAReader(tb testing.TB, br *browser, b *backend, left <-chan string
 func TestInPageClickBillsAfterItsImpression(t *testing.T) {
 	br := newBrowser(t)
 	b := startBackend(t)
-	body := `<article><p>Das neue Apple iPhone 15 im Test.</p>` +
-		`<p style="margin-top:5000px">Und das Google Pixel 8 ganz unten.</p></article>`
-	site := publisher(t, map[string]string{"/page.html": publisherPage("de-DE", b.URL, body)})
-	left := asReader(t, br, b, site)
+	site := publisher(t, map[string]string{"/page.html": publisherPage("de-DE", b.URL, readerPage)})
+	rd := asReader(t, br, b, site)
 	start := time.Now()
 	if r := br.view(t, site+"/page.html"); r.Source != "local" || r.Links == 0 {
 		t.Fatalf("first view: %+v, want ads matched in the page", r)
 	}
-	rc := clickLikeAReader(t, br, b, left, true)
+	rc := clickLikeAReader(t, br, b, rd, true)
 	if !rc.Click.Billable || rc.Click.Type != "intext" {
 		t.Errorf("a reader's click on an in-page ad after its impression: %+v, want billable", rc.Click)
 	}
@@ -322,5 +326,64 @@ func TestInPageClickBillsAfterItsImpression(t *testing.T) {
 	// One per link of the ad in view (a brand and a model can both link it).
 	if len(imps) != inView || imps[0].UserAgent != desktopChrome || imps[0].IP != rc.Click.IP {
 		t.Errorf("impressions of the clicked ad: %+v, want %d from the reader's browser", imps, inView)
+	}
+}
+
+// readerPage is a publisher's page with an ad in view and one far below.
+const readerPage = `<article><p>Das neue Apple iPhone 15 im Test.</p>` +
+	`<p style="margin-top:5000px">Und das Google Pixel 8 ganz unten.</p></article>`
+
+// BenchmarkGenuineClicks plays readers in a real Chromium clicking the
+// first in-text ad as a person would: on pages the server has analysed
+// (its answer's signed links) and on first views (ads the page matched,
+// billable once their impression gave them a click token). It reports the
+// billable share of each (target 1) and how long after the first ad the
+// first click token came, plus the least delay before a click bills,
+// beside the floor of that wait: the second an ad must be in view and the
+// same delay.
+func BenchmarkGenuineClicks(b *testing.B) {
+	const rounds = 4
+	srv := startBackend(b)
+	site := publisher(b, map[string]string{"/page.html": publisherPage("de-DE", srv.URL, readerPage)})
+	b.ResetTimer()
+	for range b.N {
+		billed := map[bool]int{}
+		var waits []float64
+		for i := range 2 * rounds {
+			inPage := i%2 == 0
+			br := newBrowser(b)
+			// A page of its own for each first view; the analysed page for
+			// the server's answers.
+			page := site + "/page.html?server"
+			if inPage {
+				page = site + "/page.html?view=" + strconv.Itoa(i)
+			}
+			rd := asReader(b, br, srv, site)
+			if !inPage && i == 1 {
+				br.view(b, page)
+				srv.waitAnalysed(b, page)
+			}
+			r := br.view(b, page)
+			if want := map[bool]string{true: "local", false: "server"}[inPage]; r.Source != want || r.Links == 0 {
+				b.Fatalf("view of %s: %+v, want ads from %s", page, r, want)
+			}
+			rc := clickLikeAReader(b, br, srv, rd, inPage)
+			if rc.Click.Billable {
+				billed[inPage]++
+			} else {
+				b.Logf("a reader's click not billed (in page: %v): %s", inPage, rc.Click.Reason)
+			}
+			if inPage {
+				waits = append(waits, float64((rc.TokenAfter+config.Default().ClickMinDelay).Milliseconds()))
+			}
+			br.close()
+		}
+		floor := float64((time.Second + config.Default().ClickMinDelay).Milliseconds())
+		b.ReportMetric(0, "ns/op")
+		b.ReportMetric(float64(billed[false])/rounds, "server-billable-share")
+		b.ReportMetric(float64(billed[true])/rounds, "inpage-billable-share")
+		b.ReportMetric(median(waits), "ms-proof-wait")
+		b.ReportMetric(floor, "ms-proof-floor")
+		b.ReportMetric(median(waits)/floor, "ratio")
 	}
 }
