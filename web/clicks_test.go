@@ -374,7 +374,7 @@ func BenchmarkGenuineClicks(b *testing.B) {
 				b.Logf("a reader's click not billed (in page: %v): %s", inPage, rc.Click.Reason)
 			}
 			if inPage {
-				waits = append(waits, float64((rc.TokenAfter+config.Default().ClickMinDelay).Milliseconds()))
+				waits = append(waits, float64((rc.TokenAfter + config.Default().ClickMinDelay).Milliseconds()))
 			}
 			br.close()
 		}
