@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strconv"
 	"strings"
@@ -227,4 +228,57 @@ func TestImpressionTokensFromManyNetworks(t *testing.T) {
 	if n := len(env.impressions(t)); n != readers {
 		t.Errorf("%d impressions recorded, want %d", n, readers)
 	}
+}
+
+// FuzzImpression: whatever the query, the beacon answers JSON with a known
+// status, never records an impression it refused, and gives one token per
+// ad it accepted.
+func FuzzImpression(f *testing.F) {
+	env := newSignedEnv(f)
+	l := env.inPageLinks(f, "q=lg+handy&loc=de&api_key=demo&site_id=demo")[0]
+	_, ad, _ := strings.Cut(l, "?")
+	for _, s := range []string{
+		"api_key=demo&site_id=demo&url=http://localhost/a&ad=" + url.QueryEscape(ad),
+		"api_key=demo&site_id=demo&url=http://localhost/a&ad=" + url.QueryEscape(ad) + "&ad=" + url.QueryEscape(setParam("/?"+ad, "adId", "x")[2:]),
+		"api_key=demo&site_id=demo&url=http://evil.example/&ad=" + url.QueryEscape(ad),
+		"api_key=demo&site_id=demo&url=javascript:alert(1)&ad=x",
+		"ad=%zz&;",
+		"",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		before := len(env.impressions(t))
+		req := httptest.NewRequest(http.MethodGet, "/v1/impression", nil)
+		req.URL.RawQuery = raw
+		req.Header.Set("User-Agent", browserUA)
+		rec := httptest.NewRecorder()
+		env.handler.ServeHTTP(rec, req)
+		res := rec.Result()
+		body := readBody(t, res)
+		added := len(env.impressions(t)) - before
+		switch res.StatusCode {
+		case http.StatusOK:
+			var resp struct{ CT []string }
+			q, _ := url.ParseQuery(raw)
+			if err := json.Unmarshal(body, &resp); err != nil || len(resp.CT) != len(q["ad"]) {
+				t.Fatalf("%q: %s", raw, body)
+			}
+			given := 0
+			for _, ct := range resp.CT {
+				if ct != "" {
+					given++
+				}
+			}
+			if given != added {
+				t.Fatalf("%q: %d tokens for %d impressions", raw, given, added)
+			}
+		case 400, 401, 403:
+			if added != 0 || !json.Valid(body) {
+				t.Fatalf("%q: %d with %d impressions: %s", raw, res.StatusCode, added, body)
+			}
+		default:
+			t.Fatalf("%q: status %d: %s", raw, res.StatusCode, body)
+		}
+	})
 }

@@ -366,8 +366,8 @@ func FuzzRedirect(f *testing.F) {
 			if len(got) != 1 {
 				t.Fatalf("%q redirected with %d clicks recorded", raw, len(got))
 			}
-			if got[0].Billable && !q.Has("sig") {
-				t.Fatalf("%q: billable without sig", raw)
+			if got[0].Billable && !q.Has("sig") && !q.Has("ct") {
+				t.Fatalf("%q: billable without sig or ct", raw)
 			}
 		case 400, 404:
 			if loc != "" || len(got) != 0 {

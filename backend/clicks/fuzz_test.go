@@ -174,3 +174,49 @@ func FuzzIntentAndBot(f *testing.F) {
 		}
 	})
 }
+
+// FuzzVerifyClickToken: a click token verifies only for the click
+// parameters, network and user agent it was made for, and whatever the
+// bytes, the answer is one of the click token's reasons.
+func FuzzVerifyClickToken(f *testing.F) {
+	ks := testKeys(f, "k1", "k0")
+	p := sample()
+	const network, ua = "2001:db8:1::/64", "Mozilla/5.0 (X11) Firefox/133.0"
+	ct := ks.ClickToken(&p, network, ua, t0, t0.Add(time.Hour))
+	f.Add(p.AdID, network, ua, ct, 0, byte(0))
+	f.Add(p.AdID, "192.0.2.1", ua, ct, 0, byte(0))
+	f.Add(p.AdID, network, ua+" x", ct, 0, byte(0))
+	f.Add(p.AdID, network, ua, ct, len(ct)-1, byte(1))
+	f.Add(p.AdID, network, ua, ct, 4, byte('.'))
+	f.Add("x", "", "", "k1.AAAAAAAAAAAAAAAA.1.1.AAAA", 0, byte(0))
+	f.Add(p.AdID, network, ua, "k1....", 0, byte(0))
+	f.Fuzz(func(t *testing.T, adID, net, agent, token string, pos int, flip byte) {
+		q := p
+		q.AdID = adID
+		now := t0.Add(time.Second)
+		claim, r := ks.VerifyClickToken(&q, token, net, agent, now, 250*time.Millisecond)
+		switch r {
+		case "", ReasonForged, ReasonExpired, ReasonTooFast:
+		default:
+			t.Fatalf("reason %q", r)
+		}
+		if r == "" && (adID != p.AdID || net != network || agent != ua || token != ct) {
+			if claim.D == "" || !claim.Shown.Before(now) {
+				t.Fatalf("token %q verifies with claim %+v", token, claim)
+			}
+			// A token that verifies for other inputs was made for them: a
+			// fresh one made for them verifies too, and the MAC is theirs.
+			again := ks.ClickToken(&q, net, agent, claim.Shown, claim.Expires)
+			if again[len(again)-macLen:] == token[len(token)-macLen:] {
+				t.Fatalf("two tokens share a MAC: %q", token)
+			}
+		}
+		if flip != 0 {
+			b := []byte(ct)
+			b[uint(pos)%uint(len(b))] ^= flip
+			if _, r := ks.VerifyClickToken(&p, string(b), network, ua, now, 0); r == "" {
+				t.Fatalf("token %q altered to %q verifies", ct, b)
+			}
+		}
+	})
+}
