@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/adlink/adlink/backend/catalog"
@@ -41,6 +43,8 @@ type fraudClass struct {
 	reasons []string
 	// flags are the server's flags beyond the suite's.
 	flags []string
+	// daily says allowed is per UTC day, as the network's daily cap is.
+	daily bool
 	// run sends n clicks through c.
 	run func(c *fraudClient, n int)
 }
@@ -80,18 +84,18 @@ func fraudClasses(quick bool) []fraudClass {
 	capped := n(config.Default().NetworkDailyClicks, 3)
 	none := []string(nil)
 	return []fraudClass{
-		{"forged-token", n(200, 3), 0, []string{clicks.ReasonUnverified}, none, forgedToken},
-		{"swapped-ad", n(200, 3), 0, []string{clicks.ReasonForged}, none, swappedAd},
-		{"emptied-signature", n(200, 3), 0, []string{clicks.ReasonUnverified}, none, emptiedSignature},
-		{"hidden-image", n(200, 3), 0, []string{clicks.ReasonNotNavigation}, none, hiddenImage},
-		{"prefetch", n(200, 3), 0, []string{clicks.ReasonPrefetch}, none, prefetch},
-		{"64-rotation", n(64, 16), 1, []string{clicks.ReasonRepeat}, none, rotation64},
-		{"one-link-many-networks", n(1000, 4), 1, []string{clicks.ReasonRepeat}, none, oneLinkManyNetworks},
-		{"replay", n(200, 3), 1, []string{clicks.ReasonRepeat}, none, replay},
-		{"bot-user-agents", n(20, 1) * len(botUAs), 0, []string{clicks.ReasonBot}, none, botUserAgents},
-		{"no-fetch-metadata", n(200, 3), 0, []string{clicks.ReasonNoIntent}, none, noFetchMetadata},
+		{"forged-token", n(200, 3), 0, []string{clicks.ReasonUnverified}, none, false, forgedToken},
+		{"swapped-ad", n(200, 3), 0, []string{clicks.ReasonForged}, none, false, swappedAd},
+		{"emptied-signature", n(200, 3), 0, []string{clicks.ReasonUnverified}, none, false, emptiedSignature},
+		{"hidden-image", n(200, 3), 0, []string{clicks.ReasonNotNavigation}, none, false, hiddenImage},
+		{"prefetch", n(200, 3), 0, []string{clicks.ReasonPrefetch}, none, false, prefetch},
+		{"64-rotation", n(64, 16), 1, []string{clicks.ReasonRepeat}, none, false, rotation64},
+		{"one-link-many-networks", n(10000, 4), 1, []string{clicks.ReasonRepeat}, none, false, oneLinkManyNetworks},
+		{"replay", n(200, 3), 1, []string{clicks.ReasonRepeat}, none, false, replay},
+		{"bot-user-agents", n(20, 1) * len(botUAs), 0, []string{clicks.ReasonBot}, none, false, botUserAgents},
+		{"no-fetch-metadata", n(200, 3), 0, []string{clicks.ReasonNoIntent}, none, false, noFetchMetadata},
 		{"network-daily-cap", capped + n(50, 2), capped, []string{clicks.ReasonNetworkCap},
-			[]string{"-network-daily-clicks", strconv.Itoa(capped)}, networkDailyCap},
+			[]string{"-network-daily-clicks", strconv.Itoa(capped)}, true, networkDailyCap},
 	}
 }
 
@@ -153,33 +157,34 @@ func prefetch(c *fraudClient, n int) {
 }
 
 // rotation64 clicks one ad from many addresses of one IPv6 /64, some with
-// a zone, each address on an answer of its own.
+// a zone, each address on an answer of its own, all clicks at once so
+// that they race for the network's window.
 func rotation64(c *fraudClient, n int) {
 	target := adID(c.answer("2001:db8:64::1", "q=handy")[0])
+	ips, links := make([]string, n), make([]string, n)
 	for i := range n {
-		ip := fmt.Sprintf("2001:db8:64::%x", i+2)
+		ips[i] = fmt.Sprintf("2001:db8:64::%x", i+2)
 		if i%3 == 2 {
-			ip += "%z" + strconv.Itoa(i)
+			ips[i] += "%z" + strconv.Itoa(i)
 		}
-		c.click(ip, c.linkTo(ip, "q=handy", target), browser())
+		links[i] = c.linkTo(ips[i], "q=handy", target)
 	}
+	c.parallel(n, func(i int) { c.click(ips[i], links[i], browser()) })
 }
 
-// oneLinkManyNetworks clicks one signed link from as many /64s as clicks.
+// oneLinkManyNetworks clicks one signed link from as many /64s as clicks,
+// many at once, as a pool of proxies would.
 func oneLinkManyNetworks(c *fraudClient, n int) {
 	link := c.answer(network(0), "q=handy")[0]
-	for i := range n {
-		c.click(network(i), link, browser())
-	}
+	c.parallel(n, func(i int) { c.click(network(i), link, browser()) })
 }
 
-// replay clicks one signed link again and again from the network that
-// clicked it first.
+// replay clicks one signed link, then again and again at once from the
+// network that clicked it first.
 func replay(c *fraudClient, n int) {
 	link := c.answer(network(0), "q=handy")[0]
-	for range n {
-		c.click(network(0), link, browser())
-	}
+	c.click(network(0), link, browser())
+	c.parallel(n-1, func(int) { c.click(network(0), link, browser()) })
 }
 
 // botUserAgents clicks signed links with each of botUAs in turn.
@@ -201,15 +206,15 @@ func noFetchMetadata(c *fraudClient, n int) {
 }
 
 // networkDailyCap clicks a distinct ad on each fresh answer from one IPv4
-// network, written as itself and as an IPv4-mapped IPv6 address in turn.
+// network, written as itself and as an IPv4-mapped IPv6 address in turn,
+// all clicks at once so that they race for the cap.
 func networkDailyCap(c *fraudClient, n int) {
 	ips := []string{"192.0.2.11", "::ffff:192.0.2.11"}
+	links := make([]string, n)
 	seen := map[string]bool{}
 	next := 0 // the catalog ad whose keyword is the next query
 	for i := range n {
-		ip := ips[i%len(ips)]
-		link := ""
-		for link == "" {
+		for links[i] == "" {
 			if next == len(c.ads) {
 				c.tb.Fatalf("the demo catalog has no %d ads that searches give", n)
 			}
@@ -219,15 +224,15 @@ func networkDailyCap(c *fraudClient, n int) {
 			if len(ad.Keywords) > 0 {
 				q = ad.Keywords[0]
 			}
-			for _, l := range c.answer(ip, "q="+url.QueryEscape(q)) {
+			for _, l := range c.answer(ips[i%len(ips)], "q="+url.QueryEscape(q)) {
 				if id := adID(l); !seen[id] {
-					seen[id], link = true, l
+					seen[id], links[i] = true, l
 					break
 				}
 			}
 		}
-		c.click(ip, link, browser())
 	}
+	c.parallel(n, func(i int) { c.click(ips[i%len(ips)], links[i], browser()) })
 }
 
 // network returns an address in the i-th IPv6 /64 of the documentation
@@ -263,17 +268,19 @@ func withParams(u string, kv ...string) string {
 type fraudClient struct {
 	tb   testing.TB
 	base string
-	ads  []match.Ad // the demo catalog
-	sent int        // clicks sent
+	ads  []match.Ad   // the demo catalog
+	sent atomic.Int64 // clicks sent
 }
 
 // get sends GET base+path as the client at ip with headers h and returns
-// the answer's status and body.
+// the answer's status and body; a request that fails is an error of the
+// test and gives status 0. Safe for concurrent use.
 func (c *fraudClient) get(ip, path string, h http.Header) (int, []byte) {
 	c.tb.Helper()
 	req, err := http.NewRequest(http.MethodGet, c.base+path, nil)
 	if err != nil {
-		c.tb.Fatal(err)
+		c.tb.Errorf("%s: %v", path, err)
+		return 0, nil
 	}
 	for k, v := range h {
 		req.Header[k] = v
@@ -284,12 +291,14 @@ func (c *fraudClient) get(ip, path string, h http.Header) (int, []byte) {
 	}
 	res, err := noFollow.Do(req)
 	if err != nil {
-		c.tb.Fatal(err)
+		c.tb.Errorf("%s: %v", path, err)
+		return 0, nil
 	}
 	defer res.Body.Close()
 	body, err := io.ReadAll(res.Body)
 	if err != nil {
-		c.tb.Fatal(err)
+		c.tb.Errorf("%s: %v", path, err)
+		return 0, nil
 	}
 	return res.StatusCode, body
 }
@@ -360,13 +369,30 @@ func (c *fraudClient) otherAd(i int, link string) match.Ad {
 }
 
 // click follows the ad URL path as the client at ip with headers h; the
-// visitor must land (302) whatever the click is.
+// visitor must land (302) whatever the click is. Safe for concurrent use.
 func (c *fraudClient) click(ip, path string, h http.Header) {
 	c.tb.Helper()
-	c.sent++
+	c.sent.Add(1)
 	if status, body := c.get(ip, path, h); status != http.StatusFound {
 		c.tb.Errorf("click %s from %s: %d %s, want 302", path, ip, status, body)
 	}
+}
+
+// fraudWorkers is how many clicks a class sends at once when it races.
+const fraudWorkers = 16
+
+// parallel calls fn(i) for every i below n from fraudWorkers goroutines.
+func (c *fraudClient) parallel(n int, fn func(i int)) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range fraudWorkers {
+		wg.Go(func() {
+			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
+				fn(i)
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // linkParams returns the query parameters of link.
@@ -399,6 +425,9 @@ func runFraudClass(tb testing.TB, bin string, fc fraudClass) fraudOutcome {
 
 	out := fraudOutcome{reasons: map[string]int{}}
 	log := readClicks(tb, data)
+	if fc.daily && len(log) > 0 && log[0].Time.UTC().YearDay() != log[len(log)-1].Time.UTC().YearDay() {
+		tb.Skipf("%s: the clicks crossed midnight UTC, when the daily cap starts over", fc.name)
+	}
 	for _, cl := range log {
 		if a, err := netip.ParseAddr(cl.IP); err != nil || a.IsLoopback() {
 			tb.Fatalf("%s: a click recorded from %q: the proxy's X-Forwarded-For was not read", fc.name, cl.IP)
@@ -409,8 +438,8 @@ func runFraudClass(tb testing.TB, bin string, fc fraudClass) fraudOutcome {
 			out.reasons[cl.Reason]++
 		}
 	}
-	if c.sent != fc.tried || len(log) != fc.tried {
-		tb.Errorf("%s: %d clicks sent, %d recorded; want %d", fc.name, c.sent, len(log), fc.tried)
+	if sent := int(c.sent.Load()); sent != fc.tried || len(log) != fc.tried {
+		tb.Errorf("%s: %d clicks sent, %d recorded; want %d", fc.name, sent, len(log), fc.tried)
 	}
 	switch {
 	case out.billable > fc.allowed:
