@@ -82,20 +82,20 @@ func fraudClasses(quick bool) []fraudClass {
 	// The cap is the default's in the benchmark; the test lowers it to
 	// reach it in a few clicks.
 	capped := n(config.Default().NetworkDailyClicks, 3)
-	none := []string(nil)
+	reason := func(r string) []string { return []string{r} }
 	return []fraudClass{
-		{"forged-token", n(200, 3), 0, []string{clicks.ReasonUnverified}, none, false, forgedToken},
-		{"swapped-ad", n(200, 3), 0, []string{clicks.ReasonForged}, none, false, swappedAd},
-		{"emptied-signature", n(200, 3), 0, []string{clicks.ReasonUnverified}, none, false, emptiedSignature},
-		{"hidden-image", n(200, 3), 0, []string{clicks.ReasonNotNavigation}, none, false, hiddenImage},
-		{"prefetch", n(200, 3), 0, []string{clicks.ReasonPrefetch}, none, false, prefetch},
-		{"64-rotation", n(64, 16), 1, []string{clicks.ReasonRepeat}, none, false, rotation64},
-		{"one-link-many-networks", n(10000, 4), 1, []string{clicks.ReasonRepeat}, none, false, oneLinkManyNetworks},
-		{"replay", n(200, 3), 1, []string{clicks.ReasonRepeat}, none, false, replay},
-		{"bot-user-agents", n(20, 1) * len(botUAs), 0, []string{clicks.ReasonBot}, none, false, botUserAgents},
-		{"no-fetch-metadata", n(200, 3), 0, []string{clicks.ReasonNoIntent}, none, false, noFetchMetadata},
-		{"network-daily-cap", capped + n(50, 2), capped, []string{clicks.ReasonNetworkCap},
-			[]string{"-network-daily-clicks", strconv.Itoa(capped)}, true, networkDailyCap},
+		{name: "forged-token", tried: n(200, 3), reasons: reason(clicks.ReasonUnverified), run: forgedToken},
+		{name: "swapped-ad", tried: n(200, 3), reasons: reason(clicks.ReasonForged), run: swappedAd},
+		{name: "emptied-signature", tried: n(200, 3), reasons: reason(clicks.ReasonUnverified), run: emptiedSignature},
+		{name: "hidden-image", tried: n(200, 3), reasons: reason(clicks.ReasonNotNavigation), run: hiddenImage},
+		{name: "prefetch", tried: n(200, 3), reasons: reason(clicks.ReasonPrefetch), run: prefetch},
+		{name: "64-rotation", tried: n(64, 16), allowed: 1, reasons: reason(clicks.ReasonRepeat), run: rotation64},
+		{name: "one-link-many-networks", tried: n(10000, 4), allowed: 1, reasons: reason(clicks.ReasonRepeat), run: oneLinkManyNetworks},
+		{name: "replay", tried: n(200, 3), allowed: 1, reasons: reason(clicks.ReasonRepeat), run: replay},
+		{name: "bot-user-agents", tried: n(20, 1) * len(botUAs), reasons: reason(clicks.ReasonBot), run: botUserAgents},
+		{name: "no-fetch-metadata", tried: n(200, 3), reasons: reason(clicks.ReasonNoIntent), run: noFetchMetadata},
+		{name: "network-daily-cap", tried: capped + n(50, 2), allowed: capped, reasons: reason(clicks.ReasonNetworkCap),
+			flags: []string{"-network-daily-clicks", strconv.Itoa(capped)}, daily: true, run: networkDailyCap},
 	}
 }
 
