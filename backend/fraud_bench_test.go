@@ -94,6 +94,12 @@ func fraudClasses(quick bool) []fraudClass {
 		{name: "replay", tried: n(200, 3), allowed: 1, reasons: reason(clicks.ReasonRepeat), run: replay},
 		{name: "bot-user-agents", tried: n(20, 1) * len(botUAs), reasons: reason(clicks.ReasonBot), run: botUserAgents},
 		{name: "no-fetch-metadata", tried: n(200, 3), reasons: reason(clicks.ReasonNoIntent), run: noFetchMetadata},
+		{name: "token-other-ad", tried: n(200, 3), reasons: reason(clicks.ReasonForged), run: tokenOtherAd},
+		{name: "token-other-network", tried: n(200, 3), reasons: reason(clicks.ReasonForged), run: tokenOtherNetwork},
+		{name: "token-too-fast", tried: n(200, 3), reasons: reason(clicks.ReasonTooFast),
+			flags: []string{"-click-min-delay", "30m"}, run: tokenTooFast},
+		{name: "token-replay", tried: n(200, 3), allowed: 1, reasons: reason(clicks.ReasonRepeat),
+			flags: []string{"-click-min-delay", "0s"}, run: tokenReplay},
 		{name: "network-daily-cap", tried: capped + n(50, 2), allowed: capped, reasons: reason(clicks.ReasonNetworkCap),
 			flags: []string{"-network-daily-clicks", strconv.Itoa(capped)}, daily: true, run: networkDailyCap},
 	}
@@ -235,6 +241,51 @@ func networkDailyCap(c *fraudClient, n int) {
 	c.parallel(n, func(i int) { c.click(ips[i%len(ips)], links[i], browser()) })
 }
 
+// The click token classes: an ad matched in the page bills only on the
+// click token its impression got, for that ad, network and browser, once.
+
+// tokenOtherAd clicks an in-page link with the click token another ad's
+// impression got, from the network the token was issued to.
+func tokenOtherAd(c *fraudClient, n int) {
+	for i := range n {
+		ip := network(i)
+		links := c.inPageLinks(ip, "q=handy")
+		if len(links) < 2 {
+			c.tb.Fatal("the demo catalog gave fewer than two ads for handy")
+		}
+		ct := c.clickTokens(ip, links[0])
+		c.click(ip, links[1]+"&ct="+ct[0], browser())
+	}
+}
+
+// tokenOtherNetwork clicks an in-page link with its own click token from a
+// network other than the one its impression came from.
+func tokenOtherNetwork(c *fraudClient, n int) {
+	for i := range n {
+		l := c.inPageLinks(network(2*i), "q=handy")[0]
+		ct := c.clickTokens(network(2*i), l)
+		c.click(network(2*i+1), l+"&ct="+ct[0], browser())
+	}
+}
+
+// tokenTooFast clicks each in-page link with its click token as soon as
+// its impression answered, sooner than the server lets a click bill.
+func tokenTooFast(c *fraudClient, n int) {
+	for i := range n {
+		l := c.inPageLinks(network(i), "q=handy")[0]
+		c.click(network(i), l+"&ct="+c.clickTokens(network(i), l)[0], browser())
+	}
+}
+
+// tokenReplay clicks one in-page link with its click token, then again and
+// again at once from the same network.
+func tokenReplay(c *fraudClient, n int) {
+	l := c.inPageLinks(network(0), "q=handy")[0]
+	l += "&ct=" + c.clickTokens(network(0), l)[0]
+	c.click(network(0), l, browser())
+	c.parallel(n-1, func(int) { c.click(network(0), l, browser()) })
+}
+
 // network returns an address in the i-th IPv6 /64 of the documentation
 // range.
 func network(i int) string {
@@ -349,6 +400,56 @@ func (c *fraudClient) siteToken(ip string) string {
 		c.tb.Fatalf("shard manifest: %d %v, tok %q", status, err, m.Tok)
 	}
 	return m.Tok
+}
+
+// inPageLinks returns an answer's links to distinct ads as the page's
+// module makes them: without the server's d, exp and sig, with the site
+// token.
+func (c *fraudClient) inPageLinks(ip, query string) []string {
+	c.tb.Helper()
+	tok := c.siteToken(ip)
+	var out []string
+	seen := map[string]bool{}
+	for _, l := range c.answer(ip, query) {
+		if seen[adID(l)] {
+			continue
+		}
+		seen[adID(l)] = true
+		path, q, _ := strings.Cut(l, "?")
+		v, err := url.ParseQuery(q)
+		if err != nil {
+			c.tb.Fatal(err)
+		}
+		v.Del("d")
+		v.Del("exp")
+		v.Del("sig")
+		v.Set("tok", tok)
+		out = append(out, path+"?"+v.Encode())
+	}
+	return out
+}
+
+// clickTokens reports links seen on a demo page as the client at ip, as
+// the widget does, and returns the click tokens the impression beacon
+// gave them.
+func (c *fraudClient) clickTokens(ip string, links ...string) []string {
+	c.tb.Helper()
+	q := url.Values{"api_key": {"demo"}, "site_id": {"demo"}, "url": {"http://localhost/article"}}
+	for _, l := range links {
+		_, query, _ := strings.Cut(l, "?")
+		q.Add("ad", query)
+	}
+	status, body := c.get(ip, "/v1/impression?"+q.Encode(), browser())
+	var resp struct{ CT []string }
+	if err := json.Unmarshal(body, &resp); err != nil || status != http.StatusOK || len(resp.CT) != len(links) {
+		c.tb.Fatalf("impression beacon: %d %v %s", status, err, body)
+	}
+	for i, ct := range resp.CT {
+		if ct == "" {
+			c.tb.Fatalf("impression beacon gave %s no click token", links[i])
+		}
+	}
+	return resp.CT
 }
 
 // otherAd returns the i-th catalog ad of the same kind as link's that is
