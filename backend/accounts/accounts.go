@@ -22,10 +22,12 @@ import (
 // Kind is whose an account is.
 type Kind string
 
-// The kinds of account.
+// The kinds of account. The operator reads everyone's reports; it has
+// no token, only the data directory (adlink report).
 const (
 	Partner    Kind = "partner"
 	Advertiser Kind = "advertiser"
+	Operator   Kind = "operator"
 )
 
 // Account is who a report token belongs to: a partner by its api_key, or
