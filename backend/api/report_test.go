@@ -101,9 +101,9 @@ func (env *reportEnv) traffic(t testing.TB) {
 			env.links(t, "q=lg+handy&loc=de&api_key=demo&site_id=demo")...))
 		for i, l := range links {
 			ip := "2001:db8:" + strconv.Itoa(day*100+i) + "::1"
-			readBody(t, env.do(t, l, ip, browserUA))                                     // billable
-			readBody(t, env.do(t, l, ip, browserUA))                                     // repeat
-			readBody(t, env.do(t, l, ip, "curl/8.0"))                                    // bot
+			readBody(t, env.do(t, l, ip, browserUA))                                    // billable
+			readBody(t, env.do(t, l, ip, browserUA))                                    // repeat
+			readBody(t, env.do(t, l, ip, "curl/8.0"))                                   // bot
 			readBody(t, env.doWith(t, l, ip, browserUA, http.Header{"X-Other": {"1"}})) // no intent
 			env.beacon(t, ip, browserUA, l, l)
 		}
