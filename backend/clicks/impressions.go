@@ -64,7 +64,7 @@ var impressionsBucket = []byte("impressions")
 // NewImpressions returns the Impressions kept in db, creating their
 // bucket, and the rollups they add to.
 func NewImpressions(db *bolt.DB) (*BoltImpressions, error) {
-	for _, b := range [][]byte{impressionsBucket, dayRollups, hourRollups} {
+	for _, b := range append([][]byte{impressionsBucket}, rollupBuckets...) {
 		if err := createBucket(db, b); err != nil {
 			return nil, fmt.Errorf("clicks: impressions: %w", err)
 		}

@@ -41,7 +41,7 @@ var _ Ledger = (*BoltLedger)(nil)
 // Windows and rollups are New's, NewDecisions', NewWindows' and
 // NewRollups' in the same file.
 func NewLedger(db *bolt.DB) (*BoltLedger, error) {
-	for _, b := range [][]byte{bucket, decisionsBucket, windowsBucket, dayRollups, hourRollups, spendBucket} {
+	for _, b := range append([][]byte{bucket, decisionsBucket, windowsBucket}, rollupBuckets...) {
 		if err := createBucket(db, b); err != nil {
 			return nil, fmt.Errorf("clicks: ledger: %w", err)
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -14,9 +15,9 @@ import (
 // Rollups are the click log and the impression log counted as they are
 // written, in the same commit, so that a report over any range reads a
 // few rows per hour or day instead of every click, and a crash can never
-// make them disagree with the logs. Two grains are kept: per UTC day by
-// partner, site, advertiser, ad, context and currency, and per hour by
-// all of those and the criterion, yk_tag and country.
+// make them disagree with the logs. Each click and impression adds to one
+// row of each Grain: per hour by every dimension, and per UTC day by
+// fewer, so that a report reads the smallest grain that has its groups.
 
 // Measures are what reports count over clicks and impressions.
 type Measures struct {
@@ -68,23 +69,92 @@ func reasonIndex(r string) int {
 }
 
 // Rollup is one row of a grain: the measures of the clicks and impressions
-// whose dimensions are these, in the hour or day from Start.
+// whose dimensions are these, in the hour or day from Start. The
+// dimensions a grain does not keep are "".
 type Rollup struct {
 	Start                                               time.Time
 	APIKey, SiteID, Advertiser, AdID, Context, Currency string
-	// Criterion, YkTag and Country are set in the hourly grain only.
-	Criterion, YkTag, Country string
+	Criterion, YkTag, Country                           string
 	Measures
 }
 
-// Grain is a rollup's period.
+// Dimension is one of a Rollup's dimensions.
+type Dimension int
+
+// The dimensions, in the order a row's key holds them.
+const (
+	DimAPIKey Dimension = iota
+	DimSiteID
+	DimAdvertiser
+	DimAdID
+	DimContext
+	DimCurrency
+	DimCriterion
+	DimYkTag
+	DimCountry
+)
+
+// field is r's field of dimension d.
+func (r *Rollup) field(d Dimension) *string {
+	return [...]*string{&r.APIKey, &r.SiteID, &r.Advertiser, &r.AdID, &r.Context, &r.Currency, &r.Criterion, &r.YkTag, &r.Country}[d]
+}
+
+// Grain is a rollup's period and the dimensions it keeps.
 type Grain int
 
-// The grains: an hour, a UTC day.
+// The grains. Every one keeps the partner (DimAPIKey), the advertiser and
+// the currency, which reports filter and split by.
 const (
+	// Hour keeps every dimension, per hour.
 	Hour Grain = iota
+	// Day keeps every dimension, per UTC day.
 	Day
+	// DaySite keeps the site and the context, per UTC day.
+	DaySite
+	// DayAd keeps the ad and the context, per UTC day.
+	DayAd
 )
+
+// grains are the grains' buckets and dimensions.
+var grains = [...]struct {
+	bucket []byte
+	hourly bool
+	dims   []Dimension
+}{
+	Hour:    {[]byte("rollup-hours"), true, allDims},
+	Day:     {[]byte("rollup-days"), false, allDims},
+	DaySite: {[]byte("rollup-days-site"), false, []Dimension{DimAPIKey, DimSiteID, DimAdvertiser, DimContext, DimCurrency}},
+	DayAd:   {[]byte("rollup-days-ad"), false, []Dimension{DimAPIKey, DimAdvertiser, DimAdID, DimContext, DimCurrency}},
+}
+
+var allDims = []Dimension{DimAPIKey, DimSiteID, DimAdvertiser, DimAdID, DimContext, DimCurrency, DimCriterion, DimYkTag, DimCountry}
+
+// Keeps reports whether grain g keeps every one of dims.
+func (g Grain) Keeps(dims ...Dimension) bool {
+	for _, d := range dims {
+		if !slices.Contains(grains[g].dims, d) {
+			return false
+		}
+	}
+	return true
+}
+
+// Hourly reports whether g's rows are hours (else UTC days).
+func (g Grain) Hourly() bool { return grains[g].hourly }
+
+// SmallestGrain is the grain with the fewest rows that keeps dims, per day
+// unless hourly.
+func SmallestGrain(hourly bool, dims ...Dimension) Grain {
+	if hourly {
+		return Hour
+	}
+	for _, g := range []Grain{DaySite, DayAd} {
+		if g.Keeps(dims...) {
+			return g
+		}
+	}
+	return Day
+}
 
 // RollupReader reads the rollups. BoltRollups read those of the server's
 // bbolt file.
@@ -98,10 +168,15 @@ type RollupReader interface {
 }
 
 var (
-	dayRollups   = []byte("rollup-days")
-	hourRollups  = []byte("rollup-hours")
-	spendBucket  = []byte("spend-days")
-	rollupFields = 9
+	spendBucket = []byte("spend-days")
+	// rollupBuckets are every grain's bucket and the spend's.
+	rollupBuckets = func() [][]byte {
+		out := [][]byte{spendBucket}
+		for _, g := range grains {
+			out = append(out, g.bucket)
+		}
+		return out
+	}()
 )
 
 // rollup is the row of c's dimensions, at its time.
@@ -115,24 +190,29 @@ func (i *Impression) rollup() Rollup {
 		Currency: i.Currency, Criterion: i.Criterion, YkTag: i.YkTag, Country: i.Country}
 }
 
-// addRollups adds m to the hour's and the day's rows of r's dimensions,
-// at r.Start.
+// addRollups adds m to the row of r's dimensions, at r.Start, of every
+// grain.
 func addRollups(tx *bolt.Tx, r Rollup, m Measures) error {
-	fields := [...]string{r.APIKey, r.SiteID, r.Advertiser, r.AdID, r.Context, r.Currency, r.Criterion, r.YkTag, r.Country}
-	var kb [256]byte
-	hour := appendRowKey(kb[:0], r.Start.Unix()/3600, fields[:])
-	if err := addRow(tx.Bucket(hourRollups), hour, &m); err != nil {
-		return err
+	var kb [512]byte
+	for g := range grains {
+		if err := addRow(tx.Bucket(grains[g].bucket), Grain(g).rowKey(kb[:0], &r), &m); err != nil {
+			return err
+		}
 	}
-	day := appendRowKey(kb[:0], dayOf(r.Start), fields[:6])
-	return addRow(tx.Bucket(dayRollups), day, &m)
+	return nil
 }
 
-// appendRowKey appends a row's key: its period, big-endian and offset as
-// dayKey's, then each field with its length before it.
-func appendRowKey(dst []byte, period int64, fields []string) []byte {
+// rowKey appends the key of r's row in g: its period, big-endian and
+// offset as dayKey's, then each of g's dimensions with its length before
+// it.
+func (g Grain) rowKey(dst []byte, r *Rollup) []byte {
+	period := dayOf(r.Start)
+	if grains[g].hourly {
+		period = r.Start.Unix() / 3600
+	}
 	dst = binary.BigEndian.AppendUint64(dst, uint64(period)^(1<<63))
-	for _, f := range fields {
+	for _, d := range grains[g].dims {
+		f := *r.field(d)
 		dst = binary.AppendUvarint(dst, uint64(len(f)))
 		dst = append(dst, f...)
 	}
@@ -166,6 +246,9 @@ func encodeMeasures(dst []byte, m *Measures) []byte {
 
 var errBadRow = errors.New("clicks: malformed rollup row")
 
+// maxInterned bounds the field values one scan keeps to give again.
+const maxInterned = 1 << 20
+
 // decodeMeasures reads what encodeMeasures wrote; counts it does not know
 // (from a newer server) are left out.
 func decodeMeasures(v []byte, m *Measures) error {
@@ -196,32 +279,37 @@ func decodeMeasures(v []byte, m *Measures) error {
 	return nil
 }
 
-// decodeRowKey reads a row key into r.
-func decodeRowKey(k []byte, g Grain, r *Rollup) error {
+// decodeRowKey reads a row key of grain g into r. Field values already
+// seen in the scan come from seen, so a scan of millions of rows over a
+// few thousand sites, ads and criteria allocates for those alone.
+func decodeRowKey(k []byte, g Grain, r *Rollup, seen map[string]string) error {
 	if len(k) < 8 {
 		return errBadRow
 	}
 	period := int64(binary.BigEndian.Uint64(k[:8]) ^ (1 << 63))
-	if g == Hour {
-		r.Start = time.Unix(period*3600, 0).UTC()
+	if grains[g].hourly {
+		period *= 3600
 	} else {
-		r.Start = time.Unix(period*86400, 0).UTC()
+		period *= 86400
+	}
+	if r.Start.Unix() != period || r.Start.IsZero() {
+		r.Start = time.Unix(period, 0).UTC()
 	}
 	k = k[8:]
-	fields := [...]*string{&r.APIKey, &r.SiteID, &r.Advertiser, &r.AdID, &r.Context, &r.Currency, &r.Criterion, &r.YkTag, &r.Country}
-	n := rollupFields
-	if g == Day {
-		n = 6
-	}
-	for i := range fields {
-		*fields[i] = ""
-	}
-	for i := range n {
+	for _, d := range grains[g].dims {
 		l, w := binary.Uvarint(k)
 		if w <= 0 || uint64(len(k)-w) < l {
 			return errBadRow
 		}
-		*fields[i] = string(k[w : w+int(l)])
+		v := k[w : w+int(l)]
+		s, ok := seen[string(v)]
+		if !ok {
+			s = string(v)
+			if len(seen) < maxInterned {
+				seen[s] = s
+			}
+		}
+		*r.field(d) = s
 		k = k[w+int(l):]
 	}
 	return nil
@@ -234,7 +322,7 @@ var _ RollupReader = BoltRollups{}
 
 // NewRollups returns the rollups of db, creating their buckets.
 func NewRollups(db *bolt.DB) (BoltRollups, error) {
-	for _, b := range [][]byte{dayRollups, hourRollups, spendBucket} {
+	for _, b := range rollupBuckets {
 		if err := createBucket(db, b); err != nil {
 			return BoltRollups{}, fmt.Errorf("clicks: rollups: %w", err)
 		}
@@ -248,31 +336,25 @@ func ReadRollups(db *bolt.DB) BoltRollups { return BoltRollups{db: db} }
 
 // ScanRollups implements RollupReader.
 func (r BoltRollups) ScanRollups(ctx context.Context, g Grain, from, to time.Time, fn func(*Rollup) error) error {
-	name, first, end := hourRollups, from.Unix()/3600, to.Unix()/3600
-	if g == Day {
-		name, first, end = dayRollups, dayOf(from), dayOf(to)
+	if g < 0 || int(g) >= len(grains) {
+		return fmt.Errorf("clicks: no grain %d", g)
 	}
-	// A period that starts before from is not in the range; one that
-	// starts at or after to is not either.
-	if g == Hour && from.Unix()%3600 != 0 {
-		first++
+	size := int64(86400)
+	if grains[g].hourly {
+		size = 3600
 	}
-	if g == Day && from.Unix()%86400 != 0 {
-		first++
-	}
-	if g == Hour && to.Unix()%3600 != 0 {
-		end++
-	}
-	if g == Day && to.Unix()%86400 != 0 {
-		end++
-	}
+	// The first period that starts at or after from, and the first that
+	// starts at or after to.
+	first := (from.Unix() + size - 1) / size
+	end := (to.Unix() + size - 1) / size
 	return r.db.View(func(tx *bolt.Tx) error {
-		b := tx.Bucket(name)
+		b := tx.Bucket(grains[g].bucket)
 		if b == nil {
 			return nil
 		}
 		c := b.Cursor()
 		var row Rollup
+		seen := map[string]string{}
 		n := 0
 		for k, v := c.Seek(binary.BigEndian.AppendUint64(nil, uint64(first)^(1<<63))); k != nil; k, v = c.Next() {
 			if len(k) < 8 || int64(binary.BigEndian.Uint64(k[:8])^(1<<63)) >= end {
@@ -283,7 +365,7 @@ func (r BoltRollups) ScanRollups(ctx context.Context, g Grain, from, to time.Tim
 					return err
 				}
 			}
-			if err := decodeRowKey(k, g, &row); err != nil {
+			if err := decodeRowKey(k, g, &row, seen); err != nil {
 				return err
 			}
 			row.Measures = Measures{}

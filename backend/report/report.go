@@ -27,8 +27,10 @@ const DefaultDays = 30
 // columns give them.
 var Groups = []string{"day", "hour", "site_id", "ad", "advertiser", "criterion", "yk_tag", "context", "country"}
 
-// fine are the groups only the hourly grain has.
-var fine = map[string]bool{"hour": true, "criterion": true, "yk_tag": true, "country": true}
+// dims are the rollup dimension each group needs (day and hour need none:
+// they are the rows' periods).
+var dims = map[string]clicks.Dimension{"site_id": clicks.DimSiteID, "ad": clicks.DimAdID, "advertiser": clicks.DimAdvertiser,
+	"criterion": clicks.DimCriterion, "yk_tag": clicks.DimYkTag, "context": clicks.DimContext, "country": clicks.DimCountry}
 
 // Request is a report's range, grouping and format.
 type Request struct {
@@ -120,12 +122,13 @@ type Row struct {
 // operator, everyone's. Rows come sorted by their groups, then currency;
 // one row per currency where a group has several.
 func Run(ctx context.Context, rollups clicks.RollupReader, acc accounts.Account, req Request) ([]Row, error) {
-	grain := clicks.Day
+	need := []clicks.Dimension{clicks.DimAPIKey, clicks.DimAdvertiser, clicks.DimCurrency}
 	for _, g := range req.GroupBy {
-		if fine[g] {
-			grain = clicks.Hour
+		if d, ok := dims[g]; ok {
+			need = append(need, d)
 		}
 	}
+	grain := clicks.SmallestGrain(slices.Contains(req.GroupBy, "hour"), need...)
 	keep := func(r *clicks.Rollup) bool { return true }
 	switch acc.Kind {
 	case accounts.Partner:
@@ -139,13 +142,26 @@ func Run(ctx context.Context, rollups clicks.RollupReader, acc accounts.Account,
 	rows := map[string]*Row{}
 	var key []byte
 	vals := make([]string, len(req.GroupBy))
+	var start time.Time
+	var day, hour string
 	err := rollups.ScanRollups(ctx, grain, req.From, req.To.AddDate(0, 0, 1), func(r *clicks.Rollup) error {
 		if !keep(r) {
 			return nil
 		}
+		if !r.Start.Equal(start) {
+			start = r.Start
+			day, hour = value(r, "day"), value(r, "hour")
+		}
 		key = key[:0]
 		for i, g := range req.GroupBy {
-			vals[i] = value(r, g)
+			switch g {
+			case "day":
+				vals[i] = day
+			case "hour":
+				vals[i] = hour
+			default:
+				vals[i] = value(r, g)
+			}
 			key = append(append(key, vals[i]...), 0)
 		}
 		key = append(key, r.Currency...)

@@ -206,14 +206,19 @@ func Ledger(t *testing.T, fresh func(t *testing.T) Opener[LedgerParts]) {
 		}
 		closeFn()
 		p, _ = open(t, o) // what a restart reads
-		for _, g := range []clicks.Grain{clicks.Hour, clicks.Day} {
+		for _, g := range []clicks.Grain{clicks.Hour, clicks.Day, clicks.DaySite, clicks.DayAd} {
 			want := map[clicks.Rollup]clicks.Measures{}
 			key := func(r clicks.Rollup) clicks.Rollup {
-				if g == clicks.Day {
-					r.Start = r.Start.Truncate(24 * time.Hour)
-					r.Criterion, r.YkTag, r.Country = "", "", ""
-				} else {
+				if g.Hourly() {
 					r.Start = r.Start.Truncate(time.Hour)
+				} else {
+					r.Start = r.Start.Truncate(24 * time.Hour)
+				}
+				for d, f := range map[clicks.Dimension]*string{clicks.DimSiteID: &r.SiteID, clicks.DimAdID: &r.AdID,
+					clicks.DimCriterion: &r.Criterion, clicks.DimYkTag: &r.YkTag, clicks.DimCountry: &r.Country, clicks.DimContext: &r.Context} {
+					if !g.Keeps(d) {
+						*f = ""
+					}
 				}
 				return r
 			}

@@ -1,0 +1,76 @@
+package clicks
+
+import (
+	"bytes"
+	"slices"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// AddDayRows adds rows to the daily grains of db's rollups, as the clicks
+// and impressions they count would have: for benchmarks that need months
+// of traffic without writing every click.
+func AddDayRows(db *bolt.DB, rows []Rollup) error {
+	return db.Update(func(tx *bolt.Tx) error {
+		for g := range grains {
+			if grains[g].hourly {
+				continue
+			}
+			b, err := tx.CreateBucketIfNotExists(grains[g].bucket)
+			if err != nil {
+				return err
+			}
+			// In key order: bbolt splits its pages at the commit, so puts
+			// out of order into one page move it over and over.
+			type kv struct {
+				k []byte
+				m *Measures
+			}
+			kvs := make([]kv, len(rows))
+			for i := range rows {
+				kvs[i] = kv{Grain(g).rowKey(nil, &rows[i]), &rows[i].Measures}
+			}
+			slices.SortFunc(kvs, func(a, b kv) int { return bytes.Compare(a.k, b.k) })
+			for _, e := range kvs {
+				if err := addRow(b, e.k, e.m); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// AppendClicks appends cs to the click log of db in one transaction.
+func AppendClicks(db *bolt.DB, cs []Click) error {
+	return db.Update(func(tx *bolt.Tx) error {
+		for _, c := range cs {
+			put, err := putClick(c)
+			if err != nil {
+				return err
+			}
+			if err := put(tx); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// RecordBare records c as BoltLedger.Record did before rollups and
+// spend: its decision, window and log entry in one commit. The baseline
+// of what rollups cost.
+func RecordBare(l *BoltLedger, c *Click, u Use) error {
+	return l.gc.commit(l.db, func(tx *bolt.Tx) error {
+		reason, err := settleTx(tx, c, u)
+		if err != nil {
+			return err
+		}
+		c.Billable, c.Reason = reason == "", reason
+		put, err := putClick(*c)
+		if err != nil {
+			return err
+		}
+		return put(tx)
+	})
+}
