@@ -17,6 +17,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 )
 
 // FileName is the name of the state file in the data directory.
@@ -46,7 +47,7 @@ func OpenReadOnly(dir string) (*bolt.DB, error) {
 		return nil, fmt.Errorf("store: %w", err)
 	}
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, ReadOnly: true})
-	if errors.Is(err, bolt.ErrTimeout) {
+	if errors.Is(err, berrors.ErrTimeout) {
 		return nil, fmt.Errorf("store: %s is in use by a running server; ask it for the report (GET /v2/report)", path)
 	}
 	if err != nil {
