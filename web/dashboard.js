@@ -43,7 +43,7 @@
   const state = (s) => { document.body.dataset.state = s; };
 
   function range() {
-    const now = new Date();
+    const now = new Date(Date.now());
     days = [];
     for (let i = DAYS - 1; i >= 0; i--) {
       days.push(iso(new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() - i))));
