@@ -39,6 +39,17 @@ type signedEnv struct {
 	clicks []clicks.Click
 }
 
+// testKeysFor are the click keys of the signed test servers.
+func testKeysFor(t testing.TB) *clicks.Keys {
+	t.Helper()
+	secret := sha256.Sum256([]byte("api test key"))
+	keys, err := clicks.NewKeys(clicks.Key{ID: "t1", Secret: secret[:]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return keys
+}
+
 func newSignedEnv(t testing.TB) *signedEnv {
 	t.Helper()
 	return newSignedEnvWith(t, nil, testWindows(t, t.TempDir()))
@@ -58,11 +69,7 @@ func newSignedEnvStores(t testing.TB, configure func(*config.Config), windows cl
 	if err != nil {
 		t.Fatal(err)
 	}
-	secret := sha256.Sum256([]byte("api test key"))
-	keys, err := clicks.NewKeys(clicks.Key{ID: "t1", Secret: secret[:]})
-	if err != nil {
-		t.Fatal(err)
-	}
+	keys := testKeysFor(t)
 	cfg := config.Default()
 	cfg.RedirectURL = "https://r.example"
 	cfg.IPRate, cfg.IPBurst, cfg.KeyRate, cfg.KeyBurst = 1e9, 1e9, 1e9, 1e9

@@ -56,15 +56,21 @@ func (s *server) impression(w http.ResponseWriter, r *http.Request) error {
 	if ttl <= 0 {
 		ttl = config.Default().ClickTokenTTL
 	}
+	country := s.geoCountry(r)
 	for i, a := range ads {
-		ad, ok := ix.Lookup(a.AdID)
-		if !ok || bot || ix.Ad(ad).Kind != a.AdType {
+		at, ok := ix.Lookup(a.AdID)
+		if !ok || bot {
+			continue
+		}
+		ad := ix.Ad(at)
+		if ad.Kind != a.AdType {
 			continue
 		}
 		p := clicks.Params{Type: a.Type, AdID: a.AdID, AdType: a.AdType.String(), APIKey: apiKey,
 			SiteID: siteID, Criterion: a.Criterion, YkTag: a.YkTag}
 		imps = append(imps, clicks.Impression{Time: now, AdID: p.AdID, AdType: p.AdType, Type: p.Type,
-			APIKey: apiKey, SiteID: siteID, Criterion: p.Criterion, YkTag: p.YkTag, Page: page, IP: ip, UserAgent: ua})
+			APIKey: apiKey, SiteID: siteID, Criterion: p.Criterion, YkTag: p.YkTag, Page: page, IP: ip, UserAgent: ua,
+			Country: country, Advertiser: ad.Advertiser, Currency: bidCurrency(&ad)})
 		if s.judge.Keys != nil {
 			tokens[i] = s.judge.Keys.ClickToken(&p, clicks.Network(ip), ua, now, now.Add(ttl))
 		}

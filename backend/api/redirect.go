@@ -66,16 +66,20 @@ func (s *server) redirect(w http.ResponseWriter, r *http.Request) error {
 	}
 	if r.Method != http.MethodHead {
 		c := clicks.Click{
-			Time:      s.now(),
-			AdID:      req.AdID,
-			AdType:    ad.Kind.String(),
-			Type:      req.Type,
-			APIKey:    truncate(req.APIKey, maxPartnerID),
-			SiteID:    truncate(req.SiteID, maxPartnerID),
-			Criterion: req.Criterion,
-			YkTag:     req.YkTag,
-			IP:        s.clientIP(r),
-			UserAgent: truncate(r.UserAgent(), maxUserAgent),
+			Time:       s.now(),
+			AdID:       req.AdID,
+			AdType:     ad.Kind.String(),
+			Type:       req.Type,
+			APIKey:     truncate(req.APIKey, maxPartnerID),
+			SiteID:     truncate(req.SiteID, maxPartnerID),
+			Criterion:  req.Criterion,
+			YkTag:      req.YkTag,
+			IP:         s.clientIP(r),
+			UserAgent:  truncate(r.UserAgent(), maxUserAgent),
+			Country:    s.geoCountry(r),
+			Advertiser: ad.Advertiser,
+			BidMicros:  s.indexes.Bid(req.AdID),
+			Currency:   bidCurrency(&ad),
 		}
 		over, isOver := overLimitOf(r)
 		var u clicks.Use
@@ -84,6 +88,9 @@ func (s *server) redirect(w http.ResponseWriter, r *http.Request) error {
 		} else {
 			u = s.judge.Check(&c, clicks.Auth{D: req.D, Exp: req.Exp, Sig: req.Sig, CT: req.CT, Tok: req.Tok},
 				clicks.IntentOf(r.Header), refuse)
+			if b, ok := s.accounts.Budget(ad.Advertiser); ok {
+				u.Budget = b.DailyMicros
+			}
 		}
 		if !isOver || over.record {
 			if err := s.ledger.Record(r.Context(), &c, u); err != nil {

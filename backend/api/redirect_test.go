@@ -59,8 +59,13 @@ func TestRedirect(t *testing.T) {
 	}
 	want := clicks.Click{Time: testClock, AdID: "handy-bestkauf.de", AdType: "advertiser", Type: "search",
 		APIKey: "demo", SiteID: "demo", Criterion: "lg handy", YkTag: "t:1", IP: "198.51.100.20", UserAgent: "Mozilla/5.0 test",
-		Reason: clicks.ReasonUnsigned}
-	if len(env.clicks) != 1 || env.clicks[0] != want {
+		Advertiser: "handy-bestkauf.de", Currency: "EUR", Reason: clicks.ReasonUnsigned}
+	for _, a := range fixture() {
+		if a.ID == want.AdID {
+			want.BidMicros = a.BidMicros
+		}
+	}
+	if len(env.clicks) != 1 || env.clicks[0] != want || want.BidMicros == 0 {
 		t.Errorf("clicks = %+v, want %+v", env.clicks, want)
 	}
 }

@@ -16,6 +16,10 @@ func (s *server) routes(mux *http.ServeMux) {
 	// their click tokens.
 	mux.Handle("GET /v1/impression", s.jsonp(s.limitKey(s.impression)))
 
+	// Reports, for a partner's or an advertiser's report token; same-origin
+	// only (the dashboard), never JSONP.
+	mux.Handle("GET /v2/report", s.plain(s.reportRequest))
+
 	// Operations.
 	mux.Handle("GET /healthz", s.plain(s.healthz))
 	mux.Handle("GET /readyz", s.plain(s.readyz))

@@ -620,6 +620,7 @@ type fakeIndexes struct {
 var _ market.Indexes = (*fakeIndexes)(nil)
 
 func (f *fakeIndexes) All() *match.Index                     { return f.AllFn() }
+func (f *fakeIndexes) Bid(string) int64                      { return 0 }
 func (f *fakeIndexes) For(country, lang string) *match.Index { return f.ForFn(country, lang) }
 
 func TestSearchAnswersFromMarketIndex(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/adlink/adlink/backend/accounts"
 	"github.com/adlink/adlink/backend/clicks"
 	"github.com/adlink/adlink/backend/config"
 	"github.com/adlink/adlink/backend/market"
@@ -61,6 +62,11 @@ type Deps struct {
 	// Impressions record the ads pages showed (GET /v1/impression); without
 	// them the beacon answers 503 and in-page ads get no click tokens.
 	Impressions clicks.Impressions
+	// Accounts are who may read reports, and the advertisers' budgets;
+	// nil is no report reader and no budget.
+	Accounts *accounts.Book
+	// Rollups are what GET /v2/report reads; without them it answers 503.
+	Rollups clicks.RollupReader
 	// Ready, when set, tells /readyz whether the server's state is usable
 	// (the store open, not shutting down); an error makes it a 503.
 	Ready func(ctx context.Context) error
@@ -84,6 +90,8 @@ type server struct {
 	judge    *clicks.Judge
 	ledger   clicks.Ledger
 	imps     clicks.Impressions
+	accounts *accounts.Book
+	rollups  clicks.RollupReader
 }
 
 // NewServer returns the handler of every adlink route. It panics when a
@@ -112,6 +120,11 @@ func NewServer(d Deps) http.Handler {
 		judge:    newJudge(d.ClickKeys, d.Windows, d.Decisions, d.Config),
 		ledger:   d.Ledger,
 		imps:     d.Impressions,
+		accounts: d.Accounts,
+		rollups:  d.Rollups,
+	}
+	if s.accounts == nil {
+		s.accounts, _ = accounts.New(nil, nil)
 	}
 	if s.ledger == nil {
 		s.ledger = clicks.Sequential{Decisions: d.Decisions, Windows: d.Windows, Store: d.Clicks}

@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,6 +24,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/adlink/adlink"
+	"github.com/adlink/adlink/backend/accounts"
 	"github.com/adlink/adlink/backend/api"
 	"github.com/adlink/adlink/backend/catalog"
 	"github.com/adlink/adlink/backend/clicks"
@@ -71,6 +73,10 @@ type App struct {
 	Clicks *clicks.Log
 	// Impressions are the impressions pages reported.
 	Impressions *clicks.BoltImpressions
+	// Rollups are the clicks and impressions counted for reports.
+	Rollups clicks.BoltRollups
+	// Accounts are who may read reports, and the advertisers' budgets.
+	Accounts *accounts.Book
 	// Metrics are served at /metrics.
 	Metrics *metrics.Metrics
 	// DataFile is the state store's file.
@@ -98,12 +104,17 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 		ads, adsErr = loadCatalog(cfg)
 	}
 	ps, psErr := loadPartners(cfg)
-	if err := errors.Join(adsErr, psErr); err != nil {
+	advertisers, advErr := loadAdvertisers(cfg)
+	if err := errors.Join(adsErr, psErr, advErr); err != nil {
 		return nil, err
 	}
 	registry, err := partners.NewStatic(ps)
 	if err != nil {
 		return nil, fmt.Errorf("partners: %w", err)
+	}
+	book, err := accounts.New(ps, advertisers)
+	if err != nil {
+		return nil, fmt.Errorf("accounts: %w", err)
 	}
 	indexes, err := market.Build(ads)
 	if err != nil {
@@ -122,7 +133,7 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 		return nil, err
 	}
 
-	a = &App{Ads: ads, Indexes: indexes, Shards: shardSet}
+	a = &App{Ads: ads, Indexes: indexes, Shards: shardSet, Accounts: book}
 	defer func() {
 		if err != nil {
 			a.Close()
@@ -145,6 +156,9 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 	}
 	ledger, err := clicks.NewLedger(a.db)
 	if err != nil {
+		return nil, err
+	}
+	if a.Rollups, err = clicks.NewRollups(a.db); err != nil {
 		return nil, err
 	}
 	if a.Impressions, err = clicks.NewImpressions(a.db); err != nil {
@@ -191,6 +205,8 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 		Decisions:   decisions,
 		Ledger:      ledger,
 		Impressions: a.Impressions,
+		Accounts:    a.Accounts,
+		Rollups:     a.Rollups,
 		Pages:       pageService,
 		Now:         opts.Now,
 		Shards:      shardSet,
@@ -257,6 +273,26 @@ func loadCatalog(cfg config.Config) ([]match.Ad, error) {
 
 // loadPartners reads the configured partners file and adds the demo
 // partner when it is asked for.
+// loadAdvertisers returns the advertisers of the configured file, and
+// with -demo the demo's unless the file has them.
+func loadAdvertisers(cfg config.Config) ([]accounts.AdvertiserAccount, error) {
+	var ads []accounts.AdvertiserAccount
+	if cfg.AdvertisersFile != "" {
+		var err error
+		if ads, err = accounts.LoadAdvertisers(cfg.AdvertisersFile); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Demo {
+		for _, d := range accounts.Demo() {
+			if !slices.ContainsFunc(ads, func(a accounts.AdvertiserAccount) bool { return strings.EqualFold(a.ID, d.ID) }) {
+				ads = append(ads, d)
+			}
+		}
+	}
+	return ads, nil
+}
+
 func loadPartners(cfg config.Config) ([]partners.Partner, error) {
 	var ps []partners.Partner
 	if cfg.PartnersFile != "" {

@@ -30,10 +30,27 @@ type Click struct {
 	// when there is one).
 	IP        string `json:"ip"`
 	UserAgent string `json:"user_agent,omitempty"`
+	// Country is the reader's country (ISO 3166 alpha-2, lower case) from
+	// a trusted proxy's header, or "".
+	Country string `json:"country,omitempty"`
+	// Advertiser, BidMicros and Currency are the ad's advertiser and what
+	// a billable click costs it, in millionths of Currency, as the catalog
+	// had them at the click.
+	Advertiser string `json:"advertiser,omitempty"`
+	BidMicros  int64  `json:"bid_micros,omitempty"`
+	Currency   string `json:"currency,omitempty"`
 	// Billable says whether the click is paid for; Reason says why not
 	// (one of Reasons) and is empty for a billable click.
 	Billable bool   `json:"billable"`
 	Reason   string `json:"reason,omitempty"`
+}
+
+// Spend is what c costs its advertiser: its bid when billable, else 0.
+func (c *Click) Spend() int64 {
+	if c.Billable {
+		return c.BidMicros
+	}
+	return 0
 }
 
 // Recorder is what the redirect handler needs of a click log: Store's

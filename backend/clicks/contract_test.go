@@ -89,7 +89,17 @@ func TestBoltLedgerKeepsTheContract(t *testing.T) {
 				db.Close()
 				t.Fatal(err)
 			}
-			return storetest.LedgerParts{Ledger: l, Log: log}, db.Close
+			r, err := clicks.NewRollups(db)
+			if err != nil {
+				db.Close()
+				t.Fatal(err)
+			}
+			imps, err := clicks.NewImpressions(db)
+			if err != nil {
+				db.Close()
+				t.Fatal(err)
+			}
+			return storetest.LedgerParts{Ledger: l, Log: log, Rollups: r, Impressions: imps}, db.Close
 		}
 	})
 }

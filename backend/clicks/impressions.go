@@ -26,6 +26,10 @@ type Impression struct {
 	Page      string `json:"page"`
 	IP        string `json:"ip"`
 	UserAgent string `json:"user_agent,omitempty"`
+	// Country, Advertiser and Currency are as a Click has them.
+	Country    string `json:"country,omitempty"`
+	Advertiser string `json:"advertiser,omitempty"`
+	Currency   string `json:"currency,omitempty"`
 }
 
 // Impressions is the impression log. BoltImpressions keep it in the
@@ -45,8 +49,9 @@ type Impressions interface {
 	Scan(ctx context.Context, from, to time.Time, fn func(Impression) error) error
 }
 
-// BoltImpressions are Impressions in a bbolt file, ordered by time; their
-// appends share the commits of the file's other stores.
+// BoltImpressions are Impressions in a bbolt file, ordered by time; each
+// append adds to the file's rollups (Rollups) in the same commit, and
+// shares the commits of the file's other stores.
 type BoltImpressions struct {
 	db *bolt.DB
 	gc *groupCommit
@@ -56,10 +61,13 @@ var _ Impressions = (*BoltImpressions)(nil)
 
 var impressionsBucket = []byte("impressions")
 
-// NewImpressions returns the Impressions kept in db, creating their bucket.
+// NewImpressions returns the Impressions kept in db, creating their
+// bucket, and the rollups they add to.
 func NewImpressions(db *bolt.DB) (*BoltImpressions, error) {
-	if err := createBucket(db, impressionsBucket); err != nil {
-		return nil, fmt.Errorf("clicks: impressions: %w", err)
+	for _, b := range [][]byte{impressionsBucket, dayRollups, hourRollups} {
+		if err := createBucket(db, b); err != nil {
+			return nil, fmt.Errorf("clicks: impressions: %w", err)
+		}
 	}
 	return &BoltImpressions{db: db, gc: commitsOf(db)}, nil
 }
@@ -80,8 +88,11 @@ func (s *BoltImpressions) Append(ctx context.Context, imps []Impression) error {
 		}
 	}
 	err := s.gc.commit(s.db, func(tx *bolt.Tx) error {
-		for _, put := range puts {
+		for i, put := range puts {
 			if err := put(tx); err != nil {
+				return err
+			}
+			if err := addRollups(tx, imps[i].rollup(), Measures{Impressions: 1}); err != nil {
 				return err
 			}
 		}

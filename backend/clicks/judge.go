@@ -40,6 +40,11 @@ type Use struct {
 	Expires time.Time // when D stops being billable
 	// Limit is the network's cap of billable clicks per UTC day (<= 0: none).
 	Limit int
+	// Budget is what the click's advertiser (Click.Advertiser) may spend
+	// on the click's UTC day, in millionths; 0 is no budget. A click whose
+	// advertiser had spent it is ReasonOverBudget and spends nothing else;
+	// the spend may pass it by one click's bid.
+	Budget int64
 }
 
 // Check sets c.Reason from the checks that need no stored state (auth,

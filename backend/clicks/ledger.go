@@ -13,13 +13,16 @@ import (
 // Sequential does it with separate Decisions, Windows and Store. Every
 // implementation passes storetest.Ledger and is safe for concurrent use.
 type Ledger interface {
-	// Record settles c, which Judge.Check judged at c.Time, as Settle does
-	// with the ledger's Decisions and Windows, and appends it as
-	// Store.Append does; c.Billable and c.Reason are then final. A click
-	// Check refused spends nothing and is appended as it is. Once Record
-	// returns nil all of it is durable; after an error the click is
-	// neither appended nor billable, and it never leaves the decision
-	// unused while a window is claimed for it.
+	// Record settles c, which Judge.Check judged at c.Time: a click whose
+	// advertiser has spent u.Budget that day is ReasonOverBudget; the
+	// others are settled as Settle does with the ledger's Decisions and
+	// Windows. It appends c as Store.Append does, and adds it to the
+	// rollups and, billable, its bid to its advertiser's spend of the day;
+	// c.Billable and c.Reason are then final. A click Check refused spends
+	// nothing and is appended as it is. Once Record returns nil all of it
+	// is durable; after an error the click is neither appended nor
+	// billable, and it never leaves the decision unused while a window is
+	// claimed for it.
 	Record(ctx context.Context, c *Click, u Use) error
 }
 
@@ -34,10 +37,11 @@ type BoltLedger struct {
 
 var _ Ledger = (*BoltLedger)(nil)
 
-// NewLedger returns the Ledger kept in db, whose click log, Decisions and
-// Windows are New's, NewDecisions' and NewWindows' in the same file.
+// NewLedger returns the Ledger kept in db, whose click log, Decisions,
+// Windows and rollups are New's, NewDecisions', NewWindows' and
+// NewRollups' in the same file.
 func NewLedger(db *bolt.DB) (*BoltLedger, error) {
-	for _, b := range [][]byte{bucket, decisionsBucket, windowsBucket} {
+	for _, b := range [][]byte{bucket, decisionsBucket, windowsBucket, dayRollups, hourRollups, spendBucket} {
 		if err := createBucket(db, b); err != nil {
 			return nil, fmt.Errorf("clicks: ledger: %w", err)
 		}
@@ -67,7 +71,13 @@ func (l *BoltLedger) Record(ctx context.Context, c *Click, u Use) error {
 		if err != nil {
 			return err
 		}
-		return put(tx)
+		if err := put(tx); err != nil {
+			return err
+		}
+		if err := addRollups(tx, settled.rollup(), clickMeasures(&settled)); err != nil {
+			return err
+		}
+		return addSpend(tx.Bucket(spendBucket), settled.Advertiser, settled.Time, settled.Spend())
 	})
 	if err != nil {
 		return fmt.Errorf("clicks: ledger: %w", err)
@@ -79,6 +89,9 @@ func (l *BoltLedger) Record(ctx context.Context, c *Click, u Use) error {
 // settleTx is Settle inside one transaction: the reason c does not bill,
 // or "".
 func settleTx(tx *bolt.Tx, c *Click, u Use) (string, error) {
+	if u.Budget > 0 && spentOn(tx.Bucket(spendBucket), c.Advertiser, c.Time) >= u.Budget {
+		return ReasonOverBudget, nil
+	}
 	if u.D != "" {
 		if !c.Time.Before(u.Expires) {
 			return ReasonRepeat, nil
@@ -94,7 +107,9 @@ func settleTx(tx *bolt.Tx, c *Click, u Use) (string, error) {
 // Sequential is a Ledger over separate stores: Settle with Decisions and
 // Windows, then Store's Append. A crash between them leaves the decision
 // used and the window claimed for a click that was not logged: unbilled,
-// never billed twice.
+// never billed twice. It keeps no rollups and no spend, so it holds no
+// budget: a server with budgets or reports records through a Ledger that
+// does (BoltLedger).
 type Sequential struct {
 	Decisions Decisions
 	Windows   Windows

@@ -361,14 +361,18 @@ const (
 	// ReasonNetworkCap: the client's network had its daily cap of billable
 	// clicks.
 	ReasonNetworkCap = "network_cap"
+	// ReasonOverBudget: the ad's advertiser had spent its daily budget;
+	// its ads no longer show, and clicks on links issued before land
+	// unbilled.
+	ReasonOverBudget = "over_budget"
 	// ReasonRateLimited: the client's network was over the redirect's
 	// request limit; the click lands but is not judged.
 	ReasonRateLimited = "rate_limited"
 )
 
-// Reasons lists every reason a click is not billable.
-var Reasons = []string{ReasonUnsigned, ReasonUnverified, ReasonForged, ReasonExpired, ReasonTooFast, ReasonPartner, ReasonBot,
-	ReasonNoIntent, ReasonNotNavigation, ReasonPrefetch, ReasonRepeat, ReasonNetworkCap, ReasonRateLimited}
+// Reasons lists every reason a click is not billable, in the order
+// reports give them.
+var Reasons = reasonSlots[:]
 
 // maxExpDigits bounds exp: unix seconds have 10 digits until 2286;
 // maxMilliDigits bounds unix milliseconds likewise.

@@ -39,6 +39,9 @@ type Config struct {
 	// PartnersFile is a JSON file of partners (-partners, ADLINK_PARTNERS).
 	// The server needs it, or Demo, or both.
 	PartnersFile string
+	// AdvertisersFile is a JSON file of advertisers' report tokens and
+	// daily budgets (-advertisers, ADLINK_ADVERTISERS); optional.
+	AdvertisersFile string
 	// Demo adds the demo partner, api_key=demo and site_id=demo for pages
 	// on localhost (-demo, ADLINK_DEMO); a partner of PartnersFile with the
 	// key "demo" stands in for it.
@@ -169,6 +172,7 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	c.RedirectURL = getenv("ADLINK_REDIRECT_URL")
 	c.Catalogs = splitList(getenv("ADLINK_CATALOG"))
 	c.PartnersFile = getenv("ADLINK_PARTNERS")
+	c.AdvertisersFile = getenv("ADLINK_ADVERTISERS")
 	envBool := func(name string, dst *bool) {
 		if v := getenv(name); v != "" {
 			b, err := strconv.ParseBool(v)
@@ -247,6 +251,7 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	fs.StringVar(&c.RedirectURL, "redirect-url", c.RedirectURL, "base `URL` of ad links; default http://<addr> (ADLINK_REDIRECT_URL)")
 	fs.Var(&listFlag{list: &c.Catalogs}, "catalog", "catalog feed `file`, repeatable; none serves the embedded demo (ADLINK_CATALOG, comma-separated)")
 	fs.StringVar(&c.PartnersFile, "partners", c.PartnersFile, "partners JSON `file`; this or -demo is needed (ADLINK_PARTNERS)")
+	fs.StringVar(&c.AdvertisersFile, "advertisers", c.AdvertisersFile, "advertisers JSON `file`: report tokens and daily budgets (ADLINK_ADVERTISERS)")
 	fs.BoolVar(&c.Demo, "demo", c.Demo, "add the demo partner, api_key=demo site_id=demo on localhost (ADLINK_DEMO)")
 	fs.BoolVar(&c.FetchAllowPrivate, "fetch-allow-private", c.FetchAllowPrivate, "let the page fetcher reach loopback and private addresses (ADLINK_FETCH_ALLOW_PRIVATE)")
 	fs.StringVar(&proxies, "trusted-proxies", proxies, "comma-separated `CIDRs` whose X-Forwarded-For and country header are trusted (ADLINK_TRUSTED_PROXIES)")
@@ -407,6 +412,7 @@ func (c *Config) Prepare() error {
 		open("catalog", name)
 	}
 	open("partners", c.PartnersFile)
+	open("advertisers", c.AdvertisersFile)
 	if strings.TrimSpace(c.DataDir) != "" {
 		if err := os.MkdirAll(c.DataDir, 0o750); err != nil {
 			problems = append(problems, fmt.Errorf("data directory: %w", err))

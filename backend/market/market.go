@@ -21,6 +21,10 @@ type Indexes interface {
 	// of match.Index.ShardMarkets: the same one the page's WebAssembly
 	// module loads as its shard; nil when there is none.
 	For(country, lang string) *match.Index
+	// Bid is the bid the catalog gives the ad id, in millionths, exactly:
+	// what a billable click on it costs. (The indexes keep bids rounded,
+	// for ranking.)
+	Bid(adID string) int64
 }
 
 // Set is an Indexes built from a catalog in memory: the full index and one
@@ -28,6 +32,7 @@ type Indexes interface {
 type Set struct {
 	all     *match.Index
 	markets map[match.Market]*match.Index
+	bids    map[string]int64
 }
 
 var _ Indexes = (*Set)(nil)
@@ -41,7 +46,10 @@ func Build(ads []match.Ad) (*Set, error) {
 		return nil, err
 	}
 	byMarket := match.ShardAds(all, ads)
-	s := &Set{all: all, markets: make(map[match.Market]*match.Index, len(byMarket))}
+	s := &Set{all: all, markets: make(map[match.Market]*match.Index, len(byMarket)), bids: make(map[string]int64, len(ads))}
+	for i := range ads {
+		s.bids[ads[i].ID] = ads[i].BidMicros
+	}
 	for m, ads := range byMarket {
 		ix, err := match.Build(ads)
 		if err != nil {
@@ -59,3 +67,6 @@ func (s *Set) All() *match.Index { return s.all }
 func (s *Set) For(country, lang string) *match.Index {
 	return s.markets[match.Market{Country: country, Lang: lang}]
 }
+
+// Bid implements Indexes.
+func (s *Set) Bid(adID string) int64 { return s.bids[adID] }

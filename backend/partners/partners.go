@@ -39,6 +39,11 @@ type Partner struct {
 	// Limits are the partner's own rate limits; those left zero (all, for
 	// the demo partner) are the server's defaults.
 	Limits Limits `json:"limits,omitzero"`
+	// ReportToken is the secret that reads the partner's reports;
+	// ReportTokenSHA256 (hex) may stand for it, so the file need not hold
+	// the secret (backend/accounts).
+	ReportToken       string `json:"report_token,omitempty"`
+	ReportTokenSHA256 string `json:"report_token_sha256,omitempty"`
 }
 
 // Limits are a partner's rate limits. Each zero field means the server's
@@ -105,11 +110,16 @@ func (s Site) HasHost(host string) bool {
 // when asked to (-demo).
 func Demo() Partner {
 	return Partner{
-		APIKey: "demo",
-		Name:   "adlink demo",
-		Sites:  []Site{{ID: "demo", Domains: []string{"localhost", "127.0.0.1"}}},
+		APIKey:      "demo",
+		Name:        "adlink demo",
+		Sites:       []Site{{ID: "demo", Domains: []string{"localhost", "127.0.0.1"}}},
+		ReportToken: DemoReportToken,
 	}
 }
+
+// DemoReportToken reads the demo partner's reports. It is public, as the
+// demo partner is.
+const DemoReportToken = "demo-partner-report"
 
 // Static is a Registry held in memory, safe for concurrent use.
 type Static struct {

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -10,10 +11,15 @@ import (
 	"github.com/adlink/adlink/backend/clicks"
 )
 
-// LedgerParts are a clicks.Ledger and the click log it appends to.
+// LedgerParts are a clicks.Ledger and the click log it appends to. A
+// ledger that keeps rollups and spend (and so holds budgets) gives them
+// and the impression log that adds to them too; the suite then checks
+// budgets and that the rollups equal the logs.
 type LedgerParts struct {
-	Ledger clicks.Ledger
-	Log    clicks.Store
+	Ledger      clicks.Ledger
+	Log         clicks.Store
+	Rollups     clicks.RollupReader
+	Impressions clicks.Impressions
 }
 
 // Ledger runs the contract of clicks.Ledger against the ledgers fresh
@@ -132,6 +138,141 @@ func Ledger(t *testing.T, fresh func(t *testing.T) Opener[LedgerParts]) {
 		}
 		if n := len(logged(t, p)); n != 3 {
 			t.Errorf("%d clicks logged across the restart, want 3", n)
+		}
+	})
+
+	t.Run("BudgetsHold", func(t *testing.T) {
+		p, _ := open(t, fresh(t))
+		if p.Rollups == nil {
+			t.Skip("the ledger keeps no spend")
+		}
+		const bid, budget, n = 450_000, 10 * 450_000, 40
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				c := click("198.51.100."+strconv.Itoa(i+1), "ad"+strconv.Itoa(i%3), t0)
+				c.Advertiser, c.BidMicros, c.Currency = "shop.example", bid, "EUR"
+				u := use("b" + strconv.Itoa(i))
+				u.Budget = budget
+				if err := p.Ledger.Record(within(t, 10*time.Second), &c, u); err != nil {
+					t.Errorf("Record: %v", err)
+				}
+			})
+		}
+		wg.Wait()
+		billed, spent := 0, int64(0)
+		for _, c := range logged(t, p) {
+			switch {
+			case c.Billable:
+				billed++
+				spent += c.Spend()
+			case c.Reason != clicks.ReasonOverBudget:
+				t.Errorf("a click refused as %q, want over_budget", c.Reason)
+			}
+		}
+		if billed != budget/bid || spent > budget+bid {
+			t.Errorf("%d clicks of %d at once billed %d, against a budget of %d: want %d", n, bid, spent, budget, budget/bid)
+		}
+		c := click("198.51.100.200", "ad0", t0.Add(24*time.Hour))
+		c.Advertiser, c.BidMicros = "shop.example", bid
+		u := use("next-day")
+		u.Budget, u.Expires = budget, t0.Add(48*time.Hour)
+		if got := record(t, p.Ledger, c, u); !got.Billable {
+			t.Errorf("the next UTC day's first click: %q, want billable", got.Reason)
+		}
+	})
+
+	t.Run("RollupsEqualTheLogs", func(t *testing.T) {
+		o := fresh(t)
+		p, closeFn := open(t, o)
+		if p.Rollups == nil {
+			t.Skip("the ledger keeps no rollups")
+		}
+		reasons := []string{"", clicks.ReasonBot, clicks.ReasonNoIntent, "", clicks.ReasonForged}
+		for i := range 300 {
+			at := t0.Add(time.Duration(i) * 7 * time.Minute) // over a day and a half
+			c := click("2001:db8:"+strconv.Itoa(i%50)+"::1", "ad"+strconv.Itoa(i%7), at)
+			c.Advertiser, c.BidMicros, c.Currency = "shop"+strconv.Itoa(i%3)+".example", int64(10_000*(1+i%5)), []string{"EUR", "GBP"}[i%2]
+			c.SiteID, c.YkTag, c.Country, c.Criterion = "s"+strconv.Itoa(i%2), "t"+strconv.Itoa(i%4), []string{"de", "gb", ""}[i%3], "c"+strconv.Itoa(i%6)
+			c.Reason = reasons[i%len(reasons)]
+			record(t, p.Ledger, c, use("r"+strconv.Itoa(i)))
+			if i%2 == 0 {
+				imp := clicks.Impression{Time: at, AdID: c.AdID, AdType: c.AdType, Type: c.Type, APIKey: c.APIKey, SiteID: c.SiteID,
+					Criterion: c.Criterion, YkTag: c.YkTag, Country: c.Country, Advertiser: c.Advertiser, Currency: c.Currency}
+				if err := p.Impressions.Append(within(t, 10*time.Second), []clicks.Impression{imp, imp}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		closeFn()
+		p, _ = open(t, o) // what a restart reads
+		for _, g := range []clicks.Grain{clicks.Hour, clicks.Day} {
+			want := map[clicks.Rollup]clicks.Measures{}
+			key := func(r clicks.Rollup) clicks.Rollup {
+				if g == clicks.Day {
+					r.Start = r.Start.Truncate(24 * time.Hour)
+					r.Criterion, r.YkTag, r.Country = "", "", ""
+				} else {
+					r.Start = r.Start.Truncate(time.Hour)
+				}
+				return r
+			}
+			for _, c := range logged(t, p) {
+				k := key(clicks.Rollup{Start: c.Time, APIKey: c.APIKey, SiteID: c.SiteID, Advertiser: c.Advertiser, AdID: c.AdID,
+					Context: c.Type, Currency: c.Currency, Criterion: c.Criterion, YkTag: c.YkTag, Country: c.Country})
+				m := want[k]
+				m.Clicks++
+				if c.Billable {
+					m.Billable++
+					m.SpendMicros += c.BidMicros
+				} else {
+					m.Unbilled[slices.Index(clicks.Reasons, c.Reason)]++
+				}
+				want[k] = m
+			}
+			p.Impressions.Scan(t.Context(), time.Time{}, time.Time{}, func(i clicks.Impression) error {
+				k := key(clicks.Rollup{Start: i.Time, APIKey: i.APIKey, SiteID: i.SiteID, Advertiser: i.Advertiser, AdID: i.AdID,
+					Context: i.Type, Currency: i.Currency, Criterion: i.Criterion, YkTag: i.YkTag, Country: i.Country})
+				m := want[k]
+				m.Impressions++
+				want[k] = m
+				return nil
+			})
+			got := map[clicks.Rollup]clicks.Measures{}
+			if err := p.Rollups.ScanRollups(t.Context(), g, t0.Truncate(24*time.Hour), t0.Add(72*time.Hour), func(r *clicks.Rollup) error {
+				k := *r
+				k.Measures = clicks.Measures{}
+				k.Start = k.Start.UTC()
+				if _, dup := got[k]; dup {
+					t.Errorf("grain %d: row %+v twice", g, k)
+				}
+				got[k] = r.Measures
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(want) {
+				t.Errorf("grain %d: %d rows, want %d", g, len(got), len(want))
+			}
+			for k, m := range want {
+				if got[k] != m {
+					t.Errorf("grain %d row %+v: %+v, want %+v", g, k, got[k], m)
+				}
+			}
+		}
+		// A range reads only the periods that start in it.
+		var hours []time.Time
+		p.Rollups.ScanRollups(t.Context(), clicks.Hour, t0.Add(time.Hour), t0.Add(3*time.Hour), func(r *clicks.Rollup) error {
+			hours = append(hours, r.Start)
+			return nil
+		})
+		for _, h := range hours {
+			if h.Before(t0.Add(time.Hour)) || !h.Before(t0.Add(3*time.Hour)) {
+				t.Errorf("an hour from %v in a scan of [%v, %v)", h, t0.Add(time.Hour), t0.Add(3*time.Hour))
+			}
+		}
+		if len(hours) == 0 {
+			t.Error("a scan of two hours read nothing")
 		}
 	})
 

@@ -1,0 +1,256 @@
+// Package accounts knows who may read which report, and what each
+// advertiser may spend a day. A partner (an api_key of the partners file)
+// reads its own sites' traffic; an advertiser (of the advertisers file,
+// by the id the catalog gives it) reads its own ads'. Each has a secret
+// report token, given in the files as the token or as its SHA-256.
+package accounts
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/goccy/go-json"
+
+	"github.com/adlink/adlink/backend/partners"
+)
+
+// Kind is whose an account is.
+type Kind string
+
+// The kinds of account. The operator reads everyone's reports; it has
+// no token, only the data directory (adlink report).
+const (
+	Partner    Kind = "partner"
+	Advertiser Kind = "advertiser"
+	Operator   Kind = "operator"
+)
+
+// Account is who a report token belongs to: a partner by its api_key, or
+// an advertiser by its id.
+type Account struct {
+	Kind Kind   `json:"kind"`
+	ID   string `json:"id"`
+}
+
+// Pacing is how an advertiser's daily budget is spent.
+type Pacing string
+
+// The pacings: as fast as readers click (the default), or spread evenly
+// over the UTC day.
+const (
+	ASAP Pacing = "asap"
+	Even Pacing = "even"
+)
+
+// AdvertiserAccount is one entry of the advertisers file.
+type AdvertiserAccount struct {
+	// ID is the advertiser as the catalog names it ("handy-bestkauf.de").
+	ID   string `json:"id"`
+	Name string `json:"name,omitempty"`
+	// ReportToken is the secret that reads the advertiser's reports;
+	// ReportTokenSHA256 may stand for it (hex), so the file need not hold
+	// the secret.
+	ReportToken       string `json:"report_token,omitempty"`
+	ReportTokenSHA256 string `json:"report_token_sha256,omitempty"`
+	// DailyBudget is what the advertiser's billable clicks may cost per
+	// UTC day, a decimal ("25.00") in Currency; empty is no budget.
+	DailyBudget string `json:"daily_budget,omitempty"`
+	Currency    string `json:"currency,omitempty"`
+	// Pacing is asap (default) or even.
+	Pacing Pacing `json:"pacing,omitempty"`
+}
+
+// Budget is an advertiser's daily budget.
+type Budget struct {
+	// DailyMicros is the budget in millionths of Currency; 0 is none.
+	DailyMicros int64
+	Currency    string
+	Pacing      Pacing
+}
+
+// LoadAdvertisers reads the advertisers of a JSON file,
+// {"advertisers":[...]}; unknown fields are errors.
+func LoadAdvertisers(path string) ([]AdvertiserAccount, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var file struct {
+		Advertisers []AdvertiserAccount `json:"advertisers"`
+	}
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&file); err != nil {
+		return nil, fmt.Errorf("advertisers file %s: %w", path, err)
+	}
+	return file.Advertisers, nil
+}
+
+// Book holds the accounts' token hashes and the advertisers' budgets;
+// safe for concurrent use once made.
+type Book struct {
+	tokens  []tokenHash
+	names   map[Account]string
+	budgets map[string]Budget
+}
+
+type tokenHash struct {
+	sum [sha256.Size]byte
+	acc Account
+}
+
+// MinTokenBytes is the shortest report token a file may give.
+const MinTokenBytes = 16
+
+// New checks the partners' and advertisers' accounts and returns their
+// book. Every problem is reported together: an empty or repeated id, a
+// token shorter than MinTokenBytes, a token given twice (to one account or
+// two), a token hash that is not 64 hex digits, a bad budget or pacing.
+// An account without a token reads no report.
+func New(ps []partners.Partner, ads []AdvertiserAccount) (*Book, error) {
+	b := &Book{names: map[Account]string{}, budgets: map[string]Budget{}}
+	var problems []error
+	seen := map[[sha256.Size]byte]bool{}
+	addToken := func(acc Account, token, hash string) {
+		var sum [sha256.Size]byte
+		switch {
+		case token != "" && hash != "":
+			problems = append(problems, fmt.Errorf("%s %q: give report_token or report_token_sha256, not both", acc.Kind, acc.ID))
+			return
+		case token != "":
+			if len(token) < MinTokenBytes {
+				problems = append(problems, fmt.Errorf("%s %q: report_token of %d bytes; want at least %d", acc.Kind, acc.ID, len(token), MinTokenBytes))
+				return
+			}
+			sum = sha256.Sum256([]byte(token))
+		case hash != "":
+			h, err := hex.DecodeString(hash)
+			if err != nil || len(h) != sha256.Size {
+				problems = append(problems, fmt.Errorf("%s %q: report_token_sha256 must be 64 hex digits", acc.Kind, acc.ID))
+				return
+			}
+			copy(sum[:], h)
+		default:
+			return
+		}
+		if seen[sum] {
+			problems = append(problems, fmt.Errorf("%s %q: its report token is another account's too", acc.Kind, acc.ID))
+			return
+		}
+		seen[sum] = true
+		b.tokens = append(b.tokens, tokenHash{sum: sum, acc: acc})
+	}
+	for _, p := range ps {
+		acc := Account{Kind: Partner, ID: p.APIKey}
+		b.names[acc] = p.Name
+		addToken(acc, p.ReportToken, p.ReportTokenSHA256)
+	}
+	for i, a := range ads {
+		if a.ID == "" {
+			problems = append(problems, fmt.Errorf("advertiser %d: id is empty", i))
+			continue
+		}
+		acc := Account{Kind: Advertiser, ID: strings.ToLower(a.ID)}
+		if _, dup := b.names[acc]; dup {
+			problems = append(problems, fmt.Errorf("advertiser %q twice", a.ID))
+			continue
+		}
+		b.names[acc] = a.Name
+		addToken(acc, a.ReportToken, a.ReportTokenSHA256)
+		budget, err := parseBudget(a)
+		if err != nil {
+			problems = append(problems, fmt.Errorf("advertiser %q: %w", a.ID, err))
+			continue
+		}
+		if budget.DailyMicros > 0 {
+			b.budgets[acc.ID] = budget
+		}
+	}
+	if err := errors.Join(problems...); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// parseBudget reads an advertiser's budget fields.
+func parseBudget(a AdvertiserAccount) (Budget, error) {
+	bg := Budget{Currency: strings.ToUpper(strings.TrimSpace(a.Currency)), Pacing: a.Pacing}
+	switch bg.Pacing {
+	case "":
+		bg.Pacing = ASAP
+	case ASAP, Even:
+	default:
+		return Budget{}, fmt.Errorf("pacing %q: want asap or even", a.Pacing)
+	}
+	if strings.TrimSpace(a.DailyBudget) == "" {
+		return bg, nil
+	}
+	m, err := ParseMicros(a.DailyBudget)
+	if err != nil || m <= 0 {
+		return Budget{}, fmt.Errorf("daily_budget %q: want a positive decimal such as 25.00", a.DailyBudget)
+	}
+	if len(bg.Currency) != 3 || strings.Trim(bg.Currency, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") != "" {
+		return Budget{}, fmt.Errorf("currency %q: a daily budget needs a 3-letter ISO 4217 currency such as EUR", a.Currency)
+	}
+	bg.DailyMicros = m
+	return bg, nil
+}
+
+// ParseMicros reads a non-negative decimal of at most six decimals
+// ("25", "25.5", "0.000001") as millionths.
+func ParseMicros(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	whole, frac, dot := strings.Cut(s, ".")
+	if whole == "" || (dot && frac == "") || len(whole) > 12 || len(frac) > 6 || strings.Trim(whole+frac, "0123456789") != "" {
+		return 0, fmt.Errorf("%q is no decimal of at most 6 places", s)
+	}
+	var n int64
+	for _, c := range whole + frac + strings.Repeat("0", 6-len(frac)) {
+		n = n*10 + int64(c-'0')
+	}
+	return n, nil
+}
+
+// Authenticate returns the account whose report token token is. It hashes
+// token and compares the hash with every account's in constant time, so
+// the time taken says nothing of which, or how much of one, matched.
+func (b *Book) Authenticate(token string) (Account, bool) {
+	sum := sha256.Sum256([]byte(token))
+	var found Account
+	ok := 0
+	for i := range b.tokens {
+		eq := subtle.ConstantTimeCompare(sum[:], b.tokens[i].sum[:])
+		if eq == 1 {
+			found = b.tokens[i].acc
+		}
+		ok |= eq
+	}
+	return found, ok == 1 && token != ""
+}
+
+// Budget returns the daily budget of the advertiser id (as the catalog
+// names it), if it has one.
+func (b *Book) Budget(id string) (Budget, bool) {
+	bg, ok := b.budgets[strings.ToLower(id)]
+	return bg, ok
+}
+
+// Name is the account's name, or "".
+func (b *Book) Name(acc Account) string { return b.names[acc] }
+
+// Demo returns the demo's advertisers (-demo): two of the demo catalog's
+// with public report tokens, one with a daily budget spent as readers
+// click, one spread over the day.
+func Demo() []AdvertiserAccount {
+	return []AdvertiserAccount{
+		{ID: "handy-bestkauf.de", Name: "handy-bestkauf.de", ReportToken: "demo-advertiser-report",
+			DailyBudget: "25.00", Currency: "EUR"},
+		{ID: "amazon.de", Name: "Amazon.de", ReportToken: "demo-amazon-de-report",
+			DailyBudget: "100.00", Currency: "EUR", Pacing: Even},
+	}
+}

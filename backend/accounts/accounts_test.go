@@ -1,0 +1,96 @@
+package accounts
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/adlink/adlink/backend/partners"
+)
+
+func TestAuthenticate(t *testing.T) {
+	sum := sha256.Sum256([]byte("an advertiser's secret"))
+	b, err := New([]partners.Partner{partners.Demo(), {APIKey: "k2", ReportTokenSHA256: strings.Repeat("ab", 32)}},
+		[]AdvertiserAccount{{ID: "Shop.example", ReportTokenSHA256: hex.EncodeToString(sum[:]), DailyBudget: "25.5", Currency: "eur"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		token string
+		want  Account
+		ok    bool
+	}{
+		{partners.DemoReportToken, Account{Partner, "demo"}, true},
+		{"an advertiser's secret", Account{Advertiser, "shop.example"}, true},
+		{"", Account{}, false},
+		{"demo-partner-repor", Account{}, false},
+		{partners.DemoReportToken + " ", Account{}, false},
+		{strings.Repeat("ab", 32), Account{}, false}, // the hash is no token
+	} {
+		got, ok := b.Authenticate(tt.token)
+		if ok != tt.ok || (ok && got != tt.want) {
+			t.Errorf("Authenticate(%q) = %v %v, want %v %v", tt.token, got, ok, tt.want, tt.ok)
+		}
+	}
+	if bg, ok := b.Budget("SHOP.example"); !ok || bg.DailyMicros != 25_500_000 || bg.Currency != "EUR" || bg.Pacing != ASAP {
+		t.Errorf("budget %+v %v", bg, ok)
+	}
+	if _, ok := b.Budget("other.example"); ok {
+		t.Error("an advertiser without an account has a budget")
+	}
+}
+
+func TestNewReportsEveryProblem(t *testing.T) {
+	_, err := New([]partners.Partner{{APIKey: "a", ReportToken: "short"}, {APIKey: "b", ReportToken: "same token, twice!"}},
+		[]AdvertiserAccount{
+			{ID: "x.example", ReportToken: "same token, twice!"},
+			{ID: ""},
+			{ID: "y.example", ReportTokenSHA256: "zz"},
+			{ID: "z.example", DailyBudget: "12,50", Currency: "EUR"},
+			{ID: "w.example", DailyBudget: "10", Currency: "euro"},
+			{ID: "v.example", DailyBudget: "10", Currency: "EUR", Pacing: "fast"},
+			{ID: "u.example", ReportToken: "a long enough token", ReportTokenSHA256: strings.Repeat("0", 64)},
+			{ID: "X.example"},
+		})
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range []string{`partner "a": report_token of 5 bytes`, `advertiser "x.example": its report token is another account's`,
+		"advertiser 1: id is empty", `"y.example": report_token_sha256 must be 64 hex digits`, `daily_budget "12,50"`,
+		`currency "euro"`, `pacing "fast"`, "not both", `advertiser "X.example" twice`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+}
+
+func TestLoadAdvertisers(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "a.json")
+	os.WriteFile(good, []byte(`{"advertisers":[{"id":"handy-bestkauf.de","name":"Handy","report_token":"0123456789abcdef","daily_budget":"25.00","currency":"EUR","pacing":"even"}]}`), 0o600)
+	ads, err := LoadAdvertisers(good)
+	if err != nil || len(ads) != 1 || ads[0].Pacing != Even || ads[0].DailyBudget != "25.00" {
+		t.Fatalf("%+v %v", ads, err)
+	}
+	bad := filepath.Join(dir, "b.json")
+	os.WriteFile(bad, []byte(`{"advertisers":[{"id":"x","budget":"1"}]}`), 0o600)
+	if _, err := LoadAdvertisers(bad); err == nil || !strings.Contains(err.Error(), "budget") {
+		t.Errorf("an unknown field: %v", err)
+	}
+}
+
+func TestParseMicros(t *testing.T) {
+	for s, want := range map[string]int64{"25": 25_000_000, "0.45": 450_000, "0.000001": 1, " 1.5 ": 1_500_000} {
+		if got, err := ParseMicros(s); err != nil || got != want {
+			t.Errorf("ParseMicros(%q) = %d %v, want %d", s, got, err, want)
+		}
+	}
+	for _, s := range []string{"", "-1", "1.0000001", "1,5", "1e3", ".5", "1.", "9999999999999"} {
+		if _, err := ParseMicros(s); err == nil {
+			t.Errorf("ParseMicros(%q) accepted", s)
+		}
+	}
+}

@@ -1,0 +1,87 @@
+package api
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/adlink/adlink/backend/accounts"
+	"github.com/adlink/adlink/backend/report"
+)
+
+// CodeUnauthorized: a report request without a report token, or with one
+// no account has (401).
+const CodeUnauthorized = "unauthorized"
+
+// reportRequest answers GET /v2/report: the report of the account whose
+// report token the Authorization header carries (a partner's sites', an
+// advertiser's ads'), over from..to, grouped by group_by, as JSON or CSV.
+// The token never goes in the URL, and the answer is neither cached nor
+// readable by other origins.
+func (s *server) reportRequest(w http.ResponseWriter, r *http.Request) error {
+	h := w.Header()
+	h.Set("Cache-Control", "no-store")
+	h.Set("Vary", "Authorization")
+	acc, err := s.reportAccount(r)
+	if err != nil {
+		h.Set("WWW-Authenticate", `Bearer realm="adlink reports"`)
+		return err
+	}
+	v, err := queryValues(r)
+	if err != nil {
+		return err
+	}
+	req, problems := report.Parse(v.Get, s.now())
+	if len(problems) > 0 {
+		msgs := make([]string, len(problems))
+		for i, p := range problems {
+			msgs[i] = p.Message
+		}
+		return &Error{Status: http.StatusBadRequest, Code: CodeInvalidParameter, Param: problems[0].Param, Message: strings.Join(msgs, "; ")}
+	}
+	if s.rollups == nil {
+		return &Error{Status: http.StatusServiceUnavailable, Code: CodeInternal,
+			Message: "reports are not available here", Err: errors.New("no rollups")}
+	}
+	rows, err := report.Run(r.Context(), s.rollups, acc, req)
+	if err != nil {
+		return internal(fmt.Errorf("report: %w", err))
+	}
+	if req.Format == "csv" {
+		var buf bytes.Buffer
+		if err := report.WriteCSV(&buf, req, rows); err != nil {
+			return internal(err)
+		}
+		h.Set("Content-Type", "text/csv; charset=utf-8")
+		h.Set("Content-Disposition", `attachment; filename="adlink-report-`+req.From.Format(time.DateOnly)+"-"+req.To.Format(time.DateOnly)+`.csv"`)
+		h.Set("Content-Length", strconv.Itoa(buf.Len()))
+		h.Set("X-Content-Type-Options", "nosniff")
+		w.WriteHeader(http.StatusOK)
+		w.Write(buf.Bytes())
+		return nil
+	}
+	respond(w, http.StatusOK, report.AppendJSON(nil, acc, req, rows), "")
+	return nil
+}
+
+// reportAccount is the account whose token the request's
+// "Authorization: Bearer <token>" carries, or a 401.
+func (s *server) reportAccount(r *http.Request) (accounts.Account, error) {
+	auth := r.Header.Get("Authorization")
+	scheme, token, _ := strings.Cut(auth, " ")
+	token = strings.TrimSpace(token)
+	if auth == "" || !strings.EqualFold(scheme, "Bearer") || token == "" {
+		return accounts.Account{}, &Error{Status: http.StatusUnauthorized, Code: CodeUnauthorized,
+			Message: "a report needs the header Authorization: Bearer <report token>"}
+	}
+	acc, ok := s.accounts.Authenticate(token)
+	if !ok {
+		return accounts.Account{}, &Error{Status: http.StatusUnauthorized, Code: CodeUnauthorized,
+			Message: "the report token is not valid"}
+	}
+	return acc, nil
+}

@@ -1,0 +1,272 @@
+package api
+
+import (
+	"context"
+	"encoding/csv"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/goccy/go-json"
+
+	"github.com/adlink/adlink/backend/accounts"
+	"github.com/adlink/adlink/backend/clicks"
+	"github.com/adlink/adlink/backend/config"
+	"github.com/adlink/adlink/backend/market"
+	"github.com/adlink/adlink/backend/partners"
+	"github.com/adlink/adlink/backend/store"
+)
+
+// reportEnv is a server whose clicks and impressions go to a real bbolt
+// ledger, with report tokens for the demo partner, the k2 partner and one
+// advertiser.
+type reportEnv struct {
+	*signedEnv
+	log  *clicks.Log
+	imps *clicks.BoltImpressions
+}
+
+const advertiserToken = "an advertiser's report token"
+
+func newReportEnv(t testing.TB) *reportEnv {
+	t.Helper()
+	db, err := store.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	must := func(err error) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	log, err := clicks.New(db)
+	must(err)
+	ledger, err := clicks.NewLedger(db)
+	must(err)
+	imps, err := clicks.NewImpressions(db)
+	must(err)
+	rollups, err := clicks.NewRollups(db)
+	must(err)
+	windows, err := clicks.NewWindows(db)
+	must(err)
+	decisions, err := clicks.NewDecisions(db)
+	must(err)
+	ps := []partners.Partner{partners.Demo(), {APIKey: "k2", ReportToken: "the k2 partner's token",
+		Sites: []partners.Site{{ID: "blog", Domains: []string{"blog.example"}}}}}
+	book, err := accounts.New(ps, []accounts.AdvertiserAccount{{ID: "handy-bestkauf.de", ReportToken: advertiserToken}})
+	must(err)
+	ix, err := market.Build(fixture())
+	must(err)
+	env := &reportEnv{signedEnv: &signedEnv{now: testClock, imps: imps}, log: log, imps: imps}
+	env.keys = testKeysFor(t)
+	cfg := config.Default()
+	cfg.RedirectURL = "https://r.example"
+	cfg.IPRate, cfg.IPBurst, cfg.KeyRate, cfg.KeyBurst = 1e9, 1e9, 1e9, 1e9
+	env.handler = NewServer(Deps{Config: cfg, Indexes: ix, Partners: testPartners(t), ClickKeys: env.keys,
+		Windows: windows, Decisions: decisions, Ledger: ledger, Impressions: imps, Accounts: book, Rollups: rollups,
+		Clicks: log, Now: func() time.Time {
+			env.mu.Lock()
+			defer env.mu.Unlock()
+			return env.now
+		}})
+	return env
+}
+
+// report asks for a report with token (none when "") and returns the
+// answer.
+func (env *reportEnv) report(t testing.TB, token, query string) (*http.Response, []byte) {
+	t.Helper()
+	req := httptest.NewRequest(http.MethodGet, "/v2/report?"+query, nil)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	req.Header.Set("Origin", "https://elsewhere.example")
+	rec := httptest.NewRecorder()
+	env.handler.ServeHTTP(rec, req)
+	res := rec.Result()
+	return res, readBody(t, res)
+}
+
+// traffic makes clicks of every kind over two days: billable ones,
+// repeats, bots and no-intent clicks, on several ads, and impressions.
+func (env *reportEnv) traffic(t testing.TB) {
+	t.Helper()
+	for day := range 2 {
+		links := distinctAds(append(env.links(t, "q=handy&loc=de&api_key=demo&site_id=demo&size=20&yk_tag=t:"+strconv.Itoa(day)),
+			env.links(t, "q=lg+handy&loc=de&api_key=demo&site_id=demo")...))
+		for i, l := range links {
+			ip := "2001:db8:" + strconv.Itoa(day*100+i) + "::1"
+			readBody(t, env.do(t, l, ip, browserUA))                                    // billable
+			readBody(t, env.do(t, l, ip, browserUA))                                    // repeat
+			readBody(t, env.do(t, l, ip, "curl/8.0"))                                   // bot
+			readBody(t, env.doWith(t, l, ip, browserUA, http.Header{"X-Other": {"1"}})) // no intent
+			env.beacon(t, ip, browserUA, l, l)
+		}
+		env.advance(24 * time.Hour)
+	}
+	env.take()
+}
+
+// TestReportEqualsTheClickLog: whatever the grouping, a report's rows
+// add up to the click log and the impression log, to the micro.
+func TestReportEqualsTheClickLog(t *testing.T) {
+	env := newReportEnv(t)
+	env.traffic(t)
+	var want clicks.Measures
+	env.log.Scan(context.Background(), time.Time{}, time.Time{}, func(c clicks.Click) error {
+		m := clicks.Measures{Clicks: 1, SpendMicros: c.Spend()}
+		if c.Billable {
+			m.Billable = 1
+		} else {
+			m.Unbilled[indexOf(clicks.Reasons, c.Reason)] = 1
+		}
+		want.Add(&m)
+		return nil
+	})
+	want.Impressions = int64(len(env.impressions(t)))
+	if want.Billable == 0 || want.Impressions == 0 || want.SpendMicros == 0 {
+		t.Fatalf("the traffic made %+v", want)
+	}
+	q := "from=2026-11-22&to=2026-11-23&group_by="
+	for _, groups := range []string{"", "day", "day,site_id", "ad", "hour,criterion", "yk_tag,country,context", "advertiser,ad"} {
+		res, body := env.report(t, partners.DemoReportToken, q+groups)
+		if res.StatusCode != http.StatusOK {
+			t.Fatalf("group_by=%s: %d %s", groups, res.StatusCode, body)
+		}
+		var got struct {
+			Columns []string
+			Rows    []map[string]any
+		}
+		if err := json.Unmarshal(body, &got); err != nil {
+			t.Fatal(err)
+		}
+		var sum clicks.Measures
+		spend := 0.0
+		for _, r := range got.Rows {
+			sum.Impressions += int64(r["impressions"].(float64))
+			sum.Clicks += int64(r["clicks"].(float64))
+			sum.Billable += int64(r["billable_clicks"].(float64))
+			for i, reason := range clicks.Reasons {
+				sum.Unbilled[i] += int64(r["unbilled_"+reason].(float64))
+			}
+			s, _ := strconv.ParseFloat(r["spend"].(string), 64)
+			spend += s
+			if r["currency"] != "EUR" {
+				t.Errorf("group_by=%s: row in %v", groups, r["currency"])
+			}
+		}
+		sum.SpendMicros = want.SpendMicros
+		if sum != want || int64(spend*1e6+0.5) != want.SpendMicros {
+			t.Errorf("group_by=%s: rows add up to %+v spend %.6f, the logs to %+v", groups, sum, spend, want)
+		}
+		if len(got.Columns) != len(strings.Split(groups, ","))+len(clicks.Reasons)+6-map[bool]int{true: 1}[groups == ""] {
+			t.Errorf("group_by=%s: columns %q", groups, got.Columns)
+		}
+		// The CSV has the same rows.
+		res, body = env.report(t, partners.DemoReportToken, q+groups+"&format=csv")
+		recs, err := csv.NewReader(strings.NewReader(string(body))).ReadAll()
+		if err != nil || res.StatusCode != 200 || len(recs) != len(got.Rows)+1 || strings.Join(recs[0], ",") != strings.Join(got.Columns, ",") {
+			t.Errorf("group_by=%s csv: %d %v\n%s", groups, res.StatusCode, err, body)
+		}
+		if cd := res.Header.Get("Content-Disposition"); cd != `attachment; filename="adlink-report-2026-11-22-2026-11-23.csv"` {
+			t.Errorf("Content-Disposition %q", cd)
+		}
+	}
+	// One day only.
+	_, body := env.report(t, partners.DemoReportToken, "from=2026-11-23&to=2026-11-23&group_by=day")
+	if !strings.Contains(string(body), `"day":"2026-11-23"`) || strings.Contains(string(body), "2026-11-22\",") {
+		t.Errorf("a report of 2026-11-23: %s", body)
+	}
+}
+
+func indexOf(ss []string, s string) int {
+	for i, v := range ss {
+		if v == s {
+			return i
+		}
+	}
+	return -1
+}
+
+// Each account sees its own traffic only; no token, a wrong one, or one in
+// the URL sees nothing.
+func TestReportAuthorization(t *testing.T) {
+	env := newReportEnv(t)
+	env.traffic(t)
+	q := "from=2026-11-22&to=2026-11-23&group_by=advertiser"
+	for _, tt := range []struct{ name, token, query string }{
+		{"no token", "", q},
+		{"a wrong token", "not anyone's token at all", q},
+		{"a token in the URL", "", q + "&token=" + url.QueryEscape(partners.DemoReportToken)},
+		{"a partner's api_key", "demo", q},
+	} {
+		res, body := env.report(t, tt.token, tt.query)
+		var e struct{ Error struct{ Code string } }
+		json.Unmarshal(body, &e)
+		if res.StatusCode != http.StatusUnauthorized || e.Error.Code != CodeUnauthorized || !strings.HasPrefix(res.Header.Get("WWW-Authenticate"), "Bearer") {
+			t.Errorf("%s: %d %s", tt.name, res.StatusCode, body)
+		}
+	}
+	res, body := env.report(t, "the k2 partner's token", q)
+	if res.StatusCode != 200 || !strings.Contains(string(body), `"rows":[]`) {
+		t.Errorf("another partner's report shows the demo's traffic: %s", body)
+	}
+	res, body = env.report(t, advertiserToken, q)
+	if res.StatusCode != 200 || !strings.Contains(string(body), `"advertiser":"handy-bestkauf.de"`) || strings.Count(string(body), `"advertiser":`) != 1 {
+		t.Errorf("the advertiser's report: %s", body)
+	}
+	if res.Header.Get("Access-Control-Allow-Origin") != "" || res.Header.Get("Cache-Control") != "no-store" {
+		t.Errorf("a report readable by other origins or cached: %v", res.Header)
+	}
+}
+
+func TestReportBadInput(t *testing.T) {
+	env := newReportEnv(t)
+	for _, tt := range []struct{ query, param string }{
+		{"from=2026-11-24&to=2026-11-01", "from"},
+		{"from=2025-01-01&to=2026-11-01", "from"},
+		{"from=24.11.2026", "from"},
+		{"to=2026-2-1", "to"},
+		{"to=2026-02-30", "to"},
+		{"group_by=day,nope", "group_by"},
+		{"group_by=day,day", "group_by"},
+		{"format=xml", "format"},
+	} {
+		res, body := env.report(t, partners.DemoReportToken, tt.query)
+		var e struct{ Error struct{ Param string } }
+		json.Unmarshal(body, &e)
+		if res.StatusCode != 400 || e.Error.Param != tt.param {
+			t.Errorf("%s: %d param %q, want 400 %q: %s", tt.query, res.StatusCode, e.Error.Param, tt.param, body)
+		}
+	}
+	res, body := env.report(t, partners.DemoReportToken, "")
+	if res.StatusCode != 200 || !strings.Contains(string(body), `"from":"2026-10-24","to":"2026-11-22"`) {
+		t.Errorf("the default range: %d %s", res.StatusCode, body)
+	}
+}
+
+// A criterion a reader's click can set does not become a formula in the
+// CSV a partner opens in a spreadsheet.
+func TestReportCSVHoldsNoFormula(t *testing.T) {
+	env := newReportEnv(t)
+	l := env.links(t, "q=handy&loc=de&api_key=demo&site_id=demo")[0]
+	readBody(t, env.do(t, setParam(l, "criterionId", `=HYPERLINK("https://evil.example","x")`), "198.51.100.3", browserUA))
+	_, body := env.report(t, partners.DemoReportToken, "from=2026-11-22&to=2026-11-22&group_by=criterion&format=csv")
+	recs, err := csv.NewReader(strings.NewReader(string(body))).ReadAll()
+	if err != nil || len(recs) < 2 {
+		t.Fatalf("%v %s", err, body)
+	}
+	for _, r := range recs[1:] {
+		if strings.HasPrefix(r[0], "=") {
+			t.Errorf("a formula in the CSV: %q", r[0])
+		}
+	}
+	if !strings.Contains(string(body), `'=HYPERLINK`) {
+		t.Errorf("the criterion is not in the CSV, made inert: %s", body)
+	}
+}

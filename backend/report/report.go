@@ -1,0 +1,220 @@
+// Package report answers reports over the click and impression rollups:
+// what a partner's sites or an advertiser's ads did over a range of UTC
+// days, grouped as asked, as JSON or CSV. The sums are the click log's,
+// to the micro: the rollups are written in each click's own commit.
+package report
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/adlink/adlink/backend/accounts"
+	"github.com/adlink/adlink/backend/clicks"
+)
+
+// MaxDays is the longest range one report covers.
+const MaxDays = 366
+
+// DefaultDays is the range a report covers when it names none: the last
+// 30 UTC days, today included.
+const DefaultDays = 30
+
+// Groups are the dimensions a report may group by, in the order its
+// columns give them.
+var Groups = []string{"day", "hour", "site_id", "ad", "advertiser", "criterion", "yk_tag", "context", "country"}
+
+// fine are the groups only the hourly grain has.
+var fine = map[string]bool{"hour": true, "criterion": true, "yk_tag": true, "country": true}
+
+// Request is a report's range, grouping and format.
+type Request struct {
+	// From and To are UTC days (midnight), To included.
+	From, To time.Time
+	// GroupBy are names of Groups, each once, in the order asked.
+	GroupBy []string
+	// Format is "json" or "csv".
+	Format string
+}
+
+// Problem is what is wrong with one parameter of a request.
+type Problem struct {
+	Param, Message string
+}
+
+// Parse reads a report request's parameters, from, to, group_by and
+// format, at now: every problem, each naming its parameter.
+func Parse(get func(string) string, now time.Time) (Request, []Problem) {
+	var problems []Problem
+	today := now.UTC().Truncate(24 * time.Hour)
+	req := Request{To: today, Format: "json"}
+	day := func(name string, dst *time.Time) {
+		v := get(name)
+		if v == "" {
+			return
+		}
+		d, err := time.Parse(time.DateOnly, v)
+		if err != nil || d.Format(time.DateOnly) != v {
+			problems = append(problems, Problem{name, name + " must be a date written YYYY-MM-DD (UTC), not " + strconv.Quote(v)})
+			return
+		}
+		*dst = d
+	}
+	day("to", &req.To)
+	req.From = req.To.AddDate(0, 0, 1-DefaultDays)
+	day("from", &req.From)
+	if len(problems) == 0 {
+		switch days := int(req.To.Sub(req.From).Hours()/24) + 1; {
+		case req.From.After(req.To):
+			problems = append(problems, Problem{"from", "from must not be after to"})
+		case days > MaxDays:
+			problems = append(problems, Problem{"from", "a report covers at most " + strconv.Itoa(MaxDays) + " days, not " + strconv.Itoa(days)})
+		}
+	}
+	if v := get("group_by"); v != "" {
+		for g := range strings.SplitSeq(v, ",") {
+			g = strings.TrimSpace(g)
+			switch {
+			case !slices.Contains(Groups, g):
+				problems = append(problems, Problem{"group_by", "group_by takes " + strings.Join(Groups, ", ") + "; not " + strconv.Quote(g)})
+			case slices.Contains(req.GroupBy, g):
+				problems = append(problems, Problem{"group_by", "group_by names " + strconv.Quote(g) + " twice"})
+			default:
+				req.GroupBy = append(req.GroupBy, g)
+			}
+		}
+	}
+	switch f := get("format"); f {
+	case "", "json":
+	case "csv":
+		req.Format = f
+	default:
+		problems = append(problems, Problem{"format", "format must be json or csv, not " + strconv.Quote(f)})
+	}
+	return req, problems
+}
+
+// Columns are a report's columns: its groups, the currency, and the
+// measures (one unbilled_<reason> per reason a click is not billed).
+func (r *Request) Columns() []string {
+	cols := append(slices.Clone(r.GroupBy), "currency", "impressions", "clicks", "billable_clicks")
+	for _, reason := range clicks.Reasons {
+		cols = append(cols, "unbilled_"+reason)
+	}
+	return append(cols, "ctr", "spend")
+}
+
+// Row is one row of a report: its groups' values, in the request's
+// order, its currency and its measures.
+type Row struct {
+	Groups   []string
+	Currency string
+	clicks.Measures
+}
+
+// Run reads the rows of req for account acc from rollups: a partner's
+// (every site of its api_key), an advertiser's (its ads), or, for the
+// operator, everyone's. Rows come sorted by their groups, then currency;
+// one row per currency where a group has several.
+func Run(ctx context.Context, rollups clicks.RollupReader, acc accounts.Account, req Request) ([]Row, error) {
+	grain := clicks.Day
+	for _, g := range req.GroupBy {
+		if fine[g] {
+			grain = clicks.Hour
+		}
+	}
+	keep := func(r *clicks.Rollup) bool { return true }
+	switch acc.Kind {
+	case accounts.Partner:
+		keep = func(r *clicks.Rollup) bool { return r.APIKey == acc.ID }
+	case accounts.Advertiser:
+		keep = func(r *clicks.Rollup) bool { return r.Advertiser == acc.ID }
+	case accounts.Operator:
+	default:
+		return nil, nil
+	}
+	rows := map[string]*Row{}
+	var key []byte
+	vals := make([]string, len(req.GroupBy))
+	err := rollups.ScanRollups(ctx, grain, req.From, req.To.AddDate(0, 0, 1), func(r *clicks.Rollup) error {
+		if !keep(r) {
+			return nil
+		}
+		key = key[:0]
+		for i, g := range req.GroupBy {
+			vals[i] = value(r, g)
+			key = append(append(key, vals[i]...), 0)
+		}
+		key = append(key, r.Currency...)
+		row := rows[string(key)]
+		if row == nil {
+			row = &Row{Groups: slices.Clone(vals), Currency: r.Currency}
+			rows[string(key)] = row
+		}
+		row.Add(&r.Measures)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Row, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, *r)
+	}
+	slices.SortFunc(out, func(a, b Row) int {
+		for i := range a.Groups {
+			if c := strings.Compare(a.Groups[i], b.Groups[i]); c != 0 {
+				return c
+			}
+		}
+		return cmp.Compare(a.Currency, b.Currency)
+	})
+	return out, nil
+}
+
+// value is r's value of group g.
+func value(r *clicks.Rollup, g string) string {
+	switch g {
+	case "day":
+		return r.Start.UTC().Format(time.DateOnly)
+	case "hour":
+		return r.Start.UTC().Format("2006-01-02T15:04Z")
+	case "site_id":
+		return r.SiteID
+	case "ad":
+		return r.AdID
+	case "advertiser":
+		return r.Advertiser
+	case "criterion":
+		return r.Criterion
+	case "yk_tag":
+		return r.YkTag
+	case "context":
+		return r.Context
+	case "country":
+		return r.Country
+	}
+	return ""
+}
+
+// Spend writes micros as a decimal of at least two places: "1.50",
+// "0.000123".
+func Spend(micros int64) string {
+	s := strconv.FormatInt(micros/1e6, 10) + "." + strconv.FormatInt(1e6+micros%1e6, 10)[1:]
+	for strings.HasSuffix(s, "0") && len(s)-strings.IndexByte(s, '.') > 3 {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+// CTR is clicks per impression, rounded to four places, and false when
+// there were no impressions (a search answer's ads have none).
+func CTR(m *clicks.Measures) (float64, bool) {
+	if m.Impressions == 0 {
+		return 0, false
+	}
+	return float64(int64(float64(m.Clicks)/float64(m.Impressions)*1e4+0.5)) / 1e4, true
+}
