@@ -53,25 +53,24 @@
     $('range').textContent = longDay.formatRange(new Date(from), new Date(to)) + ' (UTC)';
   }
 
-  function request(params) {
-    const q = new URLSearchParams(Object.assign({ from, to }, params));
-    return fetch('v2/report?' + q, {
-      headers: { Authorization: 'Bearer ' + token() },
-      cache: 'no-store',
-      credentials: 'omit',
-      referrerPolicy: 'no-referrer',
-    });
-  }
-
-  // report fetches one JSON report; it throws {status, message}, status 0
-  // when adlink could not be reached.
-  async function report(groupBy) {
-    let res;
+  // request asks /v2/report with the token in its header; it throws
+  // {status: 0, message} when adlink cannot be reached.
+  async function request(params) {
     try {
-      res = await request({ group_by: groupBy, format: 'json' });
+      return await fetch('v2/report?' + new URLSearchParams(Object.assign({ from, to }, params)), {
+        headers: { Authorization: 'Bearer ' + token() },
+        cache: 'no-store',
+        credentials: 'omit',
+        referrerPolicy: 'no-referrer',
+      });
     } catch (e) {
       throw { status: 0, message: 'adlink could not be reached. Check your connection and try again.' };
     }
+  }
+
+  // report fetches one JSON report; it throws {status, message}.
+  async function report(groupBy) {
+    const res = await request({ group_by: groupBy, format: 'json' });
     if (!res.ok) throw await failure(res);
     return res.json();
   }
@@ -162,9 +161,12 @@
     $('k-clicks').textContent = count.format(total.clicks);
     $('k-billable').textContent = count.format(total.billable);
     $('k-ctr').textContent = total.imp ? percent.format(total.clicks / total.imp) : '–';
-    $('k-spend').textContent = total.spend.size
-      ? [...total.spend].map(([c, v]) => money(v, c)).join(' · ')
-      : '–';
+    // Each currency spent in on a line of its own; none spent: nothing in
+    // the main one.
+    const spent = [...total.spend].filter(([, v]) => v !== 0);
+    if (!spent.length && currency) spent.push([currency, 0]);
+    $('k-spend').replaceChildren(...(spent.length ? spent.map(([c, v]) => el('span', money(v, c))) : ['–']));
+    $('k-spend').classList.toggle('multi', spent.length > 1);
     $('spend-legend').textContent = currency ? 'Spend (' + currency + ')' : 'Spend';
 
     const empty = total.imp === 0 && total.clicks === 0;
@@ -273,12 +275,7 @@
     const button = $('csv');
     button.disabled = true;
     try {
-      let res;
-      try {
-        res = await request({ group_by: TABLE_GROUPS, format: 'csv' });
-      } catch (e) {
-        throw { status: 0, message: 'adlink could not be reached. Check your connection and try again.' };
-      }
+      const res = await request({ group_by: TABLE_GROUPS, format: 'csv' });
       if (res.status === 401) return refuse();
       if (!res.ok) throw await failure(res);
       const blob = await res.blob();

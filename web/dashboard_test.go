@@ -114,7 +114,7 @@ type visit struct {
 func makeTraffic(tb testing.TB, base string, v visit) []string {
 	tb.Helper()
 	var answer struct{ Link []struct{ Ad string } }
-	body := get(tb, base+"/v2/search/link?"+url.Values{"q": {v.query}, "ctx.dist": {"low"}, "api_key": {"demo"},
+	body := get(tb, base+"/v2/search/link?"+url.Values{"q": {v.query}, "loc": {"de"}, "ctx.dist": {"low"}, "api_key": {"demo"},
 		"site_id": {"demo"}, "yk_tag": {v.ykTag}}.Encode())
 	if err := json.Unmarshal(body, &answer); err != nil || len(answer.Link) == 0 {
 		tb.Fatalf("search %q: %v %s", v.query, err, body)
@@ -199,7 +199,7 @@ func digits(s string) string {
 // the token.
 func TestDashboard(t *testing.T) {
 	b := startBackend(t)
-	base := dashboardBase(t, b)
+	base := b.URL
 	const ykTag = "dashboard-test"
 	ads := makeTraffic(t, base, visit{query: "iphone 15 hülle", ykTag: ykTag, network: "198.51.100.30", views: 1, clicks: 3})
 
@@ -418,7 +418,7 @@ func failReports(tb testing.TB, br *browser, failing *atomic.Bool) {
 // and Try again then shows the report.
 func TestDashboardStates(t *testing.T) {
 	b := startBackend(t)
-	base := dashboardBase(t, b)
+	base := b.URL
 	br := newBrowser(t)
 	br.onEveryPage(t, clock)
 	var failing atomic.Bool
@@ -476,7 +476,7 @@ func TestDashboardScreenshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := dashboardBase(t, b)
+	base := b.URL
 	searches := []struct{ query, ykTag string }{
 		{"iphone 15", "newsletter"}, {"galaxy s24", "sidebar"}, {"kopfhörer", "testbericht"}, {"handyhülle", "testbericht"},
 	}
@@ -489,7 +489,7 @@ func TestDashboardScreenshot(t *testing.T) {
 			n++
 			s := searches[(day+i)%len(searches)]
 			makeTraffic(t, base, visit{query: s.query, ykTag: s.ykTag, network: "198.51." + strconv.Itoa(101+n/250) + "." + strconv.Itoa(n%250+1),
-				views: 3, clicks: 1 + (day+i)%2, bot: (day+i)%5 == 4})
+				views: 10, clicks: 1 + (day+i)%2, bot: (day+i)%5 == 4})
 		}
 	}
 
