@@ -299,6 +299,8 @@
     ev.preventDefault();
     const t = $('token').value.trim();
     if (!t) return;
+    // No token has other characters, and a header could not carry them.
+    if (!/^[\x21-\x7e]+$/.test(t)) return refuse();
     $('refused').hidden = true;
     sessionStorage.setItem(KEY, t);
     load();

@@ -33,8 +33,12 @@ import (
 // README shows it.
 var updateScreenshot = flag.Bool("update-screenshot", false, "rewrite docs/dashboard.png")
 
-// demoPartnerReport is the demo partner's report token, which -demo adds.
-const demoPartnerReport = "demo-partner-report"
+// The report tokens of the demo partner and of an advertiser of the demo
+// catalog, which -demo adds.
+const (
+	demoPartnerReport    = "demo-partner-report"
+	demoAdvertiserReport = "demo-advertiser-report"
+)
 
 var (
 	// dashSettled resolves with the dashboard's state once it is no
@@ -196,7 +200,7 @@ func digits(s string) string {
 // chart and the table show the report's figures in the reader's locale;
 // a wrong token is refused; the token stays in sessionStorage and out of
 // every URL; the CSV download is the report's CSV; signing out forgets
-// the token.
+// the token; an advertiser then sees its own report.
 func TestDashboard(t *testing.T) {
 	b := startBackend(t)
 	base := b.URL
@@ -214,6 +218,13 @@ func TestDashboard(t *testing.T) {
 	if s := eval[string](t, br, jsCall(dashSettled)); s != "signed-out" {
 		t.Fatalf("a fresh tab: state %q, want signed-out", s)
 	}
+
+	// A token no header can carry: refused at once.
+	br.do(t, chromedp.SendKeys("#token", "tökén"))
+	if s := evalCall[string](t, br, dashPress, "go", settled); s != "refused" {
+		t.Fatalf("a token of other characters: state %q, want refused", s)
+	}
+	eval[string](t, br, `document.getElementById("token").value = ""`)
 
 	// A wrong token: refused, and the form stays.
 	br.do(t, chromedp.SendKeys("#token", "not-the-token"))
@@ -358,9 +369,27 @@ func TestDashboard(t *testing.T) {
 		t.Errorf("signed out: %+v", v)
 	}
 
+	// An advertiser signs in to its own ads' report.
+	br.do(t, chromedp.SendKeys("#token", demoAdvertiserReport))
+	if s := evalCall[string](t, br, dashPress, "go", settled); s != "ready" && s != "empty" {
+		t.Fatalf("the demo advertiser's token: state %q (%+v)", s, view())
+	}
+	body, _ = fetchReport(t, base, demoAdvertiserReport, "day", "json")
+	var adv reportAnswer
+	if err := json.Unmarshal(body, &adv); err != nil {
+		t.Fatal(err)
+	}
+	clicked = 0
+	for _, r := range adv.Rows {
+		clicked += r["clicks"].(float64)
+	}
+	if v := view(); v.Account != "Advertiser "+adv.Account.ID || digits(v.Kpis[1]) != strconv.FormatFloat(clicked, 'f', 0, 64) {
+		t.Errorf("the advertiser %s with %v clicks sees %q and %q clicks", adv.Account.ID, clicked, v.Account, v.Kpis[1])
+	}
+
 	reports := 0
 	for _, u := range requests.all() {
-		if strings.Contains(u, demoPartnerReport) || strings.Contains(u, "not-the-token") {
+		if strings.Contains(u, "-report") || strings.Contains(u, "not-the-token") {
 			t.Errorf("a request carried the token in its URL: %s", u)
 		}
 		if strings.HasPrefix(u, base+"/v2/report?") {
