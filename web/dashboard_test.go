@@ -24,6 +24,7 @@ import (
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
 	"github.com/adlink/adlink/backend/clicks"
@@ -545,4 +546,33 @@ func TestDashboardScreenshot(t *testing.T) {
 		}
 	}
 	br.noPageErrors(t)
+}
+
+// TestDashboardNotFramed: a page of another site that frames the
+// dashboard gets an error page in the frame, so it cannot dress the
+// dashboard up and have a reader type a token into it; a demo page, which
+// may be framed, loads in the frame beside it.
+func TestDashboardNotFramed(t *testing.T) {
+	b := startBackend(t)
+	br := newBrowser(t)
+	site := publisher(t, map[string]string{"/frame.html": `<!doctype html><title>frame</title>
+<iframe src="` + b.URL + `/dashboard" onload="window.loaded = (window.loaded || 0) + 1"></iframe>
+<iframe src="` + b.URL + `/demo/" onload="window.loaded = (window.loaded || 0) + 1"></iframe>`})
+	br.do(t, chromedp.Navigate(site+"/frame.html"))
+	eval[bool](t, br, `new Promise((resolve) => { const both = () => window.loaded === 2 ? resolve(true) : setTimeout(both, 10); both(); })`)
+	var tree *page.FrameTree
+	br.do(t, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		res, err := cdp.Call(ctx, tg, page.GetFrameTree, cdp.Empty{})
+		tree = res.FrameTree
+		return err
+	}))
+	if len(tree.ChildFrames) != 2 {
+		t.Fatalf("%d frames in the page, want 2", len(tree.ChildFrames))
+	}
+	if f := tree.ChildFrames[0].Frame; !strings.HasPrefix(f.URL, "chrome-error://") || f.UnreachableURL != b.URL+"/dashboard" {
+		t.Errorf("the framed dashboard: %s (unreachable %q), want the browser's error page", f.URL, f.UnreachableURL)
+	}
+	if f := tree.ChildFrames[1].Frame; f.URL != b.URL+"/demo/" {
+		t.Errorf("the framed demo page: %s", f.URL)
+	}
 }
