@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -92,8 +94,14 @@ func crashRun(tb testing.TB, bin string, clients, killAt int) crashResult {
 
 	r := crashResult{acked: len(acked), elapsed: elapsed}
 	seen := map[string]int{}
-	for _, c := range readClicks(tb, data) {
+	logged := readClicks(tb, data)
+	for _, c := range logged {
 		seen[c.YkTag]++
+	}
+	// The report, read from the rollups the clicks' commits wrote, counts
+	// what the log holds.
+	if got := reportedClicks(tb, data); got != len(logged) {
+		tb.Errorf("after the kill the report counts %d clicks, the log holds %d", got, len(logged))
 	}
 	if seen["after"] != 1 {
 		tb.Errorf("the click after the restart is logged %d times", seen["after"])
@@ -181,4 +189,25 @@ func BenchmarkClicksLostAfterKill(b *testing.B) {
 			b.Errorf("%d acknowledged clicks lost, %d logged twice", r.lost, r.duplicated)
 		}
 	}
+}
+
+// reportedClicks is the clicks "adlink report" counts in data, all days
+// of the last year.
+func reportedClicks(tb testing.TB, data string) int {
+	tb.Helper()
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"report", "-data", data, "-group-by", "day", "-format", "json",
+		"-from", time.Now().UTC().AddDate(0, 0, -300).Format(time.DateOnly), "-to", time.Now().UTC().AddDate(0, 0, 1).Format(time.DateOnly)},
+		noEnv, &out, io.Discard); err != nil {
+		tb.Fatalf("adlink report: %v", err)
+	}
+	var rep struct{ Rows []struct{ Clicks int } }
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		tb.Fatalf("adlink report: %v\n%s", err, out.Bytes())
+	}
+	n := 0
+	for _, r := range rep.Rows {
+		n += r.Clicks
+	}
+	return n
 }

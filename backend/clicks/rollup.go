@@ -242,6 +242,10 @@ func NewRollups(db *bolt.DB) (BoltRollups, error) {
 	return BoltRollups{db: db}, nil
 }
 
+// ReadRollups returns the rollups of db as they are, for a reader that
+// may not write (a file opened read-only); a file without them has none.
+func ReadRollups(db *bolt.DB) BoltRollups { return BoltRollups{db: db} }
+
 // ScanRollups implements RollupReader.
 func (r BoltRollups) ScanRollups(ctx context.Context, g Grain, from, to time.Time, fn func(*Rollup) error) error {
 	name, first, end := hourRollups, from.Unix()/3600, to.Unix()/3600
@@ -263,7 +267,11 @@ func (r BoltRollups) ScanRollups(ctx context.Context, g Grain, from, to time.Tim
 		end++
 	}
 	return r.db.View(func(tx *bolt.Tx) error {
-		c := tx.Bucket(name).Cursor()
+		b := tx.Bucket(name)
+		if b == nil {
+			return nil
+		}
+		c := b.Cursor()
 		var row Rollup
 		n := 0
 		for k, v := c.Seek(binary.BigEndian.AppendUint64(nil, uint64(first)^(1<<63))); k != nil; k, v = c.Next() {
@@ -295,7 +303,9 @@ func (r BoltRollups) ScanRollups(ctx context.Context, g Grain, from, to time.Tim
 func (r BoltRollups) Spent(ctx context.Context, advertiser string, at time.Time) (int64, error) {
 	var spent int64
 	err := r.db.View(func(tx *bolt.Tx) error {
-		spent = spentOn(tx.Bucket(spendBucket), advertiser, at)
+		if b := tx.Bucket(spendBucket); b != nil {
+			spent = spentOn(b, advertiser, at)
+		}
 		return ctx.Err()
 	})
 	return spent, err

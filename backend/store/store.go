@@ -10,6 +10,7 @@
 package store
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -30,6 +31,24 @@ func Open(dir string) (*bolt.DB, error) {
 	}
 	path := filepath.Join(dir, FileName)
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	return db, nil
+}
+
+// OpenReadOnly opens the state file in dir for reading, as a tool does
+// beside a stopped server: it fails at once when the file is missing, and
+// after a second when a running server holds it.
+func OpenReadOnly(dir string) (*bolt.DB, error) {
+	path := filepath.Join(dir, FileName)
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, ReadOnly: true})
+	if errors.Is(err, bolt.ErrTimeout) {
+		return nil, fmt.Errorf("store: %s is in use by a running server; ask it for the report (GET /v2/report)", path)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/adlink/adlink/backend/accounts"
+	"github.com/adlink/adlink/backend/clicks"
+	"github.com/adlink/adlink/backend/report"
+	"github.com/adlink/adlink/backend/store"
+)
+
+// runReport is "adlink report": the report GET /v2/report gives, printed
+// from a data directory no server is running on, for the operator: of
+// everyone, or of one partner or advertiser.
+func runReport(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("adlink report", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	data := getenv("ADLINK_DATA_DIR")
+	if data == "" {
+		data = ".data"
+	}
+	fs.StringVar(&data, "data", data, "state `directory` holding adlink.db (ADLINK_DATA_DIR)")
+	from := fs.String("from", "", "first UTC `day`, YYYY-MM-DD; default 29 days before -to")
+	to := fs.String("to", "", "last UTC `day`, included; default today")
+	groupBy := fs.String("group-by", "day", "comma-separated `groups`: day, hour, site_id, ad, advertiser, criterion, yk_tag, context, country")
+	format := fs.String("format", "csv", "csv or json")
+	partner := fs.String("partner", "", "only this partner's sites (`api_key`)")
+	advertiser := fs.String("advertiser", "", "only this advertiser's ads (`id`)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("report: unexpected argument %q", fs.Arg(0))
+	}
+	acc := accounts.Account{Kind: accounts.Operator}
+	switch {
+	case *partner != "" && *advertiser != "":
+		return errors.New("report: give -partner or -advertiser, not both")
+	case *partner != "":
+		acc = accounts.Account{Kind: accounts.Partner, ID: *partner}
+	case *advertiser != "":
+		acc = accounts.Account{Kind: accounts.Advertiser, ID: *advertiser}
+	}
+	params := map[string]string{"from": *from, "to": *to, "group_by": *groupBy, "format": *format}
+	req, problems := report.Parse(func(k string) string { return params[k] }, time.Now())
+	if len(problems) > 0 {
+		var errs []error
+		for _, p := range problems {
+			flagName := map[string]string{"from": "from", "to": "to", "group_by": "group-by", "format": "format"}[p.Param]
+			errs = append(errs, fmt.Errorf("report: -%s: %s", flagName, p.Message))
+		}
+		return errors.Join(errs...)
+	}
+	db, err := store.OpenReadOnly(data)
+	if err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	defer db.Close()
+	rows, err := report.Run(ctx, clicks.ReadRollups(db), acc, req)
+	if err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	if req.Format == "csv" {
+		return report.WriteCSV(stdout, req, rows)
+	}
+	_, err = stdout.Write(append(report.AppendJSON(nil, acc, req, rows), '\n'))
+	return err
+}

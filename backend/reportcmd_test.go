@@ -1,0 +1,69 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/adlink/adlink/backend/partners"
+)
+
+// TestReportCommand: "adlink report" prints from the data directory what
+// GET /v2/report answered the partner while the server ran, and refuses
+// to read a directory a running server holds.
+func TestReportCommand(t *testing.T) {
+	data := t.TempDir()
+	base, stop := startRun(t, "-data", data, "-demo")
+	for _, tag := range []string{"a", "b", "c"} {
+		u := firstAd(t, base, "q=lg+handy&loc=de&api_key=demo&site_id=demo&yk_tag="+tag)
+		clickAs(t, base+u[strings.Index(u, "/v1/redirect"):])
+	}
+	today := time.Now().UTC().Format(time.DateOnly)
+	query := "from=" + today + "&to=" + today + "&group_by=ad,yk_tag&format=json"
+	req, _ := http.NewRequest(http.MethodGet, base+"/v2/report?"+query, nil)
+	req.Header.Set("Authorization", "Bearer "+partners.DemoReportToken)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	served, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != 200 || strings.Count(string(served), `"yk_tag":`) != 3 {
+		t.Fatalf("GET /v2/report: %d %s", res.StatusCode, served)
+	}
+	args := []string{"report", "-data", data, "-from", today, "-to", today, "-group-by", "ad,yk_tag", "-format", "json", "-partner", "demo"}
+	if err := run(context.Background(), args, noEnv, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "in use by a running server") {
+		t.Errorf("report beside a running server: %v", err)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := run(context.Background(), args, noEnv, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	var a, b struct{ Rows []map[string]any }
+	json.Unmarshal(served, &a)
+	json.Unmarshal(out.Bytes(), &b)
+	if len(a.Rows) != 3 || len(b.Rows) != 3 {
+		t.Fatalf("served %s\nprinted %s", served, out.Bytes())
+	}
+	for i := range a.Rows {
+		for k, v := range a.Rows[i] {
+			if b.Rows[i][k] != v {
+				t.Errorf("row %d %s: printed %v, served %v", i, k, b.Rows[i][k], v)
+			}
+		}
+	}
+	for _, bad := range [][]string{{"report", "-data", data, "-group-by", "nope"}, {"report", "-data", data, "-from", "yesterday"},
+		{"report", "-data", t.TempDir()}, {"report", "-data", data, "-partner", "a", "-advertiser", "b"}} {
+		if err := run(context.Background(), bad, noEnv, io.Discard, io.Discard); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
