@@ -10,10 +10,11 @@ import "embed"
 //go:embed testdata/catalog/demo.jsonl
 var DemoCatalog []byte
 
-// Web holds what publisher pages load from adlink besides the API:
-// widget.js and the demo publisher pages with their logos, under web/.
+// Web holds what browsers load from adlink besides the API: widget.js and
+// the demo publisher pages with their logos, which publisher pages load,
+// and the report dashboard, under web/.
 // matcher.wasm is embedded by package web/matcher, so that rebuilding it
 // does not rebuild every package that embeds the catalog.
 //
-//go:embed web/widget.js web/demo
+//go:embed web/widget.js web/demo web/dashboard.html web/dashboard.js web/dashboard.css
 var Web embed.FS

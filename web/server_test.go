@@ -136,7 +136,7 @@ type sharedServer struct {
 
 func (s *sharedServer) start(tb testing.TB) *backend {
 	tb.Helper()
-	s.once.Do(func() { s.b, s.err = newBackend(s.splitAbove) })
+	s.once.Do(func() { s.b, s.err = newBackend(backendOptions{splitAbove: s.splitAbove}) })
 	if s.err != nil {
 		tb.Fatal(s.err)
 	}
@@ -164,10 +164,21 @@ func stopBackend() {
 	}
 }
 
+// backendOptions are what a server of newBackend changes of make run's.
+type backendOptions struct {
+	// splitAbove is shards.Options.SplitAbove.
+	splitAbove int
+	// now, when not nil, is the server's clock.
+	now func() time.Time
+	// unlimited lifts the rate limits of the demo key and of clicks, for
+	// a test that makes a month's traffic at once.
+	unlimited bool
+}
+
 // newBackend starts a server over the demo catalog with the demo partner
-// and the module TestMain built, as make run serves them; splitAbove is
-// shards.Options.SplitAbove.
-func newBackend(splitAbove int) (*backend, error) {
+// and the module TestMain built, as make run serves them, changed as o
+// says.
+func newBackend(o backendOptions) (*backend, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -190,7 +201,10 @@ func newBackend(splitAbove int) (*backend, error) {
 	// Clicks are signed, as in production: the server's links carry a
 	// signature, the page's the manifest's site token.
 	cfg.ClickKeys = []clicks.Key{{ID: "test", Secret: []byte("a secret of the browser tests")}}
-	a, err := app.New(cfg, app.Options{Matcher: matcherWasm, MatcherZstd: matcherZstd, SplitAbove: splitAbove})
+	if o.unlimited {
+		cfg.KeyRate, cfg.KeyBurst, cfg.IPRate, cfg.IPBurst = 1e9, 1e9, 1e9, 1e9
+	}
+	a, err := app.New(cfg, app.Options{Matcher: matcherWasm, MatcherZstd: matcherZstd, SplitAbove: o.splitAbove, Now: o.now})
 	if err != nil {
 		return nil, err
 	}

@@ -117,8 +117,8 @@ func (s *server) matcherWasm(w http.ResponseWriter, r *http.Request) error {
 
 // webFile serves one file of the web assets, read, passed through
 // transform when it is not nil, and compressed once when the routes are
-// set up.
-func (s *server) webFile(name, contentType string, transform func([]byte) []byte) handlerFunc {
+// set up, with the Cache-Control header cacheControl.
+func (s *server) webFile(name, contentType string, transform func([]byte) []byte, cacheControl string) handlerFunc {
 	var blob *shards.Blob
 	err := fs.ErrNotExist
 	if s.web != nil {
@@ -134,9 +134,7 @@ func (s *server) webFile(name, contentType string, transform func([]byte) []byte
 		if err != nil {
 			return &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: "no such file: " + quote(name), Err: err}
 		}
-		// The publisher's tag names this path, so it cannot be immutable;
-		// five minutes bounds how long a fix takes to reach pages.
-		blob.Serve(w, r, "public, max-age=300")
+		blob.Serve(w, r, cacheControl)
 		return nil
 	}
 }

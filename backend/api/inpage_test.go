@@ -43,6 +43,9 @@ func newInPageEnvSplit(t *testing.T, withShards bool, splitAbove int) *inPageEnv
 		Web: fstest.MapFS{
 			"widget.js":       {Data: []byte("(function(){/* widget */})();")},
 			"demo/index.html": {Data: []byte("<!doctype html><title>demo</title>")},
+			"dashboard.html":  {Data: []byte("<!doctype html><title>Reports</title>")},
+			"dashboard.js":    {Data: []byte("(() => {})();")},
+			"dashboard.css":   {Data: []byte("body{}")},
 		},
 	}
 	if withShards {

@@ -32,8 +32,16 @@ func (s *server) routes(mux *http.ServeMux) {
 	mux.Handle("GET /v2/shards/{sha256}", s.public(s.shard))
 	mux.Handle("GET /v2/shards/{sha256}/{k}", s.public(s.fragment))
 	mux.Handle("GET /matcher.wasm", s.public(s.matcherWasm))
-	mux.Handle("GET /widget.js", s.plain(s.webFile("widget.js", "text/javascript; charset=utf-8", stripComments)))
+	// The publisher's tag names widget.js's path, so it cannot be
+	// immutable; five minutes bounds how long a fix takes to reach pages.
+	mux.Handle("GET /widget.js", s.plain(s.webFile("widget.js", "text/javascript; charset=utf-8", stripComments, "public, max-age=300")))
 	mux.Handle("GET /demo/", s.demo())
+
+	// The report dashboard: a page of its own, for partners and
+	// advertisers, over /v2/report.
+	mux.Handle("GET /dashboard", s.dashboard("dashboard.html", "text/html; charset=utf-8"))
+	mux.Handle("GET /dashboard.js", s.dashboard("dashboard.js", "text/javascript; charset=utf-8"))
+	mux.Handle("GET /dashboard.css", s.dashboard("dashboard.css", "text/css; charset=utf-8"))
 
 	// CORS preflight of a /v2 request.
 	mux.Handle("OPTIONS /v2/", s.plain(s.preflight))

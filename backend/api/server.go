@@ -39,8 +39,8 @@ type Deps struct {
 	// Shards are the market shards and matcher.wasm the page loads; nil
 	// serves none.
 	Shards *shards.Set
-	// Web holds widget.js and demo/, the demo publisher pages; nil serves
-	// none.
+	// Web holds widget.js, demo/ (the demo publisher pages) and the
+	// report dashboard's dashboard.html, .js and .css; nil serves none.
 	Web fs.FS
 	// Metrics count requests and rate-limit rejections and are served at
 	// /metrics; nil counts nothing and serves no /metrics.

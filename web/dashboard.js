@@ -1,0 +1,326 @@
+// adlink's report dashboard: the last 30 days of /v2/report for the
+// account whose report token the reader types in. The token lives in this
+// tab's sessionStorage and goes out only in the Authorization header,
+// never in a URL. No framework; the chart is drawn as SVG. The page runs
+// under a CSP without inline script or style: styling is by class only.
+(() => {
+  'use strict';
+  const KEY = 'adlink.reportToken';
+  const DAYS = 30;
+  const TABLE_GROUPS = 'site_id,ad,yk_tag';
+  const MAX_ROWS = 200;
+  const SVG = 'http://www.w3.org/2000/svg';
+  const $ = (id) => document.getElementById(id);
+
+  // The reader's locale formats every number and date.
+  const count = new Intl.NumberFormat();
+  const percent = new Intl.NumberFormat(undefined, { style: 'percent', minimumFractionDigits: 1, maximumFractionDigits: 2 });
+  const dayLabel = new Intl.DateTimeFormat(undefined, { day: 'numeric', month: 'short', timeZone: 'UTC' });
+  const longDay = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeZone: 'UTC' });
+  const clock = new Intl.DateTimeFormat(undefined, { timeStyle: 'short' });
+  const money = (micros, currency) => {
+    try {
+      return new Intl.NumberFormat(undefined, { style: 'currency', currency }).format(micros / 1e6);
+    } catch (e) {
+      return (micros / 1e6).toFixed(2) + ' ' + currency;
+    }
+  };
+  // Spend comes as decimal strings; sums are kept in millionths, exact.
+  const micros = (s) => {
+    const m = /^(-?)(\d+)(?:\.(\d{1,6}))?$/.exec(String(s));
+    if (!m) return 0;
+    const v = Number(m[2]) * 1e6 + Number(((m[3] || '') + '000000').slice(0, 6));
+    return m[1] ? -v : v;
+  };
+
+  const iso = (d) => d.toISOString().slice(0, 10);
+  let days = [];
+  let from = '';
+  let to = '';
+  let generation = 0;
+
+  const token = () => sessionStorage.getItem(KEY) || '';
+  const state = (s) => { document.body.dataset.state = s; };
+
+  function range() {
+    const now = new Date(Date.now());
+    days = [];
+    for (let i = DAYS - 1; i >= 0; i--) {
+      days.push(iso(new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() - i))));
+    }
+    from = days[0];
+    to = days[DAYS - 1];
+    $('range').textContent = longDay.formatRange(new Date(from), new Date(to)) + ' (UTC)';
+  }
+
+  // request asks /v2/report with the token in its header; it throws
+  // {status: 0, message} when adlink cannot be reached.
+  async function request(params) {
+    try {
+      return await fetch('v2/report?' + new URLSearchParams(Object.assign({ from, to }, params)), {
+        headers: { Authorization: 'Bearer ' + token() },
+        cache: 'no-store',
+        credentials: 'omit',
+        referrerPolicy: 'no-referrer',
+      });
+    } catch (e) {
+      throw { status: 0, message: 'adlink could not be reached. Check your connection and try again.' };
+    }
+  }
+
+  // report fetches one JSON report; it throws {status, message}.
+  async function report(groupBy) {
+    const res = await request({ group_by: groupBy, format: 'json' });
+    if (!res.ok) throw await failure(res);
+    return res.json();
+  }
+
+  async function failure(res) {
+    let message = 'adlink answered ' + res.status + '.';
+    try {
+      const e = (await res.json()).error;
+      if (e && e.message) message = e.message;
+    } catch (e) {
+      // Not JSON: the status says enough.
+    }
+    return { status: res.status, message };
+  }
+
+  function show(signedIn) {
+    $('signin').hidden = signedIn;
+    $('dash').hidden = !signedIn;
+    $('signout').hidden = !signedIn;
+    $('account').hidden = !signedIn;
+  }
+
+  async function load() {
+    const gen = ++generation;
+    range();
+    show(true);
+    state('loading');
+    $('neterror').hidden = true;
+    $('status').textContent = 'Loading…';
+    let byDay, table;
+    try {
+      [byDay, table] = await Promise.all([report('day'), report(TABLE_GROUPS)]);
+    } catch (e) {
+      if (gen !== generation) return;
+      if (e.status === 401) return refuse();
+      $('status').textContent = '';
+      $('neterror-text').textContent = e.message;
+      $('neterror').hidden = false;
+      state(e.status === 0 ? 'offline' : 'error');
+      return;
+    }
+    if (gen !== generation) return;
+    render(byDay, table);
+  }
+
+  function refuse() {
+    sessionStorage.removeItem(KEY);
+    clear();
+    show(false);
+    $('refused').textContent = 'adlink refused this token. Check that you copied the whole report token, or ask for a new one.';
+    $('refused').hidden = false;
+    $('token').select();
+    state('refused');
+  }
+
+  function clear() {
+    generation++;
+    $('chart').replaceChildren();
+    $('rows').replaceChildren();
+    $('account').replaceChildren();
+    for (const k of ['impressions', 'clicks', 'billable', 'ctr', 'spend']) $('k-' + k).textContent = '–';
+    $('status').textContent = '';
+    $('neterror').hidden = true;
+  }
+
+  function render(byDay, table) {
+    const a = byDay.account || {};
+    const who = $('account');
+    who.replaceChildren((a.kind === 'advertiser' ? 'Advertiser ' : 'Partner '), el('b', a.id || ''));
+
+    // Per day, all currencies' counts together; spend by currency.
+    const perDay = new Map(days.map((d) => [d, { imp: 0, clicks: 0, billable: 0, spend: new Map() }]));
+    const total = { imp: 0, clicks: 0, billable: 0, spend: new Map() };
+    for (const r of byDay.rows || []) {
+      const d = perDay.get(r.day);
+      for (const t of d ? [d, total] : [total]) {
+        t.imp += r.impressions || 0;
+        t.clicks += r.clicks || 0;
+        t.billable += r.billable_clicks || 0;
+        t.spend.set(r.currency, (t.spend.get(r.currency) || 0) + micros(r.spend));
+      }
+    }
+    // The chart plots the spend of the currency most was spent in.
+    let currency = '';
+    for (const [c, v] of total.spend) if (!currency || v > total.spend.get(currency)) currency = c;
+
+    $('k-impressions').textContent = count.format(total.imp);
+    $('k-clicks').textContent = count.format(total.clicks);
+    $('k-billable').textContent = count.format(total.billable);
+    $('k-ctr').textContent = total.imp ? percent.format(total.clicks / total.imp) : '–';
+    // Each currency spent in on a line of its own; none spent: nothing in
+    // the main one.
+    const spent = [...total.spend].filter(([, v]) => v !== 0);
+    if (!spent.length && currency) spent.push([currency, 0]);
+    $('k-spend').replaceChildren(...(spent.length ? spent.map(([c, v]) => el('span', money(v, c))) : ['–']));
+    $('k-spend').classList.toggle('multi', spent.length > 1);
+    $('spend-legend').textContent = currency ? 'Spend (' + currency + ')' : 'Spend';
+
+    const empty = total.imp === 0 && total.clicks === 0;
+    $('chart-empty').hidden = !empty;
+    $('chart').replaceChildren(empty ? '' : chart(perDay, currency));
+    rows(table.rows || []);
+    $('status').textContent = 'Updated ' + clock.format(new Date());
+    state(empty ? 'empty' : 'ready');
+  }
+
+  function el(tag, text, cls) {
+    const e = document.createElement(tag);
+    if (text !== undefined) e.textContent = text;
+    if (cls) e.className = cls;
+    return e;
+  }
+
+  function svg(tag, attrs, parent) {
+    const e = document.createElementNS(SVG, tag);
+    for (const k in attrs) e.setAttribute(k, attrs[k]);
+    if (parent) parent.appendChild(e);
+    return e;
+  }
+
+  // nice is an axis maximum above max that splits in four round steps.
+  function nice(max, whole) {
+    if (!(max > 0)) return whole ? 4 : 1;
+    const raw = max / 4;
+    const mag = Math.pow(10, Math.floor(Math.log10(raw)));
+    let step = [1, 2, 2.5, 5, 10].map((f) => f * mag).find((s) => s >= raw);
+    if (whole) step = Math.max(1, Math.ceil(step));
+    return step * 4;
+  }
+
+  function chart(perDay, currency) {
+    const W = 960, H = 280, L = 48, R = 72, T = 14, B = 28;
+    const pw = W - L - R, ph = H - T - B, col = pw / days.length;
+    let maxC = 0, maxS = 0;
+    for (const v of perDay.values()) {
+      maxC = Math.max(maxC, v.clicks);
+      maxS = Math.max(maxS, v.spend.get(currency) || 0);
+    }
+    const topC = nice(maxC, true), topS = nice(maxS / 1e6) * 1e6;
+    const yC = (v) => T + ph - (v / topC) * ph;
+    const yS = (v) => T + ph - (v / topS) * ph;
+    const root = svg('svg', { viewBox: '0 0 ' + W + ' ' + H, role: 'img',
+      'aria-label': 'Clicks, billable clicks and spend per day, ' + from + ' to ' + to });
+    for (let i = 0; i <= 4; i++) {
+      const y = T + ph - (i / 4) * ph;
+      svg('line', { x1: L, x2: W - R, y1: y, y2: y, class: 'grid' }, root);
+      svg('text', { x: L - 8, y: y + 4, 'text-anchor': 'end' }, root).textContent = count.format(topC * i / 4);
+      if (currency) svg('text', { x: W - R + 8, y: y + 4 }, root).textContent = money(topS * i / 4, currency);
+    }
+    const bw = Math.max(2, col * 0.34);
+    const every = Math.ceil(days.length / 7);
+    const line = [];
+    days.forEach((d, i) => {
+      const v = perDay.get(d);
+      const x = L + i * col;
+      const g = svg('g', { class: 'day' }, root);
+      const spend = v.spend.get(currency) || 0;
+      svg('title', {}, g).textContent = dayLabel.format(new Date(d)) + ': ' + count.format(v.clicks) + ' clicks, ' +
+        count.format(v.billable) + ' billable, ' + count.format(v.imp) + ' impressions' +
+        (currency ? ', ' + money(spend, currency) + ' spend' : '');
+      svg('rect', { x, y: T, width: col, height: ph, class: 'hit' }, g);
+      svg('rect', { x: x + col / 2 - bw, y: yC(v.clicks), width: bw, height: T + ph - yC(v.clicks), rx: 1.5, class: 'c' }, g);
+      svg('rect', { x: x + col / 2, y: yC(v.billable), width: bw, height: T + ph - yC(v.billable), rx: 1.5, class: 'b' }, g);
+      if (currency) line.push([x + col / 2, yS(spend)]);
+      if ((days.length - 1 - i) % every === 0) {
+        svg('text', { x: x + col / 2, y: H - 8, 'text-anchor': 'middle' }, root).textContent = dayLabel.format(new Date(d));
+      }
+    });
+    if (line.length) {
+      svg('path', { d: 'M' + line.map((p) => p[0].toFixed(1) + ' ' + p[1].toFixed(1)).join('L'), class: 's' }, root);
+      for (const [x, y] of line) svg('circle', { cx: x, cy: y, r: 2.5, class: 'dot' }, root);
+    }
+    return root;
+  }
+
+  function rows(list) {
+    list = list.slice().sort((a, b) => (b.clicks - a.clicks) || (micros(b.spend) - micros(a.spend)) ||
+      (b.impressions - a.impressions));
+    const body = $('rows');
+    body.replaceChildren(...list.slice(0, MAX_ROWS).map((r) => {
+      const tr = el('tr');
+      for (const k of ['site_id', 'ad', 'yk_tag']) tr.append(r[k] ? el('td', r[k]) : el('td', '—', 'none'));
+      tr.append(
+        el('td', count.format(r.impressions || 0), 'n'),
+        el('td', count.format(r.clicks || 0), 'n'),
+        el('td', count.format(r.billable_clicks || 0), 'n'),
+        el('td', r.impressions ? percent.format(r.clicks / r.impressions) : '–', 'n'),
+        el('td', money(micros(r.spend), r.currency), 'n'));
+      return tr;
+    }));
+    $('table-empty').hidden = list.length > 0;
+    $('table').hidden = list.length === 0;
+    $('csv').disabled = list.length === 0;
+    $('table-note').hidden = list.length <= MAX_ROWS;
+    $('table-note').textContent = 'Showing the ' + count.format(MAX_ROWS) + ' rows with most clicks of ' +
+      count.format(list.length) + '; the CSV has them all.';
+  }
+
+  // csv downloads the table's report as CSV: fetched with the token in its
+  // header and saved from a blob, so the token never goes into a URL.
+  async function csv() {
+    const button = $('csv');
+    button.disabled = true;
+    try {
+      const res = await request({ group_by: TABLE_GROUPS, format: 'csv' });
+      if (res.status === 401) return refuse();
+      if (!res.ok) throw await failure(res);
+      const blob = await res.blob();
+      const name = /filename="([^"]+)"/.exec(res.headers.get('Content-Disposition') || '');
+      const a = el('a');
+      a.href = URL.createObjectURL(blob);
+      a.download = name ? name[1] : 'adlink-report-' + from + '-' + to + '.csv';
+      document.body.append(a);
+      a.click();
+      a.remove();
+      setTimeout(() => URL.revokeObjectURL(a.href), 60000);
+    } catch (e) {
+      $('neterror-text').textContent = e.message;
+      $('neterror').hidden = false;
+    } finally {
+      button.disabled = false;
+    }
+  }
+
+  $('form').addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    const t = $('token').value.trim();
+    if (!t) return;
+    // No token has other characters, and a header could not carry them.
+    if (!/^[\x21-\x7e]+$/.test(t)) return refuse();
+    $('refused').hidden = true;
+    sessionStorage.setItem(KEY, t);
+    load();
+  });
+  $('signout').addEventListener('click', () => {
+    sessionStorage.removeItem(KEY);
+    clear();
+    $('token').value = '';
+    $('refused').hidden = true;
+    show(false);
+    $('token').focus();
+    state('signed-out');
+  });
+  $('retry').addEventListener('click', load);
+  $('csv').addEventListener('click', csv);
+
+  if (token()) {
+    load();
+  } else {
+    show(false);
+    state('signed-out');
+  }
+})();
