@@ -212,6 +212,12 @@ func TestReportAuthorization(t *testing.T) {
 			t.Errorf("%s: %d %s", tt.name, res.StatusCode, body)
 		}
 	}
+	// An advertiser with no account (one removed from the advertisers file
+	// among them) keeps its history in its partners' reports.
+	_, body := env.report(t, partners.DemoReportToken, q)
+	if strings.Count(string(body), `"advertiser":`) < 2 {
+		t.Errorf("the partner's report by advertiser: %s", body)
+	}
 	res, body := env.report(t, "the k2 partner's token", q)
 	if res.StatusCode != 200 || !strings.Contains(string(body), `"rows":[]`) {
 		t.Errorf("another partner's report shows the demo's traffic: %s", body)
