@@ -20,12 +20,29 @@ import (
 type limiters struct {
 	keys, ips, sites  ratelimit.Limiter
 	keyNets, siteNets ratelimit.Limiter
+	reports           ratelimit.Limiter
 }
 
 func newLimiters() limiters {
 	return limiters{keys: ratelimit.New(ratelimit.Options{}), ips: ratelimit.New(ratelimit.Options{}),
 		sites: ratelimit.New(ratelimit.Options{}), keyNets: ratelimit.New(ratelimit.Options{}),
-		siteNets: ratelimit.New(ratelimit.Options{})}
+		siteNets: ratelimit.New(ratelimit.Options{}), reports: ratelimit.New(ratelimit.Options{})}
+}
+
+// reportLimit bounds the report requests of one client network, with a
+// token or without: a report may read months of rollups, and a dashboard
+// asks a few at a time.
+var reportLimit = ratelimit.Limit{Rate: 5, Burst: 50}
+
+// limitReports puts GET /v2/report under its client network's limit.
+func (s *server) limitReports(h handlerFunc) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		d := s.limits.reports.Allow(r.Context(), clicks.Network(s.clientIP(r)), reportLimit)
+		if err := s.checkLimit(w, d, "report", "too many report requests from this address"); err != nil {
+			return err
+		}
+		return h(w, r)
+	}
 }
 
 // partnerLimits are the limits of the partner with apiKey, the configured

@@ -276,3 +276,26 @@ func TestReportCSVHoldsNoFormula(t *testing.T) {
 		t.Errorf("the criterion is not in the CSV, made inert: %s", body)
 	}
 }
+
+// One client network cannot ask for reports without end, with a token or
+// guessing one.
+func TestReportRateLimited(t *testing.T) {
+	env := newReportEnv(t)
+	limited := 0
+	for i := range reportLimit.Burst + 10 {
+		token := partners.DemoReportToken
+		if i%2 == 1 {
+			token = "a guess at someone's token"
+		}
+		res, _ := env.report(t, token, "group_by=hour")
+		if res.StatusCode == http.StatusTooManyRequests {
+			limited++
+			if res.Header.Get("Retry-After") == "" {
+				t.Fatal("a 429 without Retry-After")
+			}
+		}
+	}
+	if limited == 0 {
+		t.Errorf("%d report requests from one address: none refused", reportLimit.Burst+10)
+	}
+}

@@ -18,7 +18,7 @@ func (s *server) routes(mux *http.ServeMux) {
 
 	// Reports, for a partner's or an advertiser's report token; same-origin
 	// only (the dashboard), never JSONP.
-	mux.Handle("GET /v2/report", s.plain(s.reportRequest))
+	mux.Handle("GET /v2/report", s.plain(s.limitReports(s.reportRequest)))
 
 	// Operations.
 	mux.Handle("GET /healthz", s.plain(s.healthz))

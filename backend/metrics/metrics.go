@@ -55,7 +55,7 @@ func New() *Metrics {
 		}),
 		rateLimited: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "adlink_rate_limited_total",
-			Help: "Requests refused with 429, by the limit they ran into (api_key, api_key_network, ip, site, site_network).",
+			Help: "Requests refused with 429, by the limit they ran into (api_key, api_key_network, ip, site, site_network, report).",
 		}, []string{"limit"}),
 	}
 	m.reg.MustRegister(m.requests, m.latency, m.analyses, m.clicks, m.impressions, m.rateLimited,
