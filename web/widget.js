@@ -739,7 +739,11 @@
     var batch = seenQueue.splice(0, MAX_BEACON);
     if (seenQueue.length) batchTimer = setTimeout(report, BATCH_MS);
     var ads = batch.map(function (a) { return a.href.slice(a.href.indexOf("?") + 1); });
-    getJSON("/v1/impression", { api_key: config.apiKey, site_id: config.siteId, url: location.href.split("#")[0], ad: ads }).then(function (r) {
+    // The page's address as /v2/page/link has it; one over 2 KB without
+    // its query (the server needs the host, to check the site's domains).
+    var url = location.href.split("#")[0];
+    if (encoder.encode(url).length > MAX_URL) url = location.origin + location.pathname;
+    getJSON("/v1/impression", { api_key: config.apiKey, site_id: config.siteId, url: url, ad: ads }).then(function (r) {
       var ct = r.status === 200 && r.body && r.body.ct;
       if (!ct) return;
       batch.forEach(function (a, i) {
