@@ -149,6 +149,7 @@ func (j *Job) Run(ctx context.Context) error {
 	}
 	j.removeTemps()
 	for _, log := range clicks.RawLogs {
+		var done time.Time
 		for {
 			day, ok, err := j.r.OldestDay(ctx, log)
 			if err != nil {
@@ -157,6 +158,12 @@ func (j *Job) Run(ctx context.Context) error {
 			if !ok || !day.Before(before) {
 				break
 			}
+			// A store that kept a day it said it deleted would otherwise
+			// be asked again forever.
+			if day.Equal(done) {
+				return fmt.Errorf("retention: %s of %s: rows left after the day was deleted", log, day.Format(time.DateOnly))
+			}
+			done = day
 			if err := j.day(ctx, log, day); err != nil {
 				return fmt.Errorf("retention: %s of %s: %w", log, day.Format(time.DateOnly), err)
 			}

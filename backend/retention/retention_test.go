@@ -455,3 +455,21 @@ func TestStartRunsAtOnce(t *testing.T) {
 		t.Errorf("%d rows left after the first pass", n)
 	}
 }
+
+// forgetful is a Retainer whose DeleteDay deletes nothing.
+type forgetful struct{ clicks.Retainer }
+
+func (forgetful) DeleteDay(context.Context, clicks.RawLog, time.Time) (int, error) { return 0, nil }
+
+// TestStoreThatKeepsADayStopsThePass: a day still there after its
+// deletion ends the pass with an error instead of going round forever.
+func TestStoreThatKeepsADayStopsThePass(t *testing.T) {
+	dir := t.TempDir()
+	s := openDir(t, filepath.Join(dir, "data"))
+	s.record(t, day(2026, 8, 1))
+	job := retention.New(forgetful{s.retainer}, retention.Options{Retention: ninety, Dir: filepath.Join(dir, "export"),
+		Now: func() time.Time { return now }})
+	if err := job.Run(t.Context()); err == nil || !strings.Contains(err.Error(), "rows left") {
+		t.Errorf("pass over a store that keeps its days = %v", err)
+	}
+}
