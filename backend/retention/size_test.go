@@ -156,7 +156,7 @@ func TestStateFileStaysFlat(t *testing.T) {
 	}
 	// The file grows a mebibyte at a time, so that a month's growth shows
 	// in its size.
-	tr := traffic{months: 3, daysPerMonth: 30, clicksPerDay: 400, impressionsPerClick: 2, retention: 7 * 24 * time.Hour,
+	tr := traffic{months: 3, daysPerMonth: 30, clicksPerDay: 250, impressionsPerClick: 2, retention: 7 * 24 * time.Hour,
 		allocSize: 1 << 20}
 	with := simulate(t, tr)
 	tr.retention = 0
@@ -169,8 +169,9 @@ func TestStateFileStaysFlat(t *testing.T) {
 	for m := 1; m < len(with); m++ {
 		grew := with[m].file - with[m-1].file
 		rollups := with[m].rollups - with[m-1].rollups
-		// Slack: bbolt grows its file in steps and keeps a freelist.
-		slack := rawMonth / 20
+		// Slack: the file grows a step at a time, and the freelist and
+		// the raw logs' reused pages move a little.
+		slack := int64(tr.allocSize) + rawMonth/20
 		if grew > rollups+slack {
 			t.Errorf("month %d: the file grew %d bytes, more than the rollups' %d and %d of slack", m+1, grew, rollups, slack)
 		}
