@@ -33,6 +33,7 @@ import (
 	"github.com/adlink/adlink/backend/metrics"
 	"github.com/adlink/adlink/backend/pages"
 	"github.com/adlink/adlink/backend/partners"
+	"github.com/adlink/adlink/backend/retention"
 	"github.com/adlink/adlink/backend/shards"
 	"github.com/adlink/adlink/backend/store"
 	"github.com/adlink/adlink/match"
@@ -55,6 +56,9 @@ type Options struct {
 	Matcher, MatcherZstd []byte
 	// SplitAbove is shards.Options.SplitAbove: zero is its default.
 	SplitAbove int
+	// RetentionPassed, when not nil, is called after each pass of the
+	// retention job with its error.
+	RetentionPassed func(error)
 }
 
 // App is the server, built and running: its page workers are started.
@@ -84,6 +88,7 @@ type App struct {
 
 	db        *bolt.DB
 	fetcher   *pages.Fetcher
+	retention *retention.Job
 	draining  atomic.Bool
 	closeOnce sync.Once
 	closeErr  error
@@ -193,6 +198,17 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 	})
 	pageService.Start() // pages queued before a crash are analysed now
 	a.Pages = pageService
+	retainer, err := clicks.NewRetainer(a.db)
+	if err != nil {
+		return nil, err
+	}
+	exportDir := cfg.ExportDir
+	if exportDir == "" {
+		exportDir = filepath.Join(cfg.DataDir, "export")
+	}
+	a.retention = retention.New(retainer, retention.Options{Retention: cfg.Retention, Dir: exportDir, Now: opts.Now,
+		Logger: log.With("component", "retention"), Metrics: a.Metrics, Passed: opts.RetentionPassed})
+	a.retention.Start() // days that aged out while the server was down go now
 
 	a.Handler = api.NewServer(api.Deps{
 		Config:      cfg,
@@ -232,6 +248,7 @@ func (a *App) ready(context.Context) error {
 func (a *App) Drain() { a.draining.Store(true) }
 
 // Close stops the page workers (a job cut short stays queued for the next
+// start) and the retention job (a day cut short is finished at the next
 // start), then closes the fetcher and the store. Call it once the HTTP
 // server has stopped; later calls return the first one's error.
 func (a *App) Close() error {
@@ -239,6 +256,9 @@ func (a *App) Close() error {
 		a.Drain()
 		if a.Pages != nil {
 			a.Pages.Stop()
+		}
+		if a.retention != nil {
+			a.retention.Stop()
 		}
 		if a.fetcher != nil {
 			a.fetcher.Close()

@@ -16,6 +16,7 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -112,6 +113,15 @@ type Config struct {
 	// may come and bill; sooner is too_fast (-click-min-delay,
 	// ADLINK_CLICK_MIN_DELAY).
 	ClickMinDelay time.Duration
+	// Retention is how long raw click and impression rows stay in the
+	// state file: each whole UTC day older is exported to ExportDir and
+	// removed, while the rollups reports read stay (-retention,
+	// ADLINK_RETENTION). 0 keeps every row.
+	Retention time.Duration
+	// ExportDir is where retention writes its daily export files
+	// (-export-dir, ADLINK_EXPORT_DIR). Load defaults it to
+	// DataDir/export.
+	ExportDir string
 	// LogLevel is the least level logged: debug (which adds a line per
 	// request), info, warn or error (-log-level, ADLINK_LOG_LEVEL).
 	LogLevel slog.Level
@@ -143,6 +153,9 @@ func Default() Config {
 		// The token comes a second after the ad came into view; a reader's
 		// quickest reaction to what they see is about a quarter second.
 		ClickMinDelay: 250 * time.Millisecond,
+		// A quarter of a year: long enough to settle a month's invoices
+		// and disputes from the raw rows.
+		Retention: 90 * 24 * time.Hour,
 		TrustedProxies: []netip.Prefix{
 			netip.MustParsePrefix("127.0.0.1/32"),
 			netip.MustParsePrefix("::1/128"),
@@ -234,6 +247,8 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	envDuration("ADLINK_SITE_TOKEN_TTL", &c.SiteTokenTTL)
 	envDuration("ADLINK_CLICK_TOKEN_TTL", &c.ClickTokenTTL)
 	envDuration("ADLINK_CLICK_MIN_DELAY", &c.ClickMinDelay)
+	envDuration("ADLINK_RETENTION", &c.Retention)
+	c.ExportDir = getenv("ADLINK_EXPORT_DIR")
 	clickKeys := getenv("ADLINK_CLICK_KEYS")
 	if v := getenv("ADLINK_LOG_LEVEL"); v != "" {
 		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
@@ -274,6 +289,8 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	fs.DurationVar(&c.SiteTokenTTL, "site-token-ttl", c.SiteTokenTTL, "how long the page's site token stays billable (ADLINK_SITE_TOKEN_TTL)")
 	fs.DurationVar(&c.ClickTokenTTL, "click-token-ttl", c.ClickTokenTTL, "how long an in-page ad's click token stays billable (ADLINK_CLICK_TOKEN_TTL)")
 	fs.DurationVar(&c.ClickMinDelay, "click-min-delay", c.ClickMinDelay, "least `time` between an in-page ad's click token and a billable click (ADLINK_CLICK_MIN_DELAY)")
+	fs.DurationVar(&c.Retention, "retention", c.Retention, "how long raw click and impression rows stay in the state file before they are exported and removed; 0 keeps them (ADLINK_RETENTION)")
+	fs.StringVar(&c.ExportDir, "export-dir", c.ExportDir, "`directory` of retention's daily export files; default <data>/export (ADLINK_EXPORT_DIR)")
 	fs.BoolVar(&c.PrintVersion, "version", false, "print the version and exit")
 	fs.VisitAll(func(f *flag.Flag) { f.Value = keepOnError{f.Value} })
 	for rest := args; len(rest) > 0; {
@@ -318,6 +335,9 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 		c.RedirectURL = "http://" + publicAddr(c.Addr)
 	}
 	c.RedirectURL = strings.TrimRight(c.RedirectURL, "/")
+	if c.ExportDir == "" && strings.TrimSpace(c.DataDir) != "" {
+		c.ExportDir = filepath.Join(c.DataDir, "export")
+	}
 	problems = append(problems, c.Validate())
 	return c, errors.Join(problems...)
 }
@@ -385,6 +405,12 @@ func (c *Config) Validate() error {
 	if c.ClickTokenTTL <= 0 {
 		bad("click-token-ttl %v: want a positive duration", c.ClickTokenTTL)
 	}
+	if c.Retention != 0 && c.Retention < 24*time.Hour {
+		bad("retention %v: want 0 (keep every row) or at least 24h", c.Retention)
+	}
+	if c.Retention != 0 && strings.TrimSpace(c.ExportDir) == "" {
+		bad("export-dir is empty")
+	}
 	if c.ClickMinDelay < 0 || c.ClickMinDelay >= c.ClickTokenTTL {
 		bad("click-min-delay %v: want 0 or more, and less than click-token-ttl", c.ClickMinDelay)
 	}
@@ -416,6 +442,11 @@ func (c *Config) Prepare() error {
 	if strings.TrimSpace(c.DataDir) != "" {
 		if err := os.MkdirAll(c.DataDir, 0o750); err != nil {
 			problems = append(problems, fmt.Errorf("data directory: %w", err))
+		}
+	}
+	if c.Retention != 0 && strings.TrimSpace(c.ExportDir) != "" {
+		if err := os.MkdirAll(c.ExportDir, 0o750); err != nil {
+			problems = append(problems, fmt.Errorf("export directory: %w", err))
 		}
 	}
 	return errors.Join(problems...)

@@ -115,6 +115,19 @@ func TestLoad(t *testing.T) {
 			want: func(c *Config) {},
 		},
 		{
+			name: "retention from the environment, exports beside the data",
+			env:  map[string]string{"ADLINK_RETENTION": "720h", "ADLINK_DATA_DIR": "/var/lib/adlink"},
+			want: func(c *Config) {
+				c.Retention, c.DataDir, c.ExportDir = 720*time.Hour, "/var/lib/adlink", "/var/lib/adlink/export"
+			},
+		},
+		{
+			name: "retention off, exports elsewhere, the flags win",
+			args: []string{"-retention", "0", "-export-dir", "/srv/exports"},
+			env:  map[string]string{"ADLINK_RETENTION": "720h", "ADLINK_EXPORT_DIR": "/tmp/x"},
+			want: func(c *Config) { c.Retention, c.ExportDir = 0, "/srv/exports" },
+		},
+		{
 			name: "wildcard listen address",
 			args: []string{"-addr", ":9090"},
 			want: func(c *Config) { c.Addr, c.RedirectURL = ":9090", "http://localhost:9090" },
@@ -135,6 +148,9 @@ func TestLoad(t *testing.T) {
 			want.RedirectURL = "http://localhost:8080"
 			want.Demo = true
 			tt.want(&want)
+			if want.ExportDir == "" {
+				want.ExportDir = filepath.Join(want.DataDir, "export")
+			}
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("Load =\n%+v\nwant\n%+v", got, want)
 			}
@@ -146,16 +162,18 @@ func TestLoadReportsEveryProblem(t *testing.T) {
 	c, err := Load(
 		[]string{"-addr", "nohostport", "-redirect-url", "ftp://x", "-nope", "-trusted-proxies", "10.0.0.1,bogus", "-country-header", " ",
 			"-rate-key", "0", "-rate-ip", "fast", "-rate-ip-burst", "0", "-rate-pages", "-1", "stray", "-click-keys", "k1:c2hvcnQ",
-			"-=x", "-site-token-ttl", "0s", "-partners", "p.json", "-rate-key-network-share", "1.5", "-network-daily-clicks", "0"},
+			"-=x", "-site-token-ttl", "0s", "-partners", "p.json", "-rate-key-network-share", "1.5", "-network-daily-clicks", "0",
+			"-retention", "1h"},
 		env(map[string]string{"ADLINK_FETCH_ALLOW_PRIVATE": "maybe", "ADLINK_DEMO": "yes please", "ADLINK_RATE_KEY_BURST": "lots",
-			"ADLINK_LOG_LEVEL": "loud", "ADLINK_CLICK_TTL": "a day", "ADLINK_RATE_PAGES_NETWORK_SHARE": "0"}), io.Discard)
+			"ADLINK_LOG_LEVEL": "loud", "ADLINK_CLICK_TTL": "a day", "ADLINK_RETENTION": "forever", "ADLINK_RATE_PAGES_NETWORK_SHARE": "0"}), io.Discard)
 	if err == nil {
 		t.Fatal("Load accepted a bad configuration")
 	}
 	for _, want := range []string{"ADLINK_FETCH_ALLOW_PRIVATE", "ADLINK_DEMO", `"10.0.0.1"`, `"bogus"`, "addr", "redirect-url", "country-header",
 		"ADLINK_RATE_KEY_BURST", "ADLINK_LOG_LEVEL", "rate-key 0", `invalid value "fast" for flag -rate-ip`, "rate-ip-burst 0", "rate-pages -1",
 		"flag provided but not defined: -nope", `unexpected argument "stray"`, "bad flag syntax: -=x",
-		`click key "k1": secret of 5 bytes`, "ADLINK_CLICK_TTL", "site-token-ttl 0s", "rate-key-network-share 1.5", "rate-pages-network-share 0:", "network-daily-clicks 0"} {
+		`click key "k1": secret of 5 bytes`, "ADLINK_CLICK_TTL", "site-token-ttl 0s", "rate-key-network-share 1.5", "rate-pages-network-share 0:", "network-daily-clicks 0",
+		"ADLINK_RETENTION", "retention 1h0m0s: want 0"} {
 		if n := strings.Count(err.Error(), want); n != 1 {
 			t.Errorf("error mentions %s %d times, want once:\n%v", want, n, err)
 		}

@@ -25,6 +25,7 @@ type Metrics struct {
 	clicks      *prometheus.CounterVec
 	impressions prometheus.Counter
 	rateLimited *prometheus.CounterVec
+	retention   retentionMetrics
 }
 
 // New returns the metrics registered in a new registry, with the Go
@@ -60,6 +61,7 @@ func New() *Metrics {
 	}
 	m.reg.MustRegister(m.requests, m.latency, m.analyses, m.clicks, m.impressions, m.rateLimited,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.retention = newRetentionMetrics(m.reg)
 	return m
 }
 

@@ -5,7 +5,7 @@
 //
 // Each state-keeping job is an interface in its own package, its contract
 // in its doc comment: pages.Store, clicks.Store, clicks.Windows,
-// clicks.Decisions, ratelimit.Limiter.
+// clicks.Decisions, clicks.Retainer, ratelimit.Limiter.
 // storetest runs those contracts against any implementation.
 package store
 
