@@ -126,6 +126,9 @@ func ParseModule(s string, page bool, scratch *[]Pair) (Link, []Problem) {
 	if q.Lang == UseLocale {
 		q.Lang = ""
 	}
+	if s, ok := p.Optional("exclude"); ok {
+		q.Exclude = parseGroups(p, s)
+	}
 	if page {
 		l.parseFilters(p, PageFieldNames, PageKindNames)
 	} else {
@@ -133,6 +136,28 @@ func ParseModule(s string, page bool, scratch *[]Pair) (Link, []Problem) {
 		l.parseSearchOptions(p)
 	}
 	return l, p.problems
+}
+
+// parseGroups reads exclude, the advertiser groups the shard manifest
+// tells the page to leave out (match.Query.Exclude): decimal numbers
+// separated by commas.
+func parseGroups(p *values, s string) []uint32 {
+	var gs []uint32
+	for rest, more := s, true; more; {
+		var num string
+		num, rest, more = match.CutByte(rest, ',')
+		n, ok := uint32(0), len(num) > 0 && len(num) <= 9
+		for i := 0; ok && i < len(num); i++ {
+			ok = num[i] >= '0' && num[i] <= '9'
+			n = n*10 + uint32(num[i]-'0')
+		}
+		if !ok {
+			p.invalid("exclude", "exclude must be the shard manifest's advertiser groups, numbers separated by commas, not "+match.Quote(s))
+			return nil
+		}
+		gs = append(gs, n)
+	}
+	return gs
 }
 
 // validToken reports whether s can be a site token: 1 to 128 of A-Z, a-z,

@@ -57,6 +57,7 @@ type filter struct {
 	markets uint64
 	any     bool
 	kinds   Kinds
+	exclude []uint64 // a bit per advertiser group left out
 }
 
 func (ix *Index) filter(q *Query) filter {
@@ -66,11 +67,20 @@ func (ix *Index) filter(q *Query) filter {
 			f.markets |= 1 << m
 		}
 	}
+	for _, g := range q.Exclude {
+		if int(g) < len(ix.ads) { // groups are ad ordinals' range at most
+			if n := int(g/64) + 1; n > len(f.exclude) {
+				f.exclude = append(f.exclude, make([]uint64, n-len(f.exclude))...)
+			}
+			f.exclude[g/64] |= 1 << (g % 64)
+		}
+	}
 	return f
 }
 
 func (f *filter) ok(a *adRec) bool {
-	return f.kinds.Has(a.kind()) && (f.any || a.marketBits()&f.markets != 0)
+	return f.kinds.Has(a.kind()) && (f.any || a.marketBits()&f.markets != 0) &&
+		(int(a.adv/64) >= len(f.exclude) || f.exclude[a.adv/64]&(1<<(a.adv%64)) == 0)
 }
 
 // cand is an ad being scored. It is small because full-text queries make
