@@ -126,8 +126,17 @@ func ParseModule(s string, page bool, scratch *[]Pair) (Link, []Problem) {
 	if q.Lang == UseLocale {
 		q.Lang = ""
 	}
+	// exclude: the advertiser groups the shard manifest tells the page to
+	// leave out (match.Query.Exclude), separated by commas.
 	if s, ok := p.Optional("exclude"); ok {
-		q.Exclude = parseGroups(p, s)
+		for more, msg := true, ""; more && msg == ""; {
+			var g int
+			var num string
+			num, s, more = match.CutByte(s, ',')
+			g, msg = ParseCount("exclude", num, 0, 1<<30)
+			p.note("exclude", msg)
+			q.Exclude = append(q.Exclude, uint32(g))
+		}
 	}
 	if page {
 		l.parseFilters(p, PageFieldNames, PageKindNames)
@@ -136,28 +145,6 @@ func ParseModule(s string, page bool, scratch *[]Pair) (Link, []Problem) {
 		l.parseSearchOptions(p)
 	}
 	return l, p.problems
-}
-
-// parseGroups reads exclude, the advertiser groups the shard manifest
-// tells the page to leave out (match.Query.Exclude): decimal numbers
-// separated by commas.
-func parseGroups(p *values, s string) []uint32 {
-	var gs []uint32
-	for rest, more := s, true; more; {
-		var num string
-		num, rest, more = match.CutByte(rest, ',')
-		n, ok := uint32(0), len(num) > 0 && len(num) <= 9
-		for i := 0; ok && i < len(num); i++ {
-			ok = num[i] >= '0' && num[i] <= '9'
-			n = n*10 + uint32(num[i]-'0')
-		}
-		if !ok {
-			p.invalid("exclude", "exclude must be the shard manifest's advertiser groups, numbers separated by commas, not "+match.Quote(s))
-			return nil
-		}
-		gs = append(gs, n)
-	}
-	return gs
 }
 
 // validToken reports whether s can be a site token: 1 to 128 of A-Z, a-z,
