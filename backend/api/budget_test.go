@@ -26,6 +26,7 @@ import (
 	"github.com/adlink/adlink/backend/market"
 	"github.com/adlink/adlink/backend/shards"
 	"github.com/adlink/adlink/backend/store"
+	"github.com/adlink/adlink/match"
 )
 
 // budgetEnv is a server whose clicks go through the bbolt Ledger, with
@@ -38,6 +39,7 @@ type budgetEnv struct {
 	book    *accounts.Book
 	handler http.Handler
 	db      *bolt.DB
+	rollups clicks.BoltRollups
 	mu      sync.Mutex
 	now     time.Time
 	rand    *rand.Rand
@@ -54,7 +56,14 @@ func budgetAdvertisers() []accounts.AdvertiserAccount {
 
 func newBudgetEnv(t *testing.T, at time.Time) *budgetEnv {
 	t.Helper()
-	ix, err := market.Build(fixture())
+	return newBudgetEnvWith(t, fixture(), budgetAdvertisers(), at)
+}
+
+// newBudgetEnvWith serves ads, with the advertisers' budgets, at the
+// time at.
+func newBudgetEnvWith(t testing.TB, ads []match.Ad, advertisers []accounts.AdvertiserAccount, at time.Time) *budgetEnv {
+	t.Helper()
+	ix, err := market.Build(ads)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +76,7 @@ func newBudgetEnv(t *testing.T, at time.Time) *budgetEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	book, err := accounts.New(nil, budgetAdvertisers())
+	book, err := accounts.New(nil, advertisers)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +87,7 @@ func newBudgetEnv(t *testing.T, at time.Time) *budgetEnv {
 
 // start opens the data directory and builds the server over it, as a
 // process start does.
-func (env *budgetEnv) start(t *testing.T) {
+func (env *budgetEnv) start(t testing.TB) {
 	t.Helper()
 	db, err := store.Open(env.dir)
 	if err != nil {
@@ -106,6 +115,7 @@ func (env *budgetEnv) start(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	env.rollups = rollups
 	gate, err := budget.New(context.Background(), budget.Options{Budgets: env.book.Budgets(), Spent: rollups, Now: env.clock,
 		Rand: func() float64 {
 			env.mu.Lock()
@@ -118,6 +128,7 @@ func (env *budgetEnv) start(t *testing.T) {
 	cfg := config.Default()
 	cfg.RedirectURL = "https://r.example"
 	cfg.IPRate, cfg.IPBurst, cfg.KeyRate, cfg.KeyBurst = 1e9, 1e9, 1e9, 1e9
+	cfg.NetworkDailyClicks = 1 << 30
 	env.handler = NewServer(Deps{Config: cfg, Indexes: env.ix, Partners: testPartners(t), Clicks: log, ClickKeys: env.keys,
 		Windows: windows, Decisions: decisions, Ledger: ledger, Rollups: rollups, Accounts: env.book, Budget: gate,
 		Shards: env.set, Now: env.clock})
