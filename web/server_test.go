@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -130,13 +131,15 @@ var sharedCleanup []func()
 type sharedServer struct {
 	once       sync.Once
 	splitAbove int
-	b          *backend
+	// advertisers, when set, is the advertisers file's content.
+	advertisers string
+	b           *backend
 	err        error
 }
 
 func (s *sharedServer) start(tb testing.TB) *backend {
 	tb.Helper()
-	s.once.Do(func() { s.b, s.err = newBackend(s.splitAbove) })
+	s.once.Do(func() { s.b, s.err = newBackend(s.splitAbove, s.advertisers) })
 	if s.err != nil {
 		tb.Fatal(s.err)
 	}
@@ -147,6 +150,9 @@ var (
 	shared = &sharedServer{}
 	// cut's every shard goes to pages in fragments, as a large catalog's.
 	cut = &sharedServer{splitAbove: 1}
+	// spent gives handy-bestkauf.de a daily budget of one cent: its first
+	// billed click spends it.
+	spent = &sharedServer{advertisers: `{"advertisers":[{"id":"handy-bestkauf.de","daily_budget":"0.01","currency":"EUR"}]}`}
 )
 
 // startBackend returns the server every test of the package shares:
@@ -166,8 +172,9 @@ func stopBackend() {
 
 // newBackend starts a server over the demo catalog with the demo partner
 // and the module TestMain built, as make run serves them; splitAbove is
-// shards.Options.SplitAbove.
-func newBackend(splitAbove int) (*backend, error) {
+// shards.Options.SplitAbove, and advertisers, when not empty, the
+// advertisers file.
+func newBackend(splitAbove int, advertisers string) (*backend, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -190,6 +197,12 @@ func newBackend(splitAbove int) (*backend, error) {
 	// Clicks are signed, as in production: the server's links carry a
 	// signature, the page's the manifest's site token.
 	cfg.ClickKeys = []clicks.Key{{ID: "test", Secret: []byte("a secret of the browser tests")}}
+	if advertisers != "" {
+		cfg.AdvertisersFile = filepath.Join(dir, "advertisers.json")
+		if err := os.WriteFile(cfg.AdvertisersFile, []byte(advertisers), 0o600); err != nil {
+			return nil, err
+		}
+	}
 	a, err := app.New(cfg, app.Options{Matcher: matcherWasm, MatcherZstd: matcherZstd, SplitAbove: splitAbove})
 	if err != nil {
 		return nil, err
