@@ -134,7 +134,7 @@ type sharedServer struct {
 	// advertisers, when set, is the advertisers file's content.
 	advertisers string
 	b           *backend
-	err        error
+	err         error
 }
 
 func (s *sharedServer) start(tb testing.TB) *backend {
