@@ -9,8 +9,10 @@ import (
 
 // A request to the page's module (match_search, match_page) is the query
 // string of the matching /v2 endpoint, with the page's title and text for
-// url, plus redirect_url, the base of the click URLs, and tok, the site
-// token of the shard manifest that the click URLs carry:
+// url, plus redirect_url, the base of the click URLs, tok, the site token
+// of the shard manifest that the click URLs carry, and exclude, the
+// manifest's advertiser groups whose ads are left out (their daily budget
+// is spent):
 //
 //	match_search: q=lg+handy&api_key=demo&site_id=demo&loc=de&lang=de&ctx.dist=low&redirect_url=http%3A%2F%2Flocalhost%3A8080
 //	match_page:   text=...&title=...&api_key=demo&site_id=demo&loc=de&lang=de&fields=price&redirect_url=...
