@@ -12,6 +12,7 @@
 package budget
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -250,7 +251,7 @@ func (g *Gate) Page(ix *match.Index) (exclude []uint32, paced []Paced) {
 		}
 	}
 	slices.Sort(exclude)
-	slices.SortFunc(paced, func(a, b Paced) int { return int(a.Group) - int(b.Group) })
+	slices.SortFunc(paced, func(a, b Paced) int { return cmp.Compare(a.Group, b.Group) })
 	return exclude, paced
 }
 
