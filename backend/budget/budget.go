@@ -57,6 +57,7 @@ type Options struct {
 type Gate struct {
 	ids     []string // budgeted advertisers, sorted
 	budgets []accounts.Budget
+	even    []int // the ids paced even: each answer looks at them
 	spent   Spender
 	now     func() time.Time
 	rand    func() float64
@@ -73,6 +74,21 @@ type Gate struct {
 type day struct {
 	n     int64
 	spent []atomic.Int64
+	// out lists the asap advertisers whose budget is spent, so that an
+	// answer looks at them and the even ones, not at every budget.
+	out   atomic.Pointer[[]int]
+	outMu sync.Mutex // serialises additions to out
+}
+
+// stop adds asap advertiser i to the day's out list.
+func (d *day) stop(i int) {
+	d.outMu.Lock()
+	defer d.outMu.Unlock()
+	old := *d.out.Load()
+	if !slices.Contains(old, i) {
+		out := append(slices.Clip(old), i)
+		d.out.Store(&out)
+	}
 }
 
 // New returns the gate of o's budgets, with today's spend read from
@@ -89,8 +105,11 @@ func New(ctx context.Context, o Options) (*Gate, error) {
 		g.ids = append(g.ids, id)
 	}
 	slices.Sort(g.ids)
-	for _, id := range g.ids {
+	for i, id := range g.ids {
 		g.budgets = append(g.budgets, o.Budgets[id])
+		if g.budgets[i].Pacing == accounts.Even {
+			g.even = append(g.even, i)
+		}
 	}
 	if len(g.ids) > 0 && g.spent == nil {
 		return nil, fmt.Errorf("budget: budgets without a Spender")
@@ -106,13 +125,18 @@ func New(ctx context.Context, o Options) (*Gate, error) {
 // load reads the spend of at's day.
 func (g *Gate) load(ctx context.Context, at time.Time) (*day, error) {
 	d := &day{n: dayOf(at), spent: make([]atomic.Int64, len(g.ids))}
+	var out []int
 	for i, id := range g.ids {
 		s, err := g.spent.Spent(ctx, id, at)
 		if err != nil {
 			return nil, fmt.Errorf("budget: reading the spend of %s: %w", id, err)
 		}
 		d.spent[i].Store(s)
+		if s >= g.budgets[i].DailyMicros && g.budgets[i].Pacing != accounts.Even {
+			out = append(out, i)
+		}
 	}
+	d.out.Store(&out)
 	return d, nil
 }
 
@@ -158,7 +182,13 @@ func (g *Gate) Clicked(ctx context.Context, c *clicks.Click) error {
 	}
 	for {
 		old := d.spent[i].Load()
-		if s <= old || d.spent[i].CompareAndSwap(old, s) {
+		if s <= old {
+			return nil
+		}
+		if d.spent[i].CompareAndSwap(old, s) {
+			if b := g.budgets[i]; s >= b.DailyMicros && old < b.DailyMicros && b.Pacing != accounts.Even {
+				d.stop(i)
+			}
 			return nil
 		}
 	}
@@ -209,7 +239,7 @@ func (g *Gate) Exclude(ix *match.Index) []uint32 {
 	d := g.today(now)
 	var out []uint32
 	var groups []int32
-	for i := range g.ids {
+	for _, i := range g.candidates(d) {
 		show := g.show(i, d, now)
 		if show >= 1 {
 			continue
@@ -234,7 +264,7 @@ func (g *Gate) Page(ix *match.Index) (exclude []uint32, paced []Paced) {
 	now := g.now()
 	d := g.today(now)
 	var groups []int32
-	for i := range g.ids {
+	for _, i := range g.candidates(d) {
 		show := g.show(i, d, now)
 		if show >= 1 {
 			continue
@@ -253,6 +283,19 @@ func (g *Gate) Page(ix *match.Index) (exclude []uint32, paced []Paced) {
 	slices.Sort(exclude)
 	slices.SortFunc(paced, func(a, b Paced) int { return cmp.Compare(a.Group, b.Group) })
 	return exclude, paced
+}
+
+// candidates are the advertisers an answer may leave out: those whose
+// budget is spent, and those paced even.
+func (g *Gate) candidates(d *day) []int {
+	out := *d.out.Load()
+	if len(g.even) == 0 {
+		return out
+	}
+	if len(out) == 0 {
+		return g.even
+	}
+	return append(slices.Clip(out), g.even...)
 }
 
 // show is the share of answers that may show advertiser i now: 0 once its
