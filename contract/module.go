@@ -9,8 +9,10 @@ import (
 
 // A request to the page's module (match_search, match_page) is the query
 // string of the matching /v2 endpoint, with the page's title and text for
-// url, plus redirect_url, the base of the click URLs, and tok, the site
-// token of the shard manifest that the click URLs carry:
+// url, plus redirect_url, the base of the click URLs, tok, the site token
+// of the shard manifest that the click URLs carry, and exclude, the
+// manifest's advertiser groups whose ads are left out (their daily budget
+// is spent):
 //
 //	match_search: q=lg+handy&api_key=demo&site_id=demo&loc=de&lang=de&ctx.dist=low&redirect_url=http%3A%2F%2Flocalhost%3A8080
 //	match_page:   text=...&title=...&api_key=demo&site_id=demo&loc=de&lang=de&fields=price&redirect_url=...
@@ -125,6 +127,18 @@ func ParseModule(s string, page bool, scratch *[]Pair) (Link, []Problem) {
 	}
 	if q.Lang == UseLocale {
 		q.Lang = ""
+	}
+	// exclude: the advertiser groups the shard manifest tells the page to
+	// leave out (match.Query.Exclude), separated by commas.
+	if s, ok := p.Optional("exclude"); ok {
+		for more, msg := true, ""; more && msg == ""; {
+			var g int
+			var num string
+			num, s, more = match.CutByte(s, ',')
+			g, msg = ParseCount("exclude", num, 0, 1<<30)
+			p.note("exclude", msg)
+			q.Exclude = append(q.Exclude, uint32(g))
+		}
 	}
 	if page {
 		l.parseFilters(p, PageFieldNames, PageKindNames)

@@ -43,7 +43,7 @@ func TestParseModuleDefaults(t *testing.T) {
 	want := match.Query{Text: "handy", Country: "de", Operator: match.OpAnd, Dist: match.DistNone,
 		Kinds: match.Kinds(0).Add(match.KindProduct).Add(match.KindCoupon), Size: match.DefaultSize,
 		DistinctAdvertiser: match.DefaultDistinctAdvertiser}
-	if l.Query != want {
+	if !reflect.DeepEqual(l.Query, want) {
 		t.Errorf("query %+v, want %+v", l.Query, want)
 	}
 	if o := l.Links; o.Base != "http://r" || o.Type != TypeSearch || o.APIKey != "k" || o.SiteID != "s" {
@@ -118,4 +118,23 @@ func FuzzModuleReadsAsServer(f *testing.F) {
 			t.Fatalf("%q: the server reads\n%+v, the module\n%+v", raw, server, module)
 		}
 	})
+}
+
+// TestParseModuleExclude reads the manifest's advertiser groups, and
+// refuses anything else, naming exclude.
+func TestParseModuleExclude(t *testing.T) {
+	base := "q=handy&api_key=k&site_id=s&redirect_url=http://r"
+	l, problems := ParseModule(base+"&exclude=3%2C17,0", false, nil)
+	if problems != nil || !reflect.DeepEqual(l.Query.Exclude, []uint32{3, 17, 0}) {
+		t.Fatalf("%v %v", l.Query.Exclude, problems)
+	}
+	if l, _ := ParseModule(base+"&exclude=", false, nil); l.Query.Exclude != nil {
+		t.Errorf("empty exclude: %v", l.Query.Exclude)
+	}
+	for _, bad := range []string{"3,", ",3", "3,,4", "a", "-1", "1234567890", "3;4", "+3"} {
+		_, problems := ParseModule(base+"&exclude="+url.QueryEscape(bad), true, nil)
+		if len(problems) != 1 || problems[0].Param != "exclude" {
+			t.Errorf("exclude=%q: %v", bad, problems)
+		}
+	}
 }

@@ -225,6 +225,20 @@ func (ix *Index) termIDBytes(b []byte) int32 {
 // Len returns the number of ads.
 func (ix *Index) Len() int { return len(ix.ads) }
 
+// AdvertiserGroups returns the advertiser group (Query.Exclude) of each
+// advertiser of the index, by name. It reads every ad's advertiser: the
+// server calls it once per index, not per query. An index opened from a
+// page shard in fragments knows only the loaded ones'.
+func (ix *Index) AdvertiserGroups() map[string]uint32 {
+	groups := make(map[string]uint32)
+	for i := range ix.ads {
+		if r, _, _ := ix.strRec(i); r != nil {
+			groups[ix.field(i, fAdvertiser)] = ix.ads[i].adv
+		}
+	}
+	return groups
+}
+
 // Markets returns the index's markets.
 func (ix *Index) Markets() []Market { return slices.Clone(ix.markets) }
 

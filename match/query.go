@@ -59,6 +59,10 @@ type Query struct {
 	// DistinctAdvertiser caps how many advertisers may deliver the same
 	// offer (same GTIN, else the same normalised title); 0 means the default.
 	DistinctAdvertiser int
+	// Exclude lists advertiser groups of the index (Index.AdvertiserGroups)
+	// whose ads are left out before ranking, so that the answer still
+	// fills Size: the advertisers whose daily budget is spent.
+	Exclude []uint32
 }
 
 // Hit is one matched ad.

@@ -57,10 +57,11 @@ type filter struct {
 	markets uint64
 	any     bool
 	kinds   Kinds
+	exclude []uint32 // advertiser groups left out
 }
 
 func (ix *Index) filter(q *Query) filter {
-	f := filter{kinds: q.Kinds, any: q.Country == "" && q.Lang == ""}
+	f := filter{kinds: q.Kinds, any: q.Country == "" && q.Lang == "", exclude: q.Exclude}
 	for m, mk := range ix.markets {
 		if (q.Country == "" || mk.Country == q.Country) && (q.Lang == "" || mk.Lang == q.Lang) {
 			f.markets |= 1 << m
@@ -70,7 +71,21 @@ func (ix *Index) filter(q *Query) filter {
 }
 
 func (f *filter) ok(a *adRec) bool {
-	return f.kinds.Has(a.kind()) && (f.any || a.marketBits()&f.markets != 0)
+	return f.kinds.Has(a.kind()) && (f.any || a.marketBits()&f.markets != 0) && (f.exclude == nil || f.kept(a.adv))
+}
+
+// kept reports whether advertiser group adv is not excluded: a scan, as
+// few advertisers are out at once, and not inlined, as the module pays for
+// each copy.
+//
+//go:noinline
+func (f *filter) kept(adv uint32) bool {
+	for _, g := range f.exclude {
+		if g == adv {
+			return false
+		}
+	}
+	return true
 }
 
 // cand is an ad being scored. It is small because full-text queries make

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -130,13 +131,15 @@ var sharedCleanup []func()
 type sharedServer struct {
 	once       sync.Once
 	splitAbove int
-	b          *backend
-	err        error
+	// advertisers, when set, is the advertisers file's content.
+	advertisers string
+	b           *backend
+	err         error
 }
 
 func (s *sharedServer) start(tb testing.TB) *backend {
 	tb.Helper()
-	s.once.Do(func() { s.b, s.err = newBackend(backendOptions{splitAbove: s.splitAbove}) })
+	s.once.Do(func() { s.b, s.err = newBackend(backendOptions{splitAbove: s.splitAbove, advertisers: s.advertisers}) })
 	if s.err != nil {
 		tb.Fatal(s.err)
 	}
@@ -147,6 +150,9 @@ var (
 	shared = &sharedServer{}
 	// cut's every shard goes to pages in fragments, as a large catalog's.
 	cut = &sharedServer{splitAbove: 1}
+	// spent gives handy-bestkauf.de a daily budget of one cent: its first
+	// billed click spends it.
+	spent = &sharedServer{advertisers: `{"advertisers":[{"id":"handy-bestkauf.de","daily_budget":"0.01","currency":"EUR"}]}`}
 )
 
 // startBackend returns the server every test of the package shares:
@@ -173,6 +179,8 @@ type backendOptions struct {
 	// unlimited lifts the rate limits of the demo key and of clicks, for
 	// a test that makes a month's traffic at once.
 	unlimited bool
+	// advertisers, when not empty, is the advertisers file.
+	advertisers string
 }
 
 // newBackend starts a server over the demo catalog with the demo partner
@@ -203,6 +211,12 @@ func newBackend(o backendOptions) (*backend, error) {
 	cfg.ClickKeys = []clicks.Key{{ID: "test", Secret: []byte("a secret of the browser tests")}}
 	if o.unlimited {
 		cfg.KeyRate, cfg.KeyBurst, cfg.IPRate, cfg.IPBurst = 1e9, 1e9, 1e9, 1e9
+	}
+	if o.advertisers != "" {
+		cfg.AdvertisersFile = filepath.Join(dir, "advertisers.json")
+		if err := os.WriteFile(cfg.AdvertisersFile, []byte(o.advertisers), 0o600); err != nil {
+			return nil, err
+		}
 	}
 	a, err := app.New(cfg, app.Options{Matcher: matcherWasm, MatcherZstd: matcherZstd, SplitAbove: o.splitAbove, Now: o.now})
 	if err != nil {

@@ -199,7 +199,9 @@
   // manifest is kept until ten minutes before its site token ("kid.exp.mac",
   // exp in unix seconds) expires, so that click URLs made later carry a
   // fresh one; at least a minute, so that a wrong clock cannot make every
-  // match fetch it again.
+  // match fetch it again; and at most five minutes, its HTTP max-age, as
+  // the advertisers it excludes (their budget spent) change.
+  var MANIFEST_MS = 300000;
   function manifest(loc, lang) {
     var key = loc + "-" + lang, c = manifests[key];
     if (!c || Date.now() >= c.until) {
@@ -209,6 +211,7 @@
         if (!r.body.matcher) throw new Error("adlink: the server has no matcher.wasm");
         var exp = r.body.tok ? +String(r.body.tok).split(".")[1] : NaN;
         if (exp > 0) c.until = Date.now() + Math.max(60, exp - Date.now() / 1000 - 600) * 1000;
+        c.until = Math.min(c.until, Date.now() + MANIFEST_MS);
         mark("manifest");
         return r.body;
       });
@@ -273,6 +276,10 @@
       return matchers[sha].then(function (run) {
         params.redirect_url = m.redirect_url || config.base;
         params.tok = m.tok;
+        // Advertisers whose daily budget is spent are left out; a paced one
+        // is shown with the manifest's probability, drawn per match.
+        var ex = (m.exclude || []).concat((m.pace || []).filter(function (p) { return Math.random() >= p.show; }).map(function (p) { return p.group; }));
+        if (ex.length) params.exclude = ex.join(",");
         return run(kind, params);
       });
     });

@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"strings"
 
@@ -239,6 +240,9 @@ func (b *Book) Budget(id string) (Budget, bool) {
 	bg, ok := b.budgets[strings.ToLower(id)]
 	return bg, ok
 }
+
+// Budgets returns every advertiser's daily budget, by id (lower case).
+func (b *Book) Budgets() map[string]Budget { return maps.Clone(b.budgets) }
 
 // Name is the account's name, or "".
 func (b *Book) Name(acc Account) string { return b.names[acc] }

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"io/fs"
 	"net/http"
+	"slices"
 	"strconv"
 
 	"github.com/adlink/adlink/backend/shards"
 	"github.com/adlink/adlink/contract"
+	"github.com/adlink/adlink/match"
 )
 
 // The handlers of what runs in the publisher's page: the market shards and
@@ -44,8 +46,51 @@ func (s *server) shardManifest(w http.ResponseWriter, r *http.Request) error {
 	if tok := s.siteToken(m.APIKey, m.SiteID); tok != "" {
 		fields = append(fields, "tok", tok)
 	}
-	respond(w, http.StatusOK, withFields(s.shards.Manifest(country, lang), fields...), m.Callback)
+	manifest := withFields(s.shards.Manifest(country, lang), fields...)
+	respond(w, http.StatusOK, s.withBudget(manifest, s.index(country, lang)), m.Callback)
 	return nil
+}
+
+// withBudget adds to a manifest what the budgets of the advertisers of
+// ix, the index its shard is encoded from, ask of the page:
+//
+//	"exclude":[3,17],"pace":[{"group":5,"show":0.42}]
+//
+// exclude lists the advertiser groups whose ads the page leaves out
+// (their budget is spent), pace those it shows with probability show
+// (even pacing). Neither is there when empty.
+func (s *server) withBudget(manifest []byte, ix *match.Index) []byte {
+	exclude, paced := s.budget.Page(ix)
+	if (len(exclude) == 0 && len(paced) == 0) || len(manifest) == 0 || manifest[len(manifest)-1] != '}' {
+		return manifest
+	}
+	// A copy: the shard set's manifest is shared.
+	out := slices.Clip(manifest[:len(manifest)-1])
+	if len(exclude) > 0 {
+		out = append(out, `,"exclude":[`...)
+		for i, g := range exclude {
+			if i > 0 {
+				out = append(out, ',')
+			}
+			out = strconv.AppendUint(out, uint64(g), 10)
+		}
+		out = append(out, ']')
+	}
+	if len(paced) > 0 {
+		out = append(out, `,"pace":[`...)
+		for i, p := range paced {
+			if i > 0 {
+				out = append(out, ',')
+			}
+			out = append(out, `{"group":`...)
+			out = strconv.AppendUint(out, uint64(p.Group), 10)
+			out = append(out, `,"show":`...)
+			out = strconv.AppendFloat(out, p.Show, 'f', 3, 64)
+			out = append(out, '}')
+		}
+		out = append(out, ']')
+	}
+	return append(out, '}')
 }
 
 // withFields adds string fields to a JSON object, name and value in turn:

@@ -96,6 +96,12 @@ func (s *server) redirect(w http.ResponseWriter, r *http.Request) error {
 			if err := s.ledger.Record(r.Context(), &c, u); err != nil {
 				return internal(fmt.Errorf("recording click: %w", err))
 			}
+			// The click is on disk; should its advertiser's spend not be
+			// read now, the next click reads it, and the ledger holds the
+			// budget meanwhile.
+			if err := s.budget.Clicked(r.Context(), &c); err != nil {
+				s.log.Warn("budget", "err", err)
+			}
 		}
 		s.metrics.Click(c.Billable, c.Reason)
 	}

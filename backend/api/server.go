@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/adlink/adlink/backend/accounts"
+	"github.com/adlink/adlink/backend/budget"
 	"github.com/adlink/adlink/backend/clicks"
 	"github.com/adlink/adlink/backend/config"
 	"github.com/adlink/adlink/backend/market"
@@ -67,6 +68,10 @@ type Deps struct {
 	Accounts *accounts.Book
 	// Rollups are what GET /v2/report reads; without them it answers 503.
 	Rollups clicks.RollupReader
+	// Budget keeps the ads of advertisers whose daily budget is spent out
+	// of answers and shard manifests, and paces even ones; nil shows
+	// every ad (the ledger still bills no click over a budget).
+	Budget *budget.Gate
 	// Ready, when set, tells /readyz whether the server's state is usable
 	// (the store open, not shutting down); an error makes it a 503.
 	Ready func(ctx context.Context) error
@@ -92,6 +97,7 @@ type server struct {
 	imps     clicks.Impressions
 	accounts *accounts.Book
 	rollups  clicks.RollupReader
+	budget   *budget.Gate
 }
 
 // NewServer returns the handler of every adlink route. It panics when a
@@ -122,6 +128,7 @@ func NewServer(d Deps) http.Handler {
 		imps:     d.Impressions,
 		accounts: d.Accounts,
 		rollups:  d.Rollups,
+		budget:   d.Budget,
 	}
 	if s.accounts == nil {
 		s.accounts, _ = accounts.New(nil, nil)

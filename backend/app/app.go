@@ -26,6 +26,7 @@ import (
 	"github.com/adlink/adlink"
 	"github.com/adlink/adlink/backend/accounts"
 	"github.com/adlink/adlink/backend/api"
+	"github.com/adlink/adlink/backend/budget"
 	"github.com/adlink/adlink/backend/catalog"
 	"github.com/adlink/adlink/backend/clicks"
 	"github.com/adlink/adlink/backend/config"
@@ -81,6 +82,8 @@ type App struct {
 	Rollups clicks.BoltRollups
 	// Accounts are who may read reports, and the advertisers' budgets.
 	Accounts *accounts.Book
+	// Budget keeps advertisers whose daily budget is spent out of answers.
+	Budget *budget.Gate
 	// Metrics are served at /metrics.
 	Metrics *metrics.Metrics
 	// DataFile is the state store's file.
@@ -169,6 +172,11 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 	if a.Impressions, err = clicks.NewImpressions(a.db); err != nil {
 		return nil, err
 	}
+	// Today's spend is read now, so an advertiser stopped before a
+	// restart stays stopped.
+	if a.Budget, err = budget.New(context.Background(), budget.Options{Budgets: book.Budgets(), Spent: a.Rollups, Now: opts.Now}); err != nil {
+		return nil, err
+	}
 	clickKeys, err := loadClickKeys(cfg)
 	if err != nil {
 		return nil, err
@@ -223,6 +231,7 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 		Impressions: a.Impressions,
 		Accounts:    a.Accounts,
 		Rollups:     a.Rollups,
+		Budget:      a.Budget,
 		Pages:       pageService,
 		Now:         opts.Now,
 		Shards:      shardSet,

@@ -1,0 +1,338 @@
+// Package budget keeps an advertiser's ads out of answers once its daily
+// budget is spent, and paces the advertisers that chose even delivery.
+//
+// The ledger (clicks.Ledger) is what holds a budget: inside a click's own
+// transaction it bills the click only while the advertiser's spend that
+// UTC day is below its budget, so the day's spend passes the budget by
+// less than one click's bid. This package stops the ads that would only
+// make such unbilled clicks: it keeps each budgeted advertiser's spend of
+// the day in memory, read from the store when the server starts and at
+// each UTC midnight, and read again after each click that changes it, so
+// that a request checks a few counters and no store.
+package budget
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+	"weak"
+
+	"github.com/adlink/adlink/backend/accounts"
+	"github.com/adlink/adlink/backend/clicks"
+	"github.com/adlink/adlink/match"
+)
+
+// Spender tells what an advertiser spent; clicks.BoltRollups is the
+// server's.
+type Spender interface {
+	// Spent returns what the advertiser's billable clicks cost on the UTC
+	// day of at, in millionths of their currency, including every click
+	// whose Record returned before the call.
+	Spent(ctx context.Context, advertiser string, at time.Time) (int64, error)
+}
+
+var _ Spender = clicks.BoltRollups{}
+
+// Options are what a Gate needs.
+type Options struct {
+	// Budgets are the advertisers' daily budgets by id, as the catalog
+	// names them (accounts.Book.Budgets).
+	Budgets map[string]accounts.Budget
+	// Spent is where the day's spend is read.
+	Spent Spender
+	// Now is the server's clock; nil is time.Now.
+	Now func() time.Time
+	// Rand draws whether a paced advertiser is shown: a number in [0, 1);
+	// nil is math/rand/v2's.
+	Rand func() float64
+}
+
+// Gate knows which advertisers may be shown now. Its methods are safe for
+// concurrent use; a nil Gate holds no budget and shows every ad.
+type Gate struct {
+	ids     []string // budgeted advertisers, sorted
+	budgets []accounts.Budget
+	even    []int // the ids paced even: each answer looks at them
+	spent   Spender
+	now     func() time.Time
+	rand    func() float64
+
+	day    atomic.Pointer[day]
+	rollMu sync.Mutex
+	// groups caches, per index, each budgeted advertiser's group in it
+	// (-1 for none); weak, so that an index a new catalog replaced is
+	// collected.
+	groups sync.Map // weak.Pointer[match.Index] -> []int32
+}
+
+// day is the spend of one UTC day, by advertiser as Gate.ids.
+type day struct {
+	n     int64
+	spent []atomic.Int64
+	// out lists the asap advertisers whose budget is spent, so that an
+	// answer looks at them and the even ones, not at every budget.
+	out   atomic.Pointer[[]int]
+	outMu sync.Mutex // serialises additions to out
+}
+
+// stop adds asap advertiser i to the day's out list.
+func (d *day) stop(i int) {
+	d.outMu.Lock()
+	defer d.outMu.Unlock()
+	old := *d.out.Load()
+	if !slices.Contains(old, i) {
+		out := append(slices.Clip(old), i)
+		d.out.Store(&out)
+	}
+}
+
+// New returns the gate of o's budgets, with today's spend read from
+// o.Spent, so that an advertiser stopped before a restart stays stopped.
+func New(ctx context.Context, o Options) (*Gate, error) {
+	g := &Gate{spent: o.Spent, now: o.Now, rand: o.Rand}
+	if g.now == nil {
+		g.now = time.Now
+	}
+	if g.rand == nil {
+		g.rand = randFloat
+	}
+	for id := range o.Budgets {
+		g.ids = append(g.ids, id)
+	}
+	slices.Sort(g.ids)
+	for i, id := range g.ids {
+		g.budgets = append(g.budgets, o.Budgets[id])
+		if g.budgets[i].Pacing == accounts.Even {
+			g.even = append(g.even, i)
+		}
+	}
+	if len(g.ids) > 0 && g.spent == nil {
+		return nil, fmt.Errorf("budget: budgets without a Spender")
+	}
+	d, err := g.load(ctx, g.now())
+	if err != nil {
+		return nil, err
+	}
+	g.day.Store(d)
+	return g, nil
+}
+
+// load reads the spend of at's day.
+func (g *Gate) load(ctx context.Context, at time.Time) (*day, error) {
+	d := &day{n: dayOf(at), spent: make([]atomic.Int64, len(g.ids))}
+	var out []int
+	for i, id := range g.ids {
+		s, err := g.spent.Spent(ctx, id, at)
+		if err != nil {
+			return nil, fmt.Errorf("budget: reading the spend of %s: %w", id, err)
+		}
+		d.spent[i].Store(s)
+		if s >= g.budgets[i].DailyMicros && g.budgets[i].Pacing != accounts.Even {
+			out = append(out, i)
+		}
+	}
+	d.out.Store(&out)
+	return d, nil
+}
+
+// today returns the spend of at's day, reading it from the store when the
+// day has changed. Should that fail, the last day read still answers:
+// the ledger bills no click over a budget either way.
+func (g *Gate) today(at time.Time) *day {
+	d := g.day.Load()
+	if n := dayOf(at); n > d.n {
+		g.rollMu.Lock()
+		defer g.rollMu.Unlock()
+		if d = g.day.Load(); n > d.n {
+			if nd, err := g.load(context.Background(), at); err == nil {
+				g.day.Store(nd)
+				d = nd
+			}
+		}
+	}
+	return d
+}
+
+func dayOf(t time.Time) int64 { return t.Unix() / 86400 }
+
+// Clicked takes note of a click the ledger recorded: a billed one, or one
+// refused as over budget, reads its advertiser's spend of the day again.
+// Reading it, rather than adding the bid, keeps the count exact when
+// clicks and the day's first read cross.
+func (g *Gate) Clicked(ctx context.Context, c *clicks.Click) error {
+	if g == nil || (!c.Billable && c.Reason != clicks.ReasonOverBudget) {
+		return nil
+	}
+	i, ok := slices.BinarySearch(g.ids, c.Advertiser)
+	if !ok {
+		return nil
+	}
+	d := g.today(c.Time)
+	if d.n != dayOf(c.Time) {
+		return nil
+	}
+	s, err := g.spent.Spent(ctx, c.Advertiser, c.Time)
+	if err != nil {
+		return fmt.Errorf("budget: reading the spend of %s: %w", c.Advertiser, err)
+	}
+	for {
+		old := d.spent[i].Load()
+		if s <= old {
+			return nil
+		}
+		if d.spent[i].CompareAndSwap(old, s) {
+			if b := g.budgets[i]; s >= b.DailyMicros && old < b.DailyMicros && b.Pacing != accounts.Even {
+				d.stop(i)
+			}
+			return nil
+		}
+	}
+}
+
+// Spent returns what the advertiser spent today as the gate knows it.
+func (g *Gate) Spent(advertiser string) int64 {
+	if g == nil {
+		return 0
+	}
+	i, ok := slices.BinarySearch(g.ids, advertiser)
+	if !ok {
+		return 0
+	}
+	return g.today(g.now()).spent[i].Load()
+}
+
+// Pace is the share of answers that show an advertiser with even pacing,
+// given what it spent of its daily budget by at: all of them while its
+// spend is on or below the straight line from nothing at 00:00 UTC to the
+// whole budget at 24:00, none once it is an hour's budget above that line,
+// and falling linearly in between. An advertiser that fell behind (no
+// readers in the night) is shown everywhere until it catches up.
+func Pace(daily, spent int64, at time.Time) float64 {
+	if daily <= 0 {
+		return 1
+	}
+	secs := at.Unix() % 86400
+	elapsed := (float64(secs) + float64(at.Nanosecond())/1e9) / 86400
+	hour := float64(daily) / 24
+	return min(max((float64(daily)*elapsed+hour-float64(spent))/hour, 0), 1)
+}
+
+// Paced is an advertiser group that a page shows with probability Show.
+type Paced struct {
+	Group uint32
+	Show  float64
+}
+
+// Exclude returns the advertiser groups of ix that an answer made now
+// leaves out (match.Query.Exclude): those whose budget is spent, and each
+// paced one that loses its draw. It returns nil when none is.
+func (g *Gate) Exclude(ix *match.Index) []uint32 {
+	if g == nil || len(g.ids) == 0 {
+		return nil
+	}
+	now := g.now()
+	d := g.today(now)
+	var out []uint32
+	var groups []int32
+	for _, i := range g.candidates(d) {
+		show := g.show(i, d, now)
+		if show >= 1 {
+			continue
+		}
+		if groups == nil {
+			groups = g.groupsOf(ix)
+		}
+		if groups[i] >= 0 && (show <= 0 || g.rand() >= show) {
+			out = append(out, uint32(groups[i]))
+		}
+	}
+	return out
+}
+
+// Page returns what the shard manifest of ix tells a page: the groups it
+// must leave out, and those it shows with a probability, drawn in the
+// page.
+func (g *Gate) Page(ix *match.Index) (exclude []uint32, paced []Paced) {
+	if g == nil || len(g.ids) == 0 {
+		return nil, nil
+	}
+	now := g.now()
+	d := g.today(now)
+	var groups []int32
+	for _, i := range g.candidates(d) {
+		show := g.show(i, d, now)
+		if show >= 1 {
+			continue
+		}
+		if groups == nil {
+			groups = g.groupsOf(ix)
+		}
+		switch {
+		case groups[i] < 0:
+		case show <= 0:
+			exclude = append(exclude, uint32(groups[i]))
+		default:
+			paced = append(paced, Paced{Group: uint32(groups[i]), Show: show})
+		}
+	}
+	slices.Sort(exclude)
+	slices.SortFunc(paced, func(a, b Paced) int { return cmp.Compare(a.Group, b.Group) })
+	return exclude, paced
+}
+
+// candidates are the advertisers an answer may leave out: those whose
+// budget is spent, and those paced even.
+func (g *Gate) candidates(d *day) []int {
+	out := *d.out.Load()
+	if len(g.even) == 0 {
+		return out
+	}
+	if len(out) == 0 {
+		return g.even
+	}
+	return append(slices.Clip(out), g.even...)
+}
+
+// show is the share of answers that may show advertiser i now: 0 once its
+// budget is spent.
+func (g *Gate) show(i int, d *day, now time.Time) float64 {
+	b, s := &g.budgets[i], d.spent[i].Load()
+	switch {
+	case s >= b.DailyMicros:
+		return 0
+	case b.Pacing == accounts.Even:
+		return Pace(b.DailyMicros, s, now)
+	}
+	return 1
+}
+
+// groupsOf returns each budgeted advertiser's group in ix, or -1.
+func (g *Gate) groupsOf(ix *match.Index) []int32 {
+	key := weak.Make(ix)
+	if v, ok := g.groups.Load(key); ok {
+		return v.([]int32)
+	}
+	all := ix.AdvertiserGroups()
+	groups := make([]int32, len(g.ids))
+	for i, id := range g.ids {
+		groups[i] = -1
+		if grp, ok := all[id]; ok {
+			groups[i] = int32(grp)
+		}
+	}
+	g.groups.Range(func(k, _ any) bool {
+		if k.(weak.Pointer[match.Index]).Value() == nil {
+			g.groups.Delete(k)
+		}
+		return true
+	})
+	g.groups.Store(key, groups)
+	return groups
+}
+
+func randFloat() float64 { return rand.Float64() }

@@ -1,0 +1,155 @@
+package budget
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/adlink/adlink/backend/accounts"
+	"github.com/adlink/adlink/backend/clicks"
+	"github.com/adlink/adlink/match"
+)
+
+var day0 = time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)
+
+func TestPace(t *testing.T) {
+	const b = 24_000_000 // an hour's budget is 1,000,000
+	for _, tt := range []struct {
+		at    time.Duration
+		spent int64
+		want  float64
+	}{
+		{0, 0, 1},
+		{0, 500_000, 0.5},
+		{0, 1_000_000, 0},
+		{6 * time.Hour, 6_000_000, 1},    // on the line
+		{6 * time.Hour, 3_000_000, 1},    // behind it
+		{6 * time.Hour, 6_250_000, 0.75}, // a quarter hour ahead
+		{6 * time.Hour, 7_000_000, 0},    // an hour ahead
+		{23*time.Hour + 30*time.Minute, 23_500_000, 1},
+	} {
+		if got := Pace(b, tt.spent, day0.Add(tt.at)); got != tt.want {
+			t.Errorf("Pace at %v having spent %d: %v, want %v", tt.at, tt.spent, got, tt.want)
+		}
+	}
+	if Pace(b, 2_000_000, day0.Add(time.Hour)) >= Pace(b, 2_000_000, day0.Add(12*time.Hour)) {
+		t.Error("the same spend is not paced harder early in the day")
+	}
+}
+
+// spends is a Spender over a map, keyed by advertiser and UTC day.
+type spends struct {
+	mu  sync.Mutex
+	m   map[string]int64
+	err error
+}
+
+func key(adv string, at time.Time) string { return adv + "@" + at.Format(time.DateOnly) }
+
+func (s *spends) Spent(_ context.Context, adv string, at time.Time) (int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.m[key(adv, at)], s.err
+}
+
+func (s *spends) add(adv string, at time.Time, n int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.m[key(adv, at)] += n
+}
+
+func testIndex(t *testing.T) *match.Index {
+	t.Helper()
+	ix, err := match.Build([]match.Ad{
+		{ID: "a.example", Kind: match.KindAdvertiser, Title: "A", Keywords: []string{"x"}, Advertiser: "a.example", Landing: "https://a.example/"},
+		{ID: "b.example", Kind: match.KindAdvertiser, Title: "B", Keywords: []string{"x"}, Advertiser: "b.example", Landing: "https://b.example/"},
+		{ID: "c.example", Kind: match.KindAdvertiser, Title: "C", Keywords: []string{"x"}, Advertiser: "c.example", Landing: "https://c.example/"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ix
+}
+
+// The gate reads the day's spend when it starts and at midnight, reads it
+// again after a click that changes it, and excludes what is spent.
+func TestGate(t *testing.T) {
+	ix := testIndex(t)
+	groups := ix.AdvertiserGroups()
+	now := day0.Add(10 * time.Hour)
+	sp := &spends{m: map[string]int64{key("a.example", now): 5}}
+	var mu sync.Mutex
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	budgets := map[string]accounts.Budget{
+		"a.example": {DailyMicros: 5, Pacing: accounts.ASAP},
+		"b.example": {DailyMicros: 10, Pacing: accounts.ASAP},
+		"z.example": {DailyMicros: 10, Pacing: accounts.ASAP}, // not in the catalog
+	}
+	g, err := New(context.Background(), Options{Budgets: budgets, Spent: sp, Now: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := g.Exclude(ix); !slices.Equal(got, []uint32{groups["a.example"]}) {
+		t.Fatalf("spent at start: Exclude %v, want a.example's", got)
+	}
+	// A click the ledger billed: b.example reaches its budget.
+	sp.add("b.example", now, 10)
+	if err := g.Clicked(context.Background(), &clicks.Click{Time: now, Advertiser: "b.example", Billable: true, BidMicros: 10}); err != nil {
+		t.Fatal(err)
+	}
+	ex, paced := g.Page(ix)
+	if want := []uint32{groups["a.example"], groups["b.example"]}; !slices.Equal(ex, want) || paced != nil {
+		t.Errorf("Page %v %v, want %v", ex, paced, want)
+	}
+	// An unbilled click reads nothing.
+	sp.err = errors.New("store closed")
+	if err := g.Clicked(context.Background(), &clicks.Click{Time: now, Advertiser: "c.example", Reason: clicks.ReasonRepeat}); err != nil {
+		t.Errorf("unbilled click: %v", err)
+	}
+	// The next day cannot be read: the gate keeps the day it has.
+	mu.Lock()
+	now = now.Add(24 * time.Hour)
+	mu.Unlock()
+	if got := g.Exclude(ix); len(got) != 2 {
+		t.Errorf("the next day unread: Exclude %v", got)
+	}
+	sp.err = nil
+	if got := g.Exclude(ix); got != nil {
+		t.Errorf("the next day: Exclude %v, want none", got)
+	}
+	var none *Gate
+	if none.Exclude(ix) != nil || none.Clicked(context.Background(), &clicks.Click{Billable: true}) != nil {
+		t.Error("a nil Gate excludes")
+	}
+}
+
+// An even advertiser that is ahead of its pace is left out of answers as
+// often as Pace says, by the gate's draw, and pages get the share.
+func TestGatePaced(t *testing.T) {
+	ix := testIndex(t)
+	now := day0.Add(6 * time.Hour)
+	sp := &spends{m: map[string]int64{key("c.example", now): 6_250_000}}
+	draws := []float64{0.1, 0.8, 0.74, 0.75}
+	g, err := New(context.Background(), Options{
+		Budgets: map[string]accounts.Budget{"c.example": {DailyMicros: 24_000_000, Pacing: accounts.Even}},
+		Spent:   sp, Now: func() time.Time { return now },
+		Rand: func() float64 { d := draws[0]; draws = draws[1:]; return d },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := ix.AdvertiserGroups()["c.example"]
+	var got []bool
+	for range 4 {
+		got = append(got, g.Exclude(ix) == nil)
+	}
+	if want := []bool{true, false, true, false}; !slices.Equal(got, want) {
+		t.Errorf("shown %v with p 0.75, want %v", got, want)
+	}
+	if ex, paced := g.Page(ix); ex != nil || !slices.Equal(paced, []Paced{{Group: c, Show: 0.75}}) {
+		t.Errorf("Page %v %v", ex, paced)
+	}
+}
