@@ -87,6 +87,12 @@ func Open(rawURL string, o Options) (*Client, error) {
 		// it restarted; more only delay the fallback.
 		opt.MaxRetries = 1
 	}
+	// A dial refused is refused again a moment later: the stores' own
+	// RetryAfter paces the next attempt.
+	opt.DialerRetries, opt.DialerRetryTimeout = 1, time.Millisecond
+	if !q.Has("max_retry_backoff") {
+		opt.MinRetryBackoff, opt.MaxRetryBackoff = time.Millisecond, 10*time.Millisecond
+	}
 	if o.Prefix == "" {
 		o.Prefix = "adlink:"
 	}
