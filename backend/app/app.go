@@ -34,9 +34,11 @@ import (
 	"github.com/adlink/adlink/backend/metrics"
 	"github.com/adlink/adlink/backend/pages"
 	"github.com/adlink/adlink/backend/partners"
+	"github.com/adlink/adlink/backend/ratelimit"
 	"github.com/adlink/adlink/backend/retention"
 	"github.com/adlink/adlink/backend/shards"
 	"github.com/adlink/adlink/backend/store"
+	redisstore "github.com/adlink/adlink/backend/store/redis"
 	"github.com/adlink/adlink/match"
 	"github.com/adlink/adlink/web/matcher"
 )
@@ -46,7 +48,8 @@ import (
 type Options struct {
 	// Logger receives the server's logs; nil discards them.
 	Logger *slog.Logger
-	// Now is the clock clicks are stamped with; nil is time.Now.
+	// Now is the clock clicks are stamped with, which also times the
+	// Redis fallback; nil is time.Now.
 	Now func() time.Time
 	// Ads, when not nil, are the catalog, in place of the configured feed
 	// files or the embedded demo catalog.
@@ -90,6 +93,7 @@ type App struct {
 	DataFile string
 
 	db        *bolt.DB
+	redis     *redisstore.Client
 	fetcher   *pages.Fetcher
 	retention *retention.Job
 	draining  atomic.Bool
@@ -218,6 +222,11 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 		Logger: log.With("component", "retention"), Metrics: a.Metrics, Passed: opts.RetentionPassed})
 	a.retention.Start() // days that aged out while the server was down go now
 
+	limiter, err := a.openRedis(cfg, opts, log)
+	if err != nil {
+		return nil, err
+	}
+
 	a.Handler = api.NewServer(api.Deps{
 		Config:      cfg,
 		Logger:      log,
@@ -237,9 +246,36 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 		Shards:      shardSet,
 		Web:         web,
 		Metrics:     a.Metrics,
+		Limiter:     limiter,
 		Ready:       a.ready,
 	})
 	return a, nil
+}
+
+// openRedis opens the Redis that cfg names and returns what makes the
+// server's limiters there, each with a ratelimit.Set of this process to
+// answer while Redis does not; without one it returns nil, the limiters in
+// this process alone. A Redis down at start-up is not fatal: the limiters
+// fall back until it answers.
+func (a *App) openRedis(cfg config.Config, opts Options, log *slog.Logger) (func(kind string) ratelimit.Limiter, error) {
+	if cfg.RedisURL == "" {
+		return nil, nil
+	}
+	rc, err := redisstore.Open(cfg.RedisURL, redisstore.Options{Logger: log, Metrics: a.Metrics, Now: opts.Now})
+	if err != nil {
+		return nil, err
+	}
+	a.redis = rc
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if err := rc.Ping(ctx); err != nil {
+		log.Warn("redis does not answer: rate limits are kept in this process until it does", "err", err)
+	} else {
+		log.Info("rate limits are kept in redis, shared by replicas")
+	}
+	return func(kind string) ratelimit.Limiter {
+		return rc.Limiter(kind, ratelimit.New(ratelimit.Options{}))
+	}, nil
 }
 
 // ready tells /readyz whether the server can answer: not draining, and
@@ -274,6 +310,9 @@ func (a *App) Close() error {
 		}
 		if a.db != nil {
 			a.closeErr = a.db.Close()
+		}
+		if a.redis != nil {
+			a.closeErr = errors.Join(a.closeErr, a.redis.Close())
 		}
 	})
 	return a.closeErr
