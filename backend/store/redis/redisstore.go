@@ -87,6 +87,11 @@ func Open(rawURL string, o Options) (*Client, error) {
 		// it restarted; more only delay the fallback.
 		opt.MaxRetries = 1
 	}
+	if !q.Has("protocol") {
+		// RESP2: the stores need no server pushes, and with RESP3 the
+		// client looks for them around every command.
+		opt.Protocol = 2
+	}
 	// A dial refused is refused again a moment later: the stores' own
 	// RetryAfter paces the next attempt.
 	opt.DialerRetries, opt.DialerRetryTimeout = 1, time.Millisecond
