@@ -94,6 +94,8 @@ type App struct {
 
 	db        *bolt.DB
 	redis     *redisstore.Client
+	syncStop  chan struct{} // stops syncBudgets
+	syncDone  chan struct{}
 	fetcher   *pages.Fetcher
 	retention *retention.Job
 	draining  atomic.Bool
@@ -176,10 +178,19 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 	if a.Impressions, err = clicks.NewImpressions(a.db); err != nil {
 		return nil, err
 	}
+	a.Metrics = metrics.New()
+	limiter, flags, err := a.openRedis(cfg, opts, log)
+	if err != nil {
+		return nil, err
+	}
 	// Today's spend is read now, so an advertiser stopped before a
 	// restart stays stopped.
-	if a.Budget, err = budget.New(context.Background(), budget.Options{Budgets: book.Budgets(), Spent: a.Rollups, Now: opts.Now}); err != nil {
+	if a.Budget, err = budget.New(context.Background(), budget.Options{Budgets: book.Budgets(), Spent: a.Rollups,
+		Flags: flags, Now: opts.Now}); err != nil {
 		return nil, err
+	}
+	if flags != nil {
+		a.syncBudgets(log)
 	}
 	clickKeys, err := loadClickKeys(cfg)
 	if err != nil {
@@ -191,7 +202,6 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 		return nil, err
 	}
 	a.fetcher = pages.NewFetcher(pages.FetchOptions{AllowPrivate: cfg.FetchAllowPrivate})
-	a.Metrics = metrics.New()
 	var siteDomains [][]string
 	for _, p := range ps {
 		for _, site := range p.Sites {
@@ -222,11 +232,6 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 		Logger: log.With("component", "retention"), Metrics: a.Metrics, Passed: opts.RetentionPassed})
 	a.retention.Start() // days that aged out while the server was down go now
 
-	limiter, err := a.openRedis(cfg, opts, log)
-	if err != nil {
-		return nil, err
-	}
-
 	a.Handler = api.NewServer(api.Deps{
 		Config:      cfg,
 		Logger:      log,
@@ -254,16 +259,17 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 
 // openRedis opens the Redis that cfg names and returns what makes the
 // server's limiters there, each with a ratelimit.Set of this process to
-// answer while Redis does not; without one it returns nil, the limiters in
-// this process alone. A Redis down at start-up is not fatal: the limiters
-// fall back until it answers.
-func (a *App) openRedis(cfg config.Config, opts Options, log *slog.Logger) (func(kind string) ratelimit.Limiter, error) {
+// answer while Redis does not, and the budget flags the replicas share;
+// without one it returns nils: the limiters in this process alone, and no
+// flags. A Redis down at start-up is not fatal: the limiters fall back
+// until it answers.
+func (a *App) openRedis(cfg config.Config, opts Options, log *slog.Logger) (func(kind string) ratelimit.Limiter, budget.Flags, error) {
 	if cfg.RedisURL == "" {
-		return nil, nil
+		return nil, nil, nil
 	}
 	rc, err := redisstore.Open(cfg.RedisURL, redisstore.Options{Logger: log, Metrics: a.Metrics, Now: opts.Now})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	a.redis = rc
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -271,11 +277,36 @@ func (a *App) openRedis(cfg config.Config, opts Options, log *slog.Logger) (func
 	if err := rc.Ping(ctx); err != nil {
 		log.Warn("redis does not answer: rate limits are kept in this process until it does", "err", err)
 	} else {
-		log.Info("rate limits are kept in redis, shared by replicas")
+		log.Info("rate limits and budget flags are kept in redis, shared by replicas")
 	}
 	return func(kind string) ratelimit.Limiter {
 		return rc.Limiter(kind, ratelimit.New(ratelimit.Options{}))
-	}, nil
+	}, rc.BudgetFlags(), nil
+}
+
+// budgetSyncEvery is how often the gate reads the budgets other replicas
+// spent: how long their ads may still show here.
+const budgetSyncEvery = time.Second
+
+// syncBudgets has the budget gate read the shared flags every
+// budgetSyncEvery until Close.
+func (a *App) syncBudgets(log *slog.Logger) {
+	a.syncStop, a.syncDone = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(a.syncDone)
+		t := time.NewTicker(budgetSyncEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-a.syncStop:
+				return
+			case <-t.C:
+				if err := a.Budget.Sync(context.Background()); err != nil {
+					log.Warn("budget", "err", err)
+				}
+			}
+		}
+	}()
 }
 
 // ready tells /readyz whether the server can answer: not draining, and
@@ -304,6 +335,10 @@ func (a *App) Close() error {
 		}
 		if a.retention != nil {
 			a.retention.Stop()
+		}
+		if a.syncStop != nil {
+			close(a.syncStop)
+			<-a.syncDone
 		}
 		if a.fetcher != nil {
 			a.fetcher.Close()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"log/slog"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -245,5 +246,32 @@ func TestAHungRedisFallsBack(t *testing.T) {
 	}
 	if got := r.fallbacks(t, "limits"); got != 2 {
 		t.Errorf("%v fallbacks, want 2", got)
+	}
+}
+
+// With Redis down, budget flags are neither raised nor read, and no error
+// reaches the gate: each replica stops only what its own clicks spent.
+func TestBudgetFlagsWhileRedisIsDown(t *testing.T) {
+	srv := testredis.Start(t, testredis.Options{})
+	clk := &clock{now: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
+	r := newReplica(t, srv.URL(), clk)
+	f := r.c.BudgetFlags()
+	srv.Kill()
+	if err := f.Raise(t.Context(), "a.example", clk.Now()); err != nil {
+		t.Errorf("Raise: %v", err)
+	}
+	if ids, err := f.Raised(t.Context(), clk.Now()); err != nil || ids != nil {
+		t.Errorf("Raised = %v, %v; want nothing", ids, err)
+	}
+	if got := r.fallbacks(t, "budget"); got != 2 {
+		t.Errorf("%v fallbacks, want 2", got)
+	}
+	srv.Start()
+	clk.Advance(time.Second)
+	if err := f.Raise(t.Context(), "b.example", clk.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if ids, err := f.Raised(t.Context(), clk.Now()); err != nil || !slices.Equal(ids, []string{"b.example"}) {
+		t.Errorf("with Redis back, Raised = %v, %v; want [b.example]", ids, err)
 	}
 }
