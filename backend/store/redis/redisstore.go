@@ -1,8 +1,9 @@
 // Package redisstore keeps the state every replica must share on the hot
 // path in Redis: the rate limits (Limiter, GCRA through
 // github.com/go-redis/redis_rate), the fraud windows of billable clicks
-// (Windows) and the used decision ids (Decisions). Each passes the
-// conformance suite of its interface in backend/store/storetest.
+// (Windows), the used decision ids (Decisions) and the budgets spent today
+// (BudgetFlags). The first three pass the conformance suites of their
+// interfaces in backend/store/storetest.
 //
 // Redis being unreachable never fails a request: each store answers from
 // a fallback of the process's own that its caller gives (the in-process
@@ -16,7 +17,6 @@ package redisstore
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/url"
 	"sync"
@@ -69,7 +69,7 @@ type Client struct {
 func Open(rawURL string, o Options) (*Client, error) {
 	opt, err := redis.ParseURL(rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("redis: %w", err)
+		return nil, err // "redis: ...", without the URL and its password
 	}
 	u, _ := url.Parse(rawURL) // ParseURL parsed it already
 	q := u.Query()
