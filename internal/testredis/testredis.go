@@ -47,8 +47,19 @@ func Start(t testing.TB, o Options) *Server {
 		}
 		t.Skip("redis-server is not installed (apt-get install redis-server): skipping the tests against a real Redis")
 	}
-	s := &Server{t: t, bin: bin, dir: t.TempDir(), port: freePort(t), opts: o}
-	s.Start()
+	s := &Server{t: t, bin: bin, dir: t.TempDir(), opts: o}
+	// Another process may take the free port before the server binds it:
+	// then another one.
+	for try := 0; ; try++ {
+		s.port = freePort(t)
+		log, ok := s.start()
+		if ok {
+			break
+		}
+		if try == 2 || !strings.Contains(log, "Address already in use") {
+			t.Fatalf("redis-server on port %d did not start:\n%s", s.port, log)
+		}
+	}
 	t.Cleanup(s.Kill)
 	return s
 }
@@ -70,14 +81,22 @@ func (s *Server) Addr() string { return "127.0.0.1:" + strconv.Itoa(s.port) }
 // URL is the server's redis:// URL.
 func (s *Server) URL() string { return "redis://" + s.Addr() + "/0" }
 
-// Start starts the server if it is not running and returns once it
-// accepts connections.
+// Start starts the server if it is not running, on the port and
+// directory it had, and returns once it accepts connections.
 func (s *Server) Start() {
 	s.t.Helper()
+	if log, ok := s.start(); !ok {
+		s.t.Fatalf("redis-server on port %d did not start:\n%s", s.port, log)
+	}
+}
+
+// start starts the server unless it is running and reports whether it
+// accepts connections, with its log when it does not.
+func (s *Server) start() (string, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.cmd != nil {
-		return
+		return "", true
 	}
 	args := []string{"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1", "--dir", s.dir,
 		"--daemonize", "no", "--logfile", "", "--save", ""}
@@ -90,7 +109,7 @@ func (s *Server) Start() {
 	log := &readyLog{ready: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
-		s.t.Fatalf("starting redis-server: %v", err)
+		return err.Error(), false
 	}
 	exited := make(chan struct{})
 	go func() { cmd.Wait(); close(exited) }()
@@ -98,9 +117,10 @@ func (s *Server) Start() {
 	select {
 	case <-log.ready:
 	case <-exited:
-		s.t.Fatalf("redis-server on port %d did not start:\n%s", s.port, log.String())
+		return log.String(), false
 	}
 	s.cmd, s.exited = cmd, exited
+	return "", true
 }
 
 // readyLog is the server's log, closing ready once the server accepts
