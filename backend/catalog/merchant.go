@@ -34,7 +34,7 @@ var merchantFields = map[string]string{
 // merchantItem is one product as the feed writes it.
 type merchantItem struct {
 	id, title, description, link, imageLink, price, salePrice, availability string
-	brand, gtin, mpn, googleCategory, productType, condition                 string
+	brand, gtin, mpn, googleCategory, productType, condition                string
 }
 
 // set stores a g: attribute; it reports false for one adlink does not read.
