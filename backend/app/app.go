@@ -24,7 +24,6 @@ import (
 
 	"github.com/adlink/adlink"
 	"github.com/adlink/adlink/backend/api"
-	"github.com/adlink/adlink/backend/catalog"
 	"github.com/adlink/adlink/backend/clicks"
 	"github.com/adlink/adlink/backend/config"
 	"github.com/adlink/adlink/backend/market"
@@ -53,17 +52,31 @@ type Options struct {
 	Matcher, MatcherZstd []byte
 	// SplitAbove is shards.Options.SplitAbove: zero is its default.
 	SplitAbove int
+	// Refresh, when not nil, refreshes the catalog at each of its ticks in
+	// place of every Config.CatalogRefresh.
+	Refresh <-chan time.Time
+	// OnRefresh, when set, is told how each refresh of the catalog ended,
+	// whatever started it.
+	OnRefresh func(api.Reload)
+	// FeedClient fetches the feed URLs; nil is a client of the catalog's
+	// own.
+	FeedClient *http.Client
 }
 
 // App is the server, built and running: its page workers are started.
 type App struct {
-	// Handler serves every route.
+	// Handler serves every public route.
 	Handler http.Handler
-	// Ads are the catalog served.
+	// Admin serves the admin listener's routes: /metrics and POST
+	// /admin/reload.
+	Admin http.Handler
+	// Ads are the catalog as the server started with it; Catalog is the
+	// one served now.
 	Ads []match.Ad
-	// Indexes are the catalog's indexes by market.
+	// Indexes are the start-up catalog's indexes by market.
 	Indexes *market.Set
-	// Shards are what the page loads: the market shards and matcher.wasm.
+	// Shards are what the page loads for the start-up catalog: the market
+	// shards and matcher.wasm.
 	Shards *shards.Set
 	// Pages is the page context's service; its workers run until Close.
 	Pages *pages.Service
@@ -75,6 +88,9 @@ type App struct {
 	DataFile string
 
 	db        *bolt.DB
+	live      *live
+	stopLive  context.CancelFunc
+	liveDone  chan struct{}
 	fetcher   *pages.Fetcher
 	draining  atomic.Bool
 	closeOnce sync.Once
@@ -91,36 +107,26 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	ads, adsErr := opts.Ads, error(nil)
-	if ads == nil {
-		ads, adsErr = loadCatalog(cfg)
+	wasm, zst := opts.Matcher, opts.MatcherZstd
+	if wasm == nil {
+		wasm, zst = matcher.Files()
 	}
+	cat, catErr := newLive(cfg, opts, log.With("component", "catalog"), wasm, zst)
 	ps, psErr := loadPartners(cfg)
-	if err := errors.Join(adsErr, psErr); err != nil {
+	if err := errors.Join(catErr, psErr); err != nil {
 		return nil, err
 	}
 	registry, err := partners.NewStatic(ps)
 	if err != nil {
 		return nil, fmt.Errorf("partners: %w", err)
 	}
-	indexes, err := market.Build(ads)
-	if err != nil {
-		return nil, fmt.Errorf("indexing the catalog: %w", err)
-	}
-	wasm, zst := opts.Matcher, opts.MatcherZstd
-	if wasm == nil {
-		wasm, zst = matcher.Files()
-	}
-	shardSet, err := inPage(indexes, wasm, zst, cfg.RedirectURL, opts.SplitAbove, log)
-	if err != nil {
-		return nil, err
-	}
 	web, err := fs.Sub(adlink.Web, "web")
 	if err != nil {
 		return nil, err
 	}
 
-	a = &App{Ads: ads, Indexes: indexes, Shards: shardSet}
+	first := cat.cur.Load()
+	a = &App{Ads: first.ads, Indexes: first.api.Indexes.(*market.Set), Shards: first.api.Shards, live: cat}
 	defer func() {
 		if err != nil {
 			a.Close()
@@ -159,7 +165,7 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 		}
 	}
 	pageService := pages.NewService(pageQueue, a.fetcher,
-		func() pages.Reducer { return indexes.All() }, pages.Options{Logger: log.With("component", "pages"),
+		func() pages.Reducer { return cat.current().Indexes.All() }, pages.Options{Logger: log.With("component", "pages"),
 			OnAnalysis: a.Metrics.Analysis, Sites: pages.SitesOf(siteDomains)})
 	a.Metrics.WatchQueue(func() metrics.QueueStats {
 		depth, age, err := pageService.QueueStats(context.Background())
@@ -168,27 +174,58 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 		}
 		return metrics.QueueStats{Depth: depth, OldestAge: age}
 	})
+	a.Metrics.WatchCatalog(cat.stats)
 	pageService.Start() // pages queued before a crash are analysed now
 	a.Pages = pageService
+	tick := opts.Refresh
+	var ticker *time.Ticker
+	if tick == nil && cfg.CatalogRefresh > 0 {
+		ticker = time.NewTicker(cfg.CatalogRefresh)
+		tick = ticker.C
+	}
+	if tick != nil {
+		var ctx context.Context
+		ctx, a.stopLive = context.WithCancel(context.Background())
+		a.liveDone = make(chan struct{})
+		go func() {
+			defer close(a.liveDone)
+			if ticker != nil {
+				defer ticker.Stop()
+			}
+			cat.every(ctx, tick)
+		}()
+	}
 
+	a.Admin = api.NewAdmin(api.AdminDeps{Logger: log, Metrics: a.Metrics, Reload: a.Reload})
 	a.Handler = api.NewServer(api.Deps{
-		Config:    cfg,
-		Logger:    log,
-		Indexes:   indexes,
-		Partners:  registry,
-		Clicks:    a.Clicks,
-		ClickKeys: clickKeys,
-		Windows:   windows,
-		Decisions: decisions,
-		Pages:     pageService,
-		Now:       opts.Now,
-		Shards:    shardSet,
-		Web:       web,
-		Metrics:   a.Metrics,
-		Ready:     a.ready,
+		Config:       cfg,
+		Logger:       log,
+		Catalog:      cat.current,
+		CatalogState: cat.state,
+		Partners:     registry,
+		Clicks:       a.Clicks,
+		ClickKeys:    clickKeys,
+		Windows:      windows,
+		Decisions:    decisions,
+		Pages:        pageService,
+		Now:          opts.Now,
+		Web:          web,
+		Metrics:      a.Metrics,
+		Ready:        a.ready,
 	})
 	return a, nil
 }
+
+// Reload refreshes the catalog now, as -catalog-refresh, SIGHUP and POST
+// /admin/reload do: the feeds are read again (a feed that has not changed
+// is not fetched or parsed again), the new catalog is built beside the one
+// serving, checked, and swapped in at once. A refused or failed refresh
+// leaves the catalog served as it was; force swaps in a catalog that the
+// checks refuse. One refresh runs at a time; a second waits for it.
+func (a *App) Reload(ctx context.Context, force bool) api.Reload { return a.live.reload(ctx, force) }
+
+// Catalog is the catalog served now.
+func (a *App) Catalog() *api.Catalog { return a.live.current() }
 
 // ready tells /readyz whether the server can answer: not draining, and
 // the store open.
@@ -210,6 +247,10 @@ func (a *App) Drain() { a.draining.Store(true) }
 func (a *App) Close() error {
 	a.closeOnce.Do(func() {
 		a.Drain()
+		if a.stopLive != nil {
+			a.stopLive()
+			<-a.liveDone
+		}
 		if a.Pages != nil {
 			a.Pages.Stop()
 		}
@@ -221,27 +262,6 @@ func (a *App) Close() error {
 		}
 	})
 	return a.closeErr
-}
-
-// loadCatalog reads the configured feed files, or the embedded demo
-// catalog when there are none, and reports the problems of every file
-// together.
-func loadCatalog(cfg config.Config) ([]match.Ad, error) {
-	opts := catalog.Options{BaseURL: cfg.RedirectURL}
-	if len(cfg.Catalogs) == 0 {
-		return catalog.Demo(opts)
-	}
-	var ads []match.Ad
-	var problems []error
-	for _, path := range cfg.Catalogs {
-		a, err := catalog.LoadFile(path, opts)
-		if err != nil {
-			problems = append(problems, err)
-			continue
-		}
-		ads = append(ads, a...)
-	}
-	return ads, errors.Join(problems...)
 }
 
 // loadPartners reads the configured partners file and adds the demo

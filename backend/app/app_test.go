@@ -45,10 +45,13 @@ func TestNew(t *testing.T) {
 	if status, body := get(t, a.Handler, "/v2/search/link?q=lg+handy&loc=de&api_key=demo&site_id=demo"); status != http.StatusOK || !strings.Contains(body, "handy-bestkauf.de") {
 		t.Errorf("search: %d %.200s", status, body)
 	}
-	for path, want := range map[string]int{"/readyz": 200, "/metrics": 200, "/widget.js": 200} {
+	for path, want := range map[string]int{"/readyz": 200, "/metrics": 404, "/widget.js": 200} {
 		if status, body := get(t, a.Handler, path); status != want {
 			t.Errorf("%s: %d, want %d: %.200s", path, status, want, body)
 		}
+	}
+	if status, body := get(t, a.Admin, "/metrics"); status != http.StatusOK || !strings.Contains(body, "adlink_catalog_ads") {
+		t.Errorf("admin /metrics: %d %.200s", status, body)
 	}
 	a.Drain()
 	if status, _ := get(t, a.Handler, "/readyz"); status != http.StatusServiceUnavailable {
