@@ -164,9 +164,13 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 			siteDomains = append(siteDomains, site.Domains)
 		}
 	}
-	pageService := pages.NewService(pageQueue, a.fetcher,
-		func() pages.Reducer { return cat.current().Indexes.All() }, pages.Options{Logger: log.With("component", "pages"),
-			OnAnalysis: a.Metrics.Analysis, Sites: pages.SitesOf(siteDomains)})
+	// Analyses keep what a new catalog needs to match the page again.
+	pageService := pages.NewService(pageQueue, a.fetcher, nil, pages.Options{Logger: log.With("component", "pages"),
+		OnAnalysis: a.Metrics.Analysis, Sites: pages.SitesOf(siteDomains),
+		Catalog: func() (pages.Reducer, string) {
+			c := cat.current()
+			return c.Indexes.All(), c.Version
+		}})
 	a.Metrics.WatchQueue(func() metrics.QueueStats {
 		depth, age, err := pageService.QueueStats(context.Background())
 		if err != nil {
