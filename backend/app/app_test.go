@@ -15,7 +15,7 @@ import (
 
 // testConfig is the default configuration with the demo partner and a
 // data directory of the test's own.
-func testConfig(t *testing.T) config.Config {
+func testConfig(t testing.TB) config.Config {
 	cfg := config.Default()
 	cfg.RedirectURL = "http://localhost:8080"
 	cfg.DataDir = t.TempDir()
