@@ -23,6 +23,11 @@ import (
 // then as long as the reader keeps it open.
 const ShardGrace = time.Hour
 
+// maxRetired bounds the earlier catalogs whose shards are kept, however
+// often the catalog changes: a page whose shard is gone asks for the
+// manifest again.
+const maxRetired = 2
+
 // The results of a refresh.
 const (
 	resultSwapped   = "swapped"
@@ -155,7 +160,7 @@ func (l *live) build(ads []match.Ad, prev *version) (*version, error) {
 	old := prev.api
 	next.api.Retired = append(next.api.Retired, api.Retired{Shards: old.Shards, Until: now.Add(ShardGrace)})
 	for _, r := range old.Retired {
-		if now.Before(r.Until) {
+		if now.Before(r.Until) && len(next.api.Retired) < maxRetired {
 			next.api.Retired = append(next.api.Retired, r)
 		}
 	}

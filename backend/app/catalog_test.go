@@ -137,6 +137,19 @@ func TestRefreshSwap(t *testing.T) {
 		t.Errorf("removed ad's click: %d to %q, want 302 to %q", rec.Code, rec.Header().Get("Location"), gone.Landing)
 	}
 	_, metrics := get(t, a.Admin, "/metrics")
+	defer func() {
+		// However often the catalog changes, a bounded number of earlier
+		// versions' shards is kept.
+		for i := 2; i < 5; i++ {
+			writeFile(t, path, feed(t, ads[i:]))
+			if r := a.Reload(context.Background(), false); r.Result != "swapped" {
+				t.Fatalf("swap %d: %+v", i, r)
+			}
+		}
+		if n := len(a.Catalog().Retired); n != maxRetired {
+			t.Errorf("%d retired versions kept, want %d", n, maxRetired)
+		}
+	}()
 	for _, want := range []string{`adlink_catalog_refreshes_total{result="swapped"} 1`, `adlink_catalog_refreshes_total{result="unchanged"} 1`,
 		`adlink_catalog_info{version="` + r.Version + `"} 1`, "adlink_catalog_removed_ads 1", "adlink_catalog_retired_versions 1",
 		"adlink_catalog_refresh_failing 0"} {

@@ -108,7 +108,7 @@ func BenchmarkSwapUnderLoad(b *testing.B) {
 		queries = append(queries, r.Values().Encode())
 	}
 	const clients = 8
-	const swaps = 6
+	const swaps = 4
 
 	// phase sends searches until stop is closed, and returns their
 	// latencies and errors, and the peak heap seen.
