@@ -54,6 +54,9 @@ type live struct {
 
 	cur atomic.Pointer[version]
 	mu  sync.Mutex // one refresh at a time
+	// stale, under mu, is set when a refresh read feeds it did not serve:
+	// the fetcher then knows them as unchanged, but they are not served.
+	stale bool
 
 	stateMu     sync.Mutex
 	last        *api.RefreshState
@@ -216,14 +219,17 @@ func (l *live) refresh(ctx context.Context, force bool) api.Reload {
 	prev := l.cur.Load()
 	ads, unchanged, err := l.read(ctx)
 	if err != nil {
+		l.stale = true // some feeds may have been read
 		return api.Reload{Result: resultFailed, Error: summary(err)}
 	}
-	if unchanged && !force {
+	if unchanged && !force && !l.stale {
 		return api.Reload{Result: resultUnchanged}
 	}
 	if catalog.Version(ads) == prev.api.Version {
+		l.stale = false
 		return api.Reload{Result: resultUnchanged}
 	}
+	l.stale = true
 	if !force {
 		if err := l.check(len(prev.ads), len(ads)); err != nil {
 			return api.Reload{Result: resultRefused, Error: err.Error() + "; POST /admin/reload?force=true serves it all the same"}
@@ -234,6 +240,7 @@ func (l *live) refresh(ctx context.Context, force bool) api.Reload {
 		return api.Reload{Result: resultFailed, Error: summary(err)}
 	}
 	l.cur.Store(next)
+	l.stale = false
 	return api.Reload{Result: resultSwapped}
 }
 

@@ -393,3 +393,32 @@ func TestRefreshDuplicateAcrossFeeds(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestRefreshAfterFailure: a feed read by a refresh that failed on another
+// feed is served by the next refresh, though neither has changed since.
+func TestRefreshAfterFailure(t *testing.T) {
+	ads := testcatalog.Generate(100, 6)
+	dir := t.TempDir()
+	pa, pb := filepath.Join(dir, "a.jsonl"), filepath.Join(dir, "b.jsonl")
+	writeFile(t, pa, feed(t, ads[:50]))
+	writeFile(t, pb, feed(t, ads[50:]))
+	cfg := testConfig(t)
+	cfg.Catalogs = []string{pa, pb}
+	a, err := New(cfg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	writeFile(t, pa, feed(t, ads[:49]))
+	writeFile(t, pb, []byte("{broken\n"))
+	if r := a.Reload(context.Background(), false); r.Result != "failed" || r.Ads != 100 {
+		t.Fatalf("broken feed: %+v", r)
+	}
+	writeFile(t, pb, feed(t, ads[50:]))
+	if r := a.Reload(context.Background(), false); r.Result != "swapped" || r.Ads != 99 {
+		t.Errorf("after the fix: %+v, want a.jsonl's change served", r)
+	}
+	if r := a.Reload(context.Background(), false); r.Result != "unchanged" {
+		t.Errorf("then: %+v", r)
+	}
+}
