@@ -310,17 +310,18 @@ func loadClickKeys(cfg config.Config) (*clicks.Keys, error) {
 }
 
 // inPage prepares the shards of every market and matcher.wasm, compressed
-// once, and logs which zstd encoding of the module it serves. Without a
+// once (what prev, the catalog before, has of them is taken from it), and
+// logs which zstd encoding of the module it serves. Without a
 // built module the shards are still served.
-func inPage(indexes *market.Set, wasm, zst []byte, redirectURL string, splitAbove int, log *slog.Logger) (*shards.Set, error) {
-	if wasm == nil {
+func inPage(indexes *market.Set, wasm, zst []byte, redirectURL string, splitAbove int, prev *shards.Set, log *slog.Logger) (*shards.Set, error) {
+	if wasm == nil && prev == nil {
 		log.Warn("matcher.wasm is not built: pages cannot match locally; run make wasm")
 	}
-	set, err := shards.Build(indexes, shards.Options{Matcher: wasm, MatcherZstd: zst, RedirectURL: redirectURL, SplitAbove: splitAbove})
+	set, err := shards.Build(indexes, shards.Options{Matcher: wasm, MatcherZstd: zst, RedirectURL: redirectURL, SplitAbove: splitAbove, Previous: prev})
 	if err != nil {
 		return nil, fmt.Errorf("shards: %w", err)
 	}
-	if m := set.Matcher(); m != nil {
+	if m := set.Matcher(); m != nil && prev == nil { // said once, at start-up
 		c := set.MatcherZstd()
 		if c.Err != nil {
 			log.Warn("matcher.wasm.zst is not matcher.wasm, stale or corrupt: ignored; run make wasm", "err", c.Err)

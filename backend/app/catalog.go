@@ -15,6 +15,7 @@ import (
 	"github.com/adlink/adlink/backend/config"
 	"github.com/adlink/adlink/backend/market"
 	"github.com/adlink/adlink/backend/metrics"
+	"github.com/adlink/adlink/backend/shards"
 	"github.com/adlink/adlink/match"
 )
 
@@ -93,7 +94,7 @@ func newLive(cfg config.Config, opts Options, log *slog.Logger, wasm, zst []byte
 	if err != nil {
 		return nil, err
 	}
-	v, err := l.build(ads, nil)
+	v, err := l.build(ads, catalog.Version(ads), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -143,20 +144,26 @@ func (l *live) read(ctx context.Context) (ads []match.Ad, unchanged bool, err er
 	return ads, unchanged, nil
 }
 
-// build indexes ads and cuts their shards, beside the version prev that
-// serves, which it carries the retired shards and removed ads of.
-func (l *live) build(ads []match.Ad, prev *version) (*version, error) {
+// build indexes ads, whose content hash is ver, and cuts their shards,
+// beside the version prev that serves: what prev's shards have of the new
+// ones is taken from them, and the new version carries prev's shards and
+// the ads gone since, for pages and click links that still name them.
+func (l *live) build(ads []match.Ad, ver string, prev *version) (*version, error) {
 	indexes, err := market.Build(ads)
 	if err != nil {
 		return nil, fmt.Errorf("indexing the catalog: %w", err)
 	}
-	set, err := inPage(indexes, l.wasm, l.zst, l.cfg.RedirectURL, l.split, l.log)
+	var prevShards *shards.Set
+	if prev != nil {
+		prevShards = prev.api.Shards
+	}
+	set, err := inPage(indexes, l.wasm, l.zst, l.cfg.RedirectURL, l.split, prevShards, l.log)
 	if err != nil {
 		return nil, err
 	}
 	now := l.now()
 	next := &version{ads: ads, loadedAt: now,
-		api: &api.Catalog{Version: catalog.Version(ads), Indexes: indexes, Shards: set}}
+		api: &api.Catalog{Version: ver, Indexes: indexes, Shards: set}}
 	if prev == nil {
 		return next, nil
 	}
@@ -225,7 +232,8 @@ func (l *live) refresh(ctx context.Context, force bool) api.Reload {
 	if unchanged && !force && !l.stale {
 		return api.Reload{Result: resultUnchanged}
 	}
-	if catalog.Version(ads) == prev.api.Version {
+	ver := catalog.Version(ads)
+	if ver == prev.api.Version {
 		l.stale = false
 		return api.Reload{Result: resultUnchanged}
 	}
@@ -235,7 +243,7 @@ func (l *live) refresh(ctx context.Context, force bool) api.Reload {
 			return api.Reload{Result: resultRefused, Error: err.Error() + "; POST /admin/reload?force=true serves it all the same"}
 		}
 	}
-	next, err := l.build(ads, prev)
+	next, err := l.build(ads, ver, prev)
 	if err != nil {
 		return api.Reload{Result: resultFailed, Error: summary(err)}
 	}
