@@ -126,7 +126,8 @@ func (l *live) read(ctx context.Context) (ads []match.Ad, unchanged bool, err er
 			continue
 		}
 		unchanged = unchanged && res.Unchanged
-		for i := range res.Ads {
+		// One feed's ids are checked as it is read; several feeds' here.
+		for i := 0; len(l.sources) > 1 && i < len(res.Ads); i++ {
 			id := res.Ads[i].ID
 			if first, dup := seen[id]; dup {
 				if len(problems) < catalog.MaxErrors {

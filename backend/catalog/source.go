@@ -140,7 +140,8 @@ var ErrTooLarge = errors.New("feed is larger than the size cap")
 // when it changed: a URL is asked for with If-None-Match and
 // If-Modified-Since, a file is read again when its size or time changed,
 // and a source whose bytes are those of last time keeps its ads. It is
-// safe for concurrent use; fetches of the same source are serialised.
+// safe for concurrent use; of two fetches of one source at once, the one
+// that ends last is what the next fetch compares with.
 type Fetcher struct {
 	opts   FetchOptions
 	client *http.Client
