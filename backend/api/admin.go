@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
 	"net/http"
 	"strconv"
 
@@ -16,7 +15,6 @@ import (
 
 // AdminDeps are what the admin handler serves.
 type AdminDeps struct {
-	Logger *slog.Logger
 	// Metrics are served at GET /metrics; nil serves a 404 there.
 	Metrics *metrics.Metrics
 	// Reload refreshes the catalog now, and force swaps in a catalog the
@@ -39,10 +37,6 @@ type Reload struct {
 
 // NewAdmin returns the admin listener's handler.
 func NewAdmin(d AdminDeps) http.Handler {
-	log := d.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", d.Metrics.Handler())
 	mux.HandleFunc("POST /admin/reload", func(w http.ResponseWriter, r *http.Request) {

@@ -200,7 +200,7 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 		}()
 	}
 
-	a.Admin = api.NewAdmin(api.AdminDeps{Logger: log, Metrics: a.Metrics, Reload: a.Reload})
+	a.Admin = api.NewAdmin(api.AdminDeps{Metrics: a.Metrics, Reload: a.Reload})
 	a.Handler = api.NewServer(api.Deps{
 		Config:       cfg,
 		Logger:       log,
