@@ -58,6 +58,9 @@ type live struct {
 	// stale, under mu, is set when a refresh read feeds it did not serve:
 	// the fetcher then knows them as unchanged, but they are not served.
 	stale bool
+	// took, under mu, is how long the last refresh's steps took, for its
+	// log line.
+	took struct{ read, index, shards time.Duration }
 
 	stateMu     sync.Mutex
 	last        *api.RefreshState
@@ -150,10 +153,13 @@ func (l *live) read(ctx context.Context) (ads []match.Ad, unchanged bool, err er
 // ones is taken from them, and the new version carries prev's shards and
 // the ads gone since, for pages and click links that still name them.
 func (l *live) build(ads []match.Ad, ver string, prev *version) (*version, error) {
+	start := time.Now()
 	indexes, err := market.Build(ads)
 	if err != nil {
 		return nil, fmt.Errorf("indexing the catalog: %w", err)
 	}
+	l.took.index = time.Since(start)
+	start = time.Now()
 	var prevShards *shards.Set
 	if prev != nil {
 		prevShards = prev.api.Shards
@@ -162,6 +168,7 @@ func (l *live) build(ads []match.Ad, ver string, prev *version) (*version, error
 	if err != nil {
 		return nil, err
 	}
+	l.took.shards = time.Since(start)
 	now := l.now()
 	next := &version{ads: ads, loadedAt: now,
 		api: &api.Catalog{Version: ver, Indexes: indexes, Shards: set}}
@@ -200,10 +207,12 @@ func (l *live) reload(ctx context.Context, force bool) api.Reload {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	start := time.Now()
+	l.took.read, l.took.index, l.took.shards = 0, 0, 0
 	res := l.refresh(ctx, force)
 	cur := l.cur.Load()
 	res.Version, res.Ads = cur.api.Version, len(cur.ads)
-	attrs := []any{"result", res.Result, "version", res.Version, "ads", res.Ads, "duration_ms", time.Since(start).Milliseconds()}
+	attrs := []any{"result", res.Result, "version", res.Version, "ads", res.Ads, "duration_ms", time.Since(start).Milliseconds(),
+		"read_ms", l.took.read.Milliseconds(), "index_ms", l.took.index.Milliseconds(), "shards_ms", l.took.shards.Milliseconds()}
 	switch res.Result {
 	case resultRefused, resultFailed:
 		l.log.Warn("catalog refresh: the catalog served stays", append(attrs, "err", res.Error)...)
@@ -225,7 +234,9 @@ func (l *live) reload(ctx context.Context, force bool) api.Reload {
 
 func (l *live) refresh(ctx context.Context, force bool) api.Reload {
 	prev := l.cur.Load()
+	start := time.Now()
 	ads, unchanged, err := l.read(ctx)
+	l.took.read = time.Since(start)
 	if err != nil {
 		l.stale = true // some feeds may have been read
 		return api.Reload{Result: resultFailed, Error: summary(err)}
