@@ -259,3 +259,25 @@ func fuzzRoundTrip(t *testing.T, data []byte, name string) {
 		t.Fatalf("round trip changed the ads:\n%+v\n%+v", ads, back)
 	}
 }
+
+// TestMerchantUnknownAdvertiser: a feed that names no advertiser, in
+// itself or in its source's options, gives each item its landing page's
+// host, as adlink's own feeds do; an advertiser option that is no domain
+// refuses the feed.
+func TestMerchantUnknownAdvertiser(t *testing.T) {
+	feed := `<rss xmlns:g="http://base.google.com/ns/1.0"><channel>
+<item><g:id>A</g:id><g:title>Topf</g:title><g:link>https://www.topfladen.example/a</g:link></item>
+<item><g:id>B</g:id><g:title>Pfanne</g:title><g:link>https://pfannen.example/b</g:link></item>
+</channel></rss>`
+	ads, err := Load(strings.NewReader(feed), "f.xml", Options{Markets: []string{"de-DE"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ads) != 2 || ads[0].Advertiser != "topfladen.example" || ads[1].Advertiser != "pfannen.example" {
+		t.Errorf("advertisers %+v", ads)
+	}
+	if _, err := Load(strings.NewReader(feed), "f.xml", Options{Markets: []string{"de-DE"}, Advertiser: "Topf Laden"}); err == nil ||
+		!strings.Contains(err.Error(), "not a domain") {
+		t.Errorf("advertiser option that is no domain: %v", err)
+	}
+}
