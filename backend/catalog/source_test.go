@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -149,5 +150,21 @@ func TestVersion(t *testing.T) {
 	}
 	if Version(ads[:1]) == v {
 		t.Error("a removed ad keeps the version")
+	}
+}
+
+// TestFetchURLCutShort: a feed whose server stops half way (a feed being
+// rewritten as it is served) is an error, not a shorter catalog.
+func TestFetchURLCutShort(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", strconv.Itoa(len(merchantRSS)))
+		w.Header().Set("Content-Type", "application/rss+xml")
+		w.Write([]byte(merchantRSS[:len(merchantRSS)/2]))
+	}))
+	defer srv.Close()
+	src, _ := ParseSource(srv.URL + "/feed")
+	_, err := NewFetcher(FetchOptions{}).Fetch(context.Background(), src, Options{})
+	if err == nil || !strings.Contains(err.Error(), "unexpected EOF") {
+		t.Errorf("feed cut short: %v, want an unexpected EOF", err)
 	}
 }
