@@ -192,7 +192,9 @@ func TestPageLanguagePicksItsMarket(t *testing.T) {
 		if got := pe.rec.take(); !slices.Equal(got, tc.asked) {
 			t.Errorf("%s loc=%q: asked for %v, want %v", tc.path, tc.loc, got, tc.asked)
 		}
-		var got struct{ Link []struct{ Price *struct{ Currency string } } }
+		var got struct {
+			Link []struct{ Price *struct{ Currency string } }
+		}
 		if err := json.Unmarshal(body, &got); err != nil {
 			t.Fatal(err)
 		}
