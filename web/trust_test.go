@@ -173,3 +173,31 @@ func TestBoxSlot(t *testing.T) {
 	}
 	br.noConsoleErrors(t)
 }
+
+// TestLanguageWithoutCountry: a page whose language names no country gets
+// the ads of the one market in that language, matched in the page and
+// then from the server; a page in a language no market runs in gets none,
+// from either.
+func TestLanguageWithoutCountry(t *testing.T) {
+	br := newBrowser(t)
+	b := startBackend(t)
+	site := publisher(t, map[string]string{
+		"/de.html": publisherPage("de", b.URL, "<article><p>"+handyText+"</p></article>"),
+		"/cs.html": publisherPage("cs", b.URL, "<article><p>"+handyText+"</p></article>"),
+	})
+	for _, tc := range []struct {
+		path string
+		ads  bool
+	}{{"/de.html", true}, {"/cs.html", false}} {
+		r := br.view(t, site+tc.path)
+		if r.Source != "local" || (r.Links > 0) != tc.ads {
+			t.Errorf("%s, first view: %+v; want ads matched in the page: %v", tc.path, r, tc.ads)
+		}
+		b.waitAnalysed(t, site+tc.path)
+		r = br.view(t, site+tc.path)
+		if r.Source != "server" || (r.Links > 0) != tc.ads {
+			t.Errorf("%s, analysed: %+v; want the server's ads: %v", tc.path, r, tc.ads)
+		}
+	}
+	br.noConsoleErrors(t)
+}
