@@ -245,13 +245,16 @@ func runRealPages(tb testing.TB, plain bool) *realSuite {
 	}))
 	tb.Cleanup(srv.Close)
 	s := &realSuite{pages: len(pages)}
-	br := newBrowser(tb)
-	br.onEveryPage(tb, longTasks)
+	var br *browser
 	for i, p := range pages {
-		// A fresh browser now and then: a long run in one tab grows.
-		if i > 0 && i%40 == 0 {
-			br.close()
+		// A fresh browser now and then: a long run in one tab grows. Views
+		// run lean, as a reader's browser does (see lean).
+		if i%40 == 0 {
+			if br != nil {
+				br.close()
+			}
 			br = newBrowser(tb)
+			br.lean(tb)
 			br.onEveryPage(tb, longTasks)
 		}
 		v, err := viewReal(br, srv.URL+"/w/"+strconv.Itoa(i))

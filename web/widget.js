@@ -21,8 +21,9 @@
  * in that language, none when no market runs in it (see docs/API.md).
  *
  * What it does: it asks the server for the ads of this page (/v2/page/link). With
- * links it places them: in-text links on the first occurrence of each keyword in the
- * page's text, and an ad box (title, price, logo) for ads with a picture. While the
+ * links it places them: in-text links, one an ad, on the first occurrence of its longest
+ * phrase in the page's visible text (at most data-link-density per 1,000 words), and an
+ * ad box (title, price, logo) for ads with a picture. While the
  * server has not analysed the page yet (pending), it matches the page's main text in
  * the page with the server's own matcher (matcher.wasm over the country's shard) and
  * places those ads the same way, so even the first view has ads. Requests start when
@@ -583,18 +584,22 @@
     links.forEach(function (l, rank) {
       if (l.display_type.indexOf("link") < 0 || !web(l.ad)) return;
       // Keywords in a row, as they first occur, may stand together: each
-      // run of them is a phrase too ("Apple" and "iPhone 15").
-      var kws = (l.keywords || []).filter(function (kw) { return typeof kw === "string" && kw; }).slice(0, 8);
+      // run of up to three (brand, model, product word) is a phrase too
+      // ("Apple" and "iPhone 15").
+      var kws = (l.keywords || []).filter(function (kw) { return typeof kw === "string" && kw; });
       for (var i = 0; i < kws.length; i++) {
-        for (var j = i + 1; j <= kws.length; j++) phrases.push({ l: l, rank: rank, kw: kws.slice(i, j).join(" ") });
+        for (var j = i + 1; j <= Math.min(kws.length, i + 3); j++) phrases.push({ l: l, rank: rank, kw: kws.slice(i, j).join(" ") });
       }
     });
     phrases.sort(function (a, b) { return b.kw.length - a.kw.length || a.rank - b.rank; });
     var cap = linkCap(nodes), linked = [];
+    // All the text at once, for a quick look before a phrase's search node
+    // by node: most runs of keywords stand nowhere.
+    var all = nodes.map(function (n) { return squash(n.nodeValue); }).join("\n");
     phrases.forEach(function (p) {
       var l = p.l, kw = p.kw;
       var key = lowerCase(kw); // as long as kw, so the link covers the keyword (İ)
-      if (placed >= cap || done[key] || linked.indexOf(l) >= 0) return;
+      if (placed >= cap || done[key] || linked.indexOf(l) >= 0 || all.indexOf(squash(key)) < 0) return;
       var re = phrase(key);
       for (var i = 0; i < nodes.length; i++) {
         var n = nodes[i], m = find(n, re);
@@ -617,6 +622,10 @@
     });
     return placed;
   }
+
+  // squash is text lower-cased, without soft hyphens, its white space one
+  // space.
+  function squash(s) { return lowerCase(s).replace(/\u00ad/g, "").replace(/\s+/g, " "); }
 
   // linkCap is how many in-text links a page's text takes: data-link-density
   // per 1,000 of its words, at least one where it has words and the density
