@@ -225,7 +225,7 @@ func withWidget(page, base string) string {
 // also without it, for the page's own blocking time.
 func runRealPages(tb testing.TB, plain bool) *realSuite {
 	pages := realPages(tb)
-	b := startBackend(tb)
+	b := real.start(tb)
 	served := map[string]string{}
 	for i, p := range pages {
 		served["/w/"+strconv.Itoa(i)] = withWidget(p.html, b.URL)

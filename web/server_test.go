@@ -146,6 +146,9 @@ var (
 	shared = &sharedServer{}
 	// cut's every shard goes to pages in fragments, as a large catalog's.
 	cut = &sharedServer{splitAbove: 1}
+	// real serves the real-pages suite, whose hundreds of pages would spend
+	// the shared server's page budgets.
+	real = &sharedServer{}
 )
 
 // startBackend returns the server every test of the package shares:

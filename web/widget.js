@@ -435,7 +435,12 @@
   }
 
   // ---- Reading the page.
-  var SKIP = /^(A|SCRIPT|STYLE|NOSCRIPT|TEXTAREA|INPUT|SELECT|OPTION|BUTTON|LABEL|CODE|PRE|IFRAME|TEMPLATE|NAV|HEADER|FOOTER|ASIDE|H1|H2|H3|H4|H5|H6)$/i;
+  var SKIP = /^(A|SCRIPT|STYLE|NOSCRIPT|TEXTAREA|INPUT|SELECT|OPTION|BUTTON|LABEL|CODE|PRE|IFRAME|TEMPLATE|NAV|HEADER|FOOTER|ASIDE|FIGCAPTION|H1|H2|H3|H4|H5|H6)$/i;
+  // Classes and ids of the parts of a page around its main text (comments,
+  // galleries' legends, related links), as Readability tells them
+  // (Readability.js: unlikelyCandidates, okMaybeItsACandidate).
+  var UNLIKELY = /-ad-|ai2html|banner|breadcrumbs|combx|comment|community|cover-wrap|disqus|extra|footer|gdpr|header|legends|menu|related|remark|replies|rss|shoutbox|sidebar|skyscraper|social|sponsor|supplemental|ad-break|agegate|pagination|pager|popup|yom-remote/i;
+  var MAYBE = /and|article|body|column|content|main|mathjax|shadow/i;
   var HTML = "http://www.w3.org/1999/xhtml";
 
   // contentRoot is where the page's own text is: its one article (comments
@@ -452,8 +457,9 @@
 
   // skipped tells whether a link may not go around node: the content root
   // itself can stand in a link or an aside. A <form> inside the page's main
-  // text (a comment form) counts; one around it does not: some sites wrap
-  // the whole page in one (ASP.NET WebForms). Text hidden from the reader
+  // text (a comment form) counts, and so does a part around the main text
+  // (comments, a gallery's legends); a form around it does not: some sites
+  // wrap the whole page in one (ASP.NET WebForms). Text hidden from the reader
   // (aria-hidden, inert, a dialog not open) counts. An <a> made by
   // createElement is HTML's; in SVG or MathML it would be no link, or break
   // the drawing.
@@ -462,8 +468,22 @@
       if (el === root) inside = false;
       // Attributes only: isContentEditable would recompute styles after every link placed.
       if (el.nodeType === 1 && (el.namespaceURI !== HTML || SKIP.test(el.nodeName) || hiddenByMarkup(el) ||
-          el.hasAttribute("contenteditable") || el.hasAttribute("data-adlink") || (inside && el.localName === "form"))) return true;
+          el.hasAttribute("contenteditable") || el.hasAttribute("data-adlink") || (inside && (el.localName === "form" || around(el))))) return true;
     }
+    return false;
+  }
+
+  // around tells whether an element's class or id names a part of the page
+  // around its main text.
+  function around(el) {
+    var k = (el.getAttribute("class") || "") + " " + el.id;
+    return k.length > 1 && UNLIKELY.test(k) && !MAYBE.test(k);
+  }
+
+  // aroundText tells whether el stands in a part of the page around its
+  // main text, below root.
+  function aroundText(el, root) {
+    for (var e = el; e && e !== root; e = e.parentElement) if (around(e)) return true;
     return false;
   }
 
@@ -549,7 +569,7 @@
     for (var i = 0; i < blocks.length; i++) {
       var b = blocks[i], up = b.parentElement && b.parentElement.closest(BLOCKS);
       if ((up && root.contains(up)) || b.closest("[data-adlink], nav, header, footer, aside, [aria-hidden=true], [inert], dialog:not([open])") ||
-          inForm(b, root) || !rendered(b)) continue;
+          inForm(b, root) || aroundText(b, root) || !rendered(b)) continue;
       lines(b.innerText, /^h[12]$/i.test(b.localName) ? title : text);
     }
     if (!blocks.length) lines(root.innerText || root.textContent, text);
