@@ -77,7 +77,7 @@
     lang: (data.lang || (/^[a-z]{2}$/i.test(tags[0]) ? tags[0] : "")).toLowerCase(),
     auto: data.auto !== "false",
     label: data.label || "",
-    linkDensity: data.linkDensity !== undefined && density >= 0 ? density : 5
+    linkDensity: data.linkDensity && density >= 0 ? density : 5
   };
   var timing = { start: performance.now(), firstAd: 0, steps: {} };
   function mark(step) { if (!timing.steps[step]) timing.steps[step] = performance.now() - timing.start; }

@@ -1,7 +1,8 @@
 // What the widget placed in a real page, once adlink.ready has settled:
-// each in-text link with what a reader would object to, and the page's
-// words and total blocking time so far.
-new Promise((resolve, reject) => {
+// each in-text link with what a reader would object to, the page's words,
+// its long tasks so far ([start, duration]) and when the widget started.
+// It reads no sooner than minMs after the page started, as plain.js does.
+(minMs) => new Promise((resolve, reject) => {
 	const t0 = performance.now();
 	const wait = () => window.adlink ? adlink.ready.then(done, reject) :
 		performance.now() - t0 > 5000 ? resolve({blocked: true}) : setTimeout(wait, 10);
@@ -42,17 +43,15 @@ new Promise((resolve, reject) => {
 	function done(r) {
 		setTimeout(() => {
 			const links = [...document.querySelectorAll("a.adlink-intext")];
-			let blocking = 0;
-			for (const [, d] of window.adlinkTasks || []) blocking += d - 50;
 			resolve({
 				source: r.source,
 				box: document.querySelectorAll("[data-adlink=box] a").length,
 				words: (document.body.innerText.match(/\S+/g) || []).length,
 				links: links.map(a => ({text: a.textContent, number: number(a), hidden: hidden(a), form: inForm(a), context: context(a)})),
-				blocking: blocking,
-				at: performance.now(),
+				tasks: window.adlinkTasks || [],
+				start: adlink.timing.start,
 			});
-		}, 100);
+		}, Math.max(100, minMs - performance.now()));
 	}
 	wait();
 })
