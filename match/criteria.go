@@ -58,6 +58,9 @@ func (ix *Index) findOccs(in *input, slot []int32) (out []occ, order []uint32) {
 		lo, hi := ix.critStart[t], ix.critStart[t+1]
 		for k := 1; lo < hi; k++ {
 			for ; lo < hi && ix.critOff[lo+1]-ix.critOff[lo] == uint32(k); lo++ {
+				if in.inNumber(i, i+k) {
+					continue
+				}
 				if slot[lo] == 0 {
 					if len(order) == maxInputCriteria {
 						continue

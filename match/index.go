@@ -247,11 +247,25 @@ func (ix *Index) Markets() []Market { return slices.Clone(ix.markets) }
 // catalog's index ix (ShardMarkets lists them): the market itself when both
 // are given; for a country alone (the page context has no lang), the
 // country's one market when its ads run in one language, else the
-// country's own index, keyed with no Lang. ok is false when the whole
-// catalog's index answers instead: no country, or no such market.
+// country's own index, keyed with no Lang; for a language alone (a page
+// whose lang names no country), the one market in that language. ok is
+// false when the whole catalog's index answers instead, filtered by what
+// is given: nothing given, no such market, or a language that several
+// markets share.
 func (ix *Index) ShardMarket(country, lang string) (m Market, ok bool) {
 	if country == "" {
-		return Market{}, false
+		if lang == "" {
+			return Market{}, false
+		}
+		for _, k := range ix.markets {
+			if k.Lang == lang {
+				if ok {
+					return Market{}, false
+				}
+				m, ok = k, true
+			}
+		}
+		return m, ok
 	}
 	for _, k := range ix.markets {
 		switch {
@@ -402,6 +416,16 @@ func appendStrs(arena []byte, r *adStrs, fields *[numStrFields]string) []byte {
 	return arena
 }
 
+// numbers reports whether every term of ids is a bare number.
+func (b *builder) numbers(ids []uint32) bool {
+	for _, id := range ids {
+		if !bareNumber(b.terms[id]) {
+			return false
+		}
+	}
+	return len(ids) > 0
+}
+
 // termIDs returns the build-time ids of the terms of s.
 func (b *builder) termIDs(s string) []uint32 {
 	ids := b.ids[:0]
@@ -514,9 +538,20 @@ func (b *builder) add(ix *Index, i int, ad *Ad) error {
 		}
 	}
 	for _, k := range kws {
-		addCrit(k, srcKeyword)
+		if !b.numbers(k) {
+			addCrit(k, srcKeyword)
+		}
 	}
 	if ad.Kind != KindAdvertiser {
+		// A model that starts with a bare number ("12" of "OnePlus 12")
+		// names the product only after its brand.
+		if len(model) > 0 && b.numbers(model[:1]) {
+			if len(brand) > 0 {
+				model = append(slices.Clone(brand), model...)
+			} else {
+				model = nil
+			}
+		}
 		addCrit(model, srcModel)
 		addCrit(brand, srcBrand)
 		addCrit(cat, srcCategory)

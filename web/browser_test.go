@@ -269,8 +269,15 @@ func openPage(t *testing.T, body string) (*browser, *backend, readyResult) {
 }
 
 // publisherPage is a page in language lang with the widget's tag, whose
-// requests go to base, and body.
+// requests go to base, and body. Its in-text links are not capped by the
+// length of its text (data-link-density), which is short: the tests of
+// the cap set it themselves (sparsePage).
 func publisherPage(lang, base, body string) string {
+	return strings.Replace(sparsePage(lang, base, body), ` data-base="`, ` data-link-density="1000" data-base="`, 1)
+}
+
+// sparsePage is publisherPage with the widget's default link density.
+func sparsePage(lang, base, body string) string {
 	return `<!doctype html>
 <html lang="` + lang + `">
 <head>

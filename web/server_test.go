@@ -153,6 +153,9 @@ var (
 	// spent gives handy-bestkauf.de a daily budget of one cent: its first
 	// billed click spends it.
 	spent = &sharedServer{advertisers: `{"advertisers":[{"id":"handy-bestkauf.de","daily_budget":"0.01","currency":"EUR"}]}`}
+	// real serves the real-pages suite, whose hundreds of pages would spend
+	// the shared server's page budgets.
+	real = &sharedServer{}
 )
 
 // startBackend returns the server every test of the package shares:

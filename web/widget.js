@@ -11,12 +11,19 @@
  *   data-auto="false"           do not place ads in the page; only provide window.adlink
  *   data-label                  the ad box's label; default: "Anzeige", "Publicité", ...
  *                               in the page's language, "Sponsored" in English and others
+ *   data-link-density           in-text links per 1,000 words of the page's text, default 5
+ *                               (a page with text gets at least one); "0": none
  * On any element of the page, data-adlink keeps the widget out of it: no in-text links,
- * none of its text matched.
+ * none of its text matched. An element with data-adlink-box is the ad box's slot: the box
+ * goes into it; without one, after the last paragraph of the page's main text.
+ *
+ * A page whose language names no country (<html lang="fr">) gets the ads of the one market
+ * in that language, none when no market runs in it (see docs/API.md).
  *
  * What it does: it asks the server for the ads of this page (/v2/page/link). With
- * links it places them: in-text links on the first occurrence of each keyword in the
- * page's text, and an ad box (title, price, logo) for ads with a picture. While the
+ * links it places them: in-text links, one an ad, on the first occurrence of its longest
+ * phrase in the page's visible text (at most data-link-density per 1,000 words), and an
+ * ad box (title, price, logo) for ads with a picture. While the
  * server has not analysed the page yet (pending), it matches the page's main text in
  * the page with the server's own matcher (matcher.wasm over the country's shard) and
  * places those ads the same way, so even the first view has ads. Requests start when
@@ -61,6 +68,7 @@
   if (/^uk$/i.test(pageLoc)) pageLoc = "gb"; // "en-UK", a common slip: ISO 3166 writes GB
 
   var base = (data.base || (script && script.src ? script.src.replace(/\/[^\/]*$/, "") : location.origin)).replace(/\/+$/, "");
+  var density = Number(data.linkDensity);
   var config = {
     apiKey: data.apiKey || "",
     siteId: data.siteId || "",
@@ -68,7 +76,8 @@
     loc: (data.loc || pageLoc).toLowerCase(),
     lang: (data.lang || (/^[a-z]{2}$/i.test(tags[0]) ? tags[0] : "")).toLowerCase(),
     auto: data.auto !== "false",
-    label: data.label || ""
+    label: data.label || "",
+    linkDensity: data.linkDensity && density >= 0 ? density : 5
   };
   var timing = { start: performance.now(), firstAd: 0, firstToken: 0, steps: {} };
   function mark(step) { if (!timing.steps[step]) timing.steps[step] = performance.now() - timing.start; }
@@ -434,7 +443,12 @@
   }
 
   // ---- Reading the page.
-  var SKIP = /^(A|SCRIPT|STYLE|NOSCRIPT|TEXTAREA|INPUT|SELECT|OPTION|BUTTON|LABEL|CODE|PRE|IFRAME|TEMPLATE|NAV|HEADER|FOOTER|ASIDE|H1|H2|H3|H4|H5|H6)$/i;
+  var SKIP = /^(A|SCRIPT|STYLE|NOSCRIPT|TEXTAREA|INPUT|SELECT|OPTION|BUTTON|LABEL|CODE|PRE|IFRAME|TEMPLATE|NAV|HEADER|FOOTER|ASIDE|FIGCAPTION|H1|H2|H3|H4|H5|H6)$/i;
+  // Classes and ids of the parts of a page around its main text (comments,
+  // galleries' legends, related links), as Readability tells them
+  // (Readability.js: unlikelyCandidates, okMaybeItsACandidate).
+  var UNLIKELY = /-ad-|ai2html|banner|breadcrumbs|combx|comment|community|cover-wrap|disqus|extra|footer|gdpr|header|legends|menu|related|remark|replies|rss|shoutbox|sidebar|skyscraper|social|sponsor|supplemental|ad-break|agegate|pagination|pager|popup|yom-remote/i;
+  var MAYBE = /and|article|body|column|content|main|mathjax|shadow/i;
   var HTML = "http://www.w3.org/1999/xhtml";
 
   // contentRoot is where the page's own text is: its one article (comments
@@ -450,23 +464,55 @@
   }
 
   // skipped tells whether a link may not go around node: the content root
-  // itself can stand in a link or an aside. A <form> alone does not count:
-  // some sites wrap the whole page in one (ASP.NET WebForms); its fields do. An <a> made by
+  // itself can stand in a link or an aside. A <form> inside the page's main
+  // text (a comment form) counts, and so does a part around the main text
+  // (comments, a gallery's legends); a form around it does not: some sites
+  // wrap the whole page in one (ASP.NET WebForms). Text hidden from the reader
+  // (aria-hidden, inert, a dialog not open) counts. An <a> made by
   // createElement is HTML's; in SVG or MathML it would be no link, or break
   // the drawing.
-  function skipped(node) {
-    for (var el = node.parentNode; el; el = el.parentNode) {
+  function skipped(node, root) {
+    for (var el = node.parentNode, inside = true; el; el = el.parentNode) {
+      if (el === root) inside = false;
       // Attributes only: isContentEditable would recompute styles after every link placed.
-      if (el.nodeType === 1 && (el.namespaceURI !== HTML || SKIP.test(el.nodeName) || el.hasAttribute("contenteditable") || el.hasAttribute("data-adlink"))) return true;
+      if (el.nodeType === 1 && (el.namespaceURI !== HTML || SKIP.test(el.nodeName) || hiddenByMarkup(el) ||
+          el.hasAttribute("contenteditable") || el.hasAttribute("data-adlink") || (inside && (el.localName === "form" || around(el))))) return true;
     }
     return false;
+  }
+
+  // around tells whether an element's class or id names a part of the page
+  // around its main text.
+  function around(el) {
+    var k = (el.getAttribute("class") || "") + " " + el.id;
+    return k.length > 1 && UNLIKELY.test(k) && !MAYBE.test(k);
+  }
+
+  // aroundText tells whether el stands in a part of the page around its
+  // main text, below root.
+  function aroundText(el, root) {
+    for (var e = el; e && e !== root; e = e.parentElement) if (around(e)) return true;
+    return false;
+  }
+
+  // inForm tells whether el stands in a form inside root (a comment form),
+  // not one around it.
+  function inForm(el, root) {
+    var f = el.closest("form");
+    return !!f && f !== root && root.contains(f);
+  }
+
+  // hiddenByMarkup tells whether an element's markup keeps it from the
+  // reader, whatever its style.
+  function hiddenByMarkup(el) {
+    return el.getAttribute("aria-hidden") === "true" || el.hasAttribute("inert") || (el.localName === "dialog" && !el.open);
   }
 
   function textNodes(root) {
     var out = [];
     var w = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
     for (var n = w.nextNode(); n; n = w.nextNode()) {
-      if (n.nodeValue.trim() && !skipped(n) && rendered(n.parentNode)) out.push(n);
+      if (n.nodeValue.trim() && !skipped(n, root) && rendered(n.parentNode)) out.push(n);
     }
     return out;
   }
@@ -477,10 +523,38 @@
   // once grown, stays grown.
   var MAX_TEXT = 256 * 1024;
 
-  // rendered tells whether an element is shown: text in a hidden one is no
-  // part of what the reader sees, neither to match nor to link.
+  // rendered tells whether an element is shown: text in a hidden one
+  // (display:none, visibility:hidden, opacity:0, zero-size or off the page)
+  // is no part of what the reader sees, neither to match nor to link.
   function rendered(el) {
-    return el.checkVisibility ? el.checkVisibility({ visibilityProperty: true }) : el.getClientRects().length > 0;
+    if (el.checkVisibility ? !el.checkVisibility({ visibilityProperty: true, opacityProperty: true }) : !el.getClientRects().length) return false;
+    return onPage(el.getBoundingClientRect(), el, el);
+  }
+
+  // onPage tells whether a box r (of text in element el) can be seen: not
+  // zero-size, nor off the page's top or left edge, where "off-screen" text
+  // goes, nor clipped to almost nothing by an element from el up to "up"
+  // that hides its overflow (a "screen reader only" one).
+  function onPage(r, el, up) {
+    if (r.width === 0 || r.height === 0 || r.right + scrollX <= 0 || r.bottom + scrollY <= 0) return false;
+    for (var e = el; e && e !== document.body; e = e.parentElement) {
+      var c = e === el ? r : e.getBoundingClientRect();
+      if (c.width < 2 || c.height < 2) {
+        var st = getComputedStyle(e);
+        if (st.overflow !== "visible" || (st.clip && st.clip !== "auto") || (st.clipPath && st.clipPath !== "none")) return false;
+      }
+      if (e === up) break;
+    }
+    return true;
+  }
+
+  // shown tells whether the n characters at "at" in a text node are where a
+  // reader can see them.
+  function shown(node, at, n) {
+    var range = document.createRange();
+    range.setStart(node, at);
+    range.setEnd(node, at + n);
+    return onPage(range.getBoundingClientRect(), node.parentElement, null);
   }
 
   // lines appends the lines of a block's rendered text (innerText: no
@@ -494,14 +568,16 @@
 
   // pageText is the page's title and main text as the matcher reads them: one
   // block per line, so no phrase runs across two paragraphs; a block inside
-  // another counts once, with the outer one. Text in a form counts (a page
-  // may sit in one); a field's value is in no block.
+  // another counts once, with the outer one. Text in a form inside the main
+  // text (a comment form) does not count; a form around it (a page may sit
+  // in one) does; a field's value is in no block.
   function pageText() {
     var root = contentRoot(), title = [document.title], text = [];
     var blocks = root.querySelectorAll(BLOCKS);
     for (var i = 0; i < blocks.length; i++) {
       var b = blocks[i], up = b.parentElement && b.parentElement.closest(BLOCKS);
-      if ((up && root.contains(up)) || b.closest("[data-adlink]") || b.closest("nav, header, footer, aside") || !rendered(b)) continue;
+      if ((up && root.contains(up)) || b.closest("[data-adlink], nav, header, footer, aside, [aria-hidden=true], [inert], dialog:not([open])") ||
+          inForm(b, root) || aroundText(b, root) || !rendered(b)) continue;
       lines(b.innerText, /^h[12]$/i.test(b.localName) ? title : text);
     }
     if (!blocks.length) lines(root.innerText || root.textContent, text);
@@ -525,38 +601,78 @@
   // page's origin.
   function web(u) { return typeof u === "string" && /^https?:\/\//i.test(u); }
 
-  // inText links the first occurrence of each keyword in the page's text, never
-  // inside a link, a heading, a script, a form field, hidden text or the
-  // widget's own box.
+  // inText links each ad once, on the first occurrence of its longest phrase
+  // in the page's text: keywords standing together as one ("Apple iPhone
+  // 15"), else its longest keyword. The longest phrases go first, the better
+  // ads among phrases alike, up to the page's cap (data-link-density per
+  // 1,000 words); never inside a link, a heading, a script, a form, hidden
+  // text or the widget's own box, nor right beside another of its links.
   function inText(links) {
-    var root = contentRoot(), done = Object.create(null), placed = 0, nodes = textNodes(root);
-    links.forEach(function (l) {
+    var root = contentRoot(), done = Object.create(null), placed = 0, nodes = textNodes(root), phrases = [];
+    links.forEach(function (l, rank) {
       if (l.display_type.indexOf("link") < 0 || !web(l.ad)) return;
-      (l.keywords || []).forEach(function (kw) {
-        var key = lowerCase(kw); // as long as kw, so the link covers the keyword (İ)
-        if (!kw || done[key]) return;
-        var re = phrase(key);
-        for (var i = 0; i < nodes.length; i++) {
-          var n = nodes[i], m = find(n, re);
-          if (!m) continue;
-          var hit = n.splitText(m.at), rest = hit.splitText(m.n);
-          left.set(n, n.nodeValue);
-          left.set(rest, rest.nodeValue);
-          origin.set(rest, origin.get(n) || n);
-          nodes.splice(i + 1, 0, rest); // n keeps the text before the link; hit goes into it
-          var a = adLink(l, "adlink-intext", []);
-          a.setAttribute("data-adlink", "intext");
-          origin.set(a, origin.get(n) || n);
-          hit.parentNode.replaceChild(a, hit);
-          a.appendChild(hit);
-          done[key] = true;
-          placed++;
-          return;
-        }
-      });
+      // Keywords in a row, as they first occur, may stand together: each
+      // run of up to three (brand, model, product word) is a phrase too
+      // ("Apple" and "iPhone 15").
+      var kws = (l.keywords || []).filter(function (kw) { return typeof kw === "string" && kw; });
+      for (var i = 0; i < kws.length; i++) {
+        for (var j = i + 1; j <= Math.min(kws.length, i + 3); j++) phrases.push({ l: l, rank: rank, kw: kws.slice(i, j).join(" ") });
+      }
+    });
+    phrases.sort(function (a, b) { return b.kw.length - a.kw.length || a.rank - b.rank; });
+    var cap = linkCap(nodes), linked = [];
+    // All the text at once, for a quick look before a phrase's search node
+    // by node: most runs of keywords stand nowhere.
+    var all = nodes.map(function (n) { return squash(n.nodeValue); }).join("\n");
+    phrases.forEach(function (p) {
+      var l = p.l, kw = p.kw;
+      var key = lowerCase(kw); // as long as kw, so the link covers the keyword (İ)
+      if (placed >= cap || done[key] || linked.indexOf(l) >= 0 || all.indexOf(squash(key)) < 0) return;
+      var re = phrase(key);
+      for (var i = 0; i < nodes.length; i++) {
+        var n = nodes[i], m = find(n, re);
+        if (!m) continue;
+        var hit = n.splitText(m.at), rest = hit.splitText(m.n);
+        left.set(n, n.nodeValue);
+        left.set(rest, rest.nodeValue);
+        origin.set(rest, origin.get(n) || n);
+        nodes.splice(i + 1, 0, rest); // n keeps the text before the link; hit goes into it
+        var a = adLink(l, "adlink-intext", []);
+        a.setAttribute("data-adlink", "intext");
+        origin.set(a, origin.get(n) || n);
+        hit.parentNode.replaceChild(a, hit);
+        a.appendChild(hit);
+        done[key] = true;
+        linked.push(l);
+        placed++;
+        return;
+      }
     });
     return placed;
   }
+
+  // squash is text lower-cased, without soft hyphens, its white space one
+  // space.
+  function squash(s) { return lowerCase(s).replace(/\u00ad/g, "").replace(/\s+/g, " "); }
+
+  // linkCap is how many in-text links a page's text takes: data-link-density
+  // per 1,000 of its words, at least one where it has words and the density
+  // is not 0.
+  function linkCap(nodes) {
+    var words = 0;
+    for (var i = 0; i < nodes.length; i++) words += (nodes[i].nodeValue.match(/\S+/g) || []).length;
+    return config.linkDensity > 0 && words ? Math.max(1, Math.round(words * config.linkDensity / 1000)) : 0;
+  }
+
+  // besideLink tells whether the n characters at "at" in a text node stand
+  // right beside an in-text link, with only white space between: "Apple"
+  // before a linked "iPhone 15" is the same mention.
+  function besideLink(node, at, n) {
+    var s = node.nodeValue;
+    return (!s.slice(0, at).trim() && isLink(node.previousSibling)) || (!s.slice(at + n).trim() && isLink(node.nextSibling));
+  }
+
+  function isLink(n) { return !!n && n.nodeType === 1 && n.getAttribute("data-adlink") === "intext"; }
 
   // Letters, digits and marks make words; so do the soft hyphen and the
   // zero-width (non-)joiner, which stand inside words ("Handy\u00adhülle"
@@ -591,14 +707,16 @@
   }
 
   // find returns where the phrase first stands as whole words in a text
-  // node, {at, n}, or null.
+  // node, where the reader sees it and beside no other link, {at, n}, or
+  // null.
   function find(node, re) {
     var s = node.nodeValue, c = lowered.get(node);
     if (!c || c.s !== s) lowered.set(node, c = { s: s, lower: lowerCase(s) });
     var lower = c.lower;
     re.lastIndex = 0;
     for (var m = re.exec(lower); m; m = re.exec(lower)) {
-      if (wordAt(node, m.index, m[0].length)) return { at: m.index, n: m[0].length };
+      var at = m.index, n = m[0].length;
+      if (wordAt(node, at, n) && !besideLink(node, at, n) && shown(node, at, n)) return { at: at, n: n };
       re.lastIndex = m.index + 1;
     }
     return null;
@@ -674,8 +792,34 @@
     ]);
     var slot = document.querySelector("[data-adlink-box]");
     if (slot) slot.appendChild(b);
-    else contentRoot().appendChild(b);
+    else {
+      var at = lastParagraph(contentRoot());
+      if (at) at.parentNode.insertBefore(b, at.nextSibling);
+      else contentRoot().appendChild(b);
+    }
     return ads.length;
+  }
+
+  // lastParagraph is the last paragraph of the page's main text, taken
+  // whole with the list, quote or table it stands in, or null: the box
+  // goes after it rather than after the page's comments and footer.
+  function lastParagraph(root) {
+    var ps = root.querySelectorAll("p");
+    for (var i = ps.length - 1; i >= 0; i--) {
+      var p = ps[i];
+      if (p.closest("[data-adlink], nav, header, footer, aside, a, [aria-hidden=true]") || inForm(p, root) || !p.textContent.trim() || !rendered(p)) continue;
+      // An article inside the page's one article is a comment: skipped. Of
+      // several articles (a front page's), the box goes after the last.
+      var art = p.closest("article");
+      if (art && art !== root && root.contains(art)) {
+        if (root.localName === "article") continue;
+        while (art.parentElement && art.parentElement.closest("article") !== null && root.contains(art.parentElement.closest("article"))) art = art.parentElement.closest("article");
+        return art;
+      }
+      var outer = p.parentElement && p.parentElement.closest("li, td, blockquote, figure, dl, table, ul, ol");
+      return outer && root.contains(outer) && outer !== root ? outer.closest("table, ul, ol, dl, blockquote, figure") || outer : p;
+    }
+    return null;
   }
 
   var STYLE = ".adlink-intext{text-decoration:underline dotted}" +
@@ -761,10 +905,16 @@
     }, function () {});
   }
 
+  // pageLang is the language that picks a page's market when it names no
+  // country, as the server's page answer does: the one market in it, or
+  // none (no ads) when no market runs in it.
+  function pageLang() { return config.loc ? "" : config.lang; }
+
   function local(gen) {
     var t = pageText();
     mark("text");
-    return matchText(t.text, { title: t.title }).then(yieldTask).then(function (body) { mark("matched"); return render(body.link, "local", gen); });
+    var o = { fields: FIELDS, title: t.title, text: t.text, loc: config.loc, lang: pageLang() };
+    return match(config.loc, o.lang, "match_page", o).then(yieldTask).then(function (body) { mark("matched"); return render(body.link, "local", gen); });
   }
 
   function start() {
@@ -782,7 +932,7 @@
     // the page's ads measured no faster (the answer comes about as soon as the
     // manifest), and in a third of the views of analysed pages the server had
     // sent the whole module before the abort (BenchmarkFirstView).
-    manifest(config.loc, "").catch(function () {});
+    manifest(config.loc, pageLang()).catch(function () {});
     // Only reading and changing the page waits for it to be parsed.
     var dom = new Promise(function (resolve) {
       if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", function () { resolve(); });

@@ -92,7 +92,13 @@ func (s *server) page(w http.ResponseWriter, r *http.Request) error {
 	}
 	q := req.PageQuery(res.Title, res.Text)
 	q.Country, _ = s.market(w, r, q.Country, "")
-	ix := s.index(s.catalogOf(r), q.Country, "")
+	if q.Country == "" {
+		// No country: the page's language picks its market (the one market
+		// in it), or filters the whole catalog by it; a language no market
+		// serves gets no ads.
+		q.Lang = res.Lang
+	}
+	ix := s.index(s.catalogOf(r), q.Country, q.Lang)
 	q.Exclude = s.budget.Exclude(ix)
 	hits := ix.Match(&q)
 	o := s.linkOptions(&req.Links)

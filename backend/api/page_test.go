@@ -85,6 +85,13 @@ func newPageEnv(t *testing.T, maxQueue int, fo pages.FetchOptions) *pageEnv {
 		w.Write([]byte(reviewPage))
 	})
 	mux.HandleFunc("/other", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("<p>other</p>")) })
+	for _, lang := range []string{"de", "cs"} {
+		page := strings.Replace(reviewPage, `lang="en"`, `lang="`+lang+`"`, 1)
+		mux.HandleFunc("/review-"+lang, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			w.Write([]byte(page))
+		})
+	}
 	ts := httptest.NewServer(mux)
 	t.Cleanup(ts.Close)
 
@@ -149,6 +156,50 @@ func TestPageAnswersFromTheCountrysIndex(t *testing.T) {
 		}
 		if got := pe.rec.take(); !slices.Equal(got, tc.asked) {
 			t.Errorf("loc=%q: asked for %v, want %v", tc.loc, got, tc.asked)
+		}
+	}
+}
+
+// TestPageLanguagePicksItsMarket: without loc, an analysed page's
+// language picks its market: the one market in it, the ads in that
+// language where several markets share it, and no ads where no market
+// runs in it.
+func TestPageLanguagePicksItsMarket(t *testing.T) {
+	pe := newPageEnv(t, 0, pages.FetchOptions{AllowPrivate: true})
+	for _, p := range []string{"/review", "/review-de", "/review-cs"} {
+		pe.get(t, pageQuery(pe.base+p), nil, "")
+	}
+	pe.svc.Start()
+	pe.drain(t)
+	for _, tc := range []struct {
+		path  string
+		loc   string
+		asked []string
+		ads   bool
+	}{
+		{"/review-de", "", []string{"de-de"}, true},
+		{"/review", "", nil, true},
+		{"/review-cs", "", nil, false},
+		// A country given is the page's market, whatever its language.
+		{"/review-cs", "de", []string{"de-de"}, true},
+	} {
+		pe.rec.take()
+		res := pe.get(t, pageQuery(pe.base+tc.path, "loc", tc.loc), nil, "")
+		body := readBody(t, res)
+		if res.StatusCode != http.StatusOK {
+			t.Fatalf("%s loc=%s: %s %s", tc.path, tc.loc, res.Status, body)
+		}
+		if got := pe.rec.take(); !slices.Equal(got, tc.asked) {
+			t.Errorf("%s loc=%q: asked for %v, want %v", tc.path, tc.loc, got, tc.asked)
+		}
+		var got struct {
+			Link []struct{ Price *struct{ Currency string } }
+		}
+		if err := json.Unmarshal(body, &got); err != nil {
+			t.Fatal(err)
+		}
+		if (len(got.Link) > 0) != tc.ads {
+			t.Errorf("%s loc=%q: %d ads, want ads: %v (%s)", tc.path, tc.loc, len(got.Link), tc.ads, body)
 		}
 	}
 }

@@ -664,7 +664,12 @@ func TestSearchAnswersFromMarketIndex(t *testing.T) {
 		{query: "q=handy&loc=at&lang=de", want: []string{}},
 		// Its ads run in Germany in German only, so a country alone names de-DE.
 		{query: "q=handy&loc=de", want: []string{"handyladen.de"}, asked: "de-de"},
-		{query: "q=handy&lang=de", want: adIDsOf(full, full.Match(&match.Query{Text: "handy", Lang: "de"}))},
+		// A language alone names the one market in it.
+		{query: "q=handy&lang=de", want: []string{"handyladen.de"}, asked: "de-de"},
+		// No market runs in Czech: the whole catalog, filtered by it, has no ads.
+		{query: "q=handy&lang=cs", want: []string{}},
+		// Two markets run in English: the whole catalog, filtered by it.
+		{query: "q=headphones&lang=en", want: adIDsOf(full, full.Match(&match.Query{Text: "headphones", Lang: "en"}))},
 	}
 	for _, tt := range tests {
 		t.Run(tt.query, func(t *testing.T) {

@@ -69,7 +69,9 @@ func ExtractPage(doc string, pageURL string) (ex *Extract, err error) {
 		if res.Metadata.Title != "" {
 			title = res.Metadata.Title
 		}
-		if l := langCode(res.Metadata.Language); l != "" {
+		// The page's own <html lang> wins over the language read from
+		// its text: it is what the widget in the page goes by.
+		if l := langCode(res.Metadata.Language); l != "" && ex.Lang == "" {
 			ex.Lang = l
 		}
 	}

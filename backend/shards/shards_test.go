@@ -84,8 +84,12 @@ func TestShardsAreTheServersIndexes(t *testing.T) {
 			t.Errorf("%s: Pick or Shard does not find the market's shard", m)
 		}
 	}
-	if set.Pick("", "") != set.all || set.Pick("", "de") != set.all || set.Pick("zz", "zz") != set.all || set.Pick("zz", "") != set.all {
+	if set.Pick("", "") != set.all || set.Pick("", "en") != set.all || set.Pick("", "cs") != set.all || set.Pick("zz", "zz") != set.all || set.Pick("zz", "") != set.all {
 		t.Error("requests without a market of their own must get the whole catalog's shard, as search does")
+	}
+	// A language alone names the one market in it; English runs in two.
+	if set.Pick("", "de") != set.Pick("de", "de") {
+		t.Error(`Pick("", "de") is not the de-DE shard`)
 	}
 	// The demo's ads run in Germany in German only, so a country alone (the
 	// page context has no lang) names that market.

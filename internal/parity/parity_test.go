@@ -372,3 +372,26 @@ var signature = regexp.MustCompile(`\\u0026d=[A-Za-z0-9_-]+\\u0026exp=[0-9]+\\u0
 // unsigned is a server answer without its click URLs' signatures, as the
 // module writes it.
 func unsigned(body []byte) string { return signature.ReplaceAllString(string(body), "") }
+
+// TestParityTrustRules: pages and searches that the rules on numbers and on
+// a language without a country decide answer alike in the module and
+// natively: model numbers beside their brand and alone, numbers inside
+// dates, times and prices, and a language alone that names one market,
+// several or none.
+func TestParityTrustRules(t *testing.T) {
+	c := newCorpus(t, demoAds(t))
+	texts := []string{
+		"Das OnePlus 12 und das Fairphone 5 im Test; das Xiaomi 14 auch.",
+		"Am 12.5.2024 um 12:46 kostete es £12.6m, Update 5.3, UTC+12, 1,5 Jahre, Praze 5 und 14 Tage.",
+		"OnePlus 12.5 oder Fairphone 5:30 Uhr, Xiaomi 14% mehr, Apple iPhone 15 Pro und Samsung Galaxy S24.",
+	}
+	var reqs []testcatalog.Request
+	for _, text := range texts {
+		for _, m := range [][2]string{{"de", ""}, {"", "de"}, {"", "en"}, {"", "cs"}, {"", ""}, {"gb", "en"}} {
+			reqs = append(reqs,
+				testcatalog.Request{Page: true, Q: text, Title: "Handys 2024", Loc: m[0], Lang: m[1], Fields: []string{"price"}},
+				testcatalog.Request{Q: text[:min(len(text), 60)], Loc: m[0], Lang: m[1], Dist: "low"})
+		}
+	}
+	checkParity(t, c, reqs)
+}
