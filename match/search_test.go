@@ -256,3 +256,35 @@ func TestScratchReused(t *testing.T) {
 		}
 	}
 }
+
+// An ad that is what the query names ranks above ads that only mention it,
+// among ads with every word of the query.
+func TestProductsBeforeAccessories(t *testing.T) {
+	long := strings.Repeat("processor memory display storage battery keyboard ports weight ", 12)
+	ads := []Ad{
+		// Accessories: short texts that say "laptop" or "notebook" often.
+		{ID: "case", Kind: KindProduct, Title: "Targus Laptop Slip Case notebook case", Category: "notebook case", Markets: []Market{us}},
+		{ID: "cooler", Kind: KindProduct, Title: "USB Powered Laptop Cooler", Markets: []Market{us}},
+		// Products: long descriptions, and only the synonym "notebook".
+		{ID: "hp", Kind: KindProduct, Title: "HP 255 G7 Notebook Silver", Category: "notebook", Description: long, Markets: []Market{us}},
+		{ID: "dell", Kind: KindProduct, Title: "Dell Latitude 5420 Notebook", Category: "notebook", Description: long, Markets: []Market{us}},
+		{ID: "printer-stand", Kind: KindProduct, Title: "Lexmark Cabinet Stand printer stand", Category: "printer stand", Markets: []Market{us}},
+		{ID: "phone-stand", Kind: KindProduct, Title: "Phone and Tablet Stand, foldable", Markets: []Market{us}},
+	}
+	ix := mustBuild(t, ads)
+	for _, q := range []string{"laptop", "notebook", "laptops"} {
+		got := ids(ix, ix.Match(&Query{Text: q, Dist: DistNone}))
+		if len(got) < 2 || !slices.Contains(got[:2], "hp") || !slices.Contains(got[:2], "dell") {
+			t.Errorf("%s: %v, want the two notebooks first", q, got)
+		}
+	}
+	// The type a query names is its last word, and only an ad with every
+	// word of the query is lifted: a printer stand is not a phone stand.
+	if got := ids(ix, ix.Match(&Query{Text: "phone stand", Dist: DistNone})); len(got) == 0 || got[0] != "phone-stand" {
+		t.Errorf("phone stand: %v, want the phone stand first", got)
+	}
+	// A query that names the accessory finds it first.
+	if got := ids(ix, ix.Match(&Query{Text: "notebook case", Dist: DistNone})); len(got) == 0 || got[0] != "case" {
+		t.Errorf("notebook case: %v, want the case first", got)
+	}
+}
