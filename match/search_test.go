@@ -148,6 +148,14 @@ func TestSynonymsAndCompounds(t *testing.T) {
 	if got := ix.Match(&Query{Text: "laptop zzz", Dist: DistNone, Operator: OpAnd}); len(got) != 0 {
 		t.Errorf("and with an unknown word: %v", ids(ix, got))
 	}
+	// Catalogs call a fan a cooler.
+	ix = mustBuild(t, []Ad{
+		{ID: "cooler", Kind: KindProduct, Title: "StarTech.com USB Powered Laptop Cooler", Markets: []Market{us}},
+		{ID: "cable", Kind: KindProduct, Title: "USB cable", Markets: []Market{us}},
+	})
+	if got := ids(ix, ix.Match(&Query{Text: "usb fan", Dist: DistNone})); len(got) == 0 || got[0] != "cooler" {
+		t.Errorf("usb fan: %v, want the cooler first", got)
+	}
 }
 
 func TestKeywordsLeaveOutInnerCriteria(t *testing.T) {
