@@ -16,9 +16,9 @@ const maxQueryTerms = 16
 // hundreds of thousands of ads, and only a few can be shown.
 func (ix *Index) matchFullText(in *input, f filter, and bool, keep int, sc *scratch) []cand {
 	type alt struct {
-		id  uint32
-		bit uint32
-		w   float64
+		id, k, bit uint32 // k: the query term's place, bit: 1<<k
+		w          float64
+		head       bool // the query's last word, the type it names
 	}
 	var alts []alt
 	var required uint32
@@ -34,7 +34,7 @@ func (ix *Index) matchFullText(in *input, f filter, and bool, keep int, sc *scra
 				w = synonymWeight
 			}
 			if id := ix.termID(term); id >= 0 && !slices.ContainsFunc(alts[n:], func(a alt) bool { return a.id == uint32(id) }) {
-				alts = append(alts, alt{uint32(id), bit, w})
+				alts = append(alts, alt{uint32(id), uint32(len(in.qtoks)), bit, w, toks[len(toks)-1] == len(in.toks)-1})
 			}
 		}
 		if len(alts) == n {
@@ -83,28 +83,45 @@ func (ix *Index) matchFullText(in *input, f filter, and bool, keep int, sc *scra
 	// not hoist loads out of loops, and in the module each load of a field
 	// is a bounds-checked read of linear memory.
 	acc, mask, ads, avg := sc.acc, sc.mask, ix.ads, ix.avgLen
+	// A word and its synonyms share one rarity, that of the group as a
+	// whole (as if one term): otherwise the rarer spelling would win, and
+	// "laptop" would prefer laptop cases to the many notebooks.
+	var groupDF [maxQueryTerms]uint32
+	for _, a := range alts {
+		groupDF[a.k] += ix.postOff[a.id+1] - ix.postOff[a.id]
+	}
 	for _, a := range alts {
 		lo, hi := ix.postOff[a.id], ix.postOff[a.id+1]
-		df := float64(hi - lo)
+		df := float64(min(groupDF[a.k], uint32(len(ix.ads))))
 		idf := float64(a.w * ln(float64(1+(n-df+0.5)/(df+0.5))))
 		postTF := ix.postTF[lo:hi]
 		for i, ad := range ix.postAd[lo:hi] {
 			if mask[ad] == 0 {
 				touched = append(touched, ad)
 			}
-			tf := float64(postTF[i])
+			t := postTF[i]
+			tf := float64(t & maxTF)
 			norm := float64(k1 * (1 - b + b*float64(ads[ad].docLen)/avg))
 			acc[ad] = float64(acc[ad] + idf*float64(tf*(k1+1))/float64(tf+norm))
 			mask[ad] |= a.bit
+			if t&typeFlag != 0 && a.head {
+				mask[ad] |= typeBit
+			}
 		}
 	}
 	all := required
 	h := make(worst, 0, min(keep, len(touched)))
 	for _, ad := range touched {
-		if (!and || mask[ad]&all == all) && f.ok(&ads[ad]) {
+		m := mask[ad] &^ typeBit
+		if (!and || m&all == all) && f.ok(&ads[ad]) {
 			// Most candidates of a common word lose to the worst kept:
 			// that test here spares them a call.
-			c := cand{ad: ad, mask: mask[ad], score: float64(acc[ad] * bidFactor(ads[ad].bid)), ext: -1}
+			c := cand{ad: ad, mask: m, score: float64(acc[ad] * bidFactor(ads[ad].bid)), ext: -1}
+			// Among ads with every word of the query, those that are
+			// what it names come first.
+			if m != mask[ad] && m&required == required {
+				c.score = float64(c.score * typeBoost)
+			}
 			if len(h) < keep || (keep > 0 && better(&c, &h[0])) {
 				h.keep(keep, c)
 			}
@@ -114,6 +131,16 @@ func (ix *Index) matchFullText(in *input, f filter, and bool, keep int, sc *scra
 	sc.touched = touched
 	return h
 }
+
+// A posting's term frequency keeps its high bit for "this word is the
+// ad's product type": an ad that is what the query names ranks above ads
+// that only mention it (a notebook above a notebook case).
+const (
+	maxTF     = 0x7f
+	typeFlag  = 0x80
+	typeBit   = 1 << 30 // in a candidate's mask while scoring
+	typeBoost = 2
+)
 
 // fullTextKeep times size times distinct_advertiser is how many full-text
 // candidates are ranked: room for distinct_advertiser to drop the copies of

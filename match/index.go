@@ -27,7 +27,8 @@ type Index struct {
 	termStr string
 
 	// Full-text postings of term t: postAd/postTF[postOff[t]:postOff[t+1]],
-	// ads ascending, tf weighted by field.
+	// ads ascending, tf weighted by field (low 7 bits; the high bit marks
+	// the ad's product type, fulltext.go).
 	postOff []uint32
 	postAd  []uint32
 	postTF  []uint8
@@ -497,8 +498,19 @@ func (b *builder) add(ix *Index, i int, ad *Ad) error {
 	// a pad): it weighs most; the words before it only qualify it.
 	cat := addText(ad.Category, wStrong)
 	if len(cat) > 0 {
-		b.tf[cat[len(cat)-1]] += wCategory - wStrong
+		head := cat[len(cat)-1]
+		b.tf[head] += wCategory - wStrong
 		docLen += wCategory - wStrong
+		// A word that only qualifies the type names what the product
+		// fits: a notebook case is found by "notebook" or "laptop", below
+		// notebooks.
+		for _, id := range cat[:len(cat)-1] {
+			for _, w := range withSynonyms(b.terms[id]) {
+				if sid, ok := b.termMap[w]; ok && sid != head && b.tf[sid] > 0 {
+					b.tf[sid] = 1
+				}
+			}
+		}
 	}
 	kws := make([][]uint32, len(ad.Keywords))
 	for k, kw := range ad.Keywords {
@@ -511,7 +523,11 @@ func (b *builder) add(ix *Index, i int, ad *Ad) error {
 	for id, tf := range b.tf {
 		b.pTerm = append(b.pTerm, id)
 		b.pAd = append(b.pAd, uint32(i))
-		b.pTF = append(b.pTF, uint8(min(tf, 255)))
+		t := uint8(min(tf, maxTF))
+		if len(cat) > 0 && id == cat[len(cat)-1] {
+			t |= typeFlag
+		}
+		b.pTF = append(b.pTF, t)
 	}
 	// Map iteration order is random: sort this ad's postings by term so
 	// the build is deterministic.

@@ -148,6 +148,14 @@ func TestSynonymsAndCompounds(t *testing.T) {
 	if got := ix.Match(&Query{Text: "laptop zzz", Dist: DistNone, Operator: OpAnd}); len(got) != 0 {
 		t.Errorf("and with an unknown word: %v", ids(ix, got))
 	}
+	// Catalogs call a fan a cooler.
+	ix = mustBuild(t, []Ad{
+		{ID: "cooler", Kind: KindProduct, Title: "StarTech.com USB Powered Laptop Cooler", Markets: []Market{us}},
+		{ID: "cable", Kind: KindProduct, Title: "USB cable", Markets: []Market{us}},
+	})
+	if got := ids(ix, ix.Match(&Query{Text: "usb fan", Dist: DistNone})); len(got) == 0 || got[0] != "cooler" {
+		t.Errorf("usb fan: %v, want the cooler first", got)
+	}
 }
 
 func TestKeywordsLeaveOutInnerCriteria(t *testing.T) {
@@ -254,5 +262,37 @@ func TestScratchReused(t *testing.T) {
 				t.Fatalf("query %+v left scratch %s dirty", q, name)
 			}
 		}
+	}
+}
+
+// An ad that is what the query names ranks above ads that only mention it,
+// among ads with every word of the query.
+func TestProductsBeforeAccessories(t *testing.T) {
+	long := strings.Repeat("processor memory display storage battery keyboard ports weight ", 12)
+	ads := []Ad{
+		// Accessories: short texts that say "laptop" or "notebook" often.
+		{ID: "case", Kind: KindProduct, Title: "Targus Laptop Slip Case notebook case", Category: "notebook case", Markets: []Market{us}},
+		{ID: "cooler", Kind: KindProduct, Title: "USB Powered Laptop Cooler", Markets: []Market{us}},
+		// Products: long descriptions, and only the synonym "notebook".
+		{ID: "hp", Kind: KindProduct, Title: "HP 255 G7 Notebook Silver", Category: "notebook", Description: long, Markets: []Market{us}},
+		{ID: "dell", Kind: KindProduct, Title: "Dell Latitude 5420 Notebook", Category: "notebook", Description: long, Markets: []Market{us}},
+		{ID: "printer-stand", Kind: KindProduct, Title: "Lexmark Cabinet Stand printer stand", Category: "printer stand", Markets: []Market{us}},
+		{ID: "phone-stand", Kind: KindProduct, Title: "Phone and Tablet Stand, foldable", Markets: []Market{us}},
+	}
+	ix := mustBuild(t, ads)
+	for _, q := range []string{"laptop", "notebook", "laptops"} {
+		got := ids(ix, ix.Match(&Query{Text: q, Dist: DistNone}))
+		if len(got) < 2 || !slices.Contains(got[:2], "hp") || !slices.Contains(got[:2], "dell") {
+			t.Errorf("%s: %v, want the two notebooks first", q, got)
+		}
+	}
+	// The type a query names is its last word, and only an ad with every
+	// word of the query is lifted: a printer stand is not a phone stand.
+	if got := ids(ix, ix.Match(&Query{Text: "phone stand", Dist: DistNone})); len(got) == 0 || got[0] != "phone-stand" {
+		t.Errorf("phone stand: %v, want the phone stand first", got)
+	}
+	// A query that names the accessory finds it first.
+	if got := ids(ix, ix.Match(&Query{Text: "notebook case", Dist: DistNone})); len(got) == 0 || got[0] != "case" {
+		t.Errorf("notebook case: %v, want the case first", got)
 	}
 }

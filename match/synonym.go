@@ -19,6 +19,7 @@ var synonymGroups = [][]string{
 	{"printer", "drucker"},
 	{"camera", "kamera"},
 	{"fridge", "refrigerator", "kühlschrank"},
+	{"fan", "cooler"},
 }
 
 // synonyms maps a normalised term to its group's other terms. It is built

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"io"
 	"math"
+	"math/rand/v2"
 	"os"
 	"slices"
 	"strconv"
@@ -131,4 +132,36 @@ func Percentile(xs []float64, p float64) float64 {
 	slices.Sort(s)
 	i := int(math.Ceil(p*float64(len(s)))) - 1
 	return s[min(max(i, 0), len(s)-1)]
+}
+
+// PairedBootstrap returns the mean of a[i]-b[i] and its percentile
+// bootstrap interval at the given confidence (0.95 for 95%), resampling
+// queries with replacement reps times. a and b are per-query scores of two
+// systems on the same queries; the seed makes the interval reproducible.
+// It panics if the lengths differ.
+func PairedBootstrap(a, b []float64, reps int, confidence float64, seed uint64) (mean, lo, hi float64) {
+	if len(a) != len(b) {
+		panic("evaluate: paired scores of different lengths")
+	}
+	n := len(a)
+	if n == 0 || reps <= 0 {
+		return 0, 0, 0
+	}
+	d := make([]float64, n)
+	for i := range a {
+		d[i] = a[i] - b[i]
+		mean += d[i]
+	}
+	mean /= float64(n)
+	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	means := make([]float64, reps)
+	for k := range means {
+		var s float64
+		for range n {
+			s += d[r.IntN(n)]
+		}
+		means[k] = s / float64(n)
+	}
+	tail := (1 - confidence) / 2
+	return mean, Percentile(means, tail), Percentile(means, 1-tail)
 }

@@ -84,3 +84,37 @@ func FuzzReadJudgments(f *testing.F) {
 		}
 	})
 }
+
+func TestPairedBootstrap(t *testing.T) {
+	// A constant difference has a zero-width interval at that difference.
+	m, lo, hi := PairedBootstrap([]float64{0.5, 0.7, 0.9}, []float64{0.4, 0.6, 0.8}, 1000, 0.95, 1)
+	if math.Abs(m-0.1) > 1e-12 || math.Abs(lo-0.1) > 1e-12 || math.Abs(hi-0.1) > 1e-12 {
+		t.Errorf("constant difference: %v [%v, %v]", m, lo, hi)
+	}
+	// Differences of both signs give an interval around the mean that
+	// crosses zero, and the same seed gives the same interval.
+	a := []float64{1, 0, 1, 0, 1, 0, 1, 0, 0.6, 0.4}
+	b := []float64{0, 1, 0, 1, 0, 1, 0, 1, 0.5, 0.5}
+	m, lo, hi = PairedBootstrap(a, b, 2000, 0.95, 7)
+	if !(lo < 0 && 0 < hi && lo <= m && m <= hi) {
+		t.Errorf("mixed difference: %v [%v, %v]", m, lo, hi)
+	}
+	m2, lo2, hi2 := PairedBootstrap(a, b, 2000, 0.95, 7)
+	if m2 != m || lo2 != lo || hi2 != hi {
+		t.Errorf("not reproducible: [%v, %v] then [%v, %v]", lo, hi, lo2, hi2)
+	}
+	// A wider confidence never gives a narrower interval.
+	_, lo3, hi3 := PairedBootstrap(a, b, 2000, 0.5, 7)
+	if lo3 < lo || hi3 > hi {
+		t.Errorf("50%% interval [%v, %v] wider than 95%% [%v, %v]", lo3, hi3, lo, hi)
+	}
+	if m, lo, hi := PairedBootstrap(nil, nil, 100, 0.95, 1); m != 0 || lo != 0 || hi != 0 {
+		t.Errorf("empty: %v [%v, %v]", m, lo, hi)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("unequal lengths did not panic")
+		}
+	}()
+	PairedBootstrap([]float64{1}, nil, 10, 0.95, 1)
+}

@@ -347,10 +347,19 @@ func (f *Fetcher) readBody(resp *http.Response, max int64) ([]byte, error) {
 }
 
 // decodeHTML converts body to UTF-8 from the charset the header, a BOM or a
-// <meta> names; without any, valid UTF-8 stays as is and anything else is
-// read as windows-1252 (a superset of Latin-1), as browsers do.
+// <meta> names; without any, or when a <meta> names Latin-1 or windows-1252,
+// a body that is valid UTF-8 stays as is, and anything else is read as
+// windows-1252 (a superset of Latin-1), as browsers do.
 func decodeHTML(body []byte, ctype string) string {
-	enc, name, _ := charset.DetermineEncoding(body, ctype)
+	enc, name, certain := charset.DetermineEncoding(body, ctype)
+	// Without a byte order mark or a charset in Content-Type, the guess
+	// looks only at the first 1,024 bytes and defaults to windows-1252: a
+	// UTF-8 page whose head is ASCII would come out as mojibake. Latin-1
+	// text is almost never valid UTF-8, so a body that is stays UTF-8; a
+	// <meta> naming any other charset (Shift_JIS, ISO-2022-JP) is obeyed.
+	if !certain && name == "windows-1252" && utf8.Valid(body) {
+		name = "utf-8"
+	}
 	if name != "utf-8" && enc != nil {
 		if out, err := enc.NewDecoder().Bytes(body); err == nil {
 			body = out

@@ -392,3 +392,31 @@ func TestOversizedRobotsIsReadInPart(t *testing.T) {
 		t.Fatalf("err %v, want robots.txt to disallow", err)
 	}
 }
+
+func TestDecodeHTMLCharset(t *testing.T) {
+	// A UTF-8 page whose first 1,024 bytes are ASCII and declare nothing.
+	utf := "<html><head><title>t</title></head><body>" + strings.Repeat("<p>plain</p>", 100) + "<p>Größe – naïve</p></body></html>"
+	latin1 := func(s string) []byte {
+		var out []byte
+		for _, r := range s {
+			out = append(out, byte(r))
+		}
+		return out
+	}
+	for _, c := range []struct {
+		name, ctype string
+		body        []byte
+		want        string
+	}{
+		{"utf-8 without any declaration", "text/html", []byte(utf), "Größe – naïve"},
+		{"utf-8 under a meta that says latin-1", "text/html", []byte(`<meta charset="iso-8859-1">` + utf), "Größe – naïve"},
+		{"latin-1 without any declaration", "text/html", latin1("<p>Größe</p>"), "Größe"},
+		{"latin-1 declared in the header", "text/html; charset=iso-8859-1", latin1("<p>Größe</p>"), "Größe"},
+		{"utf-8 bytes under a header that says latin-1", "text/html; charset=iso-8859-1", []byte("<p>Größe</p>"), "GrÃ¶ÃŸe"},
+		{"shift_jis declared in a meta", "text/html", []byte("<meta charset=\"shift_jis\"><p>\x93\xfa\x96\x7b</p>"), "日本"},
+	} {
+		if got := decodeHTML(c.body, c.ctype); !strings.Contains(got, c.want) {
+			t.Errorf("%s: %q does not contain %q", c.name, got, c.want)
+		}
+	}
+}
