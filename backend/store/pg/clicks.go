@@ -1,0 +1,403 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/adlink/adlink/backend/clicks"
+)
+
+// Clicks is the click log (clicks.Store) in the clicks table. Append adds
+// a click alone; the Ledger's Record also counts it in the rollups.
+type Clicks struct{ db *DB }
+
+var (
+	_ clicks.Store    = Clicks{}
+	_ clicks.Recorder = Clicks{}
+)
+
+// Clicks returns the database's click log.
+func (db *DB) Clicks() Clicks { return Clicks{db} }
+
+const insertClick = `INSERT INTO clicks (at_ns, ad_id, ad_type, context, api_key, site_id, criterion, yk_tag, ip, user_agent,
+	country, advertiser, bid_micros, currency, billable, reason)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`
+
+func clickArgs(c *clicks.Click) []any {
+	return []any{nanos(c.Time), c.AdID, c.AdType, c.Type, c.APIKey, c.SiteID, c.Criterion, c.YkTag, c.IP, c.UserAgent,
+		c.Country, c.Advertiser, c.BidMicros, c.Currency, c.Billable, c.Reason}
+}
+
+// Append implements clicks.Store: one INSERT, committed before it returns.
+func (s Clicks) Append(ctx context.Context, c clicks.Click) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if c.Time.IsZero() {
+		return errors.New("postgres: click without time")
+	}
+	if _, err := s.db.pool.Exec(ctx, insertClick, clickArgs(&c)...); err != nil {
+		return fmt.Errorf("postgres: append click: %w", err)
+	}
+	return nil
+}
+
+// Scan implements clicks.Store.
+func (s Clicks) Scan(ctx context.Context, from, to time.Time, fn func(clicks.Click) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	cond, args := rangeArgs(from, to)
+	rows, err := s.db.pool.Query(ctx, `SELECT at_ns, ad_id, ad_type, context, api_key, site_id, criterion, yk_tag, ip,
+		user_agent, country, advertiser, bid_micros, currency, billable, reason FROM clicks WHERE `+cond+` ORDER BY at_ns, seq`, args...)
+	if err != nil {
+		return fmt.Errorf("postgres: scan clicks: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var c clicks.Click
+		var ns int64
+		if err := rows.Scan(&ns, &c.AdID, &c.AdType, &c.Type, &c.APIKey, &c.SiteID, &c.Criterion, &c.YkTag, &c.IP,
+			&c.UserAgent, &c.Country, &c.Advertiser, &c.BidMicros, &c.Currency, &c.Billable, &c.Reason); err != nil {
+			return fmt.Errorf("postgres: scan clicks: %w", err)
+		}
+		c.Time = fromNanos(ns)
+		if err := fn(c); err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// Impressions is the impression log (clicks.Impressions) in the
+// impressions table; each Append adds to the rollups in its transaction.
+type Impressions struct{ db *DB }
+
+var _ clicks.Impressions = Impressions{}
+
+// Impressions returns the database's impression log.
+func (db *DB) Impressions() Impressions { return Impressions{db} }
+
+// Append implements clicks.Impressions: the rows and their rollups in one
+// transaction.
+func (s Impressions) Append(ctx context.Context, imps []clicks.Impression) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	rows := newRollupBatch()
+	for i := range imps {
+		if imps[i].Time.IsZero() {
+			return errors.New("postgres: impression without time")
+		}
+		rows.add(impressionRollup(&imps[i]), clicks.Measures{Impressions: 1})
+	}
+	err := s.db.inTx(ctx, func(tx pgx.Tx) error {
+		b := &pgx.Batch{}
+		for i := range imps {
+			m := &imps[i]
+			b.Queue(`INSERT INTO impressions (at_ns, ad_id, ad_type, context, api_key, site_id, criterion, yk_tag, page, ip,
+				user_agent, country, advertiser, currency) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
+				nanos(m.Time), m.AdID, m.AdType, m.Type, m.APIKey, m.SiteID, m.Criterion, m.YkTag, m.Page, m.IP, m.UserAgent,
+				m.Country, m.Advertiser, m.Currency)
+		}
+		rows.queue(b)
+		return tx.SendBatch(ctx, b).Close()
+	})
+	if err != nil {
+		return fmt.Errorf("postgres: impressions: %w", err)
+	}
+	return nil
+}
+
+// Scan implements clicks.Impressions.
+func (s Impressions) Scan(ctx context.Context, from, to time.Time, fn func(clicks.Impression) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	cond, args := rangeArgs(from, to)
+	rows, err := s.db.pool.Query(ctx, `SELECT at_ns, ad_id, ad_type, context, api_key, site_id, criterion, yk_tag, page, ip,
+		user_agent, country, advertiser, currency FROM impressions WHERE `+cond+` ORDER BY at_ns, seq`, args...)
+	if err != nil {
+		return fmt.Errorf("postgres: scan impressions: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var m clicks.Impression
+		var ns int64
+		if err := rows.Scan(&ns, &m.AdID, &m.AdType, &m.Type, &m.APIKey, &m.SiteID, &m.Criterion, &m.YkTag, &m.Page, &m.IP,
+			&m.UserAgent, &m.Country, &m.Advertiser, &m.Currency); err != nil {
+			return fmt.Errorf("postgres: scan impressions: %w", err)
+		}
+		m.Time = fromNanos(ns)
+		if err := fn(m); err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// Ledger is the clicks.Ledger of the database: one transaction settles a
+// click and records it. The day's spend row is locked first when the
+// advertiser has a budget, so that the clicks of one advertiser are judged
+// against its budget one after another; the decision is an INSERT … ON
+// CONFLICT DO NOTHING, which makes a concurrent insert of the same id wait
+// for the first and then find it; a network's windows are judged under a
+// transaction advisory lock of the network. Locks are taken in that order,
+// and the rollup rows in the order of their grain, so that transactions
+// seldom deadlock; one that does, or that Postgres aborts for a
+// serialization failure, runs again from the start.
+type Ledger struct{ db *DB }
+
+var _ clicks.Ledger = Ledger{}
+
+// Ledger returns the database's ledger.
+func (db *DB) Ledger() Ledger { return Ledger{db} }
+
+// Record implements clicks.Ledger.
+func (l Ledger) Record(ctx context.Context, c *clicks.Click, u clicks.Use) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if c.Time.IsZero() {
+		return errors.New("postgres: click without time")
+	}
+	var settled clicks.Click
+	err := l.db.inTx(ctx, func(tx pgx.Tx) error {
+		settled = *c
+		if c.Reason == "" {
+			reason, err := settle(ctx, tx, c, u)
+			if err != nil {
+				return err
+			}
+			settled.Billable, settled.Reason = reason == "", reason
+		}
+		b := &pgx.Batch{}
+		b.Queue(insertClick, clickArgs(&settled)...)
+		rows := newRollupBatch()
+		rows.add(clickRollup(&settled), clickMeasures(&settled))
+		rows.queue(b)
+		if spend := settled.Spend(); spend != 0 {
+			b.Queue(`INSERT INTO spend (advertiser, day, micros) VALUES ($1, $2, $3)
+				ON CONFLICT (advertiser, day) DO UPDATE SET micros = spend.micros + EXCLUDED.micros`,
+				settled.Advertiser, dayOf(settled.Time), spend)
+		}
+		return tx.SendBatch(ctx, b).Close()
+	})
+	if err != nil {
+		return fmt.Errorf("postgres: ledger: %w", err)
+	}
+	c.Billable, c.Reason = settled.Billable, settled.Reason
+	return nil
+}
+
+// settle judges c inside tx as BoltLedger does: the reason it does not
+// bill, or "".
+func settle(ctx context.Context, tx pgx.Tx, c *clicks.Click, u clicks.Use) (string, error) {
+	if u.Budget > 0 {
+		// The upsert locks the day's row until the commit and returns
+		// what the clicks committed before spent.
+		var spent int64
+		if err := tx.QueryRow(ctx, `INSERT INTO spend (advertiser, day, micros) VALUES ($1, $2, 0)
+			ON CONFLICT (advertiser, day) DO UPDATE SET micros = spend.micros RETURNING micros`,
+			c.Advertiser, dayOf(c.Time)).Scan(&spent); err != nil {
+			return "", err
+		}
+		if spent >= u.Budget {
+			return clicks.ReasonOverBudget, nil
+		}
+	}
+	if u.D != "" {
+		if !c.Time.Before(u.Expires) {
+			return clicks.ReasonRepeat, nil
+		}
+		first, err := useDecision(ctx, tx, u.D, c.Time, u.Expires)
+		if err != nil || !first {
+			return clicks.ReasonRepeat, err
+		}
+	}
+	return claim(ctx, tx, clicks.Network(c.IP), c.AdID, c.Time, u.Limit)
+}
+
+// clickMeasures are what one click adds to its rollup rows.
+func clickMeasures(c *clicks.Click) clicks.Measures {
+	m := clicks.Measures{Clicks: 1, SpendMicros: c.Spend()}
+	if c.Billable {
+		m.Billable = 1
+	} else {
+		for i, r := range clicks.Reasons {
+			if r == c.Reason {
+				m.Unbilled[i] = 1
+			}
+		}
+	}
+	return m
+}
+
+func clickRollup(c *clicks.Click) clicks.Rollup {
+	return clicks.Rollup{Start: c.Time, APIKey: c.APIKey, SiteID: c.SiteID, Advertiser: c.Advertiser, AdID: c.AdID,
+		Context: c.Type, Currency: c.Currency, Criterion: c.Criterion, YkTag: c.YkTag, Country: c.Country}
+}
+
+func impressionRollup(i *clicks.Impression) clicks.Rollup {
+	return clicks.Rollup{Start: i.Time, APIKey: i.APIKey, SiteID: i.SiteID, Advertiser: i.Advertiser, AdID: i.AdID,
+		Context: i.Type, Currency: i.Currency, Criterion: i.Criterion, YkTag: i.YkTag, Country: i.Country}
+}
+
+// grains are every clicks.Grain, in the order their rows are locked.
+var grains = []clicks.Grain{clicks.Hour, clicks.Day, clicks.DaySite, clicks.DayAd}
+
+// rollupKey is one row of the rollups table.
+type rollupKey struct {
+	grain  clicks.Grain
+	period int64
+	dims   [9]string // in the order of clicks.Dimension
+}
+
+// rollupBatch sums what a transaction adds to each rollup row, so that
+// each row is written once, in a fixed order.
+type rollupBatch map[rollupKey]*clicks.Measures
+
+func newRollupBatch() rollupBatch { return rollupBatch{} }
+
+// add adds m to the row of r's dimensions at r.Start in every grain.
+func (rb rollupBatch) add(r clicks.Rollup, m clicks.Measures) {
+	all := [9]string{r.APIKey, r.SiteID, r.Advertiser, r.AdID, r.Context, r.Currency, r.Criterion, r.YkTag, r.Country}
+	for _, g := range grains {
+		k := rollupKey{grain: g, period: dayOf(r.Start)}
+		if g.Hourly() {
+			k.period = hourOf(r.Start)
+		}
+		for d := range all {
+			if g.Keeps(clicks.Dimension(d)) {
+				k.dims[d] = all[d]
+			}
+		}
+		if sum, ok := rb[k]; ok {
+			sum.Add(&m)
+		} else {
+			mm := m
+			rb[k] = &mm
+		}
+	}
+}
+
+const upsertRollup = `INSERT INTO rollups (grain, period, api_key, site_id, advertiser, ad_id, context, currency, criterion,
+	yk_tag, country, impressions, clicks, billable, spend_micros, unbilled)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
+	ON CONFLICT (grain, period, api_key, site_id, advertiser, ad_id, context, currency, criterion, yk_tag, country)
+	DO UPDATE SET impressions = rollups.impressions + EXCLUDED.impressions, clicks = rollups.clicks + EXCLUDED.clicks,
+		billable = rollups.billable + EXCLUDED.billable, spend_micros = rollups.spend_micros + EXCLUDED.spend_micros,
+		unbilled = ARRAY(SELECT coalesce(a, 0) + coalesce(b, 0)
+			FROM unnest(rollups.unbilled, EXCLUDED.unbilled) WITH ORDINALITY AS u(a, b, n) ORDER BY n)`
+
+// queue queues the upserts of rb's rows on b, in the order of grain,
+// then period, then dimensions.
+func (rb rollupBatch) queue(b *pgx.Batch) {
+	keys := make([]rollupKey, 0, len(rb))
+	for k := range rb {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		a, c := keys[i], keys[j]
+		if a.grain != c.grain {
+			return a.grain < c.grain
+		}
+		if a.period != c.period {
+			return a.period < c.period
+		}
+		for d := range a.dims {
+			if a.dims[d] != c.dims[d] {
+				return a.dims[d] < c.dims[d]
+			}
+		}
+		return false
+	})
+	for _, k := range keys {
+		m := rb[k]
+		b.Queue(upsertRollup, int16(k.grain), k.period, k.dims[0], k.dims[1], k.dims[2], k.dims[3], k.dims[4], k.dims[5],
+			k.dims[6], k.dims[7], k.dims[8], m.Impressions, m.Clicks, m.Billable, m.SpendMicros, m.Unbilled[:])
+	}
+}
+
+// Rollups read the rollups table (clicks.RollupReader) and the spend of
+// each advertiser and day (budget.Spender).
+type Rollups struct{ db *DB }
+
+var _ clicks.RollupReader = Rollups{}
+
+// Rollups returns the database's rollups.
+func (db *DB) Rollups() Rollups { return Rollups{db} }
+
+// ScanRollups implements clicks.RollupReader.
+func (r Rollups) ScanRollups(ctx context.Context, g clicks.Grain, from, to time.Time, fn func(*clicks.Rollup) error) error {
+	if g < clicks.Hour || g > clicks.DayAd {
+		return fmt.Errorf("postgres: no grain %d", g)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	size := int64(86400)
+	if g.Hourly() {
+		size = 3600
+	}
+	// The first period that starts at or after from, and the first that
+	// starts at or after to.
+	first := ceilDiv(from.Unix(), size)
+	end := ceilDiv(to.Unix(), size)
+	rows, err := r.db.pool.Query(ctx, `SELECT period, api_key, site_id, advertiser, ad_id, context, currency, criterion,
+		yk_tag, country, impressions, clicks, billable, spend_micros, unbilled
+		FROM rollups WHERE grain = $1 AND period >= $2 AND period < $3 ORDER BY period`, int16(g), first, end)
+	if err != nil {
+		return fmt.Errorf("postgres: scan rollups: %w", err)
+	}
+	defer rows.Close()
+	var row clicks.Rollup
+	var unbilled []int64
+	for rows.Next() {
+		var period int64
+		if err := rows.Scan(&period, &row.APIKey, &row.SiteID, &row.Advertiser, &row.AdID, &row.Context, &row.Currency,
+			&row.Criterion, &row.YkTag, &row.Country, &row.Impressions, &row.Clicks, &row.Billable, &row.SpendMicros,
+			&unbilled); err != nil {
+			return fmt.Errorf("postgres: scan rollups: %w", err)
+		}
+		row.Start = time.Unix(period*size, 0).UTC()
+		row.Unbilled = [len(row.Unbilled)]int64{}
+		copy(row.Unbilled[:], unbilled) // counts of reasons a newer server added are left out
+		if err := fn(&row); err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// ceilDiv is a / b rounded up, as the bbolt rollups round (b > 0).
+func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
+
+// Spent returns what the advertiser's billable clicks cost on the UTC day
+// of at, in millionths of their currency.
+func (r Rollups) Spent(ctx context.Context, advertiser string, at time.Time) (int64, error) {
+	var spent int64
+	err := r.db.pool.QueryRow(ctx, `SELECT micros FROM spend WHERE advertiser = $1 AND day = $2`,
+		advertiser, dayOf(at)).Scan(&spent)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("postgres: spend: %w", err)
+	}
+	return spent, nil
+}
