@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -48,6 +49,13 @@ func Open(ctx context.Context, url string) (*DB, error) {
 	}
 	// A click is durable before its 302, whatever the server's default.
 	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "on"
+	// Concurrent clicks each hold a connection through their commit, and
+	// Postgres flushes the commits of concurrent connections together: a
+	// pool of the CPUs' size would queue them. pool_max_conns in the URL
+	// says otherwise.
+	if !strings.Contains(url, "pool_max_conns") {
+		cfg.MaxConns = defaultMaxConns
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
@@ -88,6 +96,10 @@ func (db *DB) Ping(ctx context.Context) error { return db.pool.Ping(ctx) }
 
 // Pool is the connection pool, for tests and tools that read the tables.
 func (db *DB) Pool() *pgxpool.Pool { return db.pool }
+
+// defaultMaxConns is the pool's size unless the URL sets it: three
+// replicas stay within Postgres's default max_connections of 100.
+const defaultMaxConns = 24
 
 // maxAttempts bounds how often a transaction is run again after Postgres
 // aborted it for a deadlock or a serialization failure.
