@@ -188,8 +188,8 @@ func (l Ledger) Record(ctx context.Context, c *clicks.Click, u clicks.Use) error
 		rows.add(clickRollup(&settled), clickMeasures(&settled))
 		rows.queue(b)
 		if spend := settled.Spend(); spend != 0 {
-			b.Queue(`INSERT INTO spend (advertiser, day, micros) VALUES ($1, $2, $3)
-				ON CONFLICT (advertiser, day) DO UPDATE SET micros = spend.micros + EXCLUDED.micros`,
+			b.Queue(`INSERT INTO spend (advertiser, day, shard, micros) VALUES ($1, $2, `+shard+`, $3)
+				ON CONFLICT (advertiser, day, shard) DO UPDATE SET micros = spend.micros + EXCLUDED.micros`,
 				settled.Advertiser, dayOf(settled.Time), spend)
 		}
 		return tx.SendBatch(ctx, b).Close()
@@ -205,12 +205,14 @@ func (l Ledger) Record(ctx context.Context, c *clicks.Click, u clicks.Use) error
 // bill, or "".
 func settle(ctx context.Context, tx pgx.Tx, c *clicks.Click, u clicks.Use) (string, error) {
 	if u.Budget > 0 {
-		// The upsert locks the day's row until the commit and returns
-		// what the clicks committed before spent.
+		// The advertiser's lock of the day, held to the commit, makes its
+		// clicks take turns; each reads what the turns before committed.
+		b := &pgx.Batch{}
+		b.Queue(`SELECT pg_advisory_xact_lock($1, hashtext($2 || '/' || $3::bigint))`, int32(budgetLockClass), c.Advertiser, dayOf(c.Time))
 		var spent int64
-		if err := tx.QueryRow(ctx, `INSERT INTO spend (advertiser, day, micros) VALUES ($1, $2, 0)
-			ON CONFLICT (advertiser, day) DO UPDATE SET micros = spend.micros RETURNING micros`,
-			c.Advertiser, dayOf(c.Time)).Scan(&spent); err != nil {
+		b.Queue(`SELECT coalesce(sum(micros), 0)::bigint FROM spend WHERE advertiser = $1 AND day = $2`, c.Advertiser, dayOf(c.Time)).
+			QueryRow(func(r pgx.Row) error { return r.Scan(&spent) })
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return "", err
 		}
 		if spent >= u.Budget {
@@ -228,6 +230,15 @@ func settle(ctx context.Context, tx pgx.Tx, c *clicks.Click, u clicks.Use) (stri
 	}
 	return claim(ctx, tx, clicks.Network(c.IP), c.AdID, c.Time, u.Limit)
 }
+
+// shard is the SQL of the shard a connection adds to: shards of the
+// rollup and spend rows spread concurrent transactions over rows of their
+// own, and a connection runs one transaction at a time.
+const shard = `(pg_backend_pid() % 16)`
+
+// budgetLockClass is the first key of the advisory locks that serialize
+// an advertiser's clicks of a day when it has a budget.
+const budgetLockClass = 0x61646c62 // "adlb"
 
 // clickMeasures are what one click adds to its rollup rows.
 func clickMeasures(c *clicks.Click) clicks.Measures {
@@ -292,10 +303,10 @@ func (rb rollupBatch) add(r clicks.Rollup, m clicks.Measures) {
 	}
 }
 
-const upsertRollup = `INSERT INTO rollups (grain, period, api_key, site_id, advertiser, ad_id, context, currency, criterion,
+const upsertRollup = `INSERT INTO rollups (grain, shard, period, api_key, site_id, advertiser, ad_id, context, currency, criterion,
 	yk_tag, country, impressions, clicks, billable, spend_micros, unbilled)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
-	ON CONFLICT (grain, period, api_key, site_id, advertiser, ad_id, context, currency, criterion, yk_tag, country)
+	VALUES ($1, ` + shard + `, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
+	ON CONFLICT (grain, period, api_key, site_id, advertiser, ad_id, context, currency, criterion, yk_tag, country, shard)
 	DO UPDATE SET impressions = rollups.impressions + EXCLUDED.impressions, clicks = rollups.clicks + EXCLUDED.clicks,
 		billable = rollups.billable + EXCLUDED.billable, spend_micros = rollups.spend_micros + EXCLUDED.spend_micros,
 		unbilled = ARRAY(SELECT coalesce(a, 0) + coalesce(b, 0)
@@ -355,33 +366,57 @@ func (r Rollups) ScanRollups(ctx context.Context, g clicks.Grain, from, to time.
 	// starts at or after to.
 	first := ceilDiv(from.Unix(), size)
 	end := ceilDiv(to.Unix(), size)
+	// A row's shards come one after another, and are summed here.
 	rows, err := r.db.pool.Query(ctx, `SELECT period, api_key, site_id, advertiser, ad_id, context, currency, criterion,
 		yk_tag, country, impressions, clicks, billable, spend_micros, unbilled
-		FROM rollups WHERE grain = $1 AND period >= $2 AND period < $3 ORDER BY period`, int16(g), first, end)
+		FROM rollups WHERE grain = $1 AND period >= $2 AND period < $3
+		ORDER BY period, api_key, site_id, advertiser, ad_id, context, currency, criterion, yk_tag, country`, int16(g), first, end)
 	if err != nil {
 		return fmt.Errorf("postgres: scan rollups: %w", err)
 	}
 	defer rows.Close()
-	var row clicks.Rollup
+	var row, next clicks.Rollup
 	var unbilled []int64
+	have := false
 	for rows.Next() {
 		var period int64
-		if err := rows.Scan(&period, &row.APIKey, &row.SiteID, &row.Advertiser, &row.AdID, &row.Context, &row.Currency,
-			&row.Criterion, &row.YkTag, &row.Country, &row.Impressions, &row.Clicks, &row.Billable, &row.SpendMicros,
+		if err := rows.Scan(&period, &next.APIKey, &next.SiteID, &next.Advertiser, &next.AdID, &next.Context, &next.Currency,
+			&next.Criterion, &next.YkTag, &next.Country, &next.Impressions, &next.Clicks, &next.Billable, &next.SpendMicros,
 			&unbilled); err != nil {
 			return fmt.Errorf("postgres: scan rollups: %w", err)
 		}
-		row.Start = time.Unix(period*size, 0).UTC()
-		row.Unbilled = [len(row.Unbilled)]int64{}
-		copy(row.Unbilled[:], unbilled) // counts of reasons a newer server added are left out
-		if err := fn(&row); err != nil {
-			return err
+		next.Start = time.Unix(period*size, 0).UTC()
+		next.Unbilled = [len(next.Unbilled)]int64{}
+		copy(next.Unbilled[:], unbilled) // counts of reasons a newer server added are left out
+		if have && sameRow(&row, &next) {
+			row.Measures.Add(&next.Measures)
+			continue
 		}
-		if err := ctx.Err(); err != nil {
-			return err
+		if have {
+			if err := fn(&row); err != nil {
+				return err
+			}
+			if err := ctx.Err(); err != nil {
+				return err
+			}
 		}
+		row, have = next, true
 	}
-	return rows.Err()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("postgres: scan rollups: %w", err)
+	}
+	if have {
+		return fn(&row)
+	}
+	return nil
+}
+
+// sameRow reports whether a and b are shards of one row.
+func sameRow(a, b *clicks.Rollup) bool {
+	// Starts made by time.Unix(…).UTC() of one period are equal values.
+	x, y := *a, *b
+	x.Measures, y.Measures = clicks.Measures{}, clicks.Measures{}
+	return x == y
 }
 
 // ceilDiv is a / b rounded up, as the bbolt rollups round (b > 0).
@@ -391,11 +426,8 @@ func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
 // of at, in millionths of their currency.
 func (r Rollups) Spent(ctx context.Context, advertiser string, at time.Time) (int64, error) {
 	var spent int64
-	err := r.db.pool.QueryRow(ctx, `SELECT micros FROM spend WHERE advertiser = $1 AND day = $2`,
+	err := r.db.pool.QueryRow(ctx, `SELECT coalesce(sum(micros), 0)::bigint FROM spend WHERE advertiser = $1 AND day = $2`,
 		advertiser, dayOf(at)).Scan(&spent)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, nil
-	}
 	if err != nil {
 		return 0, fmt.Errorf("postgres: spend: %w", err)
 	}

@@ -44,11 +44,15 @@ CREATE TABLE impressions (
 );
 CREATE INDEX impressions_at ON impressions (at_ns, seq);
 
--- One row per grain (clicks.Grain), period and the dimensions the grain
--- keeps ('' for those it does not). unbilled counts the clicks that did
--- not bill by reason, in the order of clicks.Reasons.
+-- One row per grain (clicks.Grain), period, the dimensions the grain
+-- keeps ('' for those it does not) and shard. unbilled counts the clicks
+-- that did not bill by reason, in the order of clicks.Reasons. A row's
+-- measures are the sum over its shards: each connection adds to its own
+-- shard, so that concurrent clicks of one ad do not wait for each other's
+-- commit to add to the same row.
 CREATE TABLE rollups (
     grain        smallint NOT NULL,
+    shard        smallint NOT NULL,
     period       bigint   NOT NULL,
     api_key      text     NOT NULL,
     site_id      text     NOT NULL,
@@ -64,14 +68,17 @@ CREATE TABLE rollups (
     billable     bigint   NOT NULL,
     spend_micros bigint   NOT NULL,
     unbilled     bigint[] NOT NULL,
-    PRIMARY KEY (grain, period, api_key, site_id, advertiser, ad_id, context, currency, criterion, yk_tag, country)
+    PRIMARY KEY (grain, period, api_key, site_id, advertiser, ad_id, context, currency, criterion, yk_tag, country, shard)
 );
 
+-- An advertiser's spend of a UTC day: the sum over its shards, as the
+-- rollups'.
 CREATE TABLE spend (
-    advertiser text   NOT NULL,
-    day        bigint NOT NULL,
-    micros     bigint NOT NULL,
-    PRIMARY KEY (advertiser, day)
+    advertiser text     NOT NULL,
+    day        bigint   NOT NULL,
+    shard      smallint NOT NULL,
+    micros     bigint   NOT NULL,
+    PRIMARY KEY (advertiser, day, shard)
 );
 
 CREATE TABLE decisions (
