@@ -29,8 +29,9 @@ const insertClick = `INSERT INTO clicks (at_ns, ad_id, ad_type, context, api_key
 	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`
 
 func clickArgs(c *clicks.Click) []any {
-	return []any{nanos(c.Time), c.AdID, c.AdType, c.Type, c.APIKey, c.SiteID, c.Criterion, c.YkTag, c.IP, c.UserAgent,
-		c.Country, c.Advertiser, c.BidMicros, c.Currency, c.Billable, c.Reason}
+	return []any{nanos(c.Time), clean(c.AdID), clean(c.AdType), clean(c.Type), clean(c.APIKey), clean(c.SiteID),
+		clean(c.Criterion), clean(c.YkTag), clean(c.IP), clean(c.UserAgent), clean(c.Country), clean(c.Advertiser),
+		c.BidMicros, clean(c.Currency), c.Billable, clean(c.Reason)}
 }
 
 // Append implements clicks.Store: one INSERT, committed before it returns.
@@ -105,8 +106,9 @@ func (s Impressions) Append(ctx context.Context, imps []clicks.Impression) error
 			m := &imps[i]
 			b.Queue(`INSERT INTO impressions (at_ns, ad_id, ad_type, context, api_key, site_id, criterion, yk_tag, page, ip,
 				user_agent, country, advertiser, currency) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
-				nanos(m.Time), m.AdID, m.AdType, m.Type, m.APIKey, m.SiteID, m.Criterion, m.YkTag, m.Page, m.IP, m.UserAgent,
-				m.Country, m.Advertiser, m.Currency)
+				nanos(m.Time), clean(m.AdID), clean(m.AdType), clean(m.Type), clean(m.APIKey), clean(m.SiteID),
+				clean(m.Criterion), clean(m.YkTag), clean(m.Page), clean(m.IP), clean(m.UserAgent), clean(m.Country),
+				clean(m.Advertiser), clean(m.Currency))
 		}
 		rows.queue(b)
 		return tx.SendBatch(ctx, b).Close()
@@ -148,15 +150,18 @@ func (s Impressions) Scan(ctx context.Context, from, to time.Time, fn func(click
 }
 
 // Ledger is the clicks.Ledger of the database: one transaction settles a
-// click and records it. The day's spend row is locked first when the
-// advertiser has a budget, so that the clicks of one advertiser are judged
-// against its budget one after another; the decision is an INSERT … ON
-// CONFLICT DO NOTHING, which makes a concurrent insert of the same id wait
-// for the first and then find it; a network's windows are judged under a
-// transaction advisory lock of the network. Locks are taken in that order,
-// and the rollup rows in the order of their grain, so that transactions
-// seldom deadlock; one that does, or that Postgres aborts for a
-// serialization failure, runs again from the start.
+// click and records it (adlink_record_click, in the migrations), and the
+// clicks of concurrent Records share it (group commit). When the
+// advertiser has a budget, the advertiser's advisory lock of the day is
+// taken first, so that its clicks are judged against its budget one after
+// another; the decision is an INSERT … ON CONFLICT DO NOTHING, which makes
+// a concurrent insert of the same id wait for the first and then find it;
+// a network's windows are judged under a transaction advisory lock of the
+// network; the click row, its rollup rows (the connection's shard) and
+// the spend follow. Locks are taken in that order, and a batch's clicks in
+// the order of their networks, so that transactions seldom deadlock; one
+// that does, or that Postgres aborts for a serialization failure, runs
+// again from the start, and nothing of it was written.
 type Ledger struct{ db *DB }
 
 var _ clicks.Ledger = Ledger{}
@@ -164,7 +169,8 @@ var _ clicks.Ledger = Ledger{}
 // Ledger returns the database's ledger.
 func (db *DB) Ledger() Ledger { return Ledger{db} }
 
-// Record implements clicks.Ledger.
+// Record implements clicks.Ledger: the click joins the next batch, one
+// transaction that runs adlink_record_click for each of its clicks.
 func (l Ledger) Record(ctx context.Context, c *clicks.Click, u clicks.Use) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -172,63 +178,13 @@ func (l Ledger) Record(ctx context.Context, c *clicks.Click, u clicks.Use) error
 	if c.Time.IsZero() {
 		return errors.New("postgres: click without time")
 	}
-	var settled clicks.Click
-	err := l.db.inTx(ctx, func(tx pgx.Tx) error {
-		settled = *c
-		if c.Reason == "" {
-			reason, err := settle(ctx, tx, c, u)
-			if err != nil {
-				return err
-			}
-			settled.Billable, settled.Reason = reason == "", reason
-		}
-		b := &pgx.Batch{}
-		b.Queue(insertClick, clickArgs(&settled)...)
-		rows := newRollupBatch()
-		rows.add(clickRollup(&settled), clickMeasures(&settled))
-		rows.queue(b)
-		if spend := settled.Spend(); spend != 0 {
-			b.Queue(`INSERT INTO spend (advertiser, day, shard, micros) VALUES ($1, $2, `+shard+`, $3)
-				ON CONFLICT (advertiser, day, shard) DO UPDATE SET micros = spend.micros + EXCLUDED.micros`,
-				settled.Advertiser, dayOf(settled.Time), spend)
-		}
-		return tx.SendBatch(ctx, b).Close()
-	})
-	if err != nil {
-		return fmt.Errorf("postgres: ledger: %w", err)
+	p := &pendingClick{network: clicks.Network(c.IP), args: recordArgs(c, u)}
+	l.db.gc.commit(l.db, p)
+	if p.err != nil {
+		return fmt.Errorf("postgres: ledger: %w", p.err)
 	}
-	c.Billable, c.Reason = settled.Billable, settled.Reason
+	c.Billable, c.Reason = p.reason == "", p.reason
 	return nil
-}
-
-// settle judges c inside tx as BoltLedger does: the reason it does not
-// bill, or "".
-func settle(ctx context.Context, tx pgx.Tx, c *clicks.Click, u clicks.Use) (string, error) {
-	if u.Budget > 0 {
-		// The advertiser's lock of the day, held to the commit, makes its
-		// clicks take turns; each reads what the turns before committed.
-		b := &pgx.Batch{}
-		b.Queue(`SELECT pg_advisory_xact_lock($1, hashtext($2 || '/' || $3::bigint))`, int32(budgetLockClass), c.Advertiser, dayOf(c.Time))
-		var spent int64
-		b.Queue(`SELECT coalesce(sum(micros), 0)::bigint FROM spend WHERE advertiser = $1 AND day = $2`, c.Advertiser, dayOf(c.Time)).
-			QueryRow(func(r pgx.Row) error { return r.Scan(&spent) })
-		if err := tx.SendBatch(ctx, b).Close(); err != nil {
-			return "", err
-		}
-		if spent >= u.Budget {
-			return clicks.ReasonOverBudget, nil
-		}
-	}
-	if u.D != "" {
-		if !c.Time.Before(u.Expires) {
-			return clicks.ReasonRepeat, nil
-		}
-		first, err := useDecision(ctx, tx, u.D, c.Time, u.Expires)
-		if err != nil || !first {
-			return clicks.ReasonRepeat, err
-		}
-	}
-	return claim(ctx, tx, clicks.Network(c.IP), c.AdID, c.Time, u.Limit)
 }
 
 // shard is the SQL of the shard a connection adds to: shards of the
@@ -239,21 +195,6 @@ const shard = `(pg_backend_pid() % 16)`
 // budgetLockClass is the first key of the advisory locks that serialize
 // an advertiser's clicks of a day when it has a budget.
 const budgetLockClass = 0x61646c62 // "adlb"
-
-// clickMeasures are what one click adds to its rollup rows.
-func clickMeasures(c *clicks.Click) clicks.Measures {
-	m := clicks.Measures{Clicks: 1, SpendMicros: c.Spend()}
-	if c.Billable {
-		m.Billable = 1
-	} else {
-		for i, r := range clicks.Reasons {
-			if r == c.Reason {
-				m.Unbilled[i] = 1
-			}
-		}
-	}
-	return m
-}
 
 func clickRollup(c *clicks.Click) clicks.Rollup {
 	return clicks.Rollup{Start: c.Time, APIKey: c.APIKey, SiteID: c.SiteID, Advertiser: c.Advertiser, AdID: c.AdID,
@@ -281,10 +222,12 @@ type rollupBatch map[rollupKey]*clicks.Measures
 
 func newRollupBatch() rollupBatch { return rollupBatch{} }
 
-// add adds m to the row of r's dimensions at r.Start in every grain.
-func (rb rollupBatch) add(r clicks.Rollup, m clicks.Measures) {
-	all := [9]string{r.APIKey, r.SiteID, r.Advertiser, r.AdID, r.Context, r.Currency, r.Criterion, r.YkTag, r.Country}
-	for _, g := range grains {
+// rowKeys are r's rows, at r.Start, in every grain, in grain order.
+func rowKeys(r clicks.Rollup) []rollupKey {
+	all := [9]string{clean(r.APIKey), clean(r.SiteID), clean(r.Advertiser), clean(r.AdID), clean(r.Context),
+		clean(r.Currency), clean(r.Criterion), clean(r.YkTag), clean(r.Country)}
+	keys := make([]rollupKey, len(grains))
+	for i, g := range grains {
 		k := rollupKey{grain: g, period: dayOf(r.Start)}
 		if g.Hourly() {
 			k.period = hourOf(r.Start)
@@ -294,6 +237,14 @@ func (rb rollupBatch) add(r clicks.Rollup, m clicks.Measures) {
 				k.dims[d] = all[d]
 			}
 		}
+		keys[i] = k
+	}
+	return keys
+}
+
+// add adds m to the row of r's dimensions at r.Start in every grain.
+func (rb rollupBatch) add(r clicks.Rollup, m clicks.Measures) {
+	for _, k := range rowKeys(r) {
 		if sum, ok := rb[k]; ok {
 			sum.Add(&m)
 		} else {

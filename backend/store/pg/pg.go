@@ -36,6 +36,7 @@ var migrations embed.FS
 // Decisions, Windows) are safe for concurrent use.
 type DB struct {
 	pool *pgxpool.Pool
+	gc   groupCommit
 }
 
 // Open connects to the database at url (a postgres:// URL or a libpq
