@@ -118,3 +118,16 @@ func TestNewNeedsItsPostgres(t *testing.T) {
 		t.Errorf("New = %v, want a postgres error", err)
 	}
 }
+
+// /readyz answers 503 while the server cannot reach the Postgres that
+// keeps its clicks.
+func TestReadyzNeedsPostgres(t *testing.T) {
+	a := replica(t, testpg.New(t))
+	if status, body := get(t, a.Handler, "/readyz"); status != http.StatusOK {
+		t.Fatalf("/readyz: %d %s", status, body)
+	}
+	a.pg.Close()
+	if status, _ := get(t, a.Handler, "/readyz"); status != http.StatusServiceUnavailable {
+		t.Errorf("/readyz without Postgres: %d, want 503", status)
+	}
+}

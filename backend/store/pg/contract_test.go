@@ -96,3 +96,39 @@ func TestConcurrentOpensMigrateOnce(t *testing.T) {
 		t.Errorf("%d migrations recorded, %d distinct, want each of the %d once", applied, distinct, len(files))
 	}
 }
+
+// A client's bytes that Postgres cannot keep as text (NUL, invalid UTF-8)
+// in a click or an impression are kept as U+FFFD, as the bbolt store's
+// JSON keeps them, rather than failing the click.
+func TestBytesPostgresRefusesAreReplaced(t *testing.T) {
+	db, err := pgstore.Open(t.Context(), testpg.New(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	at := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	c := clicks.Click{Time: at, AdID: "a\x00b", Type: "search", APIKey: "k", SiteID: "s\xff", IP: "192.0.2.1",
+		UserAgent: "Mozilla/5.0 \x00\xc3(", YkTag: "t\x00"}
+	if err := db.Ledger().Record(t.Context(), &c, clicks.Use{D: "d", Expires: at.Add(time.Hour)}); err != nil || !c.Billable {
+		t.Fatalf("Record: %v, billable %v %q", err, c.Billable, c.Reason)
+	}
+	imp := clicks.Impression{Time: at, AdID: "a\x00b", Type: "search", APIKey: "k", Page: "https://blog.example/\xff", UserAgent: "\x00"}
+	if err := db.Impressions().Append(t.Context(), []clicks.Impression{imp}); err != nil {
+		t.Fatalf("Append impression: %v", err)
+	}
+	var got []clicks.Click
+	db.Clicks().Scan(t.Context(), time.Time{}, time.Time{}, func(c clicks.Click) error { got = append(got, c); return nil })
+	if len(got) != 1 || got[0].AdID != "a\uFFFDb" || got[0].SiteID != "s\uFFFD" || got[0].UserAgent != "Mozilla/5.0 \uFFFD\uFFFD(" {
+		t.Errorf("logged %+v", got)
+	}
+	n := 0
+	db.Rollups().ScanRollups(t.Context(), clicks.DayAd, at.Truncate(24*time.Hour), at.Add(24*time.Hour), func(r *clicks.Rollup) error {
+		if r.AdID == "a\uFFFDb" && r.Clicks == 1 && r.Impressions == 1 {
+			n++
+		}
+		return nil
+	})
+	if n != 1 {
+		t.Errorf("the click and the impression are not counted in one row of their ad")
+	}
+}
