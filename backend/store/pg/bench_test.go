@@ -18,7 +18,9 @@ import (
 // window, click row, rollups, spend; commits flushed together by
 // Postgres) beside the bbolt ledger's group commit, in the same run, from
 // as many clients, each click of a decision and network of its own over
-// a few ads and advertisers.
+// a few ads and advertisers. The two take turns, three rounds each, and
+// each reports its best round: the disk's flush time swings with the
+// machine's other work.
 func BenchmarkLedgerClicks(b *testing.B) {
 	const clients, perClient = 32, 50
 	at := time.Now()
@@ -30,7 +32,7 @@ func BenchmarkLedgerClicks(b *testing.B) {
 				for i := range perClient {
 					n := strconv.Itoa(round) + "." + strconv.Itoa(g) + "." + strconv.Itoa(i)
 					c := clicks.Click{Time: at, AdID: "ad" + strconv.Itoa(i%10), AdType: "advertiser", Type: "search", APIKey: "demo",
-						SiteID: "demo", Criterion: "handy", YkTag: "t" + strconv.Itoa(g%4), IP: "2001:db8:" + strconv.Itoa(g) + ":" + strconv.Itoa(i) + "::1",
+						SiteID: "demo", Criterion: "handy", YkTag: "t" + strconv.Itoa(g%4), IP: "2001:db8:" + strconv.FormatInt(int64(round), 16) + ":" + strconv.FormatInt(int64(g*perClient+i), 16) + "::1",
 						UserAgent: "Mozilla/5.0", Advertiser: "shop" + strconv.Itoa(i%3) + ".example", BidMicros: 250_000, Currency: "EUR"}
 					if err := l.Record(context.Background(), &c, clicks.Use{D: n, Expires: at.Add(time.Hour)}); err != nil || !c.Billable {
 						b.Errorf("click %s: %q %v", n, c.Reason, err) // not Fatal: not the benchmark's goroutine
@@ -57,11 +59,18 @@ func BenchmarkLedgerClicks(b *testing.B) {
 		b.Fatal(err)
 	}
 	var onPG, onBolt time.Duration
-	for round := range b.N {
-		onPG += run(db.Ledger(), round)
-		onBolt += run(boltLedger, round)
+	for i := range b.N {
+		best := func(l clicks.Ledger, round int, d *time.Duration) {
+			if t := run(l, round); *d == 0 || t < *d {
+				*d = t
+			}
+		}
+		for r := range 3 {
+			best(db.Ledger(), i*3+r, &onPG)
+			best(boltLedger, i*3+r, &onBolt)
+		}
 	}
-	n := float64(b.N * clients * perClient)
+	n := float64(clients * perClient)
 	b.ReportMetric(n/onPG.Seconds(), "postgres_clicks/s")
 	b.ReportMetric(n/onBolt.Seconds(), "bolt_clicks/s")
 	b.ReportMetric(onBolt.Seconds()/onPG.Seconds(), "postgres_vs_bolt")
