@@ -26,31 +26,30 @@ func testWindows(t testing.TB, dir string) clicks.Windows {
 // testDecisions are bbolt Decisions in dir, closed at the end of t.
 func testDecisions(t testing.TB, dir string) clicks.Decisions {
 	t.Helper()
-	db, err := store.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	d, err := clicks.NewDecisions(db)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d, _ := testStore(t, dir, clicks.NewDecisions)
 	return d
 }
 
 // openWindows opens the Windows in dir and returns them with their file.
 func openWindows(t testing.TB, dir string) (clicks.Windows, *bolt.DB) {
 	t.Helper()
+	return testStore(t, dir, clicks.NewWindows)
+}
+
+// testStore opens the bbolt file in dir, closed at the end of t, and
+// returns the store newStore makes of it, with the file.
+func testStore[S any](t testing.TB, dir string, newStore func(*bolt.DB) (S, error)) (S, *bolt.DB) {
+	t.Helper()
 	db, err := store.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	w, err := clicks.NewWindows(db)
+	s, err := newStore(db)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return w, db
+	return s, db
 }
 
 // A signed link fetched without a person's navigation lands, but does not

@@ -12,6 +12,7 @@ import (
 
 	"github.com/adlink/adlink/backend/catalog"
 	"github.com/adlink/adlink/backend/config"
+	"github.com/adlink/adlink/backend/ratelimit"
 	"github.com/adlink/adlink/internal/golden"
 	"github.com/adlink/adlink/match"
 )
@@ -22,6 +23,12 @@ var goldenDir = filepath.Join("..", "..", "testdata", "golden")
 // demoEnv serves the embedded demo catalog as "make run" does.
 func demoEnv(t testing.TB) *testEnv {
 	t.Helper()
+	return demoEnvWith(t, nil)
+}
+
+// demoEnvWith is demoEnv with its limiters made by limiter (Deps.Limiter).
+func demoEnvWith(t testing.TB, limiter func(kind string) ratelimit.Limiter) *testEnv {
+	t.Helper()
 	ads, err := catalog.Demo(catalog.Options{BaseURL: "http://localhost:8080"})
 	if err != nil {
 		t.Fatal(err)
@@ -31,7 +38,8 @@ func demoEnv(t testing.TB) *testEnv {
 	cfg.RedirectURL = "http://localhost:8080"
 	// The HTTP benchmark sends thousands of requests with the demo key.
 	cfg.KeyRate, cfg.KeyBurst, cfg.IPRate, cfg.IPBurst = 1e9, 1e9, 1e9, 1e9
-	env.handler = NewServer(Deps{Config: cfg, Indexes: env.indexes, Partners: testPartners(t), Clicks: &clickRecorder{}})
+	env.handler = NewServer(Deps{Config: cfg, Indexes: env.indexes, Partners: testPartners(t), Clicks: &clickRecorder{},
+		Limiter: limiter})
 	return env
 }
 

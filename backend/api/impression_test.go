@@ -13,21 +13,12 @@ import (
 	"github.com/goccy/go-json"
 
 	"github.com/adlink/adlink/backend/clicks"
-	"github.com/adlink/adlink/backend/store"
 )
 
 // testImpressions are bbolt Impressions in dir, closed at the end of t.
 func testImpressions(t testing.TB, dir string) clicks.Impressions {
 	t.Helper()
-	db, err := store.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	imps, err := clicks.NewImpressions(db)
-	if err != nil {
-		t.Fatal(err)
-	}
+	imps, _ := testStore(t, dir, clicks.NewImpressions)
 	return imps
 }
 

@@ -23,10 +23,14 @@ type limiters struct {
 	reports           ratelimit.Limiter
 }
 
-func newLimiters() limiters {
-	return limiters{keys: ratelimit.New(ratelimit.Options{}), ips: ratelimit.New(ratelimit.Options{}),
-		sites: ratelimit.New(ratelimit.Options{}), keyNets: ratelimit.New(ratelimit.Options{}),
-		siteNets: ratelimit.New(ratelimit.Options{}), reports: ratelimit.New(ratelimit.Options{})}
+// newLimiters makes each kind's Limiter with limiter, or, when it is nil,
+// as a ratelimit.Set in this process.
+func newLimiters(limiter func(kind string) ratelimit.Limiter) limiters {
+	if limiter == nil {
+		limiter = func(string) ratelimit.Limiter { return ratelimit.New(ratelimit.Options{}) }
+	}
+	return limiters{keys: limiter("keys"), ips: limiter("ips"), sites: limiter("sites"),
+		keyNets: limiter("key-networks"), siteNets: limiter("site-networks"), reports: limiter("reports")}
 }
 
 // reportLimit bounds the report requests of one client network, with a

@@ -21,6 +21,7 @@ import (
 	"github.com/adlink/adlink/backend/market"
 	"github.com/adlink/adlink/backend/metrics"
 	"github.com/adlink/adlink/backend/partners"
+	"github.com/adlink/adlink/backend/ratelimit"
 	"github.com/adlink/adlink/backend/shards"
 	"github.com/adlink/adlink/contract"
 )
@@ -72,6 +73,11 @@ type Deps struct {
 	// of answers and shard manifests, and paces even ones; nil shows
 	// every ad (the ledger still bills no click over a budget).
 	Budget *budget.Gate
+	// Limiter, when set, makes the Limiter of each kind of key the server
+	// limits (keys, ips, sites, key-networks, site-networks, reports): a
+	// shared one (Redis) holds each limit across replicas. Nil keeps each
+	// kind in a ratelimit.Set in this process.
+	Limiter func(kind string) ratelimit.Limiter
 	// Ready, when set, tells /readyz whether the server's state is usable
 	// (the store open, not shutting down); an error makes it a 503.
 	Ready func(ctx context.Context) error
@@ -122,7 +128,7 @@ func NewServer(d Deps) http.Handler {
 		metrics:  d.Metrics,
 		ready:    d.Ready,
 		ids:      newIDSource(),
-		limits:   newLimiters(),
+		limits:   newLimiters(d.Limiter),
 		judge:    newJudge(d.ClickKeys, d.Windows, d.Decisions, d.Config),
 		ledger:   d.Ledger,
 		imps:     d.Impressions,

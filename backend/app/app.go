@@ -34,10 +34,12 @@ import (
 	"github.com/adlink/adlink/backend/metrics"
 	"github.com/adlink/adlink/backend/pages"
 	"github.com/adlink/adlink/backend/partners"
+	"github.com/adlink/adlink/backend/ratelimit"
 	"github.com/adlink/adlink/backend/retention"
 	"github.com/adlink/adlink/backend/shards"
 	"github.com/adlink/adlink/backend/store"
 	pgstore "github.com/adlink/adlink/backend/store/pg"
+	redisstore "github.com/adlink/adlink/backend/store/redis"
 	"github.com/adlink/adlink/match"
 	"github.com/adlink/adlink/web/matcher"
 )
@@ -47,7 +49,8 @@ import (
 type Options struct {
 	// Logger receives the server's logs; nil discards them.
 	Logger *slog.Logger
-	// Now is the clock clicks are stamped with; nil is time.Now.
+	// Now is the clock clicks are stamped with, which also times the
+	// Redis fallback; nil is time.Now.
 	Now func() time.Time
 	// Ads, when not nil, are the catalog, in place of the configured feed
 	// files or the embedded demo catalog.
@@ -94,6 +97,9 @@ type App struct {
 
 	db        *bolt.DB
 	pg        *pgstore.DB
+	redis     *redisstore.Client
+	syncStop  chan struct{} // stops syncBudgets
+	syncDone  chan struct{}
 	fetcher   *pages.Fetcher
 	retention *retention.Job
 	draining  atomic.Bool
@@ -181,10 +187,19 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 	} else if err = a.boltStores(&windows, &decisions, &ledger); err != nil {
 		return nil, err
 	}
+	a.Metrics = metrics.New()
+	limiter, flags, err := a.openRedis(cfg, opts, log)
+	if err != nil {
+		return nil, err
+	}
 	// Today's spend is read now, so an advertiser stopped before a
 	// restart stays stopped.
-	if a.Budget, err = budget.New(context.Background(), budget.Options{Budgets: book.Budgets(), Spent: a.Rollups, Now: opts.Now}); err != nil {
+	if a.Budget, err = budget.New(context.Background(), budget.Options{Budgets: book.Budgets(), Spent: a.Rollups,
+		Flags: flags, Now: opts.Now}); err != nil {
 		return nil, err
+	}
+	if flags != nil {
+		a.syncBudgets(log)
 	}
 	clickKeys, err := loadClickKeys(cfg)
 	if err != nil {
@@ -196,7 +211,6 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 		return nil, err
 	}
 	a.fetcher = pages.NewFetcher(pages.FetchOptions{AllowPrivate: cfg.FetchAllowPrivate})
-	a.Metrics = metrics.New()
 	var siteDomains [][]string
 	for _, p := range ps {
 		for _, site := range p.Sites {
@@ -246,6 +260,7 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 		Shards:      shardSet,
 		Web:         web,
 		Metrics:     a.Metrics,
+		Limiter:     limiter,
 		Ready:       a.ready,
 	})
 	return a, nil
@@ -283,6 +298,58 @@ func (a *App) boltStores(windows *clicks.Windows, decisions *clicks.Decisions, l
 	return nil
 }
 
+// openRedis opens the Redis that cfg names and returns what makes the
+// server's limiters there, each with a ratelimit.Set of this process to
+// answer while Redis does not, and the budget flags the replicas share;
+// without one it returns nils: the limiters in this process alone, and no
+// flags. A Redis down at start-up is not fatal: the limiters fall back
+// until it answers.
+func (a *App) openRedis(cfg config.Config, opts Options, log *slog.Logger) (func(kind string) ratelimit.Limiter, budget.Flags, error) {
+	if cfg.RedisURL == "" {
+		return nil, nil, nil
+	}
+	rc, err := redisstore.Open(cfg.RedisURL, redisstore.Options{Logger: log, Metrics: a.Metrics, Now: opts.Now})
+	if err != nil {
+		return nil, nil, err
+	}
+	a.redis = rc
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if err := rc.Ping(ctx); err != nil {
+		log.Warn("redis does not answer: rate limits are kept in this process until it does", "err", err)
+	} else {
+		log.Info("rate limits and budget flags are kept in redis, shared by replicas")
+	}
+	return func(kind string) ratelimit.Limiter {
+		return rc.Limiter(kind, ratelimit.New(ratelimit.Options{}))
+	}, rc.BudgetFlags(), nil
+}
+
+// budgetSyncEvery is how often the gate reads the budgets other replicas
+// spent: how long their ads may still show here.
+const budgetSyncEvery = time.Second
+
+// syncBudgets has the budget gate read the shared flags every
+// budgetSyncEvery until Close.
+func (a *App) syncBudgets(log *slog.Logger) {
+	a.syncStop, a.syncDone = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(a.syncDone)
+		t := time.NewTicker(budgetSyncEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-a.syncStop:
+				return
+			case <-t.C:
+				if err := a.Budget.Sync(context.Background()); err != nil {
+					log.Warn("budget", "err", err)
+				}
+			}
+		}
+	}()
+}
+
 // ready tells /readyz whether the server can answer: not draining, the
 // store open, and Postgres, when it keeps the clicks, answering.
 func (a *App) ready(ctx context.Context) error {
@@ -318,6 +385,10 @@ func (a *App) Close() error {
 		if a.retention != nil {
 			a.retention.Stop()
 		}
+		if a.syncStop != nil {
+			close(a.syncStop)
+			<-a.syncDone
+		}
 		if a.fetcher != nil {
 			a.fetcher.Close()
 		}
@@ -326,6 +397,9 @@ func (a *App) Close() error {
 		}
 		if a.db != nil {
 			a.closeErr = a.db.Close()
+		}
+		if a.redis != nil {
+			a.closeErr = errors.Join(a.closeErr, a.redis.Close())
 		}
 	})
 	return a.closeErr

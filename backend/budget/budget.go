@@ -38,6 +38,19 @@ type Spender interface {
 
 var _ Spender = clicks.BoltRollups{}
 
+// Flags tell the replicas of one deployment which advertisers spent their
+// daily budget: the Gate whose click reaches a budget raises its flag, and
+// every Gate reads them (Sync) and stops those ads as its own clicks would
+// have. redisstore.BudgetFlags keeps them in Redis. Flags are a hint: the
+// ledger still bills no click over a budget, so a flag lost costs only
+// clicks that do not bill.
+type Flags interface {
+	// Raise marks advertiser's budget spent on the UTC day of at.
+	Raise(ctx context.Context, advertiser string, at time.Time) error
+	// Raised returns the advertisers marked on the UTC day of at.
+	Raised(ctx context.Context, at time.Time) ([]string, error)
+}
+
 // Options are what a Gate needs.
 type Options struct {
 	// Budgets are the advertisers' daily budgets by id, as the catalog
@@ -45,6 +58,8 @@ type Options struct {
 	Budgets map[string]accounts.Budget
 	// Spent is where the day's spend is read.
 	Spent Spender
+	// Flags, when set, share the budgets spent with the other replicas.
+	Flags Flags
 	// Now is the server's clock; nil is time.Now.
 	Now func() time.Time
 	// Rand draws whether a paced advertiser is shown: a number in [0, 1);
@@ -59,6 +74,7 @@ type Gate struct {
 	budgets []accounts.Budget
 	even    []int // the ids paced even: each answer looks at them
 	spent   Spender
+	flags   Flags
 	now     func() time.Time
 	rand    func() float64
 
@@ -94,7 +110,7 @@ func (d *day) stop(i int) {
 // New returns the gate of o's budgets, with today's spend read from
 // o.Spent, so that an advertiser stopped before a restart stays stopped.
 func New(ctx context.Context, o Options) (*Gate, error) {
-	g := &Gate{spent: o.Spent, now: o.Now, rand: o.Rand}
+	g := &Gate{spent: o.Spent, flags: o.Flags, now: o.Now, rand: o.Rand}
 	if g.now == nil {
 		g.now = time.Now
 	}
@@ -186,12 +202,56 @@ func (g *Gate) Clicked(ctx context.Context, c *clicks.Click) error {
 			return nil
 		}
 		if d.spent[i].CompareAndSwap(old, s) {
-			if b := g.budgets[i]; s >= b.DailyMicros && old < b.DailyMicros && b.Pacing != accounts.Even {
+			b := g.budgets[i]
+			if s < b.DailyMicros || old >= b.DailyMicros {
+				return nil
+			}
+			if b.Pacing != accounts.Even {
 				d.stop(i)
+			}
+			if g.flags != nil {
+				if err := g.flags.Raise(ctx, c.Advertiser, c.Time); err != nil {
+					return fmt.Errorf("budget: raising the flag of %s: %w", c.Advertiser, err)
+				}
 			}
 			return nil
 		}
 	}
+}
+
+// Sync reads the flags the other replicas raised today and stops those
+// advertisers as if their spend here had reached the budget (Spent then
+// says the budget, at least). The server calls it every second.
+func (g *Gate) Sync(ctx context.Context) error {
+	if g == nil || g.flags == nil || len(g.ids) == 0 {
+		return nil
+	}
+	now := g.now()
+	d := g.today(now)
+	if d.n != dayOf(now) {
+		return nil
+	}
+	raised, err := g.flags.Raised(ctx, now)
+	if err != nil {
+		return fmt.Errorf("budget: reading the flags: %w", err)
+	}
+	for _, id := range raised {
+		i, ok := slices.BinarySearch(g.ids, id)
+		if !ok {
+			continue
+		}
+		b := g.budgets[i]
+		for {
+			old := d.spent[i].Load()
+			if old >= b.DailyMicros || d.spent[i].CompareAndSwap(old, b.DailyMicros) {
+				break
+			}
+		}
+		if b.Pacing != accounts.Even {
+			d.stop(i)
+		}
+	}
+	return nil
 }
 
 // Spent returns what the advertiser spent today as the gate knows it.

@@ -1,145 +1,95 @@
 package clicks_test
 
 import (
+	"errors"
 	"testing"
-
-	bolt "go.etcd.io/bbolt"
 
 	"github.com/adlink/adlink/backend/clicks"
 	"github.com/adlink/adlink/backend/store"
 	"github.com/adlink/adlink/backend/store/storetest"
 )
 
-func TestLogKeepsTheStoreContract(t *testing.T) {
-	storetest.Clicks(t, func(t *testing.T) storetest.Opener[clicks.Store] {
-		dir := t.TempDir()
-		return func() (clicks.Store, func() error) {
-			db, err := store.Open(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			l, err := clicks.New(db)
-			if err != nil {
-				db.Close()
-				t.Fatal(err)
-			}
-			return l, db.Close
-		}
-	})
+// stores are every store of one bbolt file, as a contract test opens them.
+type stores struct {
+	log       *clicks.Log
+	windows   *clicks.BoltWindows
+	decisions *clicks.BoltDecisions
+	ledger    *clicks.BoltLedger
+	rollups   clicks.BoltRollups
+	imps      *clicks.BoltImpressions
+	retainer  *clicks.BoltRetainer
 }
 
-func TestBoltWindowsKeepTheContract(t *testing.T) {
-	storetest.Windows(t, func(t *testing.T) storetest.Opener[clicks.Windows] {
-		dir := t.TempDir()
-		return func() (clicks.Windows, func() error) {
-			db, err := store.Open(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			w, err := clicks.NewWindows(db)
-			if err != nil {
-				db.Close()
-				t.Fatal(err)
-			}
-			return w, db.Close
-		}
-	})
-}
-
-func TestBoltDecisionsKeepTheContract(t *testing.T) {
-	storetest.Decisions(t, func(t *testing.T) storetest.Opener[clicks.Decisions] {
-		dir := t.TempDir()
-		return func() (clicks.Decisions, func() error) {
-			db, err := store.Open(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			d, err := clicks.NewDecisions(db)
-			if err != nil {
-				db.Close()
-				t.Fatal(err)
-			}
-			return d, db.Close
-		}
-	})
-}
-
-// openFile opens the bbolt file in dir for a contract test.
-func openFile(t *testing.T, dir string) *bolt.DB {
+// openStores opens every store of the bbolt file in dir and returns them
+// with the function that closes the file.
+func openStores(t *testing.T, dir string) (stores, func() error) {
 	t.Helper()
 	db, err := store.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return db
+	var s stores
+	var errs [7]error
+	s.log, errs[0] = clicks.New(db)
+	s.windows, errs[1] = clicks.NewWindows(db)
+	s.decisions, errs[2] = clicks.NewDecisions(db)
+	s.ledger, errs[3] = clicks.NewLedger(db)
+	s.rollups, errs[4] = clicks.NewRollups(db)
+	s.imps, errs[5] = clicks.NewImpressions(db)
+	s.retainer, errs[6] = clicks.NewRetainer(db)
+	if err := errors.Join(errs[:]...); err != nil {
+		db.Close()
+		t.Fatal(err)
+	}
+	return s, db.Close
+}
+
+// opener is the storetest.Opener of one part of the stores in a directory
+// of their own.
+func opener[S any](t *testing.T, part func(stores) S) storetest.Opener[S] {
+	dir := t.TempDir()
+	return func() (S, func() error) {
+		s, closeFn := openStores(t, dir)
+		return part(s), closeFn
+	}
+}
+
+func TestLogKeepsTheStoreContract(t *testing.T) {
+	storetest.Clicks(t, func(t *testing.T) storetest.Opener[clicks.Store] {
+		return opener(t, func(s stores) clicks.Store { return s.log })
+	})
+}
+
+func TestBoltWindowsKeepTheContract(t *testing.T) {
+	storetest.Windows(t, func(t *testing.T) storetest.Opener[clicks.Windows] {
+		return opener(t, func(s stores) clicks.Windows { return s.windows })
+	})
+}
+
+func TestBoltDecisionsKeepTheContract(t *testing.T) {
+	storetest.Decisions(t, func(t *testing.T) storetest.Opener[clicks.Decisions] {
+		return opener(t, func(s stores) clicks.Decisions { return s.decisions })
+	})
 }
 
 func TestBoltLedgerKeepsTheContract(t *testing.T) {
 	storetest.Ledger(t, func(t *testing.T) storetest.Opener[storetest.LedgerParts] {
-		dir := t.TempDir()
-		return func() (storetest.LedgerParts, func() error) {
-			db := openFile(t, dir)
-			l, err := clicks.NewLedger(db)
-			if err != nil {
-				db.Close()
-				t.Fatal(err)
-			}
-			log, err := clicks.New(db)
-			if err != nil {
-				db.Close()
-				t.Fatal(err)
-			}
-			r, err := clicks.NewRollups(db)
-			if err != nil {
-				db.Close()
-				t.Fatal(err)
-			}
-			imps, err := clicks.NewImpressions(db)
-			if err != nil {
-				db.Close()
-				t.Fatal(err)
-			}
-			return storetest.LedgerParts{Ledger: l, Log: log, Rollups: r, Impressions: imps}, db.Close
-		}
+		return opener(t, func(s stores) storetest.LedgerParts {
+			return storetest.LedgerParts{Ledger: s.ledger, Log: s.log, Rollups: s.rollups, Impressions: s.imps}
+		})
 	})
 }
 
 func TestSequentialLedgerKeepsTheContract(t *testing.T) {
 	storetest.Ledger(t, func(t *testing.T) storetest.Opener[storetest.LedgerParts] {
-		dir := t.TempDir()
-		return func() (storetest.LedgerParts, func() error) {
-			db := openFile(t, dir)
-			log, err := clicks.New(db)
-			if err != nil {
-				db.Close()
-				t.Fatal(err)
-			}
-			w, err := clicks.NewWindows(db)
-			if err != nil {
-				db.Close()
-				t.Fatal(err)
-			}
-			d, err := clicks.NewDecisions(db)
-			if err != nil {
-				db.Close()
-				t.Fatal(err)
-			}
-			return storetest.LedgerParts{Ledger: clicks.Sequential{Decisions: d, Windows: w, Store: log}, Log: log}, db.Close
-		}
+		return opener(t, func(s stores) storetest.LedgerParts {
+			return storetest.LedgerParts{Ledger: clicks.Sequential{Decisions: s.decisions, Windows: s.windows, Store: s.log}, Log: s.log}
+		})
 	})
 }
 
 func TestBoltImpressionsKeepTheContract(t *testing.T) {
 	storetest.Impressions(t, func(t *testing.T) storetest.Opener[clicks.Impressions] {
-		dir := t.TempDir()
-		return func() (clicks.Impressions, func() error) {
-			db := openFile(t, dir)
-			s, err := clicks.NewImpressions(db)
-			if err != nil {
-				db.Close()
-				t.Fatal(err)
-			}
-			return s, db.Close
-		}
+		return opener(t, func(s stores) clicks.Impressions { return s.imps })
 	})
 }

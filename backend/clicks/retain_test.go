@@ -11,51 +11,18 @@ import (
 
 func TestBoltRetainerKeepsTheContract(t *testing.T) {
 	storetest.Retainer(t, func(t *testing.T) storetest.Opener[storetest.RetainerParts] {
-		dir := t.TempDir()
-		return func() (storetest.RetainerParts, func() error) {
-			db := openFile(t, dir)
-			r, err := clicks.NewRetainer(db)
-			if err != nil {
-				db.Close()
-				t.Fatal(err)
-			}
-			log, err := clicks.New(db)
-			if err != nil {
-				db.Close()
-				t.Fatal(err)
-			}
-			imps, err := clicks.NewImpressions(db)
-			if err != nil {
-				db.Close()
-				t.Fatal(err)
-			}
-			rollups, err := clicks.NewRollups(db)
-			if err != nil {
-				db.Close()
-				t.Fatal(err)
-			}
-			return storetest.RetainerParts{Retainer: r, Log: log, Impressions: imps, Rollups: rollups}, db.Close
-		}
+		return opener(t, func(s stores) storetest.RetainerParts {
+			return storetest.RetainerParts{Retainer: s.retainer, Log: s.log, Impressions: s.imps, Rollups: s.rollups}
+		})
 	})
 }
 
 // TestForgetSpendBefore: the spend of the days before the one given goes,
 // that day's and later stay, for every advertiser.
 func TestForgetSpendBefore(t *testing.T) {
-	db := openFile(t, t.TempDir())
-	t.Cleanup(func() { db.Close() })
-	l, err := clicks.NewLedger(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := clicks.NewRetainer(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rollups, err := clicks.NewRollups(db)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, closeFn := openStores(t, t.TempDir())
+	t.Cleanup(func() { closeFn() })
+	l, r, rollups := s.ledger, s.retainer, s.rollups
 	day := time.Date(2026, 8, 10, 0, 0, 0, 0, time.UTC)
 	days := []time.Time{day.AddDate(0, 0, -3), day.Add(-time.Nanosecond), day, day.AddDate(0, 0, 1)}
 	for i, at := range days {

@@ -21,6 +21,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/adlink/adlink/backend/clicks"
 )
 
@@ -128,6 +130,11 @@ type Config struct {
 	// ADLINK_POSTGRES_URL; a postgres:// URL or libpq key=value string).
 	// Unset, they stay in DataDir's bbolt file.
 	PostgresURL string
+	// RedisURL, when set, is the Redis that the rate limits are kept in,
+	// shared by every replica that names it (-redis, ADLINK_REDIS_URL): a
+	// redis:// or rediss:// URL as go-redis reads it. Empty keeps them in
+	// this process.
+	RedisURL string
 	// LogLevel is the least level logged: debug (which adds a line per
 	// request), info, warn or error (-log-level, ADLINK_LOG_LEVEL).
 	LogLevel slog.Level
@@ -256,6 +263,7 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	envDuration("ADLINK_RETENTION", &c.Retention)
 	c.ExportDir = getenv("ADLINK_EXPORT_DIR")
 	c.PostgresURL = getenv("ADLINK_POSTGRES_URL")
+	c.RedisURL = getenv("ADLINK_REDIS_URL")
 	clickKeys := getenv("ADLINK_CLICK_KEYS")
 	if v := getenv("ADLINK_LOG_LEVEL"); v != "" {
 		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
@@ -301,6 +309,9 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	// A func flag: -h must not print a password of the environment's URL.
 	fs.Func("postgres", "Postgres `URL` that keeps clicks, impressions, reports and spend for every replica; none: the data directory's file (ADLINK_POSTGRES_URL, preferred)",
 		func(s string) error { c.PostgresURL = s; return nil })
+	// A func flag, as -click-keys: the URL may hold a password.
+	fs.Func("redis", "`URL` of the Redis that keeps the rate limits, shared by replicas, redis://[user:password@]host:port/db; none: in this process (ADLINK_REDIS_URL)",
+		func(s string) error { c.RedisURL = s; return nil })
 	fs.BoolVar(&c.PrintVersion, "version", false, "print the version and exit")
 	fs.VisitAll(func(f *flag.Flag) { f.Value = keepOnError{f.Value} })
 	for rest := args; len(rest) > 0; {
@@ -423,6 +434,13 @@ func (c *Config) Validate() error {
 	}
 	if c.Retention != 0 && strings.TrimSpace(c.ExportDir) == "" {
 		bad("export-dir is empty")
+	}
+	if c.RedisURL != "" {
+		// The error names the part that is wrong, never the URL, which may
+		// hold a password.
+		if _, err := redis.ParseURL(c.RedisURL); err != nil {
+			bad("redis: want a redis:// or rediss:// URL: %w", err)
+		}
 	}
 	if c.ClickMinDelay < 0 || c.ClickMinDelay >= c.ClickTokenTTL {
 		bad("click-min-delay %v: want 0 or more, and less than click-token-ttl", c.ClickMinDelay)

@@ -139,6 +139,17 @@ func TestLoad(t *testing.T) {
 			want: func(c *Config) { c.Retention, c.ExportDir = 0, "/srv/exports" },
 		},
 		{
+			name: "redis from the environment",
+			env:  map[string]string{"ADLINK_REDIS_URL": "redis://:pw@10.0.0.5:6379/2"},
+			want: func(c *Config) { c.RedisURL = "redis://:pw@10.0.0.5:6379/2" },
+		},
+		{
+			name: "redis flag wins",
+			args: []string{"-redis", "rediss://r.internal:6380/0"},
+			env:  map[string]string{"ADLINK_REDIS_URL": "redis://10.0.0.5:6379/2"},
+			want: func(c *Config) { c.RedisURL = "rediss://r.internal:6380/0" },
+		},
+		{
 			name: "wildcard listen address",
 			args: []string{"-addr", ":9090"},
 			want: func(c *Config) { c.Addr, c.RedirectURL = ":9090", "http://localhost:9090" },
@@ -174,7 +185,7 @@ func TestLoadReportsEveryProblem(t *testing.T) {
 		[]string{"-addr", "nohostport", "-redirect-url", "ftp://x", "-nope", "-trusted-proxies", "10.0.0.1,bogus", "-country-header", " ",
 			"-rate-key", "0", "-rate-ip", "fast", "-rate-ip-burst", "0", "-rate-pages", "-1", "stray", "-click-keys", "k1:c2hvcnQ",
 			"-=x", "-site-token-ttl", "0s", "-partners", "p.json", "-rate-key-network-share", "1.5", "-network-daily-clicks", "0",
-			"-retention", "1h"},
+			"-retention", "1h", "-redis", "http://:hunter2@cache:6379"},
 		env(map[string]string{"ADLINK_FETCH_ALLOW_PRIVATE": "maybe", "ADLINK_DEMO": "yes please", "ADLINK_RATE_KEY_BURST": "lots",
 			"ADLINK_LOG_LEVEL": "loud", "ADLINK_CLICK_TTL": "a day", "ADLINK_RETENTION": "forever", "ADLINK_RATE_PAGES_NETWORK_SHARE": "0"}), io.Discard)
 	if err == nil {
@@ -184,10 +195,13 @@ func TestLoadReportsEveryProblem(t *testing.T) {
 		"ADLINK_RATE_KEY_BURST", "ADLINK_LOG_LEVEL", "rate-key 0", `invalid value "fast" for flag -rate-ip`, "rate-ip-burst 0", "rate-pages -1",
 		"flag provided but not defined: -nope", `unexpected argument "stray"`, "bad flag syntax: -=x",
 		`click key "k1": secret of 5 bytes`, "ADLINK_CLICK_TTL", "site-token-ttl 0s", "rate-key-network-share 1.5", "rate-pages-network-share 0:", "network-daily-clicks 0",
-		"ADLINK_RETENTION", "retention 1h0m0s: want 0"} {
+		"ADLINK_RETENTION", "retention 1h0m0s: want 0", "redis: want a redis:// or rediss:// URL"} {
 		if n := strings.Count(err.Error(), want); n != 1 {
 			t.Errorf("error mentions %s %d times, want once:\n%v", want, n, err)
 		}
+	}
+	if strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("the error shows the Redis password:\n%v", err)
 	}
 	// Parsing goes on past every bad flag, which keeps its value.
 	if c.PartnersFile != "p.json" || c.SiteTokenTTL != 0 || c.IPRate != Default().IPRate {
@@ -252,8 +266,10 @@ func TestPrepare(t *testing.T) {
 func TestUsageHidesClickKeys(t *testing.T) {
 	var out strings.Builder
 	secret := strings.Repeat("S", 43)
-	_, err := Load([]string{"-h"}, env(map[string]string{"ADLINK_CLICK_KEYS": "k:" + secret}), &out)
-	if !errors.Is(err, flag.ErrHelp) || !strings.Contains(out.String(), "-click-keys") || strings.Contains(out.String(), secret) {
+	_, err := Load([]string{"-h"}, env(map[string]string{"ADLINK_CLICK_KEYS": "k:" + secret,
+		"ADLINK_REDIS_URL": "redis://:" + secret + "@cache:6379/0"}), &out)
+	if !errors.Is(err, flag.ErrHelp) || !strings.Contains(out.String(), "-click-keys") || !strings.Contains(out.String(), "-redis") ||
+		strings.Contains(out.String(), secret) {
 		t.Errorf("%v\n%s", err, out.String())
 	}
 }

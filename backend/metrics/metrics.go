@@ -26,6 +26,8 @@ type Metrics struct {
 	impressions prometheus.Counter
 	rateLimited *prometheus.CounterVec
 	retention   retentionMetrics
+
+	redisFallback *prometheus.CounterVec
 }
 
 // New returns the metrics registered in a new registry, with the Go
@@ -62,6 +64,7 @@ func New() *Metrics {
 	m.reg.MustRegister(m.requests, m.latency, m.analyses, m.clicks, m.impressions, m.rateLimited,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.retention = newRetentionMetrics(m.reg)
+	m.redisFallback = newRedisFallback(m.reg)
 	return m
 }
 

@@ -1,0 +1,94 @@
+package budget
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/adlink/adlink/backend/accounts"
+	"github.com/adlink/adlink/backend/clicks"
+)
+
+// flags are Flags in memory, with the errors a test sets.
+type flags struct {
+	raised   []string
+	raiseErr error
+	readErr  error
+}
+
+var _ Flags = (*flags)(nil)
+
+func (f *flags) Raise(_ context.Context, adv string, _ time.Time) error {
+	if f.raiseErr != nil {
+		return f.raiseErr
+	}
+	f.raised = append(f.raised, adv)
+	return nil
+}
+
+func (f *flags) Raised(context.Context, time.Time) ([]string, error) {
+	return slices.Clone(f.raised), f.readErr
+}
+
+// A gate raises an advertiser's flag once, on the click that spends its
+// budget, says when it could not, and Sync stops what other gates raised.
+func TestGateFlags(t *testing.T) {
+	ix := testIndex(t)
+	groups := ix.AdvertiserGroups()
+	now := day0.Add(10 * time.Hour)
+	clock := func() time.Time { return now }
+	budgets := map[string]accounts.Budget{
+		"a.example": {DailyMicros: 10, Pacing: accounts.ASAP},
+		"b.example": {DailyMicros: 10, Pacing: accounts.ASAP},
+	}
+	sp := &spends{m: map[string]int64{}}
+	f := &flags{}
+	g, err := New(context.Background(), Options{Budgets: budgets, Spent: sp, Now: clock, Flags: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	click := func(adv string) error {
+		sp.add(adv, now, 5)
+		return g.Clicked(context.Background(), &clicks.Click{Time: now, Advertiser: adv, Billable: true, BidMicros: 5})
+	}
+	for range 3 {
+		if err := click("a.example"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !slices.Equal(f.raised, []string{"a.example"}) {
+		t.Errorf("raised %v, want a.example once, on the click that spent its budget", f.raised)
+	}
+
+	f.raiseErr = errors.New("down")
+	click("b.example")
+	if err := click("b.example"); err == nil {
+		t.Error("a flag that could not be raised: no error")
+	}
+	if got := g.Exclude(ix); !slices.Equal(got, []uint32{groups["a.example"], groups["b.example"]}) {
+		t.Errorf("Exclude %v: the gate's own stop must not wait for the flag", got)
+	}
+
+	// Another gate on the same flags, whose own clicks spent nothing.
+	other, err := New(context.Background(), Options{Budgets: budgets, Spent: &spends{m: map[string]int64{}}, Now: clock, Flags: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.readErr = errors.New("down")
+	if err := other.Sync(context.Background()); err == nil || other.Exclude(ix) != nil {
+		t.Errorf("Sync with the flags unreadable: %v, Exclude %v", err, other.Exclude(ix))
+	}
+	f.readErr = nil
+	if err := other.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := other.Exclude(ix); !slices.Equal(got, []uint32{groups["a.example"]}) {
+		t.Errorf("after Sync, Exclude %v, want a.example's", got)
+	}
+	var none *Gate
+	if none.Sync(context.Background()) != nil {
+		t.Error("a nil Gate's Sync failed")
+	}
+}

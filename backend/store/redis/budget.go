@@ -1,0 +1,59 @@
+package redisstore
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/adlink/adlink/backend/budget"
+)
+
+// BudgetFlags are budget.Flags in Redis: one set per UTC day of the
+// advertisers whose budget is spent, expiring two days after its last flag.
+// While Redis does not answer, Raise and Raised count a fallback and do
+// nothing: each replica then stops only the ads its own clicks spent, and
+// a flag raised meanwhile is not raised again, so the other replicas learn
+// of that budget only from their own clicks (which the ledger does not
+// bill).
+type BudgetFlags struct {
+	c      *Client
+	prefix string
+}
+
+var _ budget.Flags = (*BudgetFlags)(nil)
+
+// BudgetFlags returns the budget flags in Redis.
+func (c *Client) BudgetFlags() *BudgetFlags {
+	return &BudgetFlags{c: c, prefix: c.prefix + "budget:"}
+}
+
+func (f *BudgetFlags) key(at time.Time) string {
+	return f.prefix + strconv.FormatInt(at.Unix()/86400, 10)
+}
+
+// Raise implements budget.Flags.
+func (f *BudgetFlags) Raise(ctx context.Context, advertiser string, at time.Time) error {
+	f.c.call(ctx, "budget", func(ctx context.Context) error {
+		key := f.key(at)
+		_, err := f.c.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.SAdd(ctx, key, advertiser)
+			p.Expire(ctx, key, 48*time.Hour)
+			return nil
+		})
+		return err
+	})
+	return nil
+}
+
+// Raised implements budget.Flags.
+func (f *BudgetFlags) Raised(ctx context.Context, at time.Time) ([]string, error) {
+	var ids []string
+	f.c.call(ctx, "budget", func(ctx context.Context) error {
+		var err error
+		ids, err = f.c.rdb.SMembers(ctx, f.key(at)).Result()
+		return err
+	})
+	return ids, nil
+}

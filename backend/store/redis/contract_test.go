@@ -1,0 +1,100 @@
+package redisstore_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/adlink/adlink/backend/clicks"
+	"github.com/adlink/adlink/backend/ratelimit"
+	redisstore "github.com/adlink/adlink/backend/store/redis"
+	"github.com/adlink/adlink/backend/store/storetest"
+	"github.com/adlink/adlink/internal/testredis"
+)
+
+// The conformance suites run against Redis alone: a fallback that is
+// asked anything fails the test.
+
+type noLimiter struct{ t *testing.T }
+
+func (n noLimiter) Allow(context.Context, string, ratelimit.Limit) ratelimit.Decision {
+	n.t.Error("the fallback limiter was asked while Redis was up")
+	return ratelimit.Decision{Allowed: true}
+}
+
+type noWindows struct{ t *testing.T }
+
+func (n noWindows) Claim(context.Context, string, string, time.Time, int) (string, error) {
+	n.t.Error("the fallback windows were asked while Redis was up")
+	return "", nil
+}
+
+type noDecisions struct{ t *testing.T }
+
+func (n noDecisions) Use(context.Context, string, time.Time, time.Time) (bool, error) {
+	n.t.Error("the fallback decisions were asked while Redis was up")
+	return false, nil
+}
+
+var (
+	_ ratelimit.Limiter = noLimiter{}
+	_ clicks.Windows    = noWindows{}
+	_ clicks.Decisions  = noDecisions{}
+)
+
+// open returns a Client for srv's URL, closed at the end of t.
+func open(t *testing.T, url string, o redisstore.Options) *redisstore.Client {
+	t.Helper()
+	c, err := redisstore.Open(url, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func TestLimiterKeepsTheContract(t *testing.T) {
+	srv := testredis.Start(t, testredis.Options{})
+	var n atomic.Int32
+	storetest.Limits(t, func(t *testing.T) ratelimit.Limiter {
+		// A prefix of its own gives each case empty state on one server.
+		c := open(t, srv.URL(), redisstore.Options{Prefix: fmt.Sprintf("case%d:", n.Add(1))})
+		return c.Limiter("keys", noLimiter{t})
+	})
+}
+
+// persistent opens, over one Redis that keeps every acknowledged write on
+// disk, the store make builds; closing it kills the server with SIGKILL,
+// and the next open starts it again, so the durability cases prove what a
+// crash of Redis keeps.
+func persistent[S any](make func(t *testing.T, c *redisstore.Client) S) func(t *testing.T) storetest.Opener[S] {
+	return func(t *testing.T) storetest.Opener[S] {
+		srv := testredis.Start(t, testredis.Options{Persist: true})
+		return func() (S, func() error) {
+			srv.Start()
+			c, err := redisstore.Open(srv.URL(), redisstore.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return make(t, c), func() error {
+				err := c.Close()
+				srv.Kill()
+				return err
+			}
+		}
+	}
+}
+
+func TestWindowsKeepTheContract(t *testing.T) {
+	storetest.Windows(t, persistent(func(t *testing.T, c *redisstore.Client) clicks.Windows {
+		return c.Windows(noWindows{t})
+	}))
+}
+
+func TestDecisionsKeepTheContract(t *testing.T) {
+	storetest.Decisions(t, persistent(func(t *testing.T, c *redisstore.Client) clicks.Decisions {
+		return c.Decisions(noDecisions{t})
+	}))
+}

@@ -1,0 +1,196 @@
+// Package redisstore keeps the state every replica must share on the hot
+// path in Redis: the rate limits (Limiter, GCRA through
+// github.com/go-redis/redis_rate), the fraud windows of billable clicks
+// (Windows), the used decision ids (Decisions) and the budgets spent today
+// (BudgetFlags). The first three pass the conformance suites of their
+// interfaces in backend/store/storetest.
+//
+// Redis being unreachable never fails a request: each store answers from
+// a fallback of the process's own that its caller gives (the in-process
+// ratelimit.Set, the bbolt Windows and Decisions), counts the call in
+// adlink_redis_fallback_total and logs, at most once per LogEvery. After a
+// failure the stores leave Redis alone for RetryAfter, so an outage costs
+// one timeout per interval and not one per request; the first call after
+// that tries Redis again, and uses it from then on if it answers.
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/adlink/adlink/backend/metrics"
+)
+
+// Options tune a Client; the zero value is the default.
+type Options struct {
+	// Prefix starts every key the stores write ("adlink:"), so that one
+	// Redis can serve several deployments.
+	Prefix string
+	// RetryAfter is how long the stores answer from their fallbacks after
+	// Redis failed, before they try it again (one second).
+	RetryAfter time.Duration
+	// LogEvery bounds how often a fallback is logged (ten seconds).
+	LogEvery time.Duration
+	// Logger gets the fallback and recovery lines; nil logs nothing.
+	Logger *slog.Logger
+	// Metrics count the fallbacks; nil counts nothing.
+	Metrics *metrics.Metrics
+	// Now is the clock that times RetryAfter and LogEvery; tests set it.
+	Now func() time.Time
+}
+
+// Timeouts a URL does not set: a limit check on the hot path must not
+// wait the client library's seconds for a Redis that is gone.
+const (
+	defaultDialTimeout = 250 * time.Millisecond
+	defaultIOTimeout   = 250 * time.Millisecond
+)
+
+// Client is one connection pool to Redis and the health the stores made
+// from it share: when one store finds Redis gone, the others fall back
+// too. It is safe for concurrent use.
+type Client struct {
+	rdb    *redis.Client
+	prefix string
+	health *health
+}
+
+// Open returns a Client for the redis:// or rediss:// URL rawURL (the
+// go-redis URL format: redis://user:password@host:port/db?dial_timeout=1s).
+// It does not connect: a Redis that is down at start-up is one that is
+// down later, and the stores fall back until it is up.
+func Open(rawURL string, o Options) (*Client, error) {
+	opt, err := redis.ParseURL(rawURL)
+	if err != nil {
+		return nil, err // "redis: ...", without the URL and its password
+	}
+	u, _ := url.Parse(rawURL) // ParseURL parsed it already
+	q := u.Query()
+	if !q.Has("dial_timeout") {
+		opt.DialTimeout = defaultDialTimeout
+	}
+	if !q.Has("read_timeout") {
+		opt.ReadTimeout = defaultIOTimeout
+	}
+	if !q.Has("write_timeout") {
+		opt.WriteTimeout = defaultIOTimeout
+	}
+	if !q.Has("max_retries") {
+		// One retry gets past a pooled connection the server closed when
+		// it restarted; more only delay the fallback.
+		opt.MaxRetries = 1
+	}
+	if !q.Has("protocol") {
+		// RESP2: the stores need no server pushes, and with RESP3 the
+		// client looks for them around every command.
+		opt.Protocol = 2
+	}
+	// A dial refused is refused again a moment later: the stores' own
+	// RetryAfter paces the next attempt.
+	opt.DialerRetries, opt.DialerRetryTimeout = 1, time.Millisecond
+	if !q.Has("max_retry_backoff") {
+		opt.MinRetryBackoff, opt.MaxRetryBackoff = time.Millisecond, 10*time.Millisecond
+	}
+	if o.Prefix == "" {
+		o.Prefix = "adlink:"
+	}
+	if o.RetryAfter <= 0 {
+		o.RetryAfter = time.Second
+	}
+	if o.LogEvery <= 0 {
+		o.LogEvery = 10 * time.Second
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Client{rdb: redis.NewClient(opt), prefix: o.Prefix,
+		health: &health{now: o.Now, retryAfter: o.RetryAfter, logEvery: o.LogEvery,
+			log: o.Logger.With("component", "redis", "addr", opt.Addr), metrics: o.Metrics}}, nil
+}
+
+// Ping checks that Redis answers.
+func (c *Client) Ping(ctx context.Context) error {
+	return c.rdb.Ping(ctx).Err()
+}
+
+// Close closes the connections.
+func (c *Client) Close() error { return c.rdb.Close() }
+
+// call runs f against Redis unless Redis failed within RetryAfter, and
+// reports whether f succeeded; when it did not, the caller answers from
+// its fallback. The caller's cancellation does not reach Redis: a command
+// cut off half way leaves the caller not knowing whether it was applied,
+// and the client's own timeouts bound it.
+func (c *Client) call(ctx context.Context, store string, f func(ctx context.Context) error) bool {
+	h := c.health
+	if !h.usable() {
+		h.fellBack(store, nil)
+		return false
+	}
+	if err := f(context.WithoutCancel(ctx)); err != nil {
+		h.fellBack(store, err)
+		return false
+	}
+	h.answered()
+	return true
+}
+
+// health is whether Redis answers, as the stores last found it.
+type health struct {
+	now        func() time.Time
+	retryAfter time.Duration
+	logEvery   time.Duration
+	log        *slog.Logger
+	metrics    *metrics.Metrics
+
+	downUntil atomic.Int64 // Unix nanoseconds; Redis is not tried before
+	down      atomic.Bool  // a failure has not been followed by an answer
+
+	mu      sync.Mutex
+	lastLog time.Time
+	missed  int // fallbacks since the last line, this one included
+}
+
+func (h *health) usable() bool { return h.now().UnixNano() >= h.downUntil.Load() }
+
+// fellBack counts one call answered by a fallback; err is Redis's error,
+// nil when Redis was not tried.
+func (h *health) fellBack(store string, err error) {
+	h.metrics.RedisFallback(store)
+	now := h.now()
+	if err != nil {
+		h.downUntil.Store(now.Add(h.retryAfter).UnixNano())
+		h.down.Store(true)
+	}
+	h.mu.Lock()
+	h.missed++
+	if !h.lastLog.IsZero() && now.Sub(h.lastLog) < h.logEvery {
+		h.mu.Unlock()
+		return
+	}
+	missed := h.missed
+	h.lastLog, h.missed = now, 0
+	h.mu.Unlock()
+	if err == nil {
+		err = errors.New("redis failed less than retry_after ago")
+	}
+	h.log.Warn("redis unreachable: answering from this process's own state", "store", store,
+		"err", err, "retry_after", h.retryAfter, "fallbacks", missed)
+}
+
+// answered notes a call Redis answered, and logs Redis's return once.
+func (h *health) answered() {
+	if h.down.Load() && h.down.CompareAndSwap(true, false) {
+		h.log.Info("redis answers again: using the shared state")
+	}
+}

@@ -1,0 +1,165 @@
+// Package testredis runs a real redis-server for tests: in a temporary
+// directory, on a free loopback port, stopped when the test ends. Without
+// redis-server on the PATH a test skips, unless the CI variable is set:
+// then it fails, so that CI never passes by skipping.
+package testredis
+
+import (
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// Options choose how the server keeps its data.
+type Options struct {
+	// Persist keeps every write in an append-only file fsync'd before the
+	// write is answered, so a server killed with SIGKILL and started again
+	// has every write it acknowledged. Without it the server keeps nothing
+	// on disk.
+	Persist bool
+}
+
+// Server is one redis-server process, which Stop and Start stop and start
+// again on the same port and directory.
+type Server struct {
+	t    testing.TB
+	bin  string
+	dir  string
+	port int
+	opts Options
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{}
+}
+
+// Start starts a redis-server for t and stops it when t ends.
+func Start(t testing.TB, o Options) *Server {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("redis-server is not installed (apt-get install redis-server); CI is set, so this test may not skip")
+		}
+		t.Skip("redis-server is not installed (apt-get install redis-server): skipping the tests against a real Redis")
+	}
+	s := &Server{t: t, bin: bin, dir: t.TempDir(), opts: o}
+	// Another process may take the free port before the server binds it:
+	// then another one.
+	for try := 0; ; try++ {
+		s.port = freePort(t)
+		log, ok := s.start()
+		if ok {
+			break
+		}
+		if try == 2 || !strings.Contains(log, "Address already in use") {
+			t.Fatalf("redis-server on port %d did not start:\n%s", s.port, log)
+		}
+	}
+	t.Cleanup(s.Kill)
+	return s
+}
+
+// freePort is a loopback port nobody listens on now.
+func freePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("finding a free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// Addr is the server's host:port.
+func (s *Server) Addr() string { return "127.0.0.1:" + strconv.Itoa(s.port) }
+
+// URL is the server's redis:// URL.
+func (s *Server) URL() string { return "redis://" + s.Addr() + "/0" }
+
+// Start starts the server if it is not running, on the port and
+// directory it had, and returns once it accepts connections.
+func (s *Server) Start() {
+	s.t.Helper()
+	if log, ok := s.start(); !ok {
+		s.t.Fatalf("redis-server on port %d did not start:\n%s", s.port, log)
+	}
+}
+
+// start starts the server unless it is running and reports whether it
+// accepts connections, with its log when it does not.
+func (s *Server) start() (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd != nil {
+		return "", true
+	}
+	args := []string{"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1", "--dir", s.dir,
+		"--daemonize", "no", "--logfile", "", "--save", ""}
+	if s.opts.Persist {
+		args = append(args, "--appendonly", "yes", "--appendfsync", "always")
+	} else {
+		args = append(args, "--appendonly", "no")
+	}
+	cmd := exec.Command(s.bin, args...)
+	log := &readyLog{ready: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		return err.Error(), false
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	// The server says when it accepts connections; its log is the signal.
+	select {
+	case <-log.ready:
+	case <-exited:
+		return log.String(), false
+	}
+	s.cmd, s.exited = cmd, exited
+	return "", true
+}
+
+// readyLog is the server's log, closing ready once the server accepts
+// connections.
+type readyLog struct {
+	mu    sync.Mutex
+	buf   strings.Builder
+	ready chan struct{}
+	seen  bool
+}
+
+func (l *readyLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.buf.Len() < 1<<16 {
+		l.buf.Write(p)
+	}
+	if !l.seen && strings.Contains(l.buf.String(), "Ready to accept connections") {
+		l.seen = true
+		close(l.ready)
+	}
+	return len(p), nil
+}
+
+func (l *readyLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// Kill stops the server at once with SIGKILL, as a crash would; Start
+// starts it again. A stopped server refuses connections.
+func (s *Server) Kill() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return
+	}
+	s.cmd.Process.Kill()
+	<-s.exited
+	s.cmd, s.exited = nil, nil
+}
