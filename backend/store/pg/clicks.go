@@ -192,10 +192,6 @@ func (l Ledger) Record(ctx context.Context, c *clicks.Click, u clicks.Use) error
 // own, and a connection runs one transaction at a time.
 const shard = `(pg_backend_pid() % 16)`
 
-// budgetLockClass is the first key of the advisory locks that serialize
-// an advertiser's clicks of a day when it has a budget.
-const budgetLockClass = 0x61646c62 // "adlb"
-
 func clickRollup(c *clicks.Click) clicks.Rollup {
 	return clicks.Rollup{Start: c.Time, APIKey: c.APIKey, SiteID: c.SiteID, Advertiser: c.Advertiser, AdID: c.AdID,
 		Context: c.Type, Currency: c.Currency, Criterion: c.Criterion, YkTag: c.YkTag, Country: c.Country}

@@ -5,6 +5,10 @@
 -- the order of clicks.Grain (dims: nine per grain, in the order of
 -- clicks.Dimension); reasons are clicks.Reasons, whose positions the
 -- unbilled counts follow. It returns the final reason, '' when billable.
+-- Its advisory locks are keyed (1633971298 "adlb", hash of advertiser and
+-- day) and (1633971307 "adlk", hash of network), the latter as
+-- Windows.Claim takes it (windowLockClass), so both judge a network in
+-- turn.
 
 -- +goose Up
 -- +goose StatementBegin
