@@ -132,3 +132,11 @@ func TestBytesPostgresRefusesAreReplaced(t *testing.T) {
 		t.Errorf("the click and the impression are not counted in one row of their ad")
 	}
 }
+
+func TestRetainerKeepsTheContract(t *testing.T) {
+	storetest.Retainer(t, func(t *testing.T) storetest.Opener[storetest.RetainerParts] {
+		return opener(t, func(db *pgstore.DB) storetest.RetainerParts {
+			return storetest.RetainerParts{Retainer: db.Retainer(), Log: db.Clicks(), Impressions: db.Impressions(), Rollups: db.Rollups()}
+		})
+	})
+}

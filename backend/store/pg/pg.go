@@ -3,7 +3,8 @@
 // log (clicks.Impressions), the ledger that settles and records a click in
 // one transaction (clicks.Ledger), the rollups reports read and the spend
 // budgets read (clicks.RollupReader), and the single-use state that
-// judges clicks (clicks.Decisions, clicks.Windows). Each passes its
+// judges clicks (clicks.Decisions, clicks.Windows), and the retainer that
+// exports and deletes old days (clicks.Retainer). Each passes its
 // storetest suite against a real server.
 //
 // Every connection commits with synchronous_commit on: a write returns
