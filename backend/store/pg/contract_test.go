@@ -2,8 +2,10 @@ package pgstore_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -139,4 +141,56 @@ func TestRetainerKeepsTheContract(t *testing.T) {
 			return storetest.RetainerParts{Retainer: db.Retainer(), Log: db.Clicks(), Impressions: db.Impressions(), Rollups: db.Rollups()}
 		})
 	})
+}
+
+// Two servers' ledgers on one database (each its own pool and batches)
+// judge as one: of concurrent clicks of one decision, one bills; and an
+// advertiser's budget holds over the clicks of both.
+func TestTwoServersShareOneLedger(t *testing.T) {
+	url := testpg.New(t)
+	var servers [2]*pgstore.DB
+	for i := range servers {
+		db, err := pgstore.Open(t.Context(), url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		servers[i] = db
+	}
+	at := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	const bid, budget, n = 300_000, 7 * 300_000, 40
+	var wg sync.WaitGroup
+	var sameBilled, budgetBilled atomic.Int32
+	for i := range n {
+		wg.Go(func() {
+			c := clicks.Click{Time: at, AdID: "a", Type: "search", APIKey: "k", SiteID: "s", IP: fmt.Sprintf("198.51.100.%d", i+1)}
+			if err := servers[i%2].Ledger().Record(t.Context(), &c, clicks.Use{D: "same", Expires: at.Add(time.Hour)}); err != nil {
+				t.Error(err)
+			}
+			if c.Billable {
+				sameBilled.Add(1)
+			}
+			b := clicks.Click{Time: at, AdID: "b", Type: "search", APIKey: "k", SiteID: "s", IP: fmt.Sprintf("203.0.113.%d", i+1),
+				Advertiser: "shop.example", BidMicros: bid, Currency: "EUR"}
+			if err := servers[(i+1)%2].Ledger().Record(t.Context(), &b, clicks.Use{D: fmt.Sprint("b", i), Expires: at.Add(time.Hour),
+				Budget: budget}); err != nil {
+				t.Error(err)
+			}
+			if b.Billable {
+				budgetBilled.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if got := sameBilled.Load(); got != 1 {
+		t.Errorf("%d of %d clicks of one decision over two servers billed, want 1", got, n)
+	}
+	if got := budgetBilled.Load(); got != budget/bid {
+		t.Errorf("%d clicks billed over two servers against a budget of %d bids", got, budget/bid)
+	}
+	for i, db := range servers {
+		if spent, err := db.Rollups().Spent(t.Context(), "shop.example", at); err != nil || spent != budget {
+			t.Errorf("server %d reads the spend as %d %v, want %d", i, spent, err, budget)
+		}
+	}
 }
