@@ -73,9 +73,9 @@ func (r Retainer) ExportDay(ctx context.Context, log clicks.RawLog, day time.Tim
 		var err error
 		switch log {
 		case clicks.ClickLog:
-			lines, afterNs, afterSeq, err = exportPage(ctx, Clicks{r.db}.scanPage, afterNs, afterSeq, to)
+			lines, afterNs, afterSeq, err = exportPage(ctx, Clicks(r).scanPage, afterNs, afterSeq, to)
 		case clicks.ImpressionLog:
-			lines, afterNs, afterSeq, err = exportPage(ctx, Impressions{r.db}.scanPage, afterNs, afterSeq, to)
+			lines, afterNs, afterSeq, err = exportPage(ctx, Impressions(r).scanPage, afterNs, afterSeq, to)
 		default:
 			_, err = table(log)
 		}
