@@ -117,7 +117,7 @@ type serverProcess struct {
 // that one client may click as fast as it can, and extra flags.
 func startServer(tb testing.TB, bin, data string, extra ...string) *serverProcess {
 	tb.Helper()
-	args := []string{"-addr", "127.0.0.1:0", "-data", data, "-demo",
+	args := []string{"-addr", "127.0.0.1:0", "-admin-addr", "127.0.0.1:0", "-data", data, "-demo",
 		"-rate-key", "1e9", "-rate-key-burst", "1000000000", "-rate-ip", "1e9", "-rate-ip-burst", "1000000000"}
 	cmd := exec.Command(bin, append(args, extra...)...)
 	cmd.Dir = tb.TempDir()

@@ -1,9 +1,10 @@
 // Command adlink serves the adlink ad retrieval service: the search and
 // page contexts (/v2/search/link, /v2/page/link), the click redirect
 // (/v1/redirect), the market shards, matcher.wasm, widget.js and the demo
-// pages, and /healthz, /readyz, /metrics and /openapi.json, from the
-// embedded demo catalog or the feed files it is given. Everything it
-// serves is in the binary; it runs from any working directory.
+// pages, and /healthz, /readyz and /openapi.json, from the embedded demo
+// catalog or the feeds it is given; /metrics and POST /admin/reload on
+// the admin address. SIGHUP refreshes the catalog. Everything it serves
+// is in the binary; it runs from any working directory.
 package main
 
 import (
@@ -65,11 +66,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if errors.Is(err, flag.ErrHelp) {
 		return err
 	}
-	ln, err := prepare(cfg, err)
+	ln, adminLn, err := prepare(cfg, err)
 	if err != nil {
 		return err
 	}
 	defer ln.Close()
+	if adminLn != nil {
+		defer adminLn.Close()
+	}
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
 	a, err := app.New(cfg, app.Options{Logger: log})
 	if err != nil {
@@ -96,43 +100,78 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		MaxHeaderBytes: api.MaxHeaderBytes,
 		ErrorLog:       slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	log.Info("listening", "addr", ln.Addr().String(), "ads", a.Indexes.All().Len(),
-		"markets", len(a.Indexes.All().Markets()), "data", a.DataFile, "redirect_url", cfg.RedirectURL)
+	// Caught before "listening" is logged, so a SIGHUP from then on
+	// refreshes and never ends the process.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	adminAddr := ""
+	var admin *http.Server
+	if adminLn != nil {
+		adminAddr = adminLn.Addr().String()
+		admin = &http.Server{
+			Handler:           http.MaxBytesHandler(a.Admin, maxBody),
+			ReadHeaderTimeout: 5 * time.Second,
+			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		}
+	}
+	log.Info("listening", "addr", ln.Addr().String(), "admin_addr", adminAddr, "ads", a.Indexes.All().Len(),
+		"markets", len(a.Indexes.All().Markets()), "catalog", a.Catalog().Version, "data", a.DataFile, "redirect_url", cfg.RedirectURL)
 
-	serveErr := make(chan error, 1)
+	serveErr := make(chan error, 2)
 	go func() { serveErr <- srv.Serve(ln) }()
-	select {
-	case err := <-serveErr:
-		return err
-	case <-ctx.Done():
+	if admin != nil {
+		go func() { serveErr <- admin.Serve(adminLn) }()
+	}
+	for done := false; !done; {
+		select {
+		case err := <-serveErr:
+			return err
+		case <-hup:
+			a.Reload(ctx, false) // it logs how it ended
+		case <-ctx.Done():
+			done = true
+		}
 	}
 	log.Info("shutting down")
 	a.Drain() // /readyz says 503 while in-flight requests finish
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
+	if admin != nil {
+		admin.Shutdown(sctx)
+	}
 	if err := srv.Shutdown(sctx); err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	return nil
 }
 
-// prepare checks what cfg names on disk and binds its address, and
-// returns the listener or every problem found, loadErr's (config.Load's)
-// among them, together.
-func prepare(cfg config.Config, loadErr error) (net.Listener, error) {
+// prepare checks what cfg names on disk and binds its address and its
+// admin address (when it has one), and returns the listeners or every
+// problem found, loadErr's (config.Load's) among them, together.
+func prepare(cfg config.Config, loadErr error) (ln, admin net.Listener, err error) {
 	problems := []error{loadErr, cfg.Prepare()}
-	var ln net.Listener
-	if _, _, err := net.SplitHostPort(cfg.Addr); err == nil { // else Load reports it
-		var err error
-		if ln, err = net.Listen("tcp", cfg.Addr); err != nil {
+	listen := func(addr string) net.Listener {
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			return nil // Load reports it
+		}
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
 			problems = append(problems, err)
 		}
+		return l
+	}
+	ln = listen(cfg.Addr)
+	if cfg.AdminAddr != "" {
+		admin = listen(cfg.AdminAddr)
 	}
 	if err := errors.Join(problems...); err != nil {
-		if ln != nil {
-			ln.Close()
+		for _, l := range []net.Listener{ln, admin} {
+			if l != nil {
+				l.Close()
+			}
 		}
-		return nil, err
+		return nil, nil, err
 	}
-	return ln, nil
+	return ln, admin, nil
 }

@@ -27,7 +27,7 @@ func startRun(t *testing.T, args ...string) (string, func() error) {
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, append([]string{"-addr", "127.0.0.1:0"}, args...), noEnv, io.Discard, pw)
+		done <- run(ctx, append([]string{"-addr", "127.0.0.1:0", "-admin-addr", "127.0.0.1:0"}, args...), noEnv, io.Discard, pw)
 		pw.Close()
 	}()
 	addr := make(chan string, 1)
@@ -156,7 +156,7 @@ func TestRunWithoutDemo(t *testing.T) {
 // in one line and does not start.
 func TestRunNeedsPartners(t *testing.T) {
 	var stderr strings.Builder
-	err := run(context.Background(), []string{"-addr", "127.0.0.1:0", "-data", t.TempDir()}, noEnv, io.Discard, &stderr)
+	err := run(context.Background(), []string{"-addr", "127.0.0.1:0", "-admin-addr", "", "-data", t.TempDir()}, noEnv, io.Discard, &stderr)
 	if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "-partners") || !strings.Contains(err.Error(), "-demo") {
 		t.Errorf("run = %v, want one line naming -partners and -demo", err)
 	}
@@ -178,7 +178,7 @@ func TestRunReportsEveryConfigProblem(t *testing.T) {
 		t.Fatal(err)
 	}
 	var stderr strings.Builder
-	err = run(context.Background(), []string{"-addr", busy.Addr().String(), "-trusted-proxies", "bogus", "-rate-key", "fast", "-nope",
+	err = run(context.Background(), []string{"-addr", busy.Addr().String(), "-admin-addr", "127.0.0.1:0", "-trusted-proxies", "bogus", "-rate-key", "fast", "-nope",
 		"-catalog", "/nonexistent/feed.jsonl", "-partners", "/nonexistent/partners.json", "-data", filepath.Join(file, "data")},
 		noEnv, io.Discard, &stderr)
 	if err == nil {

@@ -5,7 +5,9 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/goccy/go-json"
@@ -19,43 +21,62 @@ func TestRunReadyMetricsAndShutdown(t *testing.T) {
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"-addr", "127.0.0.1:0", "-data", t.TempDir(), "-demo"}, noEnv, io.Discard, pw)
+		done <- run(ctx, []string{"-addr", "127.0.0.1:0", "-admin-addr", "127.0.0.1:0", "-data", t.TempDir(), "-demo"}, noEnv, io.Discard, pw)
 		pw.Close()
 	}()
-	listening, shutting := make(chan string, 1), make(chan struct{})
+	listening, shutting, refreshed := make(chan [2]string, 1), make(chan struct{}), make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(pr)
 		for sc.Scan() {
-			var line struct{ Msg, Addr string }
+			var line struct {
+				Msg, Addr, Result string
+				AdminAddr         string `json:"admin_addr"`
+			}
 			if json.Unmarshal(sc.Bytes(), &line) != nil {
 				continue
 			}
 			switch line.Msg {
+			case "catalog refresh":
+				refreshed <- line.Result
 			case "listening":
-				listening <- line.Addr
+				listening <- [2]string{line.Addr, line.AdminAddr}
 			case "shutting down":
 				close(shutting)
 			}
 		}
 		io.Copy(io.Discard, pr)
 	}()
-	var addr string
+	var addr, admin string
 	select {
-	case addr = <-listening:
+	case a := <-listening:
+		addr, admin = a[0], a[1]
 	case err := <-done:
 		t.Fatalf("run returned before listening: %v", err)
 	}
 
-	for path, want := range map[string]string{"/readyz": `"ready"`, "/metrics": "adlink_page_queue_depth 0"} {
-		res, err := http.Get("http://" + addr + path)
+	for url, want := range map[string]string{"http://" + addr + "/readyz": `"ready"`, "http://" + admin + "/metrics": "adlink_page_queue_depth 0"} {
+		res, err := http.Get(url)
 		if err != nil {
 			t.Fatal(err)
 		}
 		body, _ := io.ReadAll(res.Body)
 		res.Body.Close()
 		if res.StatusCode != http.StatusOK || !strings.Contains(string(body), want) {
-			t.Errorf("%s: %s, want %s in\n%.300s", path, res.Status, want, body)
+			t.Errorf("%s: %s, want %s in\n%.300s", url, res.Status, want, body)
 		}
+	}
+	// Metrics are not on the public port.
+	if res, err := http.Get("http://" + addr + "/metrics"); err != nil {
+		t.Error(err)
+	} else if res.Body.Close(); res.StatusCode != http.StatusNotFound {
+		t.Errorf("public /metrics: %s, want 404", res.Status)
+	}
+	// SIGHUP refreshes the catalog; the demo catalog has not changed.
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-refreshed; r != "unchanged" {
+		t.Errorf("SIGHUP refresh: %s, want unchanged", r)
 	}
 
 	cancel()

@@ -354,8 +354,7 @@ func TestBotAndRepeatClicks(t *testing.T) {
 		}
 	}
 	// /metrics counts them by billable and reason.
-	res := env.do(t, "/metrics", "127.0.0.1", browserUA)
-	body := string(readBody(t, res))
+	body := scrape(t, env.metrics)
 	for _, want := range []string{
 		`adlink_clicks_total{billable="true",reason=""} 2`,
 		`adlink_clicks_total{billable="false",reason="bot"} 10`,

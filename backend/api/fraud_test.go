@@ -320,8 +320,7 @@ func TestRedirectLandsOverTheLimit(t *testing.T) {
 	if len(got) != 3 || !got[0].Billable || !got[1].Billable || got[2].Billable || got[2].Reason != clicks.ReasonRateLimited {
 		t.Errorf("recorded %+v, want two billable and one rate_limited", got)
 	}
-	res := env.do(t, "/metrics", "127.0.0.1", browserUA)
-	if body := string(readBody(t, res)); !strings.Contains(body, `adlink_clicks_total{billable="false",reason="rate_limited"} 4`) {
+	if body := scrape(t, env.metrics); !strings.Contains(body, `adlink_clicks_total{billable="false",reason="rate_limited"} 4`) {
 		t.Errorf("/metrics does not count the 4 clicks over the limit:\n%s", body)
 	}
 	for _, target := range []string{setParam(links[0], "adId", "no-such-ad"), setParam(links[0], "type", "bogus")} {

@@ -49,7 +49,7 @@ func (s *server) impression(w http.ResponseWriter, r *http.Request) error {
 	now := s.now()
 	ip, ua := s.clientIP(r), truncate(r.UserAgent(), maxUserAgent)
 	bot := clicks.IsBot(ua)
-	ix := s.indexes.All()
+	ix := s.catalogOf(r).Indexes.All()
 	tokens := make([]string, len(ads))
 	imps := make([]clicks.Impression, 0, len(ads))
 	ttl := s.cfg.ClickTokenTTL

@@ -31,7 +31,8 @@ func (s *server) shardManifest(w http.ResponseWriter, r *http.Request) error {
 	if _, err := s.authorize(r.Context(), m.APIKey, m.SiteID); err != nil {
 		return err
 	}
-	if s.shards == nil {
+	set := s.catalogOf(r).Shards
+	if set == nil {
 		return problemError(http.StatusNotFound, contract.NoShards(), nil)
 	}
 	// The answer is cached publicly, so a cache must know which request
@@ -46,8 +47,8 @@ func (s *server) shardManifest(w http.ResponseWriter, r *http.Request) error {
 	if tok := s.siteToken(m.APIKey, m.SiteID); tok != "" {
 		fields = append(fields, "tok", tok)
 	}
-	manifest := withFields(s.shards.Manifest(country, lang), fields...)
-	respond(w, http.StatusOK, s.withBudget(manifest, s.index(country, lang)), m.Callback)
+	manifest := withFields(set.Manifest(country, lang), fields...)
+	respond(w, http.StatusOK, s.withBudget(manifest, s.index(s.catalogOf(r), country, lang)), m.Callback)
 	return nil
 }
 
@@ -116,10 +117,7 @@ func withFields(object []byte, kv ...string) []byte {
 
 // shard answers GET /v2/shards/{sha256}: content-addressed, so immutable.
 func (s *server) shard(w http.ResponseWriter, r *http.Request) error {
-	var b *shards.Blob
-	if s.shards != nil {
-		b = s.shards.Shard(r.PathValue("sha256"))
-	}
+	b, _ := s.catalogOf(r).shard(r.PathValue("sha256"), s.now())
 	if b == nil {
 		return &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: "no shard " + quote(r.PathValue("sha256"))}
 	}
@@ -132,10 +130,8 @@ func (s *server) shard(w http.ResponseWriter, r *http.Request) error {
 func (s *server) fragment(w http.ResponseWriter, r *http.Request) error {
 	sha, k := r.PathValue("sha256"), r.PathValue("k")
 	var frags []*shards.Blob
-	if s.shards != nil {
-		if b := s.shards.Shard(sha); b != nil {
-			frags = s.shards.Fragments(b)
-		}
+	if b, set := s.catalogOf(r).shard(sha, s.now()); b != nil {
+		frags = set.Fragments(b)
 	}
 	// One spelling per fragment: "7", not "07" or "+7".
 	n, err := strconv.Atoi(k)
@@ -149,14 +145,15 @@ func (s *server) fragment(w http.ResponseWriter, r *http.Request) error {
 // matcherWasm answers GET /matcher.wasm. The manifest's URL carries the
 // module's hash (?v=...) and is cached for good; the bare path briefly.
 func (s *server) matcherWasm(w http.ResponseWriter, r *http.Request) error {
-	if s.shards == nil || s.shards.Matcher() == nil {
+	set := s.catalogOf(r).Shards
+	if set == nil || set.Matcher() == nil {
 		return &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: "matcher.wasm is not built: run make wasm"}
 	}
 	cc := "public, max-age=300"
-	if u := s.shards.MatcherURL(); r.URL.RawQuery != "" && r.URL.RequestURI() == u {
+	if u := set.MatcherURL(); r.URL.RawQuery != "" && r.URL.RequestURI() == u {
 		cc = shards.Immutable
 	}
-	s.shards.Matcher().Serve(w, r, cc)
+	set.Matcher().Serve(w, r, cc)
 	return nil
 }
 

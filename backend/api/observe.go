@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -126,7 +127,7 @@ func (s *server) observe(next http.Handler) http.Handler {
 			id = s.ids.next()
 		}
 		w.Header().Set("X-Request-Id", id)
-		r = r.WithContext(context.WithValue(r.Context(), requestIDKey{}, id))
+		r = s.withCatalog(w, r.WithContext(context.WithValue(r.Context(), requestIDKey{}, id)))
 		sw := &statusWriter{ResponseWriter: w}
 		defer func() {
 			if v := recover(); v != nil {
@@ -278,7 +279,7 @@ func (s *server) healthz(w http.ResponseWriter, r *http.Request) error {
 // store is open, else 503, so a load balancer sends traffic elsewhere.
 func (s *server) readyz(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("Cache-Control", "no-store")
-	if s.indexes.All() == nil {
+	if s.catalogOf(r).Indexes.All() == nil {
 		return &Error{Status: http.StatusServiceUnavailable, Code: CodeNotReady, Message: "the catalog is not loaded"}
 	}
 	if s.ready != nil {
@@ -286,7 +287,20 @@ func (s *server) readyz(w http.ResponseWriter, r *http.Request) error {
 			return &Error{Status: http.StatusServiceUnavailable, Code: CodeNotReady, Message: "not ready: " + err.Error()}
 		}
 	}
-	respond(w, http.StatusOK, []byte(`{"status":"ready"}`), "")
+	if s.state == nil {
+		respond(w, http.StatusOK, []byte(`{"status":"ready"}`), "")
+		return nil
+	}
+	// A refresh that failed leaves the old catalog serving: still ready,
+	// and saying so.
+	body, err := json.Marshal(struct {
+		Status  string       `json:"status"`
+		Catalog CatalogState `json:"catalog"`
+	}{"ready", s.state()})
+	if err != nil {
+		return internal(err)
+	}
+	respond(w, http.StatusOK, body, "")
 	return nil
 }
 

@@ -92,7 +92,7 @@ func (s *server) page(w http.ResponseWriter, r *http.Request) error {
 	}
 	q := req.PageQuery(res.Title, res.Text)
 	q.Country, _ = s.market(w, r, q.Country, "")
-	ix := s.index(q.Country, "")
+	ix := s.index(s.catalogOf(r), q.Country, "")
 	q.Exclude = s.budget.Exclude(ix)
 	hits := ix.Match(&q)
 	o := s.linkOptions(&req.Links)

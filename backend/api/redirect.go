@@ -40,12 +40,10 @@ func (s *server) redirect(w http.ResponseWriter, r *http.Request) error {
 	if err := badRequest(problems); err != nil {
 		return err
 	}
-	ix := s.indexes.All()
-	i, ok := ix.Lookup(req.AdID)
+	ad, ok := s.catalogOf(r).ad(req.AdID, s.now()) // a removed ad's links land until they expire
 	if !ok {
 		return problemError(http.StatusNotFound, contract.NoAd(req.AdID), nil)
 	}
-	ad := ix.Ad(i)
 	landing, err := url.Parse(ad.Landing)
 	if err != nil || (landing.Scheme != "http" && landing.Scheme != "https") || landing.Host == "" {
 		return internal(fmt.Errorf("ad %s has no usable landing URL %q", req.AdID, ad.Landing))
@@ -78,7 +76,7 @@ func (s *server) redirect(w http.ResponseWriter, r *http.Request) error {
 			UserAgent:  truncate(r.UserAgent(), maxUserAgent),
 			Country:    s.geoCountry(r),
 			Advertiser: ad.Advertiser,
-			BidMicros:  s.indexes.Bid(req.AdID),
+			BidMicros:  ad.BidMicros,
 			Currency:   bidCurrency(&ad),
 		}
 		over, isOver := overLimitOf(r)

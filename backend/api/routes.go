@@ -23,7 +23,6 @@ func (s *server) routes(mux *http.ServeMux) {
 	// Operations.
 	mux.Handle("GET /healthz", s.plain(s.healthz))
 	mux.Handle("GET /readyz", s.plain(s.readyz))
-	mux.Handle("GET /metrics", s.metrics.Handler())
 	mux.Handle("GET /openapi.json", s.plain(s.openAPI))
 
 	// In the page: the market shards, matcher.wasm, widget.js and the demo

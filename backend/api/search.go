@@ -22,7 +22,7 @@ func (s *server) search(w http.ResponseWriter, r *http.Request) error {
 	}
 	q := &req.Query
 	q.Country, q.Lang = s.market(w, r, q.Country, q.Lang)
-	ix := s.index(q.Country, q.Lang)
+	ix := s.index(s.catalogOf(r), q.Country, q.Lang)
 	q.Exclude = s.budget.Exclude(ix)
 	hits := ix.Match(q)
 	o := s.linkOptions(&req.Links)
@@ -37,10 +37,10 @@ func (s *server) search(w http.ResponseWriter, r *http.Request) error {
 // names one (match.Index.ShardMarket: a country alone names its market when
 // it has one language), so that the answer is byte-identical to the one the
 // page computes from that market's shard; else the full index.
-func (s *server) index(country, lang string) *match.Index {
-	all := s.indexes.All()
+func (s *server) index(c *Catalog, country, lang string) *match.Index {
+	all := c.Indexes.All()
 	if m, ok := all.ShardMarket(country, lang); ok {
-		if ix := s.indexes.For(m.Country, m.Lang); ix != nil {
+		if ix := c.Indexes.For(m.Country, m.Lang); ix != nil {
 			return ix
 		}
 	}

@@ -26,11 +26,20 @@ import (
 	"github.com/adlink/adlink/contract"
 )
 
-// Deps are what the server needs. Config, Indexes, Partners and Clicks are
-// required; Logger and Now default to a discarding logger and time.Now.
+// Deps are what the server needs. Config, Indexes or Catalog, Partners and
+// Clicks are required; Logger and Now default to a discarding logger and
+// time.Now.
 type Deps struct {
-	Config   config.Config
-	Logger   *slog.Logger
+	Config config.Config
+	Logger *slog.Logger
+	// Catalog, when set, is the catalog served now, read once at the start
+	// of each request; it takes the place of Indexes and Shards, which are
+	// then ignored.
+	Catalog func() *Catalog
+	// CatalogState, when set, says in /readyz how the catalog's refreshes
+	// go.
+	CatalogState func() CatalogState
+	// Indexes and Shards are a catalog that never changes.
 	Indexes  market.Indexes
 	Partners partners.Registry
 	Clicks   clicks.Recorder
@@ -44,8 +53,8 @@ type Deps struct {
 	// Web holds widget.js, demo/ (the demo publisher pages) and the
 	// report dashboard's dashboard.html, .js and .css; nil serves none.
 	Web fs.FS
-	// Metrics count requests and rate-limit rejections and are served at
-	// /metrics; nil counts nothing and serves no /metrics.
+	// Metrics count requests and rate-limit rejections; nil counts nothing.
+	// They are served on the admin listener (NewAdmin), not here.
 	Metrics *metrics.Metrics
 	// ClickKeys sign the click URLs of every answer and the site token of
 	// the shard manifest, and verify clicks; nil signs nothing and bills no
@@ -87,12 +96,12 @@ type Deps struct {
 type server struct {
 	cfg      config.Config
 	log      *slog.Logger
-	indexes  market.Indexes
+	catalog  func() *Catalog
+	state    func() CatalogState
 	partners partners.Registry
 	clicks   clicks.Recorder
 	pages    Pages
 	now      func() time.Time
-	shards   *shards.Set
 	web      fs.FS
 	metrics  *metrics.Metrics
 	ready    func(ctx context.Context) error
@@ -109,8 +118,8 @@ type server struct {
 // NewServer returns the handler of every adlink route. It panics when a
 // required dependency is missing, a programming error.
 func NewServer(d Deps) http.Handler {
-	if d.Indexes == nil || d.Partners == nil || d.Clicks == nil {
-		panic("api.NewServer: Indexes, Partners and Clicks are required")
+	if (d.Indexes == nil && d.Catalog == nil) || d.Partners == nil || d.Clicks == nil {
+		panic("api.NewServer: Indexes or Catalog, Partners and Clicks are required")
 	}
 	if d.ClickKeys != nil && (d.Windows == nil || d.Decisions == nil) {
 		panic("api.NewServer: ClickKeys need Windows and Decisions")
@@ -118,12 +127,12 @@ func NewServer(d Deps) http.Handler {
 	s := &server{
 		cfg:      d.Config,
 		log:      d.Logger,
-		indexes:  d.Indexes,
+		catalog:  d.Catalog,
+		state:    d.CatalogState,
 		partners: d.Partners,
 		clicks:   d.Clicks,
 		pages:    d.Pages,
 		now:      d.Now,
-		shards:   d.Shards,
 		web:      d.Web,
 		metrics:  d.Metrics,
 		ready:    d.Ready,
@@ -141,6 +150,10 @@ func NewServer(d Deps) http.Handler {
 	}
 	if s.ledger == nil {
 		s.ledger = clicks.Sequential{Decisions: d.Decisions, Windows: d.Windows, Store: d.Clicks}
+	}
+	if s.catalog == nil {
+		static := &Catalog{Indexes: d.Indexes, Shards: d.Shards}
+		s.catalog = func() *Catalog { return static }
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)

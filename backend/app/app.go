@@ -27,7 +27,6 @@ import (
 	"github.com/adlink/adlink/backend/accounts"
 	"github.com/adlink/adlink/backend/api"
 	"github.com/adlink/adlink/backend/budget"
-	"github.com/adlink/adlink/backend/catalog"
 	"github.com/adlink/adlink/backend/clicks"
 	"github.com/adlink/adlink/backend/config"
 	"github.com/adlink/adlink/backend/market"
@@ -64,17 +63,31 @@ type Options struct {
 	// RetentionPassed, when not nil, is called after each pass of the
 	// retention job with its error.
 	RetentionPassed func(error)
+	// Refresh, when not nil, refreshes the catalog at each of its ticks in
+	// place of every Config.CatalogRefresh.
+	Refresh <-chan time.Time
+	// OnRefresh, when set, is told how each refresh of the catalog ended,
+	// whatever started it.
+	OnRefresh func(api.Reload)
+	// FeedClient fetches the feed URLs; nil is a client of the catalog's
+	// own.
+	FeedClient *http.Client
 }
 
 // App is the server, built and running: its page workers are started.
 type App struct {
-	// Handler serves every route.
+	// Handler serves every public route.
 	Handler http.Handler
-	// Ads are the catalog served.
+	// Admin serves the admin listener's routes: /metrics and POST
+	// /admin/reload.
+	Admin http.Handler
+	// Ads are the catalog as the server started with it; Catalog is the
+	// one served now.
 	Ads []match.Ad
-	// Indexes are the catalog's indexes by market.
+	// Indexes are the start-up catalog's indexes by market.
 	Indexes *market.Set
-	// Shards are what the page loads: the market shards and matcher.wasm.
+	// Shards are what the page loads for the start-up catalog: the market
+	// shards and matcher.wasm.
 	Shards *shards.Set
 	// Pages is the page context's service; its workers run until Close.
 	Pages *pages.Service
@@ -100,6 +113,9 @@ type App struct {
 	redis     *redisstore.Client
 	syncStop  chan struct{} // stops syncBudgets
 	syncDone  chan struct{}
+	live      *live
+	stopLive  context.CancelFunc
+	liveDone  chan struct{}
 	fetcher   *pages.Fetcher
 	retention *retention.Job
 	draining  atomic.Bool
@@ -123,13 +139,14 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	ads, adsErr := opts.Ads, error(nil)
-	if ads == nil {
-		ads, adsErr = loadCatalog(cfg)
+	wasm, zst := opts.Matcher, opts.MatcherZstd
+	if wasm == nil {
+		wasm, zst = matcher.Files()
 	}
+	cat, catErr := newLive(cfg, opts, log.With("component", "catalog"), wasm, zst)
 	ps, psErr := loadPartners(cfg)
 	advertisers, advErr := loadAdvertisers(cfg)
-	if err := errors.Join(adsErr, psErr, advErr); err != nil {
+	if err := errors.Join(catErr, psErr, advErr); err != nil {
 		return nil, err
 	}
 	registry, err := partners.NewStatic(ps)
@@ -140,24 +157,13 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("accounts: %w", err)
 	}
-	indexes, err := market.Build(ads)
-	if err != nil {
-		return nil, fmt.Errorf("indexing the catalog: %w", err)
-	}
-	wasm, zst := opts.Matcher, opts.MatcherZstd
-	if wasm == nil {
-		wasm, zst = matcher.Files()
-	}
-	shardSet, err := inPage(indexes, wasm, zst, cfg.RedirectURL, opts.SplitAbove, log)
-	if err != nil {
-		return nil, err
-	}
 	web, err := fs.Sub(adlink.Web, "web")
 	if err != nil {
 		return nil, err
 	}
 
-	a = &App{Ads: ads, Indexes: indexes, Shards: shardSet, Accounts: book}
+	first := cat.cur.Load()
+	a = &App{Ads: first.ads, Indexes: first.api.Indexes.(*market.Set), Shards: first.api.Shards, live: cat, Accounts: book}
 	// "return nil, err" clears a before this runs: close what was built.
 	built := a
 	defer func() {
@@ -217,9 +223,13 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 			siteDomains = append(siteDomains, site.Domains)
 		}
 	}
-	pageService := pages.NewService(pageQueue, a.fetcher,
-		func() pages.Reducer { return indexes.All() }, pages.Options{Logger: log.With("component", "pages"),
-			OnAnalysis: a.Metrics.Analysis, Sites: pages.SitesOf(siteDomains)})
+	// Analyses keep what a new catalog needs to match the page again.
+	pageService := pages.NewService(pageQueue, a.fetcher, nil, pages.Options{Logger: log.With("component", "pages"),
+		OnAnalysis: a.Metrics.Analysis, Sites: pages.SitesOf(siteDomains),
+		Catalog: func() (pages.Reducer, string) {
+			c := cat.current()
+			return c.Indexes.All(), c.Version
+		}})
 	a.Metrics.WatchQueue(func() metrics.QueueStats {
 		depth, age, err := pageService.QueueStats(context.Background())
 		if err != nil {
@@ -227,6 +237,7 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 		}
 		return metrics.QueueStats{Depth: depth, OldestAge: age}
 	})
+	a.Metrics.WatchCatalog(cat.stats)
 	pageService.Start() // pages queued before a crash are analysed now
 	a.Pages = pageService
 	retainer, err := clicks.NewRetainer(a.db)
@@ -240,28 +251,47 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 	a.retention = retention.New(retainer, retention.Options{Retention: cfg.Retention, Dir: exportDir, Now: opts.Now,
 		Logger: log.With("component", "retention"), Metrics: a.Metrics, Passed: opts.RetentionPassed})
 	a.retention.Start() // days that aged out while the server was down go now
+	tick := opts.Refresh
+	var ticker *time.Ticker
+	if tick == nil && cfg.CatalogRefresh > 0 {
+		ticker = time.NewTicker(cfg.CatalogRefresh)
+		tick = ticker.C
+	}
+	if tick != nil {
+		var ctx context.Context
+		ctx, a.stopLive = context.WithCancel(context.Background())
+		a.liveDone = make(chan struct{})
+		go func() {
+			defer close(a.liveDone)
+			if ticker != nil {
+				defer ticker.Stop()
+			}
+			cat.every(ctx, tick)
+		}()
+	}
 
+	a.Admin = api.NewAdmin(api.AdminDeps{Metrics: a.Metrics, Reload: a.Reload})
 	a.Handler = api.NewServer(api.Deps{
-		Config:      cfg,
-		Logger:      log,
-		Indexes:     indexes,
-		Partners:    registry,
-		Clicks:      a.Clicks,
-		ClickKeys:   clickKeys,
-		Windows:     windows,
-		Decisions:   decisions,
-		Ledger:      ledger,
-		Impressions: a.Impressions,
-		Accounts:    a.Accounts,
-		Rollups:     a.Rollups,
-		Budget:      a.Budget,
-		Pages:       pageService,
-		Now:         opts.Now,
-		Shards:      shardSet,
-		Web:         web,
-		Metrics:     a.Metrics,
-		Limiter:     limiter,
-		Ready:       a.ready,
+		Config:       cfg,
+		Logger:       log,
+		Catalog:      cat.current,
+		CatalogState: cat.state,
+		Partners:     registry,
+		Clicks:       a.Clicks,
+		ClickKeys:    clickKeys,
+		Windows:      windows,
+		Decisions:    decisions,
+		Ledger:       ledger,
+		Impressions:  a.Impressions,
+		Accounts:     a.Accounts,
+		Rollups:      a.Rollups,
+		Budget:       a.Budget,
+		Pages:        pageService,
+		Now:          opts.Now,
+		Web:          web,
+		Metrics:      a.Metrics,
+		Limiter:      limiter,
+		Ready:        a.ready,
 	})
 	return a, nil
 }
@@ -350,6 +380,17 @@ func (a *App) syncBudgets(log *slog.Logger) {
 	}()
 }
 
+// Reload refreshes the catalog now, as -catalog-refresh, SIGHUP and POST
+// /admin/reload do: the feeds are read again (a feed that has not changed
+// is not fetched or parsed again), the new catalog is built beside the one
+// serving, checked, and swapped in at once. A refused or failed refresh
+// leaves the catalog served as it was; force swaps in a catalog that the
+// checks refuse. One refresh runs at a time; a second waits for it.
+func (a *App) Reload(ctx context.Context, force bool) api.Reload { return a.live.reload(ctx, force) }
+
+// Catalog is the catalog served now.
+func (a *App) Catalog() *api.Catalog { return a.live.current() }
+
 // ready tells /readyz whether the server can answer: not draining, the
 // store open, and Postgres, when it keeps the clicks, answering.
 func (a *App) ready(ctx context.Context) error {
@@ -379,6 +420,10 @@ func (a *App) Drain() { a.draining.Store(true) }
 func (a *App) Close() error {
 	a.closeOnce.Do(func() {
 		a.Drain()
+		if a.stopLive != nil {
+			a.stopLive()
+			<-a.liveDone
+		}
 		if a.Pages != nil {
 			a.Pages.Stop()
 		}
@@ -403,27 +448,6 @@ func (a *App) Close() error {
 		}
 	})
 	return a.closeErr
-}
-
-// loadCatalog reads the configured feed files, or the embedded demo
-// catalog when there are none, and reports the problems of every file
-// together.
-func loadCatalog(cfg config.Config) ([]match.Ad, error) {
-	opts := catalog.Options{BaseURL: cfg.RedirectURL}
-	if len(cfg.Catalogs) == 0 {
-		return catalog.Demo(opts)
-	}
-	var ads []match.Ad
-	var problems []error
-	for _, path := range cfg.Catalogs {
-		a, err := catalog.LoadFile(path, opts)
-		if err != nil {
-			problems = append(problems, err)
-			continue
-		}
-		ads = append(ads, a...)
-	}
-	return ads, errors.Join(problems...)
 }
 
 // loadPartners reads the configured partners file and adds the demo
@@ -488,17 +512,18 @@ func loadClickKeys(cfg config.Config) (*clicks.Keys, error) {
 }
 
 // inPage prepares the shards of every market and matcher.wasm, compressed
-// once, and logs which zstd encoding of the module it serves. Without a
+// once (what prev, the catalog before, has of them is taken from it), and
+// logs which zstd encoding of the module it serves. Without a
 // built module the shards are still served.
-func inPage(indexes *market.Set, wasm, zst []byte, redirectURL string, splitAbove int, log *slog.Logger) (*shards.Set, error) {
-	if wasm == nil {
+func inPage(indexes *market.Set, wasm, zst []byte, redirectURL string, splitAbove int, prev *shards.Set, log *slog.Logger) (*shards.Set, error) {
+	if wasm == nil && prev == nil {
 		log.Warn("matcher.wasm is not built: pages cannot match locally; run make wasm")
 	}
-	set, err := shards.Build(indexes, shards.Options{Matcher: wasm, MatcherZstd: zst, RedirectURL: redirectURL, SplitAbove: splitAbove})
+	set, err := shards.Build(indexes, shards.Options{Matcher: wasm, MatcherZstd: zst, RedirectURL: redirectURL, SplitAbove: splitAbove, Previous: prev})
 	if err != nil {
 		return nil, fmt.Errorf("shards: %w", err)
 	}
-	if m := set.Matcher(); m != nil {
+	if m := set.Matcher(); m != nil && prev == nil { // said once, at start-up
 		c := set.MatcherZstd()
 		if c.Err != nil {
 			log.Warn("matcher.wasm.zst is not matcher.wasm, stale or corrupt: ignored; run make wasm", "err", c.Err)

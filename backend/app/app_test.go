@@ -15,7 +15,7 @@ import (
 
 // testConfig is the default configuration with the demo partner and a
 // data directory of the test's own.
-func testConfig(t *testing.T) config.Config {
+func testConfig(t testing.TB) config.Config {
 	cfg := config.Default()
 	cfg.RedirectURL = "http://localhost:8080"
 	cfg.DataDir = t.TempDir()
@@ -45,10 +45,13 @@ func TestNew(t *testing.T) {
 	if status, body := get(t, a.Handler, "/v2/search/link?q=lg+handy&loc=de&api_key=demo&site_id=demo"); status != http.StatusOK || !strings.Contains(body, "handy-bestkauf.de") {
 		t.Errorf("search: %d %.200s", status, body)
 	}
-	for path, want := range map[string]int{"/readyz": 200, "/metrics": 200, "/widget.js": 200} {
+	for path, want := range map[string]int{"/readyz": 200, "/metrics": 404, "/widget.js": 200} {
 		if status, body := get(t, a.Handler, path); status != want {
 			t.Errorf("%s: %d, want %d: %.200s", path, status, want, body)
 		}
+	}
+	if status, body := get(t, a.Admin, "/metrics"); status != http.StatusOK || !strings.Contains(body, "adlink_catalog_ads") {
+		t.Errorf("admin /metrics: %d %.200s", status, body)
 	}
 	a.Drain()
 	if status, _ := get(t, a.Handler, "/readyz"); status != http.StatusServiceUnavailable {

@@ -79,7 +79,7 @@ func TestRedisSharesLimitsAcrossReplicas(t *testing.T) {
 	if per, total := ok(101); total != 6*3 || fmt.Sprint(per) != "[3 3 3 3 3 3]" {
 		t.Errorf("with Redis down: 200s per network %v, %d in all; want each replica's own share of 2", per, total)
 	}
-	_, body := get(t, replicas[0].Handler, "/metrics")
+	_, body := get(t, replicas[0].Admin, "/metrics")
 	if !strings.Contains(body, `adlink_redis_fallback_total{store="limits"}`) {
 		t.Errorf("/metrics does not count the fallbacks:\n%s", grep(body, "redis"))
 	}

@@ -9,6 +9,7 @@
 package catalog
 
 import (
+	"bufio"
 	"bytes"
 	"compress/gzip"
 	"errors"
@@ -34,6 +35,13 @@ type Options struct {
 	// so the demo logos the backend serves at /demo/logos/ work from any
 	// publisher page. Empty leaves such logos as they are.
 	BaseURL string
+	// Advertiser, Markets and Bid are given to every ad of the feed that
+	// names none of its own: a source's options ("#advertiser=shop.example
+	// &market=de-DE"). They win over what a Merchant Center feed says of
+	// itself (its channel's link and language).
+	Advertiser string
+	Markets    []string
+	Bid        string
 }
 
 // MaxErrors is how many line errors Load lists; it counts the rest and
@@ -81,41 +89,77 @@ func LoadFile(path string, opts Options) ([]match.Ad, error) {
 	return Load(f, path, opts)
 }
 
-// Load reads one feed. name's extension picks the format: ".jsonl" or
-// ".ndjson" for JSON lines, ".csv" for CSV, each optionally followed by
-// ".gz". name also prefixes every error. Load returns no ads unless every
-// line is valid; the error then lists up to MaxErrors *LineError values
-// (reach them with errors.As or by unwrapping the joined error).
+// Load reads one feed. name's extension picks the format (FormatOf):
+// ".jsonl" or ".ndjson" for JSON lines, ".csv" for CSV, ".xml", ".rss" or
+// ".atom" for a Google Merchant Center XML feed, ".tsv" for its
+// tab-separated form, each optionally followed by ".gz". name also
+// prefixes every error. Load returns no ads unless every line is valid;
+// the error then lists up to MaxErrors *LineError values (reach them with
+// errors.As or by unwrapping the joined error).
 //
 // Ads of one feed share the strings and market lists that many lines repeat;
 // treat their slices as read-only.
 func Load(r io.Reader, name string, opts Options) ([]match.Ad, error) {
+	f := FormatOf(name, "")
+	if f == FormatUnknown {
+		ext := strings.ToLower(filepath.Ext(strings.TrimSuffix(strings.ToLower(name), ".gz")))
+		return nil, fmt.Errorf("%s: unknown feed format %q: want .jsonl, .ndjson, .csv, .xml, .rss, .atom or .tsv", name, ext)
+	}
+	return LoadFormat(r, name, f, opts)
+}
+
+// LoadFormat reads one feed in format f; a gzip stream is read through
+// gzip whatever its name. name prefixes every error, as for Load.
+func LoadFormat(r io.Reader, name string, f Format, opts Options) ([]match.Ad, error) {
+	return load(r, name, f, opts, true)
+}
+
+// load is LoadFormat; a caller that has decompressed the feed under its
+// own cap asks for no second gzip layer.
+func load(r io.Reader, name string, f Format, opts Options, gz bool) ([]match.Ad, error) {
 	if opts.BaseURL != "" {
 		u, err := url.Parse(opts.BaseURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return nil, fmt.Errorf("catalog: base URL %q is not an absolute http(s) URL", opts.BaseURL)
 		}
 	}
-	ext := strings.ToLower(filepath.Ext(name))
-	if ext == ".gz" {
-		zr, err := gzip.NewReader(r)
-		if err != nil {
+	if gz {
+		var err error
+		if r, err = gunzipped(r); err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
-		defer zr.Close()
-		r = zr
-		ext = strings.ToLower(filepath.Ext(strings.TrimSuffix(name, filepath.Ext(name))))
+		if c, ok := r.(io.Closer); ok {
+			defer c.Close()
+		}
 	}
 	p := parser{name: name, opts: opts, seen: make(map[string]int)}
-	switch ext {
-	case ".jsonl", ".ndjson":
+	if err := p.setDefaults(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	switch f {
+	case FormatJSONL:
 		p.readJSONL(r)
-	case ".csv":
+	case FormatCSV:
 		p.readCSV(r)
+	case FormatMerchantXML:
+		p.readMerchantXML(r)
+	case FormatMerchantTSV:
+		p.readMerchantTSV(r)
 	default:
-		return nil, fmt.Errorf("%s: unknown feed format %q: want .jsonl, .ndjson or .csv", name, ext)
+		return nil, fmt.Errorf("%s: unknown feed format", name)
 	}
 	return p.result()
+}
+
+// gunzipped returns r, or a reader of its gzip stream when it starts with
+// gzip's magic bytes, whatever the feed is called or served as.
+func gunzipped(r io.Reader) (io.Reader, error) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	head, _ := br.Peek(2)
+	if len(head) < 2 || head[0] != 0x1f || head[1] != 0x8b {
+		return br, nil
+	}
+	return gzip.NewReader(br)
 }
 
 // parser collects the ads and the errors of one feed.
@@ -131,6 +175,35 @@ type parser struct {
 	// large feed holds each once.
 	strs    map[string]string
 	markets map[string][]match.Market
+	// The advertiser, markets and bid of lines that name none.
+	defAdvertiser string
+	defMarkets    []string
+	defBid        decimal
+	// rename maps adlink's field names to the feed's own in errors.
+	rename map[string]string
+}
+
+// setDefaults checks the options' defaults for the feed's lines.
+func (p *parser) setDefaults() error {
+	if a := strings.ToLower(strings.TrimSpace(p.opts.Advertiser)); a != "" {
+		if !isDomain(a) {
+			return fmt.Errorf("advertiser %q is not a domain name", p.opts.Advertiser)
+		}
+		p.defAdvertiser = a
+	}
+	for _, m := range p.opts.Markets {
+		if _, ok := match.ParseMarket(strings.TrimSpace(m)); !ok {
+			return fmt.Errorf("market %q: want language-COUNTRY such as de-DE", m)
+		}
+	}
+	p.defMarkets = p.opts.Markets
+	if b := strings.TrimSpace(p.opts.Bid); b != "" {
+		if _, err := parseDecimal(b, 6); err != nil {
+			return fmt.Errorf("bid: %v", err)
+		}
+		p.defBid = decimal(b)
+	}
+	return nil
 }
 
 func (p *parser) intern(s string) string {
@@ -185,6 +258,9 @@ func (p *parser) fail(line int, field, msg string) {
 		p.dropped++
 		return
 	}
+	if f, ok := p.rename[field]; ok {
+		field = f
+	}
 	p.errs = append(p.errs, &LineError{File: p.name, Line: line, Field: field, Msg: msg})
 }
 
@@ -199,8 +275,19 @@ func (p *parser) result() ([]match.Ad, error) {
 }
 
 // add converts one record, validates it and keeps it when it is sound.
-func (p *parser) add(line int, rec *record) {
-	before := len(p.errs) + p.dropped
+func (p *parser) add(line int, rec *record) { p.addSince(line, rec, len(p.errs)+p.dropped) }
+
+// addSince is add for a line whose problems are counted from before on.
+func (p *parser) addSince(line int, rec *record, before int) {
+	if strings.TrimSpace(rec.Advertiser) == "" {
+		rec.Advertiser = p.defAdvertiser
+	}
+	if len(rec.Markets) == 0 {
+		rec.Markets = p.defMarkets
+	}
+	if strings.TrimSpace(string(rec.Bid)) == "" {
+		rec.Bid = p.defBid
+	}
 	a := p.convert(line, rec)
 	checkAd(&a, func(field, msg string) { p.fail(line, field, msg) })
 	if a.ID != "" {

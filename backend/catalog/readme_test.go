@@ -15,13 +15,13 @@ func TestReadmeExamples(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	blocks := regexp.MustCompile("(?s)```(json|csv)\n(.*?)```").FindAllStringSubmatch(string(b), -1)
-	if len(blocks) != 2 {
-		t.Fatalf("found %d example blocks, want 2", len(blocks))
+	blocks := regexp.MustCompile("(?s)```(json|csv|xml|tsv)\n(.*?)```").FindAllStringSubmatch(string(b), -1)
+	if len(blocks) != 4 {
+		t.Fatalf("found %d example blocks, want 4", len(blocks))
 	}
 	for _, m := range blocks {
-		ext := map[string]string{"json": ".jsonl", "csv": ".csv"}[m[1]]
-		ads, err := Load(strings.NewReader(m[2]), "README"+ext, Options{})
+		ext := map[string]string{"json": ".jsonl", "csv": ".csv", "xml": ".xml", "tsv": ".tsv"}[m[1]]
+		ads, err := Load(strings.NewReader(m[2]), "README"+ext, Options{Markets: []string{"de-DE"}})
 		if err != nil || len(ads) == 0 {
 			t.Errorf("%s example: %d ads, %v", m[1], len(ads), err)
 		}

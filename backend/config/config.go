@@ -23,6 +23,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/adlink/adlink/backend/catalog"
 	"github.com/adlink/adlink/backend/clicks"
 )
 
@@ -36,9 +37,28 @@ type Config struct {
 	// without a trailing slash (-redirect-url, ADLINK_REDIRECT_URL). Load
 	// defaults it to "http://" + Addr, with localhost for a wildcard host.
 	RedirectURL string
-	// Catalogs are feed files to serve (-catalog, repeatable;
+	// Catalogs are the feeds to serve, files or http(s) URLs, each with
+	// options after a '#' (catalog.ParseSource) (-catalog, repeatable;
 	// ADLINK_CATALOG, comma-separated). None means the embedded demo catalog.
 	Catalogs []string
+	// CatalogRefresh is how often the feeds are read again; zero only on
+	// SIGHUP and POST /admin/reload (-catalog-refresh,
+	// ADLINK_CATALOG_REFRESH).
+	CatalogRefresh time.Duration
+	// CatalogMaxDrop is the share of its ads (0 to 1) a refreshed catalog
+	// may lose against the one served; one that lost more is refused
+	// unless forced (-catalog-max-drop, ADLINK_CATALOG_MAX_DROP).
+	CatalogMaxDrop float64
+	// CatalogTimeout bounds one fetch of a feed URL (-catalog-timeout,
+	// ADLINK_CATALOG_TIMEOUT).
+	CatalogTimeout time.Duration
+	// CatalogMaxBytes bounds a feed, as read and once decompressed
+	// (-catalog-max-bytes, ADLINK_CATALOG_MAX_BYTES).
+	CatalogMaxBytes int64
+	// AdminAddr is the admin listener's address, which serves /metrics and
+	// POST /admin/reload; empty serves none (-admin-addr,
+	// ADLINK_ADMIN_ADDR).
+	AdminAddr string
 	// PartnersFile is a JSON file of partners (-partners, ADLINK_PARTNERS).
 	// The server needs it, or Demo, or both.
 	PartnersFile string
@@ -147,6 +167,10 @@ type Config struct {
 func Default() Config {
 	return Config{
 		Addr:             "localhost:8080",
+		AdminAddr:        "127.0.0.1:9464",
+		CatalogMaxDrop:   0.25,
+		CatalogTimeout:   time.Minute,
+		CatalogMaxBytes:  1 << 30,
 		DataDir:          ".data",
 		CountryHeader:    "CF-IPCountry",
 		KeyRate:          50,
@@ -197,6 +221,9 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	}
 	c.RedirectURL = getenv("ADLINK_REDIRECT_URL")
 	c.Catalogs = splitList(getenv("ADLINK_CATALOG"))
+	if v := getenv("ADLINK_ADMIN_ADDR"); v != "" {
+		c.AdminAddr = v
+	}
 	c.PartnersFile = getenv("ADLINK_PARTNERS")
 	c.AdvertisersFile = getenv("ADLINK_ADVERTISERS")
 	envBool := func(name string, dst *bool) {
@@ -257,6 +284,17 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 		}
 	}
 	envDuration("ADLINK_CLICK_TTL", &c.ClickTTL)
+	envDuration("ADLINK_CATALOG_REFRESH", &c.CatalogRefresh)
+	envDuration("ADLINK_CATALOG_TIMEOUT", &c.CatalogTimeout)
+	envFloat("ADLINK_CATALOG_MAX_DROP", &c.CatalogMaxDrop)
+	if v := getenv("ADLINK_CATALOG_MAX_BYTES"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			bad("ADLINK_CATALOG_MAX_BYTES=%q: want a whole number of bytes", v)
+		} else {
+			c.CatalogMaxBytes = n
+		}
+	}
 	envDuration("ADLINK_SITE_TOKEN_TTL", &c.SiteTokenTTL)
 	envDuration("ADLINK_CLICK_TOKEN_TTL", &c.ClickTokenTTL)
 	envDuration("ADLINK_CLICK_MIN_DELAY", &c.ClickMinDelay)
@@ -279,7 +317,12 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	fs.StringVar(&c.Addr, "addr", c.Addr, "listen `address` (ADLINK_ADDR)")
 	fs.StringVar(&c.DataDir, "data", c.DataDir, "state `directory`, holds adlink.db (ADLINK_DATA_DIR)")
 	fs.StringVar(&c.RedirectURL, "redirect-url", c.RedirectURL, "base `URL` of ad links; default http://<addr> (ADLINK_REDIRECT_URL)")
-	fs.Var(&listFlag{list: &c.Catalogs}, "catalog", "catalog feed `file`, repeatable; none serves the embedded demo (ADLINK_CATALOG, comma-separated)")
+	fs.Var(&listFlag{list: &c.Catalogs}, "catalog", "catalog feed `file or URL` (JSONL, CSV, Merchant Center XML or TSV; options after #), repeatable; none serves the embedded demo (ADLINK_CATALOG, comma-separated)")
+	fs.DurationVar(&c.CatalogRefresh, "catalog-refresh", c.CatalogRefresh, "read the catalog feeds again this often; 0: only on SIGHUP and POST /admin/reload (ADLINK_CATALOG_REFRESH)")
+	fs.Float64Var(&c.CatalogMaxDrop, "catalog-max-drop", c.CatalogMaxDrop, "`part` (0 to 1) of its ads a refreshed catalog may lose; more is refused unless forced (ADLINK_CATALOG_MAX_DROP)")
+	fs.DurationVar(&c.CatalogTimeout, "catalog-timeout", c.CatalogTimeout, "bound on one fetch of a feed URL (ADLINK_CATALOG_TIMEOUT)")
+	fs.Int64Var(&c.CatalogMaxBytes, "catalog-max-bytes", c.CatalogMaxBytes, "most `bytes` of one feed, as read and decompressed (ADLINK_CATALOG_MAX_BYTES)")
+	fs.StringVar(&c.AdminAddr, "admin-addr", c.AdminAddr, "admin listen `address` for /metrics and POST /admin/reload; empty: none (ADLINK_ADMIN_ADDR)")
 	fs.StringVar(&c.PartnersFile, "partners", c.PartnersFile, "partners JSON `file`; this or -demo is needed (ADLINK_PARTNERS)")
 	fs.StringVar(&c.AdvertisersFile, "advertisers", c.AdvertisersFile, "advertisers JSON `file`: report tokens and daily budgets (ADLINK_ADVERTISERS)")
 	fs.BoolVar(&c.Demo, "demo", c.Demo, "add the demo partner, api_key=demo site_id=demo on localhost (ADLINK_DEMO)")
@@ -389,7 +432,26 @@ func (c *Config) Validate() error {
 	for _, f := range c.Catalogs {
 		if strings.TrimSpace(f) == "" {
 			bad("catalog file name is empty")
+		} else if _, err := catalog.ParseSource(f); err != nil {
+			problems = append(problems, err)
 		}
+	}
+	if c.AdminAddr != "" {
+		if _, _, err := net.SplitHostPort(c.AdminAddr); err != nil {
+			bad("admin-addr %q: want host:port, or empty for none", c.AdminAddr)
+		}
+	}
+	if c.CatalogRefresh < 0 {
+		bad("catalog-refresh %v: want a positive duration, or 0 for none", c.CatalogRefresh)
+	}
+	if !(c.CatalogMaxDrop >= 0 && c.CatalogMaxDrop <= 1) {
+		bad("catalog-max-drop %v: want a part from 0 to 1", c.CatalogMaxDrop)
+	}
+	if c.CatalogTimeout <= 0 {
+		bad("catalog-timeout %v: want a positive duration", c.CatalogTimeout)
+	}
+	if c.CatalogMaxBytes <= 0 {
+		bad("catalog-max-bytes %d: want a positive number of bytes", c.CatalogMaxBytes)
 	}
 	if strings.TrimSpace(c.CountryHeader) == "" {
 		bad("country-header is empty")
@@ -466,7 +528,9 @@ func (c *Config) Prepare() error {
 		f.Close()
 	}
 	for _, name := range c.Catalogs {
-		open("catalog", name)
+		if src, err := catalog.ParseSource(name); err == nil && !src.IsURL() {
+			open("catalog", src.Location)
+		}
 	}
 	open("partners", c.PartnersFile)
 	open("advertisers", c.AdvertisersFile)

@@ -173,3 +173,95 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(queueDepthDesc, prometheus.GaugeValue, float64(s.Depth))
 	ch <- prometheus.MustNewConstMetric(queueAgeDesc, prometheus.GaugeValue, s.OldestAge.Seconds())
 }
+
+// CatalogStats are what /metrics says of the catalog served and its
+// refreshes.
+type CatalogStats struct {
+	// Version is the content hash of the catalog served.
+	Version string
+	// Ads is how many ads it has.
+	Ads int
+	// LoadedAt is when it began to be served.
+	LoadedAt time.Time
+	// LastFailure is when a refresh last failed or was refused; zero when
+	// none has.
+	LastFailure time.Time
+	// Failing is whether the last refresh failed or was refused: the
+	// catalog served is older than the feeds.
+	Failing bool
+	// Refreshes counts refreshes by result: swapped, unchanged, refused
+	// or failed.
+	Refreshes map[string]int
+	// Retired is how many earlier versions' shards are still served.
+	Retired int
+	// Removed is how many removed ads still land their click links.
+	Removed int
+}
+
+// WatchCatalog exports the catalog's version, size and refreshes, read from
+// stats at each scrape.
+func (m *Metrics) WatchCatalog(stats func() CatalogStats) {
+	if m == nil {
+		return
+	}
+	m.reg.MustRegister(&catalogCollector{stats: stats})
+}
+
+var (
+	catalogInfoDesc = prometheus.NewDesc("adlink_catalog_info",
+		"The catalog served: 1, labelled with its version (a content hash).", []string{"version"}, nil)
+	catalogAdsDesc = prometheus.NewDesc("adlink_catalog_ads",
+		"Ads in the catalog served.", nil, nil)
+	catalogLoadedDesc = prometheus.NewDesc("adlink_catalog_loaded_timestamp_seconds",
+		"When the catalog served began to be served.", nil, nil)
+	catalogFailingDesc = prometheus.NewDesc("adlink_catalog_refresh_failing",
+		"1 when the last catalog refresh failed or was refused, so the catalog served is older than its feeds.", nil, nil)
+	catalogFailureDesc = prometheus.NewDesc("adlink_catalog_refresh_last_failure_timestamp_seconds",
+		"When a catalog refresh last failed or was refused; 0 when none has.", nil, nil)
+	catalogRefreshesDesc = prometheus.NewDesc("adlink_catalog_refreshes_total",
+		"Catalog refreshes, by result (swapped, unchanged, refused, failed).", []string{"result"}, nil)
+	catalogRetiredDesc = prometheus.NewDesc("adlink_catalog_retired_versions",
+		"Earlier catalog versions whose shards are still served for pages that hold their manifest.", nil, nil)
+	catalogRemovedDesc = prometheus.NewDesc("adlink_catalog_removed_ads",
+		"Ads removed from the catalog whose click links still land.", nil, nil)
+)
+
+// catalogCollector reads the catalog's state once per scrape.
+type catalogCollector struct {
+	stats func() CatalogStats
+}
+
+func (c *catalogCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{catalogInfoDesc, catalogAdsDesc, catalogLoadedDesc, catalogFailingDesc,
+		catalogFailureDesc, catalogRefreshesDesc, catalogRetiredDesc, catalogRemovedDesc} {
+		ch <- d
+	}
+}
+
+func (c *catalogCollector) Collect(ch chan<- prometheus.Metric) {
+	s := c.stats()
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	gauge(catalogInfoDesc, 1, s.Version)
+	gauge(catalogAdsDesc, float64(s.Ads))
+	gauge(catalogLoadedDesc, unixSeconds(s.LoadedAt))
+	failing := 0.0
+	if s.Failing {
+		failing = 1
+	}
+	gauge(catalogFailingDesc, failing)
+	gauge(catalogFailureDesc, unixSeconds(s.LastFailure))
+	for _, r := range []string{"swapped", "unchanged", "refused", "failed"} {
+		ch <- prometheus.MustNewConstMetric(catalogRefreshesDesc, prometheus.CounterValue, float64(s.Refreshes[r]), r)
+	}
+	gauge(catalogRetiredDesc, float64(s.Retired))
+	gauge(catalogRemovedDesc, float64(s.Removed))
+}
+
+func unixSeconds(t time.Time) float64 {
+	if t.IsZero() {
+		return 0
+	}
+	return float64(t.UnixNano()) / 1e9
+}

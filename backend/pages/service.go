@@ -114,6 +114,12 @@ type Options struct {
 	// OnAnalysis, when set, is told the outcome of each finished analysis,
 	// "analysed" or "failed", for the service's metrics.
 	OnAnalysis func(outcome string)
+	// Catalog, when set, gives the reducer of the catalog served and its
+	// version, in place of NewService's reduce: an analysis then keeps the
+	// page's whole title and text beside the reduced ones, and a page
+	// analysed against another version of the catalog is reduced again
+	// against the current one when it is looked up, not fetched again.
+	Catalog func() (Reducer, string)
 }
 
 // Result is what the service knows of a page.
@@ -138,7 +144,8 @@ type Service struct {
 	o      Options
 	log    *slog.Logger
 
-	jobNanos atomic.Int64 // moving average of a job's duration
+	jobNanos  atomic.Int64 // moving average of a job's duration
+	rematched rematchCache
 
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced when a job completes
@@ -304,6 +311,7 @@ func (s *Service) LookupAdmit(ctx context.Context, pageURL string, admit func() 
 		return res, nil
 	}
 	res.Status, res.Title, res.Text = StatusAnalysed, rec.Title, rec.Text
+	s.rematch(rec, res)
 	return res, nil
 }
 
@@ -486,10 +494,15 @@ func (s *Service) run(ctx context.Context, pageURL string) (recs []*Record) {
 		title += "\n" + strings.Join(ex.Headings, "\n")
 	}
 	text := ex.Text
-	if r := s.reduce(); r != nil {
+	r, version := s.current()
+	var full []byte
+	if version != "" {
+		full = packFull(title, text)
+	}
+	if r != nil {
 		title, text = r.Reduce(title, text)
 	}
-	rec := &Record{URL: pageURL, Title: title, Text: text, Lang: ex.Lang, At: s.o.Now()}
+	rec := &Record{URL: pageURL, Title: title, Text: text, Lang: ex.Lang, At: s.o.Now(), Catalog: version, Full: full}
 	c := canonicalOf(pageURL, doc.URL, ex.Canonical, within)
 	if c == "" {
 		return []*Record{rec}

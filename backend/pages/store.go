@@ -37,6 +37,12 @@ type Record struct {
 	Title string `json:"title,omitempty"`
 	Text  string `json:"text,omitempty"`
 	Lang  string `json:"lang,omitempty"`
+	// Catalog is the version of the catalog Title and Text were reduced
+	// against, and Full the page's whole title and text, compressed, to
+	// reduce again against another (Options.Catalog); both are empty when
+	// the service was given a bare reducer.
+	Catalog string `json:"catalog,omitempty"`
+	Full    []byte `json:"full,omitempty"`
 	// At is when the page was analysed or failed.
 	At time.Time `json:"at"`
 	// Attempts counts the failures in a row; RetryAt is when a failed page

@@ -10,6 +10,8 @@ package shards
 
 import (
 	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"runtime"
@@ -61,6 +63,7 @@ type Set struct {
 	markets     map[match.Market]*Blob
 	bySHA       map[string]*Blob
 	frags       map[*Blob][]*Blob // a shard's fragments, in order
+	fragsBySHA  map[string]*Blob  // every fragment, for Options.Previous
 	matcher     *Blob
 	matcherZstd ZstdChoice
 	manifests   map[*Blob][]byte
@@ -82,6 +85,11 @@ type Options struct {
 	// SplitAbove is the bytes of strings above which a market's shard goes
 	// to pages in fragments (PageShard); zero is the default, 256 KB.
 	SplitAbove int
+	// Previous, when set, is the Set of the catalog before: a shard,
+	// fragment or module whose bytes are the same is taken from it rather
+	// than compressed again, so a refresh that changed one market
+	// compresses that market's shard and the whole catalog's alone.
+	Previous *Set
 }
 
 // ZstdChoice is which zstd encoding of matcher.wasm a Set serves.
@@ -104,7 +112,7 @@ func Build(src market.Indexes, o Options) (*Set, error) {
 	if all == nil {
 		return nil, errors.New("shards: no index")
 	}
-	s := &Set{redirectURL: o.RedirectURL, allIndex: all, markets: map[match.Market]*Blob{}, bySHA: map[string]*Blob{}, frags: map[*Blob][]*Blob{}, manifests: map[*Blob][]byte{}}
+	s := &Set{redirectURL: o.RedirectURL, allIndex: all, markets: map[match.Market]*Blob{}, bySHA: map[string]*Blob{}, frags: map[*Blob][]*Blob{}, fragsBySHA: map[string]*Blob{}, manifests: map[*Blob][]byte{}}
 	type job struct {
 		market match.Market
 		ix     *match.Index
@@ -136,17 +144,26 @@ func Build(src market.Indexes, o Options) (*Set, error) {
 			if j.ix != nil {
 				j.data, frags = pageShard(j.ix, cmp.Or(o.SplitAbove, splitAbove))
 			}
-			if j.blob, j.err = NewBlob(j.data, j.ctype); j.err != nil {
-				return
+			reused := false
+			if j.blob, reused = o.Previous.blob(j.data); !reused {
+				if j.blob, j.err = NewBlob(j.data, j.ctype); j.err != nil {
+					return
+				}
 			}
 			for _, f := range frags {
-				var b *Blob
-				if b, j.err = NewBlob(f, j.ctype); j.err != nil {
-					return
+				b, ok := o.Previous.blob(f)
+				if !ok {
+					if b, j.err = NewBlob(f, j.ctype); j.err != nil {
+						return
+					}
 				}
 				j.frags = append(j.frags, b)
 			}
 			if j.zstd == nil {
+				return
+			}
+			if reused && o.Previous.matcher == j.blob {
+				j.choice = o.Previous.matcherZstd
 				return
 			}
 			j.choice = ZstdChoice{Given: len(j.zstd), Own: j.blob.Size(Zstd)}
@@ -173,6 +190,9 @@ func Build(src market.Indexes, o Options) (*Set, error) {
 		s.bySHA[j.blob.SHA256] = j.blob
 		if j.frags != nil {
 			s.frags[j.blob] = j.frags
+			for _, f := range j.frags {
+				s.fragsBySHA[f.SHA256] = f
+			}
 		}
 		name := "all"
 		if j.ix != all {
@@ -265,4 +285,24 @@ func appendFile(out []byte, url string, b *Blob) []byte {
 		out = strconv.AppendInt(out, int64(b.Size(e)), 10)
 	}
 	return append(out, "}}"...)
+}
+
+// blob returns the blob of s whose bytes are data, shard, fragment or
+// module, if s has one.
+func (s *Set) blob(data []byte) (*Blob, bool) {
+	if s == nil {
+		return nil, false
+	}
+	sum := sha256.Sum256(data)
+	sha := hex.EncodeToString(sum[:])
+	if b := s.bySHA[sha]; b != nil {
+		return b, true
+	}
+	if s.matcher != nil && s.matcher.SHA256 == sha {
+		return s.matcher, true
+	}
+	if f := s.fragsBySHA[sha]; f != nil {
+		return f, true
+	}
+	return nil, false
 }

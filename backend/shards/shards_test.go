@@ -244,3 +244,46 @@ func FuzzNegotiate(f *testing.F) {
 		etagMatch(inm, `"abc"`)
 	})
 }
+
+// TestBuildReusesPrevious: after a change in one market, the shards of the
+// others are the earlier set's own, not compressed again, and the changed
+// ones are new.
+func TestBuildReusesPrevious(t *testing.T) {
+	ads, err := catalog.Demo(catalog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, before := demoSet(t)
+	// A price change in a product that runs only in en-US.
+	changed := slices.Clone(ads)
+	var us match.Market
+	for i := range changed {
+		if a := &changed[i]; a.Kind == match.KindProduct && len(a.Markets) == 1 && a.Markets[0].Country == "us" {
+			a.PriceCents++
+			us = a.Markets[0]
+			break
+		}
+	}
+	if us == (match.Market{}) {
+		t.Fatal("no product only in the US")
+	}
+	after, err := Build(buildSource(t, changed), Options{Matcher: []byte("\x00asm fake module"), RedirectURL: "http://r.test", Previous: before})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Matcher() != before.Matcher() {
+		t.Error("the module was compressed again")
+	}
+	if after.Pick("", "") == before.Pick("", "") {
+		t.Error("the whole catalog's shard did not change")
+	}
+	for m, b := range after.Markets() {
+		same := b == before.Markets()[m]
+		if m.Country == "us" && same {
+			t.Errorf("%s: the changed market kept its shard", m)
+		}
+		if m.Country != "us" && !same {
+			t.Errorf("%s: an unchanged market's shard was built again", m)
+		}
+	}
+}

@@ -1,0 +1,75 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+
+	"github.com/adlink/adlink/backend/metrics"
+)
+
+// The admin listener's routes: /metrics and the catalog's reload, on an
+// address of their own (loopback by default), so that neither is reachable
+// where the public API is and the public port stays GET-only.
+
+// AdminDeps are what the admin handler serves.
+type AdminDeps struct {
+	// Metrics are served at GET /metrics; nil serves a 404 there.
+	Metrics *metrics.Metrics
+	// Reload refreshes the catalog now, and force swaps in a catalog the
+	// checks would refuse (one that lost too many ads, or is empty); nil
+	// answers POST /admin/reload with a 404.
+	Reload func(ctx context.Context, force bool) Reload
+}
+
+// Reload is how a refresh ended, the answer of POST /admin/reload.
+type Reload struct {
+	// Result is swapped, unchanged, refused (by the checks; the old
+	// catalog serves) or failed (a feed could not be read or parsed).
+	Result string `json:"result"`
+	// Version and Ads are of the catalog served after the refresh.
+	Version string `json:"version"`
+	Ads     int    `json:"ads"`
+	// Error says why a refresh was refused or failed.
+	Error string `json:"error,omitempty"`
+}
+
+// NewAdmin returns the admin listener's handler.
+func NewAdmin(d AdminDeps) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", d.Metrics.Handler())
+	mux.HandleFunc("POST /admin/reload", func(w http.ResponseWriter, r *http.Request) {
+		if d.Reload == nil {
+			respondError(w, &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: "no catalog to reload"})
+			return
+		}
+		force := false
+		if v := r.URL.Query().Get("force"); v != "" {
+			var err error
+			if force, err = strconv.ParseBool(v); err != nil {
+				respondError(w, &Error{Status: http.StatusBadRequest, Code: CodeInvalidParameter, Param: "force",
+					Message: "force " + quote(v) + ": want true or false"})
+				return
+			}
+		}
+		res := d.Reload(r.Context(), force)
+		status := http.StatusOK
+		switch res.Result {
+		case "refused":
+			status = http.StatusConflict
+		case "failed":
+			status = http.StatusBadGateway
+		}
+		body, _ := json.Marshal(res) // strings and ints always marshal
+		w.Header().Set("Cache-Control", "no-store")
+		respond(w, status, body, "")
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		respondError(w, &Error{Status: http.StatusNotFound, Code: CodeNotFound,
+			Message: "no such endpoint: " + quote(r.Method+" "+r.URL.Path) + "; the admin listener serves GET /metrics and POST /admin/reload"})
+	})
+	return mux
+}
+
+func respondError(w http.ResponseWriter, e *Error) { respond(w, e.Status, e.body(), "") }

@@ -1,0 +1,119 @@
+package api
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/adlink/adlink/backend/market"
+	"github.com/adlink/adlink/backend/shards"
+	"github.com/adlink/adlink/match"
+)
+
+// Catalog is one version of the catalog as the handlers read it. A
+// request reads the version it started with from its start to its end: a
+// refresh swaps in a new one, and the requests in flight finish on theirs.
+// A Catalog is never changed once served.
+type Catalog struct {
+	// Version is the catalog's content hash, sent in X-Adlink-Catalog;
+	// empty sends no header.
+	Version string
+	// Indexes are the catalog's indexes by market.
+	Indexes market.Indexes
+	// Shards are what the page loads for this version; nil serves none.
+	Shards *shards.Set
+	// Retired are earlier versions' shards, still served by their address
+	// until their time is up, for pages that hold an earlier manifest.
+	Retired []Retired
+	// Removed are the ads gone from the catalog whose click links may
+	// still be followed, by id: they land until their time is up.
+	Removed map[string]Removed
+}
+
+// Retired is an earlier version's shards and until when they are served.
+type Retired struct {
+	Shards *shards.Set
+	Until  time.Time
+}
+
+// Removed is an ad gone from the catalog and until when its click links
+// land.
+type Removed struct {
+	Ad    match.Ad
+	Until time.Time
+}
+
+// CatalogState is what /readyz says of the catalog and its refreshes.
+type CatalogState struct {
+	Version  string    `json:"version"`
+	Ads      int       `json:"ads"`
+	LoadedAt time.Time `json:"loaded_at"`
+	// LastRefresh is the last refresh tried, if any.
+	LastRefresh *RefreshState `json:"last_refresh,omitempty"`
+}
+
+// RefreshState is how a refresh ended: swapped, unchanged, refused or
+// failed, and why when it was not served.
+type RefreshState struct {
+	At     time.Time `json:"at"`
+	Result string    `json:"result"`
+	Error  string    `json:"error,omitempty"`
+}
+
+// catalogKey is the context key of the request's Catalog.
+type catalogKey struct{}
+
+// withCatalog gives the request the catalog served now, and names its
+// version in the answer.
+func (s *server) withCatalog(w http.ResponseWriter, r *http.Request) *http.Request {
+	if s.catalog == nil {
+		return r
+	}
+	c := s.catalog()
+	if c.Version != "" {
+		w.Header().Set("X-Adlink-Catalog", c.Version)
+	}
+	return r.WithContext(context.WithValue(r.Context(), catalogKey{}, c))
+}
+
+// catalogOf is the catalog the request started with.
+func (s *server) catalogOf(r *http.Request) *Catalog {
+	if c, ok := r.Context().Value(catalogKey{}).(*Catalog); ok {
+		return c
+	}
+	return s.catalog()
+}
+
+// ad finds an ad by id: in the catalog, else among the ads removed whose
+// click links still land. Its bid is the catalog's, exactly: what a click
+// on it costs.
+func (c *Catalog) ad(id string, now time.Time) (match.Ad, bool) {
+	ix := c.Indexes.All()
+	if i, ok := ix.Lookup(id); ok {
+		a := ix.Ad(i)
+		a.BidMicros = c.Indexes.Bid(id) // the index keeps it rounded
+		return a, true
+	}
+	if r, ok := c.Removed[id]; ok && now.Before(r.Until) {
+		return r.Ad, true
+	}
+	return match.Ad{}, false
+}
+
+// shard finds a shard by its address in this version, else in an earlier
+// one still served, with the set that holds it.
+func (c *Catalog) shard(sha string, now time.Time) (*shards.Blob, *shards.Set) {
+	if c.Shards != nil {
+		if b := c.Shards.Shard(sha); b != nil {
+			return b, c.Shards
+		}
+	}
+	for _, r := range c.Retired {
+		if now.Before(r.Until) {
+			if b := r.Shards.Shard(sha); b != nil {
+				return b, r.Shards
+			}
+		}
+	}
+	return nil, nil
+}

@@ -1,0 +1,335 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/adlink/adlink/backend/api"
+	"github.com/adlink/adlink/backend/catalog"
+	"github.com/adlink/adlink/backend/config"
+	"github.com/adlink/adlink/backend/market"
+	"github.com/adlink/adlink/backend/metrics"
+	"github.com/adlink/adlink/backend/shards"
+	"github.com/adlink/adlink/match"
+)
+
+// ShardGrace is how long an earlier catalog's shards are still served
+// after a swap: a page holds a manifest for its Cache-Control lifetime and
+// then as long as the reader keeps it open.
+const ShardGrace = time.Hour
+
+// maxRetired bounds the earlier catalogs whose shards are kept, however
+// often the catalog changes: a page whose shard is gone asks for the
+// manifest again.
+const maxRetired = 2
+
+// The results of a refresh.
+const (
+	resultSwapped   = "swapped"
+	resultUnchanged = "unchanged"
+	resultRefused   = "refused"
+	resultFailed    = "failed"
+)
+
+// live is the catalog served and its refreshes: each builds the next
+// version beside the one serving, checks it, and swaps it in at once; the
+// requests in flight finish on the version they started with.
+type live struct {
+	cfg     config.Config
+	log     *slog.Logger
+	now     func() time.Time
+	fetcher *catalog.Fetcher
+	sources []catalog.Source
+	// fixed is a catalog given in code (Options.Ads), which no refresh
+	// changes.
+	fixed     []match.Ad
+	wasm, zst []byte
+	split     int
+	onRefresh func(api.Reload)
+
+	cur atomic.Pointer[version]
+	mu  sync.Mutex // one refresh at a time
+	// stale, under mu, is set when a refresh read feeds it did not serve:
+	// the fetcher then knows them as unchanged, but they are not served.
+	stale bool
+	// took, under mu, is how long the last refresh's steps took, for its
+	// log line.
+	took struct{ read, index, shards time.Duration }
+
+	stateMu     sync.Mutex
+	last        *api.RefreshState
+	refreshes   map[string]int
+	lastFailure time.Time
+}
+
+// version is one catalog as served, with the ads it was built from.
+type version struct {
+	api      *api.Catalog
+	ads      []match.Ad
+	loadedAt time.Time
+}
+
+// newLive reads the catalog the configuration names, or fixed, and builds
+// its first version; every problem of every feed is reported together.
+func newLive(cfg config.Config, opts Options, log *slog.Logger, wasm, zst []byte) (*live, error) {
+	l := &live{cfg: cfg, log: log, now: time.Now, fixed: opts.Ads, wasm: wasm, zst: zst, split: opts.SplitAbove,
+		onRefresh: opts.OnRefresh, refreshes: map[string]int{},
+		fetcher: catalog.NewFetcher(catalog.FetchOptions{Timeout: cfg.CatalogTimeout, MaxBytes: cfg.CatalogMaxBytes, Client: opts.FeedClient})}
+	var problems []error
+	for _, s := range cfg.Catalogs {
+		src, err := catalog.ParseSource(s)
+		if err != nil {
+			problems = append(problems, err)
+			continue
+		}
+		l.sources = append(l.sources, src)
+	}
+	if err := errors.Join(problems...); err != nil {
+		return nil, err
+	}
+	ads, _, err := l.read(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	v, err := l.build(ads, catalog.Version(ads), nil)
+	if err != nil {
+		return nil, err
+	}
+	l.cur.Store(v)
+	return l, nil
+}
+
+// current is the catalog served now.
+func (l *live) current() *api.Catalog { return l.cur.Load().api }
+
+// read reads every source, or the embedded demo catalog when there are
+// none, and reports whether every source is as it was last time.
+func (l *live) read(ctx context.Context) (ads []match.Ad, unchanged bool, err error) {
+	if l.fixed != nil {
+		return l.fixed, true, nil
+	}
+	opts := catalog.Options{BaseURL: l.cfg.RedirectURL}
+	if len(l.sources) == 0 {
+		ads, err := catalog.Demo(opts)
+		return ads, true, err
+	}
+	var problems []error
+	unchanged = true
+	seen := map[string]string{} // id -> source
+	for _, src := range l.sources {
+		res, err := l.fetcher.Fetch(ctx, src, opts)
+		if err != nil {
+			problems = append(problems, err)
+			continue
+		}
+		unchanged = unchanged && res.Unchanged
+		// One feed's ids are checked as it is read; several feeds' here.
+		for i := 0; len(l.sources) > 1 && i < len(res.Ads); i++ {
+			id := res.Ads[i].ID
+			if first, dup := seen[id]; dup {
+				if len(problems) < catalog.MaxErrors {
+					problems = append(problems, fmt.Errorf("%s: id: duplicate id %q (also in %s)", src.Name, id, first))
+				}
+				continue
+			}
+			seen[id] = src.Name
+		}
+		ads = append(ads, res.Ads...)
+	}
+	if err := errors.Join(problems...); err != nil {
+		return nil, false, err
+	}
+	return ads, unchanged, nil
+}
+
+// build indexes ads, whose content hash is ver, and cuts their shards,
+// beside the version prev that serves: what prev's shards have of the new
+// ones is taken from them, and the new version carries prev's shards and
+// the ads gone since, for pages and click links that still name them.
+func (l *live) build(ads []match.Ad, ver string, prev *version) (*version, error) {
+	start := time.Now()
+	indexes, err := market.Build(ads)
+	if err != nil {
+		return nil, fmt.Errorf("indexing the catalog: %w", err)
+	}
+	l.took.index = time.Since(start)
+	start = time.Now()
+	var prevShards *shards.Set
+	if prev != nil {
+		prevShards = prev.api.Shards
+	}
+	set, err := inPage(indexes, l.wasm, l.zst, l.cfg.RedirectURL, l.split, prevShards, l.log)
+	if err != nil {
+		return nil, err
+	}
+	l.took.shards = time.Since(start)
+	now := l.now()
+	next := &version{ads: ads, loadedAt: now,
+		api: &api.Catalog{Version: ver, Indexes: indexes, Shards: set}}
+	if prev == nil {
+		return next, nil
+	}
+	old := prev.api
+	next.api.Retired = append(next.api.Retired, api.Retired{Shards: old.Shards, Until: now.Add(ShardGrace)})
+	for _, r := range old.Retired {
+		if now.Before(r.Until) && len(next.api.Retired) < maxRetired {
+			next.api.Retired = append(next.api.Retired, r)
+		}
+	}
+	// A removed ad's click links land until the last of them expires.
+	until := now.Add(max(l.cfg.ClickTTL, l.cfg.SiteTokenTTL))
+	all := indexes.All()
+	removed := map[string]api.Removed{}
+	for id, r := range old.Removed {
+		if _, back := all.Lookup(id); !back && now.Before(r.Until) {
+			removed[id] = r
+		}
+	}
+	for i := range prev.ads {
+		if _, kept := all.Lookup(prev.ads[i].ID); !kept {
+			removed[prev.ads[i].ID] = api.Removed{Ad: prev.ads[i], Until: until}
+		}
+	}
+	next.api.Removed = removed
+	return next, nil
+}
+
+// reload refreshes the catalog: reads the sources, checks the catalog they
+// make, and swaps it in; a refused or failed refresh leaves the catalog
+// served as it was. force swaps in a catalog the checks would refuse.
+func (l *live) reload(ctx context.Context, force bool) api.Reload {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	start := time.Now()
+	l.took.read, l.took.index, l.took.shards = 0, 0, 0
+	res := l.refresh(ctx, force)
+	cur := l.cur.Load()
+	res.Version, res.Ads = cur.api.Version, len(cur.ads)
+	attrs := []any{"result", res.Result, "version", res.Version, "ads", res.Ads, "duration_ms", time.Since(start).Milliseconds(),
+		"read_ms", l.took.read.Milliseconds(), "index_ms", l.took.index.Milliseconds(), "shards_ms", l.took.shards.Milliseconds()}
+	switch res.Result {
+	case resultRefused, resultFailed:
+		l.log.Warn("catalog refresh: the catalog served stays", append(attrs, "err", res.Error)...)
+	default:
+		l.log.Info("catalog refresh", attrs...)
+	}
+	l.stateMu.Lock()
+	l.refreshes[res.Result]++
+	l.last = &api.RefreshState{At: l.now().UTC(), Result: res.Result, Error: res.Error}
+	if res.Result == resultRefused || res.Result == resultFailed {
+		l.lastFailure = l.last.At
+	}
+	l.stateMu.Unlock()
+	if l.onRefresh != nil {
+		l.onRefresh(res)
+	}
+	return res
+}
+
+func (l *live) refresh(ctx context.Context, force bool) api.Reload {
+	prev := l.cur.Load()
+	start := time.Now()
+	ads, unchanged, err := l.read(ctx)
+	l.took.read = time.Since(start)
+	if err != nil {
+		l.stale = true // some feeds may have been read
+		return api.Reload{Result: resultFailed, Error: summary(err)}
+	}
+	if unchanged && !force && !l.stale {
+		return api.Reload{Result: resultUnchanged}
+	}
+	ver := catalog.Version(ads)
+	if ver == prev.api.Version {
+		l.stale = false
+		return api.Reload{Result: resultUnchanged}
+	}
+	l.stale = true
+	if !force {
+		if err := l.check(len(prev.ads), len(ads)); err != nil {
+			return api.Reload{Result: resultRefused, Error: err.Error() + "; POST /admin/reload?force=true serves it all the same"}
+		}
+	}
+	next, err := l.build(ads, ver, prev)
+	if err != nil {
+		return api.Reload{Result: resultFailed, Error: summary(err)}
+	}
+	l.cur.Store(next)
+	l.stale = false
+	return api.Reload{Result: resultSwapped}
+}
+
+// check refuses a catalog that came out empty, or lost more than the
+// configured share of the ads of the one served: more likely a truncated
+// or broken feed than a merchant's real change.
+func (l *live) check(before, after int) error {
+	if after == 0 {
+		return errors.New("the new catalog is empty")
+	}
+	if lost := before - after; before > 0 && lost > 0 && float64(lost) > l.cfg.CatalogMaxDrop*float64(before) {
+		return fmt.Errorf("the new catalog lost %d of the %d ads served, more than %g%%", lost, before, l.cfg.CatalogMaxDrop*100)
+	}
+	return nil
+}
+
+// summary is an error's first lines, for /readyz and the reload's answer;
+// the log has them all.
+func summary(err error) string {
+	lines := strings.Split(err.Error(), "\n")
+	const most = 5
+	if len(lines) <= most {
+		return strings.Join(lines, "; ")
+	}
+	return strings.Join(lines[:most], "; ") + fmt.Sprintf("; and %d more", len(lines)-most)
+}
+
+// state is what /readyz says of the catalog.
+func (l *live) state() api.CatalogState {
+	cur := l.cur.Load()
+	l.stateMu.Lock()
+	defer l.stateMu.Unlock()
+	return api.CatalogState{Version: cur.api.Version, Ads: len(cur.ads), LoadedAt: cur.loadedAt.UTC(), LastRefresh: l.last}
+}
+
+// stats is what /metrics says of the catalog.
+func (l *live) stats() metrics.CatalogStats {
+	cur := l.cur.Load()
+	now := l.now()
+	s := metrics.CatalogStats{Version: cur.api.Version, Ads: len(cur.ads), LoadedAt: cur.loadedAt, Refreshes: map[string]int{}}
+	for _, r := range cur.api.Retired {
+		if now.Before(r.Until) {
+			s.Retired++
+		}
+	}
+	for _, r := range cur.api.Removed {
+		if now.Before(r.Until) {
+			s.Removed++
+		}
+	}
+	l.stateMu.Lock()
+	defer l.stateMu.Unlock()
+	for k, v := range l.refreshes {
+		s.Refreshes[k] = v
+	}
+	s.LastFailure = l.lastFailure
+	s.Failing = l.last != nil && (l.last.Result == resultRefused || l.last.Result == resultFailed)
+	return s
+}
+
+// every refreshes the catalog on each tick until ctx ends, which also
+// cuts a refresh short.
+func (l *live) every(ctx context.Context, tick <-chan time.Time) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick:
+			l.reload(ctx, false)
+		}
+	}
+}

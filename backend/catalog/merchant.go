@@ -1,0 +1,451 @@
+package catalog
+
+import (
+	"encoding/csv"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"strings"
+	"unicode/utf8"
+
+	"golang.org/x/text/encoding/charmap"
+
+	"github.com/adlink/adlink/match"
+)
+
+// The Google Merchant Center product feed: RSS 2.0 or Atom 1.0 with the
+// product attributes in the g: namespace, or a tab-separated file whose
+// header names the same attributes. Attributes adlink has no use for
+// (shipping, tax, custom labels, ...) are skipped, as Merchant Center
+// feeds carry many.
+
+// merchantNS is the namespace of the g: attributes.
+const merchantNS = "http://base.google.com/ns/1.0"
+
+// merchantFields are the feed's names for the fields whose errors checkAd
+// reports in adlink's terms.
+var merchantFields = map[string]string{
+	"landing": "link", "logo": "image_link", "manufacturer": "brand", "model": "mpn",
+	"category": "product_type", "markets": "market",
+}
+
+// merchantItem is one product as the feed writes it.
+type merchantItem struct {
+	id, title, description, link, imageLink, price, salePrice, availability string
+	brand, gtin, mpn, googleCategory, productType, condition                string
+}
+
+// set stores a g: attribute; it reports false for one adlink does not read.
+func (it *merchantItem) set(name, v string) bool {
+	var dst *string
+	switch name {
+	case "id":
+		dst = &it.id
+	case "title":
+		dst = &it.title
+	case "description":
+		dst = &it.description
+	case "link":
+		dst = &it.link
+	case "image_link":
+		dst = &it.imageLink
+	case "price":
+		dst = &it.price
+	case "sale_price":
+		dst = &it.salePrice
+	case "availability":
+		dst = &it.availability
+	case "brand":
+		dst = &it.brand
+	case "gtin":
+		dst = &it.gtin
+	case "mpn":
+		dst = &it.mpn
+	case "google_product_category":
+		dst = &it.googleCategory
+	case "product_type":
+		dst = &it.productType
+	case "condition":
+		dst = &it.condition
+	default:
+		return false
+	}
+	if *dst == "" { // the first of a repeated attribute counts
+		*dst = v
+	}
+	return true
+}
+
+// addMerchant checks an item's own attributes, turns it into an ad and
+// adds it; an item that is out of stock is left out, not an error.
+func (p *parser) addMerchant(line int, it *merchantItem) {
+	before := len(p.errs) + p.dropped
+	switch a := strings.ReplaceAll(strings.ToLower(strings.TrimSpace(it.availability)), " ", "_"); a {
+	case "", "in_stock", "preorder", "backorder":
+	case "out_of_stock":
+		return
+	default:
+		p.fail(line, "availability", fmt.Sprintf("%q: want in_stock, out_of_stock, preorder or backorder", it.availability))
+	}
+	switch c := strings.ToLower(strings.TrimSpace(it.condition)); c {
+	case "", "new", "used", "refurbished":
+	default:
+		p.fail(line, "condition", fmt.Sprintf("%q: want new, used or refurbished", it.condition))
+	}
+	rec := record{
+		Kind:         "product",
+		ID:           it.id,
+		Title:        it.title,
+		Description:  it.description,
+		Landing:      it.link,
+		Logo:         it.imageLink,
+		Manufacturer: it.brand,
+		GTIN:         it.gtin,
+		Model:        it.mpn,
+		Category:     merchantCategory(it.productType, it.googleCategory),
+	}
+	field, price := "price", it.price
+	if strings.TrimSpace(it.salePrice) != "" {
+		// What the shopper pays is what the ad shows.
+		field, price = "sale_price", it.salePrice
+	}
+	if strings.TrimSpace(price) != "" {
+		amount, currency, msg := parseMerchantPrice(price)
+		if msg != "" {
+			p.fail(line, field, msg)
+		}
+		rec.Price, rec.Currency = decimal(amount), currency
+	}
+	p.addSince(line, &rec, before)
+}
+
+// merchantCategory is the most specific level of the merchant's own
+// product type, else of Google's category when it is written out rather
+// than given by its number.
+func merchantCategory(productType, googleCategory string) string {
+	for _, s := range []string{productType, googleCategory} {
+		s = strings.TrimSpace(s)
+		if i := strings.LastIndexByte(s, '>'); i >= 0 {
+			s = strings.TrimSpace(s[i+1:])
+		}
+		if s != "" && !allDigits(s) {
+			return s
+		}
+	}
+	return ""
+}
+
+// parseMerchantPrice reads "19.99 EUR" (or "EUR 19.99") into its amount
+// and currency; msg says what is wrong when it does not read.
+func parseMerchantPrice(s string) (amount, currency, msg string) {
+	f := strings.Fields(s)
+	if len(f) == 2 && isCurrency(strings.ToUpper(f[0])) && !isCurrency(strings.ToUpper(f[1])) {
+		f[0], f[1] = f[1], f[0]
+	}
+	switch {
+	case len(f) == 1:
+		return "", "", fmt.Sprintf("%q has no currency: want an amount and an ISO 4217 currency such as 19.99 EUR", s)
+	case len(f) != 2 || !isCurrency(strings.ToUpper(f[1])):
+		return "", "", fmt.Sprintf("%q: want an amount and an ISO 4217 currency such as 19.99 EUR", s)
+	case strings.Contains(f[0], ","):
+		return "", "", fmt.Sprintf("%q: write the amount with a decimal point and no thousands separator, such as 1299.99 EUR", s)
+	}
+	if _, err := parseDecimal(f[0], 2); err != nil {
+		return "", "", fmt.Sprintf("%q: %v", s, err)
+	}
+	return f[0], strings.ToUpper(f[1]), ""
+}
+
+// feedDefaults takes the advertiser and market a feed names for all its
+// items (the channel's link and language), where the source's options
+// have not named them.
+func (p *parser) feedDefaults(link, language string) {
+	if link != "" && p.defAdvertiser == "" {
+		if u, err := url.Parse(strings.TrimSpace(link)); err == nil && u.Hostname() != "" {
+			p.defAdvertiser = strings.TrimPrefix(strings.ToLower(u.Hostname()), "www.")
+		}
+	}
+	if language != "" && len(p.defMarkets) == 0 {
+		if _, ok := match.ParseMarket(strings.TrimSpace(language)); ok {
+			p.defMarkets = []string{strings.TrimSpace(language)}
+		}
+	}
+}
+
+// readMerchantXML reads a Merchant Center RSS 2.0 or Atom feed, one item
+// or entry at a time.
+func (p *parser) readMerchantXML(r io.Reader) {
+	p.rename = merchantFields
+	check := &utf8Check{r: r}
+	dec := xml.NewDecoder(check)
+	dec.CharsetReader = func(label string, in io.Reader) (io.Reader, error) {
+		enc := singleByte(label)
+		if enc == nil {
+			return nil, fmt.Errorf("declared encoding %q is not supported: want UTF-8, ISO-8859-1, ISO-8859-15 or windows-1252", label)
+		}
+		check.declared = label
+		return enc.NewDecoder().Reader(in), nil
+	}
+	var path []string // the open elements' local names
+	root := ""
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			p.xmlFail(dec, err)
+			return
+		}
+		switch t := tok.(type) {
+		case xml.StartElement:
+			name := t.Name.Local
+			if len(path) == 0 {
+				if name != "rss" && name != "feed" {
+					line, _ := dec.InputPos()
+					p.fail(line, "", fmt.Sprintf("<%s> is not a feed: want an RSS 2.0 <rss> or an Atom <feed> of Merchant Center items", name))
+					return
+				}
+				root = name
+			}
+			item := root == "rss" && name == "item" && len(path) == 2 || root == "feed" && name == "entry" && len(path) == 1
+			if item {
+				line, _ := dec.InputPos()
+				var it merchantItem
+				if err := readItem(dec, &it); err != nil {
+					p.xmlFail(dec, err)
+					return
+				}
+				p.addMerchant(line, &it)
+				continue
+			}
+			channel := root == "rss" && len(path) == 2 || root == "feed" && len(path) == 1
+			if channel && t.Name.Space != merchantNS && (name == "link" || name == "language") {
+				var v textOrHref
+				if err := dec.DecodeElement(&v, &t); err != nil {
+					p.xmlFail(dec, err)
+					return
+				}
+				if name == "link" {
+					p.feedDefaults(v.value(), "")
+				} else {
+					p.feedDefaults("", v.Text)
+				}
+				continue
+			}
+			path = append(path, name)
+		case xml.EndElement:
+			path = path[:len(path)-1]
+		}
+	}
+	if root == "" {
+		p.fail(1, "", "no XML elements: want an RSS 2.0 or Atom feed")
+	}
+	if check.mislabelled() {
+		p.fail(1, "encoding", fmt.Sprintf("declared %q but the feed is UTF-8: declare encoding=\"UTF-8\"", check.declared))
+	}
+}
+
+// textOrHref is an element's text, or an Atom link's href.
+type textOrHref struct {
+	Text string `xml:",chardata"`
+	Href string `xml:"href,attr"`
+	Rel  string `xml:"rel,attr"`
+}
+
+func (v *textOrHref) value() string {
+	if v.Href != "" {
+		if v.Rel != "" && v.Rel != "alternate" {
+			return ""
+		}
+		return v.Href
+	}
+	return v.Text
+}
+
+// readItem reads the children of an item or entry up to its end: the g:
+// attributes, and RSS's or Atom's own title, link and description where
+// the g: ones are missing.
+func readItem(dec *xml.Decoder, it *merchantItem) error {
+	var plain merchantItem
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			if err == io.EOF {
+				return io.ErrUnexpectedEOF
+			}
+			return err
+		}
+		switch t := tok.(type) {
+		case xml.StartElement:
+			var v textOrHref
+			if err := dec.DecodeElement(&v, &t); err != nil {
+				return err
+			}
+			name := t.Name.Local
+			if t.Name.Space == merchantNS {
+				it.set(name, v.Text)
+				continue
+			}
+			switch name {
+			case "summary", "content":
+				name = "description"
+			case "id":
+				continue // Atom's entry id is a URI, not the product's id
+			}
+			plain.set(name, v.value())
+		case xml.EndElement:
+			for _, f := range []struct{ dst, src *string }{
+				{&it.title, &plain.title}, {&it.link, &plain.link}, {&it.description, &plain.description},
+			} {
+				if *f.dst == "" {
+					*f.dst = *f.src
+				}
+			}
+			return nil
+		}
+	}
+}
+
+// xmlFail reports a syntax error where the decoder stopped; nothing after
+// it can be read.
+func (p *parser) xmlFail(dec *xml.Decoder, err error) {
+	line, _ := dec.InputPos()
+	var se *xml.SyntaxError
+	if errors.As(err, &se) {
+		line = se.Line
+		p.fail(line, "", "invalid XML: "+se.Msg)
+		return
+	}
+	p.fail(line, "", "invalid XML: "+err.Error())
+}
+
+// singleByte is the decoder of a declared single-byte encoding, or nil.
+func singleByte(label string) *charmap.Charmap {
+	switch strings.ToLower(strings.TrimSpace(label)) {
+	case "iso-8859-1", "iso8859-1", "latin1", "latin-1", "l1":
+		return charmap.ISO8859_1
+	case "iso-8859-15", "iso8859-15", "latin9", "latin-9":
+		return charmap.ISO8859_15
+	case "windows-1252", "cp1252":
+		return charmap.Windows1252
+	}
+	return nil
+}
+
+// utf8Check watches the raw bytes of a feed that declares a single-byte
+// encoding: when every byte above ASCII is part of a valid UTF-8 sequence,
+// the declaration is wrong and every accented letter would be read as two.
+type utf8Check struct {
+	r        io.Reader
+	declared string
+	carry    []byte // an incomplete sequence at the end of the last read
+	high     bool   // a byte above ASCII was seen
+	invalid  bool   // a sequence that is not UTF-8 was seen
+}
+
+func (c *utf8Check) Read(b []byte) (int, error) {
+	n, err := c.r.Read(b)
+	if c.invalid || n == 0 {
+		return n, err
+	}
+	buf := b[:n]
+	if len(c.carry) > 0 {
+		buf = append(c.carry, buf...)
+		c.carry = nil
+	}
+	for i := 0; i < len(buf); {
+		if buf[i] < utf8.RuneSelf {
+			i++
+			continue
+		}
+		c.high = true
+		r, size := utf8.DecodeRune(buf[i:])
+		if r == utf8.RuneError && size <= 1 {
+			if !utf8.FullRune(buf[i:]) && err == nil {
+				c.carry = append([]byte(nil), buf[i:]...)
+				break
+			}
+			c.invalid = true
+			break
+		}
+		i += size
+	}
+	return n, err
+}
+
+func (c *utf8Check) mislabelled() bool {
+	return c.declared != "" && c.high && !c.invalid
+}
+
+// merchantColumns are the tab-separated feed's columns that must be there.
+var merchantColumns = []string{"id", "title", "link"}
+
+// readMerchantTSV reads a Merchant Center tab-separated feed: a header row
+// of attribute names (with or without "g:"), then one item per row.
+func (p *parser) readMerchantTSV(r io.Reader) {
+	p.rename = merchantFields
+	cr := csv.NewReader(r)
+	cr.Comma = '\t'
+	cr.LazyQuotes = true // merchants write quotes in titles without escaping them
+	cr.FieldsPerRecord = -1
+	cr.ReuseRecord = true
+	header, err := cr.Read()
+	if err == io.EOF {
+		return
+	}
+	if err != nil {
+		p.fail(1, "", "invalid TSV header: "+csvMessage(err))
+		return
+	}
+	var names []string
+	for i, h := range header {
+		h = strings.TrimPrefix(strings.ToLower(strings.TrimSpace(h)), "g:")
+		if i == 0 {
+			h = strings.TrimPrefix(h, "\ufeff")
+		}
+		names = append(names, h)
+	}
+	for _, c := range merchantColumns {
+		found := false
+		for _, n := range names {
+			found = found || n == c
+		}
+		if !found {
+			p.fail(1, c, "required column missing")
+		}
+	}
+	if len(p.errs) > 0 {
+		return
+	}
+	for {
+		row, err := cr.Read()
+		if err == io.EOF {
+			return
+		}
+		if err != nil {
+			line := 0
+			var pe *csv.ParseError
+			if errors.As(err, &pe) {
+				line = pe.StartLine
+			}
+			p.fail(line, "", "invalid TSV: "+csvMessage(err))
+			return
+		}
+		line, _ := cr.FieldPos(0)
+		if len(row) == 1 && strings.TrimSpace(row[0]) == "" {
+			continue
+		}
+		if len(row) > len(names) {
+			p.fail(line, "", fmt.Sprintf("%d fields, but the header names %d", len(row), len(names)))
+			continue
+		}
+		var it merchantItem
+		for i, v := range row {
+			it.set(names[i], v)
+		}
+		p.addMerchant(line, &it)
+	}
+}

@@ -1,0 +1,396 @@
+package catalog
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"os"
+	"path"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/adlink/adlink/match"
+)
+
+// Format is a feed's format.
+type Format int
+
+// The feed formats Load reads.
+const (
+	FormatUnknown     Format = iota
+	FormatJSONL              // JSON lines, adlink's own fields
+	FormatCSV                // CSV with a header row, adlink's own fields
+	FormatMerchantXML        // Google Merchant Center RSS 2.0 or Atom
+	FormatMerchantTSV        // Google Merchant Center tab-separated
+)
+
+// FormatOf picks a feed's format from its name's extension (a trailing
+// ".gz" aside), else from the content type it was served with.
+func FormatOf(name, contentType string) Format {
+	n := strings.TrimSuffix(strings.ToLower(name), ".gz")
+	switch path.Ext(n) {
+	case ".jsonl", ".ndjson":
+		return FormatJSONL
+	case ".csv":
+		return FormatCSV
+	case ".xml", ".rss", ".atom":
+		return FormatMerchantXML
+	case ".tsv":
+		return FormatMerchantTSV
+	}
+	mt, _, _ := mime.ParseMediaType(contentType)
+	switch mt {
+	case "application/x-ndjson", "application/jsonl", "application/x-jsonlines":
+		return FormatJSONL
+	case "text/csv":
+		return FormatCSV
+	case "application/rss+xml", "application/atom+xml", "application/xml", "text/xml":
+		return FormatMerchantXML
+	case "text/tab-separated-values":
+		return FormatMerchantTSV
+	}
+	return FormatUnknown
+}
+
+// Source is where a feed comes from: a file or an http(s) URL, as -catalog
+// names it, with the options its fragment gives ("feed.xml#advertiser=
+// shop.example&market=de-DE&market=de-AT&bid=0.10&format=tsv"). The
+// fragment is never sent to the server.
+type Source struct {
+	// Name is the source as given, which errors name.
+	Name string
+	// Location is the file path or URL without the fragment.
+	Location string
+	// Format, when not FormatUnknown, is the fragment's format=.
+	Format Format
+	// Defaults are the fragment's advertiser, markets and bid.
+	Advertiser string
+	Markets    []string
+	Bid        string
+}
+
+// IsURL reports whether the source is fetched over HTTP.
+func (s *Source) IsURL() bool {
+	return strings.HasPrefix(s.Location, "http://") || strings.HasPrefix(s.Location, "https://")
+}
+
+// ParseSource reads a -catalog value.
+func ParseSource(v string) (Source, error) {
+	s := Source{Name: v, Location: v}
+	loc, frag, ok := strings.Cut(v, "#")
+	if !ok {
+		return s, nil
+	}
+	s.Location = loc
+	q, err := url.ParseQuery(frag)
+	if err != nil {
+		return s, fmt.Errorf("catalog %s: options after #: %w", v, err)
+	}
+	for k, vs := range q {
+		switch k {
+		case "advertiser":
+			s.Advertiser = vs[len(vs)-1]
+		case "market":
+			for _, m := range vs {
+				s.Markets = append(s.Markets, strings.Split(m, ",")...)
+			}
+		case "bid":
+			s.Bid = vs[len(vs)-1]
+		case "format":
+			s.Format = map[string]Format{"jsonl": FormatJSONL, "csv": FormatCSV, "xml": FormatMerchantXML,
+				"rss": FormatMerchantXML, "atom": FormatMerchantXML, "tsv": FormatMerchantTSV}[vs[len(vs)-1]]
+			if s.Format == FormatUnknown {
+				return s, fmt.Errorf("catalog %s: format %q: want jsonl, csv, xml or tsv", v, vs[len(vs)-1])
+			}
+		default:
+			return s, fmt.Errorf("catalog %s: unknown option %q after #: want advertiser, market, bid or format", v, k)
+		}
+	}
+	if s.IsURL() {
+		if u, err := url.Parse(s.Location); err != nil || u.Host == "" {
+			return s, fmt.Errorf("catalog %s: not a valid URL", v)
+		}
+	}
+	return s, nil
+}
+
+// FetchOptions bound what a Fetcher reads.
+type FetchOptions struct {
+	// Timeout bounds one fetch of a URL, from the request to the last
+	// byte; zero is a minute.
+	Timeout time.Duration
+	// MaxBytes bounds a feed's bytes, as read and once decompressed; zero
+	// is 1 GiB.
+	MaxBytes int64
+	// Client makes the requests; nil is a client of its own.
+	Client *http.Client
+}
+
+// ErrTooLarge is the error of a feed over FetchOptions.MaxBytes.
+var ErrTooLarge = errors.New("feed is larger than the size cap")
+
+// Fetcher reads sources again and again, and parses a source again only
+// when it changed: a URL is asked for with If-None-Match and
+// If-Modified-Since, a file is read again when its size or time changed,
+// and a source whose bytes are those of last time keeps its ads. It is
+// safe for concurrent use; of two fetches of one source at once, the one
+// that ends last is what the next fetch compares with.
+type Fetcher struct {
+	opts   FetchOptions
+	client *http.Client
+	mu     sync.Mutex
+	last   map[string]*fetched // by Source.Name
+	// afterRead, in tests, runs once a file is read and before it is
+	// checked for a change.
+	afterRead func(path string)
+}
+
+// fetched is what a source gave last time.
+type fetched struct {
+	etag, lastModified string
+	size               int64
+	modTime            time.Time
+	sum                string // SHA-256 of the raw bytes
+	ads                []match.Ad
+}
+
+// NewFetcher returns a Fetcher with opts' bounds.
+func NewFetcher(opts FetchOptions) *Fetcher {
+	if opts.Timeout <= 0 {
+		opts.Timeout = time.Minute
+	}
+	if opts.MaxBytes <= 0 {
+		opts.MaxBytes = 1 << 30
+	}
+	c := opts.Client
+	if c == nil {
+		c = &http.Client{}
+	}
+	return &Fetcher{opts: opts, client: c, last: map[string]*fetched{}}
+}
+
+// Result is what one fetch of a source gave.
+type Result struct {
+	// Ads are the source's ads: the same slice as last time when Unchanged.
+	Ads []match.Ad
+	// Unchanged is whether the source is as it was last time: not
+	// modified (304), the same file, or the same bytes.
+	Unchanged bool
+}
+
+// Fetch reads src, or keeps what it gave last time when it has not
+// changed. An error leaves last time's state as it was, so the next fetch
+// asks again.
+func (f *Fetcher) Fetch(ctx context.Context, src Source, opts Options) (Result, error) {
+	opts.Advertiser, opts.Markets, opts.Bid = src.Advertiser, src.Markets, src.Bid
+	f.mu.Lock()
+	prev := f.last[src.Name]
+	f.mu.Unlock()
+	var (
+		next *fetched
+		err  error
+	)
+	if src.IsURL() {
+		next, err = f.fetchURL(ctx, src, opts, prev)
+	} else {
+		next, err = f.readFile(src, opts, prev)
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	f.mu.Lock()
+	f.last[src.Name] = next
+	f.mu.Unlock()
+	return Result{Ads: next.ads, Unchanged: prev != nil && next == prev}, nil
+}
+
+// Forget drops what the Fetcher knows of every source, so that the next
+// fetches read everything again.
+func (f *Fetcher) Forget() {
+	f.mu.Lock()
+	clear(f.last)
+	f.mu.Unlock()
+}
+
+func (f *Fetcher) readFile(src Source, opts Options, prev *fetched) (*fetched, error) {
+	file, err := os.Open(src.Location)
+	if err != nil {
+		return nil, err
+	}
+	defer file.Close()
+	st, err := file.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if prev != nil && prev.size == st.Size() && prev.modTime.Equal(st.ModTime()) {
+		return prev, nil
+	}
+	if st.Size() > f.opts.MaxBytes {
+		return nil, fmt.Errorf("%s: %w (%d bytes, the cap is %d)", src.Name, ErrTooLarge, st.Size(), f.opts.MaxBytes)
+	}
+	next := &fetched{size: st.Size(), modTime: st.ModTime()}
+	format := src.Format
+	if format == FormatUnknown {
+		format = FormatOf(src.Location, "")
+	}
+	ads, sum, err := f.parse(file, src, format, opts)
+	if f.afterRead != nil {
+		f.afterRead(src.Location)
+	}
+	// A feed written in place while it was read is a mix of two feeds.
+	if after, serr := os.Stat(src.Location); serr != nil || after.Size() != st.Size() || !after.ModTime().Equal(st.ModTime()) {
+		return nil, fmt.Errorf("%s: changed while it was read; it is read again at the next refresh (write feeds to a new file and rename it)", src.Name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	next.sum, next.ads = sum, ads
+	if prev != nil && prev.sum == sum {
+		prev.size, prev.modTime = next.size, next.modTime
+		return prev, nil
+	}
+	return next, nil
+}
+
+func (f *Fetcher) fetchURL(ctx context.Context, src Source, opts Options, prev *fetched) (*fetched, error) {
+	ctx, cancel := context.WithTimeout(ctx, f.opts.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, src.Location, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", src.Name, err)
+	}
+	req.Header.Set("User-Agent", "adlink-catalog/1")
+	if prev != nil {
+		if prev.etag != "" {
+			req.Header.Set("If-None-Match", prev.etag)
+		}
+		if prev.lastModified != "" {
+			req.Header.Set("If-Modified-Since", prev.lastModified)
+		}
+	}
+	res, err := f.client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", src.Name, err)
+	}
+	defer res.Body.Close()
+	switch {
+	case res.StatusCode == http.StatusNotModified && prev != nil:
+		return prev, nil
+	case res.StatusCode != http.StatusOK:
+		return nil, fmt.Errorf("%s: answered %s", src.Name, res.Status)
+	case res.ContentLength > f.opts.MaxBytes:
+		return nil, fmt.Errorf("%s: %w (%d bytes, the cap is %d)", src.Name, ErrTooLarge, res.ContentLength, f.opts.MaxBytes)
+	}
+	format := src.Format
+	if format == FormatUnknown {
+		u, _ := url.Parse(src.Location)
+		format = FormatOf(u.Path, res.Header.Get("Content-Type"))
+	}
+	if format == FormatUnknown {
+		return nil, fmt.Errorf("%s: unknown feed format (Content-Type %q): name it with #format=jsonl, csv, xml or tsv", src.Name, res.Header.Get("Content-Type"))
+	}
+	ads, sum, err := f.parse(res.Body, src, format, opts)
+	if err != nil {
+		return nil, err
+	}
+	next := &fetched{etag: res.Header.Get("ETag"), lastModified: res.Header.Get("Last-Modified"), sum: sum, ads: ads}
+	if prev != nil && prev.sum == sum {
+		prev.etag, prev.lastModified = next.etag, next.lastModified
+		return prev, nil
+	}
+	return next, nil
+}
+
+// parse reads a feed under the size cap, as read and once decompressed,
+// and returns its ads and the SHA-256 of its raw bytes.
+func (f *Fetcher) parse(r io.Reader, src Source, format Format, opts Options) ([]match.Ad, string, error) {
+	if format == FormatUnknown {
+		return nil, "", fmt.Errorf("%s: unknown feed format: want .jsonl, .ndjson, .csv, .xml, .rss, .atom or .tsv, or #format=", src.Name)
+	}
+	h := sha256.New()
+	raw := &capped{r: io.TeeReader(r, h), left: f.opts.MaxBytes}
+	body, err := gunzipped(raw)
+	if err != nil {
+		return nil, "", fmt.Errorf("%s: %w", src.Name, err)
+	}
+	inflated := &capped{r: body, left: f.opts.MaxBytes}
+	ads, err := load(inflated, src.Name, format, opts, false)
+	if raw.over || inflated.over {
+		return nil, "", fmt.Errorf("%s: %w (%d bytes)", src.Name, ErrTooLarge, f.opts.MaxBytes)
+	}
+	if raw.err != nil {
+		return nil, "", fmt.Errorf("%s: reading: %w", src.Name, raw.err)
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	return ads, hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// capped reads at most left bytes of r, and remembers whether there were
+// more and the read error, which the parser would report as a bad line.
+type capped struct {
+	r    io.Reader
+	left int64
+	over bool
+	err  error
+}
+
+func (c *capped) Read(b []byte) (int, error) {
+	if c.left <= 0 {
+		// One byte more tells a feed of exactly the cap from a larger one.
+		var one [1]byte
+		if n, _ := c.r.Read(one[:]); n > 0 {
+			c.over = true
+			return 0, ErrTooLarge
+		}
+		return 0, io.EOF
+	}
+	if int64(len(b)) > c.left {
+		b = b[:c.left]
+	}
+	n, err := c.r.Read(b)
+	c.left -= int64(n)
+	if err != nil && err != io.EOF {
+		c.err = err
+	}
+	return n, err
+}
+
+// Version is the content hash of a catalog: the same ads in the same
+// order give the same version, whatever feeds they came from.
+func Version(ads []match.Ad) string {
+	h := sha256.New()
+	var buf []byte
+	for i := range ads {
+		buf = appendAd(buf[:0], &ads[i])
+		h.Write(buf)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// appendAd writes every field of an ad, each ended by a byte no field
+// holds, so that no two ads write the same bytes.
+func appendAd(b []byte, a *match.Ad) []byte {
+	for _, s := range [...]string{a.ID, a.Kind.String(), a.Title, a.Manufacturer, a.Model, a.Category,
+		a.Description, a.GTIN, a.Currency, a.Logo, a.Landing, a.Advertiser} {
+		b = append(append(b, s...), 0)
+	}
+	for _, k := range a.Keywords {
+		b = append(append(b, k...), 1)
+	}
+	b = append(b, 0)
+	for _, m := range a.Markets {
+		b = append(append(append(b, m.Lang...), m.Country...), 1)
+	}
+	b = append(b, 0)
+	b = fmt.Appendf(b, "%d\x00%d\x00\x02", a.PriceCents, a.BidMicros)
+	return b
+}
