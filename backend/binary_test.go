@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/adlink/adlink/internal/testpg"
 	"github.com/adlink/adlink/wasm/module"
 	"github.com/adlink/adlink/web/matcher"
 )
@@ -27,7 +28,7 @@ import (
 // set by the linker.
 
 func TestMain(m *testing.M) {
-	code := m.Run()
+	code := testpg.Main(m)
 	if built.dir != "" {
 		os.RemoveAll(built.dir)
 	}

@@ -12,11 +12,13 @@ import (
 	"github.com/adlink/adlink/backend/clicks"
 	"github.com/adlink/adlink/backend/report"
 	"github.com/adlink/adlink/backend/store"
+	pgstore "github.com/adlink/adlink/backend/store/pg"
 )
 
 // runReport is "adlink report": the report GET /v2/report gives, printed
-// from a data directory no server is running on, for the operator: of
-// everyone, or of one partner or advertiser.
+// from a data directory no server is running on, or from the Postgres
+// database the servers share, for the operator: of everyone, or of one
+// partner or advertiser.
 func runReport(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("adlink report", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -25,6 +27,9 @@ func runReport(ctx context.Context, args []string, getenv func(string) string, s
 		data = ".data"
 	}
 	fs.StringVar(&data, "data", data, "state `directory` holding adlink.db (ADLINK_DATA_DIR)")
+	pgURL := getenv("ADLINK_POSTGRES_URL")
+	fs.Func("postgres", "read the Postgres `URL` the servers keep reports in, not -data (ADLINK_POSTGRES_URL)",
+		func(s string) error { pgURL = s; return nil })
 	from := fs.String("from", "", "first UTC `day`, YYYY-MM-DD; default 29 days before -to")
 	to := fs.String("to", "", "last UTC `day`, included; default today")
 	groupBy := fs.String("group-by", "day", "comma-separated `groups`: day, hour, site_id, ad, advertiser, criterion, yk_tag, context, country")
@@ -56,12 +61,23 @@ func runReport(ctx context.Context, args []string, getenv func(string) string, s
 		}
 		return errors.Join(errs...)
 	}
-	db, err := store.OpenReadOnly(data)
-	if err != nil {
-		return fmt.Errorf("report: %w", err)
+	var rollups clicks.RollupReader
+	if pgURL != "" {
+		db, err := pgstore.Open(ctx, pgURL)
+		if err != nil {
+			return fmt.Errorf("report: %w", err)
+		}
+		defer db.Close()
+		rollups = db.Rollups()
+	} else {
+		db, err := store.OpenReadOnly(data)
+		if err != nil {
+			return fmt.Errorf("report: %w", err)
+		}
+		defer db.Close()
+		rollups = clicks.ReadRollups(db)
 	}
-	defer db.Close()
-	rows, err := report.Run(ctx, clicks.ReadRollups(db), acc, req)
+	rows, err := report.Run(ctx, rollups, acc, req)
 	if err != nil {
 		return fmt.Errorf("report: %w", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/adlink/adlink/backend/partners"
+	"github.com/adlink/adlink/internal/testpg"
 )
 
 // TestReportCommand: "adlink report" prints from the data directory what
@@ -65,5 +66,33 @@ func TestReportCommand(t *testing.T) {
 		if err := run(context.Background(), bad, noEnv, io.Discard, io.Discard); err == nil {
 			t.Errorf("%q: no error", bad)
 		}
+	}
+}
+
+// TestReportCommandReadsPostgres: with -postgres, "adlink report" prints
+// what the servers recorded in Postgres, while one still runs.
+func TestReportCommandReadsPostgres(t *testing.T) {
+	url := testpg.New(t)
+	base, stop := startRun(t, "-data", t.TempDir(), "-demo", "-postgres", url)
+	defer stop()
+	for _, tag := range []string{"a", "b"} {
+		u := firstAd(t, base, "q=lg+handy&loc=de&api_key=demo&site_id=demo&yk_tag="+tag)
+		clickAs(t, base+u[strings.Index(u, "/v1/redirect"):])
+	}
+	today := time.Now().UTC().Format(time.DateOnly)
+	var out bytes.Buffer
+	env := func(k string) string {
+		if k == "ADLINK_POSTGRES_URL" {
+			return url
+		}
+		return ""
+	}
+	if err := run(context.Background(), []string{"report", "-from", today, "-to", today, "-group-by", "yk_tag", "-format", "json"},
+		env, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	var rep struct{ Rows []struct{ Clicks int } }
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil || len(rep.Rows) != 2 || rep.Rows[0].Clicks != 1 || rep.Rows[1].Clicks != 1 {
+		t.Errorf("report from Postgres: %v %s", err, out.Bytes())
 	}
 }

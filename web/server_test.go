@@ -51,8 +51,8 @@ type backend struct {
 	URL    string
 	ads    []match.Ad
 	pages  *pages.Service
-	clicks *clicks.Log
-	imps   *clicks.BoltImpressions
+	clicks clicks.Store
+	imps   clicks.Impressions
 	views  atomic.Int64
 
 	mu       sync.Mutex

@@ -37,6 +37,7 @@ import (
 	"github.com/adlink/adlink/backend/retention"
 	"github.com/adlink/adlink/backend/shards"
 	"github.com/adlink/adlink/backend/store"
+	pgstore "github.com/adlink/adlink/backend/store/pg"
 	redisstore "github.com/adlink/adlink/backend/store/redis"
 	"github.com/adlink/adlink/match"
 	"github.com/adlink/adlink/web/matcher"
@@ -90,12 +91,14 @@ type App struct {
 	Shards *shards.Set
 	// Pages is the page context's service; its workers run until Close.
 	Pages *pages.Service
-	// Clicks is the click log.
-	Clicks *clicks.Log
-	// Impressions are the impressions pages reported.
-	Impressions *clicks.BoltImpressions
-	// Rollups are the clicks and impressions counted for reports.
-	Rollups clicks.BoltRollups
+	// Clicks is the click log: the bbolt file's, or Postgres's with
+	// -postgres.
+	Clicks clicks.Store
+	// Impressions are the impressions pages reported, where Clicks are.
+	Impressions clicks.Impressions
+	// Rollups are the clicks and impressions counted for reports, and the
+	// advertisers' spend, where Clicks are.
+	Rollups Rollups
 	// Accounts are who may read reports, and the advertisers' budgets.
 	Accounts *accounts.Book
 	// Budget keeps advertisers whose daily budget is spent out of answers.
@@ -106,6 +109,7 @@ type App struct {
 	DataFile string
 
 	db        *bolt.DB
+	pg        *pgstore.DB
 	redis     *redisstore.Client
 	syncStop  chan struct{} // stops syncBudgets
 	syncDone  chan struct{}
@@ -117,6 +121,12 @@ type App struct {
 	draining  atomic.Bool
 	closeOnce sync.Once
 	closeErr  error
+}
+
+// Rollups are the rollups reports read and the spend budgets read.
+type Rollups interface {
+	clicks.RollupReader
+	budget.Spender
 }
 
 // New builds the server cfg describes, as config.Load returns it, and
@@ -154,34 +164,33 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 
 	first := cat.cur.Load()
 	a = &App{Ads: first.ads, Indexes: first.api.Indexes.(*market.Set), Shards: first.api.Shards, live: cat, Accounts: book}
+	// "return nil, err" clears a before this runs: close what was built.
+	built := a
 	defer func() {
 		if err != nil {
-			a.Close()
+			built.Close()
 		}
 	}()
 	if a.db, err = store.Open(cfg.DataDir); err != nil {
 		return nil, err
 	}
 	a.DataFile = a.db.Path()
-	if a.Clicks, err = clicks.New(a.db); err != nil {
-		return nil, err
-	}
-	windows, err := clicks.NewWindows(a.db)
-	if err != nil {
-		return nil, err
-	}
-	decisions, err := clicks.NewDecisions(a.db)
-	if err != nil {
-		return nil, err
-	}
-	ledger, err := clicks.NewLedger(a.db)
-	if err != nil {
-		return nil, err
-	}
-	if a.Rollups, err = clicks.NewRollups(a.db); err != nil {
-		return nil, err
-	}
-	if a.Impressions, err = clicks.NewImpressions(a.db); err != nil {
+	var (
+		windows   clicks.Windows
+		decisions clicks.Decisions
+		ledger    clicks.Ledger
+	)
+	if cfg.PostgresURL != "" {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		a.pg, err = pgstore.Open(ctx, cfg.PostgresURL)
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		a.Clicks, a.Impressions, a.Rollups = a.pg.Clicks(), a.pg.Impressions(), a.pg.Rollups()
+		windows, decisions, ledger = a.pg.Windows(), a.pg.Decisions(), a.pg.Ledger()
+		log.Info("clicks, impressions, reports and spend are kept in Postgres")
+	} else if err = a.boltStores(&windows, &decisions, &ledger); err != nil {
 		return nil, err
 	}
 	a.Metrics = metrics.New()
@@ -287,6 +296,38 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 	return a, nil
 }
 
+// boltStores sets the click log, impressions and rollups of the bbolt
+// file, and its windows, decisions and ledger.
+func (a *App) boltStores(windows *clicks.Windows, decisions *clicks.Decisions, ledger *clicks.Ledger) error {
+	log, err := clicks.New(a.db)
+	if err != nil {
+		return err
+	}
+	w, err := clicks.NewWindows(a.db)
+	if err != nil {
+		return err
+	}
+	d, err := clicks.NewDecisions(a.db)
+	if err != nil {
+		return err
+	}
+	l, err := clicks.NewLedger(a.db)
+	if err != nil {
+		return err
+	}
+	r, err := clicks.NewRollups(a.db)
+	if err != nil {
+		return err
+	}
+	imps, err := clicks.NewImpressions(a.db)
+	if err != nil {
+		return err
+	}
+	a.Clicks, a.Impressions, a.Rollups = log, imps, r
+	*windows, *decisions, *ledger = w, d, l
+	return nil
+}
+
 // openRedis opens the Redis that cfg names and returns what makes the
 // server's limiters there, each with a ratelimit.Set of this process to
 // answer while Redis does not, and the budget flags the replicas share;
@@ -350,14 +391,22 @@ func (a *App) Reload(ctx context.Context, force bool) api.Reload { return a.live
 // Catalog is the catalog served now.
 func (a *App) Catalog() *api.Catalog { return a.live.current() }
 
-// ready tells /readyz whether the server can answer: not draining, and
-// the store open.
-func (a *App) ready(context.Context) error {
+// ready tells /readyz whether the server can answer: not draining, the
+// store open, and Postgres, when it keeps the clicks, answering.
+func (a *App) ready(ctx context.Context) error {
 	if a.draining.Load() {
 		return errors.New("shutting down")
 	}
 	// A closed bbolt file refuses transactions.
-	return a.db.View(func(*bolt.Tx) error { return nil })
+	if err := a.db.View(func(*bolt.Tx) error { return nil }); err != nil {
+		return err
+	}
+	if a.pg != nil {
+		if err := a.pg.Ping(ctx); err != nil {
+			return fmt.Errorf("postgres: %w", err)
+		}
+	}
+	return nil
 }
 
 // Drain makes /readyz answer 503, so that a load balancer sends no more
@@ -387,6 +436,9 @@ func (a *App) Close() error {
 		}
 		if a.fetcher != nil {
 			a.fetcher.Close()
+		}
+		if a.pg != nil {
+			a.pg.Close()
 		}
 		if a.db != nil {
 			a.closeErr = a.db.Close()

@@ -144,6 +144,12 @@ type Config struct {
 	// (-export-dir, ADLINK_EXPORT_DIR). Load defaults it to
 	// DataDir/export.
 	ExportDir string
+	// PostgresURL, when set, is the Postgres database that keeps the
+	// durable record several servers share: clicks, impressions, the
+	// rollups reports read, budget spend, decisions and windows (-postgres,
+	// ADLINK_POSTGRES_URL; a postgres:// URL or libpq key=value string).
+	// Unset, they stay in DataDir's bbolt file.
+	PostgresURL string
 	// RedisURL, when set, is the Redis that the rate limits are kept in,
 	// shared by every replica that names it (-redis, ADLINK_REDIS_URL): a
 	// redis:// or rediss:// URL as go-redis reads it. Empty keeps them in
@@ -294,6 +300,7 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	envDuration("ADLINK_CLICK_MIN_DELAY", &c.ClickMinDelay)
 	envDuration("ADLINK_RETENTION", &c.Retention)
 	c.ExportDir = getenv("ADLINK_EXPORT_DIR")
+	c.PostgresURL = getenv("ADLINK_POSTGRES_URL")
 	c.RedisURL = getenv("ADLINK_REDIS_URL")
 	clickKeys := getenv("ADLINK_CLICK_KEYS")
 	if v := getenv("ADLINK_LOG_LEVEL"); v != "" {
@@ -342,6 +349,9 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	fs.DurationVar(&c.ClickMinDelay, "click-min-delay", c.ClickMinDelay, "least `time` between an in-page ad's click token and a billable click (ADLINK_CLICK_MIN_DELAY)")
 	fs.DurationVar(&c.Retention, "retention", c.Retention, "how long raw click and impression rows stay in the state file before they are exported and removed; 0 keeps them (ADLINK_RETENTION)")
 	fs.StringVar(&c.ExportDir, "export-dir", c.ExportDir, "`directory` of retention's daily export files; default <data>/export (ADLINK_EXPORT_DIR)")
+	// A func flag: -h must not print a password of the environment's URL.
+	fs.Func("postgres", "Postgres `URL` that keeps clicks, impressions, reports and spend for every replica; none: the data directory's file (ADLINK_POSTGRES_URL, preferred)",
+		func(s string) error { c.PostgresURL = s; return nil })
 	// A func flag, as -click-keys: the URL may hold a password.
 	fs.Func("redis", "`URL` of the Redis that keeps the rate limits, shared by replicas, redis://[user:password@]host:port/db; none: in this process (ADLINK_REDIS_URL)",
 		func(s string) error { c.RedisURL = s; return nil })
@@ -405,6 +415,9 @@ func (c *Config) Validate() error {
 	}
 	if strings.TrimSpace(c.DataDir) == "" {
 		bad("data directory is empty")
+	}
+	if p := c.PostgresURL; p != "" && !strings.HasPrefix(p, "postgres://") && !strings.HasPrefix(p, "postgresql://") && !strings.Contains(p, "=") {
+		bad("postgres: want a postgres:// URL or a key=value connection string")
 	}
 	if c.PartnersFile == "" && !c.Demo {
 		bad("no partners: give -partners FILE (ADLINK_PARTNERS) for your partners, or -demo (ADLINK_DEMO=true) for the demo partner")

@@ -98,6 +98,17 @@ func TestLoad(t *testing.T) {
 			},
 		},
 		{
+			name: "postgres, the flag wins",
+			args: []string{"-postgres", "postgres://adlink@db.internal/adlink"},
+			env:  map[string]string{"ADLINK_POSTGRES_URL": "postgres://other/x"},
+			want: func(c *Config) { c.PostgresURL = "postgres://adlink@db.internal/adlink" },
+		},
+		{
+			name: "postgres from the environment",
+			env:  map[string]string{"ADLINK_POSTGRES_URL": "host=/run/postgresql dbname=adlink"},
+			want: func(c *Config) { c.PostgresURL = "host=/run/postgresql dbname=adlink" },
+		},
+		{
 			name: "log level",
 			env:  map[string]string{"ADLINK_LOG_LEVEL": "warn"},
 			args: []string{"-log-level", "DEBUG"},
@@ -260,6 +271,19 @@ func TestUsageHidesClickKeys(t *testing.T) {
 	if !errors.Is(err, flag.ErrHelp) || !strings.Contains(out.String(), "-click-keys") || !strings.Contains(out.String(), "-redis") ||
 		strings.Contains(out.String(), secret) {
 		t.Errorf("%v\n%s", err, out.String())
+	}
+}
+
+// -h shows no password of the environment's Postgres URL, and a value
+// that is no connection string is refused.
+func TestPostgresURL(t *testing.T) {
+	var out strings.Builder
+	_, err := Load([]string{"-h"}, env(map[string]string{"ADLINK_POSTGRES_URL": "postgres://u:s3cret@db/x"}), &out)
+	if !errors.Is(err, flag.ErrHelp) || !strings.Contains(out.String(), "-postgres") || strings.Contains(out.String(), "s3cret") {
+		t.Errorf("%v\n%s", err, out.String())
+	}
+	if _, err := Load([]string{"-demo", "-postgres", "db.internal"}, env(nil), io.Discard); err == nil || !strings.Contains(err.Error(), "postgres") {
+		t.Errorf("-postgres db.internal: %v, want a problem", err)
 	}
 }
 

@@ -1,0 +1,78 @@
+package pgstore_test
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/adlink/adlink/backend/clicks"
+	"github.com/adlink/adlink/backend/store"
+	pgstore "github.com/adlink/adlink/backend/store/pg"
+	"github.com/adlink/adlink/internal/testpg"
+)
+
+// BenchmarkLedgerClicks measures durable billable clicks per second
+// through the Postgres ledger (one transaction per click: decision,
+// window, click row, rollups, spend; commits flushed together by
+// Postgres) beside the bbolt ledger's group commit, in the same run, from
+// as many clients, each click of a decision and network of its own over
+// a few ads and advertisers. The two take turns, three rounds each, and
+// each reports its best round: the disk's flush time swings with the
+// machine's other work.
+func BenchmarkLedgerClicks(b *testing.B) {
+	const clients, perClient = 32, 50
+	at := time.Now()
+	run := func(l clicks.Ledger, round int) time.Duration {
+		start := time.Now()
+		var wg sync.WaitGroup
+		for g := range clients {
+			wg.Go(func() {
+				for i := range perClient {
+					n := strconv.Itoa(round) + "." + strconv.Itoa(g) + "." + strconv.Itoa(i)
+					c := clicks.Click{Time: at, AdID: "ad" + strconv.Itoa(i%10), AdType: "advertiser", Type: "search", APIKey: "demo",
+						SiteID: "demo", Criterion: "handy", YkTag: "t" + strconv.Itoa(g%4), IP: "2001:db8:" + strconv.FormatInt(int64(round), 16) + ":" + strconv.FormatInt(int64(g*perClient+i), 16) + "::1",
+						UserAgent: "Mozilla/5.0", Advertiser: "shop" + strconv.Itoa(i%3) + ".example", BidMicros: 250_000, Currency: "EUR"}
+					if err := l.Record(context.Background(), &c, clicks.Use{D: n, Expires: at.Add(time.Hour)}); err != nil || !c.Billable {
+						b.Errorf("click %s: %q %v", n, c.Reason, err) // not Fatal: not the benchmark's goroutine
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		return time.Since(start)
+	}
+	db, err := pgstore.Open(context.Background(), testpg.New(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	bolt, err := store.Open(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer bolt.Close()
+	boltLedger, err := clicks.NewLedger(bolt)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var onPG, onBolt time.Duration
+	for i := range b.N {
+		best := func(l clicks.Ledger, round int, d *time.Duration) {
+			if t := run(l, round); *d == 0 || t < *d {
+				*d = t
+			}
+		}
+		for r := range 3 {
+			best(db.Ledger(), i*3+r, &onPG)
+			best(boltLedger, i*3+r, &onBolt)
+		}
+	}
+	n := float64(clients * perClient)
+	b.ReportMetric(n/onPG.Seconds(), "postgres_clicks/s")
+	b.ReportMetric(n/onBolt.Seconds(), "bolt_clicks/s")
+	b.ReportMetric(onBolt.Seconds()/onPG.Seconds(), "postgres_vs_bolt")
+	b.ReportMetric(0, "ns/op")
+}

@@ -1,0 +1,382 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/adlink/adlink/backend/clicks"
+)
+
+// Clicks is the click log (clicks.Store) in the clicks table. Append adds
+// a click alone; the Ledger's Record also counts it in the rollups.
+type Clicks struct{ db *DB }
+
+var (
+	_ clicks.Store    = Clicks{}
+	_ clicks.Recorder = Clicks{}
+)
+
+// Clicks returns the database's click log.
+func (db *DB) Clicks() Clicks { return Clicks{db} }
+
+const insertClick = `INSERT INTO clicks (at_ns, ad_id, ad_type, context, api_key, site_id, criterion, yk_tag, ip, user_agent,
+	country, advertiser, bid_micros, currency, billable, reason)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`
+
+func clickArgs(c *clicks.Click) []any {
+	return []any{nanos(c.Time), clean(c.AdID), clean(c.AdType), clean(c.Type), clean(c.APIKey), clean(c.SiteID),
+		clean(c.Criterion), clean(c.YkTag), clean(c.IP), clean(c.UserAgent), clean(c.Country), clean(c.Advertiser),
+		c.BidMicros, clean(c.Currency), c.Billable, clean(c.Reason)}
+}
+
+// Append implements clicks.Store: one INSERT, committed before it returns.
+func (s Clicks) Append(ctx context.Context, c clicks.Click) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if c.Time.IsZero() {
+		return errors.New("postgres: click without time")
+	}
+	if _, err := s.db.pool.Exec(ctx, insertClick, clickArgs(&c)...); err != nil {
+		return fmt.Errorf("postgres: append click: %w", err)
+	}
+	return nil
+}
+
+// Scan implements clicks.Store.
+func (s Clicks) Scan(ctx context.Context, from, to time.Time, fn func(clicks.Click) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	cond, args := rangeArgs(from, to)
+	rows, err := s.db.pool.Query(ctx, `SELECT at_ns, ad_id, ad_type, context, api_key, site_id, criterion, yk_tag, ip,
+		user_agent, country, advertiser, bid_micros, currency, billable, reason FROM clicks WHERE `+cond+` ORDER BY at_ns, seq`, args...)
+	if err != nil {
+		return fmt.Errorf("postgres: scan clicks: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var c clicks.Click
+		var ns int64
+		if err := rows.Scan(&ns, &c.AdID, &c.AdType, &c.Type, &c.APIKey, &c.SiteID, &c.Criterion, &c.YkTag, &c.IP,
+			&c.UserAgent, &c.Country, &c.Advertiser, &c.BidMicros, &c.Currency, &c.Billable, &c.Reason); err != nil {
+			return fmt.Errorf("postgres: scan clicks: %w", err)
+		}
+		c.Time = fromNanos(ns)
+		if err := fn(c); err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// Impressions is the impression log (clicks.Impressions) in the
+// impressions table; each Append adds to the rollups in its transaction.
+type Impressions struct{ db *DB }
+
+var _ clicks.Impressions = Impressions{}
+
+// Impressions returns the database's impression log.
+func (db *DB) Impressions() Impressions { return Impressions{db} }
+
+// Append implements clicks.Impressions: the rows and their rollups in one
+// transaction.
+func (s Impressions) Append(ctx context.Context, imps []clicks.Impression) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	rows := newRollupBatch()
+	for i := range imps {
+		if imps[i].Time.IsZero() {
+			return errors.New("postgres: impression without time")
+		}
+		rows.add(impressionRollup(&imps[i]), clicks.Measures{Impressions: 1})
+	}
+	err := s.db.inTx(ctx, func(tx pgx.Tx) error {
+		b := &pgx.Batch{}
+		for i := range imps {
+			m := &imps[i]
+			b.Queue(`INSERT INTO impressions (at_ns, ad_id, ad_type, context, api_key, site_id, criterion, yk_tag, page, ip,
+				user_agent, country, advertiser, currency) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
+				nanos(m.Time), clean(m.AdID), clean(m.AdType), clean(m.Type), clean(m.APIKey), clean(m.SiteID),
+				clean(m.Criterion), clean(m.YkTag), clean(m.Page), clean(m.IP), clean(m.UserAgent), clean(m.Country),
+				clean(m.Advertiser), clean(m.Currency))
+		}
+		rows.queue(b)
+		return tx.SendBatch(ctx, b).Close()
+	})
+	if err != nil {
+		return fmt.Errorf("postgres: impressions: %w", err)
+	}
+	return nil
+}
+
+// Scan implements clicks.Impressions.
+func (s Impressions) Scan(ctx context.Context, from, to time.Time, fn func(clicks.Impression) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	cond, args := rangeArgs(from, to)
+	rows, err := s.db.pool.Query(ctx, `SELECT at_ns, ad_id, ad_type, context, api_key, site_id, criterion, yk_tag, page, ip,
+		user_agent, country, advertiser, currency FROM impressions WHERE `+cond+` ORDER BY at_ns, seq`, args...)
+	if err != nil {
+		return fmt.Errorf("postgres: scan impressions: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var m clicks.Impression
+		var ns int64
+		if err := rows.Scan(&ns, &m.AdID, &m.AdType, &m.Type, &m.APIKey, &m.SiteID, &m.Criterion, &m.YkTag, &m.Page, &m.IP,
+			&m.UserAgent, &m.Country, &m.Advertiser, &m.Currency); err != nil {
+			return fmt.Errorf("postgres: scan impressions: %w", err)
+		}
+		m.Time = fromNanos(ns)
+		if err := fn(m); err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// Ledger is the clicks.Ledger of the database: one transaction settles a
+// click and records it (adlink_record_click, in the migrations), and the
+// clicks of concurrent Records share it (group commit). When the
+// advertiser has a budget, the advertiser's advisory lock of the day is
+// taken first, so that its clicks are judged against its budget one after
+// another; the decision is an INSERT … ON CONFLICT DO NOTHING, which makes
+// a concurrent insert of the same id wait for the first and then find it;
+// a network's windows are judged under a transaction advisory lock of the
+// network; the click row, its rollup rows (the connection's shard) and
+// the spend follow. Locks are taken in that order, and a batch's clicks in
+// the order of their networks, so that transactions seldom deadlock; one
+// that does, or that Postgres aborts for a serialization failure, runs
+// again from the start, and nothing of it was written.
+type Ledger struct{ db *DB }
+
+var _ clicks.Ledger = Ledger{}
+
+// Ledger returns the database's ledger.
+func (db *DB) Ledger() Ledger { return Ledger{db} }
+
+// Record implements clicks.Ledger: the click joins the next batch, one
+// transaction that runs adlink_record_click for each of its clicks.
+func (l Ledger) Record(ctx context.Context, c *clicks.Click, u clicks.Use) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if c.Time.IsZero() {
+		return errors.New("postgres: click without time")
+	}
+	p := &pendingClick{network: clicks.Network(c.IP), args: recordArgs(c, u)}
+	l.db.gc.commit(l.db, p)
+	if p.err != nil {
+		return fmt.Errorf("postgres: ledger: %w", p.err)
+	}
+	c.Billable, c.Reason = p.reason == "", p.reason
+	return nil
+}
+
+// shard is the SQL of the shard a connection adds to: shards of the
+// rollup and spend rows spread concurrent transactions over rows of their
+// own, and a connection runs one transaction at a time.
+const shard = `(pg_backend_pid() % 16)`
+
+func clickRollup(c *clicks.Click) clicks.Rollup {
+	return clicks.Rollup{Start: c.Time, APIKey: c.APIKey, SiteID: c.SiteID, Advertiser: c.Advertiser, AdID: c.AdID,
+		Context: c.Type, Currency: c.Currency, Criterion: c.Criterion, YkTag: c.YkTag, Country: c.Country}
+}
+
+func impressionRollup(i *clicks.Impression) clicks.Rollup {
+	return clicks.Rollup{Start: i.Time, APIKey: i.APIKey, SiteID: i.SiteID, Advertiser: i.Advertiser, AdID: i.AdID,
+		Context: i.Type, Currency: i.Currency, Criterion: i.Criterion, YkTag: i.YkTag, Country: i.Country}
+}
+
+// grains are every clicks.Grain, in the order their rows are locked.
+var grains = []clicks.Grain{clicks.Hour, clicks.Day, clicks.DaySite, clicks.DayAd}
+
+// rollupKey is one row of the rollups table.
+type rollupKey struct {
+	grain  clicks.Grain
+	period int64
+	dims   [9]string // in the order of clicks.Dimension
+}
+
+// rollupBatch sums what a transaction adds to each rollup row, so that
+// each row is written once, in a fixed order.
+type rollupBatch map[rollupKey]*clicks.Measures
+
+func newRollupBatch() rollupBatch { return rollupBatch{} }
+
+// rowKeys are r's rows, at r.Start, in every grain, in grain order.
+func rowKeys(r clicks.Rollup) []rollupKey {
+	all := [9]string{clean(r.APIKey), clean(r.SiteID), clean(r.Advertiser), clean(r.AdID), clean(r.Context),
+		clean(r.Currency), clean(r.Criterion), clean(r.YkTag), clean(r.Country)}
+	keys := make([]rollupKey, len(grains))
+	for i, g := range grains {
+		k := rollupKey{grain: g, period: dayOf(r.Start)}
+		if g.Hourly() {
+			k.period = hourOf(r.Start)
+		}
+		for d := range all {
+			if g.Keeps(clicks.Dimension(d)) {
+				k.dims[d] = all[d]
+			}
+		}
+		keys[i] = k
+	}
+	return keys
+}
+
+// add adds m to the row of r's dimensions at r.Start in every grain.
+func (rb rollupBatch) add(r clicks.Rollup, m clicks.Measures) {
+	for _, k := range rowKeys(r) {
+		if sum, ok := rb[k]; ok {
+			sum.Add(&m)
+		} else {
+			mm := m
+			rb[k] = &mm
+		}
+	}
+}
+
+const upsertRollup = `INSERT INTO rollups (grain, shard, period, api_key, site_id, advertiser, ad_id, context, currency, criterion,
+	yk_tag, country, impressions, clicks, billable, spend_micros, unbilled)
+	VALUES ($1, ` + shard + `, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
+	ON CONFLICT (grain, period, api_key, site_id, advertiser, ad_id, context, currency, criterion, yk_tag, country, shard)
+	DO UPDATE SET impressions = rollups.impressions + EXCLUDED.impressions, clicks = rollups.clicks + EXCLUDED.clicks,
+		billable = rollups.billable + EXCLUDED.billable, spend_micros = rollups.spend_micros + EXCLUDED.spend_micros,
+		unbilled = ARRAY(SELECT coalesce(a, 0) + coalesce(b, 0)
+			FROM unnest(rollups.unbilled, EXCLUDED.unbilled) WITH ORDINALITY AS u(a, b, n) ORDER BY n)`
+
+// queue queues the upserts of rb's rows on b, in the order of grain,
+// then period, then dimensions.
+func (rb rollupBatch) queue(b *pgx.Batch) {
+	keys := make([]rollupKey, 0, len(rb))
+	for k := range rb {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		a, c := keys[i], keys[j]
+		if a.grain != c.grain {
+			return a.grain < c.grain
+		}
+		if a.period != c.period {
+			return a.period < c.period
+		}
+		for d := range a.dims {
+			if a.dims[d] != c.dims[d] {
+				return a.dims[d] < c.dims[d]
+			}
+		}
+		return false
+	})
+	for _, k := range keys {
+		m := rb[k]
+		b.Queue(upsertRollup, int16(k.grain), k.period, k.dims[0], k.dims[1], k.dims[2], k.dims[3], k.dims[4], k.dims[5],
+			k.dims[6], k.dims[7], k.dims[8], m.Impressions, m.Clicks, m.Billable, m.SpendMicros, m.Unbilled[:])
+	}
+}
+
+// Rollups read the rollups table (clicks.RollupReader) and the spend of
+// each advertiser and day (budget.Spender).
+type Rollups struct{ db *DB }
+
+var _ clicks.RollupReader = Rollups{}
+
+// Rollups returns the database's rollups.
+func (db *DB) Rollups() Rollups { return Rollups{db} }
+
+// ScanRollups implements clicks.RollupReader.
+func (r Rollups) ScanRollups(ctx context.Context, g clicks.Grain, from, to time.Time, fn func(*clicks.Rollup) error) error {
+	if g < clicks.Hour || g > clicks.DayAd {
+		return fmt.Errorf("postgres: no grain %d", g)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	size := int64(86400)
+	if g.Hourly() {
+		size = 3600
+	}
+	// The first period that starts at or after from, and the first that
+	// starts at or after to.
+	first := ceilDiv(from.Unix(), size)
+	end := ceilDiv(to.Unix(), size)
+	// A row's shards come one after another, and are summed here.
+	rows, err := r.db.pool.Query(ctx, `SELECT period, api_key, site_id, advertiser, ad_id, context, currency, criterion,
+		yk_tag, country, impressions, clicks, billable, spend_micros, unbilled
+		FROM rollups WHERE grain = $1 AND period >= $2 AND period < $3
+		ORDER BY period, api_key, site_id, advertiser, ad_id, context, currency, criterion, yk_tag, country`, int16(g), first, end)
+	if err != nil {
+		return fmt.Errorf("postgres: scan rollups: %w", err)
+	}
+	defer rows.Close()
+	var row, next clicks.Rollup
+	var unbilled []int64
+	have := false
+	for rows.Next() {
+		var period int64
+		if err := rows.Scan(&period, &next.APIKey, &next.SiteID, &next.Advertiser, &next.AdID, &next.Context, &next.Currency,
+			&next.Criterion, &next.YkTag, &next.Country, &next.Impressions, &next.Clicks, &next.Billable, &next.SpendMicros,
+			&unbilled); err != nil {
+			return fmt.Errorf("postgres: scan rollups: %w", err)
+		}
+		next.Start = time.Unix(period*size, 0).UTC()
+		next.Unbilled = [len(next.Unbilled)]int64{}
+		copy(next.Unbilled[:], unbilled) // counts of reasons a newer server added are left out
+		if have && sameRow(&row, &next) {
+			row.Measures.Add(&next.Measures)
+			continue
+		}
+		if have {
+			if err := fn(&row); err != nil {
+				return err
+			}
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		row, have = next, true
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("postgres: scan rollups: %w", err)
+	}
+	if have {
+		return fn(&row)
+	}
+	return nil
+}
+
+// sameRow reports whether a and b are shards of one row.
+func sameRow(a, b *clicks.Rollup) bool {
+	// Starts made by time.Unix(…).UTC() of one period are equal values.
+	x, y := *a, *b
+	x.Measures, y.Measures = clicks.Measures{}, clicks.Measures{}
+	return x == y
+}
+
+// ceilDiv is a / b rounded up, as the bbolt rollups round (b > 0).
+func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
+
+// Spent returns what the advertiser's billable clicks cost on the UTC day
+// of at, in millionths of their currency.
+func (r Rollups) Spent(ctx context.Context, advertiser string, at time.Time) (int64, error) {
+	var spent int64
+	err := r.db.pool.QueryRow(ctx, `SELECT coalesce(sum(micros), 0)::bigint FROM spend WHERE advertiser = $1 AND day = $2`,
+		advertiser, dayOf(at)).Scan(&spent)
+	if err != nil {
+		return 0, fmt.Errorf("postgres: spend: %w", err)
+	}
+	return spent, nil
+}

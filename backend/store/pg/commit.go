@@ -1,0 +1,164 @@
+package pgstore
+
+import (
+	"context"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/adlink/adlink/backend/clicks"
+)
+
+// groupCommit runs the clicks of concurrent Records in shared
+// transactions, as the bbolt ledger does: clicks that arrive while a
+// batch commits wait and go into the next one together, so that a busy
+// server costs one round trip and one WAL flush per batch, not per click.
+// A caller that finds fewer than maxRunning batches running runs one for
+// everything queued (up to maxBatch), then wakes the first caller queued
+// meanwhile to run the next. Batches run side by side on connections of
+// their own, so that one's WAL flush overlaps the next one's work; their
+// rollup rows are the connections' own shards.
+type groupCommit struct {
+	mu      sync.Mutex
+	running int
+	queue   []*pendingClick
+}
+
+// maxRunning bounds the batches one server runs at once.
+const maxRunning = 4
+
+// pendingClick is one click waiting for its batch.
+type pendingClick struct {
+	network string
+	args    []any
+	reason  string
+	err     error
+	done    chan bool // true: lead the next batch
+}
+
+// maxBatch bounds the clicks of one transaction, and so how long it
+// holds its locks.
+const maxBatch = 128
+
+// batchTimeout bounds a batch's transaction: it runs for clicks whose
+// requests may have ended, so no one request's context ends it.
+const batchTimeout = 30 * time.Second
+
+// commit queues p and returns once its batch is done, p.reason or p.err
+// set.
+func (g *groupCommit) commit(db *DB, p *pendingClick) {
+	p.done = make(chan bool, 1)
+	g.mu.Lock()
+	if g.running >= maxRunning {
+		g.queue = append(g.queue, p)
+		g.mu.Unlock()
+		// A batch finishing takes p off the queue to lead the next one.
+		if lead := <-p.done; !lead {
+			return
+		}
+		g.mu.Lock()
+	} else {
+		g.running++
+	}
+	n := min(len(g.queue), maxBatch-1)
+	batch := append([]*pendingClick{p}, g.queue[:n]...)
+	g.queue = g.queue[n:]
+	g.mu.Unlock()
+
+	// Deferred, so that even a panic hands the ledger on and answers
+	// every click of the batch.
+	for _, q := range batch {
+		q.err = errCommitAborted
+	}
+	defer func() {
+		g.mu.Lock()
+		if len(g.queue) > 0 {
+			next := g.queue[0]
+			g.queue = g.queue[1:]
+			next.done <- true // it leads in this batch's place
+		} else {
+			g.running--
+		}
+		g.mu.Unlock()
+		for _, q := range batch {
+			if q != p {
+				q.done <- false
+			}
+		}
+	}()
+	db.recordBatch(batch)
+}
+
+var errCommitAborted = &batchError{"the batch was aborted"}
+
+type batchError struct{ s string }
+
+func (e *batchError) Error() string { return "postgres: " + e.s }
+
+// recordBatch records the clicks of batch in one transaction. Should it
+// fail, each click is recorded alone, so that a click Postgres refuses
+// fails by itself.
+func (db *DB) recordBatch(batch []*pendingClick) {
+	ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
+	defer cancel()
+	// Clicks of one network take its lock in one turn; batches of other
+	// servers take the networks' locks in the same order.
+	sort.SliceStable(batch, func(i, j int) bool { return batch[i].network < batch[j].network })
+	err := db.runClicks(ctx, batch)
+	for _, p := range batch {
+		p.err = err
+	}
+	if err == nil || len(batch) == 1 {
+		return
+	}
+	for _, p := range batch {
+		p.err = db.runClicks(ctx, []*pendingClick{p})
+	}
+}
+
+// runClicks runs adlink_record_click for each of ps in one transaction.
+func (db *DB) runClicks(ctx context.Context, ps []*pendingClick) error {
+	return db.inTx(ctx, func(tx pgx.Tx) error {
+		b := &pgx.Batch{}
+		for _, p := range ps {
+			b.Queue(recordClick, p.args...).QueryRow(func(r pgx.Row) error { return r.Scan(&p.reason) })
+		}
+		return tx.SendBatch(ctx, b).Close()
+	})
+}
+
+const recordClick = `SELECT adlink_record_click($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16,
+	$17, $18, $19, $20, $21, $22, $23, $24, $25, $26)`
+
+// recordArgs are adlink_record_click's arguments for c and u.
+func recordArgs(c *clicks.Click, u clicks.Use) []any {
+	periods := make([]int64, 0, len(grains))
+	dims := make([]string, 0, 9*len(grains))
+	for _, k := range rowKeys(clickRollup(c)) {
+		periods = append(periods, k.period)
+		dims = append(dims, k.dims[:]...)
+	}
+	var expires int64
+	if u.D != "" {
+		expires = nanos(u.Expires)
+	}
+	return []any{nanos(c.Time), clean(c.AdID), clean(c.AdType), clean(c.Type), clean(c.APIKey), clean(c.SiteID),
+		clean(c.Criterion), clean(c.YkTag), clean(c.IP), clean(c.UserAgent), clean(c.Country), clean(c.Advertiser),
+		c.BidMicros, clean(c.Currency), c.Reason, clean(clicks.Network(c.IP)), clean(u.D), expires, int32(max(u.Limit, 0)),
+		u.Budget, dayOf(c.Time), periods, dims, clicks.Reasons, int64(clicks.AdWindow), nanos(c.Time.Add(-forgetAfter))}
+}
+
+// clean makes s a string Postgres takes as text: valid UTF-8 without
+// NUL, each byte it cannot keep U+FFFD, as a JSON encoder writes it. A
+// click's headers are the client's bytes.
+func clean(s string) string {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c == 0 || c >= 0x80 {
+			return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
+		}
+	}
+	return s
+}

@@ -1,0 +1,158 @@
+// Package pgstore keeps adlink's durable record in Postgres, so that
+// several servers share one: the click log (clicks.Store), the impression
+// log (clicks.Impressions), the ledger that settles and records a click in
+// one transaction (clicks.Ledger), the rollups reports read and the spend
+// budgets read (clicks.RollupReader), and the single-use state that
+// judges clicks (clicks.Decisions, clicks.Windows), and the retainer that
+// exports and deletes old days (clicks.Retainer). Each passes its
+// storetest suite against a real server.
+//
+// Every connection commits with synchronous_commit on: a write returns
+// once its WAL is flushed, and Postgres flushes the commits of concurrent
+// connections together (its own group commit).
+package pgstore
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// DB is a pool of connections to one Postgres database whose schema Open
+// brought up to date. Its stores (Clicks, Impressions, Ledger, Rollups,
+// Decisions, Windows) are safe for concurrent use.
+type DB struct {
+	pool *pgxpool.Pool
+	gc   groupCommit
+}
+
+// Open connects to the database at url (a postgres:// URL or a libpq
+// key=value string) and applies the schema migrations it lacks. Servers
+// starting at once take turns: goose holds a Postgres advisory lock of the
+// session while it migrates.
+func Open(ctx context.Context, url string) (*DB, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	// A click is durable before its 302, whatever the server's default.
+	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "on"
+	// Concurrent clicks each hold a connection through their commit, and
+	// Postgres flushes the commits of concurrent connections together: a
+	// pool of the CPUs' size would queue them. pool_max_conns in the URL
+	// says otherwise.
+	if !strings.Contains(url, "pool_max_conns") {
+		cfg.MaxConns = defaultMaxConns
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	if err := migrate(ctx, pool); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: migrating: %w", err)
+	}
+	return &DB{pool: pool}, nil
+}
+
+// migrate applies the embedded migrations under goose's session lock.
+func migrate(ctx context.Context, pool *pgxpool.Pool) error {
+	sqlDB := stdlib.OpenDBFromPool(pool)
+	defer sqlDB.Close()
+	locker, err := lock.NewPostgresSessionLocker()
+	if err != nil {
+		return err
+	}
+	dir, err := fs.Sub(migrations, "migrations")
+	if err != nil {
+		return err
+	}
+	p, err := goose.NewProvider(goose.DialectPostgres, sqlDB, dir,
+		goose.WithSessionLocker(locker), goose.WithDisableGlobalRegistry(true))
+	if err != nil {
+		return err
+	}
+	_, err = p.Up(ctx)
+	return err
+}
+
+// Close closes the pool's connections.
+func (db *DB) Close() { db.pool.Close() }
+
+// Ping reports whether the database answers.
+func (db *DB) Ping(ctx context.Context) error { return db.pool.Ping(ctx) }
+
+// Pool is the connection pool, for tests and tools that read the tables.
+func (db *DB) Pool() *pgxpool.Pool { return db.pool }
+
+// defaultMaxConns is the pool's size unless the URL sets it: three
+// replicas stay within Postgres's default max_connections of 100.
+const defaultMaxConns = 24
+
+// maxAttempts bounds how often a transaction is run again after Postgres
+// aborted it for a deadlock or a serialization failure.
+const maxAttempts = 8
+
+// inTx runs fn in a transaction and commits it, again from the start when
+// Postgres aborted it for a deadlock or a serialization failure (which
+// leave nothing written).
+func (db *DB) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	var err error
+	for range maxAttempts {
+		if err = ctx.Err(); err != nil {
+			return err
+		}
+		err = pgx.BeginFunc(ctx, db.pool, fn)
+		if !retryable(err) {
+			return err
+		}
+	}
+	return err
+}
+
+// retryable reports whether err aborted a transaction that may simply be
+// run again.
+func retryable(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01")
+}
+
+// nanos and fromNanos store a time as Unix nanoseconds, exactly.
+func nanos(t time.Time) int64 { return t.UnixNano() }
+
+func fromNanos(ns int64) time.Time { return time.Unix(0, ns).UTC() }
+
+// dayOf and hourOf are the UTC day and the hour of t, counted from the
+// epoch, as the bbolt store counts them.
+func dayOf(t time.Time) int64 { return t.Unix() / 86400 }
+
+func hourOf(t time.Time) int64 { return t.Unix() / 3600 }
+
+// rangeArgs returns the WHERE condition on at_ns for [from, to), zero
+// being no bound, with its arguments.
+func rangeArgs(from, to time.Time) (string, []any) {
+	cond, args := "TRUE", []any{}
+	if !from.IsZero() {
+		args = append(args, nanos(from))
+		cond += fmt.Sprintf(" AND at_ns >= $%d", len(args))
+	}
+	if !to.IsZero() {
+		args = append(args, nanos(to))
+		cond += fmt.Sprintf(" AND at_ns < $%d", len(args))
+	}
+	return cond, args
+}
