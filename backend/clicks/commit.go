@@ -17,6 +17,9 @@ type groupCommit struct {
 	mu    sync.Mutex
 	busy  bool // a commit is running or its successor is being woken
 	queue []*pending
+	// hot is the file's decisions and windows in memory, read and changed
+	// only by the puts of a commit.
+	hot hotIndex
 }
 
 // pending is one write waiting for its commit.
@@ -78,6 +81,9 @@ func (g *groupCommit) commit(db *bolt.DB, put func(*bolt.Tx) error) error {
 	// and answers every write of the batch instead of leaving them waiting.
 	err := errCommitAborted
 	defer func() {
+		if err != nil {
+			g.hot.reset() // the puts changed memory the file did not keep
+		}
 		g.mu.Lock()
 		if len(g.queue) > 0 {
 			g.queue[0].done <- errLead

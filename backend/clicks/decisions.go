@@ -1,7 +1,6 @@
 package clicks
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -61,47 +60,13 @@ func (d *BoltDecisions) Use(ctx context.Context, id string, at, expires time.Tim
 	var first bool
 	err := d.gc.commit(d.db, func(tx *bolt.Tx) error {
 		var err error
-		first, err = useDecision(tx.Bucket(decisionsBucket), id, at, expires)
+		first, err = useDecision(&d.gc.hot, tx, id, at, expires)
 		return err
 	})
 	if err != nil {
 		return false, fmt.Errorf("clicks: decisions: %w", err)
 	}
 	return first, nil
-}
-
-// useDecision judges and records one use in the hours bucket.
-func useDecision(hours *bolt.Bucket, id string, at, expires time.Time) (bool, error) {
-	// An id's expiry is signed with it, so every use of an id looks in
-	// the same hour's bucket.
-	b, err := hours.CreateBucketIfNotExists(hourKey(expires))
-	if err != nil {
-		return false, err
-	}
-	key := []byte(id)
-	if b.Get(key) != nil {
-		return false, nil
-	}
-	if err := b.Put(key, []byte{1}); err != nil {
-		return false, err
-	}
-	return true, forgetHours(hours, at)
-}
-
-// forgetHours drops the buckets of ids that all expired before at.
-func forgetHours(hours *bolt.Bucket, at time.Time) error {
-	now := hourKey(at)
-	var old [][]byte
-	c := hours.Cursor()
-	for k, _ := c.First(); k != nil && bytes.Compare(k, now) < 0; k, _ = c.Next() {
-		old = append(old, bytes.Clone(k))
-	}
-	for _, k := range old {
-		if err := hours.DeleteBucket(k); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // hourKey orders the hours of t by number, as dayKey orders days: every

@@ -62,7 +62,7 @@ func AppendClicks(db *bolt.DB, cs []Click) error {
 // of what rollups cost.
 func RecordBare(l *BoltLedger, c *Click, u Use) error {
 	return l.gc.commit(l.db, func(tx *bolt.Tx) error {
-		reason, err := settleTx(tx, c, u)
+		reason, err := l.settleTx(tx, c, u)
 		if err != nil {
 			return err
 		}

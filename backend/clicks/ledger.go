@@ -61,7 +61,7 @@ func (l *BoltLedger) Record(ctx context.Context, c *Click, u Use) error {
 	err := l.gc.commit(l.db, func(tx *bolt.Tx) error {
 		settled.Billable, settled.Reason = c.Billable, c.Reason
 		if c.Reason == "" {
-			reason, err := settleTx(tx, c, u)
+			reason, err := l.settleTx(tx, c, u)
 			if err != nil {
 				return err
 			}
@@ -88,7 +88,7 @@ func (l *BoltLedger) Record(ctx context.Context, c *Click, u Use) error {
 
 // settleTx is Settle inside one transaction: the reason c does not bill,
 // or "".
-func settleTx(tx *bolt.Tx, c *Click, u Use) (string, error) {
+func (l *BoltLedger) settleTx(tx *bolt.Tx, c *Click, u Use) (string, error) {
 	if u.Budget > 0 && spentOn(tx.Bucket(spendBucket), c.Advertiser, c.Time) >= u.Budget {
 		return ReasonOverBudget, nil
 	}
@@ -96,12 +96,12 @@ func settleTx(tx *bolt.Tx, c *Click, u Use) (string, error) {
 		if !c.Time.Before(u.Expires) {
 			return ReasonRepeat, nil
 		}
-		first, err := useDecision(tx.Bucket(decisionsBucket), u.D, c.Time, u.Expires)
+		first, err := useDecision(&l.gc.hot, tx, u.D, c.Time, u.Expires)
 		if err != nil || !first {
 			return ReasonRepeat, err
 		}
 	}
-	return claim(tx.Bucket(windowsBucket), Network(c.IP), c.AdID, c.Time, u.Limit)
+	return claim(&l.gc.hot, tx, Network(c.IP), c.AdID, c.Time, u.Limit)
 }
 
 // Sequential is a Ledger over separate stores: Settle with Decisions and

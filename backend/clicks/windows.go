@@ -1,7 +1,6 @@
 package clicks
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -67,69 +66,13 @@ func (w *BoltWindows) Claim(ctx context.Context, network, adID string, at time.T
 	var reason string
 	err := w.gc.commit(w.db, func(tx *bolt.Tx) error {
 		var err error
-		reason, err = claim(tx.Bucket(windowsBucket), network, adID, at, limit)
+		reason, err = claim(&w.gc.hot, tx, network, adID, at, limit)
 		return err
 	})
 	if err != nil {
 		return "", fmt.Errorf("clicks: windows: %w", err)
 	}
 	return reason, nil
-}
-
-// claim judges and records one claim in the days bucket.
-func claim(days *bolt.Bucket, network, adID string, at time.Time, limit int) (string, error) {
-	day := dayOf(at)
-	pair := append(append(append([]byte{'a'}, network...), 0), adID...)
-	count := append([]byte{'n'}, network...)
-	// A window reaches into the day before and, for a clock that stepped
-	// back, the day after.
-	for d := day - 1; d <= day+1; d++ {
-		b := days.Bucket(dayKey(d))
-		if b == nil {
-			continue
-		}
-		if v := b.Get(pair); len(v) == 8 {
-			prev := int64(binary.BigEndian.Uint64(v))
-			if gap := at.UnixNano() - prev; gap < int64(AdWindow) && -gap < int64(AdWindow) {
-				return ReasonRepeat, nil
-			}
-		}
-	}
-	b, err := days.CreateBucketIfNotExists(dayKey(day))
-	if err != nil {
-		return "", err
-	}
-	var n uint64
-	if v := b.Get(count); len(v) == 8 {
-		n = binary.BigEndian.Uint64(v)
-	}
-	if limit > 0 && n >= uint64(limit) {
-		return ReasonNetworkCap, nil
-	}
-	// bbolt keeps the slices it is given until the commit: one each.
-	if err := b.Put(pair, binary.BigEndian.AppendUint64(nil, uint64(at.UnixNano()))); err != nil {
-		return "", err
-	}
-	if err := b.Put(count, binary.BigEndian.AppendUint64(nil, n+1)); err != nil {
-		return "", err
-	}
-	return "", forget(days, day)
-}
-
-// forget drops the days no claim on day or later can be judged by.
-func forget(days *bolt.Bucket, day int64) error {
-	oldest := dayKey(day - 1)
-	var old [][]byte
-	c := days.Cursor()
-	for k, _ := c.First(); k != nil && bytes.Compare(k, oldest) < 0; k, _ = c.Next() {
-		old = append(old, bytes.Clone(k))
-	}
-	for _, k := range old {
-		if err := days.DeleteBucket(k); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // dayOf is the UTC day of t, counted from the epoch.
