@@ -83,9 +83,9 @@ type Deps struct {
 	// every ad (the ledger still bills no click over a budget).
 	Budget *budget.Gate
 	// Limiter, when set, makes the Limiter of each kind of key the server
-	// limits (keys, ips, sites, key-networks, site-networks, reports): a
-	// shared one (Redis) holds each limit across replicas. Nil keeps each
-	// kind in a ratelimit.Set in this process.
+	// limits (keys, ips, sites, reports): a shared one (Redis) holds each
+	// limit across replicas. Nil keeps each kind in a ratelimit.Set in
+	// this process.
 	Limiter func(kind string) ratelimit.Limiter
 	// Ready, when set, tells /readyz whether the server's state is usable
 	// (the store open, not shutting down); an error makes it a 503.
