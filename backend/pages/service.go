@@ -9,7 +9,10 @@
 // redone; failed pages are tried again after a doubling back-off.
 //
 // Store keeps the records and the queue, its contract in its doc comment;
-// Bolt implements it in the server's bbolt file. The Fetcher refuses
+// Bolt implements it in the server's bbolt file, and pgstore.Pages in a
+// Postgres database that several servers share. A worker renews its hold
+// on its job while it works, so a job outlives a worker that died by at
+// most a lease (Options.Lease). The Fetcher refuses
 // internal addresses on every connection (after DNS, redirects included),
 // caps redirects, time and the decoded body, accepts only HTML and honours
 // robots.txt. A page's redirects must stay on its site's domains

@@ -55,8 +55,8 @@ type Record struct {
 // analysis. They are one interface because finishing a job stores its
 // records and removes it from the queue in one step: a crash leaves the
 // page analysed or still queued, never neither. Bolt is the embedded
-// Store; every implementation passes storetest.Pages. Implementations are
-// safe for concurrent use.
+// Store, pgstore.Pages the shared one; every implementation passes
+// storetest.Pages. Implementations are safe for concurrent use.
 //
 // A job is a canonical page URL, queued at most once. A worker Claims it,
 // holding it for a lease that it Extends while it works, then Completes or
