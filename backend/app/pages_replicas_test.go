@@ -78,7 +78,7 @@ type pageReplica struct {
 func newPageReplica(t testing.TB, dbURL string) *pageReplica {
 	t.Helper()
 	cfg := testConfig(t)
-	cfg.PostgresURL = dbURL
+	cfg.PostgresURL = dbURL // "" keeps the pages in the bbolt file
 	cfg.FetchAllowPrivate = true
 	cfg.KeyRate, cfg.KeyBurst = 1e9, 1_000_000_000
 	cfg.PageRate, cfg.PageBurst = 1e9, 1_000_000_000
@@ -204,7 +204,7 @@ func TestReplicasAnalyseEachPageOnce(t *testing.T) {
 	if testing.Short() {
 		n = 300
 	}
-	res := analyseOnReplicas(t, n)
+	res := analyseOnReplicas(t, n, 3, testpg.New(t))
 	if res.twice != 0 || res.never != 0 {
 		t.Errorf("of %d pages over three replicas, %d were fetched more than once and %d never", n, res.twice, res.never)
 	}
@@ -216,16 +216,18 @@ type replicaRun struct {
 	elapsed      time.Duration
 }
 
-// analyseOnReplicas asks three replicas on one database for n unseen
-// pages, page i on replica i%3, as publishers' readers would (a page its
-// site's queue share refuses is asked for again once the queue has
-// drained), four readers to a replica, waits until every page is analysed and counts the fetches of
-// each.
-func analyseOnReplicas(tb testing.TB, n int) replicaRun {
+// analyseOnReplicas asks k replicas on the database at dbURL (none: one
+// replica on its bbolt file) for n unseen pages, page i on replica i%k, as
+// publishers' readers would, four to a replica (a page the site's share of
+// the queue refuses is asked for again once the queue has drained), waits
+// until every page is analysed and counts the fetches of each.
+func analyseOnReplicas(tb testing.TB, n, k int, dbURL string) replicaRun {
 	tb.Helper()
-	dbURL := testpg.New(tb)
 	ps := newPageServer(tb)
-	replicas := []*pageReplica{newPageReplica(tb, dbURL), newPageReplica(tb, dbURL), newPageReplica(tb, dbURL)}
+	var replicas []*pageReplica
+	for range k {
+		replicas = append(replicas, newPageReplica(tb, dbURL))
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	start := time.Now()
@@ -297,15 +299,21 @@ func analyseOnReplicas(tb testing.TB, n int) replicaRun {
 
 // BenchmarkPagesOnReplicas: 10,000 unseen pages spread over three
 // replicas on one Postgres database are each fetched exactly once
-// (analysed-twice, want 0), and how fast the replicas analyse them
-// together (pages/s).
+// (analysed-twice, want 0), and how fast the three analyse them together
+// (pages/s) beside one replica on its bbolt file, the same pages.
 func BenchmarkPagesOnReplicas(b *testing.B) {
 	const n = 10000
 	for range b.N {
-		res := analyseOnReplicas(b, n)
+		shared := analyseOnReplicas(b, n, 3, testpg.New(b))
+		alone := analyseOnReplicas(b, n, 1, "")
 		b.ReportMetric(n, "pages")
-		b.ReportMetric(float64(res.twice), "analysed-twice")
-		b.ReportMetric(float64(res.never), "never-analysed")
-		b.ReportMetric(n/res.elapsed.Seconds(), "pages/s")
+		b.ReportMetric(float64(shared.twice), "analysed-twice")
+		b.ReportMetric(float64(shared.never), "never-analysed")
+		b.ReportMetric(n/shared.elapsed.Seconds(), "pages/s")
+		b.ReportMetric(n/alone.elapsed.Seconds(), "bolt-one-replica-pages/s")
+		b.ReportMetric(alone.elapsed.Seconds()/shared.elapsed.Seconds(), "ratio")
+		if alone.twice != 0 || alone.never != 0 {
+			b.Errorf("one replica on bbolt: %d pages fetched twice, %d never", alone.twice, alone.never)
+		}
 	}
 }
