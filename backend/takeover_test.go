@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/adlink/adlink/backend/config"
 	"github.com/adlink/adlink/internal/testpg"
@@ -26,15 +29,16 @@ type takeoverResult struct {
 	fetches int
 	links   int
 	// takeover is the time from the kill to the survivor's answer with
-	// the page analysed.
-	takeover time.Duration
+	// the page analysed; leaseLeft what was left of X's lease just before
+	// the kill.
+	takeover, leaseLeft time.Duration
 }
 
 // takeoverRun runs the server binary as replicas X and Y on a new
 // Postgres database with the page lease given, asks X for an unseen page
-// whose server keeps X's fetch waiting, lets both run two leases, then
-// kills X with SIGKILL, as a crash would, with the job held, and waits
-// until Y answers the page with its analysis.
+// whose server keeps X's fetch waiting, lets both run one and a half
+// leases, then kills X with SIGKILL, as a crash would, with the job held,
+// and waits until Y answers the page with its analysis.
 func takeoverRun(tb testing.TB, lease time.Duration) takeoverResult {
 	tb.Helper()
 	dbURL := testpg.New(tb)
@@ -57,7 +61,11 @@ func takeoverRun(tb testing.TB, lease time.Duration) takeoverResult {
 		first := fetches == 1
 		mu.Unlock()
 		if first {
-			// X's fetch: answered by nobody, X dies waiting.
+			// X's fetch: its headers, then nothing until X dies waiting,
+			// within the fetch's timeout.
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			w.WriteHeader(http.StatusOK)
+			w.(http.Flusher).Flush()
 			close(fetching)
 			select {
 			case <-hang:
@@ -96,11 +104,24 @@ func takeoverRun(tb testing.TB, lease time.Duration) takeoverResult {
 		tb.Fatal("X did not fetch the page within a minute")
 	}
 	y.cmd.Process.Signal(syscall.SIGCONT)
-	// Both alive for two leases: X renews its hold, so Y must leave the
-	// job. Nothing is waited for here; a wrong outcome is given its time.
-	time.Sleep(2 * lease)
+	// Both alive for one and a half leases: X renews its hold, so Y must
+	// leave the job. Nothing is waited for here; a wrong outcome is given
+	// its time.
+	time.Sleep(3 * lease / 2)
 	res := takeoverResult{fetchesAlive: count()}
 
+	// What is left of X's lease when it dies, by the database's clock.
+	conn, err := pgx.Connect(context.Background(), dbURL)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var leftMicros int64
+	if err := conn.QueryRow(context.Background(), `SELECT (extract(epoch FROM held_until - clock_timestamp()) * 1e6)::bigint
+		FROM page_jobs`).Scan(&leftMicros); err != nil {
+		tb.Fatalf("reading X's hold: %v", err)
+	}
+	res.leaseLeft = time.Duration(leftMicros) * time.Microsecond
 	killed := time.Now()
 	x.kill()
 	deadline := killed.Add(2 * time.Minute)
@@ -163,5 +184,7 @@ func BenchmarkLeaseTakeover(b *testing.B) {
 		b.ReportMetric(res.takeover.Seconds(), "s-takeover")
 		b.ReportMetric(lease.Seconds(), "s-lease")
 		b.ReportMetric(res.takeover.Seconds()/10, "takeover_of_10s_target")
+		b.ReportMetric(res.leaseLeft.Seconds(), "s-lease-left-at-kill")
+		b.ReportMetric((res.takeover - res.leaseLeft).Seconds(), "s-after-lease")
 	}
 }
