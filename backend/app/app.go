@@ -212,8 +212,12 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 		return nil, err
 	}
 	log.Info("click keys", "signing", clickKeys.SigningKeyID())
-	pageQueue, err := pages.OpenBolt(a.db, 0)
-	if err != nil {
+	// With Postgres every replica takes its page jobs from one queue and
+	// serves the analyses of all.
+	var pageQueue pages.Store
+	if a.pg != nil {
+		pageQueue = a.pg.Pages(0, 0)
+	} else if pageQueue, err = pages.OpenBolt(a.db, 0); err != nil {
 		return nil, err
 	}
 	a.fetcher = pages.NewFetcher(pages.FetchOptions{AllowPrivate: cfg.FetchAllowPrivate})
@@ -225,7 +229,7 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 	}
 	// Analyses keep what a new catalog needs to match the page again.
 	pageService := pages.NewService(pageQueue, a.fetcher, nil, pages.Options{Logger: log.With("component", "pages"),
-		OnAnalysis: a.Metrics.Analysis, Sites: pages.SitesOf(siteDomains),
+		Lease: cfg.PageLease, OnAnalysis: a.Metrics.Analysis, Sites: pages.SitesOf(siteDomains),
 		Catalog: func() (pages.Reducer, string) {
 			c := cat.current()
 			return c.Indexes.All(), c.Version

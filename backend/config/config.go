@@ -73,6 +73,11 @@ type Config struct {
 	// addresses; only the demo and the tests set it (-fetch-allow-private,
 	// ADLINK_FETCH_ALLOW_PRIVATE).
 	FetchAllowPrivate bool
+	// PageLease is how long a page analysis stays its worker's after the
+	// worker last renewed it (three times a lease): how soon another
+	// worker, of this replica or another, takes over a page whose worker
+	// died (-page-lease, ADLINK_PAGE_LEASE).
+	PageLease time.Duration
 	// TrustedProxies are the peers whose X-Forwarded-For and country header
 	// are believed (-trusted-proxies, ADLINK_TRUSTED_PROXIES, comma-separated
 	// CIDRs).
@@ -181,6 +186,7 @@ func Default() Config {
 		PageRate:         1,
 		PageBurst:        30,
 		PageNetworkShare: 0.2,
+		PageLease:        5 * time.Second,
 		// One household or office behind one address clicks a few ads a
 		// day; a carrier's NAT shares an address wider, so not fewer.
 		NetworkDailyClicks: 50,
@@ -299,6 +305,7 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	envDuration("ADLINK_CLICK_TOKEN_TTL", &c.ClickTokenTTL)
 	envDuration("ADLINK_CLICK_MIN_DELAY", &c.ClickMinDelay)
 	envDuration("ADLINK_RETENTION", &c.Retention)
+	envDuration("ADLINK_PAGE_LEASE", &c.PageLease)
 	c.ExportDir = getenv("ADLINK_EXPORT_DIR")
 	c.PostgresURL = getenv("ADLINK_POSTGRES_URL")
 	c.RedisURL = getenv("ADLINK_REDIS_URL")
@@ -327,6 +334,7 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	fs.StringVar(&c.AdvertisersFile, "advertisers", c.AdvertisersFile, "advertisers JSON `file`: report tokens and daily budgets (ADLINK_ADVERTISERS)")
 	fs.BoolVar(&c.Demo, "demo", c.Demo, "add the demo partner, api_key=demo site_id=demo on localhost (ADLINK_DEMO)")
 	fs.BoolVar(&c.FetchAllowPrivate, "fetch-allow-private", c.FetchAllowPrivate, "let the page fetcher reach loopback and private addresses (ADLINK_FETCH_ALLOW_PRIVATE)")
+	fs.DurationVar(&c.PageLease, "page-lease", c.PageLease, "how long a page analysis stays its worker's unless renewed: how soon another worker takes over one whose worker died (ADLINK_PAGE_LEASE)")
 	fs.StringVar(&proxies, "trusted-proxies", proxies, "comma-separated `CIDRs` whose X-Forwarded-For and country header are trusted (ADLINK_TRUSTED_PROXIES)")
 	fs.StringVar(&c.CountryHeader, "country-header", c.CountryHeader, "request `header` with the client's country, from a trusted proxy (ADLINK_COUNTRY_HEADER)")
 	fs.Float64Var(&c.KeyRate, "rate-key", c.KeyRate, "default /v2 `requests` per second per api_key (ADLINK_RATE_KEY)")
@@ -475,6 +483,9 @@ func (c *Config) Validate() error {
 		if !(r.share > 0 && r.share <= 1) {
 			bad("%s %v: want a part above 0 and at most 1", r.name, r.share)
 		}
+	}
+	if c.PageLease < time.Second {
+		bad("page-lease %v: want at least 1s", c.PageLease)
 	}
 	if _, err := clicks.NewKeys(c.ClickKeys...); err != nil && len(c.ClickKeys) > 0 {
 		bad("click-keys: %w", err)

@@ -9,7 +9,10 @@
 // redone; failed pages are tried again after a doubling back-off.
 //
 // Store keeps the records and the queue, its contract in its doc comment;
-// Bolt implements it in the server's bbolt file. The Fetcher refuses
+// Bolt implements it in the server's bbolt file, and pgstore.Pages in a
+// Postgres database that several servers share. A worker renews its hold
+// on its job while it works, so a job outlives a worker that died by at
+// most a lease (Options.Lease). The Fetcher refuses
 // internal addresses on every connection (after DNS, redirects included),
 // caps redirects, time and the decoded body, accepts only HTML and honours
 // robots.txt. A page's redirects must stay on its site's domains
@@ -39,11 +42,16 @@ const (
 	DefaultRetryBackoff = 5 * time.Minute
 	DefaultMaxBackoff   = 24 * time.Hour
 	DefaultRetention    = 30 * 24 * time.Hour
-	sweepEvery          = time.Hour
-	sweepBatch          = 10000
-	// leaseSlack is the time a job's hold lasts past its timeout, for
-	// storing the result.
-	leaseSlack = 10 * time.Second
+	// DefaultLease is how long a worker's hold on a job lasts unless it
+	// renews it, which it does three times a lease while it works: a job
+	// whose worker died is taken by another within a lease, however long
+	// the pages take to fetch.
+	DefaultLease = 5 * time.Second
+	sweepEvery   = time.Hour
+	sweepBatch   = 10000
+	// storePoll is how often Wait and Drain look at the store again,
+	// since another process's workers may finish the jobs they wait for.
+	storePoll = 100 * time.Millisecond
 )
 
 // Status is the state of a page as the API reports it.
@@ -91,6 +99,10 @@ type Options struct {
 	Workers int
 	// JobTimeout bounds one page's fetch and analysis.
 	JobTimeout time.Duration
+	// Lease is how long a job stays held after its worker last renewed
+	// the hold (Store.Extend): how soon another worker, in this process or
+	// another, takes the job of a worker that died.
+	Lease time.Duration
 	// TTL is the age after which an analysis is redone; the old one is
 	// served meanwhile.
 	TTL time.Duration
@@ -161,6 +173,9 @@ func NewService(store Store, fetch PageFetcher, reduce func() Reducer, o Options
 	}
 	if o.JobTimeout <= 0 {
 		o.JobTimeout = DefaultJobTimeout
+	}
+	if o.Lease <= 0 {
+		o.Lease = DefaultLease
 	}
 	if o.TTL <= 0 {
 		o.TTL = DefaultTTL
@@ -358,6 +373,7 @@ func (s *Service) Drain(ctx context.Context) error {
 		}
 		select {
 		case <-ch:
+		case <-time.After(storePoll):
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -377,6 +393,7 @@ func (s *Service) Wait(ctx context.Context, pageURL string) error {
 		}
 		select {
 		case <-ch:
+		case <-time.After(storePoll):
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -399,7 +416,7 @@ func (s *Service) notify() {
 func (s *Service) work(ctx context.Context) {
 	defer s.wg.Done()
 	for {
-		pageURL, err := s.store.Claim(ctx, s.o.JobTimeout+leaseSlack)
+		pageURL, err := s.store.Claim(ctx, s.o.Lease)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -413,7 +430,15 @@ func (s *Service) work(ctx context.Context) {
 			continue
 		}
 		start := time.Now()
+		renewing, stopRenewing := context.WithCancel(ctx)
+		renewed := make(chan struct{})
+		go func() {
+			defer close(renewed)
+			s.renew(renewing, pageURL)
+		}()
 		recs := s.run(ctx, pageURL)
+		stopRenewing()
+		<-renewed
 		if ctx.Err() != nil {
 			// Stopping: the job stays queued for the next start.
 			if err := s.store.Release(context.WithoutCancel(ctx), pageURL); err != nil {
@@ -442,6 +467,32 @@ func (s *Service) work(ctx context.Context) {
 		old := s.jobNanos.Load()
 		s.jobNanos.Store(old + (int64(d)-old)/8)
 		s.notify()
+	}
+}
+
+// renew extends the hold on pageURL three times a lease until ctx ends,
+// so that the job stays this worker's however long it takes and passes to
+// another within a lease of this process dying.
+func (s *Service) renew(ctx context.Context, pageURL string) {
+	t := time.NewTicker(s.o.Lease / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		held, err := s.store.Extend(ctx, pageURL, s.o.Lease)
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			s.log.Warn("renewing the hold on a page job", "url", pageURL, "err", err)
+		case !held:
+			// Another worker may analyse it too; both store the same.
+			s.log.Warn("lost the hold on a page job: its lease passed", "url", pageURL)
+			return
+		}
 	}
 }
 

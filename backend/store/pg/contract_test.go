@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/adlink/adlink/backend/clicks"
+	"github.com/adlink/adlink/backend/pages"
 	pgstore "github.com/adlink/adlink/backend/store/pg"
 	"github.com/adlink/adlink/backend/store/storetest"
 	"github.com/adlink/adlink/internal/testpg"
@@ -193,4 +194,10 @@ func TestTwoServersShareOneLedger(t *testing.T) {
 			t.Errorf("server %d reads the spend as %d %v, want %d", i, spent, err, budget)
 		}
 	}
+}
+
+func TestPagesKeepTheStoreContract(t *testing.T) {
+	storetest.Pages(t, func(t *testing.T, b storetest.QueueBounds) storetest.Opener[pages.Store] {
+		return opener(t, func(db *pgstore.DB) pages.Store { return db.Pages(b.Max, b.PerSite) })
+	})
 }
