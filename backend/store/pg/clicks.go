@@ -25,13 +25,13 @@ var (
 func (db *DB) Clicks() Clicks { return Clicks{db} }
 
 const insertClick = `INSERT INTO clicks (at_ns, ad_id, ad_type, context, api_key, site_id, criterion, yk_tag, ip, user_agent,
-	country, advertiser, bid_micros, currency, billable, reason)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`
+	country, advertiser, bid_micros, currency, billable, reason, click_id)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, NULLIF($17, ''))`
 
 func clickArgs(c *clicks.Click) []any {
 	return []any{nanos(c.Time), clean(c.AdID), clean(c.AdType), clean(c.Type), clean(c.APIKey), clean(c.SiteID),
 		clean(c.Criterion), clean(c.YkTag), clean(c.IP), clean(c.UserAgent), clean(c.Country), clean(c.Advertiser),
-		c.BidMicros, clean(c.Currency), c.Billable, clean(c.Reason)}
+		c.BidMicros, clean(c.Currency), c.Billable, clean(c.Reason), clean(c.ID)}
 }
 
 // Append implements clicks.Store: one INSERT, committed before it returns.
@@ -55,7 +55,8 @@ func (s Clicks) Scan(ctx context.Context, from, to time.Time, fn func(clicks.Cli
 	}
 	cond, args := rangeArgs(from, to)
 	rows, err := s.db.pool.Query(ctx, `SELECT at_ns, ad_id, ad_type, context, api_key, site_id, criterion, yk_tag, ip,
-		user_agent, country, advertiser, bid_micros, currency, billable, reason FROM clicks WHERE `+cond+` ORDER BY at_ns, seq`, args...)
+		user_agent, country, advertiser, bid_micros, currency, billable, reason, coalesce(click_id, '')
+		FROM clicks WHERE `+cond+` ORDER BY at_ns, seq`, args...)
 	if err != nil {
 		return fmt.Errorf("postgres: scan clicks: %w", err)
 	}
@@ -64,7 +65,7 @@ func (s Clicks) Scan(ctx context.Context, from, to time.Time, fn func(clicks.Cli
 		var c clicks.Click
 		var ns int64
 		if err := rows.Scan(&ns, &c.AdID, &c.AdType, &c.Type, &c.APIKey, &c.SiteID, &c.Criterion, &c.YkTag, &c.IP,
-			&c.UserAgent, &c.Country, &c.Advertiser, &c.BidMicros, &c.Currency, &c.Billable, &c.Reason); err != nil {
+			&c.UserAgent, &c.Country, &c.Advertiser, &c.BidMicros, &c.Currency, &c.Billable, &c.Reason, &c.ID); err != nil {
 			return fmt.Errorf("postgres: scan clicks: %w", err)
 		}
 		c.Time = fromNanos(ns)
