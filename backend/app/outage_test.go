@@ -38,12 +38,13 @@ func (l *syncLog) String() string {
 }
 
 // adURL is a fresh ad URL from a search on h: a decision of its own.
-func adURL(t *testing.T, h http.Handler) string {
-	t.Helper()
-	status, body := get(t, h, "/v2/search/link?q=lg+handy&loc=de&api_key=demo&site_id=demo")
+func adURL(tb testing.TB, h http.Handler) string {
+	tb.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v2/search/link?q=lg+handy&loc=de&api_key=demo&site_id=demo", nil))
 	var resp struct{ Link []struct{ Ad string } }
-	if err := json.Unmarshal([]byte(body), &resp); status != http.StatusOK || err != nil || len(resp.Link) == 0 {
-		t.Fatalf("search: %d %v %.200s", status, err, body)
+	if err := json.Unmarshal(rec.Body.Bytes(), &resp); rec.Code != http.StatusOK || err != nil || len(resp.Link) == 0 {
+		tb.Fatalf("search: %d %v %.200s", rec.Code, err, rec.Body)
 	}
 	ad := resp.Link[0].Ad
 	return ad[strings.Index(ad, "/v1/redirect?"):]

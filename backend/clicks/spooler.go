@@ -52,7 +52,7 @@ type SpoolerOptions struct {
 	// instead: 1 s when zero.
 	Wait time.Duration
 	// MinBackoff and MaxBackoff bound the pause after a failed shipment,
-	// which doubles from one to the other: 100 ms and 5 s when zero.
+	// which doubles from one to the other: 100 ms and 1 s when zero.
 	MinBackoff, MaxBackoff time.Duration
 	// Batch is how many clicks one shipment carries: 256 when zero.
 	Batch int
@@ -75,7 +75,7 @@ func NewSpooler(primary Ledger, to Shipper, spool *Spool, opts SpoolerOptions) *
 		opts.MinBackoff = 100 * time.Millisecond
 	}
 	if opts.MaxBackoff < opts.MinBackoff {
-		opts.MaxBackoff = max(5*time.Second, opts.MinBackoff)
+		opts.MaxBackoff = max(time.Second, opts.MinBackoff)
 	}
 	if opts.Batch <= 0 {
 		opts.Batch = 256
