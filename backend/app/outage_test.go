@@ -194,3 +194,47 @@ func TestPostgresOutageSpoolsClicks(t *testing.T) {
 		}
 	}
 }
+
+// A server stopped with clicks in its spool ships them after its next
+// start, once each.
+func TestSpoolShipsAfterRestart(t *testing.T) {
+	pg := testpg.Start(t)
+	cfg := testConfig(t)
+	cfg.PostgresURL = pg.URL()
+	a, err := New(cfg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pg.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for n := range 5 {
+		ids = append(ids, clickFrom(t, a.Handler, adURL(t, a.Handler), n))
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := pg.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := New(cfg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	if err := b.spooler.WaitShipped(ctx); err != nil {
+		t.Fatalf("the spool left by the first server was not shipped: %v", err)
+	}
+	got := recorded(t, pg.URL())
+	for _, id := range ids {
+		if v := got[id]; len(v) != 1 || v[0] != "billable" {
+			t.Errorf("click %s: recorded %v, want once billable", id, v)
+		}
+	}
+	if len(got) != len(ids) {
+		t.Errorf("Postgres holds %d clicks, want %d", len(got), len(ids))
+	}
+}
