@@ -337,8 +337,8 @@ func (a *App) boltStores(windows *clicks.Windows, decisions *clicks.Decisions, l
 
 // spoolClicks returns the ledger that records clicks in Postgres while it
 // answers and, while it does not, judges them here and spools them to the
-// bbolt file, and starts the shipping of the spool (the clicks a crash
-// left in it first). The decisions and windows that judge a spooled click
+// bbolt file, makes the impression log spool the same way, and starts the
+// shipping of the spool (what a crash left in it first). The decisions and windows that judge a spooled click
 // are Redis's, shared by the replicas, when the server has Redis (the
 // file's while Redis does not answer either), else the file's.
 func (a *App) spoolClicks(log *slog.Logger) (clicks.Ledger, error) {
@@ -346,7 +346,7 @@ func (a *App) spoolClicks(log *slog.Logger) (clicks.Ledger, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := clicks.SpoolerOptions{Logger: log.With("component", "clicks"),
+	opts := clicks.SpoolerOptions{Logger: log.With("component", "clicks"), Impressions: a.pg.Impressions(),
 		Spooled: a.Metrics.ClickSpooled, Shipped: a.Metrics.ClicksShipped}
 	if a.redis != nil {
 		d, err := clicks.NewDecisions(a.db)
@@ -360,6 +360,7 @@ func (a *App) spoolClicks(log *slog.Logger) (clicks.Ledger, error) {
 		opts.Decisions, opts.Windows = a.redis.Decisions(d), a.redis.Windows(w)
 	}
 	a.spooler = clicks.NewSpooler(a.pg.Ledger(), a.pg.Ledger(), spool, opts)
+	a.Impressions = a.spooler.Impressions(a.pg.Impressions())
 	a.Metrics.WatchSpool(spool.Depth)
 	a.spooler.Start()
 	if n := spool.Depth(); n > 0 {

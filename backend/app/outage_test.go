@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -148,6 +149,21 @@ func TestPostgresOutageSpoolsClicks(t *testing.T) {
 	// decision is in Postgres); shipped, Postgres finds it a repeat.
 	verdicts[clickFrom(t, a.Handler, before, 102)] = clicks.ReasonRepeat
 
+	// Impression beacons are answered with their click tokens, and
+	// spooled.
+	const beacons = 3
+	for n := range beacons {
+		ad := adURL(t, a.Handler)
+		req := httptest.NewRequest(http.MethodGet, "/v1/impression?api_key=demo&site_id=demo&url=http%3A%2F%2Flocalhost%2Fnews%2F"+
+			fmt.Sprint(n)+"&ad="+url.QueryEscape(ad[strings.Index(ad, "?")+1:]), nil)
+		req.Header.Set("User-Agent", "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0")
+		rec := httptest.NewRecorder()
+		a.Handler.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK || !strings.HasPrefix(rec.Body.String(), `{"ct":["`) || strings.HasPrefix(rec.Body.String(), `{"ct":[""`) {
+			t.Fatalf("impression beacon with Postgres down: %d %s", rec.Code, rec.Body)
+		}
+	}
+
 	status, body := get(t, a.Handler, "/readyz")
 	if status != http.StatusOK || !strings.Contains(body, `"status":"degraded"`) || !strings.Contains(body, "postgres does not answer") {
 		t.Errorf("/readyz with Postgres down: %d %s, want 200 degraded with the reason", status, body)
@@ -181,6 +197,19 @@ func TestPostgresOutageSpoolsClicks(t *testing.T) {
 	}
 	if len(got) != len(verdicts) {
 		t.Errorf("Postgres holds %d click ids, the 302s carried %d", len(got), len(verdicts))
+	}
+	conn, err := pgx.Connect(ctx, pg.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var imps, rolled int
+	if err := conn.QueryRow(ctx, `SELECT (SELECT count(*) FROM impressions), (SELECT coalesce(sum(impressions), 0) FROM rollups WHERE grain = 1)`).
+		Scan(&imps, &rolled); err != nil {
+		t.Fatal(err)
+	}
+	if imps != beacons || rolled != beacons {
+		t.Errorf("Postgres holds %d impressions, its daily rollups count %d; %d beacons were answered", imps, rolled, beacons)
 	}
 	if status, body := get(t, a.Handler, "/readyz"); status != http.StatusOK || !strings.Contains(body, `"status":"ready"`) {
 		t.Errorf("/readyz after the spool shipped: %d %s", status, body)

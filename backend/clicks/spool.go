@@ -31,24 +31,42 @@ type Shipper interface {
 	Ping(ctx context.Context) error
 }
 
+// ImpressionShipper is the shared record a Spool's impressions belong in
+// (pgstore.Impressions).
+type ImpressionShipper interface {
+	// Ship records imps as Impressions.Append does, under the batch's id,
+	// once: a batch shipped again under its id records nothing.
+	Ship(ctx context.Context, id string, imps []Impression) error
+}
+
+// spooledImpressions are one beacon's impressions a Spool keeps.
+type spooledImpressions struct {
+	ID   string       `json:"id"`
+	Imps []Impression `json:"imps"`
+}
+
 // Spool keeps clicks in the server's bbolt file while the shared record
 // does not answer, until they are shipped there. Add and Record are safe
 // for concurrent use and share the commits of the file's other stores;
 // Ship is called by one goroutine at a time.
 type Spool struct {
-	db    *bolt.DB
-	gc    *groupCommit
-	depth atomic.Int64
+	db       *bolt.DB
+	gc       *groupCommit
+	depth    atomic.Int64
+	impDepth atomic.Int64 // beacons
 }
 
 var _ Ledger = (*Spool)(nil)
 
-var spoolBucket = []byte("click-spool")
+var (
+	spoolBucket           = []byte("click-spool")
+	impressionSpoolBucket = []byte("impression-spool")
+)
 
 // NewSpool returns the spool kept in db, creating its bucket, with the
 // clicks a crash left in it.
 func NewSpool(db *bolt.DB) (*Spool, error) {
-	for _, b := range [][]byte{spoolBucket, decisionsBucket, windowsBucket} {
+	for _, b := range [][]byte{spoolBucket, impressionSpoolBucket, decisionsBucket, windowsBucket} {
 		if err := createBucket(db, b); err != nil {
 			return nil, fmt.Errorf("clicks: spool: %w", err)
 		}
@@ -56,6 +74,7 @@ func NewSpool(db *bolt.DB) (*Spool, error) {
 	s := &Spool{db: db, gc: commitsOf(db)}
 	if err := db.View(func(tx *bolt.Tx) error {
 		s.depth.Store(int64(tx.Bucket(spoolBucket).Stats().KeyN))
+		s.impDepth.Store(int64(tx.Bucket(impressionSpoolBucket).Stats().KeyN))
 		return nil
 	}); err != nil {
 		return nil, fmt.Errorf("clicks: spool: %w", err)
@@ -65,6 +84,87 @@ func NewSpool(db *bolt.DB) (*Spool, error) {
 
 // Depth is how many clicks wait in the spool.
 func (s *Spool) Depth() int { return int(s.depth.Load()) }
+
+// ImpressionDepth is how many beacons' impressions wait in the spool.
+func (s *Spool) ImpressionDepth() int { return int(s.impDepth.Load()) }
+
+// AddImpressions spools one beacon's impressions under the batch's id.
+// Once it returns nil they are durable in the file.
+func (s *Spool) AddImpressions(ctx context.Context, id string, imps []Impression) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if id == "" || len(imps) == 0 {
+		return errors.New("clicks: spool: impressions need their batch's id")
+	}
+	v, err := json.Marshal(spooledImpressions{ID: id, Imps: imps})
+	if err != nil {
+		return err
+	}
+	if err := s.gc.commit(s.db, func(tx *bolt.Tx) error { return appendSeq(tx.Bucket(impressionSpoolBucket), v) }); err != nil {
+		return fmt.Errorf("clicks: spool: %w", err)
+	}
+	s.impDepth.Add(1)
+	return nil
+}
+
+// ShipImpressions ships up to n of the oldest spooled beacons to to, one
+// call each, in the order they were spooled, and then removes them from
+// the spool; it returns how many it shipped. A crash between the two
+// leaves them spooled, to be shipped again, which to records once.
+func (s *Spool) ShipImpressions(ctx context.Context, to ImpressionShipper, n int) (int, error) {
+	var keys [][]byte
+	var batches []spooledImpressions
+	err := s.db.View(func(tx *bolt.Tx) error {
+		cur := tx.Bucket(impressionSpoolBucket).Cursor()
+		for k, v := cur.First(); k != nil && len(batches) < n; k, v = cur.Next() {
+			var b spooledImpressions
+			if err := json.Unmarshal(v, &b); err != nil {
+				return fmt.Errorf("spooled impressions %x: %w", k, err)
+			}
+			keys, batches = append(keys, append([]byte(nil), k...)), append(batches, b)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	shipped := 0
+	for _, b := range batches {
+		if err = to.Ship(ctx, b.ID, b.Imps); err != nil {
+			break
+		}
+		shipped++
+	}
+	if shipped > 0 {
+		if cerr := s.gc.commit(s.db, func(tx *bolt.Tx) error { return deleteKeys(tx.Bucket(impressionSpoolBucket), keys[:shipped]) }); cerr != nil {
+			return 0, fmt.Errorf("clicks: spool: %w", cerr)
+		}
+		s.impDepth.Add(-int64(shipped))
+	}
+	return shipped, err
+}
+
+// appendSeq puts v in b under b's next sequence number.
+func appendSeq(b *bolt.Bucket, v []byte) error {
+	seq, err := b.NextSequence()
+	if err != nil {
+		return err
+	}
+	var k [8]byte
+	binary.BigEndian.PutUint64(k[:], seq)
+	return b.Put(k[:], v)
+}
+
+// deleteKeys deletes keys from b.
+func deleteKeys(b *bolt.Bucket, keys [][]byte) error {
+	for _, k := range keys {
+		if err := b.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // Record implements Ledger for clicks the shared record could not take:
 // it settles c as BoltLedger does, with the decisions and windows of the
@@ -103,14 +203,7 @@ func (s *Spool) add(ctx context.Context, c *Click, u Use, settle bool) error {
 		if err != nil {
 			return err
 		}
-		b := tx.Bucket(spoolBucket)
-		seq, err := b.NextSequence()
-		if err != nil {
-			return err
-		}
-		var k [8]byte
-		binary.BigEndian.PutUint64(k[:], seq)
-		return b.Put(k[:], v)
+		return appendSeq(tx.Bucket(spoolBucket), v)
 	})
 	if err != nil {
 		return fmt.Errorf("clicks: spool: %w", err)
@@ -158,15 +251,7 @@ func (s *Spool) Ship(ctx context.Context, to Shipper, n int) ([]Spooled, error) 
 	if err := to.Ship(ctx, batch); err != nil {
 		return nil, err
 	}
-	if err := s.gc.commit(s.db, func(tx *bolt.Tx) error {
-		b := tx.Bucket(spoolBucket)
-		for _, k := range keys {
-			if err := b.Delete(k); err != nil {
-				return err
-			}
-		}
-		return nil
-	}); err != nil {
+	if err := s.gc.commit(s.db, func(tx *bolt.Tx) error { return deleteKeys(tx.Bucket(spoolBucket), keys) }); err != nil {
 		return nil, fmt.Errorf("clicks: spool: %w", err)
 	}
 	s.depth.Add(-int64(len(batch)))

@@ -58,6 +58,10 @@ type SpoolerOptions struct {
 	Batch int
 	// Logger says when the record stops answering and when it is back.
 	Logger *slog.Logger
+	// Impressions, when set, is where the impressions of the log
+	// Spooler.Impressions returns are recorded, each beacon's under an id
+	// of its own, and where they ship from the spool.
+	Impressions ImpressionShipper
 	// Spooled and Shipped, when set, count the clicks spooled and shipped
 	// (metrics).
 	Spooled func()
@@ -130,10 +134,7 @@ func (s *Spooler) Record(ctx context.Context, c *Click, u Use) error {
 	if s.opts.Spooled != nil {
 		s.opts.Spooled()
 	}
-	select {
-	case s.kick <- struct{}{}:
-	default:
-	}
+	s.wake()
 	return nil
 }
 
@@ -141,29 +142,87 @@ func (s *Spooler) Record(ctx context.Context, c *Click, u Use) error {
 // record that answers later still holds the click under its ID, and the
 // shipment of its spooled copy finds it there.
 func (s *Spooler) recordThere(ctx context.Context, c *Click, u Use) error {
-	type result struct {
-		c   Click
-		err error
-	}
-	done := make(chan result, 1)
 	cc := *c
-	go func() {
-		err := s.primary.Record(context.WithoutCancel(ctx), &cc, u)
-		done <- result{cc, err}
-	}()
+	err := s.within(ctx, func(ctx context.Context) error { return s.primary.Record(ctx, &cc, u) })
+	if err == nil {
+		*c = cc
+	}
+	return err
+}
+
+// within runs f, which must own what it writes, and waits for it at most
+// Wait: after that, or once ctx is done, f goes on alone.
+func (s *Spooler) within(ctx context.Context, f func(context.Context) error) error {
+	done := make(chan error, 1)
+	go func() { done <- f(context.WithoutCancel(ctx)) }()
 	t := time.NewTimer(s.opts.Wait)
 	defer t.Stop()
 	select {
-	case r := <-done:
-		if r.err == nil {
-			*c = r.c
-		}
-		return r.err
+	case err := <-done:
+		return err
 	case <-t.C:
 		return errSlow
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// Impressions returns the impression log that records each beacon in
+// SpoolerOptions.Impressions under an id of its own while the record
+// answers, and spools it while it does not, as clicks are; log reads
+// them (Scan). Without SpoolerOptions.Impressions it is log.
+func (s *Spooler) Impressions(log Impressions) Impressions {
+	if s.opts.Impressions == nil {
+		return log
+	}
+	return spoolingImpressions{s: s, log: log}
+}
+
+// spoolingImpressions is the log Spooler.Impressions returns.
+type spoolingImpressions struct {
+	s   *Spooler
+	log Impressions
+}
+
+// Append implements Impressions.
+func (l spoolingImpressions) Append(ctx context.Context, imps []Impression) error {
+	if len(imps) == 0 {
+		return nil
+	}
+	s, id := l.s, NewID()
+	if !s.down.Load() {
+		err := s.within(ctx, func(ctx context.Context) error { return s.opts.Impressions.Ship(ctx, id, imps) })
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return err
+		}
+		s.degrade(err)
+	}
+	if err := s.spool.AddImpressions(ctx, id, imps); err != nil {
+		return err
+	}
+	s.wake()
+	return nil
+}
+
+// Scan implements Impressions.
+func (l spoolingImpressions) Scan(ctx context.Context, from, to time.Time, fn func(Impression) error) error {
+	return l.log.Scan(ctx, from, to, fn)
+}
+
+// wake tells the shipping goroutine that the spool holds more.
+func (s *Spooler) wake() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// spooled reports whether anything waits in the spool.
+func (s *Spooler) spooled() bool {
+	return s.spool.Depth() > 0 || (s.opts.Impressions != nil && s.spool.ImpressionDepth() > 0)
 }
 
 // degrade turns spooling on, saying so once per outage.
@@ -192,12 +251,16 @@ func (s *Spooler) Degraded() string {
 	s.mu.Lock()
 	cause := s.cause
 	s.mu.Unlock()
-	n := s.spool.Depth()
+	n, imps := s.spool.Depth(), s.spool.ImpressionDepth()
+	spooled := fmt.Sprintf("%d clicks", n)
+	if imps > 0 {
+		spooled += fmt.Sprintf(" and %d impression beacons", imps)
+	}
 	switch {
 	case cause != nil:
-		return fmt.Sprintf("postgres does not answer (%v): %d clicks spooled to the local file", cause, n)
-	case n > 0:
-		return fmt.Sprintf("%d clicks spooled to the local file, not yet shipped to postgres", n)
+		return fmt.Sprintf("postgres does not answer (%v): %s spooled to the local file", cause, spooled)
+	case n > 0 || imps > 0:
+		return spooled + " spooled to the local file, not yet shipped to postgres"
 	}
 	return ""
 }
@@ -220,7 +283,7 @@ func (s *Spooler) WaitShipped(ctx context.Context) error {
 		s.mu.Lock()
 		ch := s.changed
 		s.mu.Unlock()
-		if !s.down.Load() && s.spool.Depth() == 0 {
+		if !s.down.Load() && !s.spooled() {
 			return nil
 		}
 		select {
@@ -258,16 +321,10 @@ func (s *Spooler) ship() {
 	pause := s.opts.MinBackoff
 	for {
 		var err error
-		if s.spool.Depth() > 0 {
-			var shipped []Spooled
-			shipped, err = s.spool.Ship(ctx, s.to, s.opts.Batch)
-			if err == nil && len(shipped) > 0 {
-				if s.opts.Shipped != nil {
-					s.opts.Shipped(len(shipped))
-				}
-				if s.spool.Depth() == 0 {
-					s.log.Info("the click spool is shipped to postgres")
-				}
+		if s.spooled() {
+			err = s.shipOnce(ctx)
+			if err == nil && !s.spooled() {
+				s.log.Info("the click spool is shipped to postgres")
 			}
 		} else if s.down.Load() {
 			err = s.to.Ping(ctx)
@@ -290,7 +347,7 @@ func (s *Spooler) ship() {
 			s.recover()
 		}
 		s.signal()
-		if s.spool.Depth() > 0 {
+		if s.spooled() {
 			continue
 		}
 		select {
@@ -299,4 +356,24 @@ func (s *Spooler) ship() {
 		case <-s.kick:
 		}
 	}
+}
+
+// shipOnce ships a batch of the spooled clicks, then of the spooled
+// impressions.
+func (s *Spooler) shipOnce(ctx context.Context) error {
+	if s.spool.Depth() > 0 {
+		shipped, err := s.spool.Ship(ctx, s.to, s.opts.Batch)
+		if err != nil {
+			return err
+		}
+		if s.opts.Shipped != nil && len(shipped) > 0 {
+			s.opts.Shipped(len(shipped))
+		}
+	}
+	if s.spool.ImpressionDepth() > 0 && s.opts.Impressions != nil {
+		if _, err := s.spool.ShipImpressions(ctx, s.opts.Impressions, s.opts.Batch); err != nil {
+			return err
+		}
+	}
+	return nil
 }

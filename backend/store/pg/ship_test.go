@@ -90,3 +90,39 @@ func TestShipRecordsEachClickOnce(t *testing.T) {
 		t.Error("a click without an id was shipped")
 	}
 }
+
+// A beacon's impressions shipped twice under their batch's id are recorded
+// once, and counted once in the rollups.
+func TestShipImpressionsOnce(t *testing.T) {
+	db, err := pgstore.Open(t.Context(), testpg.New(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	at := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	imps := []clicks.Impression{
+		{Time: at, AdID: "a", AdType: "advertiser", Type: "intext", APIKey: "k", SiteID: "s", Page: "https://blog.example/1"},
+		{Time: at, AdID: "b", AdType: "advertiser", Type: "intext", APIKey: "k", SiteID: "s", Page: "https://blog.example/1"},
+	}
+	for range 2 {
+		if err := db.Impressions().Ship(t.Context(), "beacon-1", imps); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Impressions().Ship(t.Context(), "beacon-2", imps[:1]); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	db.Impressions().Scan(t.Context(), time.Time{}, time.Time{}, func(clicks.Impression) error { n++; return nil })
+	var rolled clicks.Measures
+	db.Rollups().ScanRollups(t.Context(), clicks.Day, at.Truncate(24*time.Hour), at.Add(24*time.Hour), func(r *clicks.Rollup) error {
+		rolled.Add(&r.Measures)
+		return nil
+	})
+	if n != 3 || rolled.Impressions != 3 {
+		t.Errorf("%d impressions recorded, %d counted; want 3 (a beacon of 2 shipped twice, one of 1)", n, rolled.Impressions)
+	}
+	if err := db.Impressions().Ship(t.Context(), "", imps); err == nil {
+		t.Error("impressions shipped without a batch id")
+	}
+}

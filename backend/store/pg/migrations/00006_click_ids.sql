@@ -3,11 +3,19 @@
 -- back, or after a commit whose answer was lost) is found and not counted
 -- twice. Clicks recorded before have none (NULL, which the unique index
 -- lets be many). adlink_record_click takes the id as its last argument.
+-- A beacon's impressions shipped from a spool are recorded under their
+-- batch's id, once: impression_batches holds the ids for a week.
 
 -- +goose Up
 ALTER TABLE clicks ADD COLUMN click_id text;
 CREATE UNIQUE INDEX clicks_click_id ON clicks (click_id);
 DROP FUNCTION adlink_record_click;
+
+CREATE TABLE impression_batches (
+    id    text   PRIMARY KEY,
+    at_ns bigint NOT NULL
+);
+CREATE INDEX impression_batches_at ON impression_batches (at_ns);
 
 -- +goose StatementBegin
 CREATE FUNCTION adlink_record_click(
@@ -107,6 +115,7 @@ $$;
 -- +goose StatementEnd
 
 -- +goose Down
+DROP TABLE impression_batches;
 DROP FUNCTION adlink_record_click;
 DROP INDEX clicks_click_id;
 ALTER TABLE clicks DROP COLUMN click_id;
