@@ -267,3 +267,40 @@ func TestSpoolShipsAfterRestart(t *testing.T) {
 		t.Errorf("Postgres holds %d clicks, want %d", len(got), len(ids))
 	}
 }
+
+// The attack an outage invites: one ad link clicked on two replicas while
+// Postgres is down. Each replica, alone, bills it; shipped, Postgres
+// settles the two again and bills one.
+func TestOutageReplayOverReplicasBillsOnce(t *testing.T) {
+	pg := testpg.Start(t)
+	a, b := replica(t, pg.URL()), replica(t, pg.URL())
+	link := adURL(t, a.Handler)
+	if err := pg.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	ids := []string{clickFrom(t, a.Handler, link, 1), clickFrom(t, b.Handler, link, 2)}
+	if err := pg.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	for _, r := range []*App{a, b} {
+		if err := r.spooler.WaitShipped(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := recorded(t, pg.URL())
+	billed := 0
+	for _, id := range ids {
+		if v := got[id]; len(v) != 1 {
+			t.Errorf("click %s recorded %v, want once", id, v)
+		} else if v[0] == "billable" {
+			billed++
+		} else if v[0] != clicks.ReasonRepeat {
+			t.Errorf("click %s: %s, want billable or repeat", id, v[0])
+		}
+	}
+	if billed != 1 {
+		t.Errorf("one link clicked on two replicas during the outage billed %d times, want once", billed)
+	}
+}

@@ -2,8 +2,10 @@
 // runs initdb and postgres from the installed binaries in a temporary
 // directory, on a free loopback port, before the tests, and stops the
 // server after them; New hands each test a new, empty database on it.
-// Without the binaries the tests that need it skip, unless CI is set in
-// the environment: then they fail.
+// Start gives a test a server of its own that it may stop, kill and start
+// again on the same data directory and port (the outage tests). Without
+// the binaries the tests that need it skip, unless CI is set in the
+// environment: then they fail.
 package testpg
 
 import (
