@@ -90,6 +90,11 @@ type Deps struct {
 	// Ready, when set, tells /readyz whether the server's state is usable
 	// (the store open, not shutting down); an error makes it a 503.
 	Ready func(ctx context.Context) error
+	// Degraded, when set, says why the server answers with less than it
+	// should (Postgres down, clicks spooled), or "" when it does not;
+	// /readyz then says "degraded" with the reason, still 200: the
+	// server answers every request.
+	Degraded func(ctx context.Context) string
 }
 
 // server holds the dependencies the handlers share; it has no other state.
@@ -105,6 +110,7 @@ type server struct {
 	web      fs.FS
 	metrics  *metrics.Metrics
 	ready    func(ctx context.Context) error
+	degraded func(ctx context.Context) string
 	ids      *idSource
 	limits   limiters
 	judge    *clicks.Judge
@@ -136,6 +142,7 @@ func NewServer(d Deps) http.Handler {
 		web:      d.Web,
 		metrics:  d.Metrics,
 		ready:    d.Ready,
+		degraded: d.Degraded,
 		ids:      newIDSource(),
 		limits:   newLimiters(d.Limiter),
 		judge:    newJudge(d.ClickKeys, d.Windows, d.Decisions, d.Config),

@@ -110,6 +110,7 @@ type App struct {
 
 	db        *bolt.DB
 	pg        *pgstore.DB
+	spooler   *clicks.Spooler // with pg: the clicks Postgres could not take
 	redis     *redisstore.Client
 	syncStop  chan struct{} // stops syncBudgets
 	syncDone  chan struct{}
@@ -197,6 +198,11 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 	limiter, flags, err := a.openRedis(cfg, opts, log)
 	if err != nil {
 		return nil, err
+	}
+	if a.pg != nil {
+		if ledger, err = a.spoolClicks(log); err != nil {
+			return nil, err
+		}
 	}
 	// Today's spend is read now, so an advertiser stopped before a
 	// restart stays stopped.
@@ -296,6 +302,7 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 		Metrics:      a.Metrics,
 		Limiter:      limiter,
 		Ready:        a.ready,
+		Degraded:     a.degraded,
 	})
 	return a, nil
 }
@@ -330,6 +337,40 @@ func (a *App) boltStores(windows *clicks.Windows, decisions *clicks.Decisions, l
 	a.Clicks, a.Impressions, a.Rollups = log, imps, r
 	*windows, *decisions, *ledger = w, d, l
 	return nil
+}
+
+// spoolClicks returns the ledger that records clicks in Postgres while it
+// answers and, while it does not, judges them here and spools them to the
+// bbolt file, makes the impression log spool the same way, and starts the
+// shipping of the spool (what a crash left in it first). The decisions and windows that judge a spooled click
+// are Redis's, shared by the replicas, when the server has Redis (the
+// file's while Redis does not answer either), else the file's.
+func (a *App) spoolClicks(log *slog.Logger) (clicks.Ledger, error) {
+	spool, err := clicks.NewSpool(a.db)
+	if err != nil {
+		return nil, err
+	}
+	opts := clicks.SpoolerOptions{Logger: log.With("component", "clicks"), Impressions: a.pg.Impressions(),
+		Spooled: a.Metrics.ClickSpooled, Shipped: a.Metrics.ClicksShipped}
+	if a.redis != nil {
+		d, err := clicks.NewDecisions(a.db)
+		if err != nil {
+			return nil, err
+		}
+		w, err := clicks.NewWindows(a.db)
+		if err != nil {
+			return nil, err
+		}
+		opts.Decisions, opts.Windows = a.redis.Decisions(d), a.redis.Windows(w)
+	}
+	a.spooler = clicks.NewSpooler(a.pg.Ledger(), a.pg.Ledger(), spool, opts)
+	a.Impressions = a.spooler.Impressions(a.pg.Impressions())
+	a.Metrics.WatchSpool(spool.Depth)
+	a.spooler.Start()
+	if n := spool.Depth(); n > 0 {
+		log.Warn("clicks spooled before the server stopped are shipped to postgres now", "spooled", n)
+	}
+	return a.spooler, nil
 }
 
 // openRedis opens the Redis that cfg names and returns what makes the
@@ -395,22 +436,34 @@ func (a *App) Reload(ctx context.Context, force bool) api.Reload { return a.live
 // Catalog is the catalog served now.
 func (a *App) Catalog() *api.Catalog { return a.live.current() }
 
-// ready tells /readyz whether the server can answer: not draining, the
-// store open, and Postgres, when it keeps the clicks, answering.
+// ready tells /readyz whether the server can answer: not draining and
+// the store open. Postgres down is degraded, not unready: clicks spool.
 func (a *App) ready(ctx context.Context) error {
 	if a.draining.Load() {
 		return errors.New("shutting down")
 	}
 	// A closed bbolt file refuses transactions.
-	if err := a.db.View(func(*bolt.Tx) error { return nil }); err != nil {
-		return err
+	return a.db.View(func(*bolt.Tx) error { return nil })
+}
+
+// degradedPing bounds how long /readyz waits for Postgres.
+const degradedPing = time.Second
+
+// degraded tells /readyz why the server answers with less than it should:
+// with -postgres, Postgres does not answer, or clicks wait in the spool.
+func (a *App) degraded(ctx context.Context) string {
+	if a.spooler == nil {
+		return ""
 	}
-	if a.pg != nil {
-		if err := a.pg.Ping(ctx); err != nil {
-			return fmt.Errorf("postgres: %w", err)
-		}
+	if why := a.spooler.Degraded(); why != "" {
+		return why
 	}
-	return nil
+	ctx, cancel := context.WithTimeout(ctx, degradedPing)
+	defer cancel()
+	if err := a.pg.Ping(ctx); err != nil {
+		return "postgres does not answer: " + err.Error()
+	}
+	return ""
 }
 
 // Drain makes /readyz answer 503, so that a load balancer sends no more
@@ -440,6 +493,9 @@ func (a *App) Close() error {
 		}
 		if a.fetcher != nil {
 			a.fetcher.Close()
+		}
+		if a.spooler != nil {
+			a.spooler.Stop() // what is left spooled ships after the next start
 		}
 		if a.pg != nil {
 			a.pg.Close()

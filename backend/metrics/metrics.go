@@ -28,6 +28,7 @@ type Metrics struct {
 	retention   retentionMetrics
 
 	redisFallback *prometheus.CounterVec
+	spool         spoolMetrics
 }
 
 // New returns the metrics registered in a new registry, with the Go
@@ -65,6 +66,7 @@ func New() *Metrics {
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.retention = newRetentionMetrics(m.reg)
 	m.redisFallback = newRedisFallback(m.reg)
+	m.spool = newSpoolMetrics(m.reg)
 	return m
 }
 
