@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/adlink/adlink/backend/catalog"
 	"github.com/adlink/adlink/backend/clicks"
 	pgstore "github.com/adlink/adlink/backend/store/pg"
 	"github.com/adlink/adlink/backend/store/storetest"
@@ -193,4 +194,20 @@ func TestTwoServersShareOneLedger(t *testing.T) {
 			t.Errorf("server %d reads the spend as %d %v, want %d", i, spent, err, budget)
 		}
 	}
+}
+
+func TestVersionsKeepTheContract(t *testing.T) {
+	storetest.Versions(t, func(t *testing.T) func() catalog.Versions {
+		url := testpg.New(t)
+		return func() catalog.Versions {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			db, err := pgstore.Open(ctx, url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(db.Close)
+			return db.Versions(nil)
+		}
+	})
 }
