@@ -65,14 +65,19 @@ type Versions interface {
 	// one included. It returns once both are done; an error leaves the
 	// record as it was or as a, and maybe no replica told.
 	Announce(ctx context.Context, a Announcement) error
+	// AnnounceOver announces a as Announce does, only if the record is
+	// still prev (zero: none), in one step, and reports whether it did. A
+	// replica that finds the record older than its catalog announces so,
+	// and not over an announcement made meanwhile.
+	AnnounceOver(ctx context.Context, a, prev Announcement) (bool, error)
 	// Recorded is the last announcement recorded, zero when there is none.
 	Recorded(ctx context.Context) (Announcement, error)
 	// Listen calls heard with each announcement in the order they were
 	// made, one call at a time, until ctx ends; then it returns. Each time
 	// it connects, and again after every lost connection, it first calls
-	// heard with the recorded announcement (zero when there is none), so
-	// that a listener that was away misses no catalog, only the versions
-	// in between. It tries again while the store does not answer, and a
-	// message that does not parse is dropped.
-	Listen(ctx context.Context, heard func(Announcement))
+	// heard with the recorded announcement (zero when there is none) and
+	// recorded true, so that a listener that was away misses no catalog,
+	// only the versions in between. It tries again while the store does
+	// not answer, and a message that does not parse is dropped.
+	Listen(ctx context.Context, heard func(a Announcement, recorded bool))
 }

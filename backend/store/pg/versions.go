@@ -56,6 +56,31 @@ func (v *versions) Announce(ctx context.Context, a catalog.Announcement) error {
 	})
 }
 
+func (v *versions) AnnounceOver(ctx context.Context, a, prev catalog.Announcement) (bool, error) {
+	if err := a.Check(); err != nil {
+		return false, err
+	}
+	var done bool
+	err := v.db.inTx(ctx, func(tx pgx.Tx) error {
+		// With no row yet, a concurrent insert makes this one do nothing;
+		// with one, the row lock orders the updates.
+		sql := `INSERT INTO catalog_version (id, announcement, at_ns) VALUES (true, $1, $2) ON CONFLICT (id) DO NOTHING`
+		args := []any{a.String(), nanos(time.Now())}
+		if !prev.IsZero() {
+			sql = `UPDATE catalog_version SET announcement = $1, at_ns = $2 WHERE announcement = $3`
+			args = append(args, prev.String())
+		}
+		tag, err := tx.Exec(ctx, sql, args...)
+		if err != nil || tag.RowsAffected() == 0 {
+			return err
+		}
+		done = true
+		_, err = tx.Exec(ctx, `SELECT pg_notify((`+channelSQL+`), $1)`, a.String())
+		return err
+	})
+	return done && err == nil, err
+}
+
 func (v *versions) Recorded(ctx context.Context) (catalog.Announcement, error) {
 	return recorded(ctx, v.db.pool.QueryRow)
 }
@@ -72,7 +97,7 @@ func recorded(ctx context.Context, queryRow func(context.Context, string, ...any
 	return catalog.ParseAnnouncement(s)
 }
 
-func (v *versions) Listen(ctx context.Context, heard func(catalog.Announcement)) {
+func (v *versions) Listen(ctx context.Context, heard func(catalog.Announcement, bool)) {
 	for {
 		err := v.listen(ctx, heard)
 		if ctx.Err() != nil {
@@ -91,7 +116,7 @@ func (v *versions) Listen(ctx context.Context, heard func(catalog.Announcement))
 // heard the recorded announcement, then each notification, until the
 // connection fails or ctx ends. A server that is gone without closing the
 // connection is found by TCP keepalive.
-func (v *versions) listen(ctx context.Context, heard func(catalog.Announcement)) error {
+func (v *versions) listen(ctx context.Context, heard func(catalog.Announcement, bool)) error {
 	conn, err := pgx.ConnectConfig(ctx, v.db.pool.Config().ConnConfig.Copy())
 	if err != nil {
 		return err
@@ -110,7 +135,7 @@ func (v *versions) listen(ctx context.Context, heard func(catalog.Announcement))
 	if err != nil {
 		return err
 	}
-	heard(rec)
+	heard(rec, true)
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
@@ -121,6 +146,6 @@ func (v *versions) listen(ctx context.Context, heard func(catalog.Announcement))
 			v.log.Warn("catalog announcements: dropped a message", "err", err)
 			continue
 		}
-		heard(a)
+		heard(a, false)
 	}
 }

@@ -43,6 +43,27 @@ func (v *versions) Announce(ctx context.Context, a catalog.Announcement) error {
 	return err
 }
 
+// announceOver sets the key and publishes the announcement, in one step,
+// if the key still holds ARGV[2] ("" for none).
+var announceOver = redis.NewScript(`
+local cur = redis.call('GET', KEYS[1]) or ''
+if cur ~= ARGV[2] then return 0 end
+redis.call('SET', KEYS[1], ARGV[1])
+redis.call('PUBLISH', KEYS[2], ARGV[1])
+return 1`)
+
+func (v *versions) AnnounceOver(ctx context.Context, a, prev catalog.Announcement) (bool, error) {
+	if err := a.Check(); err != nil {
+		return false, err
+	}
+	was := ""
+	if !prev.IsZero() {
+		was = prev.String()
+	}
+	n, err := announceOver.Run(ctx, v.c.rdb, []string{v.key, v.channel}, a.String(), was).Int()
+	return n == 1, err
+}
+
 func (v *versions) Recorded(ctx context.Context) (catalog.Announcement, error) {
 	s, err := v.c.rdb.Get(ctx, v.key).Result()
 	if errors.Is(err, redis.Nil) {
@@ -54,7 +75,7 @@ func (v *versions) Recorded(ctx context.Context) (catalog.Announcement, error) {
 	return catalog.ParseAnnouncement(s)
 }
 
-func (v *versions) Listen(ctx context.Context, heard func(catalog.Announcement)) {
+func (v *versions) Listen(ctx context.Context, heard func(catalog.Announcement, bool)) {
 	log := v.c.health.log.With("channel", v.channel)
 	for {
 		err := v.listen(ctx, heard)
@@ -72,7 +93,7 @@ func (v *versions) Listen(ctx context.Context, heard func(catalog.Announcement))
 
 // listen subscribes, hands heard the recorded announcement, then each
 // message, until the connection fails or ctx ends.
-func (v *versions) listen(ctx context.Context, heard func(catalog.Announcement)) error {
+func (v *versions) listen(ctx context.Context, heard func(catalog.Announcement, bool)) error {
 	ps := v.c.rdb.Subscribe(ctx)
 	defer ps.Close()
 	// A read blocks on the connection, not on ctx: closing it ends the
@@ -91,7 +112,7 @@ func (v *versions) listen(ctx context.Context, heard func(catalog.Announcement))
 	if err != nil {
 		return err
 	}
-	heard(rec)
+	heard(rec, true)
 	unanswered := 0
 	for {
 		msg, err := ps.ReceiveTimeout(ctx, listenCheck)
@@ -119,6 +140,6 @@ func (v *versions) listen(ctx context.Context, heard func(catalog.Announcement))
 			v.c.health.log.Warn("catalog announcements: dropped a message", "err", err)
 			continue
 		}
-		heard(a)
+		heard(a, false)
 	}
 }

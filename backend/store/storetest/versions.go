@@ -60,6 +60,51 @@ func Versions(t *testing.T, fresh func(t *testing.T) func() catalog.Versions) {
 		}
 	})
 
+	t.Run("AnnouncesOverTheRecordItKnows", func(t *testing.T) {
+		open := fresh(t)
+		v, other := open(), open()
+		ctx := within(t, 30*time.Second)
+		heard, stop := listen(t, other)
+		if got := next(t, heard); !got.IsZero() {
+			t.Fatalf("first heard %+v, want zero", got)
+		}
+		for _, c := range []struct {
+			a, prev catalog.Announcement
+			done    bool
+			record  catalog.Announcement
+		}{
+			{a1, a2, false, catalog.Announcement{}}, // nothing recorded, not a2
+			{a1, catalog.Announcement{}, true, a1},
+			{a2, catalog.Announcement{}, false, a1}, // a1 was announced meanwhile
+			{a2, a3, false, a1},
+			{a2, a1, true, a2},
+		} {
+			done, err := v.AnnounceOver(ctx, c.a, c.prev)
+			if err != nil || done != c.done {
+				t.Fatalf("AnnounceOver(%+v, over %+v) = %v, %v; want %v", c.a, c.prev, done, err, c.done)
+			}
+			if got, err := other.Recorded(ctx); err != nil || got != c.record {
+				t.Fatalf("after AnnounceOver(%+v, over %+v) the record is %+v, %v; want %+v", c.a, c.prev, got, err, c.record)
+			}
+		}
+		if _, err := v.AnnounceOver(ctx, catalog.Announcement{Version: "x", From: "r"}, a2); err == nil {
+			t.Error("AnnounceOver of a bad announcement accepted")
+		}
+		// Only what was recorded was told.
+		for _, want := range []catalog.Announcement{a1, a2} {
+			if got := next(t, heard); got != want {
+				t.Errorf("heard %+v, want %+v", got, want)
+			}
+		}
+		if err := v.Announce(ctx, a3); err != nil {
+			t.Fatal(err)
+		}
+		if got := next(t, heard); got != a3 {
+			t.Errorf("heard %+v, want %+v: a refused announcement was told", got, a3)
+		}
+		stop()
+	})
+
 	t.Run("ListenersHearTheRecordThenEachInOrder", func(t *testing.T) {
 		open := fresh(t)
 		announcer, listener := open(), open()
@@ -131,7 +176,12 @@ func listen(t *testing.T, v catalog.Versions) (<-chan catalog.Announcement, func
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		v.Listen(ctx, func(a catalog.Announcement) {
+		first := true
+		v.Listen(ctx, func(a catalog.Announcement, recorded bool) {
+			if recorded != first {
+				t.Errorf("heard %+v with recorded %v; want true for the first, false after", a, recorded)
+			}
+			first = false
 			select {
 			case heard <- a:
 			case <-ctx.Done():
