@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/adlink/adlink/backend/api"
 	"github.com/adlink/adlink/backend/clicks"
 	"github.com/adlink/adlink/internal/testcatalog"
@@ -329,5 +331,52 @@ func TestReplicasConvergeOnPostgres(t *testing.T) {
 	}
 	if s := readyz(t, c.App); s.Replicas == nil || s.Replicas.Version != v4 || s.Replicas.Behind {
 		t.Errorf("C's /readyz: %+v", s.Replicas)
+	}
+}
+
+// TestForgedAnnouncements: what another client of the Redis publishes on
+// the replicas' channel cannot make a replica serve anything but its own
+// feeds: a message that does not parse is dropped, and a well-formed one
+// naming a version the feeds do not give costs a refresh that finds them
+// unchanged, skips no check for anything else, and shows as behind.
+func TestForgedAnnouncements(t *testing.T) {
+	srv := testredis.Start(t, testredis.Options{})
+	ads := testcatalog.Generate(200, 13)
+	a := deployment(t, srv.URL(), "", ads, "A")[0]
+	v1 := a.Catalog().Version
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	defer rdb.Close()
+	// The feed now lost most of its ads: a refresh on a forged word must
+	// still refuse it.
+	writeFile(t, a.feed, feed(t, ads[:20]))
+	a.drain()
+	for _, msg := range []string{"", "v1 " + strings.Repeat("a", 5000) + " x", "v1 ../../../etc evil", "reload now"} {
+		if err := rdb.Publish(t.Context(), "adlink:catalog", msg).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	forged := "deadbeefdeadbeef"
+	if err := rdb.Publish(t.Context(), "adlink:catalog", "v1 "+forged+" evil").Err(); err != nil {
+		t.Fatal(err)
+	}
+	// Only the well-formed word starts a refresh: the first one seen.
+	if r := a.nextRefresh(t); r.Result != resultRefused || r.Version != v1 {
+		t.Errorf("refresh on a forged word: %+v, want refused on %s", r, v1)
+	}
+	if s := readyz(t, a.App); s.Version != v1 || s.Replicas == nil || s.Replicas.Version != forged || !s.Replicas.Behind {
+		t.Errorf("/readyz: %+v %+v", s, s.Replicas)
+	}
+	select {
+	case r := <-a.refreshed:
+		t.Errorf("another refresh: %+v; the malformed messages were not all dropped", r)
+	default:
+	}
+	// The replica's own refresh still announces and serves its feeds.
+	writeFile(t, a.feed, feed(t, ads[1:]))
+	if r := a.Reload(t.Context(), false); r.Result != resultSwapped {
+		t.Fatalf("own refresh: %+v", r)
+	}
+	if s := readyz(t, a.App); s.Replicas.Behind || s.Replicas.Version != a.Catalog().Version {
+		t.Errorf("/readyz after its own refresh: %+v", s.Replicas)
 	}
 }
