@@ -13,10 +13,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/adlink/adlink/backend/api"
 	"github.com/adlink/adlink/backend/clicks"
+	pgstore "github.com/adlink/adlink/backend/store/pg"
 	"github.com/adlink/adlink/internal/testcatalog"
 	"github.com/adlink/adlink/internal/testpg"
 	"github.com/adlink/adlink/internal/testredis"
@@ -304,6 +306,28 @@ func TestReplicasConvergeOnPostgres(t *testing.T) {
 	v2 := a.Catalog().Version
 	b.serving(t, v2)
 	sameAnswers(t, ms, v2, testcatalog.Requests(changed, 40, 8, false))
+
+	// The listeners' connections cut (as a Postgres restart or a network
+	// would): A's next change reaches B all the same, by NOTIFY once B
+	// listens again, or by the record it reads then.
+	ctx := t.Context()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var listeners int
+	err = conn.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = $1`,
+		pgstore.ListenerName).Scan(&listeners)
+	conn.Close(ctx)
+	if err != nil || listeners < 2 {
+		t.Fatalf("cutting the listeners: %d cut, %v; want A's and B's", listeners, err)
+	}
+	changed = changed[1:]
+	write(t, ms, changed)
+	if r := a.Reload(context.Background(), false); r.Result != resultSwapped {
+		t.Fatalf("A: %+v", r)
+	}
+	b.serving(t, a.Catalog().Version)
 
 	// A forced catalog the checks refuse, while C is down.
 	cut := changed[:100]

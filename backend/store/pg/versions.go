@@ -35,6 +35,10 @@ var _ catalog.Versions = (*versions)(nil)
 const channelSQL = `SELECT CASE WHEN length(c) <= 63 THEN c ELSE left(c, 31) || md5(c) END
 FROM (SELECT 'adlink_catalog:' || current_schema() AS c) AS n`
 
+// ListenerName is the application_name of the listener's connection, as
+// pg_stat_activity shows it.
+const ListenerName = "adlink catalog listener"
+
 // listenRetry is how long a listener whose connection failed waits before
 // it connects again.
 const listenRetry = time.Second
@@ -117,7 +121,9 @@ func (v *versions) Listen(ctx context.Context, heard func(catalog.Announcement, 
 // connection fails or ctx ends. A server that is gone without closing the
 // connection is found by TCP keepalive.
 func (v *versions) listen(ctx context.Context, heard func(catalog.Announcement, bool)) error {
-	conn, err := pgx.ConnectConfig(ctx, v.db.pool.Config().ConnConfig.Copy())
+	cfg := v.db.pool.Config().ConnConfig.Copy()
+	cfg.RuntimeParams["application_name"] = ListenerName
+	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return err
 	}
