@@ -44,6 +44,8 @@ type replicas struct {
 	// unannounced is a version this replica swapped in that it could not
 	// announce (the store did not answer).
 	unannounced string
+	// seq counts what the listener heard.
+	seq uint64
 	// counts of announcements sent, failed and heard from others.
 	sent, failed, fromOthers int
 
@@ -106,6 +108,9 @@ func (r *replicas) announceOver(ctx context.Context, version string, prev *catal
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), announceTimeout)
 	defer cancel()
 	a := catalog.Announcement{Version: version, From: r.self}
+	r.mu.Lock()
+	seq := r.seq
+	r.mu.Unlock()
 	var err error
 	if prev == nil {
 		err = r.versions.Announce(ctx, a)
@@ -125,10 +130,12 @@ func (r *replicas) announceOver(ctx context.Context, version string, prev *catal
 		return
 	}
 	r.sent++
-	r.last = a
-	if r.unannounced == version {
-		r.unannounced = ""
+	// A word the listener heard meanwhile may be newer: then the listener
+	// has the last word, this announcement's own echo included.
+	if r.seq == seq {
+		r.last = a
 	}
+	r.unannounced = ""
 }
 
 // retry has an announcement that failed tried again now.
@@ -156,6 +163,7 @@ func (r *replicas) hear(a catalog.Announcement, recorded bool) {
 	// The record read on (re)connecting is the latest word, even when it
 	// is none (a Redis started again empty).
 	r.last = a
+	r.seq++
 	if a.From != r.self && !recorded {
 		r.fromOthers++
 	}
@@ -182,6 +190,11 @@ func (r *replicas) work(ctx context.Context) {
 		r.mu.Unlock()
 		heard, current := last.Version, r.live.current().Version
 		if heard == current {
+			r.mu.Lock()
+			if r.unannounced == current { // recorded already
+				r.unannounced = ""
+			}
+			r.mu.Unlock()
 			continue
 		}
 		if pending != "" && pending == current && !recorded {
