@@ -115,6 +115,7 @@ type App struct {
 	syncStop  chan struct{} // stops syncBudgets
 	syncDone  chan struct{}
 	live      *live
+	replicas  *replicas
 	stopLive  context.CancelFunc
 	liveDone  chan struct{}
 	fetcher   *pages.Fetcher
@@ -261,6 +262,14 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 	a.retention = retention.New(retainer, retention.Options{Retention: cfg.Retention, Dir: exportDir, Now: opts.Now,
 		Logger: log.With("component", "retention"), Metrics: a.Metrics, Passed: opts.RetentionPassed})
 	a.retention.Start() // days that aged out while the server was down go now
+	// A refresh on one replica tells the others: through Redis when there
+	// is one, else Postgres.
+	switch {
+	case a.redis != nil:
+		a.replicas = startReplicas(cat, a.redis.Versions(), log.With("component", "catalog"))
+	case a.pg != nil:
+		a.replicas = startReplicas(cat, a.pg.Versions(log.With("component", "catalog")), log.With("component", "catalog"))
+	}
 	tick := opts.Refresh
 	var ticker *time.Ticker
 	if tick == nil && cfg.CatalogRefresh > 0 {
@@ -480,6 +489,9 @@ func (a *App) Close() error {
 		if a.stopLive != nil {
 			a.stopLive()
 			<-a.liveDone
+		}
+		if a.replicas != nil {
+			a.replicas.close()
 		}
 		if a.Pages != nil {
 			a.Pages.Stop()

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/adlink/adlink/backend/catalog"
 	"github.com/adlink/adlink/backend/clicks"
 	"github.com/adlink/adlink/backend/pages"
 	pgstore "github.com/adlink/adlink/backend/store/pg"
@@ -199,5 +200,21 @@ func TestTwoServersShareOneLedger(t *testing.T) {
 func TestPagesKeepTheStoreContract(t *testing.T) {
 	storetest.Pages(t, func(t *testing.T, b storetest.QueueBounds) storetest.Opener[pages.Store] {
 		return opener(t, func(db *pgstore.DB) pages.Store { return db.Pages(b.Max, b.PerSite) })
+	})
+}
+
+func TestVersionsKeepTheContract(t *testing.T) {
+	storetest.Versions(t, func(t *testing.T) func() catalog.Versions {
+		url := testpg.New(t)
+		return func() catalog.Versions {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			db, err := pgstore.Open(ctx, url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(db.Close)
+			return db.Versions(nil)
+		}
 	})
 }
