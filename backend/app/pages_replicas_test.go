@@ -16,18 +16,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/adlink/adlink/backend/config"
 	"github.com/adlink/adlink/backend/pages"
 	"github.com/adlink/adlink/internal/testpg"
 )
 
 // pageServer serves the demo article at every path but /robots.txt and
 // counts the requests for each path. hold, when set, is called before it
-// answers a path and may keep the answer back.
+// answers a request and may keep the answer back.
 type pageServer struct {
 	*httptest.Server
 	mu   sync.Mutex
 	hits map[string]int
-	hold func(path string)
+	hold func(r *http.Request)
 }
 
 func newPageServer(t testing.TB) *pageServer {
@@ -47,7 +48,7 @@ func newPageServer(t testing.TB) *pageServer {
 		hold := ps.hold
 		ps.mu.Unlock()
 		if hold != nil {
-			hold(r.URL.Path)
+			hold(r)
 		}
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Write(article)
@@ -77,11 +78,21 @@ type pageReplica struct {
 
 func newPageReplica(t testing.TB, dbURL string) *pageReplica {
 	t.Helper()
+	return newPageReplicaWith(t, dbURL, nil)
+}
+
+// newPageReplicaWith is newPageReplica with the configuration changed by
+// edit, when not nil.
+func newPageReplicaWith(t testing.TB, dbURL string, edit func(*config.Config)) *pageReplica {
+	t.Helper()
 	cfg := testConfig(t)
 	cfg.PostgresURL = dbURL // "" keeps the pages in the bbolt file
 	cfg.FetchAllowPrivate = true
 	cfg.KeyRate, cfg.KeyBurst = 1e9, 1_000_000_000
 	cfg.PageRate, cfg.PageBurst = 1e9, 1_000_000_000
+	if edit != nil {
+		edit(&cfg)
+	}
 	a, err := New(cfg, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -149,7 +160,7 @@ func TestReplicasShareThePageQueue(t *testing.T) {
 	ps := newPageServer(t)
 	fetching, answer := make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	ps.hold = func(string) {
+	ps.hold = func(*http.Request) {
 		once.Do(func() { close(fetching) })
 		<-answer
 	}
@@ -189,6 +200,42 @@ func TestReplicasShareThePageQueue(t *testing.T) {
 	}
 	if got := b.metric(t, "adlink_page_queue_depth"); got != "0" {
 		t.Errorf("adlink_page_queue_depth %s once the page is analysed, want 0", got)
+	}
+}
+
+// TestReplicaStoppedHandsItsPageBack: a replica stopped gracefully while
+// it fetches a page releases the job, so another replica analyses it at
+// once, though the lease (an hour here) has not passed.
+func TestReplicaStoppedHandsItsPageBack(t *testing.T) {
+	dbURL := testpg.New(t)
+	ps := newPageServer(t)
+	fetching := make(chan struct{})
+	var once sync.Once
+	ps.hold = func(r *http.Request) {
+		once.Do(func() {
+			close(fetching)
+			<-r.Context().Done() // A's fetch, cut short when A stops
+		})
+	}
+	long := func(t testing.TB) *pageReplica {
+		return newPageReplicaWith(t, dbURL, func(c *config.Config) { c.PageLease = time.Hour })
+	}
+	a := long(t)
+	page := ps.URL + "/stopped"
+	if status, _ := a.pageLink(t, page); status != http.StatusAccepted {
+		t.Fatalf("first ask on A: %d, want 202", status)
+	}
+	<-fetching
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b := long(t)
+	waitAnalysed(t, b, page)
+	if status, links := b.pageLink(t, page); status != http.StatusOK || len(links) == 0 {
+		t.Errorf("replica B: %d with %d links, want 200 with ads", status, len(links))
+	}
+	if got := ps.fetched()["/stopped"]; got != 2 {
+		t.Errorf("the page was fetched %d times, want twice: A's fetch cut short, then B's", got)
 	}
 }
 

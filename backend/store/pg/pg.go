@@ -36,7 +36,7 @@ var migrations embed.FS
 
 // DB is a pool of connections to one Postgres database whose schema Open
 // brought up to date. Its stores (Clicks, Impressions, Ledger, Rollups,
-// Decisions, Windows) are safe for concurrent use.
+// Decisions, Windows, Pages) are safe for concurrent use.
 type DB struct {
 	pool *pgxpool.Pool
 	gc   groupCommit
