@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -61,6 +62,14 @@ type live struct {
 	// took, under mu, is how long the last refresh's steps took, for its
 	// log line.
 	took struct{ read, index, shards time.Duration }
+
+	// bgMu guards the recompression of the last swap's shards, which runs
+	// after it (recompress): bgStop cuts it short, bg waits for it, and
+	// closed, set by close, starts no more.
+	bgMu   sync.Mutex
+	bgStop context.CancelFunc
+	bg     sync.WaitGroup
+	closed bool
 
 	stateMu     sync.Mutex
 	last        *api.RefreshState
@@ -154,7 +163,11 @@ func (l *live) read(ctx context.Context) (ads []match.Ad, unchanged bool, err er
 // the ads gone since, for pages and click links that still name them.
 func (l *live) build(ads []match.Ad, ver string, prev *version) (*version, error) {
 	start := time.Now()
-	indexes, err := market.Build(ads)
+	var prevIndexes *market.Set
+	if prev != nil {
+		prevIndexes, _ = prev.api.Indexes.(*market.Set)
+	}
+	indexes, err := market.Rebuild(ads, prevIndexes)
 	if err != nil {
 		return nil, fmt.Errorf("indexing the catalog: %w", err)
 	}
@@ -164,7 +177,10 @@ func (l *live) build(ads []match.Ad, ver string, prev *version) (*version, error
 	if prev != nil {
 		prevShards = prev.api.Shards
 	}
-	set, err := inPage(indexes, l.wasm, l.zst, l.cfg.RedirectURL, l.split, prevShards, l.log)
+	// A refresh serves its new shards at fast levels at once (recompress
+	// makes them smaller after the swap); a cold start has no catalog to
+	// serve meanwhile, and compresses them at the best levels.
+	set, err := inPage(indexes, l.wasm, l.zst, l.cfg.RedirectURL, l.split, prevShards, prev != nil, l.log)
 	if err != nil {
 		return nil, err
 	}
@@ -261,7 +277,53 @@ func (l *live) refresh(ctx context.Context, force bool) api.Reload {
 	}
 	l.cur.Store(next)
 	l.stale = false
+	l.recompress(next.api.Shards)
 	return api.Reload{Result: resultSwapped}
+}
+
+// recompress brings set's shards and fragments that a refresh compressed
+// at fast levels to the best levels, in the background on half the cores,
+// so that searches keep the rest. A newer swap stops the one before: the
+// shards the two share are the newer one's to do, and the older one's
+// own are soon retired.
+func (l *live) recompress(set *shards.Set) {
+	l.bgMu.Lock()
+	defer l.bgMu.Unlock()
+	if l.bgStop != nil {
+		l.bgStop()
+	}
+	if l.closed {
+		return
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	l.bgStop = stop
+	l.bg.Go(func() {
+		start := time.Now()
+		n, err := set.Recompress(ctx, max(1, runtime.GOMAXPROCS(0)/2))
+		switch {
+		case errors.Is(err, context.Canceled):
+			l.log.Info("catalog shards: recompression cut short", "recompressed", n, "duration_ms", time.Since(start).Milliseconds())
+		case err != nil:
+			l.log.Error("catalog shards: recompression failed; they stay at fast levels", "recompressed", n, "err", err)
+		default:
+			l.log.Info("catalog shards recompressed at the best levels", "recompressed", n, "duration_ms", time.Since(start).Milliseconds())
+		}
+	})
+}
+
+// waitRecompressed waits until the shards of the swaps so far are at the
+// best levels, or their recompression was cut short.
+func (l *live) waitRecompressed() { l.bg.Wait() }
+
+// close stops the recompression of shards and waits for it.
+func (l *live) close() {
+	l.bgMu.Lock()
+	l.closed = true
+	if l.bgStop != nil {
+		l.bgStop()
+	}
+	l.bgMu.Unlock()
+	l.bg.Wait()
 }
 
 // check refuses a catalog that came out empty, or lost more than the
