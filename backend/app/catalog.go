@@ -207,10 +207,20 @@ func (l *live) build(ads []match.Ad, ver string, prev *version) (*version, error
 			removed[id] = r
 		}
 	}
+	// Feeds keep their order from one refresh to the next, so most ads
+	// are found where the last one kept left off, without a search.
+	at := 0
 	for i := range prev.ads {
-		if _, kept := all.Lookup(prev.ads[i].ID); !kept {
-			removed[prev.ads[i].ID] = api.Removed{Ad: prev.ads[i], Until: until}
+		id := prev.ads[i].ID
+		if at < len(ads) && ads[at].ID == id {
+			at++
+			continue
 		}
+		if k, kept := all.Lookup(id); kept {
+			at = k + 1 // the index's ordinals are the ads' positions
+			continue
+		}
+		removed[id] = api.Removed{Ad: prev.ads[i], Until: until}
 	}
 	next.api.Removed = removed
 	return next, nil
