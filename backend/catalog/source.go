@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -406,6 +407,7 @@ func appendAd(b []byte, a *match.Ad) []byte {
 		b = append(append(append(b, m.Lang...), m.Country...), 1)
 	}
 	b = append(b, 0)
-	b = fmt.Appendf(b, "%d\x00%d\x00\x02", a.PriceCents, a.BidMicros)
+	b = append(strconv.AppendInt(b, a.PriceCents, 10), 0)
+	b = append(strconv.AppendInt(b, a.BidMicros, 10), 0, 2)
 	return b
 }
