@@ -70,6 +70,10 @@ type live struct {
 	bgStop context.CancelFunc
 	bg     sync.WaitGroup
 	closed bool
+	// beforeRecompress, in tests, runs in the background before the
+	// shards of a swap are recompressed, with the context that cuts it
+	// short.
+	beforeRecompress func(context.Context)
 
 	stateMu     sync.Mutex
 	last        *api.RefreshState
@@ -307,7 +311,11 @@ func (l *live) recompress(set *shards.Set) {
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	l.bgStop = stop
+	hook := l.beforeRecompress
 	l.bg.Go(func() {
+		if hook != nil {
+			hook(ctx)
+		}
 		start := time.Now()
 		n, err := set.Recompress(ctx, max(1, runtime.GOMAXPROCS(0)/2))
 		switch {
