@@ -148,4 +148,3 @@ func TestRefreshRecompressesShards(t *testing.T) {
 		t.Errorf("the last shard after Close: %d, ETag %s, Fast() %v; want it served, fast", status, etag, last.Fast())
 	}
 }
-
