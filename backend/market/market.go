@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"runtime"
+	"slices"
 	"sync"
 
 	"github.com/adlink/adlink/match"
@@ -54,19 +55,36 @@ func Build(ads []match.Ad) (*Set, error) { return Rebuild(ads, nil) }
 // Rebuild is Build beside prev, the catalog's indexes before a refresh
 // (nil for none): a market whose ads are prev's, every field the same and
 // in the same order, keeps prev's index, which is the one Build would
-// make, rather than being indexed again. The markets are indexed on every
+// make, rather than being indexed again. The indexes are built on every
 // core.
 func Rebuild(ads []match.Ad, prev *Set) (*Set, error) {
-	all, err := match.Build(ads)
-	if err != nil {
-		return nil, err
-	}
-	byMarket := match.ShardAds(all, ads)
-	s := &Set{all: all, markets: make(map[match.Market]*match.Index, len(byMarket)), bids: make(map[string]int64, len(ads)),
-		sums: make(map[match.Market]uint64, len(byMarket)), seed: maphash.MakeSeed()}
+	s := &Set{markets: map[match.Market]*match.Index{}, bids: make(map[string]int64, len(ads)),
+		sums: map[match.Market]uint64{}, seed: maphash.MakeSeed()}
 	if prev != nil {
 		s.seed = prev.seed
 	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	var allErr error
+	// Which groups the ads fall in depends on the markets the catalog has
+	// alone (match.ShardAds): when they are the catalog before's, its
+	// whole index groups them, and the new one is built beside the
+	// markets' rather than before them.
+	grouper := (*match.Index)(nil)
+	if prev != nil && sameMarkets(prev.all, ads) {
+		grouper = prev.all
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			s.all, allErr = match.Build(ads)
+		})
+	} else {
+		if s.all, allErr = match.Build(ads); allErr != nil {
+			return nil, allErr
+		}
+		grouper = s.all
+	}
+	byMarket := match.ShardAds(grouper, ads)
 	for i := range ads {
 		s.bids[ads[i].ID] = ads[i].BidMicros
 	}
@@ -81,8 +99,6 @@ func Rebuild(ads []match.Ad, prev *Set) (*Set, error) {
 	for m, ads := range byMarket {
 		jobs = append(jobs, &job{m: m, ads: ads})
 	}
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
 	for _, j := range jobs {
 		wg.Go(func() {
 			sem <- struct{}{}
@@ -98,6 +114,9 @@ func Rebuild(ads []match.Ad, prev *Set) (*Set, error) {
 		})
 	}
 	wg.Wait()
+	if allErr != nil {
+		return nil, allErr
+	}
 	for _, j := range jobs {
 		if j.err != nil {
 			return nil, j.err
@@ -105,6 +124,23 @@ func Rebuild(ads []match.Ad, prev *Set) (*Set, error) {
 		s.markets[j.m], s.sums[j.m] = j.ix, j.sum
 	}
 	return s, nil
+}
+
+// sameMarkets reports whether ads run in the very markets of all's
+// catalog, no more and no fewer.
+func sameMarkets(all *match.Index, ads []match.Ad) bool {
+	ms := all.Markets()
+	var seen uint64
+	for i := range ads {
+		for _, m := range ads[i].Markets {
+			k := slices.Index(ms, m)
+			if k < 0 {
+				return false
+			}
+			seen |= 1 << k
+		}
+	}
+	return seen == 1<<len(ms)-1 // all ones for 64 markets too
 }
 
 // fingerprint hashes every field of every ad, in order; each string and

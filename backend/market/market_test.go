@@ -158,3 +158,49 @@ func TestFingerprintCoversEveryField(t *testing.T) {
 		t.Error("bytes moved between fields, the same fingerprint")
 	}
 }
+
+// TestRebuildWhenMarketsChange: a refresh that adds a market, a second
+// language to a country, or drops a market gives the indexes Build gives.
+func TestRebuildWhenMarketsChange(t *testing.T) {
+	ads := testcatalog.Generate(2000, 6)
+	prev, err := Build(ads)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chFR := match.Market{Country: "ch", Lang: "fr"}
+	added := slices.Clone(ads)
+	added[10].Markets = append(slices.Clone(added[10].Markets), chFR)
+	var dropped []match.Ad
+	for _, a := range ads {
+		if !slices.Contains(a.Markets, match.Market{Country: "au", Lang: "en"}) {
+			dropped = append(dropped, a)
+		}
+	}
+	for name, changed := range map[string][]match.Ad{"a market added": added, "a market dropped": dropped, "the same": ads} {
+		t.Run(name, func(t *testing.T) {
+			next, err := Rebuild(changed, prev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := Build(changed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, w := next.All().ShardMarkets(), want.All().ShardMarkets(); !slices.Equal(got, w) {
+				t.Fatalf("markets %v, want %v", got, w)
+			}
+			for _, m := range want.All().ShardMarkets() {
+				g, w := next.For(m.Country, m.Lang), want.For(m.Country, m.Lang)
+				if g == nil || !bytes.Equal(g.Encode(), w.Encode()) {
+					t.Errorf("%s: not Build's index", m)
+				}
+			}
+			if !bytes.Equal(next.All().Encode(), want.All().Encode()) {
+				t.Error("the whole index is not Build's")
+			}
+		})
+	}
+	if len(dropped) == len(ads) {
+		t.Fatal("no ad ran in en-AU")
+	}
+}
