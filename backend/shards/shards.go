@@ -69,7 +69,6 @@ type Set struct {
 	fragsBySHA  map[string]*Blob  // every fragment, for Options.Previous
 	matcher     *Blob
 	matcherZstd ZstdChoice
-	names       map[*Blob]string // each shard's market, as the manifest names it
 	// byIndex is each index's shard, for Options.Previous: an index the
 	// next catalog keeps as it was (market.Build) is not encoded again.
 	// Weak, so that a Set retired with its catalog keeps no index alive.
@@ -123,18 +122,17 @@ func Build(src market.Indexes, o Options) (*Set, error) {
 	if all == nil {
 		return nil, errors.New("shards: no index")
 	}
-	s := &Set{redirectURL: o.RedirectURL, allIndex: all, markets: map[match.Market]*Blob{}, bySHA: map[string]*Blob{}, frags: map[*Blob][]*Blob{}, fragsBySHA: map[string]*Blob{}, names: map[*Blob]string{}, byIndex: map[weak.Pointer[match.Index]]*Blob{}}
+	s := &Set{redirectURL: o.RedirectURL, allIndex: all, markets: map[match.Market]*Blob{}, bySHA: map[string]*Blob{}, frags: map[*Blob][]*Blob{}, fragsBySHA: map[string]*Blob{}, byIndex: map[weak.Pointer[match.Index]]*Blob{}}
 	type job struct {
 		market match.Market // none for the whole catalog's
-		name   string
 		ix     *match.Index
 		blob   *Blob
 		frags  []*Blob
 	}
-	jobs := []*job{{name: "all", ix: all}}
+	jobs := []*job{{ix: all}}
 	for _, m := range all.ShardMarkets() {
 		if ix := src.For(m.Country, m.Lang); ix != nil {
-			jobs = append(jobs, &job{market: m, name: m.String(), ix: ix})
+			jobs = append(jobs, &job{market: m, ix: ix})
 		}
 	}
 	// Each shard and fragment is a piece of its own, so one large market's
@@ -214,7 +212,6 @@ func Build(src market.Indexes, o Options) (*Set, error) {
 		}
 		s.bySHA[j.blob.SHA256] = j.blob
 		s.byIndex[weak.Make(j.ix)] = j.blob
-		s.names[j.blob] = j.name
 		if j.frags != nil {
 			s.frags[j.blob] = j.frags
 			for _, f := range j.frags {
@@ -246,16 +243,14 @@ func parallel(n int, f func(i int)) {
 // or after it are done once, whichever Set's Recompress gets to them.
 func (s *Set) Recompress(ctx context.Context, workers int) (int, error) {
 	var blobs []*Blob
-	for b := range s.names {
+	for _, b := range s.bySHA {
 		if b.Fast() {
 			blobs = append(blobs, b)
 		}
 	}
-	for shard := range s.names {
-		for _, f := range s.frags[shard] {
-			if f.Fast() {
-				blobs = append(blobs, f)
-			}
+	for _, f := range s.fragsBySHA {
+		if f.Fast() {
+			blobs = append(blobs, f)
 		}
 	}
 	var done atomic.Int64
@@ -299,8 +294,10 @@ func (s *Set) Pick(country, lang string) *Blob {
 // Manifest is the JSON manifest of the shard Pick chooses, with the sizes
 // its encodings have now.
 func (s *Set) Manifest(country, lang string) []byte {
-	b := s.Pick(country, lang)
-	return s.manifest(s.names[b], b)
+	if m, ok := s.allIndex.ShardMarket(country, lang); ok && s.markets[m] != nil {
+		return s.manifest(m.String(), s.markets[m])
+	}
+	return s.manifest("all", s.all)
 }
 
 // Shard returns the shard named by its SHA-256, or nil.
