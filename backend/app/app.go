@@ -493,6 +493,9 @@ func (a *App) Close() error {
 		if a.replicas != nil {
 			a.replicas.close()
 		}
+		if a.live != nil {
+			a.live.close()
+		}
 		if a.Pages != nil {
 			a.Pages.Stop()
 		}
@@ -587,11 +590,11 @@ func loadClickKeys(cfg config.Config) (*clicks.Keys, error) {
 // once (what prev, the catalog before, has of them is taken from it), and
 // logs which zstd encoding of the module it serves. Without a
 // built module the shards are still served.
-func inPage(indexes *market.Set, wasm, zst []byte, redirectURL string, splitAbove int, prev *shards.Set, log *slog.Logger) (*shards.Set, error) {
+func inPage(indexes *market.Set, wasm, zst []byte, redirectURL string, splitAbove int, prev *shards.Set, fast bool, log *slog.Logger) (*shards.Set, error) {
 	if wasm == nil && prev == nil {
 		log.Warn("matcher.wasm is not built: pages cannot match locally; run make wasm")
 	}
-	set, err := shards.Build(indexes, shards.Options{Matcher: wasm, MatcherZstd: zst, RedirectURL: redirectURL, SplitAbove: splitAbove, Previous: prev})
+	set, err := shards.Build(indexes, shards.Options{Matcher: wasm, MatcherZstd: zst, RedirectURL: redirectURL, SplitAbove: splitAbove, Previous: prev, Fast: fast})
 	if err != nil {
 		return nil, fmt.Errorf("shards: %w", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -64,6 +65,18 @@ type live struct {
 	// took, under mu, is how long the last refresh's steps took, for its
 	// log line.
 	took struct{ read, index, shards time.Duration }
+
+	// bgMu guards the recompression of the last swap's shards, which runs
+	// after it (recompress): bgStop cuts it short, bg waits for it, and
+	// closed, set by close, starts no more.
+	bgMu   sync.Mutex
+	bgStop context.CancelFunc
+	bg     sync.WaitGroup
+	closed bool
+	// beforeRecompress, in tests, runs in the background before the
+	// shards of a swap are recompressed, with the context that cuts it
+	// short.
+	beforeRecompress func(context.Context)
 
 	stateMu     sync.Mutex
 	last        *api.RefreshState
@@ -157,7 +170,11 @@ func (l *live) read(ctx context.Context) (ads []match.Ad, unchanged bool, err er
 // the ads gone since, for pages and click links that still name them.
 func (l *live) build(ads []match.Ad, ver string, prev *version) (*version, error) {
 	start := time.Now()
-	indexes, err := market.Build(ads)
+	var prevIndexes *market.Set
+	if prev != nil {
+		prevIndexes, _ = prev.api.Indexes.(*market.Set)
+	}
+	indexes, err := market.Rebuild(ads, prevIndexes)
 	if err != nil {
 		return nil, fmt.Errorf("indexing the catalog: %w", err)
 	}
@@ -167,7 +184,10 @@ func (l *live) build(ads []match.Ad, ver string, prev *version) (*version, error
 	if prev != nil {
 		prevShards = prev.api.Shards
 	}
-	set, err := inPage(indexes, l.wasm, l.zst, l.cfg.RedirectURL, l.split, prevShards, l.log)
+	// A refresh serves its new shards at fast levels at once (recompress
+	// makes them smaller after the swap); a cold start has no catalog to
+	// serve meanwhile, and compresses them at the best levels.
+	set, err := inPage(indexes, l.wasm, l.zst, l.cfg.RedirectURL, l.split, prevShards, prev != nil, l.log)
 	if err != nil {
 		return nil, err
 	}
@@ -194,10 +214,20 @@ func (l *live) build(ads []match.Ad, ver string, prev *version) (*version, error
 			removed[id] = r
 		}
 	}
+	// Feeds keep their order from one refresh to the next, so most ads
+	// are found where the last one kept left off, without a search.
+	at := 0
 	for i := range prev.ads {
-		if _, kept := all.Lookup(prev.ads[i].ID); !kept {
-			removed[prev.ads[i].ID] = api.Removed{Ad: prev.ads[i], Until: until}
+		id := prev.ads[i].ID
+		if at < len(ads) && ads[at].ID == id {
+			at++
+			continue
 		}
+		if k, kept := all.Lookup(id); kept {
+			at = k + 1 // the index's ordinals are the ads' positions
+			continue
+		}
+		removed[id] = api.Removed{Ad: prev.ads[i], Until: until}
 	}
 	next.api.Removed = removed
 	return next, nil
@@ -284,7 +314,57 @@ func (l *live) refresh(ctx context.Context, force bool) api.Reload {
 	}
 	l.cur.Store(next)
 	l.stale = false
+	l.recompress(next.api.Shards)
 	return api.Reload{Result: resultSwapped}
+}
+
+// recompress brings set's shards and fragments that a refresh compressed
+// at fast levels to the best levels, in the background on half the cores,
+// so that searches keep the rest. A newer swap stops the one before: the
+// shards the two share are the newer one's to do, and the older one's
+// own are soon retired.
+func (l *live) recompress(set *shards.Set) {
+	l.bgMu.Lock()
+	defer l.bgMu.Unlock()
+	if l.bgStop != nil {
+		l.bgStop()
+	}
+	if l.closed {
+		return
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	l.bgStop = stop
+	hook := l.beforeRecompress
+	l.bg.Go(func() {
+		if hook != nil {
+			hook(ctx)
+		}
+		start := time.Now()
+		n, err := set.Recompress(ctx, max(1, runtime.GOMAXPROCS(0)/2))
+		switch {
+		case errors.Is(err, context.Canceled):
+			l.log.Info("catalog shards: recompression cut short", "recompressed", n, "duration_ms", time.Since(start).Milliseconds())
+		case err != nil:
+			l.log.Error("catalog shards: recompression failed; they stay at fast levels", "recompressed", n, "err", err)
+		default:
+			l.log.Info("catalog shards recompressed at the best levels", "recompressed", n, "duration_ms", time.Since(start).Milliseconds())
+		}
+	})
+}
+
+// waitRecompressed waits until the shards of the swaps so far are at the
+// best levels, or their recompression was cut short.
+func (l *live) waitRecompressed() { l.bg.Wait() }
+
+// close stops the recompression of shards and waits for it.
+func (l *live) close() {
+	l.bgMu.Lock()
+	l.closed = true
+	if l.bgStop != nil {
+		l.bgStop()
+	}
+	l.bgMu.Unlock()
+	l.bg.Wait()
 }
 
 // check refuses a catalog that came out empty, or lost more than the

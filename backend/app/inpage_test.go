@@ -75,7 +75,7 @@ func TestInPageChoosesTheMatchersZstd(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var logs bytes.Buffer
-			set, err := inPage(indexes, wasm, tc.zst, "", 0, nil, slog.New(slog.NewJSONHandler(&logs, nil)))
+			set, err := inPage(indexes, wasm, tc.zst, "", 0, nil, false, slog.New(slog.NewJSONHandler(&logs, nil)))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,7 +1,9 @@
 package app
 
 import (
+	"bytes"
 	"context"
+	"hash/maphash"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -14,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/adlink/adlink/backend/shards"
 	"github.com/adlink/adlink/internal/testcatalog"
 	"github.com/adlink/adlink/match"
 )
@@ -25,7 +28,13 @@ const icecatDir = "../../../shared/data/catalog/icecat"
 // it (a refresh: read, check, index, cut the shards, swap), beside a cold
 // start of the server on the same feed, for the Icecat products (where
 // ../shared/data has them) and a million generated products. The feed
-// changes by one ad removed and one price changed.
+// changes by one ad removed and one price changed. It also reports the
+// refresh's steps, the recompression of its shards at the best levels
+// that follows the swap (and the zstd bytes of every shard and fragment
+// before it beside after it), and two floors: indexing the whole changed
+// catalog alone (a refresh that changes any ad does that) and reading
+// the feed's bytes and hashing its lines (the least a changed feed's
+// read costs).
 func BenchmarkRefresh(b *testing.B) {
 	for _, c := range []struct {
 		name string
@@ -55,7 +64,8 @@ func BenchmarkRefresh(b *testing.B) {
 				}
 			}
 			changedFeed := feed(b, changed)
-			var cold, refresh time.Duration
+			var cold, refresh, read, index, cut, recompress, floorIndex, floorRead time.Duration
+			var fastBytes, bestBytes int
 			for b.Loop() {
 				writeFile(b, path, feed(b, ads))
 				cfg := testConfig(b)
@@ -75,21 +85,77 @@ func BenchmarkRefresh(b *testing.B) {
 				if r.Result != "swapped" || r.Ads != len(changed) {
 					b.Fatalf("refresh: %+v", r)
 				}
+				read, index, cut = read+a.live.took.read, index+a.live.took.index, cut+a.live.took.shards
+				fastBytes += zstdBytes(a.Catalog().Shards)
+				start = time.Now()
+				a.live.waitRecompressed()
+				recompress += time.Since(start)
+				bestBytes += zstdBytes(a.Catalog().Shards)
 				a.Close()
+
+				runtime.GC()
+				start = time.Now()
+				if _, err := match.Build(changed); err != nil {
+					b.Fatal(err)
+				}
+				floorIndex += time.Since(start)
+				runtime.GC()
+				start = time.Now()
+				readLines(b, path)
+				floorRead += time.Since(start)
 			}
 			n := float64(b.N)
 			b.ReportMetric(float64(len(ads)), "ads")
 			b.ReportMetric(refresh.Seconds()/n, "refresh_s")
 			b.ReportMetric(cold.Seconds()/n, "cold_start_s")
 			b.ReportMetric(refresh.Seconds()/cold.Seconds(), "refresh_vs_cold_x")
+			b.ReportMetric(read.Seconds()/n, "read_s")
+			b.ReportMetric(index.Seconds()/n, "index_s")
+			b.ReportMetric(cut.Seconds()/n, "shards_s")
+			b.ReportMetric(recompress.Seconds()/n, "recompress_after_s")
+			b.ReportMetric(float64(fastBytes)/float64(bestBytes), "fast_vs_best_zstd_x")
+			b.ReportMetric(floorIndex.Seconds()/n, "floor_index_all_s")
+			b.ReportMetric(floorRead.Seconds()/n, "floor_read_lines_s")
 		})
+	}
+}
+
+// zstdBytes is the zstd size of every shard and fragment of set.
+func zstdBytes(set *shards.Set) int {
+	n := set.Pick("", "").Size(shards.Zstd)
+	for _, f := range set.Fragments(set.Pick("", "")) {
+		n += f.Size(shards.Zstd)
+	}
+	for _, b := range set.Markets() {
+		n += b.Size(shards.Zstd)
+		for _, f := range set.Fragments(b) {
+			n += f.Size(shards.Zstd)
+		}
+	}
+	return n
+}
+
+// readLines reads the file at path and hashes each of its lines, as a
+// changed feed's read does before it decodes the lines that changed.
+func readLines(b *testing.B, path string) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	seed := maphash.MakeSeed()
+	var sum uint64
+	for line := range bytes.Lines(data) {
+		sum ^= maphash.Bytes(seed, line)
+	}
+	if sum == 0 && len(data) > 0 {
+		b.Log("all lines hashed to nothing")
 	}
 }
 
 // BenchmarkSwapUnderLoad sends searches from several clients at once over
 // 50,000 generated ads, first while the catalog is swapped again and again
-// (each refresh forced between two feeds) and then as long again in the
-// steady state, and reports the p99 latency, errors and peak heap of the
+// (each refresh forced between two feeds) until the last swap's shards
+// are recompressed, and then as long again in the steady state, and reports the p99 latency, errors and peak heap of the
 // swaps beside those of the steady state.
 func BenchmarkSwapUnderLoad(b *testing.B) {
 	ads := testcatalog.Generate(50_000, 2)
@@ -182,6 +248,9 @@ func BenchmarkSwapUnderLoad(b *testing.B) {
 				b.Fatalf("swap %d: %+v", i, r)
 			}
 		}
+		// The swaps' shards recompressed at the best levels, after them,
+		// count as the swaps' work.
+		a.live.waitRecompressed()
 		close(stop)
 		<-done
 		swapTime := time.Since(swapStart)
@@ -190,6 +259,7 @@ func BenchmarkSwapUnderLoad(b *testing.B) {
 		// they are once their grace has passed.
 		writeFile(b, path, feeds[0])
 		a.Reload(context.Background(), true)
+		a.live.waitRecompressed()
 		a.live.dropRetired()
 		runtime.GC()
 		stop = make(chan struct{})

@@ -117,6 +117,12 @@ func LoadFormat(r io.Reader, name string, f Format, opts Options) ([]match.Ad, e
 // load is LoadFormat; a caller that has decompressed the feed under its
 // own cap asks for no second gzip layer.
 func load(r io.Reader, name string, f Format, opts Options, gz bool) ([]match.Ad, error) {
+	return loadAgain(r, name, f, opts, gz, nil)
+}
+
+// loadAgain is load that finds the ads of unchanged lines of a JSON-lines
+// feed in ls, its last read's lines, and notes this read's in ls.
+func loadAgain(r io.Reader, name string, f Format, opts Options, gz bool, ls *lines) ([]match.Ad, error) {
 	if opts.BaseURL != "" {
 		u, err := url.Parse(opts.BaseURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -132,7 +138,7 @@ func load(r io.Reader, name string, f Format, opts Options, gz bool) ([]match.Ad
 			defer c.Close()
 		}
 	}
-	p := parser{name: name, opts: opts, seen: make(map[string]int)}
+	p := parser{name: name, opts: opts, seen: make(map[string]int), lines: ls}
 	if err := p.setDefaults(); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
@@ -181,6 +187,9 @@ type parser struct {
 	defBid        decimal
 	// rename maps adlink's field names to the feed's own in errors.
 	rename map[string]string
+	// lines, when set, has the ads of a JSON-lines feed's last read by
+	// line, and notes this read's.
+	lines *lines
 }
 
 // setDefaults checks the options' defaults for the feed's lines.
@@ -290,6 +299,12 @@ func (p *parser) addSince(line int, rec *record, before int) {
 	}
 	a := p.convert(line, rec)
 	checkAd(&a, func(field, msg string) { p.fail(line, field, msg) })
+	p.keep(line, a, before)
+}
+
+// keep keeps a, of line, unless its id is a duplicate or the line has had
+// problems since before.
+func (p *parser) keep(line int, a match.Ad, before int) {
 	if a.ID != "" {
 		if prev, dup := p.seen[a.ID]; dup {
 			p.fail(line, "id", fmt.Sprintf("duplicate id %q (first on line %d)", a.ID, prev))

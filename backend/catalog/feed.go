@@ -83,12 +83,28 @@ func (p *parser) readJSONL(r io.Reader) {
 		if len(bytes.TrimSpace(b)) == 0 {
 			continue
 		}
+		var key lineKey
+		if p.lines != nil {
+			key = p.lines.key(b)
+			if a, ok := p.lines.known(key); ok {
+				n := len(p.ads)
+				p.keep(line, a, len(p.errs)+p.dropped)
+				if len(p.ads) > n {
+					p.lines.note(key, n)
+				}
+				continue
+			}
+		}
 		var rec record
 		if field, msg, ok := decodeLine(b, &rec); !ok {
 			p.fail(line, field, msg)
 			continue
 		}
+		n := len(p.ads)
 		p.add(line, &rec)
+		if p.lines != nil && len(p.ads) > n {
+			p.lines.note(key, n)
+		}
 	}
 	if err := sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {

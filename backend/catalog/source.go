@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -159,6 +160,8 @@ type fetched struct {
 	modTime            time.Time
 	sum                string // SHA-256 of the raw bytes
 	ads                []match.Ad
+	// lines are a JSON-lines feed's ads by line, for the next read.
+	lines *lines
 }
 
 // NewFetcher returns a Fetcher with opts' bounds.
@@ -240,7 +243,7 @@ func (f *Fetcher) readFile(src Source, opts Options, prev *fetched) (*fetched, e
 	if format == FormatUnknown {
 		format = FormatOf(src.Location, "")
 	}
-	ads, sum, err := f.parse(file, src, format, opts)
+	ads, sum, ls, err := f.parse(file, src, format, opts, prev)
 	if f.afterRead != nil {
 		f.afterRead(src.Location)
 	}
@@ -251,7 +254,7 @@ func (f *Fetcher) readFile(src Source, opts Options, prev *fetched) (*fetched, e
 	if err != nil {
 		return nil, err
 	}
-	next.sum, next.ads = sum, ads
+	next.sum, next.ads, next.lines = sum, ads, ls
 	if prev != nil && prev.sum == sum {
 		prev.size, prev.modTime = next.size, next.modTime
 		return prev, nil
@@ -296,11 +299,11 @@ func (f *Fetcher) fetchURL(ctx context.Context, src Source, opts Options, prev *
 	if format == FormatUnknown {
 		return nil, fmt.Errorf("%s: unknown feed format (Content-Type %q): name it with #format=jsonl, csv, xml or tsv", src.Name, res.Header.Get("Content-Type"))
 	}
-	ads, sum, err := f.parse(res.Body, src, format, opts)
+	ads, sum, ls, err := f.parse(res.Body, src, format, opts, prev)
 	if err != nil {
 		return nil, err
 	}
-	next := &fetched{etag: res.Header.Get("ETag"), lastModified: res.Header.Get("Last-Modified"), sum: sum, ads: ads}
+	next := &fetched{etag: res.Header.Get("ETag"), lastModified: res.Header.Get("Last-Modified"), sum: sum, ads: ads, lines: ls}
 	if prev != nil && prev.sum == sum {
 		prev.etag, prev.lastModified = next.etag, next.lastModified
 		return prev, nil
@@ -309,29 +312,42 @@ func (f *Fetcher) fetchURL(ctx context.Context, src Source, opts Options, prev *
 }
 
 // parse reads a feed under the size cap, as read and once decompressed,
-// and returns its ads and the SHA-256 of its raw bytes.
-func (f *Fetcher) parse(r io.Reader, src Source, format Format, opts Options) ([]match.Ad, string, error) {
+// and returns its ads, the SHA-256 of its raw bytes and, for JSON lines,
+// its ads by line; the lines prev, the last read, has are not decoded
+// again.
+func (f *Fetcher) parse(r io.Reader, src Source, format Format, opts Options, prev *fetched) ([]match.Ad, string, *lines, error) {
 	if format == FormatUnknown {
-		return nil, "", fmt.Errorf("%s: unknown feed format: want .jsonl, .ndjson, .csv, .xml, .rss, .atom or .tsv, or #format=", src.Name)
+		return nil, "", nil, fmt.Errorf("%s: unknown feed format: want .jsonl, .ndjson, .csv, .xml, .rss, .atom or .tsv, or #format=", src.Name)
 	}
 	h := sha256.New()
 	raw := &capped{r: io.TeeReader(r, h), left: f.opts.MaxBytes}
 	body, err := gunzipped(raw)
 	if err != nil {
-		return nil, "", fmt.Errorf("%s: %w", src.Name, err)
+		return nil, "", nil, fmt.Errorf("%s: %w", src.Name, err)
+	}
+	var ls *lines
+	if format == FormatJSONL {
+		var last *lines
+		if prev != nil {
+			last = prev.lines
+		}
+		ls = nextLines(last, opts)
 	}
 	inflated := &capped{r: body, left: f.opts.MaxBytes}
-	ads, err := load(inflated, src.Name, format, opts, false)
+	ads, err := loadAgain(inflated, src.Name, format, opts, false, ls)
 	if raw.over || inflated.over {
-		return nil, "", fmt.Errorf("%s: %w (%d bytes)", src.Name, ErrTooLarge, f.opts.MaxBytes)
+		return nil, "", nil, fmt.Errorf("%s: %w (%d bytes)", src.Name, ErrTooLarge, f.opts.MaxBytes)
 	}
 	if raw.err != nil {
-		return nil, "", fmt.Errorf("%s: reading: %w", src.Name, raw.err)
+		return nil, "", nil, fmt.Errorf("%s: reading: %w", src.Name, raw.err)
 	}
 	if err != nil {
-		return nil, "", err
+		return nil, "", nil, err
 	}
-	return ads, hex.EncodeToString(h.Sum(nil)), nil
+	if ls != nil {
+		ls.done(ads)
+	}
+	return ads, hex.EncodeToString(h.Sum(nil)), ls, nil
 }
 
 // capped reads at most left bytes of r, and remembers whether there were
@@ -391,6 +407,7 @@ func appendAd(b []byte, a *match.Ad) []byte {
 		b = append(append(append(b, m.Lang...), m.Country...), 1)
 	}
 	b = append(b, 0)
-	b = fmt.Appendf(b, "%d\x00%d\x00\x02", a.PriceCents, a.BidMicros)
+	b = append(strconv.AppendInt(b, a.PriceCents, 10), 0)
+	b = append(strconv.AppendInt(b, a.BidMicros, 10), 0, 2)
 	return b
 }

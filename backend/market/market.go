@@ -5,7 +5,12 @@
 package market
 
 import (
+	"encoding/binary"
 	"fmt"
+	"hash/maphash"
+	"runtime"
+	"slices"
+	"sync"
 
 	"github.com/adlink/adlink/match"
 )
@@ -33,6 +38,11 @@ type Set struct {
 	all     *match.Index
 	markets map[match.Market]*match.Index
 	bids    map[string]int64
+	// sums fingerprint each market's ads under seed, for the next
+	// catalog's Rebuild; the seed is the process's own, so no feed can
+	// aim at a collision.
+	sums map[match.Market]uint64
+	seed maphash.Seed
 }
 
 var _ Indexes = (*Set)(nil)
@@ -40,24 +50,141 @@ var _ Indexes = (*Set)(nil)
 // Build indexes ads as a whole, per market and per country whose ads run
 // in several languages (match.Index.ShardMarkets); an ad that runs in
 // several markets is in each of their indexes, once in its country's.
-func Build(ads []match.Ad) (*Set, error) {
-	all, err := match.Build(ads)
-	if err != nil {
-		return nil, err
+func Build(ads []match.Ad) (*Set, error) { return Rebuild(ads, nil) }
+
+// Rebuild is Build beside prev, the catalog's indexes before a refresh
+// (nil for none): a market whose ads are prev's, every field the same and
+// in the same order, keeps prev's index, which is the one Build would
+// make, rather than being indexed again. The indexes are built on every
+// core.
+func Rebuild(ads []match.Ad, prev *Set) (*Set, error) {
+	s := &Set{markets: map[match.Market]*match.Index{}, bids: make(map[string]int64, len(ads)),
+		sums: map[match.Market]uint64{}, seed: maphash.MakeSeed()}
+	if prev != nil {
+		s.seed = prev.seed
 	}
-	byMarket := match.ShardAds(all, ads)
-	s := &Set{all: all, markets: make(map[match.Market]*match.Index, len(byMarket)), bids: make(map[string]int64, len(ads))}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	var allErr error
+	// Which groups the ads fall in depends on the markets the catalog has
+	// alone (match.ShardAds): when they are the catalog before's, its
+	// whole index groups them, and the new one is built beside the
+	// markets' rather than before them.
+	grouper := (*match.Index)(nil)
+	if prev != nil && sameMarkets(prev.all, ads) {
+		grouper = prev.all
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			s.all, allErr = match.Build(ads)
+		})
+	} else {
+		if s.all, allErr = match.Build(ads); allErr != nil {
+			return nil, allErr
+		}
+		grouper = s.all
+	}
+	byMarket := match.ShardAds(grouper, ads)
 	for i := range ads {
 		s.bids[ads[i].ID] = ads[i].BidMicros
 	}
+	type job struct {
+		m   match.Market
+		ads []match.Ad
+		ix  *match.Index
+		sum uint64
+		err error
+	}
+	var jobs []*job
 	for m, ads := range byMarket {
-		ix, err := match.Build(ads)
-		if err != nil {
-			return nil, fmt.Errorf("market %s: %w", m, err)
+		jobs = append(jobs, &job{m: m, ads: ads})
+	}
+	for _, j := range jobs {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			j.sum = fingerprint(s.seed, j.ads)
+			if prev != nil && prev.markets[j.m] != nil && prev.sums[j.m] == j.sum {
+				j.ix = prev.markets[j.m]
+				return
+			}
+			if j.ix, j.err = match.Build(j.ads); j.err != nil {
+				j.err = fmt.Errorf("market %s: %w", j.m, j.err)
+			}
+		})
+	}
+	wg.Wait()
+	if allErr != nil {
+		return nil, allErr
+	}
+	for _, j := range jobs {
+		if j.err != nil {
+			return nil, j.err
 		}
-		s.markets[m] = ix
+		s.markets[j.m], s.sums[j.m] = j.ix, j.sum
 	}
 	return s, nil
+}
+
+// sameMarkets reports whether ads run in the very markets of all's
+// catalog, no more and no fewer.
+func sameMarkets(all *match.Index, ads []match.Ad) bool {
+	ms := all.Markets()
+	var seen uint64
+	for i := range ads {
+		for _, m := range ads[i].Markets {
+			k := slices.Index(ms, m)
+			if k < 0 {
+				return false
+			}
+			seen |= 1 << k
+		}
+	}
+	return seen == 1<<len(ms)-1 // all ones for 64 markets too
+}
+
+// fingerprint hashes every field of every ad, in order; each string and
+// list is preceded by its length, so no two catalogs write the same bytes.
+func fingerprint(seed maphash.Seed, ads []match.Ad) uint64 {
+	var h maphash.Hash
+	h.SetSeed(seed)
+	var n [8]byte
+	num := func(v int64) {
+		binary.LittleEndian.PutUint64(n[:], uint64(v))
+		h.Write(n[:])
+	}
+	str := func(v string) {
+		num(int64(len(v)))
+		h.WriteString(v)
+	}
+	num(int64(len(ads)))
+	for i := range ads {
+		a := &ads[i]
+		str(a.ID)
+		num(int64(a.Kind))
+		str(a.Title)
+		num(int64(len(a.Keywords)))
+		for _, k := range a.Keywords {
+			str(k)
+		}
+		str(a.Manufacturer)
+		str(a.Model)
+		str(a.Category)
+		str(a.Description)
+		str(a.GTIN)
+		num(a.PriceCents)
+		str(a.Currency)
+		str(a.Logo)
+		str(a.Landing)
+		str(a.Advertiser)
+		num(int64(len(a.Markets)))
+		for _, m := range a.Markets {
+			str(m.Country)
+			str(m.Lang)
+		}
+		num(a.BidMicros)
+	}
+	return h.Sum64()
 }
 
 // All implements Indexes.

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
@@ -33,59 +34,140 @@ var encodingNames = [numEncodings]string{"zstd", "gzip", "identity"}
 // String returns the encoding's Content-Encoding token.
 func (e Encoding) String() string { return encodingNames[e] }
 
-// Blob is one immutable file, compressed once with every encoding when it
-// is made and then served as is.
+// Blob is one immutable file, compressed once with every encoding and
+// then served as is. A blob made at fast levels (NewFastBlob) serves at
+// once and takes the best levels' smaller bytes when Recompress makes
+// them; its name, the SHA-256 of the uncompressed bytes, stays.
 type Blob struct {
 	// SHA256 is the hex SHA-256 of the uncompressed bytes: the blob's name.
 	SHA256      string
 	contentType string
-	enc         [numEncodings][]byte
-	etag        [numEncodings]string
+	// cur is what Serve, Size and Bytes read: a request sees one set of
+	// encodings, with their ETags, from start to end.
+	cur atomic.Pointer[encodings]
+	// mu makes one Recompress at a time, so two cannot both do the work.
+	mu sync.Mutex
+}
+
+// encodings are a blob's bytes in each encoding, each with its own strong
+// ETag.
+type encodings struct {
+	enc  [numEncodings][]byte
+	etag [numEncodings]string
+	// fast is set while zstd and gzip are at fast levels.
+	fast bool
 }
 
 // The encoders every Blob shares: a best-compression zstd encoder costs
 // megabytes to set up, and a large catalog's shards come in hundreds of
 // fragments (with an encoder per blob, BenchmarkShardBytes's three
 // catalogs took 18 s to build; shared, 6 s). EncodeAll may run on many
-// goroutines at once.
+// goroutines at once. The fast ones serve a refreshed catalog's new
+// shards until Recompress has made the best ones (BenchmarkRefresh).
 var (
 	zstdEncoder = sync.OnceValues(func() (*zstd.Encoder, error) {
 		return zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedBestCompression), zstd.WithEncoderConcurrency(runtime.GOMAXPROCS(0)))
 	})
-	gzipWriters = sync.Pool{New: func() any {
-		w, _ := gzip.NewWriterLevel(nil, gzip.BestCompression) // a valid level: no error
+	zstdFastEncoder = sync.OnceValues(func() (*zstd.Encoder, error) {
+		return zstd.NewWriter(nil, zstd.WithEncoderLevel(fastZstdLevel), zstd.WithEncoderConcurrency(runtime.GOMAXPROCS(0)))
+	})
+	gzipWriters     = gzipPool(gzip.BestCompression)
+	gzipFastWriters = gzipPool(fastGzipLevel)
+)
+
+// The fast levels: what a page downloads grows by a few percent over the
+// best levels', for a fraction of their time (BenchmarkRefresh).
+const (
+	fastZstdLevel = zstd.SpeedDefault
+	fastGzipLevel = gzip.BestSpeed
+)
+
+func gzipPool(level int) *sync.Pool {
+	return &sync.Pool{New: func() any {
+		w, _ := gzip.NewWriterLevel(nil, level) // a valid level: no error
 		return w
 	}}
-)
+}
 
 // NewBlob compresses b with zstd (best compression) and gzip (level 9).
 func NewBlob(b []byte, contentType string) (*Blob, error) {
-	sum := sha256.Sum256(b)
+	return newBlob(b, sha256.Sum256(b), contentType, false)
+}
+
+// NewFastBlob compresses b with zstd and gzip at fast levels, for a blob
+// that must be served soon; Recompress makes its encodings NewBlob's.
+func NewFastBlob(b []byte, contentType string) (*Blob, error) {
+	return newBlob(b, sha256.Sum256(b), contentType, true)
+}
+
+// newBlob makes a blob of b, whose SHA-256 is sum.
+func newBlob(b []byte, sum [sha256.Size]byte, contentType string, fast bool) (*Blob, error) {
 	bl := &Blob{SHA256: hex.EncodeToString(sum[:]), contentType: contentType}
-	bl.enc[Identity] = b
-	zw, err := zstdEncoder()
+	e, err := encode(b, bl.SHA256, fast)
 	if err != nil {
 		return nil, err
 	}
-	bl.enc[Zstd] = zw.EncodeAll(b, make([]byte, 0, len(b)/3))
+	bl.cur.Store(e)
+	return bl, nil
+}
+
+// encode compresses b, named sha, at the fast or the best levels.
+func encode(b []byte, sha string, fast bool) (*encodings, error) {
+	e := &encodings{fast: fast}
+	e.enc[Identity] = b
+	encoder, gzipPool := zstdEncoder, gzipWriters
+	if fast {
+		encoder, gzipPool = zstdFastEncoder, gzipFastWriters
+	}
+	zw, err := encoder()
+	if err != nil {
+		return nil, err
+	}
+	e.enc[Zstd] = zw.EncodeAll(b, make([]byte, 0, len(b)/3))
 	var gz bytes.Buffer
-	gw := gzipWriters.Get().(*gzip.Writer)
-	defer gzipWriters.Put(gw)
+	gw := gzipPool.Get().(*gzip.Writer)
+	defer gzipPool.Put(gw)
 	gw.Reset(&gz)
 	gw.Write(b)
 	if err := gw.Close(); err != nil {
 		return nil, err
 	}
-	bl.enc[Gzip] = gz.Bytes()
-	for e := range numEncodings {
-		// Each representation has its own strong ETag.
-		bl.etag[e] = `"` + bl.SHA256
-		if e != Identity {
-			bl.etag[e] += "." + e.String()
+	e.enc[Gzip] = gz.Bytes()
+	for enc := range numEncodings {
+		// Each representation has its own strong ETag: the fast levels'
+		// bytes are other bytes than the best levels'.
+		e.etag[enc] = `"` + sha
+		if enc != Identity {
+			e.etag[enc] += "." + enc.String()
+			if fast {
+				e.etag[enc] += ".fast"
+			}
 		}
-		bl.etag[e] += `"`
+		e.etag[enc] += `"`
 	}
-	return bl, nil
+	return e, nil
+}
+
+// Fast reports whether the blob is still served at fast levels.
+func (b *Blob) Fast() bool { return b.cur.Load().fast }
+
+// Recompress compresses a blob made by NewFastBlob at the best levels and
+// serves those bytes from then on, under new ETags; a request already
+// being answered finishes with the bytes it started with. It reports
+// whether it did: a blob at the best levels already is left as it is.
+func (b *Blob) Recompress() (bool, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	cur := b.cur.Load()
+	if !cur.fast {
+		return false, nil
+	}
+	e, err := encode(cur.enc[Identity], b.SHA256, false)
+	if err != nil {
+		return false, err
+	}
+	b.cur.Store(e)
+	return true, nil
 }
 
 // maxZstdWindow is the largest window a browser decodes zstd content with
@@ -99,9 +181,13 @@ const maxZstdWindow = 8 << 20
 // stale or corrupt, UseZstd returns an error and the blob is unchanged.
 // It keeps z, with an ETag of its own, only when z is smaller than the
 // encoding NewBlob made, and reports whether it did. Call it before the
-// blob is served: a Blob is not safe to change while it is read.
+// blob is served, and not on a blob made by NewFastBlob, whose Recompress
+// would drop z.
 func (b *Blob) UseZstd(z []byte) (bool, error) {
-	want := b.enc[Identity]
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	cur := b.cur.Load()
+	want := cur.enc[Identity]
 	// klauspost's decoder holds a single-segment frame to no window, but
 	// a browser's takes its content size as the window.
 	var h zstd.Header
@@ -123,21 +209,23 @@ func (b *Blob) UseZstd(z []byte) (bool, error) {
 	if !bytes.Equal(got, want) {
 		return false, errors.New("the given zstd decodes to other bytes than the blob's")
 	}
-	if len(z) >= len(b.enc[Zstd]) {
+	if len(z) >= len(cur.enc[Zstd]) {
 		return false, nil
 	}
-	b.enc[Zstd] = z
+	e := *cur
+	e.enc[Zstd] = z
 	// Other bytes, so another strong ETag than NewBlob's encoding had.
 	sum := sha256.Sum256(z)
-	b.etag[Zstd] = `"` + b.SHA256 + ".zstd." + hex.EncodeToString(sum[:8]) + `"`
+	e.etag[Zstd] = `"` + b.SHA256 + ".zstd." + hex.EncodeToString(sum[:8]) + `"`
+	b.cur.Store(&e)
 	return true, nil
 }
 
 // Size is the blob's length in an encoding.
-func (b *Blob) Size(e Encoding) int { return len(b.enc[e]) }
+func (b *Blob) Size(e Encoding) int { return len(b.cur.Load().enc[e]) }
 
 // Bytes returns the blob in an encoding; the caller must not change it.
-func (b *Blob) Bytes(e Encoding) []byte { return b.enc[e] }
+func (b *Blob) Bytes(e Encoding) []byte { return b.cur.Load().enc[e] }
 
 // Negotiate picks the best encoding an Accept-Encoding header allows: zstd,
 // then gzip, then identity, which is always acceptable to us (a client
@@ -183,14 +271,15 @@ func Negotiate(acceptEncoding string) Encoding {
 // If-None-Match with 304. It is readable cross-origin, since publisher
 // pages fetch it from their own origin.
 func (b *Blob) Serve(w http.ResponseWriter, r *http.Request, cacheControl string) {
+	cur := b.cur.Load()
 	e := Negotiate(r.Header.Get("Accept-Encoding"))
 	h := w.Header()
 	h.Set("Vary", "Accept-Encoding")
-	h.Set("ETag", b.etag[e])
+	h.Set("ETag", cur.etag[e])
 	h.Set("Cache-Control", cacheControl)
 	h.Set("Access-Control-Allow-Origin", "*")
 	h.Set("X-Content-Type-Options", "nosniff")
-	if inm := r.Header.Get("If-None-Match"); inm != "" && etagMatch(inm, b.etag[e]) {
+	if inm := r.Header.Get("If-None-Match"); inm != "" && etagMatch(inm, cur.etag[e]) {
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
@@ -198,10 +287,10 @@ func (b *Blob) Serve(w http.ResponseWriter, r *http.Request, cacheControl string
 	if e != Identity {
 		h.Set("Content-Encoding", e.String())
 	}
-	h.Set("Content-Length", strconv.Itoa(len(b.enc[e])))
+	h.Set("Content-Length", strconv.Itoa(len(cur.enc[e])))
 	w.WriteHeader(http.StatusOK)
 	if r.Method != http.MethodHead {
-		w.Write(b.enc[e])
+		w.Write(cur.enc[e])
 	}
 }
 

@@ -34,6 +34,22 @@ func wasmLike() []byte {
 	return b
 }
 
+// setZstd makes z the blob's zstd encoding, whatever it holds.
+func setZstd(b *Blob, z []byte) {
+	e := *b.cur.Load()
+	e.enc[Zstd] = z
+	b.cur.Store(&e)
+}
+
+// rawBlob is a blob of data whose zstd encoding is data itself.
+func rawBlob(data []byte) *Blob {
+	b := &Blob{}
+	e := &encodings{}
+	e.enc[Identity], e.enc[Zstd] = data, data
+	b.cur.Store(e)
+	return b
+}
+
 // serveZstd is the blob's answer to a browser that takes zstd.
 func serveZstd(b *Blob, ifNoneMatch string) (status int, etag string, body []byte) {
 	r := httptest.NewRequest("GET", MatcherPath, nil)
@@ -56,9 +72,9 @@ func TestUseZstdServesASmallerEncoding(t *testing.T) {
 	}
 	best := b.Bytes(Zstd)
 	// Make our own encoding the worse one, as klauspost's is beside the CLI's.
-	b.enc[Zstd] = compress(t, data, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderCRC(false), zstd.WithWindowSize(1<<10))
-	if len(b.enc[Zstd]) <= len(best) {
-		t.Fatalf("fastest %d bytes, best %d: want it worse", len(b.enc[Zstd]), len(best))
+	setZstd(b, compress(t, data, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderCRC(false), zstd.WithWindowSize(1<<10)))
+	if b.Size(Zstd) <= len(best) {
+		t.Fatalf("fastest %d bytes, best %d: want it worse", b.Size(Zstd), len(best))
 	}
 	_, oldETag, _ := serveZstd(b, "")
 	used, err := b.UseZstd(best)
@@ -69,7 +85,7 @@ func TestUseZstdServesASmallerEncoding(t *testing.T) {
 	if status != 200 || !bytes.Equal(body, best) || b.Size(Zstd) != len(best) {
 		t.Errorf("served %d, %d bytes; want the given %d", status, len(body), len(best))
 	}
-	if etag == oldETag || !strings.HasPrefix(etag, `"`+b.SHA256+".zstd.") || etag == b.etag[Gzip] || etag == b.etag[Identity] {
+	if etag == oldETag || !strings.HasPrefix(etag, `"`+b.SHA256+".zstd.") || etag == b.cur.Load().etag[Gzip] || etag == b.cur.Load().etag[Identity] {
 		t.Errorf("ETag %s (was %s): want one of its own for the new bytes", etag, oldETag)
 	}
 	if status, _, _ := serveZstd(b, etag); status != 304 {
@@ -86,12 +102,12 @@ func TestUseZstdKeepsASmallerOwnEncoding(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	own, ownETag := b.Bytes(Zstd), b.etag[Zstd]
+	own, ownETag := b.Bytes(Zstd), b.cur.Load().etag[Zstd]
 	worse := compress(t, data, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithWindowSize(1<<10))
 	if used, err := b.UseZstd(worse); used || err != nil {
 		t.Errorf("UseZstd(larger) = %v, %v; want it valid and not used", used, err)
 	}
-	if !bytes.Equal(b.Bytes(Zstd), own) || b.etag[Zstd] != ownETag {
+	if !bytes.Equal(b.Bytes(Zstd), own) || b.cur.Load().etag[Zstd] != ownETag {
 		t.Error("the blob changed")
 	}
 }
@@ -125,7 +141,7 @@ func TestUseZstdRejectsOtherBytes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			b.enc[Zstd] = data // ours as large as can be: any valid z would win
+			setZstd(b, data) // ours as large as can be: any valid z would win
 			used, err := b.UseZstd(z)
 			if err == nil || used {
 				t.Fatalf("UseZstd = %v, %v; want an error", used, err)
@@ -146,16 +162,14 @@ func TestUseZstdRejectsAWindowBrowsersRefuse(t *testing.T) {
 		"single segment": compress(t, data, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithSingleSegment(true)),
 		"16 MB window":   compress(t, data, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithSingleSegment(false), zstd.WithWindowSize(16<<20)),
 	} {
-		b := &Blob{}
-		b.enc[Identity], b.enc[Zstd] = data, data
+		b := rawBlob(data)
 		if used, err := b.UseZstd(z); err == nil || used {
 			t.Errorf("%s: UseZstd = %v, %v; want an error", name, used, err)
 		}
 	}
 	// An 8 MB window is fine.
 	z := compress(t, data, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithSingleSegment(false), zstd.WithWindowSize(maxZstdWindow))
-	b := &Blob{}
-	b.enc[Identity], b.enc[Zstd] = data, data
+	b := rawBlob(data)
 	if used, err := b.UseZstd(z); err != nil || !used {
 		t.Errorf("8 MB window: UseZstd = %v, %v; want it used", used, err)
 	}

@@ -10,6 +10,7 @@ package shards
 
 import (
 	"cmp"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -17,6 +18,8 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
+	"weak"
 
 	"github.com/adlink/adlink/backend/market"
 	"github.com/adlink/adlink/match"
@@ -66,7 +69,10 @@ type Set struct {
 	fragsBySHA  map[string]*Blob  // every fragment, for Options.Previous
 	matcher     *Blob
 	matcherZstd ZstdChoice
-	manifests   map[*Blob][]byte
+	// byIndex is each index's shard, for Options.Previous: an index the
+	// next catalog keeps as it was (market.Build) is not encoded again.
+	// Weak, so that a Set retired with its catalog keeps no index alive.
+	byIndex map[weak.Pointer[match.Index]]*Blob
 }
 
 // Options are what Build serves besides the shards.
@@ -87,9 +93,14 @@ type Options struct {
 	SplitAbove int
 	// Previous, when set, is the Set of the catalog before: a shard,
 	// fragment or module whose bytes are the same is taken from it rather
-	// than compressed again, so a refresh that changed one market
-	// compresses that market's shard and the whole catalog's alone.
+	// than compressed again, and an index it was built from is not even
+	// encoded, so a refresh that changed one market compresses that
+	// market's shard and the whole catalog's alone.
 	Previous *Set
+	// Fast compresses the shards and fragments not taken from Previous at
+	// fast levels (NewFastBlob), so that a refreshed catalog serves soon;
+	// Set.Recompress brings them to the best levels afterwards.
+	Fast bool
 }
 
 // ZstdChoice is which zstd encoding of matcher.wasm a Set serves.
@@ -107,100 +118,164 @@ type ZstdChoice struct {
 // Build encodes and compresses every market's shard and the whole
 // catalog's, and matcher.wasm, on every core.
 func Build(src market.Indexes, o Options) (*Set, error) {
-	matcher := o.Matcher
 	all := src.All()
 	if all == nil {
 		return nil, errors.New("shards: no index")
 	}
-	s := &Set{redirectURL: o.RedirectURL, allIndex: all, markets: map[match.Market]*Blob{}, bySHA: map[string]*Blob{}, frags: map[*Blob][]*Blob{}, fragsBySHA: map[string]*Blob{}, manifests: map[*Blob][]byte{}}
+	s := &Set{redirectURL: o.RedirectURL, allIndex: all, markets: map[match.Market]*Blob{}, bySHA: map[string]*Blob{}, frags: map[*Blob][]*Blob{}, fragsBySHA: map[string]*Blob{}, byIndex: map[weak.Pointer[match.Index]]*Blob{}}
 	type job struct {
-		market match.Market
+		market match.Market // none for the whole catalog's
 		ix     *match.Index
-		data   []byte
-		ctype  string
 		blob   *Blob
 		frags  []*Blob
-		err    error
-		// zstd is another encoder's zstd of data, offered to blob.
-		zstd   []byte
-		choice ZstdChoice
 	}
-	jobs := []*job{{ix: all, ctype: "application/octet-stream"}}
+	jobs := []*job{{ix: all}}
 	for _, m := range all.ShardMarkets() {
 		if ix := src.For(m.Country, m.Lang); ix != nil {
-			jobs = append(jobs, &job{market: m, ix: ix, ctype: "application/octet-stream"})
+			jobs = append(jobs, &job{market: m, ix: ix})
 		}
 	}
-	if matcher != nil {
-		jobs = append(jobs, &job{data: matcher, ctype: "application/wasm", zstd: o.MatcherZstd})
+	// Each shard and fragment is a piece of its own, so one large market's
+	// hundreds of fragments spread over every core.
+	type piece struct {
+		data       []byte
+		ctype      string
+		fast       bool
+		blob       *Blob
+		reused     bool
+		err        error
+		zstd       []byte // another encoder's zstd of data, offered to blob
+		zstdChoice ZstdChoice
 	}
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
-	for _, j := range jobs {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			var frags [][]byte
-			if j.ix != nil {
-				j.data, frags = pageShard(j.ix, cmp.Or(o.SplitAbove, splitAbove))
-			}
-			reused := false
-			if j.blob, reused = o.Previous.blob(j.data); !reused {
-				if j.blob, j.err = NewBlob(j.data, j.ctype); j.err != nil {
-					return
-				}
-			}
-			for _, f := range frags {
-				b, ok := o.Previous.blob(f)
-				if !ok {
-					if b, j.err = NewBlob(f, j.ctype); j.err != nil {
-						return
-					}
-				}
-				j.frags = append(j.frags, b)
-			}
-			if j.zstd == nil {
-				return
-			}
-			if reused && o.Previous.matcher == j.blob {
-				j.choice = o.Previous.matcherZstd
-				return
-			}
-			j.choice = ZstdChoice{Given: len(j.zstd), Own: j.blob.Size(Zstd)}
-			j.choice.Served, j.choice.Err = j.blob.UseZstd(j.zstd)
-		})
-	}
-	wg.Wait()
-	for _, j := range jobs {
-		if j.err != nil {
-			return nil, j.err
+	var pieces []*piece
+	var firstPiece []int // per job, its shard's piece; its fragments follow
+	encoded := make([][][]byte, len(jobs))
+	parallel(len(jobs), func(i int) {
+		j := jobs[i]
+		if b := o.Previous.shardOf(j.ix); b != nil {
+			// The very index the catalog before had: its shard as it was.
+			j.blob, j.frags = b, o.Previous.frags[b]
+			return
 		}
+		shard, frags := pageShard(j.ix, cmp.Or(o.SplitAbove, splitAbove))
+		encoded[i] = append([][]byte{shard}, frags...)
+	})
+	for i := range jobs {
+		firstPiece = append(firstPiece, len(pieces))
+		for _, data := range encoded[i] {
+			pieces = append(pieces, &piece{data: data, ctype: "application/octet-stream", fast: o.Fast})
+		}
+	}
+	if o.Matcher != nil {
+		pieces = append(pieces, &piece{data: o.Matcher, ctype: "application/wasm", zstd: o.MatcherZstd})
+	}
+	parallel(len(pieces), func(i int) {
+		p := pieces[i]
+		sum := sha256.Sum256(p.data)
+		if p.blob, p.reused = o.Previous.blob(hex.EncodeToString(sum[:])); !p.reused {
+			if p.blob, p.err = newBlob(p.data, sum, p.ctype, p.fast); p.err != nil {
+				return
+			}
+		}
+		if p.zstd == nil {
+			return
+		}
+		if p.reused && o.Previous.matcher == p.blob {
+			p.zstdChoice = o.Previous.matcherZstd
+			return
+		}
+		p.zstdChoice = ZstdChoice{Given: len(p.zstd), Own: p.blob.Size(Zstd)}
+		p.zstdChoice.Served, p.zstdChoice.Err = p.blob.UseZstd(p.zstd)
+	})
+	for _, p := range pieces {
+		if p.err != nil {
+			return nil, p.err
+		}
+	}
+	for i, j := range jobs {
+		if encoded[i] == nil {
+			continue
+		}
+		j.blob = pieces[firstPiece[i]].blob
+		for _, p := range pieces[firstPiece[i]+1 : firstPiece[i]+len(encoded[i])] {
+			j.frags = append(j.frags, p.blob)
+		}
+	}
+	if o.Matcher != nil {
+		p := pieces[len(pieces)-1]
+		s.matcher, s.matcherZstd = p.blob, p.zstdChoice
 	}
 	s.all = jobs[0].blob
-	if matcher != nil {
-		s.matcher, s.matcherZstd = jobs[len(jobs)-1].blob, jobs[len(jobs)-1].choice
-	}
-	for _, j := range jobs {
-		switch {
-		case j.ix == nil:
-			continue
-		case j.ix != all:
+	for i, j := range jobs {
+		if i > 0 {
 			s.markets[j.market] = j.blob
 		}
 		s.bySHA[j.blob.SHA256] = j.blob
+		s.byIndex[weak.Make(j.ix)] = j.blob
 		if j.frags != nil {
 			s.frags[j.blob] = j.frags
 			for _, f := range j.frags {
 				s.fragsBySHA[f.SHA256] = f
 			}
 		}
-		name := "all"
-		if j.ix != all {
-			name = j.market.String()
-		}
-		s.manifests[j.blob] = s.manifest(name, j.blob)
 	}
 	return s, nil
+}
+
+// parallel calls f(0) to f(n-1) on every core and returns when all have.
+func parallel(n int, f func(i int)) {
+	var wg sync.WaitGroup
+	var next atomic.Int64
+	for range min(n, runtime.GOMAXPROCS(0)) {
+		wg.Go(func() {
+			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
+				f(i)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// Recompress brings every shard and fragment of s still at fast levels
+// (Options.Fast) to the best ones, shards before fragments, on workers
+// goroutines; it stops early when ctx ends, leaving the rest fast. It
+// returns how many it recompressed. Blobs s shares with the Set before
+// or after it are done once, whichever Set's Recompress gets to them.
+func (s *Set) Recompress(ctx context.Context, workers int) (int, error) {
+	var blobs []*Blob
+	for _, b := range s.bySHA {
+		if b.Fast() {
+			blobs = append(blobs, b)
+		}
+	}
+	for _, f := range s.fragsBySHA {
+		if f.Fast() {
+			blobs = append(blobs, f)
+		}
+	}
+	var done atomic.Int64
+	var mu sync.Mutex
+	var firstErr error
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range max(1, min(workers, len(blobs))) {
+		wg.Go(func() {
+			for i := int(next.Add(1)) - 1; i < len(blobs) && ctx.Err() == nil; i = int(next.Add(1)) - 1 {
+				did, err := blobs[i].Recompress()
+				if err != nil {
+					mu.Lock()
+					firstErr = cmp.Or(firstErr, err)
+					mu.Unlock()
+					return
+				}
+				if did {
+					done.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return int(done.Load()), cmp.Or(firstErr, ctx.Err())
 }
 
 // Pick returns the shard that answers a market exactly as the server does:
@@ -216,9 +291,13 @@ func (s *Set) Pick(country, lang string) *Blob {
 	return s.all
 }
 
-// Manifest is the JSON manifest of the shard Pick chooses.
+// Manifest is the JSON manifest of the shard Pick chooses, with the sizes
+// its encodings have now.
 func (s *Set) Manifest(country, lang string) []byte {
-	return s.manifests[s.Pick(country, lang)]
+	if m, ok := s.allIndex.ShardMarket(country, lang); ok && s.markets[m] != nil {
+		return s.manifest(m.String(), s.markets[m])
+	}
+	return s.manifest("all", s.all)
 }
 
 // Shard returns the shard named by its SHA-256, or nil.
@@ -287,14 +366,12 @@ func appendFile(out []byte, url string, b *Blob) []byte {
 	return append(out, "}}"...)
 }
 
-// blob returns the blob of s whose bytes are data, shard, fragment or
-// module, if s has one.
-func (s *Set) blob(data []byte) (*Blob, bool) {
+// blob returns the blob of s, shard, fragment or module, whose
+// uncompressed bytes have the SHA-256 sha, if s has one.
+func (s *Set) blob(sha string) (*Blob, bool) {
 	if s == nil {
 		return nil, false
 	}
-	sum := sha256.Sum256(data)
-	sha := hex.EncodeToString(sum[:])
 	if b := s.bySHA[sha]; b != nil {
 		return b, true
 	}
@@ -305,4 +382,12 @@ func (s *Set) blob(data []byte) (*Blob, bool) {
 		return f, true
 	}
 	return nil, false
+}
+
+// shardOf returns the shard of s encoded from ix, if s has one.
+func (s *Set) shardOf(ix *match.Index) *Blob {
+	if s == nil {
+		return nil
+	}
+	return s.byIndex[weak.Make(ix)]
 }
