@@ -26,9 +26,9 @@ type article struct {
 	url string
 	// title and text are the page's, as extracted; reduced are the same
 	// reduced against the whole catalog, the analysis the server keeps.
-	title, text        string
-	redTitle, redText  string
-	lang               string
+	title, text       string
+	redTitle, redText string
+	lang              string
 }
 
 // dataDir is ../shared/data seen from the module root, or "" when absent.

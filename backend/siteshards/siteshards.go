@@ -28,6 +28,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -39,7 +40,7 @@ import (
 
 // Defaults of Options.
 const (
-	DefaultBudget       = 150 << 10
+	DefaultBudget       = 150_000
 	DefaultPagesPerSite = 64
 	DefaultMaxSites     = 10000
 	DefaultMaxShards    = 512
@@ -49,7 +50,7 @@ const (
 	DefaultBuildBurst   = 8
 	DefaultHeadWait     = 5 * time.Second
 	// MinBudget is the smallest budget: a few dozen ads.
-	MinBudget = 8 << 10
+	MinBudget = 8_000
 )
 
 // Sizes of the top sets.
@@ -180,7 +181,9 @@ type site struct {
 	feats []feature
 	sig   string
 	built map[string]*builtRef // by market key
-	elem  *list.Element
+	// queued is the key of the site's build queued or running, if any.
+	queued string
+	elem   *list.Element
 }
 
 // builtRef is the shard a site's pages load in one market.
@@ -339,13 +342,31 @@ func (s *Service) marketAddLocked(feats []feature, d int) {
 	}
 }
 
-// marketKey names a market of one catalog version.
+// marketKey names the ads a request reads: a catalog version's index and
+// the markets of it that country and lang filter in; "" when they filter
+// in none. However a manifest spells its market, the keys are as few as
+// the markets.
 func marketKey(r *Request) string {
+	bits := marketFilter(r.Index, r.Country, r.Lang)
+	if bits == 0 {
+		return ""
+	}
 	v := r.Version
 	if v == "" {
 		v = fmt.Sprintf("%p", r.Index) // a catalog that never changes
 	}
-	return v + "\x00" + r.Country + "\x00" + r.Lang
+	var sb strings.Builder
+	sb.WriteString(v)
+	sb.WriteByte('/')
+	sb.WriteString(strconv.Itoa(r.Index.Len()))
+	sb.WriteByte(0) // the version ends here (cutVersion)
+	for k, m := range r.Index.Markets() {
+		if bits&(1<<k) != 0 {
+			sb.WriteString(m.String())
+			sb.WriteByte(' ')
+		}
+	}
+	return sb.String()
 }
 
 // Pick returns the shard a site's pages load in a market, or nil when the
@@ -359,6 +380,9 @@ func (s *Service) Pick(ctx context.Context, r Request) *Shard {
 		return nil
 	}
 	mk := marketKey(&r)
+	if mk == "" {
+		return nil
+	}
 	s.mu.Lock()
 	ready := s.headLocked(mk, &r, s.o.Now()).ready
 	s.mu.Unlock()
@@ -385,7 +409,9 @@ func (s *Service) Pick(ctx context.Context, r Request) *Shard {
 	if st := s.sites[r.Site]; st != nil && st.sig != "" && h.order != nil {
 		s.siteLRU.MoveToFront(st.elem)
 		b := st.built[mk]
-		if b == nil || b.sig != st.sig && now.Sub(b.at) >= s.o.Debounce {
+		// A build for the site at a time; a new catalog's at once, a new
+		// top set's once the debounce has passed.
+		if st.queued == "" && (b == nil || b.sig != st.sig && now.Sub(b.at) >= s.o.Debounce) {
 			s.wantLocked(st, mk, &r, h, now)
 			if nb := st.built[mk]; nb != nil {
 				b = nb // a shard another site had built
@@ -426,6 +452,7 @@ func (s *Service) wantLocked(st *site, mk string, r *Request, h *head, now time.
 	select {
 	case s.queue <- j:
 		s.pending[key] = true
+		st.queued = key
 		s.inflight++
 	default:
 		s.stats.Refused++
@@ -535,6 +562,9 @@ func (s *Service) build(ctx context.Context) {
 			sh, err := s.cut(j.ix, order)
 			s.mu.Lock()
 			delete(s.pending, j.key)
+			if st := s.sites[j.site]; st != nil && st.queued == j.key {
+				st.queued = ""
+			}
 			if err != nil {
 				s.o.Logger.Warn("a site's shard", "err", err)
 			} else {
