@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/adlink/adlink"
@@ -80,7 +81,7 @@ func demoServer(b *testing.B, lang string) served {
 	var s served
 	s.widget, _ = get(b, srv.URL, "/widget.js")
 	s.module, _ = get(b, srv.URL, a.Shards.MatcherURL())
-	s.manifest, s.manifestBody = get(b, srv.URL, "/v2/shards?"+url.Values{"api_key": {"demo"}, "site_id": {"demo"}, "lang": {lang}}.Encode())
+	s.manifest, s.manifestBody = get(b, srv.URL, "/v2/shards?"+url.Values{"api_key": {"demo"}, "site_id": {"demo"}, "loc": {"de"}, "lang": {lang}}.Encode())
 	return s
 }
 
@@ -121,15 +122,20 @@ func zstdLen(b *testing.B, data []byte) int {
 	return blob.Size(shards.Zstd)
 }
 
-// marketIndex is the index that answers the demo article's market (no loc,
-// its language), as the server picks it.
-func marketIndex(mi *market.Set, lang string) *match.Index {
-	return pickIndex(mi, "", lang)
+// germanIndex is the index of a catalog's German market.
+func germanIndex(b *testing.B, ads []match.Ad) *match.Index {
+	mi, err := market.Build(ads)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return pickIndex(mi, "de", "de")
 }
 
 // BenchmarkFirstViewBytes counts the bytes of a cold first view of the
-// demo article that the server has not analysed, matched in the page, with
-// the demo catalog, Icecat (19,406 products) and 1,000,000 generated ones:
+// demo article that the server has not analysed, matched in the page, as
+// a page in Germany (loc=de: with the demo catalog and Icecat the same
+// market as without), with the demo catalog, Icecat (19,406 products) and
+// 1,000,000 generated ones:
 // the module, the manifest, the shard and the fragments the page's answer
 // needs, and widget.js, each as served with zstd. The shard is the site
 // shard a site never seen gets (the market's head), beside the market's
@@ -140,39 +146,47 @@ func marketIndex(mi *market.Set, lang string) *match.Index {
 func BenchmarkFirstViewBytes(b *testing.B) {
 	title, text, lang := demoArticle(b)
 	common := demoServer(b, lang)
-	q := match.Query{Page: true, Title: title, Text: text, Lang: lang}
+	q := match.Query{Page: true, Title: title, Text: text, Country: "de", Lang: lang}
 	for _, c := range []struct {
 		name, suffix string
-		ads          func(*testing.B) []match.Ad
+		// index is the German market's, which answers the article.
+		index func(*testing.B) (*match.Index, int)
 	}{
-		{"demo", "", nil},
-		{"icecat", "-icecat", func(b *testing.B) []match.Ad { return icecat(b) }},
-		{"1M", "-1M", func(*testing.B) []match.Ad { return inMarket(testcatalog.Generate(1_000_000, 1), "de", "de") }},
+		{"demo", "", func(b *testing.B) (*match.Index, int) {
+			ads, err := catalog.Demo(catalog.Options{BaseURL: "http://localhost:8080"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			return germanIndex(b, ads), len(ads)
+		}},
+		{"icecat", "-icecat", func(b *testing.B) (*match.Index, int) {
+			ads := icecat(b)
+			return germanIndex(b, ads), len(ads)
+		}},
+		// The German market alone: its index is the one the whole
+		// catalog's market.Build makes for it.
+		{"1M", "-1M", func(b *testing.B) (*match.Index, int) {
+			ads := testcatalog.Generate(1_000_000, 1)
+			ix, err := match.Build(inMarket(ads, "de", "de"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			return ix, len(ads)
+		}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			var ads []match.Ad
-			var err error
-			if c.ads == nil {
-				ads, err = demoAds()
-			} else {
-				ads = c.ads(b)
-			}
-			if err != nil {
-				b.Fatal(err)
-			}
-			mi, err := market.Build(ads)
-			if err != nil {
-				b.Fatal(err)
-			}
-			ix := marketIndex(mi, lang)
-			var site, whole, siteAds, wholeAds, manifest int
+			ix, nAds := c.index(b)
+			var site, whole, siteAds, wholeAds, manifest, wholeManifest int
 			for range b.N {
 				shard, frags := shards.PageShard(ix)
 				whole, wholeAds = shardBytes(b, shard, frags, q)
 				svc := siteshards.New(siteshards.Options{HeadWait: 1 << 62})
-				sh := svc.Pick(context.Background(), siteshards.Request{Version: "v", Index: ix, MarketBytes: marketBytes(b, shard, frags), Site: "demo", Lang: lang})
+				sh := svc.Pick(context.Background(), siteshards.Request{Version: "v", Index: ix, MarketBytes: marketBytes(b, shard, frags), Site: "demo", Country: "de", Lang: lang})
 				svc.Close()
-				manifest = common.manifest
+				manifest, wholeManifest = common.manifest, common.manifest
+				if len(frags) > 0 && !strings.Contains(common.manifestBody, `"fragments"`) {
+					wholeManifest += len(fmt.Sprintf(`,"fragments":%d`, len(frags)))
+				}
 				if sh == nil { // the market's own shard fits: served as it is
 					site, siteAds = whole, wholeAds
 				} else {
@@ -188,13 +202,13 @@ func BenchmarkFirstViewBytes(b *testing.B) {
 				}
 			}
 			rest := common.module + common.widget
-			kb := func(n int) float64 { return float64(n+rest+manifest) / 1e3 }
-			b.ReportMetric(kb(site), "KB-first-view"+c.suffix)
-			b.ReportMetric(kb(whole), "KB-first-view-whole-market"+c.suffix)
-			b.ReportMetric(kb(site)/kb(whole), "of-whole-market"+c.suffix)
+			siteKB, wholeKB := float64(site+rest+manifest)/1e3, float64(whole+rest+wholeManifest)/1e3
+			b.ReportMetric(siteKB, "KB-first-view"+c.suffix)
+			b.ReportMetric(wholeKB, "KB-first-view-whole-market"+c.suffix)
+			b.ReportMetric(siteKB/wholeKB, "of-whole-market"+c.suffix)
 			b.ReportMetric(0, "ns/op")
 			fmt.Printf("first view of the demo article, %s catalog (%d ads, market of %d): module %.1f KB, widget.js %.1f KB, manifest %.2f KB, shard and fragments %.1f KB (%d ads shown); the market's whole shard: %.1f KB (%d ads shown)\n",
-				c.name, len(ads), ix.Len(), float64(common.module)/1e3, float64(common.widget)/1e3, float64(manifest)/1e3, float64(site)/1e3, siteAds, float64(whole)/1e3, wholeAds)
+				c.name, nAds, ix.Len(), float64(common.module)/1e3, float64(common.widget)/1e3, float64(manifest)/1e3, float64(site)/1e3, siteAds, float64(whole)/1e3, wholeAds)
 		})
 	}
 }
@@ -225,10 +239,6 @@ func inMarket(ads []match.Ad, country, lang string) []match.Ad {
 		}
 	}
 	return out
-}
-
-func demoAds() ([]match.Ad, error) {
-	return catalog.Demo(catalog.Options{BaseURL: "http://localhost:8080"})
 }
 
 // BenchmarkTop3Agreement: for each of the shared articles the server

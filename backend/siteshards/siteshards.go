@@ -481,7 +481,12 @@ func (s *Service) headLocked(mk string, r *Request, now time.Time) *head {
 	s.inflight++
 	ix, country, lang := r.Index, r.Country, r.Lang
 	go func() {
+		start := time.Now()
 		sh, order, err := s.buildHead(ix, country, lang, feats)
+		if err == nil {
+			s.o.Logger.Info("market head shard built", "ads", sh.Ads, "zstd_bytes", sh.Bytes, "fragments", len(sh.Fragments),
+				"features", len(feats), "duration_ms", time.Since(start).Milliseconds())
+		}
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if err != nil {
@@ -558,8 +563,13 @@ func (s *Service) build(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case j := <-s.queue:
+			start := time.Now()
 			order := siteOrder(j.ix, j.country, j.lang, j.feats, j.head, s.o.Budget/bytesPerAd)
 			sh, err := s.cut(j.ix, order)
+			if err == nil {
+				s.o.Logger.Info("site shard built", "ads", sh.Ads, "zstd_bytes", sh.Bytes, "fragments", len(sh.Fragments),
+					"features", len(j.feats), "duration_ms", time.Since(start).Milliseconds())
+			}
 			s.mu.Lock()
 			delete(s.pending, j.key)
 			if st := s.sites[j.site]; st != nil && st.queued == j.key {
