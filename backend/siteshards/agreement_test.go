@@ -155,7 +155,7 @@ func inPage(tb testing.TB, shard *shards.Blob, frags []*shards.Blob, a *article)
 // that the page's matcher shows on the shard a site learned from the other
 // articles (leave-one-out), and on the market's whole shard.
 func agreement(tb testing.TB, mi *market.Set, arts []article, budget int) (site, whole float64, n int) {
-	svc := siteshards.New(siteshards.Options{Budget: budget, BuildRate: 1e9, BuildBurst: 1 << 20, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))})
+	svc := siteshards.New(siteshards.Options{Budget: budget, BuildRate: 1e9, BuildBurst: 1 << 20, Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	defer svc.Close()
 	wholeShards := map[*match.Index][2]any{}
 	var agreeSite, agreeWhole int
