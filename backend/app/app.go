@@ -300,6 +300,10 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 	}
 
 	a.SiteShards = siteshards.New(siteShardOptions(cfg, opts, log))
+	a.Metrics.WatchSiteShards(func() metrics.SiteShardStats {
+		s := a.SiteShards.Stats()
+		return metrics.SiteShardStats{Profiles: s.Sites, Shards: s.Shards, Bytes: s.Bytes, Builds: s.Builds, HeadBuilds: s.HeadBuilds, Refused: s.Refused}
+	})
 	a.Admin = api.NewAdmin(api.AdminDeps{Metrics: a.Metrics, Reload: a.Reload})
 	a.Handler = api.NewServer(api.Deps{
 		Config:       cfg,

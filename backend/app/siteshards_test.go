@@ -149,6 +149,10 @@ func TestSiteShardsServed(t *testing.T) {
 		t.Error("the site's shard changed with nothing new")
 	}
 
+	if _, metrics := get(t, a.Admin, "/metrics"); !strings.Contains(metrics, `adlink_site_shard_builds_total{kind="site"} 1`) ||
+		!strings.Contains(metrics, `adlink_site_shard_builds_total{kind="head"} 1`) {
+		t.Error("/metrics does not count one site shard and one head built")
+	}
 	// Another partner's site, or none: refused as the market's manifest is.
 	manifest("other", http.StatusForbidden)
 	if status, _ := get(t, a.Handler, "/v2/shards?api_key=demo&loc=de&lang=de"); status != http.StatusBadRequest {
