@@ -23,6 +23,7 @@ import (
 	"github.com/adlink/adlink/backend/partners"
 	"github.com/adlink/adlink/backend/ratelimit"
 	"github.com/adlink/adlink/backend/shards"
+	"github.com/adlink/adlink/backend/siteshards"
 	"github.com/adlink/adlink/contract"
 )
 
@@ -50,6 +51,10 @@ type Deps struct {
 	// Shards are the market shards and matcher.wasm the page loads; nil
 	// serves none.
 	Shards *shards.Set
+	// SiteShards, when set, choose for each site the shard its pages load
+	// where the market's own is over their budget, and learn from the
+	// pages the server answers; nil serves every market's own shard.
+	SiteShards SiteShards
 	// Web holds widget.js, demo/ (the demo publisher pages) and the
 	// report dashboard's dashboard.html, .js and .css; nil serves none.
 	Web fs.FS
@@ -119,6 +124,7 @@ type server struct {
 	accounts *accounts.Book
 	rollups  clicks.RollupReader
 	budget   *budget.Gate
+	sites    SiteShards
 }
 
 // NewServer returns the handler of every adlink route. It panics when a
@@ -151,6 +157,7 @@ func NewServer(d Deps) http.Handler {
 		accounts: d.Accounts,
 		rollups:  d.Rollups,
 		budget:   d.Budget,
+		sites:    d.SiteShards,
 	}
 	if s.accounts == nil {
 		s.accounts, _ = accounts.New(nil, nil)
@@ -168,6 +175,9 @@ func NewServer(d Deps) http.Handler {
 	s.log = slog.New(requestIDHandler{s.log.Handler()})
 	if s.now == nil {
 		s.now = time.Now
+	}
+	if s.sites == nil {
+		s.sites = (*siteshards.Service)(nil) // serves each market's own shard
 	}
 	mux := http.NewServeMux()
 	s.routes(mux)

@@ -36,6 +36,7 @@ import (
 	"github.com/adlink/adlink/backend/ratelimit"
 	"github.com/adlink/adlink/backend/retention"
 	"github.com/adlink/adlink/backend/shards"
+	"github.com/adlink/adlink/backend/siteshards"
 	"github.com/adlink/adlink/backend/store"
 	pgstore "github.com/adlink/adlink/backend/store/pg"
 	redisstore "github.com/adlink/adlink/backend/store/redis"
@@ -72,6 +73,31 @@ type Options struct {
 	// FeedClient fetches the feed URLs; nil is a client of the catalog's
 	// own.
 	FeedClient *http.Client
+	// SiteShards, when set, are siteshards.Options in place of the ones the
+	// configuration makes (its Budget from -site-shard-kb still applies
+	// when theirs is zero).
+	SiteShards *siteshards.Options
+}
+
+// siteShardOptions are the site shards' options: -site-shard-kb's budget.
+func siteShardOptions(cfg config.Config, opts Options, log *slog.Logger) siteshards.Options {
+	var o siteshards.Options
+	if opts.SiteShards != nil {
+		o = *opts.SiteShards
+	}
+	if o.Budget == 0 {
+		o.Budget = cfg.SiteShardKB * 1000
+		if cfg.SiteShardKB == 0 {
+			o.Budget = -1 // off
+		}
+	}
+	if o.Now == nil {
+		o.Now = opts.Now
+	}
+	if o.Logger == nil {
+		o.Logger = log.With("component", "siteshards")
+	}
+	return o
 }
 
 // App is the server, built and running: its page workers are started.
@@ -103,6 +129,9 @@ type App struct {
 	Accounts *accounts.Book
 	// Budget keeps advertisers whose daily budget is spent out of answers.
 	Budget *budget.Gate
+	// SiteShards are the shards chosen for each site where a market's own
+	// is over -site-shard-kb.
+	SiteShards *siteshards.Service
 	// Metrics are served at /metrics.
 	Metrics *metrics.Metrics
 	// DataFile is the state store's file.
@@ -289,6 +318,11 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 		}()
 	}
 
+	a.SiteShards = siteshards.New(siteShardOptions(cfg, opts, log))
+	a.Metrics.WatchSiteShards(func() metrics.SiteShardStats {
+		s := a.SiteShards.Stats()
+		return metrics.SiteShardStats{Profiles: s.Sites, Shards: s.Shards, Bytes: s.Bytes, Builds: s.Builds, HeadBuilds: s.HeadBuilds, Refused: s.Refused}
+	})
 	a.Admin = api.NewAdmin(api.AdminDeps{Metrics: a.Metrics, Reload: a.Reload})
 	a.Handler = api.NewServer(api.Deps{
 		Config:       cfg,
@@ -305,6 +339,7 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 		Accounts:     a.Accounts,
 		Rollups:      a.Rollups,
 		Budget:       a.Budget,
+		SiteShards:   a.SiteShards,
 		Pages:        pageService,
 		Now:          opts.Now,
 		Web:          web,
@@ -499,6 +534,7 @@ func (a *App) Close() error {
 		if a.Pages != nil {
 			a.Pages.Stop()
 		}
+		a.SiteShards.Close()
 		if a.retention != nil {
 			a.retention.Stop()
 		}

@@ -55,6 +55,12 @@ type Config struct {
 	// CatalogMaxBytes bounds a feed, as read and once decompressed
 	// (-catalog-max-bytes, ADLINK_CATALOG_MAX_BYTES).
 	CatalogMaxBytes int64
+	// SiteShardKB is the most kilobytes (1,000 bytes, with zstd) a page
+	// downloads for the in-page matcher when its market's own shard is
+	// larger: a shard of the ads the site's analysed pages point to
+	// (backend/siteshards); 0 serves every market's own shard
+	// (-site-shard-kb, ADLINK_SITE_SHARD_KB).
+	SiteShardKB int
 	// AdminAddr is the admin listener's address, which serves /metrics and
 	// POST /admin/reload; empty serves none (-admin-addr,
 	// ADLINK_ADMIN_ADDR).
@@ -174,6 +180,7 @@ func Default() Config {
 		Addr:             "localhost:8080",
 		AdminAddr:        "127.0.0.1:9464",
 		CatalogMaxDrop:   0.25,
+		SiteShardKB:      150,
 		CatalogTimeout:   time.Minute,
 		CatalogMaxBytes:  1 << 30,
 		DataDir:          ".data",
@@ -293,6 +300,7 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	envDuration("ADLINK_CATALOG_REFRESH", &c.CatalogRefresh)
 	envDuration("ADLINK_CATALOG_TIMEOUT", &c.CatalogTimeout)
 	envFloat("ADLINK_CATALOG_MAX_DROP", &c.CatalogMaxDrop)
+	envInt("ADLINK_SITE_SHARD_KB", &c.SiteShardKB)
 	if v := getenv("ADLINK_CATALOG_MAX_BYTES"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
@@ -326,6 +334,7 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	fs.StringVar(&c.RedirectURL, "redirect-url", c.RedirectURL, "base `URL` of ad links; default http://<addr> (ADLINK_REDIRECT_URL)")
 	fs.Var(&listFlag{list: &c.Catalogs}, "catalog", "catalog feed `file or URL` (JSONL, CSV, Merchant Center XML or TSV; options after #), repeatable; none serves the embedded demo (ADLINK_CATALOG, comma-separated)")
 	fs.DurationVar(&c.CatalogRefresh, "catalog-refresh", c.CatalogRefresh, "read the catalog feeds again this often; 0: only on SIGHUP and POST /admin/reload (ADLINK_CATALOG_REFRESH)")
+	fs.IntVar(&c.SiteShardKB, "site-shard-kb", c.SiteShardKB, "most `KB` (zstd) a page downloads for the in-page matcher when its market's shard is larger: a shard chosen for the site; 0 serves the market's whole shard (ADLINK_SITE_SHARD_KB)")
 	fs.Float64Var(&c.CatalogMaxDrop, "catalog-max-drop", c.CatalogMaxDrop, "`part` (0 to 1) of its ads a refreshed catalog may lose; more is refused unless forced (ADLINK_CATALOG_MAX_DROP)")
 	fs.DurationVar(&c.CatalogTimeout, "catalog-timeout", c.CatalogTimeout, "bound on one fetch of a feed URL (ADLINK_CATALOG_TIMEOUT)")
 	fs.Int64Var(&c.CatalogMaxBytes, "catalog-max-bytes", c.CatalogMaxBytes, "most `bytes` of one feed, as read and decompressed (ADLINK_CATALOG_MAX_BYTES)")
@@ -454,6 +463,9 @@ func (c *Config) Validate() error {
 	}
 	if !(c.CatalogMaxDrop >= 0 && c.CatalogMaxDrop <= 1) {
 		bad("catalog-max-drop %v: want a part from 0 to 1", c.CatalogMaxDrop)
+	}
+	if c.SiteShardKB != 0 && c.SiteShardKB < 8 {
+		bad("site-shard-kb %d: want at least 8 KB, or 0 to serve each market's whole shard", c.SiteShardKB)
 	}
 	if c.CatalogTimeout <= 0 {
 		bad("catalog-timeout %v: want a positive duration", c.CatalogTimeout)
