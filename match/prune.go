@@ -4,6 +4,7 @@ package match
 
 import (
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 )
@@ -27,28 +28,38 @@ const (
 	blockLen   = 1 << blockShift
 )
 
-// pruneMin is the fewest postings a query must have for the walk to pay:
-// below it the exhaustive loop, a few nanoseconds a posting, is faster.
-const pruneMin = 1024
+// A query must have pruneMin postings, and pruneKeep for each candidate it
+// keeps, for the walk to pay: below, the exhaustive loop, a few
+// nanoseconds a posting, is faster.
+const pruneMin, pruneKeep = 1024, 16
 
 // boundSlack widens every upper bound against the rounding of the sums
 // that compare it with exact scores: an ad is skipped only when its bound
 // is below the threshold by more than rounding could explain.
 const boundSlack = 1 + 1e-9
 
-// fullTextBounds holds, for each block of postings, the most any of them
-// can add to an ad's final score before its list's rarity (idf) and the
-// product-type boost: its BM25 term weight times the ad's bid factor,
-// apart for the postings that name the ad's product type and the others.
-// The shard does not carry them: Build computes them, an opened index on
-// its first full-text query.
+// fullTextBounds holds, for each block of postings, the most its ads can
+// get from the query term that holds them, before the term's rarity (idf)
+// and the product-type boost: the BM25 weights of the term and of its
+// synonyms (which a query always scores together) in the ad, summed,
+// times the ad's bid factor. Ads whose product type is one of those words
+// are bounded apart from the others, as only they can be doubled by the
+// type of a query that names it. The shard does not carry the bounds:
+// Build computes them, an opened index on its first full-text query.
 type fullTextBounds struct {
 	once         sync.Once
-	typed, other []float32    // per block, rounded up
-	scored       atomic.Int64 // ads the walks scored, for the tests
+	typed, other []float32 // per block, rounded up
+	// champs holds, for each term of more than champMin postings, its
+	// champN ads with the highest weights, ascending: scored first, they
+	// set a threshold before the walk starts.
+	champs map[uint32][]uint32
+	scored atomic.Int64 // ads the walks scored, for the tests
 }
 
-// prepareFullText computes the block bounds once.
+// A term of champMin postings or more keeps its champN best ads.
+const champMin, champN = 1024, 64
+
+// prepareFullText computes the bounds once.
 func (ix *Index) prepareFullText() {
 	ix.ft.once.Do(ix.computeBounds)
 }
@@ -56,17 +67,134 @@ func (ix *Index) prepareFullText() {
 func (ix *Index) computeBounds() {
 	n := (len(ix.postAd) + blockLen - 1) >> blockShift
 	typed, other := make([]float32, n), make([]float32, n)
-	ads, tfs, avg := ix.ads, ix.postTF, ix.avgLen
-	for p, ad := range ix.postAd {
-		v := up32(postingWeight(tfs[p], &ads[ad], avg))
-		j := p >> blockShift
-		if tfs[p]&typeFlag != 0 {
-			typed[j] = max(typed[j], v)
+	put := func(p uint32, v float64, isTyped bool) {
+		j, w := p>>blockShift, up32(v)
+		if isTyped {
+			typed[j] = max(typed[j], w)
 		} else {
-			other[j] = max(other[j], v)
+			other[j] = max(other[j], w)
 		}
 	}
-	ix.ft.typed, ix.ft.other = typed, other
+	ads, postAd, tfs, avg := ix.ads, ix.postAd, ix.postTF, ix.avgLen
+	groups := ix.synonymGroups()
+	inGroup := make([]bool, len(ix.postOff)-1)
+	for _, g := range groups {
+		for _, t := range g {
+			inGroup[t] = true
+		}
+	}
+	for t := range inGroup {
+		if inGroup[t] {
+			continue
+		}
+		for p := ix.postOff[t]; p < ix.postOff[t+1]; p++ {
+			put(p, postingWeight(tfs[p], &ads[postAd[p]], avg), tfs[p]&typeFlag != 0)
+		}
+	}
+	// A group's words count together: each posting is bounded by what
+	// all of them give its ad, typed when the ad is any of their types.
+	// The word the query wrote weighs 1, its synonyms synonymWeight: the
+	// sum is at most synonymWeight times all plus the rest of the largest.
+	sum := make([]float64, len(ads))
+	most := make([]float64, len(ads))
+	isTyped := make([]bool, len(ads))
+	for _, g := range groups {
+		for _, t := range g {
+			for p := ix.postOff[t]; p < ix.postOff[t+1]; p++ {
+				ad := postAd[p]
+				w := postingWeight(tfs[p], &ads[ad], avg)
+				sum[ad] += w
+				most[ad] = max(most[ad], w)
+				isTyped[ad] = isTyped[ad] || tfs[p]&typeFlag != 0
+			}
+		}
+		for _, t := range g {
+			for p := ix.postOff[t]; p < ix.postOff[t+1]; p++ {
+				ad := postAd[p]
+				put(p, (synonymWeight*sum[ad]+(1-synonymWeight)*most[ad])*boundSlack, isTyped[ad])
+			}
+		}
+		for _, t := range g {
+			for _, ad := range postAd[ix.postOff[t]:ix.postOff[t+1]] {
+				sum[ad], most[ad], isTyped[ad] = 0, 0, false
+			}
+		}
+	}
+	champs := make(map[uint32][]uint32)
+	for t := range len(ix.postOff) - 1 {
+		if lo, hi := ix.postOff[t], ix.postOff[t+1]; hi-lo >= champMin {
+			champs[uint32(t)] = ix.champions(lo, hi)
+		}
+	}
+	ix.ft.typed, ix.ft.other, ix.ft.champs = typed, other, champs
+}
+
+// synonymGroups returns the term ids of each synonym group the index
+// has two or more words of.
+func (ix *Index) synonymGroups() [][]uint32 {
+	var groups [][]uint32
+	for _, g := range synonymGroups {
+		var ids []uint32
+		for _, w := range g {
+			if id := ix.termID(Normalize(w)); id >= 0 && !slices.Contains(ids, uint32(id)) {
+				ids = append(ids, uint32(id))
+			}
+		}
+		if len(ids) > 1 {
+			groups = append(groups, ids)
+		}
+	}
+	return groups
+}
+
+// champions returns the champN ads of postings [lo, hi) with the highest
+// weights, a type posting's doubled, ascending.
+func (ix *Index) champions(lo, hi uint32) []uint32 {
+	type champ struct {
+		w  float64
+		ad uint32
+	}
+	h := make([]champ, 0, champN) // a min-heap by weight
+	less := func(i, j int) bool { return h[i].w < h[j].w }
+	down := func(i int) {
+		for {
+			l, r, m := 2*i+1, 2*i+2, i
+			if l < len(h) && less(l, m) {
+				m = l
+			}
+			if r < len(h) && less(r, m) {
+				m = r
+			}
+			if m == i {
+				return
+			}
+			h[i], h[m] = h[m], h[i]
+			i = m
+		}
+	}
+	for p := lo; p < hi; p++ {
+		ad := ix.postAd[p]
+		w := postingWeight(ix.postTF[p], &ix.ads[ad], ix.avgLen)
+		if ix.postTF[p]&typeFlag != 0 {
+			w *= 2
+		}
+		switch {
+		case len(h) < champN:
+			h = append(h, champ{w, ad})
+			for i := len(h) - 1; i > 0 && less(i, (i-1)/2); i = (i - 1) / 2 {
+				h[i], h[(i-1)/2] = h[(i-1)/2], h[i]
+			}
+		case w > h[0].w:
+			h[0] = champ{w, ad}
+			down(0)
+		}
+	}
+	ads := make([]uint32, len(h))
+	for i, c := range h {
+		ads[i] = c.ad
+	}
+	slices.Sort(ads)
+	return ads
 }
 
 // postingWeight is what a posting adds to its ad's score per unit of idf,
@@ -76,6 +204,15 @@ func postingWeight(t uint8, a *adRec, avg float64) float64 {
 	tf := float64(t & maxTF)
 	norm := k1 * (1 - b + b*float64(a.docLen)/avg)
 	return tf * (k1 + 1) / (tf + norm) * bidFactor(a.bid)
+}
+
+// termScore is what a posting of term weight idf adds to its ad's score,
+// computed as matchFullText computes it, to the bit.
+func termScore(idf float64, t uint8, docLen uint32, avg float64) float64 {
+	const k1, b = 1.2, 0.75
+	tf := float64(t & maxTF)
+	norm := float64(k1 * (1 - b + b*float64(docLen)/avg))
+	return float64(idf * float64(tf*(k1+1)) / float64(tf+norm))
 }
 
 // up32 rounds v up to a float32, so a stored bound is never below it.
@@ -115,7 +252,7 @@ func (ix *Index) prunedFullText(q *Query, alts []alt, required uint32, f filter,
 		for _, a := range alts {
 			total += int(ix.postOff[a.id+1] - ix.postOff[a.id])
 		}
-		if total < pruneMin {
+		if total < max(pruneMin, pruneKeep*keep) {
 			return nil, false
 		}
 	}
@@ -130,7 +267,7 @@ type listCursor struct {
 	pos, end uint32 // the current posting and the list's end in postAd
 	doc      uint32 // postAd[pos], or the walk's end once the list is done
 	alt      int    // the alternative's place in alts: scores add in that order
-	idf      float64
+	k        uint32 // its query term: the group of it and its synonyms
 	// typed and other scale a block's bounds into bounds of the final
 	// score: idf, doubled where the ads may get the product-type boost.
 	typed, other float64
@@ -141,7 +278,9 @@ type listCursor struct {
 // exhaustive loop in matchFullText does: the same ads, masks and scores;
 // and how many ads it scored, for the tests.
 func (ix *Index) walkFullText(alts []alt, required uint32, and bool, f filter, keep int) (h worst, scored int) {
-	const k1, b = 1.2, 0.75
+	if keep <= 0 {
+		return nil, 0
+	}
 	n := float64(len(ix.ads))
 	end := uint32(len(ix.ads))
 	ads, postAd, postTF, avg := ix.ads, ix.postAd, ix.postTF, ix.avgLen
@@ -149,48 +288,50 @@ func (ix *Index) walkFullText(alts []alt, required uint32, and bool, f filter, k
 	for _, a := range alts {
 		groupDF[a.k] += ix.postOff[a.id+1] - ix.postOff[a.id]
 	}
-	// An ad gets the type boost only when its product type is a term of
-	// the query's last word: such an ad has that type posting in a head
-	// list. So a type posting can be doubled only in a list of a head
-	// term, and any other posting only when some head list has type
-	// postings at all.
-	if keep <= 0 {
-		return nil, 0
+	// An ad gets the type boost only when its type is a term of the
+	// query's last word, so it holds that type posting in a head list.
+	// The bounds of ads typed by a term's group are doubled when the group
+	// has a head term; the others' when some head list has typed ads.
+	var headGroup [maxQueryTerms]bool
+	boostOther := 1.0
+	// rarity is the term's idf before a synonym's weight: the synonyms'
+	// bounds hold the weights (computeBounds).
+	idf, rarity := make([]float64, len(alts)), make([]float64, len(alts))
+	listT := make([]float64, len(alts))
+	listO := make([]float64, len(alts))
+	for i, a := range alts {
+		df := float64(min(groupDF[a.k], uint32(len(ix.ads))))
+		rarity[i] = ln(float64(1 + (n-df+0.5)/(df+0.5)))
+		idf[i] = float64(a.w * rarity[i])
+		listT[i], listO[i] = ix.listMax(ix.postOff[a.id], ix.postOff[a.id+1])
+		for _, h := range alts {
+			if h.head && h.id == a.id {
+				headGroup[a.k] = true
+			}
+		}
+		if a.head && listT[i] > 0 {
+			boostOther = 2
+		}
 	}
 	cs := make([]listCursor, len(alts))
-	oth := make([]float64, len(alts))
-	boostOther := 1.0
 	for i, a := range alts {
 		lo, hi := ix.postOff[a.id], ix.postOff[a.id+1]
-		df := float64(min(groupDF[a.k], uint32(len(ix.ads))))
-		idf := float64(a.w * ln(float64(1+(n-df+0.5)/(df+0.5))))
 		c := &cs[i]
-		*c = listCursor{pos: lo, end: hi, doc: end, alt: i, idf: idf, typed: idf, other: idf}
+		*c = listCursor{pos: lo, end: hi, doc: end, alt: i, k: a.k, typed: rarity[i], other: rarity[i] * boostOther}
+		if headGroup[a.k] {
+			c.typed *= 2
+		}
 		if lo < hi {
 			c.doc = postAd[lo]
 		}
-		for _, h := range alts {
-			if h.head && h.id == a.id {
-				c.typed = 2 * idf
-			}
-		}
-		// ub holds the list's own bounds until all are known.
-		t, o := ix.listMax(lo, hi)
-		if a.head && t > 0 {
-			boostOther = 2
-		}
-		c.ub = max(c.typed*t, idf*o)
-		oth[i] = idf * o
-	}
-	for i := range cs {
-		c := &cs[i]
-		c.other *= boostOther
-		c.ub = max(c.ub, boostOther*oth[i]) * boundSlack
+		c.ub = max(c.typed*listT[i], c.other*listO[i]) * boundSlack
 	}
 	sortCursors(cs)
 
+	// An ad scoring below floor cannot rank: keep ads score at least that.
+	floor := ix.seedFloor(alts, idf, required, and, f, keep)
 	h = make(worst, 0, min(keep, len(postAd)))
-	theta := math.Inf(-1)
+	theta := math.Inf(-1) // once keep ads are held, the worst one's score
 	for {
 		if and {
 			// Every required term must be there: no ad before the
@@ -202,7 +343,7 @@ func (ix *Index) walkFullText(alts []alt, required uint32, and bool, f filter, k
 				}
 				first := end
 				for i := range cs {
-					if alts[cs[i].alt].k == k {
+					if cs[i].k == k {
 						first = min(first, cs[i].doc)
 					}
 				}
@@ -213,22 +354,26 @@ func (ix *Index) walkFullText(alts []alt, required uint32, and bool, f filter, k
 			}
 			if cs[0].doc < lower {
 				for i := range cs {
-					if cs[i].doc < lower {
-						ix.seek(&cs[i], lower, end)
-					}
+					ix.seek(&cs[i], lower, end)
 				}
 				sortCursors(cs)
 			}
 		}
 		// The pivot: the first list at which the bounds of the lists up to
-		// it could beat the threshold. No ad before its ad can.
+		// it could beat the threshold, a term's synonyms counted once. No
+		// ad before the pivot's ad can.
 		p, sum := -1, 0.0
+		var gub [maxQueryTerms]float64
 		for i := range cs {
-			if cs[i].doc >= end {
+			c := &cs[i]
+			if c.doc >= end {
 				break
 			}
-			sum += cs[i].ub
-			if sum > theta {
+			if c.ub > gub[c.k] {
+				sum += c.ub - gub[c.k]
+				gub[c.k] = c.ub
+			}
+			if sum >= floor && (len(h) < keep || sum > theta) {
 				p = i
 				break
 			}
@@ -240,26 +385,29 @@ func (ix *Index) walkFullText(alts []alt, required uint32, and bool, f filter, k
 		for p+1 < len(cs) && cs[p+1].doc == pd {
 			p++
 		}
-		if len(h) == keep {
-			// The bounds of the blocks that would hold pd: when they
-			// cannot beat the threshold, no ad up to the first of those
-			// blocks' ends can.
-			bound, next := 0.0, end
-			if p+1 < len(cs) {
-				next = cs[p+1].doc
-			}
+		// The bounds of the blocks that would hold pd: when they cannot
+		// beat the threshold, no ad up to the first of those blocks' ends
+		// can.
+		next := end
+		if p+1 < len(cs) {
+			next = cs[p+1].doc
+		}
+		var gb [maxQueryTerms]float64
+		for i := 0; i <= p; i++ {
+			bb, last := ix.blockAt(&cs[i], pd)
+			gb[cs[i].k] = max(gb[cs[i].k], bb)
+			next = min(next, last)
+		}
+		bound := 0.0
+		for _, v := range gb {
+			bound += v
+		}
+		if bound *= boundSlack; bound < floor || len(h) == keep && bound <= theta {
 			for i := 0; i <= p; i++ {
-				bb, last := ix.blockAt(&cs[i], pd)
-				bound += bb
-				next = min(next, last)
+				ix.seek(&cs[i], next, end)
 			}
-			if bound*boundSlack <= theta {
-				for i := 0; i <= p; i++ {
-					ix.seek(&cs[i], next, end)
-				}
-				sortCursors(cs)
-				continue
-			}
+			sortCursors(cs)
+			continue
 		}
 		if cs[0].doc != pd {
 			for i := 0; cs[i].doc < pd; i++ {
@@ -279,9 +427,7 @@ func (ix *Index) walkFullText(alts []alt, required uint32, and bool, f filter, k
 			c := &cs[i]
 			al := &alts[c.alt]
 			t := postTF[c.pos]
-			tf := float64(t & maxTF)
-			norm := float64(k1 * (1 - b + b*float64(a.docLen)/avg))
-			acc = float64(acc + c.idf*float64(tf*(k1+1))/float64(tf+norm))
+			acc = float64(acc + termScore(idf[c.alt], t, a.docLen, avg))
 			mask |= al.bit
 			if t&typeFlag != 0 && al.head {
 				mask |= typeBit
@@ -299,7 +445,7 @@ func (ix *Index) walkFullText(alts []alt, required uint32, and bool, f filter, k
 			if m != mask && m&required == required {
 				c.score = float64(c.score * typeBoost)
 			}
-			if len(h) < keep || (keep > 0 && better(&c, &h[0])) {
+			if len(h) < keep || better(&c, &h[0]) {
 				h.keep(keep, c)
 				if len(h) == keep {
 					theta = h[0].score
@@ -310,28 +456,73 @@ func (ix *Index) walkFullText(alts []alt, required uint32, and bool, f filter, k
 	return h, scored
 }
 
-// listMax returns the bounds of the postings [lo, hi): the blocks' for
-// the blocks inside it, and the postings' own in the blocks it shares with
-// other lists.
-func (ix *Index) listMax(lo, hi uint32) (typed, other float64) {
-	add := func(p uint32) {
-		v := float64(up32(postingWeight(ix.postTF[p], &ix.ads[ix.postAd[p]], ix.avgLen)))
-		if ix.postTF[p]&typeFlag != 0 {
-			typed = max(typed, v)
-		} else {
-			other = max(other, v)
+// seedFloor scores the champions of the query's terms and returns the
+// keep-th best score among those that qualify: at least keep ads score
+// that much, so an ad scoring less cannot rank. -Inf when fewer qualify.
+func (ix *Index) seedFloor(alts []alt, idf []float64, required uint32, and bool, f filter, keep int) float64 {
+	var seeds []uint32
+	for _, a := range alts {
+		seeds = append(seeds, ix.ft.champs[a.id]...)
+	}
+	if len(seeds) < keep {
+		return math.Inf(-1)
+	}
+	slices.Sort(seeds)
+	seeds = slices.Compact(seeds)
+	end := uint32(len(ix.ads))
+	cs := make([]listCursor, len(alts))
+	for i, a := range alts {
+		lo, hi := ix.postOff[a.id], ix.postOff[a.id+1]
+		cs[i] = listCursor{pos: lo, end: hi, doc: end}
+		if lo < hi {
+			cs[i].doc = ix.postAd[lo]
 		}
 	}
-	p := lo
-	for ; p < hi && p%blockLen != 0; p++ {
-		add(p)
+	scores := make([]float64, 0, len(seeds))
+	for _, d := range seeds {
+		a := &ix.ads[d]
+		if !f.ok(a) {
+			continue
+		}
+		var acc float64
+		var mask uint32
+		for i := range cs {
+			c := &cs[i]
+			if ix.seek(c, d, end); c.doc != d {
+				continue
+			}
+			t := ix.postTF[c.pos]
+			acc = float64(acc + termScore(idf[i], t, a.docLen, ix.avgLen))
+			mask |= alts[i].bit
+			if t&typeFlag != 0 && alts[i].head {
+				mask |= typeBit
+			}
+		}
+		m := mask &^ typeBit
+		if and && m&required != required {
+			continue
+		}
+		score := float64(acc * bidFactor(a.bid))
+		if m != mask && m&required == required {
+			score = float64(score * typeBoost)
+		}
+		scores = append(scores, score)
 	}
-	for ; p+blockLen <= hi; p += blockLen {
-		j := p >> blockShift
+	if len(scores) < keep {
+		return math.Inf(-1)
+	}
+	slices.Sort(scores)
+	return scores[len(scores)-keep]
+}
+
+// listMax returns the bounds of the blocks that hold postings [lo, hi),
+// typed and others.
+func (ix *Index) listMax(lo, hi uint32) (typed, other float64) {
+	if lo == hi {
+		return 0, 0
+	}
+	for j := lo >> blockShift; j <= (hi-1)>>blockShift; j++ {
 		typed, other = max(typed, float64(ix.ft.typed[j])), max(other, float64(ix.ft.other[j]))
-	}
-	for ; p < hi; p++ {
-		add(p)
 	}
 	return typed, other
 }
