@@ -4,6 +4,7 @@ package match
 
 import (
 	"math"
+	"math/bits"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -24,7 +25,7 @@ const pruning = true
 // postAd: a block can hold the end of one list and the start of the next,
 // and its bound is then theirs together, which is still a bound of each.
 const (
-	blockShift = 6
+	blockShift = 4
 	blockLen   = 1 << blockShift
 )
 
@@ -364,12 +365,17 @@ func (ix *Index) walkFullText(alts []alt, required uint32, and bool, f filter, k
 		// ad before the pivot's ad can.
 		p, sum := -1, 0.0
 		var gub [maxQueryTerms]float64
+		var seen uint32
 		for i := range cs {
 			c := &cs[i]
 			if c.doc >= end {
 				break
 			}
-			if c.ub > gub[c.k] {
+			if seen&(1<<c.k) == 0 {
+				seen |= 1 << c.k
+				sum += c.ub
+				gub[c.k] = c.ub
+			} else if c.ub > gub[c.k] {
 				sum += c.ub - gub[c.k]
 				gub[c.k] = c.ub
 			}
@@ -392,15 +398,23 @@ func (ix *Index) walkFullText(alts []alt, required uint32, and bool, f filter, k
 		if p+1 < len(cs) {
 			next = cs[p+1].doc
 		}
-		var gb [maxQueryTerms]float64
-		for i := 0; i <= p; i++ {
-			bb, last := ix.blockAt(&cs[i], pd)
-			gb[cs[i].k] = max(gb[cs[i].k], bb)
-			next = min(next, last)
-		}
 		bound := 0.0
-		for _, v := range gb {
-			bound += v
+		if p == 0 {
+			bb, last := ix.blockAt(&cs[0], pd)
+			bound, next = bb, min(next, last)
+		} else {
+			var gb [maxQueryTerms]float64
+			seen = 0
+			for i := 0; i <= p; i++ {
+				bb, last := ix.blockAt(&cs[i], pd)
+				k := cs[i].k
+				seen |= 1 << k
+				gb[k] = max(gb[k], bb)
+				next = min(next, last)
+			}
+			for ; seen != 0; seen &= seen - 1 {
+				bound += gb[bits.TrailingZeros32(seen)]
+			}
 		}
 		if bound *= boundSlack; bound < floor || len(h) == keep && bound <= theta {
 			for i := 0; i <= p; i++ {
