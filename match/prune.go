@@ -314,10 +314,13 @@ func (ix *Index) walkFullText(alts []alt, required uint32, and bool, f filter, k
 			boostOther = 2
 		}
 	}
-	cs := make([]listCursor, len(alts))
+	// cs holds the cursors by ad: pointers, as sorting moves them often.
+	cursors := make([]listCursor, len(alts))
+	cs := make([]*listCursor, len(alts))
 	for i, a := range alts {
 		lo, hi := ix.postOff[a.id], ix.postOff[a.id+1]
-		c := &cs[i]
+		c := &cursors[i]
+		cs[i] = c
 		*c = listCursor{pos: lo, end: hi, doc: end, alt: i, k: a.k, typed: rarity[i], other: rarity[i] * boostOther}
 		if headGroup[a.k] {
 			c.typed *= 2
@@ -355,7 +358,7 @@ func (ix *Index) walkFullText(alts []alt, required uint32, and bool, f filter, k
 			}
 			if cs[0].doc < lower {
 				for i := range cs {
-					ix.seek(&cs[i], lower, end)
+					ix.seek(cs[i], lower, end)
 				}
 				sortCursors(cs)
 			}
@@ -367,7 +370,7 @@ func (ix *Index) walkFullText(alts []alt, required uint32, and bool, f filter, k
 		var gub [maxQueryTerms]float64
 		var seen uint32
 		for i := range cs {
-			c := &cs[i]
+			c := cs[i]
 			if c.doc >= end {
 				break
 			}
@@ -400,13 +403,13 @@ func (ix *Index) walkFullText(alts []alt, required uint32, and bool, f filter, k
 		}
 		bound := 0.0
 		if p == 0 {
-			bb, last := ix.blockAt(&cs[0], pd)
+			bb, last := ix.blockAt(cs[0], pd)
 			bound, next = bb, min(next, last)
 		} else {
 			var gb [maxQueryTerms]float64
 			seen = 0
 			for i := 0; i <= p; i++ {
-				bb, last := ix.blockAt(&cs[i], pd)
+				bb, last := ix.blockAt(cs[i], pd)
 				k := cs[i].k
 				seen |= 1 << k
 				gb[k] = max(gb[k], bb)
@@ -418,54 +421,64 @@ func (ix *Index) walkFullText(alts []alt, required uint32, and bool, f filter, k
 		}
 		if bound *= boundSlack; bound < floor || len(h) == keep && bound <= theta {
 			for i := 0; i <= p; i++ {
-				ix.seek(&cs[i], next, end)
+				ix.seek(cs[i], next, end)
 			}
 			sortCursors(cs)
 			continue
 		}
 		if cs[0].doc != pd {
 			for i := 0; cs[i].doc < pd; i++ {
-				ix.seek(&cs[i], pd, end)
+				ix.seek(cs[i], pd, end)
 			}
 			sortCursors(cs)
 			continue
 		}
-		// Score pd as the exhaustive loop does: term by term in the
-		// query's order (the cursors at pd are in that order), the same
-		// arithmetic, the same rounding.
-		scored++
-		a := &ads[pd]
-		var acc float64
-		var mask uint32
-		for i := 0; i <= p; i++ {
-			c := &cs[i]
-			al := &alts[c.alt]
-			t := postTF[c.pos]
-			acc = float64(acc + termScore(idf[c.alt], t, a.docLen, avg))
-			mask |= al.bit
-			if t&typeFlag != 0 && al.head {
-				mask |= typeBit
+		// Every ad up to next is in the lists 0..p alone, all at pd now:
+		// score them all, as the blocks that hold them could rank them.
+		// Scored as the exhaustive loop scores them: term by term in the
+		// query's order (the window's cursors are put in that order), the
+		// same arithmetic, the same rounding.
+		win := cs[:p+1]
+		slices.SortFunc(win, func(x, y *listCursor) int { return x.alt - y.alt })
+		for d := pd; d < next; {
+			scored++
+			a := &ads[d]
+			var acc float64
+			var mask uint32
+			low := end
+			for _, c := range win {
+				if c.doc == d {
+					al := &alts[c.alt]
+					t := postTF[c.pos]
+					acc = float64(acc + termScore(idf[c.alt], t, a.docLen, avg))
+					mask |= al.bit
+					if t&typeFlag != 0 && al.head {
+						mask |= typeBit
+					}
+					c.pos++
+					c.doc = end
+					if c.pos < c.end {
+						c.doc = postAd[c.pos]
+					}
+				}
+				low = min(low, c.doc)
 			}
-			c.pos++
-			c.doc = end
-			if c.pos < c.end {
-				c.doc = postAd[c.pos]
-			}
-		}
-		sortCursors(cs)
-		m := mask &^ typeBit
-		if (!and || m&required == required) && f.ok(a) {
-			c := cand{ad: pd, mask: m, score: float64(acc * bidFactor(a.bid)), ext: -1}
-			if m != mask && m&required == required {
-				c.score = float64(c.score * typeBoost)
-			}
-			if len(h) < keep || better(&c, &h[0]) {
-				h.keep(keep, c)
-				if len(h) == keep {
-					theta = h[0].score
+			m := mask &^ typeBit
+			if (!and || m&required == required) && f.ok(a) {
+				c := cand{ad: d, mask: m, score: float64(acc * bidFactor(a.bid)), ext: -1}
+				if m != mask && m&required == required {
+					c.score = float64(c.score * typeBoost)
+				}
+				if len(h) < keep || better(&c, &h[0]) {
+					h.keep(keep, c)
+					if len(h) == keep {
+						theta = h[0].score
+					}
 				}
 			}
+			d = low
 		}
+		sortCursors(cs)
 	}
 	return h, scored
 }
@@ -590,7 +603,7 @@ func (ix *Index) seek(c *listCursor, doc, end uint32) {
 
 // sortCursors orders the cursors by ad, then by their term's place in the
 // query: an insertion sort, as they are few and mostly in order.
-func sortCursors(cs []listCursor) {
+func sortCursors(cs []*listCursor) {
 	for i := 1; i < len(cs); i++ {
 		for j := i; j > 0 && (cs[j].doc < cs[j-1].doc || cs[j].doc == cs[j-1].doc && cs[j].alt < cs[j-1].alt); j-- {
 			cs[j], cs[j-1] = cs[j-1], cs[j]
