@@ -50,11 +50,18 @@ const boundSlack = 1 + 1e-9
 type fullTextBounds struct {
 	once         sync.Once
 	typed, other []float32 // per block, rounded up
-	// champs holds, for each term of more than champMin postings, its
-	// champN ads with the highest weights, ascending: scored first, they
-	// set a threshold before the walk starts.
-	champs map[uint32][]uint32
+	// long holds what a term of champMin postings or more keeps, so a
+	// query does not go through its blocks for it.
+	long   map[uint32]longList
 	scored atomic.Int64 // ads the walks scored, for the tests
+}
+
+// longList is a long posting list's bounds, and its champN ads with the
+// highest weights, ascending: scored first, they set a threshold before
+// the walk starts.
+type longList struct {
+	typed, other float32
+	champs       []uint32
 }
 
 // A term of champMin postings or more keeps its champN best ads.
@@ -121,13 +128,18 @@ func (ix *Index) computeBounds() {
 			}
 		}
 	}
-	champs := make(map[uint32][]uint32)
+	ix.ft.typed, ix.ft.other = typed, other
+	long := make(map[uint32]longList)
 	for t := range len(ix.postOff) - 1 {
 		if lo, hi := ix.postOff[t], ix.postOff[t+1]; hi-lo >= champMin {
-			champs[uint32(t)] = ix.champions(lo, hi)
+			l := longList{champs: ix.champions(lo, hi)}
+			for j := lo >> blockShift; j <= (hi-1)>>blockShift; j++ {
+				l.typed, l.other = max(l.typed, typed[j]), max(l.other, other[j])
+			}
+			long[uint32(t)] = l
 		}
 	}
-	ix.ft.typed, ix.ft.other, ix.ft.champs = typed, other, champs
+	ix.ft.long = long
 }
 
 // synonymGroups returns the term ids of each synonym group the index
@@ -304,7 +316,7 @@ func (ix *Index) walkFullText(alts []alt, required uint32, and bool, f filter, k
 		df := float64(min(groupDF[a.k], uint32(len(ix.ads))))
 		rarity[i] = ln(float64(1 + (n-df+0.5)/(df+0.5)))
 		idf[i] = float64(a.w * rarity[i])
-		listT[i], listO[i] = ix.listMax(ix.postOff[a.id], ix.postOff[a.id+1])
+		listT[i], listO[i] = ix.listMax(a.id)
 		for _, h := range alts {
 			if h.head && h.id == a.id {
 				headGroup[a.k] = true
@@ -489,7 +501,7 @@ func (ix *Index) walkFullText(alts []alt, required uint32, and bool, f filter, k
 func (ix *Index) seedFloor(alts []alt, idf []float64, required uint32, and bool, f filter, keep int) float64 {
 	var seeds []uint32
 	for _, a := range alts {
-		seeds = append(seeds, ix.ft.champs[a.id]...)
+		seeds = append(seeds, ix.ft.long[a.id].champs...)
 	}
 	if len(seeds) < keep {
 		return math.Inf(-1)
@@ -542,9 +554,13 @@ func (ix *Index) seedFloor(alts []alt, idf []float64, required uint32, and bool,
 	return scores[len(scores)-keep]
 }
 
-// listMax returns the bounds of the blocks that hold postings [lo, hi),
+// listMax returns the bounds of the blocks that hold term t's postings,
 // typed and others.
-func (ix *Index) listMax(lo, hi uint32) (typed, other float64) {
+func (ix *Index) listMax(t uint32) (typed, other float64) {
+	if l, ok := ix.ft.long[t]; ok {
+		return float64(l.typed), float64(l.other)
+	}
+	lo, hi := ix.postOff[t], ix.postOff[t+1]
 	if lo == hi {
 		return 0, 0
 	}
@@ -558,47 +574,54 @@ func (ix *Index) listMax(lo, hi uint32) (typed, other float64) {
 // ad at or after doc, and 1 + the last ad of the list in that block; 0 and
 // end when the list has no ad from doc on.
 func (ix *Index) blockAt(c *listCursor, doc uint32) (float64, uint32) {
-	pos := c.pos
-	for pos < c.end {
-		last := min(pos|(blockLen-1), c.end-1)
-		if d := ix.postAd[last]; d >= doc {
-			j := pos >> blockShift
-			return max(c.typed*float64(ix.ft.typed[j]), c.other*float64(ix.ft.other[j])), d + 1
-		}
-		pos = last + 1
+	pos := ix.find(c, doc)
+	if pos == c.end {
+		return 0, uint32(len(ix.ads))
 	}
-	return 0, uint32(len(ix.ads))
+	j := pos >> blockShift
+	last := min(pos|(blockLen-1), c.end-1)
+	return max(c.typed*float64(ix.ft.typed[j]), c.other*float64(ix.ft.other[j])), ix.postAd[last] + 1
 }
 
-// seek moves c to its first ad at or after doc: a block at a time by the
-// blocks' last ads, then by halves within the block.
+// seek moves c to its first ad at or after doc.
 func (ix *Index) seek(c *listCursor, doc, end uint32) {
 	if c.doc >= doc {
 		return
 	}
+	c.pos = ix.find(c, doc)
+	c.doc = end
+	if c.pos < c.end {
+		c.doc = ix.postAd[c.pos]
+	}
+}
+
+// find returns the place of c's first ad at or after doc, or c.end: by
+// steps that double from a block, then by halves.
+func (ix *Index) find(c *listCursor, doc uint32) uint32 {
 	postAd := ix.postAd
-	pos := c.pos
-	for {
-		last := min(pos|(blockLen-1), c.end-1)
-		if postAd[last] >= doc {
-			lo, hi := pos, last // postAd[hi] >= doc
-			for lo < hi {
-				mid := lo + (hi-lo)/2
-				if postAd[mid] < doc {
-					lo = mid + 1
-				} else {
-					hi = mid
-				}
-			}
-			c.pos, c.doc = lo, postAd[lo]
-			return
+	lo := c.pos
+	if lo >= c.end || postAd[lo] >= doc {
+		return lo
+	}
+	// postAd[lo] < doc throughout; hi is past it.
+	step, hi := uint32(blockLen), c.end
+	for lo+step < c.end {
+		if postAd[lo+step] >= doc {
+			hi = lo + step
+			break
 		}
-		pos = last + 1
-		if pos >= c.end {
-			c.pos, c.doc = c.end, end
-			return
+		lo += step
+		step *= 2
+	}
+	for lo+1 < hi {
+		mid := lo + (hi-lo)/2
+		if postAd[mid] < doc {
+			lo = mid
+		} else {
+			hi = mid
 		}
 	}
+	return hi
 }
 
 // sortCursors orders the cursors by ad, then by their term's place in the
