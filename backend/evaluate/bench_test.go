@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -280,8 +281,23 @@ func BenchmarkScale1M(b *testing.B) {
 		b.ReportMetric(Percentile(noneAll, 0.99)*1000, "none_exhaustive_p99_µs")
 		b.ReportMetric(Percentile(none, 0.99)/3, "none_p99_of_3ms_target")
 		b.ReportMetric(Percentile(noneAll, 0.99)/Percentile(none, 0.99), "none_p99_speedup_x")
+		// On a machine other work shares, the pooled p99 is mostly the
+		// moments a query waits for a core; each query's best of its runs
+		// is the work it does.
+		b.ReportMetric(Percentile(bestOf(none, len(qs)), 0.99)*1000, "none_best_p99_µs")
+		b.ReportMetric(Percentile(bestOf(noneAll, len(qs)), 0.99)*1000, "none_exhaustive_best_p99_µs")
 		b.ReportMetric(Percentile(high, 0.99)/1, "high_p99_of_1ms_target")
 	}
+}
+
+// bestOf returns each query's fastest run of those latency timed, for n
+// queries.
+func bestOf(ms []float64, n int) []float64 {
+	best := slices.Clone(ms[:n])
+	for i, v := range ms[n:] {
+		best[i%n] = min(best[i%n], v)
+	}
+	return best
 }
 
 // scaleQueries draws 200 realistic queries from a generated catalog:
