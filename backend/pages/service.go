@@ -158,6 +158,7 @@ type Service struct {
 
 	jobNanos  atomic.Int64 // moving average of a job's duration
 	rematched rematchCache
+	recent    recentAnswers // answers while the store does not answer
 
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced when a job completes
@@ -272,37 +273,55 @@ func (s *Service) Lookup(ctx context.Context, pageURL string) (*Result, error) {
 //
 // A URL not known itself whose query has parameters that the pages at its
 // path were seen not to vary by is looked up without them.
+//
+// While the store does not answer, a page is answered as this process last
+// answered it analysed, else pending (Retry-After 5 s), and nothing is
+// queued.
 func (s *Service) LookupAdmit(ctx context.Context, pageURL string, admit func() error) (*Result, error) {
+	res, err := s.lookupAdmit(ctx, pageURL, admit)
+	if err != nil && isStoreError(err) && ctx.Err() == nil {
+		return s.unavailable(pageURL, err), nil
+	}
+	if err == nil && res.Status == StatusAnalysed {
+		s.remember(pageURL, res)
+	}
+	return res, err
+}
+
+func (s *Service) lookupAdmit(ctx context.Context, pageURL string, admit func() error) (*Result, error) {
 	var refused error // admit's answer, told apart from the queue's errors
 	if a := admit; a != nil {
 		admit = func() error { refused = a(); return refused }
 	}
 	rec, err := s.store.Get(ctx, pageURL)
 	if err != nil {
-		return nil, err
+		return nil, storeError{err}
 	}
 	if rec == nil && strings.Contains(pageURL, "?") {
 		rule, err := s.store.Get(ctx, ruleKey(pageURL))
 		if err != nil {
-			return nil, err
+			return nil, storeError{err}
 		}
 		if rule != nil && len(rule.Ignore) > 0 {
 			if u := withoutParams(pageURL, rule.Ignore); u != pageURL {
 				pageURL = u
 				if rec, err = s.store.Get(ctx, pageURL); err != nil {
-					return nil, err
+					return nil, storeError{err}
 				}
 			}
 		}
 	}
 	push := func() error {
 		_, err := s.store.Push(ctx, pageURL, admit)
+		if err != nil && err != refused && !errors.Is(err, ErrQueueFull) {
+			return storeError{err}
+		}
 		return err
 	}
 	if rec != nil && rec.Alias != "" {
 		target, err := s.store.Get(ctx, rec.Alias)
 		if err != nil {
-			return nil, err
+			return nil, storeError{err}
 		}
 		rec = target
 	}
@@ -314,9 +333,9 @@ func (s *Service) LookupAdmit(ctx context.Context, pageURL string, admit func() 
 		return &Result{Status: StatusPending, URL: pageURL, RetryAfter: s.retryAfter(ctx)}, nil
 	}
 	if rec.Failed && !now.Before(rec.RetryAt) || !rec.Failed && now.Sub(rec.At) > s.o.TTL {
-		// Serve what we have while it is redone; a full queue or a refusal
-		// by admit only delays.
-		if err := push(); err != nil && !errors.Is(err, ErrQueueFull) && err != refused {
+		// Serve what we have while it is redone; a full queue, a refusal
+		// by admit or a store that does not answer only delays.
+		if err := push(); err != nil && !errors.Is(err, ErrQueueFull) && err != refused && !isStoreError(err) {
 			return nil, err
 		}
 	}
