@@ -386,9 +386,10 @@ func (a *App) boltStores(windows *clicks.Windows, decisions *clicks.Decisions, l
 // spoolClicks returns the ledger that records clicks in Postgres while it
 // answers and, while it does not, judges them here and spools them to the
 // bbolt file, makes the impression log spool the same way, and starts the
-// shipping of the spool (what a crash left in it first). The decisions and windows that judge a spooled click
-// are Redis's, shared by the replicas, when the server has Redis (the
-// file's while Redis does not answer either), else the file's.
+// shipping of the spool (what a crash left in it first). The decisions
+// and windows that judge a spooled click are Redis's, shared by the
+// replicas, when the server has Redis (the file's while Redis does not
+// answer either), else the file's.
 func (a *App) spoolClicks(log *slog.Logger) (clicks.Ledger, error) {
 	spool, err := clicks.NewSpool(a.db)
 	if err != nil {

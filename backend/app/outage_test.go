@@ -119,6 +119,8 @@ func TestPostgresOutageSpoolsClicks(t *testing.T) {
 	pg := testpg.Start(t)
 	cfg := testConfig(t)
 	cfg.PostgresURL = pg.URL()
+	// Every search and beacon comes from one network: no limit in the way.
+	cfg.KeyRate, cfg.KeyBurst, cfg.IPRate, cfg.IPBurst = 1e9, 1e9, 1e9, 1e9
 	logs := &syncLog{}
 	a, err := New(cfg, Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	if err != nil {

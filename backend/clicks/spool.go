@@ -18,6 +18,11 @@ type Spooled struct {
 	Use   Use   `json:"use"`
 }
 
+// ErrRefused wraps a Shipper's error when the record refuses what was
+// shipped for what it is (a value it cannot keep), not for being
+// unreachable: shipping it again would fail again.
+var ErrRefused = errors.New("the record refuses it")
+
 // Shipper is the shared record a Spool's clicks belong in (pgstore.Ledger).
 type Shipper interface {
 	// Ship records the clicks of batch durably in one step, each as
@@ -61,12 +66,15 @@ var _ Ledger = (*Spool)(nil)
 var (
 	spoolBucket           = []byte("click-spool")
 	impressionSpoolBucket = []byte("impression-spool")
+	// refusedBucket keeps what the record refused, for an operator: the
+	// spooled records as they were, under their spool's keys.
+	refusedBucket = []byte("spool-refused")
 )
 
 // NewSpool returns the spool kept in db, creating its bucket, with the
 // clicks a crash left in it.
 func NewSpool(db *bolt.DB) (*Spool, error) {
-	for _, b := range [][]byte{spoolBucket, impressionSpoolBucket, decisionsBucket, windowsBucket} {
+	for _, b := range [][]byte{spoolBucket, impressionSpoolBucket, refusedBucket, decisionsBucket, windowsBucket} {
 		if err := createBucket(db, b); err != nil {
 			return nil, fmt.Errorf("clicks: spool: %w", err)
 		}
@@ -143,6 +151,41 @@ func (s *Spool) ShipImpressions(ctx context.Context, to ImpressionShipper, n int
 		s.impDepth.Add(-int64(shipped))
 	}
 	return shipped, err
+}
+
+// SetAside moves the oldest spooled click, or with impressions the oldest
+// spooled beacon, out of the spool into the file's spool-refused bucket:
+// the record refused it (ErrRefused), and the clicks after it must not
+// wait for it. It returns the click's or the beacon's id.
+func (s *Spool) SetAside(impressions bool) (string, error) {
+	from, depth := spoolBucket, &s.depth
+	if impressions {
+		from, depth = impressionSpoolBucket, &s.impDepth
+	}
+	var id string
+	err := s.gc.commit(s.db, func(tx *bolt.Tx) error {
+		k, v := tx.Bucket(from).Cursor().First()
+		if k == nil {
+			return errors.New("nothing spooled")
+		}
+		var rec struct {
+			ID    string `json:"id"`
+			Click struct {
+				ID string `json:"id"`
+			} `json:"click"`
+		}
+		json.Unmarshal(v, &rec) // an id for the log, if it can be read
+		id = rec.ID + rec.Click.ID
+		if err := appendSeq(tx.Bucket(refusedBucket), v); err != nil {
+			return err
+		}
+		return tx.Bucket(from).Delete(k)
+	})
+	if err != nil {
+		return "", fmt.Errorf("clicks: spool: setting aside: %w", err)
+	}
+	depth.Add(-1)
+	return id, nil
 }
 
 // appendSeq puts v in b under b's next sequence number.

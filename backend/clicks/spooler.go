@@ -37,6 +37,9 @@ type Spooler struct {
 	kick    chan struct{}
 	stop    chan struct{}
 	done    chan struct{}
+	// batch is how many clicks the next shipment carries: 1 after the
+	// record refused a batch, until the click it refuses is found.
+	batch int
 }
 
 var _ Ledger = (*Spooler)(nil)
@@ -88,7 +91,7 @@ func NewSpooler(primary Ledger, to Shipper, spool *Spool, opts SpoolerOptions) *
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Spooler{primary: primary, to: to, spool: spool, opts: opts, log: log,
+	return &Spooler{primary: primary, to: to, spool: spool, opts: opts, log: log, batch: opts.Batch,
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}), changed: make(chan struct{})}
 }
 
@@ -359,11 +362,26 @@ func (s *Spooler) ship() {
 }
 
 // shipOnce ships a batch of the spooled clicks, then of the spooled
-// impressions.
+// impressions. When the record refuses a batch of clicks, they are
+// shipped one at a time until the one it refuses is found; that one, and
+// a beacon it refuses, is set aside (logged, and kept in the file), so
+// that one bad record does not hold the rest back.
 func (s *Spooler) shipOnce(ctx context.Context) error {
 	if s.spool.Depth() > 0 {
-		shipped, err := s.spool.Ship(ctx, s.to, s.opts.Batch)
-		if err != nil {
+		shipped, err := s.spool.Ship(ctx, s.to, s.batch)
+		switch {
+		case errors.Is(err, ErrRefused) && s.batch > 1:
+			s.batch = 1
+			return nil
+		case errors.Is(err, ErrRefused):
+			id, aerr := s.spool.SetAside(false)
+			if aerr != nil {
+				return aerr
+			}
+			s.log.Error("postgres refuses a spooled click: it is set aside in the local file's spool-refused bucket", "click", id, "err", err)
+			s.batch = s.opts.Batch
+			return nil
+		case err != nil:
 			return err
 		}
 		if s.opts.Shipped != nil && len(shipped) > 0 {
@@ -371,9 +389,16 @@ func (s *Spooler) shipOnce(ctx context.Context) error {
 		}
 	}
 	if s.spool.ImpressionDepth() > 0 && s.opts.Impressions != nil {
-		if _, err := s.spool.ShipImpressions(ctx, s.opts.Impressions, s.opts.Batch); err != nil {
-			return err
+		_, err := s.spool.ShipImpressions(ctx, s.opts.Impressions, s.opts.Batch)
+		if errors.Is(err, ErrRefused) {
+			id, aerr := s.spool.SetAside(true)
+			if aerr != nil {
+				return aerr
+			}
+			s.log.Error("postgres refuses a spooled impression beacon: it is set aside in the local file's spool-refused bucket", "beacon", id, "err", err)
+			return nil
 		}
+		return err
 	}
 	return nil
 }

@@ -9,6 +9,7 @@
 package testpg
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -181,8 +183,14 @@ func (s *Server) end(sig syscall.Signal) error {
 		return nil
 	}
 	if sig == syscall.SIGKILL {
-		// Its backends too, which outlive a postmaster killed alone.
+		// Its backends too, which outlive a postmaster killed alone and
+		// lead process groups of their own.
+		children := childrenOf(s.cmd.Process.Pid)
 		syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+		for _, pid := range children {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+		defer waitGone(children)
 	} else {
 		s.cmd.Process.Signal(sig)
 	}
@@ -198,6 +206,54 @@ func (s *Server) end(sig syscall.Signal) error {
 		return nil // killed, as asked
 	}
 	return err
+}
+
+// childrenOf lists the processes whose parent is pid.
+func childrenOf(pid int) []int {
+	var out []int
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		child, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		if ppid, _ := parentOf(child); ppid == pid {
+			out = append(out, child)
+		}
+	}
+	return out
+}
+
+// parentOf reads pid's parent and state from /proc.
+func parentOf(pid int) (ppid int, state string) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, ""
+	}
+	// pid (comm) state ppid ...: comm may hold spaces and parentheses.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, ""
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 2 {
+		return 0, ""
+	}
+	ppid, _ = strconv.Atoi(f[1])
+	return ppid, f[0]
+}
+
+// waitGone waits, up to 10 s, until each of pids is gone or a zombie.
+func waitGone(pids []int) {
+	deadline := time.Now().Add(10 * time.Second)
+	for _, pid := range pids {
+		for time.Now().Before(deadline) {
+			if _, state := parentOf(pid); state == "" || state == "Z" {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
 }
 
 // Restart starts the server on its data directory and port, unless it

@@ -126,7 +126,7 @@ func (s Impressions) Ship(ctx context.Context, id string, imps []clicks.Impressi
 		return appendImpressions(ctx, tx, imps)
 	})
 	if err != nil {
-		return fmt.Errorf("postgres: ship impressions: %w", err)
+		return fmt.Errorf("postgres: ship impressions: %w", refused(err))
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/adlink/adlink/backend/clicks"
 )
@@ -190,7 +192,7 @@ func (l Ledger) Ship(ctx context.Context, batch []clicks.Spooled) error {
 	ctx, cancel := context.WithTimeout(ctx, batchTimeout)
 	defer cancel()
 	if err := l.db.runClicks(ctx, ordered); err != nil {
-		return fmt.Errorf("postgres: ship: %w", err)
+		return fmt.Errorf("postgres: ship: %w", refused(err))
 	}
 	for i, p := range ps {
 		batch[i].Click.Billable, batch[i].Click.Reason = p.reason == "", p.reason
@@ -200,3 +202,14 @@ func (l Ledger) Ship(ctx context.Context, batch []clicks.Spooled) error {
 
 // Ping implements clicks.Shipper.
 func (l Ledger) Ping(ctx context.Context) error { return l.db.Ping(ctx) }
+
+// refused wraps err in clicks.ErrRefused when Postgres refused the data
+// itself (a data exception, or an integrity one but a unique id recorded
+// concurrently), which shipping it again would meet again.
+func refused(err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && (strings.HasPrefix(pe.Code, "22") || (strings.HasPrefix(pe.Code, "23") && pe.Code != "23505")) {
+		return fmt.Errorf("%w: %w", clicks.ErrRefused, err)
+	}
+	return err
+}

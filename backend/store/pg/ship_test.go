@@ -1,12 +1,20 @@
 package pgstore_test
 
 import (
+	"bytes"
+	"context"
 	"fmt"
+	"log/slog"
+	"math"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
+
 	"github.com/adlink/adlink/backend/clicks"
+	"github.com/adlink/adlink/backend/store"
 	pgstore "github.com/adlink/adlink/backend/store/pg"
 	"github.com/adlink/adlink/internal/testpg"
 )
@@ -125,4 +133,73 @@ func TestShipImpressionsOnce(t *testing.T) {
 	if err := db.Impressions().Ship(t.Context(), "", imps); err == nil {
 		t.Error("impressions shipped without a batch id")
 	}
+}
+
+// A spooled click Postgres refuses for what it is (here a bid that
+// overflows the spend its advertiser already has, the ad of c1) is found, set aside in
+// the file's spool-refused bucket and logged, and the clicks around it are
+// shipped: one bad click does not hold the spool, and the server, back.
+func TestSpoolerSetsAsideWhatPostgresRefuses(t *testing.T) {
+	// One connection: every transaction adds to the same shard of spend.
+	db, err := pgstore.Open(t.Context(), testpg.New(t)+"&pool_max_conns=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	file, err := store.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	spool, err := clicks.NewSpool(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	for i, bid := range []int64{100, math.MaxInt64, math.MaxInt64, 100} {
+		c := clicks.Click{ID: fmt.Sprint("c", i), Time: at, AdID: fmt.Sprint("a", i), AdType: "advertiser", Type: "search",
+			APIKey: "k", SiteID: "s", IP: fmt.Sprintf("198.51.100.%d", i+1), Advertiser: fmt.Sprint("shop", bid, ".example"), BidMicros: bid,
+			Currency: "EUR", Billable: true}
+		if err := spool.Add(t.Context(), c, clicks.Use{D: fmt.Sprint("d", i), Expires: at.Add(time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var logs bytes.Buffer
+	var mu sync.Mutex
+	s := clicks.NewSpooler(db.Ledger(), db.Ledger(), spool, clicks.SpoolerOptions{
+		Logger: slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, nil))})
+	s.Start()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	if err := s.WaitShipped(ctx); err != nil {
+		t.Fatalf("the spool was not shipped: %v, %d left", err, s.Depth())
+	}
+	s.Stop()
+	seen := map[string]bool{}
+	db.Clicks().Scan(t.Context(), time.Time{}, time.Time{}, func(c clicks.Click) error { seen[c.ID] = true; return nil })
+	if len(seen) != 3 || !seen["c0"] || !seen["c1"] || !seen["c3"] {
+		t.Errorf("Postgres holds %v, want c0, c1 and c3", seen)
+	}
+	var refused int
+	file.View(func(tx *bolt.Tx) error {
+		refused = tx.Bucket([]byte("spool-refused")).Stats().KeyN
+		return nil
+	})
+	mu.Lock()
+	log := logs.String()
+	mu.Unlock()
+	if refused != 1 || !strings.Contains(log, "postgres refuses a spooled click") || !strings.Contains(log, "click=c2") {
+		t.Errorf("%d clicks set aside, log:\n%s", refused, log)
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
