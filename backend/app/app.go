@@ -475,7 +475,9 @@ func (a *App) syncBudgets(log *slog.Logger) {
 // is not fetched or parsed again), the new catalog is built beside the one
 // serving, checked, and swapped in at once. A refused or failed refresh
 // leaves the catalog served as it was; force swaps in a catalog that the
-// checks refuse. One refresh runs at a time; a second waits for it.
+// checks refuse. One refresh runs at a time; a second waits for it. With
+// -redis or -postgres, a catalog swapped in is announced, and the other
+// replicas serve it too.
 func (a *App) Reload(ctx context.Context, force bool) api.Reload { return a.live.reload(ctx, force) }
 
 // Catalog is the catalog served now.
