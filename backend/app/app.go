@@ -94,6 +94,9 @@ func siteShardOptions(cfg config.Config, opts Options, log *slog.Logger) sitesha
 	if o.Now == nil {
 		o.Now = opts.Now
 	}
+	if o.File == "" {
+		o.File = filepath.Join(cfg.DataDir, siteshards.ProfilesFile)
+	}
 	if o.Logger == nil {
 		o.Logger = log.With("component", "siteshards")
 	}
@@ -537,7 +540,7 @@ func (a *App) Close() error {
 		if a.Pages != nil {
 			a.Pages.Stop()
 		}
-		a.SiteShards.Close()
+		siteErr := a.SiteShards.Close()
 		if a.retention != nil {
 			a.retention.Stop()
 		}
@@ -557,6 +560,7 @@ func (a *App) Close() error {
 		if a.db != nil {
 			a.closeErr = a.db.Close()
 		}
+		a.closeErr = errors.Join(a.closeErr, siteErr)
 		if a.redis != nil {
 			a.closeErr = errors.Join(a.closeErr, a.redis.Close())
 		}

@@ -100,6 +100,10 @@ type Options struct {
 	// HeadWait bounds how long a manifest waits for its market's first
 	// head; meanwhile the market's own shard is served.
 	HeadWait time.Duration
+	// File, when set, keeps the sites' profiles across restarts: read by
+	// New, written by Close (a crash loses what was learnt since the last
+	// start).
+	File string
 	// Now is the clock of Debounce and BuildRate; tests set it.
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -214,7 +218,9 @@ type job struct {
 	head          []int32
 }
 
-// New returns a Service and starts its builder; Close stops it.
+// New returns a Service and starts its builder; Close stops it. It reads
+// the profiles o.File keeps, if any: a file it cannot read is logged and
+// the profiles start empty, as they are only what pages taught.
 func New(o Options) *Service {
 	if o.Budget == 0 {
 		o.Budget = DefaultBudget
@@ -257,6 +263,11 @@ func New(o Options) *Service {
 		queue: make(chan *job, queueLen), stop: cancel, done: make(chan struct{}),
 		sites: map[string]*site{}, siteLRU: list.New(), market: map[string]int{}, heads: map[string]*head{},
 		cache: newCache(o.MaxShards, o.MaxBytes), pending: map[string]bool{}, changed: make(chan struct{})}
+	if o.File != "" {
+		if err := s.load(o.File); err != nil {
+			o.Logger.Warn("site profiles not read: they start empty", "err", err)
+		}
+	}
 	go s.build(ctx)
 	return s
 }
@@ -270,13 +281,18 @@ func (s *Service) Budget() int {
 	return s.o.Budget
 }
 
-// Close stops the builder, letting a build under way finish.
-func (s *Service) Close() {
+// Close stops the builder, letting a build under way finish, and writes
+// the profiles to Options.File.
+func (s *Service) Close() error {
 	if s == nil {
-		return
+		return nil
 	}
 	s.stop()
 	<-s.done
+	if s.o.File != "" {
+		return s.save(s.o.File)
+	}
+	return nil
 }
 
 // SiteKey names a site by its key and id: a site id is its partner's own.
@@ -303,13 +319,17 @@ func (s *Service) Observe(siteKey, pageURL string, ix *match.Index, q match.Quer
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.siteLocked(siteKey)
-	if !st.prof.add(pageURL, feats, s.o.PagesPerSite) {
-		return
+	if st.prof.add(pageURL, feats, s.o.PagesPerSite) {
+		s.retopLocked(st)
 	}
-	feats2, sig := top(st.prof.df, siteTop)
+}
+
+// retopLocked takes a site's top set again after its profile changed.
+func (s *Service) retopLocked(st *site) {
+	feats, sig := top(st.prof.df, siteTop)
 	if sig != st.sig {
 		s.marketAddLocked(st.feats, -1)
-		st.feats, st.sig = feats2, sig
+		st.feats, st.sig = feats, sig
 		s.marketAddLocked(st.feats, 1)
 	}
 }

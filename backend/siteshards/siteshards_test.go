@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -494,4 +496,36 @@ func TestOffAndSmallMarkets(t *testing.T) {
 		t.Error("a nil service gave a shard")
 	}
 	none.Observe("s", "https://s/p", f.de, match.Query{Page: true, Text: "x"})
+}
+
+// TestProfilesKeptAcrossRestarts: a server that stops and starts again
+// gives a site the shard its profile chose before, not the head.
+func TestProfilesKeptAcrossRestarts(t *testing.T) {
+	f := newFixture(t, 4000)
+	file := filepath.Join(t.TempDir(), siteshards.ProfilesFile)
+	o := siteshards.Options{HeadWait: time.Hour, Budget: 20_000, File: file}
+	svc := siteshards.New(o)
+	settle(t, svc, f.request("v1", "new")) // the head, before any page
+	observe(svc, f, "s", f.categoryPages(t, "s", f.lowBidCategories(3), 6))
+	before := settle(t, svc, f.request("v1", "s"))
+	if err := svc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The head is built first again, from the kept profiles.
+	again := siteshards.New(o)
+	defer again.Close()
+	after := settle(t, again, f.request("v1", "s"))
+	if after.Head || after.Blob.SHA256 != before.Blob.SHA256 {
+		t.Errorf("after a restart the site got %s (head %v), before %s", after.Blob.SHA256, after.Head, before.Blob.SHA256)
+	}
+
+	// A file that does not parse: the profiles start empty.
+	if err := os.WriteFile(file, []byte(`[{"site":`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	broken := siteshards.New(o)
+	defer broken.Close()
+	if st := broken.Stats(); st.Sites != 0 {
+		t.Errorf("%d profiles read from a broken file", st.Sites)
+	}
 }
