@@ -24,9 +24,13 @@ const pruning = true
 // Postings are bounded in blocks of blockLen, aligned on their place in
 // postAd: a block can hold the end of one list and the start of the next,
 // and its bound is then theirs together, which is still a bound of each.
+// Superblocks of superLen postings hold their blocks' greatest bounds: a
+// walk that cannot rank an ad in one skips it whole.
 const (
 	blockShift = 4
 	blockLen   = 1 << blockShift
+	superShift = 8
+	superLen   = 1 << superShift
 )
 
 // A query must have pruneMin postings, and pruneKeep for each candidate it
@@ -50,6 +54,8 @@ const boundSlack = 1 + 1e-9
 type fullTextBounds struct {
 	once         sync.Once
 	typed, other []float32 // per block, rounded up
+	superTyped   []float32 // per superblock
+	superOther   []float32
 	// long holds what a term of champMin postings or more keeps, so a
 	// query does not go through its blocks for it.
 	long   map[uint32]longList
@@ -129,6 +135,13 @@ func (ix *Index) computeBounds() {
 		}
 	}
 	ix.ft.typed, ix.ft.other = typed, other
+	ns := (len(ix.postAd) + superLen - 1) >> superShift
+	ix.ft.superTyped, ix.ft.superOther = make([]float32, ns), make([]float32, ns)
+	for j := range typed {
+		k := j >> (superShift - blockShift)
+		ix.ft.superTyped[k] = max(ix.ft.superTyped[k], typed[j])
+		ix.ft.superOther[k] = max(ix.ft.superOther[k], other[j])
+	}
 	long := make(map[uint32]longList)
 	for t := range len(ix.postOff) - 1 {
 		if lo, hi := ix.postOff[t], ix.postOff[t+1]; hi-lo >= champMin {
@@ -409,35 +422,41 @@ func (ix *Index) walkFullText(alts []alt, required uint32, and bool, f filter, k
 		// The bounds of the blocks that would hold pd: when they cannot
 		// beat the threshold, no ad up to the first of those blocks' ends
 		// can.
+		// Superblocks first, then blocks.
 		next := end
 		if p+1 < len(cs) {
 			next = cs[p+1].doc
 		}
-		bound := 0.0
-		if p == 0 {
-			bb, last := ix.blockAt(cs[0], pd)
-			bound, next = bb, min(next, last)
-		} else {
-			var gb [maxQueryTerms]float64
-			seen = 0
-			for i := 0; i <= p; i++ {
-				bb, last := ix.blockAt(cs[i], pd)
-				k := cs[i].k
-				seen |= 1 << k
-				gb[k] = max(gb[k], bb)
-				next = min(next, last)
-			}
-			for ; seen != 0; seen &= seen - 1 {
-				bound += gb[bits.TrailingZeros32(seen)]
-			}
+		var coarse, fine [maxQueryTerms]float64
+		coarseNext, fineNext := next, next
+		seen = 0
+		for i := 0; i <= p; i++ {
+			b := ix.blocksAt(cs[i], pd)
+			k := cs[i].k
+			seen |= 1 << k
+			coarse[k], fine[k] = max(coarse[k], b.coarse), max(fine[k], b.fine)
+			coarseNext, fineNext = min(coarseNext, b.coarseNext), min(fineNext, b.fineNext)
 		}
-		if bound *= boundSlack; bound < floor || len(h) == keep && bound <= theta {
+		coarseBound, fineBound := 0.0, 0.0
+		for ; seen != 0; seen &= seen - 1 {
+			k := bits.TrailingZeros32(seen)
+			coarseBound += coarse[k]
+			fineBound += fine[k]
+		}
+		skip := uint32(0)
+		if b := coarseBound * boundSlack; b < floor || len(h) == keep && b <= theta {
+			skip = coarseNext
+		} else if b := fineBound * boundSlack; b < floor || len(h) == keep && b <= theta {
+			skip = fineNext
+		}
+		if skip > 0 {
 			for i := 0; i <= p; i++ {
-				ix.seek(cs[i], next, end)
+				ix.seek(cs[i], skip, end)
 			}
 			sortCursors(cs)
 			continue
 		}
+		next = fineNext
 		if cs[0].doc != pd {
 			for i := 0; cs[i].doc < pd; i++ {
 				ix.seek(cs[i], pd, end)
@@ -570,17 +589,24 @@ func (ix *Index) listMax(t uint32) (typed, other float64) {
 	return typed, other
 }
 
-// blockAt returns the bound of the block of c's list that holds its first
-// ad at or after doc, and 1 + the last ad of the list in that block; 0 and
-// end when the list has no ad from doc on.
-func (ix *Index) blockAt(c *listCursor, doc uint32) (float64, uint32) {
+// blocksAt returns the bounds of the block and the superblock of c's list
+// that hold its first ad at or after doc, and 1 + the last ad of the list
+// in each; 0 and end when the list has no ad from doc on.
+func (ix *Index) blocksAt(c *listCursor, doc uint32) (b struct {
+	fine, coarse         float64
+	fineNext, coarseNext uint32
+}) {
 	pos := ix.find(c, doc)
 	if pos == c.end {
-		return 0, uint32(len(ix.ads))
+		b.fineNext, b.coarseNext = uint32(len(ix.ads)), uint32(len(ix.ads))
+		return b
 	}
-	j := pos >> blockShift
-	last := min(pos|(blockLen-1), c.end-1)
-	return max(c.typed*float64(ix.ft.typed[j]), c.other*float64(ix.ft.other[j])), ix.postAd[last] + 1
+	j, k := pos>>blockShift, pos>>superShift
+	b.fine = max(c.typed*float64(ix.ft.typed[j]), c.other*float64(ix.ft.other[j]))
+	b.coarse = max(c.typed*float64(ix.ft.superTyped[k]), c.other*float64(ix.ft.superOther[k]))
+	b.fineNext = ix.postAd[min(pos|(blockLen-1), c.end-1)] + 1
+	b.coarseNext = ix.postAd[min(pos|(superLen-1), c.end-1)] + 1
+	return b
 }
 
 // seek moves c to its first ad at or after doc.
