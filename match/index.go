@@ -56,7 +56,7 @@ type Index struct {
 	fragStrs []string
 
 	// Upper bounds of full-text scores per block of postings, by which the
-	// server skips ads that cannot rank (prune.go); nothing in the module.
+	// server skips ads that cannot rank (bounds.go); nothing in the module.
 	ft fullTextBounds
 
 	// Scratch memory of full-text queries, one per query running at once.

@@ -2,9 +2,9 @@
 
 package match
 
-// The module scores every posting of a full-text query: a shard holds few
-// ads, and the pruning's code would cost the module bytes (prune.go).
-// pruning is false: the module has no pruned evaluation.
+// pruning is false: the module scores every posting of a full-text query,
+// as a shard holds few ads and the pruned walk's code would cost the
+// module bytes (prune.go, bounds.go).
 const pruning = false
 
 type fullTextBounds struct{}
