@@ -52,7 +52,7 @@ lint:
 	@GO=$(GO) ./.ci/lint
 
 test: wasm vet
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -timeout 30m ./...
 
 # Every figure is a testing.B benchmark that reports itself beside its baseline
 # (b.ReportMetric), measured in the same run.
