@@ -165,8 +165,14 @@ func TestPageTakeoverAfterKill(t *testing.T) {
 	if res.fetchesAlive != 1 {
 		t.Errorf("the page was fetched %d times while X lived, want once: Y took a job X held", res.fetchesAlive)
 	}
-	if res.fetches != 2 || res.links == 0 {
-		t.Errorf("after the kill: %d fetches and %d links from Y, want 2 (X's, then Y's) and ads", res.fetches, res.links)
+	// Y fetches it at least once; more only if one of Y's workers stalled
+	// past two thirds of a lease on a busy machine and another took the
+	// job (both analyses are the same).
+	if res.fetches < 2 || res.links == 0 {
+		t.Errorf("after the kill: %d fetches and %d links from Y, want X's, then Y's, and ads", res.fetches, res.links)
+	}
+	if res.fetches > 2 {
+		t.Logf("Y fetched the page %d times: a worker outlived its lease", res.fetches-1)
 	}
 }
 
