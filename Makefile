@@ -16,11 +16,17 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 # (GOFLAGS=-buildvcs=false, git worktrees).
 COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 
-.PHONY: run build wasm test vet lint bench fuzz clean
+.PHONY: run cluster build wasm test vet lint bench fuzz clean
 
 # The demo partner (api_key=demo, site_id=demo) exists only with -demo.
 run: wasm
 	$(GO) run ./backend -addr $(ADDR) -data $(DATA) -demo -fetch-allow-private
+
+# Postgres, Redis and three replicas behind haproxy on $(ADDR), from one
+# temporary directory that Ctrl-C removes (scripts/cluster; needs Debian's
+# postgresql, redis-server and haproxy).
+cluster: build
+	ADDR=$(ADDR) ADLINK_BIN=bin/adlink ./scripts/cluster
 
 # One self-contained binary: the module, the widget and the demo pages are
 # embedded, so it runs from any directory.
@@ -46,7 +52,7 @@ lint:
 	@GO=$(GO) ./.ci/lint
 
 test: wasm vet
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -timeout 30m ./...
 
 # Every figure is a testing.B benchmark that reports itself beside its baseline
 # (b.ReportMetric), measured in the same run.

@@ -14,12 +14,8 @@ const maxQueryTerms = 16
 //
 // It returns at most keep candidates, the best: a common word can match
 // hundreds of thousands of ads, and only a few can be shown.
-func (ix *Index) matchFullText(in *input, f filter, and bool, keep int, sc *scratch) []cand {
-	type alt struct {
-		id, k, bit uint32 // k: the query term's place, bit: 1<<k
-		w          float64
-		head       bool // the query's last word, the type it names
-	}
+func (ix *Index) matchFullText(in *input, f filter, q *Query, keep int, sc *scratch) []cand {
+	and := q.Operator == OpAnd
 	var alts []alt
 	var required uint32
 	group := func(toks []int, terms []string, need bool) {
@@ -74,6 +70,13 @@ func (ix *Index) matchFullText(in *input, f filter, and bool, keep int, sc *scra
 	}
 	if len(alts) == 0 || required&(1<<31) != 0 {
 		return nil
+	}
+	// The server skips the ads that cannot make the top keep (prune.go);
+	// the module scores every posting, below.
+	if pruning {
+		if h, ok := ix.prunedFullText(q, alts, required, f, keep); ok {
+			return h
+		}
 	}
 	sc.fullText(ix)
 	const k1, b = 1.2, 0.75
@@ -130,6 +133,14 @@ func (ix *Index) matchFullText(in *input, f filter, and bool, keep int, sc *scra
 	}
 	sc.touched = touched
 	return h
+}
+
+// alt is one term a full-text query scores: a word it wrote, a synonym,
+// or two words the catalog writes as one.
+type alt struct {
+	id, k, bit uint32 // k: the query term's place, bit: 1<<k
+	w          float64
+	head       bool // the query's last word, the type it names
 }
 
 // A posting's term frequency keeps its high bit for "this word is the

@@ -55,6 +55,10 @@ type Index struct {
 	fragRecs [][]adStrs
 	fragStrs []string
 
+	// Upper bounds of full-text scores per block of postings, by which the
+	// server skips ads that cannot rank (bounds.go); nothing in the module.
+	ft fullTextBounds
+
 	// Scratch memory of full-text queries, one per query running at once.
 	// Not a sync.Pool: that is emptied at every GC, and scratch for a large
 	// index is megabytes.
@@ -376,6 +380,7 @@ func Build(ads []Ad) (*Index, error) {
 			return nil, errors.New("match: duplicate ad id " + Quote(id))
 		}
 	}
+	ix.prepareFullText()
 	return ix, nil
 }
 

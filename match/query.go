@@ -50,6 +50,10 @@ type Query struct {
 	Page     bool
 	Operator Operator
 	Dist     Dist
+	// fullText is how the server ranks a full-text query: pruned where
+	// that pays (the zero value), or always one way, for the tests and
+	// benchmarks that compare the two (prune.go).
+	fullText fullTextMode
 	// Country and Lang filter by market, lower-case ISO codes; empty means any.
 	Country string
 	Lang    string
@@ -76,3 +80,7 @@ type Hit struct {
 	Criterion string
 	Score     float64
 }
+
+// fullTextMode chooses between the server's two rankings of a full-text
+// query, which give the same answer.
+type fullTextMode uint8

@@ -34,7 +34,7 @@ func (ix *Index) Match(q *Query) []Hit {
 		cands = ix.matchLow(in, f, sc)
 	default:
 		// Full text scores bids in, and keeps only the best candidates.
-		cands, fullText = ix.matchFullText(in, f, q.Operator == OpAnd, fullTextKeep*size*distinct, sc), true
+		cands, fullText = ix.matchFullText(in, f, q, fullTextKeep*size*distinct, sc), true
 	}
 	ix.putScratch(sc)
 	if !fullText {

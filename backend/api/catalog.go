@@ -50,6 +50,17 @@ type CatalogState struct {
 	LoadedAt time.Time `json:"loaded_at"`
 	// LastRefresh is the last refresh tried, if any.
 	LastRefresh *RefreshState `json:"last_refresh,omitempty"`
+	// Replicas, with -redis or -postgres, is the catalog the replicas
+	// agreed on.
+	Replicas *ReplicasState `json:"replicas,omitempty"`
+}
+
+// ReplicasState is the catalog a replica announced last, and whether this
+// one serves another: its feeds could not be read, or gave another
+// catalog. Its next refresh tries again.
+type ReplicasState struct {
+	Version string `json:"version"`
+	Behind  bool   `json:"behind"`
 }
 
 // RefreshState is how a refresh ended: swapped, unchanged, refused or

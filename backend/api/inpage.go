@@ -2,12 +2,14 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"io/fs"
 	"net/http"
 	"slices"
 	"strconv"
 
 	"github.com/adlink/adlink/backend/shards"
+	"github.com/adlink/adlink/backend/siteshards"
 	"github.com/adlink/adlink/contract"
 	"github.com/adlink/adlink/match"
 )
@@ -15,10 +17,28 @@ import (
 // The handlers of what runs in the publisher's page: the market shards and
 // their manifest, matcher.wasm, widget.js and the demo publisher pages.
 
+// SiteShards choose the shard a site's pages load and learn from the pages
+// the server answers for it; *siteshards.Service is the real one, and a
+// nil one serves every market's own shard.
+type SiteShards interface {
+	// Pick returns the shard for a site's pages in a market, or nil for
+	// the market's own.
+	Pick(ctx context.Context, r siteshards.Request) *siteshards.Shard
+	// Shard returns a shard Pick gave, by its SHA-256, or nil.
+	Shard(sha string) *siteshards.Shard
+	// Observe learns from a page the server analysed for a site (its
+	// siteshards.SiteKey): ix answered it with the page query q.
+	Observe(siteKey, pageURL string, ix *match.Index, q match.Query)
+}
+
+var _ SiteShards = (*siteshards.Service)(nil)
+
 // shardManifest answers GET /v2/shards?api_key=..&site_id=..&loc=..&lang=..
 // with the manifest of the shard that answers the market as /v2/search/link
 // and /v2/page/link would (match.Index.ShardMarket), loc and lang as the
 // server resolved them, and the site token the page's click URLs need.
+// Where the market's shard is over the site shard budget, the manifest
+// names the site's shard in its place (SiteShards), with "selection".
 func (s *server) shardManifest(w http.ResponseWriter, r *http.Request) error {
 	v, err := queryValues(r)
 	if err != nil {
@@ -47,9 +67,32 @@ func (s *server) shardManifest(w http.ResponseWriter, r *http.Request) error {
 	if tok := s.siteToken(m.APIKey, m.SiteID); tok != "" {
 		fields = append(fields, "tok", tok)
 	}
-	manifest := withFields(set.Manifest(country, lang), fields...)
-	respond(w, http.StatusOK, s.withBudget(manifest, s.index(s.catalogOf(r), country, lang)), m.Callback)
+	c := s.catalogOf(r)
+	ix := s.index(c, country, lang)
+	manifest := set.Manifest(country, lang)
+	own := set.Pick(country, lang)
+	if sh := s.sites.Pick(r.Context(), siteshards.Request{Version: c.Version, Index: ix, MarketBytes: zstdBytes(own, set.Fragments(own)),
+		Site: siteshards.SiteKey(m.APIKey, m.SiteID), Country: country, Lang: lang}); sh != nil {
+		// The budgets' advertiser groups are the site shard's own.
+		manifest, ix = set.ManifestWith(country, lang, sh.Blob, len(sh.Fragments)), sh.Index
+		sel := "site"
+		if sh.Head {
+			sel = "head"
+		}
+		fields = append(fields, "selection", sel)
+	}
+	respond(w, http.StatusOK, s.withBudget(withFields(manifest, fields...), ix), m.Callback)
 	return nil
+}
+
+// zstdBytes is what a page downloads of a shard with zstd at most: the
+// shard and all its fragments.
+func zstdBytes(shard *shards.Blob, frags []*shards.Blob) int {
+	n := shard.Size(shards.Zstd)
+	for _, f := range frags {
+		n += f.Size(shards.Zstd)
+	}
+	return n
 }
 
 // withBudget adds to a manifest what the budgets of the advertisers of
@@ -119,6 +162,11 @@ func withFields(object []byte, kv ...string) []byte {
 func (s *server) shard(w http.ResponseWriter, r *http.Request) error {
 	b, _ := s.catalogOf(r).shard(r.PathValue("sha256"), s.now())
 	if b == nil {
+		if sh := s.sites.Shard(r.PathValue("sha256")); sh != nil {
+			b = sh.Blob
+		}
+	}
+	if b == nil {
 		return &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: "no shard " + quote(r.PathValue("sha256"))}
 	}
 	b.Serve(w, r, shards.Immutable)
@@ -132,6 +180,8 @@ func (s *server) fragment(w http.ResponseWriter, r *http.Request) error {
 	var frags []*shards.Blob
 	if b, set := s.catalogOf(r).shard(sha, s.now()); b != nil {
 		frags = set.Fragments(b)
+	} else if sh := s.sites.Shard(sha); sh != nil {
+		frags = sh.Fragments
 	}
 	// One spelling per fragment: "7", not "07" or "+7".
 	n, err := strconv.Atoi(k)

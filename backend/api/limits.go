@@ -13,14 +13,14 @@ import (
 )
 
 // limiters are the server's token buckets: per api_key on /v2, per client
-// IP on /v1/redirect, per site on queueing unseen pages, and the share of
-// a key's and a site's budget that one client network may take
-// (keyNets, siteNets). Each kind has its own Limiter, so a flood of one
-// kind of key cannot evict another's.
+// IP on /v1/redirect, per site on queueing unseen pages, each beside the
+// buckets of the share of a key's and a site's budget that one client
+// network may take (keyed "key\x00network" in the same Limiter). Each kind
+// has its own Limiter, so a flood of one kind of key cannot evict
+// another's.
 type limiters struct {
-	keys, ips, sites  ratelimit.Limiter
-	keyNets, siteNets ratelimit.Limiter
-	reports           ratelimit.Limiter
+	keys, ips, sites ratelimit.Limiter
+	reports          ratelimit.Limiter
 }
 
 // newLimiters makes each kind's Limiter with limiter, or, when it is nil,
@@ -29,8 +29,7 @@ func newLimiters(limiter func(kind string) ratelimit.Limiter) limiters {
 	if limiter == nil {
 		limiter = func(string) ratelimit.Limiter { return ratelimit.New(ratelimit.Options{}) }
 	}
-	return limiters{keys: limiter("keys"), ips: limiter("ips"), sites: limiter("sites"),
-		keyNets: limiter("key-networks"), siteNets: limiter("site-networks"), reports: limiter("reports")}
+	return limiters{keys: limiter("keys"), ips: limiter("ips"), sites: limiter("sites"), reports: limiter("reports")}
 }
 
 // reportLimit bounds the report requests of one client network, with a
@@ -86,7 +85,7 @@ func (s *server) limitKey(h handlerFunc) handlerFunc {
 			return h(w, r)
 		}
 		lim := ratelimit.Limit{Rate: l.RequestsPerSecond, Burst: l.Burst}
-		if err := s.shareLimit(w, r, s.limits.keyNets, s.limits.keys, keys[0], lim, s.cfg.KeyNetworkShare,
+		if err := s.shareLimit(w, r, s.limits.keys, keys[0], lim, s.cfg.KeyNetworkShare,
 			"api_key", "too many requests for this api_key", "too many requests for this api_key from this network"); err != nil {
 			return err
 		}
@@ -95,18 +94,18 @@ func (s *server) limitKey(h handlerFunc) handlerFunc {
 }
 
 // shareLimit takes a token from key's bucket under lim and from the
-// client network's share of it (share of lim, in nets). The network's
-// bucket is asked first: a client over its share is refused without
-// taking from the key's, so a client at any speed leaves the rest of
-// the key's budget to the other networks. The headers report whichever
-// bucket binds.
-func (s *server) shareLimit(w http.ResponseWriter, r *http.Request, nets, whole ratelimit.Limiter, key string,
+// client network's share of it (share of lim, keyed "key\x00network"), in
+// one AllowBoth. The network's bucket is asked first: a client over its
+// share is refused without taking from the key's, so a client at any
+// speed leaves the rest of the key's budget to the other networks. The
+// headers report whichever bucket binds.
+func (s *server) shareLimit(w http.ResponseWriter, r *http.Request, l ratelimit.Limiter, key string,
 	lim ratelimit.Limit, share float64, limit, message, netMessage string) error {
-	n := nets.Allow(r.Context(), key+"\x00"+s.clientNetwork(r), lim.Share(share))
+	n, d := l.AllowBoth(r.Context(), ratelimit.Bucket{Key: key + "\x00" + s.clientNetwork(r), Limit: lim.Share(share)},
+		ratelimit.Bucket{Key: key, Limit: lim})
 	if !n.Allowed {
 		return s.checkLimit(w, n, limit+"_network", netMessage)
 	}
-	d := whole.Allow(r.Context(), key, lim)
 	if d.Allowed && n.Limit != 0 && n.Remaining < d.Remaining {
 		d = n
 	}
@@ -156,7 +155,7 @@ func overLimitOf(r *http.Request) (overLimit, bool) {
 func (s *server) admitPage(w http.ResponseWriter, r *http.Request, apiKey, siteID string) func() error {
 	return func() error {
 		l, _ := s.partnerLimits(r, apiKey)
-		return s.shareLimit(w, r, s.limits.siteNets, s.limits.sites, apiKey+"\x00"+siteID,
+		return s.shareLimit(w, r, s.limits.sites, apiKey+"\x00"+siteID,
 			ratelimit.Limit{Rate: l.PagesPerSecond, Burst: l.PageBurst}, s.cfg.PageNetworkShare,
 			"site", "this site is queueing too many new pages; retry later",
 			"this network is queueing too many new pages for this site; retry later")

@@ -277,6 +277,10 @@ func (s *server) healthz(w http.ResponseWriter, r *http.Request) error {
 
 // readyz answers 200 {"status":"ready"} when the catalog is loaded and the
 // store is open, else 503, so a load balancer sends traffic elsewhere.
+// A server that answers every request but with less than it should
+// (Degraded: Postgres down, clicks spooled) answers 200
+// {"status":"degraded","reason":...}: taking every replica out of the load
+// balancer would land no visitor at all.
 func (s *server) readyz(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("Cache-Control", "no-store")
 	if s.catalogOf(r).Indexes.All() == nil {
@@ -287,16 +291,23 @@ func (s *server) readyz(w http.ResponseWriter, r *http.Request) error {
 			return &Error{Status: http.StatusServiceUnavailable, Code: CodeNotReady, Message: "not ready: " + err.Error()}
 		}
 	}
-	if s.state == nil {
-		respond(w, http.StatusOK, []byte(`{"status":"ready"}`), "")
-		return nil
+	answer := struct {
+		Status  string        `json:"status"`
+		Reason  string        `json:"reason,omitempty"`
+		Catalog *CatalogState `json:"catalog,omitempty"`
+	}{Status: "ready"}
+	if s.degraded != nil {
+		if why := s.degraded(r.Context()); why != "" {
+			answer.Status, answer.Reason = "degraded", why
+		}
 	}
 	// A refresh that failed leaves the old catalog serving: still ready,
 	// and saying so.
-	body, err := json.Marshal(struct {
-		Status  string       `json:"status"`
-		Catalog CatalogState `json:"catalog"`
-	}{"ready", s.state()})
+	if s.state != nil {
+		st := s.state()
+		answer.Catalog = &st
+	}
+	body, err := json.Marshal(answer)
 	if err != nil {
 		return internal(err)
 	}

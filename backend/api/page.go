@@ -10,6 +10,7 @@ import (
 	"github.com/goccy/go-json"
 
 	"github.com/adlink/adlink/backend/pages"
+	"github.com/adlink/adlink/backend/siteshards"
 	"github.com/adlink/adlink/contract"
 )
 
@@ -101,6 +102,9 @@ func (s *server) page(w http.ResponseWriter, r *http.Request) error {
 	ix := s.index(s.catalogOf(r), q.Country, q.Lang)
 	q.Exclude = s.budget.Exclude(ix)
 	hits := ix.Match(&q)
+	// What the site's pages are about chooses the shard its unseen pages
+	// load: learnt once per page.
+	s.sites.Observe(siteshards.SiteKey(apiKey, siteID), res.URL, ix, q)
 	o := s.linkOptions(&req.Links)
 	*buf = ix.AppendResponse(b, hits, &o)
 	respond(w, http.StatusOK, *buf, req.Callback)

@@ -64,6 +64,7 @@ func (s *server) redirect(w http.ResponseWriter, r *http.Request) error {
 	}
 	if r.Method != http.MethodHead {
 		c := clicks.Click{
+			ID:         clicks.NewID(),
 			Time:       s.now(),
 			AdID:       req.AdID,
 			AdType:     ad.Kind.String(),
@@ -94,6 +95,8 @@ func (s *server) redirect(w http.ResponseWriter, r *http.Request) error {
 			if err := s.ledger.Record(r.Context(), &c, u); err != nil {
 				return internal(fmt.Errorf("recording click: %w", err))
 			}
+			// The id the click is recorded under, for support to find it.
+			w.Header().Set("X-Adlink-Click", c.ID)
 			// The click is on disk; should its advertiser's spend not be
 			// read now, the next click reads it, and the ledger holds the
 			// budget meanwhile.

@@ -65,6 +65,13 @@ func TestRedirect(t *testing.T) {
 			want.BidMicros = a.BidMicros
 		}
 	}
+	if len(env.clicks) == 1 {
+		// The click's id is new, and the 302 names it.
+		if id := res.Header.Get("X-Adlink-Click"); id == "" || env.clicks[0].ID != id {
+			t.Errorf("X-Adlink-Click %q, the click recorded under %q", id, env.clicks[0].ID)
+		}
+		want.ID = env.clicks[0].ID
+	}
 	if len(env.clicks) != 1 || env.clicks[0] != want || want.BidMicros == 0 {
 		t.Errorf("clicks = %+v, want %+v", env.clicks, want)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/adlink/adlink/backend/partners"
 	"github.com/adlink/adlink/backend/ratelimit"
 	"github.com/adlink/adlink/backend/shards"
+	"github.com/adlink/adlink/backend/siteshards"
 	"github.com/adlink/adlink/contract"
 )
 
@@ -50,6 +51,10 @@ type Deps struct {
 	// Shards are the market shards and matcher.wasm the page loads; nil
 	// serves none.
 	Shards *shards.Set
+	// SiteShards, when set, choose for each site the shard its pages load
+	// where the market's own is over their budget, and learn from the
+	// pages the server answers; nil serves every market's own shard.
+	SiteShards SiteShards
 	// Web holds widget.js, demo/ (the demo publisher pages) and the
 	// report dashboard's dashboard.html, .js and .css; nil serves none.
 	Web fs.FS
@@ -83,13 +88,18 @@ type Deps struct {
 	// every ad (the ledger still bills no click over a budget).
 	Budget *budget.Gate
 	// Limiter, when set, makes the Limiter of each kind of key the server
-	// limits (keys, ips, sites, key-networks, site-networks, reports): a
-	// shared one (Redis) holds each limit across replicas. Nil keeps each
-	// kind in a ratelimit.Set in this process.
+	// limits (keys, ips, sites, reports): a shared one (Redis) holds each
+	// limit across replicas. Nil keeps each kind in a ratelimit.Set in
+	// this process.
 	Limiter func(kind string) ratelimit.Limiter
 	// Ready, when set, tells /readyz whether the server's state is usable
 	// (the store open, not shutting down); an error makes it a 503.
 	Ready func(ctx context.Context) error
+	// Degraded, when set, says why the server answers with less than it
+	// should (Postgres down, clicks spooled), or "" when it does not;
+	// /readyz then says "degraded" with the reason, still 200: the
+	// server answers every request.
+	Degraded func(ctx context.Context) string
 }
 
 // server holds the dependencies the handlers share; it has no other state.
@@ -105,6 +115,7 @@ type server struct {
 	web      fs.FS
 	metrics  *metrics.Metrics
 	ready    func(ctx context.Context) error
+	degraded func(ctx context.Context) string
 	ids      *idSource
 	limits   limiters
 	judge    *clicks.Judge
@@ -113,6 +124,7 @@ type server struct {
 	accounts *accounts.Book
 	rollups  clicks.RollupReader
 	budget   *budget.Gate
+	sites    SiteShards
 }
 
 // NewServer returns the handler of every adlink route. It panics when a
@@ -136,6 +148,7 @@ func NewServer(d Deps) http.Handler {
 		web:      d.Web,
 		metrics:  d.Metrics,
 		ready:    d.Ready,
+		degraded: d.Degraded,
 		ids:      newIDSource(),
 		limits:   newLimiters(d.Limiter),
 		judge:    newJudge(d.ClickKeys, d.Windows, d.Decisions, d.Config),
@@ -144,6 +157,7 @@ func NewServer(d Deps) http.Handler {
 		accounts: d.Accounts,
 		rollups:  d.Rollups,
 		budget:   d.Budget,
+		sites:    d.SiteShards,
 	}
 	if s.accounts == nil {
 		s.accounts, _ = accounts.New(nil, nil)
@@ -161,6 +175,9 @@ func NewServer(d Deps) http.Handler {
 	s.log = slog.New(requestIDHandler{s.log.Handler()})
 	if s.now == nil {
 		s.now = time.Now
+	}
+	if s.sites == nil {
+		s.sites = (*siteshards.Service)(nil) // serves each market's own shard
 	}
 	mux := http.NewServeMux()
 	s.routes(mux)

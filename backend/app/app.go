@@ -36,6 +36,7 @@ import (
 	"github.com/adlink/adlink/backend/ratelimit"
 	"github.com/adlink/adlink/backend/retention"
 	"github.com/adlink/adlink/backend/shards"
+	"github.com/adlink/adlink/backend/siteshards"
 	"github.com/adlink/adlink/backend/store"
 	pgstore "github.com/adlink/adlink/backend/store/pg"
 	redisstore "github.com/adlink/adlink/backend/store/redis"
@@ -72,6 +73,34 @@ type Options struct {
 	// FeedClient fetches the feed URLs; nil is a client of the catalog's
 	// own.
 	FeedClient *http.Client
+	// SiteShards, when set, are siteshards.Options in place of the ones the
+	// configuration makes (its Budget from -site-shard-kb still applies
+	// when theirs is zero).
+	SiteShards *siteshards.Options
+}
+
+// siteShardOptions are the site shards' options: -site-shard-kb's budget.
+func siteShardOptions(cfg config.Config, opts Options, log *slog.Logger) siteshards.Options {
+	var o siteshards.Options
+	if opts.SiteShards != nil {
+		o = *opts.SiteShards
+	}
+	if o.Budget == 0 {
+		o.Budget = cfg.SiteShardKB * 1000
+		if cfg.SiteShardKB == 0 {
+			o.Budget = -1 // off
+		}
+	}
+	if o.Now == nil {
+		o.Now = opts.Now
+	}
+	if o.File == "" {
+		o.File = filepath.Join(cfg.DataDir, siteshards.ProfilesFile)
+	}
+	if o.Logger == nil {
+		o.Logger = log.With("component", "siteshards")
+	}
+	return o
 }
 
 // App is the server, built and running: its page workers are started.
@@ -103,6 +132,9 @@ type App struct {
 	Accounts *accounts.Book
 	// Budget keeps advertisers whose daily budget is spent out of answers.
 	Budget *budget.Gate
+	// SiteShards are the shards chosen for each site where a market's own
+	// is over -site-shard-kb.
+	SiteShards *siteshards.Service
 	// Metrics are served at /metrics.
 	Metrics *metrics.Metrics
 	// DataFile is the state store's file.
@@ -110,10 +142,12 @@ type App struct {
 
 	db        *bolt.DB
 	pg        *pgstore.DB
+	spooler   *clicks.Spooler // with pg: the clicks Postgres could not take
 	redis     *redisstore.Client
 	syncStop  chan struct{} // stops syncBudgets
 	syncDone  chan struct{}
 	live      *live
+	replicas  *replicas
 	stopLive  context.CancelFunc
 	liveDone  chan struct{}
 	fetcher   *pages.Fetcher
@@ -198,6 +232,11 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if a.pg != nil {
+		if ledger, err = a.spoolClicks(log); err != nil {
+			return nil, err
+		}
+	}
 	// Today's spend is read now, so an advertiser stopped before a
 	// restart stays stopped.
 	if a.Budget, err = budget.New(context.Background(), budget.Options{Budgets: book.Budgets(), Spent: a.Rollups,
@@ -212,8 +251,12 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 		return nil, err
 	}
 	log.Info("click keys", "signing", clickKeys.SigningKeyID())
-	pageQueue, err := pages.OpenBolt(a.db, 0)
-	if err != nil {
+	// With Postgres every replica takes its page jobs from one queue and
+	// serves the analyses of all.
+	var pageQueue pages.Store
+	if a.pg != nil {
+		pageQueue = a.pg.Pages(0, 0)
+	} else if pageQueue, err = pages.OpenBolt(a.db, 0); err != nil {
 		return nil, err
 	}
 	a.fetcher = pages.NewFetcher(pages.FetchOptions{AllowPrivate: cfg.FetchAllowPrivate})
@@ -225,7 +268,7 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 	}
 	// Analyses keep what a new catalog needs to match the page again.
 	pageService := pages.NewService(pageQueue, a.fetcher, nil, pages.Options{Logger: log.With("component", "pages"),
-		OnAnalysis: a.Metrics.Analysis, Sites: pages.SitesOf(siteDomains),
+		Lease: cfg.PageLease, OnAnalysis: a.Metrics.Analysis, Sites: pages.SitesOf(siteDomains),
 		Catalog: func() (pages.Reducer, string) {
 			c := cat.current()
 			return c.Indexes.All(), c.Version
@@ -251,6 +294,14 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 	a.retention = retention.New(retainer, retention.Options{Retention: cfg.Retention, Dir: exportDir, Now: opts.Now,
 		Logger: log.With("component", "retention"), Metrics: a.Metrics, Passed: opts.RetentionPassed})
 	a.retention.Start() // days that aged out while the server was down go now
+	// A refresh on one replica tells the others: through Redis when there
+	// is one, else Postgres.
+	switch {
+	case a.redis != nil:
+		a.replicas = startReplicas(cat, a.redis.Versions(), log.With("component", "catalog"))
+	case a.pg != nil:
+		a.replicas = startReplicas(cat, a.pg.Versions(log.With("component", "catalog")), log.With("component", "catalog"))
+	}
 	tick := opts.Refresh
 	var ticker *time.Ticker
 	if tick == nil && cfg.CatalogRefresh > 0 {
@@ -270,6 +321,11 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 		}()
 	}
 
+	a.SiteShards = siteshards.New(siteShardOptions(cfg, opts, log))
+	a.Metrics.WatchSiteShards(func() metrics.SiteShardStats {
+		s := a.SiteShards.Stats()
+		return metrics.SiteShardStats{Profiles: s.Sites, Shards: s.Shards, Bytes: s.Bytes, Builds: s.Builds, HeadBuilds: s.HeadBuilds, Refused: s.Refused}
+	})
 	a.Admin = api.NewAdmin(api.AdminDeps{Metrics: a.Metrics, Reload: a.Reload})
 	a.Handler = api.NewServer(api.Deps{
 		Config:       cfg,
@@ -286,12 +342,14 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 		Accounts:     a.Accounts,
 		Rollups:      a.Rollups,
 		Budget:       a.Budget,
+		SiteShards:   a.SiteShards,
 		Pages:        pageService,
 		Now:          opts.Now,
 		Web:          web,
 		Metrics:      a.Metrics,
 		Limiter:      limiter,
 		Ready:        a.ready,
+		Degraded:     a.degraded,
 	})
 	return a, nil
 }
@@ -326,6 +384,41 @@ func (a *App) boltStores(windows *clicks.Windows, decisions *clicks.Decisions, l
 	a.Clicks, a.Impressions, a.Rollups = log, imps, r
 	*windows, *decisions, *ledger = w, d, l
 	return nil
+}
+
+// spoolClicks returns the ledger that records clicks in Postgres while it
+// answers and, while it does not, judges them here and spools them to the
+// bbolt file, makes the impression log spool the same way, and starts the
+// shipping of the spool (what a crash left in it first). The decisions
+// and windows that judge a spooled click are Redis's, shared by the
+// replicas, when the server has Redis (the file's while Redis does not
+// answer either), else the file's.
+func (a *App) spoolClicks(log *slog.Logger) (clicks.Ledger, error) {
+	spool, err := clicks.NewSpool(a.db)
+	if err != nil {
+		return nil, err
+	}
+	opts := clicks.SpoolerOptions{Logger: log.With("component", "clicks"), Impressions: a.pg.Impressions(),
+		Spooled: a.Metrics.ClickSpooled, Shipped: a.Metrics.ClicksShipped}
+	if a.redis != nil {
+		d, err := clicks.NewDecisions(a.db)
+		if err != nil {
+			return nil, err
+		}
+		w, err := clicks.NewWindows(a.db)
+		if err != nil {
+			return nil, err
+		}
+		opts.Decisions, opts.Windows = a.redis.Decisions(d), a.redis.Windows(w)
+	}
+	a.spooler = clicks.NewSpooler(a.pg.Ledger(), a.pg.Ledger(), spool, opts)
+	a.Impressions = a.spooler.Impressions(a.pg.Impressions())
+	a.Metrics.WatchSpool(spool.Depth)
+	a.spooler.Start()
+	if n := spool.Depth(); n > 0 {
+		log.Warn("clicks spooled before the server stopped are shipped to postgres now", "spooled", n)
+	}
+	return a.spooler, nil
 }
 
 // openRedis opens the Redis that cfg names and returns what makes the
@@ -385,28 +478,42 @@ func (a *App) syncBudgets(log *slog.Logger) {
 // is not fetched or parsed again), the new catalog is built beside the one
 // serving, checked, and swapped in at once. A refused or failed refresh
 // leaves the catalog served as it was; force swaps in a catalog that the
-// checks refuse. One refresh runs at a time; a second waits for it.
+// checks refuse. One refresh runs at a time; a second waits for it. With
+// -redis or -postgres, a catalog swapped in is announced, and the other
+// replicas serve it too.
 func (a *App) Reload(ctx context.Context, force bool) api.Reload { return a.live.reload(ctx, force) }
 
 // Catalog is the catalog served now.
 func (a *App) Catalog() *api.Catalog { return a.live.current() }
 
-// ready tells /readyz whether the server can answer: not draining, the
-// store open, and Postgres, when it keeps the clicks, answering.
+// ready tells /readyz whether the server can answer: not draining and
+// the store open. Postgres down is degraded, not unready: clicks spool.
 func (a *App) ready(ctx context.Context) error {
 	if a.draining.Load() {
 		return errors.New("shutting down")
 	}
 	// A closed bbolt file refuses transactions.
-	if err := a.db.View(func(*bolt.Tx) error { return nil }); err != nil {
-		return err
+	return a.db.View(func(*bolt.Tx) error { return nil })
+}
+
+// degradedPing bounds how long /readyz waits for Postgres.
+const degradedPing = time.Second
+
+// degraded tells /readyz why the server answers with less than it should:
+// with -postgres, Postgres does not answer, or clicks wait in the spool.
+func (a *App) degraded(ctx context.Context) string {
+	if a.spooler == nil {
+		return ""
 	}
-	if a.pg != nil {
-		if err := a.pg.Ping(ctx); err != nil {
-			return fmt.Errorf("postgres: %w", err)
-		}
+	if why := a.spooler.Degraded(); why != "" {
+		return why
 	}
-	return nil
+	ctx, cancel := context.WithTimeout(ctx, degradedPing)
+	defer cancel()
+	if err := a.pg.Ping(ctx); err != nil {
+		return "postgres does not answer: " + err.Error()
+	}
+	return ""
 }
 
 // Drain makes /readyz answer 503, so that a load balancer sends no more
@@ -424,12 +531,16 @@ func (a *App) Close() error {
 			a.stopLive()
 			<-a.liveDone
 		}
+		if a.replicas != nil {
+			a.replicas.close()
+		}
 		if a.live != nil {
 			a.live.close()
 		}
 		if a.Pages != nil {
 			a.Pages.Stop()
 		}
+		siteErr := a.SiteShards.Close()
 		if a.retention != nil {
 			a.retention.Stop()
 		}
@@ -440,12 +551,16 @@ func (a *App) Close() error {
 		if a.fetcher != nil {
 			a.fetcher.Close()
 		}
+		if a.spooler != nil {
+			a.spooler.Stop() // what is left spooled ships after the next start
+		}
 		if a.pg != nil {
 			a.pg.Close()
 		}
 		if a.db != nil {
 			a.closeErr = a.db.Close()
 		}
+		a.closeErr = errors.Join(a.closeErr, siteErr)
 		if a.redis != nil {
 			a.closeErr = errors.Join(a.closeErr, a.redis.Close())
 		}

@@ -53,6 +53,9 @@ type live struct {
 	wasm, zst []byte
 	split     int
 	onRefresh func(api.Reload)
+	// replicas, when set, tell the other replicas of each catalog this one
+	// swaps in, and name the version they agreed on.
+	replicas *replicas
 
 	cur atomic.Pointer[version]
 	mu  sync.Mutex // one refresh at a time
@@ -232,8 +235,25 @@ func (l *live) build(ads []match.Ad, ver string, prev *version) (*version, error
 
 // reload refreshes the catalog: reads the sources, checks the catalog they
 // make, and swaps it in; a refused or failed refresh leaves the catalog
-// served as it was. force swaps in a catalog the checks would refuse.
+// served as it was. force swaps in a catalog the checks would refuse. A
+// catalog swapped in is announced to the other replicas, if there are any.
 func (l *live) reload(ctx context.Context, force bool) api.Reload {
+	res := l.reloadAs(ctx, force, "")
+	switch {
+	case l.replicas == nil:
+	case res.Result == resultSwapped && res.Version != l.replicas.agreed():
+		l.replicas.announce(ctx, res.Version)
+	default:
+		l.replicas.retry()
+	}
+	return res
+}
+
+// reloadAs refreshes the catalog, on word from the replica from when it is
+// not "": then a catalog of the version the replicas agreed on is served
+// without the checks, which the replica that announced it passed or was
+// forced past.
+func (l *live) reloadAs(ctx context.Context, force bool, from string) api.Reload {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	start := time.Now()
@@ -243,6 +263,9 @@ func (l *live) reload(ctx context.Context, force bool) api.Reload {
 	res.Version, res.Ads = cur.api.Version, len(cur.ads)
 	attrs := []any{"result", res.Result, "version", res.Version, "ads", res.Ads, "duration_ms", time.Since(start).Milliseconds(),
 		"read_ms", l.took.read.Milliseconds(), "index_ms", l.took.index.Milliseconds(), "shards_ms", l.took.shards.Milliseconds()}
+	if from != "" {
+		attrs = append(attrs, "announced_by", from)
+	}
 	switch res.Result {
 	case resultRefused, resultFailed:
 		l.log.Warn("catalog refresh: the catalog served stays", append(attrs, "err", res.Error)...)
@@ -280,7 +303,7 @@ func (l *live) refresh(ctx context.Context, force bool) api.Reload {
 		return api.Reload{Result: resultUnchanged}
 	}
 	l.stale = true
-	if !force {
+	if !force && (l.replicas == nil || ver != l.replicas.agreed()) {
 		if err := l.check(len(prev.ads), len(ads)); err != nil {
 			return api.Reload{Result: resultRefused, Error: err.Error() + "; POST /admin/reload?force=true serves it all the same"}
 		}
@@ -373,7 +396,11 @@ func (l *live) state() api.CatalogState {
 	cur := l.cur.Load()
 	l.stateMu.Lock()
 	defer l.stateMu.Unlock()
-	return api.CatalogState{Version: cur.api.Version, Ads: len(cur.ads), LoadedAt: cur.loadedAt.UTC(), LastRefresh: l.last}
+	s := api.CatalogState{Version: cur.api.Version, Ads: len(cur.ads), LoadedAt: cur.loadedAt.UTC(), LastRefresh: l.last}
+	if l.replicas != nil {
+		s.Replicas = l.replicas.state(cur.api.Version)
+	}
+	return s
 }
 
 // stats is what /metrics says of the catalog.
@@ -398,6 +425,11 @@ func (l *live) stats() metrics.CatalogStats {
 	}
 	s.LastFailure = l.lastFailure
 	s.Failing = l.last != nil && (l.last.Result == resultRefused || l.last.Result == resultFailed)
+	if l.replicas != nil {
+		s.Replicas = true
+		s.Announcements = map[string]int{}
+		s.Announcements["sent"], s.Announcements["failed"], s.Announcements["heard"], s.Behind = l.replicas.counts(cur.api.Version)
+	}
 	return s
 }
 

@@ -119,15 +119,16 @@ func TestNewNeedsItsPostgres(t *testing.T) {
 	}
 }
 
-// /readyz answers 503 while the server cannot reach the Postgres that
-// keeps its clicks.
-func TestReadyzNeedsPostgres(t *testing.T) {
+// /readyz says degraded, still 200, while the server cannot reach the
+// Postgres that keeps its clicks: its clicks spool, and visitors land.
+func TestReadyzDegradedWithoutPostgres(t *testing.T) {
 	a := replica(t, testpg.New(t))
-	if status, body := get(t, a.Handler, "/readyz"); status != http.StatusOK {
+	if status, body := get(t, a.Handler, "/readyz"); status != http.StatusOK || strings.Contains(body, "degraded") {
 		t.Fatalf("/readyz: %d %s", status, body)
 	}
 	a.pg.Close()
-	if status, _ := get(t, a.Handler, "/readyz"); status != http.StatusServiceUnavailable {
-		t.Errorf("/readyz without Postgres: %d, want 503", status)
+	if status, body := get(t, a.Handler, "/readyz"); status != http.StatusOK || !strings.Contains(body, `"status":"degraded"`) ||
+		!strings.Contains(body, "postgres does not answer") {
+		t.Errorf("/readyz without Postgres: %d %s, want 200 degraded", status, body)
 	}
 }

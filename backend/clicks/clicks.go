@@ -16,6 +16,11 @@ import (
 
 // Click is one recorded click on an ad link.
 type Click struct {
+	// ID is the id the redirect gave the click, unique: a store that
+	// holds clicks from many servers (Postgres) records a click under its
+	// ID once, however often it is shipped. "" for clicks recorded before
+	// clicks had ids.
+	ID   string    `json:"id,omitempty"`
 	Time time.Time `json:"time"`
 	// AdID and AdType are the ad's id and kind (advertiser, product, coupon).
 	AdID   string `json:"ad_id"`

@@ -55,6 +55,12 @@ type Config struct {
 	// CatalogMaxBytes bounds a feed, as read and once decompressed
 	// (-catalog-max-bytes, ADLINK_CATALOG_MAX_BYTES).
 	CatalogMaxBytes int64
+	// SiteShardKB is the most kilobytes (1,000 bytes, with zstd) a page
+	// downloads for the in-page matcher when its market's own shard is
+	// larger: a shard of the ads the site's analysed pages point to
+	// (backend/siteshards); 0 serves every market's own shard
+	// (-site-shard-kb, ADLINK_SITE_SHARD_KB).
+	SiteShardKB int
 	// AdminAddr is the admin listener's address, which serves /metrics and
 	// POST /admin/reload; empty serves none (-admin-addr,
 	// ADLINK_ADMIN_ADDR).
@@ -73,6 +79,11 @@ type Config struct {
 	// addresses; only the demo and the tests set it (-fetch-allow-private,
 	// ADLINK_FETCH_ALLOW_PRIVATE).
 	FetchAllowPrivate bool
+	// PageLease is how long a page analysis stays its worker's after the
+	// worker last renewed it (three times a lease): how soon another
+	// worker, of this replica or another, takes over a page whose worker
+	// died (-page-lease, ADLINK_PAGE_LEASE).
+	PageLease time.Duration
 	// TrustedProxies are the peers whose X-Forwarded-For and country header
 	// are believed (-trusted-proxies, ADLINK_TRUSTED_PROXIES, comma-separated
 	// CIDRs).
@@ -169,6 +180,7 @@ func Default() Config {
 		Addr:             "localhost:8080",
 		AdminAddr:        "127.0.0.1:9464",
 		CatalogMaxDrop:   0.25,
+		SiteShardKB:      150,
 		CatalogTimeout:   time.Minute,
 		CatalogMaxBytes:  1 << 30,
 		DataDir:          ".data",
@@ -181,6 +193,7 @@ func Default() Config {
 		PageRate:         1,
 		PageBurst:        30,
 		PageNetworkShare: 0.2,
+		PageLease:        5 * time.Second,
 		// One household or office behind one address clicks a few ads a
 		// day; a carrier's NAT shares an address wider, so not fewer.
 		NetworkDailyClicks: 50,
@@ -287,6 +300,7 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	envDuration("ADLINK_CATALOG_REFRESH", &c.CatalogRefresh)
 	envDuration("ADLINK_CATALOG_TIMEOUT", &c.CatalogTimeout)
 	envFloat("ADLINK_CATALOG_MAX_DROP", &c.CatalogMaxDrop)
+	envInt("ADLINK_SITE_SHARD_KB", &c.SiteShardKB)
 	if v := getenv("ADLINK_CATALOG_MAX_BYTES"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
@@ -299,6 +313,7 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	envDuration("ADLINK_CLICK_TOKEN_TTL", &c.ClickTokenTTL)
 	envDuration("ADLINK_CLICK_MIN_DELAY", &c.ClickMinDelay)
 	envDuration("ADLINK_RETENTION", &c.Retention)
+	envDuration("ADLINK_PAGE_LEASE", &c.PageLease)
 	c.ExportDir = getenv("ADLINK_EXPORT_DIR")
 	c.PostgresURL = getenv("ADLINK_POSTGRES_URL")
 	c.RedisURL = getenv("ADLINK_REDIS_URL")
@@ -319,6 +334,7 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	fs.StringVar(&c.RedirectURL, "redirect-url", c.RedirectURL, "base `URL` of ad links; default http://<addr> (ADLINK_REDIRECT_URL)")
 	fs.Var(&listFlag{list: &c.Catalogs}, "catalog", "catalog feed `file or URL` (JSONL, CSV, Merchant Center XML or TSV; options after #), repeatable; none serves the embedded demo (ADLINK_CATALOG, comma-separated)")
 	fs.DurationVar(&c.CatalogRefresh, "catalog-refresh", c.CatalogRefresh, "read the catalog feeds again this often; 0: only on SIGHUP and POST /admin/reload (ADLINK_CATALOG_REFRESH)")
+	fs.IntVar(&c.SiteShardKB, "site-shard-kb", c.SiteShardKB, "most `KB` (zstd) a page downloads for the in-page matcher when its market's shard is larger: a shard chosen for the site; 0 serves the market's whole shard (ADLINK_SITE_SHARD_KB)")
 	fs.Float64Var(&c.CatalogMaxDrop, "catalog-max-drop", c.CatalogMaxDrop, "`part` (0 to 1) of its ads a refreshed catalog may lose; more is refused unless forced (ADLINK_CATALOG_MAX_DROP)")
 	fs.DurationVar(&c.CatalogTimeout, "catalog-timeout", c.CatalogTimeout, "bound on one fetch of a feed URL (ADLINK_CATALOG_TIMEOUT)")
 	fs.Int64Var(&c.CatalogMaxBytes, "catalog-max-bytes", c.CatalogMaxBytes, "most `bytes` of one feed, as read and decompressed (ADLINK_CATALOG_MAX_BYTES)")
@@ -327,6 +343,7 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	fs.StringVar(&c.AdvertisersFile, "advertisers", c.AdvertisersFile, "advertisers JSON `file`: report tokens and daily budgets (ADLINK_ADVERTISERS)")
 	fs.BoolVar(&c.Demo, "demo", c.Demo, "add the demo partner, api_key=demo site_id=demo on localhost (ADLINK_DEMO)")
 	fs.BoolVar(&c.FetchAllowPrivate, "fetch-allow-private", c.FetchAllowPrivate, "let the page fetcher reach loopback and private addresses (ADLINK_FETCH_ALLOW_PRIVATE)")
+	fs.DurationVar(&c.PageLease, "page-lease", c.PageLease, "how long a page analysis stays its worker's unless renewed: how soon another worker takes over one whose worker died (ADLINK_PAGE_LEASE)")
 	fs.StringVar(&proxies, "trusted-proxies", proxies, "comma-separated `CIDRs` whose X-Forwarded-For and country header are trusted (ADLINK_TRUSTED_PROXIES)")
 	fs.StringVar(&c.CountryHeader, "country-header", c.CountryHeader, "request `header` with the client's country, from a trusted proxy (ADLINK_COUNTRY_HEADER)")
 	fs.Float64Var(&c.KeyRate, "rate-key", c.KeyRate, "default /v2 `requests` per second per api_key (ADLINK_RATE_KEY)")
@@ -447,6 +464,9 @@ func (c *Config) Validate() error {
 	if !(c.CatalogMaxDrop >= 0 && c.CatalogMaxDrop <= 1) {
 		bad("catalog-max-drop %v: want a part from 0 to 1", c.CatalogMaxDrop)
 	}
+	if c.SiteShardKB != 0 && c.SiteShardKB < 8 {
+		bad("site-shard-kb %d: want at least 8 KB, or 0 to serve each market's whole shard", c.SiteShardKB)
+	}
 	if c.CatalogTimeout <= 0 {
 		bad("catalog-timeout %v: want a positive duration", c.CatalogTimeout)
 	}
@@ -475,6 +495,9 @@ func (c *Config) Validate() error {
 		if !(r.share > 0 && r.share <= 1) {
 			bad("%s %v: want a part above 0 and at most 1", r.name, r.share)
 		}
+	}
+	if c.PageLease < time.Second {
+		bad("page-lease %v: want at least 1s", c.PageLease)
 	}
 	if _, err := clicks.NewKeys(c.ClickKeys...); err != nil && len(c.ClickKeys) > 0 {
 		bad("click-keys: %w", err)

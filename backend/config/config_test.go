@@ -150,6 +150,17 @@ func TestLoad(t *testing.T) {
 			want: func(c *Config) { c.RedisURL = "rediss://r.internal:6380/0" },
 		},
 		{
+			name: "page lease from the environment",
+			env:  map[string]string{"ADLINK_PAGE_LEASE": "8s"},
+			want: func(c *Config) { c.PageLease = 8 * time.Second },
+		},
+		{
+			name: "page lease flag wins",
+			args: []string{"-page-lease", "3s"},
+			env:  map[string]string{"ADLINK_PAGE_LEASE": "8s"},
+			want: func(c *Config) { c.PageLease = 3 * time.Second },
+		},
+		{
 			name: "wildcard listen address",
 			args: []string{"-addr", ":9090"},
 			want: func(c *Config) { c.Addr, c.RedirectURL = ":9090", "http://localhost:9090" },
@@ -206,6 +217,17 @@ func TestLoadReportsEveryProblem(t *testing.T) {
 	// Parsing goes on past every bad flag, which keeps its value.
 	if c.PartnersFile != "p.json" || c.SiteTokenTTL != 0 || c.IPRate != Default().IPRate {
 		t.Errorf("the flags after the bad ones are not read: %+v", c)
+	}
+}
+
+// A lease shorter than a second would be renewed more often than a
+// worker can, and take pages from workers that are alive.
+func TestLoadRefusesAShortPageLease(t *testing.T) {
+	for _, args := range [][]string{{"-page-lease", "500ms"}, {"-page-lease", "0"}, {"-page-lease", "-5s"}} {
+		_, err := Load(args, env(demoEnv(nil)), io.Discard)
+		if err == nil || !strings.Contains(err.Error(), "page-lease") || !strings.Contains(err.Error(), "want at least 1s") {
+			t.Errorf("Load %q = %v, want the page-lease named", args, err)
+		}
 	}
 }
 

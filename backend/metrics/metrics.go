@@ -28,6 +28,7 @@ type Metrics struct {
 	retention   retentionMetrics
 
 	redisFallback *prometheus.CounterVec
+	spool         spoolMetrics
 }
 
 // New returns the metrics registered in a new registry, with the Go
@@ -65,6 +66,7 @@ func New() *Metrics {
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.retention = newRetentionMetrics(m.reg)
 	m.redisFallback = newRedisFallback(m.reg)
+	m.spool = newSpoolMetrics(m.reg)
 	return m
 }
 
@@ -196,6 +198,13 @@ type CatalogStats struct {
 	Retired int
 	// Removed is how many removed ads still land their click links.
 	Removed int
+	// Replicas is whether the replicas announce their catalogs to each
+	// other (-redis or -postgres); Behind, whether this one serves another
+	// catalog than the one announced last; Announcements count those sent,
+	// failed and heard from other replicas.
+	Replicas      bool
+	Behind        bool
+	Announcements map[string]int
 }
 
 // WatchCatalog exports the catalog's version, size and refreshes, read from
@@ -224,6 +233,10 @@ var (
 		"Earlier catalog versions whose shards are still served for pages that hold their manifest.", nil, nil)
 	catalogRemovedDesc = prometheus.NewDesc("adlink_catalog_removed_ads",
 		"Ads removed from the catalog whose click links still land.", nil, nil)
+	catalogBehindDesc = prometheus.NewDesc("adlink_catalog_behind",
+		"1 while this replica serves another catalog than the one a replica announced last: its feeds could not be read, or gave another.", nil, nil)
+	catalogAnnouncementsDesc = prometheus.NewDesc("adlink_catalog_announcements_total",
+		"Catalog announcements between replicas: sent by this one, failed to send, heard from others.", []string{"outcome"}, nil)
 )
 
 // catalogCollector reads the catalog's state once per scrape.
@@ -233,7 +246,7 @@ type catalogCollector struct {
 
 func (c *catalogCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{catalogInfoDesc, catalogAdsDesc, catalogLoadedDesc, catalogFailingDesc,
-		catalogFailureDesc, catalogRefreshesDesc, catalogRetiredDesc, catalogRemovedDesc} {
+		catalogFailureDesc, catalogRefreshesDesc, catalogRetiredDesc, catalogRemovedDesc, catalogBehindDesc, catalogAnnouncementsDesc} {
 		ch <- d
 	}
 }
@@ -257,6 +270,17 @@ func (c *catalogCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(catalogRetiredDesc, float64(s.Retired))
 	gauge(catalogRemovedDesc, float64(s.Removed))
+	if !s.Replicas {
+		return
+	}
+	behind := 0.0
+	if s.Behind {
+		behind = 1
+	}
+	gauge(catalogBehindDesc, behind)
+	for _, o := range []string{"sent", "failed", "heard"} {
+		ch <- prometheus.MustNewConstMetric(catalogAnnouncementsDesc, prometheus.CounterValue, float64(s.Announcements[o]), o)
+	}
 }
 
 func unixSeconds(t time.Time) float64 {

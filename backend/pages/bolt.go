@@ -246,6 +246,20 @@ func (b *Bolt) take(now time.Time, lease time.Duration) (url string, next time.T
 	return url, next, nil
 }
 
+// Extend implements Store. Holds carry no holder, so a hold that
+// another Claim took after the lease passed is extended too.
+func (b *Bolt) Extend(_ context.Context, url string, lease time.Duration) (bool, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := time.Now()
+	end, held := b.held[url]
+	if !held || !now.Before(end) {
+		return false, nil
+	}
+	b.held[url] = now.Add(lease)
+	return true, nil
+}
+
 // Release implements Store.
 func (b *Bolt) Release(_ context.Context, url string) error {
 	b.mu.Lock()

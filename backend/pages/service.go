@@ -9,7 +9,10 @@
 // redone; failed pages are tried again after a doubling back-off.
 //
 // Store keeps the records and the queue, its contract in its doc comment;
-// Bolt implements it in the server's bbolt file. The Fetcher refuses
+// Bolt implements it in the server's bbolt file, and pgstore.Pages in a
+// Postgres database that several servers share. A worker renews its hold
+// on its job while it works, so a job outlives a worker that died by at
+// most a lease (Options.Lease). The Fetcher refuses
 // internal addresses on every connection (after DNS, redirects included),
 // caps redirects, time and the decoded body, accepts only HTML and honours
 // robots.txt. A page's redirects must stay on its site's domains
@@ -39,11 +42,16 @@ const (
 	DefaultRetryBackoff = 5 * time.Minute
 	DefaultMaxBackoff   = 24 * time.Hour
 	DefaultRetention    = 30 * 24 * time.Hour
-	sweepEvery          = time.Hour
-	sweepBatch          = 10000
-	// leaseSlack is the time a job's hold lasts past its timeout, for
-	// storing the result.
-	leaseSlack = 10 * time.Second
+	// DefaultLease is how long a worker's hold on a job lasts unless it
+	// renews it, which it does three times a lease while it works: a job
+	// whose worker died is taken by another within a lease, however long
+	// the pages take to fetch.
+	DefaultLease = 5 * time.Second
+	sweepEvery   = time.Hour
+	sweepBatch   = 10000
+	// storePoll is how often Wait and Drain look at the store again,
+	// since another process's workers may finish the jobs they wait for.
+	storePoll = 100 * time.Millisecond
 )
 
 // Status is the state of a page as the API reports it.
@@ -91,6 +99,10 @@ type Options struct {
 	Workers int
 	// JobTimeout bounds one page's fetch and analysis.
 	JobTimeout time.Duration
+	// Lease is how long a job stays held after its worker last renewed
+	// the hold (Store.Extend): how soon another worker, in this process or
+	// another, takes the job of a worker that died.
+	Lease time.Duration
 	// TTL is the age after which an analysis is redone; the old one is
 	// served meanwhile.
 	TTL time.Duration
@@ -146,6 +158,7 @@ type Service struct {
 
 	jobNanos  atomic.Int64 // moving average of a job's duration
 	rematched rematchCache
+	recent    recentAnswers // answers while the store does not answer
 
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced when a job completes
@@ -161,6 +174,9 @@ func NewService(store Store, fetch PageFetcher, reduce func() Reducer, o Options
 	}
 	if o.JobTimeout <= 0 {
 		o.JobTimeout = DefaultJobTimeout
+	}
+	if o.Lease <= 0 {
+		o.Lease = DefaultLease
 	}
 	if o.TTL <= 0 {
 		o.TTL = DefaultTTL
@@ -257,37 +273,55 @@ func (s *Service) Lookup(ctx context.Context, pageURL string) (*Result, error) {
 //
 // A URL not known itself whose query has parameters that the pages at its
 // path were seen not to vary by is looked up without them.
+//
+// While the store does not answer, a page is answered as this process last
+// answered it analysed, else pending (Retry-After 5 s), and nothing is
+// queued.
 func (s *Service) LookupAdmit(ctx context.Context, pageURL string, admit func() error) (*Result, error) {
+	res, err := s.lookupAdmit(ctx, pageURL, admit)
+	if err != nil && isStoreError(err) && ctx.Err() == nil {
+		return s.unavailable(pageURL, err), nil
+	}
+	if err == nil && res.Status == StatusAnalysed {
+		s.remember(pageURL, res)
+	}
+	return res, err
+}
+
+func (s *Service) lookupAdmit(ctx context.Context, pageURL string, admit func() error) (*Result, error) {
 	var refused error // admit's answer, told apart from the queue's errors
 	if a := admit; a != nil {
 		admit = func() error { refused = a(); return refused }
 	}
 	rec, err := s.store.Get(ctx, pageURL)
 	if err != nil {
-		return nil, err
+		return nil, storeError{err}
 	}
 	if rec == nil && strings.Contains(pageURL, "?") {
 		rule, err := s.store.Get(ctx, ruleKey(pageURL))
 		if err != nil {
-			return nil, err
+			return nil, storeError{err}
 		}
 		if rule != nil && len(rule.Ignore) > 0 {
 			if u := withoutParams(pageURL, rule.Ignore); u != pageURL {
 				pageURL = u
 				if rec, err = s.store.Get(ctx, pageURL); err != nil {
-					return nil, err
+					return nil, storeError{err}
 				}
 			}
 		}
 	}
 	push := func() error {
 		_, err := s.store.Push(ctx, pageURL, admit)
+		if err != nil && err != refused && !errors.Is(err, ErrQueueFull) {
+			return storeError{err}
+		}
 		return err
 	}
 	if rec != nil && rec.Alias != "" {
 		target, err := s.store.Get(ctx, rec.Alias)
 		if err != nil {
-			return nil, err
+			return nil, storeError{err}
 		}
 		rec = target
 	}
@@ -299,9 +333,9 @@ func (s *Service) LookupAdmit(ctx context.Context, pageURL string, admit func() 
 		return &Result{Status: StatusPending, URL: pageURL, RetryAfter: s.retryAfter(ctx)}, nil
 	}
 	if rec.Failed && !now.Before(rec.RetryAt) || !rec.Failed && now.Sub(rec.At) > s.o.TTL {
-		// Serve what we have while it is redone; a full queue or a refusal
-		// by admit only delays.
-		if err := push(); err != nil && !errors.Is(err, ErrQueueFull) && err != refused {
+		// Serve what we have while it is redone; a full queue, a refusal
+		// by admit or a store that does not answer only delays.
+		if err := push(); err != nil && !errors.Is(err, ErrQueueFull) && err != refused && !isStoreError(err) {
 			return nil, err
 		}
 	}
@@ -358,6 +392,7 @@ func (s *Service) Drain(ctx context.Context) error {
 		}
 		select {
 		case <-ch:
+		case <-time.After(storePoll):
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -377,6 +412,7 @@ func (s *Service) Wait(ctx context.Context, pageURL string) error {
 		}
 		select {
 		case <-ch:
+		case <-time.After(storePoll):
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -399,7 +435,7 @@ func (s *Service) notify() {
 func (s *Service) work(ctx context.Context) {
 	defer s.wg.Done()
 	for {
-		pageURL, err := s.store.Claim(ctx, s.o.JobTimeout+leaseSlack)
+		pageURL, err := s.store.Claim(ctx, s.o.Lease)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -413,7 +449,15 @@ func (s *Service) work(ctx context.Context) {
 			continue
 		}
 		start := time.Now()
+		renewing, stopRenewing := context.WithCancel(ctx)
+		renewed := make(chan struct{})
+		go func() {
+			defer close(renewed)
+			s.renew(renewing, pageURL)
+		}()
 		recs := s.run(ctx, pageURL)
+		stopRenewing()
+		<-renewed
 		if ctx.Err() != nil {
 			// Stopping: the job stays queued for the next start.
 			if err := s.store.Release(context.WithoutCancel(ctx), pageURL); err != nil {
@@ -442,6 +486,32 @@ func (s *Service) work(ctx context.Context) {
 		old := s.jobNanos.Load()
 		s.jobNanos.Store(old + (int64(d)-old)/8)
 		s.notify()
+	}
+}
+
+// renew extends the hold on pageURL three times a lease until ctx ends,
+// so that the job stays this worker's however long it takes and passes to
+// another within a lease of this process dying.
+func (s *Service) renew(ctx context.Context, pageURL string) {
+	t := time.NewTicker(s.o.Lease / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		held, err := s.store.Extend(ctx, pageURL, s.o.Lease)
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			s.log.Warn("renewing the hold on a page job", "url", pageURL, "err", err)
+		case !held:
+			// Another worker may analyse it too; both store the same.
+			s.log.Warn("lost the hold on a page job: its lease passed", "url", pageURL)
+			return
+		}
 	}
 }
 

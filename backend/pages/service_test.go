@@ -508,3 +508,36 @@ func TestCanonicalStaysOnTheHost(t *testing.T) {
 		}
 	}
 }
+
+// TestServiceRenewsTheHoldOfALongJob: a page that takes several leases to
+// fetch stays its worker's, which renews the hold while it waits, so the
+// idle workers beside it do not fetch it again.
+func TestServiceRenewsTheHoldOfALongJob(t *testing.T) {
+	page, err := os.ReadFile("testdata/iphone5-review.html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const lease = time.Second
+	var hits atomic.Int32
+	mux := http.NewServeMux()
+	mux.HandleFunc("/robots.txt", func(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) })
+	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		time.Sleep(3 * lease) // a slow page, not a wait for work
+		w.Write(page)
+	})
+	base := serve(t, mux).URL
+	e := open(t, t.TempDir(), 0, newFetcher(t, FetchOptions{AllowPrivate: true}), fixtureIndex(t), Options{Workers: 4, Lease: lease})
+	ctx := context.Background()
+	if res, err := e.svc.Lookup(ctx, base+"/slow"); err != nil || res.Status != StatusPending {
+		t.Fatalf("%+v %v", res, err)
+	}
+	e.svc.Start()
+	drain(t, e.svc)
+	if res, err := e.svc.Lookup(ctx, base+"/slow"); err != nil || res.Status != StatusAnalysed {
+		t.Errorf("after the drain: %+v %v", res, err)
+	}
+	if n := hits.Load(); n != 1 {
+		t.Errorf("the page was fetched %d times by 4 workers, want once", n)
+	}
+}

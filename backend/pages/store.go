@@ -55,14 +55,15 @@ type Record struct {
 // analysis. They are one interface because finishing a job stores its
 // records and removes it from the queue in one step: a crash leaves the
 // page analysed or still queued, never neither. Bolt is the embedded
-// Store; every implementation passes storetest.Pages. Implementations are
-// safe for concurrent use.
+// Store, pgstore.Pages the shared one; every implementation passes
+// storetest.Pages. Implementations are safe for concurrent use.
 //
 // A job is a canonical page URL, queued at most once. A worker Claims it,
-// holding it for a lease, then Completes or Releases it. Holds are not
-// durable: a job whose holder died is claimed again, at once after a
-// restart or once its lease has passed, so a page may be analysed twice but
-// a queued page is never lost.
+// holding it for a lease that it Extends while it works, then Completes or
+// Releases it. A job whose holder died is claimed again once its lease has
+// passed (a store whose holds live in its process, as Bolt's, ends them
+// all when it closes), so a page may be analysed twice but a queued page
+// is never lost, and a completed one is not claimed again.
 type Store interface {
 	// Get returns the record stored under url, or nil and no error when
 	// there is none.
@@ -87,6 +88,12 @@ type Store interface {
 	// hold ends with Complete or Release, or when lease has passed; until
 	// then no other Claim returns the job. lease must be positive.
 	Claim(ctx context.Context, lease time.Duration) (url string, err error)
+
+	// Extend moves the end of the hold on url to lease from now and
+	// reports whether there was a hold to extend: false when url is not
+	// queued, not held, its lease has passed, or (in a store that can tell
+	// holders apart) another Claim holds it now. lease must be positive.
+	Extend(ctx context.Context, url string, lease time.Duration) (bool, error)
 
 	// Release ends the hold on url without finishing the job, so that a
 	// Claim may take it again at once. Releasing a job not held, or not

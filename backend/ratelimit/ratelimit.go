@@ -70,6 +70,23 @@ type Limiter interface {
 	// state is not durable; forgetting a bucket only gives its key a full
 	// one.
 	Allow(ctx context.Context, key string, l Limit) Decision
+
+	// AllowBoth takes a token from first's bucket and then, only if that
+	// was allowed, from second's, each judged as Allow judges: a request
+	// under two buckets, such as a client network's share of a key's
+	// limit and the key's, where a request refused by the first must not
+	// take from the second. second is Allow's bucket of its key; first is
+	// a bucket of AllowBoth's own, keyed apart from Allow's, so that a
+	// flood of first keys cannot crowd out Allow's buckets. A Limiter that
+	// keeps its buckets elsewhere makes the two one step (one round trip).
+	// When first is refused, the second Decision is the zero Decision.
+	AllowBoth(ctx context.Context, first, second Bucket) (Decision, Decision)
+}
+
+// Bucket names one token bucket of a Limiter: its key and its limit.
+type Bucket struct {
+	Key   string
+	Limit Limit
 }
 
 // DefaultMaxKeys bounds the buckets a Set holds when Options leave it 0.
@@ -84,6 +101,8 @@ type Set struct {
 	mu        sync.Mutex
 	buckets   map[string]*bucket
 	lastSweep time.Time
+
+	firsts *Set // AllowBoth's first buckets; nil in firsts itself
 }
 
 var _ Limiter = (*Set)(nil)
@@ -112,7 +131,8 @@ func New(o Options) *Set {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Set{now: o.Now, maxKeys: o.MaxKeys, buckets: make(map[string]*bucket)}
+	return &Set{now: o.Now, maxKeys: o.MaxKeys, buckets: make(map[string]*bucket),
+		firsts: &Set{now: o.Now, maxKeys: o.MaxKeys, buckets: make(map[string]*bucket)}}
 }
 
 // sweepEvery is how often Allow looks for idle buckets when the Set is not
@@ -148,6 +168,16 @@ func (s *Set) Allow(_ context.Context, key string, l Limit) Decision {
 		d.RetryAfter = seconds((1 - tokens) / l.Rate)
 	}
 	return d
+}
+
+// AllowBoth implements Limiter. The first buckets are a Set of their own,
+// bounded apart from Allow's.
+func (s *Set) AllowBoth(ctx context.Context, first, second Bucket) (Decision, Decision) {
+	d := s.firsts.Allow(ctx, first.Key, first.Limit)
+	if !d.Allowed {
+		return d, Decision{}
+	}
+	return d, s.Allow(ctx, second.Key, second.Limit)
 }
 
 func seconds(f float64) time.Duration {

@@ -295,9 +295,20 @@ func (s *Set) Pick(country, lang string) *Blob {
 // its encodings have now.
 func (s *Set) Manifest(country, lang string) []byte {
 	if m, ok := s.allIndex.ShardMarket(country, lang); ok && s.markets[m] != nil {
-		return s.manifest(m.String(), s.markets[m])
+		return s.manifest(m.String(), s.markets[m], len(s.frags[s.markets[m]]))
 	}
-	return s.manifest("all", s.all)
+	return s.manifest("all", s.all, len(s.frags[s.all]))
+}
+
+// ManifestWith is the manifest of Pick(country, lang) naming another
+// shard in its place: b, cut in n fragments (0: whole), such as a site's
+// shard (backend/siteshards), which the Set does not hold itself.
+func (s *Set) ManifestWith(country, lang string, b *Blob, n int) []byte {
+	name := "all"
+	if m, ok := s.allIndex.ShardMarket(country, lang); ok && s.markets[m] != nil {
+		name = m.String()
+	}
+	return s.manifest(name, b, n)
 }
 
 // Shard returns the shard named by its SHA-256, or nil.
@@ -335,15 +346,15 @@ func (s *Set) MatcherURL() string {
 // A shard cut in fragments has "fragments":N in "shard": fragment k is at
 // its URL + "/k". URLs are paths on the server that answered. "market" is
 // "all" for the whole catalog's shard.
-func (s *Set) manifest(market string, b *Blob) []byte {
+func (s *Set) manifest(market string, b *Blob, fragments int) []byte {
 	out := []byte(`{"market":"` + market + `","format_version":` + strconv.Itoa(match.ShardVersion) + `,"redirect_url":`)
 	q, _ := json.Marshal(s.redirectURL) // a string always marshals
 	out = append(out, q...)
 	out = append(out, `,"shard":`...)
 	out = appendFile(out, ShardPath+b.SHA256, b)
-	if n := len(s.frags[b]); n > 0 {
+	if fragments > 0 {
 		out = append(out[:len(out)-1], `,"fragments":`...)
-		out = append(strconv.AppendInt(out, int64(n), 10), '}')
+		out = append(strconv.AppendInt(out, int64(fragments), 10), '}')
 	}
 	if s.matcher != nil {
 		out = append(out, `,"matcher":`...)

@@ -2,11 +2,14 @@
 // runs initdb and postgres from the installed binaries in a temporary
 // directory, on a free loopback port, before the tests, and stops the
 // server after them; New hands each test a new, empty database on it.
-// Without the binaries the tests that need it skip, unless CI is set in
-// the environment: then they fail.
+// Start gives a test a server of its own that it may stop, kill and start
+// again on the same data directory and port (the outage tests). Without
+// the binaries the tests that need it skip, unless CI is set in the
+// environment: then they fail.
 package testpg
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -17,6 +20,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -111,6 +116,189 @@ func isFile(p string) bool {
 // start runs initdb and postgres and returns the function that stops
 // the server and removes its directory.
 func start() (stop func() error, err error) {
+	srv, err := initServer()
+	if err != nil {
+		return nil, err
+	}
+	if err := srv.Restart(); err != nil {
+		os.RemoveAll(srv.dir)
+		return nil, err
+	}
+	base = srv.base()
+	return func() error {
+		base = ""
+		return srv.remove()
+	}, nil
+}
+
+// Server is a Postgres server of one test's own, on its own data
+// directory and loopback port, which the test may stop, kill and start
+// again on both: the faults the tests of outages need.
+type Server struct {
+	bin, dir, data string
+	port           int
+	cred           *syscall.Credential
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan error
+}
+
+// Start runs a new server for tb, stopped and removed when tb ends.
+// Without the binaries it skips tb, or under CI fails it.
+func Start(tb testing.TB) *Server {
+	tb.Helper()
+	fail := tb.Skipf
+	if os.Getenv("CI") != "" {
+		fail = tb.Fatalf
+	}
+	srv, err := initServer()
+	if err != nil {
+		fail("no Postgres for the test: %v", err)
+	}
+	tb.Cleanup(func() { srv.remove() })
+	if err := srv.Restart(); err != nil {
+		tb.Fatalf("testpg: %v", err)
+	}
+	return srv
+}
+
+// URL is the server's postgres database.
+func (s *Server) URL() string { return s.base() + "postgres" }
+
+func (s *Server) base() string { return "postgres://postgres@127.0.0.1:" + strconv.Itoa(s.port) + "/" }
+
+// Stop shuts the server down as an operator does (fast shutdown:
+// connections are closed, the data is checkpointed) and waits for it.
+func (s *Server) Stop() error { return s.end(syscall.SIGINT) }
+
+// Kill kills the server and every one of its processes with SIGKILL, as
+// a crash of its machine would: its next start recovers from the WAL.
+func (s *Server) Kill() error { return s.end(syscall.SIGKILL) }
+
+func (s *Server) end(sig syscall.Signal) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return nil
+	}
+	if sig == syscall.SIGKILL {
+		// Its backends too, which outlive a postmaster killed alone and
+		// lead process groups of their own.
+		children := childrenOf(s.cmd.Process.Pid)
+		syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+		for _, pid := range children {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+		defer waitGone(children)
+	} else {
+		s.cmd.Process.Signal(sig)
+	}
+	var err error
+	select {
+	case err = <-s.exited:
+	case <-time.After(30 * time.Second):
+		syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+		err = <-s.exited
+	}
+	s.cmd = nil
+	if sig == syscall.SIGKILL || errors.As(err, new(*exec.ExitError)) {
+		return nil // killed, as asked
+	}
+	return err
+}
+
+// childrenOf lists the processes whose parent is pid.
+func childrenOf(pid int) []int {
+	var out []int
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		child, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		if ppid, _ := parentOf(child); ppid == pid {
+			out = append(out, child)
+		}
+	}
+	return out
+}
+
+// parentOf reads pid's parent and state from /proc.
+func parentOf(pid int) (ppid int, state string) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, ""
+	}
+	// pid (comm) state ppid ...: comm may hold spaces and parentheses.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, ""
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 2 {
+		return 0, ""
+	}
+	ppid, _ = strconv.Atoi(f[1])
+	return ppid, f[0]
+}
+
+// waitGone waits, up to 10 s, until each of pids is gone or a zombie.
+func waitGone(pids []int) {
+	deadline := time.Now().Add(10 * time.Second)
+	for _, pid := range pids {
+		for time.Now().Before(deadline) {
+			if _, state := parentOf(pid); state == "" || state == "Z" {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
+
+// Restart starts the server on its data directory and port, unless it
+// runs, and waits until it answers.
+func (s *Server) Restart() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd != nil {
+		return nil
+	}
+	logFile, err := os.OpenFile(filepath.Join(s.dir, "postgres.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	// fsync and synchronous_commit stay on: what the tests and benchmarks
+	// measure is the durable commit.
+	pg := exec.Command(filepath.Join(s.bin, "postgres"), "-D", s.data, "-p", strconv.Itoa(s.port),
+		"-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories="+s.dir,
+		"-c", "max_connections=200", "-c", "shared_buffers=32MB")
+	pg.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred, Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	pg.Dir = s.dir
+	pg.Stdout, pg.Stderr = logFile, logFile
+	if err := pg.Start(); err != nil {
+		return fmt.Errorf("postgres: %w", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- pg.Wait() }()
+	if err := waitReady(s.base()+"postgres", exited); err != nil {
+		syscall.Kill(-pg.Process.Pid, syscall.SIGKILL)
+		log, _ := os.ReadFile(filepath.Join(s.dir, "postgres.log"))
+		return fmt.Errorf("postgres did not start: %w\n%s", err, log)
+	}
+	s.cmd, s.exited = pg, exited
+	return nil
+}
+
+// remove stops the server and removes its directory.
+func (s *Server) remove() error {
+	err := s.Stop()
+	return errors.Join(err, os.RemoveAll(s.dir))
+}
+
+// initServer runs initdb in a new directory and picks a port.
+func initServer() (srv *Server, err error) {
 	bin := Bin()
 	if bin == "" {
 		return nil, errors.New("no initdb and postgres in /usr/lib/postgresql/*/bin or on PATH")
@@ -150,43 +338,7 @@ func start() (stop func() error, err error) {
 	if err != nil {
 		return nil, err
 	}
-	logFile, err := os.Create(filepath.Join(dir, "postgres.log"))
-	if err != nil {
-		return nil, err
-	}
-	defer logFile.Close()
-	// fsync and synchronous_commit stay on: what the tests and benchmarks
-	// measure is the durable commit.
-	pg := exec.Command(filepath.Join(bin, "postgres"), "-D", data, "-p", strconv.Itoa(port),
-		"-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories="+dir,
-		"-c", "max_connections=200", "-c", "shared_buffers=32MB")
-	pg.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	pg.Dir = dir
-	pg.Stdout, pg.Stderr = logFile, logFile
-	if err := pg.Start(); err != nil {
-		return nil, fmt.Errorf("postgres: %w", err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- pg.Wait() }()
-	url := "postgres://postgres@127.0.0.1:" + strconv.Itoa(port) + "/"
-	if err := waitReady(url+"postgres", exited); err != nil {
-		pg.Process.Kill()
-		log, _ := os.ReadFile(filepath.Join(dir, "postgres.log"))
-		return nil, fmt.Errorf("postgres did not start: %w\n%s", err, log)
-	}
-	base = url
-	return func() error {
-		base = ""
-		// SIGINT is postgres's fast shutdown.
-		pg.Process.Signal(os.Interrupt)
-		select {
-		case <-exited:
-		case <-time.After(30 * time.Second):
-			pg.Process.Kill()
-			<-exited
-		}
-		return os.RemoveAll(dir)
-	}, nil
+	return &Server{bin: bin, dir: dir, data: data, port: port, cred: cred}, nil
 }
 
 // waitReady connects until the server answers, it exits, or a minute

@@ -18,7 +18,8 @@ import (
 // window, click row, rollups, spend; commits flushed together by
 // Postgres) beside the bbolt ledger's group commit, in the same run, from
 // as many clients, each click of a decision and network of its own over
-// a few ads and advertisers. The two take turns, three rounds each, and
+// a few ads and advertisers, each click with its id, as the redirect
+// gives it. The two take turns, three rounds each, and
 // each reports its best round: the disk's flush time swings with the
 // machine's other work.
 func BenchmarkLedgerClicks(b *testing.B) {
@@ -31,7 +32,7 @@ func BenchmarkLedgerClicks(b *testing.B) {
 			wg.Go(func() {
 				for i := range perClient {
 					n := strconv.Itoa(round) + "." + strconv.Itoa(g) + "." + strconv.Itoa(i)
-					c := clicks.Click{Time: at, AdID: "ad" + strconv.Itoa(i%10), AdType: "advertiser", Type: "search", APIKey: "demo",
+					c := clicks.Click{ID: clicks.NewID(), Time: at, AdID: "ad" + strconv.Itoa(i%10), AdType: "advertiser", Type: "search", APIKey: "demo",
 						SiteID: "demo", Criterion: "handy", YkTag: "t" + strconv.Itoa(g%4), IP: "2001:db8:" + strconv.FormatInt(int64(round), 16) + ":" + strconv.FormatInt(int64(g*perClient+i), 16) + "::1",
 						UserAgent: "Mozilla/5.0", Advertiser: "shop" + strconv.Itoa(i%3) + ".example", BidMicros: 250_000, Currency: "EUR"}
 					if err := l.Record(context.Background(), &c, clicks.Use{D: n, Expires: at.Add(time.Hour)}); err != nil || !c.Billable {

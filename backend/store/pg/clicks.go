@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sort"
 	"time"
 
@@ -25,13 +26,13 @@ var (
 func (db *DB) Clicks() Clicks { return Clicks{db} }
 
 const insertClick = `INSERT INTO clicks (at_ns, ad_id, ad_type, context, api_key, site_id, criterion, yk_tag, ip, user_agent,
-	country, advertiser, bid_micros, currency, billable, reason)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`
+	country, advertiser, bid_micros, currency, billable, reason, click_id)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, NULLIF($17, ''))`
 
 func clickArgs(c *clicks.Click) []any {
 	return []any{nanos(c.Time), clean(c.AdID), clean(c.AdType), clean(c.Type), clean(c.APIKey), clean(c.SiteID),
 		clean(c.Criterion), clean(c.YkTag), clean(c.IP), clean(c.UserAgent), clean(c.Country), clean(c.Advertiser),
-		c.BidMicros, clean(c.Currency), c.Billable, clean(c.Reason)}
+		c.BidMicros, clean(c.Currency), c.Billable, clean(c.Reason), clean(c.ID)}
 }
 
 // Append implements clicks.Store: one INSERT, committed before it returns.
@@ -55,7 +56,8 @@ func (s Clicks) Scan(ctx context.Context, from, to time.Time, fn func(clicks.Cli
 	}
 	cond, args := rangeArgs(from, to)
 	rows, err := s.db.pool.Query(ctx, `SELECT at_ns, ad_id, ad_type, context, api_key, site_id, criterion, yk_tag, ip,
-		user_agent, country, advertiser, bid_micros, currency, billable, reason FROM clicks WHERE `+cond+` ORDER BY at_ns, seq`, args...)
+		user_agent, country, advertiser, bid_micros, currency, billable, reason, coalesce(click_id, '')
+		FROM clicks WHERE `+cond+` ORDER BY at_ns, seq`, args...)
 	if err != nil {
 		return fmt.Errorf("postgres: scan clicks: %w", err)
 	}
@@ -64,7 +66,7 @@ func (s Clicks) Scan(ctx context.Context, from, to time.Time, fn func(clicks.Cli
 		var c clicks.Click
 		var ns int64
 		if err := rows.Scan(&ns, &c.AdID, &c.AdType, &c.Type, &c.APIKey, &c.SiteID, &c.Criterion, &c.YkTag, &c.IP,
-			&c.UserAgent, &c.Country, &c.Advertiser, &c.BidMicros, &c.Currency, &c.Billable, &c.Reason); err != nil {
+			&c.UserAgent, &c.Country, &c.Advertiser, &c.BidMicros, &c.Currency, &c.Billable, &c.Reason, &c.ID); err != nil {
 			return fmt.Errorf("postgres: scan clicks: %w", err)
 		}
 		c.Time = fromNanos(ns)
@@ -90,33 +92,75 @@ func (db *DB) Impressions() Impressions { return Impressions{db} }
 // Append implements clicks.Impressions: the rows and their rollups in one
 // transaction.
 func (s Impressions) Append(ctx context.Context, imps []clicks.Impression) error {
+	if err := checkImpressions(ctx, imps); err != nil {
+		return err
+	}
+	if err := s.db.inTx(ctx, func(tx pgx.Tx) error { return appendImpressions(ctx, tx, imps) }); err != nil {
+		return fmt.Errorf("postgres: impressions: %w", err)
+	}
+	return nil
+}
+
+// Ship implements clicks.ImpressionShipper: the batch's id, its rows and
+// their rollups in one transaction, unless the id is there already.
+// Batch ids are forgotten a week after their impressions.
+func (s Impressions) Ship(ctx context.Context, id string, imps []clicks.Impression) error {
+	if err := checkImpressions(ctx, imps); err != nil {
+		return err
+	}
+	if id == "" || len(imps) == 0 {
+		return errors.New("postgres: ship impressions: no id or no impressions")
+	}
+	err := s.db.inTx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `INSERT INTO impression_batches (id, at_ns) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING`,
+			clean(id), nanos(imps[0].Time))
+		if err != nil || tag.RowsAffected() == 0 {
+			return err // recorded before
+		}
+		if rand.IntN(forgetEvery) == 0 {
+			if _, err := tx.Exec(ctx, `DELETE FROM impression_batches WHERE at_ns < $1`,
+				nanos(imps[0].Time.Add(-7*24*time.Hour))); err != nil {
+				return err
+			}
+		}
+		return appendImpressions(ctx, tx, imps)
+	})
+	if err != nil {
+		return fmt.Errorf("postgres: ship impressions: %w", refused(err))
+	}
+	return nil
+}
+
+// checkImpressions refuses a done ctx and an impression without time.
+func checkImpressions(ctx context.Context, imps []clicks.Impression) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	rows := newRollupBatch()
 	for i := range imps {
 		if imps[i].Time.IsZero() {
 			return errors.New("postgres: impression without time")
 		}
-		rows.add(impressionRollup(&imps[i]), clicks.Measures{Impressions: 1})
-	}
-	err := s.db.inTx(ctx, func(tx pgx.Tx) error {
-		b := &pgx.Batch{}
-		for i := range imps {
-			m := &imps[i]
-			b.Queue(`INSERT INTO impressions (at_ns, ad_id, ad_type, context, api_key, site_id, criterion, yk_tag, page, ip,
-				user_agent, country, advertiser, currency) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
-				nanos(m.Time), clean(m.AdID), clean(m.AdType), clean(m.Type), clean(m.APIKey), clean(m.SiteID),
-				clean(m.Criterion), clean(m.YkTag), clean(m.Page), clean(m.IP), clean(m.UserAgent), clean(m.Country),
-				clean(m.Advertiser), clean(m.Currency))
-		}
-		rows.queue(b)
-		return tx.SendBatch(ctx, b).Close()
-	})
-	if err != nil {
-		return fmt.Errorf("postgres: impressions: %w", err)
 	}
 	return nil
+}
+
+// appendImpressions adds imps and their rollups in tx.
+func appendImpressions(ctx context.Context, tx pgx.Tx, imps []clicks.Impression) error {
+	rows := newRollupBatch()
+	for i := range imps {
+		rows.add(impressionRollup(&imps[i]), clicks.Measures{Impressions: 1})
+	}
+	b := &pgx.Batch{}
+	for i := range imps {
+		m := &imps[i]
+		b.Queue(`INSERT INTO impressions (at_ns, ad_id, ad_type, context, api_key, site_id, criterion, yk_tag, page, ip,
+			user_agent, country, advertiser, currency) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
+			nanos(m.Time), clean(m.AdID), clean(m.AdType), clean(m.Type), clean(m.APIKey), clean(m.SiteID),
+			clean(m.Criterion), clean(m.YkTag), clean(m.Page), clean(m.IP), clean(m.UserAgent), clean(m.Country),
+			clean(m.Advertiser), clean(m.Currency))
+	}
+	rows.queue(b)
+	return tx.SendBatch(ctx, b).Close()
 }
 
 // Scan implements clicks.Impressions.

@@ -2,12 +2,16 @@ package pgstore
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/adlink/adlink/backend/clicks"
 )
@@ -131,7 +135,7 @@ func (db *DB) runClicks(ctx context.Context, ps []*pendingClick) error {
 }
 
 const recordClick = `SELECT adlink_record_click($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16,
-	$17, $18, $19, $20, $21, $22, $23, $24, $25, $26)`
+	$17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27)`
 
 // recordArgs are adlink_record_click's arguments for c and u.
 func recordArgs(c *clicks.Click, u clicks.Use) []any {
@@ -148,7 +152,7 @@ func recordArgs(c *clicks.Click, u clicks.Use) []any {
 	return []any{nanos(c.Time), clean(c.AdID), clean(c.AdType), clean(c.Type), clean(c.APIKey), clean(c.SiteID),
 		clean(c.Criterion), clean(c.YkTag), clean(c.IP), clean(c.UserAgent), clean(c.Country), clean(c.Advertiser),
 		c.BidMicros, clean(c.Currency), c.Reason, clean(clicks.Network(c.IP)), clean(u.D), expires, int32(max(u.Limit, 0)),
-		u.Budget, dayOf(c.Time), periods, dims, clicks.Reasons, int64(clicks.AdWindow), nanos(c.Time.Add(-forgetAfter))}
+		u.Budget, dayOf(c.Time), periods, dims, clicks.Reasons, int64(clicks.AdWindow), nanos(c.Time.Add(-forgetAfter)), clean(c.ID)}
 }
 
 // clean makes s a string Postgres takes as text: valid UTF-8 without
@@ -161,4 +165,51 @@ func clean(s string) string {
 		}
 	}
 	return s
+}
+
+// Ship implements clicks.Shipper: the spooled clicks in one transaction,
+// each as Record records it with its Use. A click that did not bill where
+// it was spooled keeps its reason; one that billed there is settled again
+// here, with the decisions, windows and spend Postgres holds, so that the
+// replicas' record is judged by one store. A click whose ID the clicks
+// table already holds writes nothing and gets the verdict recorded then:
+// shipping a click again (after a crash between the commit and the
+// spool's removal, or after a Record whose answer was lost) records it
+// once. Each click's Billable and Reason are set to the final verdict.
+func (l Ledger) Ship(ctx context.Context, batch []clicks.Spooled) error {
+	ps := make([]*pendingClick, len(batch))
+	for i := range batch {
+		c := &batch[i].Click
+		if c.ID == "" || c.Time.IsZero() {
+			return fmt.Errorf("postgres: ship: click %d has no id or no time", i)
+		}
+		ps[i] = &pendingClick{network: clicks.Network(c.IP), args: recordArgs(c, batch[i].Use)}
+	}
+	ordered := slices.Clone(ps)
+	// A network's clicks keep their order; networks are locked in the
+	// order every batch takes them.
+	sort.SliceStable(ordered, func(i, j int) bool { return ordered[i].network < ordered[j].network })
+	ctx, cancel := context.WithTimeout(ctx, batchTimeout)
+	defer cancel()
+	if err := l.db.runClicks(ctx, ordered); err != nil {
+		return fmt.Errorf("postgres: ship: %w", refused(err))
+	}
+	for i, p := range ps {
+		batch[i].Click.Billable, batch[i].Click.Reason = p.reason == "", p.reason
+	}
+	return nil
+}
+
+// Ping implements clicks.Shipper.
+func (l Ledger) Ping(ctx context.Context) error { return l.db.Ping(ctx) }
+
+// refused wraps err in clicks.ErrRefused when Postgres refused the data
+// itself (a data exception, or an integrity one but a unique id recorded
+// concurrently), which shipping it again would meet again.
+func refused(err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && (strings.HasPrefix(pe.Code, "22") || (strings.HasPrefix(pe.Code, "23") && pe.Code != "23505")) {
+		return fmt.Errorf("%w: %w", clicks.ErrRefused, err)
+	}
+	return err
 }

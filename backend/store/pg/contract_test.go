@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/adlink/adlink/backend/catalog"
 	"github.com/adlink/adlink/backend/clicks"
+	"github.com/adlink/adlink/backend/pages"
 	pgstore "github.com/adlink/adlink/backend/store/pg"
 	"github.com/adlink/adlink/backend/store/storetest"
 	"github.com/adlink/adlink/internal/testpg"
@@ -193,4 +195,26 @@ func TestTwoServersShareOneLedger(t *testing.T) {
 			t.Errorf("server %d reads the spend as %d %v, want %d", i, spent, err, budget)
 		}
 	}
+}
+
+func TestPagesKeepTheStoreContract(t *testing.T) {
+	storetest.Pages(t, func(t *testing.T, b storetest.QueueBounds) storetest.Opener[pages.Store] {
+		return opener(t, func(db *pgstore.DB) pages.Store { return db.Pages(b.Max, b.PerSite) })
+	})
+}
+
+func TestVersionsKeepTheContract(t *testing.T) {
+	storetest.Versions(t, func(t *testing.T) func() catalog.Versions {
+		url := testpg.New(t)
+		return func() catalog.Versions {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			db, err := pgstore.Open(ctx, url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(db.Close)
+			return db.Versions(nil)
+		}
+	})
 }

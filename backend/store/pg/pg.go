@@ -3,8 +3,9 @@
 // log (clicks.Impressions), the ledger that settles and records a click in
 // one transaction (clicks.Ledger), the rollups reports read and the spend
 // budgets read (clicks.RollupReader), and the single-use state that
-// judges clicks (clicks.Decisions, clicks.Windows), and the retainer that
-// exports and deletes old days (clicks.Retainer). Each passes its
+// judges clicks (clicks.Decisions, clicks.Windows), the retainer that
+// exports and deletes old days (clicks.Retainer), and the page analyses
+// with the queue of pages waiting for one (pages.Store). Each passes its
 // storetest suite against a real server.
 //
 // Every connection commits with synchronous_commit on: a write returns
@@ -19,6 +20,7 @@ import (
 	"fmt"
 	"io/fs"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -34,10 +36,16 @@ var migrations embed.FS
 
 // DB is a pool of connections to one Postgres database whose schema Open
 // brought up to date. Its stores (Clicks, Impressions, Ledger, Rollups,
-// Decisions, Windows) are safe for concurrent use.
+// Decisions, Windows, Pages) are safe for concurrent use.
 type DB struct {
 	pool *pgxpool.Pool
 	gc   groupCommit
+
+	// The listener of the page store's Claims, started by Pages.
+	pageWake   waker
+	listenOnce sync.Once
+	stopListen context.CancelFunc
+	listenDone chan struct{}
 }
 
 // Open connects to the database at url (a postgres:// URL or a libpq
@@ -90,8 +98,16 @@ func migrate(ctx context.Context, pool *pgxpool.Pool) error {
 	return err
 }
 
-// Close closes the pool's connections.
-func (db *DB) Close() { db.pool.Close() }
+// Close stops the page store's listener and closes the pool's
+// connections.
+func (db *DB) Close() {
+	db.listenOnce.Do(func() {}) // no listener starts after this
+	if db.stopListen != nil {
+		db.stopListen()
+		<-db.listenDone
+	}
+	db.pool.Close()
+}
 
 // Ping reports whether the database answers.
 func (db *DB) Ping(ctx context.Context) error { return db.pool.Ping(ctx) }

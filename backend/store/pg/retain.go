@@ -118,7 +118,7 @@ const pageCond = ` WHERE (at_ns, seq) > ($1, $2) AND at_ns < $3 ORDER BY at_ns, 
 // afterSeq) and before to, oldest first, with their sequence numbers.
 func (s Clicks) scanPage(ctx context.Context, afterNs, afterSeq, to int64, fn func(clicks.Click, int64, int64) error) error {
 	rows, err := s.db.pool.Query(ctx, `SELECT seq, at_ns, ad_id, ad_type, context, api_key, site_id, criterion, yk_tag, ip,
-		user_agent, country, advertiser, bid_micros, currency, billable, reason FROM clicks`+pageCond, afterNs, afterSeq, to)
+		user_agent, country, advertiser, bid_micros, currency, billable, reason, coalesce(click_id, '') FROM clicks`+pageCond, afterNs, afterSeq, to)
 	if err != nil {
 		return fmt.Errorf("postgres: export clicks: %w", err)
 	}
@@ -127,7 +127,7 @@ func (s Clicks) scanPage(ctx context.Context, afterNs, afterSeq, to int64, fn fu
 		var c clicks.Click
 		var seq, ns int64
 		if err := rows.Scan(&seq, &ns, &c.AdID, &c.AdType, &c.Type, &c.APIKey, &c.SiteID, &c.Criterion, &c.YkTag, &c.IP,
-			&c.UserAgent, &c.Country, &c.Advertiser, &c.BidMicros, &c.Currency, &c.Billable, &c.Reason); err != nil {
+			&c.UserAgent, &c.Country, &c.Advertiser, &c.BidMicros, &c.Currency, &c.Billable, &c.Reason, &c.ID); err != nil {
 			return fmt.Errorf("postgres: export clicks: %w", err)
 		}
 		c.Time = fromNanos(ns)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/adlink/adlink/backend/catalog"
 	"github.com/adlink/adlink/backend/clicks"
 	"github.com/adlink/adlink/backend/ratelimit"
 	redisstore "github.com/adlink/adlink/backend/store/redis"
@@ -22,6 +23,11 @@ type noLimiter struct{ t *testing.T }
 func (n noLimiter) Allow(context.Context, string, ratelimit.Limit) ratelimit.Decision {
 	n.t.Error("the fallback limiter was asked while Redis was up")
 	return ratelimit.Decision{Allowed: true}
+}
+
+func (n noLimiter) AllowBoth(context.Context, ratelimit.Bucket, ratelimit.Bucket) (ratelimit.Decision, ratelimit.Decision) {
+	n.t.Error("the fallback limiter was asked while Redis was up")
+	return ratelimit.Decision{Allowed: true}, ratelimit.Decision{Allowed: true}
 }
 
 type noWindows struct{ t *testing.T }
@@ -97,4 +103,13 @@ func TestDecisionsKeepTheContract(t *testing.T) {
 	storetest.Decisions(t, persistent(func(t *testing.T, c *redisstore.Client) clicks.Decisions {
 		return c.Decisions(noDecisions{t})
 	}))
+}
+
+func TestVersionsKeepTheContract(t *testing.T) {
+	srv := testredis.Start(t, testredis.Options{})
+	var n atomic.Int32
+	storetest.Versions(t, func(t *testing.T) func() catalog.Versions {
+		prefix := fmt.Sprintf("deployment%d:", n.Add(1))
+		return func() catalog.Versions { return open(t, srv.URL(), redisstore.Options{Prefix: prefix}).Versions() }
+	})
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/go-redis/redis_rate/v10"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/adlink/adlink/backend/ratelimit"
 )
@@ -18,7 +19,8 @@ import (
 type Limiter struct {
 	c        *Client
 	rl       *redis_rate.Limiter
-	prefix   string
+	prefix   string // Allow's buckets
+	firsts   string // AllowBoth's first buckets
 	fallback ratelimit.Limiter
 }
 
@@ -27,7 +29,8 @@ var _ ratelimit.Limiter = (*Limiter)(nil)
 // Limiter returns the limiter of one kind of key ("keys", "ips"): kinds
 // keep apart buckets of equal keys. fallback answers while Redis does not.
 func (c *Client) Limiter(kind string, fallback ratelimit.Limiter) *Limiter {
-	return &Limiter{c: c, rl: redis_rate.NewLimiter(c.rdb), prefix: c.prefix + kind + ":", fallback: fallback}
+	return &Limiter{c: c, rl: redis_rate.NewLimiter(c.rdb), prefix: c.prefix + kind + ":",
+		firsts: c.prefix + kind + "-firsts:", fallback: fallback}
 }
 
 // Allow implements ratelimit.Limiter.
@@ -53,4 +56,99 @@ func (l *Limiter) Allow(ctx context.Context, key string, lim ratelimit.Limit) ra
 		d.RetryAfter = max(0, res.RetryAfter)
 	}
 	return d
+}
+
+// bothScript is GCRA over the buckets KEYS[1] and KEYS[2] in turn, in one
+// round trip: the second is looked at only when the first allowed. ARGV
+// gives each bucket's burst and emission interval (seconds per token).
+// A bucket's key and value are redis_rate's (its theoretical arrival time,
+// in seconds since 2017 by Redis's clock, TIME), so Allow and AllowBoth
+// take from the same buckets; the offset keeps microseconds in Lua's
+// doubles. Each bucket answers {allowed, remaining, retry after µs,
+// reset after µs}.
+var bothScript = redis.NewScript(`
+local t = redis.call('TIME')
+local now = (tonumber(t[1]) - 1483228800) + tonumber(t[2]) / 1e6
+local out = {}
+for i = 1, #KEYS do
+  local burst = tonumber(ARGV[2 * i - 1])
+  local interval = tonumber(ARGV[2 * i])
+  local tat = tonumber(redis.call('GET', KEYS[i]) or now)
+  if tat < now then tat = now end
+  local newTat = tat + interval
+  local diff = now - (newTat - burst * interval)
+  if diff < 0 then
+    out[i] = {0, 0, math.ceil(-diff * 1e6), math.ceil((tat - now) * 1e6)}
+    return out
+  end
+  local reset = newTat - now
+  redis.call('SET', KEYS[i], string.format('%.6f', newTat), 'PX', math.max(1, math.ceil(reset * 1000)))
+  out[i] = {1, math.floor(diff / interval + 1e-9), 0, math.ceil(reset * 1e6)}
+end
+return out
+`)
+
+// AllowBoth implements ratelimit.Limiter: both buckets in one script, so
+// one round trip to Redis.
+func (l *Limiter) AllowBoth(ctx context.Context, first, second ratelimit.Bucket) (ratelimit.Decision, ratelimit.Decision) {
+	// An invalid limit allows everything and keeps nothing: only the
+	// valid buckets go to Redis, in order.
+	var (
+		keys   []string
+		args   []any
+		limits []ratelimit.Limit
+	)
+	for i, b := range [2]ratelimit.Bucket{first, second} {
+		if b.Limit.Valid() {
+			// redis_rate's keys: second is Allow's bucket.
+			keys = append(keys, "rate:"+[2]string{l.firsts, l.prefix}[i]+b.Key)
+			args = append(args, b.Limit.Burst, 1/b.Limit.Rate)
+			limits = append(limits, b.Limit)
+		}
+	}
+	if len(keys) == 0 {
+		return ratelimit.Decision{Allowed: true}, ratelimit.Decision{Allowed: true}
+	}
+	var res []any
+	ok := l.c.call(ctx, "limits", func(ctx context.Context) error {
+		var err error
+		res, err = bothScript.Run(ctx, l.c.rdb, keys, args...).Slice()
+		return err
+	})
+	if !ok {
+		return l.fallback.AllowBoth(ctx, first, second)
+	}
+	ds := make([]ratelimit.Decision, 0, 2)
+	for i, r := range res {
+		v, _ := r.([]any)
+		n := func(j int) int64 {
+			if j < len(v) {
+				x, _ := v[j].(int64)
+				return x
+			}
+			return 0
+		}
+		d := ratelimit.Decision{Allowed: n(0) == 1, Limit: limits[i].Burst, Remaining: int(max(0, n(1))),
+			Reset: time.Duration(max(0, n(3))) * time.Microsecond}
+		if !d.Allowed {
+			d.RetryAfter = time.Duration(max(0, n(2))) * time.Microsecond
+		}
+		ds = append(ds, d)
+	}
+	// Put the answers back where the invalid buckets were left out.
+	var out [2]ratelimit.Decision
+	for i, b := range [2]ratelimit.Bucket{first, second} {
+		if !b.Limit.Valid() {
+			out[i] = ratelimit.Decision{Allowed: true}
+			continue
+		}
+		if len(ds) == 0 {
+			break // the first was refused: the second stays zero
+		}
+		out[i], ds = ds[0], ds[1:]
+		if !out[i].Allowed {
+			break
+		}
+	}
+	return out[0], out[1]
 }

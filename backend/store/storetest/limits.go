@@ -133,4 +133,87 @@ func Limits(t *testing.T, fresh func(t *testing.T) ratelimit.Limiter) {
 			t.Errorf("%d of 100 concurrent requests allowed, want the burst of %d", allowed.Load(), lim.Burst)
 		}
 	})
+
+	t.Run("BothTakeInTurn", func(t *testing.T) {
+		l := fresh(t)
+		share := ratelimit.Bucket{Key: "k\x00net", Limit: ratelimit.Limit{Rate: 0.001, Burst: 2}}
+		whole := ratelimit.Bucket{Key: "k", Limit: slow}
+		for i := range share.Limit.Burst {
+			a, b := l.AllowBoth(t.Context(), share, whole)
+			if !a.Allowed || a.Limit != 2 || a.Remaining != 1-i || !b.Allowed || b.Limit != slow.Burst || b.Remaining != slow.Burst-1-i {
+				t.Fatalf("request %d: %+v and %+v, want both allowed", i, a, b)
+			}
+			if b.Reset <= 0 || a.RetryAfter != 0 || b.RetryAfter != 0 {
+				t.Errorf("request %d: %+v and %+v, want a Reset and no RetryAfter", i, a, b)
+			}
+		}
+		// The share is spent: refused there, and the key's bucket is not
+		// touched.
+		a, b := l.AllowBoth(t.Context(), share, whole)
+		if a.Allowed || a.RetryAfter < 900*time.Second || b != (ratelimit.Decision{}) {
+			t.Fatalf("over the share: %+v and %+v, want refused for about 1000 s and nothing of the second", a, b)
+		}
+		if d := l.Allow(t.Context(), "k", slow); !d.Allowed || d.Remaining != 0 {
+			t.Errorf("the key's bucket after a refused share: %+v, want its last token", d)
+		}
+		// Another network's share is its own; the key's bucket, now
+		// empty, refuses it.
+		other := ratelimit.Bucket{Key: "k\x00other", Limit: share.Limit}
+		a, b = l.AllowBoth(t.Context(), other, whole)
+		if !a.Allowed || b.Allowed || b.RetryAfter < 900*time.Second || b.Limit != slow.Burst {
+			t.Errorf("another network on a spent key: %+v and %+v, want its share allowed and the key refused", a, b)
+		}
+		// The first buckets are AllowBoth's own: Allow's of the same key
+		// is untouched, and AllowBoth's is spent by the first request.
+		if d := l.Allow(t.Context(), "k\x00other", share.Limit); !d.Allowed || d.Remaining != share.Limit.Burst-1 {
+			t.Errorf("Allow of a key AllowBoth used first: %+v, want a full bucket of its own", d)
+		}
+		if a, _ := l.AllowBoth(t.Context(), other, whole); !a.Allowed || a.Remaining != 0 {
+			t.Errorf("the other network's share, second request: %+v, want its last token", a)
+		}
+	})
+
+	t.Run("BothWithInvalidLimits", func(t *testing.T) {
+		l := fresh(t)
+		none := ratelimit.Bucket{Key: "free"}
+		one := ratelimit.Bucket{Key: "k", Limit: ratelimit.Limit{Rate: 0.001, Burst: 1}}
+		if a, b := l.AllowBoth(t.Context(), none, one); a != (ratelimit.Decision{Allowed: true}) || !b.Allowed || b.Limit != 1 {
+			t.Fatalf("no limit first: %+v and %+v", a, b)
+		}
+		if a, b := l.AllowBoth(t.Context(), none, one); !a.Allowed || b.Allowed {
+			t.Fatalf("no limit first, second spent: %+v and %+v, want the second refused", a, b)
+		}
+		two := ratelimit.Bucket{Key: "j", Limit: ratelimit.Limit{Rate: 0.001, Burst: 1}}
+		if a, b := l.AllowBoth(t.Context(), two, none); !a.Allowed || a.Limit != 1 || b != (ratelimit.Decision{Allowed: true}) {
+			t.Fatalf("no limit second: %+v and %+v", a, b)
+		}
+		if a, b := l.AllowBoth(t.Context(), none, none); a != (ratelimit.Decision{Allowed: true}) || b != a {
+			t.Errorf("no limits: %+v and %+v", a, b)
+		}
+	})
+
+	t.Run("ConcurrentBothTakeEachTokenOnce", func(t *testing.T) {
+		l := fresh(t)
+		// 100 networks of two tokens each, on a key of 10: 10 requests
+		// pass both, and no network spends more than its two.
+		whole := ratelimit.Bucket{Key: "k", Limit: ratelimit.Limit{Rate: 0.001, Burst: 10}}
+		var allowed, shares atomic.Int32
+		var wg sync.WaitGroup
+		for i := range 200 {
+			wg.Go(func() {
+				share := ratelimit.Bucket{Key: "k\x00" + string(rune('A'+i%100)), Limit: ratelimit.Limit{Rate: 0.001, Burst: 2}}
+				a, b := l.AllowBoth(t.Context(), share, whole)
+				if a.Allowed {
+					shares.Add(1)
+				}
+				if a.Allowed && b.Allowed {
+					allowed.Add(1)
+				}
+			})
+		}
+		wg.Wait()
+		if allowed.Load() != 10 || shares.Load() != 200 {
+			t.Errorf("%d of 200 passed both and %d their share, want 10 and 200", allowed.Load(), shares.Load())
+		}
+	})
 }

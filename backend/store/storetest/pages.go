@@ -316,6 +316,47 @@ func Pages(t *testing.T, fresh func(t *testing.T, b QueueBounds) Opener[pages.St
 		}
 	})
 
+	// A worker keeps its job past the lease it claimed it with by
+	// extending the hold; a hold that ended cannot be extended.
+	t.Run("Extend", func(t *testing.T) {
+		s := start(t)
+		ctx := t.Context()
+		u, done, free := "https://s.example/long", "https://s.example/done", "https://s.example/free"
+		push(t, s, u, done, free)
+		const lease = 100 * time.Millisecond
+		if got := claim(t, s, lease); got != u {
+			t.Fatalf("Claim = %s", got)
+		}
+		if held, err := s.Extend(ctx, u, hour); !held || err != nil {
+			t.Fatalf("Extend of a held job = %v, %v; want held", held, err)
+		}
+		if got := claim(t, s, hour); got != done {
+			t.Fatalf("Claim = %s, want %s", got, done)
+		}
+		if got := claim(t, s, hour); got != free {
+			t.Fatalf("Claim = %s, want %s", got, free)
+		}
+		// Well past the lease u was claimed with, it is still held.
+		if got, err := s.Claim(within(t, 3*lease), hour); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Claim with every job held, one extended = %q, %v; want the deadline", got, err)
+		}
+		if err := s.Complete(ctx, done); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Release(ctx, free); err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range []string{done, free, "https://s.example/never"} {
+			if held, err := s.Extend(ctx, v, hour); held || err != nil {
+				t.Errorf("Extend of %s, not held = %v, %v; want false", v, held, err)
+			}
+		}
+		if got := claim(t, s, hour); got != free {
+			t.Fatalf("Claim after the release = %s, want %s", got, free)
+		}
+		checkQueue(t, s, 2, u, free)
+	})
+
 	t.Run("CompleteRemovesJob", func(t *testing.T) {
 		s := start(t)
 		ctx := t.Context()

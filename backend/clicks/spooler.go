@@ -1,0 +1,404 @@
+package clicks
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Spooler is the Ledger of a server whose clicks belong in a shared
+// record (Postgres) that may stop answering. While the record answers, a
+// click is recorded there. When the record fails or is slower than Wait,
+// the click is judged here (Decisions and Windows, by default those of
+// the spool's bbolt file) and spooled to the file, and so are the clicks
+// after it, with no wait, until a shipment succeeds. A goroutine ships the
+// spool to the record, oldest first, with a growing pause between failed
+// tries, and each click is recorded there once (by its ID) whatever
+// crashes between. Start it; Stop it before the file closes.
+type Spooler struct {
+	primary Ledger
+	to      Shipper
+	spool   *Spool
+	opts    SpoolerOptions
+	log     *slog.Logger
+
+	down  atomic.Bool
+	mu    sync.Mutex
+	cause error // why the record is down, while it is
+	// changed is closed, and replaced, whenever a shipment or a ping
+	// ends: WaitShipped's signal.
+	changed chan struct{}
+	kick    chan struct{}
+	stop    chan struct{}
+	done    chan struct{}
+	// batch is how many clicks the next shipment carries: 1 after the
+	// record refused a batch, until the click it refuses is found.
+	batch int
+}
+
+var _ Ledger = (*Spooler)(nil)
+
+// SpoolerOptions tune a Spooler; the zero value is its defaults.
+type SpoolerOptions struct {
+	// Decisions and Windows judge the clicks spooled; nil is the spool
+	// file's own, in the spool's commit (Redis's with the file's as their
+	// fallback share a decision's single use with the other replicas).
+	Decisions Decisions
+	Windows   Windows
+	// Wait is how long a click waits for the record before it is spooled
+	// instead: 1 s when zero.
+	Wait time.Duration
+	// MinBackoff and MaxBackoff bound the pause after a failed shipment,
+	// which doubles from one to the other: 100 ms and 1 s when zero.
+	MinBackoff, MaxBackoff time.Duration
+	// Batch is how many clicks one shipment carries: 256 when zero.
+	Batch int
+	// Logger says when the record stops answering and when it is back.
+	Logger *slog.Logger
+	// Impressions, when set, is where the impressions of the log
+	// Spooler.Impressions returns are recorded, each beacon's under an id
+	// of its own, and where they ship from the spool.
+	Impressions ImpressionShipper
+	// Spooled and Shipped, when set, count the clicks spooled and shipped
+	// (metrics).
+	Spooled func()
+	Shipped func(n int)
+}
+
+// NewSpooler returns the Ledger that records in primary while it answers
+// and spools to spool while it does not; to is where the spool ships
+// (primary's record).
+func NewSpooler(primary Ledger, to Shipper, spool *Spool, opts SpoolerOptions) *Spooler {
+	if opts.Wait <= 0 {
+		opts.Wait = time.Second
+	}
+	if opts.MinBackoff <= 0 {
+		opts.MinBackoff = 100 * time.Millisecond
+	}
+	if opts.MaxBackoff < opts.MinBackoff {
+		opts.MaxBackoff = max(time.Second, opts.MinBackoff)
+	}
+	if opts.Batch <= 0 {
+		opts.Batch = 256
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Spooler{primary: primary, to: to, spool: spool, opts: opts, log: log, batch: opts.Batch,
+		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}), changed: make(chan struct{})}
+}
+
+// NewID returns a new click id: 128 random bits, URL-safe.
+func NewID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// errSlow is why a click the record did not answer in time was spooled.
+var errSlow = errors.New("no answer in time")
+
+// Record implements Ledger. It fails only when the spool's file does: a
+// click the record cannot take is spooled, and the visitor lands. A click
+// without an ID gets one.
+func (s *Spooler) Record(ctx context.Context, c *Click, u Use) error {
+	if c.ID == "" {
+		c.ID = NewID()
+	}
+	if !s.down.Load() {
+		err := s.recordThere(ctx, c, u)
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return err
+		}
+		s.degrade(err)
+	}
+	if s.opts.Decisions != nil || s.opts.Windows != nil {
+		if err := Settle(ctx, c, u, s.opts.Decisions, s.opts.Windows); err != nil {
+			return err
+		}
+		err := s.spool.Add(ctx, *c, u)
+		if err != nil {
+			c.Billable = false
+			return err
+		}
+	} else if err := s.spool.Record(ctx, c, u); err != nil {
+		return err
+	}
+	if s.opts.Spooled != nil {
+		s.opts.Spooled()
+	}
+	s.wake()
+	return nil
+}
+
+// recordThere records c in the primary ledger, waiting at most Wait. A
+// record that answers later still holds the click under its ID, and the
+// shipment of its spooled copy finds it there.
+func (s *Spooler) recordThere(ctx context.Context, c *Click, u Use) error {
+	cc := *c
+	err := s.within(ctx, func(ctx context.Context) error { return s.primary.Record(ctx, &cc, u) })
+	if err == nil {
+		*c = cc
+	}
+	return err
+}
+
+// within runs f, which must own what it writes, and waits for it at most
+// Wait: after that, or once ctx is done, f goes on alone.
+func (s *Spooler) within(ctx context.Context, f func(context.Context) error) error {
+	done := make(chan error, 1)
+	go func() { done <- f(context.WithoutCancel(ctx)) }()
+	t := time.NewTimer(s.opts.Wait)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-t.C:
+		return errSlow
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Impressions returns the impression log that records each beacon in
+// SpoolerOptions.Impressions under an id of its own while the record
+// answers, and spools it while it does not, as clicks are; log reads
+// them (Scan). Without SpoolerOptions.Impressions it is log.
+func (s *Spooler) Impressions(log Impressions) Impressions {
+	if s.opts.Impressions == nil {
+		return log
+	}
+	return spoolingImpressions{s: s, log: log}
+}
+
+// spoolingImpressions is the log Spooler.Impressions returns.
+type spoolingImpressions struct {
+	s   *Spooler
+	log Impressions
+}
+
+// Append implements Impressions.
+func (l spoolingImpressions) Append(ctx context.Context, imps []Impression) error {
+	if len(imps) == 0 {
+		return nil
+	}
+	s, id := l.s, NewID()
+	if !s.down.Load() {
+		err := s.within(ctx, func(ctx context.Context) error { return s.opts.Impressions.Ship(ctx, id, imps) })
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return err
+		}
+		s.degrade(err)
+	}
+	if err := s.spool.AddImpressions(ctx, id, imps); err != nil {
+		return err
+	}
+	s.wake()
+	return nil
+}
+
+// Scan implements Impressions.
+func (l spoolingImpressions) Scan(ctx context.Context, from, to time.Time, fn func(Impression) error) error {
+	return l.log.Scan(ctx, from, to, fn)
+}
+
+// wake tells the shipping goroutine that the spool holds more.
+func (s *Spooler) wake() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// spooled reports whether anything waits in the spool.
+func (s *Spooler) spooled() bool {
+	return s.spool.Depth() > 0 || (s.opts.Impressions != nil && s.spool.ImpressionDepth() > 0)
+}
+
+// degrade turns spooling on, saying so once per outage.
+func (s *Spooler) degrade(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cause = err
+	if !s.down.Swap(true) {
+		s.log.Warn("postgres does not answer: clicks are judged here and spooled to the local file until it does", "err", err)
+	}
+}
+
+// recover turns spooling off: the record answered.
+func (s *Spooler) recover() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.down.Swap(false) {
+		s.log.Info("postgres answers again: clicks are recorded there; the spool is being shipped", "spooled", s.spool.Depth())
+	}
+	s.cause = nil
+}
+
+// Degraded says why the server's clicks are not all in the record, or ""
+// when they are: the record does not answer, or clicks wait in the spool.
+func (s *Spooler) Degraded() string {
+	s.mu.Lock()
+	cause := s.cause
+	s.mu.Unlock()
+	n, imps := s.spool.Depth(), s.spool.ImpressionDepth()
+	spooled := fmt.Sprintf("%d clicks", n)
+	if imps > 0 {
+		spooled += fmt.Sprintf(" and %d impression beacons", imps)
+	}
+	switch {
+	case cause != nil:
+		return fmt.Sprintf("postgres does not answer (%v): %s spooled to the local file", cause, spooled)
+	case n > 0 || imps > 0:
+		return spooled + " spooled to the local file, not yet shipped to postgres"
+	}
+	return ""
+}
+
+// Depth is how many clicks wait in the spool.
+func (s *Spooler) Depth() int { return s.spool.Depth() }
+
+// signal wakes WaitShipped.
+func (s *Spooler) signal() {
+	s.mu.Lock()
+	close(s.changed)
+	s.changed = make(chan struct{})
+	s.mu.Unlock()
+}
+
+// WaitShipped returns once the record answers and the spool is empty, or
+// with ctx's error.
+func (s *Spooler) WaitShipped(ctx context.Context) error {
+	for {
+		s.mu.Lock()
+		ch := s.changed
+		s.mu.Unlock()
+		if !s.down.Load() && !s.spooled() {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// Start starts the goroutine that ships the spool, the clicks a crash
+// left in it first.
+func (s *Spooler) Start() { go s.ship() }
+
+// Stop stops the shipping goroutine and waits for it; what is still
+// spooled is shipped after the next start.
+func (s *Spooler) Stop() {
+	close(s.stop)
+	<-s.done
+}
+
+// ship ships the spool whenever it holds clicks, and while the record is
+// down and the spool empty, asks the record whether it answers.
+func (s *Spooler) ship() {
+	defer close(s.done)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-s.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	pause := s.opts.MinBackoff
+	for {
+		var err error
+		if s.spooled() {
+			err = s.shipOnce(ctx)
+			if err == nil && !s.spooled() {
+				s.log.Info("the click spool is shipped to postgres")
+			}
+		} else if s.down.Load() {
+			err = s.to.Ping(ctx)
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			s.degrade(err)
+			select {
+			case <-s.stop:
+				return
+			case <-time.After(pause):
+			}
+			pause = min(2*pause, s.opts.MaxBackoff)
+			continue
+		}
+		pause = s.opts.MinBackoff
+		if s.down.Load() {
+			s.recover()
+		}
+		s.signal()
+		if s.spooled() {
+			continue
+		}
+		select {
+		case <-s.stop:
+			return
+		case <-s.kick:
+		}
+	}
+}
+
+// shipOnce ships a batch of the spooled clicks, then of the spooled
+// impressions. When the record refuses a batch of clicks, they are
+// shipped one at a time until the one it refuses is found; that one, and
+// a beacon it refuses, is set aside (logged, and kept in the file), so
+// that one bad record does not hold the rest back.
+func (s *Spooler) shipOnce(ctx context.Context) error {
+	if s.spool.Depth() > 0 {
+		shipped, err := s.spool.Ship(ctx, s.to, s.batch)
+		switch {
+		case errors.Is(err, ErrRefused) && s.batch > 1:
+			s.batch = 1
+			return nil
+		case errors.Is(err, ErrRefused):
+			id, aerr := s.spool.SetAside(false)
+			if aerr != nil {
+				return aerr
+			}
+			s.log.Error("postgres refuses a spooled click: it is set aside in the local file's spool-refused bucket", "click", id, "err", err)
+			s.batch = s.opts.Batch
+			return nil
+		case err != nil:
+			return err
+		}
+		if s.opts.Shipped != nil && len(shipped) > 0 {
+			s.opts.Shipped(len(shipped))
+		}
+	}
+	if s.spool.ImpressionDepth() > 0 && s.opts.Impressions != nil {
+		_, err := s.spool.ShipImpressions(ctx, s.opts.Impressions, s.opts.Batch)
+		if errors.Is(err, ErrRefused) {
+			id, aerr := s.spool.SetAside(true)
+			if aerr != nil {
+				return aerr
+			}
+			s.log.Error("postgres refuses a spooled impression beacon: it is set aside in the local file's spool-refused bucket", "beacon", id, "err", err)
+			return nil
+		}
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,93 @@
+package siteshards
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// ProfilesFile is the name the server gives Options.File in its data
+// directory.
+const ProfilesFile = "site-profiles.json"
+
+// savedSite is a site's profile as the profiles file keeps it: its pages,
+// oldest first, each with its features.
+type savedSite struct {
+	Site  string      `json:"site"`
+	Pages []savedPage `json:"pages"`
+}
+
+type savedPage struct {
+	URL      string   `json:"url"`
+	Features []string `json:"features"`
+}
+
+// save writes the sites' profiles to path, the site seen least recently
+// first, through a temporary file renamed into place: a crash leaves the
+// old file or the new one.
+func (s *Service) save(path string) error {
+	s.mu.Lock()
+	var sites []savedSite
+	for e := s.siteLRU.Back(); e != nil; e = e.Prev() {
+		st := e.Value.(*site)
+		ss := savedSite{Site: st.key}
+		for _, u := range st.prof.order {
+			ss.Pages = append(ss.Pages, savedPage{URL: u, Features: st.prof.pages[u]})
+		}
+		sites = append(sites, ss)
+	}
+	s.mu.Unlock()
+	b, err := json.Marshal(sites)
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".site-profiles-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// load reads the profiles save wrote; a missing file is no profile. The
+// bounds of this Service apply to what it reads.
+func (s *Service) load(path string) error {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var sites []savedSite
+	if err := json.Unmarshal(b, &sites); err != nil {
+		return fmt.Errorf("site profiles %s: %w", path, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, ss := range sites {
+		st := s.siteLocked(ss.Site)
+		for _, p := range ss.Pages {
+			if len(p.Features) > maxPageFeatures {
+				p.Features = p.Features[:maxPageFeatures]
+			}
+			st.prof.add(p.URL, p.Features, s.o.PagesPerSite)
+		}
+		s.retopLocked(st)
+	}
+	return nil
+}

@@ -1,0 +1,205 @@
+package pgstore_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"math"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/adlink/adlink/backend/clicks"
+	"github.com/adlink/adlink/backend/store"
+	pgstore "github.com/adlink/adlink/backend/store/pg"
+	"github.com/adlink/adlink/internal/testpg"
+)
+
+// Shipping is idempotent by click id: a batch shipped twice (a crash
+// between the commit and the spool's removal), a click shipped that a
+// Record already holds (its answer lost), and the same batch shipped from
+// two places at once are each recorded once, with one verdict, and the
+// rollups and spend count them once. A spooled click that billed where it
+// was spooled is settled again: its decision used in Postgres before
+// makes it a repeat.
+func TestShipRecordsEachClickOnce(t *testing.T) {
+	db, err := pgstore.Open(t.Context(), testpg.New(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	at := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	exp := at.Add(time.Hour)
+	click := func(id string, n int) clicks.Click {
+		return clicks.Click{ID: id, Time: at.Add(time.Duration(n) * time.Second), AdID: "a", AdType: "advertiser", Type: "search",
+			APIKey: "k", SiteID: "s", IP: fmt.Sprintf("198.51.100.%d", n+1), Advertiser: "shop.example", BidMicros: 100, Currency: "EUR",
+			Billable: true}
+	}
+	live := click("live", 0)
+	if err := db.Ledger().Record(t.Context(), &live, clicks.Use{D: "d-live", Expires: exp}); err != nil || !live.Billable {
+		t.Fatalf("Record: %v %q", err, live.Reason)
+	}
+	batch := func() []clicks.Spooled {
+		unbilled := click("unbilled", 3)
+		unbilled.Billable, unbilled.Reason = false, clicks.ReasonBot
+		return []clicks.Spooled{
+			{Click: click("live", 0), Use: clicks.Use{D: "d-live", Expires: exp}},   // Recorded already
+			{Click: click("fresh", 1), Use: clicks.Use{D: "d-fresh", Expires: exp}}, // bills
+			{Click: click("replay", 2), Use: clicks.Use{D: "d-live", Expires: exp}}, // the live click's decision
+			{Click: unbilled, Use: clicks.Use{}},
+		}
+	}
+	want := []string{"", "", clicks.ReasonRepeat, clicks.ReasonBot}
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Go(func() {
+			// Concurrent shipments of one batch: one records it, the others
+			// fail on the unique id or find it, and shipping again finds it.
+			for {
+				b := batch()
+				err := db.Ledger().Ship(t.Context(), b)
+				if err != nil {
+					continue
+				}
+				for i, sp := range b {
+					if sp.Click.Reason != want[i] || sp.Click.Billable != (want[i] == "") {
+						t.Errorf("shipped %s: billable %v %q, want %q", sp.Click.ID, sp.Click.Billable, sp.Click.Reason, want[i])
+					}
+				}
+				return
+			}
+		})
+	}
+	wg.Wait()
+	if err := db.Ledger().Ship(t.Context(), batch()); err != nil {
+		t.Fatalf("shipping again: %v", err)
+	}
+	seen := map[string]int{}
+	db.Clicks().Scan(t.Context(), time.Time{}, time.Time{}, func(c clicks.Click) error { seen[c.ID]++; return nil })
+	if len(seen) != 4 || seen["live"] != 1 || seen["fresh"] != 1 || seen["replay"] != 1 || seen["unbilled"] != 1 {
+		t.Errorf("the clicks table holds %v, want each id once", seen)
+	}
+	var rolled clicks.Measures
+	db.Rollups().ScanRollups(t.Context(), clicks.Day, at.Truncate(24*time.Hour), at.Add(24*time.Hour), func(r *clicks.Rollup) error {
+		rolled.Add(&r.Measures)
+		return nil
+	})
+	if rolled.Clicks != 4 || rolled.Billable != 2 || rolled.SpendMicros != 200 {
+		t.Errorf("the rollups count %+v, want 4 clicks, 2 billable, 200 spent", rolled)
+	}
+	if spent, err := db.Rollups().Spent(t.Context(), "shop.example", at); err != nil || spent != 200 {
+		t.Errorf("spend %d %v, want 200", spent, err)
+	}
+	if err := db.Ledger().Ship(t.Context(), []clicks.Spooled{{Click: clicks.Click{Time: at}}}); err == nil {
+		t.Error("a click without an id was shipped")
+	}
+}
+
+// A beacon's impressions shipped twice under their batch's id are recorded
+// once, and counted once in the rollups.
+func TestShipImpressionsOnce(t *testing.T) {
+	db, err := pgstore.Open(t.Context(), testpg.New(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	at := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	imps := []clicks.Impression{
+		{Time: at, AdID: "a", AdType: "advertiser", Type: "intext", APIKey: "k", SiteID: "s", Page: "https://blog.example/1"},
+		{Time: at, AdID: "b", AdType: "advertiser", Type: "intext", APIKey: "k", SiteID: "s", Page: "https://blog.example/1"},
+	}
+	for range 2 {
+		if err := db.Impressions().Ship(t.Context(), "beacon-1", imps); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Impressions().Ship(t.Context(), "beacon-2", imps[:1]); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	db.Impressions().Scan(t.Context(), time.Time{}, time.Time{}, func(clicks.Impression) error { n++; return nil })
+	var rolled clicks.Measures
+	db.Rollups().ScanRollups(t.Context(), clicks.Day, at.Truncate(24*time.Hour), at.Add(24*time.Hour), func(r *clicks.Rollup) error {
+		rolled.Add(&r.Measures)
+		return nil
+	})
+	if n != 3 || rolled.Impressions != 3 {
+		t.Errorf("%d impressions recorded, %d counted; want 3 (a beacon of 2 shipped twice, one of 1)", n, rolled.Impressions)
+	}
+	if err := db.Impressions().Ship(t.Context(), "", imps); err == nil {
+		t.Error("impressions shipped without a batch id")
+	}
+}
+
+// A spooled click Postgres refuses for what it is (here a bid that
+// overflows the spend its advertiser already has, the ad of c1) is found, set aside in
+// the file's spool-refused bucket and logged, and the clicks around it are
+// shipped: one bad click does not hold the spool, and the server, back.
+func TestSpoolerSetsAsideWhatPostgresRefuses(t *testing.T) {
+	// One connection: every transaction adds to the same shard of spend.
+	db, err := pgstore.Open(t.Context(), testpg.New(t)+"&pool_max_conns=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	file, err := store.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	spool, err := clicks.NewSpool(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	for i, bid := range []int64{100, math.MaxInt64, math.MaxInt64, 100} {
+		c := clicks.Click{ID: fmt.Sprint("c", i), Time: at, AdID: fmt.Sprint("a", i), AdType: "advertiser", Type: "search",
+			APIKey: "k", SiteID: "s", IP: fmt.Sprintf("198.51.100.%d", i+1), Advertiser: fmt.Sprint("shop", bid, ".example"), BidMicros: bid,
+			Currency: "EUR", Billable: true}
+		if err := spool.Add(t.Context(), c, clicks.Use{D: fmt.Sprint("d", i), Expires: at.Add(time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var logs bytes.Buffer
+	var mu sync.Mutex
+	s := clicks.NewSpooler(db.Ledger(), db.Ledger(), spool, clicks.SpoolerOptions{
+		Logger: slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, nil))})
+	s.Start()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	if err := s.WaitShipped(ctx); err != nil {
+		t.Fatalf("the spool was not shipped: %v, %d left", err, s.Depth())
+	}
+	s.Stop()
+	seen := map[string]bool{}
+	db.Clicks().Scan(t.Context(), time.Time{}, time.Time{}, func(c clicks.Click) error { seen[c.ID] = true; return nil })
+	if len(seen) != 3 || !seen["c0"] || !seen["c1"] || !seen["c3"] {
+		t.Errorf("Postgres holds %v, want c0, c1 and c3", seen)
+	}
+	var refused int
+	file.View(func(tx *bolt.Tx) error {
+		refused = tx.Bucket([]byte("spool-refused")).Stats().KeyN
+		return nil
+	})
+	mu.Lock()
+	log := logs.String()
+	mu.Unlock()
+	if refused != 1 || !strings.Contains(log, "postgres refuses a spooled click") || !strings.Contains(log, "click=c2") {
+		t.Errorf("%d clicks set aside, log:\n%s", refused, log)
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}

@@ -1,0 +1,159 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/adlink/adlink/backend/catalog"
+)
+
+// Versions are the catalog announcements of the replicas on this Redis:
+// the last one in a key, and each one published on a channel, both under
+// the client's prefix, so that deployments sharing a Redis do not hear
+// each other.
+func (c *Client) Versions() catalog.Versions {
+	return &versions{c: c, key: c.prefix + "catalog:version", channel: c.prefix + "catalog"}
+}
+
+type versions struct {
+	c            *Client
+	key, channel string
+}
+
+var _ catalog.Versions = (*versions)(nil)
+
+// listenCheck is how long a listener waits for a message before it pings
+// Redis to learn whether the connection still stands.
+const listenCheck = 15 * time.Second
+
+func (v *versions) Announce(ctx context.Context, a catalog.Announcement) error {
+	if err := a.Check(); err != nil {
+		return err
+	}
+	// MULTI/EXEC: a replica that reads the key after the message was
+	// published finds this announcement or a later one.
+	_, err := v.c.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Set(ctx, v.key, a.String(), 0)
+		p.Publish(ctx, v.channel, a.String())
+		return nil
+	})
+	return err
+}
+
+// announceOver sets the key and publishes the announcement, in one step,
+// if the key still holds ARGV[2] ("" for none).
+var announceOver = redis.NewScript(`
+local cur = redis.call('GET', KEYS[1]) or ''
+if cur ~= ARGV[2] then return 0 end
+redis.call('SET', KEYS[1], ARGV[1])
+redis.call('PUBLISH', KEYS[2], ARGV[1])
+return 1`)
+
+func (v *versions) AnnounceOver(ctx context.Context, a, prev catalog.Announcement) (bool, error) {
+	if err := a.Check(); err != nil {
+		return false, err
+	}
+	was := ""
+	if !prev.IsZero() {
+		was = prev.String()
+	}
+	n, err := announceOver.Run(ctx, v.c.rdb, []string{v.key, v.channel}, a.String(), was).Int()
+	return n == 1, err
+}
+
+func (v *versions) Recorded(ctx context.Context) (catalog.Announcement, error) {
+	s, err := v.c.rdb.Get(ctx, v.key).Result()
+	if errors.Is(err, redis.Nil) {
+		return catalog.Announcement{}, nil
+	}
+	if err != nil {
+		return catalog.Announcement{}, err
+	}
+	return catalog.ParseAnnouncement(s)
+}
+
+func (v *versions) Listen(ctx context.Context, heard func(catalog.Announcement, bool)) {
+	log := v.c.health.log.With("channel", v.channel)
+	var down bool
+	for {
+		err := v.listen(ctx, func(a catalog.Announcement, recorded bool) {
+			if recorded && down {
+				down = false
+				log.Info("catalog announcements: listening again")
+			}
+			heard(a, recorded)
+		})
+		if ctx.Err() != nil {
+			return
+		}
+		// Said once an outage, not once a retry.
+		level := slog.LevelWarn
+		if down {
+			level = slog.LevelDebug
+		}
+		down = true
+		log.Log(ctx, level, "catalog announcements: not listening; trying again", "err", err, "retry_after", v.c.health.retryAfter)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(v.c.health.retryAfter):
+		}
+	}
+}
+
+// listen subscribes, hands heard the recorded announcement, then each
+// message, until the connection fails or ctx ends.
+func (v *versions) listen(ctx context.Context, heard func(catalog.Announcement, bool)) error {
+	ps := v.c.rdb.Subscribe(ctx)
+	defer ps.Close()
+	// A read blocks on the connection, not on ctx: closing it ends the
+	// read.
+	stop := context.AfterFunc(ctx, func() { ps.Close() })
+	defer stop()
+	if err := ps.Subscribe(ctx, v.channel); err != nil {
+		return err
+	}
+	if _, err := ps.ReceiveTimeout(ctx, listenCheck); err != nil { // the subscription's confirmation
+		return err
+	}
+	// Subscribed first, read second: what is announced in between comes
+	// twice, never not at all.
+	rec, err := v.Recorded(ctx)
+	if err != nil {
+		return err
+	}
+	heard(rec, true)
+	unanswered := 0
+	for {
+		msg, err := ps.ReceiveTimeout(ctx, listenCheck)
+		var timeout interface{ Timeout() bool }
+		if errors.As(err, &timeout) && timeout.Timeout() {
+			// Quiet, or gone without a word: a ping's answer tells.
+			if unanswered++; unanswered > 1 {
+				return err
+			}
+			if err := ps.Ping(ctx); err != nil {
+				return err
+			}
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		unanswered = 0
+		m, ok := msg.(*redis.Message)
+		if !ok {
+			continue // a pong
+		}
+		a, err := catalog.ParseAnnouncement(m.Payload)
+		if err != nil {
+			v.c.health.log.Warn("catalog announcements: dropped a message", "err", err)
+			continue
+		}
+		heard(a, false)
+	}
+}

@@ -1,0 +1,46 @@
+//go:build !wasip1
+
+package match
+
+import (
+	"slices"
+	"testing"
+)
+
+// TestSynonymGroupsClosed: a query scores a word with its synonyms
+// (withSynonyms), and the walk bounds each word by the sum over its
+// group (computeBounds), so every word's synonyms must have the same
+// group as the word itself.
+func TestSynonymGroupsClosed(t *testing.T) {
+	for w := range synonyms {
+		g := withSynonyms(w)
+		slices.Sort(g)
+		for _, s := range withSynonyms(w) {
+			h := withSynonyms(s)
+			slices.Sort(h)
+			if !slices.Equal(g, h) {
+				t.Errorf("%q scores with %v, its synonym %q with %v", w, g, s, h)
+			}
+		}
+	}
+}
+
+// TestBoundsHoldEveryPosting: each posting's weight is within its block's
+// bound, typed or not, for a built index and one opened from its shard.
+func TestBoundsHoldEveryPosting(t *testing.T) {
+	ix := mustBuild(t, fixture())
+	opened, err := Open(ix.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	opened.prepareFullText()
+	for _, x := range []*Index{ix, opened} {
+		for p, ad := range x.postAd {
+			w := postingWeight(x.postTF[p], &x.ads[ad], x.avgLen)
+			j := p >> blockShift
+			if b := float64(max(x.ft.typed[j], x.ft.other[j])); w > b {
+				t.Fatalf("posting %d of ad %d weighs %v, its block's bound is %v", p, ad, w, b)
+			}
+		}
+	}
+}

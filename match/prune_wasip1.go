@@ -1,0 +1,16 @@
+//go:build wasip1
+
+package match
+
+// pruning is false: the module scores every posting of a full-text query,
+// as a shard holds few ads and the pruned walk's code would cost the
+// module bytes (prune.go, bounds.go).
+const pruning = false
+
+type fullTextBounds struct{}
+
+func (ix *Index) prunedFullText(*Query, []alt, uint32, filter, int) ([]cand, bool) {
+	return nil, false
+}
+
+func (ix *Index) prepareFullText() {}
