@@ -383,7 +383,9 @@ func TestServiceBurst(t *testing.T) {
 // service: each ends as a failed page with its reason, served with 200.
 func TestServiceHostilePagesEndFailed(t *testing.T) {
 	ts := hostile(t)
-	f := newFetcher(t, FetchOptions{AllowPrivate: true, Timeout: 1500 * time.Millisecond})
+	// Long enough for /big to be read to its cap on a busy machine; /trickle
+	// still times out.
+	f := newFetcher(t, FetchOptions{AllowPrivate: true, Timeout: 5 * time.Second})
 	e := open(t, t.TempDir(), 0, f, fixtureIndex(t), Options{})
 	ctx := context.Background()
 	want := map[string]string{
