@@ -87,10 +87,11 @@ func TestRefreshRecompressesShards(t *testing.T) {
 	}
 	defer cold.Close()
 
+	set := a.Catalog().Shards
 	manifest := func() (sha string, zstdBytes, frags int) {
 		// The market shards' manifest (a site may be given a shard of its
 		// own, backend/siteshards, which is not this test's).
-		body := a.Catalog().Shards.Manifest("", "")
+		body := set.Manifest("", "")
 		var m struct {
 			Shard struct {
 				SHA256    string
@@ -103,7 +104,6 @@ func TestRefreshRecompressesShards(t *testing.T) {
 		}
 		return m.Shard.SHA256, m.Shard.Bytes["zstd"], m.Shard.Fragments
 	}
-	set := a.Catalog().Shards
 	shard := set.Pick("", "")
 	sha, fastSize, frags := manifest()
 	if sha != shard.SHA256 || sha != cold.Catalog().Shards.Pick("", "").SHA256 || frags == 0 || frags != len(set.Fragments(shard)) {
