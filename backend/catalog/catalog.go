@@ -139,6 +139,12 @@ func loadAgain(r io.Reader, name string, f Format, opts Options, gz bool, ls *li
 		}
 	}
 	p := parser{name: name, opts: opts, seen: make(map[string]int), lines: ls}
+	if ls != nil && ls.prev != nil {
+		// The feed read again is about as long as last time: no growing
+		// of a million-ad slice and map line by line.
+		n := len(ls.prev.ads)
+		p.ads, p.seen = make([]match.Ad, 0, n+n/16), make(map[string]int, n+n/16)
+	}
 	if err := p.setDefaults(); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
@@ -275,6 +281,9 @@ func (p *parser) fail(line int, field, msg string) {
 
 func (p *parser) result() ([]match.Ad, error) {
 	if len(p.errs) == 0 {
+		if len(p.ads) == 0 {
+			return nil, nil // none, whatever room was made for them
+		}
 		return p.ads, nil
 	}
 	if p.dropped > 0 {

@@ -161,3 +161,11 @@ func FuzzLoadAgain(f *testing.F) {
 		}
 	})
 }
+
+// TestReadAgainEmpty: a feed emptied reads as a first read of it does.
+func TestReadAgainEmpty(t *testing.T) {
+	again, fresh := readTwice(t, []byte(good+"\n"), []byte("\n"), Options{}, Options{})
+	if !again.same(fresh) || again.ads != nil {
+		t.Fatalf("read again: %#v, %v; alone: %#v, %v", again.ads, again.err, fresh.ads, fresh.err)
+	}
+}

@@ -17,3 +17,14 @@ func Thread() time.Duration {
 	}
 	return time.Duration(ts.Nano())
 }
+
+// Process is the CPU time every thread of the process has used: the work
+// of a step that runs on several goroutines, whatever else the machine
+// runs.
+func Process() time.Duration {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_PROCESS_CPUTIME_ID, &ts); err != nil {
+		return time.Duration(time.Now().UnixNano())
+	}
+	return time.Duration(ts.Nano())
+}

@@ -10,3 +10,6 @@ var start = time.Now()
 
 // Thread is wall time where the thread's CPU time is not at hand.
 func Thread() time.Duration { return time.Since(start) }
+
+// Process is wall time where the process's CPU time is not at hand.
+func Process() time.Duration { return time.Since(start) }

@@ -18,3 +18,22 @@ func TestThreadAdvances(t *testing.T) {
 		t.Fatalf("thread CPU time moved by %v over a busy loop (%d)", d, x)
 	}
 }
+
+// The process's clock moves forward while two goroutines work.
+func TestProcessAdvances(t *testing.T) {
+	t0 := Process()
+	done := make(chan int)
+	for range 2 {
+		go func() {
+			x := 0
+			for i := range 10_000_000 {
+				x ^= i
+			}
+			done <- x
+		}()
+	}
+	x := <-done ^ <-done
+	if d := Process() - t0; d <= 0 {
+		t.Fatalf("process CPU time moved by %v over two busy loops (%d)", d, x)
+	}
+}
