@@ -32,7 +32,8 @@ func TestProcessAdvances(t *testing.T) {
 			done <- x
 		}()
 	}
-	x := <-done ^ <-done
+	a := <-done
+	x := a ^ <-done
 	if d := Process() - t0; d <= 0 {
 		t.Fatalf("process CPU time moved by %v over two busy loops (%d)", d, x)
 	}
