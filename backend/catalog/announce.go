@@ -3,7 +3,9 @@ package catalog
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
+	"time"
 )
 
 // Announcement is word that a replica swapped in a catalog by a refresh of
@@ -80,4 +82,39 @@ type Versions interface {
 	// only the versions in between. It tries again while the store does
 	// not answer, and a message that does not parse is dropped.
 	Listen(ctx context.Context, heard func(a Announcement, recorded bool))
+}
+
+// ListenAgain is the loop of a Versions' Listen: it runs listen (one
+// connection: the recorded announcement, then each message, until the
+// connection fails or ctx ends) again and again, waiting retry between
+// tries, until ctx ends. log hears of a lost connection once an outage,
+// not once a try, and of the first recorded announcement after it.
+func ListenAgain(ctx context.Context, log *slog.Logger, retry time.Duration,
+	listen func(context.Context, func(Announcement, bool)) error, heard func(Announcement, bool)) {
+	var down bool
+	for {
+		err := listen(ctx, func(a Announcement, recorded bool) {
+			if recorded && down {
+				down = false
+				log.Info("catalog announcements: listening again")
+			}
+			heard(a, recorded)
+		})
+		if ctx.Err() != nil {
+			return
+		}
+		level := slog.LevelWarn
+		if down {
+			level = slog.LevelDebug
+		}
+		down = true
+		log.Log(ctx, level, "catalog announcements: not listening; trying again", "err", err, "retry_after", retry)
+		t := time.NewTimer(retry)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
 }

@@ -102,31 +102,7 @@ func recorded(ctx context.Context, queryRow func(context.Context, string, ...any
 }
 
 func (v *versions) Listen(ctx context.Context, heard func(catalog.Announcement, bool)) {
-	var down bool
-	for {
-		err := v.listen(ctx, func(a catalog.Announcement, recorded bool) {
-			if recorded && down {
-				down = false
-				v.log.Info("catalog announcements: listening again")
-			}
-			heard(a, recorded)
-		})
-		if ctx.Err() != nil {
-			return
-		}
-		// Said once an outage, not once a retry.
-		level := slog.LevelWarn
-		if down {
-			level = slog.LevelDebug
-		}
-		down = true
-		v.log.Log(ctx, level, "catalog announcements: not listening; trying again", "err", err, "retry_after", listenRetry)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(listenRetry):
-		}
-	}
+	catalog.ListenAgain(ctx, v.log, listenRetry, v.listen, heard)
 }
 
 // listen listens on a connection of its own, outside the pool, hands

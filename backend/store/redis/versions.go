@@ -3,7 +3,6 @@ package redisstore
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -77,32 +76,7 @@ func (v *versions) Recorded(ctx context.Context) (catalog.Announcement, error) {
 }
 
 func (v *versions) Listen(ctx context.Context, heard func(catalog.Announcement, bool)) {
-	log := v.c.health.log.With("channel", v.channel)
-	var down bool
-	for {
-		err := v.listen(ctx, func(a catalog.Announcement, recorded bool) {
-			if recorded && down {
-				down = false
-				log.Info("catalog announcements: listening again")
-			}
-			heard(a, recorded)
-		})
-		if ctx.Err() != nil {
-			return
-		}
-		// Said once an outage, not once a retry.
-		level := slog.LevelWarn
-		if down {
-			level = slog.LevelDebug
-		}
-		down = true
-		log.Log(ctx, level, "catalog announcements: not listening; trying again", "err", err, "retry_after", v.c.health.retryAfter)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(v.c.health.retryAfter):
-		}
-	}
+	catalog.ListenAgain(ctx, v.c.health.log.With("channel", v.channel), v.c.health.retryAfter, v.listen, heard)
 }
 
 // listen subscribes, hands heard the recorded announcement, then each
