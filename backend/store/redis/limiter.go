@@ -2,6 +2,8 @@ package redisstore
 
 import (
 	"context"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-redis/redis_rate/v10"
@@ -22,6 +24,7 @@ type Limiter struct {
 	prefix   string // Allow's buckets
 	firsts   string // AllowBoth's first buckets
 	fallback ratelimit.Limiter
+	batch    batcher // AllowBoth's calls on their way to Redis
 }
 
 var _ ratelimit.Limiter = (*Limiter)(nil)
@@ -109,15 +112,12 @@ func (l *Limiter) AllowBoth(ctx context.Context, first, second ratelimit.Bucket)
 	if len(keys) == 0 {
 		return ratelimit.Decision{Allowed: true}, ratelimit.Decision{Allowed: true}
 	}
-	var res []any
-	ok := l.c.call(ctx, "limits", func(ctx context.Context) error {
-		var err error
-		res, err = bothScript.Run(ctx, l.c.rdb, keys, args...).Slice()
-		return err
-	})
-	if !ok {
+	call := &bothCall{keys: keys, args: args, wake: make(chan struct{})}
+	l.batch.do(call, func(calls []*bothCall) { l.runBoth(ctx, calls) })
+	if !call.ok {
 		return l.fallback.AllowBoth(ctx, first, second)
 	}
+	res := call.res
 	ds := make([]ratelimit.Decision, 0, 2)
 	for i, r := range res {
 		v, _ := r.([]any)
@@ -151,4 +151,107 @@ func (l *Limiter) AllowBoth(ctx context.Context, first, second ratelimit.Bucket)
 		}
 	}
 	return out[0], out[1]
+}
+
+// bothCall is one AllowBoth's script call: its keys and arguments, and once
+// woken, its answer, or ok false when the fallback is to answer.
+type bothCall struct {
+	keys []string
+	args []any
+	res  []any
+	ok   bool
+	// wake is closed when the call is answered, or when it is to lead
+	// the next pipeline (lead).
+	wake chan struct{}
+	lead bool
+}
+
+// A batcher sends concurrent AllowBoth calls to Redis together, in one
+// pipeline a round trip, as a group commit does: a call that finds fewer
+// than maxPipelines in flight sends its own and what is queued, then
+// hands the pipeline's turn to the first call still queued; the others
+// wait for their answer. A call alone is sent at once, so one
+// request's latency is one round trip as before; under load the system
+// calls and the server's reads are shared by the calls of a pipeline.
+type batcher struct {
+	mu      sync.Mutex
+	queue   []*bothCall
+	running int // pipelines in flight, or handed to a call to send
+}
+
+// maxPipelines bounds the pipelines in flight at once; maxBatch the calls
+// in one.
+const maxPipelines, maxBatch = 2, 256
+
+// do answers c through run, which sends a batch of calls and sets each
+// one's answer.
+func (b *batcher) do(c *bothCall, run func([]*bothCall)) {
+	b.mu.Lock()
+	if b.running >= maxPipelines {
+		b.queue = append(b.queue, c)
+		b.mu.Unlock()
+		<-c.wake
+		if !c.lead {
+			return
+		}
+		b.mu.Lock() // c leads, off the queue, counted in running
+	} else {
+		b.running++
+	}
+	n := min(len(b.queue), maxBatch-1)
+	batch := make([]*bothCall, 0, n+1)
+	batch = append(append(batch, c), b.queue[:n]...)
+	if b.queue = b.queue[n:]; len(b.queue) == 0 {
+		b.queue = nil
+	}
+	b.mu.Unlock()
+	run(batch)
+	b.mu.Lock()
+	if len(b.queue) > 0 {
+		next := b.queue[0]
+		b.queue = b.queue[1:]
+		next.lead = true
+		close(next.wake)
+	} else {
+		b.running--
+	}
+	b.mu.Unlock()
+	for _, x := range batch[1:] {
+		close(x.wake)
+	}
+}
+
+// runBoth runs the calls' scripts in one pipeline, loading the script
+// first if Redis does not know it (a new or restarted server).
+func (l *Limiter) runBoth(ctx context.Context, calls []*bothCall) {
+	var cmds []*redis.Cmd
+	send := func(ctx context.Context) error {
+		cmds = cmds[:0]
+		_, err := l.c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, c := range calls {
+				cmds = append(cmds, bothScript.EvalSha(ctx, p, c.keys, c.args...))
+			}
+			return nil
+		})
+		return err
+	}
+	ok := l.c.call(ctx, "limits", func(ctx context.Context) error {
+		err := send(ctx)
+		if err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
+			if err = bothScript.Load(ctx, l.c.rdb).Err(); err == nil {
+				err = send(ctx)
+			}
+		}
+		return err
+	})
+	for i, c := range calls {
+		if !ok {
+			if i > 0 { // call counted the first
+				l.c.health.fellBack("limits", nil)
+			}
+			continue
+		}
+		res, err := cmds[i].Slice()
+		c.res, c.ok = res, err == nil
+	}
 }
