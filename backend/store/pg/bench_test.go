@@ -59,7 +59,11 @@ func BenchmarkLedgerClicks(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var onPG, onBolt time.Duration
+	floor, err := pgstore.NewFloor(context.Background(), db)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var onPG, onBolt, onFloor time.Duration
 	for i := range b.N {
 		best := func(l clicks.Ledger, round int, d *time.Duration) {
 			if t := run(l, round); *d == 0 || t < *d {
@@ -69,11 +73,15 @@ func BenchmarkLedgerClicks(b *testing.B) {
 		for r := range 3 {
 			best(db.Ledger(), i*3+r, &onPG)
 			best(boltLedger, i*3+r, &onBolt)
+			best(floor, i*3+r, &onFloor)
 		}
 	}
 	n := float64(clients * perClient)
 	b.ReportMetric(n/onPG.Seconds(), "postgres_clicks/s")
 	b.ReportMetric(n/onBolt.Seconds(), "bolt_clicks/s")
 	b.ReportMetric(onBolt.Seconds()/onPG.Seconds(), "postgres_vs_bolt")
+	b.ReportMetric(n/onFloor.Seconds(), "floor_clicks/s")
+	b.ReportMetric(onBolt.Seconds()/onFloor.Seconds(), "floor_vs_bolt")
+	b.ReportMetric(onFloor.Seconds()/onPG.Seconds(), "postgres_of_floor")
 	b.ReportMetric(0, "ns/op")
 }

@@ -222,8 +222,8 @@ func (l Ledger) Record(ctx context.Context, c *clicks.Click, u clicks.Use) error
 	if c.Time.IsZero() {
 		return errors.New("postgres: click without time")
 	}
-	p := &pendingClick{network: clicks.Network(c.IP), args: recordArgs(c, u)}
-	l.db.gc.commit(l.db, p)
+	p := &pendingClick{network: clicks.Network(c.IP), click: c, use: u}
+	l.db.gc.commit(l.db.recordBatch, p)
 	if p.err != nil {
 		return fmt.Errorf("postgres: ledger: %w", p.err)
 	}
