@@ -12,9 +12,10 @@
 --
 -- A click whose id the clicks table holds, or an earlier click of the
 -- batch has, writes nothing and gets the verdict recorded first. When no
--- click of the batch can change another's verdict (no id, decision or
--- network twice, no budget of an advertiser and day that another click
--- shares), each is judged by what the tables hold, every step one
+-- click of the batch can change another's verdict (no id twice; of the
+-- clicks to judge, no decision or network twice, and no budget of an
+-- advertiser and day that another click to judge may spend), each is
+-- judged by what the tables hold, every step one
 -- statement for the batch; otherwise click after click, as
 -- adlink_record_click does, the spend of the batch's earlier clicks
 -- counted from the batch. The locks are adlink_record_click's, so both
@@ -66,9 +67,12 @@ BEGIN
     reasons := ARRAY(SELECT coalesce(x.prior, x.r) FROM unnest(prior, p_reason) WITH ORDINALITY AS x(prior, r, o)
                      ORDER BY x.o);
     IF NOT EXISTS (SELECT 1 FROM unnest(p_click_id) AS x(id) WHERE x.id <> '' GROUP BY x.id HAVING count(*) > 1)
-       AND NOT EXISTS (SELECT 1 FROM unnest(p_decision) AS x(id) WHERE x.id <> '' GROUP BY x.id HAVING count(*) > 1)
-       AND NOT EXISTS (SELECT 1 FROM unnest(p_network) AS x(net) GROUP BY x.net HAVING count(*) > 1)
-       AND NOT EXISTS (SELECT 1 FROM unnest(p_advertiser, p_day, p_budget) AS x(adv, day, budget)
+       AND NOT EXISTS (SELECT 1 FROM unnest(reasons, fresh, p_decision) AS x(r, f, id)
+                       WHERE x.f AND x.r = '' AND x.id <> '' GROUP BY x.id HAVING count(*) > 1)
+       AND NOT EXISTS (SELECT 1 FROM unnest(reasons, fresh, p_network) AS x(r, f, net)
+                       WHERE x.f AND x.r = '' GROUP BY x.net HAVING count(*) > 1)
+       AND NOT EXISTS (SELECT 1 FROM unnest(reasons, fresh, p_advertiser, p_day, p_budget, p_bid) AS x(r, f, adv, day, budget, bid)
+                       WHERE x.f AND x.r = '' AND (x.budget > 0 OR x.bid <> 0)
                        GROUP BY x.adv, x.day HAVING count(*) > 1 AND max(x.budget) > 0) THEN
         IF 0 < ANY (p_budget) THEN
             -- The advertisers' clicks of the day take turns to the commit.
