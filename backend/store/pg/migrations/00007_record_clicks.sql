@@ -29,6 +29,12 @@
 -- before.
 
 -- +goose Up
+-- Rollup and spend rows are updated in place many times a second: room
+-- left on each page lets the new version stay on it (a HOT update, no
+-- index entry), and pruning there frees the old ones.
+ALTER TABLE rollups SET (fillfactor = 50);
+ALTER TABLE spend SET (fillfactor = 50);
+
 -- +goose StatementBegin
 CREATE FUNCTION adlink_record_clicks(
     p_at bigint[], p_ad_id text[], p_ad_type text[], p_context text[], p_api_key text[], p_site_id text[],
@@ -282,3 +288,5 @@ $$;
 
 -- +goose Down
 DROP FUNCTION adlink_record_clicks;
+ALTER TABLE spend RESET (fillfactor);
+ALTER TABLE rollups RESET (fillfactor);
