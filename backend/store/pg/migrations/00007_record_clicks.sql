@@ -67,11 +67,11 @@ BEGIN
     END IF;
     -- Each id looked up by the index, whatever plan was cached for the
     -- table when it was small.
-    prior := ARRAY(SELECT (SELECT c.reason FROM clicks c WHERE c.click_id = u.id)
-                   FROM unnest(p_click_id) WITH ORDINALITY AS u(id, o) ORDER BY u.o);
-    fresh := ARRAY(SELECT x.r IS NULL FROM unnest(prior) WITH ORDINALITY AS x(r, o) ORDER BY x.o);
-    reasons := ARRAY(SELECT coalesce(x.prior, x.r) FROM unnest(prior, p_reason) WITH ORDINALITY AS x(prior, r, o)
-                     ORDER BY x.o);
+    SELECT array_agg(x.prior ORDER BY x.o), array_agg(x.prior IS NULL ORDER BY x.o),
+           array_agg(coalesce(x.prior, x.r) ORDER BY x.o)
+    INTO prior, fresh, reasons
+    FROM (SELECT u.o, u.r, (SELECT c.reason FROM clicks c WHERE c.click_id = u.id) AS prior
+          FROM unnest(p_click_id, p_reason) WITH ORDINALITY AS u(id, r, o)) AS x;
     IF NOT EXISTS (SELECT 1 FROM unnest(p_click_id) AS x(id) WHERE x.id <> '' GROUP BY x.id HAVING count(*) > 1)
        AND NOT EXISTS (SELECT 1 FROM unnest(reasons, fresh, p_decision) AS x(r, f, id)
                        WHERE x.f AND x.r = '' AND x.id <> '' GROUP BY x.id HAVING count(*) > 1)
@@ -110,25 +110,29 @@ BEGIN
                                 AS u(r, f, net, id, at, expires)
               WHERE u.f AND u.r = '' AND (u.id = '' OR (u.at < u.expires AND u.id = ANY (used)))
               ORDER BY u.net COLLATE "C") AS x;
-        reasons := ARRAY(SELECT CASE
+        -- The verdicts, the claims of the clicks that bill, and the end of
+        -- what no later claim can be judged by (claims older than three
+        -- days before the batch's first click): one statement, which
+        -- sees the claims as they were before it.
+        WITH v AS (
+            SELECT u.o, u.f, u.net, u.ad, u.at, u.day, CASE
                 WHEN NOT (u.f AND u.r = '') THEN u.r
                 WHEN u.id <> '' AND (u.at >= u.expires OR NOT u.id = ANY (used)) THEN 'repeat'
                 WHEN EXISTS (SELECT 1 FROM window_claims w WHERE w.network = u.net AND w.ad_id = u.ad
                              AND w.at_ns > u.at - p_window AND w.at_ns < u.at + p_window) THEN 'repeat'
                 WHEN u.lim > 0 AND (SELECT count(*) FROM window_claims w WHERE w.network = u.net AND w.day = u.day) >= u.lim
                     THEN 'network_cap'
-                ELSE '' END
+                ELSE '' END AS r
             FROM unnest(reasons, fresh, p_decision, p_expires, p_network, p_ad_id, p_at, p_limit, p_day)
-                 WITH ORDINALITY AS u(r, f, id, expires, net, ad, at, lim, day, o)
-            ORDER BY u.o);
-        INSERT INTO window_claims (network, ad_id, at_ns, day)
-        SELECT u.net, u.ad, u.at, u.day FROM unnest(reasons, fresh, p_network, p_ad_id, p_at, p_day) AS u(r, f, net, ad, at, day)
-        WHERE u.f AND u.r = '';
-        -- What no later claim can be judged by: older than three days
-        -- before the batch's first click.
-        DELETE FROM window_claims w
-        WHERE w.network = ANY (ARRAY(SELECT u.net FROM unnest(reasons, fresh, p_network) AS u(r, f, net) WHERE u.f AND u.r = ''))
-          AND w.at_ns < (SELECT min(x) FROM unnest(p_at) AS x) - 3 * 86400000000000;
+                 WITH ORDINALITY AS u(r, f, id, expires, net, ad, at, lim, day, o)),
+        claimed AS (
+            INSERT INTO window_claims (network, ad_id, at_ns, day)
+            SELECT v.net, v.ad, v.at, v.day FROM v WHERE v.f AND v.r = ''),
+        forgotten AS (
+            DELETE FROM window_claims w
+            WHERE w.network = ANY (ARRAY(SELECT v.net FROM v WHERE v.f AND v.r = ''))
+              AND w.at_ns < (SELECT min(x) FROM unnest(p_at) AS x) - 3 * 86400000000000)
+        SELECT array_agg(v.r ORDER BY v.o) INTO reasons FROM v;
     ELSE
         FOR i IN 1..n LOOP
             IF prior[i] IS NOT NULL THEN
@@ -213,22 +217,32 @@ BEGIN
         END IF;
     END LOOP;
 
-    -- A concurrent transaction that recorded one of the ids first makes
-    -- this insert fail on the unique index, and this transaction with it.
-    INSERT INTO clicks (at_ns, ad_id, ad_type, context, api_key, site_id, criterion, yk_tag, ip, user_agent, country,
-                        advertiser, bid_micros, currency, billable, reason, click_id)
-    SELECT u.at, u.ad_id, u.ad_type, u.context, u.api_key, u.site_id, u.criterion, u.yk_tag, u.ip, u.user_agent,
-           u.country, u.advertiser, u.bid, u.currency, u.reason = '', u.reason, NULLIF(u.id, '')
-    FROM unnest(p_at, p_ad_id, p_ad_type, p_context, p_api_key, p_site_id, p_criterion, p_yk_tag, p_ip, p_user_agent,
-                p_country, p_advertiser, p_bid, p_currency, reasons, p_click_id, fresh)
-         WITH ORDINALITY AS u(at, ad_id, ad_type, context, api_key, site_id, criterion, yk_tag, ip, user_agent, country,
-                              advertiser, bid, currency, reason, id, fresh, o)
-    WHERE u.fresh
-    ORDER BY u.o;
-
-    -- Each click in every grain, summed by row; rows are upserted in the
-    -- order of their key, bytewise as the server orders the impressions'.
-    -- A row all of whose clicks billed has no unbilled counts to add.
+    -- The click rows, the spend and the rollups, one statement. A
+    -- concurrent transaction that recorded one of the ids first makes the
+    -- clicks' insert fail on the unique index, and the transaction with
+    -- it. Each click in every grain is summed by rollup row; rows are
+    -- upserted in the order of their key, bytewise as the server orders
+    -- the impressions'. A row all of whose clicks billed has no unbilled
+    -- counts to add.
+    WITH recorded AS (
+        INSERT INTO clicks (at_ns, ad_id, ad_type, context, api_key, site_id, criterion, yk_tag, ip, user_agent, country,
+                            advertiser, bid_micros, currency, billable, reason, click_id)
+        SELECT u.at, u.ad_id, u.ad_type, u.context, u.api_key, u.site_id, u.criterion, u.yk_tag, u.ip, u.user_agent,
+               u.country, u.advertiser, u.bid, u.currency, u.reason = '', u.reason, NULLIF(u.id, '')
+        FROM unnest(p_at, p_ad_id, p_ad_type, p_context, p_api_key, p_site_id, p_criterion, p_yk_tag, p_ip, p_user_agent,
+                    p_country, p_advertiser, p_bid, p_currency, reasons, p_click_id, fresh)
+             WITH ORDINALITY AS u(at, ad_id, ad_type, context, api_key, site_id, criterion, yk_tag, ip, user_agent, country,
+                                  advertiser, bid, currency, reason, id, fresh, o)
+        WHERE u.fresh
+        ORDER BY u.o),
+    spending AS (
+        INSERT INTO spend (advertiser, day, shard, micros)
+        SELECT u.advertiser, u.day, at_shard, sum(u.bid)::bigint
+        FROM unnest(p_advertiser, p_day, p_bid, reasons, fresh) AS u(advertiser, day, bid, reason, fresh)
+        WHERE u.fresh AND u.reason = '' AND u.bid <> 0
+        GROUP BY u.advertiser, u.day
+        ORDER BY u.advertiser COLLATE "C", u.day
+        ON CONFLICT (advertiser, day, shard) DO UPDATE SET micros = spend.micros + EXCLUDED.micros)
     INSERT INTO rollups (grain, shard, period, api_key, site_id, advertiser, ad_id, context, currency, criterion,
                          yk_tag, country, impressions, clicks, billable, spend_micros, unbilled)
     SELECT a.grain, at_shard, a.period, a.api_key, a.site_id, a.advertiser, a.ad_id, a.context, a.currency,
@@ -273,14 +287,6 @@ BEGIN
         unbilled = CASE WHEN EXCLUDED.billable = EXCLUDED.clicks THEN rollups.unbilled
             ELSE ARRAY(SELECT coalesce(a, 0) + coalesce(b, 0)
                        FROM unnest(rollups.unbilled, EXCLUDED.unbilled) WITH ORDINALITY AS v(a, b, o) ORDER BY o) END;
-
-    INSERT INTO spend (advertiser, day, shard, micros)
-    SELECT u.advertiser, u.day, at_shard, sum(u.bid)::bigint
-    FROM unnest(p_advertiser, p_day, p_bid, reasons, fresh) AS u(advertiser, day, bid, reason, fresh)
-    WHERE u.fresh AND u.reason = '' AND u.bid <> 0
-    GROUP BY u.advertiser, u.day
-    ORDER BY u.advertiser COLLATE "C", u.day
-    ON CONFLICT (advertiser, day, shard) DO UPDATE SET micros = spend.micros + EXCLUDED.micros;
     RETURN reasons;
 END
 $$;
