@@ -21,9 +21,11 @@ import (
 // server costs one round trip and one WAL flush per batch, not per click.
 // A caller that finds fewer than maxRunning batches running runs one for
 // everything queued (up to maxBatch), then wakes the first caller queued
-// meanwhile to run the next. Batches run side by side on connections of
-// their own, so that one's WAL flush overlaps the next one's work; their
-// rollup rows are the connections' own shards.
+// meanwhile to run the next. Two batches run side by side on connections
+// of their own, so that one's WAL flush overlaps the other's work; their
+// rollup rows are shards of their own. More would split the clicks
+// queued into smaller batches, and a batch's cost is mostly its own, not
+// its clicks'.
 type groupCommit struct {
 	mu      sync.Mutex
 	running int
