@@ -194,18 +194,19 @@ func (s Impressions) Scan(ctx context.Context, from, to time.Time, fn func(click
 }
 
 // Ledger is the clicks.Ledger of the database: one transaction settles a
-// click and records it (adlink_record_click, in the migrations), and the
-// clicks of concurrent Records share it (group commit). When the
+// batch of concurrent clicks and records them (group commit), one
+// statement, adlink_record_clicks (in the migrations). When the
 // advertiser has a budget, the advertiser's advisory lock of the day is
 // taken first, so that its clicks are judged against its budget one after
 // another; the decision is an INSERT … ON CONFLICT DO NOTHING, which makes
 // a concurrent insert of the same id wait for the first and then find it;
 // a network's windows are judged under a transaction advisory lock of the
-// network; the click row, its rollup rows (the connection's shard) and
-// the spend follow. Locks are taken in that order, and a batch's clicks in
-// the order of their networks, so that transactions seldom deadlock; one
-// that does, or that Postgres aborts for a serialization failure, runs
-// again from the start, and nothing of it was written.
+// network; the click rows, their rollup rows (a shard no other batch
+// holds) and the spend follow. Locks are taken in that order, and a
+// batch's networks in the order of their names, so that transactions
+// seldom deadlock; one that does, or that Postgres aborts for a
+// serialization failure, runs again from the start, and nothing of it was
+// written.
 type Ledger struct{ db *DB }
 
 var _ clicks.Ledger = Ledger{}
@@ -214,7 +215,7 @@ var _ clicks.Ledger = Ledger{}
 func (db *DB) Ledger() Ledger { return Ledger{db} }
 
 // Record implements clicks.Ledger: the click joins the next batch, one
-// transaction that runs adlink_record_click for each of its clicks.
+// call of adlink_record_clicks, committed before it returns.
 func (l Ledger) Record(ctx context.Context, c *clicks.Click, u clicks.Use) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -222,8 +223,8 @@ func (l Ledger) Record(ctx context.Context, c *clicks.Click, u clicks.Use) error
 	if c.Time.IsZero() {
 		return errors.New("postgres: click without time")
 	}
-	p := &pendingClick{network: clicks.Network(c.IP), args: recordArgs(c, u)}
-	l.db.gc.commit(l.db, p)
+	p := &pendingClick{network: clicks.Network(c.IP), click: c, use: u}
+	l.db.gc.commit(l.db.recordBatch, p)
 	if p.err != nil {
 		return fmt.Errorf("postgres: ledger: %w", p.err)
 	}

@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/adlink/adlink/backend/clicks"
@@ -22,9 +21,11 @@ import (
 // server costs one round trip and one WAL flush per batch, not per click.
 // A caller that finds fewer than maxRunning batches running runs one for
 // everything queued (up to maxBatch), then wakes the first caller queued
-// meanwhile to run the next. Batches run side by side on connections of
-// their own, so that one's WAL flush overlaps the next one's work; their
-// rollup rows are the connections' own shards.
+// meanwhile to run the next. Two batches run side by side on connections
+// of their own, so that one's WAL flush overlaps the other's work; their
+// rollup rows are shards of their own. More would split the clicks
+// queued into smaller batches, and a batch's cost is mostly its own, not
+// its clicks'.
 type groupCommit struct {
 	mu      sync.Mutex
 	running int
@@ -32,12 +33,13 @@ type groupCommit struct {
 }
 
 // maxRunning bounds the batches one server runs at once.
-const maxRunning = 4
+const maxRunning = 2
 
 // pendingClick is one click waiting for its batch.
 type pendingClick struct {
 	network string
-	args    []any
+	click   *clicks.Click
+	use     clicks.Use
 	reason  string
 	err     error
 	done    chan bool // true: lead the next batch
@@ -51,9 +53,9 @@ const maxBatch = 128
 // requests may have ended, so no one request's context ends it.
 const batchTimeout = 30 * time.Second
 
-// commit queues p and returns once its batch is done, p.reason or p.err
-// set.
-func (g *groupCommit) commit(db *DB, p *pendingClick) {
+// commit queues p and returns once run has run its batch, p.reason or
+// p.err set.
+func (g *groupCommit) commit(run func(batch []*pendingClick), p *pendingClick) {
 	p.done = make(chan bool, 1)
 	g.mu.Lock()
 	if g.running >= maxRunning {
@@ -93,7 +95,7 @@ func (g *groupCommit) commit(db *DB, p *pendingClick) {
 			}
 		}
 	}()
-	db.recordBatch(batch)
+	run(batch)
 }
 
 var errCommitAborted = &batchError{"the batch was aborted"}
@@ -123,37 +125,89 @@ func (db *DB) recordBatch(batch []*pendingClick) {
 	}
 }
 
-// runClicks runs adlink_record_click for each of ps in one transaction.
+// runClicks settles and records ps in one transaction: one statement,
+// adlink_record_clicks (migration 00007), which sets each one's reason.
+// A statement alone is a transaction of its own, committed (its WAL
+// flushed) before Postgres answers; the answer is read to the end, so an
+// error of the commit is this call's. Aborted for a deadlock or a
+// serialization failure, it runs again, nothing of it written.
 func (db *DB) runClicks(ctx context.Context, ps []*pendingClick) error {
-	return db.inTx(ctx, func(tx pgx.Tx) error {
-		b := &pgx.Batch{}
-		for _, p := range ps {
-			b.Queue(recordClick, p.args...).QueryRow(func(r pgx.Row) error { return r.Scan(&p.reason) })
+	args := recordArgs(ps)
+	var reasons []string
+	var err error
+	for range maxAttempts {
+		if err = ctx.Err(); err != nil {
+			return err
 		}
-		return tx.SendBatch(ctx, b).Close()
-	})
+		if err = db.pool.QueryRow(ctx, recordClicks, args...).Scan(&reasons); !retryable(err) {
+			break
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if len(reasons) != len(ps) {
+		return fmt.Errorf("adlink_record_clicks gave %d verdicts for %d clicks", len(reasons), len(ps))
+	}
+	for i, p := range ps {
+		p.reason = reasons[i]
+	}
+	return nil
 }
 
-const recordClick = `SELECT adlink_record_click($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16,
-	$17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27)`
+const recordClicks = `SELECT adlink_record_clicks($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16,
+	$17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29)`
 
-// recordArgs are adlink_record_click's arguments for c and u.
-func recordArgs(c *clicks.Click, u clicks.Use) []any {
-	periods := make([]int64, 0, len(grains))
-	dims := make([]string, 0, 9*len(grains))
-	for _, k := range rowKeys(clickRollup(c)) {
-		periods = append(periods, k.period)
-		dims = append(dims, k.dims[:]...)
+// recordArgs are adlink_record_clicks' arguments for ps: a column of each
+// field, one element per click, then the grains and the reasons.
+func recordArgs(ps []*pendingClick) []any {
+	n := len(ps)
+	var (
+		at, bid, expires, budget, hour, day, forget = make([]int64, n), make([]int64, n), make([]int64, n),
+			make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
+		limit = make([]int32, n)
+		text  [16][]string
+	)
+	for f := range text {
+		text[f] = make([]string, n)
 	}
-	var expires int64
-	if u.D != "" {
-		expires = nanos(u.Expires)
+	adID, adType, context, apiKey, siteID, criterion, ykTag, ip, userAgent, country, advertiser, currency, reason,
+		network, decision, id := text[0], text[1], text[2], text[3], text[4], text[5], text[6], text[7], text[8], text[9],
+		text[10], text[11], text[12], text[13], text[14], text[15]
+	for i, p := range ps {
+		c, u := p.click, p.use
+		at[i], bid[i], budget[i], limit[i] = nanos(c.Time), c.BidMicros, u.Budget, int32(max(u.Limit, 0))
+		hour[i], day[i], forget[i] = hourOf(c.Time), dayOf(c.Time), nanos(c.Time.Add(-forgetAfter))
+		if u.D != "" {
+			expires[i] = nanos(u.Expires)
+		}
+		adID[i], adType[i], context[i], apiKey[i], siteID[i] = clean(c.AdID), clean(c.AdType), clean(c.Type),
+			clean(c.APIKey), clean(c.SiteID)
+		criterion[i], ykTag[i], ip[i], userAgent[i], country[i] = clean(c.Criterion), clean(c.YkTag), clean(c.IP),
+			clean(c.UserAgent), clean(c.Country)
+		advertiser[i], currency[i], reason[i], network[i] = clean(c.Advertiser), clean(c.Currency), c.Reason,
+			clean(p.network)
+		decision[i], id[i] = clean(u.D), clean(c.ID)
 	}
-	return []any{nanos(c.Time), clean(c.AdID), clean(c.AdType), clean(c.Type), clean(c.APIKey), clean(c.SiteID),
-		clean(c.Criterion), clean(c.YkTag), clean(c.IP), clean(c.UserAgent), clean(c.Country), clean(c.Advertiser),
-		c.BidMicros, clean(c.Currency), c.Reason, clean(clicks.Network(c.IP)), clean(u.D), expires, int32(max(u.Limit, 0)),
-		u.Budget, dayOf(c.Time), periods, dims, clicks.Reasons, int64(clicks.AdWindow), nanos(c.Time.Add(-forgetAfter)), clean(c.ID)}
+	return []any{at, adID, adType, context, apiKey, siteID, criterion, ykTag, ip, userAgent, country, advertiser,
+		bid, currency, reason, network, decision, expires, limit, budget, hour, day, forget, id,
+		grainIDs, grainHourly, grainKeeps, clicks.Reasons, int64(clicks.AdWindow)}
 }
+
+// grainIDs, grainHourly and grainKeeps describe the rollup grains to
+// adlink_record_clicks: each grain, whether its rows are hours, and
+// whether it keeps each dimension (nine a grain).
+var grainIDs, grainHourly, grainKeeps = func() ([]int16, []bool, []bool) {
+	var ids []int16
+	var hourly, keeps []bool
+	for _, g := range grains {
+		ids, hourly = append(ids, int16(g)), append(hourly, g.Hourly())
+		for d := range clicks.DimCountry + 1 {
+			keeps = append(keeps, g.Keeps(d))
+		}
+	}
+	return ids, hourly, keeps
+}()
 
 // clean makes s a string Postgres takes as text: valid UTF-8 without
 // NUL, each byte it cannot keep U+FFFD, as a JSON encoder writes it. A
@@ -183,7 +237,7 @@ func (l Ledger) Ship(ctx context.Context, batch []clicks.Spooled) error {
 		if c.ID == "" || c.Time.IsZero() {
 			return fmt.Errorf("postgres: ship: click %d has no id or no time", i)
 		}
-		ps[i] = &pendingClick{network: clicks.Network(c.IP), args: recordArgs(c, batch[i].Use)}
+		ps[i] = &pendingClick{network: clicks.Network(c.IP), click: c, use: batch[i].Use}
 	}
 	ordered := slices.Clone(ps)
 	// A network's clicks keep their order; networks are locked in the

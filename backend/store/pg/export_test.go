@@ -1,0 +1,60 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/adlink/adlink/backend/clicks"
+)
+
+// Floor records clicks as the least Postgres can do for the ledger's
+// durability: each batch of the ledger's group commit is one INSERT of
+// plain rows into a table with only a primary key, committed with
+// synchronous_commit on. No judging, no rollups, no spend.
+type Floor struct {
+	db *DB
+	gc groupCommit
+}
+
+// NewFloor creates the floor's table in db.
+func NewFloor(ctx context.Context, db *DB) (*Floor, error) {
+	_, err := db.pool.Exec(ctx, `CREATE TABLE floor_clicks (
+		click_id text PRIMARY KEY, at_ns bigint NOT NULL, ad_id text NOT NULL, ad_type text NOT NULL,
+		context text NOT NULL, api_key text NOT NULL, site_id text NOT NULL, criterion text NOT NULL,
+		yk_tag text NOT NULL, ip text NOT NULL, user_agent text NOT NULL, country text NOT NULL,
+		advertiser text NOT NULL, bid_micros bigint NOT NULL, currency text NOT NULL)`)
+	return &Floor{db: db}, err
+}
+
+// Record implements clicks.Ledger: c joins the next batch, and is
+// billable once the batch committed.
+func (f *Floor) Record(ctx context.Context, c *clicks.Click, u clicks.Use) error {
+	if c.ID == "" {
+		return errors.New("floor: click without id")
+	}
+	p := &pendingClick{network: clicks.Network(c.IP), click: c, use: u}
+	f.gc.commit(f.insert, p)
+	if p.err != nil {
+		return p.err
+	}
+	c.Billable, c.Reason = true, ""
+	return nil
+}
+
+// insert writes batch's rows in one statement and one transaction.
+func (f *Floor) insert(batch []*pendingClick) {
+	a := recordArgs(batch)
+	err := f.db.inTx(context.Background(), func(tx pgx.Tx) error {
+		_, err := tx.Exec(context.Background(), `INSERT INTO floor_clicks (click_id, at_ns, ad_id, ad_type, context, api_key,
+			site_id, criterion, yk_tag, ip, user_agent, country, advertiser, bid_micros, currency)
+			SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+				$8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::bigint[], $15::text[])`,
+			a[23], a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12], a[13])
+		return err
+	})
+	for _, p := range batch {
+		p.err = err
+	}
+}
