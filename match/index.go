@@ -361,9 +361,9 @@ func Build(ads []Ad) (*Index, error) {
 		mktMap:  make(map[Market]int),
 	}
 	ix := &Index{ads: make([]adRec, len(ads)), recs: make([]adStrs, len(ads))}
-	b.types = catalogTypes(ads)
+	types := catalogTypes(ads)
 	for i := range ads {
-		if err := b.add(ix, i, &ads[i]); err != nil {
+		if err := b.add(ix, i, &ads[i], types); err != nil {
 			return nil, err
 		}
 	}
@@ -407,66 +407,6 @@ type builder struct {
 	scratch  []byte
 	tf       map[uint32]uint32
 	adCrit   map[uint32]uint32
-	types    map[string]bool // catalogTypes
-}
-
-// catalogTypes returns the product types a catalog knows: the last word of
-// each ad's category ("mouse pad" is a pad).
-func catalogTypes(ads []Ad) map[string]bool {
-	types := make(map[string]bool)
-	var scratch []byte
-	for i := range ads {
-		last := ""
-		scratch = scan(ads[i].Category, scratch, func(term []byte, _, _ int, _ bool) { last = string(term) })
-		if last != "" {
-			types[last] = true
-		}
-	}
-	return types
-}
-
-// titleType returns the place among the title's words of the one that
-// says what an ad without a category is, or -1: the last word before a
-// "for" or "with" (what the product fits or comes with) or a " - " or a
-// bracket (its specifications), model numbers and sizes aside, when the
-// catalog knows it as a product type. "Epson Lamp - ELPLP22" is a lamp,
-// "HP Bluetooth Laser mouse" a mouse, "Kensington Sleeve for iPad" a
-// sleeve; "HP Notebook QuickDock" is no notebook.
-func (b *builder) titleType(title string) int {
-	typ, k, done := -1, 0, false
-	prevEnd := 0
-	b.scratch = scan(title, b.scratch, func(term []byte, start, end int, brk bool) {
-		if done {
-			return
-		}
-		if k > 0 && (brk || indexString(title[prevEnd:start], " - ") >= 0) {
-			done = true
-			return
-		}
-		switch string(term) {
-		case "for", "with", "fur", "mit":
-			done = true
-			return
-		}
-		if !hasDigit(term) {
-			typ = -1
-			if b.types[string(term)] {
-				typ = k
-			}
-		}
-		k++
-		prevEnd = end
-	})
-	return typ
-}
-
-func hasDigit(b []byte) bool {
-	for _, c := range b {
-		if c >= '0' && c <= '9' {
-			return true
-		}
-	}
-	return false
 }
 
 // appendStrs appends an ad's strings to the arena, one after another in
@@ -510,7 +450,7 @@ func (b *builder) termIDs(s string) []uint32 {
 	return slices.Clone(ids)
 }
 
-func (b *builder) add(ix *Index, i int, ad *Ad) error {
+func (b *builder) add(ix *Index, i int, ad *Ad, types map[string]uint32) error {
 	if ad.ID == "" {
 		return errors.New("match: ad " + strconv.Itoa(i) + " has no id")
 	}
@@ -581,7 +521,7 @@ func (b *builder) add(ix *Index, i int, ad *Ad) error {
 	typ := ^uint32(0)
 	if len(cat) > 0 {
 		typ = cat[len(cat)-1]
-	} else if k := b.titleType(ad.Title); k >= 0 {
+	} else if k := b.titleType(ad.Title, types); k >= 0 {
 		typ = titleIDs[k]
 	}
 	kws := make([][]uint32, len(ad.Keywords))
@@ -807,4 +747,63 @@ func countOffsets(n, m int, key func(k int) uint32) []uint32 {
 		off[i+1] += off[i]
 	}
 	return off
+}
+
+// catalogTypes returns the product types a catalog knows: the last word of
+// each ad's category ("mouse pad" is a pad).
+func catalogTypes(ads []Ad) map[string]uint32 {
+	types := make(map[string]uint32)
+	var scratch []byte
+	for i := range ads {
+		last := ""
+		scratch = scan(ads[i].Category, scratch, func(term []byte, _, _ int, _ bool) { last = string(term) })
+		if last != "" {
+			types[last] = 1
+		}
+	}
+	return types
+}
+
+// titleType returns the place among the title's words of the one that
+// says what an ad without a category is, or -1: the last word before a
+// "for" or "with" (what the product fits or comes with) or a " - " or a
+// bracket (its specifications), model numbers and sizes aside, when the
+// catalog knows it as a product type. "Epson Lamp - ELPLP22" is a lamp,
+// "HP Bluetooth Laser mouse" a mouse, "Kensington Sleeve for iPad" a
+// sleeve; "HP Notebook QuickDock" is no notebook.
+func (b *builder) titleType(title string, types map[string]uint32) int {
+	typ, k, done := -1, 0, false
+	prevEnd := 0
+	b.scratch = scan(title, b.scratch, func(term []byte, start, end int, brk bool) {
+		if done {
+			return
+		}
+		if k > 0 && (brk || indexString(title[prevEnd:start], " - ") >= 0) {
+			done = true
+			return
+		}
+		switch string(term) {
+		case "for", "with", "fur", "mit":
+			done = true
+			return
+		}
+		if !hasDigit(term) {
+			typ = -1
+			if types[string(term)] != 0 {
+				typ = k
+			}
+		}
+		k++
+		prevEnd = end
+	})
+	return typ
+}
+
+func hasDigit(b []byte) bool {
+	for _, c := range b {
+		if c >= '0' && c <= '9' {
+			return true
+		}
+	}
+	return false
 }
