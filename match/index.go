@@ -524,6 +524,7 @@ func (b *builder) add(ix *Index, i int, ad *Ad, types map[string]uint32) error {
 	} else if k := b.titleType(ad.Title, types); k >= 0 {
 		typ = titleIDs[k]
 	}
+	typ2 := b.acronym(ad, typ, addText)
 	kws := make([][]uint32, len(ad.Keywords))
 	for k, kw := range ad.Keywords {
 		kws[k] = addText(kw, wStrong)
@@ -536,7 +537,7 @@ func (b *builder) add(ix *Index, i int, ad *Ad, types map[string]uint32) error {
 		b.pTerm = append(b.pTerm, id)
 		b.pAd = append(b.pAd, uint32(i))
 		t := uint8(min(tf, maxTF))
-		if id == typ {
+		if id == typ || id == typ2 {
 			t |= typeFlag
 		}
 		b.pTF = append(b.pTF, t)
@@ -806,4 +807,45 @@ func hasDigit(b []byte) bool {
 		}
 	}
 	return false
+}
+
+// acronyms are the short names shoppers use for products whose catalog
+// spells them out: an ad whose title or category says "solid state drive"
+// is found by "ssd" as if its title said it, and is an SSD when its type
+// is the phrase's last word.
+var acronyms = [][2]string{
+	{"ssd", "solid state drive"},
+	{"hdd", "hard disk drive"},
+	{"ups", "uninterruptible power supply"},
+	{"nas", "network attached storage"},
+}
+
+// acronym adds to the ad's terms the acronyms of the phrases its title or
+// category spells out, and returns the acronym's term when the phrase ends
+// where the ad's type typ stands, else ^0.
+func (b *builder) acronym(ad *Ad, typ uint32, addText func(string, uint32) []uint32) uint32 {
+	out := ^uint32(0)
+	title, cat := " "+Normalize(ad.Title)+" ", " "+Normalize(ad.Category)+" "
+	for _, a := range acronyms {
+		p := " " + Normalize(a[1]) + " "
+		inTitle, inCat := indexString(title, p) >= 0, indexString(cat, p) >= 0
+		if !inTitle && !inCat {
+			continue
+		}
+		id := addText(a[0], wTitle)[0]
+		last := p[lastIndexByte(p[:len(p)-1], ' ')+1 : len(p)-1]
+		if typ != ^uint32(0) && b.terms[typ] == last {
+			out = id
+		}
+	}
+	return out
+}
+
+func lastIndexByte(s string, c byte) int {
+	for i := len(s) - 1; i >= 0; i-- {
+		if s[i] == c {
+			return i
+		}
+	}
+	return -1
 }

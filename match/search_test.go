@@ -346,3 +346,17 @@ func TestTabIsATablet(t *testing.T) {
 		t.Errorf("android tablet: %v, want the Galaxy Tab first", got)
 	}
 }
+
+// A catalog that spells a product out is found by the short name
+// shoppers use: "ssd" finds solid state drives, as SSDs first.
+func TestAcronymsFindSpelledOutProducts(t *testing.T) {
+	ix := mustBuild(t, []Ad{
+		{ID: "pc", Kind: KindProduct, Title: "Lenovo ThinkCentre M75s 8 GB 256 GB SSD PC", Category: "PC", Markets: []Market{us}},
+		{ID: "drive", Kind: KindProduct, Title: "Intel X25-M internal solid state drive 2.5\" 80 GB", Category: "internal solid state drive", Markets: []Market{us}},
+		{ID: "adapter", Kind: KindProduct, Title: "StarTech.com SATA to Compact Flash SSD Adapter", Markets: []Market{us}},
+	})
+	got := ids(ix, ix.Match(&Query{Text: "ssd", Dist: DistNone}))
+	if len(got) != 3 || got[0] != "drive" {
+		t.Errorf("ssd: %v, want all three, the drive first", got)
+	}
+}
