@@ -818,6 +818,9 @@ var acronyms = [][2]string{
 	{"hdd", "hard disk drive"},
 	{"ups", "uninterruptible power supply"},
 	{"nas", "network attached storage"},
+	{"ps3", "playstation 3"},
+	{"ps4", "playstation 4"},
+	{"ps5", "playstation 5"},
 }
 
 // acronym adds to the ad's terms the acronyms of the phrases its title or
