@@ -364,7 +364,7 @@ func TestAcronymsFindSpelledOutProducts(t *testing.T) {
 // "ps4" is the PlayStation 4, not any PlayStation.
 func TestPS4IsThePlayStation4(t *testing.T) {
 	ix := mustBuild(t, []Ad{
-		{ID: "ps3", Kind: KindProduct, Title: "Sony Playstation 3 Slim Pro Pack", Markets: []Market{us}},
+		{ID: "ps3", Kind: KindProduct, Title: "Sony Playstation 3 Pro", Markets: []Market{us}},
 		{ID: "ps4", Kind: KindProduct, Title: "Sony PlayStation 4 Pro 1TB White", Markets: []Market{us}},
 	})
 	if got := ids(ix, ix.Match(&Query{Text: "ps4 pro", Dist: DistNone})); len(got) == 0 || got[0] != "ps4" {
