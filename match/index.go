@@ -361,9 +361,9 @@ func Build(ads []Ad) (*Index, error) {
 		mktMap:  make(map[Market]int),
 	}
 	ix := &Index{ads: make([]adRec, len(ads)), recs: make([]adStrs, len(ads))}
-	types := catalogTypes(ads)
+	types, phrases := catalogTypes(ads), acronymPhrases()
 	for i := range ads {
-		if err := b.add(ix, i, &ads[i], types); err != nil {
+		if err := b.add(ix, i, &ads[i], types, phrases); err != nil {
 			return nil, err
 		}
 	}
@@ -450,7 +450,7 @@ func (b *builder) termIDs(s string) []uint32 {
 	return slices.Clone(ids)
 }
 
-func (b *builder) add(ix *Index, i int, ad *Ad, types map[string]uint32) error {
+func (b *builder) add(ix *Index, i int, ad *Ad, types map[string]uint32, phrases []string) error {
 	if ad.ID == "" {
 		return errors.New("match: ad " + strconv.Itoa(i) + " has no id")
 	}
@@ -524,7 +524,7 @@ func (b *builder) add(ix *Index, i int, ad *Ad, types map[string]uint32) error {
 	} else if k := b.titleType(ad.Title, types); k >= 0 {
 		typ = titleIDs[k]
 	}
-	typ2 := b.acronym(ad, typ, addText)
+	typ2 := b.acronym(ad, typ, phrases, addText)
 	kws := make([][]uint32, len(ad.Keywords))
 	for k, kw := range ad.Keywords {
 		kws[k] = addText(kw, wStrong)
@@ -823,19 +823,28 @@ var acronyms = [][2]string{
 	{"ps5", "playstation 5"},
 }
 
-// acronym adds to the ad's terms the acronyms of the phrases its title or
-// category spells out, and returns the acronym's term when the phrase ends
-// where the ad's type typ stands, else ^0.
-func (b *builder) acronym(ad *Ad, typ uint32, addText func(string, uint32) []uint32) uint32 {
+// acronymPhrases returns the phrases of acronyms normalised, between
+// spaces, in the same order.
+func acronymPhrases() []string {
+	ps := make([]string, len(acronyms))
+	for i, a := range acronyms {
+		ps[i] = " " + Normalize(a[1]) + " "
+	}
+	return ps
+}
+
+// acronym adds to the ad's terms the acronyms of the phrases (from
+// acronymPhrases) its title or category spells out, and returns the
+// acronym's term when the phrase ends where the ad's type typ stands,
+// else ^0.
+func (b *builder) acronym(ad *Ad, typ uint32, phrases []string, addText func(string, uint32) []uint32) uint32 {
 	out := ^uint32(0)
 	title, cat := " "+Normalize(ad.Title)+" ", " "+Normalize(ad.Category)+" "
-	for _, a := range acronyms {
-		p := " " + Normalize(a[1]) + " "
-		inTitle, inCat := indexString(title, p) >= 0, indexString(cat, p) >= 0
-		if !inTitle && !inCat {
+	for i, p := range phrases {
+		if indexString(title, p) < 0 && indexString(cat, p) < 0 {
 			continue
 		}
-		id := addText(a[0], wTitle)[0]
+		id := addText(acronyms[i][0], wTitle)[0]
 		last := p[lastIndexByte(p[:len(p)-1], ' ')+1 : len(p)-1]
 		if typ != ^uint32(0) && b.terms[typ] == last {
 			out = id
