@@ -361,8 +361,9 @@ func Build(ads []Ad) (*Index, error) {
 		mktMap:  make(map[Market]int),
 	}
 	ix := &Index{ads: make([]adRec, len(ads)), recs: make([]adStrs, len(ads))}
+	types, phrases := catalogTypes(ads), acronymPhrases()
 	for i := range ads {
-		if err := b.add(ix, i, &ads[i]); err != nil {
+		if err := b.add(ix, i, &ads[i], types, phrases); err != nil {
 			return nil, err
 		}
 	}
@@ -449,7 +450,7 @@ func (b *builder) termIDs(s string) []uint32 {
 	return slices.Clone(ids)
 }
 
-func (b *builder) add(ix *Index, i int, ad *Ad) error {
+func (b *builder) add(ix *Index, i int, ad *Ad, types map[string]uint32, phrases []string) error {
 	if ad.ID == "" {
 		return errors.New("match: ad " + strconv.Itoa(i) + " has no id")
 	}
@@ -517,6 +518,13 @@ func (b *builder) add(ix *Index, i int, ad *Ad) error {
 			}
 		}
 	}
+	typ := ^uint32(0)
+	if len(cat) > 0 {
+		typ = cat[len(cat)-1]
+	} else if k := b.titleType(ad.Title, types); k >= 0 {
+		typ = titleIDs[k]
+	}
+	typ2 := b.acronym(ad, typ, phrases, addText)
 	kws := make([][]uint32, len(ad.Keywords))
 	for k, kw := range ad.Keywords {
 		kws[k] = addText(kw, wStrong)
@@ -529,7 +537,7 @@ func (b *builder) add(ix *Index, i int, ad *Ad) error {
 		b.pTerm = append(b.pTerm, id)
 		b.pAd = append(b.pAd, uint32(i))
 		t := uint8(min(tf, maxTF))
-		if len(cat) > 0 && id == cat[len(cat)-1] {
+		if id == typ || id == typ2 {
 			t |= typeFlag
 		}
 		b.pTF = append(b.pTF, t)
@@ -740,4 +748,116 @@ func countOffsets(n, m int, key func(k int) uint32) []uint32 {
 		off[i+1] += off[i]
 	}
 	return off
+}
+
+// catalogTypes returns the product types a catalog knows: the last word of
+// each ad's category ("mouse pad" is a pad).
+func catalogTypes(ads []Ad) map[string]uint32 {
+	types := make(map[string]uint32)
+	var scratch []byte
+	for i := range ads {
+		last := ""
+		scratch = scan(ads[i].Category, scratch, func(term []byte, _, _ int, _ bool) { last = string(term) })
+		if last != "" {
+			types[last] = 1
+		}
+	}
+	return types
+}
+
+// titleType returns the place among the title's words of the one that
+// says what an ad without a category is, or -1: the last word before a
+// "for" or "with" (what the product fits or comes with) or a " - " or a
+// bracket (its specifications), model numbers and sizes aside, when the
+// catalog knows it as a product type. "Epson Lamp - ELPLP22" is a lamp,
+// "HP Bluetooth Laser mouse" a mouse, "Kensington Sleeve for iPad" a
+// sleeve; "HP Notebook QuickDock" is no notebook.
+func (b *builder) titleType(title string, types map[string]uint32) int {
+	typ, k, done := -1, 0, false
+	prevEnd := 0
+	b.scratch = scan(title, b.scratch, func(term []byte, start, end int, brk bool) {
+		if done {
+			return
+		}
+		if k > 0 && (brk || indexString(title[prevEnd:start], " - ") >= 0) {
+			done = true
+			return
+		}
+		switch string(term) {
+		case "for", "with", "fur", "mit":
+			done = true
+			return
+		}
+		if !hasDigit(term) {
+			typ = -1
+			if types[string(term)] != 0 {
+				typ = k
+			}
+		}
+		k++
+		prevEnd = end
+	})
+	return typ
+}
+
+func hasDigit(b []byte) bool {
+	for _, c := range b {
+		if c >= '0' && c <= '9' {
+			return true
+		}
+	}
+	return false
+}
+
+// acronyms are the short names shoppers use for products whose catalog
+// spells them out: an ad whose title or category says "solid state drive"
+// is found by "ssd" as if its title said it, and is an SSD when its type
+// is the phrase's last word.
+var acronyms = [][2]string{
+	{"ssd", "solid state drive"},
+	{"hdd", "hard disk drive"},
+	{"ups", "uninterruptible power supply"},
+	{"nas", "network attached storage"},
+	{"ps3", "playstation 3"},
+	{"ps4", "playstation 4"},
+	{"ps5", "playstation 5"},
+}
+
+// acronymPhrases returns the phrases of acronyms normalised, between
+// spaces, in the same order.
+func acronymPhrases() []string {
+	ps := make([]string, len(acronyms))
+	for i, a := range acronyms {
+		ps[i] = " " + Normalize(a[1]) + " "
+	}
+	return ps
+}
+
+// acronym adds to the ad's terms the acronyms of the phrases (from
+// acronymPhrases) its title or category spells out, and returns the
+// acronym's term when the phrase ends where the ad's type typ stands,
+// else ^0.
+func (b *builder) acronym(ad *Ad, typ uint32, phrases []string, addText func(string, uint32) []uint32) uint32 {
+	out := ^uint32(0)
+	title, cat := " "+Normalize(ad.Title)+" ", " "+Normalize(ad.Category)+" "
+	for i, p := range phrases {
+		if indexString(title, p) < 0 && indexString(cat, p) < 0 {
+			continue
+		}
+		id := addText(acronyms[i][0], wTitle)[0]
+		last := p[lastIndexByte(p[:len(p)-1], ' ')+1 : len(p)-1]
+		if typ != ^uint32(0) && b.terms[typ] == last {
+			out = id
+		}
+	}
+	return out
+}
+
+func lastIndexByte(s string, c byte) int {
+	for i := len(s) - 1; i >= 0; i-- {
+		if s[i] == c {
+			return i
+		}
+	}
+	return -1
 }

@@ -296,3 +296,78 @@ func TestProductsBeforeAccessories(t *testing.T) {
 		t.Errorf("notebook case: %v, want the case first", got)
 	}
 }
+
+// An ad without a category is what its title's head word says, when the
+// catalog knows that word as a product type: the word before a " - ", a
+// bracket, a "for" or "with", model numbers and sizes aside.
+func TestTitleNamesTheType(t *testing.T) {
+	long := strings.Repeat("sensor buttons cable weight grip wheel ", 12)
+	ads := []Ad{
+		// Categories tell the catalog's types: mouse, pad, lamp.
+		{ID: "cat-mouse", Kind: KindProduct, Title: "Logitech M90 mouse USB", Category: "mouse", Description: long, Markets: []Market{us}},
+		{ID: "cat-pad", Kind: KindProduct, Title: "Fellowes Gel Mouse Pad", Category: "mouse pad", Markets: []Market{us}},
+		{ID: "cat-lamp", Kind: KindProduct, Title: "NEC VT70LP projector lamp 130 W", Category: "projector lamp", Description: long, Markets: []Market{us}},
+		// Uncategorised: a mouse, a lamp, and things that only mention them.
+		{ID: "mouse", Kind: KindProduct, Title: "HP Bluetooth Laser mouse 1200", Description: long, Markets: []Market{us}},
+		{ID: "lamp", Kind: KindProduct, Title: "Epson Lamp - ELPLP22", Description: long, Markets: []Market{us}},
+		{ID: "mouse-pad", Kind: KindProduct, Title: "Kensington Mouse Pad", Markets: []Market{us}},
+		{ID: "for-mouse", Kind: KindProduct, Title: "Acme Cleaning Pad for mouse", Markets: []Market{us}},
+		{ID: "lamp-case", Kind: KindProduct, Title: "Acme Lamp Case", Markets: []Market{us}},
+	}
+	ix := mustBuild(t, ads)
+	for _, c := range []struct {
+		q    string
+		want []string // first, in any order
+	}{
+		{"mouse", []string{"cat-mouse", "mouse"}},
+		{"lamp", []string{"cat-lamp", "lamp"}},
+	} {
+		got := ids(ix, ix.Match(&Query{Text: c.q, Dist: DistNone}))
+		if len(got) < len(c.want) || !sameSet(got[:len(c.want)], c.want) {
+			t.Errorf("%s: %v, want %v first", c.q, got, c.want)
+		}
+	}
+}
+
+func sameSet(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
+}
+
+// Tab is what Samsung and Lenovo call their tablets.
+func TestTabIsATablet(t *testing.T) {
+	ix := mustBuild(t, []Ad{
+		{ID: "tab", Kind: KindProduct, Title: "Samsung Galaxy Tab S6 Lite Android", Markets: []Market{us}},
+		{ID: "phone", Kind: KindProduct, Title: "Samsung Galaxy S24 Android", Markets: []Market{us}},
+	})
+	if got := ids(ix, ix.Match(&Query{Text: "android tablet", Dist: DistNone})); len(got) == 0 || got[0] != "tab" {
+		t.Errorf("android tablet: %v, want the Galaxy Tab first", got)
+	}
+}
+
+// A catalog that spells a product out is found by the short name
+// shoppers use: "ssd" finds solid state drives, as SSDs first.
+func TestAcronymsFindSpelledOutProducts(t *testing.T) {
+	ix := mustBuild(t, []Ad{
+		{ID: "pc", Kind: KindProduct, Title: "Lenovo ThinkCentre M75s 8 GB 256 GB SSD PC", Category: "PC", Markets: []Market{us}},
+		{ID: "drive", Kind: KindProduct, Title: "Intel X25-M internal solid state drive 2.5\" 80 GB", Category: "internal solid state drive", Markets: []Market{us}},
+		{ID: "adapter", Kind: KindProduct, Title: "StarTech.com SATA to Compact Flash SSD Adapter", Markets: []Market{us}},
+	})
+	got := ids(ix, ix.Match(&Query{Text: "ssd", Dist: DistNone}))
+	if len(got) != 3 || got[0] != "drive" {
+		t.Errorf("ssd: %v, want all three, the drive first", got)
+	}
+}
+
+// "ps4" is the PlayStation 4, not any PlayStation.
+func TestPS4IsThePlayStation4(t *testing.T) {
+	ix := mustBuild(t, []Ad{
+		{ID: "ps3", Kind: KindProduct, Title: "Sony Playstation 3 Pro", Markets: []Market{us}},
+		{ID: "ps4", Kind: KindProduct, Title: "Sony PlayStation 4 Pro 1TB White", Markets: []Market{us}},
+	})
+	if got := ids(ix, ix.Match(&Query{Text: "ps4 pro", Dist: DistNone})); len(got) == 0 || got[0] != "ps4" {
+		t.Errorf("ps4 pro: %v, want the PlayStation 4 first", got)
+	}
+}

@@ -20,6 +20,7 @@ var synonymGroups = [][]string{
 	{"camera", "kamera"},
 	{"fridge", "refrigerator", "kühlschrank"},
 	{"fan", "cooler"},
+	{"tablet", "tab"},
 }
 
 // synonyms maps a normalised term to its group's other terms. It is built
