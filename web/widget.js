@@ -971,7 +971,9 @@
       m.k = m.k.filter(function (x) { return x !== h; });
       if (known) m.k = m.k.concat(h).slice(-MAX_KNOWN);
       window.localStorage.setItem(memoryKey(), JSON.stringify(m));
-    } catch (e) { /* no storage (a sandboxed frame, privacy settings): every view starts early */ }
+    } catch (e) {
+      // No storage (a sandboxed frame, privacy settings): every view starts early.
+    }
   }
 
   // pageHash is a short hash of a page's address (FNV-1a), kept rather
