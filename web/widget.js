@@ -296,7 +296,9 @@
   function matcher(m, signal) {
     var sha = m.shard.sha256;
     if (!matchers[sha]) {
-      var running = compile(m.matcher.url, signal).then(yieldTask).then(function (module) {
+      // The compiled module comes in a task of its own: the runtime starts
+      // in it.
+      var running = compile(m.matcher.url, signal).then(function (module) {
         if (signal && signal.aborted) throw signal.reason || new Error("adlink: aborted");
         return instantiate(module);
       }).then(yieldTask);
@@ -849,12 +851,14 @@
   // only while it is the current one.
   var generation = 0;
 
+  // style adds the widget's style sheet to the page, once.
+  function style() {
+    if (!document.getElementById("adlink-style")) document.head.appendChild(el("style", { id: "adlink-style" }, [STYLE]));
+  }
+
   function render(links, source, gen) {
     if (gen !== generation) return { source: "none", links: [] };
-    if (!document.getElementById("adlink-style")) {
-      var st = el("style", { id: "adlink-style" }, [STYLE]);
-      document.head.appendChild(st);
-    }
+    style();
     var n = inText(links) + box(links);
     if (n && !timing.firstAd) timing.firstAd = performance.now();
     if (n) watch();
@@ -1033,6 +1037,9 @@
     // early), then the page's text while they come.
     keepEarly();
     manifest(config.loc, pageLang()).then(matcher).catch(function () {});
+    // The style sheet now, so that the page's style is worked out anew
+    // while reading its text rather than when placing the ads.
+    style();
     var t = pageText();
     mark("text");
     var o = { fields: FIELDS, title: t.title, text: t.text, loc: config.loc, lang: pageLang() };
