@@ -194,6 +194,7 @@ func BenchmarkFirstView(b *testing.B) {
 	knownLate := analysedView(b, srv, page, true)
 	cutCold, cutBytes, cutDetail := cutView(b, rounds)
 	floorCompile, floorStart, floor, floorKB := goFloor(b, rounds)
+	_, _, alone, _ := moduleStart(b, rounds, matcherWasm, matcherZstd)
 	c, w, wl := median(cold), median(warm[0]), median(warm[1])
 	b.ReportMetric(c, "ms-first-ad-cold")
 	b.ReportMetric(w, "ms-first-ad-warm")
@@ -201,6 +202,7 @@ func BenchmarkFirstView(b *testing.B) {
 	b.ReportMetric(median(blocking), "ms-blocking-cold")
 	b.ReportMetric(floor, "ms-empty-go-total")
 	b.ReportMetric(c/floor, "first-ad-cold-of-floor")
+	b.ReportMetric(alone, "ms-matcher-start-alone")
 	b.ReportMetric(known.ms, "ms-first-ad-known")
 	b.ReportMetric(knownLate.ms, "ms-first-ad-known-no-early")
 	b.ReportMetric(known.kb, "KB-known-view")
@@ -211,6 +213,8 @@ func BenchmarkFirstView(b *testing.B) {
 		c, w, wl, rounded(cold), rounded(warm[0]), rounded(warm[1]))
 	fmt.Printf("  baseline, an empty Go reactor (%.1f KB, built and served as matcher.wasm) alone in a fresh browser: fetched and compiled in %.0f ms, started in %.0f ms, %.0f ms in all; the cold first ad takes %.1fx that\n",
 		floorKB, floorCompile, floorStart, floor, c/floor)
+	fmt.Printf("  matcher.wasm itself fetched, compiled and started the same way, alone: %.0f ms, %.2fx the empty reactor; the cold first ad takes %.0f ms more (shard, matching, the page)\n",
+		alone, alone/floor, c-alone)
 	printSteps(coldSteps, warmSteps[0], warmSteps[1])
 	fmt.Printf("  the page's main thread in a cold view: longest task %.0f ms, total blocking time %.0f ms (each task's ms past 50, as Lighthouse counts; medians)\n",
 		median(longest), median(blocking))

@@ -26,8 +26,10 @@
  * ad box (title, price, logo) for ads with a picture. While the
  * server has not analysed the page yet (pending), it matches the page's main text in
  * the page with the server's own matcher (matcher.wasm over the country's shard) and
- * places those ads the same way, so even the first view has ads. Requests start when
- * the script runs; reading and changing the page wait for the DOM.
+ * places those ads the same way, so even the first view has ads. Where the page is
+ * likely unseen, the module and the shard start with the first requests and are
+ * dropped if the server has the page's ads ("Starting early" below). Requests start
+ * when the script runs; reading and changing the page wait for the DOM.
  *
  * The one global, window.adlink:
  *   adlink.ready                Promise of {source: "server"|"local"|"none", links: [...]},
@@ -48,7 +50,9 @@
  *                               manifest, page_link (answers in hand), compiled (the module),
  *                               initialized (its Go runtime), shard, loaded (load_shard),
  *                               text (the page's text read), need and fragments (a large
- *                               market's: its answer named fragments, they loaded), matched
+ *                               market's: its answer named fragments, they loaded), matched;
+ *                               early (the module started before the server's answer, see
+ *                               "Starting early") and dropped (the answer had the ads)
  */
 (function () {
   "use strict";
