@@ -287,10 +287,10 @@ func analysedView(b *testing.B, srv *backend, page string, noEarly bool) knownVi
 		}
 		ms = append(ms, eval[placed](b, br, placedScript).FirstAdMs)
 		st := eval[steps](b, br, stepsScript)
-		if _, ok := st["early"]; ok {
+		if st.has("early") {
 			k.started++
 		}
-		if _, ok := st["dropped"]; ok {
+		if st.has("dropped") {
 			k.dropped++
 		}
 		br.noConsoleErrors(b)

@@ -58,10 +58,10 @@ func TestEarlyStartUnseenPage(t *testing.T) {
 	}
 	checkPlaced(t, b, eval[placed](t, br, placedScript))
 	st := eval[steps](t, br, stepsScript)
-	if _, ok := st["early"]; !ok {
+	if !st.has("early") {
 		t.Errorf("steps %v: the view did not start early", st)
 	}
-	if _, ok := st["dropped"]; ok {
+	if st.has("dropped") {
 		t.Errorf("steps %v: the view dropped what it started, on a pending answer", st)
 	}
 	// The module's request leaves in the widget's first task, before any
@@ -71,6 +71,18 @@ func TestEarlyStartUnseenPage(t *testing.T) {
 	}
 	if n := eval[int](t, br, moduleRequests); n != 1 {
 		t.Errorf("matcher.wasm requested %d times, want once", n)
+	}
+	br.noConsoleErrors(t)
+
+	// A publisher's data-early="false": nothing starts before the answer,
+	// and the page still gets the module's ads.
+	tag := strings.Replace(publisherPage("de-DE", b.URL, `<article><p>`+handyText+`</p></article>`), ` data-base=`, ` data-early="false" data-base=`, 1)
+	site := publisher(t, map[string]string{"/page.html": tag})
+	if r := br.view(t, site+"/page.html"); r.Source != "local" || r.Links == 0 {
+		t.Fatalf("data-early=false: %+v, want ads matched in the page", r)
+	}
+	if st := eval[steps](t, br, stepsScript); st.has("early") || !(st["module.sent"] >= st["page_link"]) {
+		t.Errorf("data-early=false: steps %v, want the module asked for after the answer", st)
 	}
 	br.noConsoleErrors(t)
 }
@@ -90,12 +102,10 @@ func TestKnownPageDropsEarlyStart(t *testing.T) {
 	}
 	checkPlaced(t, b, eval[placed](t, br, placedScript))
 	st := eval[steps](t, br, stepsScript)
-	for _, k := range []string{"early", "dropped"} {
-		if _, ok := st[k]; !ok {
-			t.Errorf("steps %v: no %q", st, k)
-		}
+	if !st.has("early") || !st.has("dropped") {
+		t.Errorf("steps %v: want the view to have started early and dropped it", st)
 	}
-	if _, ok := st["matched"]; ok {
+	if st.has("matched") {
 		t.Errorf("steps %v: the module matched the page, whose ads the server had", st)
 	}
 	// Every ad placed is the server's, signed: none of the module's, whose
@@ -120,7 +130,7 @@ func TestKnownPageDropsEarlyStart(t *testing.T) {
 		if r := br.view(t, page); r.Source != "server" {
 			t.Fatalf("view %d of the analysed page: %+v", i+2, r)
 		}
-		if _, ok := eval[steps](t, br, stepsScript)["early"]; ok {
+		if eval[steps](t, br, stepsScript).has("early") {
 			t.Errorf("view %d of a page the server answered here: started early (memory %s)", i+2, eval[string](t, br, earlyMemory))
 		}
 	}
@@ -129,7 +139,7 @@ func TestKnownPageDropsEarlyStart(t *testing.T) {
 	if r := br.view(t, b.firstView("article.html")); r.Source != "local" || r.Links == 0 {
 		t.Fatalf("unseen page after known ones: %+v, want ads matched in the page", r)
 	}
-	if _, ok := eval[steps](t, br, stepsScript)["early"]; ok {
+	if eval[steps](t, br, stepsScript).has("early") {
 		t.Errorf("unseen page after three known ones started early (memory %s)", eval[string](t, br, earlyMemory))
 	}
 	br.noConsoleErrors(t)
@@ -170,7 +180,7 @@ func TestEarlyStartModuleFails(t *testing.T) {
 		if r.Source != tc.source || (tc.source == "server") != (r.Links > 0) {
 			t.Errorf("%s with matcher.wasm failing: %+v, want ads from %q", tc.page, r, tc.source)
 		}
-		if _, ok := eval[steps](t, br, stepsScript)["early"]; !ok {
+		if !eval[steps](t, br, stepsScript).has("early") {
 			t.Errorf("%s: a reader new to the site did not start early", tc.page)
 		}
 		// The failed requests are logged; nothing else may be.
@@ -211,4 +221,10 @@ func TestEarlyStartHostileMemory(t *testing.T) {
 			return
 		}
 	}
+}
+
+// has tells whether the view reached step k.
+func (s steps) has(k string) bool {
+	_, ok := s[k]
+	return ok
 }

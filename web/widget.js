@@ -13,6 +13,8 @@
  *                               in the page's language, "Sponsored" in English and others
  *   data-link-density           in-text links per 1,000 words of the page's text, default 5
  *                               (a page with text gets at least one); "0": none
+ *   data-early="false"          never start the module before the server's answer (see
+ *                               "Starting early"): no download a known page does not need
  * On any element of the page, data-adlink keeps the widget out of it: no in-text links,
  * none of its text matched. An element with data-adlink-box is the ad box's slot: the box
  * goes into it; without one, after the last paragraph of the page's main text.
@@ -80,6 +82,7 @@
     loc: (data.loc || pageLoc).toLowerCase(),
     lang: (data.lang || (/^[a-z]{2}$/i.test(tags[0]) ? tags[0] : "")).toLowerCase(),
     auto: data.auto !== "false",
+    early: data.early !== "false",
     label: data.label || "",
     linkDensity: data.linkDensity && density >= 0 ? density : 5
   };
@@ -1001,7 +1004,7 @@
   // the server's answer (see above).
   function startEarly(url) {
     // A view after the first (refresh) finds the module there already.
-    if (!MATCHER_URL || modules[MATCHER_URL] || !likelyUnseen(url)) return;
+    if (!config.early || !MATCHER_URL || modules[MATCHER_URL] || !likelyUnseen(url)) return;
     var ctrl = window.AbortController ? new AbortController() : null, signal = ctrl ? ctrl.signal : undefined;
     var e = early = { ctrl: ctrl, kept: false, sha: "" };
     mark("early");
