@@ -78,9 +78,18 @@ func (br *browser) lean(tb testing.TB) {
 // source and the page's images (the ads' logos) have loaded, and returns
 // the bytes the browser received, in all and by path.
 func countView(b *testing.B, page, source string) (float64, string) {
+	return countViewWith(b, page, source, "")
+}
+
+// countViewWith is countView with script run before the page's own, if
+// not empty.
+func countViewWith(b *testing.B, page, source, script string) (float64, string) {
 	br := newBrowser(b)
 	defer br.close()
 	br.lean(b)
+	if script != "" {
+		br.onEveryPage(b, script)
+	}
 	tr := br.recordTransfer(b)
 	if r := br.view(b, page); r.Source != source || r.Links == 0 {
 		b.Fatalf("counted view of %s: %+v, want ads from %s", page, r, source)
@@ -136,18 +145,20 @@ func (tr *transfer) total() (float64, string) {
 // BenchmarkFirstView loads the demo article in headless Chromium while the
 // server has not analysed it, so the widget matches in the page: the time
 // from the widget's start to ads in the DOM with a cold cache (a fresh
-// profile) and a warm one (the next view, at once and after 3 s on the
-// page), where that time goes, and the bytes a cold view fetches (counted
-// in a view of its own: timed views run lean). Then a view of the page
-// once the server has analysed it, with a cold cache: what a page that
-// needs no matcher costs; and last the floor under it all, an empty Go
-// reactor started alone (goFloor).
+// profile, so the widget starts the module early) and a warm one (the next
+// view, at once and after 3 s on the page), the same cold view without the
+// early start, where that time goes, and the bytes a cold view fetches
+// (counted in a view of its own: timed views run lean). Then views of the
+// page once the server has analysed it, with a cold cache, with and
+// without the early start: what a page that needs no matcher costs; and
+// last the floor under it all, an empty Go reactor started alone
+// (goFloor), and matcher.wasm started alone.
 func BenchmarkFirstView(b *testing.B) {
 	srv := startBackend(b)
 	const rounds = 5
-	var cold, longest, blocking []float64
+	var cold, coldLate, longest, blocking []float64
 	var warm [2][]float64
-	var coldSteps []steps
+	var coldSteps, coldLateSteps []steps
 	var warmSteps [2][]steps
 	var page string
 	for range b.N {
@@ -177,29 +188,59 @@ func BenchmarkFirstView(b *testing.B) {
 				warmSteps[i] = append(warmSteps[i], eval[steps](b, br, stepsScript))
 			}
 			br.close()
+			// The same cold view without the early start, as the widget
+			// views a page once the server knew the reader's last views of
+			// the site (and as every view went before it): the module and
+			// the shard wait for the pending answer.
+			br = newBrowser(b)
+			br.lean(b)
+			br.onEveryPage(b, earlyOff)
+			if r := br.view(b, srv.firstView("article.html")); r.Source != "local" || r.Links == 0 {
+				b.Fatalf("first view, no early start: %+v", r)
+			}
+			coldLate = append(coldLate, eval[placed](b, br, placedScript).FirstAdMs)
+			coldLateSteps = append(coldLateSteps, eval[steps](b, br, stepsScript))
+			br.close()
 		}
 	}
 	bytes, detail := countView(b, srv.firstView("article.html"), "local")
-	analysed := analysedView(b, srv, page)
+	srv.waitAnalysed(b, page)
+	known := analysedView(b, srv, page, false)
+	knownLate := analysedView(b, srv, page, true)
 	cutCold, cutBytes, cutDetail := cutView(b, rounds)
 	floorCompile, floorStart, floor, floorKB := goFloor(b, rounds)
+	_, _, alone, _ := moduleStart(b, rounds, matcherWasm, matcherZstd)
 	c, w, wl := median(cold), median(warm[0]), median(warm[1])
 	b.ReportMetric(c, "ms-first-ad-cold")
 	b.ReportMetric(w, "ms-first-ad-warm")
 	b.ReportMetric(wl, "ms-first-ad-warm-later")
 	b.ReportMetric(median(blocking), "ms-blocking-cold")
 	b.ReportMetric(floor, "ms-empty-go-total")
+	b.ReportMetric(c/floor, "first-ad-cold-of-floor")
+	b.ReportMetric(median(coldLate), "ms-first-ad-cold-no-early")
+	b.ReportMetric(median(coldLate)/floor, "first-ad-cold-no-early-of-floor")
+	b.ReportMetric(alone, "ms-matcher-start-alone")
+	b.ReportMetric(known.ms, "ms-first-ad-known")
+	b.ReportMetric(knownLate.ms, "ms-first-ad-known-no-early")
+	b.ReportMetric(known.kb, "KB-known-view")
+	b.ReportMetric(knownLate.kb, "KB-known-view-no-early")
 	b.ReportMetric(bytes/1e3, "KB-first-view")
 	fmt.Printf("first view of the demo article in Chromium, matched in the page (median of %d):\n", len(cold))
 	fmt.Printf("  time to first ad: cold %.0f ms (target <= 250 ms); warm %.0f ms at once, %.0f ms 3 s later (V8's cached code); all cold %v, warm %v, later %v\n",
 		c, w, wl, rounded(cold), rounded(warm[0]), rounded(warm[1]))
-	fmt.Printf("  baseline, an empty Go reactor (%.1f KB, built and served as matcher.wasm) alone in a fresh browser: fetched and compiled in %.0f ms, started in %.0f ms, %.0f ms in all; the cold first ad takes %.1fx that\n",
-		floorKB, floorCompile, floorStart, floor, c/floor)
-	printSteps(coldSteps, warmSteps[0], warmSteps[1])
+	fmt.Printf("  the same cold view without the early start (the module and shard wait for the pending answer): %.0f ms, all %v\n",
+		median(coldLate), rounded(coldLate))
+	fmt.Printf("  baseline, an empty Go reactor (%.1f KB, built and served as matcher.wasm) alone in a fresh browser: fetched and compiled in %.0f ms, started in %.0f ms, %.0f ms in all; the cold first ad takes %.2fx that (target <= 1.6x), %.2fx without the early start\n",
+		floorKB, floorCompile, floorStart, floor, c/floor, median(coldLate)/floor)
+	fmt.Printf("  matcher.wasm itself fetched, compiled and started the same way, alone: %.0f ms, %.2fx the empty reactor; the cold first ad takes %.0f ms more (shard, matching, the page)\n",
+		alone, alone/floor, c-alone)
+	printSteps(coldSteps, coldLateSteps, warmSteps[0], warmSteps[1])
 	fmt.Printf("  the page's main thread in a cold view: longest task %.0f ms, total blocking time %.0f ms (each task's ms past 50, as Lighthouse counts; medians)\n",
 		median(longest), median(blocking))
 	fmt.Printf("  bytes over the wire: %.1f KB (target <= 600 KB): %s\n", bytes/1e3, detail)
-	fmt.Printf("  once the server has analysed the page, cold cache: %s\n", analysed)
+	fmt.Printf("  once the server has analysed the page, cold cache (median of %d), a reader new to the site, so the widget starts the module early and drops it: %s\n", rounds, known)
+	fmt.Printf("  the same, a reader whose last views of the site the server knew, so nothing starts early: %s\n", knownLate)
+	fmt.Printf("  the early start costs a new reader's view of a known page %+.0f ms to its first ad and %+.1f KB\n", known.ms-knownLate.ms, known.kb-knownLate.kb)
 	fmt.Printf("  the same first view with the market's shard in fragments, as a large catalog's goes (median of %d): first ad %.0f ms cold, %.2fx the whole shard's (one more round trip); %.1f KB over the wire: %s\n",
 		rounds, cutCold, cutCold/c, cutBytes/1e3, cutDetail)
 	b.ReportMetric(cutCold, "ms-first-ad-cold-fragments")
@@ -224,37 +265,77 @@ func cutView(b *testing.B, rounds int) (ms, bytes float64, detail string) {
 	return median(cold), bytes, detail
 }
 
-// analysedView waits until the server has analysed page and views it in a
-// fresh browser: the time to the server's ads, and the bytes of
-// matcher.wasm and shards the server wrote for that view, also for
+// knownView is what views of a page the server has analysed cost.
+type knownView struct {
+	ms, kb           float64 // median time to the first ad; KB the browser received in one more view
+	module, shard    float64 // median KB of matcher.wasm and shards the server wrote a view
+	detail           string  // the bytes by path
+	started, dropped int     // views that started the module early, and dropped it
+}
+
+func (k knownView) String() string {
+	return fmt.Sprintf("first ad %.0f ms; %.1f KB over the wire: %s; the server wrote %.1f KB of matcher.wasm and %.1f KB of shard a view; started early in %d views, dropped in %d",
+		k.ms, k.kb, k.detail, k.module, k.shard, k.started, k.dropped)
+}
+
+// earlyOff, run before a page's scripts, makes the widget's memory of the
+// demo site say that the server knew the reader's last views of it: the
+// widget then starts nothing before the server's answer.
+const earlyOff = `localStorage.setItem("adlink:demo", JSON.stringify({k: [], r: "kkk"}))`
+
+// analysedView views page, which the server has analysed, in fresh
+// browsers, rounds times: the time to the server's ads, and the bytes of
+// matcher.wasm and shards the server wrote for each view, also for
 // requests the browser cancelled. The bytes the browser received come
-// from one more view (countView).
-func analysedView(b *testing.B, srv *backend, page string) string {
-	srv.waitAnalysed(b, page)
-	srv.inflight.Wait()
-	before := srv.sentBytes()
-	br := newBrowser(b)
-	br.lean(b)
-	if r := br.view(b, page); r.Source != "server" || r.Links == 0 {
-		b.Fatalf("analysed view: %+v", r)
-	}
-	ms := eval[placed](b, br, placedScript).FirstAdMs
-	br.noConsoleErrors(b)
-	br.close()
-	// Cancelled responses may still be being written.
-	srv.inflight.Wait()
-	var module, shard int64
-	for p, n := range srv.sentBytes() {
-		switch {
-		case p == "/matcher.wasm":
-			module += n - before[p]
-		case strings.HasPrefix(p, "/v2/shards/"):
-			shard += n - before[p]
+// from one more view (countView). With noEarly, the widget's memory says
+// the server knew the reader's last views of the site (earlyOff).
+func analysedView(b *testing.B, srv *backend, page string, noEarly bool) knownView {
+	const rounds = 5
+	var k knownView
+	var ms, module, shard []float64
+	for range rounds {
+		srv.inflight.Wait()
+		before := srv.sentBytes()
+		br := newBrowser(b)
+		br.lean(b)
+		if noEarly {
+			br.onEveryPage(b, earlyOff)
 		}
+		if r := br.view(b, page); r.Source != "server" || r.Links == 0 {
+			b.Fatalf("analysed view: %+v", r)
+		}
+		ms = append(ms, eval[placed](b, br, placedScript).FirstAdMs)
+		st := eval[steps](b, br, stepsScript)
+		if st.has("early") {
+			k.started++
+		}
+		if st.has("dropped") {
+			k.dropped++
+		}
+		br.noConsoleErrors(b)
+		br.close()
+		// Cancelled responses may still be being written.
+		srv.inflight.Wait()
+		var m, sh int64
+		for p, n := range srv.sentBytes() {
+			switch {
+			case p == "/matcher.wasm":
+				m += n - before[p]
+			case strings.HasPrefix(p, "/v2/shards/"):
+				sh += n - before[p]
+			}
+		}
+		module, shard = append(module, float64(m)/1e3), append(shard, float64(sh)/1e3)
 	}
-	sum, detail := countView(b, page, "server")
-	return fmt.Sprintf("first ad %.0f ms; %.1f KB over the wire: %s; the server wrote %.1f KB of matcher.wasm and %.1f KB of shard",
-		ms, sum/1e3, detail, float64(module)/1e3, float64(shard)/1e3)
+	k.ms, k.module, k.shard = median(ms), median(module), median(shard)
+	var sum float64
+	if noEarly {
+		sum, k.detail = countViewWith(b, page, "server", earlyOff)
+	} else {
+		sum, k.detail = countView(b, page, "server")
+	}
+	k.kb = sum / 1e3
+	return k
 }
 
 // steps are the milliseconds from the widget's start to each step of a
@@ -296,11 +377,12 @@ var stepRows = []struct {
 // printSteps prints the median of each step over the views. "Seen" is when
 // the widget's code had the answer: later than its last byte by as long as
 // the page's thread was busy with something else.
-func printSteps(cold, warm, later []steps) {
+func printSteps(cold, coldLate, warm, later []steps) {
 	fmt.Printf("  where the time goes, median ms from the widget's start:\n")
-	fmt.Printf("    %-14s %-38s %-18s %-18s %s\n", "", "", "cold", "warm", "warm 3 s later")
+	fmt.Printf("    %-14s %-38s %-18s %-18s %-18s %s\n", "", "", "cold", "cold, not early", "warm", "warm 3 s later")
 	for _, r := range stepRows {
-		fmt.Printf("    %-14s %-38s %-18s %-18s %s\n", r.label, r.what, stepMedians(cold, r.keys), stepMedians(warm, r.keys), stepMedians(later, r.keys))
+		fmt.Printf("    %-14s %-38s %-18s %-18s %-18s %s\n", r.label, r.what, stepMedians(cold, r.keys), stepMedians(coldLate, r.keys),
+			stepMedians(warm, r.keys), stepMedians(later, r.keys))
 	}
 }
 

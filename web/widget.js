@@ -13,6 +13,8 @@
  *                               in the page's language, "Sponsored" in English and others
  *   data-link-density           in-text links per 1,000 words of the page's text, default 5
  *                               (a page with text gets at least one); "0": none
+ *   data-early="false"          never start the module before the server's answer (see
+ *                               "Starting early"): no download a known page does not need
  * On any element of the page, data-adlink keeps the widget out of it: no in-text links,
  * none of its text matched. An element with data-adlink-box is the ad box's slot: the box
  * goes into it; without one, after the last paragraph of the page's main text.
@@ -26,8 +28,10 @@
  * ad box (title, price, logo) for ads with a picture. While the
  * server has not analysed the page yet (pending), it matches the page's main text in
  * the page with the server's own matcher (matcher.wasm over the country's shard) and
- * places those ads the same way, so even the first view has ads. Requests start when
- * the script runs; reading and changing the page wait for the DOM.
+ * places those ads the same way, so even the first view has ads. Where the page is
+ * likely unseen, the module and the shard start with the first requests and are
+ * dropped if the server has the page's ads ("Starting early" below). Requests start
+ * when the script runs; reading and changing the page wait for the DOM.
  *
  * The one global, window.adlink:
  *   adlink.ready                Promise of {source: "server"|"local"|"none", links: [...]},
@@ -48,7 +52,9 @@
  *                               manifest, page_link (answers in hand), compiled (the module),
  *                               initialized (its Go runtime), shard, loaded (load_shard),
  *                               text (the page's text read), need and fragments (a large
- *                               market's: its answer named fragments, they loaded), matched
+ *                               market's: its answer named fragments, they loaded), matched;
+ *                               early (the module started before the server's answer, see
+ *                               "Starting early") and dropped (the answer had the ads)
  */
 (function () {
   "use strict";
@@ -76,6 +82,7 @@
     loc: (data.loc || pageLoc).toLowerCase(),
     lang: (data.lang || (/^[a-z]{2}$/i.test(tags[0]) ? tags[0] : "")).toLowerCase(),
     auto: data.auto !== "false",
+    early: data.early !== "false",
     label: data.label || "",
     linkDensity: data.linkDensity && density >= 0 ? density : 5
   };
@@ -90,9 +97,12 @@
   var TIMEOUT = 10000, DOWNLOAD_TIMEOUT = 60000;
   var MAX_URL = 2048; // the longest page address /v2/page/link takes, in bytes
 
-  function fetchOptions(ms) {
+  // fetchOptions are a request's options; signal, when given, can abort it
+  // too (a first view's early download, dropped: see early).
+  function fetchOptions(ms, signal) {
     var o = { mode: "cors", credentials: "omit" };
     if (window.AbortSignal && AbortSignal.timeout) o.signal = AbortSignal.timeout(ms);
+    if (signal) o.signal = o.signal && AbortSignal.any ? AbortSignal.any([o.signal, signal]) : signal;
     return o;
   }
 
@@ -229,8 +239,8 @@
     return c.p;
   }
 
-  function get(url) {
-    return fetch(config.base + url, fetchOptions(DOWNLOAD_TIMEOUT)).then(function (r) {
+  function get(url, signal) {
+    return fetch(config.base + url, fetchOptions(DOWNLOAD_TIMEOUT, signal)).then(function (r) {
       if (!r.ok) {
         var e = new Error("adlink: " + url.split("?")[0] + " " + r.status);
         e.status = r.status;
@@ -240,7 +250,7 @@
     });
   }
 
-  function compile(url) {
+  function compile(url, signal) {
     // One module per URL: the manifest's URL names the module's version, and
     // a page open across a deploy gets shards only the new one reads.
     if (!modules[url]) {
@@ -249,8 +259,8 @@
       // changed the type), the bytes are compiled: the second fetch comes from
       // the cache. (A clone kept for that would hold a second copy of the body
       // until it is collected.)
-      var bytes = function () { return get(url).then(function (r) { return r.arrayBuffer(); }).then(WebAssembly.compile); };
-      var p = modules[url] = !WebAssembly.compileStreaming ? bytes() : WebAssembly.compileStreaming(get(url)).catch(function (e) {
+      var bytes = function () { return get(url, signal).then(function (r) { return r.arrayBuffer(); }).then(WebAssembly.compile); };
+      var p = modules[url] = !WebAssembly.compileStreaming ? bytes() : WebAssembly.compileStreaming(get(url, signal)).catch(function (e) {
         // Not after a broken module, an HTTP error or the download's time
         // running out: a second download would only wait as long again.
         if (e instanceof WebAssembly.CompileError || /^adlink:/.test(e.message) || e.name === "TimeoutError" || e.name === "AbortError") throw e;
@@ -266,6 +276,7 @@
   // download together, and the Go runtime starts while the shard may still be
   // on its way. The click URLs take the current manifest's token.
   function match(loc, lang, kind, params) {
+    keepEarly(); // the module is wanted: what a first view started early stays
     return manifest(loc, lang).then(function (m) {
       forget(loc + "-" + lang, m.shard.sha256);
       // loc=use_geo and lang=use_locale as the server resolved them for the
@@ -273,16 +284,7 @@
       // then filters as the server's endpoints would.
       params.loc = m.loc;
       if (params.lang !== undefined) params.lang = m.lang;
-      var sha = m.shard.sha256;
-      if (!matchers[sha]) {
-        var running = compile(m.matcher.url).then(yieldTask).then(instantiate).then(yieldTask);
-        var shard = get(m.shard.url).then(function (r) { return r.arrayBuffer(); }).then(function (b) { mark("shard"); return new Uint8Array(b); });
-        var p = matchers[sha] = Promise.all([running, shard]).then(function (got) {
-          return load(got[0], got[1], function () { if (matchers[sha] === p) delete matchers[sha]; }, m.shard.url);
-        }).then(yieldTask);
-        p.catch(function () { if (matchers[sha] === p) delete matchers[sha]; });
-      }
-      return matchers[sha].then(function (run) {
+      return matcher(m).then(function (run) {
         params.redirect_url = m.redirect_url || config.base;
         params.tok = m.tok;
         // Advertisers whose daily budget is spent are left out; a paced one
@@ -292,6 +294,29 @@
         return run(kind, params);
       });
     });
+  }
+
+  // matcher is the promise of the function that runs the module over the
+  // shard the manifest m names (load), loading both the first time. signal,
+  // when given, drops the downloads and keeps the Go runtime from starting
+  // once it aborts (early).
+  function matcher(m, signal) {
+    var sha = m.shard.sha256;
+    if (!matchers[sha]) {
+      // The compiled module comes in a task of its own: the runtime starts
+      // in it.
+      var running = compile(m.matcher.url, signal).then(function (module) {
+        if (signal && signal.aborted) throw signal.reason || new Error("adlink: aborted");
+        return instantiate(module);
+      }).then(yieldTask);
+      var shard = get(m.shard.url, signal).then(function (r) { return r.arrayBuffer(); }).then(function (b) { mark("shard"); return new Uint8Array(b); });
+      var p = matchers[sha] = Promise.all([running, shard]).then(function (got) {
+        if (signal && signal.aborted) throw signal.reason || new Error("adlink: aborted");
+        return load(got[0], got[1], function () { if (matchers[sha] === p) delete matchers[sha]; }, m.shard.url);
+      }).then(yieldTask);
+      p.catch(function () { if (matchers[sha] === p) delete matchers[sha]; });
+    }
+    return matchers[sha];
   }
 
   // forget lets go of the instance of a shard no market's manifest names
@@ -833,12 +858,14 @@
   // only while it is the current one.
   var generation = 0;
 
+  // style adds the widget's style sheet to the page, once.
+  function style() {
+    if (!document.getElementById("adlink-style")) document.head.appendChild(el("style", { id: "adlink-style" }, [STYLE]));
+  }
+
   function render(links, source, gen) {
     if (gen !== generation) return { source: "none", links: [] };
-    if (!document.getElementById("adlink-style")) {
-      var st = el("style", { id: "adlink-style" }, [STYLE]);
-      document.head.appendChild(st);
-    }
+    style();
     var n = inText(links) + box(links);
     if (n && !timing.firstAd) timing.firstAd = performance.now();
     if (n) watch();
@@ -910,7 +937,116 @@
   // none (no ads) when no market runs in it.
   function pageLang() { return config.loc ? "" : config.lang; }
 
+  // ---- Starting early. A first view of a page the server has not analysed
+  // waits for the server's pending answer before it can match, then for
+  // the module's download and compilation, the longest steps of all. Where
+  // the page is likely unseen, the widget starts them with its first
+  // requests: the module at the URL the server wrote into this script
+  // (MATCHER_URL), the shard as soon as the manifest names it, and the Go
+  // runtime once the module is compiled. If the server answers with the
+  // page's ads, what was started is dropped: the downloads aborted, the
+  // runtime not started (or let go), nothing matched, placed or counted.
+  //
+  // Likely unseen is what this browser remembers of the site, in its own
+  // storage (localStorage, the publisher's origin): not a page the server
+  // answered here before, and not after the server knew each of the
+  // reader's last KNOWN_RUN views of the site. So a reader's first view of
+  // a site starts early, and a reader who moves among pages the server
+  // knows stops paying for downloads the server's answers make useless
+  // (docs/PERFORMANCE.md has what a first view of a known page costs).
+  // The memory only turns the early start on or off: what is fetched and
+  // from where is as without it.
+  var MATCHER_URL = "";
+  var KNOWN_RUN = 3, MAX_KNOWN = 200, MAX_RECENT = 8;
+  var early = null; // {ctrl, kept, sha} while a view's early start is undecided
+
+  function memoryKey() { return "adlink:" + config.siteId; }
+
+  // memory is what this browser remembers of the site: k, hashes of the
+  // pages the server answered; r, the last views, "k" where the server knew
+  // the page and "u" where it did not. Anything else there reads as nothing.
+  function memory() {
+    var v = null;
+    try { v = JSON.parse(window.localStorage.getItem(memoryKey()) || "null"); } catch (e) { v = null; }
+    var k = v && Array.isArray(v.k) ? v.k.filter(function (h) { return typeof h === "string"; }) : [];
+    var r = v && typeof v.r === "string" && /^[ku]*$/.test(v.r) ? v.r : "";
+    return { k: k, r: r };
+  }
+
+  // remember notes how the server answered the view of url: known, it had
+  // an answer for it (ads or none), or pending.
+  function remember(url, known) {
+    try {
+      var m = memory(), h = pageHash(url);
+      m.r = (m.r + (known ? "k" : "u")).slice(-MAX_RECENT);
+      m.k = m.k.filter(function (x) { return x !== h; });
+      if (known) m.k = m.k.concat(h).slice(-MAX_KNOWN);
+      window.localStorage.setItem(memoryKey(), JSON.stringify(m));
+    } catch (e) {
+      // No storage (a sandboxed frame, privacy settings): every view starts early.
+    }
+  }
+
+  // pageHash is a short hash of a page's address (FNV-1a), kept rather
+  // than the address: a collision only costs a page its early start.
+  function pageHash(url) {
+    var h = 0x811c9dc5;
+    for (var i = 0; i < url.length; i++) h = Math.imul(h ^ url.charCodeAt(i), 16777619);
+    return (h >>> 0).toString(36);
+  }
+
+  function likelyUnseen(url) {
+    var m = memory();
+    return m.k.indexOf(pageHash(url)) < 0 && m.r.slice(-KNOWN_RUN) !== new Array(KNOWN_RUN + 1).join("k");
+  }
+
+  // startEarly starts the module and the shard of the page's market ahead of
+  // the server's answer (see above).
+  function startEarly(url) {
+    // A view after the first (refresh) finds the module there already.
+    if (!config.early || !MATCHER_URL || modules[MATCHER_URL] || !likelyUnseen(url)) return;
+    var ctrl = window.AbortController ? new AbortController() : null, signal = ctrl ? ctrl.signal : undefined;
+    var e = early = { ctrl: ctrl, kept: false, sha: "" };
+    mark("early");
+    compile(MATCHER_URL, signal).catch(function () {});
+    manifest(config.loc, pageLang()).then(function (m) {
+      if (early !== e || (signal && signal.aborted)) return;
+      // A widget cached from before a deploy names another module than the
+      // manifest: the view goes on as without an early start.
+      if (m.matcher.url !== MATCHER_URL) return dropEarly();
+      if (matchers[m.shard.sha256]) return;
+      e.sha = m.shard.sha256;
+      matcher(m, signal).catch(function () {});
+    }, function () {});
+  }
+
+  // keepEarly keeps what a view started early: the module is wanted.
+  function keepEarly() {
+    if (early) early.kept = true;
+    early = null;
+  }
+
+  // dropEarly drops what a view started early, unless something has asked
+  // for the module since: the server has the page's ads.
+  function dropEarly() {
+    var e = early;
+    early = null;
+    if (!e || e.kept) return;
+    mark("dropped");
+    if (e.ctrl) e.ctrl.abort();
+    // A module compiled or a runtime started is let go.
+    if (modules[MATCHER_URL]) delete modules[MATCHER_URL];
+    if (e.sha && matchers[e.sha]) delete matchers[e.sha];
+  }
+
   function local(gen) {
+    // The module and the shard first (if the view did not start them
+    // early), then the page's text while they come.
+    keepEarly();
+    manifest(config.loc, pageLang()).then(matcher).catch(function () {});
+    // The style sheet now, so that the page's style is worked out anew
+    // while reading its text rather than when placing the ads.
+    style();
     var t = pageText();
     mark("text");
     var o = { fields: FIELDS, title: t.title, text: t.text, loc: config.loc, lang: pageLang() };
@@ -928,11 +1064,9 @@
       getJSON("/v2/page/link", { url: url, api_key: config.apiKey, site_id: config.siteId, loc: config.loc, fields: FIELDS });
     // The manifest is small and cached: ask for it alongside the page's ads, so
     // a pending answer finds it there. The module and the shard wait for that
-    // answer: loading them ahead of it and aborting them when the server has
-    // the page's ads measured no faster (the answer comes about as soon as the
-    // manifest), and in a third of the views of analysed pages the server had
-    // sent the whole module before the abort (BenchmarkFirstView).
+    // answer unless the page is likely unseen (startEarly).
     manifest(config.loc, pageLang()).catch(function () {});
+    startEarly(url);
     // Only reading and changing the page waits for it to be parsed.
     var dom = new Promise(function (resolve) {
       if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", function () { resolve(); });
@@ -942,6 +1076,14 @@
       mark("page_link");
       var links = r.status === 200 && r.body && r.body.link;
       var refused = r.status === 400 || r.status === 401 || r.status === 403;
+      if (links && !r.body.status) {
+        dropEarly();
+        remember(url, true);
+      } else if (refused) {
+        dropEarly();
+      } else if (r.status === 202) {
+        remember(url, false);
+      }
       return dom.then(function () {
         if (links && links.length) return render(links, "server", gen);
         if (links && !r.body.status) return { source: "server", links: [] };

@@ -247,6 +247,30 @@ func (s *server) demo() http.Handler {
 	})
 }
 
+// matcherLine is the line of widget.js where the server writes the
+// versioned URL of matcher.wasm (Set.MatcherURL), so that a first view can
+// start the module's download and compilation with its first request,
+// before the manifest names it.
+const matcherLine = `var MATCHER_URL = "";`
+
+// servedWidget is widget.js as served: without its comments
+// (stripComments), and with the URL of the module the server serves in its
+// matcherLine. The module is the binary's own, the same for every catalog;
+// a page whose cached widget names an older one (a deploy) finds another
+// URL in the manifest and loads that one.
+func (s *server) servedWidget(src []byte) []byte {
+	out := stripComments(src)
+	var set *shards.Set
+	if c := s.catalog(); c != nil {
+		set = c.Shards
+	}
+	if set == nil || set.MatcherURL() == "" {
+		return out
+	}
+	// A URL of the form "/matcher.wasm?v=<hex>": nothing to escape.
+	return bytes.Replace(out, []byte(matcherLine), []byte(`var MATCHER_URL = "`+set.MatcherURL()+`";`), 1)
+}
+
 // widgetBanner heads widget.js as served, which has no comments.
 const widgetBanner = "/* adlink widget.js; the commented source is web/widget.js */\n"
 

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -223,5 +225,51 @@ func TestMatcherAndWebFiles(t *testing.T) {
 	}
 	if res := env.get(t, "/demo/missing.html", nil, ""); res.StatusCode != http.StatusNotFound {
 		t.Errorf("missing demo file: %d", res.StatusCode)
+	}
+}
+
+// TestWidgetNamesMatcher: widget.js as served names the module the
+// manifest names, in its one line for it, so that a first view can start
+// the module before the manifest comes; a server without a module leaves
+// the line empty. Nothing of the request changes it.
+func TestWidgetNamesMatcher(t *testing.T) {
+	src, err := os.ReadFile("../../web/widget.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := bytes.Count(src, []byte(matcherLine)); n != 1 {
+		t.Fatalf("web/widget.js has %d lines %q, want one", n, matcherLine)
+	}
+	ix, err := market.Build(fixture())
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := shards.Build(ix, shards.Options{Matcher: []byte("\x00asm module"), RedirectURL: "https://r.example"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		set  *shards.Set
+		want string
+	}{
+		{"with a module", set, `var MATCHER_URL = "` + set.MatcherURL() + `";`},
+		{"without shards", nil, matcherLine},
+	} {
+		d := Deps{
+			Config:   config.Default(),
+			Indexes:  ix,
+			Shards:   tc.set,
+			Partners: testPartners(t),
+			Clicks:   &clickRecorder{AppendFn: func(context.Context, clicks.Click) error { return nil }},
+			Web:      fstest.MapFS{"widget.js": {Data: src}},
+		}
+		env := &testEnv{indexes: ix, handler: NewServer(d)}
+		for _, p := range []string{"/widget.js", "/widget.js?v=" + url.QueryEscape(`"; fetch("//evil.example")`)} {
+			body := string(readBody(t, env.get(t, p, nil, "")))
+			if !strings.Contains(body, "\n"+tc.want+"\n") || strings.Contains(body, "evil") {
+				t.Errorf("%s, %s: the module's line is not %q", tc.name, p, tc.want)
+			}
+		}
 	}
 }

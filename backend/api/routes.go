@@ -33,7 +33,7 @@ func (s *server) routes(mux *http.ServeMux) {
 	mux.Handle("GET /matcher.wasm", s.public(s.matcherWasm))
 	// The publisher's tag names widget.js's path, so it cannot be
 	// immutable; five minutes bounds how long a fix takes to reach pages.
-	mux.Handle("GET /widget.js", s.plain(s.webFile("widget.js", "text/javascript; charset=utf-8", stripComments, "public, max-age=300")))
+	mux.Handle("GET /widget.js", s.plain(s.webFile("widget.js", "text/javascript; charset=utf-8", s.servedWidget, "public, max-age=300")))
 	mux.Handle("GET /demo/", s.demo())
 
 	// The report dashboard: a page of its own, for partners and

@@ -1,0 +1,2 @@
+// The widget's memory of the demo site, as stored.
+localStorage.getItem("adlink:demo") || ""
