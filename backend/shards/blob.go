@@ -91,20 +91,21 @@ func gzipPool(level int) *sync.Pool {
 
 // NewBlob compresses b with zstd (best compression) and gzip (level 9).
 func NewBlob(b []byte, contentType string) (*Blob, error) {
-	return newBlob(b, sha256.Sum256(b), contentType, false)
+	return newBlob(b, sha256.Sum256(b), contentType, false, false)
 }
 
-// NewFastBlob compresses b with zstd at a fast level, for a blob that
-// must be served soon, and with gzip at a fast level when gzip is first
-// asked for; Recompress makes its encodings NewBlob's.
+// NewFastBlob compresses b with zstd and gzip at fast levels, for a blob
+// that must be served soon; Recompress makes its encodings NewBlob's.
 func NewFastBlob(b []byte, contentType string) (*Blob, error) {
-	return newBlob(b, sha256.Sum256(b), contentType, true)
+	return newBlob(b, sha256.Sum256(b), contentType, true, false)
 }
 
-// newBlob makes a blob of b, whose SHA-256 is sum.
-func newBlob(b []byte, sum [sha256.Size]byte, contentType string, fast bool) (*Blob, error) {
+// newBlob makes a blob of b, whose SHA-256 is sum. A fast one made with
+// gzipLater has its gzip made when it is first asked for (load): a
+// fragment, which no manifest measures and most browsers fetch in zstd.
+func newBlob(b []byte, sum [sha256.Size]byte, contentType string, fast, gzipLater bool) (*Blob, error) {
 	bl := &Blob{SHA256: hex.EncodeToString(sum[:]), contentType: contentType}
-	e, err := encode(b, bl.SHA256, fast)
+	e, err := encode(b, bl.SHA256, fast, gzipLater && fast)
 	if err != nil {
 		return nil, err
 	}
@@ -113,7 +114,7 @@ func newBlob(b []byte, sum [sha256.Size]byte, contentType string, fast bool) (*B
 }
 
 // encode compresses b, named sha, at the fast or the best levels.
-func encode(b []byte, sha string, fast bool) (*encodings, error) {
+func encode(b []byte, sha string, fast, gzipLater bool) (*encodings, error) {
 	e := &encodings{fast: fast}
 	e.enc[Identity] = b
 	encoder, gzipPool := zstdEncoder, gzipWriters
@@ -125,7 +126,7 @@ func encode(b []byte, sha string, fast bool) (*encodings, error) {
 		return nil, err
 	}
 	e.enc[Zstd] = zw.EncodeAll(b, make([]byte, 0, len(b)/3))
-	if !fast {
+	if !gzipLater {
 		if e.enc[Gzip], err = gzipped(b, gzipPool); err != nil {
 			return nil, err
 		}
@@ -158,10 +159,10 @@ func gzipped(b []byte, pool *sync.Pool) ([]byte, error) {
 	return gz.Bytes(), nil
 }
 
-// load returns the blob's encodings, with e among them: a blob at fast
-// levels is made without gzip, which most browsers do not take when they
-// take zstd, and gets it (at the fast level) when it is first asked for,
-// so that a refresh compresses its many new fragments once, not twice.
+// load returns the blob's encodings, with e among them: a fragment at
+// fast levels is made without gzip, which browsers that take zstd do not
+// ask for, and gets it (at the fast level) when it is first asked for, so
+// that a refresh compresses its many new fragments once, not twice.
 func (b *Blob) load(e Encoding) *encodings {
 	cur := b.cur.Load()
 	if e != Gzip || cur.enc[Gzip] != nil {
@@ -196,7 +197,7 @@ func (b *Blob) Recompress() (bool, error) {
 	if !cur.fast {
 		return false, nil
 	}
-	e, err := encode(cur.enc[Identity], b.SHA256, false)
+	e, err := encode(cur.enc[Identity], b.SHA256, false, false)
 	if err != nil {
 		return false, err
 	}

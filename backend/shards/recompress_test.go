@@ -3,6 +3,7 @@ package shards
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"io"
@@ -281,12 +282,12 @@ func TestBuildKeepsShardsOfKeptIndexes(t *testing.T) {
 	}
 }
 
-// TestFastBlobGzipOnDemand: a fast blob is made without gzip and compresses
-// it once, when first asked for, however many requests ask at once and
-// while it is recompressed; each answer decodes to the blob.
+// TestFastBlobGzipOnDemand: a fast fragment is made without gzip and
+// compresses it once, when first asked for, however many requests ask at
+// once and while it is recompressed; each answer decodes to the blob.
 func TestFastBlobGzipOnDemand(t *testing.T) {
 	data := bytes.Repeat(wasmLike(), 30)
-	fast, err := NewFastBlob(data, "application/octet-stream")
+	fast, err := newBlob(data, sha256.Sum256(data), "application/octet-stream", true, true)
 	if err != nil {
 		t.Fatal(err)
 	}
