@@ -19,6 +19,9 @@ import (
 func changeCatalog(ads []match.Ad, r *rand.Rand, changes int) []match.Ad {
 	out := slices.Clone(ads)
 	for k := range changes {
+		if len(out) < 2 {
+			break
+		}
 		i := r.IntN(len(out))
 		a := out[i]
 		a.Keywords = slices.Clone(a.Keywords)
@@ -80,6 +83,7 @@ func TestRebuildIsBuild(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	cases := map[string][]match.Ad{
 		"unchanged":    base,
+		"one left":     base[7:8],
 		"first gone":   base[1:],
 		"last gone":    base[:len(base)-1],
 		"two changes":  changeCatalog(base, r, 2),
