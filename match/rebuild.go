@@ -3,6 +3,7 @@
 package match
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"unsafe"
@@ -112,7 +113,7 @@ func Rebuild(prev *Index, ads []Ad) (*Index, error) {
 		total += uint64(r.docLen)
 	}
 	if err := ix.regroup(prev, ads, prevOf, fresh); err != nil {
-		return Build(ads)
+		return Build(ads) // too costly beside prev
 	}
 
 	// The dictionary: prev's terms that kept ads still hold, and the
@@ -396,8 +397,16 @@ func (ix *Index) regroup(prev *Index, ads []Ad, prevOf, fresh []int32) error {
 			}
 		}
 	}
+	// Titles of common words only have many candidates: past a budget of
+	// a few reads per ad, Build is cheaper (and a feed cannot make this
+	// quadratic).
+	budget := 4*pn + 1024
 	for _, key := range wantTitle {
-		for _, j := range prev.titleCandidates(key) {
+		cands := prev.titleCandidates(key)
+		if budget -= len(cands); budget < 0 {
+			return errTooManyReads
+		}
+		for _, j := range cands {
 			if prev.field(int(j), fGTIN) != "" {
 				continue
 			}
@@ -452,6 +461,9 @@ func (ix *Index) regroup(prev *Index, ads []Ad, prevOf, fresh []int32) error {
 	}
 	return nil
 }
+
+// errTooManyReads is regroup giving up to Build.
+var errTooManyReads = errors.New("match: too many ads to read again")
 
 // titleCandidates lists the ads that might have the offer key key (of a
 // title): those holding its rarest term, or every ad when it has none.

@@ -4,9 +4,12 @@ package match_test
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/adlink/adlink/internal/testcatalog"
@@ -98,6 +101,25 @@ func TestRebuildIsBuild(t *testing.T) {
 		"a market gone": slices.DeleteFunc(slices.Clone(base), func(a match.Ad) bool {
 			return slices.Contains(a.Markets, base[0].Markets[0])
 		}),
+		// Titles of common words only, each another: many ads to read
+		// for their offer groups, past Rebuild's budget.
+		"common titles": func() []match.Ad {
+			freq := map[string]int{}
+			for _, a := range base {
+				for _, w := range strings.Fields(strings.ToLower(a.Title)) {
+					freq[w]++
+				}
+			}
+			words := slices.Collect(maps.Keys(freq))
+			slices.SortFunc(words, func(x, y string) int { return cmp.Or(freq[y]-freq[x], strings.Compare(x, y)) })
+			words = words[:30]
+			c := slices.Clone(base)
+			for k := range 600 {
+				c[k*5].Title = words[k%30] + " " + words[(k/30+k%30+1)%30]
+				c[k*5].GTIN = ""
+			}
+			return c
+		}(),
 		"first price": func() []match.Ad {
 			c := slices.Clone(base)
 			c[0].PriceCents += 100
