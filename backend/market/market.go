@@ -55,8 +55,10 @@ func Build(ads []match.Ad) (*Set, error) { return Rebuild(ads, nil) }
 // Rebuild is Build beside prev, the catalog's indexes before a refresh
 // (nil for none): a market whose ads are prev's, every field the same and
 // in the same order, keeps prev's index, which is the one Build would
-// make, rather than being indexed again. The indexes are built on every
-// core.
+// make, rather than being indexed again; the whole catalog's index and a
+// changed market's are made from prev's by match.Rebuild, which analyses
+// only the ads that changed and gives the index Build would make. The
+// indexes are built on every core.
 func Rebuild(ads []match.Ad, prev *Set) (*Set, error) {
 	s := &Set{markets: map[match.Market]*match.Index{}, bids: make(map[string]int64, len(ads)),
 		sums: map[match.Market]uint64{}, seed: maphash.MakeSeed()}
@@ -76,10 +78,14 @@ func Rebuild(ads []match.Ad, prev *Set) (*Set, error) {
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			s.all, allErr = match.Build(ads)
+			s.all, allErr = match.Rebuild(prev.all, ads)
 		})
 	} else {
-		if s.all, allErr = match.Build(ads); allErr != nil {
+		var prevAll *match.Index
+		if prev != nil {
+			prevAll = prev.all
+		}
+		if s.all, allErr = match.Rebuild(prevAll, ads); allErr != nil {
 			return nil, allErr
 		}
 		grouper = s.all
@@ -104,11 +110,15 @@ func Rebuild(ads []match.Ad, prev *Set) (*Set, error) {
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			j.sum = fingerprint(s.seed, j.ads)
-			if prev != nil && prev.markets[j.m] != nil && prev.sums[j.m] == j.sum {
-				j.ix = prev.markets[j.m]
+			var before *match.Index
+			if prev != nil {
+				before = prev.markets[j.m]
+			}
+			if before != nil && prev.sums[j.m] == j.sum {
+				j.ix = before
 				return
 			}
-			if j.ix, j.err = match.Build(j.ads); j.err != nil {
+			if j.ix, j.err = match.Rebuild(before, j.ads); j.err != nil {
 				j.err = fmt.Errorf("market %s: %w", j.m, j.err)
 			}
 		})

@@ -91,19 +91,21 @@ func gzipPool(level int) *sync.Pool {
 
 // NewBlob compresses b with zstd (best compression) and gzip (level 9).
 func NewBlob(b []byte, contentType string) (*Blob, error) {
-	return newBlob(b, sha256.Sum256(b), contentType, false)
+	return newBlob(b, sha256.Sum256(b), contentType, false, false)
 }
 
 // NewFastBlob compresses b with zstd and gzip at fast levels, for a blob
 // that must be served soon; Recompress makes its encodings NewBlob's.
 func NewFastBlob(b []byte, contentType string) (*Blob, error) {
-	return newBlob(b, sha256.Sum256(b), contentType, true)
+	return newBlob(b, sha256.Sum256(b), contentType, true, false)
 }
 
-// newBlob makes a blob of b, whose SHA-256 is sum.
-func newBlob(b []byte, sum [sha256.Size]byte, contentType string, fast bool) (*Blob, error) {
+// newBlob makes a blob of b, whose SHA-256 is sum. A fast one made with
+// gzipLater has its gzip made when it is first asked for (load): a
+// fragment, which no manifest measures and most browsers fetch in zstd.
+func newBlob(b []byte, sum [sha256.Size]byte, contentType string, fast, gzipLater bool) (*Blob, error) {
 	bl := &Blob{SHA256: hex.EncodeToString(sum[:]), contentType: contentType}
-	e, err := encode(b, bl.SHA256, fast)
+	e, err := encode(b, bl.SHA256, fast, gzipLater && fast)
 	if err != nil {
 		return nil, err
 	}
@@ -112,7 +114,7 @@ func newBlob(b []byte, sum [sha256.Size]byte, contentType string, fast bool) (*B
 }
 
 // encode compresses b, named sha, at the fast or the best levels.
-func encode(b []byte, sha string, fast bool) (*encodings, error) {
+func encode(b []byte, sha string, fast, gzipLater bool) (*encodings, error) {
 	e := &encodings{fast: fast}
 	e.enc[Identity] = b
 	encoder, gzipPool := zstdEncoder, gzipWriters
@@ -124,15 +126,11 @@ func encode(b []byte, sha string, fast bool) (*encodings, error) {
 		return nil, err
 	}
 	e.enc[Zstd] = zw.EncodeAll(b, make([]byte, 0, len(b)/3))
-	var gz bytes.Buffer
-	gw := gzipPool.Get().(*gzip.Writer)
-	defer gzipPool.Put(gw)
-	gw.Reset(&gz)
-	gw.Write(b)
-	if err := gw.Close(); err != nil {
-		return nil, err
+	if !gzipLater {
+		if e.enc[Gzip], err = gzipped(b, gzipPool); err != nil {
+			return nil, err
+		}
 	}
-	e.enc[Gzip] = gz.Bytes()
 	for enc := range numEncodings {
 		// Each representation has its own strong ETag: the fast levels'
 		// bytes are other bytes than the best levels'.
@@ -146,6 +144,43 @@ func encode(b []byte, sha string, fast bool) (*encodings, error) {
 		e.etag[enc] += `"`
 	}
 	return e, nil
+}
+
+// gzipped compresses b with a gzip writer of pool.
+func gzipped(b []byte, pool *sync.Pool) ([]byte, error) {
+	gz := bytes.NewBuffer(make([]byte, 0, len(b)/2+64))
+	gw := pool.Get().(*gzip.Writer)
+	defer pool.Put(gw)
+	gw.Reset(gz)
+	gw.Write(b)
+	if err := gw.Close(); err != nil {
+		return nil, err
+	}
+	return gz.Bytes(), nil
+}
+
+// load returns the blob's encodings, with e among them: a fragment at
+// fast levels is made without gzip, which browsers that take zstd do not
+// ask for, and gets it (at the fast level) when it is first asked for, so
+// that a refresh compresses its many new fragments once, not twice.
+func (b *Blob) load(e Encoding) *encodings {
+	cur := b.cur.Load()
+	if e != Gzip || cur.enc[Gzip] != nil {
+		return cur
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if cur = b.cur.Load(); cur.enc[Gzip] != nil {
+		return cur
+	}
+	gz, err := gzipped(cur.enc[Identity], gzipFastWriters)
+	if err != nil { // a bytes.Buffer does not fail
+		panic("shards: gzip: " + err.Error())
+	}
+	next := *cur
+	next.enc[Gzip] = gz
+	b.cur.Store(&next)
+	return &next
 }
 
 // Fast reports whether the blob is still served at fast levels.
@@ -162,7 +197,7 @@ func (b *Blob) Recompress() (bool, error) {
 	if !cur.fast {
 		return false, nil
 	}
-	e, err := encode(cur.enc[Identity], b.SHA256, false)
+	e, err := encode(cur.enc[Identity], b.SHA256, false, false)
 	if err != nil {
 		return false, err
 	}
@@ -222,10 +257,10 @@ func (b *Blob) UseZstd(z []byte) (bool, error) {
 }
 
 // Size is the blob's length in an encoding.
-func (b *Blob) Size(e Encoding) int { return len(b.cur.Load().enc[e]) }
+func (b *Blob) Size(e Encoding) int { return len(b.load(e).enc[e]) }
 
 // Bytes returns the blob in an encoding; the caller must not change it.
-func (b *Blob) Bytes(e Encoding) []byte { return b.cur.Load().enc[e] }
+func (b *Blob) Bytes(e Encoding) []byte { return b.load(e).enc[e] }
 
 // Negotiate picks the best encoding an Accept-Encoding header allows: zstd,
 // then gzip, then identity, which is always acceptable to us (a client
@@ -271,8 +306,8 @@ func Negotiate(acceptEncoding string) Encoding {
 // If-None-Match with 304. It is readable cross-origin, since publisher
 // pages fetch it from their own origin.
 func (b *Blob) Serve(w http.ResponseWriter, r *http.Request, cacheControl string) {
-	cur := b.cur.Load()
 	e := Negotiate(r.Header.Get("Accept-Encoding"))
+	cur := b.load(e)
 	h := w.Header()
 	h.Set("Vary", "Accept-Encoding")
 	h.Set("ETag", cur.etag[e])

@@ -3,6 +3,7 @@ package shards
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"io"
@@ -278,5 +279,45 @@ func TestBuildKeepsShardsOfKeptIndexes(t *testing.T) {
 	}
 	if kept == 0 {
 		t.Error("no market kept its index")
+	}
+}
+
+// TestFastBlobGzipOnDemand: a fast fragment is made without gzip and
+// compresses it once, when first asked for, however many requests ask at
+// once and while it is recompressed; each answer decodes to the blob.
+func TestFastBlobGzipOnDemand(t *testing.T) {
+	data := bytes.Repeat(wasmLike(), 30)
+	fast, err := newBlob(data, sha256.Sum256(data), "application/octet-stream", true, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fast.cur.Load().enc[Gzip] != nil {
+		t.Fatal("a fast blob was made with gzip")
+	}
+	var wg sync.WaitGroup
+	bodies := make([][]byte, 8)
+	encs := make([]string, len(bodies))
+	for i := range bodies {
+		wg.Go(func() {
+			if i == len(bodies)-1 {
+				if _, err := fast.Recompress(); err != nil {
+					t.Error(err)
+				}
+			}
+			rec := httptest.NewRecorder()
+			req := httptest.NewRequest("GET", "/", nil)
+			req.Header.Set("Accept-Encoding", "gzip")
+			fast.Serve(rec, req, "no-cache")
+			bodies[i], encs[i] = rec.Body.Bytes(), rec.Header().Get("Content-Encoding")
+		})
+	}
+	wg.Wait()
+	for i, b := range bodies {
+		if encs[i] != "gzip" || !bytes.Equal(decode(t, "gzip", b), data) {
+			t.Fatalf("request %d: %s, not the blob in gzip", i, encs[i])
+		}
+	}
+	if fast.Size(Gzip) == 0 || fast.Size(Gzip) >= len(data) {
+		t.Errorf("gzip of %d bytes for %d", fast.Size(Gzip), len(data))
 	}
 }

@@ -141,6 +141,7 @@ func Build(src market.Indexes, o Options) (*Set, error) {
 		data       []byte
 		ctype      string
 		fast       bool
+		fragment   bool // its gzip made when first asked for, when fast
 		blob       *Blob
 		reused     bool
 		err        error
@@ -162,8 +163,8 @@ func Build(src market.Indexes, o Options) (*Set, error) {
 	})
 	for i := range jobs {
 		firstPiece = append(firstPiece, len(pieces))
-		for _, data := range encoded[i] {
-			pieces = append(pieces, &piece{data: data, ctype: "application/octet-stream", fast: o.Fast})
+		for k, data := range encoded[i] {
+			pieces = append(pieces, &piece{data: data, ctype: "application/octet-stream", fast: o.Fast, fragment: k > 0})
 		}
 	}
 	if o.Matcher != nil {
@@ -173,7 +174,7 @@ func Build(src market.Indexes, o Options) (*Set, error) {
 		p := pieces[i]
 		sum := sha256.Sum256(p.data)
 		if p.blob, p.reused = o.Previous.blob(hex.EncodeToString(sum[:])); !p.reused {
-			if p.blob, p.err = newBlob(p.data, sum, p.ctype, p.fast); p.err != nil {
+			if p.blob, p.err = newBlob(p.data, sum, p.ctype, p.fast, p.fragment); p.err != nil {
 				return
 			}
 		}
