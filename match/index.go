@@ -352,7 +352,11 @@ func (ix *Index) Ad(i int) Ad {
 
 // Build indexes a catalog. Ads keep their order as ordinals. It fails on an
 // empty or duplicate id, an unknown kind, or more than 64 markets.
-func Build(ads []Ad) (*Index, error) {
+func Build(ads []Ad) (*Index, error) { return buildTyped(ads, catalogTypes(ads)) }
+
+// buildTyped is Build with the catalog's product types given: Rebuild
+// indexes a catalog's new ads with the whole catalog's types.
+func buildTyped(ads []Ad, types map[string]uint32) (*Index, error) {
 	b := builder{
 		termMap: make(map[string]uint32),
 		critMap: make(map[string]uint32),
@@ -361,7 +365,7 @@ func Build(ads []Ad) (*Index, error) {
 		mktMap:  make(map[Market]int),
 	}
 	ix := &Index{ads: make([]adRec, len(ads)), recs: make([]adStrs, len(ads))}
-	types, phrases := catalogTypes(ads), acronymPhrases()
+	phrases := acronymPhrases()
 	for i := range ads {
 		if err := b.add(ix, i, &ads[i], types, phrases); err != nil {
 			return nil, err
@@ -753,11 +757,16 @@ func countOffsets(n, m int, key func(k int) uint32) []uint32 {
 // catalogTypes returns the product types a catalog knows: the last word of
 // each ad's category ("mouse pad" is a pad).
 func catalogTypes(ads []Ad) map[string]uint32 {
+	return categoryTypes(len(ads), func(i int) string { return ads[i].Category })
+}
+
+// categoryTypes returns the last words of the n categories category gives.
+func categoryTypes(n int, category func(int) string) map[string]uint32 {
 	types := make(map[string]uint32)
 	var scratch []byte
-	for i := range ads {
+	for i := range n {
 		last := ""
-		scratch = scan(ads[i].Category, scratch, func(term []byte, _, _ int, _ bool) { last = string(term) })
+		scratch = scan(category(i), scratch, func(term []byte, _, _ int, _ bool) { last = string(term) })
 		if last != "" {
 			types[last] = 1
 		}

@@ -4,6 +4,7 @@ package match
 
 import (
 	"errors"
+	"maps"
 	"slices"
 	"strings"
 	"unsafe"
@@ -54,11 +55,18 @@ func Rebuild(prev *Index, ads []Ad) (*Index, error) {
 			return Build(ads)
 		}
 	}
+	// An uncategorised ad's type comes from the whole catalog's
+	// categories: when they name other types than before, kept ads may
+	// have other types too.
+	types := catalogTypes(ads)
+	if !maps.Equal(types, prev.catalogTypes()) {
+		return Build(ads)
+	}
 	freshAds := make([]Ad, len(fresh))
 	for k, i := range fresh {
 		freshAds[k] = ads[i]
 	}
-	mini, err := Build(freshAds)
+	mini, err := buildTyped(freshAds, types)
 	if err != nil {
 		return Build(ads) // its error, naming the ad by its place
 	}
@@ -627,4 +635,10 @@ func (ix *Index) rebuildCriteria(prev, mini *Index, newOf, fresh, ptMap, ftMap [
 		ix.termCrit[fill[t]] = tcCrit[k]
 		fill[t]++
 	}
+}
+
+// catalogTypes returns the product types of ix's catalog, as catalogTypes
+// of its ads.
+func (ix *Index) catalogTypes() map[string]uint32 {
+	return categoryTypes(len(ix.ads), func(i int) string { return ix.field(i, fCategory) })
 }

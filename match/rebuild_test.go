@@ -175,3 +175,40 @@ func TestRebuildErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestRebuildTypesFromTheWholeCatalog: an ad without a category takes its
+// product type from its title when some ad of the catalog has that type as
+// its category's last word, so a change to other ads' categories changes
+// it. Rebuild reads the types from the whole new catalog, as Build does:
+// for a new uncategorised ad whose type only kept ads name, and for a kept
+// one whose type went with the last ad of that category.
+func TestRebuildTypesFromTheWholeCatalog(t *testing.T) {
+	base := testcatalog.Generate(600, 7)
+	like := func(id, title, category string) match.Ad {
+		a := base[0]
+		a.ID, a.Title, a.Category, a.GTIN, a.Keywords = id, title, category, "", nil
+		return a
+	}
+	base = append(base, like("cat-1", "Acme Zeltplane", "Outdoor > Zeltplane"), like("untyped-1", "Nordwand Zeltplane - 3x4 m", ""))
+	prev, err := match.Build(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh := append(slices.Clone(base), like("untyped-2", "Bergfex Zeltplane (grün)", ""))
+	gone := slices.DeleteFunc(slices.Clone(base), func(a match.Ad) bool { return a.ID == "cat-1" })
+	for name, ads := range map[string][]match.Ad{"new ad typed by a kept one": fresh, "the type's category gone": gone} {
+		t.Run(name, func(t *testing.T) {
+			want, err := match.Build(ads)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := match.Rebuild(prev, ads)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got.Encode(), want.Encode()) {
+				t.Fatal("Rebuild differs from Build")
+			}
+		})
+	}
+}
