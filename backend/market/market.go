@@ -78,14 +78,14 @@ func Rebuild(ads []match.Ad, prev *Set) (*Set, error) {
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			s.all, allErr = match.Rebuild(prev.all, ads)
+			s.all, allErr = rebuildIndex(prev.all, ads)
 		})
 	} else {
 		var prevAll *match.Index
 		if prev != nil {
 			prevAll = prev.all
 		}
-		if s.all, allErr = match.Rebuild(prevAll, ads); allErr != nil {
+		if s.all, allErr = rebuildIndex(prevAll, ads); allErr != nil {
 			return nil, allErr
 		}
 		grouper = s.all
@@ -118,7 +118,7 @@ func Rebuild(ads []match.Ad, prev *Set) (*Set, error) {
 				j.ix = before
 				return
 			}
-			if j.ix, j.err = match.Rebuild(before, j.ads); j.err != nil {
+			if j.ix, j.err = rebuildIndex(before, j.ads); j.err != nil {
 				j.err = fmt.Errorf("market %s: %w", j.m, j.err)
 			}
 		})

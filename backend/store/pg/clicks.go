@@ -237,11 +237,6 @@ func (l Ledger) Record(ctx context.Context, c *clicks.Click, u clicks.Use) error
 // own, and a connection runs one transaction at a time.
 const shard = `(pg_backend_pid() % 16)`
 
-func clickRollup(c *clicks.Click) clicks.Rollup {
-	return clicks.Rollup{Start: c.Time, APIKey: c.APIKey, SiteID: c.SiteID, Advertiser: c.Advertiser, AdID: c.AdID,
-		Context: c.Type, Currency: c.Currency, Criterion: c.Criterion, YkTag: c.YkTag, Country: c.Country}
-}
-
 func impressionRollup(i *clicks.Impression) clicks.Rollup {
 	return clicks.Rollup{Start: i.Time, APIKey: i.APIKey, SiteID: i.SiteID, Advertiser: i.Advertiser, AdID: i.AdID,
 		Context: i.Type, Currency: i.Currency, Criterion: i.Criterion, YkTag: i.YkTag, Country: i.Country}
