@@ -74,15 +74,18 @@ func TestEarlyStartUnseenPage(t *testing.T) {
 	}
 	br.noConsoleErrors(t)
 
-	// A publisher's data-early="false": nothing starts before the answer,
-	// and the page still gets the module's ads.
-	tag := strings.Replace(publisherPage("de-DE", b.URL, `<article><p>`+handyText+`</p></article>`), ` data-base=`, ` data-early="false" data-base=`, 1)
-	site := publisher(t, map[string]string{"/page.html": tag})
-	if r := br.view(t, site+"/page.html"); r.Source != "local" || r.Links == 0 {
-		t.Fatalf("data-early=false: %+v, want ads matched in the page", r)
-	}
-	if st := eval[steps](t, br, stepsScript); st.has("early") || !(st["module.sent"] >= st["page_link"]) {
-		t.Errorf("data-early=false: steps %v, want the module asked for after the answer", st)
+	// Without data-early="true" (the default) or with "false": nothing
+	// starts before the answer, and the page still gets the module's ads.
+	plain := publisherPage("de-DE", b.URL, `<article><p>`+handyText+`</p></article>`)
+	site := publisher(t, map[string]string{"/page.html": plain,
+		"/off.html": strings.Replace(plain, ` data-base=`, ` data-early="false" data-base=`, 1)})
+	for _, page := range []string{"/page.html", "/off.html"} {
+		if r := br.view(t, site+page); r.Source != "local" || r.Links == 0 {
+			t.Fatalf("%s: %+v, want ads matched in the page", page, r)
+		}
+		if st := eval[steps](t, br, stepsScript); st.has("early") || !(st["module.sent"] >= st["page_link"]) {
+			t.Errorf("%s: steps %v, want the module asked for after the answer", page, st)
+		}
 	}
 	br.noConsoleErrors(t)
 }
@@ -165,7 +168,7 @@ func TestEarlyStartModuleFails(t *testing.T) {
 	}))
 	t.Cleanup(failing.Close)
 	body := `<article><p>` + handyText + `</p></article>`
-	site := publisher(t, map[string]string{"/known.html": publisherPage("de-DE", failing.URL, body), "/new.html": publisherPage("de-DE", failing.URL, body)})
+	site := publisher(t, map[string]string{"/known.html": earlyPage("de-DE", failing.URL, body), "/new.html": earlyPage("de-DE", failing.URL, body)})
 	q := url.Values{"url": {site + "/known.html"}, "api_key": {"demo"}, "site_id": {"demo"}}
 	res, err := http.Get(b.URL + "/v2/page/link?" + q.Encode())
 	if err != nil {
@@ -202,7 +205,7 @@ func TestEarlyStartModuleFails(t *testing.T) {
 func TestEarlyStartHostileMemory(t *testing.T) {
 	br := newBrowser(t)
 	b := startBackend(t)
-	site := publisher(t, map[string]string{"/page.html": publisherPage("de-DE", b.URL, `<article><p>`+handyText+`</p></article>`)})
+	site := publisher(t, map[string]string{"/page.html": earlyPage("de-DE", b.URL, `<article><p>`+handyText+`</p></article>`)})
 	left := make(chan string, 16)
 	intercept(t, br, interception{local: []string{b.URL + "/", site + "/"}, left: left})
 	br.onEveryPage(t, hostileMemory)
@@ -227,4 +230,9 @@ func TestEarlyStartHostileMemory(t *testing.T) {
 func (s steps) has(k string) bool {
 	_, ok := s[k]
 	return ok
+}
+
+// earlyPage is publisherPage with the early start turned on.
+func earlyPage(lang, base, body string) string {
+	return strings.Replace(publisherPage(lang, base, body), ` data-base=`, ` data-early="true" data-base=`, 1)
 }

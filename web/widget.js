@@ -13,8 +13,8 @@
  *                               in the page's language, "Sponsored" in English and others
  *   data-link-density           in-text links per 1,000 words of the page's text, default 5
  *                               (a page with text gets at least one); "0": none
- *   data-early="false"          never start the module before the server's answer (see
- *                               "Starting early"): no download a known page does not need
+ *   data-early="true"           start the module before the server's answer where the
+ *                               page is likely unseen ("Starting early"); off by default
  * On any element of the page, data-adlink keeps the widget out of it: no in-text links,
  * none of its text matched. An element with data-adlink-box is the ad box's slot: the box
  * goes into it; without one, after the last paragraph of the page's main text.
@@ -28,9 +28,9 @@
  * ad box (title, price, logo) for ads with a picture. While the
  * server has not analysed the page yet (pending), it matches the page's main text in
  * the page with the server's own matcher (matcher.wasm over the country's shard) and
- * places those ads the same way, so even the first view has ads. Where the page is
- * likely unseen, the module and the shard start with the first requests and are
- * dropped if the server has the page's ads ("Starting early" below). Requests start
+ * places those ads the same way, so even the first view has ads. With data-early="true",
+ * where the page is likely unseen, the module and the shard start with the first
+ * requests and are dropped if the server has the page's ads ("Starting early" below). Requests start
  * when the script runs; reading and changing the page wait for the DOM.
  *
  * The one global, window.adlink:
@@ -82,7 +82,7 @@
     loc: (data.loc || pageLoc).toLowerCase(),
     lang: (data.lang || (/^[a-z]{2}$/i.test(tags[0]) ? tags[0] : "")).toLowerCase(),
     auto: data.auto !== "false",
-    early: data.early !== "false",
+    early: data.early === "true",
     label: data.label || "",
     linkDensity: data.linkDensity && density >= 0 ? density : 5
   };
@@ -956,6 +956,12 @@
   // (docs/PERFORMANCE.md has what a first view of a known page costs).
   // The memory only turns the early start on or off: what is fetched and
   // from where is as without it.
+  //
+  // A publisher turns it on with data-early="true". Off by default: a
+  // reader new to a site cannot tell a known page from an unseen one, so
+  // on a site whose pages the server mostly knows the early download is
+  // mostly wasted, and measured on loopback it saved a first view nothing
+  // beyond the noise (docs/PERFORMANCE.md).
   var MATCHER_URL = "";
   var KNOWN_RUN = 3, MAX_KNOWN = 200, MAX_RECENT = 8;
   var early = null; // {ctrl, kept, sha} while a view's early start is undecided
