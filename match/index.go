@@ -716,29 +716,7 @@ func (b *builder) finish(ix *Index) {
 			return cmpU32(x>>2, y>>2)
 		})
 	}
-	// Terms to the criteria that contain them (each criterion once per term).
-	var pairs int
-	for c := range nc {
-		pairs += int(ix.critOff[c+1] - ix.critOff[c])
-	}
-	tcTerm := make([]uint32, 0, pairs)
-	tcCrit := make([]uint32, 0, pairs)
-	for c := range nc {
-		seq := ix.critTerms[ix.critOff[c]:ix.critOff[c+1]]
-		for k, t := range seq {
-			if !slices.Contains(seq[:k], t) {
-				tcTerm = append(tcTerm, t)
-				tcCrit = append(tcCrit, uint32(c))
-			}
-		}
-	}
-	ix.termCritOff = countOffsets(nt, len(tcTerm), func(k int) uint32 { return tcTerm[k] })
-	ix.termCrit = make([]uint32, len(tcCrit))
-	fill = slices.Clone(ix.termCritOff[:nt])
-	for k, t := range tcTerm {
-		ix.termCrit[fill[t]] = tcCrit[k]
-		fill[t]++
-	}
+	layTermCrit(ix, nt, nc)
 }
 
 // countOffsets returns the n+1 offsets of a counting sort of m items whose
@@ -869,4 +847,31 @@ func lastIndexByte(s string, c byte) int {
 		}
 	}
 	return -1
+}
+
+// layTermCrit lays out, from ix's criteria's terms, the criteria that
+// contain each of the nt terms (each criterion once per term).
+func layTermCrit(ix *Index, nt, nc int) {
+	var pairs int
+	for c := range nc {
+		pairs += int(ix.critOff[c+1] - ix.critOff[c])
+	}
+	tcTerm := make([]uint32, 0, pairs)
+	tcCrit := make([]uint32, 0, pairs)
+	for c := range nc {
+		seq := ix.critTerms[ix.critOff[c]:ix.critOff[c+1]]
+		for k, t := range seq {
+			if !slices.Contains(seq[:k], t) {
+				tcTerm = append(tcTerm, t)
+				tcCrit = append(tcCrit, uint32(c))
+			}
+		}
+	}
+	ix.termCritOff = countOffsets(nt, len(tcTerm), func(k int) uint32 { return tcTerm[k] })
+	ix.termCrit = make([]uint32, len(tcCrit))
+	fill := slices.Clone(ix.termCritOff[:nt])
+	for k, t := range tcTerm {
+		ix.termCrit[fill[t]] = tcCrit[k]
+		fill[t]++
+	}
 }

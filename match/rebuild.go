@@ -612,29 +612,7 @@ func (ix *Index) rebuildCriteria(prev, mini *Index, newOf, fresh, ptMap, ftMap [
 		}
 		copy(out[w:], kept)
 	}
-	// Terms to the criteria that contain them, as Build lays them out.
-	var pairs int
-	for c := range nc {
-		pairs += int(ix.critOff[c+1] - ix.critOff[c])
-	}
-	tcTerm := make([]uint32, 0, pairs)
-	tcCrit := make([]uint32, 0, pairs)
-	for c := range nc {
-		s := ix.critTerms[ix.critOff[c]:ix.critOff[c+1]]
-		for k, t := range s {
-			if !slices.Contains(s[:k], t) {
-				tcTerm = append(tcTerm, t)
-				tcCrit = append(tcCrit, uint32(c))
-			}
-		}
-	}
-	ix.termCritOff = countOffsets(nt, len(tcTerm), func(k int) uint32 { return tcTerm[k] })
-	ix.termCrit = make([]uint32, len(tcCrit))
-	fill := slices.Clone(ix.termCritOff[:nt])
-	for k, t := range tcTerm {
-		ix.termCrit[fill[t]] = tcCrit[k]
-		fill[t]++
-	}
+	layTermCrit(ix, nt, nc)
 }
 
 // catalogTypes returns the product types of ix's catalog, as catalogTypes

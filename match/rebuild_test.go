@@ -128,30 +128,9 @@ func TestRebuildIsBuild(t *testing.T) {
 	}
 	for name, ads := range cases {
 		t.Run(name, func(t *testing.T) {
-			want, err := match.Build(ads)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := match.Rebuild(prev, ads)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(got.Encode(), want.Encode()) {
-				t.Fatalf("Rebuild of %d ads differs from Build", len(ads))
-			}
+			got := rebuildIsBuild(t, prev, ads)
 			// And again beside the rebuilt one: a second refresh.
-			again := changeCatalog(ads, r, 20)
-			want2, err := match.Build(again)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got2, err := match.Rebuild(got, again)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(got2.Encode(), want2.Encode()) {
-				t.Fatal("a second Rebuild differs from Build")
-			}
+			rebuildIsBuild(t, got, changeCatalog(ads, r, 20))
 		})
 	}
 }
@@ -197,18 +176,24 @@ func TestRebuildTypesFromTheWholeCatalog(t *testing.T) {
 	fresh := append(slices.Clone(base), like("untyped-2", "Bergfex Zeltplane (grün)", ""))
 	gone := slices.DeleteFunc(slices.Clone(base), func(a match.Ad) bool { return a.ID == "cat-1" })
 	for name, ads := range map[string][]match.Ad{"new ad typed by a kept one": fresh, "the type's category gone": gone} {
-		t.Run(name, func(t *testing.T) {
-			want, err := match.Build(ads)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := match.Rebuild(prev, ads)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(got.Encode(), want.Encode()) {
-				t.Fatal("Rebuild differs from Build")
-			}
-		})
+		t.Run(name, func(t *testing.T) { rebuildIsBuild(t, prev, ads) })
 	}
+}
+
+// rebuildIsBuild fails t unless Rebuild of ads beside prev encodes as
+// Build of ads does, and returns it.
+func rebuildIsBuild(t *testing.T, prev *match.Index, ads []match.Ad) *match.Index {
+	t.Helper()
+	want, err := match.Build(ads)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := match.Rebuild(prev, ads)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.Encode(), want.Encode()) {
+		t.Fatalf("Rebuild of %d ads differs from Build", len(ads))
+	}
+	return got
 }
