@@ -205,20 +205,24 @@ func (b *batcher) do(c *bothCall, run func([]*bothCall)) {
 		b.queue = nil
 	}
 	b.mu.Unlock()
+	// Deferred, so that even a panic in run hands the turn on and wakes
+	// the batch's calls, which then answer from their fallback.
+	defer func() {
+		b.mu.Lock()
+		if len(b.queue) > 0 {
+			next := b.queue[0]
+			b.queue = b.queue[1:]
+			next.lead = true
+			close(next.wake)
+		} else {
+			b.running--
+		}
+		b.mu.Unlock()
+		for _, x := range batch[1:] {
+			close(x.wake)
+		}
+	}()
 	run(batch)
-	b.mu.Lock()
-	if len(b.queue) > 0 {
-		next := b.queue[0]
-		b.queue = b.queue[1:]
-		next.lead = true
-		close(next.wake)
-	} else {
-		b.running--
-	}
-	b.mu.Unlock()
-	for _, x := range batch[1:] {
-		close(x.wake)
-	}
 }
 
 // runBoth runs the calls' scripts in one pipeline, loading the script
@@ -252,6 +256,8 @@ func (l *Limiter) runBoth(ctx context.Context, calls []*bothCall) {
 			continue
 		}
 		res, err := cmds[i].Slice()
-		c.res, c.ok = res, err == nil
+		if c.res, c.ok = res, err == nil; !c.ok {
+			l.c.health.fellBack("limits", nil) // this call only: Redis answered
+		}
 	}
 }
