@@ -982,6 +982,7 @@
   // remember notes how the server answered the view of url: known, it had
   // an answer for it (ads or none), or pending.
   function remember(url, known) {
+    if (!config.early) return; // nothing kept in the page's storage unless asked
     try {
       var m = memory(), h = pageHash(url);
       m.r = (m.r + (known ? "k" : "u")).slice(-MAX_RECENT);
