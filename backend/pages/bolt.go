@@ -101,11 +101,20 @@ func (b *Bolt) Get(_ context.Context, url string) (*Record, error) {
 // fsync, done at once rather than batched, since a first request waits on
 // it. Writers take turns, so of many concurrent first requests for one
 // page only one is put to admit.
-func (b *Bolt) Push(_ context.Context, url string, admit func() error) (bool, error) {
+func (b *Bolt) Push(_ context.Context, url string, seen time.Time, admit func() error) (bool, error) {
 	site := []byte(SiteKey(url))
 	check := func(tx *bolt.Tx) (queued bool, err error) {
 		if tx.Bucket(bucketQueued).Get([]byte(url)) != nil {
 			return true, nil
+		}
+		if v := tx.Bucket(bucketPages).Get([]byte(url)); v != nil {
+			var rec struct{ At time.Time }
+			if err := json.Unmarshal(v, &rec); err != nil {
+				return false, err
+			}
+			if rec.At.After(seen) {
+				return true, nil // analysed since the caller looked
+			}
 		}
 		if getUint(tx.Bucket(bucketMeta).Get(keyQueueLen)) >= uint64(b.max) {
 			return false, ErrQueueFull

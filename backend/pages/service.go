@@ -311,8 +311,14 @@ func (s *Service) lookupAdmit(ctx context.Context, pageURL string, admit func() 
 			}
 		}
 	}
+	// What was read under pageURL: a record stored after it (a worker
+	// completing the page meanwhile) keeps Push from queuing it again.
+	var seen time.Time
+	if rec != nil {
+		seen = rec.At
+	}
 	push := func() error {
-		_, err := s.store.Push(ctx, pageURL, admit)
+		_, err := s.store.Push(ctx, pageURL, seen, admit)
 		if err != nil && err != refused && !errors.Is(err, ErrQueueFull) {
 			return storeError{err}
 		}
@@ -465,7 +471,7 @@ func (s *Service) work(ctx context.Context) {
 			}
 			return
 		}
-		if err := s.store.Complete(ctx, pageURL, recs...); err != nil {
+		if err := s.complete(ctx, pageURL, recs); err != nil {
 			// The job stays queued. Pause as the store's own errors do, so a
 			// failing disk does not turn into fetching the page in a loop.
 			s.log.Error("storing page analysis", "url", pageURL, "err", err)
@@ -486,6 +492,28 @@ func (s *Service) work(ctx context.Context) {
 		old := s.jobNanos.Load()
 		s.jobNanos.Store(old + (int64(d)-old)/8)
 		s.notify()
+	}
+}
+
+// complete stores the records of the job pageURL, trying again for half
+// a lease, a fiftieth of a lease apart, before the job is left queued to
+// be fetched again. A Postgres that restarted fails a statement once on
+// each connection the pool kept from before, so a few tries mostly pass.
+func (s *Service) complete(ctx context.Context, pageURL string, recs []*Record) error {
+	until := time.Now().Add(s.o.Lease / 2)
+	for try := 1; ; try++ {
+		err := s.store.Complete(ctx, pageURL, recs...)
+		if err == nil || ctx.Err() != nil || time.Now().After(until) {
+			return err
+		}
+		if try == 1 {
+			s.log.Warn("storing page analysis, trying again", "url", pageURL, "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(s.o.Lease / 50):
+		}
 	}
 }
 

@@ -436,7 +436,7 @@ func TestQueueSiteShare(t *testing.T) {
 	}
 	ctx := context.Background()
 	push := func(u string) error {
-		_, err := q.Push(ctx, u, nil)
+		_, err := q.Push(ctx, u, time.Time{}, nil)
 		return err
 	}
 	for _, u := range []string{"https://a.example.co.uk/1", "https://www.a.example.co.uk/2", "http://127.0.0.1:1/x", "http://127.0.0.1:2/y", "https://b.example.org/1"} {
@@ -450,7 +450,7 @@ func TestQueueSiteShare(t *testing.T) {
 		}
 	}
 	// Pushing a queued page again is no error, share or not.
-	if added, err := q.Push(ctx, "https://a.example.co.uk/1", nil); added || err != nil {
+	if added, err := q.Push(ctx, "https://a.example.co.uk/1", time.Time{}, nil); added || err != nil {
 		t.Fatalf("again: %v %v", added, err)
 	}
 	if err := q.Complete(ctx, "https://a.example.co.uk/1"); err != nil {
@@ -541,5 +541,46 @@ func TestServiceRenewsTheHoldOfALongJob(t *testing.T) {
 	}
 	if n := hits.Load(); n != 1 {
 		t.Errorf("the page was fetched %d times by 4 workers, want once", n)
+	}
+}
+
+// failOnce is the bbolt store whose first Complete fails, as a Postgres
+// that restarted fails a statement on each connection it had before.
+type failOnce struct {
+	*Bolt
+	failed atomic.Bool
+}
+
+func (f *failOnce) Complete(ctx context.Context, url string, recs ...*Record) error {
+	if f.failed.CompareAndSwap(false, true) {
+		return errors.New("conn closed")
+	}
+	return f.Bolt.Complete(ctx, url, recs...)
+}
+
+// TestStoreFailingOnceFetchesOnce: an analysis the store refuses once is
+// stored on the next try, not fetched again when its lease passes.
+func TestStoreFailingOnceFetchesOnce(t *testing.T) {
+	var hits atomic.Int32
+	base := reviewServer(t, &hits)
+	e := open(t, t.TempDir(), 0, newFetcher(t, FetchOptions{AllowPrivate: true}), fixtureIndex(t), Options{})
+	store := &failOnce{Bolt: e.q}
+	svc := NewService(store, newFetcher(t, FetchOptions{AllowPrivate: true}), func() Reducer { return fixtureIndex(t) }, Options{})
+	t.Cleanup(svc.Stop)
+	ctx := context.Background()
+	pageURL := base + "/review"
+	if res, err := svc.Lookup(ctx, pageURL); err != nil || res.Status != StatusPending {
+		t.Fatalf("first lookup %+v %v, want pending", res, err)
+	}
+	svc.Start()
+	drain(t, svc)
+	if !store.failed.Load() {
+		t.Fatal("the store never failed")
+	}
+	if res, err := svc.Lookup(ctx, pageURL); err != nil || res.Status != StatusAnalysed {
+		t.Fatalf("after drain %+v %v, want analysed", res, err)
+	}
+	if n := hits.Load(); n != 1 {
+		t.Errorf("page fetched %d times, want once", n)
 	}
 }

@@ -76,12 +76,19 @@ type Store interface {
 	// ErrQueueFull, over the share of url's site (SiteKey) ErrSiteQueueFull,
 	// and adds nothing.
 	//
+	// seen is the At of the record under url that the caller read before
+	// deciding to push (the zero time when it found none). When the record
+	// stored under url is newer, as when a worker completed the page
+	// between that read and Push, Push adds nothing and reports no error:
+	// the page is analysed once, not again for a lookup that raced its
+	// analysis.
+	//
 	// admit, when not nil, gates a new job: it is called only once url is
 	// found neither queued nor over a bound, while no other Push can add
 	// url, and its error is returned unwrapped with nothing added. So
 	// admit is called at most once per job added, however many Pushes of
 	// the url run at once.
-	Push(ctx context.Context, url string, admit func() error) (added bool, err error)
+	Push(ctx context.Context, url string, seen time.Time, admit func() error) (added bool, err error)
 
 	// Claim holds the oldest queued job that no one holds and returns its
 	// url, waiting until there is one or ctx is done (then ctx.Err()). The

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"math"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -103,15 +104,19 @@ func (p *Pages) Get(ctx context.Context, url string) (*pages.Record, error) {
 	return rec, nil
 }
 
-// counts reads whether url is queued and how many jobs the queue and
-// site hold, each counted up to its bound.
+// counts reads whether url is queued or has a record newer than seenNS
+// (a page analysed since the caller read it, which is not queued again),
+// and how many jobs the queue and site hold, each counted up to its bound.
+// Complete deletes the job and stores its records in one commit, so a
+// push that finds the job gone also finds its records.
 func (p *Pages) counts(ctx context.Context, q interface {
 	QueryRow(context.Context, string, ...any) pgx.Row
-}, url, site string) (queued bool, n, ofSite int, err error) {
-	err = q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM page_jobs WHERE url = $1),
+}, url, site string, seenNS int64) (queued bool, n, ofSite int, err error) {
+	err = q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM page_jobs WHERE url = $1)
+			OR EXISTS (SELECT 1 FROM page_records WHERE url = $1 AND at_ns > $5),
 		(SELECT count(*) FROM (SELECT 1 FROM page_jobs LIMIT $2) q),
 		(SELECT count(*) FROM (SELECT 1 FROM page_jobs WHERE site = $3 LIMIT $4) q)`,
-		[]byte(url), p.max, []byte(site), p.perSite).Scan(&queued, &n, &ofSite)
+		[]byte(url), p.max, []byte(site), p.perSite, seenNS).Scan(&queued, &n, &ofSite)
 	return queued, n, ofSite, err
 }
 
@@ -129,9 +134,13 @@ func (p *Pages) bound(n, ofSite int) error {
 // Push implements pages.Store. The common answers (queued already, over a
 // bound) come from one read; an added job takes a transaction in which
 // the pushes of the page take turns, so admit is asked once.
-func (p *Pages) Push(ctx context.Context, url string, admit func() error) (bool, error) {
+func (p *Pages) Push(ctx context.Context, url string, seen time.Time, admit func() error) (bool, error) {
 	site := pages.SiteKey(url)
-	queued, n, ofSite, err := p.counts(ctx, p.db.pool, url, site)
+	seenNS := int64(math.MinInt64)
+	if !seen.IsZero() {
+		seenNS = nanos(seen)
+	}
+	queued, n, ofSite, err := p.counts(ctx, p.db.pool, url, site, seenNS)
 	if err != nil {
 		return false, fmt.Errorf("postgres: pages: push: %w", err)
 	}
@@ -147,7 +156,7 @@ func (p *Pages) Push(ctx context.Context, url string, admit func() error) (bool,
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, $2)`, int32(pageLockClass), hash32(url)); err != nil {
 			return err
 		}
-		queued, n, ofSite, err := p.counts(ctx, tx, url, site)
+		queued, n, ofSite, err := p.counts(ctx, tx, url, site, seenNS)
 		if err != nil || queued {
 			return err
 		}
@@ -164,7 +173,7 @@ func (p *Pages) Push(ctx context.Context, url string, admit func() error) (bool,
 					return err
 				}
 			}
-			if _, n, ofSite, err = p.counts(ctx, tx, url, site); err != nil {
+			if _, n, ofSite, err = p.counts(ctx, tx, url, site, seenNS); err != nil {
 				return err
 			}
 		}

@@ -40,7 +40,7 @@ func TestPagesBoundsHoldAcrossServers(t *testing.T) {
 	var added, siteFull, queueFull atomic.Int32
 	var wg sync.WaitGroup
 	push := func(i int, u string) {
-		ok, err := s[i%len(s)].Push(t.Context(), u, nil)
+		ok, err := s[i%len(s)].Push(t.Context(), u, time.Time{}, nil)
 		switch {
 		case errors.Is(err, pages.ErrSiteQueueFull):
 			siteFull.Add(1)
@@ -83,7 +83,7 @@ func TestPagesKeepAnyBytes(t *testing.T) {
 	s := servers(t, 1, 0, 0)[0]
 	ctx := t.Context()
 	u := "https://s.example/\x00\xff?q=\xc3("
-	if added, err := s.Push(ctx, u, nil); !added || err != nil {
+	if added, err := s.Push(ctx, u, time.Time{}, nil); !added || err != nil {
 		t.Fatalf("Push = %v, %v", added, err)
 	}
 	got, err := s.Claim(ctx, time.Minute)
@@ -111,7 +111,7 @@ func TestPagesHoldIsTheLatestClaims(t *testing.T) {
 	s := servers(t, 2, 0, 0)
 	ctx := t.Context()
 	u := "https://s.example/slow"
-	if _, err := s[0].Push(ctx, u, nil); err != nil {
+	if _, err := s[0].Push(ctx, u, time.Time{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := s[0].Claim(ctx, 50*time.Millisecond); got != u || err != nil {

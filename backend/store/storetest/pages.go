@@ -119,10 +119,10 @@ func Pages(t *testing.T, fresh func(t *testing.T, b QueueBounds) Opener[pages.St
 		s := start(t)
 		ctx := t.Context()
 		u := "https://s.example/p"
-		if added, err := s.Push(ctx, u, nil); !added || err != nil {
+		if added, err := s.Push(ctx, u, time.Time{}, nil); !added || err != nil {
 			t.Fatalf("first Push = %v, %v; want added", added, err)
 		}
-		if added, err := s.Push(ctx, u, nil); added || err != nil {
+		if added, err := s.Push(ctx, u, time.Time{}, nil); added || err != nil {
 			t.Fatalf("second Push = %v, %v; want not added, no error", added, err)
 		}
 		checkQueue(t, s, 1, u)
@@ -133,7 +133,7 @@ func Pages(t *testing.T, fresh func(t *testing.T, b QueueBounds) Opener[pages.St
 		if got := claim(t, s, hour); got != u {
 			t.Fatalf("Claim = %s, want %s", got, u)
 		}
-		if added, err := s.Push(ctx, u, nil); added || err != nil {
+		if added, err := s.Push(ctx, u, time.Time{}, nil); added || err != nil {
 			t.Fatalf("Push of a held job = %v, %v; want not added", added, err)
 		}
 		checkQueue(t, s, 1, u)
@@ -145,14 +145,14 @@ func Pages(t *testing.T, fresh func(t *testing.T, b QueueBounds) Opener[pages.St
 		var calls atomic.Int32
 		admit := func() error { calls.Add(1); return nil }
 		u := "https://s.example/new"
-		if added, err := s.Push(ctx, u, admit); !added || err != nil || calls.Load() != 1 {
+		if added, err := s.Push(ctx, u, time.Time{}, admit); !added || err != nil || calls.Load() != 1 {
 			t.Fatalf("Push = %v, %v with %d admit calls; want added after one", added, err, calls.Load())
 		}
-		if added, err := s.Push(ctx, u, admit); added || err != nil || calls.Load() != 1 {
+		if added, err := s.Push(ctx, u, time.Time{}, admit); added || err != nil || calls.Load() != 1 {
 			t.Fatalf("Push of a queued page = %v, %v with %d admit calls; want no call", added, err, calls.Load())
 		}
 		refused := errors.New("refused")
-		if added, err := s.Push(ctx, "https://s.example/refused", func() error { return refused }); added || err != refused {
+		if added, err := s.Push(ctx, "https://s.example/refused", time.Time{}, func() error { return refused }); added || err != refused {
 			t.Fatalf("refused Push = %v, %v; want admit's error as it is", added, err)
 		}
 		checkQueue(t, s, 1, u)
@@ -166,7 +166,7 @@ func Pages(t *testing.T, fresh func(t *testing.T, b QueueBounds) Opener[pages.St
 		var wg sync.WaitGroup
 		for range 50 {
 			wg.Go(func() {
-				ok, err := s.Push(ctx, "https://s.example/hot", admit)
+				ok, err := s.Push(ctx, "https://s.example/hot", time.Time{}, admit)
 				if err != nil {
 					t.Error(err)
 				}
@@ -187,32 +187,32 @@ func Pages(t *testing.T, fresh func(t *testing.T, b QueueBounds) Opener[pages.St
 		admitted := 0
 		admit := func() error { admitted++; return nil }
 		for _, u := range []string{"https://a.example.co.uk/1", "https://www.a.example.co.uk/2", "http://127.0.0.1:1/x"} {
-			if _, err := s.Push(ctx, u, nil); err != nil {
+			if _, err := s.Push(ctx, u, time.Time{}, nil); err != nil {
 				t.Fatalf("%s: %v", u, err)
 			}
 		}
 		// a.example.co.uk is one site, its subdomains included.
-		if _, err := s.Push(ctx, "https://sub.a.example.co.uk/3", admit); !errors.Is(err, pages.ErrSiteQueueFull) || !errors.Is(err, pages.ErrQueueFull) {
+		if _, err := s.Push(ctx, "https://sub.a.example.co.uk/3", time.Time{}, admit); !errors.Is(err, pages.ErrSiteQueueFull) || !errors.Is(err, pages.ErrQueueFull) {
 			t.Fatalf("over the site's share: %v, want ErrSiteQueueFull", err)
 		}
-		if _, err := s.Push(ctx, "https://b.example.org/1", nil); err != nil {
+		if _, err := s.Push(ctx, "https://b.example.org/1", time.Time{}, nil); err != nil {
 			t.Fatal(err)
 		}
-		_, err := s.Push(ctx, "https://c.example.net/1", admit)
+		_, err := s.Push(ctx, "https://c.example.net/1", time.Time{}, admit)
 		if !errors.Is(err, pages.ErrQueueFull) || errors.Is(err, pages.ErrSiteQueueFull) {
 			t.Fatalf("over the queue's bound: %v, want ErrQueueFull only", err)
 		}
 		if admitted != 0 {
 			t.Errorf("admit called %d times for pages over a bound", admitted)
 		}
-		if added, err := s.Push(ctx, "https://a.example.co.uk/1", nil); added || err != nil {
+		if added, err := s.Push(ctx, "https://a.example.co.uk/1", time.Time{}, nil); added || err != nil {
 			t.Fatalf("Push of a queued page into a full queue = %v, %v; want no error", added, err)
 		}
 		checkQueue(t, s, 4, "https://a.example.co.uk/1", "https://www.a.example.co.uk/2", "http://127.0.0.1:1/x", "https://b.example.org/1")
 		if err := s.Complete(ctx, "https://a.example.co.uk/1"); err != nil {
 			t.Fatal(err)
 		}
-		if added, err := s.Push(ctx, "https://sub.a.example.co.uk/3", nil); !added || err != nil {
+		if added, err := s.Push(ctx, "https://sub.a.example.co.uk/3", time.Time{}, nil); !added || err != nil {
 			t.Fatalf("after one of the site's jobs is done: %v, %v", added, err)
 		}
 	})
@@ -374,9 +374,17 @@ func Pages(t *testing.T, fresh func(t *testing.T, b QueueBounds) Opener[pages.St
 		if q, _ := s.Queued(ctx, u); q {
 			t.Error("a completed job is still queued")
 		}
-		// Done, it may be queued again, as a new job.
-		if added, err := s.Push(ctx, u, nil); !added || err != nil {
-			t.Fatalf("Push after Complete = %v, %v; want added", added, err)
+		// A push by a lookup that read no record, or an older one, before
+		// the job completed is not a new job: the page was just analysed.
+		if added, err := s.Push(ctx, u, time.Time{}, nil); added || err != nil {
+			t.Fatalf("Push after Complete of a lookup that found no record = %v, %v; want not added", added, err)
+		}
+		if added, err := s.Push(ctx, u, rec.At.Add(-time.Nanosecond), nil); added || err != nil {
+			t.Fatalf("Push after Complete of a lookup that read an older record = %v, %v; want not added", added, err)
+		}
+		// Done, it may be queued again, as a new job, by one that read it.
+		if added, err := s.Push(ctx, u, rec.At, nil); !added || err != nil {
+			t.Fatalf("Push after Complete of a lookup that read its record = %v, %v; want added", added, err)
 		}
 	})
 
@@ -413,7 +421,10 @@ func Pages(t *testing.T, fresh func(t *testing.T, b QueueBounds) Opener[pages.St
 		if err := s.Complete(ctx, "https://s.example/none", old, alias, fresh); err != nil {
 			t.Fatal(err)
 		}
-		push(t, s, old.URL)
+		// Queued again by a lookup that read the old record.
+		if added, err := s.Push(ctx, old.URL, old.At, nil); !added || err != nil {
+			t.Fatalf("Push %s = %v, %v; want added", old.URL, added, err)
+		}
 		cutoff := now.Add(-24 * time.Hour)
 		if n, err := s.Sweep(ctx, cutoff, 1); n != 1 || err != nil {
 			t.Fatalf("Sweep at most 1 = %d, %v", n, err)
@@ -452,7 +463,7 @@ func Pages(t *testing.T, fresh func(t *testing.T, b QueueBounds) Opener[pages.St
 		s, _ = open(t, opener)
 		checkRecord(t, s, rec)
 		checkQueue(t, s, 2, a, c)
-		if added, err := s.Push(ctx, a, nil); added || err != nil {
+		if added, err := s.Push(ctx, a, time.Time{}, nil); added || err != nil {
 			t.Fatalf("Push of a job queued before the reopen = %v, %v", added, err)
 		}
 		if _, ok, err := s.Oldest(ctx); !ok || err != nil {
@@ -472,7 +483,7 @@ func Pages(t *testing.T, fresh func(t *testing.T, b QueueBounds) Opener[pages.St
 func push(t *testing.T, s pages.Store, urls ...string) {
 	t.Helper()
 	for _, u := range urls {
-		if added, err := s.Push(t.Context(), u, nil); !added || err != nil {
+		if added, err := s.Push(t.Context(), u, time.Time{}, nil); !added || err != nil {
 			t.Fatalf("Push %s = %v, %v; want added", u, added, err)
 		}
 	}
