@@ -409,8 +409,10 @@ type builder struct {
 	totalLen uint64
 	ids      []uint32
 	scratch  []byte
-	tf       map[uint32]uint32
-	adCrit   map[uint32]uint32
+	// synonymous says of each term whether it has synonyms.
+	synonymous []bool
+	tf         map[uint32]uint32
+	adCrit     map[uint32]uint32
 }
 
 // appendStrs appends an ad's strings to the arena, one after another in
@@ -447,6 +449,7 @@ func (b *builder) termIDs(s string) []uint32 {
 			t := string(term)
 			b.termMap[t] = id
 			b.terms = append(b.terms, t)
+			b.synonymous = append(b.synonymous, synonyms[t] != nil)
 		}
 		ids = append(ids, id)
 	})
@@ -534,6 +537,25 @@ func (b *builder) add(ix *Index, i int, ad *Ad, types map[string]uint32, phrases
 		kws[k] = addText(kw, wStrong)
 	}
 	addText(ad.Description, wBody)
+	// A word and its synonyms count once: of several words of a group in
+	// an ad, the one it has most scores, and the others are there but add
+	// nothing (a notebook that mentions a laptop in its description is
+	// not a laptop and a notebook). Its type moves to that word.
+	if typ != ^uint32(0) {
+		typ = b.mostOfGroup(typ)
+	}
+	if typ2 != ^uint32(0) {
+		typ2 = b.mostOfGroup(typ2)
+	}
+	var less []uint32
+	for id := range b.tf {
+		if b.synonymous[id] && b.mostOfGroup(id) != id {
+			less = append(less, id)
+		}
+	}
+	for _, id := range less {
+		b.tf[id] = 0
+	}
 	r.docLen = docLen
 	b.totalLen += uint64(docLen)
 	start := len(b.pTerm)
@@ -621,6 +643,36 @@ func (b *builder) add(ix *Index, i int, ad *Ad, types map[string]uint32, phrases
 	}
 	r.adv = adv
 	return nil
+}
+
+// mostOfGroup returns, of term id and its synonyms, the one the ad being
+// added has most; of equals, the first of its group (synonymGroups puts
+// the more specific first: ps4 before playstation).
+func (b *builder) mostOfGroup(id uint32) uint32 {
+	best := id
+	for _, w := range synonyms[b.terms[id]] {
+		sid, ok := b.termMap[w]
+		if !ok {
+			continue
+		}
+		if tf := b.tf[sid]; tf > b.tf[best] || tf > 0 && tf == b.tf[best] && synonymRank(w) < synonymRank(b.terms[best]) {
+			best = sid
+		}
+	}
+	return best
+}
+
+// synonymRank returns the place of normalised word w in its synonym
+// group.
+func synonymRank(w string) int {
+	for _, g := range synonymGroups {
+		for i, s := range g {
+			if Normalize(s) == w {
+				return i
+			}
+		}
+	}
+	return 0
 }
 
 func sortTriples(terms []uint32, tfs []uint8) {
