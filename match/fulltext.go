@@ -24,13 +24,17 @@ func (ix *Index) matchFullText(in *input, f filter, q *Query, keep int, sc *scra
 		}
 		bit := uint32(1) << len(in.qtoks)
 		n := len(alts)
+		// The query's last word names its type, unless the catalog
+		// writes it as one with the word before ("head set": a
+		// headset, not a styling set): those two, grouped just before.
+		head := toks[len(toks)-1] == len(in.toks)-1 && (n == 0 || !alts[n-1].head)
 		for k, term := range terms {
 			w := 1.0
 			if k > 0 {
 				w = synonymWeight
 			}
 			if id := ix.termID(term); id >= 0 && !slices.ContainsFunc(alts[n:], func(a alt) bool { return a.id == uint32(id) }) {
-				alts = append(alts, alt{uint32(id), uint32(len(in.qtoks)), bit, w, toks[len(toks)-1] == len(in.toks)-1})
+				alts = append(alts, alt{uint32(id), uint32(len(in.qtoks)), bit, w, head})
 			}
 		}
 		if len(alts) == n {
@@ -63,7 +67,8 @@ func (ix *Index) matchFullText(in *input, f filter, q *Query, keep int, sc *scra
 			}
 		}
 		// Two words written apart that the catalog writes as one
-		// ("head set" -> headset) also count, as an optional term.
+		// ("head set" -> headset) also count, as an optional term; at
+		// the query's end, it names the type.
 		if i+1 < len(in.toks) && !in.toks[i+1].brk {
 			group([]int{i, i + 1}, withSynonyms(t.term+in.toks[i+1].term), false)
 		}
@@ -120,9 +125,10 @@ func (ix *Index) matchFullText(in *input, f filter, q *Query, keep int, sc *scra
 			// Most candidates of a common word lose to the worst kept:
 			// that test here spares them a call.
 			c := cand{ad: ad, mask: m, score: float64(acc[ad] * bidFactor(ads[ad].bid)), ext: -1}
-			// Among ads with every word of the query, those that are
+			// Among ads with every word of the query, or two of them
+			// as one (the optional terms are those), those that are
 			// what it names come first.
-			if m != mask[ad] && m&required == required {
+			if m != mask[ad] && (m&required == required || m&^required != 0) {
 				c.score = float64(c.score * typeBoost)
 			}
 			if len(h) < keep || (keep > 0 && better(&c, &h[0])) {

@@ -285,7 +285,7 @@ func (ix *Index) walkFullText(alts []alt, required uint32, and bool, f filter, k
 			m := mask &^ typeBit
 			if (!and || m&required == required) && f.ok(a) {
 				c := cand{ad: d, mask: m, score: float64(acc * bidFactor(a.bid)), ext: -1}
-				if m != mask && m&required == required {
+				if m != mask && (m&required == required || m&^required != 0) {
 					c.score = float64(c.score * typeBoost)
 				}
 				if len(h) < keep || better(&c, &h[0]) {
@@ -349,7 +349,7 @@ func (ix *Index) seedFloor(alts []alt, idf []float64, required uint32, and bool,
 			continue
 		}
 		score := float64(acc * bidFactor(a.bid))
-		if m != mask && m&required == required {
+		if m != mask && (m&required == required || m&^required != 0) {
 			score = float64(score * typeBoost)
 		}
 		scores = append(scores, score)
