@@ -8,6 +8,14 @@ import (
 // maxQueryTerms bounds the distinct terms a full-text query scores.
 const maxQueryTerms = 16
 
+// bm25K1 is BM25's k1, how soon a word's repeats stop adding, for the
+// module's loop and the server's walk and bounds alike. Its b is 1: an
+// ad's length discounts its words in full (norm is k1 times its length
+// over the mean), as a word in a short ad says more of what it is than in
+// one with a long description or list of specifications
+// (docs/PERFORMANCE.md).
+const bm25K1 = 1.2
+
 // matchFullText scores every ad containing the query's terms with BM25 over
 // all its text (ctx.dist=none); and requires every term. It adds term by
 // term into dense accumulators, a few nanoseconds per posting.
@@ -84,7 +92,7 @@ func (ix *Index) matchFullText(in *input, f filter, q *Query, keep int, sc *scra
 		}
 	}
 	sc.fullText(ix)
-	const k1, b = 1.2, 0.75
+	const k1 = bm25K1
 	n := float64(len(ix.ads))
 	touched := sc.touched[:0]
 	// The loops read the index's and scratch's slices from locals: Go does
@@ -109,7 +117,7 @@ func (ix *Index) matchFullText(in *input, f filter, q *Query, keep int, sc *scra
 			}
 			t := postTF[i]
 			tf := float64(t & maxTF)
-			norm := float64(k1 * (1 - b + b*float64(ads[ad].docLen)/avg))
+			norm := float64(k1 * float64(float64(ads[ad].docLen)/avg))
 			acc[ad] = float64(acc[ad] + idf*float64(tf*(k1+1))/float64(tf+norm))
 			mask[ad] |= a.bit
 			if t&typeFlag != 0 && a.head {

@@ -32,9 +32,9 @@ const boundSlack = 1 + 1e-9
 // termScore is what a posting of term weight idf adds to its ad's score,
 // computed as matchFullText computes it, to the bit.
 func termScore(idf float64, t uint8, docLen uint32, avg float64) float64 {
-	const k1, b = 1.2, 0.75
+	const k1 = bm25K1
 	tf := float64(t & maxTF)
-	norm := float64(k1 * (1 - b + b*float64(docLen)/avg))
+	norm := float64(k1 * float64(float64(docLen)/avg))
 	return float64(idf * float64(tf*(k1+1)) / float64(tf+norm))
 }
 

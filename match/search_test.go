@@ -411,3 +411,17 @@ func TestCompoundNamesTheType(t *testing.T) {
 		t.Errorf("styling set: %v, want the doll first", got)
 	}
 }
+
+// An ad's length discounts its words in full: a word that is the same
+// share of two ads' text weighs the same in both.
+func TestLengthDiscountsInFull(t *testing.T) {
+	ix := mustBuild(t, []Ad{
+		{ID: "short", Kind: KindProduct, Title: "Zork gadget", Advertiser: "a.example", Markets: []Market{us}},
+		{ID: "long", Kind: KindProduct, Title: "Zork gadget zork gadget", Advertiser: "b.example", Markets: []Market{us}},
+		{ID: "other", Kind: KindProduct, Title: "Zork widget", Advertiser: "c.example", Markets: []Market{us}},
+	})
+	hits := ix.Match(&Query{Text: "gadget", Dist: DistNone})
+	if len(hits) != 2 || hits[0].Score != hits[1].Score {
+		t.Errorf("gadget: %v, want two ads with one score", hits)
+	}
+}
