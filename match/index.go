@@ -409,8 +409,10 @@ type builder struct {
 	totalLen uint64
 	ids      []uint32
 	scratch  []byte
-	// synonymous says of each term whether it has synonyms.
+	// synonymous says of each term whether it has synonyms; rank is
+	// each synonym's place in its group, from 1.
 	synonymous []bool
+	rank       map[string]int
 	tf         map[uint32]uint32
 	adCrit     map[uint32]uint32
 }
@@ -655,7 +657,7 @@ func (b *builder) mostOfGroup(id uint32) uint32 {
 		if !ok {
 			continue
 		}
-		if tf := b.tf[sid]; tf > b.tf[best] || tf > 0 && tf == b.tf[best] && synonymRank(w) < synonymRank(b.terms[best]) {
+		if tf := b.tf[sid]; tf > b.tf[best] || tf > 0 && tf == b.tf[best] && b.synonymRank(w) < b.synonymRank(b.terms[best]) {
 			best = sid
 		}
 	}
@@ -664,15 +666,18 @@ func (b *builder) mostOfGroup(id uint32) uint32 {
 
 // synonymRank returns the place of normalised word w in its synonym
 // group.
-func synonymRank(w string) int {
-	for _, g := range synonymGroups {
-		for i, s := range g {
-			if Normalize(s) == w {
-				return i
+func (b *builder) synonymRank(w string) int {
+	if b.rank == nil {
+		b.rank = make(map[string]int)
+		for _, g := range synonymGroups {
+			for i, s := range g {
+				if n := Normalize(s); b.rank[n] == 0 {
+					b.rank[n] = i + 1
+				}
 			}
 		}
 	}
-	return 0
+	return b.rank[w]
 }
 
 func sortTriples(terms []uint32, tfs []uint8) {
