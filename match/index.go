@@ -365,9 +365,9 @@ func buildTyped(ads []Ad, types map[string]uint32) (*Index, error) {
 		mktMap:  make(map[Market]int),
 	}
 	ix := &Index{ads: make([]adRec, len(ads)), recs: make([]adStrs, len(ads))}
-	phrases := acronymPhrases()
+	phrases, rank := acronymPhrases(), synonymRanks()
 	for i := range ads {
-		if err := b.add(ix, i, &ads[i], types, phrases); err != nil {
+		if err := b.add(ix, i, &ads[i], types, phrases, rank); err != nil {
 			return nil, err
 		}
 	}
@@ -409,10 +409,8 @@ type builder struct {
 	totalLen uint64
 	ids      []uint32
 	scratch  []byte
-	// synonymous says of each term whether it has synonyms; rank is
-	// each synonym's place in its group, from 1.
+	// synonymous says of each term whether it has synonyms.
 	synonymous []bool
-	rank       map[string]int
 	tf         map[uint32]uint32
 	adCrit     map[uint32]uint32
 }
@@ -459,7 +457,7 @@ func (b *builder) termIDs(s string) []uint32 {
 	return slices.Clone(ids)
 }
 
-func (b *builder) add(ix *Index, i int, ad *Ad, types map[string]uint32, phrases []string) error {
+func (b *builder) add(ix *Index, i int, ad *Ad, types map[string]uint32, phrases []string, rank map[string]int) error {
 	if ad.ID == "" {
 		return errors.New("match: ad " + strconv.Itoa(i) + " has no id")
 	}
@@ -544,14 +542,14 @@ func (b *builder) add(ix *Index, i int, ad *Ad, types map[string]uint32, phrases
 	// nothing (a notebook that mentions a laptop in its description is
 	// not a laptop and a notebook). Its type moves to that word.
 	if typ != ^uint32(0) {
-		typ = b.mostOfGroup(typ)
+		typ = b.mostOfGroup(typ, rank)
 	}
 	if typ2 != ^uint32(0) {
-		typ2 = b.mostOfGroup(typ2)
+		typ2 = b.mostOfGroup(typ2, rank)
 	}
 	var less []uint32
 	for id := range b.tf {
-		if b.synonymous[id] && b.mostOfGroup(id) != id {
+		if b.synonymous[id] && b.mostOfGroup(id, rank) != id {
 			less = append(less, id)
 		}
 	}
@@ -648,36 +646,34 @@ func (b *builder) add(ix *Index, i int, ad *Ad, types map[string]uint32, phrases
 }
 
 // mostOfGroup returns, of term id and its synonyms, the one the ad being
-// added has most; of equals, the first of its group (synonymGroups puts
-// the more specific first: ps4 before playstation).
-func (b *builder) mostOfGroup(id uint32) uint32 {
+// added has most; of equals, the first of its group by rank
+// (synonymGroups puts the more specific first: ps4 before playstation).
+func (b *builder) mostOfGroup(id uint32, rank map[string]int) uint32 {
 	best := id
 	for _, w := range synonyms[b.terms[id]] {
 		sid, ok := b.termMap[w]
 		if !ok {
 			continue
 		}
-		if tf := b.tf[sid]; tf > b.tf[best] || tf > 0 && tf == b.tf[best] && b.synonymRank(w) < b.synonymRank(b.terms[best]) {
+		if tf := b.tf[sid]; tf > b.tf[best] || tf > 0 && tf == b.tf[best] && rank[w] < rank[b.terms[best]] {
 			best = sid
 		}
 	}
 	return best
 }
 
-// synonymRank returns the place of normalised word w in its synonym
-// group.
-func (b *builder) synonymRank(w string) int {
-	if b.rank == nil {
-		b.rank = make(map[string]int)
-		for _, g := range synonymGroups {
-			for i, s := range g {
-				if n := Normalize(s); b.rank[n] == 0 {
-					b.rank[n] = i + 1
-				}
+// synonymRanks returns each normalised synonym's place in its group,
+// from 1.
+func synonymRanks() map[string]int {
+	rank := make(map[string]int)
+	for _, g := range synonymGroups {
+		for i, s := range g {
+			if n := Normalize(s); rank[n] == 0 {
+				rank[n] = i + 1
 			}
 		}
 	}
-	return b.rank[w]
+	return rank
 }
 
 func sortTriples(terms []uint32, tfs []uint8) {
