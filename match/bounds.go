@@ -207,9 +207,9 @@ func (ix *Index) champions(lo, hi uint32) []uint32 {
 // postingWeight is what a posting adds to its ad's score per unit of idf,
 // times the ad's bid factor: the quantity the bounds bound.
 func postingWeight(t uint8, a *adRec, avg float64) float64 {
-	const k1, b = 1.2, 0.75
+	const k1 = bm25K1
 	tf := float64(t & maxTF)
-	norm := k1 * (1 - b + b*float64(a.docLen)/avg)
+	norm := float64(k1 * float64(float64(a.docLen)/avg))
 	return tf * (k1 + 1) / (tf + norm) * bidFactor(a.bid)
 }
 

@@ -8,6 +8,14 @@ import (
 // maxQueryTerms bounds the distinct terms a full-text query scores.
 const maxQueryTerms = 16
 
+// bm25K1 is BM25's k1, how soon a word's repeats stop adding, for the
+// module's loop and the server's walk and bounds alike. Its b is 1: an
+// ad's length discounts its words in full (norm is k1 times its length
+// over the mean), as a word in a short ad says more of what it is than in
+// one with a long description or list of specifications
+// (docs/PERFORMANCE.md).
+const bm25K1 = 1.2
+
 // matchFullText scores every ad containing the query's terms with BM25 over
 // all its text (ctx.dist=none); and requires every term. It adds term by
 // term into dense accumulators, a few nanoseconds per posting.
@@ -24,13 +32,17 @@ func (ix *Index) matchFullText(in *input, f filter, q *Query, keep int, sc *scra
 		}
 		bit := uint32(1) << len(in.qtoks)
 		n := len(alts)
+		// The query's last word names its type, unless the catalog
+		// writes it as one with the word before ("head set": a
+		// headset, not a styling set): those two, grouped just before.
+		head := toks[len(toks)-1] == len(in.toks)-1 && (n == 0 || !alts[n-1].head)
 		for k, term := range terms {
 			w := 1.0
 			if k > 0 {
 				w = synonymWeight
 			}
 			if id := ix.termID(term); id >= 0 && !slices.ContainsFunc(alts[n:], func(a alt) bool { return a.id == uint32(id) }) {
-				alts = append(alts, alt{uint32(id), uint32(len(in.qtoks)), bit, w, toks[len(toks)-1] == len(in.toks)-1})
+				alts = append(alts, alt{uint32(id), uint32(len(in.qtoks)), bit, w, head})
 			}
 		}
 		if len(alts) == n {
@@ -63,7 +75,8 @@ func (ix *Index) matchFullText(in *input, f filter, q *Query, keep int, sc *scra
 			}
 		}
 		// Two words written apart that the catalog writes as one
-		// ("head set" -> headset) also count, as an optional term.
+		// ("head set" -> headset) also count, as an optional term; at
+		// the query's end, it names the type.
 		if i+1 < len(in.toks) && !in.toks[i+1].brk {
 			group([]int{i, i + 1}, withSynonyms(t.term+in.toks[i+1].term), false)
 		}
@@ -79,7 +92,7 @@ func (ix *Index) matchFullText(in *input, f filter, q *Query, keep int, sc *scra
 		}
 	}
 	sc.fullText(ix)
-	const k1, b = 1.2, 0.75
+	const k1 = bm25K1
 	n := float64(len(ix.ads))
 	touched := sc.touched[:0]
 	// The loops read the index's and scratch's slices from locals: Go does
@@ -104,7 +117,7 @@ func (ix *Index) matchFullText(in *input, f filter, q *Query, keep int, sc *scra
 			}
 			t := postTF[i]
 			tf := float64(t & maxTF)
-			norm := float64(k1 * (1 - b + b*float64(ads[ad].docLen)/avg))
+			norm := float64(k1 * float64(float64(ads[ad].docLen)/avg))
 			acc[ad] = float64(acc[ad] + idf*float64(tf*(k1+1))/float64(tf+norm))
 			mask[ad] |= a.bit
 			if t&typeFlag != 0 && a.head {
@@ -120,9 +133,10 @@ func (ix *Index) matchFullText(in *input, f filter, q *Query, keep int, sc *scra
 			// Most candidates of a common word lose to the worst kept:
 			// that test here spares them a call.
 			c := cand{ad: ad, mask: m, score: float64(acc[ad] * bidFactor(ads[ad].bid)), ext: -1}
-			// Among ads with every word of the query, those that are
+			// Among ads with every word of the query, or two of them
+			// as one (the optional terms are those), those that are
 			// what it names come first.
-			if m != mask[ad] && m&required == required {
+			if m != mask[ad] && (m&required == required || m&^required != 0) {
 				c.score = float64(c.score * typeBoost)
 			}
 			if len(h) < keep || (keep > 0 && better(&c, &h[0])) {

@@ -365,9 +365,9 @@ func buildTyped(ads []Ad, types map[string]uint32) (*Index, error) {
 		mktMap:  make(map[Market]int),
 	}
 	ix := &Index{ads: make([]adRec, len(ads)), recs: make([]adStrs, len(ads))}
-	phrases := acronymPhrases()
+	phrases, rank := acronymPhrases(), synonymRanks()
 	for i := range ads {
-		if err := b.add(ix, i, &ads[i], types, phrases); err != nil {
+		if err := b.add(ix, i, &ads[i], types, phrases, rank); err != nil {
 			return nil, err
 		}
 	}
@@ -409,8 +409,10 @@ type builder struct {
 	totalLen uint64
 	ids      []uint32
 	scratch  []byte
-	tf       map[uint32]uint32
-	adCrit   map[uint32]uint32
+	// synonymous says of each term whether it has synonyms.
+	synonymous []bool
+	tf         map[uint32]uint32
+	adCrit     map[uint32]uint32
 }
 
 // appendStrs appends an ad's strings to the arena, one after another in
@@ -447,6 +449,7 @@ func (b *builder) termIDs(s string) []uint32 {
 			t := string(term)
 			b.termMap[t] = id
 			b.terms = append(b.terms, t)
+			b.synonymous = append(b.synonymous, synonyms[t] != nil)
 		}
 		ids = append(ids, id)
 	})
@@ -454,7 +457,7 @@ func (b *builder) termIDs(s string) []uint32 {
 	return slices.Clone(ids)
 }
 
-func (b *builder) add(ix *Index, i int, ad *Ad, types map[string]uint32, phrases []string) error {
+func (b *builder) add(ix *Index, i int, ad *Ad, types map[string]uint32, phrases []string, rank map[string]int) error {
 	if ad.ID == "" {
 		return errors.New("match: ad " + strconv.Itoa(i) + " has no id")
 	}
@@ -534,6 +537,25 @@ func (b *builder) add(ix *Index, i int, ad *Ad, types map[string]uint32, phrases
 		kws[k] = addText(kw, wStrong)
 	}
 	addText(ad.Description, wBody)
+	// A word and its synonyms count once: of several words of a group in
+	// an ad, the one it has most scores, and the others are there but add
+	// nothing (a notebook that mentions a laptop in its description is
+	// not a laptop and a notebook). Its type moves to that word.
+	if typ != ^uint32(0) {
+		typ = b.mostOfGroup(typ, rank)
+	}
+	if typ2 != ^uint32(0) {
+		typ2 = b.mostOfGroup(typ2, rank)
+	}
+	var less []uint32
+	for id := range b.tf {
+		if b.synonymous[id] && b.mostOfGroup(id, rank) != id {
+			less = append(less, id)
+		}
+	}
+	for _, id := range less {
+		b.tf[id] = 0
+	}
 	r.docLen = docLen
 	b.totalLen += uint64(docLen)
 	start := len(b.pTerm)
@@ -621,6 +643,37 @@ func (b *builder) add(ix *Index, i int, ad *Ad, types map[string]uint32, phrases
 	}
 	r.adv = adv
 	return nil
+}
+
+// mostOfGroup returns, of term id and its synonyms, the one the ad being
+// added has most; of equals, the first of its group by rank
+// (synonymGroups puts the more specific first: ps4 before playstation).
+func (b *builder) mostOfGroup(id uint32, rank map[string]int) uint32 {
+	best := id
+	for _, w := range synonyms[b.terms[id]] {
+		sid, ok := b.termMap[w]
+		if !ok {
+			continue
+		}
+		if tf := b.tf[sid]; tf > b.tf[best] || tf > 0 && tf == b.tf[best] && rank[w] < rank[b.terms[best]] {
+			best = sid
+		}
+	}
+	return best
+}
+
+// synonymRanks returns each normalised synonym's place in its group,
+// from 1.
+func synonymRanks() map[string]int {
+	rank := make(map[string]int)
+	for _, g := range synonymGroups {
+		for i, s := range g {
+			if n := Normalize(s); rank[n] == 0 {
+				rank[n] = i + 1
+			}
+		}
+	}
+	return rank
 }
 
 func sortTriples(terms []uint32, tfs []uint8) {

@@ -32,9 +32,9 @@ const boundSlack = 1 + 1e-9
 // termScore is what a posting of term weight idf adds to its ad's score,
 // computed as matchFullText computes it, to the bit.
 func termScore(idf float64, t uint8, docLen uint32, avg float64) float64 {
-	const k1, b = 1.2, 0.75
+	const k1 = bm25K1
 	tf := float64(t & maxTF)
-	norm := float64(k1 * (1 - b + b*float64(docLen)/avg))
+	norm := float64(k1 * float64(float64(docLen)/avg))
 	return float64(idf * float64(tf*(k1+1)) / float64(tf+norm))
 }
 
@@ -285,7 +285,7 @@ func (ix *Index) walkFullText(alts []alt, required uint32, and bool, f filter, k
 			m := mask &^ typeBit
 			if (!and || m&required == required) && f.ok(a) {
 				c := cand{ad: d, mask: m, score: float64(acc * bidFactor(a.bid)), ext: -1}
-				if m != mask && m&required == required {
+				if m != mask && (m&required == required || m&^required != 0) {
 					c.score = float64(c.score * typeBoost)
 				}
 				if len(h) < keep || better(&c, &h[0]) {
@@ -349,7 +349,7 @@ func (ix *Index) seedFloor(alts []alt, idf []float64, required uint32, and bool,
 			continue
 		}
 		score := float64(acc * bidFactor(a.bid))
-		if m != mask && m&required == required {
+		if m != mask && (m&required == required || m&^required != 0) {
 			score = float64(score * typeBoost)
 		}
 		scores = append(scores, score)

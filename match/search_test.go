@@ -371,3 +371,57 @@ func TestPS4IsThePlayStation4(t *testing.T) {
 		t.Errorf("ps4 pro: %v, want the PlayStation 4 first", got)
 	}
 }
+
+// A word and its synonyms count once: an ad that says "laptop" besides
+// "notebook" is no more a notebook than one that does not, and scores
+// alike for either word.
+func TestSynonymsCountOnce(t *testing.T) {
+	ix := mustBuild(t, []Ad{
+		{ID: "both", Kind: KindProduct, Title: "HP 255 G7 Notebook", Category: "notebook", Description: "a laptop for work", Advertiser: "a.example", Markets: []Market{us}},
+		{ID: "one", Kind: KindProduct, Title: "HP 256 G7 Notebook", Category: "notebook", Description: "a desktop for work", Advertiser: "b.example", Markets: []Market{us}},
+	})
+	for _, q := range []string{"notebook", "laptop"} {
+		hits := ix.Match(&Query{Text: q, Dist: DistNone})
+		if len(hits) != 2 || hits[0].Score != hits[1].Score {
+			t.Errorf("%s: %v, want both ads with one score", q, hits)
+		}
+	}
+	// Still there: an and-query for the word it says less finds it.
+	if got := ids(ix, ix.Match(&Query{Text: "laptop work", Dist: DistNone, Operator: OpAnd})); len(got) != 2 {
+		t.Errorf("laptop work (and): %v, want both", got)
+	}
+}
+
+// Two words that the catalog writes as one name the query's type: "head
+// set" is a headset, not a styling set with a doll's head.
+func TestCompoundNamesTheType(t *testing.T) {
+	ix := mustBuild(t, []Ad{
+		{ID: "doll", Kind: KindProduct, Title: "L.O.L. Surprise! Styling Head Doll hair styling set", Category: "doll hair styling set", Markets: []Market{us}},
+		{ID: "headset", Kind: KindProduct, Title: "Alienware AW510H Headset Black", Category: "headset", Markets: []Market{us}},
+	})
+	if got := ids(ix, ix.Match(&Query{Text: "head set", Dist: DistNone})); !slices.Equal(got, []string{"headset", "doll"}) {
+		t.Errorf("head set: %v, want the headset, then the doll", got)
+	}
+	// Written as one word, the query is the same.
+	if got := ids(ix, ix.Match(&Query{Text: "headset", Dist: DistNone})); !slices.Equal(got, []string{"headset"}) {
+		t.Errorf("headset: %v, want the headset", got)
+	}
+	// "styling set" is the doll's type, and no compound.
+	if got := ids(ix, ix.Match(&Query{Text: "styling set", Dist: DistNone})); len(got) == 0 || got[0] != "doll" {
+		t.Errorf("styling set: %v, want the doll first", got)
+	}
+}
+
+// An ad's length discounts its words in full: a word that is the same
+// share of two ads' text weighs the same in both.
+func TestLengthDiscountsInFull(t *testing.T) {
+	ix := mustBuild(t, []Ad{
+		{ID: "short", Kind: KindProduct, Title: "Zork gadget", Advertiser: "a.example", Markets: []Market{us}},
+		{ID: "long", Kind: KindProduct, Title: "Zork gadget zork gadget", Advertiser: "b.example", Markets: []Market{us}},
+		{ID: "other", Kind: KindProduct, Title: "Zork widget", Advertiser: "c.example", Markets: []Market{us}},
+	})
+	hits := ix.Match(&Query{Text: "gadget", Dist: DistNone})
+	if len(hits) != 2 || hits[0].Score != hits[1].Score {
+		t.Errorf("gadget: %v, want two ads with one score", hits)
+	}
+}

@@ -231,6 +231,9 @@ func BenchmarkRelevance(b *testing.B) {
 		b.ReportMetric(hi, "ndcg_minus_best_ci95_hi")
 		b.ReportMetric(Percentile(lOurs, 0.5)*1000, "p50_µs")
 		b.ReportMetric(Percentile(lOurs, 0.99)*1000, "p99_µs")
+		// On a machine other work shares, each query's best of its runs
+		// is the work it does: the figure to compare two rankings by.
+		b.ReportMetric(Percentile(bestOf(lOurs, len(qs)), 0.5)*1000, "best_p50_µs")
 		b.ReportMetric(Percentile(lAll, 0.5)*1000, "exhaustive_p50_µs")
 		b.ReportMetric(Percentile(lAll, 0.99)*1000, "exhaustive_p99_µs")
 		b.ReportMetric(Percentile(lTheirs[best], 0.99)*1000, "bleve_best_p99_µs")
