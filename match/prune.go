@@ -171,35 +171,19 @@ func (ix *Index) walkFullText(alts []alt, required uint32, and bool, f filter, k
 		return h, 0
 	}
 	for {
-		// d is the first ad of the driving lists.
+		// d is the first ad of the driving lists that could rank.
 		d := end
 		for _, t := range w.drive {
 			for _, c := range t.lists {
 				if c.doc < from {
 					ix.seek(c, from, end)
 				}
+				w.viable(c, t.rest)
 				d = min(d, c.doc)
 			}
 		}
 		if d >= end {
 			break
-		}
-		// The driving lists' blocks that hold d or come after it bound
-		// every ad up to the first of their ends.
-		bound, next := w.rest, end
-		for _, t := range w.drive {
-			tb := 0.0
-			for _, c := range t.lists {
-				if c.doc < end {
-					b, e := ix.block(c)
-					tb, next = max(tb, b), min(next, e)
-				}
-			}
-			bound += tb
-		}
-		if !w.pass(bound) {
-			from = next
-			continue
 		}
 		from = d + 1
 		// d's own bound: each driving term that holds it by the least of
@@ -210,8 +194,7 @@ func (ix *Index) walkFullText(alts []alt, required uint32, and bool, f filter, k
 			tb := math.Inf(1)
 			for _, c := range t.lists {
 				if c.doc == d {
-					b, _ := ix.block(c)
-					tb = min(tb, b)
+					tb = min(tb, ix.postBound(c))
 				}
 			}
 			if tb < math.Inf(1) {
@@ -227,8 +210,7 @@ func (ix *Index) walkFullText(alts []alt, required uint32, and bool, f filter, k
 			for _, c := range t.lists {
 				ix.seek(c, d, end)
 				if c.doc == d {
-					b, _ := ix.block(c)
-					tb, has = min(tb, b), true
+					tb, has = min(tb, ix.postBound(c)), true
 				}
 			}
 			if has {
@@ -254,6 +236,8 @@ func (ix *Index) walkFullText(alts []alt, required uint32, and bool, f filter, k
 		// Scored as the exhaustive loop scores it: term by term in the
 		// query's order, the same arithmetic, the same rounding.
 		scored++
+		if !w.full {
+		}
 		a := &ads[d]
 		var acc float64
 		var mask uint32
@@ -296,8 +280,9 @@ type walkTerm struct {
 	lists    []*listCursor
 	ub       float64
 	postings uint32
-	need     bool // the query's operator is and: an ad must hold it
-	required bool // need, or the threshold is beyond the other terms' bounds
+	need     bool    // the query's operator is and: an ad must hold it
+	required bool    // need, or the threshold is beyond the other terms' bounds
+	rest     float64 // the bound of the other terms together
 }
 
 // walk is the state of walkFullText that its plan depends on.
@@ -318,6 +303,40 @@ type walk struct {
 	othersBuf  [maxQueryTerms]*walkTerm
 	suffixBuf  [maxQueryTerms + 1]float64
 	byBoundBuf [maxQueryTerms]*walkTerm
+}
+
+// viable moves c to its first posting, from its present one, whose bound
+// with rest, the bound of the query's other terms, could rank: an ad it
+// passes cannot. A block at a time where the block's bound is too low.
+func (w *walk) viable(c *listCursor, rest float64) {
+	ix := w.ix
+	post, typed, other := ix.ft.post, ix.ft.typed, ix.ft.other
+	for c.pos < c.end {
+		j := c.pos >> blockShift
+		bt, bo := c.typed*float64(typed[j]), c.other*float64(other[j])
+		stop := min(c.end, (j+1)<<blockShift)
+		if w.pass(max(bt, bo) + rest) {
+			bt, bo = bt/postSteps, bo/postSteps
+			for p := c.pos; p < stop; p++ {
+				q := post[p]
+				b := bo * float64(q)
+				if q&postTyped != 0 {
+					b = bt * float64(q&^postTyped)
+				}
+				if w.pass(b + rest) {
+					if p != c.pos {
+						c.pos, c.doc = p, ix.postAd[p]
+					}
+					return
+				}
+			}
+		}
+		c.pos = stop
+		if c.pos < c.end {
+			c.doc = ix.postAd[c.pos]
+		}
+	}
+	c.doc = w.end
 }
 
 // pass reports whether an ad bounded by b could rank.
@@ -348,6 +367,7 @@ func (w *walk) plan() bool {
 				others += w.terms[j].ub
 			}
 		}
+		t.rest = others
 		t.required = t.need || !w.pass(others)
 		if t.required && (drive == nil || t.postings < drive.postings) {
 			drive = t
@@ -388,6 +408,15 @@ func (w *walk) plan() bool {
 	}
 	w.rest = w.suffix[0]
 	return true
+}
+
+// postBound returns the bound of c's present posting.
+func (ix *Index) postBound(c *listCursor) float64 {
+	j, q := c.pos>>blockShift, ix.ft.post[c.pos]
+	if q&postTyped != 0 {
+		return c.typed * float64(ix.ft.typed[j]) * float64(q&^postTyped) / postSteps
+	}
+	return c.other * float64(ix.ft.other[j]) * float64(q) / postSteps
 }
 
 // block returns the bound of the block of c's list that holds its
