@@ -209,6 +209,7 @@ func (ix *Index) walkFullText(alts []alt, required uint32, and bool, f filter, k
 			tb, has := math.Inf(1), false
 			for _, c := range t.lists {
 				ix.seek(c, d, end)
+				w.viable(c, t.rest)
 				if c.doc == d {
 					tb, has = min(tb, ix.postBound(c)), true
 				}
@@ -236,8 +237,6 @@ func (ix *Index) walkFullText(alts []alt, required uint32, and bool, f filter, k
 		// Scored as the exhaustive loop scores it: term by term in the
 		// query's order, the same arithmetic, the same rounding.
 		scored++
-		if !w.full {
-		}
 		a := &ads[d]
 		var acc float64
 		var mask uint32
