@@ -8,11 +8,13 @@ import (
 	"slices"
 )
 
-// The server ranks full-text queries by block-max WAND (Ding and Suel,
-// 2011): it walks the query's posting lists together in ad order and
-// scores an ad only when the upper bounds of the lists that hold it could
-// lift it above the worst of the keep best so far. A common word's
-// hundreds of thousands of postings are mostly skipped a block at a time.
+// The server ranks full-text queries by MaxScore with block and posting
+// bounds (as Lucene and PISA do): it walks the query's posting lists
+// together in ad order and scores an ad only when the upper bounds of the
+// terms that hold it could lift it above the worst of the keep best so
+// far. A common word's hundreds of thousands of postings are mostly
+// passed over by a byte each, or a block at a time, and where an ad must
+// hold two common words to rank, only the ads holding both are looked at.
 // The answer is the exhaustive loop's (fulltext.go), which the module
 // keeps: the same candidates with the same scores, to the last bit.
 
@@ -80,12 +82,9 @@ func (ix *Index) prunedFullText(q *Query, alts []alt, required uint32, f filter,
 type listCursor struct {
 	pos, end uint32 // the current posting and the list's end in postAd
 	doc      uint32 // postAd[pos], or the walk's end once the list is done
-	alt      int    // the alternative's place in alts: scores add in that order
-	k        uint32 // its query term: the group of it and its synonyms
 	// typed and other scale a block's bounds into bounds of the final
 	// score: idf, doubled where the ads may get the product-type boost.
 	typed, other float64
-	ub           float64 // the bound of the whole list
 }
 
 // walkFullText returns the keep best candidates of the query, as the
@@ -93,16 +92,22 @@ type listCursor struct {
 // and how many ads it scored, for the tests.
 //
 // It is MaxScore (Turtle and Flood, 1995) over the query's terms, each
-// term a group of lists (the word and its synonyms), with block bounds:
-// at each moment some terms drive the walk, and only their ads are
-// looked at. When the threshold is such that an ad lacking one term
-// cannot rank, that term alone drives (the one with the fewest
-// postings), and the others are looked up in it: a query of two common
-// words walks their intersection rather than their union. Otherwise the
-// terms whose bounds together cannot reach the threshold follow, and the
-// others drive. The blocks of the driving lists skip the ads that cannot
-// rank a block at a time, and an ad's bound is narrowed term by term,
-// from its blocks, before it is scored.
+// term a group of lists (the word and its synonyms): at each moment some
+// terms drive the walk, and only their ads are looked at. When the
+// threshold is such that an ad lacking one term cannot rank, that term
+// alone drives (the one with the fewest postings), and the others are
+// looked up in it: a query of two common words walks their intersection
+// rather than their union, and an ad the other term lacks skips the
+// driver to that term's next ad. Otherwise the terms whose bounds
+// together cannot reach the threshold follow, and the others drive.
+// Every list passes over the postings whose own bound, with the other
+// terms' bounds, cannot rank (viable), and an ad's bound is narrowed
+// term by term before it is scored.
+//
+// A list passes only ads that cannot rank; an ad that another list then
+// brings up may be scored without that list's share, lower than its
+// score, and still cannot rank: it may be held while fewer than keep
+// are, never at the end.
 func (ix *Index) walkFullText(alts []alt, required uint32, and bool, f filter, keep int) (h worst, scored int) {
 	if keep <= 0 {
 		return nil, 0
@@ -147,17 +152,16 @@ func (ix *Index) walkFullText(alts []alt, required uint32, and bool, f filter, k
 	for i, a := range alts {
 		lo, hi := ix.postOff[a.id], ix.postOff[a.id+1]
 		c := &cursors[i]
-		*c = listCursor{pos: lo, end: hi, doc: end, alt: i, k: a.k, typed: rarity[i], other: rarity[i] * boostOther}
+		*c = listCursor{pos: lo, end: hi, doc: end, typed: rarity[i], other: rarity[i] * boostOther}
 		if headGroup[a.k] {
 			c.typed *= 2
 		}
 		if lo < hi {
 			c.doc = postAd[lo]
 		}
-		c.ub = max(c.typed*listT[i], c.other*listO[i])
 		t := &terms[a.k]
 		t.lists = append(t.lists, c)
-		t.ub = max(t.ub, c.ub)
+		t.ub = max(t.ub, c.typed*listT[i], c.other*listO[i])
 		t.postings += hi - lo
 		t.need = and && required&a.bit != 0
 		nterms = max(nterms, int(a.k)+1)
@@ -187,8 +191,8 @@ func (ix *Index) walkFullText(alts []alt, required uint32, and bool, f filter, k
 		}
 		from = d + 1
 		// d's own bound: each driving term that holds it by the least of
-		// its blocks that hold it (each bounds the whole term), then the
-		// other terms one by one, looked up.
+		// its postings at d (each bounds the whole term), then the other
+		// terms one by one, looked up.
 		known := 0.0
 		for _, t := range w.drive {
 			tb := math.Inf(1)
@@ -416,14 +420,6 @@ func (ix *Index) postBound(c *listCursor) float64 {
 		return c.typed * float64(ix.ft.typed[j]) * float64(q&^postTyped) / postSteps
 	}
 	return c.other * float64(ix.ft.other[j]) * float64(q) / postSteps
-}
-
-// block returns the bound of the block of c's list that holds its
-// present posting, and 1 + the last ad of the list in that block.
-func (ix *Index) block(c *listCursor) (bound float64, next uint32) {
-	j := c.pos >> blockShift
-	bound = max(c.typed*float64(ix.ft.typed[j]), c.other*float64(ix.ft.other[j]))
-	return bound, ix.postAd[min(c.pos|(blockLen-1), c.end-1)] + 1
 }
 
 // seedFloor scores the champions of the query's terms and returns the
