@@ -178,11 +178,21 @@ func (ix *Index) walkFullText(alts []alt, required uint32, and bool, f filter, k
 		// d is the first ad of the driving lists that could rank.
 		d := end
 		for _, t := range w.drive {
+			// No other driving term holds an ad before the first of
+			// their lists' ads.
+			limit := end
+			for _, u := range w.drive {
+				if u != t {
+					for _, c := range u.lists {
+						limit = min(limit, c.doc)
+					}
+				}
+			}
 			for _, c := range t.lists {
 				if c.doc < from {
 					ix.seek(c, from, end)
 				}
-				w.viable(c, t.rest)
+				w.viable(c, t.rest, w.rest, limit)
 				d = min(d, c.doc)
 			}
 		}
@@ -213,7 +223,7 @@ func (ix *Index) walkFullText(alts []alt, required uint32, and bool, f filter, k
 			tb, has := math.Inf(1), false
 			for _, c := range t.lists {
 				ix.seek(c, d, end)
-				w.viable(c, t.rest)
+				w.viable(c, t.rest, t.rest, 0)
 				if c.doc == d {
 					tb, has = min(tb, ix.postBound(c)), true
 				}
@@ -311,14 +321,20 @@ type walk struct {
 // viable moves c to its first posting, from its present one, whose bound
 // with rest, the bound of the query's other terms, could rank: an ad it
 // passes cannot. A block at a time where the block's bound is too low.
-func (w *walk) viable(c *listCursor, rest float64) {
+// Before ad limit, near bounds the other terms instead: the walk knows
+// that some of them hold no ad there.
+func (w *walk) viable(c *listCursor, rest, near float64, limit uint32) {
 	ix := w.ix
-	post, typed, other := ix.ft.post, ix.ft.typed, ix.ft.other
+	post, typed, other, postAd := ix.ft.post, ix.ft.typed, ix.ft.other, ix.postAd
 	for c.pos < c.end {
 		j := c.pos >> blockShift
 		bt, bo := c.typed*float64(typed[j]), c.other*float64(other[j])
 		stop := min(c.end, (j+1)<<blockShift)
-		if w.pass(max(bt, bo) + rest) {
+		r := rest
+		if postAd[stop-1] < limit {
+			r = near
+		}
+		if w.pass(max(bt, bo) + r) {
 			bt, bo = bt/postSteps, bo/postSteps
 			for p := c.pos; p < stop; p++ {
 				q := post[p]
@@ -326,7 +342,11 @@ func (w *walk) viable(c *listCursor, rest float64) {
 				if q&postTyped != 0 {
 					b = bt * float64(q&^postTyped)
 				}
-				if w.pass(b + rest) {
+				r := rest
+				if postAd[p] < limit {
+					r = near
+				}
+				if w.pass(b + r) {
 					if p != c.pos {
 						c.pos, c.doc = p, ix.postAd[p]
 					}
