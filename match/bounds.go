@@ -15,13 +15,13 @@ import (
 // Postings are bounded in blocks of blockLen, aligned on their place in
 // postAd: a block can hold the end of one list and the start of the next,
 // and its bound is then theirs together, which is still a bound of each.
-// Superblocks of superLen postings hold their blocks' greatest bounds: a
-// walk that cannot rank an ad in one skips it whole.
+// Each posting has its own bound too, in a byte: a share of its block's
+// in postSteps steps, rounded up.
 const (
 	blockShift = 4
 	blockLen   = 1 << blockShift
-	superShift = 8
-	superLen   = 1 << superShift
+	postSteps  = 127
+	postTyped  = 0x80
 )
 
 // fullTextBounds holds, for each block of postings, the most its ads can
@@ -35,8 +35,7 @@ const (
 type fullTextBounds struct {
 	once         sync.Once
 	typed, other []float32 // per block, rounded up
-	superTyped   []float32 // per superblock
-	superOther   []float32
+	post         []uint8   // per posting: postTyped, and its share of its block's bound
 	// long holds what a term of champMin postings or more keeps, so a
 	// query does not go through its blocks for it.
 	long   map[uint32]longList
@@ -62,14 +61,47 @@ func (ix *Index) prepareFullText() {
 func (ix *Index) computeBounds() {
 	n := (len(ix.postAd) + blockLen - 1) >> blockShift
 	typed, other := make([]float32, n), make([]float32, n)
-	put := func(p uint32, v float64, isTyped bool) {
+	ix.postingWeights(func(p uint32, v float64, isTyped bool) {
 		j, w := p>>blockShift, up32(v)
 		if isTyped {
 			typed[j] = max(typed[j], w)
 		} else {
 			other[j] = max(other[j], w)
 		}
+	})
+	// Each posting's own bound, in 7 bits, a share of its block's bound
+	// for its kind, rounded up; the high bit says which kind.
+	post := make([]uint8, len(ix.postAd))
+	ix.postingWeights(func(p uint32, v float64, isTyped bool) {
+		j, flag := p>>blockShift, uint8(0)
+		b := float64(other[j])
+		if isTyped {
+			b, flag = float64(typed[j]), postTyped
+		}
+		q := uint8(postSteps)
+		if v < b {
+			q = uint8(min(math.Ceil(v/b*postSteps*(1+1e-12)), postSteps))
+		}
+		post[p] = flag | q
+	})
+	ix.ft.typed, ix.ft.other, ix.ft.post = typed, other, post
+	long := make(map[uint32]longList)
+	for t := range len(ix.postOff) - 1 {
+		if lo, hi := ix.postOff[t], ix.postOff[t+1]; hi-lo >= champMin {
+			l := longList{champs: ix.champions(lo, hi)}
+			for j := lo >> blockShift; j <= (hi-1)>>blockShift; j++ {
+				l.typed, l.other = max(l.typed, typed[j]), max(l.other, other[j])
+			}
+			long[uint32(t)] = l
+		}
 	}
+	ix.ft.long = long
+}
+
+// postingWeights calls put with each posting, the most its ad can get
+// from the query term that holds it, per unit of idf (a word and its
+// synonyms together), and whether that ad is typed by the term.
+func (ix *Index) postingWeights(put func(p uint32, w float64, isTyped bool)) {
 	ads, postAd, tfs, avg := ix.ads, ix.postAd, ix.postTF, ix.avgLen
 	groups := ix.synonymGroups()
 	inGroup := make([]bool, len(ix.postOff)-1)
@@ -115,25 +147,6 @@ func (ix *Index) computeBounds() {
 			}
 		}
 	}
-	ix.ft.typed, ix.ft.other = typed, other
-	ns := (len(ix.postAd) + superLen - 1) >> superShift
-	ix.ft.superTyped, ix.ft.superOther = make([]float32, ns), make([]float32, ns)
-	for j := range typed {
-		k := j >> (superShift - blockShift)
-		ix.ft.superTyped[k] = max(ix.ft.superTyped[k], typed[j])
-		ix.ft.superOther[k] = max(ix.ft.superOther[k], other[j])
-	}
-	long := make(map[uint32]longList)
-	for t := range len(ix.postOff) - 1 {
-		if lo, hi := ix.postOff[t], ix.postOff[t+1]; hi-lo >= champMin {
-			l := longList{champs: ix.champions(lo, hi)}
-			for j := lo >> blockShift; j <= (hi-1)>>blockShift; j++ {
-				l.typed, l.other = max(l.typed, typed[j]), max(l.other, other[j])
-			}
-			long[uint32(t)] = l
-		}
-	}
-	ix.ft.long = long
 }
 
 // synonymGroups returns the term ids of each synonym group the index

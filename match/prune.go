@@ -3,16 +3,18 @@
 package match
 
 import (
+	"cmp"
 	"math"
-	"math/bits"
 	"slices"
 )
 
-// The server ranks full-text queries by block-max WAND (Ding and Suel,
-// 2011): it walks the query's posting lists together in ad order and
-// scores an ad only when the upper bounds of the lists that hold it could
-// lift it above the worst of the keep best so far. A common word's
-// hundreds of thousands of postings are mostly skipped a block at a time.
+// The server ranks full-text queries by MaxScore with block and posting
+// bounds (as Lucene and PISA do): it walks the query's posting lists
+// together in ad order and scores an ad only when the upper bounds of the
+// terms that hold it could lift it above the worst of the keep best so
+// far. A common word's hundreds of thousands of postings are mostly
+// passed over by a byte each, or a block at a time, and where an ad must
+// hold two common words to rank, only the ads holding both are looked at.
 // The answer is the exhaustive loop's (fulltext.go), which the module
 // keeps: the same candidates with the same scores, to the last bit.
 
@@ -80,17 +82,32 @@ func (ix *Index) prunedFullText(q *Query, alts []alt, required uint32, f filter,
 type listCursor struct {
 	pos, end uint32 // the current posting and the list's end in postAd
 	doc      uint32 // postAd[pos], or the walk's end once the list is done
-	alt      int    // the alternative's place in alts: scores add in that order
-	k        uint32 // its query term: the group of it and its synonyms
 	// typed and other scale a block's bounds into bounds of the final
 	// score: idf, doubled where the ads may get the product-type boost.
 	typed, other float64
-	ub           float64 // the bound of the whole list
 }
 
 // walkFullText returns the keep best candidates of the query, as the
 // exhaustive loop in matchFullText does: the same ads, masks and scores;
 // and how many ads it scored, for the tests.
+//
+// It is MaxScore (Turtle and Flood, 1995) over the query's terms, each
+// term a group of lists (the word and its synonyms): at each moment some
+// terms drive the walk, and only their ads are looked at. When the
+// threshold is such that an ad lacking one term cannot rank, that term
+// alone drives (the one with the fewest postings), and the others are
+// looked up in it: a query of two common words walks their intersection
+// rather than their union, and an ad the other term lacks skips the
+// driver to that term's next ad. Otherwise the terms whose bounds
+// together cannot reach the threshold follow, and the others drive.
+// Every list passes over the postings whose own bound, with the other
+// terms' bounds, cannot rank (viable), and an ad's bound is narrowed
+// term by term before it is scored.
+//
+// A list passes only ads that cannot rank; an ad that another list then
+// brings up may be scored without that list's share, lower than its
+// score, and still cannot rank: it may be held while fewer than keep
+// are, never at the end.
 func (ix *Index) walkFullText(alts []alt, required uint32, and bool, f filter, keep int) (h worst, scored int) {
 	if keep <= 0 {
 		return nil, 0
@@ -127,179 +144,302 @@ func (ix *Index) walkFullText(alts []alt, required uint32, and bool, f filter, k
 			boostOther = 2
 		}
 	}
-	// cs holds the cursors by ad: pointers, as sorting moves them often.
+	// The cursors in the order of alts, which is the order scores add in;
+	// each query term's cursors together.
 	cursors := make([]listCursor, len(alts))
-	cs := make([]*listCursor, len(alts))
+	var terms [maxQueryTerms]walkTerm
+	var nterms int
 	for i, a := range alts {
 		lo, hi := ix.postOff[a.id], ix.postOff[a.id+1]
 		c := &cursors[i]
-		cs[i] = c
-		*c = listCursor{pos: lo, end: hi, doc: end, alt: i, k: a.k, typed: rarity[i], other: rarity[i] * boostOther}
+		*c = listCursor{pos: lo, end: hi, doc: end, typed: rarity[i], other: rarity[i] * boostOther}
 		if headGroup[a.k] {
 			c.typed *= 2
 		}
 		if lo < hi {
 			c.doc = postAd[lo]
 		}
-		c.ub = max(c.typed*listT[i], c.other*listO[i]) * boundSlack
+		t := &terms[a.k]
+		t.lists = append(t.lists, c)
+		t.ub = max(t.ub, c.typed*listT[i], c.other*listO[i])
+		t.postings += hi - lo
+		t.need = and && required&a.bit != 0
+		nterms = max(nterms, int(a.k)+1)
 	}
-	sortCursors(cs)
-
-	// An ad scoring below floor cannot rank: keep ads score at least that.
-	floor := ix.seedFloor(alts, idf, required, and, f, keep)
+	w := walk{ix: ix, terms: terms[:nterms], keep: keep, end: end}
+	w.floor = ix.seedFloor(alts, idf, required, and, f, keep)
+	w.theta = math.Inf(-1)
 	h = make(worst, 0, min(keep, len(postAd)))
-	theta := math.Inf(-1) // once keep ads are held, the worst one's score
+	from := uint32(0) // every ad before it is scored or cannot rank
+	if !w.plan() {
+		return h, 0
+	}
 	for {
-		if and {
-			// Every required term must be there: no ad before the
-			// latest of the terms' first ads can be.
-			lower := uint32(0)
-			for k := uint32(0); k < maxQueryTerms; k++ {
-				if required&(1<<k) == 0 {
-					continue
-				}
-				first := end
-				for i := range cs {
-					if cs[i].k == k {
-						first = min(first, cs[i].doc)
+		// d is the first ad of the driving lists that could rank.
+		d := end
+		for _, t := range w.drive {
+			// No other driving term holds an ad before the first of
+			// their lists' ads.
+			limit := end
+			for _, u := range w.drive {
+				if u != t {
+					for _, c := range u.lists {
+						limit = min(limit, c.doc)
 					}
 				}
-				lower = max(lower, first)
 			}
-			if lower >= end {
-				break
-			}
-			if cs[0].doc < lower {
-				for i := range cs {
-					ix.seek(cs[i], lower, end)
+			for _, c := range t.lists {
+				if c.doc < from {
+					ix.seek(c, from, end)
 				}
-				sortCursors(cs)
+				w.viable(c, t.rest, w.rest, limit)
+				d = min(d, c.doc)
 			}
 		}
-		// The pivot: the first list at which the bounds of the lists up to
-		// it could beat the threshold, a term's synonyms counted once. No
-		// ad before the pivot's ad can.
-		p, sum := -1, 0.0
-		var gub [maxQueryTerms]float64
-		var seen uint32
-		for i := range cs {
-			c := cs[i]
-			if c.doc >= end {
-				break
-			}
-			if seen&(1<<c.k) == 0 {
-				seen |= 1 << c.k
-				sum += c.ub
-				gub[c.k] = c.ub
-			} else if c.ub > gub[c.k] {
-				sum += c.ub - gub[c.k]
-				gub[c.k] = c.ub
-			}
-			if sum >= floor && (len(h) < keep || sum > theta) {
-				p = i
-				break
-			}
-		}
-		if p < 0 {
+		if d >= end {
 			break
 		}
-		pd := cs[p].doc
-		for p+1 < len(cs) && cs[p+1].doc == pd {
-			p++
-		}
-		// The bounds of the blocks that would hold pd: when they cannot
-		// beat the threshold, no ad up to the first of those blocks' ends
-		// can.
-		// Superblocks first, then blocks.
-		next := end
-		if p+1 < len(cs) {
-			next = cs[p+1].doc
-		}
-		var coarse, fine [maxQueryTerms]float64
-		coarseNext, fineNext := next, next
-		seen = 0
-		for i := 0; i <= p; i++ {
-			b := ix.blocksAt(cs[i], pd)
-			k := cs[i].k
-			seen |= 1 << k
-			coarse[k], fine[k] = max(coarse[k], b.coarse), max(fine[k], b.fine)
-			coarseNext, fineNext = min(coarseNext, b.coarseNext), min(fineNext, b.fineNext)
-		}
-		coarseBound, fineBound := 0.0, 0.0
-		for ; seen != 0; seen &= seen - 1 {
-			k := bits.TrailingZeros32(seen)
-			coarseBound += coarse[k]
-			fineBound += fine[k]
-		}
-		skip := uint32(0)
-		if b := coarseBound * boundSlack; b < floor || len(h) == keep && b <= theta {
-			skip = coarseNext
-		} else if b := fineBound * boundSlack; b < floor || len(h) == keep && b <= theta {
-			skip = fineNext
-		}
-		if skip > 0 {
-			for i := 0; i <= p; i++ {
-				ix.seek(cs[i], skip, end)
-			}
-			sortCursors(cs)
-			continue
-		}
-		next = fineNext
-		if cs[0].doc != pd {
-			for i := 0; cs[i].doc < pd; i++ {
-				ix.seek(cs[i], pd, end)
-			}
-			sortCursors(cs)
-			continue
-		}
-		// Every ad up to next is in the lists 0..p alone, all at pd now:
-		// score them all, as the blocks that hold them could rank them.
-		// Scored as the exhaustive loop scores them: term by term in the
-		// query's order (the window's cursors are put in that order), the
-		// same arithmetic, the same rounding.
-		win := cs[:p+1]
-		slices.SortFunc(win, func(x, y *listCursor) int { return x.alt - y.alt })
-		for d := pd; d < next; {
-			scored++
-			a := &ads[d]
-			var acc float64
-			var mask uint32
-			low := end
-			for _, c := range win {
+		from = d + 1
+		// d's own bound: each driving term that holds it by the least of
+		// its postings at d (each bounds the whole term), then the other
+		// terms one by one, looked up.
+		known := 0.0
+		for _, t := range w.drive {
+			tb := math.Inf(1)
+			for _, c := range t.lists {
 				if c.doc == d {
-					al := &alts[c.alt]
-					t := postTF[c.pos]
-					acc = float64(acc + termScore(idf[c.alt], t, a.docLen, avg))
-					mask |= al.bit
-					if t&typeFlag != 0 && al.head {
-						mask |= typeBit
-					}
-					c.pos++
-					c.doc = end
-					if c.pos < c.end {
-						c.doc = postAd[c.pos]
-					}
-				}
-				low = min(low, c.doc)
-			}
-			m := mask &^ typeBit
-			if (!and || m&required == required) && f.ok(a) {
-				c := cand{ad: d, mask: m, score: float64(acc * bidFactor(a.bid)), ext: -1}
-				if m != mask && (m&required == required || m&^required != 0) {
-					c.score = float64(c.score * typeBoost)
-				}
-				if len(h) < keep || better(&c, &h[0]) {
-					h.keep(keep, c)
-					if len(h) == keep {
-						theta = h[0].score
-					}
+					tb = min(tb, ix.postBound(c))
 				}
 			}
-			d = low
+			if tb < math.Inf(1) {
+				known += tb
+			}
 		}
-		sortCursors(cs)
+		if !w.pass(known + w.rest) {
+			continue
+		}
+		dead := false
+		for i, t := range w.others {
+			tb, has := math.Inf(1), false
+			for _, c := range t.lists {
+				ix.seek(c, d, end)
+				w.viable(c, t.rest, t.rest, 0)
+				if c.doc == d {
+					tb, has = min(tb, ix.postBound(c)), true
+				}
+			}
+			if has {
+				known += tb
+			} else if t.required {
+				// No ad before the term's next one can rank either.
+				next := end
+				for _, c := range t.lists {
+					next = min(next, c.doc)
+				}
+				from = max(from, next)
+				dead = true
+				break
+			}
+			if !w.pass(known + w.suffix[i+1]) {
+				dead = true
+				break
+			}
+		}
+		if dead {
+			continue
+		}
+		// Scored as the exhaustive loop scores it: term by term in the
+		// query's order, the same arithmetic, the same rounding.
+		scored++
+		a := &ads[d]
+		var acc float64
+		var mask uint32
+		for i := range cursors {
+			c := &cursors[i]
+			if c.doc != d {
+				continue
+			}
+			al := &alts[i]
+			t := postTF[c.pos]
+			acc = float64(acc + termScore(idf[i], t, a.docLen, avg))
+			mask |= al.bit
+			if t&typeFlag != 0 && al.head {
+				mask |= typeBit
+			}
+		}
+		m := mask &^ typeBit
+		if (!and || m&required == required) && f.ok(a) {
+			c := cand{ad: d, mask: m, score: float64(acc * bidFactor(a.bid)), ext: -1}
+			if m != mask && (m&required == required || m&^required != 0) {
+				c.score = float64(c.score * typeBoost)
+			}
+			if len(h) < keep || better(&c, &h[0]) {
+				h.keep(keep, c)
+				if len(h) == keep && (!w.full || h[0].score != w.theta) {
+					w.full, w.theta = true, h[0].score
+					if !w.plan() {
+						break
+					}
+				}
+			}
+		}
 	}
 	return h, scored
+}
+
+// walkTerm is one query term in the walk: the lists of the word and its
+// synonyms, and the bound of all of them.
+type walkTerm struct {
+	lists    []*listCursor
+	ub       float64
+	postings uint32
+	need     bool    // the query's operator is and: an ad must hold it
+	required bool    // need, or the threshold is beyond the other terms' bounds
+	rest     float64 // the bound of the other terms together
+}
+
+// walk is the state of walkFullText that its plan depends on.
+type walk struct {
+	ix         *Index
+	terms      []walkTerm
+	keep       int
+	end        uint32
+	floor      float64 // the seeds' score: an ad below cannot rank
+	theta      float64 // once keep ads are held, the worst one's score
+	full       bool    // keep ads are held
+	drive      []*walkTerm
+	others     []*walkTerm // by bound, the greatest first
+	rest       float64     // the bound of the others together
+	suffix     []float64   // suffix[i]: the bound of others[i:] together
+	byBound    []*walkTerm
+	driveBuf   [maxQueryTerms]*walkTerm
+	othersBuf  [maxQueryTerms]*walkTerm
+	suffixBuf  [maxQueryTerms + 1]float64
+	byBoundBuf [maxQueryTerms]*walkTerm
+}
+
+// viable moves c to its first posting, from its present one, whose bound
+// with rest, the bound of the query's other terms, could rank: an ad it
+// passes cannot. A block at a time where the block's bound is too low.
+// Before ad limit, near bounds the other terms instead: the walk knows
+// that some of them hold no ad there.
+func (w *walk) viable(c *listCursor, rest, near float64, limit uint32) {
+	ix := w.ix
+	post, typed, other, postAd := ix.ft.post, ix.ft.typed, ix.ft.other, ix.postAd
+	for c.pos < c.end {
+		j := c.pos >> blockShift
+		bt, bo := c.typed*float64(typed[j]), c.other*float64(other[j])
+		stop := min(c.end, (j+1)<<blockShift)
+		r := rest
+		if postAd[stop-1] < limit {
+			r = near
+		}
+		if w.pass(max(bt, bo) + r) {
+			bt, bo = bt/postSteps, bo/postSteps
+			for p := c.pos; p < stop; p++ {
+				q := post[p]
+				b := bo * float64(q)
+				if q&postTyped != 0 {
+					b = bt * float64(q&^postTyped)
+				}
+				r := rest
+				if postAd[p] < limit {
+					r = near
+				}
+				if w.pass(b + r) {
+					if p != c.pos {
+						c.pos, c.doc = p, ix.postAd[p]
+					}
+					return
+				}
+			}
+		}
+		c.pos = stop
+		if c.pos < c.end {
+			c.doc = ix.postAd[c.pos]
+		}
+	}
+	c.doc = w.end
+}
+
+// pass reports whether an ad bounded by b could rank.
+func (w *walk) pass(b float64) bool {
+	b *= boundSlack
+	return b >= w.floor && (!w.full || b > w.theta)
+}
+
+// plan chooses the terms that drive the walk at the present threshold;
+// false when no ad can reach it any more.
+func (w *walk) plan() bool {
+	total := 0.0
+	for i := range w.terms {
+		total += w.terms[i].ub
+	}
+	if !w.pass(total) {
+		return false
+	}
+	var drive *walkTerm
+	for i := range w.terms {
+		t := &w.terms[i]
+		if len(t.lists) == 0 {
+			continue
+		}
+		others := 0.0
+		for j := range w.terms {
+			if j != i {
+				others += w.terms[j].ub
+			}
+		}
+		t.rest = others
+		t.required = t.need || !w.pass(others)
+		if t.required && (drive == nil || t.postings < drive.postings) {
+			drive = t
+		}
+	}
+	w.drive, w.others = w.driveBuf[:0], w.othersBuf[:0]
+	if drive != nil {
+		w.drive = append(w.drive, drive)
+		for i := range w.terms {
+			if t := &w.terms[i]; t != drive && len(t.lists) > 0 {
+				w.others = append(w.others, t)
+			}
+		}
+	} else {
+		// The terms of least bound whose bounds together cannot reach the
+		// threshold follow; the others drive.
+		if w.byBound == nil {
+			w.byBound = w.byBoundBuf[:0]
+			for i := range w.terms {
+				if len(w.terms[i].lists) > 0 {
+					w.byBound = append(w.byBound, &w.terms[i])
+				}
+			}
+			slices.SortStableFunc(w.byBound, func(x, y *walkTerm) int { return cmp.Compare(x.ub, y.ub) })
+		}
+		sum, i := 0.0, 0
+		for ; i < len(w.byBound) && !w.pass(sum+w.byBound[i].ub); i++ {
+			sum += w.byBound[i].ub
+		}
+		w.drive = append(w.drive, w.byBound[i:]...)
+		w.others = append(w.others, w.byBound[:i]...)
+	}
+	slices.SortStableFunc(w.others, func(x, y *walkTerm) int { return cmp.Compare(y.ub, x.ub) })
+	w.suffix = w.suffixBuf[:len(w.others)+1]
+	w.suffix[len(w.others)] = 0
+	for i := len(w.others) - 1; i >= 0; i-- {
+		w.suffix[i] = w.suffix[i+1] + w.others[i].ub
+	}
+	w.rest = w.suffix[0]
+	return true
+}
+
+// postBound returns the bound of c's present posting.
+func (ix *Index) postBound(c *listCursor) float64 {
+	j, q := c.pos>>blockShift, ix.ft.post[c.pos]
+	if q&postTyped != 0 {
+		return c.typed * float64(ix.ft.typed[j]) * float64(q&^postTyped) / postSteps
+	}
+	return c.other * float64(ix.ft.other[j]) * float64(q) / postSteps
 }
 
 // seedFloor scores the champions of the query's terms and returns the
@@ -377,26 +517,6 @@ func (ix *Index) listMax(t uint32) (typed, other float64) {
 	return typed, other
 }
 
-// blocksAt returns the bounds of the block and the superblock of c's list
-// that hold its first ad at or after doc, and 1 + the last ad of the list
-// in each; 0 and end when the list has no ad from doc on.
-func (ix *Index) blocksAt(c *listCursor, doc uint32) (b struct {
-	fine, coarse         float64
-	fineNext, coarseNext uint32
-}) {
-	pos := ix.find(c, doc)
-	if pos == c.end {
-		b.fineNext, b.coarseNext = uint32(len(ix.ads)), uint32(len(ix.ads))
-		return b
-	}
-	j, k := pos>>blockShift, pos>>superShift
-	b.fine = max(c.typed*float64(ix.ft.typed[j]), c.other*float64(ix.ft.other[j]))
-	b.coarse = max(c.typed*float64(ix.ft.superTyped[k]), c.other*float64(ix.ft.superOther[k]))
-	b.fineNext = ix.postAd[min(pos|(blockLen-1), c.end-1)] + 1
-	b.coarseNext = ix.postAd[min(pos|(superLen-1), c.end-1)] + 1
-	return b
-}
-
 // seek moves c to its first ad at or after doc.
 func (ix *Index) seek(c *listCursor, doc, end uint32) {
 	if c.doc >= doc {
@@ -417,6 +537,12 @@ func (ix *Index) find(c *listCursor, doc uint32) uint32 {
 	if lo >= c.end || postAd[lo] >= doc {
 		return lo
 	}
+	// Most seeks move a few postings: look at those first.
+	for range 4 {
+		if lo++; lo == c.end || postAd[lo] >= doc {
+			return lo
+		}
+	}
 	// postAd[lo] < doc throughout; hi is past it.
 	step, hi := uint32(blockLen), c.end
 	for lo+step < c.end {
@@ -436,14 +562,4 @@ func (ix *Index) find(c *listCursor, doc uint32) uint32 {
 		}
 	}
 	return hi
-}
-
-// sortCursors orders the cursors by ad, then by their term's place in the
-// query: an insertion sort, as they are few and mostly in order.
-func sortCursors(cs []*listCursor) {
-	for i := 1; i < len(cs); i++ {
-		for j := i; j > 0 && (cs[j].doc < cs[j-1].doc || cs[j].doc == cs[j-1].doc && cs[j].alt < cs[j-1].alt); j-- {
-			cs[j], cs[j-1] = cs[j-1], cs[j]
-		}
-	}
 }

@@ -41,6 +41,18 @@ func TestBoundsHoldEveryPosting(t *testing.T) {
 			if b := float64(max(x.ft.typed[j], x.ft.other[j])); w > b {
 				t.Fatalf("posting %d of ad %d weighs %v, its block's bound is %v", p, ad, w, b)
 			}
+			// Its own bound, of its kind: typed when its ad is of the
+			// word's type (or of a synonym's).
+			q, base := x.ft.post[p], float64(x.ft.other[j])
+			if q&postTyped != 0 {
+				base = float64(x.ft.typed[j])
+			}
+			if x.postTF[p]&typeFlag != 0 && q&postTyped == 0 {
+				t.Fatalf("posting %d of ad %d is of the word's type, its own bound is not", p, ad)
+			}
+			if b := base * float64(q&^postTyped) / postSteps; w > b {
+				t.Fatalf("posting %d of ad %d weighs %v, its own bound is %v", p, ad, w, b)
+			}
 		}
 	}
 }

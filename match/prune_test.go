@@ -37,10 +37,18 @@ func pruneQueries(ads []match.Ad, ix *match.Index, n int, seed uint64) []match.Q
 		"notebook", "smartphone", "handy", "tv", "fernseher", "sony", "samsung", "apple", "wireless", "bluetooth",
 		"mit", "with", "and", "und", "GB", "kaufen", "5G", "gaming"}
 	fixed := []string{"head set", "note book", "smart phone", "laptop notebook", "notebook laptop", "black black",
-		"xyzzy", "xyzzy black", "sony xyzzy", "tv television fernseher", "in-ear headphones black"}
-	var words, models []string
+		"xyzzy", "xyzzy black", "sony xyzzy", "tv television fernseher", "in-ear headphones black",
+		"Headphones, Beige", "Smartphone, Grey", "Notebook, Black", "Kopfhörer, Blau", "Camera, Beige"}
+	// tails are the last two words of titles, as the 1M benchmark asks
+	// them: a product noun and a colour, two common words whose lists
+	// share many ads of like scores.
+	var words, models, tails []string
 	for _, a := range ads[:2000] {
-		words = append(words, strings.Fields(a.Title)...)
+		w := strings.Fields(a.Title)
+		words = append(words, w...)
+		if len(w) >= 2 {
+			tails = append(tails, w[len(w)-2]+" "+w[len(w)-1])
+		}
 		if a.Model != "" {
 			models = append(models, a.Model)
 		}
@@ -67,6 +75,8 @@ func pruneQueries(ads []match.Ad, ix *match.Index, n int, seed uint64) []match.Q
 			text = pick(models)
 		case r < 5:
 			text = pick(models) + " " + pick(common)
+		case r < 6:
+			text = pick(tails)
 		case r < 8:
 			text = pick(common) + " " + pick(words)
 		default:
@@ -167,6 +177,31 @@ func TestPruningSkips(t *testing.T) {
 	}
 }
 
+// TestPruningIntersects: a product noun and a colour, each on a thousand
+// ads or more, are ranked at the API's default depth scoring a small part
+// of the ads that hold either (their synonyms' ads, scored too, are not
+// counted in it).
+func TestPruningIntersects(t *testing.T) {
+	_, ix := prunedCatalog()
+	for _, text := range []string{"Headphones, Beige", "Smartphone, Grey", "Notebook, Black", "Kopfhörer, Blau"} {
+		for _, size := range []int{0} {
+			q := &match.Query{Text: text, Dist: match.DistNone, Size: size}
+			before := ix.WalkScored()
+			ix.MatchWalk(q)
+			scored := ix.WalkScored() - before
+			holding := 0
+			for _, w := range strings.FieldsFunc(text, func(r rune) bool { return r == ' ' || r == ',' }) {
+				holding += ix.Postings(match.Normalize(w))
+			}
+			t.Logf("%q: scored %d of %d", text, scored, holding)
+			if holding < 1000 || scored*4 > int64(holding) {
+				t.Errorf("%q size %d: the walk scored %d of the %d postings of its words", text, size, scored, holding)
+			}
+			checkPruned(t, ix, q)
+		}
+	}
+}
+
 // TestPrunedOpenedShard: an index opened from its shard computes its
 // bounds on the first full-text query, once however many ask at once, and
 // ranks as the exhaustive loop does.
@@ -201,6 +236,8 @@ func FuzzPrunedFullText(f *testing.F) {
 	f.Add("sony headphones", uint8(50), uint8(10), false, uint8(1))
 	f.Add("head set laptop", uint8(1), uint8(1), true, uint8(2))
 	f.Add("tv fernseher black weiß", uint8(3), uint8(2), false, uint8(5))
+	f.Add("Headphones, Beige", uint8(0), uint8(0), false, uint8(0))
+	f.Add("Smartphone, Grey", uint8(50), uint8(10), true, uint8(0))
 	f.Fuzz(func(t *testing.T, text string, size, distinct uint8, and bool, market uint8) {
 		_, ix := prunedCatalog()
 		q := &match.Query{Text: text, Dist: match.DistNone, Size: int(size % 64), DistinctAdvertiser: int(distinct % 16)}

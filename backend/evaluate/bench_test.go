@@ -1,6 +1,7 @@
 package evaluate
 
 import (
+	"cmp"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -317,4 +318,47 @@ func scaleQueries(ads []match.Ad) []string {
 		}
 	}
 	return qs
+}
+
+// BenchmarkScale1MSlowest builds BenchmarkScale1M's index, finds the
+// slowest 2% of its queries by the pruned evaluation (each query's best of
+// 5 runs), and times those alone, pruned and exhaustive in turn, each
+// query's best of 20 runs: the queries that set the p99, by the work they
+// do. Run with -cpuprofile and focus on prunedFullText to see where they
+// spend.
+func BenchmarkScale1MSlowest(b *testing.B) {
+	const n = 1_000_000
+	ads := testcatalog.Generate(n, 1)
+	qs := scaleQueries(ads)
+	ix, err := match.Build(ads)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ads = nil
+	runtime.GC()
+	best := bestOf(latency(qs, 5, func(q string) { ix.Match(&match.Query{Text: q, Dist: match.DistNone}) }), len(qs))
+	order := make([]int, len(qs))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(x, y int) int { return cmp.Compare(best[y], best[x]) })
+	slow := make([]string, 0, len(qs)/50)
+	for _, i := range order[:max(1, len(qs)/50)] {
+		slow = append(slow, qs[i])
+		b.Logf("%8.0f µs  %q", best[i]*1000, qs[i])
+	}
+	b.ResetTimer()
+	var pruned, all []float64
+	for range b.N {
+		for _, q := range slow {
+			mq := &match.Query{Text: q, Dist: match.DistNone}
+			p := bestOf(latency([]string{q}, 20, func(string) { ix.Match(mq) }), 1)[0]
+			e := bestOf(latency([]string{q}, 20, func(string) { ix.MatchExhaustive(mq) }), 1)[0]
+			pruned, all = append(pruned, p), append(all, e)
+			b.Logf("%q: %.0f µs, exhaustive %.0f µs", q, p*1000, e*1000)
+		}
+	}
+	b.ReportMetric(mean(pruned)*1000, "slowest_µs")
+	b.ReportMetric(mean(all)*1000, "slowest_exhaustive_µs")
+	b.ReportMetric(mean(pruned)/mean(all), "slowest_of_exhaustive")
 }
