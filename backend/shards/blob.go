@@ -100,12 +100,13 @@ func NewFastBlob(b []byte, contentType string) (*Blob, error) {
 	return newBlob(b, sha256.Sum256(b), contentType, true, false)
 }
 
-// newBlob makes a blob of b, whose SHA-256 is sum. A fast one made with
-// gzipLater has its gzip made when it is first asked for (load): a
-// fragment, which no manifest measures and most browsers fetch in zstd.
-func newBlob(b []byte, sum [sha256.Size]byte, contentType string, fast, gzipLater bool) (*Blob, error) {
+// newBlob makes a blob of b, whose SHA-256 is sum. A fast one made
+// compressLater has its zstd and gzip made when each is first asked for
+// (load): a fragment, which no manifest measures, and of which a page
+// fetches a few.
+func newBlob(b []byte, sum [sha256.Size]byte, contentType string, fast, compressLater bool) (*Blob, error) {
 	bl := &Blob{SHA256: hex.EncodeToString(sum[:]), contentType: contentType}
-	e, err := encode(b, bl.SHA256, fast, gzipLater && fast)
+	e, err := encode(b, bl.SHA256, fast, compressLater && fast)
 	if err != nil {
 		return nil, err
 	}
@@ -113,21 +114,17 @@ func newBlob(b []byte, sum [sha256.Size]byte, contentType string, fast, gzipLate
 	return bl, nil
 }
 
-// encode compresses b, named sha, at the fast or the best levels.
-func encode(b []byte, sha string, fast, gzipLater bool) (*encodings, error) {
+// encode compresses b, named sha, at the fast or the best levels; later
+// leaves zstd and gzip to be made when first asked for (load).
+func encode(b []byte, sha string, fast, later bool) (*encodings, error) {
 	e := &encodings{fast: fast}
 	e.enc[Identity] = b
-	encoder, gzipPool := zstdEncoder, gzipWriters
-	if fast {
-		encoder, gzipPool = zstdFastEncoder, gzipFastWriters
-	}
-	zw, err := encoder()
-	if err != nil {
-		return nil, err
-	}
-	e.enc[Zstd] = zw.EncodeAll(b, make([]byte, 0, len(b)/3))
-	if !gzipLater {
-		if e.enc[Gzip], err = gzipped(b, gzipPool); err != nil {
+	if !later {
+		var err error
+		if e.enc[Zstd], err = compressed(b, Zstd, fast); err != nil {
+			return nil, err
+		}
+		if e.enc[Gzip], err = compressed(b, Gzip, fast); err != nil {
 			return nil, err
 		}
 	}
@@ -146,6 +143,26 @@ func encode(b []byte, sha string, fast, gzipLater bool) (*encodings, error) {
 	return e, nil
 }
 
+// compressed is b in encoding e, zstd or gzip, at the fast or the best
+// levels.
+func compressed(b []byte, e Encoding, fast bool) ([]byte, error) {
+	if e == Gzip {
+		if fast {
+			return gzipped(b, gzipFastWriters)
+		}
+		return gzipped(b, gzipWriters)
+	}
+	encoder := zstdEncoder
+	if fast {
+		encoder = zstdFastEncoder
+	}
+	zw, err := encoder()
+	if err != nil {
+		return nil, err
+	}
+	return zw.EncodeAll(b, make([]byte, 0, len(b)/3)), nil
+}
+
 // gzipped compresses b with a gzip writer of pool.
 func gzipped(b []byte, pool *sync.Pool) ([]byte, error) {
 	gz := bytes.NewBuffer(make([]byte, 0, len(b)/2+64))
@@ -160,25 +177,27 @@ func gzipped(b []byte, pool *sync.Pool) ([]byte, error) {
 }
 
 // load returns the blob's encodings, with e among them: a fragment at
-// fast levels is made without gzip, which browsers that take zstd do not
-// ask for, and gets it (at the fast level) when it is first asked for, so
-// that a refresh compresses its many new fragments once, not twice.
+// fast levels is made without zstd and gzip and gets each (at the fast
+// level) when it is first asked for, so that a refresh does not compress
+// its many new fragments before it serves them (a page fetches a few of
+// them, and a fragment's few kilobytes compress in microseconds) nor
+// twice: the recompression at the best levels follows.
 func (b *Blob) load(e Encoding) *encodings {
 	cur := b.cur.Load()
-	if e != Gzip || cur.enc[Gzip] != nil {
+	if e == Identity || cur.enc[e] != nil {
 		return cur
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if cur = b.cur.Load(); cur.enc[Gzip] != nil {
+	if cur = b.cur.Load(); cur.enc[e] != nil {
 		return cur
 	}
-	gz, err := gzipped(cur.enc[Identity], gzipFastWriters)
-	if err != nil { // a bytes.Buffer does not fail
-		panic("shards: gzip: " + err.Error())
+	c, err := compressed(cur.enc[Identity], e, true)
+	if err != nil { // valid options and a bytes.Buffer: it does not fail
+		panic("shards: " + e.String() + ": " + err.Error())
 	}
 	next := *cur
-	next.enc[Gzip] = gz
+	next.enc[e] = c
 	b.cur.Store(&next)
 	return &next
 }
