@@ -136,9 +136,14 @@ func (ix *Index) EncodePage(per int) (shard []byte, frags [][]byte) {
 	if ix.recs == nil && len(ix.ads) > 0 {
 		panic("match: EncodePage of a page shard in fragments, which lacks its strings")
 	}
+	// Sized once: grown ad by ad, the arena of a million ads was copied
+	// over and over (BenchmarkRefresh).
 	recs := make([]adStrs, len(ix.ads))
-	var arena []byte
+	arena := make([]byte, 0, ix.PageStrings())
 	var ends []uint32
+	if per > 0 {
+		ends = make([]uint32, 0, (len(recs)+per-1)/per)
+	}
 	for i := range recs {
 		var fields [numStrFields]string
 		for f := range fields {
@@ -164,10 +169,13 @@ func (ix *Index) EncodePage(per int) (shard []byte, frags [][]byte) {
 	}
 	// Fragment k: its ads' adStrs, then their strings.
 	page.per = uint32(per)
+	frags, page.frags = make([][]byte, len(ends)), make([]uint32, 0, 2*len(ends))
 	start := uint32(0)
 	for k, end := range ends {
-		f := append(adStrsBytesOf(recs[k*per:min((k+1)*per, len(recs))]), arena[start:end]...)
-		frags = append(frags, f)
+		head := adStrsBytesOf(recs[k*per : min((k+1)*per, len(recs))])
+		f := make([]byte, len(head)+int(end-start))
+		copy(f[copy(f, head):], arena[start:end])
+		frags[k] = f
 		page.frags = append(page.frags, end, crc32c(f))
 		start = end
 	}
@@ -267,7 +275,12 @@ func getU32(b []byte) uint32 {
 	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
 }
 
+// u32Bytes is v as a shard holds it, little-endian: v's own memory on a
+// little-endian host, not a copy, so the caller must only read it.
 func u32Bytes(v []uint32) []byte {
+	if littleEndian() {
+		return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), 4*len(v))
+	}
 	b := make([]byte, 4*len(v))
 	for i, x := range v {
 		putU32(b[4*i:], x)
