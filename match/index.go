@@ -300,7 +300,7 @@ func ShardGroups(all *Index, ads []Ad) map[Market][]int32 {
 	pos := make([]int32, 0, sum(g.count))
 	bySlot := make([][]int32, len(g.keys))
 	for k, n := range g.count {
-		bySlot[k] = pos[len(pos):len(pos):len(pos)+n]
+		bySlot[k] = pos[len(pos) : len(pos) : len(pos)+n]
 		pos = pos[:len(pos)+n]
 	}
 	for i := range ads {
