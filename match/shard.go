@@ -136,27 +136,7 @@ func (ix *Index) EncodePage(per int) (shard []byte, frags [][]byte) {
 	if ix.recs == nil && len(ix.ads) > 0 {
 		panic("match: EncodePage of a page shard in fragments, which lacks its strings")
 	}
-	// Sized once: grown ad by ad, the arena of a million ads was copied
-	// over and over (BenchmarkRefresh).
 	recs := make([]adStrs, len(ix.ads))
-	arena := make([]byte, 0, ix.PageStrings())
-	var ends []uint32
-	if per > 0 {
-		ends = make([]uint32, 0, (len(recs)+per-1)/per)
-	}
-	for i := range recs {
-		var fields [numStrFields]string
-		for f := range fields {
-			if pageField(f) {
-				fields[f] = ix.field(i, f)
-			}
-		}
-		recs[i] = ix.recs[i]
-		arena = appendStrs(arena, &recs[i], &fields)
-		if per > 0 && ((i+1)%per == 0 || i == len(recs)-1) {
-			ends = append(ends, uint32(len(arena)))
-		}
-	}
 	page := &Index{
 		ads: ix.ads, markets: ix.markets, avgLen: ix.avgLen,
 		termOff: ix.termOff, termStr: ix.termStr, postOff: ix.postOff, postAd: ix.postAd, postTF: ix.postTF,
@@ -164,22 +144,62 @@ func (ix *Index) EncodePage(per int) (shard []byte, frags [][]byte) {
 		termCritOff: ix.termCritOff, termCrit: ix.termCrit,
 	}
 	if per <= 0 {
-		page.strs, page.recs = string(arena), recs
+		// Sized once: grown ad by ad, the strings of a large catalog were
+		// copied over and over (BenchmarkRefresh).
+		arena := ix.appendPageStrs(make([]byte, 0, ix.PageStrings()), recs, 0)
+		page.strs, page.recs = unsafe.String(unsafe.SliceData(arena), len(arena)), recs
 		return page.Encode(), nil
 	}
-	// Fragment k: its ads' adStrs, then their strings.
+	// Fragment k: its ads' adStrs, then their strings, written in place;
+	// an ad's strings are where they would be in the strings of all.
 	page.per = uint32(per)
-	frags, page.frags = make([][]byte, len(ends)), make([]uint32, 0, 2*len(ends))
-	start := uint32(0)
-	for k, end := range ends {
-		head := adStrsBytesOf(recs[k*per : min((k+1)*per, len(recs))])
-		f := make([]byte, len(head)+int(end-start))
-		copy(f[copy(f, head):], arena[start:end])
+	n := (len(recs) + per - 1) / per
+	frags, page.frags = make([][]byte, n), make([]uint32, 0, 2*n)
+	end := uint32(0)
+	for k := range n {
+		lo, hi := k*per, min((k+1)*per, len(recs))
+		head, size := (hi-lo)*adStrsBytes, 0
+		for i := lo; i < hi; i++ {
+			size += ix.recs[i].pageSize()
+		}
+		f := ix.appendPageStrs(make([]byte, head, head+size), recs[lo:hi], lo)
+		for i := lo; i < hi; i++ {
+			recs[i].str += end - uint32(head)
+		}
+		copy(f, adStrsBytesOf(recs[lo:hi]))
+		end += uint32(size)
 		frags[k] = f
 		page.frags = append(page.frags, end, crc32c(f))
-		start = end
 	}
 	return page.Encode(), frags
+}
+
+// appendPageStrs appends the page's strings of ix's ads from lo on, one
+// for each of recs, to b, and sets recs to them: each ad's string offset
+// is where it starts in b.
+func (ix *Index) appendPageStrs(b []byte, recs []adStrs, lo int) []byte {
+	for k := range recs {
+		var fields [numStrFields]string
+		for f := range fields {
+			if pageField(f) {
+				fields[f] = ix.field(lo+k, f)
+			}
+		}
+		recs[k] = ix.recs[lo+k]
+		b = appendStrs(b, &recs[k], &fields)
+	}
+	return b
+}
+
+// pageSize is the bytes of the ad's strings in a page shard.
+func (r *adStrs) pageSize() int {
+	n := 0
+	for f, l := range r.lens {
+		if pageField(f) {
+			n += int(l)
+		}
+	}
+	return n
 }
 
 // pageField tells whether a page shard holds string f of its ads.
@@ -190,11 +210,7 @@ func pageField(f int) bool { return f != fModel && f != fLanding && f != fKeywor
 func (ix *Index) PageStrings() int {
 	n := 0
 	for i := range ix.recs {
-		for f, l := range ix.recs[i].lens {
-			if pageField(f) {
-				n += int(l)
-			}
-		}
+		n += ix.recs[i].pageSize()
 	}
 	return n
 }
