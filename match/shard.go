@@ -176,17 +176,28 @@ func (ix *Index) EncodePage(per int) (shard []byte, frags [][]byte) {
 
 // appendPageStrs appends the page's strings of ix's ads from lo on, one
 // for each of recs, to b, and sets recs to them: each ad's string offset
-// is where it starts in b.
+// is where it starts in b. An ad's strings lie together, field after
+// field, so the page's fields are copied a run at a time, not one by one.
 func (ix *Index) appendPageStrs(b []byte, recs []adStrs, lo int) []byte {
 	for k := range recs {
-		var fields [numStrFields]string
-		for f := range fields {
-			if pageField(f) {
-				fields[f] = ix.field(lo+k, f)
+		r := &recs[k]
+		*r = ix.recs[lo+k]
+		src := ix.strs[r.str:]
+		r.str = uint32(len(b))
+		off, run, end := uint32(0), uint32(0), uint32(0)
+		for f, l := range r.lens {
+			switch {
+			case !pageField(f):
+				r.lens[f] = 0
+			case off != end:
+				b = append(b, src[run:end]...)
+				run, end = off, off+l
+			default:
+				end += l
 			}
+			off += l
 		}
-		recs[k] = ix.recs[lo+k]
-		b = appendStrs(b, &recs[k], &fields)
+		b = append(b, src[run:end]...)
 	}
 	return b
 }
