@@ -160,18 +160,31 @@ func compressed(b []byte, e Encoding, fast bool) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return zw.EncodeAll(b, make([]byte, 0, len(b)/3)), nil
+	// Room for what a shard compresses to at the level, so that a large
+	// one's output is not copied as it grows.
+	room := len(b) / 3
+	if fast {
+		room = len(b) / 2
+	}
+	return zw.EncodeAll(b, make([]byte, 0, room)), nil
 }
 
 // gzipped compresses b with a gzip writer of pool.
 func gzipped(b []byte, pool *sync.Pool) ([]byte, error) {
-	gz := bytes.NewBuffer(make([]byte, 0, len(b)/2+64))
+	// Room for the worst case, deflate's stored blocks (parts of a shard
+	// do not compress at the fast level): a buffer grown on the way
+	// copied and cleared large shards over and over. What is not used is
+	// given back, as the bytes are kept.
+	gz := bytes.NewBuffer(make([]byte, 0, len(b)+len(b)/1024+64))
 	gw := pool.Get().(*gzip.Writer)
 	defer pool.Put(gw)
 	gw.Reset(gz)
 	gw.Write(b)
 	if err := gw.Close(); err != nil {
 		return nil, err
+	}
+	if out := gz.Bytes(); cap(out)-len(out) > len(out)/4+4096 {
+		return bytes.Clone(out), nil
 	}
 	return gz.Bytes(), nil
 }
