@@ -70,7 +70,11 @@ func (ix *Index) computeBounds() {
 			other[j] = max(other[j], w)
 		}
 	}
-	ads, postAd, tfs, avg := ix.ads, ix.postAd, ix.postTF, ix.avgLen
+	postAd, tfs := ix.postAd, ix.postTF
+	ads := make([]adWeight, len(ix.ads))
+	for i := range ads {
+		ads[i] = adWeightOf(&ix.ads[i], ix.avgLen)
+	}
 	groups := ix.synonymGroups()
 	inGroup := make([]bool, len(ix.postOff)-1)
 	for _, g := range groups {
@@ -83,7 +87,7 @@ func (ix *Index) computeBounds() {
 			continue
 		}
 		for p := ix.postOff[t]; p < ix.postOff[t+1]; p++ {
-			put(p, postingWeight(tfs[p], &ads[postAd[p]], avg), tfs[p]&typeFlag != 0)
+			put(p, tfWeight(tfs[p], ads[postAd[p]]), tfs[p]&typeFlag != 0)
 		}
 	}
 	// A group's words count together: each posting is bounded by what
@@ -97,7 +101,7 @@ func (ix *Index) computeBounds() {
 		for _, t := range g {
 			for p := ix.postOff[t]; p < ix.postOff[t+1]; p++ {
 				ad := postAd[p]
-				w := postingWeight(tfs[p], &ads[ad], avg)
+				w := tfWeight(tfs[p], ads[ad])
 				sum[ad] += w
 				most[ad] = max(most[ad], w)
 				isTyped[ad] = isTyped[ad] || tfs[p]&typeFlag != 0
@@ -126,7 +130,7 @@ func (ix *Index) computeBounds() {
 	long := make(map[uint32]longList)
 	for t := range len(ix.postOff) - 1 {
 		if lo, hi := ix.postOff[t], ix.postOff[t+1]; hi-lo >= champMin {
-			l := longList{champs: ix.champions(lo, hi)}
+			l := longList{champs: ix.champions(lo, hi, ads)}
 			for j := lo >> blockShift; j <= (hi-1)>>blockShift; j++ {
 				l.typed, l.other = max(l.typed, typed[j]), max(l.other, other[j])
 			}
@@ -155,8 +159,9 @@ func (ix *Index) synonymGroups() [][]uint32 {
 }
 
 // champions returns the champN ads of postings [lo, hi) with the highest
-// weights, a type posting's doubled, ascending.
-func (ix *Index) champions(lo, hi uint32) []uint32 {
+// weights, a type posting's doubled, ascending; ws is each ad's
+// adWeight.
+func (ix *Index) champions(lo, hi uint32, ws []adWeight) []uint32 {
 	type champ struct {
 		w  float64
 		ad uint32
@@ -181,7 +186,7 @@ func (ix *Index) champions(lo, hi uint32) []uint32 {
 	}
 	for p := lo; p < hi; p++ {
 		ad := ix.postAd[p]
-		w := postingWeight(ix.postTF[p], &ix.ads[ad], ix.avgLen)
+		w := tfWeight(ix.postTF[p], ws[ad])
 		if ix.postTF[p]&typeFlag != 0 {
 			w *= 2
 		}
@@ -207,10 +212,23 @@ func (ix *Index) champions(lo, hi uint32) []uint32 {
 // postingWeight is what a posting adds to its ad's score per unit of idf,
 // times the ad's bid factor: the quantity the bounds bound.
 func postingWeight(t uint8, a *adRec, avg float64) float64 {
-	const k1, b = 1.2, 0.75
+	return tfWeight(t, adWeightOf(a, avg))
+}
+
+// adWeight is what of postingWeight depends on the ad alone: worked out
+// once per ad, not once per posting of the ad, when all of them are
+// bounded.
+type adWeight struct{ norm, bid float64 }
+
+const bm25K1, bm25B = 1.2, 0.75
+
+func adWeightOf(a *adRec, avg float64) adWeight {
+	return adWeight{norm: bm25K1 * (1 - bm25B + bm25B*float64(a.docLen)/avg), bid: bidFactor(a.bid)}
+}
+
+func tfWeight(t uint8, w adWeight) float64 {
 	tf := float64(t & maxTF)
-	norm := k1 * (1 - b + b*float64(a.docLen)/avg)
-	return tf * (k1 + 1) / (tf + norm) * bidFactor(a.bid)
+	return tf * (bm25K1 + 1) / (tf + w.norm) * w.bid
 }
 
 // up32 rounds v up to a float32, so a stored bound is never below it.
