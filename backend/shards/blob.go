@@ -114,6 +114,30 @@ func newBlob(b []byte, sum [sha256.Size]byte, contentType string, fast, compress
 	return bl, nil
 }
 
+// uncompressedBlob makes a blob of b, whose SHA-256 is sum, without its
+// zstd and gzip: fill gives them, or load makes them (at the fast levels)
+// when first asked for.
+func uncompressedBlob(b []byte, sum [sha256.Size]byte, contentType string, fast bool) *Blob {
+	bl := &Blob{SHA256: hex.EncodeToString(sum[:]), contentType: contentType}
+	e, _ := encode(b, bl.SHA256, fast, true) // nothing compressed, no error
+	bl.cur.Store(e)
+	return bl
+}
+
+// fill gives the blob c, its bytes in encoding e at its levels, unless it
+// has them already.
+func (b *Blob) fill(e Encoding, c []byte) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	cur := b.cur.Load()
+	if cur.enc[e] != nil {
+		return
+	}
+	next := *cur
+	next.enc[e] = c
+	b.cur.Store(&next)
+}
+
 // encode compresses b, named sha, at the fast or the best levels; later
 // leaves zstd and gzip to be made when first asked for (load).
 func encode(b []byte, sha string, fast, later bool) (*encodings, error) {

@@ -202,6 +202,15 @@ func TestBuildFastThenRecompress(t *testing.T) {
 		if !b.Fast() || b.SHA256 != bb[i].SHA256 {
 			t.Fatalf("blob %d: fast %v, named %s; want fast, named %s", i, b.Fast(), b.SHA256, bb[i].SHA256)
 		}
+		// Shards are compressed before they are served, fragments when
+		// first asked for; at the best levels, everything at once.
+		e, shard := b.cur.Load(), i <= len(fast.Markets())
+		if made := e.enc[Zstd] != nil && e.enc[Gzip] != nil; made != shard {
+			t.Fatalf("blob %d (a shard: %v): compressed before it was asked for: %v", i, shard, made)
+		}
+		if e := bb[i].cur.Load(); e.enc[Zstd] == nil || e.enc[Gzip] == nil {
+			t.Fatalf("blob %d of the best levels is not compressed", i)
+		}
 	}
 	if fast.Matcher().Fast() {
 		t.Error("the module was compressed fast")
