@@ -69,7 +69,7 @@ func Rebuild(ads []match.Ad, prev *Set) (*Set, error) {
 	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
 	var allErr error
 	// Which groups the ads fall in depends on the markets the catalog has
-	// alone (match.ShardAds): when they are the catalog before's, its
+	// alone (match.ShardGroups): when they are the catalog before's, its
 	// whole index groups them, and the new one is built beside the
 	// markets' rather than before them.
 	grouper := (*match.Index)(nil)
