@@ -61,7 +61,11 @@ func (ix *Index) prepareFullText() {
 func (ix *Index) computeBounds() {
 	n := (len(ix.postAd) + blockLen - 1) >> blockShift
 	typed, other := make([]float32, n), make([]float32, n)
-	ix.postingWeights(func(p uint32, v float64, isTyped bool) {
+	ads := make([]adWeight, len(ix.ads))
+	for i := range ads {
+		ads[i] = adWeightOf(&ix.ads[i], ix.avgLen)
+	}
+	ix.postingWeights(ads, func(p uint32, v float64, isTyped bool) {
 		j, w := p>>blockShift, up32(v)
 		if isTyped {
 			typed[j] = max(typed[j], w)
@@ -72,7 +76,7 @@ func (ix *Index) computeBounds() {
 	// Each posting's own bound, in 7 bits, a share of its block's bound
 	// for its kind, rounded up; the high bit says which kind.
 	post := make([]uint8, len(ix.postAd))
-	ix.postingWeights(func(p uint32, v float64, isTyped bool) {
+	ix.postingWeights(ads, func(p uint32, v float64, isTyped bool) {
 		j, flag := p>>blockShift, uint8(0)
 		b := float64(other[j])
 		if isTyped {
@@ -88,7 +92,7 @@ func (ix *Index) computeBounds() {
 	long := make(map[uint32]longList)
 	for t := range len(ix.postOff) - 1 {
 		if lo, hi := ix.postOff[t], ix.postOff[t+1]; hi-lo >= champMin {
-			l := longList{champs: ix.champions(lo, hi)}
+			l := longList{champs: ix.champions(lo, hi, ads)}
 			for j := lo >> blockShift; j <= (hi-1)>>blockShift; j++ {
 				l.typed, l.other = max(l.typed, typed[j]), max(l.other, other[j])
 			}
@@ -100,9 +104,10 @@ func (ix *Index) computeBounds() {
 
 // postingWeights calls put with each posting, the most its ad can get
 // from the query term that holds it, per unit of idf (a word and its
-// synonyms together), and whether that ad is typed by the term.
-func (ix *Index) postingWeights(put func(p uint32, w float64, isTyped bool)) {
-	ads, postAd, tfs, avg := ix.ads, ix.postAd, ix.postTF, ix.avgLen
+// synonyms together), and whether that ad is typed by the term. ads are
+// the ads' weights (adWeightOf).
+func (ix *Index) postingWeights(ads []adWeight, put func(p uint32, w float64, isTyped bool)) {
+	postAd, tfs := ix.postAd, ix.postTF
 	groups := ix.synonymGroups()
 	inGroup := make([]bool, len(ix.postOff)-1)
 	for _, g := range groups {
@@ -115,7 +120,7 @@ func (ix *Index) postingWeights(put func(p uint32, w float64, isTyped bool)) {
 			continue
 		}
 		for p := ix.postOff[t]; p < ix.postOff[t+1]; p++ {
-			put(p, postingWeight(tfs[p], &ads[postAd[p]], avg), tfs[p]&typeFlag != 0)
+			put(p, tfWeight(tfs[p], ads[postAd[p]]), tfs[p]&typeFlag != 0)
 		}
 	}
 	// A group's words count together: each posting is bounded by what
@@ -129,7 +134,7 @@ func (ix *Index) postingWeights(put func(p uint32, w float64, isTyped bool)) {
 		for _, t := range g {
 			for p := ix.postOff[t]; p < ix.postOff[t+1]; p++ {
 				ad := postAd[p]
-				w := postingWeight(tfs[p], &ads[ad], avg)
+				w := tfWeight(tfs[p], ads[ad])
 				sum[ad] += w
 				most[ad] = max(most[ad], w)
 				isTyped[ad] = isTyped[ad] || tfs[p]&typeFlag != 0
@@ -168,8 +173,8 @@ func (ix *Index) synonymGroups() [][]uint32 {
 }
 
 // champions returns the champN ads of postings [lo, hi) with the highest
-// weights, a type posting's doubled, ascending.
-func (ix *Index) champions(lo, hi uint32) []uint32 {
+// weights, a type posting's doubled, ascending. ads are the ads' weights.
+func (ix *Index) champions(lo, hi uint32, ads []adWeight) []uint32 {
 	type champ struct {
 		w  float64
 		ad uint32
@@ -194,7 +199,7 @@ func (ix *Index) champions(lo, hi uint32) []uint32 {
 	}
 	for p := lo; p < hi; p++ {
 		ad := ix.postAd[p]
-		w := postingWeight(ix.postTF[p], &ix.ads[ad], ix.avgLen)
+		w := tfWeight(ix.postTF[p], ads[ad])
 		if ix.postTF[p]&typeFlag != 0 {
 			w *= 2
 		}
@@ -209,21 +214,33 @@ func (ix *Index) champions(lo, hi uint32) []uint32 {
 			down(0)
 		}
 	}
-	ads := make([]uint32, len(h))
+	best := make([]uint32, len(h))
 	for i, c := range h {
-		ads[i] = c.ad
+		best[i] = c.ad
 	}
-	slices.Sort(ads)
-	return ads
+	slices.Sort(best)
+	return best
 }
 
 // postingWeight is what a posting adds to its ad's score per unit of idf,
 // times the ad's bid factor: the quantity the bounds bound.
 func postingWeight(t uint8, a *adRec, avg float64) float64 {
+	return tfWeight(t, adWeightOf(a, avg))
+}
+
+// adWeight is what of postingWeight depends on the ad alone: worked out
+// once per ad, not once per posting of the ad, when all of them are
+// bounded.
+type adWeight struct{ norm, bid float64 }
+
+func adWeightOf(a *adRec, avg float64) adWeight {
+	return adWeight{norm: float64(bm25K1 * float64(float64(a.docLen)/avg)), bid: bidFactor(a.bid)}
+}
+
+func tfWeight(t uint8, w adWeight) float64 {
 	const k1 = bm25K1
 	tf := float64(t & maxTF)
-	norm := float64(k1 * float64(float64(a.docLen)/avg))
-	return tf * (k1 + 1) / (tf + norm) * bidFactor(a.bid)
+	return tf * (k1 + 1) / (tf + w.norm) * w.bid
 }
 
 // up32 rounds v up to a float32, so a stored bound is never below it.

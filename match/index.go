@@ -284,22 +284,83 @@ func (ix *Index) ShardMarket(country, lang string) (m Market, ok bool) {
 	return m, ok
 }
 
-// ShardAds groups a catalog's ads by the keys of all.ShardMarkets, all
+// ShardGroups groups a catalog's ads by the keys of all.ShardMarkets, all
 // being the catalog's whole index: an ad is in the group of each market it
-// runs in, and once in its country's when that has a group of its own.
-func ShardAds(all *Index, ads []Ad) map[Market][]Ad {
-	groups := map[Market][]Ad{}
-	for _, a := range ads {
-		var countries []Market
-		for _, m := range a.Markets {
-			groups[m] = append(groups[m], a)
-			if k, ok := all.ShardMarket(m.Country, ""); ok && k.Lang == "" && !slices.Contains(countries, k) {
-				countries = append(countries, k)
-				groups[k] = append(groups[k], a)
-			}
+// runs in, and once in its country's when that has a group of its own. A
+// group holds its ads' positions in ads, in order; the groups share one
+// array, counted before it is filled, so a million ads are neither copied
+// nor appended one by one (BenchmarkRefresh).
+func ShardGroups(all *Index, ads []Ad) map[Market][]int32 {
+	g := shardGrouper{all: all, slot: map[Market]int{}}
+	for i := range ads {
+		for _, k := range g.slotsOf(ads[i].Markets) {
+			g.count[k]++
 		}
 	}
+	pos := make([]int32, 0, sum(g.count))
+	bySlot := make([][]int32, len(g.keys))
+	for k, n := range g.count {
+		bySlot[k] = pos[len(pos) : len(pos) : len(pos)+n]
+		pos = pos[:len(pos)+n]
+	}
+	for i := range ads {
+		for _, k := range g.slotsOf(ads[i].Markets) {
+			bySlot[k] = append(bySlot[k], int32(i))
+		}
+	}
+	groups := make(map[Market][]int32, len(g.keys))
+	for k, m := range g.keys {
+		groups[m] = bySlot[k]
+	}
 	return groups
+}
+
+// shardGrouper numbers the groups ShardGroups makes and remembers the
+// groups of the last market list it saw: a feed's ads share a few.
+type shardGrouper struct {
+	all   *Index
+	slot  map[Market]int
+	keys  []Market // by slot
+	count []int    // by slot
+	ms    []Market
+	slots []int
+	seen  bool
+}
+
+// slotsOf is the groups of an ad that runs in ms, a group once for each
+// market ms names and once for its country's, if that has one.
+func (g *shardGrouper) slotsOf(ms []Market) []int {
+	if g.seen && slices.Equal(ms, g.ms) {
+		return g.slots
+	}
+	g.ms, g.slots, g.seen = ms, nil, true
+	var countries []Market
+	for _, m := range ms {
+		g.slots = append(g.slots, g.slotOf(m))
+		if k, ok := g.all.ShardMarket(m.Country, ""); ok && k.Lang == "" && !slices.Contains(countries, k) {
+			countries = append(countries, k)
+			g.slots = append(g.slots, g.slotOf(k))
+		}
+	}
+	return g.slots
+}
+
+func (g *shardGrouper) slotOf(m Market) int {
+	k, ok := g.slot[m]
+	if !ok {
+		k = len(g.keys)
+		g.slot[m] = k
+		g.keys, g.count = append(g.keys, m), append(g.count, 0)
+	}
+	return k
+}
+
+func sum(v []int) int {
+	n := 0
+	for _, x := range v {
+		n += x
+	}
+	return n
 }
 
 // ShardMarkets lists the keys of the indexes the catalog of ix is cut into

@@ -58,7 +58,7 @@ func Rebuild(prev *Index, ads []Ad) (*Index, error) {
 	// An uncategorised ad's type comes from the whole catalog's
 	// categories: when they name other types than before, kept ads may
 	// have other types too.
-	types := catalogTypes(ads)
+	types := distinctTypes(len(ads), func(i int) string { return ads[i].Category })
 	if !maps.Equal(types, prev.catalogTypes()) {
 		return Build(ads)
 	}
@@ -618,5 +618,21 @@ func (ix *Index) rebuildCriteria(prev, mini *Index, newOf, fresh, ptMap, ftMap [
 // catalogTypes returns the product types of ix's catalog, as catalogTypes
 // of its ads.
 func (ix *Index) catalogTypes() map[string]uint32 {
-	return categoryTypes(len(ix.ads), func(i int) string { return ix.field(i, fCategory) })
+	return distinctTypes(len(ix.ads), func(i int) string { return ix.field(i, fCategory) })
+}
+
+// distinctTypes is categoryTypes of the n categories category gives, each
+// distinct one read once: a catalog's ads share a few hundred.
+func distinctTypes(n int, category func(int) string) map[string]uint32 {
+	var distinct []string
+	seen := map[string]bool{}
+	for i := range n {
+		c := category(i)
+		if i > 0 && c == distinct[len(distinct)-1] || seen[c] {
+			continue
+		}
+		seen[c] = true
+		distinct = append(distinct, c)
+	}
+	return categoryTypes(len(distinct), func(i int) string { return distinct[i] })
 }

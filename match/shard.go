@@ -137,21 +137,6 @@ func (ix *Index) EncodePage(per int) (shard []byte, frags [][]byte) {
 		panic("match: EncodePage of a page shard in fragments, which lacks its strings")
 	}
 	recs := make([]adStrs, len(ix.ads))
-	var arena []byte
-	var ends []uint32
-	for i := range recs {
-		var fields [numStrFields]string
-		for f := range fields {
-			if pageField(f) {
-				fields[f] = ix.field(i, f)
-			}
-		}
-		recs[i] = ix.recs[i]
-		arena = appendStrs(arena, &recs[i], &fields)
-		if per > 0 && ((i+1)%per == 0 || i == len(recs)-1) {
-			ends = append(ends, uint32(len(arena)))
-		}
-	}
 	page := &Index{
 		ads: ix.ads, markets: ix.markets, avgLen: ix.avgLen,
 		termOff: ix.termOff, termStr: ix.termStr, postOff: ix.postOff, postAd: ix.postAd, postTF: ix.postTF,
@@ -159,19 +144,73 @@ func (ix *Index) EncodePage(per int) (shard []byte, frags [][]byte) {
 		termCritOff: ix.termCritOff, termCrit: ix.termCrit,
 	}
 	if per <= 0 {
-		page.strs, page.recs = string(arena), recs
+		// Sized once: grown ad by ad, the strings of a large catalog were
+		// copied over and over (BenchmarkRefresh).
+		arena := ix.appendPageStrs(make([]byte, 0, ix.PageStrings()), recs, 0)
+		page.strs, page.recs = unsafe.String(unsafe.SliceData(arena), len(arena)), recs
 		return page.Encode(), nil
 	}
-	// Fragment k: its ads' adStrs, then their strings.
+	// Fragment k: its ads' adStrs, then their strings, written in place;
+	// an ad's strings are where they would be in the strings of all.
 	page.per = uint32(per)
-	start := uint32(0)
-	for k, end := range ends {
-		f := append(adStrsBytesOf(recs[k*per:min((k+1)*per, len(recs))]), arena[start:end]...)
-		frags = append(frags, f)
+	n := (len(recs) + per - 1) / per
+	frags, page.frags = make([][]byte, n), make([]uint32, 0, 2*n)
+	end := uint32(0)
+	for k := range n {
+		lo, hi := k*per, min((k+1)*per, len(recs))
+		head, size := (hi-lo)*adStrsBytes, 0
+		for i := lo; i < hi; i++ {
+			size += ix.recs[i].pageSize()
+		}
+		f := ix.appendPageStrs(make([]byte, head, head+size), recs[lo:hi], lo)
+		for i := lo; i < hi; i++ {
+			recs[i].str += end - uint32(head)
+		}
+		copy(f, adStrsBytesOf(recs[lo:hi]))
+		end += uint32(size)
+		frags[k] = f
 		page.frags = append(page.frags, end, crc32c(f))
-		start = end
 	}
 	return page.Encode(), frags
+}
+
+// appendPageStrs appends the page's strings of ix's ads from lo on, one
+// for each of recs, to b, and sets recs to them: each ad's string offset
+// is where it starts in b. An ad's strings lie together, field after
+// field, so the page's fields are copied a run at a time, not one by one.
+func (ix *Index) appendPageStrs(b []byte, recs []adStrs, lo int) []byte {
+	for k := range recs {
+		r := &recs[k]
+		*r = ix.recs[lo+k]
+		src := ix.strs[r.str:]
+		r.str = uint32(len(b))
+		off, run, end := uint32(0), uint32(0), uint32(0)
+		for f, l := range r.lens {
+			switch {
+			case !pageField(f):
+				r.lens[f] = 0
+			case off != end:
+				b = append(b, src[run:end]...)
+				run, end = off, off+l
+			default:
+				end += l
+			}
+			off += l
+		}
+		b = append(b, src[run:end]...)
+	}
+	return b
+}
+
+// pageSize is the bytes of the ad's strings in a page shard.
+func (r *adStrs) pageSize() int {
+	n := 0
+	for f, l := range r.lens {
+		if pageField(f) {
+			n += int(l)
+		}
+	}
+	return n
 }
 
 // pageField tells whether a page shard holds string f of its ads.
@@ -182,11 +221,7 @@ func pageField(f int) bool { return f != fModel && f != fLanding && f != fKeywor
 func (ix *Index) PageStrings() int {
 	n := 0
 	for i := range ix.recs {
-		for f, l := range ix.recs[i].lens {
-			if pageField(f) {
-				n += int(l)
-			}
-		}
+		n += ix.recs[i].pageSize()
 	}
 	return n
 }
@@ -267,7 +302,12 @@ func getU32(b []byte) uint32 {
 	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
 }
 
+// u32Bytes is v as a shard holds it, little-endian: v's own memory on a
+// little-endian host, not a copy, so the caller must only read it.
 func u32Bytes(v []uint32) []byte {
+	if littleEndian() {
+		return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), 4*len(v))
+	}
 	b := make([]byte, 4*len(v))
 	for i, x := range v {
 		putU32(b[4*i:], x)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"hash/maphash"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -34,10 +35,13 @@ const icecatDir = "../../../shared/data/catalog/icecat"
 // machine's other work does not inflate. It also reports the
 // refresh's steps, the recompression of its shards at the best levels
 // that follows the swap (and the zstd bytes of every shard and fragment
-// before it beside after it), and two floors: indexing the whole changed
-// catalog alone (a refresh that changes any ad does that) and reading
-// the feed's bytes and hashing its lines (the least a changed feed's
-// read costs).
+// before it beside after it), and three floors: indexing the whole
+// changed catalog alone (a refresh that changes any ad does that),
+// reading the feed's bytes and hashing its lines (the least a changed
+// feed's read costs), and compressing the shards the refresh made, the
+// whole catalog's and its changed markets', at the fast levels on every
+// core (the least a refresh whose shards are new bytes spends before it
+// serves them).
 func BenchmarkRefresh(b *testing.B) {
 	for _, c := range []struct {
 		name string
@@ -67,7 +71,7 @@ func BenchmarkRefresh(b *testing.B) {
 				}
 			}
 			changedFeed := feed(b, changed)
-			var cold, refresh, read, index, cut, recompress, floorIndex, floorRead time.Duration
+			var cold, refresh, read, index, cut, recompress, floorIndex, floorRead, floorCompress time.Duration
 			var fastBytes, bestBytes int
 			var coldCPU, refreshCPU time.Duration
 			for b.Loop() {
@@ -83,6 +87,7 @@ func BenchmarkRefresh(b *testing.B) {
 				cold += time.Since(start)
 				coldCPU += cputime.Process() - cpu
 				writeFile(b, path, changedFeed)
+				before := a.Catalog().Shards
 				runtime.GC()
 				start, cpu = time.Now(), cputime.Process()
 				r := a.Reload(context.Background(), false)
@@ -97,7 +102,13 @@ func BenchmarkRefresh(b *testing.B) {
 				a.live.waitRecompressed()
 				recompress += time.Since(start)
 				bestBytes += zstdBytes(a.Catalog().Shards)
+				newShards := shardsNotIn(a.Catalog().Shards, before)
 				a.Close()
+
+				runtime.GC()
+				start = time.Now()
+				compressFast(b, newShards)
+				floorCompress += time.Since(start)
 
 				runtime.GC()
 				start = time.Now()
@@ -125,6 +136,7 @@ func BenchmarkRefresh(b *testing.B) {
 			b.ReportMetric(float64(fastBytes)/float64(bestBytes), "fast_vs_best_zstd_x")
 			b.ReportMetric(floorIndex.Seconds()/n, "floor_index_all_s")
 			b.ReportMetric(floorRead.Seconds()/n, "floor_read_lines_s")
+			b.ReportMetric(floorCompress.Seconds()/n, "floor_compress_new_shards_s")
 		})
 	}
 }
@@ -142,6 +154,38 @@ func zstdBytes(set *shards.Set) int {
 		}
 	}
 	return n
+}
+
+// shardsNotIn is the bytes of the shards of set, the whole catalog's and
+// each market's, that before does not have: those a refresh made.
+func shardsNotIn(set, before *shards.Set) [][]byte {
+	made := map[string][]byte{}
+	for _, sh := range append(slices.Collect(maps.Values(set.Markets())), set.Pick("", "")) {
+		if before.Shard(sh.SHA256) == nil {
+			made[sh.SHA256] = sh.Bytes(shards.Identity)
+		}
+	}
+	return slices.Collect(maps.Values(made))
+}
+
+// compressFast compresses each of data with zstd and gzip at the fast
+// levels, on every core, the largest first: the least a refresh that
+// made those shards spends compressing them before it serves them.
+func compressFast(b *testing.B, data [][]byte) {
+	data = slices.Clone(data)
+	slices.SortFunc(data, func(x, y []byte) int { return len(y) - len(x) })
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		wg.Go(func() {
+			for i := int(next.Add(1)) - 1; i < len(data); i = int(next.Add(1)) - 1 {
+				if _, err := shards.NewFastBlob(data[i], "application/octet-stream"); err != nil {
+					b.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // readLines reads the file at path and hashes each of its lines, as a

@@ -69,7 +69,7 @@ func Rebuild(ads []match.Ad, prev *Set) (*Set, error) {
 	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
 	var allErr error
 	// Which groups the ads fall in depends on the markets the catalog has
-	// alone (match.ShardAds): when they are the catalog before's, its
+	// alone (match.ShardGroups): when they are the catalog before's, its
 	// whole index groups them, and the new one is built beside the
 	// markets' rather than before them.
 	grouper := (*match.Index)(nil)
@@ -90,26 +90,29 @@ func Rebuild(ads []match.Ad, prev *Set) (*Set, error) {
 		}
 		grouper = s.all
 	}
-	byMarket := match.ShardAds(grouper, ads)
+	groups := match.ShardGroups(grouper, ads)
 	for i := range ads {
 		s.bids[ads[i].ID] = ads[i].BidMicros
 	}
+	// Each ad is hashed once, though it is in the groups of its market
+	// and of its country, and those of several markets.
+	sums := adSums(s.seed, ads)
 	type job struct {
 		m   match.Market
-		ads []match.Ad
+		pos []int32
 		ix  *match.Index
 		sum uint64
 		err error
 	}
 	var jobs []*job
-	for m, ads := range byMarket {
-		jobs = append(jobs, &job{m: m, ads: ads})
+	for m, pos := range groups {
+		jobs = append(jobs, &job{m: m, pos: pos})
 	}
 	for _, j := range jobs {
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			j.sum = fingerprint(s.seed, j.ads)
+			j.sum = fingerprint(s.seed, sums, j.pos)
 			var before *match.Index
 			if prev != nil {
 				before = prev.markets[j.m]
@@ -118,7 +121,12 @@ func Rebuild(ads []match.Ad, prev *Set) (*Set, error) {
 				j.ix = before
 				return
 			}
-			if j.ix, j.err = rebuildIndex(before, j.ads); j.err != nil {
+			// Only a market indexed again has its ads copied out.
+			mine := make([]match.Ad, len(j.pos))
+			for k, p := range j.pos {
+				mine[k] = ads[p]
+			}
+			if j.ix, j.err = rebuildIndex(before, mine); j.err != nil {
 				j.err = fmt.Errorf("market %s: %w", j.m, j.err)
 			}
 		})
@@ -153,9 +161,10 @@ func sameMarkets(all *match.Index, ads []match.Ad) bool {
 	return seen == 1<<len(ms)-1 // all ones for 64 markets too
 }
 
-// fingerprint hashes every field of every ad, in order; each string and
-// list is preceded by its length, so no two catalogs write the same bytes.
-func fingerprint(seed maphash.Seed, ads []match.Ad) uint64 {
+// adSums hashes every field of each ad under seed; each string and list
+// is preceded by its length, so no two ads write the same bytes.
+func adSums(seed maphash.Seed, ads []match.Ad) []uint64 {
+	sums := make([]uint64, len(ads))
 	var h maphash.Hash
 	h.SetSeed(seed)
 	var n [8]byte
@@ -167,9 +176,9 @@ func fingerprint(seed maphash.Seed, ads []match.Ad) uint64 {
 		num(int64(len(v)))
 		h.WriteString(v)
 	}
-	num(int64(len(ads)))
 	for i := range ads {
 		a := &ads[i]
+		h.Reset()
 		str(a.ID)
 		num(int64(a.Kind))
 		str(a.Title)
@@ -193,6 +202,21 @@ func fingerprint(seed maphash.Seed, ads []match.Ad) uint64 {
 			str(m.Lang)
 		}
 		num(a.BidMicros)
+		sums[i] = h.Sum64()
+	}
+	return sums
+}
+
+// fingerprint hashes the ads at pos, in order, by their sums (adSums).
+func fingerprint(seed maphash.Seed, sums []uint64, pos []int32) uint64 {
+	var h maphash.Hash
+	h.SetSeed(seed)
+	var n [8]byte
+	binary.LittleEndian.PutUint64(n[:], uint64(len(pos)))
+	h.Write(n[:])
+	for _, p := range pos {
+		binary.LittleEndian.PutUint64(n[:], sums[p])
+		h.Write(n[:])
 	}
 	return h.Sum64()
 }

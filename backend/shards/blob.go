@@ -100,12 +100,13 @@ func NewFastBlob(b []byte, contentType string) (*Blob, error) {
 	return newBlob(b, sha256.Sum256(b), contentType, true, false)
 }
 
-// newBlob makes a blob of b, whose SHA-256 is sum. A fast one made with
-// gzipLater has its gzip made when it is first asked for (load): a
-// fragment, which no manifest measures and most browsers fetch in zstd.
-func newBlob(b []byte, sum [sha256.Size]byte, contentType string, fast, gzipLater bool) (*Blob, error) {
+// newBlob makes a blob of b, whose SHA-256 is sum. A fast one made
+// compressLater has its zstd and gzip made when each is first asked for
+// (load): a fragment, which no manifest measures, and of which a page
+// fetches a few.
+func newBlob(b []byte, sum [sha256.Size]byte, contentType string, fast, compressLater bool) (*Blob, error) {
 	bl := &Blob{SHA256: hex.EncodeToString(sum[:]), contentType: contentType}
-	e, err := encode(b, bl.SHA256, fast, gzipLater && fast)
+	e, err := encode(b, bl.SHA256, fast, compressLater && fast)
 	if err != nil {
 		return nil, err
 	}
@@ -113,21 +114,41 @@ func newBlob(b []byte, sum [sha256.Size]byte, contentType string, fast, gzipLate
 	return bl, nil
 }
 
-// encode compresses b, named sha, at the fast or the best levels.
-func encode(b []byte, sha string, fast, gzipLater bool) (*encodings, error) {
+// uncompressedBlob makes a blob of b, whose SHA-256 is sum, without its
+// zstd and gzip: fill gives them, or load makes them (at the fast levels)
+// when first asked for.
+func uncompressedBlob(b []byte, sum [sha256.Size]byte, contentType string, fast bool) *Blob {
+	bl := &Blob{SHA256: hex.EncodeToString(sum[:]), contentType: contentType}
+	e, _ := encode(b, bl.SHA256, fast, true) // nothing compressed, no error
+	bl.cur.Store(e)
+	return bl
+}
+
+// fill gives the blob c, its bytes in encoding e at its levels, unless it
+// has them already.
+func (b *Blob) fill(e Encoding, c []byte) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	cur := b.cur.Load()
+	if cur.enc[e] != nil {
+		return
+	}
+	next := *cur
+	next.enc[e] = c
+	b.cur.Store(&next)
+}
+
+// encode compresses b, named sha, at the fast or the best levels; later
+// leaves zstd and gzip to be made when first asked for (load).
+func encode(b []byte, sha string, fast, later bool) (*encodings, error) {
 	e := &encodings{fast: fast}
 	e.enc[Identity] = b
-	encoder, gzipPool := zstdEncoder, gzipWriters
-	if fast {
-		encoder, gzipPool = zstdFastEncoder, gzipFastWriters
-	}
-	zw, err := encoder()
-	if err != nil {
-		return nil, err
-	}
-	e.enc[Zstd] = zw.EncodeAll(b, make([]byte, 0, len(b)/3))
-	if !gzipLater {
-		if e.enc[Gzip], err = gzipped(b, gzipPool); err != nil {
+	if !later {
+		var err error
+		if e.enc[Zstd], err = compressed(b, Zstd, fast); err != nil {
+			return nil, err
+		}
+		if e.enc[Gzip], err = compressed(b, Gzip, fast); err != nil {
 			return nil, err
 		}
 	}
@@ -146,9 +167,39 @@ func encode(b []byte, sha string, fast, gzipLater bool) (*encodings, error) {
 	return e, nil
 }
 
+// compressed is b in encoding e, zstd or gzip, at the fast or the best
+// levels.
+func compressed(b []byte, e Encoding, fast bool) ([]byte, error) {
+	if e == Gzip {
+		if fast {
+			return gzipped(b, gzipFastWriters)
+		}
+		return gzipped(b, gzipWriters)
+	}
+	encoder := zstdEncoder
+	if fast {
+		encoder = zstdFastEncoder
+	}
+	zw, err := encoder()
+	if err != nil {
+		return nil, err
+	}
+	// Room for what a shard compresses to at the level, so that a large
+	// one's output is not copied as it grows.
+	room := len(b) / 3
+	if fast {
+		room = len(b) / 2
+	}
+	return zw.EncodeAll(b, make([]byte, 0, room)), nil
+}
+
 // gzipped compresses b with a gzip writer of pool.
 func gzipped(b []byte, pool *sync.Pool) ([]byte, error) {
-	gz := bytes.NewBuffer(make([]byte, 0, len(b)/2+64))
+	// Room for the worst case, deflate's stored blocks (parts of a shard
+	// do not compress at the fast level): a buffer grown on the way
+	// copied and cleared large shards over and over. What is not used is
+	// given back, as the bytes are kept.
+	gz := bytes.NewBuffer(make([]byte, 0, len(b)+len(b)/1024+64))
 	gw := pool.Get().(*gzip.Writer)
 	defer pool.Put(gw)
 	gw.Reset(gz)
@@ -156,29 +207,34 @@ func gzipped(b []byte, pool *sync.Pool) ([]byte, error) {
 	if err := gw.Close(); err != nil {
 		return nil, err
 	}
+	if out := gz.Bytes(); cap(out)-len(out) > len(out)/4+4096 {
+		return bytes.Clone(out), nil
+	}
 	return gz.Bytes(), nil
 }
 
 // load returns the blob's encodings, with e among them: a fragment at
-// fast levels is made without gzip, which browsers that take zstd do not
-// ask for, and gets it (at the fast level) when it is first asked for, so
-// that a refresh compresses its many new fragments once, not twice.
+// fast levels is made without zstd and gzip and gets each (at the fast
+// level) when it is first asked for, so that a refresh does not compress
+// its many new fragments before it serves them (a page fetches a few of
+// them, and a fragment's few kilobytes compress in microseconds) nor
+// twice: the recompression at the best levels follows.
 func (b *Blob) load(e Encoding) *encodings {
 	cur := b.cur.Load()
-	if e != Gzip || cur.enc[Gzip] != nil {
+	if e == Identity || cur.enc[e] != nil {
 		return cur
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if cur = b.cur.Load(); cur.enc[Gzip] != nil {
+	if cur = b.cur.Load(); cur.enc[e] != nil {
 		return cur
 	}
-	gz, err := gzipped(cur.enc[Identity], gzipFastWriters)
-	if err != nil { // a bytes.Buffer does not fail
-		panic("shards: gzip: " + err.Error())
+	c, err := compressed(cur.enc[Identity], e, true)
+	if err != nil { // valid options and a bytes.Buffer: it does not fail
+		panic("shards: " + e.String() + ": " + err.Error())
 	}
 	next := *cur
-	next.enc[Gzip] = gz
+	next.enc[e] = c
 	b.cur.Store(&next)
 	return &next
 }

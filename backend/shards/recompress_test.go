@@ -202,6 +202,15 @@ func TestBuildFastThenRecompress(t *testing.T) {
 		if !b.Fast() || b.SHA256 != bb[i].SHA256 {
 			t.Fatalf("blob %d: fast %v, named %s; want fast, named %s", i, b.Fast(), b.SHA256, bb[i].SHA256)
 		}
+		// Shards are compressed before they are served, fragments when
+		// first asked for; at the best levels, everything at once.
+		e, shard := b.cur.Load(), i <= len(fast.Markets())
+		if made := e.enc[Zstd] != nil && e.enc[Gzip] != nil; made != shard {
+			t.Fatalf("blob %d (a shard: %v): compressed before it was asked for: %v", i, shard, made)
+		}
+		if e := bb[i].cur.Load(); e.enc[Zstd] == nil || e.enc[Gzip] == nil {
+			t.Fatalf("blob %d of the best levels is not compressed", i)
+		}
 	}
 	if fast.Matcher().Fast() {
 		t.Error("the module was compressed fast")
@@ -282,20 +291,21 @@ func TestBuildKeepsShardsOfKeptIndexes(t *testing.T) {
 	}
 }
 
-// TestFastBlobGzipOnDemand: a fast fragment is made without gzip and
-// compresses it once, when first asked for, however many requests ask at
-// once and while it is recompressed; each answer decodes to the blob.
-func TestFastBlobGzipOnDemand(t *testing.T) {
+// TestFastBlobCompressedOnDemand: a fast fragment is made without zstd
+// and gzip and compresses each once, when first asked for, however many
+// requests ask at once and while it is recompressed; each answer decodes
+// to the blob.
+func TestFastBlobCompressedOnDemand(t *testing.T) {
 	data := bytes.Repeat(wasmLike(), 30)
 	fast, err := newBlob(data, sha256.Sum256(data), "application/octet-stream", true, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fast.cur.Load().enc[Gzip] != nil {
-		t.Fatal("a fast blob was made with gzip")
+	if e := fast.cur.Load(); e.enc[Zstd] != nil || e.enc[Gzip] != nil || !fast.Fast() {
+		t.Fatal("a fast fragment was compressed before it was asked for")
 	}
 	var wg sync.WaitGroup
-	bodies := make([][]byte, 8)
+	bodies := make([][]byte, 16)
 	encs := make([]string, len(bodies))
 	for i := range bodies {
 		wg.Go(func() {
@@ -306,18 +316,31 @@ func TestFastBlobGzipOnDemand(t *testing.T) {
 			}
 			rec := httptest.NewRecorder()
 			req := httptest.NewRequest("GET", "/", nil)
-			req.Header.Set("Accept-Encoding", "gzip")
+			req.Header.Set("Accept-Encoding", [...]string{"zstd", "gzip"}[i%2])
 			fast.Serve(rec, req, "no-cache")
 			bodies[i], encs[i] = rec.Body.Bytes(), rec.Header().Get("Content-Encoding")
 		})
 	}
 	wg.Wait()
 	for i, b := range bodies {
-		if encs[i] != "gzip" || !bytes.Equal(decode(t, "gzip", b), data) {
-			t.Fatalf("request %d: %s, not the blob in gzip", i, encs[i])
+		want := [...]string{"zstd", "gzip"}[i%2]
+		if encs[i] != want || !bytes.Equal(decode(t, want, b), data) {
+			t.Fatalf("request %d: %s, not the blob in %s", i, encs[i], want)
 		}
 	}
-	if fast.Size(Gzip) == 0 || fast.Size(Gzip) >= len(data) {
-		t.Errorf("gzip of %d bytes for %d", fast.Size(Gzip), len(data))
+	for _, e := range []Encoding{Zstd, Gzip} {
+		if n := fast.Size(e); n == 0 || n >= len(data) {
+			t.Errorf("%s of %d bytes for %d", e, n, len(data))
+		}
+	}
+	// Asked for again, the bytes are the ones served before, not made
+	// anew.
+	again, err := newBlob(data, sha256.Sum256(data), "application/octet-stream", true, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	z := again.Bytes(Zstd)
+	if !bytes.Equal(decode(t, "zstd", z), data) || &again.Bytes(Zstd)[0] != &z[0] {
+		t.Error("a fragment's zstd was made twice")
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -170,28 +171,54 @@ func Build(src market.Indexes, o Options) (*Set, error) {
 	if o.Matcher != nil {
 		pieces = append(pieces, &piece{data: o.Matcher, ctype: "application/wasm", zstd: o.MatcherZstd})
 	}
+	// Each piece named, or found in Previous; then each encoding of each
+	// new one compressed as a task of its own, the largest first, so that
+	// a large shard's zstd and gzip take a core each rather than one in
+	// turn while the other waits. A fast fragment waits to be asked for.
+	type task struct {
+		p   *piece
+		enc Encoding
+	}
+	var tasks []task
+	var mu sync.Mutex
 	parallel(len(pieces), func(i int) {
 		p := pieces[i]
 		sum := sha256.Sum256(p.data)
-		if p.blob, p.reused = o.Previous.blob(hex.EncodeToString(sum[:])); !p.reused {
-			if p.blob, p.err = newBlob(p.data, sum, p.ctype, p.fast, p.fragment); p.err != nil {
-				return
-			}
-		}
-		if p.zstd == nil {
+		if p.blob, p.reused = o.Previous.blob(hex.EncodeToString(sum[:])); p.reused {
 			return
 		}
-		if p.reused && o.Previous.matcher == p.blob {
-			p.zstdChoice = o.Previous.matcherZstd
+		p.blob = uncompressedBlob(p.data, sum, p.ctype, p.fast)
+		if !p.fast || !p.fragment {
+			mu.Lock()
+			tasks = append(tasks, task{p, Zstd}, task{p, Gzip})
+			mu.Unlock()
+		}
+	})
+	slices.SortFunc(tasks, func(a, b task) int { return cmp.Compare(len(b.p.data), len(a.p.data)) })
+	parallel(len(tasks), func(i int) {
+		t := tasks[i]
+		c, err := compressed(t.p.data, t.enc, t.p.fast)
+		if err != nil {
+			mu.Lock()
+			t.p.err = cmp.Or(t.p.err, err)
+			mu.Unlock()
 			return
 		}
-		p.zstdChoice = ZstdChoice{Given: len(p.zstd), Own: p.blob.Size(Zstd)}
-		p.zstdChoice.Served, p.zstdChoice.Err = p.blob.UseZstd(p.zstd)
+		t.p.blob.fill(t.enc, c)
 	})
 	for _, p := range pieces {
 		if p.err != nil {
 			return nil, p.err
 		}
+		if p.zstd == nil {
+			continue
+		}
+		if p.reused && o.Previous.matcher == p.blob {
+			p.zstdChoice = o.Previous.matcherZstd
+			continue
+		}
+		p.zstdChoice = ZstdChoice{Given: len(p.zstd), Own: p.blob.Size(Zstd)}
+		p.zstdChoice.Served, p.zstdChoice.Err = p.blob.UseZstd(p.zstd)
 	}
 	for i, j := range jobs {
 		if encoded[i] == nil {
