@@ -275,7 +275,9 @@ func TestRefreshFromURL(t *testing.T) {
 
 	cfg := testConfig(t)
 	cfg.Catalogs = []string{srv.URL + "/feed#market=de-DE&bid=0.05"}
-	cfg.CatalogTimeout = 200 * time.Millisecond
+	// Long enough for a loaded machine to fetch and read 100 ads under the
+	// race detector; the hanging feed waits it out.
+	cfg.CatalogTimeout = 2 * time.Second
 	var refreshes []api.Reload
 	done := make(chan struct{}, 1)
 	tick := make(chan time.Time)
