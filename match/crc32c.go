@@ -18,7 +18,18 @@ func crc32cSlicing(b []byte) uint32 {
 }
 
 // crcTables[k][v] is the CRC of byte v followed by k zero bytes.
-var crcTables = func() (t [8][256]uint32) {
+var crcTables [8][256]uint32
+
+func init() { fillCRCTables(&crcTables) }
+
+// fillCRCTables computes crcTables in a function of its own rather than
+// in the package's init, which is large: V8 counts each turn of a loop in
+// the module by the size of the whole function it stands in (see
+// offsets), and the thousands of turns here had it optimise the whole
+// init, which runs once, while a page waited for its first ads.
+//
+//go:noinline
+func fillCRCTables(t *[8][256]uint32) {
 	const poly = 0x82F63B78 // Castagnoli, reversed
 	for i := range 256 {
 		c := uint32(i)
@@ -36,5 +47,4 @@ var crcTables = func() (t [8][256]uint32) {
 			t[k][i] = t[0][t[k-1][i]&0xff] ^ t[k-1][i]>>8
 		}
 	}
-	return t
-}()
+}

@@ -452,16 +452,8 @@ func (ix *Index) check(nAds, nTerms, nCrit int) error {
 	if len(ix.markets) == 64 {
 		marketMask = math.MaxUint64
 	}
-	for i := range ix.recs {
-		if !ix.recs[i].within(0, strs) {
-			return shardErr("string out of bounds")
-		}
-	}
-	for i := range ix.ads {
-		a := &ix.ads[i]
-		if a.kindv >= uint32(numKinds) || a.offer >= uint32(nAds) || a.adv >= uint32(nAds) || a.marketBits()&^marketMask != 0 {
-			return shardErr("bad ad record")
-		}
+	if err := ix.checkAds(strs, nAds, marketMask); err != nil {
+		return err
 	}
 	if len(ix.byID) != nAds && len(ix.byID) != 0 || !below(ix.byID, nAds) {
 		return shardErr("bad id table")
@@ -474,6 +466,34 @@ func (ix *Index) check(nAds, nTerms, nCrit int) error {
 		!offsets(ix.termCritOff, nTerms, len(ix.termCrit)) || !below(ix.termCrit, nCrit) {
 		return shardErr("bad offsets")
 	}
+	return ix.checkCriteria(nAds, nCrit)
+}
+
+// checkAds is check's of the ads' records. It and checkCriteria are
+// functions of their own, as offsets and below are, so that their loops
+// do not stand in check's.
+//
+//go:noinline
+func (ix *Index) checkAds(strs uint64, nAds int, marketMask uint64) error {
+	for i := range ix.recs {
+		if !ix.recs[i].within(0, strs) {
+			return shardErr("string out of bounds")
+		}
+	}
+	for i := range ix.ads {
+		a := &ix.ads[i]
+		if a.kindv >= uint32(numKinds) || a.offer >= uint32(nAds) || a.adv >= uint32(nAds) || a.marketBits()&^marketMask != 0 {
+			return shardErr("bad ad record")
+		}
+	}
+	return nil
+}
+
+// checkCriteria is check's of the criteria, once their offsets are known
+// to be good.
+//
+//go:noinline
+func (ix *Index) checkCriteria(nAds, nCrit int) error {
 	for _, e := range ix.critAd {
 		if e>>2 >= uint32(nAds) {
 			return shardErr("bad criterion ad")
@@ -510,6 +530,14 @@ func ordered(a, b []uint32) bool {
 }
 
 // offsets reports whether off is n+1 non-decreasing offsets from 0 ending at end.
+//
+// It and below are not inlined into check: V8 counts each turn of a loop
+// in the module by the size of the whole function it stands in (Go's
+// WebAssembly runs every loop through its function's one outer loop), so
+// inlined, their loops had V8 optimise all of check while a page waited
+// for its first ads.
+//
+//go:noinline
 func offsets(off []uint32, n, end int) bool {
 	if len(off) != n+1 || off[0] != 0 || int(off[n]) != end {
 		return false
@@ -522,6 +550,7 @@ func offsets(off []uint32, n, end int) bool {
 	return true
 }
 
+//go:noinline
 func below(v []uint32, n int) bool {
 	for _, x := range v {
 		if x >= uint32(n) {

@@ -2,6 +2,7 @@ package web
 
 import (
 	_ "embed"
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"slices"
@@ -204,12 +205,21 @@ func BenchmarkFirstView(b *testing.B) {
 		}
 	}
 	bytes, detail := countView(b, srv.firstView("article.html"), "local")
+	// Traced views, apart from the timed ones: tracing costs time too.
+	var traced [][]stepCost
+	var spans, lazyCPU, tierCPU []float64
+	for range 3 {
+		v, span := tracedView(b, srv.firstView("article.html"), "")
+		l, t := traceTotals(v)
+		traced, spans, lazyCPU, tierCPU = append(traced, v), append(spans, span), append(lazyCPU, l), append(tierCPU, t)
+	}
 	srv.waitAnalysed(b, page)
 	known := analysedView(b, srv, page, false)
 	knownLate := analysedView(b, srv, page, true)
 	cutCold, cutBytes, cutDetail := cutView(b, rounds)
 	floorCompile, floorStart, floor, floorKB := goFloor(b, rounds)
 	_, _, alone, _ := moduleStart(b, rounds, matcherWasm, matcherZstd)
+	withShard := shardFloor(b, rounds, demoShard(b, srv))
 	c, w, wl := median(cold), median(warm[0]), median(warm[1])
 	b.ReportMetric(c, "ms-first-ad-cold")
 	b.ReportMetric(w, "ms-first-ad-warm")
@@ -234,7 +244,14 @@ func BenchmarkFirstView(b *testing.B) {
 		floorKB, floorCompile, floorStart, floor, c/floor, median(coldLate)/floor)
 	fmt.Printf("  matcher.wasm itself fetched, compiled and started the same way, alone: %.0f ms, %.2fx the empty reactor; the cold first ad takes %.0f ms more (shard, matching, the page)\n",
 		alone, alone/floor, c-alone)
+	fmt.Printf("  matcher.wasm and the German shard fetched at once, the module compiled and started and the shard loaded (load_shard), alone, no match: %.0f ms, %.2fx the empty reactor (the floor of a first view matched in the page); the cold first ad takes %.0f ms more (the first match_page, the page)\n",
+		withShard, withShard/floor, c-withShard)
+	b.ReportMetric(withShard, "ms-matcher-shard-alone")
+	b.ReportMetric(withShard/floor, "matcher-shard-alone-of-floor")
 	printSteps(coldSteps, coldLateSteps, warmSteps[0], warmSteps[1])
+	printTraceCosts(traced, spans)
+	b.ReportMetric(median(lazyCPU), "ms-cpu-lazy-compile")
+	b.ReportMetric(median(tierCPU), "ms-cpu-tier-up")
 	fmt.Printf("  the page's main thread in a cold view: longest task %.0f ms, total blocking time %.0f ms (each task's ms past 50, as Lighthouse counts; medians)\n",
 		median(longest), median(blocking))
 	fmt.Printf("  bytes over the wire: %.1f KB (target <= 600 KB): %s\n", bytes/1e3, detail)
@@ -244,6 +261,18 @@ func BenchmarkFirstView(b *testing.B) {
 	fmt.Printf("  the same first view with the market's shard in fragments, as a large catalog's goes (median of %d): first ad %.0f ms cold, %.2fx the whole shard's (one more round trip); %.1f KB over the wire: %s\n",
 		rounds, cutCold, cutCold/c, cutBytes/1e3, cutDetail)
 	b.ReportMetric(cutCold, "ms-first-ad-cold-fragments")
+}
+
+// demoShard is the shard the server's manifest names for the demo site's
+// pages in Germany, as its bytes.
+func demoShard(b *testing.B, srv *backend) []byte {
+	var m struct {
+		Shard struct{ URL string }
+	}
+	if err := json.Unmarshal(get(b, srv.URL+"/v2/shards?api_key=demo&site_id=demo&loc=de"), &m); err != nil || m.Shard.URL == "" {
+		b.Fatalf("manifest: %+v %v", m, err)
+	}
+	return get(b, srv.URL+m.Shard.URL)
 }
 
 // cutView is the cold first view on the server whose shards go to pages

@@ -22,6 +22,14 @@ import (
 //go:embed testdata/bench/go_start.js
 var goStart string
 
+// shardStart, called with the module's URL and a shard's, fetches both at
+// once, compiles the module as goStart does, starts it and loads the
+// shard (load_shard): a first view's work with no match and no page. It
+// resolves to the milliseconds in all.
+//
+//go:embed testdata/bench/shard_start.js
+var shardStart string
+
 // floorPage is the page goStart runs in.
 const floorPage = `<!doctype html><meta charset="utf-8"><title>Go start-up</title>`
 
@@ -81,6 +89,51 @@ func moduleStart(tb testing.TB, rounds int, wasm, z []byte) (compile, start, tot
 		br.close()
 	}
 	return median(c), median(s), median(t), kb
+}
+
+// shardFloor is how long matcher.wasm takes to arrive, compile and start
+// and the shard (its bytes as the server serves them, compressed the
+// same way) to arrive and load, both fetched at once in a fresh browser,
+// one per round: the floor of a first view that matches in the page,
+// before any match. It returns the median.
+func shardFloor(tb testing.TB, rounds int, shard []byte) float64 {
+	tb.Helper()
+	testenv.NeedChromium(tb)
+	module, err := shards.NewBlob(matcherWasm, "application/wasm")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if matcherZstd != nil {
+		if _, err := module.UseZstd(matcherZstd); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	sh, err := shards.NewBlob(shard, "application/octet-stream")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/matcher.wasm":
+			module.Serve(w, r, "public, max-age=31536000, immutable")
+		case "/shard":
+			sh.Serve(w, r, "public, max-age=31536000, immutable")
+		default:
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			w.Write([]byte(floorPage))
+		}
+	}))
+	defer srv.Close()
+	var ms []float64
+	for range rounds {
+		br := newBrowser(tb)
+		br.lean(tb)
+		br.do(tb, chromedp.Navigate(srv.URL+"/"))
+		ms = append(ms, evalCall[float64](tb, br, shardStart, "/matcher.wasm", "/shard"))
+		br.noConsoleErrors(tb)
+		br.close()
+	}
+	return median(ms)
 }
 
 // TestGoFloorPageStarts: the floor's page really starts a Go runtime, so

@@ -54,7 +54,9 @@
  *                               text (the page's text read), need and fragments (a large
  *                               market's: its answer named fragments, they loaded), matched;
  *                               early (the module started before the server's answer, see
- *                               "Starting early") and dropped (the answer had the ads)
+ *                               "Starting early") and dropped (the answer had the ads).
+ *                               Each step, and first_ad, is also a User Timing mark
+ *                               "adlink:<step>", so a browser's performance tools show it
  */
 (function () {
   "use strict";
@@ -87,7 +89,11 @@
     linkDensity: data.linkDensity && density >= 0 ? density : 5
   };
   var timing = { start: performance.now(), firstAd: 0, firstToken: 0, steps: {} };
-  function mark(step) { if (!timing.steps[step]) timing.steps[step] = performance.now() - timing.start; }
+  function mark(step) {
+    if (timing.steps[step]) return;
+    timing.steps[step] = performance.now() - timing.start;
+    if (performance.mark) performance.mark("adlink:" + step);
+  }
   var encoder = new TextEncoder();
   var decoder = new TextDecoder();
   var FIELDS = "price,logo";
@@ -867,7 +873,10 @@
     if (gen !== generation) return { source: "none", links: [] };
     style();
     var n = inText(links) + box(links);
-    if (n && !timing.firstAd) timing.firstAd = performance.now();
+    if (n && !timing.firstAd) {
+      timing.firstAd = performance.now();
+      if (performance.mark) performance.mark("adlink:first_ad");
+    }
     if (n) watch();
     return { source: source, links: links };
   }

@@ -1,0 +1,27 @@
+async (url, shardURL) => {
+	const t0 = performance.now();
+	const [module, shard] = await Promise.all([
+		WebAssembly.compileStreaming(fetch(url)),
+		fetch(shardURL).then((r) => r.arrayBuffer()).then((b) => new Uint8Array(b)),
+	]);
+	let memory;
+	const view = () => new DataView(memory.buffer);
+	const env = new TextEncoder().encode("GOGC=200\0");
+	const wasi = {};
+	for (const i of WebAssembly.Module.imports(module)) wasi[i.name] = () => 0;
+	Object.assign(wasi, {
+		environ_sizes_get: (n, size) => { view().setUint32(n, 1, true); view().setUint32(size, env.length, true); return 0; },
+		environ_get: (ptrs, buf) => { view().setUint32(ptrs, buf, true); new Uint8Array(memory.buffer, buf, env.length).set(env); return 0; },
+		args_sizes_get: (n, size) => { view().setUint32(n, 0, true); view().setUint32(size, 0, true); return 0; },
+		clock_time_get: (id, precision, out) => { view().setBigUint64(out, BigInt(Math.round((performance.timeOrigin + performance.now()) * 1e6)), true); return 0; },
+		random_get: (p, n) => { crypto.getRandomValues(new Uint8Array(memory.buffer, p, n)); return 0; },
+	});
+	const ex = new WebAssembly.Instance(module, { wasi_snapshot_preview1: wasi }).exports;
+	memory = ex.memory;
+	ex._initialize();
+	const p = ex.alloc(shard.length) >>> 0;
+	new Uint8Array(memory.buffer, p, shard.length).set(shard);
+	const st = ex.load_shard(p, shard.length);
+	if (st !== 0) throw new Error("load_shard: " + st);
+	return performance.now() - t0;
+}
