@@ -12,23 +12,17 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
-// goStart, called with a URL, fetches, compiles and starts a Go reactor
-// with nothing else to do: compileStreaming as the widget does, and a WASI
-// shim that answers what a Go runtime asks while it starts (the
-// environment with GOGC, the clock, random bytes; zero for the rest). It
-// resolves to the milliseconds of each step and the module's bytes over
-// the wire.
+// goStart, called with a module's URL and, optionally, a shard's, fetches
+// both at once and compiles the module (compileStreaming, as the widget
+// does), starts it with a WASI shim that answers what a Go runtime asks
+// while it starts (the environment with GOGC, the clock, random bytes;
+// zero for the rest), and loads the shard (load_shard), if any, with
+// nothing else to do. It resolves to the milliseconds of the fetch and
+// compile, the start and their total, the module's bytes over the wire,
+// and the milliseconds in all, the shard loaded.
 //
 //go:embed testdata/bench/go_start.js
 var goStart string
-
-// shardStart, called with the module's URL and a shard's, fetches both at
-// once, compiles the module as goStart does, starts it and loads the
-// shard (load_shard): a first view's work with no match and no page. It
-// resolves to the milliseconds in all.
-//
-//go:embed testdata/bench/shard_start.js
-var shardStart string
 
 // floorPage is the page goStart runs in.
 const floorPage = `<!doctype html><meta charset="utf-8"><title>Go start-up</title>`
@@ -51,13 +45,17 @@ func goFloor(tb testing.TB, rounds int) (compile, start, total, kb float64) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return moduleStart(tb, rounds, empty, z)
+	compile, start, total, kb, _ = moduleStart(tb, rounds, empty, z, nil)
+	return compile, start, total, kb
 }
 
 // moduleStart is what goFloor measures for any module, wasm, served with
 // z as its zstd encoding when not nil: matcher.wasm itself gives what its
-// start alone costs, with nothing of a view around it.
-func moduleStart(tb testing.TB, rounds int, wasm, z []byte) (compile, start, total, kb float64) {
+// start alone costs, with nothing of a view around it. With a shard (its
+// bytes as the server serves them), fetched at the same time and loaded
+// once the module has started, loaded is the median time of it all: the
+// floor of a first view that matches in the page, before any match.
+func moduleStart(tb testing.TB, rounds int, wasm, z, shard []byte) (compile, start, total, kb, loaded float64) {
 	tb.Helper()
 	testenv.NeedChromium(tb)
 	blob, err := shards.NewBlob(wasm, "application/wasm")
@@ -69,54 +67,19 @@ func moduleStart(tb testing.TB, rounds int, wasm, z []byte) (compile, start, tot
 			tb.Fatal(err)
 		}
 	}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/empty.wasm" {
-			blob.Serve(w, r, "public, max-age=31536000, immutable")
-			return
-		}
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		w.Write([]byte(floorPage))
-	}))
-	defer srv.Close()
-	var c, s, t []float64
-	for range rounds {
-		br := newBrowser(tb)
-		br.lean(tb)
-		br.do(tb, chromedp.Navigate(srv.URL+"/"))
-		v := evalCall[[4]float64](tb, br, goStart, "/empty.wasm")
-		c, s, t, kb = append(c, v[0]), append(s, v[1]), append(t, v[2]), v[3]/1e3
-		br.noConsoleErrors(tb)
-		br.close()
-	}
-	return median(c), median(s), median(t), kb
-}
-
-// shardFloor is how long matcher.wasm takes to arrive, compile and start
-// and the shard (its bytes as the server serves them, compressed the
-// same way) to arrive and load, both fetched at once in a fresh browser,
-// one per round: the floor of a first view that matches in the page,
-// before any match. It returns the median.
-func shardFloor(tb testing.TB, rounds int, shard []byte) float64 {
-	tb.Helper()
-	testenv.NeedChromium(tb)
-	module, err := shards.NewBlob(matcherWasm, "application/wasm")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if matcherZstd != nil {
-		if _, err := module.UseZstd(matcherZstd); err != nil {
+	shardURL := ""
+	var sh *shards.Blob
+	if shard != nil {
+		if sh, err = shards.NewBlob(shard, "application/octet-stream"); err != nil {
 			tb.Fatal(err)
 		}
-	}
-	sh, err := shards.NewBlob(shard, "application/octet-stream")
-	if err != nil {
-		tb.Fatal(err)
+		shardURL = "/shard"
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch r.URL.Path {
-		case "/matcher.wasm":
-			module.Serve(w, r, "public, max-age=31536000, immutable")
-		case "/shard":
+		switch {
+		case r.URL.Path == "/module.wasm":
+			blob.Serve(w, r, "public, max-age=31536000, immutable")
+		case r.URL.Path == "/shard" && sh != nil:
 			sh.Serve(w, r, "public, max-age=31536000, immutable")
 		default:
 			w.Header().Set("Content-Type", "text/html; charset=utf-8")
@@ -124,16 +87,17 @@ func shardFloor(tb testing.TB, rounds int, shard []byte) float64 {
 		}
 	}))
 	defer srv.Close()
-	var ms []float64
+	var c, s, t, l []float64
 	for range rounds {
 		br := newBrowser(tb)
 		br.lean(tb)
 		br.do(tb, chromedp.Navigate(srv.URL+"/"))
-		ms = append(ms, evalCall[float64](tb, br, shardStart, "/matcher.wasm", "/shard"))
+		v := evalCall[[5]float64](tb, br, goStart, "/module.wasm", shardURL)
+		c, s, t, kb, l = append(c, v[0]), append(s, v[1]), append(t, v[2]), v[3]/1e3, append(l, v[4])
 		br.noConsoleErrors(tb)
 		br.close()
 	}
-	return median(ms)
+	return median(c), median(s), median(t), kb, median(l)
 }
 
 // TestGoFloorPageStarts: the floor's page really starts a Go runtime, so
