@@ -152,9 +152,13 @@ func (ix *Index) walkFullText(alts []alt, required uint32, and bool, f filter, k
 	for i, a := range alts {
 		lo, hi := ix.postOff[a.id], ix.postOff[a.id+1]
 		c := &cursors[i]
-		*c = listCursor{pos: lo, end: hi, doc: end, typed: rarity[i], other: rarity[i] * boostOther}
+		// The type boost doubles the whole score once any head posting
+		// is typed: a posting of another term, typed or not (an ad typed
+		// twice, by its category and an acronym of it), gains it as any
+		// posting does.
+		*c = listCursor{pos: lo, end: hi, doc: end, typed: rarity[i] * boostOther, other: rarity[i] * boostOther}
 		if headGroup[a.k] {
-			c.typed *= 2
+			c.typed = rarity[i] * 2
 		}
 		if lo < hi {
 			c.doc = postAd[lo]

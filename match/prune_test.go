@@ -3,6 +3,7 @@
 package match_test
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -250,4 +251,44 @@ func FuzzPrunedFullText(f *testing.F) {
 		}
 		checkPruned(t, ix, q)
 	})
+}
+
+// TestPrunedAdTypedTwice: an ad whose category types it twice (its last
+// word, and the acronym of the words before, as "Solid State Drive" is a
+// drive and an ssd) gains the type boost on every term of the query, the
+// one that is not the query's head included; the pruned walk ranks it as
+// the exhaustive loop does.
+func TestPrunedAdTypedTwice(t *testing.T) {
+	vocab := []string{"ssd", "drive", "fast", "black", "disk", "usb", "cable", "hard"}
+	cats := []string{"", "", "Solid State Drive", "Hard Disk Drive", "Drive", "Cable", "SSD"}
+	for seed := range uint64(40) {
+		r := rand.New(rand.NewPCG(seed, 3))
+		ads := make([]match.Ad, 60+r.IntN(200))
+		for i := range ads {
+			var w []string
+			for range 1 + r.IntN(6) {
+				w = append(w, vocab[r.IntN(len(vocab))])
+			}
+			ads[i] = match.Ad{ID: fmt.Sprintf("a%d", i), Title: strings.Join(w, " "),
+				Category: cats[r.IntN(len(cats))], Advertiser: fmt.Sprintf("adv%d.example", i),
+				BidMicros: int64(r.IntN(3_000_000)), Markets: []match.Market{{Country: "de", Lang: "de"}}}
+			if r.IntN(2) == 0 {
+				ads[i].Description = strings.Repeat("filler ", r.IntN(20))
+			}
+		}
+		ix, err := match.Build(ads)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, text := range []string{"ssd drive", "drive ssd", "fast ssd drive", "hard disk drive", "black drive"} {
+			for _, size := range []int{1, 3} {
+				for _, op := range []match.Operator{match.OpOr, match.OpAnd} {
+					q := match.Query{Text: text, Dist: match.DistNone, Size: size, DistinctAdvertiser: 1, Operator: op}
+					if walk, all := ix.FullTextCands(&q, true), ix.FullTextCands(&q, false); !reflect.DeepEqual(walk, all) {
+						t.Fatalf("seed %d, %q, size %d, %v: the walk ranks\n%v\nthe exhaustive loop\n%v", seed, text, size, op, walk, all)
+					}
+				}
+			}
+		}
+	}
 }
