@@ -133,13 +133,17 @@ type sharedServer struct {
 	splitAbove int
 	// advertisers, when set, is the advertisers file's content.
 	advertisers string
-	b           *backend
-	err         error
+	// noFetch is backendOptions.noFetch.
+	noFetch bool
+	b       *backend
+	err     error
 }
 
 func (s *sharedServer) start(tb testing.TB) *backend {
 	tb.Helper()
-	s.once.Do(func() { s.b, s.err = newBackend(backendOptions{splitAbove: s.splitAbove, advertisers: s.advertisers}) })
+	s.once.Do(func() {
+		s.b, s.err = newBackend(backendOptions{splitAbove: s.splitAbove, advertisers: s.advertisers, noFetch: s.noFetch})
+	})
 	if s.err != nil {
 		tb.Fatal(s.err)
 	}
@@ -154,8 +158,10 @@ var (
 	// billed click spends it.
 	spent = &sharedServer{advertisers: `{"advertisers":[{"id":"handy-bestkauf.de","daily_budget":"0.01","currency":"EUR"}]}`}
 	// real serves the real-pages suite, whose hundreds of pages would spend
-	// the shared server's page budgets.
-	real = &sharedServer{}
+	// the shared server's page budgets. It does not analyse them: the suite
+	// reads first views, matched in the page, and the analysis of hundreds
+	// of real pages under the race detector would take most of its time.
+	real = &sharedServer{noFetch: true}
 )
 
 // startBackend returns the server every test of the package shares:
@@ -184,6 +190,9 @@ type backendOptions struct {
 	unlimited bool
 	// advertisers, when not empty, is the advertisers file.
 	advertisers string
+	// noFetch keeps the page fetcher to public addresses, as in
+	// production: the test's pages, on loopback, are never analysed.
+	noFetch bool
 }
 
 // newBackend starts a server over the demo catalog with the demo partner
@@ -203,7 +212,7 @@ func newBackend(o backendOptions) (*backend, error) {
 	cfg := config.Default()
 	cfg.Addr = ln.Addr().String()
 	cfg.RedirectURL = b.URL
-	cfg.FetchAllowPrivate = true
+	cfg.FetchAllowPrivate = !o.noFetch
 	cfg.DataDir = dir
 	cfg.Demo = true
 	// One browser plays every reader of the demo site, from one address:
