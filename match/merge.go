@@ -1,0 +1,162 @@
+//go:build !wasip1
+
+package match
+
+// A full-text query with few postings is not worth the walk's bounds
+// (prune.go): the server scores all of its postings, as the module's loop
+// does (matchFullText), but in ad order, its lists merged, rather than
+// term by term into the scratch's per-ad accumulators. An ad's score is
+// then summed in one go, in the same order of terms as the loop sums it,
+// and a query's ads are each read once: no accumulator, mask or touched
+// list to write and clear, which cost the loop a cache line each per
+// posting on an index the other queries had just been through.
+
+// mergeFullText returns the keep best candidates of the query, as the
+// exhaustive loop in matchFullText does: the same ads, masks and scores.
+func (ix *Index) mergeFullText(alts []alt, required uint32, and bool, f filter, keep int) []cand {
+	if keep <= 0 {
+		return nil
+	}
+	n := float64(len(ix.ads))
+	end := uint32(len(ix.ads))
+	ads, postAd, postTF, avg := ix.ads, ix.postAd, ix.postTF, ix.avgLen
+	var groupDF [maxQueryTerms]uint32
+	for _, a := range alts {
+		groupDF[a.k] += ix.postOff[a.id+1] - ix.postOff[a.id]
+	}
+	// The lists' places and weights, in the order of alts: the order the
+	// loop adds an ad's scores in. Few queries have more alternatives
+	// than the arrays hold.
+	var curBuf [2 * maxQueryTerms]mergeCursor
+	cur := curBuf[:0]
+	for _, a := range alts {
+		df := float64(min(groupDF[a.k], uint32(len(ix.ads))))
+		c := mergeCursor{pos: ix.postOff[a.id], end: ix.postOff[a.id+1],
+			idf: float64(a.w * ln(float64(1+(n-df+0.5)/(df+0.5)))), bit: a.bit, head: a.head}
+		cur = append(cur, c)
+	}
+	total := uint32(0)
+	for _, c := range cur {
+		total += c.end - c.pos
+	}
+	t := topK{c: make([]cand, 0, min(int(total), topKRoom*keep)), keep: keep}
+	score := func(d uint32, acc float64, mask uint32) {
+		a := &ads[d]
+		m := mask &^ typeBit
+		if (!and || m&required == required) && f.ok(a) {
+			c := cand{ad: d, mask: m, score: float64(acc * bidFactor(a.bid)), ext: -1}
+			if m != mask && (m&required == required || m&^required != 0) {
+				c.score = float64(c.score * typeBoost)
+			}
+			t.add(&c)
+		}
+	}
+	if len(cur) == 1 {
+		// One list: each posting is an ad's whole score.
+		c := &cur[0]
+		tfs := postTF[c.pos:c.end]
+		for i, d := range postAd[c.pos:c.end] {
+			tf := tfs[i]
+			mask := c.bit
+			if tf&typeFlag != 0 && c.head {
+				mask |= typeBit
+			}
+			score(d, float64(0+termScore(c.idf, tf, ads[d].docLen, avg)), mask)
+		}
+		return t.result()
+	}
+	for i := range cur {
+		if c := &cur[i]; c.pos < c.end {
+			c.doc = postAd[c.pos]
+		} else {
+			c.doc = end
+		}
+	}
+	for {
+		d := end
+		for i := range cur {
+			d = min(d, cur[i].doc)
+		}
+		if d == end {
+			break
+		}
+		docLen := ads[d].docLen
+		var acc float64
+		var mask uint32
+		for i := range cur {
+			c := &cur[i]
+			if c.doc != d {
+				continue
+			}
+			tf := postTF[c.pos]
+			acc = float64(acc + termScore(c.idf, tf, docLen, avg))
+			mask |= c.bit
+			if tf&typeFlag != 0 && c.head {
+				mask |= typeBit
+			}
+			if c.pos++; c.pos < c.end {
+				c.doc = postAd[c.pos]
+			} else {
+				c.doc = end
+			}
+		}
+		score(d, acc, mask)
+	}
+	return t.result()
+}
+
+// mergeCursor is one alternative's list in mergeFullText.
+type mergeCursor struct {
+	pos, end, doc uint32
+	bit           uint32
+	idf           float64
+	head          bool
+}
+
+// topK keeps the keep best candidates it is given, by better: it gathers
+// them until it holds topKRoom times keep, then keeps the keep best
+// (selectTop) and from then on takes only those better than the worst of
+// them. A query with few postings has its candidates selected once, at
+// the end, a pass over them; a heap of keep costs a sift of its depth to
+// each that enters it, and most do when the ads a list holds come in
+// rising order of score.
+type topK struct {
+	c    []cand
+	keep int
+	thr  cand // once full, the worst of the best keep so far
+	full bool
+}
+
+const topKRoom = 8
+
+func (t *topK) add(c *cand) {
+	if t.full && !better(c, &t.thr) {
+		return
+	}
+	t.c = append(t.c, *c)
+	if len(t.c) == topKRoom*t.keep {
+		t.trim()
+	}
+}
+
+// trim keeps the keep best and notes the worst of them.
+func (t *topK) trim() {
+	selectTop(t.c, t.keep)
+	t.c = t.c[:t.keep]
+	w := 0
+	for i := 1; i < len(t.c); i++ {
+		if better(&t.c[w], &t.c[i]) {
+			w = i
+		}
+	}
+	t.thr, t.full = t.c[w], true
+}
+
+// result returns the keep best candidates, in no order.
+func (t *topK) result() []cand {
+	if len(t.c) > t.keep {
+		selectTop(t.c, t.keep)
+		t.c = t.c[:t.keep]
+	}
+	return t.c
+}
