@@ -109,6 +109,7 @@ func (ix *Index) AppendLinks(dst []byte, hits []Hit, o *LinkOptions) []byte {
 	if len(hits) == 0 {
 		return append(dst, ']')
 	}
+	ix.touchHits(hits)
 	q := make([]byte, 0, 256)
 	for i := range hits {
 		if i > 0 {

@@ -54,8 +54,8 @@ func (ix *Index) mergeFullText(alts []alt, required uint32, and bool, f filter, 
 	if len(cur) == 1 {
 		// One list: each posting is an ad's whole score.
 		c := &cur[0]
-		tfs := postTF[c.pos:c.end]
-		for i, d := range postAd[c.pos:c.end] {
+		tfs, list := postTF[c.pos:c.end], postAd[c.pos:c.end]
+		for i, d := range list {
 			tf := tfs[i]
 			mask := c.bit
 			if tf&typeFlag != 0 && c.head {
