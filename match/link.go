@@ -106,10 +106,9 @@ func (ix *Index) AppendResponse(dst []byte, hits []Hit, o *LinkOptions) []byte {
 // only when the ad has them.
 func (ix *Index) AppendLinks(dst []byte, hits []Hit, o *LinkOptions) []byte {
 	dst = append(dst, '[')
-	if len(hits) == 0 {
+	if touchHits(ix, hits); len(hits) == 0 {
 		return append(dst, ']')
 	}
-	ix.touchHits(hits)
 	q := make([]byte, 0, 256)
 	for i := range hits {
 		if i > 0 {

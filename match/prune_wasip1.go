@@ -15,4 +15,4 @@ func (ix *Index) prunedFullText(*Query, []alt, uint32, filter, int) ([]cand, boo
 
 func (ix *Index) prepareFullText() {}
 
-func (ix *Index) touchHits([]Hit) byte { return 0 }
+func touchHits(*Index, []Hit) byte { return 0 }

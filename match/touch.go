@@ -12,7 +12,7 @@ package match
 // returns what it read, and is not inlined, so the reads are not dropped.
 //
 //go:noinline
-func (ix *Index) touchHits(hits []Hit) byte {
+func touchHits(ix *Index, hits []Hit) byte {
 	var sum byte
 	for i := range hits {
 		r, s, start := ix.strRec(hits[i].Ad)
