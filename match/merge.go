@@ -2,6 +2,8 @@
 
 package match
 
+import "sync"
+
 // A full-text query with few postings is not worth the walk's bounds
 // (prune.go): the server scores all of its postings, as the module's loop
 // does (matchFullText), but in ad order, its lists merged, rather than
@@ -39,7 +41,13 @@ func (ix *Index) mergeFullText(alts []alt, required uint32, and bool, f filter, 
 	for _, c := range cur {
 		total += c.end - c.pos
 	}
-	t := topK{c: make([]cand, 0, min(int(total), topKRoom*keep)), keep: keep}
+	buf := candBufs.Get().(*[]cand)
+	defer candBufs.Put(buf)
+	t := topK{c: (*buf)[:0], keep: keep}
+	if need := min(int(total), topKRoom*keep); cap(t.c) < need {
+		t.c = make([]cand, 0, need)
+		*buf = t.c
+	}
 	score := func(d uint32, acc float64, mask uint32) {
 		a := &ads[d]
 		m := mask &^ typeBit
@@ -152,11 +160,18 @@ func (t *topK) trim() {
 	t.thr, t.full = t.c[w], true
 }
 
-// result returns the keep best candidates, in no order.
+// result returns the keep best candidates, in no order, in memory of their
+// own: t's buffer goes back to candBufs.
 func (t *topK) result() []cand {
 	if len(t.c) > t.keep {
 		selectTop(t.c, t.keep)
 		t.c = t.c[:t.keep]
 	}
-	return t.c
+	return append([]cand(nil), t.c...)
 }
+
+// candBufs holds the buffers topK gathers candidates in, kept between
+// queries: a query writes into memory the last one used, where a new
+// buffer would be cleared, then written to cache lines that held nothing
+// of this query's.
+var candBufs = sync.Pool{New: func() any { return new([]cand) }}
