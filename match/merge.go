@@ -48,17 +48,6 @@ func (ix *Index) mergeFullText(alts []alt, required uint32, and bool, f filter, 
 		t.c = make([]cand, 0, need)
 		*buf = t.c
 	}
-	score := func(d uint32, acc float64, mask uint32) {
-		a := &ads[d]
-		m := mask &^ typeBit
-		if (!and || m&required == required) && f.ok(a) {
-			c := cand{ad: d, mask: m, score: float64(acc * bidFactor(a.bid)), ext: -1}
-			if m != mask && (m&required == required || m&^required != 0) {
-				c.score = float64(c.score * typeBoost)
-			}
-			t.add(&c)
-		}
-	}
 	if len(cur) == 1 {
 		// One list: each posting is an ad's whole score.
 		c := &cur[0]
@@ -69,7 +58,8 @@ func (ix *Index) mergeFullText(alts []alt, required uint32, and bool, f filter, 
 			if tf&typeFlag != 0 && c.head {
 				mask |= typeBit
 			}
-			score(d, float64(0+termScore(c.idf, tf, ads[d].docLen, avg)), mask)
+			a := &ads[d]
+			t.offer(a, d, float64(0+termScore(c.idf, tf, a.docLen, avg)), mask, required, and, &f)
 		}
 		return t.result()
 	}
@@ -108,7 +98,7 @@ func (ix *Index) mergeFullText(alts []alt, required uint32, and bool, f filter, 
 				c.doc = end
 			}
 		}
-		score(d, acc, mask)
+		t.offer(&ads[d], d, acc, mask, required, and, &f)
 	}
 	return t.result()
 }
@@ -136,6 +126,19 @@ type topK struct {
 }
 
 const topKRoom = 8
+
+// offer adds ad d, of record a, score acc before its bid and the query
+// terms it holds mask, as the exhaustive loop makes it a candidate.
+func (t *topK) offer(a *adRec, d uint32, acc float64, mask, required uint32, and bool, f *filter) {
+	m := mask &^ typeBit
+	if (!and || m&required == required) && f.ok(a) {
+		c := cand{ad: d, mask: m, score: float64(acc * bidFactor(a.bid)), ext: -1}
+		if m != mask && (m&required == required || m&^required != 0) {
+			c.score = float64(c.score * typeBoost)
+		}
+		t.add(&c)
+	}
+}
 
 func (t *topK) add(c *cand) {
 	if t.full && !better(c, &t.thr) {
