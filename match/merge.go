@@ -13,6 +13,12 @@ import "sync"
 // list to write and clear, which cost the loop a cache line each per
 // posting on an index the other queries had just been through.
 
+// mergeMaxLists bounds the lists a merged query has: the merge looks at
+// each of them for each ad, so a query of many words, each with its
+// synonyms, is left to the exhaustive loop, whose cost is its postings
+// alone. The dev queries have at most 5.
+const mergeMaxLists = 8
+
 // mergeFullText returns the keep best candidates of the query, as the
 // exhaustive loop in matchFullText does: the same ads, masks and scores.
 func (ix *Index) mergeFullText(alts []alt, required uint32, and bool, f filter, keep int) []cand {

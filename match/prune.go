@@ -73,6 +73,9 @@ func (ix *Index) prunedFullText(q *Query, alts []alt, required uint32, f filter,
 			total += int(ix.postOff[a.id+1] - ix.postOff[a.id])
 		}
 		if total < max(pruneMin, pruneKeep*keep) {
+			if len(alts) > mergeMaxLists {
+				return nil, false
+			}
 			return ix.mergeFullText(alts, required, q.Operator == OpAnd, f, keep), true
 		}
 	}

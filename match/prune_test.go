@@ -154,7 +154,9 @@ func TestPrunedEqualsExhaustive(t *testing.T) {
 func TestPrunedDepths(t *testing.T) {
 	_, ix := prunedCatalog()
 	for _, text := range []string{"black", "laptop", "notebook", "kopfhörer", "sony headphones", "headphones black",
-		"samsung 5G smartphone", "tv", "WH1234"} {
+		"samsung 5G smartphone", "tv", "WH1234",
+		// More lists than the merge takes: the exhaustive loop.
+		"tv laptop headphones handy", "kopfhörer fernseher notebook smartphone head set"} {
 		for _, size := range []int{1, 2, 3, 4, 7, 10, 20, 33, match.MaxSize} {
 			for _, distinct := range []int{1, 2, 3, match.MaxDistinctAdvertiser} {
 				for _, op := range []match.Operator{match.OpOr, match.OpAnd} {
