@@ -119,7 +119,7 @@ type mergeCursor struct {
 
 // topK keeps the keep best candidates it is given, by better: it gathers
 // them until it holds topKRoom times keep, then keeps the keep best
-// (selectTop) and from then on takes only those better than the worst of
+// (selectBest) and from then on takes only those better than the worst of
 // them. A query with few postings has its candidates selected once, at
 // the end, a pass over them; a heap of keep costs a sift of its depth to
 // each that enters it, and most do when the ads a list holds come in
@@ -158,7 +158,7 @@ func (t *topK) add(c *cand) {
 
 // trim keeps the keep best and notes the worst of them.
 func (t *topK) trim() {
-	selectTop(t.c, t.keep)
+	selectBest(t.c, t.keep)
 	t.c = t.c[:t.keep]
 	w := 0
 	for i := 1; i < len(t.c); i++ {
@@ -173,7 +173,7 @@ func (t *topK) trim() {
 // own: t's buffer goes back to candBufs.
 func (t *topK) result() []cand {
 	if len(t.c) > t.keep {
-		selectTop(t.c, t.keep)
+		selectBest(t.c, t.keep)
 		t.c = t.c[:t.keep]
 	}
 	return append([]cand(nil), t.c...)
@@ -184,3 +184,62 @@ func (t *topK) result() []cand {
 // buffer would be cleared, then written to cache lines that held nothing
 // of this query's.
 var candBufs = sync.Pool{New: func() any { return new([]cand) }}
+
+// selectBest moves the m best candidates to the front, in no order, as
+// selectTop does, but partitions without a branch on each comparison: the
+// element goes to one side or the other by an index that the comparison
+// moves or not. A comparison near the pivot is a coin toss, which a
+// branch would guess wrong half the time. After 64 rounds (a pivot choice
+// gone wrong that often), selectTop finishes.
+func selectBest(c []cand, m int) {
+	lo, hi := 0, len(c)
+	if m <= 0 || m >= hi {
+		return
+	}
+	// Everything before lo is better than all of c[lo:hi], everything
+	// from hi on worse; the m-th best is in c[lo:hi].
+	for round := 0; hi-lo > 1; round++ {
+		if round == 64 {
+			selectTop(c[lo:hi], m-lo)
+			return
+		}
+		// The median of three as the pivot, at hi-1.
+		mid := lo + (hi-lo)/2
+		if better(&c[mid], &c[lo]) {
+			c[mid], c[lo] = c[lo], c[mid]
+		}
+		if better(&c[hi-1], &c[lo]) {
+			c[hi-1], c[lo] = c[lo], c[hi-1]
+		}
+		if better(&c[hi-1], &c[mid]) {
+			c[hi-1], c[mid] = c[mid], c[hi-1]
+		}
+		c[mid], c[hi-1] = c[hi-1], c[mid]
+		p := c[hi-1]
+		j := lo
+		for i := lo; i < hi-1; i++ {
+			x := c[i]
+			c[i] = c[j]
+			c[j] = x
+			j += b2i(better(&x, &p))
+		}
+		c[j], c[hi-1] = c[hi-1], c[j]
+		// c[lo:j] are better than the pivot, now at j, c[j+1:hi] worse.
+		switch {
+		case m < j:
+			hi = j
+		case m > j+1:
+			lo = j + 1
+		default:
+			return
+		}
+	}
+}
+
+// b2i is 1 for true, 0 for false, without a branch.
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
