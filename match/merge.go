@@ -33,9 +33,8 @@ func (ix *Index) mergeFullText(alts []alt, required uint32, and bool, f filter, 
 		groupDF[a.k] += ix.postOff[a.id+1] - ix.postOff[a.id]
 	}
 	// The lists' places and weights, in the order of alts: the order the
-	// loop adds an ad's scores in. Few queries have more alternatives
-	// than the arrays hold.
-	var curBuf [2 * maxQueryTerms]mergeCursor
+	// loop adds an ad's scores in.
+	var curBuf [mergeMaxLists]mergeCursor
 	cur := curBuf[:0]
 	for _, a := range alts {
 		df := float64(min(groupDF[a.k], uint32(len(ix.ads))))

@@ -6,10 +6,9 @@ package match
 // before AppendLinks writes them: on a server whose other queries have
 // been through other ads, each hit's record and strings are cache misses,
 // and read here, one after another with nothing between, they are waited
-// for together rather than one entry at a time (a fifth of the writing's
-// time on the Icecat queries, docs/PERFORMANCE.md). The module, which
-// answers one query at a time from its own shard, does without. It
-// returns what it read, and is not inlined, so the reads are not dropped.
+// for together rather than one entry at a time (docs/PERFORMANCE.md). The
+// module does without, as its bytes count for more there. It returns what
+// it read, and is not inlined, so the reads are not dropped.
 //
 //go:noinline
 func touchHits(ix *Index, hits []Hit) byte {
