@@ -23,11 +23,28 @@ type FullTextCand struct {
 // first, by the walk or by the exhaustive loop: all of them, where Match
 // shows only size of them.
 func (ix *Index) FullTextCands(q *Query, walk bool) []FullTextCand {
-	e := *q
-	e.fullText = walkNever
+	mode := walkNever
 	if walk {
-		e.fullText = walkAlways
+		mode = walkAlways
 	}
+	return ix.fullTextCands(q, mode)
+}
+
+// MergedCands is FullTextCands by the merge of the query's lists, however
+// many postings it has.
+func (ix *Index) MergedCands(q *Query) []FullTextCand { return ix.fullTextCands(q, mergeAlways) }
+
+// MatchMerged is Match ranking a full-text query by the merge of its
+// lists however many postings it has.
+func (ix *Index) MatchMerged(q *Query) []Hit {
+	e := *q
+	e.fullText = mergeAlways
+	return ix.Match(&e)
+}
+
+func (ix *Index) fullTextCands(q *Query, mode fullTextMode) []FullTextCand {
+	e := *q
+	e.fullText = mode
 	size := q.Size
 	if size <= 0 {
 		size = DefaultSize

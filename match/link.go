@@ -106,7 +106,7 @@ func (ix *Index) AppendResponse(dst []byte, hits []Hit, o *LinkOptions) []byte {
 // only when the ad has them.
 func (ix *Index) AppendLinks(dst []byte, hits []Hit, o *LinkOptions) []byte {
 	dst = append(dst, '[')
-	if len(hits) == 0 {
+	if touchHits(ix, hits); len(hits) == 0 {
 		return append(dst, ']')
 	}
 	q := make([]byte, 0, 256)

@@ -40,12 +40,13 @@ func termScore(idf float64, t uint8, docLen uint32, avg float64) float64 {
 	return float64(idf * float64(tf*(k1+1)) / float64(tf+norm))
 }
 
-// The full-text modes: the walk where it pays, always the exhaustive
-// loop, always the walk.
+// The full-text modes: the walk where it pays and the merge elsewhere,
+// always the exhaustive loop, always the walk, always the merge.
 const (
 	walkWherePays fullTextMode = iota
 	walkNever
 	walkAlways
+	mergeAlways
 )
 
 // MatchExhaustive is Match scoring every posting of a full-text query, as
@@ -57,19 +58,25 @@ func (ix *Index) MatchExhaustive(q *Query) []Hit {
 	return ix.Match(&e)
 }
 
-// prunedFullText ranks a full-text query by the walk, unless its mode
-// says otherwise or it has too few postings for the walk to pay.
+// prunedFullText ranks a full-text query by the walk, or by the merge of
+// its lists (merge.go) where it has too few postings for the walk to pay;
+// false when its mode asks for the exhaustive loop.
 func (ix *Index) prunedFullText(q *Query, alts []alt, required uint32, f filter, keep int) ([]cand, bool) {
 	switch q.fullText {
 	case walkNever:
 		return nil, false
+	case mergeAlways:
+		return ix.mergeFullText(alts, required, q.Operator == OpAnd, f, keep), true
 	case walkWherePays:
 		total := 0
 		for _, a := range alts {
 			total += int(ix.postOff[a.id+1] - ix.postOff[a.id])
 		}
 		if total < max(pruneMin, pruneKeep*keep) {
-			return nil, false
+			if len(alts) > mergeMaxLists {
+				return nil, false
+			}
+			return ix.mergeFullText(alts, required, q.Operator == OpAnd, f, keep), true
 		}
 	}
 	ix.prepareFullText()

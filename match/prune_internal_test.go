@@ -3,6 +3,7 @@
 package match
 
 import (
+	"math/rand/v2"
 	"slices"
 	"testing"
 )
@@ -52,6 +53,49 @@ func TestBoundsHoldEveryPosting(t *testing.T) {
 			}
 			if b := base * float64(q&^postTyped) / postSteps; w > b {
 				t.Fatalf("posting %d of ad %d weighs %v, its own bound is %v", p, ad, w, b)
+			}
+		}
+	}
+}
+
+// TestSelectBest: selectBest puts the m best candidates first, as sorting
+// them would, for every m, with scores that tie (decided by the ad) and
+// lists in rising, falling and random order.
+func TestSelectBest(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for n := range 130 {
+		for _, order := range []string{"random", "rising", "falling", "ties"} {
+			c := make([]cand, n)
+			for i := range c {
+				c[i] = cand{ad: uint32(r.IntN(1 << 20)), score: float64(r.IntN(1000))}
+				switch order {
+				case "rising":
+					c[i].score = float64(i)
+				case "falling":
+					c[i].score = float64(n - i)
+				case "ties":
+					c[i].score = float64(r.IntN(3))
+				}
+			}
+			// Distinct ads, as an index's are.
+			for i := range c {
+				c[i].ad = c[i].ad<<8 | uint32(i)
+			}
+			want := slices.Clone(c)
+			sortCands(want)
+			for m := range n + 2 {
+				got := slices.Clone(c)
+				selectBest(got, m)
+				k := min(m, n)
+				head := slices.Clone(got[:k])
+				sortCands(head)
+				if !slices.Equal(head, want[:k]) {
+					t.Fatalf("%d candidates, %s, m %d: the first %d are not the best", n, order, m, k)
+				}
+				sortCands(got)
+				if !slices.Equal(got, want) {
+					t.Fatalf("%d candidates, %s, m %d: selectBest lost or changed candidates", n, order, m)
+				}
 			}
 		}
 	}

@@ -112,9 +112,9 @@ func pruneQueries(ads []match.Ad, ix *match.Index, n int, seed uint64) []match.Q
 	return qs
 }
 
-// checkPruned fails when the walk and the exhaustive loop rank a query's
-// candidates differently in any way (ads, order, masks, score bits), or
-// when Match's hits differ from the exhaustive ones.
+// checkPruned fails when the walk or the merge and the exhaustive loop
+// rank a query's candidates differently in any way (ads, order, masks,
+// score bits), or when Match's hits differ from the exhaustive ones.
 func checkPruned(t *testing.T, ix *match.Index, q *match.Query) {
 	t.Helper()
 	walk, all := ix.FullTextCands(q, true), ix.FullTextCands(q, false)
@@ -126,7 +126,13 @@ func checkPruned(t *testing.T, ix *match.Index, q *match.Query) {
 		t.Fatalf("%+v: the walk's %d candidates differ from the exhaustive %d at %d: %v against %v",
 			q, len(walk), len(all), n, walk[n:min(n+3, len(walk))], all[n:min(n+3, len(all))])
 	}
+	if merged := ix.MergedCands(q); !reflect.DeepEqual(merged, all) {
+		t.Fatalf("%+v: the merge's %d candidates differ from the exhaustive %d", q, len(merged), len(all))
+	}
 	want := ix.MatchExhaustive(q)
+	if got := ix.MatchMerged(q); !reflect.DeepEqual(got, want) {
+		t.Fatalf("%+v: the merge's hits %v, the exhaustive %v", q, got, want)
+	}
 	if got := ix.MatchWalk(q); !reflect.DeepEqual(got, want) {
 		t.Fatalf("%+v: the walk's hits %v, the exhaustive %v", q, got, want)
 	}
@@ -148,7 +154,9 @@ func TestPrunedEqualsExhaustive(t *testing.T) {
 func TestPrunedDepths(t *testing.T) {
 	_, ix := prunedCatalog()
 	for _, text := range []string{"black", "laptop", "notebook", "kopfhörer", "sony headphones", "headphones black",
-		"samsung 5G smartphone", "tv", "WH1234"} {
+		"samsung 5G smartphone", "tv", "WH1234",
+		// More lists than the merge takes: the exhaustive loop.
+		"tv laptop headphones handy", "kopfhörer fernseher notebook smartphone head set"} {
 		for _, size := range []int{1, 2, 3, 4, 7, 10, 20, 33, match.MaxSize} {
 			for _, distinct := range []int{1, 2, 3, match.MaxDistinctAdvertiser} {
 				for _, op := range []match.Operator{match.OpOr, match.OpAnd} {

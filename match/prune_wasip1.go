@@ -14,3 +14,5 @@ func (ix *Index) prunedFullText(*Query, []alt, uint32, filter, int) ([]cand, boo
 }
 
 func (ix *Index) prepareFullText() {}
+
+func touchHits(*Index, []Hit) byte { return 0 }

@@ -81,6 +81,6 @@ type Hit struct {
 	Score     float64
 }
 
-// fullTextMode chooses between the server's two rankings of a full-text
-// query, which give the same answer.
+// fullTextMode chooses among the server's rankings of a full-text query,
+// which give the same answer.
 type fullTextMode uint8
