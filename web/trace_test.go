@@ -32,7 +32,7 @@ type traceEvent struct {
 // and the optimising tier, in the background), its JavaScript
 // compilation, and the page thread's tasks and forced layouts.
 var traceCategories = []string{"__metadata", "blink.user_timing", "v8.wasm", "disabled-by-default-v8.compile", "devtools.timeline",
-	"disabled-by-default-devtools.timeline"}
+	"disabled-by-default-devtools.timeline", "blink"}
 
 // traceSteps are the steps a traced view splits the time after the
 // module is compiled into: each from the widget's mark before it.
@@ -209,8 +209,8 @@ func traceTotals(v []stepCost) (lazyMs, tierMs float64) {
 // TestTracedViewSteps: a first view's marks are in Chrome's trace, and
 // the traced view finds the module's functions compiled on their first
 // call in each step that runs the module, the first match's task on the
-// page's thread, and no function compiled while placing the ads, neither
-// the module's nor the widget's.
+// page's thread, the layouts placing the ads forces, and no function
+// compiled while placing them, neither the module's nor the widget's.
 func TestTracedViewSteps(t *testing.T) {
 	srv := startBackend(t)
 	v, span := tracedView(t, srv.firstView("article.html"), "")
@@ -224,6 +224,10 @@ func TestTracedViewSteps(t *testing.T) {
 	}
 	if c := v[3]; c.lazy != 0 {
 		t.Errorf("placing the ads compiled %d of the module's functions", c.lazy)
+	}
+	// Placing links reads where the text is, after each link placed.
+	if c := v[3]; c.layouts == 0 {
+		t.Errorf("placing the ads forced no layout: %+v", c)
 	}
 	// V8 compiled the widget's functions as it streamed the script in
 	// (its first line's compile hint), not when placing the ads first
