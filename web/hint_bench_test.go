@@ -45,13 +45,13 @@ func hintProxy(tb testing.TB, srv *backend, strip bool) *httptest.Server {
 	return p
 }
 
-// BenchmarkFirstViewCompileHint times cold first views of the demo article
+// BenchmarkWidgetCompileHint times cold first views of the demo article
 // (the server has not analysed it) with widget.js as served, whose first
 // line asks V8 to compile its functions as it loads, and without that
 // line, in turn, each through a proxy of the server, with the empty
 // reactor's floor (goFloor) between rounds: the first ad's ratio to the
 // floors' median either way, in the same run.
-func BenchmarkFirstViewCompileHint(b *testing.B) {
+func BenchmarkWidgetCompileHint(b *testing.B) {
 	srv := startBackend(b)
 	with, without := hintProxy(b, srv, false), hintProxy(b, srv, true)
 	const rounds = 9
