@@ -29,9 +29,10 @@ type traceEvent struct {
 
 // traceCategories are what a traced view records: the widget's User
 // Timing marks, V8's WebAssembly compilation (lazy, on the page's thread,
-// and the optimising tier, in the background) and its JavaScript
-// compilation.
-var traceCategories = []string{"__metadata", "blink.user_timing", "v8.wasm", "disabled-by-default-v8.compile", "devtools.timeline"}
+// and the optimising tier, in the background), its JavaScript
+// compilation, and the page thread's tasks and forced layouts.
+var traceCategories = []string{"__metadata", "blink.user_timing", "v8.wasm", "disabled-by-default-v8.compile", "devtools.timeline",
+	"disabled-by-default-devtools.timeline", "blink"}
 
 // traceSteps are the steps a traced view splits the time after the
 // module is compiled into: each from the widget's mark before it.
@@ -43,15 +44,21 @@ var traceSteps = []struct{ from, to, label string }{
 }
 
 // stepCost is what one step of a traced view cost: its time on the clock,
-// the page thread's CPU time compiling WebAssembly functions on their
-// first call (lazy: count and ms) and compiling JavaScript, and the CPU
-// time of V8's background threads compiling functions with its optimising
-// tier (TurboFan: count and ms), which competes for the same cores.
+// the page thread's CPU time in its tasks (each task's share that falls in
+// the step), of which compiling WebAssembly functions on their first call
+// (lazy: count and ms), compiling JavaScript, and layouts the widget's
+// code forced (count and ms), and the CPU time of V8's background threads
+// compiling functions with its optimising tier (TurboFan: count and ms),
+// which competes for the same cores. What is left of the page thread's
+// CPU time is running: the module's code, the widget's and the browser's.
 type stepCost struct {
 	ms             float64
+	cpuMs          float64
 	lazy, tierUp   int
 	lazyMs, tierMs float64
 	jsMs           float64
+	layouts        int
+	layoutMs       float64
 }
 
 // tracedView views page in a fresh browser with Chrome's tracing on and
@@ -137,11 +144,24 @@ func traceCosts(tb testing.TB, evs []traceEvent) ([]stepCost, float64) {
 		from, to := marks[s.from], marks[s.to]
 		c := &costs[i]
 		c.ms = (to - from) / 1e3
+		// A task's CPU time, as much of it as its time on the clock in
+		// the step: tasks start before a mark and end after one.
+		for _, e := range evs {
+			if e.Ph != "X" || e.Pid != pid || e.Tid != tid || e.Name != "RunTask" || e.Dur <= 0 {
+				continue
+			}
+			if in := min(e.Ts+e.Dur, to) - max(e.Ts, from); in > 0 {
+				c.cpuMs += e.TDur / 1e3 * in / e.Dur
+			}
+		}
 		for _, e := range evs {
 			if e.Ph != "X" || e.Pid != pid || e.Ts < from || e.Ts >= to {
 				continue
 			}
 			switch {
+			case e.Tid == tid && e.Name == "Document::UpdateStyleAndLayout":
+				c.layouts++
+				c.layoutMs += e.TDur / 1e3
 			case e.Tid == tid && e.Name == "wasm.CompileLazy":
 				c.lazy++
 				c.lazyMs += e.TDur / 1e3
@@ -159,15 +179,19 @@ func traceCosts(tb testing.TB, evs []traceEvent) ([]stepCost, float64) {
 // printTraceCosts prints the medians of each step's costs over views.
 func printTraceCosts(views [][]stepCost, spans []float64) {
 	fmt.Printf("  after the module is compiled, traced views (Chrome tracing on; median of %d): %.0f ms to the first ad\n", len(views), median(spans))
-	fmt.Printf("    %-32s %8s %26s %10s %28s\n", "", "clock ms", "lazy compile: fns, CPU ms", "JS CPU ms", "optimising tier: fns, CPU ms")
+	fmt.Printf("    %-32s %8s %13s %26s %10s %22s %13s %28s\n", "", "clock ms", "page CPU ms", "lazy compile: fns, CPU ms", "JS CPU ms",
+		"layouts: n, CPU ms", "running ms", "optimising tier: fns, CPU ms")
 	for i, s := range traceSteps {
-		var ms, lazy, lazyMs, js, tier, tierMs []float64
+		var ms, cpu, lazy, lazyMs, js, lay, layMs, run, tier, tierMs []float64
 		for _, v := range views {
 			c := v[i]
-			ms, lazy, lazyMs, js = append(ms, c.ms), append(lazy, float64(c.lazy)), append(lazyMs, c.lazyMs), append(js, c.jsMs)
+			ms, cpu, lazy, lazyMs, js = append(ms, c.ms), append(cpu, c.cpuMs), append(lazy, float64(c.lazy)), append(lazyMs, c.lazyMs), append(js, c.jsMs)
+			lay, layMs = append(lay, float64(c.layouts)), append(layMs, c.layoutMs)
+			run = append(run, max(0, c.cpuMs-c.lazyMs-c.jsMs-c.layoutMs))
 			tier, tierMs = append(tier, float64(c.tierUp)), append(tierMs, c.tierMs)
 		}
-		fmt.Printf("    %-32s %8.0f %16.0f %9.1f %10.1f %18.0f %9.1f\n", s.label, median(ms), median(lazy), median(lazyMs), median(js), median(tier), median(tierMs))
+		fmt.Printf("    %-32s %8.0f %13.1f %16.0f %9.1f %10.1f %12.0f %9.1f %13.1f %18.0f %9.1f\n", s.label, median(ms), median(cpu), median(lazy), median(lazyMs),
+			median(js), median(lay), median(layMs), median(run), median(tier), median(tierMs))
 	}
 }
 
@@ -184,7 +208,9 @@ func traceTotals(v []stepCost) (lazyMs, tierMs float64) {
 
 // TestTracedViewSteps: a first view's marks are in Chrome's trace, and
 // the traced view finds the module's functions compiled on their first
-// call in each step that runs the module, and none while placing the ads.
+// call in each step that runs the module, the first match's task on the
+// page's thread, the layouts placing the ads forces, and no function
+// compiled while placing them, neither the module's nor the widget's.
 func TestTracedViewSteps(t *testing.T) {
 	srv := startBackend(t)
 	v, span := tracedView(t, srv.firstView("article.html"), "")
@@ -193,8 +219,21 @@ func TestTracedViewSteps(t *testing.T) {
 			t.Errorf("%s: %+v, want functions compiled on their first call", traceSteps[i].label, c)
 		}
 	}
+	if c := v[2]; c.cpuMs < c.lazyMs/2 {
+		t.Errorf("the first match_page: %.1f ms of the page thread's CPU time, %.1f ms of it compiling", c.cpuMs, c.lazyMs)
+	}
 	if c := v[3]; c.lazy != 0 {
 		t.Errorf("placing the ads compiled %d of the module's functions", c.lazy)
+	}
+	// Placing links reads where the text is, after each link placed.
+	if c := v[3]; c.layouts == 0 {
+		t.Errorf("placing the ads forced no layout: %+v", c)
+	}
+	// V8 compiled the widget's functions as it streamed the script in
+	// (its first line's compile hint), not when placing the ads first
+	// called them.
+	if c := v[3]; c.jsMs != 0 {
+		t.Errorf("placing the ads compiled JavaScript for %.1f ms", c.jsMs)
 	}
 	if span <= 0 {
 		t.Errorf("%.1f ms from the module compiled to the first ad", span)

@@ -1,3 +1,4 @@
+//# allFunctionsCalledOnLoad
 /*
  * adlink widget: the publisher's one tag.
  *
@@ -18,6 +19,11 @@
  * On any element of the page, data-adlink keeps the widget out of it: no in-text links,
  * none of its text matched. An element with data-adlink-box is the ad box's slot: the box
  * goes into it; without one, after the last paragraph of the page's main text.
+ *
+ * The first line asks V8 to compile every function of this script as it loads (on a
+ * background thread where the browser streams the script in), rather than each on its
+ * first call on the page's thread, where a first view's ads wait for it
+ * (docs/PERFORMANCE.md, "Where the rest of a first view goes").
  *
  * A page whose language names no country (<html lang="fr">) gets the ads of the one market
  * in that language, none when no market runs in it (see docs/API.md).

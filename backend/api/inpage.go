@@ -285,7 +285,9 @@ const widgetBanner = "/* adlink widget.js; the commented source is web/widget.js
 // expression). A line that starts, after blanks,
 // with "//" can then open no string or regular expression. Comments after
 // code stay, and so do the line breaks between lines of code, so automatic
-// semicolons fall as before.
+// semicolons fall as before. A magic comment on the first line ("//#",
+// V8's compile hint allFunctionsCalledOnLoad) stays first, before the
+// banner: V8 reads it only at the top of a script.
 func stripComments(src []byte) []byte {
 	if bytes.ContainsAny(src, "`\r") || bytes.Contains(src, []byte("\\\n")) {
 		return src
@@ -298,7 +300,12 @@ func stripComments(src []byte) []byte {
 			return src
 		}
 	}
-	out := []byte(widgetBanner)
+	var out []byte
+	if bytes.HasPrefix(lines[0], []byte("//#")) {
+		out = append(append(out, bytes.TrimSpace(lines[0])...), '\n')
+		lines = lines[1:]
+	}
+	out = append(out, widgetBanner...)
 	block := false
 	for _, line := range lines {
 		t := bytes.TrimSpace(line)

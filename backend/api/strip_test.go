@@ -13,6 +13,15 @@ func TestStripComments(t *testing.T) {
 	if got := string(stripComments([]byte(src))); got != want {
 		t.Errorf("stripComments:\n%s\nwant:\n%s", got, want)
 	}
+	// A magic comment on the first line stays there, before the banner;
+	// one further down goes as any comment line.
+	hint := "//# allFunctionsCalledOnLoad\n"
+	if got := string(stripComments([]byte(hint + src))); got != hint+want {
+		t.Errorf("stripComments with a compile hint:\n%s\nwant:\n%s", got, hint+want)
+	}
+	if got := string(stripComments([]byte("a();\n" + hint))); got != widgetBanner+"a();\n" {
+		t.Errorf("stripComments with a compile hint further down: %q", got)
+	}
 	// Where lines alone cannot tell comments from code, nothing is
 	// stripped: a template literal, a continued string, a carriage
 	// return, a block comment after code (whose end a later line that
@@ -44,7 +53,11 @@ func TestServedWidgetIsStripped(t *testing.T) {
 	if len(out) > len(src)*2/3 {
 		t.Errorf("stripped widget.js is %d bytes of %d", len(out), len(src))
 	}
-	for _, line := range strings.Split(string(out), "\n")[1:] {
+	// The compile hint, then the banner.
+	if !bytes.HasPrefix(out, []byte("//# allFunctionsCalledOnLoad\n"+widgetBanner)) {
+		t.Errorf("served widget.js starts %q, want the compile hint and the banner", out[:min(len(out), 100)])
+	}
+	for _, line := range strings.Split(string(out), "\n")[2:] {
 		if strings.HasPrefix(line, "//") || strings.HasPrefix(line, "/*") || strings.HasPrefix(line, " ") {
 			t.Errorf("left in: %q", line)
 		}
@@ -65,7 +78,8 @@ func FuzzStripComments(f *testing.F) {
 			return
 		}
 		src := strings.Split(s, "\n")
-		for _, line := range strings.Split(strings.TrimPrefix(out, widgetBanner), "\n") {
+		// The banner follows a magic comment kept first, if any.
+		for _, line := range strings.Split(strings.Replace(out, widgetBanner, "", 1), "\n") {
 			if line == "" {
 				continue
 			}
