@@ -60,9 +60,7 @@ func (p *parser) readJSONLOn(r io.Reader, workers, size int) {
 	}
 
 	var (
-		ads     = p.ads
-		lineOf  []int32
-		keys    []lineKey
+		read    []*jsonlBlockRead
 		errs    []*LineError
 		more    int
 		tokens  int
@@ -70,11 +68,7 @@ func (p *parser) readJSONLOn(r io.Reader, workers, size int) {
 	)
 	for b := range blocks {
 		<-b.done
-		ads = append(ads, b.ads...)
-		lineOf = append(lineOf, b.lineOf...)
-		if p.lines != nil {
-			keys = append(keys, b.keys...)
-		}
+		read = append(read, b)
 		for _, e := range b.errs {
 			if len(errs) < MaxErrors {
 				errs = append(errs, e)
@@ -88,6 +82,7 @@ func (p *parser) readJSONLOn(r io.Reader, workers, size int) {
 		case free <- b.data[:0]:
 		default:
 		}
+		b.data = nil
 		if b.tooLong {
 			tooLong = true
 			close(quit)
@@ -100,7 +95,7 @@ func (p *parser) readJSONLOn(r io.Reader, workers, size int) {
 	}
 	wg.Wait()
 
-	dups, dupMore := duplicateIDs(ads, lineOf, workers)
+	dups, dupMore := duplicateIDs(read, workers)
 	for _, d := range dups {
 		d.File = p.name
 		if f, ok := p.rename[d.Field]; ok {
@@ -126,11 +121,44 @@ func (p *parser) readJSONLOn(r io.Reader, workers, size int) {
 		p.fail(tokens+1, "", end.err.Error())
 	}
 	if len(p.errs)+p.dropped == 0 {
-		p.ads = ads
+		p.ads = joinAds(p.ads, read, workers)
 		if p.lines != nil {
+			keys := make([][]lineKey, len(read))
+			for i, b := range read {
+				keys[i] = b.keys
+			}
 			p.lines.noteAll(keys)
 		}
 	}
+}
+
+// joinAds copies the blocks' ads in order into one slice, into into's
+// room when it has enough, on workers cores.
+func joinAds(into []match.Ad, read []*jsonlBlockRead, workers int) []match.Ad {
+	n := 0
+	at := make([]int, len(read))
+	for i, b := range read {
+		at[i] = n
+		n += len(b.ads)
+	}
+	if n == 0 {
+		return nil
+	}
+	if cap(into) < n {
+		into = make([]match.Ad, n)
+	}
+	into = into[:n]
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := w; i < len(read); i += workers {
+				copy(into[at[i]:], read[i].ads)
+				read[i].ads = nil
+			}
+		})
+	}
+	wg.Wait()
+	return into
 }
 
 // report adds a problem found elsewhere, within MaxErrors.
@@ -170,6 +198,11 @@ type jsonlBlockRead struct {
 func (p *parser) readBlock(b *jsonlBlockRead) {
 	p.errs, p.dropped = p.errs[:0], 0
 	data := b.data
+	n := bytes.Count(data, []byte{'\n'}) + 1
+	b.ads, b.lineOf = make([]match.Ad, 0, n), make([]int32, 0, n)
+	if p.lines != nil {
+		b.keys = make([]lineKey, 0, n)
+	}
 	for len(data) > 0 {
 		raw := data
 		if i := bytes.IndexByte(data, '\n'); i >= 0 {
@@ -300,43 +333,49 @@ func splitLines(r io.Reader, size int, free <-chan []byte, quit <-chan struct{},
 // duplicateIDs finds the ads whose id an ad before them has, each shard
 // of the ids on a core of its own, and returns the first MaxErrors of
 // them by line and how many more there are.
-func duplicateIDs(ads []match.Ad, lineOf []int32, workers int) ([]*LineError, int) {
+func duplicateIDs(read []*jsonlBlockRead, workers int) ([]*LineError, int) {
+	n := 0
+	for _, b := range read {
+		n += len(b.ads)
+	}
 	seed := maphash.MakeSeed()
 	found := make([][]*LineError, workers)
 	more := make([]int, workers)
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Go(func() {
-			first := make(map[string]int32, len(ads)/workers+len(ads)/(8*workers))
-			for i := range ads {
-				id := ads[i].ID
-				if id == "" || maphash.String(seed, id)%uint64(workers) != uint64(w) {
-					continue
-				}
-				if f, dup := first[id]; dup {
-					if len(found[w]) < MaxErrors {
-						found[w] = append(found[w], &LineError{Line: int(lineOf[i]), Field: "id",
-							Msg: fmt.Sprintf("duplicate id %q (first on line %d)", id, f)})
-					} else {
-						more[w]++
+			first := make(map[string]int32, n/workers+n/(8*workers))
+			for _, b := range read {
+				for i := range b.ads {
+					id := b.ads[i].ID
+					if id == "" || maphash.String(seed, id)%uint64(workers) != uint64(w) {
+						continue
 					}
-					continue
+					if f, dup := first[id]; dup {
+						if len(found[w]) < MaxErrors {
+							found[w] = append(found[w], &LineError{Line: int(b.lineOf[i]), Field: "id",
+								Msg: fmt.Sprintf("duplicate id %q (first on line %d)", id, f)})
+						} else {
+							more[w]++
+						}
+						continue
+					}
+					first[id] = b.lineOf[i]
 				}
-				first[id] = lineOf[i]
 			}
 		})
 	}
 	wg.Wait()
 	var all []*LineError
-	n := 0
+	left := 0
 	for w := range workers {
 		all = append(all, found[w]...)
-		n += more[w]
+		left += more[w]
 	}
 	slices.SortStableFunc(all, func(a, b *LineError) int { return a.Line - b.Line })
 	if len(all) > MaxErrors {
-		n += len(all) - MaxErrors
+		left += len(all) - MaxErrors
 		all = all[:MaxErrors]
 	}
-	return all, n
+	return all, left
 }

@@ -87,9 +87,10 @@ func (l *lines) room(s int) map[lineKey]int32 {
 	return l.at[s]
 }
 
-// noteAll records that the line with keys[i] made ad i of the read's
-// ads, for every i, on every core: keys are distinct.
-func (l *lines) noteAll(keys []lineKey) {
+// noteAll records that the line with the key keys[b][i] made the ad
+// that many ads after those of keys[:b], for every b and i, on every
+// core: the keys are distinct.
+func (l *lines) noteAll(keys [][]lineKey) {
 	workers := min(runtime.GOMAXPROCS(0), lineShards)
 	var wg sync.WaitGroup
 	for w := range workers {
@@ -97,10 +98,14 @@ func (l *lines) noteAll(keys []lineKey) {
 			for s := w; s < lineShards; s += workers {
 				l.room(s)
 			}
-			for i, k := range keys {
-				if s := k.shard(); s%workers == w {
-					l.at[s][k] = int32(i)
+			n := int32(0)
+			for _, ks := range keys {
+				for i, k := range ks {
+					if s := k.shard(); s%workers == w {
+						l.at[s][k] = n + int32(i)
+					}
 				}
+				n += int32(len(ks))
 			}
 		})
 	}
