@@ -43,6 +43,11 @@ type Set struct {
 	// aim at a collision.
 	sums map[match.Market]uint64
 	seed maphash.Seed
+	// ads are the catalog's, and pos each market's ads' places in it:
+	// what each index was made of, so that the next Rebuild knows an ad
+	// read again unchanged by where its strings are.
+	ads []match.Ad
+	pos map[match.Market][]int32
 }
 
 var _ Indexes = (*Set)(nil)
@@ -61,7 +66,7 @@ func Build(ads []match.Ad) (*Set, error) { return Rebuild(ads, nil) }
 // indexes are built on every core.
 func Rebuild(ads []match.Ad, prev *Set) (*Set, error) {
 	s := &Set{markets: map[match.Market]*match.Index{}, bids: make(map[string]int64, len(ads)),
-		sums: map[match.Market]uint64{}, seed: maphash.MakeSeed()}
+		sums: map[match.Market]uint64{}, seed: maphash.MakeSeed(), ads: ads}
 	if prev != nil {
 		s.seed = prev.seed
 	}
@@ -78,19 +83,21 @@ func Rebuild(ads []match.Ad, prev *Set) (*Set, error) {
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			s.all, allErr = rebuildIndex(prev.all, ads)
+			s.all, allErr = rebuildIndex(prev.all, prev.adAt(nil), ads)
 		})
 	} else {
 		var prevAll *match.Index
+		var prevAd func(int) *match.Ad
 		if prev != nil {
-			prevAll = prev.all
+			prevAll, prevAd = prev.all, prev.adAt(nil)
 		}
-		if s.all, allErr = rebuildIndex(prevAll, ads); allErr != nil {
+		if s.all, allErr = rebuildIndex(prevAll, prevAd, ads); allErr != nil {
 			return nil, allErr
 		}
 		grouper = s.all
 	}
 	groups := match.ShardGroups(grouper, ads)
+	s.pos = groups
 	for i := range ads {
 		s.bids[ads[i].ID] = ads[i].BidMicros
 	}
@@ -114,8 +121,12 @@ func Rebuild(ads []match.Ad, prev *Set) (*Set, error) {
 			defer func() { <-sem }()
 			j.sum = fingerprint(s.seed, sums, j.pos)
 			var before *match.Index
+			var beforeAd func(int) *match.Ad
 			if prev != nil {
 				before = prev.markets[j.m]
+				if pos, ok := prev.pos[j.m]; ok {
+					beforeAd = prev.adAt(pos)
+				}
 			}
 			if before != nil && prev.sums[j.m] == j.sum {
 				j.ix = before
@@ -126,7 +137,7 @@ func Rebuild(ads []match.Ad, prev *Set) (*Set, error) {
 			for k, p := range j.pos {
 				mine[k] = ads[p]
 			}
-			if j.ix, j.err = rebuildIndex(before, mine); j.err != nil {
+			if j.ix, j.err = rebuildIndex(before, beforeAd, mine); j.err != nil {
 				j.err = fmt.Errorf("market %s: %w", j.m, j.err)
 			}
 		})
@@ -142,6 +153,18 @@ func Rebuild(ads []match.Ad, prev *Set) (*Set, error) {
 		s.markets[j.m], s.sums[j.m] = j.ix, j.sum
 	}
 	return s, nil
+}
+
+// adAt returns the ad an index of s's made of the ads at pos (all of
+// them for nil) has at its ordinal j; nil when there is none.
+func (s *Set) adAt(pos []int32) func(j int) *match.Ad {
+	if s.ads == nil {
+		return nil
+	}
+	if pos == nil {
+		return func(j int) *match.Ad { return &s.ads[j] }
+	}
+	return func(j int) *match.Ad { return &s.ads[pos[j]] }
 }
 
 // sameMarkets reports whether ads run in the very markets of all's

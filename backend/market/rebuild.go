@@ -5,4 +5,4 @@ package market
 import "github.com/adlink/adlink/match"
 
 // rebuildIndex indexes a changed catalog beside the index before it.
-var rebuildIndex = match.Rebuild
+var rebuildIndex = match.RebuildBeside
