@@ -51,7 +51,7 @@ func RebuildBeside(prev *Index, prevAd func(j int) *Ad, ads []Ad) (*Index, error
 		if j >= 0 {
 			cursor = j + 1
 		}
-		if j > last && (prevAd != nil && sameMemory(prevAd(j), a) || prev.sameAd(j, a, &same)) {
+		if j > last && (prevAd != nil && SameMemory(prevAd(j), a) || prev.sameAd(j, a, &same)) {
 			prevOf[i], newOf[j], last = int32(j), int32(i), j
 			continue
 		}
@@ -270,10 +270,10 @@ func (r *adStrs) size() uint32 {
 	return n
 }
 
-// sameMemory reports whether a and b are the same ad by where their
+// SameMemory reports whether a and b are the same ad by where their
 // strings and lists are, not by their bytes: true only when they are
-// equal.
-func sameMemory(a, b *Ad) bool {
+// equal, as an ad read again from an unchanged feed line is.
+func SameMemory(a, b *Ad) bool {
 	if a.Kind != b.Kind || a.PriceCents != b.PriceCents || a.BidMicros != b.BidMicros ||
 		len(a.Keywords) != len(b.Keywords) || len(a.Markets) != len(b.Markets) ||
 		len(a.Keywords) > 0 && unsafe.SliceData(a.Keywords) != unsafe.SliceData(b.Keywords) ||

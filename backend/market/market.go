@@ -37,7 +37,6 @@ type Indexes interface {
 type Set struct {
 	all     *match.Index
 	markets map[match.Market]*match.Index
-	bids    map[string]int64
 	// sums fingerprint each market's ads under seed, for the next
 	// catalog's Rebuild; the seed is the process's own, so no feed can
 	// aim at a collision.
@@ -48,6 +47,8 @@ type Set struct {
 	// read again unchanged by where its strings are.
 	ads []match.Ad
 	pos map[match.Market][]int32
+	// adSums are each ad's sum (adSums), for the next Rebuild.
+	adSums []uint64
 }
 
 var _ Indexes = (*Set)(nil)
@@ -65,7 +66,7 @@ func Build(ads []match.Ad) (*Set, error) { return Rebuild(ads, nil) }
 // only the ads that changed and gives the index Build would make. The
 // indexes are built on every core.
 func Rebuild(ads []match.Ad, prev *Set) (*Set, error) {
-	s := &Set{markets: map[match.Market]*match.Index{}, bids: make(map[string]int64, len(ads)),
+	s := &Set{markets: map[match.Market]*match.Index{},
 		sums: map[match.Market]uint64{}, seed: maphash.MakeSeed(), ads: ads}
 	if prev != nil {
 		s.seed = prev.seed
@@ -98,12 +99,10 @@ func Rebuild(ads []match.Ad, prev *Set) (*Set, error) {
 	}
 	groups := match.ShardGroups(grouper, ads)
 	s.pos = groups
-	for i := range ads {
-		s.bids[ads[i].ID] = ads[i].BidMicros
-	}
 	// Each ad is hashed once, though it is in the groups of its market
 	// and of its country, and those of several markets.
-	sums := adSums(s.seed, ads)
+	sums := adSumsBeside(prev, s.seed, ads)
+	s.adSums = sums
 	type job struct {
 		m   match.Market
 		pos []int32
@@ -253,4 +252,11 @@ func (s *Set) For(country, lang string) *match.Index {
 }
 
 // Bid implements Indexes.
-func (s *Set) Bid(adID string) int64 { return s.bids[adID] }
+// The whole catalog's index finds the ad: its ordinals are the ads'
+// places.
+func (s *Set) Bid(adID string) int64 {
+	if i, ok := s.all.Lookup(adID); ok {
+		return s.ads[i].BidMicros
+	}
+	return 0
+}
