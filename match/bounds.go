@@ -65,18 +65,18 @@ func (ix *Index) computeBounds() {
 	for i := range ads {
 		ads[i] = adWeightOf(&ix.ads[i], ix.avgLen)
 	}
-	ix.postingWeights(ads, func(p uint32, v float64, isTyped bool) {
+	bound := func(p uint32, v float64, isTyped bool) {
 		j, w := p>>blockShift, up32(v)
 		if isTyped {
 			typed[j] = max(typed[j], w)
 		} else {
 			other[j] = max(other[j], w)
 		}
-	})
+	}
 	// Each posting's own bound, in 7 bits, a share of its block's bound
 	// for its kind, rounded up; the high bit says which kind.
 	post := make([]uint8, len(ix.postAd))
-	ix.postingWeights(ads, func(p uint32, v float64, isTyped bool) {
+	share := func(p uint32, v float64, isTyped bool) {
 		j, flag := p>>blockShift, uint8(0)
 		b := float64(other[j])
 		if isTyped {
@@ -87,7 +87,42 @@ func (ix *Index) computeBounds() {
 			q = uint8(min(math.Ceil(v/b*postSteps*(1+1e-12)), postSteps))
 		}
 		post[p] = flag | q
-	})
+	}
+	// The synonym groups' postings bound their blocks first; then the
+	// other postings, which come block after block, each weighed once:
+	// a block's bound is whole once its last one is, and its postings'
+	// shares follow from the weights kept meanwhile.
+	groups, inGroup := ix.termGroups()
+	ix.groupWeights(ads, groups, bound)
+	type weighed struct {
+		p       uint32
+		v       float64
+		isTyped bool
+	}
+	var block [blockLen]weighed
+	n, cur := 0, uint32(0)
+	postAd, tfs := ix.postAd, ix.postTF
+	for t := range inGroup {
+		if inGroup[t] {
+			continue
+		}
+		for p := ix.postOff[t]; p < ix.postOff[t+1]; p++ {
+			if j := p >> blockShift; j != cur {
+				for _, w := range block[:n] {
+					share(w.p, w.v, w.isTyped)
+				}
+				n, cur = 0, j
+			}
+			w := weighed{p, tfWeight(tfs[p], ads[postAd[p]]), tfs[p]&typeFlag != 0}
+			bound(w.p, w.v, w.isTyped)
+			block[n] = w
+			n++
+		}
+	}
+	for _, w := range block[:n] {
+		share(w.p, w.v, w.isTyped)
+	}
+	ix.groupWeights(ads, groups, share)
 	ix.ft.typed, ix.ft.other, ix.ft.post = typed, other, post
 	long := make(map[uint32]longList)
 	for t := range len(ix.postOff) - 1 {
@@ -102,12 +137,9 @@ func (ix *Index) computeBounds() {
 	ix.ft.long = long
 }
 
-// postingWeights calls put with each posting, the most its ad can get
-// from the query term that holds it, per unit of idf (a word and its
-// synonyms together), and whether that ad is typed by the term. ads are
-// the ads' weights (adWeightOf).
-func (ix *Index) postingWeights(ads []adWeight, put func(p uint32, w float64, isTyped bool)) {
-	postAd, tfs := ix.postAd, ix.postTF
+// termGroups returns the term ids of each synonym group the index has
+// two or more words of, and which terms are in one.
+func (ix *Index) termGroups() ([][]uint32, []bool) {
 	groups := ix.synonymGroups()
 	inGroup := make([]bool, len(ix.postOff)-1)
 	for _, g := range groups {
@@ -115,18 +147,20 @@ func (ix *Index) postingWeights(ads []adWeight, put func(p uint32, w float64, is
 			inGroup[t] = true
 		}
 	}
-	for t := range inGroup {
-		if inGroup[t] {
-			continue
-		}
-		for p := ix.postOff[t]; p < ix.postOff[t+1]; p++ {
-			put(p, tfWeight(tfs[p], ads[postAd[p]]), tfs[p]&typeFlag != 0)
-		}
-	}
-	// A group's words count together: each posting is bounded by what
-	// all of them give its ad, typed when the ad is any of their types.
-	// The word the query wrote weighs 1, its synonyms synonymWeight: the
-	// sum is at most synonymWeight times all plus the rest of the largest.
+	return groups, inGroup
+}
+
+// groupWeights calls put with each posting of the terms of groups, the
+// most its ad can get from the query term that holds it, per unit of idf,
+// and whether that ad is typed by the term. ads are the ads' weights
+// (adWeightOf). A posting of any other term gets tfWeight of its own.
+//
+// A group's words count together: each posting is bounded by what all of
+// them give its ad, typed when the ad is any of their types. The word the
+// query wrote weighs 1, its synonyms synonymWeight: the sum is at most
+// synonymWeight times all plus the rest of the largest.
+func (ix *Index) groupWeights(ads []adWeight, groups [][]uint32, put func(p uint32, w float64, isTyped bool)) {
+	postAd, tfs := ix.postAd, ix.postTF
 	sum := make([]float64, len(ads))
 	most := make([]float64, len(ads))
 	isTyped := make([]bool, len(ads))

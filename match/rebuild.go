@@ -17,7 +17,13 @@ import (
 // of their order, are analysed, as Build analyses them. A refresh that
 // changed a few ads of a million spends its time copying, not indexing
 // (BenchmarkRefresh). When most ads changed it is Build.
-func Rebuild(prev *Index, ads []Ad) (*Index, error) {
+func Rebuild(prev *Index, ads []Ad) (*Index, error) { return RebuildBeside(prev, nil, ads) }
+
+// RebuildBeside is Rebuild given prevAd, which returns the ad prev's
+// ordinal j was indexed from (nil for none): an ad that is that very ad,
+// its strings and lists where that one's are (a feed's unchanged line
+// read again), is known to be kept without comparing its strings.
+func RebuildBeside(prev *Index, prevAd func(j int) *Ad, ads []Ad) (*Index, error) {
 	if prev == nil || prev.per != 0 || len(prev.ads) == 0 || len(prev.recs) != len(prev.ads) || len(prev.byID) != len(prev.ads) {
 		return Build(ads)
 	}
@@ -45,7 +51,7 @@ func Rebuild(prev *Index, ads []Ad) (*Index, error) {
 		if j >= 0 {
 			cursor = j + 1
 		}
-		if j > last && prev.sameAd(j, a, &same) {
+		if j > last && (prevAd != nil && SameMemory(prevAd(j), a) || prev.sameAd(j, a, &same)) {
 			prevOf[i], newOf[j], last = int32(j), int32(i), j
 			continue
 		}
@@ -262,6 +268,26 @@ func (r *adStrs) size() uint32 {
 		n += l
 	}
 	return n
+}
+
+// SameMemory reports whether a and b are the same ad by where their
+// strings and lists are, not by their bytes: true only when they are
+// equal, as an ad read again from an unchanged feed line is.
+func SameMemory(a, b *Ad) bool {
+	if a.Kind != b.Kind || a.PriceCents != b.PriceCents || a.BidMicros != b.BidMicros ||
+		len(a.Keywords) != len(b.Keywords) || len(a.Markets) != len(b.Markets) ||
+		len(a.Keywords) > 0 && unsafe.SliceData(a.Keywords) != unsafe.SliceData(b.Keywords) ||
+		len(a.Markets) > 0 && unsafe.SliceData(a.Markets) != unsafe.SliceData(b.Markets) {
+		return false
+	}
+	for _, f := range [...][2]string{{a.ID, b.ID}, {a.Title, b.Title}, {a.Manufacturer, b.Manufacturer}, {a.Model, b.Model},
+		{a.Category, b.Category}, {a.Description, b.Description}, {a.GTIN, b.GTIN}, {a.Currency, b.Currency},
+		{a.Logo, b.Logo}, {a.Landing, b.Landing}, {a.Advertiser, b.Advertiser}} {
+		if len(f[0]) != len(f[1]) || len(f[0]) > 0 && unsafe.StringData(f[0]) != unsafe.StringData(f[1]) {
+			return false
+		}
+	}
+	return true
 }
 
 // sameMarkets remembers the market bits of the last market list sameAd

@@ -26,7 +26,7 @@ func FuzzRebuildIsBuild(f *testing.F) {
 		}
 		r := rand.New(rand.NewPCG(seed, uint64(changes)))
 		ads := changeCatalog(base, r, int(changes%1000))
-		got := rebuildIsBuild(t, prev, ads)
-		rebuildIsBuild(t, got, changeCatalog(ads, r, 1+int(changes%7)))
+		got := rebuildIsBuild(t, prev, base, ads)
+		rebuildIsBuild(t, got, ads, changeCatalog(ads, r, 1+int(changes%7)))
 	})
 }

@@ -26,8 +26,7 @@ func changeCatalog(ads []match.Ad, r *rand.Rand, changes int) []match.Ad {
 			break
 		}
 		i := r.IntN(len(out))
-		a := out[i]
-		a.Keywords = slices.Clone(a.Keywords)
+		a := out[i] // its strings and lists where out[i]'s are, but for those changed
 		switch k % 12 {
 		case 0:
 			out = slices.Delete(out, i, i+1)
@@ -43,7 +42,7 @@ func changeCatalog(ads []match.Ad, r *rand.Rand, changes int) []match.Ad {
 		case 5:
 			a.Advertiser = fmt.Sprintf("new%d.example", k)
 		case 6:
-			a.Keywords = append(a.Keywords, "frisch gepresst")
+			a.Keywords = append(slices.Clone(a.Keywords), "frisch gepresst")
 		case 7:
 			a.BidMicros = a.BidMicros*3 + 1
 		case 8:
@@ -128,9 +127,9 @@ func TestRebuildIsBuild(t *testing.T) {
 	}
 	for name, ads := range cases {
 		t.Run(name, func(t *testing.T) {
-			got := rebuildIsBuild(t, prev, ads)
+			got := rebuildIsBuild(t, prev, base, ads)
 			// And again beside the rebuilt one: a second refresh.
-			rebuildIsBuild(t, got, changeCatalog(ads, r, 20))
+			rebuildIsBuild(t, got, ads, changeCatalog(ads, r, 20))
 		})
 	}
 }
@@ -176,13 +175,14 @@ func TestRebuildTypesFromTheWholeCatalog(t *testing.T) {
 	fresh := append(slices.Clone(base), like("untyped-2", "Bergfex Zeltplane (grün)", ""))
 	gone := slices.DeleteFunc(slices.Clone(base), func(a match.Ad) bool { return a.ID == "cat-1" })
 	for name, ads := range map[string][]match.Ad{"new ad typed by a kept one": fresh, "the type's category gone": gone} {
-		t.Run(name, func(t *testing.T) { rebuildIsBuild(t, prev, ads) })
+		t.Run(name, func(t *testing.T) { rebuildIsBuild(t, prev, base, ads) })
 	}
 }
 
-// rebuildIsBuild fails t unless Rebuild of ads beside prev encodes as
-// Build of ads does, and returns it.
-func rebuildIsBuild(t *testing.T, prev *match.Index, ads []match.Ad) *match.Index {
+// rebuildIsBuild fails t unless Rebuild of ads beside prev, made of
+// prevAds, encodes as Build of ads does, told prevAds or not, and returns
+// it.
+func rebuildIsBuild(t *testing.T, prev *match.Index, prevAds, ads []match.Ad) *match.Index {
 	t.Helper()
 	want, err := match.Build(ads)
 	if err != nil {
@@ -194,6 +194,13 @@ func rebuildIsBuild(t *testing.T, prev *match.Index, ads []match.Ad) *match.Inde
 	}
 	if !bytes.Equal(got.Encode(), want.Encode()) {
 		t.Fatalf("Rebuild of %d ads differs from Build", len(ads))
+	}
+	beside, err := match.RebuildBeside(prev, func(j int) *match.Ad { return &prevAds[j] }, ads)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(beside.Encode(), want.Encode()) {
+		t.Fatalf("Rebuild of %d ads told the ads before differs from Build", len(ads))
 	}
 	return got
 }

@@ -154,23 +154,31 @@ func (ix *Index) EncodePage(per int) (shard []byte, frags [][]byte) {
 	// an ad's strings are where they would be in the strings of all.
 	page.per = uint32(per)
 	n := (len(recs) + per - 1) / per
-	frags, page.frags = make([][]byte, n), make([]uint32, 0, 2*n)
+	frags, page.frags = make([][]byte, n), make([]uint32, 2*n)
+	// Where each fragment's strings end in the strings of all, first;
+	// then the fragments, each on its own.
 	end := uint32(0)
 	for k := range n {
-		lo, hi := k*per, min((k+1)*per, len(recs))
-		head, size := (hi-lo)*adStrsBytes, 0
-		for i := lo; i < hi; i++ {
-			size += ix.recs[i].pageSize()
+		for i := k * per; i < min((k+1)*per, len(recs)); i++ {
+			end += uint32(ix.recs[i].pageSize())
 		}
-		f := ix.appendPageStrs(make([]byte, head, head+size), recs[lo:hi], lo)
+		page.frags[2*k] = end
+	}
+	eachOf(n, func(k int) {
+		lo, hi := k*per, min((k+1)*per, len(recs))
+		start := uint32(0)
+		if k > 0 {
+			start = page.frags[2*k-2]
+		}
+		head := (hi - lo) * adStrsBytes
+		f := ix.appendPageStrs(make([]byte, head, head+int(page.frags[2*k]-start)), recs[lo:hi], lo)
 		for i := lo; i < hi; i++ {
-			recs[i].str += end - uint32(head)
+			recs[i].str += start - uint32(head)
 		}
 		copy(f, adStrsBytesOf(recs[lo:hi]))
-		end += uint32(size)
 		frags[k] = f
-		page.frags = append(page.frags, end, crc32c(f))
-	}
+		page.frags[2*k+1] = crc32c(f)
+	})
 	return page.Encode(), frags
 }
 

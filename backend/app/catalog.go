@@ -297,21 +297,44 @@ func (l *live) refresh(ctx context.Context, force bool) api.Reload {
 	if unchanged && !force && !l.stale {
 		return api.Reload{Result: resultUnchanged}
 	}
-	ver := catalog.Version(ads)
-	if ver == prev.api.Version {
+	// The version hashes every byte of the catalog on one core. When the
+	// feeds changed, so that the catalog most likely did, it is worked
+	// out beside the checks and the build, which only a replicas' word
+	// needs it before; a catalog that came out the same is then built for
+	// nothing, and not served.
+	verc := make(chan string, 1)
+	go func() { verc <- catalog.Version(ads) }()
+	ver := ""
+	version := func() string {
+		if ver == "" {
+			ver = <-verc
+		}
+		return ver
+	}
+	defer version() // no hash left running past the refresh
+	if (unchanged || l.replicas != nil) && version() == prev.api.Version {
 		l.stale = false
 		return api.Reload{Result: resultUnchanged}
 	}
 	l.stale = true
-	if !force && (l.replicas == nil || ver != l.replicas.agreed()) {
+	if !force && (l.replicas == nil || version() != l.replicas.agreed()) {
 		if err := l.check(len(prev.ads), len(ads)); err != nil {
+			if version() == prev.api.Version {
+				l.stale = false
+				return api.Reload{Result: resultUnchanged}
+			}
 			return api.Reload{Result: resultRefused, Error: err.Error() + "; POST /admin/reload?force=true serves it all the same"}
 		}
 	}
-	next, err := l.build(ads, ver, prev)
+	next, err := l.build(ads, "", prev)
+	if version() == prev.api.Version {
+		l.stale = false
+		return api.Reload{Result: resultUnchanged}
+	}
 	if err != nil {
 		return api.Reload{Result: resultFailed, Error: summary(err)}
 	}
+	next.api.Version = ver
 	l.cur.Store(next)
 	l.stale = false
 	l.recompress(next.api.Shards)

@@ -18,6 +18,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -141,16 +142,16 @@ func loadAgain(r io.Reader, name string, f Format, opts Options, gz bool, ls *li
 	p := parser{name: name, opts: opts, seen: make(map[string]int), lines: ls}
 	if ls != nil && ls.prev != nil {
 		// The feed read again is about as long as last time: no growing
-		// of a million-ad slice and map line by line.
+		// of a million-ad slice line by line.
 		n := len(ls.prev.ads)
-		p.ads, p.seen = make([]match.Ad, 0, n+n/16), make(map[string]int, n+n/16)
+		p.ads = make([]match.Ad, 0, n+n/16)
 	}
 	if err := p.setDefaults(); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	switch f {
 	case FormatJSONL:
-		p.readJSONL(r)
+		p.readJSONLOn(r, runtime.GOMAXPROCS(0), jsonlBlock)
 	case FormatCSV:
 		p.readCSV(r)
 	case FormatMerchantXML:
@@ -297,6 +298,11 @@ func (p *parser) add(line int, rec *record) { p.addSince(line, rec, len(p.errs)+
 
 // addSince is add for a line whose problems are counted from before on.
 func (p *parser) addSince(line int, rec *record, before int) {
+	p.keep(line, p.check(line, rec), before)
+}
+
+// check converts one record and validates it, reporting its problems.
+func (p *parser) check(line int, rec *record) match.Ad {
 	if strings.TrimSpace(rec.Advertiser) == "" {
 		rec.Advertiser = p.defAdvertiser
 	}
@@ -308,7 +314,7 @@ func (p *parser) addSince(line int, rec *record, before int) {
 	}
 	a := p.convert(line, rec)
 	checkAd(&a, func(field, msg string) { p.fail(line, field, msg) })
-	p.keep(line, a, before)
+	return a
 }
 
 // keep keeps a, of line, unless its id is a duplicate or the line has had

@@ -37,12 +37,18 @@ type Indexes interface {
 type Set struct {
 	all     *match.Index
 	markets map[match.Market]*match.Index
-	bids    map[string]int64
 	// sums fingerprint each market's ads under seed, for the next
 	// catalog's Rebuild; the seed is the process's own, so no feed can
 	// aim at a collision.
 	sums map[match.Market]uint64
 	seed maphash.Seed
+	// ads are the catalog's, and pos each market's ads' places in it:
+	// what each index was made of, so that the next Rebuild knows an ad
+	// read again unchanged by where its strings are.
+	ads []match.Ad
+	pos map[match.Market][]int32
+	// adSums are each ad's sum (adSums), for the next Rebuild.
+	adSums []uint64
 }
 
 var _ Indexes = (*Set)(nil)
@@ -60,8 +66,8 @@ func Build(ads []match.Ad) (*Set, error) { return Rebuild(ads, nil) }
 // only the ads that changed and gives the index Build would make. The
 // indexes are built on every core.
 func Rebuild(ads []match.Ad, prev *Set) (*Set, error) {
-	s := &Set{markets: map[match.Market]*match.Index{}, bids: make(map[string]int64, len(ads)),
-		sums: map[match.Market]uint64{}, seed: maphash.MakeSeed()}
+	s := &Set{markets: map[match.Market]*match.Index{},
+		sums: map[match.Market]uint64{}, seed: maphash.MakeSeed(), ads: ads}
 	if prev != nil {
 		s.seed = prev.seed
 	}
@@ -78,25 +84,25 @@ func Rebuild(ads []match.Ad, prev *Set) (*Set, error) {
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			s.all, allErr = rebuildIndex(prev.all, ads)
+			s.all, allErr = rebuildIndex(prev.all, prev.adAt(nil), ads)
 		})
 	} else {
 		var prevAll *match.Index
+		var prevAd func(int) *match.Ad
 		if prev != nil {
-			prevAll = prev.all
+			prevAll, prevAd = prev.all, prev.adAt(nil)
 		}
-		if s.all, allErr = rebuildIndex(prevAll, ads); allErr != nil {
+		if s.all, allErr = rebuildIndex(prevAll, prevAd, ads); allErr != nil {
 			return nil, allErr
 		}
 		grouper = s.all
 	}
 	groups := match.ShardGroups(grouper, ads)
-	for i := range ads {
-		s.bids[ads[i].ID] = ads[i].BidMicros
-	}
+	s.pos = groups
 	// Each ad is hashed once, though it is in the groups of its market
 	// and of its country, and those of several markets.
-	sums := adSums(s.seed, ads)
+	sums := adSumsBeside(prev, s.seed, ads)
+	s.adSums = sums
 	type job struct {
 		m   match.Market
 		pos []int32
@@ -114,8 +120,12 @@ func Rebuild(ads []match.Ad, prev *Set) (*Set, error) {
 			defer func() { <-sem }()
 			j.sum = fingerprint(s.seed, sums, j.pos)
 			var before *match.Index
+			var beforeAd func(int) *match.Ad
 			if prev != nil {
 				before = prev.markets[j.m]
+				if pos, ok := prev.pos[j.m]; ok {
+					beforeAd = prev.adAt(pos)
+				}
 			}
 			if before != nil && prev.sums[j.m] == j.sum {
 				j.ix = before
@@ -126,7 +136,7 @@ func Rebuild(ads []match.Ad, prev *Set) (*Set, error) {
 			for k, p := range j.pos {
 				mine[k] = ads[p]
 			}
-			if j.ix, j.err = rebuildIndex(before, mine); j.err != nil {
+			if j.ix, j.err = rebuildIndex(before, beforeAd, mine); j.err != nil {
 				j.err = fmt.Errorf("market %s: %w", j.m, j.err)
 			}
 		})
@@ -142,6 +152,18 @@ func Rebuild(ads []match.Ad, prev *Set) (*Set, error) {
 		s.markets[j.m], s.sums[j.m] = j.ix, j.sum
 	}
 	return s, nil
+}
+
+// adAt returns the ad an index of s's made of the ads at pos (all of
+// them for nil) has at its ordinal j; nil when there is none.
+func (s *Set) adAt(pos []int32) func(j int) *match.Ad {
+	if s.ads == nil {
+		return nil
+	}
+	if pos == nil {
+		return func(j int) *match.Ad { return &s.ads[j] }
+	}
+	return func(j int) *match.Ad { return &s.ads[pos[j]] }
 }
 
 // sameMarkets reports whether ads run in the very markets of all's
@@ -230,4 +252,11 @@ func (s *Set) For(country, lang string) *match.Index {
 }
 
 // Bid implements Indexes.
-func (s *Set) Bid(adID string) int64 { return s.bids[adID] }
+// The whole catalog's index finds the ad: its ordinals are the ads'
+// places.
+func (s *Set) Bid(adID string) int64 {
+	if i, ok := s.all.Lookup(adID); ok {
+		return s.ads[i].BidMicros
+	}
+	return 0
+}

@@ -213,3 +213,27 @@ func fingerprintOf(seed maphash.Seed, ads []match.Ad) uint64 {
 	}
 	return fingerprint(seed, adSums(seed, ads), pos)
 }
+
+// TestAdSumsBeside: the sums a refresh takes from the catalog before, for
+// the ads it has as they were (moved, or after one removed), and works
+// out for the others, are those of every ad worked out again.
+func TestAdSumsBeside(t *testing.T) {
+	ads := testcatalog.Generate(1500, 8)
+	prev, err := Build(ads)
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := slices.Clone(ads[1:])
+	changed[3].PriceCents++                                 // the same strings, another price
+	changed[7].Title = changed[7].Title + " neu"            // another title
+	changed = append(changed[:20], changed[40:]...)         // a run removed
+	changed = append(changed, ads[100])                     // moved to the end (its first place kept too)
+	changed[500], changed[900] = changed[900], changed[500] // two swapped
+	got, want := adSumsBeside(prev, prev.seed, changed), adSums(prev.seed, changed)
+	if !slices.Equal(got, want) {
+		t.Fatal("the sums taken from the catalog before differ from those worked out")
+	}
+	if next, err := Rebuild(changed[:len(changed)-1], prev); err != nil || !slices.Equal(next.adSums, adSums(prev.seed, changed[:len(changed)-1])) {
+		t.Fatalf("Rebuild's sums are not the ads' (%v)", err)
+	}
+}

@@ -170,6 +170,13 @@ func encode(b []byte, sha string, fast, later bool) (*encodings, error) {
 // compressed is b in encoding e, zstd or gzip, at the fast or the best
 // levels.
 func compressed(b []byte, e Encoding, fast bool) ([]byte, error) {
+	return compressedLike(b, e, fast, 0)
+}
+
+// compressedLike is compressed, given like, the room zstd's output is
+// likely to need (0 for none known): a large shard's output grown on the
+// way was copied and cleared over and over.
+func compressedLike(b []byte, e Encoding, fast bool, like int) ([]byte, error) {
 	if e == Gzip {
 		if fast {
 			return gzipped(b, gzipFastWriters)
@@ -189,6 +196,9 @@ func compressed(b []byte, e Encoding, fast bool) ([]byte, error) {
 	room := len(b) / 3
 	if fast {
 		room = len(b) / 2
+	}
+	if like > 0 {
+		room = min(like, len(b)+len(b)/64+1024)
 	}
 	return zw.EncodeAll(b, make([]byte, 0, room)), nil
 }

@@ -148,6 +148,7 @@ func Build(src market.Indexes, o Options) (*Set, error) {
 		err        error
 		zstd       []byte // another encoder's zstd of data, offered to blob
 		zstdChoice ZstdChoice
+		zstdLike   int // the room its zstd likely needs (zstdRoom)
 	}
 	var pieces []*piece
 	var firstPiece []int // per job, its shard's piece; its fragments follow
@@ -165,7 +166,15 @@ func Build(src market.Indexes, o Options) (*Set, error) {
 	for i := range jobs {
 		firstPiece = append(firstPiece, len(pieces))
 		for k, data := range encoded[i] {
-			pieces = append(pieces, &piece{data: data, ctype: "application/octet-stream", fast: o.Fast, fragment: k > 0})
+			p := &piece{data: data, ctype: "application/octet-stream", fast: o.Fast, fragment: k > 0}
+			if k == 0 && o.Previous != nil {
+				before := o.Previous.all
+				if i > 0 {
+					before = o.Previous.markets[jobs[i].market]
+				}
+				p.zstdLike = zstdRoom(before, o.Fast)
+			}
+			pieces = append(pieces, p)
 		}
 	}
 	if o.Matcher != nil {
@@ -197,7 +206,7 @@ func Build(src market.Indexes, o Options) (*Set, error) {
 	slices.SortFunc(tasks, func(a, b task) int { return cmp.Compare(len(b.p.data), len(a.p.data)) })
 	parallel(len(tasks), func(i int) {
 		t := tasks[i]
-		c, err := compressed(t.p.data, t.enc, t.p.fast)
+		c, err := compressedLike(t.p.data, t.enc, t.p.fast, t.p.zstdLike)
 		if err != nil {
 			mu.Lock()
 			t.p.err = cmp.Or(t.p.err, err)
@@ -248,6 +257,27 @@ func Build(src market.Indexes, o Options) (*Set, error) {
 		}
 	}
 	return s, nil
+}
+
+// zstdRoom is the room the zstd of a shard like before (the same
+// market's in the catalog before; nil for none) likely needs at the fast
+// levels or the best: a refresh changes a shard's size by little, and
+// the fast levels' bytes are at most about a quarter more than the best
+// ones' (BenchmarkRefresh's fast_vs_best_zstd_x). 0 when before has no
+// zstd.
+func zstdRoom(before *Blob, fast bool) int {
+	if before == nil {
+		return 0
+	}
+	e := before.cur.Load()
+	n := len(e.enc[Zstd])
+	if n == 0 {
+		return 0
+	}
+	if fast && !e.fast {
+		n += n / 3
+	}
+	return n + n/8 + 64<<10
 }
 
 // parallel calls f(0) to f(n-1) on every core and returns when all have.
