@@ -51,10 +51,8 @@ vet:
 lint:
 	@GO=$(GO) ./.ci/lint
 
-# The longest packages first: go test starts them in the order given, and the
-# browser tests, last in ./...'s order, would otherwise run alone at the end.
 test: wasm vet
-	$(GO) test -race -count=1 -timeout 30m ./web/ ./backend/app/ ./backend/ ./...
+	$(GO) test -race -count=1 -timeout 30m ./...
 
 # Every figure is a testing.B benchmark that reports itself beside its baseline
 # (b.ReportMetric), measured in the same run.
