@@ -28,10 +28,7 @@ func (ix *Index) mergeFullText(alts []alt, required uint32, and bool, f filter, 
 	n := float64(len(ix.ads))
 	end := uint32(len(ix.ads))
 	ads, postAd, postTF, avg := ix.ads, ix.postAd, ix.postTF, ix.avgLen
-	var groupDF [maxQueryTerms]uint32
-	for _, a := range alts {
-		groupDF[a.k] += ix.postOff[a.id+1] - ix.postOff[a.id]
-	}
+	groupDF := ix.groupDFs(alts)
 	// The lists' places and weights, in the order of alts: the order the
 	// loop adds an ad's scores in.
 	var curBuf [mergeMaxLists]mergeCursor
@@ -106,6 +103,15 @@ func (ix *Index) mergeFullText(alts []alt, required uint32, and bool, f filter, 
 		t.offer(&ads[d], d, acc, mask, required, and, &f)
 	}
 	return t.result()
+}
+
+// groupDFs is each query term's postings with its synonyms', the document
+// frequency its idf is computed from, as matchFullText computes it.
+func (ix *Index) groupDFs(alts []alt) (df [maxQueryTerms]uint32) {
+	for _, a := range alts {
+		df[a.k] += ix.postOff[a.id+1] - ix.postOff[a.id]
+	}
+	return df
 }
 
 // mergeCursor is one alternative's list in mergeFullText.

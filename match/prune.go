@@ -122,10 +122,7 @@ func (ix *Index) walkFullText(alts []alt, required uint32, and bool, f filter, k
 	n := float64(len(ix.ads))
 	end := uint32(len(ix.ads))
 	ads, postAd, postTF, avg := ix.ads, ix.postAd, ix.postTF, ix.avgLen
-	var groupDF [maxQueryTerms]uint32
-	for _, a := range alts {
-		groupDF[a.k] += ix.postOff[a.id+1] - ix.postOff[a.id]
-	}
+	groupDF := ix.groupDFs(alts)
 	// An ad gets the type boost only when its type is a term of the
 	// query's last word, so it holds that type posting in a head list.
 	// The bounds of ads typed by a term's group are doubled when the group

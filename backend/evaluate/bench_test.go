@@ -150,11 +150,9 @@ func latency(qs []string, reps int, run func(q string)) []float64 {
 	return ms
 }
 
-// BenchmarkRelevance prints nDCG@10, judged share, query latency and build
-// time for the matcher beside Bleve under several configurations, on the
-// Icecat catalog and its judgments, and the paired bootstrap interval of
-// the matcher's per-query nDCG minus the best configuration's.
-func BenchmarkRelevance(b *testing.B) {
+// devSet returns the dev judgments and the Icecat catalog they judge, or
+// skips b without the shared data.
+func devSet(b *testing.B) (Judgments, []match.Ad) {
 	needData(b)
 	j, err := ReadJudgmentsFile(filepath.Join(sharedData, "relevance", "judgments-dev.csv"))
 	if err != nil {
@@ -164,6 +162,15 @@ func BenchmarkRelevance(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	return j, ads
+}
+
+// BenchmarkRelevance prints nDCG@10, judged share, query latency and build
+// time for the matcher beside Bleve under several configurations, on the
+// Icecat catalog and its judgments, and the paired bootstrap interval of
+// the matcher's per-query nDCG minus the best configuration's.
+func BenchmarkRelevance(b *testing.B) {
+	j, ads := devSet(b)
 	qs := j.Queries()
 	for range b.N {
 		// Each system is timed alone, with only its own index in memory.

@@ -1,11 +1,9 @@
 package evaluate
 
 import (
-	"path/filepath"
 	"testing"
 
 	"github.com/adlink/adlink/contract"
-	"github.com/adlink/adlink/internal/testcatalog"
 	"github.com/adlink/adlink/match"
 )
 
@@ -13,15 +11,7 @@ import (
 // op a pass over the dev queries, for CPU and allocation profiles: match
 // (ctx.dist=none, size 10), then the link entries written.
 func BenchmarkRelevanceQuery(b *testing.B) {
-	needData(b)
-	j, err := ReadJudgmentsFile(filepath.Join(sharedData, "relevance", "judgments-dev.csv"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	ads, err := testcatalog.Icecat(filepath.Join(sharedData, "catalog", "icecat"))
-	if err != nil {
-		b.Fatal(err)
-	}
+	j, ads := devSet(b)
 	qs := j.Queries()
 	ix, err := match.Build(ads)
 	if err != nil {
