@@ -53,7 +53,7 @@ func TestBudgetReachedOnOneReplicaStopsTheAdsOnAnother(t *testing.T) {
 	}
 	gate := func() (*budget.Gate, *spends) {
 		sp := &spends{m: map[string]int64{}}
-		c := open(t, srv.URL(), redisstore.Options{Now: clock})
+		c := open(t, patient(srv.URL()), redisstore.Options{Now: clock})
 		g, err := budget.New(t.Context(), budget.Options{Budgets: budgets, Spent: sp, Now: clock, Flags: c.BudgetFlags()})
 		if err != nil {
 			t.Fatal(err)

@@ -50,6 +50,14 @@ var (
 	_ clicks.Decisions  = noDecisions{}
 )
 
+// patient is url with timeouts a loaded machine meets under the race
+// detector. The tests given it are of what Redis answers: a call past the
+// server's default of 250 ms would go to the fallback, which fails them.
+// The fault tests keep the defaults.
+func patient(url string) string {
+	return url + "?dial_timeout=10s&read_timeout=10s&write_timeout=10s"
+}
+
 // open returns a Client for srv's URL, closed at the end of t.
 func open(t *testing.T, url string, o redisstore.Options) *redisstore.Client {
 	t.Helper()
@@ -66,7 +74,7 @@ func TestLimiterKeepsTheContract(t *testing.T) {
 	var n atomic.Int32
 	storetest.Limits(t, func(t *testing.T) ratelimit.Limiter {
 		// A prefix of its own gives each case empty state on one server.
-		c := open(t, srv.URL(), redisstore.Options{Prefix: fmt.Sprintf("case%d:", n.Add(1))})
+		c := open(t, patient(srv.URL()), redisstore.Options{Prefix: fmt.Sprintf("case%d:", n.Add(1))})
 		return c.Limiter("keys", noLimiter{t})
 	})
 }
@@ -80,7 +88,7 @@ func persistent[S any](make func(t *testing.T, c *redisstore.Client) S) func(t *
 		srv := testredis.Start(t, testredis.Options{Persist: true})
 		return func() (S, func() error) {
 			srv.Start()
-			c, err := redisstore.Open(srv.URL(), redisstore.Options{})
+			c, err := redisstore.Open(patient(srv.URL()), redisstore.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -110,6 +118,6 @@ func TestVersionsKeepTheContract(t *testing.T) {
 	var n atomic.Int32
 	storetest.Versions(t, func(t *testing.T) func() catalog.Versions {
 		prefix := fmt.Sprintf("deployment%d:", n.Add(1))
-		return func() catalog.Versions { return open(t, srv.URL(), redisstore.Options{Prefix: prefix}).Versions() }
+		return func() catalog.Versions { return open(t, patient(srv.URL()), redisstore.Options{Prefix: prefix}).Versions() }
 	})
 }

@@ -17,7 +17,7 @@ import (
 // burst, each call its own answer, none from the fallback.
 func TestAllowBothBatchedHoldsTheLimit(t *testing.T) {
 	srv := testredis.Start(t, testredis.Options{})
-	l := open(t, srv.URL(), redisstore.Options{}).Limiter("keys", noLimiter{t})
+	l := open(t, patient(srv.URL()), redisstore.Options{}).Limiter("keys", noLimiter{t})
 	network := ratelimit.Limit{Rate: 0.001, Burst: 1000}
 	key := ratelimit.Limit{Rate: 0.001, Burst: 50}
 	const callers, each = 64, 8
@@ -63,7 +63,7 @@ func TestAllowBothBatchedHoldsTheLimit(t *testing.T) {
 // Redis, from the bucket it kept.
 func TestAllowBothAfterScriptFlush(t *testing.T) {
 	srv := testredis.Start(t, testredis.Options{})
-	l := open(t, srv.URL(), redisstore.Options{}).Limiter("keys", noLimiter{t})
+	l := open(t, patient(srv.URL()), redisstore.Options{}).Limiter("keys", noLimiter{t})
 	two := ratelimit.Limit{Rate: 0.001, Burst: 2}
 	both := func() (ratelimit.Decision, ratelimit.Decision) {
 		return l.AllowBoth(t.Context(), ratelimit.Bucket{Key: "n", Limit: ratelimit.Limit{Rate: 1, Burst: 10}},
