@@ -465,13 +465,16 @@ func (s *Service) work(ctx context.Context) {
 		stopRenewing()
 		<-renewed
 		if ctx.Err() != nil {
-			// Stopping: the job stays queued for the next start.
-			if err := s.store.Release(context.WithoutCancel(ctx), pageURL); err != nil {
-				s.log.Error("releasing a page job", "url", pageURL, "err", err)
-			}
+			s.release(ctx, pageURL)
 			return
 		}
 		if err := s.complete(ctx, pageURL, recs); err != nil {
+			if ctx.Err() != nil {
+				// Stopped while the store refused the analysis: the job
+				// goes back as well, not held by this process for a lease.
+				s.release(ctx, pageURL)
+				return
+			}
 			// The job stays queued. Pause as the store's own errors do, so a
 			// failing disk does not turn into fetching the page in a loop.
 			s.log.Error("storing page analysis", "url", pageURL, "err", err)
@@ -492,6 +495,14 @@ func (s *Service) work(ctx context.Context) {
 		old := s.jobNanos.Load()
 		s.jobNanos.Store(old + (int64(d)-old)/8)
 		s.notify()
+	}
+}
+
+// release hands the job pageURL back on stopping: it stays queued, for
+// another replica at once or the next start.
+func (s *Service) release(ctx context.Context, pageURL string) {
+	if err := s.store.Release(context.WithoutCancel(ctx), pageURL); err != nil {
+		s.log.Error("releasing a page job", "url", pageURL, "err", err)
 	}
 }
 

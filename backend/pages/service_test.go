@@ -558,6 +558,43 @@ func (f *failOnce) Complete(ctx context.Context, url string, recs ...*Record) er
 	return f.Bolt.Complete(ctx, url, recs...)
 }
 
+// failAlways is a store that refuses every analysis, and says when it was
+// first asked to store one.
+type failAlways struct {
+	*Bolt
+	asked chan struct{}
+	once  sync.Once
+}
+
+func (f *failAlways) Complete(context.Context, string, ...*Record) error {
+	f.once.Do(func() { close(f.asked) })
+	return errors.New("conn closed")
+}
+
+// TestStoppedWhileStoreRefusesReleases: a service stopped while its store
+// refuses an analysis hands the job back, so that another worker (another
+// replica) may take it at once rather than after the lease, an hour here.
+func TestStoppedWhileStoreRefusesReleases(t *testing.T) {
+	var hits atomic.Int32
+	base := reviewServer(t, &hits)
+	e := open(t, t.TempDir(), 0, newFetcher(t, FetchOptions{AllowPrivate: true}), fixtureIndex(t), Options{})
+	store := &failAlways{Bolt: e.q, asked: make(chan struct{})}
+	svc := NewService(store, newFetcher(t, FetchOptions{AllowPrivate: true}), func() Reducer { return fixtureIndex(t) }, Options{Lease: time.Hour})
+	t.Cleanup(svc.Stop)
+	pageURL := base + "/review"
+	if res, err := svc.Lookup(t.Context(), pageURL); err != nil || res.Status != StatusPending {
+		t.Fatalf("first lookup %+v %v, want pending", res, err)
+	}
+	svc.Start()
+	<-store.asked
+	svc.Stop()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if got, err := e.q.Claim(ctx, time.Minute); err != nil || got != pageURL {
+		t.Fatalf("claim after the stop: %q %v, want the job handed back", got, err)
+	}
+}
+
 // TestStoreFailingOnceFetchesOnce: an analysis the store refuses once is
 // stored on the next try, not fetched again when its lease passes.
 func TestStoreFailingOnceFetchesOnce(t *testing.T) {
