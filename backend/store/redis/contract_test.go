@@ -118,6 +118,8 @@ func TestVersionsKeepTheContract(t *testing.T) {
 	var n atomic.Int32
 	storetest.Versions(t, func(t *testing.T) func() catalog.Versions {
 		prefix := fmt.Sprintf("deployment%d:", n.Add(1))
-		return func() catalog.Versions { return open(t, patient(srv.URL()), redisstore.Options{Prefix: prefix}).Versions() }
+		return func() catalog.Versions {
+			return open(t, patient(srv.URL()), redisstore.Options{Prefix: prefix}).Versions()
+		}
 	})
 }
