@@ -159,8 +159,8 @@ var (
 	spent = &sharedServer{advertisers: `{"advertisers":[{"id":"handy-bestkauf.de","daily_budget":"0.01","currency":"EUR"}]}`}
 	// real serves the real-pages suite, whose hundreds of pages would spend
 	// the shared server's page budgets. It does not analyse them: the suite
-	// reads first views, matched in the page, and the analysis of hundreds
-	// of real pages under the race detector would take most of its time.
+	// reads first views, matched in the page, and the server's analysis of
+	// hundreds of pages would only take CPU from the browser.
 	real = &sharedServer{noFetch: true}
 )
 
