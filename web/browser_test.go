@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -23,8 +24,8 @@ import (
 	"github.com/adlink/adlink/internal/testenv"
 )
 
-// browser is one headless Chromium with a fresh profile, so its cache is
-// cold, and a tab that records console errors.
+// browser is a tab in a headless Chromium, with a profile of its own so
+// that its cache and storage start empty, that records console errors.
 type browser struct {
 	ctx    context.Context
 	stop   func()
@@ -32,10 +33,10 @@ type browser struct {
 	errors []string
 }
 
-func newBrowser(tb testing.TB) *browser {
-	tb.Helper()
-	testenv.NeedChromium(tb)
-	opts := []chromedp.ExecAllocatorOption{
+// chromiumOptions start a headless Chromium for the tests with a fresh
+// profile in dir.
+func chromiumOptions(dir string) []chromedp.ExecAllocatorOption {
+	return []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(testenv.Chromium),
 		chromedp.NoFirstRun,
 		chromedp.NoDefaultBrowserCheck,
@@ -51,17 +52,72 @@ func newBrowser(tb testing.TB) *browser {
 		// resolve, before any request leaves the machine.
 		chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"),
 		chromedp.Flag("no-proxy-server", true),
-		chromedp.UserDataDir(tb.TempDir()),
+		chromedp.UserDataDir(dir),
 	}
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancel := chromedp.NewContext(actx)
-	br := &browser{ctx: ctx, stop: func() { cancel(); cancelAlloc() }}
+}
+
+// chromium is the one Chromium the package's tests open their tabs in, each
+// in a browser context of its own (its own cache, storage and cookies, as
+// a fresh profile has), so that a test pays for a tab rather than for a
+// browser's start, seconds each. Started by the first test that asks;
+// stopSharedBrowser quits it.
+var chromium struct {
+	once sync.Once
+	ctx  context.Context
+	stop func()
+	err  error
+}
+
+func sharedBrowser() (context.Context, error) {
+	chromium.once.Do(func() {
+		dir, err := os.MkdirTemp("", "adlink-chromium-")
+		if err != nil {
+			chromium.err = err
+			return
+		}
+		actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), chromiumOptions(dir)...)
+		ctx, cancel := chromedp.NewContext(actx)
+		chromium.ctx = ctx
+		chromium.stop = func() { cancel(); cancelAlloc(); os.RemoveAll(dir) }
+		// The first Run starts the browser; it must have no deadline.
+		chromium.err = chromedp.Do(ctx)
+	})
+	return chromium.ctx, chromium.err
+}
+
+// stopSharedBrowser quits the tests' Chromium, if one started.
+func stopSharedBrowser() {
+	if chromium.stop != nil {
+		chromium.stop()
+	}
+}
+
+// newBrowser opens a tab for tb: a test's in its own browser context of
+// the shared Chromium, a benchmark's in a Chromium of its own, so that
+// what it times shares the machine with no idle browser.
+func newBrowser(tb testing.TB) *browser {
+	tb.Helper()
+	testenv.NeedChromium(tb)
+	var br *browser
+	if _, bench := tb.(*testing.B); bench {
+		actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), chromiumOptions(tb.TempDir())...)
+		ctx, cancel := chromedp.NewContext(actx)
+		br = &browser{ctx: ctx, stop: func() { cancel(); cancelAlloc() }}
+	} else {
+		parent, err := sharedBrowser()
+		if err != nil {
+			tb.Fatalf("starting %s: %v", testenv.Chromium, err)
+		}
+		ctx, cancel := chromedp.NewContext(parent, chromedp.WithNewBrowserContext())
+		br = &browser{ctx: ctx, stop: cancel}
+	}
 	tb.Cleanup(br.close)
-	// The first Run starts the browser; it must have no deadline.
-	if err := chromedp.Do(ctx); err != nil {
+	// The first Run starts the browser or opens the tab; it must have no
+	// deadline.
+	if err := chromedp.Do(br.ctx); err != nil {
 		tb.Fatalf("starting %s: %v", testenv.Chromium, err)
 	}
-	msgs := chromedp.Console(ctx)
+	msgs := chromedp.Console(br.ctx)
 	go func() {
 		for m, err := range msgs {
 			if err != nil {

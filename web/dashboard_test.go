@@ -321,7 +321,9 @@ func TestDashboard(t *testing.T) {
 	dir := t.TempDir()
 	br.do(t, chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
 		_, err := chromedp.Call(ctx, cdpbrowser.SetDownloadBehavior, cdpbrowser.SetDownloadBehaviorParams{
-			Behavior: cdpbrowser.SetDownloadBehaviorBehaviorAllowAndName, DownloadPath: dir, EventsEnabled: new(true)})
+			Behavior: cdpbrowser.SetDownloadBehaviorBehaviorAllowAndName, DownloadPath: dir, EventsEnabled: new(true),
+			// The tab's own browser context, not the browser's default one.
+			BrowserContextID: chromedp.FromContext(br.ctx).BrowserContextID})
 		return err
 	}))
 	ctx, cancel := context.WithTimeout(br.ctx, 30*time.Second)

@@ -266,54 +266,92 @@ func runRealPages(tb testing.TB, plain bool) *realSuite {
 	if plain {
 		readAt = 2000
 	}
-	var br *browser
+	// A view mostly waits (for the network, for timers), so a test views
+	// several pages at once, each worker in a tab of its own; the
+	// benchmark times each page's blocking alone.
+	workers := 3
+	if plain {
+		workers = 1
+	}
+	views := make([]pageViews, len(pages))
+	// Fresh tabs every 40 pages a worker: a long run in one tab grows.
+	// Views run lean, as a reader's browser does (see lean).
+	for from := 0; from < len(pages); from += 40 * workers {
+		brs := make([]*browser, workers)
+		for w := range brs {
+			brs[w] = newBrowser(tb)
+			brs[w].lean(tb)
+			brs[w].onEveryPage(tb, longTasks)
+		}
+		next := make(chan int)
+		var wg sync.WaitGroup
+		for _, br := range brs {
+			wg.Go(func() {
+				for i := range next {
+					views[i] = viewBoth(br, srv.URL, i, plain, readAt)
+				}
+			})
+		}
+		for i := from; i < min(len(pages), from+40*workers); i++ {
+			next <- i
+		}
+		close(next)
+		wg.Wait()
+		for _, br := range brs {
+			br.close()
+		}
+	}
 	for i, p := range pages {
-		// A fresh browser now and then: a long run in one tab grows. Views
-		// run lean, as a reader's browser does (see lean).
-		if i%40 == 0 {
-			if br != nil {
-				br.close()
-			}
-			br = newBrowser(tb)
-			br.lean(tb)
-			br.onEveryPage(tb, longTasks)
-		}
-		// Every other page is viewed without the widget first: a second
-		// load of the same page finds its style sheets parsed.
-		var without [][2]float64
-		var err error
-		if plain && i%2 == 0 {
-			without, err = plainView(br, srv.URL+"/p/"+strconv.Itoa(i), readAt)
-		}
-		v, werr := viewReal(br, srv.URL+"/w/"+strconv.Itoa(i), readAt)
-		if werr != nil {
-			tb.Logf("%s: %v", p.name, werr)
+		v := views[i]
+		if v.err != nil {
+			tb.Logf("%s: %v", p.name, v.err)
 			continue
 		}
-		if v.Blocked {
+		if v.with.Blocked {
 			s.blocked = append(s.blocked, p.name)
 			continue
 		}
-		s.add(p, v, langOf(p.html))
+		s.add(p, v.with, langOf(p.html))
 		if !plain {
 			continue
 		}
-		if i%2 == 1 {
-			without, err = plainView(br, srv.URL+"/p/"+strconv.Itoa(i), readAt)
-		}
-		if err != nil {
-			tb.Logf("%s without the widget: %v", p.name, err)
+		if v.plainErr != nil {
+			tb.Logf("%s without the widget: %v", p.name, v.plainErr)
 			continue
 		}
 		// From the widget's start on: what comes before it is the page's
 		// own loading, with or without it.
-		with, alone := blockingAfter(v.Tasks, v.Start), blockingAfter(without, v.Start)
+		with, alone := blockingAfter(v.with.Tasks, v.with.Start), blockingAfter(v.without, v.with.Start)
 		s.blocking = append(s.blocking, with)
 		s.plain = append(s.plain, alone)
 		s.added = append(s.added, with-alone)
 	}
-	br.close()
 	return s
+}
+
+// pageViews is the view of real page i with the widget and, for the
+// benchmark, without it.
+type pageViews struct {
+	with     realView
+	err      error
+	without  [][2]float64
+	plainErr error
+}
+
+// viewBoth views real page i, served from base, with the widget and, with
+// plain, without it too: every other page without it first, as a second
+// load of the same page finds its style sheets parsed.
+func viewBoth(br *browser, base string, i int, plain bool, readAt float64) pageViews {
+	var v pageViews
+	n := strconv.Itoa(i)
+	if plain && i%2 == 0 {
+		v.without, v.plainErr = plainView(br, base+"/p/"+n, readAt)
+	}
+	v.with, v.err = viewReal(br, base+"/w/"+n, readAt)
+	if plain && i%2 == 1 && v.err == nil && !v.with.Blocked {
+		v.without, v.plainErr = plainView(br, base+"/p/"+n, readAt)
+	}
+	return v
 }
 
 func (s *realSuite) add(p realPage, v realView, lang string) {

@@ -42,6 +42,7 @@ func run(m *testing.M) int {
 	}
 	matcherWasm, matcherZstd = testenv.Matcher(), testenv.MatcherZstd()
 	defer stopBackend()
+	defer stopSharedBrowser()
 	return m.Run()
 }
 
