@@ -426,8 +426,12 @@ func langOf(page string) string {
 }
 
 // viewReal opens a page with the widget and reads realpage.js's account.
+// viewTimeout bounds one real page's view: the largest take seconds on a
+// loaded machine, with other views running beside them.
+const viewTimeout = 90 * time.Second
+
 func viewReal(br *browser, u string, readAt float64) (realView, error) {
-	ctx, cancel := context.WithTimeout(br.ctx, 30*time.Second)
+	ctx, cancel := context.WithTimeout(br.ctx, viewTimeout)
 	defer cancel()
 	if err := chromedp.Do(ctx, chromedp.Navigate(u)); err != nil {
 		return realView{}, err
@@ -438,7 +442,7 @@ func viewReal(br *browser, u string, readAt float64) (realView, error) {
 // plainView opens a page without the widget and returns its long tasks,
 // read as a view with the widget is.
 func plainView(br *browser, u string, readAt float64) ([][2]float64, error) {
-	ctx, cancel := context.WithTimeout(br.ctx, 30*time.Second)
+	ctx, cancel := context.WithTimeout(br.ctx, viewTimeout)
 	defer cancel()
 	if err := chromedp.Do(ctx, chromedp.Navigate(u)); err != nil {
 		return nil, err
