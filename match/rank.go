@@ -65,7 +65,8 @@ func (ix *Index) top(in *input, cands []cand, size, distinct int) []Hit {
 		head := cands[:m]
 		sortCands(head)
 		hits := make([]Hit, 0, size)
-		taken := make([]offerAdv, 0, size)
+		var takenBuf [MaxSize]offerAdv
+		taken := takenBuf[:0]
 		hs.keywords = make([]string, 0, 2*size)
 		for i := range head {
 			c := &head[i]
