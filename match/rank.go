@@ -55,7 +55,8 @@ func (ix *Index) top(in *input, cands []cand, size, distinct int) []Hit {
 	// taken lists the (offer, advertiser) of each hit so far: a scan of at
 	// most size entries, no map or slice per offer.
 	type offerAdv struct{ offer, adv uint32 }
-	var hs hitScratch
+	var termBuf [maxQueryTerms]int
+	hs := hitScratch{terms: termBuf[:0]}
 	m := size * 2
 	for {
 		if m > len(cands) {
