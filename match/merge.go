@@ -28,6 +28,10 @@ func (ix *Index) mergeFullText(alts []alt, required uint32, and bool, f filter, 
 	n := float64(len(ix.ads))
 	end := uint32(len(ix.ads))
 	ads, postAd, postTF, avg := ix.ads, ix.postAd, ix.postTF, ix.avgLen
+	// What scoring reads of each ad, from a compact copy; the ad's record
+	// only when the query filters ads out.
+	w := ix.mergeAds()
+	all := f.kinds == 0 && f.any && f.exclude == nil
 	groupDF := ix.groupDFs(alts)
 	// The lists' places and weights, in the order of alts: the order the
 	// loop adds an ad's scores in.
@@ -60,8 +64,8 @@ func (ix *Index) mergeFullText(alts []alt, required uint32, and bool, f filter, 
 			if tf&typeFlag != 0 && c.head {
 				mask |= typeBit
 			}
-			a := &ads[d]
-			t.offer(a, d, float64(0+termScore(c.idf, tf, a.docLen, avg)), mask, required, and, &f)
+			m := w[d]
+			t.offer(d, m.bid, float64(0+termScore(c.idf, tf, m.docLen, avg)), mask, required, and, all || f.ok(&ads[d]))
 		}
 		return t.result()
 	}
@@ -80,7 +84,8 @@ func (ix *Index) mergeFullText(alts []alt, required uint32, and bool, f filter, 
 		if d == end {
 			break
 		}
-		docLen := ads[d].docLen
+		m := w[d]
+		docLen := m.docLen
 		var acc float64
 		var mask uint32
 		for i := range cur {
@@ -100,7 +105,7 @@ func (ix *Index) mergeFullText(alts []alt, required uint32, and bool, f filter, 
 				c.doc = end
 			}
 		}
-		t.offer(&ads[d], d, acc, mask, required, and, &f)
+		t.offer(d, m.bid, acc, mask, required, and, all || f.ok(&ads[d]))
 	}
 	return t.result()
 }
@@ -138,12 +143,13 @@ type topK struct {
 
 const topKRoom = 8
 
-// offer adds ad d, of record a, score acc before its bid and the query
-// terms it holds mask, as the exhaustive loop makes it a candidate.
-func (t *topK) offer(a *adRec, d uint32, acc float64, mask, required uint32, and bool, f *filter) {
+// offer adds ad d, of bid bid, score acc before its bid and the query
+// terms it holds mask, as the exhaustive loop makes it a candidate; ok is
+// whether the query's filter keeps it.
+func (t *topK) offer(d, bid uint32, acc float64, mask, required uint32, and, ok bool) {
 	m := mask &^ typeBit
-	if (!and || m&required == required) && f.ok(a) {
-		c := cand{ad: d, mask: m, score: float64(acc * bidFactor(a.bid)), ext: -1}
+	if (!and || m&required == required) && ok {
+		c := cand{ad: d, mask: m, score: float64(acc * bidFactor(bid)), ext: -1}
 		if m != mask && (m&required == required || m&^required != 0) {
 			c.score = float64(c.score * typeBoost)
 		}
@@ -247,4 +253,21 @@ func b2i(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// mergeAd is what the merge reads of an ad to score it: 8 bytes where its
+// record has 28, so that the ads a query's lists name take fewer cache
+// lines, on a server whose other queries went through other ads.
+type mergeAd struct{ docLen, bid uint32 }
+
+// mergeAds returns the index's mergeAds, made on first use.
+func (ix *Index) mergeAds() []mergeAd {
+	ix.ft.mergeOnce.Do(func() {
+		w := make([]mergeAd, len(ix.ads))
+		for i := range ix.ads {
+			w[i] = mergeAd{ix.ads[i].docLen, ix.ads[i].bid}
+		}
+		ix.ft.merge = w
+	})
+	return ix.ft.merge
 }
