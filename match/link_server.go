@@ -93,30 +93,25 @@ func (ix *Index) AppendServerResponse(dst []byte, hits []Hit, o *LinkOptions) []
 	return append(dst, "]}"...)
 }
 
-// escapeAmps rewrites each '&' of dst[from:] as JSON's \u0026, in place:
-// the one byte of a click URL's query that our JSON escapes (the query's
-// other bytes stand for themselves in it, LinkOptions.ClickQuery). It
-// grows dst once, then moves the runs between the '&'s back to front.
+// escapeAmps rewrites each '&' of dst[from:] as JSON's \u0026: the one
+// byte of a click URL's query that our JSON escapes (the query's other
+// bytes stand for themselves in it, LinkOptions.ClickQuery). The query is
+// copied aside, then written back in runs between its '&'s.
 func escapeAmps(dst []byte, from int) []byte {
-	n := bytes.Count(dst[from:], amp)
-	if n == 0 {
-		return dst
+	var tmp [512]byte
+	q := dst[from:]
+	if len(q) > len(tmp) {
+		q = append([]byte(nil), q...) // longer than any seen: rare
+	} else {
+		q = tmp[:copy(tmp[:], q)]
 	}
-	const esc = `\u0026`
-	end := len(dst)
-	dst = append(dst, make([]byte, n*(len(esc)-1))...)
-	w := len(dst)
-	for r := end; ; {
-		k := from + bytes.LastIndexByte(dst[from:r], '&')
-		if k < from {
-			return dst // the run before the first '&' is where it was
+	dst = dst[:from]
+	for {
+		k := bytes.IndexByte(q, '&')
+		if k < 0 {
+			return append(dst, q...)
 		}
-		w -= r - k - 1
-		copy(dst[w:], dst[k+1:r])
-		w -= len(esc)
-		copy(dst[w:], esc)
-		r = k
+		dst = append(append(dst, q[:k]...), `\u0026`...)
+		q = q[k+1:]
 	}
 }
-
-var amp = []byte{'&'}
