@@ -20,7 +20,8 @@ func (ix *Index) Match(q *Query) []Hit {
 	// The API caps it; a caller of Match that does not still gets a bounded
 	// ranking (and a candidate heap whose size does not overflow).
 	distinct = min(distinct, MaxDistinctAdvertiser)
-	in := ix.tokenize(q)
+	in := new(input)
+	ix.tokenize(in, q)
 	f := ix.filter(q)
 	// Scratch goes back to the pool only after a query that ran to its
 	// end: one that panicked may have left it dirty.
@@ -115,14 +116,16 @@ func (in *input) span(i int) string {
 	return s[t.start:t.end]
 }
 
-func (ix *Index) tokenize(q *Query) *input {
+// tokenize fills in with q's tokens; in is the caller's, so it need not
+// be allocated.
+func (ix *Index) tokenize(in *input, q *Query) {
 	limit := MaxQueryBytes
 	if q.Page {
 		limit = MaxPageBytes
 	}
 	title := cut(q.Title, limit)
 	text := cut(q.Text, limit)
-	in := &input{src: [2]string{title, text}}
+	in.src = [2]string{title, text}
 	// A search query (at most MaxQueryBytes) gets room for a word per few
 	// bytes at once. A page's text grows its list as it goes: made at that
 	// size up front, the list slowed the module's page matching, its
@@ -153,7 +156,6 @@ func (ix *Index) tokenize(q *Query) *input {
 			brk = false
 		})
 	}
-	return in
 }
 
 // cut shortens s to at most n bytes, at a rune boundary.
