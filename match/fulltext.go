@@ -91,7 +91,7 @@ func (ix *Index) matchFullText(in *input, f filter, q *Query, keep int, sc *scra
 	// The server skips the ads that cannot make the top keep (prune.go);
 	// the module scores every posting, below.
 	if pruning {
-		if h, ok := ix.prunedFullText(q, alts, required, f, keep); ok {
+		if h, ok := ix.prunedFullText(q, alts, required, f, keep, sc); ok {
 			return h
 		}
 	}

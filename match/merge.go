@@ -2,8 +2,6 @@
 
 package match
 
-import "sync"
-
 // A full-text query with few postings is not worth the walk's bounds
 // (prune.go): the server scores all of its postings, as the module's loop
 // does (matchFullText), but in ad order, its lists merged, rather than
@@ -21,7 +19,9 @@ const mergeMaxLists = 8
 
 // mergeFullText returns the keep best candidates of the query, as the
 // exhaustive loop in matchFullText does: the same ads, masks and scores.
-func (ix *Index) mergeFullText(alts []alt, required uint32, and bool, f filter, keep int) []cand {
+// They lie in sc's candidate buffer, which Match hands back only once it
+// has ranked them.
+func (ix *Index) mergeFullText(alts []alt, required uint32, and bool, f filter, keep int, sc *scratch) []cand {
 	if keep <= 0 {
 		return nil
 	}
@@ -47,12 +47,10 @@ func (ix *Index) mergeFullText(alts []alt, required uint32, and bool, f filter, 
 	for _, c := range cur {
 		total += c.end - c.pos
 	}
-	buf := candBufs.Get().(*[]cand)
-	defer candBufs.Put(buf)
-	t := topK{c: (*buf)[:0], keep: keep}
+	t := topK{c: sc.cands[:0], keep: keep}
 	if need := min(int(total), topKRoom*keep); cap(t.c) < need {
 		t.c = make([]cand, 0, need)
-		*buf = t.c
+		sc.cands = t.c
 	}
 	if len(cur) == 1 {
 		// One list: each posting is an ad's whole score.
@@ -180,21 +178,17 @@ func (t *topK) trim() {
 	t.thr, t.full = t.c[w], true
 }
 
-// result returns the keep best candidates, in no order, in memory of their
-// own: t's buffer goes back to candBufs.
+// result returns the keep best candidates, in no order, in t's buffer: the
+// scratch's, kept between queries, so that a query writes into memory the
+// last one used, where a new buffer would be cleared, then written to
+// cache lines that held nothing of this query's; none is copied out.
 func (t *topK) result() []cand {
 	if len(t.c) > t.keep {
 		selectBest(t.c, t.keep)
 		t.c = t.c[:t.keep]
 	}
-	return append([]cand(nil), t.c...)
+	return t.c
 }
-
-// candBufs holds the buffers topK gathers candidates in, kept between
-// queries: a query writes into memory the last one used, where a new
-// buffer would be cleared, then written to cache lines that held nothing
-// of this query's.
-var candBufs = sync.Pool{New: func() any { return new([]cand) }}
 
 // selectBest moves the m best candidates to the front, in no order, as
 // selectTop does, but partitions without a branch on each comparison: the

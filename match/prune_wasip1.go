@@ -9,7 +9,7 @@ const pruning = false
 
 type fullTextBounds struct{}
 
-func (ix *Index) prunedFullText(*Query, []alt, uint32, filter, int) ([]cand, bool) {
+func (ix *Index) prunedFullText(*Query, []alt, uint32, filter, int, *scratch) ([]cand, bool) {
 	return nil, false
 }
 

@@ -37,14 +37,17 @@ func (ix *Index) Match(q *Query) []Hit {
 		// Full text scores bids in, and keeps only the best candidates.
 		cands, fullText = ix.matchFullText(in, f, q, fullTextKeep*size*distinct, sc), true
 	}
-	ix.putScratch(sc)
 	if !fullText {
 		for i := range cands {
 			c := &cands[i]
 			c.score = float64(c.score * bidFactor(ix.ads[c.ad].bid))
 		}
 	}
-	return ix.top(in, cands, size, distinct)
+	// The candidates may lie in the scratch (the server's merge keeps them
+	// there): it goes back once they are ranked.
+	hits := ix.top(in, cands, size, distinct)
+	ix.putScratch(sc)
+	return hits
 }
 
 // bidFactor lifts an ad by its bid, sub-linearly: relevance leads, and the
