@@ -16,3 +16,5 @@ func (ix *Index) prunedFullText(*Query, []alt, uint32, filter, int, *scratch) ([
 func (ix *Index) prepareFullText() {}
 
 func touchHits(*Index, []Hit) byte { return 0 }
+
+func criterion(_ *input, _ *candExt, kw []string) string { return joinStrings(kw, " ") }

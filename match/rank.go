@@ -239,7 +239,7 @@ func (ix *Index) hit(in *input, c *cand, hs *hitScratch) Hit {
 	if end > start {
 		h.Keywords = hs.keywords[start:end:end]
 	}
-	h.Criterion = joinStrings(h.Keywords, " ")
+	h.Criterion = criterion(in, &x, h.Keywords)
 	return h
 }
 
