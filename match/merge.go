@@ -63,7 +63,7 @@ func (ix *Index) mergeFullText(alts []alt, required uint32, and bool, f filter, 
 				mask |= typeBit
 			}
 			m := w[d]
-			t.offer(d, m.bid, float64(0+termScore(c.idf, tf, m.docLen, avg)), mask, required, and, all || f.ok(&ads[d]))
+			t.offer(d, m.bf, float64(0+termScore(c.idf, tf, m.docLen, avg)), mask, required, and, all || f.ok(&ads[d]))
 		}
 		return t.result()
 	}
@@ -103,7 +103,7 @@ func (ix *Index) mergeFullText(alts []alt, required uint32, and bool, f filter, 
 				c.doc = end
 			}
 		}
-		t.offer(d, m.bid, acc, mask, required, and, all || f.ok(&ads[d]))
+		t.offer(d, m.bf, acc, mask, required, and, all || f.ok(&ads[d]))
 	}
 	return t.result()
 }
@@ -144,10 +144,10 @@ const topKRoom = 8
 // offer adds ad d, of bid bid, score acc before its bid and the query
 // terms it holds mask, as the exhaustive loop makes it a candidate; ok is
 // whether the query's filter keeps it.
-func (t *topK) offer(d, bid uint32, acc float64, mask, required uint32, and, ok bool) {
+func (t *topK) offer(d uint32, bf, acc float64, mask, required uint32, and, ok bool) {
 	m := mask &^ typeBit
 	if (!and || m&required == required) && ok {
-		c := cand{ad: d, mask: m, score: float64(acc * bidFactor(bid)), ext: -1}
+		c := cand{ad: d, mask: m, score: float64(acc * bf), ext: -1}
 		if m != mask && (m&required == required || m&^required != 0) {
 			c.score = float64(c.score * typeBoost)
 		}
@@ -249,17 +249,21 @@ func b2i(b bool) int {
 	return 0
 }
 
-// mergeAd is what the merge reads of an ad to score it: 8 bytes where its
-// record has 28, so that the ads a query's lists name take fewer cache
-// lines, on a server whose other queries went through other ads.
-type mergeAd struct{ docLen, bid uint32 }
+// mergeAd is what the merge reads of an ad to score it, in 16 bytes where
+// its record has 28, so that the ads a query's lists name take fewer cache
+// lines on a server whose other queries went through other ads; and its
+// bid's factor computed once, not for each query that scores it.
+type mergeAd struct {
+	docLen uint32
+	bf     float64 // bidFactor of its bid
+}
 
 // mergeAds returns the index's mergeAds, made on first use.
 func (ix *Index) mergeAds() []mergeAd {
 	ix.ft.mergeOnce.Do(func() {
 		w := make([]mergeAd, len(ix.ads))
 		for i := range ix.ads {
-			w[i] = mergeAd{ix.ads[i].docLen, ix.ads[i].bid}
+			w[i] = mergeAd{ix.ads[i].docLen, bidFactor(ix.ads[i].bid)}
 		}
 		ix.ft.merge = w
 	})
