@@ -95,9 +95,16 @@ func (ix *Index) AppendServerResponse(dst []byte, hits []Hit, o *LinkOptions) []
 
 // escapeAmps rewrites each '&' of dst[from:] as JSON's \u0026: the one
 // byte of a click URL's query that our JSON escapes (the query's other
-// bytes stand for themselves in it, LinkOptions.ClickQuery). The query is
-// copied aside, then written back in runs between its '&'s.
+// bytes stand for themselves in it, LinkOptions.ClickQuery). A query that
+// comes escaped (contract's Links.ServerOptions) is left as it is; else
+// it is copied aside from its first '&' on, then written back in runs
+// between its '&'s.
 func escapeAmps(dst []byte, from int) []byte {
+	k := bytes.IndexByte(dst[from:], '&')
+	if k < 0 {
+		return dst
+	}
+	from += k
 	var tmp [512]byte
 	q := dst[from:]
 	if len(q) > len(tmp) {
