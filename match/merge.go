@@ -2,6 +2,11 @@
 
 package match
 
+import (
+	"slices"
+	"sync"
+)
+
 // A full-text query with few postings is not worth the walk's bounds
 // (prune.go): the server scores all of its postings, as the module's loop
 // does (matchFullText), but in ad order, its lists merged, rather than
@@ -47,10 +52,12 @@ func (ix *Index) mergeFullText(alts []alt, required uint32, and bool, f filter, 
 	for _, c := range cur {
 		total += c.end - c.pos
 	}
-	t := topK{c: sc.cands[:0], keep: keep}
+	buf := mergeBufs.Get().(*[]mergeCand)
+	defer mergeBufs.Put(buf)
+	t := topK{c: (*buf)[:0], keep: keep}
 	if need := min(int(total), topKRoom*keep); cap(t.c) < need {
-		t.c = make([]cand, 0, need)
-		sc.cands = t.c
+		t.c = make([]mergeCand, 0, need)
+		*buf = t.c
 	}
 	if len(cur) == 1 {
 		// One list: each posting is an ad's whole score.
@@ -65,7 +72,7 @@ func (ix *Index) mergeFullText(alts []alt, required uint32, and bool, f filter, 
 			m := w[d]
 			t.offer(d, m.bf, float64(0+termScore(c.idf, tf, m.docLen, avg)), mask, required, and, all || f.ok(&ads[d]))
 		}
-		return t.result()
+		return t.result(sc)
 	}
 	for i := range cur {
 		if c := &cur[i]; c.pos < c.end {
@@ -105,7 +112,7 @@ func (ix *Index) mergeFullText(alts []alt, required uint32, and bool, f filter, 
 		}
 		t.offer(d, m.bf, acc, mask, required, and, all || f.ok(&ads[d]))
 	}
-	return t.result()
+	return t.result(sc)
 }
 
 // groupDFs is each query term's postings with its synonyms', the document
@@ -133,11 +140,33 @@ type mergeCursor struct {
 // each that enters it, and most do when the ads a list holds come in
 // rising order of score.
 type topK struct {
-	c    []cand
+	c    []mergeCand
 	keep int
-	thr  cand // once full, the worst of the best keep so far
+	thr  mergeCand // once full, the worst of the best keep so far
 	full bool
 }
+
+// mergeCand is a candidate as topK gathers and selects it: a cand without
+// ext (the merge's have none), 16 bytes where a cand has 24, which the
+// selection moves about.
+type mergeCand struct {
+	score    float64
+	ad, mask uint32
+}
+
+// betterMerged is better for mergeCands.
+func betterMerged(a, b *mergeCand) bool {
+	if a.score != b.score {
+		return a.score > b.score
+	}
+	return a.ad < b.ad
+}
+
+// mergeBufs holds the buffers topK gathers candidates in, kept between
+// queries: a query writes into memory the last one used, where a new
+// buffer would be cleared, then written to cache lines that held nothing
+// of this query's.
+var mergeBufs = sync.Pool{New: func() any { return new([]mergeCand) }}
 
 const topKRoom = 8
 
@@ -147,7 +176,7 @@ const topKRoom = 8
 func (t *topK) offer(d uint32, bf, acc float64, mask, required uint32, and, ok bool) {
 	m := mask &^ typeBit
 	if (!and || m&required == required) && ok {
-		c := cand{ad: d, mask: m, score: float64(acc * bf), ext: -1}
+		c := mergeCand{ad: d, mask: m, score: float64(acc * bf)}
 		if m != mask && (m&required == required || m&^required != 0) {
 			c.score = float64(c.score * typeBoost)
 		}
@@ -155,8 +184,8 @@ func (t *topK) offer(d uint32, bf, acc float64, mask, required uint32, and, ok b
 	}
 }
 
-func (t *topK) add(c *cand) {
-	if t.full && !better(c, &t.thr) {
+func (t *topK) add(c *mergeCand) {
+	if t.full && !betterMerged(c, &t.thr) {
 		return
 	}
 	t.c = append(t.c, *c)
@@ -171,23 +200,26 @@ func (t *topK) trim() {
 	t.c = t.c[:t.keep]
 	w := 0
 	for i := 1; i < len(t.c); i++ {
-		if better(&t.c[w], &t.c[i]) {
+		if betterMerged(&t.c[w], &t.c[i]) {
 			w = i
 		}
 	}
 	t.thr, t.full = t.c[w], true
 }
 
-// result returns the keep best candidates, in no order, in t's buffer: the
-// scratch's, kept between queries, so that a query writes into memory the
-// last one used, where a new buffer would be cleared, then written to
-// cache lines that held nothing of this query's; none is copied out.
-func (t *topK) result() []cand {
+// result returns the keep best candidates, in no order, in sc's buffer,
+// kept between queries, which Match hands back once it has ranked them.
+func (t *topK) result(sc *scratch) []cand {
 	if len(t.c) > t.keep {
 		selectBest(t.c, t.keep)
 		t.c = t.c[:t.keep]
 	}
-	return t.c
+	out := sc.cands[:0]
+	for _, c := range t.c {
+		out = append(out, cand{ad: c.ad, mask: c.mask, score: c.score, ext: -1})
+	}
+	sc.cands = out
+	return out
 }
 
 // selectBest moves the m best candidates to the front, in no order, as
@@ -195,8 +227,8 @@ func (t *topK) result() []cand {
 // element goes to one side or the other by an index that the comparison
 // moves or not. A comparison near the pivot is a coin toss, which a
 // branch would guess wrong half the time. After 64 rounds (a pivot choice
-// gone wrong that often), selectTop finishes.
-func selectBest(c []cand, m int) {
+// gone wrong that often), a sort finishes.
+func selectBest(c []mergeCand, m int) {
 	lo, hi := 0, len(c)
 	if m <= 0 || m >= hi {
 		return
@@ -205,18 +237,23 @@ func selectBest(c []cand, m int) {
 	// from hi on worse; the m-th best is in c[lo:hi].
 	for round := 0; hi-lo > 1; round++ {
 		if round == 64 {
-			selectTop(c[lo:hi], m-lo)
+			slices.SortFunc(c[lo:hi], func(a, b mergeCand) int {
+				if betterMerged(&a, &b) {
+					return -1
+				}
+				return 1
+			})
 			return
 		}
 		// The median of three as the pivot, at hi-1.
 		mid := lo + (hi-lo)/2
-		if better(&c[mid], &c[lo]) {
+		if betterMerged(&c[mid], &c[lo]) {
 			c[mid], c[lo] = c[lo], c[mid]
 		}
-		if better(&c[hi-1], &c[lo]) {
+		if betterMerged(&c[hi-1], &c[lo]) {
 			c[hi-1], c[lo] = c[lo], c[hi-1]
 		}
-		if better(&c[hi-1], &c[mid]) {
+		if betterMerged(&c[hi-1], &c[mid]) {
 			c[hi-1], c[mid] = c[mid], c[hi-1]
 		}
 		c[mid], c[hi-1] = c[hi-1], c[mid]
@@ -226,7 +263,7 @@ func selectBest(c []cand, m int) {
 			x := c[i]
 			c[i] = c[j]
 			c[j] = x
-			j += b2i(better(&x, &p))
+			j += b2i(betterMerged(&x, &p))
 		}
 		c[j], c[hi-1] = c[hi-1], c[j]
 		// c[lo:j] are better than the pivot, now at j, c[j+1:hi] worse.
