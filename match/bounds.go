@@ -40,6 +40,9 @@ type fullTextBounds struct {
 	// query does not go through its blocks for it.
 	long   map[uint32]longList
 	scored atomic.Int64 // ads the walks scored, for the tests
+	// merge is what the merge reads of each ad (mergeAds).
+	mergeOnce sync.Once
+	merge     []mergeAd
 }
 
 // longList is a long posting list's bounds, and its champN ads with the

@@ -55,7 +55,9 @@ func (ix *Index) fullTextCands(q *Query, mode fullTextMode) []FullTextCand {
 	}
 	size, distinct = min(size, MaxSize), min(distinct, MaxDistinctAdvertiser)
 	sc := ix.getScratch()
-	cs := ix.matchFullText(ix.tokenize(&e), ix.filter(&e), &e, fullTextKeep*size*distinct, sc)
+	in := new(input)
+	ix.tokenize(in, &e)
+	cs := ix.matchFullText(in, ix.filter(&e), &e, fullTextKeep*size*distinct, sc)
 	ix.putScratch(sc)
 	sortCands(cs)
 	out := make([]FullTextCand, len(cs))

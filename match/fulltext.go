@@ -24,9 +24,10 @@ const bm25K1 = 1.2
 // hundreds of thousands of ads, and only a few can be shown.
 func (ix *Index) matchFullText(in *input, f filter, q *Query, keep int, sc *scratch) []cand {
 	and := q.Operator == OpAnd
-	var alts []alt
+	var altBuf [8]alt
+	alts := altBuf[:0]
 	var required uint32
-	group := func(toks []int, terms []string, need bool) {
+	group := func(toks []int, term string, need bool) {
 		if len(in.qtoks) == maxQueryTerms {
 			return
 		}
@@ -36,10 +37,12 @@ func (ix *Index) matchFullText(in *input, f filter, q *Query, keep int, sc *scra
 		// writes it as one with the word before ("head set": a
 		// headset, not a styling set): those two, grouped just before.
 		head := toks[len(toks)-1] == len(in.toks)-1 && (n == 0 || !alts[n-1].head)
-		for k, term := range terms {
-			w := 1.0
-			if k > 0 {
-				w = synonymWeight
+		// The term, then its synonyms: no list of them made.
+		syn := synonyms[term]
+		for k := -1; k < len(syn); k++ {
+			w, term := 1.0, term
+			if k >= 0 {
+				w, term = synonymWeight, syn[k]
 			}
 			if id := ix.termID(term); id >= 0 && !slices.ContainsFunc(alts[n:], func(a alt) bool { return a.id == uint32(id) }) {
 				alts = append(alts, alt{uint32(id), uint32(len(in.qtoks)), bit, w, head})
@@ -61,7 +64,8 @@ func (ix *Index) matchFullText(in *input, f filter, q *Query, keep int, sc *scra
 		term string
 		k    int
 	}
-	var seen []seenTerm
+	var seenBuf [maxQueryTerms]seenTerm
+	seen := seenBuf[:0]
 	for i, t := range in.toks {
 		if j := slices.IndexFunc(seen, func(s seenTerm) bool { return s.term == t.term }); j >= 0 {
 			k := seen[j].k
@@ -69,7 +73,7 @@ func (ix *Index) matchFullText(in *input, f filter, q *Query, keep int, sc *scra
 			continue
 		}
 		if n := len(in.qtoks); true {
-			group([]int{i}, withSynonyms(t.term), true)
+			group([]int{i}, t.term, true)
 			if len(in.qtoks) > n {
 				seen = append(seen, seenTerm{t.term, n})
 			}
@@ -78,7 +82,7 @@ func (ix *Index) matchFullText(in *input, f filter, q *Query, keep int, sc *scra
 		// ("head set" -> headset) also count, as an optional term; at
 		// the query's end, it names the type.
 		if i+1 < len(in.toks) && !in.toks[i+1].brk {
-			group([]int{i, i + 1}, withSynonyms(t.term+in.toks[i+1].term), false)
+			group([]int{i, i + 1}, t.term+in.toks[i+1].term, false)
 		}
 	}
 	if len(alts) == 0 || required&(1<<31) != 0 {
@@ -87,7 +91,7 @@ func (ix *Index) matchFullText(in *input, f filter, q *Query, keep int, sc *scra
 	// The server skips the ads that cannot make the top keep (prune.go);
 	// the module scores every posting, below.
 	if pruning {
-		if h, ok := ix.prunedFullText(q, alts, required, f, keep); ok {
+		if h, ok := ix.prunedFullText(q, alts, required, f, keep, sc); ok {
 			return h
 		}
 	}

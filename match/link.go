@@ -76,7 +76,7 @@ type LinkOptions struct {
 	ClickBase string
 	// ClickQuery, when set, appends the query of the click URL of the ad
 	// adID of kind adType, found for criterion, to dst: what a URL query
-	// holds unescaped, and '&'.
+	// holds unescaped, and '&' (as it is, or as JSON's \u0026).
 	ClickQuery func(dst []byte, adID, adType, criterion string) []byte
 }
 

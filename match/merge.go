@@ -2,7 +2,10 @@
 
 package match
 
-import "sync"
+import (
+	"slices"
+	"sync"
+)
 
 // A full-text query with few postings is not worth the walk's bounds
 // (prune.go): the server scores all of its postings, as the module's loop
@@ -21,13 +24,19 @@ const mergeMaxLists = 8
 
 // mergeFullText returns the keep best candidates of the query, as the
 // exhaustive loop in matchFullText does: the same ads, masks and scores.
-func (ix *Index) mergeFullText(alts []alt, required uint32, and bool, f filter, keep int) []cand {
+// They lie in sc's candidate buffer, which Match hands back only once it
+// has ranked them.
+func (ix *Index) mergeFullText(alts []alt, required uint32, and bool, f filter, keep int, sc *scratch) []cand {
 	if keep <= 0 {
 		return nil
 	}
 	n := float64(len(ix.ads))
 	end := uint32(len(ix.ads))
 	ads, postAd, postTF, avg := ix.ads, ix.postAd, ix.postTF, ix.avgLen
+	// What scoring reads of each ad, from a compact copy; the ad's record
+	// only when the query filters ads out.
+	w := ix.mergeAds()
+	all := f.kinds == 0 && f.any && f.exclude == nil
 	groupDF := ix.groupDFs(alts)
 	// The lists' places and weights, in the order of alts: the order the
 	// loop adds an ad's scores in.
@@ -43,11 +52,11 @@ func (ix *Index) mergeFullText(alts []alt, required uint32, and bool, f filter, 
 	for _, c := range cur {
 		total += c.end - c.pos
 	}
-	buf := candBufs.Get().(*[]cand)
-	defer candBufs.Put(buf)
+	buf := mergeBufs.Get().(*[]mergeCand)
+	defer mergeBufs.Put(buf)
 	t := topK{c: (*buf)[:0], keep: keep}
 	if need := min(int(total), topKRoom*keep); cap(t.c) < need {
-		t.c = make([]cand, 0, need)
+		t.c = make([]mergeCand, 0, need)
 		*buf = t.c
 	}
 	if len(cur) == 1 {
@@ -60,10 +69,10 @@ func (ix *Index) mergeFullText(alts []alt, required uint32, and bool, f filter, 
 			if tf&typeFlag != 0 && c.head {
 				mask |= typeBit
 			}
-			a := &ads[d]
-			t.offer(a, d, float64(0+termScore(c.idf, tf, a.docLen, avg)), mask, required, and, &f)
+			m := w[d]
+			t.offer(d, m.bf, float64(0+termScore(c.idf, tf, m.docLen, avg)), mask, required, and, all || f.ok(&ads[d]))
 		}
-		return t.result()
+		return t.result(sc)
 	}
 	for i := range cur {
 		if c := &cur[i]; c.pos < c.end {
@@ -80,7 +89,8 @@ func (ix *Index) mergeFullText(alts []alt, required uint32, and bool, f filter, 
 		if d == end {
 			break
 		}
-		docLen := ads[d].docLen
+		m := w[d]
+		docLen := m.docLen
 		var acc float64
 		var mask uint32
 		for i := range cur {
@@ -100,9 +110,9 @@ func (ix *Index) mergeFullText(alts []alt, required uint32, and bool, f filter, 
 				c.doc = end
 			}
 		}
-		t.offer(&ads[d], d, acc, mask, required, and, &f)
+		t.offer(d, m.bf, acc, mask, required, and, all || f.ok(&ads[d]))
 	}
-	return t.result()
+	return t.result(sc)
 }
 
 // groupDFs is each query term's postings with its synonyms', the document
@@ -130,20 +140,43 @@ type mergeCursor struct {
 // each that enters it, and most do when the ads a list holds come in
 // rising order of score.
 type topK struct {
-	c    []cand
+	c    []mergeCand
 	keep int
-	thr  cand // once full, the worst of the best keep so far
+	thr  mergeCand // once full, the worst of the best keep so far
 	full bool
 }
 
+// mergeCand is a candidate as topK gathers and selects it: a cand without
+// ext (the merge's have none), 16 bytes where a cand has 24, which the
+// selection moves about.
+type mergeCand struct {
+	score    float64
+	ad, mask uint32
+}
+
+// betterMerged is better for mergeCands.
+func betterMerged(a, b *mergeCand) bool {
+	if a.score != b.score {
+		return a.score > b.score
+	}
+	return a.ad < b.ad
+}
+
+// mergeBufs holds the buffers topK gathers candidates in, kept between
+// queries: a query writes into memory the last one used, where a new
+// buffer would be cleared, then written to cache lines that held nothing
+// of this query's.
+var mergeBufs = sync.Pool{New: func() any { return new([]mergeCand) }}
+
 const topKRoom = 8
 
-// offer adds ad d, of record a, score acc before its bid and the query
-// terms it holds mask, as the exhaustive loop makes it a candidate.
-func (t *topK) offer(a *adRec, d uint32, acc float64, mask, required uint32, and bool, f *filter) {
+// offer adds ad d, of bid bid, score acc before its bid and the query
+// terms it holds mask, as the exhaustive loop makes it a candidate; ok is
+// whether the query's filter keeps it.
+func (t *topK) offer(d uint32, bf, acc float64, mask, required uint32, and, ok bool) {
 	m := mask &^ typeBit
-	if (!and || m&required == required) && f.ok(a) {
-		c := cand{ad: d, mask: m, score: float64(acc * bidFactor(a.bid)), ext: -1}
+	if (!and || m&required == required) && ok {
+		c := mergeCand{ad: d, mask: m, score: float64(acc * bf)}
 		if m != mask && (m&required == required || m&^required != 0) {
 			c.score = float64(c.score * typeBoost)
 		}
@@ -151,8 +184,8 @@ func (t *topK) offer(a *adRec, d uint32, acc float64, mask, required uint32, and
 	}
 }
 
-func (t *topK) add(c *cand) {
-	if t.full && !better(c, &t.thr) {
+func (t *topK) add(c *mergeCand) {
+	if t.full && !betterMerged(c, &t.thr) {
 		return
 	}
 	t.c = append(t.c, *c)
@@ -167,36 +200,35 @@ func (t *topK) trim() {
 	t.c = t.c[:t.keep]
 	w := 0
 	for i := 1; i < len(t.c); i++ {
-		if better(&t.c[w], &t.c[i]) {
+		if betterMerged(&t.c[w], &t.c[i]) {
 			w = i
 		}
 	}
 	t.thr, t.full = t.c[w], true
 }
 
-// result returns the keep best candidates, in no order, in memory of their
-// own: t's buffer goes back to candBufs.
-func (t *topK) result() []cand {
+// result returns the keep best candidates, in no order, in sc's buffer,
+// kept between queries, which Match hands back once it has ranked them.
+func (t *topK) result(sc *scratch) []cand {
 	if len(t.c) > t.keep {
 		selectBest(t.c, t.keep)
 		t.c = t.c[:t.keep]
 	}
-	return append([]cand(nil), t.c...)
+	out := sc.cands[:0]
+	for _, c := range t.c {
+		out = append(out, cand{ad: c.ad, mask: c.mask, score: c.score, ext: -1})
+	}
+	sc.cands = out
+	return out
 }
-
-// candBufs holds the buffers topK gathers candidates in, kept between
-// queries: a query writes into memory the last one used, where a new
-// buffer would be cleared, then written to cache lines that held nothing
-// of this query's.
-var candBufs = sync.Pool{New: func() any { return new([]cand) }}
 
 // selectBest moves the m best candidates to the front, in no order, as
 // selectTop does, but partitions without a branch on each comparison: the
 // element goes to one side or the other by an index that the comparison
 // moves or not. A comparison near the pivot is a coin toss, which a
 // branch would guess wrong half the time. After 64 rounds (a pivot choice
-// gone wrong that often), selectTop finishes.
-func selectBest(c []cand, m int) {
+// gone wrong that often), a sort finishes.
+func selectBest(c []mergeCand, m int) {
 	lo, hi := 0, len(c)
 	if m <= 0 || m >= hi {
 		return
@@ -205,18 +237,23 @@ func selectBest(c []cand, m int) {
 	// from hi on worse; the m-th best is in c[lo:hi].
 	for round := 0; hi-lo > 1; round++ {
 		if round == 64 {
-			selectTop(c[lo:hi], m-lo)
+			slices.SortFunc(c[lo:hi], func(a, b mergeCand) int {
+				if betterMerged(&a, &b) {
+					return -1
+				}
+				return 1
+			})
 			return
 		}
 		// The median of three as the pivot, at hi-1.
 		mid := lo + (hi-lo)/2
-		if better(&c[mid], &c[lo]) {
+		if betterMerged(&c[mid], &c[lo]) {
 			c[mid], c[lo] = c[lo], c[mid]
 		}
-		if better(&c[hi-1], &c[lo]) {
+		if betterMerged(&c[hi-1], &c[lo]) {
 			c[hi-1], c[lo] = c[lo], c[hi-1]
 		}
-		if better(&c[hi-1], &c[mid]) {
+		if betterMerged(&c[hi-1], &c[mid]) {
 			c[hi-1], c[mid] = c[mid], c[hi-1]
 		}
 		c[mid], c[hi-1] = c[hi-1], c[mid]
@@ -226,7 +263,7 @@ func selectBest(c []cand, m int) {
 			x := c[i]
 			c[i] = c[j]
 			c[j] = x
-			j += b2i(better(&x, &p))
+			j += b2i(betterMerged(&x, &p))
 		}
 		c[j], c[hi-1] = c[hi-1], c[j]
 		// c[lo:j] are better than the pivot, now at j, c[j+1:hi] worse.
@@ -247,4 +284,25 @@ func b2i(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// mergeAd is what the merge reads of an ad to score it, in 16 bytes where
+// its record has 28, so that the ads a query's lists name take fewer cache
+// lines on a server whose other queries went through other ads; and its
+// bid's factor computed once, not for each query that scores it.
+type mergeAd struct {
+	docLen uint32
+	bf     float64 // bidFactor of its bid
+}
+
+// mergeAds returns the index's mergeAds, made on first use.
+func (ix *Index) mergeAds() []mergeAd {
+	ix.ft.mergeOnce.Do(func() {
+		w := make([]mergeAd, len(ix.ads))
+		for i := range ix.ads {
+			w[i] = mergeAd{ix.ads[i].docLen, bidFactor(ix.ads[i].bid)}
+		}
+		ix.ft.merge = w
+	})
+	return ix.ft.merge
 }

@@ -61,12 +61,12 @@ func (ix *Index) MatchExhaustive(q *Query) []Hit {
 // prunedFullText ranks a full-text query by the walk, or by the merge of
 // its lists (merge.go) where it has too few postings for the walk to pay;
 // false when its mode asks for the exhaustive loop.
-func (ix *Index) prunedFullText(q *Query, alts []alt, required uint32, f filter, keep int) ([]cand, bool) {
+func (ix *Index) prunedFullText(q *Query, alts []alt, required uint32, f filter, keep int, sc *scratch) ([]cand, bool) {
 	switch q.fullText {
 	case walkNever:
 		return nil, false
 	case mergeAlways:
-		return ix.mergeFullText(alts, required, q.Operator == OpAnd, f, keep), true
+		return ix.mergeFullText(alts, required, q.Operator == OpAnd, f, keep, sc), true
 	case walkWherePays:
 		total := 0
 		for _, a := range alts {
@@ -76,7 +76,7 @@ func (ix *Index) prunedFullText(q *Query, alts []alt, required uint32, f filter,
 			if len(alts) > mergeMaxLists {
 				return nil, false
 			}
-			return ix.mergeFullText(alts, required, q.Operator == OpAnd, f, keep), true
+			return ix.mergeFullText(alts, required, q.Operator == OpAnd, f, keep, sc), true
 		}
 	}
 	ix.prepareFullText()

@@ -63,11 +63,19 @@ func TestBoundsHoldEveryPosting(t *testing.T) {
 // lists in rising, falling and random order.
 func TestSelectBest(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
+	sorted := func(c []mergeCand) {
+		slices.SortFunc(c, func(a, b mergeCand) int {
+			if betterMerged(&a, &b) {
+				return -1
+			}
+			return 1
+		})
+	}
 	for n := range 130 {
 		for _, order := range []string{"random", "rising", "falling", "ties"} {
-			c := make([]cand, n)
+			c := make([]mergeCand, n)
 			for i := range c {
-				c[i] = cand{ad: uint32(r.IntN(1 << 20)), score: float64(r.IntN(1000))}
+				c[i] = mergeCand{ad: uint32(r.IntN(1 << 20)), score: float64(r.IntN(1000))}
 				switch order {
 				case "rising":
 					c[i].score = float64(i)
@@ -82,17 +90,17 @@ func TestSelectBest(t *testing.T) {
 				c[i].ad = c[i].ad<<8 | uint32(i)
 			}
 			want := slices.Clone(c)
-			sortCands(want)
+			sorted(want)
 			for m := range n + 2 {
 				got := slices.Clone(c)
 				selectBest(got, m)
 				k := min(m, n)
 				head := slices.Clone(got[:k])
-				sortCands(head)
+				sorted(head)
 				if !slices.Equal(head, want[:k]) {
 					t.Fatalf("%d candidates, %s, m %d: the first %d are not the best", n, order, m, k)
 				}
-				sortCands(got)
+				sorted(got)
 				if !slices.Equal(got, want) {
 					t.Fatalf("%d candidates, %s, m %d: selectBest lost or changed candidates", n, order, m)
 				}

@@ -9,10 +9,12 @@ const pruning = false
 
 type fullTextBounds struct{}
 
-func (ix *Index) prunedFullText(*Query, []alt, uint32, filter, int) ([]cand, bool) {
+func (ix *Index) prunedFullText(*Query, []alt, uint32, filter, int, *scratch) ([]cand, bool) {
 	return nil, false
 }
 
 func (ix *Index) prepareFullText() {}
 
 func touchHits(*Index, []Hit) byte { return 0 }
+
+func criterion(_ *input, _ *candExt, kw []string) string { return joinStrings(kw, " ") }

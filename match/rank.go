@@ -55,7 +55,8 @@ func (ix *Index) top(in *input, cands []cand, size, distinct int) []Hit {
 	// taken lists the (offer, advertiser) of each hit so far: a scan of at
 	// most size entries, no map or slice per offer.
 	type offerAdv struct{ offer, adv uint32 }
-	var hs hitScratch
+	var termBuf [maxQueryTerms]int
+	hs := hitScratch{terms: termBuf[:0]}
 	m := size * 2
 	for {
 		if m > len(cands) {
@@ -65,7 +66,8 @@ func (ix *Index) top(in *input, cands []cand, size, distinct int) []Hit {
 		head := cands[:m]
 		sortCands(head)
 		hits := make([]Hit, 0, size)
-		taken := make([]offerAdv, 0, size)
+		var takenBuf [MaxSize]offerAdv
+		taken := takenBuf[:0]
 		hs.keywords = make([]string, 0, 2*size)
 		for i := range head {
 			c := &head[i]
@@ -237,7 +239,7 @@ func (ix *Index) hit(in *input, c *cand, hs *hitScratch) Hit {
 	if end > start {
 		h.Keywords = hs.keywords[start:end:end]
 	}
-	h.Criterion = joinStrings(h.Keywords, " ")
+	h.Criterion = criterion(in, &x, h.Keywords)
 	return h
 }
 

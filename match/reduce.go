@@ -8,7 +8,8 @@ import "slices"
 // on the full text, so page analysis stores a few hundred bytes per page
 // instead of the page, and answering a request stays cheap.
 func (ix *Index) Reduce(title, text string) (string, string) {
-	in := ix.tokenize(&Query{Page: true, Title: title, Text: text})
+	in := new(input)
+	ix.tokenize(in, &Query{Page: true, Title: title, Text: text})
 	sc := ix.getScratch()
 	slot := sc.crits(ix)
 	occs, order := ix.findOccs(in, slot)

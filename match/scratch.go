@@ -52,6 +52,9 @@ type scratch struct {
 	// module runtime calls (hashing, probing).
 	critSlot []int32
 	adSlot   []int32
+	// cands holds the server's merged candidates (merge.go) until Match
+	// has ranked them.
+	cands []cand
 }
 
 // The scratch's parts are got once a query, and clearSlots runs a few

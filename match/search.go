@@ -20,7 +20,8 @@ func (ix *Index) Match(q *Query) []Hit {
 	// The API caps it; a caller of Match that does not still gets a bounded
 	// ranking (and a candidate heap whose size does not overflow).
 	distinct = min(distinct, MaxDistinctAdvertiser)
-	in := ix.tokenize(q)
+	in := new(input)
+	ix.tokenize(in, q)
 	f := ix.filter(q)
 	// Scratch goes back to the pool only after a query that ran to its
 	// end: one that panicked may have left it dirty.
@@ -36,14 +37,17 @@ func (ix *Index) Match(q *Query) []Hit {
 		// Full text scores bids in, and keeps only the best candidates.
 		cands, fullText = ix.matchFullText(in, f, q, fullTextKeep*size*distinct, sc), true
 	}
-	ix.putScratch(sc)
 	if !fullText {
 		for i := range cands {
 			c := &cands[i]
 			c.score = float64(c.score * bidFactor(ix.ads[c.ad].bid))
 		}
 	}
-	return ix.top(in, cands, size, distinct)
+	// The candidates may lie in the scratch (the server's merge keeps them
+	// there): it goes back once they are ranked.
+	hits := ix.top(in, cands, size, distinct)
+	ix.putScratch(sc)
+	return hits
 }
 
 // bidFactor lifts an ad by its bid, sub-linearly: relevance leads, and the
@@ -115,14 +119,16 @@ func (in *input) span(i int) string {
 	return s[t.start:t.end]
 }
 
-func (ix *Index) tokenize(q *Query) *input {
+// tokenize fills in with q's tokens; in is the caller's, so it need not
+// be allocated.
+func (ix *Index) tokenize(in *input, q *Query) {
 	limit := MaxQueryBytes
 	if q.Page {
 		limit = MaxPageBytes
 	}
 	title := cut(q.Title, limit)
 	text := cut(q.Text, limit)
-	in := &input{src: [2]string{title, text}}
+	in.src = [2]string{title, text}
 	// A search query (at most MaxQueryBytes) gets room for a word per few
 	// bytes at once. A page's text grows its list as it goes: made at that
 	// size up front, the list slowed the module's page matching, its
@@ -153,7 +159,6 @@ func (ix *Index) tokenize(q *Query) *input {
 			brk = false
 		})
 	}
-	return in
 }
 
 // cut shortens s to at most n bytes, at a rune boundary.

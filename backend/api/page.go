@@ -106,7 +106,7 @@ func (s *server) page(w http.ResponseWriter, r *http.Request) error {
 	// load: learnt once per page.
 	s.sites.Observe(siteshards.SiteKey(apiKey, siteID), res.URL, ix, q)
 	o := s.linkOptions(&req.Links)
-	*buf = ix.AppendResponse(b, hits, &o)
+	*buf = ix.AppendServerResponse(b, hits, &o)
 	respond(w, http.StatusOK, *buf, req.Callback)
 	return nil
 }

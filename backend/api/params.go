@@ -78,7 +78,7 @@ func (s *server) market(w http.ResponseWriter, r *http.Request, country, lang st
 func (s *server) linkOptions(l *contract.Links) match.LinkOptions {
 	l.Base = s.cfg.RedirectURL
 	l.Sign = s.signLinks()
-	return l.Options()
+	return l.ServerOptions()
 }
 
 // callbackOf is the request's callback when it is given once and valid,

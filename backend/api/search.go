@@ -28,7 +28,7 @@ func (s *server) search(w http.ResponseWriter, r *http.Request) error {
 	o := s.linkOptions(&req.Links)
 	buf := getBuf()
 	defer putBuf(buf)
-	*buf = ix.AppendResponse((*buf)[:0], hits, &o)
+	*buf = ix.AppendServerResponse((*buf)[:0], hits, &o)
 	respond(w, http.StatusOK, *buf, req.Callback)
 	return nil
 }

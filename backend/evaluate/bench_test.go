@@ -184,10 +184,10 @@ func BenchmarkRelevance(b *testing.B) {
 		// Timed as the server answers a request with the default size:
 		// match, then write the link entries.
 		var buf []byte
-		opts := (&contract.Links{Base: "http://localhost:8080", Type: contract.TypeSearch, APIKey: "demo", SiteID: "demo"}).Options()
+		opts := (&contract.Links{Base: "http://localhost:8080", Type: contract.TypeSearch, APIKey: "demo", SiteID: "demo"}).ServerOptions()
 		lOurs := latency(qs, 20, func(q string) {
 			hits := ix.Match(&match.Query{Text: q, Dist: match.DistNone})
-			buf = ix.AppendResponse(buf[:0], hits, &opts)
+			buf = ix.AppendServerResponse(buf[:0], hits, &opts)
 		})
 		// The floor: matching alone, the ranked ads without their link
 		// entries, which is all Bleve is asked for below.
@@ -202,7 +202,7 @@ func BenchmarkRelevance(b *testing.B) {
 		}
 		lAll := latency(qs, 20, func(q string) {
 			hits := ix.MatchExhaustive(&match.Query{Text: q, Dist: match.DistNone})
-			buf = ix.AppendResponse(buf[:0], hits, &opts)
+			buf = ix.AppendServerResponse(buf[:0], hits, &opts)
 		})
 		ix = nil
 		runtime.GC()
