@@ -54,6 +54,9 @@ func (ix *Index) AppendServerResponse(dst []byte, hits []Hit, o *LinkOptions) []
 		}
 		dst = append(dst, '"')
 
+		// From here on as AppendLinks writes it: a function for both cost
+		// the module 246 bytes (305 as a method). TestAppendServerResponse
+		// and FuzzAppendServerResponse hold the two writers to the same bytes.
 		logo := str(fLogo)
 		dst = append(dst, `,"display_type":`...)
 		switch {
