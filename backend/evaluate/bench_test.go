@@ -283,12 +283,20 @@ func BenchmarkScale1M(b *testing.B) {
 		high := latency(qs, 5, func(q string) { ix.Match(&match.Query{Text: q}) })
 		none := latency(qs, 5, func(q string) { ix.Match(&match.Query{Text: q, Dist: match.DistNone}) })
 		noneAll := latency(qs, 5, func(q string) { ix.MatchExhaustive(&match.Query{Text: q, Dist: match.DistNone}) })
+		// The index as it serves: what its first queries made once (the
+		// merge's compact copy of the ads) counts too.
+		qs = nil
+		runtime.GC()
+		var serving runtime.MemStats
+		runtime.ReadMemStats(&serving)
+		perAdServing := float64(serving.HeapAlloc-before.HeapAlloc) / n
 		runtime.KeepAlive(ix)
 
 		b.ReportMetric(build, "build_s")
 		b.ReportMetric(build/30, "build_of_target")
 		b.ReportMetric(perAd, "heap_B/product")
-		b.ReportMetric(perAd/600, "heap_of_target")
+		b.ReportMetric(perAdServing, "heap_B/product_serving")
+		b.ReportMetric(max(perAd, perAdServing)/600, "heap_of_target")
 		b.ReportMetric(Percentile(high, 0.5)*1000, "high_p50_µs")
 		b.ReportMetric(Percentile(high, 0.99)*1000, "high_p99_µs")
 		b.ReportMetric(Percentile(none, 0.5)*1000, "none_p50_µs")
