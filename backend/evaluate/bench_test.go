@@ -285,7 +285,6 @@ func BenchmarkScale1M(b *testing.B) {
 		noneAll := latency(qs, 5, func(q string) { ix.MatchExhaustive(&match.Query{Text: q, Dist: match.DistNone}) })
 		// The index as it serves: what its first queries made once (the
 		// merge's compact copy of the ads) counts too.
-		qs = nil
 		runtime.GC()
 		var serving runtime.MemStats
 		runtime.ReadMemStats(&serving)
