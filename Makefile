@@ -51,11 +51,8 @@ vet:
 lint:
 	@GO=$(GO) ./.ci/lint
 
-# The browser tests first: go test starts packages in the order given, and
-# they wait on Chromium more than they use the machine, so they overlap the
-# rest rather than running alone at the end.
 test: wasm vet
-	$(GO) test -race -count=1 -timeout 30m ./web/ ./...
+	$(GO) test -race -count=1 -timeout 30m ./...
 
 # Every figure is a testing.B benchmark that reports itself beside its baseline
 # (b.ReportMetric), measured in the same run.
