@@ -43,6 +43,20 @@ func TestAdRoundTrip(t *testing.T) {
 // TestRoundBid: the index keeps a bid's three leading bits, rounded to the
 // nearest, so a shard shows a bid's band and not the bid; a bid that
 // fits three bits stays as it is, and no bid leaves [0, 2^32-1].
+// TestArenaSizedAtOnce: Build sizes the strings' arena exactly, so that it
+// is never copied to grow: strsSize counts what appendStrs writes.
+func TestArenaSizedAtOnce(t *testing.T) {
+	ads := fixture()
+	ads = append(ads, Ad{ID: "k", Keywords: []string{"a", "bc", ""}}, Ad{ID: "e"})
+	want := 0
+	for i := range ads {
+		want += strsSize(&ads[i])
+	}
+	if ix := mustBuild(t, ads); len(ix.strs) != want {
+		t.Errorf("the arena holds %d bytes, strsSize counts %d", len(ix.strs), want)
+	}
+}
+
 func TestRoundBid(t *testing.T) {
 	for _, c := range []struct {
 		in   int64
