@@ -15,7 +15,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"runtime"
 	"slices"
 	"strconv"
 	"sync"
@@ -23,6 +22,7 @@ import (
 	"weak"
 
 	"github.com/adlink/adlink/backend/market"
+	"github.com/adlink/adlink/internal/cores"
 	"github.com/adlink/adlink/match"
 )
 
@@ -153,7 +153,7 @@ func Build(src market.Indexes, o Options) (*Set, error) {
 	var pieces []*piece
 	var firstPiece []int // per job, its shard's piece; its fragments follow
 	encoded := make([][][]byte, len(jobs))
-	parallel(len(jobs), func(i int) {
+	cores.Each(len(jobs), func(i int) {
 		j := jobs[i]
 		if b := o.Previous.shardOf(j.ix); b != nil {
 			// The very index the catalog before had: its shard as it was.
@@ -190,7 +190,7 @@ func Build(src market.Indexes, o Options) (*Set, error) {
 	}
 	var tasks []task
 	var mu sync.Mutex
-	parallel(len(pieces), func(i int) {
+	cores.Each(len(pieces), func(i int) {
 		p := pieces[i]
 		sum := sha256.Sum256(p.data)
 		if p.blob, p.reused = o.Previous.blob(hex.EncodeToString(sum[:])); p.reused {
@@ -204,7 +204,7 @@ func Build(src market.Indexes, o Options) (*Set, error) {
 		}
 	})
 	slices.SortFunc(tasks, func(a, b task) int { return cmp.Compare(len(b.p.data), len(a.p.data)) })
-	parallel(len(tasks), func(i int) {
+	cores.Each(len(tasks), func(i int) {
 		t := tasks[i]
 		c, err := compressedLike(t.p.data, t.enc, t.p.fast, t.p.zstdLike)
 		if err != nil {
@@ -278,20 +278,6 @@ func zstdRoom(before *Blob, fast bool) int {
 		n += n / 3
 	}
 	return n + n/8 + 64<<10
-}
-
-// parallel calls f(0) to f(n-1) on every core and returns when all have.
-func parallel(n int, f func(i int)) {
-	var wg sync.WaitGroup
-	var next atomic.Int64
-	for range min(n, runtime.GOMAXPROCS(0)) {
-		wg.Go(func() {
-			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
-				f(i)
-			}
-		})
-	}
-	wg.Wait()
 }
 
 // Recompress brings every shard and fragment of s still at fast levels
