@@ -12,14 +12,16 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
-// goStart, called with a module's URL and, optionally, a shard's, fetches
-// both at once and compiles the module (compileStreaming, as the widget
-// does), starts it with a WASI shim that answers what a Go runtime asks
-// while it starts (the environment with GOGC, the clock, random bytes;
-// zero for the rest), and loads the shard (load_shard), if any, with
-// nothing else to do. It resolves to the milliseconds of the fetch and
-// compile, the start and their total, the module's bytes over the wire,
-// and the milliseconds in all, the shard loaded.
+// goStart, called with a module's URL and, optionally, a shard's and a
+// match_page request, fetches the module and shard at once and compiles
+// the module (compileStreaming, as the widget does), starts it with a WASI
+// shim that answers what a Go runtime asks while it starts (the
+// environment with GOGC, the clock, random bytes; zero for the rest),
+// loads the shard (load_shard), if any, and matches the request, if any,
+// with nothing else to do. It resolves to the milliseconds of the fetch
+// and compile, the start and their total, the module's bytes over the
+// wire, and the milliseconds in all, the shard loaded and then the first
+// match made.
 //
 //go:embed testdata/bench/go_start.js
 var goStart string
@@ -45,8 +47,15 @@ func goFloor(tb testing.TB, rounds int) (compile, start, total, kb float64) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	compile, start, total, kb, _ = moduleStart(tb, rounds, empty, z, nil)
-	return compile, start, total, kb
+	t := moduleStart(tb, rounds, empty, z, nil, "")
+	return t.compile, t.start, t.total, t.kb
+}
+
+// startTimes are moduleStart's medians, in ms, and the KB the browser
+// received for the module.
+type startTimes struct {
+	compile, start, total, kb float64
+	loaded, matched           float64
 }
 
 // moduleStart is what goFloor measures for any module, wasm, served with
@@ -54,8 +63,11 @@ func goFloor(tb testing.TB, rounds int) (compile, start, total, kb float64) {
 // start alone costs, with nothing of a view around it. With a shard (its
 // bytes as the server serves them), fetched at the same time and loaded
 // once the module has started, loaded is the median time of it all: the
-// floor of a first view that matches in the page, before any match.
-func moduleStart(tb testing.TB, rounds int, wasm, z, shard []byte) (compile, start, total, kb, loaded float64) {
+// floor of a first view that matches in the page, before any match. With a
+// match_page request too (req), matched is the time to the first match's
+// answer: that floor with the match, all but placing the ads, on a page
+// with nothing else to do.
+func moduleStart(tb testing.TB, rounds int, wasm, z, shard []byte, req string) startTimes {
 	tb.Helper()
 	testenv.NeedChromium(tb)
 	blob, err := shards.NewBlob(wasm, "application/wasm")
@@ -87,17 +99,18 @@ func moduleStart(tb testing.TB, rounds int, wasm, z, shard []byte) (compile, sta
 		}
 	}))
 	defer srv.Close()
-	var c, s, t, l []float64
+	var c, s, t, l, m []float64
+	kb := 0.0
 	for range rounds {
 		br := newBrowser(tb)
 		br.lean(tb)
 		br.do(tb, chromedp.Navigate(srv.URL+"/"))
-		v := evalCall[[5]float64](tb, br, goStart, "/module.wasm", shardURL)
-		c, s, t, kb, l = append(c, v[0]), append(s, v[1]), append(t, v[2]), v[3]/1e3, append(l, v[4])
+		v := evalCall[[6]float64](tb, br, goStart, "/module.wasm", shardURL, req)
+		c, s, t, kb, l, m = append(c, v[0]), append(s, v[1]), append(t, v[2]), v[3]/1e3, append(l, v[4]), append(m, v[5])
 		br.noConsoleErrors(tb)
 		br.close()
 	}
-	return median(c), median(s), median(t), kb, median(l)
+	return startTimes{compile: median(c), start: median(s), total: median(t), kb: kb, loaded: median(l), matched: median(m)}
 }
 
 // TestGoFloorPageStarts: the floor's page really starts a Go runtime, so
@@ -108,5 +121,17 @@ func TestGoFloorPageStarts(t *testing.T) {
 	// server sends for an empty reactor, zstd or gzip.
 	if !(compile > 0 && start > 0) || kb < 300 || kb > 700 {
 		t.Fatalf("compile %.1f ms, start %.1f ms, total %.1f ms, %.1f KB", compile, start, total, kb)
+	}
+}
+
+// TestMatcherStartMatches: with matcher.wasm, the demo shard and the demo
+// article's request, the floor's page loads the shard and makes a match
+// whose answer holds ads (goStart throws otherwise), each step after the
+// one before.
+func TestMatcherStartMatches(t *testing.T) {
+	srv := startBackend(t)
+	st := moduleStart(t, 1, matcherWasm, matcherZstd, demoShard(t, srv), articleRequest(t, srv))
+	if !(st.total > 0 && st.loaded >= st.total && st.matched > st.loaded) {
+		t.Fatalf("times %+v: want the start, then the shard loaded, then the match", st)
 	}
 }
