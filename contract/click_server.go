@@ -26,7 +26,9 @@ func (l Links) ServerOptions() match.LinkOptions {
 		}
 		start := len(dst)
 		dst = raw.append(dst, adID, adType, criterion)
-		return escapeAmps(sign(dst, dst[start:]), start)
+		// A signature's parameters hold no byte JSON escapes but '&'
+		// (Links.Sign).
+		return match.EscapeAmps(sign(dst, dst[start:]), start)
 	}
 	return o
 }
@@ -71,30 +73,4 @@ func (p *clickParts) append(dst []byte, adID, adType, criterion string) []byte {
 	dst = AppendQueryEscape(append(dst, p.kind...), adType)
 	dst = AppendQueryEscape(append(dst, p.mid...), criterion)
 	return append(dst, p.tail...)
-}
-
-// escapeAmps rewrites each '&' of dst[from:] as jsonAmp: a signature's
-// parameters hold no other byte JSON escapes (Links.Sign).
-func escapeAmps(dst []byte, from int) []byte {
-	n := 0
-	for _, c := range dst[from:] {
-		if c == '&' {
-			n++
-		}
-	}
-	if n == 0 {
-		return dst
-	}
-	end := len(dst)
-	dst = append(dst, make([]byte, n*(len(jsonAmp)-1))...)
-	for r, w := end-1, len(dst)-1; r >= from; r-- {
-		if c := dst[r]; c != '&' {
-			dst[w] = c
-			w--
-			continue
-		}
-		w -= len(jsonAmp)
-		copy(dst[w+1:], jsonAmp)
-	}
-	return dst
 }

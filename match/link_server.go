@@ -50,7 +50,7 @@ func (ix *Index) AppendServerResponse(dst []byte, hits []Hit, o *LinkOptions) []
 		dst = append(dst, base...)
 		if o.ClickQuery != nil {
 			start := len(dst)
-			dst = escapeAmps(o.ClickQuery(dst, str(fID), kind.String(), h.Criterion), start)
+			dst = EscapeAmps(o.ClickQuery(dst, str(fID), kind.String(), h.Criterion), start)
 		}
 		dst = append(dst, '"')
 
@@ -96,13 +96,13 @@ func (ix *Index) AppendServerResponse(dst []byte, hits []Hit, o *LinkOptions) []
 	return append(dst, "]}"...)
 }
 
-// escapeAmps rewrites each '&' of dst[from:] as JSON's \u0026: the one
+// EscapeAmps rewrites each '&' of dst[from:] as JSON's \u0026: the one
 // byte of a click URL's query that our JSON escapes (the query's other
 // bytes stand for themselves in it, LinkOptions.ClickQuery). A query that
 // comes escaped (contract's Links.ServerOptions) is left as it is; else
 // it is copied aside from its first '&' on, then written back in runs
 // between its '&'s.
-func escapeAmps(dst []byte, from int) []byte {
+func EscapeAmps(dst []byte, from int) []byte {
 	k := bytes.IndexByte(dst[from:], '&')
 	if k < 0 {
 		return dst

@@ -74,11 +74,11 @@ func FuzzAppendServerResponse(f *testing.F) {
 }
 
 func TestEscapeAmps(t *testing.T) {
-	long := strings.Repeat("k=v&", 200) // longer than escapeAmps' own buffer
+	long := strings.Repeat("k=v&", 200) // longer than EscapeAmps' own buffer
 	for _, s := range []string{"", "&", "&&", "a&b", "abc", "&a&&b&", "x=1&y=2&z=3&", long} {
 		want := bytes.ReplaceAll([]byte("pre&"+s), []byte("&"), []byte(`\u0026`))
 		want = append([]byte("pre&"), want[len(`pre\u0026`):]...)
-		if got := escapeAmps([]byte("pre&"+s), 4); !bytes.Equal(got, want) {
+		if got := EscapeAmps([]byte("pre&"+s), 4); !bytes.Equal(got, want) {
 			t.Errorf("%q: got %s, want %s", s, got, want)
 		}
 	}
