@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -209,13 +210,17 @@ func TestReplicasShareThePageQueue(t *testing.T) {
 func TestReplicaStoppedHandsItsPageBack(t *testing.T) {
 	dbURL := testpg.New(t)
 	ps := newPageServer(t)
-	fetching := make(chan struct{})
-	var once sync.Once
+	// The first request is A's fetch, held until A stops and cuts it
+	// short; the others (B's) are answered at once, even while the server
+	// has yet to see A's connection gone.
+	fetching, aCut := make(chan struct{}), make(chan struct{})
+	var first atomic.Bool
 	ps.hold = func(r *http.Request) {
-		once.Do(func() {
+		if first.CompareAndSwap(false, true) {
 			close(fetching)
-			<-r.Context().Done() // A's fetch, cut short when A stops
-		})
+			<-r.Context().Done()
+			close(aCut)
+		}
 	}
 	long := func(t testing.TB) *pageReplica {
 		return newPageReplicaWith(t, dbURL, func(c *config.Config) { c.PageLease = time.Hour })
@@ -230,7 +235,22 @@ func TestReplicaStoppedHandsItsPageBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := long(t)
-	waitAnalysed(t, b, page)
+	c, err := pages.Canonical(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := b.Pages.Wait(ctx, c); err != nil {
+		cut := "A's fetch not yet seen cut short by the page's server"
+		select {
+		case <-aCut:
+			cut = "A's fetch seen cut short"
+		default:
+		}
+		status, _ := b.pageLink(t, page)
+		t.Fatalf("replica B did not analyse the page: %v; %s; fetches %v; B answers %d", err, cut, ps.fetched(), status)
+	}
 	if status, links := b.pageLink(t, page); status != http.StatusOK || len(links) == 0 {
 		t.Errorf("replica B: %d with %d links, want 200 with ads", status, len(links))
 	}
