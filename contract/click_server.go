@@ -26,8 +26,8 @@ func (l Links) ServerOptions() match.LinkOptions {
 		}
 		start := len(dst)
 		dst = raw.append(dst, adID, adType, criterion)
-		// A signature's parameters hold no byte JSON escapes but '&'
-		// (Links.Sign).
+		// The signed parameters hold no byte JSON escapes other than
+		// '&' (Links.Sign).
 		return match.EscapeAmps(sign(dst, dst[start:]), start)
 	}
 	return o

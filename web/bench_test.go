@@ -271,15 +271,18 @@ func BenchmarkFirstView(b *testing.B) {
 	b.ReportMetric(cutCold, "ms-first-ad-cold-fragments")
 }
 
-// articleRequest is a match_page request for the demo article, as the
-// widget makes one: its title and headings, and its main text, here as
-// the server's extraction reads them.
+// articleRequest is a match_page request for the demo article with the
+// widget's fields and the demo tag's market: its title and headings, and
+// its main text, here as the server's extraction reads them.
 func articleRequest(tb testing.TB, srv *backend) string {
 	tb.Helper()
 	page := srv.URL + "/demo/article.html"
 	ex, err := pages.ExtractPage(string(get(tb, page)), page)
-	if err != nil || ex.Text == "" {
-		tb.Fatalf("extracting %s: %v (%d bytes of text)", page, err, len(ex.Text))
+	if err != nil {
+		tb.Fatalf("extracting %s: %v", page, err)
+	}
+	if ex.Text == "" {
+		tb.Fatalf("extracting %s: no text", page)
 	}
 	v := url.Values{"fields": {"price,logo"}, "title": {strings.Join(append([]string{ex.Title}, ex.Headings...), "\n")}, "text": {ex.Text},
 		"loc": {"de"}, "api_key": {"demo"}, "site_id": {"demo"}, "redirect_url": {srv.URL}}
@@ -288,14 +291,15 @@ func articleRequest(tb testing.TB, srv *backend) string {
 
 // demoShard is the shard the server's manifest names for the demo site's
 // pages in Germany, as its bytes.
-func demoShard(b testing.TB, srv *backend) []byte {
+func demoShard(tb testing.TB, srv *backend) []byte {
+	tb.Helper()
 	var m struct {
 		Shard struct{ URL string }
 	}
-	if err := json.Unmarshal(get(b, srv.URL+"/v2/shards?api_key=demo&site_id=demo&loc=de"), &m); err != nil || m.Shard.URL == "" {
-		b.Fatalf("manifest: %+v %v", m, err)
+	if err := json.Unmarshal(get(tb, srv.URL+"/v2/shards?api_key=demo&site_id=demo&loc=de"), &m); err != nil || m.Shard.URL == "" {
+		tb.Fatalf("manifest: %+v %v", m, err)
 	}
-	return get(b, srv.URL+m.Shard.URL)
+	return get(tb, srv.URL+m.Shard.URL)
 }
 
 // cutView is the cold first view on the server whose shards go to pages
