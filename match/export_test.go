@@ -75,3 +75,6 @@ func (ix *Index) Postings(term string) int {
 	}
 	return int(ix.postOff[id+1] - ix.postOff[id])
 }
+
+// ReserveAfter is how many ads Build adds before it sizes the postings.
+const ReserveAfter = reserveAfter

@@ -435,6 +435,9 @@ func buildTyped(ads []Ad, types map[string]uint32) (*Index, error) {
 	b.arena = make([]byte, 0, size)
 	phrases, rank := acronymPhrases(), synonymRanks()
 	for i := range ads {
+		if i == reserveAfter && len(ads) >= 2*reserveAfter {
+			b.reserve(len(ads), i)
+		}
 		if err := b.add(ix, i, &ads[i], types, phrases, rank); err != nil {
 			return nil, err
 		}
@@ -522,6 +525,21 @@ func (b *builder) numbers(ids []uint32) bool {
 }
 
 // termIDs returns the build-time ids of the terms of s.
+// reserveAfter is how many ads Build adds before it sizes the postings it
+// collects by theirs (reserve): grown by appending alone, a large
+// catalog's were copied over and over.
+const reserveAfter = 4096
+
+// reserve makes room in the postings for n ads by what the first i took,
+// a tenth over: should the rest take more, appending grows them as
+// before.
+func (b *builder) reserve(n, i int) {
+	want := len(b.pTerm) * n / i * 11 / 10
+	b.pTerm = slices.Grow(b.pTerm, want-len(b.pTerm))
+	b.pAd = slices.Grow(b.pAd, want-len(b.pAd))
+	b.pTF = slices.Grow(b.pTF, want-len(b.pTF))
+}
+
 func (b *builder) termIDs(s string) []uint32 {
 	ids := b.ids[:0]
 	b.scratch = scan(s, b.scratch, func(term []byte, _, _ int, _ bool) {
@@ -613,7 +631,7 @@ func (b *builder) add(ix *Index, i int, ad *Ad, types map[string]uint32, phrases
 	} else if k := b.titleType(ad.Title, types); k >= 0 {
 		typ = titleIDs[k]
 	}
-	typ2 := b.acronym(ad, typ, phrases, addText)
+	typ2 := b.acronym(titleIDs, cat, typ, phrases, addText)
 	kws := make([][]uint32, len(ad.Keywords))
 	for k, kw := range ad.Keywords {
 		kws[k] = addText(kw, wStrong)
@@ -958,10 +976,11 @@ func acronymPhrases() []string {
 // acronym adds to the ad's terms the acronyms of the phrases (from
 // acronymPhrases) its title or category spells out, and returns the
 // acronym's term when the phrase ends where the ad's type typ stands,
-// else ^0.
-func (b *builder) acronym(ad *Ad, typ uint32, phrases []string, addText func(string, uint32) []uint32) uint32 {
+// else ^0. titleIDs and catIDs are the title's and the category's terms
+// (termIDs), which spell them as Normalize does.
+func (b *builder) acronym(titleIDs, catIDs []uint32, typ uint32, phrases []string, addText func(string, uint32) []uint32) uint32 {
 	out := ^uint32(0)
-	title, cat := " "+Normalize(ad.Title)+" ", " "+Normalize(ad.Category)+" "
+	title, cat := b.spaced(titleIDs), b.spaced(catIDs)
 	for i, p := range phrases {
 		if indexString(title, p) < 0 && indexString(cat, p) < 0 {
 			continue
@@ -973,6 +992,21 @@ func (b *builder) acronym(ad *Ad, typ uint32, phrases []string, addText func(str
 		}
 	}
 	return out
+}
+
+// spaced is the terms ids each between spaces: " "+Normalize(s)+" " of
+// the text s whose terms they are.
+func (b *builder) spaced(ids []uint32) string {
+	n := 1
+	for _, id := range ids {
+		n += len(b.terms[id]) + 1
+	}
+	buf := make([]byte, 1, n)
+	buf[0] = ' '
+	for _, id := range ids {
+		buf = append(append(buf, b.terms[id]...), ' ')
+	}
+	return string(buf)
 }
 
 func lastIndexByte(s string, c byte) int {
