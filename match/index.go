@@ -524,7 +524,6 @@ func (b *builder) numbers(ids []uint32) bool {
 	return len(ids) > 0
 }
 
-// termIDs returns the build-time ids of the terms of s.
 // reserveAfter is how many ads Build adds before it sizes the postings it
 // collects by theirs (reserve): grown by appending alone, a large
 // catalog's were copied over and over.
@@ -540,6 +539,7 @@ func (b *builder) reserve(n, i int) {
 	b.pTF = slices.Grow(b.pTF, want-len(b.pTF))
 }
 
+// termIDs returns the build-time ids of the terms of s.
 func (b *builder) termIDs(s string) []uint32 {
 	ids := b.ids[:0]
 	b.scratch = scan(s, b.scratch, func(term []byte, _, _ int, _ bool) {
@@ -994,8 +994,8 @@ func (b *builder) acronym(titleIDs, catIDs []uint32, typ uint32, phrases []strin
 	return out
 }
 
-// spaced is the terms ids each between spaces: " "+Normalize(s)+" " of
-// the text s whose terms they are.
+// spaced is the terms of ids, each between spaces: " "+Normalize(s)+" "
+// of the text s whose terms they are.
 func (b *builder) spaced(ids []uint32) string {
 	n := 1
 	for _, id := range ids {
