@@ -40,9 +40,6 @@ func TestAdRoundTrip(t *testing.T) {
 	}
 }
 
-// TestRoundBid: the index keeps a bid's three leading bits, rounded to the
-// nearest, so a shard shows a bid's band and not the bid; a bid that
-// fits three bits stays as it is, and no bid leaves [0, 2^32-1].
 // TestArenaSizedAtOnce: Build sizes the strings' arena exactly, so that it
 // is never copied to grow: strsSize counts what appendStrs writes.
 func TestArenaSizedAtOnce(t *testing.T) {
@@ -57,6 +54,9 @@ func TestArenaSizedAtOnce(t *testing.T) {
 	}
 }
 
+// TestRoundBid: the index keeps a bid's three leading bits, rounded to the
+// nearest, so a shard shows a bid's band and not the bid; a bid that
+// fits three bits stays as it is, and no bid leaves [0, 2^32-1].
 func TestRoundBid(t *testing.T) {
 	for _, c := range []struct {
 		in   int64

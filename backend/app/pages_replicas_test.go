@@ -139,16 +139,24 @@ func (r *pageReplica) metric(t testing.TB, name string) string {
 
 // waitAnalysed waits until the page u is no longer queued, as r sees the
 // shared queue.
-func waitAnalysed(t testing.TB, r *pageReplica, u string) {
+func waitAnalysed(t testing.TB, r *pageReplica, u string) { waitAnalysedOr(t, r, u, nil) }
+
+// waitAnalysedOr is waitAnalysed, with why's account of what the test saw,
+// when not nil, in the failure.
+func waitAnalysedOr(t testing.TB, r *pageReplica, u string, why func() string) {
 	t.Helper()
 	c, err := pages.Canonical(u)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if err := r.Pages.Wait(ctx, c); err != nil {
-		t.Fatalf("waiting for %s: %v", u, err)
+		seen := ""
+		if why != nil {
+			seen = "; " + why()
+		}
+		t.Fatalf("waiting for %s: %v%s", u, err, seen)
 	}
 }
 
@@ -235,13 +243,7 @@ func TestReplicaStoppedHandsItsPageBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := long(t)
-	c, err := pages.Canonical(page)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if err := b.Pages.Wait(ctx, c); err != nil {
+	waitAnalysedOr(t, b, page, func() string {
 		cut := "A's fetch not yet seen cut short by the page's server"
 		select {
 		case <-aCut:
@@ -249,8 +251,8 @@ func TestReplicaStoppedHandsItsPageBack(t *testing.T) {
 		default:
 		}
 		status, _ := b.pageLink(t, page)
-		t.Fatalf("replica B did not analyse the page: %v; %s; fetches %v; B answers %d", err, cut, ps.fetched(), status)
-	}
+		return fmt.Sprintf("%s; fetches %v; replica B answers %d", cut, ps.fetched(), status)
+	})
 	if status, links := b.pageLink(t, page); status != http.StatusOK || len(links) == 0 {
 		t.Errorf("replica B: %d with %d links, want 200 with ads", status, len(links))
 	}
