@@ -53,7 +53,7 @@ type FetchOptions struct {
 	// UserAgent is sent with every request; it names us and where to read
 	// about us.
 	UserAgent string
-	// MaxBytes caps a page body after decompression.
+	// MaxBytes caps a page body, both as sent and after decompression.
 	MaxBytes int64
 	// MaxRedirects caps the redirects one fetch follows.
 	MaxRedirects int
@@ -317,16 +317,19 @@ func (f *Fetcher) header(req *http.Request) {
 	req.Header.Set("Accept-Encoding", "gzip")
 }
 
-// readBody reads at most max bytes of the decoded body; more is ErrTooLarge,
-// returned with the first max bytes (robots.txt is read that far).
-// The cap applies after decompression, so a small gzip bomb cannot expand
-// past it.
+// readBody reads at most max bytes of the body, both as sent and once
+// decoded; more is ErrTooLarge, returned with what was decoded up to the
+// cap (robots.txt is read that far). The cap on the decoded bytes stops a
+// small gzip bomb from expanding past it; the cap on the bytes sent stops
+// a body that decodes to next to nothing (endless empty gzip members),
+// which would otherwise be downloaded until the timeout.
 func (f *Fetcher) readBody(resp *http.Response, max int64) ([]byte, error) {
-	var r io.Reader = resp.Body
+	sent := &io.LimitedReader{R: resp.Body, N: max + 1}
+	var r io.Reader = sent
 	switch strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding"))) {
 	case "", "identity":
 	case "gzip", "x-gzip":
-		zr, err := gzip.NewReader(resp.Body)
+		zr, err := gzip.NewReader(sent)
 		if err != nil {
 			return nil, fmt.Errorf("bad gzip body: %w", err)
 		}
@@ -337,11 +340,14 @@ func (f *Fetcher) readBody(resp *http.Response, max int64) ([]byte, error) {
 	}
 	var buf bytes.Buffer
 	n, err := io.Copy(&buf, io.LimitReader(r, max+1))
-	if err != nil {
-		return nil, err
-	}
-	if n > max {
+	switch {
+	case n > max:
 		return buf.Bytes()[:max], ErrTooLarge
+	case sent.N <= 0:
+		// Cut off as sent: the decoder's error is the cut's.
+		return buf.Bytes(), ErrTooLarge
+	case err != nil:
+		return nil, err
 	}
 	return buf.Bytes(), nil
 }
@@ -406,7 +412,8 @@ func classify(ctx context.Context, err error) error {
 // checkRobots returns ErrRobots when the host's robots.txt disallows u for
 // us, and the guard's error when robots.txt may not be fetched at all.
 func (f *Fetcher) checkRobots(ctx context.Context, u *url.URL) error {
-	key := strings.ToLower(u.Scheme + "://" + u.Host)
+	// Written back through url.URL, so an IPv6 zone keeps its escape.
+	key := strings.ToLower((&url.URL{Scheme: u.Scheme, Host: u.Host}).String())
 	f.mu.Lock()
 	e := f.robots[key]
 	if e != nil {
