@@ -240,6 +240,15 @@ func (f *Fetcher) dial(ctx context.Context, d *net.Dialer, network, addr string)
 }
 
 func (f *Fetcher) checkRedirect(req *http.Request, via []*http.Request) error {
+	if err := f.checkHop(req, via); err != nil {
+		return err
+	}
+	return f.checkRobots(req.Context(), req.URL)
+}
+
+// checkHop refuses a redirect, of a page or of its robots.txt, past the
+// cap, to another scheme, to credentials or off the fetch's HostFilter.
+func (f *Fetcher) checkHop(req *http.Request, via []*http.Request) error {
 	if len(via) > f.o.MaxRedirects {
 		return ErrRedirects
 	}
@@ -253,7 +262,7 @@ func (f *Fetcher) checkRedirect(req *http.Request, via []*http.Request) error {
 	if hosts, _ := req.Context().Value(hostsKey{}).(HostFilter); hosts != nil && !hosts(hostOf(req.URL)) {
 		return &FetchError{Reason: "redirected off the site's domains", Err: ErrOffSite}
 	}
-	return f.checkRobots(req.Context(), req.URL)
+	return nil
 }
 
 // hostOf returns u's host name as HostFilter takes it.
@@ -499,24 +508,20 @@ func (f *Fetcher) fetchRobots(ctx context.Context, origin string) (*robotstxt.Ro
 		return nil, err
 	}
 	f.header(req)
-	// Robots redirects are followed with the same guard but without robots
-	// checks of their own.
+	// Robots redirects are followed with the same guard and the same
+	// checks of each hop as a page's, the site's domains included (or
+	// robots.txt would be a way to send the fetcher anywhere), but
+	// without robots checks of their own.
 	c := *f.client
-	c.CheckRedirect = func(req *http.Request, via []*http.Request) error {
-		if len(via) > f.o.MaxRedirects {
-			return ErrRedirects
-		}
-		if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
-			return ErrRedirectScheme
-		}
-		return nil
-	}
+	c.CheckRedirect = f.checkHop
 	resp, err := c.Do(req)
 	if err != nil {
-		// An unknown host is said to be one, not read as robots.txt
-		// disallowing everything as an unreachable one is.
+		// An unknown host is said to be one, and a refused redirect is
+		// the page's failure, not read as robots.txt disallowing
+		// everything as an unreachable host is.
 		ce := classify(ctx, err)
-		if errors.Is(ce, ErrProhibitedAddress) || errors.Is(ce, ErrHostNotFound) || ctx.Err() != nil {
+		if errors.Is(ce, ErrProhibitedAddress) || errors.Is(ce, ErrHostNotFound) || errors.Is(ce, ErrOffSite) ||
+			errors.Is(ce, ErrRedirectScheme) || ctx.Err() != nil {
 			return nil, ce
 		}
 		return robotstxt.FromStatusAndBytes(http.StatusServiceUnavailable, nil)
