@@ -3,10 +3,10 @@ package api
 import (
 	"fmt"
 	"net/http"
-	"net/url"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/adlink/adlink/backend/catalog"
 	"github.com/adlink/adlink/backend/clicks"
 	"github.com/adlink/adlink/contract"
 )
@@ -44,8 +44,9 @@ func (s *server) redirect(w http.ResponseWriter, r *http.Request) error {
 	if !ok {
 		return problemError(http.StatusNotFound, contract.NoAd(req.AdID), nil)
 	}
-	landing, err := url.Parse(ad.Landing)
-	if err != nil || (landing.Scheme != "http" && landing.Scheme != "https") || landing.Host == "" {
+	// The catalog admits only such landings; checked again here, as this
+	// is the URL the browser is sent to, whatever way the ad came in.
+	if !catalog.IsWebURL(ad.Landing) {
 		return internal(fmt.Errorf("ad %s has no usable landing URL %q", req.AdID, ad.Landing))
 	}
 	// adlink never made a link whose adType is not its ad's, nor one for

@@ -475,10 +475,10 @@ func checkAd(a *match.Ad, fail func(field, msg string)) {
 	}
 	if a.Landing == "" {
 		fail("landing", "missing")
-	} else if !isWebURL(a.Landing) {
+	} else if !IsWebURL(a.Landing) {
 		fail("landing", fmt.Sprintf("%q is not an absolute http or https URL", a.Landing))
 	}
-	if a.Logo != "" && !isWebURL(strings.ReplaceAll(a.Logo, "{dim}", "90x90")) &&
+	if a.Logo != "" && !IsWebURL(strings.ReplaceAll(a.Logo, "{dim}", "90x90")) &&
 		!(strings.HasPrefix(a.Logo, "/") && !strings.HasPrefix(a.Logo, "//")) {
 		fail("logo", fmt.Sprintf("%q is neither an absolute http or https URL nor a path starting with /", a.Logo))
 	}
@@ -518,8 +518,10 @@ func checkAd(a *match.Ad, fail func(field, msg string)) {
 
 func badIDRune(r rune) bool { return r <= ' ' || r >= 0x7f }
 
-// isWebURL reports whether s is an absolute http or https URL with a host.
-func isWebURL(s string) bool {
+// IsWebURL reports whether s is an absolute http or https URL with a host,
+// no credentials and no space or control byte: what a landing page or a
+// logo must be, and what the redirect sends a browser to.
+func IsWebURL(s string) bool {
 	u, err := url.Parse(s)
 	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" &&
 		u.User == nil && strings.IndexFunc(s, badURLRune) < 0
