@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -72,6 +74,8 @@ type FetchOptions struct {
 
 	// guard adds options to the SSRF guard (tests open a port or a prefix).
 	guard []ssrf.Option
+	// roots, when set, are the certificates TLS trusts (tests' servers).
+	roots *x509.CertPool
 }
 
 func (o *FetchOptions) defaults() {
@@ -189,14 +193,20 @@ func NewFetcher(o FetchOptions) *Fetcher {
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			return f.dial(ctx, d, network, addr)
 		},
-		ForceAttemptHTTP2:      true,
+		// HTTP/1.1 only, one connection per request: then the cap on what
+		// a connection reads (connCap) caps each request, whatever its
+		// framing. HTTP/2 would let a server send frames that carry no
+		// body (unknown types, padding, pings) without end, and net/http
+		// logs a line for each frame of an unknown type.
+		Protocols:              http1Only(),
+		DisableKeepAlives:      true,
 		TLSHandshakeTimeout:    o.TLSTimeout,
 		ResponseHeaderTimeout:  o.HeaderTimeout,
-		MaxIdleConns:           64,
-		MaxIdleConnsPerHost:    4,
-		IdleConnTimeout:        30 * time.Second,
-		MaxResponseHeaderBytes: 64 << 10,
+		MaxResponseHeaderBytes: maxHeaderBytes,
 		DisableCompression:     true, // we ask for gzip and cap what it decodes to
+	}
+	if o.roots != nil {
+		f.tr.TLSClientConfig = &tls.Config{RootCAs: o.roots}
 	}
 	f.client = &http.Client{
 		Transport:     f.tr,
@@ -230,13 +240,52 @@ func (f *Fetcher) dial(ctx context.Context, d *net.Dialer, network, addr string)
 	for _, ip := range ips {
 		c, err := d.DialContext(ctx, network, net.JoinHostPort(ip.String(), port))
 		if err == nil {
-			return c, nil
+			return &cappedConn{Conn: c, left: f.connCap()}, nil
 		}
 		if first == nil {
 			first = err
 		}
 	}
 	return nil, first
+}
+
+// maxHeaderBytes caps a response's header, 1xx responses' included.
+const maxHeaderBytes = 64 << 10
+
+// connCap is the most one connection, so one request, reads: the body's
+// cap, a quarter more for chunk and TLS framing, the header's cap and
+// room for the TLS handshake. A page well under the body's cap has room
+// to spare; one near it sent in chunks of a few bytes is too large.
+func (f *Fetcher) connCap() int64 {
+	return f.o.MaxBytes + f.o.MaxBytes/4 + maxHeaderBytes + 64<<10
+}
+
+func http1Only() *http.Protocols {
+	var p http.Protocols
+	p.SetHTTP1(true)
+	return &p
+}
+
+// errConnCap is the error of a connection that read past connCap.
+var errConnCap = fmt.Errorf("the connection read more than a page may: %w", ErrTooLarge)
+
+// cappedConn is a connection that fails once it has read left bytes.
+// The transport reads a connection from one goroutine at a time.
+type cappedConn struct {
+	net.Conn
+	left int64
+}
+
+func (c *cappedConn) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		return 0, errConnCap
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.Conn.Read(p)
+	c.left -= int64(n)
+	return n, err
 }
 
 func (f *Fetcher) checkRedirect(req *http.Request, via []*http.Request) error {
