@@ -352,22 +352,41 @@ func (f *Fetcher) Fetch(ctx context.Context, pageURL string, hosts HostFilter) (
 	if resp.StatusCode != http.StatusOK {
 		return nil, &FetchError{Reason: "HTTP status " + strconv.Itoa(resp.StatusCode), Err: ErrHTTPStatus}
 	}
+	// A type the server declares is judged before the body is read, so
+	// a file that is no page is not downloaded.
 	ctype := resp.Header.Get("Content-Type")
+	if ctype != "" {
+		if err := checkHTML(ctype); err != nil {
+			return nil, err
+		}
+	}
 	body, err := f.readBody(resp, f.o.MaxBytes)
 	if err != nil {
 		return nil, classify(ctx, err)
 	}
 	if ctype == "" {
 		ctype = http.DetectContentType(body)
-	}
-	mt, _, _ := mime.ParseMediaType(ctype)
-	if mt != "text/html" && mt != "application/xhtml+xml" {
-		if mt == "" {
-			mt = "unknown"
+		if err := checkHTML(ctype); err != nil {
+			return nil, err
 		}
-		return nil, &FetchError{Reason: "not HTML (" + mt + ")", Err: ErrNotHTML}
 	}
 	return &Document{URL: resp.Request.URL.String(), HTML: decodeHTML(body, ctype)}, nil
+}
+
+// maxTypeBytes bounds the media type a failure's reason names: the server
+// chooses it, and the reason is stored and shown to clients.
+const maxTypeBytes = 64
+
+// checkHTML returns ErrNotHTML unless ctype is HTML or XHTML.
+func checkHTML(ctype string) error {
+	mt, _, _ := mime.ParseMediaType(ctype)
+	if mt == "text/html" || mt == "application/xhtml+xml" {
+		return nil
+	}
+	if mt == "" || len(mt) > maxTypeBytes {
+		mt = "unknown"
+	}
+	return &FetchError{Reason: "not HTML (" + mt + ")", Err: ErrNotHTML}
 }
 
 func (f *Fetcher) header(req *http.Request) {

@@ -496,3 +496,40 @@ func TestFetchRobotsRedirectStaysOnSite(t *testing.T) {
 		t.Fatalf("page allowed by the redirected robots.txt: %v %v", doc, err)
 	}
 }
+
+// TestFetchJudgesTheDeclaredTypeFirst: a body whose declared type is not
+// HTML is refused before it is read, so an endless download of a file
+// that is no page ends at once; and the media type a reason names is the
+// server's choice, so one past a few dozen bytes is not repeated in it.
+func TestFetchJudgesTheDeclaredTypeFirst(t *testing.T) {
+	var written atomic.Int64
+	mux := http.NewServeMux()
+	mux.HandleFunc("/robots.txt", http.NotFound)
+	mux.HandleFunc("/stream", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/octet-stream")
+		chunk := make([]byte, 32<<10)
+		for written.Load() < 64<<20 {
+			n, err := w.Write(chunk)
+			written.Add(int64(n))
+			if err != nil {
+				return
+			}
+		}
+	})
+	longType := "application/" + strings.Repeat("x", 30000)
+	mux.HandleFunc("/long-type", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", longType)
+		fmt.Fprint(w, htmlPage)
+	})
+	ts := serve(t, mux)
+	f := newFetcher(t, FetchOptions{AllowPrivate: true, Timeout: time.Minute})
+	_, err := f.Fetch(context.Background(), ts.URL+"/stream", nil)
+	var fe *FetchError
+	if !errors.Is(err, ErrNotHTML) || !errors.As(err, &fe) || fe.Reason != "not HTML (application/octet-stream)" {
+		t.Errorf("endless octet stream: %v, want not HTML", err)
+	}
+	_, err = f.Fetch(context.Background(), ts.URL+"/long-type", nil)
+	if !errors.As(err, &fe) || fe.Reason != "not HTML (unknown)" {
+		t.Errorf("a 30 KB media type: %.200v, want not HTML (unknown)", err)
+	}
+}
