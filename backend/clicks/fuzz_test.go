@@ -153,18 +153,24 @@ func FuzzNetwork(f *testing.F) {
 
 // FuzzIntentAndBot: no header values or user agent panic, an intent
 // reason is one of the intent reasons, and a user agent that is not
-// printable ASCII is always a bot.
+// printable ASCII is always a bot; Chromium or Firefox navigating without
+// Sec-Fetch-User never passes.
 func FuzzIntentAndBot(f *testing.F) {
 	f.Add("navigate", "document", "?1", "", "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0")
 	f.Add("no-cors", "image", "", "", "Mozilla/5.0")
 	f.Add("navigate", "document", "", "prefetch;prerender", "\u0441url/8.0")
+	f.Add("navigate", "document", "", "", "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36")
 	f.Fuzz(func(t *testing.T, mode, dest, user, purpose, ua string) {
 		h := http.Header{}
 		Intent{Mode: mode, Dest: dest, User: user, Purpose: purpose}.Header(h)
-		switch r := IntentOf(h).Reason(); r {
+		r := IntentOf(h).Reason(ua)
+		switch r {
 		case "", ReasonNoIntent, ReasonNotNavigation, ReasonPrefetch:
 		default:
 			t.Fatalf("intent reason %q", r)
+		}
+		if r == "" && strings.TrimSpace(user) == "" && sendsUser(ua) {
+			t.Fatalf("%q navigated without Sec-Fetch-User and passed", ua)
 		}
 		bot := IsBot(ua)
 		for i := range len(ua) {

@@ -1,0 +1,75 @@
+package api
+
+import (
+	"net/http"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/adlink/adlink/backend/clicks"
+)
+
+// Attacks on the bill that get past the checks of a click's own
+// parameters: each sends what an attacker can, and asserts what the click
+// log records.
+
+const (
+	chromeUA = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36"
+	safariUA = "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Safari/605.1.15"
+)
+
+// scriptNavigation is what Chromium and Firefox send when a page's script
+// navigates the window (location.href, a synthetic click, form.submit(),
+// a meta refresh): a top-level navigation, without Sec-Fetch-User.
+func scriptNavigation() http.Header {
+	return http.Header{"Sec-Fetch-Mode": {"navigate"}, "Sec-Fetch-Dest": {"document"}, "Sec-Fetch-Site": {"cross-site"}}
+}
+
+// A page's script that sends its readers' browsers to click URLs, with no
+// reader's click (a publisher's page, or any page that took the public
+// api_key), bills nothing where the browser says so: Chromium and Firefox
+// send Sec-Fetch-User: ?1 with every navigation a person starts. Safari
+// sends no Sec-Fetch-User at all, so its readers' clicks bill without it.
+func TestScriptNavigationDoesNotBill(t *testing.T) {
+	env := newSignedEnv(t)
+	click := func(target, ip, ua string, h http.Header) clicks.Click {
+		t.Helper()
+		readBody(t, env.doWith(t, target, ip, ua, h))
+		got := env.take()
+		if len(got) != 1 {
+			t.Fatalf("%s: %d clicks recorded", target, len(got))
+		}
+		return got[0]
+	}
+	for i, ua := range []string{chromeUA, browserUA} {
+		l := env.links(t, "q=lg+handy&loc=de&api_key=demo&site_id=demo")[0]
+		ip := "198.51.100." + string(rune('1'+i))
+		if c := click(l, ip, ua, scriptNavigation()); c.Billable || c.Reason != clicks.ReasonNotNavigation {
+			t.Errorf("%s, signed link, navigated by script: billable %v %q, want not_navigation", ua, c.Billable, c.Reason)
+		}
+		// The decision and the window are not spent: the reader's own
+		// click on the same link bills.
+		h := scriptNavigation()
+		h.Set("Sec-Fetch-User", "?1")
+		if c := click(l, ip, ua, h); !c.Billable {
+			t.Errorf("%s, the reader's click after the script's: %q, want billable", ua, c.Reason)
+		}
+	}
+
+	// An in-page ad's click token, taken by the script from the beacon in
+	// the reader's browser.
+	l := env.inPageLinks(t, "q=lg+handy&loc=de&api_key=demo&site_id=demo")[0]
+	const reader = "198.51.100.20"
+	_, ct := env.beacon(t, reader, chromeUA, l)
+	env.advance(time.Second)
+	withCT := l + "&ct=" + url.QueryEscape(ct[0])
+	if c := click(withCT, reader, chromeUA, scriptNavigation()); c.Billable || c.Reason != clicks.ReasonNotNavigation {
+		t.Errorf("in-page ad, navigated by script: billable %v %q, want not_navigation", c.Billable, c.Reason)
+	}
+
+	// Safari's click sends no Sec-Fetch-User, and bills.
+	l = env.links(t, "q=lg+handy&loc=de&api_key=demo&site_id=demo")[0]
+	if c := click(l, "198.51.100.30", safariUA, scriptNavigation()); !c.Billable {
+		t.Errorf("Safari's click: %q, want billable", c.Reason)
+	}
+}
