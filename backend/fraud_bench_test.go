@@ -89,6 +89,7 @@ func fraudClasses(quick bool) []fraudClass {
 		{name: "emptied-signature", tried: n(200, 3), reasons: reason(clicks.ReasonUnverified), run: emptiedSignature},
 		{name: "hidden-image", tried: n(200, 3), reasons: reason(clicks.ReasonNotNavigation), run: hiddenImage},
 		{name: "prefetch", tried: n(200, 3), reasons: reason(clicks.ReasonPrefetch), run: prefetch},
+		{name: "script-navigation", tried: n(200, 3), reasons: reason(clicks.ReasonNotNavigation), run: scriptNavigation},
 		{name: "64-rotation", tried: n(64, 16), allowed: 1, reasons: reason(clicks.ReasonRepeat), run: rotation64},
 		{name: "one-link-many-networks", tried: n(10000, 4), allowed: 1, reasons: reason(clicks.ReasonRepeat), run: oneLinkManyNetworks},
 		{name: "replay", tried: n(200, 3), allowed: 1, reasons: reason(clicks.ReasonRepeat), run: replay},
@@ -98,6 +99,8 @@ func fraudClasses(quick bool) []fraudClass {
 		{name: "token-other-network", tried: n(200, 3), reasons: reason(clicks.ReasonForged), run: tokenOtherNetwork},
 		{name: "token-too-fast", tried: n(200, 3), reasons: reason(clicks.ReasonTooFast),
 			flags: []string{"-click-min-delay", "30m"}, run: tokenTooFast},
+		{name: "token-script-navigation", tried: n(200, 3), reasons: reason(clicks.ReasonNotNavigation),
+			flags: []string{"-click-min-delay", "0s"}, run: tokenScriptNavigation},
 		{name: "token-replay", tried: n(200, 3), allowed: 1, reasons: reason(clicks.ReasonRepeat),
 			flags: []string{"-click-min-delay", "0s"}, run: tokenReplay},
 		{name: "network-daily-cap", tried: capped + n(50, 2), allowed: capped, reasons: reason(clicks.ReasonNetworkCap),
@@ -159,6 +162,25 @@ func prefetch(c *fraudClient, n int) {
 	h.Set("Sec-Purpose", "prefetch")
 	for i := range n {
 		c.click(network(i), c.answer(network(i), "q=handy")[0], h)
+	}
+}
+
+// scriptHeaders are what Chromium sends when a page's script navigates the
+// window to a link (location.href, a synthetic click, form.submit()): a
+// top-level navigation without Sec-Fetch-User, which only a person's
+// activation brings.
+func scriptHeaders() http.Header {
+	h := browser()
+	h.Del("Sec-Fetch-User")
+	h.Set("Sec-Fetch-Site", "cross-site")
+	return h
+}
+
+// scriptNavigation navigates Chromium to signed links by script, as a
+// page would that sends its readers' browsers to click URLs.
+func scriptNavigation(c *fraudClient, n int) {
+	for i := range n {
+		c.click(network(i), c.answer(network(i), "q=handy")[0], scriptHeaders())
 	}
 }
 
@@ -274,6 +296,16 @@ func tokenTooFast(c *fraudClient, n int) {
 	for i := range n {
 		l := c.inPageLinks(network(i), "q=handy")[0]
 		c.click(network(i), l+"&ct="+c.clickTokens(network(i), l)[0], browser())
+	}
+}
+
+// tokenScriptNavigation has the page's script report its in-page link as
+// seen and then navigate Chromium to it with the click token the
+// impression got, no reader's click between.
+func tokenScriptNavigation(c *fraudClient, n int) {
+	for i := range n {
+		l := c.inPageLinks(network(i), "q=handy")[0]
+		c.click(network(i), l+"&ct="+c.clickTokens(network(i), l)[0], scriptHeaders())
 	}
 }
 
