@@ -1,12 +1,14 @@
 package api
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"testing"
 	"time"
 
 	"github.com/adlink/adlink/backend/clicks"
+	"github.com/adlink/adlink/backend/config"
 )
 
 // Attacks on the bill that get past the checks of a click's own
@@ -71,5 +73,36 @@ func TestScriptNavigationDoesNotBill(t *testing.T) {
 	l = env.links(t, "q=lg+handy&loc=de&api_key=demo&site_id=demo")[0]
 	if c := click(l, "198.51.100.30", safariUA, scriptNavigation()); !c.Billable {
 		t.Errorf("Safari's click: %q, want billable", c.Reason)
+	}
+}
+
+// One IPv4 host has the whole 6to4 /48 made of its address: clicking one
+// ad from its /64s, each on an answer of its own, and from the IPv4
+// address itself, bills once, and the daily cap counts them together.
+func TestSixToFourIsItsIPv4(t *testing.T) {
+	env := newSignedEnvWith(t, func(c *config.Config) { c.NetworkDailyClicks = 2 }, testWindows(t, t.TempDir()))
+	billed := 0
+	for i := range 8 {
+		ip := fmt.Sprintf("2002:c000:263:%x::1", i+1) // 192.0.2.99's /48
+		if i == 7 {
+			ip = "192.0.2.99"
+		}
+		l := env.links(t, "q=lg+handy&loc=de&api_key=demo&site_id=demo")[0]
+		if env.click(t, l, ip, browserUA).Billable {
+			billed++
+		}
+	}
+	if billed != 1 {
+		t.Errorf("one ad from 7 /64s of a 6to4 /48 and its IPv4: %d billable, want 1", billed)
+	}
+	// The cap: distinct ads, one billable beside the one above.
+	billed = 0
+	for i, l := range distinctAds(env.links(t, "q=handy&loc=de&api_key=demo&site_id=demo&size=20")) {
+		if env.click(t, l, fmt.Sprintf("2002:c000:263:%x::2", 100+i), browserUA).Billable {
+			billed++
+		}
+	}
+	if billed != 1 {
+		t.Errorf("distinct ads from the 6to4 /48 at a cap of 2: %d more billable, want 1", billed)
 	}
 }

@@ -127,9 +127,9 @@ func cutDot(s string) (before, after string, ok bool) {
 
 // FuzzNetwork: any string maps to one network without panic; the
 // addresses of one network map to the same string, and a network's
-// string maps to itself.
+// string maps to itself; so do the addresses of one 6to4 /48.
 func FuzzNetwork(f *testing.F) {
-	for _, s := range []string{"192.0.2.1", "::ffff:192.0.2.1", "2001:db8::1%z1", "fe80::1%eth0", "x", "", "2001:db8:1:2::/64", "::ffff:1.2.3.4%a"} {
+	for _, s := range []string{"192.0.2.1", "::ffff:192.0.2.1", "2001:db8::1%z1", "fe80::1%eth0", "x", "", "2001:db8:1:2::/64", "::ffff:1.2.3.4%a", "2002:c000:201:7::1"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -146,6 +146,12 @@ func FuzzNetwork(f *testing.F) {
 			b[15] ^= 0xff
 			if other := netip.AddrFrom16(b).WithZone("z").String(); Network(other) != n {
 				t.Fatalf("%q and %q of one /64: %q and %q", s, other, n, Network(other))
+			}
+			if b[0] == 0x20 && b[1] == 0x02 {
+				b[6] ^= 0xff // another /64 of the 6to4 /48
+				if other := netip.AddrFrom16(b).String(); Network(other) != n {
+					t.Fatalf("%q and %q of one 6to4 /48: %q and %q", s, other, n, Network(other))
+				}
 			}
 		}
 	})
