@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -104,5 +106,74 @@ func TestSixToFourIsItsIPv4(t *testing.T) {
 	}
 	if billed != 1 {
 		t.Errorf("distinct ads from the 6to4 /48 at a cap of 2: %d more billable, want 1", billed)
+	}
+}
+
+// escapeAll writes every byte of s as %xx in lower-case hex: the same
+// value, spelt as no server ever spells it.
+func escapeAll(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		fmt.Fprintf(&b, "%%%02x", s[i])
+	}
+	return b.String()
+}
+
+// respell writes the query of click URL l with each value spelt by
+// escape, its parameters in reverse order.
+func respell(t *testing.T, l string, escape func(string) string) string {
+	t.Helper()
+	path, raw, _ := strings.Cut(l, "?")
+	var parts []string
+	for _, kv := range strings.Split(raw, "&") {
+		k, v, _ := strings.Cut(kv, "=")
+		dec, err := url.QueryUnescape(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts = append([]string{k + "=" + escape(dec)}, parts...)
+	}
+	return path + "?" + strings.Join(parts, "&")
+}
+
+// A signed link's values spelt another way are the same click: the
+// signature covers the values, not their escaping, so each spelling
+// verifies (a reader's proxy may re-escape), and all share the link's one
+// decision and the network's one window. A value that differs in case is
+// another value.
+func TestRespeltLinkIsOneClick(t *testing.T) {
+	env := newSignedEnv(t)
+	l := env.links(t, "q=lg+handy&loc=de&api_key=demo&site_id=demo")[0]
+	canonical := queryOf(t, l)
+	if !strings.Contains(canonical.Get("criterionId"), " ") {
+		t.Fatalf("the link's criterion %q has no space to spell as + or %%20", canonical.Get("criterionId"))
+	}
+	c := env.click(t, respell(t, l, escapeAll), "198.51.100.41", browserUA)
+	if !c.Billable || c.AdID != canonical.Get("adId") || c.Criterion != canonical.Get("criterionId") {
+		t.Fatalf("every byte escaped: billable %v %q, adId %q criterion %q; want billable, as the link says",
+			c.Billable, c.Reason, c.AdID, c.Criterion)
+	}
+	for i, tt := range []struct {
+		name, target, reason string
+	}{
+		{"as the server spelt it", l, clicks.ReasonRepeat},
+		{"spaces as %20", respell(t, l, func(s string) string { return strings.ReplaceAll(url.QueryEscape(s), "+", "%20") }), clicks.ReasonRepeat},
+		{"decision in upper case", setParam(l, "d", strings.ToUpper(canonical.Get("d"))), clicks.ReasonForged},
+		{"adId in upper case", setParam(l, "adId", strings.ToUpper(canonical.Get("adId"))), ""},
+		{"criterion in upper case", setParam(l, "criterionId", strings.ToUpper(canonical.Get("criterionId"))), clicks.ReasonForged},
+	} {
+		ip := "198.51.100." + strconv.Itoa(42+i)
+		if tt.reason == "" {
+			// No ad has the upper-case id: no click at all.
+			res := env.do(t, tt.target, ip, browserUA)
+			readBody(t, res)
+			if res.StatusCode != http.StatusNotFound || len(env.take()) != 0 {
+				t.Errorf("%s: %d, want 404 and no click", tt.name, res.StatusCode)
+			}
+			continue
+		}
+		if c := env.click(t, tt.target, ip, browserUA); c.Billable || c.Reason != tt.reason {
+			t.Errorf("%s: billable %v %q, want %q", tt.name, c.Billable, c.Reason, tt.reason)
+		}
 	}
 }
