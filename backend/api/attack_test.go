@@ -177,3 +177,29 @@ func TestRespeltLinkIsOneClick(t *testing.T) {
 		}
 	}
 }
+
+// A click token is its partner's, site's and context's: taken to the same
+// ad's link of another site of the key, of another partner, of the other
+// context or with a yk_tag added, it is forged, and it stays the reader's
+// to spend on its own link.
+func TestClickTokenBindsItsLink(t *testing.T) {
+	env := newSignedEnv(t)
+	l := env.inPageLinks(t, "q=lg+handy&loc=de&api_key=demo&site_id=demo")[0]
+	const reader = "198.51.100.60"
+	_, ct := env.beacon(t, reader, browserUA, l)
+	env.advance(time.Second)
+	withCT := func(l string) string { return l + "&ct=" + url.QueryEscape(ct[0]) }
+	for _, tt := range []struct{ name, target string }{
+		{"another partner's site", setParam(setParam(l, "api_key", "k2"), "site_id", "blog")},
+		{"the demo key with another site", setParam(l, "site_id", "blog")},
+		{"the other context", setParam(l, "type", map[string]string{"search": "intext", "intext": "search"}[queryOf(t, l).Get("type")])},
+		{"a yk_tag added", setParam(l, "yk_tag", "mine")},
+	} {
+		if c := env.click(t, withCT(tt.target), reader, browserUA); c.Billable || c.Reason != clicks.ReasonForged {
+			t.Errorf("%s: billable %v %q, want forged", tt.name, c.Billable, c.Reason)
+		}
+	}
+	if c := env.click(t, withCT(l), reader, browserUA); !c.Billable {
+		t.Errorf("the token on its own link after the forgeries: %q, want billable", c.Reason)
+	}
+}
