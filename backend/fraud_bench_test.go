@@ -82,6 +82,8 @@ func fraudClasses(quick bool) []fraudClass {
 	// The cap is the default's in the benchmark; the test lowers it to
 	// reach it in a few clicks.
 	capped := n(config.Default().NetworkDailyClicks, 3)
+	// The /48's cap, lowered likewise to reach it in a few answers.
+	prefixCap := n(50, 3)
 	reason := func(r string) []string { return []string{r} }
 	return []fraudClass{
 		{name: "forged-token", tried: n(200, 3), reasons: reason(clicks.ReasonUnverified), run: forgedToken},
@@ -91,6 +93,8 @@ func fraudClasses(quick bool) []fraudClass {
 		{name: "prefetch", tried: n(200, 3), reasons: reason(clicks.ReasonPrefetch), run: prefetch},
 		{name: "script-navigation", tried: n(200, 3), reasons: reason(clicks.ReasonNotNavigation), run: scriptNavigation},
 		{name: "64-rotation", tried: n(64, 16), allowed: 1, reasons: reason(clicks.ReasonRepeat), run: rotation64},
+		{name: "48-rotation", tried: n(200, 8), allowed: prefixCap, reasons: reason(clicks.ReasonNetworkCap),
+			flags: []string{"-prefix-daily-clicks", strconv.Itoa(prefixCap)}, run: rotation48},
 		{name: "one-link-many-networks", tried: n(10000, 4), allowed: 1, reasons: reason(clicks.ReasonRepeat), run: oneLinkManyNetworks},
 		{name: "replay", tried: n(200, 3), allowed: 1, reasons: reason(clicks.ReasonRepeat), run: replay},
 		{name: "bot-user-agents", tried: n(20, 1) * len(botUAs), reasons: reason(clicks.ReasonBot), run: botUserAgents},
@@ -195,6 +199,19 @@ func rotation64(c *fraudClient, n int) {
 		if i%3 == 2 {
 			ips[i] += "%z" + strconv.Itoa(i)
 		}
+		links[i] = c.linkTo(ips[i], "q=handy", target)
+	}
+	c.parallel(n, func(i int) { c.click(ips[i], links[i], browser()) })
+}
+
+// rotation48 clicks one ad from as many /64s of one IPv6 /48 as clicks,
+// each on an answer of its own, all at once, as the holder of a tunnel
+// broker's /48 would.
+func rotation48(c *fraudClient, n int) {
+	target := adID(c.answer("2001:db8:48::1", "q=handy")[0])
+	ips, links := make([]string, n), make([]string, n)
+	for i := range n {
+		ips[i] = fmt.Sprintf("2001:db8:48:%x::1", i+1)
 		links[i] = c.linkTo(ips[i], "q=handy", target)
 	}
 	c.parallel(n, func(i int) { c.click(ips[i], links[i], browser()) })

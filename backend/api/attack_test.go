@@ -203,3 +203,44 @@ func TestClickTokenBindsItsLink(t *testing.T) {
 		t.Errorf("the token on its own link after the forgeries: %q, want billable", c.Reason)
 	}
 }
+
+// One holder of an IPv6 /48 (a tunnel broker gives one to anyone) has
+// 65,536 /64s, each a network with its windows and daily cap: clicking one
+// ad from its /64s, each on an answer of its own, bills no more than
+// -prefix-daily-clicks; another /48 and IPv4 are not held back by it.
+func TestPrefixDailyCap(t *testing.T) {
+	const limit = 3
+	env := newSignedEnvWith(t, func(c *config.Config) { c.PrefixDailyClicks = limit }, testWindows(t, t.TempDir()))
+	billed, capped := 0, 0
+	for i := range 10 {
+		l := env.links(t, "q=lg+handy&loc=de&api_key=demo&site_id=demo")[0]
+		c := env.click(t, l, fmt.Sprintf("2001:db8:48:%x::1", i+1), browserUA)
+		switch {
+		case c.Billable:
+			billed++
+		case c.Reason == clicks.ReasonNetworkCap:
+			capped++
+		default:
+			t.Errorf("click from /64 %d: %q", i+1, c.Reason)
+		}
+	}
+	if billed != limit || capped != 10-limit {
+		t.Errorf("one ad from 10 /64s of one /48 at a cap of %d: %d billable, %d network_cap", limit, billed, capped)
+	}
+	for _, ip := range []string{"2001:db8:49:1::1", "192.0.2.48"} {
+		l := env.links(t, "q=lg+handy&loc=de&api_key=demo&site_id=demo")[0]
+		if c := env.click(t, l, ip, browserUA); !c.Billable {
+			t.Errorf("a click from %s: %q, want billable", ip, c.Reason)
+		}
+	}
+	// A click that does not bill for its own reasons spends nothing.
+	l := env.links(t, "q=lg+handy&loc=de&api_key=demo&site_id=demo")[0]
+	for range limit + 1 {
+		if c := env.click(t, l, "2001:db8:50:1::1", "curl/8.5.0"); c.Billable || c.Reason != clicks.ReasonBot {
+			t.Fatalf("a bot's click: billable %v %q", c.Billable, c.Reason)
+		}
+	}
+	if c := env.click(t, l, "2001:db8:50:2::1", browserUA); !c.Billable {
+		t.Errorf("a reader's click after a bot's from its /48: %q, want billable", c.Reason)
+	}
+}

@@ -83,6 +83,22 @@ func TestNetwork(t *testing.T) {
 	}
 }
 
+func TestPrefix(t *testing.T) {
+	for ip, want := range map[string]string{
+		"2001:db8:1:2:3:4:5:6": "2001:db8:1::/48",
+		"2001:db8:1:ffff::1%z": "2001:db8:1::/48",
+		"2001:db8:2::1":        "2001:db8:2::/48",
+		"192.0.2.1":            "",
+		"::ffff:192.0.2.1":     "",
+		"2002:c000:201:7::1":   "", // 6to4: its IPv4 address is its network
+		"not an address":       "",
+	} {
+		if got := Prefix(ip); got != want {
+			t.Errorf("Prefix(%q) = %q, want %q", ip, got, want)
+		}
+	}
+}
+
 func TestIntent(t *testing.T) {
 	h := func(kv ...string) http.Header {
 		h := http.Header{}

@@ -27,3 +27,20 @@ func Network(ip string) string {
 	}
 	return netip.PrefixFrom(a, 64).Masked().String()
 }
+
+// Prefix is the IPv6 /48 an address belongs to ("2001:db8:1::/48"): what
+// a tunnel broker hands anyone, 65,536 networks of one holder, so the
+// redirect caps the billable clicks of the prefix as well as of each
+// network. It is "" for an IPv4 address (a 6to4 address is one: Network)
+// and for what is no address.
+func Prefix(ip string) string {
+	a, err := netip.ParseAddr(strings.TrimSpace(ip))
+	if err != nil {
+		return ""
+	}
+	a = a.WithZone("").Unmap()
+	if b := a.As16(); !a.Is6() || b[0] == 0x20 && b[1] == 0x02 {
+		return ""
+	}
+	return netip.PrefixFrom(a, 48).Masked().String()
+}
