@@ -217,8 +217,8 @@ func rotation48(c *fraudClient, n int) {
 	c.parallel(n, func(i int) { c.click(ips[i], links[i], browser()) })
 }
 
-// oneLinkManyNetworks clicks one signed link from as many /64s as clicks,
-// many at once, as a pool of proxies would.
+// oneLinkManyNetworks clicks one signed link from as many networks (each
+// a /48 of its own) as clicks, many at once, as a pool of proxies would.
 func oneLinkManyNetworks(c *fraudClient, n int) {
 	link := c.answer(network(0), "q=handy")[0]
 	c.parallel(n, func(i int) { c.click(network(i), link, browser()) })
@@ -335,10 +335,10 @@ func tokenReplay(c *fraudClient, n int) {
 	c.parallel(n-1, func(int) { c.click(network(0), l, browser()) })
 }
 
-// network returns an address in the i-th IPv6 /64 of the documentation
-// range.
+// network returns an address in the i-th IPv6 /48 of the documentation
+// range (i < 65,536), so that only the class about a /48's cap meets it.
 func network(i int) string {
-	return fmt.Sprintf("2001:db8:%x:%x::1", i>>16, i&0xffff)
+	return fmt.Sprintf("2001:db8:%x::1", i)
 }
 
 // browser returns the headers Chromium sends for a person's click on a
