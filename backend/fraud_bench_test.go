@@ -82,6 +82,8 @@ func fraudClasses(quick bool) []fraudClass {
 	// The cap is the default's in the benchmark; the test lowers it to
 	// reach it in a few clicks.
 	capped := n(config.Default().NetworkDailyClicks, 3)
+	// The /48's cap, lowered likewise to reach it in a few answers.
+	prefixCap := n(50, 3)
 	reason := func(r string) []string { return []string{r} }
 	return []fraudClass{
 		{name: "forged-token", tried: n(200, 3), reasons: reason(clicks.ReasonUnverified), run: forgedToken},
@@ -89,7 +91,10 @@ func fraudClasses(quick bool) []fraudClass {
 		{name: "emptied-signature", tried: n(200, 3), reasons: reason(clicks.ReasonUnverified), run: emptiedSignature},
 		{name: "hidden-image", tried: n(200, 3), reasons: reason(clicks.ReasonNotNavigation), run: hiddenImage},
 		{name: "prefetch", tried: n(200, 3), reasons: reason(clicks.ReasonPrefetch), run: prefetch},
+		{name: "script-navigation", tried: n(200, 3), reasons: reason(clicks.ReasonNotNavigation), run: scriptNavigation},
 		{name: "64-rotation", tried: n(64, 16), allowed: 1, reasons: reason(clicks.ReasonRepeat), run: rotation64},
+		{name: "48-rotation", tried: n(200, 8), allowed: prefixCap, reasons: reason(clicks.ReasonNetworkCap),
+			flags: []string{"-prefix-daily-clicks", strconv.Itoa(prefixCap)}, run: rotation48},
 		{name: "one-link-many-networks", tried: n(10000, 4), allowed: 1, reasons: reason(clicks.ReasonRepeat), run: oneLinkManyNetworks},
 		{name: "replay", tried: n(200, 3), allowed: 1, reasons: reason(clicks.ReasonRepeat), run: replay},
 		{name: "bot-user-agents", tried: n(20, 1) * len(botUAs), reasons: reason(clicks.ReasonBot), run: botUserAgents},
@@ -98,6 +103,8 @@ func fraudClasses(quick bool) []fraudClass {
 		{name: "token-other-network", tried: n(200, 3), reasons: reason(clicks.ReasonForged), run: tokenOtherNetwork},
 		{name: "token-too-fast", tried: n(200, 3), reasons: reason(clicks.ReasonTooFast),
 			flags: []string{"-click-min-delay", "30m"}, run: tokenTooFast},
+		{name: "token-script-navigation", tried: n(200, 3), reasons: reason(clicks.ReasonNotNavigation),
+			flags: []string{"-click-min-delay", "0s"}, run: tokenScriptNavigation},
 		{name: "token-replay", tried: n(200, 3), allowed: 1, reasons: reason(clicks.ReasonRepeat),
 			flags: []string{"-click-min-delay", "0s"}, run: tokenReplay},
 		{name: "network-daily-cap", tried: capped + n(50, 2), allowed: capped, reasons: reason(clicks.ReasonNetworkCap),
@@ -162,6 +169,25 @@ func prefetch(c *fraudClient, n int) {
 	}
 }
 
+// scriptHeaders are what Chromium sends when a page's script navigates the
+// window to a link (location.href, a synthetic click, form.submit()): a
+// top-level navigation without Sec-Fetch-User, which only a person's
+// activation brings.
+func scriptHeaders() http.Header {
+	h := browser()
+	h.Del("Sec-Fetch-User")
+	h.Set("Sec-Fetch-Site", "cross-site")
+	return h
+}
+
+// scriptNavigation navigates Chromium to signed links by script, as a
+// page would that sends its readers' browsers to click URLs.
+func scriptNavigation(c *fraudClient, n int) {
+	for i := range n {
+		c.click(network(i), c.answer(network(i), "q=handy")[0], scriptHeaders())
+	}
+}
+
 // rotation64 clicks one ad from many addresses of one IPv6 /64, some with
 // a zone, each address on an answer of its own, all clicks at once so
 // that they race for the network's window.
@@ -178,8 +204,21 @@ func rotation64(c *fraudClient, n int) {
 	c.parallel(n, func(i int) { c.click(ips[i], links[i], browser()) })
 }
 
-// oneLinkManyNetworks clicks one signed link from as many /64s as clicks,
-// many at once, as a pool of proxies would.
+// rotation48 clicks one ad from as many /64s of one IPv6 /48 as clicks,
+// each on an answer of its own, all at once, as the holder of a tunnel
+// broker's /48 would.
+func rotation48(c *fraudClient, n int) {
+	target := adID(c.answer("2001:db8:48::1", "q=handy")[0])
+	ips, links := make([]string, n), make([]string, n)
+	for i := range n {
+		ips[i] = fmt.Sprintf("2001:db8:48:%x::1", i+1)
+		links[i] = c.linkTo(ips[i], "q=handy", target)
+	}
+	c.parallel(n, func(i int) { c.click(ips[i], links[i], browser()) })
+}
+
+// oneLinkManyNetworks clicks one signed link from as many networks (each
+// a /48 of its own) as clicks, many at once, as a pool of proxies would.
 func oneLinkManyNetworks(c *fraudClient, n int) {
 	link := c.answer(network(0), "q=handy")[0]
 	c.parallel(n, func(i int) { c.click(network(i), link, browser()) })
@@ -277,6 +316,16 @@ func tokenTooFast(c *fraudClient, n int) {
 	}
 }
 
+// tokenScriptNavigation has the page's script report its in-page link as
+// seen and then navigate Chromium to it with the click token the
+// impression got, no reader's click between.
+func tokenScriptNavigation(c *fraudClient, n int) {
+	for i := range n {
+		l := c.inPageLinks(network(i), "q=handy")[0]
+		c.click(network(i), l+"&ct="+c.clickTokens(network(i), l)[0], scriptHeaders())
+	}
+}
+
 // tokenReplay clicks one in-page link with its click token, then again and
 // again at once from the same network.
 func tokenReplay(c *fraudClient, n int) {
@@ -286,10 +335,10 @@ func tokenReplay(c *fraudClient, n int) {
 	c.parallel(n-1, func(int) { c.click(network(0), l, browser()) })
 }
 
-// network returns an address in the i-th IPv6 /64 of the documentation
-// range.
+// network returns an address in the i-th IPv6 /48 of the documentation
+// range (i < 65,536), so that only the class about a /48's cap meets it.
 func network(i int) string {
-	return fmt.Sprintf("2001:db8:%x:%x::1", i>>16, i&0xffff)
+	return fmt.Sprintf("2001:db8:%x::1", i)
 }
 
 // browser returns the headers Chromium sends for a person's click on a

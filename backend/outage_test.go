@@ -64,6 +64,7 @@ func clickID(client *http.Client, base, tag string) (string, error) {
 	req.Header.Set("User-Agent", testBrowserUA)
 	req.Header.Set("Sec-Fetch-Mode", "navigate")
 	req.Header.Set("Sec-Fetch-Dest", "document")
+	req.Header.Set("Sec-Fetch-User", "?1")
 	res, err = client.Do(req)
 	if err != nil {
 		return "", err

@@ -91,6 +91,59 @@ func TestServerLinkClickBills(t *testing.T) {
 	}
 }
 
+// TestScriptNavigationDoesNotBill: a page's script that sends the reader's
+// Chromium to an ad URL, by location.href or a synthetic click, with no
+// click of the reader's, bills nothing (the browser sends no
+// Sec-Fetch-User); the reader's own mouse click on the same link then
+// bills, as neither spent its decision.
+func TestScriptNavigationDoesNotBill(t *testing.T) {
+	br := newBrowser(t)
+	b := startBackend(t)
+	send(t, br, emulation.SetUserAgentOverride, emulation.SetUserAgentOverrideParams{UserAgent: desktopChrome})
+	var answer struct{ Link []struct{ Ad string } }
+	if err := json.Unmarshal(get(t, b.URL+"/v2/search/link?q=iphone+15&api_key=demo&site_id=demo"), &answer); err != nil || len(answer.Link) == 0 {
+		t.Fatalf("search: %v %+v", err, answer)
+	}
+	href := answer.Link[0].Ad
+	u, err := url.Parse(href)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A network of its own: the shared server's other tests click too.
+	ip := "2001:db8:" + strconv.FormatInt(readers.Add(1), 16) + "::1"
+	left := make(chan string, 4)
+	intercept(t, br, interception{local: []string{b.URL + "/"}, left: left, header: [2]string{"X-Forwarded-For", ip}})
+	start := time.Now().Add(-time.Minute)
+	for i, navigate := range []func(){
+		// The page's script, on its own once the evaluation returned.
+		func() {
+			eval[bool](t, br, `setTimeout(() => { location.href = document.getElementById("server-ad").href }, 0), true`)
+		},
+		func() { eval[bool](t, br, `setTimeout(() => document.getElementById("server-ad").click(), 0), true`) },
+		func() { br.do(t, chromedp.Click("#server-ad")) }, // the reader's
+	} {
+		br.do(t, chromedp.Navigate(b.URL+"/demo/index.html?script-navigation="+strconv.Itoa(i)))
+		evalCall[bool](t, br, placeLink, href)
+		navigate()
+		select {
+		case <-left:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("navigation %d never left for the landing page", i)
+		}
+	}
+	var logged []clicks.Click
+	b.clicks.Scan(context.Background(), start, time.Now().Add(time.Minute), func(c clicks.Click) error {
+		if c.AdID == u.Query().Get("adId") && c.IP == ip {
+			logged = append(logged, c)
+		}
+		return nil
+	})
+	if len(logged) != 3 || logged[0].Billable || logged[0].Reason != clicks.ReasonNotNavigation ||
+		logged[1].Billable || logged[1].Reason != clicks.ReasonNotNavigation || !logged[2].Billable {
+		t.Errorf("clicks recorded for the ad: %+v; want location.href and a synthetic click not_navigation, then the reader's click billable", logged)
+	}
+}
+
 // TestClickGoesThroughRedirect clicks an in-text ad: the browser asks
 // /v1/redirect, which sends it to the ad's landing page from the catalog.
 // The landing page is outside loopback, so its request is stopped and

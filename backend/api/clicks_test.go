@@ -394,7 +394,7 @@ func TestRedirectLocationProperty(t *testing.T) {
 		ids = append(ids, a.ID)
 	}
 	names := []string{"type", "adId", "adType", "api_key", "site_id", "criterionId", "yk_tag", "exp", "sig", "tok",
-		"url", "redirect", "landing", "Location", "next"}
+		"url", "redirect", "landing", "Location", "next", "dest", "to", "u", "target", "continue", "return"}
 	values := append(ids, "search", "intext", "advertiser", "product", "coupon", "demo", "k2", "blog", "handy",
 		"https://evil.example/", "//evil.example", "javascript:alert(1)", "%0d%0aLocation:%20https://evil.example",
 		"", "1795435200", "t1.AAAA", env.keys.Token("demo", "demo", testClock.Add(time.Hour)))

@@ -137,6 +137,27 @@ func (s *server) limitIP(h handlerFunc) handlerFunc {
 	}
 }
 
+// capPrefix spends one of the billable clicks of c's IPv6 /48
+// (clicks.Prefix) when Check left c billable: past -prefix-daily-clicks,
+// a bucket that refills over a day, c is network_cap. Each of a /48's
+// 65,536 /64s is a network with its own windows and daily cap, and anyone
+// can have a /48 from a tunnel broker. The bucket is in the redirect's
+// limiter (in Redis with -redis), keyed apart from the networks'; a click
+// the ledger then refuses (a repeat, over budget) spent its token too.
+func (s *server) capPrefix(ctx context.Context, c *clicks.Click) {
+	n := s.cfg.PrefixDailyClicks
+	if !c.Billable || n <= 0 {
+		return
+	}
+	p := clicks.Prefix(c.IP)
+	if p == "" {
+		return
+	}
+	if !s.limits.ips.Allow(ctx, "prefix\x00"+p, ratelimit.Limit{Rate: float64(n) / 86400, Burst: n}).Allowed {
+		c.Billable, c.Reason = false, clicks.ReasonNetworkCap
+	}
+}
+
 // overLimit marks a redirect over its network's request limit; record
 // says whether its click is written to the log.
 type overLimit struct{ record bool }

@@ -88,6 +88,7 @@ func (s *server) redirect(w http.ResponseWriter, r *http.Request) error {
 		} else {
 			u = s.judge.Check(&c, clicks.Auth{D: req.D, Exp: req.Exp, Sig: req.Sig, CT: req.CT, Tok: req.Tok},
 				clicks.IntentOf(r.Header), refuse)
+			s.capPrefix(r.Context(), &c)
 			if b, ok := s.accounts.Budget(ad.Advertiser); ok {
 				u.Budget = b.DailyMicros
 			}

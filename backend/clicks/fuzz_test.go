@@ -127,9 +127,9 @@ func cutDot(s string) (before, after string, ok bool) {
 
 // FuzzNetwork: any string maps to one network without panic; the
 // addresses of one network map to the same string, and a network's
-// string maps to itself.
+// string maps to itself; so do the addresses of one 6to4 /48.
 func FuzzNetwork(f *testing.F) {
-	for _, s := range []string{"192.0.2.1", "::ffff:192.0.2.1", "2001:db8::1%z1", "fe80::1%eth0", "x", "", "2001:db8:1:2::/64", "::ffff:1.2.3.4%a"} {
+	for _, s := range []string{"192.0.2.1", "::ffff:192.0.2.1", "2001:db8::1%z1", "fe80::1%eth0", "x", "", "2001:db8:1:2::/64", "::ffff:1.2.3.4%a", "2002:c000:201:7::1"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -147,24 +147,36 @@ func FuzzNetwork(f *testing.F) {
 			if other := netip.AddrFrom16(b).WithZone("z").String(); Network(other) != n {
 				t.Fatalf("%q and %q of one /64: %q and %q", s, other, n, Network(other))
 			}
+			if b[0] == 0x20 && b[1] == 0x02 {
+				b[6] ^= 0xff // another /64 of the 6to4 /48
+				if other := netip.AddrFrom16(b).String(); Network(other) != n {
+					t.Fatalf("%q and %q of one 6to4 /48: %q and %q", s, other, n, Network(other))
+				}
+			}
 		}
 	})
 }
 
 // FuzzIntentAndBot: no header values or user agent panic, an intent
 // reason is one of the intent reasons, and a user agent that is not
-// printable ASCII is always a bot.
+// printable ASCII is always a bot; Chromium or Firefox navigating without
+// Sec-Fetch-User never passes.
 func FuzzIntentAndBot(f *testing.F) {
 	f.Add("navigate", "document", "?1", "", "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0")
 	f.Add("no-cors", "image", "", "", "Mozilla/5.0")
 	f.Add("navigate", "document", "", "prefetch;prerender", "\u0441url/8.0")
+	f.Add("navigate", "document", "", "", "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36")
 	f.Fuzz(func(t *testing.T, mode, dest, user, purpose, ua string) {
 		h := http.Header{}
 		Intent{Mode: mode, Dest: dest, User: user, Purpose: purpose}.Header(h)
-		switch r := IntentOf(h).Reason(); r {
+		r := IntentOf(h).Reason(ua)
+		switch r {
 		case "", ReasonNoIntent, ReasonNotNavigation, ReasonPrefetch:
 		default:
 			t.Fatalf("intent reason %q", r)
+		}
+		if r == "" && strings.TrimSpace(user) == "" && sendsUser(ua) {
+			t.Fatalf("%q navigated without Sec-Fetch-User and passed", ua)
 		}
 		bot := IsBot(ua)
 		for i := range len(ua) {

@@ -34,8 +34,13 @@ func IntentOf(h http.Header) Intent {
 // Sec-Fetch-Dest: document), by the user when the browser says
 // (Sec-Fetch-User, sent only for a user's activation, is ?1 when present),
 // and no prefetch or prerender. A request without the Fetch Metadata
-// headers proves no intent: ReasonNoIntent.
-func (i Intent) Reason() string {
+// headers proves no intent: ReasonNoIntent. A browser whose userAgent says
+// it sends Sec-Fetch-User for every navigation a person starts (Chromium,
+// Firefox: sendsUser) and sent none was navigated by a page's script
+// (location, a synthetic click, a form submitted by script, a meta
+// refresh): ReasonNotNavigation. Safari, and every browser on iOS, never
+// sends Sec-Fetch-User, so there its absence says nothing.
+func (i Intent) Reason(userAgent string) string {
 	switch {
 	case strings.Contains(i.Purpose, "prefetch") || strings.Contains(i.Purpose, "prerender") || strings.Contains(i.Purpose, "preview"):
 		return ReasonPrefetch
@@ -45,8 +50,22 @@ func (i Intent) Reason() string {
 		return ReasonNotNavigation
 	case i.User != "" && i.User != "?1":
 		return ReasonNotNavigation
+	case i.User == "" && sendsUser(userAgent):
+		return ReasonNotNavigation
 	}
 	return ""
+}
+
+// sendsUser reports whether userAgent is of a browser that sends
+// Sec-Fetch-User: ?1 with every navigation a user's activation starts:
+// Chromium's (Chrome/: Chrome, Edge, Opera, Samsung Internet, Android's
+// WebView) and Firefox's (Firefox/), which send the Fetch Metadata headers
+// together since Chrome 80 and Firefox 90, so an older one sends no
+// Sec-Fetch-Dest either. On iOS they run WebKit and name themselves
+// CriOS/, FxiOS/ and EdgiOS/: not these.
+func sendsUser(userAgent string) bool {
+	_, engine, ok := strings.Cut(userAgent, ")")
+	return ok && (strings.Contains(engine, " Chrome/") || strings.Contains(engine, " Firefox/"))
 }
 
 // Navigation is the intent a browser declares for a person's click on a

@@ -86,7 +86,7 @@ func (j *Judge) Check(c *Click, auth Auth, intent Intent, refuse string) Use {
 	case IsBot(c.UserAgent):
 		reason = ReasonBot
 	default:
-		reason = intent.Reason()
+		reason = intent.Reason(c.UserAgent)
 	}
 	c.Billable = reason == ""
 	c.Reason = reason

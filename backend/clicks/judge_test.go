@@ -70,9 +70,31 @@ func TestNetwork(t *testing.T) {
 		"not an address":            "not an address",
 		" 198.51.100.7 ":            "198.51.100.7",
 		"2001:0db8:0001:0002::0001": "2001:db8:1:2::/64",
+		// 6to4: the /48 of 192.0.2.1, whichever /64 of it.
+		"2002:c000:201::1":        "192.0.2.1",
+		"2002:c000:201:ffff:1::9": "192.0.2.1",
+		"2002:c000:201:1::1%z1":   "192.0.2.1",
+		"2002:c000:202::1":        "192.0.2.2",
+		"2003:c000:201::1":        "2003:c000:201::/64",
 	} {
 		if got := Network(ip); got != want {
 			t.Errorf("Network(%q) = %q, want %q", ip, got, want)
+		}
+	}
+}
+
+func TestPrefix(t *testing.T) {
+	for ip, want := range map[string]string{
+		"2001:db8:1:2:3:4:5:6": "2001:db8:1::/48",
+		"2001:db8:1:ffff::1%z": "2001:db8:1::/48",
+		"2001:db8:2::1":        "2001:db8:2::/48",
+		"192.0.2.1":            "",
+		"::ffff:192.0.2.1":     "",
+		"2002:c000:201:7::1":   "", // 6to4: its IPv4 address is its network
+		"not an address":       "",
+	} {
+		if got := Prefix(ip); got != want {
+			t.Errorf("Prefix(%q) = %q, want %q", ip, got, want)
 		}
 	}
 }
@@ -85,35 +107,56 @@ func TestIntent(t *testing.T) {
 		}
 		return h
 	}
+	const (
+		chrome  = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36"
+		edge    = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36 Edg/131.0.0.0"
+		webview = "Mozilla/5.0 (Linux; Android 14; Pixel 8; wv) AppleWebKit/537.36 (KHTML, like Gecko) Version/4.0 Chrome/131.0.0.0 Mobile Safari/537.36"
+		firefox = "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0"
+		safari  = "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Safari/605.1.15"
+		crios   = "Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) CriOS/131.0.6778.73 Mobile/15E148 Safari/604.1"
+		fxios   = "Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) FxiOS/133.0 Mobile/15E148 Safari/605.1.15"
+	)
 	nav := []string{"Sec-Fetch-Mode", "navigate", "Sec-Fetch-Dest", "document"}
 	tests := []struct {
 		name string
 		h    http.Header
+		ua   string
 		want string
 	}{
-		{"a click in Chromium", h(append(nav, "Sec-Fetch-User", "?1", "Sec-Fetch-Site", "cross-site")...), ""},
-		{"a navigation without Sec-Fetch-User", h(nav...), ""},
-		{"no Fetch Metadata", h(), ReasonNoIntent},
-		{"only Sec-Fetch-Site", h("Sec-Fetch-Site", "cross-site"), ReasonNoIntent},
-		{"a hidden image", h("Sec-Fetch-Mode", "no-cors", "Sec-Fetch-Dest", "image"), ReasonNotNavigation},
-		{"a frame", h("Sec-Fetch-Mode", "navigate", "Sec-Fetch-Dest", "iframe"), ReasonNotNavigation},
-		{"a fetch", h("Sec-Fetch-Mode", "cors", "Sec-Fetch-Dest", "empty"), ReasonNotNavigation},
-		{"Sec-Fetch-User ?0", h(append(nav, "Sec-Fetch-User", "?0")...), ReasonNotNavigation},
-		{"speculation rules prefetch", h(append(nav, "Sec-Purpose", "prefetch")...), ReasonPrefetch},
-		{"prerender", h(append(nav, "Sec-Purpose", "prefetch;prerender")...), ReasonPrefetch},
-		{"old Purpose header", h(append(nav, "Purpose", "prefetch")...), ReasonPrefetch},
-		{"Firefox link prefetch", h("X-Moz", "prefetch"), ReasonPrefetch},
-		{"Safari preview", h(append(nav, "X-Purpose", "preview")...), ReasonPrefetch},
-		{"prefetch without Fetch Metadata", h("Purpose", "Prefetch"), ReasonPrefetch},
+		{"a click in Chromium", h(append(nav, "Sec-Fetch-User", "?1", "Sec-Fetch-Site", "cross-site")...), chrome, ""},
+		{"a click in Firefox", h(append(nav, "Sec-Fetch-User", "?1")...), firefox, ""},
+		// Safari and the browsers of iOS send no Sec-Fetch-User at all.
+		{"a click in Safari", h(nav...), safari, ""},
+		{"a click in Chrome on iOS", h(nav...), crios, ""},
+		{"a click in Firefox on iOS", h(nav...), fxios, ""},
+		{"a navigation without Sec-Fetch-User, no user agent", h(nav...), "", ""},
+		// Chromium and Firefox send it for every navigation a person starts:
+		// without it, the page's script navigated.
+		{"a script's navigation in Chromium", h(nav...), chrome, ReasonNotNavigation},
+		{"a script's navigation in Edge", h(nav...), edge, ReasonNotNavigation},
+		{"a script's navigation in Android's WebView", h(nav...), webview, ReasonNotNavigation},
+		{"a script's navigation in Firefox", h(nav...), firefox, ReasonNotNavigation},
+		{"no Fetch Metadata", h(), chrome, ReasonNoIntent},
+		{"only Sec-Fetch-Site", h("Sec-Fetch-Site", "cross-site"), chrome, ReasonNoIntent},
+		{"a hidden image", h("Sec-Fetch-Mode", "no-cors", "Sec-Fetch-Dest", "image"), safari, ReasonNotNavigation},
+		{"a frame", h("Sec-Fetch-Mode", "navigate", "Sec-Fetch-Dest", "iframe"), safari, ReasonNotNavigation},
+		{"a fetch", h("Sec-Fetch-Mode", "cors", "Sec-Fetch-Dest", "empty"), safari, ReasonNotNavigation},
+		{"Sec-Fetch-User ?0", h(append(nav, "Sec-Fetch-User", "?0")...), safari, ReasonNotNavigation},
+		{"speculation rules prefetch", h(append(nav, "Sec-Purpose", "prefetch")...), chrome, ReasonPrefetch},
+		{"prerender", h(append(nav, "Sec-Purpose", "prefetch;prerender")...), chrome, ReasonPrefetch},
+		{"old Purpose header", h(append(nav, "Purpose", "prefetch")...), chrome, ReasonPrefetch},
+		{"Firefox link prefetch", h("X-Moz", "prefetch"), firefox, ReasonPrefetch},
+		{"Safari preview", h(append(nav, "X-Purpose", "preview")...), safari, ReasonPrefetch},
+		{"prefetch without Fetch Metadata", h("Purpose", "Prefetch"), chrome, ReasonPrefetch},
 	}
 	for _, tt := range tests {
-		if got := IntentOf(tt.h).Reason(); got != tt.want {
+		if got := IntentOf(tt.h).Reason(tt.ua); got != tt.want {
 			t.Errorf("%s: %q, want %q", tt.name, got, tt.want)
 		}
 	}
 	sent := http.Header{}
 	Navigation.Header(sent)
-	if got := IntentOf(sent); got.Reason() != "" || got != Navigation {
+	if got := IntentOf(sent); got.Reason(chrome) != "" || got != Navigation {
 		t.Errorf("Navigation's headers read back as %+v", got)
 	}
 }

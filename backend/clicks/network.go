@@ -9,16 +9,38 @@ import (
 // click limit counts by: an IPv4 address alone (an IPv4-mapped IPv6
 // address is its IPv4 address), an IPv6 address's /64, which one host
 // usually holds whole. A zone (fe80::1%eth0) is dropped: it names the
-// receiving interface, not the client, so a client cannot rotate it. What
-// is no address is returned as it is.
+// receiving interface, not the client, so a client cannot rotate it. A
+// 6to4 address (2002:AABB:CCDD::/48) is the IPv4 address it is made of
+// (A.B.C.D): any host with an IPv4 address has that whole /48, 65,536
+// /64s to rotate through. What is no address is returned as it is.
 func Network(ip string) string {
 	a, err := netip.ParseAddr(strings.TrimSpace(ip))
 	if err != nil {
 		return ip
 	}
 	a = a.WithZone("").Unmap()
+	if b := a.As16(); a.Is6() && b[0] == 0x20 && b[1] == 0x02 {
+		a = netip.AddrFrom4([4]byte{b[2], b[3], b[4], b[5]})
+	}
 	if a.Is4() {
 		return a.String()
 	}
 	return netip.PrefixFrom(a, 64).Masked().String()
+}
+
+// Prefix is the IPv6 /48 an address belongs to ("2001:db8:1::/48"): what
+// a tunnel broker hands anyone, 65,536 networks of one holder, so the
+// redirect caps the billable clicks of the prefix as well as of each
+// network. It is "" for an IPv4 address (a 6to4 address is one: Network)
+// and for what is no address.
+func Prefix(ip string) string {
+	a, err := netip.ParseAddr(strings.TrimSpace(ip))
+	if err != nil {
+		return ""
+	}
+	a = a.WithZone("").Unmap()
+	if b := a.As16(); !a.Is6() || b[0] == 0x20 && b[1] == 0x02 {
+		return ""
+	}
+	return netip.PrefixFrom(a, 48).Masked().String()
 }

@@ -131,6 +131,13 @@ type Config struct {
 	// and are recorded as network_cap (-network-daily-clicks,
 	// ADLINK_NETWORK_DAILY_CLICKS).
 	NetworkDailyClicks int
+	// PrefixDailyClicks caps the billable clicks of one IPv6 /48,
+	// however many /64s (networks) they come from, with a bucket of that
+	// many that refills over 24 h: a /48 is what a tunnel broker gives
+	// anyone, and each of its 65,536 /64s would have its own
+	// NetworkDailyClicks; 0 is no cap (-prefix-daily-clicks,
+	// ADLINK_PREFIX_DAILY_CLICKS).
+	PrefixDailyClicks int
 	// ClickTTL is how long a click URL the server signed stays billable
 	// (-click-ttl, ADLINK_CLICK_TTL).
 	ClickTTL time.Duration
@@ -197,9 +204,12 @@ func Default() Config {
 		// One household or office behind one address clicks a few ads a
 		// day; a carrier's NAT shares an address wider, so not fewer.
 		NetworkDailyClicks: 50,
-		ClickTTL:           24 * time.Hour,
-		SiteTokenTTL:       time.Hour,
-		ClickTokenTTL:      time.Hour,
+		// Ten networks' caps: a home's /48 or /56 holds a few readers, not
+		// thousands.
+		PrefixDailyClicks: 500,
+		ClickTTL:          24 * time.Hour,
+		SiteTokenTTL:      time.Hour,
+		ClickTokenTTL:     time.Hour,
 		// The token comes a second after the ad came into view; a reader's
 		// quickest reaction to what they see is about a quarter second.
 		ClickMinDelay: 250 * time.Millisecond,
@@ -286,6 +296,7 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	envInt("ADLINK_RATE_PAGES_BURST", &c.PageBurst)
 	envFloat("ADLINK_RATE_PAGES_NETWORK_SHARE", &c.PageNetworkShare)
 	envInt("ADLINK_NETWORK_DAILY_CLICKS", &c.NetworkDailyClicks)
+	envInt("ADLINK_PREFIX_DAILY_CLICKS", &c.PrefixDailyClicks)
 	envDuration := func(name string, dst *time.Duration) {
 		if v := getenv(name); v != "" {
 			d, err := time.ParseDuration(v)
@@ -355,6 +366,7 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	fs.IntVar(&c.PageBurst, "rate-pages-burst", c.PageBurst, "default unseen `pages` at once a site may queue (ADLINK_RATE_PAGES_BURST)")
 	fs.Float64Var(&c.PageNetworkShare, "rate-pages-network-share", c.PageNetworkShare, "`part` (0 to 1) of a site's page limit one client network may take (ADLINK_RATE_PAGES_NETWORK_SHARE)")
 	fs.IntVar(&c.NetworkDailyClicks, "network-daily-clicks", c.NetworkDailyClicks, "billable `clicks` per UTC day per client network, IPv4 address or IPv6 /64 (ADLINK_NETWORK_DAILY_CLICKS)")
+	fs.IntVar(&c.PrefixDailyClicks, "prefix-daily-clicks", c.PrefixDailyClicks, "billable `clicks` per IPv6 /48, whatever its /64s, in a bucket refilled over 24 h; 0: no cap (ADLINK_PREFIX_DAILY_CLICKS)")
 	// A func flag: -h must not print the keys from the environment as
 	// the default.
 	fs.Func("click-keys", "click signing `keys` kid:base64secret,...; the first signs; none: one generated in the data directory (ADLINK_CLICK_KEYS, preferred)",
@@ -504,6 +516,9 @@ func (c *Config) Validate() error {
 	}
 	if c.NetworkDailyClicks < 1 {
 		bad("network-daily-clicks %d: want at least 1", c.NetworkDailyClicks)
+	}
+	if c.PrefixDailyClicks < 0 {
+		bad("prefix-daily-clicks %d: want 0 (no cap) or more", c.PrefixDailyClicks)
 	}
 	if c.ClickTTL <= 0 {
 		bad("click-ttl %v: want a positive duration", c.ClickTTL)

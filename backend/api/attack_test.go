@@ -1,0 +1,246 @@
+package api
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/adlink/adlink/backend/clicks"
+	"github.com/adlink/adlink/backend/config"
+)
+
+// Attacks on the bill that get past the checks of a click's own
+// parameters: each sends what an attacker can, and asserts what the click
+// log records.
+
+const (
+	chromeUA = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36"
+	safariUA = "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Safari/605.1.15"
+)
+
+// scriptNavigation is what Chromium and Firefox send when a page's script
+// navigates the window (location.href, a synthetic click, form.submit(),
+// a meta refresh): a top-level navigation, without Sec-Fetch-User.
+func scriptNavigation() http.Header {
+	return http.Header{"Sec-Fetch-Mode": {"navigate"}, "Sec-Fetch-Dest": {"document"}, "Sec-Fetch-Site": {"cross-site"}}
+}
+
+// A page's script that sends its readers' browsers to click URLs, with no
+// reader's click (a publisher's page, or any page that took the public
+// api_key), bills nothing where the browser says so: Chromium and Firefox
+// send Sec-Fetch-User: ?1 with every navigation a person starts. Safari
+// sends no Sec-Fetch-User at all, so its readers' clicks bill without it.
+func TestScriptNavigationDoesNotBill(t *testing.T) {
+	env := newSignedEnv(t)
+	click := func(target, ip, ua string, h http.Header) clicks.Click {
+		t.Helper()
+		readBody(t, env.doWith(t, target, ip, ua, h))
+		got := env.take()
+		if len(got) != 1 {
+			t.Fatalf("%s: %d clicks recorded", target, len(got))
+		}
+		return got[0]
+	}
+	for i, ua := range []string{chromeUA, browserUA} {
+		l := env.links(t, "q=lg+handy&loc=de&api_key=demo&site_id=demo")[0]
+		ip := "198.51.100." + string(rune('1'+i))
+		if c := click(l, ip, ua, scriptNavigation()); c.Billable || c.Reason != clicks.ReasonNotNavigation {
+			t.Errorf("%s, signed link, navigated by script: billable %v %q, want not_navigation", ua, c.Billable, c.Reason)
+		}
+		// The decision and the window are not spent: the reader's own
+		// click on the same link bills.
+		h := scriptNavigation()
+		h.Set("Sec-Fetch-User", "?1")
+		if c := click(l, ip, ua, h); !c.Billable {
+			t.Errorf("%s, the reader's click after the script's: %q, want billable", ua, c.Reason)
+		}
+	}
+
+	// An in-page ad's click token, taken by the script from the beacon in
+	// the reader's browser.
+	l := env.inPageLinks(t, "q=lg+handy&loc=de&api_key=demo&site_id=demo")[0]
+	const reader = "198.51.100.20"
+	_, ct := env.beacon(t, reader, chromeUA, l)
+	env.advance(time.Second)
+	withCT := l + "&ct=" + url.QueryEscape(ct[0])
+	if c := click(withCT, reader, chromeUA, scriptNavigation()); c.Billable || c.Reason != clicks.ReasonNotNavigation {
+		t.Errorf("in-page ad, navigated by script: billable %v %q, want not_navigation", c.Billable, c.Reason)
+	}
+
+	// Safari's click sends no Sec-Fetch-User, and bills.
+	l = env.links(t, "q=lg+handy&loc=de&api_key=demo&site_id=demo")[0]
+	if c := click(l, "198.51.100.30", safariUA, scriptNavigation()); !c.Billable {
+		t.Errorf("Safari's click: %q, want billable", c.Reason)
+	}
+}
+
+// One IPv4 host has the whole 6to4 /48 made of its address: clicking one
+// ad from its /64s, each on an answer of its own, and from the IPv4
+// address itself, bills once, and the daily cap counts them together.
+func TestSixToFourIsItsIPv4(t *testing.T) {
+	env := newSignedEnvWith(t, func(c *config.Config) { c.NetworkDailyClicks = 2 }, testWindows(t, t.TempDir()))
+	billed := 0
+	for i := range 8 {
+		ip := fmt.Sprintf("2002:c000:263:%x::1", i+1) // 192.0.2.99's /48
+		if i == 7 {
+			ip = "192.0.2.99"
+		}
+		l := env.links(t, "q=lg+handy&loc=de&api_key=demo&site_id=demo")[0]
+		if env.click(t, l, ip, browserUA).Billable {
+			billed++
+		}
+	}
+	if billed != 1 {
+		t.Errorf("one ad from 7 /64s of a 6to4 /48 and its IPv4: %d billable, want 1", billed)
+	}
+	// The cap: distinct ads, one billable beside the one above.
+	billed = 0
+	for i, l := range distinctAds(env.links(t, "q=handy&loc=de&api_key=demo&site_id=demo&size=20")) {
+		if env.click(t, l, fmt.Sprintf("2002:c000:263:%x::2", 100+i), browserUA).Billable {
+			billed++
+		}
+	}
+	if billed != 1 {
+		t.Errorf("distinct ads from the 6to4 /48 at a cap of 2: %d more billable, want 1", billed)
+	}
+}
+
+// escapeAll writes every byte of s as %xx in lower-case hex: the same
+// value, spelt as no server ever spells it.
+func escapeAll(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		fmt.Fprintf(&b, "%%%02x", s[i])
+	}
+	return b.String()
+}
+
+// respell writes the query of click URL l with each value spelt by
+// escape, its parameters in reverse order.
+func respell(t *testing.T, l string, escape func(string) string) string {
+	t.Helper()
+	path, raw, _ := strings.Cut(l, "?")
+	var parts []string
+	for _, kv := range strings.Split(raw, "&") {
+		k, v, _ := strings.Cut(kv, "=")
+		dec, err := url.QueryUnescape(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts = append([]string{k + "=" + escape(dec)}, parts...)
+	}
+	return path + "?" + strings.Join(parts, "&")
+}
+
+// A signed link's values spelt another way are the same click: the
+// signature covers the values, not their escaping, so each spelling
+// verifies (a reader's proxy may re-escape), and all share the link's one
+// decision and the network's one window. A value that differs in case is
+// another value.
+func TestRespeltLinkIsOneClick(t *testing.T) {
+	env := newSignedEnv(t)
+	l := env.links(t, "q=lg+handy&loc=de&api_key=demo&site_id=demo")[0]
+	canonical := queryOf(t, l)
+	if !strings.Contains(canonical.Get("criterionId"), " ") {
+		t.Fatalf("the link's criterion %q has no space to spell as + or %%20", canonical.Get("criterionId"))
+	}
+	c := env.click(t, respell(t, l, escapeAll), "198.51.100.41", browserUA)
+	if !c.Billable || c.AdID != canonical.Get("adId") || c.Criterion != canonical.Get("criterionId") {
+		t.Fatalf("every byte escaped: billable %v %q, adId %q criterion %q; want billable, as the link says",
+			c.Billable, c.Reason, c.AdID, c.Criterion)
+	}
+	for i, tt := range []struct {
+		name, target, reason string
+	}{
+		{"as the server spelt it", l, clicks.ReasonRepeat},
+		{"spaces as %20", respell(t, l, func(s string) string { return strings.ReplaceAll(url.QueryEscape(s), "+", "%20") }), clicks.ReasonRepeat},
+		{"decision in upper case", setParam(l, "d", strings.ToUpper(canonical.Get("d"))), clicks.ReasonForged},
+		{"adId in upper case", setParam(l, "adId", strings.ToUpper(canonical.Get("adId"))), ""},
+		{"criterion in upper case", setParam(l, "criterionId", strings.ToUpper(canonical.Get("criterionId"))), clicks.ReasonForged},
+	} {
+		ip := "198.51.100." + strconv.Itoa(42+i)
+		if tt.reason == "" {
+			// No ad has the upper-case id: no click at all.
+			res := env.do(t, tt.target, ip, browserUA)
+			readBody(t, res)
+			if res.StatusCode != http.StatusNotFound || len(env.take()) != 0 {
+				t.Errorf("%s: %d, want 404 and no click", tt.name, res.StatusCode)
+			}
+			continue
+		}
+		if c := env.click(t, tt.target, ip, browserUA); c.Billable || c.Reason != tt.reason {
+			t.Errorf("%s: billable %v %q, want %q", tt.name, c.Billable, c.Reason, tt.reason)
+		}
+	}
+}
+
+// A click token is its partner's, site's and context's: taken to the same
+// ad's link of another site of the key, of another partner, of the other
+// context or with a yk_tag added, it is forged, and it stays the reader's
+// to spend on its own link.
+func TestClickTokenBindsItsLink(t *testing.T) {
+	env := newSignedEnv(t)
+	l := env.inPageLinks(t, "q=lg+handy&loc=de&api_key=demo&site_id=demo")[0]
+	const reader = "198.51.100.60"
+	_, ct := env.beacon(t, reader, browserUA, l)
+	env.advance(time.Second)
+	withCT := func(l string) string { return l + "&ct=" + url.QueryEscape(ct[0]) }
+	for _, tt := range []struct{ name, target string }{
+		{"another partner's site", setParam(setParam(l, "api_key", "k2"), "site_id", "blog")},
+		{"the demo key with another site", setParam(l, "site_id", "blog")},
+		{"the other context", setParam(l, "type", map[string]string{"search": "intext", "intext": "search"}[queryOf(t, l).Get("type")])},
+		{"a yk_tag added", setParam(l, "yk_tag", "mine")},
+	} {
+		if c := env.click(t, withCT(tt.target), reader, browserUA); c.Billable || c.Reason != clicks.ReasonForged {
+			t.Errorf("%s: billable %v %q, want forged", tt.name, c.Billable, c.Reason)
+		}
+	}
+	if c := env.click(t, withCT(l), reader, browserUA); !c.Billable {
+		t.Errorf("the token on its own link after the forgeries: %q, want billable", c.Reason)
+	}
+}
+
+// One holder of an IPv6 /48 (a tunnel broker gives one to anyone) has
+// 65,536 /64s, each a network with its windows and daily cap: clicking one
+// ad from its /64s, each on an answer of its own, bills no more than
+// -prefix-daily-clicks; another /48 and IPv4 are not held back by it.
+func TestPrefixDailyCap(t *testing.T) {
+	const limit = 3
+	env := newSignedEnvWith(t, func(c *config.Config) { c.PrefixDailyClicks = limit }, testWindows(t, t.TempDir()))
+	billed, capped := 0, 0
+	for i := range 10 {
+		l := env.links(t, "q=lg+handy&loc=de&api_key=demo&site_id=demo")[0]
+		c := env.click(t, l, fmt.Sprintf("2001:db8:48:%x::1", i+1), browserUA)
+		switch {
+		case c.Billable:
+			billed++
+		case c.Reason == clicks.ReasonNetworkCap:
+			capped++
+		default:
+			t.Errorf("click from /64 %d: %q", i+1, c.Reason)
+		}
+	}
+	if billed != limit || capped != 10-limit {
+		t.Errorf("one ad from 10 /64s of one /48 at a cap of %d: %d billable, %d network_cap", limit, billed, capped)
+	}
+	for _, ip := range []string{"2001:db8:49:1::1", "192.0.2.48"} {
+		l := env.links(t, "q=lg+handy&loc=de&api_key=demo&site_id=demo")[0]
+		if c := env.click(t, l, ip, browserUA); !c.Billable {
+			t.Errorf("a click from %s: %q, want billable", ip, c.Reason)
+		}
+	}
+	// A click that does not bill for its own reasons spends nothing.
+	l := env.links(t, "q=lg+handy&loc=de&api_key=demo&site_id=demo")[0]
+	for range limit + 1 {
+		if c := env.click(t, l, "2001:db8:50:1::1", "curl/8.5.0"); c.Billable || c.Reason != clicks.ReasonBot {
+			t.Fatalf("a bot's click: billable %v %q", c.Billable, c.Reason)
+		}
+	}
+	if c := env.click(t, l, "2001:db8:50:2::1", browserUA); !c.Billable {
+		t.Errorf("a reader's click after a bot's from its /48: %q, want billable", c.Reason)
+	}
+}
