@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -358,50 +357,16 @@ func rawServer(t *testing.T, answer func(c net.Conn)) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var wg sync.WaitGroup
-	done := make(chan struct{})
-	var mu sync.Mutex
-	conns := map[net.Conn]bool{}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns[c] = true
-			mu.Unlock()
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer c.Close()
-				req, err := http.ReadRequest(bufio.NewReader(c))
-				if err != nil {
-					return
-				}
-				if req.URL.Path == "/robots.txt" {
-					fmt.Fprint(c, "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
-					return
-				}
-				select {
-				case <-done:
-				default:
-					answer(c)
-				}
-			}()
+	track(t, l, func(c net.Conn) {
+		req, err := http.ReadRequest(bufio.NewReader(c))
+		if err != nil {
+			return
 		}
-	}()
-	t.Cleanup(func() {
-		close(done)
-		l.Close()
-		mu.Lock()
-		for c := range conns {
-			c.Close()
+		if req.URL.Path == "/robots.txt" {
+			fmt.Fprint(c, "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+			return
 		}
-		mu.Unlock()
-		wg.Wait()
+		answer(c)
 	})
 	return "http://" + l.Addr().String()
 }
