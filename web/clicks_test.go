@@ -45,10 +45,11 @@ var (
 // names itself in its own, and a bot's click bills nothing.
 const desktopChrome = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36"
 
-// TestServerLinkClickBills: a person's click on an ad URL of a server
-// answer bills; the same URL clicked again lands, recorded as a repeat of
-// its decision.
-func TestServerLinkClickBills(t *testing.T) {
+// serverLinkInChrome starts a browser that names itself a desktop Chrome
+// and a backend, and returns them with the first ad URL of a server
+// answer, signed and with its decision, and that URL parsed.
+func serverLinkInChrome(t *testing.T) (*browser, *backend, string, *url.URL) {
+	t.Helper()
 	br := newBrowser(t)
 	b := startBackend(t)
 	send(t, br, emulation.SetUserAgentOverride, emulation.SetUserAgentOverrideParams{UserAgent: desktopChrome})
@@ -61,6 +62,14 @@ func TestServerLinkClickBills(t *testing.T) {
 	if err != nil || u.Query().Get("d") == "" || u.Query().Get("sig") == "" {
 		t.Fatalf("a server link without decision or signature: %s", href)
 	}
+	return br, b, href, u
+}
+
+// TestServerLinkClickBills: a person's click on an ad URL of a server
+// answer bills; the same URL clicked again lands, recorded as a repeat of
+// its decision.
+func TestServerLinkClickBills(t *testing.T) {
+	br, b, href, u := serverLinkInChrome(t)
 	adID := u.Query().Get("adId")
 
 	// Requests leaving the test's server fail; each is reported, so the
@@ -97,18 +106,7 @@ func TestServerLinkClickBills(t *testing.T) {
 // Sec-Fetch-User); the reader's own mouse click on the same link then
 // bills, as neither spent its decision.
 func TestScriptNavigationDoesNotBill(t *testing.T) {
-	br := newBrowser(t)
-	b := startBackend(t)
-	send(t, br, emulation.SetUserAgentOverride, emulation.SetUserAgentOverrideParams{UserAgent: desktopChrome})
-	var answer struct{ Link []struct{ Ad string } }
-	if err := json.Unmarshal(get(t, b.URL+"/v2/search/link?q=iphone+15&api_key=demo&site_id=demo"), &answer); err != nil || len(answer.Link) == 0 {
-		t.Fatalf("search: %v %+v", err, answer)
-	}
-	href := answer.Link[0].Ad
-	u, err := url.Parse(href)
-	if err != nil {
-		t.Fatal(err)
-	}
+	br, b, href, u := serverLinkInChrome(t)
 	// A network of its own: the shared server's other tests click too.
 	ip := "2001:db8:" + strconv.FormatInt(readers.Add(1), 16) + "::1"
 	left := make(chan string, 4)
