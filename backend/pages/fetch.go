@@ -38,6 +38,10 @@ const (
 	robotsAgent    = "adlink-pagebot"
 	maxRobotsBytes = 512 << 10
 	maxRobotsHosts = 10000
+	// unreachableRobotsTTL is how long a host that took no connection
+	// stays disallowed, rather than RobotsTTL: one down for a moment does
+	// not fail its pages' retries (DefaultRetryBackoff) for a day.
+	unreachableRobotsTTL = time.Minute
 )
 
 // FetchOptions configure a Fetcher. The zero value of each field is its
@@ -438,6 +442,9 @@ func (f *Fetcher) checkRobots(ctx context.Context, u *url.URL) error {
 	if owner {
 		e.data, e.unreachable, e.err = f.fetchRobots(ctx, key)
 		e.expires = f.now().Add(f.o.RobotsTTL)
+		if e.unreachable {
+			e.expires = f.now().Add(min(unreachableRobotsTTL, f.o.RobotsTTL))
+		}
 		if e.err != nil {
 			// A refused address or a cancelled fetch is not cached.
 			e.expires = time.Time{}

@@ -346,12 +346,33 @@ func TestFetchHostUnreachable(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close()
 	f := newFetcher(t, FetchOptions{AllowPrivate: true})
+	now := time.Now()
+	f.now = func() time.Time { return now }
 	for range 2 { // the second from the robots cache
 		_, err := f.Fetch(context.Background(), "http://"+addr+"/page", nil)
 		var fe *FetchError
 		if !errors.Is(err, ErrHostUnreachable) || !errors.Is(err, ErrRobots) || !errors.As(err, &fe) || fe.Reason != "host unreachable" {
 			t.Fatalf("Fetch of a closed port = %v, want reason host unreachable", err)
 		}
+	}
+	// The host comes up: once the short disallow has passed, well before
+	// RobotsTTL, its page is fetched.
+	ln, err = net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("the port was taken meanwhile: %v", err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			http.NotFound(w, r)
+			return
+		}
+		fmt.Fprint(w, htmlPage)
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	now = now.Add(unreachableRobotsTTL + time.Second)
+	if doc, err := f.Fetch(context.Background(), "http://"+addr+"/page", nil); err != nil || !strings.Contains(doc.HTML, "Hello world.") {
+		t.Fatalf("Fetch once the host is up = %v, %v", doc, err)
 	}
 }
 
