@@ -151,19 +151,21 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 // problem found, loadErr's (config.Load's) among them, together.
 func prepare(cfg config.Config, loadErr error) (ln, admin net.Listener, err error) {
 	problems := []error{loadErr, cfg.Prepare()}
-	listen := func(addr string) net.Listener {
+	// The error names the flag: the admin address is bound even when only
+	// -addr was given, and a second server on one machine finds it taken.
+	listen := func(flagName, addr string) net.Listener {
 		if _, _, err := net.SplitHostPort(addr); err != nil {
 			return nil // Load reports it
 		}
 		l, err := net.Listen("tcp", addr)
 		if err != nil {
-			problems = append(problems, err)
+			problems = append(problems, fmt.Errorf("%s %s: %w", flagName, addr, err))
 		}
 		return l
 	}
-	ln = listen(cfg.Addr)
+	ln = listen("addr", cfg.Addr)
 	if cfg.AdminAddr != "" {
-		admin = listen(cfg.AdminAddr)
+		admin = listen("admin-addr", cfg.AdminAddr)
 	}
 	if err := errors.Join(problems...); err != nil {
 		for _, l := range []net.Listener{ln, admin} {

@@ -3,6 +3,8 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
+	"flag"
 	"io"
 	"net"
 	"net/http"
@@ -185,13 +187,41 @@ func TestRunReportsEveryConfigProblem(t *testing.T) {
 		t.Fatal("run accepted a bad configuration")
 	}
 	for _, want := range []string{`"bogus"`, `invalid value "fast" for flag -rate-key`, "-nope", "feed.jsonl", "partners.json",
-		"data directory", "address already in use"} {
+		"data directory", "addr " + busy.Addr().String() + ": ", "address already in use"} {
 		if n := strings.Count(err.Error(), want); n != 1 {
 			t.Errorf("the error names %s %d times, want once:\n%v", want, n, err)
 		}
 	}
 	if stderr.Len() > 0 {
 		t.Errorf("it logged before reporting:\n%s", stderr.String())
+	}
+}
+
+// A taken admin address is named as -admin-addr's: a second server on one
+// machine that was given only -addr finds the default one taken.
+func TestRunNamesTheTakenAdminAddr(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	err = run(context.Background(), []string{"-addr", "127.0.0.1:0", "-admin-addr", busy.Addr().String(), "-data", t.TempDir(), "-demo"},
+		noEnv, io.Discard, io.Discard)
+	if err == nil || !strings.HasPrefix(err.Error(), "admin-addr "+busy.Addr().String()+": ") {
+		t.Errorf("run = %v, want an error that names admin-addr", err)
+	}
+}
+
+// -help shows the report subcommand beside the server's flags.
+func TestRunHelpNamesReport(t *testing.T) {
+	var stderr strings.Builder
+	if err := run(context.Background(), []string{"-help"}, noEnv, io.Discard, &stderr); !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("run -help = %v", err)
+	}
+	for _, want := range []string{"adlink report [flags]", "adlink report -help", "-admin-addr"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("-help lacks %q:\n%s", want, stderr.String())
+		}
 	}
 }
 

@@ -163,9 +163,11 @@ func New(ps []partners.Partner, ads []AdvertiserAccount) (*Book, error) {
 		}
 		b.names[acc] = a.Name
 		addToken(acc, a.ReportToken, a.ReportTokenSHA256)
-		budget, err := parseBudget(a)
-		if err != nil {
+		budget, bad := parseBudget(a)
+		for _, err := range bad {
 			problems = append(problems, fmt.Errorf("advertiser %q: %w", a.ID, err))
+		}
+		if len(bad) > 0 {
 			continue
 		}
 		if budget.DailyMicros > 0 {
@@ -178,27 +180,31 @@ func New(ps []partners.Partner, ads []AdvertiserAccount) (*Book, error) {
 	return b, nil
 }
 
-// parseBudget reads an advertiser's budget fields.
-func parseBudget(a AdvertiserAccount) (Budget, error) {
+// parseBudget reads an advertiser's budget fields, and reports each bad
+// one: the pacing, the budget and its currency.
+func parseBudget(a AdvertiserAccount) (Budget, []error) {
 	bg := Budget{Currency: strings.ToUpper(strings.TrimSpace(a.Currency)), Pacing: a.Pacing}
+	var problems []error
 	switch bg.Pacing {
 	case "":
 		bg.Pacing = ASAP
 	case ASAP, Even:
 	default:
-		return Budget{}, fmt.Errorf("pacing %q: want asap or even", a.Pacing)
+		problems = append(problems, fmt.Errorf("pacing %q: want asap or even", a.Pacing))
 	}
-	if strings.TrimSpace(a.DailyBudget) == "" {
-		return bg, nil
+	if strings.TrimSpace(a.DailyBudget) != "" {
+		m, err := ParseMicros(a.DailyBudget)
+		if err != nil || m <= 0 {
+			problems = append(problems, fmt.Errorf("daily_budget %q: want a positive decimal such as 25.00", a.DailyBudget))
+		}
+		if len(bg.Currency) != 3 || strings.Trim(bg.Currency, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") != "" {
+			problems = append(problems, fmt.Errorf("currency %q: a daily budget needs a 3-letter ISO 4217 currency such as EUR", a.Currency))
+		}
+		bg.DailyMicros = m
 	}
-	m, err := ParseMicros(a.DailyBudget)
-	if err != nil || m <= 0 {
-		return Budget{}, fmt.Errorf("daily_budget %q: want a positive decimal such as 25.00", a.DailyBudget)
+	if len(problems) > 0 {
+		return Budget{}, problems
 	}
-	if len(bg.Currency) != 3 || strings.Trim(bg.Currency, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") != "" {
-		return Budget{}, fmt.Errorf("currency %q: a daily budget needs a 3-letter ISO 4217 currency such as EUR", a.Currency)
-	}
-	bg.DailyMicros = m
 	return bg, nil
 }
 

@@ -52,6 +52,7 @@ func TestNewReportsEveryProblem(t *testing.T) {
 			{ID: "z.example", DailyBudget: "12,50", Currency: "EUR"},
 			{ID: "w.example", DailyBudget: "10", Currency: "euro"},
 			{ID: "v.example", DailyBudget: "10", Currency: "EUR", Pacing: "fast"},
+			{ID: "t.example", DailyBudget: "abc", Currency: "euro", Pacing: "slow"},
 			{ID: "u.example", ReportToken: "a long enough token", ReportTokenSHA256: strings.Repeat("0", 64)},
 			{ID: "X.example"},
 		})
@@ -60,7 +61,9 @@ func TestNewReportsEveryProblem(t *testing.T) {
 	}
 	for _, want := range []string{`partner "a": report_token of 5 bytes`, `advertiser "x.example": its report token is another account's`,
 		"advertiser 1: id is empty", `"y.example": report_token_sha256 must be 64 hex digits`, `daily_budget "12,50"`,
-		`currency "euro"`, `pacing "fast"`, "not both", `advertiser "X.example" twice`} {
+		`currency "euro"`, `pacing "fast"`, "not both", `advertiser "X.example" twice`,
+		// One advertiser's bad fields are each reported, not the first alone.
+		`advertiser "t.example": pacing "slow"`, `advertiser "t.example": daily_budget "abc"`, `advertiser "t.example": currency "euro"`} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q:\n%v", want, err)
 		}

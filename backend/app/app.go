@@ -180,16 +180,21 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 	cat, catErr := newLive(cfg, opts, log.With("component", "catalog"), wasm, zst)
 	ps, psErr := loadPartners(cfg)
 	advertisers, advErr := loadAdvertisers(cfg)
-	if err := errors.Join(catErr, psErr, advErr); err != nil {
+	// The partners' and advertisers' fields are checked even when a feed
+	// failed, so that a bad budget is reported with a bad feed line.
+	var registry *partners.Static
+	var book *accounts.Book
+	regErr, bookErr := error(nil), error(nil)
+	if psErr == nil && advErr == nil {
+		if registry, regErr = partners.NewStatic(ps); regErr != nil {
+			regErr = fmt.Errorf("partners: %w", regErr)
+		}
+		if book, bookErr = accounts.New(ps, advertisers); bookErr != nil {
+			bookErr = fmt.Errorf("accounts: %w", bookErr)
+		}
+	}
+	if err := errors.Join(catErr, psErr, advErr, regErr, bookErr); err != nil {
 		return nil, err
-	}
-	registry, err := partners.NewStatic(ps)
-	if err != nil {
-		return nil, fmt.Errorf("partners: %w", err)
-	}
-	book, err := accounts.New(ps, advertisers)
-	if err != nil {
-		return nil, fmt.Errorf("accounts: %w", err)
 	}
 	web, err := fs.Sub(adlink.Web, "web")
 	if err != nil {

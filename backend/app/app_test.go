@@ -112,6 +112,36 @@ func TestNewReportsEveryFile(t *testing.T) {
 	}
 }
 
+// A bad budget of the advertisers file and a bad site of the partners
+// file are reported with a bad feed line, not once the feed is fixed.
+func TestNewReportsAccountsWithFeeds(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	cfg := testConfig(t)
+	cfg.DataDir = filepath.Join(dir, "data")
+	cfg.Catalogs = []string{write("a.jsonl", "{not json\n")}
+	cfg.PartnersFile = write("partners.json", `{"partners":[{"api_key":"k","sites":[{"id":"s"}]}]}`)
+	cfg.AdvertisersFile = write("advertisers.json", `{"advertisers":[{"id":"x.example","daily_budget":"abc","currency":"EUR"}]}`)
+	_, err := New(cfg, Options{})
+	if err == nil {
+		t.Fatal("New accepted bad files")
+	}
+	for _, want := range []string{"a.jsonl", `site "s": no domains`, `daily_budget "abc"`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the error does not name %s:\n%v", want, err)
+		}
+	}
+	if _, err := os.Stat(cfg.DataDir); err == nil {
+		t.Error("the store was opened")
+	}
+}
+
 // A partners file with no partners and no demo partner leave nobody to
 // serve.
 func TestNewNeedsPartners(t *testing.T) {

@@ -483,7 +483,7 @@ func checkAd(a *match.Ad, fail func(field, msg string)) {
 		fail("logo", fmt.Sprintf("%q is neither an absolute http or https URL nor a path starting with /", a.Logo))
 	}
 	if len(a.Markets) == 0 {
-		fail("markets", "missing: want at least one market such as de-DE")
+		fail("markets", "missing: want at least one market such as de-DE, or the source's option #market=de-DE for every item without one")
 	}
 	if a.GTIN != "" && !isGTINShape(a.GTIN) {
 		fail("gtin", fmt.Sprintf("%q is not a GTIN: want 8 to 14 digits", a.GTIN))

@@ -171,7 +171,7 @@ func TestMerchantBadInput(t *testing.T) {
 		{"Latin-1 declared, UTF-8 bytes", strings.Replace(item("<g:description>Töpfe für Köche</g:description>"), "UTF-8", "ISO-8859-1", 1), "f.xml", Options{}, 1, "encoding", "the feed is UTF-8"},
 		{"unsupported encoding", strings.Replace(item(""), "UTF-8", "EBCDIC-US", 1), "f.xml", Options{}, 1, "", "not supported"},
 		{"duplicate ids", item("") + "", "f.xml", Options{}, 0, "", ""},
-		{"no market", strings.Replace(item(""), "<language>de-DE</language>", "", 1), "f.xml", Options{}, 3, "market", "missing"},
+		{"no market", strings.Replace(item(""), "<language>de-DE</language>", "", 1), "f.xml", Options{}, 3, "market", "#market=de-DE"},
 		{"TSV without link column", "id\ttitle\nA\tB\n", "f.tsv", Options{}, 1, "link", "required column"},
 		{"TSV price without currency", "id\ttitle\tlink\tprice\nA\tB\thttps://s.example/a\t5\n", "f.tsv", Options{Markets: []string{"de-DE"}}, 2, "price", "no currency"},
 	} {

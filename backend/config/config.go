@@ -379,10 +379,10 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	fs.DurationVar(&c.Retention, "retention", c.Retention, "how long raw click and impression rows stay in the state file before they are exported and removed; 0 keeps them (ADLINK_RETENTION)")
 	fs.StringVar(&c.ExportDir, "export-dir", c.ExportDir, "`directory` of retention's daily export files; default <data>/export (ADLINK_EXPORT_DIR)")
 	// A func flag: -h must not print a password of the environment's URL.
-	fs.Func("postgres", "Postgres `URL` that keeps clicks, impressions, reports and spend for every replica; none: the data directory's file (ADLINK_POSTGRES_URL, preferred)",
+	fs.Func("postgres", "Postgres `URL` that keeps clicks, impressions, reports, spend and the page analyses and their queue for every replica; none: the data directory's file (ADLINK_POSTGRES_URL, preferred)",
 		func(s string) error { c.PostgresURL = s; return nil })
 	// A func flag, as -click-keys: the URL may hold a password.
-	fs.Func("redis", "`URL` of the Redis that keeps the rate limits, shared by replicas, redis://[user:password@]host:port/db; none: in this process (ADLINK_REDIS_URL)",
+	fs.Func("redis", "`URL` of the Redis that keeps the rate limits and the budgets spent today and carries the catalog announcements, shared by replicas, redis://[user:password@]host:port/db; none: in this process (ADLINK_REDIS_URL)",
 		func(s string) error { c.RedisURL = s; return nil })
 	fs.BoolVar(&c.PrintVersion, "version", false, "print the version and exit")
 	fs.VisitAll(func(f *flag.Flag) { f.Value = keepOnError{f.Value} })
@@ -392,7 +392,9 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 			// The usage names each flag's type from its own Value.
 			fs.VisitAll(func(f *flag.Flag) { f.Value = f.Value.(keepOnError).Value })
 			fs.SetOutput(out)
-			fmt.Fprintln(out, "Usage of adlink:")
+			fmt.Fprint(out, "Usage: adlink [flags]         serve\n"+
+				"       adlink report [flags]  print a report from a stopped server's -data or from -postgres (adlink report -help)\n"+
+				"Flags (each also an ADLINK_* variable; a flag wins):\n")
 			fs.PrintDefaults()
 			return c, err
 		}

@@ -40,6 +40,10 @@ const (
 	robotsAgent    = "adlink-pagebot"
 	maxRobotsBytes = 512 << 10
 	maxRobotsHosts = 10000
+	// unreachableRobotsTTL is how long a host that took no connection
+	// stays disallowed, rather than RobotsTTL: one down for a moment does
+	// not fail its pages' retries (DefaultRetryBackoff) for a day.
+	unreachableRobotsTTL = time.Minute
 )
 
 // FetchOptions configure a Fetcher. The zero value of each field is its
@@ -140,6 +144,9 @@ var (
 	ErrTimeout           = errors.New("fetch timed out")
 	ErrOffSite           = errors.New("off the site's domains")
 	ErrHostNotFound      = errors.New("host not found")
+	// ErrHostUnreachable comes with ErrRobots: a host that took no
+	// connection for its robots.txt is, as RFC 9309 says, not fetched.
+	ErrHostUnreachable = errors.New("host unreachable")
 )
 
 // HostFilter says whether a fetch may go to host (lower case, no port):
@@ -172,10 +179,13 @@ type Fetcher struct {
 }
 
 type robotsEntry struct {
-	ready   chan struct{}
-	data    *robotstxt.RobotsData
-	err     error
-	expires time.Time
+	ready chan struct{}
+	data  *robotstxt.RobotsData
+	// unreachable: robots.txt disallows everything because the host took
+	// no connection, which the page's failure says rather than "robots.txt".
+	unreachable bool
+	err         error
+	expires     time.Time
 }
 
 // NewFetcher returns a Fetcher. Close it to release idle connections.
@@ -464,6 +474,8 @@ func classify(ctx context.Context, err error) error {
 	case errors.Is(err, ssrf.ErrProhibitedIP), errors.Is(err, ssrf.ErrProhibitedPort),
 		errors.Is(err, ssrf.ErrProhibitedNetwork), errors.Is(err, ssrf.ErrInvalidHostPort):
 		return &FetchError{Reason: "address not allowed", Err: errors.Join(ErrProhibitedAddress, err)}
+	case errors.Is(err, ErrHostUnreachable):
+		return &FetchError{Reason: "host unreachable", Err: err}
 	case errors.Is(err, ErrRobots):
 		return &FetchError{Reason: "robots.txt disallows fetching", Err: err}
 	case errors.Is(err, ErrRedirects):
@@ -512,8 +524,11 @@ func (f *Fetcher) checkRobots(ctx context.Context, u *url.URL) error {
 	}
 	f.mu.Unlock()
 	if owner {
-		e.data, e.err = f.fetchRobots(ctx, key)
+		e.data, e.unreachable, e.err = f.fetchRobots(ctx, key)
 		e.expires = f.now().Add(f.o.RobotsTTL)
+		if e.unreachable {
+			e.expires = f.now().Add(min(unreachableRobotsTTL, f.o.RobotsTTL))
+		}
 		if e.err != nil {
 			// A refused address or a cancelled fetch is not cached.
 			e.expires = time.Time{}
@@ -537,6 +552,9 @@ func (f *Fetcher) checkRobots(ctx context.Context, u *url.URL) error {
 		p += "?" + u.RawQuery
 	}
 	if !e.data.TestAgent(p, robotsAgent) {
+		if e.unreachable {
+			return errors.Join(ErrHostUnreachable, ErrRobots)
+		}
 		return ErrRobots
 	}
 	return nil
@@ -568,12 +586,13 @@ func (f *Fetcher) evictRobots() {
 }
 
 // fetchRobots gets origin's robots.txt. As RFC 9309 says, a 4xx allows
-// everything and a 5xx or an unreachable host disallows everything; an
-// address the guard refuses is an error, so the page fails for that reason.
-func (f *Fetcher) fetchRobots(ctx context.Context, origin string) (*robotstxt.RobotsData, error) {
+// everything and a 5xx or an unreachable host disallows everything
+// (unreachable says which); an address the guard refuses is an error, so
+// the page fails for that reason.
+func (f *Fetcher) fetchRobots(ctx context.Context, origin string) (data *robotstxt.RobotsData, unreachable bool, err error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, origin+"/robots.txt", nil)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	f.header(req)
 	// Robots redirects are followed with the same guard and the same
@@ -590,22 +609,24 @@ func (f *Fetcher) fetchRobots(ctx context.Context, origin string) (*robotstxt.Ro
 		ce := classify(ctx, err)
 		if errors.Is(ce, ErrProhibitedAddress) || errors.Is(ce, ErrHostNotFound) || errors.Is(ce, ErrOffSite) ||
 			errors.Is(ce, ErrRedirectScheme) || ctx.Err() != nil {
-			return nil, ce
+			return nil, false, ce
 		}
-		return robotstxt.FromStatusAndBytes(http.StatusServiceUnavailable, nil)
+		data, err := robotstxt.FromStatusAndBytes(http.StatusServiceUnavailable, nil)
+		return data, true, err
 	}
 	defer resp.Body.Close()
 	body, err := f.readBody(resp, maxRobotsBytes)
 	if err != nil && !errors.Is(err, ErrTooLarge) {
 		if ctx.Err() != nil {
-			return nil, classify(ctx, err)
+			return nil, false, classify(ctx, err)
 		}
-		return robotstxt.FromStatusAndBytes(http.StatusServiceUnavailable, nil)
+		data, err := robotstxt.FromStatusAndBytes(http.StatusServiceUnavailable, nil)
+		return data, false, err
 	}
-	data, err := robotstxt.FromStatusAndBytes(resp.StatusCode, body)
+	data, err = robotstxt.FromStatusAndBytes(resp.StatusCode, body)
 	if err != nil {
 		// An unparsable robots.txt is read as allowing everything.
-		return robotstxt.FromStatusAndBytes(http.StatusNotFound, nil)
+		data, err = robotstxt.FromStatusAndBytes(http.StatusNotFound, nil)
 	}
-	return data, nil
+	return data, false, err
 }

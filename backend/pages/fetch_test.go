@@ -328,8 +328,51 @@ func TestFetchRobotsUnreachableDisallows(t *testing.T) {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, htmlPage) })
 	ts := serve(t, mux)
 	f := newFetcher(t, FetchOptions{AllowPrivate: true})
-	if _, err := f.Fetch(context.Background(), ts.URL+"/", nil); !errors.Is(err, ErrRobots) {
-		t.Fatalf("robots.txt 503: %v, want ErrRobots", err)
+	_, err := f.Fetch(context.Background(), ts.URL+"/", nil)
+	var fe *FetchError
+	if !errors.Is(err, ErrRobots) || errors.Is(err, ErrHostUnreachable) || !errors.As(err, &fe) || fe.Reason != "robots.txt disallows fetching" {
+		t.Fatalf("robots.txt 503: %v, want ErrRobots alone", err)
+	}
+}
+
+// A host where nothing listens fails its page as RFC 9309 has it (no
+// robots.txt read, nothing fetched), and the reason says the host took no
+// connection rather than blaming a robots.txt it does not have.
+func TestFetchHostUnreachable(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	f := newFetcher(t, FetchOptions{AllowPrivate: true})
+	now := time.Now()
+	f.now = func() time.Time { return now }
+	for range 2 { // the second from the robots cache
+		_, err := f.Fetch(context.Background(), "http://"+addr+"/page", nil)
+		var fe *FetchError
+		if !errors.Is(err, ErrHostUnreachable) || !errors.Is(err, ErrRobots) || !errors.As(err, &fe) || fe.Reason != "host unreachable" {
+			t.Fatalf("Fetch of a closed port = %v, want reason host unreachable", err)
+		}
+	}
+	// The host comes up: once the short disallow has passed, well before
+	// RobotsTTL, its page is fetched.
+	ln, err = net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("the port was taken meanwhile: %v", err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			http.NotFound(w, r)
+			return
+		}
+		fmt.Fprint(w, htmlPage)
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	now = now.Add(unreachableRobotsTTL + time.Second)
+	if doc, err := f.Fetch(context.Background(), "http://"+addr+"/page", nil); err != nil || !strings.Contains(doc.HTML, "Hello world.") {
+		t.Fatalf("Fetch once the host is up = %v, %v", doc, err)
 	}
 }
 
