@@ -3,15 +3,18 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"log/slog"
 	"net/http"
 	"strconv"
 
 	"github.com/adlink/adlink/backend/metrics"
 )
 
-// The admin listener's routes: /metrics and the catalog's reload, on an
-// address of their own (loopback by default), so that neither is reachable
-// where the public API is and the public port stays GET-only.
+// The admin listener's routes: /metrics, the catalog's reload and a backup
+// of the state file, on an address of their own (loopback by default), so
+// that none is reachable where the public API is and the public port
+// stays GET-only.
 
 // AdminDeps are what the admin handler serves.
 type AdminDeps struct {
@@ -21,6 +24,13 @@ type AdminDeps struct {
 	// checks would refuse (one that lost too many ads, or is empty); nil
 	// answers POST /admin/reload with a 404.
 	Reload func(ctx context.Context, force bool) Reload
+	// Backup writes a consistent copy of the state file to the writer
+	// start returns once it is told the copy's size (store.Backup); nil
+	// answers GET /admin/backup with a 404.
+	Backup func(start func(size int64) io.Writer) (int64, error)
+	// Logger logs a backup that failed once its bytes had begun; nil
+	// logs nothing.
+	Logger *slog.Logger
 }
 
 // Reload is how a refresh ended, the answer of POST /admin/reload.
@@ -65,9 +75,34 @@ func NewAdmin(d AdminDeps) http.Handler {
 		w.Header().Set("Cache-Control", "no-store")
 		respond(w, status, body, "")
 	})
+	mux.HandleFunc("GET /admin/backup", func(w http.ResponseWriter, r *http.Request) {
+		if d.Backup == nil {
+			respondError(w, &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: "no state file to back up"})
+			return
+		}
+		began := false
+		n, err := d.Backup(func(size int64) io.Writer {
+			began = true
+			h := w.Header()
+			h.Set("Content-Type", "application/octet-stream")
+			h.Set("Content-Length", strconv.FormatInt(size, 10))
+			h.Set("Content-Disposition", `attachment; filename="adlink.db"`)
+			h.Set("Cache-Control", "no-store")
+			w.WriteHeader(http.StatusOK)
+			return w
+		})
+		switch {
+		case err == nil:
+		case !began:
+			respondError(w, &Error{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "backup failed: " + err.Error()})
+		case d.Logger != nil:
+			// The client sees a body shorter than its Content-Length.
+			d.Logger.Error("backup cut short", "bytes", n, "err", err)
+		}
+	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		respondError(w, &Error{Status: http.StatusNotFound, Code: CodeNotFound,
-			Message: "no such endpoint: " + quote(r.Method+" "+r.URL.Path) + "; the admin listener serves GET /metrics and POST /admin/reload"})
+			Message: "no such endpoint: " + quote(r.Method+" "+r.URL.Path) + "; the admin listener serves GET /metrics, POST /admin/reload and GET /admin/backup"})
 	})
 	return mux
 }

@@ -2,6 +2,8 @@ package api
 
 import (
 	"context"
+	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -172,9 +174,19 @@ func TestAdmin(t *testing.T) {
 	if len(forced) != 2 || forced[0] || !forced[1] {
 		t.Errorf("reloads %v, want [false true]", forced)
 	}
+	// No state file to back up here; one whose copy fails at once says so.
+	if rec := do(http.MethodGet, "/admin/backup"); rec.Code != http.StatusNotFound {
+		t.Errorf("GET /admin/backup with nothing to back up: %d, want 404", rec.Code)
+	}
+	failing := NewAdmin(AdminDeps{Backup: func(func(int64) io.Writer) (int64, error) { return 0, errors.New("disk gone") }})
+	rec := httptest.NewRecorder()
+	failing.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/admin/backup", nil))
+	if rec.Code != http.StatusInternalServerError || !strings.Contains(rec.Body.String(), "backup failed: disk gone") {
+		t.Errorf("a failed backup: %d %s", rec.Code, rec.Body)
+	}
 	// The public port takes no POST, the reload least of all.
 	pub := NewServer(Deps{Config: config.Default(), Indexes: mustBuild(t), Partners: testPartners(t), Clicks: &clickRecorder{}})
-	rec := httptest.NewRecorder()
+	rec = httptest.NewRecorder()
 	pub.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/admin/reload", nil))
 	if rec.Code != http.StatusMethodNotAllowed {
 		t.Errorf("public POST /admin/reload: %d, want 405", rec.Code)

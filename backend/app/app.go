@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"net/http"
@@ -107,8 +108,8 @@ func siteShardOptions(cfg config.Config, opts Options, log *slog.Logger) sitesha
 type App struct {
 	// Handler serves every public route.
 	Handler http.Handler
-	// Admin serves the admin listener's routes: /metrics and POST
-	// /admin/reload.
+	// Admin serves the admin listener's routes: /metrics, POST
+	// /admin/reload and GET /admin/backup.
 	Admin http.Handler
 	// Ads are the catalog as the server started with it; Catalog is the
 	// one served now.
@@ -331,7 +332,8 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 		s := a.SiteShards.Stats()
 		return metrics.SiteShardStats{Profiles: s.Sites, Shards: s.Shards, Bytes: s.Bytes, Builds: s.Builds, HeadBuilds: s.HeadBuilds, Refused: s.Refused}
 	})
-	a.Admin = api.NewAdmin(api.AdminDeps{Metrics: a.Metrics, Reload: a.Reload})
+	a.Admin = api.NewAdmin(api.AdminDeps{Metrics: a.Metrics, Reload: a.Reload, Logger: log,
+		Backup: func(start func(int64) io.Writer) (int64, error) { return store.Backup(a.db, start) }})
 	a.Handler = api.NewServer(api.Deps{
 		Config:       cfg,
 		Logger:       log,

@@ -61,9 +61,9 @@ type Config struct {
 	// (backend/siteshards); 0 serves every market's own shard
 	// (-site-shard-kb, ADLINK_SITE_SHARD_KB).
 	SiteShardKB int
-	// AdminAddr is the admin listener's address, which serves /metrics and
-	// POST /admin/reload; empty serves none (-admin-addr,
-	// ADLINK_ADMIN_ADDR).
+	// AdminAddr is the admin listener's address, which serves /metrics,
+	// POST /admin/reload and GET /admin/backup; empty serves none
+	// (-admin-addr, ADLINK_ADMIN_ADDR).
 	AdminAddr string
 	// PartnersFile is a JSON file of partners (-partners, ADLINK_PARTNERS).
 	// The server needs it, or Demo, or both.
@@ -349,7 +349,7 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	fs.Float64Var(&c.CatalogMaxDrop, "catalog-max-drop", c.CatalogMaxDrop, "`part` (0 to 1) of its ads a refreshed catalog may lose; more is refused unless forced (ADLINK_CATALOG_MAX_DROP)")
 	fs.DurationVar(&c.CatalogTimeout, "catalog-timeout", c.CatalogTimeout, "bound on one fetch of a feed URL (ADLINK_CATALOG_TIMEOUT)")
 	fs.Int64Var(&c.CatalogMaxBytes, "catalog-max-bytes", c.CatalogMaxBytes, "most `bytes` of one feed, as read and decompressed (ADLINK_CATALOG_MAX_BYTES)")
-	fs.StringVar(&c.AdminAddr, "admin-addr", c.AdminAddr, "admin listen `address` for /metrics and POST /admin/reload; empty: none (ADLINK_ADMIN_ADDR)")
+	fs.StringVar(&c.AdminAddr, "admin-addr", c.AdminAddr, "admin listen `address` for /metrics, POST /admin/reload and GET /admin/backup; empty: none (ADLINK_ADMIN_ADDR)")
 	fs.StringVar(&c.PartnersFile, "partners", c.PartnersFile, "partners JSON `file`; this or -demo is needed (ADLINK_PARTNERS)")
 	fs.StringVar(&c.AdvertisersFile, "advertisers", c.AdvertisersFile, "advertisers JSON `file`: report tokens and daily budgets (ADLINK_ADVERTISERS)")
 	fs.BoolVar(&c.Demo, "demo", c.Demo, "add the demo partner, api_key=demo site_id=demo on localhost (ADLINK_DEMO)")

@@ -12,6 +12,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -54,4 +55,19 @@ func OpenReadOnly(dir string) (*bolt.DB, error) {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
 	return db, nil
+}
+
+// Backup writes a consistent copy of db, as it was when one read
+// transaction began, to the writer start returns once it is told the
+// copy's size in bytes, and returns the bytes written. The server keeps
+// serving and committing meanwhile; the copy opens as the state file of a
+// server stopped at that moment.
+func Backup(db *bolt.DB, start func(size int64) io.Writer) (int64, error) {
+	var n int64
+	err := db.View(func(tx *bolt.Tx) error {
+		var err error
+		n, err = tx.WriteTo(start(tx.Size()))
+		return err
+	})
+	return n, err
 }
