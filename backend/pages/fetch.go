@@ -40,9 +40,10 @@ const (
 	robotsAgent    = "adlink-pagebot"
 	maxRobotsBytes = 512 << 10
 	maxRobotsHosts = 10000
-	// unreachableRobotsTTL is how long a host that took no connection
-	// stays disallowed, rather than RobotsTTL: one down for a moment does
-	// not fail its pages' retries (DefaultRetryBackoff) for a day.
+	// unreachableRobotsTTL is how long a host whose robots.txt could not
+	// be read (no connection, a 5xx, a body cut short) stays disallowed,
+	// rather than RobotsTTL: one down for a moment does not fail its
+	// pages' retries (DefaultRetryBackoff) for a day.
 	unreachableRobotsTTL = time.Minute
 )
 
@@ -178,14 +179,25 @@ type Fetcher struct {
 	now    func() time.Time
 }
 
+// robotsUnread is why a host's robots.txt could not be read, so that
+// everything on the host is disallowed for a while (RFC 9309).
+type robotsUnread int
+
+const (
+	robotsRead        robotsUnread = iota
+	robotsUnreachable              // the host took no connection
+	robotsServerError              // a 5xx, or a body cut short
+)
+
 type robotsEntry struct {
 	ready chan struct{}
 	data  *robotstxt.RobotsData
-	// unreachable: robots.txt disallows everything because the host took
-	// no connection, which the page's failure says rather than "robots.txt".
-	unreachable bool
-	err         error
-	expires     time.Time
+	// why robots.txt disallows everything when it could not be read: the
+	// host took no connection, which the page's failure says rather than
+	// "robots.txt", or it answered with an error.
+	why     robotsUnread
+	err     error
+	expires time.Time
 }
 
 // NewFetcher returns a Fetcher. Close it to release idle connections.
@@ -524,9 +536,9 @@ func (f *Fetcher) checkRobots(ctx context.Context, u *url.URL) error {
 	}
 	f.mu.Unlock()
 	if owner {
-		e.data, e.unreachable, e.err = f.fetchRobots(ctx, key)
+		e.data, e.why, e.err = f.fetchRobots(ctx, key)
 		e.expires = f.now().Add(f.o.RobotsTTL)
-		if e.unreachable {
+		if e.why != robotsRead {
 			e.expires = f.now().Add(min(unreachableRobotsTTL, f.o.RobotsTTL))
 		}
 		if e.err != nil {
@@ -552,7 +564,7 @@ func (f *Fetcher) checkRobots(ctx context.Context, u *url.URL) error {
 		p += "?" + u.RawQuery
 	}
 	if !e.data.TestAgent(p, robotsAgent) {
-		if e.unreachable {
+		if e.why == robotsUnreachable {
 			return errors.Join(ErrHostUnreachable, ErrRobots)
 		}
 		return ErrRobots
@@ -586,13 +598,13 @@ func (f *Fetcher) evictRobots() {
 }
 
 // fetchRobots gets origin's robots.txt. As RFC 9309 says, a 4xx allows
-// everything and a 5xx or an unreachable host disallows everything
-// (unreachable says which); an address the guard refuses is an error, so
-// the page fails for that reason.
-func (f *Fetcher) fetchRobots(ctx context.Context, origin string) (data *robotstxt.RobotsData, unreachable bool, err error) {
+// everything and a 5xx or an unreachable host disallows everything (why
+// says which); an address the guard refuses is an error, so the page
+// fails for that reason.
+func (f *Fetcher) fetchRobots(ctx context.Context, origin string) (data *robotstxt.RobotsData, why robotsUnread, err error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, origin+"/robots.txt", nil)
 	if err != nil {
-		return nil, false, err
+		return nil, robotsRead, err
 	}
 	f.header(req)
 	// Robots redirects are followed with the same guard and the same
@@ -609,24 +621,27 @@ func (f *Fetcher) fetchRobots(ctx context.Context, origin string) (data *robotst
 		ce := classify(ctx, err)
 		if errors.Is(ce, ErrProhibitedAddress) || errors.Is(ce, ErrHostNotFound) || errors.Is(ce, ErrOffSite) ||
 			errors.Is(ce, ErrRedirectScheme) || ctx.Err() != nil {
-			return nil, false, ce
+			return nil, robotsRead, ce
 		}
 		data, err := robotstxt.FromStatusAndBytes(http.StatusServiceUnavailable, nil)
-		return data, true, err
+		return data, robotsUnreachable, err
 	}
 	defer resp.Body.Close()
 	body, err := f.readBody(resp, maxRobotsBytes)
 	if err != nil && !errors.Is(err, ErrTooLarge) {
 		if ctx.Err() != nil {
-			return nil, false, classify(ctx, err)
+			return nil, robotsRead, classify(ctx, err)
 		}
 		data, err := robotstxt.FromStatusAndBytes(http.StatusServiceUnavailable, nil)
-		return data, false, err
+		return data, robotsServerError, err
 	}
 	data, err = robotstxt.FromStatusAndBytes(resp.StatusCode, body)
 	if err != nil {
 		// An unparsable robots.txt is read as allowing everything.
 		data, err = robotstxt.FromStatusAndBytes(http.StatusNotFound, nil)
 	}
-	return data, false, err
+	if resp.StatusCode >= 500 {
+		return data, robotsServerError, err
+	}
+	return data, robotsRead, err
 }

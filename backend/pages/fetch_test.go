@@ -376,6 +376,41 @@ func TestFetchHostUnreachable(t *testing.T) {
 	}
 }
 
+// TestFetchRobotsServerErrorIsBrief: a robots.txt answered with a 5xx
+// disallows the host (RFC 9309), said as robots.txt, not as an
+// unreachable host, and only for as long as an unreachable host's: once
+// the server is well again, well before RobotsTTL, its page is fetched.
+func TestFetchRobotsServerErrorIsBrief(t *testing.T) {
+	var ill atomic.Bool
+	ill.Store(true)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/robots.txt", func(w http.ResponseWriter, r *http.Request) {
+		if ill.Load() {
+			http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
+			return
+		}
+		http.NotFound(w, r)
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, htmlPage) })
+	ts := serve(t, mux)
+	f := newFetcher(t, FetchOptions{AllowPrivate: true})
+	now := time.Now()
+	f.now = func() time.Time { return now }
+	_, err := f.Fetch(context.Background(), ts.URL+"/page", nil)
+	var fe *FetchError
+	if !errors.Is(err, ErrRobots) || errors.Is(err, ErrHostUnreachable) || !errors.As(err, &fe) || fe.Reason != "robots.txt disallows fetching" {
+		t.Fatalf("Fetch while robots.txt answers 503 = %v, want robots.txt disallows fetching", err)
+	}
+	ill.Store(false)
+	if _, err := f.Fetch(context.Background(), ts.URL+"/page", nil); !errors.Is(err, ErrRobots) {
+		t.Fatalf("Fetch within the brief disallow = %v, want the cached disallow", err)
+	}
+	now = now.Add(unreachableRobotsTTL + time.Second)
+	if doc, err := f.Fetch(context.Background(), ts.URL+"/page", nil); err != nil || !strings.Contains(doc.HTML, "Hello world.") {
+		t.Fatalf("Fetch once robots.txt is well = %v, %v", doc, err)
+	}
+}
+
 func TestFetchRobotsCachedPerHost(t *testing.T) {
 	var robots atomic.Int32
 	mux := http.NewServeMux()
