@@ -207,7 +207,8 @@ func TestClickTokenBindsItsLink(t *testing.T) {
 // One holder of an IPv6 /48 (a tunnel broker gives one to anyone) has
 // 65,536 /64s, each a network with its windows and daily cap: clicking one
 // ad from its /64s, each on an answer of its own, bills no more than
-// -prefix-daily-clicks; another /48 and IPv4 are not held back by it.
+// -prefix-daily-clicks; another /48 and IPv4 are not held back by it, and
+// a click the /48 did not bill (a bot's, a repeat) spends none of it.
 func TestPrefixDailyCap(t *testing.T) {
 	const limit = 3
 	env := newSignedEnvWith(t, func(c *config.Config) { c.PrefixDailyClicks = limit }, testWindows(t, t.TempDir()))
@@ -242,5 +243,19 @@ func TestPrefixDailyCap(t *testing.T) {
 	}
 	if c := env.click(t, l, "2001:db8:50:2::1", browserUA); !c.Billable {
 		t.Errorf("a reader's click after a bot's from its /48: %q, want billable", c.Reason)
+	}
+	// Nor does a link replayed: its repeats, refused by the ledger after
+	// the /48's check, leave the /48's other readers their clicks.
+	l = env.links(t, "q=lg+handy&loc=de&api_key=demo&site_id=demo")[0]
+	for i := range limit + 2 {
+		if c := env.click(t, l, "2001:db8:51:1::1", browserUA); c.Billable != (i == 0) {
+			t.Fatalf("replay %d of one link: billable %v %q", i, c.Billable, c.Reason)
+		}
+	}
+	for i := range limit - 1 {
+		l := env.links(t, "q=lg+handy&loc=de&api_key=demo&site_id=demo")[0]
+		if c := env.click(t, l, fmt.Sprintf("2001:db8:51:%x::1", i+2), browserUA); !c.Billable {
+			t.Errorf("a neighbour's click %d after the replays: %q, want billable", i, c.Reason)
+		}
 	}
 }

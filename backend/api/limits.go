@@ -137,24 +137,37 @@ func (s *server) limitIP(h handlerFunc) handlerFunc {
 	}
 }
 
-// capPrefix spends one of the billable clicks of c's IPv6 /48
-// (clicks.Prefix) when Check left c billable: past -prefix-daily-clicks,
-// a bucket that refills over a day, c is network_cap. Each of a /48's
-// 65,536 /64s is a network with its own windows and daily cap, and anyone
-// can have a /48 from a tunnel broker. The bucket is in the redirect's
-// limiter (in Redis with -redis), keyed apart from the networks'; a click
-// the ledger then refuses (a repeat, over budget) spent its token too.
+// prefixBucket is the bucket of the billable clicks of c's IPv6 /48
+// (clicks.Prefix) under -prefix-daily-clicks, one that refills over a
+// day, and false when there is none (no cap, or no IPv6 client). Each of
+// a /48's 65,536 /64s is a network with its own windows and daily cap,
+// and anyone can have a /48 from a tunnel broker. The bucket is in the
+// redirect's limiter (in Redis with -redis), keyed apart from the
+// networks'.
+func (s *server) prefixBucket(c *clicks.Click) (ratelimit.Bucket, bool) {
+	n, p := s.cfg.PrefixDailyClicks, clicks.Prefix(c.IP)
+	if n <= 0 || p == "" {
+		return ratelimit.Bucket{}, false
+	}
+	return ratelimit.Bucket{Key: "prefix\x00" + p, Limit: ratelimit.Limit{Rate: float64(n) / 86400, Burst: n}}, true
+}
+
+// capPrefix makes c, still billable after Check, network_cap when its
+// /48's bucket is empty. It takes no token: a click the ledger then
+// refuses (a repeat, a network over its own cap, over budget) must not
+// spend the /48's clicks, or one client replaying a link would leave its
+// neighbours none. billedPrefix takes the token once the ledger billed c.
 func (s *server) capPrefix(ctx context.Context, c *clicks.Click) {
-	n := s.cfg.PrefixDailyClicks
-	if !c.Billable || n <= 0 {
-		return
-	}
-	p := clicks.Prefix(c.IP)
-	if p == "" {
-		return
-	}
-	if !s.limits.ips.Allow(ctx, "prefix\x00"+p, ratelimit.Limit{Rate: float64(n) / 86400, Burst: n}).Allowed {
+	if b, ok := s.prefixBucket(c); ok && c.Billable && !s.limits.ips.Peek(ctx, b.Key, b.Limit).Allowed {
 		c.Billable, c.Reason = false, clicks.ReasonNetworkCap
+	}
+}
+
+// billedPrefix takes a token from the bucket of c's /48 once the ledger
+// recorded c billable. Concurrent clicks may each have seen its last.
+func (s *server) billedPrefix(ctx context.Context, c *clicks.Click) {
+	if b, ok := s.prefixBucket(c); ok && c.Billable {
+		s.limits.ips.Allow(ctx, b.Key, b.Limit)
 	}
 }
 

@@ -97,6 +97,7 @@ func (s *server) redirect(w http.ResponseWriter, r *http.Request) error {
 			if err := s.ledger.Record(r.Context(), &c, u); err != nil {
 				return internal(fmt.Errorf("recording click: %w", err))
 			}
+			s.billedPrefix(r.Context(), &c)
 			// The id the click is recorded under, for support to find it.
 			w.Header().Set("X-Adlink-Click", c.ID)
 			// The click is on disk; should its advertiser's spend not be

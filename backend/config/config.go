@@ -204,8 +204,9 @@ func Default() Config {
 		// One household or office behind one address clicks a few ads a
 		// day; a carrier's NAT shares an address wider, so not fewer.
 		NetworkDailyClicks: 50,
-		// Ten networks' caps: a home's /48 or /56 holds a few readers, not
-		// thousands.
+		// Ten networks' caps. A provider that gives each home a /56 puts
+		// 256 in a /48, and a carrier giving each phone a /64 more: raise
+		// it where such readers are many, as NetworkDailyClicks for NAT.
 		PrefixDailyClicks: 500,
 		ClickTTL:          24 * time.Hour,
 		SiteTokenTTL:      time.Hour,

@@ -71,6 +71,13 @@ type Limiter interface {
 	// one.
 	Allow(ctx context.Context, key string, l Limit) Decision
 
+	// Peek says whether key's bucket under l has a whole token left,
+	// without taking it: Allowed and Remaining as an Allow would report
+	// them before its take. A check whose token is taken only once
+	// something else has passed (Allow after it) peeks first; of
+	// concurrent peeks on one key, all may see the same last token.
+	Peek(ctx context.Context, key string, l Limit) Decision
+
 	// AllowBoth takes a token from first's bucket and then, only if that
 	// was allowed, from second's, each judged as Allow judges: a request
 	// under two buckets, such as a client network's share of a key's
@@ -172,6 +179,21 @@ func (s *Set) Allow(_ context.Context, key string, l Limit) Decision {
 
 // AllowBoth implements Limiter. The first buckets are a Set of their own,
 // bounded apart from Allow's.
+// Peek implements Limiter.
+func (s *Set) Peek(_ context.Context, key string, l Limit) Decision {
+	if !l.Valid() {
+		return Decision{Allowed: true}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := s.buckets[key]
+	if b == nil || b.l != l {
+		return Decision{Allowed: true, Limit: l.Burst, Remaining: l.Burst}
+	}
+	tokens := b.lim.TokensAt(s.now())
+	return Decision{Allowed: tokens >= 1, Limit: l.Burst, Remaining: max(0, int(math.Floor(tokens)))}
+}
+
 func (s *Set) AllowBoth(ctx context.Context, first, second Bucket) (Decision, Decision) {
 	d := s.firsts.Allow(ctx, first.Key, first.Limit)
 	if !d.Allowed {

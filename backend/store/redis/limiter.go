@@ -61,6 +61,25 @@ func (l *Limiter) Allow(ctx context.Context, key string, lim ratelimit.Limit) ra
 	return d
 }
 
+// Peek implements ratelimit.Limiter: redis_rate's script at a cost of
+// nothing reports the tokens left and leaves the bucket as it was.
+func (l *Limiter) Peek(ctx context.Context, key string, lim ratelimit.Limit) ratelimit.Decision {
+	if !lim.Valid() {
+		return ratelimit.Decision{Allowed: true}
+	}
+	rl := redis_rate.Limit{Rate: 1, Burst: lim.Burst, Period: time.Duration(float64(time.Second) / lim.Rate)}
+	var res *redis_rate.Result
+	ok := l.c.call(ctx, "limits", func(ctx context.Context) error {
+		var err error
+		res, err = l.rl.AllowN(ctx, l.prefix+key, rl, 0)
+		return err
+	})
+	if !ok {
+		return l.fallback.Peek(ctx, key, lim)
+	}
+	return ratelimit.Decision{Allowed: res.Remaining >= 1, Limit: lim.Burst, Remaining: max(0, res.Remaining)}
+}
+
 // bothScript is GCRA over the buckets KEYS[1] and KEYS[2] in turn, in one
 // round trip: the second is looked at only when the first allowed. ARGV
 // gives each bucket's burst and emission interval (seconds per token).

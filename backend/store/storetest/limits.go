@@ -45,6 +45,26 @@ func Limits(t *testing.T, fresh func(t *testing.T) ratelimit.Limiter) {
 		}
 	})
 
+	t.Run("PeekTakesNothing", func(t *testing.T) {
+		l := fresh(t)
+		for i := range slow.Burst {
+			for range 3 {
+				if d := l.Peek(t.Context(), "k", slow); !d.Allowed || d.Remaining != slow.Burst-i {
+					t.Fatalf("peek after %d taken: %+v, want allowed with %d remaining", i, d, slow.Burst-i)
+				}
+			}
+			if d := l.Allow(t.Context(), "k", slow); !d.Allowed {
+				t.Fatalf("take %d after peeks: %+v, want allowed", i, d)
+			}
+		}
+		if d := l.Peek(t.Context(), "k", slow); d.Allowed || d.Remaining != 0 {
+			t.Errorf("peek at an empty bucket: %+v, want refused", d)
+		}
+		if d := l.Peek(t.Context(), "other", slow); !d.Allowed || d.Remaining != slow.Burst {
+			t.Errorf("peek at a key never taken from: %+v, want a full bucket", d)
+		}
+	})
+
 	t.Run("KeysApart", func(t *testing.T) {
 		l := fresh(t)
 		for range slow.Burst + 1 {
