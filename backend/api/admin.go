@@ -3,10 +3,11 @@ package api
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"strconv"
+	"time"
 
 	"github.com/adlink/adlink/backend/metrics"
 )
@@ -24,12 +25,11 @@ type AdminDeps struct {
 	// checks would refuse (one that lost too many ads, or is empty); nil
 	// answers POST /admin/reload with a 404.
 	Reload func(ctx context.Context, force bool) Reload
-	// Backup writes a consistent copy of the state file to the writer
-	// start returns once it is told the copy's size (store.Backup); nil
-	// answers GET /admin/backup with a 404.
-	Backup func(start func(size int64) io.Writer) (int64, error)
-	// Logger logs a backup that failed once its bytes had begun; nil
-	// logs nothing.
+	// Backup returns a consistent copy of the state file, open at its
+	// start, for GET /admin/backup to send and close (store.Backup); nil
+	// answers it with a 404.
+	Backup func() (*os.File, error)
+	// Logger logs a backup that failed; nil logs nothing.
 	Logger *slog.Logger
 }
 
@@ -80,25 +80,21 @@ func NewAdmin(d AdminDeps) http.Handler {
 			respondError(w, &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: "no state file to back up"})
 			return
 		}
-		began := false
-		n, err := d.Backup(func(size int64) io.Writer {
-			began = true
-			h := w.Header()
-			h.Set("Content-Type", "application/octet-stream")
-			h.Set("Content-Length", strconv.FormatInt(size, 10))
-			h.Set("Content-Disposition", `attachment; filename="adlink.db"`)
-			h.Set("Cache-Control", "no-store")
-			w.WriteHeader(http.StatusOK)
-			return w
-		})
-		switch {
-		case err == nil:
-		case !began:
+		f, err := d.Backup()
+		if err != nil {
+			if d.Logger != nil {
+				d.Logger.Error("backup", "err", err)
+			}
 			respondError(w, &Error{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "backup failed: " + err.Error()})
-		case d.Logger != nil:
-			// The client sees a body shorter than its Content-Length.
-			d.Logger.Error("backup cut short", "bytes", n, "err", err)
+			return
 		}
+		defer f.Close()
+		h := w.Header()
+		h.Set("Content-Type", "application/octet-stream")
+		h.Set("Content-Disposition", `attachment; filename="adlink.db"`)
+		h.Set("Cache-Control", "no-store")
+		// Sets Content-Length, and answers HEAD and ranges.
+		http.ServeContent(w, r, "", time.Time{}, f)
 	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		respondError(w, &Error{Status: http.StatusNotFound, Code: CodeNotFound,

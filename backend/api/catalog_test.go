@@ -3,9 +3,9 @@ package api
 import (
 	"context"
 	"errors"
-	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -178,7 +178,7 @@ func TestAdmin(t *testing.T) {
 	if rec := do(http.MethodGet, "/admin/backup"); rec.Code != http.StatusNotFound {
 		t.Errorf("GET /admin/backup with nothing to back up: %d, want 404", rec.Code)
 	}
-	failing := NewAdmin(AdminDeps{Backup: func(func(int64) io.Writer) (int64, error) { return 0, errors.New("disk gone") }})
+	failing := NewAdmin(AdminDeps{Backup: func() (*os.File, error) { return nil, errors.New("disk gone") }})
 	rec := httptest.NewRecorder()
 	failing.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/admin/backup", nil))
 	if rec.Code != http.StatusInternalServerError || !strings.Contains(rec.Body.String(), "backup failed: disk gone") {

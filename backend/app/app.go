@@ -10,7 +10,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"log/slog"
 	"net/http"
@@ -333,7 +332,7 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 		return metrics.SiteShardStats{Profiles: s.Sites, Shards: s.Shards, Bytes: s.Bytes, Builds: s.Builds, HeadBuilds: s.HeadBuilds, Refused: s.Refused}
 	})
 	a.Admin = api.NewAdmin(api.AdminDeps{Metrics: a.Metrics, Reload: a.Reload, Logger: log,
-		Backup: func(start func(int64) io.Writer) (int64, error) { return store.Backup(a.db, start) }})
+		Backup: func() (*os.File, error) { return store.Backup(a.db) }})
 	a.Handler = api.NewServer(api.Deps{
 		Config:       cfg,
 		Logger:       log,

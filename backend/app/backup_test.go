@@ -21,7 +21,8 @@ import (
 )
 
 // TestBackupRestores: GET /admin/backup on the admin listener, taken while
-// the server goes on taking clicks, is a whole state file: bbolt's check
+// the server goes on taking clicks, is a whole state file, made beside the
+// state file and gone from the data directory once sent: bbolt's check
 // passes, it holds the click made before it, and a server started on it
 // in place of the lost data directory knows that click's decision, so the
 // same ad URL clicked again is a repeat, not a second bill. The public
@@ -81,6 +82,10 @@ func TestBackupRestores(t *testing.T) {
 	if status, _ := get(t, a.Handler, "/admin/backup"); status != http.StatusNotFound {
 		t.Errorf("the public listener answers /admin/backup with %d, want 404", status)
 	}
+	// The copy was made beside the state file and is gone from there.
+	if left, _ := filepath.Glob(filepath.Join(cfg.DataDir, store.FileName+".backup-*")); len(left) > 0 {
+		t.Errorf("the backup left %v in the data directory", left)
+	}
 
 	restored := t.TempDir()
 	if err := os.WriteFile(filepath.Join(restored, store.FileName), copyBytes, 0o600); err != nil {
@@ -128,6 +133,9 @@ func TestBackupRestores(t *testing.T) {
 		again = append(again, c)
 		return nil
 	})
+	if len(again) == 0 {
+		t.Fatal("the restored server logged no click")
+	}
 	if last := again[len(again)-1]; last.Billable || last.Reason != clicks.ReasonRepeat {
 		t.Errorf("the link billed before the backup, clicked on the restored server: %+v, want a repeat", last)
 	}

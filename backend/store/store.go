@@ -57,17 +57,30 @@ func OpenReadOnly(dir string) (*bolt.DB, error) {
 	return db, nil
 }
 
-// Backup writes a consistent copy of db, as it was when one read
-// transaction began, to the writer start returns once it is told the
-// copy's size in bytes, and returns the bytes written. The server keeps
-// serving and committing meanwhile; the copy opens as the state file of a
-// server stopped at that moment.
-func Backup(db *bolt.DB, start func(size int64) io.Writer) (int64, error) {
-	var n int64
-	err := db.View(func(tx *bolt.Tx) error {
-		var err error
-		n, err = tx.WriteTo(start(tx.Size()))
+// Backup copies db, as it was when one read transaction began, to a file
+// beside it at the disk's speed, and returns that file open at its start
+// and already removed from the directory: the caller reads it at its own
+// pace and closes it. The server keeps serving and committing meanwhile;
+// the copy opens as the state file of a server stopped at that moment.
+// The read transaction ends with the copy, not with the caller's reading:
+// one held open while a slow client read would stop the file from
+// growing, and so every commit that needs it to.
+func Backup(db *bolt.DB) (*os.File, error) {
+	f, err := os.CreateTemp(filepath.Dir(db.Path()), FileName+".backup-*")
+	if err != nil {
+		return nil, fmt.Errorf("store: backup: %w", err)
+	}
+	os.Remove(f.Name()) // the open file stays readable
+	err = db.View(func(tx *bolt.Tx) error {
+		_, err := tx.WriteTo(f)
 		return err
 	})
-	return n, err
+	if err == nil {
+		_, err = f.Seek(0, io.SeekStart)
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("store: backup: %w", err)
+	}
+	return f, nil
 }
