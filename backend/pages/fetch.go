@@ -200,7 +200,8 @@ type robotsEntry struct {
 	expires time.Time
 }
 
-// NewFetcher returns a Fetcher. Close it to release idle connections.
+// NewFetcher returns a Fetcher. Each request has a connection of its own,
+// closed with it; Close the Fetcher once done all the same.
 func NewFetcher(o FetchOptions) *Fetcher {
 	o.defaults()
 	f := &Fetcher{o: o, robots: make(map[string]*robotsEntry), now: time.Now}
@@ -238,7 +239,8 @@ func NewFetcher(o FetchOptions) *Fetcher {
 	return f
 }
 
-// Close releases the Fetcher's idle connections.
+// Close releases what the Fetcher's transport holds: with no keep-alive,
+// nothing between requests.
 func (f *Fetcher) Close() { f.tr.CloseIdleConnections() }
 
 func (f *Fetcher) dial(ctx context.Context, d *net.Dialer, network, addr string) (net.Conn, error) {
@@ -623,12 +625,21 @@ func (f *Fetcher) fetchRobots(ctx context.Context, origin string) (data *robotst
 			errors.Is(ce, ErrRedirectScheme) || ctx.Err() != nil {
 			return nil, robotsRead, ce
 		}
+		// Only a host that took no connection is unreachable; one that
+		// did and then failed (TLS, a timeout, headers past the cap, too
+		// many redirects) is in error, said as robots.txt.
+		why := robotsServerError
+		if op := (*net.OpError)(nil); errors.As(err, &op) && op.Op == "dial" {
+			why = robotsUnreachable
+		}
 		data, err := robotstxt.FromStatusAndBytes(http.StatusServiceUnavailable, nil)
-		return data, robotsUnreachable, err
+		return data, why, err
 	}
 	defer resp.Body.Close()
 	body, err := f.readBody(resp, maxRobotsBytes)
-	if err != nil && !errors.Is(err, ErrTooLarge) {
+	// A body cut short by the connection's cap has no rules to read: in
+	// error, not a robots.txt allowing everything.
+	if err != nil && (!errors.Is(err, ErrTooLarge) || body == nil) {
 		if ctx.Err() != nil {
 			return nil, robotsRead, classify(ctx, err)
 		}

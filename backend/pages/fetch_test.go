@@ -411,6 +411,40 @@ func TestFetchRobotsServerErrorIsBrief(t *testing.T) {
 	}
 }
 
+// TestFetchRobotsConnectedThenFailed: a host that takes the connection
+// and then drops it before any answer is no unreachable host: the page
+// fails as robots.txt disallowing it, briefly.
+func TestFetchRobotsConnectedThenFailed(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	track(t, l, func(c net.Conn) {}) // closed at once
+	f := newFetcher(t, FetchOptions{AllowPrivate: true})
+	_, err = f.Fetch(context.Background(), "http://"+l.Addr().String()+"/page", nil)
+	var fe *FetchError
+	if !errors.Is(err, ErrRobots) || errors.Is(err, ErrHostUnreachable) || !errors.As(err, &fe) || fe.Reason != "robots.txt disallows fetching" {
+		t.Fatalf("Fetch from a host that drops its connections = %v, want robots.txt disallows fetching", err)
+	}
+}
+
+// TestFetchRobotsCutShortDisallows: a robots.txt longer than a
+// connection may read (its cap follows the page's) is cut off with no
+// rules read; it disallows, as one in error does, rather than allow
+// everything it may have forbidden.
+func TestFetchRobotsCutShortDisallows(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/robots.txt", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "User-agent: *\nDisallow: /\n"+strings.Repeat("# a long comment\n", 20000))
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, htmlPage) })
+	ts := serve(t, mux)
+	f := newFetcher(t, FetchOptions{AllowPrivate: true, MaxBytes: 1 << 10})
+	if _, err := f.Fetch(context.Background(), ts.URL+"/page", nil); !errors.Is(err, ErrRobots) {
+		t.Fatalf("Fetch under a robots.txt cut short = %v, want robots.txt disallows fetching", err)
+	}
+}
+
 func TestFetchRobotsCachedPerHost(t *testing.T) {
 	var robots atomic.Int32
 	mux := http.NewServeMux()
