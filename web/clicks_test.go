@@ -4,9 +4,13 @@ import (
 	"context"
 	_ "embed"
 	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,6 +18,7 @@ import (
 	"github.com/adlink/adlink/backend/clicks"
 	"github.com/adlink/adlink/backend/config"
 	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
 )
 
@@ -436,5 +441,65 @@ func BenchmarkGenuineClicks(b *testing.B) {
 		b.ReportMetric(median(waits), "ms-proof-wait")
 		b.ReportMetric(floor, "ms-proof-floor")
 		b.ReportMetric(median(waits)/floor, "ratio")
+	}
+}
+
+// TestEveryReaderClickIsANavigation: the intent rule refuses a Chromium
+// navigation without Sec-Fetch-User, so each way a reader follows a link
+// (a left, middle, Ctrl or Shift click, Enter on the focused link) must
+// bring it: Chromium's requests for each, judged by the rule with a
+// desktop Chrome's user agent, are a person's navigation.
+func TestEveryReaderClickIsANavigation(t *testing.T) {
+	var mu sync.Mutex
+	reasons := map[string]string{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/" {
+			fmt.Fprint(w, `<!doctype html><a id="a" href="/go" style="display:block;width:300px;height:60px">an ad</a>`)
+			return
+		}
+		if r.URL.Path == "/go" {
+			mu.Lock()
+			reasons[r.URL.RawQuery] = "judged: " + clicks.IntentOf(r.Header).Reason(desktopChrome)
+			mu.Unlock()
+		}
+		fmt.Fprint(w, "landed")
+	}))
+	defer srv.Close()
+	click := func(opts ...chromedp.MouseOption) chromedp.Action[chromedp.Void] {
+		return chromedp.MouseClickXY(50, 30, opts...)
+	}
+	ways := []struct {
+		name string
+		act  chromedp.Action[chromedp.Void]
+	}{
+		{"left", click()},
+		{"middle", click(chromedp.ButtonType(input.MouseButtonMiddle))},
+		{"ctrl", click(chromedp.ButtonModifiers(chromedp.ModifierCtrl))},
+		{"shift", click(chromedp.ButtonModifiers(chromedp.ModifierShift))},
+		{"enter", chromedp.KeyEvent("\r")},
+	}
+	for _, w := range ways {
+		br := newBrowser(t)
+		br.do(t, chromedp.Navigate(srv.URL+"/"))
+		eval[bool](t, br, `document.getElementById("a").href = "/go?`+w.name+`", document.getElementById("a").focus(), true`)
+		br.do(t, w.act)
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			mu.Lock()
+			_, seen := reasons[w.name]
+			mu.Unlock()
+			if seen || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		br.close()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, w := range ways {
+		if got, ok := reasons[w.name]; got != "judged: " {
+			t.Errorf("a reader's %s click: seen %v, %q; want a navigation (no reason)", w.name, ok, got)
+		}
 	}
 }
