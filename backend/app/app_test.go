@@ -83,17 +83,24 @@ func TestNewOptions(t *testing.T) {
 	}
 }
 
-// TestNewReportsEveryFile: the problems of every catalog file and of the
-// partners file come together, before the store is opened.
-func TestNewReportsEveryFile(t *testing.T) {
-	dir := t.TempDir()
-	write := func(name, content string) string {
+// writer returns what writes a file of content named name in dir and
+// returns its path.
+func writer(t *testing.T, dir string) func(name, content string) string {
+	return func(name, content string) string {
+		t.Helper()
 		path := filepath.Join(dir, name)
 		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		return path
 	}
+}
+
+// TestNewReportsEveryFile: the problems of every catalog file and of the
+// partners file come together, before the store is opened.
+func TestNewReportsEveryFile(t *testing.T) {
+	dir := t.TempDir()
+	write := writer(t, dir)
 	cfg := testConfig(t)
 	cfg.DataDir = filepath.Join(dir, "data")
 	cfg.Catalogs = []string{write("a.jsonl", "{not json\n"), write("b.jsonl", "[]\n")}
@@ -116,13 +123,7 @@ func TestNewReportsEveryFile(t *testing.T) {
 // file are reported with a bad feed line, not once the feed is fixed.
 func TestNewReportsAccountsWithFeeds(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, content string) string {
-		path := filepath.Join(dir, name)
-		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return path
-	}
+	write := writer(t, dir)
 	cfg := testConfig(t)
 	cfg.DataDir = filepath.Join(dir, "data")
 	cfg.Catalogs = []string{write("a.jsonl", "{not json\n")}

@@ -351,7 +351,7 @@ func TestFetchRefusesOtherEncodings(t *testing.T) {
 
 // rawServer answers robots.txt with 404 and every other request with
 // answer, over plain TCP, so a test can send what net/http would not.
-func rawServer(t *testing.T, answer func(c net.Conn)) string {
+func rawServer(t *testing.T, answer func(c net.Conn, req *http.Request)) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -366,7 +366,7 @@ func rawServer(t *testing.T, answer func(c net.Conn)) string {
 			fmt.Fprint(c, "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
 			return
 		}
-		answer(c)
+		answer(c, req)
 	})
 	return "http://" + l.Addr().String()
 }
@@ -375,7 +375,7 @@ func rawServer(t *testing.T, answer func(c net.Conn)) string {
 // sent a byte at a time (slowloris) fail at the header timeout, well
 // before the fetch's own.
 func TestFetchHostileHeaders(t *testing.T) {
-	huge := rawServer(t, func(c net.Conn) {
+	huge := rawServer(t, func(c net.Conn, _ *http.Request) {
 		fmt.Fprint(c, "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n")
 		line := "X-Pad: " + strings.Repeat("a", 1000) + "\r\n"
 		for range 4 << 10 { // 4 MB of headers
@@ -385,7 +385,7 @@ func TestFetchHostileHeaders(t *testing.T) {
 		}
 		fmt.Fprint(c, "\r\n"+htmlPage)
 	})
-	slow := rawServer(t, func(c net.Conn) {
+	slow := rawServer(t, func(c net.Conn, _ *http.Request) {
 		fmt.Fprint(c, "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nX-Slow: ")
 		for {
 			if _, err := c.Write([]byte("a")); err != nil {

@@ -133,19 +133,7 @@ func TestFetchSpeaksNoHTTP2(t *testing.T) {
 // capped too: a body under the cap sent that way fails as too large.
 func TestFetchConnectionCapped(t *testing.T) {
 	const maxBytes = 64 << 10
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	track(t, l, func(c net.Conn) {
-		req, err := http.ReadRequest(bufio.NewReader(c))
-		if err != nil {
-			return
-		}
-		if req.URL.Path == "/robots.txt" {
-			fmt.Fprint(c, "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
-			return
-		}
+	base := rawServer(t, func(c net.Conn, req *http.Request) {
 		w := bufio.NewWriter(c)
 		fmt.Fprint(w, "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nTransfer-Encoding: chunked\r\n\r\n")
 		n, ext := maxBytes-1024, ";"+strings.Repeat("x", 12)
@@ -158,7 +146,6 @@ func TestFetchConnectionCapped(t *testing.T) {
 		fmt.Fprint(w, "0\r\n\r\n")
 		w.Flush()
 	})
-	base := "http://" + l.Addr().String()
 	f := newFetcher(t, FetchOptions{AllowPrivate: true, MaxBytes: maxBytes, Timeout: time.Minute})
 	doc, err := f.Fetch(context.Background(), base+"/extensions", nil)
 	if !errors.Is(err, ErrTooLarge) {
