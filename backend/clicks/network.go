@@ -14,13 +14,9 @@ import (
 // (A.B.C.D): any host with an IPv4 address has that whole /48, 65,536
 // /64s to rotate through. What is no address is returned as it is.
 func Network(ip string) string {
-	a, err := netip.ParseAddr(strings.TrimSpace(ip))
-	if err != nil {
+	a, ok := clientAddr(ip)
+	if !ok {
 		return ip
-	}
-	a = a.WithZone("").Unmap()
-	if b := a.As16(); a.Is6() && b[0] == 0x20 && b[1] == 0x02 {
-		a = netip.AddrFrom4([4]byte{b[2], b[3], b[4], b[5]})
 	}
 	if a.Is4() {
 		return a.String()
@@ -34,13 +30,23 @@ func Network(ip string) string {
 // network. It is "" for an IPv4 address (a 6to4 address is one: Network)
 // and for what is no address.
 func Prefix(ip string) string {
-	a, err := netip.ParseAddr(strings.TrimSpace(ip))
-	if err != nil {
-		return ""
-	}
-	a = a.WithZone("").Unmap()
-	if b := a.As16(); !a.Is6() || b[0] == 0x20 && b[1] == 0x02 {
+	a, ok := clientAddr(ip)
+	if !ok || !a.Is6() {
 		return ""
 	}
 	return netip.PrefixFrom(a, 48).Masked().String()
+}
+
+// clientAddr is ip as Network and Prefix count it: without a zone, an
+// IPv4-mapped or 6to4 address as its IPv4 address.
+func clientAddr(ip string) (netip.Addr, bool) {
+	a, err := netip.ParseAddr(strings.TrimSpace(ip))
+	if err != nil {
+		return netip.Addr{}, false
+	}
+	a = a.WithZone("").Unmap()
+	if b := a.As16(); a.Is6() && b[0] == 0x20 && b[1] == 0x02 {
+		a = netip.AddrFrom4([4]byte{b[2], b[3], b[4], b[5]})
+	}
+	return a, true
 }

@@ -41,15 +41,7 @@ func (l *Limiter) Allow(ctx context.Context, key string, lim ratelimit.Limit) ra
 	if !lim.Valid() {
 		return ratelimit.Decision{Allowed: true}
 	}
-	// One token per emission interval: redis_rate counts whole requests
-	// per period, and the interval carries a fractional rate exactly.
-	rl := redis_rate.Limit{Rate: 1, Burst: lim.Burst, Period: time.Duration(float64(time.Second) / lim.Rate)}
-	var res *redis_rate.Result
-	ok := l.c.call(ctx, "limits", func(ctx context.Context) error {
-		var err error
-		res, err = l.rl.Allow(ctx, l.prefix+key, rl)
-		return err
-	})
+	res, ok := l.take(ctx, key, lim, 1)
 	if !ok {
 		return l.fallback.Allow(ctx, key, lim)
 	}
@@ -67,17 +59,26 @@ func (l *Limiter) Peek(ctx context.Context, key string, lim ratelimit.Limit) rat
 	if !lim.Valid() {
 		return ratelimit.Decision{Allowed: true}
 	}
-	rl := redis_rate.Limit{Rate: 1, Burst: lim.Burst, Period: time.Duration(float64(time.Second) / lim.Rate)}
-	var res *redis_rate.Result
-	ok := l.c.call(ctx, "limits", func(ctx context.Context) error {
-		var err error
-		res, err = l.rl.AllowN(ctx, l.prefix+key, rl, 0)
-		return err
-	})
+	res, ok := l.take(ctx, key, lim, 0)
 	if !ok {
 		return l.fallback.Peek(ctx, key, lim)
 	}
 	return ratelimit.Decision{Allowed: res.Remaining >= 1, Limit: lim.Burst, Remaining: max(0, res.Remaining)}
+}
+
+// take takes n tokens (0: none, a look) from key's bucket under lim in
+// Redis, and says whether Redis answered.
+func (l *Limiter) take(ctx context.Context, key string, lim ratelimit.Limit, n int) (*redis_rate.Result, bool) {
+	// One token per emission interval: redis_rate counts whole requests
+	// per period, and the interval carries a fractional rate exactly.
+	rl := redis_rate.Limit{Rate: 1, Burst: lim.Burst, Period: time.Duration(float64(time.Second) / lim.Rate)}
+	var res *redis_rate.Result
+	ok := l.c.call(ctx, "limits", func(ctx context.Context) error {
+		var err error
+		res, err = l.rl.AllowN(ctx, l.prefix+key, rl, n)
+		return err
+	})
+	return res, ok
 }
 
 // bothScript is GCRA over the buckets KEYS[1] and KEYS[2] in turn, in one
