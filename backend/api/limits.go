@@ -152,22 +152,29 @@ func (s *server) prefixBucket(c *clicks.Click) (ratelimit.Bucket, bool) {
 	return ratelimit.Bucket{Key: "prefix\x00" + p, Limit: ratelimit.Limit{Rate: float64(n) / 86400, Burst: n}}, true
 }
 
-// capPrefix makes c, still billable after Check, network_cap when its
-// /48's bucket is empty. It takes no token: a click the ledger then
-// refuses (a repeat, a network over its own cap, over budget) must not
-// spend the /48's clicks, or one client replaying a link would leave its
-// neighbours none. billedPrefix takes the token once the ledger billed c.
-func (s *server) capPrefix(ctx context.Context, c *clicks.Click) {
-	if b, ok := s.prefixBucket(c); ok && c.Billable && !s.limits.ips.Peek(ctx, b.Key, b.Limit).Allowed {
-		c.Billable, c.Reason = false, clicks.ReasonNetworkCap
+// capPrefix takes a token from the bucket of c's /48 when c is still
+// billable after Check, and makes c network_cap when there is none; it
+// says whether it took one. The token is taken before the ledger judges
+// c, so that concurrent clicks cannot share the last; refundPrefix gives
+// it back should the ledger refuse c.
+func (s *server) capPrefix(ctx context.Context, c *clicks.Click) bool {
+	b, ok := s.prefixBucket(c)
+	if !ok || !c.Billable {
+		return false
 	}
+	if !s.limits.ips.Allow(ctx, b.Key, b.Limit).Allowed {
+		c.Billable, c.Reason = false, clicks.ReasonNetworkCap
+		return false
+	}
+	return true
 }
 
-// billedPrefix takes a token from the bucket of c's /48 once the ledger
-// recorded c billable. Concurrent clicks may each have seen its last.
-func (s *server) billedPrefix(ctx context.Context, c *clicks.Click) {
-	if b, ok := s.prefixBucket(c); ok && c.Billable {
-		s.limits.ips.Allow(ctx, b.Key, b.Limit)
+// refundPrefix gives back the token capPrefix took for c when the ledger
+// did not bill c (a repeat, a network over its own cap, over budget):
+// else one client replaying a link would spend its neighbours' clicks.
+func (s *server) refundPrefix(ctx context.Context, c *clicks.Click, taken bool) {
+	if b, ok := s.prefixBucket(c); ok && taken && !c.Billable {
+		s.limits.ips.Return(ctx, b.Key, b.Limit)
 	}
 }
 

@@ -83,12 +83,13 @@ func (s *server) redirect(w http.ResponseWriter, r *http.Request) error {
 		}
 		over, isOver := overLimitOf(r)
 		var u clicks.Use
+		prefixTaken := false
 		if isOver {
 			c.Reason = clicks.ReasonRateLimited
 		} else {
 			u = s.judge.Check(&c, clicks.Auth{D: req.D, Exp: req.Exp, Sig: req.Sig, CT: req.CT, Tok: req.Tok},
 				clicks.IntentOf(r.Header), refuse)
-			s.capPrefix(r.Context(), &c)
+			prefixTaken = s.capPrefix(r.Context(), &c)
 			if b, ok := s.accounts.Budget(ad.Advertiser); ok {
 				u.Budget = b.DailyMicros
 			}
@@ -97,7 +98,7 @@ func (s *server) redirect(w http.ResponseWriter, r *http.Request) error {
 			if err := s.ledger.Record(r.Context(), &c, u); err != nil {
 				return internal(fmt.Errorf("recording click: %w", err))
 			}
-			s.billedPrefix(r.Context(), &c)
+			s.refundPrefix(r.Context(), &c, prefixTaken)
 			// The id the click is recorded under, for support to find it.
 			w.Header().Set("X-Adlink-Click", c.ID)
 			// The click is on disk; should its advertiser's spend not be

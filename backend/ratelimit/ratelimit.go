@@ -71,12 +71,13 @@ type Limiter interface {
 	// one.
 	Allow(ctx context.Context, key string, l Limit) Decision
 
-	// Peek says whether key's bucket under l has a whole token left,
-	// without taking it: Allowed and Remaining as an Allow would report
-	// them before its take. A check whose token is taken only once
-	// something else has passed (Allow after it) peeks first; of
-	// concurrent peeks on one key, all may see the same last token.
-	Peek(ctx context.Context, key string, l Limit) Decision
+	// Return gives back to key's bucket under l one token an Allow took
+	// for a request that turned out not to use it; a bucket it would
+	// fill past l.Burst stays full. A check whose token must count only
+	// what passes a later step takes it at once, so that concurrent
+	// requests cannot share the last one, and returns it when that step
+	// refuses.
+	Return(ctx context.Context, key string, l Limit)
 
 	// AllowBoth takes a token from first's bucket and then, only if that
 	// was allowed, from second's, each judged as Allow judges: a request
@@ -179,19 +180,20 @@ func (s *Set) Allow(_ context.Context, key string, l Limit) Decision {
 
 // AllowBoth implements Limiter. The first buckets are a Set of their own,
 // bounded apart from Allow's.
-// Peek implements Limiter.
-func (s *Set) Peek(_ context.Context, key string, l Limit) Decision {
+// Return implements Limiter. A bucket forgotten or made under another
+// limit is full already.
+func (s *Set) Return(_ context.Context, key string, l Limit) {
 	if !l.Valid() {
-		return Decision{Allowed: true}
+		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	b := s.buckets[key]
-	if b == nil || b.l != l {
-		return Decision{Allowed: true, Limit: l.Burst, Remaining: l.Burst}
+	if b := s.buckets[key]; b != nil && b.l == l {
+		now := s.now()
+		if b.lim.TokensAt(now) <= float64(l.Burst)-1 {
+			b.lim.AllowN(now, -1) // a token back
+		}
 	}
-	tokens := b.lim.TokensAt(s.now())
-	return Decision{Allowed: tokens >= 1, Limit: l.Burst, Remaining: max(0, int(math.Floor(tokens)))}
 }
 
 func (s *Set) AllowBoth(ctx context.Context, first, second Bucket) (Decision, Decision) {

@@ -53,21 +53,20 @@ func (l *Limiter) Allow(ctx context.Context, key string, lim ratelimit.Limit) ra
 	return d
 }
 
-// Peek implements ratelimit.Limiter: redis_rate's script at a cost of
-// nothing reports the tokens left and leaves the bucket as it was.
-func (l *Limiter) Peek(ctx context.Context, key string, lim ratelimit.Limit) ratelimit.Decision {
+// Return implements ratelimit.Limiter: redis_rate's script at a cost of
+// -1 moves the bucket's time back one interval, and leaves a full bucket
+// (its time not after now) as it is.
+func (l *Limiter) Return(ctx context.Context, key string, lim ratelimit.Limit) {
 	if !lim.Valid() {
-		return ratelimit.Decision{Allowed: true}
+		return
 	}
-	res, ok := l.take(ctx, key, lim, 0)
-	if !ok {
-		return l.fallback.Peek(ctx, key, lim)
+	if _, ok := l.take(ctx, key, lim, -1); !ok {
+		l.fallback.Return(ctx, key, lim)
 	}
-	return ratelimit.Decision{Allowed: res.Remaining >= 1, Limit: lim.Burst, Remaining: max(0, res.Remaining)}
 }
 
-// take takes n tokens (0: none, a look) from key's bucket under lim in
-// Redis, and says whether Redis answered.
+// take takes n tokens (-1: gives one back) from key's bucket under lim
+// in Redis, and says whether Redis answered.
 func (l *Limiter) take(ctx context.Context, key string, lim ratelimit.Limit, n int) (*redis_rate.Result, bool) {
 	// One token per emission interval: redis_rate counts whole requests
 	// per period, and the interval carries a fractional rate exactly.

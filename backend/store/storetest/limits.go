@@ -45,23 +45,30 @@ func Limits(t *testing.T, fresh func(t *testing.T) ratelimit.Limiter) {
 		}
 	})
 
-	t.Run("PeekTakesNothing", func(t *testing.T) {
+	t.Run("ReturnGivesOneBack", func(t *testing.T) {
 		l := fresh(t)
-		for i := range slow.Burst {
-			for range 3 {
-				if d := l.Peek(t.Context(), "k", slow); !d.Allowed || d.Remaining != slow.Burst-i {
-					t.Fatalf("peek after %d taken: %+v, want allowed with %d remaining", i, d, slow.Burst-i)
-				}
-			}
-			if d := l.Allow(t.Context(), "k", slow); !d.Allowed {
-				t.Fatalf("take %d after peeks: %+v, want allowed", i, d)
+		for range slow.Burst {
+			l.Allow(t.Context(), "k", slow)
+		}
+		l.Return(t.Context(), "k", slow)
+		if d := l.Allow(t.Context(), "k", slow); !d.Allowed {
+			t.Fatalf("a take after a token returned: %+v, want allowed", d)
+		}
+		if d := l.Allow(t.Context(), "k", slow); d.Allowed {
+			t.Fatalf("a second take after one token returned: %+v, want refused", d)
+		}
+		// A full bucket stays full.
+		for range 3 {
+			l.Return(t.Context(), "full", slow)
+		}
+		allowed := 0
+		for range slow.Burst + 3 {
+			if l.Allow(t.Context(), "full", slow).Allowed {
+				allowed++
 			}
 		}
-		if d := l.Peek(t.Context(), "k", slow); d.Allowed || d.Remaining != 0 {
-			t.Errorf("peek at an empty bucket: %+v, want refused", d)
-		}
-		if d := l.Peek(t.Context(), "other", slow); !d.Allowed || d.Remaining != slow.Burst {
-			t.Errorf("peek at a key never taken from: %+v, want a full bucket", d)
+		if allowed != slow.Burst {
+			t.Errorf("tokens returned to a full bucket: %d taken after, want its %d", allowed, slow.Burst)
 		}
 	})
 
