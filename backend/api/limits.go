@@ -154,26 +154,27 @@ func (s *server) prefixBucket(c *clicks.Click) (ratelimit.Bucket, bool) {
 
 // capPrefix takes a token from the bucket of c's /48 when c is still
 // billable after Check, and makes c network_cap when there is none; it
-// says whether it took one. The token is taken before the ledger judges
-// c, so that concurrent clicks cannot share the last; refundPrefix gives
-// it back should the ledger refuse c.
-func (s *server) capPrefix(ctx context.Context, c *clicks.Click) bool {
+// returns the bucket it took a token from, if any. The token is taken
+// before the ledger judges c, so that concurrent clicks cannot share the
+// last; refundPrefix gives it back should the ledger refuse c.
+func (s *server) capPrefix(ctx context.Context, c *clicks.Click) (ratelimit.Bucket, bool) {
 	b, ok := s.prefixBucket(c)
 	if !ok || !c.Billable {
-		return false
+		return ratelimit.Bucket{}, false
 	}
 	if !s.limits.ips.Allow(ctx, b.Key, b.Limit).Allowed {
 		c.Billable, c.Reason = false, clicks.ReasonNetworkCap
-		return false
+		return ratelimit.Bucket{}, false
 	}
-	return true
+	return b, true
 }
 
-// refundPrefix gives back the token capPrefix took for c when the ledger
-// did not bill c (a repeat, a network over its own cap, over budget):
-// else one client replaying a link would spend its neighbours' clicks.
-func (s *server) refundPrefix(ctx context.Context, c *clicks.Click, taken bool) {
-	if b, ok := s.prefixBucket(c); ok && taken && !c.Billable {
+// refundPrefix gives back the token capPrefix took from b for c when the
+// ledger did not bill c (a repeat, a network over its own cap, over
+// budget): else one client replaying a link would spend its neighbours'
+// clicks.
+func (s *server) refundPrefix(ctx context.Context, c *clicks.Click, b ratelimit.Bucket, taken bool) {
+	if taken && !c.Billable {
 		s.limits.ips.Return(ctx, b.Key, b.Limit)
 	}
 }
