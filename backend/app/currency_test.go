@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/adlink/adlink/internal/testredis"
 	"github.com/adlink/adlink/match"
 )
 
@@ -118,4 +119,37 @@ func TestNewRefusesABudgetInAnotherCurrency(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.Close()
+}
+
+// TestReplicaRefusesAnAnnouncedCatalogOverItsBudget: of two replicas on
+// Redis, B has a EUR budget for shop.example and A none. A swaps in a
+// catalog with a GBP ad of shop.example and announces it; B, on A's word,
+// refuses it as its own refresh would, keeps serving the catalog before,
+// and says it is behind.
+func TestReplicaRefusesAnAnnouncedCatalogOverItsBudget(t *testing.T) {
+	srv := testredis.Start(t, testredis.Options{})
+	a := startMember(t, srv.URL(), "", currencyAds(), "A")
+	b := startMemberWith(t, srv.URL(), "", currencyAds(), "B",
+		`{"advertisers":[{"id":"shop.example","daily_budget":"5.00","currency":"EUR"}]}`)
+	v1 := a.Catalog().Version
+	b.serving(t, v1)
+	b.drain()
+
+	gbp := append(currencyAds(), match.Ad{ID: "SHOP.2.1", Kind: match.KindProduct, Title: "Coffee grinder", Keywords: []string{"coffee grinder"},
+		Landing: "https://shop.example/uk/1", Advertiser: "shop.example", Markets: []match.Market{{Country: "gb", Lang: "en"}}, BidMicros: 200_000})
+	write(t, []*member{a, b}, gbp)
+	if r := a.Reload(context.Background(), false); r.Result != resultSwapped {
+		t.Fatalf("A, without budgets: %+v, want swapped", r)
+	}
+	v2 := a.Catalog().Version
+	r := b.nextRefresh(t)
+	if r.Result != resultRefused || r.Version != v1 || !strings.Contains(r.Error, `its ad "SHOP.2.1" bids in GBP in the market en-GB`) {
+		t.Fatalf("B on A's word: %+v, want refused on %s", r, v1)
+	}
+	if s := readyz(t, b.App); s.Version != v1 || s.Replicas == nil || s.Replicas.Version != v2 || !s.Replicas.Behind {
+		t.Errorf("B's /readyz: %+v %+v, want serving %s, behind %s", s, s.Replicas, v1, v2)
+	}
+	if _, ok := b.Catalog().Indexes.All().Lookup("SHOP.2.1"); ok {
+		t.Error("B serves the GBP ad of its EUR budget")
+	}
 }
