@@ -213,8 +213,8 @@ func deleteKeys(b *bolt.Bucket, keys [][]byte) error {
 // it settles c as BoltLedger does, with the decisions and windows of the
 // spool's file, in the same commit, but holds no budget beyond its
 // currency (the spool has no day's spend; the shipment settles the
-// budget), and spools it. Once it
-// returns nil the click is durable in the file. c.ID must be set.
+// budget), and spools it. Once it returns nil the click is durable in the
+// file. c.ID must be set.
 func (s *Spool) Record(ctx context.Context, c *Click, u Use) error {
 	return s.add(ctx, c, u, true)
 }
