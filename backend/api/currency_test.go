@@ -55,7 +55,7 @@ func TestBudgetHoldsItsCurrency(t *testing.T) {
 		}
 		network++
 		c := env.click(t, l, network)
-		if i < 2 != c.Billable {
+		if (i < 2) != c.Billable {
 			t.Fatalf("EUR click %d: billable %v %q", i, c.Billable, c.Reason)
 		}
 		billed += c.Spend()
