@@ -189,10 +189,17 @@ func (env *budgetEnv) search(t *testing.T, query string) map[string]string {
 // the click log recorded.
 func (env *budgetEnv) click(t *testing.T, target string, network int) clicks.Click {
 	t.Helper()
-	rec := env.get(t, target, "198.51."+strconv.Itoa(network/250)+"."+strconv.Itoa(network%250+1))
 	u, _ := url.Parse(target)
-	if want := fixtureAdLanding(t, u.Query().Get("adId")); rec.Code != http.StatusFound || rec.Header().Get("Location") != want {
-		t.Fatalf("%s: %d to %q, want 302 to %q", target, rec.Code, rec.Header().Get("Location"), want)
+	return env.clickTo(t, target, network, fixtureAdLanding(t, u.Query().Get("adId")))
+}
+
+// clickTo follows a click URL from a network of its own, checks that it
+// lands on landing, and returns what the click log recorded.
+func (env *budgetEnv) clickTo(t *testing.T, target string, network int, landing string) clicks.Click {
+	t.Helper()
+	rec := env.get(t, target, "198.51."+strconv.Itoa(network/250)+"."+strconv.Itoa(network%250+1))
+	if rec.Code != http.StatusFound || rec.Header().Get("Location") != landing {
+		t.Fatalf("%s: %d to %q, want 302 to %q", target, rec.Code, rec.Header().Get("Location"), landing)
 	}
 	var last clicks.Click
 	log, err := clicks.New(env.db)

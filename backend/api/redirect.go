@@ -93,7 +93,9 @@ func (s *server) redirect(w http.ResponseWriter, r *http.Request) error {
 				clicks.IntentOf(r.Header), refuse)
 			prefix, prefixTaken = s.capPrefix(r.Context(), &c)
 			if b, ok := s.accounts.Budget(ad.Advertiser); ok {
-				u.Budget = b.DailyMicros
+				// A bid in another currency is over the budget, which
+				// counts only its own (the catalog's load refuses such ads).
+				u.Budget, u.Currency = b.DailyMicros, b.Currency
 			}
 		}
 		if !isOver || over.record {

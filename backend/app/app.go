@@ -196,6 +196,12 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 	if err := errors.Join(catErr, psErr, advErr, regErr, bookErr); err != nil {
 		return nil, err
 	}
+	// A budget holds one currency: every refresh is checked as this
+	// first catalog is.
+	cat.budgets = book.Budgets()
+	if err := budget.CheckCurrencies(cat.cur.Load().ads, cat.budgets); err != nil {
+		return nil, fmt.Errorf("budgets: %w", err)
+	}
 	web, err := fs.Sub(adlink.Web, "web")
 	if err != nil {
 		return nil, err

@@ -11,7 +11,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/adlink/adlink/backend/accounts"
 	"github.com/adlink/adlink/backend/api"
+	"github.com/adlink/adlink/backend/budget"
 	"github.com/adlink/adlink/backend/catalog"
 	"github.com/adlink/adlink/backend/config"
 	"github.com/adlink/adlink/backend/market"
@@ -56,6 +58,10 @@ type live struct {
 	// replicas, when set, tell the other replicas of each catalog this one
 	// swaps in, and name the version they agreed on.
 	replicas *replicas
+	// budgets are the advertisers' daily budgets, set before the first
+	// refresh: a catalog in which a budgeted advertiser bids in another
+	// currency is refused (budget.CheckCurrencies).
+	budgets map[string]accounts.Budget
 
 	cur atomic.Pointer[version]
 	mu  sync.Mutex // one refresh at a time
@@ -317,6 +323,11 @@ func (l *live) refresh(ctx context.Context, force bool) api.Reload {
 		return api.Reload{Result: resultUnchanged}
 	}
 	l.stale = true
+	// Neither force nor the replicas' word passes this check: the ledger
+	// would bill no click of such an ad, which answers would still show.
+	if err := budget.CheckCurrencies(ads, l.budgets); err != nil {
+		return api.Reload{Result: resultRefused, Error: summary(fmt.Errorf("budgets: %w", err))}
+	}
 	if !force && (l.replicas == nil || version() != l.replicas.agreed()) {
 		if err := l.check(len(prev.ads), len(ads)); err != nil {
 			if version() == prev.api.Version {

@@ -49,12 +49,23 @@ func deployment(t testing.TB, redisURL, pgURL string, ads []match.Ad, names ...s
 
 func startMember(t testing.TB, redisURL, pgURL string, ads []match.Ad, name string) *member {
 	t.Helper()
+	return startMemberWith(t, redisURL, pgURL, ads, name, "")
+}
+
+// startMemberWith starts a member whose advertisers file, when not "",
+// is advertisers.
+func startMemberWith(t testing.TB, redisURL, pgURL string, ads []match.Ad, name, advertisers string) *member {
+	t.Helper()
 	m := &member{name: name, tick: make(chan time.Time), refreshed: make(chan api.Reload, 64)}
 	m.feed = filepath.Join(t.TempDir(), "feed.jsonl")
 	writeFile(t, m.feed, feed(t, ads))
 	cfg := testConfig(t)
 	cfg.Catalogs = []string{m.feed}
 	cfg.RedisURL, cfg.PostgresURL = redisURL, pgURL
+	if advertisers != "" {
+		cfg.AdvertisersFile = filepath.Join(t.TempDir(), "advertisers.json")
+		writeFile(t, cfg.AdvertisersFile, []byte(advertisers))
+	}
 	cfg.ClickKeys = []clicks.Key{{ID: "shared", Secret: bytes.Repeat([]byte{7}, 32)}}
 	// The test's searches stay far below the key's limit.
 	cfg.KeyRate, cfg.KeyBurst, cfg.KeyNetworkShare = 1e6, 1e6, 1

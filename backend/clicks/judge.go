@@ -45,6 +45,17 @@ type Use struct {
 	// advertiser had spent it is ReasonOverBudget and spends nothing else;
 	// the spend may pass it by one click's bid.
 	Budget int64
+	// Currency is Budget's. A click whose bid is in another currency
+	// (Click.Currency) is ReasonOverBudget whatever was spent: the budget
+	// counts no spend in another currency, and leaves none unbounded. ""
+	// (a Use spooled before budgets had a currency) checks none.
+	Currency string
+}
+
+// OtherCurrency reports whether c bids in a currency other than u's
+// budget's, and so is over budget before any spend is read.
+func (u Use) OtherCurrency(c *Click) bool {
+	return u.Budget > 0 && u.Currency != "" && c.Currency != u.Currency
 }
 
 // Check sets c.Reason from the checks that need no stored state (auth,

@@ -14,7 +14,8 @@ import (
 // implementation passes storetest.Ledger and is safe for concurrent use.
 type Ledger interface {
 	// Record settles c, which Judge.Check judged at c.Time: a click whose
-	// advertiser has spent u.Budget that day is ReasonOverBudget; the
+	// advertiser has spent u.Budget that day, or whose bid is in another
+	// currency than the budget's (Use.OtherCurrency), is ReasonOverBudget; the
 	// others are settled as Settle does with the ledger's Decisions and
 	// Windows. It appends c as Store.Append does, and adds it to the
 	// rollups and, billable, its bid to its advertiser's spend of the day;
@@ -89,7 +90,7 @@ func (l *BoltLedger) Record(ctx context.Context, c *Click, u Use) error {
 // settleTx is Settle inside one transaction: the reason c does not bill,
 // or "".
 func (l *BoltLedger) settleTx(tx *bolt.Tx, c *Click, u Use) (string, error) {
-	if u.Budget > 0 && spentOn(tx.Bucket(spendBucket), c.Advertiser, c.Time) >= u.Budget {
+	if u.OtherCurrency(c) || u.Budget > 0 && spentOn(tx.Bucket(spendBucket), c.Advertiser, c.Time) >= u.Budget {
 		return ReasonOverBudget, nil
 	}
 	if u.D != "" {

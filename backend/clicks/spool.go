@@ -211,9 +211,10 @@ func deleteKeys(b *bolt.Bucket, keys [][]byte) error {
 
 // Record implements Ledger for clicks the shared record could not take:
 // it settles c as BoltLedger does, with the decisions and windows of the
-// spool's file, in the same commit, but holds no budget (the spool has no
-// day's spend; the shipment settles the budget), and spools it. Once it
-// returns nil the click is durable in the file. c.ID must be set.
+// spool's file, in the same commit, but holds no budget beyond its
+// currency (the spool has no day's spend; the shipment settles the
+// budget), and spools it. Once it returns nil the click is durable in the
+// file. c.ID must be set.
 func (s *Spool) Record(ctx context.Context, c *Click, u Use) error {
 	return s.add(ctx, c, u, true)
 }
@@ -256,8 +257,12 @@ func (s *Spool) add(ctx context.Context, c *Click, u Use, settle bool) error {
 	return nil
 }
 
-// settleLocally is BoltLedger.settleTx without the budget.
+// settleLocally is BoltLedger.settleTx without the day's spend: a click
+// in another currency than its budget's is over budget all the same.
 func settleLocally(h *hotIndex, tx *bolt.Tx, c *Click, u Use) (string, error) {
+	if u.OtherCurrency(c) {
+		return ReasonOverBudget, nil
+	}
 	if u.D != "" {
 		if !c.Time.Before(u.Expires) {
 			return ReasonRepeat, nil

@@ -188,6 +188,10 @@ func recordArgs(ps []*pendingClick) []any {
 		advertiser[i], currency[i], reason[i], network[i] = clean(c.Advertiser), clean(c.Currency), c.Reason,
 			clean(p.network)
 		decision[i], id[i] = clean(u.D), clean(c.ID)
+		if c.Reason == "" && u.OtherCurrency(c) {
+			// The budget counts no spend in another currency.
+			reason[i] = clicks.ReasonOverBudget
+		}
 	}
 	return []any{at, adID, adType, context, apiKey, siteID, criterion, ykTag, ip, userAgent, country, advertiser,
 		bid, currency, reason, network, decision, expires, limit, budget, hour, day, forget, id,

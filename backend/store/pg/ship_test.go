@@ -203,3 +203,67 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.w.Write(p)
 }
+
+// A click in another currency than its advertiser's budget bills nowhere
+// while Postgres is down: spooled, it is over_budget at once; shipped
+// with the verdict of a replica that judged it billable (one of the
+// version before), Postgres settles it over_budget again and its bid
+// spends nothing of the budget, which the next click in the budget's
+// currency still bills.
+func TestSpoolHoldsTheBudgetsCurrency(t *testing.T) {
+	db, err := pgstore.Open(t.Context(), testpg.New(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	file, err := store.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	spool, err := clicks.NewSpool(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	click := func(n int, currency string) clicks.Click {
+		return clicks.Click{ID: fmt.Sprint("c", n), Time: at, AdID: fmt.Sprint("a", n), AdType: "advertiser", Type: "search",
+			APIKey: "k", SiteID: "s", IP: fmt.Sprintf("198.51.100.%d", n+1), Advertiser: "shop.example", BidMicros: 1_000_000,
+			Currency: currency}
+	}
+	use := func(n int) clicks.Use {
+		return clicks.Use{D: fmt.Sprint("d", n), Expires: at.Add(time.Hour), Budget: 1_000_000, Currency: "EUR"}
+	}
+	local := click(0, "GBP")
+	if err := spool.Record(t.Context(), &local, use(0)); err != nil || local.Billable || local.Reason != clicks.ReasonOverBudget {
+		t.Fatalf("a GBP click spooled against a EUR budget: %v, billable %v %q, want over_budget", err, local.Billable, local.Reason)
+	}
+	judged := click(1, "GBP")
+	judged.Billable = true
+	if err := spool.Add(t.Context(), judged, use(1)); err != nil {
+		t.Fatal(err)
+	}
+	s := clicks.NewSpooler(db.Ledger(), db.Ledger(), spool, clicks.SpoolerOptions{})
+	s.Start()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	if err := s.WaitShipped(ctx); err != nil {
+		t.Fatalf("the spool was not shipped: %v, %d left", err, s.Depth())
+	}
+	s.Stop()
+	got := map[string]string{}
+	db.Clicks().Scan(t.Context(), time.Time{}, time.Time{}, func(c clicks.Click) error {
+		got[c.ID] = fmt.Sprint(c.Billable, " ", c.Reason, " ", c.Currency)
+		return nil
+	})
+	if len(got) != 2 || got["c0"] != "false over_budget GBP" || got["c1"] != "false over_budget GBP" {
+		t.Errorf("Postgres holds %v, want both GBP clicks over_budget", got)
+	}
+	if spent, err := db.Rollups().Spent(t.Context(), "shop.example", at); err != nil || spent != 0 {
+		t.Errorf("the EUR budget has spent %d %v, want 0", spent, err)
+	}
+	eur := click(2, "EUR")
+	if err := db.Ledger().Record(t.Context(), &eur, use(2)); err != nil || !eur.Billable {
+		t.Errorf("the first EUR click: %v, billable %v %q", err, eur.Billable, eur.Reason)
+	}
+}

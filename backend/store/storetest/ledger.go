@@ -182,6 +182,77 @@ func Ledger(t *testing.T, fresh func(t *testing.T) Opener[LedgerParts]) {
 		}
 	})
 
+	// BudgetsHoldTheirCurrency: an advertiser with a budget in EUR whose
+	// clicks come in GBP too (a catalog that slipped a GBP ad past the
+	// load's check, a link of an older catalog) bills none of them: were
+	// they counted, GBP would spend the EUR budget as if they were euros;
+	// were they left out of the check, they would bill without a bound.
+	// Clicked at once with EUR clicks, the EUR ones bill the budget and
+	// no more, and the rollups keep each currency's clicks apart.
+	t.Run("BudgetsHoldTheirCurrency", func(t *testing.T) {
+		p, _ := open(t, fresh(t))
+		if p.Rollups == nil {
+			t.Skip("the ledger keeps no spend")
+		}
+		const bid, budget, n = 450_000, 4 * 450_000, 24
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				c := click("198.51.100."+strconv.Itoa(i+1), "ad"+strconv.Itoa(i%2), t0)
+				c.Advertiser, c.BidMicros, c.Currency = "shop.example", bid, []string{"GBP", "EUR"}[i%2]
+				u := use("cur" + strconv.Itoa(i))
+				u.Budget, u.Currency = budget, "EUR"
+				if err := p.Ledger.Record(within(t, 10*time.Second), &c, u); err != nil {
+					t.Errorf("Record: %v", err)
+				}
+			})
+		}
+		wg.Wait()
+		billed := map[string]int64{}
+		for _, c := range logged(t, p) {
+			switch {
+			case c.Billable:
+				billed[c.Currency] += c.Spend()
+			case c.Reason != clicks.ReasonOverBudget:
+				t.Errorf("a %s click refused as %q, want over_budget", c.Currency, c.Reason)
+			}
+		}
+		if billed["GBP"] != 0 || billed["EUR"] != budget {
+			t.Errorf("%d clicks at once, half of them in GBP, against a budget of %d EUR: billed %v, want %d EUR and no GBP",
+				n, budget, billed, budget)
+		}
+		rows := map[string]clicks.Measures{}
+		if err := p.Rollups.ScanRollups(t.Context(), clicks.DayAd, t0.Truncate(24*time.Hour), t0.Add(24*time.Hour),
+			func(r *clicks.Rollup) error {
+				m := rows[r.Currency]
+				m.Clicks += r.Clicks
+				m.Billable += r.Billable
+				m.SpendMicros += r.SpendMicros
+				m.Unbilled[slices.Index(clicks.Reasons, clicks.ReasonOverBudget)] += r.Unbilled[slices.Index(clicks.Reasons, clicks.ReasonOverBudget)]
+				rows[r.Currency] = m
+				return nil
+			}); err != nil {
+			t.Fatal(err)
+		}
+		over := slices.Index(clicks.Reasons, clicks.ReasonOverBudget)
+		if g := rows["GBP"]; g.Clicks != n/2 || g.Billable != 0 || g.SpendMicros != 0 || g.Unbilled[over] != n/2 {
+			t.Errorf("the GBP rollup: %d clicks, %d billable, spend %d, %d over_budget; want %d clicks, all over_budget",
+				g.Clicks, g.Billable, g.SpendMicros, g.Unbilled[over], n/2)
+		}
+		if e := rows["EUR"]; e.Clicks != n/2 || e.SpendMicros != budget || e.Billable != budget/bid {
+			t.Errorf("the EUR rollup: %d clicks, %d billable, spend %d; want %d clicks, %d billable, spend %d",
+				e.Clicks, e.Billable, e.SpendMicros, n/2, budget/bid, budget)
+		}
+		// A click spooled before budgets named their currency checks none.
+		c := click("198.51.100.250", "ad9", t0.Add(24*time.Hour))
+		c.Advertiser, c.BidMicros, c.Currency = "shop.example", bid, "GBP"
+		u := use("no-currency")
+		u.Budget, u.Expires = budget, t0.Add(48*time.Hour)
+		if got := record(t, p.Ledger, c, u); !got.Billable {
+			t.Errorf("a click whose Use names no currency: %q, want billable", got.Reason)
+		}
+	})
+
 	t.Run("RollupsEqualTheLogs", func(t *testing.T) {
 		o := fresh(t)
 		p, closeFn := open(t, o)
