@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/adlink/adlink/internal/testnet"
 )
 
 // hosts serves several host names from one loopback server: each name
@@ -43,7 +45,7 @@ func serveHosts(t *testing.T, handlers map[string]http.HandlerFunc) (*hosts, *Fe
 	for name := range handlers {
 		names[name] = "127.0.0.1"
 	}
-	return h, newFetcher(t, FetchOptions{AllowPrivate: true, Resolve: testResolver(names)})
+	return h, newFetcher(t, FetchOptions{AllowPrivate: true, Resolve: testnet.Resolver(names)})
 }
 
 // url returns the page URL of path on host.
@@ -237,7 +239,7 @@ func TestSiteHostsKeepsToOneSite(t *testing.T) {
 // TestUnresolvableHostSaysSo: a host that does not resolve is reported as
 // one, not as robots.txt disallowing the fetch.
 func TestUnresolvableHostSaysSo(t *testing.T) {
-	f := newFetcher(t, FetchOptions{AllowPrivate: true, Resolve: testResolver(nil)})
+	f := newFetcher(t, FetchOptions{AllowPrivate: true, Resolve: testnet.Resolver(nil)})
 	_, err := f.Fetch(context.Background(), "http://nowhere.test/page", nil)
 	var fe *FetchError
 	if !errors.As(err, &fe) || fe.Reason != "host not found" || !errors.Is(err, ErrHostNotFound) {
