@@ -8,15 +8,21 @@ import (
 	"fmt"
 	"io"
 	"mime"
+	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"path"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
+	"code.dny.dev/ssrf"
+
+	"github.com/adlink/adlink/backend/egress"
 	"github.com/adlink/adlink/match"
 )
 
@@ -130,12 +136,25 @@ type FetchOptions struct {
 	// MaxBytes bounds a feed's bytes, as read and once decompressed; zero
 	// is 1 GiB.
 	MaxBytes int64
-	// Client makes the requests; nil is a client of its own.
-	Client *http.Client
+
+	// resolve, in tests, makes names resolve to chosen addresses; nil is
+	// the system's resolver.
+	resolve egress.Resolver
+	// guard, in tests, makes a loopback address count as public.
+	guard []ssrf.Option
 }
 
 // ErrTooLarge is the error of a feed over FetchOptions.MaxBytes.
 var ErrTooLarge = errors.New("feed is larger than the size cap")
+
+// ErrRedirectRefused is the error of a feed URL whose redirect the Fetcher
+// did not follow: to a scheme other than http and https, or from a public
+// address to one that is not (loopback, private, link-local with the
+// cloud metadata address, unique-local and the other special ranges).
+var ErrRedirectRefused = errors.New("redirect refused")
+
+// maxFeedRedirects caps the redirects of one fetch of a feed.
+const maxFeedRedirects = 10
 
 // Fetcher reads sources again and again, and parses a source again only
 // when it changed: a URL is asked for with If-None-Match and
@@ -143,9 +162,19 @@ var ErrTooLarge = errors.New("feed is larger than the size cap")
 // and a source whose bytes are those of last time keeps its ads. It is
 // safe for concurrent use; of two fetches of one source at once, the one
 // that ends last is what the next fetch compares with.
+//
+// A feed URL is the operator's, trusted as given, internal hosts
+// included; its redirects are the feed server's. Once a fetch has
+// connected to a public address, no later connection of it (a redirect's,
+// to any name, however it resolves then) may go to an address that is
+// not public: a merchant's server cannot lead the Fetcher into the
+// operator's network or to the cloud metadata address. Each request has
+// a connection of its own, judged when it is dialled, and no proxy hides
+// the address.
 type Fetcher struct {
 	opts   FetchOptions
 	client *http.Client
+	guard  *egress.Guard
 	mu     sync.Mutex
 	last   map[string]*fetched // by Source.Name
 	// afterRead, in tests, runs once a file is read and before it is
@@ -172,11 +201,104 @@ func NewFetcher(opts FetchOptions) *Fetcher {
 	if opts.MaxBytes <= 0 {
 		opts.MaxBytes = 1 << 30
 	}
-	c := opts.Client
-	if c == nil {
-		c = &http.Client{}
+	if opts.resolve == nil {
+		opts.resolve = egress.SystemResolver
 	}
-	return &Fetcher{opts: opts, client: c, last: map[string]*fetched{}}
+	f := &Fetcher{opts: opts, guard: egress.New(opts.guard...), last: map[string]*fetched{}}
+	d := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second, ControlContext: f.control}
+	f.client = &http.Client{
+		Transport: &http.Transport{
+			Proxy: nil, // a proxy would hide the address from the guard
+			DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+				return f.dial(ctx, d, network, addr)
+			},
+			// Every request dials, where the guard judges and notes the
+			// address: a kept connection would let a public feed's
+			// redirect reach an internal feed's host past the guard, and
+			// a fetch that reused one would not know it went public.
+			DisableKeepAlives:   true,
+			TLSHandshakeTimeout: 10 * time.Second,
+		},
+		CheckRedirect: checkFeedRedirect,
+	}
+	return f
+}
+
+// hops is what one fetch of a feed URL has connected to: the first public
+// address, once there is one.
+type hops struct {
+	mu     sync.Mutex
+	public netip.Addr
+}
+
+type hopsKey struct{}
+
+// dial connects, and notes a connection to a public address in the
+// fetch's hops.
+func (f *Fetcher) dial(ctx context.Context, d *net.Dialer, network, addr string) (net.Conn, error) {
+	c, err := egress.Dial(ctx, d, f.opts.resolve, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	h, _ := ctx.Value(hopsKey{}).(*hops)
+	if ap, err := netip.ParseAddrPort(c.RemoteAddr().String()); err == nil && h != nil && f.guard.Public(ap.Addr()) == nil {
+		h.mu.Lock()
+		if !h.public.IsValid() {
+			h.public = ap.Addr()
+		}
+		h.mu.Unlock()
+	}
+	return c, nil
+}
+
+// control refuses to connect to an address that is not public once the
+// fetch has connected to one that is. It runs on the exact address
+// dialled, after resolution, so a name that resolved to a public address
+// before cannot rebind to a private one.
+func (f *Fetcher) control(ctx context.Context, network, address string, _ syscall.RawConn) error {
+	h, _ := ctx.Value(hopsKey{}).(*hops)
+	if h == nil {
+		return nil
+	}
+	h.mu.Lock()
+	from := h.public
+	h.mu.Unlock()
+	if !from.IsValid() {
+		return nil // the operator's own URL, or a redirect between internal hosts
+	}
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil {
+		return err
+	}
+	if err := f.guard.Public(ap.Addr()); err != nil {
+		return &refusedAddr{addr: ap.Addr(), from: from, err: err}
+	}
+	return nil
+}
+
+// refusedAddr is a connection to addr refused because the fetch had
+// connected to the public address from.
+type refusedAddr struct {
+	addr, from netip.Addr
+	err        error
+}
+
+func (e *refusedAddr) Error() string {
+	return fmt.Sprintf("address %s refused after the public %s: %v", e.addr, e.from, e.err)
+}
+
+func (e *refusedAddr) Unwrap() []error { return []error{ErrRedirectRefused, e.err} }
+
+// checkFeedRedirect refuses a redirect to a scheme other than http and
+// https, and stops a chain past maxFeedRedirects.
+func checkFeedRedirect(req *http.Request, via []*http.Request) error {
+	if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
+		return fmt.Errorf("%w: to the scheme %q, not http or https", ErrRedirectRefused, req.URL.Scheme)
+	}
+	if len(via) >= maxFeedRedirects {
+		return fmt.Errorf("stopped after %d redirects", maxFeedRedirects)
+	}
+	return nil
 }
 
 // Result is what one fetch of a source gave.
@@ -265,6 +387,7 @@ func (f *Fetcher) readFile(src Source, opts Options, prev *fetched) (*fetched, e
 func (f *Fetcher) fetchURL(ctx context.Context, src Source, opts Options, prev *fetched) (*fetched, error) {
 	ctx, cancel := context.WithTimeout(ctx, f.opts.Timeout)
 	defer cancel()
+	ctx = context.WithValue(ctx, hopsKey{}, &hops{})
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, src.Location, nil)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", src.Name, err)
@@ -279,6 +402,9 @@ func (f *Fetcher) fetchURL(ctx context.Context, src Source, opts Options, prev *
 		}
 	}
 	res, err := f.client.Do(req)
+	if ue := (*url.Error)(nil); errors.Is(err, ErrRedirectRefused) && errors.As(err, &ue) {
+		return nil, fmt.Errorf("%s: redirect to %s: %w", src.Name, ue.URL, ue.Err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", src.Name, err)
 	}

@@ -105,31 +105,12 @@ func TestFetchGuardRefusesEverySpecialRange(t *testing.T) {
 	}
 }
 
-// listenPair listens on 127.0.0.2 and on 127.0.0.1 at the same port, so
-// that one URL reaches either, as DNS says.
-func listenPair(t *testing.T) (public, private net.Listener) {
-	t.Helper()
-	for range 20 {
-		pub, err := net.Listen("tcp", "127.0.0.2:0")
-		if err != nil {
-			t.Fatalf("cannot listen on 127.0.0.2: %v", err)
-		}
-		priv, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", pub.Addr().(*net.TCPAddr).Port))
-		if err == nil {
-			return pub, priv
-		}
-		pub.Close()
-	}
-	t.Fatal("no port free on both 127.0.0.1 and 127.0.0.2")
-	return nil, nil
-}
-
 // TestFetchDNSRebinding: a name that answers a public address for the
 // check and a private one for the next connection reaches nothing
 // private, because the guard judges the address of each connection, not
 // the answer of an earlier lookup.
 func TestFetchDNSRebinding(t *testing.T) {
-	pub, priv := listenPair(t)
+	pub, priv := testnet.ListenPair(t)
 	var reached atomic.Int32
 	page := func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/robots.txt" {

@@ -6,6 +6,7 @@ package testnet
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -70,4 +71,24 @@ func unstartedOn(t testing.TB, addr string, h http.Handler) *httptest.Server {
 	ts.Listener = l
 	t.Cleanup(ts.Close)
 	return ts
+}
+
+// ListenPair listens on StandIn and on 127.0.0.1 at the same port, so
+// that one URL reaches either, as DNS says: a name that answers the one
+// and then the other rebinds from a public host to a private one.
+func ListenPair(t testing.TB) (public, private net.Listener) {
+	t.Helper()
+	for range 20 {
+		pub, err := net.Listen("tcp", StandIn+":0")
+		if err != nil {
+			t.Fatalf("cannot listen on %s: %v", StandIn, err)
+		}
+		priv, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", pub.Addr().(*net.TCPAddr).Port))
+		if err == nil {
+			return pub, priv
+		}
+		pub.Close()
+	}
+	t.Fatalf("no port free on both 127.0.0.1 and %s", StandIn)
+	return nil, nil
 }
