@@ -409,3 +409,35 @@ func TestFetchRobotsRedirectSlow(t *testing.T) {
 		t.Fatalf("slow body after a redirect: %v, want fetch timed out", err)
 	}
 }
+
+// TestFetchRobotsRedirectToDeadHost: a robots.txt redirect to a name that
+// does not resolve, or to a port where nothing listens, is robots.txt in
+// error (a minute's disallow), not "host not found" or "host unreachable",
+// which would say so of the page's own host, which answered.
+func TestFetchRobotsRedirectToDeadHost(t *testing.T) {
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadPort := closed.Addr().(*net.TCPAddr).Port
+	closed.Close()
+	var site *robotsSite
+	site = serveRobotsSite(t, map[string]http.HandlerFunc{
+		"a.test": func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, "http://nowhere.test/robots.txt", http.StatusFound)
+		},
+		"b.test": func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, fmt.Sprintf("http://dead.test:%d/robots.txt", deadPort), http.StatusFound)
+		},
+	})
+	f := newFetcher(t, FetchOptions{AllowPrivate: true, Resolve: testnet.Resolver(map[string]string{
+		"a.test": testnet.StandIn, "b.test": testnet.StandIn, "dead.test": "127.0.0.1",
+	})})
+	for _, host := range []string{"a.test", "b.test"} {
+		_, err := f.Fetch(context.Background(), site.url(host, "/page"), nil)
+		var fe *FetchError
+		if !errors.Is(err, ErrRobots) || !errors.As(err, &fe) || fe.Reason != "robots.txt disallows fetching" {
+			t.Errorf("%s: %v, want robots.txt disallows fetching", host, err)
+		}
+	}
+}
