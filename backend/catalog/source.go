@@ -10,14 +10,12 @@ import (
 	"mime"
 	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"os"
 	"path"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"code.dny.dev/ssrf"
@@ -147,15 +145,6 @@ type FetchOptions struct {
 // ErrTooLarge is the error of a feed over FetchOptions.MaxBytes.
 var ErrTooLarge = errors.New("feed is larger than the size cap")
 
-// ErrRedirectRefused is the error of a feed URL whose redirect the Fetcher
-// did not follow: to a scheme other than http and https, or from a public
-// address to one that is not (loopback, private, link-local with the
-// cloud metadata address, unique-local and the other special ranges).
-var ErrRedirectRefused = errors.New("redirect refused")
-
-// maxFeedRedirects caps the redirects of one fetch of a feed.
-const maxFeedRedirects = 10
-
 // Fetcher reads sources again and again, and parses a source again only
 // when it changed: a URL is asked for with If-None-Match and
 // If-Modified-Since, a file is read again when its size or time changed,
@@ -222,83 +211,6 @@ func NewFetcher(opts FetchOptions) *Fetcher {
 		CheckRedirect: checkFeedRedirect,
 	}
 	return f
-}
-
-// hops is what one fetch of a feed URL has connected to: the first public
-// address, once there is one.
-type hops struct {
-	mu     sync.Mutex
-	public netip.Addr
-}
-
-type hopsKey struct{}
-
-// dial connects, and notes a connection to a public address in the
-// fetch's hops.
-func (f *Fetcher) dial(ctx context.Context, d *net.Dialer, network, addr string) (net.Conn, error) {
-	c, err := egress.Dial(ctx, d, f.opts.resolve, network, addr)
-	if err != nil {
-		return nil, err
-	}
-	h, _ := ctx.Value(hopsKey{}).(*hops)
-	if ap, err := netip.ParseAddrPort(c.RemoteAddr().String()); err == nil && h != nil && f.guard.Public(ap.Addr()) == nil {
-		h.mu.Lock()
-		if !h.public.IsValid() {
-			h.public = ap.Addr()
-		}
-		h.mu.Unlock()
-	}
-	return c, nil
-}
-
-// control refuses to connect to an address that is not public once the
-// fetch has connected to one that is. It runs on the exact address
-// dialled, after resolution, so a name that resolved to a public address
-// before cannot rebind to a private one.
-func (f *Fetcher) control(ctx context.Context, network, address string, _ syscall.RawConn) error {
-	h, _ := ctx.Value(hopsKey{}).(*hops)
-	if h == nil {
-		return nil
-	}
-	h.mu.Lock()
-	from := h.public
-	h.mu.Unlock()
-	if !from.IsValid() {
-		return nil // the operator's own URL, or a redirect between internal hosts
-	}
-	ap, err := netip.ParseAddrPort(address)
-	if err != nil {
-		return err
-	}
-	if err := f.guard.Public(ap.Addr()); err != nil {
-		return &refusedAddr{addr: ap.Addr(), from: from, err: err}
-	}
-	return nil
-}
-
-// refusedAddr is a connection to addr refused because the fetch had
-// connected to the public address from.
-type refusedAddr struct {
-	addr, from netip.Addr
-	err        error
-}
-
-func (e *refusedAddr) Error() string {
-	return fmt.Sprintf("address %s refused after the public %s: %v", e.addr, e.from, e.err)
-}
-
-func (e *refusedAddr) Unwrap() []error { return []error{ErrRedirectRefused, e.err} }
-
-// checkFeedRedirect refuses a redirect to a scheme other than http and
-// https, and stops a chain past maxFeedRedirects.
-func checkFeedRedirect(req *http.Request, via []*http.Request) error {
-	if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
-		return fmt.Errorf("%w: to the scheme %q, not http or https", ErrRedirectRefused, req.URL.Scheme)
-	}
-	if len(via) >= maxFeedRedirects {
-		return fmt.Errorf("stopped after %d redirects", maxFeedRedirects)
-	}
-	return nil
 }
 
 // Result is what one fetch of a source gave.
