@@ -421,8 +421,7 @@ func TestFetchRobotsRedirectToDeadHost(t *testing.T) {
 	}
 	deadPort := closed.Addr().(*net.TCPAddr).Port
 	closed.Close()
-	var site *robotsSite
-	site = serveRobotsSite(t, map[string]http.HandlerFunc{
+	site := serveRobotsSite(t, map[string]http.HandlerFunc{
 		"a.test": func(w http.ResponseWriter, r *http.Request) {
 			http.Redirect(w, r, "http://nowhere.test/robots.txt", http.StatusFound)
 		},
