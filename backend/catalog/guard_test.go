@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -59,19 +60,7 @@ func portOf(ts *httptest.Server) int { return ts.Listener.Addr().(*net.TCPAddr).
 
 // redirectTo is the URL at which ts redirects to location.
 func redirectTo(ts *httptest.Server, host, location string) string {
-	return fmt.Sprintf("http://%s:%d/to?l=%s", host, portOf(ts), escape(location))
-}
-
-func escape(s string) string {
-	var b strings.Builder
-	for _, c := range []byte(s) {
-		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '-' {
-			b.WriteByte(c)
-		} else {
-			fmt.Fprintf(&b, "%%%02X", c)
-		}
-	}
-	return b.String()
+	return fmt.Sprintf("http://%s:%d/to?l=%s", host, portOf(ts), url.QueryEscape(location))
 }
 
 // TestFetchFeedRedirectFromPublicToPrivate: a public feed server's

@@ -26,42 +26,6 @@ import (
 // through the guard a page's connections pass; with no robots.txt reached
 // after five, the rules are unavailable, which allows everything.
 
-// robotsSite serves each host name with its own handler on the public
-// stand-in address and counts the requests of each host and path.
-type robotsSite struct {
-	port int
-	mu   sync.Mutex
-	hits map[string]int // "host/path"
-}
-
-func serveRobotsSite(t *testing.T, handlers map[string]http.HandlerFunc) *robotsSite {
-	t.Helper()
-	s := &robotsSite{hits: map[string]int{}}
-	ts := testnet.ServeOn(t, testnet.StandIn, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		host, _, _ := net.SplitHostPort(r.Host)
-		s.mu.Lock()
-		s.hits[host+r.URL.Path]++
-		s.mu.Unlock()
-		if h := handlers[host]; h != nil {
-			h(w, r)
-			return
-		}
-		http.NotFound(w, r)
-	}))
-	s.port = ts.Listener.Addr().(*net.TCPAddr).Port
-	return s
-}
-
-func (s *robotsSite) url(host, path string) string {
-	return "http://" + net.JoinHostPort(host, strconv.Itoa(s.port)) + path
-}
-
-func (s *robotsSite) hitsOf(hostPath string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.hits[hostPath]
-}
-
 // guarded is a fetcher with the SSRF guard on, for which only the
 // stand-in address is public and names resolve as answers says.
 func guarded(t *testing.T, answers map[string]string, roots *x509.CertPool) *Fetcher {
@@ -88,7 +52,7 @@ func TestFetchRobotsRedirectAcrossAuthorities(t *testing.T) {
 	roots := x509.NewCertPool()
 	roots.AddCert(secure.Certificate())
 	securePort := secure.Listener.Addr().(*net.TCPAddr).Port
-	var site *robotsSite
+	var site *hosts
 	moved := func(to func(r *http.Request) string) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path == "/robots.txt" {
@@ -98,7 +62,7 @@ func TestFetchRobotsRedirectAcrossAuthorities(t *testing.T) {
 			fmt.Fprint(w, htmlPage)
 		}
 	}
-	site = serveRobotsSite(t, map[string]http.HandlerFunc{
+	site = serveHostsOn(t, testnet.StandIn, map[string]http.HandlerFunc{
 		"example.com": moved(func(*http.Request) string {
 			return fmt.Sprintf("https://www.example.com:%d/robots.txt", securePort)
 		}),
@@ -131,12 +95,12 @@ func TestFetchRobotsRedirectAcrossAuthorities(t *testing.T) {
 			if doc, err := f.Fetch(context.Background(), site.url(c.host, c.allowed), onSite); err != nil || !strings.Contains(doc.HTML, "Hello world.") {
 				t.Fatalf("Fetch(%s) = %v, %v", c.allowed, doc, err)
 			}
-			if n := site.hitsOf(c.host + "/robots.txt"); n != 1 {
+			if n := site.hitsAt(c.host + "/robots.txt"); n != 1 {
 				t.Errorf("%s/robots.txt asked for %d times, want once (cached)", c.host, n)
 			}
 		})
 	}
-	if n := site.hitsOf("example.com/private/page") + site.hitsOf("example.org/drafts/page") + site.hitsOf("shop.test/checkout/page"); n != 0 {
+	if n := site.hitsAt("example.com/private/page") + site.hitsAt("example.org/drafts/page") + site.hitsAt("shop.test/checkout/page"); n != 0 {
 		t.Errorf("%d disallowed pages were requested", n)
 	}
 }
@@ -146,8 +110,8 @@ func TestFetchRobotsRedirectAcrossAuthorities(t *testing.T) {
 // robots.txt at another host's file changes nothing for that host, whose
 // pages are judged by its own robots.txt.
 func TestFetchRobotsCachedByPageOrigin(t *testing.T) {
-	var site *robotsSite
-	site = serveRobotsSite(t, map[string]http.HandlerFunc{
+	var site *hosts
+	site = serveHostsOn(t, testnet.StandIn, map[string]http.HandlerFunc{
 		"a.test": func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path == "/robots.txt" {
 				http.Redirect(w, r, site.url("b.test", "/rules-for-a.txt"), http.StatusFound)
@@ -184,7 +148,7 @@ func TestFetchRobotsCachedByPageOrigin(t *testing.T) {
 		"a.test/robots.txt": 1, "b.test/rules-for-a.txt": 1, "b.test/robots.txt": 1,
 		"a.test/private/x": 0, "b.test/admin/x": 0,
 	} {
-		if n := site.hitsOf(hostPath); n != want {
+		if n := site.hitsAt(hostPath); n != want {
 			t.Errorf("%s requested %d times, want %d", hostPath, n, want)
 		}
 	}
@@ -230,7 +194,7 @@ func TestFetchRobotsRedirectChains(t *testing.T) {
 			fmt.Fprint(w, htmlPage)
 		}
 	}
-	site := serveRobotsSite(t, map[string]http.HandlerFunc{"five.test": chain(5), "six.test": chain(6), "loop.test": loop})
+	site := serveHostsOn(t, testnet.StandIn, map[string]http.HandlerFunc{"five.test": chain(5), "six.test": chain(6), "loop.test": loop})
 	f := guarded(t, map[string]string{"five.test": testnet.StandIn, "six.test": testnet.StandIn, "loop.test": testnet.StandIn}, nil)
 	now := time.Now()
 	f.now = func() time.Time { return now }
@@ -244,14 +208,14 @@ func TestFetchRobotsRedirectChains(t *testing.T) {
 			t.Fatalf("%s: %v, %v; want robots.txt unavailable, so allowed", host, doc, err)
 		}
 	}
-	if n := site.hitsOf("six.test/rules.txt"); n != 0 {
+	if n := site.hitsAt("six.test/rules.txt"); n != 0 {
 		t.Errorf("the sixth redirect was followed (%d requests)", n)
 	}
-	if n := site.hitsOf("six.test/hop/5"); n != 1 {
+	if n := site.hitsAt("six.test/hop/5"); n != 1 {
 		t.Errorf("six.test/hop/5, the fifth redirect's target, requested %d times, want 1", n)
 	}
 	loops := func() int {
-		return site.hitsOf("loop.test/robots.txt") + site.hitsOf("loop.test/robots-a.txt") + site.hitsOf("loop.test/robots-b.txt")
+		return site.hitsAt("loop.test/robots.txt") + site.hitsAt("loop.test/robots-a.txt") + site.hitsAt("loop.test/robots-b.txt")
 	}
 	if n := loops(); n != 6 {
 		t.Errorf("the loop was asked %d times, want 6 (robots.txt and five redirects)", n)
@@ -286,7 +250,7 @@ func TestFetchRobotsRedirectRefused(t *testing.T) {
 	}))
 	otherPort := other.Listener.Addr().(*net.TCPAddr).Port
 	var target sync.Map // host -> Location
-	site := serveRobotsSite(t, map[string]http.HandlerFunc{"site.test": func(w http.ResponseWriter, r *http.Request) {
+	site := serveHostsOn(t, testnet.StandIn, map[string]http.HandlerFunc{"site.test": func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/robots.txt" {
 			to, _ := target.Load("site.test")
 			w.Header().Set("Location", to.(string))
@@ -324,7 +288,7 @@ func TestFetchRobotsRedirectRefused(t *testing.T) {
 	} {
 		t.Run(c.location, func(t *testing.T) {
 			target.Store("site.test", c.location)
-			before := site.hitsOf("site.test/robots.txt")
+			before := site.hitsAt("site.test/robots.txt")
 			for range 2 { // not cached: each fetch asks again
 				_, err := f.Fetch(context.Background(), site.url("site.test", "/page"), nil)
 				var fe *FetchError
@@ -332,7 +296,7 @@ func TestFetchRobotsRedirectRefused(t *testing.T) {
 					t.Fatalf("Fetch = %v, want %v (%s)", err, c.err, c.reason)
 				}
 			}
-			if n := site.hitsOf("site.test/robots.txt") - before; n != 2 {
+			if n := site.hitsAt("site.test/robots.txt") - before; n != 2 {
 				t.Errorf("robots.txt asked for %d times by two fetches, want 2", n)
 			}
 		})
@@ -421,7 +385,7 @@ func TestFetchRobotsRedirectToDeadHost(t *testing.T) {
 	}
 	deadPort := closed.Addr().(*net.TCPAddr).Port
 	closed.Close()
-	site := serveRobotsSite(t, map[string]http.HandlerFunc{
+	site := serveHostsOn(t, testnet.StandIn, map[string]http.HandlerFunc{
 		"a.test": func(w http.ResponseWriter, r *http.Request) {
 			http.Redirect(w, r, "http://nowhere.test/robots.txt", http.StatusFound)
 		},
