@@ -404,3 +404,38 @@ func TestFetchRobotsRedirectToDeadHost(t *testing.T) {
 		}
 	}
 }
+
+// TestFetchRobotsRedirectCapped: the robots.txt a redirect reaches is
+// read under the same cap on its connection as a page's: one longer than
+// that is cut off with no rules read and disallows, as one in error does,
+// though read whole it would allow the page.
+func TestFetchRobotsRedirectCapped(t *testing.T) {
+	site := serveHostsOn(t, testnet.StandIn, map[string]http.HandlerFunc{
+		"site.test": func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path != "/robots.txt" {
+				fmt.Fprint(w, htmlPage)
+				return
+			}
+			http.Redirect(w, r, "http://www.site.test:"+strconv.Itoa(r.Context().Value(http.LocalAddrContextKey).(*net.TCPAddr).Port)+"/robots.txt", http.StatusMovedPermanently)
+		},
+		"www.site.test": func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path != "/robots.txt" {
+				t.Errorf("%s requested", r.URL)
+				return
+			}
+			// Read whole, it would allow the page.
+			fmt.Fprint(w, "User-agent: *\nDisallow: /private/\n"+strings.Repeat("# a long comment\n", 20000))
+		},
+	})
+	f := newFetcher(t, FetchOptions{MaxBytes: 1 << 10, Resolve: testnet.Resolver(map[string]string{
+		"site.test": testnet.StandIn, "www.site.test": testnet.StandIn,
+	}), guard: testnet.PublicStandIn()})
+	_, err := f.Fetch(context.Background(), site.url("site.test", "/page"), nil)
+	var fe *FetchError
+	if !errors.Is(err, ErrRobots) || !errors.As(err, &fe) || fe.Reason != "robots.txt disallows fetching" {
+		t.Fatalf("Fetch under a redirected robots.txt past the cap = %v, want robots.txt disallows fetching", err)
+	}
+	if n := site.hitsAt("www.site.test/robots.txt"); n != 1 {
+		t.Fatalf("the redirect's robots.txt was asked for %d times, want 1", n)
+	}
+}
