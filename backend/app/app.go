@@ -70,9 +70,6 @@ type Options struct {
 	// OnRefresh, when set, is told how each refresh of the catalog ended,
 	// whatever started it.
 	OnRefresh func(api.Reload)
-	// FeedClient fetches the feed URLs; nil is a client of the catalog's
-	// own.
-	FeedClient *http.Client
 	// SiteShards, when set, are siteshards.Options in place of the ones the
 	// configuration makes (its Budget from -site-shard-kb still applies
 	// when theirs is zero).

@@ -102,7 +102,7 @@ type version struct {
 func newLive(cfg config.Config, opts Options, log *slog.Logger, wasm, zst []byte) (*live, error) {
 	l := &live{cfg: cfg, log: log, now: time.Now, fixed: opts.Ads, wasm: wasm, zst: zst, split: opts.SplitAbove,
 		onRefresh: opts.OnRefresh, refreshes: map[string]int{},
-		fetcher: catalog.NewFetcher(catalog.FetchOptions{Timeout: cfg.CatalogTimeout, MaxBytes: cfg.CatalogMaxBytes, Client: opts.FeedClient})}
+		fetcher: catalog.NewFetcher(catalog.FetchOptions{Timeout: cfg.CatalogTimeout, MaxBytes: cfg.CatalogMaxBytes})}
 	var problems []error
 	for _, s := range cfg.Catalogs {
 		src, err := catalog.ParseSource(s)

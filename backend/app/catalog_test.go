@@ -328,6 +328,39 @@ func TestRefreshFromURL(t *testing.T) {
 	}
 }
 
+// TestRefreshRefusesFeedRedirect: a feed server that starts redirecting
+// the feed to a scheme other than http and https (here file:, the
+// server's own files) fails the refresh with the feed and the scheme
+// named, and the catalog served stays.
+func TestRefreshRefusesFeedRedirect(t *testing.T) {
+	ads := testcatalog.Generate(20, 3)
+	b := merchantFeed(ads)
+	var moved atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if moved.Load() {
+			http.Redirect(w, r, "file:///etc/passwd", http.StatusFound)
+			return
+		}
+		w.Header().Set("Content-Type", "application/rss+xml")
+		w.Write(b)
+	}))
+	defer srv.Close()
+	cfg := testConfig(t)
+	feedURL := srv.URL + "/feed#market=de-DE&bid=0.05"
+	cfg.Catalogs = []string{feedURL}
+	a, err := New(cfg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	v1 := a.Catalog().Version
+	moved.Store(true)
+	r := a.Reload(context.Background(), true)
+	if r.Result != "failed" || !strings.Contains(r.Error, feedURL+": redirect to file:///etc/passwd") || !strings.Contains(r.Error, `"file"`) || r.Version != v1 {
+		t.Errorf("feed redirected to file: %+v", r)
+	}
+}
+
 // TestFeedSizeCap: a feed over the cap is refused without reading it all,
 // and the old catalog serves on.
 func TestFeedSizeCap(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"mime"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -17,6 +18,9 @@ import (
 	"sync"
 	"time"
 
+	"code.dny.dev/ssrf"
+
+	"github.com/adlink/adlink/backend/egress"
 	"github.com/adlink/adlink/match"
 )
 
@@ -130,8 +134,12 @@ type FetchOptions struct {
 	// MaxBytes bounds a feed's bytes, as read and once decompressed; zero
 	// is 1 GiB.
 	MaxBytes int64
-	// Client makes the requests; nil is a client of its own.
-	Client *http.Client
+
+	// resolve, in tests, makes names resolve to chosen addresses; nil is
+	// the system's resolver.
+	resolve egress.Resolver
+	// guard, in tests, makes a loopback address count as public.
+	guard []ssrf.Option
 }
 
 // ErrTooLarge is the error of a feed over FetchOptions.MaxBytes.
@@ -143,9 +151,19 @@ var ErrTooLarge = errors.New("feed is larger than the size cap")
 // and a source whose bytes are those of last time keeps its ads. It is
 // safe for concurrent use; of two fetches of one source at once, the one
 // that ends last is what the next fetch compares with.
+//
+// A feed URL is the operator's, trusted as given, internal hosts
+// included; its redirects are the feed server's. Once a fetch has
+// connected to a public address, no later connection of it (a redirect's,
+// to any name, however it resolves then) may go to an address that is
+// not public: a merchant's server cannot lead the Fetcher into the
+// operator's network or to the cloud metadata address. Each request has
+// a connection of its own, judged when it is dialled, and no proxy hides
+// the address.
 type Fetcher struct {
 	opts   FetchOptions
 	client *http.Client
+	guard  *egress.Guard
 	mu     sync.Mutex
 	last   map[string]*fetched // by Source.Name
 	// afterRead, in tests, runs once a file is read and before it is
@@ -172,11 +190,27 @@ func NewFetcher(opts FetchOptions) *Fetcher {
 	if opts.MaxBytes <= 0 {
 		opts.MaxBytes = 1 << 30
 	}
-	c := opts.Client
-	if c == nil {
-		c = &http.Client{}
+	if opts.resolve == nil {
+		opts.resolve = egress.SystemResolver
 	}
-	return &Fetcher{opts: opts, client: c, last: map[string]*fetched{}}
+	f := &Fetcher{opts: opts, guard: egress.New(opts.guard...), last: map[string]*fetched{}}
+	d := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second, ControlContext: f.control}
+	f.client = &http.Client{
+		Transport: &http.Transport{
+			Proxy: nil, // a proxy would hide the address from the guard
+			DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+				return f.dial(ctx, d, network, addr)
+			},
+			// Every request dials, where the guard judges and notes the
+			// address: a kept connection would let a public feed's
+			// redirect reach an internal feed's host past the guard, and
+			// a fetch that reused one would not know it went public.
+			DisableKeepAlives:   true,
+			TLSHandshakeTimeout: 10 * time.Second,
+		},
+		CheckRedirect: checkFeedRedirect,
+	}
+	return f
 }
 
 // Result is what one fetch of a source gave.
@@ -265,6 +299,7 @@ func (f *Fetcher) readFile(src Source, opts Options, prev *fetched) (*fetched, e
 func (f *Fetcher) fetchURL(ctx context.Context, src Source, opts Options, prev *fetched) (*fetched, error) {
 	ctx, cancel := context.WithTimeout(ctx, f.opts.Timeout)
 	defer cancel()
+	ctx = context.WithValue(ctx, hopsKey{}, &hops{})
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, src.Location, nil)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", src.Name, err)
@@ -279,6 +314,9 @@ func (f *Fetcher) fetchURL(ctx context.Context, src Source, opts Options, prev *
 		}
 	}
 	res, err := f.client.Do(req)
+	if ue := (*url.Error)(nil); errors.Is(err, ErrRedirectRefused) && errors.As(err, &ue) {
+		return nil, fmt.Errorf("%s: redirect to %s: %w", src.Name, ue.URL, ue.Err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", src.Name, err)
 	}

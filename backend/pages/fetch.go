@@ -23,6 +23,8 @@ import (
 	"code.dny.dev/ssrf"
 	"github.com/temoto/robotstxt"
 	"golang.org/x/net/html/charset"
+
+	"github.com/adlink/adlink/backend/egress"
 )
 
 // Defaults of FetchOptions.
@@ -109,9 +111,7 @@ func (o *FetchOptions) defaults() {
 		o.RobotsTTL = DefaultRobotsTTL
 	}
 	if o.Resolve == nil {
-		o.Resolve = func(ctx context.Context, host string) ([]netip.Addr, error) {
-			return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
-		}
+		o.Resolve = egress.SystemResolver
 	}
 }
 
@@ -209,7 +209,7 @@ func NewFetcher(o FetchOptions) *Fetcher {
 	if !o.AllowPrivate {
 		// Control runs on the exact address dialed, after resolution, so
 		// neither DNS rebinding nor a redirect can reach a refused range.
-		d.Control = ssrf.New(o.guard...).Safe
+		d.Control = egress.New(o.guard...).Control
 	}
 	f.tr = &http.Transport{
 		Proxy: nil, // a proxy would hide the target's address from the guard
@@ -244,33 +244,11 @@ func NewFetcher(o FetchOptions) *Fetcher {
 func (f *Fetcher) Close() { f.tr.CloseIdleConnections() }
 
 func (f *Fetcher) dial(ctx context.Context, d *net.Dialer, network, addr string) (net.Conn, error) {
-	host, port, err := net.SplitHostPort(addr)
+	c, err := egress.Dial(ctx, d, f.o.Resolve, network, addr)
 	if err != nil {
 		return nil, err
 	}
-	var ips []netip.Addr
-	if ip, err := netip.ParseAddr(host); err == nil {
-		ips = []netip.Addr{ip}
-	} else {
-		ips, err = f.o.Resolve(ctx, host)
-		if err != nil {
-			return nil, err
-		}
-		if len(ips) == 0 {
-			return nil, &net.DNSError{Err: "no address", Name: host, IsNotFound: true}
-		}
-	}
-	var first error
-	for _, ip := range ips {
-		c, err := d.DialContext(ctx, network, net.JoinHostPort(ip.String(), port))
-		if err == nil {
-			return &cappedConn{Conn: c, left: f.connCap()}, nil
-		}
-		if first == nil {
-			first = err
-		}
-	}
-	return nil, first
+	return &cappedConn{Conn: c, left: f.connCap()}, nil
 }
 
 // maxHeaderBytes caps a response's header, 1xx responses' included.
@@ -319,21 +297,46 @@ func (f *Fetcher) checkRedirect(req *http.Request, via []*http.Request) error {
 	return f.checkRobots(req.Context(), req.URL)
 }
 
-// checkHop refuses a redirect, of a page or of its robots.txt, past the
-// cap, to another scheme, to credentials or off the fetch's HostFilter.
+// checkHop refuses a page's redirect past the cap, to another scheme, to
+// credentials or off the fetch's HostFilter.
 func (f *Fetcher) checkHop(req *http.Request, via []*http.Request) error {
 	if len(via) > f.o.MaxRedirects {
 		return ErrRedirects
 	}
-	if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
-		return ErrRedirectScheme
-	}
-	if req.URL.User != nil {
-		return ErrRedirectScheme
+	if err := checkScheme(req.URL); err != nil {
+		return err
 	}
 	// Checked before robots.txt, so a host off the site is not contacted.
 	if hosts, _ := req.Context().Value(hostsKey{}).(HostFilter); hosts != nil && !hosts(hostOf(req.URL)) {
 		return &FetchError{Reason: "redirected off the site's domains", Err: ErrOffSite}
+	}
+	return nil
+}
+
+// robotsMaxRedirects is how many redirects of robots.txt are followed in
+// a row: RFC 9309 (2.3.1.2) asks for at least five, across authorities.
+const robotsMaxRedirects = 5
+
+// errRobotsRedirects ends a robots.txt fetch that redirected more than
+// robotsMaxRedirects times: no robots.txt was reached.
+var errRobotsRedirects = errors.New("robots.txt redirected more than five times")
+
+// checkRobotsHop refuses a robots.txt redirect past robotsMaxRedirects,
+// to another scheme or to credentials. Unlike a page's, it may leave the
+// site's domains (RFC 9309 has crawlers follow example.com's robots.txt
+// to www.example.com or to a CDN); its connection passes the same guard.
+func checkRobotsHop(req *http.Request, via []*http.Request) error {
+	if len(via) > robotsMaxRedirects {
+		return errRobotsRedirects
+	}
+	return checkScheme(req.URL)
+}
+
+// checkScheme refuses a redirect to a scheme other than http and https,
+// or one that carries credentials.
+func checkScheme(u *url.URL) error {
+	if u.Scheme != "http" && u.Scheme != "https" || u.User != nil {
+		return ErrRedirectScheme
 	}
 	return nil
 }
@@ -485,8 +488,7 @@ func classify(ctx context.Context, err error) error {
 	switch {
 	case errors.As(err, &fe):
 		return fe
-	case errors.Is(err, ssrf.ErrProhibitedIP), errors.Is(err, ssrf.ErrProhibitedPort),
-		errors.Is(err, ssrf.ErrProhibitedNetwork), errors.Is(err, ssrf.ErrInvalidHostPort):
+	case egress.Refused(err):
 		return &FetchError{Reason: "address not allowed", Err: errors.Join(ErrProhibitedAddress, err)}
 	case errors.Is(err, ErrHostUnreachable):
 		return &FetchError{Reason: "host unreachable", Err: err}
@@ -600,36 +602,46 @@ func (f *Fetcher) evictRobots() {
 }
 
 // fetchRobots gets origin's robots.txt. As RFC 9309 says, a 4xx allows
-// everything and a 5xx or an unreachable host disallows everything (why
-// says which); an address the guard refuses is an error, so the page
-// fails for that reason.
+// everything, and so does a chain of more than five redirects; a 5xx or an
+// unreachable host disallows everything (why says which). An address the
+// guard refuses, on the first request or a redirect, is an error, so the
+// page fails for that reason.
 func (f *Fetcher) fetchRobots(ctx context.Context, origin string) (data *robotstxt.RobotsData, why robotsUnread, err error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, origin+"/robots.txt", nil)
 	if err != nil {
 		return nil, robotsRead, err
 	}
 	f.header(req)
-	// Robots redirects are followed with the same guard and the same
-	// checks of each hop as a page's, the site's domains included (or
-	// robots.txt would be a way to send the fetcher anywhere), but
-	// without robots checks of their own.
+	// Robots redirects go through the same guarded transport as a page,
+	// under the fetch's timeouts, but without robots checks of their own.
+	redirected := false
 	c := *f.client
-	c.CheckRedirect = f.checkHop
+	c.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		redirected = true
+		return checkRobotsHop(req, via)
+	}
 	resp, err := c.Do(req)
+	if errors.Is(err, errRobotsRedirects) {
+		// No robots.txt reached within five redirects is robots.txt
+		// unavailable, as a 4xx: allow all.
+		data, err := robotstxt.FromStatusAndBytes(http.StatusNotFound, nil)
+		return data, robotsRead, err
+	}
 	if err != nil {
-		// An unknown host is said to be one, and a refused redirect is
-		// the page's failure, not read as robots.txt disallowing
-		// everything as an unreachable host is.
+		// A refused address or scheme is the page's failure, not read as
+		// robots.txt disallowing everything as an unreachable host is;
+		// so is the page's own host unknown, but not a redirect's.
 		ce := classify(ctx, err)
-		if errors.Is(ce, ErrProhibitedAddress) || errors.Is(ce, ErrHostNotFound) || errors.Is(ce, ErrOffSite) ||
-			errors.Is(ce, ErrRedirectScheme) || ctx.Err() != nil {
+		if errors.Is(ce, ErrProhibitedAddress) || errors.Is(ce, ErrRedirectScheme) ||
+			errors.Is(ce, ErrHostNotFound) && !redirected || ctx.Err() != nil {
 			return nil, robotsRead, ce
 		}
-		// Only a host that took no connection is unreachable; one that
-		// did and then failed (TLS, a timeout, headers past the cap, too
-		// many redirects) is in error, said as robots.txt.
+		// Only a page's host that took no connection is unreachable; one
+		// that did and then failed (TLS, a timeout, headers past the cap)
+		// or redirected to a host that fails is in error, said as
+		// robots.txt.
 		why := robotsServerError
-		if op := (*net.OpError)(nil); errors.As(err, &op) && op.Op == "dial" {
+		if op := (*net.OpError)(nil); !redirected && errors.As(err, &op) && op.Op == "dial" {
 			why = robotsUnreachable
 		}
 		data, err := robotstxt.FromStatusAndBytes(http.StatusServiceUnavailable, nil)

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"code.dny.dev/ssrf"
+
+	"github.com/adlink/adlink/internal/testnet"
 )
 
 // The attacks of this file are those a hostile page, its DNS or its
@@ -68,7 +70,7 @@ func TestFetchGuardRefusesEverySpecialRange(t *testing.T) {
 		"0x7f000001": "127.0.0.1",
 	}
 	// Any port: only the address is on trial.
-	f := newFetcher(t, FetchOptions{Resolve: testResolver(answers), guard: []ssrf.Option{ssrf.WithAnyPort()}})
+	f := newFetcher(t, FetchOptions{Resolve: testnet.Resolver(answers), guard: []ssrf.Option{ssrf.WithAnyPort()}})
 	var urls []string
 	for host := range answers {
 		urls = append(urls, fmt.Sprintf("http://%s:%d/", host, port))
@@ -103,31 +105,12 @@ func TestFetchGuardRefusesEverySpecialRange(t *testing.T) {
 	}
 }
 
-// listenPair listens on 127.0.0.2 and on 127.0.0.1 at the same port, so
-// that one URL reaches either, as DNS says.
-func listenPair(t *testing.T) (public, private net.Listener) {
-	t.Helper()
-	for range 20 {
-		pub, err := net.Listen("tcp", "127.0.0.2:0")
-		if err != nil {
-			t.Fatalf("cannot listen on 127.0.0.2: %v", err)
-		}
-		priv, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", pub.Addr().(*net.TCPAddr).Port))
-		if err == nil {
-			return pub, priv
-		}
-		pub.Close()
-	}
-	t.Fatal("no port free on both 127.0.0.1 and 127.0.0.2")
-	return nil, nil
-}
-
 // TestFetchDNSRebinding: a name that answers a public address for the
 // check and a private one for the next connection reaches nothing
 // private, because the guard judges the address of each connection, not
 // the answer of an earlier lookup.
 func TestFetchDNSRebinding(t *testing.T) {
-	pub, priv := listenPair(t)
+	pub, priv := testnet.ListenPair(t)
 	var reached atomic.Int32
 	page := func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/robots.txt" {
@@ -204,7 +187,7 @@ func TestFetchRedirectTargets(t *testing.T) {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, htmlPage) })
 	site := serve(t, mux)
 	port := site.Listener.Addr().(*net.TCPAddr).Port
-	res := testResolver(map[string]string{"site.test": "127.0.0.1", "evil.test": "127.0.0.1"})
+	res := testnet.Resolver(map[string]string{"site.test": "127.0.0.1", "evil.test": "127.0.0.1"})
 	onSite := func(host string) bool { return host == "site.test" }
 	f := newFetcher(t, FetchOptions{AllowPrivate: true, Resolve: res})
 	for _, c := range []struct {
@@ -237,10 +220,10 @@ func TestFetchRedirectTargets(t *testing.T) {
 	// With the guard on, a redirect on the site's own name to a private
 	// address is refused at the connection.
 	guarded := newFetcher(t, FetchOptions{
-		Resolve: testResolver(map[string]string{"site.test": "127.0.0.2", "inner.site.test": "10.1.2.3"}),
+		Resolve: testnet.Resolver(map[string]string{"site.test": "127.0.0.2", "inner.site.test": "10.1.2.3"}),
 		guard:   []ssrf.Option{ssrf.WithAnyPort(), ssrf.WithAllowedV4Prefixes(netip.MustParsePrefix("127.0.0.2/32"))},
 	})
-	outer := serveOn(t, "127.0.0.2", mux)
+	outer := testnet.ServeOn(t, "127.0.0.2", mux)
 	u := fmt.Sprintf("http://site.test:%d/to?l=%s", outer.Listener.Addr().(*net.TCPAddr).Port,
 		urlQueryEscape("http://inner.site.test/latest/meta-data/"))
 	if _, err := guarded.Fetch(context.Background(), u, func(h string) bool { return strings.HasSuffix(h, "site.test") }); !errors.Is(err, ErrProhibitedAddress) {
@@ -402,63 +385,6 @@ func TestFetchHostileHeaders(t *testing.T) {
 	_, err = f.Fetch(context.Background(), slow+"/", nil)
 	if !errors.Is(err, ErrTimeout) || !strings.Contains(err.Error(), "awaiting response headers") {
 		t.Errorf("slow headers: %v, want the header timeout's ErrTimeout", err)
-	}
-}
-
-// TestFetchRobotsRedirectStaysOnSite: robots.txt is fetched before the
-// page, so a redirect of robots.txt off the site's domains would make the
-// fetcher request any host the site names, past the check every page
-// redirect passes. It fails the page as off the site instead, and a
-// robots.txt redirect to credentials or another scheme is refused too.
-func TestFetchRobotsRedirectStaysOnSite(t *testing.T) {
-	var offsite atomic.Int32
-	evil := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		offsite.Add(1)
-		fmt.Fprint(w, "User-agent: *\nAllow: /\n")
-	}))
-	evilPort := evil.Listener.Addr().(*net.TCPAddr).Port
-	var target atomic.Value
-	mux := http.NewServeMux()
-	mux.HandleFunc("/robots.txt", func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, target.Load().(string), http.StatusMovedPermanently)
-	})
-	mux.HandleFunc("/real-robots.txt", func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprint(w, "User-agent: *\nDisallow: /private/\n")
-	})
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, htmlPage) })
-	site := serve(t, mux)
-	port := site.Listener.Addr().(*net.TCPAddr).Port
-	res := testResolver(map[string]string{"site.test": "127.0.0.1", "www.site.test": "127.0.0.1", "evil.test": "127.0.0.1"})
-	onSite := func(host string) bool { return host == "site.test" || strings.HasSuffix(host, ".site.test") }
-	for _, c := range []struct {
-		location string
-		err      error
-	}{
-		{fmt.Sprintf("http://evil.test:%d/robots.txt", evilPort), ErrOffSite},
-		{fmt.Sprintf("//evil.test:%d/robots.txt", evilPort), ErrOffSite},
-		{fmt.Sprintf("http://www.site.test:%d@evil.test:%d/robots.txt", port, evilPort), ErrRedirectScheme},
-		{"file:///etc/passwd", ErrRedirectScheme},
-	} {
-		t.Run(c.location, func(t *testing.T) {
-			target.Store(c.location)
-			f := newFetcher(t, FetchOptions{AllowPrivate: true, Resolve: res})
-			_, err := f.Fetch(context.Background(), fmt.Sprintf("http://site.test:%d/page", port), onSite)
-			if !errors.Is(err, c.err) {
-				t.Fatalf("Fetch = %v, want %v", err, c.err)
-			}
-		})
-	}
-	if offsite.Load() != 0 {
-		t.Fatalf("the off-site host was asked for robots.txt %d times", offsite.Load())
-	}
-	// A robots.txt redirect on the site's domains is followed and obeyed.
-	target.Store(fmt.Sprintf("http://www.site.test:%d/real-robots.txt", port))
-	f := newFetcher(t, FetchOptions{AllowPrivate: true, Resolve: res})
-	if _, err := f.Fetch(context.Background(), fmt.Sprintf("http://site.test:%d/private/x", port), onSite); !errors.Is(err, ErrRobots) {
-		t.Fatalf("robots.txt redirected on the site: %v, want ErrRobots", err)
-	}
-	if doc, err := f.Fetch(context.Background(), fmt.Sprintf("http://site.test:%d/page", port), onSite); err != nil || !strings.Contains(doc.HTML, "Hello world.") {
-		t.Fatalf("page allowed by the redirected robots.txt: %v %v", doc, err)
 	}
 }
 

@@ -16,18 +16,9 @@ import (
 	"time"
 
 	"code.dny.dev/ssrf"
-)
 
-// testResolver makes every host name resolve to the address the map gives.
-func testResolver(m map[string]string) func(context.Context, string) ([]netip.Addr, error) {
-	return func(_ context.Context, host string) ([]netip.Addr, error) {
-		a, ok := m[host]
-		if !ok {
-			return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
-		}
-		return []netip.Addr{netip.MustParseAddr(a)}, nil
-	}
-}
+	"github.com/adlink/adlink/internal/testnet"
+)
 
 func newFetcher(t testing.TB, o FetchOptions) *Fetcher {
 	t.Helper()
@@ -43,22 +34,6 @@ func serve(t testing.TB, h http.Handler) *httptest.Server {
 	return ts
 }
 
-// serveOn serves h on a chosen loopback address, which the guarded tests
-// treat as a public one.
-func serveOn(t *testing.T, addr string, h http.Handler) *httptest.Server {
-	t.Helper()
-	l, err := net.Listen("tcp", addr+":0")
-	if err != nil {
-		t.Skipf("cannot listen on %s: %v", addr, err)
-	}
-	ts := httptest.NewUnstartedServer(h)
-	ts.Listener.Close()
-	ts.Listener = l
-	ts.Start()
-	t.Cleanup(ts.Close)
-	return ts
-}
-
 const htmlPage = `<!doctype html><html lang="en"><head><title>T</title></head><body><article><p>Hello world.</p></article></body></html>`
 
 func TestFetchGuardRefusesInternalAddresses(t *testing.T) {
@@ -66,7 +41,7 @@ func TestFetchGuardRefusesInternalAddresses(t *testing.T) {
 	// Nothing should ever be dialled; the server only counts if it were.
 	ts := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
 	_ = ts
-	res := testResolver(map[string]string{
+	res := testnet.Resolver(map[string]string{
 		"loopback.test":  "127.0.0.1",
 		"private.test":   "10.0.0.1",
 		"metadata.test":  "169.254.169.254",
@@ -109,7 +84,7 @@ func TestFetchGuardRefusesRedirectToLoopback(t *testing.T) {
 	}))
 	// The outer server plays a public host (127.0.0.2, allowed through the
 	// guard for this test only) that redirects to loopback.
-	outer := serveOn(t, "127.0.0.2", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	outer := testnet.ServeOn(t, "127.0.0.2", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/robots.txt":
 			http.NotFound(w, r)
@@ -120,7 +95,7 @@ func TestFetchGuardRefusesRedirectToLoopback(t *testing.T) {
 		}
 	}))
 	f := newFetcher(t, FetchOptions{
-		Resolve: testResolver(map[string]string{"public.test": "127.0.0.2", "loopback.test": "127.0.0.1"}),
+		Resolve: testnet.Resolver(map[string]string{"public.test": "127.0.0.2", "loopback.test": "127.0.0.1"}),
 		guard:   []ssrf.Option{ssrf.WithAnyPort(), ssrf.WithAllowedV4Prefixes(netip.MustParsePrefix("127.0.0.2/32"))},
 	})
 	port := outer.Listener.Addr().(*net.TCPAddr).Port
@@ -136,7 +111,7 @@ func TestFetchGuardRefusesRedirectToLoopback(t *testing.T) {
 	}
 	// The same public page without a redirect is fetched: the guard only
 	// refuses the hop.
-	ok := serveOn(t, "127.0.0.2", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	ok := testnet.ServeOn(t, "127.0.0.2", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/robots.txt" {
 			http.NotFound(w, r)
 			return
@@ -480,7 +455,7 @@ func TestFetchIgnoresProxyEnvironment(t *testing.T) {
 		fmt.Fprint(w, htmlPage)
 	}))
 	port := ts.Listener.Addr().(*net.TCPAddr).Port
-	f := newFetcher(t, FetchOptions{AllowPrivate: true, Resolve: testResolver(map[string]string{"pages.test": "127.0.0.1"})})
+	f := newFetcher(t, FetchOptions{AllowPrivate: true, Resolve: testnet.Resolver(map[string]string{"pages.test": "127.0.0.1"})})
 	doc, err := f.Fetch(context.Background(), fmt.Sprintf("http://pages.test:%d/", port), nil)
 	if err != nil || !strings.Contains(doc.HTML, "Hello world.") || proxied.Load() != 0 {
 		t.Fatalf("%v %v, %d requests through the proxy", doc, err, proxied.Load())

@@ -10,28 +10,48 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/adlink/adlink/internal/testnet"
 )
 
 // hosts serves several host names from one loopback server: each name
-// resolves to 127.0.0.1 and its requests go to its own handler.
+// resolves to its address and its requests go to its own handler.
 type hosts struct {
 	port int
 	mu   sync.Mutex
 	hits map[string]int // requests per host name, robots.txt included
+	at   map[string]int // requests per host name and path ("host/path")
 }
 
 func serveHosts(t *testing.T, handlers map[string]http.HandlerFunc) (*hosts, *Fetcher) {
 	t.Helper()
-	h := &hosts{hits: make(map[string]int)}
-	ts := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	noRobots := make(map[string]http.HandlerFunc)
+	names := make(map[string]string)
+	for name, fn := range handlers {
+		noRobots[name] = func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/robots.txt" {
+				http.NotFound(w, r)
+				return
+			}
+			fn(w, r)
+		}
+		names[name] = "127.0.0.1"
+	}
+	h := serveHostsOn(t, "127.0.0.1", noRobots)
+	return h, newFetcher(t, FetchOptions{AllowPrivate: true, Resolve: testnet.Resolver(names)})
+}
+
+// serveHostsOn serves each host name of handlers, robots.txt included,
+// on one server at addr; other names are not found.
+func serveHostsOn(t *testing.T, addr string, handlers map[string]http.HandlerFunc) *hosts {
+	t.Helper()
+	h := &hosts{hits: make(map[string]int), at: make(map[string]int)}
+	ts := testnet.ServeOn(t, addr, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		name, _, _ := net.SplitHostPort(r.Host)
 		h.mu.Lock()
 		h.hits[name]++
+		h.at[name+r.URL.Path]++
 		h.mu.Unlock()
-		if r.URL.Path == "/robots.txt" {
-			http.NotFound(w, r)
-			return
-		}
 		if fn := handlers[name]; fn != nil {
 			fn(w, r)
 			return
@@ -39,11 +59,7 @@ func serveHosts(t *testing.T, handlers map[string]http.HandlerFunc) (*hosts, *Fe
 		http.NotFound(w, r)
 	}))
 	h.port = ts.Listener.Addr().(*net.TCPAddr).Port
-	names := make(map[string]string)
-	for name := range handlers {
-		names[name] = "127.0.0.1"
-	}
-	return h, newFetcher(t, FetchOptions{AllowPrivate: true, Resolve: testResolver(names)})
+	return h
 }
 
 // url returns the page URL of path on host.
@@ -55,6 +71,13 @@ func (h *hosts) hitsOf(host string) int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.hits[host]
+}
+
+// hitsAt is the requests of a host name and path ("host/path").
+func (h *hosts) hitsAt(hostPath string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.at[hostPath]
 }
 
 // htmlWith is a page about its topic, declaring canonical when not "".
@@ -237,7 +260,7 @@ func TestSiteHostsKeepsToOneSite(t *testing.T) {
 // TestUnresolvableHostSaysSo: a host that does not resolve is reported as
 // one, not as robots.txt disallowing the fetch.
 func TestUnresolvableHostSaysSo(t *testing.T) {
-	f := newFetcher(t, FetchOptions{AllowPrivate: true, Resolve: testResolver(nil)})
+	f := newFetcher(t, FetchOptions{AllowPrivate: true, Resolve: testnet.Resolver(nil)})
 	_, err := f.Fetch(context.Background(), "http://nowhere.test/page", nil)
 	var fe *FetchError
 	if !errors.As(err, &fe) || fe.Reason != "host not found" || !errors.Is(err, ErrHostNotFound) {
