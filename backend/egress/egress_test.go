@@ -37,11 +37,7 @@ func TestPublic(t *testing.T) {
 // is passed over for the next, and with none left the refusal is the
 // error.
 func TestDialJudgesEveryAddress(t *testing.T) {
-	l, err := net.Listen("tcp", testnet.StandIn+":0")
-	if err != nil {
-		t.Skipf("cannot listen on %s: %v", testnet.StandIn, err)
-	}
-	defer l.Close()
+	l := testnet.Listen(t, testnet.StandIn)
 	go func() {
 		for {
 			c, err := l.Accept()

@@ -59,6 +59,19 @@ func ServeTLSOn(t testing.TB, addr string, h http.Handler) *httptest.Server {
 
 func unstartedOn(t testing.TB, addr string, h http.Handler) *httptest.Server {
 	t.Helper()
+	l := Listen(t, addr)
+	ts := httptest.NewUnstartedServer(h)
+	ts.Listener.Close()
+	ts.Listener = l
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+// Listen listens on a free port of addr (StandIn, say), closed when the
+// test ends. Where addr cannot be listened on the test skips, or fails
+// when CI is set.
+func Listen(t testing.TB, addr string) net.Listener {
+	t.Helper()
 	l, err := net.Listen("tcp", addr+":0")
 	if err != nil {
 		if os.Getenv("CI") != "" {
@@ -66,11 +79,8 @@ func unstartedOn(t testing.TB, addr string, h http.Handler) *httptest.Server {
 		}
 		t.Skipf("cannot listen on %s: %v", addr, err)
 	}
-	ts := httptest.NewUnstartedServer(h)
-	ts.Listener.Close()
-	ts.Listener = l
-	t.Cleanup(ts.Close)
-	return ts
+	t.Cleanup(func() { l.Close() })
+	return l
 }
 
 // ListenPair listens on StandIn and on 127.0.0.1 at the same port, so
