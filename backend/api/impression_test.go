@@ -370,7 +370,9 @@ func TestImpressionGarbage(t *testing.T) {
 		q.Add("ad", query)
 		res := env.do(t, "/v1/impression?"+q.Encode(), "198.51.100.7", browserUA)
 		body := readBody(t, res)
-		var e struct{ Error struct{ Param, Message string } }
+		var e struct {
+			Error struct{ Param, Message string }
+		}
 		json.Unmarshal(body, &e)
 		if res.StatusCode != http.StatusBadRequest || e.Error.Param != "ad" || !strings.Contains(e.Error.Message, tt.inner) {
 			t.Errorf("%s: %d %+v, want 400 on ad naming %s", tt.name, res.StatusCode, e.Error, tt.inner)
