@@ -13,6 +13,7 @@ import (
 	"github.com/adlink/adlink/backend/config"
 	"github.com/adlink/adlink/backend/pages"
 	"github.com/adlink/adlink/contract"
+	"github.com/adlink/adlink/match"
 )
 
 // MaxImpressionAds is how many ads one impression beacon may report.
@@ -80,7 +81,7 @@ func (s *server) impression(w http.ResponseWriter, r *http.Request) error {
 		}
 		p := clicks.Params{Type: a.Type, AdID: a.AdID, AdType: a.AdType.String(), APIKey: apiKey,
 			SiteID: siteID, Criterion: a.Criterion, YkTag: a.YkTag}
-		if !s.madeHere(&p, &a, now) {
+		if !s.madeHere(ix, at, &p, &a, now) {
 			continue
 		}
 		first[a.AdID] = i
@@ -111,13 +112,15 @@ func (s *server) impression(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// madeHere reports whether ad a, of click parameters p, is a link the
-// server made: signed, its signature covering its criterion and yk_tag,
-// and unexpired; or made by the page with an unexpired site token of its
-// partner. A page cannot sign, so the criterion and yk_tag of the links
-// it makes are only as the parse checked them. Without keys nothing is
-// signed and every link passes.
-func (s *server) madeHere(p *clicks.Params, a *contract.Redirect, now time.Time) bool {
+// madeHere reports whether ad a, the ad at in ix, of click parameters p,
+// is a link the server or the page made. One the server made is signed,
+// its signature covering its criterion and yk_tag, and unexpired. One the
+// page made carries an unexpired site token of its partner, and, as the
+// page cannot sign, a criterion the page's match can have named for the
+// ad: one or more of the ad's criteria (match.Index.IsCriterionOf). Its
+// yk_tag is the publisher's own, checked only as the parse checks it.
+// Without keys nothing is signed and every link passes.
+func (s *server) madeHere(ix *match.Index, at int, p *clicks.Params, a *contract.Redirect, now time.Time) bool {
 	ks := s.judge.Keys
 	switch {
 	case ks == nil:
@@ -125,7 +128,7 @@ func (s *server) madeHere(p *clicks.Params, a *contract.Redirect, now time.Time)
 	case a.Sig != "" || a.Exp != "":
 		return ks.Verify(p, a.D, a.Exp, a.Sig, now) == ""
 	default:
-		return ks.VerifyToken(p.APIKey, p.SiteID, a.Tok, now) == ""
+		return ks.VerifyToken(p.APIKey, p.SiteID, a.Tok, now) == "" && ix.IsCriterionOf(at, p.Criterion)
 	}
 }
 

@@ -279,8 +279,8 @@ func FuzzImpression(f *testing.F) {
 
 // A beacon counts what a page can have shown: each ad once, with the
 // criterion and yk_tag its link was made with. Copies of one ad, criteria
-// or tags put in a signed link, links with no proof of where they came
-// from, and garbage pad no count.
+// or tags put in a signed link, criteria a page's link cannot have, links
+// with no proof of where they came from, and garbage pad no count.
 func TestImpressionPadding(t *testing.T) {
 	env := newSignedEnv(t)
 	const reader = "198.51.100.7"
@@ -313,13 +313,31 @@ func TestImpressionPadding(t *testing.T) {
 	// A signed link's copies and the same ad under another criterion.
 	status, ct = env.beacon(t, reader, browserUA, signed[0], signed[0],
 		setParam(page[1], "criterionId", "padding"), page[1])
-	if status != http.StatusOK || ct[0] == "" || ct[1] != ct[0] || ct[2] == "" || ct[3] != "" {
-		t.Errorf("signed copies, then one ad under two criteria: %d %q, want the copy the first's token and the second criterion none", status, ct)
+	if status != http.StatusOK || ct[0] == "" || ct[1] != ct[0] || ct[2] != "" || ct[3] == "" {
+		t.Errorf("signed copies, an invented criterion, the ad's own: %d %q, want the copy the first's token, the invented criterion none", status, ct)
 	}
 	if n := count(); n != 3 {
 		t.Fatalf("%d impressions, want 3", n)
 	}
 
+	// A link the page made cannot be signed: its criterion must be one
+	// the page's match can name for its ad, one or more of the ad's
+	// criteria, as the page writes them.
+	var handyladen string
+	for _, l := range page {
+		if queryOf(t, l).Get("adId") == "handyladen.de" {
+			handyladen = l
+		}
+	}
+	if handyladen == "" {
+		t.Fatal("no in-page link of handyladen.de")
+	}
+	if status, ct := env.beacon(t, reader, browserUA, setParam(handyladen, "criterionId", "Handy ohne Vertrag")); status != http.StatusOK || ct[0] == "" {
+		t.Errorf("an in-page link with another of its ad's criteria: %d %q, want a token", status, ct)
+	}
+	if n := count(); n != 4 {
+		t.Fatalf("%d impressions, want 4", n)
+	}
 	otherSite := env.keys.Token("demo", "other", env.now.Add(time.Hour))
 	expiredTok := env.keys.Token("demo", "demo", env.now.Add(-time.Second))
 	for _, tt := range []struct{ name, link string }{
@@ -327,6 +345,9 @@ func TestImpressionPadding(t *testing.T) {
 		{"yk_tag added to a signed link", setParam(signed[1], "yk_tag", "padding")},
 		{"signed link of another ad", setParam(signed[1], "adId", queryOf(t, signed[0]).Get("adId"))},
 		{"sig removed, exp kept", setParam(signed[1], "sig", "-")},
+		{"invented criterion on a page's link", setParam(handyladen, "criterionId", "invented")},
+		{"a word added to a page's link's criterion", setParam(handyladen, "criterionId", "handy padding")},
+		{"another ad's criterion on a page's link", setParam(handyladen, "criterionId", "handy verkaufen")},
 		{"no sig and no tok", setParam(page[1], "tok", "-")},
 		{"tok of another site", setParam(page[1], "tok", otherSite)},
 		{"expired tok", setParam(page[1], "tok", expiredTok)},
@@ -337,8 +358,8 @@ func TestImpressionPadding(t *testing.T) {
 			t.Errorf("%s: %d %q, want 200 and no token", tt.name, status, ct)
 		}
 	}
-	if n := count(); n != 3 {
-		t.Fatalf("refused ads counted: %d impressions, want 3", n)
+	if n := count(); n != 4 {
+		t.Fatalf("refused ads counted: %d impressions, want 4", n)
 	}
 	// A signed link past its expiry shows an answer older than any page
 	// keeps: no count.
@@ -347,8 +368,8 @@ func TestImpressionPadding(t *testing.T) {
 	if status, ct := env.beacon(t, reader, browserUA, old); status != http.StatusOK || ct[0] != "" {
 		t.Errorf("expired signed link: %d %q, want no token", status, ct)
 	}
-	if n := count(); n != 3 {
-		t.Fatalf("expired signed link counted: %d impressions, want 3", n)
+	if n := count(); n != 4 {
+		t.Fatalf("expired signed link counted: %d impressions, want 4", n)
 	}
 }
 
