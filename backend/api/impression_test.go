@@ -310,7 +310,8 @@ func TestImpressionPadding(t *testing.T) {
 	if n := count(); n != 1 {
 		t.Fatalf("%d copies of one ad counted %d impressions, want 1", len(copies), n)
 	}
-	// A signed link's copies and the same ad under another criterion.
+	// A signed link's copies; a page's link under an invented criterion,
+	// refused, which does not keep the link itself from counting.
 	status, ct = env.beacon(t, reader, browserUA, signed[0], signed[0],
 		setParam(page[1], "criterionId", "padding"), page[1])
 	if status != http.StatusOK || ct[0] == "" || ct[1] != ct[0] || ct[2] != "" || ct[3] == "" {
