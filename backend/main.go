@@ -74,6 +74,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if adminLn != nil {
 		defer adminLn.Close()
 	}
+	cfg.Listening(ln.Addr().String())
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
 	a, err := app.New(cfg, app.Options{Logger: log})
 	if err != nil {

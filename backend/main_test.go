@@ -137,6 +137,41 @@ func TestRunServesSearchAndRedirect(t *testing.T) {
 	}
 }
 
+// On -addr with port 0 the server listens on a free port, and the links
+// it writes (the click URLs of an answer, the shard manifest's
+// redirect_url) name that port, not 0: following one reaches the server.
+func TestRunOnAnyPortLinksToIt(t *testing.T) {
+	base, stop := startRun(t, "-data", t.TempDir(), "-demo")
+	defer stop()
+	get := func(target string) *http.Response {
+		t.Helper()
+		client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		res, err := client.Get(target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { res.Body.Close() })
+		return res
+	}
+	var resp struct{ Link []struct{ Ad string } }
+	if err := json.NewDecoder(get(base + "/v2/search/link?q=lg+handy&loc=de&api_key=demo&site_id=demo").Body).Decode(&resp); err != nil || len(resp.Link) == 0 {
+		t.Fatalf("search: %v %+v", err, resp)
+	}
+	ad := resp.Link[0].Ad
+	if !strings.HasPrefix(ad, base+"/v1/redirect?") {
+		t.Fatalf("ad URL %s, want it on %s", ad, base)
+	}
+	if res := get(ad); res.StatusCode != http.StatusFound || !strings.HasPrefix(res.Header.Get("Location"), "https://handy-bestkauf.de") {
+		t.Errorf("following the ad URL: %d to %q", res.StatusCode, res.Header.Get("Location"))
+	}
+	var manifest struct {
+		RedirectURL string `json:"redirect_url"`
+	}
+	if err := json.NewDecoder(get(base + "/v2/shards?api_key=demo&site_id=demo&loc=de&lang=de").Body).Decode(&manifest); err != nil || manifest.RedirectURL != base {
+		t.Errorf("manifest redirect_url %q (%v), want %s", manifest.RedirectURL, err, base)
+	}
+}
+
 // Without -demo the demo partner does not exist: the file's partners are
 // the only ones.
 func TestRunWithoutDemo(t *testing.T) {

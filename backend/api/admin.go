@@ -29,6 +29,10 @@ type AdminDeps struct {
 	// start, for GET /admin/backup to send and close (store.Backup); nil
 	// answers it with a 404.
 	Backup func() (*os.File, error)
+	// BackupStall is how long one write of a backup may wait on a client
+	// that stops reading before the backup is dropped, freeing its copy
+	// and its turn; 0 is DefaultBackupStall.
+	BackupStall time.Duration
 	// Logger logs a backup that failed; nil logs nothing.
 	Logger *slog.Logger
 }
@@ -75,9 +79,63 @@ func NewAdmin(d AdminDeps) http.Handler {
 		w.Header().Set("Cache-Control", "no-store")
 		respond(w, status, body, "")
 	})
-	mux.HandleFunc("GET /admin/backup", func(w http.ResponseWriter, r *http.Request) {
+	mux.Handle("GET /admin/backup", backup(d))
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		respondError(w, &Error{Status: http.StatusNotFound, Code: CodeNotFound,
+			Message: "no such endpoint: " + quote(r.Method+" "+r.URL.Path) + "; the admin listener serves GET /metrics, POST /admin/reload and GET /admin/backup"})
+	})
+	return mux
+}
+
+// DefaultBackupStall is how long one write of a backup waits on its client
+// by default.
+const DefaultBackupStall = time.Minute
+
+// CodeBackupBusy is the error code of a backup asked for while another is
+// taken or sent.
+const CodeBackupBusy = "backup_in_progress"
+
+// backupRetry is the Retry-After of a backup refused while another runs.
+const backupRetry = "10"
+
+// backup answers GET and HEAD /admin/backup. A GET copies the state file
+// to the data directory (d.Backup), then sends the copy; one backup runs
+// at a time, from the copy's start to the end of its sending, so backups
+// never hold more than one copy on the disk: another GET meanwhile gets a
+// 503 with Retry-After. A HEAD says what a GET would get now, without
+// copying anything. A client that stops reading for d.BackupStall is
+// dropped, which ends its backup.
+func backup(d AdminDeps) http.Handler {
+	stall := d.BackupStall
+	if stall <= 0 {
+		stall = DefaultBackupStall
+	}
+	turn := make(chan struct{}, 1)
+	busy := func(w http.ResponseWriter) {
+		w.Header().Set("Retry-After", backupRetry)
+		respondError(w, &Error{Status: http.StatusServiceUnavailable, Code: CodeBackupBusy,
+			Message: "another backup is being taken or sent, and one runs at a time; retry after " + backupRetry + " s"})
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if d.Backup == nil {
 			respondError(w, &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: "no state file to back up"})
+			return
+		}
+		h := w.Header()
+		if r.Method == http.MethodHead {
+			if len(turn) > 0 {
+				busy(w)
+				return
+			}
+			setBackupHeaders(h)
+			w.WriteHeader(http.StatusOK)
+			return
+		}
+		select {
+		case turn <- struct{}{}:
+			defer func() { <-turn }()
+		default:
+			busy(w)
 			return
 		}
 		f, err := d.Backup()
@@ -89,18 +147,30 @@ func NewAdmin(d AdminDeps) http.Handler {
 			return
 		}
 		defer f.Close()
-		h := w.Header()
-		h.Set("Content-Type", "application/octet-stream")
-		h.Set("Content-Disposition", `attachment; filename="adlink.db"`)
-		h.Set("Cache-Control", "no-store")
-		// Sets Content-Length, and answers HEAD and ranges.
-		http.ServeContent(w, r, "", time.Time{}, f)
+		setBackupHeaders(h)
+		// Sets Content-Length, and answers ranges.
+		http.ServeContent(stallWriter{w, http.NewResponseController(w), stall}, r, "", time.Time{}, f)
 	})
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		respondError(w, &Error{Status: http.StatusNotFound, Code: CodeNotFound,
-			Message: "no such endpoint: " + quote(r.Method+" "+r.URL.Path) + "; the admin listener serves GET /metrics, POST /admin/reload and GET /admin/backup"})
-	})
-	return mux
+}
+
+// setBackupHeaders sets the headers of a backup's 200.
+func setBackupHeaders(h http.Header) {
+	h.Set("Content-Type", "application/octet-stream")
+	h.Set("Content-Disposition", `attachment; filename="adlink.db"`)
+	h.Set("Cache-Control", "no-store")
+}
+
+// stallWriter gives each write of a response stall to go through, so a
+// client that stops reading is dropped rather than held for ever.
+type stallWriter struct {
+	http.ResponseWriter
+	rc    *http.ResponseController
+	stall time.Duration
+}
+
+func (w stallWriter) Write(p []byte) (int, error) {
+	w.rc.SetWriteDeadline(time.Now().Add(w.stall)) // not every connection has deadlines
+	return w.ResponseWriter.Write(p)
 }
 
 func respondError(w http.ResponseWriter, e *Error) { respond(w, e.Status, e.body(), "") }

@@ -7,11 +7,13 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/adlink/adlink/backend/clicks"
 	"github.com/adlink/adlink/backend/config"
 	"github.com/adlink/adlink/backend/pages"
 	"github.com/adlink/adlink/contract"
+	"github.com/adlink/adlink/match"
 )
 
 // MaxImpressionAds is how many ads one impression beacon may report.
@@ -23,9 +25,11 @@ const MaxImpressionAds = 16
 // click URL. The impressions are recorded, and the answer
 // {"ct":["<token>",...]} gives each ad, in order, the click token its link
 // needs to bill: bound to the ad and its click parameters, this client's
-// network and user agent, and a short expiry. An ad the catalog no longer
-// has, or whose adType is not its own, gets "" and no impression; so does
-// every ad of a client that is no browser.
+// network and user agent, and a short expiry. Only links the server or
+// the page made count (madeHere), each ad once per beacon: a copy of an
+// ad's link gets its token, the ad under other parameters "". An ad the
+// catalog no longer has, or whose adType is not its own, gets "" and no
+// impression; so does every ad of a client that is no browser.
 func (s *server) impression(w http.ResponseWriter, r *http.Request) error {
 	v, err := queryValues(r)
 	if err != nil {
@@ -57,7 +61,16 @@ func (s *server) impression(w http.ResponseWriter, r *http.Request) error {
 		ttl = config.Default().ClickTokenTTL
 	}
 	country := s.geoCountry(r)
+	// first is where each ad was first counted in this beacon: a copy of
+	// it gets that one's token, and an ad under other parameters none.
+	first := make(map[string]int, len(ads))
 	for i, a := range ads {
+		if j, ok := first[a.AdID]; ok {
+			if sameClick(&ads[j], &a) {
+				tokens[i] = tokens[j]
+			}
+			continue
+		}
 		at, ok := ix.Lookup(a.AdID)
 		if !ok || bot {
 			continue
@@ -68,6 +81,10 @@ func (s *server) impression(w http.ResponseWriter, r *http.Request) error {
 		}
 		p := clicks.Params{Type: a.Type, AdID: a.AdID, AdType: a.AdType.String(), APIKey: apiKey,
 			SiteID: siteID, Criterion: a.Criterion, YkTag: a.YkTag}
+		if !s.madeHere(ix, at, &p, &a, now) {
+			continue
+		}
+		first[a.AdID] = i
 		imps = append(imps, clicks.Impression{Time: now, AdID: p.AdID, AdType: p.AdType, Type: p.Type,
 			APIKey: apiKey, SiteID: siteID, Criterion: p.Criterion, YkTag: p.YkTag, Page: page, IP: ip, UserAgent: ua,
 			Country: country, Advertiser: ad.Advertiser, Currency: bidCurrency(&ad)})
@@ -94,6 +111,30 @@ func (s *server) impression(w http.ResponseWriter, r *http.Request) error {
 	respond(w, http.StatusOK, b, "")
 	return nil
 }
+
+// madeHere reports whether ad a, the ad at in ix, of click parameters p,
+// is a link the server or the page made. One the server made is signed,
+// its signature covering its criterion and yk_tag, and unexpired. One the
+// page made carries an unexpired site token of its partner, and, as the
+// page cannot sign, a criterion the page's match can have named for the
+// ad: one or more of the ad's criteria (match.Index.IsCriterionOf). Its
+// yk_tag is the publisher's own, checked only as the parse checks it.
+// Without keys nothing is signed and every link passes.
+func (s *server) madeHere(ix *match.Index, at int, p *clicks.Params, a *contract.Redirect, now time.Time) bool {
+	ks := s.judge.Keys
+	switch {
+	case ks == nil:
+		return true
+	case a.Sig != "" || a.Exp != "":
+		return ks.Verify(p, a.D, a.Exp, a.Sig, now) == ""
+	default:
+		return ks.VerifyToken(p.APIKey, p.SiteID, a.Tok, now) == "" && ix.IsCriterionOf(at, p.Criterion)
+	}
+}
+
+// sameClick reports whether a and b are the same link: the same click
+// parameters and the same proof.
+func sameClick(a, b *contract.Redirect) bool { return *a == *b }
 
 // parseImpression reads an impression beacon: its partner, its page's
 // canonical URL and its ads, each a click URL's query of that partner,

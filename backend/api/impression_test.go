@@ -222,8 +222,8 @@ func TestImpressionTokensFromManyNetworks(t *testing.T) {
 }
 
 // FuzzImpression: whatever the query, the beacon answers JSON with a known
-// status, never records an impression it refused, and gives one token per
-// ad it accepted.
+// status, never records an impression it refused, and records one
+// impression per distinct token it gives.
 func FuzzImpression(f *testing.F) {
 	env := newSignedEnv(f)
 	l := env.inPageLinks(f, "q=lg+handy&loc=de&api_key=demo&site_id=demo")[0]
@@ -231,6 +231,8 @@ func FuzzImpression(f *testing.F) {
 	for _, s := range []string{
 		"api_key=demo&site_id=demo&url=http://localhost/a&ad=" + url.QueryEscape(ad),
 		"api_key=demo&site_id=demo&url=http://localhost/a&ad=" + url.QueryEscape(ad) + "&ad=" + url.QueryEscape(setParam("/?"+ad, "adId", "x")[2:]),
+		"api_key=demo&site_id=demo&url=http://localhost/a&ad=" + url.QueryEscape(ad) + "&ad=" + url.QueryEscape(ad),
+		"api_key=demo&site_id=demo&url=http://localhost/a&ad=" + url.QueryEscape(setParam("/?"+ad, "tok", "-")[2:]),
 		"api_key=demo&site_id=demo&url=http://evil.example/&ad=" + url.QueryEscape(ad),
 		"api_key=demo&site_id=demo&url=javascript:alert(1)&ad=x",
 		"ad=%zz&;",
@@ -255,14 +257,15 @@ func FuzzImpression(f *testing.F) {
 			if err := json.Unmarshal(body, &resp); err != nil || len(resp.CT) != len(q["ad"]) {
 				t.Fatalf("%q: %s", raw, body)
 			}
-			given := 0
+			// Copies of an ad share its token and its one impression.
+			given := map[string]bool{}
 			for _, ct := range resp.CT {
 				if ct != "" {
-					given++
+					given[ct] = true
 				}
 			}
-			if given != added {
-				t.Fatalf("%q: %d tokens for %d impressions", raw, given, added)
+			if len(given) != added {
+				t.Fatalf("%q: %d distinct tokens for %d impressions", raw, len(given), added)
 			}
 		case 400, 401, 403:
 			if added != 0 || !json.Valid(body) {
@@ -272,4 +275,132 @@ func FuzzImpression(f *testing.F) {
 			t.Fatalf("%q: status %d: %s", raw, res.StatusCode, body)
 		}
 	})
+}
+
+// A beacon counts what a page can have shown: each ad once, with the
+// criterion and yk_tag its link was made with. Copies of one ad, criteria
+// or tags put in a signed link, criteria a page's link cannot have, links
+// with no proof of where they came from, and garbage pad no count.
+func TestImpressionPadding(t *testing.T) {
+	env := newSignedEnv(t)
+	const reader = "198.51.100.7"
+	page := env.inPageLinks(t, "q=handy&loc=de&api_key=demo&site_id=demo&size=20")
+	signed := distinctAds(env.links(t, "q=handy&loc=de&api_key=demo&site_id=demo&size=20"))
+	if len(page) < 2 || len(signed) < 2 {
+		t.Fatalf("%d in-page and %d signed ads, want 2 of each", len(page), len(signed))
+	}
+	count := func() int { return len(env.impressions(t)) }
+
+	// Sixteen copies of one ad are one impression; every copy gets the
+	// same token, as the page may show one ad twice (in the text and in
+	// its box).
+	copies := make([]string, MaxImpressionAds)
+	for i := range copies {
+		copies[i] = page[0]
+	}
+	status, ct := env.beacon(t, reader, browserUA, copies...)
+	if status != http.StatusOK || ct[0] == "" {
+		t.Fatalf("copies: %d %q", status, ct)
+	}
+	for i, c := range ct {
+		if c != ct[0] {
+			t.Errorf("copy %d got token %q, want the first's", i, c)
+		}
+	}
+	if n := count(); n != 1 {
+		t.Fatalf("%d copies of one ad counted %d impressions, want 1", len(copies), n)
+	}
+	// A signed link's copies; a page's link under an invented criterion,
+	// refused, which does not keep the link itself from counting.
+	status, ct = env.beacon(t, reader, browserUA, signed[0], signed[0],
+		setParam(page[1], "criterionId", "padding"), page[1])
+	if status != http.StatusOK || ct[0] == "" || ct[1] != ct[0] || ct[2] != "" || ct[3] == "" {
+		t.Errorf("signed copies, an invented criterion, the ad's own: %d %q, want the copy the first's token, the invented criterion none", status, ct)
+	}
+	if n := count(); n != 3 {
+		t.Fatalf("%d impressions, want 3", n)
+	}
+
+	// A link the page made cannot be signed: its criterion must be one
+	// the page's match can name for its ad, one or more of the ad's
+	// criteria, as the page writes them.
+	var handyladen string
+	for _, l := range page {
+		if queryOf(t, l).Get("adId") == "handyladen.de" {
+			handyladen = l
+		}
+	}
+	if handyladen == "" {
+		t.Fatal("no in-page link of handyladen.de")
+	}
+	if status, ct := env.beacon(t, reader, browserUA, setParam(handyladen, "criterionId", "Handy ohne Vertrag")); status != http.StatusOK || ct[0] == "" {
+		t.Errorf("an in-page link with another of its ad's criteria: %d %q, want a token", status, ct)
+	}
+	if n := count(); n != 4 {
+		t.Fatalf("%d impressions, want 4", n)
+	}
+	otherSite := env.keys.Token("demo", "other", env.now.Add(time.Hour))
+	expiredTok := env.keys.Token("demo", "demo", env.now.Add(-time.Second))
+	for _, tt := range []struct{ name, link string }{
+		{"invented criterion on a signed link", setParam(signed[1], "criterionId", "invented")},
+		{"yk_tag added to a signed link", setParam(signed[1], "yk_tag", "padding")},
+		{"signed link of another ad", setParam(signed[1], "adId", queryOf(t, signed[0]).Get("adId"))},
+		{"sig removed, exp kept", setParam(signed[1], "sig", "-")},
+		{"invented criterion on a page's link", setParam(handyladen, "criterionId", "invented")},
+		{"a word added to a page's link's criterion", setParam(handyladen, "criterionId", "handy padding")},
+		{"another ad's criterion on a page's link", setParam(handyladen, "criterionId", "handy verkaufen")},
+		{"no sig and no tok", setParam(page[1], "tok", "-")},
+		{"tok of another site", setParam(page[1], "tok", otherSite)},
+		{"expired tok", setParam(page[1], "tok", expiredTok)},
+		{"garbage tok", setParam(page[1], "tok", "x.y.z")},
+	} {
+		status, ct := env.beacon(t, reader, browserUA, tt.link)
+		if status != http.StatusOK || ct[0] != "" {
+			t.Errorf("%s: %d %q, want 200 and no token", tt.name, status, ct)
+		}
+	}
+	if n := count(); n != 4 {
+		t.Fatalf("refused ads counted: %d impressions, want 4", n)
+	}
+	// A signed link past its expiry shows an answer older than any page
+	// keeps: no count.
+	old := signed[1]
+	env.advance(25 * time.Hour)
+	if status, ct := env.beacon(t, reader, browserUA, old); status != http.StatusOK || ct[0] != "" {
+		t.Errorf("expired signed link: %d %q, want no token", status, ct)
+	}
+	if n := count(); n != 4 {
+		t.Fatalf("expired signed link counted: %d impressions, want 4", n)
+	}
+}
+
+// Overlong and garbage criteria and tags are refused as the redirect
+// refuses them: a 400 naming the ad and the parameter inside it.
+func TestImpressionGarbage(t *testing.T) {
+	env := newSignedEnv(t)
+	link := env.inPageLinks(t, "q=handy&loc=de&api_key=demo&site_id=demo")[0]
+	for _, tt := range []struct{ name, link, inner string }{
+		{"criterionId over 1024 bytes", setParam(link, "criterionId", strings.Repeat("a", 1025)), "criterionId"},
+		{"criterionId not UTF-8", setParam(link, "criterionId", "\xff\xfe"), "criterionId"},
+		{"empty criterionId", setParam(link, "criterionId", ""), "criterionId"},
+		{"yk_tag over 64 characters", setParam(link, "yk_tag", strings.Repeat("a", 65)), "yk_tag"},
+		{"yk_tag with markup", setParam(link, "yk_tag", "<script>"), "yk_tag"},
+		{"criterionId twice", link + "&criterionId=other", "criterionId"},
+	} {
+		q := url.Values{"api_key": {"demo"}, "site_id": {"demo"}, "url": {"http://localhost/a"}}
+		_, query, _ := strings.Cut(tt.link, "?")
+		q.Add("ad", query)
+		res := env.do(t, "/v1/impression?"+q.Encode(), "198.51.100.7", browserUA)
+		body := readBody(t, res)
+		var e struct {
+			Error struct{ Param, Message string }
+		}
+		json.Unmarshal(body, &e)
+		if res.StatusCode != http.StatusBadRequest || e.Error.Param != "ad" || !strings.Contains(e.Error.Message, tt.inner) {
+			t.Errorf("%s: %d %+v, want 400 on ad naming %s", tt.name, res.StatusCode, e.Error, tt.inner)
+		}
+	}
+	if n := len(env.impressions(t)); n != 0 {
+		t.Errorf("garbage counted %d impressions", n)
+	}
 }

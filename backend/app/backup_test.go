@@ -1,10 +1,12 @@
 package app
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -138,5 +140,106 @@ func TestBackupRestores(t *testing.T) {
 	}
 	if last := again[len(again)-1]; last.Billable || last.Reason != clicks.ReasonRepeat {
 		t.Errorf("the link billed before the backup, clicked on the restored server: %+v, want a repeat", last)
+	}
+}
+
+// TestBackupStalledClient: a backup is copied first and sent after, so a
+// client that stops reading in the middle of its download holds no
+// transaction of the state file: clicks commit meanwhile, and so does a
+// write that grows the file (which a read transaction held open would
+// block). The copy the client then reads is whole, as of its moment: it
+// has the clicks before it, not those made while it was sent.
+func TestBackupStalledClient(t *testing.T) {
+	a, err := New(testConfig(t), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	// Larger than loopback's socket buffers: the handler is still sending
+	// while the client reads nothing.
+	grow := func(name string, mb int) {
+		t.Helper()
+		if err := a.db.Update(func(tx *bolt.Tx) error {
+			b, err := tx.CreateBucketIfNotExists([]byte(name))
+			if err != nil {
+				return err
+			}
+			for i := range mb {
+				if err := b.Put([]byte{byte(i)}, make([]byte, 1<<20)); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	grow("ballast", 12)
+	status, body := get(t, a.Handler, "/v2/search/link?q=lg+handy&loc=de&api_key=demo&site_id=demo")
+	var resp struct{ Link []struct{ Ad string } }
+	if err := json.Unmarshal([]byte(body), &resp); status != http.StatusOK || err != nil || len(resp.Link) == 0 {
+		t.Fatalf("search: %d %v %.200s", status, err, body)
+	}
+	ad := resp.Link[0].Ad
+	ad = ad[strings.Index(ad, "/v1/redirect?"):]
+	count := func(log interface {
+		Scan(context.Context, time.Time, time.Time, func(clicks.Click) error) error
+	}) int {
+		n := 0
+		log.Scan(context.Background(), time.Time{}, time.Time{}, func(clicks.Click) error { n++; return nil })
+		return n
+	}
+	if got := click(a.Handler, ad); got != http.StatusFound {
+		t.Fatalf("click: %d", got)
+	}
+
+	admin := httptest.NewServer(a.Admin)
+	defer admin.Close()
+	conn, err := net.Dial("tcp", admin.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := io.WriteString(conn, "GET /admin/backup HTTP/1.1\r\nHost: admin\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := http.ReadResponse(bufio.NewReaderSize(conn, 512), nil)
+	if err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("backup: %v %v", res, err)
+	}
+	// The client reads nothing more. Clicks commit, and the file grows.
+	const during = 5
+	for range during {
+		if got := click(a.Handler, ad); got != http.StatusFound {
+			t.Fatalf("click while a backup stalls: %d", got)
+		}
+	}
+	grow("ballast-2", 4)
+	if n := count(a.Clicks); n != 1+during {
+		t.Fatalf("%d clicks in the log while a backup stalls, want %d", n, 1+during)
+	}
+	if status, _ := get(t, a.Admin, "/admin/backup"); status != http.StatusServiceUnavailable {
+		t.Errorf("a second backup while the first is sent: %d, want 503", status)
+	}
+
+	copyBytes, err := io.ReadAll(res.Body)
+	if err != nil || strconv.Itoa(len(copyBytes)) != res.Header.Get("Content-Length") {
+		t.Fatalf("backup: %d bytes (%v), Content-Length %s", len(copyBytes), err, res.Header.Get("Content-Length"))
+	}
+	restored := t.TempDir()
+	if err := os.WriteFile(filepath.Join(restored, store.FileName), copyBytes, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	db, err := store.Open(restored)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	log, err := clicks.New(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := count(log); n != 1 {
+		t.Errorf("the copy holds %d clicks, want the 1 made before it", n)
 	}
 }

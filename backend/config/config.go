@@ -601,6 +601,27 @@ func (c *Config) Trusted(addr netip.Addr) bool {
 
 // publicAddr is addr as a client can reach it: a wildcard listen host
 // (":8080", "0.0.0.0:8080", "[::]:8080") becomes localhost.
+// Listening records addr, the address the listener got. Where Addr asked
+// for any free port (port 0), Addr takes the port it got, and so does a
+// RedirectURL that Load derived from Addr: the links the server writes
+// (click URLs, the shard manifests' redirect_url) must reach it, not port
+// 0. A RedirectURL given explicitly is kept as given.
+func (c *Config) Listening(addr string) {
+	host, port, err := net.SplitHostPort(c.Addr)
+	if err != nil || port != "0" {
+		return
+	}
+	_, got, err := net.SplitHostPort(addr)
+	if err != nil {
+		return
+	}
+	derived := c.RedirectURL == "http://"+publicAddr(c.Addr)
+	c.Addr = net.JoinHostPort(host, got)
+	if derived {
+		c.RedirectURL = "http://" + publicAddr(c.Addr)
+	}
+}
+
 func publicAddr(addr string) string {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {

@@ -323,3 +323,30 @@ func TestTrusted(t *testing.T) {
 		}
 	}
 }
+
+// A listener asked for any free port (port 0) gives the links the port it
+// got; a fixed port, or a redirect URL given explicitly, is kept.
+func TestListening(t *testing.T) {
+	for _, tt := range []struct {
+		name                   string
+		args                   []string
+		bound                  string
+		wantAddr, wantRedirect string
+	}{
+		{"loopback, any port", []string{"-addr", "127.0.0.1:0"}, "127.0.0.1:41234", "127.0.0.1:41234", "http://127.0.0.1:41234"},
+		{"wildcard, any port", []string{"-addr", ":0"}, "[::]:41234", ":41234", "http://localhost:41234"},
+		{"IPv6 wildcard, any port", []string{"-addr", "[::]:0"}, "[::]:41234", "[::]:41234", "http://localhost:41234"},
+		{"IPv6 loopback, any port", []string{"-addr", "[::1]:0"}, "[::1]:41234", "[::1]:41234", "http://[::1]:41234"},
+		{"fixed port", []string{"-addr", "127.0.0.1:8081"}, "127.0.0.1:8081", "127.0.0.1:8081", "http://127.0.0.1:8081"},
+		{"explicit redirect URL", []string{"-addr", "127.0.0.1:0", "-redirect-url", "https://r.example.com"}, "127.0.0.1:41234", "127.0.0.1:41234", "https://r.example.com"},
+	} {
+		c, err := Load(tt.args, env(demoEnv(nil)), io.Discard)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		c.Listening(tt.bound)
+		if c.Addr != tt.wantAddr || c.RedirectURL != tt.wantRedirect {
+			t.Errorf("%s: Addr %q RedirectURL %q, want %q %q", tt.name, c.Addr, c.RedirectURL, tt.wantAddr, tt.wantRedirect)
+		}
+	}
+}

@@ -1,0 +1,161 @@
+package api
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// backupCopies is an AdminDeps.Backup that hands out sparse files of size
+// bytes (no disk written) and counts the copies it made.
+type backupCopies struct {
+	size int64
+	made atomic.Int64
+}
+
+func (b *backupCopies) backup(t *testing.T) func() (*os.File, error) {
+	return func() (*os.File, error) {
+		b.made.Add(1)
+		f, err := os.CreateTemp(t.TempDir(), "backup-*")
+		if err != nil {
+			return nil, err
+		}
+		if err := f.Truncate(b.size); err != nil {
+			f.Close()
+			return nil, err
+		}
+		return f, nil
+	}
+}
+
+// adminServer serves NewAdmin(d) on loopback and sends each connection's
+// return to idle or close on done.
+func adminServer(t *testing.T, d AdminDeps) (string, <-chan struct{}) {
+	t.Helper()
+	done := make(chan struct{}, 64)
+	srv := httptest.NewUnstartedServer(NewAdmin(d))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateIdle || s == http.StateClosed {
+			done <- struct{}{}
+		}
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv.URL, done
+}
+
+// stalledBackup asks base for a backup on a connection of its own, reads
+// its status line and headers, and then reads nothing more until resume
+// is called, which reads the rest and returns how many body bytes came.
+func stalledBackup(t *testing.T, base string) (header http.Header, resume func() (int64, error)) {
+	t.Helper()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	if _, err := io.WriteString(conn, "GET /admin/backup HTTP/1.1\r\nHost: admin\r\nConnection: close\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReaderSize(conn, 512)
+	res, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("first backup: %d", res.StatusCode)
+	}
+	return res.Header, func() (int64, error) { return io.Copy(io.Discard, res.Body) }
+}
+
+// HEAD /admin/backup copies nothing; one backup runs at a time, from its
+// copy to the end of its sending, and another asked for meanwhile gets a
+// 503 with Retry-After, as does a HEAD; once the first is sent, the next
+// is taken.
+func TestBackupOneAtATime(t *testing.T) {
+	// Larger than loopback's socket buffers, so that the first backup's
+	// handler is still sending while its client reads nothing.
+	copies := &backupCopies{size: 64 << 20}
+	base, done := adminServer(t, AdminDeps{Backup: copies.backup(t)})
+
+	res, err := http.Head(base + "/admin/backup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	<-done
+	if res.StatusCode != http.StatusOK || res.Header.Get("Content-Type") != "application/octet-stream" || res.Header.Get("Cache-Control") != "no-store" {
+		t.Errorf("HEAD: %d %v", res.StatusCode, res.Header)
+	}
+	if n := copies.made.Load(); n != 0 {
+		t.Fatalf("HEAD made %d copies, want 0", n)
+	}
+
+	header, resume := stalledBackup(t, base)
+	if got := header.Get("Content-Length"); got != strconv.FormatInt(copies.size, 10) {
+		t.Fatalf("first backup's Content-Length %s, want %d", got, copies.size)
+	}
+	for _, method := range []string{http.MethodGet, http.MethodHead} {
+		req, _ := http.NewRequest(method, base+"/admin/backup", nil)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		<-done
+		if res.StatusCode != http.StatusServiceUnavailable || res.Header.Get("Retry-After") == "" {
+			t.Errorf("%s during a backup: %d Retry-After %q, want 503 with Retry-After", method, res.StatusCode, res.Header.Get("Retry-After"))
+		}
+		if method == http.MethodGet && !strings.Contains(string(body), CodeBackupBusy) {
+			t.Errorf("GET during a backup: %s, want %s", body, CodeBackupBusy)
+		}
+	}
+	if n := copies.made.Load(); n != 1 {
+		t.Fatalf("%d copies made while one backup was sent, want 1", n)
+	}
+
+	if n, err := resume(); err != nil || n != copies.size {
+		t.Fatalf("first backup: %d bytes (%v), want %d", n, err, copies.size)
+	}
+	<-done // its handler returned
+	res, err = http.Get(base + "/admin/backup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, _ := io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK || n != copies.size || copies.made.Load() != 2 {
+		t.Errorf("backup after the first: %d, %d bytes, %d copies", res.StatusCode, n, copies.made.Load())
+	}
+}
+
+// A client that stops reading is dropped once a write has waited
+// BackupStall, and the next backup is taken.
+func TestBackupDropsAStalledClient(t *testing.T) {
+	copies := &backupCopies{size: 64 << 20}
+	base, done := adminServer(t, AdminDeps{Backup: copies.backup(t), BackupStall: 50 * time.Millisecond})
+	_, resume := stalledBackup(t, base)
+	<-done // dropped: the handler returned and the connection closed
+	if n, _ := resume(); n >= copies.size {
+		t.Fatalf("the stalled client got all %d bytes", n)
+	}
+	// Its turn is free: the next is taken (and, read as fast as a loaded
+	// machine reads, may itself stall past so short a bound).
+	res, err := http.Get(base + "/admin/backup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK || copies.made.Load() != 2 {
+		t.Errorf("backup after a dropped one: %d, %d copies made, want 200 and 2", res.StatusCode, copies.made.Load())
+	}
+}

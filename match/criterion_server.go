@@ -1,0 +1,96 @@
+//go:build !wasip1
+
+package match
+
+import "strings"
+
+// IsCriterionOf reports whether text is a criterion a strong match (a
+// page's, or a query's with ctx.dist=high) can name for ad i: as a hit's
+// keywords joined stand, its words, normalised as an input's are, are one
+// or more of the ad's criteria, each whole, one after another, at most
+// maxKeywords of them and none spelled as another is (case aside). So a
+// link the page made, which no signature binds, cannot carry a criterion
+// its ad has no part in.
+func (ix *Index) IsCriterionOf(i int, text string) bool {
+	if i < 0 || i >= len(ix.ads) {
+		return false
+	}
+	type word struct {
+		id         int32
+		start, end int
+	}
+	var words []word
+	known := true
+	scan(text, nil, func(term []byte, start, end int, _ bool) {
+		id := ix.termIDBytes(term)
+		known = known && id >= 0
+		words = append(words, word{id, start, end})
+	})
+	if !known || len(words) == 0 {
+		return false
+	}
+	mine := map[uint32]bool{} // whether criterion c is the ad's
+	isMine := func(c uint32) bool {
+		m, ok := mine[c]
+		if !ok {
+			for _, e := range ix.critAd[ix.critAdOff[c]:ix.critAdOff[c+1]] {
+				if int(e>>2) == i {
+					m = true
+					break
+				}
+			}
+			mine[c] = m
+		}
+		return m
+	}
+	// A search for the keywords, each a criterion of the ad starting where
+	// the one before ended; steps bounds it on a catalog whose criteria
+	// nest ("x", "x x", "x x x"...).
+	var parts []string
+	steps := 0
+	var from func(k int) bool
+	from = func(k int) bool {
+		if k == len(words) {
+			return true
+		}
+		if len(parts) == maxKeywords {
+			return false
+		}
+		t := words[k].id
+		for c := ix.critStart[t]; c < ix.critStart[t+1]; c++ {
+			if steps++; steps > maxCriterionSteps {
+				return false
+			}
+			terms := ix.critTerms[ix.critOff[c]:ix.critOff[c+1]]
+			end := k + len(terms)
+			if end > len(words) || !isMine(c) {
+				continue
+			}
+			same := true
+			for j, term := range terms {
+				same = same && words[k+j].id == int32(term)
+			}
+			if !same {
+				continue
+			}
+			s := text[words[k].start:words[end-1].end]
+			repeated := false
+			for _, p := range parts {
+				repeated = repeated || strings.EqualFold(p, s)
+			}
+			if repeated {
+				continue
+			}
+			parts = append(parts, s)
+			if from(end) {
+				return true
+			}
+			parts = parts[:len(parts)-1]
+		}
+		return false
+	}
+	return from(0)
+}
+
+// maxCriterionSteps bounds the criteria IsCriterionOf tries.
+const maxCriterionSteps = 4096
