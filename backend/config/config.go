@@ -599,8 +599,6 @@ func (c *Config) Trusted(addr netip.Addr) bool {
 	return false
 }
 
-// publicAddr is addr as a client can reach it: a wildcard listen host
-// (":8080", "0.0.0.0:8080", "[::]:8080") becomes localhost.
 // Listening records addr, the address the listener got. Where Addr asked
 // for any free port (port 0), Addr takes the port it got, and so does a
 // RedirectURL that Load derived from Addr: the links the server writes
@@ -622,6 +620,8 @@ func (c *Config) Listening(addr string) {
 	}
 }
 
+// publicAddr is addr as a client can reach it: a wildcard listen host
+// (":8080", "0.0.0.0:8080", "[::]:8080") becomes localhost.
 func publicAddr(addr string) string {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
