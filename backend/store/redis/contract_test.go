@@ -36,7 +36,7 @@ func (n noLimiter) AllowBoth(context.Context, ratelimit.Bucket, ratelimit.Bucket
 
 type noWindows struct{ t *testing.T }
 
-func (n noWindows) Claim(context.Context, string, string, time.Time, int) (string, error) {
+func (n noWindows) Claim(context.Context, clicks.Claim) (string, error) {
 	n.t.Error("the fallback windows were asked while Redis was up")
 	return "", nil
 }
