@@ -8,7 +8,6 @@ import (
 
 	"github.com/adlink/adlink/backend/catalog"
 	"github.com/adlink/adlink/backend/clicks"
-	"github.com/adlink/adlink/backend/ratelimit"
 	"github.com/adlink/adlink/contract"
 )
 
@@ -84,14 +83,11 @@ func (s *server) redirect(w http.ResponseWriter, r *http.Request) error {
 		}
 		over, isOver := overLimitOf(r)
 		var u clicks.Use
-		var prefix ratelimit.Bucket
-		prefixTaken := false
 		if isOver {
 			c.Reason = clicks.ReasonRateLimited
 		} else {
 			u = s.judge.Check(&c, clicks.Auth{D: req.D, Exp: req.Exp, Sig: req.Sig, CT: req.CT, Tok: req.Tok},
 				clicks.IntentOf(r.Header), refuse)
-			prefix, prefixTaken = s.capPrefix(r.Context(), &c)
 			if b, ok := s.accounts.Budget(ad.Advertiser); ok {
 				u.Budget = b.DailyMicros
 			}
@@ -100,7 +96,6 @@ func (s *server) redirect(w http.ResponseWriter, r *http.Request) error {
 			if err := s.ledger.Record(r.Context(), &c, u); err != nil {
 				return internal(fmt.Errorf("recording click: %w", err))
 			}
-			s.refundPrefix(r.Context(), &c, prefix, prefixTaken)
 			// The id the click is recorded under, for support to find it.
 			w.Header().Set("X-Adlink-Click", c.ID)
 			// The click is on disk; should its advertiser's spend not be

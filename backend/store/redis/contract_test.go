@@ -25,10 +25,6 @@ func (n noLimiter) Allow(context.Context, string, ratelimit.Limit) ratelimit.Dec
 	return ratelimit.Decision{Allowed: true}
 }
 
-func (n noLimiter) Return(context.Context, string, ratelimit.Limit) {
-	n.t.Error("the fallback limiter was asked while Redis was up")
-}
-
 func (n noLimiter) AllowBoth(context.Context, ratelimit.Bucket, ratelimit.Bucket) (ratelimit.Decision, ratelimit.Decision) {
 	n.t.Error("the fallback limiter was asked while Redis was up")
 	return ratelimit.Decision{Allowed: true}, ratelimit.Decision{Allowed: true}
