@@ -26,8 +26,8 @@ const maxUserAgent = 512
 // lands: a forged, expired, too fast, unsigned or unverified (site token
 // only), bot,
 // unintended or repeated click (a decision id used before, or the
-// network's window),
-// one whose partner is gone, and one over the network's request limit
+// network's window), one past the daily cap of its network or of its IPv6
+// /48, one whose partner is gone, and one over the network's request limit
 // (limitIP) are recorded as not billable with their reason rather than
 // refused. A HEAD (link scanners, prefetchers) gets the same answer but
 // records no click.
