@@ -9,7 +9,8 @@
 -- advisory lock 1633971312 ("adlp") of the /48, taken before every other
 -- lock of the batch and in the order of the /48s' names, so batches of
 -- many networks of one /48 wait for each other rather than deadlock. A
--- batch in which one /48 has two clicks to judge is judged click after
+-- batch judged in one statement counts the clicks of one /48 in the
+-- batch's order, so many clicks of one /48 do not make it click after
 -- click. The function of 00007, without the arrays, stays for servers of
 -- the version before, which judge no /48.
 
@@ -69,8 +70,6 @@ BEGIN
                        WHERE x.f AND x.r = '' AND x.id <> '' GROUP BY x.id HAVING count(*) > 1)
        AND NOT EXISTS (SELECT 1 FROM unnest(reasons, fresh, p_network) AS x(r, f, net)
                        WHERE x.f AND x.r = '' GROUP BY x.net HAVING count(*) > 1)
-       AND NOT EXISTS (SELECT 1 FROM unnest(reasons, fresh, p_prefix, p_prefix_limit) AS x(r, f, pre, lim)
-                       WHERE x.f AND x.r = '' AND x.pre <> '' AND x.lim > 0 GROUP BY x.pre HAVING count(*) > 1)
        AND NOT EXISTS (SELECT 1 FROM unnest(reasons, fresh, p_advertiser, p_day, p_budget, p_bid) AS x(r, f, adv, day, budget, bid)
                        WHERE x.f AND x.r = '' AND (x.budget > 0 OR x.bid <> 0)
                        GROUP BY x.adv, x.day HAVING count(*) > 1 AND max(x.budget) > 0) THEN
@@ -108,7 +107,7 @@ BEGIN
         -- what no later claim can be judged by (claims older than three
         -- days before the batch's first click): one statement, which
         -- sees the claims as they were before it.
-        WITH v AS (
+        WITH w AS (
             SELECT u.o, u.f, u.net, u.ad, u.at, u.day, u.pre, u.plim, CASE
                 WHEN NOT (u.f AND u.r = '') THEN u.r
                 WHEN u.id <> '' AND (u.at >= u.expires OR NOT u.id = ANY (used)) THEN 'repeat'
@@ -116,20 +115,31 @@ BEGIN
                              AND w.at_ns > u.at - p_window AND w.at_ns < u.at + p_window) THEN 'repeat'
                 WHEN u.lim > 0 AND (SELECT count(*) FROM window_claims w WHERE w.network = u.net AND w.day = u.day) >= u.lim
                     THEN 'network_cap'
-                WHEN u.plim > 0 AND u.pre <> '' AND coalesce((SELECT p.clicks FROM prefix_clicks p
-                                                               WHERE p.prefix = u.pre AND p.day = u.day), 0) >= u.plim
-                    THEN 'prefix_cap'
                 ELSE '' END AS r
             FROM unnest(reasons, fresh, p_decision, p_expires, p_network, p_ad_id, p_at, p_limit, p_day, p_prefix,
                         p_prefix_limit)
                  WITH ORDINALITY AS u(r, f, id, expires, net, ad, at, lim, day, pre, plim, o)),
+        -- A click its network lets bill is prefix_cap when its /48's count
+        -- of the day, with the batch's clicks of the /48 before it and
+        -- itself, passes the cap: the clicks of one /48 are counted in the
+        -- batch's order.
+        v AS (
+            SELECT w.o, w.f, w.net, w.ad, w.at, w.day, w.pre, w.plim, CASE
+                WHEN w.f AND w.r = '' AND w.plim > 0 AND w.pre <> ''
+                     AND coalesce((SELECT p.clicks FROM prefix_clicks p WHERE p.prefix = w.pre AND p.day = w.day), 0)
+                         + count(*) FILTER (WHERE w.f AND w.r = '' AND w.plim > 0)
+                               OVER (PARTITION BY w.pre, w.day ORDER BY w.o) > w.plim
+                    THEN 'prefix_cap'
+                ELSE w.r END AS r
+            FROM w),
         claimed AS (
             INSERT INTO window_claims (network, ad_id, at_ns, day)
             SELECT v.net, v.ad, v.at, v.day FROM v WHERE v.f AND v.r = ''),
         counted AS (
             INSERT INTO prefix_clicks (prefix, day, clicks)
-            SELECT v.pre, v.day, 1 FROM v WHERE v.f AND v.r = '' AND v.pre <> '' AND v.plim > 0
-            ON CONFLICT (prefix, day) DO UPDATE SET clicks = prefix_clicks.clicks + 1),
+            SELECT v.pre, v.day, count(*) FROM v WHERE v.f AND v.r = '' AND v.pre <> '' AND v.plim > 0
+            GROUP BY v.pre, v.day ORDER BY v.pre COLLATE "C", v.day
+            ON CONFLICT (prefix, day) DO UPDATE SET clicks = prefix_clicks.clicks + EXCLUDED.clicks),
         forgotten AS (
             DELETE FROM window_claims w
             WHERE w.network = ANY (ARRAY(SELECT v.net FROM v WHERE v.f AND v.r = ''))
