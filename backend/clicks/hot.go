@@ -148,8 +148,8 @@ func forgetHours(h *hotIndex, hours *bolt.Bucket, at time.Time) error {
 }
 
 // claim judges and records one claim in the days bucket and in h. A
-// claim of a counted /48 is a second record, 'p' and the /48, which
-// files of servers before the /48 cap skip.
+// claim of a counted /48 is a second record, 'p' and the /48, which a
+// server of the version before the /48 cap skips when it loads the file.
 func claim(h *hotIndex, tx *bolt.Tx, c Claim) (string, error) {
 	h.load(tx)
 	days := tx.Bucket(windowsBucket)

@@ -134,7 +134,7 @@ func Settle(ctx context.Context, c *Click, u Use, decisions Decisions, windows W
 		}
 	}
 	if windows != nil {
-		reason, err := windows.Claim(ctx, ClaimOf(c, u))
+		reason, err := windows.Claim(ctx, claimOf(c, u))
 		if err != nil {
 			return fail(err)
 		}

@@ -267,7 +267,7 @@ func settleLocally(h *hotIndex, tx *bolt.Tx, c *Click, u Use) (string, error) {
 			return ReasonRepeat, err
 		}
 	}
-	return claim(h, tx, ClaimOf(c, u))
+	return claim(h, tx, claimOf(c, u))
 }
 
 // Ship ships up to n of the oldest spooled clicks to to, in the order

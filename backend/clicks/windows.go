@@ -54,8 +54,8 @@ type Claim struct {
 	PrefixLimit int
 }
 
-// ClaimOf is the Claim of click c under u's caps.
-func ClaimOf(c *Click, u Use) Claim {
+// claimOf is the Claim of click c under u's caps.
+func claimOf(c *Click, u Use) Claim {
 	return Claim{Network: Network(c.IP), AdID: c.AdID, At: c.Time, Limit: u.Limit,
 		Prefix: Prefix(c.IP), PrefixLimit: u.PrefixLimit}
 }
