@@ -43,7 +43,8 @@ type fraudClass struct {
 	reasons []string
 	// flags are the server's flags beyond the suite's.
 	flags []string
-	// daily says allowed is per UTC day, as the network's daily cap is.
+	// daily says allowed is per UTC day, as the network's and the /48's
+	// daily caps are.
 	daily bool
 	// run sends n clicks through c.
 	run func(c *fraudClient, n int)
@@ -93,8 +94,8 @@ func fraudClasses(quick bool) []fraudClass {
 		{name: "prefetch", tried: n(200, 3), reasons: reason(clicks.ReasonPrefetch), run: prefetch},
 		{name: "script-navigation", tried: n(200, 3), reasons: reason(clicks.ReasonNotNavigation), run: scriptNavigation},
 		{name: "64-rotation", tried: n(64, 16), allowed: 1, reasons: reason(clicks.ReasonRepeat), run: rotation64},
-		{name: "48-rotation", tried: n(200, 8), allowed: prefixCap, reasons: reason(clicks.ReasonNetworkCap),
-			flags: []string{"-prefix-daily-clicks", strconv.Itoa(prefixCap)}, run: rotation48},
+		{name: "48-rotation", tried: n(200, 8), allowed: prefixCap, reasons: reason(clicks.ReasonPrefixCap),
+			flags: []string{"-prefix-daily-clicks", strconv.Itoa(prefixCap)}, daily: true, run: rotation48},
 		{name: "one-link-many-networks", tried: n(10000, 4), allowed: 1, reasons: reason(clicks.ReasonRepeat), run: oneLinkManyNetworks},
 		{name: "replay", tried: n(200, 3), allowed: 1, reasons: reason(clicks.ReasonRepeat), run: replay},
 		{name: "bot-user-agents", tried: n(20, 1) * len(botUAs), reasons: reason(clicks.ReasonBot), run: botUserAgents},

@@ -207,11 +207,16 @@ func TestClickTokenBindsItsLink(t *testing.T) {
 // One holder of an IPv6 /48 (a tunnel broker gives one to anyone) has
 // 65,536 /64s, each a network with its windows and daily cap: clicking one
 // ad from its /64s, each on an answer of its own, bills no more than
-// -prefix-daily-clicks; another /48 and IPv4 are not held back by it, and
-// a click the /48 did not bill (a bot's, a repeat) spends none of it.
+// -prefix-daily-clicks on a UTC day; another /48 and IPv4 are not held
+// back by it, a click the /48 did not bill (a bot's, a repeat) spends none
+// of it, and the /48 stays capped after a restart and until the next UTC
+// day.
 func TestPrefixDailyCap(t *testing.T) {
 	const limit = 3
-	env := newSignedEnvWith(t, func(c *config.Config) { c.PrefixDailyClicks = limit }, testWindows(t, t.TempDir()))
+	set := func(c *config.Config) { c.PrefixDailyClicks = limit }
+	dir := t.TempDir()
+	w, db := openWindows(t, dir)
+	env := newSignedEnvWith(t, set, w)
 	billed, capped := 0, 0
 	for i := range 10 {
 		l := env.links(t, "q=lg+handy&loc=de&api_key=demo&site_id=demo")[0]
@@ -219,14 +224,24 @@ func TestPrefixDailyCap(t *testing.T) {
 		switch {
 		case c.Billable:
 			billed++
-		case c.Reason == clicks.ReasonNetworkCap:
+		case c.Reason == clicks.ReasonPrefixCap:
 			capped++
 		default:
 			t.Errorf("click from /64 %d: %q", i+1, c.Reason)
 		}
 	}
 	if billed != limit || capped != 10-limit {
-		t.Errorf("one ad from 10 /64s of one /48 at a cap of %d: %d billable, %d network_cap", limit, billed, capped)
+		t.Errorf("one ad from 10 /64s of one /48 at a cap of %d: %d billable, %d prefix_cap", limit, billed, capped)
+	}
+	// The /48's count is in the windows' file: a restart keeps it.
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	w, _ = openWindows(t, dir)
+	env = newSignedEnvWith(t, set, w)
+	l := env.links(t, "q=lg+handy&loc=de&api_key=demo&site_id=demo")[0]
+	if c := env.click(t, l, "2001:db8:48:99::1", browserUA); c.Reason != clicks.ReasonPrefixCap {
+		t.Errorf("a new /64 of the /48 after a restart: %q, want %q", c.Reason, clicks.ReasonPrefixCap)
 	}
 	for _, ip := range []string{"2001:db8:49:1::1", "192.0.2.48"} {
 		l := env.links(t, "q=lg+handy&loc=de&api_key=demo&site_id=demo")[0]
@@ -235,7 +250,7 @@ func TestPrefixDailyCap(t *testing.T) {
 		}
 	}
 	// A click that does not bill for its own reasons spends nothing.
-	l := env.links(t, "q=lg+handy&loc=de&api_key=demo&site_id=demo")[0]
+	l = env.links(t, "q=lg+handy&loc=de&api_key=demo&site_id=demo")[0]
 	for range limit + 1 {
 		if c := env.click(t, l, "2001:db8:50:1::1", "curl/8.5.0"); c.Billable || c.Reason != clicks.ReasonBot {
 			t.Fatalf("a bot's click: billable %v %q", c.Billable, c.Reason)
@@ -244,8 +259,9 @@ func TestPrefixDailyCap(t *testing.T) {
 	if c := env.click(t, l, "2001:db8:50:2::1", browserUA); !c.Billable {
 		t.Errorf("a reader's click after a bot's from its /48: %q, want billable", c.Reason)
 	}
-	// Nor does a link replayed: its repeats, refused by the ledger after
-	// the /48's check, leave the /48's other readers their clicks.
+	// Nor does a link replayed: its repeats, refused by its network's
+	// window before the /48's cap, leave the /48's other readers their
+	// clicks.
 	l = env.links(t, "q=lg+handy&loc=de&api_key=demo&site_id=demo")[0]
 	for i := range limit + 2 {
 		if c := env.click(t, l, "2001:db8:51:1::1", browserUA); c.Billable != (i == 0) {
@@ -257,5 +273,11 @@ func TestPrefixDailyCap(t *testing.T) {
 		if c := env.click(t, l, fmt.Sprintf("2001:db8:51:%x::1", i+2), browserUA); !c.Billable {
 			t.Errorf("a neighbour's click %d after the replays: %q, want billable", i, c.Reason)
 		}
+	}
+	// The cap is per UTC day: the next day the /48 bills again.
+	env.advance(24 * time.Hour)
+	l = env.links(t, "q=lg+handy&loc=de&api_key=demo&site_id=demo")[0]
+	if c := env.click(t, l, "2001:db8:48:100::1", browserUA); !c.Billable {
+		t.Errorf("the /48 capped yesterday, on the next UTC day: %q, want billable", c.Reason)
 	}
 }

@@ -17,7 +17,8 @@ func newJudge(keys *clicks.Keys, windows clicks.Windows, decisions clicks.Decisi
 		cfg.ClickMinDelay = def.ClickMinDelay
 	}
 	return &clicks.Judge{Keys: keys, Windows: windows, Decisions: decisions,
-		NetworkDailyClicks: cfg.NetworkDailyClicks, MinClickDelay: cfg.ClickMinDelay}
+		NetworkDailyClicks: cfg.NetworkDailyClicks, PrefixDailyClicks: max(cfg.PrefixDailyClicks, 0),
+		MinClickDelay: cfg.ClickMinDelay}
 }
 
 // signLinks returns the match.LinkOptions Sign hook for the click URLs of

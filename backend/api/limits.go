@@ -137,48 +137,6 @@ func (s *server) limitIP(h handlerFunc) handlerFunc {
 	}
 }
 
-// prefixBucket is the bucket of the billable clicks of c's IPv6 /48
-// (clicks.Prefix) under -prefix-daily-clicks, one that refills over a
-// day, and false when there is none (no cap, or no IPv6 client). Each of
-// a /48's 65,536 /64s is a network with its own windows and daily cap,
-// and anyone can have a /48 from a tunnel broker. The bucket is in the
-// redirect's limiter (in Redis with -redis), keyed apart from the
-// networks'.
-func (s *server) prefixBucket(c *clicks.Click) (ratelimit.Bucket, bool) {
-	n, p := s.cfg.PrefixDailyClicks, clicks.Prefix(c.IP)
-	if n <= 0 || p == "" {
-		return ratelimit.Bucket{}, false
-	}
-	return ratelimit.Bucket{Key: "prefix\x00" + p, Limit: ratelimit.Limit{Rate: float64(n) / 86400, Burst: n}}, true
-}
-
-// capPrefix takes a token from the bucket of c's /48 when c is still
-// billable after Check, and makes c network_cap when there is none; it
-// returns the bucket it took a token from, if any. The token is taken
-// before the ledger judges c, so that concurrent clicks cannot share the
-// last; refundPrefix gives it back should the ledger refuse c.
-func (s *server) capPrefix(ctx context.Context, c *clicks.Click) (ratelimit.Bucket, bool) {
-	b, ok := s.prefixBucket(c)
-	if !ok || !c.Billable {
-		return ratelimit.Bucket{}, false
-	}
-	if !s.limits.ips.Allow(ctx, b.Key, b.Limit).Allowed {
-		c.Billable, c.Reason = false, clicks.ReasonNetworkCap
-		return ratelimit.Bucket{}, false
-	}
-	return b, true
-}
-
-// refundPrefix gives back the token capPrefix took from b for c when the
-// ledger did not bill c (a repeat, a network over its own cap, over
-// budget): else one client replaying a link would spend its neighbours'
-// clicks.
-func (s *server) refundPrefix(ctx context.Context, c *clicks.Click, b ratelimit.Bucket, taken bool) {
-	if taken && !c.Billable {
-		s.limits.ips.Return(ctx, b.Key, b.Limit)
-	}
-}
-
 // overLimit marks a redirect over its network's request limit; record
 // says whether its click is written to the log.
 type overLimit struct{ record bool }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/adlink/adlink/backend/catalog"
 	"github.com/adlink/adlink/backend/clicks"
-	"github.com/adlink/adlink/backend/ratelimit"
 	"github.com/adlink/adlink/contract"
 )
 
@@ -27,8 +26,8 @@ const maxUserAgent = 512
 // lands: a forged, expired, too fast, unsigned or unverified (site token
 // only), bot,
 // unintended or repeated click (a decision id used before, or the
-// network's window),
-// one whose partner is gone, and one over the network's request limit
+// network's window), one past the daily cap of its network or of its IPv6
+// /48, one whose partner is gone, and one over the network's request limit
 // (limitIP) are recorded as not billable with their reason rather than
 // refused. A HEAD (link scanners, prefetchers) gets the same answer but
 // records no click.
@@ -84,14 +83,11 @@ func (s *server) redirect(w http.ResponseWriter, r *http.Request) error {
 		}
 		over, isOver := overLimitOf(r)
 		var u clicks.Use
-		var prefix ratelimit.Bucket
-		prefixTaken := false
 		if isOver {
 			c.Reason = clicks.ReasonRateLimited
 		} else {
 			u = s.judge.Check(&c, clicks.Auth{D: req.D, Exp: req.Exp, Sig: req.Sig, CT: req.CT, Tok: req.Tok},
 				clicks.IntentOf(r.Header), refuse)
-			prefix, prefixTaken = s.capPrefix(r.Context(), &c)
 			if b, ok := s.accounts.Budget(ad.Advertiser); ok {
 				// A bid in another currency is over the budget, which
 				// counts only its own (the catalog's load refuses such ads).
@@ -102,7 +98,6 @@ func (s *server) redirect(w http.ResponseWriter, r *http.Request) error {
 			if err := s.ledger.Record(r.Context(), &c, u); err != nil {
 				return internal(fmt.Errorf("recording click: %w", err))
 			}
-			s.refundPrefix(r.Context(), &c, prefix, prefixTaken)
 			// The id the click is recorded under, for support to find it.
 			w.Header().Set("X-Adlink-Click", c.ID)
 			// The click is on disk; should its advertiser's spend not be

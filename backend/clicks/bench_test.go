@@ -136,7 +136,7 @@ func BenchmarkClaim(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			i := n.Add(1)
-			if r, err := w.Claim(context.Background(), "198.51."+strconv.FormatInt(i, 10), "ad", at, 0); err != nil || r != "" {
+			if r, err := w.Claim(context.Background(), Claim{Network: "198.51." + strconv.FormatInt(i, 10), AdID: "ad", At: at}); err != nil || r != "" {
 				b.Errorf("claim %d: %q %v", i, r, err) // not Fatal: not the benchmark's goroutine
 				return
 			}

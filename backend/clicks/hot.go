@@ -24,10 +24,12 @@ type hotIndex struct {
 }
 
 // dayIndex is one UTC day of the windows: each network and ad's billable
-// click time, and each network's count of billable clicks.
+// click time, each network's count of billable clicks, and each IPv6
+// /48's.
 type dayIndex struct {
-	pairs  map[string]int64 // network "\x00" adID -> unix nanoseconds
-	counts map[string]uint64
+	pairs    map[string]int64 // network "\x00" adID -> unix nanoseconds
+	counts   map[string]uint64
+	prefixes map[string]uint64
 }
 
 // reset forgets what is in memory: the next use loads the file again.
@@ -67,6 +69,8 @@ func (h *hotIndex) load(tx *bolt.Tx) {
 						d.pairs[string(network)+"\x00"+string(ad)] = int64(binary.BigEndian.Uint64(at))
 						d.counts[string(network)]++
 					}
+				case len(k) > 0 && k[0] == 'p': // appended: a /48's claim
+					d.prefixes[string(v)]++
 				case len(k) > 0 && k[0] == 'a' && len(v) == 8:
 					d.pairs[string(k[1:])] = int64(binary.BigEndian.Uint64(v))
 				case len(k) > 0 && k[0] == 'n' && len(v) == 8:
@@ -83,7 +87,7 @@ func (h *hotIndex) load(tx *bolt.Tx) {
 func (h *hotIndex) day(day int64) *dayIndex {
 	d := h.days[day]
 	if d == nil {
-		d = &dayIndex{pairs: map[string]int64{}, counts: map[string]uint64{}}
+		d = &dayIndex{pairs: map[string]int64{}, counts: map[string]uint64{}, prefixes: map[string]uint64{}}
 		h.days[day] = d
 	}
 	return d
@@ -143,37 +147,49 @@ func forgetHours(h *hotIndex, hours *bolt.Bucket, at time.Time) error {
 	return nil
 }
 
-// claim judges and records one claim in the days bucket and in h.
-func claim(h *hotIndex, tx *bolt.Tx, network, adID string, at time.Time, limit int) (string, error) {
+// claim judges and records one claim in the days bucket and in h. A
+// claim of a counted /48 is a second record, 'p' and the /48, which a
+// server of the version before the /48 cap skips when it loads the file.
+func claim(h *hotIndex, tx *bolt.Tx, c Claim) (string, error) {
 	h.load(tx)
 	days := tx.Bucket(windowsBucket)
-	day := dayOf(at)
-	pair := network + "\x00" + adID
+	day := dayOf(c.At)
+	pair := c.Network + "\x00" + c.AdID
+	at := c.At.UnixNano()
 	// A window reaches into the day before and, for a clock that stepped
 	// back, the day after.
 	for d := day - 1; d <= day+1; d++ {
 		if di := h.days[d]; di != nil {
 			if prev, ok := di.pairs[pair]; ok {
-				if gap := at.UnixNano() - prev; gap < int64(AdWindow) && -gap < int64(AdWindow) {
+				if gap := at - prev; gap < int64(AdWindow) && -gap < int64(AdWindow) {
 					return ReasonRepeat, nil
 				}
 			}
 		}
 	}
 	di := h.day(day)
-	if limit > 0 && di.counts[network] >= uint64(limit) {
+	if c.Limit > 0 && di.counts[c.Network] >= uint64(c.Limit) {
 		return ReasonNetworkCap, nil
+	}
+	if c.counted() && di.prefixes[c.Prefix] >= uint64(c.PrefixLimit) {
+		return ReasonPrefixCap, nil
 	}
 	b, err := days.CreateBucketIfNotExists(dayKey(day))
 	if err != nil {
 		return "", err
 	}
-	v := append(append([]byte(pair), 0), binary.BigEndian.AppendUint64(nil, uint64(at.UnixNano()))...)
+	v := append(append([]byte(pair), 0), binary.BigEndian.AppendUint64(nil, uint64(at))...)
 	if err := appendRecord(b, 's', v); err != nil {
 		return "", err
 	}
-	di.pairs[pair] = at.UnixNano()
-	di.counts[network]++
+	if c.counted() {
+		if err := appendRecord(b, 'p', []byte(c.Prefix)); err != nil {
+			return "", err
+		}
+		di.prefixes[c.Prefix]++
+	}
+	di.pairs[pair] = at
+	di.counts[c.Network]++
 	return "", forget(h, days, day)
 }
 

@@ -20,6 +20,9 @@ type Judge struct {
 	// NetworkDailyClicks caps the billable clicks of one client network
 	// per UTC day; 0 is no cap.
 	NetworkDailyClicks int
+	// PrefixDailyClicks caps the billable clicks of one IPv6 /48 (Prefix)
+	// per UTC day, whichever of its networks they come from; 0 is no cap.
+	PrefixDailyClicks int
 	// MinClickDelay is how soon after its ad was shown (its click token
 	// issued) a click may come and bill: sooner is ReasonTooFast.
 	MinClickDelay time.Duration
@@ -40,6 +43,9 @@ type Use struct {
 	Expires time.Time // when D stops being billable
 	// Limit is the network's cap of billable clicks per UTC day (<= 0: none).
 	Limit int
+	// PrefixLimit is the cap of the billable clicks of the network's IPv6
+	// /48 per UTC day (<= 0: none); an IPv4 client has no /48.
+	PrefixLimit int
 	// Budget is what the click's advertiser (Click.Advertiser) may spend
 	// on the click's UTC day, in millionths; 0 is no budget. A click whose
 	// advertiser had spent it is ReasonOverBudget and spends nothing else;
@@ -101,7 +107,7 @@ func (j *Judge) Check(c *Click, auth Auth, intent Intent, refuse string) Use {
 	}
 	c.Billable = reason == ""
 	c.Reason = reason
-	u.Limit = j.NetworkDailyClicks
+	u.Limit, u.PrefixLimit = j.NetworkDailyClicks, j.PrefixDailyClicks
 	return u
 }
 
@@ -139,7 +145,7 @@ func Settle(ctx context.Context, c *Click, u Use, decisions Decisions, windows W
 		}
 	}
 	if windows != nil {
-		reason, err := windows.Claim(ctx, Network(c.IP), c.AdID, c.Time, u.Limit)
+		reason, err := windows.Claim(ctx, claimOf(c, u))
 		if err != nil {
 			return fail(err)
 		}

@@ -370,7 +370,7 @@ func TestJudgeDecisionBillsOnce(t *testing.T) {
 
 type failingWindows struct{}
 
-func (failingWindows) Claim(context.Context, string, string, time.Time, int) (string, error) {
+func (failingWindows) Claim(context.Context, Claim) (string, error) {
 	return "", errors.New("disk gone")
 }
 

@@ -102,7 +102,7 @@ func (l *BoltLedger) settleTx(tx *bolt.Tx, c *Click, u Use) (string, error) {
 			return ReasonRepeat, err
 		}
 	}
-	return claim(&l.gc.hot, tx, Network(c.IP), c.AdID, c.Time, u.Limit)
+	return claim(&l.gc.hot, tx, claimOf(c, u))
 }
 
 // Sequential is a Ledger over separate stores: Settle with Decisions and

@@ -361,6 +361,9 @@ const (
 	// ReasonNetworkCap: the client's network had its daily cap of billable
 	// clicks.
 	ReasonNetworkCap = "network_cap"
+	// ReasonPrefixCap: the client's IPv6 /48 had its daily cap of billable
+	// clicks, whichever of its networks they came from.
+	ReasonPrefixCap = "prefix_cap"
 	// ReasonOverBudget: the ad's advertiser had spent its daily budget;
 	// its ads no longer show, and clicks on links issued before land
 	// unbilled.
@@ -371,7 +374,8 @@ const (
 )
 
 // Reasons lists every reason a click is not billable, in the order
-// reports give them.
+// reports give them. A reason added later goes last: rollups keep their
+// counts by position.
 var Reasons = reasonSlots[:]
 
 // maxExpDigits bounds exp: unix seconds have 10 digits until 2286;

@@ -272,7 +272,7 @@ func settleLocally(h *hotIndex, tx *bolt.Tx, c *Click, u Use) (string, error) {
 			return ReasonRepeat, err
 		}
 	}
-	return claim(h, tx, Network(c.IP), c.AdID, c.Time, u.Limit)
+	return claim(h, tx, claimOf(c, u))
 }
 
 // Ship ships up to n of the oldest spooled clicks to to, in the order

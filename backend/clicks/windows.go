@@ -14,18 +14,20 @@ import (
 const AdWindow = 24 * time.Hour
 
 // Windows keeps the fraud windows of billable clicks, by client network
-// (Network): one billable click per network per ad per AdWindow, and at
-// most a cap of billable clicks per network per UTC day. BoltWindows keeps
-// them in the server's bbolt file; every implementation passes
-// storetest.Windows and is safe for concurrent use.
+// (Network): one billable click per network per ad per AdWindow, at most a
+// cap of billable clicks per network per UTC day, and at most a cap per
+// IPv6 /48 (Prefix) per UTC day, whichever of its networks they come from.
+// BoltWindows keeps them in the server's bbolt file; every implementation
+// passes storetest.Windows and is safe for concurrent use.
 type Windows interface {
-	// Claim asks whether a click of network on adID at time at may bill,
-	// and records it when it may. It returns "" and records the click when
-	// network has no billable click on adID less than AdWindow before or
-	// after at, and fewer than limit billable clicks on at's UTC day
-	// (limit <= 0: no cap). Otherwise it returns ReasonRepeat (the ad's
-	// window comes first) or ReasonNetworkCap and records nothing, so
-	// clicks that do not bill never extend a window nor spend the cap.
+	// Claim asks whether click c may bill, and records it when it may. It
+	// returns "" and records the click when c.Network has no billable click
+	// on c.AdID less than AdWindow before or after c.At, fewer than c.Limit
+	// billable clicks on c.At's UTC day, and c.Prefix fewer than
+	// c.PrefixLimit. Otherwise it returns ReasonRepeat (the ad's window
+	// comes first), ReasonNetworkCap or ReasonPrefixCap, in that order, and
+	// records nothing, so clicks that do not bill never extend a window nor
+	// spend a cap.
 	//
 	// A claim that returned "" is durable: a crash after Claim returns
 	// keeps it, and a restart judges later clicks by it. Concurrent claims
@@ -34,8 +36,32 @@ type Windows interface {
 	// its error; after any error nothing is recorded. Windows may forget
 	// what no later claim can be judged by (clicks more than AdWindow and
 	// a day old).
-	Claim(ctx context.Context, network, adID string, at time.Time, limit int) (reason string, err error)
+	Claim(ctx context.Context, c Claim) (reason string, err error)
 }
+
+// Claim is what Windows judge of one click.
+type Claim struct {
+	// Network is the click's client network (Network), AdID its ad, At
+	// its time.
+	Network, AdID string
+	At            time.Time
+	// Limit caps the network's billable clicks per UTC day; <= 0 is none.
+	Limit int
+	// Prefix is the network's IPv6 /48 (Prefix), "" for none; PrefixLimit
+	// caps the /48's billable clicks per UTC day. With PrefixLimit <= 0 the
+	// /48 is neither checked nor counted.
+	Prefix      string
+	PrefixLimit int
+}
+
+// claimOf is the Claim of click c under u's caps.
+func claimOf(c *Click, u Use) Claim {
+	return Claim{Network: Network(c.IP), AdID: c.AdID, At: c.Time, Limit: u.Limit,
+		Prefix: Prefix(c.IP), PrefixLimit: u.PrefixLimit}
+}
+
+// counted reports whether c's prefix is checked and counted.
+func (c Claim) counted() bool { return c.Prefix != "" && c.PrefixLimit > 0 }
 
 // BoltWindows are Windows in a bbolt file: one bucket per UTC day, holding
 // each network and ad's billable click time and each network's count, so
@@ -59,14 +85,14 @@ func NewWindows(db *bolt.DB) (*BoltWindows, error) {
 }
 
 // Claim implements Windows.
-func (w *BoltWindows) Claim(ctx context.Context, network, adID string, at time.Time, limit int) (string, error) {
+func (w *BoltWindows) Claim(ctx context.Context, c Claim) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
 	var reason string
 	err := w.gc.commit(w.db, func(tx *bolt.Tx) error {
 		var err error
-		reason, err = claim(&w.gc.hot, tx, network, adID, at, limit)
+		reason, err = claim(&w.gc.hot, tx, c)
 		return err
 	})
 	if err != nil {

@@ -131,11 +131,12 @@ type Config struct {
 	// and are recorded as network_cap (-network-daily-clicks,
 	// ADLINK_NETWORK_DAILY_CLICKS).
 	NetworkDailyClicks int
-	// PrefixDailyClicks caps the billable clicks of one IPv6 /48,
-	// however many /64s (networks) they come from, with a bucket of that
-	// many that refills over 24 h: a /48 is what a tunnel broker gives
-	// anyone, and each of its 65,536 /64s would have its own
-	// NetworkDailyClicks; 0 is no cap (-prefix-daily-clicks,
+	// PrefixDailyClicks caps the billable clicks of one IPv6 /48 per UTC
+	// day, however many /64s (networks) they come from, counted in the
+	// click ledger with the networks' windows: a /48 is what a tunnel
+	// broker gives anyone, and each of its 65,536 /64s would have its own
+	// NetworkDailyClicks. The clicks past it land and are recorded as
+	// prefix_cap; 0 is no cap (-prefix-daily-clicks,
 	// ADLINK_PREFIX_DAILY_CLICKS).
 	PrefixDailyClicks int
 	// ClickTTL is how long a click URL the server signed stays billable
@@ -367,7 +368,7 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	fs.IntVar(&c.PageBurst, "rate-pages-burst", c.PageBurst, "default unseen `pages` at once a site may queue (ADLINK_RATE_PAGES_BURST)")
 	fs.Float64Var(&c.PageNetworkShare, "rate-pages-network-share", c.PageNetworkShare, "`part` (0 to 1) of a site's page limit one client network may take (ADLINK_RATE_PAGES_NETWORK_SHARE)")
 	fs.IntVar(&c.NetworkDailyClicks, "network-daily-clicks", c.NetworkDailyClicks, "billable `clicks` per UTC day per client network, IPv4 address or IPv6 /64 (ADLINK_NETWORK_DAILY_CLICKS)")
-	fs.IntVar(&c.PrefixDailyClicks, "prefix-daily-clicks", c.PrefixDailyClicks, "billable `clicks` per IPv6 /48, whatever its /64s, in a bucket refilled over 24 h; 0: no cap (ADLINK_PREFIX_DAILY_CLICKS)")
+	fs.IntVar(&c.PrefixDailyClicks, "prefix-daily-clicks", c.PrefixDailyClicks, "billable `clicks` per IPv6 /48 per UTC day, whatever its /64s; 0: no cap (ADLINK_PREFIX_DAILY_CLICKS)")
 	// A func flag: -h must not print the keys from the environment as
 	// the default.
 	fs.Func("click-keys", "click signing `keys` kid:base64secret,...; the first signs; none: one generated in the data directory (ADLINK_CLICK_KEYS, preferred)",

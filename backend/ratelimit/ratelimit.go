@@ -71,14 +71,6 @@ type Limiter interface {
 	// one.
 	Allow(ctx context.Context, key string, l Limit) Decision
 
-	// Return gives back to key's bucket under l one token an Allow took
-	// for a request that turned out not to use it; a bucket it would
-	// fill past l.Burst stays full. A check whose token must count only
-	// what passes a later step takes it at once, so that concurrent
-	// requests cannot share the last one, and returns it when that step
-	// refuses.
-	Return(ctx context.Context, key string, l Limit)
-
 	// AllowBoth takes a token from first's bucket and then, only if that
 	// was allowed, from second's, each judged as Allow judges: a request
 	// under two buckets, such as a client network's share of a key's
@@ -180,22 +172,6 @@ func (s *Set) Allow(_ context.Context, key string, l Limit) Decision {
 
 // AllowBoth implements Limiter. The first buckets are a Set of their own,
 // bounded apart from Allow's.
-// Return implements Limiter. A bucket forgotten or made under another
-// limit is full already.
-func (s *Set) Return(_ context.Context, key string, l Limit) {
-	if !l.Valid() {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if b := s.buckets[key]; b != nil && b.l == l {
-		now := s.now()
-		if b.lim.TokensAt(now) <= float64(l.Burst)-1 {
-			b.lim.AllowN(now, -1) // a token back
-		}
-	}
-}
-
 func (s *Set) AllowBoth(ctx context.Context, first, second Bucket) (Decision, Decision) {
 	d := s.firsts.Allow(ctx, first.Key, first.Limit)
 	if !d.Allowed {

@@ -17,9 +17,10 @@ import (
 // A batch is judged as its clicks would be one after another: each of
 // Ship's batches below gets the verdicts, spend and rollups the bbolt
 // ledger gives the same clicks recorded in turn, in Ship's order. The
-// first batch's clicks cannot change each other's verdicts (the set-wise
-// path of adlink_record_clicks); the second's can: a network, a decision,
-// an id and a budget twice or more (the path click after click).
+// first batch's clicks cannot change each other's verdicts but through
+// their IPv6 /48's count (the set-wise path of adlink_record_clicks); the
+// second's can: a network, a decision, an id and a budget twice or more
+// (the path click after click).
 func TestBatchJudgesAsClickAfterClick(t *testing.T) {
 	at := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 	exp := at.Add(time.Hour)
@@ -30,12 +31,19 @@ func TestBatchJudgesAsClickAfterClick(t *testing.T) {
 	use := func(d string, limit int, budget int64) clicks.Use {
 		return clicks.Use{D: d, Expires: exp, Limit: limit, Budget: budget}
 	}
+	// in48 is a Use of d under a cap of the IPv6 /48 of prefixLimit.
+	in48 := func(d string, prefixLimit int) clicks.Use {
+		u := use(d, 0, 0)
+		u.PrefixLimit = prefixLimit
+		return u
+	}
 	// What both ledgers hold before the batches.
 	before := []clicks.Spooled{
 		{Click: click("p-spent", "198.51.100.200", "p", "spent.example", 500), Use: use("p-spent", 0, 0)},
 		{Click: click("p-window", "198.51.100.50", "w", "shop.example", 100), Use: use("p-window", 0, 0)},
 		{Click: click("p-used", "198.51.100.60", "u", "shop.example", 100), Use: use("used", 0, 0)},
 		{Click: click("p-cap", "198.51.100.70", "x", "shop.example", 100), Use: use("p-cap", 0, 0)},
+		{Click: click("p-48", "2001:db8:48:1::1", "q", "shop.example", 100), Use: in48("p-48", 3)},
 	}
 	bot := click("i-bot", "198.51.100.8", "b", "shop.example", 100)
 	bot.Billable, bot.Reason = false, clicks.ReasonBot
@@ -55,6 +63,10 @@ func TestBatchJudgesAsClickAfterClick(t *testing.T) {
 		{Click: click("i-nodecision", "2001:db8:9::1", "a9", "shop.example", 100), Use: use("", 0, 0)},
 		{Click: click("p-used", "198.51.100.60", "u", "shop.example", 100), Use: use("used", 0, 0)}, // recorded before
 		{Click: bot2, Use: use("i-fresh", 0, 0)},
+		// Networks of one /48 with one click left of its cap of 3.
+		{Click: click("i-48a", "2001:db8:48:2::1", "q", "shop.example", 100), Use: in48("i-48a", 3)},
+		{Click: click("i-48b", "2001:db8:48:3::1", "q", "shop.example", 100), Use: in48("i-48b", 3)},
+		{Click: click("i-48c", "2001:db8:48:4::1", "q", "shop.example", 100), Use: in48("i-48c", 3)},
 	}
 	interacting := []clicks.Spooled{
 		{Click: click("n-a", "198.51.100.80", "m1", "shop.example", 100), Use: use("n-a", 0, 0)},
@@ -67,6 +79,10 @@ func TestBatchJudgesAsClickAfterClick(t *testing.T) {
 		{Click: click("n-h", "198.51.100.84", "m4", "tight.example", 100), Use: use("n-h", 0, 150)},
 		{Click: click("n-i", "198.51.100.85", "m4", "tight.example", 100), Use: use("n-i", 0, 150)}, // over budget
 		{Click: click("n-g", "198.51.100.83", "m4", "tight.example", 100), Use: use("n-g", 0, 150)}, // id again
+		{Click: click("n-48a", "2001:db8:49:1::1", "z", "shop.example", 100), Use: in48("n-48a", 2)},
+		{Click: click("n-48b", "2001:db8:49:1::2", "z", "shop.example", 100), Use: in48("n-48b", 2)}, // repeat: no count
+		{Click: click("n-48c", "2001:db8:49:2::1", "z", "shop.example", 100), Use: in48("n-48c", 2)},
+		{Click: click("n-48d", "2001:db8:49:3::1", "z", "shop.example", 100), Use: in48("n-48d", 2)}, // the /48's cap
 	}
 
 	db, err := pgstore.Open(t.Context(), testpg.New(t))
@@ -129,9 +145,20 @@ func TestBatchJudgesAsClickAfterClick(t *testing.T) {
 			}
 		}
 	}
-	if !slices.Contains(slices.Collect(maps.Values(recorded)), clicks.ReasonOverBudget) ||
-		!slices.Contains(slices.Collect(maps.Values(recorded)), clicks.ReasonNetworkCap) {
-		t.Fatalf("the batches judge no budget or no cap: %v", recorded)
+	for _, r := range []string{clicks.ReasonOverBudget, clicks.ReasonNetworkCap, clicks.ReasonPrefixCap} {
+		if n := len(slices.DeleteFunc(slices.Collect(maps.Values(recorded)), func(v string) bool { return v != r })); n == 0 {
+			t.Fatalf("the batches judge no %s: %v", r, recorded)
+		}
+	}
+	for _, id := range []string{"i-48a", "i-48b", "n-48a", "n-48c"} {
+		if recorded[id] != "" {
+			t.Errorf("click %s under its /48's cap: %q, want billable", id, recorded[id])
+		}
+	}
+	for _, id := range []string{"i-48c", "n-48d"} {
+		if recorded[id] != clicks.ReasonPrefixCap {
+			t.Errorf("click %s over its /48's cap: %q, want prefix_cap", id, recorded[id])
+		}
 	}
 
 	for _, adv := range []string{"shop.example", "spent.example", "rich.example", "tight.example"} {

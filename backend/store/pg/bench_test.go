@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/adlink/adlink/backend/clicks"
+	"github.com/adlink/adlink/backend/config"
 	"github.com/adlink/adlink/backend/store"
 	pgstore "github.com/adlink/adlink/backend/store/pg"
 	"github.com/adlink/adlink/internal/testpg"
@@ -22,11 +23,14 @@ import (
 // same clicks through the same group commit as plain rows, one INSERT a
 // batch into a table with only a primary key. All three in the same run,
 // from as many clients, each click of a decision and network of its own
-// over a few ads and advertisers, each click with its id, as the redirect
-// gives it. They take turns, three rounds each, and each reports its best
+// over a few ads and advertisers, each click with its id and counted
+// against its IPv6 /48's daily cap, as the redirect gives it. They take turns, three rounds each, and each reports its best
 // round: the disk's flush time swings with the machine's other work.
 func BenchmarkLedgerClicks(b *testing.B) {
 	const clients, perClient = 32, 50
+	// The default cap of an IPv6 /48, which each click's address (a /48
+	// of its own) is counted against, as the server counts it.
+	prefixLimit := config.Default().PrefixDailyClicks
 	at := time.Now()
 	run := func(l clicks.Ledger, round int) time.Duration {
 		start := time.Now()
@@ -36,9 +40,9 @@ func BenchmarkLedgerClicks(b *testing.B) {
 				for i := range perClient {
 					n := strconv.Itoa(round) + "." + strconv.Itoa(g) + "." + strconv.Itoa(i)
 					c := clicks.Click{ID: clicks.NewID(), Time: at, AdID: "ad" + strconv.Itoa(i%10), AdType: "advertiser", Type: "search", APIKey: "demo",
-						SiteID: "demo", Criterion: "handy", YkTag: "t" + strconv.Itoa(g%4), IP: "2001:db8:" + strconv.FormatInt(int64(round), 16) + ":" + strconv.FormatInt(int64(g*perClient+i), 16) + "::1",
+						SiteID: "demo", Criterion: "handy", YkTag: "t" + strconv.Itoa(g%4), IP: "2001:" + strconv.FormatInt(int64(round), 16) + ":" + strconv.FormatInt(int64(g*perClient+i), 16) + "::1",
 						UserAgent: "Mozilla/5.0", Advertiser: "shop" + strconv.Itoa(i%3) + ".example", BidMicros: 250_000, Currency: "EUR"}
-					if err := l.Record(context.Background(), &c, clicks.Use{D: n, Expires: at.Add(time.Hour)}); err != nil || !c.Billable {
+					if err := l.Record(context.Background(), &c, clicks.Use{D: n, Expires: at.Add(time.Hour), PrefixLimit: prefixLimit}); err != nil || !c.Billable {
 						b.Errorf("click %s: %q %v", n, c.Reason, err) // not Fatal: not the benchmark's goroutine
 						return
 					}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -126,7 +127,8 @@ func (db *DB) recordBatch(batch []*pendingClick) {
 }
 
 // runClicks settles and records ps in one transaction: one statement,
-// adlink_record_clicks (migration 00007), which sets each one's reason.
+// adlink_record_clicks (migrations 00007, 00008), which sets each one's
+// reason.
 // A statement alone is a transaction of its own, committed (its WAL
 // flushed) before Postgres answers; the answer is read to the end, so an
 // error of the commit is this call's. Aborted for a deadlock or a
@@ -156,17 +158,19 @@ func (db *DB) runClicks(ctx context.Context, ps []*pendingClick) error {
 }
 
 const recordClicks = `SELECT adlink_record_clicks($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16,
-	$17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29)`
+	$17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31)`
 
 // recordArgs are adlink_record_clicks' arguments for ps: a column of each
-// field, one element per click, then the grains and the reasons.
+// field, one element per click, then the grains and the reasons, then
+// each click's IPv6 /48 and its cap (migration 00008).
 func recordArgs(ps []*pendingClick) []any {
 	n := len(ps)
 	var (
 		at, bid, expires, budget, hour, day, forget = make([]int64, n), make([]int64, n), make([]int64, n),
 			make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
-		limit = make([]int32, n)
-		text  [16][]string
+		limit, prefixLimit = make([]int32, n), make([]int32, n)
+		prefix             = make([]string, n)
+		text               [16][]string
 	)
 	for f := range text {
 		text[f] = make([]string, n)
@@ -192,10 +196,13 @@ func recordArgs(ps []*pendingClick) []any {
 			// The budget counts no spend in another currency.
 			reason[i] = clicks.ReasonOverBudget
 		}
+		if p := clicks.Prefix(c.IP); p != "" && u.PrefixLimit > 0 {
+			prefix[i], prefixLimit[i] = p, int32(min(u.PrefixLimit, math.MaxInt32))
+		}
 	}
 	return []any{at, adID, adType, context, apiKey, siteID, criterion, ykTag, ip, userAgent, country, advertiser,
 		bid, currency, reason, network, decision, expires, limit, budget, hour, day, forget, id,
-		grainIDs, grainHourly, grainKeeps, clicks.Reasons, int64(clicks.AdWindow)}
+		grainIDs, grainHourly, grainKeeps, clicks.Reasons, int64(clicks.AdWindow), prefix, prefixLimit}
 }
 
 // grainIDs, grainHourly and grainKeeps describe the rollup grains to

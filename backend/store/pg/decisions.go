@@ -75,14 +75,14 @@ var _ clicks.Windows = Windows{}
 func (db *DB) Windows() Windows { return Windows{db} }
 
 // Claim implements clicks.Windows.
-func (w Windows) Claim(ctx context.Context, network, adID string, at time.Time, limit int) (string, error) {
+func (w Windows) Claim(ctx context.Context, c clicks.Claim) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
 	var reason string
 	err := w.db.inTx(ctx, func(tx pgx.Tx) error {
 		var err error
-		reason, err = claim(ctx, tx, network, adID, at, limit)
+		reason, err = claim(ctx, tx, c)
 		return err
 	})
 	if err != nil {
@@ -93,32 +93,53 @@ func (w Windows) Claim(ctx context.Context, network, adID string, at time.Time, 
 
 // windowLockClass is the first key of the advisory locks that serialize
 // each network's claims; the second is a hash of the network.
-const windowLockClass = 0x61646c6b // "adlk"
+// prefixLockClass is the same for the claims of an IPv6 /48, whose lock
+// is taken before its network's, as adlink_record_clicks takes them.
+const (
+	windowLockClass = 0x61646c6b // "adlk"
+	prefixLockClass = 0x61646c70 // "adlp"
+)
 
-// claim judges and records one claim in tx. The network's advisory lock,
-// held to the commit, makes its claims take turns, and each statement of
-// a READ COMMITTED transaction sees what the turns before it committed.
-// A network's claims more than three days old are forgotten with it.
-func claim(ctx context.Context, tx pgx.Tx, network, adID string, at time.Time, limit int) (string, error) {
+// claim judges and records one claim in tx. The /48's and the network's
+// advisory locks, held to the commit, make their claims take turns, and
+// each statement of a READ COMMITTED transaction sees what the turns
+// before it committed. A network's claims more than three days old are
+// forgotten with it.
+func claim(ctx context.Context, tx pgx.Tx, c clicks.Claim) (string, error) {
+	counted := c.Prefix != "" && c.PrefixLimit > 0
 	b := &pgx.Batch{}
-	b.Queue(`SELECT pg_advisory_xact_lock($1, hashtext($2))`, int32(windowLockClass), network)
+	if counted {
+		b.Queue(`SELECT pg_advisory_xact_lock($1, hashtext($2))`, int32(prefixLockClass), c.Prefix)
+	}
+	b.Queue(`SELECT pg_advisory_xact_lock($1, hashtext($2))`, int32(windowLockClass), c.Network)
 	var repeat bool
-	var n int64
+	var n, p int64
+	at, day := nanos(c.At), dayOf(c.At)
 	b.Queue(`SELECT EXISTS (SELECT 1 FROM window_claims WHERE network = $1 AND ad_id = $2 AND at_ns > $3 AND at_ns < $4),
-		(SELECT count(*) FROM window_claims WHERE network = $1 AND day = $5)`,
-		network, adID, nanos(at)-int64(clicks.AdWindow), nanos(at)+int64(clicks.AdWindow), dayOf(at)).
-		QueryRow(func(r pgx.Row) error { return r.Scan(&repeat, &n) })
+		(SELECT count(*) FROM window_claims WHERE network = $1 AND day = $5),
+		coalesce((SELECT clicks FROM prefix_clicks WHERE prefix = $6 AND day = $5), 0)`,
+		c.Network, c.AdID, at-int64(clicks.AdWindow), at+int64(clicks.AdWindow), day, c.Prefix).
+		QueryRow(func(r pgx.Row) error { return r.Scan(&repeat, &n, &p) })
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return "", err
 	}
-	if repeat {
+	switch {
+	case repeat:
 		return clicks.ReasonRepeat, nil
-	}
-	if limit > 0 && n >= int64(limit) {
+	case c.Limit > 0 && n >= int64(c.Limit):
 		return clicks.ReasonNetworkCap, nil
+	case counted && p >= int64(c.PrefixLimit):
+		return clicks.ReasonPrefixCap, nil
 	}
 	b = &pgx.Batch{}
-	b.Queue(`INSERT INTO window_claims (network, ad_id, at_ns, day) VALUES ($1, $2, $3, $4)`, network, adID, nanos(at), dayOf(at))
-	b.Queue(`DELETE FROM window_claims WHERE network = $1 AND at_ns < $2`, network, nanos(at.Add(-3*24*time.Hour)))
+	b.Queue(`INSERT INTO window_claims (network, ad_id, at_ns, day) VALUES ($1, $2, $3, $4)`, c.Network, c.AdID, at, day)
+	b.Queue(`DELETE FROM window_claims WHERE network = $1 AND at_ns < $2`, c.Network, nanos(c.At.Add(-3*24*time.Hour)))
+	if counted {
+		b.Queue(`INSERT INTO prefix_clicks (prefix, day, clicks) VALUES ($1, $2, 1)
+			ON CONFLICT (prefix, day) DO UPDATE SET clicks = prefix_clicks.clicks + 1`, c.Prefix, day)
+		if rand.IntN(forgetEvery) == 0 {
+			b.Queue(`DELETE FROM prefix_clicks WHERE day < $1`, day-2)
+		}
+	}
 	return "", tx.SendBatch(ctx, b).Close()
 }

@@ -25,10 +25,6 @@ func (n noLimiter) Allow(context.Context, string, ratelimit.Limit) ratelimit.Dec
 	return ratelimit.Decision{Allowed: true}
 }
 
-func (n noLimiter) Return(context.Context, string, ratelimit.Limit) {
-	n.t.Error("the fallback limiter was asked while Redis was up")
-}
-
 func (n noLimiter) AllowBoth(context.Context, ratelimit.Bucket, ratelimit.Bucket) (ratelimit.Decision, ratelimit.Decision) {
 	n.t.Error("the fallback limiter was asked while Redis was up")
 	return ratelimit.Decision{Allowed: true}, ratelimit.Decision{Allowed: true}
@@ -36,7 +32,7 @@ func (n noLimiter) AllowBoth(context.Context, ratelimit.Bucket, ratelimit.Bucket
 
 type noWindows struct{ t *testing.T }
 
-func (n noWindows) Claim(context.Context, string, string, time.Time, int) (string, error) {
+func (n noWindows) Claim(context.Context, clicks.Claim) (string, error) {
 	n.t.Error("the fallback windows were asked while Redis was up")
 	return "", nil
 }

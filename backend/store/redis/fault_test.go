@@ -162,7 +162,7 @@ func TestWindowsAndDecisionsFallBackToTheReplicasOwn(t *testing.T) {
 	exp := at.Add(time.Hour)
 	claim := func(w clicks.Windows, ad string) string {
 		t.Helper()
-		r, err := w.Claim(t.Context(), "192.0.2.1", ad, at, 0)
+		r, err := w.Claim(t.Context(), clicks.Claim{Network: "192.0.2.1", AdID: ad, At: at})
 		if err != nil {
 			t.Fatalf("Claim: %v", err)
 		}

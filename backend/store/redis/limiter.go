@@ -41,7 +41,7 @@ func (l *Limiter) Allow(ctx context.Context, key string, lim ratelimit.Limit) ra
 	if !lim.Valid() {
 		return ratelimit.Decision{Allowed: true}
 	}
-	res, ok := l.take(ctx, key, lim, 1)
+	res, ok := l.take(ctx, key, lim)
 	if !ok {
 		return l.fallback.Allow(ctx, key, lim)
 	}
@@ -53,28 +53,16 @@ func (l *Limiter) Allow(ctx context.Context, key string, lim ratelimit.Limit) ra
 	return d
 }
 
-// Return implements ratelimit.Limiter: redis_rate's script at a cost of
-// -1 moves the bucket's time back one interval, and leaves a full bucket
-// (its time not after now) as it is.
-func (l *Limiter) Return(ctx context.Context, key string, lim ratelimit.Limit) {
-	if !lim.Valid() {
-		return
-	}
-	if _, ok := l.take(ctx, key, lim, -1); !ok {
-		l.fallback.Return(ctx, key, lim)
-	}
-}
-
-// take takes n tokens (-1: gives one back) from key's bucket under lim
-// in Redis, and says whether Redis answered.
-func (l *Limiter) take(ctx context.Context, key string, lim ratelimit.Limit, n int) (*redis_rate.Result, bool) {
+// take takes a token from key's bucket under lim in Redis, and says
+// whether Redis answered.
+func (l *Limiter) take(ctx context.Context, key string, lim ratelimit.Limit) (*redis_rate.Result, bool) {
 	// One token per emission interval: redis_rate counts whole requests
 	// per period, and the interval carries a fractional rate exactly.
 	rl := redis_rate.Limit{Rate: 1, Burst: lim.Burst, Period: time.Duration(float64(time.Second) / lim.Rate)}
 	var res *redis_rate.Result
 	ok := l.c.call(ctx, "limits", func(ctx context.Context) error {
 		var err error
-		res, err = l.rl.AllowN(ctx, l.prefix+key, rl, n)
+		res, err = l.rl.AllowN(ctx, l.prefix+key, rl, 1)
 		return err
 	})
 	return res, ok

@@ -17,8 +17,9 @@ import (
 // network and ad's billable click time, and the network's count of
 // billable clicks; each expires once no later claim can read it (the end of
 // the next day, plus an hour for clocks that disagree), so Redis forgets
-// old days by itself. A network's keys share one hash tag, so the script
-// runs on a Redis Cluster too.
+// old days by itself. A network's keys share one hash tag, an IPv6
+// network's with its /48's count (the /48's tag), so the script runs on a
+// Redis Cluster too.
 //
 // A claim is as durable as Redis makes it: with appendonly and appendfsync
 // always, as clicks.Windows promises; with less, a Redis crash forgets the
@@ -27,9 +28,10 @@ import (
 // When Redis does not answer, the fallback (the replica's own bbolt
 // windows) judges the claim. That keeps one click per network and ad per
 // window within each replica, but not across them: during an outage a
-// network can bill an ad once on each replica, and its daily cap once on
-// each; and what the fallback recorded is not in Redis, so a click billed
-// during the outage does not make a click after it a repeat on Redis.
+// network can bill an ad once on each replica, and its daily cap and its
+// /48's once on each; and what the fallback recorded is not in Redis, so
+// a click billed during the outage does not make a click after it a
+// repeat on Redis.
 type Windows struct {
 	c        *Client
 	prefix   string
@@ -46,8 +48,10 @@ func (c *Client) Windows(fallback clicks.Windows) *Windows {
 
 // claimScript judges and records one claim. KEYS: the network and ad's
 // time on the day before, the day and the day after; the network's count
-// on the day. ARGV: the claim's Unix seconds and nanoseconds, the window
-// in nanoseconds, the cap (<= 0: none), the keys' expiry in milliseconds.
+// on the day; the /48's count on the day. ARGV: the claim's Unix seconds
+// and nanoseconds, the window in nanoseconds, the network's cap (<= 0:
+// none), the keys' expiry in milliseconds, the /48's cap (<= 0: none, and
+// its count is left alone).
 // Times are split in two because Lua's numbers are doubles: the gap of
 // two nearby times in nanoseconds is exact, their Unix nanoseconds are not.
 var claimScript = redis.NewScript(`
@@ -64,37 +68,58 @@ end
 local limit = tonumber(ARGV[4])
 local n = tonumber(redis.call('GET', KEYS[4]) or '0')
 if limit > 0 and n >= limit then return 2 end
+local plimit = tonumber(ARGV[6])
+if plimit > 0 and tonumber(redis.call('GET', KEYS[5]) or '0') >= plimit then return 3 end
 redis.call('SET', KEYS[2], ARGV[1] .. ' ' .. ARGV[2], 'PX', ARGV[5])
 redis.call('INCR', KEYS[4])
 redis.call('PEXPIRE', KEYS[4], ARGV[5])
+if plimit > 0 then
+  redis.call('INCR', KEYS[5])
+  redis.call('PEXPIRE', KEYS[5], ARGV[5])
+end
 return 0
 `)
 
 // Claim implements clicks.Windows.
-func (w *Windows) Claim(ctx context.Context, network, adID string, at time.Time, limit int) (string, error) {
+func (w *Windows) Claim(ctx context.Context, c clicks.Claim) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
+	at := c.At
 	day := at.Unix() / 86400
 	if at.Unix() < 0 && at.Unix()%86400 != 0 {
 		day-- // floor, as the UTC day of a time before the epoch
 	}
-	// The length before the network keeps apart networks and ads that
-	// would otherwise spell the same key.
-	base := w.prefix + "{" + strconv.Itoa(len(network)) + ":" + network + "}:"
-	pair := func(d int64) string { return base + strconv.FormatInt(d, 10) + ":a:" + adID }
-	keys := []string{pair(day - 1), pair(day), pair(day + 1), base + strconv.FormatInt(day, 10) + ":n"}
+	// The length before a name keeps apart names that would otherwise
+	// spell the same key. The keys of a network of a /48 share the /48's
+	// hash tag, so that its claims and the /48's count are one slot's.
+	tag := c.Network
+	if c.Prefix != "" {
+		tag = "/48 " + c.Prefix
+	}
+	tagged := w.prefix + "{" + strconv.Itoa(len(tag)) + ":" + tag + "}:"
+	base := tagged
+	if c.Prefix != "" {
+		base += strconv.Itoa(len(c.Network)) + ":" + c.Network + ":"
+	}
+	pair := func(d int64) string { return base + strconv.FormatInt(d, 10) + ":a:" + c.AdID }
+	keys := []string{pair(day - 1), pair(day), pair(day + 1), base + strconv.FormatInt(day, 10) + ":n",
+		tagged + strconv.FormatInt(day, 10) + ":p"}
 	// Kept until the end of the day after, which claims there still read.
 	ttl := time.Unix((day+2)*86400, 0).Sub(at) + time.Hour
+	prefixLimit := 0
+	if c.Prefix != "" {
+		prefixLimit = max(c.PrefixLimit, 0)
+	}
 	var code int64
 	ok := w.c.call(ctx, "windows", func(ctx context.Context) error {
 		var err error
 		code, err = claimScript.Run(ctx, w.c.rdb, keys, at.Unix(), at.Nanosecond(), int64(clicks.AdWindow),
-			limit, ttl.Milliseconds()).Int64()
+			c.Limit, ttl.Milliseconds(), prefixLimit).Int64()
 		return err
 	})
 	if !ok {
-		return w.fallback.Claim(ctx, network, adID, at, limit)
+		return w.fallback.Claim(ctx, c)
 	}
 	switch code {
 	case 0:
@@ -103,6 +128,8 @@ func (w *Windows) Claim(ctx context.Context, network, adID string, at time.Time,
 		return clicks.ReasonRepeat, nil
 	case 2:
 		return clicks.ReasonNetworkCap, nil
+	case 3:
+		return clicks.ReasonPrefixCap, nil
 	}
 	return "", fmt.Errorf("redis: windows: the claim script answered %d", code)
 }

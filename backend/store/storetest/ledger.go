@@ -141,6 +141,102 @@ func Ledger(t *testing.T, fresh func(t *testing.T) Opener[LedgerParts]) {
 		}
 	})
 
+	// in48 is the address of the i-th /64 of the /48 2001:db8:7::/48, and
+	// capped a Use of d under a /48 cap of limit.
+	in48 := func(i int) string { return "2001:db8:7:" + strconv.FormatInt(int64(i), 16) + "::1" }
+	capped := func(d string, limit int) clicks.Use {
+		u := use(d)
+		u.PrefixLimit = limit
+		return u
+	}
+
+	t.Run("PrefixCapHoldsConcurrentClicks", func(t *testing.T) {
+		p, _ := open(t, fresh(t))
+		const n, limit = 40, 7
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				c := click(in48(i), "a", t0)
+				if err := p.Ledger.Record(within(t, 10*time.Second), &c, capped("d"+strconv.Itoa(i), limit)); err != nil {
+					t.Errorf("Record: %v", err)
+				}
+			})
+		}
+		wg.Wait()
+		billed := 0
+		for _, c := range logged(t, p) {
+			switch {
+			case c.Billable:
+				billed++
+			case c.Reason != clicks.ReasonPrefixCap:
+				t.Errorf("a click refused as %q, want prefix_cap", c.Reason)
+			}
+		}
+		if billed != limit {
+			t.Errorf("%d of %d concurrent clicks from the /64s of one /48 billed, want its cap %d", billed, n, limit)
+		}
+		if c := record(t, p.Ledger, click("2001:db8:8::1", "a", t0), capped("other", limit)); !c.Billable {
+			t.Errorf("another /48: %q, want billable", c.Reason)
+		}
+		if c := record(t, p.Ledger, click("192.0.2.1", "a", t0), capped("v4", 1)); !c.Billable {
+			t.Errorf("an IPv4 client under a /48 cap: %q, want billable", c.Reason)
+		}
+		next := capped("next-day", limit)
+		next.Expires = t0.Add(48 * time.Hour)
+		if c := record(t, p.Ledger, click(in48(99), "a", t0.Add(24*time.Hour)), next); !c.Billable {
+			t.Errorf("the next UTC day: %q, want billable", c.Reason)
+		}
+	})
+
+	t.Run("PrefixCapSurvivesRestart", func(t *testing.T) {
+		o := fresh(t)
+		p, closeFn := open(t, o)
+		record(t, p.Ledger, click(in48(0), "a", t0), capped("d0", 2))
+		record(t, p.Ledger, click(in48(1), "a", t0), capped("d1", 2))
+		closeFn()
+		p, _ = open(t, o)
+		if c := record(t, p.Ledger, click(in48(2), "a", t0.Add(time.Minute)), capped("d2", 2)); c.Reason != clicks.ReasonPrefixCap {
+			t.Errorf("a /48 at its cap before the restart: %q, want prefix_cap", c.Reason)
+		}
+	})
+
+	t.Run("RefusedClicksSpendNothingOfThePrefix", func(t *testing.T) {
+		p, _ := open(t, fresh(t))
+		const limit = 3
+		want := func(c clicks.Click, u clicks.Use, reason, what string) {
+			t.Helper()
+			if got := record(t, p.Ledger, c, u); got.Reason != reason {
+				t.Errorf("%s: %q, want %q", what, got.Reason, reason)
+			}
+		}
+		want(click(in48(0), "a", t0), capped("d1", limit), "", "the /48's first click")
+		want(click(in48(1), "a", t0), capped("d1", limit), clicks.ReasonRepeat, "its decision again")
+		want(click(in48(0), "a", t0), capped("d2", limit), clicks.ReasonRepeat, "its network and ad again")
+		u := capped("d3", limit)
+		u.Limit = 1
+		want(click(in48(0), "b", t0), u, clicks.ReasonNetworkCap, "its network over its own cap")
+		noted := click(in48(5), "a", t0)
+		noted.Reason = clicks.ReasonBot
+		want(noted, capped("d4", limit), clicks.ReasonBot, "a bot")
+		if p.Rollups != nil {
+			bought := func(i int, d string) (clicks.Click, clicks.Use) {
+				c := click(in48(i), "c", t0)
+				c.Advertiser, c.BidMicros, c.Currency = "shop.example", 100, "EUR"
+				u := capped(d, limit)
+				u.Budget = 100
+				return c, u
+			}
+			c, u := bought(2, "d5")
+			want(c, u, "", "the advertiser's click within its budget")
+			c, u = bought(3, "d6")
+			want(c, u, clicks.ReasonOverBudget, "the advertiser's click over its budget")
+		} else {
+			want(click(in48(2), "c", t0), capped("d5", limit), "", "the /48's second click")
+		}
+		want(click(in48(4), "d", t0), capped("d7", limit), "", "the /48's third click, after refused ones")
+		want(click(in48(6), "d", t0), capped("d8", limit), clicks.ReasonPrefixCap, "the /48's fourth click")
+	})
+
 	t.Run("BudgetsHold", func(t *testing.T) {
 		p, _ := open(t, fresh(t))
 		if p.Rollups == nil {

@@ -45,33 +45,6 @@ func Limits(t *testing.T, fresh func(t *testing.T) ratelimit.Limiter) {
 		}
 	})
 
-	t.Run("ReturnGivesOneBack", func(t *testing.T) {
-		l := fresh(t)
-		for range slow.Burst {
-			l.Allow(t.Context(), "k", slow)
-		}
-		l.Return(t.Context(), "k", slow)
-		if d := l.Allow(t.Context(), "k", slow); !d.Allowed {
-			t.Fatalf("a take after a token returned: %+v, want allowed", d)
-		}
-		if d := l.Allow(t.Context(), "k", slow); d.Allowed {
-			t.Fatalf("a second take after one token returned: %+v, want refused", d)
-		}
-		// A full bucket stays full.
-		for range 3 {
-			l.Return(t.Context(), "full", slow)
-		}
-		allowed := 0
-		for range slow.Burst + 3 {
-			if l.Allow(t.Context(), "full", slow).Allowed {
-				allowed++
-			}
-		}
-		if allowed != slow.Burst {
-			t.Errorf("tokens returned to a full bucket: %d taken after, want its %d", allowed, slow.Burst)
-		}
-	})
-
 	t.Run("KeysApart", func(t *testing.T) {
 		l := fresh(t)
 		for range slow.Burst + 1 {

@@ -123,11 +123,104 @@ func Windows(t *testing.T, fresh func(t *testing.T) Opener[clicks.Windows]) {
 		}
 	})
 
+	// net64 is the claim of a click on ad from the i-th /64 of the /48
+	// 2001:db8:7::/48, under a /48 cap of prefixLimit and no network cap.
+	net64 := func(i int, ad string, at time.Time, prefixLimit int) clicks.Claim {
+		return clicks.Claim{Network: fmt.Sprintf("2001:db8:7:%x::/64", i), AdID: ad, At: at,
+			Prefix: "2001:db8:7::/48", PrefixLimit: prefixLimit}
+	}
+
+	t.Run("DailyCapPerPrefix", func(t *testing.T) {
+		s := start(t)
+		const limit = 3
+		for i := range limit {
+			if got := claimIn(t, s, net64(i, "a", t0, limit)); got != "" {
+				t.Fatalf("the /48's claim %d under its cap: %q", i, got)
+			}
+		}
+		if got := claimIn(t, s, net64(0, "a", t0.Add(time.Minute), limit)); got != clicks.ReasonRepeat {
+			t.Errorf("a repeat at the /48's cap: %q, want repeat (the window comes first)", got)
+		}
+		if got := claimIn(t, s, net64(99, "a", t0.Add(time.Minute), limit)); got != clicks.ReasonPrefixCap {
+			t.Errorf("a fresh /64 of the /48 over its cap: %q, want %q", got, clicks.ReasonPrefixCap)
+		}
+		capped := net64(1, "b", t0.Add(time.Minute), limit)
+		capped.Limit = 1
+		if got := claimIn(t, s, capped); got != clicks.ReasonNetworkCap {
+			t.Errorf("a network at its own cap in a /48 at its cap: %q, want %q (the network's comes first)",
+				got, clicks.ReasonNetworkCap)
+		}
+		other := clicks.Claim{Network: "2001:db8:8::/64", AdID: "a", At: t0.Add(time.Minute),
+			Prefix: "2001:db8:8::/48", PrefixLimit: limit}
+		if got := claimIn(t, s, other); got != "" {
+			t.Errorf("another /48: %q", got)
+		}
+		if got := claimIn(t, s, net64(99, "a", t0.Add(12*time.Hour), limit)); got != "" {
+			t.Errorf("the next UTC day: %q, want billable", got)
+		}
+		if got := claimIn(t, s, net64(98, "a", t0.Add(time.Hour), 0)); got != "" {
+			t.Errorf("no /48 cap: %q", got)
+		}
+		if got := claimIn(t, s, net64(97, "a", t0.Add(time.Hour), limit+1)); got != "" {
+			t.Errorf("a claim without the cap counted the /48: %q, want billable under a cap of %d", got, limit+1)
+		}
+		if got := claimIn(t, s, net64(96, "a", t0.Add(time.Hour), limit+1)); got != clicks.ReasonPrefixCap {
+			t.Errorf("over a raised cap: %q, want %q", got, clicks.ReasonPrefixCap)
+		}
+	})
+
+	t.Run("RefusedClaimsSpendNothingOfThePrefix", func(t *testing.T) {
+		s := start(t)
+		const limit = 2
+		claimIn(t, s, net64(0, "a", t0, limit))
+		capped := net64(1, "a", t0, limit)
+		capped.Limit = 1
+		claimIn(t, s, capped)
+		for i := range 5 {
+			claimIn(t, s, net64(0, "a", t0.Add(time.Second), limit)) // repeats
+			capped.AdID = fmt.Sprint("b", i)
+			claimIn(t, s, capped) // the network's own cap
+		}
+		if got := claimIn(t, s, net64(2, "a", t0.Add(time.Minute), limit+1)); got != "" {
+			t.Errorf("after refused claims, the /48's third click under a cap of 3: %q", got)
+		}
+	})
+
+	t.Run("PrefixCapIsDurable", func(t *testing.T) {
+		opener := fresh(t)
+		s, closeStore := open(t, opener)
+		claimIn(t, s, net64(0, "a", t0, 2))
+		claimIn(t, s, net64(1, "a", t0, 2))
+		closeStore()
+		s, _ = open(t, opener)
+		if got := claimIn(t, s, net64(2, "a", t0.Add(time.Hour), 2)); got != clicks.ReasonPrefixCap {
+			t.Errorf("after reopen, the /48's cap: %q, want %q", got, clicks.ReasonPrefixCap)
+		}
+	})
+
+	t.Run("ConcurrentClaimsOfOnePrefix", func(t *testing.T) {
+		s := start(t)
+		const n, limit = 40, 7
+		var billed atomic.Int32
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				if claimIn(t, s, net64(i, "one", t0, limit)) == "" {
+					billed.Add(1)
+				}
+			})
+		}
+		wg.Wait()
+		if billed.Load() != limit {
+			t.Errorf("%d of %d concurrent claims from the /64s of one /48 billed, want its cap %d", billed.Load(), n, limit)
+		}
+	})
+
 	t.Run("DoneContextRefuses", func(t *testing.T) {
 		s := start(t)
 		ctx, cancel := context.WithCancel(t.Context())
 		cancel()
-		if _, err := s.Claim(ctx, net4, "a", t0, 0); err == nil {
+		if _, err := s.Claim(ctx, clicks.Claim{Network: net4, AdID: "a", At: t0}); err == nil {
 			t.Fatal("Claim with a done context succeeded")
 		}
 		if got := claimWindow(t, s, net4, "a", t0, 0); got != "" {
@@ -140,7 +233,14 @@ func Windows(t *testing.T, fresh func(t *testing.T) Opener[clicks.Windows]) {
 // reason it does not bill, "" when it bills.
 func claimWindow(t *testing.T, s clicks.Windows, network, ad string, at time.Time, limit int) string {
 	t.Helper()
-	r, err := s.Claim(t.Context(), network, ad, at, limit)
+	return claimIn(t, s, clicks.Claim{Network: network, AdID: ad, At: at, Limit: limit})
+}
+
+// claimIn claims c in s and returns the reason it does not bill, "" when
+// it bills.
+func claimIn(t *testing.T, s clicks.Windows, c clicks.Claim) string {
+	t.Helper()
+	r, err := s.Claim(t.Context(), c)
 	if err != nil {
 		t.Errorf("Claim: %v", err) // not Fatal: concurrent claims call it too
 		return "error"
