@@ -118,8 +118,10 @@ func (j *Judge) Judge(ctx context.Context, c *Click, auth Auth, intent Intent, r
 	return Settle(ctx, c, u, j.Decisions, j.Windows)
 }
 
-// Settle finishes the judgement of a click Check left billable: it uses
-// u.D (a used one is ReasonRepeat), and only a click with a fresh decision
+// Settle finishes the judgement of a click Check left billable: a click
+// whose bid is in another currency than its budget's is ReasonOverBudget
+// (Use.OtherCurrency) and spends nothing; else it uses u.D (a used one is
+// ReasonRepeat), and only a click with a fresh decision
 // is claimed in windows, so clicks that do not bill spend no window. A
 // decision used by a click the windows then refuse stays used. A claim or
 // use stays if the caller then fails to log the click: that click goes
@@ -128,6 +130,11 @@ func (j *Judge) Judge(ctx context.Context, c *Click, auth Auth, intent Intent, r
 // billable, with no reason.
 func Settle(ctx context.Context, c *Click, u Use, decisions Decisions, windows Windows) error {
 	if c.Reason != "" {
+		return nil
+	}
+	if u.OtherCurrency(c) {
+		// Before any claim: a click no budget can count spends nothing.
+		c.Billable, c.Reason = false, ReasonOverBudget
 		return nil
 	}
 	fail := func(err error) error {

@@ -385,3 +385,33 @@ func TestJudgeWindowsFailure(t *testing.T) {
 		t.Errorf("a failing Windows: err %v, billable %v", err, c.Billable)
 	}
 }
+
+// TestSettleHoldsTheBudgetsCurrency: Settle, which judges the clicks a
+// replica spools while Postgres is down, refuses a click in another
+// currency than its budget's before it claims anything, so the click in
+// the budget's currency after it, from the same network and /48, on the
+// same ad, still bills.
+func TestSettleHoldsTheBudgetsCurrency(t *testing.T) {
+	w := testWindows(t)
+	const ip = "2001:db8:7::1"
+	click := func(currency string) *Click {
+		return &Click{Time: t0, AdID: "ad", IP: ip, Advertiser: "shop.example", BidMicros: 450_000, Currency: currency}
+	}
+	u := Use{Limit: 1, PrefixLimit: 1, Budget: 1_000_000, Currency: "EUR"}
+	gbp := click("GBP")
+	if err := Settle(t.Context(), gbp, u, nil, w); err != nil || gbp.Billable || gbp.Reason != ReasonOverBudget {
+		t.Fatalf("a GBP click against a EUR budget: %v, billable %v %q, want over_budget", err, gbp.Billable, gbp.Reason)
+	}
+	eur := click("EUR")
+	if err := Settle(t.Context(), eur, u, nil, w); err != nil || !eur.Billable {
+		t.Errorf("the EUR click after it: %v, billable %v %q, want billable: the GBP click spent the windows", err, eur.Billable, eur.Reason)
+	}
+	// Without a budget's currency (a Use spooled by an older version) the
+	// currency is not checked.
+	old := click("GBP")
+	old.Time = t0.Add(48 * time.Hour)
+	u.Currency = ""
+	if err := Settle(t.Context(), old, u, nil, w); err != nil || !old.Billable {
+		t.Errorf("a click whose Use names no currency: %v, billable %v %q, want billable", err, old.Billable, old.Reason)
+	}
+}

@@ -206,10 +206,11 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 
 // A click in another currency than its advertiser's budget bills nowhere
 // while Postgres is down: spooled, it is over_budget at once; shipped
-// with the verdict of a replica that judged it billable (one of the
-// version before), Postgres settles it over_budget again and its bid
-// spends nothing of the budget, which the next click in the budget's
-// currency still bills.
+// marked billable (a judgement that missed its currency), Postgres
+// settles it over_budget again and its bid spends nothing of the budget,
+// which the next click in the budget's currency still bills. (A click
+// spooled by a version whose Use names no currency is not checked: see
+// storetest's BudgetsHoldTheirCurrency.)
 func TestSpoolHoldsTheBudgetsCurrency(t *testing.T) {
 	db, err := pgstore.Open(t.Context(), testpg.New(t))
 	if err != nil {
