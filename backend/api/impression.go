@@ -26,8 +26,10 @@ const MaxImpressionAds = 16
 // {"ct":["<token>",...]} gives each ad, in order, the click token its link
 // needs to bill: bound to the ad and its click parameters, this client's
 // network and user agent, and a short expiry. Only links the server or
-// the page made count (madeHere), each ad once per beacon: a copy of an
-// ad's link gets its token, the ad under other parameters "". An ad the
+// the page made count (madeHere), each ad once per beacon: a copy of a
+// link gets its token, and another link of the same ad (another
+// criterion, context or yk_tag) a token of its own but no second
+// impression. An ad the
 // catalog no longer has, or whose adType is not its own, gets "" and no
 // impression; so does every ad of a client that is no browser.
 func (s *server) impression(w http.ResponseWriter, r *http.Request) error {
@@ -61,16 +63,18 @@ func (s *server) impression(w http.ResponseWriter, r *http.Request) error {
 		ttl = config.Default().ClickTokenTTL
 	}
 	country := s.geoCountry(r)
-	// first is where each ad was first counted in this beacon: a copy of
-	// it gets that one's token, and an ad under other parameters none.
-	first := make(map[string]int, len(ads))
+	// seen is where each link was first judged in this beacon: a copy of
+	// it gets that one's token. counted holds the ads counted: one of
+	// another link (another criterion, context or yk_tag) gets a token of
+	// its own if it is one adlink made, but no second impression.
+	seen := make(map[contract.Redirect]int, len(ads))
+	counted := make(map[string]bool, len(ads))
 	for i, a := range ads {
-		if j, ok := first[a.AdID]; ok {
-			if sameClick(&ads[j], &a) {
-				tokens[i] = tokens[j]
-			}
+		if j, ok := seen[a]; ok {
+			tokens[i] = tokens[j]
 			continue
 		}
+		seen[a] = i
 		at, ok := ix.Lookup(a.AdID)
 		if !ok || bot {
 			continue
@@ -84,10 +88,12 @@ func (s *server) impression(w http.ResponseWriter, r *http.Request) error {
 		if !s.madeHere(ix, at, &p, &a, now) {
 			continue
 		}
-		first[a.AdID] = i
-		imps = append(imps, clicks.Impression{Time: now, AdID: p.AdID, AdType: p.AdType, Type: p.Type,
-			APIKey: apiKey, SiteID: siteID, Criterion: p.Criterion, YkTag: p.YkTag, Page: page, IP: ip, UserAgent: ua,
-			Country: country, Advertiser: ad.Advertiser, Currency: bidCurrency(&ad)})
+		if !counted[a.AdID] {
+			counted[a.AdID] = true
+			imps = append(imps, clicks.Impression{Time: now, AdID: p.AdID, AdType: p.AdType, Type: p.Type,
+				APIKey: apiKey, SiteID: siteID, Criterion: p.Criterion, YkTag: p.YkTag, Page: page, IP: ip, UserAgent: ua,
+				Country: country, Advertiser: ad.Advertiser, Currency: bidCurrency(&ad)})
+		}
 		if s.judge.Keys != nil {
 			tokens[i] = s.judge.Keys.ClickToken(&p, clicks.Network(ip), ua, now, now.Add(ttl))
 		}
@@ -131,10 +137,6 @@ func (s *server) madeHere(ix *match.Index, at int, p *clicks.Params, a *contract
 		return ks.VerifyToken(p.APIKey, p.SiteID, a.Tok, now) == "" && ix.IsCriterionOf(at, p.Criterion)
 	}
 }
-
-// sameClick reports whether a and b are the same link: the same click
-// parameters and the same proof.
-func sameClick(a, b *contract.Redirect) bool { return *a == *b }
 
 // parseImpression reads an impression beacon: its partner, its page's
 // canonical URL and its ads, each a click URL's query of that partner,

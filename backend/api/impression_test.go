@@ -339,6 +339,16 @@ func TestImpressionPadding(t *testing.T) {
 	if n := count(); n != 4 {
 		t.Fatalf("%d impressions, want 4", n)
 	}
+	// Two links of one ad the page made, under two of its criteria (as in
+	// the text and in the box): each gets a token of its own, so a click
+	// on either can bill, and the ad counts once.
+	status, ct = env.beacon(t, reader, browserUA, handyladen, setParam(handyladen, "criterionId", "Handy ohne Vertrag"))
+	if status != http.StatusOK || ct[0] == "" || ct[1] == "" || ct[0] == ct[1] {
+		t.Errorf("two links of one ad: %d %q, want a token each", status, ct)
+	}
+	if n := count(); n != 5 {
+		t.Fatalf("%d impressions after two links of one ad, want 5", n)
+	}
 	otherSite := env.keys.Token("demo", "other", env.now.Add(time.Hour))
 	expiredTok := env.keys.Token("demo", "demo", env.now.Add(-time.Second))
 	for _, tt := range []struct{ name, link string }{
@@ -359,8 +369,8 @@ func TestImpressionPadding(t *testing.T) {
 			t.Errorf("%s: %d %q, want 200 and no token", tt.name, status, ct)
 		}
 	}
-	if n := count(); n != 4 {
-		t.Fatalf("refused ads counted: %d impressions, want 4", n)
+	if n := count(); n != 5 {
+		t.Fatalf("refused ads counted: %d impressions, want 5", n)
 	}
 	// A signed link past its expiry shows an answer older than any page
 	// keeps: no count.
@@ -369,8 +379,8 @@ func TestImpressionPadding(t *testing.T) {
 	if status, ct := env.beacon(t, reader, browserUA, old); status != http.StatusOK || ct[0] != "" {
 		t.Errorf("expired signed link: %d %q, want no token", status, ct)
 	}
-	if n := count(); n != 4 {
-		t.Fatalf("expired signed link counted: %d impressions, want 4", n)
+	if n := count(); n != 5 {
+		t.Fatalf("expired signed link counted: %d impressions, want 5", n)
 	}
 }
 
