@@ -415,3 +415,22 @@ func TestSettleHoldsTheBudgetsCurrency(t *testing.T) {
 		t.Errorf("a click whose Use names no currency: %v, billable %v %q, want billable", err, old.Billable, old.Reason)
 	}
 }
+
+// TestClaimOf: a click's claim names the network and the /48 that
+// Network and Prefix give its address, so an IPv4-mapped or 6to4 address
+// is counted as its IPv4 address, with no /48, in every store's windows.
+func TestClaimOf(t *testing.T) {
+	u := Use{Limit: 50, PrefixLimit: 500}
+	for _, tt := range []struct{ ip, network, prefix string }{
+		{"192.0.2.1", "192.0.2.1", ""},
+		{"::ffff:192.0.2.1", "192.0.2.1", ""},
+		{"2002:c000:201::1", "192.0.2.1", ""},
+		{"2001:db8:1:2::5", "2001:db8:1:2::/64", "2001:db8:1::/48"},
+		{"fe80::1%eth0", "fe80::/64", "fe80::/48"},
+	} {
+		c := claimOf(&Click{IP: tt.ip, AdID: "ad", Time: t0}, u)
+		if c.Network != tt.network || c.Prefix != tt.prefix || c.Limit != 50 || c.PrefixLimit != 500 || c.counted() != (tt.prefix != "") {
+			t.Errorf("%s: claim %+v, want network %q and prefix %q", tt.ip, c, tt.network, tt.prefix)
+		}
+	}
+}
