@@ -61,10 +61,11 @@ BEGIN
     FROM (SELECT u.o, u.r, (SELECT c.reason FROM clicks c WHERE c.click_id = u.id) AS prior
           FROM unnest(p_click_id, p_reason) WITH ORDINALITY AS u(id, r, o)) AS x;
     -- The /48s' claims take turns to the commit, locked first and in the
-    -- order of their names, before any network's or advertiser's lock.
-    PERFORM pg_advisory_xact_lock(1633971312, hashtext(x.pre))
-    FROM (SELECT u.pre FROM unnest(reasons, fresh, p_prefix, p_prefix_limit) AS u(r, f, pre, lim)
-          WHERE u.f AND u.r = '' AND u.pre <> '' AND u.lim > 0 ORDER BY u.pre COLLATE "C") AS x;
+    -- order of their locks' keys (two names may share one), before any
+    -- network's or advertiser's lock.
+    PERFORM pg_advisory_xact_lock(1633971312, x.h)
+    FROM (SELECT DISTINCT hashtext(u.pre) AS h FROM unnest(reasons, fresh, p_prefix, p_prefix_limit) AS u(r, f, pre, lim)
+          WHERE u.f AND u.r = '' AND u.pre <> '' AND u.lim > 0 ORDER BY 1) AS x;
     IF NOT EXISTS (SELECT 1 FROM unnest(p_click_id) AS x(id) WHERE x.id <> '' GROUP BY x.id HAVING count(*) > 1)
        AND NOT EXISTS (SELECT 1 FROM unnest(reasons, fresh, p_decision) AS x(r, f, id)
                        WHERE x.f AND x.r = '' AND x.id <> '' GROUP BY x.id HAVING count(*) > 1)
