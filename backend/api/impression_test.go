@@ -349,6 +349,15 @@ func TestImpressionPadding(t *testing.T) {
 	if n := count(); n != 5 {
 		t.Fatalf("%d impressions after two links of one ad, want 5", n)
 	}
+	// Two tokens do not make the ad bill twice: from one network, an ad
+	// bills once a day, so the click on the second link is a repeat.
+	env.advance(time.Second)
+	first := env.click(t, handyladen+"&ct="+url.QueryEscape(ct[0]), reader, browserUA)
+	second := env.click(t, setParam(handyladen, "criterionId", "Handy ohne Vertrag")+"&ct="+url.QueryEscape(ct[1]), reader, browserUA)
+	if !first.Billable || second.Billable || second.Reason != clicks.ReasonRepeat {
+		t.Errorf("clicks on the two links of one ad: billable %v %q, then %v %q; want the first to bill and the second a repeat",
+			first.Billable, first.Reason, second.Billable, second.Reason)
+	}
 	otherSite := env.keys.Token("demo", "other", env.now.Add(time.Hour))
 	expiredTok := env.keys.Token("demo", "demo", env.now.Add(-time.Second))
 	for _, tt := range []struct{ name, link string }{
