@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/adlink/adlink/backend/catalog"
 	"github.com/adlink/adlink/backend/clicks"
 	"github.com/adlink/adlink/backend/config"
 	"github.com/adlink/adlink/backend/pages"
@@ -92,7 +93,7 @@ func (s *server) impression(w http.ResponseWriter, r *http.Request) error {
 			counted[a.AdID] = true
 			imps = append(imps, clicks.Impression{Time: now, AdID: p.AdID, AdType: p.AdType, Type: p.Type,
 				APIKey: apiKey, SiteID: siteID, Criterion: p.Criterion, YkTag: p.YkTag, Page: page, IP: ip, UserAgent: ua,
-				Country: country, Advertiser: ad.Advertiser, Currency: bidCurrency(&ad)})
+				Country: country, Advertiser: ad.Advertiser, Currency: catalog.ClickCurrency(&ad)})
 		}
 		if s.judge.Keys != nil {
 			tokens[i] = s.judge.Keys.ClickToken(&p, clicks.Network(ip), ua, now, now.Add(ttl))

@@ -79,7 +79,7 @@ func (s *server) redirect(w http.ResponseWriter, r *http.Request) error {
 			Country:    s.geoCountry(r),
 			Advertiser: ad.Advertiser,
 			BidMicros:  ad.BidMicros,
-			Currency:   bidCurrency(&ad),
+			Currency:   catalog.ClickCurrency(&ad),
 		}
 		over, isOver := overLimitOf(r)
 		var u clicks.Use
