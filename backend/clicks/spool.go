@@ -40,8 +40,9 @@ type Shipper interface {
 // (pgstore.Impressions).
 type ImpressionShipper interface {
 	// Ship records imps as Impressions.Append does, under the batch's id,
-	// once: a batch shipped again under its id records nothing.
-	Ship(ctx context.Context, id string, imps []Impression) error
+	// once: a batch shipped again under its id records nothing. repeats
+	// is as Append returns it; 0 for a batch shipped before.
+	Ship(ctx context.Context, id string, imps []Impression) (repeats int, err error)
 }
 
 // spooledImpressions are one beacon's impressions a Spool keeps.
@@ -139,7 +140,7 @@ func (s *Spool) ShipImpressions(ctx context.Context, to ImpressionShipper, n int
 	}
 	shipped := 0
 	for _, b := range batches {
-		if err = to.Ship(ctx, b.ID, b.Imps); err != nil {
+		if _, err = to.Ship(ctx, b.ID, b.Imps); err != nil {
 			break
 		}
 		shipped++

@@ -188,26 +188,33 @@ type spoolingImpressions struct {
 }
 
 // Append implements Impressions.
-func (l spoolingImpressions) Append(ctx context.Context, imps []Impression) error {
+// A beacon spooled is not yet known to repeat another: it reports no
+// repeats, and the record drops those it has when it is shipped.
+func (l spoolingImpressions) Append(ctx context.Context, imps []Impression) (int, error) {
 	if len(imps) == 0 {
-		return nil
+		return 0, nil
 	}
 	s, id := l.s, NewID()
 	if !s.down.Load() {
-		err := s.within(ctx, func(ctx context.Context) error { return s.opts.Impressions.Ship(ctx, id, imps) })
+		var repeats int
+		err := s.within(ctx, func(ctx context.Context) error {
+			n, err := s.opts.Impressions.Ship(ctx, id, imps)
+			repeats = n
+			return err
+		})
 		if err == nil {
-			return nil
+			return repeats, nil
 		}
 		if ctx.Err() != nil {
-			return err
+			return 0, err
 		}
 		s.degrade(err)
 	}
 	if err := s.spool.AddImpressions(ctx, id, imps); err != nil {
-		return err
+		return 0, err
 	}
 	s.wake()
-	return nil
+	return 0, nil
 }
 
 // Scan implements Impressions.

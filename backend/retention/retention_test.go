@@ -109,7 +109,7 @@ func (s *stores) record(t testing.TB, times ...time.Time) {
 	for i, at := range times {
 		imps = append(imps, impression(at, i))
 	}
-	if err := s.impressions.Append(context.Background(), imps); err != nil {
+	if _, err := s.impressions.Append(context.Background(), imps); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -98,7 +98,7 @@ func (s *stores) simulateDay(tb testing.TB, day time.Time, tr traffic) {
 			for i := w; i < n*tr.impressionsPerClick; i += workers {
 				imps = append(imps, impression(day.Add(time.Duration(i)*step/time.Duration(tr.impressionsPerClick)), i))
 				if len(imps) == 16 {
-					if err := s.impressions.Append(context.Background(), imps); err != nil {
+					if _, err := s.impressions.Append(context.Background(), imps); err != nil {
 						tb.Error(err)
 						return
 					}
@@ -106,7 +106,7 @@ func (s *stores) simulateDay(tb testing.TB, day time.Time, tr traffic) {
 				}
 			}
 			if len(imps) > 0 {
-				if err := s.impressions.Append(context.Background(), imps); err != nil {
+				if _, err := s.impressions.Append(context.Background(), imps); err != nil {
 					tb.Error(err)
 				}
 			}

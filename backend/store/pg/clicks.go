@@ -2,10 +2,12 @@ package pgstore
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -89,29 +91,36 @@ var _ clicks.Impressions = Impressions{}
 // Impressions returns the database's impression log.
 func (db *DB) Impressions() Impressions { return Impressions{db} }
 
-// Append implements clicks.Impressions: the rows and their rollups in one
-// transaction.
-func (s Impressions) Append(ctx context.Context, imps []clicks.Impression) error {
+// Append implements clicks.Impressions: the keys, the rows and their
+// rollups in one transaction.
+func (s Impressions) Append(ctx context.Context, imps []clicks.Impression) (int, error) {
 	if err := checkImpressions(ctx, imps); err != nil {
+		return 0, err
+	}
+	var repeats int
+	err := s.db.inTx(ctx, func(tx pgx.Tx) (err error) {
+		repeats, err = appendImpressions(ctx, tx, imps)
 		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("postgres: impressions: %w", err)
 	}
-	if err := s.db.inTx(ctx, func(tx pgx.Tx) error { return appendImpressions(ctx, tx, imps) }); err != nil {
-		return fmt.Errorf("postgres: impressions: %w", err)
-	}
-	return nil
+	return repeats, nil
 }
 
 // Ship implements clicks.ImpressionShipper: the batch's id, its rows and
 // their rollups in one transaction, unless the id is there already.
 // Batch ids are forgotten a week after their impressions.
-func (s Impressions) Ship(ctx context.Context, id string, imps []clicks.Impression) error {
+func (s Impressions) Ship(ctx context.Context, id string, imps []clicks.Impression) (int, error) {
 	if err := checkImpressions(ctx, imps); err != nil {
-		return err
+		return 0, err
 	}
 	if id == "" || len(imps) == 0 {
-		return errors.New("postgres: ship impressions: no id or no impressions")
+		return 0, errors.New("postgres: ship impressions: no id or no impressions")
 	}
+	var repeats int
 	err := s.db.inTx(ctx, func(tx pgx.Tx) error {
+		repeats = 0
 		tag, err := tx.Exec(ctx, `INSERT INTO impression_batches (id, at_ns) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING`,
 			clean(id), nanos(imps[0].Time))
 		if err != nil || tag.RowsAffected() == 0 {
@@ -123,12 +132,13 @@ func (s Impressions) Ship(ctx context.Context, id string, imps []clicks.Impressi
 				return err
 			}
 		}
-		return appendImpressions(ctx, tx, imps)
+		repeats, err = appendImpressions(ctx, tx, imps)
+		return err
 	})
 	if err != nil {
-		return fmt.Errorf("postgres: ship impressions: %w", refused(err))
+		return 0, fmt.Errorf("postgres: ship impressions: %w", refused(err))
 	}
-	return nil
+	return repeats, nil
 }
 
 // checkImpressions refuses a done ctx and an impression without time.
@@ -140,12 +150,79 @@ func checkImpressions(ctx context.Context, imps []clicks.Impression) error {
 		if imps[i].Time.IsZero() {
 			return errors.New("postgres: impression without time")
 		}
+		if _, err := clicks.ImpressionKeyBytes(imps[i].Key); err != nil {
+			return fmt.Errorf("postgres: %w", err)
+		}
 	}
 	return nil
 }
 
-// appendImpressions adds imps and their rollups in tx.
-func appendImpressions(ctx context.Context, tx pgx.Tx, imps []clicks.Impression) error {
+// insertImpressionKeys inserts the keys of the impressions that have one,
+// in the order of their bytes so that transactions of shared keys wait
+// for each other rather than deadlock, and returns the keys inserted: of
+// a key the table held, or that imps repeat, none or one.
+const insertImpressionKeys = `INSERT INTO impression_keys (key)
+	SELECT k FROM unnest($1::bytea[]) AS k ORDER BY k ON CONFLICT (key) DO NOTHING RETURNING key`
+
+// appendImpressions adds imps but the repeats of a key recorded before,
+// and their rollups, in tx, and returns how many repeats it dropped. Now
+// and then it forgets the keys past clicks.ImpressionKeyTTL.
+func appendImpressions(ctx context.Context, tx pgx.Tx, imps []clicks.Impression) (int, error) {
+	var keys [][]byte
+	var last time.Time
+	for i := range imps {
+		if k, _ := clicks.ImpressionKeyBytes(imps[i].Key); k != nil { // checked by checkImpressions
+			keys = append(keys, k)
+		}
+		if imps[i].Time.After(last) {
+			last = imps[i].Time
+		}
+	}
+	repeats := 0
+	if len(keys) > 0 {
+		fresh := make(map[string]bool, len(keys))
+		rows, err := tx.Query(ctx, insertImpressionKeys, keys)
+		if err != nil {
+			return 0, err
+		}
+		for rows.Next() {
+			var k []byte
+			if err := rows.Scan(&k); err != nil {
+				rows.Close()
+				return 0, err
+			}
+			fresh[hex.EncodeToString(k)] = true
+		}
+		if err := rows.Err(); err != nil {
+			return 0, err
+		}
+		kept := make([]clicks.Impression, 0, len(imps))
+		for _, m := range imps {
+			if m.Key != "" {
+				k := strings.ToLower(m.Key)
+				if !fresh[k] {
+					repeats++
+					continue
+				}
+				delete(fresh, k) // a second of one key in imps is a repeat
+			}
+			kept = append(kept, m)
+		}
+		imps = kept
+		if rand.IntN(forgetEvery) == 0 {
+			if _, err := tx.Exec(ctx, `DELETE FROM impression_keys WHERE key < $1`, clicks.ImpressionKeyCut(last)); err != nil {
+				return 0, err
+			}
+		}
+	}
+	if len(imps) == 0 {
+		return repeats, nil
+	}
+	return repeats, insertImpressions(ctx, tx, imps)
+}
+
+// insertImpressions adds imps and their rollups in tx.
+func insertImpressions(ctx context.Context, tx pgx.Tx, imps []clicks.Impression) error {
 	rows := newRollupBatch()
 	for i := range imps {
 		rows.add(impressionRollup(&imps[i]), clicks.Measures{Impressions: 1})

@@ -117,7 +117,7 @@ func TestBytesPostgresRefusesAreReplaced(t *testing.T) {
 		t.Fatalf("Record: %v, billable %v %q", err, c.Billable, c.Reason)
 	}
 	imp := clicks.Impression{Time: at, AdID: "a\x00b", Type: "search", APIKey: "k", Page: "https://blog.example/\xff", UserAgent: "\x00"}
-	if err := db.Impressions().Append(t.Context(), []clicks.Impression{imp}); err != nil {
+	if _, err := db.Impressions().Append(t.Context(), []clicks.Impression{imp}); err != nil {
 		t.Fatalf("Append impression: %v", err)
 	}
 	var got []clicks.Click

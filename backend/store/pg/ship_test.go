@@ -113,11 +113,11 @@ func TestShipImpressionsOnce(t *testing.T) {
 		{Time: at, AdID: "b", AdType: "advertiser", Type: "intext", APIKey: "k", SiteID: "s", Page: "https://blog.example/1"},
 	}
 	for range 2 {
-		if err := db.Impressions().Ship(t.Context(), "beacon-1", imps); err != nil {
+		if _, err := db.Impressions().Ship(t.Context(), "beacon-1", imps); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := db.Impressions().Ship(t.Context(), "beacon-2", imps[:1]); err != nil {
+	if _, err := db.Impressions().Ship(t.Context(), "beacon-2", imps[:1]); err != nil {
 		t.Fatal(err)
 	}
 	n := 0
@@ -130,7 +130,7 @@ func TestShipImpressionsOnce(t *testing.T) {
 	if n != 3 || rolled.Impressions != 3 {
 		t.Errorf("%d impressions recorded, %d counted; want 3 (a beacon of 2 shipped twice, one of 1)", n, rolled.Impressions)
 	}
-	if err := db.Impressions().Ship(t.Context(), "", imps); err == nil {
+	if _, err := db.Impressions().Ship(t.Context(), "", imps); err == nil {
 		t.Error("impressions shipped without a batch id")
 	}
 }

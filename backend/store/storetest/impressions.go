@@ -33,10 +33,10 @@ func Impressions(t *testing.T, fresh func(t *testing.T) Opener[clicks.Impression
 		o := fresh(t)
 		s, closeFn := open(t, o)
 		want := []clicks.Impression{imp("a", t0), imp("b", t0), imp("c", t0.Add(time.Hour))}
-		if err := s.Append(within(t, 10*time.Second), want[:2]); err != nil {
+		if _, err := s.Append(within(t, 10*time.Second), want[:2]); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.Append(within(t, 10*time.Second), want[2:]); err != nil {
+		if _, err := s.Append(within(t, 10*time.Second), want[2:]); err != nil {
 			t.Fatal(err)
 		}
 		closeFn()
@@ -63,14 +63,107 @@ func Impressions(t *testing.T, fresh func(t *testing.T) Opener[clicks.Impression
 		}
 	})
 
+	t.Run("RepeatsCountOnce", func(t *testing.T) {
+		o := fresh(t)
+		s, closeFn := open(t, o)
+		const window = 30 * time.Minute
+		keyed := func(ad, page, network string, at time.Time) clicks.Impression {
+			i := imp(ad, at)
+			i.Page = page
+			i.Key = clicks.ImpressionKey(ad, page, network, at, window)
+			return i
+		}
+		page, other := "https://blog.example/a", "https://blog.example/b"
+		net1, net2 := clicks.Network("2001:db8::1"), clicks.Network("2001:db8:1::1")
+		appendN := func(t *testing.T, s clicks.Impressions, imps ...clicks.Impression) int {
+			t.Helper()
+			n, err := s.Append(within(t, 10*time.Second), imps)
+			if err != nil {
+				t.Fatalf("Append: %v", err)
+			}
+			return n
+		}
+		if n := appendN(t, s, keyed("a", page, net1, t0), keyed("b", page, net1, t0)); n != 0 {
+			t.Errorf("first impressions of two ads: %d repeats, want 0", n)
+		}
+		// The same impression again, in one call and in others, later in
+		// its window, is a repeat each time.
+		if n := appendN(t, s, keyed("a", page, net1, t0.Add(time.Minute)), keyed("a", page, net1, t0.Add(2*time.Minute))); n != 2 {
+			t.Errorf("a replayed twice in one call: %d repeats, want 2", n)
+		}
+		closeFn()
+		s, _ = open(t, o)
+		for i := range 5 {
+			if n := appendN(t, s, keyed("a", page, net1, t0.Add(time.Duration(i)*time.Minute))); n != 1 {
+				t.Fatalf("replay %d after a restart: %d repeats, want 1", i, n)
+			}
+		}
+		// Another network, another page, the next window, and an
+		// impression without a key count again.
+		fresh := []clicks.Impression{keyed("a", page, net2, t0), keyed("a", other, net1, t0),
+			keyed("a", page, net1, t0.Add(window)), imp("a", t0), imp("a", t0)}
+		if n := appendN(t, s, fresh...); n != 0 {
+			t.Errorf("new network, page, window and keyless impressions: %d repeats, want 0", n)
+		}
+		got := all(t, s, time.Time{}, time.Time{})
+		if len(got) != 7 {
+			t.Fatalf("%d impressions recorded, want 7: %+v", len(got), got)
+		}
+		a := 0
+		for _, g := range got {
+			if g.AdID == "a" {
+				a++
+			}
+			if g.Key != "" {
+				t.Errorf("Scan returned a key: %+v", g)
+			}
+		}
+		if a != 6 {
+			t.Errorf("%d impressions of a, want 6", a)
+		}
+		// A key not ImpressionKey's is refused, and nothing of its call
+		// recorded.
+		if _, err := s.Append(within(t, 10*time.Second), []clicks.Impression{imp("c", t0), {Time: t0, AdID: "d", Key: "zz"}}); err == nil {
+			t.Error("an impression of a malformed key was accepted")
+		}
+		if got := all(t, s, time.Time{}, time.Time{}); len(got) != 7 {
+			t.Errorf("a refused append stored %d impressions", len(got)-7)
+		}
+	})
+
+	t.Run("ConcurrentRepeatsCountOnce", func(t *testing.T) {
+		s, _ := open(t, fresh(t))
+		const n = 8
+		errs, repeats := make(chan error, n), make(chan int, n)
+		for i := range n {
+			go func() {
+				m := imp("a", t0.Add(time.Duration(i)*time.Second))
+				m.Key = clicks.ImpressionKey("a", m.Page, "net", m.Time, time.Hour)
+				r, err := s.Append(within(t, 10*time.Second), []clicks.Impression{m})
+				errs <- err
+				repeats <- r
+			}()
+		}
+		total := 0
+		for range n {
+			if err := <-errs; err != nil {
+				t.Fatalf("Append: %v", err)
+			}
+			total += <-repeats
+		}
+		if got := all(t, s, time.Time{}, time.Time{}); len(got) != 1 || total != n-1 {
+			t.Errorf("%d concurrent appends of one key: %d recorded, %d repeats; want 1 and %d", n, len(got), total, n-1)
+		}
+	})
+
 	t.Run("Refusals", func(t *testing.T) {
 		s, _ := open(t, fresh(t))
 		ctx, cancel := context.WithCancel(t.Context())
 		cancel()
-		if err := s.Append(ctx, []clicks.Impression{imp("a", t0)}); err == nil {
+		if _, err := s.Append(ctx, []clicks.Impression{imp("a", t0)}); err == nil {
 			t.Error("Append with a done context succeeded")
 		}
-		if err := s.Append(within(t, 10*time.Second), []clicks.Impression{imp("b", t0), {AdID: "no time"}}); err == nil {
+		if _, err := s.Append(within(t, 10*time.Second), []clicks.Impression{imp("b", t0), {AdID: "no time"}}); err == nil {
 			t.Error("an impression without a time was accepted")
 		}
 		if got := all(t, s, time.Time{}, time.Time{}); len(got) != 0 {

@@ -366,7 +366,7 @@ func Ledger(t *testing.T, fresh func(t *testing.T) Opener[LedgerParts]) {
 			if i%2 == 0 {
 				imp := clicks.Impression{Time: at, AdID: c.AdID, AdType: c.AdType, Type: c.Type, APIKey: c.APIKey, SiteID: c.SiteID,
 					Criterion: c.Criterion, YkTag: c.YkTag, Country: c.Country, Advertiser: c.Advertiser, Currency: c.Currency}
-				if err := p.Impressions.Append(within(t, 10*time.Second), []clicks.Impression{imp, imp}); err != nil {
+				if _, err := p.Impressions.Append(within(t, 10*time.Second), []clicks.Impression{imp, imp}); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -46,7 +46,7 @@ func Retainer(t *testing.T, fresh func(t *testing.T) Opener[RetainerParts]) {
 			appendClicks(t, p.Log, c)
 			i := imp("b.example", at)
 			is = append(is, i)
-			if err := p.Impressions.Append(t.Context(), []clicks.Impression{i, i}); err != nil {
+			if _, err := p.Impressions.Append(t.Context(), []clicks.Impression{i, i}); err != nil {
 				t.Fatalf("Append impressions: %v", err)
 			}
 			is = append(is, i)
