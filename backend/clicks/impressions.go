@@ -1,8 +1,8 @@
 package clicks
 
 import (
-	"context"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"time"
