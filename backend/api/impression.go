@@ -30,7 +30,10 @@ const MaxImpressionAds = 16
 // the page made count (madeHere), each ad once per beacon: a copy of a
 // link gets its token, and another link of the same ad (another
 // criterion, context or yk_tag) a token of its own but no second
-// impression. An ad the
+// impression. An ad counts once per page and client network in each
+// impression window (config.ImpressionWindow): a beacon sent again, here
+// or to another replica, gets its tokens again but counts no more
+// (clicks.ImpressionKey). An ad the
 // catalog no longer has, or whose adType is not its own, gets "" and no
 // impression; so does every ad of a client that is no browser.
 func (s *server) impression(w http.ResponseWriter, r *http.Request) error {
@@ -59,10 +62,14 @@ func (s *server) impression(w http.ResponseWriter, r *http.Request) error {
 	ix := s.catalogOf(r).Indexes.All()
 	tokens := make([]string, len(ads))
 	imps := make([]clicks.Impression, 0, len(ads))
-	ttl := s.cfg.ClickTokenTTL
+	ttl, window := s.cfg.ClickTokenTTL, s.cfg.ImpressionWindow
 	if ttl <= 0 {
 		ttl = config.Default().ClickTokenTTL
 	}
+	if window <= 0 {
+		window = config.Default().ImpressionWindow
+	}
+	network := clicks.Network(ip)
 	country := s.geoCountry(r)
 	// seen is where each link was first judged in this beacon: a copy of
 	// it gets that one's token. counted holds the ads counted: one of
@@ -93,18 +100,20 @@ func (s *server) impression(w http.ResponseWriter, r *http.Request) error {
 			counted[a.AdID] = true
 			imps = append(imps, clicks.Impression{Time: now, AdID: p.AdID, AdType: p.AdType, Type: p.Type,
 				APIKey: apiKey, SiteID: siteID, Criterion: p.Criterion, YkTag: p.YkTag, Page: page, IP: ip, UserAgent: ua,
-				Country: country, Advertiser: ad.Advertiser, Currency: catalog.ClickCurrency(&ad)})
+				Country: country, Advertiser: ad.Advertiser, Currency: catalog.ClickCurrency(&ad),
+				Key: clicks.ImpressionKey(p.AdID, page, network, now, window)})
 		}
 		if s.judge.Keys != nil {
-			tokens[i] = s.judge.Keys.ClickToken(&p, clicks.Network(ip), ua, now, now.Add(ttl))
+			tokens[i] = s.judge.Keys.ClickToken(&p, network, ua, now, now.Add(ttl))
 		}
 	}
+	repeats := 0
 	if len(imps) > 0 {
-		if err := s.imps.Append(r.Context(), imps); err != nil {
+		if repeats, err = s.imps.Append(r.Context(), imps); err != nil {
 			return internal(fmt.Errorf("recording impressions: %w", err))
 		}
 	}
-	s.metrics.Impressions(len(imps))
+	s.metrics.Impressions(len(imps)-repeats, repeats)
 	// Tokens are of A-Z, a-z, 0-9, '.', '_' and '-': nothing to escape.
 	b := append(make([]byte, 0, 8+len(ads)*128), `{"ct":[`...)
 	for i, t := range tokens {

@@ -150,6 +150,12 @@ type Config struct {
 	// gives an in-page ad stays billable (-click-token-ttl,
 	// ADLINK_CLICK_TOKEN_TTL).
 	ClickTokenTTL time.Duration
+	// ImpressionWindow is how often an ad's impression counts for one
+	// page and one client network: once per window, the windows counted
+	// from the Unix epoch; a replayed beacon counts no more
+	// (-impression-window, ADLINK_IMPRESSION_WINDOW). Whole minutes, from
+	// a minute to a day.
+	ImpressionWindow time.Duration
 	// ClickMinDelay is how soon after its click token was issued a click
 	// may come and bill; sooner is too_fast (-click-min-delay,
 	// ADLINK_CLICK_MIN_DELAY).
@@ -212,6 +218,9 @@ func Default() Config {
 		ClickTTL:          24 * time.Hour,
 		SiteTokenTTL:      time.Hour,
 		ClickTokenTTL:     time.Hour,
+		// A reader who comes back to a page after half an hour sees its
+		// ads anew; a reload or a replay within it is not a new view.
+		ImpressionWindow: 30 * time.Minute,
 		// The token comes a second after the ad came into view; a reader's
 		// quickest reaction to what they see is about a quarter second.
 		ClickMinDelay: 250 * time.Millisecond,
@@ -324,6 +333,7 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	}
 	envDuration("ADLINK_SITE_TOKEN_TTL", &c.SiteTokenTTL)
 	envDuration("ADLINK_CLICK_TOKEN_TTL", &c.ClickTokenTTL)
+	envDuration("ADLINK_IMPRESSION_WINDOW", &c.ImpressionWindow)
 	envDuration("ADLINK_CLICK_MIN_DELAY", &c.ClickMinDelay)
 	envDuration("ADLINK_RETENTION", &c.Retention)
 	envDuration("ADLINK_PAGE_LEASE", &c.PageLease)
@@ -377,6 +387,7 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	fs.TextVar(&c.LogLevel, "log-level", c.LogLevel, "least `level` logged: debug (a line per request), info, warn or error (ADLINK_LOG_LEVEL)")
 	fs.DurationVar(&c.SiteTokenTTL, "site-token-ttl", c.SiteTokenTTL, "how long the page's site token stays billable (ADLINK_SITE_TOKEN_TTL)")
 	fs.DurationVar(&c.ClickTokenTTL, "click-token-ttl", c.ClickTokenTTL, "how long an in-page ad's click token stays billable (ADLINK_CLICK_TOKEN_TTL)")
+	fs.DurationVar(&c.ImpressionWindow, "impression-window", c.ImpressionWindow, "an ad's impression counts once per `time` for one page and client network (ADLINK_IMPRESSION_WINDOW)")
 	fs.DurationVar(&c.ClickMinDelay, "click-min-delay", c.ClickMinDelay, "least `time` between an in-page ad's click token and a billable click (ADLINK_CLICK_MIN_DELAY)")
 	fs.DurationVar(&c.Retention, "retention", c.Retention, "how long raw click and impression rows stay in the state file before they are exported and removed; 0 keeps them (ADLINK_RETENTION)")
 	fs.StringVar(&c.ExportDir, "export-dir", c.ExportDir, "`directory` of retention's daily export files; default <data>/export (ADLINK_EXPORT_DIR)")
@@ -532,6 +543,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ClickTokenTTL <= 0 {
 		bad("click-token-ttl %v: want a positive duration", c.ClickTokenTTL)
+	}
+	if c.ImpressionWindow < time.Minute || c.ImpressionWindow > 24*time.Hour || c.ImpressionWindow%time.Minute != 0 {
+		bad("impression-window %v: want whole minutes from 1m to 24h", c.ImpressionWindow)
 	}
 	if c.Retention != 0 && c.Retention < 24*time.Hour {
 		bad("retention %v: want 0 (keep every row) or at least 24h", c.Retention)

@@ -24,6 +24,7 @@ type Metrics struct {
 	analyses    *prometheus.CounterVec
 	clicks      *prometheus.CounterVec
 	impressions prometheus.Counter
+	repeats     prometheus.Counter
 	rateLimited *prometheus.CounterVec
 	retention   retentionMetrics
 
@@ -57,12 +58,16 @@ func New() *Metrics {
 			Name: "adlink_impressions_total",
 			Help: "Ad impressions recorded from pages' impression beacons.",
 		}),
+		repeats: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "adlink_impression_repeats_total",
+			Help: "Ad impressions of beacons not recorded: their ad, page and client network counted in the window already.",
+		}),
 		rateLimited: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "adlink_rate_limited_total",
 			Help: "Requests refused with 429, by the limit they ran into (api_key, api_key_network, ip, site, site_network, report).",
 		}, []string{"limit"}),
 	}
-	m.reg.MustRegister(m.requests, m.latency, m.analyses, m.clicks, m.impressions, m.rateLimited,
+	m.reg.MustRegister(m.requests, m.latency, m.analyses, m.clicks, m.impressions, m.repeats, m.rateLimited,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.retention = newRetentionMetrics(m.reg)
 	m.redisFallback = newRedisFallback(m.reg)
@@ -118,12 +123,14 @@ func (m *Metrics) Click(billable bool, reason string) {
 	m.clicks.WithLabelValues(strconv.FormatBool(billable), reason).Inc()
 }
 
-// Impressions counts n recorded impressions.
-func (m *Metrics) Impressions(n int) {
+// Impressions counts n recorded impressions and the repeats not
+// recorded.
+func (m *Metrics) Impressions(n, repeats int) {
 	if m == nil {
 		return
 	}
 	m.impressions.Add(float64(n))
+	m.repeats.Add(float64(repeats))
 }
 
 // RateLimited counts one request refused by a rate limit: "api_key", "ip"
