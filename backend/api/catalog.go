@@ -28,6 +28,17 @@ type Catalog struct {
 	// Removed are the ads gone from the catalog whose click links may
 	// still be followed, by id: they land until their time is up.
 	Removed map[string]Removed
+	// Before, when set, is the catalog served before this one: a page
+	// that matched on its shards names its criteria in the links it
+	// makes, which count until Before's time is up (criterionOf).
+	Before *Before
+}
+
+// Before is the indexes of the catalog served before the last refresh,
+// and until when a page-made link may name a criterion of theirs.
+type Before struct {
+	Indexes market.Indexes
+	Until   time.Time
 }
 
 // Retired is an earlier version's shards and until when they are served.
@@ -109,6 +120,25 @@ func (c *Catalog) ad(id string, now time.Time) (match.Ad, bool) {
 		return r.Ad, true
 	}
 	return match.Ad{}, false
+}
+
+// criterionOf reports whether criterion is made of the criteria of the
+// ad id, which is the ad at in ix, this catalog's: as ix has them, or, while
+// Before's time lasts, as the catalog before had them. A page still on
+// the shards of the catalog before names those.
+func (c *Catalog) criterionOf(ix *match.Index, at int, id, criterion string, now time.Time) bool {
+	if ix.IsCriterionOf(at, criterion) {
+		return true
+	}
+	if c.Before == nil || !now.Before(c.Before.Until) {
+		return false
+	}
+	before := c.Before.Indexes.All()
+	if before == nil {
+		return false
+	}
+	i, ok := before.Lookup(id)
+	return ok && before.IsCriterionOf(i, criterion)
 }
 
 // shard finds a shard by its address in this version, else in an earlier

@@ -59,7 +59,8 @@ func (s *server) impression(w http.ResponseWriter, r *http.Request) error {
 	now := s.now()
 	ip, ua := s.clientIP(r), truncate(r.UserAgent(), maxUserAgent)
 	bot := clicks.IsBot(ua)
-	ix := s.catalogOf(r).Indexes.All()
+	cat := s.catalogOf(r)
+	ix := cat.Indexes.All()
 	tokens := make([]string, len(ads))
 	imps := make([]clicks.Impression, 0, len(ads))
 	ttl, window := s.cfg.ClickTokenTTL, s.cfg.ImpressionWindow
@@ -93,7 +94,7 @@ func (s *server) impression(w http.ResponseWriter, r *http.Request) error {
 		}
 		p := clicks.Params{Type: a.Type, AdID: a.AdID, AdType: a.AdType.String(), APIKey: apiKey,
 			SiteID: siteID, Criterion: a.Criterion, YkTag: a.YkTag}
-		if !s.madeHere(ix, at, &p, &a, now) {
+		if !s.madeHere(cat, ix, at, &p, &a, now) {
 			continue
 		}
 		if !counted[a.AdID] {
@@ -128,15 +129,18 @@ func (s *server) impression(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// madeHere reports whether ad a, the ad at in ix, of click parameters p,
-// is a link the server or the page made. One the server made is signed,
-// its signature covering its criterion and yk_tag, and unexpired. One the
-// page made carries an unexpired site token of its partner, and, as the
-// page cannot sign, a criterion the page's match can have named for the
-// ad: one or more of the ad's criteria (match.Index.IsCriterionOf). Its
-// yk_tag is the publisher's own, checked only as the parse checks it.
-// Without keys nothing is signed and every link passes.
-func (s *server) madeHere(ix *match.Index, at int, p *clicks.Params, a *contract.Redirect, now time.Time) bool {
+// madeHere reports whether ad a, the ad at in ix, the indexes of catalog
+// c, of click parameters p, is a link the server or the page made. One
+// the server made is signed, its signature covering its criterion and
+// yk_tag, and unexpired. One the page made carries an unexpired site
+// token of its partner, and, as the page cannot sign, a criterion the
+// page's match can have named for the ad: one or more of the ad's
+// criteria (match.Index.IsCriterionOf) in c, or, for a click token's TTL
+// after a refresh, in the catalog before it, whose shards the page may
+// still have matched on (Catalog.criterionOf). Its yk_tag is the
+// publisher's own, checked only as the parse checks it. Without keys
+// nothing is signed and every link passes.
+func (s *server) madeHere(c *Catalog, ix *match.Index, at int, p *clicks.Params, a *contract.Redirect, now time.Time) bool {
 	ks := s.judge.Keys
 	switch {
 	case ks == nil:
@@ -144,7 +148,7 @@ func (s *server) madeHere(ix *match.Index, at int, p *clicks.Params, a *contract
 	case a.Sig != "" || a.Exp != "":
 		return ks.Verify(p, a.D, a.Exp, a.Sig, now) == ""
 	default:
-		return ks.VerifyToken(p.APIKey, p.SiteID, a.Tok, now) == "" && ix.IsCriterionOf(at, p.Criterion)
+		return ks.VerifyToken(p.APIKey, p.SiteID, a.Tok, now) == "" && c.criterionOf(ix, at, p.AdID, p.Criterion, now)
 	}
 }
 

@@ -103,6 +103,9 @@ func newLive(cfg config.Config, opts Options, log *slog.Logger, wasm, zst []byte
 	l := &live{cfg: cfg, log: log, now: time.Now, fixed: opts.Ads, wasm: wasm, zst: zst, split: opts.SplitAbove,
 		onRefresh: opts.OnRefresh, refreshes: map[string]int{},
 		fetcher: catalog.NewFetcher(catalog.FetchOptions{Timeout: cfg.CatalogTimeout, MaxBytes: cfg.CatalogMaxBytes})}
+	if opts.Now != nil { // the graces a swap starts run on the handlers' clock
+		l.now = opts.Now
+	}
 	var problems []error
 	for _, s := range cfg.Catalogs {
 		src, err := catalog.ParseSource(s)
@@ -205,6 +208,9 @@ func (l *live) build(ads []match.Ad, ver string, prev *version) (*version, error
 		return next, nil
 	}
 	old := prev.api
+	// A page matched on the shards of the catalog before names its
+	// criteria; the links it makes count as long as a click token does.
+	next.api.Before = &api.Before{Indexes: old.Indexes, Until: now.Add(l.cfg.ClickTokenTTL)}
 	next.api.Retired = append(next.api.Retired, api.Retired{Shards: old.Shards, Until: now.Add(ShardGrace)})
 	for _, r := range old.Retired {
 		if now.Before(r.Until) && len(next.api.Retired) < maxRetired {

@@ -1,0 +1,119 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/adlink/adlink/backend/clicks"
+	"github.com/adlink/adlink/internal/testcatalog"
+)
+
+// TestCriterionOfTheCatalogBeforeCountsForAClickToken: a page matched on
+// the shards of the catalog before a refresh that changed an ad's
+// keywords makes links naming the old ones. For a click token's TTL
+// after the refresh such a link still gets its token at the beacon, and
+// its click bills; after it, it gets none. A criterion that was never the
+// ad's gets none, before or after.
+func TestCriterionOfTheCatalogBeforeCountsForAClickToken(t *testing.T) {
+	ads := testcatalog.Generate(200, 5)
+	ad := ads[0]
+	if len(ad.Keywords) == 0 {
+		t.Fatal("the generated ad has no keywords")
+	}
+	old := ad.Keywords[0]
+	changed := slices.Clone(ads)
+	changed[0].Keywords = []string{"grünkohlpresse"}
+
+	dir := t.TempDir()
+	path := filepath.Join(dir, "feed.jsonl")
+	writeFile(t, path, feed(t, ads))
+	cfg := testConfig(t)
+	cfg.Catalogs = []string{path}
+	key := clicks.Key{ID: "k", Secret: bytes.Repeat([]byte{9}, 32)}
+	cfg.ClickKeys = []clicks.Key{key}
+	clock := &testClock{now: time.Now()}
+	a, err := New(cfg, Options{Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	keys, err := clicks.NewKeys(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// link is a click URL as the page makes it: the site token, no
+	// signature.
+	link := func(criterion string) string {
+		v := url.Values{"type": {"intext"}, "adId": {ad.ID}, "adType": {ad.Kind.String()}, "api_key": {"demo"},
+			"site_id": {"demo"}, "criterionId": {criterion},
+			"tok": {keys.Token("demo", "demo", clock.Now().Add(cfg.SiteTokenTTL))}}
+		return "/v1/redirect?" + v.Encode()
+	}
+	const reader = "198.51.100.7:4000"
+	tokenOf := func(criterion, page string) string {
+		t.Helper()
+		return beaconFrom(t, a.Handler, page, link(criterion), reader)
+	}
+	if tokenOf(old, "http://localhost/a") == "" {
+		t.Fatal("the ad's own keyword gets no click token before the refresh")
+	}
+	if tokenOf("sommerangebot", "http://localhost/a") != "" {
+		t.Fatal("a criterion never the ad's gets a click token")
+	}
+
+	writeFile(t, path, feed(t, changed))
+	if r := a.Reload(context.Background(), false); r.Result != "swapped" {
+		t.Fatalf("refresh: %+v", r)
+	}
+	if tokenOf("grünkohlpresse", "http://localhost/b") == "" {
+		t.Fatal("the ad's new keyword gets no click token")
+	}
+	if tokenOf("sommerangebot", "http://localhost/b") != "" {
+		t.Error("a criterion never the ad's gets a click token after the refresh")
+	}
+	l := link(old)
+	ct := tokenOf(old, "http://localhost/c")
+	if ct == "" {
+		t.Fatal("the keyword of the catalog before gets no click token right after the refresh")
+	}
+	clock.advance(2 * time.Second) // a reader's reaction, past ClickMinDelay
+	req := httptest.NewRequest(http.MethodGet, l+"&ct="+url.QueryEscape(ct), nil)
+	req.Header.Set("User-Agent", "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0")
+	req.RemoteAddr = reader
+	clicks.Navigation.Header(req.Header)
+	rec := httptest.NewRecorder()
+	a.Handler.ServeHTTP(rec, req)
+	id := rec.Header().Get("X-Adlink-Click")
+	if rec.Code != http.StatusFound || id == "" {
+		t.Fatalf("the click: %d %q %s", rec.Code, id, rec.Body)
+	}
+	var got *clicks.Click
+	if err := a.Clicks.Scan(t.Context(), time.Time{}, time.Time{}, func(c clicks.Click) error {
+		if c.ID == id {
+			got = &c
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got == nil || !got.Billable || got.Criterion != old {
+		t.Fatalf("the click of the keyword before: %+v, want billable", got)
+	}
+
+	// Past the grace, the keyword before is no longer the ad's.
+	clock.advance(cfg.ClickTokenTTL)
+	if ct := tokenOf(old, "http://localhost/d"); ct != "" {
+		t.Error("the keyword of the catalog before gets a click token past the grace")
+	}
+	if tokenOf("grünkohlpresse", "http://localhost/d") == "" {
+		t.Error("the ad's new keyword gets no click token past the grace")
+	}
+}
