@@ -27,8 +27,8 @@ const impressionKeySize = 4 + 12
 // counted from the epoch, so that every replica cuts the same ones; window
 // is a whole number of minutes, at least one.
 func ImpressionKey(adID, page, network string, at time.Time, window time.Duration) string {
-	window = max(window.Truncate(time.Minute), time.Minute)
-	start := at.UnixNano() - at.UnixNano()%int64(window) // times before 1970 are no beacon's
+	w := int64(max(window/time.Minute, 1)) * 60
+	start := at.Unix() - at.Unix()%w // times before 1970 are no beacon's
 	h := sha256.New()
 	var n [8]byte
 	for _, f := range []string{adID, page, network} {
@@ -39,7 +39,7 @@ func ImpressionKey(adID, page, network string, at time.Time, window time.Duratio
 	binary.BigEndian.PutUint64(n[:], uint64(start))
 	h.Write(n[:])
 	var k [impressionKeySize]byte
-	binary.BigEndian.PutUint32(k[:4], keyWindow(time.Unix(0, start)))
+	binary.BigEndian.PutUint32(k[:4], keyWindow(time.Unix(start, 0)))
 	copy(k[4:], h.Sum(nil))
 	return hex.EncodeToString(k[:])
 }

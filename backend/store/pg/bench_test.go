@@ -92,3 +92,74 @@ func BenchmarkLedgerClicks(b *testing.B) {
 	b.ReportMetric(onFloor.Seconds()/onPG.Seconds(), "postgres_of_floor")
 	b.ReportMetric(0, "ns/op")
 }
+
+// BenchmarkImpressionBeacons measures beacons of 4 impressions recorded
+// per second through pgstore.Impressions.Append with their keys (one
+// ad, page and network each, as the beacon gives them: the keys'
+// INSERT … ON CONFLICT DO NOTHING, then the rows and rollups of the new
+// ones, in one transaction) beside the same beacons without keys, the
+// baseline: the rows and rollups alone. And beacons replayed, every key
+// recorded already (nothing but the keys' statement). From 16 clients;
+// they take turns, three rounds each, and each reports its best round.
+func BenchmarkImpressionBeacons(b *testing.B) {
+	const clients, perClient, perBeacon = 16, 40, 4
+	at := time.Now()
+	db, err := pgstore.Open(context.Background(), testpg.New(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	s := db.Impressions()
+	beacon := func(round, g, i int, keyed bool) []clicks.Impression {
+		page := "https://blog.example/" + strconv.Itoa(round) + "/" + strconv.Itoa(g) + "/" + strconv.Itoa(i)
+		imps := make([]clicks.Impression, perBeacon)
+		for k := range imps {
+			ad := "ad" + strconv.Itoa((i+k)%10)
+			imps[k] = clicks.Impression{Time: at, AdID: ad, AdType: "advertiser", Type: "intext", APIKey: "demo",
+				SiteID: "demo", Criterion: "handy", YkTag: "t" + strconv.Itoa(g%4), Page: page, IP: "198.51.100.7",
+				UserAgent: "Mozilla/5.0", Advertiser: "shop.example", Currency: "EUR"}
+			if keyed {
+				imps[k].Key = clicks.ImpressionKey(ad, page, "198.51.100.7", at, 30*time.Minute)
+			}
+		}
+		return imps
+	}
+	run := func(round int, keyed bool, wantRepeats int) time.Duration {
+		start := time.Now()
+		var wg sync.WaitGroup
+		for g := range clients {
+			wg.Go(func() {
+				for i := range perClient {
+					n, err := s.Append(context.Background(), beacon(round, g, i, keyed))
+					if err != nil || n != wantRepeats {
+						b.Errorf("beacon %d.%d.%d: %d repeats, want %d: %v", round, g, i, n, wantRepeats, err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		return time.Since(start)
+	}
+	var keyed, unkeyed, replayed time.Duration
+	best := func(d *time.Duration, t time.Duration) {
+		if *d == 0 || t < *d {
+			*d = t
+		}
+	}
+	round := 0
+	for range b.N {
+		for range 3 {
+			round++
+			best(&keyed, run(round, true, 0))
+			best(&replayed, run(round, true, perBeacon))
+			best(&unkeyed, run(round, false, 0))
+		}
+	}
+	rate := func(d time.Duration) float64 { return float64(clients*perClient) / d.Seconds() }
+	b.ReportMetric(rate(keyed), "keyed_beacons/s")
+	b.ReportMetric(rate(unkeyed), "unkeyed_beacons/s")
+	b.ReportMetric(rate(keyed)/rate(unkeyed), "keyed_of_unkeyed")
+	b.ReportMetric(rate(replayed), "replayed_beacons/s")
+	b.ReportMetric(0, "ns/op")
+}
