@@ -39,7 +39,13 @@ func (env *signedEnv) inPageLinks(t testing.TB, query string) []string {
 // the status and the click tokens.
 func (env *signedEnv) beacon(t testing.TB, ip, ua string, links ...string) (int, []string) {
 	t.Helper()
-	q := url.Values{"api_key": {"demo"}, "site_id": {"demo"}, "url": {"http://localhost/article"}}
+	return env.beaconOn(t, "http://localhost/article", ip, ua, links...)
+}
+
+// beaconOn is beacon on page.
+func (env *signedEnv) beaconOn(t testing.TB, page, ip, ua string, links ...string) (int, []string) {
+	t.Helper()
+	q := url.Values{"api_key": {"demo"}, "site_id": {"demo"}, "url": {page}}
 	for _, l := range links {
 		_, query, _ := strings.Cut(l, "?")
 		q.Add("ad", query)
@@ -222,8 +228,9 @@ func TestImpressionTokensFromManyNetworks(t *testing.T) {
 }
 
 // FuzzImpression: whatever the query, the beacon answers JSON with a known
-// status, never records an impression it refused, and records one
-// impression per distinct token it gives.
+// status, never records an impression it refused, records at most one
+// impression per distinct token it gives, and never two of one ad, page
+// and network (the fuzz's clock stands still: one impression window).
 func FuzzImpression(f *testing.F) {
 	env := newSignedEnv(f)
 	l := env.inPageLinks(f, "q=lg+handy&loc=de&api_key=demo&site_id=demo")[0]
@@ -264,8 +271,16 @@ func FuzzImpression(f *testing.F) {
 					given[ct] = true
 				}
 			}
-			if len(given) != added {
+			if added > len(given) {
 				t.Fatalf("%q: %d distinct tokens for %d impressions", raw, len(given), added)
+			}
+			seen := map[[3]string]bool{}
+			for _, i := range env.impressions(t) {
+				k := [3]string{i.AdID, i.Page, clicks.Network(i.IP)}
+				if seen[k] {
+					t.Fatalf("%q: a second impression of %q in one window", raw, k)
+				}
+				seen[k] = true
 			}
 		case 400, 401, 403:
 			if added != 0 || !json.Valid(body) {
@@ -275,6 +290,46 @@ func FuzzImpression(f *testing.F) {
 			t.Fatalf("%q: status %d: %s", raw, res.StatusCode, body)
 		}
 	})
+}
+
+// TestImpressionRepeatsCountOnce: one beacon replayed 50 times gets its
+// tokens every time and counts one impression per ad; the repeats are
+// counted apart. The same ads from another network, on another page or
+// in the next impression window count again.
+func TestImpressionRepeatsCountOnce(t *testing.T) {
+	env := newSignedEnv(t)
+	links := env.inPageLinks(t, "q=handy&loc=de&api_key=demo&site_id=demo&size=20")
+	if len(links) < 2 {
+		t.Fatalf("%d ads, want 2", len(links))
+	}
+	links = links[:2]
+	const reader, page = "198.51.100.7", "http://localhost/a"
+	for i := range 50 {
+		status, ct := env.beaconOn(t, page, reader, browserUA, links...)
+		if status != http.StatusOK || ct[0] == "" || ct[1] == "" {
+			t.Fatalf("replay %d: %d %q, want a token each", i, status, ct)
+		}
+		env.advance(10 * time.Second)
+	}
+	if n := len(env.impressions(t)); n != 2 {
+		t.Fatalf("one beacon of 2 ads sent 50 times: %d impressions, want 2", n)
+	}
+	body := scrape(t, env.metrics)
+	for _, want := range []string{"adlink_impressions_total 2\n", "adlink_impression_repeats_total 98\n"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+	env.beaconOn(t, page, "203.0.113.9", browserUA, links...)
+	env.beaconOn(t, "http://localhost/b", reader, browserUA, links...)
+	if n := len(env.impressions(t)); n != 6 {
+		t.Errorf("another network and another page: %d impressions, want 6", n)
+	}
+	env.advance(30 * time.Minute)
+	env.beaconOn(t, page, reader, browserUA, links...)
+	if n := len(env.impressions(t)); n != 8 {
+		t.Errorf("the next window: %d impressions, want 8", n)
+	}
 }
 
 // A beacon counts what a page can have shown: each ad once, with the
@@ -298,7 +353,7 @@ func TestImpressionPadding(t *testing.T) {
 	for i := range copies {
 		copies[i] = page[0]
 	}
-	status, ct := env.beacon(t, reader, browserUA, copies...)
+	status, ct := env.beaconOn(t, "http://localhost/padding/1", reader, browserUA, copies...)
 	if status != http.StatusOK || ct[0] == "" {
 		t.Fatalf("copies: %d %q", status, ct)
 	}
@@ -312,7 +367,7 @@ func TestImpressionPadding(t *testing.T) {
 	}
 	// A signed link's copies; a page's link under an invented criterion,
 	// refused, which does not keep the link itself from counting.
-	status, ct = env.beacon(t, reader, browserUA, signed[0], signed[0],
+	status, ct = env.beaconOn(t, "http://localhost/padding/2", reader, browserUA, signed[0], signed[0],
 		setParam(page[1], "criterionId", "padding"), page[1])
 	if status != http.StatusOK || ct[0] == "" || ct[1] != ct[0] || ct[2] != "" || ct[3] == "" {
 		t.Errorf("signed copies, an invented criterion, the ad's own: %d %q, want the copy the first's token, the invented criterion none", status, ct)
@@ -333,7 +388,7 @@ func TestImpressionPadding(t *testing.T) {
 	if handyladen == "" {
 		t.Fatal("no in-page link of handyladen.de")
 	}
-	if status, ct := env.beacon(t, reader, browserUA, setParam(handyladen, "criterionId", "Handy ohne Vertrag")); status != http.StatusOK || ct[0] == "" {
+	if status, ct := env.beaconOn(t, "http://localhost/padding/3", reader, browserUA, setParam(handyladen, "criterionId", "Handy ohne Vertrag")); status != http.StatusOK || ct[0] == "" {
 		t.Errorf("an in-page link with another of its ad's criteria: %d %q, want a token", status, ct)
 	}
 	if n := count(); n != 4 {
@@ -342,7 +397,7 @@ func TestImpressionPadding(t *testing.T) {
 	// Two links of one ad the page made, under two of its criteria (as in
 	// the text and in the box): each gets a token of its own, so a click
 	// on either can bill, and the ad counts once.
-	status, ct = env.beacon(t, reader, browserUA, handyladen, setParam(handyladen, "criterionId", "Handy ohne Vertrag"))
+	status, ct = env.beaconOn(t, "http://localhost/padding/4", reader, browserUA, handyladen, setParam(handyladen, "criterionId", "Handy ohne Vertrag"))
 	if status != http.StatusOK || ct[0] == "" || ct[1] == "" || ct[0] == ct[1] {
 		t.Errorf("two links of one ad: %d %q, want a token each", status, ct)
 	}
@@ -373,7 +428,7 @@ func TestImpressionPadding(t *testing.T) {
 		{"expired tok", setParam(page[1], "tok", expiredTok)},
 		{"garbage tok", setParam(page[1], "tok", "x.y.z")},
 	} {
-		status, ct := env.beacon(t, reader, browserUA, tt.link)
+		status, ct := env.beaconOn(t, "http://localhost/padding/5", reader, browserUA, tt.link)
 		if status != http.StatusOK || ct[0] != "" {
 			t.Errorf("%s: %d %q, want 200 and no token", tt.name, status, ct)
 		}
@@ -385,7 +440,7 @@ func TestImpressionPadding(t *testing.T) {
 	// keeps: no count.
 	old := signed[1]
 	env.advance(25 * time.Hour)
-	if status, ct := env.beacon(t, reader, browserUA, old); status != http.StatusOK || ct[0] != "" {
+	if status, ct := env.beaconOn(t, "http://localhost/padding/6", reader, browserUA, old); status != http.StatusOK || ct[0] != "" {
 		t.Errorf("expired signed link: %d %q, want no token", status, ct)
 	}
 	if n := count(); n != 5 {
