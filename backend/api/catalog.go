@@ -28,17 +28,19 @@ type Catalog struct {
 	// Removed are the ads gone from the catalog whose click links may
 	// still be followed, by id: they land until their time is up.
 	Removed map[string]Removed
-	// Before, when set, is the catalog served before this one: a page
-	// that matched on its shards names its criteria in the links it
-	// makes, which count until Before's time is up (criterionOf).
+	// Before, when set, is what the catalog served before this one had of
+	// the ads whose criteria the refresh changed: a page that matched on
+	// its shards names those in the links it makes, which count until
+	// Before's time is up (criterionOf).
 	Before *Before
 }
 
-// Before is the indexes of the catalog served before the last refresh,
-// and until when a page-made link may name a criterion of theirs.
+// Before is the ads of the catalog served before the last refresh whose
+// criteria it changed, as they were, and until when a page-made link may
+// name a criterion of theirs.
 type Before struct {
-	Indexes market.Indexes
-	Until   time.Time
+	Index *match.Index
+	Until time.Time
 }
 
 // Retired is an earlier version's shards and until when they are served.
@@ -133,12 +135,8 @@ func (c *Catalog) criterionOf(ix *match.Index, at int, id, criterion string, now
 	if c.Before == nil || !now.Before(c.Before.Until) {
 		return false
 	}
-	before := c.Before.Indexes.All()
-	if before == nil {
-		return false
-	}
-	i, ok := before.Lookup(id)
-	return ok && before.IsCriterionOf(i, criterion)
+	i, ok := c.Before.Index.Lookup(id)
+	return ok && c.Before.Index.IsCriterionOf(i, criterion)
 }
 
 // shard finds a shard by its address in this version, else in an earlier

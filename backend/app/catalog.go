@@ -210,7 +210,7 @@ func (l *live) build(ads []match.Ad, ver string, prev *version) (*version, error
 	old := prev.api
 	// A page matched on the shards of the catalog before names its
 	// criteria; the links it makes count as long as a click token does.
-	next.api.Before = &api.Before{Indexes: old.Indexes, Until: now.Add(l.cfg.ClickTokenTTL)}
+	next.api.Before = criteriaBefore(prev.ads, ads, indexes.All(), now.Add(l.cfg.ClickTokenTTL))
 	next.api.Retired = append(next.api.Retired, api.Retired{Shards: old.Shards, Until: now.Add(ShardGrace)})
 	for _, r := range old.Retired {
 		if now.Before(r.Until) && len(next.api.Retired) < maxRetired {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/adlink/adlink/backend/clicks"
 	"github.com/adlink/adlink/internal/testcatalog"
+	"github.com/adlink/adlink/match"
 )
 
 // TestCriterionOfTheCatalogBeforeCountsForAClickToken: a page matched on
@@ -115,5 +116,44 @@ func TestCriterionOfTheCatalogBeforeCountsForAClickToken(t *testing.T) {
 	}
 	if tokenOf("grünkohlpresse", "http://localhost/d") == "" {
 		t.Error("the ad's new keyword gets no click token past the grace")
+	}
+}
+
+// A swap keeps of the catalog before only the ads still served whose
+// criteria changed, wherever the feed moved them; not one only repriced,
+// nor one removed.
+func TestCriteriaBeforeKeepsTheChangedAds(t *testing.T) {
+	ads := testcatalog.Generate(60, 3)
+	now := slices.Clone(ads)
+	now[3].Keywords = []string{"grünkohlpresse"}
+	now[20].PriceCents += 100
+	now[40].Category = "Neu > " + now[40].Category
+	now = slices.Delete(now, 10, 11)
+	moved := now[40-1]
+	now = slices.Insert(slices.Delete(now, 40-1, 40), 2, moved)
+	all, err := match.Build(now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	until := time.Date(2026, 11, 22, 13, 0, 0, 0, time.UTC)
+	b := criteriaBefore(ads, now, all, until)
+	if b == nil || !b.Until.Equal(until) {
+		t.Fatalf("criteriaBefore: %+v", b)
+	}
+	for i, want := range map[int]bool{3: true, 40: true, 20: false, 10: false, 0: false, 59: false} {
+		if _, got := b.Index.Lookup(ads[i].ID); got != want {
+			t.Errorf("ad %d (%s) kept %v, want %v", i, ads[i].ID, got, want)
+		}
+	}
+	if j, ok := b.Index.Lookup(ads[3].ID); !ok || !b.Index.IsCriterionOf(j, ads[3].Keywords[0]) {
+		t.Errorf("the changed ad's keyword before is not its criterion in what is kept")
+	}
+	same := slices.Clone(ads)
+	sameIx, err := match.Build(same)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if criteriaBefore(ads, same, sameIx, until) != nil {
+		t.Error("a swap that changed no criteria keeps ads")
 	}
 }

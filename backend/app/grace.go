@@ -1,0 +1,50 @@
+package app
+
+import (
+	"slices"
+	"time"
+
+	"github.com/adlink/adlink/backend/api"
+	"github.com/adlink/adlink/match"
+)
+
+// criteriaBefore is what a swap from the ads before to the ads now, whose
+// index is all, keeps of the catalog before for the links pages made on
+// its shards: the ads still served whose criteria changed, as they were,
+// indexed, until `until`. Ads whose criteria stayed are not kept: the
+// catalog now has them as they were. nil when no ad's criteria changed,
+// or the ads before will not index.
+func criteriaBefore(before, now []match.Ad, all *match.Index, until time.Time) *api.Before {
+	var changed []match.Ad
+	at := 0
+	for i := range before {
+		b := &before[i]
+		k := at
+		if k >= len(now) || now[k].ID != b.ID {
+			var kept bool
+			if k, kept = all.Lookup(b.ID); !kept {
+				continue // removed: no link of it gets a token
+			}
+		}
+		at = k + 1 // the index's ordinals are the ads' positions
+		if criteriaChanged(b, &now[k]) {
+			changed = append(changed, *b)
+		}
+	}
+	if len(changed) == 0 {
+		return nil
+	}
+	ix, err := match.Build(changed)
+	if err != nil {
+		return nil // they indexed before; a swap does not fail for a grace
+	}
+	return &api.Before{Index: ix, Until: until}
+}
+
+// criteriaChanged reports whether the criteria a page's match can name
+// for ad a (match.Index.IsCriterionOf: its keywords, brand, model and
+// category, read by its kind and title) differ in b.
+func criteriaChanged(a, b *match.Ad) bool {
+	return a.Kind != b.Kind || a.Title != b.Title || a.Manufacturer != b.Manufacturer || a.Model != b.Model ||
+		a.Category != b.Category || !slices.Equal(a.Keywords, b.Keywords)
+}
