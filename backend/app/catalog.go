@@ -275,9 +275,12 @@ func (l *live) reloadAs(ctx context.Context, force bool, from string) api.Reload
 	if from != "" {
 		attrs = append(attrs, "announced_by", from)
 	}
+	if res.Accounts != "" {
+		attrs = append(attrs, "accounts", res.Accounts)
+	}
 	switch res.Result {
 	case resultRefused, resultFailed:
-		l.log.Warn("catalog refresh: the catalog served stays", append(attrs, "err", res.Error)...)
+		l.log.Warn("catalog refresh: the catalog, partners and advertisers served stay", append(attrs, "err", res.Error)...)
 	default:
 		l.log.Info("catalog refresh", attrs...)
 	}
