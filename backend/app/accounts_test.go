@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -177,6 +178,14 @@ func (s *accountsServer) click(t *testing.T, u string, n int) clicks.Click {
 	return found
 }
 
+// beacon is the impression beacon of a page of host on key's site that
+// shows the ad of the click URL link.
+func beacon(key, site, host, link string) string {
+	_, ad, _ := strings.Cut(link, "?")
+	return "/v1/impression?api_key=" + key + "&site_id=" + site + "&url=" + url.QueryEscape("https://"+host+"/a") +
+		"&ad=" + url.QueryEscape(ad)
+}
+
 const (
 	onePartner  = `{"partners":[{"api_key":"key-one","sites":[{"id":"site-one","domains":["one.example"]}]}]}`
 	twoPartners = `{"partners":[
@@ -213,7 +222,7 @@ func TestReloadPartners(t *testing.T) {
 			t.Errorf("%s: %d, want %d: %.200s", path, got, want, body)
 		}
 	}
-	if status, body := s.get(t, "/v1/impression?api_key=key-two&site_id=site-two", nil); status == http.StatusUnauthorized || status == http.StatusForbidden {
+	if status, body := s.get(t, beacon("key-two", "site-two", "two.example", links[0]), nil); status != http.StatusOK || !strings.Contains(body, `"ct":["`) {
 		t.Errorf("the new partner's beacon: %d %.200s", status, body)
 	}
 	if c := s.click(t, links[0], 1); !c.Billable || c.APIKey != "key-two" {
@@ -249,6 +258,12 @@ func TestReloadPartners(t *testing.T) {
 	}
 	if status, _ := s.get(t, "/v2/report", report); status != http.StatusUnauthorized {
 		t.Errorf("a removed report token: %d, want 401", status)
+	}
+	if status, body := s.get(t, beacon("key-one", "site-one", "one.example", old[0]), nil); status != http.StatusUnauthorized {
+		t.Errorf("a revoked key's beacon: %d %.200s, want 401", status, body)
+	}
+	if status, _ := s.get(t, "/v2/page/link?url=https%3A%2F%2Fthree.example%2Fa&api_key=key-two&site_id=site-three", nil); status != http.StatusForbidden {
+		t.Errorf("a removed site's page: %d, want 403", status)
 	}
 	if status, _ := s.search(t, "key-two", "site-two", "handy-bestkauf.de"); status != http.StatusOK {
 		t.Errorf("the partner kept: %d", status)
@@ -390,14 +405,14 @@ func TestReloadBudgets(t *testing.T) {
 // replica makes the other refresh, and that one reads its own partners
 // file again with its catalog.
 func TestReloadAccountsOnAnnouncement(t *testing.T) {
-	url := testpg.New(t)
+	pgURL := testpg.New(t)
 	ads := currencyAds()
-	a := startMember(t, "", url, ads, "A")
+	a := startMember(t, "", pgURL, ads, "A")
 	b := &member{name: "B", tick: make(chan time.Time), refreshed: make(chan api.Reload, 64)}
 	b.feed = filepath.Join(t.TempDir(), "feed.jsonl")
 	writeFile(t, b.feed, feed(t, ads))
 	cfg := testConfig(t)
-	cfg.Catalogs, cfg.PostgresURL = []string{b.feed}, url
+	cfg.Catalogs, cfg.PostgresURL = []string{b.feed}, pgURL
 	cfg.PartnersFile = filepath.Join(t.TempDir(), "partners.json")
 	writeFile(t, cfg.PartnersFile, []byte(onePartner))
 	cfg.ClickKeys = []clicks.Key{{ID: "shared", Secret: bytes.Repeat([]byte{7}, 32)}}
