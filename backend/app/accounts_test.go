@@ -17,6 +17,7 @@ import (
 	"github.com/adlink/adlink/backend/api"
 	"github.com/adlink/adlink/backend/clicks"
 	"github.com/adlink/adlink/internal/testpg"
+	"github.com/adlink/adlink/internal/testredis"
 )
 
 // accountsServer is a server on loopback, its public and admin listeners
@@ -435,5 +436,72 @@ func TestReloadAccountsOnAnnouncement(t *testing.T) {
 	r := b.serving(t, a.Catalog().Version)
 	if status, body := get(t, b.Handler, search); status != http.StatusOK {
 		t.Errorf("B, after A's announcement (%+v): %d %.200s, want key-two served", r, status, body)
+	}
+}
+
+// TestReloadRaisedBudgetOnRedis: on Redis, an advertiser whose budget one
+// replica's click spent is stopped on the other by its flag; that other
+// replica, its budget raised by a reload, shows its ads and bills its
+// clicks again: the flag was raised against the smaller budget.
+func TestReloadRaisedBudgetOnRedis(t *testing.T) {
+	srv := testredis.Start(t, testredis.Options{})
+	pgURL := testpg.New(t)
+	budget := func(daily string) string {
+		return `{"advertisers":[{"id":"shop.example","daily_budget":"` + daily + `","currency":"EUR"}]}`
+	}
+	ms := []*member{startMemberWith(t, srv.URL(), pgURL, currencyAds(), "A", budget("0.20")),
+		startMemberWith(t, srv.URL(), pgURL, currencyAds(), "B", budget("0.20"))}
+	a, b := ms[0], ms[1]
+	const search = "/v2/search/link?q=kaffeem%C3%BChle&loc=de&api_key=demo&site_id=demo"
+	shop := func(h http.Handler) []string {
+		t.Helper()
+		status, body := get(t, h, search)
+		var resp struct{ Link []struct{ Ad string } }
+		if err := json.Unmarshal([]byte(body), &resp); status != http.StatusOK || err != nil {
+			t.Fatalf("search: %d %v %.200s", status, err, body)
+		}
+		var links []string
+		for _, l := range resp.Link {
+			if strings.Contains(l.Ad, "adId=SHOP.") {
+				links = append(links, l.Ad[strings.Index(l.Ad, "/v1/redirect?"):])
+			}
+		}
+		return links
+	}
+	links := shop(a.Handler)
+	if len(links) == 0 {
+		t.Fatal("no ad of shop.example")
+	}
+	id := clickFrom(t, a.Handler, links[0], 1)
+	if got := recorded(t, pgURL)[id]; len(got) != 1 || got[0] != "billable" {
+		t.Fatalf("the click that spends the budget: %v", got)
+	}
+	sync := func(m *member) {
+		t.Helper()
+		if err := m.live.accounts().gate.Sync(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sync(b)
+	if l := shop(b.Handler); len(l) != 0 {
+		t.Fatalf("B, after A's flag: %d ads of shop.example, want none", len(l))
+	}
+
+	writeFile(t, b.App.live.cfg.AdvertisersFile, []byte(budget("1.00")))
+	if r := b.Reload(t.Context(), false); r.Accounts != resultSwapped {
+		t.Fatalf("B's reload: %+v", r)
+	}
+	sync(b)
+	l := shop(b.Handler)
+	if len(l) == 0 {
+		t.Fatal("B, its budget raised: no ads of shop.example")
+	}
+	id = clickFrom(t, b.Handler, l[0], 2)
+	if got := recorded(t, pgURL)[id]; len(got) != 1 || got[0] != "billable" {
+		t.Errorf("a click on B under its raised budget: %v", got)
+	}
+	sync(a)
+	if l := shop(a.Handler); len(l) != 0 {
+		t.Errorf("A, its budget still spent: %d ads of shop.example, want none", len(l))
 	}
 }
