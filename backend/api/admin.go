@@ -52,6 +52,9 @@ type Reload struct {
 	Ads     int    `json:"ads"`
 	// Error says why a refresh was refused or failed.
 	Error string `json:"error,omitempty"`
+	// Accounts is swapped when the refresh swapped in the partners and
+	// advertisers of files that changed, with the catalog or alone.
+	Accounts string `json:"accounts,omitempty"`
 }
 
 // NewAdmin returns the admin listener's handler.
