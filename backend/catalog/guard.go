@@ -33,11 +33,15 @@ const maxFeedRedirects = 10
 
 // hops is what one fetch of a feed URL has connected to: the first public
 // address, once there is one, and the proxies its requests went through
-// (host:port, as the transport dials them).
+// (host:port, as the transport dials them). via is the proxy of the
+// request being sent, "" when it goes directly: a fetch's requests (its
+// redirects) are sent one after another, each picking its proxy before
+// it dials.
 type hops struct {
 	mu      sync.Mutex
 	public  netip.Addr
 	proxies []string
+	via     string
 }
 
 type hopsKey struct{}
@@ -46,20 +50,23 @@ type hopsKey struct{}
 type proxyDialKey struct{}
 
 // noteProxy wraps pick, a Transport's Proxy, so that the proxy it picks
-// for a request is noted in the request's fetch's hops.
+// for a request, or none, is noted in the request's fetch's hops.
 func noteProxy(pick func(*http.Request) (*url.URL, error)) func(*http.Request) (*url.URL, error) {
 	return func(req *http.Request) (*url.URL, error) {
 		u, err := pick(req)
+		h, _ := req.Context().Value(hopsKey{}).(*hops)
+		if h == nil {
+			return u, err
+		}
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.via = ""
 		if err != nil || u == nil {
 			return u, err
 		}
-		if h, _ := req.Context().Value(hopsKey{}).(*hops); h != nil {
-			addr := proxyAddr(u)
-			h.mu.Lock()
-			if !slices.Contains(h.proxies, addr) {
-				h.proxies = append(h.proxies, addr)
-			}
-			h.mu.Unlock()
+		h.via = proxyAddr(u)
+		if !slices.Contains(h.proxies, h.via) {
+			h.proxies = append(h.proxies, h.via)
 		}
 		return u, nil
 	}
@@ -78,13 +85,16 @@ func proxyAddr(u *url.URL) string {
 }
 
 // dial connects, and notes a connection to a public address in the
-// fetch's hops. A connection to a proxy of the fetch is the operator's
-// and is neither judged nor noted.
+// fetch's hops. A connection to the proxy the request goes through is the
+// operator's and is neither judged nor noted. A request sent directly is
+// judged wherever it goes, the proxy's own address too: a redirect to
+// the proxy (a loopback one, never proxied, or one NO_PROXY names) would
+// otherwise reach it unguarded, with a request for its own pages.
 func (f *Fetcher) dial(ctx context.Context, d *net.Dialer, network, addr string) (net.Conn, error) {
 	h, _ := ctx.Value(hopsKey{}).(*hops)
 	if h != nil {
 		h.mu.Lock()
-		proxy := slices.Contains(h.proxies, addr)
+		proxy := h.via != "" && h.via == addr
 		h.mu.Unlock()
 		if proxy {
 			ctx = context.WithValue(ctx, proxyDialKey{}, true)

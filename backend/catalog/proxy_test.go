@@ -181,3 +181,38 @@ func TestFetchFeedThroughProxyRedirectInward(t *testing.T) {
 		t.Fatalf("the operator's internal feed: %d ads, %v", len(res.Ads), err)
 	}
 }
+
+// TestFetchFeedThroughProxyRedirectToTheProxy: a feed server's redirect
+// to the proxy's own address, which the fetch then dials directly (a
+// loopback proxy, never proxied, or a proxy NO_PROXY names), is a
+// connection to an internal address like any other: refused, the proxy
+// getting the feed's request alone, never one in origin form for its own
+// pages.
+func TestFetchFeedThroughProxyRedirectToTheProxy(t *testing.T) {
+	shop, _ := feedServer(t, testnet.StandIn)
+	answers := map[string]string{"shop.test": testnet.StandIn, "proxy.test": "127.0.0.1"}
+	for _, c := range []struct{ name, proxyHost, noProxy string }{
+		{"loopback", "127.0.0.1", ""},
+		{"in NO_PROXY", "proxy.test", "proxy.test"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := newForwardProxy(t, answers)
+			proxy := fmt.Sprintf("http://%s:%d", c.proxyHost, portOf(p.Server))
+			pick := (&httpproxy.Config{HTTPProxy: proxy, HTTPSProxy: proxy, NoProxy: c.noProxy}).ProxyFunc()
+			f := NewFetcher(FetchOptions{resolve: testnet.Resolver(answers), guard: testnet.PublicStandIn(),
+				Proxy: func(req *http.Request) (*url.URL, error) { return pick(req.URL) }})
+			menu := proxy + "/squid-internal-mgr/menu"
+			src, err := ParseSource(redirectTo(shop, "shop.test", menu) + "#format=xml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = f.Fetch(context.Background(), src, Options{})
+			if !errors.Is(err, ErrRedirectRefused) {
+				t.Errorf("Fetch = %v, want ErrRedirectRefused", err)
+			}
+			if got := p.requests(); len(got) != 1 || !strings.HasPrefix(got[0], "GET http://shop.test:") {
+				t.Errorf("the proxy got %q, want the feed's request alone", got)
+			}
+		})
+	}
+}

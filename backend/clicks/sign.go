@@ -373,7 +373,7 @@ const (
 	ReasonRateLimited = "rate_limited"
 	// ReasonLate: the click was spooled while the shared record did not
 	// answer and reached it more than ShipHorizon after it was made, when
-	// the record no longer keeps the windows and caps of its day (the
+	// the record may no longer keep the decision, windows and caps of its day (the
 	// /48's count would start from zero): it lands unbilled.
 	ReasonLate = "late"
 )

@@ -25,12 +25,15 @@ type Spooled struct {
 var ErrRefused = errors.New("the record refuses it")
 
 // ShipHorizon is how old a spooled click may be when it is shipped and
-// still bill. The shared record judges a click by its network's claims of
-// the AdWindow before it and of its UTC day, and by its /48's count of
-// that day; Postgres keeps a network's claims three days behind its
-// newest and the /48s' counts of the newest click's day and the two
-// before, so it holds them for a click of the last two days. The hour
-// less is for servers' clocks that disagree.
+// still bill. The shared record judges a click by its link's decision
+// (used once), by its network's claims of the AdWindow before it and of
+// its UTC day, and by its /48's count of that day. Postgres keeps a
+// network's claims three days behind its newest and the /48s' counts of
+// the newest click's day and the two before, so it holds them for a click
+// of the last two days; it keeps a decision ShipHorizon and an hour past
+// the link's expiry, so a click made before the expiry and shipped within
+// the horizon finds the decision a live click or another spool used. The
+// hour less is for servers' clocks that disagree.
 const ShipHorizon = 2*24*time.Hour - time.Hour
 
 // Shipper is the shared record a Spool's clicks belong in (pgstore.Ledger).
@@ -42,8 +45,8 @@ type Shipper interface {
 	// already is not recorded again: it gets the verdict recorded then.
 	// After an error none of batch is recorded. A click that billed where
 	// it was spooled and is shipped more than ShipHorizon after its time,
-	// by the record's clock, is ReasonLate: the record has forgotten the
-	// windows and caps that would judge it.
+	// by the shipping server's clock, is ReasonLate: the record may have
+	// forgotten the decision, windows and caps that would judge it.
 	Ship(ctx context.Context, batch []Spooled) error
 	// Ping reports whether the record answers.
 	Ping(ctx context.Context) error

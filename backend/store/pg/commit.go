@@ -181,7 +181,7 @@ func recordArgs(ps []*pendingClick) []any {
 	for i, p := range ps {
 		c, u := p.click, p.use
 		at[i], bid[i], budget[i], limit[i] = nanos(c.Time), c.BidMicros, u.Budget, int32(max(u.Limit, 0))
-		hour[i], day[i], forget[i] = hourOf(c.Time), dayOf(c.Time), nanos(c.Time.Add(-forgetAfter))
+		hour[i], day[i], forget[i] = hourOf(c.Time), dayOf(c.Time), forgetBefore(c.Time)
 		if u.D != "" {
 			expires[i] = nanos(u.Expires)
 		}

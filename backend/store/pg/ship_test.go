@@ -365,3 +365,46 @@ func TestShipRefusesClicksOlderThanTheCounts(t *testing.T) {
 		t.Errorf("the old day's rollups count %+v, want 2 billable and 5 late", rolled)
 	}
 }
+
+// A link's decision is kept as long as a click on it may be shipped: a
+// replay of a live click, billed and spooled from another network while
+// Postgres did not answer, shipped hours after the link expired and after
+// the decisions' clean-up ran, is a repeat, not a second bill. Ids long
+// past that are forgotten.
+func TestShipFindsDecisionsWithinTheHorizon(t *testing.T) {
+	db, err := pgstore.Open(t.Context(), testpg.New(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	now := time.Now()
+	exp := now.Add(-5 * time.Hour) // the link expired five hours ago
+	click := func(id, ip string, at time.Time) clicks.Click {
+		return clicks.Click{ID: id, Time: at, AdID: "a", AdType: "advertiser", Type: "search", APIKey: "k", SiteID: "s",
+			IP: ip, UserAgent: "Mozilla/5.0", Advertiser: "shop.example", BidMicros: 100, Currency: "EUR", Billable: true}
+	}
+	live := click("live", "198.51.100.7", exp.Add(-10*time.Minute))
+	if err := db.Ledger().Record(t.Context(), &live, clicks.Use{D: "d1", Expires: exp}); err != nil || !live.Billable {
+		t.Fatalf("Record: %v, billable %v %q", err, live.Billable, live.Reason)
+	}
+	old := now.Add(-4 * 24 * time.Hour)
+	if first, err := db.Decisions().Use(t.Context(), "d-old", old, old.Add(time.Hour)); err != nil || !first {
+		t.Fatalf("Use d-old: %v %v", first, err)
+	}
+	if err := pgstore.ForgetDecisions(t.Context(), db, now); err != nil {
+		t.Fatal(err)
+	}
+	if first, err := db.Decisions().Use(t.Context(), "d-old", old, old.Add(time.Hour)); err != nil || !first {
+		t.Errorf("d-old, four days past its expiry, was not forgotten: %v %v", first, err)
+	}
+	batch := []clicks.Spooled{{Click: click("replay", "203.0.113.9", exp.Add(-5*time.Minute)), Use: clicks.Use{D: "d1", Expires: exp}}}
+	if err := db.Ledger().Ship(t.Context(), batch); err != nil {
+		t.Fatal(err)
+	}
+	if c := batch[0].Click; c.Billable || c.Reason != clicks.ReasonRepeat {
+		t.Errorf("the replay shipped after the clean-up: billable %v %q, want %q", c.Billable, c.Reason, clicks.ReasonRepeat)
+	}
+	if spent, err := db.Rollups().Spent(t.Context(), "shop.example", live.Time); err != nil || spent != 100 {
+		t.Errorf("spend %d %v, want the live click's 100", spent, err)
+	}
+}
