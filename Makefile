@@ -51,8 +51,12 @@ vet:
 lint:
 	@GO=$(GO) ./.ci/lint
 
+# The longest packages are named first: go test starts packages in the
+# order given, and on two cores the run ends when its last package does.
+LONG_TESTS = ./backend/app/ ./web/ ./backend/
+
 test: wasm vet
-	$(GO) test -race -count=1 -timeout 30m ./...
+	$(GO) test -race -count=1 -timeout 30m $(LONG_TESTS) ./...
 
 # Every figure is a testing.B benchmark that reports itself beside its baseline
 # (b.ReportMetric), measured in the same run.

@@ -96,7 +96,7 @@ func build(dir string) (bin string, wasm []byte, err error) {
 		return "", nil, err
 	}
 	bin = filepath.Join(dir, "adlink")
-	cmd := exec.Command("go", "build", "-overlay", ov, "-ldflags", "-X main.version="+testVersion, "-o", bin, ".")
+	cmd := exec.Command("go", "build", "-trimpath", "-overlay", ov, "-ldflags", "-X main.version="+testVersion, "-o", bin, ".")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {

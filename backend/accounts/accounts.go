@@ -6,6 +6,7 @@
 package accounts
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
@@ -81,10 +82,17 @@ func LoadAdvertisers(path string) ([]AdvertiserAccount, error) {
 	if err != nil {
 		return nil, err
 	}
+	return ParseAdvertisers(path, b)
+}
+
+// ParseAdvertisers reads the advertisers of the JSON b,
+// {"advertisers":[...]}, of the file path, which its errors name; unknown
+// fields are errors.
+func ParseAdvertisers(path string, b []byte) ([]AdvertiserAccount, error) {
 	var file struct {
 		Advertisers []AdvertiserAccount `json:"advertisers"`
 	}
-	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&file); err != nil {
 		return nil, fmt.Errorf("advertisers file %s: %w", path, err)

@@ -97,3 +97,30 @@ func TestParseMicros(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseAdvertisers: whatever an advertisers file holds,
+// ParseAdvertisers and New never panic, an error names the file, and a
+// book made has a positive budget in a 3-letter currency for each budget.
+func FuzzParseAdvertisers(f *testing.F) {
+	f.Add([]byte(`{"advertisers":[{"id":"a.example","daily_budget":"25.00","currency":"EUR","pacing":"even"}]}`))
+	f.Add([]byte(`{"advertisers":[{"id":"a.example"},{"id":"A.example"}]}`))
+	f.Add([]byte(`{"advertisers":[{"id":"a.example","daily_budget":"abc"`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ads, err := ParseAdvertisers("a.json", b)
+		if err != nil {
+			if !strings.Contains(err.Error(), "advertisers file a.json") {
+				t.Fatalf("the error does not name the file: %v", err)
+			}
+			return
+		}
+		book, err := New(nil, ads)
+		if err != nil {
+			return
+		}
+		for id, bg := range book.Budgets() {
+			if bg.DailyMicros <= 0 || len(bg.Currency) != 3 {
+				t.Fatalf("advertiser %q: budget %+v", id, bg)
+			}
+		}
+	})
+}

@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"math"
 	"net/http"
 	"os"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/adlink/adlink/backend/metrics"
@@ -35,6 +37,9 @@ type AdminDeps struct {
 	BackupStall time.Duration
 	// Logger logs a backup that failed; nil logs nothing.
 	Logger *slog.Logger
+	// Now times a running backup, whose progress sets the Retry-After of
+	// another refused meanwhile; nil is time.Now.
+	Now func() time.Time
 }
 
 // Reload is how a refresh ended, the answer of POST /admin/reload.
@@ -47,6 +52,9 @@ type Reload struct {
 	Ads     int    `json:"ads"`
 	// Error says why a refresh was refused or failed.
 	Error string `json:"error,omitempty"`
+	// Accounts is swapped when the refresh swapped in the partners and
+	// advertisers of files that changed, with the catalog or alone.
+	Accounts string `json:"accounts,omitempty"`
 }
 
 // NewAdmin returns the admin listener's handler.
@@ -95,14 +103,37 @@ const DefaultBackupStall = time.Minute
 // taken or sent.
 const CodeBackupBusy = "backup_in_progress"
 
-// backupRetry is the Retry-After of a backup refused while another runs.
-const backupRetry = "10"
+// maxBackupRetry caps the Retry-After of a backup refused while another
+// runs: a client told to wait longer would rather ask again.
+const maxBackupRetry = 300
+
+// backupRun is the progress of the backup that holds the turn.
+type backupRun struct {
+	start time.Time
+	// size is the copy's size once it is made (0 while it is copied),
+	// sent how many of its bytes the client has taken.
+	size, sent atomic.Int64
+}
+
+// backupRetry estimates, in whole seconds from 1 to maxBackupRetry, how
+// long a backup has left that began elapsed ago and sent sent bytes of
+// size: at the pace it went so far, the rest takes elapsed*(size-sent)/sent.
+// With nothing sent yet (the copy is being made, or the client has taken
+// no byte) the pace is unknown: as long again as it has run.
+func backupRetry(elapsed time.Duration, sent, size int64) int {
+	left := elapsed.Seconds()
+	if sent > 0 {
+		left *= float64(max(size-sent, 0)) / float64(sent)
+	}
+	return int(min(max(math.Ceil(left), 1), maxBackupRetry))
+}
 
 // backup answers GET and HEAD /admin/backup. A GET copies the state file
 // to the data directory (d.Backup), then sends the copy; one backup runs
 // at a time, from the copy's start to the end of its sending, so backups
 // never hold more than one copy on the disk: another GET meanwhile gets a
-// 503 with Retry-After. A HEAD says what a GET would get now, without
+// 503 with a Retry-After the running backup's pace sets (backupRetry). A
+// HEAD says what a GET would get now, without
 // copying anything. A client that stops reading for d.BackupStall is
 // dropped, which ends its backup.
 func backup(d AdminDeps) http.Handler {
@@ -110,11 +141,21 @@ func backup(d AdminDeps) http.Handler {
 	if stall <= 0 {
 		stall = DefaultBackupStall
 	}
+	now := d.Now
+	if now == nil {
+		now = time.Now
+	}
 	turn := make(chan struct{}, 1)
+	var running atomic.Pointer[backupRun]
 	busy := func(w http.ResponseWriter) {
-		w.Header().Set("Retry-After", backupRetry)
+		retry := 1
+		if run := running.Load(); run != nil {
+			retry = backupRetry(now().Sub(run.start), run.sent.Load(), run.size.Load())
+		}
+		after := strconv.Itoa(retry)
+		w.Header().Set("Retry-After", after)
 		respondError(w, &Error{Status: http.StatusServiceUnavailable, Code: CodeBackupBusy,
-			Message: "another backup is being taken or sent, and one runs at a time; retry after " + backupRetry + " s"})
+			Message: "another backup is being taken or sent, and one runs at a time; retry after " + after + " s"})
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if d.Backup == nil {
@@ -133,7 +174,12 @@ func backup(d AdminDeps) http.Handler {
 		}
 		select {
 		case turn <- struct{}{}:
-			defer func() { <-turn }()
+			run := &backupRun{start: now()}
+			running.Store(run)
+			defer func() {
+				running.Store(nil)
+				<-turn
+			}()
 		default:
 			busy(w)
 			return
@@ -147,9 +193,13 @@ func backup(d AdminDeps) http.Handler {
 			return
 		}
 		defer f.Close()
+		run := running.Load()
+		if fi, err := f.Stat(); err == nil {
+			run.size.Store(fi.Size())
+		}
 		setBackupHeaders(h)
 		// Sets Content-Length, and answers ranges.
-		http.ServeContent(stallWriter{w, http.NewResponseController(w), stall}, r, "", time.Time{}, f)
+		http.ServeContent(stallWriter{w, http.NewResponseController(w), stall, &run.sent}, r, "", time.Time{}, f)
 	})
 }
 
@@ -166,11 +216,14 @@ type stallWriter struct {
 	http.ResponseWriter
 	rc    *http.ResponseController
 	stall time.Duration
+	sent  *atomic.Int64 // the bytes written
 }
 
 func (w stallWriter) Write(p []byte) (int, error) {
 	w.rc.SetWriteDeadline(time.Now().Add(w.stall)) // not every connection has deadlines
-	return w.ResponseWriter.Write(p)
+	n, err := w.ResponseWriter.Write(p)
+	w.sent.Add(int64(n))
+	return n, err
 }
 
 func respondError(w http.ResponseWriter, e *Error) { respond(w, e.Status, e.body(), "") }

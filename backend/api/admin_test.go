@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -157,5 +158,83 @@ func TestBackupDropsAStalledClient(t *testing.T) {
 	res.Body.Close()
 	if res.StatusCode != http.StatusOK || copies.made.Load() != 2 {
 		t.Errorf("backup after a dropped one: %d, %d copies made, want 200 and 2", res.StatusCode, copies.made.Load())
+	}
+}
+
+// A backup refused while another runs is told to retry after the time the
+// running one has left at its pace so far: at least a second, and no more
+// than maxBackupRetry however slowly its client reads.
+func TestBackupRetryAfterFollowsProgress(t *testing.T) {
+	// Far larger than loopback's socket buffers hold, so the stalled
+	// client has taken well under a quarter of it.
+	copies := &backupCopies{size: 256 << 20}
+	var mu sync.Mutex
+	now := time.Now()
+	clock := func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return now
+	}
+	base, done := adminServer(t, AdminDeps{Backup: copies.backup(t), Now: clock})
+	retryAfter := func(method string) string {
+		t.Helper()
+		req, _ := http.NewRequest(method, base+"/admin/backup", nil)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		<-done
+		if res.StatusCode != http.StatusServiceUnavailable {
+			t.Fatalf("%s during a backup: %d, want 503", method, res.StatusCode)
+		}
+		after := res.Header.Get("Retry-After")
+		if method == http.MethodGet && !strings.Contains(string(body), "retry after "+after+" s") {
+			t.Errorf("GET during a backup: %s, want it to say retry after %s s", body, after)
+		}
+		return after
+	}
+	_, resume := stalledBackup(t, base)
+	for _, method := range []string{http.MethodGet, http.MethodHead} {
+		if got := retryAfter(method); got != "1" {
+			t.Errorf("%s as the backup starts: Retry-After %q, want 1", method, got)
+		}
+	}
+	mu.Lock()
+	now = now.Add(100 * time.Second)
+	mu.Unlock()
+	// Under a quarter sent in 100 s: more than 300 s left, capped.
+	for _, method := range []string{http.MethodGet, http.MethodHead} {
+		if got := retryAfter(method); got != strconv.Itoa(maxBackupRetry) {
+			t.Errorf("%s 100 s into a stalled backup: Retry-After %q, want %d", method, got, maxBackupRetry)
+		}
+	}
+	if n, err := resume(); err != nil || n != copies.size {
+		t.Fatalf("first backup: %d bytes (%v), want %d", n, err, copies.size)
+	}
+}
+
+// backupRetry is the rest of a backup at its pace so far, in whole
+// seconds rounded up, from 1 to maxBackupRetry.
+func TestBackupRetry(t *testing.T) {
+	for _, c := range []struct {
+		elapsed    time.Duration
+		sent, size int64
+		want       int
+	}{
+		{0, 0, 0, 1},                    // just begun
+		{10 * time.Second, 0, 0, 10},    // copying for 10 s: as long again
+		{10 * time.Second, 0, 100, 10},  // nothing taken yet
+		{10 * time.Second, 25, 100, 30}, // a quarter in 10 s
+		{1500 * time.Millisecond, 50, 100, 2},
+		{10 * time.Second, 100, 100, 1}, // all sent, the connection closing
+		{10 * time.Second, 200, 100, 1},
+		{time.Hour, 1, 100, maxBackupRetry},
+		{time.Hour, 0, 100, maxBackupRetry},
+	} {
+		if got := backupRetry(c.elapsed, c.sent, c.size); got != c.want {
+			t.Errorf("backupRetry(%v, %d, %d) = %d, want %d", c.elapsed, c.sent, c.size, got, c.want)
+		}
 	}
 }

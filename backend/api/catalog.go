@@ -5,7 +5,10 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/adlink/adlink/backend/accounts"
+	"github.com/adlink/adlink/backend/budget"
 	"github.com/adlink/adlink/backend/market"
+	"github.com/adlink/adlink/backend/partners"
 	"github.com/adlink/adlink/backend/shards"
 	"github.com/adlink/adlink/match"
 )
@@ -28,6 +31,13 @@ type Catalog struct {
 	// Removed are the ads gone from the catalog whose click links may
 	// still be followed, by id: they land until their time is up.
 	Removed map[string]Removed
+	// Partners, Accounts and Budget, when set, are the partners, report
+	// readers and budgets served with this version in place of Deps',
+	// so that a reload swaps them with the catalog and a request sees
+	// one set from its start to its end.
+	Partners partners.Registry
+	Accounts *accounts.Book
+	Budget   *budget.Gate
 	// Before, when set, is what the catalog served before this one had of
 	// the ads whose criteria the refresh changed: a page that matched on
 	// its shards names those in the links it makes, which count until
@@ -106,6 +116,29 @@ func (s *server) catalogOf(r *http.Request) *Catalog {
 		return c
 	}
 	return s.catalog()
+}
+
+// partnersIn, accountsIn and budgetIn are the partners, report readers
+// and budgets of the catalog the request of ctx started with, else Deps'.
+func (s *server) partnersIn(ctx context.Context) partners.Registry {
+	if c, ok := ctx.Value(catalogKey{}).(*Catalog); ok && c.Partners != nil {
+		return c.Partners
+	}
+	return s.partners
+}
+
+func (s *server) accountsIn(ctx context.Context) *accounts.Book {
+	if c, ok := ctx.Value(catalogKey{}).(*Catalog); ok && c.Accounts != nil {
+		return c.Accounts
+	}
+	return s.accounts
+}
+
+func (s *server) budgetIn(ctx context.Context) *budget.Gate {
+	if c, ok := ctx.Value(catalogKey{}).(*Catalog); ok && c.Budget != nil {
+		return c.Budget
+	}
+	return s.budget
 }
 
 // ad finds an ad by id: in the catalog, else among the ads removed whose

@@ -81,7 +81,7 @@ func (s *server) shardManifest(w http.ResponseWriter, r *http.Request) error {
 		}
 		fields = append(fields, "selection", sel)
 	}
-	respond(w, http.StatusOK, s.withBudget(withFields(manifest, fields...), ix), m.Callback)
+	respond(w, http.StatusOK, s.withBudget(r.Context(), withFields(manifest, fields...), ix), m.Callback)
 	return nil
 }
 
@@ -103,8 +103,8 @@ func zstdBytes(shard *shards.Blob, frags []*shards.Blob) int {
 // exclude lists the advertiser groups whose ads the page leaves out
 // (their budget is spent), pace those it shows with probability show
 // (even pacing). Neither is there when empty.
-func (s *server) withBudget(manifest []byte, ix *match.Index) []byte {
-	exclude, paced := s.budget.Page(ix)
+func (s *server) withBudget(ctx context.Context, manifest []byte, ix *match.Index) []byte {
+	exclude, paced := s.budgetIn(ctx).Page(ix)
 	if (len(exclude) == 0 && len(paced) == 0) || len(manifest) == 0 || manifest[len(manifest)-1] != '}' {
 		return manifest
 	}

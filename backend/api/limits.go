@@ -54,7 +54,7 @@ func (s *server) limitReports(h handlerFunc) handlerFunc {
 func (s *server) partnerLimits(r *http.Request, apiKey string) (partners.Limits, bool) {
 	def := partners.Limits{RequestsPerSecond: s.cfg.KeyRate, Burst: s.cfg.KeyBurst,
 		PagesPerSecond: s.cfg.PageRate, PageBurst: s.cfg.PageBurst}
-	src, ok := s.partners.(partners.LimitSource)
+	src, ok := s.partnersIn(r.Context()).(partners.LimitSource)
 	if !ok {
 		return def, true
 	}

@@ -100,7 +100,7 @@ func (s *server) page(w http.ResponseWriter, r *http.Request) error {
 		q.Lang = res.Lang
 	}
 	ix := s.index(s.catalogOf(r), q.Country, q.Lang)
-	q.Exclude = s.budget.Exclude(ix)
+	q.Exclude = s.budgetIn(r.Context()).Exclude(ix)
 	hits := ix.Match(&q)
 	// What the site's pages are about chooses the shard its unseen pages
 	// load: learnt once per page.

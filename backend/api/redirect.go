@@ -88,7 +88,7 @@ func (s *server) redirect(w http.ResponseWriter, r *http.Request) error {
 		} else {
 			u = s.judge.Check(&c, clicks.Auth{D: req.D, Exp: req.Exp, Sig: req.Sig, CT: req.CT, Tok: req.Tok},
 				clicks.IntentOf(r.Header), refuse)
-			if b, ok := s.accounts.Budget(ad.Advertiser); ok {
+			if b, ok := s.accountsIn(r.Context()).Budget(ad.Advertiser); ok {
 				// A bid in another currency is over the budget, which
 				// counts only its own (the catalog's load refuses such ads).
 				u.Budget, u.Currency = b.DailyMicros, b.Currency
@@ -103,7 +103,7 @@ func (s *server) redirect(w http.ResponseWriter, r *http.Request) error {
 			// The click is on disk; should its advertiser's spend not be
 			// read now, the next click reads it, and the ledger holds the
 			// budget meanwhile.
-			if err := s.budget.Clicked(r.Context(), &c); err != nil {
+			if err := s.budgetIn(r.Context()).Clicked(r.Context(), &c); err != nil {
 				s.log.Warn("budget", "err", err)
 			}
 		}

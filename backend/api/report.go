@@ -78,7 +78,7 @@ func (s *server) reportAccount(r *http.Request) (accounts.Account, error) {
 		return accounts.Account{}, &Error{Status: http.StatusUnauthorized, Code: CodeUnauthorized,
 			Message: "a report needs the header Authorization: Bearer <report token>"}
 	}
-	acc, ok := s.accounts.Authenticate(token)
+	acc, ok := s.accountsIn(r.Context()).Authenticate(token)
 	if !ok {
 		return accounts.Account{}, &Error{Status: http.StatusUnauthorized, Code: CodeUnauthorized,
 			Message: "the report token is not valid"}

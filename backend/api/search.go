@@ -23,7 +23,7 @@ func (s *server) search(w http.ResponseWriter, r *http.Request) error {
 	q := &req.Query
 	q.Country, q.Lang = s.market(w, r, q.Country, q.Lang)
 	ix := s.index(s.catalogOf(r), q.Country, q.Lang)
-	q.Exclude = s.budget.Exclude(ix)
+	q.Exclude = s.budgetIn(r.Context()).Exclude(ix)
 	hits := ix.Match(q)
 	o := s.linkOptions(&req.Links)
 	buf := getBuf()

@@ -244,7 +244,7 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error, callbac
 // authorize checks the request's key and site: 401 for an unknown key, 403
 // for a site that is not the key's.
 func (s *server) authorize(ctx context.Context, apiKey, siteID string) (partners.Site, error) {
-	site, err := s.partners.Site(ctx, apiKey, siteID)
+	site, err := s.partnersIn(ctx).Site(ctx, apiKey, siteID)
 	switch {
 	case err == nil:
 		return site, nil

@@ -16,7 +16,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,7 +31,6 @@ import (
 	"github.com/adlink/adlink/backend/market"
 	"github.com/adlink/adlink/backend/metrics"
 	"github.com/adlink/adlink/backend/pages"
-	"github.com/adlink/adlink/backend/partners"
 	"github.com/adlink/adlink/backend/ratelimit"
 	"github.com/adlink/adlink/backend/retention"
 	"github.com/adlink/adlink/backend/shards"
@@ -125,9 +123,11 @@ type App struct {
 	// Rollups are the clicks and impressions counted for reports, and the
 	// advertisers' spend, where Clicks are.
 	Rollups Rollups
-	// Accounts are who may read reports, and the advertisers' budgets.
+	// Accounts are who may read reports, and the advertisers' budgets, as
+	// the server started; Catalog().Accounts are those served now.
 	Accounts *accounts.Book
-	// Budget keeps advertisers whose daily budget is spent out of answers.
+	// Budget keeps advertisers whose daily budget is spent out of answers,
+	// as the server started; Catalog().Budget is the one served now.
 	Budget *budget.Gate
 	// SiteShards are the shards chosen for each site where a market's own
 	// is over -site-shard-kb.
@@ -175,30 +175,26 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 		wasm, zst = matcher.Files()
 	}
 	cat, catErr := newLive(cfg, opts, log.With("component", "catalog"), wasm, zst)
-	ps, psErr := loadPartners(cfg)
-	advertisers, advErr := loadAdvertisers(cfg)
-	// The partners' and advertisers' fields are checked even when a feed
-	// failed, so that a bad budget is reported with a bad feed line.
-	var registry *partners.Static
-	var book *accounts.Book
-	regErr, bookErr := error(nil), error(nil)
-	if psErr == nil && advErr == nil {
-		if registry, regErr = partners.NewStatic(ps); regErr != nil {
-			regErr = fmt.Errorf("partners: %w", regErr)
-		}
-		if book, bookErr = accounts.New(ps, advertisers); bookErr != nil {
-			bookErr = fmt.Errorf("accounts: %w", bookErr)
+	files, accErr := readAccountFiles(cfg)
+	var acc *accountSet
+	if accErr == nil {
+		// The partners' and advertisers' fields are checked even when a
+		// feed failed, so that a bad budget is reported with a bad feed
+		// line.
+		ps, advertisers, err := files.parse(cfg)
+		if accErr = err; err == nil {
+			acc, accErr = newAccountSet(cfg, ps, advertisers, files.sum())
 		}
 	}
-	if err := errors.Join(catErr, psErr, advErr, regErr, bookErr); err != nil {
+	if err := errors.Join(catErr, accErr); err != nil {
 		return nil, err
 	}
 	// A budget holds one currency: every refresh is checked as this
 	// first catalog is.
-	cat.budgets = book.Budgets()
-	if err := budget.CheckCurrencies(cat.cur.Load().ads, cat.budgets); err != nil {
-		return nil, fmt.Errorf("budgets: %w", err)
+	if err := budget.CheckCurrencies(cat.cur.Load().ads, acc.budgets); err != nil {
+		return nil, cat.budgetsError(err)
 	}
+	book := acc.book
 	web, err := fs.Sub(adlink.Web, "web")
 	if err != nil {
 		return nil, err
@@ -247,10 +243,15 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 	}
 	// Today's spend is read now, so an advertiser stopped before a
 	// restart stays stopped.
-	if a.Budget, err = budget.New(context.Background(), budget.Options{Budgets: book.Budgets(), Spent: a.Rollups,
-		Flags: flags, Now: opts.Now}); err != nil {
+	// A reload that changes the budgets reads the day's spend again.
+	cat.newGate = func(ctx context.Context, budgets map[string]accounts.Budget) (*budget.Gate, error) {
+		return budget.New(ctx, budget.Options{Budgets: budgets, Spent: a.Rollups, Flags: flags, Now: opts.Now})
+	}
+	if a.Budget, err = cat.newGate(context.Background(), acc.budgets); err != nil {
 		return nil, err
 	}
+	acc.gate = a.Budget
+	cat.cur.Store(cat.cur.Load().with(acc))
 	if flags != nil {
 		a.syncBudgets(log)
 	}
@@ -268,15 +269,10 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 		return nil, err
 	}
 	a.fetcher = pages.NewFetcher(pages.FetchOptions{AllowPrivate: cfg.FetchAllowPrivate})
-	var siteDomains [][]string
-	for _, p := range ps {
-		for _, site := range p.Sites {
-			siteDomains = append(siteDomains, site.Domains)
-		}
-	}
-	// Analyses keep what a new catalog needs to match the page again.
+	// Analyses keep what a new catalog needs to match the page again;
+	// the sites are those served now.
 	pageService := pages.NewService(pageQueue, a.fetcher, nil, pages.Options{Logger: log.With("component", "pages"),
-		Lease: cfg.PageLease, OnAnalysis: a.Metrics.Analysis, Sites: pages.SitesOf(siteDomains),
+		Lease: cfg.PageLease, OnAnalysis: a.Metrics.Analysis, Sites: func(pageURL string) [][]string { return cat.accounts().sites(pageURL) },
 		Catalog: func() (pages.Reducer, string) {
 			c := cat.current()
 			return c.Indexes.All(), c.Version
@@ -341,7 +337,7 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 		Logger:       log,
 		Catalog:      cat.current,
 		CatalogState: cat.state,
-		Partners:     registry,
+		Partners:     acc.registry,
 		Clicks:       a.Clicks,
 		ClickKeys:    clickKeys,
 		Windows:      windows,
@@ -474,7 +470,7 @@ func (a *App) syncBudgets(log *slog.Logger) {
 			case <-a.syncStop:
 				return
 			case <-t.C:
-				if err := a.Budget.Sync(context.Background()); err != nil {
+				if err := a.live.accounts().gate.Sync(context.Background()); err != nil {
 					log.Warn("budget", "err", err)
 				}
 			}
@@ -485,9 +481,11 @@ func (a *App) syncBudgets(log *slog.Logger) {
 // Reload refreshes the catalog now, as -catalog-refresh, SIGHUP and POST
 // /admin/reload do: the feeds are read again (a feed that has not changed
 // is not fetched or parsed again), the new catalog is built beside the one
-// serving, checked, and swapped in at once. A refused or failed refresh
-// leaves the catalog served as it was; force swaps in a catalog that the
-// checks refuse. One refresh runs at a time; a second waits for it. With
+// serving, checked, and swapped in at once, with the partners and
+// advertisers of their files, read again and checked too when they
+// changed. A refused or failed refresh leaves the catalog, partners and
+// advertisers served as they were; force swaps in a catalog that the
+// catalog's own checks refuse. One refresh runs at a time; a second waits for it. With
 // -redis or -postgres, a catalog swapped in is announced, and the other
 // replicas serve it too.
 func (a *App) Reload(ctx context.Context, force bool) api.Reload { return a.live.reload(ctx, force) }
@@ -575,48 +573,6 @@ func (a *App) Close() error {
 		}
 	})
 	return a.closeErr
-}
-
-// loadPartners reads the configured partners file and adds the demo
-// partner when it is asked for.
-// loadAdvertisers returns the advertisers of the configured file, and
-// with -demo the demo's unless the file has them.
-func loadAdvertisers(cfg config.Config) ([]accounts.AdvertiserAccount, error) {
-	var ads []accounts.AdvertiserAccount
-	if cfg.AdvertisersFile != "" {
-		var err error
-		if ads, err = accounts.LoadAdvertisers(cfg.AdvertisersFile); err != nil {
-			return nil, err
-		}
-	}
-	if cfg.Demo {
-		for _, d := range accounts.Demo() {
-			if !slices.ContainsFunc(ads, func(a accounts.AdvertiserAccount) bool { return strings.EqualFold(a.ID, d.ID) }) {
-				ads = append(ads, d)
-			}
-		}
-	}
-	return ads, nil
-}
-
-func loadPartners(cfg config.Config) ([]partners.Partner, error) {
-	var ps []partners.Partner
-	if cfg.PartnersFile != "" {
-		var err error
-		if ps, err = partners.Load(cfg.PartnersFile); err != nil {
-			return nil, err
-		}
-	}
-	if cfg.Demo {
-		ps = partners.WithDemo(ps)
-	}
-	if len(ps) == 0 {
-		if cfg.PartnersFile != "" {
-			return nil, fmt.Errorf("partners file %s: no partners; give some, or -demo for the demo partner", cfg.PartnersFile)
-		}
-		return nil, errors.New("no partners: give -partners FILE for your partners, or -demo for the demo partner")
-	}
-	return ps, nil
 }
 
 // loadClickKeys returns the configured click keys, the first of which

@@ -58,10 +58,11 @@ type live struct {
 	// replicas, when set, tell the other replicas of each catalog this one
 	// swaps in, and name the version they agreed on.
 	replicas *replicas
-	// budgets are the advertisers' daily budgets, set before the first
-	// refresh: a catalog in which a budgeted advertiser bids in another
-	// currency is refused (budget.CheckCurrencies).
-	budgets map[string]accounts.Budget
+	// pending, under mu, are the partners and advertisers a reload read
+	// from changed files, served with its catalog (accounts.go); newGate
+	// makes the budget gate of new budgets.
+	pending *accountSet
+	newGate func(context.Context, map[string]accounts.Budget) (*budget.Gate, error)
 
 	cur atomic.Pointer[version]
 	mu  sync.Mutex // one refresh at a time
@@ -95,6 +96,8 @@ type version struct {
 	api      *api.Catalog
 	ads      []match.Ad
 	loadedAt time.Time
+	// acc are the partners and advertisers served with it.
+	acc *accountSet
 }
 
 // newLive reads the catalog the configuration names, or fixed, and builds
@@ -270,7 +273,7 @@ func (l *live) reloadAs(ctx context.Context, force bool, from string) api.Reload
 	defer l.mu.Unlock()
 	start := time.Now()
 	l.took.read, l.took.index, l.took.shards = 0, 0, 0
-	res := l.refresh(ctx, force)
+	res := l.refreshAll(ctx, force)
 	cur := l.cur.Load()
 	res.Version, res.Ads = cur.api.Version, len(cur.ads)
 	attrs := []any{"result", res.Result, "version", res.Version, "ads", res.Ads, "duration_ms", time.Since(start).Milliseconds(),
@@ -278,9 +281,12 @@ func (l *live) reloadAs(ctx context.Context, force bool, from string) api.Reload
 	if from != "" {
 		attrs = append(attrs, "announced_by", from)
 	}
+	if res.Accounts != "" {
+		attrs = append(attrs, "accounts", res.Accounts)
+	}
 	switch res.Result {
 	case resultRefused, resultFailed:
-		l.log.Warn("catalog refresh: the catalog served stays", append(attrs, "err", res.Error)...)
+		l.log.Warn("catalog refresh: the catalog, partners and advertisers served stay", append(attrs, "err", res.Error)...)
 	default:
 		l.log.Info("catalog refresh", attrs...)
 	}
@@ -331,8 +337,8 @@ func (l *live) refresh(ctx context.Context, force bool) api.Reload {
 	l.stale = true
 	// Neither force nor the replicas' word passes this check: the ledger
 	// would bill no click of such an ad, which answers would still show.
-	if err := budget.CheckCurrencies(ads, l.budgets); err != nil {
-		return api.Reload{Result: resultRefused, Error: summary(fmt.Errorf("budgets: %w", err))}
+	if err := budget.CheckCurrencies(ads, l.nextAccounts(prev).budgets); err != nil {
+		return api.Reload{Result: resultRefused, Error: summary(l.budgetsError(err))}
 	}
 	if !force && (l.replicas == nil || version() != l.replicas.agreed()) {
 		if err := l.check(len(prev.ads), len(ads)); err != nil {
@@ -352,7 +358,7 @@ func (l *live) refresh(ctx context.Context, force bool) api.Reload {
 		return api.Reload{Result: resultFailed, Error: summary(err)}
 	}
 	next.api.Version = ver
-	l.cur.Store(next)
+	l.cur.Store(next.with(l.nextAccounts(prev)))
 	l.stale = false
 	l.recompress(next.api.Shards)
 	return api.Reload{Result: resultSwapped}

@@ -17,6 +17,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -39,15 +41,16 @@ type Spender interface {
 var _ Spender = clicks.BoltRollups{}
 
 // Flags tell the replicas of one deployment which advertisers spent their
-// daily budget: the Gate whose click reaches a budget raises its flag, and
-// every Gate reads them (Sync) and stops those ads as its own clicks would
-// have. redisstore.BudgetFlags keeps them in Redis. Flags are a hint: the
+// daily budget: the Gate whose click reaches a budget raises its flag
+// ("id@budget micros", so that a replica given a larger budget by a
+// reload is not stopped by a smaller one's), and every Gate reads them
+// (Sync) and stops those ads as its own clicks would have. redisstore.BudgetFlags keeps them in Redis. Flags are a hint: the
 // ledger still bills no click over a budget, so a flag lost costs only
 // clicks that do not bill.
 type Flags interface {
-	// Raise marks advertiser's budget spent on the UTC day of at.
-	Raise(ctx context.Context, advertiser string, at time.Time) error
-	// Raised returns the advertisers marked on the UTC day of at.
+	// Raise marks flag, an advertiser's budget spent, on the UTC day of at.
+	Raise(ctx context.Context, flag string, at time.Time) error
+	// Raised returns the flags marked on the UTC day of at.
 	Raised(ctx context.Context, at time.Time) ([]string, error)
 }
 
@@ -210,7 +213,7 @@ func (g *Gate) Clicked(ctx context.Context, c *clicks.Click) error {
 				d.stop(i)
 			}
 			if g.flags != nil {
-				if err := g.flags.Raise(ctx, c.Advertiser, c.Time); err != nil {
+				if err := g.flags.Raise(ctx, flagOf(c.Advertiser, b.DailyMicros), c.Time); err != nil {
 					return fmt.Errorf("budget: raising the flag of %s: %w", c.Advertiser, err)
 				}
 			}
@@ -235,12 +238,16 @@ func (g *Gate) Sync(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("budget: reading the flags: %w", err)
 	}
-	for _, id := range raised {
+	for _, f := range raised {
+		id, spentAt := parseFlag(f)
 		i, ok := slices.BinarySearch(g.ids, id)
 		if !ok {
 			continue
 		}
 		b := g.budgets[i]
+		if spentAt > 0 && spentAt < b.DailyMicros {
+			continue // spent against a smaller budget than this gate's
+		}
 		for {
 			old := d.spent[i].Load()
 			if old >= b.DailyMicros || d.spent[i].CompareAndSwap(old, b.DailyMicros) {
@@ -252,6 +259,23 @@ func (g *Gate) Sync(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// flagOf is the flag raised for advertiser id once its daily budget of
+// daily micros is spent. The budget rides with the id: a replica whose
+// budget for it is larger (a reload raised it) keeps showing its ads.
+func flagOf(id string, daily int64) string { return id + "@" + strconv.FormatInt(daily, 10) }
+
+// parseFlag reads a flag: the advertiser, and the budget it spent, or 0
+// for a flag that names none, which stops the advertiser whatever its
+// budget.
+func parseFlag(f string) (id string, daily int64) {
+	if i := strings.LastIndexByte(f, '@'); i >= 0 {
+		if n, err := strconv.ParseInt(f[i+1:], 10, 64); err == nil && n > 0 {
+			return f[:i], n
+		}
+	}
+	return f, 0
 }
 
 // Spent returns what the advertiser spent today as the gate knows it.

@@ -58,7 +58,7 @@ func TestGateFlags(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if !slices.Equal(f.raised, []string{"a.example"}) {
+	if !slices.Equal(f.raised, []string{"a.example@10"}) {
 		t.Errorf("raised %v, want a.example once, on the click that spent its budget", f.raised)
 	}
 
@@ -91,4 +91,46 @@ func TestGateFlags(t *testing.T) {
 	if none.Sync(context.Background()) != nil {
 		t.Error("a nil Gate's Sync failed")
 	}
+}
+
+// A flag raised against a smaller budget than a gate's does not stop the
+// advertiser there (a reload raised its budget); one raised against the
+// same or a larger budget, or one that names no budget, does.
+func TestGateFlagsCarryTheirBudget(t *testing.T) {
+	ix := testIndex(t)
+	groups := ix.AdvertiserGroups()
+	now := day0.Add(10 * time.Hour)
+	budgets := map[string]accounts.Budget{
+		"a.example": {DailyMicros: 20, Pacing: accounts.ASAP},
+		"b.example": {DailyMicros: 20, Pacing: accounts.ASAP},
+		"c.example": {DailyMicros: 20, Pacing: accounts.ASAP},
+	}
+	f := &flags{raised: []string{"a.example@10", "b.example@20", "c.example"}}
+	g, err := New(context.Background(), Options{Budgets: budgets, Spent: &spends{m: map[string]int64{}},
+		Now: func() time.Time { return now }, Flags: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := g.Exclude(ix), []uint32{groups["b.example"], groups["c.example"]}; !slices.Equal(got, want) {
+		t.Errorf("Exclude %v, want %v: b.example's and c.example's, not a.example's", got, want)
+	}
+}
+
+// FuzzParseFlag: a flag read back from the shared store never panics,
+// and one the gate raised reads back as its advertiser and budget.
+func FuzzParseFlag(f *testing.F) {
+	f.Add("a.example", int64(10))
+	f.Add("x@y", int64(1))
+	f.Fuzz(func(t *testing.T, id string, daily int64) {
+		parseFlag(id)
+		if daily <= 0 {
+			return
+		}
+		if got, n := parseFlag(flagOf(id, daily)); got != id || n != daily {
+			t.Errorf("parseFlag(flagOf(%q, %d)) = %q, %d", id, daily, got, n)
+		}
+	})
 }

@@ -134,6 +134,12 @@ type FetchOptions struct {
 	// MaxBytes bounds a feed's bytes, as read and once decompressed; zero
 	// is 1 GiB.
 	MaxBytes int64
+	// Proxy picks the proxy of a request, as http.Transport's Proxy does;
+	// nil is http.ProxyFromEnvironment: HTTPS_PROXY for https URLs,
+	// HTTP_PROXY for http ones (or their lower-case forms), except the
+	// hosts NO_PROXY names and loopback ones. Through a proxy the Fetcher
+	// sees the proxy's address, not the feed server's (see Fetcher).
+	Proxy func(*http.Request) (*url.URL, error)
 
 	// resolve, in tests, makes names resolve to chosen addresses; nil is
 	// the system's resolver.
@@ -158,8 +164,14 @@ var ErrTooLarge = errors.New("feed is larger than the size cap")
 // to any name, however it resolves then) may go to an address that is
 // not public: a merchant's server cannot lead the Fetcher into the
 // operator's network or to the cloud metadata address. Each request has
-// a connection of its own, judged when it is dialled, and no proxy hides
-// the address.
+// a connection of its own, judged when it is dialled.
+//
+// A request through the operator's proxy (FetchOptions.Proxy) connects
+// to the proxy, whose address is all the guard sees: the proxy is trusted,
+// and refusing a feed server's redirect into the operator's network is
+// then the proxy's job. The server it reached is taken for a public one,
+// so a later connection of the fetch made without the proxy (to a host
+// NO_PROXY names) may not go to an address that is not public.
 type Fetcher struct {
 	opts   FetchOptions
 	client *http.Client
@@ -193,11 +205,14 @@ func NewFetcher(opts FetchOptions) *Fetcher {
 	if opts.resolve == nil {
 		opts.resolve = egress.SystemResolver
 	}
+	if opts.Proxy == nil {
+		opts.Proxy = http.ProxyFromEnvironment
+	}
 	f := &Fetcher{opts: opts, guard: egress.New(opts.guard...), last: map[string]*fetched{}}
 	d := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second, ControlContext: f.control}
 	f.client = &http.Client{
 		Transport: &http.Transport{
-			Proxy: nil, // a proxy would hide the address from the guard
+			Proxy: noteProxy(opts.Proxy),
 			DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 				return f.dial(ctx, d, network, addr)
 			},

@@ -371,6 +371,11 @@ const (
 	// ReasonRateLimited: the client's network was over the redirect's
 	// request limit; the click lands but is not judged.
 	ReasonRateLimited = "rate_limited"
+	// ReasonLate: the click was spooled while the shared record did not
+	// answer and reached it more than ShipHorizon after it was made, when
+	// the record may no longer keep the decision, windows and caps of its day (the
+	// /48's count would start from zero): it lands unbilled.
+	ReasonLate = "late"
 )
 
 // Reasons lists every reason a click is not billable, in the order

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"github.com/goccy/go-json"
 	bolt "go.etcd.io/bbolt"
@@ -23,6 +24,18 @@ type Spooled struct {
 // unreachable: shipping it again would fail again.
 var ErrRefused = errors.New("the record refuses it")
 
+// ShipHorizon is how old a spooled click may be when it is shipped and
+// still bill. The shared record judges a click by its link's decision
+// (used once), by its network's claims of the AdWindow before it and of
+// its UTC day, and by its /48's count of that day. Postgres keeps a
+// network's claims three days behind its newest and the /48s' counts of
+// the newest click's day and the two before, so it holds them for a click
+// of the last two days; it keeps a decision ShipHorizon and an hour past
+// the link's expiry, so a click made before the expiry and shipped within
+// the horizon finds the decision a live click or another spool used. The
+// hour less is for servers' clocks that disagree.
+const ShipHorizon = 2*24*time.Hour - time.Hour
+
 // Shipper is the shared record a Spool's clicks belong in (pgstore.Ledger).
 type Shipper interface {
 	// Ship records the clicks of batch durably in one step, each as
@@ -30,7 +43,10 @@ type Shipper interface {
 	// keeps its reason; one that billed is settled again), and sets each
 	// Click's final Billable and Reason. A click whose ID the record holds
 	// already is not recorded again: it gets the verdict recorded then.
-	// After an error none of batch is recorded.
+	// After an error none of batch is recorded. A click that billed where
+	// it was spooled and is shipped more than ShipHorizon after its time,
+	// by the shipping server's clock, is ReasonLate: the record may have
+	// forgotten the decision, windows and caps that would judge it.
 	Ship(ctx context.Context, batch []Spooled) error
 	// Ping reports whether the record answers.
 	Ping(ctx context.Context) error

@@ -187,6 +187,11 @@ const (
 	robotsRead        robotsUnread = iota
 	robotsUnreachable              // the host took no connection
 	robotsServerError              // a 5xx, or a body cut short
+	// robotsRefusedHop: the host's robots.txt redirects to an address or
+	// a URL the guard refuses. The refusal (e.err) is the host's answer
+	// for as long as a robots.txt read, so that its pages do not walk the
+	// chain again, each of them up to six requests.
+	robotsRefusedHop
 )
 
 type robotsEntry struct {
@@ -542,12 +547,14 @@ func (f *Fetcher) checkRobots(ctx context.Context, u *url.URL) error {
 	if owner {
 		e.data, e.why, e.err = f.fetchRobots(ctx, key)
 		e.expires = f.now().Add(f.o.RobotsTTL)
-		if e.why != robotsRead {
-			e.expires = f.now().Add(min(unreachableRobotsTTL, f.o.RobotsTTL))
-		}
-		if e.err != nil {
-			// A refused address or a cancelled fetch is not cached.
+		switch {
+		case e.why == robotsRefusedHop:
+		case e.err != nil:
+			// The page's own address refused (no request was sent) or a
+			// cancelled fetch is not cached.
 			e.expires = time.Time{}
+		case e.why != robotsRead:
+			e.expires = f.now().Add(min(unreachableRobotsTTL, f.o.RobotsTTL))
 		}
 		close(e.ready)
 	} else {
@@ -605,7 +612,7 @@ func (f *Fetcher) evictRobots() {
 // everything, and so does a chain of more than five redirects; a 5xx or an
 // unreachable host disallows everything (why says which). An address the
 // guard refuses, on the first request or a redirect, is an error, so the
-// page fails for that reason.
+// page fails for that reason; on a redirect, why is robotsRefusedHop.
 func (f *Fetcher) fetchRobots(ctx context.Context, origin string) (data *robotstxt.RobotsData, why robotsUnread, err error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, origin+"/robots.txt", nil)
 	if err != nil {
@@ -632,8 +639,13 @@ func (f *Fetcher) fetchRobots(ctx context.Context, origin string) (data *robotst
 		// robots.txt disallowing everything as an unreachable host is;
 		// so is the page's own host unknown, but not a redirect's.
 		ce := classify(ctx, err)
-		if errors.Is(ce, ErrProhibitedAddress) || errors.Is(ce, ErrRedirectScheme) ||
-			errors.Is(ce, ErrHostNotFound) && !redirected || ctx.Err() != nil {
+		if ctx.Err() != nil || errors.Is(ce, ErrHostNotFound) && !redirected {
+			return nil, robotsRead, ce
+		}
+		if errors.Is(ce, ErrProhibitedAddress) || errors.Is(ce, ErrRedirectScheme) {
+			if redirected {
+				return nil, robotsRefusedHop, ce
+			}
 			return nil, robotsRead, ce
 		}
 		// Only a page's host that took no connection is unreachable; one

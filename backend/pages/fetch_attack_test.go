@@ -424,3 +424,14 @@ func TestFetchJudgesTheDeclaredTypeFirst(t *testing.T) {
 		t.Errorf("a 30 KB media type: %.200v, want not HTML (unknown)", err)
 	}
 }
+
+// TestFetchUsesNoProxy: the page fetcher connects to the page's server
+// itself, whatever HTTPS_PROXY and HTTP_PROXY say (the catalog's feed
+// fetcher honours them): through a proxy the guard would judge the
+// proxy's address, and a page could lead the proxy anywhere.
+func TestFetchUsesNoProxy(t *testing.T) {
+	f := newFetcher(t, FetchOptions{})
+	if f.tr.Proxy != nil {
+		t.Fatal("the page fetcher's transport picks a proxy")
+	}
+}

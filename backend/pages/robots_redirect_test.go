@@ -235,7 +235,9 @@ func TestFetchRobotsRedirectChains(t *testing.T) {
 // private, metadata or unique-local address (by name or literal), to a
 // port the guard does not allow, to a scheme other than http and https
 // or to credentials is refused like a page's: nothing is dialled there,
-// and the page fails for that reason, uncached.
+// and the page fails for that reason. The refusal is cached for the host
+// as a robots.txt read is: the next page does not ask again until
+// RobotsTTL has passed.
 func TestFetchRobotsRedirectRefused(t *testing.T) {
 	var reached atomic.Int32
 	private := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -264,7 +266,6 @@ func TestFetchRobotsRedirectRefused(t *testing.T) {
 		"meta6.test": "fd00:ec2::254", "mapped.test": "::ffff:127.0.0.1", "ten.test": "10.0.0.1",
 		"other.test": testnet.StandIn,
 	}
-	f := guarded(t, answers, nil)
 	for _, c := range []struct {
 		location string
 		err      error
@@ -288,16 +289,27 @@ func TestFetchRobotsRedirectRefused(t *testing.T) {
 	} {
 		t.Run(c.location, func(t *testing.T) {
 			target.Store("site.test", c.location)
+			f := guarded(t, answers, nil)
+			now := time.Now()
+			f.now = func() time.Time { return now }
 			before := site.hitsAt("site.test/robots.txt")
-			for range 2 { // not cached: each fetch asks again
+			fetch := func() {
+				t.Helper()
 				_, err := f.Fetch(context.Background(), site.url("site.test", "/page"), nil)
 				var fe *FetchError
 				if !errors.Is(err, c.err) || !errors.As(err, &fe) || fe.Reason != c.reason {
 					t.Fatalf("Fetch = %v, want %v (%s)", err, c.err, c.reason)
 				}
 			}
+			fetch()
+			fetch() // cached: not asked again
+			if n := site.hitsAt("site.test/robots.txt") - before; n != 1 {
+				t.Errorf("robots.txt asked for %d times by two fetches, want 1", n)
+			}
+			now = now.Add(DefaultRobotsTTL + time.Second)
+			fetch()
 			if n := site.hitsAt("site.test/robots.txt") - before; n != 2 {
-				t.Errorf("robots.txt asked for %d times by two fetches, want 2", n)
+				t.Errorf("robots.txt asked for %d times once its refusal expired, want 2", n)
 			}
 		})
 	}
@@ -311,6 +323,54 @@ func TestFetchRobotsRedirectRefused(t *testing.T) {
 	}
 	if n := reached.Load(); n != 0 {
 		t.Fatalf("a refused address was reached %d times", n)
+	}
+}
+
+// TestFetchRobotsRefusedChainCached: a robots.txt whose redirects lead,
+// after public hops, to a refused address costs its host the walk once:
+// the pages after the first fail for the same reason without a request,
+// and a page of another host walks its own chain.
+func TestFetchRobotsRefusedChainCached(t *testing.T) {
+	hop := func(to string) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Location", to)
+			w.WriteHeader(http.StatusMovedPermanently)
+		}
+	}
+	var requests atomic.Int32
+	site := serveHostsOn(t, testnet.StandIn, map[string]http.HandlerFunc{
+		"site.test": func(w http.ResponseWriter, r *http.Request) {
+			requests.Add(1)
+			switch r.URL.Path {
+			case "/robots.txt":
+				hop("/hop1")(w, r)
+			case "/hop1":
+				hop("/hop2")(w, r)
+			case "/hop2":
+				hop("http://inner.test/robots.txt")(w, r)
+			default:
+				t.Errorf("the page %s was requested", r.URL)
+			}
+		},
+		"other.test": func(w http.ResponseWriter, r *http.Request) {
+			requests.Add(1)
+			hop("http://inner.test/robots.txt")(w, r)
+		},
+	})
+	f := guarded(t, map[string]string{"site.test": testnet.StandIn, "other.test": testnet.StandIn,
+		"inner.test": "127.0.0.1"}, nil)
+	for i, want := range []int32{3, 3, 3, 4} {
+		host := "site.test"
+		if i == 3 {
+			host = "other.test"
+		}
+		_, err := f.Fetch(context.Background(), site.url(host, fmt.Sprint("/page", i)), nil)
+		if !errors.Is(err, ErrProhibitedAddress) {
+			t.Fatalf("fetch %d of %s: %v, want ErrProhibitedAddress", i, host, err)
+		}
+		if n := requests.Load(); n != want {
+			t.Errorf("after fetch %d of %s: %d requests, want %d", i, host, n, want)
+		}
 	}
 }
 

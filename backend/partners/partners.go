@@ -6,6 +6,7 @@
 package partners
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -214,15 +215,20 @@ func WithDemo(ps []Partner) []Partner {
 
 // Load reads the partners of a JSON file, {"partners":[...]}.
 func Load(path string) ([]Partner, error) {
-	f, err := os.Open(path)
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	return Parse(path, b)
+}
+
+// Parse reads the partners of the JSON b, {"partners":[...]}, of the file
+// path, which its errors name; unknown fields are errors.
+func Parse(path string, b []byte) ([]Partner, error) {
 	var file struct {
 		Partners []Partner `json:"partners"`
 	}
-	dec := json.NewDecoder(f)
+	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&file); err != nil {
 		return nil, fmt.Errorf("partners file %s: %w", path, err)

@@ -127,3 +127,32 @@ func TestStaticLimits(t *testing.T) {
 		t.Errorf("negative limit: %v, want an error", err)
 	}
 }
+
+// FuzzParse: whatever a partners file holds, Parse and NewStatic never
+// panic, an error names the file, and a registry made resolves each of
+// its partners' sites.
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(`{"partners":[{"api_key":"k","sites":[{"id":"s","domains":["a.example"]}]}]}`))
+	f.Add([]byte(`{"partners":[{"api_key":"k","sites":[]},{"api_key":"k","sites":[]}]}`))
+	f.Add([]byte(`{"partners":[{"api_key":"k",`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ps, err := Parse("p.json", b)
+		if err != nil {
+			if !strings.Contains(err.Error(), "partners file p.json") {
+				t.Fatalf("the error does not name the file: %v", err)
+			}
+			return
+		}
+		s, err := NewStatic(ps)
+		if err != nil {
+			return
+		}
+		for _, p := range ps {
+			for _, site := range p.Sites {
+				if _, err := s.Site(context.Background(), p.APIKey, site.ID); err != nil {
+					t.Fatalf("partner %q site %q: %v", p.APIKey, site.ID, err)
+				}
+			}
+		}
+	})
+}

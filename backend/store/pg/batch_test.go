@@ -22,7 +22,7 @@ import (
 // second's can: a network, a decision, an id and a budget twice or more
 // (the path click after click).
 func TestBatchJudgesAsClickAfterClick(t *testing.T) {
-	at := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	at := recently()
 	exp := at.Add(time.Hour)
 	click := func(id, ip, ad, advertiser string, bid int64) clicks.Click {
 		return clicks.Click{ID: id, Time: at, AdID: ad, AdType: "advertiser", Type: "search", APIKey: "k", SiteID: "s",

@@ -181,7 +181,7 @@ func recordArgs(ps []*pendingClick) []any {
 	for i, p := range ps {
 		c, u := p.click, p.use
 		at[i], bid[i], budget[i], limit[i] = nanos(c.Time), c.BidMicros, u.Budget, int32(max(u.Limit, 0))
-		hour[i], day[i], forget[i] = hourOf(c.Time), dayOf(c.Time), nanos(c.Time.Add(-forgetAfter))
+		hour[i], day[i], forget[i] = hourOf(c.Time), dayOf(c.Time), forgetBefore(c.Time)
 		if u.D != "" {
 			expires[i] = nanos(u.Expires)
 		}
@@ -240,13 +240,23 @@ func clean(s string) string {
 // table already holds writes nothing and gets the verdict recorded then:
 // shipping a click again (after a crash between the commit and the
 // spool's removal, or after a Record whose answer was lost) records it
-// once. Each click's Billable and Reason are set to the final verdict.
+// once. A click older than clicks.ShipHorizon that billed where it was
+// spooled is clicks.ReasonLate. Each click's Billable and Reason are set
+// to the final verdict.
 func (l Ledger) Ship(ctx context.Context, batch []clicks.Spooled) error {
 	ps := make([]*pendingClick, len(batch))
+	late := time.Now().Add(-clicks.ShipHorizon)
 	for i := range batch {
 		c := &batch[i].Click
 		if c.ID == "" || c.Time.IsZero() {
 			return fmt.Errorf("postgres: ship: click %d has no id or no time", i)
+		}
+		if c.Reason == "" && c.Time.Before(late) {
+			// Its network's claims and its /48's count may be forgotten:
+			// judged by them, it could bill past the caps.
+			lc := *c
+			lc.Billable, lc.Reason = false, clicks.ReasonLate
+			c = &lc
 		}
 		ps[i] = &pendingClick{network: clicks.Network(c.IP), click: c, use: batch[i].Use}
 	}

@@ -44,9 +44,11 @@ func (d Decisions) Use(ctx context.Context, id string, at, expires time.Time) (b
 // expired.
 const forgetEvery = 1024
 
-// forgetAfter is how long past its expiry an id is kept: servers' clocks
-// differ, and one behind must still find the ids it could bill.
-const forgetAfter = time.Hour
+// forgetAfter is how long past its expiry an id is kept: as long as a
+// click made before the expiry may be shipped from a server's spool and
+// still bill (clicks.ShipHorizon), so that a replay spooled elsewhere
+// finds the id used live, and an hour more, as servers' clocks differ.
+const forgetAfter = clicks.ShipHorizon + time.Hour
 
 // useDecision records a use of id in tx and reports whether it was the
 // first. A concurrent insert of the same id waits for this one's
@@ -58,11 +60,21 @@ func useDecision(ctx context.Context, tx pgx.Tx, id string, at, expires time.Tim
 		return false, err
 	}
 	if rand.IntN(forgetEvery) == 0 {
-		if _, err := tx.Exec(ctx, `DELETE FROM decisions WHERE expires_ns < $1`, nanos(at.Add(-forgetAfter))); err != nil {
+		if err := forgetDecisions(ctx, tx, at); err != nil {
 			return false, err
 		}
 	}
 	return tag.RowsAffected() == 1, nil
+}
+
+// forgetBefore is the expiry, in nanoseconds, of the ids a use at at
+// forgets: those that expired before it.
+func forgetBefore(at time.Time) int64 { return nanos(at.Add(-forgetAfter)) }
+
+// forgetDecisions forgets in tx the ids a use at at forgets.
+func forgetDecisions(ctx context.Context, tx pgx.Tx, at time.Time) error {
+	_, err := tx.Exec(ctx, `DELETE FROM decisions WHERE expires_ns < $1`, forgetBefore(at))
+	return err
 }
 
 // Windows are clicks.Windows in the window_claims table: a row per

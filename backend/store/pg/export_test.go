@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -57,4 +58,18 @@ func (f *Floor) insert(batch []*pendingClick) {
 	for _, p := range batch {
 		p.err = err
 	}
+}
+
+// ForgetDecisions runs the clean-ups of the decisions as a use at at runs
+// them, now rather than once in forgetEvery uses: Decisions.Use's, and
+// adlink_record_clicks' DELETE with the forget argument recordArgs gives
+// a click at at.
+func ForgetDecisions(ctx context.Context, db *DB, at time.Time) error {
+	if err := db.inTx(ctx, func(tx pgx.Tx) error { return forgetDecisions(ctx, tx, at) }); err != nil {
+		return err
+	}
+	c := clicks.Click{Time: at}
+	forget := recordArgs([]*pendingClick{{click: &c}})[22]
+	_, err := db.pool.Exec(ctx, `DELETE FROM decisions WHERE expires_ns < (SELECT min(x) FROM unnest($1::bigint[]) AS x)`, forget)
+	return err
 }

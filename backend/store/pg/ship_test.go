@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/adlink/adlink/backend/clicks"
@@ -32,7 +34,7 @@ func TestShipRecordsEachClickOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	at := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	at := recently()
 	exp := at.Add(time.Hour)
 	click := func(id string, n int) clicks.Click {
 		return clicks.Click{ID: id, Time: at.Add(time.Duration(n) * time.Second), AdID: "a", AdType: "advertiser", Type: "search",
@@ -107,7 +109,7 @@ func TestShipImpressionsOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	at := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	at := recently()
 	imps := []clicks.Impression{
 		{Time: at, AdID: "a", AdType: "advertiser", Type: "intext", APIKey: "k", SiteID: "s", Page: "https://blog.example/1"},
 		{Time: at, AdID: "b", AdType: "advertiser", Type: "intext", APIKey: "k", SiteID: "s", Page: "https://blog.example/1"},
@@ -155,7 +157,7 @@ func TestSpoolerSetsAsideWhatPostgresRefuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	at := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	at := recently()
 	for i, bid := range []int64{100, math.MaxInt64, math.MaxInt64, 100} {
 		c := clicks.Click{ID: fmt.Sprint("c", i), Time: at, AdID: fmt.Sprint("a", i), AdType: "advertiser", Type: "search",
 			APIKey: "k", SiteID: "s", IP: fmt.Sprintf("198.51.100.%d", i+1), Advertiser: fmt.Sprint("shop", bid, ".example"), BidMicros: bid,
@@ -226,7 +228,7 @@ func TestSpoolHoldsTheBudgetsCurrency(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	at := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	at := recently()
 	click := func(n int, currency string) clicks.Click {
 		return clicks.Click{ID: fmt.Sprint("c", n), Time: at, AdID: fmt.Sprint("a", n), AdType: "advertiser", Type: "search",
 			APIKey: "k", SiteID: "s", IP: fmt.Sprintf("198.51.100.%d", n+1), Advertiser: "shop.example", BidMicros: 1_000_000,
@@ -266,5 +268,143 @@ func TestSpoolHoldsTheBudgetsCurrency(t *testing.T) {
 	eur := click(2, "EUR")
 	if err := db.Ledger().Record(t.Context(), &eur, use(2)); err != nil || !eur.Billable {
 		t.Errorf("the first EUR click: %v, billable %v %q", err, eur.Billable, eur.Reason)
+	}
+}
+
+// recently is a whole hour of the last two: clicks of it shipped now are
+// well inside clicks.ShipHorizon.
+func recently() time.Time { return time.Now().UTC().Truncate(time.Hour).Add(-time.Hour) }
+
+// A spool shipped after an outage longer than clicks.ShipHorizon cannot
+// bill its older clicks: Postgres has forgotten their /48's count of the
+// day (as its occasional clean-up does), and judged from zero a /48 at
+// its cap that day would bill again. Those clicks are recorded as late,
+// whatever the caps; a click that did not bill keeps its reason, one the
+// record holds already keeps its verdict, and within the horizon the
+// /48's cap still holds.
+func TestShipRefusesClicksOlderThanTheCounts(t *testing.T) {
+	url := testpg.New(t)
+	db, err := pgstore.Open(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	old := recently().Add(-3 * 24 * time.Hour)
+	click := func(id string, at time.Time, net int) clicks.Click {
+		return clicks.Click{ID: id, Time: at, AdID: "a" + id, AdType: "advertiser", Type: "search", APIKey: "k",
+			SiteID: "s", IP: fmt.Sprintf("2001:db8:48:%x::1", net), UserAgent: "Mozilla/5.0", Advertiser: "shop.example",
+			BidMicros: 100, Currency: "EUR", Billable: true}
+	}
+	in48 := func(id string) clicks.Use {
+		return clicks.Use{D: id, Expires: time.Now().Add(time.Hour), PrefixLimit: 2}
+	}
+	// The /48 bills its cap of two on the old day, live.
+	var live []clicks.Click
+	for i := range 2 {
+		c := click(fmt.Sprint("live", i), old, i+1)
+		if err := db.Ledger().Record(t.Context(), &c, in48(c.ID)); err != nil || !c.Billable {
+			t.Fatalf("Record: %v, billable %v %q", err, c.Billable, c.Reason)
+		}
+		live = append(live, c)
+	}
+	conn, err := pgx.Connect(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(t.Context(), `DELETE FROM prefix_clicks`); err != nil {
+		t.Fatal(err)
+	}
+	bot := click("old-bot", old, 9)
+	bot.Billable, bot.Reason = false, clicks.ReasonBot
+	batch := []clicks.Spooled{
+		{Click: live[0], Use: in48(live[0].ID)}, // shipped again: the record holds it
+		{Click: bot, Use: in48(bot.ID)},
+		{Click: click("edge-out", time.Now().Add(-clicks.ShipHorizon-time.Minute), 20), Use: in48("edge-out")},
+		{Click: click("edge-in", time.Now().Add(-clicks.ShipHorizon+time.Minute), 21), Use: in48("edge-in")},
+	}
+	want := map[string]string{live[0].ID: "", bot.ID: clicks.ReasonBot, "edge-out": clicks.ReasonLate, "edge-in": ""}
+	for i := range 5 {
+		id := fmt.Sprint("old", i)
+		batch, want[id] = append(batch, clicks.Spooled{Click: click(id, old.Add(time.Duration(i)*time.Second), 10+i), Use: in48(id)}), clicks.ReasonLate
+	}
+	for i := range 3 {
+		id := fmt.Sprint("now", i)
+		batch = append(batch, clicks.Spooled{Click: click(id, recently().Add(time.Duration(i)*time.Second), 30+i), Use: in48(id)})
+		want[id] = map[bool]string{true: clicks.ReasonPrefixCap}[i == 2]
+	}
+	if err := db.Ledger().Ship(t.Context(), batch); err != nil {
+		t.Fatal(err)
+	}
+	for _, sp := range batch {
+		if w := want[sp.Click.ID]; sp.Click.Reason != w || sp.Click.Billable != (w == "") {
+			t.Errorf("shipped %s: billable %v %q, want %q", sp.Click.ID, sp.Click.Billable, sp.Click.Reason, w)
+		}
+	}
+	recorded := map[string]string{}
+	db.Clicks().Scan(t.Context(), time.Time{}, time.Time{}, func(c clicks.Click) error {
+		recorded[c.ID] = c.Reason
+		if c.Billable != (c.Reason == "") {
+			t.Errorf("recorded %s: billable %v %q", c.ID, c.Billable, c.Reason)
+		}
+		return nil
+	})
+	for id, w := range want {
+		if r, ok := recorded[id]; !ok || r != w {
+			t.Errorf("recorded %s: %q (held %v), want %q", id, r, ok, w)
+		}
+	}
+	late := slices.Index(clicks.Reasons, clicks.ReasonLate)
+	var rolled clicks.Measures
+	day := old.Truncate(24 * time.Hour)
+	db.Rollups().ScanRollups(t.Context(), clicks.Day, day, day.Add(24*time.Hour), func(r *clicks.Rollup) error {
+		rolled.Add(&r.Measures)
+		return nil
+	})
+	if late < 0 || rolled.Unbilled[late] != 5 || rolled.Billable != 2 {
+		t.Errorf("the old day's rollups count %+v, want 2 billable and 5 late", rolled)
+	}
+}
+
+// A link's decision is kept as long as a click on it may be shipped: a
+// replay of a live click, billed and spooled from another network while
+// Postgres did not answer, shipped hours after the link expired and after
+// the decisions' clean-up ran, is a repeat, not a second bill. Ids long
+// past that are forgotten.
+func TestShipFindsDecisionsWithinTheHorizon(t *testing.T) {
+	db, err := pgstore.Open(t.Context(), testpg.New(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	now := time.Now()
+	exp := now.Add(-5 * time.Hour) // the link expired five hours ago
+	click := func(id, ip string, at time.Time) clicks.Click {
+		return clicks.Click{ID: id, Time: at, AdID: "a", AdType: "advertiser", Type: "search", APIKey: "k", SiteID: "s",
+			IP: ip, UserAgent: "Mozilla/5.0", Advertiser: "shop.example", BidMicros: 100, Currency: "EUR", Billable: true}
+	}
+	live := click("live", "198.51.100.7", exp.Add(-10*time.Minute))
+	if err := db.Ledger().Record(t.Context(), &live, clicks.Use{D: "d1", Expires: exp}); err != nil || !live.Billable {
+		t.Fatalf("Record: %v, billable %v %q", err, live.Billable, live.Reason)
+	}
+	old := now.Add(-4 * 24 * time.Hour)
+	if first, err := db.Decisions().Use(t.Context(), "d-old", old, old.Add(time.Hour)); err != nil || !first {
+		t.Fatalf("Use d-old: %v %v", first, err)
+	}
+	if err := pgstore.ForgetDecisions(t.Context(), db, now); err != nil {
+		t.Fatal(err)
+	}
+	if first, err := db.Decisions().Use(t.Context(), "d-old", old, old.Add(time.Hour)); err != nil || !first {
+		t.Errorf("d-old, four days past its expiry, was not forgotten: %v %v", first, err)
+	}
+	batch := []clicks.Spooled{{Click: click("replay", "203.0.113.9", exp.Add(-5*time.Minute)), Use: clicks.Use{D: "d1", Expires: exp}}}
+	if err := db.Ledger().Ship(t.Context(), batch); err != nil {
+		t.Fatal(err)
+	}
+	if c := batch[0].Click; c.Billable || c.Reason != clicks.ReasonRepeat {
+		t.Errorf("the replay shipped after the clean-up: billable %v %q, want %q", c.Billable, c.Reason, clicks.ReasonRepeat)
+	}
+	if spent, err := db.Rollups().Spent(t.Context(), "shop.example", live.Time); err != nil || spent != 100 {
+		t.Errorf("spend %d %v, want the live click's 100", spent, err)
 	}
 }
