@@ -79,6 +79,10 @@ type RefreshState struct {
 	At     time.Time `json:"at"`
 	Result string    `json:"result"`
 	Error  string    `json:"error,omitempty"`
+	// Accounts and AccountsError are how the partners and advertisers
+	// files fared, as Reload says.
+	Accounts      string `json:"accounts,omitempty"`
+	AccountsError string `json:"accounts_error,omitempty"`
 }
 
 // catalogKey is the context key of the request's Catalog.

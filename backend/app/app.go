@@ -250,7 +250,7 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 	if a.Budget, err = cat.newGate(context.Background(), acc.budgets); err != nil {
 		return nil, err
 	}
-	acc.gate = a.Budget
+	acc.gate, acc.gateOf = a.Budget, acc.budgets
 	cat.cur.Store(cat.cur.Load().with(acc))
 	if flags != nil {
 		a.syncBudgets(log)
