@@ -127,6 +127,16 @@ func (v *version) with(acc *accountSet) *version {
 	return &version{api: &c, ads: v.ads, loadedAt: v.loadedAt, acc: acc}
 }
 
+// serve swaps in v, whose accounts may be new: their gate takes first
+// what the one served learnt of today's spend since it was made
+// (budget.Gate.Carry; no I/O, under mu).
+func (l *live) serve(v *version) {
+	if prev := l.cur.Load(); prev != nil && prev.acc != nil && v.acc != nil && v.acc.gate != prev.acc.gate {
+		v.acc.gate.Carry(prev.acc.gate)
+	}
+	l.cur.Store(v)
+}
+
 // accounts is the account set served now.
 func (l *live) accounts() *accountSet { return l.cur.Load().acc }
 
@@ -187,7 +197,7 @@ func (l *live) refreshAll(ctx context.Context, force bool) api.Reload {
 		res.Accounts, res.AccountsError = resultRefused, summary(l.budgetsError(err))
 		return res
 	}
-	l.cur.Store(cur.with(next))
+	l.serve(cur.with(next))
 	res.Accounts, res.AccountsError = resultSwapped, acc.AccountsError
 	return res
 }

@@ -244,8 +244,16 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 	// Today's spend is read now, so an advertiser stopped before a
 	// restart stays stopped.
 	// A reload that changes the budgets reads the day's spend again.
+	// The shared flags are read at once: the gate serves before the
+	// next Sync.
 	cat.newGate = func(ctx context.Context, budgets map[string]accounts.Budget) (*budget.Gate, error) {
-		return budget.New(ctx, budget.Options{Budgets: budgets, Spent: a.Rollups, Flags: flags, Now: opts.Now})
+		g, err := budget.New(ctx, budget.Options{Budgets: budgets, Spent: a.Rollups, Flags: flags, Now: opts.Now})
+		if err == nil && flags != nil {
+			if err := g.Sync(ctx); err != nil {
+				log.Warn("budget: the new gate's first read of the shared flags", "err", err)
+			}
+		}
+		return g, err
 	}
 	if a.Budget, err = cat.newGate(context.Background(), acc.budgets); err != nil {
 		return nil, err

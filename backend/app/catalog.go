@@ -361,7 +361,7 @@ func (l *live) refresh(ctx context.Context, force bool) api.Reload {
 		return api.Reload{Result: resultFailed, Error: summary(err)}
 	}
 	next.api.Version = ver
-	l.cur.Store(next.with(acc))
+	l.serve(next.with(acc))
 	l.stale = false
 	l.recompress(next.api.Shards)
 	if accErr != nil {
