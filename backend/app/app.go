@@ -340,21 +340,21 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 	})
 	a.Admin = api.NewAdmin(api.AdminDeps{Metrics: a.Metrics, Reload: a.Reload, Logger: log,
 		Backup: func() (*os.File, error) { return store.Backup(a.db) }})
+	// The partners, report readers and budgets come with each catalog
+	// version (version.with), none from start-up: a version without
+	// them answers 500 rather than serve a set revoked since.
 	a.Handler = api.NewServer(api.Deps{
 		Config:       cfg,
 		Logger:       log,
 		Catalog:      cat.current,
 		CatalogState: cat.state,
-		Partners:     acc.registry,
 		Clicks:       a.Clicks,
 		ClickKeys:    clickKeys,
 		Windows:      windows,
 		Decisions:    decisions,
 		Ledger:       ledger,
 		Impressions:  a.Impressions,
-		Accounts:     a.Accounts,
 		Rollups:      a.Rollups,
-		Budget:       a.Budget,
 		SiteShards:   a.SiteShards,
 		Pages:        pageService,
 		Now:          opts.Now,
