@@ -395,6 +395,20 @@ func TestReloadBudgets(t *testing.T) {
 	if _, l := s.search(t, "key-one", "site-one", adv); len(l) == 0 {
 		t.Error("a budget with room: no ads")
 	}
+	// Lowered below the day's spend (one bid of at least 0.01): the ads
+	// go again; raised again, they are back.
+	for _, c := range []struct {
+		daily string
+		ads   bool
+	}{{"0.01", false}, {room, true}} {
+		writeFile(t, s.advertisers, []byte(budget(c.daily)))
+		if r := s.refresh(t); r.Result != "unchanged" || r.Accounts != "swapped" {
+			t.Fatalf("refresh with the budget at %s: %+v", c.daily, r)
+		}
+		if _, l := s.search(t, "key-one", "site-one", adv); (len(l) > 0) != c.ads {
+			t.Errorf("the budget at %s, %d spent: %d ads, want some: %v", c.daily, first.BidMicros, len(l), c.ads)
+		}
+	}
 	if c := s.click(t, links[2], 3); !c.Billable {
 		t.Errorf("a click under the raised budget: not billable (%s)", c.Reason)
 	}
