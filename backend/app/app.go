@@ -489,13 +489,15 @@ func (a *App) syncBudgets(log *slog.Logger) {
 // Reload refreshes the catalog now, as -catalog-refresh, SIGHUP and POST
 // /admin/reload do: the feeds are read again (a feed that has not changed
 // is not fetched or parsed again), the new catalog is built beside the one
-// serving, checked, and swapped in at once, with the partners and
-// advertisers of their files, read again and checked too when they
-// changed. A refused or failed refresh leaves the catalog, partners and
-// advertisers served as they were; force swaps in a catalog that the
-// catalog's own checks refuse. One refresh runs at a time; a second waits for it. With
-// -redis or -postgres, a catalog swapped in is announced, and the other
-// replicas serve it too.
+// serving, checked, and swapped in at once. The partners and advertisers
+// files are read again too and, when they changed and pass their checks,
+// swapped in with the catalog or alone: each is judged apart, so that a
+// catalog refused or failed keeps no key revoked served, and bad files
+// stop no catalog (Result is the catalog's, Accounts the files').
+// force swaps in a catalog that the catalog's own checks refuse. One
+// refresh runs at a time; a second waits for it. With -redis or
+// -postgres, a catalog swapped in is announced, and the other replicas
+// serve it too.
 func (a *App) Reload(ctx context.Context, force bool) api.Reload { return a.live.reload(ctx, force) }
 
 // Catalog is the catalog served now.
