@@ -16,6 +16,7 @@ import (
 
 	"github.com/adlink/adlink/backend/api"
 	"github.com/adlink/adlink/backend/clicks"
+	"github.com/adlink/adlink/backend/config"
 	"github.com/adlink/adlink/internal/testpg"
 	"github.com/adlink/adlink/internal/testredis"
 	"github.com/adlink/adlink/match"
@@ -45,6 +46,13 @@ func startAccounts(t *testing.T, partners, advertisers string) *accountsServer {
 // of ads (the demo catalog when nil), which the test rewrites on disk.
 func startAccountsFeed(t *testing.T, partners, advertisers string, ads []match.Ad) *accountsServer {
 	t.Helper()
+	return startAccountsWith(t, partners, advertisers, ads, nil)
+}
+
+// startAccountsWith is startAccountsFeed with set, when not nil, changing
+// the configuration.
+func startAccountsWith(t *testing.T, partners, advertisers string, ads []match.Ad, set func(*config.Config)) *accountsServer {
+	t.Helper()
 	dir := t.TempDir()
 	s := &accountsServer{partners: filepath.Join(dir, "partners.json"), tick: make(chan time.Time),
 		refreshed: make(chan api.Reload, 16)}
@@ -63,6 +71,9 @@ func startAccountsFeed(t *testing.T, partners, advertisers string, ads []match.A
 		cfg.Catalogs = []string{s.feed}
 	}
 	cfg.KeyRate, cfg.KeyBurst, cfg.IPRate, cfg.IPBurst = 1e6, 1e6, 1e6, 1e6
+	if set != nil {
+		set(&cfg)
+	}
 	a, err := New(cfg, Options{Refresh: s.tick, OnRefresh: func(r api.Reload) { s.refreshed <- r }})
 	if err != nil {
 		t.Fatal(err)
@@ -677,5 +688,49 @@ func TestReloadAccountsAloneAnnounceNothing(t *testing.T) {
 	}
 	if status, _ := get(t, b.Handler, "/v2/search/link?q=kaffeem%C3%BChle&loc=de&api_key=key-two&site_id=site-two"); status != http.StatusOK {
 		t.Errorf("B's partner added: %d, want 200", status)
+	}
+}
+
+// TestReloadRevokesWithoutTheSpend: with Postgres down, the day's spend
+// cannot be read for a changed budget; the reload swaps the partners all
+// the same (a key removed is revoked), keeps the budget gate served and
+// says so, and the next reload with Postgres back builds the new gate.
+func TestReloadRevokesWithoutTheSpend(t *testing.T) {
+	pg := testpg.Start(t)
+	budget := func(daily string) string {
+		return `{"advertisers":[{"id":"handy-bestkauf.de","daily_budget":"` + daily + `","currency":"EUR"}]}`
+	}
+	s := startAccountsWith(t, twoPartners, budget("100.00"), nil, func(cfg *config.Config) { cfg.PostgresURL = pg.URL() })
+	gate := s.Catalog().Budget
+	if err := pg.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, s.partners, []byte(onePartner))
+	writeFile(t, s.advertisers, []byte(budget("50.00")))
+	status, r := s.reload(t)
+	if status != http.StatusOK || r.Accounts != "swapped" || !strings.Contains(r.AccountsError, "budget gate served stays") {
+		t.Fatalf("reload with Postgres down: %d %+v, want the accounts swapped, the gate kept and said so", status, r)
+	}
+	if status, _ := s.search(t, "key-two", "site-two", "handy-bestkauf.de"); status != http.StatusUnauthorized {
+		t.Errorf("a key removed while Postgres is down: %d, want 401", status)
+	}
+	if b, _ := s.Catalog().Accounts.Budget("handy-bestkauf.de"); b.DailyMicros != 50_000_000 || s.Catalog().Budget != gate {
+		t.Errorf("with Postgres down: budget %+v, gate kept %v; want the new budget and the old gate", b, s.Catalog().Budget == gate)
+	}
+	if err := pg.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(time.Minute); ; {
+		status, r = s.reload(t)
+		if r.AccountsError == "" || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if status != http.StatusOK || r.Accounts != "swapped" || r.AccountsError != "" || s.Catalog().Budget == gate {
+		t.Errorf("reload with Postgres back: %d %+v, want a new gate", status, r)
+	}
+	if _, r := s.reload(t); r.Accounts != "" {
+		t.Errorf("a reload after: %+v, want the accounts as served", r)
 	}
 }
