@@ -52,9 +52,15 @@ type Reload struct {
 	Ads     int    `json:"ads"`
 	// Error says why a refresh was refused or failed.
 	Error string `json:"error,omitempty"`
-	// Accounts is swapped when the refresh swapped in the partners and
-	// advertisers of files that changed, with the catalog or alone.
+	// Accounts is how the partners and advertisers files fared, apart
+	// from the catalog: swapped (read again and served, with the catalog
+	// or alone), refused (by their checks, or their budgets' currencies
+	// against the catalog served), failed (not read or parsed), or empty
+	// when they are as served. Result is the catalog's alone.
 	Accounts string `json:"accounts,omitempty"`
+	// AccountsError says why the files were refused or failed, or, with
+	// swapped, what of them is not served yet (the budget gate kept).
+	AccountsError string `json:"accounts_error,omitempty"`
 }
 
 // NewAdmin returns the admin listener's handler.
@@ -76,12 +82,19 @@ func NewAdmin(d AdminDeps) http.Handler {
 			}
 		}
 		res := d.Reload(r.Context(), force)
+		// The catalog's result decides the status; when it is served,
+		// the accounts files' does.
 		status := http.StatusOK
-		switch res.Result {
-		case "refused":
-			status = http.StatusConflict
-		case "failed":
-			status = http.StatusBadGateway
+		for _, result := range []string{res.Result, res.Accounts} {
+			switch result {
+			case "refused":
+				status = http.StatusConflict
+			case "failed":
+				status = http.StatusBadGateway
+			default:
+				continue
+			}
+			break
 		}
 		body, _ := json.Marshal(res) // strings and ints always marshal
 		w.Header().Set("Cache-Control", "no-store")

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"time"
 
@@ -92,6 +93,10 @@ type RefreshState struct {
 	At     time.Time `json:"at"`
 	Result string    `json:"result"`
 	Error  string    `json:"error,omitempty"`
+	// Accounts and AccountsError are how the partners and advertisers
+	// files fared, as Reload says.
+	Accounts      string `json:"accounts,omitempty"`
+	AccountsError string `json:"accounts_error,omitempty"`
 }
 
 // catalogKey is the context key of the request's Catalog.
@@ -119,21 +124,32 @@ func (s *server) catalogOf(r *http.Request) *Catalog {
 }
 
 // partnersIn, accountsIn and budgetIn are the partners, report readers
-// and budgets of the catalog the request of ctx started with, else Deps'.
-func (s *server) partnersIn(ctx context.Context) partners.Registry {
+// and budgets of the catalog the request of ctx started with, else
+// Deps'. A version served with neither is an internal error: falling
+// back on an earlier set would let keys and tokens revoked since in.
+func (s *server) partnersIn(ctx context.Context) (partners.Registry, error) {
 	if c, ok := ctx.Value(catalogKey{}).(*Catalog); ok && c.Partners != nil {
-		return c.Partners
+		return c.Partners, nil
 	}
-	return s.partners
+	if s.partners == nil {
+		return nil, internal(errors.New("the catalog served has no partners"))
+	}
+	return s.partners, nil
 }
 
-func (s *server) accountsIn(ctx context.Context) *accounts.Book {
+func (s *server) accountsIn(ctx context.Context) (*accounts.Book, error) {
 	if c, ok := ctx.Value(catalogKey{}).(*Catalog); ok && c.Accounts != nil {
-		return c.Accounts
+		return c.Accounts, nil
 	}
-	return s.accounts
+	if s.accounts == nil {
+		return nil, internal(errors.New("the catalog served has no advertiser accounts"))
+	}
+	return s.accounts, nil
 }
 
+// budgetIn is nil, which holds no budget, when neither the version nor
+// Deps has a gate; the ledger bills no click over the budgets of
+// accountsIn either way.
 func (s *server) budgetIn(ctx context.Context) *budget.Gate {
 	if c, ok := ctx.Value(catalogKey{}).(*Catalog); ok && c.Budget != nil {
 		return c.Budget

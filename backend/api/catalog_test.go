@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"errors"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -199,4 +200,28 @@ func mustBuild(t *testing.T) *market.Set {
 		t.Fatal(err)
 	}
 	return ix
+}
+
+// TestCatalogWithoutAccounts: with no partners and report readers given
+// at start-up, a catalog version served without its own answers 500, and
+// authorizes no key nor report token (no earlier set is fallen back on).
+func TestCatalogWithoutAccounts(t *testing.T) {
+	bare := catalogVersion(t, "bare", fixture())
+	h := NewServer(Deps{Config: config.Default(), Clicks: &clickRecorder{},
+		Catalog: func() *Catalog { return bare }})
+	for _, c := range []struct {
+		path string
+		h    http.Header
+	}{
+		{"/v2/search/link?q=handy&loc=de&api_key=demo&site_id=demo", nil},
+		{"/v2/report", http.Header{"Authorization": {"Bearer some-report-token-0123"}}},
+	} {
+		req := httptest.NewRequest(http.MethodGet, c.path, nil)
+		maps.Copy(req.Header, c.h)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusInternalServerError {
+			t.Errorf("%s without the version's accounts: %d, want 500: %.200s", c.path, rec.Code, rec.Body)
+		}
+	}
 }

@@ -54,7 +54,11 @@ func (s *server) limitReports(h handlerFunc) handlerFunc {
 func (s *server) partnerLimits(r *http.Request, apiKey string) (partners.Limits, bool) {
 	def := partners.Limits{RequestsPerSecond: s.cfg.KeyRate, Burst: s.cfg.KeyBurst,
 		PagesPerSecond: s.cfg.PageRate, PageBurst: s.cfg.PageBurst}
-	src, ok := s.partnersIn(r.Context()).(partners.LimitSource)
+	reg, err := s.partnersIn(r.Context())
+	if err != nil {
+		return def, true // authorize answers 500
+	}
+	src, ok := reg.(partners.LimitSource)
 	if !ok {
 		return def, true
 	}

@@ -88,7 +88,11 @@ func (s *server) redirect(w http.ResponseWriter, r *http.Request) error {
 		} else {
 			u = s.judge.Check(&c, clicks.Auth{D: req.D, Exp: req.Exp, Sig: req.Sig, CT: req.CT, Tok: req.Tok},
 				clicks.IntentOf(r.Header), refuse)
-			if b, ok := s.accountsIn(r.Context()).Budget(ad.Advertiser); ok {
+			book, err := s.accountsIn(r.Context())
+			if err != nil {
+				return err
+			}
+			if b, ok := book.Budget(ad.Advertiser); ok {
 				// A bid in another currency is over the budget, which
 				// counts only its own (the catalog's load refuses such ads).
 				u.Budget, u.Currency = b.DailyMicros, b.Currency

@@ -78,7 +78,11 @@ func (s *server) reportAccount(r *http.Request) (accounts.Account, error) {
 		return accounts.Account{}, &Error{Status: http.StatusUnauthorized, Code: CodeUnauthorized,
 			Message: "a report needs the header Authorization: Bearer <report token>"}
 	}
-	acc, ok := s.accountsIn(r.Context()).Authenticate(token)
+	book, err := s.accountsIn(r.Context())
+	if err != nil {
+		return accounts.Account{}, err
+	}
+	acc, ok := book.Authenticate(token)
 	if !ok {
 		return accounts.Account{}, &Error{Status: http.StatusUnauthorized, Code: CodeUnauthorized,
 			Message: "the report token is not valid"}

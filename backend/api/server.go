@@ -27,9 +27,9 @@ import (
 	"github.com/adlink/adlink/contract"
 )
 
-// Deps are what the server needs. Config, Indexes or Catalog, Partners and
-// Clicks are required; Logger and Now default to a discarding logger and
-// time.Now.
+// Deps are what the server needs. Config, Indexes or Catalog, and Clicks
+// are required, and Partners unless each Catalog version brings its own;
+// Logger and Now default to a discarding logger and time.Now.
 type Deps struct {
 	Config config.Config
 	Logger *slog.Logger
@@ -41,7 +41,10 @@ type Deps struct {
 	// go.
 	CatalogState func() CatalogState
 	// Indexes and Shards are a catalog that never changes.
-	Indexes  market.Indexes
+	Indexes market.Indexes
+	// Partners are who may ask for ads, for Catalog versions without
+	// their own (Catalog.Partners). Nil with Catalog: every version must
+	// bring its partners and report readers, and one without answers 500.
 	Partners partners.Registry
 	Clicks   clicks.Recorder
 	// Pages is the page context; without it /v2/page/link answers 503.
@@ -78,8 +81,9 @@ type Deps struct {
 	// Impressions record the ads pages showed (GET /v1/impression); without
 	// them the beacon answers 503 and in-page ads get no click tokens.
 	Impressions clicks.Impressions
-	// Accounts are who may read reports, and the advertisers' budgets;
-	// nil is no report reader and no budget.
+	// Accounts are who may read reports, and the advertisers' budgets,
+	// for versions without their own; nil is no report reader and no
+	// budget, unless Catalog is set and Partners is not (see Partners).
 	Accounts *accounts.Book
 	// Rollups are what GET /v2/report reads; without them it answers 503.
 	Rollups clicks.RollupReader
@@ -130,8 +134,8 @@ type server struct {
 // NewServer returns the handler of every adlink route. It panics when a
 // required dependency is missing, a programming error.
 func NewServer(d Deps) http.Handler {
-	if (d.Indexes == nil && d.Catalog == nil) || d.Partners == nil || d.Clicks == nil {
-		panic("api.NewServer: Indexes or Catalog, Partners and Clicks are required")
+	if (d.Indexes == nil && d.Catalog == nil) || (d.Partners == nil && d.Catalog == nil) || d.Clicks == nil {
+		panic("api.NewServer: Indexes or Catalog, Partners (or Catalog) and Clicks are required")
 	}
 	if d.ClickKeys != nil && (d.Windows == nil || d.Decisions == nil) {
 		panic("api.NewServer: ClickKeys need Windows and Decisions")
@@ -159,7 +163,9 @@ func NewServer(d Deps) http.Handler {
 		budget:   d.Budget,
 		sites:    d.SiteShards,
 	}
-	if s.accounts == nil {
+	if s.accounts == nil && d.Partners != nil {
+		// No report readers, no budgets. Without d.Partners, the
+		// versions d.Catalog serves bring their own (accountsIn).
 		s.accounts, _ = accounts.New(nil, nil)
 	}
 	if s.ledger == nil {
@@ -244,7 +250,11 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error, callbac
 // authorize checks the request's key and site: 401 for an unknown key, 403
 // for a site that is not the key's.
 func (s *server) authorize(ctx context.Context, apiKey, siteID string) (partners.Site, error) {
-	site, err := s.partnersIn(ctx).Site(ctx, apiKey, siteID)
+	reg, err := s.partnersIn(ctx)
+	if err != nil {
+		return partners.Site{}, err
+	}
+	site, err := reg.Site(ctx, apiKey, siteID)
 	switch {
 	case err == nil:
 		return site, nil

@@ -16,6 +16,7 @@ import (
 	"github.com/adlink/adlink/backend/config"
 	"github.com/adlink/adlink/backend/pages"
 	"github.com/adlink/adlink/backend/partners"
+	"github.com/adlink/adlink/match"
 )
 
 // accountSet is the partners and advertisers served with a catalog
@@ -27,8 +28,12 @@ type accountSet struct {
 	book     *accounts.Book
 	budgets  map[string]accounts.Budget
 	// gate holds budgets; a set with the same budgets keeps the one
-	// before, with what it knows of the day's spend.
-	gate *budget.Gate
+	// before, with what it knows of the day's spend. gateOf are the
+	// budgets it holds: the set's, unless the day's spend could not be
+	// read for them (then the gate before is kept, and a reload tries
+	// again).
+	gate   *budget.Gate
+	gateOf map[string]accounts.Budget
 	// sites are the domains of every partner's site, for the pages'
 	// redirects and canonical URLs (pages.Options.Sites).
 	sites func(pageURL string) [][]string
@@ -122,16 +127,34 @@ func (v *version) with(acc *accountSet) *version {
 	return &version{api: &c, ads: v.ads, loadedAt: v.loadedAt, acc: acc}
 }
 
+// serve swaps in v, whose accounts may be new: their gate takes first
+// what the one served learnt of today's spend since it was made
+// (budget.Gate.Carry; no I/O, under mu).
+func (l *live) serve(v *version) {
+	if prev := l.cur.Load(); prev != nil && prev.acc != nil && v.acc != nil && v.acc.gate != prev.acc.gate {
+		v.acc.gate.Carry(prev.acc.gate)
+	}
+	l.cur.Store(v)
+}
+
 // accounts is the account set served now.
 func (l *live) accounts() *accountSet { return l.cur.Load().acc }
 
-// nextAccounts is the account set a refresh serves with its catalog:
-// the files' new one while a reload reads them, else prev's.
-func (l *live) nextAccounts(prev *version) *accountSet {
+// accountsFor picks the account set a catalog of ads is served with: the
+// one a reload read (pending), when its budgets' currencies are the
+// catalog's, else prev's. accErr says why the pending set was not
+// taken; err, why neither can serve the catalog.
+func (l *live) accountsFor(ads []match.Ad, prev *version) (acc *accountSet, accErr, err error) {
 	if l.pending != nil {
-		return l.pending
+		if accErr = budget.CheckCurrencies(ads, l.pending.budgets); accErr == nil {
+			return l.pending, nil, nil
+		}
+		accErr = l.budgetsError(accErr)
 	}
-	return prev.acc
+	if err := budget.CheckCurrencies(ads, prev.acc.budgets); err != nil {
+		return nil, accErr, l.budgetsError(err)
+	}
+	return prev.acc, accErr, nil
 }
 
 // budgetsError names the advertisers file in an error of
@@ -143,70 +166,110 @@ func (l *live) budgetsError(err error) error {
 	return fmt.Errorf("budgets: %w", err)
 }
 
-// refreshAll reloads the partners and advertisers files and the catalog
-// together: the files are read again, and when they changed, checked as
-// at start-up and swapped in with the catalog (its budgets' currencies
-// against the catalog's bids) or, whatever fails, the partners,
-// advertisers and catalog served all stay. Files as they were read last
-// time change nothing.
+// refreshAll reloads the partners and advertisers files and the catalog,
+// each on its own: the files are read again and, when they changed,
+// checked as at start-up and swapped in, with the catalog when it swaps
+// (their budgets' currencies checked against it), else alone against the
+// catalog served. A catalog that fails or is refused keeps no account
+// file from being served, and account files that fail or are refused
+// keep no catalog from being served. Result is the catalog's; Accounts
+// the files'. Files as they were read last time change nothing.
 func (l *live) refreshAll(ctx context.Context, force bool) api.Reload {
-	next, res := l.readAccounts(ctx)
-	if res.Result != "" {
-		return res
-	}
-	l.pending = next // nil: the files are as served
+	next, acc := l.readAccounts(ctx)
+	l.pending = next // nil: the files are as served, or bad
 	defer func() { l.pending = nil }()
-	res = l.refresh(ctx, force)
+	res := l.refresh(ctx, force)
 	switch {
+	case acc.Accounts != "":
+		res.Accounts, res.AccountsError = acc.Accounts, acc.AccountsError
+		return res
 	case next == nil:
+		res.AccountsError = acc.AccountsError
 		return res
-	case res.Result == resultSwapped:
-		res.Accounts = resultSwapped
+	case l.accounts() == next:
+		res.Accounts, res.AccountsError = resultSwapped, acc.AccountsError
 		return res
-	case res.Result != resultUnchanged:
-		return res
+	case res.Accounts != "":
+		return res // refused against the catalog swapped in
 	}
 	cur := l.cur.Load()
 	if err := budget.CheckCurrencies(cur.ads, next.budgets); err != nil {
-		return api.Reload{Result: resultRefused, Error: summary(l.budgetsError(err))}
+		res.Accounts, res.AccountsError = resultRefused, summary(l.budgetsError(err))
+		return res
 	}
-	l.cur.Store(cur.with(next))
-	return api.Reload{Result: resultSwapped, Accounts: resultSwapped}
+	l.serve(cur.with(next))
+	res.Accounts, res.AccountsError = resultSwapped, acc.AccountsError
+	return res
 }
 
 // readAccounts reads the partners and advertisers files again and
 // returns their account set, with its gate, or nil when both are as
-// served. A file that cannot be read or parsed fails the reload; one
-// whose accounts the checks refuse refuses it (res.Result says which).
+// served. A file that cannot be read or parsed fails (res.Accounts);
+// one whose accounts the checks refuse is refused. When the day's spend
+// cannot be read for new budgets, the set keeps the gate served, and
+// res.AccountsError says so; the next reload tries again.
 func (l *live) readAccounts(ctx context.Context) (next *accountSet, res api.Reload) {
 	cur := l.accounts()
 	files, err := readAccountFiles(l.cfg)
 	if err != nil {
-		return nil, api.Reload{Result: resultFailed, Error: summary(err)}
+		return nil, api.Reload{Accounts: resultFailed, AccountsError: summary(err)}
 	}
 	sum := files.sum()
 	if cur != nil && sum == cur.sum {
-		return nil, api.Reload{}
-	}
-	ps, ads, err := files.parse(l.cfg)
-	if err != nil {
-		return nil, api.Reload{Result: resultFailed, Error: summary(err)}
-	}
-	if next, err = newAccountSet(l.cfg, ps, ads, sum); err != nil {
-		return nil, api.Reload{Result: resultRefused, Error: summary(err)}
+		if l.newGate == nil || maps.Equal(cur.budgets, cur.gateOf) {
+			return nil, api.Reload{}
+		}
+		// The files are as served, but not their budgets' gate: a
+		// reload before could not read the spend.
+		again := *cur
+		next = &again
+	} else {
+		ps, psErr := loadPartners(l.cfg, files.partners)
+		ads, advErr := loadAdvertisers(l.cfg, files.advertisers)
+		var none *noPartnersError
+		switch {
+		case advErr == nil && errors.As(psErr, &none):
+			// The files read, and list no partner: their checks
+			// refuse them, as they refuse a key given twice.
+			return nil, api.Reload{Accounts: resultRefused, AccountsError: summary(psErr)}
+		case psErr != nil || advErr != nil:
+			return nil, api.Reload{Accounts: resultFailed, AccountsError: summary(errors.Join(psErr, advErr))}
+		}
+		var err error
+		if next, err = newAccountSet(l.cfg, ps, ads, sum); err != nil {
+			return nil, api.Reload{Accounts: resultRefused, AccountsError: summary(err)}
+		}
 	}
 	switch {
-	case cur != nil && maps.Equal(next.budgets, cur.budgets):
-		next.gate = cur.gate
+	case cur != nil && maps.Equal(next.budgets, cur.gateOf):
+		next.gate, next.gateOf = cur.gate, cur.gateOf
 	case l.newGate != nil:
 		// The day's spend so far is read, so that a new or changed
 		// budget counts it from the next click.
-		if next.gate, err = l.newGate(ctx, next.budgets); err != nil {
-			return nil, api.Reload{Result: resultFailed, Error: summary(err)}
+		gate, err := l.newGate(ctx, next.budgets)
+		if err != nil {
+			note := api.Reload{AccountsError: "the new budgets are not enforced yet, the budget gate served stays " +
+				"(the ledger still bills no click over a budget): " + summary(err)}
+			if cur != nil && sum == cur.sum {
+				return nil, note // as served; the next reload tries again
+			}
+			// The partners and tokens are served all the same: a key
+			// revoked must not wait for the spend store.
+			if cur != nil {
+				next.gate, next.gateOf = cur.gate, cur.gateOf
+			}
+			return next, note
 		}
+		next.gate, next.gateOf = gate, next.budgets
 	}
 	return next, api.Reload{}
 }
+
+// noPartnersError is a partners file that lists none, without -demo: a
+// file that reads, which its checks refuse.
+type noPartnersError struct{ msg string }
+
+func (e *noPartnersError) Error() string { return e.msg }
 
 // loadPartners reads the partners of b, the configured partners file's
 // bytes, and adds the demo partner when it is asked for.
@@ -223,9 +286,9 @@ func loadPartners(cfg config.Config, b []byte) ([]partners.Partner, error) {
 	}
 	if len(ps) == 0 {
 		if cfg.PartnersFile != "" {
-			return nil, fmt.Errorf("partners file %s: no partners; give some, or -demo for the demo partner", cfg.PartnersFile)
+			return nil, &noPartnersError{fmt.Sprintf("partners file %s: no partners; give some, or -demo for the demo partner", cfg.PartnersFile)}
 		}
-		return nil, errors.New("no partners: give -partners FILE for your partners, or -demo for the demo partner")
+		return nil, &noPartnersError{"no partners: give -partners FILE for your partners, or -demo for the demo partner"}
 	}
 	return ps, nil
 }

@@ -16,8 +16,10 @@ import (
 
 	"github.com/adlink/adlink/backend/api"
 	"github.com/adlink/adlink/backend/clicks"
+	"github.com/adlink/adlink/backend/config"
 	"github.com/adlink/adlink/internal/testpg"
 	"github.com/adlink/adlink/internal/testredis"
+	"github.com/adlink/adlink/match"
 )
 
 // accountsServer is a server on loopback, its public and admin listeners
@@ -27,6 +29,7 @@ type accountsServer struct {
 	*App
 	pub, admin            *httptest.Server
 	partners, advertisers string
+	feed                  string // "" for the demo catalog
 	tick                  chan time.Time
 	refreshed             chan api.Reload
 }
@@ -35,6 +38,20 @@ type accountsServer struct {
 // of the files partners and advertisers (none, when ""); the demo's
 // accounts are not there.
 func startAccounts(t *testing.T, partners, advertisers string) *accountsServer {
+	t.Helper()
+	return startAccountsFeed(t, partners, advertisers, nil)
+}
+
+// startAccountsFeed is startAccounts serving the catalog of a feed file
+// of ads (the demo catalog when nil), which the test rewrites on disk.
+func startAccountsFeed(t *testing.T, partners, advertisers string, ads []match.Ad) *accountsServer {
+	t.Helper()
+	return startAccountsWith(t, partners, advertisers, ads, nil)
+}
+
+// startAccountsWith is startAccountsFeed with set, when not nil, changing
+// the configuration.
+func startAccountsWith(t *testing.T, partners, advertisers string, ads []match.Ad, set func(*config.Config)) *accountsServer {
 	t.Helper()
 	dir := t.TempDir()
 	s := &accountsServer{partners: filepath.Join(dir, "partners.json"), tick: make(chan time.Time),
@@ -48,7 +65,15 @@ func startAccounts(t *testing.T, partners, advertisers string) *accountsServer {
 		writeFile(t, s.advertisers, []byte(advertisers))
 		cfg.AdvertisersFile = s.advertisers
 	}
+	if ads != nil {
+		s.feed = filepath.Join(dir, "feed.jsonl")
+		writeFile(t, s.feed, feed(t, ads))
+		cfg.Catalogs = []string{s.feed}
+	}
 	cfg.KeyRate, cfg.KeyBurst, cfg.IPRate, cfg.IPBurst = 1e6, 1e6, 1e6, 1e6
+	if set != nil {
+		set(&cfg)
+	}
 	a, err := New(cfg, Options{Refresh: s.tick, OnRefresh: func(r api.Reload) { s.refreshed <- r }})
 	if err != nil {
 		t.Fatal(err)
@@ -208,7 +233,7 @@ func TestReloadPartners(t *testing.T) {
 
 	writeFile(t, s.partners, []byte(twoPartners))
 	status, r := s.reload(t)
-	if status != http.StatusOK || r.Result != "swapped" || r.Accounts != "swapped" || r.Version != version {
+	if status != http.StatusOK || r.Result != "unchanged" || r.Accounts != "swapped" || r.Version != version {
 		t.Fatalf("reload with a partner added: %d %+v, want swapped accounts and the same catalog", status, r)
 	}
 	status, links := s.search(t, "key-two", "site-two", "handy-bestkauf.de")
@@ -245,7 +270,7 @@ func TestReloadPartners(t *testing.T) {
 	}
 	writeFile(t, s.partners, []byte(`{"partners":[
 		{"api_key":"key-two","sites":[{"id":"site-two","domains":["two.example"]}]}]}`))
-	if r := s.refresh(t); r.Result != "swapped" || r.Accounts != "swapped" {
+	if r := s.refresh(t); r.Result != "unchanged" || r.Accounts != "swapped" {
 		t.Fatalf("refresh with a partner removed: %+v", r)
 	}
 	if status, _ := s.search(t, "key-one", "site-one", "handy-bestkauf.de"); status != http.StatusUnauthorized {
@@ -305,6 +330,7 @@ func TestReloadRefusesBadPartners(t *testing.T) {
 		result, want        string
 	}{
 		{"bad JSON", s.partners, `{"partners":[{"api_key":"key-one",`, http.StatusBadGateway, "failed", "partners file " + s.partners},
+		{"no partners", s.partners, `{"partners":[]}`, http.StatusConflict, "refused", "partners file " + s.partners + ": no partners"},
 		{"duplicate key", s.partners, `{"partners":[
 			{"api_key":"key-one","sites":[{"id":"site-one","domains":["one.example"]}]},
 			{"api_key":"key-one","sites":[{"id":"site-two","domains":["two.example"]}]}]}`,
@@ -319,13 +345,13 @@ func TestReloadRefusesBadPartners(t *testing.T) {
 		}
 		writeFile(t, c.file, []byte(c.content))
 		status, r := s.reload(t)
-		if status != c.status || r.Result != c.result || !strings.Contains(r.Error, c.want) || r.Accounts != "" {
-			t.Errorf("%s: %d %+v, want %d %s with %q", c.name, status, r, c.status, c.result, c.want)
+		if status != c.status || r.Result != "unchanged" || r.Accounts != c.result || !strings.Contains(r.AccountsError, c.want) {
+			t.Errorf("%s: %d %+v, want %d, the accounts %s with %q", c.name, status, r, c.status, c.result, c.want)
 		}
 		if got := s.Catalog(); got != served {
 			t.Errorf("%s: the catalog and accounts served changed", c.name)
 		}
-		if st := readyz(t, s.App); st.LastRefresh == nil || st.LastRefresh.Result != c.result {
+		if st := readyz(t, s.App); st.LastRefresh == nil || st.LastRefresh.Accounts != c.result {
 			t.Errorf("%s: /readyz %+v", c.name, st.LastRefresh)
 		}
 		for _, key := range []string{"key-one", "key-two"} {
@@ -374,11 +400,25 @@ func TestReloadBudgets(t *testing.T) {
 	// Room: ads back, clicks bill, and the spend so far counts.
 	room := fmt.Sprintf("%d.%06d", (first.BidMicros*2)/1e6, (first.BidMicros*2)%1e6)
 	writeFile(t, s.advertisers, []byte(budget(room)))
-	if r := s.refresh(t); r.Result != "swapped" || r.Accounts != "swapped" {
+	if r := s.refresh(t); r.Result != "unchanged" || r.Accounts != "swapped" {
 		t.Fatalf("refresh with the budget raised to %s: %+v", room, r)
 	}
 	if _, l := s.search(t, "key-one", "site-one", adv); len(l) == 0 {
 		t.Error("a budget with room: no ads")
+	}
+	// Lowered below the day's spend (one bid of at least 0.01): the ads
+	// go again; raised again, they are back.
+	for _, c := range []struct {
+		daily string
+		ads   bool
+	}{{"0.01", false}, {room, true}} {
+		writeFile(t, s.advertisers, []byte(budget(c.daily)))
+		if r := s.refresh(t); r.Result != "unchanged" || r.Accounts != "swapped" {
+			t.Fatalf("refresh with the budget at %s: %+v", c.daily, r)
+		}
+		if _, l := s.search(t, "key-one", "site-one", adv); (len(l) > 0) != c.ads {
+			t.Errorf("the budget at %s, %d spent: %d ads, want some: %v", c.daily, first.BidMicros, len(l), c.ads)
+		}
 	}
 	if c := s.click(t, links[2], 3); !c.Billable {
 		t.Errorf("a click under the raised budget: not billable (%s)", c.Reason)
@@ -503,5 +543,194 @@ func TestReloadRaisedBudgetOnRedis(t *testing.T) {
 	sync(a)
 	if l := shop(a.Handler); len(l) != 0 {
 		t.Errorf("A, its budget still spent: %d ads of shop.example, want none", len(l))
+	}
+}
+
+// TestReloadRevokesWhileTheCatalogCannot: a key removed from the
+// partners file is revoked by the next reload even when the catalog's
+// refresh fails (its feed is down) or is refused (it lost too many ads);
+// the answer says both.
+func TestReloadRevokesWhileTheCatalogCannot(t *testing.T) {
+	ads := currencyAds()
+	s := startAccountsFeed(t, twoPartners, "", ads)
+	search := func(key, site string) string {
+		return "/v2/search/link?q=kaffeem%C3%BChle&loc=de&api_key=" + key + "&site_id=" + site
+	}
+	version := s.Catalog().Version
+
+	writeFile(t, s.feed, []byte("{not a feed"))
+	writeFile(t, s.partners, []byte(`{"partners":[
+		{"api_key":"key-two","sites":[{"id":"site-two","domains":["two.example"]}]}]}`))
+	status, r := s.reload(t)
+	if status != http.StatusBadGateway || r.Result != "failed" || r.Accounts != "swapped" || r.Version != version {
+		t.Fatalf("a feed down, a key removed: %d %+v, want failed with the accounts swapped", status, r)
+	}
+	if status, _ := s.get(t, search("key-one", "site-one"), nil); status != http.StatusUnauthorized {
+		t.Errorf("the key removed while the feed is down: %d, want 401", status)
+	}
+	if status, _ := s.get(t, search("key-two", "site-two"), nil); status != http.StatusOK {
+		t.Errorf("the key kept: %d, want 200", status)
+	}
+
+	// The feed back with most of its ads gone: refused, and the partner
+	// added is served all the same.
+	writeFile(t, s.feed, feed(t, ads[:1]))
+	writeFile(t, s.partners, []byte(twoPartners))
+	status, r = s.reload(t)
+	if status != http.StatusConflict || r.Result != "refused" || r.Accounts != "swapped" || r.Version != version {
+		t.Fatalf("a refused catalog, a key added: %d %+v, want refused with the accounts swapped", status, r)
+	}
+	if status, _ := s.get(t, search("key-one", "site-one"), nil); status != http.StatusOK {
+		t.Errorf("the key added while the catalog is refused: %d, want 200", status)
+	}
+}
+
+// TestReloadSwapsTheCatalogPastBadPartners: a partners file with a typo
+// keeps the partners served, and stops no catalog update: the catalog
+// changed is swapped in, and the answer names the file's problem.
+func TestReloadSwapsTheCatalogPastBadPartners(t *testing.T) {
+	ads := currencyAds()
+	s := startAccountsFeed(t, twoPartners, "", ads)
+	version := s.Catalog().Version
+	for _, c := range []struct{ name, partners, accounts, want string }{
+		{"bad JSON", `{"partners":[{"api_key":"key-one",`, "failed", "partners file " + s.partners},
+		{"duplicate key", `{"partners":[
+			{"api_key":"key-one","sites":[{"id":"site-one","domains":["one.example"]}]},
+			{"api_key":"key-one","sites":[{"id":"site-two","domains":["two.example"]}]}]}`, "refused", `api_key "key-one" twice`},
+	} {
+		ads = append(ads[:len(ads):len(ads)], match.Ad{ID: "SHOP.2." + c.accounts, Kind: match.KindProduct, Title: "Kaffeemühle neu",
+			Keywords: []string{"kaffeemühle"}, Landing: "https://shop.example/p/new", Advertiser: "shop.example",
+			Markets: []match.Market{{Country: "de", Lang: "de"}}, BidMicros: 200_000})
+		writeFile(t, s.feed, feed(t, ads))
+		writeFile(t, s.partners, []byte(c.partners))
+		status, r := s.reload(t)
+		if r.Result != "swapped" || r.Version == version || r.Ads != len(ads) || r.Accounts != c.accounts ||
+			!strings.Contains(r.AccountsError, c.want) {
+			t.Errorf("%s: %d %+v, want the catalog swapped and the accounts %s with %q", c.name, status, r, c.accounts, c.want)
+		}
+		if st := readyz(t, s.App); st.Version != r.Version || st.LastRefresh == nil || st.LastRefresh.Accounts != c.accounts {
+			t.Errorf("%s: /readyz %+v", c.name, st)
+		}
+		version = r.Version
+		for _, key := range []string{"key-one", "key-two"} {
+			site := map[string]string{"key-one": "site-one", "key-two": "site-two"}[key]
+			if status, _ := s.get(t, "/v2/search/link?q=kaffeem%C3%BChle&loc=de&api_key="+key+"&site_id="+site, nil); status != http.StatusOK {
+				t.Errorf("%s: %s: %d, want the partners served to stay", c.name, key, status)
+			}
+		}
+	}
+}
+
+// TestReloadAccountsAloneAnnounceNothing: a replica whose catalog is
+// behind the one the replicas agreed on, whose partners file alone
+// changes, swaps its partners and announces no catalog: it has no new
+// one, and its old one would take the others back.
+func TestReloadAccountsAloneAnnounceNothing(t *testing.T) {
+	srv := testredis.Start(t, testredis.Options{})
+	ads := currencyAds()
+	a := startMember(t, srv.URL(), "", ads, "A")
+	b := &member{name: "B", tick: make(chan time.Time), refreshed: make(chan api.Reload, 64)}
+	b.feed = filepath.Join(t.TempDir(), "feed.jsonl")
+	writeFile(t, b.feed, feed(t, ads))
+	cfg := testConfig(t)
+	cfg.Catalogs, cfg.RedisURL = []string{b.feed}, srv.URL()
+	cfg.PartnersFile = filepath.Join(t.TempDir(), "partners.json")
+	writeFile(t, cfg.PartnersFile, []byte(onePartner))
+	cfg.ClickKeys = []clicks.Key{{ID: "shared", Secret: bytes.Repeat([]byte{7}, 32)}}
+	var err error
+	if b.App, err = New(cfg, Options{Refresh: b.tick, OnRefresh: func(r api.Reload) { b.refreshed <- r }}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	old := b.Catalog().Version
+	for deadline := time.Now().Add(30 * time.Second); b.live.replicas.agreed() != old; { // B listens
+		if time.Now().After(deadline) {
+			t.Fatal("B never heard the catalog recorded")
+		}
+		select {
+		case <-b.refreshed:
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+
+	// A swaps a catalog B's feed does not give: B, told, stays behind.
+	writeFile(t, a.feed, feed(t, ads[1:]))
+	if r := a.Reload(t.Context(), false); r.Result != resultSwapped {
+		t.Fatalf("A: %+v", r)
+	}
+	agreed := a.Catalog().Version
+	select {
+	case r := <-b.refreshed: // on A's word
+		if r.Version != old || !b.live.stats().Behind {
+			t.Fatalf("B, told of A's catalog: %+v, want its own served and behind", r)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("B never heard of A's catalog")
+	}
+	sent := b.live.stats().Announcements["sent"]
+	swaps := b.live.stats().Refreshes[resultSwapped]
+
+	writeFile(t, cfg.PartnersFile, []byte(twoPartners))
+	r := b.Reload(t.Context(), false)
+	<-b.refreshed
+	if r.Result != resultUnchanged || r.Accounts != resultSwapped || r.Version != old {
+		t.Fatalf("B's reload of its partners alone: %+v, want the catalog unchanged and the accounts swapped", r)
+	}
+	st := b.live.stats()
+	if st.Announcements["sent"] != sent {
+		t.Errorf("B announced %d catalogs for its partners alone, want none", st.Announcements["sent"]-sent)
+	}
+	if st.Refreshes[resultSwapped] != swaps {
+		t.Errorf("B counted %d catalog swaps for its partners alone, want none", st.Refreshes[resultSwapped]-swaps)
+	}
+	if v := b.live.replicas.agreed(); v != agreed {
+		t.Errorf("the agreed catalog after B's reload: %s, want A's %s", v, agreed)
+	}
+	if status, _ := get(t, b.Handler, "/v2/search/link?q=kaffeem%C3%BChle&loc=de&api_key=key-two&site_id=site-two"); status != http.StatusOK {
+		t.Errorf("B's partner added: %d, want 200", status)
+	}
+}
+
+// TestReloadRevokesWithoutTheSpend: with Postgres down, the day's spend
+// cannot be read for a changed budget; the reload swaps the partners all
+// the same (a key removed is revoked), keeps the budget gate served and
+// says so, and the next reload with Postgres back builds the new gate.
+func TestReloadRevokesWithoutTheSpend(t *testing.T) {
+	pg := testpg.Start(t)
+	budget := func(daily string) string {
+		return `{"advertisers":[{"id":"handy-bestkauf.de","daily_budget":"` + daily + `","currency":"EUR"}]}`
+	}
+	s := startAccountsWith(t, twoPartners, budget("100.00"), nil, func(cfg *config.Config) { cfg.PostgresURL = pg.URL() })
+	gate := s.Catalog().Budget
+	if err := pg.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, s.partners, []byte(onePartner))
+	writeFile(t, s.advertisers, []byte(budget("50.00")))
+	status, r := s.reload(t)
+	if status != http.StatusOK || r.Accounts != "swapped" || !strings.Contains(r.AccountsError, "budget gate served stays") {
+		t.Fatalf("reload with Postgres down: %d %+v, want the accounts swapped, the gate kept and said so", status, r)
+	}
+	if status, _ := s.search(t, "key-two", "site-two", "handy-bestkauf.de"); status != http.StatusUnauthorized {
+		t.Errorf("a key removed while Postgres is down: %d, want 401", status)
+	}
+	if b, _ := s.Catalog().Accounts.Budget("handy-bestkauf.de"); b.DailyMicros != 50_000_000 || s.Catalog().Budget != gate {
+		t.Errorf("with Postgres down: budget %+v, gate kept %v; want the new budget and the old gate", b, s.Catalog().Budget == gate)
+	}
+	if err := pg.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(time.Minute); ; {
+		status, r = s.reload(t)
+		if r.AccountsError == "" || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if status != http.StatusOK || r.Accounts != "swapped" || r.AccountsError != "" || s.Catalog().Budget == gate {
+		t.Errorf("reload with Postgres back: %d %+v, want a new gate", status, r)
+	}
+	if _, r := s.reload(t); r.Accounts != "" {
+		t.Errorf("a reload after: %+v, want the accounts as served", r)
 	}
 }

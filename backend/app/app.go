@@ -244,13 +244,21 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 	// Today's spend is read now, so an advertiser stopped before a
 	// restart stays stopped.
 	// A reload that changes the budgets reads the day's spend again.
+	// The shared flags are read at once: the gate serves before the
+	// next Sync.
 	cat.newGate = func(ctx context.Context, budgets map[string]accounts.Budget) (*budget.Gate, error) {
-		return budget.New(ctx, budget.Options{Budgets: budgets, Spent: a.Rollups, Flags: flags, Now: opts.Now})
+		g, err := budget.New(ctx, budget.Options{Budgets: budgets, Spent: a.Rollups, Flags: flags, Now: opts.Now})
+		if err == nil && flags != nil {
+			if err := g.Sync(ctx); err != nil {
+				log.Warn("budget: the new gate's first read of the shared flags", "err", err)
+			}
+		}
+		return g, err
 	}
 	if a.Budget, err = cat.newGate(context.Background(), acc.budgets); err != nil {
 		return nil, err
 	}
-	acc.gate = a.Budget
+	acc.gate, acc.gateOf = a.Budget, acc.budgets
 	cat.cur.Store(cat.cur.Load().with(acc))
 	if flags != nil {
 		a.syncBudgets(log)
@@ -332,21 +340,21 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 	})
 	a.Admin = api.NewAdmin(api.AdminDeps{Metrics: a.Metrics, Reload: a.Reload, Logger: log,
 		Backup: func() (*os.File, error) { return store.Backup(a.db) }})
+	// The partners, report readers and budgets come with each catalog
+	// version (version.with), none from start-up: a version without
+	// them answers 500 rather than serve a set revoked since.
 	a.Handler = api.NewServer(api.Deps{
 		Config:       cfg,
 		Logger:       log,
 		Catalog:      cat.current,
 		CatalogState: cat.state,
-		Partners:     acc.registry,
 		Clicks:       a.Clicks,
 		ClickKeys:    clickKeys,
 		Windows:      windows,
 		Decisions:    decisions,
 		Ledger:       ledger,
 		Impressions:  a.Impressions,
-		Accounts:     a.Accounts,
 		Rollups:      a.Rollups,
-		Budget:       a.Budget,
 		SiteShards:   a.SiteShards,
 		Pages:        pageService,
 		Now:          opts.Now,
@@ -481,13 +489,15 @@ func (a *App) syncBudgets(log *slog.Logger) {
 // Reload refreshes the catalog now, as -catalog-refresh, SIGHUP and POST
 // /admin/reload do: the feeds are read again (a feed that has not changed
 // is not fetched or parsed again), the new catalog is built beside the one
-// serving, checked, and swapped in at once, with the partners and
-// advertisers of their files, read again and checked too when they
-// changed. A refused or failed refresh leaves the catalog, partners and
-// advertisers served as they were; force swaps in a catalog that the
-// catalog's own checks refuse. One refresh runs at a time; a second waits for it. With
-// -redis or -postgres, a catalog swapped in is announced, and the other
-// replicas serve it too.
+// serving, checked, and swapped in at once. The partners and advertisers
+// files are read again too and, when they changed and pass their checks,
+// swapped in with the catalog or alone: each is judged apart, so that a
+// catalog refused or failed keeps no key revoked served, and bad files
+// stop no catalog (Result is the catalog's, Accounts the files').
+// force swaps in a catalog that the catalog's own checks refuse. One
+// refresh runs at a time; a second waits for it. With -redis or
+// -postgres, a catalog swapped in is announced, and the other replicas
+// serve it too.
 func (a *App) Reload(ctx context.Context, force bool) api.Reload { return a.live.reload(ctx, force) }
 
 // Catalog is the catalog served now.

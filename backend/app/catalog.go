@@ -284,16 +284,24 @@ func (l *live) reloadAs(ctx context.Context, force bool, from string) api.Reload
 	if res.Accounts != "" {
 		attrs = append(attrs, "accounts", res.Accounts)
 	}
-	switch res.Result {
-	case resultRefused, resultFailed:
-		l.log.Warn("catalog refresh: the catalog, partners and advertisers served stay", append(attrs, "err", res.Error)...)
+	if res.AccountsError != "" {
+		attrs = append(attrs, "accounts_err", res.AccountsError)
+	}
+	switch {
+	case failing(res.Result):
+		l.log.Warn("catalog refresh: the catalog served stays", append(attrs, "err", res.Error)...)
+	case failing(res.Accounts):
+		l.log.Warn("catalog refresh: the partners and advertisers served stay", attrs...)
 	default:
 		l.log.Info("catalog refresh", attrs...)
 	}
 	l.stateMu.Lock()
+	// Only the catalog's results count: partners swapped alone are no
+	// catalog swap.
 	l.refreshes[res.Result]++
-	l.last = &api.RefreshState{At: l.now().UTC(), Result: res.Result, Error: res.Error}
-	if res.Result == resultRefused || res.Result == resultFailed {
+	l.last = &api.RefreshState{At: l.now().UTC(), Result: res.Result, Error: res.Error,
+		Accounts: res.Accounts, AccountsError: res.AccountsError}
+	if failing(res.Result) || failing(res.Accounts) {
 		l.lastFailure = l.last.At
 	}
 	l.stateMu.Unlock()
@@ -337,8 +345,9 @@ func (l *live) refresh(ctx context.Context, force bool) api.Reload {
 	l.stale = true
 	// Neither force nor the replicas' word passes this check: the ledger
 	// would bill no click of such an ad, which answers would still show.
-	if err := budget.CheckCurrencies(ads, l.nextAccounts(prev).budgets); err != nil {
-		return api.Reload{Result: resultRefused, Error: summary(l.budgetsError(err))}
+	acc, accErr, err := l.accountsFor(ads, prev)
+	if err != nil {
+		return api.Reload{Result: resultRefused, Error: summary(err)}
 	}
 	if !force && (l.replicas == nil || version() != l.replicas.agreed()) {
 		if err := l.check(len(prev.ads), len(ads)); err != nil {
@@ -358,9 +367,14 @@ func (l *live) refresh(ctx context.Context, force bool) api.Reload {
 		return api.Reload{Result: resultFailed, Error: summary(err)}
 	}
 	next.api.Version = ver
-	l.cur.Store(next.with(l.nextAccounts(prev)))
+	l.serve(next.with(acc))
 	l.stale = false
 	l.recompress(next.api.Shards)
+	if accErr != nil {
+		// Served with the accounts before: the files' budgets are in a
+		// currency the new catalog does not bid in.
+		return api.Reload{Result: resultSwapped, Accounts: resultRefused, AccountsError: summary(accErr)}
+	}
 	return api.Reload{Result: resultSwapped}
 }
 
@@ -426,6 +440,10 @@ func (l *live) check(before, after int) error {
 	return nil
 }
 
+// failing tells whether a refresh's result, of the catalog or of the
+// accounts files, leaves what they had served.
+func failing(result string) bool { return result == resultRefused || result == resultFailed }
+
 // summary is an error's first lines, for /readyz and the reload's answer;
 // the log has them all.
 func summary(err error) string {
@@ -470,7 +488,7 @@ func (l *live) stats() metrics.CatalogStats {
 		s.Refreshes[k] = v
 	}
 	s.LastFailure = l.lastFailure
-	s.Failing = l.last != nil && (l.last.Result == resultRefused || l.last.Result == resultFailed)
+	s.Failing = l.last != nil && (failing(l.last.Result) || failing(l.last.Accounts))
 	if l.replicas != nil {
 		s.Replicas = true
 		s.Announcements = map[string]int{}

@@ -261,6 +261,38 @@ func (g *Gate) Sync(ctx context.Context) error {
 	return nil
 }
 
+// Carry takes into g, a gate not served yet, what old, the gate it
+// replaces, knows of today's spend: for each advertiser both budget, the
+// larger of the two spends, when both gates are on the same UTC day. g's spend
+// was read when it was made, which may be a while before it is served;
+// old saw the clicks since. It reads no store, so that a swap can call
+// it under its lock; a nil g or old carries nothing.
+func (g *Gate) Carry(old *Gate) {
+	if g == nil || old == nil || len(g.ids) == 0 {
+		return
+	}
+	d, od := g.day.Load(), old.day.Load()
+	if d.n != od.n {
+		return
+	}
+	for i, id := range g.ids {
+		j, ok := slices.BinarySearch(old.ids, id)
+		if !ok {
+			continue
+		}
+		s := od.spent[j].Load()
+		for {
+			cur := d.spent[i].Load()
+			if s <= cur || d.spent[i].CompareAndSwap(cur, s) {
+				break
+			}
+		}
+		if b := g.budgets[i]; d.spent[i].Load() >= b.DailyMicros && b.Pacing != accounts.Even {
+			d.stop(i)
+		}
+	}
+}
+
 // flagOf is the flag raised for advertiser id once its daily budget of
 // daily micros is spent. The budget rides with the id: a replica whose
 // budget for it is larger (a reload raised it) keeps showing its ads.

@@ -153,3 +153,60 @@ func TestGatePaced(t *testing.T) {
 		t.Errorf("Page %v %v", ex, paced)
 	}
 }
+
+// A gate built from a spend read a while ago takes, from the gate it
+// replaces, what that one learnt since: per advertiser, the larger spend
+// of the same UTC day.
+func TestGateCarry(t *testing.T) {
+	ix := testIndex(t)
+	groups := ix.AdvertiserGroups()
+	now := day0.Add(10 * time.Hour)
+	clock := func() time.Time { return now }
+	sp := &spends{m: map[string]int64{}}
+	budgets := map[string]accounts.Budget{
+		"a.example": {DailyMicros: 20, Pacing: accounts.ASAP},
+		"b.example": {DailyMicros: 10, Pacing: accounts.ASAP},
+	}
+	stale, err := New(context.Background(), Options{Budgets: budgets, Spent: sp, Now: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, err := New(context.Background(), Options{Budgets: budgets, Spent: sp, Now: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// b.example spends its budget after stale read the spend.
+	sp.add("b.example", now, 10)
+	if err := old.Clicked(context.Background(), &clicks.Click{Time: now, Advertiser: "b.example", Billable: true, BidMicros: 10}); err != nil {
+		t.Fatal(err)
+	}
+	sp.add("a.example", now, 3)
+	if got := stale.Exclude(ix); got != nil {
+		t.Fatalf("the stale gate: Exclude %v, want none", got)
+	}
+	// a.example: the new gate knows more than the old one.
+	if err := stale.Clicked(context.Background(), &clicks.Click{Time: now, Advertiser: "a.example", Billable: true, BidMicros: 3}); err != nil {
+		t.Fatal(err)
+	}
+	stale.Carry(old)
+	if got := stale.Exclude(ix); !slices.Equal(got, []uint32{groups["b.example"]}) {
+		t.Errorf("carried: Exclude %v, want b.example's", got)
+	}
+	if a, b := stale.Spent("a.example"), stale.Spent("b.example"); a != 3 || b != 10 {
+		t.Errorf("carried: spent a %d, b %d; want 3 and 10", a, b)
+	}
+
+	// Another day's spend is not carried.
+	tomorrow := now.Add(24 * time.Hour)
+	next, err := New(context.Background(), Options{Budgets: budgets, Spent: sp, Now: func() time.Time { return tomorrow }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	next.Carry(old)
+	if got := next.Spent("b.example"); got != 0 {
+		t.Errorf("yesterday's spend carried: %d", got)
+	}
+	var none *Gate
+	none.Carry(old)
+	stale.Carry(nil)
+}

@@ -10,8 +10,10 @@ import (
 	"github.com/adlink/adlink/backend/budget"
 )
 
-// BudgetFlags are budget.Flags in Redis: one set per UTC day of the
-// advertisers whose budget is spent, expiring two days after its last flag.
+// BudgetFlags are budget.Flags in Redis: one set per UTC day of the flags
+// raised, each "id@budget micros" (an advertiser and the daily budget its
+// spend reached; older replicas raise a bare "id"), expiring two days
+// after its last flag.
 // While Redis does not answer, Raise and Raised count a fallback and do
 // nothing: each replica then stops only the ads its own clicks spent, and
 // a flag raised meanwhile is not raised again, so the other replicas learn
@@ -33,12 +35,12 @@ func (f *BudgetFlags) key(at time.Time) string {
 	return f.prefix + strconv.FormatInt(at.Unix()/86400, 10)
 }
 
-// Raise implements budget.Flags.
-func (f *BudgetFlags) Raise(ctx context.Context, advertiser string, at time.Time) error {
+// Raise implements budget.Flags: it adds flag to the set of at's day.
+func (f *BudgetFlags) Raise(ctx context.Context, flag string, at time.Time) error {
 	f.c.call(ctx, "budget", func(ctx context.Context) error {
 		key := f.key(at)
 		_, err := f.c.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-			p.SAdd(ctx, key, advertiser)
+			p.SAdd(ctx, key, flag)
 			p.Expire(ctx, key, 48*time.Hour)
 			return nil
 		})
@@ -47,13 +49,13 @@ func (f *BudgetFlags) Raise(ctx context.Context, advertiser string, at time.Time
 	return nil
 }
 
-// Raised implements budget.Flags.
+// Raised implements budget.Flags: the flags of at's day.
 func (f *BudgetFlags) Raised(ctx context.Context, at time.Time) ([]string, error) {
-	var ids []string
+	var flags []string
 	f.c.call(ctx, "budget", func(ctx context.Context) error {
 		var err error
-		ids, err = f.c.rdb.SMembers(ctx, f.key(at)).Result()
+		flags, err = f.c.rdb.SMembers(ctx, f.key(at)).Result()
 		return err
 	})
-	return ids, nil
+	return flags, nil
 }

@@ -1,8 +1,8 @@
 // Package redisstore keeps the state every replica must share on the hot
 // path in Redis: the rate limits (Limiter, GCRA through
 // github.com/go-redis/redis_rate), the fraud windows of billable clicks
-// (Windows), the used decision ids (Decisions) and the budgets spent today
-// (BudgetFlags). The first three pass the conformance suites of their
+// (Windows), the used decision ids (Decisions) and the flags of the budgets
+// spent today (BudgetFlags). The first three pass the conformance suites of their
 // interfaces in backend/store/storetest.
 //
 // Redis being unreachable never fails a request: each store answers from
