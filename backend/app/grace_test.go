@@ -19,9 +19,10 @@ import (
 // TestCriterionOfTheCatalogBeforeCountsForAClickToken: a page matched on
 // the shards of the catalog before a refresh that changed an ad's
 // keywords makes links naming the old ones. For a click token's TTL
-// after the refresh such a link still gets its token at the beacon, and
-// its click bills; after it, it gets none. A criterion that was never the
-// ad's gets none, before or after.
+// after the refresh, across a later refresh that changes no criterion,
+// such a link still gets its token at the beacon, and its click bills;
+// after it, it gets none. Another ad's criterion, never this ad's, gets
+// none, before or after.
 func TestCriterionOfTheCatalogBeforeCountsForAClickToken(t *testing.T) {
 	ads := testcatalog.Generate(200, 5)
 	ad := ads[0]
@@ -31,6 +32,34 @@ func TestCriterionOfTheCatalogBeforeCountsForAClickToken(t *testing.T) {
 	old := ad.Keywords[0]
 	changed := slices.Clone(ads)
 	changed[0].Keywords = []string{"grünkohlpresse"}
+	repriced := slices.Clone(changed)
+	for i := range repriced {
+		if repriced[i].Currency != "" {
+			repriced[i].PriceCents += 100
+		}
+	}
+	// another is a real criterion of another ad, in each catalog, and
+	// never one of ad's.
+	var another string
+	ixs := make([]*match.Index, 0, 2)
+	for _, c := range [][]match.Ad{ads, changed} {
+		ix, err := match.Build(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ixs = append(ixs, ix)
+	}
+	for j := 1; j < len(ads) && another == ""; j++ {
+		for _, kw := range ads[j].Keywords {
+			if ixs[0].IsCriterionOf(j, kw) && ixs[1].IsCriterionOf(j, kw) && !ixs[0].IsCriterionOf(0, kw) && !ixs[1].IsCriterionOf(0, kw) {
+				another = kw
+				break
+			}
+		}
+	}
+	if another == "" {
+		t.Fatal("no other ad has a criterion that is not the ad's")
+	}
 
 	dir := t.TempDir()
 	path := filepath.Join(dir, "feed.jsonl")
@@ -66,7 +95,7 @@ func TestCriterionOfTheCatalogBeforeCountsForAClickToken(t *testing.T) {
 	if tokenOf(old, "http://localhost/a") == "" {
 		t.Fatal("the ad's own keyword gets no click token before the refresh")
 	}
-	if tokenOf("sommerangebot", "http://localhost/a") != "" {
+	if tokenOf(another, "http://localhost/a") != "" {
 		t.Fatal("a criterion never the ad's gets a click token")
 	}
 
@@ -77,7 +106,7 @@ func TestCriterionOfTheCatalogBeforeCountsForAClickToken(t *testing.T) {
 	if tokenOf("grünkohlpresse", "http://localhost/b") == "" {
 		t.Fatal("the ad's new keyword gets no click token")
 	}
-	if tokenOf("sommerangebot", "http://localhost/b") != "" {
+	if tokenOf(another, "http://localhost/b") != "" {
 		t.Error("a criterion never the ad's gets a click token after the refresh")
 	}
 	l := link(old)
@@ -107,6 +136,19 @@ func TestCriterionOfTheCatalogBeforeCountsForAClickToken(t *testing.T) {
 	}
 	if got == nil || !got.Billable || got.Criterion != old {
 		t.Fatalf("the click of the keyword before: %+v, want billable", got)
+	}
+
+	// A refresh that only reprices keeps the grace of the one before.
+	clock.advance(time.Minute)
+	writeFile(t, path, feed(t, repriced))
+	if r := a.Reload(context.Background(), false); r.Result != "swapped" {
+		t.Fatalf("the second refresh: %+v", r)
+	}
+	if tokenOf(old, "http://localhost/e") == "" {
+		t.Fatal("the keyword of two catalogs before gets no click token after a refresh that changed no criterion")
+	}
+	if tokenOf(another, "http://localhost/e") != "" {
+		t.Error("another ad's criterion gets a click token after the second refresh")
 	}
 
 	// Past the grace, the keyword before is no longer the ad's.
