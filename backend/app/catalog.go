@@ -214,7 +214,7 @@ func (l *live) build(ads []match.Ad, ver string, prev *version) (*version, error
 	// A page matched on the shards of an earlier catalog names its
 	// criteria; the links it makes count as long as a click token does,
 	// across later refreshes too (up to maxRetired of them, as shards).
-	if b := criteriaBefore(prev.ads, ads, indexes.All(), now.Add(l.cfg.ClickTokenTTL)); b != nil {
+	if b := criteriaBefore(prev.ads, ads, indexes.All(), now.Add(l.cfg.ClickTokenTTL), l.log); b != nil {
 		next.api.Before = append(next.api.Before, *b)
 	}
 	for _, b := range old.Before {

@@ -3,11 +3,13 @@ package app
 import (
 	"bytes"
 	"context"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -178,7 +180,7 @@ func TestCriteriaBeforeKeepsTheChangedAds(t *testing.T) {
 		t.Fatal(err)
 	}
 	until := time.Date(2026, 11, 22, 13, 0, 0, 0, time.UTC)
-	b := criteriaBefore(ads, now, all, until)
+	b := criteriaBefore(ads, now, all, until, nil)
 	if b == nil || !b.Until.Equal(until) {
 		t.Fatalf("criteriaBefore: %+v", b)
 	}
@@ -195,7 +197,56 @@ func TestCriteriaBeforeKeepsTheChangedAds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if criteriaBefore(ads, same, sameIx, until) != nil {
+	if criteriaBefore(ads, same, sameIx, until, nil) != nil {
 		t.Error("a swap that changed no criteria keeps ads")
+	}
+}
+
+// A swap keeps no ad whose title alone changed while it has a category
+// (its criteria are its keywords, brand, model and category), and none at
+// all when more ads' criteria changed than the grace bounds allow: it
+// says so at warn, with the count.
+func TestCriteriaBeforeIsBounded(t *testing.T) {
+	ads := testcatalog.Generate(100, 3)
+	until := time.Date(2026, 11, 22, 13, 0, 0, 0, time.UTC)
+	build := func(c []match.Ad) *match.Index {
+		t.Helper()
+		ix, err := match.Build(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ix
+	}
+	retitled := slices.Clone(ads)
+	n := 0
+	for i := range retitled {
+		if retitled[i].Category != "" {
+			retitled[i].Title += " Neu"
+			n++
+		}
+	}
+	if n == 0 {
+		t.Fatal("no generated ad has a category")
+	}
+	if b := criteriaBefore(ads, retitled, build(retitled), until, nil); b != nil {
+		t.Errorf("%d ads retitled, with their categories: %d kept, want none", n, b.Index.Len())
+	}
+
+	var logs bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	few := slices.Clone(ads)
+	for i := range 10 { // graceMaxShare of 100
+		few[i].Keywords = []string{"grünkohlpresse"}
+	}
+	if b := criteriaBefore(ads, few, build(few), until, log); b == nil || b.Index.Len() != 10 {
+		t.Errorf("10 of 100 ads' keywords changed: kept %+v, want the 10", b)
+	}
+	many := slices.Clone(few)
+	many[10].Keywords = []string{"grünkohlpresse"}
+	if b := criteriaBefore(ads, many, build(many), until, log); b != nil {
+		t.Errorf("11 of 100 ads' keywords changed: %d kept, want none past the 10%% bound", b.Index.Len())
+	}
+	if out := logs.String(); !strings.Contains(out, "level=WARN") || !strings.Contains(out, "changed=11") {
+		t.Errorf("the refresh past the bound logged %q, want a warning with changed=11", out)
 	}
 }
