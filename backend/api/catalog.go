@@ -39,11 +39,12 @@ type Catalog struct {
 	Partners partners.Registry
 	Accounts *accounts.Book
 	Budget   *budget.Gate
-	// Before, when set, is what the catalog served before this one had of
-	// the ads whose criteria the refresh changed: a page that matched on
-	// its shards names those in the links it makes, which count until
-	// Before's time is up (criterionOf).
-	Before *Before
+	// Before is what the catalogs served before this one had of the ads
+	// whose criteria a refresh changed, one for each such refresh whose
+	// time is not up, newest first: a page that matched on their shards
+	// names those in the links it makes, which count until that Before's
+	// time is up (criterionOf).
+	Before []Before
 }
 
 // Before is the ads of the catalog served before the last refresh whose
@@ -175,17 +176,21 @@ func (c *Catalog) ad(id string, now time.Time) (match.Ad, bool) {
 
 // criterionOf reports whether criterion is made of the criteria of the
 // ad id, which is the ad at in ix, this catalog's: as ix has them, or, while
-// Before's time lasts, as the catalog before had them. A page still on
-// the shards of the catalog before names those.
+// a Before's time lasts, as the catalog before that refresh had them. A
+// page still on the shards of an earlier catalog names those.
 func (c *Catalog) criterionOf(ix *match.Index, at int, id, criterion string, now time.Time) bool {
 	if ix.IsCriterionOf(at, criterion) {
 		return true
 	}
-	if c.Before == nil || !now.Before(c.Before.Until) {
-		return false
+	for _, b := range c.Before {
+		if !now.Before(b.Until) {
+			continue
+		}
+		if i, ok := b.Index.Lookup(id); ok && b.Index.IsCriterionOf(i, criterion) {
+			return true
+		}
 	}
-	i, ok := c.Before.Index.Lookup(id)
-	return ok && c.Before.Index.IsCriterionOf(i, criterion)
+	return false
 }
 
 // shard finds a shard by its address in this version, else in an earlier

@@ -30,10 +30,11 @@ const MaxImpressionAds = 16
 // the page made count (madeHere), each ad once per beacon: a copy of a
 // link gets its token, and another link of the same ad (another
 // criterion, context or yk_tag) a token of its own but no second
-// impression. An ad counts once per page and client network in each
-// impression window (config.ImpressionWindow): a beacon sent again, here
-// or to another replica, gets its tokens again but counts no more
-// (clicks.ImpressionKey). An ad the
+// impression. An ad counts at most once per site and client network in
+// each impression window (config.ImpressionWindow), whatever pages of the
+// site it was seen on, as the page's URL is the client's to vary: a
+// beacon sent again, here or to another replica, or from another page,
+// gets its tokens again but counts no more (clicks.ImpressionKey). An ad the
 // catalog no longer has, or whose adType is not its own, gets "" and no
 // impression; so does every ad of a client that is no browser.
 func (s *server) impression(w http.ResponseWriter, r *http.Request) error {
@@ -102,7 +103,7 @@ func (s *server) impression(w http.ResponseWriter, r *http.Request) error {
 			imps = append(imps, clicks.Impression{Time: now, AdID: p.AdID, AdType: p.AdType, Type: p.Type,
 				APIKey: apiKey, SiteID: siteID, Criterion: p.Criterion, YkTag: p.YkTag, Page: page, IP: ip, UserAgent: ua,
 				Country: country, Advertiser: ad.Advertiser, Currency: catalog.ClickCurrency(&ad),
-				Key: clicks.ImpressionKey(p.AdID, page, network, now, window)})
+				Key: clicks.ImpressionKey(p.AdID, apiKey, siteID, network, now, window)})
 		}
 		if s.judge.Keys != nil {
 			tokens[i] = s.judge.Keys.ClickToken(&p, network, ua, now, now.Add(ttl))

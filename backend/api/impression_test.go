@@ -294,8 +294,8 @@ func FuzzImpression(f *testing.F) {
 
 // TestImpressionRepeatsCountOnce: one beacon replayed 50 times gets its
 // tokens every time and counts one impression per ad; the repeats are
-// counted apart. The same ads from another network, on another page or
-// in the next impression window count again.
+// counted apart. The same ads from another network or in the next
+// impression window count again.
 func TestImpressionRepeatsCountOnce(t *testing.T) {
 	env := newSignedEnv(t)
 	links := env.inPageLinks(t, "q=handy&loc=de&api_key=demo&site_id=demo&size=20")
@@ -321,14 +321,39 @@ func TestImpressionRepeatsCountOnce(t *testing.T) {
 		}
 	}
 	env.beaconOn(t, page, "203.0.113.9", browserUA, links...)
-	env.beaconOn(t, "http://localhost/b", reader, browserUA, links...)
-	if n := len(env.impressions(t)); n != 6 {
-		t.Errorf("another network and another page: %d impressions, want 6", n)
+	if n := len(env.impressions(t)); n != 4 {
+		t.Errorf("another network: %d impressions, want 4", n)
 	}
 	env.advance(30 * time.Minute)
 	env.beaconOn(t, page, reader, browserUA, links...)
-	if n := len(env.impressions(t)); n != 8 {
-		t.Errorf("the next window: %d impressions, want 8", n)
+	if n := len(env.impressions(t)); n != 6 {
+		t.Errorf("the next window: %d impressions, want 6", n)
+	}
+}
+
+// The page's URL is the client's to choose among the site's: the same
+// beacon with its url varied in path, query, fragment, scheme or
+// subdomain counts each ad once per network and window, and gets its
+// tokens every time.
+func TestImpressionURLVariedCountsOnce(t *testing.T) {
+	env := newSignedEnv(t)
+	links := env.inPageLinks(t, "q=handy&loc=de&api_key=demo&site_id=demo&size=20")
+	if len(links) < 2 {
+		t.Fatalf("%d ads, want 2", len(links))
+	}
+	links = links[:2]
+	const reader = "198.51.100.7"
+	for i, page := range []string{"http://localhost/", "http://localhost/a", "http://localhost/a?x=1",
+		"http://localhost/a?x=2&y=3", "http://localhost/b/c#top", "https://localhost/d",
+		"http://www.localhost/", "http://a.b.localhost/e?f=" + strings.Repeat("g", 100)} {
+		status, ct := env.beaconOn(t, page, reader, browserUA, links...)
+		if status != http.StatusOK || ct[0] == "" || ct[1] == "" {
+			t.Fatalf("url %d %q: %d %q, want a token each", i, page, status, ct)
+		}
+		env.advance(time.Second)
+	}
+	if n := len(env.impressions(t)); n != 2 {
+		t.Errorf("one beacon of 2 ads sent from 8 urls of the site: %d impressions, want 2", n)
 	}
 }
 
@@ -338,7 +363,9 @@ func TestImpressionRepeatsCountOnce(t *testing.T) {
 // with no proof of where they came from, and garbage pad no count.
 func TestImpressionPadding(t *testing.T) {
 	env := newSignedEnv(t)
-	const reader = "198.51.100.7"
+	// Each step beacons from a network of its own: an ad counts once per
+	// site, network and window, so a count a step wrongly makes shows.
+	reader := func(step int) string { return "198.51.100." + strconv.Itoa(step) }
 	page := env.inPageLinks(t, "q=handy&loc=de&api_key=demo&site_id=demo&size=20")
 	signed := distinctAds(env.links(t, "q=handy&loc=de&api_key=demo&site_id=demo&size=20"))
 	if len(page) < 2 || len(signed) < 2 {
@@ -353,7 +380,7 @@ func TestImpressionPadding(t *testing.T) {
 	for i := range copies {
 		copies[i] = page[0]
 	}
-	status, ct := env.beaconOn(t, "http://localhost/padding/1", reader, browserUA, copies...)
+	status, ct := env.beaconOn(t, "http://localhost/padding/1", reader(1), browserUA, copies...)
 	if status != http.StatusOK || ct[0] == "" {
 		t.Fatalf("copies: %d %q", status, ct)
 	}
@@ -367,7 +394,7 @@ func TestImpressionPadding(t *testing.T) {
 	}
 	// A signed link's copies; a page's link under an invented criterion,
 	// refused, which does not keep the link itself from counting.
-	status, ct = env.beaconOn(t, "http://localhost/padding/2", reader, browserUA, signed[0], signed[0],
+	status, ct = env.beaconOn(t, "http://localhost/padding/2", reader(2), browserUA, signed[0], signed[0],
 		setParam(page[1], "criterionId", "padding"), page[1])
 	if status != http.StatusOK || ct[0] == "" || ct[1] != ct[0] || ct[2] != "" || ct[3] == "" {
 		t.Errorf("signed copies, an invented criterion, the ad's own: %d %q, want the copy the first's token, the invented criterion none", status, ct)
@@ -388,7 +415,7 @@ func TestImpressionPadding(t *testing.T) {
 	if handyladen == "" {
 		t.Fatal("no in-page link of handyladen.de")
 	}
-	if status, ct := env.beaconOn(t, "http://localhost/padding/3", reader, browserUA, setParam(handyladen, "criterionId", "Handy ohne Vertrag")); status != http.StatusOK || ct[0] == "" {
+	if status, ct := env.beaconOn(t, "http://localhost/padding/3", reader(3), browserUA, setParam(handyladen, "criterionId", "Handy ohne Vertrag")); status != http.StatusOK || ct[0] == "" {
 		t.Errorf("an in-page link with another of its ad's criteria: %d %q, want a token", status, ct)
 	}
 	if n := count(); n != 4 {
@@ -397,7 +424,7 @@ func TestImpressionPadding(t *testing.T) {
 	// Two links of one ad the page made, under two of its criteria (as in
 	// the text and in the box): each gets a token of its own, so a click
 	// on either can bill, and the ad counts once.
-	status, ct = env.beaconOn(t, "http://localhost/padding/4", reader, browserUA, handyladen, setParam(handyladen, "criterionId", "Handy ohne Vertrag"))
+	status, ct = env.beaconOn(t, "http://localhost/padding/4", reader(4), browserUA, handyladen, setParam(handyladen, "criterionId", "Handy ohne Vertrag"))
 	if status != http.StatusOK || ct[0] == "" || ct[1] == "" || ct[0] == ct[1] {
 		t.Errorf("two links of one ad: %d %q, want a token each", status, ct)
 	}
@@ -407,8 +434,8 @@ func TestImpressionPadding(t *testing.T) {
 	// Two tokens do not make the ad bill twice: from one network, an ad
 	// bills once a day, so the click on the second link is a repeat.
 	env.advance(time.Second)
-	first := env.click(t, handyladen+"&ct="+url.QueryEscape(ct[0]), reader, browserUA)
-	second := env.click(t, setParam(handyladen, "criterionId", "Handy ohne Vertrag")+"&ct="+url.QueryEscape(ct[1]), reader, browserUA)
+	first := env.click(t, handyladen+"&ct="+url.QueryEscape(ct[0]), reader(4), browserUA)
+	second := env.click(t, setParam(handyladen, "criterionId", "Handy ohne Vertrag")+"&ct="+url.QueryEscape(ct[1]), reader(4), browserUA)
 	if !first.Billable || second.Billable || second.Reason != clicks.ReasonRepeat {
 		t.Errorf("clicks on the two links of one ad: billable %v %q, then %v %q; want the first to bill and the second a repeat",
 			first.Billable, first.Reason, second.Billable, second.Reason)
@@ -428,7 +455,7 @@ func TestImpressionPadding(t *testing.T) {
 		{"expired tok", setParam(page[1], "tok", expiredTok)},
 		{"garbage tok", setParam(page[1], "tok", "x.y.z")},
 	} {
-		status, ct := env.beaconOn(t, "http://localhost/padding/5", reader, browserUA, tt.link)
+		status, ct := env.beaconOn(t, "http://localhost/padding/5", reader(5), browserUA, tt.link)
 		if status != http.StatusOK || ct[0] != "" {
 			t.Errorf("%s: %d %q, want 200 and no token", tt.name, status, ct)
 		}
@@ -440,7 +467,7 @@ func TestImpressionPadding(t *testing.T) {
 	// keeps: no count.
 	old := signed[1]
 	env.advance(25 * time.Hour)
-	if status, ct := env.beaconOn(t, "http://localhost/padding/6", reader, browserUA, old); status != http.StatusOK || ct[0] != "" {
+	if status, ct := env.beaconOn(t, "http://localhost/padding/6", reader(6), browserUA, old); status != http.StatusOK || ct[0] != "" {
 		t.Errorf("expired signed link: %d %q, want no token", status, ct)
 	}
 	if n := count(); n != 5 {

@@ -211,9 +211,17 @@ func (l *live) build(ads []match.Ad, ver string, prev *version) (*version, error
 		return next, nil
 	}
 	old := prev.api
-	// A page matched on the shards of the catalog before names its
-	// criteria; the links it makes count as long as a click token does.
-	next.api.Before = criteriaBefore(prev.ads, ads, indexes.All(), now.Add(l.cfg.ClickTokenTTL))
+	// A page matched on the shards of an earlier catalog names its
+	// criteria; the links it makes count as long as a click token does,
+	// across later refreshes too (up to maxRetired of them, as shards).
+	if b := criteriaBefore(prev.ads, ads, indexes.All(), now.Add(l.cfg.ClickTokenTTL), l.log); b != nil {
+		next.api.Before = append(next.api.Before, *b)
+	}
+	for _, b := range old.Before {
+		if now.Before(b.Until) && len(next.api.Before) < maxRetired {
+			next.api.Before = append(next.api.Before, b)
+		}
+	}
 	next.api.Retired = append(next.api.Retired, api.Retired{Shards: old.Shards, Until: now.Add(ShardGrace)})
 	for _, r := range old.Retired {
 		if now.Before(r.Until) && len(next.api.Retired) < maxRetired {

@@ -3,11 +3,13 @@ package app
 import (
 	"bytes"
 	"context"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,9 +21,10 @@ import (
 // TestCriterionOfTheCatalogBeforeCountsForAClickToken: a page matched on
 // the shards of the catalog before a refresh that changed an ad's
 // keywords makes links naming the old ones. For a click token's TTL
-// after the refresh such a link still gets its token at the beacon, and
-// its click bills; after it, it gets none. A criterion that was never the
-// ad's gets none, before or after.
+// after the refresh, across a later refresh that changes no criterion,
+// such a link still gets its token at the beacon, and its click bills;
+// after it, it gets none. Another ad's criterion, never this ad's, gets
+// none, before or after.
 func TestCriterionOfTheCatalogBeforeCountsForAClickToken(t *testing.T) {
 	ads := testcatalog.Generate(200, 5)
 	ad := ads[0]
@@ -31,6 +34,34 @@ func TestCriterionOfTheCatalogBeforeCountsForAClickToken(t *testing.T) {
 	old := ad.Keywords[0]
 	changed := slices.Clone(ads)
 	changed[0].Keywords = []string{"grünkohlpresse"}
+	repriced := slices.Clone(changed)
+	for i := range repriced {
+		if repriced[i].Currency != "" {
+			repriced[i].PriceCents += 100
+		}
+	}
+	// another is a real criterion of another ad, in each catalog, and
+	// never one of ad's.
+	var another string
+	ixs := make([]*match.Index, 0, 2)
+	for _, c := range [][]match.Ad{ads, changed} {
+		ix, err := match.Build(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ixs = append(ixs, ix)
+	}
+	for j := 1; j < len(ads) && another == ""; j++ {
+		for _, kw := range ads[j].Keywords {
+			if ixs[0].IsCriterionOf(j, kw) && ixs[1].IsCriterionOf(j, kw) && !ixs[0].IsCriterionOf(0, kw) && !ixs[1].IsCriterionOf(0, kw) {
+				another = kw
+				break
+			}
+		}
+	}
+	if another == "" {
+		t.Fatal("no other ad has a criterion that is not the ad's")
+	}
 
 	dir := t.TempDir()
 	path := filepath.Join(dir, "feed.jsonl")
@@ -66,7 +97,7 @@ func TestCriterionOfTheCatalogBeforeCountsForAClickToken(t *testing.T) {
 	if tokenOf(old, "http://localhost/a") == "" {
 		t.Fatal("the ad's own keyword gets no click token before the refresh")
 	}
-	if tokenOf("sommerangebot", "http://localhost/a") != "" {
+	if tokenOf(another, "http://localhost/a") != "" {
 		t.Fatal("a criterion never the ad's gets a click token")
 	}
 
@@ -77,7 +108,7 @@ func TestCriterionOfTheCatalogBeforeCountsForAClickToken(t *testing.T) {
 	if tokenOf("grünkohlpresse", "http://localhost/b") == "" {
 		t.Fatal("the ad's new keyword gets no click token")
 	}
-	if tokenOf("sommerangebot", "http://localhost/b") != "" {
+	if tokenOf(another, "http://localhost/b") != "" {
 		t.Error("a criterion never the ad's gets a click token after the refresh")
 	}
 	l := link(old)
@@ -109,6 +140,19 @@ func TestCriterionOfTheCatalogBeforeCountsForAClickToken(t *testing.T) {
 		t.Fatalf("the click of the keyword before: %+v, want billable", got)
 	}
 
+	// A refresh that only reprices keeps the grace of the one before.
+	clock.advance(time.Minute)
+	writeFile(t, path, feed(t, repriced))
+	if r := a.Reload(context.Background(), false); r.Result != "swapped" {
+		t.Fatalf("the second refresh: %+v", r)
+	}
+	if tokenOf(old, "http://localhost/e") == "" {
+		t.Fatal("the keyword of two catalogs before gets no click token after a refresh that changed no criterion")
+	}
+	if tokenOf(another, "http://localhost/e") != "" {
+		t.Error("another ad's criterion gets a click token after the second refresh")
+	}
+
 	// Past the grace, the keyword before is no longer the ad's.
 	clock.advance(cfg.ClickTokenTTL)
 	if ct := tokenOf(old, "http://localhost/d"); ct != "" {
@@ -136,7 +180,7 @@ func TestCriteriaBeforeKeepsTheChangedAds(t *testing.T) {
 		t.Fatal(err)
 	}
 	until := time.Date(2026, 11, 22, 13, 0, 0, 0, time.UTC)
-	b := criteriaBefore(ads, now, all, until)
+	b := criteriaBefore(ads, now, all, until, nil)
 	if b == nil || !b.Until.Equal(until) {
 		t.Fatalf("criteriaBefore: %+v", b)
 	}
@@ -153,7 +197,56 @@ func TestCriteriaBeforeKeepsTheChangedAds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if criteriaBefore(ads, same, sameIx, until) != nil {
+	if criteriaBefore(ads, same, sameIx, until, nil) != nil {
 		t.Error("a swap that changed no criteria keeps ads")
+	}
+}
+
+// A swap keeps no ad whose title alone changed while it has a category
+// (its criteria are its keywords, brand, model and category), and none at
+// all when more ads' criteria changed than the grace bounds allow: it
+// says so at warn, with the count.
+func TestCriteriaBeforeIsBounded(t *testing.T) {
+	ads := testcatalog.Generate(100, 3)
+	until := time.Date(2026, 11, 22, 13, 0, 0, 0, time.UTC)
+	build := func(c []match.Ad) *match.Index {
+		t.Helper()
+		ix, err := match.Build(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ix
+	}
+	retitled := slices.Clone(ads)
+	n := 0
+	for i := range retitled {
+		if retitled[i].Category != "" {
+			retitled[i].Title += " Neu"
+			n++
+		}
+	}
+	if n == 0 {
+		t.Fatal("no generated ad has a category")
+	}
+	if b := criteriaBefore(ads, retitled, build(retitled), until, nil); b != nil {
+		t.Errorf("%d ads retitled, with their categories: %d kept, want none", n, b.Index.Len())
+	}
+
+	var logs bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	few := slices.Clone(ads)
+	for i := range 10 { // graceMaxShare of 100
+		few[i].Keywords = []string{"grünkohlpresse"}
+	}
+	if b := criteriaBefore(ads, few, build(few), until, log); b == nil || b.Index.Len() != 10 {
+		t.Errorf("10 of 100 ads' keywords changed: kept %+v, want the 10", b)
+	}
+	many := slices.Clone(few)
+	many[10].Keywords = []string{"grünkohlpresse"}
+	if b := criteriaBefore(ads, many, build(many), until, log); b != nil {
+		t.Errorf("11 of 100 ads' keywords changed: %d kept, want none past the 10%% bound", b.Index.Len())
+	}
+	if out := logs.String(); !strings.Contains(out, "level=WARN") || !strings.Contains(out, "changed=11") {
+		t.Errorf("the refresh past the bound logged %q, want a warning with changed=11", out)
 	}
 }

@@ -78,7 +78,8 @@ func reportedImpressions(t *testing.T, h http.Handler, day time.Time) int64 {
 }
 
 // TestReplayedBeaconCountsOnce is the attack of a replayed impression
-// beacon: one beacon sent 50 times, half to each of two replicas, gets its
+// beacon: one beacon sent 50 times, half to each of two replicas, each
+// time with another url of the site, gets its
 // click token each time and counts one impression in the report; the
 // repeats are counted apart. The same ad seen from another network, or in
 // the next window, counts again; and one beacon spooled on both replicas
@@ -105,7 +106,7 @@ func TestReplayedBeaconCountsOnce(t *testing.T) {
 	const page = "http://localhost/news/1"
 
 	for i := range 50 {
-		if ct := beaconFrom(t, replicas[i%2].Handler, page, ad, "10.0.0.1:5000"); ct == "" {
+		if ct := beaconFrom(t, replicas[i%2].Handler, page+"?r="+strconv.Itoa(i), ad, "10.0.0.1:5000"); ct == "" {
 			t.Fatalf("replay %d got no click token", i)
 		}
 		clock.advance(10 * time.Second)
@@ -140,14 +141,14 @@ func TestReplayedBeaconCountsOnce(t *testing.T) {
 		t.Errorf("in the next window: %d impressions, want 3", got)
 	}
 
-	// Postgres away: both replicas spool the same beacon, three times
-	// each, and answer it with its token.
+	// Postgres away: both replicas spool the same beacon of a new
+	// network, three times each, from pages of their own, and answer it
+	// with its token.
 	if err := pg.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	const spooledPage = "http://localhost/news/2"
 	for i := range 6 {
-		if ct := beaconFrom(t, replicas[i%2].Handler, spooledPage, ad, "10.0.0.1:5000"); ct == "" {
+		if ct := beaconFrom(t, replicas[i%2].Handler, "http://localhost/news/"+strconv.Itoa(2+i), ad, "10.7.0.1:5000"); ct == "" {
 			t.Fatalf("spooled beacon %d got no click token", i)
 		}
 	}

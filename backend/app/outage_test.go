@@ -152,13 +152,15 @@ func TestPostgresOutageSpoolsClicks(t *testing.T) {
 	verdicts[clickFrom(t, a.Handler, before, 102)] = clicks.ReasonRepeat
 
 	// Impression beacons are answered with their click tokens, and
-	// spooled.
+	// spooled; each from a network of its own, as an ad counts once per
+	// site and network in a window.
 	const beacons = 3
 	for n := range beacons {
 		ad := adURL(t, a.Handler)
 		req := httptest.NewRequest(http.MethodGet, "/v1/impression?api_key=demo&site_id=demo&url=http%3A%2F%2Flocalhost%2Fnews%2F"+
 			fmt.Sprint(n)+"&ad="+url.QueryEscape(ad[strings.Index(ad, "?")+1:]), nil)
 		req.Header.Set("User-Agent", "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0")
+		req.RemoteAddr = fmt.Sprintf("198.51.100.%d:4000", n+1)
 		rec := httptest.NewRecorder()
 		a.Handler.ServeHTTP(rec, req)
 		if rec.Code != http.StatusOK || !strings.HasPrefix(rec.Body.String(), `{"ct":["`) || strings.HasPrefix(rec.Body.String(), `{"ct":[""`) {

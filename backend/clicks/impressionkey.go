@@ -21,17 +21,19 @@ const ImpressionKeyTTL = 48 * time.Hour
 // age and the old ones are forgotten from one end.
 const impressionKeySize = 4 + 12
 
-// ImpressionKey is the Key of an impression of ad adID on page, seen from
-// network (Network of the client's IP), at: the same for every impression
-// of those three in the window of length window that holds at. Windows are
+// ImpressionKey is the Key of an impression of ad adID on a page of site
+// siteID of partner apiKey, seen from network (Network of the client's
+// IP), at: the same for every impression of those four in the window of
+// length window that holds at, whatever page of the site it was seen on
+// (a page's URL is the client's to vary). Windows are
 // counted from the epoch, so that every replica cuts the same ones; window
 // is a whole number of minutes, at least one.
-func ImpressionKey(adID, page, network string, at time.Time, window time.Duration) string {
+func ImpressionKey(adID, apiKey, siteID, network string, at time.Time, window time.Duration) string {
 	w := int64(max(window/time.Minute, 1)) * 60
 	start := at.Unix() - at.Unix()%w // times before 1970 are no beacon's
 	h := sha256.New()
 	var n [8]byte
-	for _, f := range []string{adID, page, network} {
+	for _, f := range []string{adID, apiKey, siteID, network} {
 		binary.BigEndian.PutUint64(n[:], uint64(len(f)))
 		h.Write(n[:])
 		h.Write([]byte(f))

@@ -14,23 +14,25 @@ import (
 )
 
 // An impression's key is its window's: the same for every time in the
-// window, another in the next one, and for another ad, page or network.
+// window, another in the next one, and for another ad, partner, site or
+// network.
 func TestImpressionKey(t *testing.T) {
 	t0 := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 	const w = 30 * time.Minute
-	k := ImpressionKey("a", "https://blog.example/", "198.51.100.7", t0, w)
+	k := ImpressionKey("a", "k", "blog", "198.51.100.7", t0, w)
 	for _, at := range []time.Time{t0.Add(time.Second), t0.Add(w - time.Nanosecond)} {
-		if got := ImpressionKey("a", "https://blog.example/", "198.51.100.7", at, w); got != k {
+		if got := ImpressionKey("a", "k", "blog", "198.51.100.7", at, w); got != k {
 			t.Errorf("at %v: key %s, want the window's %s", at, got, k)
 		}
 	}
 	for name, other := range map[string]string{
-		"next window":   ImpressionKey("a", "https://blog.example/", "198.51.100.7", t0.Add(w), w),
-		"window before": ImpressionKey("a", "https://blog.example/", "198.51.100.7", t0.Add(-time.Nanosecond), w),
-		"another ad":    ImpressionKey("b", "https://blog.example/", "198.51.100.7", t0, w),
-		"another page":  ImpressionKey("a", "https://blog.example/x", "198.51.100.7", t0, w),
-		"another net":   ImpressionKey("a", "https://blog.example/", "198.51.100.8", t0, w),
-		"fields moved":  ImpressionKey("a", "https://blog.example/1", "98.51.100.7", t0, w),
+		"next window":   ImpressionKey("a", "k", "blog", "198.51.100.7", t0.Add(w), w),
+		"window before": ImpressionKey("a", "k", "blog", "198.51.100.7", t0.Add(-time.Nanosecond), w),
+		"another ad":    ImpressionKey("b", "k", "blog", "198.51.100.7", t0, w),
+		"another key":   ImpressionKey("a", "k2", "blog", "198.51.100.7", t0, w),
+		"another site":  ImpressionKey("a", "k", "blog2", "198.51.100.7", t0, w),
+		"another net":   ImpressionKey("a", "k", "blog", "198.51.100.8", t0, w),
+		"fields moved":  ImpressionKey("a", "k", "blog1", "98.51.100.7", t0, w),
 	} {
 		if other == k {
 			t.Errorf("%s: the same key %s", name, k)
@@ -58,7 +60,7 @@ func TestBoltImpressionsForgetOldKeys(t *testing.T) {
 	t0 := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 	imp := func(ad string, at time.Time) Impression {
 		return Impression{Time: at, AdID: ad, Page: "https://blog.example/",
-			Key: ImpressionKey(ad, "https://blog.example/", "net", at, 30*time.Minute)}
+			Key: ImpressionKey(ad, "k", "blog", "net", at, 30*time.Minute)}
 	}
 	ctx := context.Background()
 	var old []Impression
@@ -98,7 +100,7 @@ func FuzzImpressionKeyBytes(f *testing.F) {
 	f.Add("00112233445566778899AABBCCDDEEFF", "ad", "p", int64(-1))
 	f.Add("0011", "x", "y", int64(1<<62))
 	f.Add("zz112233445566778899aabbccddeeff", "ad\x00", "\xff", int64(60))
-	f.Fuzz(func(t *testing.T, s, ad, page string, unix int64) {
+	f.Fuzz(func(t *testing.T, s, ad, key string, unix int64) {
 		b, err := ImpressionKeyBytes(s)
 		switch {
 		case s == "":
@@ -114,12 +116,12 @@ func FuzzImpressionKeyBytes(f *testing.F) {
 		if at.Unix() < 0 {
 			at = time.Unix(-at.Unix(), 0)
 		}
-		k := ImpressionKey(ad, page, "net", at, 7*time.Minute)
+		k := ImpressionKey(ad, key, "site", "net", at, 7*time.Minute)
 		kb, err := ImpressionKeyBytes(k)
 		if err != nil || len(kb) != 16 {
 			t.Fatalf("ImpressionKey made %q, not a key: %v", k, err)
 		}
-		if k2 := ImpressionKey(ad, page, "net", at.Add(-time.Duration(at.Unix()%420)*time.Second), 7*time.Minute); k2 != k {
+		if k2 := ImpressionKey(ad, key, "site", "net", at.Add(-time.Duration(at.Unix()%420)*time.Second), 7*time.Minute); k2 != k {
 			t.Fatalf("the window's start has key %s, a time in it %s", k2, k)
 		}
 	})

@@ -151,7 +151,7 @@ type Config struct {
 	// ADLINK_CLICK_TOKEN_TTL).
 	ClickTokenTTL time.Duration
 	// ImpressionWindow is how often an ad's impression counts for one
-	// page and one client network: once per window, the windows counted
+	// site and one client network, whatever page of the site: once per window, the windows counted
 	// from the Unix epoch; a replayed beacon counts no more
 	// (-impression-window, ADLINK_IMPRESSION_WINDOW). Whole minutes, from
 	// a minute to a day.
@@ -387,7 +387,7 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	fs.TextVar(&c.LogLevel, "log-level", c.LogLevel, "least `level` logged: debug (a line per request), info, warn or error (ADLINK_LOG_LEVEL)")
 	fs.DurationVar(&c.SiteTokenTTL, "site-token-ttl", c.SiteTokenTTL, "how long the page's site token stays billable (ADLINK_SITE_TOKEN_TTL)")
 	fs.DurationVar(&c.ClickTokenTTL, "click-token-ttl", c.ClickTokenTTL, "how long an in-page ad's click token stays billable (ADLINK_CLICK_TOKEN_TTL)")
-	fs.DurationVar(&c.ImpressionWindow, "impression-window", c.ImpressionWindow, "an ad's impression counts once per `time` for one page and client network (ADLINK_IMPRESSION_WINDOW)")
+	fs.DurationVar(&c.ImpressionWindow, "impression-window", c.ImpressionWindow, "an ad's impression counts at most once per `time` for one site and client network (ADLINK_IMPRESSION_WINDOW)")
 	fs.DurationVar(&c.ClickMinDelay, "click-min-delay", c.ClickMinDelay, "least `time` between an in-page ad's click token and a billable click (ADLINK_CLICK_MIN_DELAY)")
 	fs.DurationVar(&c.Retention, "retention", c.Retention, "how long raw click and impression rows stay in the state file before they are exported and removed; 0 keeps them (ADLINK_RETENTION)")
 	fs.StringVar(&c.ExportDir, "export-dir", c.ExportDir, "`directory` of retention's daily export files; default <data>/export (ADLINK_EXPORT_DIR)")

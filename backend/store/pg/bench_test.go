@@ -119,7 +119,7 @@ func BenchmarkImpressionBeacons(b *testing.B) {
 				SiteID: "demo", Criterion: "handy", YkTag: "t" + strconv.Itoa(g%4), Page: page, IP: "198.51.100.7",
 				UserAgent: "Mozilla/5.0", Advertiser: "shop.example", Currency: "EUR"}
 			if keyed {
-				imps[k].Key = clicks.ImpressionKey(ad, page, "198.51.100.7", at, 30*time.Minute)
+				imps[k].Key = clicks.ImpressionKey(ad, "demo", page, "198.51.100.7", at, 30*time.Minute)
 			}
 		}
 		return imps

@@ -110,10 +110,16 @@ func (s Impressions) Append(ctx context.Context, imps []clicks.Impression) (int,
 
 // Ship implements clicks.ImpressionShipper: the batch's id, its rows and
 // their rollups in one transaction, unless the id is there already.
-// Batch ids are forgotten a week after their impressions.
+// Batch ids are forgotten a week after their impressions. A batch with
+// an impression it cannot record (no time, a malformed key) is refused
+// (clicks.ErrRefused), so the spooler sets it aside rather than retry it
+// for ever.
 func (s Impressions) Ship(ctx context.Context, id string, imps []clicks.Impression) (int, error) {
 	if err := checkImpressions(ctx, imps); err != nil {
-		return 0, err
+		if ctx.Err() != nil {
+			return 0, err
+		}
+		return 0, fmt.Errorf("%w: %w", clicks.ErrRefused, err)
 	}
 	if id == "" || len(imps) == 0 {
 		return 0, errors.New("postgres: ship impressions: no id or no impressions")

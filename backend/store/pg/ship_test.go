@@ -3,6 +3,7 @@ package pgstore_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -134,6 +135,67 @@ func TestShipImpressionsOnce(t *testing.T) {
 	}
 	if _, err := db.Impressions().Ship(t.Context(), "", imps); err == nil {
 		t.Error("impressions shipped without a batch id")
+	}
+}
+
+// A spooled beacon with a malformed impression key (a file written by
+// hand, or damaged) is refused, set aside and logged, and the beacons
+// after it are shipped: it does not hold the spool back.
+func TestSpoolerSetsAsideABeaconOfAMalformedKey(t *testing.T) {
+	db, err := pgstore.Open(t.Context(), testpg.New(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	file, err := store.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	spool, err := clicks.NewSpool(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := recently()
+	imp := func(ad, key string) clicks.Impression {
+		return clicks.Impression{Time: at, AdID: ad, AdType: "advertiser", Type: "intext", APIKey: "k", SiteID: "s",
+			Page: "https://blog.example/", Key: key}
+	}
+	if _, err := db.Impressions().Ship(t.Context(), "direct", []clicks.Impression{imp("x", "zz")}); !errors.Is(err, clicks.ErrRefused) {
+		t.Errorf("shipping a malformed key: %v, want clicks.ErrRefused", err)
+	}
+	for i, key := range []string{clicks.ImpressionKey("a0", "k", "s", "net", at, time.Hour), "not-a-key",
+		clicks.ImpressionKey("a2", "k", "s", "net", at, time.Hour)} {
+		if err := spool.AddImpressions(t.Context(), fmt.Sprint("beacon-", i), []clicks.Impression{imp(fmt.Sprint("a", i), key)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var logs bytes.Buffer
+	var mu sync.Mutex
+	s := clicks.NewSpooler(db.Ledger(), db.Ledger(), spool, clicks.SpoolerOptions{Impressions: db.Impressions(),
+		Logger: slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, nil))})
+	s.Start()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	if err := s.WaitShipped(ctx); err != nil {
+		t.Fatalf("the spool was not shipped: %v, %d beacons left", err, spool.ImpressionDepth())
+	}
+	s.Stop()
+	seen := map[string]bool{}
+	db.Impressions().Scan(t.Context(), time.Time{}, time.Time{}, func(i clicks.Impression) error { seen[i.AdID] = true; return nil })
+	if len(seen) != 2 || !seen["a0"] || !seen["a2"] {
+		t.Errorf("Postgres holds impressions of %v, want a0 and a2", seen)
+	}
+	var refused int
+	file.View(func(tx *bolt.Tx) error {
+		refused = tx.Bucket([]byte("spool-refused")).Stats().KeyN
+		return nil
+	})
+	mu.Lock()
+	log := logs.String()
+	mu.Unlock()
+	if refused != 1 || !strings.Contains(log, "postgres refuses a spooled impression beacon") || !strings.Contains(log, "beacon=beacon-1") {
+		t.Errorf("%d beacons set aside, log:\n%s", refused, log)
 	}
 }
 

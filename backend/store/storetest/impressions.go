@@ -67,13 +67,13 @@ func Impressions(t *testing.T, fresh func(t *testing.T) Opener[clicks.Impression
 		o := fresh(t)
 		s, closeFn := open(t, o)
 		const window = 30 * time.Minute
-		keyed := func(ad, page, network string, at time.Time) clicks.Impression {
+		keyed := func(ad, site, network string, at time.Time) clicks.Impression {
 			i := imp(ad, at)
-			i.Page = page
-			i.Key = clicks.ImpressionKey(ad, page, network, at, window)
+			i.SiteID = site
+			i.Key = clicks.ImpressionKey(ad, "k", site, network, at, window)
 			return i
 		}
-		page, other := "https://blog.example/a", "https://blog.example/b"
+		site, other := "blog", "shop"
 		net1, net2 := clicks.Network("2001:db8::1"), clicks.Network("2001:db8:1::1")
 		appendN := func(t *testing.T, s clicks.Impressions, imps ...clicks.Impression) int {
 			t.Helper()
@@ -83,27 +83,27 @@ func Impressions(t *testing.T, fresh func(t *testing.T) Opener[clicks.Impression
 			}
 			return n
 		}
-		if n := appendN(t, s, keyed("a", page, net1, t0), keyed("b", page, net1, t0)); n != 0 {
+		if n := appendN(t, s, keyed("a", site, net1, t0), keyed("b", site, net1, t0)); n != 0 {
 			t.Errorf("first impressions of two ads: %d repeats, want 0", n)
 		}
 		// The same impression again, in one call and in others, later in
 		// its window, is a repeat each time.
-		if n := appendN(t, s, keyed("a", page, net1, t0.Add(time.Minute)), keyed("a", page, net1, t0.Add(2*time.Minute))); n != 2 {
+		if n := appendN(t, s, keyed("a", site, net1, t0.Add(time.Minute)), keyed("a", site, net1, t0.Add(2*time.Minute))); n != 2 {
 			t.Errorf("a replayed twice in one call: %d repeats, want 2", n)
 		}
 		closeFn()
 		s, _ = open(t, o)
 		for i := range 5 {
-			if n := appendN(t, s, keyed("a", page, net1, t0.Add(time.Duration(i)*time.Minute))); n != 1 {
+			if n := appendN(t, s, keyed("a", site, net1, t0.Add(time.Duration(i)*time.Minute))); n != 1 {
 				t.Fatalf("replay %d after a restart: %d repeats, want 1", i, n)
 			}
 		}
-		// Another network, another page, the next window, and an
+		// Another network, another site, the next window, and an
 		// impression without a key count again.
-		fresh := []clicks.Impression{keyed("a", page, net2, t0), keyed("a", other, net1, t0),
-			keyed("a", page, net1, t0.Add(window)), imp("a", t0), imp("a", t0)}
+		fresh := []clicks.Impression{keyed("a", site, net2, t0), keyed("a", other, net1, t0),
+			keyed("a", site, net1, t0.Add(window)), imp("a", t0), imp("a", t0)}
 		if n := appendN(t, s, fresh...); n != 0 {
-			t.Errorf("new network, page, window and keyless impressions: %d repeats, want 0", n)
+			t.Errorf("new network, site, window and keyless impressions: %d repeats, want 0", n)
 		}
 		got := all(t, s, time.Time{}, time.Time{})
 		if len(got) != 7 {
@@ -138,7 +138,7 @@ func Impressions(t *testing.T, fresh func(t *testing.T) Opener[clicks.Impression
 		for i := range n {
 			go func() {
 				m := imp("a", t0.Add(time.Duration(i)*time.Second))
-				m.Key = clicks.ImpressionKey("a", m.Page, "net", m.Time, time.Hour)
+				m.Key = clicks.ImpressionKey("a", m.APIKey, m.SiteID, "net", m.Time, time.Hour)
 				r, err := s.Append(within(t, 10*time.Second), []clicks.Impression{m})
 				errs <- err
 				repeats <- r
