@@ -2,7 +2,10 @@
 
 package match
 
-import "strings"
+import (
+	"maps"
+	"strings"
+)
 
 // IsCriterionOf reports whether text is a criterion a strong match (a
 // page's, or a query's with ctx.dist=high) can name for ad i: as a hit's
@@ -94,3 +97,47 @@ func (ix *Index) IsCriterionOf(i int, text string) bool {
 
 // maxCriterionSteps bounds the criteria IsCriterionOf tries.
 const maxCriterionSteps = 4096
+
+// SameCriteria reports whether ads a and b have the same criteria, the
+// phrases IsCriterionOf reads a text against, derived as Build derives
+// them: a catalog refresh that keeps an ad's criteria keeps every
+// criterion a page could have matched it by.
+func SameCriteria(a, b *Ad) bool {
+	return maps.Equal(criteriaOf(a), criteriaOf(b))
+}
+
+// criteriaOf is the set of ad's criteria, each its normalised words
+// joined by spaces.
+func criteriaOf(ad *Ad) map[string]bool {
+	var terms []string
+	ids := map[string]uint32{}
+	var scratch []byte
+	words := func(s string) []uint32 {
+		var out []uint32
+		scratch = scan(s, scratch, func(term []byte, _, _ int, _ bool) {
+			id, ok := ids[string(term)]
+			if !ok {
+				id = uint32(len(terms))
+				ids[string(term)] = id
+				terms = append(terms, string(term))
+			}
+			out = append(out, id)
+		})
+		return out
+	}
+	kws := make([][]uint32, len(ad.Keywords))
+	for k, kw := range ad.Keywords {
+		kws[k] = words(kw)
+	}
+	brand, model, cat := words(ad.Manufacturer), words(ad.Model), words(ad.Category)
+	set := map[string]bool{}
+	numbers := func(ids []uint32) bool { return bareNumbers(terms, ids) }
+	eachCriterion(ad.Kind, kws, brand, model, cat, numbers, func(c []uint32, _ uint32) {
+		parts := make([]string, len(c))
+		for j, id := range c {
+			parts[j] = terms[id]
+		}
+		set[strings.Join(parts, " ")] = true
+	})
+	return set
+}

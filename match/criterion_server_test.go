@@ -3,6 +3,7 @@
 package match_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -103,4 +104,64 @@ func FuzzIsCriterionOf(f *testing.F) {
 			t.Fatalf("%d %q with an unknown word after it is still the ad's", i, text)
 		}
 	})
+}
+
+// SameCriteria tells a change of what an ad's criteria are drawn from
+// (its keywords but bare numbers, model, brand and category, by its kind)
+// from a change of anything else; and where it says the criteria are the
+// same, the index of the changed ad judges each of the phrases of both
+// as the index of the ad before does.
+func TestSameCriteria(t *testing.T) {
+	for _, mut := range []struct {
+		name    string
+		change  func(a *match.Ad)
+		changed bool
+	}{
+		{"title", func(a *match.Ad) { a.Title += " Neu" }, false},
+		{"description", func(a *match.Ad) { a.Description = "ganz anders beschrieben" }, false},
+		{"price and bid", func(a *match.Ad) { a.PriceCents += 100; a.BidMicros += 1000 }, false},
+		{"landing", func(a *match.Ad) { a.Landing += "?neu=1" }, false},
+		{"a keyword's case and spaces", func(a *match.Ad) {
+			a.Keywords = append(slices.Clone(a.Keywords), "Grünkohl  PRESSE")
+			a.Keywords = append(a.Keywords, "grünkohl presse")
+		}, true},
+		{"a bare-number keyword", func(a *match.Ad) { a.Keywords = append(slices.Clone(a.Keywords), "12345") }, false},
+		{"a keyword", func(a *match.Ad) { a.Keywords = append(slices.Clone(a.Keywords), "grünkohlpresse") }, true},
+		{"the model", func(a *match.Ad) { a.Model = "zx900 turbo" }, true},
+		{"the brand", func(a *match.Ad) { a.Manufacturer = "Grünwerk" }, true},
+		{"the category", func(a *match.Ad) { a.Category = "Küche > Pressen" }, true},
+		{"an advertiser's ad", func(a *match.Ad) { a.Kind = match.KindAdvertiser }, true},
+	} {
+		t.Run(mut.name, func(t *testing.T) {
+			n := 0
+			for _, a := range testcatalog.Generate(60, 11) {
+				if a.Kind == match.KindAdvertiser || a.Manufacturer == "" || a.Category == "" {
+					continue // each change below changes such an ad's criteria
+				}
+				n++
+				b := a
+				mut.change(&b)
+				if got := !match.SameCriteria(&a, &b); got != mut.changed {
+					t.Fatalf("%s: criteria changed %v, want %v (%v against %v)", a.ID, got, mut.changed, match.CriteriaOf(&a), match.CriteriaOf(&b))
+				}
+				if mut.changed {
+					continue
+				}
+				ixA, errA := match.Build([]match.Ad{a})
+				ixB, errB := match.Build([]match.Ad{b})
+				if errA != nil || errB != nil {
+					t.Fatal(errA, errB)
+				}
+				for _, c := range append([]string{a.Model, a.Manufacturer, a.Category, b.Model, b.Manufacturer, b.Category},
+					slices.Concat(a.Keywords, b.Keywords)...) {
+					if before, after := ixA.IsCriterionOf(0, c), ixB.IsCriterionOf(0, c); before != after {
+						t.Errorf("%s: %q is a criterion before %v and after %v", a.ID, c, before, after)
+					}
+				}
+			}
+			if n < 10 {
+				t.Fatalf("%d generated ads with a brand and a category, want 10 or more", n)
+			}
+		})
+	}
 }

@@ -78,3 +78,6 @@ func (ix *Index) Postings(term string) int {
 
 // ReserveAfter is how many ads Build adds before it sizes the postings.
 const ReserveAfter = reserveAfter
+
+// CriteriaOf is the set of ad's criteria SameCriteria compares.
+func CriteriaOf(ad *Ad) map[string]bool { return criteriaOf(ad) }

@@ -516,8 +516,13 @@ func strsSize(ad *Ad) int {
 
 // numbers reports whether every term of ids is a bare number.
 func (b *builder) numbers(ids []uint32) bool {
+	return bareNumbers(b.terms, ids)
+}
+
+// bareNumbers reports whether ids name terms that are all bare numbers.
+func bareNumbers(terms []string, ids []uint32) bool {
 	for _, id := range ids {
-		if !bareNumber(b.terms[id]) {
+		if !bareNumber(terms[id]) {
 			return false
 		}
 	}
@@ -674,10 +679,7 @@ func (b *builder) add(ix *Index, i int, ad *Ad, types map[string]uint32, phrases
 
 	// Criteria, keeping the strongest source when one phrase comes twice.
 	clear(b.adCrit)
-	addCrit := func(ids []uint32, src uint32) {
-		if len(ids) == 0 || len(ids) > 8 {
-			return
-		}
+	eachCriterion(ad.Kind, kws, brand, model, cat, b.numbers, func(ids []uint32, src uint32) {
 		key := make([]byte, 0, 4*len(ids))
 		for _, id := range ids {
 			key = append(key, byte(id), byte(id>>8), byte(id>>16), byte(id>>24))
@@ -691,26 +693,7 @@ func (b *builder) add(ix *Index, i int, ad *Ad, types map[string]uint32, phrases
 		if old, ok := b.adCrit[c]; !ok || srcWeight[src] > srcWeight[old] {
 			b.adCrit[c] = src
 		}
-	}
-	for _, k := range kws {
-		if !b.numbers(k) {
-			addCrit(k, srcKeyword)
-		}
-	}
-	if ad.Kind != KindAdvertiser {
-		// A model that starts with a bare number ("12" of "OnePlus 12")
-		// names the product only after its brand.
-		if len(model) > 0 && b.numbers(model[:1]) {
-			if len(brand) > 0 {
-				model = append(slices.Clone(brand), model...)
-			} else {
-				model = nil
-			}
-		}
-		addCrit(model, srcModel)
-		addCrit(brand, srcBrand)
-		addCrit(cat, srcCategory)
-	}
+	})
 	cs := make([]uint32, 0, len(b.adCrit))
 	for c := range b.adCrit {
 		cs = append(cs, c)
@@ -743,6 +726,40 @@ func (b *builder) add(ix *Index, i int, ad *Ad, types map[string]uint32, phrases
 	}
 	r.adv = adv
 	return nil
+}
+
+// eachCriterion calls add with each of an ad's criteria, as the ids of
+// its words, and its source: the ad's keywords (kws) but those all bare
+// numbers and, but for an advertiser's ad (kind), its model, brand and
+// category; a phrase of more than 8 words is none. numbers reports
+// whether ids are all bare numbers. It is what both Build and
+// SameCriteria derive criteria by.
+func eachCriterion(kind Kind, kws [][]uint32, brand, model, cat []uint32, numbers func(ids []uint32) bool, add func(ids []uint32, src uint32)) {
+	crit := func(ids []uint32, src uint32) {
+		if len(ids) > 0 && len(ids) <= 8 {
+			add(ids, src)
+		}
+	}
+	for _, k := range kws {
+		if !numbers(k) {
+			crit(k, srcKeyword)
+		}
+	}
+	if kind == KindAdvertiser {
+		return
+	}
+	// A model that starts with a bare number ("12" of "OnePlus 12") names
+	// the product only after its brand.
+	if len(model) > 0 && numbers(model[:1]) {
+		if len(brand) > 0 {
+			model = append(slices.Clone(brand), model...)
+		} else {
+			model = nil
+		}
+	}
+	crit(model, srcModel)
+	crit(brand, srcBrand)
+	crit(cat, srcCategory)
 }
 
 // mostOfGroup returns, of term id and its synonyms, the one the ad being

@@ -2,7 +2,6 @@ package app
 
 import (
 	"log/slog"
-	"slices"
 	"time"
 
 	"github.com/adlink/adlink/backend/api"
@@ -39,7 +38,7 @@ func criteriaBefore(before, now []match.Ad, all *match.Index, until time.Time, l
 			}
 		}
 		at = k + 1 // the index's ordinals are the ads' positions
-		if criteriaChanged(b, &now[k]) {
+		if !match.SameCriteria(b, &now[k]) {
 			changed = append(changed, *b)
 		}
 	}
@@ -58,14 +57,4 @@ func criteriaBefore(before, now []match.Ad, all *match.Index, until time.Time, l
 		return nil // they indexed before; a swap does not fail for a grace
 	}
 	return &api.Before{Index: ix, Until: until}
-}
-
-// criteriaChanged reports whether the criteria a page's match can name
-// for ad a (match.Index.IsCriterionOf: its keywords, brand, model and
-// category, read by its kind) differ in b. The title names an ad's type
-// only when it has no category, so only then does a new title count.
-func criteriaChanged(a, b *match.Ad) bool {
-	return a.Kind != b.Kind || a.Manufacturer != b.Manufacturer || a.Model != b.Model ||
-		a.Category != b.Category || !slices.Equal(a.Keywords, b.Keywords) ||
-		(a.Category == "" && a.Title != b.Title)
 }
