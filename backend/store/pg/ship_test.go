@@ -30,11 +30,7 @@ import (
 // was spooled is settled again: its decision used in Postgres before
 // makes it a repeat.
 func TestShipRecordsEachClickOnce(t *testing.T) {
-	db, err := pgstore.Open(t.Context(), testpg.New(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openPG(t, testpg.New(t))
 	at := recently()
 	exp := at.Add(time.Hour)
 	click := func(id string, n int) clicks.Click {
@@ -105,11 +101,7 @@ func TestShipRecordsEachClickOnce(t *testing.T) {
 // A beacon's impressions shipped twice under their batch's id are recorded
 // once, and counted once in the rollups.
 func TestShipImpressionsOnce(t *testing.T) {
-	db, err := pgstore.Open(t.Context(), testpg.New(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openPG(t, testpg.New(t))
 	at := recently()
 	imps := []clicks.Impression{
 		{Time: at, AdID: "a", AdType: "advertiser", Type: "intext", APIKey: "k", SiteID: "s", Page: "https://blog.example/1"},
@@ -142,20 +134,8 @@ func TestShipImpressionsOnce(t *testing.T) {
 // hand, or damaged) is refused, set aside and logged, and the beacons
 // after it are shipped: it does not hold the spool back.
 func TestSpoolerSetsAsideABeaconOfAMalformedKey(t *testing.T) {
-	db, err := pgstore.Open(t.Context(), testpg.New(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	file, err := store.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer file.Close()
-	spool, err := clicks.NewSpool(file)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openPG(t, testpg.New(t))
+	file, spool := newSpool(t)
 	at := recently()
 	imp := func(ad, key string) clicks.Impression {
 		return clicks.Impression{Time: at, AdID: ad, AdType: "advertiser", Type: "intext", APIKey: "k", SiteID: "s",
@@ -205,20 +185,8 @@ func TestSpoolerSetsAsideABeaconOfAMalformedKey(t *testing.T) {
 // shipped: one bad click does not hold the spool, and the server, back.
 func TestSpoolerSetsAsideWhatPostgresRefuses(t *testing.T) {
 	// One connection: every transaction adds to the same shard of spend.
-	db, err := pgstore.Open(t.Context(), testpg.New(t)+"&pool_max_conns=1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	file, err := store.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer file.Close()
-	spool, err := clicks.NewSpool(file)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openPG(t, testpg.New(t)+"&pool_max_conns=1")
+	file, spool := newSpool(t)
 	at := recently()
 	for i, bid := range []int64{100, math.MaxInt64, math.MaxInt64, 100} {
 		c := clicks.Click{ID: fmt.Sprint("c", i), Time: at, AdID: fmt.Sprint("a", i), AdType: "advertiser", Type: "search",
@@ -276,20 +244,8 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 // spooled by a version whose Use names no currency is not checked: see
 // storetest's BudgetsHoldTheirCurrency.)
 func TestSpoolHoldsTheBudgetsCurrency(t *testing.T) {
-	db, err := pgstore.Open(t.Context(), testpg.New(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	file, err := store.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer file.Close()
-	spool, err := clicks.NewSpool(file)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openPG(t, testpg.New(t))
+	_, spool := newSpool(t)
 	at := recently()
 	click := func(n int, currency string) clicks.Click {
 		return clicks.Click{ID: fmt.Sprint("c", n), Time: at, AdID: fmt.Sprint("a", n), AdType: "advertiser", Type: "search",
@@ -346,11 +302,7 @@ func recently() time.Time { return time.Now().UTC().Truncate(time.Hour).Add(-tim
 // /48's cap still holds.
 func TestShipRefusesClicksOlderThanTheCounts(t *testing.T) {
 	url := testpg.New(t)
-	db, err := pgstore.Open(t.Context(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openPG(t, url)
 	old := recently().Add(-3 * 24 * time.Hour)
 	click := func(id string, at time.Time, net int) clicks.Click {
 		return clicks.Click{ID: id, Time: at, AdID: "a" + id, AdType: "advertiser", Type: "search", APIKey: "k",
@@ -434,11 +386,7 @@ func TestShipRefusesClicksOlderThanTheCounts(t *testing.T) {
 // the decisions' clean-up ran, is a repeat, not a second bill. Ids long
 // past that are forgotten.
 func TestShipFindsDecisionsWithinTheHorizon(t *testing.T) {
-	db, err := pgstore.Open(t.Context(), testpg.New(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openPG(t, testpg.New(t))
 	now := time.Now()
 	exp := now.Add(-5 * time.Hour) // the link expired five hours ago
 	click := func(id, ip string, at time.Time) clicks.Click {
@@ -469,4 +417,31 @@ func TestShipFindsDecisionsWithinTheHorizon(t *testing.T) {
 	if spent, err := db.Rollups().Spent(t.Context(), "shop.example", live.Time); err != nil || spent != 100 {
 		t.Errorf("spend %d %v, want the live click's 100", spent, err)
 	}
+}
+
+// openPG opens the Postgres store at url for t, closed when t ends.
+func openPG(t *testing.T, url string) *pgstore.DB {
+	t.Helper()
+	db, err := pgstore.Open(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	return db
+}
+
+// newSpool is a click spool in a bbolt file of t's own, closed when t
+// ends.
+func newSpool(t *testing.T) (*bolt.DB, *clicks.Spool) {
+	t.Helper()
+	file, err := store.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { file.Close() })
+	spool, err := clicks.NewSpool(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return file, spool
 }
