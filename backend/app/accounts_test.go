@@ -449,19 +449,7 @@ func TestReloadAccountsOnAnnouncement(t *testing.T) {
 	pgURL := testpg.New(t)
 	ads := currencyAds()
 	a := startMember(t, "", pgURL, ads, "A")
-	b := &member{name: "B", tick: make(chan time.Time), refreshed: make(chan api.Reload, 64)}
-	b.feed = filepath.Join(t.TempDir(), "feed.jsonl")
-	writeFile(t, b.feed, feed(t, ads))
-	cfg := testConfig(t)
-	cfg.Catalogs, cfg.PostgresURL = []string{b.feed}, pgURL
-	cfg.PartnersFile = filepath.Join(t.TempDir(), "partners.json")
-	writeFile(t, cfg.PartnersFile, []byte(onePartner))
-	cfg.ClickKeys = []clicks.Key{{ID: "shared", Secret: bytes.Repeat([]byte{7}, 32)}}
-	var err error
-	if b.App, err = New(cfg, Options{Refresh: b.tick, OnRefresh: func(r api.Reload) { b.refreshed <- r }}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
+	b, cfg := startPartnersMember(t, "", pgURL, ads)
 	const search = "/v2/search/link?q=kaffeem%C3%BChle&loc=de&api_key=key-two&site_id=site-two"
 	if status, _ := get(t, b.Handler, search); status != http.StatusUnauthorized {
 		t.Fatalf("B, before: %d, want 401", status)
@@ -629,19 +617,7 @@ func TestReloadAccountsAloneAnnounceNothing(t *testing.T) {
 	srv := testredis.Start(t, testredis.Options{})
 	ads := currencyAds()
 	a := startMember(t, srv.URL(), "", ads, "A")
-	b := &member{name: "B", tick: make(chan time.Time), refreshed: make(chan api.Reload, 64)}
-	b.feed = filepath.Join(t.TempDir(), "feed.jsonl")
-	writeFile(t, b.feed, feed(t, ads))
-	cfg := testConfig(t)
-	cfg.Catalogs, cfg.RedisURL = []string{b.feed}, srv.URL()
-	cfg.PartnersFile = filepath.Join(t.TempDir(), "partners.json")
-	writeFile(t, cfg.PartnersFile, []byte(onePartner))
-	cfg.ClickKeys = []clicks.Key{{ID: "shared", Secret: bytes.Repeat([]byte{7}, 32)}}
-	var err error
-	if b.App, err = New(cfg, Options{Refresh: b.tick, OnRefresh: func(r api.Reload) { b.refreshed <- r }}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
+	b, cfg := startPartnersMember(t, srv.URL(), "", ads)
 	old := b.Catalog().Version
 	for deadline := time.Now().Add(30 * time.Second); b.live.replicas.agreed() != old; { // B listens
 		if time.Now().After(deadline) {
@@ -733,4 +709,26 @@ func TestReloadRevokesWithoutTheSpend(t *testing.T) {
 	if _, r := s.reload(t); r.Accounts != "" {
 		t.Errorf("a reload after: %+v, want the accounts as served", r)
 	}
+}
+
+// startPartnersMember starts replica B of ads on the Redis or Postgres at
+// redisURL or pgURL, refreshed by hand, with a partners file of its own
+// (onePartner, at cfg.PartnersFile) and the click keys startMember's
+// replicas share.
+func startPartnersMember(t *testing.T, redisURL, pgURL string, ads []match.Ad) (*member, config.Config) {
+	t.Helper()
+	b := &member{name: "B", tick: make(chan time.Time), refreshed: make(chan api.Reload, 64)}
+	b.feed = filepath.Join(t.TempDir(), "feed.jsonl")
+	writeFile(t, b.feed, feed(t, ads))
+	cfg := testConfig(t)
+	cfg.Catalogs, cfg.RedisURL, cfg.PostgresURL = []string{b.feed}, redisURL, pgURL
+	cfg.PartnersFile = filepath.Join(t.TempDir(), "partners.json")
+	writeFile(t, cfg.PartnersFile, []byte(onePartner))
+	cfg.ClickKeys = []clicks.Key{{ID: "shared", Secret: bytes.Repeat([]byte{7}, 32)}}
+	var err error
+	if b.App, err = New(cfg, Options{Refresh: b.tick, OnRefresh: func(r api.Reload) { b.refreshed <- r }}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b, cfg
 }
