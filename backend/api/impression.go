@@ -32,7 +32,9 @@ const MaxImpressionAds = 16
 // criterion, context or yk_tag) a token of its own but no second
 // impression. An ad counts at most once per site and client network in
 // each impression window (config.ImpressionWindow), whatever pages of the
-// site it was seen on, as the page's URL is the client's to vary: a
+// site it was seen on, as the page's URL is the client's to vary, and at
+// most config.ImpressionPrefixNetworks times from one IPv6 /48, as its /64s
+// are the client's to vary too (clicks.ImpressionNetwork): a
 // beacon sent again, here or to another replica, or from another page,
 // gets its tokens again but counts no more (clicks.ImpressionKey). An ad the
 // catalog no longer has, or whose adType is not its own, gets "" and no
@@ -71,7 +73,7 @@ func (s *server) impression(w http.ResponseWriter, r *http.Request) error {
 	if window <= 0 {
 		window = config.Default().ImpressionWindow
 	}
-	network := clicks.Network(ip)
+	network, keyNetwork := clicks.Network(ip), clicks.ImpressionNetwork(ip, s.cfg.ImpressionPrefixNetworks)
 	country := s.geoCountry(r)
 	// seen is where each link was first judged in this beacon: a copy of
 	// it gets that one's token. counted holds the ads counted: one of
@@ -103,7 +105,7 @@ func (s *server) impression(w http.ResponseWriter, r *http.Request) error {
 			imps = append(imps, clicks.Impression{Time: now, AdID: p.AdID, AdType: p.AdType, Type: p.Type,
 				APIKey: apiKey, SiteID: siteID, Criterion: p.Criterion, YkTag: p.YkTag, Page: page, IP: ip, UserAgent: ua,
 				Country: country, Advertiser: ad.Advertiser, Currency: catalog.ClickCurrency(&ad),
-				Key: clicks.ImpressionKey(p.AdID, apiKey, siteID, network, now, window)})
+				Key: clicks.ImpressionKey(p.AdID, apiKey, siteID, keyNetwork, now, window)})
 		}
 		if s.judge.Keys != nil {
 			tokens[i] = s.judge.Keys.ClickToken(&p, network, ua, now, now.Add(ttl))

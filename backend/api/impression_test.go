@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -13,6 +14,7 @@ import (
 	"github.com/goccy/go-json"
 
 	"github.com/adlink/adlink/backend/clicks"
+	"github.com/adlink/adlink/backend/config"
 )
 
 // testImpressions are bbolt Impressions in dir, closed at the end of t.
@@ -328,6 +330,44 @@ func TestImpressionRepeatsCountOnce(t *testing.T) {
 	env.beaconOn(t, page, reader, browserUA, links...)
 	if n := len(env.impressions(t)); n != 6 {
 		t.Errorf("the next window: %d impressions, want 6", n)
+	}
+}
+
+// An IPv6 reader has a /48's 65,536 /64s to rotate through: beacons of
+// one ad from 300 /64s of one /48 count at most
+// -impression-prefix-networks times in a window (each gets its tokens),
+// while readers of 20 other /48s count once each; with the bound off,
+// every /64 counts.
+func TestImpressionRotatedNetworksOfAPrefix(t *testing.T) {
+	for _, shares := range []int{8, 0} {
+		t.Run(fmt.Sprint("shares=", shares), func(t *testing.T) {
+			env := newSignedEnvWith(t, func(c *config.Config) { c.ImpressionPrefixNetworks = shares }, testWindows(t, t.TempDir()))
+			links := env.inPageLinks(t, "q=handy&loc=de&api_key=demo&site_id=demo&size=20")
+			if len(links) == 0 {
+				t.Fatal("no ads")
+			}
+			link := links[0]
+			const rotations = 300
+			for i := range rotations {
+				ip := fmt.Sprintf("2001:db8:77:%x::%x", i, i+1)
+				if status, ct := env.beaconOn(t, "http://localhost/a", ip, browserUA, link); status != http.StatusOK || ct[0] == "" {
+					t.Fatalf("beacon from %s: %d %q, want a token", ip, status, ct)
+				}
+			}
+			n := len(env.impressions(t))
+			if shares > 0 && (n == 0 || n > shares) {
+				t.Errorf("one ad from %d /64s of one /48: %d impressions, want 1 to %d", rotations, n, shares)
+			}
+			if shares == 0 && n != rotations {
+				t.Errorf("one ad from %d /64s of one /48, no bound: %d impressions, want %d", rotations, n, rotations)
+			}
+			for i := range 20 {
+				env.beaconOn(t, "http://localhost/a", fmt.Sprintf("2001:db8:%x::1", 0x100+i), browserUA, link)
+			}
+			if got := len(env.impressions(t)); got != n+20 {
+				t.Errorf("20 readers of other /48s: %d impressions more, want 20", got-n)
+			}
+		})
 	}
 }
 

@@ -3,8 +3,10 @@ package clicks
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -96,6 +98,47 @@ func TestPrefix(t *testing.T) {
 		if got := Prefix(ip); got != want {
 			t.Errorf("Prefix(%q) = %q, want %q", ip, got, want)
 		}
+	}
+}
+
+// ImpressionNetwork: an IPv4 client, a 6to4 one and any client with the
+// bound off are keyed by their Network; the /64s of one /48 share at most
+// shares keys, spread over all of them; another /48 has keys of its own.
+func TestImpressionNetwork(t *testing.T) {
+	for ip, want := range map[string]string{
+		"192.0.2.1":          "192.0.2.1",
+		"::ffff:192.0.2.1":   "192.0.2.1",
+		"2002:c000:201:7::1": "192.0.2.1",
+		"not an address":     "not an address",
+	} {
+		if got := ImpressionNetwork(ip, 8); got != want {
+			t.Errorf("ImpressionNetwork(%q, 8) = %q, want %q", ip, got, want)
+		}
+	}
+	if got := ImpressionNetwork("2001:db8:1:2::1", 0); got != "2001:db8:1:2::/64" {
+		t.Errorf("with no bound: %q, want the /64", got)
+	}
+	keys := map[string]int{}
+	for i := range 4096 {
+		k := ImpressionNetwork(fmt.Sprintf("2001:db8:1:%x::%x", i, i), 8)
+		if !strings.HasPrefix(k, "2001:db8:1::/48#") {
+			t.Fatalf("a /64 of 2001:db8:1::/48 keyed %q", k)
+		}
+		keys[k]++
+	}
+	if len(keys) != 8 {
+		t.Errorf("4,096 /64s of a /48 made %d keys, want 8", len(keys))
+	}
+	for k, n := range keys {
+		if n < 4096/8/2 {
+			t.Errorf("key %q holds %d of 4,096 /64s: the hash does not spread them", k, n)
+		}
+	}
+	if a, b := ImpressionNetwork("2001:db8:1:5::1", 8), ImpressionNetwork("2001:db8:1:5::2", 8); a != b {
+		t.Errorf("two addresses of one /64: %q and %q", a, b)
+	}
+	if a := ImpressionNetwork("2001:db8:2:5::1", 8); keys[a] != 0 {
+		t.Errorf("another /48 shares key %q", a)
 	}
 }
 

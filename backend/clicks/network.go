@@ -1,7 +1,9 @@
 package clicks
 
 import (
+	"hash/fnv"
 	"net/netip"
+	"strconv"
 	"strings"
 )
 
@@ -49,4 +51,21 @@ func clientAddr(ip string) (netip.Addr, bool) {
 		a = netip.AddrFrom4([4]byte{b[2], b[3], b[4], b[5]})
 	}
 	return a, true
+}
+
+// ImpressionNetwork is the network an impression's Key names for a
+// client at ip: its Network, but for an IPv6 address, with shares > 0,
+// its /48 and one of shares parts of it chosen by a hash of its /64. The
+// /64s of a /48 so make at most shares keys of an ad on a site in a
+// window: a reader rotating them counts that many impressions at most,
+// not one for each of 65,536. Readers of two /64s of one /48 share a key
+// one time in shares. The hash is the same on every replica.
+func ImpressionNetwork(ip string, shares int) string {
+	n, p := Network(ip), Prefix(ip)
+	if p == "" || shares <= 0 {
+		return n
+	}
+	h := fnv.New32a()
+	h.Write([]byte(n))
+	return p + "#" + strconv.FormatUint(uint64(h.Sum32()%uint32(shares)), 10)
 }

@@ -156,6 +156,14 @@ type Config struct {
 	// (-impression-window, ADLINK_IMPRESSION_WINDOW). Whole minutes, from
 	// a minute to a day.
 	ImpressionWindow time.Duration
+	// ImpressionPrefixNetworks bounds the impressions of an ad on a site
+	// counted per window from one IPv6 /48, whatever its /64s: its
+	// networks share that many impression keys between them
+	// (clicks.ImpressionNetwork), so a reader rotating /64s counts at
+	// most that many times, where each /64 would count once. 0: each /64
+	// counts as its own (-impression-prefix-networks,
+	// ADLINK_IMPRESSION_PREFIX_NETWORKS).
+	ImpressionPrefixNetworks int
 	// ClickMinDelay is how soon after its click token was issued a click
 	// may come and bill; sooner is too_fast (-click-min-delay,
 	// ADLINK_CLICK_MIN_DELAY).
@@ -221,6 +229,9 @@ func Default() Config {
 		// A reader who comes back to a page after half an hour sees its
 		// ads anew; a reload or a replay within it is not a new view.
 		ImpressionWindow: 30 * time.Minute,
+		// Two readers of one /48 (256 homes of a /56 each) seeing the same
+		// ad on the same site in one window share a key one time in 64.
+		ImpressionPrefixNetworks: 64,
 		// The token comes a second after the ad came into view; a reader's
 		// quickest reaction to what they see is about a quarter second.
 		ClickMinDelay: 250 * time.Millisecond,
@@ -334,6 +345,7 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	envDuration("ADLINK_SITE_TOKEN_TTL", &c.SiteTokenTTL)
 	envDuration("ADLINK_CLICK_TOKEN_TTL", &c.ClickTokenTTL)
 	envDuration("ADLINK_IMPRESSION_WINDOW", &c.ImpressionWindow)
+	envInt("ADLINK_IMPRESSION_PREFIX_NETWORKS", &c.ImpressionPrefixNetworks)
 	envDuration("ADLINK_CLICK_MIN_DELAY", &c.ClickMinDelay)
 	envDuration("ADLINK_RETENTION", &c.Retention)
 	envDuration("ADLINK_PAGE_LEASE", &c.PageLease)
@@ -388,6 +400,7 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	fs.DurationVar(&c.SiteTokenTTL, "site-token-ttl", c.SiteTokenTTL, "how long the page's site token stays billable (ADLINK_SITE_TOKEN_TTL)")
 	fs.DurationVar(&c.ClickTokenTTL, "click-token-ttl", c.ClickTokenTTL, "how long an in-page ad's click token stays billable (ADLINK_CLICK_TOKEN_TTL)")
 	fs.DurationVar(&c.ImpressionWindow, "impression-window", c.ImpressionWindow, "an ad's impression counts at most once per `time` for one site and client network (ADLINK_IMPRESSION_WINDOW)")
+	fs.IntVar(&c.ImpressionPrefixNetworks, "impression-prefix-networks", c.ImpressionPrefixNetworks, "an ad's impressions on a site count at most this many `times` per window from one IPv6 /48, whatever its /64s; 0: each /64 counts once (ADLINK_IMPRESSION_PREFIX_NETWORKS)")
 	fs.DurationVar(&c.ClickMinDelay, "click-min-delay", c.ClickMinDelay, "least `time` between an in-page ad's click token and a billable click (ADLINK_CLICK_MIN_DELAY)")
 	fs.DurationVar(&c.Retention, "retention", c.Retention, "how long raw click and impression rows stay in the state file before they are exported and removed; 0 keeps them (ADLINK_RETENTION)")
 	fs.StringVar(&c.ExportDir, "export-dir", c.ExportDir, "`directory` of retention's daily export files; default <data>/export (ADLINK_EXPORT_DIR)")
@@ -546,6 +559,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ImpressionWindow < time.Minute || c.ImpressionWindow > 24*time.Hour || c.ImpressionWindow%time.Minute != 0 {
 		bad("impression-window %v: want whole minutes from 1m to 24h", c.ImpressionWindow)
+	}
+	if c.ImpressionPrefixNetworks < 0 || c.ImpressionPrefixNetworks > 65536 {
+		bad("impression-prefix-networks %d: want 0 (no bound) to 65536, the /64s of a /48", c.ImpressionPrefixNetworks)
 	}
 	if c.Retention != 0 && c.Retention < 24*time.Hour {
 		bad("retention %v: want 0 (keep every row) or at least 24h", c.Retention)
