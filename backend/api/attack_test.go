@@ -121,7 +121,7 @@ func escapeAll(s string) string {
 
 // respell writes the query of click URL l with each value spelt by
 // escape, its parameters in reverse order.
-func respell(t *testing.T, l string, escape func(string) string) string {
+func respell(t testing.TB, l string, escape func(string) string) string {
 	t.Helper()
 	path, raw, _ := strings.Cut(l, "?")
 	var parts []string
