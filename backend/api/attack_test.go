@@ -121,7 +121,7 @@ func escapeAll(s string) string {
 
 // respell writes the query of click URL l with each value spelt by
 // escape, its parameters in reverse order.
-func respell(t *testing.T, l string, escape func(string) string) string {
+func respell(t testing.TB, l string, escape func(string) string) string {
 	t.Helper()
 	path, raw, _ := strings.Cut(l, "?")
 	var parts []string
@@ -279,5 +279,44 @@ func TestPrefixDailyCap(t *testing.T) {
 	l = env.links(t, "q=lg+handy&loc=de&api_key=demo&site_id=demo")[0]
 	if c := env.click(t, l, "2001:db8:48:100::1", browserUA); !c.Billable {
 		t.Errorf("the /48 capped yesterday, on the next UTC day: %q, want billable", c.Reason)
+	}
+}
+
+// A proof given twice, the link's own beside another, in either order, is
+// no click: a 400 that records nothing and spends nothing of the link,
+// whichever of the two a parse would take.
+func TestDuplicatedProofBillsNothing(t *testing.T) {
+	env := newSignedEnv(t)
+	l := env.links(t, "q=lg+handy&loc=de&api_key=demo&site_id=demo")[0]
+	other := queryOf(t, env.links(t, "q=lg+handy&loc=de&api_key=demo&site_id=demo")[0])
+	inPage := env.inPageLinks(t, "q=lg+handy&loc=de&api_key=demo&site_id=demo")[0]
+	const reader = "198.51.100.90"
+	_, ct := env.beacon(t, reader, browserUA, inPage)
+	_, ct2 := env.beacon(t, reader, browserUA, inPage)
+	env.advance(time.Second)
+	withCT := inPage + "&ct=" + url.QueryEscape(ct[0])
+	twice := func(link, name, value string) []string {
+		path, query, _ := strings.Cut(link, "?")
+		extra := name + "=" + url.QueryEscape(value)
+		return []string{link + "&" + extra, path + "?" + extra + "&" + query}
+	}
+	var targets []string
+	for _, name := range []string{"d", "exp", "sig"} {
+		targets = append(targets, twice(l, name, other.Get(name))...)
+	}
+	targets = append(targets, twice(withCT, "ct", ct2[0])...)
+	targets = append(targets, twice(withCT, "tok", env.keys.Token("demo", "demo", testClock.Add(time.Hour)))...)
+	for _, target := range targets {
+		res := env.do(t, target, reader, browserUA)
+		readBody(t, res)
+		if got := env.take(); res.StatusCode != http.StatusBadRequest || len(got) != 0 {
+			t.Errorf("%s: %d with %d clicks recorded, want 400 and none", target, res.StatusCode, len(got))
+		}
+	}
+	if c := env.click(t, withCT, reader, browserUA); !c.Billable {
+		t.Errorf("the in-page link with its token, once, after: %q, want billable", c.Reason)
+	}
+	if c := env.click(t, l, "198.51.100.91", browserUA); !c.Billable {
+		t.Errorf("the signed link, once, after: %q, want billable", c.Reason)
 	}
 }

@@ -249,6 +249,10 @@ func FuzzImpression(f *testing.F) {
 	} {
 		f.Add(s)
 	}
+	kinds := map[string]string{}
+	for _, a := range fixture() {
+		kinds[a.ID] = a.Kind.String()
+	}
 	f.Fuzz(func(t *testing.T, raw string) {
 		before := len(env.impressions(t))
 		req := httptest.NewRequest(http.MethodGet, "/v1/impression", nil)
@@ -266,11 +270,19 @@ func FuzzImpression(f *testing.F) {
 			if err := json.Unmarshal(body, &resp); err != nil || len(resp.CT) != len(q["ad"]) {
 				t.Fatalf("%q: %s", raw, body)
 			}
-			// Copies of an ad share its token and its one impression.
+			// Copies of an ad share its token and its one impression. A
+			// token goes only to a link adLink's checks let through: one
+			// the server signed, or one with the page's site token.
 			given := map[string]bool{}
-			for _, ct := range resp.CT {
-				if ct != "" {
-					given[ct] = true
+			for i, ct := range resp.CT {
+				if ct == "" {
+					continue
+				}
+				given[ct] = true
+				a := q["ad"][i]
+				av, err := url.ParseQuery(strings.TrimPrefix(a[strings.IndexByte(a, '?')+1:], "&"))
+				if err != nil || kinds[av.Get("adId")] != av.Get("adType") || (!av.Has("sig") && !av.Has("tok")) {
+					t.Fatalf("%q: a token for ad %d, %q, which is no link of an ad the server or the page made", raw, i, a)
 				}
 			}
 			if added > len(given) {

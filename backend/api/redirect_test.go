@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -338,17 +339,30 @@ func TestUnknownPathAndMethod(t *testing.T) {
 
 // FuzzRedirect checks that no query string, however odd, redirects anywhere
 // but to the catalog's landing URL of the adId it names, or records a click
-// without one, and that only a click with a sig can be billable.
+// without one; and, each sent as a person's click from a network of its
+// own, that only a click with a sig or ct bills, and only as a link the
+// server signed says (its ad, context, partner, criterion and yk_tag),
+// once a link.
 func FuzzRedirect(f *testing.F) {
 	env := newSignedEnv(f)
-	signed := env.links(f, "q=lg+handy&loc=de&api_key=demo&site_id=demo&yk_tag=f:1")[0]
+	links := append(env.links(f, "q=lg+handy&loc=de&api_key=demo&site_id=demo&yk_tag=f:1"),
+		env.links(f, "q=handy&loc=de&api_key=k2&site_id=blog&size=3")...)
+	signed := map[clicks.Params]int{} // the links signed with each click's parameters
+	for _, l := range links {
+		q := queryOf(f, l)
+		signed[clicks.Params{Type: q.Get("type"), AdID: q.Get("adId"), AdType: q.Get("adType"), APIKey: q.Get("api_key"),
+			SiteID: q.Get("site_id"), Criterion: q.Get("criterionId"), YkTag: q.Get("yk_tag")}]++
+	}
 	for _, s := range []string{
 		strings.TrimPrefix(clickQuery(), "/v1/redirect?"),
 		strings.TrimPrefix(clickQuery("adId", "https://evil.example/", "url", "https://evil.example/"), "/v1/redirect?"),
 		"type=intext&adId=handyladen.de&adType=advertiser&api_key=demo&site_id=demo&criterionId=x&yk_tag=a:b",
 		"adId=AMAZON.1.B00JVL2X1I&adId=handyladen.de",
-		strings.TrimPrefix(signed, "/v1/redirect?"),
-		strings.TrimPrefix(setParam(signed, "adId", "COUPON.1.7"), "/v1/redirect?"),
+		strings.TrimPrefix(links[0], "/v1/redirect?"),
+		strings.TrimPrefix(links[len(links)-1], "/v1/redirect?"),
+		strings.TrimPrefix(setParam(links[0], "adId", "COUPON.1.7"), "/v1/redirect?"),
+		strings.TrimPrefix(setParam(links[0], "criterionId", "handy"), "/v1/redirect?"),
+		strings.TrimPrefix(respell(f, links[1], escapeAll), "/v1/redirect?"),
 		strings.TrimPrefix(clickQuery("type", "intext", "tok", env.keys.Token("demo", "demo", testClock.Add(time.Hour))), "/v1/redirect?"),
 		"%zz&;",
 		"",
@@ -359,11 +373,16 @@ func FuzzRedirect(f *testing.F) {
 	for _, a := range fixture() {
 		landings[a.ID] = a.Landing
 	}
+	billed := map[clicks.Params]int{}
+	var networks int
 	f.Fuzz(func(t *testing.T, raw string) {
 		env.take()
+		networks++
 		req := httptest.NewRequest(http.MethodGet, "/v1/redirect", nil)
 		req.URL.RawQuery = raw
+		req.RemoteAddr = fmt.Sprintf("10.%d.%d.%d:40000", networks>>16&255, networks>>8&255, networks&255)
 		req.Header.Set("User-Agent", browserUA)
+		clicks.Navigation.Header(req.Header)
 		rec := httptest.NewRecorder()
 		env.handler.ServeHTTP(rec, req)
 		res := rec.Result()
@@ -378,8 +397,17 @@ func FuzzRedirect(f *testing.F) {
 			if len(got) != 1 {
 				t.Fatalf("%q redirected with %d clicks recorded", raw, len(got))
 			}
-			if got[0].Billable && !q.Has("sig") && !q.Has("ct") {
+			c := got[0]
+			if !c.Billable {
+				break
+			}
+			if !q.Has("sig") && !q.Has("ct") {
 				t.Fatalf("%q: billable without sig or ct", raw)
+			}
+			p := clicks.Params{Type: c.Type, AdID: c.AdID, AdType: c.AdType, APIKey: c.APIKey, SiteID: c.SiteID,
+				Criterion: c.Criterion, YkTag: c.YkTag}
+			if billed[p]++; billed[p] > signed[p] {
+				t.Fatalf("%q bills %+v, which %d links signed, for the %d. time", raw, p, signed[p], billed[p])
 			}
 		case 400, 404:
 			if loc != "" || len(got) != 0 {

@@ -231,6 +231,36 @@ func TestReportAuthorization(t *testing.T) {
 	}
 }
 
+// The account is the token's alone: a partner's token with another
+// account's key, site or advertiser in the query, or a second
+// Authorization header with another's token, reads its own numbers.
+func TestReportAccountIsTheTokens(t *testing.T) {
+	env := newReportEnv(t)
+	env.traffic(t)
+	q := "from=2026-11-22&to=2026-11-23&group_by=advertiser"
+	for _, extra := range []string{"api_key=demo", "api_key=demo&site_id=demo", "advertiser=handy-bestkauf.de",
+		"account=demo", "partner=demo", "kind=operator"} {
+		res, body := env.report(t, "the k2 partner's token", q+"&"+extra)
+		if res.StatusCode != http.StatusOK || !strings.Contains(string(body), `"account":{"kind":"partner","id":"k2"}`) ||
+			!strings.Contains(string(body), `"rows":[]`) {
+			t.Errorf("k2's token with %s: %d %s", extra, res.StatusCode, body)
+		}
+		res, body = env.report(t, advertiserToken, q+"&"+extra+"&advertiser=amazon.de")
+		if res.StatusCode != http.StatusOK || strings.Count(string(body), `"advertiser":`) != 1 ||
+			!strings.Contains(string(body), `"advertiser":"handy-bestkauf.de"`) {
+			t.Errorf("the advertiser's token with %s: %d %s", extra, res.StatusCode, body)
+		}
+	}
+	req := httptest.NewRequest(http.MethodGet, "/v2/report?"+q, nil)
+	req.Header.Add("Authorization", "Bearer the k2 partner's token")
+	req.Header.Add("Authorization", "Bearer "+partners.DemoReportToken)
+	rec := httptest.NewRecorder()
+	env.handler.ServeHTTP(rec, req)
+	if body := rec.Body.String(); rec.Code == http.StatusOK && !strings.Contains(body, `"rows":[]`) {
+		t.Errorf("k2's token, then the demo's in a second header: %d %s", rec.Code, body)
+	}
+}
+
 func TestReportBadInput(t *testing.T) {
 	env := newReportEnv(t)
 	for _, tt := range []struct{ query, param string }{
