@@ -98,6 +98,9 @@ func (s *server) redirect(w http.ResponseWriter, r *http.Request) error {
 				u.Budget, u.Currency = b.DailyMicros, b.Currency
 			}
 		}
+		if unproven(c.Reason) {
+			keepProven(&c, refuse)
+		}
 		if !isOver || over.record {
 			if err := s.ledger.Record(r.Context(), &c, u); err != nil {
 				return internal(fmt.Errorf("recording click: %w", err))
@@ -121,6 +124,30 @@ func (s *server) redirect(w http.ResponseWriter, r *http.Request) error {
 	h.Set("Referrer-Policy", "no-referrer")
 	w.WriteHeader(http.StatusFound)
 	return nil
+}
+
+// unproven reports whether a click of this verdict carries parameters
+// nothing proves adlink made: no signature or click token verified them
+// (unsigned, unverified, forged), or none was checked (rate_limited).
+func unproven(reason string) bool {
+	switch reason {
+	case clicks.ReasonUnsigned, clicks.ReasonUnverified, clicks.ReasonForged, clicks.ReasonRateLimited:
+		return true
+	}
+	return false
+}
+
+// keepProven clears what the client of an unproven click wrote freely,
+// its criterion and yk_tag, and the partner and site when they are no
+// partner's (refuse is ReasonPartner): each value would be a report row
+// of its own, kept for good in the rollups, so anyone could grow them
+// without end with made-up URLs. Such a click never bills; its ad,
+// context and client stay.
+func keepProven(c *clicks.Click, refuse string) {
+	c.Criterion, c.YkTag = "", ""
+	if refuse == clicks.ReasonPartner {
+		c.APIKey, c.SiteID = "", ""
+	}
 }
 
 // truncate cuts s to at most n bytes on a rune boundary.

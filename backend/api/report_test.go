@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/csv"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -286,24 +287,44 @@ func TestReportBadInput(t *testing.T) {
 	}
 }
 
-// A criterion a reader's click can set does not become a formula in the
-// CSV a partner opens in a spreadsheet.
-func TestReportCSVHoldsNoFormula(t *testing.T) {
+// What a click URL's client writes freely (its criterion, yk_tag, key and
+// site) reaches no report unless a signature or click token proves adlink
+// made it: 40 forged, unsigned or unknown-partner clicks, each with a
+// criterion and yk_tag of its own (formulas among them), add one row to
+// the report by criterion, under no criterion, and none to any partner's
+// by yk_tag; the rollups grow by none of them. A signed click's criterion
+// and yk_tag are reported.
+func TestReportKeepsNoUnprovenText(t *testing.T) {
 	env := newReportEnv(t)
-	l := env.links(t, "q=handy&loc=de&api_key=demo&site_id=demo")[0]
-	readBody(t, env.do(t, setParam(l, "criterionId", `=HYPERLINK("https://evil.example","x")`), "198.51.100.3", browserUA))
+	links := env.links(t, "q=handy&loc=de&api_key=demo&site_id=demo&yk_tag=campaign-7")
+	l := links[0]
+	for i := range 40 {
+		u := setParam(setParam(l, "criterionId", fmt.Sprintf(`=HYPERLINK("https://evil.example/%d","x")`, i)), "yk_tag", fmt.Sprint("junk-", i))
+		switch i % 4 {
+		case 1:
+			u = setParam(setParam(u, "sig", "-"), "exp", "-")
+		case 2:
+			u = setParam(setParam(setParam(u, "api_key", fmt.Sprint("nokey-", i)), "sig", "-"), "exp", "-")
+		case 3:
+			u = setParam(u, "site_id", fmt.Sprint("nosite-", i))
+		}
+		readBody(t, env.do(t, u, fmt.Sprintf("198.51.100.%d", 10+i), browserUA))
+	}
+	readBody(t, env.do(t, l, "198.51.100.3", browserUA))
 	_, body := env.report(t, partners.DemoReportToken, "from=2026-11-22&to=2026-11-22&group_by=criterion&format=csv")
 	recs, err := csv.NewReader(strings.NewReader(string(body))).ReadAll()
 	if err != nil || len(recs) < 2 {
 		t.Fatalf("%v %s", err, body)
 	}
-	for _, r := range recs[1:] {
-		if strings.HasPrefix(r[0], "=") {
-			t.Errorf("a formula in the CSV: %q", r[0])
-		}
+	if strings.Contains(string(body), "HYPERLINK") || strings.Contains(string(body), "junk-") {
+		t.Errorf("a forged click's text is in the report:\n%s", body)
 	}
-	if !strings.Contains(string(body), `'=HYPERLINK`) {
-		t.Errorf("the criterion is not in the CSV, made inert: %s", body)
+	if len(recs) != 3 {
+		t.Errorf("the report by criterion has %d rows, want 2: the signed click's criterion and none\n%s", len(recs)-1, body)
+	}
+	_, body = env.report(t, partners.DemoReportToken, "from=2026-11-22&to=2026-11-22&group_by=yk_tag")
+	if !strings.Contains(string(body), `"yk_tag":"campaign-7"`) || strings.Contains(string(body), "junk-") {
+		t.Errorf("the report by yk_tag: %s, want campaign-7 and no junk", body)
 	}
 }
 
