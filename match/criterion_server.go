@@ -4,6 +4,7 @@ package match
 
 import (
 	"maps"
+	"slices"
 	"strings"
 )
 
@@ -103,6 +104,10 @@ const maxCriterionSteps = 4096
 // them: a catalog refresh that keeps an ad's criteria keeps every
 // criterion a page could have matched it by.
 func SameCriteria(a, b *Ad) bool {
+	if a.Kind == b.Kind && a.Manufacturer == b.Manufacturer && a.Model == b.Model && a.Category == b.Category &&
+		slices.Equal(a.Keywords, b.Keywords) {
+		return true // the fields criteria are drawn from, as they were
+	}
 	return maps.Equal(criteriaOf(a), criteriaOf(b))
 }
 

@@ -121,10 +121,13 @@ func TestSameCriteria(t *testing.T) {
 		{"description", func(a *match.Ad) { a.Description = "ganz anders beschrieben" }, false},
 		{"price and bid", func(a *match.Ad) { a.PriceCents += 100; a.BidMicros += 1000 }, false},
 		{"landing", func(a *match.Ad) { a.Landing += "?neu=1" }, false},
-		{"a keyword's case and spaces", func(a *match.Ad) {
-			a.Keywords = append(slices.Clone(a.Keywords), "Grünkohl  PRESSE")
-			a.Keywords = append(a.Keywords, "grünkohl presse")
-		}, true},
+		{"the case and spaces of the keywords and brand", func(a *match.Ad) {
+			a.Keywords = slices.Clone(a.Keywords)
+			for i, k := range a.Keywords {
+				a.Keywords[i] = "  " + strings.ToUpper(strings.ReplaceAll(k, " ", "   "))
+			}
+			a.Manufacturer = strings.ToUpper(a.Manufacturer) + " "
+		}, false},
 		{"a bare-number keyword", func(a *match.Ad) { a.Keywords = append(slices.Clone(a.Keywords), "12345") }, false},
 		{"a keyword", func(a *match.Ad) { a.Keywords = append(slices.Clone(a.Keywords), "grünkohlpresse") }, true},
 		{"the model", func(a *match.Ad) { a.Model = "zx900 turbo" }, true},

@@ -51,7 +51,7 @@ func (s *server) redirect(w http.ResponseWriter, r *http.Request) error {
 	}
 	// adlink never made a link whose adType is not its ad's, nor one for
 	// a key or site that is not a partner's.
-	refuse := ""
+	refuse, partner := "", true
 	if ad.Kind != req.AdType {
 		refuse = clicks.ReasonForged
 	}
@@ -59,6 +59,7 @@ func (s *server) redirect(w http.ResponseWriter, r *http.Request) error {
 		if asError(err).Status >= 500 {
 			return err
 		}
+		partner = false
 		if refuse == "" {
 			refuse = clicks.ReasonPartner
 		}
@@ -98,9 +99,7 @@ func (s *server) redirect(w http.ResponseWriter, r *http.Request) error {
 				u.Budget, u.Currency = b.DailyMicros, b.Currency
 			}
 		}
-		if unproven(c.Reason) {
-			keepProven(&c, refuse)
-		}
+		keepProven(&c, &req, partner)
 		if !isOver || over.record {
 			if err := s.ledger.Record(r.Context(), &c, u); err != nil {
 				return internal(fmt.Errorf("recording click: %w", err))
@@ -126,26 +125,23 @@ func (s *server) redirect(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// unproven reports whether a click of this verdict carries parameters
-// nothing proves adlink made: no signature or click token verified them
-// (unsigned, unverified, forged), or none was checked (rate_limited).
-func unproven(reason string) bool {
-	switch reason {
-	case clicks.ReasonUnsigned, clicks.ReasonUnverified, clicks.ReasonForged, clicks.ReasonRateLimited:
-		return true
+// keepProven clears what the client of a click URL wrote freely and
+// nothing proves adlink made: its criterion and yk_tag unless a signature
+// or click token verified them (an expired one too: its MAC holds; a site
+// token covers the key and site alone), and the key and site unless they
+// are a partner's or were signed (a revoked partner's link). Each value would be a report row of its own, kept for
+// good in the rollups, so anyone could grow them without end with
+// made-up URLs. Such a click never bills; its ad, context and client stay.
+func keepProven(c *clicks.Click, req *contract.Redirect, partner bool) {
+	signed := req.Sig != "" || req.Exp != "" || req.CT != ""
+	switch c.Reason {
+	case clicks.ReasonUnsigned, clicks.ReasonForged, clicks.ReasonRateLimited:
+		signed = false // no proof, a false one, or none checked
 	}
-	return false
-}
-
-// keepProven clears what the client of an unproven click wrote freely,
-// its criterion and yk_tag, and the partner and site when they are no
-// partner's (refuse is ReasonPartner): each value would be a report row
-// of its own, kept for good in the rollups, so anyone could grow them
-// without end with made-up URLs. Such a click never bills; its ad,
-// context and client stay.
-func keepProven(c *clicks.Click, refuse string) {
-	c.Criterion, c.YkTag = "", ""
-	if refuse == clicks.ReasonPartner {
+	if !signed {
+		c.Criterion, c.YkTag = "", ""
+	}
+	if !partner && !signed {
 		c.APIKey, c.SiteID = "", ""
 	}
 }

@@ -421,3 +421,31 @@ func FuzzRedirect(f *testing.F) {
 		}
 	})
 }
+
+// The text a click URL's client writes is kept only where a proof covers
+// it: a page-made link whose site token has expired keeps neither its
+// made-up criterion nor its yk_tag (the token covers the key and site
+// alone); a link of another adType and an unknown key keeps neither the
+// key nor the site; a signed link, however it is judged, keeps its own.
+func TestRedirectKeepsOnlyProvenText(t *testing.T) {
+	env := newSignedEnv(t)
+	page := env.inPageLinks(t, "q=handy&loc=de&api_key=demo&site_id=demo")[0]
+	signed := env.links(t, "q=handy&loc=de&api_key=demo&site_id=demo&yk_tag=campaign-7")[0]
+	u, _ := url.Parse(signed)
+	criterion := u.Query().Get("criterionId")
+
+	env.advance(2 * time.Hour) // past the site token's hour
+	c := env.click(t, setParam(setParam(page, "criterionId", "=junk-criterion"), "yk_tag", "junk-tag"), "198.51.100.1", browserUA)
+	if c.Reason != clicks.ReasonExpired || c.Criterion != "" || c.YkTag != "" || c.APIKey != "demo" {
+		t.Errorf("an expired site token's link: %s, criterion %q, yk_tag %q, key %q; want expired, no text, the key", c.Reason, c.Criterion, c.YkTag, c.APIKey)
+	}
+	other := setParam(setParam(setParam(setParam(signed, "adType", "product"), "api_key", "junk-key"), "site_id", "junk-site"), "sig", "-")
+	c = env.click(t, setParam(other, "exp", "-"), "198.51.100.2", browserUA)
+	if c.Reason != clicks.ReasonUnsigned || c.APIKey != "" || c.SiteID != "" || c.Criterion != "" {
+		t.Errorf("another adType and an unknown key: %s, key %q, site %q, criterion %q; want unsigned, none kept", c.Reason, c.APIKey, c.SiteID, c.Criterion)
+	}
+	c = env.click(t, signed, "198.51.100.3", browserUA) // expired: signed 2 h ago, still its own text
+	if c.Criterion != criterion || c.YkTag != "campaign-7" || c.APIKey != "demo" {
+		t.Errorf("a signed link (%s): criterion %q, yk_tag %q, key %q; want %q, campaign-7, demo", c.Reason, c.Criterion, c.YkTag, c.APIKey, criterion)
+	}
+}

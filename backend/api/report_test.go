@@ -292,8 +292,7 @@ func TestReportBadInput(t *testing.T) {
 // made it: 40 forged, unsigned or unknown-partner clicks, each with a
 // criterion and yk_tag of its own (formulas among them), add one row to
 // the report by criterion, under no criterion, and none to any partner's
-// by yk_tag; the rollups grow by none of them. A signed click's criterion
-// and yk_tag are reported.
+// by yk_tag. A signed click's criterion and yk_tag are reported.
 func TestReportKeepsNoUnprovenText(t *testing.T) {
 	env := newReportEnv(t)
 	links := env.links(t, "q=handy&loc=de&api_key=demo&site_id=demo&yk_tag=campaign-7")

@@ -67,7 +67,9 @@ func TestOutageBudgetOverReplicas(t *testing.T) {
 			t.Fatalf("a replica spooled %s clicks, want %d", got, n/2)
 		}
 		var b int
-		fmt.Sscan(metric(t, r, `adlink_clicks_total{billable="true",reason=""}`), &b)
+		if _, err := fmt.Sscan(metric(t, r, `adlink_clicks_total{billable="true",reason=""}`), &b); err != nil {
+			t.Fatalf("the billed clicks' metric: %v", err)
+		}
 		local += b
 	}
 	if int64(local)*bid < budget+bid {
