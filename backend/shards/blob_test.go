@@ -268,7 +268,12 @@ func TestBuildKeepsTheModule(t *testing.T) {
 	if c := corrupt.MatcherZstd(); c.Err == nil || c.Served {
 		t.Errorf("a corrupt encoding given to the same module: %+v, want an error", c)
 	}
-	if none := build(nil); none.MatcherZstd() != (ZstdChoice{}) || !bytes.Equal(none.Matcher().Bytes(Identity), matcher) {
+	none := build(nil)
+	if none.MatcherZstd() != (ZstdChoice{}) || !bytes.Equal(none.Matcher().Bytes(Identity), matcher) {
 		t.Errorf("the same module with no encoding given: %+v", none.MatcherZstd())
+	}
+	ForgetModule()
+	if fresh := build(nil); fresh.Matcher() == none.Matcher() || !bytes.Equal(fresh.Matcher().Bytes(Zstd), none.Matcher().Bytes(Zstd)) {
+		t.Error("after ForgetModule: the kept blob served again, or other bytes compressed")
 	}
 }

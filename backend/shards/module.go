@@ -40,3 +40,12 @@ func keepModule(sum [sha256.Size]byte, z []byte, b *Blob, choice ZstdChoice) {
 	defer modules.Unlock()
 	modules.sum, modules.given, modules.blob, modules.choice = sum, given, b, choice
 }
+
+// ForgetModule drops the module blob kept from the last Build, so that the
+// next one compresses the module as a process's first Build does: for a
+// benchmark that times a cold start.
+func ForgetModule() {
+	modules.Lock()
+	defer modules.Unlock()
+	modules.blob = nil
+}
