@@ -607,11 +607,16 @@ func runFraudClass(tb testing.TB, bin string, fc fraudClass) fraudOutcome {
 }
 
 // TestFraudSuite runs the fraud suite with a few clicks per class: none
-// bills beyond the one click a decision allows, each for its reason.
+// bills beyond the one click a decision allows, each for its reason. Each
+// class runs a server of its own on its own port and data, and mostly
+// waits for it to start and stop, so the classes run side by side.
 func TestFraudSuite(t *testing.T) {
 	bin := buildServer(t)
 	for _, fc := range fraudClasses(true) {
-		t.Run(fc.name, func(t *testing.T) { runFraudClass(t, bin, fc) })
+		t.Run(fc.name, func(t *testing.T) {
+			t.Parallel()
+			runFraudClass(t, bin, fc)
+		})
 	}
 }
 

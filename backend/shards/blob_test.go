@@ -240,3 +240,40 @@ func TestBuildServesTheCLIsMatcherZstd(t *testing.T) {
 		check(t, z, len(z) < own.Size(Zstd), false)
 	})
 }
+
+// TestBuildKeepsTheModule: a second Build of the same module, given the
+// same zstd encoding, serves the blob the first compressed and says the
+// same of the given encoding; given another encoding, it decides anew.
+func TestBuildKeepsTheModule(t *testing.T) {
+	src, _ := demoSet(t)
+	matcher := wasmLike()
+	z := compress(t, matcher, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithWindowSize(1<<10))
+	build := func(z []byte) *Set {
+		t.Helper()
+		set, err := Build(src, Options{Matcher: matcher, MatcherZstd: z})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return set
+	}
+	first, again := build(z), build(z)
+	if again.Matcher() != first.Matcher() || again.MatcherZstd() != first.MatcherZstd() {
+		t.Errorf("the same module built again: blob %p choice %+v, want the first's %p %+v",
+			again.Matcher(), again.MatcherZstd(), first.Matcher(), first.MatcherZstd())
+	}
+	if c := first.MatcherZstd(); c.Given != len(z) || c.Served || c.Err != nil {
+		t.Errorf("the larger encoding given: %+v, want it refused", c)
+	}
+	corrupt := build([]byte("\x28\xb5\x2f\xfd garbage"))
+	if c := corrupt.MatcherZstd(); c.Err == nil || c.Served {
+		t.Errorf("a corrupt encoding given to the same module: %+v, want an error", c)
+	}
+	none := build(nil)
+	if none.MatcherZstd() != (ZstdChoice{}) || !bytes.Equal(none.Matcher().Bytes(Identity), matcher) {
+		t.Errorf("the same module with no encoding given: %+v", none.MatcherZstd())
+	}
+	ForgetModule()
+	if fresh := build(nil); fresh.Matcher() == none.Matcher() || !bytes.Equal(fresh.Matcher().Bytes(Zstd), none.Matcher().Bytes(Zstd)) {
+		t.Error("after ForgetModule: the kept blob served again, or other bytes compressed")
+	}
+}

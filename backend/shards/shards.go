@@ -148,6 +148,9 @@ func Build(src market.Indexes, o Options) (*Set, error) {
 		err        error
 		zstd       []byte // another encoder's zstd of data, offered to blob
 		zstdChoice ZstdChoice
+		module     bool // matcher.wasm
+		kept       bool // its blob and zstdChoice kept from an earlier Build
+		sum        [sha256.Size]byte
 		zstdLike   int // the room its zstd likely needs (zstdRoom)
 	}
 	var pieces []*piece
@@ -178,7 +181,7 @@ func Build(src market.Indexes, o Options) (*Set, error) {
 		}
 	}
 	if o.Matcher != nil {
-		pieces = append(pieces, &piece{data: o.Matcher, ctype: "application/wasm", zstd: o.MatcherZstd})
+		pieces = append(pieces, &piece{data: o.Matcher, ctype: "application/wasm", zstd: o.MatcherZstd, module: true})
 	}
 	// Each piece named, or found in Previous; then each encoding of each
 	// new one compressed as a task of its own, the largest first, so that
@@ -193,8 +196,14 @@ func Build(src market.Indexes, o Options) (*Set, error) {
 	cores.Each(len(pieces), func(i int) {
 		p := pieces[i]
 		sum := sha256.Sum256(p.data)
+		p.sum = sum
 		if p.blob, p.reused = o.Previous.blob(hex.EncodeToString(sum[:])); p.reused {
 			return
+		}
+		if p.module {
+			if p.blob, p.zstdChoice, p.kept = keptModule(sum, p.zstd); p.kept {
+				return
+			}
 		}
 		p.blob = uncompressedBlob(p.data, sum, p.ctype, p.fast)
 		if !p.fast || !p.fragment {
@@ -219,15 +228,20 @@ func Build(src market.Indexes, o Options) (*Set, error) {
 		if p.err != nil {
 			return nil, p.err
 		}
-		if p.zstd == nil {
+		if p.kept {
 			continue
 		}
-		if p.reused && o.Previous.matcher == p.blob {
-			p.zstdChoice = o.Previous.matcherZstd
-			continue
+		if p.zstd != nil {
+			if p.reused && o.Previous.matcher == p.blob {
+				p.zstdChoice = o.Previous.matcherZstd
+				continue
+			}
+			p.zstdChoice = ZstdChoice{Given: len(p.zstd), Own: p.blob.Size(Zstd)}
+			p.zstdChoice.Served, p.zstdChoice.Err = p.blob.UseZstd(p.zstd)
 		}
-		p.zstdChoice = ZstdChoice{Given: len(p.zstd), Own: p.blob.Size(Zstd)}
-		p.zstdChoice.Served, p.zstdChoice.Err = p.blob.UseZstd(p.zstd)
+		if p.module && !p.reused {
+			keepModule(p.sum, p.zstd, p.blob, p.zstdChoice)
+		}
 	}
 	for i, j := range jobs {
 		if encoded[i] == nil {
