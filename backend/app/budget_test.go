@@ -1,7 +1,6 @@
 package app
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -24,19 +23,7 @@ import (
 // over_budget on whichever replica it lands.
 func TestReplicasHoldOneBudget(t *testing.T) {
 	url := testpg.New(t)
-	replica := func() *App {
-		cfg := testConfig(t)
-		cfg.PostgresURL = url
-		cfg.ClickKeys = []clicks.Key{{ID: "shared", Secret: bytes.Repeat([]byte{7}, 32)}}
-		cfg.KeyRate, cfg.KeyBurst, cfg.IPRate, cfg.IPBurst = 1e9, 1e9, 1e9, 1e9
-		a, err := New(cfg, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { a.Close() })
-		return a
-	}
-	a, b := replica(), replica()
+	a, b := budgetReplica(t, url), budgetReplica(t, url)
 
 	const advertiser = "handy-bestkauf.de"
 	var budget int64
