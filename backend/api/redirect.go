@@ -129,9 +129,10 @@ func (s *server) redirect(w http.ResponseWriter, r *http.Request) error {
 // nothing proves adlink made: its criterion and yk_tag unless a signature
 // or click token verified them (an expired one too: its MAC holds; a site
 // token covers the key and site alone), and the key and site unless they
-// are a partner's or were signed (a revoked partner's link). Each value would be a report row of its own, kept for
-// good in the rollups, so anyone could grow them without end with
-// made-up URLs. Such a click never bills; its ad, context and client stay.
+// are a partner's or were signed (a revoked partner's link). Each value
+// would be a report row of its own, kept for good in the rollups, so
+// anyone could grow them without end with made-up URLs. Such a click
+// never bills; its ad, context and client stay.
 func keepProven(c *clicks.Click, req *contract.Redirect, partner bool) {
 	signed := req.Sig != "" || req.Exp != "" || req.CT != ""
 	switch c.Reason {
