@@ -2,7 +2,6 @@ package app
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -157,16 +156,7 @@ func TestReplayedBeaconCountsOnce(t *testing.T) {
 			t.Fatal("a replica does not spool with Postgres away")
 		}
 	}
-	if err := pg.Restart(); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	for i, r := range replicas {
-		if err := r.spooler.WaitShipped(ctx); err != nil {
-			t.Fatalf("replica %d did not ship its spool: %v", i, err)
-		}
-	}
+	restartAndShip(t, pg, replicas...)
 	if got := reportedImpressions(t, a.Handler, day); got != 4 {
 		t.Errorf("one beacon spooled on two replicas, shipped: %d impressions, want 4", got)
 	}

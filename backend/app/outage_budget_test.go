@@ -2,7 +2,6 @@ package app
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -10,7 +9,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -75,17 +73,9 @@ func TestOutageBudgetOverReplicas(t *testing.T) {
 	if int64(local)*bid < budget+bid {
 		t.Fatalf("the replicas billed %d clicks while Postgres was down: no more than the budget", local)
 	}
-	if err := pg.Restart(); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	for _, r := range replicas {
-		if err := r.spooler.WaitShipped(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
+	restartAndShip(t, pg, replicas...)
 
+	ctx := t.Context()
 	conn, err := pgx.Connect(ctx, pg.URL())
 	if err != nil {
 		t.Fatal(err)

@@ -182,14 +182,7 @@ func TestPostgresOutageSpoolsClicks(t *testing.T) {
 		t.Errorf("adlink_click_spool_depth %s, want %s", got, want)
 	}
 
-	if err := pg.Restart(); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	if err := a.spooler.WaitShipped(ctx); err != nil {
-		t.Fatalf("the spool was not shipped: %v; %d left", err, a.spooler.Depth())
-	}
+	restartAndShip(t, pg, a)
 	// A click after the recovery goes to Postgres at once.
 	verdicts[clickFrom(t, a.Handler, adURL(t, a.Handler), 200)] = "billable"
 
@@ -202,6 +195,7 @@ func TestPostgresOutageSpoolsClicks(t *testing.T) {
 	if len(got) != len(verdicts) {
 		t.Errorf("Postgres holds %d click ids, the 302s carried %d", len(got), len(verdicts))
 	}
+	ctx := t.Context()
 	conn, err := pgx.Connect(ctx, pg.URL())
 	if err != nil {
 		t.Fatal(err)
@@ -283,16 +277,7 @@ func TestOutageReplayOverReplicasBillsOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	ids := []string{clickFrom(t, a.Handler, link, 1), clickFrom(t, b.Handler, link, 2)}
-	if err := pg.Restart(); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	for _, r := range []*App{a, b} {
-		if err := r.spooler.WaitShipped(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
+	restartAndShip(t, pg, a, b)
 	got := recorded(t, pg.URL())
 	billed := 0
 	for _, id := range ids {
@@ -306,5 +291,21 @@ func TestOutageReplayOverReplicasBillsOnce(t *testing.T) {
 	}
 	if billed != 1 {
 		t.Errorf("one link clicked on two replicas during the outage billed %d times, want once", billed)
+	}
+}
+
+// restartAndShip restarts pg and waits, two minutes at most, until each
+// replica has shipped its spool to it.
+func restartAndShip(t *testing.T, pg *testpg.Server, replicas ...*App) {
+	t.Helper()
+	if err := pg.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	for i, r := range replicas {
+		if err := r.spooler.WaitShipped(ctx); err != nil {
+			t.Fatalf("replica %d did not ship its spool: %v; %d left", i, err, r.spooler.Depth())
+		}
 	}
 }

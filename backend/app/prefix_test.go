@@ -2,7 +2,6 @@ package app
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -199,16 +198,7 @@ func TestOutagePrefixCapOverReplicasOnRedis(t *testing.T) {
 	if billedAtClick != prefixCap {
 		t.Errorf("during the outage the replicas billed %d clicks of one /48 at the click, want its cap %d", billedAtClick, prefixCap)
 	}
-	if err := pg.Restart(); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	for _, r := range replicas {
-		if err := r.spooler.WaitShipped(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
+	restartAndShip(t, pg, replicas...)
 	got := map[string]string{}
 	for id, v := range recorded(t, pg.URL()) {
 		got[id] = strings.Join(v, ",")
