@@ -34,7 +34,7 @@ const MaxImpressionAds = 16
 // each impression window (config.ImpressionWindow), whatever pages of the
 // site it was seen on, as the page's URL is the client's to vary, and at
 // most config.ImpressionPrefixNetworks times from one IPv6 /48, as its /64s
-// are the client's to vary too (clicks.ImpressionNetwork): a
+// are the client's to vary too (clicks.ImpressionNetworks): a
 // beacon sent again, here or to another replica, or from another page,
 // gets its tokens again but counts no more (clicks.ImpressionKey). An ad the
 // catalog no longer has, or whose adType is not its own, gets "" and no
@@ -73,7 +73,7 @@ func (s *server) impression(w http.ResponseWriter, r *http.Request) error {
 	if window <= 0 {
 		window = config.Default().ImpressionWindow
 	}
-	network, keyNetwork := clicks.Network(ip), clicks.ImpressionNetwork(ip, s.cfg.ImpressionPrefixNetworks)
+	network, keyNetwork := clicks.ImpressionNetworks(ip, s.cfg.ImpressionPrefixNetworks)
 	country := s.geoCountry(r)
 	// seen is where each link was first judged in this beacon: a copy of
 	// it gets that one's token. counted holds the ads counted: one of

@@ -101,26 +101,35 @@ func TestPrefix(t *testing.T) {
 	}
 }
 
-// ImpressionNetwork: an IPv4 client, a 6to4 one and any client with the
+// ImpressionNetworks: an IPv4 client, a 6to4 one and any client with the
 // bound off are keyed by their Network; the /64s of one /48 share at most
 // shares keys, spread over all of them; another /48 has keys of its own.
-func TestImpressionNetwork(t *testing.T) {
+// The network it gives beside the key is always Network's.
+func TestImpressionNetworks(t *testing.T) {
+	key := func(ip string, shares int) string {
+		t.Helper()
+		n, k := ImpressionNetworks(ip, shares)
+		if n != Network(ip) {
+			t.Errorf("ImpressionNetworks(%q, %d) gives network %q, want Network's %q", ip, shares, n, Network(ip))
+		}
+		return k
+	}
 	for ip, want := range map[string]string{
 		"192.0.2.1":          "192.0.2.1",
 		"::ffff:192.0.2.1":   "192.0.2.1",
 		"2002:c000:201:7::1": "192.0.2.1",
 		"not an address":     "not an address",
 	} {
-		if got := ImpressionNetwork(ip, 8); got != want {
-			t.Errorf("ImpressionNetwork(%q, 8) = %q, want %q", ip, got, want)
+		if got := key(ip, 8); got != want {
+			t.Errorf("ImpressionNetworks(%q, 8) keys %q, want %q", ip, got, want)
 		}
 	}
-	if got := ImpressionNetwork("2001:db8:1:2::1", 0); got != "2001:db8:1:2::/64" {
+	if got := key("2001:db8:1:2::1", 0); got != "2001:db8:1:2::/64" {
 		t.Errorf("with no bound: %q, want the /64", got)
 	}
 	keys := map[string]int{}
 	for i := range 4096 {
-		k := ImpressionNetwork(fmt.Sprintf("2001:db8:1:%x::%x", i, i), 8)
+		k := key(fmt.Sprintf("2001:db8:1:%x::%x", i, i), 8)
 		if !strings.HasPrefix(k, "2001:db8:1::/48#") {
 			t.Fatalf("a /64 of 2001:db8:1::/48 keyed %q", k)
 		}
@@ -134,10 +143,10 @@ func TestImpressionNetwork(t *testing.T) {
 			t.Errorf("key %q holds %d of 4,096 /64s: the hash does not spread them", k, n)
 		}
 	}
-	if a, b := ImpressionNetwork("2001:db8:1:5::1", 8), ImpressionNetwork("2001:db8:1:5::2", 8); a != b {
+	if a, b := key("2001:db8:1:5::1", 8), key("2001:db8:1:5::2", 8); a != b {
 		t.Errorf("two addresses of one /64: %q and %q", a, b)
 	}
-	if a := ImpressionNetwork("2001:db8:2:5::1", 8); keys[a] != 0 {
+	if a := key("2001:db8:2:5::1", 8); keys[a] != 0 {
 		t.Errorf("another /48 shares key %q", a)
 	}
 }

@@ -20,6 +20,11 @@ func Network(ip string) string {
 	if !ok {
 		return ip
 	}
+	return networkOf(a)
+}
+
+// networkOf is the Network of a, an address clientAddr read.
+func networkOf(a netip.Addr) string {
 	if a.Is4() {
 		return a.String()
 	}
@@ -53,19 +58,24 @@ func clientAddr(ip string) (netip.Addr, bool) {
 	return a, true
 }
 
-// ImpressionNetwork is the network an impression's Key names for a
-// client at ip: its Network, but for an IPv6 address, with shares > 0,
-// its /48 and one of shares parts of it chosen by a hash of its /64. The
-// /64s of a /48 so make at most shares keys of an ad on a site in a
-// window: a reader rotating them counts that many impressions at most,
-// not one for each of 65,536. Readers of two /64s of one /48 share a key
-// one time in shares. The hash is the same on every replica.
-func ImpressionNetwork(ip string, shares int) string {
-	n, p := Network(ip), Prefix(ip)
-	if p == "" || shares <= 0 {
-		return n
+// ImpressionNetworks is the client at ip's Network, and the network an
+// impression's Key names for it: its Network, but for an IPv6 address,
+// with shares > 0, its /48 and one of shares parts of it chosen by a hash
+// of its /64. The /64s of a /48 so make at most shares keys of an ad on a
+// site in a window: a reader rotating them counts that many impressions
+// at most, not one for each of 65,536. Readers of two /64s of one /48
+// share a key one time in shares. The hash is the same on every replica.
+// The address is read once for both.
+func ImpressionNetworks(ip string, shares int) (network, key string) {
+	a, ok := clientAddr(ip)
+	if !ok {
+		return ip, ip
+	}
+	network = networkOf(a)
+	if !a.Is6() || shares <= 0 {
+		return network, network
 	}
 	h := fnv.New32a()
-	h.Write([]byte(n))
-	return p + "#" + strconv.FormatUint(uint64(h.Sum32()%uint32(shares)), 10)
+	h.Write([]byte(network))
+	return network, netip.PrefixFrom(a, 48).Masked().String() + "#" + strconv.FormatUint(uint64(h.Sum32()%uint32(shares)), 10)
 }

@@ -159,7 +159,7 @@ type Config struct {
 	// ImpressionPrefixNetworks bounds the impressions of an ad on a site
 	// counted per window from one IPv6 /48, whatever its /64s: its
 	// networks share that many impression keys between them
-	// (clicks.ImpressionNetwork), so a reader rotating /64s counts at
+	// (clicks.ImpressionNetworks), so a reader rotating /64s counts at
 	// most that many times, where each /64 would count once. 0: each /64
 	// counts as its own (-impression-prefix-networks,
 	// ADLINK_IMPRESSION_PREFIX_NETWORKS).
