@@ -53,13 +53,20 @@ type Reload struct {
 	// Error says why a refresh was refused or failed.
 	Error string `json:"error,omitempty"`
 	// Accounts is how the partners and advertisers files fared, apart
-	// from the catalog: swapped (read again and served, with the catalog
-	// or alone), refused (by their checks, or their budgets' currencies
-	// against the catalog served), failed (not read or parsed), or empty
-	// when they are as served. Result is the catalog's alone.
+	// from the catalog: swapped (either read again and served, with the
+	// catalog or alone), else refused (by their checks, or their budgets'
+	// currencies against the catalog served) or failed (not read or
+	// parsed), or empty when they are as served. Result is the catalog's
+	// alone.
 	Accounts string `json:"accounts,omitempty"`
-	// AccountsError says why the files were refused or failed, or, with
-	// swapped, what of them is not served yet (the budget gate kept).
+	// Partners and Advertisers are how each file fared on its own, in the
+	// same words: a file refused or failed keeps its accounts served, and
+	// the other's change is swapped in with them.
+	Partners    string `json:"partners,omitempty"`
+	Advertisers string `json:"advertisers,omitempty"`
+	// AccountsError says, naming the file, why one was refused or failed
+	// and that its accounts served stay, or, with swapped, what of them
+	// is not served yet (the budget gate kept).
 	AccountsError string `json:"accounts_error,omitempty"`
 }
 
@@ -83,9 +90,10 @@ func NewAdmin(d AdminDeps) http.Handler {
 		}
 		res := d.Reload(r.Context(), force)
 		// The catalog's result decides the status; when it is served,
-		// the accounts files' does.
+		// the accounts files' does, a file kept while the other swapped
+		// too.
 		status := http.StatusOK
-		for _, result := range []string{res.Result, res.Accounts} {
+		for _, result := range []string{res.Result, res.Accounts, res.Partners, res.Advertisers} {
 			switch result {
 			case "refused":
 				status = http.StatusConflict

@@ -94,10 +94,24 @@ type RefreshState struct {
 	At     time.Time `json:"at"`
 	Result string    `json:"result"`
 	Error  string    `json:"error,omitempty"`
-	// Accounts and AccountsError are how the partners and advertisers
-	// files fared, as Reload says.
+	// Accounts, Partners, Advertisers and AccountsError are how the
+	// partners and advertisers files fared, as Reload says.
 	Accounts      string `json:"accounts,omitempty"`
+	Partners      string `json:"partners,omitempty"`
+	Advertisers   string `json:"advertisers,omitempty"`
 	AccountsError string `json:"accounts_error,omitempty"`
+}
+
+// Failing tells whether the refresh left something older than its feeds
+// or files served: the catalog, or either accounts file, refused or
+// failed.
+func (s *RefreshState) Failing() bool {
+	for _, r := range []string{s.Result, s.Accounts, s.Partners, s.Advertisers} {
+		if r == "refused" || r == "failed" {
+			return true
+		}
+	}
+	return false
 }
 
 // catalogKey is the context key of the request's Catalog.

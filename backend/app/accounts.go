@@ -37,9 +37,14 @@ type accountSet struct {
 	// sites are the domains of every partner's site, for the pages'
 	// redirects and canonical URLs (pages.Options.Sites).
 	sites func(pageURL string) [][]string
-	// sum hashes the bytes of the partners and advertisers files the set
-	// was read from: a reload that finds them the same reads no further.
-	sum [sha256.Size]byte
+	// ps and ads are what the set was made of: a reload that keeps one
+	// file's accounts pairs them with the other file's new ones.
+	ps  []partners.Partner
+	ads []accounts.AdvertiserAccount
+	// partnersSum and advertisersSum hash the bytes of the files the
+	// set's partners and advertisers were read from: a reload that finds
+	// a file the same reads it no further.
+	partnersSum, advertisersSum [sha256.Size]byte
 }
 
 // accountFiles are the bytes of the partners and advertisers files.
@@ -52,26 +57,18 @@ type accountFiles struct {
 func readAccountFiles(cfg config.Config) (accountFiles, error) {
 	var f accountFiles
 	var pErr, aErr error
-	if cfg.PartnersFile != "" {
-		f.partners, pErr = os.ReadFile(cfg.PartnersFile)
-	}
-	if cfg.AdvertisersFile != "" {
-		f.advertisers, aErr = os.ReadFile(cfg.AdvertisersFile)
-	}
+	f.partners, pErr = readAccountFile(cfg.PartnersFile)
+	f.advertisers, aErr = readAccountFile(cfg.AdvertisersFile)
 	return f, errors.Join(pErr, aErr)
 }
 
-// sum hashes both files, each prefixed by its length so that no two
-// pairs hash alike.
-func (f accountFiles) sum() [sha256.Size]byte {
-	h := sha256.New()
-	fmt.Fprintf(h, "%d:", len(f.partners))
-	h.Write(f.partners)
-	fmt.Fprintf(h, "%d:", len(f.advertisers))
-	h.Write(f.advertisers)
-	var s [sha256.Size]byte
-	h.Sum(s[:0])
-	return s
+// readAccountFile reads the accounts file at path; none ("") reads as
+// empty.
+func readAccountFile(path string) ([]byte, error) {
+	if path == "" {
+		return nil, nil
+	}
+	return os.ReadFile(path)
 }
 
 // parse reads the partners and advertisers of f, with the demo's added
@@ -83,14 +80,14 @@ func (f accountFiles) parse(cfg config.Config) ([]partners.Partner, []accounts.A
 }
 
 // newAccountSet checks partners and advertisers as New does (keys, sites,
-// tokens, budgets) and returns their set, without a gate; every problem
-// is reported, under the name of the file it is in.
-func newAccountSet(cfg config.Config, ps []partners.Partner, ads []accounts.AdvertiserAccount, sum [sha256.Size]byte) (*accountSet, error) {
-	registry, regErr := partners.NewStatic(ps)
+// tokens, budgets) and returns their set, read from the files f, without
+// a gate; every problem is reported, under the name of the file it is
+// in.
+func newAccountSet(cfg config.Config, ps []partners.Partner, ads []accounts.AdvertiserAccount, f accountFiles) (*accountSet, error) {
+	acc, regErr, bookErr := buildAccountSet(ps, ads)
 	if regErr != nil {
 		regErr = fmt.Errorf("%s: %w", fileName("partners", cfg.PartnersFile), regErr)
 	}
-	book, bookErr := accounts.New(ps, ads)
 	if bookErr != nil {
 		names := fileName("partners", cfg.PartnersFile)
 		if cfg.AdvertisersFile != "" {
@@ -101,13 +98,27 @@ func newAccountSet(cfg config.Config, ps []partners.Partner, ads []accounts.Adve
 	if err := errors.Join(regErr, bookErr); err != nil {
 		return nil, err
 	}
+	acc.partnersSum, acc.advertisersSum = sha256.Sum256(f.partners), sha256.Sum256(f.advertisers)
+	return acc, nil
+}
+
+// buildAccountSet makes the set of ps and ads, without a gate or sums;
+// regErr is what the partners' own checks refuse (keys, sites), bookErr
+// what the accounts' do (tokens, budgets), which may be the two files
+// together: a report token given in both.
+func buildAccountSet(ps []partners.Partner, ads []accounts.AdvertiserAccount) (acc *accountSet, regErr, bookErr error) {
+	registry, regErr := partners.NewStatic(ps)
+	book, bookErr := accounts.New(ps, ads)
+	if regErr != nil || bookErr != nil {
+		return nil, regErr, bookErr
+	}
 	var domains [][]string
 	for _, p := range ps {
 		for _, site := range p.Sites {
 			domains = append(domains, site.Domains)
 		}
 	}
-	return &accountSet{registry: registry, book: book, budgets: book.Budgets(), sites: pages.SitesOf(domains), sum: sum}, nil
+	return &accountSet{registry: registry, book: book, budgets: book.Budgets(), sites: pages.SitesOf(domains), ps: ps, ads: ads}, nil, nil
 }
 
 // fileName names the file of kind at path, or the kind alone when the
@@ -141,15 +152,18 @@ func (l *live) serve(v *version) {
 func (l *live) accounts() *accountSet { return l.cur.Load().acc }
 
 // accountsFor picks the account set a catalog of ads is served with: the
-// one a reload read (pending), when its budgets' currencies are the
-// catalog's, else prev's. accErr says why the pending set was not
-// taken; err, why neither can serve the catalog.
+// first a reload read (pending) whose budgets' currencies are the
+// catalog's, else prev's. accErr says why the first pending set was not
+// taken; err, why none can serve the catalog.
 func (l *live) accountsFor(ads []match.Ad, prev *version) (acc *accountSet, accErr, err error) {
-	if l.pending != nil {
-		if accErr = budget.CheckCurrencies(ads, l.pending.budgets); accErr == nil {
-			return l.pending, nil, nil
+	for _, p := range l.pending {
+		err := budget.CheckCurrencies(ads, p.budgets)
+		if err == nil {
+			return p, accErr, nil
 		}
-		accErr = l.budgetsError(accErr)
+		if accErr == nil {
+			accErr = l.budgetsError(err)
+		}
 	}
 	if err := budget.CheckCurrencies(ads, prev.acc.budgets); err != nil {
 		return nil, accErr, l.budgetsError(err)
@@ -172,97 +186,278 @@ func (l *live) budgetsError(err error) error {
 // (their budgets' currencies checked against it), else alone against the
 // catalog served. A catalog that fails or is refused keeps no account
 // file from being served, and account files that fail or are refused
-// keep no catalog from being served. Result is the catalog's; Accounts
-// the files'. Files as they were read last time change nothing.
+// keep no catalog from being served. Each file is judged on its own too:
+// one that fails or is refused keeps its accounts served, and the other's
+// change is served with them. Result is the catalog's; Accounts,
+// Partners and Advertisers the files'. Files as they were read last time
+// change nothing.
 func (l *live) refreshAll(ctx context.Context, force bool) api.Reload {
-	next, acc := l.readAccounts(ctx)
-	l.pending = next // nil: the files are as served, or bad
+	rd := l.readAccounts(ctx)
+	l.pending = rd.candidates() // none: the files are as served, or bad
 	defer func() { l.pending = nil }()
 	res := l.refresh(ctx, force)
-	switch {
-	case acc.Accounts != "":
-		res.Accounts, res.AccountsError = acc.Accounts, acc.AccountsError
-		return res
-	case next == nil:
-		res.AccountsError = acc.AccountsError
-		return res
-	case l.accounts() == next:
-		res.Accounts, res.AccountsError = resultSwapped, acc.AccountsError
-		return res
-	case res.Accounts != "":
-		return res // refused against the catalog swapped in
+	var budgetsErr error
+	if res.AccountsError != "" {
+		budgetsErr = errors.New(res.AccountsError) // the catalog swapped in refused the first set read
 	}
-	cur := l.cur.Load()
-	if err := budget.CheckCurrencies(cur.ads, next.budgets); err != nil {
-		res.Accounts, res.AccountsError = resultRefused, summary(l.budgetsError(err))
-		return res
+	if cur := l.cur.Load(); len(l.pending) > 0 && res.Result != resultSwapped {
+		// Judged alone, against the catalog served.
+		acc, accErr, err := l.accountsFor(cur.ads, cur)
+		if err == nil && acc != cur.acc {
+			l.serve(cur.with(acc))
+		}
+		budgetsErr = accErr
 	}
-	l.serve(cur.with(next))
-	res.Accounts, res.AccountsError = resultSwapped, acc.AccountsError
+	p, a, note := rd.outcome(l.accounts(), budgetsErr)
+	res.Partners, res.Advertisers = p.result, a.result
+	res.Accounts = accountsResult(p.result, a.result)
+	var msgs []string
+	for _, f := range []struct {
+		fileOutcome
+		kind string
+	}{{p, "partners"}, {a, "advertisers"}} {
+		if failing(f.result) {
+			msgs = append(msgs, summary(f.err)+"; the "+f.kind+" served stay")
+		}
+	}
+	if note != "" {
+		msgs = append(msgs, note)
+	}
+	res.AccountsError = strings.Join(msgs, "; ")
 	return res
 }
 
-// readAccounts reads the partners and advertisers files again and
-// returns their account set, with its gate, or nil when both are as
-// served. A file that cannot be read or parsed fails (res.Accounts);
-// one whose accounts the checks refuse is refused. When the day's spend
-// cannot be read for new budgets, the set keeps the gate served, and
-// res.AccountsError says so; the next reload tries again.
-func (l *live) readAccounts(ctx context.Context) (next *accountSet, res api.Reload) {
-	cur := l.accounts()
-	files, err := readAccountFiles(l.cfg)
-	if err != nil {
-		return nil, api.Reload{Accounts: resultFailed, AccountsError: summary(err)}
-	}
-	sum := files.sum()
-	if cur != nil && sum == cur.sum {
-		if l.newGate == nil || maps.Equal(cur.budgets, cur.gateOf) {
-			return nil, api.Reload{}
+// accountsResult is the result of both files together: swapped when
+// either was, else failed or refused when either was, failed first; ""
+// when both are as served.
+func accountsResult(partners, advertisers string) string {
+	for _, r := range []string{resultSwapped, resultFailed, resultRefused} {
+		if partners == r || advertisers == r {
+			return r
 		}
+	}
+	return ""
+}
+
+// fileOutcome is how one accounts file fared in a reload: swapped,
+// refused (err says why), failed (err says why, naming the file), or ""
+// when it is as served.
+type fileOutcome struct {
+	result string
+	err    error
+}
+
+// accountsRead is what a reload made of the partners and advertisers
+// files, each judged on its own, then together.
+type accountsRead struct {
+	// next is the set to serve, with its gate; nil when the set served
+	// stays as it is. partnersOnly, when next has both files' changes,
+	// is the new partners with the advertisers served, for a catalog
+	// whose currencies the new budgets do not fit; partnersOnlyErr says
+	// why there is none then.
+	next, partnersOnly *accountSet
+	partnersOnlyErr    error
+	// partners and advertisers are how each file fared, should next be
+	// served.
+	partners, advertisers fileOutcome
+	// note says what of next is not served yet: the budget gate kept.
+	note string
+}
+
+// candidates are the sets a catalog is tried with, the first whose
+// budgets fit it served.
+func (rd accountsRead) candidates() []*accountSet {
+	var c []*accountSet
+	for _, acc := range []*accountSet{rd.next, rd.partnersOnly} {
+		if acc != nil {
+			c = append(c, acc)
+		}
+	}
+	return c
+}
+
+// outcome is how each file fared, served being the set served after the
+// reload, and budgetsErr why the budgets read do not fit the catalog's
+// currencies when next is not served; note is what of it is not served
+// yet.
+func (rd accountsRead) outcome(served *accountSet, budgetsErr error) (p, a fileOutcome, note string) {
+	p, a = rd.partners, rd.advertisers
+	switch {
+	case rd.next == nil:
+		return p, a, rd.note
+	case served == rd.next:
+		return p, a, rd.note
+	case served == rd.partnersOnly:
+		return p, fileOutcome{resultRefused, budgetsErr}, ""
+	}
+	// Neither: the new budgets do not fit, and the new partners do not go
+	// with the advertisers served.
+	if a.result == resultSwapped {
+		a = fileOutcome{resultRefused, budgetsErr}
+	}
+	if p.result == resultSwapped {
+		if rd.partnersOnlyErr != nil {
+			p = fileOutcome{resultRefused, rd.partnersOnlyErr}
+		} else {
+			p = fileOutcome{resultRefused, budgetsErr}
+		}
+	}
+	return p, a, ""
+}
+
+// readAccounts reads the partners and advertisers files again and judges
+// each on its own: one that cannot be read or parsed fails, one that its
+// own checks refuse (keys, sites, tokens, budgets) is refused, one as
+// served is left. The changed files that pass are then paired, so that a
+// report token given in both is refused: both new; else the new partners
+// with the advertisers served, so that a key revoked is revoked; else the
+// partners served with the new advertisers. The first pair the checks
+// take is next, and a file left out of it is refused, saying with which.
+// When the day's spend cannot be read for new budgets, next keeps the
+// gate served, and the note says so; the next reload tries again.
+func (l *live) readAccounts(ctx context.Context) accountsRead {
+	cur := l.accounts()
+	var rd accountsRead
+	pb, pErr := readAccountFile(l.cfg.PartnersFile)
+	ab, aErr := readAccountFile(l.cfg.AdvertisersFile)
+	pSum, aSum := sha256.Sum256(pb), sha256.Sum256(ab)
+	var (
+		newPs  []partners.Partner
+		newAds []accounts.AdvertiserAccount
+	)
+	switch {
+	case pErr != nil:
+		rd.partners = fileOutcome{resultFailed, fmt.Errorf("%s: %w", fileName("partners", l.cfg.PartnersFile), pErr)}
+	case pSum != cur.partnersSum:
+		newPs, rd.partners = judgePartners(l.cfg, pb)
+	}
+	switch {
+	case aErr != nil:
+		rd.advertisers = fileOutcome{resultFailed, fmt.Errorf("%s: %w", fileName("advertisers", l.cfg.AdvertisersFile), aErr)}
+	case aSum != cur.advertisersSum:
+		newAds, rd.advertisers = judgeAdvertisers(l.cfg, ab)
+	}
+	pair := func(ps []partners.Partner, ads []accounts.AdvertiserAccount, pSum, aSum [sha256.Size]byte) (*accountSet, error) {
+		acc, regErr, bookErr := buildAccountSet(ps, ads)
+		if err := errors.Join(regErr, bookErr); err != nil {
+			return nil, err
+		}
+		acc.partnersSum, acc.advertisersSum = pSum, aSum
+		return acc, nil
+	}
+	partnersFile, advertisersFile := fileName("partners", l.cfg.PartnersFile), fileName("advertisers", l.cfg.AdvertisersFile)
+	refused := func(file, with string, err error) fileOutcome {
+		return fileOutcome{resultRefused, fmt.Errorf("%s, with %s: %w", file, with, err)}
+	}
+	retry := false
+	switch pNew, aNew := rd.partners.result == resultSwapped, rd.advertisers.result == resultSwapped; {
+	case pNew && aNew:
+		both, err := pair(newPs, newAds, pSum, aSum)
+		if err == nil {
+			rd.next = both
+			rd.partnersOnly, rd.partnersOnlyErr = pair(newPs, cur.ads, pSum, cur.advertisersSum)
+			if rd.partnersOnlyErr != nil {
+				rd.partnersOnlyErr = fmt.Errorf("%s, with the advertisers served: %w", partnersFile, rd.partnersOnlyErr)
+			}
+			break
+		}
+		if rd.next, rd.partnersOnlyErr = pair(newPs, cur.ads, pSum, cur.advertisersSum); rd.partnersOnlyErr == nil {
+			rd.advertisers = refused(advertisersFile, "the new "+partnersFile, err)
+			break
+		}
+		alone, advErr := pair(cur.ps, newAds, cur.partnersSum, aSum)
+		if advErr == nil {
+			rd.next = alone
+			rd.partners = refused(partnersFile, "the new "+advertisersFile, err)
+			rd.partnersOnlyErr = nil
+			break
+		}
+		rd.partners = refused(partnersFile, "the advertisers served", rd.partnersOnlyErr)
+		rd.advertisers = refused(advertisersFile, "the partners served", advErr)
+		rd.partnersOnlyErr = nil
+	case pNew:
+		var err error
+		if rd.next, err = pair(newPs, cur.ads, pSum, cur.advertisersSum); err != nil {
+			rd.partners = refused(partnersFile, "the advertisers served", err)
+		}
+	case aNew:
+		var err error
+		if rd.next, err = pair(cur.ps, newAds, cur.partnersSum, aSum); err != nil {
+			rd.advertisers = refused(advertisersFile, "the partners served", err)
+		}
+	case l.newGate != nil && !maps.Equal(cur.budgets, cur.gateOf):
 		// The files are as served, but not their budgets' gate: a
 		// reload before could not read the spend.
 		again := *cur
-		next = &again
-	} else {
-		ps, psErr := loadPartners(l.cfg, files.partners)
-		ads, advErr := loadAdvertisers(l.cfg, files.advertisers)
-		var none *noPartnersError
-		switch {
-		case advErr == nil && errors.As(psErr, &none):
-			// The files read, and list no partner: their checks
-			// refuse them, as they refuse a key given twice.
-			return nil, api.Reload{Accounts: resultRefused, AccountsError: summary(psErr)}
-		case psErr != nil || advErr != nil:
-			return nil, api.Reload{Accounts: resultFailed, AccountsError: summary(errors.Join(psErr, advErr))}
-		}
-		var err error
-		if next, err = newAccountSet(l.cfg, ps, ads, sum); err != nil {
-			return nil, api.Reload{Accounts: resultRefused, AccountsError: summary(err)}
+		rd.next, retry = &again, true
+		if rd.advertisers.result == "" {
+			rd.advertisers.result = resultSwapped // its budgets, held at last
 		}
 	}
+	next := rd.next
+	if next == nil {
+		return rd
+	}
+	if rd.partnersOnly != nil {
+		rd.partnersOnly.gate, rd.partnersOnly.gateOf = cur.gate, cur.gateOf
+	}
 	switch {
-	case cur != nil && maps.Equal(next.budgets, cur.gateOf):
+	case maps.Equal(next.budgets, cur.gateOf):
 		next.gate, next.gateOf = cur.gate, cur.gateOf
 	case l.newGate != nil:
 		// The day's spend so far is read, so that a new or changed
 		// budget counts it from the next click.
 		gate, err := l.newGate(ctx, next.budgets)
 		if err != nil {
-			note := api.Reload{AccountsError: "the new budgets are not enforced yet, the budget gate served stays " +
-				"(the ledger still bills no click over a budget): " + summary(err)}
-			if cur != nil && sum == cur.sum {
-				return nil, note // as served; the next reload tries again
+			rd.note = "the new budgets are not enforced yet, the budget gate served stays " +
+				"(the ledger still bills no click over a budget): " + summary(err)
+			if retry {
+				// As served; the next reload tries again.
+				rd.next, rd.advertisers = nil, fileOutcome{}
+				return rd
 			}
 			// The partners and tokens are served all the same: a key
 			// revoked must not wait for the spend store.
-			if cur != nil {
-				next.gate, next.gateOf = cur.gate, cur.gateOf
-			}
-			return next, note
+			next.gate, next.gateOf = cur.gate, cur.gateOf
+			return rd
 		}
 		next.gate, next.gateOf = gate, next.budgets
 	}
-	return next, api.Reload{}
+	return rd
+}
+
+// judgePartners reads the partners of b, the partners file's bytes, and
+// checks them alone: keys, sites, the partners' report tokens. It returns
+// them, swapped, or why the file failed or is refused.
+func judgePartners(cfg config.Config, b []byte) ([]partners.Partner, fileOutcome) {
+	ps, err := loadPartners(cfg, b)
+	var none *noPartnersError
+	switch {
+	case errors.As(err, &none):
+		// The file reads, and lists no partner: its checks refuse it,
+		// as they refuse a key given twice.
+		return nil, fileOutcome{resultRefused, err}
+	case err != nil:
+		return nil, fileOutcome{resultFailed, err}
+	}
+	if _, regErr, bookErr := buildAccountSet(ps, nil); regErr != nil || bookErr != nil {
+		return nil, fileOutcome{resultRefused, fmt.Errorf("%s: %w", fileName("partners", cfg.PartnersFile), errors.Join(regErr, bookErr))}
+	}
+	return ps, fileOutcome{result: resultSwapped}
+}
+
+// judgeAdvertisers reads the advertisers of b, the advertisers file's
+// bytes, and checks them alone: ids, tokens, budgets. It returns them,
+// swapped, or why the file failed or is refused.
+func judgeAdvertisers(cfg config.Config, b []byte) ([]accounts.AdvertiserAccount, fileOutcome) {
+	ads, err := loadAdvertisers(cfg, b)
+	if err != nil {
+		return nil, fileOutcome{resultFailed, err}
+	}
+	if _, err := accounts.New(nil, ads); err != nil {
+		return nil, fileOutcome{resultRefused, fmt.Errorf("%s: %w", fileName("advertisers", cfg.AdvertisersFile), err)}
+	}
+	return ads, fileOutcome{result: resultSwapped}
 }
 
 // noPartnersError is a partners file that lists none, without -demo: a

@@ -183,7 +183,7 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 		// line.
 		ps, advertisers, err := files.parse(cfg)
 		if accErr = err; err == nil {
-			acc, accErr = newAccountSet(cfg, ps, advertisers, files.sum())
+			acc, accErr = newAccountSet(cfg, ps, advertisers, files)
 		}
 	}
 	if err := errors.Join(catErr, accErr); err != nil {

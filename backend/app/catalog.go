@@ -59,9 +59,9 @@ type live struct {
 	// swaps in, and name the version they agreed on.
 	replicas *replicas
 	// pending, under mu, are the partners and advertisers a reload read
-	// from changed files, served with its catalog (accounts.go); newGate
-	// makes the budget gate of new budgets.
-	pending *accountSet
+	// from changed files, the first whose budgets fit served with its
+	// catalog (accounts.go); newGate makes the budget gate of new budgets.
+	pending []*accountSet
 	newGate func(context.Context, map[string]accounts.Budget) (*budget.Gate, error)
 
 	cur atomic.Pointer[version]
@@ -289,17 +289,21 @@ func (l *live) reloadAs(ctx context.Context, force bool, from string) api.Reload
 	if from != "" {
 		attrs = append(attrs, "announced_by", from)
 	}
-	if res.Accounts != "" {
-		attrs = append(attrs, "accounts", res.Accounts)
-	}
-	if res.AccountsError != "" {
-		attrs = append(attrs, "accounts_err", res.AccountsError)
+	for _, a := range [][2]string{{"accounts", res.Accounts}, {"partners", res.Partners}, {"advertisers", res.Advertisers},
+		{"accounts_err", res.AccountsError}} {
+		if a[1] != "" {
+			attrs = append(attrs, a[0], a[1])
+		}
 	}
 	switch {
 	case failing(res.Result):
 		l.log.Warn("catalog refresh: the catalog served stays", append(attrs, "err", res.Error)...)
-	case failing(res.Accounts):
+	case failing(res.Partners) && failing(res.Advertisers):
 		l.log.Warn("catalog refresh: the partners and advertisers served stay", attrs...)
+	case failing(res.Partners):
+		l.log.Warn("catalog refresh: the partners served stay", attrs...)
+	case failing(res.Advertisers):
+		l.log.Warn("catalog refresh: the advertisers served stay", attrs...)
 	default:
 		l.log.Info("catalog refresh", attrs...)
 	}
@@ -308,8 +312,8 @@ func (l *live) reloadAs(ctx context.Context, force bool, from string) api.Reload
 	// catalog swap.
 	l.refreshes[res.Result]++
 	l.last = &api.RefreshState{At: l.now().UTC(), Result: res.Result, Error: res.Error,
-		Accounts: res.Accounts, AccountsError: res.AccountsError}
-	if failing(res.Result) || failing(res.Accounts) {
+		Accounts: res.Accounts, Partners: res.Partners, Advertisers: res.Advertisers, AccountsError: res.AccountsError}
+	if l.last.Failing() {
 		l.lastFailure = l.last.At
 	}
 	l.stateMu.Unlock()
@@ -496,7 +500,7 @@ func (l *live) stats() metrics.CatalogStats {
 		s.Refreshes[k] = v
 	}
 	s.LastFailure = l.lastFailure
-	s.Failing = l.last != nil && (failing(l.last.Result) || failing(l.last.Accounts))
+	s.Failing = l.last != nil && l.last.Failing()
 	if l.replicas != nil {
 		s.Replicas = true
 		s.Announcements = map[string]int{}
