@@ -217,7 +217,11 @@ func (l *live) refreshAll(ctx context.Context, force bool) api.Reload {
 		kind string
 	}{{p, "partners"}, {a, "advertisers"}} {
 		if failing(f.result) {
-			msgs = append(msgs, summary(f.err)+"; the "+f.kind+" served stay")
+			why := f.kind + " file " + f.result
+			if f.err != nil {
+				why = summary(f.err)
+			}
+			msgs = append(msgs, why+"; the "+f.kind+" served stay")
 		}
 	}
 	if note != "" {
@@ -308,13 +312,11 @@ func (rd accountsRead) outcome(served *accountSet, budgetsErr error) (p, a fileO
 // readAccounts reads the partners and advertisers files again and judges
 // each on its own: one that cannot be read or parsed fails, one that its
 // own checks refuse (keys, sites, tokens, budgets) is refused, one as
-// served is left. The changed files that pass are then paired, so that a
-// report token given in both is refused: both new; else the new partners
-// with the advertisers served, so that a key revoked is revoked; else the
-// partners served with the new advertisers. The first pair the checks
-// take is next, and a file left out of it is refused, saying with which.
-// When the day's spend cannot be read for new budgets, next keeps the
-// gate served, and the note says so; the next reload tries again.
+// served is left. The changed files that pass are then paired (pair), so
+// that a report token given in both is refused, the partners first: a
+// key revoked must not wait for the advertisers file. When the day's
+// spend cannot be read for new budgets, next keeps the gate served, and
+// the note says so; the next reload tries again.
 func (l *live) readAccounts(ctx context.Context) accountsRead {
 	cur := l.accounts()
 	var rd accountsRead
@@ -337,62 +339,15 @@ func (l *live) readAccounts(ctx context.Context) accountsRead {
 	case aSum != cur.advertisersSum:
 		newAds, rd.advertisers = judgeAdvertisers(l.cfg, ab)
 	}
-	pair := func(ps []partners.Partner, ads []accounts.AdvertiserAccount, pSum, aSum [sha256.Size]byte) (*accountSet, error) {
-		acc, regErr, bookErr := buildAccountSet(ps, ads)
-		if err := errors.Join(regErr, bookErr); err != nil {
-			return nil, err
-		}
-		acc.partnersSum, acc.advertisersSum = pSum, aSum
-		return acc, nil
-	}
-	partnersFile, advertisersFile := fileName("partners", l.cfg.PartnersFile), fileName("advertisers", l.cfg.AdvertisersFile)
-	refused := func(file, with string, err error) fileOutcome {
-		return fileOutcome{resultRefused, fmt.Errorf("%s, with %s: %w", file, with, err)}
-	}
 	retry := false
-	switch pNew, aNew := rd.partners.result == resultSwapped, rd.advertisers.result == resultSwapped; {
-	case pNew && aNew:
-		both, err := pair(newPs, newAds, pSum, aSum)
-		if err == nil {
-			rd.next = both
-			rd.partnersOnly, rd.partnersOnlyErr = pair(newPs, cur.ads, pSum, cur.advertisersSum)
-			if rd.partnersOnlyErr != nil {
-				rd.partnersOnlyErr = fmt.Errorf("%s, with the advertisers served: %w", partnersFile, rd.partnersOnlyErr)
-			}
-			break
-		}
-		if rd.next, rd.partnersOnlyErr = pair(newPs, cur.ads, pSum, cur.advertisersSum); rd.partnersOnlyErr == nil {
-			rd.advertisers = refused(advertisersFile, "the new "+partnersFile, err)
-			break
-		}
-		alone, advErr := pair(cur.ps, newAds, cur.partnersSum, aSum)
-		if advErr == nil {
-			rd.next = alone
-			rd.partners = refused(partnersFile, "the new "+advertisersFile, err)
-			rd.partnersOnlyErr = nil
-			break
-		}
-		rd.partners = refused(partnersFile, "the advertisers served", rd.partnersOnlyErr)
-		rd.advertisers = refused(advertisersFile, "the partners served", advErr)
-		rd.partnersOnlyErr = nil
-	case pNew:
-		var err error
-		if rd.next, err = pair(newPs, cur.ads, pSum, cur.advertisersSum); err != nil {
-			rd.partners = refused(partnersFile, "the advertisers served", err)
-		}
-	case aNew:
-		var err error
-		if rd.next, err = pair(cur.ps, newAds, cur.partnersSum, aSum); err != nil {
-			rd.advertisers = refused(advertisersFile, "the partners served", err)
-		}
+	switch {
+	case rd.partners.result == resultSwapped || rd.advertisers.result == resultSwapped:
+		rd.pair(l.cfg, cur, newPs, newAds, pSum, aSum)
 	case l.newGate != nil && !maps.Equal(cur.budgets, cur.gateOf):
 		// The files are as served, but not their budgets' gate: a
 		// reload before could not read the spend.
 		again := *cur
 		rd.next, retry = &again, true
-		if rd.advertisers.result == "" {
-			rd.advertisers.result = resultSwapped // its budgets, held at last
-		}
 	}
 	next := rd.next
 	if next == nil {
@@ -412,8 +367,7 @@ func (l *live) readAccounts(ctx context.Context) accountsRead {
 			rd.note = "the new budgets are not enforced yet, the budget gate served stays " +
 				"(the ledger still bills no click over a budget): " + summary(err)
 			if retry {
-				// As served; the next reload tries again.
-				rd.next, rd.advertisers = nil, fileOutcome{}
+				rd.next = nil // as served; the next reload tries again
 				return rd
 			}
 			// The partners and tokens are served all the same: a key
@@ -422,8 +376,67 @@ func (l *live) readAccounts(ctx context.Context) accountsRead {
 			return rd
 		}
 		next.gate, next.gateOf = gate, next.budgets
+		if retry && rd.advertisers.result == "" {
+			rd.advertisers.result = resultSwapped // its budgets, held at last
+		}
 	}
 	return rd
+}
+
+// pair makes next of the new partners newPs and advertisers newAds of
+// the files that changed and passed their own checks (their bytes
+// hashing to pSum and aSum), and the accounts served of the others: both
+// new, else the new partners with the advertisers served, else the
+// partners served with the new advertisers, the first the checks take.
+// A new file left out is refused, saying with which file it was.
+func (rd *accountsRead) pair(cfg config.Config, cur *accountSet, newPs []partners.Partner, newAds []accounts.AdvertiserAccount, pSum, aSum [sha256.Size]byte) {
+	set := func(ps []partners.Partner, ads []accounts.AdvertiserAccount, pSum, aSum [sha256.Size]byte) (*accountSet, error) {
+		acc, regErr, bookErr := buildAccountSet(ps, ads)
+		if err := errors.Join(regErr, bookErr); err != nil {
+			return nil, err
+		}
+		acc.partnersSum, acc.advertisersSum = pSum, aSum
+		return acc, nil
+	}
+	partnersFile, advertisersFile := fileName("partners", cfg.PartnersFile), fileName("advertisers", cfg.AdvertisersFile)
+	refused := func(file, with string, err error) fileOutcome {
+		return fileOutcome{resultRefused, fmt.Errorf("%s, with %s: %w", file, with, err)}
+	}
+	switch pNew, aNew := rd.partners.result == resultSwapped, rd.advertisers.result == resultSwapped; {
+	case pNew && aNew:
+		both, err := set(newPs, newAds, pSum, aSum)
+		if err == nil {
+			rd.next = both
+			if rd.partnersOnly, err = set(newPs, cur.ads, pSum, cur.advertisersSum); err != nil {
+				rd.partnersOnlyErr = fmt.Errorf("%s, with the advertisers served: %w", partnersFile, err)
+			}
+			return
+		}
+		partnersOnly, pErr := set(newPs, cur.ads, pSum, cur.advertisersSum)
+		if pErr == nil {
+			rd.next = partnersOnly
+			rd.advertisers = refused(advertisersFile, "the new "+partnersFile, err)
+			return
+		}
+		advertisersOnly, aErr := set(cur.ps, newAds, cur.partnersSum, aSum)
+		if aErr == nil {
+			rd.next = advertisersOnly
+			rd.partners = refused(partnersFile, "the new "+advertisersFile, err)
+			return
+		}
+		rd.partners = refused(partnersFile, "the advertisers served", pErr)
+		rd.advertisers = refused(advertisersFile, "the partners served", aErr)
+	case pNew:
+		var err error
+		if rd.next, err = set(newPs, cur.ads, pSum, cur.advertisersSum); err != nil {
+			rd.partners = refused(partnersFile, "the advertisers served", err)
+		}
+	case aNew:
+		var err error
+		if rd.next, err = set(cur.ps, newAds, cur.partnersSum, aSum); err != nil {
+			rd.advertisers = refused(advertisersFile, "the partners served", err)
+		}
+	}
 }
 
 // judgePartners reads the partners of b, the partners file's bytes, and
