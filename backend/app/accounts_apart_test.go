@@ -72,6 +72,9 @@ func TestReloadRevokesPastABadAdvertisersFile(t *testing.T) {
 	if st := readyz(t, s.App); st.LastRefresh == nil || st.LastRefresh.Partners != "swapped" || st.LastRefresh.Advertisers != "failed" {
 		t.Errorf("/readyz: %+v", st.LastRefresh)
 	}
+	if _, metrics := get(t, s.Admin, "/metrics"); !strings.Contains(metrics, "adlink_catalog_refresh_failing 1") {
+		t.Error("/metrics: the advertisers file kept, not failing")
+	}
 
 	// Nothing changed but the file still broken: no swap, the problem.
 	status, r = s.reload(t)
@@ -103,6 +106,9 @@ func TestReloadRevokesPastABadAdvertisersFile(t *testing.T) {
 	}
 	if b, _ := s.Catalog().Accounts.Budget("handy-bestkauf.de"); b.DailyMicros != 50_000_000 {
 		t.Errorf("the budget after the fix: %+v, want 50.00", b)
+	}
+	if _, metrics := get(t, s.Admin, "/metrics"); !strings.Contains(metrics, "adlink_catalog_refresh_failing 0") {
+		t.Error("/metrics: both files served, still failing")
 	}
 }
 
