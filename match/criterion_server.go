@@ -14,24 +14,99 @@ import (
 // or more of the ad's criteria, each whole, one after another, at most
 // maxKeywords of them and none spelled as another is (case aside). So a
 // link the page made, which no signature binds, cannot carry a criterion
-// its ad has no part in.
+// its ad has no part in. A criterion as CanonicalCriterion spells it is
+// one too.
 func (ix *Index) IsCriterionOf(i int, text string) bool {
+	return ix.criteriaOf(i, text) != nil
+}
+
+// CanonicalCriterion is text, when IsCriterionOf takes it for ad i, as
+// the ad's criteria spell it: each criterion text names, once, in text's
+// order, its terms as the index normalises them, one space apart, the
+// criteria one space apart too; "" when IsCriterionOf does not take it.
+// Every spelling of the same criteria, whatever its case, punctuation,
+// spaces or soft hyphens, is one string, which is its own canonical
+// spelling: a page's link, which anyone can spell as they like, counts
+// under one criterion.
+func (ix *Index) CanonicalCriterion(i int, text string) string {
+	var b strings.Builder
+	parts := ix.criteriaOf(i, text)
+	for j, p := range parts {
+		if slices.ContainsFunc(parts[:j], func(q critPart) bool { return q.crit == p.crit }) {
+			continue // the same criterion spelled two ways
+		}
+		for _, t := range ix.critTerms[ix.critOff[p.crit]:ix.critOff[p.crit+1]] {
+			if b.Len() > 0 {
+				b.WriteByte(' ')
+			}
+			b.WriteString(ix.term(t))
+		}
+	}
+	return b.String()
+}
+
+// criteriaOf is the criteria of ad i that text is, one after another, as
+// IsCriterionOf reads it; nil when it is none.
+func (ix *Index) criteriaOf(i int, text string) []critPart {
 	if i < 0 || i >= len(ix.ads) {
-		return false
+		return nil
 	}
-	type word struct {
-		id         int32
-		start, end int
+	// A text already canonical is read as the terms it spells: scanning
+	// a term does not always give it back ("canvas" stems to "canva").
+	if words := ix.termWords(text); words != nil {
+		if parts := ix.criteriaIn(i, text, words); parts != nil {
+			return parts
+		}
 	}
-	var words []word
+	return ix.criteriaIn(i, text, ix.scanWords(text))
+}
+
+// critWord is a word of a criterion's text: its term and where it is.
+type critWord struct {
+	id         int32
+	start, end int
+}
+
+// termWords is text read as terms of the index one space apart, as
+// CanonicalCriterion spells them; nil when it is not.
+func (ix *Index) termWords(text string) []critWord {
+	n := 0
+	for w := range strings.SplitSeq(text, " ") {
+		if w == "" || ix.termID(w) < 0 {
+			return nil
+		}
+		n++
+	}
+	words := make([]critWord, 0, n)
+	start := 0
+	for w := range strings.SplitSeq(text, " ") {
+		words = append(words, critWord{ix.termID(w), start, start + len(w)})
+		start += len(w) + 1
+	}
+	return words
+}
+
+// scanWords is text's words as scan reads an input's; nil when one is
+// no term of the index.
+func (ix *Index) scanWords(text string) []critWord {
+	var words []critWord
 	known := true
 	scan(text, nil, func(term []byte, start, end int, _ bool) {
 		id := ix.termIDBytes(term)
 		known = known && id >= 0
-		words = append(words, word{id, start, end})
+		words = append(words, critWord{id, start, end})
 	})
-	if !known || len(words) == 0 {
-		return false
+	if !known {
+		return nil
+	}
+	return words
+}
+
+// criteriaIn is the criteria of ad i that words, of text, are, one after
+// another, as IsCriterionOf takes them; nil when they are not.
+func (ix *Index) criteriaIn(i int, text string, words []critWord) []critPart {
+	if len(words) == 0 {
+		return nil
 	}
 	mine := map[uint32]bool{} // whether criterion c is the ad's
 	isMine := func(c uint32) bool {
@@ -50,7 +125,7 @@ func (ix *Index) IsCriterionOf(i int, text string) bool {
 	// A search for the keywords, each a criterion of the ad starting where
 	// the one before ended; steps bounds it on a catalog whose criteria
 	// nest ("x", "x x", "x x x"...).
-	var parts []string
+	var parts []critPart
 	steps := 0
 	var from func(k int) bool
 	from = func(k int) bool {
@@ -80,12 +155,12 @@ func (ix *Index) IsCriterionOf(i int, text string) bool {
 			s := text[words[k].start:words[end-1].end]
 			repeated := false
 			for _, p := range parts {
-				repeated = repeated || strings.EqualFold(p, s)
+				repeated = repeated || p.crit == c && strings.EqualFold(p.spelling, s)
 			}
 			if repeated {
 				continue
 			}
-			parts = append(parts, s)
+			parts = append(parts, critPart{c, s})
 			if from(end) {
 				return true
 			}
@@ -93,7 +168,16 @@ func (ix *Index) IsCriterionOf(i int, text string) bool {
 		}
 		return false
 	}
-	return from(0)
+	if !from(0) {
+		return nil
+	}
+	return parts
+}
+
+// critPart is a criterion in a text and how the text spells it.
+type critPart struct {
+	crit     uint32
+	spelling string
 }
 
 // maxCriterionSteps bounds the criteria IsCriterionOf tries.

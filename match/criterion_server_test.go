@@ -79,8 +79,9 @@ func TestIsCriterionOf(t *testing.T) {
 }
 
 // FuzzIsCriterionOf: whatever the text, IsCriterionOf answers, the same
-// for the same text; and a text it takes stops being the ad's with a word
-// no criterion has after it.
+// for the same text; a text it takes stops being the ad's with a word no
+// criterion has after it; and exactly a text it takes has a canonical
+// spelling, which is its own.
 func FuzzIsCriterionOf(f *testing.F) {
 	ads, err := catalog.Demo(catalog.Options{BaseURL: "http://localhost"})
 	if err != nil {
@@ -91,7 +92,8 @@ func FuzzIsCriterionOf(f *testing.F) {
 		f.Fatal(err)
 	}
 	all := set.All()
-	for _, s := range []string{"handy", "Apple iPhone 5", "lg handy", "iPhone-5 iPhone 5", "x\u00adx", "\xff", ""} {
+	for _, s := range []string{"handy", "Apple iPhone 5", "lg handy", "iPhone-5 iPhone 5", "x\u00adx", "\xff", "",
+		"HANDY--Hülle handyhülle", "apple iphone 5", "Handyhüllen  Apple"} {
 		f.Add(0, s)
 		f.Add(3, s)
 	}
@@ -103,7 +105,65 @@ func FuzzIsCriterionOf(f *testing.F) {
 		if got && all.IsCriterionOf(i, text+" zzzqx") {
 			t.Fatalf("%d %q with an unknown word after it is still the ad's", i, text)
 		}
+		c := all.CanonicalCriterion(i, text)
+		if (c == "") == got {
+			t.Fatalf("%d %q: the ad's criterion %v, canonically %q", i, text, got, c)
+		}
+		if again := all.CanonicalCriterion(i, c); again != c {
+			t.Fatalf("%d %q is %q, whose own canonical spelling is %q", i, text, c, again)
+		}
 	})
+}
+
+// Every spelling of an ad's criteria, whatever its case, punctuation,
+// spaces and soft hyphens, and with a criterion spelled twice, is one
+// canonical criterion, the ad's criteria as the index spells them, which
+// is its own; a text with a criterion of another ad, or none, has none.
+func TestCanonicalCriterion(t *testing.T) {
+	ads := []match.Ad{
+		{ID: "s1", Kind: match.KindProduct, Title: "Samsung Galaxy S24", Manufacturer: "Samsung", Model: "Galaxy S24",
+			Category: "Handys", Keywords: []string{"Samsung Galaxy", "Handyhülle", "canvases"}, Landing: "https://shop.example/s1"},
+		{ID: "x1", Kind: match.KindProduct, Title: "Sony Xperia", Manufacturer: "Sony", Model: "Xperia",
+			Category: "Kameras", Keywords: []string{"Sony Xperia"}, Landing: "https://shop.example/x1"},
+	}
+	ix, err := match.Build(ads)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for want, spellings := range map[string][]string{
+		"samsung galaxy": {"Samsung Galaxy", "samsung galaxy", "SAMSUNG--galaxy", "samsung ... galaxy", "  Samsung   Galaxy ",
+			"Sam\u00adsung Gal\u00adaxy", "samsung\tgalaxy", "Samsung Galaxy samsung-galaxy", "Samsung-Galaxy SAMSUNG GALAXY"},
+		"samsung galaxy handyhull": {"Samsung Galaxy Handyhülle", "samsung-galaxy, HANDYHÜLLE", "Samsung Galaxy Handy\u00adhülle samsung-galaxy"},
+		"handyhull samsung galaxy": {"Handyhüllen Samsung Galaxy", "handyhull samsung galaxy"},
+		"canvas":                   {"canvases", "Canvases", "canvas"},
+		"galaxy s24 handy":         {"Galaxy S24 Handys", "galaxy-s24 handy"},
+	} {
+		for _, s := range spellings {
+			if got := ix.CanonicalCriterion(0, s); got != want {
+				t.Errorf("%q is %q, want %q", s, got, want)
+			}
+			if !ix.IsCriterionOf(0, s) {
+				t.Errorf("%q is not the ad's criterion, want it", s)
+			}
+		}
+		if got := ix.CanonicalCriterion(0, want); got != want {
+			t.Errorf("%q, canonical, is %q", want, got)
+		}
+	}
+	for _, s := range []string{"", " ", "Sony Xperia", "Samsung Galaxy Sony", "Samsung Galaxy zzzqx", "canva",
+		"samsung galaxy samsung galaxy", "Samsung Galaxy SAMSUNG GALAXY"} {
+		if got := ix.CanonicalCriterion(0, s); got != "" {
+			t.Errorf("%q is %q, want none", s, got)
+		}
+	}
+	for _, i := range []int{-1, 2} {
+		if got := ix.CanonicalCriterion(i, "Samsung Galaxy"); got != "" {
+			t.Errorf("ad %d: %q, want none", i, got)
+		}
+	}
+	if got := ix.CanonicalCriterion(1, "SONY xperia"); got != "sony xperia" {
+		t.Errorf("the other ad's criterion is %q, want %q", got, "sony xperia")
+	}
 }
 
 // SameCriteria tells a change of what an ad's criteria are drawn from
