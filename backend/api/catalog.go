@@ -188,23 +188,39 @@ func (c *Catalog) ad(id string, now time.Time) (match.Ad, bool) {
 	return match.Ad{}, false
 }
 
-// criterionOf reports whether criterion is made of the criteria of the
-// ad id, which is the ad at in ix, this catalog's: as ix has them, or, while
-// a Before's time lasts, as the catalog before that refresh had them. A
-// page still on the shards of an earlier catalog names those.
-func (c *Catalog) criterionOf(ix *match.Index, at int, id, criterion string, now time.Time) bool {
-	if ix.IsCriterionOf(at, criterion) {
-		return true
+// criterionOf is criterion, when it is made of the criteria of the ad
+// id, which is the ad at in ix, this catalog's, as the ad's criteria spell
+// it (match.Index.CanonicalCriterion): as ix has them, or, while a
+// Before's time lasts, as the catalog before that refresh had them. A
+// page still on the shards of an earlier catalog names those. "" when it
+// is not; at is -1 for an ad ix does not have.
+func (c *Catalog) criterionOf(ix *match.Index, at int, id, criterion string, now time.Time) string {
+	if canon := ix.CanonicalCriterion(at, criterion); canon != "" {
+		return canon
 	}
 	for _, b := range c.Before {
 		if !now.Before(b.Until) {
 			continue
 		}
-		if i, ok := b.Index.Lookup(id); ok && b.Index.IsCriterionOf(i, criterion) {
-			return true
+		if i, ok := b.Index.Lookup(id); ok {
+			if canon := b.Index.CanonicalCriterion(i, criterion); canon != "" {
+				return canon
+			}
 		}
 	}
-	return false
+	return ""
+}
+
+// pageCriterion is criterionOf for the ad id wherever this catalog
+// indexes it: "" for an ad it no longer has, whose criteria it cannot
+// read.
+func (c *Catalog) pageCriterion(id, criterion string, now time.Time) string {
+	ix := c.Indexes.All()
+	at, ok := ix.Lookup(id)
+	if !ok {
+		at = -1
+	}
+	return c.criterionOf(ix, at, id, criterion, now)
 }
 
 // shard finds a shard by its address in this version, else in an earlier

@@ -97,13 +97,14 @@ func (s *server) impression(w http.ResponseWriter, r *http.Request) error {
 		}
 		p := clicks.Params{Type: a.Type, AdID: a.AdID, AdType: a.AdType.String(), APIKey: apiKey,
 			SiteID: siteID, Criterion: a.Criterion, YkTag: a.YkTag}
-		if !s.madeHere(cat, ix, at, &p, &a, now) {
+		criterion, ok := s.madeHere(cat, ix, at, &p, &a, now)
+		if !ok {
 			continue
 		}
 		if !counted[a.AdID] {
 			counted[a.AdID] = true
 			imps = append(imps, clicks.Impression{Time: now, AdID: p.AdID, AdType: p.AdType, Type: p.Type,
-				APIKey: apiKey, SiteID: siteID, Criterion: p.Criterion, YkTag: p.YkTag, Page: page, IP: ip, UserAgent: ua,
+				APIKey: apiKey, SiteID: siteID, Criterion: criterion, YkTag: p.YkTag, Page: page, IP: ip, UserAgent: ua,
 				Country: country, Advertiser: ad.Advertiser, Currency: catalog.ClickCurrency(&ad),
 				Key: clicks.ImpressionKey(p.AdID, apiKey, siteID, keyNetwork, now, window)})
 		}
@@ -133,25 +134,32 @@ func (s *server) impression(w http.ResponseWriter, r *http.Request) error {
 }
 
 // madeHere reports whether ad a, the ad at in ix, the indexes of catalog
-// c, of click parameters p, is a link the server or the page made. One
-// the server made is signed, its signature covering its criterion and
-// yk_tag, and unexpired. One the page made carries an unexpired site
-// token of its partner, and, as the page cannot sign, a criterion the
-// page's match can have named for the ad: one or more of the ad's
-// criteria (match.Index.IsCriterionOf) in c, or, for a click token's TTL
-// after a refresh, in the catalog before it, whose shards the page may
-// still have matched on (Catalog.criterionOf). Its yk_tag is the
-// publisher's own, checked only as the parse checks it. Without keys
-// nothing is signed and every link passes.
-func (s *server) madeHere(c *Catalog, ix *match.Index, at int, p *clicks.Params, a *contract.Redirect, now time.Time) bool {
+// c, of click parameters p, is a link the server or the page made, and
+// the criterion its impression records. One the server made is signed,
+// its signature covering its criterion and yk_tag, and unexpired: it
+// records its criterion as the server wrote it. One the page made
+// carries an unexpired site token of its partner, and, as the page cannot
+// sign, a criterion the page's match can have named for the ad: one or
+// more of the ad's criteria (match.Index.IsCriterionOf) in c, or, for a
+// click token's TTL after a refresh, in the catalog before it, whose
+// shards the page may still have matched on (Catalog.criterionOf). It
+// records that criterion as the ad's criteria spell it, as a public site
+// token lets anyone spell it in endless ways, each a report row of its
+// own. Its yk_tag is the publisher's own, checked only as the parse
+// checks it. Without keys nothing is signed and every link passes, with
+// its criterion as it is.
+func (s *server) madeHere(c *Catalog, ix *match.Index, at int, p *clicks.Params, a *contract.Redirect, now time.Time) (criterion string, ok bool) {
 	ks := s.judge.Keys
 	switch {
 	case ks == nil:
-		return true
+		return p.Criterion, true
 	case a.Sig != "" || a.Exp != "":
-		return ks.Verify(p, a.D, a.Exp, a.Sig, now) == ""
+		return p.Criterion, ks.Verify(p, a.D, a.Exp, a.Sig, now) == ""
+	case ks.VerifyToken(p.APIKey, p.SiteID, a.Tok, now) != "":
+		return "", false
 	default:
-		return ks.VerifyToken(p.APIKey, p.SiteID, a.Tok, now) == "" && c.criterionOf(ix, at, p.AdID, p.Criterion, now)
+		criterion = c.criterionOf(ix, at, p.AdID, p.Criterion, now)
+		return criterion, criterion != ""
 	}
 }
 

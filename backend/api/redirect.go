@@ -100,6 +100,12 @@ func (s *server) redirect(w http.ResponseWriter, r *http.Request) error {
 			}
 		}
 		keepProven(&c, &req, partner)
+		if c.Criterion != "" && req.Sig == "" && req.Exp == "" {
+			// Proven by a click token on a link the page made: its
+			// criterion, as the ad's criteria spell it, as the beacon
+			// recorded it.
+			c.Criterion = s.catalogOf(r).pageCriterion(req.AdID, c.Criterion, c.Time)
+		}
 		if !isOver || over.record {
 			if err := s.ledger.Record(r.Context(), &c, u); err != nil {
 				return internal(fmt.Errorf("recording click: %w", err))
