@@ -349,3 +349,81 @@ func TestReportRateLimited(t *testing.T) {
 		t.Errorf("%d report requests from one address: none refused", reportLimit.Burst+10)
 	}
 }
+
+// A page-made link's criterion is no text of its client's choosing: 30
+// links of one ad, each spelling its criterion another way (case,
+// punctuation, spaces, soft hyphens, a plural), each beaconed and clicked
+// by a reader, add one row to the partner's report by criterion, the
+// criterion as the ad's criteria spell it, with every impression and
+// click of them.
+func TestReportOneRowForEverySpellingOfACriterion(t *testing.T) {
+	env := newReportEnv(t)
+	var page string
+	for _, l := range env.inPageLinks(t, "q=lg+handy&loc=de&api_key=demo&site_id=demo") {
+		if queryOf(t, l).Get("adId") == "handy-bestkauf.de" {
+			page = l
+		}
+	}
+	if page == "" {
+		t.Fatal("no page-made link of handy-bestkauf.de")
+	}
+	seps := []string{" ", "-", "  ", " ... ", "--", ", ", "\t", " / "}
+	const n = 30
+	spellings := map[string]bool{}
+	for i := range n {
+		var b strings.Builder
+		for j, r := range "lg handy" {
+			switch {
+			case r == ' ':
+				b.WriteString(seps[i%len(seps)])
+			case i>>j&1 == 1:
+				b.WriteString(strings.ToUpper(string(r)))
+			default:
+				b.WriteRune(r)
+			}
+			if i%5 == 1 && j == 4 {
+				b.WriteString("\u00ad")
+			}
+		}
+		if i%7 == 3 {
+			b.WriteString("s")
+		}
+		spellings[b.String()] = true
+	}
+	if len(spellings) != n {
+		t.Fatalf("%d spellings, want %d", len(spellings), n)
+	}
+	i := 0
+	for s := range spellings {
+		l := setParam(page, "criterionId", s)
+		ip := fmt.Sprintf("198.51.100.%d", 10+i)
+		i++
+		status, ct := env.beacon(t, ip, browserUA, l)
+		if status != http.StatusOK || ct[0] == "" {
+			t.Fatalf("%q: beacon %d %q", s, status, ct)
+		}
+		env.advance(time.Second)
+		readBody(t, env.do(t, l+"&ct="+url.QueryEscape(ct[0]), ip, browserUA))
+	}
+	clicked := 0
+	if err := env.log.Scan(context.Background(), time.Time{}, time.Time{}, func(c clicks.Click) error {
+		clicked++
+		if !c.Billable {
+			t.Errorf("a reader's click: %q, want billable", c.Reason)
+		}
+		return nil
+	}); err != nil || clicked != n {
+		t.Fatalf("%d clicks recorded (%v), want %d", clicked, err, n)
+	}
+	_, body := env.report(t, partners.DemoReportToken, "from=2026-11-22&to=2026-11-22&group_by=criterion")
+	var report struct{ Rows []map[string]any }
+	if err := json.Unmarshal(body, &report); err != nil {
+		t.Fatal(err)
+	}
+	if len(report.Rows) != 1 {
+		t.Fatalf("the report by criterion has %d rows, want 1\n%s", len(report.Rows), body)
+	}
+	if r := report.Rows[0]; r["criterion"] != "lg handy" || r["clicks"] != float64(n) || r["impressions"] != float64(n) {
+		t.Errorf("the report's row: %v, want lg handy, %d clicks and impressions", r, n)
+	}
+}
