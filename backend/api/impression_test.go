@@ -557,3 +557,54 @@ func TestImpressionGarbage(t *testing.T) {
 		t.Errorf("garbage counted %d impressions", n)
 	}
 }
+
+// A link the server signed records its criterion as the server wrote it,
+// in its impression and its click; the same link as the page makes it
+// records the criterion as its ad's criteria spell it, while its click
+// token still verifies against its own spelling.
+func TestCriterionRecordedAsItsLinkIsProven(t *testing.T) {
+	env := newSignedEnv(t)
+	const query = "q=LG+Handys&loc=de&api_key=demo&site_id=demo"
+	ofAd := func(links []string) string {
+		for _, l := range links {
+			if queryOf(t, l).Get("adId") == "handy-bestkauf.de" {
+				return l
+			}
+		}
+		t.Fatal("no link of handy-bestkauf.de")
+		return ""
+	}
+	signed, page := ofAd(env.links(t, query)), ofAd(env.inPageLinks(t, query))
+	if got := queryOf(t, signed).Get("criterionId"); got != "LG Handys" {
+		t.Fatalf("the signed link's criterion is %q, want the query's LG Handys", got)
+	}
+	page = setParam(page, "criterionId", "lg-HANDYS")
+	for _, tt := range []struct {
+		name, link, ip, want string
+	}{
+		{"signed", signed, "198.51.100.21", "LG Handys"},
+		{"page-made", page, "198.51.100.22", "lg handy"},
+	} {
+		ip := tt.ip
+		status, ct := env.beacon(t, ip, browserUA, tt.link)
+		if status != http.StatusOK || ct[0] == "" {
+			t.Fatalf("%s: beacon %d %q", tt.name, status, ct)
+		}
+		imps := env.impressions(t)
+		if last := imps[len(imps)-1]; last.IP != ip || last.Criterion != tt.want {
+			t.Errorf("%s: impression of %s with criterion %q, want %q", tt.name, last.IP, last.Criterion, tt.want)
+		}
+		env.advance(time.Second)
+		if c := env.click(t, tt.link+"&ct="+url.QueryEscape(ct[0]), ip, browserUA); !c.Billable || c.Criterion != tt.want {
+			t.Errorf("%s: click billable %v (%q) with criterion %q, want billable, %q", tt.name, c.Billable, c.Reason, c.Criterion, tt.want)
+		}
+	}
+	// The page-made link's token is for its own spelling: another spelling
+	// of the same criterion is another link, whose click it does not prove.
+	_, ct := env.beacon(t, "198.51.100.23", browserUA, page)
+	env.advance(time.Second)
+	other := setParam(page, "criterionId", "LG Handys")
+	if c := env.click(t, other+"&ct="+url.QueryEscape(ct[0]), "198.51.100.23", browserUA); c.Billable || c.Reason != clicks.ReasonForged || c.Criterion != "" {
+		t.Errorf("another spelling with the token: billable %v %q, criterion %q; want forged, none", c.Billable, c.Reason, c.Criterion)
+	}
+}
