@@ -12,10 +12,10 @@ import (
 // page's, or a query's with ctx.dist=high) can name for ad i: as a hit's
 // keywords joined stand, its words, normalised as an input's are, are one
 // or more of the ad's criteria, each whole, one after another, at most
-// maxKeywords of them and none spelled as another is (case aside). So a
-// link the page made, which no signature binds, cannot carry a criterion
-// its ad has no part in. A criterion as CanonicalCriterion spells it is
-// one too.
+// maxKeywords of them and none spelled twice the same way (case aside),
+// as a page's keywords never are. So a link the page made, which no
+// signature binds, cannot carry a criterion its ad has no part in. A
+// criterion as CanonicalCriterion spells it is one too.
 func (ix *Index) IsCriterionOf(i int, text string) bool {
 	return ix.criteriaOf(i, text) != nil
 }
