@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 
 	"github.com/adlink/adlink/backend/clicks"
 	"github.com/adlink/adlink/backend/config"
+	"github.com/adlink/adlink/match"
 )
 
 // testImpressions are bbolt Impressions in dir, closed at the end of t.
@@ -606,5 +608,61 @@ func TestCriterionRecordedAsItsLinkIsProven(t *testing.T) {
 	other := setParam(page, "criterionId", "LG Handys")
 	if c := env.click(t, other+"&ct="+url.QueryEscape(ct[0]), "198.51.100.23", browserUA); c.Billable || c.Reason != clicks.ReasonForged || c.Criterion != "" {
 		t.Errorf("another spelling with the token: billable %v %q, criterion %q; want forged, none", c.Billable, c.Reason, c.Criterion)
+	}
+}
+
+// A page-made link's click whose ad the catalog removed since its
+// impression, its link still landing, bills under no criterion: the
+// catalog no longer has the ad's criteria to spell it by. An ad still
+// there records its criterion as its criteria spell it.
+func TestPageCriterionOfARemovedAd(t *testing.T) {
+	const gone = "handy-bestkauf.de"
+	var kept []match.Ad
+	for _, a := range fixture() {
+		if a.ID != gone {
+			kept = append(kept, a)
+		}
+	}
+	before, after := catalogVersion(t, "v1", fixture()), catalogVersion(t, "v2", kept)
+	after.Removed = map[string]Removed{gone: {Ad: fixtureAd(t, gone), Until: testClock.Add(time.Hour)}}
+	var cur atomic.Pointer[Catalog]
+	cur.Store(before)
+	env := &signedEnv{keys: testKeysFor(t), now: testClock, imps: testImpressions(t, t.TempDir())}
+	cfg := config.Default()
+	cfg.RedirectURL = "https://r.example"
+	cfg.IPRate, cfg.IPBurst, cfg.KeyRate, cfg.KeyBurst = 1e9, 1e9, 1e9, 1e9
+	env.handler = NewServer(Deps{Config: cfg, Catalog: cur.Load, Partners: testPartners(t), ClickKeys: env.keys,
+		Windows: testWindows(t, t.TempDir()), Decisions: testDecisions(t, t.TempDir()), Impressions: env.imps,
+		Clicks: &clickRecorder{AppendFn: func(_ context.Context, c clicks.Click) error {
+			env.mu.Lock()
+			defer env.mu.Unlock()
+			env.clicks = append(env.clicks, c)
+			return nil
+		}},
+		Now: func() time.Time {
+			env.mu.Lock()
+			defer env.mu.Unlock()
+			return env.now
+		}})
+	links := map[string]string{}
+	for _, l := range env.inPageLinks(t, "q=lg+handy&loc=de&api_key=demo&site_id=demo") {
+		links[queryOf(t, l).Get("adId")] = l
+	}
+	if links[gone] == "" || links["handyladen.de"] == "" {
+		t.Fatalf("page-made links %q, want %s and handyladen.de", links, gone)
+	}
+	removed, stays := setParam(links[gone], "criterionId", "LG-HANDYS"), setParam(links["handyladen.de"], "criterionId", "HANDYS")
+	const reader = "198.51.100.30"
+	status, ct := env.beacon(t, reader, browserUA, removed, stays)
+	if status != http.StatusOK || ct[0] == "" || ct[1] == "" {
+		t.Fatalf("beacon: %d %q", status, ct)
+	}
+	cur.Store(after)
+	env.advance(time.Second)
+	if c := env.click(t, removed+"&ct="+url.QueryEscape(ct[0]), reader, browserUA); !c.Billable || c.Criterion != "" {
+		t.Errorf("the removed ad's click: billable %v (%q), criterion %q; want billable, none", c.Billable, c.Reason, c.Criterion)
+	}
+	if c := env.click(t, stays+"&ct="+url.QueryEscape(ct[1]), reader, browserUA); !c.Billable || c.Criterion != "handy" {
+		t.Errorf("the kept ad's click: billable %v (%q), criterion %q; want billable, handy", c.Billable, c.Reason, c.Criterion)
 	}
 }
