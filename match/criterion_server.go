@@ -14,35 +14,63 @@ import (
 // or more of the ad's criteria, each whole, one after another, at most
 // maxKeywords of them and none spelled twice the same way (case aside),
 // as a page's keywords never are. So a link the page made, which no
-// signature binds, cannot carry a criterion its ad has no part in. A
-// criterion as CanonicalCriterion spells it is one too.
+// signature binds, cannot carry a criterion its ad has no part in.
 func (ix *Index) IsCriterionOf(i int, text string) bool {
 	return ix.criteriaOf(i, text) != nil
 }
 
 // CanonicalCriterion is text, when IsCriterionOf takes it for ad i, as
-// the ad's criteria spell it: each criterion text names, once, in text's
-// order, its terms as the index normalises them, one space apart, the
-// criteria one space apart too; "" when IsCriterionOf does not take it.
-// Every spelling of the same criteria, whatever its case, punctuation,
-// spaces or soft hyphens, is one string, which is its own canonical
+// the ad spells its criteria: each criterion text names, once, in text's
+// order, written as the ad's own field it is drawn from (a keyword, the
+// model, the brand, the category, its spaces made single), the criteria
+// one space apart; "" when IsCriterionOf does not take it. Every spelling
+// of the same criteria, whatever its case, punctuation, spaces, soft
+// hyphens or word forms, is one string, which is its own canonical
 // spelling: a page's link, which anyone can spell as they like, counts
-// under one criterion.
+// under one criterion, as the advertiser wrote it.
 func (ix *Index) CanonicalCriterion(i int, text string) string {
-	var b strings.Builder
 	parts := ix.criteriaOf(i, text)
+	if parts == nil {
+		return ""
+	}
+	ad := ix.Ad(i)
+	var b strings.Builder
 	for j, p := range parts {
 		if slices.ContainsFunc(parts[:j], func(q critPart) bool { return q.crit == p.crit }) {
 			continue // the same criterion spelled two ways
 		}
-		for _, t := range ix.critTerms[ix.critOff[p.crit]:ix.critOff[p.crit+1]] {
-			if b.Len() > 0 {
-				b.WriteByte(' ')
-			}
-			b.WriteString(ix.term(t))
+		if b.Len() > 0 {
+			b.WriteByte(' ')
 		}
+		b.WriteString(ix.adSpelling(&ad, p))
 	}
 	return b.String()
+}
+
+// adSpelling is criterion p of ad as the ad writes it: the first of its
+// fields a criterion is drawn from (eachCriterion) whose words are the
+// criterion's, its spaces made single; else, for a criterion no field
+// spells alone, p's words as text has them, in lower case.
+func (ix *Index) adSpelling(ad *Ad, p critPart) string {
+	terms := ix.critTerms[ix.critOff[p.crit]:ix.critOff[p.crit+1]]
+	is := func(field string) bool {
+		k, same := 0, true
+		scan(field, nil, func(term []byte, _, _ int, _ bool) {
+			same = same && k < len(terms) && ix.termIDBytes(term) == int32(terms[k])
+			k++
+		})
+		return same && k == len(terms)
+	}
+	for _, f := range append(slices.Clone(ad.Keywords), ad.Model, ad.Manufacturer+" "+ad.Model, ad.Manufacturer, ad.Category) {
+		if is(f) {
+			return strings.Join(strings.Fields(dropSoftHyphens(f)), " ")
+		}
+	}
+	var words []string
+	scan(p.spelling, nil, func(_ []byte, start, end int, _ bool) {
+		words = append(words, strings.ToLower(dropSoftHyphens(p.spelling[start:end])))
+	})
+	return strings.Join(words, " ")
 }
 
 // criteriaOf is the criteria of ad i that text is, one after another, as
@@ -51,13 +79,6 @@ func (ix *Index) criteriaOf(i int, text string) []critPart {
 	if i < 0 || i >= len(ix.ads) {
 		return nil
 	}
-	// A text already canonical is read as the terms it spells: scanning
-	// a term does not always give it back ("canvas" stems to "canva").
-	if words := ix.termWords(text); words != nil {
-		if parts := ix.criteriaIn(i, text, words); parts != nil {
-			return parts
-		}
-	}
 	return ix.criteriaIn(i, text, ix.scanWords(text))
 }
 
@@ -65,25 +86,6 @@ func (ix *Index) criteriaOf(i int, text string) []critPart {
 type critWord struct {
 	id         int32
 	start, end int
-}
-
-// termWords is text read as terms of the index one space apart, as
-// CanonicalCriterion spells them; nil when it is not.
-func (ix *Index) termWords(text string) []critWord {
-	n := 0
-	for w := range strings.SplitSeq(text, " ") {
-		if w == "" || ix.termID(w) < 0 {
-			return nil
-		}
-		n++
-	}
-	words := make([]critWord, 0, n)
-	start := 0
-	for w := range strings.SplitSeq(text, " ") {
-		words = append(words, critWord{ix.termID(w), start, start + len(w)})
-		start += len(w) + 1
-	}
-	return words
 }
 
 // scanWords is text's words as scan reads an input's; nil when one is

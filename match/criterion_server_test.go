@@ -116,13 +116,14 @@ func FuzzIsCriterionOf(f *testing.F) {
 }
 
 // Every spelling of an ad's criteria, whatever its case, punctuation,
-// spaces and soft hyphens, and with a criterion spelled twice, is one
-// canonical criterion, the ad's criteria as the index spells them, which
-// is its own; a text with a criterion of another ad, or none, has none.
+// spaces, soft hyphens and word forms, and with a criterion spelled
+// twice, is one canonical criterion, the ad's criteria as the ad's own
+// fields write them, which is its own; a text with a criterion of another
+// ad, or none, has none.
 func TestCanonicalCriterion(t *testing.T) {
 	ads := []match.Ad{
 		{ID: "s1", Kind: match.KindProduct, Title: "Samsung Galaxy S24", Manufacturer: "Samsung", Model: "Galaxy S24",
-			Category: "Handys", Keywords: []string{"Samsung Galaxy", "Handyhülle", "canvases"}, Landing: "https://shop.example/s1"},
+			Category: "Handys", Keywords: []string{"Samsung  Galaxy", "Handyhülle", "canvases"}, Landing: "https://shop.example/s1"},
 		{ID: "x1", Kind: match.KindProduct, Title: "Sony Xperia", Manufacturer: "Sony", Model: "Xperia",
 			Category: "Kameras", Keywords: []string{"Sony Xperia"}, Landing: "https://shop.example/x1"},
 	}
@@ -131,12 +132,13 @@ func TestCanonicalCriterion(t *testing.T) {
 		t.Fatal(err)
 	}
 	for want, spellings := range map[string][]string{
-		"samsung galaxy": {"Samsung Galaxy", "samsung galaxy", "SAMSUNG--galaxy", "samsung ... galaxy", "  Samsung   Galaxy ",
+		"Samsung Galaxy": {"Samsung Galaxy", "samsung galaxy", "SAMSUNG--galaxy", "samsung ... galaxy", "  Samsung   Galaxy ",
 			"Sam\u00adsung Gal\u00adaxy", "samsung\tgalaxy", "Samsung Galaxy samsung-galaxy", "Samsung-Galaxy SAMSUNG GALAXY"},
-		"samsung galaxy handyhull": {"Samsung Galaxy Handyhülle", "samsung-galaxy, HANDYHÜLLE", "Samsung Galaxy Handy\u00adhülle samsung-galaxy"},
-		"handyhull samsung galaxy": {"Handyhüllen Samsung Galaxy", "handyhull samsung galaxy"},
-		"canvas":                   {"canvases", "Canvases", "canvas"},
-		"galaxy s24 handy":         {"Galaxy S24 Handys", "galaxy-s24 handy"},
+		"Samsung Galaxy Handyhülle": {"Samsung Galaxy Handyhülle", "samsung-galaxy, HANDYHÜLLE", "Samsung Galaxy Handy\u00adhülle samsung-galaxy"},
+		"Handyhülle Samsung Galaxy": {"Handyhüllen Samsung Galaxy", "handyhulle samsung galaxy"},
+		"canvases":                  {"canvases", "Canvases", "CANVASES"},
+		"Galaxy S24 Handys":         {"Galaxy S24 Handys", "galaxy-s24 handy"},
+		"Samsung":                   {"samsung", "SAMSUNG"},
 	} {
 		for _, s := range spellings {
 			if got := ix.CanonicalCriterion(0, s); got != want {
@@ -150,7 +152,7 @@ func TestCanonicalCriterion(t *testing.T) {
 			t.Errorf("%q, canonical, is %q", want, got)
 		}
 	}
-	for _, s := range []string{"", " ", "Sony Xperia", "Samsung Galaxy Sony", "Samsung Galaxy zzzqx", "canva",
+	for _, s := range []string{"", " ", "Sony Xperia", "Samsung Galaxy Sony", "Samsung Galaxy zzzqx", "canva", "canvas",
 		"samsung galaxy samsung galaxy", "Samsung Galaxy SAMSUNG GALAXY"} {
 		if got := ix.CanonicalCriterion(0, s); got != "" {
 			t.Errorf("%q is %q, want none", s, got)
@@ -161,8 +163,8 @@ func TestCanonicalCriterion(t *testing.T) {
 			t.Errorf("ad %d: %q, want none", i, got)
 		}
 	}
-	if got := ix.CanonicalCriterion(1, "SONY xperia"); got != "sony xperia" {
-		t.Errorf("the other ad's criterion is %q, want %q", got, "sony xperia")
+	if got := ix.CanonicalCriterion(1, "SONY xperia"); got != "Sony Xperia" {
+		t.Errorf("the other ad's criterion is %q, want %q", got, "Sony Xperia")
 	}
 }
 
