@@ -94,11 +94,13 @@ func (m *clickRecorder) Append(ctx context.Context, c clicks.Click) error {
 	return m.AppendFn(ctx, c)
 }
 
-// testPartners has the demo partner and a second one with two sites.
+// testPartners has the demo partner and a second one with three sites.
 func testPartners(t testing.TB) *partners.Static {
 	reg, err := partners.NewStatic([]partners.Partner{
 		partners.Demo(),
-		{APIKey: "k2", Sites: []partners.Site{{ID: "blog", Domains: []string{"blog.example"}}, {ID: "shop", Domains: []string{"shop.example"}}}},
+		{APIKey: "k2", Sites: []partners.Site{{ID: "blog", Domains: []string{"blog.example"}}, {ID: "shop", Domains: []string{"shop.example"}},
+			// An internationalised domain, registered as its owner writes it.
+			{ID: "idn", Domains: []string{"Bücher.example"}}}},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -414,3 +414,43 @@ func TestPageOneJobForConcurrentFirstRequests(t *testing.T) {
 		t.Fatalf("%d jobs for one page", n)
 	}
 }
+
+// TestPageInternationalisedHost: a browser's location.href names an
+// internationalised host by its A-labels (xn--), while the site is
+// registered as its owner writes it, and a link may spell the host
+// either way. Both spellings are the site's, and one page: analysed once.
+func TestPageInternationalisedHost(t *testing.T) {
+	pe := newPageEnv(t, 0, pages.FetchOptions{AllowPrivate: true, Resolve: func(context.Context, string) ([]netip.Addr, error) {
+		return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
+	}})
+	srv := httptest.NewServer(pe.handler)
+	defer srv.Close()
+	port := pe.base[strings.LastIndexByte(pe.base, ':'):]
+	get := func(pageURL string) (*http.Response, []byte) {
+		t.Helper()
+		target := "/v2/page/link?" + url.Values{"url": {pageURL}, "api_key": {"k2"}, "site_id": {"idn"}}.Encode()
+		res, err := http.Get(srv.URL + target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		return res, readBody(t, res)
+	}
+	if res, body := get("http://xn--bcher-kva.example" + port + "/review"); res.StatusCode != http.StatusAccepted {
+		t.Fatalf("A-label spelling: %s %s, want 202 pending", res.Status, body)
+	}
+	if res, body := get("http://BÜCHER.example" + port + "/review"); res.StatusCode != http.StatusAccepted {
+		t.Fatalf("Unicode spelling: %s %s, want 202 pending", res.Status, body)
+	}
+	if n, _ := pe.q.Len(context.Background()); n != 1 {
+		t.Fatalf("%d jobs for one page in two spellings", n)
+	}
+	pe.svc.Start()
+	pe.drain(t)
+	for _, u := range []string{"http://bücher.example" + port + "/review", "http://xn--bcher-kva.example" + port + "/review"} {
+		res, body := get(u)
+		if res.StatusCode != http.StatusOK || !bytes.Contains(body, []byte("EBAY.4.291181826279")) {
+			t.Fatalf("%s after analysis: %s %s, want the iPhone", u, res.Status, body)
+		}
+	}
+}

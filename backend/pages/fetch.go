@@ -346,9 +346,11 @@ func checkScheme(u *url.URL) error {
 	return nil
 }
 
-// hostOf returns u's host name as HostFilter takes it.
+// hostOf returns u's host name as HostFilter takes it: an
+// internationalised name in A-labels when IDNA accepts it.
 func hostOf(u *url.URL) string {
-	return strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+	h, _ := asciiHost(strings.TrimSuffix(strings.ToLower(u.Hostname()), "."))
+	return h
 }
 
 // Fetch gets the page at pageURL (a canonical URL) and returns its HTML as

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"golang.org/x/net/idna"
+
 	"github.com/adlink/adlink/match"
 )
 
@@ -102,7 +104,8 @@ func parseCanonical(raw string) (*url.URL, error) {
 	}
 	host := strings.ToLower(u.Hostname())
 	host = strings.TrimSuffix(host, ".")
-	if host == "" || !validHost(host) {
+	host, ok := asciiHost(host)
+	if !ok || host == "" || !validHost(host) {
 		return nil, badURL("has an invalid host")
 	}
 	port := u.Port()
@@ -237,6 +240,24 @@ func setPath(u *url.URL, escaped string) error {
 	return nil
 }
 
+// asciiHost returns host with an internationalised name in A-labels
+// ("bücher.example" is "xn--bcher-kva.example"), as browsers' location.href
+// and DNS name it and net/http dials it, so that either spelling is one
+// page and one site's domain. An ASCII host is returned as it is; ok is
+// false for a name IDNA refuses.
+func asciiHost(host string) (string, bool) {
+	for i := 0; i < len(host); i++ {
+		if host[i] >= utf8.RuneSelf {
+			a, err := idna.Lookup.ToASCII(host)
+			if err != nil {
+				return "", false
+			}
+			return a, true
+		}
+	}
+	return host, true
+}
+
 func validHost(h string) bool {
 	if strings.Contains(h, ":") {
 		ip := net.ParseIP(h)
@@ -246,8 +267,6 @@ func validHost(h string) bool {
 		c := h[i]
 		switch {
 		case c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '-', c == '.', c == '_':
-		case c >= 0x80:
-			// Internationalised names are kept as written.
 		default:
 			return false
 		}
@@ -313,11 +332,15 @@ func CheckDomain(pageURL string, domains []string) error {
 }
 
 // onDomains reports whether host (lower case) is one of domains or a
-// subdomain of one.
+// subdomain of one; an internationalised name matches in either spelling.
 func onDomains(host string, domains []string) bool {
+	host, ok := asciiHost(host)
+	if !ok {
+		return false
+	}
 	for _, d := range domains {
 		d = strings.ToLower(strings.TrimSuffix(strings.TrimSpace(d), "."))
-		if d == "" {
+		if d, ok = asciiHost(d); !ok || d == "" {
 			continue
 		}
 		if host == d || strings.HasSuffix(host, "."+d) && net.ParseIP(d) == nil {

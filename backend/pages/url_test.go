@@ -27,6 +27,10 @@ func TestCanonical(t *testing.T) {
 		{"http://example.com/../../x", "http://example.com/x"},
 		{"http://example.com/a/..", "http://example.com/"},
 		{"http://example.com/a%2Fb", "http://example.com/a%2Fb"},
+		// An internationalised host in A-labels, as location.href has it.
+		{"http://Bücher.example/x", "http://xn--bcher-kva.example/x"},
+		{"http://b%C3%BCcher.example/x", "http://xn--bcher-kva.example/x"},
+		{"http://XN--BCHER-KVA.example/x", "http://xn--bcher-kva.example/x"},
 		// A '%' that starts no escape is one; decoding "%41" after it
 		// must not make a new escape of it.
 		{"http://ex.de/?%%41a=1", "http://ex.de/?%25Aa=1"},
@@ -52,7 +56,8 @@ func TestCanonicalRefuses(t *testing.T) {
 		{"data", "data:text/html,<script>alert(1)</script>", `not "data"`},
 		{"ftp", "ftp://example.com/file", `not "ftp"`},
 		{"over 2 KB", "http://example.com/?" + strings.Repeat("a", 2100), "longer than 2048"},
-		{"over 2 KB once escaped", "http://" + strings.Repeat("ä", 400) + ".de/", "longer than 2048 bytes once escaped"},
+		{"over 2 KB once escaped", "http://ex.de/" + strings.Repeat("ä", 700), "longer than 2048 bytes once escaped"},
+		{"host IDNA refuses", "http://a_ä.example/", "invalid host"},
 		{"host not UTF-8", "http://\x94\x94.de/", "invalid host"},
 		{"user:pass", "http://user:pass@example.com/", "user name or password"},
 		{"user only", "http://user@example.com/", "user name or password"},
@@ -77,7 +82,7 @@ func TestCanonicalRefuses(t *testing.T) {
 }
 
 func TestCheckDomain(t *testing.T) {
-	domains := []string{"example.com", "Blog.Other.org", "localhost", "127.0.0.1"}
+	domains := []string{"example.com", "Blog.Other.org", "localhost", "127.0.0.1", "München.example", "xn--bcher-kva.example"}
 	for _, c := range []struct {
 		url string
 		ok  bool
@@ -93,6 +98,12 @@ func TestCheckDomain(t *testing.T) {
 		{"http://127.0.0.1:8080/", true},
 		{"http://1.127.0.0.1/", false},
 		{"http://[::1]/", false},
+		// An internationalised domain matches in either spelling.
+		{"http://xn--mnchen-3ya.example/", true},
+		{"http://www.münchen.example/", true},
+		{"http://bücher.example/", true},
+		{"http://xn--bcher-kva.example/", true},
+		{"http://xn--mnchen-3ya.example.evil/", false},
 	} {
 		err := CheckDomain(c.url, domains)
 		if (err == nil) != c.ok || err != nil && !errors.Is(err, ErrForeignDomain) {
