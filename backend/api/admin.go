@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"log/slog"
 	"math"
+	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -113,7 +116,51 @@ func NewAdmin(d AdminDeps) http.Handler {
 		respondError(w, &Error{Status: http.StatusNotFound, Code: CodeNotFound,
 			Message: "no such endpoint: " + quote(r.Method+" "+r.URL.Path) + "; the admin listener serves GET /metrics, POST /admin/reload and GET /admin/backup"})
 	})
-	return mux
+	return fromOperator(mux)
+}
+
+// CodeForbidden is the error code of an admin request a web page could
+// have sent.
+const CodeForbidden = "forbidden"
+
+// fromOperator refuses what a web page open in a browser on the admin
+// listener's machine could send it, loopback or not: a cross-origin POST
+// (a form, a no-cors fetch), and, under /admin/, a request by a dotted
+// name, which may be a page's own name rebound to the listener's address
+// (DNS rebinding), whose answers the page then reads. The operator's
+// tools ask by address, localhost or the machine's own name; /metrics
+// stays open to a scraper that names the host in full.
+func fromOperator(h http.Handler) http.Handler {
+	cop := http.NewCrossOriginProtection()
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		respondError(w, &Error{Status: http.StatusForbidden, Code: CodeForbidden,
+			Message: "a cross-origin request is refused: the admin listener is for the operator's tools"})
+	}))
+	h = cop.Handler(h)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/admin/") && !operatorHost(r.Host) {
+			respondError(w, &Error{Status: http.StatusForbidden, Code: CodeForbidden,
+				Message: "host " + quote(r.Host) + " is refused: ask by address (127.0.0.1), localhost or the machine's name"})
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// operatorHost reports whether a request's Host is one no web page but
+// the listener's own can have: an IP address, a name without a dot
+// (localhost, the machine's name), a name under .localhost, or none.
+func operatorHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.Trim(host, "[]")
+	if _, err := netip.ParseAddr(host); err == nil {
+		return true
+	}
+	host = strings.TrimSuffix(strings.ToLower(host), ".")
+	return !strings.Contains(host, ".") || strings.HasSuffix(host, ".localhost")
 }
 
 // DefaultBackupStall is how long one write of a backup waits on its client

@@ -2,6 +2,7 @@ package api
 
 import (
 	"bufio"
+	"context"
 	"io"
 	"net"
 	"net/http"
@@ -244,5 +245,70 @@ func TestBackupRetry(t *testing.T) {
 		if got := backupRetry(c.elapsed, c.sent, c.size); got != c.want {
 			t.Errorf("backupRetry(%v, %d, %d) = %d, want %d", c.elapsed, c.sent, c.size, got, c.want)
 		}
+	}
+}
+
+// TestAdminRefusesWebPages: a web page open in a browser on the admin
+// listener's machine cannot use it. A cross-origin POST (a form or a
+// no-cors fetch) reloads nothing, and a page whose own name the attacker
+// rebinds to loopback (DNS rebinding) reads no backup and reloads
+// nothing. The operator's tools, by address, localhost or the machine's
+// name, are served, and a scraper may name the host in full for /metrics.
+func TestAdminRefusesWebPages(t *testing.T) {
+	var reloads atomic.Int64
+	copies := &backupCopies{size: 1 << 10}
+	base, _ := adminServer(t, AdminDeps{Backup: copies.backup(t), Reload: func(context.Context, bool) Reload {
+		reloads.Add(1)
+		return Reload{Result: "unchanged"}
+	}})
+	port := base[strings.LastIndexByte(base, ':'):]
+	for _, c := range []struct {
+		name, method, path, host string
+		header                   http.Header
+		status                   int
+	}{
+		{"cross-site form", http.MethodPost, "/admin/reload?force=true", "127.0.0.1" + port,
+			http.Header{"Origin": {"https://evil.example"}, "Sec-Fetch-Site": {"cross-site"}}, http.StatusForbidden},
+		{"cross-origin fetch without Sec-Fetch", http.MethodPost, "/admin/reload?force=true", "localhost" + port,
+			http.Header{"Origin": {"http://evil.example"}}, http.StatusForbidden},
+		{"rebound name reads a backup", http.MethodGet, "/admin/backup", "rebind.evil.example" + port, nil, http.StatusForbidden},
+		{"rebound name reloads", http.MethodPost, "/admin/reload", "rebind.evil.example" + port,
+			http.Header{"Sec-Fetch-Site": {"same-origin"}}, http.StatusForbidden},
+		{"rebound name with a trailing dot", http.MethodGet, "/admin/backup", "rebind.evil.example." + port, nil, http.StatusForbidden},
+		{"curl by address", http.MethodPost, "/admin/reload", "127.0.0.1" + port, nil, http.StatusOK},
+		{"curl by localhost", http.MethodPost, "/admin/reload", "localhost" + port, nil, http.StatusOK},
+		{"curl by localhost.", http.MethodPost, "/admin/reload", "localhost." + port, nil, http.StatusOK},
+		{"curl by IPv6 address", http.MethodPost, "/admin/reload", "[::1]" + port, nil, http.StatusOK},
+		{"curl by the machine's name", http.MethodGet, "/admin/backup", "adlink-1" + port, nil, http.StatusOK},
+		{"scraper by full name", http.MethodGet, "/metrics", "adlink-1.internal.example" + port, nil, http.StatusNotFound},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			beforeReloads, beforeCopies := reloads.Load(), copies.made.Load()
+			req, err := http.NewRequest(c.method, base+c.path, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Host = c.host
+			for k, vs := range c.header {
+				req.Header[k] = vs
+			}
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			if res.StatusCode != c.status {
+				t.Fatalf("%s %s (Host %s): %s %.200q, want %d", c.method, c.path, c.host, res.Status, body, c.status)
+			}
+			if c.status == http.StatusForbidden {
+				if reloads.Load() != beforeReloads || copies.made.Load() != beforeCopies {
+					t.Fatalf("refused, yet reloaded or copied the state file")
+				}
+				if res.Header.Get("Content-Type") != "application/json" || !strings.Contains(string(body), `"code":"forbidden"`) {
+					t.Fatalf("refusal %v %s, want a JSON error", res.Header, body)
+				}
+			}
+		})
 	}
 }

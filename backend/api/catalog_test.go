@@ -153,7 +153,7 @@ func TestAdmin(t *testing.T) {
 	}})
 	do := func(method, target string) *httptest.ResponseRecorder {
 		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, httptest.NewRequest(method, target, nil))
+		h.ServeHTTP(rec, httptest.NewRequest(method, "http://127.0.0.1"+target, nil))
 		return rec
 	}
 	if rec := do(http.MethodPost, "/admin/reload"); rec.Code != http.StatusConflict ||
@@ -181,7 +181,7 @@ func TestAdmin(t *testing.T) {
 	}
 	failing := NewAdmin(AdminDeps{Backup: func() (*os.File, error) { return nil, errors.New("disk gone") }})
 	rec := httptest.NewRecorder()
-	failing.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/admin/backup", nil))
+	failing.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "http://127.0.0.1/admin/backup", nil))
 	if rec.Code != http.StatusInternalServerError || !strings.Contains(rec.Body.String(), "backup failed: disk gone") {
 		t.Errorf("a failed backup: %d %s", rec.Code, rec.Body)
 	}

@@ -218,7 +218,7 @@ func TestBackupStalledClient(t *testing.T) {
 	if n := count(a.Clicks); n != 1+during {
 		t.Fatalf("%d clicks in the log while a backup stalls, want %d", n, 1+during)
 	}
-	if status, _ := get(t, a.Admin, "/admin/backup"); status != http.StatusServiceUnavailable {
+	if status, _ := get(t, a.Admin, "http://127.0.0.1/admin/backup"); status != http.StatusServiceUnavailable {
 		t.Errorf("a second backup while the first is sent: %d, want 503", status)
 	}
 

@@ -207,7 +207,7 @@ func TestRefreshRefused(t *testing.T) {
 	// The operator knows better: forced, the smaller catalog is served.
 	writeFile(t, path, feed(t, ads[:100]))
 	rec := httptest.NewRecorder()
-	a.Admin.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/admin/reload?force=true", nil))
+	a.Admin.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "http://127.0.0.1/admin/reload?force=true", nil))
 	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"result":"swapped"`) || a.Catalog().Indexes.All().Len() != 100 {
 		t.Errorf("forced reload: %d %s", rec.Code, rec.Body)
 	}

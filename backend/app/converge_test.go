@@ -205,7 +205,7 @@ func TestReplicasConvergeOnRedis(t *testing.T) {
 	}
 	write(t, ms, changed)
 	rec := httptest.NewRecorder()
-	a.Admin.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/admin/reload", nil))
+	a.Admin.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "http://127.0.0.1/admin/reload", nil))
 	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"result":"swapped"`) {
 		t.Fatalf("POST /admin/reload on A: %d %s", rec.Code, rec.Body)
 	}

@@ -75,7 +75,7 @@ func TestRefreshRefusesABudgetInAnotherCurrency(t *testing.T) {
 			t.Errorf("%s: /readyz %+v", c.name, s.LastRefresh)
 		}
 		rec := httptest.NewRecorder()
-		a.Admin.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/admin/reload?force=true", nil))
+		a.Admin.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "http://127.0.0.1/admin/reload?force=true", nil))
 		if rec.Code != http.StatusConflict || !strings.Contains(rec.Body.String(), "SHOP.") {
 			t.Errorf("%s: POST /admin/reload?force=true: %d %s, want 409 naming the ad", c.name, rec.Code, rec.Body)
 		}
