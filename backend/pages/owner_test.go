@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/adlink/adlink/internal/testnet"
 )
@@ -327,5 +328,60 @@ func TestJunkQueryVariantsMakeNoNewPages(t *testing.T) {
 	drain(t, e.svc)
 	if admitted.Load() != 2 || fetched.Load() != 2 {
 		t.Errorf("admitted %d, fetched %d; want 2 and 2", admitted.Load(), fetched.Load())
+	}
+}
+
+// TestCanonicalOfACanonicalThatMoved: a page shares the analysis of the
+// canonical it names; when that canonical page, analysed again, names a
+// canonical of its own (a site moving its pages), the page is answered
+// with that one's analysis, not with an empty one until its own record
+// is stale.
+func TestCanonicalOfACanonicalThatMoved(t *testing.T) {
+	var h *hosts
+	var moved atomic.Bool
+	h, f := serveHosts(t, map[string]http.HandlerFunc{
+		"pub.test": func(w http.ResponseWriter, r *http.Request) {
+			switch r.URL.Path {
+			case "/print/review":
+				writeHTML(w, htmlWith(h.url("pub.test", "/review"), "Apple iPhone 5"))
+			case "/review":
+				canonical := ""
+				if moved.Load() {
+					canonical = h.url("pub.test", "/reviews/iphone-5")
+				}
+				writeHTML(w, htmlWith(canonical, "Apple iPhone 5"))
+			case "/reviews/iphone-5":
+				writeHTML(w, htmlWith("", "Apple iPhone 5"))
+			default:
+				http.NotFound(w, r)
+			}
+		},
+	})
+	var now atomic.Int64
+	start := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	now.Store(start.UnixNano())
+	clock := func() time.Time { return time.Unix(0, now.Load()).UTC() }
+	e := open(t, t.TempDir(), 0, f, fixtureIndex(t), Options{Now: clock, TTL: 24 * time.Hour})
+	e.svc.Start()
+	review, print := h.url("pub.test", "/review"), h.url("pub.test", "/print/review")
+	if res := analyse(t, e, review); res.Status != StatusAnalysed || !strings.Contains(res.Title, "iPhone 5") {
+		t.Fatalf("review: %+v", res)
+	}
+	now.Store(start.Add(20 * time.Hour).UnixNano())
+	if res := analyse(t, e, print); res.Status != StatusAnalysed || res.URL != review || !strings.Contains(res.Title, "iPhone 5") {
+		t.Fatalf("print view shares the review's analysis: %+v", res)
+	}
+	// The review's analysis is stale: redone, it names its new URL.
+	moved.Store(true)
+	now.Store(start.Add(25 * time.Hour).UnixNano())
+	if res := analyse(t, e, review); res.Status != StatusAnalysed || res.URL != h.url("pub.test", "/reviews/iphone-5") {
+		t.Fatalf("review, moved: %+v", res)
+	}
+	res, err := e.svc.Lookup(context.Background(), print)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != StatusAnalysed || !strings.Contains(res.Title, "iPhone 5") {
+		t.Fatalf("print view after its canonical moved: %+v, want the moved review's analysis", res)
 	}
 }

@@ -324,7 +324,13 @@ func (s *Service) lookupAdmit(ctx context.Context, pageURL string, admit func() 
 		}
 		return err
 	}
-	if rec != nil && rec.Alias != "" {
+	// A canonical page analysed again may name a canonical of its own:
+	// its record is then an alias too, with no analysis to serve.
+	for hops := 0; rec != nil && rec.Alias != ""; hops++ {
+		if hops == maxAliasHops {
+			rec = nil // as unknown: fetched again, the page stores its own
+			break
+		}
 		target, err := s.store.Get(ctx, rec.Alias)
 		if err != nil {
 			return nil, storeError{err}
@@ -354,6 +360,10 @@ func (s *Service) lookupAdmit(ctx context.Context, pageURL string, admit func() 
 	s.rematch(rec, res)
 	return res, nil
 }
+
+// maxAliasHops bounds the canonical pages a lookup follows, one naming
+// the next, so that no chain or loop of them holds it.
+const maxAliasHops = 4
 
 // QueueStats returns how many pages are queued, those being analysed
 // included, and how long the oldest has waited (0 when the queue is
