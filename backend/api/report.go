@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -35,7 +36,17 @@ func (s *server) reportRequest(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	req, problems := report.Parse(v.Get, s.now())
+	// A parameter given twice is refused, as on every endpoint, rather
+	// than read as its first value alone.
+	var repeated []report.Problem
+	get := func(name string) string {
+		if n := len(v[name]); n > 1 && !slices.ContainsFunc(repeated, func(p report.Problem) bool { return p.Param == name }) {
+			repeated = append(repeated, report.Problem{Param: name, Message: name + " is given " + strconv.Itoa(n) + " times; give it once"})
+		}
+		return v.Get(name)
+	}
+	req, problems := report.Parse(get, s.now())
+	problems = append(repeated, problems...)
 	if len(problems) > 0 {
 		msgs := make([]string, len(problems))
 		for i, p := range problems {

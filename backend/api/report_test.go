@@ -287,6 +287,41 @@ func TestReportBadInput(t *testing.T) {
 	}
 }
 
+// TestReportRefusesRepeatedParameters: a parameter given twice is a 400
+// naming it, as on every other endpoint, not a report of the first value
+// alone (group_by=day&group_by=site_id grouped by day only).
+func TestReportRefusesRepeatedParameters(t *testing.T) {
+	env := newReportEnv(t)
+	srv := httptest.NewServer(env.handler)
+	defer srv.Close()
+	for _, tt := range []struct{ query, param string }{
+		{"group_by=day&group_by=site_id", "group_by"},
+		{"from=2026-11-01&from=2026-11-20&to=2026-11-22", "from"},
+		{"to=2026-11-22&to=2026-11-21", "to"},
+		{"format=json&format=csv", "format"},
+		{"group_by=day&group_by=day&format=xml", "group_by"},
+	} {
+		req, err := http.NewRequest(http.MethodGet, srv.URL+"/v2/report?"+tt.query, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+partners.DemoReportToken)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body := readBody(t, res)
+		res.Body.Close()
+		var e struct {
+			Error struct{ Param, Message string }
+		}
+		json.Unmarshal(body, &e)
+		if res.StatusCode != http.StatusBadRequest || e.Error.Param != tt.param || !strings.Contains(e.Error.Message, tt.param+" is given 2 times") {
+			t.Errorf("%s: %d %s, want 400 naming %s given twice", tt.query, res.StatusCode, body, tt.param)
+		}
+	}
+}
+
 // What a click URL's client writes freely (its criterion, yk_tag, key and
 // site) reaches no report unless a signature or click token proves adlink
 // made it: 40 forged, unsigned or unknown-partner clicks, each with a
