@@ -125,20 +125,31 @@ const CodeForbidden = "forbidden"
 
 // fromOperator refuses what a web page open in a browser on the admin
 // listener's machine could send it, loopback or not: a cross-origin POST
-// (a form, a no-cors fetch), and, under /admin/, a request by a dotted
+// (a form, a no-cors fetch), and, under /admin/, a request the browser
+// says another site made (an <img> of /admin/backup, which would copy the
+// state file and hold off the operator's backups), or one by a dotted
 // name, which may be a page's own name rebound to the listener's address
 // (DNS rebinding), whose answers the page then reads. The operator's
 // tools ask by address, localhost or the machine's own name; /metrics
 // stays open to a scraper that names the host in full.
 func fromOperator(h http.Handler) http.Handler {
-	cop := http.NewCrossOriginProtection()
-	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	refuse := func(w http.ResponseWriter, _ *http.Request) {
 		respondError(w, &Error{Status: http.StatusForbidden, Code: CodeForbidden,
 			Message: "a cross-origin request is refused: the admin listener is for the operator's tools"})
-	}))
+	}
+	cop := http.NewCrossOriginProtection()
+	cop.SetDenyHandler(http.HandlerFunc(refuse))
 	h = cop.Handler(h)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasPrefix(r.URL.Path, "/admin/") && !operatorHost(r.Host) {
+		if !strings.HasPrefix(r.URL.Path, "/admin/") {
+			h.ServeHTTP(w, r)
+			return
+		}
+		if site := r.Header.Get("Sec-Fetch-Site"); site == "cross-site" || site == "same-site" {
+			refuse(w, r)
+			return
+		}
+		if !operatorHost(r.Host) {
 			respondError(w, &Error{Status: http.StatusForbidden, Code: CodeForbidden,
 				Message: "host " + quote(r.Host) + " is refused: ask by address (127.0.0.1), localhost or the machine's name"})
 			return

@@ -271,6 +271,8 @@ func TestAdminRefusesWebPages(t *testing.T) {
 			http.Header{"Origin": {"https://evil.example"}, "Sec-Fetch-Site": {"cross-site"}}, http.StatusForbidden},
 		{"cross-origin fetch without Sec-Fetch", http.MethodPost, "/admin/reload?force=true", "localhost" + port,
 			http.Header{"Origin": {"http://evil.example"}}, http.StatusForbidden},
+		{"another site's <img> of a backup", http.MethodGet, "/admin/backup", "127.0.0.1" + port,
+			http.Header{"Sec-Fetch-Site": {"cross-site"}, "Sec-Fetch-Mode": {"no-cors"}}, http.StatusForbidden},
 		{"rebound name reads a backup", http.MethodGet, "/admin/backup", "rebind.evil.example" + port, nil, http.StatusForbidden},
 		{"rebound name reloads", http.MethodPost, "/admin/reload", "rebind.evil.example" + port,
 			http.Header{"Sec-Fetch-Site": {"same-origin"}}, http.StatusForbidden},
