@@ -197,10 +197,11 @@ func parseCode(s, special, msg string) (string, string) {
 
 // ParseFields reads a comma-separated fields list against the names a
 // context allows (SearchFieldNames or PageFieldNames); blank items are
-// skipped. It returns a message for each bad item.
+// skipped. It returns a message for the first bad item, as for any other
+// bad value: one per item would let a list of thousands within the URL's
+// bound make an answer of megabytes.
 func ParseFields(s string, allowed []string) (match.Fields, []string) {
 	var f match.Fields
-	var msgs []string
 	for rest, more := s, true; more; {
 		var item string
 		item, rest, more = match.CutByte(rest, ',')
@@ -210,12 +211,11 @@ func ParseFields(s string, allowed []string) (match.Fields, []string) {
 		}
 		v, ok := match.ParseField(item)
 		if !ok || !contains(allowed, item) {
-			msgs = append(msgs, "fields must be a comma-separated list of "+match.JoinStrings(allowed, ", ")+"; "+match.Quote(item)+" is not one")
-			continue
+			return 0, []string{"fields must be a comma-separated list of " + match.JoinStrings(allowed, ", ") + "; " + match.Quote(item) + " is not one"}
 		}
 		f |= v
 	}
-	return f, msgs
+	return f, nil
 }
 
 // ParseLogoDim reads logo.dim, in either case ("90x90" is "90X90").
@@ -243,20 +243,18 @@ var (
 )
 
 // ParseKinds reads ad_type: values separated by commas, spaces or '+', so
-// the seed's "product coupon" is two values. It returns a message for
-// each bad item.
+// the seed's "product coupon" is two values. It returns a message for the
+// first bad item, as ParseFields does.
 func ParseKinds(s string, allowed []string) (match.Kinds, []string) {
 	var k match.Kinds
-	var msgs []string
 	for _, item := range splitKinds(s) {
 		kind, ok := match.ParseKind(item)
 		if !ok || !contains(allowed, item) {
-			msgs = append(msgs, "ad_type must be a list of "+match.JoinStrings(allowed, ", ")+"; "+match.Quote(item)+" is not one")
-			continue
+			return 0, []string{"ad_type must be a list of " + match.JoinStrings(allowed, ", ") + "; " + match.Quote(item) + " is not one"}
 		}
 		k = k.Add(kind)
 	}
-	return k, msgs
+	return k, nil
 }
 
 // ParseOperator reads q_operator and ctx.dist together, since and needs

@@ -83,7 +83,8 @@ func TestParamRules(t *testing.T) {
 	if f, msgs := ParseFields("price, logoad_type,,", SearchFieldNames); len(msgs) != 0 || f != match.FieldPrice|match.FieldLogo|match.FieldAdType {
 		t.Errorf("fields: %v %v", f, msgs)
 	}
-	if _, msgs := ParseFields("price,colour,gtin", PageFieldNames); len(msgs) != 2 {
+	// The first bad item is named, as one bad value of any parameter is.
+	if _, msgs := ParseFields("price,colour,gtin", PageFieldNames); len(msgs) != 1 || !strings.Contains(msgs[0], `"colour" is not one`) {
 		t.Errorf("page fields colour and gtin: %v", msgs)
 	}
 	if d, msg := ParseLogoDim("90x90"); d != "90X90" || msg != "" {

@@ -109,3 +109,37 @@ func FuzzSearchHandler(f *testing.F) {
 		}
 	})
 }
+
+// TestHugeListsAnswerBriefly: a fields or ad_type list of thousands of bad
+// items, within the URL's bound, is one 400 that names the parameter and
+// its first bad item, not every one: a message per item made an answer of
+// megabytes, and joining them cost the server time quadratic in the items.
+func TestHugeListsAnswerBriefly(t *testing.T) {
+	env := newEnv(t, fixture())
+	srv := httptest.NewServer(env.handler)
+	defer srv.Close()
+	bad := strings.TrimSuffix(strings.Repeat("a,", 10000), ",")
+	page := "url=http%3A%2F%2Flocalhost%2Fp&api_key=demo&site_id=demo"
+	for _, c := range []struct{ target, param string }{
+		{"/v2/search/link?q=x&api_key=demo&site_id=demo&fields=" + bad, "fields"},
+		{"/v2/search/link?q=x&api_key=demo&site_id=demo&ad_type=" + strings.ReplaceAll(bad, ",", "+"), "ad_type"},
+		{"/v2/page/link?" + page + "&fields=" + bad, "fields"},
+		{"/v2/page/link?" + page + "&ad_type=" + bad, "ad_type"},
+		{"/v2/search/link?q=x&api_key=demo&site_id=demo&callback=cb&fields=price," + bad, "fields"},
+	} {
+		res, err := http.Get(srv.URL + c.target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body := readBody(t, res)
+		var e struct {
+			Error struct{ Param, Message string }
+		}
+		if i := strings.IndexByte(string(body), '{'); i >= 0 {
+			json.Unmarshal([]byte(strings.TrimSuffix(string(body[i:]), ");")), &e)
+		}
+		if e.Error.Param != c.param || strings.Count(e.Error.Message, `"a" is not one`) != 1 || len(body) > 1<<10 {
+			t.Errorf("%.60s...: %s, %d bytes (%.200s), want a message naming %s and its first bad item", c.target, res.Status, len(body), body, c.param)
+		}
+	}
+}
