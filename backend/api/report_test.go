@@ -322,6 +322,32 @@ func TestReportRefusesRepeatedParameters(t *testing.T) {
 	}
 }
 
+// TestReportHugeGroupList: a group_by of thousands of bad groups is a 400
+// naming its first, not an answer of megabytes with a message for each.
+func TestReportHugeGroupList(t *testing.T) {
+	env := newReportEnv(t)
+	srv := httptest.NewServer(env.handler)
+	defer srv.Close()
+	req, err := http.NewRequest(http.MethodGet, srv.URL+"/v2/report?group_by=day,"+strings.Repeat("x,", 20000), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+partners.DemoReportToken)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := readBody(t, res)
+	res.Body.Close()
+	var e struct {
+		Error struct{ Param, Message string }
+	}
+	json.Unmarshal(body, &e)
+	if res.StatusCode != http.StatusBadRequest || e.Error.Param != "group_by" || strings.Count(e.Error.Message, `not "x"`) != 1 || len(body) > 1<<10 {
+		t.Errorf("%s, %d bytes: %.300s; want a 400 naming group_by's first bad group", res.Status, len(body), body)
+	}
+}
+
 // What a click URL's client writes freely (its criterion, yk_tag, key and
 // site) reaches no report unless a signature or click token proves adlink
 // made it: 40 forged, unsigned or unknown-partner clicks, each with a

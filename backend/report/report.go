@@ -77,16 +77,22 @@ func Parse(get func(string) string, now time.Time) (Request, []Problem) {
 		}
 	}
 	if v := get("group_by"); v != "" {
+		// The first bad group is named, not every one: a list of
+		// thousands would make an answer of megabytes.
 		for g := range strings.SplitSeq(v, ",") {
 			g = strings.TrimSpace(g)
+			p := Problem{Param: "group_by"}
 			switch {
 			case !slices.Contains(Groups, g):
-				problems = append(problems, Problem{"group_by", "group_by takes " + strings.Join(Groups, ", ") + "; not " + strconv.Quote(g)})
+				p.Message = "group_by takes " + strings.Join(Groups, ", ") + "; not " + strconv.Quote(g)
 			case slices.Contains(req.GroupBy, g):
-				problems = append(problems, Problem{"group_by", "group_by names " + strconv.Quote(g) + " twice"})
+				p.Message = "group_by names " + strconv.Quote(g) + " twice"
 			default:
 				req.GroupBy = append(req.GroupBy, g)
+				continue
 			}
+			problems = append(problems, p)
+			break
 		}
 	}
 	switch f := get("format"); f {
