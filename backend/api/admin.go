@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -40,6 +41,9 @@ type AdminDeps struct {
 	BackupStall time.Duration
 	// Logger logs a backup that failed; nil logs nothing.
 	Logger *slog.Logger
+	// Hosts are the host names /admin/ answers under besides addresses,
+	// localhost and names without a dot (config.AdminHosts).
+	Hosts []string
 	// Now times a running backup, whose progress sets the Retry-After of
 	// another refused meanwhile; nil is time.Now.
 	Now func() time.Time
@@ -116,7 +120,7 @@ func NewAdmin(d AdminDeps) http.Handler {
 		respondError(w, &Error{Status: http.StatusNotFound, Code: CodeNotFound,
 			Message: "no such endpoint: " + quote(r.Method+" "+r.URL.Path) + "; the admin listener serves GET /metrics, POST /admin/reload and GET /admin/backup"})
 	})
-	return fromOperator(mux)
+	return fromOperator(mux, d.Hosts)
 }
 
 // CodeForbidden is the error code of an admin request a web page could
@@ -130,9 +134,10 @@ const CodeForbidden = "forbidden"
 // state file and hold off the operator's backups), or one by a dotted
 // name, which may be a page's own name rebound to the listener's address
 // (DNS rebinding), whose answers the page then reads. The operator's
-// tools ask by address, localhost or the machine's own name; /metrics
-// stays open to a scraper that names the host in full.
-func fromOperator(h http.Handler) http.Handler {
+// tools ask by address, localhost, the machine's own name or one of
+// hosts, the names the operator gave; /metrics stays open to a scraper
+// that names the host in full.
+func fromOperator(h http.Handler, hosts []string) http.Handler {
 	refuse := func(w http.ResponseWriter, _ *http.Request) {
 		respondError(w, &Error{Status: http.StatusForbidden, Code: CodeForbidden,
 			Message: "a cross-origin request is refused: the admin listener is for the operator's tools"})
@@ -149,9 +154,9 @@ func fromOperator(h http.Handler) http.Handler {
 			refuse(w, r)
 			return
 		}
-		if !operatorHost(r.Host) {
+		if !operatorHost(r.Host, hosts) {
 			respondError(w, &Error{Status: http.StatusForbidden, Code: CodeForbidden,
-				Message: "host " + quote(r.Host) + " is refused: ask by address (127.0.0.1), localhost or the machine's name"})
+				Message: "host " + quote(r.Host) + " is refused: ask by address (127.0.0.1), localhost or the machine's name, or name the host in -admin-hosts"})
 			return
 		}
 		h.ServeHTTP(w, r)
@@ -160,8 +165,9 @@ func fromOperator(h http.Handler) http.Handler {
 
 // operatorHost reports whether a request's Host is one no web page but
 // the listener's own can have: an IP address, a name without a dot
-// (localhost, the machine's name), a name under .localhost, or none.
-func operatorHost(hostport string) bool {
+// (localhost, the machine's name), a name under .localhost, none, or one
+// of hosts, which the operator named.
+func operatorHost(hostport string, hosts []string) bool {
 	host := hostport
 	if h, _, err := net.SplitHostPort(hostport); err == nil {
 		host = h
@@ -171,7 +177,8 @@ func operatorHost(hostport string) bool {
 		return true
 	}
 	host = strings.TrimSuffix(strings.ToLower(host), ".")
-	return !strings.Contains(host, ".") || strings.HasSuffix(host, ".localhost")
+	return !strings.Contains(host, ".") || strings.HasSuffix(host, ".localhost") ||
+		slices.ContainsFunc(hosts, func(h string) bool { return strings.EqualFold(strings.TrimSuffix(h, "."), host) })
 }
 
 // DefaultBackupStall is how long one write of a backup waits on its client

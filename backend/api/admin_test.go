@@ -260,7 +260,7 @@ func TestAdminRefusesWebPages(t *testing.T) {
 	base, _ := adminServer(t, AdminDeps{Backup: copies.backup(t), Reload: func(context.Context, bool) Reload {
 		reloads.Add(1)
 		return Reload{Result: "unchanged"}
-	}})
+	}, Hosts: []string{"adlink-1.Internal.example"}})
 	port := base[strings.LastIndexByte(base, ':'):]
 	for _, c := range []struct {
 		name, method, path, host string
@@ -283,6 +283,10 @@ func TestAdminRefusesWebPages(t *testing.T) {
 		{"curl by IPv6 address", http.MethodPost, "/admin/reload", "[::1]" + port, nil, http.StatusOK},
 		{"curl by the machine's name", http.MethodGet, "/admin/backup", "adlink-1" + port, nil, http.StatusOK},
 		{"scraper by full name", http.MethodGet, "/metrics", "adlink-1.internal.example" + port, nil, http.StatusNotFound},
+		{"curl by a name the operator gave", http.MethodPost, "/admin/reload", "ADLINK-1.internal.example." + port, nil, http.StatusOK},
+		{"a name under the one the operator gave", http.MethodGet, "/admin/backup", "x.adlink-1.internal.example" + port, nil, http.StatusForbidden},
+		{"a name the operator gave, from another site", http.MethodGet, "/admin/backup", "adlink-1.internal.example" + port,
+			http.Header{"Sec-Fetch-Site": {"cross-site"}}, http.StatusForbidden},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			beforeReloads, beforeCopies := reloads.Load(), copies.made.Load()

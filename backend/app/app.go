@@ -338,7 +338,7 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 		s := a.SiteShards.Stats()
 		return metrics.SiteShardStats{Profiles: s.Sites, Shards: s.Shards, Bytes: s.Bytes, Builds: s.Builds, HeadBuilds: s.HeadBuilds, Refused: s.Refused}
 	})
-	a.Admin = api.NewAdmin(api.AdminDeps{Metrics: a.Metrics, Reload: a.Reload, Logger: log,
+	a.Admin = api.NewAdmin(api.AdminDeps{Metrics: a.Metrics, Reload: a.Reload, Logger: log, Hosts: cfg.AdminHosts,
 		Backup: func() (*os.File, error) { return store.Backup(a.db) }})
 	// The partners, report readers and budgets come with each catalog
 	// version (version.with), none from start-up: a version without

@@ -65,6 +65,11 @@ type Config struct {
 	// POST /admin/reload and GET /admin/backup; empty serves none
 	// (-admin-addr, ADLINK_ADMIN_ADDR).
 	AdminAddr string
+	// AdminHosts are the host names the admin listener answers under
+	// /admin/ besides addresses, localhost and names without a dot: the
+	// names an operator's tools reach it by (-admin-hosts,
+	// ADLINK_ADMIN_HOSTS, comma-separated).
+	AdminHosts []string
 	// PartnersFile is a JSON file of partners (-partners, ADLINK_PARTNERS).
 	// The server needs it, or Demo, or both.
 	PartnersFile string
@@ -269,6 +274,7 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	if v := getenv("ADLINK_ADMIN_ADDR"); v != "" {
 		c.AdminAddr = v
 	}
+	c.AdminHosts = splitList(getenv("ADLINK_ADMIN_HOSTS"))
 	c.PartnersFile = getenv("ADLINK_PARTNERS")
 	c.AdvertisersFile = getenv("ADLINK_ADVERTISERS")
 	envBool := func(name string, dst *bool) {
@@ -373,6 +379,7 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	fs.Float64Var(&c.CatalogMaxDrop, "catalog-max-drop", c.CatalogMaxDrop, "`part` (0 to 1) of its ads a refreshed catalog may lose; more is refused unless forced (ADLINK_CATALOG_MAX_DROP)")
 	fs.DurationVar(&c.CatalogTimeout, "catalog-timeout", c.CatalogTimeout, "bound on one fetch of a feed URL (ADLINK_CATALOG_TIMEOUT)")
 	fs.Int64Var(&c.CatalogMaxBytes, "catalog-max-bytes", c.CatalogMaxBytes, "most `bytes` of one feed, as read and decompressed (ADLINK_CATALOG_MAX_BYTES)")
+	fs.Var(&listFlag{list: &c.AdminHosts, comma: true}, "admin-hosts", "host `names` the admin listener answers /admin/ under besides addresses, localhost and names without a dot, comma-separated or repeated (ADLINK_ADMIN_HOSTS)")
 	fs.StringVar(&c.AdminAddr, "admin-addr", c.AdminAddr, "admin listen `address` for /metrics, POST /admin/reload and GET /admin/backup; empty: none (ADLINK_ADMIN_ADDR)")
 	fs.StringVar(&c.PartnersFile, "partners", c.PartnersFile, "partners JSON `file`; this or -demo is needed (ADLINK_PARTNERS)")
 	fs.StringVar(&c.AdvertisersFile, "advertisers", c.AdvertisersFile, "advertisers JSON `file`: report tokens and daily budgets (ADLINK_ADVERTISERS)")
@@ -491,6 +498,11 @@ func (c *Config) Validate() error {
 			bad("catalog file name is empty")
 		} else if _, err := catalog.ParseSource(f); err != nil {
 			problems = append(problems, err)
+		}
+	}
+	for _, h := range c.AdminHosts {
+		if !validHostName(h) {
+			bad("admin-hosts %q: want a host name such as adlink-1.internal, without a scheme or port", h)
 		}
 	}
 	if c.AdminAddr != "" {
@@ -664,6 +676,26 @@ func publicAddr(addr string) string {
 	return net.JoinHostPort(host, port)
 }
 
+// validHostName reports whether s is a DNS host name: dot-separated
+// labels of letters, digits and inner hyphens, a trailing dot allowed.
+func validHostName(s string) bool {
+	s = strings.TrimSuffix(s, ".")
+	if s == "" || len(s) > 253 {
+		return false
+	}
+	for _, l := range strings.Split(s, ".") {
+		if l == "" || len(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' {
+			return false
+		}
+		for _, r := range l {
+			if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 func splitList(s string) []string {
 	var out []string
 	for _, f := range strings.Split(s, ",") {
@@ -696,10 +728,11 @@ func (k keepOnError) IsBoolFlag() bool {
 }
 
 // listFlag is a repeatable flag; its first use replaces what the
-// environment set.
+// environment set. With comma, each use may be a comma-separated list.
 type listFlag struct {
-	list *[]string
-	set  bool
+	list  *[]string
+	set   bool
+	comma bool
 }
 
 func (l *listFlag) String() string {
@@ -712,6 +745,10 @@ func (l *listFlag) String() string {
 func (l *listFlag) Set(s string) error {
 	if !l.set {
 		*l.list, l.set = nil, true
+	}
+	if l.comma {
+		*l.list = append(*l.list, splitList(s)...)
+		return nil
 	}
 	*l.list = append(*l.list, s)
 	return nil

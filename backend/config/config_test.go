@@ -45,8 +45,10 @@ func TestLoad(t *testing.T) {
 				"ADLINK_CATALOG": "a.jsonl, b.csv", "ADLINK_PARTNERS": "p.json",
 				"ADLINK_FETCH_ALLOW_PRIVATE": "true", "ADLINK_TRUSTED_PROXIES": "10.0.0.0/8",
 				"ADLINK_COUNTRY_HEADER": "X-Country", "ADLINK_REDIRECT_URL": "https://r.example.com/",
+				"ADLINK_ADMIN_HOSTS": "adlink-1.internal, adlink-1.internal.example.",
 			},
 			want: func(c *Config) {
+				c.AdminHosts = []string{"adlink-1.internal", "adlink-1.internal.example."}
 				c.Addr, c.DataDir = "0.0.0.0:9000", "/var/lib/adlink"
 				c.Catalogs, c.PartnersFile = []string{"a.jsonl", "b.csv"}, "p.json"
 				c.FetchAllowPrivate = true
@@ -202,7 +204,8 @@ func TestLoadReportsEveryProblem(t *testing.T) {
 		[]string{"-addr", "nohostport", "-redirect-url", "ftp://x", "-nope", "-trusted-proxies", "10.0.0.1,bogus", "-country-header", " ",
 			"-rate-key", "0", "-rate-ip", "fast", "-rate-ip-burst", "0", "-rate-pages", "-1", "stray", "-click-keys", "k1:c2hvcnQ",
 			"-=x", "-site-token-ttl", "0s", "-partners", "p.json", "-rate-key-network-share", "1.5", "-network-daily-clicks", "0", "-prefix-daily-clicks", "-1",
-			"-retention", "1h", "-impression-window", "90s", "-impression-prefix-networks", "-2", "-redis", "http://:hunter2@cache:6379"},
+			"-retention", "1h", "-impression-window", "90s", "-impression-prefix-networks", "-2", "-redis", "http://:hunter2@cache:6379",
+			"-admin-hosts", "ok.example,http://a.example,b.example:9464,-c.example,d..example"},
 		env(map[string]string{"ADLINK_FETCH_ALLOW_PRIVATE": "maybe", "ADLINK_DEMO": "yes please", "ADLINK_RATE_KEY_BURST": "lots",
 			"ADLINK_LOG_LEVEL": "loud", "ADLINK_CLICK_TTL": "a day", "ADLINK_RETENTION": "forever", "ADLINK_RATE_PAGES_NETWORK_SHARE": "0"}), io.Discard)
 	if err == nil {
@@ -212,7 +215,8 @@ func TestLoadReportsEveryProblem(t *testing.T) {
 		"ADLINK_RATE_KEY_BURST", "ADLINK_LOG_LEVEL", "rate-key 0", `invalid value "fast" for flag -rate-ip`, "rate-ip-burst 0", "rate-pages -1",
 		"flag provided but not defined: -nope", `unexpected argument "stray"`, "bad flag syntax: -=x",
 		`click key "k1": secret of 5 bytes`, "ADLINK_CLICK_TTL", "site-token-ttl 0s", "rate-key-network-share 1.5", "rate-pages-network-share 0:", "network-daily-clicks 0", "prefix-daily-clicks -1",
-		"impression-window 1m30s: want whole minutes", "impression-prefix-networks -2: want 0", "ADLINK_RETENTION", "retention 1h0m0s: want 0", "redis: want a redis:// or rediss:// URL"} {
+		"impression-window 1m30s: want whole minutes", "impression-prefix-networks -2: want 0", "ADLINK_RETENTION", "retention 1h0m0s: want 0", "redis: want a redis:// or rediss:// URL",
+		`admin-hosts "http://a.example"`, `admin-hosts "b.example:9464"`, `admin-hosts "-c.example"`, `admin-hosts "d..example"`} {
 		if n := strings.Count(err.Error(), want); n != 1 {
 			t.Errorf("error mentions %s %d times, want once:\n%v", want, n, err)
 		}
