@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -113,7 +114,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		admin = &http.Server{
 			Handler:           http.MaxBytesHandler(a.Admin, maxBody),
 			ReadHeaderTimeout: 5 * time.Second,
-			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+			// No write timeout: a backup takes as long as the state
+			// file's size asks (api.AdminDeps.BackupStall bounds a
+			// client that stops reading).
+			ReadTimeout: 10 * time.Second,
+			IdleTimeout: 2 * time.Minute,
+			ErrorLog:    slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		}
 	}
 	log.Info("listening", "addr", ln.Addr().String(), "admin_addr", adminAddr, "ads", a.Indexes.All().Len(),
@@ -138,10 +144,21 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	a.Drain() // /readyz says 503 while in-flight requests finish
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
+	return shutdown(sctx, srv, admin)
+}
+
+// shutdown stops the public server and the admin one (nil: none) at
+// once, each waiting for its requests until ctx ends: a backup still
+// being sent must not spend the public server's grace, whose clicks are
+// finishing. Its error is the public server's.
+func shutdown(ctx context.Context, srv, admin *http.Server) error {
+	var adminDone sync.WaitGroup
 	if admin != nil {
-		admin.Shutdown(sctx)
+		adminDone.Go(func() { admin.Shutdown(ctx) })
 	}
-	if err := srv.Shutdown(sctx); err != nil {
+	err := srv.Shutdown(ctx)
+	adminDone.Wait()
+	if err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	return nil

@@ -5,10 +5,12 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/goccy/go-json"
 )
@@ -83,5 +85,50 @@ func TestRunReadyMetricsAndShutdown(t *testing.T) {
 	<-shutting
 	if err := <-done; err != nil {
 		t.Fatalf("run: %v", err)
+	}
+}
+
+// A request of the admin listener that does not end, such as a backup to
+// a client that stopped reading, spends none of the public server's
+// grace: its request still running when the stop begins finishes, and
+// the stop is clean.
+func TestShutdownStopsBothListenersAtOnce(t *testing.T) {
+	stuck, release := make(chan struct{}), make(chan struct{})
+	admin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(stuck)
+		<-release
+	}))
+	defer admin.Close()
+	defer close(release) // before Close, which waits for the request
+	stopping, inFlight := make(chan struct{}), make(chan struct{})
+	public := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(inFlight)
+		<-stopping // a click that ends only once the stop has begun
+		io.WriteString(w, "clicked")
+	}))
+	public.Config.RegisterOnShutdown(func() { close(stopping) })
+	public.Start()
+	defer public.Close()
+	go http.Get(admin.URL + "/admin/backup")
+	<-stuck
+	clicked := make(chan string, 1)
+	go func() {
+		res, err := http.Get(public.URL + "/v1/redirect")
+		if err != nil {
+			clicked <- err.Error()
+			return
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		clicked <- string(body)
+	}()
+	<-inFlight
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := shutdown(ctx, public.Config, admin.Config); err != nil {
+		t.Errorf("shutdown with a stuck admin request: %v, want the public server stopped cleanly", err)
+	}
+	if got := <-clicked; got != "clicked" {
+		t.Errorf("the click in flight got %q, want its answer", got)
 	}
 }
