@@ -261,10 +261,15 @@ type accountsRead struct {
 	// why there is none then.
 	next, partnersOnly *accountSet
 	partnersOnlyErr    error
+	// kept, when the budgets served are not their gate's and next's
+	// differ, is the set served with their gate made again, for a
+	// catalog whose currencies next's budgets do not fit.
+	kept *accountSet
 	// partners and advertisers are how each file fared, should next be
 	// served.
 	partners, advertisers fileOutcome
-	// note says what of next is not served yet: the budget gate kept.
+	// note says what of the set served is not served yet: the budget
+	// gate kept.
 	note string
 }
 
@@ -272,7 +277,7 @@ type accountsRead struct {
 // budgets fit it served.
 func (rd accountsRead) candidates() []*accountSet {
 	var c []*accountSet
-	for _, acc := range []*accountSet{rd.next, rd.partnersOnly} {
+	for _, acc := range []*accountSet{rd.next, rd.partnersOnly, rd.kept} {
 		if acc != nil {
 			c = append(c, acc)
 		}
@@ -286,13 +291,14 @@ func (rd accountsRead) candidates() []*accountSet {
 // yet.
 func (rd accountsRead) outcome(served *accountSet, budgetsErr error) (p, a fileOutcome, note string) {
 	p, a = rd.partners, rd.advertisers
+	if !maps.Equal(served.budgets, served.gateOf) {
+		note = rd.note // the gate served is behind its budgets
+	}
 	switch {
-	case rd.next == nil:
-		return p, a, rd.note
-	case served == rd.next:
-		return p, a, rd.note
+	case rd.next == nil, served == rd.next:
+		return p, a, note
 	case served == rd.partnersOnly:
-		return p, fileOutcome{resultRefused, budgetsErr}, ""
+		return p, fileOutcome{resultRefused, budgetsErr}, note
 	}
 	// Neither: the new budgets do not fit, and the new partners do not go
 	// with the advertisers served.
@@ -306,7 +312,7 @@ func (rd accountsRead) outcome(served *accountSet, budgetsErr error) (p, a fileO
 			p = fileOutcome{resultRefused, budgetsErr}
 		}
 	}
-	return p, a, ""
+	return p, a, note
 }
 
 // readAccounts reads the partners and advertisers files again and judges
@@ -339,48 +345,73 @@ func (l *live) readAccounts(ctx context.Context) accountsRead {
 	case aSum != cur.advertisersSum:
 		newAds, rd.advertisers = judgeAdvertisers(l.cfg, ab)
 	}
+	if rd.partners.result == resultSwapped || rd.advertisers.result == resultSwapped {
+		rd.pair(l.cfg, cur, newPs, newAds, pSum, aSum)
+	}
+	// The budgets served may not be their gate's: a reload before could
+	// not read the spend. Their gate is made again, with the files as
+	// served, or behind new budgets the catalog may not fit.
+	behind := l.newGate != nil && !maps.Equal(cur.budgets, cur.gateOf)
 	retry := false
 	switch {
-	case rd.partners.result == resultSwapped || rd.advertisers.result == resultSwapped:
-		rd.pair(l.cfg, cur, newPs, newAds, pSum, aSum)
-	case l.newGate != nil && !maps.Equal(cur.budgets, cur.gateOf):
-		// The files are as served, but not their budgets' gate: a
-		// reload before could not read the spend.
+	case rd.next == nil && behind:
 		again := *cur
 		rd.next, retry = &again, true
+	case rd.next != nil && behind && rd.partnersOnly == nil && !maps.Equal(rd.next.budgets, cur.budgets):
+		again := *cur
+		rd.kept = &again
 	}
 	next := rd.next
 	if next == nil {
 		return rd
 	}
-	if rd.partnersOnly != nil {
-		rd.partnersOnly.gate, rd.partnersOnly.gateOf = cur.gate, cur.gateOf
-	}
-	switch {
-	case maps.Equal(next.budgets, cur.gateOf):
-		next.gate, next.gateOf = cur.gate, cur.gateOf
-	case l.newGate != nil:
-		// The day's spend so far is read, so that a new or changed
-		// budget counts it from the next click.
-		gate, err := l.newGate(ctx, next.budgets)
-		if err != nil {
-			rd.note = "the new budgets are not enforced yet, the budget gate served stays " +
-				"(the ledger still bills no click over a budget): " + summary(err)
-			if retry {
-				rd.next = nil // as served; the next reload tries again
-				return rd
-			}
-			// The partners and tokens are served all the same: a key
-			// revoked must not wait for the spend store.
-			next.gate, next.gateOf = cur.gate, cur.gateOf
+	if err := l.gateFor(ctx, next, cur); err != nil {
+		rd.note = gateNote(err)
+		if retry {
+			rd.next = nil // as served; the next reload tries again
 			return rd
 		}
-		next.gate, next.gateOf = gate, next.budgets
-		if retry && rd.advertisers.result == "" {
-			rd.advertisers.result = resultSwapped // its budgets, held at last
+		// The partners and tokens are served all the same: a key
+		// revoked must not wait for the spend store.
+	} else if retry && rd.advertisers.result == "" {
+		rd.advertisers.result = resultSwapped // its budgets, held at last
+	}
+	for _, acc := range []*accountSet{rd.partnersOnly, rd.kept} {
+		switch {
+		case acc == nil:
+		case maps.Equal(acc.budgets, next.gateOf):
+			acc.gate, acc.gateOf = next.gate, next.gateOf
+		default:
+			if err := l.gateFor(ctx, acc, cur); err != nil {
+				rd.note = gateNote(err)
+			}
 		}
 	}
 	return rd
+}
+
+// gateNote says that the budgets are not enforced yet, the day's spend
+// not read for them (err).
+func gateNote(err error) string {
+	return "the new budgets are not enforced yet, the budget gate served stays " +
+		"(the ledger still bills no click over a budget): " + summary(err)
+}
+
+// gateFor gives acc the gate of its budgets: cur's when it holds them,
+// else one made now, which reads the day's spend so far, so that a new or
+// changed budget counts it from the next click. When the spend cannot be
+// read, acc keeps cur's gate, and the error says why.
+func (l *live) gateFor(ctx context.Context, acc, cur *accountSet) error {
+	acc.gate, acc.gateOf = cur.gate, cur.gateOf
+	if l.newGate == nil || maps.Equal(acc.budgets, cur.gateOf) {
+		return nil
+	}
+	gate, err := l.newGate(ctx, acc.budgets)
+	if err != nil {
+		return err
+	}
+	acc.gate, acc.gateOf = gate, acc.budgets
+	return nil
 }
 
 // pair makes next of the new partners newPs and advertisers newAds of

@@ -1,0 +1,99 @@
+package app
+
+import (
+	"maps"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/adlink/adlink/backend/api"
+	"github.com/adlink/adlink/backend/config"
+	"github.com/adlink/adlink/internal/testpg"
+)
+
+// The budget gate a reload kept while the day's spend could not be read
+// is made again on a later reload, even while the advertisers file
+// changed since is refused: the budgets served must not wait for it.
+
+// startGateBehind serves twoPartners and a budget of 100.00 EUR on a
+// Postgres of its own, and lowers the budget to 50.00 while Postgres is
+// down, so that the budgets served are not their gate's; Postgres is
+// back when it returns, with the gate served before.
+func startGateBehind(t *testing.T) (*accountsServer, *testpg.Server) {
+	t.Helper()
+	pg := testpg.Start(t)
+	s := startAccountsWith(t, twoPartners, budgetOf("100.00", ""), nil, func(cfg *config.Config) { cfg.PostgresURL = pg.URL() })
+	if err := pg.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, s.advertisers, []byte(budgetOf("50.00", "")))
+	if status, r := s.reload(t); status != http.StatusOK || r.Advertisers != "swapped" || !strings.Contains(r.AccountsError, "budget gate served stays") {
+		t.Fatalf("a budget lowered with Postgres down: %d %+v, want it swapped, the gate kept", status, r)
+	}
+	if acc := s.live.accounts(); maps.Equal(acc.budgets, acc.gateOf) {
+		t.Fatalf("with Postgres down, the gate holds %v, want the budgets before", acc.gateOf)
+	}
+	if err := pg.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	return s, pg
+}
+
+// reloadUntilGated reloads until the gate served holds the budgets served,
+// for a minute at most, and returns the last answer.
+func reloadUntilGated(t *testing.T, s *accountsServer) (int, api.Reload) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; {
+		status, r := s.reload(t)
+		if acc := s.live.accounts(); maps.Equal(acc.budgets, acc.gateOf) || time.Now().After(deadline) {
+			return status, r
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// wantGated checks that the gate served holds the budget of 50.00 served.
+func wantGated(t *testing.T, what string, s *accountsServer) {
+	t.Helper()
+	acc := s.live.accounts()
+	if b := acc.budgets["handy-bestkauf.de"]; b.DailyMicros != 50_000_000 || !maps.Equal(acc.budgets, acc.gateOf) || s.Catalog().Budget != acc.gate {
+		t.Errorf("%s: budgets %v, the gate's %v; want 50.00 EUR held by the gate served", what, acc.budgets, acc.gateOf)
+	}
+}
+
+// TestReloadGatesPastATokenRefused: Postgres back, the advertisers file
+// gives key-two's report token: refused with the partners served, and the
+// gate of the budget served is made all the same.
+func TestReloadGatesPastATokenRefused(t *testing.T) {
+	s, _ := startGateBehind(t)
+	writeFile(t, s.advertisers, []byte(budgetOf("20.00", "key-two-report-token-0123")))
+	status, r := reloadUntilGated(t, s)
+	if status != http.StatusConflict || r.Advertisers != "refused" || strings.Contains(r.AccountsError, "not enforced") {
+		t.Errorf("Postgres back, the advertisers file refused: %d %+v", status, r)
+	}
+	wantKept(t, "Postgres back, a token in both files", r, "advertisers", s.advertisers, "refused", "with the partners served: ")
+	wantGated(t, "Postgres back, the advertisers file refused", s)
+	gate := s.Catalog().Budget
+	if _, r := s.reload(t); r.Advertisers != "refused" || s.Catalog().Budget != gate {
+		t.Errorf("again: %+v, gate kept %v; want the file refused, the gate kept", r, s.Catalog().Budget == gate)
+	}
+}
+
+// TestReloadGatesPastACurrencyRefused: Postgres back, the advertisers
+// file puts the budget in USD, which the catalog does not bid in:
+// refused, and the gate of the budget served is made all the same.
+func TestReloadGatesPastACurrencyRefused(t *testing.T) {
+	s, _ := startGateBehind(t)
+	writeFile(t, s.advertisers, []byte(strings.Replace(budgetOf("20.00", ""), "EUR", "USD", 1)))
+	status, r := reloadUntilGated(t, s)
+	if status != http.StatusConflict || r.Advertisers != "refused" || strings.Contains(r.AccountsError, "not enforced") {
+		t.Errorf("Postgres back, a budget in USD: %d %+v", status, r)
+	}
+	wantKept(t, "Postgres back, a budget in USD", r, "advertisers", s.advertisers, "refused", "daily budget in USD")
+	wantGated(t, "Postgres back, a budget in USD", s)
+	gate := s.Catalog().Budget
+	if _, r := s.reload(t); r.Advertisers != "refused" || s.Catalog().Budget != gate {
+		t.Errorf("again: %+v, gate kept %v; want the file refused, the gate kept", r, s.Catalog().Budget == gate)
+	}
+}
