@@ -3,6 +3,7 @@ package app
 import (
 	"fmt"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 
@@ -238,5 +239,49 @@ func TestReloadRevokesPastABudgetInAnotherCurrency(t *testing.T) {
 	}
 	if b, _ := s.Catalog().Accounts.Budget("handy-bestkauf.de"); b.Currency != "EUR" || s.Catalog().Budget != gate {
 		t.Errorf("the budget served: %+v, gate kept %v; want the EUR one and its gate", b, s.Catalog().Budget == gate)
+	}
+}
+
+// TestReloadRevokesPastAMissingAdvertisersFile: the advertisers file
+// deleted, or a directory in its place, and a key removed: the key is
+// revoked, the advertisers served stay; the file put back as served is
+// as served again, and nothing fails.
+func TestReloadRevokesPastAMissingAdvertisersFile(t *testing.T) {
+	served := budgetOf("100.00", "")
+	s := startAccounts(t, twoPartners, served)
+	if err := os.Remove(s.advertisers); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, s.partners, []byte(keyTwoOnly("key-two-report-token-0123")))
+	status, r := s.reload(t)
+	if status != http.StatusBadGateway || r.Accounts != "swapped" || r.Partners != "swapped" {
+		t.Errorf("a key removed, the advertisers file deleted: %d %+v, want 502 with the partners swapped", status, r)
+	}
+	wantKept(t, "the advertisers file deleted", r, "advertisers", s.advertisers, "failed", "no such file")
+	if status, _ := s.search(t, "key-one", "site-one", "handy-bestkauf.de"); status != http.StatusUnauthorized {
+		t.Errorf("the key removed: %d, want 401", status)
+	}
+	if b, _ := s.Catalog().Accounts.Budget("handy-bestkauf.de"); b.DailyMicros != 100_000_000 {
+		t.Errorf("the budget served: %+v, want 100.00", b)
+	}
+
+	if err := os.Mkdir(s.advertisers, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	status, r = s.reload(t)
+	if status != http.StatusBadGateway || r.Accounts != "failed" || r.Partners != "" {
+		t.Errorf("a directory for the advertisers file: %d %+v, want 502, nothing swapped", status, r)
+	}
+	wantKept(t, "a directory for the advertisers file", r, "advertisers", s.advertisers, "failed", "advertisers file "+s.advertisers)
+
+	if err := os.Remove(s.advertisers); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, s.advertisers, []byte(served))
+	if status, r := s.reload(t); status != http.StatusOK || r.Accounts != "" || r.Partners != "" || r.Advertisers != "" || r.AccountsError != "" {
+		t.Errorf("the advertisers file back as served: %d %+v, want it as served", status, r)
+	}
+	if _, metrics := get(t, s.Admin, "/metrics"); !strings.Contains(metrics, "adlink_catalog_refresh_failing 0") {
+		t.Error("/metrics: the advertisers file back as served, still failing")
 	}
 }
