@@ -285,3 +285,28 @@ func TestReloadRevokesPastAMissingAdvertisersFile(t *testing.T) {
 		t.Error("/metrics: the advertisers file back as served, still failing")
 	}
 }
+
+// TestReloadSwapsTheCatalogRevokingPastABudgetInAnotherCurrency: a new
+// catalog, a key removed and a budget put in a currency the new catalog
+// does not bid in, in one reload: the catalog is swapped in with the new
+// partners and the advertisers served, and the answer names the budget.
+func TestReloadSwapsTheCatalogRevokingPastABudgetInAnotherCurrency(t *testing.T) {
+	ads := currencyAds()
+	const eur = `{"advertisers":[{"id":"shop.example","daily_budget":"5.00","currency":"EUR"}]}`
+	s := startAccountsFeed(t, twoPartners, eur, ads)
+	gate, version := s.Catalog().Budget, s.Catalog().Version
+	writeFile(t, s.feed, feed(t, withoutAd(ads, "SHOP.1.7")))
+	writeFile(t, s.partners, []byte(keyTwoOnly("key-two-report-token-0123")))
+	writeFile(t, s.advertisers, []byte(strings.Replace(eur, "EUR", "USD", 1)))
+	status, r := s.reload(t)
+	if status != http.StatusConflict || r.Result != "swapped" || r.Version == version || r.Accounts != "swapped" || r.Partners != "swapped" {
+		t.Errorf("a new catalog, a key removed, a budget in USD: %d %+v, want 409, the catalog and the partners swapped", status, r)
+	}
+	wantKept(t, "a new catalog, a budget in USD", r, "advertisers", s.advertisers, "refused", `advertiser "shop.example" has a daily budget in USD`)
+	if status, _ := s.get(t, "/v2/search/link?q=kaffeem%C3%BChle&loc=de&api_key=key-one&site_id=site-one", nil); status != http.StatusUnauthorized {
+		t.Errorf("the key removed: %d, want 401", status)
+	}
+	if b, _ := s.Catalog().Accounts.Budget("shop.example"); b.Currency != "EUR" || s.Catalog().Budget != gate || s.Catalog().Version != r.Version {
+		t.Errorf("the budget served: %+v, gate kept %v; want the EUR one and its gate, with the new catalog", b, s.Catalog().Budget == gate)
+	}
+}
