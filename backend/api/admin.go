@@ -72,8 +72,8 @@ type Reload struct {
 	Partners    string `json:"partners,omitempty"`
 	Advertisers string `json:"advertisers,omitempty"`
 	// AccountsError says, naming the file, why one was refused or failed
-	// and that its accounts served stay, or, with swapped, what of them
-	// is not served yet (the budget gate kept).
+	// and that its accounts served stay, and what of those served is not
+	// served yet (the budget gate kept).
 	AccountsError string `json:"accounts_error,omitempty"`
 }
 
