@@ -322,7 +322,7 @@ func (rd accountsRead) outcome(served *accountSet, budgetsErr error) (p, a fileO
 // that a report token given in both is refused, the partners first: a
 // key revoked must not wait for the advertisers file. When the day's
 // spend cannot be read for new budgets, next keeps the gate served, and
-// the note says so; the next reload tries again.
+// the note says so; the next reload tries again, whatever the files then.
 func (l *live) readAccounts(ctx context.Context) accountsRead {
 	cur := l.accounts()
 	var rd accountsRead
