@@ -97,3 +97,21 @@ func TestReloadGatesPastACurrencyRefused(t *testing.T) {
 		t.Errorf("again: %+v, gate kept %v; want the file refused, the gate kept", r, s.Catalog().Budget == gate)
 	}
 }
+
+// TestReloadGatesRevokingPastACurrencyRefused: Postgres back, a key
+// removed and the budget put in USD: the new partners are served with
+// the advertisers served, and the gate of their budget is made.
+func TestReloadGatesRevokingPastACurrencyRefused(t *testing.T) {
+	s, _ := startGateBehind(t)
+	writeFile(t, s.partners, []byte(keyTwoOnly("key-two-report-token-0123")))
+	writeFile(t, s.advertisers, []byte(strings.Replace(budgetOf("20.00", ""), "EUR", "USD", 1)))
+	status, r := reloadUntilGated(t, s)
+	// The partners may have been swapped by a reload before the gate.
+	if status != http.StatusConflict || r.Advertisers != "refused" || strings.Contains(r.AccountsError, "not enforced") {
+		t.Errorf("Postgres back, a key removed, a budget in USD: %d %+v", status, r)
+	}
+	if status, _ := s.search(t, "key-one", "site-one", "handy-bestkauf.de"); status != http.StatusUnauthorized {
+		t.Errorf("the key removed: %d, want 401", status)
+	}
+	wantGated(t, "Postgres back, a key removed, a budget in USD", s)
+}
