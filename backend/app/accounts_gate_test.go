@@ -62,39 +62,29 @@ func wantGated(t *testing.T, what string, s *accountsServer) {
 	}
 }
 
-// TestReloadGatesPastATokenRefused: Postgres back, the advertisers file
-// gives key-two's report token: refused with the partners served, and the
-// gate of the budget served is made all the same.
-func TestReloadGatesPastATokenRefused(t *testing.T) {
-	s, _ := startGateBehind(t)
-	writeFile(t, s.advertisers, []byte(budgetOf("20.00", "key-two-report-token-0123")))
-	status, r := reloadUntilGated(t, s)
-	if status != http.StatusConflict || r.Advertisers != "refused" || strings.Contains(r.AccountsError, "not enforced") {
-		t.Errorf("Postgres back, the advertisers file refused: %d %+v", status, r)
-	}
-	wantKept(t, "Postgres back, a token in both files", r, "advertisers", s.advertisers, "refused", "with the partners served: ")
-	wantGated(t, "Postgres back, the advertisers file refused", s)
-	gate := s.Catalog().Budget
-	if _, r := s.reload(t); r.Advertisers != "refused" || s.Catalog().Budget != gate {
-		t.Errorf("again: %+v, gate kept %v; want the file refused, the gate kept", r, s.Catalog().Budget == gate)
-	}
-}
-
-// TestReloadGatesPastACurrencyRefused: Postgres back, the advertisers
-// file puts the budget in USD, which the catalog does not bid in:
-// refused, and the gate of the budget served is made all the same.
-func TestReloadGatesPastACurrencyRefused(t *testing.T) {
-	s, _ := startGateBehind(t)
-	writeFile(t, s.advertisers, []byte(strings.Replace(budgetOf("20.00", ""), "EUR", "USD", 1)))
-	status, r := reloadUntilGated(t, s)
-	if status != http.StatusConflict || r.Advertisers != "refused" || strings.Contains(r.AccountsError, "not enforced") {
-		t.Errorf("Postgres back, a budget in USD: %d %+v", status, r)
-	}
-	wantKept(t, "Postgres back, a budget in USD", r, "advertisers", s.advertisers, "refused", "daily budget in USD")
-	wantGated(t, "Postgres back, a budget in USD", s)
-	gate := s.Catalog().Budget
-	if _, r := s.reload(t); r.Advertisers != "refused" || s.Catalog().Budget != gate {
-		t.Errorf("again: %+v, gate kept %v; want the file refused, the gate kept", r, s.Catalog().Budget == gate)
+// TestReloadGatesPastAnAdvertisersFileRefused: Postgres back, the
+// advertisers file gives key-two's report token, or puts the budget in
+// USD, which the catalog does not bid in: refused, and the gate of the
+// budget served is made all the same, once.
+func TestReloadGatesPastAnAdvertisersFileRefused(t *testing.T) {
+	for _, c := range []struct{ name, advertisers, problem string }{
+		{"a token in both files", budgetOf("20.00", "key-two-report-token-0123"), "with the partners served: "},
+		{"a budget in USD", strings.Replace(budgetOf("20.00", ""), "EUR", "USD", 1), "daily budget in USD"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s, _ := startGateBehind(t)
+			writeFile(t, s.advertisers, []byte(c.advertisers))
+			status, r := reloadUntilGated(t, s)
+			if status != http.StatusConflict || r.Advertisers != "refused" || strings.Contains(r.AccountsError, "not enforced") {
+				t.Errorf("Postgres back, %s: %d %+v", c.name, status, r)
+			}
+			wantKept(t, "Postgres back, "+c.name, r, "advertisers", s.advertisers, "refused", c.problem)
+			wantGated(t, "Postgres back, "+c.name, s)
+			gate := s.Catalog().Budget
+			if _, r := s.reload(t); r.Advertisers != "refused" || s.Catalog().Budget != gate {
+				t.Errorf("%s, again: %+v, gate kept %v; want the file refused, the gate kept", c.name, r, s.Catalog().Budget == gate)
+			}
+		})
 	}
 }
 
