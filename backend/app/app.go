@@ -295,16 +295,9 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 	a.Metrics.WatchCatalog(cat.stats)
 	pageService.Start() // pages queued before a crash are analysed now
 	a.Pages = pageService
-	retainer, err := clicks.NewRetainer(a.db)
-	if err != nil {
+	if a.retention, err = a.newRetention(cfg, opts, log); err != nil {
 		return nil, err
 	}
-	exportDir := cfg.ExportDir
-	if exportDir == "" {
-		exportDir = filepath.Join(cfg.DataDir, "export")
-	}
-	a.retention = retention.New(retainer, retention.Options{Retention: cfg.Retention, Dir: exportDir, Now: opts.Now,
-		Logger: log.With("component", "retention"), Metrics: a.Metrics, Passed: opts.RetentionPassed})
 	a.retention.Start() // days that aged out while the server was down go now
 	// A refresh on one replica tells the others: through Redis when there
 	// is one, else Postgres.
@@ -536,6 +529,33 @@ func (a *App) degraded(ctx context.Context) string {
 // Drain makes /readyz answer 503, so that a load balancer sends no more
 // requests while those in flight finish; the server still answers them.
 func (a *App) Drain() { a.draining.Store(true) }
+
+// newRetention returns the retention job over the raw rows where they are
+// kept. With Postgres every replica runs it, one pass at a time, and the
+// days exported are recorded there, so each is exported once whichever
+// replica's pass comes to it.
+func (a *App) newRetention(cfg config.Config, opts Options, log *slog.Logger) (*retention.Job, error) {
+	dir := cfg.ExportDir
+	if dir == "" {
+		dir = filepath.Join(cfg.DataDir, "export")
+	}
+	o := retention.Options{Retention: cfg.Retention, Dir: dir, Now: opts.Now,
+		Logger: log.With("component", "retention"), Metrics: a.Metrics, Passed: opts.RetentionPassed}
+	if a.pg != nil {
+		host, err := os.Hostname()
+		if err != nil {
+			return nil, fmt.Errorf("retention: the host's name: %w", err)
+		}
+		r := a.pg.Retainer()
+		o.Exports, o.Host, o.Turn = r, host, r.TryTurn
+		return retention.New(r, o), nil
+	}
+	r, err := clicks.NewRetainer(a.db)
+	if err != nil {
+		return nil, err
+	}
+	return retention.New(r, o), nil
+}
 
 // Close stops the page workers (a job cut short stays queued for the next
 // start) and the retention job (a day cut short is finished at the next

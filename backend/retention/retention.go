@@ -10,12 +10,21 @@
 // deleted, in bounded transactions. A crash at any point loses no row and
 // exports none twice: a day whose file is in place is complete, and a
 // later pass only deletes what is left of it.
+//
+// Servers sharing one store (Postgres) record each day's export in it
+// (Options.Exports) and take turns (Options.Turn): a pass runs on one
+// server at a time, and a day with a record is only deleted, whichever
+// server runs the pass. A server that dies between the file's rename and
+// its record leaves a complete file, and the next pass, here or on
+// another server, exports the day again: two complete copies, no row
+// lost.
 package retention
 
 import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -51,8 +60,20 @@ type Options struct {
 	// Metrics count what the job exports and deletes; nil counts nothing.
 	Metrics *metrics.Metrics
 	// Passed, when not nil, is called after each background pass with
-	// its error (nil when the pass finished), so a caller can wait for one.
+	// its error (nil when the pass finished or was skipped), so a caller
+	// can wait for one.
 	Passed func(error)
+	// Exports, when not nil, record in the store which days were
+	// exported, for servers that share the store: a day is exported only
+	// when it has no record, and deleted once it has one. Without them a
+	// day's file in Dir is its record.
+	Exports clicks.Exports
+	// Host names this server in the records of Exports.
+	Host string
+	// Turn, when not nil, is taken before each pass and released after
+	// it; a pass that does not get it (ok false: another server's pass is
+	// running) does nothing.
+	Turn func(ctx context.Context) (release func(), ok bool, err error)
 }
 
 // DefaultSpendDays is how many days of spend are kept by default: budgets
@@ -141,6 +162,17 @@ func (j *Job) Run(ctx context.Context) error {
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	if j.o.Turn != nil {
+		release, ok, err := j.o.Turn(ctx)
+		if err != nil {
+			return fmt.Errorf("retention: taking the turn: %w", err)
+		}
+		if !ok {
+			j.o.Logger.Debug("retention pass skipped: another server's pass is running")
+			return nil
+		}
+		defer release()
+	}
 	now := j.o.Now().UTC()
 	// Days that start before before have ended Retention ago.
 	before := now.Add(-j.o.Retention).Truncate(24 * time.Hour)
@@ -259,6 +291,9 @@ func (s *sameAs) Write(p []byte) (int, error) {
 // day exports log's rows of day unless its file is already in place,
 // then deletes them.
 func (j *Job) day(ctx context.Context, log clicks.RawLog, day time.Time) error {
+	if j.o.Exports != nil {
+		return j.recordedDay(ctx, log, day)
+	}
 	path := filepath.Join(j.o.Dir, FileName(log, day))
 	var rows int
 	var size int64
@@ -272,7 +307,7 @@ func (j *Job) day(ctx context.Context, log clicks.RawLog, day time.Time) error {
 		}
 		size = fi.Size()
 	case errors.Is(err, os.ErrNotExist):
-		if rows, size, err = j.export(ctx, log, day, path); err != nil {
+		if rows, size, _, err = j.export(ctx, log, day, path); err != nil {
 			return err
 		}
 		j.o.Metrics.RetentionExported(string(log), rows, size)
@@ -290,11 +325,12 @@ func (j *Job) day(ctx context.Context, log clicks.RawLog, day time.Time) error {
 }
 
 // export writes log's rows of day to path, durably: a temporary file,
-// fsync'd and read back, renamed to path, and the directory fsync'd.
-func (j *Job) export(ctx context.Context, log clicks.RawLog, day time.Time, path string) (rows int, size int64, err error) {
+// fsync'd and read back, renamed to path, and the directory fsync'd. It
+// returns the rows and bytes written and their SHA-256.
+func (j *Job) export(ctx context.Context, log clicks.RawLog, day time.Time, path string) (rows int, size int64, sum [32]byte, err error) {
 	f, err := os.CreateTemp(j.o.Dir, tempPrefix+FileName(log, day)+"-*")
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, sum, err
 	}
 	tmp := f.Name()
 	defer func() {
@@ -305,47 +341,49 @@ func (j *Job) export(ctx context.Context, log clicks.RawLog, day time.Time, path
 			os.Remove(tmp)
 		}
 	}()
-	bw := bufio.NewWriterSize(f, 1<<16)
+	h := sha256.New()
+	bw := bufio.NewWriterSize(io.MultiWriter(f, h), 1<<16)
 	enc, err := zstd.NewWriter(bw, zstd.WithEncoderConcurrency(1), zstd.WithEncoderLevel(zstd.SpeedBetterCompression))
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, sum, err
 	}
 	if rows, err = j.r.ExportDay(ctx, log, day, enc); err != nil {
 		enc.Close()
-		return 0, 0, err
+		return 0, 0, sum, err
 	}
 	if err = enc.Close(); err != nil {
-		return 0, 0, err
+		return 0, 0, sum, err
 	}
 	if err = bw.Flush(); err != nil {
-		return 0, 0, err
+		return 0, 0, sum, err
 	}
 	if err = f.Sync(); err != nil {
-		return 0, 0, err
+		return 0, 0, sum, err
 	}
 	if err = f.Close(); err != nil {
-		return 0, 0, err
+		return 0, 0, sum, err
 	}
 	f = nil
 	// What was written must read back before any row goes.
 	n, err := countLines(tmp)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, sum, err
 	}
 	if n != rows {
-		return 0, 0, fmt.Errorf("%s reads back %d rows, %d written", tmp, n, rows)
+		return 0, 0, sum, fmt.Errorf("%s reads back %d rows, %d written", tmp, n, rows)
 	}
 	fi, err := os.Stat(tmp)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, sum, err
 	}
 	if err = os.Rename(tmp, path); err != nil {
-		return 0, 0, err
+		return 0, 0, sum, err
 	}
 	if err = syncDir(j.o.Dir); err != nil {
-		return 0, 0, err
+		return 0, 0, sum, err
 	}
-	return rows, fi.Size(), nil
+	h.Sum(sum[:0])
+	return rows, fi.Size(), sum, nil
 }
 
 // syncDir makes a rename in dir durable.

@@ -1,0 +1,37 @@
+package clicks
+
+import (
+	"context"
+	"time"
+)
+
+// Export is the record of one day of a raw log written to its export
+// file: where, by which server, and what the file holds.
+type Export struct {
+	Log RawLog
+	// Day is the UTC day's start.
+	Day time.Time
+	// At is when the file was in place.
+	At time.Time
+	// Host names the server that wrote the file, Path where it is there.
+	Host, Path string
+	// Rows is how many rows the file holds; SHA256 is its bytes' digest.
+	Rows   int
+	SHA256 [32]byte
+}
+
+// Exports record which days retention exported, in the store the rows
+// are in, so that servers sharing one store export each day once,
+// whichever of them runs a pass: a day with a record is only deleted.
+// The Postgres store keeps them; a bbolt file needs none, the export file
+// beside it being its record.
+type Exports interface {
+	// Exported returns the record of log's day that starts at day, and
+	// false when there is none. day must be a UTC midnight.
+	Exported(ctx context.Context, log RawLog, day time.Time) (e Export, ok bool, err error)
+
+	// RecordExport records e, durable when it returns, and returns the
+	// day's record: e, or the one recorded first when the day already
+	// has one (which is kept as it was). e.Day must be a UTC midnight.
+	RecordExport(ctx context.Context, e Export) (Export, error)
+}

@@ -1,0 +1,126 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/adlink/adlink/backend/clicks"
+)
+
+var _ clicks.Exports = Retainer{}
+
+// Exported implements clicks.Exports.
+func (r Retainer) Exported(ctx context.Context, log clicks.RawLog, day time.Time) (clicks.Export, bool, error) {
+	if _, err := table(log); err != nil {
+		return clicks.Export{}, false, err
+	}
+	if _, _, err := dayRange(day); err != nil {
+		return clicks.Export{}, false, err
+	}
+	e, err := scanExport(r.db.pool.QueryRow(ctx, `SELECT `+exportColumns+` FROM exports WHERE log = $1 AND day = $2`,
+		string(log), day))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return clicks.Export{}, false, nil
+	}
+	if err != nil {
+		return clicks.Export{}, false, fmt.Errorf("postgres: exported: %w", err)
+	}
+	return e, true, nil
+}
+
+// RecordExport implements clicks.Exports: the insert that finds the day
+// recorded inserts nothing, and the record it found is read back.
+func (r Retainer) RecordExport(ctx context.Context, e clicks.Export) (clicks.Export, error) {
+	if _, err := table(e.Log); err != nil {
+		return clicks.Export{}, err
+	}
+	if _, _, err := dayRange(e.Day); err != nil {
+		return clicks.Export{}, err
+	}
+	tag, err := r.db.pool.Exec(ctx, `INSERT INTO exports (log, day, exported_at, host, path, rows, sha256)
+		VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (log, day) DO NOTHING`,
+		string(e.Log), e.Day, e.At, e.Host, e.Path, int64(e.Rows), e.SHA256[:])
+	if err != nil {
+		return clicks.Export{}, fmt.Errorf("postgres: record export: %w", err)
+	}
+	if tag.RowsAffected() == 1 {
+		return e, nil
+	}
+	first, ok, err := r.Exported(ctx, e.Log, e.Day)
+	if err == nil && !ok {
+		err = errors.New("the day's record is gone")
+	}
+	if err != nil {
+		return clicks.Export{}, fmt.Errorf("postgres: record export: %w", err)
+	}
+	return first, nil
+}
+
+const exportColumns = `log, day, exported_at, host, path, rows, sha256`
+
+func scanExport(row pgx.Row) (clicks.Export, error) {
+	var (
+		e    clicks.Export
+		log  string
+		rows int64
+		sum  []byte
+	)
+	if err := row.Scan(&log, &e.Day, &e.At, &e.Host, &e.Path, &rows, &sum); err != nil {
+		return clicks.Export{}, err
+	}
+	if len(sum) != len(e.SHA256) {
+		return clicks.Export{}, fmt.Errorf("a digest of %d bytes", len(sum))
+	}
+	e.Log, e.Rows = clicks.RawLog(log), int(rows)
+	e.Day, e.At = e.Day.UTC(), e.At.UTC()
+	copy(e.SHA256[:], sum)
+	return e, nil
+}
+
+// retainLockClass is the first key of the advisory lock that lets one
+// server's retention pass run at a time; the second is a hash of the
+// schema, so that deployments sharing a database in schemas of their own
+// take turns each among themselves.
+const retainLockClass = 0x61646c72 // "adlr"
+
+// TryTurn takes the retention lock, a session advisory lock, on a
+// connection it holds from the pool until release, and returns false at
+// once when another session holds it. A server that dies or loses its
+// connection loses the lock with its session, and another server's next
+// pass takes it.
+func (r Retainer) TryTurn(ctx context.Context) (release func(), ok bool, err error) {
+	conn, err := r.db.pool.Acquire(ctx)
+	if err != nil {
+		return nil, false, fmt.Errorf("postgres: retention lock: %w", err)
+	}
+	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1, hashtext(current_schema()))`,
+		int32(retainLockClass)).Scan(&ok); err != nil {
+		conn.Release()
+		return nil, false, fmt.Errorf("postgres: retention lock: %w", err)
+	}
+	if !ok {
+		conn.Release()
+		return nil, false, nil
+	}
+	return func() { unlock(conn) }, true, nil
+}
+
+// unlock releases the retention lock and conn; a connection that could
+// not say so is closed, which ends its session and the lock with it.
+func unlock(conn *pgxpool.Conn) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var held bool
+	err := conn.QueryRow(ctx, `SELECT pg_advisory_unlock($1, hashtext(current_schema()))`, int32(retainLockClass)).Scan(&held)
+	if err != nil || !held {
+		c := conn.Hijack()
+		_ = c.Close(ctx)
+		return
+	}
+	conn.Release()
+}
