@@ -218,3 +218,9 @@ func TestVersionsKeepTheContract(t *testing.T) {
 		}
 	})
 }
+
+func TestExportsKeepTheContract(t *testing.T) {
+	storetest.Exports(t, func(t *testing.T) storetest.Opener[clicks.Exports] {
+		return opener(t, func(db *pgstore.DB) clicks.Exports { return db.Retainer() })
+	})
+}

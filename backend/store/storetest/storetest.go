@@ -2,8 +2,9 @@
 // against any implementation, through their methods alone: Pages for
 // pages.Store, Clicks for clicks.Store, Windows for clicks.Windows,
 // Decisions for clicks.Decisions, Ledger for clicks.Ledger, Impressions
-// for clicks.Impressions, Retainer for clicks.Retainer, Limits for
-// ratelimit.Limiter, Versions for catalog.Versions. Each implementation runs the suite from its own
+// for clicks.Impressions, Retainer for clicks.Retainer, Exports for
+// clicks.Exports, Limits for ratelimit.Limiter, Versions for
+// catalog.Versions. Each implementation runs the suite from its own
 // package's tests, so a new one (a database, a shared cache) proves it
 // keeps the same promises:
 //
