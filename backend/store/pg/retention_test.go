@@ -1,0 +1,307 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/adlink/adlink/backend/clicks"
+	"github.com/adlink/adlink/backend/retention"
+	"github.com/adlink/adlink/internal/testpg"
+)
+
+// retainDay is the old day the retention tests export; retainNow is
+// their clock, a week later.
+var (
+	retainDay = time.Date(2026, 8, 1, 0, 0, 0, 0, time.UTC)
+	retainNow = retainDay.AddDate(0, 0, 7).Add(10 * time.Hour)
+)
+
+// fillRetained records n clicks and n impressions on retainDay and one
+// of each on the day before retainNow, which a week's retention keeps.
+func fillRetained(t *testing.T, db *DB, n int) {
+	t.Helper()
+	at := func(i int) time.Time { return retainDay.Add(time.Duration(i) * 30 * time.Second) } // n up to 2,880
+	recent := retainNow.Add(-24 * time.Hour)
+	for i := range n + 1 {
+		when := at(i)
+		if i == n {
+			when = recent
+		}
+		c := clicks.Click{Time: when, AdID: "a.example", AdType: "advertiser", Type: "search", APIKey: "k", SiteID: "s",
+			IP: "192.0.2.1", Advertiser: "a.example", BidMicros: 1000, Currency: "EUR", Billable: true}
+		if err := db.Clicks().Append(t.Context(), c); err != nil {
+			t.Fatal(err)
+		}
+		m := clicks.Impression{Time: when, AdID: "a.example", AdType: "advertiser", Type: "intext", APIKey: "k", SiteID: "s",
+			Page: "https://blog.example/a", IP: "192.0.2.1", Advertiser: "a.example", Currency: "EUR"}
+		if _, err := db.Impressions().Append(t.Context(), []clicks.Impression{m}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// rawRows is how many clicks and impressions the tables hold.
+func rawRows(t *testing.T, db *DB) (cs, is int) {
+	t.Helper()
+	if err := db.pool.QueryRow(t.Context(), `SELECT (SELECT count(*) FROM clicks), (SELECT count(*) FROM impressions)`).Scan(&cs, &is); err != nil {
+		t.Fatal(err)
+	}
+	return cs, is
+}
+
+// retentionJob is the job a replica named host runs over db, exporting to
+// dir, its days recorded in exports.
+func retentionJob(db *DB, exports clicks.Exports, host, dir string) *retention.Job {
+	r := db.Retainer()
+	return retention.New(r, retention.Options{Retention: 24 * time.Hour, Dir: dir, Now: func() time.Time { return retainNow },
+		Exports: exports, Host: host, Turn: r.TryTurn})
+}
+
+// files are the names of the files in dir, none when it is missing.
+func files(t *testing.T, dir string) []string {
+	t.Helper()
+	es, err := os.ReadDir(dir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range es {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+// exportLines are the lines of the export at path.
+func exportLines(t *testing.T, path string) []string {
+	t.Helper()
+	var lines []string
+	if err := retention.ReadFile(path, func(l []byte) error { lines = append(lines, string(l)); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return lines
+}
+
+// While another session holds the retention lock, a pass exports and
+// deletes nothing; once it lets go, the next pass does both.
+func TestRetentionWaitsForTheLock(t *testing.T) {
+	url := testpg.New(t)
+	db, err := Open(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	fillRetained(t, db, 5)
+	holder, err := pgx.Connect(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close(context.Background())
+	if _, err := holder.Exec(t.Context(), `SELECT pg_advisory_lock($1, hashtext(current_schema()))`, int32(retainLockClass)); err != nil {
+		t.Fatal(err)
+	}
+	if release, ok, err := db.Retainer().TryTurn(t.Context()); err != nil || ok {
+		if ok {
+			release()
+		}
+		t.Fatalf("TryTurn while another session holds the lock = %v, %v; want false", ok, err)
+	}
+	dir := filepath.Join(t.TempDir(), "export")
+	job := retentionJob(db, db.Retainer(), "a", dir)
+	if err := job.Run(t.Context()); err != nil {
+		t.Fatalf("a pass while the lock is held: %v", err)
+	}
+	if got := files(t, dir); len(got) != 0 {
+		t.Errorf("a pass while the lock is held wrote %v", got)
+	}
+	if cs, is := rawRows(t, db); cs != 6 || is != 6 {
+		t.Errorf("%d clicks and %d impressions after a pass while the lock is held, want 6 and 6", cs, is)
+	}
+	if _, ok, err := db.Retainer().Exported(t.Context(), clicks.ClickLog, retainDay); err != nil || ok {
+		t.Errorf("a pass while the lock is held recorded the day: %v %v", ok, err)
+	}
+
+	if _, err := holder.Exec(t.Context(), `SELECT pg_advisory_unlock($1, hashtext(current_schema()))`, int32(retainLockClass)); err != nil {
+		t.Fatal(err)
+	}
+	if err := job.Run(t.Context()); err != nil {
+		t.Fatalf("a pass once the lock is free: %v", err)
+	}
+	if got := files(t, dir); len(got) != 2 {
+		t.Errorf("a pass once the lock is free wrote %v, want the day's two files", got)
+	}
+	if cs, is := rawRows(t, db); cs != 1 || is != 1 {
+		t.Errorf("%d clicks and %d impressions left, want the recent 1 and 1", cs, is)
+	}
+	// The pass let the lock go.
+	if _, err := holder.Exec(t.Context(), `SELECT pg_advisory_lock($1, hashtext(current_schema()))`, int32(retainLockClass)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A replica's turn is its own: a second replica does not get it until
+// the first lets go, or its connection ends.
+func TestRetentionTurnsAreExclusive(t *testing.T) {
+	url := testpg.New(t)
+	a, err := Open(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := Open(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	releaseA, ok, err := a.Retainer().TryTurn(t.Context())
+	if err != nil || !ok {
+		t.Fatalf("the first TryTurn = %v, %v", ok, err)
+	}
+	if _, ok, err := b.Retainer().TryTurn(t.Context()); err != nil || ok {
+		t.Fatalf("another replica's TryTurn while the first holds it = %v, %v; want false", ok, err)
+	}
+	releaseA()
+	releaseB, ok, err := b.Retainer().TryTurn(t.Context())
+	if err != nil || !ok {
+		t.Fatalf("TryTurn once the first let go = %v, %v", ok, err)
+	}
+	released := false
+	defer func() {
+		if !released {
+			releaseB()
+		}
+	}()
+	// The replica holding it loses its connection: its session ends, and
+	// the lock with it.
+	var killed int
+	if err := a.pool.QueryRow(t.Context(), `SELECT count(pg_terminate_backend(pid, 10000)) FROM pg_locks
+		WHERE locktype = 'advisory' AND classid = $1 AND granted`, int64(retainLockClass)).Scan(&killed); err != nil || killed != 1 {
+		t.Fatalf("ending the holder's session: %d ended, %v", killed, err)
+	}
+	release, ok, err := a.Retainer().TryTurn(t.Context())
+	if err != nil || !ok {
+		t.Fatalf("TryTurn once the holder's session ended = %v, %v", ok, err)
+	}
+	releaseB() // says so on a dead connection, which goes
+	released = true
+	if _, ok, err := b.Retainer().TryTurn(t.Context()); err != nil || ok {
+		t.Fatalf("TryTurn while the other holds it after a session ended = %v, %v; want false", ok, err)
+	}
+	release()
+}
+
+// dyingExports are a replica's records that die before any is written:
+// the replica stops between an export's rename and its record.
+type dyingExports struct{ clicks.Exports }
+
+var errDied = errors.New("the replica died")
+
+func (dyingExports) RecordExport(context.Context, clicks.Export) (clicks.Export, error) {
+	return clicks.Export{}, errDied
+}
+
+// A replica that dies after writing a day's file but before its record
+// leaves the file and every row; the other replica's next pass exports
+// the day again, to its own directory, records it and deletes it: two
+// complete copies, no row lost.
+func TestRetentionExportsAgainADayLeftWithoutItsRecord(t *testing.T) {
+	url := testpg.New(t)
+	dbA, err := Open(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dbA.Close()
+	dbB, err := Open(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dbB.Close()
+	const n = 2500 // more than a page of export and a transaction of deletion
+	fillRetained(t, dbA, n)
+	dirA, dirB := filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")
+
+	if err := retentionJob(dbA, dyingExports{dbA.Retainer()}, "a", dirA).Run(t.Context()); !errors.Is(err, errDied) {
+		t.Fatalf("the dying replica's pass = %v, want it to die at the record", err)
+	}
+	name := retention.FileName(clicks.ClickLog, retainDay)
+	if got := files(t, dirA); !slices.Equal(got, []string{name}) {
+		t.Fatalf("the dying replica left %v, want %s", got, name)
+	}
+	if cs, is := rawRows(t, dbA); cs != n+1 || is != n+1 {
+		t.Fatalf("%d clicks and %d impressions after the replica died, want %d of each", cs, is, n+1)
+	}
+	if _, ok, err := dbA.Retainer().Exported(t.Context(), clicks.ClickLog, retainDay); err != nil || ok {
+		t.Fatalf("a record of the day the replica died exporting: %v %v", ok, err)
+	}
+
+	if err := retentionJob(dbB, dbB.Retainer(), "b", dirB).Run(t.Context()); err != nil {
+		t.Fatalf("the other replica's pass: %v", err)
+	}
+	if got := files(t, dirB); len(got) != 2 {
+		t.Errorf("the other replica wrote %v, want the day's two files", got)
+	}
+	if cs, is := rawRows(t, dbB); cs != 1 || is != 1 {
+		t.Errorf("%d clicks and %d impressions left, want the recent 1 and 1", cs, is)
+	}
+	rec, ok, err := dbB.Retainer().Exported(t.Context(), clicks.ClickLog, retainDay)
+	if err != nil || !ok {
+		t.Fatalf("the day's record: %v %v", ok, err)
+	}
+	pathB, _ := filepath.Abs(filepath.Join(dirB, name))
+	if rec.Host != "b" || rec.Path != pathB || rec.Rows != n {
+		t.Errorf("the record names %s:%s with %d rows, want b:%s with %d", rec.Host, rec.Path, rec.Rows, pathB, n)
+	}
+	a, b := exportLines(t, filepath.Join(dirA, name)), exportLines(t, pathB)
+	if len(b) != n || !slices.Equal(a, b) {
+		t.Errorf("the two copies hold %d and %d rows, want the same %d", len(a), len(b), n)
+	}
+
+	// The record stands for the day on every replica: the first one,
+	// back, exports nothing more.
+	if err := retentionJob(dbA, dbA.Retainer(), "a", dirA).Run(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := files(t, dirA); len(got) != 1 {
+		t.Errorf("the first replica, back, has %v, want only its first copy", got)
+	}
+}
+
+// A day recorded exported is only deleted, wherever its file is: what a
+// pass that stopped mid-deletion left goes, and none of it is written
+// again. A day that holds more rows than its record says is left alone.
+func TestRetentionOnlyDeletesADayRecorded(t *testing.T) {
+	db, err := Open(t.Context(), testpg.New(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	fillRetained(t, db, 4)
+	r := db.Retainer()
+	elsewhere := clicks.Export{Day: retainDay, At: retainNow, Host: "other", Path: "/srv/export/day", Rows: 4}
+	for _, log := range clicks.RawLogs {
+		e := elsewhere
+		e.Log = log
+		if log == clicks.ImpressionLog {
+			e.Rows = 3 // fewer than the day holds
+		}
+		if _, err := r.RecordExport(t.Context(), e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := t.TempDir()
+	if err := retentionJob(db, r, "a", dir).Run(t.Context()); !errors.Is(err, retention.ErrRowsAfterExport) {
+		t.Errorf("a pass over a day with more rows than its record = %v, want ErrRowsAfterExport", err)
+	}
+	if got := files(t, dir); len(got) != 0 {
+		t.Errorf("a pass over recorded days wrote %v", got)
+	}
+	if cs, is := rawRows(t, db); cs != 1 || is != 5 {
+		t.Errorf("%d clicks and %d impressions left, want the recorded day's clicks gone (1) and its impressions kept (5)", cs, is)
+	}
+}
