@@ -155,7 +155,8 @@ func (j *Job) Stop() {
 // Run makes one pass: every whole UTC day older than the retention is
 // exported and removed, log by log, oldest first; then the spend of days
 // past Options.SpendDays is forgotten. It returns the first error, and
-// leaves the days after it for the next pass.
+// leaves the days after it for the next pass. With Options.Turn it does
+// nothing, and returns nil, when it does not get the turn.
 func (j *Job) Run(ctx context.Context) error {
 	if j.o.Retention <= 0 {
 		return nil

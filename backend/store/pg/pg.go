@@ -4,7 +4,9 @@
 // one transaction (clicks.Ledger), the rollups reports read and the spend
 // budgets read (clicks.RollupReader), and the single-use state that
 // judges clicks (clicks.Decisions, clicks.Windows), the retainer that
-// exports and deletes old days (clicks.Retainer), and the page analyses
+// exports and deletes old days (clicks.Retainer) with the record of the
+// days exported (clicks.Exports) and the lock that lets one server's
+// retention pass run at a time, and the page analyses
 // with the queue of pages waiting for one (pages.Store). Each passes its
 // storetest suite against a real server.
 //
