@@ -58,3 +58,46 @@ func TestPrefixMigrationDownAndUp(t *testing.T) {
 		t.Errorf("up again: %d functions with the /48 arrays, %d without, prefix_clicks %v; want 1, 1, true", w, o, tbl)
 	}
 }
+
+// Migration 00010 goes back cleanly, its exports table dropped, and going
+// up again makes it anew.
+func TestExportsMigrationDownAndUp(t *testing.T) {
+	db, err := Open(t.Context(), testpg.New(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	sqlDB := stdlib.OpenDBFromPool(db.pool)
+	defer sqlDB.Close()
+	dir, err := fs.Sub(migrations, "migrations")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := goose.NewProvider(goose.DialectPostgres, sqlDB, dir, goose.WithDisableGlobalRegistry(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	exists := func() bool {
+		t.Helper()
+		var ok bool
+		if err := db.pool.QueryRow(t.Context(), `SELECT to_regclass('exports') IS NOT NULL`).Scan(&ok); err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	if !exists() {
+		t.Fatal("migrated: no exports table")
+	}
+	if _, err := p.DownTo(t.Context(), 9); err != nil {
+		t.Fatalf("down to 00009: %v", err)
+	}
+	if exists() {
+		t.Error("down to 00009: the exports table is still there")
+	}
+	if _, err := p.Up(t.Context()); err != nil {
+		t.Fatalf("up again: %v", err)
+	}
+	if !exists() {
+		t.Error("up again: no exports table")
+	}
+}

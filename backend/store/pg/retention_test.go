@@ -1,11 +1,15 @@
 package pgstore
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -113,10 +117,18 @@ func TestRetentionWaitsForTheLock(t *testing.T) {
 		t.Fatalf("TryTurn while another session holds the lock = %v, %v; want false", ok, err)
 	}
 	dir := filepath.Join(t.TempDir(), "export")
-	job := retentionJob(db, db.Retainer(), "a", dir)
+	var logged bytes.Buffer
+	r := db.Retainer()
+	job := retention.New(r, retention.Options{Retention: 24 * time.Hour, Dir: dir, Now: func() time.Time { return retainNow },
+		Exports: r, Host: "a", Turn: r.TryTurn,
+		Logger: slog.New(slog.NewJSONHandler(&logged, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	if err := job.Run(t.Context()); err != nil {
 		t.Fatalf("a pass while the lock is held: %v", err)
 	}
+	if lines := strings.Split(strings.TrimSpace(logged.String()), "\n"); len(lines) != 1 || !strings.Contains(lines[0], `"level":"DEBUG"`) {
+		t.Errorf("a skipped pass logged %q, want one debug line", lines)
+	}
+	logged.Reset()
 	if got := files(t, dir); len(got) != 0 {
 		t.Errorf("a pass while the lock is held wrote %v", got)
 	}
@@ -135,6 +147,13 @@ func TestRetentionWaitsForTheLock(t *testing.T) {
 	}
 	if got := files(t, dir); len(got) != 2 {
 		t.Errorf("a pass once the lock is free wrote %v, want the day's two files", got)
+	}
+	for _, log := range clicks.RawLogs {
+		path, _ := filepath.Abs(filepath.Join(dir, retention.FileName(log, retainDay)))
+		want := `"msg":"exported day","log":"` + string(log) + `","day":"2026-08-01","rows":5,"host":"a","file":` + strconv.Quote(path)
+		if !strings.Contains(logged.String(), want) {
+			t.Errorf("no line %s in the pass's log:\n%s", want, logged.String())
+		}
 	}
 	if cs, is := rawRows(t, db); cs != 1 || is != 1 {
 		t.Errorf("%d clicks and %d impressions left, want the recent 1 and 1", cs, is)
