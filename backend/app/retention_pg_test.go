@@ -1,12 +1,14 @@
 package app
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -40,6 +42,33 @@ func reportedDay(t *testing.T, h http.Handler, day time.Time) (cs, is int64) {
 	return cs, is
 }
 
+// seedRaw records perDay clicks and twice as many impressions on each of
+// days for the demo partner, and 2 clicks and 4 impressions at recent.
+func seedRaw(t *testing.T, db *pgstore.DB, recent time.Time, days []time.Time, perDay int) {
+	t.Helper()
+	for i, day := range append([]time.Time{recent.Truncate(24 * time.Hour)}, days...) {
+		n := perDay
+		if i == 0 {
+			n = 2 // the recent day's
+		}
+		for j := range n {
+			at := day.Add(time.Duration(j) * 17 * time.Minute)
+			if i == 0 {
+				at = recent
+			}
+			c := clicks.Click{Time: at, AdID: "handy-bestkauf.de", APIKey: "demo", SiteID: "demo", IP: "192.0.2.1", Reason: clicks.ReasonBot}
+			if err := db.Ledger().Record(t.Context(), &c, clicks.Use{}); err != nil {
+				t.Fatal(err)
+			}
+			m := clicks.Impression{Time: at, AdID: "handy-bestkauf.de", AdType: "advertiser", Type: "intext", APIKey: "demo",
+				SiteID: "demo", Page: "https://blog.example/a", IP: "192.0.2.1"}
+			if _, err := db.Impressions().Append(t.Context(), []clicks.Impression{m, m}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
 // TestPostgresRetentionExportsEachDayOnce: two replicas on one Postgres,
 // over three days of clicks and impressions older than the retention,
 // run their passes at once, again and again. Each old day is exported
@@ -62,27 +91,7 @@ func TestPostgresRetentionExportsEachDayOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	for i, day := range append([]time.Time{recent.Truncate(24 * time.Hour)}, days...) {
-		n := perDay
-		if i == 0 {
-			n = 2 // the recent day's
-		}
-		for j := range n {
-			at := day.Add(time.Duration(j) * 17 * time.Minute)
-			if i == 0 {
-				at = recent
-			}
-			c := clicks.Click{Time: at, AdID: "handy-bestkauf.de", APIKey: "demo", SiteID: "demo", IP: "192.0.2.1", Reason: clicks.ReasonBot}
-			if err := db.Ledger().Record(t.Context(), &c, clicks.Use{}); err != nil {
-				t.Fatal(err)
-			}
-			m := clicks.Impression{Time: at, AdID: "handy-bestkauf.de", AdType: "advertiser", Type: "intext", APIKey: "demo",
-				SiteID: "demo", Page: "https://blog.example/a", IP: "192.0.2.1"}
-			if _, err := db.Impressions().Append(t.Context(), []clicks.Impression{m, m}); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	seedRaw(t, db, recent, days, perDay)
 
 	replicas := make([]*App, 2)
 	passed := make([]chan error, 2)
@@ -182,5 +191,81 @@ func TestPostgresRetentionExportsEachDayOnce(t *testing.T) {
 				t.Errorf("the report of %v counts %d clicks and %d impressions, want %d and %d", day, c, i, perDay, 2*perDay)
 			}
 		}
+	}
+}
+
+// dyingExports are the records of a replica that dies between an export's
+// rename and its record.
+type dyingExports struct{ clicks.Exports }
+
+var errDied = errors.New("the replica died")
+
+func (dyingExports) RecordExport(context.Context, clicks.Export) (clicks.Export, error) {
+	return clicks.Export{}, errDied
+}
+
+// TestPostgresRetentionAfterAReplicaDied: a replica died after writing a
+// day's file and before recording it; the other replica's first pass
+// exports the day again, records its own copy and deletes the day. The
+// two copies hold the same rows, every row of the day.
+func TestPostgresRetentionAfterAReplicaDied(t *testing.T) {
+	url := testpg.New(t)
+	now := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+	cfg := testConfig(t)
+	cfg.PostgresURL = url
+	day := now.Add(-cfg.Retention).Truncate(24*time.Hour).AddDate(0, 0, -1)
+	const perDay = 30
+	db, err := pgstore.Open(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	seedRaw(t, db, now.Add(-time.Hour), []time.Time{day}, perDay)
+
+	dead := filepath.Join(t.TempDir(), "export")
+	r := db.Retainer()
+	died := retention.New(r, retention.Options{Retention: cfg.Retention, Dir: dead, Now: func() time.Time { return now },
+		Exports: dyingExports{r}, Host: "dead", Turn: r.TryTurn})
+	if err := died.Run(t.Context()); !errors.Is(err, errDied) {
+		t.Fatalf("the dying replica's pass = %v, want it to die at the record", err)
+	}
+	name := retention.FileName(clicks.ClickLog, day)
+	if _, err := os.Stat(filepath.Join(dead, name)); err != nil {
+		t.Fatalf("the dying replica's file: %v", err)
+	}
+
+	passed := make(chan error, 4)
+	a, err := New(cfg, Options{Now: func() time.Time { return now }, RetentionPassed: func(err error) { passed <- err }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if err := <-passed; err != nil {
+		t.Fatalf("the other replica's first pass: %v", err)
+	}
+	mine := filepath.Join(cfg.DataDir, "export", name)
+	rec, ok, err := r.Exported(t.Context(), clicks.ClickLog, day)
+	if err != nil || !ok || rec.Path != mine || rec.Rows != perDay {
+		t.Fatalf("the day's record %+v %v %v, want %s with %d rows", rec, ok, err, mine, perDay)
+	}
+	lines := func(path string) []string {
+		var out []string
+		if err := retention.ReadFile(path, func(l []byte) error { out = append(out, string(l)); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	if first, second := lines(filepath.Join(dead, name)), lines(mine); len(second) != perDay || !slices.Equal(first, second) {
+		t.Errorf("the copies hold %d and %d rows, want the same %d", len(first), len(second), perDay)
+	}
+	var cs int
+	if err := db.Pool().QueryRow(t.Context(), `SELECT count(*) FROM clicks`).Scan(&cs); err != nil {
+		t.Fatal(err)
+	}
+	if cs != 2 {
+		t.Errorf("%d clicks left in Postgres, want the recent 2", cs)
+	}
+	if c, _ := reportedDay(t, a.Handler, day); c != perDay {
+		t.Errorf("the report of the day counts %d clicks, want %d", c, perDay)
 	}
 }
