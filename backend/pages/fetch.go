@@ -141,6 +141,7 @@ var (
 	ErrRobots            = errors.New("robots.txt disallows fetching")
 	ErrRedirects         = errors.New("too many redirects")
 	ErrRedirectScheme    = errors.New("redirect to a scheme other than http or https")
+	ErrRedirectHost      = errors.New("redirect to a host name IDNA refuses")
 	ErrHTTPStatus        = errors.New("unexpected HTTP status")
 	ErrTimeout           = errors.New("fetch timed out")
 	ErrOffSite           = errors.New("off the site's domains")
@@ -311,6 +312,9 @@ func (f *Fetcher) checkHop(req *http.Request, via []*http.Request) error {
 	if err := checkScheme(req.URL); err != nil {
 		return err
 	}
+	if err := inALabels(req.URL); err != nil {
+		return err
+	}
 	// Checked before robots.txt, so a host off the site is not contacted.
 	if hosts, _ := req.Context().Value(hostsKey{}).(HostFilter); hosts != nil && !hosts(hostOf(req.URL)) {
 		return &FetchError{Reason: "redirected off the site's domains", Err: ErrOffSite}
@@ -334,7 +338,10 @@ func checkRobotsHop(req *http.Request, via []*http.Request) error {
 	if len(via) > robotsMaxRedirects {
 		return errRobotsRedirects
 	}
-	return checkScheme(req.URL)
+	if err := checkScheme(req.URL); err != nil {
+		return err
+	}
+	return inALabels(req.URL)
 }
 
 // checkScheme refuses a redirect to a scheme other than http and https,
@@ -342,6 +349,27 @@ func checkRobotsHop(req *http.Request, via []*http.Request) error {
 func checkScheme(u *url.URL) error {
 	if u.Scheme != "http" && u.Scheme != "https" || u.User != nil {
 		return ErrRedirectScheme
+	}
+	return nil
+}
+
+// inALabels writes the internationalised host of a redirect's URL u in
+// A-labels, as hostOf reads it, so that the host the hop is checked and
+// its robots.txt cached under is the one it asks for: net/http would dial
+// "BÜCHER.example" as bücher.example but name it xn--BCHER-2pa.example in
+// the Host header, another name. A host IDNA refuses is refused.
+func inALabels(u *url.URL) error {
+	h := strings.ToLower(u.Hostname())
+	a, ok := asciiHost(h)
+	switch {
+	case !ok:
+		return ErrRedirectHost
+	case a == h:
+		return nil
+	case u.Port() != "":
+		u.Host = net.JoinHostPort(a, u.Port())
+	default:
+		u.Host = a
 	}
 	return nil
 }
@@ -503,7 +531,7 @@ func classify(ctx context.Context, err error) error {
 		return &FetchError{Reason: "robots.txt disallows fetching", Err: err}
 	case errors.Is(err, ErrRedirects):
 		return &FetchError{Reason: "too many redirects", Err: err}
-	case errors.Is(err, ErrRedirectScheme):
+	case errors.Is(err, ErrRedirectScheme), errors.Is(err, ErrRedirectHost):
 		return &FetchError{Reason: "redirect to a disallowed URL", Err: err}
 	case errors.Is(err, ErrTooLarge):
 		return &FetchError{Reason: "page too large", Err: err}
@@ -644,7 +672,7 @@ func (f *Fetcher) fetchRobots(ctx context.Context, origin string) (data *robotst
 		if ctx.Err() != nil || errors.Is(ce, ErrHostNotFound) && !redirected {
 			return nil, robotsRead, ce
 		}
-		if errors.Is(ce, ErrProhibitedAddress) || errors.Is(ce, ErrRedirectScheme) {
+		if errors.Is(ce, ErrProhibitedAddress) || errors.Is(ce, ErrRedirectScheme) || errors.Is(ce, ErrRedirectHost) {
 			if redirected {
 				return nil, robotsRefusedHop, ce
 			}

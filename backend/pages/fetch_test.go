@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -508,5 +509,46 @@ func TestDecodeHTMLCharset(t *testing.T) {
 		if got := decodeHTML(c.body, c.ctype); !strings.Contains(got, c.want) {
 			t.Errorf("%s: %q does not contain %q", c.name, got, c.want)
 		}
+	}
+}
+
+// TestFetchRobotsCachedPerHostInEitherSpelling: a redirect may name an
+// internationalised host in Unicode, in any case, while the page's URL
+// names it in A-labels; both are one host, whose robots.txt is read once.
+func TestFetchRobotsCachedPerHostInEitherSpelling(t *testing.T) {
+	var robots atomic.Int32
+	mux := http.NewServeMux()
+	mux.HandleFunc("/robots.txt", func(w http.ResponseWriter, r *http.Request) {
+		robots.Add(1)
+		fmt.Fprint(w, "User-agent: *\nAllow: /\n")
+	})
+	var host, port string // the host in A-labels and the server's port
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if r.Host != host {
+			t.Errorf("asked for %s under the host %q, want %q", r.URL.Path, r.Host, host)
+		}
+		switch r.URL.Path {
+		case "/a":
+			http.Redirect(w, r, "http://BÜCHER.test:"+port+"/b", http.StatusFound)
+			return
+		case "/bad":
+			http.Redirect(w, r, "http://a_ä.test:"+port+"/b", http.StatusFound)
+			return
+		}
+		fmt.Fprint(w, htmlPage)
+	})
+	ts := serve(t, mux)
+	port = strconv.Itoa(ts.Listener.Addr().(*net.TCPAddr).Port)
+	host = "xn--bcher-kva.test:" + port
+	f := newFetcher(t, FetchOptions{AllowPrivate: true, Resolve: testnet.Resolver(map[string]string{"xn--bcher-kva.test": "127.0.0.1"})})
+	doc, err := f.Fetch(context.Background(), "http://"+host+"/a", nil)
+	if err != nil || !strings.Contains(doc.HTML, "Hello world.") {
+		t.Fatalf("%v %v", doc, err)
+	}
+	if n := robots.Load(); n != 1 {
+		t.Fatalf("robots.txt of one host in two spellings fetched %d times, want once", n)
+	}
+	if _, err := f.Fetch(context.Background(), "http://"+host+"/bad", nil); !errors.Is(err, ErrRedirectHost) {
+		t.Fatalf("a redirect to a host IDNA refuses: %v, want %v", err, ErrRedirectHost)
 	}
 }
