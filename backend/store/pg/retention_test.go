@@ -324,3 +324,84 @@ func TestRetentionOnlyDeletesADayRecorded(t *testing.T) {
 		t.Errorf("%d clicks and %d impressions left, want the recorded day's clicks gone (1) and its impressions kept (5)", cs, is)
 	}
 }
+
+// lateClick records a click of retainDay now, as a spool shipped late
+// after an outage does.
+func lateClick(t *testing.T, db *DB, id string) {
+	t.Helper()
+	c := clicks.Click{ID: id, Time: retainDay.Add(13 * time.Hour), AdID: "late.example", AdType: "advertiser", Type: "search",
+		APIKey: "k", SiteID: "s", IP: "192.0.2.9", Advertiser: "late.example", BidMicros: 1000, Currency: "EUR"}
+	if err := db.Clicks().Append(t.Context(), c); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// lateClicks are how many clicks of late.example the table holds.
+func lateClicks(t *testing.T, db *DB) int {
+	t.Helper()
+	var n int
+	if err := db.pool.QueryRow(t.Context(), `SELECT count(*) FROM clicks WHERE ad_id = 'late.example'`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// A click shipped late into a day already exported, after its rows were
+// deleted or while a pass was deleting them, is in no export: it is
+// kept, and the pass says why it stops there.
+func TestRetentionKeepsARowThatCameAfterItsDaysExport(t *testing.T) {
+	db, err := Open(t.Context(), testpg.New(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	fillRetained(t, db, 4)
+	dir := t.TempDir()
+	if err := retentionJob(db, db.Retainer(), "a", dir).Run(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	lateClick(t, db, "late-1")
+	err = retentionJob(db, db.Retainer(), "a", dir).Run(t.Context())
+	if !errors.Is(err, retention.ErrRowsAfterExport) {
+		t.Errorf("a pass over a day with a row shipped after its export = %v, want ErrRowsAfterExport", err)
+	}
+	if n := lateClicks(t, db); n != 1 {
+		t.Fatalf("%d late clicks left, want the one in no export kept", n)
+	}
+
+	// A pass stopped mid-deletion: the record and a remainder of the
+	// day, among which a late click hides by count.
+	db2, err := Open(t.Context(), testpg.New(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db2.Close()
+	fillRetained(t, db2, 4)
+	died := retention.New(db2.Retainer(), retention.Options{Retention: 24 * time.Hour, Dir: dir,
+		Now: func() time.Time { return retainNow }, Exports: deletingDies{db2.Retainer()}, Host: "b"})
+	_ = died.Run(t.Context())
+	if _, err := db2.pool.Exec(t.Context(), `DELETE FROM clicks WHERE seq IN (SELECT seq FROM clicks ORDER BY at_ns, seq LIMIT 2)`); err != nil {
+		t.Fatal(err)
+	}
+	lateClick(t, db2, "late-2")
+	if err := retentionJob(db2, db2.Retainer(), "b", t.TempDir()).Run(t.Context()); !errors.Is(err, retention.ErrRowsAfterExport) {
+		t.Errorf("a pass over a half-deleted day with a late row = %v, want ErrRowsAfterExport", err)
+	}
+	if n := lateClicks(t, db2); n != 1 {
+		t.Fatalf("%d late clicks left after the half-deleted day's pass, want 1", n)
+	}
+	if cs, _ := rawRows(t, db2); cs != 2 {
+		t.Errorf("%d clicks left, want the late one and the recent one", cs)
+	}
+}
+
+// deletingDies are records whose replica dies once the day is recorded,
+// before any of its rows is deleted.
+type deletingDies struct{ Retainer }
+
+func (d deletingDies) RecordExport(ctx context.Context, e clicks.Export) (clicks.Export, error) {
+	if _, err := d.Retainer.RecordExport(ctx, e); err != nil {
+		return clicks.Export{}, err
+	}
+	return clicks.Export{}, errDied
+}
