@@ -2,6 +2,7 @@ package clicks
 
 import (
 	"context"
+	"io"
 	"time"
 )
 
@@ -18,6 +19,10 @@ type Export struct {
 	// Rows is how many rows the file holds; SHA256 is its bytes' digest.
 	Rows   int
 	SHA256 [32]byte
+	// Seq is the Mark the export was read up to: the file holds the
+	// day's rows at or below it, and a row of the day above it came
+	// after the export.
+	Seq int64
 }
 
 // Exports record which days retention exported, in the store the rows
@@ -34,4 +39,16 @@ type Exports interface {
 	// day's record: e, or the one recorded first when the day already
 	// has one (which is kept as it was). e.Day must be a UTC midnight.
 	RecordExport(ctx context.Context, e Export) (Export, error)
+
+	// Mark returns a sequence number at or above every row of log the
+	// store holds, and below every row it is given later, whatever day
+	// the row is of (a spooled click shipped late lands in a day long
+	// past).
+	Mark(ctx context.Context, log RawLog) (seq int64, err error)
+	// ExportDayTo is Retainer.ExportDay of the day's rows at or below
+	// seq.
+	ExportDayTo(ctx context.Context, log RawLog, day time.Time, seq int64, w io.Writer) (rows int, err error)
+	// DeleteDayTo is Retainer.DeleteDay of the day's rows at or below
+	// seq.
+	DeleteDayTo(ctx context.Context, log RawLog, day time.Time, seq int64) (rows int, err error)
 }

@@ -11,9 +11,11 @@ import (
 )
 
 // recordedDay exports log's rows of day unless the store records the day
-// exported, records the export, and then deletes the rows. A day without
-// a record is written again, over whatever file a pass that stopped
-// before its record left here: its rows are all still in the store.
+// exported, records the export, and then deletes the rows the export
+// holds. A day without a record is written again, over whatever file a
+// pass that stopped before its record left here: its rows are all still
+// in the store. Rows the day got after its export (a spooled click
+// shipped late) are in no file: they stay, and the pass stops there.
 func (j *Job) recordedDay(ctx context.Context, log clicks.RawLog, day time.Time) error {
 	rec, ok, err := j.o.Exports.Exported(ctx, log, day)
 	if err != nil {
@@ -21,9 +23,7 @@ func (j *Job) recordedDay(ctx context.Context, log clicks.RawLog, day time.Time)
 	}
 	if ok {
 		// A pass recorded the day and stopped before deleting all of it.
-		// Rows the day got after its export (a clock set back) would go
-		// unexported: only a remainder of the day goes.
-		stored, err := j.r.ExportDay(ctx, log, day, io.Discard)
+		stored, err := j.o.Exports.ExportDayTo(ctx, log, day, rec.Seq, io.Discard)
 		if err != nil {
 			return err
 		}
@@ -33,14 +33,35 @@ func (j *Job) recordedDay(ctx context.Context, log clicks.RawLog, day time.Time)
 	} else if rec, err = j.exportAndRecord(ctx, log, day); err != nil {
 		return err
 	}
-	deleted, err := j.r.DeleteDay(ctx, log, day)
+	deleted, err := j.o.Exports.DeleteDayTo(ctx, log, day, rec.Seq)
 	j.o.Metrics.RetentionDeleted(string(log), deleted)
 	if err != nil {
 		return err
 	}
 	j.o.Logger.Info("deleted day", "log", string(log), "day", day.Format(time.DateOnly), "deleted", deleted,
 		"host", rec.Host, "file", rec.Path)
+	late, err := j.r.ExportDay(ctx, log, day, io.Discard)
+	if err != nil {
+		return err
+	}
+	if late > 0 {
+		return fmt.Errorf("%d rows came after its export %s on %s: %w", late, rec.Path, rec.Host, ErrRowsAfterExport)
+	}
 	return nil
+}
+
+// mark returns the store's Mark of log, taken at the pass's first export
+// of log: one lock a log and pass, whatever days it exports.
+func (j *Job) mark(ctx context.Context, log clicks.RawLog) (int64, error) {
+	if seq, ok := j.marks[log]; ok {
+		return seq, nil
+	}
+	seq, err := j.o.Exports.Mark(ctx, log)
+	if err != nil {
+		return 0, err
+	}
+	j.marks[log] = seq
+	return seq, nil
 }
 
 // exportAndRecord writes log's day to its file in Dir and then records
@@ -50,12 +71,18 @@ func (j *Job) exportAndRecord(ctx context.Context, log clicks.RawLog, day time.T
 	if err != nil {
 		return clicks.Export{}, err
 	}
-	rows, size, sum, err := j.export(ctx, log, day, path)
+	seq, err := j.mark(ctx, log)
+	if err != nil {
+		return clicks.Export{}, err
+	}
+	rows, size, sum, err := j.export(ctx, log, day, path, func(w io.Writer) (int, error) {
+		return j.o.Exports.ExportDayTo(ctx, log, day, seq, w)
+	})
 	if err != nil {
 		return clicks.Export{}, err
 	}
 	j.o.Metrics.RetentionExported(string(log), rows, size)
-	mine := clicks.Export{Log: log, Day: day, At: j.o.Now().UTC(), Host: j.o.Host, Path: path, Rows: rows, SHA256: sum}
+	mine := clicks.Export{Log: log, Day: day, At: j.o.Now().UTC(), Host: j.o.Host, Path: path, Rows: rows, SHA256: sum, Seq: seq}
 	rec, err := j.o.Exports.RecordExport(ctx, mine)
 	if err != nil {
 		return clicks.Export{}, fmt.Errorf("recording %s: %w", path, err)

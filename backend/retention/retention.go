@@ -87,6 +87,8 @@ type Job struct {
 	stop context.CancelFunc
 	done chan struct{}
 	mu   sync.Mutex // one pass at a time
+	// marks are the pass's Marks of Options.Exports, by log.
+	marks map[clicks.RawLog]int64
 }
 
 // New returns the job over r.
@@ -174,6 +176,7 @@ func (j *Job) Run(ctx context.Context) error {
 		}
 		defer release()
 	}
+	j.marks = map[clicks.RawLog]int64{}
 	now := j.o.Now().UTC()
 	// Days that start before before have ended Retention ago.
 	before := now.Add(-j.o.Retention).Truncate(24 * time.Hour)
@@ -224,9 +227,11 @@ func (j *Job) removeTemps() {
 
 // ErrRowsAfterExport is returned for a day whose rows in the store are
 // not all in its export: rows were recorded for it after it was exported
-// (the clock stepped back by more than the retention). The job deletes
-// nothing of that day, and stops there; moving its file aside lets the
-// next pass export what the store holds.
+// (the clock stepped back by more than the retention, or, with
+// Options.Exports, a spooled click shipped late). The job deletes none of
+// those rows, and stops there; moving its file aside (and, with
+// Options.Exports, deleting its record) lets the next pass export what
+// the store holds.
 var ErrRowsAfterExport = errors.New("the store holds rows its export has not")
 
 // holds checks that the export at path holds every row of log's day that
@@ -308,7 +313,8 @@ func (j *Job) day(ctx context.Context, log clicks.RawLog, day time.Time) error {
 		}
 		size = fi.Size()
 	case errors.Is(err, os.ErrNotExist):
-		if rows, size, _, err = j.export(ctx, log, day, path); err != nil {
+		export := func(w io.Writer) (int, error) { return j.r.ExportDay(ctx, log, day, w) }
+		if rows, size, _, err = j.export(ctx, log, day, path, export); err != nil {
 			return err
 		}
 		j.o.Metrics.RetentionExported(string(log), rows, size)
@@ -325,10 +331,12 @@ func (j *Job) day(ctx context.Context, log clicks.RawLog, day time.Time) error {
 	return nil
 }
 
-// export writes log's rows of day to path, durably: a temporary file,
-// fsync'd and read back, renamed to path, and the directory fsync'd. It
-// returns the rows and bytes written and their SHA-256.
-func (j *Job) export(ctx context.Context, log clicks.RawLog, day time.Time, path string) (rows int, size int64, sum [32]byte, err error) {
+// export writes log's rows of day, as rowsTo writes them, to path,
+// durably: a temporary file, fsync'd and read back, renamed to path, and
+// the directory fsync'd. It returns the rows and bytes written and their
+// SHA-256.
+func (j *Job) export(ctx context.Context, log clicks.RawLog, day time.Time, path string,
+	rowsTo func(io.Writer) (int, error)) (rows int, size int64, sum [32]byte, err error) {
 	f, err := os.CreateTemp(j.o.Dir, tempPrefix+FileName(log, day)+"-*")
 	if err != nil {
 		return 0, 0, sum, err
@@ -348,7 +356,7 @@ func (j *Job) export(ctx context.Context, log clicks.RawLog, day time.Time, path
 	if err != nil {
 		return 0, 0, sum, err
 	}
-	if rows, err = j.r.ExportDay(ctx, log, day, enc); err != nil {
+	if rows, err = rowsTo(enc); err != nil {
 		enc.Close()
 		return 0, 0, sum, err
 	}

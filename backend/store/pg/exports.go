@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -42,9 +43,12 @@ func (r Retainer) RecordExport(ctx context.Context, e clicks.Export) (clicks.Exp
 	if _, _, err := dayRange(e.Day); err != nil {
 		return clicks.Export{}, err
 	}
-	tag, err := r.db.pool.Exec(ctx, `INSERT INTO exports (log, day, exported_at, host, path, rows, sha256)
-		VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (log, day) DO NOTHING`,
-		string(e.Log), e.Day, e.At, e.Host, e.Path, int64(e.Rows), e.SHA256[:])
+	if e.Seq <= 0 {
+		return clicks.Export{}, fmt.Errorf("postgres: record export: seq %d: want the export's mark", e.Seq)
+	}
+	tag, err := r.db.pool.Exec(ctx, `INSERT INTO exports (log, day, exported_at, host, path, rows, sha256, seq)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (log, day) DO NOTHING`,
+		string(e.Log), e.Day, e.At, e.Host, e.Path, int64(e.Rows), e.SHA256[:], e.Seq)
 	if err != nil {
 		return clicks.Export{}, fmt.Errorf("postgres: record export: %w", err)
 	}
@@ -61,7 +65,7 @@ func (r Retainer) RecordExport(ctx context.Context, e clicks.Export) (clicks.Exp
 	return first, nil
 }
 
-const exportColumns = `log, day, exported_at, host, path, rows, sha256`
+const exportColumns = `log, day, exported_at, host, path, rows, sha256, seq`
 
 func scanExport(row pgx.Row) (clicks.Export, error) {
 	var (
@@ -69,9 +73,15 @@ func scanExport(row pgx.Row) (clicks.Export, error) {
 		log  string
 		rows int64
 		sum  []byte
+		seq  *int64
 	)
-	if err := row.Scan(&log, &e.Day, &e.At, &e.Host, &e.Path, &rows, &sum); err != nil {
+	if err := row.Scan(&log, &e.Day, &e.At, &e.Host, &e.Path, &rows, &sum, &seq); err != nil {
 		return clicks.Export{}, err
+	}
+	// A record made before seq was kept: its export held every row.
+	e.Seq = math.MaxInt64
+	if seq != nil {
+		e.Seq = *seq
 	}
 	if len(sum) != len(e.SHA256) {
 		return clicks.Export{}, fmt.Errorf("a digest of %d bytes", len(sum))
@@ -80,6 +90,35 @@ func scanExport(row pgx.Row) (clicks.Export, error) {
 	e.Day, e.At = e.Day.UTC(), e.At.UTC()
 	copy(e.SHA256[:], sum)
 	return e, nil
+}
+
+// markLockTimeout bounds how long Mark waits for the inserts in flight,
+// during which new ones wait behind it.
+const markLockTimeout = "2s"
+
+// Mark implements clicks.Exports: the table's highest seq, read under a
+// lock that lets every insert in flight end and holds new ones back, so
+// that no row at or below it commits later. A seq is drawn inside the
+// insert, which holds the lock Mark waits for.
+func (r Retainer) Mark(ctx context.Context, log clicks.RawLog) (int64, error) {
+	t, err := table(log)
+	if err != nil {
+		return 0, err
+	}
+	var seq int64
+	err = pgx.BeginFunc(ctx, r.db.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '`+markLockTimeout+`'`); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `LOCK TABLE `+t+` IN SHARE MODE`); err != nil {
+			return err
+		}
+		return tx.QueryRow(ctx, `SELECT coalesce(max(seq), 0) FROM `+t).Scan(&seq)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("postgres: mark %s: %w", t, err)
+	}
+	return seq, nil
 }
 
 // retainLockClass is the first key of the advisory lock that lets one

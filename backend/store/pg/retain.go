@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"time"
 
 	"github.com/adlink/adlink/backend/clicks"
@@ -62,6 +63,11 @@ func (r Retainer) OldestDay(ctx context.Context, log clicks.RawLog) (time.Time, 
 // ExportDay implements clicks.Retainer: a page of rows at a time, each
 // page read after the last row written.
 func (r Retainer) ExportDay(ctx context.Context, log clicks.RawLog, day time.Time, w io.Writer) (int, error) {
+	return r.ExportDayTo(ctx, log, day, math.MaxInt64, w)
+}
+
+// ExportDayTo implements clicks.Exports.
+func (r Retainer) ExportDayTo(ctx context.Context, log clicks.RawLog, day time.Time, seq int64, w io.Writer) (int, error) {
 	from, to, err := dayRange(day)
 	if err != nil {
 		return 0, err
@@ -73,9 +79,9 @@ func (r Retainer) ExportDay(ctx context.Context, log clicks.RawLog, day time.Tim
 		var err error
 		switch log {
 		case clicks.ClickLog:
-			lines, afterNs, afterSeq, err = exportPage(ctx, Clicks(r).scanPage, afterNs, afterSeq, to)
+			lines, afterNs, afterSeq, err = exportPage(ctx, Clicks(r).scanPage, afterNs, afterSeq, to, seq)
 		case clicks.ImpressionLog:
-			lines, afterNs, afterSeq, err = exportPage(ctx, Impressions(r).scanPage, afterNs, afterSeq, to)
+			lines, afterNs, afterSeq, err = exportPage(ctx, Impressions(r).scanPage, afterNs, afterSeq, to, seq)
 		default:
 			_, err = table(log)
 		}
@@ -94,12 +100,12 @@ func (r Retainer) ExportDay(ctx context.Context, log clicks.RawLog, day time.Tim
 	}
 }
 
-// exportPage reads up to retainBatch rows after (afterNs, afterSeq) and
-// before to with scan, each as a JSON line.
-func exportPage[T any](ctx context.Context, scan func(context.Context, int64, int64, int64, func(T, int64, int64) error) error,
-	afterNs, afterSeq, to int64) ([][]byte, int64, int64, error) {
+// exportPage reads up to retainBatch rows after (afterNs, afterSeq),
+// before to and up to seq with scan, each as a JSON line.
+func exportPage[T any](ctx context.Context, scan func(context.Context, int64, int64, int64, int64, func(T, int64, int64) error) error,
+	afterNs, afterSeq, to, seq int64) ([][]byte, int64, int64, error) {
 	var lines [][]byte
-	err := scan(ctx, afterNs, afterSeq, to, func(v T, ns, seq int64) error {
+	err := scan(ctx, afterNs, afterSeq, to, seq, func(v T, ns, seq int64) error {
 		b, err := json.Marshal(v)
 		if err != nil {
 			return err
@@ -111,14 +117,16 @@ func exportPage[T any](ctx context.Context, scan func(context.Context, int64, in
 	return lines, afterNs, afterSeq, err
 }
 
-// pageCond selects a page of rows after ($1, $2) and before $3.
-const pageCond = ` WHERE (at_ns, seq) > ($1, $2) AND at_ns < $3 ORDER BY at_ns, seq LIMIT 1000`
+// pageCond selects a page of rows after ($1, $2), before $3 and up to
+// seq $4.
+const pageCond = ` WHERE (at_ns, seq) > ($1, $2) AND at_ns < $3 AND seq <= $4 ORDER BY at_ns, seq LIMIT 1000`
 
 // scanPage calls fn for up to retainBatch clicks after (afterNs,
-// afterSeq) and before to, oldest first, with their sequence numbers.
-func (s Clicks) scanPage(ctx context.Context, afterNs, afterSeq, to int64, fn func(clicks.Click, int64, int64) error) error {
+// afterSeq), before to and up to upTo, oldest first, with their sequence
+// numbers.
+func (s Clicks) scanPage(ctx context.Context, afterNs, afterSeq, to, upTo int64, fn func(clicks.Click, int64, int64) error) error {
 	rows, err := s.db.pool.Query(ctx, `SELECT seq, at_ns, ad_id, ad_type, context, api_key, site_id, criterion, yk_tag, ip,
-		user_agent, country, advertiser, bid_micros, currency, billable, reason, coalesce(click_id, '') FROM clicks`+pageCond, afterNs, afterSeq, to)
+		user_agent, country, advertiser, bid_micros, currency, billable, reason, coalesce(click_id, '') FROM clicks`+pageCond, afterNs, afterSeq, to, upTo)
 	if err != nil {
 		return fmt.Errorf("postgres: export clicks: %w", err)
 	}
@@ -139,10 +147,11 @@ func (s Clicks) scanPage(ctx context.Context, afterNs, afterSeq, to int64, fn fu
 }
 
 // scanPage calls fn for up to retainBatch impressions after (afterNs,
-// afterSeq) and before to, oldest first, with their sequence numbers.
-func (s Impressions) scanPage(ctx context.Context, afterNs, afterSeq, to int64, fn func(clicks.Impression, int64, int64) error) error {
+// afterSeq), before to and up to upTo, oldest first, with their sequence
+// numbers.
+func (s Impressions) scanPage(ctx context.Context, afterNs, afterSeq, to, upTo int64, fn func(clicks.Impression, int64, int64) error) error {
 	rows, err := s.db.pool.Query(ctx, `SELECT seq, at_ns, ad_id, ad_type, context, api_key, site_id, criterion, yk_tag, page,
-		ip, user_agent, country, advertiser, currency FROM impressions`+pageCond, afterNs, afterSeq, to)
+		ip, user_agent, country, advertiser, currency FROM impressions`+pageCond, afterNs, afterSeq, to, upTo)
 	if err != nil {
 		return fmt.Errorf("postgres: export impressions: %w", err)
 	}
@@ -165,6 +174,11 @@ func (s Impressions) scanPage(ctx context.Context, afterNs, afterSeq, to int64, 
 // DeleteDay implements clicks.Retainer: oldest first, retainBatch rows a
 // transaction.
 func (r Retainer) DeleteDay(ctx context.Context, log clicks.RawLog, day time.Time) (int, error) {
+	return r.DeleteDayTo(ctx, log, day, math.MaxInt64)
+}
+
+// DeleteDayTo implements clicks.Exports.
+func (r Retainer) DeleteDayTo(ctx context.Context, log clicks.RawLog, day time.Time, seq int64) (int, error) {
 	t, err := table(log)
 	if err != nil {
 		return 0, err
@@ -179,7 +193,7 @@ func (r Retainer) DeleteDay(ctx context.Context, log clicks.RawLog, day time.Tim
 			return total, err
 		}
 		tag, err := r.db.pool.Exec(ctx, `DELETE FROM `+t+` WHERE seq IN (SELECT seq FROM `+t+`
-			WHERE at_ns >= $1 AND at_ns < $2 ORDER BY at_ns, seq LIMIT $3)`, from, to, retainBatch)
+			WHERE at_ns >= $1 AND at_ns < $2 AND seq <= $4 ORDER BY at_ns, seq LIMIT $3)`, from, to, retainBatch, seq)
 		if err != nil {
 			return total, fmt.Errorf("postgres: delete day: %w", err)
 		}

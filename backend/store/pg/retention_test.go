@@ -306,6 +306,9 @@ func TestRetentionOnlyDeletesADayRecorded(t *testing.T) {
 	for _, log := range clicks.RawLogs {
 		e := elsewhere
 		e.Log = log
+		if e.Seq, err = r.Mark(t.Context(), log); err != nil {
+			t.Fatal(err)
+		}
 		if log == clicks.ImpressionLog {
 			e.Rows = 3 // fewer than the day holds
 		}

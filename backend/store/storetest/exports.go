@@ -16,7 +16,7 @@ func Exports(t *testing.T, fresh func(t *testing.T) Opener[clicks.Exports]) {
 	rec := func(host string) clicks.Export {
 		return clicks.Export{Log: clicks.ClickLog, Day: day, At: day.AddDate(0, 3, 0).Add(90*time.Minute + 1500*time.Microsecond),
 			Host: host, Path: "/var/lib/adlink/" + host + "/export/" + "clicks-2026-08-01.jsonl.zst", Rows: 1234,
-			SHA256: [32]byte{1, 2, 3, 31: 0xff}}
+			SHA256: [32]byte{1, 2, 3, 31: 0xff}, Seq: 4321}
 	}
 	exported := func(t *testing.T, s clicks.Exports, log clicks.RawLog, day time.Time) (clicks.Export, bool) {
 		t.Helper()
