@@ -408,3 +408,60 @@ func (d deletingDies) RecordExport(ctx context.Context, e clicks.Export) (clicks
 	}
 	return clicks.Export{}, errDied
 }
+
+// A Mark taken while a click is being inserted waits for its commit and
+// is at or above it: a row below the mark never commits after it, so an
+// export read up to the mark holds every row its deletion takes.
+func TestRetentionMarkWaitsForAnInsertInFlight(t *testing.T) {
+	url := testpg.New(t)
+	db, err := Open(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	fillRetained(t, db, 1)
+	inserter, err := pgx.Connect(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inserter.Close(context.Background())
+	tx, err := inserter.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seq int64
+	if err := tx.QueryRow(t.Context(), `INSERT INTO clicks (at_ns, ad_id, ad_type, context, api_key, site_id, criterion, yk_tag,
+		ip, user_agent, country, advertiser, bid_micros, currency, billable, reason)
+		SELECT at_ns, 'late.example', ad_type, context, api_key, site_id, criterion, yk_tag, ip, user_agent, country,
+		advertiser, bid_micros, currency, billable, reason FROM clicks ORDER BY seq LIMIT 1 RETURNING seq`).Scan(&seq); err != nil {
+		t.Fatal(err)
+	}
+	marked := make(chan error, 1)
+	var mark int64
+	go func() {
+		var err error
+		mark, err = db.Retainer().Mark(context.Background(), clicks.ClickLog)
+		marked <- err
+	}()
+	// The mark waits for the insert's lock.
+	for waiting := false; !waiting; {
+		if err := db.pool.QueryRow(t.Context(), `SELECT count(*) > 0 FROM pg_locks
+			WHERE relation = 'clicks'::regclass AND mode = 'ShareLock' AND NOT granted`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-marked:
+			t.Fatalf("Mark returned %d, %v while an insert was in flight", mark, err)
+		default:
+		}
+	}
+	if err := tx.Commit(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-marked; err != nil {
+		t.Fatal(err)
+	}
+	if mark < seq {
+		t.Errorf("Mark = %d, below the row %d that committed after it was asked", mark, seq)
+	}
+}
