@@ -250,6 +250,11 @@ func Default() Config {
 	}
 }
 
+// shippedRetention is the least -retention with -postgres: a UTC day is
+// exported a day and the retention after its start, later than any of
+// its clicks shipped within clicks.ShipHorizon, with an hour for clocks.
+const shippedRetention = clicks.ShipHorizon + time.Hour
+
 // Load starts from Default, applies the ADLINK_* variables getenv returns,
 // then the flags in args, and validates the result. Every problem is in the
 // returned error, one per line, a flag's syntax included: parsing goes on
@@ -577,6 +582,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Retention != 0 && c.Retention < 24*time.Hour {
 		bad("retention %v: want 0 (keep every row) or at least 24h", c.Retention)
+	} else if c.Retention != 0 && c.PostgresURL != "" && c.Retention < shippedRetention {
+		// A click spooled in an outage and shipped within the horizon
+		// must find its day not yet exported: one exported before it came
+		// stops retention until an operator exports it by hand.
+		bad("retention %v: with -postgres want 0 or at least %v, so that clicks spooled by a replica and shipped in time land in days not yet exported",
+			c.Retention, shippedRetention)
 	}
 	if c.Retention != 0 && strings.TrimSpace(c.ExportDir) == "" {
 		bad("export-dir is empty")

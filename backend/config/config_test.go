@@ -354,3 +354,18 @@ func TestListening(t *testing.T) {
 		}
 	}
 }
+
+// With Postgres, a retention shorter than the spool's ship horizon would
+// export days that clicks shipped in time still land in.
+func TestLoadRefusesARetentionShorterThanShipping(t *testing.T) {
+	pg := []string{"-postgres", "postgres://adlink@db.example/adlink"}
+	_, err := Load(append(pg, "-retention", "24h"), env(demoEnv(nil)), io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "retention 24h0m0s: with -postgres want 0 or at least 48h") {
+		t.Errorf("Load of a day's retention with Postgres = %v, want it refused", err)
+	}
+	for _, args := range [][]string{append(pg, "-retention", "48h"), append(pg, "-retention", "0"), {"-retention", "24h"}} {
+		if _, err := Load(args, env(demoEnv(nil)), io.Discard); err != nil {
+			t.Errorf("Load %q = %v", args, err)
+		}
+	}
+}
