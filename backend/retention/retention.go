@@ -14,7 +14,8 @@
 // Servers sharing one store (Postgres) record each day's export in it
 // (Options.Exports) and take turns (Options.Turn): a pass runs on one
 // server at a time, and a day with a record is only deleted, whichever
-// server runs the pass. A server that dies between the file's rename and
+// server runs the pass: the rows its export holds, read up to the
+// store's Mark, and not those the day got after it. A server that dies between the file's rename and
 // its record leaves a complete file, and the next pass, here or on
 // another server, exports the day again: two complete copies, no row
 // lost.
