@@ -52,3 +52,13 @@ type Exports interface {
 	// seq.
 	DeleteDayTo(ctx context.Context, log RawLog, day time.Time, seq int64) (rows int, err error)
 }
+
+// A Turn is one server's turn to run a retention pass among the servers
+// sharing a store (pgstore.Retainer.TryTurn).
+type Turn interface {
+	// Held returns an error when the turn may have gone to another
+	// server (the connection that held it ended): the pass must stop.
+	Held(ctx context.Context) error
+	// Release ends the turn.
+	Release()
+}

@@ -17,6 +17,9 @@ import (
 // in the store. Rows the day got after its export (a spooled click
 // shipped late) are in no file: they stay, and the pass stops there.
 func (j *Job) recordedDay(ctx context.Context, log clicks.RawLog, day time.Time) error {
+	if err := j.held(ctx); err != nil {
+		return err
+	}
 	rec, ok, err := j.o.Exports.Exported(ctx, log, day)
 	if err != nil {
 		return err
@@ -33,6 +36,9 @@ func (j *Job) recordedDay(ctx context.Context, log clicks.RawLog, day time.Time)
 	} else if rec, err = j.exportAndRecord(ctx, log, day); err != nil {
 		return err
 	}
+	if err := j.held(ctx); err != nil {
+		return err
+	}
 	deleted, err := j.o.Exports.DeleteDayTo(ctx, log, day, rec.Seq)
 	j.o.Metrics.RetentionDeleted(string(log), deleted)
 	if err != nil {
@@ -46,6 +52,19 @@ func (j *Job) recordedDay(ctx context.Context, log clicks.RawLog, day time.Time)
 	}
 	if late > 0 {
 		return fmt.Errorf("%d rows came after its export %s on %s: %w", late, rec.Path, rec.Host, ErrRowsAfterExport)
+	}
+	return nil
+}
+
+// held returns an error when the pass's turn may have gone to another
+// server: two passes at once could each write a day's file over the
+// other's in a shared directory.
+func (j *Job) held(ctx context.Context) error {
+	if j.turn == nil {
+		return nil
+	}
+	if err := j.turn.Held(ctx); err != nil {
+		return fmt.Errorf("the turn is lost: %w", err)
 	}
 	return nil
 }

@@ -73,8 +73,9 @@ type Options struct {
 	Host string
 	// Turn, when not nil, is taken before each pass and released after
 	// it; a pass that does not get it (ok false: another server's pass is
-	// running) does nothing.
-	Turn func(ctx context.Context) (release func(), ok bool, err error)
+	// running) does nothing, and one that finds it no longer held stops
+	// before its next day's export or deletion.
+	Turn func(ctx context.Context) (turn clicks.Turn, ok bool, err error)
 }
 
 // DefaultSpendDays is how many days of spend are kept by default: budgets
@@ -90,6 +91,7 @@ type Job struct {
 	mu   sync.Mutex // one pass at a time
 	// marks are the pass's Marks of Options.Exports, by log.
 	marks map[clicks.RawLog]int64
+	turn  clicks.Turn // the pass's, with Options.Turn
 }
 
 // New returns the job over r.
@@ -167,7 +169,7 @@ func (j *Job) Run(ctx context.Context) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.o.Turn != nil {
-		release, ok, err := j.o.Turn(ctx)
+		turn, ok, err := j.o.Turn(ctx)
 		if err != nil {
 			return fmt.Errorf("retention: taking the turn: %w", err)
 		}
@@ -175,7 +177,8 @@ func (j *Job) Run(ctx context.Context) error {
 			j.o.Logger.Debug("retention pass skipped: another server's pass is running")
 			return nil
 		}
-		defer release()
+		j.turn = turn
+		defer func() { turn.Release(); j.turn = nil }()
 	}
 	j.marks = map[clicks.RawLog]int64{}
 	now := j.o.Now().UTC()

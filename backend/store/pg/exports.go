@@ -128,15 +128,18 @@ func (r Retainer) Mark(ctx context.Context, log clicks.RawLog) (int64, error) {
 const retainLockClass = 0x61646c72 // "adlr"
 
 // TryTurn takes the retention lock, a session advisory lock, on a
-// connection it holds from the pool until release, and returns false at
-// once when another session holds it. A server that dies or loses its
-// connection loses the lock with its session, and another server's next
-// pass takes it.
-func (r Retainer) TryTurn(ctx context.Context) (release func(), ok bool, err error) {
+// connection it holds from the pool until the turn's Release, and returns
+// false at once when another session holds it. A server that dies or
+// loses its connection loses the lock with its session, and another
+// server's next pass takes it; Held asks on that connection, which also
+// keeps it from idling out (idle_session_timeout, a proxy's) in a long
+// pass.
+func (r Retainer) TryTurn(ctx context.Context) (clicks.Turn, bool, error) {
 	conn, err := r.db.pool.Acquire(ctx)
 	if err != nil {
 		return nil, false, fmt.Errorf("postgres: retention lock: %w", err)
 	}
+	var ok bool
 	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1, hashtext(current_schema()))`,
 		int32(retainLockClass)).Scan(&ok); err != nil {
 		conn.Release()
@@ -146,20 +149,40 @@ func (r Retainer) TryTurn(ctx context.Context) (release func(), ok bool, err err
 		conn.Release()
 		return nil, false, nil
 	}
-	return func() { unlock(conn) }, true, nil
+	return turn{conn}, true, nil
 }
 
-// unlock releases the retention lock and conn; a connection that could
-// not say so is closed, which ends its session and the lock with it.
-func unlock(conn *pgxpool.Conn) {
+// turn is the retention lock held on conn.
+type turn struct{ conn *pgxpool.Conn }
+
+// Held implements clicks.Turn: a session's advisory lock is its own until
+// it lets go, so the session answering is the lock held.
+func (t turn) Held(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	var held bool
+	if err := t.conn.QueryRow(ctx, `SELECT count(*) > 0 FROM pg_locks WHERE locktype = 'advisory'
+		AND pid = pg_backend_pid() AND classid = $1 AND objsubid = 2 AND granted`, int64(retainLockClass)).Scan(&held); err != nil {
+		return fmt.Errorf("postgres: retention lock: %w", err)
+	}
+	if !held {
+		return errors.New("postgres: retention lock: no longer held")
+	}
+	return nil
+}
+
+// Release implements clicks.Turn: it releases the retention lock and the
+// connection; a connection that could not say so is closed, which ends
+// its session and the lock with it.
+func (t turn) Release() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var held bool
-	err := conn.QueryRow(ctx, `SELECT pg_advisory_unlock($1, hashtext(current_schema()))`, int32(retainLockClass)).Scan(&held)
+	err := t.conn.QueryRow(ctx, `SELECT pg_advisory_unlock($1, hashtext(current_schema()))`, int32(retainLockClass)).Scan(&held)
 	if err != nil || !held {
-		c := conn.Hijack()
+		c := t.conn.Hijack()
 		_ = c.Close(ctx)
 		return
 	}
-	conn.Release()
+	t.conn.Release()
 }

@@ -112,7 +112,7 @@ func TestRetentionWaitsForTheLock(t *testing.T) {
 	}
 	if release, ok, err := db.Retainer().TryTurn(t.Context()); err != nil || ok {
 		if ok {
-			release()
+			release.Release()
 		}
 		t.Fatalf("TryTurn while another session holds the lock = %v, %v; want false", ok, err)
 	}
@@ -185,7 +185,7 @@ func TestRetentionTurnsAreExclusive(t *testing.T) {
 	if _, ok, err := b.Retainer().TryTurn(t.Context()); err != nil || ok {
 		t.Fatalf("another replica's TryTurn while the first holds it = %v, %v; want false", ok, err)
 	}
-	releaseA()
+	releaseA.Release()
 	releaseB, ok, err := b.Retainer().TryTurn(t.Context())
 	if err != nil || !ok {
 		t.Fatalf("TryTurn once the first let go = %v, %v", ok, err)
@@ -193,7 +193,7 @@ func TestRetentionTurnsAreExclusive(t *testing.T) {
 	released := false
 	defer func() {
 		if !released {
-			releaseB()
+			releaseB.Release()
 		}
 	}()
 	// The replica holding it loses its connection: its session ends, and
@@ -207,12 +207,12 @@ func TestRetentionTurnsAreExclusive(t *testing.T) {
 	if err != nil || !ok {
 		t.Fatalf("TryTurn once the holder's session ended = %v, %v", ok, err)
 	}
-	releaseB() // says so on a dead connection, which goes
+	releaseB.Release() // says so on a dead connection, which goes
 	released = true
 	if _, ok, err := b.Retainer().TryTurn(t.Context()); err != nil || ok {
 		t.Fatalf("TryTurn while the other holds it after a session ended = %v, %v; want false", ok, err)
 	}
-	release()
+	release.Release()
 }
 
 // dyingExports are a replica's records that die before any is written:
@@ -463,5 +463,48 @@ func TestRetentionMarkWaitsForAnInsertInFlight(t *testing.T) {
 	}
 	if mark < seq {
 		t.Errorf("Mark = %d, below the row %d that committed after it was asked", mark, seq)
+	}
+}
+
+// turnKiller are records whose replica's lock connection ends once the
+// day is recorded: the turn goes, the pass would go on.
+type turnKiller struct {
+	Retainer
+	t *testing.T
+}
+
+func (k turnKiller) RecordExport(ctx context.Context, e clicks.Export) (clicks.Export, error) {
+	rec, err := k.Retainer.RecordExport(ctx, e)
+	var killed int
+	if kerr := k.db.pool.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid, 10000)) FROM pg_locks
+		WHERE locktype = 'advisory' AND classid = $1 AND granted`, int64(retainLockClass)).Scan(&killed); kerr != nil || killed != 1 {
+		k.t.Errorf("ending the turn's session: %d ended, %v", killed, kerr)
+	}
+	return rec, err
+}
+
+// A pass whose lock connection ended, so that another replica's pass may
+// be running, deletes nothing more; the next pass, with the turn, does.
+func TestRetentionStopsWhenItsTurnIsLost(t *testing.T) {
+	db, err := Open(t.Context(), testpg.New(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	const n = 5
+	fillRetained(t, db, n)
+	dir := t.TempDir()
+	err = retentionJob(db, turnKiller{db.Retainer(), t}, "a", dir).Run(t.Context())
+	if err == nil || !strings.Contains(err.Error(), "the turn is lost") {
+		t.Errorf("a pass that lost its turn = %v, want it stopped", err)
+	}
+	if cs, is := rawRows(t, db); cs != n+1 || is != n+1 {
+		t.Errorf("%d clicks and %d impressions left after the turn was lost, want all %d of each", cs, is, n+1)
+	}
+	if err := retentionJob(db, db.Retainer(), "a", dir).Run(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if cs, is := rawRows(t, db); cs != 1 || is != 1 {
+		t.Errorf("%d clicks and %d impressions left by the next pass, want the recent 1 and 1", cs, is)
 	}
 }
