@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -506,5 +507,36 @@ func TestRetentionStopsWhenItsTurnIsLost(t *testing.T) {
 	}
 	if cs, is := rawRows(t, db); cs != 1 || is != 1 {
 		t.Errorf("%d clicks and %d impressions left by the next pass, want the recent 1 and 1", cs, is)
+	}
+}
+
+// A record made before exports kept their seq stands for every row of
+// its day, as it did: the rest of the day goes.
+func TestRetentionDeletesADayRecordedWithoutSeq(t *testing.T) {
+	db, err := Open(t.Context(), testpg.New(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	fillRetained(t, db, 3)
+	for _, log := range clicks.RawLogs {
+		if _, err := db.pool.Exec(t.Context(), `INSERT INTO exports (log, day, exported_at, host, path, rows, sha256)
+			VALUES ($1, $2, $3, 'old', '/srv/export/day', 3, $4)`, string(log), retainDay, retainNow, make([]byte, 32)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec, ok, err := db.Retainer().Exported(t.Context(), clicks.ClickLog, retainDay)
+	if err != nil || !ok || rec.Seq != math.MaxInt64 {
+		t.Fatalf("a record without seq reads %+v, %v, %v; want every row's seq", rec, ok, err)
+	}
+	dir := t.TempDir()
+	if err := retentionJob(db, db.Retainer(), "a", dir).Run(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := files(t, dir); len(got) != 0 {
+		t.Errorf("a pass over days recorded before wrote %v", got)
+	}
+	if cs, is := rawRows(t, db); cs != 1 || is != 1 {
+		t.Errorf("%d clicks and %d impressions left, want the recent 1 and 1", cs, is)
 	}
 }
