@@ -11,11 +11,14 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/adlink/adlink/backend/config"
 	"github.com/adlink/adlink/backend/pages"
@@ -212,6 +215,47 @@ func TestReplicasShareThePageQueue(t *testing.T) {
 	}
 }
 
+// pageJobs says how the page jobs of the database at dbURL are held, for
+// a test's account of a page that was never analysed.
+func pageJobs(dbURL string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		return "page jobs unread: " + err.Error()
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, `SELECT url, coalesce(to_char(held_until - clock_timestamp(), 'HH24:MI:SS'), 'free'), coalesce(holder, 0) FROM page_jobs`)
+	if err != nil {
+		return "page jobs unread: " + err.Error()
+	}
+	var jobs []string
+	for rows.Next() {
+		var u []byte
+		var left string
+		var holder int64
+		if err := rows.Scan(&u, &left, &holder); err != nil {
+			return "page jobs unread: " + err.Error()
+		}
+		jobs = append(jobs, fmt.Sprintf("%s held %s more by %d", u, left, holder))
+	}
+	return fmt.Sprintf("page jobs %v (%v)", jobs, rows.Err())
+}
+
+// pageWorkers is where the page workers of this process are, from their
+// stacks.
+func pageWorkers() string {
+	buf := make([]byte, 1<<22)
+	buf = buf[:runtime.Stack(buf, true)]
+	var out []string
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "pages.(*Service).work") {
+			out = append(out, g)
+		}
+	}
+	return strings.Join(out, "\n\n")
+}
+
 // TestReplicaStoppedHandsItsPageBack: a replica stopped gracefully while
 // it fetches a page releases the job, so another replica analyses it at
 // once, though the lease (an hour here) has not passed.
@@ -251,7 +295,7 @@ func TestReplicaStoppedHandsItsPageBack(t *testing.T) {
 		default:
 		}
 		status, _ := b.pageLink(t, page)
-		return fmt.Sprintf("%s; fetches %v; replica B answers %d", cut, ps.fetched(), status)
+		return fmt.Sprintf("%s; fetches %v; replica B answers %d; %s\npage workers:\n%s", cut, ps.fetched(), status, pageJobs(dbURL), pageWorkers())
 	})
 	if status, links := b.pageLink(t, page); status != http.StatusOK || len(links) == 0 {
 		t.Errorf("replica B: %d with %d links, want 200 with ads", status, len(links))
