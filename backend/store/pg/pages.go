@@ -72,6 +72,10 @@ const pagesChannel = "adlink_page_jobs"
 // was being made again.
 const pollEvery = 2 * time.Second
 
+// claimTimeout bounds a claim's statement, which its caller's end does
+// not cut short.
+const claimTimeout = 10 * time.Second
+
 // pageLockClass is the first key of the advisory locks that make the
 // pushes of one page, of one site near its share, and of every site near
 // the queue's bound, take turns; the second is a hash of the page or the
@@ -222,6 +226,9 @@ func (p *Pages) Claim(ctx context.Context, lease time.Duration) (string, error) 
 	}
 	token := rand.Int64()
 	for {
+		if err := ctx.Err(); err != nil {
+			return "", err
+		}
 		woken := p.db.pageWake.wait()
 		url, next, err := p.take(ctx, lease, token)
 		if err != nil {
@@ -252,8 +259,14 @@ func (p *Pages) Claim(ctx context.Context, lease time.Duration) (string, error) 
 // returns it. When there is none, next is how long until the earliest
 // lease ends (pollEvery when no job is held).
 func (p *Pages) take(ctx context.Context, lease time.Duration, token int64) (url string, next time.Duration, err error) {
+	// A claim asked is never cut short: one that committed as its
+	// caller stopped would hold the job for a whole lease, its URL lost
+	// with the answer. A caller that stopped meanwhile gets the job, and
+	// hands it back (Release).
+	claimCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimTimeout)
+	defer cancel()
 	var u []byte
-	err = p.db.pool.QueryRow(ctx, `UPDATE page_jobs
+	err = p.db.pool.QueryRow(claimCtx, `UPDATE page_jobs
 		SET held_until = clock_timestamp() + $1 * interval '1 microsecond', holder = $2
 		WHERE seq = (SELECT seq FROM page_jobs WHERE held_until IS NULL OR held_until <= clock_timestamp()
 			ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED)

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/adlink/adlink/backend/pages"
 	pgstore "github.com/adlink/adlink/backend/store/pg"
 	"github.com/adlink/adlink/internal/testpg"
@@ -133,5 +135,67 @@ func TestPagesHoldIsTheLatestClaims(t *testing.T) {
 	}
 	if held, err := s[1].Extend(ctx, u, time.Hour); !held || err != nil {
 		t.Errorf("Extend by the holder = %v, %v; want held", held, err)
+	}
+}
+
+// A claim is not cut short once asked: a server that stops while its
+// claim waits still gets the job the claim took, to hand it back, rather
+// than leave it held for a whole lease with no one to fetch it.
+func TestPagesClaimIsNotCutShort(t *testing.T) {
+	url := testpg.New(t)
+	db, err := pgstore.Open(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	s := db.Pages(0, 0)
+	u := "https://s.example/stopping"
+	if _, err := s.Push(t.Context(), u, time.Time{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	// The claim's statement waits behind a lock while its server stops.
+	blocker, err := pgx.Connect(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer blocker.Close(context.Background())
+	tx, err := blocker.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(t.Context(), `LOCK TABLE page_jobs IN SHARE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(t.Context())
+	type claimed struct {
+		url string
+		err error
+	}
+	got := make(chan claimed, 1)
+	go func() {
+		u, err := s.Claim(ctx, time.Hour)
+		got <- claimed{u, err}
+	}()
+	for waiting := false; !waiting; {
+		if err := blocker.QueryRow(t.Context(), `SELECT count(*) > 0 FROM pg_stat_activity
+			WHERE wait_event_type = 'Lock' AND query LIKE 'UPDATE page_jobs%'`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	stop()
+	time.Sleep(50 * time.Millisecond) // the stop reaches the claim first
+	if err := tx.Commit(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	c := <-got
+	if c.url != u || c.err != nil {
+		t.Fatalf("a claim whose server stopped while it waited = %q, %v; want the job it took", c.url, c.err)
+	}
+	if err := s.Release(t.Context(), u); err != nil {
+		t.Fatal(err)
+	}
+	if again, err := s.Claim(t.Context(), time.Hour); again != u || err != nil {
+		t.Errorf("Claim after the stopped server's release = %q, %v; want the job free", again, err)
 	}
 }
