@@ -61,9 +61,15 @@ func (ix *Index) adSpelling(ad *Ad, p critPart) string {
 		})
 		return same && k == len(terms)
 	}
-	for _, f := range append(slices.Clone(ad.Keywords), ad.Model, ad.Manufacturer+" "+ad.Model, ad.Manufacturer, ad.Category) {
+	spelt := func(f string) string { return strings.Join(strings.Fields(dropSoftHyphens(f)), " ") }
+	for _, f := range ad.Keywords {
 		if is(f) {
-			return strings.Join(strings.Fields(dropSoftHyphens(f)), " ")
+			return spelt(f)
+		}
+	}
+	for _, f := range [...]string{ad.Model, ad.Manufacturer + " " + ad.Model, ad.Manufacturer, ad.Category} {
+		if is(f) {
+			return spelt(f)
 		}
 	}
 	var words []string

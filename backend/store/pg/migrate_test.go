@@ -15,21 +15,7 @@ import (
 // stays for the servers of the version before, and going up again
 // restores them.
 func TestPrefixMigrationDownAndUp(t *testing.T) {
-	db, err := Open(t.Context(), testpg.New(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	sqlDB := stdlib.OpenDBFromPool(db.pool)
-	defer sqlDB.Close()
-	dir, err := fs.Sub(migrations, "migrations")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := goose.NewProvider(goose.DialectPostgres, sqlDB, dir, goose.WithDisableGlobalRegistry(true))
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, p := migrated(t)
 	// state is the number of adlink_record_clicks functions by their
 	// argument count, and whether prefix_clicks exists.
 	state := func() (withPrefix, without int, table bool) {
@@ -62,21 +48,7 @@ func TestPrefixMigrationDownAndUp(t *testing.T) {
 // Migration 00010 goes back cleanly, its exports table dropped, and going
 // up again makes it anew.
 func TestExportsMigrationDownAndUp(t *testing.T) {
-	db, err := Open(t.Context(), testpg.New(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	sqlDB := stdlib.OpenDBFromPool(db.pool)
-	defer sqlDB.Close()
-	dir, err := fs.Sub(migrations, "migrations")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := goose.NewProvider(goose.DialectPostgres, sqlDB, dir, goose.WithDisableGlobalRegistry(true))
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, p := migrated(t)
 	exists := func() bool {
 		t.Helper()
 		var ok bool
@@ -100,4 +72,26 @@ func TestExportsMigrationDownAndUp(t *testing.T) {
 	if !exists() {
 		t.Error("up again: no exports table")
 	}
+}
+
+// migrated opens a database migrated to the latest version and returns
+// it with a goose provider over the migrations, to step them down and up.
+func migrated(t *testing.T) (*DB, *goose.Provider) {
+	t.Helper()
+	db, err := Open(t.Context(), testpg.New(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	sqlDB := stdlib.OpenDBFromPool(db.pool)
+	t.Cleanup(func() { sqlDB.Close() })
+	dir, err := fs.Sub(migrations, "migrations")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := goose.NewProvider(goose.DialectPostgres, sqlDB, dir, goose.WithDisableGlobalRegistry(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db, p
 }
