@@ -6,8 +6,10 @@ import (
 	"time"
 )
 
-// Export is the record of one day of a raw log written to its export
-// file: where, by which server, and what the file holds.
+// Export is the record of one day of a raw log written to an export
+// file: where, by which server, and what the file holds. A day has its
+// own export (FromSeq 0) and one more for each batch of rows it got
+// after the last (a spooled click shipped late).
 type Export struct {
 	Log RawLog
 	// Day is the UTC day's start.
@@ -19,10 +21,11 @@ type Export struct {
 	// Rows is how many rows the file holds; SHA256 is its bytes' digest.
 	Rows   int
 	SHA256 [32]byte
-	// Seq is the Mark the export was read up to: the file holds the
-	// day's rows at or below it, and a row of the day above it came
-	// after the export.
-	Seq int64
+	// Seq is the Mark the export was read up to, FromSeq the Mark of
+	// the day's export before it (0 for the day's own): the file holds
+	// the day's rows above FromSeq and at or below Seq, and a row of the
+	// day above Seq came after the export.
+	FromSeq, Seq int64
 }
 
 // Exports record which days retention exported, in the store the rows
@@ -31,13 +34,19 @@ type Export struct {
 // The Postgres store keeps them; a bbolt file needs none, the export file
 // beside it being its record.
 type Exports interface {
-	// Exported returns the record of log's day that starts at day, and
-	// false when there is none. day must be a UTC midnight.
+	// Exported returns the record of the own export (FromSeq 0) of
+	// log's day that starts at day, and false when there is none. day
+	// must be a UTC midnight.
 	Exported(ctx context.Context, log RawLog, day time.Time) (e Export, ok bool, err error)
+	// DayExports returns every record of log's day, by FromSeq: its own
+	// export first, then those of the rows it got later; none when the
+	// day was never exported. day must be a UTC midnight.
+	DayExports(ctx context.Context, log RawLog, day time.Time) ([]Export, error)
 
 	// RecordExport records e, durable when it returns, and returns the
-	// day's record: e, or the one recorded first when the day already
-	// has one (which is kept as it was). e.Day must be a UTC midnight.
+	// record of e's day and FromSeq: e, or the one recorded first when
+	// the day already has one from that FromSeq (which is kept as it
+	// was). e.Day must be a UTC midnight, e.FromSeq below e.Seq.
 	RecordExport(ctx context.Context, e Export) (Export, error)
 
 	// Mark returns a sequence number at or above every row of log the
@@ -45,9 +54,9 @@ type Exports interface {
 	// the row is of (a spooled click shipped late lands in a day long
 	// past).
 	Mark(ctx context.Context, log RawLog) (seq int64, err error)
-	// ExportDayTo is Retainer.ExportDay of the day's rows at or below
-	// seq.
-	ExportDayTo(ctx context.Context, log RawLog, day time.Time, seq int64, w io.Writer) (rows int, err error)
+	// ExportDayTo is Retainer.ExportDay of the day's rows above after
+	// and at or below seq.
+	ExportDayTo(ctx context.Context, log RawLog, day time.Time, after, seq int64, w io.Writer) (rows int, err error)
 	// DeleteDayTo is Retainer.DeleteDay of the day's rows at or below
 	// seq.
 	DeleteDayTo(ctx context.Context, log RawLog, day time.Time, seq int64) (rows int, err error)

@@ -5,6 +5,7 @@ import "github.com/prometheus/client_golang/prometheus"
 // retentionMetrics count what the retention job exports and removes.
 type retentionMetrics struct {
 	days, rows, deleted *prometheus.CounterVec
+	late                *prometheus.CounterVec
 	bytes               *prometheus.CounterVec
 	errors              prometheus.Counter
 }
@@ -23,6 +24,10 @@ func newRetentionMetrics(reg *prometheus.Registry) retentionMetrics {
 			Name: "adlink_retention_export_bytes_total",
 			Help: "Compressed bytes of the export files retention wrote, by log.",
 		}, []string{"log"}),
+		late: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "adlink_retention_late_rows_total",
+			Help: "Raw rows that came to a day after its export (spooled clicks shipped late), exported to a late file of the day, by log.",
+		}, []string{"log"}),
 		deleted: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "adlink_retention_rows_deleted_total",
 			Help: "Raw rows removed from the state file once exported, by log.",
@@ -32,7 +37,7 @@ func newRetentionMetrics(reg *prometheus.Registry) retentionMetrics {
 			Help: "Retention passes that stopped on an error (the log says which).",
 		}),
 	}
-	reg.MustRegister(r.days, r.rows, r.bytes, r.deleted, r.errors)
+	reg.MustRegister(r.days, r.rows, r.late, r.bytes, r.deleted, r.errors)
 	return r
 }
 
@@ -43,6 +48,17 @@ func (m *Metrics) RetentionExported(log string, rows int, size int64) {
 		return
 	}
 	m.retention.days.WithLabelValues(log).Inc()
+	m.retention.rows.WithLabelValues(log).Add(float64(rows))
+	m.retention.bytes.WithLabelValues(log).Add(float64(size))
+}
+
+// RetentionLateExported counts rows of log that came to a day after its
+// export, exported to a late file of size bytes: rows, not a day.
+func (m *Metrics) RetentionLateExported(log string, rows int, size int64) {
+	if m == nil {
+		return
+	}
+	m.retention.late.WithLabelValues(log).Add(float64(rows))
 	m.retention.rows.WithLabelValues(log).Add(float64(rows))
 	m.retention.bytes.WithLabelValues(log).Add(float64(size))
 }

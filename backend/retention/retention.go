@@ -15,15 +15,18 @@
 // (Options.Exports) and take turns (Options.Turn): a pass runs on one
 // server at a time, and a day with a record is only deleted, whichever
 // server runs the pass: the rows its export holds, read up to the
-// store's Mark, and not those the day got after it. A server that dies between the file's rename and
-// its record leaves a complete file, and the next pass, here or on
-// another server, exports the day again: two complete copies, no row
-// lost.
+// store's Mark. Rows the day got after it (spooled clicks shipped late)
+// go to a file of their own beside the day's (LateFileName), recorded
+// and deleted the same way: a day's export is its file and its late
+// files (DayFiles). A server that dies between a file's rename and its
+// record leaves a complete file, and the next pass, here or on another
+// server, exports those rows again: two complete copies, no row lost.
 package retention
 
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -32,6 +35,9 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -113,7 +119,75 @@ func New(r clicks.Retainer, o Options) *Job {
 
 // FileName is the name of log's export of the UTC day that starts at day.
 func FileName(log clicks.RawLog, day time.Time) string {
-	return string(log) + "-" + day.UTC().Format(time.DateOnly) + ".jsonl.zst"
+	return dayStem(log, day) + fileExt
+}
+
+// fileExt ends the name of every export, so that tools that know the
+// format by the name read late files too.
+const fileExt = ".jsonl.zst"
+
+// lateInfix separates a late file's day from the seq its rows are above.
+const lateInfix = ".late-"
+
+func dayStem(log clicks.RawLog, day time.Time) string {
+	return string(log) + "-" + day.UTC().Format(time.DateOnly)
+}
+
+// LateFileName is the name of the export of log's rows of the UTC day at
+// day that came after the day's export read up to seq from: its rows are
+// above from (clicks-2026-08-01.late-81723.jsonl.zst).
+func LateFileName(log clicks.RawLog, day time.Time, from int64) string {
+	return dayStem(log, day) + lateInfix + strconv.FormatInt(from, 10) + fileExt
+}
+
+// lateFrom returns the seq that name, a LateFileName of log's day, says
+// its rows are above, and false for any other name.
+func lateFrom(name string, log clicks.RawLog, day time.Time) (int64, bool) {
+	digits, ok := strings.CutPrefix(name, dayStem(log, day)+lateInfix)
+	if !ok {
+		return 0, false
+	}
+	if digits, ok = strings.CutSuffix(digits, fileExt); !ok {
+		return 0, false
+	}
+	from, err := strconv.ParseInt(digits, 10, 64)
+	if err != nil || from <= 0 || strconv.FormatInt(from, 10) != digits {
+		return 0, false
+	}
+	return from, true
+}
+
+// DayFiles returns the paths of log's export of the UTC day at day in
+// dir, in the order their rows were exported: the day's file, then its
+// late files by the seq their rows are above. A day's export is all of
+// them; a pass that found none of the day's rows late wrote no late file.
+// It returns none when dir holds no file of the day.
+func DayFiles(dir string, log clicks.RawLog, day time.Time) ([]string, error) {
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	var paths []string
+	type late struct {
+		from int64
+		path string
+	}
+	var lates []late
+	for _, e := range es {
+		if e.Name() == FileName(log, day) {
+			paths = append(paths, filepath.Join(dir, e.Name()))
+		} else if from, ok := lateFrom(e.Name(), log, day); ok {
+			lates = append(lates, late{from, filepath.Join(dir, e.Name())})
+		}
+	}
+	slices.SortFunc(lates, func(a, b late) int { return cmp.Compare(a.from, b.from) })
+	for _, l := range lates {
+		paths = append(paths, l.path)
+	}
+	return paths, nil
 }
 
 // Start runs the job now and then every Options.Every until Stop. With a
@@ -204,7 +278,15 @@ func (j *Job) Run(ctx context.Context) error {
 				return fmt.Errorf("retention: %s of %s: rows left after the day was deleted", log, day.Format(time.DateOnly))
 			}
 			done = day
-			if err := j.day(ctx, log, day); err != nil {
+			err = j.day(ctx, log, day)
+			if errors.Is(err, errRowsKeepComing) {
+				// The day's rows are exported up to a moment ago, but it
+				// stays the log's oldest: the next pass goes on from it.
+				j.o.Logger.Warn("retention: rows keep coming to an exported day; the next pass exports them",
+					"log", string(log), "day", day.Format(time.DateOnly), "err", err)
+				break
+			}
+			if err != nil {
 				return fmt.Errorf("retention: %s of %s: %w", log, day.Format(time.DateOnly), err)
 			}
 		}
@@ -230,12 +312,14 @@ func (j *Job) removeTemps() {
 }
 
 // ErrRowsAfterExport is returned for a day whose rows in the store are
-// not all in its export: rows were recorded for it after it was exported
-// (the clock stepped back by more than the retention, or, with
-// Options.Exports, a spooled click shipped late). The job deletes none of
-// those rows, and stops there; moving its file aside (and, with
-// Options.Exports, deleting its record) lets the next pass export what
-// the store holds.
+// not all in its export. Without Options.Exports, rows were recorded for
+// it after its file was written (the clock stepped back by more than the
+// retention); with them, the day's records say their files hold fewer
+// rows than the store has up to their mark (a record made by hand, or
+// one made before exports kept their mark, for a day that got rows
+// later). The job deletes none of those rows, and stops there; moving
+// the file aside (and, with Options.Exports, deleting the day's records)
+// lets the next pass export what the store holds.
 var ErrRowsAfterExport = errors.New("the store holds rows its export has not")
 
 // holds checks that the export at path holds every row of log's day that
@@ -318,7 +402,7 @@ func (j *Job) day(ctx context.Context, log clicks.RawLog, day time.Time) error {
 		size = fi.Size()
 	case errors.Is(err, os.ErrNotExist):
 		export := func(w io.Writer) (int, error) { return j.r.ExportDay(ctx, log, day, w) }
-		if rows, size, _, err = j.export(ctx, log, day, path, export); err != nil {
+		if rows, size, _, err = j.export(ctx, path, export); err != nil {
 			return err
 		}
 		j.o.Metrics.RetentionExported(string(log), rows, size)
@@ -335,13 +419,13 @@ func (j *Job) day(ctx context.Context, log clicks.RawLog, day time.Time) error {
 	return nil
 }
 
-// export writes log's rows of day, as rowsTo writes them, to path,
-// durably: a temporary file, fsync'd and read back, renamed to path, and
-// the directory fsync'd. It returns the rows and bytes written and their
+// export writes the rows rowsTo writes to path, in Dir, durably: a
+// temporary file, fsync'd and read back, renamed to path, and the
+// directory fsync'd. It returns the rows and bytes written and their
 // SHA-256.
-func (j *Job) export(ctx context.Context, log clicks.RawLog, day time.Time, path string,
+func (j *Job) export(ctx context.Context, path string,
 	rowsTo func(io.Writer) (int, error)) (rows int, size int64, sum [32]byte, err error) {
-	f, err := os.CreateTemp(j.o.Dir, tempPrefix+FileName(log, day)+"-*")
+	f, err := os.CreateTemp(j.o.Dir, tempPrefix+filepath.Base(path)+"-*")
 	if err != nil {
 		return 0, 0, sum, err
 	}

@@ -23,7 +23,7 @@ func (r Retainer) Exported(ctx context.Context, log clicks.RawLog, day time.Time
 	if _, _, err := dayRange(day); err != nil {
 		return clicks.Export{}, false, err
 	}
-	e, err := scanExport(r.db.pool.QueryRow(ctx, `SELECT `+exportColumns+` FROM exports WHERE log = $1 AND day = $2`,
+	e, err := scanExport(r.db.pool.QueryRow(ctx, `SELECT `+exportColumns+` FROM exports WHERE log = $1 AND day = $2 AND from_seq = 0`,
 		string(log), day))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return clicks.Export{}, false, nil
@@ -34,8 +34,37 @@ func (r Retainer) Exported(ctx context.Context, log clicks.RawLog, day time.Time
 	return e, true, nil
 }
 
+// DayExports implements clicks.Exports.
+func (r Retainer) DayExports(ctx context.Context, log clicks.RawLog, day time.Time) ([]clicks.Export, error) {
+	if _, err := table(log); err != nil {
+		return nil, err
+	}
+	if _, _, err := dayRange(day); err != nil {
+		return nil, err
+	}
+	rows, err := r.db.pool.Query(ctx, `SELECT `+exportColumns+` FROM exports WHERE log = $1 AND day = $2 ORDER BY from_seq`,
+		string(log), day)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: day exports: %w", err)
+	}
+	defer rows.Close()
+	var es []clicks.Export
+	for rows.Next() {
+		e, err := scanExport(rows)
+		if err != nil {
+			return nil, fmt.Errorf("postgres: day exports: %w", err)
+		}
+		es = append(es, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("postgres: day exports: %w", err)
+	}
+	return es, nil
+}
+
 // RecordExport implements clicks.Exports: the insert that finds the day
-// recorded inserts nothing, and the record it found is read back.
+// recorded from e.FromSeq inserts nothing, and the record it found is
+// read back.
 func (r Retainer) RecordExport(ctx context.Context, e clicks.Export) (clicks.Export, error) {
 	if _, err := table(e.Log); err != nil {
 		return clicks.Export{}, err
@@ -46,17 +75,21 @@ func (r Retainer) RecordExport(ctx context.Context, e clicks.Export) (clicks.Exp
 	if e.Seq <= 0 {
 		return clicks.Export{}, fmt.Errorf("postgres: record export: seq %d: want the export's mark", e.Seq)
 	}
-	tag, err := r.db.pool.Exec(ctx, `INSERT INTO exports (log, day, exported_at, host, path, rows, sha256, seq)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (log, day) DO NOTHING`,
-		string(e.Log), e.Day, e.At, e.Host, e.Path, int64(e.Rows), e.SHA256[:], e.Seq)
+	if e.FromSeq < 0 || e.FromSeq >= e.Seq {
+		return clicks.Export{}, fmt.Errorf("postgres: record export: from seq %d: want 0 up to below seq %d", e.FromSeq, e.Seq)
+	}
+	tag, err := r.db.pool.Exec(ctx, `INSERT INTO exports (log, day, exported_at, host, path, rows, sha256, seq, from_seq)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (log, day, from_seq) DO NOTHING`,
+		string(e.Log), e.Day, e.At, e.Host, e.Path, int64(e.Rows), e.SHA256[:], e.Seq, e.FromSeq)
 	if err != nil {
 		return clicks.Export{}, fmt.Errorf("postgres: record export: %w", err)
 	}
 	if tag.RowsAffected() == 1 {
 		return e, nil
 	}
-	first, ok, err := r.Exported(ctx, e.Log, e.Day)
-	if err == nil && !ok {
+	first, err := scanExport(r.db.pool.QueryRow(ctx, `SELECT `+exportColumns+` FROM exports
+		WHERE log = $1 AND day = $2 AND from_seq = $3`, string(e.Log), e.Day, e.FromSeq))
+	if errors.Is(err, pgx.ErrNoRows) {
 		err = errors.New("the day's record is gone")
 	}
 	if err != nil {
@@ -65,7 +98,7 @@ func (r Retainer) RecordExport(ctx context.Context, e clicks.Export) (clicks.Exp
 	return first, nil
 }
 
-const exportColumns = `log, day, exported_at, host, path, rows, sha256, seq`
+const exportColumns = `log, day, exported_at, host, path, rows, sha256, seq, from_seq`
 
 func scanExport(row pgx.Row) (clicks.Export, error) {
 	var (
@@ -75,7 +108,7 @@ func scanExport(row pgx.Row) (clicks.Export, error) {
 		sum  []byte
 		seq  *int64
 	)
-	if err := row.Scan(&log, &e.Day, &e.At, &e.Host, &e.Path, &rows, &sum, &seq); err != nil {
+	if err := row.Scan(&log, &e.Day, &e.At, &e.Host, &e.Path, &rows, &sum, &seq, &e.FromSeq); err != nil {
 		return clicks.Export{}, err
 	}
 	// A record made before seq was kept: its export held every row.

@@ -63,11 +63,11 @@ func (r Retainer) OldestDay(ctx context.Context, log clicks.RawLog) (time.Time, 
 // ExportDay implements clicks.Retainer: a page of rows at a time, each
 // page read after the last row written.
 func (r Retainer) ExportDay(ctx context.Context, log clicks.RawLog, day time.Time, w io.Writer) (int, error) {
-	return r.ExportDayTo(ctx, log, day, math.MaxInt64, w)
+	return r.ExportDayTo(ctx, log, day, 0, math.MaxInt64, w)
 }
 
 // ExportDayTo implements clicks.Exports.
-func (r Retainer) ExportDayTo(ctx context.Context, log clicks.RawLog, day time.Time, seq int64, w io.Writer) (int, error) {
+func (r Retainer) ExportDayTo(ctx context.Context, log clicks.RawLog, day time.Time, after, seq int64, w io.Writer) (int, error) {
 	from, to, err := dayRange(day)
 	if err != nil {
 		return 0, err
@@ -79,9 +79,9 @@ func (r Retainer) ExportDayTo(ctx context.Context, log clicks.RawLog, day time.T
 		var err error
 		switch log {
 		case clicks.ClickLog:
-			lines, afterNs, afterSeq, err = exportPage(ctx, Clicks(r).scanPage, afterNs, afterSeq, to, seq)
+			lines, afterNs, afterSeq, err = exportPage(ctx, Clicks(r).scanPage, afterNs, afterSeq, to, after, seq)
 		case clicks.ImpressionLog:
-			lines, afterNs, afterSeq, err = exportPage(ctx, Impressions(r).scanPage, afterNs, afterSeq, to, seq)
+			lines, afterNs, afterSeq, err = exportPage(ctx, Impressions(r).scanPage, afterNs, afterSeq, to, after, seq)
 		default:
 			_, err = table(log)
 		}
@@ -101,11 +101,11 @@ func (r Retainer) ExportDayTo(ctx context.Context, log clicks.RawLog, day time.T
 }
 
 // exportPage reads up to retainBatch rows after (afterNs, afterSeq),
-// before to and up to seq with scan, each as a JSON line.
-func exportPage[T any](ctx context.Context, scan func(context.Context, int64, int64, int64, int64, func(T, int64, int64) error) error,
-	afterNs, afterSeq, to, seq int64) ([][]byte, int64, int64, error) {
+// before to, above from and up to seq with scan, each as a JSON line.
+func exportPage[T any](ctx context.Context, scan func(context.Context, int64, int64, int64, int64, int64, func(T, int64, int64) error) error,
+	afterNs, afterSeq, to, from, seq int64) ([][]byte, int64, int64, error) {
 	var lines [][]byte
-	err := scan(ctx, afterNs, afterSeq, to, seq, func(v T, ns, seq int64) error {
+	err := scan(ctx, afterNs, afterSeq, to, from, seq, func(v T, ns, seq int64) error {
 		b, err := json.Marshal(v)
 		if err != nil {
 			return err
@@ -117,16 +117,16 @@ func exportPage[T any](ctx context.Context, scan func(context.Context, int64, in
 	return lines, afterNs, afterSeq, err
 }
 
-// pageCond selects a page of rows after ($1, $2), before $3 and up to
-// seq $4.
-const pageCond = ` WHERE (at_ns, seq) > ($1, $2) AND at_ns < $3 AND seq <= $4 ORDER BY at_ns, seq LIMIT 1000`
+// pageCond selects a page of rows after ($1, $2), before $3, and above
+// seq $5 up to seq $4.
+const pageCond = ` WHERE (at_ns, seq) > ($1, $2) AND at_ns < $3 AND seq <= $4 AND seq > $5 ORDER BY at_ns, seq LIMIT 1000`
 
 // scanPage calls fn for up to retainBatch clicks after (afterNs,
-// afterSeq), before to and up to upTo, oldest first, with their sequence
+// afterSeq), before to, above from and up to upTo, oldest first, with their sequence
 // numbers.
-func (s Clicks) scanPage(ctx context.Context, afterNs, afterSeq, to, upTo int64, fn func(clicks.Click, int64, int64) error) error {
+func (s Clicks) scanPage(ctx context.Context, afterNs, afterSeq, to, from, upTo int64, fn func(clicks.Click, int64, int64) error) error {
 	rows, err := s.db.pool.Query(ctx, `SELECT seq, at_ns, ad_id, ad_type, context, api_key, site_id, criterion, yk_tag, ip,
-		user_agent, country, advertiser, bid_micros, currency, billable, reason, coalesce(click_id, '') FROM clicks`+pageCond, afterNs, afterSeq, to, upTo)
+		user_agent, country, advertiser, bid_micros, currency, billable, reason, coalesce(click_id, '') FROM clicks`+pageCond, afterNs, afterSeq, to, upTo, from)
 	if err != nil {
 		return fmt.Errorf("postgres: export clicks: %w", err)
 	}
@@ -147,11 +147,11 @@ func (s Clicks) scanPage(ctx context.Context, afterNs, afterSeq, to, upTo int64,
 }
 
 // scanPage calls fn for up to retainBatch impressions after (afterNs,
-// afterSeq), before to and up to upTo, oldest first, with their sequence
+// afterSeq), before to, above from and up to upTo, oldest first, with their sequence
 // numbers.
-func (s Impressions) scanPage(ctx context.Context, afterNs, afterSeq, to, upTo int64, fn func(clicks.Impression, int64, int64) error) error {
+func (s Impressions) scanPage(ctx context.Context, afterNs, afterSeq, to, from, upTo int64, fn func(clicks.Impression, int64, int64) error) error {
 	rows, err := s.db.pool.Query(ctx, `SELECT seq, at_ns, ad_id, ad_type, context, api_key, site_id, criterion, yk_tag, page,
-		ip, user_agent, country, advertiser, currency FROM impressions`+pageCond, afterNs, afterSeq, to, upTo)
+		ip, user_agent, country, advertiser, currency FROM impressions`+pageCond, afterNs, afterSeq, to, upTo, from)
 	if err != nil {
 		return fmt.Errorf("postgres: export impressions: %w", err)
 	}
