@@ -329,13 +329,13 @@ func TestRetentionOnlyDeletesADayRecorded(t *testing.T) {
 	}
 }
 
-// lateClick records a click of retainDay now, as a spool shipped late
-// after an outage does.
+// lateClick ships a click of retainDay now, as a replica's spool does
+// after an outage, rolled up as every click is.
 func lateClick(t *testing.T, db *DB, id string) {
 	t.Helper()
 	c := clicks.Click{ID: id, Time: retainDay.Add(13 * time.Hour), AdID: "late.example", AdType: "advertiser", Type: "search",
-		APIKey: "k", SiteID: "s", IP: "192.0.2.9", Advertiser: "late.example", BidMicros: 1000, Currency: "EUR"}
-	if err := db.Clicks().Append(t.Context(), c); err != nil {
+		APIKey: "k", SiteID: "s", IP: "192.0.2.9", Advertiser: "late.example", BidMicros: 1000, Currency: "EUR", Billable: true}
+	if err := db.Ledger().Ship(t.Context(), []clicks.Spooled{{Click: c}}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -350,10 +350,59 @@ func lateClicks(t *testing.T, db *DB) int {
 	return n
 }
 
-// A click shipped late into a day already exported, after its rows were
-// deleted or while a pass was deleting them, is in no export: it is
-// kept, and the pass says why it stops there.
-func TestRetentionKeepsARowThatCameAfterItsDaysExport(t *testing.T) {
+// reported is what the daily rollups, which reports read, count of day.
+func reported(t *testing.T, db *DB, day time.Time) clicks.Measures {
+	t.Helper()
+	var m clicks.Measures
+	if err := db.Rollups().ScanRollups(t.Context(), clicks.Day, day, day.Add(24*time.Hour), func(r *clicks.Rollup) error {
+		m.Add(&r.Measures)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// dayLines are the lines of log's export of day in dir, its late files'
+// after its own, and the files they are in.
+func dayLines(t *testing.T, dir string, log clicks.RawLog, day time.Time) (lines []string, paths []string) {
+	t.Helper()
+	paths, err := retention.DayFiles(dir, log, day)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range paths {
+		lines = append(lines, exportLines(t, p)...)
+	}
+	return lines, paths
+}
+
+// lateRecords are records that check, as each late file's record is
+// made, that its file is in place and its rows are still in the store.
+type lateRecords struct {
+	Retainer
+	t    *testing.T
+	made *int
+}
+
+func (l lateRecords) RecordExport(ctx context.Context, e clicks.Export) (clicks.Export, error) {
+	if e.FromSeq > 0 {
+		*l.made++
+		if _, err := os.Stat(e.Path); err != nil {
+			l.t.Errorf("a late file recorded before it is in place: %v", err)
+		}
+		if n := lateClicks(l.t, l.db); n != 1 {
+			l.t.Errorf("%d late clicks in the store as their file is recorded, want the 1 not yet deleted", n)
+		}
+	}
+	return l.Retainer.RecordExport(ctx, e)
+}
+
+// A click shipped late into a day already exported goes, at the next
+// pass, to a late file beside the day's, is recorded, and only then
+// deleted; the pass goes on to the later days and the other log, and the
+// reports count what they counted.
+func TestRetentionExportsARowThatCameAfterItsDaysExport(t *testing.T) {
 	db, err := Open(t.Context(), testpg.New(t))
 	if err != nil {
 		t.Fatal(err)
@@ -364,38 +413,174 @@ func TestRetentionKeepsARowThatCameAfterItsDaysExport(t *testing.T) {
 	if err := retentionJob(db, db.Retainer(), "a", dir).Run(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	lateClick(t, db, "late-1")
-	err = retentionJob(db, db.Retainer(), "a", dir).Run(t.Context())
-	if !errors.Is(err, retention.ErrRowsAfterExport) {
-		t.Errorf("a pass over a day with a row shipped after its export = %v, want ErrRowsAfterExport", err)
+	dayRec, ok, err := db.Retainer().Exported(t.Context(), clicks.ClickLog, retainDay)
+	if err != nil || !ok {
+		t.Fatalf("the day's record: %v %v", ok, err)
 	}
-	if n := lateClicks(t, db); n != 1 {
-		t.Fatalf("%d late clicks left, want the one in no export kept", n)
+	lateClick(t, db, "late-1")
+	// A later day, old enough, that no pass has seen yet, in both logs.
+	next := retainDay.AddDate(0, 0, 1)
+	c := clicks.Click{Time: next.Add(time.Hour), AdID: "a.example", AdType: "advertiser", Type: "search", APIKey: "k", SiteID: "s",
+		IP: "192.0.2.1", Advertiser: "a.example", Currency: "EUR"}
+	if err := db.Clicks().Append(t.Context(), c); err != nil {
+		t.Fatal(err)
+	}
+	m := clicks.Impression{Time: next.Add(time.Hour), AdID: "a.example", AdType: "advertiser", Type: "intext", APIKey: "k",
+		SiteID: "s", Page: "https://blog.example/a", IP: "192.0.2.1", Advertiser: "a.example", Currency: "EUR"}
+	if _, err := db.Impressions().Append(t.Context(), []clicks.Impression{m}); err != nil {
+		t.Fatal(err)
+	}
+	before := reported(t, db, retainDay)
+	if before.Clicks != 1 { // fillRetained's rows are raw alone
+		t.Fatalf("the rollups count %d clicks of the day, want the late 1", before.Clicks)
 	}
 
-	// A pass stopped mid-deletion: the record and a remainder of the
-	// day, among which a late click hides by count.
-	db2, err := Open(t.Context(), testpg.New(t))
+	made := 0
+	var logged bytes.Buffer
+	r := db.Retainer()
+	job := retention.New(r, retention.Options{Retention: 24 * time.Hour, Dir: dir, Now: func() time.Time { return retainNow },
+		Exports: lateRecords{r, t, &made}, Host: "a", Turn: r.TryTurn, Logger: slog.New(slog.NewJSONHandler(&logged, nil))})
+	if err := job.Run(t.Context()); err != nil {
+		t.Fatalf("a pass over a day with a click shipped after its export: %v", err)
+	}
+	if made != 1 {
+		t.Errorf("%d late files recorded, want 1", made)
+	}
+	if n := lateClicks(t, db); n != 0 {
+		t.Errorf("%d late clicks left, want the exported one gone", n)
+	}
+	if cs, is := rawRows(t, db); cs != 1 || is != 1 {
+		t.Errorf("%d clicks and %d impressions left, want the recent 1 and 1: the later day exported too", cs, is)
+	}
+	lines, paths := dayLines(t, dir, clicks.ClickLog, retainDay)
+	late := retention.LateFileName(clicks.ClickLog, retainDay, dayRec.Seq)
+	if len(paths) != 2 || filepath.Base(paths[0]) != retention.FileName(clicks.ClickLog, retainDay) || filepath.Base(paths[1]) != late {
+		t.Fatalf("the day's files are %v, want its own and %s", paths, late)
+	}
+	if len(lines) != 5 || !strings.Contains(lines[4], `"id":"late-1"`) {
+		t.Errorf("the day's files hold %d rows, the last %q; want 5, the late click last", len(lines), lines[len(lines)-1])
+	}
+	recs, err := r.DayExports(t.Context(), clicks.ClickLog, retainDay)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db2.Close()
-	fillRetained(t, db2, 4)
-	died := retention.New(db2.Retainer(), retention.Options{Retention: 24 * time.Hour, Dir: dir,
-		Now: func() time.Time { return retainNow }, Exports: deletingDies{db2.Retainer()}, Host: "b"})
-	_ = died.Run(t.Context())
-	if _, err := db2.pool.Exec(t.Context(), `DELETE FROM clicks WHERE seq IN (SELECT seq FROM clicks ORDER BY at_ns, seq LIMIT 2)`); err != nil {
+	latePath, _ := filepath.Abs(paths[1])
+	if len(recs) != 2 || recs[0] != dayRec || recs[1].FromSeq != dayRec.Seq || recs[1].Seq <= dayRec.Seq ||
+		recs[1].Rows != 1 || recs[1].Path != latePath || recs[1].Host != "a" {
+		t.Errorf("the day's records are %+v, want its own %+v and one of 1 row in %s above its seq", recs, dayRec, latePath)
+	}
+	if !strings.Contains(logged.String(), `"msg":"exported late rows","log":"clicks","day":"2026-08-01","rows":1`) {
+		t.Errorf("no line for the late file in the pass's log:\n%s", logged.String())
+	}
+	for _, log := range clicks.RawLogs {
+		if lines, paths := dayLines(t, dir, log, next); len(lines) != 1 || len(paths) != 1 {
+			t.Errorf("%s of the later day: %d rows in %v, want 1 in its own file", log, len(lines), paths)
+		}
+	}
+	if impr, _ := dayLines(t, dir, clicks.ImpressionLog, retainDay); len(impr) != 4 {
+		t.Errorf("the day's impressions are %d rows, want its 4 and no late file", len(impr))
+	}
+	if after := reported(t, db, retainDay); after != before {
+		t.Errorf("the rollups count %+v of the day after the pass, want %+v as before", after, before)
+	}
+
+	// A pass over a day recorded with its late file deletes nothing more
+	// and writes nothing.
+	if err := retentionJob(db, r, "a", dir).Run(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	lateClick(t, db2, "late-2")
-	if err := retentionJob(db2, db2.Retainer(), "b", t.TempDir()).Run(t.Context()); !errors.Is(err, retention.ErrRowsAfterExport) {
-		t.Errorf("a pass over a half-deleted day with a late row = %v, want ErrRowsAfterExport", err)
+	if got := files(t, dir); len(got) != 5 {
+		t.Errorf("the export directory holds %v after another pass, want the same 5 files", got)
 	}
-	if n := lateClicks(t, db2); n != 1 {
-		t.Fatalf("%d late clicks left after the half-deleted day's pass, want 1", n)
+}
+
+// A replica that dies between a late file and its record leaves the file
+// and the late rows; the next pass, on another replica, exports them
+// again: two copies, none lost.
+func TestRetentionExportsAgainLateRowsLeftWithoutTheirRecord(t *testing.T) {
+	db, err := Open(t.Context(), testpg.New(t))
+	if err != nil {
+		t.Fatal(err)
 	}
-	if cs, _ := rawRows(t, db2); cs != 2 {
-		t.Errorf("%d clicks left, want the late one and the recent one", cs)
+	defer db.Close()
+	fillRetained(t, db, 4)
+	dirA, dirB := filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")
+	if err := retentionJob(db, db.Retainer(), "a", dirA).Run(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	lateClick(t, db, "late-1")
+	lateClick(t, db, "late-2")
+	if err := retentionJob(db, dyingLateExports{db.Retainer()}, "a", dirA).Run(t.Context()); !errors.Is(err, errDied) {
+		t.Fatalf("the dying replica's pass = %v, want it to die at the late file's record", err)
+	}
+	linesA, pathsA := dayLines(t, dirA, clicks.ClickLog, retainDay)
+	if len(pathsA) != 2 || len(linesA) != 6 {
+		t.Fatalf("the dying replica left %v with %d rows, want the day's file and a late one, 6 rows", pathsA, len(linesA))
+	}
+	if n := lateClicks(t, db); n != 2 {
+		t.Fatalf("%d late clicks after the replica died, want both kept", n)
+	}
+	if recs, err := db.Retainer().DayExports(t.Context(), clicks.ClickLog, retainDay); err != nil || len(recs) != 1 {
+		t.Fatalf("the day's records after the replica died: %+v %v, want its own only", recs, err)
+	}
+
+	if err := retentionJob(db, db.Retainer(), "b", dirB).Run(t.Context()); err != nil {
+		t.Fatalf("the other replica's pass: %v", err)
+	}
+	if n := lateClicks(t, db); n != 0 {
+		t.Errorf("%d late clicks left, want both exported and gone", n)
+	}
+	linesB, pathsB := dayLines(t, dirB, clicks.ClickLog, retainDay)
+	if len(pathsB) != 1 || filepath.Base(pathsB[0]) != filepath.Base(pathsA[1]) {
+		t.Fatalf("the other replica wrote %v, want the late file %s only", pathsB, filepath.Base(pathsA[1]))
+	}
+	if !slices.Equal(linesB, linesA[4:]) {
+		t.Errorf("the two copies of the late rows differ: %q and %q", linesA[4:], linesB)
+	}
+	recs, err := db.Retainer().DayExports(t.Context(), clicks.ClickLog, retainDay)
+	if err != nil || len(recs) != 2 || recs[1].Host != "b" || recs[1].Rows != 2 {
+		t.Errorf("the day's records: %+v %v, want its own and b's late file of 2 rows", recs, err)
+	}
+}
+
+// dyingLateExports are a replica's records that die before any late
+// file's is written.
+type dyingLateExports struct{ Retainer }
+
+func (d dyingLateExports) RecordExport(ctx context.Context, e clicks.Export) (clicks.Export, error) {
+	if e.FromSeq > 0 {
+		return clicks.Export{}, errDied
+	}
+	return d.Retainer.RecordExport(ctx, e)
+}
+
+// A pass stopped mid-deletion leaves the record and a remainder of the
+// day, among which a late click would hide by count: the next pass
+// deletes the remainder and exports the late click.
+func TestRetentionExportsALateRowOfAHalfDeletedDay(t *testing.T) {
+	db, err := Open(t.Context(), testpg.New(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	fillRetained(t, db, 4)
+	dir := t.TempDir()
+	died := retention.New(db.Retainer(), retention.Options{Retention: 24 * time.Hour, Dir: dir,
+		Now: func() time.Time { return retainNow }, Exports: deletingDies{db.Retainer()}, Host: "b"})
+	_ = died.Run(t.Context())
+	if _, err := db.pool.Exec(t.Context(), `DELETE FROM clicks WHERE seq IN (SELECT seq FROM clicks ORDER BY at_ns, seq LIMIT 2)`); err != nil {
+		t.Fatal(err)
+	}
+	lateClick(t, db, "late-2")
+	if err := retentionJob(db, db.Retainer(), "b", dir).Run(t.Context()); err != nil {
+		t.Fatalf("a pass over a half-deleted day with a late row: %v", err)
+	}
+	if cs, _ := rawRows(t, db); cs != 1 {
+		t.Errorf("%d clicks left, want the recent one", cs)
+	}
+	lines, paths := dayLines(t, dir, clicks.ClickLog, retainDay)
+	if len(paths) != 2 || len(lines) != 5 || !strings.Contains(lines[4], `"id":"late-2"`) {
+		t.Errorf("the day's files %v hold %d rows, want 5 in 2 files, the late click last", paths, len(lines))
 	}
 }
 
