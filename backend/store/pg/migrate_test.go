@@ -2,11 +2,14 @@ package pgstore
 
 import (
 	"io/fs"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 
+	"github.com/adlink/adlink/backend/clicks"
 	"github.com/adlink/adlink/internal/testpg"
 )
 
@@ -71,6 +74,67 @@ func TestExportsMigrationDownAndUp(t *testing.T) {
 	}
 	if !exists() {
 		t.Error("up again: no exports table")
+	}
+}
+
+// Migration 00012 goes back cleanly: the late files' records go, the
+// day's own record takes their highest seq so that the version before
+// still counts their rows exported, and the key is (log, day) again;
+// going up again keeps a day's records by from_seq.
+func TestExportPartsMigrationDownAndUp(t *testing.T) {
+	db, p := migrated(t)
+	day := time.Date(2026, 8, 1, 0, 0, 0, 0, time.UTC)
+	r := db.Retainer()
+	for _, e := range []clicks.Export{
+		{Log: clicks.ClickLog, Day: day, At: day, Host: "a", Path: "/x/clicks-2026-08-01.jsonl.zst", Rows: 4, Seq: 10},
+		{Log: clicks.ClickLog, Day: day, At: day, Host: "a", Path: "/x/clicks-2026-08-01.late-10.jsonl.zst", Rows: 1, FromSeq: 10, Seq: 14},
+		{Log: clicks.ClickLog, Day: day, At: day, Host: "b", Path: "/x/clicks-2026-08-01.late-14.jsonl.zst", Rows: 2, FromSeq: 14, Seq: 20},
+		{Log: clicks.ImpressionLog, Day: day, At: day, Host: "a", Path: "/x/impressions-2026-08-01.jsonl.zst", Rows: 4, Seq: 12},
+	} {
+		if _, err := r.RecordExport(t.Context(), e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := p.DownTo(t.Context(), 11); err != nil {
+		t.Fatalf("down to 00011: %v", err)
+	}
+	type row struct {
+		log  string
+		seq  int64
+		path string
+	}
+	var got []row
+	rows, err := db.pool.Query(t.Context(), `SELECT log, seq, path FROM exports ORDER BY log`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var x row
+		if err := rows.Scan(&x.log, &x.seq, &x.path); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, x)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	want := []row{{"clicks", 20, "/x/clicks-2026-08-01.jsonl.zst"}, {"impressions", 12, "/x/impressions-2026-08-01.jsonl.zst"}}
+	if !slices.Equal(got, want) {
+		t.Errorf("down to 00011, the exports are %v, want %v", got, want)
+	}
+	if _, err := db.pool.Exec(t.Context(), `INSERT INTO exports (log, day, exported_at, host, path, rows, sha256, seq)
+		VALUES ('clicks', $1, $1, 'c', '/y', 1, $2, 30)`, day, make([]byte, 32)); err == nil {
+		t.Error("down to 00011, a second record of a day was kept")
+	}
+	if _, err := p.Up(t.Context()); err != nil {
+		t.Fatalf("up again: %v", err)
+	}
+	if _, err := r.RecordExport(t.Context(), clicks.Export{Log: clicks.ClickLog, Day: day, At: day, Host: "a",
+		Path: "/x/clicks-2026-08-01.late-20.jsonl.zst", Rows: 1, FromSeq: 20, Seq: 25}); err != nil {
+		t.Fatalf("up again, a late file's record: %v", err)
+	}
+	if recs, err := r.DayExports(t.Context(), clicks.ClickLog, day); err != nil || len(recs) != 2 || recs[0].Seq != 20 || recs[1].FromSeq != 20 {
+		t.Errorf("up again, the day's records are %+v, %v; want its own up to 20 and the new late one", recs, err)
 	}
 }
 

@@ -112,6 +112,55 @@ func Exports(t *testing.T, fresh func(t *testing.T) Opener[clicks.Exports]) {
 		}
 	})
 
+	t.Run("LateExportsAreTheirOwn", func(t *testing.T) {
+		s, _ := open(t, fresh(t))
+		own := rec("a")
+		late := rec("b")
+		late.Path, late.Rows, late.SHA256, late.FromSeq, late.Seq = "/var/lib/adlink/b/export/clicks-2026-08-01.late-4321.jsonl.zst",
+			2, [32]byte{7}, own.Seq, own.Seq+10
+		later := rec("a")
+		later.Path, later.Rows, later.FromSeq, later.Seq = "/var/lib/adlink/a/export/clicks-2026-08-01.late-4331.jsonl.zst",
+			1, late.Seq, late.Seq+5
+		// Recorded out of order, read back by FromSeq.
+		for _, e := range []clicks.Export{later, own, late} {
+			got, err := s.RecordExport(within(t, 10*time.Second), e)
+			if err != nil {
+				t.Fatalf("RecordExport from %d: %v", e.FromSeq, err)
+			}
+			same(t, "RecordExport's answer", got, e)
+		}
+		second := late
+		second.Host, second.Seq = "c", late.Seq+1
+		got, err := s.RecordExport(within(t, 10*time.Second), second)
+		if err != nil {
+			t.Fatalf("RecordExport of a late file recorded: %v", err)
+		}
+		same(t, "RecordExport of a late file recorded", got, late)
+		e, ok := exported(t, s, clicks.ClickLog, day)
+		if !ok {
+			t.Fatal("no record of the day's own export")
+		}
+		same(t, "Exported beside late records", e, own)
+		all, err := s.DayExports(within(t, 10*time.Second), clicks.ClickLog, day)
+		if err != nil {
+			t.Fatalf("DayExports: %v", err)
+		}
+		if len(all) != 3 {
+			t.Fatalf("DayExports = %+v, want 3 records", all)
+		}
+		for i, want := range []clicks.Export{own, late, later} {
+			same(t, "DayExports", all[i], want)
+		}
+		for _, other := range []time.Time{day.AddDate(0, 0, -1), day.AddDate(0, 0, 1)} {
+			if es, err := s.DayExports(within(t, 10*time.Second), clicks.ClickLog, other); err != nil || len(es) != 0 {
+				t.Errorf("DayExports of %v = %+v, %v; want none", other, es, err)
+			}
+		}
+		if es, err := s.DayExports(within(t, 10*time.Second), clicks.ImpressionLog, day); err != nil || len(es) != 0 {
+			t.Errorf("DayExports of the impressions = %+v, %v; want none", es, err)
+		}
+	})
+
 	t.Run("Refuses", func(t *testing.T) {
 		s, _ := open(t, fresh(t))
 		if _, _, err := s.Exported(t.Context(), clicks.ClickLog, day.Add(time.Hour)); err == nil {
@@ -129,6 +178,18 @@ func Exports(t *testing.T, fresh func(t *testing.T) Opener[clicks.Exports]) {
 		bad.Log = "spend"
 		if _, err := s.RecordExport(t.Context(), bad); err == nil {
 			t.Error("RecordExport of no raw log succeeded")
+		}
+		bad = rec("a")
+		bad.FromSeq = bad.Seq
+		if _, err := s.RecordExport(t.Context(), bad); err == nil {
+			t.Error("RecordExport of an export from its own seq succeeded")
+		}
+		bad.FromSeq = -1
+		if _, err := s.RecordExport(t.Context(), bad); err == nil {
+			t.Error("RecordExport from a negative seq succeeded")
+		}
+		if _, err := s.DayExports(t.Context(), clicks.ClickLog, day.Add(time.Hour)); err == nil {
+			t.Error("DayExports of a time that is no UTC midnight succeeded")
 		}
 		for _, log := range clicks.RawLogs {
 			if e, ok := exported(t, s, log, day); ok {
