@@ -11,6 +11,7 @@ func TestRetentionMetrics(t *testing.T) {
 	m := New()
 	m.RetentionExported("clicks", 120, 4096)
 	m.RetentionExported("clicks", 30, 1024)
+	m.RetentionLateExported("clicks", 3, 100)
 	m.RetentionDeleted("clicks", 150)
 	m.RetentionError()
 	rec := httptest.NewRecorder()
@@ -18,8 +19,9 @@ func TestRetentionMetrics(t *testing.T) {
 	body, _ := io.ReadAll(rec.Result().Body)
 	for _, want := range []string{
 		`adlink_retention_days_exported_total{log="clicks"} 2`,
-		`adlink_retention_rows_exported_total{log="clicks"} 150`,
-		`adlink_retention_export_bytes_total{log="clicks"} 5120`,
+		`adlink_retention_rows_exported_total{log="clicks"} 153`,
+		`adlink_retention_late_rows_total{log="clicks"} 3`,
+		`adlink_retention_export_bytes_total{log="clicks"} 5220`,
 		`adlink_retention_rows_deleted_total{log="clicks"} 150`,
 		`adlink_retention_errors_total 1`,
 	} {
@@ -29,6 +31,7 @@ func TestRetentionMetrics(t *testing.T) {
 	}
 	var none *Metrics
 	none.RetentionExported("clicks", 1, 1)
+	none.RetentionLateExported("clicks", 1, 1)
 	none.RetentionDeleted("clicks", 1)
 	none.RetentionError()
 }

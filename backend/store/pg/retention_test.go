@@ -6,6 +6,8 @@ import (
 	"errors"
 	"log/slog"
 	"math"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/adlink/adlink/backend/clicks"
+	"github.com/adlink/adlink/backend/metrics"
 	"github.com/adlink/adlink/backend/retention"
 	"github.com/adlink/adlink/internal/testpg"
 )
@@ -64,9 +67,26 @@ func rawRows(t *testing.T, db *DB) (cs, is int) {
 // retentionJob is the job a replica named host runs over db, exporting to
 // dir, its days recorded in exports.
 func retentionJob(db *DB, exports clicks.Exports, host, dir string) *retention.Job {
+	return countedJob(db, exports, host, dir, nil)
+}
+
+// countedJob is retentionJob counting in m.
+func countedJob(db *DB, exports clicks.Exports, host, dir string, m *metrics.Metrics) *retention.Job {
 	r := db.Retainer()
 	return retention.New(r, retention.Options{Retention: 24 * time.Hour, Dir: dir, Now: func() time.Time { return retainNow },
-		Exports: exports, Host: host, Turn: r.TryTurn})
+		Exports: exports, Host: host, Turn: r.TryTurn, Metrics: m})
+}
+
+// counts checks that m's /metrics has each of lines.
+func counts(t *testing.T, m *metrics.Metrics, lines ...string) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	for _, l := range lines {
+		if !strings.Contains(rec.Body.String(), "\n"+l+"\n") {
+			t.Errorf("/metrics lacks %s", l)
+		}
+	}
 }
 
 // files are the names of the files in dir, none when it is missing.
@@ -246,7 +266,8 @@ func TestRetentionExportsAgainADayLeftWithoutItsRecord(t *testing.T) {
 	fillRetained(t, dbA, n)
 	dirA, dirB := filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")
 
-	if err := retentionJob(dbA, dyingExports{dbA.Retainer()}, "a", dirA).Run(t.Context()); !errors.Is(err, errDied) {
+	m := metrics.New() // the fleet's, as one
+	if err := countedJob(dbA, dyingExports{dbA.Retainer()}, "a", dirA, m).Run(t.Context()); !errors.Is(err, errDied) {
 		t.Fatalf("the dying replica's pass = %v, want it to die at the record", err)
 	}
 	name := retention.FileName(clicks.ClickLog, retainDay)
@@ -260,9 +281,10 @@ func TestRetentionExportsAgainADayLeftWithoutItsRecord(t *testing.T) {
 		t.Fatalf("a record of the day the replica died exporting: %v %v", ok, err)
 	}
 
-	if err := retentionJob(dbB, dbB.Retainer(), "b", dirB).Run(t.Context()); err != nil {
+	if err := countedJob(dbB, dbB.Retainer(), "b", dirB, m).Run(t.Context()); err != nil {
 		t.Fatalf("the other replica's pass: %v", err)
 	}
+	counts(t, m, `adlink_retention_days_exported_total{log="clicks"} 1`, `adlink_retention_rows_exported_total{log="clicks"} 2500`)
 	if got := files(t, dirB); len(got) != 2 {
 		t.Errorf("the other replica wrote %v, want the day's two files", got)
 	}
@@ -505,12 +527,13 @@ func TestRetentionExportsAgainLateRowsLeftWithoutTheirRecord(t *testing.T) {
 	defer db.Close()
 	fillRetained(t, db, 4)
 	dirA, dirB := filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")
-	if err := retentionJob(db, db.Retainer(), "a", dirA).Run(t.Context()); err != nil {
+	m := metrics.New() // the fleet's, as one
+	if err := countedJob(db, db.Retainer(), "a", dirA, m).Run(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	lateClick(t, db, "late-1")
 	lateClick(t, db, "late-2")
-	if err := retentionJob(db, dyingLateExports{db.Retainer()}, "a", dirA).Run(t.Context()); !errors.Is(err, errDied) {
+	if err := countedJob(db, dyingLateExports{db.Retainer()}, "a", dirA, m).Run(t.Context()); !errors.Is(err, errDied) {
 		t.Fatalf("the dying replica's pass = %v, want it to die at the late file's record", err)
 	}
 	linesA, pathsA := dayLines(t, dirA, clicks.ClickLog, retainDay)
@@ -524,12 +547,14 @@ func TestRetentionExportsAgainLateRowsLeftWithoutTheirRecord(t *testing.T) {
 		t.Fatalf("the day's records after the replica died: %+v %v, want its own only", recs, err)
 	}
 
-	if err := retentionJob(db, db.Retainer(), "b", dirB).Run(t.Context()); err != nil {
+	if err := countedJob(db, db.Retainer(), "b", dirB, m).Run(t.Context()); err != nil {
 		t.Fatalf("the other replica's pass: %v", err)
 	}
 	if n := lateClicks(t, db); n != 0 {
 		t.Errorf("%d late clicks left, want both exported and gone", n)
 	}
+	counts(t, m, `adlink_retention_late_rows_total{log="clicks"} 2`, `adlink_retention_days_exported_total{log="clicks"} 1`,
+		`adlink_retention_rows_exported_total{log="clicks"} 6`, `adlink_retention_rows_deleted_total{log="clicks"} 6`)
 	linesB, pathsB := dayLines(t, dirB, clicks.ClickLog, retainDay)
 	if len(pathsB) != 1 || filepath.Base(pathsB[0]) != filepath.Base(pathsA[1]) {
 		t.Fatalf("the other replica wrote %v, want the late file %s only", pathsB, filepath.Base(pathsA[1]))
