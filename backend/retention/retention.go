@@ -504,6 +504,22 @@ func countLines(path string) (int, error) {
 	return n, err
 }
 
+// ReadDay calls fn with each row of log's export of the UTC day at day in
+// dir, file after file as DayFiles lists them: the day's rows as the
+// store held them when it was exported, then those that came later.
+func ReadDay(dir string, log clicks.RawLog, day time.Time, fn func(line []byte) error) error {
+	paths, err := DayFiles(dir, log, day)
+	if err != nil {
+		return err
+	}
+	for _, p := range paths {
+		if err := ReadFile(p, fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // ReadFile calls fn with each line of the export at path (one JSON
 // object, without its newline), in order. fn must not keep the line.
 func ReadFile(path string, fn func(line []byte) error) error {

@@ -393,8 +393,8 @@ func dayLines(t *testing.T, dir string, log clicks.RawLog, day time.Time) (lines
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range paths {
-		lines = append(lines, exportLines(t, p)...)
+	if err := retention.ReadDay(dir, log, day, func(l []byte) error { lines = append(lines, string(l)); return nil }); err != nil {
+		t.Fatal(err)
 	}
 	return lines, paths
 }
