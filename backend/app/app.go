@@ -542,9 +542,12 @@ func (a *App) newRetention(cfg config.Config, opts Options, log *slog.Logger) (*
 	o := retention.Options{Retention: cfg.Retention, Dir: dir, Now: opts.Now,
 		Logger: log.With("component", "retention"), Metrics: a.Metrics, Passed: opts.RetentionPassed}
 	if a.pg != nil {
-		host, err := os.Hostname()
-		if err != nil {
-			return nil, fmt.Errorf("retention: the host's name: %w", err)
+		host := cfg.RetentionHost
+		if host == "" {
+			var err error
+			if host, err = os.Hostname(); err != nil {
+				return nil, fmt.Errorf("retention: the host's name (give -retention-host): %w", err)
+			}
 		}
 		r := a.pg.Retainer()
 		o.Exports, o.Host, o.Turn = r, host, r.TryTurn

@@ -213,6 +213,7 @@ func TestPostgresRetentionAfterAReplicaDied(t *testing.T) {
 	now := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
 	cfg := testConfig(t)
 	cfg.PostgresURL = url
+	cfg.RetentionHost = "adlink-b"
 	day := now.Add(-cfg.Retention).Truncate(24*time.Hour).AddDate(0, 0, -1)
 	const perDay = 30
 	db, err := pgstore.Open(t.Context(), url)
@@ -245,8 +246,8 @@ func TestPostgresRetentionAfterAReplicaDied(t *testing.T) {
 	}
 	mine := filepath.Join(cfg.DataDir, "export", name)
 	rec, ok, err := r.Exported(t.Context(), clicks.ClickLog, day)
-	if err != nil || !ok || rec.Path != mine || rec.Rows != perDay {
-		t.Fatalf("the day's record %+v %v %v, want %s with %d rows", rec, ok, err, mine, perDay)
+	if err != nil || !ok || rec.Path != mine || rec.Rows != perDay || rec.Host != cfg.RetentionHost {
+		t.Fatalf("the day's record %+v %v %v, want %s on %s with %d rows", rec, ok, err, mine, cfg.RetentionHost, perDay)
 	}
 	lines := func(path string) []string {
 		var out []string
@@ -267,5 +268,75 @@ func TestPostgresRetentionAfterAReplicaDied(t *testing.T) {
 	}
 	if c, _ := reportedDay(t, a.Handler, day); c != perDay {
 		t.Errorf("the report of the day counts %d clicks, want %d", c, perDay)
+	}
+}
+
+// TestPostgresRetentionExportsALateClick: a click a replica spooled in an
+// outage is shipped after its day was exported. The next pass exports it
+// to a late file beside the day's, deletes it, and still exports the
+// later days; the report of its day counts it before and after.
+func TestPostgresRetentionExportsALateClick(t *testing.T) {
+	url := testpg.New(t)
+	now := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+	cfg := testConfig(t)
+	cfg.PostgresURL = url
+	day := now.Add(-cfg.Retention).Truncate(24*time.Hour).AddDate(0, 0, -2)
+	const perDay = 10
+	db, err := pgstore.Open(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	seedRaw(t, db, now.Add(-time.Hour), []time.Time{day}, perDay)
+	passed := make(chan error, 4)
+	a, err := New(cfg, Options{Now: func() time.Time { return now }, RetentionPassed: func(err error) { passed <- err }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if err := <-passed; err != nil {
+		t.Fatalf("the first pass: %v", err)
+	}
+
+	late := clicks.Click{ID: "spooled-1", Time: day.Add(20 * time.Hour), AdID: "handy-bestkauf.de", APIKey: "demo", SiteID: "demo",
+		IP: "192.0.2.7", Reason: clicks.ReasonBot}
+	if err := db.Ledger().Ship(t.Context(), []clicks.Spooled{{Click: late}}); err != nil {
+		t.Fatal(err)
+	}
+	next := day.AddDate(0, 0, 1)
+	seedRaw(t, db, now.Add(-time.Hour), []time.Time{next}, perDay)
+	if c, _ := reportedDay(t, a.Handler, day); c != perDay+1 {
+		t.Fatalf("the report of the day counts %d clicks, want %d with the late one", c, perDay+1)
+	}
+	if err := a.retention.Run(t.Context()); err != nil {
+		t.Fatalf("the pass after the late click: %v", err)
+	}
+	dir := filepath.Join(cfg.DataDir, "export")
+	var ids []string
+	if err := retention.ReadDay(dir, clicks.ClickLog, day, func(l []byte) error {
+		var c clicks.Click
+		if err := json.Unmarshal(l, &c); err != nil {
+			return err
+		}
+		ids = append(ids, c.ID)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(ids) != perDay+1 || ids[perDay] != "spooled-1" {
+		t.Errorf("the day's files hold %d clicks, the last %q; want %d, the late one last", len(ids), ids[len(ids)-1], perDay+1)
+	}
+	if _, err := os.Stat(filepath.Join(dir, retention.FileName(clicks.ImpressionLog, next))); err != nil {
+		t.Errorf("the later day's impressions: %v", err)
+	}
+	var cs int
+	if err := db.Pool().QueryRow(t.Context(), `SELECT count(*) FROM clicks`).Scan(&cs); err != nil {
+		t.Fatal(err)
+	}
+	if cs != 4 {
+		t.Errorf("%d clicks left in Postgres, want the recent 4", cs)
+	}
+	if c, i := reportedDay(t, a.Handler, day); c != perDay+1 || i != 2*perDay {
+		t.Errorf("the report of the day counts %d clicks and %d impressions, want %d and %d", c, i, perDay+1, 2*perDay)
 	}
 }

@@ -182,6 +182,11 @@ type Config struct {
 	// (-export-dir, ADLINK_EXPORT_DIR). Load defaults it to
 	// DataDir/export.
 	ExportDir string
+	// RetentionHost names this server in the exports table, beside the
+	// path of each file its passes export, so that an operator finds the
+	// file (-retention-host, ADLINK_RETENTION_HOST). Empty is the
+	// machine's host name; a container's is seldom the one to look on.
+	RetentionHost string
 	// PostgresURL, when set, is the Postgres database that keeps the
 	// durable record several servers share: clicks, impressions, the
 	// rollups reports read, budget spend, decisions and windows (-postgres,
@@ -361,6 +366,7 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	envDuration("ADLINK_RETENTION", &c.Retention)
 	envDuration("ADLINK_PAGE_LEASE", &c.PageLease)
 	c.ExportDir = getenv("ADLINK_EXPORT_DIR")
+	c.RetentionHost = getenv("ADLINK_RETENTION_HOST")
 	c.PostgresURL = getenv("ADLINK_POSTGRES_URL")
 	c.RedisURL = getenv("ADLINK_REDIS_URL")
 	clickKeys := getenv("ADLINK_CLICK_KEYS")
@@ -416,6 +422,7 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	fs.DurationVar(&c.ClickMinDelay, "click-min-delay", c.ClickMinDelay, "least `time` between an in-page ad's click token and a billable click (ADLINK_CLICK_MIN_DELAY)")
 	fs.DurationVar(&c.Retention, "retention", c.Retention, "how long raw click and impression rows stay in the state file before they are exported and removed; 0 keeps them (ADLINK_RETENTION)")
 	fs.StringVar(&c.ExportDir, "export-dir", c.ExportDir, "`directory` of retention's daily export files; default <data>/export (ADLINK_EXPORT_DIR)")
+	fs.StringVar(&c.RetentionHost, "retention-host", c.RetentionHost, "`name` of this server in the Postgres record of each file retention exports; default the host name (ADLINK_RETENTION_HOST)")
 	// A func flag: -h must not print a password of the environment's URL.
 	fs.Func("postgres", "Postgres `URL` that keeps clicks, impressions, reports, spend and the page analyses and their queue for every replica; none: the data directory's file (ADLINK_POSTGRES_URL, preferred)",
 		func(s string) error { c.PostgresURL = s; return nil })
@@ -584,8 +591,8 @@ func (c *Config) Validate() error {
 		bad("retention %v: want 0 (keep every row) or at least 24h", c.Retention)
 	} else if c.Retention != 0 && c.PostgresURL != "" && c.Retention < shippedRetention {
 		// A click spooled in an outage and shipped within the horizon
-		// must find its day not yet exported: one exported before it came
-		// stops retention until an operator exports it by hand.
+		// should find its day not yet exported: one exported before it
+		// came goes to a late file of its own beside the day's.
 		bad("retention %v: with -postgres want 0 or at least %v, so that clicks spooled by a replica and shipped in time land in days not yet exported",
 			c.Retention, shippedRetention)
 	}

@@ -147,6 +147,17 @@ func TestLoad(t *testing.T) {
 			want: func(c *Config) { c.Retention, c.ExportDir = 0, "/srv/exports" },
 		},
 		{
+			name: "retention host from the environment",
+			env:  map[string]string{"ADLINK_RETENTION_HOST": "adlink-2.internal"},
+			want: func(c *Config) { c.RetentionHost = "adlink-2.internal" },
+		},
+		{
+			name: "retention host flag wins",
+			args: []string{"-retention-host", "adlink-3"},
+			env:  map[string]string{"ADLINK_RETENTION_HOST": "adlink-2.internal"},
+			want: func(c *Config) { c.RetentionHost = "adlink-3" },
+		},
+		{
 			name: "redis from the environment",
 			env:  map[string]string{"ADLINK_REDIS_URL": "redis://:pw@10.0.0.5:6379/2"},
 			want: func(c *Config) { c.RedisURL = "redis://:pw@10.0.0.5:6379/2" },
