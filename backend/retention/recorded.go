@@ -67,6 +67,15 @@ func (j *Job) recordedDay(ctx context.Context, log clicks.RawLog, day time.Time)
 			// every row of its day.
 			return nil
 		}
+		// A store that kept rows it said it deleted would otherwise be
+		// asked again forever.
+		kept, err := j.o.Exports.ExportDayTo(ctx, log, day, 0, last.Seq, io.Discard)
+		if err != nil {
+			return err
+		}
+		if kept > 0 {
+			return fmt.Errorf("%d rows left after the day was deleted up to seq %d", kept, last.Seq)
+		}
 		late, err := j.o.Exports.ExportDayTo(ctx, log, day, last.Seq, math.MaxInt64, io.Discard)
 		if err != nil {
 			return err

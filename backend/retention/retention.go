@@ -272,6 +272,13 @@ func (j *Job) Run(ctx context.Context) error {
 			if !ok || !day.Before(before) {
 				break
 			}
+			if day.Equal(done) && j.o.Exports != nil {
+				// Rows came to the day since the pass exported it up to
+				// a moment ago: they are the next pass's late rows.
+				j.o.Logger.Warn("retention: rows keep coming to an exported day; the next pass exports them",
+					"log", string(log), "day", day.Format(time.DateOnly))
+				break
+			}
 			// A store that kept a day it said it deleted would otherwise
 			// be asked again forever.
 			if day.Equal(done) {

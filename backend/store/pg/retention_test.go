@@ -750,3 +750,82 @@ func TestRetentionDeletesADayRecordedWithoutSeq(t *testing.T) {
 		t.Errorf("%d clicks and %d impressions left, want the recent 1 and 1", cs, is)
 	}
 }
+
+// shippingDeletes are records over a store that gets a late click of the
+// day after each of the pass's deletions, as a replica shipping its spool
+// through the pass does.
+type shippingDeletes struct {
+	Retainer
+	t *testing.T
+	n *int
+}
+
+func (s shippingDeletes) DeleteDayTo(ctx context.Context, log clicks.RawLog, day time.Time, seq int64) (int, error) {
+	deleted, err := s.Retainer.DeleteDayTo(ctx, log, day, seq)
+	if log == clicks.ClickLog {
+		*s.n++
+		lateClick(s.t, s.db, "late-"+strconv.Itoa(*s.n))
+	}
+	return deleted, err
+}
+
+// Clicks that keep coming to a day while a pass exports its late ones
+// hold it a few rounds, not for ever: the pass goes on to the other log
+// and the spend without an error, and the next pass exports the rest.
+func TestRetentionLeavesRowsThatKeepComingToTheNextPass(t *testing.T) {
+	db, err := Open(t.Context(), testpg.New(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	fillRetained(t, db, 3)
+	dir := t.TempDir()
+	n := 0
+	var logged bytes.Buffer
+	r := db.Retainer()
+	job := retention.New(r, retention.Options{Retention: 24 * time.Hour, Dir: dir, Now: func() time.Time { return retainNow },
+		Exports: shippingDeletes{r, t, &n}, Host: "a", Turn: r.TryTurn, Logger: slog.New(slog.NewJSONHandler(&logged, nil))})
+	if err := job.Run(t.Context()); err != nil {
+		t.Fatalf("a pass while clicks keep coming to its day: %v", err)
+	}
+	if !strings.Contains(logged.String(), "rows keep coming to an exported day") {
+		t.Errorf("the pass logged no warning of the rows it left:\n%s", logged.String())
+	}
+	if _, is := rawRows(t, db); is != 1 {
+		t.Errorf("%d impressions left, want the recent 1: the other log exported in the same pass", is)
+	}
+	if left := lateClicks(t, db); left != 1 {
+		t.Errorf("%d late clicks left after the pass, want the last one shipped", left)
+	}
+	lines, paths := dayLines(t, dir, clicks.ClickLog, retainDay)
+	if len(lines) != 3+n-1 || len(paths) != n {
+		t.Errorf("the day's %d files hold %d rows, want %d files holding %d", len(paths), len(lines), n, 3+n-1)
+	}
+	if err := retentionJob(db, r, "a", dir).Run(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if lines, _ := dayLines(t, dir, clicks.ClickLog, retainDay); len(lines) != 3+n || lateClicks(t, db) != 0 {
+		t.Errorf("after the next pass the day's files hold %d rows, want %d, and %d late clicks are left",
+			len(lines), 3+n, lateClicks(t, db))
+	}
+}
+
+// forgetful are records over a store whose deletion deletes nothing.
+type forgetful struct{ Retainer }
+
+func (forgetful) DeleteDayTo(context.Context, clicks.RawLog, time.Time, int64) (int, error) { return 0, nil }
+
+// A day still there after its deletion ends the pass with an error
+// instead of going round, or leaving it as rows that came late.
+func TestRetentionStopsAtAStoreThatKeepsADay(t *testing.T) {
+	db, err := Open(t.Context(), testpg.New(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	fillRetained(t, db, 2)
+	err = retentionJob(db, forgetful{db.Retainer()}, "a", t.TempDir()).Run(t.Context())
+	if err == nil || !strings.Contains(err.Error(), "rows left after the day was deleted") {
+		t.Errorf("a pass over a store that keeps its days = %v", err)
+	}
+}
