@@ -813,7 +813,9 @@ func TestRetentionLeavesRowsThatKeepComingToTheNextPass(t *testing.T) {
 // forgetful are records over a store whose deletion deletes nothing.
 type forgetful struct{ Retainer }
 
-func (forgetful) DeleteDayTo(context.Context, clicks.RawLog, time.Time, int64) (int, error) { return 0, nil }
+func (forgetful) DeleteDayTo(context.Context, clicks.RawLog, time.Time, int64) (int, error) {
+	return 0, nil
+}
 
 // A day still there after its deletion ends the pass with an error
 // instead of going round, or leaving it as rows that came late.
