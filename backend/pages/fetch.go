@@ -68,7 +68,9 @@ type FetchOptions struct {
 	MaxRedirects int
 	// DialTimeout, TLSTimeout and HeaderTimeout bound connecting, the TLS
 	// handshake and waiting for the response headers; Timeout bounds the
-	// whole fetch, robots.txt and body included.
+	// whole fetch, robots.txt and body included. A host's robots.txt is
+	// read under half of Timeout of its own, whichever page asked first;
+	// one not read by then disallows the host briefly, as one in error.
 	DialTimeout   time.Duration
 	TLSTimeout    time.Duration
 	HeaderTimeout time.Duration
@@ -83,6 +85,10 @@ type FetchOptions struct {
 	guard []ssrf.Option
 	// roots, when set, are the certificates TLS trusts (tests' servers).
 	roots *x509.CertPool
+	// robotsTimeout bounds one read of a host's robots.txt; zero is half
+	// of Timeout, so that a page waiting for it gets its verdict and has
+	// time left for itself. Tests shorten it.
+	robotsTimeout time.Duration
 }
 
 func (o *FetchOptions) defaults() {
@@ -109,6 +115,9 @@ func (o *FetchOptions) defaults() {
 	}
 	if o.RobotsTTL <= 0 {
 		o.RobotsTTL = DefaultRobotsTTL
+	}
+	if o.robotsTimeout <= 0 {
+		o.robotsTimeout = o.Timeout / 2
 	}
 	if o.Resolve == nil {
 		o.Resolve = egress.SystemResolver
@@ -178,6 +187,13 @@ type Fetcher struct {
 	mu     sync.Mutex
 	robots map[string]*robotsEntry
 	now    func() time.Time
+
+	// hostCtx is what a robots.txt read runs under: the host's, not the
+	// page's that started it, so pages waiting for it are not failed by
+	// the first one giving up. Close cancels it and waits for the reads.
+	hostCtx  context.Context
+	stop     context.CancelFunc
+	fetching sync.WaitGroup
 }
 
 // robotsUnread is why a host's robots.txt could not be read, so that
@@ -211,6 +227,7 @@ type robotsEntry struct {
 func NewFetcher(o FetchOptions) *Fetcher {
 	o.defaults()
 	f := &Fetcher{o: o, robots: make(map[string]*robotsEntry), now: time.Now}
+	f.hostCtx, f.stop = context.WithCancel(context.Background())
 	d := &net.Dialer{Timeout: o.DialTimeout, KeepAlive: 30 * time.Second}
 	if !o.AllowPrivate {
 		// Control runs on the exact address dialed, after resolution, so
@@ -245,9 +262,13 @@ func NewFetcher(o FetchOptions) *Fetcher {
 	return f
 }
 
-// Close releases what the Fetcher's transport holds: with no keep-alive,
-// nothing between requests.
-func (f *Fetcher) Close() { f.tr.CloseIdleConnections() }
+// Close ends the robots.txt reads under way and releases what the
+// Fetcher's transport holds: with no keep-alive, nothing between requests.
+func (f *Fetcher) Close() {
+	f.stop()
+	f.fetching.Wait()
+	f.tr.CloseIdleConnections()
+}
 
 func (f *Fetcher) dial(ctx context.Context, d *net.Dialer, network, addr string) (net.Conn, error) {
 	c, err := egress.Dial(ctx, d, f.o.Resolve, network, addr)
@@ -573,26 +594,19 @@ func (f *Fetcher) checkRobots(ctx context.Context, u *url.URL) error {
 		e = &robotsEntry{ready: make(chan struct{})}
 		f.robots[key] = e
 	}
+	if owner {
+		f.fetching.Add(1)
+	}
 	f.mu.Unlock()
 	if owner {
-		e.data, e.why, e.err = f.fetchRobots(ctx, key)
-		e.expires = f.now().Add(f.o.RobotsTTL)
-		switch {
-		case e.why == robotsRefusedHop:
-		case e.err != nil:
-			// The page's own address refused (no request was sent) or a
-			// cancelled fetch is not cached.
-			e.expires = time.Time{}
-		case e.why != robotsRead:
-			e.expires = f.now().Add(min(unreachableRobotsTTL, f.o.RobotsTTL))
-		}
-		close(e.ready)
-	} else {
-		select {
-		case <-e.ready:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+		go f.readRobots(e, key)
+	}
+	// Each page waits as long as its own fetch may; the read goes on
+	// for the others.
+	select {
+	case <-e.ready:
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 	if e.err != nil {
 		return e.err
@@ -611,6 +625,26 @@ func (f *Fetcher) checkRobots(ctx context.Context, u *url.URL) error {
 		return ErrRobots
 	}
 	return nil
+}
+
+// readRobots reads origin's robots.txt into e under its own timeout, as
+// the host's read rather than any one page's, and closes e.ready.
+func (f *Fetcher) readRobots(e *robotsEntry, origin string) {
+	defer f.fetching.Done()
+	ctx, cancel := context.WithTimeout(f.hostCtx, f.o.robotsTimeout)
+	defer cancel()
+	e.data, e.why, e.err = f.fetchRobots(ctx, origin)
+	e.expires = f.now().Add(f.o.RobotsTTL)
+	switch {
+	case e.why == robotsRefusedHop:
+	case e.err != nil:
+		// The page's own address refused (no request was sent) or a
+		// read ended by Close is not cached.
+		e.expires = time.Time{}
+	case e.why != robotsRead:
+		e.expires = f.now().Add(min(unreachableRobotsTTL, f.o.RobotsTTL))
+	}
+	close(e.ready)
 }
 
 // evictRobots drops expired entries, or all finished ones when none are.
@@ -667,9 +701,11 @@ func (f *Fetcher) fetchRobots(ctx context.Context, origin string) (data *robotst
 	if err != nil {
 		// A refused address or scheme is the page's failure, not read as
 		// robots.txt disallowing everything as an unreachable host is;
-		// so is the page's own host unknown, but not a redirect's.
+		// so is the page's own host unknown, but not a redirect's, and a
+		// read ended by Close. One past its own timeout is a host that
+		// did not answer.
 		ce := classify(ctx, err)
-		if ctx.Err() != nil || errors.Is(ce, ErrHostNotFound) && !redirected {
+		if errors.Is(ctx.Err(), context.Canceled) || errors.Is(ce, ErrHostNotFound) && !redirected {
 			return nil, robotsRead, ce
 		}
 		if errors.Is(ce, ErrProhibitedAddress) || errors.Is(ce, ErrRedirectScheme) || errors.Is(ce, ErrRedirectHost) {
@@ -694,7 +730,7 @@ func (f *Fetcher) fetchRobots(ctx context.Context, origin string) (data *robotst
 	// A body cut short by the connection's cap has no rules to read: in
 	// error, not a robots.txt allowing everything.
 	if err != nil && (!errors.Is(err, ErrTooLarge) || body == nil) {
-		if ctx.Err() != nil {
+		if errors.Is(ctx.Err(), context.Canceled) {
 			return nil, robotsRead, classify(ctx, err)
 		}
 		data, err := robotstxt.FromStatusAndBytes(http.StatusServiceUnavailable, nil)

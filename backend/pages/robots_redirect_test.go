@@ -377,8 +377,9 @@ func TestFetchRobotsRefusedChainCached(t *testing.T) {
 // TestFetchRobotsRedirectSlow: a robots.txt redirect whose target sends
 // its headers a byte at a time fails at the header timeout, well before
 // the fetch's own, as a robots.txt in error (a minute's disallow); one
-// whose target sends its body a byte at a time ends at the fetch's
-// timeout. Neither holds the fetcher longer than a page could.
+// whose target sends its body a byte at a time ends at the robots.txt
+// read's own bound, as one in error too. Neither holds the fetcher longer
+// than a page could.
 func TestFetchRobotsRedirectSlow(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -429,8 +430,8 @@ func TestFetchRobotsRedirectSlow(t *testing.T) {
 	}
 	short := newFetcher(t, FetchOptions{AllowPrivate: true, Resolve: res, Timeout: 1500 * time.Millisecond})
 	_, err = short.Fetch(context.Background(), fmt.Sprintf("http://site2.test:%d/page", port), nil)
-	if !errors.Is(err, ErrTimeout) || !errors.As(err, &fe) || fe.Reason != "fetch timed out" {
-		t.Fatalf("slow body after a redirect: %v, want fetch timed out", err)
+	if !errors.Is(err, ErrRobots) || errors.Is(err, ErrTimeout) || !errors.As(err, &fe) || fe.Reason != "robots.txt disallows fetching" {
+		t.Fatalf("slow body after a redirect: %v, want robots.txt disallows fetching at the read's bound", err)
 	}
 }
 
