@@ -5,8 +5,10 @@ import (
 	"context"
 	"io/fs"
 	"net/http"
+	"path"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/adlink/adlink/backend/shards"
 	"github.com/adlink/adlink/backend/siteshards"
@@ -231,9 +233,11 @@ func (s *server) webFile(name, contentType string, transform func([]byte) []byte
 	}
 }
 
-// demo serves the demo publisher pages under /demo/.
+// demo serves the demo publisher pages under /demo/, with -demo only: they
+// show the demo partner, which exists only then. The demo catalog's logos
+// (demo/logos/) are served too wherever that catalog is, with no -catalog.
 func (s *server) demo() http.Handler {
-	if s.web == nil {
+	if s.web == nil || !s.cfg.Demo && len(s.cfg.Catalogs) > 0 {
 		return s.plain(s.notFound)
 	}
 	sub, err := fs.Sub(s.web, "demo")
@@ -242,9 +246,36 @@ func (s *server) demo() http.Handler {
 	}
 	files := http.StripPrefix("/demo/", http.FileServerFS(sub))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		upath := strings.TrimPrefix(r.URL.Path, "/demo/")
+		if listing(sub, upath) || !s.cfg.Demo && !strings.HasPrefix(path.Clean("/"+upath), "/logos/") {
+			s.plain(s.noFile).ServeHTTP(w, r)
+			return
+		}
 		w.Header().Set("Cache-Control", "no-cache")
 		files.ServeHTTP(w, r)
 	})
+}
+
+// listing says whether http.FileServerFS would answer upath, a path under
+// fsys, with a listing: a directory without an index.html. What it names
+// is the server's to publish file by file, not to enumerate.
+func listing(fsys fs.FS, upath string) bool {
+	// The name FileServerFS opens for upath.
+	name := strings.TrimPrefix(path.Clean("/"+upath), "/")
+	if name == "" {
+		name = "."
+	}
+	st, err := fs.Stat(fsys, name)
+	if err != nil || !st.IsDir() {
+		return false
+	}
+	_, err = fs.Stat(fsys, path.Join(name, "index.html"))
+	return err != nil
+}
+
+// noFile answers a path of the served files that names none.
+func (s *server) noFile(w http.ResponseWriter, r *http.Request) error {
+	return &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: "no such file: " + quote(r.URL.Path)}
 }
 
 // matcherLine is the line of widget.js where the server writes the

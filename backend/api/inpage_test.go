@@ -36,6 +36,7 @@ func newInPageEnvSplit(t *testing.T, withShards bool, splitAbove int) *inPageEnv
 	}
 	cfg := config.Default()
 	cfg.RedirectURL = "https://r.example"
+	cfg.Demo = true
 	env := &inPageEnv{testEnv: testEnv{indexes: ix}}
 	d := Deps{
 		Config:   cfg,

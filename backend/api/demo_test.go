@@ -1,0 +1,106 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"testing/fstest"
+
+	"github.com/adlink/adlink/backend/clicks"
+	"github.com/adlink/adlink/backend/config"
+	"github.com/adlink/adlink/backend/market"
+)
+
+// demoServer serves the test's web files over loopback, with the demo on
+// or off, and the catalog feeds catalogs (none: the embedded demo's).
+func demoServer(t *testing.T, demo bool, catalogs ...string) string {
+	t.Helper()
+	ix, err := market.Build(fixture())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Default()
+	cfg.RedirectURL = "https://r.example"
+	cfg.Demo, cfg.Catalogs = demo, catalogs
+	ts := httptest.NewServer(NewServer(Deps{
+		Config:   cfg,
+		Indexes:  ix,
+		Partners: testPartners(t),
+		Clicks:   &clickRecorder{AppendFn: func(context.Context, clicks.Click) error { return nil }},
+		Web: fstest.MapFS{
+			"widget.js":             {Data: []byte("(function(){})();")},
+			"demo/index.html":       {Data: []byte("<!doctype html><title>demo</title>")},
+			"demo/article.html":     {Data: []byte("<!doctype html><title>article</title>")},
+			"demo/logos/shop.svg":   {Data: []byte(`<svg xmlns="http://www.w3.org/2000/svg"/>`)},
+			"demo/logos/other.svg":  {Data: []byte(`<svg xmlns="http://www.w3.org/2000/svg"/>`)},
+			"demo/empty/index.html": {Data: []byte("<!doctype html><title>index</title>")},
+		},
+	}))
+	t.Cleanup(ts.Close)
+	return ts.URL
+}
+
+// getStatus GETs url, following redirects (the mux's to a cleaned path),
+// and returns the status and the error code of a JSON body.
+func getStatus(t *testing.T, url string) (status int, code string) {
+	t.Helper()
+	res, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var body struct {
+		Error struct {
+			Code string `json:"code"`
+		} `json:"error"`
+	}
+	json.NewDecoder(res.Body).Decode(&body)
+	return res.StatusCode, body.Error.Code
+}
+
+// TestDemoPagesOnlyWithDemo: the demo publisher's pages are part of the
+// demo: a server without -demo has none of them, so it does not show a
+// demo that its partners cannot use. The demo catalog's logos are served
+// wherever that catalog is, and only there.
+func TestDemoPagesOnlyWithDemo(t *testing.T) {
+	on, off, feeds := demoServer(t, true), demoServer(t, false), demoServer(t, false, "feed.jsonl")
+	for _, tc := range []struct {
+		path          string
+		off, ownFeeds int
+	}{
+		{"/demo/", http.StatusNotFound, http.StatusNotFound},
+		{"/demo/article.html", http.StatusNotFound, http.StatusNotFound},
+		{"/demo/logos/../article.html", http.StatusNotFound, http.StatusNotFound},
+		{"/demo/logos/%2e%2e/article.html", http.StatusNotFound, http.StatusNotFound},
+		{"/demo/logos/shop.svg", http.StatusOK, http.StatusNotFound},
+	} {
+		if status, _ := getStatus(t, on+tc.path); status != http.StatusOK {
+			t.Errorf("with the demo, %s: %d, want 200", tc.path, status)
+		}
+		for _, srv := range []struct {
+			name, base string
+			want       int
+		}{{"without the demo", off, tc.off}, {"with feeds of its own", feeds, tc.ownFeeds}} {
+			status, code := getStatus(t, srv.base+tc.path)
+			if status != srv.want || status == http.StatusNotFound && code != CodeNotFound {
+				t.Errorf("%s, %s: %d %q, want %d", srv.name, tc.path, status, code, srv.want)
+			}
+		}
+	}
+}
+
+// TestNoDirectoryListing: a directory is served only by its index.html,
+// never listed: one without it is not found, with or without the slash.
+func TestNoDirectoryListing(t *testing.T) {
+	base := demoServer(t, true)
+	for _, p := range []string{"/demo/logos/", "/demo/logos", "/demo/logos/.", "/demo/./logos/", "/demo/logos//", "/demo/logos/%2e/"} {
+		if status, code := getStatus(t, base+p); status != http.StatusNotFound || code != CodeNotFound {
+			t.Errorf("%s: %d %q, want 404 %s", p, status, code, CodeNotFound)
+		}
+	}
+	if status, _ := getStatus(t, base+"/demo/empty/"); status != http.StatusOK {
+		t.Errorf("a directory with its index.html: %d, want 200", status)
+	}
+}
