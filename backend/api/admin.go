@@ -116,11 +116,26 @@ func NewAdmin(d AdminDeps) http.Handler {
 		respond(w, status, body, "")
 	})
 	mux.Handle("GET /admin/backup", backup(d))
+	// Each route's path with another method: without these, the mux
+	// would send it to "/" as a path it does not serve.
+	for path, allow := range map[string]string{"/metrics": "GET, HEAD", "/admin/reload": "POST", "/admin/backup": "GET, HEAD"} {
+		mux.Handle(path, wrongMethod(allow))
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		respondError(w, &Error{Status: http.StatusNotFound, Code: CodeNotFound,
 			Message: "no such endpoint: " + quote(r.Method+" "+r.URL.Path) + "; the admin listener serves GET /metrics, POST /admin/reload and GET /admin/backup"})
 	})
 	return fromOperator(mux, d.Hosts)
+}
+
+// wrongMethod answers a request to an admin route with a method it does
+// not take: 405, the methods it does take in Allow.
+func wrongMethod(allow string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", allow)
+		respondError(w, &Error{Status: http.StatusMethodNotAllowed, Code: CodeMethodNotAllowed,
+			Message: "method " + quote(r.Method) + " is not allowed on " + quote(r.URL.Path) + "; use " + strings.ReplaceAll(allow, ", ", " or ")})
+	})
 }
 
 // CodeForbidden is the error code of an admin request a web page could

@@ -3,6 +3,7 @@ package api
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
@@ -316,5 +317,54 @@ func TestAdminRefusesWebPages(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestAdminWrongMethod: a method an admin route does not take is refused
+// as every other admin error is, in JSON, with the methods it takes in
+// Allow and a message naming the method and the path, and does nothing.
+func TestAdminWrongMethod(t *testing.T) {
+	var reloads atomic.Int64
+	copies := &backupCopies{size: 1 << 10}
+	base, _ := adminServer(t, AdminDeps{Backup: copies.backup(t), Reload: func(context.Context, bool) Reload {
+		reloads.Add(1)
+		return Reload{Result: "unchanged"}
+	}})
+	for _, c := range []struct{ method, path, allow string }{
+		{http.MethodGet, "/admin/reload", "POST"},
+		{http.MethodPut, "/admin/reload", "POST"},
+		{http.MethodDelete, "/admin/backup", "GET, HEAD"},
+		{http.MethodPost, "/admin/backup", "GET, HEAD"},
+		{http.MethodPost, "/metrics", "GET, HEAD"},
+	} {
+		req, err := http.NewRequest(c.method, base+c.path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body struct {
+			Error struct {
+				Code    string `json:"code"`
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		err = json.NewDecoder(res.Body).Decode(&body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusMethodNotAllowed || res.Header.Get("Content-Type") != "application/json" || err != nil {
+			t.Errorf("%s %s: %s %q (%v), want 405 in JSON", c.method, c.path, res.Status, res.Header.Get("Content-Type"), err)
+			continue
+		}
+		if got := res.Header.Get("Allow"); got != c.allow {
+			t.Errorf("%s %s: Allow %q, want %q", c.method, c.path, got, c.allow)
+		}
+		if body.Error.Code != CodeMethodNotAllowed || !strings.Contains(body.Error.Message, c.method) || !strings.Contains(body.Error.Message, c.path) {
+			t.Errorf("%s %s: error %+v, want %s naming the method and the path", c.method, c.path, body.Error, CodeMethodNotAllowed)
+		}
+	}
+	if reloads.Load() != 0 || copies.made.Load() != 0 {
+		t.Errorf("a refused method reloaded (%d) or copied the state file (%d)", reloads.Load(), copies.made.Load())
 	}
 }
