@@ -335,6 +335,9 @@ func TestReloadRefusesBadPartners(t *testing.T) {
 			{"api_key":"key-one","sites":[{"id":"site-one","domains":["one.example"]}]},
 			{"api_key":"key-one","sites":[{"id":"site-two","domains":["two.example"]}]}]}`,
 			http.StatusConflict, "refused", "partners file " + s.partners + `: partner 1: api_key "key-one" twice`},
+		{"a domain IDNA refuses", s.partners, `{"partners":[
+			{"api_key":"key-one","sites":[{"id":"site-one","domains":["one.example","a_ä.example"]}]}]}`,
+			http.StatusConflict, "refused", "partners file " + s.partners + `: partner "key-one" site "site-one": domain "a_ä.example"`},
 		{"budget in USD", s.advertisers, `{"advertisers":[{"id":"handy-bestkauf.de","daily_budget":"100.00","currency":"USD"}]}`,
 			http.StatusConflict, "refused", "advertisers file " + s.advertisers + `: budgets: advertiser "handy-bestkauf.de" has a daily budget in USD`},
 	} {

@@ -13,8 +13,10 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/goccy/go-json"
+	"golang.org/x/net/idna"
 )
 
 // ErrUnknownKey means no partner has the API key (the API answers 401).
@@ -169,6 +171,8 @@ func NewStatic(ps []Partner) (*Static, error) {
 				domains[k] = strings.TrimSuffix(strings.ToLower(strings.TrimSpace(d)), ".")
 				if domains[k] == "" {
 					problems = append(problems, fmt.Errorf("partner %q site %q: empty domain", p.APIKey, site.ID))
+				} else if err := checkIDNA(domains[k]); err != nil {
+					problems = append(problems, fmt.Errorf("partner %q site %q: domain %q: %w", p.APIKey, site.ID, d, err))
 				}
 			}
 			sites[site.ID] = Site{ID: site.ID, Domains: domains}
@@ -179,6 +183,21 @@ func NewStatic(ps []Partner) (*Static, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// checkIDNA refuses an internationalised domain that IDNA refuses: pages
+// are matched to domains in A-labels (as pages.CheckDomain does), so it
+// would never match one. An ASCII domain is matched as it is.
+func checkIDNA(domain string) error {
+	for i := 0; i < len(domain); i++ {
+		if domain[i] >= utf8.RuneSelf {
+			if _, err := idna.Lookup.ToASCII(domain); err != nil {
+				return fmt.Errorf("IDNA refuses it, so no page would match it (%v)", err)
+			}
+			return nil
+		}
+	}
+	return nil
 }
 
 // Site implements Registry.

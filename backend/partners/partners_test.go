@@ -70,6 +70,28 @@ func TestNewStaticReportsEveryProblem(t *testing.T) {
 	}
 }
 
+// TestNewStaticRefusesDomainsIDNARefuses: a domain IDNA refuses would
+// never match a page, whose host is judged in A-labels: the partner is
+// refused, naming it, its site and the domain; either spelling of a name
+// IDNA takes is accepted.
+func TestNewStaticRefusesDomainsIDNARefuses(t *testing.T) {
+	_, err := NewStatic([]Partner{
+		{APIKey: "k", Sites: []Site{{ID: "blog", Domains: []string{"ok.example", "a_ä.example", "bücher.example", "xn--bcher-kva.example"}}}},
+		{APIKey: "k2", Sites: []Site{{ID: "shop", Domains: []string{"ä\u200d.example"}}}},
+	})
+	if err == nil {
+		t.Fatal("NewStatic accepted domains IDNA refuses")
+	}
+	for _, want := range []string{`partner "k" site "blog": domain "a_ä.example"`, `partner "k2" site "shop": domain "ä\u200d.example"`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not say %s:\n%v", want, err)
+		}
+	}
+	if strings.Contains(err.Error(), "bücher") || strings.Contains(err.Error(), "ok.example") {
+		t.Errorf("error names a good domain:\n%v", err)
+	}
+}
+
 func TestLoadRejectsUnknownFields(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "p.json")
 	if err := os.WriteFile(p, []byte(`{"partners":[{"apikey":"x"}]}`), 0o600); err != nil {
