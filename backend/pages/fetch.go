@@ -194,7 +194,12 @@ type Fetcher struct {
 	hostCtx  context.Context
 	stop     context.CancelFunc
 	fetching sync.WaitGroup
+	closed   bool // under mu: no read starts
 }
+
+// errFetcherClosed fails a fetch that would start a robots.txt read after
+// Close.
+var errFetcherClosed = errors.New("the page fetcher is closed")
 
 // robotsUnread is why a host's robots.txt could not be read, so that
 // everything on the host is disallowed for a while (RFC 9309).
@@ -265,6 +270,9 @@ func NewFetcher(o FetchOptions) *Fetcher {
 // Close ends the robots.txt reads under way and releases what the
 // Fetcher's transport holds: with no keep-alive, nothing between requests.
 func (f *Fetcher) Close() {
+	f.mu.Lock()
+	f.closed = true
+	f.mu.Unlock()
 	f.stop()
 	f.fetching.Wait()
 	f.tr.CloseIdleConnections()
@@ -586,21 +594,20 @@ func (f *Fetcher) checkRobots(ctx context.Context, u *url.URL) error {
 		default:
 		}
 	}
-	owner := e == nil
-	if owner {
+	if e == nil {
+		if f.closed {
+			f.mu.Unlock()
+			return errFetcherClosed
+		}
 		if len(f.robots) >= maxRobotsHosts {
 			f.evictRobots()
 		}
 		e = &robotsEntry{ready: make(chan struct{})}
 		f.robots[key] = e
-	}
-	if owner {
 		f.fetching.Add(1)
-	}
-	f.mu.Unlock()
-	if owner {
 		go f.readRobots(e, key)
 	}
+	f.mu.Unlock()
 	// Each page waits as long as its own fetch may; the read goes on
 	// for the others.
 	select {
