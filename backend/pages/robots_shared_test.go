@@ -102,3 +102,35 @@ func TestFetchRobotsTimeoutDisallowsBriefly(t *testing.T) {
 		t.Fatalf("Fetch once robots.txt answers = %v, %v", doc, err)
 	}
 }
+
+// TestFetcherCloseEndsRobotsReads: Close ends a robots.txt read under way,
+// whose waiting page then fails, and waits for it; a fetch after Close
+// starts none.
+func TestFetcherCloseEndsRobotsReads(t *testing.T) {
+	var robots atomic.Int32
+	asked := make(chan struct{}, 1)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/robots.txt", func(w http.ResponseWriter, r *http.Request) {
+		robots.Add(1)
+		asked <- struct{}{}
+		<-r.Context().Done()
+	})
+	ts := serve(t, mux)
+	f := NewFetcher(FetchOptions{AllowPrivate: true})
+	waiting := make(chan error, 1)
+	go func() {
+		_, err := f.Fetch(context.Background(), ts.URL+"/page", nil)
+		waiting <- err
+	}()
+	<-asked
+	f.Close()
+	if err := <-waiting; err == nil {
+		t.Fatal("a page whose robots.txt read Close ended was fetched")
+	}
+	if _, err := f.Fetch(context.Background(), ts.URL+"/other", nil); err == nil {
+		t.Fatal("a fetch after Close succeeded")
+	}
+	if n := robots.Load(); n != 1 {
+		t.Fatalf("robots.txt asked for %d times, want once: none after Close", n)
+	}
+}
