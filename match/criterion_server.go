@@ -20,38 +20,80 @@ func (ix *Index) IsCriterionOf(i int, text string) bool {
 }
 
 // CanonicalCriterion is text, when IsCriterionOf takes it for ad i, as
-// the ad spells its criteria: each criterion text names, once, in text's
-// order, written as the ad's own field it is drawn from (a keyword, the
-// model, the brand, the category, its spaces made single), the criteria
-// one space apart; "" when IsCriterionOf does not take it. Every spelling
-// of the same criteria, whatever its case, punctuation, spaces, soft
-// hyphens or word forms, is one string, which is its own canonical
-// spelling: a page's link, which anyone can spell as they like, counts
-// under one criterion, as the advertiser wrote it.
+// the ad spells its criteria: of the ad's criteria whose words text has,
+// one after another, but those within a longer one there ("handy
+// verkaufen" of "gebrauchtes handy verkaufen"), the one the ad lists
+// first (its keywords in their order, then its model, brand and model,
+// brand and category: eachCriterion's order), written as the ad's own
+// field it is drawn from, its spaces made single; "" when IsCriterionOf
+// does not take it. Every spelling, order and combination of the ad's
+// criteria is one of its criteria, whatever its case, punctuation,
+// spaces, soft hyphens or word forms: a page's link, which anyone can
+// spell as they like, counts under one of its ad's criteria, as the
+// advertiser wrote it, so an ad's page-made links make at most as many
+// report rows as it has criteria.
 func (ix *Index) CanonicalCriterion(i int, text string) string {
-	parts := ix.criteriaOf(i, text)
+	words := ix.scanWords(text)
+	parts := ix.criteriaIn(i, text, words)
 	if parts == nil {
 		return ""
 	}
-	ad := ix.Ad(i)
-	var b strings.Builder
-	for j, p := range parts {
-		if slices.ContainsFunc(parts[:j], func(q critPart) bool { return q.crit == p.crit }) {
-			continue // the same criterion spelled two ways
-		}
-		if b.Len() > 0 {
-			b.WriteByte(' ')
-		}
-		b.WriteString(ix.adSpelling(&ad, p))
+	type run struct {
+		from, to int
+		crit     uint32
 	}
-	return b.String()
+	var runs []run
+	steps := 0
+	for k, w := range words {
+		for c := ix.critStart[w.id]; c < ix.critStart[w.id+1] && steps < maxCriterionSteps; c++ {
+			steps++
+			terms := ix.critTerms[ix.critOff[c]:ix.critOff[c+1]]
+			end := k + len(terms)
+			if end > len(words) || !ix.hasCriterion(i, c) {
+				continue
+			}
+			same := true
+			for j, term := range terms {
+				same = same && words[k+j].id == int32(term)
+			}
+			if same {
+				runs = append(runs, run{k, end, c})
+			}
+		}
+	}
+	ad := ix.Ad(i)
+	best, bestRank := "", -1
+	for _, r := range runs {
+		if slices.ContainsFunc(runs, func(o run) bool { return o.from <= r.from && r.to <= o.to && o.to-o.from > r.to-r.from }) {
+			continue
+		}
+		rank, s := ix.adSpelling(&ad, critPart{r.crit, text[words[r.from].start:words[r.to-1].end]})
+		if bestRank < 0 || rank < bestRank || rank == bestRank && s < best {
+			best, bestRank = s, rank
+		}
+	}
+	if best == "" { // steps ran out before a run was found: text's own
+		_, best = ix.adSpelling(&ad, parts[0])
+	}
+	return best
 }
 
-// adSpelling is criterion p of ad as the ad writes it: the first of its
-// fields a criterion is drawn from (eachCriterion) whose words are the
-// criterion's, its spaces made single; else, for a criterion no field
-// spells alone, p's words as text has them, in lower case.
-func (ix *Index) adSpelling(ad *Ad, p critPart) string {
+// hasCriterion reports whether criterion c is one of ad i's.
+func (ix *Index) hasCriterion(i int, c uint32) bool {
+	for _, e := range ix.critAd[ix.critAdOff[c]:ix.critAdOff[c+1]] {
+		if int(e>>2) == i {
+			return true
+		}
+	}
+	return false
+}
+
+// adSpelling is criterion p of ad as the ad writes it, and where the ad
+// lists it: the first of its fields a criterion is drawn from
+// (eachCriterion) whose words are the criterion's, its spaces made
+// single, and that field's place; else, for a criterion no field spells
+// alone, p's words as text has them, in lower case, after every field.
+func (ix *Index) adSpelling(ad *Ad, p critPart) (rank int, spelling string) {
 	terms := ix.critTerms[ix.critOff[p.crit]:ix.critOff[p.crit+1]]
 	is := func(field string) bool {
 		k, same := 0, true
@@ -62,21 +104,22 @@ func (ix *Index) adSpelling(ad *Ad, p critPart) string {
 		return same && k == len(terms)
 	}
 	spelt := func(f string) string { return strings.Join(strings.Fields(dropSoftHyphens(f)), " ") }
-	for _, f := range ad.Keywords {
+	for k, f := range ad.Keywords {
 		if is(f) {
-			return spelt(f)
+			return k, spelt(f)
 		}
 	}
-	for _, f := range [...]string{ad.Model, ad.Manufacturer + " " + ad.Model, ad.Manufacturer, ad.Category} {
+	fields := [...]string{ad.Model, ad.Manufacturer + " " + ad.Model, ad.Manufacturer, ad.Category}
+	for k, f := range fields {
 		if is(f) {
-			return spelt(f)
+			return len(ad.Keywords) + k, spelt(f)
 		}
 	}
 	var words []string
 	scan(p.spelling, nil, func(_ []byte, start, end int, _ bool) {
 		words = append(words, strings.ToLower(dropSoftHyphens(p.spelling[start:end])))
 	})
-	return strings.Join(words, " ")
+	return len(ad.Keywords) + len(fields), strings.Join(words, " ")
 }
 
 // criteriaOf is the criteria of ad i that text is, one after another, as
@@ -120,12 +163,7 @@ func (ix *Index) criteriaIn(i int, text string, words []critWord) []critPart {
 	isMine := func(c uint32) bool {
 		m, ok := mine[c]
 		if !ok {
-			for _, e := range ix.critAd[ix.critAdOff[c]:ix.critAdOff[c+1]] {
-				if int(e>>2) == i {
-					m = true
-					break
-				}
-			}
+			m = ix.hasCriterion(i, c)
 			mine[c] = m
 		}
 		return m

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -486,5 +487,71 @@ func TestReportOneRowForEverySpellingOfACriterion(t *testing.T) {
 	}
 	if r := report.Rows[0]; r["criterion"] != "lg handy" || r["clicks"] != float64(n) || r["impressions"] != float64(n) {
 		t.Errorf("the report's row: %v, want lg handy, %d clicks and impressions", r, n)
+	}
+}
+
+// Neither the order nor the choice of an ad's criteria a page-made link
+// names is the client's to make report rows of: links of one ad, each
+// naming two or three of its criteria in every order, each beaconed and
+// clicked by a reader, add to the partner's report by criterion no more
+// rows than the ad has criteria, each one of them as the ad writes it,
+// with every impression and click of them.
+func TestReportRowsOfPageLinksBoundedByTheAdsCriteria(t *testing.T) {
+	env := newReportEnv(t)
+	const id = "AMAZON.1.B00JVL2X1I"
+	var page string
+	for _, l := range env.inPageLinks(t, "q=nokia+lumia+630+handy&loc=de&api_key=demo&site_id=demo") {
+		if queryOf(t, l).Get("adId") == id {
+			page = l
+		}
+	}
+	if page == "" {
+		t.Fatal("no page-made link of " + id)
+	}
+	ad := fixtureAd(t, id)
+	criteria := append(slices.Clone(ad.Keywords), ad.Model, ad.Manufacturer) // its category is a keyword too
+	var texts []string
+	for a := range criteria {
+		for b := range criteria {
+			if a != b {
+				texts = append(texts, criteria[a]+" "+criteria[b])
+			}
+		}
+	}
+	texts = append(texts, criteria[2]+" "+criteria[0]+" "+criteria[3], criteria[3]+" "+criteria[2]+" "+criteria[1],
+		criteria[3]+" "+criteria[1]+" "+criteria[2]+" "+criteria[0])
+	for i, s := range texts {
+		l := setParam(page, "criterionId", s)
+		ip := fmt.Sprintf("2001:db8:7:%x::1", i)
+		status, ct := env.beacon(t, ip, browserUA, l)
+		if status != http.StatusOK || ct[0] == "" {
+			t.Fatalf("%q: beacon %d %q", s, status, ct)
+		}
+		env.advance(time.Second)
+		readBody(t, env.do(t, l+"&ct="+url.QueryEscape(ct[0]), ip, browserUA))
+	}
+	_, body := env.report(t, partners.DemoReportToken, "from=2026-11-22&to=2026-11-22&group_by=criterion")
+	var report struct {
+		Rows []struct {
+			Criterion   string
+			Impressions int
+			Billable    int `json:"billable_clicks"`
+		}
+	}
+	if err := json.Unmarshal(body, &report); err != nil {
+		t.Fatal(err)
+	}
+	if len(report.Rows) > len(criteria) {
+		t.Errorf("%d links make %d rows, want at most the ad's %d criteria\n%s", len(texts), len(report.Rows), len(criteria), body)
+	}
+	billed, shown := 0, 0
+	for _, r := range report.Rows {
+		if !slices.Contains(criteria, r.Criterion) {
+			t.Errorf("a row of criterion %q, none of the ad's %q", r.Criterion, criteria)
+		}
+		billed, shown = billed+r.Billable, shown+r.Impressions
+	}
+	if billed != len(texts) || shown != len(texts) {
+		t.Errorf("the rows count %d billable clicks and %d impressions, want %d of each\n%s", billed, shown, len(texts), body)
 	}
 }
