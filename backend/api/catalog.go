@@ -41,9 +41,10 @@ type Catalog struct {
 	Budget   *budget.Gate
 	// Before is what the catalogs served before this one had of the ads
 	// whose criteria a refresh changed, one for each such refresh whose
-	// time is not up, newest first: a page that matched on their shards
-	// names those in the links it makes, which count until that Before's
-	// time is up (criterionOf).
+	// time, and a click token's TTL after it, is not up, newest first: a
+	// page that matched on their shards names those in the links it
+	// makes, which count until that Before's time is up (criterionOf),
+	// and whose clicks, on a token issued by then, record them after it.
 	Before []Before
 }
 
@@ -190,10 +191,11 @@ func (c *Catalog) ad(id string, now time.Time) (match.Ad, bool) {
 
 // criterionOf is criterion, when it is made of the criteria of the ad
 // id, which is the ad at in ix, this catalog's, as the ad's criteria spell
-// it (match.Index.CanonicalCriterion): as ix has them, or, while a
-// Before's time lasts, as the catalog before that refresh had them. A
+// it (match.Index.CanonicalCriterion): as ix has them, or, when now is
+// within a Before's time, as the catalog before that refresh had them. A
 // page still on the shards of an earlier catalog names those. "" when it
-// is not; at is -1 for an ad ix does not have.
+// is not; at is -1 for an ad ix does not have. A click passes the time
+// its token was issued as now, and so records what its impression did.
 func (c *Catalog) criterionOf(ix *match.Index, at int, id, criterion string, now time.Time) string {
 	if canon := ix.CanonicalCriterion(at, criterion); canon != "" {
 		return canon
@@ -212,8 +214,8 @@ func (c *Catalog) criterionOf(ix *match.Index, at int, id, criterion string, now
 }
 
 // pageCriterion is criterionOf for the ad id wherever this catalog
-// indexes it: "" for an ad it no longer has, whose criteria it cannot
-// read.
+// indexes it, at now: "" for an ad it no longer has, whose criteria it
+// cannot read.
 func (c *Catalog) pageCriterion(id, criterion string, now time.Time) string {
 	ix := c.Indexes.All()
 	at, ok := ix.Lookup(id)

@@ -103,8 +103,13 @@ func (s *server) redirect(w http.ResponseWriter, r *http.Request) error {
 		if c.Criterion != "" && req.Sig == "" && req.Exp == "" {
 			// Proven by a click token on a link the page made: its
 			// criterion, as the ad's criteria spell it, as the beacon
-			// recorded it.
-			c.Criterion = s.catalogOf(r).pageCriterion(req.AdID, c.Criterion, c.Time)
+			// recorded it, by the criteria the catalog took when it
+			// issued the token, which may be past a refresh's grace now.
+			shown, ok := clicks.TokenShown(req.CT)
+			if !ok {
+				shown = c.Time
+			}
+			c.Criterion = s.catalogOf(r).pageCriterion(req.AdID, c.Criterion, shown)
 		}
 		if !isOver || over.record {
 			if err := s.ledger.Record(r.Context(), &c, u); err != nil {

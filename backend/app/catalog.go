@@ -213,12 +213,13 @@ func (l *live) build(ads []match.Ad, ver string, prev *version) (*version, error
 	old := prev.api
 	// A page matched on the shards of an earlier catalog names its
 	// criteria; the links it makes count as long as a click token does,
-	// across later refreshes too (up to maxRetired of them, as shards).
+	// across later refreshes too (up to maxRetired of them, as shards),
+	// and a token issued by then is clicked up to its TTL later still.
 	if b := criteriaBefore(prev.ads, ads, indexes.All(), now.Add(l.cfg.ClickTokenTTL), l.log); b != nil {
 		next.api.Before = append(next.api.Before, *b)
 	}
 	for _, b := range old.Before {
-		if now.Before(b.Until) && len(next.api.Before) < maxRetired {
+		if now.Before(b.Until.Add(l.cfg.ClickTokenTTL)) && len(next.api.Before) < maxRetired {
 			next.api.Before = append(next.api.Before, b)
 		}
 	}

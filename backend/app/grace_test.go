@@ -244,3 +244,96 @@ func TestCriteriaBeforeIsBounded(t *testing.T) {
 		t.Errorf("the refresh past the bound logged %q, want a warning with changed=11", out)
 	}
 }
+
+// A page-made link of a criterion the catalog before a refresh had, shown
+// near the end of the grace, gets a click token that stays valid past it:
+// its click, past the grace, across a later refresh that changes no
+// criterion, records the criterion its impression did and bills.
+func TestClickPastTheGraceRecordsItsImpressionsCriterion(t *testing.T) {
+	ads := testcatalog.Generate(200, 5)
+	ad := ads[0]
+	if len(ad.Keywords) == 0 {
+		t.Fatal("the generated ad has no keywords")
+	}
+	old := strings.ToUpper(ad.Keywords[0])
+	changed := slices.Clone(ads)
+	changed[0].Keywords = []string{"grünkohlpresse"}
+	repriced := slices.Clone(changed)
+	for i := range repriced {
+		if repriced[i].Currency != "" {
+			repriced[i].PriceCents += 100
+		}
+	}
+	before, err := match.Build(ads)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := before.CanonicalCriterion(0, old)
+	if want == "" {
+		t.Fatalf("%q is not the ad's criterion", old)
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "feed.jsonl")
+	writeFile(t, path, feed(t, ads))
+	cfg := testConfig(t)
+	cfg.Catalogs = []string{path}
+	key := clicks.Key{ID: "k", Secret: bytes.Repeat([]byte{9}, 32)}
+	cfg.ClickKeys = []clicks.Key{key}
+	clock := &testClock{now: time.Now()}
+	a, err := New(cfg, Options{Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	keys, err := clicks.NewKeys(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, path, feed(t, changed))
+	if r := a.Reload(context.Background(), false); r.Result != "swapped" {
+		t.Fatalf("refresh: %+v", r)
+	}
+	clock.advance(cfg.ClickTokenTTL - time.Minute)
+	v := url.Values{"type": {"intext"}, "adId": {ad.ID}, "adType": {ad.Kind.String()}, "api_key": {"demo"},
+		"site_id": {"demo"}, "criterionId": {old}, "tok": {keys.Token("demo", "demo", clock.Now().Add(cfg.SiteTokenTTL))}}
+	l := "/v1/redirect?" + v.Encode()
+	const reader = "198.51.100.8:4000"
+	ct := beaconFrom(t, a.Handler, "http://localhost/a", l, reader)
+	if ct == "" {
+		t.Fatal("the keyword of the catalog before gets no click token within the grace")
+	}
+	var shown *clicks.Impression
+	if err := a.Impressions.Scan(t.Context(), time.Time{}, time.Time{}, func(m clicks.Impression) error {
+		shown = &m
+		return nil
+	}); err != nil || shown == nil || shown.Criterion != want {
+		t.Fatalf("the impression: %+v (%v), want criterion %q", shown, err, want)
+	}
+	clock.advance(2 * time.Minute)
+	writeFile(t, path, feed(t, repriced))
+	if r := a.Reload(context.Background(), false); r.Result != "swapped" {
+		t.Fatalf("the second refresh: %+v", r)
+	}
+	req := httptest.NewRequest(http.MethodGet, l+"&ct="+url.QueryEscape(ct), nil)
+	req.Header.Set("User-Agent", "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0")
+	req.RemoteAddr = reader
+	clicks.Navigation.Header(req.Header)
+	rec := httptest.NewRecorder()
+	a.Handler.ServeHTTP(rec, req)
+	id := rec.Header().Get("X-Adlink-Click")
+	if rec.Code != http.StatusFound || id == "" {
+		t.Fatalf("the click: %d %q %s", rec.Code, id, rec.Body)
+	}
+	var got *clicks.Click
+	if err := a.Clicks.Scan(t.Context(), time.Time{}, time.Time{}, func(c clicks.Click) error {
+		if c.ID == id {
+			got = &c
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got == nil || !got.Billable || got.Criterion != want {
+		t.Fatalf("the click past the grace: %+v, want billable, criterion %q as its impression", got, want)
+	}
+}

@@ -46,6 +46,21 @@ func (ks *Keys) ClickToken(p *Params, network, userAgent string, shown, exp time
 	return string(b64.AppendEncode(out, mac))
 }
 
+// TokenShown is when click token ct says its ad was shown; false when ct
+// has no such time. It proves nothing: only a token VerifyClickToken took,
+// expired or not, says it truly.
+func TokenShown(ct string) (time.Time, bool) {
+	parts := strings.SplitN(ct, ".", 6)
+	if len(parts) != 5 {
+		return time.Time{}, false
+	}
+	shown, ok := parseDigits(parts[2], maxMilliDigits)
+	if !ok {
+		return time.Time{}, false
+	}
+	return time.UnixMilli(shown), true
+}
+
 // TokenClaim is what a verified click token says: the decision it bills
 // once, until Expires, and when its ad was shown.
 type TokenClaim struct {

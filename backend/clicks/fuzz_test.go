@@ -189,7 +189,8 @@ func FuzzIntentAndBot(f *testing.F) {
 
 // FuzzVerifyClickToken: a click token verifies only for the click
 // parameters, network and user agent it was made for, and whatever the
-// bytes, the answer is one of the click token's reasons.
+// bytes, the answer is one of the click token's reasons; TokenShown reads
+// the time of every token it verifies.
 func FuzzVerifyClickToken(f *testing.F) {
 	ks := testKeys(f, "k1", "k0")
 	p := sample()
@@ -211,6 +212,9 @@ func FuzzVerifyClickToken(f *testing.F) {
 		case "", ReasonForged, ReasonExpired, ReasonTooFast:
 		default:
 			t.Fatalf("reason %q", r)
+		}
+		if shown, ok := TokenShown(token); r != ReasonForged && (!ok || !shown.Equal(claim.Shown)) {
+			t.Fatalf("token %q, verified (%q), was shown at %v, TokenShown says %v %v", token, r, claim.Shown, shown, ok)
 		}
 		if r == "" && (adID != p.AdID || net != network || agent != ua || token != ct) {
 			if claim.D == "" || !claim.Shown.Before(now) {
