@@ -18,6 +18,7 @@ type stores struct {
 	rollups   clicks.BoltRollups
 	imps      *clicks.BoltImpressions
 	retainer  *clicks.BoltRetainer
+	tags      *clicks.BoltTags
 }
 
 // openStores opens every store of the bbolt file in dir and returns them
@@ -29,7 +30,7 @@ func openStores(t *testing.T, dir string) (stores, func() error) {
 		t.Fatal(err)
 	}
 	var s stores
-	var errs [7]error
+	var errs [8]error
 	s.log, errs[0] = clicks.New(db)
 	s.windows, errs[1] = clicks.NewWindows(db)
 	s.decisions, errs[2] = clicks.NewDecisions(db)
@@ -37,6 +38,7 @@ func openStores(t *testing.T, dir string) (stores, func() error) {
 	s.rollups, errs[4] = clicks.NewRollups(db)
 	s.imps, errs[5] = clicks.NewImpressions(db)
 	s.retainer, errs[6] = clicks.NewRetainer(db)
+	s.tags, errs[7] = clicks.NewTags(db)
 	if err := errors.Join(errs[:]...); err != nil {
 		db.Close()
 		t.Fatal(err)
@@ -63,6 +65,12 @@ func TestLogKeepsTheStoreContract(t *testing.T) {
 func TestBoltWindowsKeepTheContract(t *testing.T) {
 	storetest.Windows(t, func(t *testing.T) storetest.Opener[clicks.Windows] {
 		return opener(t, func(s stores) clicks.Windows { return s.windows })
+	})
+}
+
+func TestBoltTagsKeepTheContract(t *testing.T) {
+	storetest.Tags(t, func(t *testing.T) storetest.Opener[clicks.Tags] {
+		return opener(t, func(s stores) clicks.Tags { return s.tags })
 	})
 }
 

@@ -52,6 +52,12 @@ func TestDecisionsKeepTheContract(t *testing.T) {
 	})
 }
 
+func TestTagsKeepTheContract(t *testing.T) {
+	storetest.Tags(t, func(t *testing.T) storetest.Opener[clicks.Tags] {
+		return opener(t, func(db *pgstore.DB) clicks.Tags { return db.Tags() })
+	})
+}
+
 func TestWindowsKeepTheContract(t *testing.T) {
 	storetest.Windows(t, func(t *testing.T) storetest.Opener[clicks.Windows] {
 		return opener(t, func(db *pgstore.DB) clicks.Windows { return db.Windows() })

@@ -1,7 +1,7 @@
 // Package storetest runs the contracts of adlink's state-keeping interfaces
 // against any implementation, through their methods alone: Pages for
 // pages.Store, Clicks for clicks.Store, Windows for clicks.Windows,
-// Decisions for clicks.Decisions, Ledger for clicks.Ledger, Impressions
+// Decisions for clicks.Decisions, Tags for clicks.Tags, Ledger for clicks.Ledger, Impressions
 // for clicks.Impressions, Retainer for clicks.Retainer, Exports for
 // clicks.Exports, Limits for ratelimit.Limiter, Versions for
 // catalog.Versions. Each implementation runs the suite from its own
