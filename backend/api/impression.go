@@ -103,8 +103,12 @@ func (s *server) impression(w http.ResponseWriter, r *http.Request) error {
 		}
 		if !counted[a.AdID] {
 			counted[a.AdID] = true
+			tag := p.YkTag
+			if s.judge.Keys != nil && a.Sig == "" && a.Exp == "" {
+				tag = s.pageTag(r.Context(), apiKey, siteID, tag, now) // the page made it
+			}
 			imps = append(imps, clicks.Impression{Time: now, AdID: p.AdID, AdType: p.AdType, Type: p.Type,
-				APIKey: apiKey, SiteID: siteID, Criterion: criterion, YkTag: p.YkTag, Page: page, IP: ip, UserAgent: ua,
+				APIKey: apiKey, SiteID: siteID, Criterion: criterion, YkTag: tag, Page: page, IP: ip, UserAgent: ua,
 				Country: country, Advertiser: ad.Advertiser, Currency: catalog.ClickCurrency(&ad),
 				Key: clicks.ImpressionKey(p.AdID, apiKey, siteID, keyNetwork, now, window)})
 		}
@@ -145,8 +149,10 @@ func (s *server) impression(w http.ResponseWriter, r *http.Request) error {
 // shards the page may still have matched on (Catalog.criterionOf). It
 // records that criterion as the ad's criteria spell it, as a public site
 // token lets anyone spell it in endless ways, each a report row of its
-// own. Its yk_tag is the publisher's own, checked only as the parse
-// checks it. Without keys nothing is signed and every link passes, with
+// own. Its yk_tag is the publisher's own, checked as the parse checks
+// it, and recorded only when its site's day admits it (pageTag): the
+// first -site-daily-tags of the day, as anyone can vary it too. Without
+// keys nothing is signed and every link passes, with
 // its criterion as it is.
 func (s *server) madeHere(c *Catalog, ix *match.Index, at int, p *clicks.Params, a *contract.Redirect, now time.Time) (criterion string, ok bool) {
 	ks := s.judge.Keys

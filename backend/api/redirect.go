@@ -111,6 +111,11 @@ func (s *server) redirect(w http.ResponseWriter, r *http.Request) error {
 			}
 			c.Criterion = s.catalogOf(r).pageCriterion(req.AdID, c.Criterion, shown)
 		}
+		if c.YkTag != "" && req.Sig == "" && req.Exp == "" {
+			// A page-made link's, proven by its click token: recorded as
+			// its impression recorded it, when the site's day admits it.
+			c.YkTag = s.pageTag(r.Context(), c.APIKey, c.SiteID, c.YkTag, c.Time)
+		}
 		if !isOver || over.record {
 			if err := s.ledger.Record(r.Context(), &c, u); err != nil {
 				return internal(fmt.Errorf("recording click: %w", err))

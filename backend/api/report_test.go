@@ -58,6 +58,8 @@ func newReportEnv(t testing.TB) *reportEnv {
 	must(err)
 	decisions, err := clicks.NewDecisions(db)
 	must(err)
+	tags, err := clicks.NewTags(db)
+	must(err)
 	ps := []partners.Partner{partners.Demo(), {APIKey: "k2", ReportToken: "the k2 partner's token",
 		Sites: []partners.Site{{ID: "blog", Domains: []string{"blog.example"}}}}}
 	book, err := accounts.New(ps, []accounts.AdvertiserAccount{{ID: "handy-bestkauf.de", ReportToken: advertiserToken}})
@@ -71,7 +73,7 @@ func newReportEnv(t testing.TB) *reportEnv {
 	cfg.IPRate, cfg.IPBurst, cfg.KeyRate, cfg.KeyBurst = 1e9, 1e9, 1e9, 1e9
 	env.handler = NewServer(Deps{Config: cfg, Indexes: ix, Partners: testPartners(t), ClickKeys: env.keys,
 		Windows: windows, Decisions: decisions, Ledger: ledger, Impressions: imps, Accounts: book, Rollups: rollups,
-		Clicks: log, Now: func() time.Time {
+		Tags: tags, Clicks: log, Now: func() time.Time {
 			env.mu.Lock()
 			defer env.mu.Unlock()
 			return env.now
@@ -522,7 +524,7 @@ func TestReportRowsOfPageLinksBoundedByTheAdsCriteria(t *testing.T) {
 		criteria[3]+" "+criteria[1]+" "+criteria[2]+" "+criteria[0])
 	for i, s := range texts {
 		l := setParam(page, "criterionId", s)
-		ip := fmt.Sprintf("2001:db8:7:%x::1", i)
+		ip := fmt.Sprintf("2001:db8:%x::1", 0x200+i) // a /48 each
 		status, ct := env.beacon(t, ip, browserUA, l)
 		if status != http.StatusOK || ct[0] == "" {
 			t.Fatalf("%q: beacon %d %q", s, status, ct)
@@ -554,4 +556,80 @@ func TestReportRowsOfPageLinksBoundedByTheAdsCriteria(t *testing.T) {
 	if billed != len(texts) || shown != len(texts) {
 		t.Errorf("the rows count %d billable clicks and %d impressions, want %d of each\n%s", billed, shown, len(texts), body)
 	}
+}
+
+// A page-made link's yk_tag is its client's to vary: a client that
+// beacons and clicks links of one site with more new yk_tags a day than
+// -site-daily-tags adds no more rows than that to the partner's report by
+// yk_tag, the tags past it counted under none, while a tag admitted
+// before keeps its row and links the server signed keep theirs.
+func TestReportRowsOfPageLinksYkTagsBounded(t *testing.T) {
+	env := newReportEnv(t)
+	limit := config.Default().SiteDailyTags
+	var page string
+	for _, l := range env.inPageLinks(t, "q=lg+handy&loc=de&api_key=demo&site_id=demo") {
+		if queryOf(t, l).Get("adId") == "handy-bestkauf.de" {
+			page = l
+		}
+	}
+	if page == "" {
+		t.Fatal("no page-made link of handy-bestkauf.de")
+	}
+	n := limit + 10
+	show := func(i int, tag string) {
+		t.Helper()
+		l := setParam(page, "yk_tag", tag)
+		ip := fmt.Sprintf("2001:db8:%x::1", 0x100+i) // a /48 each
+		status, ct := env.beacon(t, ip, browserUA, l)
+		if status != http.StatusOK || ct[0] == "" {
+			t.Fatalf("%q: beacon %d %q", tag, status, ct)
+		}
+		env.advance(time.Second)
+		readBody(t, env.do(t, l+"&ct="+url.QueryEscape(ct[0]), ip, browserUA))
+	}
+	for i := range n {
+		show(i, "t"+strconv.Itoa(i))
+	}
+	show(n, "t0")
+	for k := range 3 {
+		for _, l := range env.links(t, "q=lg+handy&loc=de&api_key=demo&site_id=demo&yk_tag=signed-"+strconv.Itoa(k)) {
+			readBody(t, env.do(t, l, fmt.Sprintf("2001:db8:a:%x::1", k), browserUA))
+		}
+	}
+	_, body := env.report(t, partners.DemoReportToken, "from=2026-11-22&to=2026-11-22&group_by=yk_tag")
+	var report struct {
+		Rows []struct {
+			YkTag       string `json:"yk_tag"`
+			Impressions int
+			Clicks      int
+		}
+	}
+	if err := json.Unmarshal(body, &report); err != nil {
+		t.Fatal(err)
+	}
+	tags, signed, untagged := 0, 0, 0
+	for _, r := range report.Rows {
+		switch {
+		case strings.HasPrefix(r.YkTag, "signed-"):
+			signed++
+		case r.YkTag == "":
+			untagged += r.Impressions
+		default:
+			tags++
+			if want := 1 + btoi(r.YkTag == "t0"); r.Impressions != want || r.Clicks != want {
+				t.Errorf("the row of %q: %d impressions, %d clicks, want %d of each", r.YkTag, r.Impressions, r.Clicks, want)
+			}
+		}
+	}
+	if tags != limit || untagged != n-limit || signed != 3 {
+		t.Errorf("%d page-made yk_tags make %d rows and %d impressions under none, signed links %d rows; want %d, %d and 3\n%s",
+			n, tags, untagged, signed, limit, n-limit, body)
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

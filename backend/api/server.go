@@ -81,6 +81,10 @@ type Deps struct {
 	// Impressions record the ads pages showed (GET /v1/impression); without
 	// them the beacon answers 503 and in-page ads get no click tokens.
 	Impressions clicks.Impressions
+	// Tags bound the yk_tags of links pages made per site and UTC day
+	// (config.SiteDailyTags), shared by the replicas that share Rollups;
+	// nil holds the bound in this process alone.
+	Tags clicks.Tags
 	// Accounts are who may read reports, and the advertisers' budgets,
 	// for versions without their own; nil is no report reader and no
 	// budget, unless Catalog is set and Partners is not (see Partners).
@@ -106,7 +110,8 @@ type Deps struct {
 	Degraded func(ctx context.Context) string
 }
 
-// server holds the dependencies the handlers share; it has no other state.
+// server holds the dependencies the handlers share; it has no other state
+// than what its tagGate remembers of the day's yk_tags.
 type server struct {
 	cfg      config.Config
 	log      *slog.Logger
@@ -129,6 +134,7 @@ type server struct {
 	rollups  clicks.RollupReader
 	budget   *budget.Gate
 	sites    SiteShards
+	tags     *tagGate
 }
 
 // NewServer returns the handler of every adlink route. It panics when a
@@ -162,6 +168,7 @@ func NewServer(d Deps) http.Handler {
 		rollups:  d.Rollups,
 		budget:   d.Budget,
 		sites:    d.SiteShards,
+		tags:     newTagGate(d.Tags, d.Config.SiteDailyTags),
 	}
 	if s.accounts == nil && d.Partners != nil {
 		// No report readers, no budgets. Without d.Partners, the

@@ -217,6 +217,7 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 		windows   clicks.Windows
 		decisions clicks.Decisions
 		ledger    clicks.Ledger
+		tags      clicks.Tags
 	)
 	if cfg.PostgresURL != "" {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -226,9 +227,9 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 			return nil, err
 		}
 		a.Clicks, a.Impressions, a.Rollups = a.pg.Clicks(), a.pg.Impressions(), a.pg.Rollups()
-		windows, decisions, ledger = a.pg.Windows(), a.pg.Decisions(), a.pg.Ledger()
+		windows, decisions, ledger, tags = a.pg.Windows(), a.pg.Decisions(), a.pg.Ledger(), a.pg.Tags()
 		log.Info("clicks, impressions, reports and spend are kept in Postgres")
-	} else if err = a.boltStores(&windows, &decisions, &ledger); err != nil {
+	} else if err = a.boltStores(&windows, &decisions, &ledger, &tags); err != nil {
 		return nil, err
 	}
 	a.Metrics = metrics.New()
@@ -348,6 +349,7 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 		Ledger:       ledger,
 		Impressions:  a.Impressions,
 		Rollups:      a.Rollups,
+		Tags:         tags,
 		SiteShards:   a.SiteShards,
 		Pages:        pageService,
 		Now:          opts.Now,
@@ -361,8 +363,8 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 }
 
 // boltStores sets the click log, impressions and rollups of the bbolt
-// file, and its windows, decisions and ledger.
-func (a *App) boltStores(windows *clicks.Windows, decisions *clicks.Decisions, ledger *clicks.Ledger) error {
+// file, and its windows, decisions, ledger and yk_tags' bound.
+func (a *App) boltStores(windows *clicks.Windows, decisions *clicks.Decisions, ledger *clicks.Ledger, tags *clicks.Tags) error {
 	log, err := clicks.New(a.db)
 	if err != nil {
 		return err
@@ -387,8 +389,12 @@ func (a *App) boltStores(windows *clicks.Windows, decisions *clicks.Decisions, l
 	if err != nil {
 		return err
 	}
+	g, err := clicks.NewTags(a.db)
+	if err != nil {
+		return err
+	}
 	a.Clicks, a.Impressions, a.Rollups = log, imps, r
-	*windows, *decisions, *ledger = w, d, l
+	*windows, *decisions, *ledger, *tags = w, d, l, g
 	return nil
 }
 

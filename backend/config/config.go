@@ -144,6 +144,12 @@ type Config struct {
 	// prefix_cap; 0 is no cap (-prefix-daily-clicks,
 	// ADLINK_PREFIX_DAILY_CLICKS).
 	PrefixDailyClicks int
+	// SiteDailyTags caps the distinct yk_tags the links a site's pages
+	// made record per UTC day: no signature binds such a link's yk_tag,
+	// and each value would be a report row kept for good. Later new ones
+	// are recorded as no tag; signed links keep theirs. 0 is no cap
+	// (-site-daily-tags, ADLINK_SITE_DAILY_TAGS).
+	SiteDailyTags int
 	// ClickTTL is how long a click URL the server signed stays billable
 	// (-click-ttl, ADLINK_CLICK_TTL).
 	ClickTTL time.Duration
@@ -233,9 +239,11 @@ func Default() Config {
 		// 256 in a /48, and a carrier giving each phone a /64 more: raise
 		// it where such readers are many, as NetworkDailyClicks for NAT.
 		PrefixDailyClicks: 500,
-		ClickTTL:          24 * time.Hour,
-		SiteTokenTTL:      time.Hour,
-		ClickTokenTTL:     time.Hour,
+		// A publisher's campaigns or placements of a day, not a reader's.
+		SiteDailyTags: 50,
+		ClickTTL:      24 * time.Hour,
+		SiteTokenTTL:  time.Hour,
+		ClickTokenTTL: time.Hour,
 		// A reader who comes back to a page after half an hour sees its
 		// ads anew; a reload or a replay within it is not a new view.
 		ImpressionWindow: 30 * time.Minute,
@@ -335,6 +343,7 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	envFloat("ADLINK_RATE_PAGES_NETWORK_SHARE", &c.PageNetworkShare)
 	envInt("ADLINK_NETWORK_DAILY_CLICKS", &c.NetworkDailyClicks)
 	envInt("ADLINK_PREFIX_DAILY_CLICKS", &c.PrefixDailyClicks)
+	envInt("ADLINK_SITE_DAILY_TAGS", &c.SiteDailyTags)
 	envDuration := func(name string, dst *time.Duration) {
 		if v := getenv(name); v != "" {
 			d, err := time.ParseDuration(v)
@@ -409,6 +418,7 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	fs.Float64Var(&c.PageNetworkShare, "rate-pages-network-share", c.PageNetworkShare, "`part` (0 to 1) of a site's page limit one client network may take (ADLINK_RATE_PAGES_NETWORK_SHARE)")
 	fs.IntVar(&c.NetworkDailyClicks, "network-daily-clicks", c.NetworkDailyClicks, "billable `clicks` per UTC day per client network, IPv4 address or IPv6 /64 (ADLINK_NETWORK_DAILY_CLICKS)")
 	fs.IntVar(&c.PrefixDailyClicks, "prefix-daily-clicks", c.PrefixDailyClicks, "billable `clicks` per IPv6 /48 per UTC day, whatever its /64s; 0: no cap (ADLINK_PREFIX_DAILY_CLICKS)")
+	fs.IntVar(&c.SiteDailyTags, "site-daily-tags", c.SiteDailyTags, "distinct yk_tags per site per UTC day its pages' own links record; later ones record none; 0: no cap (ADLINK_SITE_DAILY_TAGS)")
 	// A func flag: -h must not print the keys from the environment as
 	// the default.
 	fs.Func("click-keys", "click signing `keys` kid:base64secret,...; the first signs; none: one generated in the data directory (ADLINK_CLICK_KEYS, preferred)",
@@ -571,6 +581,9 @@ func (c *Config) Validate() error {
 	}
 	if c.PrefixDailyClicks < 0 {
 		bad("prefix-daily-clicks %d: want 0 (no cap) or more", c.PrefixDailyClicks)
+	}
+	if c.SiteDailyTags < 0 {
+		bad("site-daily-tags %d: want 0 (no cap) or more", c.SiteDailyTags)
 	}
 	if c.ClickTTL <= 0 {
 		bad("click-ttl %v: want a positive duration", c.ClickTTL)

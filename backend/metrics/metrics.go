@@ -25,6 +25,7 @@ type Metrics struct {
 	clicks      *prometheus.CounterVec
 	impressions prometheus.Counter
 	repeats     prometheus.Counter
+	tagsDropped prometheus.Counter
 	rateLimited *prometheus.CounterVec
 	retention   retentionMetrics
 
@@ -62,12 +63,16 @@ func New() *Metrics {
 			Name: "adlink_impression_repeats_total",
 			Help: "Ad impressions of beacons not recorded: their ad, page and client network counted in the window already.",
 		}),
+		tagsDropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "adlink_yk_tags_dropped_total",
+			Help: "Impressions and clicks of links pages made recorded without their yk_tag: their site had its day's yk_tags, or the tags' store did not answer.",
+		}),
 		rateLimited: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "adlink_rate_limited_total",
 			Help: "Requests refused with 429, by the limit they ran into (api_key, api_key_network, ip, site, site_network, report).",
 		}, []string{"limit"}),
 	}
-	m.reg.MustRegister(m.requests, m.latency, m.analyses, m.clicks, m.impressions, m.repeats, m.rateLimited,
+	m.reg.MustRegister(m.requests, m.latency, m.analyses, m.clicks, m.impressions, m.repeats, m.tagsDropped, m.rateLimited,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.retention = newRetentionMetrics(m.reg)
 	m.redisFallback = newRedisFallback(m.reg)
@@ -131,6 +136,15 @@ func (m *Metrics) Impressions(n, repeats int) {
 	}
 	m.impressions.Add(float64(n))
 	m.repeats.Add(float64(repeats))
+}
+
+// TagDropped counts one impression or click of a link a page made
+// recorded without its yk_tag.
+func (m *Metrics) TagDropped() {
+	if m == nil {
+		return
+	}
+	m.tagsDropped.Inc()
 }
 
 // RateLimited counts one request refused by a rate limit: "api_key", "ip"
