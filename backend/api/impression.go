@@ -147,13 +147,14 @@ func (s *server) impression(w http.ResponseWriter, r *http.Request) error {
 // more of the ad's criteria (match.Index.IsCriterionOf) in c, or, for a
 // click token's TTL after a refresh, in the catalog before it, whose
 // shards the page may still have matched on (Catalog.criterionOf). It
-// records that criterion as the ad's criteria spell it, as a public site
-// token lets anyone spell it in endless ways, each a report row of its
-// own. Its yk_tag is the publisher's own, checked as the parse checks
-// it, and recorded only when its site's day admits it (pageTag): the
-// first -site-daily-tags of the day, as anyone can vary it too. Without
-// keys nothing is signed and every link passes, with
-// its criterion as it is.
+// records it as the one of the ad's criteria it names that the ad lists
+// first, as the ad spells it (match.Index.CanonicalCriterion), as a
+// public site token lets anyone spell, order and combine them in endless
+// ways, each a report row of its own. Its yk_tag is the publisher's own,
+// checked as the parse checks it, and recorded only when its site's day
+// admits it (pageTag): the first -site-daily-tags of the day, as anyone
+// can vary it too. Without keys nothing is signed and every link passes,
+// with its criterion as it is.
 func (s *server) madeHere(c *Catalog, ix *match.Index, at int, p *clicks.Params, a *contract.Redirect, now time.Time) (criterion string, ok bool) {
 	ks := s.judge.Keys
 	switch {

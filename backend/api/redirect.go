@@ -102,9 +102,10 @@ func (s *server) redirect(w http.ResponseWriter, r *http.Request) error {
 		keepProven(&c, &req, partner)
 		if c.Criterion != "" && req.Sig == "" && req.Exp == "" {
 			// Proven by a click token on a link the page made: its
-			// criterion, as the ad's criteria spell it, as the beacon
-			// recorded it, by the criteria the catalog took when it
-			// issued the token, which may be past a refresh's grace now.
+			// criterion as the beacon recorded it (one of the ad's, as
+			// match.Index.CanonicalCriterion reads it), by the criteria
+			// the catalog took when it issued the token, which may be past
+			// a refresh's grace now.
 			shown, ok := clicks.TokenShown(req.CT)
 			if !ok {
 				shown = c.Time
