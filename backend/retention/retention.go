@@ -427,8 +427,8 @@ func (j *Job) day(ctx context.Context, log clicks.RawLog, day time.Time) error {
 }
 
 // export writes the rows rowsTo writes to path, in Dir, durably: a
-// temporary file, fsync'd and read back, renamed to path, and the
-// directory fsync'd. It returns the rows and bytes written and their
+// temporary file, fsync'd and read back, renamed to path once the pass
+// is seen to hold its turn, and the directory fsync'd. It returns the rows and bytes written and their
 // SHA-256.
 func (j *Job) export(ctx context.Context, path string,
 	rowsTo func(io.Writer) (int, error)) (rows int, size int64, sum [32]byte, err error) {
@@ -478,6 +478,13 @@ func (j *Job) export(ctx context.Context, path string,
 	}
 	fi, err := os.Stat(tmp)
 	if err != nil {
+		return 0, 0, sum, err
+	}
+	// A pass that lost its turn while it wrote may have been overtaken
+	// by another server's, whose file of the same name, in a shared
+	// directory, may be recorded already and its rows deleted: this one
+	// must not replace it. Asked last, so that the rename follows at once.
+	if err = j.held(ctx); err != nil {
 		return 0, 0, sum, err
 	}
 	if err = os.Rename(tmp, path); err != nil {

@@ -3,6 +3,7 @@ package pgstore
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"log/slog"
 	"math"
@@ -829,5 +830,84 @@ func TestRetentionStopsAtAStoreThatKeepsADay(t *testing.T) {
 	err = retentionJob(db, forgetful{db.Retainer()}, "a", t.TempDir()).Run(t.Context())
 	if err == nil || !strings.Contains(err.Error(), "rows left after the day was deleted") {
 		t.Errorf("a pass over a store that keeps its days = %v", err)
+	}
+}
+
+// overtaken are records whose replica loses its turn once it has marked
+// the late rows it is to write, to another replica's pass that exports,
+// records and deletes the same late rows in the same directory before
+// the first one's file is in place.
+type overtaken struct {
+	Retainer
+	t     *testing.T
+	other func()
+	done  *bool
+}
+
+func (o overtaken) Mark(ctx context.Context, log clicks.RawLog) (int64, error) {
+	seq, err := o.Retainer.Mark(ctx, log)
+	if log == clicks.ClickLog && !*o.done {
+		*o.done = true
+		var killed int
+		if err := o.db.pool.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid, 10000)) FROM pg_locks
+			WHERE locktype = 'advisory' AND classid = $1 AND granted`, int64(retainLockClass)).Scan(&killed); err != nil || killed != 1 {
+			o.t.Errorf("ending the turn's session: %d ended, %v", killed, err)
+		}
+		o.other()
+	}
+	return seq, err
+}
+
+// A replica that lost its turn as it was to write a late file, overtaken by
+// another replica's pass over the same rows in a shared directory, does
+// not put its file over the one recorded: the recorded file holds the
+// late click its record says, and the click is in the day's export.
+func TestRetentionLeavesTheRecordedLateFileOfAPassThatOvertookIt(t *testing.T) {
+	db, err := Open(t.Context(), testpg.New(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	fillRetained(t, db, 4)
+	dir := t.TempDir()
+	if err := retentionJob(db, db.Retainer(), "a", dir).Run(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	lateClick(t, db, "late-1")
+	done := false
+	other := func() {
+		if err := retentionJob(db, db.Retainer(), "b", dir).Run(t.Context()); err != nil {
+			t.Errorf("the other replica's pass: %v", err)
+		}
+	}
+	err = retentionJob(db, overtaken{db.Retainer(), t, other, &done}, "a", dir).Run(t.Context())
+	if !done {
+		t.Fatal("the pass wrote no late file")
+	}
+	if err == nil || !strings.Contains(err.Error(), "the turn is lost") {
+		t.Errorf("a pass that lost its turn while writing a late file = %v, want it stopped", err)
+	}
+	if n := lateClicks(t, db); n != 0 {
+		t.Errorf("%d late clicks left, want the other replica's pass to have deleted it", n)
+	}
+	recs, err := db.Retainer().DayExports(t.Context(), clicks.ClickLog, retainDay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 2 || recs[1].Host != "b" || recs[1].Rows != 1 {
+		t.Fatalf("the day's records are %+v, want its own and the other replica's late file of 1 row", recs)
+	}
+	b, err := os.ReadFile(recs[1].Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sha256.Sum256(b) != recs[1].SHA256 {
+		t.Errorf("%s is not the file its record names: another file was put over it", recs[1].Path)
+	}
+	if lines := exportLines(t, recs[1].Path); len(lines) != 1 || !strings.Contains(lines[0], `"id":"late-1"`) {
+		t.Errorf("the recorded late file holds %q, want the late click", lines)
+	}
+	if lines, _ := dayLines(t, dir, clicks.ClickLog, retainDay); len(lines) != 5 {
+		t.Errorf("the day's files hold %d rows, want its 4 and the late click", len(lines))
 	}
 }
