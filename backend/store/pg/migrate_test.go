@@ -77,10 +77,11 @@ func TestExportsMigrationDownAndUp(t *testing.T) {
 	}
 }
 
-// Migration 00012 goes back cleanly: the late files' records go, the
-// day's own record takes their highest seq so that the version before
-// still counts their rows exported, and the key is (log, day) again;
-// going up again keeps a day's records by from_seq.
+// Migration 00012 goes back cleanly: the late files' records leave the
+// table for exports_kept, the day's own record takes their highest seq
+// so that the version before still counts their rows exported, and the
+// key is (log, day) again; going up again brings the late files' records
+// back, and the own record's seq with them.
 func TestExportPartsMigrationDownAndUp(t *testing.T) {
 	db, p := migrated(t)
 	day := time.Date(2026, 8, 1, 0, 0, 0, 0, time.UTC)
@@ -129,12 +130,55 @@ func TestExportPartsMigrationDownAndUp(t *testing.T) {
 	if _, err := p.Up(t.Context()); err != nil {
 		t.Fatalf("up again: %v", err)
 	}
+	recs, err := r.DayExports(t.Context(), clicks.ClickLog, day)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 3 || recs[0].Seq != 10 || recs[1].FromSeq != 10 || recs[1].Seq != 14 || recs[1].Host != "a" || recs[1].Rows != 1 ||
+		recs[2].FromSeq != 14 || recs[2].Seq != 20 || recs[2].Path != "/x/clicks-2026-08-01.late-14.jsonl.zst" || recs[2].Rows != 2 {
+		t.Errorf("up again, the day's records are %+v; want its own up to 10 and its late files' back", recs)
+	}
 	if _, err := r.RecordExport(t.Context(), clicks.Export{Log: clicks.ClickLog, Day: day, At: day, Host: "a",
 		Path: "/x/clicks-2026-08-01.late-20.jsonl.zst", Rows: 1, FromSeq: 20, Seq: 25}); err != nil {
 		t.Fatalf("up again, a late file's record: %v", err)
 	}
-	if recs, err := r.DayExports(t.Context(), clicks.ClickLog, day); err != nil || len(recs) != 2 || recs[0].Seq != 20 || recs[1].FromSeq != 20 {
-		t.Errorf("up again, the day's records are %+v, %v; want its own up to 20 and the new late one", recs, err)
+	if recs, err := r.DayExports(t.Context(), clicks.ClickLog, day); err != nil || len(recs) != 4 || recs[3].FromSeq != 20 {
+		t.Errorf("up again, the day's records are %+v, %v; want its 3 and the new late one", recs, err)
+	}
+}
+
+// A day whose records changed while migration 00012 was down (its own
+// record made anew, its file moved aside) does not get back the late
+// files' records the down migration kept: their rows are in its new
+// export, and the records stay kept aside for the operator.
+func TestExportPartsMigrationUpKeepsLateRecordsOfADayRecordedAnew(t *testing.T) {
+	db, p := migrated(t)
+	day := time.Date(2026, 8, 1, 0, 0, 0, 0, time.UTC)
+	r := db.Retainer()
+	for _, e := range []clicks.Export{
+		{Log: clicks.ClickLog, Day: day, At: day, Host: "a", Path: "/x/clicks-2026-08-01.jsonl.zst", Rows: 4, Seq: 10},
+		{Log: clicks.ClickLog, Day: day, At: day, Host: "a", Path: "/x/clicks-2026-08-01.late-10.jsonl.zst", Rows: 1, FromSeq: 10, Seq: 14},
+	} {
+		if _, err := r.RecordExport(t.Context(), e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := p.DownTo(t.Context(), 11); err != nil {
+		t.Fatalf("down to 00011: %v", err)
+	}
+	if _, err := db.pool.Exec(t.Context(), `UPDATE exports SET seq = 30, rows = 9, path = '/y/clicks-2026-08-01.jsonl.zst'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Up(t.Context()); err != nil {
+		t.Fatalf("up again: %v", err)
+	}
+	recs, err := r.DayExports(t.Context(), clicks.ClickLog, day)
+	if err != nil || len(recs) != 1 || recs[0].Seq != 30 {
+		t.Errorf("up again, the day's records are %+v, %v; want its new own one alone", recs, err)
+	}
+	var kept int
+	if err := db.pool.QueryRow(t.Context(), `SELECT count(*) FROM exports_kept WHERE from_seq = 10`).Scan(&kept); err != nil || kept != 1 {
+		t.Errorf("up again, %d late records kept aside, %v; want the 1", kept, err)
 	}
 }
 
