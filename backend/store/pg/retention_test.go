@@ -911,3 +911,43 @@ func TestRetentionLeavesTheRecordedLateFileOfAPassThatOvertookIt(t *testing.T) {
 		t.Errorf("the day's files hold %d rows, want its 4 and the late click", len(lines))
 	}
 }
+
+// The same holds of a day's own file: a replica overtaken as it was to
+// write it leaves the other's recorded file in place, which holds the
+// day.
+func TestRetentionLeavesTheRecordedDayFileOfAPassThatOvertookIt(t *testing.T) {
+	db, err := Open(t.Context(), testpg.New(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	fillRetained(t, db, 4)
+	dir := t.TempDir()
+	done := false
+	other := func() {
+		if err := retentionJob(db, db.Retainer(), "b", dir).Run(t.Context()); err != nil {
+			t.Errorf("the other replica's pass: %v", err)
+		}
+	}
+	err = retentionJob(db, overtaken{db.Retainer(), t, other, &done}, "a", dir).Run(t.Context())
+	if !done {
+		t.Fatal("the pass marked no clicks")
+	}
+	if err == nil || !strings.Contains(err.Error(), "the turn is lost") {
+		t.Errorf("a pass that lost its turn as it was to write a day = %v, want it stopped", err)
+	}
+	rec, ok, err := db.Retainer().Exported(t.Context(), clicks.ClickLog, retainDay)
+	if err != nil || !ok || rec.Host != "b" || rec.Rows != 4 {
+		t.Fatalf("the day's record is %+v, %v, %v; want the other replica's of 4 rows", rec, ok, err)
+	}
+	b, err := os.ReadFile(rec.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sha256.Sum256(b) != rec.SHA256 {
+		t.Errorf("%s is not the file its record names: another file was put over it", rec.Path)
+	}
+	if lines, _ := dayLines(t, dir, clicks.ClickLog, retainDay); len(lines) != 4 {
+		t.Errorf("the day's files hold %d rows, want its 4", len(lines))
+	}
+}
