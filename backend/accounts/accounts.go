@@ -6,7 +6,6 @@
 package accounts
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
@@ -15,8 +14,6 @@ import (
 	"maps"
 	"os"
 	"strings"
-
-	"github.com/goccy/go-json"
 
 	"github.com/adlink/adlink/backend/partners"
 )
@@ -92,9 +89,7 @@ func ParseAdvertisers(path string, b []byte) ([]AdvertiserAccount, error) {
 	var file struct {
 		Advertisers []AdvertiserAccount `json:"advertisers"`
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&file); err != nil {
+	if err := partners.DecodeFile(b, &file, `{"advertisers":[...]}`); err != nil {
 		return nil, fmt.Errorf("advertisers file %s: %w", path, err)
 	}
 	return file.Advertisers, nil

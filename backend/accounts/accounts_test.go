@@ -85,6 +85,23 @@ func TestLoadAdvertisers(t *testing.T) {
 	}
 }
 
+// TestParseAdvertisersRefusesAllButOneObject: an empty advertisers file,
+// or one with more after its object, is refused naming the file, not
+// read as no advertisers (every budget gone) or as its first object.
+func TestParseAdvertisersRefusesAllButOneObject(t *testing.T) {
+	const one = `{"advertisers":[{"id":"a.example","daily_budget":"25.00","currency":"EUR"}]}`
+	for b, want := range map[string]string{
+		"":             `advertisers file a.json: empty; want {"advertisers":[...]}`,
+		"\n\n":         `advertisers file a.json: empty; want {"advertisers":[...]}`,
+		one + one:      `advertisers file a.json: more after the object that ends at byte 76; want one {"advertisers":[...]}`,
+		one + "\n]}\n": `advertisers file a.json: more after the object that ends at byte 76; want one {"advertisers":[...]}`,
+	} {
+		if ads, err := ParseAdvertisers("a.json", []byte(b)); err == nil || err.Error() != want {
+			t.Errorf("ParseAdvertisers(%q) = %v, %v; want %q", b, ads, err, want)
+		}
+	}
+}
+
 func TestParseMicros(t *testing.T) {
 	for s, want := range map[string]int64{"25": 25_000_000, "0.45": 450_000, "0.000001": 1, " 1.5 ": 1_500_000} {
 		if got, err := ParseMicros(s); err != nil || got != want {
@@ -105,6 +122,8 @@ func FuzzParseAdvertisers(f *testing.F) {
 	f.Add([]byte(`{"advertisers":[{"id":"a.example","daily_budget":"25.00","currency":"EUR","pacing":"even"}]}`))
 	f.Add([]byte(`{"advertisers":[{"id":"a.example"},{"id":"A.example"}]}`))
 	f.Add([]byte(`{"advertisers":[{"id":"a.example","daily_budget":"abc"`))
+	f.Add([]byte(""))
+	f.Add([]byte(`{"advertisers":[]}]`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		ads, err := ParseAdvertisers("a.json", b)
 		if err != nil {
@@ -112,6 +131,9 @@ func FuzzParseAdvertisers(f *testing.F) {
 				t.Fatalf("the error does not name the file: %v", err)
 			}
 			return
+		}
+		if _, err := ParseAdvertisers("a.json", append(b[:len(b):len(b)], "{}"...)); err == nil {
+			t.Fatalf("%q and an object after it parsed, want one object only", b)
 		}
 		book, err := New(nil, ads)
 		if err != nil {

@@ -247,10 +247,28 @@ func Parse(path string, b []byte) ([]Partner, error) {
 	var file struct {
 		Partners []Partner `json:"partners"`
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&file); err != nil {
+	if err := DecodeFile(b, &file, `{"partners":[...]}`); err != nil {
 		return nil, fmt.Errorf("partners file %s: %w", path, err)
 	}
 	return file.Partners, nil
+}
+
+// DecodeFile decodes b, the bytes of an accounts file (partners,
+// advertisers) holding one JSON object of the shape want, into v; unknown
+// fields are errors. An empty file, or one with more after the object, is
+// refused rather than read as none or as its first object: it is most
+// likely a file being written or two files run together.
+func DecodeFile(b []byte, v any, want string) error {
+	if len(bytes.TrimSpace(b)) == 0 {
+		return fmt.Errorf("empty; want %s", want)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if off := dec.InputOffset(); off < int64(len(b)) && len(bytes.TrimSpace(b[off:])) > 0 {
+		return fmt.Errorf("more after the object that ends at byte %d; want one %s", off, want)
+	}
+	return nil
 }

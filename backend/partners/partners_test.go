@@ -102,6 +102,26 @@ func TestLoadRejectsUnknownFields(t *testing.T) {
 	}
 }
 
+// TestParseRefusesAllButOneObject: an empty file, or one with more after
+// its object (a file being written, two run together), is refused naming
+// the file, not read as no partners or as its first object.
+func TestParseRefusesAllButOneObject(t *testing.T) {
+	const one = `{"partners":[{"api_key":"k","sites":[{"id":"s","domains":["a.example"]}]}]}`
+	for b, want := range map[string]string{
+		"":                      `partners file p.json: empty; want {"partners":[...]}`,
+		" \n\t":                 `partners file p.json: empty; want {"partners":[...]}`,
+		one + "\n" + one:        `partners file p.json: more after the object that ends at byte 75; want one {"partners":[...]}`,
+		one + `,"partners":[]}`: `partners file p.json: more after the object that ends at byte 75; want one {"partners":[...]}`,
+	} {
+		if ps, err := Parse("p.json", []byte(b)); err == nil || err.Error() != want {
+			t.Errorf("Parse(%q) = %v, %v; want %q", b, ps, err, want)
+		}
+	}
+	if ps, err := Parse("p.json", []byte("\n"+one+"\n\n")); err != nil || len(ps) != 1 {
+		t.Errorf("one object between blank lines: %v %v, want its partner", ps, err)
+	}
+}
+
 func TestWithDemo(t *testing.T) {
 	if ps := WithDemo(nil); len(ps) != 1 || ps[0].APIKey != "demo" {
 		t.Errorf("WithDemo(nil) = %+v, want the demo partner", ps)
@@ -157,6 +177,8 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(`{"partners":[{"api_key":"k","sites":[{"id":"s","domains":["a.example"]}]}]}`))
 	f.Add([]byte(`{"partners":[{"api_key":"k","sites":[]},{"api_key":"k","sites":[]}]}`))
 	f.Add([]byte(`{"partners":[{"api_key":"k",`))
+	f.Add([]byte(" \n"))
+	f.Add([]byte(`{"partners":[]} {"partners":[]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		ps, err := Parse("p.json", b)
 		if err != nil {
@@ -164,6 +186,9 @@ func FuzzParse(f *testing.F) {
 				t.Fatalf("the error does not name the file: %v", err)
 			}
 			return
+		}
+		if _, err := Parse("p.json", append(b[:len(b):len(b)], "{}"...)); err == nil {
+			t.Fatalf("%q and an object after it parsed, want one object only", b)
 		}
 		s, err := NewStatic(ps)
 		if err != nil {
