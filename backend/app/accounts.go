@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"maps"
 	"os"
 	"slices"
@@ -57,18 +59,66 @@ type accountFiles struct {
 func readAccountFiles(cfg config.Config) (accountFiles, error) {
 	var f accountFiles
 	var pErr, aErr error
-	f.partners, pErr = readAccountFile(cfg.PartnersFile)
-	f.advertisers, aErr = readAccountFile(cfg.AdvertisersFile)
+	f.partners, pErr = readAccountFile("partners", cfg.PartnersFile)
+	f.advertisers, aErr = readAccountFile("advertisers", cfg.AdvertisersFile)
 	return f, errors.Join(pErr, aErr)
 }
 
-// readAccountFile reads the accounts file at path; none ("") reads as
-// empty.
-func readAccountFile(path string) ([]byte, error) {
+// maxAccountFileBytes bounds an accounts file, so that a path naming the
+// wrong file (a log, a dump) fails the reload instead of filling the
+// memory of the replica that serves.
+const maxAccountFileBytes = 64 << 20
+
+// readAccountFile reads the accounts file of kind at path; none ("")
+// reads as empty. Its error names the file once: "partners file
+// /etc/adlink/partners.json: no such file or directory".
+func readAccountFile(kind, path string) ([]byte, error) {
 	if path == "" {
 		return nil, nil
 	}
-	return os.ReadFile(path)
+	b, err := readBounded(path, maxAccountFileBytes)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", fileName(kind, path), err)
+	}
+	return b, nil
+}
+
+// readBounded reads the regular file at path, of at most most bytes; its
+// errors do not name the path, which the caller does.
+func readBounded(path string, most int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, withoutPath(err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	switch {
+	case err != nil:
+		return nil, withoutPath(err)
+	case st.IsDir():
+		return nil, errors.New("is a directory")
+	case st.Size() > most:
+		return nil, fmt.Errorf("%d bytes, more than the %d an accounts file may have", st.Size(), most)
+	}
+	// The file may grow while it is read: read one byte past the bound.
+	b, err := io.ReadAll(io.LimitReader(f, most+1))
+	if err != nil {
+		return nil, withoutPath(err)
+	}
+	if int64(len(b)) > most {
+		return nil, fmt.Errorf("more than the %d bytes an accounts file may have", most)
+	}
+	return b, nil
+}
+
+// withoutPath is err without the path and operation that an
+// *fs.PathError adds ("open /x: permission denied" is "permission
+// denied").
+func withoutPath(err error) error {
+	if pe, ok := errors.AsType[*fs.PathError](err); ok {
+		return pe.Err
+	}
+	return err
 }
 
 // parse reads the partners and advertisers of f, with the demo's added
@@ -326,8 +376,8 @@ func (rd accountsRead) outcome(served *accountSet, budgetsErr error) (p, a fileO
 func (l *live) readAccounts(ctx context.Context) accountsRead {
 	cur := l.accounts()
 	var rd accountsRead
-	pb, pErr := readAccountFile(l.cfg.PartnersFile)
-	ab, aErr := readAccountFile(l.cfg.AdvertisersFile)
+	pb, pErr := readAccountFile("partners", l.cfg.PartnersFile)
+	ab, aErr := readAccountFile("advertisers", l.cfg.AdvertisersFile)
 	pSum, aSum := sha256.Sum256(pb), sha256.Sum256(ab)
 	var (
 		newPs  []partners.Partner
@@ -335,13 +385,13 @@ func (l *live) readAccounts(ctx context.Context) accountsRead {
 	)
 	switch {
 	case pErr != nil:
-		rd.partners = fileOutcome{resultFailed, fmt.Errorf("%s: %w", fileName("partners", l.cfg.PartnersFile), pErr)}
+		rd.partners = fileOutcome{resultFailed, pErr}
 	case pSum != cur.partnersSum:
 		newPs, rd.partners = judgePartners(l.cfg, pb)
 	}
 	switch {
 	case aErr != nil:
-		rd.advertisers = fileOutcome{resultFailed, fmt.Errorf("%s: %w", fileName("advertisers", l.cfg.AdvertisersFile), aErr)}
+		rd.advertisers = fileOutcome{resultFailed, aErr}
 	case aSum != cur.advertisersSum:
 		newAds, rd.advertisers = judgeAdvertisers(l.cfg, ab)
 	}
