@@ -203,22 +203,17 @@ func (l *live) accounts() *accountSet { return l.cur.Load().acc }
 
 // accountsFor picks the account set a catalog of ads is served with: the
 // first a reload read (pending) whose budgets' currencies are the
-// catalog's, else prev's. accErr says why the first pending set was not
-// taken; err, why none can serve the catalog.
-func (l *live) accountsFor(ads []match.Ad, prev *version) (acc *accountSet, accErr, err error) {
+// catalog's, else prev's; err says why none can serve the catalog.
+func (l *live) accountsFor(ads []match.Ad, prev *version) (*accountSet, error) {
 	for _, p := range l.pending {
-		err := budget.CheckCurrencies(ads, p.budgets)
-		if err == nil {
-			return p, accErr, nil
-		}
-		if accErr == nil {
-			accErr = l.budgetsError(err)
+		if budget.CheckCurrencies(ads, p.budgets) == nil {
+			return p, nil
 		}
 	}
 	if err := budget.CheckCurrencies(ads, prev.acc.budgets); err != nil {
-		return nil, accErr, l.budgetsError(err)
+		return nil, l.budgetsError(err)
 	}
-	return prev.acc, accErr, nil
+	return prev.acc, nil
 }
 
 // budgetsError names the advertisers file in an error of
@@ -243,22 +238,18 @@ func (l *live) budgetsError(err error) error {
 // change nothing.
 func (l *live) refreshAll(ctx context.Context, force bool) api.Reload {
 	rd := l.readAccounts(ctx)
-	l.pending = rd.candidates() // none: the files are as served, or bad
+	l.pending = rd.sets() // none: the files are as served, or bad
 	defer func() { l.pending = nil }()
 	res := l.refresh(ctx, force)
-	var budgetsErr error
-	if res.AccountsError != "" {
-		budgetsErr = errors.New(res.AccountsError) // the catalog swapped in refused the first set read
-	}
-	if cur := l.cur.Load(); len(l.pending) > 0 && res.Result != resultSwapped {
+	cur := l.cur.Load()
+	if len(l.pending) > 0 && res.Result != resultSwapped {
 		// Judged alone, against the catalog served.
-		acc, accErr, err := l.accountsFor(cur.ads, cur)
-		if err == nil && acc != cur.acc {
+		if acc, err := l.accountsFor(cur.ads, cur); err == nil && acc != cur.acc {
 			l.serve(cur.with(acc))
+			cur = l.cur.Load()
 		}
-		budgetsErr = accErr
 	}
-	p, a, note := rd.outcome(l.accounts(), budgetsErr)
+	p, a, note := l.outcome(rd, cur)
 	res.Partners, res.Advertisers = p.result, a.result
 	res.Accounts = accountsResult(p.result, a.result)
 	var msgs []string
@@ -302,77 +293,122 @@ type fileOutcome struct {
 }
 
 // accountsRead is what a reload made of the partners and advertisers
-// files, each judged on its own, then together.
+// files: how each fared on its own, and the pairs of their accounts it
+// may serve.
 type accountsRead struct {
-	// next is the set to serve, with its gate; nil when the set served
-	// stays as it is. partnersOnly, when next has both files' changes,
-	// is the new partners with the advertisers served, for a catalog
-	// whose currencies the new budgets do not fit; partnersOnlyErr says
-	// why there is none then.
-	next, partnersOnly *accountSet
-	partnersOnlyErr    error
-	// kept, when the budgets served are not their gate's and next's
-	// differ, is the set served with their gate made again, for a
-	// catalog whose currencies next's budgets do not fit.
-	kept *accountSet
-	// partners and advertisers are how each file fared, should next be
-	// served.
+	// partners and advertisers are how each file fared on its own: a
+	// file swapped here passed its own checks, and is served if a pair
+	// with it is.
 	partners, advertisers fileOutcome
+	// pairs are tried in turn, the first that passes the checks spanning
+	// both files (a report token in both, the budgets' currencies against
+	// the catalog) served: both new files, the new partners with the
+	// advertisers served (a key revoked must not wait for the advertisers
+	// file), the partners served with the new advertisers (only when the
+	// new partners' tokens do not go with the advertisers served), and,
+	// when the budgets served are not their gate's, the set served with
+	// their gate made again. None served, the set served stays as it is.
+	pairs []pair
 	// note says what of the set served is not served yet: the budget
 	// gate kept.
 	note string
 }
 
-// candidates are the sets a catalog is tried with, the first whose
-// budgets fit it served.
-func (rd accountsRead) candidates() []*accountSet {
-	var c []*accountSet
-	for _, acc := range []*accountSet{rd.next, rd.partnersOnly, rd.kept} {
-		if acc != nil {
-			c = append(c, acc)
-		}
-	}
-	return c
+// pair is one pair of partners and advertisers a reload may serve, each
+// file's new accounts or those served: set is their set, with its gate,
+// or nil and err says why the report tokens of the two refuse it.
+type pair struct {
+	newPartners, newAdvertisers bool
+	set                         *accountSet
+	err                         error
 }
 
-// outcome is how each file fared, served being the set served after the
-// reload, and budgetsErr why the budgets read do not fit the catalog's
-// currencies when next is not served; note is what of it is not served
-// yet.
-func (rd accountsRead) outcome(served *accountSet, budgetsErr error) (p, a fileOutcome, note string) {
+// sets are the sets of the pairs that passed the token checks, in the
+// order they are tried.
+func (rd accountsRead) sets() []*accountSet {
+	var sets []*accountSet
+	for _, p := range rd.pairs {
+		if p.set != nil {
+			sets = append(sets, p.set)
+		}
+	}
+	return sets
+}
+
+// outcome is how each file fared, cur being what is served after the
+// reload: a file that passed its own checks and is not served is
+// refused, saying why the pair of it with the other file as served now
+// was not (its tokens, or its budgets' currencies against cur's
+// catalog); note is what of the set served is not served yet.
+func (l *live) outcome(rd accountsRead, cur *version) (p, a fileOutcome, note string) {
+	served := cur.acc
 	p, a = rd.partners, rd.advertisers
 	if !maps.Equal(served.budgets, served.gateOf) {
 		note = rd.note // the gate served is behind its budgets
 	}
-	switch {
-	case rd.next == nil, served == rd.next:
-		return p, a, note
-	case served == rd.partnersOnly:
-		return p, fileOutcome{resultRefused, budgetsErr}, note
-	}
-	// Neither: the new budgets do not fit, and the new partners do not go
-	// with the advertisers served.
-	if a.result == resultSwapped {
-		a = fileOutcome{resultRefused, budgetsErr}
-	}
-	if p.result == resultSwapped {
-		if rd.partnersOnlyErr != nil {
-			p = fileOutcome{resultRefused, rd.partnersOnlyErr}
-		} else {
-			p = fileOutcome{resultRefused, budgetsErr}
+	var won pair
+	for _, pr := range rd.pairs {
+		if pr.set != nil && pr.set == served {
+			won = pr
 		}
 	}
+	if p.result == resultSwapped && !won.newPartners {
+		p = l.refusal(rd, pair{newPartners: true, newAdvertisers: won.newAdvertisers}, "partners", cur)
+	}
+	if a.result == resultSwapped && !won.newAdvertisers {
+		a = l.refusal(rd, pair{newPartners: won.newPartners, newAdvertisers: true}, "advertisers", cur)
+	}
+	if won.set != nil && !won.newPartners && !won.newAdvertisers && a.result == "" {
+		a.result = resultSwapped // the budgets served, held by their gate at last
+	}
 	return p, a, note
+}
+
+// refusal is why the file of kind, which passed its own checks, is not
+// served: the pair c of it with the other file, new or as served, was
+// refused for its report tokens, or for its budgets' currencies against
+// the catalog cur serves.
+func (l *live) refusal(rd accountsRead, c pair, kind string, cur *version) fileOutcome {
+	i := slices.IndexFunc(rd.pairs, func(pr pair) bool {
+		return pr.newPartners == c.newPartners && pr.newAdvertisers == c.newAdvertisers
+	})
+	if i < 0 {
+		return fileOutcome{resultRefused, nil}
+	}
+	if pr := rd.pairs[i]; pr.set == nil {
+		other, otherNew := "advertisers", c.newAdvertisers
+		if kind == "advertisers" {
+			other, otherNew = "partners", c.newPartners
+		}
+		with := "the " + other + " served"
+		if otherNew {
+			with = "the new " + l.fileName(other)
+		}
+		return fileOutcome{resultRefused, fmt.Errorf("%s, with %s: %w", l.fileName(kind), with, pr.err)}
+	}
+	err := budget.CheckCurrencies(cur.ads, rd.pairs[i].set.budgets)
+	if err != nil {
+		err = l.budgetsError(err)
+	}
+	return fileOutcome{resultRefused, err}
+}
+
+// fileName names the accounts file of kind, partners or advertisers.
+func (l *live) fileName(kind string) string {
+	if kind == "advertisers" {
+		return fileName(kind, l.cfg.AdvertisersFile)
+	}
+	return fileName(kind, l.cfg.PartnersFile)
 }
 
 // readAccounts reads the partners and advertisers files again and judges
 // each on its own: one that cannot be read or parsed fails, one that its
 // own checks refuse (keys, sites, tokens, budgets) is refused, one as
-// served is left. The changed files that pass are then paired (pair), so
-// that a report token given in both is refused, the partners first: a
-// key revoked must not wait for the advertisers file. When the day's
-// spend cannot be read for new budgets, next keeps the gate served, and
-// the note says so; the next reload tries again, whatever the files then.
+// served is left. The changed files that pass are then paired, with each
+// other and with the accounts served of the other file, in the order the
+// pairs are tried (accountsRead.pairs). When the day's spend cannot be
+// read for new budgets, their pairs keep the gate served, and the note
+// says so; the next reload tries again, whatever the files then.
 func (l *live) readAccounts(ctx context.Context) accountsRead {
 	cur := l.accounts()
 	var rd accountsRead
@@ -380,14 +416,14 @@ func (l *live) readAccounts(ctx context.Context) accountsRead {
 	ab, aErr := readAccountFile("advertisers", l.cfg.AdvertisersFile)
 	pSum, aSum := sha256.Sum256(pb), sha256.Sum256(ab)
 	var (
-		newPs  []partners.Partner
+		newPs  partnerSide
 		newAds []accounts.AdvertiserAccount
 	)
 	switch {
 	case pErr != nil:
 		rd.partners = fileOutcome{resultFailed, pErr}
 	case pSum != cur.partnersSum:
-		newPs, rd.partners = judgePartners(l.cfg, pb)
+		newPs, rd.partners = judgePartners(l.cfg, pb, pSum)
 	}
 	switch {
 	case aErr != nil:
@@ -395,46 +431,47 @@ func (l *live) readAccounts(ctx context.Context) accountsRead {
 	case aSum != cur.advertisersSum:
 		newAds, rd.advertisers = judgeAdvertisers(l.cfg, ab)
 	}
-	if rd.partners.result == resultSwapped || rd.advertisers.result == resultSwapped {
-		rd.pair(l.cfg, cur, newPs, newAds, pSum, aSum)
+	pNew, aNew := rd.partners.result == resultSwapped, rd.advertisers.result == resultSwapped
+	for _, c := range []pair{{newPartners: true, newAdvertisers: true}, {newPartners: true}, {newAdvertisers: true}} {
+		if c.newPartners && !pNew || c.newAdvertisers && !aNew {
+			continue
+		}
+		if !c.newPartners && slices.ContainsFunc(rd.pairs, func(o pair) bool { return o.newPartners && !o.newAdvertisers && o.set != nil }) {
+			continue // the new partners go with the advertisers served: revocation first
+		}
+		ps := partnerSide{ps: cur.ps, registry: cur.registry, sites: cur.sites, sum: cur.partnersSum}
+		ads, adsSum := cur.ads, cur.advertisersSum
+		if c.newPartners {
+			ps = newPs
+		}
+		if c.newAdvertisers {
+			ads, adsSum = newAds, aSum
+		}
+		c.set, c.err = ps.with(ads, adsSum)
+		rd.pairs = append(rd.pairs, c)
 	}
 	// The budgets served may not be their gate's: a reload before could
 	// not read the spend. Their gate is made again, with the files as
 	// served, or behind new budgets the catalog may not fit.
-	behind := l.newGate != nil && !maps.Equal(cur.budgets, cur.gateOf)
-	retry := false
-	switch {
-	case rd.next == nil && behind:
+	if l.newGate != nil && !maps.Equal(cur.budgets, cur.gateOf) {
 		again := *cur
-		rd.next, retry = &again, true
-	case rd.next != nil && behind && rd.partnersOnly == nil && !maps.Equal(rd.next.budgets, cur.budgets):
-		again := *cur
-		rd.kept = &again
+		rd.pairs = append(rd.pairs, pair{set: &again})
 	}
-	next := rd.next
-	if next == nil {
-		return rd
-	}
-	if err := l.gateFor(ctx, next, cur); err != nil {
-		rd.note = gateNote(err)
-		if retry {
-			rd.next = nil // as served; the next reload tries again
-			return rd
+	for i := range rd.pairs {
+		pr := &rd.pairs[i]
+		if pr.set == nil {
+			continue
 		}
-		// The partners and tokens are served all the same: a key
-		// revoked must not wait for the spend store.
-	} else if retry && rd.advertisers.result == "" {
-		rd.advertisers.result = resultSwapped // its budgets, held at last
-	}
-	for _, acc := range []*accountSet{rd.partnersOnly, rd.kept} {
-		switch {
-		case acc == nil:
-		case maps.Equal(acc.budgets, next.gateOf):
-			acc.gate, acc.gateOf = next.gate, next.gateOf
-		default:
-			if err := l.gateFor(ctx, acc, cur); err != nil {
-				rd.note = gateNote(err)
-			}
+		// Pairs of the same budgets share a gate, made or not once.
+		if j := slices.IndexFunc(rd.pairs[:i], func(o pair) bool { return o.set != nil && maps.Equal(o.set.budgets, pr.set.budgets) }); j >= 0 {
+			pr.set.gate, pr.set.gateOf = rd.pairs[j].set.gate, rd.pairs[j].set.gateOf
+		} else if err := l.gateFor(ctx, pr.set, cur); err != nil {
+			// The partners and tokens are served all the same: a key
+			// revoked must not wait for the spend store.
+			rd.note = gateNote(err)
+		}
+		if !pr.newPartners && !pr.newAdvertisers && !maps.Equal(pr.set.budgets, pr.set.gateOf) {
+			pr.set = nil // as served; the next reload tries again
 		}
 	}
 	return rd
@@ -464,80 +501,48 @@ func (l *live) gateFor(ctx context.Context, acc, cur *accountSet) error {
 	return nil
 }
 
-// pair makes next of the new partners newPs and advertisers newAds of
-// the files that changed and passed their own checks (their bytes
-// hashing to pSum and aSum), and the accounts served of the others: both
-// new, else the new partners with the advertisers served, else the
-// partners served with the new advertisers, the first the checks take.
-// A new file left out is refused, saying with which file it was.
-func (rd *accountsRead) pair(cfg config.Config, cur *accountSet, newPs []partners.Partner, newAds []accounts.AdvertiserAccount, pSum, aSum [sha256.Size]byte) {
-	set := func(ps []partners.Partner, ads []accounts.AdvertiserAccount, pSum, aSum [sha256.Size]byte) (*accountSet, error) {
-		acc, regErr, bookErr := buildAccountSet(ps, ads)
-		if err := errors.Join(regErr, bookErr); err != nil {
-			return nil, err
-		}
-		acc.partnersSum, acc.advertisersSum = pSum, aSum
-		return acc, nil
-	}
-	partnersFile, advertisersFile := fileName("partners", cfg.PartnersFile), fileName("advertisers", cfg.AdvertisersFile)
-	refused := func(file, with string, err error) fileOutcome {
-		return fileOutcome{resultRefused, fmt.Errorf("%s, with %s: %w", file, with, err)}
-	}
-	switch pNew, aNew := rd.partners.result == resultSwapped, rd.advertisers.result == resultSwapped; {
-	case pNew && aNew:
-		both, err := set(newPs, newAds, pSum, aSum)
-		if err == nil {
-			rd.next = both
-			if rd.partnersOnly, err = set(newPs, cur.ads, pSum, cur.advertisersSum); err != nil {
-				rd.partnersOnlyErr = fmt.Errorf("%s, with the advertisers served: %w", partnersFile, err)
-			}
-			return
-		}
-		partnersOnly, pErr := set(newPs, cur.ads, pSum, cur.advertisersSum)
-		if pErr == nil {
-			rd.next = partnersOnly
-			rd.advertisers = refused(advertisersFile, "the new "+partnersFile, err)
-			return
-		}
-		advertisersOnly, aErr := set(cur.ps, newAds, cur.partnersSum, aSum)
-		if aErr == nil {
-			rd.next = advertisersOnly
-			rd.partners = refused(partnersFile, "the new "+advertisersFile, err)
-			return
-		}
-		rd.partners = refused(partnersFile, "the advertisers served", pErr)
-		rd.advertisers = refused(advertisersFile, "the partners served", aErr)
-	case pNew:
-		var err error
-		if rd.next, err = set(newPs, cur.ads, pSum, cur.advertisersSum); err != nil {
-			rd.partners = refused(partnersFile, "the advertisers served", err)
-		}
-	case aNew:
-		var err error
-		if rd.next, err = set(cur.ps, newAds, cur.partnersSum, aSum); err != nil {
-			rd.advertisers = refused(advertisersFile, "the partners served", err)
-		}
-	}
+// partnerSide is the partners of a partners file, new or served, as
+// checked on their own: their registry, their sites' domains, and the
+// sum of the file's bytes.
+type partnerSide struct {
+	ps       []partners.Partner
+	registry *partners.Static
+	sites    func(pageURL string) [][]string
+	sum      [sha256.Size]byte
 }
 
-// judgePartners reads the partners of b, the partners file's bytes, and
-// checks them alone: keys, sites, the partners' report tokens. It returns
-// them, swapped, or why the file failed or is refused.
-func judgePartners(cfg config.Config, b []byte) ([]partners.Partner, fileOutcome) {
+// with is the set of the partners and the advertisers ads, of the file
+// whose bytes hash to adsSum, without a gate; the error is what the
+// accounts' checks refuse of the two together (a report token in both).
+func (s partnerSide) with(ads []accounts.AdvertiserAccount, adsSum [sha256.Size]byte) (*accountSet, error) {
+	book, err := accounts.New(s.ps, ads)
+	if err != nil {
+		return nil, err
+	}
+	return &accountSet{registry: s.registry, book: book, budgets: book.Budgets(), sites: s.sites, ps: s.ps, ads: ads,
+		partnersSum: s.sum, advertisersSum: adsSum}, nil
+}
+
+// judgePartners reads the partners of b, the partners file's bytes
+// (hashing to sum), and checks them alone: keys, sites, the partners'
+// report tokens. It returns them, swapped, or why the file failed or is
+// refused.
+func judgePartners(cfg config.Config, b []byte, sum [sha256.Size]byte) (partnerSide, fileOutcome) {
 	ps, err := loadPartners(cfg, b)
 	var none *noPartnersError
 	switch {
 	case errors.As(err, &none):
 		// The file reads, and lists no partner: its checks refuse it,
 		// as they refuse a key given twice.
-		return nil, fileOutcome{resultRefused, err}
+		return partnerSide{}, fileOutcome{resultRefused, err}
 	case err != nil:
-		return nil, fileOutcome{resultFailed, err}
+		return partnerSide{}, fileOutcome{resultFailed, err}
 	}
-	if _, regErr, bookErr := buildAccountSet(ps, nil); regErr != nil || bookErr != nil {
-		return nil, fileOutcome{resultRefused, fmt.Errorf("%s: %w", fileName("partners", cfg.PartnersFile), errors.Join(regErr, bookErr))}
+	acc, regErr, bookErr := buildAccountSet(ps, nil)
+	if regErr != nil || bookErr != nil {
+		return partnerSide{}, fileOutcome{resultRefused, fmt.Errorf("%s: %w", fileName("partners", cfg.PartnersFile), errors.Join(regErr, bookErr))}
 	}
-	return ps, fileOutcome{result: resultSwapped}
+	return partnerSide{ps: ps, registry: acc.registry, sites: acc.sites, sum: sum}, fileOutcome{result: resultSwapped}
 }
 
 // judgeAdvertisers reads the advertisers of b, the advertisers file's

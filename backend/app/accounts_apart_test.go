@@ -9,6 +9,7 @@ import (
 
 	"github.com/adlink/adlink/backend/api"
 	"github.com/adlink/adlink/backend/clicks"
+	"github.com/adlink/adlink/match"
 )
 
 // The partners and advertisers files are judged each on its own: a bad
@@ -308,5 +309,39 @@ func TestReloadSwapsTheCatalogRevokingPastABudgetInAnotherCurrency(t *testing.T)
 	}
 	if b, _ := s.Catalog().Accounts.Budget("shop.example"); b.Currency != "EUR" || s.Catalog().Budget != gate || s.Catalog().Version != r.Version {
 		t.Errorf("the budget served: %+v, gate kept %v; want the EUR one and its gate, with the new catalog", b, s.Catalog().Budget == gate)
+	}
+}
+
+// TestReloadRevokesBeforeANewCatalogsBudgets: a key removed, a report
+// token the two new files share, and a catalog whose currencies only the
+// new budgets fit, in one reload: the new partners go with the
+// advertisers served (the key is revoked), so the catalog, which their
+// budgets do not fit, is refused, rather than served with the new
+// advertisers and the partners served.
+func TestReloadRevokesBeforeANewCatalogsBudgets(t *testing.T) {
+	ads := currencyAds()
+	const shared = "shared-report-token-0123456"
+	eur := `{"advertisers":[{"id":"shop.example","daily_budget":"5.00","currency":"EUR"}]}`
+	s := startAccountsFeed(t, twoPartners, eur, ads)
+	version := s.Catalog().Version
+	var gbp []match.Ad
+	for _, a := range ads {
+		a.Markets = []match.Market{{Country: "gb", Lang: "en"}}
+		gbp = append(gbp, a)
+	}
+	writeFile(t, s.feed, feed(t, gbp))
+	writeFile(t, s.partners, []byte(keyTwoOnly(shared)))
+	writeFile(t, s.advertisers, []byte(`{"advertisers":[{"id":"shop.example","daily_budget":"5.00","currency":"GBP","report_token":"`+shared+`"}]}`))
+	status, r := s.reload(t)
+	if status != http.StatusConflict || r.Result != "refused" || r.Version != version || r.Partners != "swapped" ||
+		!strings.Contains(r.Error, `"shop.example" has a daily budget in EUR`) {
+		t.Errorf("a key removed, a token in both new files, a catalog in GBP: %d %+v, want the catalog refused, the partners swapped", status, r)
+	}
+	wantKept(t, "a token in both new files", r, "advertisers", s.advertisers, "refused", "with the new partners file "+s.partners+": ")
+	if status, _ := s.get(t, "/v2/search/link?q=kaffeem%C3%BChle&loc=de&api_key=key-one&site_id=site-one", nil); status != http.StatusUnauthorized {
+		t.Errorf("the key removed: %d, want 401", status)
+	}
+	if b, _ := s.Catalog().Accounts.Budget("shop.example"); b.Currency != "EUR" {
+		t.Errorf("the budget served: %+v, want the EUR one", b)
 	}
 }

@@ -358,7 +358,7 @@ func (l *live) refresh(ctx context.Context, force bool) api.Reload {
 	l.stale = true
 	// Neither force nor the replicas' word passes this check: the ledger
 	// would bill no click of such an ad, which answers would still show.
-	acc, accErr, err := l.accountsFor(ads, prev)
+	acc, err := l.accountsFor(ads, prev)
 	if err != nil {
 		return api.Reload{Result: resultRefused, Error: summary(err)}
 	}
@@ -383,11 +383,6 @@ func (l *live) refresh(ctx context.Context, force bool) api.Reload {
 	l.serve(next.with(acc))
 	l.stale = false
 	l.recompress(next.api.Shards)
-	if accErr != nil {
-		// Served with the accounts before: the files' budgets are in a
-		// currency the new catalog does not bid in.
-		return api.Reload{Result: resultSwapped, Accounts: resultRefused, AccountsError: summary(accErr)}
-	}
 	return api.Reload{Result: resultSwapped}
 }
 
