@@ -84,19 +84,30 @@ func readAccountFile(kind, path string) ([]byte, error) {
 }
 
 // readBounded reads the regular file at path, of at most most bytes; its
-// errors do not name the path, which the caller does.
+// errors do not name the path, which the caller does. Anything else is
+// refused before it is opened: opening a named pipe waits for a writer,
+// and would hold the reload, and every reload after it, until one came.
 func readBounded(path string, most int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, withoutPath(err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
+	st, err := os.Stat(path)
 	switch {
 	case err != nil:
 		return nil, withoutPath(err)
 	case st.IsDir():
 		return nil, errors.New("is a directory")
+	case !st.Mode().IsRegular():
+		return nil, fmt.Errorf("is no regular file but a %s", fileType(st.Mode()))
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, withoutPath(err)
+	}
+	defer f.Close()
+	if st, err = f.Stat(); err != nil {
+		return nil, withoutPath(err)
+	}
+	switch {
+	case !st.Mode().IsRegular(): // replaced since
+		return nil, fmt.Errorf("is no regular file but a %s", fileType(st.Mode()))
 	case st.Size() > most:
 		return nil, fmt.Errorf("%d bytes, more than the %d an accounts file may have", st.Size(), most)
 	}
@@ -109,6 +120,21 @@ func readBounded(path string, most int64) ([]byte, error) {
 		return nil, fmt.Errorf("more than the %d bytes an accounts file may have", most)
 	}
 	return b, nil
+}
+
+// fileType names the type of a file that is not a regular one.
+func fileType(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "named pipe"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	case m&fs.ModeDevice != 0:
+		return "device"
+	}
+	return "special file"
 }
 
 // withoutPath is err without the path and operation that an

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 )
 
@@ -13,9 +14,9 @@ import (
 // served stay until the file is whole again.
 
 // TestReloadNamesABadFileOnce: a partners file deleted, a directory, one
-// over the size bound, empty or with more after its object: the reload
-// fails with exactly that message, the partners served stay, and the
-// file made whole is served.
+// over the size bound, empty, with more after its object, a named pipe or
+// a device: the reload fails with exactly that message, the partners
+// served stay, and the file made whole is served.
 func TestReloadNamesABadFileOnce(t *testing.T) {
 	s := startAccounts(t, twoPartners, budgetOf("100.00", ""))
 	p := s.partners
@@ -42,6 +43,19 @@ func TestReloadNamesABadFileOnce(t *testing.T) {
 		{"empty", func(t *testing.T) { writeFile(t, p, nil) }, `empty; want {"partners":[...]}`},
 		{"two objects", func(t *testing.T) { writeFile(t, p, []byte(one+one)) },
 			fmt.Sprintf(`more after the object that ends at byte %d; want one {"partners":[...]}`, len(one))},
+		// Opened, a named pipe would wait for a writer, holding the reload.
+		{"a named pipe", func(t *testing.T) {
+			remove(t, p)
+			if err := syscall.Mkfifo(p, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}, "is no regular file but a named pipe"},
+		{"a device", func(t *testing.T) {
+			remove(t, p)
+			if err := os.Symlink("/dev/zero", p); err != nil {
+				t.Fatal(err)
+			}
+		}, "is no regular file but a device"},
 	} {
 		c.leave(t)
 		status, r := s.reload(t)
