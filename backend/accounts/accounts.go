@@ -84,15 +84,19 @@ func LoadAdvertisers(path string) ([]AdvertiserAccount, error) {
 
 // ParseAdvertisers reads the advertisers of the JSON b,
 // {"advertisers":[...]}, of the file path, which its errors name; unknown
-// fields are errors.
+// fields are errors, and so is a file without the list ({}, null): read
+// as none, it would lift every budget.
 func ParseAdvertisers(path string, b []byte) ([]AdvertiserAccount, error) {
 	var file struct {
-		Advertisers []AdvertiserAccount `json:"advertisers"`
+		Advertisers *[]AdvertiserAccount `json:"advertisers"`
 	}
 	if err := partners.DecodeFile(b, &file, `{"advertisers":[...]}`); err != nil {
 		return nil, fmt.Errorf("advertisers file %s: %w", path, err)
 	}
-	return file.Advertisers, nil
+	if file.Advertisers == nil {
+		return nil, fmt.Errorf(`advertisers file %s: no "advertisers" list; want {"advertisers":[...]}`, path)
+	}
+	return *file.Advertisers, nil
 }
 
 // Book holds the accounts' token hashes and the advertisers' budgets;

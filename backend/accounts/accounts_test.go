@@ -86,19 +86,26 @@ func TestLoadAdvertisers(t *testing.T) {
 }
 
 // TestParseAdvertisersRefusesAllButOneObject: an empty advertisers file,
-// or one with more after its object, is refused naming the file, not
-// read as no advertisers (every budget gone) or as its first object.
+// one with more after its object, or one without the list, is refused
+// naming the file, not read as no advertisers (every budget gone) or as
+// its first object.
 func TestParseAdvertisersRefusesAllButOneObject(t *testing.T) {
 	const one = `{"advertisers":[{"id":"a.example","daily_budget":"25.00","currency":"EUR"}]}`
 	for b, want := range map[string]string{
-		"":             `advertisers file a.json: empty; want {"advertisers":[...]}`,
-		"\n\n":         `advertisers file a.json: empty; want {"advertisers":[...]}`,
-		one + one:      `advertisers file a.json: more after the object that ends at byte 76; want one {"advertisers":[...]}`,
-		one + "\n]}\n": `advertisers file a.json: more after the object that ends at byte 76; want one {"advertisers":[...]}`,
+		"":                     `advertisers file a.json: empty; want {"advertisers":[...]}`,
+		"\n\n":                 `advertisers file a.json: empty; want {"advertisers":[...]}`,
+		one + one:              `advertisers file a.json: more after the object that ends at byte 76; want one {"advertisers":[...]}`,
+		one + "\n]}\n":         `advertisers file a.json: more after the object that ends at byte 76; want one {"advertisers":[...]}`,
+		"null":                 `advertisers file a.json: no "advertisers" list; want {"advertisers":[...]}`,
+		` {} `:                 `advertisers file a.json: no "advertisers" list; want {"advertisers":[...]}`,
+		`{"advertisers":null}`: `advertisers file a.json: no "advertisers" list; want {"advertisers":[...]}`,
 	} {
 		if ads, err := ParseAdvertisers("a.json", []byte(b)); err == nil || err.Error() != want {
 			t.Errorf("ParseAdvertisers(%q) = %v, %v; want %q", b, ads, err, want)
 		}
+	}
+	if ads, err := ParseAdvertisers("a.json", []byte(`{"advertisers":[]}`)); err != nil || len(ads) != 0 {
+		t.Errorf("an empty list: %v %v, want none, no error", ads, err)
 	}
 }
 

@@ -242,15 +242,20 @@ func Load(path string) ([]Partner, error) {
 }
 
 // Parse reads the partners of the JSON b, {"partners":[...]}, of the file
-// path, which its errors name; unknown fields are errors.
+// path, which its errors name; unknown fields are errors, and so is a
+// file without the list ({}, null), which is more likely a template's
+// missing value than a wish to list none.
 func Parse(path string, b []byte) ([]Partner, error) {
 	var file struct {
-		Partners []Partner `json:"partners"`
+		Partners *[]Partner `json:"partners"`
 	}
 	if err := DecodeFile(b, &file, `{"partners":[...]}`); err != nil {
 		return nil, fmt.Errorf("partners file %s: %w", path, err)
 	}
-	return file.Partners, nil
+	if file.Partners == nil {
+		return nil, fmt.Errorf(`partners file %s: no "partners" list; want {"partners":[...]}`, path)
+	}
+	return *file.Partners, nil
 }
 
 // DecodeFile decodes b, the bytes of an accounts file (partners,

@@ -102,9 +102,10 @@ func TestLoadRejectsUnknownFields(t *testing.T) {
 	}
 }
 
-// TestParseRefusesAllButOneObject: an empty file, or one with more after
-// its object (a file being written, two run together), is refused naming
-// the file, not read as no partners or as its first object.
+// TestParseRefusesAllButOneObject: an empty file, one with more after its
+// object (a file being written, two run together), or one without the
+// list, is refused naming the file, not read as no partners or as its
+// first object.
 func TestParseRefusesAllButOneObject(t *testing.T) {
 	const one = `{"partners":[{"api_key":"k","sites":[{"id":"s","domains":["a.example"]}]}]}`
 	for b, want := range map[string]string{
@@ -112,6 +113,9 @@ func TestParseRefusesAllButOneObject(t *testing.T) {
 		" \n\t":                 `partners file p.json: empty; want {"partners":[...]}`,
 		one + "\n" + one:        `partners file p.json: more after the object that ends at byte 75; want one {"partners":[...]}`,
 		one + `,"partners":[]}`: `partners file p.json: more after the object that ends at byte 75; want one {"partners":[...]}`,
+		"null":                  `partners file p.json: no "partners" list; want {"partners":[...]}`,
+		"{}":                    `partners file p.json: no "partners" list; want {"partners":[...]}`,
+		`{"partners":null}`:     `partners file p.json: no "partners" list; want {"partners":[...]}`,
 	} {
 		if ps, err := Parse("p.json", []byte(b)); err == nil || err.Error() != want {
 			t.Errorf("Parse(%q) = %v, %v; want %q", b, ps, err, want)
