@@ -123,3 +123,28 @@ func remove(t *testing.T, path string) {
 		t.Fatal(err)
 	}
 }
+
+// TestReloadKeepsTheBudgetsPastNoList: an advertisers file that is null
+// or {} (a template's missing value) fails, rather than lifting every
+// budget; one that lists no advertisers is served.
+func TestReloadKeepsTheBudgetsPastNoList(t *testing.T) {
+	s := startAccounts(t, twoPartners, budgetOf("100.00", ""))
+	for _, b := range []string{"null", "{}"} {
+		writeFile(t, s.advertisers, []byte(b))
+		status, r := s.reload(t)
+		want := "advertisers file " + s.advertisers + `: no "advertisers" list; want {"advertisers":[...]}; the advertisers served stay`
+		if status != http.StatusBadGateway || r.Advertisers != "failed" || r.AccountsError != want {
+			t.Errorf("the advertisers file %s: %d %+v, want %q", b, status, r, want)
+		}
+		if budget, ok := s.Catalog().Accounts.Budget("handy-bestkauf.de"); !ok || budget.DailyMicros != 100_000_000 {
+			t.Errorf("the advertisers file %s: budget %+v %v, want 100.00 served", b, budget, ok)
+		}
+	}
+	writeFile(t, s.advertisers, []byte(`{"advertisers":[]}`))
+	if status, r := s.reload(t); status != http.StatusOK || r.Advertisers != "swapped" {
+		t.Errorf("no advertisers listed: %d %+v, want them swapped", status, r)
+	}
+	if budget, ok := s.Catalog().Accounts.Budget("handy-bestkauf.de"); ok {
+		t.Errorf("no advertisers listed: budget %+v, want none", budget)
+	}
+}
