@@ -113,6 +113,26 @@ func loadRealPages() ([]realPage, error) {
 	return out, nil
 }
 
+// onlyPages is the pages whose names ADLINK_REAL_PAGES (a regular
+// expression) matches, all of them when it is not set: a run over the
+// few pages where the widget blocks most takes a minute, not the suite's
+// quarter of an hour.
+func onlyPages(tb testing.TB, pages []realPage) []realPage {
+	expr := os.Getenv("ADLINK_REAL_PAGES")
+	if expr == "" {
+		return pages
+	}
+	re, err := regexp.Compile(expr)
+	if err != nil {
+		tb.Fatalf("ADLINK_REAL_PAGES: %v", err)
+	}
+	pages = slices.DeleteFunc(slices.Clone(pages), func(p realPage) bool { return !re.MatchString(p.name) })
+	if len(pages) == 0 {
+		tb.Fatalf("ADLINK_REAL_PAGES %q matches no page", expr)
+	}
+	return pages
+}
+
 // eachFile calls f with each regular file of a zstd-compressed tar.
 func eachFile(name string, f func(name string, body []byte)) error {
 	file, err := os.Open(name)
@@ -188,6 +208,37 @@ type realView struct {
 	Links      []realLink
 	Tasks      [][2]float64 // the page's long tasks, [start, duration] in ms
 	Start      float64      // when the widget started, ms after the page started
+	Marks      []realMark   // the widget's User Timing marks
+}
+
+// realMark is one of the widget's User Timing marks ("adlink:<step>"):
+// its step and when, ms after the page started.
+type realMark struct {
+	Step string
+	At   float64
+}
+
+// widgetSteps names each long task from the widget's start by the
+// widget's marks in it ("initialized", "loaded+matched"), "?" for a task
+// with none: the page's own, or the widget's between two marks.
+func widgetSteps(v realView) string {
+	var out []string
+	for _, t := range v.Tasks {
+		if t[0]+t[1] <= v.Start {
+			continue
+		}
+		var in []string
+		for _, m := range v.Marks {
+			if m.At >= t[0] && m.At <= t[0]+t[1] {
+				in = append(in, m.Step)
+			}
+		}
+		if len(in) == 0 {
+			in = []string{"?"}
+		}
+		out = append(out, fmt.Sprintf("%s %.0f ms at %.0f", strings.Join(in, "+"), t[1], t[0]-v.Start))
+	}
+	return strings.Join(out, ", ")
 }
 
 // blockingAfter is the total blocking time of tasks that end after ms:
@@ -216,6 +267,7 @@ type realSuite struct {
 	perKWords                    []float64
 	blocking, plain              []float64
 	added                        []float64 // each page's blocking time with the widget less without it
+	addedBy                      []string  // the pages where the widget added blocking time, with its long tasks
 	blocked                      []string
 	bad                          []string // what an objectionable link was, for the report
 	outside                      []string // links outside the main text
@@ -238,7 +290,7 @@ func withWidget(page, base string) string {
 // runRealPages views every real page with the widget; with plain, each
 // also without it, for the page's own blocking time.
 func runRealPages(tb testing.TB, plain bool) *realSuite {
-	pages := realPages(tb)
+	pages := onlyPages(tb, realPages(tb))
 	b := real.start(tb)
 	served := map[string]string{}
 	for i, p := range pages {
@@ -325,6 +377,9 @@ func runRealPages(tb testing.TB, plain bool) *realSuite {
 		s.blocking = append(s.blocking, with)
 		s.plain = append(s.plain, alone)
 		s.added = append(s.added, with-alone)
+		if with > alone {
+			s.addedBy = append(s.addedBy, fmt.Sprintf("%s: %.0f ms added: %s", p.name, with-alone, widgetSteps(v.with)))
+		}
 	}
 	return s
 }
@@ -505,6 +560,7 @@ func BenchmarkRealPages(b *testing.B) {
 	b.ReportMetric(p95, "ms-blocking-p95")
 	b.ReportMetric(plain95, "ms-blocking-p95-without-widget")
 	b.ReportMetric(percentile(s.added, 95), "ms-blocking-added-p95")
+	b.Logf("pages where the widget added blocking time, with its long tasks from its start (named by the widget's marks in them):\n%s", strings.Join(s.addedBy, "\n"))
 	fmt.Printf("real pages (%d: Readability's test pages and %d of trafilatura's), first views in Chromium, matched in the page:\n", s.pages, trafilaturaPages)
 	fmt.Printf("  %d viewed, %d with ads, %d in-text links; links per 1,000 words p50 %.1f, max %.1f (pages of 100 words or more with links)\n",
 		s.views, s.withAds, s.links, percentile(s.perKWords, 50), percentile(s.perKWords, 100))

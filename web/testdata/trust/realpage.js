@@ -1,6 +1,7 @@
 // What the widget placed in a real page, once adlink.ready has settled:
 // each in-text link with what a reader would object to, the page's words,
-// its long tasks so far ([start, duration]) and when the widget started.
+// its long tasks so far ([start, duration]), when the widget started and
+// its marks.
 // It reads no sooner than minMs after the page started, as plain.js does.
 (minMs) => new Promise((resolve, reject) => {
 	const t0 = performance.now();
@@ -50,6 +51,7 @@
 				links: links.map(a => ({text: a.textContent, number: number(a), hidden: hidden(a), form: inForm(a), context: context(a)})),
 				tasks: window.adlinkTasks || [],
 				start: adlink.timing.start,
+				marks: performance.getEntriesByType("mark").filter(m => m.name.startsWith("adlink:")).map(m => ({step: m.name.slice(7), at: m.startTime})),
 			});
 		}, Math.max(100, minMs - performance.now()));
 	}
