@@ -560,7 +560,6 @@ func BenchmarkRealPages(b *testing.B) {
 	b.ReportMetric(p95, "ms-blocking-p95")
 	b.ReportMetric(plain95, "ms-blocking-p95-without-widget")
 	b.ReportMetric(percentile(s.added, 95), "ms-blocking-added-p95")
-	b.Logf("pages where the widget added blocking time, with its long tasks from its start (named by the widget's marks in them):\n%s", strings.Join(s.addedBy, "\n"))
 	fmt.Printf("real pages (%d: Readability's test pages and %d of trafilatura's), first views in Chromium, matched in the page:\n", s.pages, trafilaturaPages)
 	fmt.Printf("  %d viewed, %d with ads, %d in-text links; links per 1,000 words p50 %.1f, max %.1f (pages of 100 words or more with links)\n",
 		s.views, s.withAds, s.links, percentile(s.perKWords, 50), percentile(s.perKWords, 100))
@@ -571,4 +570,8 @@ func BenchmarkRealPages(b *testing.B) {
 		s.unserved, s.unservedWithAds, len(s.blocked))
 	fmt.Printf("  total blocking time from the widget's start, p95: %.1f ms with the widget, %.1f ms the page without it (target within 2 ms); each page's with less without: p50 %.1f, p95 %.1f ms\n",
 		p95, plain95, percentile(s.added, 50), percentile(s.added, 95))
+	fmt.Printf("  pages where the widget added blocking time, with the long tasks from its start (named by the widget's marks in them, ? for none):\n")
+	for _, l := range s.addedBy {
+		fmt.Printf("    %s\n", l)
+	}
 }
