@@ -205,3 +205,34 @@ func TestKeywordSpelling(t *testing.T) {
 		})
 	}
 }
+
+// countBoxes counts the widget's questions about the box and visibility
+// of the element with id "long" (window.adlinkAsked).
+//
+//go:embed testdata/intext/count_boxes.js
+var countBoxes string
+
+// TestLongTextOneElement: a page whose text is one paragraph's thousands of
+// lines between <br>s gets its links, and the widget asks where that
+// element is a few times, not once for each line: the box of an element
+// of thousands of lines takes as long to work out each time, and a page
+// of that kind held the page's thread for seconds.
+func TestLongTextOneElement(t *testing.T) {
+	br := newBrowser(t)
+	br.onEveryPage(t, countBoxes)
+	b := startBackend(t)
+	lines := slices.Repeat([]string{strings.ReplaceAll(handyText, "\n", " ")}, 2000)
+	site := publisher(t, map[string]string{
+		"/long.html": sparsePage("de-DE", b.URL, `<article><h1>Handy-Test</h1><p id="long">`+strings.Join(lines, "<br>\n")+`</p></article>`),
+	})
+	if r := br.view(t, site+"/long.html"); r.Source != "local" || r.Links == 0 {
+		t.Fatalf("%+v, want ads matched in the page", r)
+	}
+	if n := eval[int](t, br, "window.adlinkAsked"); n > 20 {
+		t.Errorf("the widget asked for the long element's box or visibility %d times", n)
+	}
+	if n := eval[int](t, br, `document.querySelectorAll("#long a.adlink-intext").length`); n == 0 {
+		t.Errorf("no in-text link in the long element")
+	}
+	br.noConsoleErrors(t)
+}

@@ -507,15 +507,27 @@
   // wrap the whole page in one (ASP.NET WebForms). Text hidden from the reader
   // (aria-hidden, inert, a dialog not open) counts. An <a> made by
   // createElement is HTML's; in SVG or MathML it would be no link, or break
-  // the drawing.
-  function skipped(node, root) {
+  // the drawing. What it found for each element on the way up is kept in
+  // memo (a Map, for one root): a page's text nodes share their ancestors,
+  // and a long page has tens of thousands.
+  function skipped(node, root, memo) {
+    var path = [], found = false;
     for (var el = node.parentNode, inside = true; el; el = el.parentNode) {
+      if (memo.has(el)) {
+        found = memo.get(el);
+        break;
+      }
+      path.push(el);
       if (el === root) inside = false;
       // Attributes only: isContentEditable would recompute styles after every link placed.
       if (el.nodeType === 1 && (el.namespaceURI !== HTML || SKIP.test(el.nodeName) || hiddenByMarkup(el) ||
-          el.hasAttribute("contenteditable") || el.hasAttribute("data-adlink") || (inside && (el.localName === "form" || around(el))))) return true;
+          el.hasAttribute("contenteditable") || el.hasAttribute("data-adlink") || (inside && (el.localName === "form" || around(el))))) {
+        found = true;
+        break;
+      }
     }
-    return false;
+    for (var i = 0; i < path.length; i++) memo.set(path[i], found);
+    return found;
   }
 
   // around tells whether an element's class or id names a part of the page
@@ -545,11 +557,18 @@
     return el.getAttribute("aria-hidden") === "true" || el.hasAttribute("inert") || (el.localName === "dialog" && !el.open);
   }
 
+  // textNodes is the text nodes under root that links may go in. Whether
+  // an element is rendered is asked once for all its text nodes: a page
+  // can hold a long text as one element's lines between <br>s, and the box
+  // of an element of thousands of lines takes as long to work out each time.
   function textNodes(root) {
-    var out = [];
+    var out = [], shownEl = new Map(), memo = new Map();
     var w = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
     for (var n = w.nextNode(); n; n = w.nextNode()) {
-      if (n.nodeValue.trim() && !skipped(n, root) && rendered(n.parentNode)) out.push(n);
+      if (!n.nodeValue.trim() || skipped(n, root, memo)) continue;
+      var p = n.parentNode;
+      if (!shownEl.has(p)) shownEl.set(p, rendered(p));
+      if (shownEl.get(p)) out.push(n);
     }
     return out;
   }
