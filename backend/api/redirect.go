@@ -100,22 +100,25 @@ func (s *server) redirect(w http.ResponseWriter, r *http.Request) error {
 			}
 		}
 		keepProven(&c, &req, partner)
+		// When the click token of a link the page made, verified if c
+		// keeps its criterion or yk_tag, was issued.
+		shown, ok := clicks.TokenShown(req.CT)
+		if !ok {
+			shown = c.Time
+		}
 		if c.Criterion != "" && req.Sig == "" && req.Exp == "" {
 			// Proven by a click token on a link the page made: its
 			// criterion as the beacon recorded it (one of the ad's, as
 			// match.Index.CanonicalCriterion reads it), by the criteria
 			// the catalog took when it issued the token, which may be past
 			// a refresh's grace now.
-			shown, ok := clicks.TokenShown(req.CT)
-			if !ok {
-				shown = c.Time
-			}
 			c.Criterion = s.catalogOf(r).pageCriterion(req.AdID, c.Criterion, shown)
 		}
 		if c.YkTag != "" && req.Sig == "" && req.Exp == "" {
 			// A page-made link's, proven by its click token: recorded as
-			// its impression recorded it, when the site's day admits it.
-			c.YkTag = s.pageTag(r.Context(), c.APIKey, c.SiteID, c.YkTag, c.Time)
+			// its impression recorded it, when the day it was shown, which
+			// may be before midnight, admits it.
+			c.YkTag = s.pageTag(r.Context(), c.APIKey, c.SiteID, c.YkTag, shown)
 		}
 		if !isOver || over.record {
 			if err := s.ledger.Record(r.Context(), &c, u); err != nil {
