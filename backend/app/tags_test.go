@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -218,5 +220,51 @@ func TestPageTagOfALinkShownBeforeMidnightHoldsForItsClick(t *testing.T) {
 	beaconFrom(t, a.Handler, "http://localhost/a", "/v1/redirect?"+v.Encode(), "10.9.1.1:5000")
 	if got := clickedTag(t, a, evening, ct, "10.9.0.1:5000"); got != "evening" {
 		t.Errorf("the click after midnight of a link shown before it records yk_tag %q, want its impression's %q", got, "evening")
+	}
+}
+
+// With Postgres down, the beacons of links with new yk_tags ask the
+// tags' store once, not each: a reader's beacon or click is not held for
+// a store that does not answer. The tags are recorded as none meanwhile.
+func TestPageTagsAskNoStoreThatFailedJustNow(t *testing.T) {
+	pg := testpg.Start(t)
+	clock := &testClock{now: time.Date(2026, 11, 22, 12, 5, 0, 0, time.UTC)}
+	key := clicks.Key{ID: "shared", Secret: bytes.Repeat([]byte{7}, 32)}
+	cfg := testConfig(t)
+	cfg.PostgresURL = pg.URL()
+	cfg.ClickKeys = []clicks.Key{key}
+	cfg.KeyRate, cfg.KeyBurst, cfg.IPRate, cfg.IPBurst = 1e9, 1e9, 1e9, 1e9
+	logs := &syncLog{}
+	a, err := New(cfg, Options{Now: clock.Now, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	keys, err := clicks.NewKeys(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signed, err := url.Parse(adURL(t, a.Handler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := signed.Query()
+	for _, p := range []string{"d", "exp", "sig", "kid"} {
+		v.Del(p)
+	}
+	v.Set("tok", keys.Token("demo", "demo", clock.Now().Add(time.Hour)))
+	if err := pg.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	const n = 4
+	for i := range n {
+		v.Set("yk_tag", "down"+strconv.Itoa(i))
+		beaconFrom(t, a.Handler, "http://localhost/a", "/v1/redirect?"+v.Encode(), fmt.Sprintf("10.6.%d.1:5000", i))
+	}
+	if asked := strings.Count(logs.String(), "the tags' store did not answer"); asked != 1 {
+		t.Errorf("%d beacons of new yk_tags with Postgres down asked the tags' store %d times, want once\n%s", n, asked, logs)
+	}
+	if got, _ := strconv.Atoi(metric(t, a, "adlink_yk_tags_dropped_total")); got != n {
+		t.Errorf("%d yk_tags dropped with the store down, want %d", got, n)
 	}
 }
