@@ -231,14 +231,53 @@ const maxCriterionSteps = 4096
 
 // SameCriteria reports whether ads a and b have the same criteria, the
 // phrases IsCriterionOf reads a text against, derived as Build derives
-// them: a catalog refresh that keeps an ad's criteria keeps every
-// criterion a page could have matched it by.
+// them, and list and spell them alike, as CanonicalCriterion picks and
+// writes one: a catalog refresh that keeps an ad's criteria keeps every
+// criterion a page could have matched it by, and the one each link of
+// it records.
 func SameCriteria(a, b *Ad) bool {
 	if a.Kind == b.Kind && a.Manufacturer == b.Manufacturer && a.Model == b.Model && a.Category == b.Category &&
 		slices.Equal(a.Keywords, b.Keywords) {
 		return true // the fields criteria are drawn from, as they were
 	}
-	return maps.Equal(criteriaOf(a), criteriaOf(b))
+	ca, cb := criteriaOf(a), criteriaOf(b)
+	return maps.Equal(ca, cb) && slices.Equal(listing(a, ca), listing(b, cb))
+}
+
+// listing is ad's criteria, set, in the order adSpelling ranks them, each
+// with its spelling there ("" for one no field spells alone, which a
+// text spells), criteria of one rank in their order as strings.
+func listing(ad *Ad, set map[string]bool) []string {
+	spelt := func(f string) string { return strings.Join(strings.Fields(dropSoftHyphens(f)), " ") }
+	fields := append(slices.Clone(ad.Keywords), ad.Model, ad.Manufacturer+" "+ad.Model, ad.Manufacturer, ad.Category)
+	type entry struct {
+		rank           int
+		crit, spelling string
+	}
+	entries := make([]entry, 0, len(set))
+	for c := range set {
+		e := entry{rank: len(fields), crit: c}
+		for k, f := range fields {
+			var terms []string
+			scan(f, nil, func(term []byte, _, _ int, _ bool) { terms = append(terms, string(term)) })
+			if strings.Join(terms, " ") == c {
+				e.rank, e.spelling = k, spelt(f)
+				break
+			}
+		}
+		entries = append(entries, e)
+	}
+	slices.SortFunc(entries, func(x, y entry) int {
+		if x.rank != y.rank {
+			return x.rank - y.rank
+		}
+		return strings.Compare(x.crit, y.crit)
+	})
+	out := make([]string, 0, 2*len(entries))
+	for _, e := range entries {
+		out = append(out, e.crit, e.spelling)
+	}
+	return out
 }
 
 // criteriaOf is the set of ad's criteria, each its normalised words

@@ -172,8 +172,8 @@ func TestCanonicalCriterion(t *testing.T) {
 }
 
 // SameCriteria tells a change of what an ad's criteria are drawn from
-// (its keywords but bare numbers, model, brand and category, by its kind)
-// from a change of anything else; and where it says the criteria are the
+// (its keywords but bare numbers, model, brand and category, by its kind),
+// or of how it orders or spells them, from a change of anything else; and where it says the criteria are the
 // same, the index of the changed ad judges each of the phrases of both
 // as the index of the ad before does.
 func TestSameCriteria(t *testing.T) {
@@ -186,13 +186,23 @@ func TestSameCriteria(t *testing.T) {
 		{"description", func(a *match.Ad) { a.Description = "ganz anders beschrieben" }, false},
 		{"price and bid", func(a *match.Ad) { a.PriceCents += 100; a.BidMicros += 1000 }, false},
 		{"landing", func(a *match.Ad) { a.Landing += "?neu=1" }, false},
-		{"the case and spaces of the keywords and brand", func(a *match.Ad) {
+		{"the spaces of the keywords and brand", func(a *match.Ad) {
 			a.Keywords = slices.Clone(a.Keywords)
 			for i, k := range a.Keywords {
-				a.Keywords[i] = "  " + strings.ToUpper(strings.ReplaceAll(k, " ", "   "))
+				a.Keywords[i] = "  " + strings.ReplaceAll(k, " ", "   ")
 			}
-			a.Manufacturer = strings.ToUpper(a.Manufacturer) + " "
+			a.Manufacturer += " "
 		}, false},
+		// A link records its criterion as the ad spells it, and the one it
+		// lists first of those it names.
+		{"the case of the brand", func(a *match.Ad) {
+			if u := strings.ToUpper(a.Manufacturer); u != a.Manufacturer {
+				a.Manufacturer = u
+			} else {
+				a.Manufacturer = strings.ToLower(u)
+			}
+		}, true},
+		{"the order of the keywords", func(a *match.Ad) { a.Keywords = append(slices.Clone(a.Keywords[1:]), a.Keywords[0]) }, true},
 		{"a bare-number keyword", func(a *match.Ad) { a.Keywords = append(slices.Clone(a.Keywords), "12345") }, false},
 		{"a keyword", func(a *match.Ad) { a.Keywords = append(slices.Clone(a.Keywords), "grünkohlpresse") }, true},
 		{"the model", func(a *match.Ad) { a.Model = "zx900 turbo" }, true},

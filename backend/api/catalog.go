@@ -49,10 +49,11 @@ type Catalog struct {
 }
 
 // Before is the ads of the catalog served before the last refresh whose
-// criteria it changed, as they were, and until when a page-made link may
-// name a criterion of theirs.
+// criteria it changed, as they were, when that refresh was swapped in,
+// and until when a page-made link may name a criterion of theirs.
 type Before struct {
 	Index *match.Index
+	From  time.Time
 	Until time.Time
 }
 
@@ -191,17 +192,27 @@ func (c *Catalog) ad(id string, now time.Time) (match.Ad, bool) {
 
 // criterionOf is criterion, when it is made of the criteria of the ad
 // id, which is the ad at in ix, this catalog's, as the ad's criteria spell
-// it (match.Index.CanonicalCriterion): as ix has them, or, when now is
+// it (match.Index.CanonicalCriterion): as the catalog served at now had
+// them (ix's, or a Before's from a refresh after now), or, when now is
 // within a Before's time, as the catalog before that refresh had them. A
 // page still on the shards of an earlier catalog names those. "" when it
 // is not; at is -1 for an ad ix does not have. A click passes the time
-// its token was issued as now, and so records what its impression did.
+// its token was issued as now, and so records what its impression did,
+// even when a refresh since changed which criterion that is.
 func (c *Catalog) criterionOf(ix *match.Index, at int, id, criterion string, now time.Time) string {
+	for k := len(c.Before) - 1; k >= 0; k-- { // oldest first
+		if b := c.Before[k]; now.Before(b.From) {
+			if i, ok := b.Index.Lookup(id); ok {
+				ix, at = b.Index, i
+				break
+			}
+		}
+	}
 	if canon := ix.CanonicalCriterion(at, criterion); canon != "" {
 		return canon
 	}
 	for _, b := range c.Before {
-		if !now.Before(b.Until) {
+		if !now.Before(b.Until) || now.Before(b.From) {
 			continue
 		}
 		if i, ok := b.Index.Lookup(id); ok {

@@ -216,6 +216,7 @@ func (l *live) build(ads []match.Ad, ver string, prev *version) (*version, error
 	// across later refreshes too (up to maxRetired of them, as shards),
 	// and a token issued by then is clicked up to its TTL later still.
 	if b := criteriaBefore(prev.ads, ads, indexes.All(), now.Add(l.cfg.ClickTokenTTL), l.log); b != nil {
+		b.From = now
 		next.api.Before = append(next.api.Before, *b)
 	}
 	for _, b := range old.Before {

@@ -337,3 +337,91 @@ func TestClickPastTheGraceRecordsItsImpressionsCriterion(t *testing.T) {
 		t.Fatalf("the click past the grace: %+v, want billable, criterion %q as its impression", got, want)
 	}
 }
+
+// A page-made link naming two of an ad's keywords, shown before a
+// refresh that only reorders them, records under the one the ad listed
+// first then, and so does its click after the refresh: a billed click
+// counts under its impression's criterion.
+func TestClickAfterAReorderOfKeywordsRecordsItsImpressionsCriterion(t *testing.T) {
+	ads := testcatalog.Generate(200, 5)
+	at := slices.IndexFunc(ads, func(a match.Ad) bool { return len(a.Keywords) >= 2 })
+	if at < 0 {
+		t.Fatal("no generated ad has two keywords")
+	}
+	ad := ads[at]
+	text := ad.Keywords[1] + " " + ad.Keywords[0]
+	reordered := slices.Clone(ads)
+	reordered[at].Keywords = slices.Clone(ad.Keywords)
+	reordered[at].Keywords[0], reordered[at].Keywords[1] = ad.Keywords[1], ad.Keywords[0]
+	before, err := match.Build(ads)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := match.Build(reordered)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := before.CanonicalCriterion(at, text)
+	if want == "" || after.CanonicalCriterion(at, text) == want {
+		t.Fatalf("%q reads %q before the reorder and %q after it; want two criteria", text, want, after.CanonicalCriterion(at, text))
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "feed.jsonl")
+	writeFile(t, path, feed(t, ads))
+	cfg := testConfig(t)
+	cfg.Catalogs = []string{path}
+	key := clicks.Key{ID: "k", Secret: bytes.Repeat([]byte{9}, 32)}
+	cfg.ClickKeys = []clicks.Key{key}
+	clock := &testClock{now: time.Now()}
+	a, err := New(cfg, Options{Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	keys, err := clicks.NewKeys(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := url.Values{"type": {"intext"}, "adId": {ad.ID}, "adType": {ad.Kind.String()}, "api_key": {"demo"},
+		"site_id": {"demo"}, "criterionId": {text}, "tok": {keys.Token("demo", "demo", clock.Now().Add(cfg.SiteTokenTTL))}}
+	l := "/v1/redirect?" + v.Encode()
+	const reader = "198.51.100.9:4000"
+	ct := beaconFrom(t, a.Handler, "http://localhost/a", l, reader)
+	clock.advance(time.Minute)
+	writeFile(t, path, feed(t, reordered))
+	if r := a.Reload(context.Background(), false); r.Result != "swapped" {
+		t.Fatalf("refresh: %+v", r)
+	}
+	clock.advance(time.Minute)
+	req := httptest.NewRequest(http.MethodGet, l+"&ct="+url.QueryEscape(ct), nil)
+	req.Header.Set("User-Agent", "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0")
+	req.RemoteAddr = reader
+	clicks.Navigation.Header(req.Header)
+	rec := httptest.NewRecorder()
+	a.Handler.ServeHTTP(rec, req)
+	id := rec.Header().Get("X-Adlink-Click")
+	if rec.Code != http.StatusFound || id == "" {
+		t.Fatalf("the click: %d %q %s", rec.Code, id, rec.Body)
+	}
+	var shown, got string
+	if err := a.Impressions.Scan(t.Context(), time.Time{}, time.Time{}, func(m clicks.Impression) error {
+		shown = m.Criterion
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Clicks.Scan(t.Context(), time.Time{}, time.Time{}, func(c clicks.Click) error {
+		if c.ID == id {
+			if !c.Billable {
+				t.Errorf("the click does not bill: %s", c.Reason)
+			}
+			got = c.Criterion
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if shown != want || got != want {
+		t.Errorf("the impression records %q and its click after the reorder %q, want %q for both", shown, got, want)
+	}
+}
