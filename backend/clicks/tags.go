@@ -68,7 +68,23 @@ func (g *BoltTags) Admit(ctx context.Context, site, tag string, at time.Time, li
 	count := binary.AppendUvarint(dayKey(day), uint64(len(site)))
 	count = append(count, site...)
 	held := append(count[:len(count):len(count)], tag...)
-	var ok bool
+	// A tag held, or a day full, is answered without a write: a day seen
+	// full is asked of every new tag (api's tagGate).
+	var ok, known bool
+	if err := g.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(tagsBucket)
+		if b.Get(held) != nil {
+			ok, known = true, true
+		} else if v := b.Get(count); len(v) == 8 && binary.BigEndian.Uint64(v) >= uint64(limit) {
+			known = true
+		}
+		return nil
+	}); err != nil {
+		return false, fmt.Errorf("clicks: tags: %w", err)
+	}
+	if known {
+		return ok, nil
+	}
 	err := g.gc.commit(g.db, func(tx *bolt.Tx) error {
 		b := tx.Bucket(tagsBucket)
 		if err := forgetTags(b, day); err != nil {
