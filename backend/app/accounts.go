@@ -11,6 +11,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/adlink/adlink/backend/accounts"
 	"github.com/adlink/adlink/backend/api"
@@ -87,6 +88,9 @@ func readAccountFile(kind, path string) ([]byte, error) {
 // errors do not name the path, which the caller does. Anything else is
 // refused before it is opened: opening a named pipe waits for a writer,
 // and would hold the reload, and every reload after it, until one came.
+// A path replaced by one between the check and the open is opened without
+// waiting (O_NONBLOCK, which a regular file's reads ignore), and refused
+// by the check of what was opened.
 func readBounded(path string, most int64) ([]byte, error) {
 	st, err := os.Stat(path)
 	switch {
@@ -97,7 +101,7 @@ func readBounded(path string, most int64) ([]byte, error) {
 	case !st.Mode().IsRegular():
 		return nil, fmt.Errorf("is no regular file but a %s", fileType(st.Mode()))
 	}
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, withoutPath(err)
 	}
