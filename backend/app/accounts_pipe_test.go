@@ -71,3 +71,29 @@ func TestReadSwappedForAPipe(t *testing.T) {
 		t.Errorf("%d reads, %d refused: the path was not swapped under the reads", read, refused)
 	}
 }
+
+// TestNewRefusesWhatAReloadRefuses: the checks that fail a reload stop a
+// start-up too (the README's upgrade note): an advertisers file without
+// its list, and a partners file that is a named pipe, as a shell's
+// <(...) gives.
+func TestNewRefusesWhatAReloadRefuses(t *testing.T) {
+	dir := t.TempDir()
+	ads := filepath.Join(dir, "advertisers.json")
+	writeFile(t, ads, []byte("{}"))
+	cfg := testConfig(t)
+	cfg.AdvertisersFile = ads
+	want := `advertisers file ` + ads + `: no "advertisers" list; want {"advertisers":[...]}`
+	if _, err := New(cfg, Options{}); err == nil || err.Error() != want {
+		t.Errorf("New with {} advertisers = %v, want %q", err, want)
+	}
+	pipe := filepath.Join(dir, "partners.json")
+	if err := syscall.Mkfifo(pipe, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg = testConfig(t)
+	cfg.PartnersFile = pipe
+	want = "partners file " + pipe + ": is no regular file but a named pipe"
+	if _, err := New(cfg, Options{}); err == nil || err.Error() != want {
+		t.Errorf("New with a named pipe = %v, want %q", err, want)
+	}
+}
