@@ -638,6 +638,16 @@ func (f *Fetcher) checkRobots(ctx context.Context, u *url.URL) error {
 // the host's read rather than any one page's, and closes e.ready.
 func (f *Fetcher) readRobots(e *robotsEntry, origin string) {
 	defer f.fetching.Done()
+	// In a goroutine of its own, a panic (in the parser of what the host
+	// sent) would end the process: it fails the pages waiting instead,
+	// uncached, as a page's own analysis panicking fails that page.
+	defer func() {
+		if r := recover(); r != nil {
+			e.data, e.why, e.expires = nil, robotsRead, time.Time{}
+			e.err = &FetchError{Reason: "robots.txt could not be read", Err: fmt.Errorf("reading robots.txt panicked: %v", r)}
+			close(e.ready)
+		}
+	}()
 	ctx, cancel := context.WithTimeout(f.hostCtx, f.o.robotsTimeout)
 	defer cancel()
 	e.data, e.why, e.err = f.fetchRobots(ctx, origin)

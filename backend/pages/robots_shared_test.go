@@ -134,3 +134,38 @@ func TestFetcherCloseEndsRobotsReads(t *testing.T) {
 		t.Fatalf("robots.txt asked for %d times, want once: none after Close", n)
 	}
 }
+
+// TestFetchRobotsPanicFailsItsPageOnly: a robots.txt read runs in a
+// goroutine of its own, where a panic (in the parser of what a host sent)
+// would end the process. It fails the page waiting for it instead, is
+// not cached, and the host's next page reads robots.txt again.
+func TestFetchRobotsPanicFailsItsPageOnly(t *testing.T) {
+	var robots atomic.Int32
+	mux := http.NewServeMux()
+	mux.HandleFunc("/robots.txt", func(w http.ResponseWriter, r *http.Request) {
+		robots.Add(1)
+		fmt.Fprint(w, "User-agent: *\nAllow: /\n")
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, htmlPage) })
+	ts := serve(t, mux)
+	f := newFetcher(t, FetchOptions{AllowPrivate: true})
+	// The clock is first asked for once the read is done: that read panics.
+	var calls atomic.Int32
+	f.now = func() time.Time {
+		if calls.Add(1) == 1 {
+			panic("reading robots.txt")
+		}
+		return time.Now()
+	}
+	_, err := f.Fetch(context.Background(), ts.URL+"/first", nil)
+	var fe *FetchError
+	if !errors.As(err, &fe) || fe.Reason != "robots.txt could not be read" {
+		t.Fatalf("Fetch whose robots.txt read panicked = %v, want robots.txt could not be read", err)
+	}
+	if doc, err := f.Fetch(context.Background(), ts.URL+"/second", nil); err != nil || !strings.Contains(doc.HTML, "Hello world.") {
+		t.Fatalf("the host's next page = %v, %v; want it fetched", doc, err)
+	}
+	if n := robots.Load(); n != 2 {
+		t.Fatalf("robots.txt read %d times, want twice: the read that panicked is not cached", n)
+	}
+}
