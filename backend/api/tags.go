@@ -49,12 +49,18 @@ func newTagGate(store clicks.Tags, limit int) *tagGate {
 }
 
 // admit reports whether tag may be recorded for site on at's day, now;
-// an error is the store's, and admits nothing.
+// an error is the store's, and admits nothing. A day before yesterday's
+// admits no tag: the store has forgotten it.
 func (g *tagGate) admit(ctx context.Context, site, tag string, at, now time.Time) (bool, error) {
 	if g.limit < 1 {
 		return true, nil // no cap
 	}
 	day := at.Unix() / 86400
+	if day < now.Unix()/86400-1 {
+		// The store forgets the days before yesterday: asked of one, it
+		// would admit a day's limit again after every forgetting.
+		return false, nil
+	}
 	g.mu.Lock()
 	if day > g.day {
 		g.day, g.sites = day, map[string]*siteTags{}
