@@ -3,6 +3,8 @@ package match
 // crc32cSlicing is CRC-32C (Castagnoli), the shard's checksum, eight
 // bytes at a time: the module's, where hash/crc32 would add more code
 // than this (the server's uses the CPU's instruction).
+//
+// crcTables must be filled (fillCRCTables) before.
 func crc32cSlicing(b []byte) uint32 {
 	crc := ^uint32(0)
 	for len(b) >= 8 {
@@ -20,13 +22,11 @@ func crc32cSlicing(b []byte) uint32 {
 // crcTables[k][v] is the CRC of byte v followed by k zero bytes.
 var crcTables [8][256]uint32
 
-func init() { fillCRCTables(&crcTables) }
-
 // fillCRCTables computes crcTables in a function of its own rather than
-// in the package's init, which is large: V8 counts each turn of a loop in
-// the module by the size of the whole function it stands in (see
-// offsets), and the thousands of turns here had it optimise the whole
-// init, which runs once, while a page waited for its first ads.
+// in its caller: V8 counts each turn of a loop in the module by the size
+// of the whole function it stands in (see offsets), and the thousands of
+// turns here had it optimise a large function that runs once, while a
+// page waited for its first ads.
 //
 //go:noinline
 func fillCRCTables(t *[8][256]uint32) {

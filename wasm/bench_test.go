@@ -41,7 +41,7 @@ func bench10k(b *testing.B) ([]byte, *match.Index, []testcatalog.Request) {
 
 // demoDE is the demo catalog's German shard, cut as the server cuts it
 // (market.Build), with queries over the catalog's words in its market.
-func demoDE(b *testing.B) ([]byte, *match.Index, []testcatalog.Request) {
+func demoDE(b testing.TB) ([]byte, *match.Index, []testcatalog.Request) {
 	ads, err := catalog.Demo(catalog.Options{BaseURL: redirectURL})
 	if err != nil {
 		b.Fatal(err)

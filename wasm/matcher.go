@@ -2,7 +2,10 @@
 // GOOS=wasip1 -buildmode=c-shared reactor over match/ whose answers are the
 // server's, byte for byte, for the same shard and request.
 //
-// The host runs _initialize once, then calls the exports:
+// The module is built with its Go runtime started (wasm/module.Preinit ran
+// _initialize when it was built), so a host calls the exports at once; an
+// _initialize call, which hosts of a reactor make, does nothing. The
+// exports:
 //
 //	alloc(n) ptr              a buffer of n bytes (contents undefined), kept
 //	                          alive until free(ptr); a host holds a few at
@@ -27,11 +30,11 @@
 // the answer. Requests are described in package contract (ParseModule).
 // One instance serves one call at a time.
 //
-// A host should give the module GOGC=200 in its environment, as the
-// widget's WASI shim does: the shard is most of the live heap, and at Go's
-// default of 100 the runtime collects so often that matching a page's text
-// is much slower (BenchmarkPage, see docs/PERFORMANCE.md), for a heap at
-// most 3x the live one instead of 2x.
+// Its runtime runs with GOGC=200, read when it was built (wasm/module's
+// env): the shard is most of the live heap, and at Go's default of 100 the
+// runtime collects so often that matching a page's text is much slower
+// (BenchmarkPage, see docs/PERFORMANCE.md), for a heap at most 3x the live
+// one instead of 2x. A host's environment is not read again.
 package main
 
 import (

@@ -48,17 +48,41 @@ func TestForbiddenImports(t *testing.T) {
 	}
 }
 
-// TestSkippedInitializeFails: without _initialize the Go runtime is not
-// set up, and the first export call must fail rather than answer.
-func TestSkippedInitializeFails(t *testing.T) {
+// TestInitializedWithoutInitialize: the matcher ships its Go runtime
+// started (module.Preinit), so a host that never calls _initialize gets
+// the same answers as one that does.
+func TestInitializedWithoutInitialize(t *testing.T) {
 	ctx := context.Background()
-	in, err := wasmhost.Shared(t).InstantiateWith(ctx, wazero.NewModuleConfig())
+	host := wasmhost.Shared(t)
+	plain, err := host.InstantiateWith(ctx, wazero.NewModuleConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer in.Close(ctx)
-	if _, err := in.Alloc.Call(ctx, 16); err == nil {
-		t.Fatal("alloc answered without _initialize; the runtime ran uninitialised")
+	defer plain.Close(ctx)
+	started, err := host.Instantiate(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer started.Close(ctx)
+	shard, _, reqs := demoDE(t)
+	for _, in := range []*wasmhost.Instance{plain, started} {
+		if err := in.LoadShard(ctx, shard); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, r := range reqs[:20] {
+		req := r.Guest(redirectURL)
+		a, err := plain.PageJSON(ctx, req)
+		if err != nil {
+			t.Fatalf("without _initialize: %v", err)
+		}
+		b, err := started.PageJSON(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(a) != string(b) {
+			t.Fatalf("%s: without _initialize %s, with %s", req, a, b)
+		}
 	}
 }
 

@@ -142,9 +142,11 @@
     });
   }
 
-  // ---- The WASI shim: what a Go wasip1 reactor imports. During _initialize it
+  // ---- The WASI shim: what a Go wasip1 reactor imports. Starting, a reactor
   // asks for args, environment, the clock, random bytes and stdio's state; after
-  // that only the clock. Nothing may block the page, so poll_oneoff returns at once.
+  // that only the clock. matcher.wasm is built started (wasm/module.Preinit), so
+  // a page's asks only the clock; the rest stays for any other Go reactor.
+  // Nothing may block the page, so poll_oneoff returns at once.
   var ENV = "GOGC=200";
 
   function wasi(getMemory) {
@@ -153,8 +155,8 @@
     function zero2(a, b) { var v = view(); v.setUint32(a, 0, true); v.setUint32(b, 0, true); return 0; }
     return {
       args_sizes_get: zero2,
-      // One variable: GOGC=200 (see wasm/matcher.go), so the Go runtime does
-      // not collect twice as often as a page's matching needs.
+      // One variable: GOGC=200, as matcher.wasm's runtime was started with
+      // (see wasm/matcher.go).
       environ_sizes_get: function (count, size) {
         var v = view();
         v.setUint32(count, 1, true);
@@ -357,8 +359,9 @@
     return new Promise(function (resolve) { setTimeout(function () { resolve(v); }, 0); });
   }
 
-  // instantiate starts a Go runtime over the module: a reactor, so
-  // _initialize sets it up and runs no main.
+  // instantiate makes an instance of the module. matcher.wasm is built with
+  // its Go runtime started (wasm/module.Preinit), so its _initialize does
+  // nothing; the call stays, as a reactor's host makes it.
   function instantiate(module) {
     var ex;
     var inst = new WebAssembly.Instance(module, { wasi_snapshot_preview1: wasi(function () { return ex.memory; }) });

@@ -24,8 +24,8 @@ import (
 	"github.com/adlink/adlink/internal/testenv"
 )
 
-// GOGC is the GOGC the widget gives the module's runtime (see
-// wasm/matcher.go).
+// GOGC is the GOGC the widget gives a module's runtime; matcher.wasm's
+// was started with it when built (see wasm/matcher.go).
 const GOGC = "200"
 
 // The statuses of load_shard and load_fragment.

@@ -31,24 +31,59 @@ const noGreenTea = "nogreenteagc"
 // -trimpath -ldflags='-s -w -buildid=' (a build ID is 80 bytes nothing
 // compresses, and the same sources now give the same module) and
 // GOEXPERIMENT=nogreenteagc where the toolchain knows it, then with its
-// data segments merged (mergeData).
+// data segments merged (mergeData). The matcher (Path) is then
+// initialized (Preinit) and its start-up's code made to trap
+// (stubStartup): a page runs none of it. Any other package is left a
+// plain reactor, as the baselines of docs/PERFORMANCE.md want.
 //
 // The matcher's own package (Path: the exports) is
 // compiled without inlining: it runs once per call, not per ad, and its
 // code is then smaller (docs/PERFORMANCE.md).
 // match/, where the time goes, is inlined as usual.
 func Build(pkg, out string) error {
-	mod, err := link(pkg)
+	mod, err := build(pkg, env)
 	if err != nil {
 		return err
-	}
-	if mod, err = mergeData(mod); err != nil {
-		return fmt.Errorf("merging the data segments of %s: %w", pkg, err)
 	}
 	return writeFile(out, mod)
 }
 
-// link runs go build and returns the module as Go's linker wrote it.
+// env is the environment the matcher's runtime starts in: GOGC=200 (see
+// wasm/matcher.go), so it does not collect twice as often as a page's
+// matching needs. Preinit runs the start-up with it, so it is in the
+// module; a host's environment is not read again.
+var env = map[string]string{"GOGC": "200"}
+
+// build returns the module Build writes for pkg, the matcher's initialized
+// in env.
+func build(pkg string, env map[string]string) ([]byte, error) {
+	named, err := link(pkg)
+	if err != nil {
+		return nil, err
+	}
+	names, err := functionNames(named)
+	if err != nil {
+		return nil, err
+	}
+	mod, err := withoutNames(named)
+	if err != nil {
+		return nil, err
+	}
+	if mod, err = mergeData(mod); err != nil {
+		return nil, fmt.Errorf("merging the data segments of %s: %w", pkg, err)
+	}
+	if pkg != Path {
+		return mod, nil
+	}
+	if mod, err = Preinit(mod, env); err != nil {
+		return nil, fmt.Errorf("initializing %s: %w", pkg, err)
+	}
+	return stubStartup(mod, names)
+}
+
+// link runs go build and returns the module as Go's linker wrote it,
+// with its name section (-s left out): build reads the functions' names
+// and drops the section, which leaves the module -s gives.
 func link(pkg string) ([]byte, error) {
 	dir, err := os.MkdirTemp("", "adlink-wasm-")
 	if err != nil {
@@ -61,7 +96,7 @@ func link(pkg string) ([]byte, error) {
 		return nil, err
 	}
 	out := filepath.Join(dir, "linked.wasm")
-	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-trimpath", "-ldflags=-s -w -buildid=", "-gcflags="+Path+"=-l", "-o", out, pkg)
+	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-trimpath", "-ldflags=-w -buildid=", "-gcflags="+Path+"=-l", "-o", out, pkg)
 	cmd.Env = append(env, "GOEXPERIMENT="+exp)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

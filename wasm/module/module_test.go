@@ -11,28 +11,17 @@ import (
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 )
 
-// TestBuildMergesTheMatcher: Build writes the linker's module with its
-// data segments merged, a tenth as many or fewer, every other section as
-// it was, and memory starting the same, as wazero instantiates each.
-func TestBuildMergesTheMatcher(t *testing.T) {
-	linked, err := link(Path)
+// TestMergeDataKeepsTheMatcher: the matcher's module with its data
+// segments merged has a tenth as many or fewer, every other section as it
+// was, and memory starting the same, as wazero instantiates each.
+func TestMergeDataKeepsTheMatcher(t *testing.T) {
+	linked, err := withoutNames(matcherLink(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := filepath.Join(t.TempDir(), "matcher.wasm")
-	if err := Build(Path, out); err != nil {
-		t.Fatal(err)
-	}
-	built, err := os.ReadFile(out)
+	built, err := mergeData(linked)
 	if err != nil {
 		t.Fatal(err)
-	}
-	merged, err := mergeData(linked)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(built, merged) {
-		t.Fatal("Build's module is not the linker's merged")
 	}
 
 	before, after := dataOf(t, linked), dataOf(t, built)
