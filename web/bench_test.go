@@ -220,6 +220,7 @@ func BenchmarkFirstView(b *testing.B) {
 	knownLate := analysedView(b, srv, page, true)
 	cutCold, cutBytes, cutDetail := cutView(b, rounds)
 	floorCompile, floorStart, floor, floorKB := goFloor(b, rounds)
+	started := startedFloor(b, rounds)
 	alone := moduleStart(b, rounds, matcherWasm, matcherZstd, nil, "").total
 	ws := moduleStart(b, rounds, matcherWasm, matcherZstd, demoShard(b, srv), articleRequest(b, srv))
 	withShard, withMatch := ws.loaded, ws.matched
@@ -245,6 +246,10 @@ func BenchmarkFirstView(b *testing.B) {
 		median(coldLate), rounded(coldLate))
 	fmt.Printf("  baseline, an empty Go reactor (%.1f KB, built and served as matcher.wasm) alone in a fresh browser: fetched and compiled in %.0f ms, started in %.0f ms, %.0f ms in all; the cold first ad takes %.2fx that (target <= 1.6x), %.2fx without the early start\n",
 		floorKB, floorCompile, floorStart, floor, c/floor, median(coldLate)/floor)
+	fmt.Printf("  the same empty reactor built started, as matcher.wasm is (module.Preinit): %.0f ms in all; the cold first ad takes %.2fx that\n",
+		started, c/started)
+	b.ReportMetric(started, "ms-empty-go-started-total")
+	b.ReportMetric(c/started, "first-ad-cold-of-started-floor")
 	fmt.Printf("  matcher.wasm itself fetched, compiled and started the same way, alone: %.0f ms, %.2fx the empty reactor; the cold first ad takes %.0f ms more (shard, matching, the page)\n",
 		alone, alone/floor, c-alone)
 	fmt.Printf("  matcher.wasm and the German shard fetched at once, the module compiled and started and the shard loaded (load_shard), alone, no match: %.0f ms, %.2fx the empty reactor (the floor of a first view matched in the page); the cold first ad takes %.0f ms more (the first match_page, the page)\n",
