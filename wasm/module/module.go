@@ -159,8 +159,36 @@ func writeFile(path string, b []byte) error {
 	return err
 }
 
-// Matcher builds the matcher's module and returns its bytes.
-func Matcher() ([]byte, error) { return buildBytes(Path, "") }
+// Matcher builds the matcher's module and returns its bytes. In a binary
+// built with -race (the tests' TestMains, under make test) it runs "make
+// wasm"'s command instead, built without, which writes the same bytes:
+// the race detector slows wazero running the Go runtime's start-up
+// (Preinit) from about a second to 15, in every package that builds the
+// matcher.
+func Matcher() ([]byte, error) {
+	if raceEnabled {
+		return matcherWithoutRace()
+	}
+	return buildBytes(Path, "")
+}
+
+// matcherWithoutRace runs the build command (wasm/module/build) with go
+// run, writing no zstd, and returns the module it wrote.
+func matcherWithoutRace() ([]byte, error) {
+	dir, err := os.MkdirTemp("", "adlink-wasm-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	out := filepath.Join(dir, "matcher.wasm")
+	cmd := exec.Command("go", "run", Path+"/module/build", "-zstd=false", "-o", out)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("go run %s/module/build: %v\n%s", Path, err, stderr.Bytes())
+	}
+	return os.ReadFile(out)
+}
 
 // Empty builds an empty Go reactor the way Build builds the matcher (one
 // export, nop) and returns its bytes: what the Go runtime alone costs, the

@@ -19,7 +19,23 @@ var (
 	linkOnce  sync.Once
 	linked    []byte
 	linkError error
+
+	gcOnce  sync.Once
+	gcBuilt []byte
+	gcError error
 )
+
+// gcMatcher is the matcher as Build makes it, but started with the
+// collector's trace on (GODEBUG=gctrace=1), built once for the package's
+// tests: Preinit is slow under the race detector.
+func gcMatcher(t testing.TB) []byte {
+	t.Helper()
+	gcOnce.Do(func() { gcBuilt, gcError = build(Path, map[string]string{"GOGC": "200", "GODEBUG": "gctrace=1"}) })
+	if gcError != nil {
+		t.Fatal(gcError)
+	}
+	return gcBuilt
+}
 
 // matcherLink is the matcher as Go's linker writes it (link), linked once
 // for the package's tests.
@@ -43,7 +59,9 @@ type wasmHost struct {
 func newHost(t testing.TB) *wasmHost {
 	t.Helper()
 	h := &wasmHost{ctx: context.Background()}
-	h.rt = wazero.NewRuntime(h.ctx)
+	// The interpreter: the compiler takes 20 s over the matcher under the
+	// race detector.
+	h.rt = wazero.NewRuntimeWithConfig(h.ctx, wazero.NewRuntimeConfigInterpreter())
 	t.Cleanup(func() { h.rt.Close(h.ctx) })
 	wasi_snapshot_preview1.MustInstantiate(h.ctx, h.rt)
 	return h
@@ -155,26 +173,6 @@ func TestPreinitKeepsTheState(t *testing.T) {
 	}
 }
 
-// TestPreinitIsDeterministic: the same module initializes to the same
-// bytes, so a build of the same sources serves the same matcher.
-func TestPreinitIsDeterministic(t *testing.T) {
-	plain, err := Program(stateProgram)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := Preinit(plain, map[string]string{"GOGC": "200"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := Preinit(plain, map[string]string{"GOGC": "200"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(a, b) {
-		t.Fatal("two initializations of one module differ")
-	}
-}
-
 // TestPreinitRefuses: what is not a Go reactor whose start-up completes
 // is refused, naming why.
 func TestPreinitRefuses(t *testing.T) {
@@ -226,9 +224,10 @@ func TestPreinitRefuses(t *testing.T) {
 	}
 }
 
-// TestBuildInitializesTheMatcher: the matcher Build writes is initialized
+// TestBuildInitializesTheMatcher: the matcher Build makes is initialized
 // (it answers without _initialize, which does nothing), and every
 // start-up function named in startupOnly is in Go's link and traps.
+// (TestRunWritesWhatTheTestsBuild, in build/, checks two builds agree.)
 func TestBuildInitializesTheMatcher(t *testing.T) {
 	named := matcherLink(t)
 	names, err := functionNames(named)
@@ -244,10 +243,7 @@ func TestBuildInitializesTheMatcher(t *testing.T) {
 			t.Errorf("%s: not in the matcher's link (a new Go?): the module keeps its code", n)
 		}
 	}
-	built, err := build(Path, env)
-	if err != nil {
-		t.Fatal(err)
-	}
+	built := gcMatcher(t)
 	var initFn uint32
 	secs, err := readSections(built)
 	if err != nil {
@@ -312,10 +308,7 @@ func codeBodies(t testing.TB, mod []byte) map[uint32][]byte {
 // collector runs (the trace says so) without reaching any start-up
 // function stubStartup made trap.
 func TestInitializedMatcherCollectsGarbage(t *testing.T) {
-	mod, err := build(Path, map[string]string{"GOGC": "200", "GODEBUG": "gctrace=1"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	mod := gcMatcher(t)
 	ads := testcatalog.Generate(10000, 1)
 	ix, err := match.Build(ads)
 	if err != nil {
@@ -335,7 +328,7 @@ func TestInitializedMatcherCollectsGarbage(t *testing.T) {
 	if st, err := call(t, h.ctx, m, "load_shard", put(shard), uint64(len(shard))); err != nil || st != 0 {
 		t.Fatalf("load_shard: %d, %v", st, err)
 	}
-	reqs := testcatalog.Requests(ads, 200, 9, true)
+	reqs := testcatalog.Requests(ads, 30, 9, true)
 	for _, r := range reqs {
 		req := []byte(r.Guest("http://localhost:8080"))
 		res, err := call(t, h.ctx, m, "match_page", put(req), uint64(len(req)))

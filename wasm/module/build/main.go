@@ -5,7 +5,7 @@
 //
 // Usage:
 //
-//	go run ./wasm/module/build [-o web/matcher/dist/matcher.wasm] [package]
+//	go run ./wasm/module/build [-o web/matcher/dist/matcher.wasm] [-zstd=false] [package]
 package main
 
 import (
@@ -29,6 +29,7 @@ func run(args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("build", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	out := fs.String("o", "web/matcher/dist/matcher.wasm", "the module to write; its zstd goes to the same path + .zst")
+	zst := fs.Bool("zstd", true, "write the module's zstd beside it, with the zstd command")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -42,6 +43,9 @@ func run(args []string, stderr io.Writer) error {
 	}
 	if err := module.Build(pkg, *out); err != nil {
 		return err
+	}
+	if !*zst {
+		return nil
 	}
 	err := module.WriteZstd(*out)
 	if errors.Is(err, module.ErrNoZstd) {

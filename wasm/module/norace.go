@@ -1,0 +1,5 @@
+//go:build !race
+
+package module
+
+const raceEnabled = false
