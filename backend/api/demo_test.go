@@ -3,8 +3,10 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"testing/fstest"
 
@@ -102,5 +104,40 @@ func TestNoDirectoryListing(t *testing.T) {
 	}
 	if status, _ := getStatus(t, base+"/demo/empty/"); status != http.StatusOK {
 		t.Errorf("a directory with its index.html: %d, want 200", status)
+	}
+}
+
+// TestDemoPathsStayInside: no spelling of a path under /demo/ (dots,
+// encoded dots and slashes, backslashes, doubled slashes, double
+// encoding, a NUL) serves a file from outside the demo's directory, here
+// the root's widget.js: each is not found, or redirected to its clean
+// path, which its own handler then answers.
+func TestDemoPathsStayInside(t *testing.T) {
+	base := demoServer(t, true)
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for _, p := range []string{
+		"/demo/../widget.js", "/demo/%2e%2e/widget.js", "/demo/%2E%2E%2Fwidget.js", "/demo/..%2fwidget.js",
+		"/demo/..%5cwidget.js", `/demo/..\widget.js`, "/demo/logos%2F..%2F..%2Fwidget.js", "/demo//../widget.js",
+		"/demo/%252e%252e/widget.js", "/demo/logos/..%2f..%2fwidget.js", "/demo/widget.js%00", "/demo/.%2e/widget.js",
+	} {
+		req, err := http.NewRequest(http.MethodGet, base+"/", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.URL.Opaque = p // sent as written, not cleaned by the client
+		res, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		switch loc := res.Header.Get("Location"); {
+		case res.StatusCode == http.StatusOK && string(body) == "(function(){})();":
+			t.Errorf("%s served the root's widget.js", p)
+		case res.StatusCode/100 == 3 && (strings.Contains(loc, "..") || strings.Contains(strings.ToLower(loc), "%2e")):
+			t.Errorf("%s redirected to %q, not a clean path", p, loc)
+		case res.StatusCode == http.StatusOK:
+			t.Errorf("%s: 200 %q, want not found or a redirect", p, body)
+		}
 	}
 }
