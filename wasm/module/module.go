@@ -50,9 +50,12 @@ func Build(pkg, out string) error {
 
 // env is the environment the matcher's runtime starts in: GOGC=200 (see
 // wasm/matcher.go), so it does not collect twice as often as a page's
-// matching needs. Preinit runs the start-up with it, so it is in the
-// module; a host's environment is not read again.
-var env = map[string]string{"GOGC": "200"}
+// matching needs, and the collector never shrinking a goroutine's stack
+// (gcshrinkstackoff=1), so the one that runs the exports keeps the stack
+// its start-up grew for the first match (wasm/warm.go). Preinit runs the
+// start-up with it, so it is in the module; a host's environment is not
+// read again.
+var env = map[string]string{"GOGC": "200", "GODEBUG": "gcshrinkstackoff=1"}
 
 // build returns the module Build writes for pkg, the matcher's initialized
 // in env.

@@ -3,6 +3,7 @@ package module
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"slices"
 	"strings"
 	"sync"
@@ -30,7 +31,9 @@ var (
 // tests: Preinit is slow under the race detector.
 func gcMatcher(t testing.TB) []byte {
 	t.Helper()
-	gcOnce.Do(func() { gcBuilt, gcError = build(Path, map[string]string{"GOGC": "200", "GODEBUG": "gctrace=1"}) })
+	gcOnce.Do(func() {
+		gcBuilt, gcError = build(Path, map[string]string{"GOGC": "200", "GODEBUG": "gctrace=1," + env["GODEBUG"]})
+	})
 	if gcError != nil {
 		t.Fatal(gcError)
 	}
@@ -306,9 +309,11 @@ func codeBodies(t testing.TB, mod []byte) map[uint32][]byte {
 // TestInitializedMatcherCollectsGarbage: the matcher initialized with the
 // collector's trace on loads a 10,000-ad shard and matches pages, and its
 // collector runs (the trace says so) without reaching any start-up
-// function stubStartup made trap.
+// function stubStartup made trap. The goroutine that runs the exports
+// starts with a stack of 32 KB (wasm/warm.go), which neither the matches
+// grow nor the collections shrink.
 func TestInitializedMatcherCollectsGarbage(t *testing.T) {
-	mod := gcMatcher(t)
+	mod := withGlobals(t, gcMatcher(t))
 	ads := testcatalog.Generate(10000, 1)
 	ix, err := match.Build(ads)
 	if err != nil {
@@ -329,6 +334,10 @@ func TestInitializedMatcherCollectsGarbage(t *testing.T) {
 		t.Fatalf("load_shard: %d, %v", st, err)
 	}
 	reqs := testcatalog.Requests(ads, 30, 9, true)
+	lo, hi := stackOf(t, m)
+	if hi-lo < 32<<10 {
+		t.Errorf("the exports' goroutine starts with a stack of %d bytes, want 32 KB", hi-lo)
+	}
 	for _, r := range reqs {
 		req := []byte(r.Guest("http://localhost:8080"))
 		res, err := call(t, h.ctx, m, "match_page", put(req), uint64(len(req)))
@@ -338,6 +347,9 @@ func TestInitializedMatcherCollectsGarbage(t *testing.T) {
 		if _, err := call(t, h.ctx, m, "free", res>>32); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if l, h := stackOf(t, m); l != lo || h != hi {
+		t.Errorf("the stack moved from [%#x, %#x) to [%#x, %#x)", lo, hi, l, h)
 	}
 	if !strings.Contains(h.stderr.String(), "gc 1 @") {
 		t.Fatalf("the collector never ran; standard error:\n%s", h.stderr.String())
@@ -399,4 +411,41 @@ func FuzzSections(f *testing.F) {
 			Preinit(testModule(testSection{id: secImport, body: body}, memorySection), nil)
 		}
 	})
+}
+
+// withGlobals returns mod with its globals exported as Preinit's probe
+// exports them (globalName), to be read in a test.
+func withGlobals(t testing.TB, mod []byte) []byte {
+	t.Helper()
+	secs, err := readSections(mod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range secs {
+		if s.id != secExport {
+			continue
+		}
+		es, err := readExports(s.body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for g := range len(goGlobals) {
+			es = append(es, export{name: globalName(g), kind: exportGlobal, index: uint32(g)})
+		}
+		return replace(secs, map[int][]byte{i: appendExports(nil, es)})
+	}
+	t.Fatal("no export section")
+	return nil
+}
+
+// stackOf returns the bounds of the current goroutine's stack (the g
+// register, global 2) of a module made by withGlobals.
+func stackOf(t testing.TB, m api.Module) (lo, hi uint64) {
+	t.Helper()
+	g := m.ExportedGlobal(globalName(2)).Get()
+	b, ok := m.Memory().Read(uint32(g), 16)
+	if !ok {
+		t.Fatalf("g %#x is past memory", g)
+	}
+	return binary.LittleEndian.Uint64(b), binary.LittleEndian.Uint64(b[8:])
 }

@@ -23,6 +23,7 @@ var startupOnly = []string{
 	"runtime.osinit", "runtime.mcommoninit", "runtime.__scavengerState_.init",
 	"runtime.init", "runtime.init.0", "runtime.init.3", "runtime.init.4", "runtime.init.5", "runtime.init.6",
 	"errors.init", "iter.init", "github.com_adlink_adlink_match.init",
+	"main.init.0", "main.growStack", "main.touch",
 }
 
 // trapBody is a function body that traps at once: no locals, unreachable,
