@@ -44,11 +44,14 @@ const Initialize = "_initialize"
 // env is the environment the host gives: the runtime reads it during
 // _initialize (GOGC), so the module keeps what it read then. The clock
 // reads 1 ns throughout (the runtime refuses zero), so every time the
-// runtime notes during start-up is before any host's clock, and wazero's random source is its
-// deterministic one, so the same module gives the same bytes. The
-// runtime's random seed is then the same in every instance: the matcher
-// draws no random numbers, and a page's text reaching its maps' hashing
-// is the page's own.
+// runtime notes during start-up is before any host's clock, and wazero's
+// random source is its deterministic one, so the same module gives the
+// same bytes. The runtime's random state is then the same in every
+// instance (its hash function's key, the seeds it gives maps), so anyone
+// can compute which strings collide in the matcher's maps. The
+// matcher puts no text of a page into a map (it looks a page's words up in
+// its shard by binary search, and in the synonyms' map, built when it
+// starts, only reads), so a page's text cannot crowd one.
 func Preinit(mod []byte, env map[string]string) ([]byte, error) {
 	secs, err := readSections(mod)
 	if err != nil {
