@@ -3,16 +3,20 @@ package module
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/binary"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/adlink/adlink/internal/testcatalog"
 	"github.com/adlink/adlink/match"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 )
 
@@ -80,6 +84,24 @@ func (h *wasmHost) start(t testing.TB, mod []byte) api.Module {
 	return m
 }
 
+// startOnAPagesClock instantiates mod as a page does (widget.js): its
+// monotonic clock nanoseconds since 1970 (performance.timeOrigin +
+// performance.now()), the time of day and random bytes real, and
+// GOGC=200 with, for the tests, the collector's trace on.
+func (h *wasmHost) startOnAPagesClock(t testing.TB, mod []byte) api.Module {
+	t.Helper()
+	origin := time.Now()
+	cfg := wazero.NewModuleConfig().WithName("").WithStartFunctions().WithStderr(&h.stderr).
+		WithEnv("GOGC", "200").WithEnv("GODEBUG", "gctrace=1").
+		WithNanotime(func() int64 { return origin.UnixNano() + int64(time.Since(origin)) }, 1000).
+		WithSysWalltime().WithRandSource(rand.Reader)
+	m, err := h.rt.InstantiateWithConfig(h.ctx, mod, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
 func call(t testing.TB, ctx context.Context, m api.Module, name string, args ...uint64) (uint64, error) {
 	t.Helper()
 	f := m.ExportedFunction(name)
@@ -136,9 +158,9 @@ func churn(n int32) int32 {
 
 // TestPreinitKeepsTheState: a reactor initialized at build time answers
 // at once, with the state its init functions made, which ran once, and
-// goes on allocating and collecting; a plain reactor started without
-// _initialize fails, and a host that calls _initialize anyway changes
-// nothing.
+// goes on allocating and collecting, on a page's clock too; a plain
+// reactor started without _initialize fails, and a host that calls
+// _initialize anyway changes nothing.
 func TestPreinitKeepsTheState(t *testing.T) {
 	plain, err := Program(stateProgram)
 	if err != nil {
@@ -152,8 +174,13 @@ func TestPreinitKeepsTheState(t *testing.T) {
 	if _, err := call(t, h.ctx, h.start(t, plain), "state"); err == nil {
 		t.Fatal("the plain reactor answered without _initialize")
 	}
-	for _, initialize := range []bool{false, true} {
-		m := h.start(t, done)
+	// Then on a page's clock, far past the 1 ns Preinit's runtime saw,
+	// which the collector's pacer and the scavenger read.
+	for _, c := range []struct{ initialize, pageClock bool }{{false, false}, {true, false}, {false, true}} {
+		initialize, m := c.initialize, h.start(t, done)
+		if c.pageClock {
+			m = h.startOnAPagesClock(t, done)
+		}
 		if initialize {
 			if _, err := call(t, h.ctx, m, Initialize); err != nil {
 				t.Fatalf("_initialize of the initialized module: %v", err)
@@ -313,15 +340,66 @@ func codeBodies(t testing.TB, mod []byte) map[uint32][]byte {
 // starts with a stack of 32 KB (wasm/warm.go), which neither the matches
 // grow nor the collections shrink.
 func TestInitializedMatcherCollectsGarbage(t *testing.T) {
-	mod := withGlobals(t, gcMatcher(t))
+	h := newHost(t)
+	m := h.start(t, withGlobals(t, gcMatcher(t)))
+	lo, hi := stackOf(t, m)
+	if hi-lo < 32<<10 {
+		t.Errorf("the exports' goroutine starts with a stack of %d bytes, want 32 KB", hi-lo)
+	}
+	pageAnswers(t, h, m, nil)
+	if l, h := stackOf(t, m); l != lo || h != hi {
+		t.Errorf("the stack moved from [%#x, %#x) to [%#x, %#x)", lo, hi, l, h)
+	}
+	if !strings.Contains(h.stderr.String(), "gc 1 @") {
+		t.Fatalf("the collector never ran; standard error:\n%s", h.stderr.String())
+	}
+	t.Logf("%d collections", strings.Count(h.stderr.String(), "\ngc ")+1)
+}
+
+// TestInitializedMatcherOnAPagesClock: the initialized matcher, whose
+// runtime noted 1 ns as the time of everything it did when built, runs
+// under a page's clock, whose monotonic reading is nanoseconds since 1970
+// (widget.js: performance.timeOrigin + performance.now()), and its random
+// bytes: its collector runs and it answers as the matcher a page starts
+// itself (plain, _initialize run under the same clock) does.
+func TestInitializedMatcherOnAPagesClock(t *testing.T) {
+	linked, err := withoutNames(matcherLink(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := mergeData(linked)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hp, hi := newHost(t), newHost(t)
+	started := hp.startOnAPagesClock(t, plain)
+	if _, err := call(t, hp.ctx, started, Initialize); err != nil {
+		t.Fatal(err)
+	}
+	want := pageAnswers(t, hp, started, nil)
+	got := pageAnswers(t, hi, hi.startOnAPagesClock(t, gcMatcher(t)), nil)
+	if !strings.Contains(hi.stderr.String(), "gc 1 @") {
+		t.Fatalf("the collector never ran; standard error:\n%s", hi.stderr.String())
+	}
+	if !slices.Equal(got, want) {
+		for i := range want {
+			if got[i] != want[i] {
+				t.Fatalf("page %d: initialized %s, started in the page %s", i, got[i], want[i])
+			}
+		}
+	}
+}
+
+// pageAnswers loads a 10,000-ad shard into the matcher m and returns its
+// answers to pages of it; loaded, when not nil, is called between.
+func pageAnswers(t testing.TB, h *wasmHost, m api.Module, loaded func()) []string {
+	t.Helper()
 	ads := testcatalog.Generate(10000, 1)
 	ix, err := match.Build(ads)
 	if err != nil {
 		t.Fatal(err)
 	}
 	shard, _ := ix.EncodePage(0)
-	h := newHost(t)
-	m := h.start(t, mod)
 	put := func(b []byte) uint64 {
 		t.Helper()
 		p, err := call(t, h.ctx, m, "alloc", uint64(len(b)))
@@ -333,28 +411,63 @@ func TestInitializedMatcherCollectsGarbage(t *testing.T) {
 	if st, err := call(t, h.ctx, m, "load_shard", put(shard), uint64(len(shard))); err != nil || st != 0 {
 		t.Fatalf("load_shard: %d, %v", st, err)
 	}
-	reqs := testcatalog.Requests(ads, 30, 9, true)
-	lo, hi := stackOf(t, m)
-	if hi-lo < 32<<10 {
-		t.Errorf("the exports' goroutine starts with a stack of %d bytes, want 32 KB", hi-lo)
+	if loaded != nil {
+		loaded()
 	}
-	for _, r := range reqs {
+	var answers []string
+	for _, r := range testcatalog.Requests(ads, 30, 9, true) {
 		req := []byte(r.Guest("http://localhost:8080"))
 		res, err := call(t, h.ctx, m, "match_page", put(req), uint64(len(req)))
 		if err != nil || res == 0 {
 			t.Fatalf("match_page: %d, %v", res, err)
 		}
+		b, ok := m.Memory().Read(uint32(res>>32), uint32(res))
+		if !ok {
+			t.Fatalf("answer %d bytes at %d: out of memory", uint32(res), res>>32)
+		}
+		answers = append(answers, string(b))
 		if _, err := call(t, h.ctx, m, "free", res>>32); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if l, h := stackOf(t, m); l != lo || h != hi {
-		t.Errorf("the stack moved from [%#x, %#x) to [%#x, %#x)", lo, hi, l, h)
+	return answers
+}
+
+// TestPagesFillNoMap: matching pages inserts nothing into a map. Every
+// page's matcher hashes with the same key and seeds (Preinit), so a map
+// that took a page's words would let a page's text (a reader's comment
+// on it) be written to collide in it; the matcher runs with its names
+// (Go's link), and a call of any of the runtime's mapassign functions
+// while it matches pages fails the test.
+func TestPagesFillNoMap(t *testing.T) {
+	var assigns atomic.Int64
+	var matching atomic.Bool
+	count := experimental.FunctionListenerFunc(func(context.Context, api.Module, api.FunctionDefinition, []uint64, experimental.StackIterator) {
+		if matching.Load() {
+			assigns.Add(1)
+		}
+	})
+	var found []string
+	factory := experimental.FunctionListenerFactoryFunc(func(def api.FunctionDefinition) experimental.FunctionListener {
+		if !strings.HasPrefix(def.Name(), "runtime.mapassign") {
+			return nil
+		}
+		found = append(found, def.Name())
+		return count
+	})
+	h := newHost(t)
+	h.ctx = experimental.WithFunctionListenerFactory(h.ctx, factory)
+	m := h.start(t, matcherLink(t))
+	if _, err := call(t, h.ctx, m, Initialize); err != nil {
+		t.Fatal(err)
 	}
-	if !strings.Contains(h.stderr.String(), "gc 1 @") {
-		t.Fatalf("the collector never ran; standard error:\n%s", h.stderr.String())
+	if len(found) == 0 {
+		t.Fatal("no runtime.mapassign function in the matcher's link: a new Go names them otherwise")
 	}
-	t.Logf("%d collections", strings.Count(h.stderr.String(), "\ngc ")+1)
+	pageAnswers(t, h, m, func() { matching.Store(true) })
+	if n := assigns.Load(); n != 0 {
+		t.Fatalf("matching pages called %v %d times", found, n)
+	}
 }
 
 // FuzzSections: the readers Preinit and stubStartup use never panic on
