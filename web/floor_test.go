@@ -39,6 +39,16 @@ const floorPage = `<!doctype html><meta charset="utf-8"><title>Go start-up</titl
 // median of its own, and the KB the browser received for the module.
 func goFloor(tb testing.TB, rounds int) (compile, start, total, kb float64) {
 	tb.Helper()
+	st := newFloorStarter(tb)
+	defer st.close()
+	t := st.times(tb, rounds)
+	return t.compile, t.start, t.total, t.kb
+}
+
+// newFloorStarter is a starter of goFloor's empty reactor, for rounds
+// timed one at a time beside other views.
+func newFloorStarter(tb testing.TB) *starter {
+	tb.Helper()
 	testenv.NeedChromium(tb)
 	empty, err := module.Empty()
 	if err != nil {
@@ -48,8 +58,7 @@ func goFloor(tb testing.TB, rounds int) (compile, start, total, kb float64) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	t := moduleStart(tb, rounds, empty, z, nil, "")
-	return t.compile, t.start, t.total, t.kb
+	return newStarter(tb, empty, z, nil, "")
 }
 
 // startedFloor is goFloor's time in all for the same empty reactor built
@@ -92,6 +101,28 @@ type startTimes struct {
 // with nothing else to do.
 func moduleStart(tb testing.TB, rounds int, wasm, z, shard []byte, req string) startTimes {
 	tb.Helper()
+	st := newStarter(tb, wasm, z, shard, req)
+	defer st.close()
+	return st.times(tb, rounds)
+}
+
+// starter serves a module (and a shard) to goStart's page, one fresh
+// browser a round.
+type starter struct {
+	srv      *httptest.Server
+	shardURL string
+	req      string
+}
+
+// startRound is one round's times in ms: the fetch and compile, the start,
+// their total, the shard loaded and the first match (each from the
+// script's start), and the KB the browser received for the module.
+type startRound struct {
+	compile, start, total, loaded, matched, kb float64
+}
+
+func newStarter(tb testing.TB, wasm, z, shard []byte, req string) *starter {
+	tb.Helper()
 	testenv.NeedChromium(tb)
 	blob, err := shards.NewBlob(wasm, "application/wasm")
 	if err != nil {
@@ -102,15 +133,15 @@ func moduleStart(tb testing.TB, rounds int, wasm, z, shard []byte, req string) s
 			tb.Fatal(err)
 		}
 	}
-	shardURL := ""
+	st := &starter{req: req}
 	var sh *shards.Blob
 	if shard != nil {
 		if sh, err = shards.NewBlob(shard, "application/octet-stream"); err != nil {
 			tb.Fatal(err)
 		}
-		shardURL = "/shard"
+		st.shardURL = "/shard"
 	}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	st.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case r.URL.Path == "/module.wasm":
 			blob.Serve(w, r, "public, max-age=31536000, immutable")
@@ -121,17 +152,39 @@ func moduleStart(tb testing.TB, rounds int, wasm, z, shard []byte, req string) s
 			w.Write([]byte(floorPage))
 		}
 	}))
-	defer srv.Close()
+	return st
+}
+
+func (st *starter) close() { st.srv.Close() }
+
+// round times one start in a fresh browser.
+func (st *starter) round(tb testing.TB) startRound {
+	tb.Helper()
+	br := newBrowser(tb)
+	defer br.close()
+	br.lean(tb)
+	br.do(tb, chromedp.Navigate(st.srv.URL+"/"))
+	v := evalCall[[6]float64](tb, br, goStart, "/module.wasm", st.shardURL, st.req)
+	br.noConsoleErrors(tb)
+	return startRound{compile: v[0], start: v[1], total: v[2], kb: v[3] / 1e3, loaded: v[4], matched: v[5]}
+}
+
+// times is the medians of rounds rounds.
+func (st *starter) times(tb testing.TB, rounds int) startTimes {
+	tb.Helper()
+	var rs []startRound
+	for range rounds {
+		rs = append(rs, st.round(tb))
+	}
+	return mediansOf(rs)
+}
+
+// mediansOf is the median of each of the rounds' times.
+func mediansOf(rs []startRound) startTimes {
 	var c, s, t, l, m []float64
 	kb := 0.0
-	for range rounds {
-		br := newBrowser(tb)
-		br.lean(tb)
-		br.do(tb, chromedp.Navigate(srv.URL+"/"))
-		v := evalCall[[6]float64](tb, br, goStart, "/module.wasm", shardURL, req)
-		c, s, t, kb, l, m = append(c, v[0]), append(s, v[1]), append(t, v[2]), v[3]/1e3, append(l, v[4]), append(m, v[5])
-		br.noConsoleErrors(tb)
-		br.close()
+	for _, r := range rs {
+		c, s, t, l, m, kb = append(c, r.compile), append(s, r.start), append(t, r.total), append(l, r.loaded), append(m, r.matched), r.kb
 	}
 	return startTimes{compile: median(c), start: median(s), total: median(t), kb: kb, loaded: median(l), matched: median(m)}
 }
