@@ -425,6 +425,7 @@ func checkImports(body []byte) error {
 	return r.err
 }
 
+// appendS64 appends v as a signed LEB128.
 func appendS64(dst []byte, v int64) []byte {
 	for {
 		c := byte(v & 0x7f)

@@ -270,16 +270,9 @@ func appendU32(dst []byte, v uint32) []byte {
 	return append(dst, byte(v))
 }
 
-func appendS32(dst []byte, v int32) []byte {
-	for {
-		c := byte(v & 0x7f)
-		v >>= 7
-		if (v == 0 && c&0x40 == 0) || (v == -1 && c&0x40 != 0) {
-			return append(dst, c)
-		}
-		dst = append(dst, c|0x80)
-	}
-}
+// appendS32 appends v as a signed LEB128: the same bytes as its value
+// sign-extended to 64 bits.
+func appendS32(dst []byte, v int32) []byte { return appendS64(dst, int64(v)) }
 
 // reader reads the binary format; its first error sticks, and every read
 // after it returns zero.
