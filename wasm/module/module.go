@@ -28,8 +28,9 @@ const noGreenTea = "nogreenteagc"
 
 // Build compiles the Go package pkg (an import path, a directory or a .go
 // file) to a GOOS=wasip1 reactor at out, as "make wasm" does: with
-// -trimpath -ldflags='-s -w -buildid=' (a build ID is 80 bytes nothing
-// compresses, and the same sources now give the same module) and
+// -trimpath -ldflags='-w -buildid=' and the name section dropped, the
+// bytes -s gives (a build ID is 80 bytes nothing compresses, and the same
+// sources now give the same module), and
 // GOEXPERIMENT=nogreenteagc where the toolchain knows it, then with its
 // data segments merged (mergeData). The matcher (Path) is then
 // initialized (Preinit) and its start-up's code made to trap
