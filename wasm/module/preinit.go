@@ -5,7 +5,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/tetratelabs/wazero"
@@ -166,8 +168,9 @@ func run(mod []byte, env map[string]string, globals []global) ([]byte, []uint64,
 	}
 	cfg := wazero.NewModuleConfig().WithStartFunctions().WithName("").
 		WithNanotime(func() int64 { return 1 }, 1)
-	for k, v := range env {
-		cfg = cfg.WithEnv(k, v)
+	// In one order, as the module keeps the strings in its memory.
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		cfg = cfg.WithEnv(k, env[k])
 	}
 	m, err := rt.InstantiateWithConfig(ctx, mod, cfg)
 	if err != nil {

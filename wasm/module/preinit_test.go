@@ -203,6 +203,30 @@ func TestPreinitKeepsTheState(t *testing.T) {
 	}
 }
 
+// TestPreinitIsDeterministic: two initializations of one module with an
+// environment of several variables give the same bytes (Go's map order
+// once put them in the memory in either order).
+func TestPreinitIsDeterministic(t *testing.T) {
+	plain, err := Program(stateProgram)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"GOGC": "200", "GODEBUG": "gcshrinkstackoff=1", "A": "1", "B": "2", "C": "3"}
+	first, err := Preinit(plain, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 4 {
+		again, err := Preinit(plain, env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(again, first) {
+			t.Fatal("two initializations of one module differ")
+		}
+	}
+}
+
 // TestPreinitRefuses: what is not a Go reactor whose start-up completes
 // is refused, naming why.
 func TestPreinitRefuses(t *testing.T) {
