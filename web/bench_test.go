@@ -171,9 +171,12 @@ func twoPlaces(xs []float64) []float64 {
 // early start, where that time goes, and the bytes a cold view fetches
 // (counted in a view of its own: timed views run lean). Then views of the
 // page once the server has analysed it, with a cold cache, with and
-// without the early start: what a page that needs no matcher costs; and
-// last the floor under it all, an empty Go reactor started alone
-// (goFloor), and matcher.wasm started alone.
+// without the early start: what a page that needs no matcher costs. The
+// floor under it all, an empty Go reactor started alone in a fresh
+// browser (newFloorStarter), is timed in each round after its cold views,
+// and each cold view is divided by its own round's; beside it, the same
+// reactor built started as matcher.wasm is, and matcher.wasm started
+// alone.
 func BenchmarkFirstView(b *testing.B) {
 	srv := startBackend(b)
 	const rounds = 5

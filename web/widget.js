@@ -155,8 +155,8 @@
     function zero2(a, b) { var v = view(); v.setUint32(a, 0, true); v.setUint32(b, 0, true); return 0; }
     return {
       args_sizes_get: zero2,
-      // One variable: GOGC=200, as matcher.wasm's runtime was started with
-      // (see wasm/matcher.go).
+      // One variable: GOGC=200. matcher.wasm's runtime read its own when it
+      // was built (see wasm/matcher.go); this is for a reactor started here.
       environ_sizes_get: function (count, size) {
         var v = view();
         v.setUint32(count, 1, true);
