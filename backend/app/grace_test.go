@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/adlink/adlink/backend/clicks"
+	"github.com/adlink/adlink/backend/config"
 	"github.com/adlink/adlink/internal/testcatalog"
 	"github.com/adlink/adlink/match"
 )
@@ -64,23 +65,7 @@ func TestCriterionOfTheCatalogBeforeCountsForAClickToken(t *testing.T) {
 		t.Fatal("no other ad has a criterion that is not the ad's")
 	}
 
-	dir := t.TempDir()
-	path := filepath.Join(dir, "feed.jsonl")
-	writeFile(t, path, feed(t, ads))
-	cfg := testConfig(t)
-	cfg.Catalogs = []string{path}
-	key := clicks.Key{ID: "k", Secret: bytes.Repeat([]byte{9}, 32)}
-	cfg.ClickKeys = []clicks.Key{key}
-	clock := &testClock{now: time.Now()}
-	a, err := New(cfg, Options{Now: clock.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { a.Close() })
-	keys, err := clicks.NewKeys(key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, cfg, path, clock, keys := feedApp(t, ads)
 
 	// link is a click URL as the page makes it: the site token, no
 	// signature.
@@ -272,23 +257,7 @@ func TestClickPastTheGraceRecordsItsImpressionsCriterion(t *testing.T) {
 	if want == "" {
 		t.Fatalf("%q is not the ad's criterion", old)
 	}
-	dir := t.TempDir()
-	path := filepath.Join(dir, "feed.jsonl")
-	writeFile(t, path, feed(t, ads))
-	cfg := testConfig(t)
-	cfg.Catalogs = []string{path}
-	key := clicks.Key{ID: "k", Secret: bytes.Repeat([]byte{9}, 32)}
-	cfg.ClickKeys = []clicks.Key{key}
-	clock := &testClock{now: time.Now()}
-	a, err := New(cfg, Options{Now: clock.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { a.Close() })
-	keys, err := clicks.NewKeys(key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, cfg, path, clock, keys := feedApp(t, ads)
 	writeFile(t, path, feed(t, changed))
 	if r := a.Reload(context.Background(), false); r.Result != "swapped" {
 		t.Fatalf("refresh: %+v", r)
@@ -365,23 +334,7 @@ func TestClickAfterAReorderOfKeywordsRecordsItsImpressionsCriterion(t *testing.T
 	if want == "" || after.CanonicalCriterion(at, text) == want {
 		t.Fatalf("%q reads %q before the reorder and %q after it; want two criteria", text, want, after.CanonicalCriterion(at, text))
 	}
-	dir := t.TempDir()
-	path := filepath.Join(dir, "feed.jsonl")
-	writeFile(t, path, feed(t, ads))
-	cfg := testConfig(t)
-	cfg.Catalogs = []string{path}
-	key := clicks.Key{ID: "k", Secret: bytes.Repeat([]byte{9}, 32)}
-	cfg.ClickKeys = []clicks.Key{key}
-	clock := &testClock{now: time.Now()}
-	a, err := New(cfg, Options{Now: clock.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { a.Close() })
-	keys, err := clicks.NewKeys(key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, cfg, path, clock, keys := feedApp(t, ads)
 	v := url.Values{"type": {"intext"}, "adId": {ad.ID}, "adType": {ad.Kind.String()}, "api_key": {"demo"},
 		"site_id": {"demo"}, "criterionId": {text}, "tok": {keys.Token("demo", "demo", clock.Now().Add(cfg.SiteTokenTTL))}}
 	l := "/v1/redirect?" + v.Encode()
@@ -424,4 +377,28 @@ func TestClickAfterAReorderOfKeywordsRecordsItsImpressionsCriterion(t *testing.T
 	if shown != want || got != want {
 		t.Errorf("the impression records %q and its click after the reorder %q, want %q for both", shown, got, want)
 	}
+}
+
+// feedApp starts an app over a feed file of ads with one click key, on a
+// test clock, and returns it with its configuration, the feed's path (a
+// refresh writes there), the clock and the click keys.
+func feedApp(t *testing.T, ads []match.Ad) (*App, config.Config, string, *testClock, *clicks.Keys) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "feed.jsonl")
+	writeFile(t, path, feed(t, ads))
+	cfg := testConfig(t)
+	cfg.Catalogs = []string{path}
+	key := clicks.Key{ID: "k", Secret: bytes.Repeat([]byte{9}, 32)}
+	cfg.ClickKeys = []clicks.Key{key}
+	clock := &testClock{now: time.Now()}
+	a, err := New(cfg, Options{Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	keys, err := clicks.NewKeys(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a, cfg, path, clock, keys
 }

@@ -27,35 +27,7 @@ func TestReplicasShareTheDailyBoundOfPageTags(t *testing.T) {
 	pg := testpg.Start(t)
 	clock := &testClock{now: time.Date(2026, 11, 22, 12, 5, 0, 0, time.UTC)}
 	const limit, n = 5, 16
-	key := clicks.Key{ID: "shared", Secret: bytes.Repeat([]byte{7}, 32)}
-	replicas := make([]*App, 2)
-	for i := range replicas {
-		cfg := testConfig(t)
-		cfg.PostgresURL = pg.URL()
-		cfg.ClickKeys = []clicks.Key{key}
-		cfg.SiteDailyTags = limit
-		cfg.KeyRate, cfg.KeyBurst, cfg.IPRate, cfg.IPBurst = 1e9, 1e9, 1e9, 1e9
-		a, err := New(cfg, Options{Now: clock.Now})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { a.Close() })
-		replicas[i] = a
-	}
-	keys, err := clicks.NewKeys(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The page's own link of the ad the server signed one of.
-	signed, err := url.Parse(adURL(t, replicas[0].Handler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	v := signed.Query()
-	for _, p := range []string{"d", "exp", "sig", "kid"} {
-		v.Del(p)
-	}
-	v.Set("tok", keys.Token("demo", "demo", clock.Now().Add(time.Hour)))
+	replicas, v := tagReplicas(t, pg, 2, limit, clock)
 	for i := range n {
 		h := replicas[i%2].Handler
 		v.Set("yk_tag", "t"+strconv.Itoa(i))

@@ -28,6 +28,17 @@ func newFetcher(t testing.TB, o FetchOptions) *Fetcher {
 	return f
 }
 
+// allowAllRobots adds to mux a robots.txt that allows everything and
+// returns the count of its reads.
+func allowAllRobots(mux *http.ServeMux) *atomic.Int32 {
+	var robots atomic.Int32
+	mux.HandleFunc("/robots.txt", func(w http.ResponseWriter, r *http.Request) {
+		robots.Add(1)
+		fmt.Fprint(w, "User-agent: *\nAllow: /\n")
+	})
+	return &robots
+}
+
 func serve(t testing.TB, h http.Handler) *httptest.Server {
 	t.Helper()
 	ts := httptest.NewServer(h)
@@ -422,12 +433,8 @@ func TestFetchRobotsCutShortDisallows(t *testing.T) {
 }
 
 func TestFetchRobotsCachedPerHost(t *testing.T) {
-	var robots atomic.Int32
 	mux := http.NewServeMux()
-	mux.HandleFunc("/robots.txt", func(w http.ResponseWriter, r *http.Request) {
-		robots.Add(1)
-		fmt.Fprint(w, "User-agent: *\nAllow: /\n")
-	})
+	robots := allowAllRobots(mux)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, htmlPage) })
 	ts := serve(t, mux)
 	f := newFetcher(t, FetchOptions{AllowPrivate: true})
@@ -516,12 +523,8 @@ func TestDecodeHTMLCharset(t *testing.T) {
 // internationalised host in Unicode, in any case, while the page's URL
 // names it in A-labels; both are one host, whose robots.txt is read once.
 func TestFetchRobotsCachedPerHostInEitherSpelling(t *testing.T) {
-	var robots atomic.Int32
 	mux := http.NewServeMux()
-	mux.HandleFunc("/robots.txt", func(w http.ResponseWriter, r *http.Request) {
-		robots.Add(1)
-		fmt.Fprint(w, "User-agent: *\nAllow: /\n")
-	})
+	robots := allowAllRobots(mux)
 	var host, port string // the host in A-labels and the server's port
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if r.Host != host {

@@ -140,12 +140,8 @@ func TestFetcherCloseEndsRobotsReads(t *testing.T) {
 // would end the process. It fails the page waiting for it instead, is
 // not cached, and the host's next page reads robots.txt again.
 func TestFetchRobotsPanicFailsItsPageOnly(t *testing.T) {
-	var robots atomic.Int32
 	mux := http.NewServeMux()
-	mux.HandleFunc("/robots.txt", func(w http.ResponseWriter, r *http.Request) {
-		robots.Add(1)
-		fmt.Fprint(w, "User-agent: *\nAllow: /\n")
-	})
+	robots := allowAllRobots(mux)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, htmlPage) })
 	ts := serve(t, mux)
 	f := newFetcher(t, FetchOptions{AllowPrivate: true})
