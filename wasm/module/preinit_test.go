@@ -31,18 +31,23 @@ var (
 )
 
 // gcMatcher is the matcher as Build makes it, but started with the
-// collector's trace on (GODEBUG=gctrace=1), built once for the package's
-// tests: Preinit is slow under the race detector.
+// collector's trace on (GODEBUG=gctrace=1) and a heap goal of a quarter
+// more than the live heap (GOGC=25, gcGOGC), so that the few pages the
+// tests match collect; built once for the package's tests: Preinit is
+// slow under the race detector.
 func gcMatcher(t testing.TB) []byte {
 	t.Helper()
 	gcOnce.Do(func() {
-		gcBuilt, gcError = build(Path, map[string]string{"GOGC": "200", "GODEBUG": "gctrace=1," + env["GODEBUG"]})
+		gcBuilt, gcError = build(Path, map[string]string{"GOGC": gcGOGC, "GODEBUG": "gctrace=1," + env["GODEBUG"]})
 	})
 	if gcError != nil {
 		t.Fatal(gcError)
 	}
 	return gcBuilt
 }
+
+// gcGOGC is the tests' GOGC, for the matchers they start and build.
+const gcGOGC = "25"
 
 // matcherLink is the matcher as Go's linker writes it (link), linked once
 // for the package's tests.
@@ -86,13 +91,13 @@ func (h *wasmHost) start(t testing.TB, mod []byte) api.Module {
 
 // startOnAPagesClock instantiates mod as a page does (widget.js): its
 // monotonic clock nanoseconds since 1970 (performance.timeOrigin +
-// performance.now()), the time of day and random bytes real, and
-// GOGC=200 with, for the tests, the collector's trace on.
+// performance.now()), the time of day and random bytes real, and, for
+// the tests, the collector's trace on and GOGC=gcGOGC.
 func (h *wasmHost) startOnAPagesClock(t testing.TB, mod []byte) api.Module {
 	t.Helper()
 	origin := time.Now()
 	cfg := wazero.NewModuleConfig().WithName("").WithStartFunctions().WithStderr(&h.stderr).
-		WithEnv("GOGC", "200").WithEnv("GODEBUG", "gctrace=1").
+		WithEnv("GOGC", gcGOGC).WithEnv("GODEBUG", "gctrace=1").
 		WithNanotime(func() int64 { return origin.UnixNano() + int64(time.Since(origin)) }, 1000).
 		WithSysWalltime().WithRandSource(rand.Reader)
 	m, err := h.rt.InstantiateWithConfig(h.ctx, mod, cfg)
@@ -414,16 +419,36 @@ func TestInitializedMatcherOnAPagesClock(t *testing.T) {
 	}
 }
 
+var (
+	pagesOnce  sync.Once
+	pagesShard []byte
+	pages      [][]byte
+	pagesError error
+)
+
 // pageAnswers loads a 10,000-ad shard into the matcher m and returns its
-// answers to pages of it; loaded, when not nil, is called between.
+// answers to pages of it; loaded, when not nil, is called between. The
+// shard and pages are made once for the package's tests, and the pages
+// are few: each takes the interpreter about a second under the race
+// detector.
 func pageAnswers(t testing.TB, h *wasmHost, m api.Module, loaded func()) []string {
 	t.Helper()
-	ads := testcatalog.Generate(10000, 1)
-	ix, err := match.Build(ads)
-	if err != nil {
-		t.Fatal(err)
+	pagesOnce.Do(func() {
+		ads := testcatalog.Generate(10000, 1)
+		ix, err := match.Build(ads)
+		if err != nil {
+			pagesError = err
+			return
+		}
+		pagesShard, _ = ix.EncodePage(0)
+		for _, r := range testcatalog.Requests(ads, 8, 9, true) {
+			pages = append(pages, []byte(r.Guest("http://localhost:8080")))
+		}
+	})
+	if pagesError != nil {
+		t.Fatal(pagesError)
 	}
-	shard, _ := ix.EncodePage(0)
+	shard := pagesShard
 	put := func(b []byte) uint64 {
 		t.Helper()
 		p, err := call(t, h.ctx, m, "alloc", uint64(len(b)))
@@ -439,8 +464,7 @@ func pageAnswers(t testing.TB, h *wasmHost, m api.Module, loaded func()) []strin
 		loaded()
 	}
 	var answers []string
-	for _, r := range testcatalog.Requests(ads, 30, 9, true) {
-		req := []byte(r.Guest("http://localhost:8080"))
+	for _, req := range pages {
 		res, err := call(t, h.ctx, m, "match_page", put(req), uint64(len(req)))
 		if err != nil || res == 0 {
 			t.Fatalf("match_page: %d, %v", res, err)
