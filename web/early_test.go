@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 )
 
@@ -128,13 +130,23 @@ func TestKnownPageDropsEarlyStart(t *testing.T) {
 		t.Error("no first ad timed")
 	}
 
-	// The same page again, twice more: the widget remembers it.
+	// The same page again, twice more: the widget remembers it, and the
+	// server is not asked for the module, with the browser's cache emptied
+	// before each view. (A request made and aborted in the same task as the
+	// memory's read still reaches the server.)
+	asked := b.requestCounts()["/matcher.wasm"]
 	for i := range 2 {
+		send(t, br, network.ClearBrowserCache, cdp.Empty{})
 		if r := br.view(t, page); r.Source != "server" {
 			t.Fatalf("view %d of the analysed page: %+v", i+2, r)
 		}
 		if eval[steps](t, br, stepsScript).has("early") {
 			t.Errorf("view %d of a page the server answered here: started early (memory %s)", i+2, eval[string](t, br, earlyMemory))
+		}
+		br.noConsoleErrors(t)
+		b.inflight.Wait()
+		if n := b.requestCounts()["/matcher.wasm"] - asked; n != 0 {
+			t.Errorf("view %d of a page the server answered here: the server had %d requests for matcher.wasm", i+2, n)
 		}
 	}
 	// Three views in a row that the server knew: a new page starts nothing
