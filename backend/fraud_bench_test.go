@@ -96,6 +96,8 @@ func fraudClasses(quick bool) []fraudClass {
 		{name: "64-rotation", tried: n(64, 16), allowed: 1, reasons: reason(clicks.ReasonRepeat), run: rotation64},
 		{name: "48-rotation", tried: n(200, 8), allowed: prefixCap, reasons: reason(clicks.ReasonPrefixCap),
 			flags: []string{"-prefix-daily-clicks", strconv.Itoa(prefixCap)}, daily: true, run: rotation48},
+		{name: "24-rotation", tried: n(200, 8), allowed: prefixCap, reasons: reason(clicks.ReasonPrefixCap),
+			flags: []string{"-ipv4-prefix-daily-clicks", strconv.Itoa(prefixCap)}, daily: true, run: rotation24},
 		{name: "one-link-many-networks", tried: n(10000, 4), allowed: 1, reasons: reason(clicks.ReasonRepeat), run: oneLinkManyNetworks},
 		{name: "replay", tried: n(200, 3), allowed: 1, reasons: reason(clicks.ReasonRepeat), run: replay},
 		{name: "bot-user-agents", tried: n(20, 1) * len(botUAs), reasons: reason(clicks.ReasonBot), run: botUserAgents},
@@ -213,6 +215,19 @@ func rotation48(c *fraudClient, n int) {
 	ips, links := make([]string, n), make([]string, n)
 	for i := range n {
 		ips[i] = fmt.Sprintf("2001:db8:48:%x::1", i+1)
+		links[i] = c.linkTo(ips[i], "q=handy", target)
+	}
+	c.parallel(n, func(i int) { c.click(ips[i], links[i], browser()) })
+}
+
+// rotation24 clicks one ad from n addresses of one IPv4 /24 (a hosting
+// provider's), each on an answer of its own, at most 254 of them.
+func rotation24(c *fraudClient, n int) {
+	target := adID(c.answer("198.51.24.1", "q=handy")[0])
+	n = min(n, 254)
+	ips, links := make([]string, n), make([]string, n)
+	for i := range n {
+		ips[i] = fmt.Sprintf("198.51.24.%d", i+1)
 		links[i] = c.linkTo(ips[i], "q=handy", target)
 	}
 	c.parallel(n, func(i int) { c.click(ips[i], links[i], browser()) })

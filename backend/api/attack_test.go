@@ -282,6 +282,55 @@ func TestPrefixDailyCap(t *testing.T) {
 	}
 }
 
+// One holder of an IPv4 /24 (a hosting provider rents one by the month)
+// has 256 addresses, each a network with its windows and daily cap:
+// clicking one ad from them, each on an answer of its own, bills no more
+// than -ipv4-prefix-daily-clicks on a UTC day, its 6to4 and IPv4-mapped
+// spellings counted in it too; the neighbouring /24 and IPv6 are not held
+// back by it, nor by the /48's cap, and the /24 stays capped after a
+// restart.
+func TestIPv4PrefixDailyCap(t *testing.T) {
+	const limit = 3
+	set := func(c *config.Config) { c.IPv4PrefixDailyClicks, c.PrefixDailyClicks = limit, 1 }
+	dir := t.TempDir()
+	w, db := openWindows(t, dir)
+	env := newSignedEnvWith(t, set, w)
+	link := func() string { return env.links(t, "q=lg+handy&loc=de&api_key=demo&site_id=demo")[0] }
+	billed, capped := 0, 0
+	for i := range 10 {
+		c := env.click(t, link(), fmt.Sprintf("198.51.100.%d", 10+i), browserUA)
+		switch {
+		case c.Billable:
+			billed++
+		case c.Reason == clicks.ReasonPrefixCap:
+			capped++
+		default:
+			t.Errorf("click from address %d: %q", i, c.Reason)
+		}
+	}
+	if billed != limit || capped != 10-limit {
+		t.Errorf("one ad from 10 addresses of one /24 at a cap of %d: %d billable, %d prefix_cap", limit, billed, capped)
+	}
+	for _, ip := range []string{"::ffff:198.51.100.200", "2002:c633:64c8::1"} { // 198.51.100.200
+		if c := env.click(t, link(), ip, browserUA); c.Reason != clicks.ReasonPrefixCap {
+			t.Errorf("a click from %s, in the /24: %q, want %q", ip, c.Reason, clicks.ReasonPrefixCap)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	w, _ = openWindows(t, dir)
+	env = newSignedEnvWith(t, set, w)
+	if c := env.click(t, link(), "198.51.100.250", browserUA); c.Reason != clicks.ReasonPrefixCap {
+		t.Errorf("another address of the /24 after a restart: %q, want %q", c.Reason, clicks.ReasonPrefixCap)
+	}
+	for _, ip := range []string{"198.51.101.10", "198.51.101.11", "2001:db8:24:1::1"} {
+		if c := env.click(t, link(), ip, browserUA); !c.Billable {
+			t.Errorf("a click from %s: %q, want billable", ip, c.Reason)
+		}
+	}
+}
+
 // A proof given twice, the link's own beside another, in either order, is
 // no click: a 400 that records nothing and spends nothing of the link,
 // whichever of the two a parse would take.

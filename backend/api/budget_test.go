@@ -128,7 +128,7 @@ func (env *budgetEnv) start(t testing.TB) {
 	cfg := config.Default()
 	cfg.RedirectURL = "https://r.example"
 	cfg.IPRate, cfg.IPBurst, cfg.KeyRate, cfg.KeyBurst = 1e9, 1e9, 1e9, 1e9
-	cfg.NetworkDailyClicks = 1 << 30
+	cfg.NetworkDailyClicks, cfg.IPv4PrefixDailyClicks = 1<<30, 1<<30
 	env.handler = NewServer(Deps{Config: cfg, Indexes: env.ix, Partners: testPartners(t), Clicks: log, ClickKeys: env.keys,
 		Windows: windows, Decisions: decisions, Ledger: ledger, Rollups: rollups, Accounts: env.book, Budget: gate,
 		Shards: env.set, Now: env.clock})

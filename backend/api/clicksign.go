@@ -18,7 +18,8 @@ func newJudge(keys *clicks.Keys, windows clicks.Windows, decisions clicks.Decisi
 	}
 	return &clicks.Judge{Keys: keys, Windows: windows, Decisions: decisions,
 		NetworkDailyClicks: cfg.NetworkDailyClicks, PrefixDailyClicks: max(cfg.PrefixDailyClicks, 0),
-		MinClickDelay: cfg.ClickMinDelay}
+		IPv4PrefixDailyClicks: max(cfg.IPv4PrefixDailyClicks, 0),
+		MinClickDelay:         cfg.ClickMinDelay}
 }
 
 // signLinks returns the match.LinkOptions Sign hook for the click URLs of

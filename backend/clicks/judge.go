@@ -23,6 +23,9 @@ type Judge struct {
 	// PrefixDailyClicks caps the billable clicks of one IPv6 /48 (Prefix)
 	// per UTC day, whichever of its networks they come from; 0 is no cap.
 	PrefixDailyClicks int
+	// IPv4PrefixDailyClicks is the same cap for one IPv4 /24 (Prefix),
+	// whichever of its addresses the clicks come from; 0 is no cap.
+	IPv4PrefixDailyClicks int
 	// MinClickDelay is how soon after its ad was shown (its click token
 	// issued) a click may come and bill: sooner is ReasonTooFast.
 	MinClickDelay time.Duration
@@ -43,8 +46,10 @@ type Use struct {
 	Expires time.Time // when D stops being billable
 	// Limit is the network's cap of billable clicks per UTC day (<= 0: none).
 	Limit int
-	// PrefixLimit is the cap of the billable clicks of the network's IPv6
-	// /48 per UTC day (<= 0: none); an IPv4 client has no /48.
+	// PrefixLimit is the cap of the billable clicks of the network's
+	// Prefix, its IPv6 /48 or IPv4 /24, per UTC day (<= 0: none). A Use
+	// spooled before IPv4 /24s had a cap holds the /48's for an IPv4
+	// client too.
 	PrefixLimit int
 	// Budget is what the click's advertiser (Click.Advertiser) may spend
 	// on the click's UTC day, in millionths; 0 is no budget. A click whose
@@ -108,6 +113,9 @@ func (j *Judge) Check(c *Click, auth Auth, intent Intent, refuse string) Use {
 	c.Billable = reason == ""
 	c.Reason = reason
 	u.Limit, u.PrefixLimit = j.NetworkDailyClicks, j.PrefixDailyClicks
+	if IsIPv4Prefix(Prefix(c.IP)) {
+		u.PrefixLimit = j.IPv4PrefixDailyClicks
+	}
 	return u
 }
 

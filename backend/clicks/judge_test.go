@@ -90,13 +90,18 @@ func TestPrefix(t *testing.T) {
 		"2001:db8:1:2:3:4:5:6": "2001:db8:1::/48",
 		"2001:db8:1:ffff::1%z": "2001:db8:1::/48",
 		"2001:db8:2::1":        "2001:db8:2::/48",
-		"192.0.2.1":            "",
-		"::ffff:192.0.2.1":     "",
-		"2002:c000:201:7::1":   "", // 6to4: its IPv4 address is its network
+		"192.0.2.1":            "192.0.2.0/24",
+		"192.0.2.255":          "192.0.2.0/24",
+		"192.0.3.1":            "192.0.3.0/24",
+		"::ffff:192.0.2.1":     "192.0.2.0/24",
+		"2002:c000:201:7::1":   "192.0.2.0/24", // 6to4: its IPv4 address's
 		"not an address":       "",
 	} {
 		if got := Prefix(ip); got != want {
 			t.Errorf("Prefix(%q) = %q, want %q", ip, got, want)
+		}
+		if v4 := IsIPv4Prefix(want); v4 != strings.Contains(want, ".") {
+			t.Errorf("IsIPv4Prefix(%q) = %v", want, v4)
 		}
 	}
 }
@@ -468,21 +473,36 @@ func TestSettleHoldsTheBudgetsCurrency(t *testing.T) {
 	}
 }
 
-// TestClaimOf: a click's claim names the network and the /48 that
+// TestClaimOf: a click's claim names the network and the /48 or /24 that
 // Network and Prefix give its address, so an IPv4-mapped or 6to4 address
-// is counted as its IPv4 address, with no /48, in every store's windows.
+// is counted as its IPv4 address, in its /24, in every store's windows.
 func TestClaimOf(t *testing.T) {
 	u := Use{Limit: 50, PrefixLimit: 500}
 	for _, tt := range []struct{ ip, network, prefix string }{
-		{"192.0.2.1", "192.0.2.1", ""},
-		{"::ffff:192.0.2.1", "192.0.2.1", ""},
-		{"2002:c000:201::1", "192.0.2.1", ""},
+		{"192.0.2.1", "192.0.2.1", "192.0.2.0/24"},
+		{"::ffff:192.0.2.1", "192.0.2.1", "192.0.2.0/24"},
+		{"2002:c000:201::1", "192.0.2.1", "192.0.2.0/24"},
 		{"2001:db8:1:2::5", "2001:db8:1:2::/64", "2001:db8:1::/48"},
 		{"fe80::1%eth0", "fe80::/64", "fe80::/48"},
 	} {
 		c := claimOf(&Click{IP: tt.ip, AdID: "ad", Time: t0}, u)
 		if c.Network != tt.network || c.Prefix != tt.prefix || c.Limit != 50 || c.PrefixLimit != 500 || c.counted() != (tt.prefix != "") {
 			t.Errorf("%s: claim %+v, want network %q and prefix %q", tt.ip, c, tt.network, tt.prefix)
+		}
+	}
+}
+
+// TestCheckCapsEachFamilysPrefix: the Use of a click from an IPv6 address
+// caps its /48 at PrefixDailyClicks; of one from an IPv4 address (mapped
+// or 6to4 too), its /24 at IPv4PrefixDailyClicks, whatever else it fails.
+func TestCheckCapsEachFamilysPrefix(t *testing.T) {
+	j := &Judge{NetworkDailyClicks: 50, PrefixDailyClicks: 500, IPv4PrefixDailyClicks: 1000}
+	for ip, want := range map[string]int{
+		"2001:db8:1:2::5": 500, "192.0.2.1": 1000, "::ffff:192.0.2.1": 1000, "2002:c000:201::1": 1000,
+	} {
+		c := &Click{IP: ip, AdID: "ad", Time: t0}
+		if u := j.Check(c, Auth{}, Intent{}, ""); u.Limit != 50 || u.PrefixLimit != want {
+			t.Errorf("%s: limits %d and %d, want 50 and %d", ip, u.Limit, u.PrefixLimit, want)
 		}
 	}
 }

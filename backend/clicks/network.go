@@ -31,18 +31,26 @@ func networkOf(a netip.Addr) string {
 	return netip.PrefixFrom(a, 64).Masked().String()
 }
 
-// Prefix is the IPv6 /48 an address belongs to ("2001:db8:1::/48"): what
-// a tunnel broker hands anyone, 65,536 networks of one holder, so the
-// redirect caps the billable clicks of the prefix as well as of each
-// network. It is "" for an IPv4 address (a 6to4 address is one: Network)
-// and for what is no address.
+// Prefix is the range of addresses one holder is likely to have, whose
+// billable clicks the redirect caps as well as each network's: an IPv6
+// address's /48 ("2001:db8:1::/48"), what a tunnel broker hands anyone,
+// 65,536 networks; an IPv4 address's /24 ("192.0.2.0/24"), 256 addresses,
+// what a hosting provider rents by the month (a 6to4 address is its IPv4
+// address: Network). It is "" for what is no address. IsIPv4Prefix tells
+// the two apart, each with a cap of its own.
 func Prefix(ip string) string {
 	a, ok := clientAddr(ip)
-	if !ok || !a.Is6() {
+	if !ok {
 		return ""
+	}
+	if a.Is4() {
+		return netip.PrefixFrom(a, 24).Masked().String()
 	}
 	return netip.PrefixFrom(a, 48).Masked().String()
 }
+
+// IsIPv4Prefix reports whether p, a Prefix, is an IPv4 /24.
+func IsIPv4Prefix(p string) bool { return strings.HasSuffix(p, "/24") }
 
 // clientAddr is ip as Network and Prefix count it: without a zone, an
 // IPv4-mapped or 6to4 address as its IPv4 address.

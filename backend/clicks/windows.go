@@ -16,7 +16,8 @@ const AdWindow = 24 * time.Hour
 // Windows keeps the fraud windows of billable clicks, by client network
 // (Network): one billable click per network per ad per AdWindow, at most a
 // cap of billable clicks per network per UTC day, and at most a cap per
-// IPv6 /48 (Prefix) per UTC day, whichever of its networks they come from.
+// IPv6 /48 or IPv4 /24 (Prefix) per UTC day, whichever of its networks
+// they come from.
 // BoltWindows keeps them in the server's bbolt file; every implementation
 // passes storetest.Windows and is safe for concurrent use.
 type Windows interface {
@@ -47,9 +48,9 @@ type Claim struct {
 	At            time.Time
 	// Limit caps the network's billable clicks per UTC day; <= 0 is none.
 	Limit int
-	// Prefix is the network's IPv6 /48 (Prefix), "" for none; PrefixLimit
-	// caps the /48's billable clicks per UTC day. With PrefixLimit <= 0 the
-	// /48 is neither checked nor counted.
+	// Prefix is the network's IPv6 /48 or IPv4 /24 (Prefix), "" for none;
+	// PrefixLimit caps its billable clicks per UTC day. With PrefixLimit
+	// <= 0 the prefix is neither checked nor counted.
 	Prefix      string
 	PrefixLimit int
 }

@@ -144,6 +144,13 @@ type Config struct {
 	// prefix_cap; 0 is no cap (-prefix-daily-clicks,
 	// ADLINK_PREFIX_DAILY_CLICKS).
 	PrefixDailyClicks int
+	// IPv4PrefixDailyClicks caps the billable clicks of one IPv4 /24 per
+	// UTC day, whichever of its 256 addresses (networks) they come from,
+	// counted as a /48's: a hosting provider rents a /24 by the month, and
+	// each address would have its own NetworkDailyClicks. The clicks past
+	// it are recorded as prefix_cap; 0 is no cap
+	// (-ipv4-prefix-daily-clicks, ADLINK_IPV4_PREFIX_DAILY_CLICKS).
+	IPv4PrefixDailyClicks int
 	// SiteDailyTags caps the distinct yk_tags the links a site's pages
 	// made record per UTC day: no signature binds such a link's yk_tag,
 	// and each value would be a report row kept for good. Later new ones
@@ -239,6 +246,11 @@ func Default() Config {
 		// 256 in a /48, and a carrier giving each phone a /64 more: raise
 		// it where such readers are many, as NetworkDailyClicks for NAT.
 		PrefixDailyClicks: 500,
+		// Four a day from each of its 256 addresses: a /24 is 256
+		// households or offices more often than a /48 is, and a carrier's
+		// NAT puts thousands of phones behind a few of them; raise it as
+		// NetworkDailyClicks where such readers are many.
+		IPv4PrefixDailyClicks: 1000,
 		// A publisher's campaigns or placements of a day, not a reader's.
 		SiteDailyTags: 50,
 		ClickTTL:      24 * time.Hour,
@@ -343,6 +355,7 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	envFloat("ADLINK_RATE_PAGES_NETWORK_SHARE", &c.PageNetworkShare)
 	envInt("ADLINK_NETWORK_DAILY_CLICKS", &c.NetworkDailyClicks)
 	envInt("ADLINK_PREFIX_DAILY_CLICKS", &c.PrefixDailyClicks)
+	envInt("ADLINK_IPV4_PREFIX_DAILY_CLICKS", &c.IPv4PrefixDailyClicks)
 	envInt("ADLINK_SITE_DAILY_TAGS", &c.SiteDailyTags)
 	envDuration := func(name string, dst *time.Duration) {
 		if v := getenv(name); v != "" {
@@ -418,6 +431,7 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	fs.Float64Var(&c.PageNetworkShare, "rate-pages-network-share", c.PageNetworkShare, "`part` (0 to 1) of a site's page limit one client network may take (ADLINK_RATE_PAGES_NETWORK_SHARE)")
 	fs.IntVar(&c.NetworkDailyClicks, "network-daily-clicks", c.NetworkDailyClicks, "billable `clicks` per UTC day per client network, IPv4 address or IPv6 /64 (ADLINK_NETWORK_DAILY_CLICKS)")
 	fs.IntVar(&c.PrefixDailyClicks, "prefix-daily-clicks", c.PrefixDailyClicks, "billable `clicks` per IPv6 /48 per UTC day, whatever its /64s; 0: no cap (ADLINK_PREFIX_DAILY_CLICKS)")
+	fs.IntVar(&c.IPv4PrefixDailyClicks, "ipv4-prefix-daily-clicks", c.IPv4PrefixDailyClicks, "billable `clicks` per IPv4 /24 per UTC day, whatever its addresses; 0: no cap (ADLINK_IPV4_PREFIX_DAILY_CLICKS)")
 	fs.IntVar(&c.SiteDailyTags, "site-daily-tags", c.SiteDailyTags, "distinct yk_tags per site per UTC day its pages' own links record; later ones record none; 0: no cap (ADLINK_SITE_DAILY_TAGS)")
 	// A func flag: -h must not print the keys from the environment as
 	// the default.
@@ -581,6 +595,9 @@ func (c *Config) Validate() error {
 	}
 	if c.PrefixDailyClicks < 0 {
 		bad("prefix-daily-clicks %d: want 0 (no cap) or more", c.PrefixDailyClicks)
+	}
+	if c.IPv4PrefixDailyClicks < 0 {
+		bad("ipv4-prefix-daily-clicks %d: want 0 (no cap) or more", c.IPv4PrefixDailyClicks)
 	}
 	if c.SiteDailyTags < 0 {
 		bad("site-daily-tags %d: want 0 (no cap) or more", c.SiteDailyTags)

@@ -162,7 +162,7 @@ const recordClicks = `SELECT adlink_record_clicks($1, $2, $3, $4, $5, $6, $7, $8
 
 // recordArgs are adlink_record_clicks' arguments for ps: a column of each
 // field, one element per click, then the grains and the reasons, then
-// each click's IPv6 /48 and its cap (migration 00008).
+// each click's IPv6 /48 or IPv4 /24 and its cap (migration 00008).
 func recordArgs(ps []*pendingClick) []any {
 	n := len(ps)
 	var (

@@ -17,9 +17,9 @@ import (
 // network and ad's billable click time, and the network's count of
 // billable clicks; each expires once no later claim can read it (the end of
 // the next day, plus an hour for clocks that disagree), so Redis forgets
-// old days by itself. A network's keys share one hash tag, an IPv6
-// network's with its /48's count (the /48's tag), so the script runs on a
-// Redis Cluster too.
+// old days by itself. A network's keys share one hash tag with its
+// prefix's count (the /48's or the IPv4 /24's tag), so the script runs on
+// a Redis Cluster too.
 //
 // A claim is as durable as Redis makes it: with appendonly and appendfsync
 // always, as clicks.Windows promises; with less, a Redis crash forgets the
@@ -91,8 +91,11 @@ func (w *Windows) Claim(ctx context.Context, c clicks.Claim) (string, error) {
 		day-- // floor, as the UTC day of a time before the epoch
 	}
 	// The length before a name keeps apart names that would otherwise
-	// spell the same key. The keys of a network of a /48 share the /48's
-	// hash tag, so that its claims and the /48's count are one slot's.
+	// spell the same key. The keys of a network of a prefix share the
+	// prefix's hash tag, so that its claims and the prefix's count are one
+	// slot's. ("/48 " names an IPv4 /24's tag too: the IPv6 networks' keys
+	// stay as they were before /24s were counted; the IPv4 networks' took
+	// their /24's tag then.)
 	tag := c.Network
 	if c.Prefix != "" {
 		tag = "/48 " + c.Prefix

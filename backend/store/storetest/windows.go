@@ -167,6 +167,22 @@ func Windows(t *testing.T, fresh func(t *testing.T) Opener[clicks.Windows]) {
 		if got := claimIn(t, s, net64(96, "a", t0.Add(time.Hour), limit+1)); got != clicks.ReasonPrefixCap {
 			t.Errorf("over a raised cap: %q, want %q", got, clicks.ReasonPrefixCap)
 		}
+		// An IPv4 /24 is a prefix as a /48 is: its addresses share its cap,
+		// apart from the /48's and the next /24's.
+		for i := range limit + 1 {
+			want := ""
+			if i == limit {
+				want = clicks.ReasonPrefixCap
+			}
+			c := clicks.Claim{Network: fmt.Sprintf("192.0.2.%d", i+1), AdID: "a", At: t0, Prefix: "192.0.2.0/24", PrefixLimit: limit}
+			if got := claimIn(t, s, c); got != want {
+				t.Errorf("address %d of an IPv4 /24 at a cap of %d: %q, want %q", i+1, limit, got, want)
+			}
+		}
+		next := clicks.Claim{Network: "192.0.3.1", AdID: "a", At: t0, Prefix: "192.0.3.0/24", PrefixLimit: limit}
+		if got := claimIn(t, s, next); got != "" {
+			t.Errorf("the next /24: %q, want billable", got)
+		}
 	})
 
 	t.Run("RefusedClaimsSpendNothingOfThePrefix", func(t *testing.T) {
