@@ -158,6 +158,11 @@ var (
 	// ErrHostUnreachable comes with ErrRobots: a host that took no
 	// connection for its robots.txt is, as RFC 9309 says, not fetched.
 	ErrHostUnreachable = errors.New("host unreachable")
+	// ErrRobotsUnavailable comes with ErrRobots where no rule said so:
+	// robots.txt answered a 5xx, was cut short, or its host took the
+	// connection and then failed or did not answer in time; RFC 9309
+	// reads that as disallowing everything until it is read again.
+	ErrRobotsUnavailable = errors.New("no rules read: a 5xx, a body cut short, or a connection that failed or did not answer in time")
 )
 
 // HostFilter says whether a fetch may go to host (lower case, no port):
@@ -556,6 +561,8 @@ func classify(ctx context.Context, err error) error {
 		return &FetchError{Reason: "address not allowed", Err: errors.Join(ErrProhibitedAddress, err)}
 	case errors.Is(err, ErrHostUnreachable):
 		return &FetchError{Reason: "host unreachable", Err: err}
+	case errors.Is(err, ErrRobotsUnavailable):
+		return &FetchError{Reason: "robots.txt unavailable", Err: err}
 	case errors.Is(err, ErrRobots):
 		return &FetchError{Reason: "robots.txt disallows fetching", Err: err}
 	case errors.Is(err, ErrRedirects):
@@ -626,8 +633,11 @@ func (f *Fetcher) checkRobots(ctx context.Context, u *url.URL) error {
 		p += "?" + u.RawQuery
 	}
 	if !e.data.TestAgent(p, robotsAgent) {
-		if e.why == robotsUnreachable {
+		switch e.why {
+		case robotsUnreachable:
 			return errors.Join(ErrHostUnreachable, ErrRobots)
+		case robotsServerError:
+			return errors.Join(ErrRobotsUnavailable, ErrRobots)
 		}
 		return ErrRobots
 	}

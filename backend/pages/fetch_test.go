@@ -317,8 +317,8 @@ func TestFetchRobotsUnreachableDisallows(t *testing.T) {
 	f := newFetcher(t, FetchOptions{AllowPrivate: true})
 	_, err := f.Fetch(context.Background(), ts.URL+"/", nil)
 	var fe *FetchError
-	if !errors.Is(err, ErrRobots) || errors.Is(err, ErrHostUnreachable) || !errors.As(err, &fe) || fe.Reason != "robots.txt disallows fetching" {
-		t.Fatalf("robots.txt 503: %v, want ErrRobots alone", err)
+	if !errors.Is(err, ErrRobots) || errors.Is(err, ErrHostUnreachable) || !errors.As(err, &fe) || fe.Reason != "robots.txt unavailable" || !errors.Is(err, ErrRobotsUnavailable) {
+		t.Fatalf("robots.txt 503: %v, want robots.txt unavailable", err)
 	}
 }
 
@@ -385,8 +385,8 @@ func TestFetchRobotsServerErrorIsBrief(t *testing.T) {
 	f.now = func() time.Time { return now }
 	_, err := f.Fetch(context.Background(), ts.URL+"/page", nil)
 	var fe *FetchError
-	if !errors.Is(err, ErrRobots) || errors.Is(err, ErrHostUnreachable) || !errors.As(err, &fe) || fe.Reason != "robots.txt disallows fetching" {
-		t.Fatalf("Fetch while robots.txt answers 503 = %v, want robots.txt disallows fetching", err)
+	if !errors.Is(err, ErrRobots) || errors.Is(err, ErrHostUnreachable) || !errors.As(err, &fe) || fe.Reason != "robots.txt unavailable" || !errors.Is(err, ErrRobotsUnavailable) {
+		t.Fatalf("Fetch while robots.txt answers 503 = %v, want robots.txt unavailable", err)
 	}
 	ill.Store(false)
 	if _, err := f.Fetch(context.Background(), ts.URL+"/page", nil); !errors.Is(err, ErrRobots) {
@@ -410,8 +410,8 @@ func TestFetchRobotsConnectedThenFailed(t *testing.T) {
 	f := newFetcher(t, FetchOptions{AllowPrivate: true})
 	_, err = f.Fetch(context.Background(), "http://"+l.Addr().String()+"/page", nil)
 	var fe *FetchError
-	if !errors.Is(err, ErrRobots) || errors.Is(err, ErrHostUnreachable) || !errors.As(err, &fe) || fe.Reason != "robots.txt disallows fetching" {
-		t.Fatalf("Fetch from a host that drops its connections = %v, want robots.txt disallows fetching", err)
+	if !errors.Is(err, ErrRobots) || errors.Is(err, ErrHostUnreachable) || !errors.As(err, &fe) || fe.Reason != "robots.txt unavailable" || !errors.Is(err, ErrRobotsUnavailable) {
+		t.Fatalf("Fetch from a host that drops its connections = %v, want robots.txt unavailable", err)
 	}
 }
 

@@ -425,13 +425,13 @@ func TestFetchRobotsRedirectSlow(t *testing.T) {
 	f := newFetcher(t, FetchOptions{AllowPrivate: true, Resolve: res, Timeout: time.Minute, HeaderTimeout: 500 * time.Millisecond})
 	_, err = f.Fetch(context.Background(), fmt.Sprintf("http://site.test:%d/page", port), nil)
 	var fe *FetchError
-	if !errors.Is(err, ErrRobots) || errors.Is(err, ErrTimeout) || !errors.As(err, &fe) || fe.Reason != "robots.txt disallows fetching" {
-		t.Fatalf("slow headers after a redirect: %v, want robots.txt disallows fetching at the header timeout", err)
+	if !errors.Is(err, ErrRobots) || errors.Is(err, ErrTimeout) || !errors.As(err, &fe) || fe.Reason != "robots.txt unavailable" || !errors.Is(err, ErrRobotsUnavailable) {
+		t.Fatalf("slow headers after a redirect: %v, want robots.txt unavailable at the header timeout", err)
 	}
 	short := newFetcher(t, FetchOptions{AllowPrivate: true, Resolve: res, Timeout: 1500 * time.Millisecond})
 	_, err = short.Fetch(context.Background(), fmt.Sprintf("http://site2.test:%d/page", port), nil)
-	if !errors.Is(err, ErrRobots) || errors.Is(err, ErrTimeout) || !errors.As(err, &fe) || fe.Reason != "robots.txt disallows fetching" {
-		t.Fatalf("slow body after a redirect: %v, want robots.txt disallows fetching at the read's bound", err)
+	if !errors.Is(err, ErrRobots) || errors.Is(err, ErrTimeout) || !errors.As(err, &fe) || fe.Reason != "robots.txt unavailable" || !errors.Is(err, ErrRobotsUnavailable) {
+		t.Fatalf("slow body after a redirect: %v, want robots.txt unavailable at the read's bound", err)
 	}
 }
 
@@ -460,8 +460,8 @@ func TestFetchRobotsRedirectToDeadHost(t *testing.T) {
 	for _, host := range []string{"a.test", "b.test"} {
 		_, err := f.Fetch(context.Background(), site.url(host, "/page"), nil)
 		var fe *FetchError
-		if !errors.Is(err, ErrRobots) || !errors.As(err, &fe) || fe.Reason != "robots.txt disallows fetching" {
-			t.Errorf("%s: %v, want robots.txt disallows fetching", host, err)
+		if !errors.Is(err, ErrRobots) || !errors.As(err, &fe) || fe.Reason != "robots.txt unavailable" || !errors.Is(err, ErrRobotsUnavailable) {
+			t.Errorf("%s: %v, want robots.txt unavailable", host, err)
 		}
 	}
 }
@@ -493,8 +493,8 @@ func TestFetchRobotsRedirectCapped(t *testing.T) {
 	}), guard: testnet.PublicStandIn()})
 	_, err := f.Fetch(context.Background(), site.url("site.test", "/page"), nil)
 	var fe *FetchError
-	if !errors.Is(err, ErrRobots) || !errors.As(err, &fe) || fe.Reason != "robots.txt disallows fetching" {
-		t.Fatalf("Fetch under a redirected robots.txt past the cap = %v, want robots.txt disallows fetching", err)
+	if !errors.Is(err, ErrRobots) || !errors.As(err, &fe) || fe.Reason != "robots.txt unavailable" || !errors.Is(err, ErrRobotsUnavailable) {
+		t.Fatalf("Fetch under a redirected robots.txt past the cap = %v, want robots.txt unavailable", err)
 	}
 	if n := site.hitsAt("www.site.test/robots.txt"); n != 1 {
 		t.Fatalf("the redirect's robots.txt was asked for %d times, want 1", n)

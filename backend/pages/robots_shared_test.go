@@ -89,8 +89,8 @@ func TestFetchRobotsTimeoutDisallowsBriefly(t *testing.T) {
 	for range 2 { // the second from the cache
 		_, err := f.Fetch(context.Background(), ts.URL+"/page", nil)
 		var fe *FetchError
-		if !errors.Is(err, ErrRobots) || !errors.As(err, &fe) || fe.Reason != "robots.txt disallows fetching" {
-			t.Fatalf("Fetch under a robots.txt that never comes = %v, want robots.txt disallows fetching", err)
+		if !errors.Is(err, ErrRobots) || !errors.As(err, &fe) || fe.Reason != "robots.txt unavailable" || !errors.Is(err, ErrRobotsUnavailable) {
+			t.Fatalf("Fetch under a robots.txt that never comes = %v, want robots.txt unavailable", err)
 		}
 	}
 	if n := robots.Load(); n != 1 {
