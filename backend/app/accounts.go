@@ -605,13 +605,16 @@ func loadPartners(cfg config.Config, b []byte) ([]partners.Partner, error) {
 			return nil, err
 		}
 	}
+	// A file that lists none is refused with -demo too: it is more likely
+	// a template gone wrong than a wish to revoke every partner but the
+	// demo, which leaving -partners out says.
+	if cfg.PartnersFile != "" && len(ps) == 0 {
+		return nil, &noPartnersError{fmt.Sprintf("partners file %s: no partners; give some, or leave -partners out and give -demo for the demo partner alone", cfg.PartnersFile)}
+	}
 	if cfg.Demo {
 		ps = partners.WithDemo(ps)
 	}
 	if len(ps) == 0 {
-		if cfg.PartnersFile != "" {
-			return nil, &noPartnersError{fmt.Sprintf("partners file %s: no partners; give some, or -demo for the demo partner", cfg.PartnersFile)}
-		}
 		return nil, &noPartnersError{"no partners: give -partners FILE for your partners, or -demo for the demo partner"}
 	}
 	return ps, nil

@@ -66,13 +66,17 @@ func TestReloadKeepsTheDemo(t *testing.T) {
 		{"a key twice", `{"partners":[
 			{"api_key":"key-one","sites":[{"id":"site-one","domains":["one.example"]}]},
 			{"api_key":"key-one","sites":[{"id":"site-two","domains":["two.example"]}]}]}`,
-			// The demo partner comes first: the second key-one is partner 2.
-			"refused", "partners file " + s.partners + `: partner 2: api_key "key-one" twice`},
+			// Numbered as the file has them, from 0: the demo partner comes
+			// after the file's.
+			"refused", "partners file " + s.partners + `: partner 1: api_key "key-one" twice`},
 		{"the demo key twice", `{"partners":[
 			{"api_key":"demo","sites":[{"id":"own","domains":["own.example"]}]},
 			{"api_key":"demo","sites":[{"id":"other","domains":["other.example"]}]}]}`,
 			"refused", "partners file " + s.partners + `: partner 1: api_key "demo" twice`},
 		{"the demo partner's token", withToken(partners.DemoReportToken), "refused", "partners file " + s.partners + ": "},
+		// None listed: refused as without -demo, not every partner of the
+		// file revoked and the demo left.
+		{"no partners", `{"partners":[]}`, "refused", "partners file " + s.partners + ": no partners"},
 		{"the demo advertiser's token", withToken(accounts.Demo()[0].ReportToken), "refused",
 			"partners file " + s.partners + ", with the advertisers served: "},
 	} {

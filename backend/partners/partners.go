@@ -222,14 +222,15 @@ func (s *Static) Limits(_ context.Context, apiKey string) (Limits, error) {
 	return l, nil
 }
 
-// WithDemo returns ps after the Demo partner, or ps alone when one of them
-// has the demo's key and so stands in for it.
+// WithDemo returns ps and then the Demo partner, or ps alone when one of
+// them has the demo's key and so stands in for it. The demo comes last so
+// that NewStatic's problems number a file's partners as the file has them.
 func WithDemo(ps []Partner) []Partner {
 	demo := Demo()
 	if slices.ContainsFunc(ps, func(p Partner) bool { return p.APIKey == demo.APIKey }) {
 		return ps
 	}
-	return append([]Partner{demo}, ps...)
+	return append(slices.Clip(ps), demo)
 }
 
 // Load reads the partners of a JSON file, {"partners":[...]}.

@@ -131,8 +131,17 @@ func TestWithDemo(t *testing.T) {
 		t.Errorf("WithDemo(nil) = %+v, want the demo partner", ps)
 	}
 	other := Partner{APIKey: "k", Sites: []Site{{ID: "s", Domains: []string{"example.com"}}}}
-	if ps := WithDemo([]Partner{other}); len(ps) != 2 || ps[0].APIKey != "demo" || ps[1].APIKey != "k" {
-		t.Errorf("WithDemo = %+v, want the demo partner, then k", ps)
+	if ps := WithDemo([]Partner{other}); len(ps) != 2 || ps[0].APIKey != "k" || ps[1].APIKey != "demo" {
+		t.Errorf("WithDemo = %+v, want k, then the demo partner", ps)
+	}
+	// A file's partner is numbered in NewStatic's problems as the file has
+	// it, the demo added or not.
+	file := []Partner{other, {Sites: other.Sites}, other}
+	for _, ps := range [][]Partner{file, WithDemo(file)} {
+		_, err := NewStatic(ps)
+		if err == nil || !strings.Contains(err.Error(), "partner 1: api_key is empty") || !strings.Contains(err.Error(), `partner 2: api_key "k" twice`) {
+			t.Errorf("NewStatic of %d partners: %v, want partner 1's empty key and partner 2's twice", len(ps), err)
+		}
 	}
 	own := Partner{APIKey: "demo", Name: "our own demo", Sites: []Site{{ID: "demo", Domains: []string{"demo.example.com"}}}}
 	if ps := WithDemo([]Partner{other, own}); len(ps) != 2 || ps[1].Name != own.Name {
