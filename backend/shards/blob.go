@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
@@ -368,9 +369,12 @@ func Negotiate(acceptEncoding string) Encoding {
 }
 
 // Serve writes the blob in the best encoding the request accepts, with
-// cacheControl, its ETag and Vary: Accept-Encoding, and answers a matching
-// If-None-Match with 304. It is readable cross-origin, since publisher
-// pages fetch it from their own origin.
+// cacheControl, its ETag and Vary: Accept-Encoding. It is readable
+// cross-origin, since publisher pages fetch it from their own origin.
+// net/http's ServeContent answers the conditional and range requests: a
+// matching If-None-Match with 304, a Range (of the encoded bytes, which a
+// CDN or a resumed download may ask for) with 206, or with the whole blob
+// where an If-Range names an older ETag.
 func (b *Blob) Serve(w http.ResponseWriter, r *http.Request, cacheControl string) {
 	e := Negotiate(r.Header.Get("Accept-Encoding"))
 	cur := b.load(e)
@@ -380,28 +384,12 @@ func (b *Blob) Serve(w http.ResponseWriter, r *http.Request, cacheControl string
 	h.Set("Cache-Control", cacheControl)
 	h.Set("Access-Control-Allow-Origin", "*")
 	h.Set("X-Content-Type-Options", "nosniff")
-	if inm := r.Header.Get("If-None-Match"); inm != "" && etagMatch(inm, cur.etag[e]) {
-		w.WriteHeader(http.StatusNotModified)
-		return
-	}
 	h.Set("Content-Type", b.contentType)
 	if e != Identity {
 		h.Set("Content-Encoding", e.String())
 	}
+	// ServeContent leaves an encoded body's length unset but for a range,
+	// whose length it sets; it drops it from a 304 or an error.
 	h.Set("Content-Length", strconv.Itoa(len(cur.enc[e])))
-	w.WriteHeader(http.StatusOK)
-	if r.Method != http.MethodHead {
-		w.Write(cur.enc[e])
-	}
-}
-
-// etagMatch reports whether an If-None-Match list names etag (or is "*").
-func etagMatch(list, etag string) bool {
-	for item := range strings.SplitSeq(list, ",") {
-		item = strings.TrimPrefix(strings.TrimSpace(item), "W/")
-		if item == "*" || item == etag {
-			return true
-		}
-	}
-	return false
+	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(cur.enc[e]))
 }

@@ -3,6 +3,7 @@ package shards
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -236,17 +237,92 @@ func TestManifest(t *testing.T) {
 	}
 }
 
-// FuzzNegotiate: any Accept-Encoding and If-None-Match header gives an
-// encoding we keep, without a panic.
+// FuzzNegotiate: any Accept-Encoding, If-None-Match and Range header
+// gives an encoding we keep and an answer of the blob's bytes, without a
+// panic: a 206's body is the encoded bytes its Content-Range names.
 func FuzzNegotiate(f *testing.F) {
-	f.Add("gzip, deflate, br, zstd", `"x", W/"y"`)
-	f.Add("zstd;q=0.5,*;q=0,identity;q=", "*")
-	f.Fuzz(func(t *testing.T, ae, inm string) {
-		if e := Negotiate(ae); e >= numEncodings {
+	f.Add("gzip, deflate, br, zstd", `"x", W/"y"`, "bytes=0-9")
+	f.Add("zstd;q=0.5,*;q=0,identity;q=", "*", "bytes=-5, 7-")
+	f.Add("", "", "bytes=99999999999999999999-")
+	b, err := NewBlob([]byte("a blob of some bytes, long enough to be cut into ranges"), "application/octet-stream")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, ae, inm, rng string) {
+		e := Negotiate(ae)
+		if e >= numEncodings {
 			t.Fatalf("Negotiate(%q) = %d", ae, e)
 		}
-		etagMatch(inm, `"abc"`)
+		r := httptest.NewRequest("GET", "/b", nil)
+		r.Header = http.Header{"Accept-Encoding": {ae}, "If-None-Match": {inm}, "Range": {rng}}
+		w := httptest.NewRecorder()
+		b.Serve(w, r, Immutable)
+		var from, to, size int
+		if w.Code == http.StatusPartialContent {
+			if _, err := fmt.Sscanf(w.Header().Get("Content-Range"), "bytes %d-%d/%d", &from, &to, &size); err == nil &&
+				!bytes.Equal(w.Body.Bytes(), b.Bytes(e)[from:to+1]) {
+				t.Fatalf("Range %q: %q is not bytes %d-%d", rng, w.Body.Bytes(), from, to)
+			}
+		}
 	})
+}
+
+// TestServeRanges: a Range of the encoded bytes is answered with those
+// bytes (206), its encoding and ETag, a suffix range too; an If-Range
+// naming another ETag gets the whole blob, a range past its end 416, and
+// HEAD the headers alone.
+func TestServeRanges(t *testing.T) {
+	_, set := demoSet(t)
+	b := set.Pick("de", "de")
+	z := b.Bytes(Zstd)
+	serve := func(method, rng, ifRange string) *http.Response {
+		t.Helper()
+		r := httptest.NewRequest(method, ShardPath+b.SHA256, nil)
+		r.Header.Set("Accept-Encoding", "zstd")
+		r.Header.Set("Range", rng)
+		if ifRange != "" {
+			r.Header.Set("If-Range", ifRange)
+		}
+		w := httptest.NewRecorder()
+		b.Serve(w, r, Immutable)
+		return w.Result()
+	}
+	etag := `"` + b.SHA256 + `.zstd"`
+	for _, tc := range []struct {
+		rng, ifRange string
+		status       int
+		body         []byte
+		contentRange string
+	}{
+		{rng: "bytes=0-9", status: 206, body: z[:10], contentRange: fmt.Sprintf("bytes 0-9/%d", len(z))},
+		{rng: "bytes=-5", status: 206, body: z[len(z)-5:], contentRange: fmt.Sprintf("bytes %d-%d/%d", len(z)-5, len(z)-1, len(z))},
+		{rng: "bytes=10-19", ifRange: etag, status: 206, body: z[10:20], contentRange: fmt.Sprintf("bytes 10-19/%d", len(z))},
+		{rng: "bytes=10-19", ifRange: `"an older blob.zstd"`, status: 200, body: z},
+		{rng: fmt.Sprintf("bytes=%d-", len(z)), status: 416},
+	} {
+		res := serve("GET", tc.rng, tc.ifRange)
+		body, _ := io.ReadAll(res.Body)
+		h := res.Header
+		if tc.status == 416 {
+			if res.StatusCode != 416 || h.Get("Content-Range") != fmt.Sprintf("bytes */%d", len(z)) || h.Get("Content-Encoding") != "" {
+				t.Errorf("Range %q past the end: %d %v", tc.rng, res.StatusCode, h)
+			}
+			continue
+		}
+		if res.StatusCode != tc.status || h.Get("ETag") != etag || h.Get("Vary") != "Accept-Encoding" || h.Get("Access-Control-Allow-Origin") != "*" {
+			t.Errorf("Range %q If-Range %q: %d %v", tc.rng, tc.ifRange, res.StatusCode, h)
+			continue
+		}
+		if !bytes.Equal(body, tc.body) || h.Get("Content-Encoding") != "zstd" || h.Get("Content-Range") != tc.contentRange ||
+			h.Get("Content-Length") != fmt.Sprint(len(tc.body)) {
+			t.Errorf("Range %q If-Range %q: %d bytes (Content-Length %q), encoding %q, Content-Range %q; want %d bytes, %q",
+				tc.rng, tc.ifRange, len(body), h.Get("Content-Length"), h.Get("Content-Encoding"), h.Get("Content-Range"), len(tc.body), tc.contentRange)
+		}
+	}
+	res := serve("HEAD", "", "")
+	if body, _ := io.ReadAll(res.Body); res.StatusCode != 200 || len(body) != 0 || res.Header.Get("Content-Length") != fmt.Sprint(len(z)) {
+		t.Errorf("HEAD: %d, %d bytes, Content-Length %q", res.StatusCode, len(body), res.Header.Get("Content-Length"))
+	}
 }
 
 // TestBuildReusesPrevious: after a change in one market, the shards of the
