@@ -25,7 +25,7 @@ type hotIndex struct {
 
 // dayIndex is one UTC day of the windows: each network and ad's billable
 // click time, each network's count of billable clicks, and each IPv6
-// /48's.
+// /48's or IPv4 /24's (Prefix).
 type dayIndex struct {
 	pairs    map[string]int64 // network "\x00" adID -> unix nanoseconds
 	counts   map[string]uint64
