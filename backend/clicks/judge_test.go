@@ -479,7 +479,7 @@ func TestSettleHoldsTheBudgetsCurrency(t *testing.T) {
 // Network and Prefix give its address, so an IPv4-mapped or 6to4 address
 // is counted as its IPv4 address, in its /24, in every store's windows.
 func TestClaimOf(t *testing.T) {
-	u := Use{Limit: 50, PrefixLimit: 500}
+	u := Use{Limit: 50, PrefixLimit: 500, IPv4Capped: true}
 	for _, tt := range []struct{ ip, network, prefix string }{
 		{"192.0.2.1", "192.0.2.1", "192.0.2.0/24"},
 		{"::ffff:192.0.2.1", "192.0.2.1", "192.0.2.0/24"},

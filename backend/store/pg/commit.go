@@ -196,8 +196,8 @@ func recordArgs(ps []*pendingClick) []any {
 			// The budget counts no spend in another currency.
 			reason[i] = clicks.ReasonOverBudget
 		}
-		if p := clicks.Prefix(c.IP); p != "" && u.PrefixLimit > 0 {
-			prefix[i], prefixLimit[i] = p, int32(min(u.PrefixLimit, math.MaxInt32))
+		if p, limit := u.PrefixOf(c); p != "" && limit > 0 {
+			prefix[i], prefixLimit[i] = p, int32(min(limit, math.MaxInt32))
 		}
 	}
 	return []any{at, adID, adType, context, apiKey, siteID, criterion, ykTag, ip, userAgent, country, advertiser,

@@ -143,11 +143,11 @@ func Ledger(t *testing.T, fresh func(t *testing.T) Opener[LedgerParts]) {
 	})
 
 	// in48 is the address of the i-th /64 of the /48 2001:db8:7::/48, and
-	// capped a Use of d under a /48 cap of limit.
+	// capped a Use of d under a prefix cap of limit, as Check makes it.
 	in48 := func(i int) string { return "2001:db8:7:" + strconv.FormatInt(int64(i), 16) + "::1" }
 	capped := func(d string, limit int) clicks.Use {
 		u := use(d)
-		u.PrefixLimit = limit
+		u.PrefixLimit, u.IPv4Capped = limit, true
 		return u
 	}
 
@@ -230,6 +230,13 @@ func Ledger(t *testing.T, fresh func(t *testing.T) Opener[LedgerParts]) {
 			if c := record(t, p.Ledger, click(ip, "a", t0), capped("again-"+ip, limit)); c.Reason != clicks.ReasonPrefixCap {
 				t.Errorf("%s of the /24 at its cap: %q, want %q", ip, c.Reason, clicks.ReasonPrefixCap)
 			}
+		}
+		// A click spooled by a version that capped no /24: its Use's cap is
+		// the /48's, and the /24 is not checked.
+		old := capped("spooled-before", limit)
+		old.IPv4Capped = false
+		if c := record(t, p.Ledger, click("192.0.2.210", "a", t0), old); !c.Billable {
+			t.Errorf("a click spooled before /24 caps, of the /24 at its cap: %q, want billable", c.Reason)
 		}
 		for _, ip := range []string{"192.0.3.1", "2002:c000:302::1", in48(0)} {
 			if c := record(t, p.Ledger, click(ip, "a", t0), capped("other-"+ip, limit)); !c.Billable {
