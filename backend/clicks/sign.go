@@ -375,7 +375,7 @@ const (
 	// ReasonLate: the click was spooled while the shared record did not
 	// answer and reached it more than ShipHorizon after it was made, when
 	// the record may no longer keep the decision, windows and caps of its day (the
-	// /48's count would start from zero): it lands unbilled.
+	// prefix's count would start from zero): it lands unbilled.
 	ReasonLate = "late"
 )
 

@@ -252,7 +252,7 @@ func (l Ledger) Ship(ctx context.Context, batch []clicks.Spooled) error {
 			return fmt.Errorf("postgres: ship: click %d has no id or no time", i)
 		}
 		if c.Reason == "" && c.Time.Before(late) {
-			// Its network's claims and its /48's count may be forgotten:
+			// Its network's claims and its prefix's count may be forgotten:
 			// judged by them, it could bill past the caps.
 			lc := *c
 			lc.Billable, lc.Reason = false, clicks.ReasonLate
