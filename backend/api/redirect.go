@@ -27,7 +27,7 @@ const maxUserAgent = 512
 // only), bot,
 // unintended or repeated click (a decision id used before, or the
 // network's window), one past the daily cap of its network or of its IPv6
-// /48, one whose partner is gone, and one over the network's request limit
+// /48 or IPv4 /24, one whose partner is gone, and one over the network's request limit
 // (limitIP) are recorded as not billable with their reason rather than
 // refused. A HEAD (link scanners, prefetchers) gets the same answer but
 // records no click.

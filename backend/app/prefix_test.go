@@ -39,15 +39,30 @@ func prefixConfig(t *testing.T) config.Config {
 // 2001:db8:48::/48 and returns the id of the click, "" (t failed) when
 // the answer is no 302 with one.
 func clickIn48(t *testing.T, h http.Handler, u string, i int) string {
+	return clickFromPeer(t, h, u, fmt.Sprintf("[2001:db8:48:%x::1]:5000", i))
+}
+
+// clickIn24 is clickIn48 from the i-th address of 198.51.100.0/24 (i
+// from 1 to 254), spelled in turn as an IPv4, an IPv4-mapped and a 6to4
+// address.
+func clickIn24(t *testing.T, h http.Handler, u string, i int) string {
+	remote := [...]string{"198.51.100.%d:5000", "[::ffff:198.51.100.%d]:5000", "[2002:c633:64%02x:1::1]:5000"}[i%3]
+	return clickFromPeer(t, h, u, fmt.Sprintf(remote, i))
+}
+
+// clickFromPeer follows u on h as a person's browser from the peer remote
+// and returns the id of the click, "" (t failed) when the answer is no
+// 302 with one.
+func clickFromPeer(t *testing.T, h http.Handler, u, remote string) string {
 	req := httptest.NewRequest(http.MethodGet, u, nil)
 	req.Header.Set("User-Agent", "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0")
-	req.RemoteAddr = fmt.Sprintf("[2001:db8:48:%x::1]:5000", i)
+	req.RemoteAddr = remote
 	clicks.Navigation.Header(req.Header)
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
 	id := rec.Header().Get("X-Adlink-Click")
 	if rec.Code != http.StatusFound || id == "" {
-		t.Errorf("click from /64 %d: %d, id %q", i, rec.Code, id) // not Fatal: clicks run at once
+		t.Errorf("click from %s: %d, id %q", remote, rec.Code, id) // not Fatal: clicks run at once
 	}
 	return id
 }
@@ -98,7 +113,7 @@ func checkCap(t *testing.T, what string, ids []string, got map[string]string) {
 		}
 	}
 	if billed != prefixCap {
-		t.Errorf("%s: %d of %d clicks from the /64s of one /48 billed, want its cap %d", what, billed, len(ids), prefixCap)
+		t.Errorf("%s: %d of %d clicks from the networks of one prefix billed, want its cap %d", what, billed, len(ids), prefixCap)
 	}
 }
 
@@ -157,13 +172,28 @@ func TestReplicasHoldOnePrefixCap(t *testing.T) {
 
 // While Postgres is down, the replicas judge clicks with the windows they
 // share in Redis: the /48 bills its cap once between them at the click,
-// and Postgres, settling the spooled clicks again, agrees.
+// and Postgres, settling the spooled clicks again, agrees. So does an
+// IPv4 /24 under its own cap, whichever way its addresses are spelled.
 func TestOutagePrefixCapOverReplicasOnRedis(t *testing.T) {
+	t.Run("IPv6 /48", func(t *testing.T) { outagePrefixCap(t, false) })
+	t.Run("IPv4 /24", func(t *testing.T) { outagePrefixCap(t, true) })
+}
+
+// outagePrefixCap is TestOutagePrefixCapOverReplicasOnRedis for an IPv4
+// /24 under -ipv4-prefix-daily-clicks, or an IPv6 /48.
+func outagePrefixCap(t *testing.T, v4 bool) {
+	click := clickIn48
+	if v4 {
+		click = clickIn24
+	}
 	pg := testpg.Start(t)
 	srv := testredis.Start(t, testredis.Options{})
 	replica := func() *App {
 		cfg := prefixConfig(t)
 		cfg.PostgresURL, cfg.RedisURL = pg.URL(), srv.URL()
+		if v4 {
+			cfg.PrefixDailyClicks, cfg.IPv4PrefixDailyClicks = 1, prefixCap
+		}
 		a, err := New(cfg, Options{})
 		if err != nil {
 			t.Fatal(err)
@@ -182,7 +212,7 @@ func TestOutagePrefixCapOverReplicasOnRedis(t *testing.T) {
 	ids := make([]string, len(links))
 	var wg sync.WaitGroup
 	for i := range links {
-		wg.Go(func() { ids[i] = clickIn48(t, replicas[i%2].Handler, links[i], i+1) })
+		wg.Go(func() { ids[i] = click(t, replicas[i%2].Handler, links[i], i+1) })
 	}
 	wg.Wait()
 	billedAtClick := 0
@@ -196,7 +226,7 @@ func TestOutagePrefixCapOverReplicasOnRedis(t *testing.T) {
 		billedAtClick += n
 	}
 	if billedAtClick != prefixCap {
-		t.Errorf("during the outage the replicas billed %d clicks of one /48 at the click, want its cap %d", billedAtClick, prefixCap)
+		t.Errorf("during the outage the replicas billed %d clicks of one prefix at the click, want its cap %d", billedAtClick, prefixCap)
 	}
 	restartAndShip(t, pg, replicas...)
 	got := map[string]string{}

@@ -1,6 +1,7 @@
 package clicks
 
 import (
+	"encoding/binary"
 	"net/http"
 	"net/netip"
 	"strings"
@@ -152,6 +153,70 @@ func FuzzNetwork(f *testing.F) {
 				if other := netip.AddrFrom16(b).String(); Network(other) != n {
 					t.Fatalf("%q and %q of one 6to4 /48: %q and %q", s, other, n, Network(other))
 				}
+			}
+		}
+	})
+}
+
+// FuzzPrefix: any string maps to one Prefix without panic; every address
+// has one, which holds its Network, and every spelling of an IPv4 address
+// of one /24 (IPv4-mapped, with a zone, 6to4 with any subnet and
+// interface) maps to the /24's, as every address of one IPv6 /48 maps to
+// the /48's (but the IPv4-mapped ones of ::/48); IsIPv4Prefix tells the two apart. A Prefix is no address: its
+// own Prefix is "".
+func FuzzPrefix(f *testing.F) {
+	for _, s := range []string{"192.0.2.1", "::ffff:192.0.2.1", "::ffff:192.0.2.1%z", "2002:c000:201:7::1", "2002:c000:2ff::",
+		"2001:db8:1:2::5%eth0", "::c000:201", "192.0.2.0/24", "2001:db8:1::/48", "x", "", " 198.51.100.7 "} {
+		f.Add(s, byte(0), uint64(0))
+	}
+	f.Fuzz(func(t *testing.T, s string, host byte, low uint64) {
+		p := Prefix(s)
+		if Prefix(p) != "" {
+			t.Fatalf("Prefix(%q) = %q, whose Prefix is %q", s, p, Prefix(p))
+		}
+		a, ok := clientAddr(s)
+		if !ok {
+			if p != "" {
+				t.Fatalf("Prefix(%q) = %q, no address", s, p)
+			}
+			return
+		}
+		pp, err := netip.ParsePrefix(p)
+		if err != nil || pp.Masked() != pp {
+			t.Fatalf("Prefix(%q) = %q, no masked prefix: %v", s, p, err)
+		}
+		if want := map[bool]int{true: 24, false: 48}[a.Is4()]; pp.Bits() != want || IsIPv4Prefix(p) != a.Is4() {
+			t.Fatalf("Prefix(%q) = %q, IsIPv4Prefix %v; want a /%d", s, p, IsIPv4Prefix(p), want)
+		}
+		n := Network(s)
+		if na, err := netip.ParseAddr(n); err == nil && !pp.Contains(na) {
+			t.Fatalf("%q: Network %q outside Prefix %q", s, n, p)
+		} else if np, err := netip.ParsePrefix(n); err == nil && !pp.Contains(np.Addr()) {
+			t.Fatalf("%q: Network %q outside Prefix %q", s, n, p)
+		}
+		var others []string
+		if a.Is4() {
+			b := a.As4()
+			b[3] = host // another address of the /24
+			v4 := netip.AddrFrom4(b)
+			var sixToFour [16]byte
+			sixToFour[0], sixToFour[1] = 0x20, 0x02
+			copy(sixToFour[2:6], b[:])
+			binary.BigEndian.PutUint16(sixToFour[6:8], uint16(low>>48))
+			binary.BigEndian.PutUint64(sixToFour[8:], low)
+			others = append(others, v4.String(), netip.AddrFrom16(v4.As16()).String(),
+				netip.AddrFrom16(v4.As16()).WithZone("eth0").String(), netip.AddrFrom16(sixToFour).String())
+		} else {
+			b := a.As16()
+			binary.BigEndian.PutUint16(b[6:8], uint16(low>>48)) // another /64 of the /48
+			binary.BigEndian.PutUint64(b[8:], low)
+			if o := netip.AddrFrom16(b); !o.Is4In6() { // ::/48 holds the IPv4-mapped addresses, each IPv4's
+				others = append(others, o.String(), o.WithZone("z").String())
+			}
+		}
+		for _, o := range others {
+			if Prefix(o) != p {
+				t.Fatalf("%q and %q of one prefix: %q and %q", s, o, p, Prefix(o))
 			}
 		}
 	})

@@ -25,7 +25,7 @@ type hotIndex struct {
 
 // dayIndex is one UTC day of the windows: each network and ad's billable
 // click time, each network's count of billable clicks, and each IPv6
-// /48's.
+// /48's or IPv4 /24's (Prefix).
 type dayIndex struct {
 	pairs    map[string]int64 // network "\x00" adID -> unix nanoseconds
 	counts   map[string]uint64
@@ -69,7 +69,7 @@ func (h *hotIndex) load(tx *bolt.Tx) {
 						d.pairs[string(network)+"\x00"+string(ad)] = int64(binary.BigEndian.Uint64(at))
 						d.counts[string(network)]++
 					}
-				case len(k) > 0 && k[0] == 'p': // appended: a /48's claim
+				case len(k) > 0 && k[0] == 'p': // appended: a prefix's claim
 					d.prefixes[string(v)]++
 				case len(k) > 0 && k[0] == 'a' && len(v) == 8:
 					d.pairs[string(k[1:])] = int64(binary.BigEndian.Uint64(v))
@@ -148,8 +148,9 @@ func forgetHours(h *hotIndex, hours *bolt.Bucket, at time.Time) error {
 }
 
 // claim judges and records one claim in the days bucket and in h. A
-// claim of a counted /48 is a second record, 'p' and the /48, which a
-// server of the version before the /48 cap skips when it loads the file.
+// claim of a counted prefix (an IPv6 /48, an IPv4 /24) is a second
+// record, 'p' and the prefix, which a server of the version before the
+// /48 cap skips when it loads the file.
 func claim(h *hotIndex, tx *bolt.Tx, c Claim) (string, error) {
 	h.load(tx)
 	days := tx.Bucket(windowsBucket)

@@ -47,10 +47,15 @@ type Use struct {
 	// Limit is the network's cap of billable clicks per UTC day (<= 0: none).
 	Limit int
 	// PrefixLimit is the cap of the billable clicks of the network's
-	// Prefix, its IPv6 /48 or IPv4 /24, per UTC day (<= 0: none). A Use
-	// spooled before IPv4 /24s had a cap holds the /48's for an IPv4
-	// client too.
+	// Prefix, its IPv6 /48 or IPv4 /24, per UTC day (<= 0: none); PrefixOf
+	// reads it.
 	PrefixLimit int
+	// IPv4Capped says PrefixLimit is an IPv4 client's /24's, as Check
+	// sets it. A Use spooled before IPv4 /24s had a cap has none: its
+	// PrefixLimit is the /48's for an IPv4 client too, and that client's
+	// /24 is neither checked nor counted, as the replica that judged it
+	// did neither.
+	IPv4Capped bool
 	// Budget is what the click's advertiser (Click.Advertiser) may spend
 	// on the click's UTC day, in millionths; 0 is no budget. A click whose
 	// advertiser had spent it is ReasonOverBudget and spends nothing else;
@@ -61,6 +66,16 @@ type Use struct {
 	// counts no spend in another currency, and leaves none unbounded. ""
 	// (a Use spooled before budgets had a currency) checks none.
 	Currency string
+}
+
+// PrefixOf is the Prefix of c's address, which its billable clicks are
+// counted in under u, and its cap per UTC day (<= 0: none).
+func (u Use) PrefixOf(c *Click) (prefix string, limit int) {
+	prefix = Prefix(c.IP)
+	if IsIPv4Prefix(prefix) && !u.IPv4Capped {
+		return prefix, 0
+	}
+	return prefix, u.PrefixLimit
 }
 
 // OtherCurrency reports whether c bids in a currency other than u's
@@ -112,7 +127,7 @@ func (j *Judge) Check(c *Click, auth Auth, intent Intent, refuse string) Use {
 	}
 	c.Billable = reason == ""
 	c.Reason = reason
-	u.Limit, u.PrefixLimit = j.NetworkDailyClicks, j.PrefixDailyClicks
+	u.Limit, u.PrefixLimit, u.IPv4Capped = j.NetworkDailyClicks, j.PrefixDailyClicks, true
 	if IsIPv4Prefix(Prefix(c.IP)) {
 		u.PrefixLimit = j.IPv4PrefixDailyClicks
 	}

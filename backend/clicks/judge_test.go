@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goccy/go-json"
+
 	"github.com/adlink/adlink/backend/store"
 )
 
@@ -477,7 +479,7 @@ func TestSettleHoldsTheBudgetsCurrency(t *testing.T) {
 // Network and Prefix give its address, so an IPv4-mapped or 6to4 address
 // is counted as its IPv4 address, in its /24, in every store's windows.
 func TestClaimOf(t *testing.T) {
-	u := Use{Limit: 50, PrefixLimit: 500}
+	u := Use{Limit: 50, PrefixLimit: 500, IPv4Capped: true}
 	for _, tt := range []struct{ ip, network, prefix string }{
 		{"192.0.2.1", "192.0.2.1", "192.0.2.0/24"},
 		{"::ffff:192.0.2.1", "192.0.2.1", "192.0.2.0/24"},
@@ -503,6 +505,40 @@ func TestCheckCapsEachFamilysPrefix(t *testing.T) {
 		c := &Click{IP: ip, AdID: "ad", Time: t0}
 		if u := j.Check(c, Auth{}, Intent{}, ""); u.Limit != 50 || u.PrefixLimit != want {
 			t.Errorf("%s: limits %d and %d, want 50 and %d", ip, u.Limit, u.PrefixLimit, want)
+		}
+	}
+}
+
+// TestUseSpooledBeforeIPv4Caps: a Use spooled by a version that capped no
+// IPv4 /24 holds the /48's cap in PrefixLimit, for an IPv4 client too;
+// read back, it neither checks nor counts that client's /24, as the
+// version that judged it did not, whatever the /24's cap is now (none
+// among them). A Use of Check, through the spool's JSON, caps the /24 at
+// the /24's cap, and one of an IPv6 client its /48 either way.
+func TestUseSpooledBeforeIPv4Caps(t *testing.T) {
+	var old Spooled
+	if err := json.Unmarshal([]byte(`{"click":{"IP":"192.0.2.1"},"use":{"D":"d","Limit":50,"PrefixLimit":500}}`), &old); err != nil {
+		t.Fatal(err)
+	}
+	if c := claimOf(&Click{IP: "192.0.2.1"}, old.Use); c.counted() {
+		t.Errorf("an IPv4 click spooled before /24 caps: claim %+v counts its /24", c)
+	}
+	if c := claimOf(&Click{IP: "2001:db8:1::1"}, old.Use); !c.counted() || c.PrefixLimit != 500 {
+		t.Errorf("an IPv6 click spooled before /24 caps: claim %+v, want its /48 under 500", c)
+	}
+	j := &Judge{NetworkDailyClicks: 50, PrefixDailyClicks: 500, IPv4PrefixDailyClicks: 1000}
+	for ip, want := range map[string]int{"192.0.2.1": 1000, "::ffff:192.0.2.1": 1000, "2001:db8:1::1": 500} {
+		c := &Click{IP: ip, AdID: "ad", Time: t0}
+		b, err := json.Marshal(Spooled{Click: *c, Use: j.Check(c, Auth{}, Intent{}, "")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back Spooled
+		if err := json.Unmarshal(b, &back); err != nil {
+			t.Fatal(err)
+		}
+		if cl := claimOf(&back.Click, back.Use); !cl.counted() || cl.PrefixLimit != want {
+			t.Errorf("%s: claim %+v of a spooled Use of Check, want its prefix under %d", ip, cl, want)
 		}
 	}
 }

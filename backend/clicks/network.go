@@ -36,8 +36,10 @@ func networkOf(a netip.Addr) string {
 // address's /48 ("2001:db8:1::/48"), what a tunnel broker hands anyone,
 // 65,536 networks; an IPv4 address's /24 ("192.0.2.0/24"), 256 addresses,
 // what a hosting provider rents by the month (a 6to4 address is its IPv4
-// address: Network). It is "" for what is no address. IsIPv4Prefix tells
-// the two apart, each with a cap of its own.
+// address: Network, and so is an IPv4-mapped one). It is "" for what is
+// no address, a Prefix or an IPv6 Network among them: callers take it of
+// the client's address, never of what Network or Prefix returned.
+// IsIPv4Prefix tells the two apart, each with a cap of its own.
 func Prefix(ip string) string {
 	a, ok := clientAddr(ip)
 	if !ok {

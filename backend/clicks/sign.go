@@ -361,8 +361,9 @@ const (
 	// ReasonNetworkCap: the client's network had its daily cap of billable
 	// clicks.
 	ReasonNetworkCap = "network_cap"
-	// ReasonPrefixCap: the client's IPv6 /48 had its daily cap of billable
-	// clicks, whichever of its networks they came from.
+	// ReasonPrefixCap: the client's IPv6 /48 or IPv4 /24 (Prefix) had its
+	// daily cap of billable clicks, whichever of its networks they came
+	// from.
 	ReasonPrefixCap = "prefix_cap"
 	// ReasonOverBudget: the ad's advertiser had spent its daily budget;
 	// its ads no longer show, and clicks on links issued before land
@@ -374,7 +375,7 @@ const (
 	// ReasonLate: the click was spooled while the shared record did not
 	// answer and reached it more than ShipHorizon after it was made, when
 	// the record may no longer keep the decision, windows and caps of its day (the
-	// /48's count would start from zero): it lands unbilled.
+	// prefix's count would start from zero): it lands unbilled.
 	ReasonLate = "late"
 )
 

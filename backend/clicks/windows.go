@@ -57,8 +57,9 @@ type Claim struct {
 
 // claimOf is the Claim of click c under u's caps.
 func claimOf(c *Click, u Use) Claim {
+	prefix, limit := u.PrefixOf(c)
 	return Claim{Network: Network(c.IP), AdID: c.AdID, At: c.Time, Limit: u.Limit,
-		Prefix: Prefix(c.IP), PrefixLimit: u.PrefixLimit}
+		Prefix: prefix, PrefixLimit: limit}
 }
 
 // counted reports whether c's prefix is checked and counted.

@@ -230,7 +230,8 @@ func TestLoadReportsEveryProblem(t *testing.T) {
 			"-retention", "1h", "-impression-window", "90s", "-impression-prefix-networks", "-2", "-redis", "http://:hunter2@cache:6379",
 			"-admin-hosts", "ok.example,http://a.example,b.example:9464,-c.example,d..example"},
 		env(map[string]string{"ADLINK_FETCH_ALLOW_PRIVATE": "maybe", "ADLINK_DEMO": "yes please", "ADLINK_RATE_KEY_BURST": "lots",
-			"ADLINK_LOG_LEVEL": "loud", "ADLINK_CLICK_TTL": "a day", "ADLINK_RETENTION": "forever", "ADLINK_RATE_PAGES_NETWORK_SHARE": "0"}), io.Discard)
+			"ADLINK_LOG_LEVEL": "loud", "ADLINK_CLICK_TTL": "a day", "ADLINK_RETENTION": "forever", "ADLINK_RATE_PAGES_NETWORK_SHARE": "0",
+			"ADLINK_IPV4_PREFIX_DAILY_CLICKS": "a thousand"}), io.Discard)
 	if err == nil {
 		t.Fatal("Load accepted a bad configuration")
 	}
@@ -238,7 +239,7 @@ func TestLoadReportsEveryProblem(t *testing.T) {
 		"ADLINK_RATE_KEY_BURST", "ADLINK_LOG_LEVEL", "rate-key 0", `invalid value "fast" for flag -rate-ip`, "rate-ip-burst 0", "rate-pages -1",
 		"flag provided but not defined: -nope", `unexpected argument "stray"`, "bad flag syntax: -=x",
 		`click key "k1": secret of 5 bytes`, "ADLINK_CLICK_TTL", "site-token-ttl 0s", "rate-key-network-share 1.5", "rate-pages-network-share 0:", "network-daily-clicks 0", "prefix-daily-clicks -1",
-		"ipv4-prefix-daily-clicks -3",
+		"ipv4-prefix-daily-clicks -3", `ADLINK_IPV4_PREFIX_DAILY_CLICKS="a thousand": want a whole number`,
 		"impression-window 1m30s: want whole minutes", "impression-prefix-networks -2: want 0", "ADLINK_RETENTION", "retention 1h0m0s: want 0", "redis: want a redis:// or rediss:// URL",
 		`admin-hosts "http://a.example"`, `admin-hosts "b.example:9464"`, `admin-hosts "-c.example"`, `admin-hosts "d..example"`} {
 		if n := strings.Count(err.Error(), want); n != 1 {

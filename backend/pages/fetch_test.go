@@ -418,7 +418,8 @@ func TestFetchRobotsConnectedThenFailed(t *testing.T) {
 // TestFetchRobotsCutShortDisallows: a robots.txt longer than a
 // connection may read (its cap follows the page's) is cut off with no
 // rules read; it disallows, as one in error does, rather than allow
-// everything it may have forbidden.
+// everything it may have forbidden, and the page says robots.txt was
+// unavailable, not that its rules disallow it.
 func TestFetchRobotsCutShortDisallows(t *testing.T) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/robots.txt", func(w http.ResponseWriter, r *http.Request) {
@@ -427,8 +428,10 @@ func TestFetchRobotsCutShortDisallows(t *testing.T) {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, htmlPage) })
 	ts := serve(t, mux)
 	f := newFetcher(t, FetchOptions{AllowPrivate: true, MaxBytes: 1 << 10})
-	if _, err := f.Fetch(context.Background(), ts.URL+"/page", nil); !errors.Is(err, ErrRobots) {
-		t.Fatalf("Fetch under a robots.txt cut short = %v, want robots.txt disallows fetching", err)
+	_, err := f.Fetch(context.Background(), ts.URL+"/page", nil)
+	var fe *FetchError
+	if !errors.Is(err, ErrRobots) || !errors.Is(err, ErrRobotsUnavailable) || !errors.As(err, &fe) || fe.Reason != "robots.txt unavailable" {
+		t.Fatalf("Fetch under a robots.txt cut short = %v, want robots.txt unavailable: no rules were read", err)
 	}
 }
 

@@ -196,8 +196,8 @@ func recordArgs(ps []*pendingClick) []any {
 			// The budget counts no spend in another currency.
 			reason[i] = clicks.ReasonOverBudget
 		}
-		if p := clicks.Prefix(c.IP); p != "" && u.PrefixLimit > 0 {
-			prefix[i], prefixLimit[i] = p, int32(min(u.PrefixLimit, math.MaxInt32))
+		if p, limit := u.PrefixOf(c); p != "" && limit > 0 {
+			prefix[i], prefixLimit[i] = p, int32(min(limit, math.MaxInt32))
 		}
 	}
 	return []any{at, adID, adType, context, apiKey, siteID, criterion, ykTag, ip, userAgent, country, advertiser,
@@ -252,7 +252,7 @@ func (l Ledger) Ship(ctx context.Context, batch []clicks.Spooled) error {
 			return fmt.Errorf("postgres: ship: click %d has no id or no time", i)
 		}
 		if c.Reason == "" && c.Time.Before(late) {
-			// Its network's claims and its /48's count may be forgotten:
+			// Its network's claims and its prefix's count may be forgotten:
 			// judged by them, it could bill past the caps.
 			lc := *c
 			lc.Billable, lc.Reason = false, clicks.ReasonLate

@@ -113,7 +113,7 @@ const (
 	prefixLockClass = 0x61646c70 // "adlp"
 )
 
-// claim judges and records one claim in tx. The /48's and the network's
+// claim judges and records one claim in tx. The prefix's and the network's
 // advisory locks, held to the commit, make their claims take turns, and
 // each statement of a READ COMMITTED transaction sees what the turns
 // before it committed. A network's claims more than three days old are

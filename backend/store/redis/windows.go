@@ -29,7 +29,7 @@ import (
 // windows) judges the claim. That keeps one click per network and ad per
 // window within each replica, but not across them: during an outage a
 // network can bill an ad once on each replica, and its daily cap and its
-// /48's once on each; and what the fallback recorded is not in Redis, so
+// prefix's once on each; and what the fallback recorded is not in Redis, so
 // a click billed during the outage does not make a click after it a
 // repeat on Redis.
 type Windows struct {
@@ -48,10 +48,10 @@ func (c *Client) Windows(fallback clicks.Windows) *Windows {
 
 // claimScript judges and records one claim. KEYS: the network and ad's
 // time on the day before, the day and the day after; the network's count
-// on the day; the /48's count on the day. ARGV: the claim's Unix seconds
-// and nanoseconds, the window in nanoseconds, the network's cap (<= 0:
-// none), the keys' expiry in milliseconds, the /48's cap (<= 0: none, and
-// its count is left alone).
+// on the day; the prefix's (/48's or /24's) count on the day. ARGV: the
+// claim's Unix seconds and nanoseconds, the window in nanoseconds, the
+// network's cap (<= 0: none), the keys' expiry in milliseconds, the
+// prefix's cap (<= 0: none, and its count is left alone).
 // Times are split in two because Lua's numbers are doubles: the gap of
 // two nearby times in nanoseconds is exact, their Unix nanoseconds are not.
 var claimScript = redis.NewScript(`

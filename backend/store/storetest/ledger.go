@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strconv"
 	"sync"
@@ -142,11 +143,11 @@ func Ledger(t *testing.T, fresh func(t *testing.T) Opener[LedgerParts]) {
 	})
 
 	// in48 is the address of the i-th /64 of the /48 2001:db8:7::/48, and
-	// capped a Use of d under a /48 cap of limit.
+	// capped a Use of d under a prefix cap of limit, as Check makes it.
 	in48 := func(i int) string { return "2001:db8:7:" + strconv.FormatInt(int64(i), 16) + "::1" }
 	capped := func(d string, limit int) clicks.Use {
 		u := use(d)
-		u.PrefixLimit = limit
+		u.PrefixLimit, u.IPv4Capped = limit, true
 		return u
 	}
 
@@ -179,12 +180,68 @@ func Ledger(t *testing.T, fresh func(t *testing.T) Opener[LedgerParts]) {
 			t.Errorf("another /48: %q, want billable", c.Reason)
 		}
 		if c := record(t, p.Ledger, click("192.0.2.1", "a", t0), capped("v4", 1)); !c.Billable {
-			t.Errorf("an IPv4 client under a /48 cap: %q, want billable", c.Reason)
+			t.Errorf("an IPv4 client, the first of its /24: %q, want billable", c.Reason)
 		}
 		next := capped("next-day", limit)
 		next.Expires = t0.Add(48 * time.Hour)
 		if c := record(t, p.Ledger, click(in48(99), "a", t0.Add(24*time.Hour)), next); !c.Billable {
 			t.Errorf("the next UTC day: %q, want billable", c.Reason)
+		}
+	})
+
+	// An IPv4 /24 is counted as a /48 is, whichever way its addresses are
+	// spelled: the ledger takes each click's Prefix of its address (an
+	// IPv4-mapped or 6to4 one is its IPv4 address), as the redirect does.
+	t.Run("PrefixCapHoldsConcurrentClicksOfAnIPv4s24", func(t *testing.T) {
+		p, _ := open(t, fresh(t))
+		const n, limit = 30, 7
+		in24 := func(i int) string {
+			switch i % 3 {
+			case 1:
+				return "::ffff:192.0.2." + strconv.Itoa(i+1)
+			case 2:
+				return fmt.Sprintf("2002:c000:2%02x:%x::1", i+1, i) // 192.0.2.(i+1)
+			}
+			return "192.0.2." + strconv.Itoa(i+1)
+		}
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				c := click(in24(i), "a", t0)
+				if err := p.Ledger.Record(within(t, 10*time.Second), &c, capped("d"+strconv.Itoa(i), limit)); err != nil {
+					t.Errorf("Record: %v", err)
+				}
+			})
+		}
+		wg.Wait()
+		billed := 0
+		for _, c := range logged(t, p) {
+			switch {
+			case c.Billable:
+				billed++
+			case c.Reason != clicks.ReasonPrefixCap:
+				t.Errorf("a click from %s refused as %q, want prefix_cap", c.IP, c.Reason)
+			}
+		}
+		if billed != limit {
+			t.Errorf("%d of %d concurrent clicks from the addresses of one /24 billed, want its cap %d", billed, n, limit)
+		}
+		for _, ip := range []string{"192.0.2.200", "::ffff:192.0.2.201", "2002:c000:2ca::1"} {
+			if c := record(t, p.Ledger, click(ip, "a", t0), capped("again-"+ip, limit)); c.Reason != clicks.ReasonPrefixCap {
+				t.Errorf("%s of the /24 at its cap: %q, want %q", ip, c.Reason, clicks.ReasonPrefixCap)
+			}
+		}
+		// A click spooled by a version that capped no /24: its Use's cap is
+		// the /48's, and the /24 is not checked.
+		old := capped("spooled-before", limit)
+		old.IPv4Capped = false
+		if c := record(t, p.Ledger, click("192.0.2.210", "a", t0), old); !c.Billable {
+			t.Errorf("a click spooled before /24 caps, of the /24 at its cap: %q, want billable", c.Reason)
+		}
+		for _, ip := range []string{"192.0.3.1", "2002:c000:302::1", in48(0)} {
+			if c := record(t, p.Ledger, click(ip, "a", t0), capped("other-"+ip, limit)); !c.Billable {
+				t.Errorf("%s, out of the /24: %q, want billable", ip, c.Reason)
+			}
 		}
 	})
 
