@@ -204,6 +204,25 @@ func TestClickTokenBindsItsLink(t *testing.T) {
 	}
 }
 
+// clickEach clicks, from each of ips in turn, the first ad of an answer of
+// its own, and counts the clicks that billed and those refused as
+// prefix_cap; any other reason fails t.
+func (e *signedEnv) clickEach(t *testing.T, ips []string) (billed, capped int) {
+	t.Helper()
+	for _, ip := range ips {
+		l := e.links(t, "q=lg+handy&loc=de&api_key=demo&site_id=demo")[0]
+		switch c := e.click(t, l, ip, browserUA); {
+		case c.Billable:
+			billed++
+		case c.Reason == clicks.ReasonPrefixCap:
+			capped++
+		default:
+			t.Errorf("click from %s: %q", ip, c.Reason)
+		}
+	}
+	return billed, capped
+}
+
 // One holder of an IPv6 /48 (a tunnel broker gives one to anyone) has
 // 65,536 /64s, each a network with its windows and daily cap: clicking one
 // ad from its /64s, each on an answer of its own, bills no more than
@@ -217,20 +236,11 @@ func TestPrefixDailyCap(t *testing.T) {
 	dir := t.TempDir()
 	w, db := openWindows(t, dir)
 	env := newSignedEnvWith(t, set, w)
-	billed, capped := 0, 0
+	var ips []string
 	for i := range 10 {
-		l := env.links(t, "q=lg+handy&loc=de&api_key=demo&site_id=demo")[0]
-		c := env.click(t, l, fmt.Sprintf("2001:db8:48:%x::1", i+1), browserUA)
-		switch {
-		case c.Billable:
-			billed++
-		case c.Reason == clicks.ReasonPrefixCap:
-			capped++
-		default:
-			t.Errorf("click from /64 %d: %q", i+1, c.Reason)
-		}
+		ips = append(ips, fmt.Sprintf("2001:db8:48:%x::1", i+1))
 	}
-	if billed != limit || capped != 10-limit {
+	if billed, capped := env.clickEach(t, ips); billed != limit || capped != 10-limit {
 		t.Errorf("one ad from 10 /64s of one /48 at a cap of %d: %d billable, %d prefix_cap", limit, billed, capped)
 	}
 	// The /48's count is in the windows' file: a restart keeps it.
@@ -296,18 +306,11 @@ func TestIPv4PrefixDailyCap(t *testing.T) {
 	w, db := openWindows(t, dir)
 	env := newSignedEnvWith(t, set, w)
 	link := func() string { return env.links(t, "q=lg+handy&loc=de&api_key=demo&site_id=demo")[0] }
-	billed, capped := 0, 0
+	var ips []string
 	for i := range 10 {
-		c := env.click(t, link(), fmt.Sprintf("198.51.100.%d", 10+i), browserUA)
-		switch {
-		case c.Billable:
-			billed++
-		case c.Reason == clicks.ReasonPrefixCap:
-			capped++
-		default:
-			t.Errorf("click from address %d: %q", i, c.Reason)
-		}
+		ips = append(ips, fmt.Sprintf("198.51.100.%d", 10+i))
 	}
+	billed, capped := env.clickEach(t, ips)
 	if billed != limit || capped != 10-limit {
 		t.Errorf("one ad from 10 addresses of one /24 at a cap of %d: %d billable, %d prefix_cap", limit, billed, capped)
 	}
