@@ -151,13 +151,16 @@ func Ledger(t *testing.T, fresh func(t *testing.T) Opener[LedgerParts]) {
 		return u
 	}
 
-	t.Run("PrefixCapHoldsConcurrentClicks", func(t *testing.T) {
-		p, _ := open(t, fresh(t))
-		const n, limit = 40, 7
+	// billedAtOnce records n clicks on one ad at once, the i-th from
+	// addr(i), each on a decision of its own under a prefix cap of limit,
+	// and returns how many billed; a click refused for another reason than
+	// the prefix's cap fails t.
+	billedAtOnce := func(t *testing.T, p LedgerParts, n, limit int, addr func(int) string) int {
+		t.Helper()
 		var wg sync.WaitGroup
 		for i := range n {
 			wg.Go(func() {
-				c := click(in48(i), "a", t0)
+				c := click(addr(i), "a", t0)
 				if err := p.Ledger.Record(within(t, 10*time.Second), &c, capped("d"+strconv.Itoa(i), limit)); err != nil {
 					t.Errorf("Record: %v", err)
 				}
@@ -170,10 +173,16 @@ func Ledger(t *testing.T, fresh func(t *testing.T) Opener[LedgerParts]) {
 			case c.Billable:
 				billed++
 			case c.Reason != clicks.ReasonPrefixCap:
-				t.Errorf("a click refused as %q, want prefix_cap", c.Reason)
+				t.Errorf("a click from %s refused as %q, want prefix_cap", c.IP, c.Reason)
 			}
 		}
-		if billed != limit {
+		return billed
+	}
+
+	t.Run("PrefixCapHoldsConcurrentClicks", func(t *testing.T) {
+		p, _ := open(t, fresh(t))
+		const n, limit = 40, 7
+		if billed := billedAtOnce(t, p, n, limit, in48); billed != limit {
 			t.Errorf("%d of %d concurrent clicks from the /64s of one /48 billed, want its cap %d", billed, n, limit)
 		}
 		if c := record(t, p.Ledger, click("2001:db8:8::1", "a", t0), capped("other", limit)); !c.Billable {
@@ -204,26 +213,7 @@ func Ledger(t *testing.T, fresh func(t *testing.T) Opener[LedgerParts]) {
 			}
 			return "192.0.2." + strconv.Itoa(i+1)
 		}
-		var wg sync.WaitGroup
-		for i := range n {
-			wg.Go(func() {
-				c := click(in24(i), "a", t0)
-				if err := p.Ledger.Record(within(t, 10*time.Second), &c, capped("d"+strconv.Itoa(i), limit)); err != nil {
-					t.Errorf("Record: %v", err)
-				}
-			})
-		}
-		wg.Wait()
-		billed := 0
-		for _, c := range logged(t, p) {
-			switch {
-			case c.Billable:
-				billed++
-			case c.Reason != clicks.ReasonPrefixCap:
-				t.Errorf("a click from %s refused as %q, want prefix_cap", c.IP, c.Reason)
-			}
-		}
-		if billed != limit {
+		if billed := billedAtOnce(t, p, n, limit, in24); billed != limit {
 			t.Errorf("%d of %d concurrent clicks from the addresses of one /24 billed, want its cap %d", billed, n, limit)
 		}
 		for _, ip := range []string{"192.0.2.200", "::ffff:192.0.2.201", "2002:c000:2ca::1"} {
