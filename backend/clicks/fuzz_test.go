@@ -162,8 +162,8 @@ func FuzzNetwork(f *testing.F) {
 // has one, which holds its Network, and every spelling of an IPv4 address
 // of one /24 (IPv4-mapped, with a zone, 6to4 with any subnet and
 // interface) maps to the /24's, as every address of one IPv6 /48 maps to
-// the /48's (but the IPv4-mapped ones of ::/48); IsIPv4Prefix tells the two apart. A Prefix is no address: its
-// own Prefix is "".
+// the /48's (but the IPv4-mapped ones of ::/48); IsIPv4Prefix tells the
+// two apart. A Prefix is no address: its own Prefix is "".
 func FuzzPrefix(f *testing.F) {
 	for _, s := range []string{"192.0.2.1", "::ffff:192.0.2.1", "::ffff:192.0.2.1%z", "2002:c000:201:7::1", "2002:c000:2ff::",
 		"2001:db8:1:2::5%eth0", "::c000:201", "192.0.2.0/24", "2001:db8:1::/48", "x", "", " 198.51.100.7 "} {
