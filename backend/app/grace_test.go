@@ -391,14 +391,23 @@ func feedApp(t *testing.T, ads []match.Ad) (*App, config.Config, string, *testCl
 	key := clicks.Key{ID: "k", Secret: bytes.Repeat([]byte{9}, 32)}
 	cfg.ClickKeys = []clicks.Key{key}
 	clock := &testClock{now: time.Now()}
-	a, err := New(cfg, Options{Now: clock.Now})
+	a, keys := startSigning(t, cfg, Options{Now: clock.Now})
+	return a, cfg, path, clock, keys
+}
+
+// startSigning starts the app of cfg with opts, closed when t ends, and
+// returns it with the keys of cfg.ClickKeys, to sign and check its
+// links' tokens in the test.
+func startSigning(t *testing.T, cfg config.Config, opts Options) (*App, *clicks.Keys) {
+	t.Helper()
+	a, err := New(cfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { a.Close() })
-	keys, err := clicks.NewKeys(key)
+	keys, err := clicks.NewKeys(cfg.ClickKeys...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return a, cfg, path, clock, keys
+	return a, keys
 }

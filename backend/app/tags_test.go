@@ -207,15 +207,7 @@ func TestPageTagsAskNoStoreThatFailedJustNow(t *testing.T) {
 	cfg.ClickKeys = []clicks.Key{key}
 	cfg.KeyRate, cfg.KeyBurst, cfg.IPRate, cfg.IPBurst = 1e9, 1e9, 1e9, 1e9
 	logs := &syncLog{}
-	a, err := New(cfg, Options{Now: clock.Now, Logger: slog.New(slog.NewTextHandler(logs, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { a.Close() })
-	keys, err := clicks.NewKeys(key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, keys := startSigning(t, cfg, Options{Now: clock.Now, Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	signed, err := url.Parse(adURL(t, a.Handler))
 	if err != nil {
 		t.Fatal(err)
