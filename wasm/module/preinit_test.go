@@ -243,26 +243,14 @@ func TestPreinitRefuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	secs, err := readSections(plain)
-	if err != nil {
-		t.Fatal(err)
-	}
-	noInit := map[int][]byte{}
-	for i, s := range secs {
-		if s.id == secExport {
-			es, err := readExports(s.body)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var kept []export
-			for _, e := range es {
-				if e.name != Initialize {
-					kept = append(kept, e)
-				}
-			}
-			noInit[i] = appendExports(nil, kept)
+	secs, at, es := exportsOf(t, plain)
+	var kept []export
+	for _, e := range es {
+		if e.name != Initialize {
+			kept = append(kept, e)
 		}
 	}
+	noInit := map[int][]byte{at: appendExports(nil, kept)}
 	importsGlobal := testModule(
 		testSection{id: secImport, body: append(append(appendU32(nil, 1), "\x01m\x01g"...), exportGlobal, 0x7f, 0)},
 		memorySection, testSection{id: secGlobal, body: []byte{0}}, testSection{id: secExport, body: []byte{0}}, dataSection())
@@ -304,21 +292,10 @@ func TestBuildInitializesTheMatcher(t *testing.T) {
 	}
 	built := gcMatcher(t)
 	var initFn uint32
-	secs, err := readSections(built)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range secs {
-		if s.id == secExport {
-			es, err := readExports(s.body)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, e := range es {
-				if e.name == Initialize {
-					initFn = e.index
-				}
-			}
+	_, _, es := exportsOf(t, built)
+	for _, e := range es {
+		if e.name == Initialize {
+			initFn = e.index
 		}
 	}
 	bodies := codeBodies(t, built)
@@ -578,25 +555,11 @@ func FuzzSections(f *testing.F) {
 // exports them (globalName), to be read in a test.
 func withGlobals(t testing.TB, mod []byte) []byte {
 	t.Helper()
-	secs, err := readSections(mod)
-	if err != nil {
-		t.Fatal(err)
+	secs, at, es := exportsOf(t, mod)
+	for g := range len(goGlobals) {
+		es = append(es, export{name: globalName(g), kind: exportGlobal, index: uint32(g)})
 	}
-	for i, s := range secs {
-		if s.id != secExport {
-			continue
-		}
-		es, err := readExports(s.body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for g := range len(goGlobals) {
-			es = append(es, export{name: globalName(g), kind: exportGlobal, index: uint32(g)})
-		}
-		return replace(secs, map[int][]byte{i: appendExports(nil, es)})
-	}
-	t.Fatal("no export section")
-	return nil
+	return replace(secs, map[int][]byte{at: appendExports(nil, es)})
 }
 
 // stackOf returns the bounds of the current goroutine's stack (the g

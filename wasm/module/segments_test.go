@@ -47,20 +47,46 @@ func seg(off uint32, data string) segment { return segment{off: off, data: []byt
 // dataOf returns a module's data segments as mergeData reads them.
 func dataOf(t testing.TB, mod []byte) []segment {
 	t.Helper()
+	secs, i := sectionOf(t, mod, secData)
+	if i < 0 {
+		return nil
+	}
+	segs, err := readData(secs[i].body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return segs
+}
+
+// sectionOf returns mod's sections and the index of its first section of
+// the given id, -1 for none.
+func sectionOf(t testing.TB, mod []byte, id byte) ([]section, int) {
+	t.Helper()
 	secs, err := readSections(mod)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range secs {
-		if s.id == secData {
-			segs, err := readData(s.body)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return segs
+	for i, s := range secs {
+		if s.id == id {
+			return secs, i
 		}
 	}
-	return nil
+	return secs, -1
+}
+
+// exportsOf returns mod's sections, the index of its export section and
+// its exports; it fails t when mod has none.
+func exportsOf(t testing.TB, mod []byte) ([]section, int, []export) {
+	t.Helper()
+	secs, i := sectionOf(t, mod, secExport)
+	if i < 0 {
+		t.Fatal("no export section")
+	}
+	es, err := readExports(secs[i].body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return secs, i, es
 }
 
 // image is the memory the segments initialise, up to the end of the last;
