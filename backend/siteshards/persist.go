@@ -27,9 +27,11 @@ type savedPage struct {
 
 // save writes the sites' profiles to path, the site seen least recently
 // first, through a temporary file renamed into place: a crash leaves the
-// old file or the new one.
+// old file or the new one. Once it is in place, the profiles as written
+// are the saved ones.
 func (s *Service) save(path string) error {
 	s.mu.Lock()
+	learnt := s.learnt
 	var sites []savedSite
 	for e := s.siteLRU.Back(); e != nil; e = e.Prev() {
 		st := e.Value.(*site)
@@ -60,7 +62,13 @@ func (s *Service) save(path string) error {
 	if err := tmp.Close(); err != nil {
 		return err
 	}
-	return os.Rename(tmp.Name(), path)
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.saved = max(s.saved, learnt)
+	s.mu.Unlock()
+	return nil
 }
 
 // load reads the profiles save wrote; a missing file is no profile. The

@@ -49,6 +49,7 @@ const (
 	DefaultBuildRate    = 1.0
 	DefaultBuildBurst   = 8
 	DefaultHeadWait     = 5 * time.Second
+	DefaultSaveEvery    = 5 * time.Minute
 	// MinBudget is the smallest budget: a few dozen ads.
 	MinBudget = 8_000
 )
@@ -100,10 +101,11 @@ type Options struct {
 	// HeadWait bounds how long a manifest waits for its market's first
 	// head; meanwhile the market's own shard is served.
 	HeadWait time.Duration
-	// File, when set, keeps the sites' profiles across restarts: read by
-	// New, written by Close (a crash loses what was learnt since the last
-	// start).
-	File string
+	// File, when set, keeps the sites' profiles across restarts and
+	// crashes: read by New, written every SaveEvery while they change and
+	// by Close (a crash loses at most SaveEvery of learning).
+	File      string
+	SaveEvery time.Duration
 	// Now is the clock of Debounce and BuildRate; tests set it.
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -155,6 +157,8 @@ type Stats struct {
 	// Builds are the site shards built; HeadBuilds the heads; Refused the
 	// builds the rate or the full queue put off.
 	Builds, HeadBuilds, Refused int
+	// Saves are the profiles written to Options.File while serving.
+	Saves int
 }
 
 // Service keeps the sites' profiles and shards. Its methods are safe for
@@ -165,6 +169,7 @@ type Service struct {
 	queue   chan *job
 	stop    context.CancelFunc
 	done    chan struct{}
+	saving  chan struct{} // closed once the saver stopped
 
 	mu       sync.Mutex
 	sites    map[string]*site
@@ -176,6 +181,9 @@ type Service struct {
 	inflight int             // builds queued or running, heads building
 	changed  chan struct{}   // closed and replaced when inflight falls
 	stats    Stats
+	// learnt counts the profiles' changes; saved is its value in the
+	// file the saver last wrote.
+	learnt, saved uint64
 }
 
 // site is one site's profile and the shards built for it.
@@ -252,6 +260,9 @@ func New(o Options) *Service {
 	if o.HeadWait <= 0 {
 		o.HeadWait = DefaultHeadWait
 	}
+	if o.SaveEvery <= 0 {
+		o.SaveEvery = DefaultSaveEvery
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -260,7 +271,7 @@ func New(o Options) *Service {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Service{o: o, limiter: rate.NewLimiter(rate.Limit(o.BuildRate), o.BuildBurst),
-		queue: make(chan *job, queueLen), stop: cancel, done: make(chan struct{}),
+		queue: make(chan *job, queueLen), stop: cancel, done: make(chan struct{}), saving: make(chan struct{}),
 		sites: map[string]*site{}, siteLRU: list.New(), market: map[string]int{}, heads: map[string]*head{},
 		cache: newCache(o.MaxShards, o.MaxBytes), pending: map[string]bool{}, changed: make(chan struct{})}
 	if o.File != "" {
@@ -269,6 +280,7 @@ func New(o Options) *Service {
 		}
 	}
 	go s.build(ctx)
+	go s.keep(ctx)
 	return s
 }
 
@@ -289,10 +301,45 @@ func (s *Service) Close() error {
 	}
 	s.stop()
 	<-s.done
+	<-s.saving
 	if s.o.File != "" {
 		return s.save(s.o.File)
 	}
 	return nil
+}
+
+// keep writes the profiles to Options.File every SaveEvery while they
+// change, so that a crash loses little of what pages taught. A write that
+// fails is logged and tried again at the next tick.
+func (s *Service) keep(ctx context.Context) {
+	defer close(s.saving)
+	if s.o.File == "" {
+		return
+	}
+	t := time.NewTicker(s.o.SaveEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			s.mu.Lock()
+			changed := s.learnt != s.saved
+			s.mu.Unlock()
+			if !changed {
+				continue
+			}
+			start := time.Now()
+			if err := s.save(s.o.File); err != nil {
+				s.o.Logger.Warn("site profiles not written; trying again", "err", err, "file", s.o.File)
+				continue
+			}
+			s.mu.Lock()
+			s.stats.Saves++
+			s.mu.Unlock()
+			s.o.Logger.Debug("site profiles written", "file", s.o.File, "duration_ms", time.Since(start).Milliseconds())
+		}
+	}
 }
 
 // SiteKey names a site by its key and id: a site id is its partner's own.
@@ -320,6 +367,7 @@ func (s *Service) Observe(siteKey, pageURL string, ix *match.Index, q match.Quer
 	defer s.mu.Unlock()
 	st := s.siteLocked(siteKey)
 	if st.prof.add(pageURL, feats, s.o.PagesPerSite) {
+		s.learnt++
 		s.retopLocked(st)
 	}
 }

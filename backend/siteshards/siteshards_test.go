@@ -529,3 +529,39 @@ func TestProfilesKeptAcrossRestarts(t *testing.T) {
 		t.Errorf("%d profiles read from a broken file", st.Sites)
 	}
 }
+
+// TestProfilesKeptAcrossCrashes: while serving, the profiles are written
+// every SaveEvery once pages taught something, so a server that dies
+// without stopping gives a site the shard its profile chose; with nothing
+// new learnt, nothing is written.
+func TestProfilesKeptAcrossCrashes(t *testing.T) {
+	f := newFixture(t, 4000)
+	file := filepath.Join(t.TempDir(), siteshards.ProfilesFile)
+	o := siteshards.Options{HeadWait: time.Hour, Budget: 20_000, File: file, SaveEvery: 20 * time.Millisecond}
+	svc := siteshards.New(o)
+	defer svc.Close() // only once the test is over: the "crashed" server's file is read before
+	settle(t, svc, f.request("v1", "new"))
+	time.Sleep(100 * time.Millisecond)
+	if st := svc.Stats(); st.Saves != 0 {
+		t.Errorf("%d saves with nothing learnt", st.Saves)
+	}
+	observe(svc, f, "s", f.categoryPages(t, "s", f.lowBidCategories(3), 6))
+	before := settle(t, svc, f.request("v1", "s"))
+	for deadline := time.Now().Add(10 * time.Second); svc.Stats().Saves == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the profiles were not written in 10 s")
+		}
+	}
+	saves := svc.Stats().Saves
+	time.Sleep(100 * time.Millisecond)
+	if st := svc.Stats(); st.Saves != saves {
+		t.Errorf("%d saves, then %d with nothing new learnt", saves, st.Saves)
+	}
+
+	again := siteshards.New(o)
+	defer again.Close()
+	after := settle(t, again, f.request("v1", "s"))
+	if after.Head || after.Blob.SHA256 != before.Blob.SHA256 {
+		t.Errorf("after a crash the site got %s (head %v), before %s", after.Blob.SHA256, after.Head, before.Blob.SHA256)
+	}
+}
