@@ -392,13 +392,19 @@ func unsignedJSON(tb testing.TB, b []byte) any {
 // get fetches u and fails the test unless it answers 200.
 func get(tb testing.TB, u string) []byte {
 	tb.Helper()
+	return getStatus(tb, u, http.StatusOK)
+}
+
+// getStatus fetches u and fails the test unless it answers status.
+func getStatus(tb testing.TB, u string, status int) []byte {
+	tb.Helper()
 	res, err := http.Get(u)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	defer res.Body.Close()
 	body, err := io.ReadAll(res.Body)
-	if err != nil || res.StatusCode != http.StatusOK {
+	if err != nil || res.StatusCode != status {
 		tb.Fatalf("GET %s: %d %s %v", u, res.StatusCode, body, err)
 	}
 	return body

@@ -39,6 +39,11 @@ var (
 	locationSearch string
 	//go:embed testdata/search/back.js
 	historyBack string
+	// searchError, called with q and options, is the message adlink.search
+	// fails with.
+	//
+	//go:embed testdata/search/search_error.js
+	searchError string
 )
 
 // TestSearchPageEqualsServer: the demo search page matches in the page and
@@ -159,4 +164,35 @@ func TestSearchPageAddress(t *testing.T) {
 		t.Errorf("back: %q, want %q", got, want)
 	}
 	br.noConsoleErrors(t)
+}
+
+// TestSearchErrorNamesParameter: adlink.search with a market the server
+// refuses fails with the server's own message, naming the parameter, as
+// /v2/search/link does, not only the manifest's status.
+func TestSearchErrorNamesParameter(t *testing.T) {
+	br := newBrowser(t)
+	b := startBackend(t)
+	br.do(t, chromedp.Navigate(b.URL+"/demo/search.html"))
+	for _, tc := range []struct {
+		options map[string]string
+		server  url.Values
+	}{
+		{map[string]string{"loc": "deu"}, url.Values{"loc": {"deu"}}},
+		{map[string]string{"loc": "de", "lang": "deutsch"}, url.Values{"loc": {"de"}, "lang": {"deutsch"}}},
+	} {
+		v := url.Values{"q": {"handy"}, "api_key": {"demo"}, "site_id": {"demo"}}
+		for k, vs := range tc.server {
+			v[k] = vs
+		}
+		var server struct{ Error struct{ Message string } }
+		if err := json.Unmarshal(getStatus(t, b.URL+"/v2/search/link?"+v.Encode(), http.StatusBadRequest), &server); err != nil {
+			t.Fatal(err)
+		}
+		if server.Error.Message == "" {
+			t.Fatalf("%v: the server gives no message; the test compares nothing", tc.options)
+		}
+		if got, want := evalCall[string](t, br, searchError, "handy", tc.options), "adlink: "+server.Error.Message; got != want {
+			t.Errorf("%v: adlink.search fails with %q, want %q", tc.options, got, want)
+		}
+	}
 }

@@ -240,6 +240,9 @@
     if (!c || Date.now() >= c.until) {
       c = manifests[key] = { until: Infinity };
       c.p = getJSON("/v2/shards", { api_key: config.apiKey, site_id: config.siteId, loc: loc, lang: lang }).then(function (r) {
+        // A refused request's message names the parameter, as /v2/search/link's would.
+        var e = r.body && r.body.error;
+        if (e && e.message) throw new Error("adlink: " + e.message);
         if (r.status !== 200 || !r.body || !r.body.shard) throw new Error("adlink: no shard for " + key + " (HTTP " + r.status + ")");
         if (!r.body.matcher) throw new Error("adlink: the server has no matcher.wasm");
         var exp = r.body.tok ? +String(r.body.tok).split(".")[1] : NaN;

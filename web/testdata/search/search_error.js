@@ -1,0 +1,1 @@
+(q, options) => adlink.search(q, options).then(() => "no error", (e) => e.message)
