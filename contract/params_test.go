@@ -53,6 +53,45 @@ func TestCountries(t *testing.T) {
 	}
 }
 
+// iso639 lists the ISO 639-1 codes, then those withdrawn that pages and
+// older software still write (iw for he, in for id, ...).
+const (
+	iso639 = "aa ab ae af ak am an ar as av ay az ba be bg bi bm bn bo br bs ca ce ch co cr cs cu cv cy da de dv dz " +
+		"ee el en eo es et eu fa ff fi fj fo fr fy ga gd gl gn gu gv ha he hi ho hr ht hu hy hz ia id ie ig ii ik io is it iu " +
+		"ja jv ka kg ki kj kk kl km kn ko kr ks ku kv kw ky la lb lg li ln lo lt lu lv mg mh mi mk ml mn mr ms mt my " +
+		"na nb nd ne ng nl nn no nr nv ny oc oj om or os pa pi pl ps pt qu rm rn ro ru rw sa sc sd se sg si sk sl sm sn so " +
+		"sq sr ss st su sv sw ta te tg th ti tk tl tn to tr ts tt tw ty ug uk ur uz ve vi vo wa wo xh yi yo za zh zu"
+	iso639Withdrawn = "bh in iw ji jw mo sh"
+)
+
+// TestLanguages: lang accepts exactly the codes of the lists, in either
+// case, as loc accepts only countries: a two-letter typo (ge for de) is
+// refused, not answered with no ads.
+func TestLanguages(t *testing.T) {
+	list := strings.Fields(iso639)
+	if len(list) != 183 {
+		t.Fatalf("the list has %d codes", len(list))
+	}
+	want := map[string]bool{}
+	for _, c := range append(list, strings.Fields(iso639Withdrawn)...) {
+		want[c] = true
+	}
+	for a := byte('a'); a <= 'z'; a++ {
+		for b := byte('a'); b <= 'z'; b++ {
+			for _, s := range []string{string([]byte{a, b}), string([]byte{a - 32, b}), string([]byte{a - 32, b - 32})} {
+				v, msg := ParseLang(s)
+				if got := msg == ""; got != want[string([]byte{a, b})] {
+					t.Errorf("lang=%s: %q %q", s, v, msg)
+				} else if got && v != string([]byte{a, b}) {
+					t.Errorf("lang=%s read as %q", s, v)
+				} else if !got && !strings.HasPrefix(msg, "lang must be a two-letter ISO 639-1 language code") {
+					t.Errorf("lang=%s: message %q", s, msg)
+				}
+			}
+		}
+	}
+}
+
 func TestParamRules(t *testing.T) {
 	ok := func(what, msg string) {
 		t.Helper()
@@ -157,6 +196,9 @@ func FuzzParamRules(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		if v, msg := ParseCountry(s); msg == "" && v != UseGeo && (!alpha2.MatchString(v) || !IsCountry(v)) {
 			t.Fatalf("loc %q accepted as %q", s, v)
+		}
+		if v, msg := ParseLang(s); msg == "" && v != UseLocale && !alpha2.MatchString(v) {
+			t.Fatalf("lang %q accepted as %q", s, v)
 		}
 		if _, msgs := ParseFields(s, SearchFieldNames); len(msgs) > 0 && !strings.HasPrefix(msgs[0], "fields") {
 			t.Fatalf("fields message %q", msgs[0])

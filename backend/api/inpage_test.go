@@ -182,6 +182,7 @@ func TestShardManifestErrors(t *testing.T) {
 		"site_id=demo&loc=de&lang=de":                {400, CodeMissingParameter, "api_key"},
 		"api_key=demo&site_id=demo&loc=deu":          {400, CodeInvalidParameter, "loc"},
 		"api_key=demo&site_id=demo&loc=de&lang=ger":  {400, CodeInvalidParameter, "lang"},
+		"api_key=demo&site_id=demo&loc=de&lang=qq":   {400, CodeInvalidParameter, "lang"},
 		"api_key=nobody&site_id=demo&loc=de&lang=de": {401, CodeUnknownAPIKey, "api_key"},
 		"api_key=k2&site_id=demo&loc=de&lang=de":     {403, CodeForeignSite, "site_id"},
 	} {

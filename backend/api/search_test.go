@@ -46,6 +46,7 @@ func TestSearchBadInput(t *testing.T) {
 		{"loc=1", "q=handy&api_key=demo&site_id=demo&loc=1", 400, CodeInvalidParameter, "loc"},
 		{"loc=d1", "q=handy&api_key=demo&site_id=demo&loc=d1", 400, CodeInvalidParameter, "loc"},
 		{"lang=german", "q=handy&api_key=demo&site_id=demo&lang=german", 400, CodeInvalidParameter, "lang"},
+		{"lang=ge", "q=handy&api_key=demo&site_id=demo&lang=ge", 400, CodeInvalidParameter, "lang"},
 		{"fields=price,colour", "q=handy&api_key=demo&site_id=demo&fields=price,colour", 400, CodeInvalidParameter, "fields"},
 		{"logo.dim=80X80", "q=handy&api_key=demo&site_id=demo&logo.dim=80X80", 400, CodeInvalidParameter, "logo.dim"},
 		{"ad_type=banner", "q=handy&api_key=demo&site_id=demo&ad_type=banner", 400, CodeInvalidParameter, "ad_type"},
