@@ -179,6 +179,7 @@ func TestSearchErrorNamesParameter(t *testing.T) {
 	}{
 		{map[string]string{"loc": "deu"}, url.Values{"loc": {"deu"}}},
 		{map[string]string{"loc": "de", "lang": "deutsch"}, url.Values{"loc": {"de"}, "lang": {"deutsch"}}},
+		{map[string]string{"loc": "de", "lang": "ge"}, url.Values{"loc": {"de"}, "lang": {"ge"}}},
 	} {
 		v := url.Values{"q": {"handy"}, "api_key": {"demo"}, "site_id": {"demo"}}
 		for k, vs := range tc.server {
