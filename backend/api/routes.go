@@ -44,6 +44,10 @@ func (s *server) routes(mux *http.ServeMux) {
 
 	// CORS preflight of a /v2 request.
 	mux.Handle("OPTIONS /v2/", s.plain(s.preflight))
+	// A /v2 path that names no endpoint (a typo) answers its 404 as the
+	// API does, readable by a page's fetch and as JSONP, so the page sees
+	// the path named rather than a failed request.
+	mux.Handle("GET /v2/", s.jsonp(s.notFound))
 
 	mux.Handle("/", s.plain(s.notFound))
 }

@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strings"
@@ -171,6 +172,41 @@ func TestSearchJSONP(t *testing.T) {
 				t.Errorf("JSONP body\n%s\nwant\n%s", got, wrapped)
 			}
 		})
+	}
+}
+
+// TestV2UnknownPathAsTheAPI: a path under /v2 that names no endpoint (a
+// typo, /v2/search/links) answers its 404 as the API answers: readable by
+// a page's fetch from any origin, and as JSONP to a script tag with a
+// callback, whose status is in the body. Elsewhere a 404 stays plain.
+func TestV2UnknownPathAsTheAPI(t *testing.T) {
+	ts := httptest.NewServer(newEnv(t, fixture()).handler)
+	defer ts.Close()
+	get := func(target string) (*http.Response, string) {
+		t.Helper()
+		res, err := http.Get(ts.URL + target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res, string(readBody(t, res))
+	}
+	res, body := get("/v2/search/links?q=handy&api_key=demo&site_id=demo")
+	if res.StatusCode != http.StatusNotFound || res.Header.Get("Access-Control-Allow-Origin") != "*" ||
+		!strings.Contains(body, `"code":"not_found"`) || !strings.Contains(body, "/v2/search/links") {
+		t.Errorf("fetch: %d, Access-Control-Allow-Origin %q, %s", res.StatusCode, res.Header.Get("Access-Control-Allow-Origin"), body)
+	}
+	res, jsonp := get("/v2/search/links?q=handy&api_key=demo&site_id=demo&callback=cb")
+	if want := "/**/cb({\"http_status\":404," + body[1:] + ");"; res.StatusCode != http.StatusOK || jsonp != want ||
+		res.Header.Get("Content-Type") != "text/javascript; charset=utf-8" {
+		t.Errorf("JSONP: %d %q\n%s\nwant\n%s", res.StatusCode, res.Header.Get("Content-Type"), jsonp, want)
+	}
+	// A callback that is no function name leaves the plain 404.
+	if res, _ := get("/v2/search/links?callback=alert(1)"); res.StatusCode != http.StatusNotFound {
+		t.Errorf("invalid callback: %d, want 404", res.StatusCode)
+	}
+	res, _ = get("/nope?callback=cb")
+	if res.StatusCode != http.StatusNotFound || res.Header.Get("Access-Control-Allow-Origin") != "" {
+		t.Errorf("/nope: %d, Access-Control-Allow-Origin %q", res.StatusCode, res.Header.Get("Access-Control-Allow-Origin"))
 	}
 }
 
