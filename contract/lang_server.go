@@ -15,14 +15,17 @@ const languages = "\x33\x34\x26\x47\xc7\x19\x10\x09\x64\x53\x04\x00\x88\x10\x68\
 func ParseLang(s string) (string, string) {
 	const msg = "lang must be a two-letter ISO 639-1 language code (de, en) or use_locale, not "
 	v, m := parseCode(s, UseLocale, msg)
-	if m == "" && v != UseLocale && !isLanguage(v) {
+	if m == "" && v != UseLocale && !IsLanguage(v) {
 		return "", msg + match.Quote(s)
 	}
 	return v, m
 }
 
-// isLanguage reports whether s, two lower-case letters, is in languages.
-func isLanguage(s string) bool {
+// IsLanguage reports whether s, two lower-case letters, is in languages.
+func IsLanguage(s string) bool {
+	if len(s) != 2 || s[0] < 'a' || s[0] > 'z' || s[1] < 'a' || s[1] > 'z' {
+		return false
+	}
 	i := int(s[0]-'a')*26 + int(s[1]-'a')
 	return languages[i>>3]&(1<<(i&7)) != 0
 }

@@ -70,8 +70,8 @@ func (s *server) geoCountry(r *http.Request) string {
 }
 
 // localeLang is the client's language for lang=use_locale: the most
-// preferred two-letter primary language of Accept-Language, ties going to
-// the first listed; "" when there is none.
+// preferred primary language of Accept-Language that is an ISO 639-1
+// code, ties going to the first listed; "" when there is none.
 func localeLang(r *http.Request) string {
 	best, bestQ := "", 0.0
 	for _, h := range r.Header.Values("Accept-Language") {
@@ -79,8 +79,9 @@ func localeLang(r *http.Request) string {
 			tag, params, _ := strings.Cut(item, ";")
 			tag = strings.TrimSpace(tag)
 			primary, _, _ := strings.Cut(tag, "-")
-			if !isAlpha2(primary) {
-				continue // "*", "i-klingon", three-letter codes
+			primary = strings.ToLower(primary)
+			if !contract.IsLanguage(primary) {
+				continue // "*", "i-klingon", three-letter codes, "xx"
 			}
 			q := 1.0
 			for p := range strings.SplitSeq(params, ";") {
@@ -94,7 +95,7 @@ func localeLang(r *http.Request) string {
 				}
 			}
 			if q > bestQ {
-				best, bestQ = strings.ToLower(primary), q
+				best, bestQ = primary, q
 			}
 		}
 	}

@@ -89,10 +89,3 @@ func callbackOf(q url.Values) string {
 	}
 	return ""
 }
-
-// isAlpha2 reports whether s is two ASCII letters, either case.
-func isAlpha2(s string) bool {
-	return len(s) == 2 && isLetter(s[0]) && isLetter(s[1])
-}
-
-func isLetter(c byte) bool { return c|0x20 >= 'a' && c|0x20 <= 'z' }

@@ -22,6 +22,8 @@ func TestLocaleLang(t *testing.T) {
 		"en;q=0, de;q=0.1":                "de",
 		"en;q=bogus":                      "",
 		"EN-gb":                           "en",
+		"xx-YY, qq, de;q=0.5":             "de",
+		"xx":                              "",
 		"zh-Hant-TW;q=0.9, pt-BR;q=1":     "pt",
 		" de ; q = 0.3 , en ; q=0.2 ":     "de",
 		strings.Repeat("x,", 2000) + "it": "it",
