@@ -98,6 +98,7 @@ func fraudClasses(quick bool) []fraudClass {
 			flags: []string{"-prefix-daily-clicks", strconv.Itoa(prefixCap)}, daily: true, run: rotation48},
 		{name: "24-rotation", tried: n(200, 8), allowed: prefixCap, reasons: reason(clicks.ReasonPrefixCap),
 			flags: []string{"-ipv4-prefix-daily-clicks", strconv.Itoa(prefixCap)}, daily: true, run: rotation24},
+		{name: "teredo-rotation", tried: n(200, 8), allowed: 1, reasons: reason(clicks.ReasonRepeat), run: teredoRotation},
 		{name: "one-link-many-networks", tried: n(10000, 4), allowed: 1, reasons: reason(clicks.ReasonRepeat), run: oneLinkManyNetworks},
 		{name: "replay", tried: n(200, 3), allowed: 1, reasons: reason(clicks.ReasonRepeat), run: replay},
 		{name: "bot-user-agents", tried: n(20, 1) * len(botUAs), reasons: reason(clicks.ReasonBot), run: botUserAgents},
@@ -228,6 +229,21 @@ func rotation24(c *fraudClient, n int) {
 	ips, links := make([]string, n), make([]string, n)
 	for i := range n {
 		ips[i] = fmt.Sprintf("198.51.24.%d", i+1)
+		links[i] = c.linkTo(ips[i], "q=handy", target)
+	}
+	c.parallel(n, func(i int) { c.click(ips[i], links[i], browser()) })
+}
+
+// teredoRotation clicks one ad from as many Teredo addresses of one IPv4
+// client as clicks, each naming another server (another /48 and /64) and
+// port, each on an answer of its own, all at once: a relay checks neither,
+// so one IPv4 host can send from all of them.
+func teredoRotation(c *fraudClient, n int) {
+	target := adID(c.answer("198.51.100.9", "q=handy")[0])
+	ips, links := make([]string, n), make([]string, n)
+	for i := range n {
+		// 198.51.100.9 with every bit flipped: 39cc:9bf6.
+		ips[i] = fmt.Sprintf("2001:0:%x:%x:8000:%x:39cc:9bf6", i+1, 7*i, 0xffff-i)
 		links[i] = c.linkTo(ips[i], "q=handy", target)
 	}
 	c.parallel(n, func(i int) { c.click(ips[i], links[i], browser()) })

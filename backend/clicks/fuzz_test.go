@@ -128,9 +128,10 @@ func cutDot(s string) (before, after string, ok bool) {
 
 // FuzzNetwork: any string maps to one network without panic; the
 // addresses of one network map to the same string, and a network's
-// string maps to itself; so do the addresses of one 6to4 /48.
+// string maps to itself; so do the addresses of one 6to4 /48, and a
+// Teredo client's through any server, flags and port.
 func FuzzNetwork(f *testing.F) {
-	for _, s := range []string{"192.0.2.1", "::ffff:192.0.2.1", "2001:db8::1%z1", "fe80::1%eth0", "x", "", "2001:db8:1:2::/64", "::ffff:1.2.3.4%a", "2002:c000:201:7::1"} {
+	for _, s := range []string{"192.0.2.1", "::ffff:192.0.2.1", "2001:db8::1%z1", "fe80::1%eth0", "x", "", "2001:db8:1:2::/64", "::ffff:1.2.3.4%a", "2002:c000:201:7::1", "2001:0:4136:e378:8000:63bf:3fff:fdfe"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -144,6 +145,15 @@ func FuzzNetwork(f *testing.F) {
 		}
 		if a.WithZone("").Unmap().Is6() {
 			b := a.WithZone("").As16()
+			if b[0] == 0x20 && b[1] == 0x01 && b[2] == 0 && b[3] == 0 {
+				b[4] ^= 0xff // another server, flags and port of the Teredo client
+				b[9] ^= 0xff
+				b[11] ^= 0xff
+				if other := netip.AddrFrom16(b).String(); Network(other) != n {
+					t.Fatalf("%q and %q of one Teredo client: %q and %q", s, other, n, Network(other))
+				}
+				return
+			}
 			b[15] ^= 0xff
 			if other := netip.AddrFrom16(b).WithZone("z").String(); Network(other) != n {
 				t.Fatalf("%q and %q of one /64: %q and %q", s, other, n, Network(other))
@@ -161,11 +171,11 @@ func FuzzNetwork(f *testing.F) {
 // FuzzPrefix: any string maps to one Prefix without panic; every address
 // has one, which holds its Network, and every spelling of an IPv4 address
 // of one /24 (IPv4-mapped, with a zone, 6to4 with any subnet and
-// interface) maps to the /24's, as every address of one IPv6 /48 maps to
+// interface, Teredo through any server, flags and port) maps to the /24's, as every address of one IPv6 /48 maps to
 // the /48's (but the IPv4-mapped ones of ::/48); IsIPv4Prefix tells the
 // two apart. A Prefix is no address: its own Prefix is "".
 func FuzzPrefix(f *testing.F) {
-	for _, s := range []string{"192.0.2.1", "::ffff:192.0.2.1", "::ffff:192.0.2.1%z", "2002:c000:201:7::1", "2002:c000:2ff::",
+	for _, s := range []string{"192.0.2.1", "::ffff:192.0.2.1", "::ffff:192.0.2.1%z", "2002:c000:201:7::1", "2002:c000:2ff::", "2001:0:1:2:3:4:3fff:fdfe",
 		"2001:db8:1:2::5%eth0", "::c000:201", "192.0.2.0/24", "2001:db8:1::/48", "x", "", " 198.51.100.7 "} {
 		f.Add(s, byte(0), uint64(0))
 	}
@@ -204,8 +214,15 @@ func FuzzPrefix(f *testing.F) {
 			copy(sixToFour[2:6], b[:])
 			binary.BigEndian.PutUint16(sixToFour[6:8], uint16(low>>48))
 			binary.BigEndian.PutUint64(sixToFour[8:], low)
+			var teredo [16]byte // any server, flags and port
+			teredo[0], teredo[1] = 0x20, 0x01
+			binary.BigEndian.PutUint64(teredo[4:12], low)
+			for i, c := range b {
+				teredo[12+i] = ^c
+			}
 			others = append(others, v4.String(), netip.AddrFrom16(v4.As16()).String(),
-				netip.AddrFrom16(v4.As16()).WithZone("eth0").String(), netip.AddrFrom16(sixToFour).String())
+				netip.AddrFrom16(v4.As16()).WithZone("eth0").String(), netip.AddrFrom16(sixToFour).String(),
+				netip.AddrFrom16(teredo).String())
 		} else {
 			b := a.As16()
 			binary.BigEndian.PutUint16(b[6:8], uint16(low>>48)) // another /64 of the /48

@@ -80,6 +80,12 @@ func TestNetwork(t *testing.T) {
 		"2002:c000:201:1::1%z1":   "192.0.2.1",
 		"2002:c000:202::1":        "192.0.2.2",
 		"2003:c000:201::1":        "2003:c000:201::/64",
+		// Teredo: the client 192.0.2.1 (its bits flipped), whichever
+		// server, flags and port.
+		"2001:0:4136:e378:8000:63bf:3fff:fdfe": "192.0.2.1",
+		"2001:0:ffff:1:0:1:3fff:fdfe%z":        "192.0.2.1",
+		"2001:0:4136:e378:8000:63bf:3fff:fdfd": "192.0.2.2",
+		"2001:1:4136:e378:8000:63bf:3fff:fdfe": "2001:1:4136:e378::/64",
 	} {
 		if got := Network(ip); got != want {
 			t.Errorf("Network(%q) = %q, want %q", ip, got, want)
@@ -89,15 +95,16 @@ func TestNetwork(t *testing.T) {
 
 func TestPrefix(t *testing.T) {
 	for ip, want := range map[string]string{
-		"2001:db8:1:2:3:4:5:6": "2001:db8:1::/48",
-		"2001:db8:1:ffff::1%z": "2001:db8:1::/48",
-		"2001:db8:2::1":        "2001:db8:2::/48",
-		"192.0.2.1":            "192.0.2.0/24",
-		"192.0.2.255":          "192.0.2.0/24",
-		"192.0.3.1":            "192.0.3.0/24",
-		"::ffff:192.0.2.1":     "192.0.2.0/24",
-		"2002:c000:201:7::1":   "192.0.2.0/24", // 6to4: its IPv4 address's
-		"not an address":       "",
+		"2001:db8:1:2:3:4:5:6":     "2001:db8:1::/48",
+		"2001:db8:1:ffff::1%z":     "2001:db8:1::/48",
+		"2001:db8:2::1":            "2001:db8:2::/48",
+		"192.0.2.1":                "192.0.2.0/24",
+		"192.0.2.255":              "192.0.2.0/24",
+		"192.0.3.1":                "192.0.3.0/24",
+		"::ffff:192.0.2.1":         "192.0.2.0/24",
+		"2002:c000:201:7::1":       "192.0.2.0/24", // 6to4: its IPv4 address's
+		"2001:0:1:2:3:4:3fff:fd00": "192.0.2.0/24", // Teredo: its client's
+		"not an address":           "",
 	} {
 		if got := Prefix(ip); got != want {
 			t.Errorf("Prefix(%q) = %q, want %q", ip, got, want)
@@ -122,10 +129,11 @@ func TestImpressionNetworks(t *testing.T) {
 		return k
 	}
 	for ip, want := range map[string]string{
-		"192.0.2.1":          "192.0.2.1",
-		"::ffff:192.0.2.1":   "192.0.2.1",
-		"2002:c000:201:7::1": "192.0.2.1",
-		"not an address":     "not an address",
+		"192.0.2.1":                "192.0.2.1",
+		"::ffff:192.0.2.1":         "192.0.2.1",
+		"2002:c000:201:7::1":       "192.0.2.1",
+		"2001:0:1:2:3:4:3fff:fdfe": "192.0.2.1",
+		"not an address":           "not an address",
 	} {
 		if got := key(ip, 8); got != want {
 			t.Errorf("ImpressionNetworks(%q, 8) keys %q, want %q", ip, got, want)

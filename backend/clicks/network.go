@@ -14,7 +14,10 @@ import (
 // receiving interface, not the client, so a client cannot rotate it. A
 // 6to4 address (2002:AABB:CCDD::/48) is the IPv4 address it is made of
 // (A.B.C.D): any host with an IPv4 address has that whole /48, 65,536
-// /64s to rotate through. What is no address is returned as it is.
+// /64s to rotate through. So is a Teredo address (2001::/32), whose /64
+// names a Teredo server that a relay never checks: its client's IPv4
+// address, which replies go to, is the one part its sender cannot
+// choose. What is no address is returned as it is.
 func Network(ip string) string {
 	a, ok := clientAddr(ip)
 	if !ok {
@@ -35,8 +38,8 @@ func networkOf(a netip.Addr) string {
 // billable clicks the redirect caps as well as each network's: an IPv6
 // address's /48 ("2001:db8:1::/48"), what a tunnel broker hands anyone,
 // 65,536 networks; an IPv4 address's /24 ("192.0.2.0/24"), 256 addresses,
-// what a hosting provider rents by the month (a 6to4 address is its IPv4
-// address: Network, and so is an IPv4-mapped one). It is "" for what is
+// what a hosting provider rents by the month (a 6to4 or Teredo address is
+// its IPv4 address: Network, and so is an IPv4-mapped one). It is "" for what is
 // no address, a Prefix or an IPv6 Network among them: callers take it of
 // the client's address, never of what Network or Prefix returned.
 // IsIPv4Prefix tells the two apart, each with a cap of its own.
@@ -55,15 +58,23 @@ func Prefix(ip string) string {
 func IsIPv4Prefix(p string) bool { return strings.HasSuffix(p, "/24") }
 
 // clientAddr is ip as Network and Prefix count it: without a zone, an
-// IPv4-mapped or 6to4 address as its IPv4 address.
+// IPv4-mapped, 6to4 or Teredo address as its IPv4 address.
 func clientAddr(ip string) (netip.Addr, bool) {
 	a, err := netip.ParseAddr(strings.TrimSpace(ip))
 	if err != nil {
 		return netip.Addr{}, false
 	}
 	a = a.WithZone("").Unmap()
-	if b := a.As16(); a.Is6() && b[0] == 0x20 && b[1] == 0x02 {
+	if !a.Is6() {
+		return a, true
+	}
+	switch b := a.As16(); {
+	case b[0] == 0x20 && b[1] == 0x02: // 6to4: 2002:AABB:CCDD::/48
 		a = netip.AddrFrom4([4]byte{b[2], b[3], b[4], b[5]})
+	case b[0] == 0x20 && b[1] == 0x01 && b[2] == 0 && b[3] == 0:
+		// Teredo: 2001:0:server:flags:port:client, port and client
+		// with every bit flipped.
+		a = netip.AddrFrom4([4]byte{^b[12], ^b[13], ^b[14], ^b[15]})
 	}
 	return a, true
 }
