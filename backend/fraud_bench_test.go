@@ -402,6 +402,8 @@ type fraudClient struct {
 	base string
 	ads  []match.Ad   // the demo catalog
 	sent atomic.Int64 // clicks sent
+	// http sends the requests; nil is noFollow, from the loopback proxy.
+	http *http.Client
 }
 
 // get sends GET base+path as the client at ip with headers h and returns
@@ -421,7 +423,11 @@ func (c *fraudClient) get(ip, path string, h http.Header) (int, []byte) {
 	if req.Header.Get("User-Agent") == "" {
 		req.Header.Set("User-Agent", "") // Go's client then sends none
 	}
-	res, err := noFollow.Do(req)
+	client := c.http
+	if client == nil {
+		client = noFollow
+	}
+	res, err := client.Do(req)
 	if err != nil {
 		c.tb.Errorf("%s: %v", path, err)
 		return 0, nil
