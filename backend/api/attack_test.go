@@ -2,7 +2,9 @@ package api
 
 import (
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strconv"
 	"strings"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/adlink/adlink/backend/clicks"
 	"github.com/adlink/adlink/backend/config"
+	"github.com/adlink/adlink/backend/pages"
 )
 
 // Attacks on the bill that get past the checks of a click's own
@@ -370,5 +373,40 @@ func TestDuplicatedProofBillsNothing(t *testing.T) {
 	}
 	if c := env.click(t, l, "198.51.100.91", browserUA); !c.Billable {
 		t.Errorf("the signed link, once, after: %q, want billable", c.Reason)
+	}
+}
+
+// A shared cache in front of the server (a CDN told to cache everything)
+// must store no answer with click URLs: their decisions bill once, so
+// readers served one cached answer would click its ads unbilled. Search
+// and page answers, in JSON and JSONP, say no-store over the wire.
+func TestAnswersWithClickURLsAreNotStored(t *testing.T) {
+	pe := newPageEnv(t, 0, pages.FetchOptions{AllowPrivate: true})
+	pe.get(t, pageQuery(pe.base+"/review"), nil, "")
+	pe.svc.Start()
+	pe.drain(t)
+	ts := httptest.NewServer(pe.handler)
+	defer ts.Close()
+	for _, target := range []string{
+		"/v2/search/link?q=lg+handy&api_key=demo&site_id=demo",
+		"/v2/search/link?q=lg+handy&api_key=demo&site_id=demo&callback=cb",
+		pageQuery(pe.base + "/review"),
+		pageQuery(pe.base+"/review", "callback", "cb"),
+	} {
+		res, err := http.Get(ts.URL + target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(res.Body)
+		res.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.StatusCode != http.StatusOK || !strings.Contains(string(body), "/v1/redirect?") {
+			t.Fatalf("%s: %s with no click URL\n%s", target, res.Status, body)
+		}
+		if cc := res.Header.Get("Cache-Control"); cc != "no-store" {
+			t.Errorf("%s: Cache-Control %q, want no-store", target, cc)
+		}
 	}
 }

@@ -107,6 +107,7 @@ func (s *server) page(w http.ResponseWriter, r *http.Request) error {
 	s.sites.Observe(siteshards.SiteKey(apiKey, siteID), res.URL, ix, q)
 	o := s.linkOptions(&req.Links)
 	*buf = ix.AppendServerResponse(b, hits, &o)
+	w.Header().Set("Cache-Control", answerCache)
 	respond(w, http.StatusOK, *buf, req.Callback)
 	return nil
 }

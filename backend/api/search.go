@@ -7,6 +7,11 @@ import (
 	"github.com/adlink/adlink/match"
 )
 
+// answerCache keeps every cache from storing an answer with click URLs:
+// their decision ids bill once, so a cache that handed one answer to many
+// readers would leave all but the first click on each ad unbilled.
+const answerCache = "no-store"
+
 // search answers GET /v2/search/link.
 func (s *server) search(w http.ResponseWriter, r *http.Request) error {
 	v, err := queryValues(r)
@@ -29,6 +34,7 @@ func (s *server) search(w http.ResponseWriter, r *http.Request) error {
 	buf := getBuf()
 	defer putBuf(buf)
 	*buf = ix.AppendServerResponse((*buf)[:0], hits, &o)
+	w.Header().Set("Cache-Control", answerCache)
 	respond(w, http.StatusOK, *buf, req.Callback)
 	return nil
 }
