@@ -410,3 +410,64 @@ func TestAnswersWithClickURLsAreNotStored(t *testing.T) {
 		}
 	}
 }
+
+// floodFromPrefix clicks link three times from each of n addresses ip(i)
+// through the loopback proxy srv trusts, and returns how many clicks the
+// log records.
+func floodFromPrefix(t *testing.T, env *signedEnv, srv *httptest.Server, link string, n int, ip func(i int) string) int {
+	t.Helper()
+	recorded := 0
+	for i := range n {
+		for range 3 {
+			req, err := http.NewRequest(http.MethodGet, srv.URL+link, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("User-Agent", browserUA)
+			req.Header.Set("X-Forwarded-For", ip(i))
+			res, err := noRedirects.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			if res.StatusCode != http.StatusFound {
+				t.Fatalf("click from %s: %d, want 302", ip(i), res.StatusCode)
+			}
+		}
+		recorded += len(env.take())
+	}
+	return recorded
+}
+
+// noRedirects follows no redirect: the click's 302 is the answer.
+var noRedirects = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+
+// The redirect's request limit is per client network, and one holder of
+// an IPv6 /48 (a tunnel broker's) has 65,536 networks, of an IPv4 /24,
+// 256 addresses: rotating through them, it would have every request
+// judged and written to the click log, as many times the network's limit
+// as it has networks. The prefix holding them has a limit too, of 64
+// networks': past it, clicks land, are rate_limited and mostly not
+// written.
+func TestRedirectFloodFromOnePrefixIsBounded(t *testing.T) {
+	const burst = 2
+	env := newSignedEnvWith(t, func(c *config.Config) { c.IPRate, c.IPBurst = 0.001, burst }, testWindows(t, t.TempDir()))
+	srv := httptest.NewServer(env.handler)
+	defer srv.Close()
+	link := env.links(t, "q=lg+handy&loc=de&api_key=demo&site_id=demo")[0]
+	// What one prefix may have recorded: the burst of 64 networks, and
+	// as many clicks over the limit sampled for the log.
+	const bound = 64*burst + 64
+	for name, ip := range map[string]func(int) string{
+		"IPv6 /48": func(i int) string { return fmt.Sprintf("2001:db8:48:%x::1", i) },
+		"IPv4 /24": func(i int) string { return fmt.Sprintf("198.51.24.%d", i+1) },
+	} {
+		if got := floodFromPrefix(t, env, srv, link, 250, ip); got > bound {
+			t.Errorf("%s: 750 clicks from 250 of its networks, %d recorded; want at most %d", name, got, bound)
+		}
+	}
+	// Another network outside both still has its own limit.
+	if got := floodFromPrefix(t, env, srv, link, 1, func(int) string { return "203.0.113.77" }); got != burst+1 {
+		t.Errorf("3 clicks from a network of another prefix: %d recorded, want %d", got, burst+1)
+	}
+}

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"errors"
+	"math"
 	"net/http"
 	"strconv"
 	"time"
@@ -122,23 +123,63 @@ func (s *server) clientNetwork(r *http.Request) string {
 	return clicks.Network(s.clientIP(r))
 }
 
+// prefixNetworks is how many client networks' redirect limit the prefix
+// holding them (clicks.Prefix: an IPv6 /48, an IPv4 /24) has: one holder
+// of a /48 has 65,536 networks, and would have every click of a flood that
+// rotates through them judged and written to the click log.
+const prefixNetworks = 64
+
 // limitIP puts the redirect under its client network's request limit
-// (clicks.Network: an IPv4 address, an IPv6 /64). Over the limit the
-// request still goes on, marked overLimit: the visitor lands all the same,
-// and the click is not judged but counted as rate_limited.
+// (clicks.Network: an IPv4 address, an IPv6 /64), and under its prefix's,
+// prefixNetworks times as large. Over either the request still goes on,
+// marked overLimit: the visitor lands all the same, and the click is not
+// judged but counted as rate_limited.
 func (s *server) limitIP(h handlerFunc) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		network := clicks.Network(s.clientIP(r))
-		d := s.limits.ips.Allow(r.Context(), network, ratelimit.Limit{Rate: s.cfg.IPRate, Burst: s.cfg.IPBurst})
-		if err := s.checkLimit(w, d, "ip", "too many requests from this address"); err != nil {
+		ip := s.clientIP(r)
+		network, prefix := clicks.Network(ip), clicks.Prefix(ip)
+		lim := ratelimit.Limit{Rate: s.cfg.IPRate, Burst: s.cfg.IPBurst}
+		n, p := s.allowIP(r.Context(), network, lim, prefix, times(lim, prefixNetworks))
+		limit, d := "ip", n
+		if n.Allowed && p.Limit != 0 && (!p.Allowed || p.Remaining < n.Remaining) {
+			limit, d = "ip_prefix", p
+		}
+		if err := s.checkLimit(w, d, limit, "too many requests from this address"); err != nil {
 			w.Header().Del("Retry-After") // a redirect is not to be retried
 			// A flood is written to the click log at one click a minute
-			// per network, not at its own rate; /metrics counts it all.
-			sample := s.limits.ips.Allow(r.Context(), "log\x00"+network, ratelimit.Limit{Rate: 1.0 / 60, Burst: 1})
-			r = r.WithContext(context.WithValue(r.Context(), overLimitKey{}, overLimit{record: sample.Allowed}))
+			// per network, and prefixNetworks a minute per prefix, not at
+			// its own rate; /metrics counts it all.
+			logPrefix := ""
+			if prefix != "" {
+				logPrefix = "log\x00" + prefix
+			}
+			first, second := s.allowIP(r.Context(), "log\x00"+network, ratelimit.Limit{Rate: 1.0 / 60, Burst: 1},
+				logPrefix, ratelimit.Limit{Rate: prefixNetworks / 60.0, Burst: prefixNetworks})
+			r = r.WithContext(context.WithValue(r.Context(), overLimitKey{}, overLimit{record: first.Allowed && second.Allowed}))
 		}
 		return h(w, r)
 	}
+}
+
+// allowIP takes a token from network's bucket under nl and, when that was
+// allowed, from prefix's under pl. A client that is no address has no
+// prefix (""): its network's bucket alone, and a prefix Decision that
+// allows it under no limit.
+func (s *server) allowIP(ctx context.Context, network string, nl ratelimit.Limit, prefix string, pl ratelimit.Limit) (n, p ratelimit.Decision) {
+	if prefix == "" {
+		return s.limits.ips.Allow(ctx, network, nl), ratelimit.Decision{Allowed: true}
+	}
+	return s.limits.ips.AllowBoth(ctx, ratelimit.Bucket{Key: network, Limit: nl}, ratelimit.Bucket{Key: prefix, Limit: pl})
+}
+
+// times is f times l, its rate and its burst, the burst at most
+// math.MaxInt.
+func times(l ratelimit.Limit, f int) ratelimit.Limit {
+	burst := math.MaxInt
+	if l.Burst <= math.MaxInt/f {
+		burst = l.Burst * f
+	}
+	return ratelimit.Limit{Rate: l.Rate * float64(f), Burst: burst}
 }
 
 // overLimit marks a redirect over its network's request limit; record

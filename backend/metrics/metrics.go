@@ -147,8 +147,8 @@ func (m *Metrics) TagDropped() {
 	m.tagsDropped.Inc()
 }
 
-// RateLimited counts one request refused by a rate limit: "api_key", "ip"
-// or "site".
+// RateLimited counts one request refused by a rate limit: "api_key",
+// "ip", "ip_prefix" or "site" among them.
 func (m *Metrics) RateLimited(limit string) {
 	if m == nil {
 		return
