@@ -20,7 +20,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/adlink/adlink/backend/clicks"
 	"github.com/adlink/adlink/internal/testpg"
 )
 
@@ -168,15 +167,18 @@ func TestClusterScript(t *testing.T) {
 		t.Errorf("the page was not analysed: %d %.300s", status, body2)
 	}
 
-	// The click lands on the advertiser and is in Postgres.
+	// The click lands on the advertiser and is in Postgres, from the
+	// address the balancer saw, 127.0.0.2, which the replicas do not
+	// trust: neither the X-Forwarded-For nor the country the client wrote
+	// itself passes the balancer as the balancer's word.
 	if !strings.HasPrefix(ad, base+"/v1/redirect?") {
 		t.Fatalf("click URL %q, want one through the balancer", ad)
 	}
 	req, _ := http.NewRequest(http.MethodGet, ad, nil)
+	req.Header = spoofedClient()
 	req.Header.Set("User-Agent", "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0")
-	clicks.Navigation.Header(req.Header)
-	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	res, err = noFollow.Do(req)
+	req.Header.Set("X-Forwarded-For", "192.0.2.60")
+	res, err = fromAddress("127.0.0.2").Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,11 +193,17 @@ func TestClusterScript(t *testing.T) {
 		t.Fatal(err)
 	}
 	var n int
-	var adID string
-	err = conn.QueryRow(ctx, "SELECT count(*), min(ad_id) FROM clicks").Scan(&n, &adID)
+	var adID, ip, country string
+	err = conn.QueryRow(ctx, "SELECT count(*), min(ad_id), min(ip), min(country) FROM clicks").Scan(&n, &adID, &ip, &country)
 	conn.Close(ctx)
 	if err != nil || n != 1 || adID != "handy-bestkauf.de" {
 		t.Errorf("clicks in Postgres: %d of %q, %v; want the one click", n, adID, err)
+	}
+	if ip != "127.0.0.2" || country != "" {
+		t.Errorf("the click recorded from %q in %q; want the balancer's client 127.0.0.2, in no country", ip, country)
+	}
+	if id := res.Header.Get("X-Request-Id"); id == "" || id == "spoofed-request-id" {
+		t.Errorf("the click's request id %q; want one the server gave", id)
 	}
 
 	// SIGTERM, as Ctrl-C: everything stops and the directory goes.
