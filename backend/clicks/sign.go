@@ -369,8 +369,8 @@ const (
 	// its ads no longer show, and clicks on links issued before land
 	// unbilled.
 	ReasonOverBudget = "over_budget"
-	// ReasonRateLimited: the client's network was over the redirect's
-	// request limit; the click lands but is not judged.
+	// ReasonRateLimited: the client's network, or its Prefix, was over
+	// the redirect's request limit; the click lands but is not judged.
 	ReasonRateLimited = "rate_limited"
 	// ReasonLate: the click was spooled while the shared record did not
 	// answer and reached it more than ShipHorizon after it was made, when
