@@ -435,3 +435,41 @@ func TestFetchUsesNoProxy(t *testing.T) {
 		t.Fatal("the page fetcher's transport picks a proxy")
 	}
 }
+
+// TestFetchRefusesPortsButWebOnes: a site's name that resolves to a public
+// address reaches it on ports 80 and 443 only, so that a publisher cannot
+// point the fetcher at another service of a public host (a mail or
+// database port) by naming a port in its page URL. The same host on the
+// same port is fetched once any port is allowed: the port alone refuses.
+func TestFetchRefusesPortsButWebOnes(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.2:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reached atomic.Int32
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reached.Add(1)
+		if r.URL.Path == "/robots.txt" {
+			fmt.Fprint(w, "User-agent: *\nAllow: /\n")
+			return
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprint(w, "<html><body><p>Hello world.</p></body></html>")
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	resolve := func(context.Context, string) ([]netip.Addr, error) {
+		return []netip.Addr{netip.MustParseAddr("127.0.0.2")}, nil
+	}
+	public := ssrf.WithAllowedV4Prefixes(netip.MustParsePrefix("127.0.0.2/32"))
+	u := fmt.Sprintf("http://shop.test:%d/", ln.Addr().(*net.TCPAddr).Port)
+
+	f := newFetcher(t, FetchOptions{Resolve: resolve, guard: []ssrf.Option{public}})
+	if _, err := f.Fetch(context.Background(), u, nil); err == nil || reached.Load() != 0 {
+		t.Fatalf("Fetch %s = %v, the host reached %d times; want a refusal before any connection", u, err, reached.Load())
+	}
+	any := newFetcher(t, FetchOptions{Resolve: resolve, guard: []ssrf.Option{public, ssrf.WithAnyPort()}})
+	if doc, err := any.Fetch(context.Background(), u, nil); err != nil || !strings.Contains(doc.HTML, "Hello world.") {
+		t.Fatalf("Fetch %s with any port allowed = %v, %v", u, doc, err)
+	}
+}
