@@ -41,8 +41,8 @@ func (s *server) clientIP(r *http.Request) string {
 		hops = append(hops, strings.Split(h, ",")...)
 	}
 	for i := len(hops) - 1; i >= 0; i-- {
-		a, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
-		if err != nil {
+		a, ok := hopAddr(strings.TrimSpace(hops[i]))
+		if !ok {
 			break
 		}
 		addr = a.Unmap()
@@ -51,6 +51,19 @@ func (s *server) clientIP(r *http.Request) string {
 		}
 	}
 	return addr.String()
+}
+
+// hopAddr is the address of one X-Forwarded-For entry, with or without
+// a port: some proxies (Azure's Application Gateway) write 192.0.2.1:5000,
+// and reading no address there would count every client as the proxy.
+func hopAddr(hop string) (netip.Addr, bool) {
+	if a, err := netip.ParseAddr(hop); err == nil {
+		return a, true
+	}
+	if ap, err := netip.ParseAddrPort(hop); err == nil {
+		return ap.Addr(), true
+	}
+	return netip.Addr{}, false
 }
 
 // geoCountry is the client's country for loc=use_geo: the country header,

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"strings"
 	"testing"
@@ -157,6 +158,9 @@ func TestRedirectClientIP(t *testing.T) {
 		{"garbage", "127.0.0.1:1", []string{"not-an-ip"}, "127.0.0.1"},
 		{"no header", "127.0.0.1:1", nil, "127.0.0.1"},
 		{"IPv6 proxy", "[::1]:1", []string{"2001:db8::1"}, "2001:db8::1"},
+		{"proxy that writes ports", "127.0.0.1:1", []string{"6.6.6.6:1, 192.0.2.9:5000"}, "192.0.2.9"},
+		{"proxy that writes IPv6 ports", "127.0.0.1:1", []string{"[2001:db8::9]:443"}, "2001:db8::9"},
+		{"client spoofs the left with ports", "127.0.0.1:1", []string{"6.6.6.6:1", "[2001:db8::9]:443"}, "2001:db8::9"},
 	}
 	env := newEnv(t, fixture())
 	for _, tt := range tests {
@@ -448,4 +452,24 @@ func TestRedirectKeepsOnlyProvenText(t *testing.T) {
 	if c.Criterion != criterion || c.YkTag != "campaign-7" || c.APIKey != "demo" {
 		t.Errorf("a signed link (%s): criterion %q, yk_tag %q, key %q; want %q, campaign-7, demo", c.Reason, c.Criterion, c.YkTag, c.APIKey, criterion)
 	}
+}
+
+// FuzzHopAddr: any X-Forwarded-For entry reads as one address or none,
+// without panic; an address reads as itself, and with a port as well.
+func FuzzHopAddr(f *testing.F) {
+	for _, s := range []string{"192.0.2.1", "192.0.2.1:5000", "[2001:db8::1]:443", "2001:db8::1", "fe80::1%eth0", "unknown", "", "1.2.3.4:99999", "[::ffff:1.2.3.4]:1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, hop string) {
+		a, ok := hopAddr(hop)
+		if !ok {
+			return
+		}
+		if b, ok := hopAddr(a.String()); !ok || b != a {
+			t.Fatalf("%q reads as %v, whose own reading is %v %v", hop, a, b, ok)
+		}
+		if b, ok := hopAddr(netip.AddrPortFrom(a.WithZone(""), 80).String()); !ok || b != a.WithZone("") {
+			t.Fatalf("%q reads as %v, and with a port as %v %v", hop, a, b, ok)
+		}
+	})
 }
