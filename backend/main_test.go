@@ -247,6 +247,26 @@ func TestRunNamesTheTakenAdminAddr(t *testing.T) {
 	}
 }
 
+// A second server given the data directory of one running says so, and
+// names the directory and -data, not bbolt's lock timeout.
+func TestRunNamesTheHeldDataDir(t *testing.T) {
+	dir := t.TempDir()
+	_, stop := startRun(t, "-data", dir, "-demo")
+	defer stop()
+	err := run(context.Background(), []string{"-addr", "127.0.0.1:0", "-admin-addr", "", "-data", dir, "-demo"}, noEnv, io.Discard, io.Discard)
+	if err == nil {
+		t.Fatal("a second server started on a held data directory")
+	}
+	for _, want := range []string{filepath.Join(dir, store.FileName), "in use by another server", "-data"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("run = %v, want it to name %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "timeout") {
+		t.Errorf("run = %v, want no lock timeout", err)
+	}
+}
+
 // -help shows the report subcommand beside the server's flags.
 func TestRunHelpNamesReport(t *testing.T) {
 	var stderr strings.Builder

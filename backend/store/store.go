@@ -33,6 +33,10 @@ func Open(dir string) (*bolt.DB, error) {
 	}
 	path := filepath.Join(dir, FileName)
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
+	if errors.Is(err, berrors.ErrTimeout) {
+		// The lock is held: an operator reads "timeout" as a slow disk.
+		return nil, fmt.Errorf("store: %s is in use by another server: give each server a -data directory of its own", path)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
