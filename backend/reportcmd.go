@@ -63,7 +63,7 @@ func runReport(ctx context.Context, args []string, getenv func(string) string, s
 	}
 	var rollups clicks.RollupReader
 	if pgURL != "" {
-		db, err := pgstore.Open(ctx, pgURL)
+		db, err := pgstore.OpenReader(ctx, pgURL)
 		if err != nil {
 			return fmt.Errorf("report: %w", err)
 		}

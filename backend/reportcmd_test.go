@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/adlink/adlink/backend/partners"
 	"github.com/adlink/adlink/internal/testpg"
 )
@@ -94,5 +96,30 @@ func TestReportCommandReadsPostgres(t *testing.T) {
 	var rep struct{ Rows []struct{ Clicks int } }
 	if err := json.Unmarshal(out.Bytes(), &rep); err != nil || len(rep.Rows) != 2 || rep.Rows[0].Clicks != 1 || rep.Rows[1].Clicks != 1 {
 		t.Errorf("report from Postgres: %v %s", err, out.Bytes())
+	}
+}
+
+// TestReportCommandLeavesPostgresAlone: "adlink report -postgres" reads;
+// it migrates no schema. A database the servers never used (the wrong
+// URL) is refused as such, and left as it was.
+func TestReportCommandLeavesPostgresAlone(t *testing.T) {
+	url := testpg.New(t)
+	var out bytes.Buffer
+	err := run(context.Background(), []string{"report", "-postgres", url}, noEnv, &out, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "no adlink schema") {
+		t.Errorf("report of an empty database = %v, printed %q; want an error saying it holds no adlink schema", err, out.String())
+	}
+	conn, err := pgx.Connect(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var tables int
+	if err := conn.QueryRow(context.Background(),
+		"SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()").Scan(&tables); err != nil {
+		t.Fatal(err)
+	}
+	if tables != 0 {
+		t.Errorf("report created %d tables in the database it read", tables)
 	}
 }

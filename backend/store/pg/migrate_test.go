@@ -3,6 +3,7 @@ package pgstore
 import (
 	"io/fs"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -202,4 +203,43 @@ func migrated(t *testing.T) (*DB, *goose.Provider) {
 		t.Fatal(err)
 	}
 	return db, p
+}
+
+// OpenReader reads a schema as new as its own and migrates none: it
+// refuses one a migration behind, and leaves it there.
+func TestOpenReaderMigratesNothing(t *testing.T) {
+	url := testpg.New(t)
+	db, err := Open(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	r, err := OpenReader(t.Context(), url)
+	if err != nil {
+		t.Fatalf("OpenReader of a migrated database: %v", err)
+	}
+	r.Close()
+	sqlDB := stdlib.OpenDBFromPool(db.pool)
+	defer sqlDB.Close()
+	dir, err := fs.Sub(migrations, "migrations")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := goose.NewProvider(goose.DialectPostgres, sqlDB, dir, goose.WithDisableGlobalRegistry(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Down(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := p.GetDBVersion(t.Context())
+	if r, err := OpenReader(t.Context(), url); err == nil || !strings.Contains(err.Error(), "upgrade them first") {
+		if r != nil {
+			r.Close()
+		}
+		t.Errorf("OpenReader of a schema a migration behind = %v, want an error", err)
+	}
+	if after, _ := p.GetDBVersion(t.Context()); after != before {
+		t.Errorf("OpenReader moved the schema from migration %d to %d", before, after)
+	}
 }

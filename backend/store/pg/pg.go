@@ -79,6 +79,58 @@ func Open(ctx context.Context, url string) (*DB, error) {
 	return &DB{pool: pool}, nil
 }
 
+// OpenReader connects to the database at url for a tool that only reads
+// it (adlink report) while the servers run. It migrates nothing: a newer
+// binary's migrations are the servers' to apply when they are upgraded,
+// and a database the servers never used (a wrong URL) is refused, not
+// given an empty schema. It refuses a schema older than this binary's,
+// whose tables it may not read.
+func OpenReader(ctx context.Context, url string) (*DB, error) {
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	have, want, err := schemaVersions(ctx, pool)
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	switch {
+	case have < 0:
+		err = errors.New("postgres: no adlink schema in this database: give the URL the servers' -postgres names")
+	case have < want:
+		err = fmt.Errorf("postgres: the database's schema is at migration %d, this adlink's at %d: read it with the adlink the servers run, or upgrade them first", have, want)
+	}
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return &DB{pool: pool}, nil
+}
+
+// schemaVersions returns the last migration applied to the database (-1
+// for none) and the last this binary has.
+func schemaVersions(ctx context.Context, pool *pgxpool.Pool) (have, want int64, err error) {
+	dir, err := fs.Sub(migrations, "migrations")
+	if err != nil {
+		return 0, 0, err
+	}
+	names, err := fs.Glob(dir, "*.sql")
+	if err != nil || len(names) == 0 {
+		return 0, 0, fmt.Errorf("no migrations embedded: %v", err)
+	}
+	if _, err := fmt.Sscanf(names[len(names)-1], "%d_", &want); err != nil {
+		return 0, 0, fmt.Errorf("migration %s: %w", names[len(names)-1], err)
+	}
+	// to_regclass is null, not an error, for a table that is not there.
+	var found bool
+	if err := pool.QueryRow(ctx, `SELECT to_regclass('goose_db_version') IS NOT NULL`).Scan(&found); err != nil || !found {
+		return -1, want, err
+	}
+	err = pool.QueryRow(ctx, `SELECT coalesce(max(version_id), -1) FROM goose_db_version WHERE is_applied`).Scan(&have)
+	return have, want, err
+}
+
 // migrate applies the embedded migrations under goose's session lock.
 func migrate(ctx context.Context, pool *pgxpool.Pool) error {
 	sqlDB := stdlib.OpenDBFromPool(pool)
