@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/adlink/adlink/backend/accounts"
@@ -49,7 +50,8 @@ func runReport(ctx context.Context, args []string, getenv func(string) string, s
 	case *partner != "":
 		acc = accounts.Account{Kind: accounts.Partner, ID: *partner}
 	case *advertiser != "":
-		acc = accounts.Account{Kind: accounts.Advertiser, ID: *advertiser}
+		// As the advertisers file is read: the catalog's ids are lower case.
+		acc = accounts.Account{Kind: accounts.Advertiser, ID: strings.ToLower(*advertiser)}
 	}
 	params := map[string]string{"from": *from, "to": *to, "group_by": *groupBy, "format": *format}
 	req, problems := report.Parse(func(k string) string { return params[k] }, time.Now())

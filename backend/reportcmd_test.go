@@ -63,6 +63,13 @@ func TestReportCommand(t *testing.T) {
 			}
 		}
 	}
+	// The advertiser as the advertisers file may spell it: its ids are
+	// read in any case, the catalog's are lower case.
+	out.Reset()
+	if err := run(context.Background(), []string{"report", "-data", data, "-from", today, "-to", today, "-advertiser", "Handy-Bestkauf.DE"},
+		noEnv, &out, io.Discard); err != nil || strings.Count(out.String(), "\n") != 2 {
+		t.Errorf("report -advertiser Handy-Bestkauf.DE = %v, printed\n%s\nwant the header and today's row", err, out.String())
+	}
 	for _, bad := range [][]string{{"report", "-data", data, "-group-by", "nope"}, {"report", "-data", data, "-from", "yesterday"},
 		{"report", "-data", t.TempDir()}, {"report", "-data", data, "-partner", "a", "-advertiser", "b"}} {
 		if err := run(context.Background(), bad, noEnv, io.Discard, io.Discard); err == nil {
