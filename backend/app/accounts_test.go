@@ -338,6 +338,9 @@ func TestReloadRefusesBadPartners(t *testing.T) {
 		{"a domain IDNA refuses", s.partners, `{"partners":[
 			{"api_key":"key-one","sites":[{"id":"site-one","domains":["one.example","a_ä.example"]}]}]}`,
 			http.StatusConflict, "refused", "partners file " + s.partners + `: partner "key-one" site "site-one": domain "a_ä.example"`},
+		{"a URL for a domain", s.partners, `{"partners":[
+			{"api_key":"key-one","sites":[{"id":"site-one","domains":["https://one.example/"]}]}]}`,
+			http.StatusConflict, "refused", "partners file " + s.partners + `: partner "key-one" site "site-one": domain "https://one.example/": not a host name`},
 		{"budget in USD", s.advertisers, `{"advertisers":[{"id":"handy-bestkauf.de","daily_budget":"100.00","currency":"USD"}]}`,
 			http.StatusConflict, "refused", "advertisers file " + s.advertisers + `: budgets: advertiser "handy-bestkauf.de" has a daily budget in USD`},
 	} {

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"slices"
 	"strings"
@@ -187,7 +188,10 @@ func NewStatic(ps []Partner) (*Static, error) {
 
 // checkIDNA refuses an internationalised domain that IDNA refuses: pages
 // are matched to domains in A-labels (as pages.CheckDomain does), so it
-// would never match one. An ASCII domain is matched as it is.
+// would never match one. An ASCII domain is matched as it is, so it must
+// be what a page URL's host can be (as pages.validHost has it): a URL, a
+// port or a wildcard pasted in (https://blog.example/, blog.example:8080,
+// *.blog.example) would match no page either.
 func checkIDNA(domain string) error {
 	for i := 0; i < len(domain); i++ {
 		if domain[i] >= utf8.RuneSelf {
@@ -195,6 +199,16 @@ func checkIDNA(domain string) error {
 				return fmt.Errorf("IDNA refuses it, so no page would match it (%v)", err)
 			}
 			return nil
+		}
+	}
+	if strings.Contains(domain, ":") && net.ParseIP(domain) != nil {
+		return nil
+	}
+	for i := 0; i < len(domain); i++ {
+		switch c := domain[i]; {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '-', c == '.', c == '_':
+		default:
+			return errors.New("not a host name, so no page would match it: give the host alone (blog.example), without scheme, port, path or wildcard; its subdomains match too")
 		}
 	}
 	return nil

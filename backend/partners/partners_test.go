@@ -3,8 +3,10 @@ package partners
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -89,6 +91,28 @@ func TestNewStaticRefusesDomainsIDNARefuses(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), "bücher") || strings.Contains(err.Error(), "ok.example") {
 		t.Errorf("error names a good domain:\n%v", err)
+	}
+}
+
+// TestNewStaticRefusesDomainsNoHostIs: a URL, a host with its port or a
+// wildcard pasted as a domain would never match a page's host either; an
+// address, IPv6 too, and a name with an underscore are hosts.
+func TestNewStaticRefusesDomainsNoHostIs(t *testing.T) {
+	bad := []string{"https://blog.example/", "blog.example/", "blog.example:8080", "*.blog.example", "user@blog.example", "blog example", "[::1]"}
+	good := []string{"blog.example", "127.0.0.1", "::1", "my_host.example", "localhost"}
+	_, err := NewStatic([]Partner{{APIKey: "k", Sites: []Site{{ID: "blog", Domains: append(slices.Clone(good), bad...)}}}})
+	if err == nil {
+		t.Fatal("NewStatic accepted domains that are no host name")
+	}
+	for _, d := range bad {
+		if want := fmt.Sprintf(`partner "k" site "blog": domain %q: `, d); !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not say %s:\n%v", want, err)
+		}
+	}
+	for _, d := range good {
+		if strings.Contains(err.Error(), fmt.Sprintf("domain %q", d)) {
+			t.Errorf("error names the good domain %q:\n%v", d, err)
+		}
 	}
 }
 
