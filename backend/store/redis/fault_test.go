@@ -2,6 +2,7 @@ package redisstore_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"log/slog"
 	"net"
 	"slices"
@@ -273,5 +274,33 @@ func TestBudgetFlagsWhileRedisIsDown(t *testing.T) {
 	}
 	if ids, err := f.Raised(t.Context(), clk.Now()); err != nil || !slices.Equal(ids, []string{"b.example"}) {
 		t.Errorf("with Redis back, Raised = %v, %v; want [b.example]", ids, err)
+	}
+}
+
+// TestClientLibraryLinesGoToTheLogger: go-redis's own lines (a dial
+// refused, once a pool's dial fails) go to the Logger, at debug level, as
+// JSON with the server's, not as plain text to stderr between them; the
+// stores log the outage themselves, once every LogEvery.
+func TestClientLibraryLinesGoToTheLogger(t *testing.T) {
+	srv := testredis.Start(t, testredis.Options{})
+	url := srv.URL()
+	srv.Kill()
+	var log syncBuffer
+	c := open(t, url, redisstore.Options{Logger: slog.New(slog.NewJSONHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	if ids, err := c.BudgetFlags().Raised(t.Context(), time.Now()); err != nil || ids != nil {
+		t.Errorf("Raised = %v, %v; want nothing", ids, err)
+	}
+	var found bool
+	for _, line := range strings.Split(strings.TrimSpace(log.String()), "\n") {
+		var l struct{ Level, Msg string }
+		if err := json.Unmarshal([]byte(line), &l); err != nil {
+			t.Errorf("a line is no JSON: %q", line)
+		}
+		if l.Level == "DEBUG" && strings.Contains(l.Msg, "failed to dial") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no go-redis line at debug level in the log:\n%s", log.String())
 	}
 }

@@ -17,8 +17,10 @@ package redisstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,6 +46,25 @@ type Options struct {
 	Metrics *metrics.Metrics
 	// Now is the clock that times RetryAfter and LogEvery; tests set it.
 	Now func() time.Time
+}
+
+// libraryLog is where go-redis's own lines go (a dial refused, a pool's
+// error): the Logger of the Client opened last, at debug level, since the
+// stores log an outage themselves, once every LogEvery. The library's
+// default would write them as plain text to stderr, between the server's
+// JSON lines, once per failed dial. The library has one logger for the
+// process, hence one variable.
+var libraryLog atomic.Pointer[slog.Logger]
+
+func init() { redis.SetLogger(libraryLogger{}) }
+
+// libraryLogger is go-redis's logger, writing to libraryLog.
+type libraryLogger struct{}
+
+func (libraryLogger) Printf(ctx context.Context, format string, v ...any) {
+	if l := libraryLog.Load(); l != nil {
+		l.DebugContext(ctx, strings.TrimPrefix(fmt.Sprintf(format, v...), "redis: "), "component", "redis")
+	}
 }
 
 // Timeouts a URL does not set: a limit check on the hot path must not
@@ -113,6 +134,7 @@ func Open(rawURL string, o Options) (*Client, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	libraryLog.Store(o.Logger)
 	return &Client{rdb: redis.NewClient(opt), prefix: o.Prefix,
 		health: &health{now: o.Now, retryAfter: o.RetryAfter, logEvery: o.LogEvery,
 			log: o.Logger.With("component", "redis", "addr", opt.Addr), metrics: o.Metrics}}, nil
