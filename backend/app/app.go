@@ -261,6 +261,7 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 	}
 	acc.gate, acc.gateOf = a.Budget, acc.budgets
 	cat.cur.Store(cat.cur.Load().with(acc))
+	cat.warnAdless(cat.cur.Load(), nil)
 	if flags != nil {
 		a.syncBudgets(log)
 	}

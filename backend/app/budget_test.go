@@ -3,8 +3,10 @@ package app
 import (
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -118,5 +120,57 @@ func TestReplicasHoldOneBudget(t *testing.T) {
 		if s, err := r.Rollups.Spent(t.Context(), advertiser, time.Now()); err != nil || s != spent {
 			t.Errorf("a replica reads the spend as %d %v, want the click table's %d", s, err, spent)
 		}
+	}
+}
+
+// TestBudgetOfNoAdvertiserIsLogged: a daily budget given to an id no ad
+// of the catalog has (a typo for the advertiser meant, which then has
+// none) is logged as a warning naming it, at start and when a reload
+// swaps in a file with another one; a reload that changes nothing logs it
+// no more.
+func TestBudgetOfNoAdvertiserIsLogged(t *testing.T) {
+	const warning = "daily budgets of advertisers no ad of the catalog has"
+	dir := t.TempDir()
+	file := filepath.Join(dir, "advertisers.json")
+	writeFile(t, file, []byte(`{"advertisers":[{"id":"handy-bestkauf.de","daily_budget":"10","currency":"EUR"},
+		{"id":"handy-bestkauf.com","daily_budget":"5","currency":"EUR"}]}`))
+	cfg := testConfig(t)
+	cfg.AdvertisersFile = file
+	logs := &syncLog{}
+	a, err := New(cfg, Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	admin := httptest.NewServer(a.Admin)
+	defer admin.Close()
+	reload := func() {
+		t.Helper()
+		res, err := http.Post(admin.URL+"/admin/reload", "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			t.Fatalf("reload: %s", res.Status)
+		}
+	}
+	if n := strings.Count(logs.String(), warning); n != 1 || !strings.Contains(logs.String(), "handy-bestkauf.com") {
+		t.Errorf("at start, the warning %d times, want once naming handy-bestkauf.com:\n%s", n, logs.String())
+	}
+	reload()
+	if n := strings.Count(logs.String(), warning); n != 1 {
+		t.Errorf("a reload that changed nothing logged the warning again:\n%s", logs.String())
+	}
+	writeFile(t, file, []byte(`{"advertisers":[{"id":"handy-bestkauf.de","daily_budget":"10","currency":"EUR"},
+		{"id":"amazon.dee","daily_budget":"5","currency":"EUR"}]}`))
+	reload()
+	if n := strings.Count(logs.String(), warning); n != 2 || !strings.Contains(logs.String(), "amazon.dee") {
+		t.Errorf("after a file with another, the warning %d times, want twice, naming amazon.dee:\n%s", n, logs.String())
+	}
+	writeFile(t, file, []byte(`{"advertisers":[{"id":"handy-bestkauf.de","daily_budget":"10","currency":"EUR"}]}`))
+	reload()
+	if n := strings.Count(logs.String(), warning); n != 2 {
+		t.Errorf("after the file was fixed, the warning %d times, want no more:\n%s", n, logs.String())
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -274,6 +275,22 @@ func (l *live) reload(ctx context.Context, force bool) api.Reload {
 	return res
 }
 
+// warnAdless logs the budgeted advertisers no ad of v's catalog has, when
+// they are not those of was, the version v replaced (nil at start), so
+// that an unchanged pair is not logged at every refresh. A budget under a
+// misspelt id holds nobody, and the advertiser meant has none.
+func (l *live) warnAdless(v, was *version) {
+	if v == was || v.acc == nil {
+		return
+	}
+	ids := budget.Adless(v.ads, v.acc.budgets)
+	if len(ids) == 0 || was != nil && was.acc != nil && slices.Equal(ids, budget.Adless(was.ads, was.acc.budgets)) {
+		return
+	}
+	l.log.Warn("daily budgets of advertisers no ad of the catalog has: check their ids against the catalog's advertisers",
+		"advertisers", ids)
+}
+
 // reloadAs refreshes the catalog, on word from the replica from when it is
 // not "": then a catalog of the version the replicas agreed on is served
 // without the checks, which the replica that announced it passed or was
@@ -283,8 +300,10 @@ func (l *live) reloadAs(ctx context.Context, force bool, from string) api.Reload
 	defer l.mu.Unlock()
 	start := time.Now()
 	l.took.read, l.took.index, l.took.shards = 0, 0, 0
+	was := l.cur.Load()
 	res := l.refreshAll(ctx, force)
 	cur := l.cur.Load()
+	l.warnAdless(cur, was)
 	res.Version, res.Ads = cur.api.Version, len(cur.ads)
 	attrs := []any{"result", res.Result, "version", res.Version, "ads", res.Ads, "duration_ms", time.Since(start).Milliseconds(),
 		"read_ms", l.took.read.Milliseconds(), "index_ms", l.took.index.Milliseconds(), "shards_ms", l.took.shards.Milliseconds()}

@@ -3,6 +3,7 @@ package budget
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/adlink/adlink/backend/accounts"
@@ -49,4 +50,29 @@ func CheckCurrencies(ads []match.Ad, budgets map[string]accounts.Budget) error {
 		problems = append(problems, fmt.Errorf("and %d more ads of budgeted advertisers in another currency", n-len(problems)))
 	}
 	return errors.Join(problems...)
+}
+
+// Adless returns the advertisers of budgets that no ad of ads has, sorted:
+// one whose feed is not read yet, or a misspelt id, whose budget then
+// holds the advertiser meant to nothing. Neither is an error, since a
+// budget may come before its feed; the server logs them.
+func Adless(ads []match.Ad, budgets map[string]accounts.Budget) []string {
+	if len(budgets) == 0 {
+		return nil
+	}
+	has := make(map[string]bool, len(budgets))
+	for i := range ads {
+		id := strings.ToLower(ads[i].Advertiser)
+		if _, ok := budgets[id]; ok {
+			has[id] = true
+		}
+	}
+	var ids []string
+	for id := range budgets {
+		if !has[id] {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids
 }
