@@ -77,6 +77,9 @@ func runReport(ctx context.Context, args []string, getenv func(string) string, s
 			return fmt.Errorf("report: %w", err)
 		}
 		defer db.Close()
+		if clicks.KeptInPostgres(db) {
+			return fmt.Errorf("report: %s is the state file of a server that kept its clicks in Postgres: read them there, with -postgres URL (ADLINK_POSTGRES_URL)", db.Path())
+		}
 		rollups = clicks.ReadRollups(db)
 	}
 	rows, err := report.Run(ctx, rollups, acc, req)

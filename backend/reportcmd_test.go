@@ -130,3 +130,22 @@ func TestReportCommandLeavesPostgresAlone(t *testing.T) {
 		t.Errorf("report created %d tables in the database it read", tables)
 	}
 }
+
+// TestReportCommandNamesPostgresForAReplicasData: the data directory of a
+// server that kept its clicks in Postgres holds no report; "adlink
+// report" on it says where the report is, not an empty one.
+func TestReportCommandNamesPostgresForAReplicasData(t *testing.T) {
+	url := testpg.New(t)
+	data := t.TempDir()
+	base, stop := startRun(t, "-data", data, "-demo", "-postgres", url)
+	u := firstAd(t, base, "q=lg+handy&loc=de&api_key=demo&site_id=demo")
+	clickAs(t, base+u[strings.Index(u, "/v1/redirect"):])
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	err := run(context.Background(), []string{"report", "-data", data}, noEnv, &out, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "-postgres") {
+		t.Errorf("report -data of a replica of Postgres = %v, printed %q; want an error naming -postgres", err, out.String())
+	}
+}

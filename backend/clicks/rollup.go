@@ -334,6 +334,18 @@ func NewRollups(db *bolt.DB) (BoltRollups, error) {
 // may not write (a file opened read-only); a file without them has none.
 func ReadRollups(db *bolt.DB) BoltRollups { return BoltRollups{db: db} }
 
+// KeptInPostgres reports whether db is the state file of a server that
+// kept its clicks in Postgres: it has the click spool and no rollups, so
+// a report read from it would be empty, not the server's.
+func KeptInPostgres(db *bolt.DB) bool {
+	var spool, rollups bool
+	db.View(func(tx *bolt.Tx) error {
+		spool, rollups = tx.Bucket(spoolBucket) != nil, tx.Bucket(grains[Day].bucket) != nil
+		return nil
+	})
+	return spool && !rollups
+}
+
 // ScanRollups implements RollupReader.
 func (r BoltRollups) ScanRollups(ctx context.Context, g Grain, from, to time.Time, fn func(*Rollup) error) error {
 	if g < 0 || int(g) >= len(grains) {
