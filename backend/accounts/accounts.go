@@ -135,6 +135,10 @@ func New(ps []partners.Partner, ads []AdvertiserAccount) (*Book, error) {
 				problems = append(problems, fmt.Errorf("%s %q: report_token of %d bytes; want at least %d", acc.Kind, acc.ID, len(token), MinTokenBytes))
 				return
 			}
+			if !sendable(token) {
+				problems = append(problems, fmt.Errorf("%s %q: report_token has white space at an end (a file's newline?) or a control character, which no Authorization header carries", acc.Kind, acc.ID))
+				return
+			}
 			sum = sha256.Sum256([]byte(token))
 		case hash != "":
 			h, err := hex.DecodeString(hash)
@@ -185,6 +189,22 @@ func New(ps []partners.Partner, ads []AdvertiserAccount) (*Book, error) {
 		return nil, err
 	}
 	return b, nil
+}
+
+// sendable reports whether token can be what a request's "Authorization:
+// Bearer" header carries: the header trims white space at its ends, and
+// holds no control character. A token that is not would never
+// authenticate.
+func sendable(token string) bool {
+	if strings.TrimSpace(token) != token {
+		return false
+	}
+	for i := 0; i < len(token); i++ {
+		if c := token[i]; c < ' ' && c != '\t' || c == 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 // parseBudget reads an advertiser's budget fields, and reports each bad

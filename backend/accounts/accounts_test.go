@@ -153,3 +153,24 @@ func FuzzParseAdvertisers(f *testing.F) {
 		}
 	})
 }
+
+// TestNewRefusesTokensNoRequestSends: a report token with white space at
+// an end (the newline of a file it was read from) or a control character
+// never authenticates, since a request's Authorization header cannot
+// carry it: the file is refused, naming the account.
+func TestNewRefusesTokensNoRequestSends(t *testing.T) {
+	_, err := New([]partners.Partner{{APIKey: "a", ReportToken: "a long enough token\n"}},
+		[]AdvertiserAccount{{ID: "x.example", ReportToken: " a long enough token 2"}, {ID: "y.example", ReportToken: "a long\x00enough token 3"},
+			{ID: "z.example", ReportToken: "a long enough token, inner spaces kept"}})
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range []string{`partner "a": report_token`, `advertiser "x.example": report_token`, `advertiser "y.example": report_token`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+	if strings.Contains(err.Error(), "z.example") {
+		t.Errorf("error names a good token's account:\n%v", err)
+	}
+}
