@@ -338,6 +338,9 @@ func TestReloadRefusesBadPartners(t *testing.T) {
 		{"a domain IDNA refuses", s.partners, `{"partners":[
 			{"api_key":"key-one","sites":[{"id":"site-one","domains":["one.example","a_ä.example"]}]}]}`,
 			http.StatusConflict, "refused", "partners file " + s.partners + `: partner "key-one" site "site-one": domain "a_ä.example"`},
+		{"a token with its file's newline", s.partners, `{"partners":[
+			{"api_key":"key-one","report_token":"partner-report-token-1\n","sites":[{"id":"site-one","domains":["one.example"]}]}]}`,
+			http.StatusConflict, "refused", "partners file " + s.partners + `: partner "key-one": report_token has white space at an end`},
 		{"a URL for a domain", s.partners, `{"partners":[
 			{"api_key":"key-one","sites":[{"id":"site-one","domains":["https://one.example/"]}]}]}`,
 			http.StatusConflict, "refused", "partners file " + s.partners + `: partner "key-one" site "site-one": domain "https://one.example/": not a host name`},
