@@ -18,6 +18,14 @@ import (
 // no account has (401).
 const CodeUnauthorized = "unauthorized"
 
+// CodeReportsUnavailable: the store the reports are read from did not
+// answer (a Postgres that is down), 503 with a Retry-After.
+const CodeReportsUnavailable = "reports_unavailable"
+
+// reportRetry is the Retry-After, in seconds, of a report the store did
+// not answer.
+const reportRetry = "10"
+
 // reportRequest answers GET /v2/report: the report of the account whose
 // report token the Authorization header carries (a partner's sites', an
 // advertiser's ads'), over from..to, grouped by group_by, as JSON or CSV.
@@ -60,7 +68,12 @@ func (s *server) reportRequest(w http.ResponseWriter, r *http.Request) error {
 	}
 	rows, err := report.Run(r.Context(), s.rollups, acc, req)
 	if err != nil {
-		return internal(fmt.Errorf("report: %w", err))
+		// The request was read; what failed is the store (with -postgres,
+		// one that is down while clicks are spooled). The client may try
+		// again; the log has the cause.
+		h.Set("Retry-After", reportRetry)
+		return &Error{Status: http.StatusServiceUnavailable, Code: CodeReportsUnavailable,
+			Message: "the reports' store did not answer; try again in " + reportRetry + " s", Err: fmt.Errorf("report: %w", err)}
 	}
 	if req.Format == "csv" {
 		var buf bytes.Buffer

@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/adlink/adlink/backend/clicks"
+	"github.com/adlink/adlink/backend/partners"
 	"github.com/adlink/adlink/internal/testpg"
 )
 
@@ -186,6 +187,18 @@ func TestPostgresOutageSpoolsClicks(t *testing.T) {
 	if status, body := get(t, a.Handler, "/v2/page/link?api_key=demo&site_id=demo&url=http%3A%2F%2Flocalhost%2Fnews%2F1"); status >= 500 {
 		t.Errorf("the page endpoint with Postgres down: %d %s", status, body)
 	}
+	// Reports are read from Postgres: a 503 the client may retry.
+	report := func() *httptest.ResponseRecorder {
+		req := httptest.NewRequest(http.MethodGet, "/v2/report?group_by=day", nil)
+		req.Header.Set("Authorization", "Bearer "+partners.DemoReportToken)
+		rec := httptest.NewRecorder()
+		a.Handler.ServeHTTP(rec, req)
+		return rec
+	}
+	if rec := report(); rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" ||
+		!strings.Contains(rec.Body.String(), `"code":"reports_unavailable"`) {
+		t.Errorf("a report with Postgres down: %d, Retry-After %q, %s", rec.Code, rec.Header().Get("Retry-After"), rec.Body)
+	}
 	if got, want := metric(t, a, "adlink_clicks_spooled_total"), fmt.Sprint(spooledBefore+spooled+3); got != want {
 		t.Errorf("adlink_clicks_spooled_total %s, want %s", got, want)
 	}
@@ -194,6 +207,9 @@ func TestPostgresOutageSpoolsClicks(t *testing.T) {
 	}
 
 	restartAndShip(t, pg, a)
+	if rec := report(); rec.Code != http.StatusOK {
+		t.Errorf("a report once Postgres answers again: %d %s", rec.Code, rec.Body)
+	}
 	// A click after the recovery goes to Postgres at once.
 	verdicts[clickFrom(t, a.Handler, adURL(t, a.Handler), 200)] = "billable"
 
