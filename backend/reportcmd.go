@@ -86,6 +86,11 @@ func runReport(ctx context.Context, args []string, getenv func(string) string, s
 	if err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
+	if len(rows) == 0 && acc.Kind != accounts.Operator {
+		// An api_key or id spelt wrong looks like a quiet range: say which.
+		fmt.Fprintf(stderr, "report: no clicks or impressions of %s %q from %s to %s: check the %s\n", acc.Kind, acc.ID,
+			req.From.Format(time.DateOnly), req.To.Format(time.DateOnly), map[accounts.Kind]string{accounts.Partner: "api_key", accounts.Advertiser: "advertiser id"}[acc.Kind])
+	}
 	if req.Format == "csv" {
 		return report.WriteCSV(stdout, req, rows)
 	}

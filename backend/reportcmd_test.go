@@ -70,6 +70,14 @@ func TestReportCommand(t *testing.T) {
 		noEnv, &out, io.Discard); err != nil || strings.Count(out.String(), "\n") != 2 {
 		t.Errorf("report -advertiser Handy-Bestkauf.DE = %v, printed\n%s\nwant the header and today's row", err, out.String())
 	}
+	// A partner with nothing in the range: the report is empty, and the
+	// command says whose, as an api_key spelt wrong gets it too.
+	out.Reset()
+	var said bytes.Buffer
+	if err := run(context.Background(), []string{"report", "-data", data, "-from", today, "-to", today, "-partner", "dem0"},
+		noEnv, &out, &said); err != nil || strings.Count(out.String(), "\n") != 1 || !strings.Contains(said.String(), `no clicks or impressions of partner "dem0"`) {
+		t.Errorf("report -partner dem0 = %v, printed\n%s\nsaid %q", err, out.String(), said.String())
+	}
 	for _, bad := range [][]string{{"report", "-data", data, "-group-by", "nope"}, {"report", "-data", data, "-from", "yesterday"},
 		{"report", "-data", t.TempDir()}, {"report", "-data", data, "-partner", "a", "-advertiser", "b"}} {
 		if err := run(context.Background(), bad, noEnv, io.Discard, io.Discard); err == nil {

@@ -222,7 +222,7 @@ func parseBudget(a AdvertiserAccount) (Budget, []error) {
 	if strings.TrimSpace(a.DailyBudget) != "" {
 		m, err := ParseMicros(a.DailyBudget)
 		if err != nil || m <= 0 {
-			problems = append(problems, fmt.Errorf("daily_budget %q: want a positive decimal such as 25.00", a.DailyBudget))
+			problems = append(problems, fmt.Errorf("daily_budget %q: want a positive decimal of at most 12 digits before the point and 6 after, such as 25.00", a.DailyBudget))
 		}
 		if len(bg.Currency) != 3 || strings.Trim(bg.Currency, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") != "" {
 			problems = append(problems, fmt.Errorf("currency %q: a daily budget needs a 3-letter ISO 4217 currency such as EUR", a.Currency))

@@ -311,7 +311,7 @@ func (l *live) reloadAs(ctx context.Context, force bool, from string) api.Reload
 		attrs = append(attrs, "announced_by", from)
 	}
 	for _, a := range [][2]string{{"accounts", res.Accounts}, {"partners", res.Partners}, {"advertisers", res.Advertisers},
-		{"accounts_err", res.AccountsError}} {
+		{"accounts_error", res.AccountsError}} {
 		if a[1] != "" {
 			attrs = append(attrs, a[0], a[1])
 		}

@@ -403,7 +403,7 @@ func TestFeedSizeCap(t *testing.T) {
 		v1 := a.Catalog().Version
 		big.Store(true)
 		r := a.Reload(context.Background(), false)
-		if r.Result != "failed" || !strings.Contains(r.Error, catalog.ErrTooLarge.Error()) || r.Version != v1 {
+		if r.Result != "failed" || !strings.Contains(r.Error, "-catalog-max-bytes") || r.Version != v1 {
 			t.Errorf("declared %v: %+v", declared, r)
 		}
 		a.Close()

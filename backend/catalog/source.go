@@ -149,7 +149,7 @@ type FetchOptions struct {
 }
 
 // ErrTooLarge is the error of a feed over FetchOptions.MaxBytes.
-var ErrTooLarge = errors.New("feed is larger than the size cap")
+var ErrTooLarge = errors.New("feed is larger than its size cap (-catalog-max-bytes)")
 
 // Fetcher reads sources again and again, and parses a source again only
 // when it changed: a URL is asked for with If-None-Match and
