@@ -237,6 +237,11 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if a.redis != nil && a.pg == nil {
+		// Redis shares the limits and the budget flags, not the record:
+		// replicas of one traffic would each bill a link, and a budget.
+		log.Warn("redis without postgres: this server's clicks, their decisions and windows, reports and budget spend stay in its own file; servers that share traffic need -postgres too")
+	}
 	if a.pg != nil {
 		if ledger, err = a.spoolClicks(log); err != nil {
 			return nil, err

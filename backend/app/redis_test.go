@@ -2,6 +2,7 @@ package app
 
 import (
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -26,13 +27,14 @@ func TestRedisSharesLimitsAcrossReplicas(t *testing.T) {
 		defer mu.Unlock()
 		return now
 	}
+	logs := &syncLog{}
 	replica := func() *App {
 		cfg := testConfig(t)
 		cfg.RedisURL = srv.URL()
 		// A burst of 10 for the key, 2 for a client network, and no
 		// refill while the test runs.
 		cfg.KeyRate, cfg.KeyBurst, cfg.KeyNetworkShare = 0.001, 10, 0.2
-		a, err := New(cfg, Options{Now: clock})
+		a, err := New(cfg, Options{Now: clock, Logger: slog.New(slog.NewTextHandler(logs, nil))})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -40,6 +42,10 @@ func TestRedisSharesLimitsAcrossReplicas(t *testing.T) {
 		return a
 	}
 	replicas := []*App{replica(), replica()}
+	// Without Postgres each keeps its own record: the operator is told.
+	if got := strings.Count(logs.String(), "redis without postgres"); got != 2 {
+		t.Errorf("%d of 2 servers warned of Redis without Postgres:\n%s", got, logs.String())
+	}
 	search := func(i, network int) int {
 		t.Helper()
 		r := httptest.NewRequest(http.MethodGet, "/v2/search/link?q=lg+handy&loc=de&api_key=demo&site_id=demo", nil)
