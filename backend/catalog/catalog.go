@@ -22,6 +22,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -43,6 +44,9 @@ type Options struct {
 	Advertiser string
 	Markets    []string
 	Bid        string
+	// Now is the time a Merchant Center feed's sales and expiration dates
+	// are judged at; zero is the time the read starts.
+	Now time.Time
 }
 
 // MaxErrors is how many line errors Load lists; it counts the rest and
@@ -92,7 +96,7 @@ func LoadFile(path string, opts Options) ([]match.Ad, error) {
 
 // Load reads one feed. name's extension picks the format (FormatOf):
 // ".jsonl" or ".ndjson" for JSON lines, ".csv" for CSV, ".xml", ".rss" or
-// ".atom" for a Google Merchant Center XML feed, ".tsv" for its
+// ".atom" for a Google Merchant Center XML feed, ".tsv" or ".txt" for its
 // tab-separated form, each optionally followed by ".gz". name also
 // prefixes every error. Load returns no ads unless every line is valid;
 // the error then lists up to MaxErrors *LineError values (reach them with
@@ -104,7 +108,7 @@ func Load(r io.Reader, name string, opts Options) ([]match.Ad, error) {
 	f := FormatOf(name, "")
 	if f == FormatUnknown {
 		ext := strings.ToLower(filepath.Ext(strings.TrimSuffix(strings.ToLower(name), ".gz")))
-		return nil, fmt.Errorf("%s: unknown feed format %q: want .jsonl, .ndjson, .csv, .xml, .rss, .atom or .tsv", name, ext)
+		return nil, fmt.Errorf("%s: unknown feed format %q: want .jsonl, .ndjson, .csv, .xml, .rss, .atom, .tsv or .txt", name, ext)
 	}
 	return LoadFormat(r, name, f, opts)
 }
@@ -118,28 +122,34 @@ func LoadFormat(r io.Reader, name string, f Format, opts Options) ([]match.Ad, e
 // load is LoadFormat; a caller that has decompressed the feed under its
 // own cap asks for no second gzip layer.
 func load(r io.Reader, name string, f Format, opts Options, gz bool) ([]match.Ad, error) {
-	return loadAgain(r, name, f, opts, gz, nil)
+	ads, _, err := loadAgain(r, name, f, opts, gz, nil)
+	return ads, err
 }
 
 // loadAgain is load that finds the ads of unchanged lines of a JSON-lines
-// feed in ls, its last read's lines, and notes this read's in ls.
-func loadAgain(r io.Reader, name string, f Format, opts Options, gz bool, ls *lines) ([]match.Ad, error) {
+// feed in ls, its last read's lines, and notes this read's in ls. until
+// is when the ads read would change though the feed does not (a sale
+// starts or ends, an item expires), zero for never.
+func loadAgain(r io.Reader, name string, f Format, opts Options, gz bool, ls *lines) (ads []match.Ad, until time.Time, err error) {
 	if opts.BaseURL != "" {
 		u, err := url.Parse(opts.BaseURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, fmt.Errorf("catalog: base URL %q is not an absolute http(s) URL", opts.BaseURL)
+			return nil, until, fmt.Errorf("catalog: base URL %q is not an absolute http(s) URL", opts.BaseURL)
 		}
 	}
 	if gz {
 		var err error
 		if r, err = gunzipped(r); err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
+			return nil, until, fmt.Errorf("%s: %w", name, err)
 		}
 		if c, ok := r.(io.Closer); ok {
 			defer c.Close()
 		}
 	}
-	p := parser{name: name, opts: opts, seen: make(map[string]int), lines: ls}
+	p := parser{name: name, opts: opts, seen: make(map[string]int), lines: ls, now: opts.Now}
+	if p.now.IsZero() {
+		p.now = time.Now()
+	}
 	if ls != nil && ls.prev != nil {
 		// The feed read again is about as long as last time: no growing
 		// of a million-ad slice line by line.
@@ -147,7 +157,7 @@ func loadAgain(r io.Reader, name string, f Format, opts Options, gz bool, ls *li
 		p.ads = make([]match.Ad, 0, n+n/16)
 	}
 	if err := p.setDefaults(); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, until, fmt.Errorf("%s: %w", name, err)
 	}
 	switch f {
 	case FormatJSONL:
@@ -159,9 +169,13 @@ func loadAgain(r io.Reader, name string, f Format, opts Options, gz bool, ls *li
 	case FormatMerchantTSV:
 		p.readMerchantTSV(r)
 	default:
-		return nil, fmt.Errorf("%s: unknown feed format", name)
+		return nil, until, fmt.Errorf("%s: unknown feed format", name)
 	}
-	return p.result()
+	ads, err = p.result()
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	return ads, p.until, nil
 }
 
 // gunzipped returns r, or a reader of its gzip stream when it starts with
@@ -197,6 +211,19 @@ type parser struct {
 	// lines, when set, has the ads of a JSON-lines feed's last read by
 	// line, and notes this read's.
 	lines *lines
+	// now is when the read is judged at; until is the first time after it
+	// at which what an item is served as changes (Merchant Center dates).
+	now, until time.Time
+	// groups are the item_group_id values an ad was kept for, so that one
+	// product's variants give one ad.
+	groups map[string]bool
+}
+
+// changesAt notes that what an item is served as changes at t.
+func (p *parser) changesAt(t time.Time) {
+	if t.After(p.now) && (p.until.IsZero() || t.Before(p.until)) {
+		p.until = t
+	}
 }
 
 // setDefaults checks the options' defaults for the feed's lines.

@@ -20,14 +20,14 @@ import (
 func readTwice(t testing.TB, first, second []byte, opts1, opts2 Options) (again, fresh readResult) {
 	t.Helper()
 	ls := nextLines(nil, opts1)
-	ads, err := loadAgain(bytes.NewReader(first), "feed.jsonl", FormatJSONL, opts1, true, ls)
+	ads, _, err := loadAgain(bytes.NewReader(first), "feed.jsonl", FormatJSONL, opts1, true, ls)
 	if err == nil {
 		ls.done(ads)
 	} else {
 		ls = nil
 	}
 	ls2 := nextLines(ls, opts2)
-	again.ads, again.err = loadAgain(bytes.NewReader(second), "feed.jsonl", FormatJSONL, opts2, true, ls2)
+	again.ads, _, again.err = loadAgain(bytes.NewReader(second), "feed.jsonl", FormatJSONL, opts2, true, ls2)
 	fresh.ads, fresh.err = Load(bytes.NewReader(second), "feed.jsonl", opts2)
 	return again, fresh
 }
@@ -63,13 +63,13 @@ func TestReadAgainDecodesChangedLinesOnly(t *testing.T) {
 	// the first read's own.
 	second = []byte(strings.Join(changed[:len(changed)-1], "\n"))
 	ls := nextLines(nil, Options{})
-	before, err := loadAgain(bytes.NewReader(first), "feed.jsonl", FormatJSONL, Options{}, true, ls)
+	before, _, err := loadAgain(bytes.NewReader(first), "feed.jsonl", FormatJSONL, Options{}, true, ls)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ls.done(before)
 	ls2 := nextLines(ls, Options{})
-	after, err := loadAgain(bytes.NewReader(second), "feed.jsonl", FormatJSONL, Options{}, true, ls2)
+	after, _, err := loadAgain(bytes.NewReader(second), "feed.jsonl", FormatJSONL, Options{}, true, ls2)
 	if err != nil {
 		t.Fatal(err)
 	}

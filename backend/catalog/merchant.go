@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"bufio"
 	"encoding/csv"
 	"encoding/xml"
 	"errors"
@@ -24,138 +25,18 @@ import (
 // merchantNS is the namespace of the g: attributes.
 const merchantNS = "http://base.google.com/ns/1.0"
 
+// isMerchantNS reports whether an element's namespace is that of the g:
+// attributes: its URI however prefixed, or a g: prefix the feed forgot to
+// declare, which can mean nothing else.
+func isMerchantNS(space string) bool {
+	return space == merchantNS || space == "g" || space == "https://base.google.com/ns/1.0"
+}
+
 // merchantFields are the feed's names for the fields whose errors checkAd
 // reports in adlink's terms.
 var merchantFields = map[string]string{
 	"landing": "link", "logo": "image_link", "manufacturer": "brand", "model": "mpn",
 	"category": "product_type", "markets": "market",
-}
-
-// merchantItem is one product as the feed writes it.
-type merchantItem struct {
-	id, title, description, link, imageLink, price, salePrice, availability string
-	brand, gtin, mpn, googleCategory, productType, condition                string
-}
-
-// set stores a g: attribute; it reports false for one adlink does not read.
-func (it *merchantItem) set(name, v string) bool {
-	var dst *string
-	switch name {
-	case "id":
-		dst = &it.id
-	case "title":
-		dst = &it.title
-	case "description":
-		dst = &it.description
-	case "link":
-		dst = &it.link
-	case "image_link":
-		dst = &it.imageLink
-	case "price":
-		dst = &it.price
-	case "sale_price":
-		dst = &it.salePrice
-	case "availability":
-		dst = &it.availability
-	case "brand":
-		dst = &it.brand
-	case "gtin":
-		dst = &it.gtin
-	case "mpn":
-		dst = &it.mpn
-	case "google_product_category":
-		dst = &it.googleCategory
-	case "product_type":
-		dst = &it.productType
-	case "condition":
-		dst = &it.condition
-	default:
-		return false
-	}
-	if *dst == "" { // the first of a repeated attribute counts
-		*dst = v
-	}
-	return true
-}
-
-// addMerchant checks an item's own attributes, turns it into an ad and
-// adds it; an item that is out of stock is left out, not an error.
-func (p *parser) addMerchant(line int, it *merchantItem) {
-	before := len(p.errs) + p.dropped
-	switch a := strings.ReplaceAll(strings.ToLower(strings.TrimSpace(it.availability)), " ", "_"); a {
-	case "", "in_stock", "preorder", "backorder":
-	case "out_of_stock":
-		return
-	default:
-		p.fail(line, "availability", fmt.Sprintf("%q: want in_stock, out_of_stock, preorder or backorder", it.availability))
-	}
-	switch c := strings.ToLower(strings.TrimSpace(it.condition)); c {
-	case "", "new", "used", "refurbished":
-	default:
-		p.fail(line, "condition", fmt.Sprintf("%q: want new, used or refurbished", it.condition))
-	}
-	rec := record{
-		Kind:         "product",
-		ID:           it.id,
-		Title:        it.title,
-		Description:  it.description,
-		Landing:      it.link,
-		Logo:         it.imageLink,
-		Manufacturer: it.brand,
-		GTIN:         it.gtin,
-		Model:        it.mpn,
-		Category:     merchantCategory(it.productType, it.googleCategory),
-	}
-	field, price := "price", it.price
-	if strings.TrimSpace(it.salePrice) != "" {
-		// What the shopper pays is what the ad shows.
-		field, price = "sale_price", it.salePrice
-	}
-	if strings.TrimSpace(price) != "" {
-		amount, currency, msg := parseMerchantPrice(price)
-		if msg != "" {
-			p.fail(line, field, msg)
-		}
-		rec.Price, rec.Currency = decimal(amount), currency
-	}
-	p.addSince(line, &rec, before)
-}
-
-// merchantCategory is the most specific level of the merchant's own
-// product type, else of Google's category when it is written out rather
-// than given by its number.
-func merchantCategory(productType, googleCategory string) string {
-	for _, s := range []string{productType, googleCategory} {
-		s = strings.TrimSpace(s)
-		if i := strings.LastIndexByte(s, '>'); i >= 0 {
-			s = strings.TrimSpace(s[i+1:])
-		}
-		if s != "" && !allDigits(s) {
-			return s
-		}
-	}
-	return ""
-}
-
-// parseMerchantPrice reads "19.99 EUR" (or "EUR 19.99") into its amount
-// and currency; msg says what is wrong when it does not read.
-func parseMerchantPrice(s string) (amount, currency, msg string) {
-	f := strings.Fields(s)
-	if len(f) == 2 && isCurrency(strings.ToUpper(f[0])) && !isCurrency(strings.ToUpper(f[1])) {
-		f[0], f[1] = f[1], f[0]
-	}
-	switch {
-	case len(f) == 1:
-		return "", "", fmt.Sprintf("%q has no currency: want an amount and an ISO 4217 currency such as 19.99 EUR", s)
-	case len(f) != 2 || !isCurrency(strings.ToUpper(f[1])):
-		return "", "", fmt.Sprintf("%q: want an amount and an ISO 4217 currency such as 19.99 EUR", s)
-	case strings.Contains(f[0], ","):
-		return "", "", fmt.Sprintf("%q: write the amount with a decimal point and no thousands separator, such as 1299.99 EUR", s)
-	}
-	if _, err := parseDecimal(f[0], 2); err != nil {
-		return "", "", fmt.Sprintf("%q: %v", s, err)
-	}
-	return f[0], strings.ToUpper(f[1]), ""
 }
 
 // feedDefaults takes the advertiser and market a feed names for all its
@@ -180,6 +61,8 @@ func (p *parser) readMerchantXML(r io.Reader) {
 	p.rename = merchantFields
 	check := &utf8Check{r: r}
 	dec := xml.NewDecoder(check)
+	// Shops write HTML's named characters (&nbsp;, &auml;) into their XML.
+	dec.Entity = xml.HTMLEntity
 	dec.CharsetReader = func(label string, in io.Reader) (io.Reader, error) {
 		enc := singleByte(label)
 		if enc == nil {
@@ -222,7 +105,7 @@ func (p *parser) readMerchantXML(r io.Reader) {
 				continue
 			}
 			channel := root == "rss" && len(path) == 2 || root == "feed" && len(path) == 1
-			if channel && t.Name.Space != merchantNS && (name == "link" || name == "language") {
+			if channel && !isMerchantNS(t.Name.Space) && (name == "link" || name == "language") {
 				var v textOrHref
 				if err := dec.DecodeElement(&v, &t); err != nil {
 					p.xmlFail(dec, err)
@@ -285,7 +168,7 @@ func readItem(dec *xml.Decoder, it *merchantItem) error {
 				return err
 			}
 			name := t.Name.Local
-			if t.Name.Space == merchantNS {
+			if isMerchantNS(t.Name.Space) {
 				it.set(name, v.Text)
 				continue
 			}
@@ -387,7 +270,11 @@ var merchantColumns = []string{"id", "title", "link"}
 // of attribute names (with or without "g:"), then one item per row.
 func (p *parser) readMerchantTSV(r io.Reader) {
 	p.rename = merchantFields
-	cr := csv.NewReader(r)
+	br := bufio.NewReader(r)
+	if head, _ := br.Peek(3); string(head) == "\ufeff" {
+		br.Discard(3) // before a quoted first name, too
+	}
+	cr := csv.NewReader(br)
 	cr.Comma = '\t'
 	cr.LazyQuotes = true // merchants write quotes in titles without escaping them
 	cr.FieldsPerRecord = -1
@@ -402,7 +289,8 @@ func (p *parser) readMerchantTSV(r io.Reader) {
 	}
 	var names []string
 	for i, h := range header {
-		h = strings.TrimPrefix(strings.ToLower(strings.TrimSpace(h)), "g:")
+		// "g:image_link", "Image_Link" and "image link" all name image_link.
+		h = strings.TrimPrefix(merchantToken(h), "g:")
 		if i == 0 {
 			h = strings.TrimPrefix(h, "\ufeff")
 		}

@@ -163,7 +163,7 @@ func TestMerchantBadInput(t *testing.T) {
 		{"truncated XML", item("")[:120], "f.xml", Options{}, 3, "", "invalid XML"},
 		{"not a feed", `<html><body>hi</body></html>`, "f.xml", Options{}, 1, "", "not a feed"},
 		{"price without currency", item("<g:price>19.99</g:price>"), "f.xml", Options{}, 3, "price", "no currency"},
-		{"comma decimal", item("<g:price>19,99 EUR</g:price>"), "f.xml", Options{}, 3, "price", "decimal point"},
+		{"ambiguous separator", item("<g:price>1.299 EUR</g:price>"), "f.xml", Options{}, 3, "price", "decimal point"},
 		{"bad sale price", item("<g:price>19.99 EUR</g:price><g:sale_price>cheap</g:sale_price>"), "f.xml", Options{}, 3, "sale_price", "currency"},
 		{"bad availability", item("<g:availability>maybe</g:availability>"), "f.xml", Options{}, 3, "availability", "in_stock"},
 		{"bad link", strings.Replace(item(""), "https://shop.example/x1", "javascript:alert(1)", 1), "f.xml", Options{}, 3, "link", "absolute"},

@@ -47,7 +47,7 @@ func FormatOf(name, contentType string) Format {
 		return FormatCSV
 	case ".xml", ".rss", ".atom":
 		return FormatMerchantXML
-	case ".tsv":
+	case ".tsv", ".txt": // Merchant Center names its tab-separated feeds .txt
 		return FormatMerchantTSV
 	}
 	mt, _, _ := mime.ParseMediaType(contentType)
@@ -146,6 +146,9 @@ type FetchOptions struct {
 	resolve egress.Resolver
 	// guard, in tests, makes a loopback address count as public.
 	guard []ssrf.Option
+	// now, in tests, is the clock a feed's sales and expiration dates are
+	// judged by; nil is time.Now.
+	now func() time.Time
 }
 
 // ErrTooLarge is the error of a feed over FetchOptions.MaxBytes.
@@ -192,6 +195,9 @@ type fetched struct {
 	ads                []match.Ad
 	// lines are a JSON-lines feed's ads by line, for the next read.
 	lines *lines
+	// until is when its ads change though its bytes do not (a sale starts
+	// or ends, an item expires): from then on it is read again in full.
+	until time.Time
 }
 
 // NewFetcher returns a Fetcher with opts' bounds.
@@ -207,6 +213,9 @@ func NewFetcher(opts FetchOptions) *Fetcher {
 	}
 	if opts.Proxy == nil {
 		opts.Proxy = http.ProxyFromEnvironment
+	}
+	if opts.now == nil {
+		opts.now = time.Now
 	}
 	f := &Fetcher{opts: opts, guard: egress.New(opts.guard...), last: map[string]*fetched{}}
 	d := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second, ControlContext: f.control}
@@ -239,12 +248,20 @@ type Result struct {
 
 // Fetch reads src, or keeps what it gave last time when it has not
 // changed. An error leaves last time's state as it was, so the next fetch
-// asks again.
+// asks again. A feed whose ads change with time (a Merchant Center sale
+// that starts or ends, an item that expires) is read again in full at the
+// first fetch after the change, whether or not its bytes changed.
 func (f *Fetcher) Fetch(ctx context.Context, src Source, opts Options) (Result, error) {
 	opts.Advertiser, opts.Markets, opts.Bid = src.Advertiser, src.Markets, src.Bid
+	if opts.Now.IsZero() {
+		opts.Now = f.opts.now()
+	}
 	f.mu.Lock()
 	prev := f.last[src.Name]
 	f.mu.Unlock()
+	if prev != nil && !prev.until.IsZero() && !opts.Now.Before(prev.until) {
+		prev = nil // what it gave is out of date, however unchanged its bytes
+	}
 	var (
 		next *fetched
 		err  error
@@ -292,7 +309,7 @@ func (f *Fetcher) readFile(src Source, opts Options, prev *fetched) (*fetched, e
 	if format == FormatUnknown {
 		format = FormatOf(src.Location, "")
 	}
-	ads, sum, ls, err := f.parse(file, src, format, opts, prev)
+	ads, sum, ls, until, err := f.parse(file, src, format, opts, prev)
 	if f.afterRead != nil {
 		f.afterRead(src.Location)
 	}
@@ -303,7 +320,7 @@ func (f *Fetcher) readFile(src Source, opts Options, prev *fetched) (*fetched, e
 	if err != nil {
 		return nil, err
 	}
-	next.sum, next.ads, next.lines = sum, ads, ls
+	next.sum, next.ads, next.lines, next.until = sum, ads, ls, until
 	if prev != nil && prev.sum == sum {
 		prev.size, prev.modTime = next.size, next.modTime
 		return prev, nil
@@ -352,11 +369,11 @@ func (f *Fetcher) fetchURL(ctx context.Context, src Source, opts Options, prev *
 	if format == FormatUnknown {
 		return nil, fmt.Errorf("%s: unknown feed format (Content-Type %q): name it with #format=jsonl, csv, xml or tsv", src.Name, res.Header.Get("Content-Type"))
 	}
-	ads, sum, ls, err := f.parse(res.Body, src, format, opts, prev)
+	ads, sum, ls, until, err := f.parse(res.Body, src, format, opts, prev)
 	if err != nil {
 		return nil, err
 	}
-	next := &fetched{etag: res.Header.Get("ETag"), lastModified: res.Header.Get("Last-Modified"), sum: sum, ads: ads, lines: ls}
+	next := &fetched{etag: res.Header.Get("ETag"), lastModified: res.Header.Get("Last-Modified"), sum: sum, ads: ads, lines: ls, until: until}
 	if prev != nil && prev.sum == sum {
 		prev.etag, prev.lastModified = next.etag, next.lastModified
 		return prev, nil
@@ -367,16 +384,16 @@ func (f *Fetcher) fetchURL(ctx context.Context, src Source, opts Options, prev *
 // parse reads a feed under the size cap, as read and once decompressed,
 // and returns its ads, the SHA-256 of its raw bytes and, for JSON lines,
 // its ads by line; the lines prev, the last read, has are not decoded
-// again.
-func (f *Fetcher) parse(r io.Reader, src Source, format Format, opts Options, prev *fetched) ([]match.Ad, string, *lines, error) {
+// again. until is when the ads change though the bytes do not.
+func (f *Fetcher) parse(r io.Reader, src Source, format Format, opts Options, prev *fetched) (_ []match.Ad, _ string, _ *lines, until time.Time, _ error) {
 	if format == FormatUnknown {
-		return nil, "", nil, fmt.Errorf("%s: unknown feed format: want .jsonl, .ndjson, .csv, .xml, .rss, .atom or .tsv, or #format=", src.Name)
+		return nil, "", nil, until, fmt.Errorf("%s: unknown feed format: want .jsonl, .ndjson, .csv, .xml, .rss, .atom, .tsv or .txt, or #format=", src.Name)
 	}
 	h := sha256.New()
 	raw := &capped{r: io.TeeReader(r, h), left: f.opts.MaxBytes}
 	body, err := gunzipped(raw)
 	if err != nil {
-		return nil, "", nil, fmt.Errorf("%s: %w", src.Name, err)
+		return nil, "", nil, until, fmt.Errorf("%s: %w", src.Name, err)
 	}
 	var ls *lines
 	if format == FormatJSONL {
@@ -387,20 +404,20 @@ func (f *Fetcher) parse(r io.Reader, src Source, format Format, opts Options, pr
 		ls = nextLines(last, opts)
 	}
 	inflated := &capped{r: body, left: f.opts.MaxBytes}
-	ads, err := loadAgain(inflated, src.Name, format, opts, false, ls)
+	ads, until, err := loadAgain(inflated, src.Name, format, opts, false, ls)
 	if raw.over || inflated.over {
-		return nil, "", nil, fmt.Errorf("%s: %w (%d bytes)", src.Name, ErrTooLarge, f.opts.MaxBytes)
+		return nil, "", nil, until, fmt.Errorf("%s: %w (%d bytes)", src.Name, ErrTooLarge, f.opts.MaxBytes)
 	}
 	if raw.err != nil {
-		return nil, "", nil, fmt.Errorf("%s: reading: %w", src.Name, raw.err)
+		return nil, "", nil, until, fmt.Errorf("%s: reading: %w", src.Name, raw.err)
 	}
 	if err != nil {
-		return nil, "", nil, err
+		return nil, "", nil, until, err
 	}
 	if ls != nil {
 		ls.done(ads)
 	}
-	return ads, hex.EncodeToString(h.Sum(nil)), ls, nil
+	return ads, hex.EncodeToString(h.Sum(nil)), ls, until, nil
 }
 
 // capped reads at most left bytes of r, and remembers whether there were
