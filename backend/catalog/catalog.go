@@ -347,15 +347,21 @@ func (p *parser) check(line int, rec *record) match.Ad {
 // keep keeps a, of line, unless its id is a duplicate or the line has had
 // problems since before.
 func (p *parser) keep(line int, a match.Ad, before int) {
-	if a.ID != "" {
-		if prev, dup := p.seen[a.ID]; dup {
-			p.fail(line, "id", fmt.Sprintf("duplicate id %q (first on line %d)", a.ID, prev))
-		} else {
-			p.seen[a.ID] = line
-		}
-	}
+	p.noteID(line, a.ID)
 	if len(p.errs)+p.dropped == before {
 		p.ads = append(p.ads, a)
+	}
+}
+
+// noteID reports id, of line, when an earlier line had it.
+func (p *parser) noteID(line int, id string) {
+	if id == "" {
+		return
+	}
+	if prev, dup := p.seen[id]; dup {
+		p.fail(line, "id", fmt.Sprintf("duplicate id %q (first on line %d)", id, prev))
+	} else {
+		p.seen[id] = line
 	}
 }
 

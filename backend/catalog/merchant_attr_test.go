@@ -200,6 +200,11 @@ func TestMerchantVariants(t *testing.T) {
 	if len(ads) != 2 || ads[0].ID != "M-RED" || ads[0].PriceCents != 1100 || ads[1].ID != "CAP" {
 		t.Errorf("%+v", ads)
 	}
+	// A variant not advertised is still checked.
+	bad := strings.Replace(tsv, "https://shop.example/s?c=red&s=l", "/s?c=red&s=l", 1)
+	if _, err := Load(strings.NewReader(bad), "f.tsv", Options{Markets: []string{"de-DE"}}); err == nil || !strings.Contains(err.Error(), "f.tsv:4: link:") {
+		t.Errorf("a broken variant: %v", err)
+	}
 }
 
 // TestMerchantAdsRedirect: a paid click lands on the ads_redirect URL, and

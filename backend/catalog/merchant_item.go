@@ -144,7 +144,9 @@ func (p *parser) addMerchant(line int, it *merchantItem) {
 	}
 	group := strings.TrimSpace(it.itemGroup)
 	if group != "" && p.groups[group] {
-		return // a variant of a product already advertised
+		// A variant of a product already advertised: checked, not kept.
+		p.noteID(line, p.check(line, &rec).ID)
+		return
 	}
 	n := len(p.ads)
 	p.addSince(line, &rec, before)

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"compress/gzip"
 	"errors"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -222,6 +224,17 @@ func FuzzLoadMerchantXML(f *testing.F) {
 	f.Add([]byte(`<feed xmlns:g="http://base.google.com/ns/1.0"><link href="https://a.example"/><entry><g:id>1</g:id><title>t</title><link href="https://a.example/1"/><g:price>1 EUR</g:price></entry></feed>`))
 	f.Add([]byte(`<?xml version="1.0" encoding="windows-1252"?><rss><channel><item><g:id>1</g:id></item></channel></rss>`))
 	f.Add([]byte("<rss><channel><item>\xff</item>"))
+	sale, err := os.ReadFile(filepath.Join("..", "..", "testdata", "catalog", "merchant-sale.xml"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(sale)
+	f.Add([]byte(`<rss><channel><item xmlns="http://base.google.com/ns/1.0"><id>A</id><title>K&auml;se &amp;quot;x&amp;quot;</title><link>https://a.example/</link>` +
+		`<ads_redirect>https://t.example/?u=1</ads_redirect><price>1.299,00 EUR</price><sale_price>999,00EUR</sale_price>` +
+		`<sale_price_effective_date>2026-01-01/2026-12-31T23:59+0100</sale_price_effective_date><expiration_date>2027-01-01</expiration_date>` +
+		`<excluded_destination>Free_listings</excluded_destination><item_group_id>G</item_group_id><gtin>978-3-16-148410-0</gtin>` +
+		`<multipack>6</multipack><is_bundle>no</is_bundle><adult>no</adult><pause></pause></item>` +
+		`<item><g:id>B</g:id><g:title>b</g:title><g:link>https://a.example/b</g:link><g:item_group_id>G</g:item_group_id></item></channel></rss>`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		fuzzRoundTrip(t, data, "fuzz.xml")
 	})
@@ -231,13 +244,16 @@ func FuzzLoadMerchantXML(f *testing.F) {
 func FuzzLoadMerchantTSV(f *testing.F) {
 	f.Add([]byte(merchantTSV))
 	f.Add([]byte("g:id\tg:title\tg:link\tg:price\n1\t\"q\tx\thttps://a.example/\t1.5 usd\n"))
+	f.Add([]byte("\ufeff\"ID\"\tTitle\tImage Link\tLink\tPrice\tSale_Price\tsale_price_effective_date\texcluded_destination\titem_group_id\tmultipack\r\n" +
+		"A\t\"x \"\"y\"\"\"\thttps://a.example/a.jpg\thttps://a.example/a\t1,299.00 USD\tUSD 999\t2026-05-01T00:00Z/2026-07-01T00:00Z\tDisplay ads, Free listings\tG\t2\r\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		fuzzRoundTrip(t, data, "fuzz.tsv")
 	})
 }
 
 func fuzzRoundTrip(t *testing.T, data []byte, name string) {
-	ads, err := Load(bytes.NewReader(data), name, Options{Markets: []string{"de-DE"}})
+	// A fixed clock, so that a feed's dates judge alike at every run.
+	ads, err := Load(bytes.NewReader(data), name, Options{Markets: []string{"de-DE"}, Now: at("2026-06-01T00:00:00Z")})
 	if err != nil {
 		if ads != nil {
 			t.Fatal("ads returned with an error")
@@ -280,4 +296,28 @@ func TestMerchantUnknownAdvertiser(t *testing.T) {
 		!strings.Contains(err.Error(), "not a domain") {
 		t.Errorf("advertiser option that is no domain: %v", err)
 	}
+}
+
+// FuzzMerchantPrice checks that no price text crashes the reader, that
+// what it reads is a valid amount, and that writing it back plainly reads
+// the same.
+func FuzzMerchantPrice(f *testing.F) {
+	for _, s := range []string{"15.00 USD", "USD 15.00", "15,00 EUR", "1.299,00 EUR", "1,299.00 USD", "15.00USD",
+		"1.299 EUR", "1,2,3 EUR", "1.299.000 EUR", ",5 EUR", "5, EUR", "EUR"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		amount, currency, msg := parseMerchantPrice(s)
+		if msg != "" {
+			return
+		}
+		cents, err := parseDecimal(amount, 2)
+		if err != nil || !isCurrency(currency) {
+			t.Fatalf("%q read as %q %q: %v", s, amount, currency, err)
+		}
+		a2, c2, msg := parseMerchantPrice(amount + " " + currency)
+		if back, _ := parseDecimal(a2, 2); msg != "" || back != cents || c2 != currency {
+			t.Fatalf("%q read as %q %q, which reads back as %q %q (%s)", s, amount, currency, a2, c2, msg)
+		}
+	})
 }
