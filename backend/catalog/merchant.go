@@ -163,8 +163,8 @@ func readItem(dec *xml.Decoder, it *merchantItem) error {
 		}
 		switch t := tok.(type) {
 		case xml.StartElement:
-			var v textOrHref
-			if err := dec.DecodeElement(&v, &t); err != nil {
+			v, err := elementText(dec, t)
+			if err != nil {
 				return err
 			}
 			name := t.Name.Local
@@ -188,6 +188,45 @@ func readItem(dec *xml.Decoder, it *merchantItem) error {
 				}
 			}
 			return nil
+		}
+	}
+}
+
+// elementText reads an attribute element up to its end: its text, with
+// the text of elements inside it (a description's <p> and <b>) kept
+// rather than dropped, and an Atom link's href and rel.
+func elementText(dec *xml.Decoder, start xml.StartElement) (textOrHref, error) {
+	var v textOrHref
+	for _, a := range start.Attr {
+		switch {
+		case a.Name.Space == "" && a.Name.Local == "href":
+			v.Href = a.Value
+		case a.Name.Space == "" && a.Name.Local == "rel":
+			v.Rel = a.Value
+		}
+	}
+	var b strings.Builder
+	for depth := 0; ; {
+		tok, err := dec.Token()
+		if err != nil {
+			if err == io.EOF {
+				return v, io.ErrUnexpectedEOF
+			}
+			return v, err
+		}
+		switch t := tok.(type) {
+		case xml.CharData:
+			b.Write(t)
+		case xml.StartElement:
+			depth++
+			b.WriteByte(' ')
+		case xml.EndElement:
+			if depth == 0 {
+				v.Text = b.String()
+				return v, nil
+			}
+			depth--
+			b.WriteByte(' ')
 		}
 	}
 }

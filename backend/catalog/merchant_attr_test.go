@@ -275,6 +275,20 @@ func TestMerchantXMLSpelling(t *testing.T) {
 	if err != nil || len(ads) != 1 || ads[0].Title != "Käsereibe Profi" {
 		t.Errorf("HTML entities: %+v, %v", ads, err)
 	}
+	// A description written as HTML, in elements or in CDATA, keeps its
+	// words and loses its tags.
+	for _, d := range []string{
+		`<p>Edelstahl, <b>für</b> Induktion</p>`,
+		`<![CDATA[<p>Edelstahl,<br/><b>für</b> Induktion</p><script>x()</script>]]>`,
+		`&lt;p&gt;Edelstahl, &lt;b&gt;f&amp;uuml;r&lt;/b&gt; Induktion&lt;/p&gt;`,
+	} {
+		feed := `<rss xmlns:g="http://base.google.com/ns/1.0"><channel><item><g:id>A</g:id><g:title>a</g:title>
+<g:link>https://shop.example/a</g:link><g:description>` + d + `</g:description></item></channel></rss>`
+		ads, err := Load(strings.NewReader(feed), "f.xml", Options{Markets: []string{"de-DE"}})
+		if err != nil || len(ads) != 1 || ads[0].Description != "Edelstahl, für Induktion" {
+			t.Errorf("description %s: %+v, %v", d, ads, err)
+		}
+	}
 }
 
 // TestMerchantTSVSpelling: a byte order mark before a quoted header,

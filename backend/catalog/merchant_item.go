@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	nethtml "golang.org/x/net/html"
 )
 
 // The attributes of one Merchant Center item, and what of them decides
@@ -112,14 +114,14 @@ func (p *parser) addMerchant(line int, it *merchantItem) {
 	rec := record{
 		Kind:         "product",
 		ID:           it.id,
-		Title:        html.UnescapeString(it.title),
-		Description:  html.UnescapeString(it.description),
+		Title:        htmlText(it.title),
+		Description:  htmlText(it.description),
 		Landing:      it.link,
 		Logo:         it.imageLink,
-		Manufacturer: html.UnescapeString(it.brand),
+		Manufacturer: htmlText(it.brand),
 		GTIN:         gtinSeparators.Replace(it.gtin),
 		Model:        it.mpn,
-		Category:     html.UnescapeString(merchantCategory(it.productType, it.googleCategory)),
+		Category:     htmlText(merchantCategory(it.productType, it.googleCategory)),
 	}
 	if r := strings.TrimSpace(it.adsRedirect); r != "" {
 		// A paid click goes where the merchant tracks paid clicks; the
@@ -419,3 +421,37 @@ func parseMerchantRange(s string) (start, end time.Time, err error) {
 }
 
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+// htmlText is the text of an attribute a shop wrote as HTML: its tags
+// dropped ("<p>Edelstahl</p>"), its character references read, also when
+// escaped once more for the XML ("&amp;quot;").
+func htmlText(s string) string {
+	if !strings.Contains(s, "<") {
+		return html.UnescapeString(s)
+	}
+	var b strings.Builder
+	z := nethtml.NewTokenizer(strings.NewReader(s))
+	skip := 0 // inside <script> or <style>
+	for {
+		switch z.Next() {
+		case nethtml.ErrorToken:
+			return b.String()
+		case nethtml.TextToken:
+			if skip == 0 {
+				b.Write(z.Text())
+			}
+		case nethtml.StartTagToken:
+			if name, _ := z.TagName(); string(name) == "script" || string(name) == "style" {
+				skip++
+			}
+			b.WriteByte(' ')
+		case nethtml.EndTagToken:
+			if name, _ := z.TagName(); (string(name) == "script" || string(name) == "style") && skip > 0 {
+				skip--
+			}
+			b.WriteByte(' ')
+		case nethtml.SelfClosingTagToken:
+			b.WriteByte(' ')
+		}
+	}
+}
