@@ -195,7 +195,7 @@ func TestLoadDefaults(t *testing.T) {
 }
 
 func TestLoadFormats(t *testing.T) {
-	if _, err := Load(strings.NewReader(good), "f.txt", Options{}); err == nil || !strings.Contains(err.Error(), ".jsonl") {
+	if _, err := Load(strings.NewReader(good), "f.pdf", Options{}); err == nil || !strings.Contains(err.Error(), ".jsonl") {
 		t.Errorf("unknown extension: %v", err)
 	}
 	if _, err := Load(strings.NewReader(good), "f.jsonl", Options{BaseURL: "localhost:8080"}); err == nil {

@@ -40,7 +40,7 @@ func TestFormatOf(t *testing.T) {
 		want        Format
 	}{
 		{"a.jsonl.gz", "", FormatJSONL}, {"a.CSV", "", FormatCSV}, {"a.rss", "", FormatMerchantXML},
-		{"a.tsv.gz", "", FormatMerchantTSV}, {"/feed", "application/atom+xml; charset=utf-8", FormatMerchantXML},
+		{"a.tsv.gz", "", FormatMerchantTSV}, {"products.TXT", "", FormatMerchantTSV}, {"/feed", "application/atom+xml; charset=utf-8", FormatMerchantXML},
 		{"/feed", "text/tab-separated-values", FormatMerchantTSV}, {"/feed", "text/html", FormatUnknown},
 	} {
 		if got := FormatOf(c.name, c.ctype); got != c.want {
