@@ -64,6 +64,12 @@ func (p *parser) readMerchantXML(r io.Reader) {
 	// Shops write HTML's named characters (&nbsp;, &auml;) into their XML.
 	dec.Entity = xml.HTMLEntity
 	dec.CharsetReader = func(label string, in io.Reader) (io.Reader, error) {
+		switch strings.ToLower(strings.TrimSpace(label)) {
+		case "utf8", "us-ascii", "ascii":
+			// UTF-8 misspelt, or its ASCII subset: read as UTF-8, which
+			// the decoder checks.
+			return in, nil
+		}
 		enc := singleByte(label)
 		if enc == nil {
 			return nil, fmt.Errorf("declared encoding %q is not supported: want UTF-8, ISO-8859-1, ISO-8859-15 or windows-1252", label)

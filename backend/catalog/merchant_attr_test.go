@@ -332,3 +332,36 @@ func TestMerchantBadAttributes(t *testing.T) {
 		}
 	}
 }
+
+// TestMerchantIDs: ids Google takes and click URLs cannot carry as they
+// are (a space, a letter outside ASCII) are escaped, and stay distinct.
+func TestMerchantIDs(t *testing.T) {
+	tsv := "id\ttitle\tlink\n" +
+		"SKU 12\ta\thttps://shop.example/a\n" +
+		"SKU%2012\tb\thttps://shop.example/b\n" +
+		"Größe-1\tc\thttps://shop.example/c\n"
+	ads, err := Load(strings.NewReader(tsv), "f.tsv", Options{Markets: []string{"de-DE"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, a := range ads {
+		ids = append(ids, a.ID)
+	}
+	if got := strings.Join(ids, " "); got != "SKU%2012 SKU%252012 Gr%C3%B6%C3%9Fe-1" {
+		t.Errorf("ids %s", got)
+	}
+}
+
+// TestMerchantEncodingNames: a feed that declares UTF-8 as "utf8", or
+// its ASCII subset, reads as UTF-8.
+func TestMerchantEncodingNames(t *testing.T) {
+	for _, e := range []string{"utf8", "UTF8", "US-ASCII"} {
+		feed := `<?xml version="1.0" encoding="` + e + `"?><rss xmlns:g="http://base.google.com/ns/1.0"><channel><item>` +
+			`<g:id>A</g:id><g:title>Töpfe</g:title><g:link>https://shop.example/a</g:link></item></channel></rss>`
+		ads, err := Load(strings.NewReader(feed), "f.xml", Options{Markets: []string{"de-DE"}})
+		if err != nil || len(ads) != 1 || ads[0].Title != "Töpfe" {
+			t.Errorf("%s: %+v, %v", e, ads, err)
+		}
+	}
+}

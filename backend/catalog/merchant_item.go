@@ -113,7 +113,7 @@ func (p *parser) addMerchant(line int, it *merchantItem) {
 	served := p.merchantServed(line, it)
 	rec := record{
 		Kind:         "product",
-		ID:           it.id,
+		ID:           merchantID(it.id),
 		Title:        htmlText(it.title),
 		Description:  htmlText(it.description),
 		Landing:      it.link,
@@ -454,4 +454,24 @@ func htmlText(s string) string {
 			b.WriteByte(' ')
 		}
 	}
+}
+
+// merchantID is a Merchant Center id as an ad's id, which click URLs
+// carry: Google takes any text, adlink printable ASCII without spaces, so
+// a space, a byte outside ASCII and the escape's own % are written as
+// %XX ("SKU 12" is "SKU%2012"), which keeps distinct ids distinct.
+func merchantID(id string) string {
+	id = strings.TrimSpace(id)
+	if strings.IndexFunc(id, func(r rune) bool { return badIDRune(r) || r == '%' }) < 0 {
+		return id
+	}
+	var b strings.Builder
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; c <= ' ' || c >= 0x7f || c == '%' {
+			fmt.Fprintf(&b, "%%%02X", c)
+		} else {
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
 }
