@@ -99,6 +99,12 @@ func (p *parser) readMerchantXML(r io.Reader) {
 				}
 				root = name
 			}
+			if root == "rss" && name == "item" && len(path) == 1 {
+				// Read, it would be an empty feed, and no error.
+				line, _ := dec.InputPos()
+				p.fail(line, "", "<item> outside <channel>: RSS 2.0 puts its items in <rss><channel>")
+				return
+			}
 			item := root == "rss" && name == "item" && len(path) == 2 || root == "feed" && name == "entry" && len(path) == 1
 			if item {
 				line, _ := dec.InputPos()

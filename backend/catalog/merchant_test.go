@@ -164,6 +164,7 @@ func TestMerchantBadInput(t *testing.T) {
 		{"malformed XML", item("<g:price>1.00 EUR</g:pric>"), "f.xml", Options{}, 3, "", "invalid XML"},
 		{"truncated XML", item("")[:120], "f.xml", Options{}, 3, "", "invalid XML"},
 		{"not a feed", `<html><body>hi</body></html>`, "f.xml", Options{}, 1, "", "not a feed"},
+		{"items outside channel", "<rss xmlns:g=\"http://base.google.com/ns/1.0\">\n<item><g:id>X-1</g:id></item></rss>", "f.xml", Options{}, 2, "", "outside <channel>"},
 		{"price without currency", item("<g:price>19.99</g:price>"), "f.xml", Options{}, 3, "price", "no currency"},
 		{"ambiguous separator", item("<g:price>1.299 EUR</g:price>"), "f.xml", Options{}, 3, "price", "decimal point"},
 		{"bad sale price", item("<g:price>19.99 EUR</g:price><g:sale_price>cheap</g:sale_price>"), "f.xml", Options{}, 3, "sale_price", "currency"},
