@@ -275,6 +275,13 @@ func TestMerchantXMLSpelling(t *testing.T) {
 	if err != nil || len(ads) != 1 || ads[0].Title != "Käsereibe Profi" {
 		t.Errorf("HTML entities: %+v, %v", ads, err)
 	}
+	// Angle brackets in a title are its text.
+	feed = `<rss xmlns:g="http://base.google.com/ns/1.0"><channel><item><g:id>A</g:id>
+<g:title>Adapter &lt;USB-C&gt; &amp;amp; HDMI</g:title><g:link>https://shop.example/a</g:link></item></channel></rss>`
+	ads, err = Load(strings.NewReader(feed), "f.xml", Options{Markets: []string{"de-DE"}})
+	if err != nil || len(ads) != 1 || ads[0].Title != "Adapter <USB-C> & HDMI" {
+		t.Errorf("angle brackets: %+v, %v", ads, err)
+	}
 	// A description written as HTML, in elements or in CDATA, keeps its
 	// words and loses its tags.
 	for _, d := range []string{

@@ -114,14 +114,14 @@ func (p *parser) addMerchant(line int, it *merchantItem) {
 	rec := record{
 		Kind:         "product",
 		ID:           merchantID(it.id),
-		Title:        htmlText(it.title),
+		Title:        html.UnescapeString(it.title), // "<USB-C>" in a title is text
 		Description:  htmlText(it.description),
 		Landing:      it.link,
 		Logo:         it.imageLink,
-		Manufacturer: htmlText(it.brand),
+		Manufacturer: html.UnescapeString(it.brand),
 		GTIN:         gtinSeparators.Replace(it.gtin),
 		Model:        it.mpn,
-		Category:     htmlText(merchantCategory(it.productType, it.googleCategory)),
+		Category:     html.UnescapeString(merchantCategory(it.productType, it.googleCategory)),
 	}
 	if r := strings.TrimSpace(it.adsRedirect); r != "" {
 		// A paid click goes where the merchant tracks paid clicks; the
