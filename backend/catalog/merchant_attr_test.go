@@ -105,8 +105,8 @@ func TestFetchMerchantSaleEnds(t *testing.T) {
 		}
 		return res, m
 	}
-	if _, m := fetch("2026-12-15T00:00:00Z"); m["KL-2002"] != 1499 || len(m) != 3 {
-		t.Fatalf("during the sale: %v", m)
+	if res, m := fetch("2026-12-15T00:00:00Z"); m["KL-2002"] != 1499 || len(m) != 3 || !res.Until.Equal(at("2027-01-01T00:00:00Z")) {
+		t.Fatalf("during the sale: %v, until %v", m, res.Until)
 	}
 	if res, m := fetch("2026-12-20T00:00:00Z"); !res.Unchanged || m["KL-2002"] != 1499 || full.Load() != 1 {
 		t.Errorf("nothing changed: unchanged %v, %v, %d full reads", res.Unchanged, m, full.Load())
@@ -115,8 +115,8 @@ func TestFetchMerchantSaleEnds(t *testing.T) {
 	if res.Unchanged || m["KL-2002"] != 1999 || len(m) != 2 || full.Load() != 2 {
 		t.Errorf("after the sale and the expiry: unchanged %v, %v, %d full reads", res.Unchanged, m, full.Load())
 	}
-	if res, _ := fetch("2027-02-01T00:00:00Z"); !res.Unchanged || full.Load() != 2 {
-		t.Errorf("no date left ahead: unchanged %v, %d full reads", res.Unchanged, full.Load())
+	if res, _ := fetch("2027-02-01T00:00:00Z"); !res.Unchanged || full.Load() != 2 || !res.Until.IsZero() {
+		t.Errorf("no date left ahead: unchanged %v, %d full reads, until %v", res.Unchanged, full.Load(), res.Until)
 	}
 }
 
@@ -370,5 +370,43 @@ func TestMerchantEncodingNames(t *testing.T) {
 		if err != nil || len(ads) != 1 || ads[0].Title != "Töpfe" {
 			t.Errorf("%s: %+v, %v", e, ads, err)
 		}
+	}
+}
+
+// TestFetchMerchantFileSaleEnds: an unchanged file is read again once a
+// sale in it ended.
+func TestFetchMerchantFileSaleEnds(t *testing.T) {
+	feed, err := os.ReadFile(filepath.Join("..", "..", "testdata", "catalog", "merchant-sale.xml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "shop.xml")
+	if err := os.WriteFile(path, feed, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f := NewFetcher(FetchOptions{})
+	src, _ := ParseSource(path)
+	price := func(now string) (Result, int64) {
+		t.Helper()
+		res, err := f.Fetch(context.Background(), src, Options{Now: at(now)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range res.Ads {
+			if a.ID == "KL-2002" {
+				return res, a.PriceCents
+			}
+		}
+		t.Fatalf("KL-2002 missing at %s", now)
+		return res, 0
+	}
+	if _, p := price("2026-12-15T00:00:00Z"); p != 1499 {
+		t.Errorf("during the sale: %d", p)
+	}
+	if res, p := price("2026-12-16T00:00:00Z"); !res.Unchanged || p != 1499 {
+		t.Errorf("nothing changed: unchanged %v, %d", res.Unchanged, p)
+	}
+	if res, p := price("2027-01-02T00:00:00Z"); res.Unchanged || p != 1999 {
+		t.Errorf("after the sale: unchanged %v, %d", res.Unchanged, p)
 	}
 }

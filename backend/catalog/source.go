@@ -244,6 +244,10 @@ type Result struct {
 	// Unchanged is whether the source is as it was last time: not
 	// modified (304), the same file, or the same bytes.
 	Unchanged bool
+	// Until is when the ads change though the source does not (a
+	// Merchant Center sale starts or ends, an item expires): a fetch from
+	// then on reads it again in full. Zero is never.
+	Until time.Time
 }
 
 // Fetch reads src, or keeps what it gave last time when it has not
@@ -277,7 +281,7 @@ func (f *Fetcher) Fetch(ctx context.Context, src Source, opts Options) (Result, 
 	f.mu.Lock()
 	f.last[src.Name] = next
 	f.mu.Unlock()
-	return Result{Ads: next.ads, Unchanged: prev != nil && next == prev}, nil
+	return Result{Ads: next.ads, Unchanged: prev != nil && next == prev, Until: next.until}, nil
 }
 
 // Forget drops what the Fetcher knows of every source, so that the next
