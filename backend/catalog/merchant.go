@@ -181,7 +181,7 @@ func readItem(dec *xml.Decoder, it *merchantItem) error {
 			}
 			name := t.Name.Local
 			if isMerchantNS(t.Name.Space) {
-				it.set(name, v.Text)
+				it.set(merchantToken(name), v.Text) // <g:Image_Link> too
 				continue
 			}
 			switch name {
@@ -376,6 +376,9 @@ func (p *parser) readMerchantTSV(r io.Reader) {
 		line, _ := cr.FieldPos(0)
 		if len(row) == 1 && strings.TrimSpace(row[0]) == "" {
 			continue
+		}
+		for len(row) > len(names) && strings.TrimSpace(row[len(row)-1]) == "" {
+			row = row[:len(row)-1] // a spreadsheet's empty cells past the last column
 		}
 		if len(row) > len(names) {
 			p.fail(line, "", fmt.Sprintf("%d fields, but the header names %d", len(row), len(names)))

@@ -268,8 +268,14 @@ func TestMerchantXMLSpelling(t *testing.T) {
 			t.Errorf("%s: %+v", name, ads)
 		}
 	}
+	// An attribute's name in another case reads.
+	feed := `<rss xmlns:g="http://base.google.com/ns/1.0"><channel><item><g:ID>A</g:ID>
+<g:Title>Kanne "Venus"</g:Title><g:Link>https://shop.example/a</g:Link><g:Price>9.50 EUR</g:Price></item></channel></rss>`
+	if ads, err := Load(strings.NewReader(feed), "f.xml", Options{Markets: []string{"de-DE"}}); err != nil || len(ads) != 1 || ads[0].PriceCents != 950 {
+		t.Errorf("names in another case: %+v, %v", ads, err)
+	}
 	// HTML's named letters in an XML feed read as the letters.
-	feed := `<rss xmlns:g="http://base.google.com/ns/1.0"><channel><item><g:id>A</g:id>
+	feed = `<rss xmlns:g="http://base.google.com/ns/1.0"><channel><item><g:id>A</g:id>
 <g:title>K&auml;sereibe&nbsp;Profi</g:title><g:link>https://shop.example/a</g:link></item></channel></rss>`
 	ads, err := Load(strings.NewReader(feed), "f.xml", Options{Markets: []string{"de-DE"}})
 	if err != nil || len(ads) != 1 || ads[0].Title != "Käsereibe Profi" {
@@ -304,7 +310,7 @@ func TestMerchantXMLSpelling(t *testing.T) {
 // Center's own examples use.
 func TestMerchantTSVSpelling(t *testing.T) {
 	tsv := "\ufeff\"ID\"\tTitle\tG:Link\tImage Link\tPrice\r\n" +
-		"A\t\"Pfanne 28\"\" mit\tGriff\"\thttps://shop.example/a\thttps://shop.example/a.jpg\t24,99 EUR\r\n"
+		"A\t\"Pfanne 28\"\" mit\tGriff\"\thttps://shop.example/a\thttps://shop.example/a.jpg\t24,99 EUR\t\t\r\n"
 	ads, err := Load(strings.NewReader(tsv), "products.txt", Options{Markets: []string{"de-DE"}})
 	if err != nil {
 		t.Fatal(err)
