@@ -154,6 +154,15 @@ func TestMerchantNotAdvertised(t *testing.T) {
 	if err != nil || len(ads) != 1 || ads[0].ID != "C" {
 		t.Errorf("TSV: %+v, %v", ads, err)
 	}
+	// An item left out does not refuse the feed for attributes that
+	// would reach no ad.
+	tsv = "id\ttitle\tlink\tprice\tavailability\n" +
+		"A\ta\thttps://shop.example/a\tsoon\tout_of_stock\n" +
+		"B\tb\thttps://shop.example/b\t5.00 EUR\tin_stock\n"
+	ads, err = Load(strings.NewReader(tsv), "f.tsv", Options{Markets: []string{"de-DE"}})
+	if err != nil || len(ads) != 1 || ads[0].ID != "B" {
+		t.Errorf("out of stock with a bad price: %+v, %v", ads, err)
+	}
 }
 
 // TestMerchantPrices: the price text merchants write reads as the amount

@@ -110,7 +110,9 @@ var paidDestinations = map[string]bool{"shopping_ads": true, "display_ads": true
 // error.
 func (p *parser) addMerchant(line int, it *merchantItem) {
 	before := len(p.errs) + p.dropped
-	served := p.merchantServed(line, it)
+	if !p.merchantServed(line, it) {
+		return // its other attributes reach no ad, and are not checked
+	}
 	rec := record{
 		Kind:         "product",
 		ID:           merchantID(it.id),
@@ -141,9 +143,6 @@ func (p *parser) addMerchant(line int, it *merchantItem) {
 		rec.GTIN = ""
 	}
 	rec.Price, rec.Currency = p.merchantPrice(line, it)
-	if !served {
-		return
-	}
 	group := strings.TrimSpace(it.itemGroup)
 	if group != "" && p.groups[group] {
 		// A variant of a product already advertised: checked, not kept.
