@@ -177,7 +177,7 @@ func (p *parser) merchantServed(line int, it *merchantItem) bool {
 	}
 	switch merchantToken(it.pause) {
 	case "":
-	case "ads":
+	case "ads", "all":
 		served = false
 	default:
 		p.fail(line, "pause", fmt.Sprintf("%q: want ads, or no value", it.pause))
