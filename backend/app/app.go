@@ -48,8 +48,12 @@ type Options struct {
 	// Logger receives the server's logs; nil discards them.
 	Logger *slog.Logger
 	// Now is the clock clicks are stamped with, which also times the
-	// Redis fallback; nil is time.Now.
+	// Redis fallback and judges feeds' sale and expiry dates; nil is
+	// time.Now.
 	Now func() time.Time
+	// ChangeCheck is the longest the catalog waits for its feeds' next
+	// change (a sale's end) before reading Now again; zero is a minute.
+	ChangeCheck time.Duration
 	// Ads, when not nil, are the catalog, in place of the configured feed
 	// files or the embedded demo catalog.
 	Ads []match.Ad
@@ -320,7 +324,9 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 		ticker = time.NewTicker(cfg.CatalogRefresh)
 		tick = ticker.C
 	}
-	if tick != nil {
+	// Feeds refresh on the tick, and at the moments their ads change
+	// (sales, expiry dates) with or without one.
+	if tick != nil || len(cat.sources) > 0 {
 		var ctx context.Context
 		ctx, a.stopLive = context.WithCancel(context.Background())
 		a.liveDone = make(chan struct{})

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -67,6 +68,15 @@ type live struct {
 
 	cur atomic.Pointer[version]
 	mu  sync.Mutex // one refresh at a time
+	// changes is when the feeds' ads next change though their bytes do
+	// not (a Merchant Center sale starts or ends, an item expires), in
+	// Unix nanoseconds, 0 for never: every refreshes then. changed wakes
+	// every when a read set it.
+	changes atomic.Int64
+	changed chan struct{}
+	// recheck bounds each wait for changes, so that a clock that jumps
+	// (or a test's) is read again.
+	recheck time.Duration
 	// stale, under mu, is set when a refresh read feeds it did not serve:
 	// the fetcher then knows them as unchanged, but they are not served.
 	stale bool
@@ -105,7 +115,7 @@ type version struct {
 // its first version; every problem of every feed is reported together.
 func newLive(cfg config.Config, opts Options, log *slog.Logger, wasm, zst []byte) (*live, error) {
 	l := &live{cfg: cfg, log: log, now: time.Now, fixed: opts.Ads, wasm: wasm, zst: zst, split: opts.SplitAbove,
-		onRefresh: opts.OnRefresh, refreshes: map[string]int{},
+		onRefresh: opts.OnRefresh, refreshes: map[string]int{}, changed: make(chan struct{}, 1), recheck: cmp.Or(opts.ChangeCheck, time.Minute),
 		fetcher: catalog.NewFetcher(catalog.FetchOptions{Timeout: cfg.CatalogTimeout, MaxBytes: cfg.CatalogMaxBytes})}
 	if opts.Now != nil { // the graces a swap starts run on the handlers' clock
 		l.now = opts.Now
@@ -143,7 +153,7 @@ func (l *live) read(ctx context.Context) (ads []match.Ad, unchanged bool, err er
 	if l.fixed != nil {
 		return l.fixed, true, nil
 	}
-	opts := catalog.Options{BaseURL: l.cfg.RedirectURL}
+	opts := catalog.Options{BaseURL: l.cfg.RedirectURL, Now: l.now()}
 	if len(l.sources) == 0 {
 		ads, err := catalog.Demo(opts)
 		return ads, true, err
@@ -151,6 +161,7 @@ func (l *live) read(ctx context.Context) (ads []match.Ad, unchanged bool, err er
 	var problems []error
 	unchanged = true
 	seen := map[string]string{} // id -> source
+	var changes time.Time
 	for _, src := range l.sources {
 		res, err := l.fetcher.Fetch(ctx, src, opts)
 		if err != nil {
@@ -158,6 +169,9 @@ func (l *live) read(ctx context.Context) (ads []match.Ad, unchanged bool, err er
 			continue
 		}
 		unchanged = unchanged && res.Unchanged
+		if !res.Until.IsZero() && (changes.IsZero() || res.Until.Before(changes)) {
+			changes = res.Until
+		}
 		// One feed's ids are checked as it is read; several feeds' here.
 		for i := 0; len(l.sources) > 1 && i < len(res.Ads); i++ {
 			id := res.Ads[i].ID
@@ -173,6 +187,16 @@ func (l *live) read(ctx context.Context) (ads []match.Ad, unchanged bool, err er
 	}
 	if err := errors.Join(problems...); err != nil {
 		return nil, false, err
+	}
+	var at int64
+	if !changes.IsZero() {
+		at = changes.UnixNano()
+	}
+	if l.changes.Swap(at) != at {
+		select {
+		case l.changed <- struct{}{}:
+		default:
+		}
 	}
 	return ads, unchanged, nil
 }
@@ -525,15 +549,33 @@ func (l *live) stats() metrics.CatalogStats {
 	return s
 }
 
-// every refreshes the catalog on each tick until ctx ends, which also
-// cuts a refresh short.
+// every refreshes the catalog on each tick, and when the feeds' ads change
+// though their bytes do not (changes), until ctx ends, which also cuts a
+// refresh short.
 func (l *live) every(ctx context.Context, tick <-chan time.Time) {
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	var fired int64 // the change last refreshed for
 	for {
+		// A refresh at the feeds' next change, unless that refresh ran and
+		// failed to read them (it is tried again at the next tick).
+		var due <-chan time.Time
+		at := l.changes.Load()
+		if at != 0 && at != fired {
+			timer.Reset(min(max(time.Duration(at-l.now().UnixNano()), 0), l.recheck))
+			due = timer.C
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick:
 			l.reload(ctx, false)
+		case <-due:
+			if l.now().UnixNano() >= at {
+				fired = at
+				l.reload(ctx, false)
+			}
+		case <-l.changed:
 		}
 	}
 }

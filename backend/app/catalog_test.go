@@ -457,3 +457,64 @@ func TestRefreshAfterFailure(t *testing.T) {
 		t.Errorf("then: %+v", r)
 	}
 }
+
+// TestSaleEndsOnTime: a Merchant Center sale ends in the answers when it
+// ends, though the feed does not change and no refresh interval is set.
+func TestSaleEndsOnTime(t *testing.T) {
+	start := time.Now().UTC().Truncate(time.Second)
+	end := start.Add(time.Hour)
+	var clock atomic.Pointer[time.Time]
+	clock.Store(&start)
+	feed := `<?xml version="1.0" encoding="UTF-8"?><rss version="2.0" xmlns:g="http://base.google.com/ns/1.0"><channel><link>https://shop.example/</link>
+<item><g:id>SALE-1</g:id><g:title>Espressomaschine Sale</g:title><g:link>https://shop.example/p/1</g:link><g:price>39.90 EUR</g:price>
+<g:sale_price>29.90 EUR</g:sale_price><g:sale_price_effective_date>` + start.Add(-time.Hour).Format(time.RFC3339) + "/" + end.Format(time.RFC3339) + `</g:sale_price_effective_date></item>
+</channel></rss>
+`
+	path := filepath.Join(t.TempDir(), "feed.xml")
+	writeFile(t, path, []byte(feed))
+	cfg := testConfig(t)
+	cfg.Catalogs = []string{path + "#market=de-DE&bid=0.05"}
+	refreshed := make(chan api.Reload, 4)
+	a, err := New(cfg, Options{Now: func() time.Time { return *clock.Load() }, ChangeCheck: 10 * time.Millisecond,
+		OnRefresh: func(r api.Reload) { refreshed <- r }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	price := func() int64 {
+		ix := a.Catalog().Indexes.All()
+		i, ok := ix.Lookup("SALE-1")
+		if !ok {
+			t.Fatal("SALE-1 is not served")
+		}
+		return ix.Ad(i).PriceCents
+	}
+	if p := price(); p != 2990 {
+		t.Fatalf("during the sale SALE-1 costs %d cents, want 2990", p)
+	}
+	almost := end.Add(-time.Second)
+	clock.Store(&almost)
+	select {
+	case r := <-refreshed:
+		t.Fatalf("a refresh before the sale's end: %+v", r)
+	case <-time.After(200 * time.Millisecond):
+	}
+	clock.Store(&end)
+	select {
+	case r := <-refreshed:
+		if r.Result != resultSwapped {
+			t.Errorf("the refresh at the sale's end: %+v", r)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("no refresh within a minute of the sale's end")
+	}
+	if p := price(); p != 3990 {
+		t.Errorf("after the sale SALE-1 costs %d cents, want 3990", p)
+	}
+	// Nothing more changes: no more refreshes.
+	select {
+	case r := <-refreshed:
+		t.Errorf("a refresh with nothing to change: %+v", r)
+	case <-time.After(200 * time.Millisecond):
+	}
+}
