@@ -357,7 +357,8 @@ Samsung Galaxy S24 und das Google Pixel 8. Eine gute Handyhülle sollte man glei
 gute Kopfhörer auch.`
 
 // unsigned drops what authenticates a click URL: the server's decision id,
-// exp and sig, the page's tok. The rest must be the same.
+// exp and sig, the page's tok and the click token of its impression. The
+// rest must be the same.
 func unsigned(ad string) string {
 	u, err := url.Parse(ad)
 	if err != nil {
@@ -368,6 +369,7 @@ func unsigned(ad string) string {
 	q.Del("exp")
 	q.Del("sig")
 	q.Del("tok")
+	q.Del("ct")
 	u.RawQuery = q.Encode()
 	return u.String()
 }

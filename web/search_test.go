@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	_ "embed"
 	"encoding/json"
 	"net/http"
@@ -8,7 +9,10 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/adlink/adlink/backend/clicks"
+	"github.com/adlink/adlink/backend/config"
 	"github.com/chromedp/chromedp"
 )
 
@@ -196,4 +200,62 @@ func TestSearchErrorNamesParameter(t *testing.T) {
 			t.Errorf("%v: adlink.search fails with %q, want %q", tc.options, got, want)
 		}
 	}
+}
+
+//go:embed testdata/search/result_token.js
+var resultToken string
+
+// TestSearchPageClickBills: a reader who searches on the demo search page
+// (adlink.search, matched in the page) and clicks a result once it was in
+// view bills the click, and the result's impression is counted: the page
+// has its results reported as the widget's own ads are, else their links
+// carry only the site token and every click is unverified.
+func TestSearchPageClickBills(t *testing.T) {
+	br := newBrowser(t)
+	b := startBackend(t)
+	rd := asReader(t, br, b, b.URL)
+	start := time.Now()
+	br.do(t, chromedp.Navigate(b.URL+"/demo/search.html?q=iphone+15"))
+	if shown := evalCall[[][2]string](t, br, searchResults, "iphone 15"); len(shown) == 0 {
+		t.Fatal("the search page shows no results")
+	}
+	ctx, cancel := context.WithTimeout(br.ctx, 20*time.Second)
+	href, err := chromedp.Run(ctx, chromedp.Poll[string](resultToken, chromedp.WithPollingTimeout(15*time.Second)))
+	cancel()
+	if err != nil {
+		t.Fatalf("the first result never got its click token: %v", err)
+	}
+	time.Sleep(config.Default().ClickMinDelay) // a reader is no faster
+	u, err := url.Parse(href)
+	if err != nil {
+		t.Fatal(err)
+	}
+	adID := u.Query().Get("adId")
+	br.do(t, chromedp.Click("#results a.result"))
+	select {
+	case <-rd.left:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the click never left for the landing page")
+	}
+	var logged []clicks.Click
+	b.clicks.Scan(context.Background(), start.Add(-time.Second), time.Now().Add(time.Second), func(c clicks.Click) error {
+		if c.AdID == adID && c.IP == rd.ip {
+			logged = append(logged, c)
+		}
+		return nil
+	})
+	if len(logged) != 1 || !logged[0].Billable || logged[0].Type != "search" || logged[0].Criterion == "" {
+		t.Errorf("a reader's click on a search result in view: %+v, want one billable search click with its criterion", logged)
+	}
+	imps := 0
+	b.imps.Scan(context.Background(), start.Add(-time.Second), time.Now().Add(time.Second), func(i clicks.Impression) error {
+		if i.AdID == adID && i.IP == rd.ip {
+			imps++
+		}
+		return nil
+	})
+	if imps != 1 {
+		t.Errorf("impressions of the clicked result: %d, want 1", imps)
+	}
+	br.noConsoleErrors(t)
 }

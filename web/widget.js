@@ -48,6 +48,11 @@
  *                               distinct_advertiser, fields, "logo.dim", yk_tag
  *   adlink.matchText(text, options)  Promise of {link: [...]} for any text, as a page;
  *                               as /v2/page/link, by the country alone (no lang)
+ *   adlink.watch(root)          reports the ad links the page placed itself under root
+ *                               (default: the document), the results of adlink.search, once
+ *                               each was seen, as the widget's own: an ad matched in the page
+ *                               bills only with the click token its impression gives its
+ *                               link; returns how many links it watches
  *   adlink.refresh()            removes the ads placed and places the current page's,
  *                               for a single-page app that changed the page and its URL;
  *                               returns the new adlink.ready
@@ -920,7 +925,7 @@
   var SEEN_MS = 1000, BATCH_MS = 100, MAX_BEACON = 16;
   var watched = new WeakSet(), timers = new Map(), seenQueue = [], batchTimer = 0, observer = null;
 
-  function watch() {
+  function watch(placedLinks) {
     if (!window.IntersectionObserver) return;
     if (!observer) {
       observer = new IntersectionObserver(function (entries) {
@@ -935,13 +940,34 @@
         });
       }, { threshold: [0, 0.5] });
     }
-    var links = document.querySelectorAll("a.adlink-intext[data-adlink=intext], aside.adlink-box[data-adlink=box] a.adlink-ad");
+    var links = placedLinks || document.querySelectorAll("a.adlink-intext[data-adlink=intext], aside.adlink-box[data-adlink=box] a.adlink-ad");
     for (var i = 0; i < links.length; i++) {
       if (!watched.has(links[i])) {
         watched.add(links[i]);
         observer.observe(links[i]);
       }
     }
+  }
+
+  // watchPage has the ad links the page placed itself in root (the results
+  // of adlink.search, an answer the page rendered) reported as the
+  // widget's own are: an ad matched here bills only with the click token
+  // its impression gets. Only links of this tag's key and site go, as a
+  // beacon takes no other; it returns how many are watched.
+  function watchPage(root) {
+    root = root || document;
+    if (!root.querySelectorAll) throw new TypeError("adlink.watch: root is no element");
+    var links = Array.prototype.filter.call(root.querySelectorAll("a[href]"), ownAd);
+    if (root.localName === "a" && ownAd(root)) links.push(root);
+    watch(links);
+    return links.length;
+  }
+
+  function ownAd(a) {
+    var u;
+    try { u = new URL(a.href); } catch (e) { return false; }
+    var q = u.searchParams;
+    return /\/v1\/redirect$/.test(u.pathname) && q.get("api_key") === config.apiKey && q.get("site_id") === config.siteId;
   }
 
   function seen(a) {
@@ -1197,5 +1223,5 @@
     return (window.adlink.ready = run());
   }
 
-  window.adlink = { config: config, ready: run(), search: search, matchText: matchText, refresh: refresh, timing: timing };
+  window.adlink = { config: config, ready: run(), search: search, matchText: matchText, refresh: refresh, watch: watchPage, timing: timing };
 })();
