@@ -172,6 +172,7 @@
     const empty = total.imp === 0 && total.clicks === 0;
     $('chart-empty').hidden = !empty;
     $('chart').replaceChildren(empty ? '' : chart(perDay, currency));
+    $('chart').scrollLeft = $('chart').scrollWidth; // a narrow screen scrolls it: today in view
     rows(table.rows || []);
     $('status').textContent = 'Updated ' + clock.format(new Date());
     state(empty ? 'empty' : 'ready');
@@ -304,6 +305,9 @@
     $('refused').hidden = true;
     sessionStorage.setItem(KEY, t);
     load();
+    // The form that had the focus is gone: the report's heading takes it,
+    // where a keyboard or screen reader goes on from.
+    $('title').focus();
   });
   $('signout').addEventListener('click', () => {
     sessionStorage.removeItem(KEY);

@@ -578,3 +578,42 @@ func TestDashboardNotFramed(t *testing.T) {
 		t.Errorf("the framed demo page: %s", f.URL)
 	}
 }
+
+//go:embed testdata/dashboard/mobile.js
+var dashMobile string
+
+// TestDashboardOnAPhone signs in on a phone's screen: the page does not
+// scroll sideways, the chart's labels are text a reader can read (the
+// chart is drawn 960 units wide and scaled to the screen), and the
+// keyboard's focus goes to the report once shown, not back to the page's
+// start, as the form it was in is gone.
+func TestDashboardOnAPhone(t *testing.T) {
+	b := startBackend(t)
+	makeTraffic(t, b.URL, visit{query: "galaxy s24", ykTag: "phone-test", network: "198.51.100.41", views: 1, clicks: 1})
+	br := newBrowser(t)
+	send(t, br, emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{Width: 375, Height: 800, DeviceScaleFactor: 2, Mobile: true})
+	br.do(t, chromedp.Navigate(b.URL+"/dashboard"))
+	eval[string](t, br, jsCall(dashSettled))
+	br.do(t, chromedp.SendKeys("#token", demoPartnerReport))
+	br.do(t, chromedp.KeyEvent("\r"))
+	if s := eval[string](t, br, jsCall(dashSettled)); s != "ready" {
+		t.Fatalf("state %q, want ready", s)
+	}
+	type phone struct {
+		Sideways bool
+		Labels   int
+		Smallest float64
+		Focus    string
+	}
+	m := eval[phone](t, br, dashMobile)
+	if m.Sideways {
+		t.Error("the page scrolls sideways on a phone")
+	}
+	if m.Labels == 0 || m.Smallest < 9 {
+		t.Errorf("%d chart labels, the smallest %.1f px high; want them 9 px or more", m.Labels, m.Smallest)
+	}
+	if !strings.HasSuffix(m.Focus, " in dash") {
+		t.Errorf("after signing in the focus is on %q, want it in the report", m.Focus)
+	}
+	br.noPageErrors(t)
+}
