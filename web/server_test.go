@@ -194,6 +194,8 @@ type backendOptions struct {
 	// noFetch keeps the page fetcher to public addresses, as in
 	// production: the test's pages, on loopback, are never analysed.
 	noFetch bool
+	// impressionWindow, when set, is -impression-window.
+	impressionWindow time.Duration
 }
 
 // newBackend starts a server over the demo catalog with the demo partner
@@ -222,6 +224,9 @@ func newBackend(o backendOptions) (*backend, error) {
 	// Clicks are signed, as in production: the server's links carry a
 	// signature, the page's the manifest's site token.
 	cfg.ClickKeys = []clicks.Key{{ID: "test", Secret: []byte("a secret of the browser tests")}}
+	if o.impressionWindow != 0 {
+		cfg.ImpressionWindow = o.impressionWindow
+	}
 	if o.unlimited {
 		cfg.KeyRate, cfg.KeyBurst, cfg.IPRate, cfg.IPBurst = 1e9, 1e9, 1e9, 1e9
 	}
