@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/adlink/adlink/backend/clicks"
 )
 
 // TestReportShowsWhatReadersDid plays readers of a publisher's page in
@@ -56,7 +58,7 @@ func TestReportShowsWhatReadersDid(t *testing.T) {
 	if second.Click.AdID != ad || again.Click.AdID != ad {
 		t.Fatalf("the first ad differs between views: %s, %s, %s", ad, second.Click.AdID, again.Click.AdID)
 	}
-	if !first.Click.Billable || !second.Click.Billable || again.Click.Billable || again.Click.Reason != "repeat" {
+	if !first.Click.Billable || !second.Click.Billable || again.Click.Billable || again.Click.Reason != clicks.ReasonRepeat {
 		t.Fatalf("clicks %+v, %+v, %+v; want billable, billable, repeat", first.Click, second.Click, again.Click)
 	}
 	var bid int64
