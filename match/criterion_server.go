@@ -315,3 +315,47 @@ func criteriaOf(ad *Ad) map[string]bool {
 	})
 	return set
 }
+
+// HasWords reports whether every word of text, read as a full-text query
+// reads its words, is in ad i's text (its title, keywords, description,
+// brand, model or category), itself or as one of its synonyms, or joined
+// with the next word as the catalog may write the two ("head set" for
+// headset): what a looser match (ctx.dist=low or none) can name as its
+// criterion for the ad. Empty text, or more words than a query scores,
+// is not.
+func (ix *Index) HasWords(i int, text string) bool {
+	if i < 0 || i >= len(ix.ads) {
+		return false
+	}
+	in := new(input)
+	ix.tokenize(in, &Query{Text: text, Dist: DistNone})
+	if len(in.toks) == 0 || len(in.toks) > maxQueryTerms {
+		return false
+	}
+	covered := make([]bool, len(in.toks))
+	for k, t := range in.toks {
+		if ix.adHasTerm(i, t.term) {
+			covered[k] = true
+		}
+		if k+1 < len(in.toks) && ix.adHasTerm(i, t.term+in.toks[k+1].term) {
+			covered[k], covered[k+1] = true, true
+		}
+	}
+	return !slices.Contains(covered, false)
+}
+
+// adHasTerm reports whether ad i's text has term or one of its synonyms.
+func (ix *Index) adHasTerm(i int, term string) bool {
+	for k := -1; k < len(synonyms[term]); k++ {
+		t := term
+		if k >= 0 {
+			t = synonyms[term][k]
+		}
+		if id := ix.termID(t); id >= 0 {
+			if _, ok := slices.BinarySearch(ix.postAd[ix.postOff[id]:ix.postOff[id+1]], uint32(i)); ok {
+				return true
+			}
+		}
+	}
+	return false
+}

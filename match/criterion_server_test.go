@@ -78,6 +78,65 @@ func TestIsCriterionOf(t *testing.T) {
 	}
 }
 
+// Every criterion a looser search match (ctx.dist=low or none) names has
+// all its words in its ad's text, as the impression beacon checks a
+// page-made link of one; a word the ad's text lacks, after it, or no
+// word, has not. A criterion of the ad's has all its words in its text.
+func TestHasWords(t *testing.T) {
+	demo, err := catalog.Demo(catalog.Options{BaseURL: "http://localhost"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cat := range []struct {
+		name string
+		ads  []match.Ad
+	}{
+		{"demo", demo},
+		{"generated", testcatalog.Generate(3000, 7)},
+	} {
+		t.Run(cat.name, func(t *testing.T) {
+			set, err := market.Build(cat.ads)
+			if err != nil {
+				t.Fatal(err)
+			}
+			all := set.All()
+			hits, loose := 0, 0
+			for _, r := range testcatalog.Requests(cat.ads, 300, 1, false) {
+				for _, dist := range []match.Dist{match.DistHigh, match.DistLow, match.DistNone} {
+					q := match.Query{Text: strings.TrimSpace(r.Q), Country: r.Loc, Lang: r.Lang, Dist: dist,
+						Size: match.DefaultSize, DistinctAdvertiser: match.DefaultDistinctAdvertiser}
+					ix := set.For(r.Loc, r.Lang)
+					if ix == nil {
+						ix = all
+					}
+					for _, h := range ix.Match(&q) {
+						at, ok := all.Lookup(ix.Ad(h.Ad).ID)
+						if !ok {
+							t.Fatalf("%s is in a market's index and not in the whole catalog's", ix.Ad(h.Ad).ID)
+						}
+						hits++
+						if !all.IsCriterionOf(at, h.Criterion) {
+							loose++
+						}
+						if !all.HasWords(at, h.Criterion) {
+							t.Errorf("%q (dist %d), matched for %s, has a word its text has not", h.Criterion, dist, ix.Ad(h.Ad).ID)
+						}
+						for _, bad := range []string{h.Criterion + " zzzqx", "zzzqx", "", " "} {
+							if all.HasWords(at, bad) {
+								t.Errorf("%q has all its words in %s's text, want not", bad, ix.Ad(h.Ad).ID)
+							}
+						}
+					}
+				}
+			}
+			if hits < 100 || loose == 0 {
+				t.Fatalf("%d hits checked, %d not a criterion of their ad; want at least 100, and some", hits, loose)
+			}
+			t.Logf("%d hits, %d named no criterion of their ad", hits, loose)
+		})
+	}
+}
+
 // FuzzIsCriterionOf: whatever the text, IsCriterionOf answers, the same
 // for the same text; a text it takes stops being the ad's with a word no
 // criterion has after it; and exactly a text it takes has a canonical
@@ -104,6 +163,9 @@ func FuzzIsCriterionOf(f *testing.F) {
 		}
 		if got && all.IsCriterionOf(i, text+" zzzqx") {
 			t.Fatalf("%d %q with an unknown word after it is still the ad's", i, text)
+		}
+		if all.HasWords(i, text+" zzzqx") {
+			t.Fatalf("%d %q with an unknown word after it has all its words in the ad's text", i, text)
 		}
 		c := all.CanonicalCriterion(i, text)
 		if (c == "") == got {

@@ -195,11 +195,16 @@ func (c *Catalog) ad(id string, now time.Time) (match.Ad, bool) {
 // it (match.Index.CanonicalCriterion): as the catalog served at now had
 // them (ix's, or a Before's from a refresh after now), or, when now is
 // within a Before's time, as the catalog before that refresh had them. A
-// page still on the shards of an earlier catalog names those. "" when it
-// is not; at is -1 for an ad ix does not have. A click passes the time
-// its token was issued as now, and so records what its impression did,
-// even when a refresh since changed which criterion that is.
-func (c *Catalog) criterionOf(ix *match.Index, at int, id, criterion string, now time.Time) string {
+// page still on the shards of an earlier catalog names those. When it is
+// no criterion of the ad but a looser match (ctx.dist=low or none, as a
+// page's adlink.search may ask) can have named it, all its words in the
+// ad's text (match.Index.HasWords) in one of those catalogs, it is "",
+// no criterion, so that such links make one report row an ad; ok is
+// false when it is neither. at is -1 for an ad ix does not have. A click
+// passes the time its token was issued as now, and so records what its
+// impression did, even when a refresh since changed which criterion that
+// is.
+func (c *Catalog) criterionOf(ix *match.Index, at int, id, criterion string, now time.Time) (string, bool) {
 	for k := len(c.Before) - 1; k >= 0; k-- { // oldest first
 		if b := c.Before[k]; now.Before(b.From) {
 			if i, ok := b.Index.Lookup(id); ok {
@@ -209,25 +214,27 @@ func (c *Catalog) criterionOf(ix *match.Index, at int, id, criterion string, now
 		}
 	}
 	if canon := ix.CanonicalCriterion(at, criterion); canon != "" {
-		return canon
+		return canon, true
 	}
+	loose := ix.HasWords(at, criterion)
 	for _, b := range c.Before {
 		if !now.Before(b.Until) || now.Before(b.From) {
 			continue
 		}
 		if i, ok := b.Index.Lookup(id); ok {
 			if canon := b.Index.CanonicalCriterion(i, criterion); canon != "" {
-				return canon
+				return canon, true
 			}
+			loose = loose || b.Index.HasWords(i, criterion)
 		}
 	}
-	return ""
+	return "", loose
 }
 
 // pageCriterion is criterionOf for the ad id wherever this catalog
 // indexes it, at now: "" for an ad it no longer has, whose criteria it
 // cannot read.
-func (c *Catalog) pageCriterion(id, criterion string, now time.Time) string {
+func (c *Catalog) pageCriterion(id, criterion string, now time.Time) (string, bool) {
 	ix := c.Indexes.All()
 	at, ok := ix.Lookup(id)
 	if !ok {

@@ -146,11 +146,13 @@ func (s *server) impression(w http.ResponseWriter, r *http.Request) error {
 // sign, a criterion the page's match can have named for the ad: one or
 // more of the ad's criteria (match.Index.IsCriterionOf) in c, or, for a
 // click token's TTL after a refresh, in the catalog before it, whose
-// shards the page may still have matched on (Catalog.criterionOf). It
+// shards the page may still have matched on (Catalog.criterionOf), or
+// words all in the ad's text, as a looser search match names. It
 // records it as the one of the ad's criteria it names that the ad lists
 // first, as the ad spells it (match.Index.CanonicalCriterion), as a
 // public site token lets anyone spell, order and combine them in endless
-// ways, each a report row of its own. Its yk_tag is the publisher's own,
+// ways, each a report row of its own; the looser match's words as no
+// criterion. Its yk_tag is the publisher's own,
 // checked as the parse checks it, and recorded only when its site's day
 // admits it (pageTag): the first -site-daily-tags of the day, as anyone
 // can vary it too. Without keys nothing is signed and every link passes,
@@ -165,8 +167,7 @@ func (s *server) madeHere(c *Catalog, ix *match.Index, at int, p *clicks.Params,
 	case ks.VerifyToken(p.APIKey, p.SiteID, a.Tok, now) != "":
 		return "", false
 	default:
-		criterion = c.criterionOf(ix, at, p.AdID, p.Criterion, now)
-		return criterion, criterion != ""
+		return c.criterionOf(ix, at, p.AdID, p.Criterion, now)
 	}
 }
 

@@ -611,6 +611,36 @@ func TestCriterionRecordedAsItsLinkIsProven(t *testing.T) {
 	}
 }
 
+// A link the page made from a looser search match (ctx.dist=low or none,
+// as adlink.search may ask) names the words that matched, which may be
+// no criterion of its ad: with all of them in the ad's text, it gets a
+// token, and its impression and click record no criterion; with a word
+// the ad's text lacks, nothing.
+func TestLooseMatchLinkRecordsNoCriterion(t *testing.T) {
+	env := newSignedEnv(t)
+	var link string
+	for _, l := range env.inPageLinks(t, "q=Handyladen&ctx.dist=none&loc=de&api_key=demo&site_id=demo") {
+		if q := queryOf(t, l); q.Get("adId") == "handyladen.de" {
+			link = l
+		}
+	}
+	if link == "" || queryOf(t, link).Get("criterionId") != "Handyladen" {
+		t.Fatalf("the page's full-text link of handyladen.de: %q, want criterionId Handyladen", link)
+	}
+	status, ct := env.beacon(t, "198.51.100.31", browserUA, link, setParam(link, "criterionId", "Handyladen zzzqx"))
+	if status != http.StatusOK || ct[0] == "" || ct[1] != "" {
+		t.Fatalf("beacon of a full-text link and of one with a word its ad lacks: %d %q, want a token, then none", status, ct)
+	}
+	imps := env.impressions(t)
+	if last := imps[len(imps)-1]; last.IP != "198.51.100.31" || last.Criterion != "" {
+		t.Errorf("impression of %s with criterion %q, want none", last.IP, last.Criterion)
+	}
+	env.advance(time.Second)
+	if c := env.click(t, link+"&ct="+url.QueryEscape(ct[0]), "198.51.100.31", browserUA); !c.Billable || c.Criterion != "" {
+		t.Errorf("click billable %v (%q) with criterion %q, want billable under none", c.Billable, c.Reason, c.Criterion)
+	}
+}
+
 // A page-made link's click whose ad the catalog removed since its
 // impression, its link still landing, bills under no criterion: the
 // catalog no longer has the ad's criteria to spell it by. An ad still

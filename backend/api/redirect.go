@@ -109,10 +109,11 @@ func (s *server) redirect(w http.ResponseWriter, r *http.Request) error {
 		if c.Criterion != "" && req.Sig == "" && req.Exp == "" {
 			// Proven by a click token on a link the page made: its
 			// criterion as the beacon recorded it (one of the ad's, as
-			// match.Index.CanonicalCriterion reads it), by the criteria
+			// match.Index.CanonicalCriterion reads it, or none for a
+			// looser match's words), by the criteria
 			// the catalog took when it issued the token, which may be past
 			// a refresh's grace now.
-			c.Criterion = s.catalogOf(r).pageCriterion(req.AdID, c.Criterion, shown)
+			c.Criterion, _ = s.catalogOf(r).pageCriterion(req.AdID, c.Criterion, shown)
 		}
 		if c.YkTag != "" && req.Sig == "" && req.Exp == "" {
 			// A page-made link's, proven by its click token: recorded as
