@@ -19,6 +19,7 @@ func newJudge(keys *clicks.Keys, windows clicks.Windows, decisions clicks.Decisi
 	return &clicks.Judge{Keys: keys, Windows: windows, Decisions: decisions,
 		NetworkDailyClicks: cfg.NetworkDailyClicks, PrefixDailyClicks: max(cfg.PrefixDailyClicks, 0),
 		IPv4PrefixDailyClicks: max(cfg.IPv4PrefixDailyClicks, 0),
+		PrefixAdDailyClicks:   max(cfg.PrefixAdDailyClicks, 0),
 		MinClickDelay:         cfg.ClickMinDelay}
 }
 

@@ -25,11 +25,12 @@ type hotIndex struct {
 
 // dayIndex is one UTC day of the windows: each network and ad's billable
 // click time, each network's count of billable clicks, and each IPv6
-// /48's or IPv4 /24's (Prefix).
+// /48's or IPv4 /24's (Prefix), on all ads and on each.
 type dayIndex struct {
-	pairs    map[string]int64 // network "\x00" adID -> unix nanoseconds
-	counts   map[string]uint64
-	prefixes map[string]uint64
+	pairs     map[string]int64 // network "\x00" adID -> unix nanoseconds
+	counts    map[string]uint64
+	prefixes  map[string]uint64
+	prefixAds map[string]uint64 // prefix "\x00" adID
 }
 
 // reset forgets what is in memory: the next use loads the file again.
@@ -71,6 +72,8 @@ func (h *hotIndex) load(tx *bolt.Tx) {
 					}
 				case len(k) > 0 && k[0] == 'p': // appended: a prefix's claim
 					d.prefixes[string(v)]++
+				case len(k) > 0 && k[0] == 'q': // appended: a prefix's claim on an ad
+					d.prefixAds[string(v)]++
 				case len(k) > 0 && k[0] == 'a' && len(v) == 8:
 					d.pairs[string(k[1:])] = int64(binary.BigEndian.Uint64(v))
 				case len(k) > 0 && k[0] == 'n' && len(v) == 8:
@@ -87,7 +90,8 @@ func (h *hotIndex) load(tx *bolt.Tx) {
 func (h *hotIndex) day(day int64) *dayIndex {
 	d := h.days[day]
 	if d == nil {
-		d = &dayIndex{pairs: map[string]int64{}, counts: map[string]uint64{}, prefixes: map[string]uint64{}}
+		d = &dayIndex{pairs: map[string]int64{}, counts: map[string]uint64{}, prefixes: map[string]uint64{},
+			prefixAds: map[string]uint64{}}
 		h.days[day] = d
 	}
 	return d
@@ -150,7 +154,9 @@ func forgetHours(h *hotIndex, hours *bolt.Bucket, at time.Time) error {
 // claim judges and records one claim in the days bucket and in h. A
 // claim of a counted prefix (an IPv6 /48, an IPv4 /24) is a second
 // record, 'p' and the prefix, which a server of the version before the
-// /48 cap skips when it loads the file.
+// /48 cap skips when it loads the file; its count on the ad is a third,
+// 'q', the prefix and the ad, which a server of the version before the
+// cap per ad skips.
 func claim(h *hotIndex, tx *bolt.Tx, c Claim) (string, error) {
 	h.load(tx)
 	days := tx.Bucket(windowsBucket)
@@ -172,6 +178,10 @@ func claim(h *hotIndex, tx *bolt.Tx, c Claim) (string, error) {
 	if c.Limit > 0 && di.counts[c.Network] >= uint64(c.Limit) {
 		return ReasonNetworkCap, nil
 	}
+	prefixAd := c.Prefix + "\x00" + c.AdID
+	if c.adCounted() && di.prefixAds[prefixAd] >= uint64(c.PrefixAdLimit) {
+		return ReasonPrefixAdCap, nil
+	}
 	if c.counted() && di.prefixes[c.Prefix] >= uint64(c.PrefixLimit) {
 		return ReasonPrefixCap, nil
 	}
@@ -188,6 +198,12 @@ func claim(h *hotIndex, tx *bolt.Tx, c Claim) (string, error) {
 			return "", err
 		}
 		di.prefixes[c.Prefix]++
+	}
+	if c.adCounted() {
+		if err := appendRecord(b, 'q', []byte(prefixAd)); err != nil {
+			return "", err
+		}
+		di.prefixAds[prefixAd]++
 	}
 	di.pairs[pair] = at
 	di.counts[c.Network]++

@@ -26,6 +26,11 @@ type Judge struct {
 	// IPv4PrefixDailyClicks is the same cap for one IPv4 /24 (Prefix),
 	// whichever of its addresses the clicks come from; 0 is no cap.
 	IPv4PrefixDailyClicks int
+	// PrefixAdDailyClicks caps the billable clicks of one Prefix, an IPv6
+	// /48 or an IPv4 /24, on one ad per UTC day, whichever of its networks
+	// they come from: the prefix's daily cap alone lets its holder spend
+	// all of it on one advertiser. 0 is no cap.
+	PrefixAdDailyClicks int
 	// MinClickDelay is how soon after its ad was shown (its click token
 	// issued) a click may come and bill: sooner is ReasonTooFast.
 	MinClickDelay time.Duration
@@ -56,6 +61,12 @@ type Use struct {
 	// /24 is neither checked nor counted, as the replica that judged it
 	// did neither.
 	IPv4Capped bool
+	// PrefixAdLimit is the cap of the billable clicks of the network's
+	// Prefix on the click's ad per UTC day (<= 0: none). A Use spooled
+	// before prefixes had a cap per ad has none, and the prefix's count on
+	// the ad is neither checked nor counted, as the replica that judged it
+	// did neither.
+	PrefixAdLimit int
 	// Budget is what the click's advertiser (Click.Advertiser) may spend
 	// on the click's UTC day, in millionths; 0 is no budget. A click whose
 	// advertiser had spent it is ReasonOverBudget and spends nothing else;
@@ -128,6 +139,7 @@ func (j *Judge) Check(c *Click, auth Auth, intent Intent, refuse string) Use {
 	c.Billable = reason == ""
 	c.Reason = reason
 	u.Limit, u.PrefixLimit, u.IPv4Capped = j.NetworkDailyClicks, j.PrefixDailyClicks, true
+	u.PrefixAdLimit = j.PrefixAdDailyClicks
 	if IsIPv4Prefix(Prefix(c.IP)) {
 		u.PrefixLimit = j.IPv4PrefixDailyClicks
 	}

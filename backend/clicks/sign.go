@@ -365,6 +365,10 @@ const (
 	// daily cap of billable clicks, whichever of its networks they came
 	// from.
 	ReasonPrefixCap = "prefix_cap"
+	// ReasonPrefixAdCap: the client's IPv6 /48 or IPv4 /24 (Prefix) had
+	// its daily cap of billable clicks on the click's ad, whichever of its
+	// networks they came from.
+	ReasonPrefixAdCap = "prefix_ad_cap"
 	// ReasonOverBudget: the ad's advertiser had spent its daily budget;
 	// its ads no longer show, and clicks on links issued before land
 	// unbilled.

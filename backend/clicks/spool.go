@@ -27,10 +27,10 @@ var ErrRefused = errors.New("the record refuses it")
 // ShipHorizon is how old a spooled click may be when it is shipped and
 // still bill. The shared record judges a click by its link's decision
 // (used once), by its network's claims of the AdWindow before it and of
-// its UTC day, and by its prefix's (IPv6 /48's or IPv4 /24's) count of
-// that day. Postgres keeps a network's claims three days behind its
-// newest and the prefixes' counts of the newest click's day and the two
-// before, so it holds them for a click of the last two days; it keeps a
+// its UTC day, and by its prefix's (IPv6 /48's or IPv4 /24's) counts of
+// that day, on its ad and on all. Postgres keeps a network's claims three
+// days behind its newest and the prefixes' counts of the newest click's
+// day and the two before, so it holds them for a click of the last two days; it keeps a
 // decision ShipHorizon and an hour past the link's expiry, so a click
 // made before the expiry and shipped within the horizon finds the
 // decision a live click or another spool used. The hour less is for

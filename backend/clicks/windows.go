@@ -16,17 +16,19 @@ const AdWindow = 24 * time.Hour
 // Windows keeps the fraud windows of billable clicks, by client network
 // (Network): one billable click per network per ad per AdWindow, at most a
 // cap of billable clicks per network per UTC day, and at most a cap per
-// IPv6 /48 or IPv4 /24 (Prefix) per UTC day, whichever of its networks
-// they come from.
+// IPv6 /48 or IPv4 /24 (Prefix) on each ad and one on all ads per UTC
+// day, whichever of its networks they come from.
 // BoltWindows keeps them in the server's bbolt file; every implementation
 // passes storetest.Windows and is safe for concurrent use.
 type Windows interface {
 	// Claim asks whether click c may bill, and records it when it may. It
 	// returns "" and records the click when c.Network has no billable click
 	// on c.AdID less than AdWindow before or after c.At, fewer than c.Limit
-	// billable clicks on c.At's UTC day, and c.Prefix fewer than
-	// c.PrefixLimit. Otherwise it returns ReasonRepeat (the ad's window
-	// comes first), ReasonNetworkCap or ReasonPrefixCap, in that order, and
+	// billable clicks on c.At's UTC day, c.Prefix fewer than
+	// c.PrefixAdLimit on c.AdID and fewer than c.PrefixLimit on all ads.
+	// Otherwise it returns ReasonRepeat (the ad's window comes first),
+	// ReasonNetworkCap, ReasonPrefixAdCap or ReasonPrefixCap, in that
+	// order (each network's, then each prefix's, narrowest first), and
 	// records nothing, so clicks that do not bill never extend a window nor
 	// spend a cap.
 	//
@@ -53,17 +55,25 @@ type Claim struct {
 	// <= 0 the prefix is neither checked nor counted.
 	Prefix      string
 	PrefixLimit int
+	// PrefixAdLimit caps the billable clicks of Prefix on AdID per UTC
+	// day. With PrefixAdLimit <= 0 (or no Prefix) the prefix's clicks on
+	// the ad are neither checked nor counted.
+	PrefixAdLimit int
 }
 
 // claimOf is the Claim of click c under u's caps.
 func claimOf(c *Click, u Use) Claim {
 	prefix, limit := u.PrefixOf(c)
 	return Claim{Network: Network(c.IP), AdID: c.AdID, At: c.Time, Limit: u.Limit,
-		Prefix: prefix, PrefixLimit: limit}
+		Prefix: prefix, PrefixLimit: limit, PrefixAdLimit: u.PrefixAdLimit}
 }
 
 // counted reports whether c's prefix is checked and counted.
 func (c Claim) counted() bool { return c.Prefix != "" && c.PrefixLimit > 0 }
+
+// adCounted reports whether c's prefix's clicks on c.AdID are checked and
+// counted.
+func (c Claim) adCounted() bool { return c.Prefix != "" && c.PrefixAdLimit > 0 }
 
 // BoltWindows are Windows in a bbolt file: one bucket per UTC day, holding
 // each network and ad's billable click time and each network's count, so

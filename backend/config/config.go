@@ -151,6 +151,13 @@ type Config struct {
 	// it are recorded as prefix_cap; 0 is no cap
 	// (-ipv4-prefix-daily-clicks, ADLINK_IPV4_PREFIX_DAILY_CLICKS).
 	IPv4PrefixDailyClicks int
+	// PrefixAdDailyClicks caps the billable clicks of one IPv6 /48 or IPv4
+	// /24 on one ad per UTC day, whichever of its networks they come
+	// from: under the prefix's own cap alone, one holder of a prefix could
+	// spend all of it on one advertiser's ad. The clicks past it land and
+	// are recorded as prefix_ad_cap; 0 is no cap
+	// (-prefix-ad-daily-clicks, ADLINK_PREFIX_AD_DAILY_CLICKS).
+	PrefixAdDailyClicks int
 	// SiteDailyTags caps the distinct yk_tags the links a site's pages
 	// made record per UTC day: no signature binds such a link's yk_tag,
 	// and each value would be a report row kept for good. Later new ones
@@ -251,6 +258,9 @@ func Default() Config {
 		// NAT puts thousands of phones behind a few of them; raise it as
 		// NetworkDailyClicks where such readers are many.
 		IPv4PrefixDailyClicks: 1000,
+		// Readers of one /48 or /24 who click one ad in one day are a
+		// handful; a competitor rotating its networks is many.
+		PrefixAdDailyClicks: 10,
 		// A publisher's campaigns or placements of a day, not a reader's.
 		SiteDailyTags: 50,
 		ClickTTL:      24 * time.Hour,
@@ -356,6 +366,7 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	envInt("ADLINK_NETWORK_DAILY_CLICKS", &c.NetworkDailyClicks)
 	envInt("ADLINK_PREFIX_DAILY_CLICKS", &c.PrefixDailyClicks)
 	envInt("ADLINK_IPV4_PREFIX_DAILY_CLICKS", &c.IPv4PrefixDailyClicks)
+	envInt("ADLINK_PREFIX_AD_DAILY_CLICKS", &c.PrefixAdDailyClicks)
 	envInt("ADLINK_SITE_DAILY_TAGS", &c.SiteDailyTags)
 	envDuration := func(name string, dst *time.Duration) {
 		if v := getenv(name); v != "" {
@@ -432,6 +443,7 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	fs.IntVar(&c.NetworkDailyClicks, "network-daily-clicks", c.NetworkDailyClicks, "billable `clicks` per UTC day per client network, IPv4 address or IPv6 /64 (ADLINK_NETWORK_DAILY_CLICKS)")
 	fs.IntVar(&c.PrefixDailyClicks, "prefix-daily-clicks", c.PrefixDailyClicks, "billable `clicks` per IPv6 /48 per UTC day, whatever its /64s; 0: no cap (ADLINK_PREFIX_DAILY_CLICKS)")
 	fs.IntVar(&c.IPv4PrefixDailyClicks, "ipv4-prefix-daily-clicks", c.IPv4PrefixDailyClicks, "billable `clicks` per IPv4 /24 per UTC day, whatever its addresses; 0: no cap (ADLINK_IPV4_PREFIX_DAILY_CLICKS)")
+	fs.IntVar(&c.PrefixAdDailyClicks, "prefix-ad-daily-clicks", c.PrefixAdDailyClicks, "billable `clicks` per IPv6 /48 or IPv4 /24 per ad per UTC day, whatever its networks; 0: no cap (ADLINK_PREFIX_AD_DAILY_CLICKS)")
 	fs.IntVar(&c.SiteDailyTags, "site-daily-tags", c.SiteDailyTags, "distinct yk_tags per site per UTC day its pages' own links record; later ones record none; 0: no cap (ADLINK_SITE_DAILY_TAGS)")
 	// A func flag: -h must not print the keys from the environment as
 	// the default.
@@ -598,6 +610,9 @@ func (c *Config) Validate() error {
 	}
 	if c.IPv4PrefixDailyClicks < 0 {
 		bad("ipv4-prefix-daily-clicks %d: want 0 (no cap) or more", c.IPv4PrefixDailyClicks)
+	}
+	if c.PrefixAdDailyClicks < 0 {
+		bad("prefix-ad-daily-clicks %d: want 0 (no cap) or more", c.PrefixAdDailyClicks)
 	}
 	if c.SiteDailyTags < 0 {
 		bad("site-daily-tags %d: want 0 (no cap) or more", c.SiteDailyTags)

@@ -107,6 +107,17 @@ func TestLoad(t *testing.T) {
 			want: func(c *Config) { c.IPv4PrefixDailyClicks = 0 },
 		},
 		{
+			name: "prefix ad daily clicks from the environment",
+			env:  map[string]string{"ADLINK_PREFIX_AD_DAILY_CLICKS": "3"},
+			want: func(c *Config) { c.PrefixAdDailyClicks = 3 },
+		},
+		{
+			name: "prefix ad daily clicks, the flag wins",
+			args: []string{"-prefix-ad-daily-clicks", "0"},
+			env:  map[string]string{"ADLINK_PREFIX_AD_DAILY_CLICKS": "3"},
+			want: func(c *Config) { c.PrefixAdDailyClicks = 0 },
+		},
+		{
 			name: "click keys",
 			args: []string{"-click-ttl", "2h"},
 			env: map[string]string{"ADLINK_CLICK_KEYS": "new:" + strings.Repeat("A", 43) + ",old:" + strings.Repeat("_", 22),
@@ -226,12 +237,12 @@ func TestLoadReportsEveryProblem(t *testing.T) {
 		[]string{"-addr", "nohostport", "-redirect-url", "ftp://x", "-nope", "-trusted-proxies", "10.0.0.1,bogus", "-country-header", " ",
 			"-rate-key", "0", "-rate-ip", "fast", "-rate-ip-burst", "0", "-rate-pages", "-1", "stray", "-click-keys", "k1:c2hvcnQ",
 			"-=x", "-site-token-ttl", "0s", "-partners", "p.json", "-rate-key-network-share", "1.5", "-network-daily-clicks", "0", "-prefix-daily-clicks", "-1",
-			"-ipv4-prefix-daily-clicks", "-3",
+			"-ipv4-prefix-daily-clicks", "-3", "-prefix-ad-daily-clicks", "-2",
 			"-retention", "1h", "-impression-window", "90s", "-impression-prefix-networks", "-2", "-redis", "http://:hunter2@cache:6379",
 			"-admin-hosts", "ok.example,http://a.example,b.example:9464,-c.example,d..example"},
 		env(map[string]string{"ADLINK_FETCH_ALLOW_PRIVATE": "maybe", "ADLINK_DEMO": "yes please", "ADLINK_RATE_KEY_BURST": "lots",
 			"ADLINK_LOG_LEVEL": "loud", "ADLINK_CLICK_TTL": "a day", "ADLINK_RETENTION": "forever", "ADLINK_RATE_PAGES_NETWORK_SHARE": "0",
-			"ADLINK_IPV4_PREFIX_DAILY_CLICKS": "a thousand"}), io.Discard)
+			"ADLINK_IPV4_PREFIX_DAILY_CLICKS": "a thousand", "ADLINK_PREFIX_AD_DAILY_CLICKS": "ten"}), io.Discard)
 	if err == nil {
 		t.Fatal("Load accepted a bad configuration")
 	}
@@ -240,6 +251,7 @@ func TestLoadReportsEveryProblem(t *testing.T) {
 		"flag provided but not defined: -nope", `unexpected argument "stray"`, "bad flag syntax: -=x",
 		`click key "k1": secret of 5 bytes`, "ADLINK_CLICK_TTL", "site-token-ttl 0s", "rate-key-network-share 1.5", "rate-pages-network-share 0:", "network-daily-clicks 0", "prefix-daily-clicks -1",
 		"ipv4-prefix-daily-clicks -3", `ADLINK_IPV4_PREFIX_DAILY_CLICKS="a thousand": want a whole number`,
+		"prefix-ad-daily-clicks -2", `ADLINK_PREFIX_AD_DAILY_CLICKS="ten": want a whole number`,
 		"impression-window 1m30s: want whole minutes", "impression-prefix-networks -2: want 0", "ADLINK_RETENTION", "retention 1h0m0s: want 0", "redis: want a redis:// or rediss:// URL",
 		`admin-hosts "http://a.example"`, `admin-hosts "b.example:9464"`, `admin-hosts "-c.example"`, `admin-hosts "d..example"`} {
 		if n := strings.Count(err.Error(), want); n != 1 {

@@ -127,7 +127,7 @@ func (db *DB) recordBatch(batch []*pendingClick) {
 }
 
 // runClicks settles and records ps in one transaction: one statement,
-// adlink_record_clicks (migrations 00007, 00008), which sets each one's
+// adlink_record_clicks (migrations 00007, 00008, 00014), which sets each one's
 // reason.
 // A statement alone is a transaction of its own, committed (its WAL
 // flushed) before Postgres answers; the answer is read to the end, so an
@@ -158,19 +158,20 @@ func (db *DB) runClicks(ctx context.Context, ps []*pendingClick) error {
 }
 
 const recordClicks = `SELECT adlink_record_clicks($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16,
-	$17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31)`
+	$17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32)`
 
 // recordArgs are adlink_record_clicks' arguments for ps: a column of each
 // field, one element per click, then the grains and the reasons, then
-// each click's IPv6 /48 or IPv4 /24 and its cap (migration 00008).
+// each click's IPv6 /48 or IPv4 /24 and its cap (migration 00008), and its
+// cap on the click's ad (00014).
 func recordArgs(ps []*pendingClick) []any {
 	n := len(ps)
 	var (
 		at, bid, expires, budget, hour, day, forget = make([]int64, n), make([]int64, n), make([]int64, n),
 			make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
-		limit, prefixLimit = make([]int32, n), make([]int32, n)
-		prefix             = make([]string, n)
-		text               [16][]string
+		limit, prefixLimit, prefixAdLimit = make([]int32, n), make([]int32, n), make([]int32, n)
+		prefix                            = make([]string, n)
+		text                              [16][]string
 	)
 	for f := range text {
 		text[f] = make([]string, n)
@@ -196,13 +197,14 @@ func recordArgs(ps []*pendingClick) []any {
 			// The budget counts no spend in another currency.
 			reason[i] = clicks.ReasonOverBudget
 		}
-		if p, limit := u.PrefixOf(c); p != "" && limit > 0 {
-			prefix[i], prefixLimit[i] = p, int32(min(limit, math.MaxInt32))
+		if p, limit := u.PrefixOf(c); p != "" && (limit > 0 || u.PrefixAdLimit > 0) {
+			prefix[i], prefixLimit[i] = p, int32(min(max(limit, 0), math.MaxInt32))
+			prefixAdLimit[i] = int32(min(max(u.PrefixAdLimit, 0), math.MaxInt32))
 		}
 	}
 	return []any{at, adID, adType, context, apiKey, siteID, criterion, ykTag, ip, userAgent, country, advertiser,
 		bid, currency, reason, network, decision, expires, limit, budget, hour, day, forget, id,
-		grainIDs, grainHourly, grainKeeps, clicks.Reasons, int64(clicks.AdWindow), prefix, prefixLimit}
+		grainIDs, grainHourly, grainKeeps, clicks.Reasons, int64(clicks.AdWindow), prefix, prefixLimit, prefixAdLimit}
 }
 
 // grainIDs, grainHourly and grainKeeps describe the rollup grains to

@@ -116,23 +116,26 @@ const (
 // claim judges and records one claim in tx. The prefix's and the network's
 // advisory locks, held to the commit, make their claims take turns, and
 // each statement of a READ COMMITTED transaction sees what the turns
-// before it committed. A network's claims more than three days old are
-// forgotten with it.
+// before it committed. The prefix's lock covers its counts on all ads and
+// on each. A network's claims more than three days old are forgotten with
+// it.
 func claim(ctx context.Context, tx pgx.Tx, c clicks.Claim) (string, error) {
 	counted := c.Prefix != "" && c.PrefixLimit > 0
+	adCounted := c.Prefix != "" && c.PrefixAdLimit > 0
 	b := &pgx.Batch{}
-	if counted {
+	if counted || adCounted {
 		b.Queue(`SELECT pg_advisory_xact_lock($1, hashtext($2))`, int32(prefixLockClass), c.Prefix)
 	}
 	b.Queue(`SELECT pg_advisory_xact_lock($1, hashtext($2))`, int32(windowLockClass), c.Network)
 	var repeat bool
-	var n, p int64
+	var n, p, pa int64
 	at, day := nanos(c.At), dayOf(c.At)
 	b.Queue(`SELECT EXISTS (SELECT 1 FROM window_claims WHERE network = $1 AND ad_id = $2 AND at_ns > $3 AND at_ns < $4),
 		(SELECT count(*) FROM window_claims WHERE network = $1 AND day = $5),
-		coalesce((SELECT clicks FROM prefix_clicks WHERE prefix = $6 AND day = $5), 0)`,
+		coalesce((SELECT clicks FROM prefix_clicks WHERE prefix = $6 AND day = $5), 0),
+		coalesce((SELECT clicks FROM prefix_ad_clicks WHERE prefix = $6 AND ad_id = $2 AND day = $5), 0)`,
 		c.Network, c.AdID, at-int64(clicks.AdWindow), at+int64(clicks.AdWindow), day, c.Prefix).
-		QueryRow(func(r pgx.Row) error { return r.Scan(&repeat, &n, &p) })
+		QueryRow(func(r pgx.Row) error { return r.Scan(&repeat, &n, &p, &pa) })
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return "", err
 	}
@@ -141,6 +144,8 @@ func claim(ctx context.Context, tx pgx.Tx, c clicks.Claim) (string, error) {
 		return clicks.ReasonRepeat, nil
 	case c.Limit > 0 && n >= int64(c.Limit):
 		return clicks.ReasonNetworkCap, nil
+	case adCounted && pa >= int64(c.PrefixAdLimit):
+		return clicks.ReasonPrefixAdCap, nil
 	case counted && p >= int64(c.PrefixLimit):
 		return clicks.ReasonPrefixCap, nil
 	}
@@ -150,9 +155,14 @@ func claim(ctx context.Context, tx pgx.Tx, c clicks.Claim) (string, error) {
 	if counted {
 		b.Queue(`INSERT INTO prefix_clicks (prefix, day, clicks) VALUES ($1, $2, 1)
 			ON CONFLICT (prefix, day) DO UPDATE SET clicks = prefix_clicks.clicks + 1`, c.Prefix, day)
-		if rand.IntN(forgetEvery) == 0 {
-			b.Queue(`DELETE FROM prefix_clicks WHERE day < $1`, day-2)
-		}
+	}
+	if adCounted {
+		b.Queue(`INSERT INTO prefix_ad_clicks (prefix, ad_id, day, clicks) VALUES ($1, $2, $3, 1)
+			ON CONFLICT (prefix, ad_id, day) DO UPDATE SET clicks = prefix_ad_clicks.clicks + 1`, c.Prefix, c.AdID, day)
+	}
+	if (counted || adCounted) && rand.IntN(forgetEvery) == 0 {
+		b.Queue(`DELETE FROM prefix_clicks WHERE day < $1`, day-2)
+		b.Queue(`DELETE FROM prefix_ad_clicks WHERE day < $1`, day-2)
 	}
 	return "", tx.SendBatch(ctx, b).Close()
 }

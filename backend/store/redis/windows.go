@@ -18,8 +18,8 @@ import (
 // billable clicks; each expires once no later claim can read it (the end of
 // the next day, plus an hour for clocks that disagree), so Redis forgets
 // old days by itself. A network's keys share one hash tag with its
-// prefix's count (the /48's or the IPv4 /24's tag), so the script runs on
-// a Redis Cluster too.
+// prefix's counts (the /48's or the IPv4 /24's tag), on all ads and on
+// each, so the script runs on a Redis Cluster too.
 //
 // A claim is as durable as Redis makes it: with appendonly and appendfsync
 // always, as clicks.Windows promises; with less, a Redis crash forgets the
@@ -68,6 +68,8 @@ end
 local limit = tonumber(ARGV[4])
 local n = tonumber(redis.call('GET', KEYS[4]) or '0')
 if limit > 0 and n >= limit then return 2 end
+local alimit = tonumber(ARGV[7])
+if alimit > 0 and tonumber(redis.call('GET', KEYS[6]) or '0') >= alimit then return 4 end
 local plimit = tonumber(ARGV[6])
 if plimit > 0 and tonumber(redis.call('GET', KEYS[5]) or '0') >= plimit then return 3 end
 redis.call('SET', KEYS[2], ARGV[1] .. ' ' .. ARGV[2], 'PX', ARGV[5])
@@ -76,6 +78,10 @@ redis.call('PEXPIRE', KEYS[4], ARGV[5])
 if plimit > 0 then
   redis.call('INCR', KEYS[5])
   redis.call('PEXPIRE', KEYS[5], ARGV[5])
+end
+if alimit > 0 then
+  redis.call('INCR', KEYS[6])
+  redis.call('PEXPIRE', KEYS[6], ARGV[5])
 end
 return 0
 `)
@@ -107,18 +113,18 @@ func (w *Windows) Claim(ctx context.Context, c clicks.Claim) (string, error) {
 	}
 	pair := func(d int64) string { return base + strconv.FormatInt(d, 10) + ":a:" + c.AdID }
 	keys := []string{pair(day - 1), pair(day), pair(day + 1), base + strconv.FormatInt(day, 10) + ":n",
-		tagged + strconv.FormatInt(day, 10) + ":p"}
+		tagged + strconv.FormatInt(day, 10) + ":p", tagged + strconv.FormatInt(day, 10) + ":q:" + c.AdID}
 	// Kept until the end of the day after, which claims there still read.
 	ttl := time.Unix((day+2)*86400, 0).Sub(at) + time.Hour
-	prefixLimit := 0
+	prefixLimit, prefixAdLimit := 0, 0
 	if c.Prefix != "" {
-		prefixLimit = max(c.PrefixLimit, 0)
+		prefixLimit, prefixAdLimit = max(c.PrefixLimit, 0), max(c.PrefixAdLimit, 0)
 	}
 	var code int64
 	ok := w.c.call(ctx, "windows", func(ctx context.Context) error {
 		var err error
 		code, err = claimScript.Run(ctx, w.c.rdb, keys, at.Unix(), at.Nanosecond(), int64(clicks.AdWindow),
-			c.Limit, ttl.Milliseconds(), prefixLimit).Int64()
+			c.Limit, ttl.Milliseconds(), prefixLimit, prefixAdLimit).Int64()
 		return err
 	})
 	if !ok {
@@ -133,6 +139,8 @@ func (w *Windows) Claim(ctx context.Context, c clicks.Claim) (string, error) {
 		return clicks.ReasonNetworkCap, nil
 	case 3:
 		return clicks.ReasonPrefixCap, nil
+	case 4:
+		return clicks.ReasonPrefixAdCap, nil
 	}
 	return "", fmt.Errorf("redis: windows: the claim script answered %d", code)
 }
