@@ -284,6 +284,105 @@ func Ledger(t *testing.T, fresh func(t *testing.T) Opener[LedgerParts]) {
 		want(click(in48(6), "d", t0), capped("d8", limit), clicks.ReasonPrefixCap, "the /48's fourth click")
 	})
 
+	// adCapped is a Use of d under a cap of its prefix's clicks on the ad
+	// of adLimit, and of prefixLimit on all ads, as Check makes it.
+	adCapped := func(d string, adLimit, prefixLimit int) clicks.Use {
+		u := capped(d, prefixLimit)
+		u.PrefixAdLimit = adLimit
+		return u
+	}
+
+	t.Run("PrefixAdCapHoldsConcurrentClicks", func(t *testing.T) {
+		p, _ := open(t, fresh(t))
+		const n, limit = 30, 7
+		in24 := func(i int) string { return "198.51.100." + strconv.Itoa(i+1) }
+		var wg sync.WaitGroup
+		for i := range n {
+			for _, ad := range []string{"a", "b"} {
+				wg.Go(func() {
+					c := click(in48(i), ad, t0)
+					if err := p.Ledger.Record(within(t, 10*time.Second), &c, adCapped(ad+"6-"+strconv.Itoa(i), limit, 1000)); err != nil {
+						t.Errorf("Record: %v", err)
+					}
+				})
+			}
+			wg.Go(func() {
+				c := click(in24(i), "a", t0)
+				if err := p.Ledger.Record(within(t, 10*time.Second), &c, adCapped("a4-"+strconv.Itoa(i), limit, 1000)); err != nil {
+					t.Errorf("Record: %v", err)
+				}
+			})
+		}
+		wg.Wait()
+		billed := map[string]int{}
+		for _, c := range logged(t, p) {
+			switch {
+			case c.Billable:
+				billed[clicks.Prefix(c.IP)+" "+c.AdID]++
+			case c.Reason != clicks.ReasonPrefixAdCap:
+				t.Errorf("a click from %s on %s refused as %q, want prefix_ad_cap", c.IP, c.AdID, c.Reason)
+			}
+		}
+		for _, k := range []string{"2001:db8:7::/48 a", "2001:db8:7::/48 b", "198.51.100.0/24 a"} {
+			if billed[k] != limit {
+				t.Errorf("%d of %d concurrent clicks of %s billed, want its cap on the ad %d", billed[k], n, k, limit)
+			}
+		}
+		if c := record(t, p.Ledger, click("2001:db8:8::1", "a", t0), adCapped("other", limit, 1000)); !c.Billable {
+			t.Errorf("another /48 on the ad: %q, want billable", c.Reason)
+		}
+		next := adCapped("next-day", limit, 1000)
+		next.Expires = t0.Add(48 * time.Hour)
+		if c := record(t, p.Ledger, click(in48(99), "a", t0.Add(24*time.Hour)), next); !c.Billable {
+			t.Errorf("the next UTC day: %q, want billable", c.Reason)
+		}
+	})
+
+	t.Run("PrefixCapsOnTheAdAndOnAll", func(t *testing.T) {
+		p, _ := open(t, fresh(t))
+		for i, c := range []struct{ ad, want string }{
+			{"a", ""}, {"a", ""}, {"a", clicks.ReasonPrefixAdCap}, {"b", ""},
+			{"b", clicks.ReasonPrefixCap}, {"a", clicks.ReasonPrefixAdCap}, {"c", clicks.ReasonPrefixCap},
+		} {
+			got := record(t, p.Ledger, click(in48(i), c.ad, t0), adCapped("d"+strconv.Itoa(i), 2, 3))
+			if got.Reason != c.want {
+				t.Errorf("/64 %d on ad %s under caps of 2 on the ad and 3 on all: %q, want %q", i, c.ad, got.Reason, c.want)
+			}
+		}
+	})
+
+	// A click spooled by a version without the cap per ad has none in its
+	// Use: the prefix's clicks on the ad are neither checked nor counted.
+	t.Run("PrefixAdCapSkipsAUseWithout", func(t *testing.T) {
+		p, _ := open(t, fresh(t))
+		want := func(i int, u clicks.Use, reason, what string) {
+			t.Helper()
+			if got := record(t, p.Ledger, click(in48(i), "a", t0), u); got.Reason != reason {
+				t.Errorf("%s: %q, want %q", what, got.Reason, reason)
+			}
+		}
+		want(0, adCapped("d0", 1, 1000), "", "the /48's first click on the ad")
+		want(1, adCapped("d1", 0, 1000), "", "a click spooled before the cap, at the cap")
+		want(2, adCapped("d2", 0, 1000), "", "another click spooled before the cap")
+		want(3, adCapped("d3", 2, 1000), "", "a cap of 2, which the spooled clicks did not count toward")
+		want(4, adCapped("d4", 2, 1000), clicks.ReasonPrefixAdCap, "over a cap of 2")
+	})
+
+	t.Run("PrefixAdCapSurvivesRestart", func(t *testing.T) {
+		o := fresh(t)
+		p, closeFn := open(t, o)
+		record(t, p.Ledger, click(in48(0), "a", t0), adCapped("d0", 2, 0))
+		record(t, p.Ledger, click(in48(1), "a", t0), adCapped("d1", 2, 0))
+		closeFn()
+		p, _ = open(t, o)
+		if c := record(t, p.Ledger, click(in48(2), "a", t0.Add(time.Minute)), adCapped("d2", 2, 0)); c.Reason != clicks.ReasonPrefixAdCap {
+			t.Errorf("a /48 at its cap on the ad before the restart: %q, want prefix_ad_cap", c.Reason)
+		}
+		if c := record(t, p.Ledger, click(in48(3), "b", t0.Add(time.Minute)), adCapped("d3", 2, 0)); !c.Billable {
+			t.Errorf("the /48 on another ad after the restart: %q, want billable", c.Reason)
+		}
+	})
+
 	t.Run("BudgetsHold", func(t *testing.T) {
 		p, _ := open(t, fresh(t))
 		if p.Rollups == nil {
