@@ -37,6 +37,13 @@ func TestBatchJudgesAsClickAfterClick(t *testing.T) {
 		u.PrefixLimit = prefixLimit
 		return u
 	}
+	// onAd is a Use of d under a cap of the prefix's clicks on the ad of
+	// adLimit and of prefixLimit on all ads.
+	onAd := func(d string, adLimit, prefixLimit int) clicks.Use {
+		u := in48(d, prefixLimit)
+		u.PrefixAdLimit = adLimit
+		return u
+	}
 	// What both ledgers hold before the batches.
 	before := []clicks.Spooled{
 		{Click: click("p-spent", "198.51.100.200", "p", "spent.example", 500), Use: use("p-spent", 0, 0)},
@@ -44,6 +51,7 @@ func TestBatchJudgesAsClickAfterClick(t *testing.T) {
 		{Click: click("p-used", "198.51.100.60", "u", "shop.example", 100), Use: use("used", 0, 0)},
 		{Click: click("p-cap", "198.51.100.70", "x", "shop.example", 100), Use: use("p-cap", 0, 0)},
 		{Click: click("p-48", "2001:db8:48:1::1", "q", "shop.example", 100), Use: in48("p-48", 3)},
+		{Click: click("p-ad", "2001:db8:4a:1::1", "r", "shop.example", 100), Use: onAd("p-ad", 2, 0)},
 	}
 	bot := click("i-bot", "198.51.100.8", "b", "shop.example", 100)
 	bot.Billable, bot.Reason = false, clicks.ReasonBot
@@ -67,6 +75,15 @@ func TestBatchJudgesAsClickAfterClick(t *testing.T) {
 		{Click: click("i-48a", "2001:db8:48:2::1", "q", "shop.example", 100), Use: in48("i-48a", 3)},
 		{Click: click("i-48b", "2001:db8:48:3::1", "q", "shop.example", 100), Use: in48("i-48b", 3)},
 		{Click: click("i-48c", "2001:db8:48:4::1", "q", "shop.example", 100), Use: in48("i-48c", 3)},
+		// Networks of one /48 with one click left of its cap on ad r.
+		{Click: click("i-ada", "2001:db8:4a:2::1", "r", "shop.example", 100), Use: onAd("i-ada", 2, 0)},
+		{Click: click("i-adb", "2001:db8:4a:3::1", "r", "shop.example", 100), Use: onAd("i-adb", 2, 0)},
+		{Click: click("i-adc", "2001:db8:4a:4::1", "s", "shop.example", 100), Use: onAd("i-adc", 2, 0)},
+		// Networks of one /48 under a cap of 1 on each ad and 2 on all.
+		{Click: click("i-bothA", "2001:db8:4b:1::1", "t", "shop.example", 100), Use: onAd("i-bothA", 1, 2)},
+		{Click: click("i-bothB", "2001:db8:4b:2::1", "t", "shop.example", 100), Use: onAd("i-bothB", 1, 2)},
+		{Click: click("i-bothC", "2001:db8:4b:3::1", "v", "shop.example", 100), Use: onAd("i-bothC", 1, 2)},
+		{Click: click("i-bothD", "2001:db8:4b:4::1", "x", "shop.example", 100), Use: onAd("i-bothD", 1, 2)},
 	}
 	interacting := []clicks.Spooled{
 		{Click: click("n-a", "198.51.100.80", "m1", "shop.example", 100), Use: use("n-a", 0, 0)},
@@ -83,6 +100,10 @@ func TestBatchJudgesAsClickAfterClick(t *testing.T) {
 		{Click: click("n-48b", "2001:db8:49:1::2", "z", "shop.example", 100), Use: in48("n-48b", 2)}, // repeat: no count
 		{Click: click("n-48c", "2001:db8:49:2::1", "z", "shop.example", 100), Use: in48("n-48c", 2)},
 		{Click: click("n-48d", "2001:db8:49:3::1", "z", "shop.example", 100), Use: in48("n-48d", 2)}, // the /48's cap
+		{Click: click("n-ada", "2001:db8:4c:1::1", "k", "shop.example", 100), Use: onAd("n-ada", 1, 0)},
+		{Click: click("n-adb", "2001:db8:4c:1::2", "k", "shop.example", 100), Use: onAd("n-adb", 1, 0)}, // repeat: no count
+		{Click: click("n-adc", "2001:db8:4c:2::1", "k", "shop.example", 100), Use: onAd("n-adc", 1, 0)}, // the cap on k
+		{Click: click("n-add", "2001:db8:4c:3::1", "l", "shop.example", 100), Use: onAd("n-add", 1, 0)},
 	}
 
 	db, err := pgstore.Open(t.Context(), testpg.New(t))
@@ -145,7 +166,7 @@ func TestBatchJudgesAsClickAfterClick(t *testing.T) {
 			}
 		}
 	}
-	for _, r := range []string{clicks.ReasonOverBudget, clicks.ReasonNetworkCap, clicks.ReasonPrefixCap} {
+	for _, r := range []string{clicks.ReasonOverBudget, clicks.ReasonNetworkCap, clicks.ReasonPrefixCap, clicks.ReasonPrefixAdCap} {
 		if n := len(slices.DeleteFunc(slices.Collect(maps.Values(recorded)), func(v string) bool { return v != r })); n == 0 {
 			t.Fatalf("the batches judge no %s: %v", r, recorded)
 		}
@@ -155,9 +176,19 @@ func TestBatchJudgesAsClickAfterClick(t *testing.T) {
 			t.Errorf("click %s under its /48's cap: %q, want billable", id, recorded[id])
 		}
 	}
-	for _, id := range []string{"i-48c", "n-48d"} {
+	for _, id := range []string{"i-48c", "n-48d", "i-bothD"} {
 		if recorded[id] != clicks.ReasonPrefixCap {
 			t.Errorf("click %s over its /48's cap: %q, want prefix_cap", id, recorded[id])
+		}
+	}
+	for _, id := range []string{"i-ada", "i-adc", "i-bothA", "i-bothC", "n-ada", "n-add"} {
+		if recorded[id] != "" {
+			t.Errorf("click %s under its /48's caps: %q, want billable", id, recorded[id])
+		}
+	}
+	for _, id := range []string{"i-adb", "i-bothB", "n-adc"} {
+		if recorded[id] != clicks.ReasonPrefixAdCap {
+			t.Errorf("click %s over its /48's cap on the ad: %q, want prefix_ad_cap", id, recorded[id])
 		}
 	}
 
