@@ -337,6 +337,88 @@ func TestIPv4PrefixDailyCap(t *testing.T) {
 	}
 }
 
+// A competitor holding one IPv6 /48 or IPv4 /24 takes signed links from
+// public answers and clicks one advertiser's ad from a new network each
+// time, forging a browser: it bills that ad no more than
+// -prefix-ad-daily-clicks on a UTC day, while the prefix's clicks on
+// another ad, and another prefix's on the ad, still bill; the count
+// outlives a restart and ends with the UTC day.
+func TestPrefixAdDailyCap(t *testing.T) {
+	const limit = 3
+	set := func(c *config.Config) { c.PrefixAdDailyClicks = limit }
+	dir := t.TempDir()
+	w, db := openWindows(t, dir)
+	env := newSignedEnvWith(t, set, w)
+	const q = "q=lg+handy&loc=de&api_key=demo&site_id=demo"
+	// clickAd clicks the ad-th ad of an answer of its own from each of ips
+	// in turn, and counts the clicks that billed and those refused as
+	// prefix_ad_cap; any other reason fails t.
+	clickAd := func(ad int, ips []string) (billed, capped int) {
+		t.Helper()
+		for _, ip := range ips {
+			switch c := env.click(t, env.links(t, q)[ad], ip, browserUA); {
+			case c.Billable:
+				billed++
+			case c.Reason == clicks.ReasonPrefixAdCap:
+				capped++
+			default:
+				t.Errorf("click from %s on ad %d: %q", ip, ad, c.Reason)
+			}
+		}
+		return billed, capped
+	}
+	if ads := env.links(t, q); len(ads) < 2 || queryOf(t, ads[0]).Get("adId") == queryOf(t, ads[1]).Get("adId") {
+		t.Fatalf("the answer has no two ads: %v", ads)
+	}
+	var in48, in24 []string
+	for i := range 10 {
+		in48 = append(in48, fmt.Sprintf("2001:db8:48:%x::1", i+1))
+		in24 = append(in24, fmt.Sprintf("198.51.100.%d", 10+i))
+	}
+	if billed, capped := clickAd(0, in48); billed != limit || capped != 10-limit {
+		t.Errorf("one ad from 10 /64s of one /48 at a cap of %d on the ad: %d billable, %d prefix_ad_cap", limit, billed, capped)
+	}
+	if billed, capped := clickAd(0, in24); billed != limit || capped != 10-limit {
+		t.Errorf("one ad from 10 addresses of one /24 at a cap of %d on the ad: %d billable, %d prefix_ad_cap", limit, billed, capped)
+	}
+	if billed, _ := clickAd(1, in48[:limit]); billed != limit {
+		t.Errorf("another ad from the /48's networks: %d of %d billable", billed, limit)
+	}
+	if billed, _ := clickAd(0, []string{"2001:db8:49:1::1", "198.51.101.1"}); billed != 2 {
+		t.Errorf("the ad from another /48 and another /24: %d of 2 billable", billed)
+	}
+	// The counts are in the windows' file: a restart keeps them.
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	w, _ = openWindows(t, dir)
+	env = newSignedEnvWith(t, set, w)
+	for _, ip := range []string{"2001:db8:48:99::1", "198.51.100.250"} {
+		if c := env.click(t, env.links(t, q)[0], ip, browserUA); c.Reason != clicks.ReasonPrefixAdCap {
+			t.Errorf("a new network of the prefix after a restart, %s: %q, want %q", ip, c.Reason, clicks.ReasonPrefixAdCap)
+		}
+	}
+	env.advance(24 * time.Hour)
+	if c := env.click(t, env.links(t, q)[0], "2001:db8:48:100::1", browserUA); !c.Billable {
+		t.Errorf("the /48 capped on the ad yesterday, on the next UTC day: %q, want billable", c.Reason)
+	}
+}
+
+// With -prefix-ad-daily-clicks 0 a prefix's clicks on one ad are held by
+// its cap on all ads alone.
+func TestPrefixAdDailyCapOff(t *testing.T) {
+	set := func(c *config.Config) { c.PrefixAdDailyClicks = 0 }
+	w, _ := openWindows(t, t.TempDir())
+	env := newSignedEnvWith(t, set, w)
+	var ips []string
+	for i := range 15 {
+		ips = append(ips, fmt.Sprintf("2001:db8:48:%x::1", i+1))
+	}
+	if billed, capped := env.clickEach(t, ips); billed != len(ips) {
+		t.Errorf("one ad from %d /64s of one /48 without a cap on the ad: %d billable, %d prefix_cap", len(ips), billed, capped)
+	}
+}
+
 // A proof given twice, the link's own beside another, in either order, is
 // no click: a 400 that records nothing and spends nothing of the link,
 // whichever of the two a parse would take.

@@ -460,7 +460,7 @@ func TestReportOneRowForEverySpellingOfACriterion(t *testing.T) {
 	i := 0
 	for s := range spellings {
 		l := setParam(page, "criterionId", s)
-		ip := fmt.Sprintf("198.51.100.%d", 10+i)
+		ip := fmt.Sprintf("198.51.%d.10", 70+i) // a /24 each: 30 readers of one /24 pass its cap on the ad
 		i++
 		status, ct := env.beacon(t, ip, browserUA, l)
 		if status != http.StatusOK || ct[0] == "" {
