@@ -85,6 +85,9 @@ func fraudClasses(quick bool) []fraudClass {
 	capped := n(config.Default().NetworkDailyClicks, 3)
 	// The /48's cap, lowered likewise to reach it in a few answers.
 	prefixCap := n(50, 3)
+	// The cap of a prefix's clicks on one ad: the default's in the
+	// benchmark, lowered likewise in the test.
+	prefixAdCap := n(config.Default().PrefixAdDailyClicks, 3)
 	reason := func(r string) []string { return []string{r} }
 	return []fraudClass{
 		{name: "forged-token", tried: n(200, 3), reasons: reason(clicks.ReasonUnverified), run: forgedToken},
@@ -94,10 +97,20 @@ func fraudClasses(quick bool) []fraudClass {
 		{name: "prefetch", tried: n(200, 3), reasons: reason(clicks.ReasonPrefetch), run: prefetch},
 		{name: "script-navigation", tried: n(200, 3), reasons: reason(clicks.ReasonNotNavigation), run: scriptNavigation},
 		{name: "64-rotation", tried: n(64, 16), allowed: 1, reasons: reason(clicks.ReasonRepeat), run: rotation64},
+		// The prefix's caps on all ads, its cap on each ad off: one ad is
+		// what the classes after these click.
 		{name: "48-rotation", tried: n(200, 8), allowed: prefixCap, reasons: reason(clicks.ReasonPrefixCap),
-			flags: []string{"-prefix-daily-clicks", strconv.Itoa(prefixCap)}, daily: true, run: rotation48},
+			flags: []string{"-prefix-daily-clicks", strconv.Itoa(prefixCap), "-prefix-ad-daily-clicks", "0"}, daily: true,
+			run: rotation48},
 		{name: "24-rotation", tried: n(200, 8), allowed: prefixCap, reasons: reason(clicks.ReasonPrefixCap),
-			flags: []string{"-ipv4-prefix-daily-clicks", strconv.Itoa(prefixCap)}, daily: true, run: rotation24},
+			flags: []string{"-ipv4-prefix-daily-clicks", strconv.Itoa(prefixCap), "-prefix-ad-daily-clicks", "0"},
+			daily: true, run: rotation24},
+		// A competitor's prefix spending one advertiser's budget: one ad
+		// from its networks, under the prefix's default caps on all ads.
+		{name: "48-ad-rotation", tried: n(200, 8), allowed: prefixAdCap, reasons: reason(clicks.ReasonPrefixAdCap),
+			flags: []string{"-prefix-ad-daily-clicks", strconv.Itoa(prefixAdCap)}, daily: true, run: rotation48},
+		{name: "24-ad-rotation", tried: n(200, 8), allowed: prefixAdCap, reasons: reason(clicks.ReasonPrefixAdCap),
+			flags: []string{"-prefix-ad-daily-clicks", strconv.Itoa(prefixAdCap)}, daily: true, run: rotation24},
 		{name: "teredo-rotation", tried: n(200, 8), allowed: 1, reasons: reason(clicks.ReasonRepeat), run: teredoRotation},
 		{name: "one-link-many-networks", tried: n(10000, 4), allowed: 1, reasons: reason(clicks.ReasonRepeat), run: oneLinkManyNetworks},
 		{name: "replay", tried: n(200, 3), allowed: 1, reasons: reason(clicks.ReasonRepeat), run: replay},
@@ -653,6 +666,34 @@ func TestFraudSuite(t *testing.T) {
 		t.Run(fc.name, func(t *testing.T) {
 			t.Parallel()
 			runFraudClass(t, bin, fc)
+		})
+	}
+}
+
+// The classes of a prefix rotating its networks on one ad bill past what
+// they allow once the cap per ad is off: the cap, not another check, is
+// what holds them.
+func TestFraudPrefixAdClassesNeedTheirCap(t *testing.T) {
+	bin := buildServer(t)
+	var classes []fraudClass
+	for _, fc := range fraudClasses(true) {
+		if slices.Contains(fc.reasons, clicks.ReasonPrefixAdCap) {
+			classes = append(classes, fc)
+		}
+	}
+	if len(classes) != 2 {
+		t.Fatalf("%d classes of a prefix on one ad, want the /48's and the /24's", len(classes))
+	}
+	for _, fc := range classes {
+		t.Run(fc.name, func(t *testing.T) {
+			t.Parallel()
+			off := fc
+			off.flags = append(slices.Clone(fc.flags), "-prefix-ad-daily-clicks", "0")
+			off.allowed, off.reasons = fc.tried, nil
+			if out := runFraudClass(t, bin, off); out.billable <= fc.allowed {
+				t.Errorf("%s without the cap per ad: %d of %d clicks billable, no more than the %d it allows with it",
+					fc.name, out.billable, fc.tried, fc.allowed)
+			}
 		})
 	}
 }
