@@ -550,3 +550,37 @@ func TestUseSpooledBeforeIPv4Caps(t *testing.T) {
 		}
 	}
 }
+
+// TestUseSpooledBeforePrefixAdCaps: a Use spooled by a version that capped
+// no prefix on an ad has no PrefixAdLimit; read back, its claim neither
+// checks nor counts the prefix on the ad. A Use of Check, through the
+// spool's JSON, caps the /48 and the /24 on the ad alike, however the
+// address is spelled.
+func TestUseSpooledBeforePrefixAdCaps(t *testing.T) {
+	var old Spooled
+	if err := json.Unmarshal([]byte(`{"click":{"IP":"2001:db8:1::1"},"use":{"D":"d","Limit":50,"PrefixLimit":500,"IPv4Capped":true}}`), &old); err != nil {
+		t.Fatal(err)
+	}
+	if c := claimOf(&Click{IP: "2001:db8:1::1", AdID: "ad"}, old.Use); c.adCounted() || !c.counted() {
+		t.Errorf("a click spooled before caps per ad: claim %+v, want its /48 counted on all ads only", c)
+	}
+	j := &Judge{NetworkDailyClicks: 50, PrefixDailyClicks: 500, IPv4PrefixDailyClicks: 1000, PrefixAdDailyClicks: 10}
+	for ip, prefix := range map[string]string{"192.0.2.1": "192.0.2.0/24", "::ffff:192.0.2.1": "192.0.2.0/24",
+		"2002:c000:201::1": "192.0.2.0/24", "2001:db8:1::1": "2001:db8:1::/48"} {
+		c := &Click{IP: ip, AdID: "ad", Time: t0}
+		b, err := json.Marshal(Spooled{Click: *c, Use: j.Check(c, Auth{}, Intent{}, "")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back Spooled
+		if err := json.Unmarshal(b, &back); err != nil {
+			t.Fatal(err)
+		}
+		if cl := claimOf(&back.Click, back.Use); !cl.adCounted() || cl.PrefixAdLimit != 10 || cl.Prefix != prefix {
+			t.Errorf("%s: claim %+v of a spooled Use of Check, want %s under 10 on the ad", ip, cl, prefix)
+		}
+	}
+	if cl := claimOf(&Click{IP: "2001:db8:1::1", AdID: "ad"}, (&Judge{}).Check(&Click{IP: "2001:db8:1::1"}, Auth{}, Intent{}, "")); cl.adCounted() {
+		t.Errorf("no cap per ad: claim %+v counts the prefix on the ad", cl)
+	}
+}
