@@ -27,7 +27,7 @@ func TestPrefixMigrationDownAndUp(t *testing.T) {
 		if err := db.pool.QueryRow(t.Context(), `SELECT
 			count(*) FILTER (WHERE pronargs = 31), count(*) FILTER (WHERE pronargs = 29),
 			to_regclass('prefix_clicks') IS NOT NULL
-			FROM pg_proc WHERE proname = 'adlink_record_clicks'`).Scan(&withPrefix, &without, &table); err != nil {
+			FROM pg_proc WHERE proname = 'adlink_record_clicks' AND pronamespace = current_schema()::regnamespace`).Scan(&withPrefix, &without, &table); err != nil {
 			t.Fatal(err)
 		}
 		return withPrefix, without, table
@@ -46,6 +46,39 @@ func TestPrefixMigrationDownAndUp(t *testing.T) {
 	}
 	if w, o, tbl := state(); w != 1 || o != 1 || !tbl {
 		t.Errorf("up again: %d functions with the /48 arrays, %d without, prefix_clicks %v; want 1, 1, true", w, o, tbl)
+	}
+}
+
+// Migration 00014 goes back cleanly: its function (adlink_record_clicks
+// with the caps per ad) and prefix_ad_clicks are dropped, 00008's function
+// stays for the servers of the version before, and going up again
+// restores them.
+func TestPrefixAdMigrationDownAndUp(t *testing.T) {
+	db, p := migrated(t)
+	state := func() (withAd, without int, table bool) {
+		t.Helper()
+		if err := db.pool.QueryRow(t.Context(), `SELECT
+			count(*) FILTER (WHERE pronargs = 32), count(*) FILTER (WHERE pronargs = 31),
+			to_regclass('prefix_ad_clicks') IS NOT NULL
+			FROM pg_proc WHERE proname = 'adlink_record_clicks' AND pronamespace = current_schema()::regnamespace`).Scan(&withAd, &without, &table); err != nil {
+			t.Fatal(err)
+		}
+		return withAd, without, table
+	}
+	if w, o, tbl := state(); w != 1 || o != 1 || !tbl {
+		t.Fatalf("migrated: %d functions with the caps per ad, %d without, prefix_ad_clicks %v; want 1, 1, true", w, o, tbl)
+	}
+	if _, err := p.DownTo(t.Context(), 13); err != nil {
+		t.Fatalf("down to 00013: %v", err)
+	}
+	if w, o, tbl := state(); w != 0 || o != 1 || tbl {
+		t.Errorf("down to 00013: %d functions with the caps per ad, %d without, prefix_ad_clicks %v; want 0, 1, false", w, o, tbl)
+	}
+	if _, err := p.Up(t.Context()); err != nil {
+		t.Fatalf("up again: %v", err)
+	}
+	if w, o, tbl := state(); w != 1 || o != 1 || !tbl {
+		t.Errorf("up again: %d functions with the caps per ad, %d without, prefix_ad_clicks %v; want 1, 1, true", w, o, tbl)
 	}
 }
 
