@@ -356,12 +356,16 @@ func TestMerchantBadAttributes(t *testing.T) {
 }
 
 // TestMerchantIDs: ids Google takes and click URLs cannot carry as they
-// are (a space, a letter outside ASCII) are escaped, and stay distinct.
+// are (a space, a letter outside ASCII) are escaped, their own % too, and
+// stay distinct; an id click URLs always carried, % or not, is the ad's
+// id as it was before ids were escaped, so that the links, reports and
+// windows of its ad go on across an upgrade.
 func TestMerchantIDs(t *testing.T) {
 	tsv := "id\ttitle\tlink\n" +
-		"SKU 12\ta\thttps://shop.example/a\n" +
+		"SKU 12%\ta\thttps://shop.example/a\n" +
 		"SKU%2012\tb\thttps://shop.example/b\n" +
-		"Größe-1\tc\thttps://shop.example/c\n"
+		"Größe-1\tc\thttps://shop.example/c\n" +
+		"50%OFF\td\thttps://shop.example/d\n"
 	ads, err := Load(strings.NewReader(tsv), "f.tsv", Options{Markets: []string{"de-DE"}})
 	if err != nil {
 		t.Fatal(err)
@@ -370,8 +374,21 @@ func TestMerchantIDs(t *testing.T) {
 	for _, a := range ads {
 		ids = append(ids, a.ID)
 	}
-	if got := strings.Join(ids, " "); got != "SKU%2012 SKU%252012 Gr%C3%B6%C3%9Fe-1" {
+	if got := strings.Join(ids, " "); got != "SKU%2012%25 SKU%2012 Gr%C3%B6%C3%9Fe-1 50%OFF" {
 		t.Errorf("ids %s", got)
+	}
+}
+
+// TestMerchantIDsEscapedAsAnother: an id escaped into another id of the
+// feed is a duplicate, refused on its line, not one ad of two items.
+func TestMerchantIDsEscapedAsAnother(t *testing.T) {
+	tsv := "id\ttitle\tlink\n" +
+		"SKU%2012\ta\thttps://shop.example/a\n" +
+		"SKU 12\tb\thttps://shop.example/b\n"
+	_, err := Load(strings.NewReader(tsv), "f.tsv", Options{Markets: []string{"de-DE"}})
+	var le *LineError
+	if !errors.As(err, &le) || le.Field != "id" || le.Line != 3 || !strings.Contains(err.Error(), "duplicate id") {
+		t.Errorf("%v, want a duplicate id on line 3", err)
 	}
 }
 

@@ -457,11 +457,14 @@ func htmlText(s string) string {
 
 // merchantID is a Merchant Center id as an ad's id, which click URLs
 // carry: Google takes any text, adlink printable ASCII without spaces, so
-// a space, a byte outside ASCII and the escape's own % are written as
-// %XX ("SKU 12" is "SKU%2012"), which keeps distinct ids distinct.
+// in an id with a space or a byte outside ASCII these and the escape's own
+// % are written as %XX ("SKU 12" is "SKU%2012"). An id without them is
+// kept as it is, % and all, as it was before ids were escaped: its ad's
+// links, report rows and windows go on. An escaped id that spells another
+// id of the catalog is refused as its duplicate.
 func merchantID(id string) string {
 	id = strings.TrimSpace(id)
-	if strings.IndexFunc(id, func(r rune) bool { return badIDRune(r) || r == '%' }) < 0 {
+	if strings.IndexFunc(id, badIDRune) < 0 {
 		return id
 	}
 	var b strings.Builder
