@@ -442,3 +442,25 @@ func TestFetchMerchantFileSaleEnds(t *testing.T) {
 		t.Errorf("after the sale: unchanged %v, %d", res.Unchanged, p)
 	}
 }
+
+// TestMerchantDateExamples: the sale dates the errors give as examples
+// read, so that a feed written after them is not refused.
+func TestMerchantDateExamples(t *testing.T) {
+	for _, bad := range []string{"soon", "2026-12-01T10:00Z/later"} {
+		var msg string
+		if _, _, err := parseMerchantRange(bad); err != nil {
+			msg = err.Error()
+		}
+		_, example, ok := strings.Cut(msg, "such as ")
+		if !ok {
+			t.Fatalf("%q: %q gives no example", bad, msg)
+		}
+		if strings.Contains(example, "/") {
+			if _, _, err := parseMerchantRange(example); err != nil {
+				t.Errorf("the example %q does not read: %v", example, err)
+			}
+		} else if _, _, err := parseMerchantTime(example); err != nil {
+			t.Errorf("the example %q does not read: %v", example, err)
+		}
+	}
+}

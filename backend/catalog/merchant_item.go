@@ -400,7 +400,7 @@ func parseMerchantTime(s string) (t time.Time, dateOnly bool, err error) {
 func parseMerchantRange(s string) (start, end time.Time, err error) {
 	a, b, ok := strings.Cut(s, "/")
 	if !ok {
-		return start, end, fmt.Errorf("want a start and an end separated by /, such as 2026-02-24T13:00-0800/2026-02-29T15:30-0800")
+		return start, end, fmt.Errorf("want a start and an end separated by /, such as 2026-02-24T13:00-0800/2026-02-28T15:30-0800")
 	}
 	start, _, err = parseMerchantTime(a)
 	if err != nil {
