@@ -544,8 +544,14 @@ func TestRedirectFloodFromOnePrefixIsBounded(t *testing.T) {
 		"IPv6 /48": func(i int) string { return fmt.Sprintf("2001:db8:48:%x::1", i) },
 		"IPv4 /24": func(i int) string { return fmt.Sprintf("198.51.24.%d", i+1) },
 	} {
-		if got := floodFromPrefix(t, env, srv, link, 250, ip); got > bound {
-			t.Errorf("%s: 750 clicks from 250 of its networks, %d recorded; want at most %d", name, got, bound)
+		start := time.Now()
+		got := floodFromPrefix(t, env, srv, link, 250, ip)
+		// The buckets refill as the flood runs, on a loaded machine for
+		// seconds: the log's sample at 64 a minute, the prefix's limit at
+		// 64 networks' rate.
+		refilled := int(time.Since(start).Seconds()*(64.0/60+64*0.001)) + 1
+		if got > bound+refilled {
+			t.Errorf("%s: 750 clicks from 250 of its networks, %d recorded; want at most %d (%d refilled)", name, got, bound+refilled, refilled)
 		}
 	}
 	// Another network outside both still has its own limit.
