@@ -19,63 +19,47 @@ import (
 // the ad has no criterion of, before or after it, or with a keyword
 // repeated, is not.
 func TestIsCriterionOf(t *testing.T) {
-	demo, err := catalog.Demo(catalog.Options{BaseURL: "http://localhost"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, cat := range []struct {
-		name string
-		ads  []match.Ad
-	}{
-		{"demo", demo},
-		{"generated", testcatalog.Generate(3000, 7)},
-	} {
-		t.Run(cat.name, func(t *testing.T) {
-			set, err := market.Build(cat.ads)
-			if err != nil {
-				t.Fatal(err)
+	eachCatalog(t, func(t *testing.T, ads []match.Ad, set *market.Set) {
+		all := set.All()
+		hits := 0
+		check := func(loc, lang string, q *match.Query) {
+			ix := set.For(loc, lang)
+			if ix == nil {
+				ix = all
 			}
-			all := set.All()
-			hits := 0
-			check := func(loc, lang string, q *match.Query) {
-				ix := set.For(loc, lang)
-				if ix == nil {
-					ix = all
+			for _, h := range ix.Match(q) {
+				ad := ix.Ad(h.Ad)
+				at, ok := all.Lookup(ad.ID)
+				if !ok {
+					t.Fatalf("%s is in a market's index and not in the whole catalog's", ad.ID)
 				}
-				for _, h := range ix.Match(q) {
-					ad := ix.Ad(h.Ad)
-					at, ok := all.Lookup(ad.ID)
-					if !ok {
-						t.Fatalf("%s is in a market's index and not in the whole catalog's", ad.ID)
-					}
-					hits++
-					if !all.IsCriterionOf(at, h.Criterion) {
-						t.Errorf("%q (keywords %q), matched for %s, is not its criterion", h.Criterion, h.Keywords, ad.ID)
-					}
-					for _, bad := range []string{h.Criterion + " zzzqx", "zzzqx " + h.Criterion, "zzzqx", "", " ",
-						h.Criterion + " " + h.Criterion[:len(h.Criterion)/2] + "zz", h.Keywords[0] + " " + strings.ToUpper(h.Keywords[0])} {
-						if all.IsCriterionOf(at, bad) {
-							t.Errorf("%q is %s's criterion, want not", bad, ad.ID)
-						}
+				hits++
+				if !all.IsCriterionOf(at, h.Criterion) {
+					t.Errorf("%q (keywords %q), matched for %s, is not its criterion", h.Criterion, h.Keywords, ad.ID)
+				}
+				for _, bad := range []string{h.Criterion + " zzzqx", "zzzqx " + h.Criterion, "zzzqx", "", " ",
+					h.Criterion + " " + h.Criterion[:len(h.Criterion)/2] + "zz", h.Keywords[0] + " " + strings.ToUpper(h.Keywords[0])} {
+					if all.IsCriterionOf(at, bad) {
+						t.Errorf("%q is %s's criterion, want not", bad, ad.ID)
 					}
 				}
 			}
-			for _, r := range testcatalog.Requests(cat.ads, 200, 2, true) {
-				q := match.Query{Page: true, Title: r.Title, Text: r.Q, Country: r.Loc, Lang: r.Lang, Size: r.Size}
-				check(r.Loc, r.Lang, &q)
+		}
+		for _, r := range testcatalog.Requests(ads, 200, 2, true) {
+			q := match.Query{Page: true, Title: r.Title, Text: r.Q, Country: r.Loc, Lang: r.Lang, Size: r.Size}
+			check(r.Loc, r.Lang, &q)
+		}
+		for _, r := range testcatalog.Requests(ads, 300, 1, false) {
+			if r.Dist != "" || r.Op != "" {
+				continue // only a strong match names one of the ad's criteria
 			}
-			for _, r := range testcatalog.Requests(cat.ads, 300, 1, false) {
-				if r.Dist != "" || r.Op != "" {
-					continue // only a strong match names one of the ad's criteria
-				}
-				q := match.Query{Text: strings.TrimSpace(r.Q), Country: r.Loc, Lang: r.Lang, Size: match.DefaultSize, DistinctAdvertiser: match.DefaultDistinctAdvertiser}
-				check(r.Loc, r.Lang, &q)
-			}
-			if hits < 100 {
-				t.Fatalf("%d hits checked, want at least 100", hits)
-			}
-		})
-	}
+			q := match.Query{Text: strings.TrimSpace(r.Q), Country: r.Loc, Lang: r.Lang, Size: match.DefaultSize, DistinctAdvertiser: match.DefaultDistinctAdvertiser}
+			check(r.Loc, r.Lang, &q)
+		}
+		if hits < 100 {
+			t.Fatalf("%d hits checked, want at least 100", hits)
+		}
+	})
 }
 
 // Every criterion a looser search match (ctx.dist=low or none) names has
@@ -83,6 +67,47 @@ func TestIsCriterionOf(t *testing.T) {
 // page-made link of one; a word the ad's text lacks, after it, or no
 // word, has not. A criterion of the ad's has all its words in its text.
 func TestHasWords(t *testing.T) {
+	eachCatalog(t, func(t *testing.T, ads []match.Ad, set *market.Set) {
+		all := set.All()
+		hits, loose := 0, 0
+		for _, r := range testcatalog.Requests(ads, 300, 1, false) {
+			for _, dist := range []match.Dist{match.DistHigh, match.DistLow, match.DistNone} {
+				q := match.Query{Text: strings.TrimSpace(r.Q), Country: r.Loc, Lang: r.Lang, Dist: dist,
+					Size: match.DefaultSize, DistinctAdvertiser: match.DefaultDistinctAdvertiser}
+				ix := set.For(r.Loc, r.Lang)
+				if ix == nil {
+					ix = all
+				}
+				for _, h := range ix.Match(&q) {
+					at, ok := all.Lookup(ix.Ad(h.Ad).ID)
+					if !ok {
+						t.Fatalf("%s is in a market's index and not in the whole catalog's", ix.Ad(h.Ad).ID)
+					}
+					hits++
+					if !all.IsCriterionOf(at, h.Criterion) {
+						loose++
+					}
+					if !all.HasWords(at, h.Criterion) {
+						t.Errorf("%q (dist %d), matched for %s, has a word its text has not", h.Criterion, dist, ix.Ad(h.Ad).ID)
+					}
+					for _, bad := range []string{h.Criterion + " zzzqx", "zzzqx", "", " "} {
+						if all.HasWords(at, bad) {
+							t.Errorf("%q has all its words in %s's text, want not", bad, ix.Ad(h.Ad).ID)
+						}
+					}
+				}
+			}
+		}
+		if hits < 100 || loose == 0 {
+			t.Fatalf("%d hits checked, %d not a criterion of their ad; want at least 100, and some", hits, loose)
+		}
+		t.Logf("%d hits, %d named no criterion of their ad", hits, loose)
+	})
+}
+
+// eachCatalog runs f on the demo catalog and on a generated one, each
+// built into its markets' indexes, in subtests named for them.
+func eachCatalog(t *testing.T, f func(t *testing.T, ads []match.Ad, set *market.Set)) {
 	demo, err := catalog.Demo(catalog.Options{BaseURL: "http://localhost"})
 	if err != nil {
 		t.Fatal(err)
@@ -99,40 +124,7 @@ func TestHasWords(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			all := set.All()
-			hits, loose := 0, 0
-			for _, r := range testcatalog.Requests(cat.ads, 300, 1, false) {
-				for _, dist := range []match.Dist{match.DistHigh, match.DistLow, match.DistNone} {
-					q := match.Query{Text: strings.TrimSpace(r.Q), Country: r.Loc, Lang: r.Lang, Dist: dist,
-						Size: match.DefaultSize, DistinctAdvertiser: match.DefaultDistinctAdvertiser}
-					ix := set.For(r.Loc, r.Lang)
-					if ix == nil {
-						ix = all
-					}
-					for _, h := range ix.Match(&q) {
-						at, ok := all.Lookup(ix.Ad(h.Ad).ID)
-						if !ok {
-							t.Fatalf("%s is in a market's index and not in the whole catalog's", ix.Ad(h.Ad).ID)
-						}
-						hits++
-						if !all.IsCriterionOf(at, h.Criterion) {
-							loose++
-						}
-						if !all.HasWords(at, h.Criterion) {
-							t.Errorf("%q (dist %d), matched for %s, has a word its text has not", h.Criterion, dist, ix.Ad(h.Ad).ID)
-						}
-						for _, bad := range []string{h.Criterion + " zzzqx", "zzzqx", "", " "} {
-							if all.HasWords(at, bad) {
-								t.Errorf("%q has all its words in %s's text, want not", bad, ix.Ad(h.Ad).ID)
-							}
-						}
-					}
-				}
-			}
-			if hits < 100 || loose == 0 {
-				t.Fatalf("%d hits checked, %d not a criterion of their ad; want at least 100, and some", hits, loose)
-			}
-			t.Logf("%d hits, %d named no criterion of their ad", hits, loose)
+			f(t, cat.ads, set)
 		})
 	}
 }
