@@ -34,17 +34,7 @@ func TestBudgetSpentInPage(t *testing.T) {
 		if !strings.Contains(l.Ad, "adId=handy-bestkauf.de") || clicked {
 			continue
 		}
-		req, err := http.NewRequest(http.MethodGet, l.Ad, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("User-Agent", "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0")
-		clicks.Navigation.Header(req.Header)
-		res, err := http.DefaultTransport.RoundTrip(req)
-		if err != nil || res.StatusCode != http.StatusFound {
-			t.Fatalf("click: %v %v", res, err)
-		}
-		res.Body.Close()
+		navigateTo(t, l.Ad)
 		clicked = true
 	}
 	if !clicked {
@@ -95,17 +85,7 @@ func TestEvenPacingInPage(t *testing.T) {
 		if !strings.Contains(l.Ad, "adId="+adID+"&") {
 			continue
 		}
-		req, err := http.NewRequest(http.MethodGet, l.Ad, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("User-Agent", "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0")
-		clicks.Navigation.Header(req.Header)
-		res, err := http.DefaultTransport.RoundTrip(req)
-		if err != nil || res.StatusCode != http.StatusFound {
-			t.Fatalf("click: %v %v", res, err)
-		}
-		res.Body.Close()
+		navigateTo(t, l.Ad)
 		b.clicks.Scan(context.Background(), at.Add(-time.Minute), at.Add(time.Minute), func(c clicks.Click) error {
 			billed = billed || c.AdID == adID && c.Billable
 			return nil
@@ -144,4 +124,21 @@ func TestEvenPacingInPage(t *testing.T) {
 			t.Errorf("the %s's answers showed %s in %d of %d, want about %d", name, adID, got, n, n*6/10)
 		}
 	}
+}
+
+// navigateTo follows the click URL ad as a reader's browser does, and
+// fails t unless it answers its 302.
+func navigateTo(t testing.TB, ad string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, ad, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("User-Agent", "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0")
+	clicks.Navigation.Header(req.Header)
+	res, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil || res.StatusCode != http.StatusFound {
+		t.Fatalf("click: %v %v", res, err)
+	}
+	res.Body.Close()
 }
