@@ -537,14 +537,7 @@ func TestUseSpooledBeforeIPv4Caps(t *testing.T) {
 	j := &Judge{NetworkDailyClicks: 50, PrefixDailyClicks: 500, IPv4PrefixDailyClicks: 1000}
 	for ip, want := range map[string]int{"192.0.2.1": 1000, "::ffff:192.0.2.1": 1000, "2001:db8:1::1": 500} {
 		c := &Click{IP: ip, AdID: "ad", Time: t0}
-		b, err := json.Marshal(Spooled{Click: *c, Use: j.Check(c, Auth{}, Intent{}, "")})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var back Spooled
-		if err := json.Unmarshal(b, &back); err != nil {
-			t.Fatal(err)
-		}
+		back := throughSpool(t, c, j.Check(c, Auth{}, Intent{}, ""))
 		if cl := claimOf(&back.Click, back.Use); !cl.counted() || cl.PrefixLimit != want {
 			t.Errorf("%s: claim %+v of a spooled Use of Check, want its prefix under %d", ip, cl, want)
 		}
@@ -568,14 +561,7 @@ func TestUseSpooledBeforePrefixAdCaps(t *testing.T) {
 	for ip, prefix := range map[string]string{"192.0.2.1": "192.0.2.0/24", "::ffff:192.0.2.1": "192.0.2.0/24",
 		"2002:c000:201::1": "192.0.2.0/24", "2001:db8:1::1": "2001:db8:1::/48"} {
 		c := &Click{IP: ip, AdID: "ad", Time: t0}
-		b, err := json.Marshal(Spooled{Click: *c, Use: j.Check(c, Auth{}, Intent{}, "")})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var back Spooled
-		if err := json.Unmarshal(b, &back); err != nil {
-			t.Fatal(err)
-		}
+		back := throughSpool(t, c, j.Check(c, Auth{}, Intent{}, ""))
 		if cl := claimOf(&back.Click, back.Use); !cl.adCounted() || cl.PrefixAdLimit != 10 || cl.Prefix != prefix {
 			t.Errorf("%s: claim %+v of a spooled Use of Check, want %s under 10 on the ad", ip, cl, prefix)
 		}
@@ -583,4 +569,18 @@ func TestUseSpooledBeforePrefixAdCaps(t *testing.T) {
 	if cl := claimOf(&Click{IP: "2001:db8:1::1", AdID: "ad"}, (&Judge{}).Check(&Click{IP: "2001:db8:1::1"}, Auth{}, Intent{}, "")); cl.adCounted() {
 		t.Errorf("no cap per ad: claim %+v counts the prefix on the ad", cl)
 	}
+}
+
+// throughSpool is c and u as the spool gives them back: through its JSON.
+func throughSpool(t *testing.T, c *Click, u Use) Spooled {
+	t.Helper()
+	b, err := json.Marshal(Spooled{Click: *c, Use: u})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Spooled
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	return back
 }
