@@ -122,7 +122,7 @@ func redirectBenchServer(b *testing.B, keys *clicks.Keys, billable *atomic.Int64
 	cfg := config.Default()
 	cfg.RedirectURL = "https://r.example"
 	cfg.IPRate, cfg.IPBurst, cfg.KeyRate, cfg.KeyBurst = 1e9, 1e9, 1e9, 1e9
-	cfg.NetworkDailyClicks, cfg.PrefixDailyClicks, cfg.IPv4PrefixDailyClicks = 1<<30, 1<<30, 1<<30
+	cfg.NetworkDailyClicks, cfg.PrefixDailyClicks, cfg.IPv4PrefixDailyClicks, cfg.PrefixAdDailyClicks = 1<<30, 1<<30, 1<<30, 1<<30
 	d := Deps{Config: cfg, Indexes: ix, Partners: testPartners(b), Clicks: &clickRecorder{AppendFn: func(ctx context.Context, c clicks.Click) error {
 		if c.Billable {
 			billable.Add(1)

@@ -28,9 +28,10 @@ import (
 // round: the disk's flush time swings with the machine's other work.
 func BenchmarkLedgerClicks(b *testing.B) {
 	const clients, perClient = 32, 50
-	// The default cap of an IPv6 /48, which each click's address (a /48
-	// of its own) is counted against, as the server counts it.
-	prefixLimit := config.Default().PrefixDailyClicks
+	// The default caps of an IPv6 /48, in all and on one ad, which each
+	// click's address (a /48 of its own) is counted against, as the server
+	// counts it.
+	prefixLimit, prefixAdLimit := config.Default().PrefixDailyClicks, config.Default().PrefixAdDailyClicks
 	at := time.Now()
 	run := func(l clicks.Ledger, round int) time.Duration {
 		start := time.Now()
@@ -42,7 +43,7 @@ func BenchmarkLedgerClicks(b *testing.B) {
 					c := clicks.Click{ID: clicks.NewID(), Time: at, AdID: "ad" + strconv.Itoa(i%10), AdType: "advertiser", Type: "search", APIKey: "demo",
 						SiteID: "demo", Criterion: "handy", YkTag: "t" + strconv.Itoa(g%4), IP: "2001:" + strconv.FormatInt(int64(round), 16) + ":" + strconv.FormatInt(int64(g*perClient+i), 16) + "::1",
 						UserAgent: "Mozilla/5.0", Advertiser: "shop" + strconv.Itoa(i%3) + ".example", BidMicros: 250_000, Currency: "EUR"}
-					if err := l.Record(context.Background(), &c, clicks.Use{D: n, Expires: at.Add(time.Hour), PrefixLimit: prefixLimit}); err != nil || !c.Billable {
+					if err := l.Record(context.Background(), &c, clicks.Use{D: n, Expires: at.Add(time.Hour), PrefixLimit: prefixLimit, PrefixAdLimit: prefixAdLimit}); err != nil || !c.Billable {
 						b.Errorf("click %s: %q %v", n, c.Reason, err) // not Fatal: not the benchmark's goroutine
 						return
 					}
