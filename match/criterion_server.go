@@ -321,10 +321,11 @@ func criteriaOf(ad *Ad) map[string]bool {
 // brand, model or category), itself or as one of its synonyms, or joined
 // with the next word as the catalog may write the two ("head set" for
 // headset): what a looser match (ctx.dist=low or none) can name as its
-// criterion for the ad. Empty text, or more words than a query scores,
-// is not.
+// criterion for the ad. Empty text, text longer than a query
+// (MaxQueryBytes, past which a query is cut) or with more words than a
+// query scores, is not.
 func (ix *Index) HasWords(i int, text string) bool {
-	if i < 0 || i >= len(ix.ads) {
+	if i < 0 || i >= len(ix.ads) || len(text) > MaxQueryBytes {
 		return false
 	}
 	in := new(input)
