@@ -41,7 +41,7 @@ func BenchmarkLedgerClicks(b *testing.B) {
 				for i := range perClient {
 					n := strconv.Itoa(round) + "." + strconv.Itoa(g) + "." + strconv.Itoa(i)
 					c := clicks.Click{ID: clicks.NewID(), Time: at, AdID: "ad" + strconv.Itoa(i%10), AdType: "advertiser", Type: "search", APIKey: "demo",
-						SiteID: "demo", Criterion: "handy", YkTag: "t" + strconv.Itoa(g%4), IP: "2001:" + strconv.FormatInt(int64(round), 16) + ":" + strconv.FormatInt(int64(g*perClient+i), 16) + "::1",
+						SiteID: "demo", Criterion: "handy", YkTag: "t" + strconv.Itoa(g%4), IP: "2a00:" + strconv.FormatInt(int64(round), 16) + ":" + strconv.FormatInt(int64(g*perClient+i), 16) + "::1",
 						UserAgent: "Mozilla/5.0", Advertiser: "shop" + strconv.Itoa(i%3) + ".example", BidMicros: 250_000, Currency: "EUR"}
 					if err := l.Record(context.Background(), &c, clicks.Use{D: n, Expires: at.Add(time.Hour), PrefixLimit: prefixLimit, PrefixAdLimit: prefixAdLimit}); err != nil || !c.Billable {
 						b.Errorf("click %s: %q %v", n, c.Reason, err) // not Fatal: not the benchmark's goroutine
