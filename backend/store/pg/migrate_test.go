@@ -1,6 +1,7 @@
 package pgstore
 
 import (
+	"fmt"
 	"io/fs"
 	"slices"
 	"strings"
@@ -19,34 +20,7 @@ import (
 // stays for the servers of the version before, and going up again
 // restores them.
 func TestPrefixMigrationDownAndUp(t *testing.T) {
-	db, p := migrated(t)
-	// state is the number of adlink_record_clicks functions by their
-	// argument count, and whether prefix_clicks exists.
-	state := func() (withPrefix, without int, table bool) {
-		t.Helper()
-		if err := db.pool.QueryRow(t.Context(), `SELECT
-			count(*) FILTER (WHERE pronargs = 31), count(*) FILTER (WHERE pronargs = 29),
-			to_regclass('prefix_clicks') IS NOT NULL
-			FROM pg_proc WHERE proname = 'adlink_record_clicks' AND pronamespace = current_schema()::regnamespace`).Scan(&withPrefix, &without, &table); err != nil {
-			t.Fatal(err)
-		}
-		return withPrefix, without, table
-	}
-	if w, o, tbl := state(); w != 1 || o != 1 || !tbl {
-		t.Fatalf("migrated: %d functions with the /48 arrays, %d without, prefix_clicks %v; want 1, 1, true", w, o, tbl)
-	}
-	if _, err := p.DownTo(t.Context(), 7); err != nil {
-		t.Fatalf("down to 00007: %v", err)
-	}
-	if w, o, tbl := state(); w != 0 || o != 1 || tbl {
-		t.Errorf("down to 00007: %d functions with the /48 arrays, %d without, prefix_clicks %v; want 0, 1, false", w, o, tbl)
-	}
-	if _, err := p.Up(t.Context()); err != nil {
-		t.Fatalf("up again: %v", err)
-	}
-	if w, o, tbl := state(); w != 1 || o != 1 || !tbl {
-		t.Errorf("up again: %d functions with the /48 arrays, %d without, prefix_clicks %v; want 1, 1, true", w, o, tbl)
-	}
+	functionMigrationDownAndUp(t, 8, 31, 29, "prefix_clicks")
 }
 
 // Migration 00014 goes back cleanly: its function (adlink_record_clicks
@@ -54,32 +28,48 @@ func TestPrefixMigrationDownAndUp(t *testing.T) {
 // stays for the servers of the version before, and going up again
 // restores them.
 func TestPrefixAdMigrationDownAndUp(t *testing.T) {
+	functionMigrationDownAndUp(t, 14, 32, 31, "prefix_ad_clicks")
+}
+
+// functionMigrationDownAndUp checks that migration version, which adds an
+// adlink_record_clicks of args arguments beside the one of before
+// arguments, and table, goes down to the version before it dropping both
+// and keeping the older function, and up again restoring them.
+func functionMigrationDownAndUp(t *testing.T, version int64, args, before int, table string) {
+	t.Helper()
 	db, p := migrated(t)
-	state := func() (withAd, without int, table bool) {
+	// state is the number of adlink_record_clicks functions of args and
+	// of before arguments, and whether table exists.
+	state := func() (added, kept int, exists bool) {
 		t.Helper()
 		if err := db.pool.QueryRow(t.Context(), `SELECT
-			count(*) FILTER (WHERE pronargs = 32), count(*) FILTER (WHERE pronargs = 31),
-			to_regclass('prefix_ad_clicks') IS NOT NULL
-			FROM pg_proc WHERE proname = 'adlink_record_clicks' AND pronamespace = current_schema()::regnamespace`).Scan(&withAd, &without, &table); err != nil {
+			count(*) FILTER (WHERE pronargs = $1), count(*) FILTER (WHERE pronargs = $2),
+			to_regclass($3) IS NOT NULL
+			FROM pg_proc WHERE proname = 'adlink_record_clicks' AND pronamespace = current_schema()::regnamespace`,
+			args, before, table).Scan(&added, &kept, &exists); err != nil {
 			t.Fatal(err)
 		}
-		return withAd, without, table
+		return added, kept, exists
 	}
-	if w, o, tbl := state(); w != 1 || o != 1 || !tbl {
-		t.Fatalf("migrated: %d functions with the caps per ad, %d without, prefix_ad_clicks %v; want 1, 1, true", w, o, tbl)
+	check := func(step string, wantAdded bool) {
+		t.Helper()
+		want := 0
+		if wantAdded {
+			want = 1
+		}
+		if a, k, e := state(); a != want || k != 1 || e != wantAdded {
+			t.Errorf("%s: %d functions of %d arguments, %d of %d, %s %v; want %d, 1, %v", step, a, args, k, before, table, e, want, wantAdded)
+		}
 	}
-	if _, err := p.DownTo(t.Context(), 13); err != nil {
-		t.Fatalf("down to 00013: %v", err)
+	check("migrated", true)
+	if _, err := p.DownTo(t.Context(), version-1); err != nil {
+		t.Fatalf("down to %05d: %v", version-1, err)
 	}
-	if w, o, tbl := state(); w != 0 || o != 1 || tbl {
-		t.Errorf("down to 00013: %d functions with the caps per ad, %d without, prefix_ad_clicks %v; want 0, 1, false", w, o, tbl)
-	}
+	check(fmt.Sprintf("down to %05d", version-1), false)
 	if _, err := p.Up(t.Context()); err != nil {
 		t.Fatalf("up again: %v", err)
 	}
-	if w, o, tbl := state(); w != 1 || o != 1 || !tbl {
-		t.Errorf("up again: %d functions with the caps per ad, %d without, prefix_ad_clicks %v; want 1, 1, true", w, o, tbl)
-	}
+	check("up again", true)
 }
 
 // Migration 00010 goes back cleanly, its exports table dropped, and going
