@@ -53,6 +53,10 @@ type Options struct {
 // says how many it left out.
 const MaxErrors = 50
 
+// MaxIDBytes bounds an ad's id: a Merchant Center id of the 50
+// characters Google allows, each four bytes of UTF-8 escaped as %XX, fits.
+const MaxIDBytes = maxMerchantID * 4 * 3
+
 // maxLine bounds one JSON line, so a feed without newlines cannot take all
 // memory.
 const maxLine = 1 << 20
@@ -493,8 +497,8 @@ func checkAd(a *match.Ad, fail func(field, msg string)) {
 	switch {
 	case a.ID == "":
 		fail("id", "missing")
-	case len(a.ID) > 200:
-		fail("id", "longer than 200 bytes")
+	case len(a.ID) > MaxIDBytes:
+		fail("id", fmt.Sprintf("longer than %d bytes", MaxIDBytes))
 	case strings.IndexFunc(a.ID, badIDRune) >= 0:
 		fail("id", fmt.Sprintf("%q contains a space, control or non-ASCII character", a.ID))
 	case a.Kind == match.KindAdvertiser && !isDomain(a.ID):

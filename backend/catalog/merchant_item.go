@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	nethtml "golang.org/x/net/html"
 )
@@ -112,6 +113,9 @@ func (p *parser) addMerchant(line int, it *merchantItem) {
 	before := len(p.errs) + p.dropped
 	if !p.merchantServed(line, it) {
 		return // its other attributes reach no ad, and are not checked
+	}
+	if n := utf8.RuneCountInString(strings.TrimSpace(it.id)); n > maxMerchantID && len(merchantID(it.id)) > maxIDBefore {
+		p.fail(line, "id", fmt.Sprintf("%d characters: Merchant Center allows %d characters", n, maxMerchantID))
 	}
 	rec := record{
 		Kind:         "product",
@@ -454,6 +458,14 @@ func htmlText(s string) string {
 		}
 	}
 }
+
+// maxMerchantID is Google's bound on a Merchant Center id, in characters.
+const maxMerchantID = 50
+
+// maxIDBefore is the bound on an ad's id, in bytes, before ids could be
+// as long as Google allows once escaped: a longer Merchant Center id that
+// fits in it still loads, as it did.
+const maxIDBefore = 200
 
 // merchantID is a Merchant Center id as an ad's id, which click URLs
 // carry: Google takes any text, adlink printable ASCII without spaces, so
