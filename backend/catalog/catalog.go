@@ -47,6 +47,11 @@ type Options struct {
 	// Now is the time a Merchant Center feed's sales and expiration dates
 	// are judged at; zero is the time the read starts.
 	Now time.Time
+	// Warn, when set, is told of what a feed says that adlink does not
+	// read, which loads all the same: each attribute of a Merchant Center
+	// feed that is neither adlink's nor Google's, once, on the line it is
+	// first found on.
+	Warn func(*LineError)
 }
 
 // MaxErrors is how many line errors Load lists; it counts the rest and
@@ -221,6 +226,8 @@ type parser struct {
 	// groups are the item_group_id values an ad was kept for, so that one
 	// product's variants give one ad.
 	groups map[string]bool
+	// unknown are the attributes Options.Warn was told of.
+	unknown map[string]bool
 }
 
 // changesAt notes that what an item is served as changes at t.

@@ -20,7 +20,8 @@ import (
 // product attributes in the g: namespace, or a tab-separated file whose
 // header names the same attributes. Attributes adlink has no use for
 // (shipping, tax, custom labels, ...) are skipped, as Merchant Center
-// feeds carry many.
+// feeds carry many; any other is skipped too, and told of
+// (merchant_attrs.go).
 
 // merchantNS is the namespace of the g: attributes.
 const merchantNS = "http://base.google.com/ns/1.0"
@@ -113,6 +114,9 @@ func (p *parser) readMerchantXML(r io.Reader) {
 					p.xmlFail(dec, err)
 					return
 				}
+				for _, n := range it.unknown {
+					p.unknownAttr(line, n)
+				}
 				p.addMerchant(line, &it)
 				continue
 			}
@@ -181,7 +185,9 @@ func readItem(dec *xml.Decoder, it *merchantItem) error {
 			}
 			name := t.Name.Local
 			if isMerchantNS(t.Name.Space) {
-				it.set(merchantToken(name), v.Text) // <g:Image_Link> too
+				if n := merchantToken(name); !it.set(n, v.Text) && !googleAttrs[n] { // <g:Image_Link> too
+					it.unknown = append(it.unknown, n)
+				}
 				continue
 			}
 			switch name {
@@ -346,6 +352,7 @@ func (p *parser) readMerchantTSV(r io.Reader) {
 			h = strings.TrimPrefix(h, "\ufeff")
 		}
 		names = append(names, h)
+		p.unknownAttr(1, h)
 	}
 	for _, c := range merchantColumns {
 		found := false

@@ -26,6 +26,9 @@ type merchantItem struct {
 	itemGroup, adsRedirect                                                  string
 	// excluded are the excluded_destination values, which repeat.
 	excluded []string
+	// unknown are the names of the g: elements of an XML item that are
+	// no attribute adlink reads or Google defines.
+	unknown []string
 }
 
 // set stores a g: attribute; it reports false for one adlink does not read.

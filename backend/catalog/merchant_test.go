@@ -236,6 +236,9 @@ func FuzzLoadMerchantXML(f *testing.F) {
 		`<excluded_destination>Free_listings</excluded_destination><item_group_id>G</item_group_id><gtin>978-3-16-148410-0</gtin>` +
 		`<multipack>6</multipack><is_bundle>no</is_bundle><adult>no</adult><pause></pause></item>` +
 		`<item><g:id>B</g:id><g:title>b</g:title><g:link>https://a.example/b</g:link><g:item_group_id>G</g:item_group_id></item></channel></rss>`))
+	f.Add([]byte(`<rss xmlns:g="http://base.google.com/ns/1.0"><channel><item><g:id>` + strings.Repeat("Ж", 50) + `</g:id><g:title>t</g:title>` +
+		`<g:link>https://a.example/</g:link><g:sale_prize>1 EUR</g:sale_prize><g:imagelink>x</g:imagelink><g:color>c</g:color>` +
+		`<g:shipping><g:country>DE</g:country></g:shipping></item></channel></rss>`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		fuzzRoundTrip(t, data, "fuzz.xml")
 	})
@@ -247,6 +250,9 @@ func FuzzLoadMerchantTSV(f *testing.F) {
 	f.Add([]byte("g:id\tg:title\tg:link\tg:price\n1\t\"q\tx\thttps://a.example/\t1.5 usd\n"))
 	f.Add([]byte("\ufeff\"ID\"\tTitle\tImage Link\tLink\tPrice\tSale_Price\tsale_price_effective_date\texcluded_destination\titem_group_id\tmultipack\r\n" +
 		"A\t\"x \"\"y\"\"\"\thttps://a.example/a.jpg\thttps://a.example/a\t1,299.00 USD\tUSD 999\t2026-05-01T00:00Z/2026-07-01T00:00Z\tDisplay ads, Free listings\tG\t2\r\n"))
+	f.Add([]byte("id\ttitle\tlink\tsalesprice\tshipping(country:price)\tBrnad\t\tSALE-PRICE\n1\tt\thttps://a.example/\t1 EUR\tDE:1 EUR\tb\t\t\n"))
+	f.Add([]byte("id\ttitle\tlink\t" + strings.Repeat("Ж", 50) + "\n" + strings.Repeat("商", 50) + "\tt\thttps://a.example/\tx\n" +
+		strings.Repeat("𝄞", 51) + "\tt\thttps://a.example/b\t\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		fuzzRoundTrip(t, data, "fuzz.tsv")
 	})
@@ -254,7 +260,14 @@ func FuzzLoadMerchantTSV(f *testing.F) {
 
 func fuzzRoundTrip(t *testing.T, data []byte, name string) {
 	// A fixed clock, so that a feed's dates judge alike at every run.
-	ads, err := Load(bytes.NewReader(data), name, Options{Markets: []string{"de-DE"}, Now: at("2026-06-01T00:00:00Z")})
+	warned := map[string]bool{}
+	warn := func(w *LineError) {
+		if w.Field == "" || w.Line < 1 || warned[w.Field] {
+			t.Fatalf("warning %q: want one a name, on a line", w.Error())
+		}
+		warned[w.Field] = true
+	}
+	ads, err := Load(bytes.NewReader(data), name, Options{Markets: []string{"de-DE"}, Now: at("2026-06-01T00:00:00Z"), Warn: warn})
 	if err != nil {
 		if ads != nil {
 			t.Fatal("ads returned with an error")

@@ -198,6 +198,8 @@ type fetched struct {
 	// until is when its ads change though its bytes do not (a sale starts
 	// or ends, an item expires): from then on it is read again in full.
 	until time.Time
+	// warnings are what Options.Warn was told as it was read.
+	warnings []string
 }
 
 // NewFetcher returns a Fetcher with opts' bounds.
@@ -248,6 +250,10 @@ type Result struct {
 	// Merchant Center sale starts or ends, an item expires): a fetch from
 	// then on reads it again in full. Zero is never.
 	Until time.Time
+	// Warnings are what the source says that adlink does not read (its
+	// unknown Merchant Center attributes), as of its last read: the same
+	// when Unchanged.
+	Warnings []string
 }
 
 // Fetch reads src, or keeps what it gave last time when it has not
@@ -281,7 +287,7 @@ func (f *Fetcher) Fetch(ctx context.Context, src Source, opts Options) (Result, 
 	f.mu.Lock()
 	f.last[src.Name] = next
 	f.mu.Unlock()
-	return Result{Ads: next.ads, Unchanged: prev != nil && next == prev, Until: next.until}, nil
+	return Result{Ads: next.ads, Unchanged: prev != nil && next == prev, Until: next.until, Warnings: next.warnings}, nil
 }
 
 // Forget drops what the Fetcher knows of every source, so that the next
@@ -313,7 +319,7 @@ func (f *Fetcher) readFile(src Source, opts Options, prev *fetched) (*fetched, e
 	if format == FormatUnknown {
 		format = FormatOf(src.Location, "")
 	}
-	ads, sum, ls, until, err := f.parse(file, src, format, opts, prev)
+	ads, sum, ls, until, warns, err := f.parse(file, src, format, opts, prev)
 	if f.afterRead != nil {
 		f.afterRead(src.Location)
 	}
@@ -324,7 +330,7 @@ func (f *Fetcher) readFile(src Source, opts Options, prev *fetched) (*fetched, e
 	if err != nil {
 		return nil, err
 	}
-	next.sum, next.ads, next.lines, next.until = sum, ads, ls, until
+	next.sum, next.ads, next.lines, next.until, next.warnings = sum, ads, ls, until, warns
 	if prev != nil && prev.sum == sum {
 		prev.size, prev.modTime = next.size, next.modTime
 		return prev, nil
@@ -373,11 +379,12 @@ func (f *Fetcher) fetchURL(ctx context.Context, src Source, opts Options, prev *
 	if format == FormatUnknown {
 		return nil, fmt.Errorf("%s: unknown feed format (Content-Type %q): name it with #format=jsonl, csv, xml or tsv", src.Name, res.Header.Get("Content-Type"))
 	}
-	ads, sum, ls, until, err := f.parse(res.Body, src, format, opts, prev)
+	ads, sum, ls, until, warns, err := f.parse(res.Body, src, format, opts, prev)
 	if err != nil {
 		return nil, err
 	}
-	next := &fetched{etag: res.Header.Get("ETag"), lastModified: res.Header.Get("Last-Modified"), sum: sum, ads: ads, lines: ls, until: until}
+	next := &fetched{etag: res.Header.Get("ETag"), lastModified: res.Header.Get("Last-Modified"), sum: sum, ads: ads, lines: ls, until: until,
+		warnings: warns}
 	if prev != nil && prev.sum == sum {
 		prev.etag, prev.lastModified = next.etag, next.lastModified
 		return prev, nil
@@ -388,16 +395,17 @@ func (f *Fetcher) fetchURL(ctx context.Context, src Source, opts Options, prev *
 // parse reads a feed under the size cap, as read and once decompressed,
 // and returns its ads, the SHA-256 of its raw bytes and, for JSON lines,
 // its ads by line; the lines prev, the last read, has are not decoded
-// again. until is when the ads change though the bytes do not.
-func (f *Fetcher) parse(r io.Reader, src Source, format Format, opts Options, prev *fetched) (_ []match.Ad, _ string, _ *lines, until time.Time, _ error) {
+// again. until is when the ads change though the bytes do not; warns are
+// what opts.Warn would have been told.
+func (f *Fetcher) parse(r io.Reader, src Source, format Format, opts Options, prev *fetched) (_ []match.Ad, _ string, _ *lines, until time.Time, warns []string, _ error) {
 	if format == FormatUnknown {
-		return nil, "", nil, until, fmt.Errorf("%s: unknown feed format: want .jsonl, .ndjson, .csv, .xml, .rss, .atom, .tsv or .txt, or #format=", src.Name)
+		return nil, "", nil, until, nil, fmt.Errorf("%s: unknown feed format: want .jsonl, .ndjson, .csv, .xml, .rss, .atom, .tsv or .txt, or #format=", src.Name)
 	}
 	h := sha256.New()
 	raw := &capped{r: io.TeeReader(r, h), left: f.opts.MaxBytes}
 	body, err := gunzipped(raw)
 	if err != nil {
-		return nil, "", nil, until, fmt.Errorf("%s: %w", src.Name, err)
+		return nil, "", nil, until, nil, fmt.Errorf("%s: %w", src.Name, err)
 	}
 	var ls *lines
 	if format == FormatJSONL {
@@ -408,20 +416,27 @@ func (f *Fetcher) parse(r io.Reader, src Source, format Format, opts Options, pr
 		ls = nextLines(last, opts)
 	}
 	inflated := &capped{r: body, left: f.opts.MaxBytes}
+	warn := opts.Warn
+	opts.Warn = func(w *LineError) {
+		warns = append(warns, w.Error())
+		if warn != nil {
+			warn(w)
+		}
+	}
 	ads, until, err := loadAgain(inflated, src.Name, format, opts, false, ls)
 	if raw.over || inflated.over {
-		return nil, "", nil, until, fmt.Errorf("%s: %w (%d bytes)", src.Name, ErrTooLarge, f.opts.MaxBytes)
+		return nil, "", nil, until, nil, fmt.Errorf("%s: %w (%d bytes)", src.Name, ErrTooLarge, f.opts.MaxBytes)
 	}
 	if raw.err != nil {
-		return nil, "", nil, until, fmt.Errorf("%s: reading: %w", src.Name, raw.err)
+		return nil, "", nil, until, nil, fmt.Errorf("%s: reading: %w", src.Name, raw.err)
 	}
 	if err != nil {
-		return nil, "", nil, until, err
+		return nil, "", nil, until, nil, err
 	}
 	if ls != nil {
 		ls.done(ads)
 	}
-	return ads, hex.EncodeToString(h.Sum(nil)), ls, until, nil
+	return ads, hex.EncodeToString(h.Sum(nil)), ls, until, warns, nil
 }
 
 // capped reads at most left bytes of r, and remembers whether there were
