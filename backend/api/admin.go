@@ -75,6 +75,12 @@ type Reload struct {
 	// and that its accounts served stay, and what of those served is not
 	// served yet (the budget gate kept).
 	AccountsError string `json:"accounts_error,omitempty"`
+	// Warnings are what the feeds say that is not read, the catalog
+	// loading all the same: each Merchant Center attribute that is
+	// neither adlink's nor Google's, as "file:line: name: message" with
+	// the attribute it likely misspells. They are the feeds' as last
+	// read, whether or not this refresh read them again.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // NewAdmin returns the admin listener's handler.

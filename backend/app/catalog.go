@@ -80,6 +80,9 @@ type live struct {
 	// stale, under mu, is set when a refresh read feeds it did not serve:
 	// the fetcher then knows them as unchanged, but they are not served.
 	stale bool
+	// warnings, under mu, are what the feeds last read say that is not
+	// read (catalog.Result.Warnings), for each refresh's answer.
+	warnings []string
 	// took, under mu, is how long the last refresh's steps took, for its
 	// log line.
 	took struct{ read, index, shards time.Duration }
@@ -159,6 +162,7 @@ func (l *live) read(ctx context.Context) (ads []match.Ad, unchanged bool, err er
 		return ads, true, err
 	}
 	var problems []error
+	var warnings []string
 	unchanged = true
 	seen := map[string]string{} // id -> source
 	var changes time.Time
@@ -169,6 +173,12 @@ func (l *live) read(ctx context.Context) (ads []match.Ad, unchanged bool, err er
 			continue
 		}
 		unchanged = unchanged && res.Unchanged
+		if len(res.Warnings) > 0 && !res.Unchanged {
+			// Told when read, not at every refresh that finds it as it was.
+			l.log.Warn("catalog feed: attributes skipped: each is no attribute adlink reads or Google defines", "source", src.Name,
+				"warnings", res.Warnings)
+		}
+		warnings = append(warnings, res.Warnings...)
 		if !res.Until.IsZero() && (changes.IsZero() || res.Until.Before(changes)) {
 			changes = res.Until
 		}
@@ -188,6 +198,7 @@ func (l *live) read(ctx context.Context) (ads []match.Ad, unchanged bool, err er
 	if err := errors.Join(problems...); err != nil {
 		return nil, false, err
 	}
+	l.warnings = warnings
 	var at int64
 	if !changes.IsZero() {
 		at = changes.UnixNano()
@@ -328,7 +339,7 @@ func (l *live) reloadAs(ctx context.Context, force bool, from string) api.Reload
 	res := l.refreshAll(ctx, force)
 	cur := l.cur.Load()
 	l.warnAdless(cur, was)
-	res.Version, res.Ads = cur.api.Version, len(cur.ads)
+	res.Version, res.Ads, res.Warnings = cur.api.Version, len(cur.ads), l.warnings
 	attrs := []any{"result", res.Result, "version", res.Version, "ads", res.Ads, "duration_ms", time.Since(start).Milliseconds(),
 		"read_ms", l.took.read.Milliseconds(), "index_ms", l.took.index.Milliseconds(), "shards_ms", l.took.shards.Milliseconds()}
 	if from != "" {
