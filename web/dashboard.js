@@ -38,6 +38,9 @@
   let from = '';
   let to = '';
   let generation = 0;
+  // retryTimer loads the report again once a store that did not answer
+  // asked to be asked again.
+  let retryTimer = 0;
 
   const token = () => sessionStorage.getItem(KEY) || '';
   const state = (s) => { document.body.dataset.state = s; };
@@ -75,6 +78,8 @@
     return res.json();
   }
 
+  // failure is a refused answer as {status, message, retryAfter}: the
+  // seconds its Retry-After asks to wait before asking again, 0 for none.
   async function failure(res) {
     let message = 'adlink answered ' + res.status + '.';
     try {
@@ -83,7 +88,8 @@
     } catch (e) {
       // Not JSON: the status says enough.
     }
-    return { status: res.status, message };
+    const after = Number(res.headers.get('Retry-After'));
+    return { status: res.status, message, retryAfter: after > 0 ? Math.min(Math.ceil(after), 600) : 0 };
   }
 
   function show(signedIn) {
@@ -95,6 +101,7 @@
 
   async function load() {
     const gen = ++generation;
+    clearTimeout(retryTimer);
     range();
     show(true);
     state('loading');
@@ -106,14 +113,33 @@
     } catch (e) {
       if (gen !== generation) return;
       if (e.status === 401) return refuse();
-      $('status').textContent = '';
-      $('neterror-text').textContent = e.message;
-      $('neterror').hidden = false;
-      state(e.status === 0 ? 'offline' : 'error');
-      return;
+      return unavailable(e);
     }
     if (gen !== generation) return;
     render(byDay, table);
+  }
+
+  // unavailable says why the report is not shown and what comes next, and
+  // offers no CSV of a report it does not have: a server that asks to be
+  // asked again later (its report store is down) is, by itself.
+  function unavailable(e) {
+    $('status').textContent = '';
+    $('csv').hidden = true;
+    let text = e.message;
+    let s = 'error';
+    if (e.status === 0) {
+      s = 'offline';
+    } else if (e.retryAfter) {
+      s = 'unavailable';
+      text = (e.status === 503 ? 'Reports are unavailable for now: adlink cannot read them at the moment.' : e.message) +
+        ' Trying again in ' + count.format(e.retryAfter) + ' s.';
+      retryTimer = setTimeout(load, e.retryAfter * 1000);
+    } else {
+      text += ' If trying again does not help, send this message to your adlink contact.';
+    }
+    $('neterror-text').textContent = text;
+    $('neterror').hidden = false;
+    state(s);
   }
 
   function refuse() {
@@ -128,6 +154,7 @@
 
   function clear() {
     generation++;
+    clearTimeout(retryTimer);
     $('chart').replaceChildren();
     $('rows').replaceChildren();
     $('account').replaceChildren();
@@ -171,9 +198,11 @@
 
     const empty = total.imp === 0 && total.clicks === 0;
     $('chart-empty').hidden = !empty;
-    $('chart').replaceChildren(empty ? '' : chart(perDay, currency));
+    $('chart').replaceChildren(empty ? '' : chart(perDay, currency, total));
+    $('chart-summary').textContent = empty ? '' : chartSummary(perDay, currency);
     $('chart').scrollLeft = $('chart').scrollWidth; // a narrow screen scrolls it: today in view
     rows(table.rows || []);
+    $('csv').hidden = false;
     $('status').textContent = 'Updated ' + clock.format(new Date());
     state(empty ? 'empty' : 'ready');
   }
@@ -202,7 +231,24 @@
     return step * 4;
   }
 
-  function chart(perDay, currency) {
+  // dayFigures is what a day of the chart shows, in words: its bar's
+  // tooltip, and the chart's description for a screen reader.
+  function dayFigures(d, v, currency) {
+    return dayLabel.format(new Date(d)) + ': ' + count.format(v.clicks) + ' clicks, ' +
+      count.format(v.billable) + ' billable, ' + count.format(v.imp) + ' impressions' +
+      (currency ? ', ' + money(v.spend.get(currency) || 0, currency) + ' spend' : '');
+  }
+
+  // chartSummary is the chart's figures day by day, for those who cannot
+  // see it: the days with impressions or clicks, and how many had none.
+  function chartSummary(perDay, currency) {
+    const busy = days.filter((d) => perDay.get(d).imp || perDay.get(d).clicks);
+    const quiet = days.length - busy.length;
+    return 'By day: ' + busy.map((d) => dayFigures(d, perDay.get(d), currency)).join('; ') +
+      (quiet ? '; no impressions or clicks on the other ' + count.format(quiet) + ' days.' : '.');
+  }
+
+  function chart(perDay, currency, total) {
     const W = 960, H = 280, L = 48, R = 72, T = 14, B = 28;
     const pw = W - L - R, ph = H - T - B, col = pw / days.length;
     let maxC = 0, maxS = 0;
@@ -213,8 +259,12 @@
     const topC = nice(maxC, true), topS = nice(maxS / 1e6) * 1e6;
     const yC = (v) => T + ph - (v / topC) * ph;
     const yS = (v) => T + ph - (v / topS) * ph;
-    const root = svg('svg', { viewBox: '0 0 ' + W + ' ' + H, role: 'img',
-      'aria-label': 'Clicks, billable clicks and spend per day, ' + from + ' to ' + to });
+    // Its name carries the totals and the range; its description, each day.
+    const root = svg('svg', { viewBox: '0 0 ' + W + ' ' + H, role: 'img', 'aria-describedby': 'chart-summary',
+      'aria-label': 'Clicks, billable clicks and spend per day, ' + $('range').textContent + ': ' +
+        count.format(total.clicks) + ' clicks, ' + count.format(total.billable) + ' billable, ' +
+        count.format(total.imp) + ' impressions' +
+        (currency ? ', ' + money(total.spend.get(currency) || 0, currency) + ' spend' : '') + ' in total' });
     for (let i = 0; i <= 4; i++) {
       const y = T + ph - (i / 4) * ph;
       svg('line', { x1: L, x2: W - R, y1: y, y2: y, class: 'grid' }, root);
@@ -229,9 +279,7 @@
       const x = L + i * col;
       const g = svg('g', { class: 'day' }, root);
       const spend = v.spend.get(currency) || 0;
-      svg('title', {}, g).textContent = dayLabel.format(new Date(d)) + ': ' + count.format(v.clicks) + ' clicks, ' +
-        count.format(v.billable) + ' billable, ' + count.format(v.imp) + ' impressions' +
-        (currency ? ', ' + money(spend, currency) + ' spend' : '');
+      svg('title', {}, g).textContent = dayFigures(d, v, currency);
       svg('rect', { x, y: T, width: col, height: ph, class: 'hit' }, g);
       svg('rect', { x: x + col / 2 - bw, y: yC(v.clicks), width: bw, height: T + ph - yC(v.clicks), rx: 1.5, class: 'c' }, g);
       svg('rect', { x: x + col / 2, y: yC(v.billable), width: bw, height: T + ph - yC(v.billable), rx: 1.5, class: 'b' }, g);
