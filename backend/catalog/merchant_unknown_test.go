@@ -84,3 +84,24 @@ func TestFetchUnknownColumns(t *testing.T) {
 		}
 	}
 }
+
+// FuzzMerchantMeant checks the guess at a misspelt attribute: the edit
+// distance is a distance (zero for the same name alone, the same both
+// ways, one for a letter dropped), and a guess is an attribute known.
+func FuzzMerchantMeant(f *testing.F) {
+	for _, s := range []string{"salesprice", "Brnad", "sale-price", "imagelink", "lieferzeit", "", "ж", "g:price(x:y)"} {
+		f.Add(s, "sale_price")
+	}
+	f.Fuzz(func(t *testing.T, a, b string) {
+		d := editDistance(a, b)
+		if d != editDistance(b, a) || (d == 0) != (a == b) || d < 0 {
+			t.Fatalf("editDistance(%q, %q) = %d, %d the other way", a, b, d, editDistance(b, a))
+		}
+		if len(a) > 0 && len(a) <= 64 && editDistance(a, a[1:]) != 1 {
+			t.Fatalf("editDistance(%q, %q) = %d, want 1", a, a[1:], editDistance(a, a[1:]))
+		}
+		if m := merchantMeant(merchantToken(a)); m != "" && !merchantKnown(m) {
+			t.Fatalf("merchantMeant(%q) = %q, no attribute", a, m)
+		}
+	})
+}
