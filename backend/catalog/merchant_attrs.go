@@ -46,10 +46,7 @@ func init() {
 		content_language target_country channel offer_id`) {
 		googleAttrs[a] = true
 	}
-	merchantCandidates = append(merchantCandidates, merchantReadAttrs...)
-	for _, a := range slices.Sorted(maps.Keys(googleAttrs)) {
-		merchantCandidates = append(merchantCandidates, a)
-	}
+	merchantCandidates = append(slices.Clone(merchantReadAttrs), slices.Sorted(maps.Keys(googleAttrs))...)
 }
 
 // merchantKnown reports whether name, as merchantToken writes it, is an

@@ -105,3 +105,19 @@ func FuzzMerchantMeant(f *testing.F) {
 		}
 	})
 }
+
+// TestMerchantReadAttrs: the attributes a misspelling is matched against
+// first are those the reader reads, none of them also listed as Google's
+// unread ones.
+func TestMerchantReadAttrs(t *testing.T) {
+	for _, a := range merchantReadAttrs {
+		if !new(merchantItem).set(a, "") || googleAttrs[a] {
+			t.Errorf("%s: read %v, listed as unread %v", a, new(merchantItem).set(a, ""), googleAttrs[a])
+		}
+	}
+	for _, a := range []string{"shipping", "tax", "bogus"} {
+		if new(merchantItem).set(a, "") {
+			t.Errorf("%s is read", a)
+		}
+	}
+}
