@@ -4,12 +4,16 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/goccy/go-json"
 )
 
 // TestAPIDocListsEveryErrorCode keeps docs/API.md's error table whole: a
@@ -111,4 +115,75 @@ func apiDocErrorRows(t *testing.T) map[string]string {
 		t.Fatal("docs/API.md's Errors section has no table rows")
 	}
 	return rows
+}
+
+// docErrorExamples are the search examples of the docs that show an
+// error, with the code each answers.
+var docErrorExamples = map[string]string{
+	"/v2/search/link?q=handy&api_key=demo&site_id=demo&size=0&loc=deu":        CodeInvalidParameter,
+	"/v2/search/link?q=handy&api_key=nope&site_id=demo":                       CodeUnknownAPIKey,
+	"/v2/search/link?q=handy&api_key=demo&site_id=demo&callback=alert(1)%3Bx": CodeInvalidParameter,
+}
+
+// TestDocSearchExamples runs every search curl of the README and
+// docs/API.md over the demo catalog, as a reader would after make run:
+// each answers ads (as JSONP when it has a callback), or the error
+// docErrorExamples says it shows. A typo in an example's parameters is a
+// 400 here.
+func TestDocSearchExamples(t *testing.T) {
+	env := demoEnv(t)
+	example := regexp.MustCompile(`curl ((?:-H '[^']*' )*)"\$B(/v2/search/link\?[^"]*)"`)
+	header := regexp.MustCompile(`-H '([^:']+): ([^']*)'`)
+	seen := 0
+	for _, doc := range []string{"README.md", filepath.Join("docs", "API.md")} {
+		b, err := os.ReadFile(filepath.Join("..", "..", doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range example.FindAllStringSubmatch(string(b), -1) {
+			seen++
+			h := http.Header{}
+			for _, hm := range header.FindAllStringSubmatch(m[1], -1) {
+				h.Set(hm[1], hm[2])
+			}
+			target := m[2]
+			res := env.get(t, target, h, "")
+			body := readBody(t, res)
+			if code, ok := docErrorExamples[target]; ok {
+				if res.StatusCode < 400 || !strings.Contains(string(body), `"code":"`+code+`"`) {
+					t.Errorf("%s: %s shows the error %s, answers %s\n%s", doc, target, code, res.Status, body)
+				}
+				continue
+			}
+			if res.StatusCode != http.StatusOK {
+				t.Errorf("%s: %s answers %s\n%s", doc, target, res.Status, body)
+				continue
+			}
+			if cb := parseQuery(t, target).Get("callback"); cb != "" {
+				if !strings.HasPrefix(string(body), "/**/"+cb+`({"http_status":200,"link":[{`) {
+					t.Errorf("%s: %s answers no ads as JSONP:\n%s", doc, target, body)
+				}
+				continue
+			}
+			var answer struct {
+				Link []json.RawMessage `json:"link"`
+			}
+			if err := json.Unmarshal(body, &answer); err != nil || len(answer.Link) == 0 {
+				t.Errorf("%s: %s answers no ads (%v):\n%s", doc, target, err, body)
+			}
+		}
+	}
+	if seen < 20 {
+		t.Fatalf("found %d search examples in the docs, want them all", seen)
+	}
+}
+
+func parseQuery(t *testing.T, target string) url.Values {
+	t.Helper()
+	_, q, _ := strings.Cut(target, "?")
+	v, err := url.ParseQuery(q)
+	if err != nil {
+		t.Fatalf("%s: %v", target, err)
+	}
+	return v
 }
