@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -12,8 +13,13 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/goccy/go-json"
+
+	"github.com/adlink/adlink/backend/clicks"
+	"github.com/adlink/adlink/backend/config"
+	"github.com/adlink/adlink/backend/store"
 )
 
 // TestAPIDocListsEveryErrorCode keeps docs/API.md's error table whole: a
@@ -186,4 +192,49 @@ func parseQuery(t *testing.T, target string) url.Values {
 		t.Fatalf("%s: %v", target, err)
 	}
 	return v
+}
+
+// TestDocRedirectExamples follows every click example of the README and
+// docs/API.md over the demo catalog: each lands, a 302 to the ad's
+// landing page, and is in the click log.
+func TestDocRedirectExamples(t *testing.T) {
+	env := demoEnv(t)
+	db, err := store.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	log, err := clicks.New(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Default()
+	cfg.RedirectURL = "http://localhost:8080"
+	env.handler = NewServer(Deps{Config: cfg, Indexes: env.indexes, Partners: testPartners(t), Clicks: log})
+	example := regexp.MustCompile(`curl -i "\$B(/v1/redirect\?[^"]*)"`)
+	seen := 0
+	for _, doc := range []string{"README.md", filepath.Join("docs", "API.md")} {
+		b, err := os.ReadFile(filepath.Join("..", "..", doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range example.FindAllStringSubmatch(string(b), -1) {
+			seen++
+			res := env.get(t, m[1], nil, "")
+			body := readBody(t, res)
+			if res.StatusCode != http.StatusFound || !strings.HasPrefix(res.Header.Get("Location"), "https://") {
+				t.Errorf("%s: %s answers %s, Location %q\n%s", doc, m[1], res.Status, res.Header.Get("Location"), body)
+			}
+		}
+	}
+	if seen < 2 {
+		t.Fatalf("found %d click examples in the docs, want the README's and API.md's", seen)
+	}
+	n := 0
+	if err := log.Scan(context.Background(), time.Unix(0, 0), time.Now().Add(time.Hour), func(clicks.Click) error { n++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if n != seen {
+		t.Errorf("the click log holds %d clicks, want the %d examples'", n, seen)
+	}
 }
