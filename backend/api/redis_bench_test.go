@@ -59,6 +59,11 @@ func (p pingLimiter) AllowBoth(ctx context.Context, first, second ratelimit.Buck
 	return p.Set.AllowBoth(ctx, first, second)
 }
 
+func (p pingLimiter) AllowThree(ctx context.Context, first, second, third ratelimit.Bucket) (ratelimit.Decision, ratelimit.Decision, ratelimit.Decision) {
+	p.c.Ping(ctx)
+	return p.Set.AllowThree(ctx, first, second, third)
+}
+
 // BenchmarkRedisLimitCheck times the limit check of a /v2 request (the
 // client network's share of the api_key's limit, then the key's: one
 // AllowBoth, as shareLimit makes it) through Redis beside the in-process

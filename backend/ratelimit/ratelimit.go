@@ -81,6 +81,16 @@ type Limiter interface {
 	// keeps its buckets elsewhere makes the two one step (one round trip).
 	// When first is refused, the second Decision is the zero Decision.
 	AllowBoth(ctx context.Context, first, second Bucket) (Decision, Decision)
+
+	// AllowThree is AllowBoth over three buckets in turn: first's, then
+	// second's only if first's allowed, then third's only if both allowed,
+	// such as a client network's share of a key's limit, its prefix's share
+	// and the key's. first and second are AllowBoth's first buckets (one
+	// space of keys, apart from Allow's); third is Allow's bucket of its
+	// key. The Decisions after a refused one are zero Decisions; an
+	// invalid limit allows, as Allow's does, and keeps nothing. A Limiter
+	// that keeps its buckets elsewhere makes the three one step.
+	AllowThree(ctx context.Context, first, second, third Bucket) (Decision, Decision, Decision)
 }
 
 // Bucket names one token bucket of a Limiter: its key and its limit.
@@ -178,6 +188,18 @@ func (s *Set) AllowBoth(ctx context.Context, first, second Bucket) (Decision, De
 		return d, Decision{}
 	}
 	return d, s.Allow(ctx, second.Key, second.Limit)
+}
+
+// AllowThree implements Limiter: first and second are taken from the
+// Set of AllowBoth's first buckets.
+func (s *Set) AllowThree(ctx context.Context, first, second, third Bucket) (a, b, c Decision) {
+	if a = s.firsts.Allow(ctx, first.Key, first.Limit); !a.Allowed {
+		return a, b, c
+	}
+	if b = s.firsts.Allow(ctx, second.Key, second.Limit); !b.Allowed {
+		return a, b, c
+	}
+	return a, b, s.Allow(ctx, third.Key, third.Limit)
 }
 
 func seconds(f float64) time.Duration {

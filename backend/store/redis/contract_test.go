@@ -30,6 +30,11 @@ func (n noLimiter) AllowBoth(context.Context, ratelimit.Bucket, ratelimit.Bucket
 	return ratelimit.Decision{Allowed: true}, ratelimit.Decision{Allowed: true}
 }
 
+func (n noLimiter) AllowThree(context.Context, ratelimit.Bucket, ratelimit.Bucket, ratelimit.Bucket) (ratelimit.Decision, ratelimit.Decision, ratelimit.Decision) {
+	n.t.Error("the fallback limiter was asked while Redis was up")
+	return ratelimit.Decision{Allowed: true}, ratelimit.Decision{Allowed: true}, ratelimit.Decision{Allowed: true}
+}
+
 type noWindows struct{ t *testing.T }
 
 func (n noWindows) Claim(context.Context, clicks.Claim) (string, error) {

@@ -22,9 +22,9 @@ type Limiter struct {
 	c        *Client
 	rl       *redis_rate.Limiter
 	prefix   string // Allow's buckets
-	firsts   string // AllowBoth's first buckets
+	firsts   string // AllowBoth's first buckets, and AllowThree's first two
 	fallback ratelimit.Limiter
-	batch    batcher // AllowBoth's calls on their way to Redis
+	batch    batcher // AllowBoth's and AllowThree's calls on their way to Redis
 }
 
 var _ ratelimit.Limiter = (*Limiter)(nil)
@@ -68,8 +68,9 @@ func (l *Limiter) take(ctx context.Context, key string, lim ratelimit.Limit) (*r
 	return res, ok
 }
 
-// bothScript is GCRA over the buckets KEYS[1] and KEYS[2] in turn, in one
-// round trip: the second is looked at only when the first allowed. ARGV
+// bothScript is GCRA over the buckets KEYS[1], KEYS[2] and any after them
+// in turn, in one round trip: each is looked at only when those before it
+// allowed. ARGV
 // gives each bucket's burst and emission interval (seconds per token).
 // A bucket's key and value are redis_rate's (its theoretical arrival time,
 // in seconds since 2017 by Redis's clock, TIME), so Allow and AllowBoth
@@ -101,6 +102,31 @@ return out
 // AllowBoth implements ratelimit.Limiter: both buckets in one script, so
 // one round trip to Redis.
 func (l *Limiter) AllowBoth(ctx context.Context, first, second ratelimit.Bucket) (ratelimit.Decision, ratelimit.Decision) {
+	ds, ok := l.allowChain(ctx, []ratelimit.Bucket{first, second})
+	if !ok {
+		return l.fallback.AllowBoth(ctx, first, second)
+	}
+	return ds[0], ds[1]
+}
+
+// AllowThree implements ratelimit.Limiter: the three buckets in one
+// script, as AllowBoth's two.
+func (l *Limiter) AllowThree(ctx context.Context, first, second, third ratelimit.Bucket) (ratelimit.Decision, ratelimit.Decision, ratelimit.Decision) {
+	ds, ok := l.allowChain(ctx, []ratelimit.Bucket{first, second, third})
+	if !ok {
+		return l.fallback.AllowThree(ctx, first, second, third)
+	}
+	return ds[0], ds[1], ds[2]
+}
+
+// maxChain is the most buckets allowChain takes.
+const maxChain = 3
+
+// allowChain takes a token from each of buckets (at most maxChain) in
+// turn, in one script, until one refuses: the last is Allow's bucket of
+// its key, those before it AllowBoth's first buckets. ok is false when
+// Redis did not answer and the fallback is to.
+func (l *Limiter) allowChain(ctx context.Context, buckets []ratelimit.Bucket) (out [maxChain]ratelimit.Decision, ok bool) {
 	// An invalid limit allows everything and keeps nothing: only the
 	// valid buckets go to Redis, in order.
 	var (
@@ -108,25 +134,35 @@ func (l *Limiter) AllowBoth(ctx context.Context, first, second ratelimit.Bucket)
 		args   []any
 		limits []ratelimit.Limit
 	)
-	for i, b := range [2]ratelimit.Bucket{first, second} {
+	for i, b := range buckets {
 		if b.Limit.Valid() {
-			// redis_rate's keys: second is Allow's bucket.
-			keys = append(keys, "rate:"+[2]string{l.firsts, l.prefix}[i]+b.Key)
+			// redis_rate's keys: the last is Allow's bucket.
+			space := l.firsts
+			if i == len(buckets)-1 {
+				space = l.prefix
+			}
+			keys = append(keys, "rate:"+space+b.Key)
 			args = append(args, b.Limit.Burst, 1/b.Limit.Rate)
 			limits = append(limits, b.Limit)
 		}
 	}
 	if len(keys) == 0 {
-		return ratelimit.Decision{Allowed: true}, ratelimit.Decision{Allowed: true}
+		for i := range buckets {
+			out[i] = ratelimit.Decision{Allowed: true}
+		}
+		return out, true
 	}
 	call := &bothCall{keys: keys, args: args, wake: make(chan struct{})}
 	l.batch.do(call, func(calls []*bothCall) { l.runBoth(ctx, calls) })
 	if !call.ok {
-		return l.fallback.AllowBoth(ctx, first, second)
+		return out, false
 	}
 	res := call.res
-	ds := make([]ratelimit.Decision, 0, 2)
+	ds := make([]ratelimit.Decision, 0, len(limits))
 	for i, r := range res {
+		if i >= len(limits) {
+			break
+		}
 		v, _ := r.([]any)
 		n := func(j int) int64 {
 			if j < len(v) {
@@ -143,24 +179,23 @@ func (l *Limiter) AllowBoth(ctx context.Context, first, second ratelimit.Bucket)
 		ds = append(ds, d)
 	}
 	// Put the answers back where the invalid buckets were left out.
-	var out [2]ratelimit.Decision
-	for i, b := range [2]ratelimit.Bucket{first, second} {
+	for i, b := range buckets {
 		if !b.Limit.Valid() {
 			out[i] = ratelimit.Decision{Allowed: true}
 			continue
 		}
 		if len(ds) == 0 {
-			break // the first was refused: the second stays zero
+			break // one before was refused: the rest stay zero
 		}
 		out[i], ds = ds[0], ds[1:]
 		if !out[i].Allowed {
 			break
 		}
 	}
-	return out[0], out[1]
+	return out, true
 }
 
-// bothCall is one AllowBoth's script call: its keys and arguments, and once
+// bothCall is one AllowBoth's or AllowThree's script call: its keys and arguments, and once
 // woken, its answer, or ok false when the fallback is to answer.
 type bothCall struct {
 	keys []string
@@ -173,7 +208,7 @@ type bothCall struct {
 	lead bool
 }
 
-// A batcher sends concurrent AllowBoth calls to Redis together, in one
+// A batcher sends concurrent AllowBoth and AllowThree calls to Redis together, in one
 // pipeline a round trip, as a group commit does: a call that finds fewer
 // than maxPipelines in flight sends its own and what is queued, then
 // hands the pipeline's turn to the first call still queued; the others

@@ -216,4 +216,105 @@ func Limits(t *testing.T, fresh func(t *testing.T) ratelimit.Limiter) {
 			t.Errorf("%d of 200 passed both and %d their share, want 10 and 200", allowed.Load(), shares.Load())
 		}
 	})
+	t.Run("ThreeTakeInTurn", func(t *testing.T) {
+		l := fresh(t)
+		network := ratelimit.Bucket{Key: "k\x00net", Limit: slow}
+		prefix := ratelimit.Bucket{Key: "k\x00pre", Limit: ratelimit.Limit{Rate: 0.001, Burst: 2}}
+		whole := ratelimit.Bucket{Key: "k", Limit: ratelimit.Limit{Rate: 0.001, Burst: 5}}
+		for i := range prefix.Limit.Burst {
+			a, b, c := l.AllowThree(t.Context(), network, prefix, whole)
+			if !a.Allowed || a.Remaining != slow.Burst-1-i || !b.Allowed || b.Limit != 2 || b.Remaining != 1-i ||
+				!c.Allowed || c.Limit != 5 || c.Remaining != 4-i || c.Reset <= 0 || b.RetryAfter != 0 {
+				t.Fatalf("request %d: %+v, %+v and %+v, want all three allowed", i, a, b, c)
+			}
+		}
+		// The prefix is spent: refused there, the network's token taken,
+		// and the key's bucket not touched.
+		a, b, c := l.AllowThree(t.Context(), network, prefix, whole)
+		if !a.Allowed || a.Remaining != 0 || b.Allowed || b.Limit != 2 || b.RetryAfter < 900*time.Second || c != (ratelimit.Decision{}) {
+			t.Fatalf("over the prefix: %+v, %+v and %+v, want the second refused and nothing of the third", a, b, c)
+		}
+		// The network is spent: refused there, and neither of the others
+		// is touched.
+		a, b, c = l.AllowThree(t.Context(), network, prefix, whole)
+		if a.Allowed || a.RetryAfter < 900*time.Second || b != (ratelimit.Decision{}) || c != (ratelimit.Decision{}) {
+			t.Fatalf("over the network: %+v, %+v and %+v, want the first refused and nothing of the others", a, b, c)
+		}
+		if d := l.Allow(t.Context(), "k", whole.Limit); !d.Allowed || d.Remaining != 2 {
+			t.Errorf("the key's bucket after refusals: %+v, want 2 of 5 left", d)
+		}
+		// Another network of the spent prefix is refused by the prefix;
+		// another prefix is allowed, from the key's bucket.
+		other := ratelimit.Bucket{Key: "k\x00other", Limit: slow}
+		if a, b, c := l.AllowThree(t.Context(), other, prefix, whole); !a.Allowed || b.Allowed || c != (ratelimit.Decision{}) {
+			t.Errorf("another network of the spent prefix: %+v, %+v and %+v", a, b, c)
+		}
+		elsewhere := ratelimit.Bucket{Key: "k\x00pre2", Limit: prefix.Limit}
+		if a, b, c := l.AllowThree(t.Context(), other, elsewhere, whole); !a.Allowed || !b.Allowed || !c.Allowed || c.Remaining != 1 {
+			t.Errorf("another prefix: %+v, %+v and %+v, want all allowed and the key's last but one", a, b, c)
+		}
+		// The first two are AllowBoth's first buckets, Allow's are apart.
+		if a, _ := l.AllowBoth(t.Context(), prefix, whole); a.Allowed {
+			t.Errorf("AllowBoth with the spent prefix first: %+v, want refused", a)
+		}
+		if d := l.Allow(t.Context(), prefix.Key, prefix.Limit); !d.Allowed || d.Remaining != 1 {
+			t.Errorf("Allow of a key AllowThree used: %+v, want a full bucket of its own", d)
+		}
+	})
+
+	t.Run("ThreeWithInvalidLimits", func(t *testing.T) {
+		l := fresh(t)
+		none := ratelimit.Bucket{Key: "free"}
+		one := ratelimit.Bucket{Key: "k", Limit: ratelimit.Limit{Rate: 0.001, Burst: 1}}
+		net := ratelimit.Bucket{Key: "n", Limit: slow}
+		if a, b, c := l.AllowThree(t.Context(), net, none, one); !a.Allowed || a.Limit != slow.Burst ||
+			b != (ratelimit.Decision{Allowed: true}) || !c.Allowed || c.Limit != 1 {
+			t.Fatalf("no limit in the middle: %+v, %+v and %+v", a, b, c)
+		}
+		if a, b, c := l.AllowThree(t.Context(), net, none, one); !a.Allowed || !b.Allowed || c.Allowed {
+			t.Fatalf("no limit in the middle, the last spent: %+v, %+v and %+v, want the last refused", a, b, c)
+		}
+		if a, b, c := l.AllowThree(t.Context(), none, none, none); a != (ratelimit.Decision{Allowed: true}) || b != a || c != a {
+			t.Errorf("no limits: %+v, %+v and %+v", a, b, c)
+		}
+		two := ratelimit.Bucket{Key: "j", Limit: ratelimit.Limit{Rate: 0.001, Burst: 1}}
+		if a, b, c := l.AllowThree(t.Context(), none, two, none); !a.Allowed || !b.Allowed || b.Limit != 1 || c != (ratelimit.Decision{Allowed: true}) {
+			t.Fatalf("a limit in the middle only: %+v, %+v and %+v", a, b, c)
+		}
+		if a, b, c := l.AllowThree(t.Context(), none, two, none); !a.Allowed || b.Allowed || c != (ratelimit.Decision{}) {
+			t.Errorf("a limit in the middle only, spent: %+v, %+v and %+v, want it refused and nothing of the last", a, b, c)
+		}
+	})
+
+	t.Run("ConcurrentThreeTakeEachTokenOnce", func(t *testing.T) {
+		l := fresh(t)
+		// 200 calls over 50 networks of two tokens in 5 prefixes of three,
+		// on a key of 10: 100 pass their network, 15 their prefix, and 10
+		// the key.
+		whole := ratelimit.Bucket{Key: "k", Limit: ratelimit.Limit{Rate: 0.001, Burst: 10}}
+		var networks, prefixes, allowed atomic.Int32
+		var wg sync.WaitGroup
+		for i := range 200 {
+			wg.Go(func() {
+				n := i % 50
+				network := ratelimit.Bucket{Key: "k\x00n" + string(rune('A'+n)), Limit: ratelimit.Limit{Rate: 0.001, Burst: 2}}
+				prefix := ratelimit.Bucket{Key: "k\x00p" + string(rune('A'+n%5)), Limit: ratelimit.Limit{Rate: 0.001, Burst: 3}}
+				a, b, c := l.AllowThree(t.Context(), network, prefix, whole)
+				if a.Allowed {
+					networks.Add(1)
+				}
+				if a.Allowed && b.Allowed {
+					prefixes.Add(1)
+				}
+				if a.Allowed && b.Allowed && c.Allowed {
+					allowed.Add(1)
+				}
+			})
+		}
+		wg.Wait()
+		if networks.Load() != 100 || prefixes.Load() != 15 || allowed.Load() != 10 {
+			t.Errorf("%d passed their network, %d their prefix and %d all three, want 100, 15 and 10",
+				networks.Load(), prefixes.Load(), allowed.Load())
+		}
+	})
 }
