@@ -15,10 +15,10 @@ import (
 
 // limiters are the server's token buckets: per api_key on /v2, per client
 // IP on /v1/redirect, per site on queueing unseen pages, each beside the
-// buckets of the share of a key's and a site's budget that one client
-// network may take (keyed "key\x00network" in the same Limiter). Each kind
-// has its own Limiter, so a flood of one kind of key cannot evict
-// another's.
+// buckets of the shares of a key's and a site's budget that one client
+// network and one prefix may take (keyed "key\x00network" and
+// "key\x00prefix" in the same Limiter). Each kind has its own Limiter, so
+// a flood of one kind of key cannot evict another's.
 type limiters struct {
 	keys, ips, sites ratelimit.Limiter
 	reports          ratelimit.Limiter
@@ -75,10 +75,10 @@ func (s *server) partnerLimits(r *http.Request, apiKey string) (partners.Limits,
 }
 
 // limitKey puts a /v2 handler under its api_key's request limit and under
-// the client network's share of it: the api_key is public in the widget's
-// tag, so one client must not spend all of it for every other reader. A
-// request without one api_key, or with an unknown one, passes on to be
-// refused by the handler.
+// the client network's and its prefix's shares of it: the api_key is
+// public in the widget's tag, so one client must not spend all of it for
+// every other reader. A request without one api_key, or with an unknown
+// one, passes on to be refused by the handler.
 func (s *server) limitKey(h handlerFunc) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		keys := r.URL.Query()["api_key"]
@@ -90,31 +90,60 @@ func (s *server) limitKey(h handlerFunc) handlerFunc {
 			return h(w, r)
 		}
 		lim := ratelimit.Limit{Rate: l.RequestsPerSecond, Burst: l.Burst}
-		if err := s.shareLimit(w, r, s.limits.keys, keys[0], lim, s.cfg.KeyNetworkShare,
-			"api_key", "too many requests for this api_key", "too many requests for this api_key from this network"); err != nil {
+		if err := s.shareLimit(w, r, s.limits.keys, keys[0], lim, s.cfg.KeyNetworkShare, "api_key", [3]string{
+			"too many requests for this api_key from this network",
+			"too many requests for this api_key from this network's IPv6 /48 or IPv4 /24",
+			"too many requests for this api_key",
+		}); err != nil {
 			return err
 		}
 		return h(w, r)
 	}
 }
 
+// prefixShareNetworks is how many client networks' share of a key's or a
+// site's budget the prefix holding them (clicks.Prefix: an IPv6 /48, an
+// IPv4 /24) may take: one holder of a /48 has 65,536 networks, and would
+// otherwise spend the whole budget for every other reader. Two leave more
+// than half of the budget to the other prefixes under the default share
+// (0.2), while readers behind one carrier's NAT /24 or in one company's
+// /48, who come from a few networks of it, get twice what one network
+// does.
+const prefixShareNetworks = 2
+
 // shareLimit takes a token from key's bucket under lim and from the
-// client network's share of it (share of lim, keyed "key\x00network"), in
-// one AllowBoth. The network's bucket is asked first: a client over its
-// share is refused without taking from the key's, so a client at any
-// speed leaves the rest of the key's budget to the other networks. The
-// headers report whichever bucket binds.
+// client's shares of it, in one AllowThree: its network's (share of lim,
+// keyed "key\x00network") and its prefix's (prefixShareNetworks times
+// that, keyed "key\x00prefix"; a Prefix has a /24 or /48 suffix that no
+// Network has). The network's bucket is asked first, then the prefix's:
+// a client over its share is refused without taking from the others, so
+// a client at any speed, or a prefix rotating its networks, leaves the
+// rest of the key's budget to the others. The headers report whichever
+// bucket binds; the 429 names it: limit, limit_network or limit_prefix,
+// each with its message.
 func (s *server) shareLimit(w http.ResponseWriter, r *http.Request, l ratelimit.Limiter, key string,
-	lim ratelimit.Limit, share float64, limit, message, netMessage string) error {
-	n, d := l.AllowBoth(r.Context(), ratelimit.Bucket{Key: key + "\x00" + s.clientNetwork(r), Limit: lim.Share(share)},
-		ratelimit.Bucket{Key: key, Limit: lim})
-	if !n.Allowed {
-		return s.checkLimit(w, n, limit+"_network", netMessage)
+	lim ratelimit.Limit, share float64, limit string, messages [3]string) error {
+	ip := s.clientIP(r)
+	network := ratelimit.Bucket{Key: key + "\x00" + clicks.Network(ip), Limit: lim.Share(share)}
+	var prefix ratelimit.Bucket // no limit: none of its own for no address, or one as large as the key's
+	if p, f := clicks.Prefix(ip), share*prefixShareNetworks; p != "" && f < 1 {
+		prefix = ratelimit.Bucket{Key: key + "\x00" + p, Limit: lim.Share(f)}
 	}
-	if d.Allowed && n.Limit != 0 && n.Remaining < d.Remaining {
-		d = n
+	n, p, d := l.AllowThree(r.Context(), network, prefix, ratelimit.Bucket{Key: key, Limit: lim})
+	switch {
+	case !n.Allowed:
+		return s.checkLimit(w, n, limit+"_network", messages[0])
+	case !p.Allowed:
+		return s.checkLimit(w, p, limit+"_prefix", messages[1])
 	}
-	return s.checkLimit(w, d, limit, message)
+	if d.Allowed {
+		for _, b := range [2]ratelimit.Decision{p, n} {
+			if b.Limit != 0 && b.Remaining < d.Remaining {
+				d = b
+			}
+		}
+	}
+	return s.checkLimit(w, d, limit, messages[2])
 }
 
 // clientNetwork is the network the client counts by in the limits shared
@@ -195,20 +224,24 @@ func overLimitOf(r *http.Request) (overLimit, bool) {
 }
 
 // admitPage is the gate of a site queueing an unseen page: its partner's
-// page limit, per site, and the client network's share of it, so one
-// client's junk URLs cannot use up the budget of a site's real new pages.
+// page limit, per site, and the client network's and its prefix's shares
+// of it, so one client's junk URLs cannot use up the budget of a site's
+// real new pages.
 func (s *server) admitPage(w http.ResponseWriter, r *http.Request, apiKey, siteID string) func() error {
 	return func() error {
 		l, _ := s.partnerLimits(r, apiKey)
 		return s.shareLimit(w, r, s.limits.sites, apiKey+"\x00"+siteID,
-			ratelimit.Limit{Rate: l.PagesPerSecond, Burst: l.PageBurst}, s.cfg.PageNetworkShare,
-			"site", "this site is queueing too many new pages; retry later",
-			"this network is queueing too many new pages for this site; retry later")
+			ratelimit.Limit{Rate: l.PagesPerSecond, Burst: l.PageBurst}, s.cfg.PageNetworkShare, "site", [3]string{
+				"this network is queueing too many new pages for this site",
+				"this network's IPv6 /48 or IPv4 /24 is queueing too many new pages for this site",
+				"this site is queueing too many new pages",
+			})
 	}
 }
 
 // checkLimit sets the X-RateLimit-* headers of decision d and returns the
-// 429 of a refused request, with Retry-After, counted under limit.
+// 429 of a refused request, with Retry-After, counted under limit, which
+// its message names.
 func (s *server) checkLimit(w http.ResponseWriter, d ratelimit.Decision, limit, message string) error {
 	if d.Limit == 0 {
 		return nil // no limit configured
@@ -225,13 +258,13 @@ func (s *server) checkLimit(w http.ResponseWriter, d ratelimit.Decision, limit, 
 	h.Set("Cache-Control", "no-store")
 	param := ""
 	switch limit {
-	case "api_key", "api_key_network":
+	case "api_key", "api_key_network", "api_key_prefix":
 		param = "api_key"
-	case "site", "site_network":
+	case "site", "site_network", "site_prefix":
 		param = "site_id"
 	}
 	return &Error{Status: http.StatusTooManyRequests, Code: CodeRateLimited, Param: param,
-		Message: message + "; retry after " + h.Get("Retry-After") + " s"}
+		Message: message + " (limit " + limit + "); retry after " + h.Get("Retry-After") + " s"}
 }
 
 // ceilSeconds is d in whole seconds, rounded up.
