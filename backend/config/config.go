@@ -106,7 +106,8 @@ type Config struct {
 	// one client network (an IPv4 address, an IPv6 /64) may take, beside
 	// the key's whole limit, so one client cannot spend a public api_key's
 	// budget for its other readers (-rate-key-network-share,
-	// ADLINK_RATE_KEY_NETWORK_SHARE; above 0, at most 1).
+	// ADLINK_RATE_KEY_NETWORK_SHARE; above 0, at most 1). One IPv6 /48 or
+	// IPv4 /24 may take twice that.
 	KeyNetworkShare float64
 	// IPRate and IPBurst limit /v1/redirect per client network (an IPv4
 	// address, an IPv6 /64), per second and at once (-rate-ip,
@@ -123,7 +124,7 @@ type Config struct {
 	// PageNetworkShare is the part of a site's page limit that one client
 	// network may take, beside the site's whole limit
 	// (-rate-pages-network-share, ADLINK_RATE_PAGES_NETWORK_SHARE; above 0,
-	// at most 1).
+	// at most 1). One IPv6 /48 or IPv4 /24 may take twice that.
 	PageNetworkShare float64
 	// ClickKeys sign click URLs and site tokens: the first signs, every one
 	// verifies, so a key can rotate (-click-keys, ADLINK_CLICK_KEYS,
@@ -434,12 +435,12 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	fs.StringVar(&c.CountryHeader, "country-header", c.CountryHeader, "request `header` with the client's country, from a trusted proxy (ADLINK_COUNTRY_HEADER)")
 	fs.Float64Var(&c.KeyRate, "rate-key", c.KeyRate, "default /v2 `requests` per second per api_key (ADLINK_RATE_KEY)")
 	fs.IntVar(&c.KeyBurst, "rate-key-burst", c.KeyBurst, "default /v2 `requests` at once per api_key (ADLINK_RATE_KEY_BURST)")
-	fs.Float64Var(&c.KeyNetworkShare, "rate-key-network-share", c.KeyNetworkShare, "`part` (0 to 1) of an api_key's limit one client network may take (ADLINK_RATE_KEY_NETWORK_SHARE)")
+	fs.Float64Var(&c.KeyNetworkShare, "rate-key-network-share", c.KeyNetworkShare, "`part` (0 to 1) of an api_key's limit one client network may take, and twice that one /48 or /24 (ADLINK_RATE_KEY_NETWORK_SHARE)")
 	fs.Float64Var(&c.IPRate, "rate-ip", c.IPRate, "/v1/redirect `requests` per second per client network, IPv4 address or IPv6 /64 (ADLINK_RATE_IP)")
 	fs.IntVar(&c.IPBurst, "rate-ip-burst", c.IPBurst, "/v1/redirect `requests` at once per client network (ADLINK_RATE_IP_BURST)")
 	fs.Float64Var(&c.PageRate, "rate-pages", c.PageRate, "default unseen `pages` per second a site may queue (ADLINK_RATE_PAGES)")
 	fs.IntVar(&c.PageBurst, "rate-pages-burst", c.PageBurst, "default unseen `pages` at once a site may queue (ADLINK_RATE_PAGES_BURST)")
-	fs.Float64Var(&c.PageNetworkShare, "rate-pages-network-share", c.PageNetworkShare, "`part` (0 to 1) of a site's page limit one client network may take (ADLINK_RATE_PAGES_NETWORK_SHARE)")
+	fs.Float64Var(&c.PageNetworkShare, "rate-pages-network-share", c.PageNetworkShare, "`part` (0 to 1) of a site's page limit one client network may take, and twice that one /48 or /24 (ADLINK_RATE_PAGES_NETWORK_SHARE)")
 	fs.IntVar(&c.NetworkDailyClicks, "network-daily-clicks", c.NetworkDailyClicks, "billable `clicks` per UTC day per client network, IPv4 address or IPv6 /64 (ADLINK_NETWORK_DAILY_CLICKS)")
 	fs.IntVar(&c.PrefixDailyClicks, "prefix-daily-clicks", c.PrefixDailyClicks, "billable `clicks` per IPv6 /48 per UTC day, whatever its /64s; 0: no cap (ADLINK_PREFIX_DAILY_CLICKS)")
 	fs.IntVar(&c.IPv4PrefixDailyClicks, "ipv4-prefix-daily-clicks", c.IPv4PrefixDailyClicks, "billable `clicks` per IPv4 /24 per UTC day, whatever its addresses; 0: no cap (ADLINK_IPV4_PREFIX_DAILY_CLICKS)")

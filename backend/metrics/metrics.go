@@ -69,7 +69,7 @@ func New() *Metrics {
 		}),
 		rateLimited: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "adlink_rate_limited_total",
-			Help: "Requests refused with 429, by the limit they ran into (api_key, api_key_network, ip, site, site_network, report).",
+			Help: "Requests refused with 429, by the limit they ran into (api_key, api_key_network, api_key_prefix, ip, ip_prefix, site, site_network, site_prefix, report).",
 		}, []string{"limit"}),
 	}
 	m.reg.MustRegister(m.requests, m.latency, m.analyses, m.clicks, m.impressions, m.repeats, m.tagsDropped, m.rateLimited,
