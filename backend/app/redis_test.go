@@ -49,7 +49,9 @@ func TestRedisSharesLimitsAcrossReplicas(t *testing.T) {
 	search := func(i, network int) int {
 		t.Helper()
 		r := httptest.NewRequest(http.MethodGet, "/v2/search/link?q=lg+handy&loc=de&api_key=demo&site_id=demo", nil)
-		r.RemoteAddr = fmt.Sprintf("198.51.100.%d:4000", network)
+		// Each network in a /24 of its own: the prefix's share of the
+		// key has a test of its own.
+		r.RemoteAddr = fmt.Sprintf("198.51.%d.1:4000", network)
 		rec := httptest.NewRecorder()
 		replicas[i%len(replicas)].Handler.ServeHTTP(rec, r)
 		return rec.Code
