@@ -2,6 +2,7 @@ package app
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -48,13 +49,12 @@ func TestRedisSharesThePrefixShareAcrossReplicas(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var b strings.Builder
-		_, err = b.ReadFrom(res.Body)
+		body, err := io.ReadAll(res.Body)
 		res.Body.Close()
 		if err != nil {
 			t.Fatal(err)
 		}
-		return res.StatusCode, b.String()
+		return res.StatusCode, string(body)
 	}
 	served := 0
 	for i := range 100 {
