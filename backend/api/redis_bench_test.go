@@ -65,9 +65,10 @@ func (p pingLimiter) AllowThree(ctx context.Context, first, second, third rateli
 }
 
 // BenchmarkRedisLimitCheck times the limit check of a /v2 request (the
-// client network's share of the api_key's limit, then the key's: one
-// AllowBoth, as shareLimit makes it) through Redis beside the in-process
-// ratelimit.Set, from 8 goroutines at once over 64 client networks. It
+// client network's share of the api_key's limit, its prefix's, then the
+// key's: one AllowThree, as shareLimit makes it) through Redis beside the
+// in-process ratelimit.Set, from 8 goroutines at once over 64 client
+// networks in 4 prefixes. It
 // reports checks per second of each and their ratio, and the mean time of
 // one check through Redis.
 func BenchmarkRedisLimitCheck(b *testing.B) {
@@ -86,9 +87,10 @@ func BenchmarkRedisLimitCheck(b *testing.B) {
 		for w := range workers {
 			wg.Go(func() {
 				for i := w; i < checks; i += workers {
-					n, d := keys.AllowBoth(ctx, ratelimit.Bucket{Key: "demo\x00198.51.100." + strconv.Itoa(i%64), Limit: lim.Share(0.2)},
+					n, p, d := keys.AllowThree(ctx, ratelimit.Bucket{Key: "demo\x00198.51." + strconv.Itoa(i%4) + "." + strconv.Itoa(i%64), Limit: lim.Share(0.2)},
+						ratelimit.Bucket{Key: "demo\x00198.51." + strconv.Itoa(i%4) + ".0/24", Limit: lim.Share(0.4)},
 						ratelimit.Bucket{Key: "demo", Limit: lim})
-					if !n.Allowed || !d.Allowed {
+					if !n.Allowed || !p.Allowed || !d.Allowed {
 						b.Error("a check was refused")
 						return
 					}
