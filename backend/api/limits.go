@@ -146,12 +146,6 @@ func (s *server) shareLimit(w http.ResponseWriter, r *http.Request, l ratelimit.
 	return s.checkLimit(w, d, limit, messages[2])
 }
 
-// clientNetwork is the network the client counts by in the limits shared
-// out per network: its IPv4 address, or its IPv6 /64.
-func (s *server) clientNetwork(r *http.Request) string {
-	return clicks.Network(s.clientIP(r))
-}
-
 // prefixNetworks is how many client networks' redirect limit the prefix
 // holding them (clicks.Prefix: an IPv6 /48, an IPv4 /24) has: one holder
 // of a /48 has 65,536 networks, and would have every click of a flood that
