@@ -54,6 +54,9 @@ type Options struct {
 	// ChangeCheck is the longest the catalog waits for its feeds' next
 	// change (a sale's end) before reading Now again; zero is a minute.
 	ChangeCheck time.Duration
+	// ChangeGap is the least time between reads of the feeds when a
+	// change moment starts the second; zero is ChangeGap.
+	ChangeGap time.Duration
 	// Ads, when not nil, are the catalog, in place of the configured feed
 	// files or the embedded demo catalog.
 	Ads []match.Ad
@@ -76,6 +79,9 @@ type Options struct {
 	// configuration makes (its Budget from -site-shard-kb still applies
 	// when theirs is zero).
 	SiteShards *siteshards.Options
+	// waiting, in tests, is told the catalog's clock each time its
+	// refresh loop starts to wait.
+	waiting func(now time.Time)
 }
 
 // siteShardOptions are the site shards' options: -site-shard-kb's budget.

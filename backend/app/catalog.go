@@ -29,6 +29,14 @@ import (
 // then as long as the reader keeps it open.
 const ShardGrace = time.Hour
 
+// ChangeGap is the least time between a refresh and the next one a
+// feed's change moment (a sale starting or ending, an item expiring)
+// starts: a feed with such moments minute after minute is read again at
+// most once a gap, and the moments passed meanwhile all count at that
+// read. A moment is so served at most a gap late, and an expired item
+// as long: nothing filters items at answer time.
+const ChangeGap = 5 * time.Minute
+
 // maxRetired bounds the earlier catalogs whose shards are kept, however
 // often the catalog changes: a page whose shard is gone asks for the
 // manifest again.
@@ -77,6 +85,12 @@ type live struct {
 	// recheck bounds each wait for changes, so that a clock that jumps
 	// (or a test's) is read again.
 	recheck time.Duration
+	// gap is the least time from the last read of the feeds (readAt, in
+	// Unix nanoseconds) to a refresh for a change moment.
+	gap    time.Duration
+	readAt atomic.Int64
+	// waiting, in tests, is told the time every read before each wait.
+	waiting func(now time.Time)
 	// stale, under mu, is set when a refresh read feeds it did not serve:
 	// the fetcher then knows them as unchanged, but they are not served.
 	stale bool
@@ -119,6 +133,7 @@ type version struct {
 func newLive(cfg config.Config, opts Options, log *slog.Logger, wasm, zst []byte) (*live, error) {
 	l := &live{cfg: cfg, log: log, now: time.Now, fixed: opts.Ads, wasm: wasm, zst: zst, split: opts.SplitAbove,
 		onRefresh: opts.OnRefresh, refreshes: map[string]int{}, changed: make(chan struct{}, 1), recheck: cmp.Or(opts.ChangeCheck, time.Minute),
+		gap: cmp.Or(opts.ChangeGap, ChangeGap), waiting: opts.waiting,
 		fetcher: catalog.NewFetcher(catalog.FetchOptions{Timeout: cfg.CatalogTimeout, MaxBytes: cfg.CatalogMaxBytes})}
 	if opts.Now != nil { // the graces a swap starts run on the handlers' clock
 		l.now = opts.Now
@@ -161,6 +176,7 @@ func (l *live) read(ctx context.Context) (ads []match.Ad, unchanged bool, err er
 		ads, err := catalog.Demo(opts)
 		return ads, true, err
 	}
+	l.readAt.Store(opts.Now.UnixNano())
 	var problems []error
 	var warnings []string
 	unchanged = true
@@ -561,8 +577,8 @@ func (l *live) stats() metrics.CatalogStats {
 }
 
 // every refreshes the catalog on each tick, and when the feeds' ads change
-// though their bytes do not (changes), until ctx ends, which also cuts a
-// refresh short.
+// though their bytes do not (changes), but not sooner than gap after the
+// feeds were last read, until ctx ends, which also cuts a refresh short.
 func (l *live) every(ctx context.Context, tick <-chan time.Time) {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
@@ -572,9 +588,14 @@ func (l *live) every(ctx context.Context, tick <-chan time.Time) {
 		// failed to read them (it is tried again at the next tick).
 		var due <-chan time.Time
 		at := l.changes.Load()
+		when := max(at, l.readAt.Load()+int64(l.gap))
+		now := l.now()
 		if at != 0 && at != fired {
-			timer.Reset(min(max(time.Duration(at-l.now().UnixNano()), 0), l.recheck))
+			timer.Reset(min(max(time.Duration(when-now.UnixNano()), 0), l.recheck))
 			due = timer.C
+		}
+		if l.waiting != nil {
+			l.waiting(now)
 		}
 		select {
 		case <-ctx.Done():
@@ -582,7 +603,7 @@ func (l *live) every(ctx context.Context, tick <-chan time.Time) {
 		case <-tick:
 			l.reload(ctx, false)
 		case <-due:
-			if l.now().UnixNano() >= at {
+			if l.now().UnixNano() >= when {
 				fired = at
 				l.reload(ctx, false)
 			}
