@@ -215,7 +215,7 @@ func fileName(kind, path string) string {
 func (v *version) with(acc *accountSet) *version {
 	c := *v.api
 	c.Partners, c.Accounts, c.Budget = acc.registry, acc.book, acc.gate
-	return &version{api: &c, ads: v.ads, loadedAt: v.loadedAt, acc: acc}
+	return &version{api: &c, ads: v.ads, loadedAt: v.loadedAt, feeds: v.feeds, acc: acc}
 }
 
 // serve swaps in v, whose accounts may be new: their gate takes first

@@ -124,6 +124,9 @@ type version struct {
 	api      *api.Catalog
 	ads      []match.Ad
 	loadedAt time.Time
+	// feeds are how many ads each source gave, in the order of
+	// live.sources; nil for the demo catalog and one given in code.
+	feeds []int
 	// acc are the partners and advertisers served with it.
 	acc *accountSet
 }
@@ -150,7 +153,7 @@ func newLive(cfg config.Config, opts Options, log *slog.Logger, wasm, zst []byte
 	if err := errors.Join(problems...); err != nil {
 		return nil, err
 	}
-	ads, _, err := l.read(context.Background())
+	ads, feeds, _, err := l.read(context.Background())
 	if err != nil {
 		return nil, err
 	}
@@ -158,6 +161,7 @@ func newLive(cfg config.Config, opts Options, log *slog.Logger, wasm, zst []byte
 	if err != nil {
 		return nil, err
 	}
+	v.feeds = feeds
 	l.cur.Store(v)
 	return l, nil
 }
@@ -166,15 +170,16 @@ func newLive(cfg config.Config, opts Options, log *slog.Logger, wasm, zst []byte
 func (l *live) current() *api.Catalog { return l.cur.Load().api }
 
 // read reads every source, or the embedded demo catalog when there are
-// none, and reports whether every source is as it was last time.
-func (l *live) read(ctx context.Context) (ads []match.Ad, unchanged bool, err error) {
+// none, and reports how many ads each source gave and whether every
+// source is as it was last time.
+func (l *live) read(ctx context.Context) (ads []match.Ad, feeds []int, unchanged bool, err error) {
 	if l.fixed != nil {
-		return l.fixed, true, nil
+		return l.fixed, nil, true, nil
 	}
 	opts := catalog.Options{BaseURL: l.cfg.RedirectURL, Now: l.now()}
 	if len(l.sources) == 0 {
 		ads, err := catalog.Demo(opts)
-		return ads, true, err
+		return ads, nil, true, err
 	}
 	l.readAt.Store(opts.Now.UnixNano())
 	var problems []error
@@ -210,9 +215,10 @@ func (l *live) read(ctx context.Context) (ads []match.Ad, unchanged bool, err er
 			seen[id] = src.Name
 		}
 		ads = append(ads, res.Ads...)
+		feeds = append(feeds, len(res.Ads))
 	}
 	if err := errors.Join(problems...); err != nil {
-		return nil, false, err
+		return nil, nil, false, err
 	}
 	l.warnings = warnings
 	var at int64
@@ -225,7 +231,7 @@ func (l *live) read(ctx context.Context) (ads []match.Ad, unchanged bool, err er
 		default:
 		}
 	}
-	return ads, unchanged, nil
+	return ads, feeds, unchanged, nil
 }
 
 // build indexes ads, whose content hash is ver, and cuts their shards,
@@ -398,7 +404,7 @@ func (l *live) reloadAs(ctx context.Context, force bool, from string) api.Reload
 func (l *live) refresh(ctx context.Context, force bool) api.Reload {
 	prev := l.cur.Load()
 	start := time.Now()
-	ads, unchanged, err := l.read(ctx)
+	ads, feeds, unchanged, err := l.read(ctx)
 	l.took.read = time.Since(start)
 	if err != nil {
 		l.stale = true // some feeds may have been read
@@ -434,7 +440,7 @@ func (l *live) refresh(ctx context.Context, force bool) api.Reload {
 		return api.Reload{Result: resultRefused, Error: summary(err)}
 	}
 	if !force && (l.replicas == nil || version() != l.replicas.agreed()) {
-		if err := l.check(len(prev.ads), len(ads)); err != nil {
+		if err := l.check(prev, len(ads), feeds); err != nil {
 			if version() == prev.api.Version {
 				l.stale = false
 				return api.Reload{Result: resultUnchanged}
@@ -451,6 +457,7 @@ func (l *live) refresh(ctx context.Context, force bool) api.Reload {
 		return api.Reload{Result: resultFailed, Error: summary(err)}
 	}
 	next.api.Version = ver
+	next.feeds = feeds
 	l.serve(next.with(acc))
 	l.stale = false
 	l.recompress(next.api.Shards)
@@ -506,17 +513,41 @@ func (l *live) close() {
 	l.bg.Wait()
 }
 
-// check refuses a catalog that came out empty, or lost more than the
-// configured share of the ads of the one served: more likely a truncated
-// or broken feed than a merchant's real change.
-func (l *live) check(before, after int) error {
-	if after == 0 {
+// check refuses a catalog of ads ads, whose sources gave feeds, that came
+// out empty, or lost more than the configured share of the ads of prev,
+// the one served, or one of whose feeds did, against what it gave prev:
+// more likely a truncated or broken export than a merchant's real
+// change, and one merchant's feed may be a small part of the catalog.
+func (l *live) check(prev *version, ads int, feeds []int) error {
+	if ads == 0 {
 		return errors.New("the new catalog is empty")
 	}
-	if lost := before - after; before > 0 && lost > 0 && float64(lost) > l.cfg.CatalogMaxDrop*float64(before) {
-		return fmt.Errorf("the new catalog lost %d of the %d ads served, more than %g%%", lost, before, l.cfg.CatalogMaxDrop*100)
+	var problems []string
+	if lost := len(prev.ads) - ads; l.dropped(len(prev.ads), lost) {
+		problems = append(problems, fmt.Sprintf("the new catalog lost %d of the %d ads served, more than %g%%", lost, len(prev.ads), l.cfg.CatalogMaxDrop*100))
+	}
+	for i, n := range feeds {
+		if i >= len(prev.feeds) || i >= len(l.sources) {
+			break
+		}
+		before := prev.feeds[i]
+		switch {
+		case n == 0 && before > 0:
+			problems = append(problems, fmt.Sprintf("%s: the feed came out empty, and had %d ads", l.sources[i].Name, before))
+		case l.dropped(before, before-n):
+			problems = append(problems, fmt.Sprintf("%s: the feed lost %d of its %d ads, more than %g%%", l.sources[i].Name, before-n, before, l.cfg.CatalogMaxDrop*100))
+		}
+	}
+	if len(problems) > 0 {
+		return errors.New(strings.Join(problems, "; "))
 	}
 	return nil
+}
+
+// dropped tells whether losing lost of before ads is more than
+// -catalog-max-drop allows.
+func (l *live) dropped(before, lost int) bool {
+	return before > 0 && lost > 0 && float64(lost) > l.cfg.CatalogMaxDrop*float64(before)
 }
 
 // failing tells whether a refresh's result, of the catalog or of the

@@ -421,7 +421,7 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	fs.Var(&listFlag{list: &c.Catalogs}, "catalog", "catalog feed `file or URL` (JSONL, CSV, Merchant Center XML or TSV; options after #), repeatable; none serves the embedded demo (ADLINK_CATALOG, comma-separated)")
 	fs.DurationVar(&c.CatalogRefresh, "catalog-refresh", c.CatalogRefresh, "read the catalog feeds again this often; 0: only on SIGHUP and POST /admin/reload (ADLINK_CATALOG_REFRESH)")
 	fs.IntVar(&c.SiteShardKB, "site-shard-kb", c.SiteShardKB, "most `KB` (zstd) a page downloads for the in-page matcher when its market's shard is larger: a shard chosen for the site; 0 serves the market's whole shard (ADLINK_SITE_SHARD_KB)")
-	fs.Float64Var(&c.CatalogMaxDrop, "catalog-max-drop", c.CatalogMaxDrop, "`part` (0 to 1) of its ads a refreshed catalog may lose; more is refused unless forced (ADLINK_CATALOG_MAX_DROP)")
+	fs.Float64Var(&c.CatalogMaxDrop, "catalog-max-drop", c.CatalogMaxDrop, "`part` (0 to 1) of its ads a refreshed catalog, or one of its feeds, may lose; more is refused unless forced (ADLINK_CATALOG_MAX_DROP)")
 	fs.DurationVar(&c.CatalogTimeout, "catalog-timeout", c.CatalogTimeout, "bound on one fetch of a feed URL (ADLINK_CATALOG_TIMEOUT)")
 	fs.Int64Var(&c.CatalogMaxBytes, "catalog-max-bytes", c.CatalogMaxBytes, "most `bytes` of one feed, as read and decompressed (ADLINK_CATALOG_MAX_BYTES)")
 	fs.Var(&listFlag{list: &c.AdminHosts, comma: true}, "admin-hosts", "host `names` the admin listener answers /admin/ under besides addresses, localhost and names without a dot, comma-separated or repeated (ADLINK_ADMIN_HOSTS)")

@@ -1,0 +1,61 @@
+package app
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/adlink/adlink/internal/testcatalog"
+)
+
+// TestRefreshRefusesAFeedThatLostItsAds: of several feeds, one merchant's
+// export that comes out empty, or lost more than -catalog-max-drop of its
+// ads, is refused with its name, though the catalog as a whole lost less;
+// the catalog served stays, and a forced reload serves it.
+func TestRefreshRefusesAFeedThatLostItsAds(t *testing.T) {
+	ads := testcatalog.Generate(240, 5)
+	big, small := ads[:200], ads[200:]
+	dir := t.TempDir()
+	bigPath, smallPath := filepath.Join(dir, "big.jsonl"), filepath.Join(dir, "small.jsonl")
+	writeFile(t, bigPath, feed(t, big))
+	writeFile(t, smallPath, feed(t, small))
+	cfg := testConfig(t)
+	cfg.Catalogs = []string{bigPath, smallPath}
+	a, err := New(cfg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	v1 := a.Catalog().Version
+	for _, c := range []struct {
+		name    string
+		content []byte
+		want    string
+	}{
+		{"empty", nil, smallPath + ": the feed came out empty, and had 40 ads"},
+		{"lost 90%", feed(t, small[:4]), smallPath + ": the feed lost 36 of its 40 ads, more than 25%"},
+	} {
+		writeFile(t, smallPath, c.content)
+		r := a.Reload(context.Background(), false)
+		if r.Result != resultRefused || r.Version != v1 || !strings.Contains(r.Error, c.want) {
+			t.Errorf("%s: %+v, want refused with %q", c.name, r, c.want)
+		}
+		if s := readyz(t, a); s.Ads != len(ads) || s.LastRefresh == nil || !strings.Contains(s.LastRefresh.Error, c.want) {
+			t.Errorf("%s: /readyz %+v", c.name, s)
+		}
+	}
+	// A feed that lost a few of its ads, and the other growing, pass.
+	writeFile(t, smallPath, feed(t, small[:35]))
+	if r := a.Reload(context.Background(), false); r.Result != resultSwapped || r.Ads != 235 {
+		t.Errorf("a feed losing 5 of 40 ads: %+v, want swapped", r)
+	}
+	writeFile(t, smallPath, nil)
+	rec := httptest.NewRecorder()
+	a.Admin.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "http://127.0.0.1/admin/reload?force=true", nil))
+	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"result":"swapped"`) || a.Catalog().Indexes.All().Len() != 200 {
+		t.Errorf("forced reload of the empty feed: %d %s", rec.Code, rec.Body)
+	}
+}
