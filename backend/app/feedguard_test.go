@@ -1,11 +1,15 @@
 package app
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/adlink/adlink/internal/testcatalog"
@@ -57,5 +61,63 @@ func TestRefreshRefusesAFeedThatLostItsAds(t *testing.T) {
 	a.Admin.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "http://127.0.0.1/admin/reload?force=true", nil))
 	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"result":"swapped"`) || a.Catalog().Indexes.All().Len() != 200 {
 		t.Errorf("forced reload of the empty feed: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// TestRefreshFailsACutTransfer: a JSON-lines feed whose transfer breaks
+// off at the end of a line, so that every line read is whole, fails the
+// refresh rather than serving the part that came, whether its length was
+// announced, chunked or gzip-compressed; the catalog served stays.
+func TestRefreshFailsACutTransfer(t *testing.T) {
+	ads := testcatalog.Generate(100, 6)
+	whole := feed(t, ads)
+	var mode atomic.Value // "" whole; "length", "chunked", "gzip": cut
+	mode.Store("")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body := whole
+		m := mode.Load().(string)
+		cut := bytes.LastIndexByte(whole[:len(whole)*9/10], '\n') + 1 // 90% of it, whole lines
+		if m == "gzip" {
+			var z bytes.Buffer
+			zw := gzip.NewWriter(&z)
+			zw.Write(whole)
+			zw.Close()
+			body = z.Bytes()
+			w.Header().Set("Content-Encoding", "gzip")
+			cut = len(body) * 9 / 10
+		}
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		if m == "" {
+			w.Write(body)
+			return
+		}
+		if m != "chunked" {
+			w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		}
+		w.WriteHeader(http.StatusOK)
+		w.Write(body[:cut])
+		w.(http.Flusher).Flush()
+		// The connection breaks off: no more bytes, no last chunk.
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err == nil {
+			conn.Close()
+		}
+	}))
+	defer srv.Close()
+	cfg := testConfig(t)
+	cfg.Catalogs = []string{srv.URL + "/feed.jsonl"}
+	cfg.CatalogMaxDrop = 1 // the cut is to be caught on its own
+	a, err := New(cfg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	v1 := a.Catalog().Version
+	for _, m := range []string{"length", "chunked", "gzip"} {
+		mode.Store(m)
+		r := a.Reload(context.Background(), true)
+		if r.Result != resultFailed || !strings.Contains(r.Error, "unexpected EOF") || r.Version != v1 || r.Ads != len(ads) {
+			t.Errorf("a transfer cut off (%s): %+v, want failed and the %d ads served", m, r, len(ads))
+		}
 	}
 }
