@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -162,9 +163,16 @@ func newLive(cfg config.Config, opts Options, log *slog.Logger, wasm, zst []byte
 		return nil, err
 	}
 	v.feeds = feeds
+	// The links of ads removed before a restart land after it.
+	if v.api.Removed, err = loadRemoved(l.removedFile(), l.now(), v.api.Indexes.All()); err != nil {
+		l.log.Warn("the removed ads' file does not read: the click links of ads removed before the start get 404", "file", l.removedFile(), "err", err)
+	}
 	l.cur.Store(v)
 	return l, nil
 }
+
+// removedFile is where the removed ads are kept across restarts.
+func (l *live) removedFile() string { return filepath.Join(l.cfg.DataDir, RemovedFile) }
 
 // current is the catalog served now.
 func (l *live) current() *api.Catalog { return l.cur.Load().api }
@@ -460,6 +468,11 @@ func (l *live) refresh(ctx context.Context, force bool) api.Reload {
 	next.feeds = feeds
 	l.serve(next.with(acc))
 	l.stale = false
+	if len(next.api.Removed) > 0 || len(prev.api.Removed) > 0 {
+		if err := saveRemoved(l.removedFile(), next.api.Removed); err != nil {
+			l.log.Warn("the removed ads' file is not written: after a restart, the click links of ads removed would get 404", "file", l.removedFile(), "err", err)
+		}
+	}
 	l.recompress(next.api.Shards)
 	return api.Reload{Result: resultSwapped}
 }
