@@ -30,14 +30,6 @@ import (
 // then as long as the reader keeps it open.
 const ShardGrace = time.Hour
 
-// ChangeGap is the least time between a refresh and the next one a
-// feed's change moment (a sale starting or ending, an item expiring)
-// starts: a feed with such moments minute after minute is read again at
-// most once a gap, and the moments passed meanwhile all count at that
-// read. A moment is so served at most a gap late, and an expired item
-// as long: nothing filters items at answer time.
-const ChangeGap = 5 * time.Minute
-
 // maxRetired bounds the earlier catalogs whose shards are kept, however
 // often the catalog changes: a page whose shard is gone asks for the
 // manifest again.
@@ -526,43 +518,6 @@ func (l *live) close() {
 	l.bg.Wait()
 }
 
-// check refuses a catalog of ads ads, whose sources gave feeds, that came
-// out empty, or lost more than the configured share of the ads of prev,
-// the one served, or one of whose feeds did, against what it gave prev:
-// more likely a truncated or broken export than a merchant's real
-// change, and one merchant's feed may be a small part of the catalog.
-func (l *live) check(prev *version, ads int, feeds []int) error {
-	if ads == 0 {
-		return errors.New("the new catalog is empty")
-	}
-	var problems []string
-	if lost := len(prev.ads) - ads; l.dropped(len(prev.ads), lost) {
-		problems = append(problems, fmt.Sprintf("the new catalog lost %d of the %d ads served, more than %g%%", lost, len(prev.ads), l.cfg.CatalogMaxDrop*100))
-	}
-	for i, n := range feeds {
-		if i >= len(prev.feeds) || i >= len(l.sources) {
-			break
-		}
-		before := prev.feeds[i]
-		switch {
-		case n == 0 && before > 0:
-			problems = append(problems, fmt.Sprintf("%s: the feed came out empty, and had %d ads", l.sources[i].Name, before))
-		case l.dropped(before, before-n):
-			problems = append(problems, fmt.Sprintf("%s: the feed lost %d of its %d ads, more than %g%%", l.sources[i].Name, before-n, before, l.cfg.CatalogMaxDrop*100))
-		}
-	}
-	if len(problems) > 0 {
-		return errors.New(strings.Join(problems, "; "))
-	}
-	return nil
-}
-
-// dropped tells whether losing lost of before ads is more than
-// -catalog-max-drop allows.
-func (l *live) dropped(before, lost int) bool {
-	return before > 0 && lost > 0 && float64(lost) > l.cfg.CatalogMaxDrop*float64(before)
-}
-
 // failing tells whether a refresh's result, of the catalog or of the
 // accounts files, leaves what they had served.
 func failing(result string) bool { return result == resultRefused || result == resultFailed }
@@ -618,40 +573,4 @@ func (l *live) stats() metrics.CatalogStats {
 		s.Announcements["sent"], s.Announcements["failed"], s.Announcements["heard"], s.Behind = l.replicas.counts(cur.api.Version)
 	}
 	return s
-}
-
-// every refreshes the catalog on each tick, and when the feeds' ads change
-// though their bytes do not (changes), but not sooner than gap after the
-// feeds were last read, until ctx ends, which also cuts a refresh short.
-func (l *live) every(ctx context.Context, tick <-chan time.Time) {
-	timer := time.NewTimer(0)
-	defer timer.Stop()
-	var fired int64 // the change last refreshed for
-	for {
-		// A refresh at the feeds' next change, unless that refresh ran and
-		// failed to read them (it is tried again at the next tick).
-		var due <-chan time.Time
-		at := l.changes.Load()
-		when := max(at, l.readAt.Load()+int64(l.gap))
-		now := l.now()
-		if at != 0 && at != fired {
-			timer.Reset(min(max(time.Duration(when-now.UnixNano()), 0), l.recheck))
-			due = timer.C
-		}
-		if l.waiting != nil {
-			l.waiting(now)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick:
-			l.reload(ctx, false)
-		case <-due:
-			if l.now().UnixNano() >= when {
-				fired = at
-				l.reload(ctx, false)
-			}
-		case <-l.changed:
-		}
-	}
 }
