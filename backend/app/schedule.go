@@ -9,8 +9,8 @@ import (
 // feed's change moment (a sale starting or ending, an item expiring)
 // starts: a feed with such moments minute after minute is read again at
 // most once a gap, and the moments passed meanwhile all count at that
-// read. A moment is so served at most a gap late, and an expired item
-// as long: nothing filters items at answer time.
+// read. A moment is so served at most a gap (and a refresh's time) late,
+// and an expired item as long: nothing filters items at answer time.
 const ChangeGap = 5 * time.Minute
 
 // every refreshes the catalog on each tick, and when the feeds' ads change
