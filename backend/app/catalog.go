@@ -156,7 +156,7 @@ func newLive(cfg config.Config, opts Options, log *slog.Logger, wasm, zst []byte
 	}
 	v.feeds = feeds
 	// The links of ads removed before a restart land after it.
-	if v.api.Removed, err = loadRemoved(l.removedFile(), l.now(), v.api.Indexes.All()); err != nil {
+	if v.api.Removed, err = loadRemoved(l.removedFile(), l.now(), v.api.Indexes.All()); err != nil && l.cfg.DataDir != "" {
 		l.log.Warn("the removed ads' file does not read: the click links of ads removed before the start get 404", "file", l.removedFile(), "err", err)
 	}
 	l.cur.Store(v)
@@ -460,7 +460,7 @@ func (l *live) refresh(ctx context.Context, force bool) api.Reload {
 	next.feeds = feeds
 	l.serve(next.with(acc))
 	l.stale = false
-	if len(next.api.Removed) > 0 || len(prev.api.Removed) > 0 {
+	if l.cfg.DataDir != "" && (len(next.api.Removed) > 0 || len(prev.api.Removed) > 0) {
 		if err := saveRemoved(l.removedFile(), next.api.Removed); err != nil {
 			l.log.Warn("the removed ads' file is not written: after a restart, the click links of ads removed would get 404", "file", l.removedFile(), "err", err)
 		}
