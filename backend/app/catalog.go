@@ -156,8 +156,10 @@ func newLive(cfg config.Config, opts Options, log *slog.Logger, wasm, zst []byte
 	}
 	v.feeds = feeds
 	// The links of ads removed before a restart land after it.
-	if v.api.Removed, err = loadRemoved(l.removedFile(), l.now(), v.api.Indexes.All()); err != nil && l.cfg.DataDir != "" {
-		l.log.Warn("the removed ads' file does not read: the click links of ads removed before the start get 404", "file", l.removedFile(), "err", err)
+	if l.cfg.DataDir != "" {
+		if v.api.Removed, err = loadRemoved(l.removedFile(), l.now(), v.api.Indexes.All()); err != nil {
+			l.log.Warn("the removed ads' file does not read: the click links of ads removed before the start get 404", "file", l.removedFile(), "err", err)
+		}
 	}
 	l.cur.Store(v)
 	return l, nil
