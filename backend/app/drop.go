@@ -27,7 +27,7 @@ func (l *live) check(prev *version, ads int, feeds []int) error {
 		switch {
 		case n == 0 && before > 0:
 			problems = append(problems, fmt.Sprintf("%s: the feed came out empty, and had %d ads", l.sources[i].Name, before))
-		case l.dropped(before, before-n):
+		case before-n >= minFeedLoss && l.dropped(before, before-n):
 			problems = append(problems, fmt.Sprintf("%s: the feed lost %d of its %d ads, more than %g%%", l.sources[i].Name, before-n, before, l.cfg.CatalogMaxDrop*100))
 		}
 	}
@@ -36,6 +36,12 @@ func (l *live) check(prev *version, ads int, feeds []int) error {
 	}
 	return nil
 }
+
+// minFeedLoss is the fewest ads a feed must lose, beside its share, to
+// be refused: a merchant of a handful of items who takes some off is
+// making a real change far more often than a broken export, and a refusal
+// holds back every other feed's changes until an operator forces it.
+const minFeedLoss = 10
 
 // dropped tells whether losing lost of before ads is more than
 // -catalog-max-drop allows.

@@ -20,14 +20,15 @@ import (
 // ads, is refused with its name, though the catalog as a whole lost less;
 // the catalog served stays, and a forced reload serves it.
 func TestRefreshRefusesAFeedThatLostItsAds(t *testing.T) {
-	ads := testcatalog.Generate(240, 5)
-	big, small := ads[:200], ads[200:]
+	ads := testcatalog.Generate(246, 5)
+	big, small, tiny := ads[:200], ads[200:240], ads[240:]
 	dir := t.TempDir()
-	bigPath, smallPath := filepath.Join(dir, "big.jsonl"), filepath.Join(dir, "small.jsonl")
+	bigPath, smallPath, tinyPath := filepath.Join(dir, "big.jsonl"), filepath.Join(dir, "small.jsonl"), filepath.Join(dir, "tiny.jsonl")
 	writeFile(t, bigPath, feed(t, big))
 	writeFile(t, smallPath, feed(t, small))
+	writeFile(t, tinyPath, feed(t, tiny))
 	cfg := testConfig(t)
-	cfg.Catalogs = []string{bigPath, smallPath}
+	cfg.Catalogs = []string{bigPath, smallPath, tinyPath}
 	a, err := New(cfg, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -53,13 +54,18 @@ func TestRefreshRefusesAFeedThatLostItsAds(t *testing.T) {
 	}
 	// A feed that lost a few of its ads, and the other growing, pass.
 	writeFile(t, smallPath, feed(t, small[:35]))
-	if r := a.Reload(context.Background(), false); r.Result != resultSwapped || r.Ads != 235 {
+	if r := a.Reload(context.Background(), false); r.Result != resultSwapped || r.Ads != 241 {
 		t.Errorf("a feed losing 5 of 40 ads: %+v, want swapped", r)
+	}
+	// A feed of a few items losing half of them is a merchant's change.
+	writeFile(t, tinyPath, feed(t, tiny[:3]))
+	if r := a.Reload(context.Background(), false); r.Result != resultSwapped || r.Ads != 238 {
+		t.Errorf("a feed losing 3 of 6 ads: %+v, want swapped", r)
 	}
 	writeFile(t, smallPath, nil)
 	rec := httptest.NewRecorder()
 	a.Admin.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "http://127.0.0.1/admin/reload?force=true", nil))
-	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"result":"swapped"`) || a.Catalog().Indexes.All().Len() != 200 {
+	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"result":"swapped"`) || a.Catalog().Indexes.All().Len() != 203 {
 		t.Errorf("forced reload of the empty feed: %d %s", rec.Code, rec.Body)
 	}
 }
