@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -118,6 +119,34 @@ func TestMerchantReadAttrs(t *testing.T) {
 	for _, a := range []string{"shipping", "tax", "bogus"} {
 		if new(merchantItem).set(a, "") {
 			t.Errorf("%s is read", a)
+		}
+	}
+}
+
+// TestMerchantUnknownBounded: a feed of thousands of attribute names of
+// its own, in its header or one new per item, names MaxErrors of them
+// and says that there are more, as the errors do, so that neither the
+// reload's answer nor the log line carries a name a column.
+func TestMerchantUnknownBounded(t *testing.T) {
+	var header, row strings.Builder
+	header.WriteString("id\ttitle\tlink\tprice")
+	row.WriteString("A\ta\thttps://shop.example/a\t9.00 EUR")
+	for i := range 5000 {
+		fmt.Fprintf(&header, "\tmine_%d", i)
+		row.WriteString("\tx")
+	}
+	var xml strings.Builder
+	xml.WriteString(`<rss xmlns:g="http://base.google.com/ns/1.0"><channel>` + "\n")
+	for i := range 5000 {
+		fmt.Fprintf(&xml, "<item><g:id>%d</g:id><g:title>t</g:title><g:link>https://shop.example/%d</g:link><g:mine_%d>x</g:mine_%d></item>\n", i, i, i, i)
+	}
+	xml.WriteString(`</channel></rss>`)
+	for name, feed := range map[string]string{"f.tsv": header.String() + "\n" + row.String() + "\n", "f.xml": xml.String()} {
+		_, got := warnings(t, feed, name)
+		if len(got) != MaxErrors+1 || !strings.Contains(got[0], "mine_0: not an attribute adlink reads") ||
+			!strings.Contains(got[MaxErrors], "4950 more attributes") {
+			t.Errorf("%s: %d warnings, first %q, last %q; want %d named and the rest counted", name, len(got),
+				got[0], got[len(got)-1], MaxErrors)
 		}
 	}
 }
