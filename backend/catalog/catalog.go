@@ -50,7 +50,8 @@ type Options struct {
 	// Warn, when set, is told of what a feed says that adlink does not
 	// read, which loads all the same: each attribute of a Merchant Center
 	// feed that is neither adlink's nor Google's, once, on the line it is
-	// first found on.
+	// first found on; past MaxErrors of them, once more with how many
+	// were not named.
 	Warn func(*LineError)
 }
 
@@ -180,6 +181,7 @@ func loadAgain(r io.Reader, name string, f Format, opts Options, gz bool, ls *li
 	default:
 		return nil, until, fmt.Errorf("%s: unknown feed format", name)
 	}
+	p.unknownLeftOut()
 	ads, err = p.result()
 	if err != nil {
 		return nil, time.Time{}, err
@@ -226,8 +228,10 @@ type parser struct {
 	// groups are the item_group_id values an ad was kept for, so that one
 	// product's variants give one ad.
 	groups map[string]bool
-	// unknown are the attributes Options.Warn was told of.
-	unknown map[string]bool
+	// unknown are the attributes Options.Warn was told of, or that were
+	// left out of it: unknownLeft of them, the first on unknownLeftLine.
+	unknown                      map[string]bool
+	unknownLeft, unknownLeftLine int
 }
 
 // changesAt notes that what an item is served as changes at t.

@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -10,7 +11,10 @@ import (
 // attribute adlink does not read never refuses it; but a misspelt one
 // (salesprice) would lose what it says without a word. Each name that is
 // neither an attribute adlink reads nor one of Google's is reported once
-// per read, with the attribute it most likely misspells.
+// per read, with the attribute it most likely misspells: the first
+// MaxErrors of them, and how many more, so that a feed of a name a column
+// or an item neither floods the log and the reload's answer nor spends a
+// guess on each.
 
 // merchantReadAttrs are the attributes merchantItem.set reads, in the
 // order a misspelling's likeliest meaning is looked for.
@@ -67,6 +71,13 @@ func (p *parser) unknownAttr(line int, name string) {
 		p.unknown = make(map[string]bool)
 	}
 	p.unknown[name] = true
+	if len(p.unknown) > MaxErrors {
+		if p.unknownLeft == 0 {
+			p.unknownLeftLine = line
+		}
+		p.unknownLeft++
+		return
+	}
 	msg := "not an attribute adlink reads, so skipped"
 	if m := merchantMeant(name); m != "" {
 		msg += ": did you mean " + m + "?"
@@ -74,19 +85,30 @@ func (p *parser) unknownAttr(line int, name string) {
 	p.opts.Warn(&LineError{File: p.name, Line: line, Field: name, Msg: msg})
 }
 
+// unknownLeftOut tells Options.Warn how many unknown attributes past the
+// first MaxErrors were not named, on the line the first of them is on.
+func (p *parser) unknownLeftOut() {
+	if p.unknownLeft > 0 {
+		p.opts.Warn(&LineError{File: p.name, Line: p.unknownLeftLine,
+			Msg: fmt.Sprintf("%d more attributes that adlink does not read, skipped and not named", p.unknownLeft)})
+	}
+}
+
+// bareName is an attribute's name without its separators.
+var bareName = strings.NewReplacer("_", "", "-", "", " ", "", ".", "")
+
 // merchantMeant is the attribute name most likely misspells, or "" when
 // none is close: written the same but for its separators, or a letter or
 // two off (one for a short name).
 func merchantMeant(name string) string {
-	bare := func(s string) string { return strings.NewReplacer("_", "", "-", "", " ", "", ".", "").Replace(s) }
-	n := bare(name)
+	n := bareName.Replace(name)
 	most := 2
 	if len(n) <= 4 {
 		most = 1
 	}
 	best, bestD := "", most+1
 	for _, a := range merchantCandidates {
-		if d := editDistance(n, bare(a)); d < bestD {
+		if d := editDistance(n, bareName.Replace(a)); d < bestD {
 			best, bestD = a, d
 		}
 	}
