@@ -156,6 +156,7 @@
     generation++;
     clearTimeout(retryTimer);
     $('chart').replaceChildren();
+    $('chart-summary').textContent = '';
     $('rows').replaceChildren();
     $('account').replaceChildren();
     for (const k of ['impressions', 'clicks', 'billable', 'ctr', 'spend']) $('k-' + k).textContent = '–';
