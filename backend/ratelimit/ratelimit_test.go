@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"fmt"
+	"math"
 	"testing"
 	"time"
 )
@@ -133,5 +134,13 @@ func TestShare(t *testing.T) {
 	}
 	if got := (Limit{Rate: 1, Burst: 2}).Share(0.3); got.Burst != 1 || !got.Valid() {
 		t.Errorf("a share of a small burst: %+v, want one token", got)
+	}
+	// A share that is a whole number of tokens is that number, though
+	// its product in floating point falls just below it (0.29 * 100), as
+	// does a prefix's, twice a network's share (2 * 0.145).
+	for _, f := range []float64{0.29, 0.57, 2 * 0.145} {
+		if got := l.Share(f); got.Burst != int(math.Round(f*100)) {
+			t.Errorf("Share(%v) = %+v, want a burst of %v", f, got, math.Round(f*100))
+		}
 	}
 }
