@@ -26,12 +26,15 @@ func (l Limit) Valid() bool { return l.Rate > 0 && l.Burst >= 1 && !math.IsInf(l
 
 // Share is the part f (0 < f <= 1) of l: f of its rate, and f of its
 // burst rounded down but at least one. It sizes the bucket of one client
-// network inside a key's: Share(1) is l itself.
+// network inside a key's: Share(1) is l itself. A burst that is a whole
+// number of tokens, such as 0.29 of 100, stays whole though its product
+// falls just below it in floating point.
 func (l Limit) Share(f float64) Limit {
 	if f >= 1 || !(f > 0) {
 		return l
 	}
-	return Limit{Rate: l.Rate * f, Burst: max(1, int(float64(l.Burst)*f))}
+	b := float64(l.Burst) * f
+	return Limit{Rate: l.Rate * f, Burst: max(1, int(b+b*1e-9))}
 }
 
 // fillTime is how long an empty bucket takes to fill.
