@@ -150,3 +150,13 @@ func TestMerchantUnknownBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestMerchantDisplayAdsAttrsKnown: Google's attributes for display ads
+// (display_ads_id and its kin) are Google's, skipped without a word.
+func TestMerchantDisplayAdsAttrsKnown(t *testing.T) {
+	tsv := "id\ttitle\tlink\tprice\tdisplay_ads_id\tdisplay_ads_similar_id\tdisplay_ads_title\tdisplay_ads_link\tdisplay_ads_value\n" +
+		"A\ta\thttps://shop.example/a\t9.00 EUR\tA\tB\tt\thttps://shop.example/a\t9.00\n"
+	if n, got := warnings(t, tsv, "f.tsv"); n != 1 || len(got) != 0 {
+		t.Errorf("%d ads, warnings %q, want none", n, got)
+	}
+}
