@@ -47,7 +47,8 @@ func init() {
 		free_shipping_limit tax tax_category certification external_seller_id short_title
 		structured_title structured_description pickup_method pickup_sla store_code
 		sell_on_google_quantity return_policy_label disclosure_date feed_label consumer_notice product_fee
-		content_language target_country channel offer_id`) {
+		content_language target_country channel offer_id display_ads_id display_ads_similar_id
+		display_ads_title display_ads_link display_ads_value`) {
 		googleAttrs[a] = true
 	}
 	merchantCandidates = append(slices.Clone(merchantReadAttrs), slices.Sorted(maps.Keys(googleAttrs))...)
