@@ -78,7 +78,8 @@ type Reload struct {
 	// Warnings are what the feeds say that is not read, the catalog
 	// loading all the same: each Merchant Center attribute that is
 	// neither adlink's nor Google's, as "file:line: name: message" with
-	// the attribute it likely misspells. They are the feeds' as last
+	// the attribute it likely misspells, the first catalog.MaxErrors of a
+	// feed and a line counting the rest. They are the feeds' as last
 	// read, whether or not this refresh read them again.
 	Warnings []string `json:"warnings,omitempty"`
 }
