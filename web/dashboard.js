@@ -39,8 +39,12 @@
   let to = '';
   let generation = 0;
   // retryTimer loads the report again once a store that did not answer
-  // asked to be asked again.
+  // asked to be asked again; retries counts the times it did in a row,
+  // each wait twice the last (up to MAX_WAIT s), so a tab left open on an
+  // outage asks less and less often.
   let retryTimer = 0;
+  let retries = 0;
+  const MAX_WAIT = 600;
 
   const token = () => sessionStorage.getItem(KEY) || '';
   const state = (s) => { document.body.dataset.state = s; };
@@ -78,18 +82,21 @@
     return res.json();
   }
 
-  // failure is a refused answer as {status, message, retryAfter}: the
-  // seconds its Retry-After asks to wait before asking again, 0 for none.
+  // failure is a refused answer as {status, code, message, retryAfter}:
+  // the seconds its Retry-After asks to wait before asking again, 0 for
+  // none.
   async function failure(res) {
     let message = 'adlink answered ' + res.status + '.';
+    let code = '';
     try {
       const e = (await res.json()).error;
       if (e && e.message) message = e.message;
+      if (e && e.code) code = e.code;
     } catch (e) {
       // Not JSON: the status says enough.
     }
     const after = Number(res.headers.get('Retry-After'));
-    return { status: res.status, message, retryAfter: after > 0 ? Math.min(Math.ceil(after), 600) : 0 };
+    return { status: res.status, code, message, retryAfter: after > 0 ? Math.min(Math.ceil(after), MAX_WAIT) : 0 };
   }
 
   function show(signedIn) {
@@ -116,6 +123,7 @@
       return unavailable(e);
     }
     if (gen !== generation) return;
+    retries = 0;
     render(byDay, table);
   }
 
@@ -131,9 +139,11 @@
       s = 'offline';
     } else if (e.retryAfter) {
       s = 'unavailable';
-      text = (e.status === 503 ? 'Reports are unavailable for now: adlink cannot read them at the moment.' : e.message) +
-        ' Trying again in ' + count.format(e.retryAfter) + ' s.';
-      retryTimer = setTimeout(load, e.retryAfter * 1000);
+      const wait = Math.min(e.retryAfter * 2 ** Math.min(retries, 10), MAX_WAIT);
+      retries++;
+      text = (e.code === 'reports_unavailable' ? 'Reports are unavailable for now: adlink cannot read them at the moment.' :
+        e.message.replace(/;? *retry after \d+ s$/, '.')) + ' Trying again in ' + count.format(wait) + ' s.';
+      retryTimer = setTimeout(load, wait * 1000);
     } else {
       text += ' If trying again does not help, send this message to your adlink contact.';
     }
@@ -155,6 +165,7 @@
   function clear() {
     generation++;
     clearTimeout(retryTimer);
+    retries = 0;
     $('chart').replaceChildren();
     $('chart-summary').textContent = '';
     $('rows').replaceChildren();
@@ -353,6 +364,7 @@
     if (!/^[\x21-\x7e]+$/.test(t)) return refuse();
     $('refused').hidden = true;
     sessionStorage.setItem(KEY, t);
+    retries = 0;
     load();
     // The form that had the focus is gone: the report's heading takes it,
     // where a keyboard or screen reader goes on from.
@@ -367,7 +379,7 @@
     $('token').focus();
     state('signed-out');
   });
-  $('retry').addEventListener('click', load);
+  $('retry').addEventListener('click', () => { retries = 0; load(); });
   $('csv').addEventListener('click', csv);
 
   if (token()) {

@@ -22,9 +22,9 @@ const dashCSVOffered = `(() => { const b = document.getElementById("csv"); retur
 // TestDashboardReportsUnavailable: a server whose report store (Postgres)
 // is down answers the dashboard's first load 503 reports_unavailable; the
 // dashboard says the reports are unavailable for now, offers no CSV, and
-// tries again by itself after the answer's Retry-After, which once
-// Postgres is back shows the report, made before the outage, with its
-// CSV.
+// tries again by itself after the answer's Retry-After, then after twice
+// that; once Postgres is back, Try again shows the report, made before
+// the outage, with its CSV.
 func TestDashboardReportsUnavailable(t *testing.T) {
 	pg := testpg.Start(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -76,11 +76,25 @@ func TestDashboardReportsUnavailable(t *testing.T) {
 	if eval[bool](t, br, dashCSVOffered) {
 		t.Error("Postgres down: the CSV download is offered")
 	}
+	if !strings.Contains(v.NetError, "in 10 s") {
+		t.Errorf("Postgres down: %q, want the first try again after the 10 s Retry-After", v.NetError)
+	}
+	// Still down at the try again: the next waits twice as long.
+	waitCtx, waitCancel := context.WithTimeout(br.ctx, time.Minute)
+	defer waitCancel()
+	if _, err := chromedp.Run(waitCtx, chromedp.Evaluate[bool](`new Promise((resolve) => {
+		const text = document.getElementById("neterror-text");
+		const done = () => text.textContent.includes("in 20 s") && (resolve(true), true);
+		if (!done()) new MutationObserver((_, o) => done() && o.disconnect()).observe(text, { childList: true, characterData: true, subtree: true });
+	})`, chromedp.EvalAwaitPromise)); err != nil {
+		t.Fatalf("Postgres still down: the dashboard did not wait twice as long the second time: %v (%+v)", err, view())
+	}
 
 	if err := pg.Restart(); err != nil {
 		t.Fatal(err)
 	}
-	// No button pressed: the dashboard tries again by itself.
+	// Try again, pressed, asks at once (it tried by itself above).
+	br.do(t, chromedp.Click("#retry"))
 	ctx, cancel := context.WithTimeout(br.ctx, 2*time.Minute)
 	defer cancel()
 	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](`new Promise((resolve) => {
