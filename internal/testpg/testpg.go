@@ -42,6 +42,7 @@ var (
 //
 //	func TestMain(m *testing.M) { os.Exit(testpg.Main(m)) }
 func Main(m *testing.M) int {
+	tmpl.use = true
 	stop, err := start()
 	if err != nil {
 		startErr = err
@@ -52,7 +53,21 @@ func Main(m *testing.M) int {
 			fmt.Fprintln(os.Stderr, "testpg: stopping postgres:", err)
 		}
 	}
+	if tmpl.dir != "" {
+		os.RemoveAll(tmpl.dir)
+	}
 	return code
+}
+
+// tmpl is the data directory initdb makes once for a test binary that
+// runs Main, which removes it: each server's is a copy, since initdb
+// takes seconds and a copy a fraction of one. A binary without Main
+// runs initdb for each server, as nothing would remove the template.
+var tmpl struct {
+	use  bool
+	once sync.Once
+	dir  string // holds data, the template
+	err  error
 }
 
 // New returns the URL of a new, empty database on the test binary's
@@ -303,15 +318,6 @@ func initServer() (srv *Server, err error) {
 	if bin == "" {
 		return nil, errors.New("no initdb and postgres in /usr/lib/postgresql/*/bin or on PATH")
 	}
-	dir, err := os.MkdirTemp("", "testpg-")
-	if err != nil {
-		return nil, err
-	}
-	defer func() {
-		if err != nil {
-			os.RemoveAll(dir)
-		}
-	}()
 	// Postgres refuses to run as root: then it runs as nobody, in a
 	// directory of nobody's.
 	var cred *syscall.Credential
@@ -323,26 +329,72 @@ func initServer() (srv *Server, err error) {
 		uid, _ := strconv.Atoi(u.Uid)
 		gid, _ := strconv.Atoi(u.Gid)
 		cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
-		if err := os.Chown(dir, uid, gid); err != nil {
-			return nil, err
+	}
+	dir, err := ownDir("testpg-", cred)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			os.RemoveAll(dir)
+		}
+	}()
+	data := filepath.Join(dir, "data")
+	if !tmpl.use {
+		err = initdb(bin, dir, cred)
+	} else {
+		tmpl.once.Do(func() {
+			if tmpl.dir, tmpl.err = ownDir("testpg-template-", cred); tmpl.err == nil {
+				tmpl.err = initdb(bin, tmpl.dir, cred)
+			}
+		})
+		if err = tmpl.err; err == nil {
+			// -a keeps the owner and the data directory's 0700, which
+			// postgres insists on.
+			if out, cpErr := exec.Command("cp", "-a", filepath.Join(tmpl.dir, "data"), data).CombinedOutput(); cpErr != nil {
+				err = fmt.Errorf("copying the initdb template: %w: %s", cpErr, out)
+			}
 		}
 	}
-	data := filepath.Join(dir, "data")
-	// --no-sync: initdb's flush of its thousand files waited on the disk
-	// for up to minutes on a busy machine, and guards only against the
-	// machine's crash, which no test makes; a killed server finds them in
-	// the page cache. The server's own fsync stays on.
-	initdb := exec.Command(filepath.Join(bin, "initdb"), "--no-sync", "-D", data, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-locale")
-	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
-	initdb.Dir = dir
-	if out, err := initdb.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("initdb: %w: %s", err, out)
+	if err != nil {
+		return nil, err
 	}
 	port, err := freePort()
 	if err != nil {
 		return nil, err
 	}
 	return &Server{bin: bin, dir: dir, data: data, port: port, cred: cred}, nil
+}
+
+// ownDir makes a new temporary directory owned by cred's user, when
+// given.
+func ownDir(pattern string, cred *syscall.Credential) (string, error) {
+	dir, err := os.MkdirTemp("", pattern)
+	if err != nil {
+		return "", err
+	}
+	if cred != nil {
+		if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
+			os.RemoveAll(dir)
+			return "", err
+		}
+	}
+	return dir, nil
+}
+
+// initdb makes a data directory, data, in dir, as cred's user.
+func initdb(bin, dir string, cred *syscall.Credential) error {
+	// --no-sync: initdb's flush of its thousand files waited on the disk
+	// for up to minutes on a busy machine, and guards only against the
+	// machine's crash, which no test makes; a killed server finds them in
+	// the page cache. The server's own fsync stays on.
+	cmd := exec.Command(filepath.Join(bin, "initdb"), "--no-sync", "-D", filepath.Join(dir, "data"), "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-locale")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("initdb: %w: %s", err, out)
+	}
+	return nil
 }
 
 // waitReady connects until the server answers, it exits, or a minute
