@@ -28,7 +28,22 @@ var (
 	gcOnce  sync.Once
 	gcBuilt []byte
 	gcError error
+
+	stateOnce  sync.Once
+	stateBuilt []byte
+	stateError error
 )
+
+// stateModule is stateProgram built once for the package's tests, which
+// start from it: a copy each, so that none sees another's changes.
+func stateModule(t testing.TB) []byte {
+	t.Helper()
+	stateOnce.Do(func() { stateBuilt, stateError = Program(stateProgram) })
+	if stateError != nil {
+		t.Fatal(stateError)
+	}
+	return slices.Clone(stateBuilt)
+}
 
 // gcMatcher is the matcher as Build makes it, but started with the
 // collector's trace on (GODEBUG=gctrace=1) and a heap goal of a quarter
@@ -167,10 +182,7 @@ func churn(n int32) int32 {
 // reactor started without _initialize fails, and a host that calls
 // _initialize anyway changes nothing.
 func TestPreinitKeepsTheState(t *testing.T) {
-	plain, err := Program(stateProgram)
-	if err != nil {
-		t.Fatal(err)
-	}
+	plain := stateModule(t)
 	done, err := Preinit(plain, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -212,10 +224,7 @@ func TestPreinitKeepsTheState(t *testing.T) {
 // environment of several variables give the same bytes (Go's map order
 // once put them in the memory in either order).
 func TestPreinitIsDeterministic(t *testing.T) {
-	plain, err := Program(stateProgram)
-	if err != nil {
-		t.Fatal(err)
-	}
+	plain := stateModule(t)
 	env := map[string]string{"GOGC": "200", "GODEBUG": "gcshrinkstackoff=1", "A": "1", "B": "2", "C": "3"}
 	first, err := Preinit(plain, env)
 	if err != nil {
@@ -235,10 +244,7 @@ func TestPreinitIsDeterministic(t *testing.T) {
 // TestPreinitRefuses: what is not a Go reactor whose start-up completes
 // is refused, naming why.
 func TestPreinitRefuses(t *testing.T) {
-	plain, err := Program(stateProgram)
-	if err != nil {
-		t.Fatal(err)
-	}
+	plain := stateModule(t)
 	panics, err := Program("package main\n\nfunc init() { panic(\"no\") }\n\nfunc main() {}\n\n//go:wasmexport nop\nfunc nop() {}\n")
 	if err != nil {
 		t.Fatal(err)
