@@ -132,6 +132,38 @@ func (s *server) withCatalog(w http.ResponseWriter, r *http.Request) *http.Reque
 	return r.WithContext(context.WithValue(r.Context(), catalogKey{}, c))
 }
 
+// behindWait bounds how long a click on an ad the catalog lacks waits for
+// the newer catalog the replica is reading (Deps.AwaitCatalog).
+const behindWait = 10 * time.Second
+
+// newerCatalog gives the request the catalog served now, when it is newer
+// than the one the request started with, or becomes so within behindWait
+// while the replica catches up with the others; ok is false, at once when
+// the replica is not behind, when no newer one came.
+func (s *server) newerCatalog(w http.ResponseWriter, r *http.Request) (*http.Request, bool) {
+	if s.await == nil {
+		return r, false
+	}
+	pinned := s.catalogOf(r)
+	c := s.catalog()
+	if c == pinned {
+		ctx, cancel := context.WithTimeout(r.Context(), behindWait)
+		defer cancel()
+		if !s.await(ctx) {
+			return r, false
+		}
+		if c = s.catalog(); c == pinned {
+			return r, false
+		}
+	}
+	// Its partners and budgets come with it: the request reads one set.
+	w.Header().Del("X-Adlink-Catalog")
+	if c.Version != "" {
+		w.Header().Set("X-Adlink-Catalog", c.Version)
+	}
+	return r.WithContext(context.WithValue(r.Context(), catalogKey{}, c)), true
+}
+
 // catalogOf is the catalog the request started with.
 func (s *server) catalogOf(r *http.Request) *Catalog {
 	if c, ok := r.Context().Value(catalogKey{}).(*Catalog); ok {

@@ -42,6 +42,13 @@ func (s *server) redirect(w http.ResponseWriter, r *http.Request) error {
 	}
 	ad, ok := s.catalogOf(r).ad(req.AdID, s.now()) // a removed ad's links land until they expire
 	if !ok {
+		// Another replica may have made the link from the catalog this
+		// one is still reading.
+		if r, ok = s.newerCatalog(w, r); ok {
+			ad, ok = s.catalogOf(r).ad(req.AdID, s.now())
+		}
+	}
+	if !ok {
 		return problemError(http.StatusNotFound, contract.NoAd(req.AdID), nil)
 	}
 	// The catalog admits only such landings; checked again here, as this

@@ -40,6 +40,12 @@ type Deps struct {
 	// CatalogState, when set, says in /readyz how the catalog's refreshes
 	// go.
 	CatalogState func() CatalogState
+	// AwaitCatalog, when set, waits until ctx ends for the catalog a
+	// replica heard the others announce and is reading, when it is behind
+	// on one, and tells whether a newer catalog came; it returns false at
+	// once when the replica is not behind. A click link another replica
+	// made for an ad new in its catalog then lands here too.
+	AwaitCatalog func(ctx context.Context) bool
 	// Indexes and Shards are a catalog that never changes.
 	Indexes market.Indexes
 	// Partners are who may ask for ads, for Catalog versions without
@@ -117,6 +123,7 @@ type server struct {
 	log      *slog.Logger
 	catalog  func() *Catalog
 	state    func() CatalogState
+	await    func(ctx context.Context) bool
 	partners partners.Registry
 	clicks   clicks.Recorder
 	pages    Pages
@@ -151,6 +158,7 @@ func NewServer(d Deps) http.Handler {
 		log:      d.Logger,
 		catalog:  d.Catalog,
 		state:    d.CatalogState,
+		await:    d.AwaitCatalog,
 		partners: d.Partners,
 		clicks:   d.Clicks,
 		pages:    d.Pages,
