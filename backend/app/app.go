@@ -355,11 +355,16 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 	// The partners, report readers and budgets come with each catalog
 	// version (version.with), none from start-up: a version without
 	// them answers 500 rather than serve a set revoked since.
+	var awaitCatalog func(context.Context) bool
+	if a.replicas != nil {
+		awaitCatalog = a.replicas.await
+	}
 	a.Handler = api.NewServer(api.Deps{
 		Config:       cfg,
 		Logger:       log,
 		Catalog:      cat.current,
 		CatalogState: cat.state,
+		AwaitCatalog: awaitCatalog,
 		Clicks:       a.Clicks,
 		ClickKeys:    clickKeys,
 		Windows:      windows,

@@ -48,6 +48,12 @@ type replicas struct {
 	seq uint64
 	// counts of announcements sent, failed and heard from others.
 	sent, failed, fromOthers int
+	// pending, from hearing another catalog than the one served until
+	// the worker's read of it ended, is closed then: every click waiting
+	// for it (await) shares it.
+	pending chan struct{}
+	// awaiting, in tests, is called as a click starts to wait.
+	awaiting func()
 
 	stop context.CancelFunc
 	done sync.WaitGroup
@@ -172,53 +178,106 @@ func (r *replicas) hear(a catalog.Announcement, recorded bool) {
 	}
 	if recorded || a.From != r.self {
 		r.wakeUp()
+		if a.Version != "" && a.Version != r.live.current().Version && r.pending == nil {
+			r.pending = make(chan struct{})
+		}
+	}
+}
+
+// settle ends the wait of the clicks waiting for the read the worker just
+// ended, and starts one for the next when a wake-up is pending; r.mu is
+// held.
+func (r *replicas) settle(next bool) {
+	if r.pending != nil {
+		close(r.pending)
+		r.pending = nil
+	}
+	if next && len(r.wake) > 0 && r.last.Version != "" && r.last.Version != r.live.current().Version {
+		r.pending = make(chan struct{})
+	}
+}
+
+// await waits, while this replica reads a catalog another announced, for
+// that read to end, or ctx; it tells whether the catalog served changed
+// meanwhile. A replica that is not behind, or whose read ended without
+// the catalog (its feeds could not be read), does not wait.
+func (r *replicas) await(ctx context.Context) bool {
+	was := r.live.current()
+	r.mu.Lock()
+	pending, hook := r.pending, r.awaiting
+	r.mu.Unlock()
+	if pending == nil {
+		return false
+	}
+	if hook != nil {
+		hook()
+	}
+	select {
+	case <-pending:
+		return r.live.current() != was
+	case <-ctx.Done():
+		return false
 	}
 }
 
 // work brings the catalog to the version heard last, and announces this
 // replica's when it is the news, at each wake-up until ctx ends.
 func (r *replicas) work(ctx context.Context) {
+	defer func() {
+		r.mu.Lock()
+		r.settle(false)
+		r.mu.Unlock()
+	}()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-r.wake:
 		}
+		r.catchUp(ctx)
 		r.mu.Lock()
-		last, recorded, pending := r.last, r.recorded, r.unannounced
-		r.recorded = false
+		r.settle(true)
 		r.mu.Unlock()
-		heard, current := last.Version, r.live.current().Version
-		if heard == current {
-			r.mu.Lock()
-			if r.unannounced == current { // recorded already
-				r.unannounced = ""
-			}
-			r.mu.Unlock()
-			continue
-		}
-		if pending != "" && pending == current && !recorded {
-			r.announce(ctx, pending)
-			continue
-		}
-		if heard != "" {
-			res := r.live.reloadAs(ctx, false, last.From)
-			if res.Version == heard || ctx.Err() != nil {
-				continue
-			}
-			if !recorded || res.Result == resultFailed || res.Result == resultRefused {
-				r.log.Warn("catalog: serving another catalog than the other replicas", "version", res.Version,
-					"replicas_version", heard, "result", res.Result, "err", res.Error)
-				continue
-			}
-		}
-		// The record is older than the feeds this replica just read (or
-		// there is none): its catalog is the news. Only the record, never
-		// a message, leads here, so two replicas whose feeds differ do not
-		// answer each other for ever; and it goes only over the record
-		// read, not over an announcement made since.
-		r.announceOver(ctx, r.live.current().Version, &last)
 	}
+}
+
+// catchUp brings the catalog to the version heard last, or announces this
+// replica's.
+func (r *replicas) catchUp(ctx context.Context) {
+	r.mu.Lock()
+	last, recorded, pending := r.last, r.recorded, r.unannounced
+	r.recorded = false
+	r.mu.Unlock()
+	heard, current := last.Version, r.live.current().Version
+	if heard == current {
+		r.mu.Lock()
+		if r.unannounced == current { // recorded already
+			r.unannounced = ""
+		}
+		r.mu.Unlock()
+		return
+	}
+	if pending != "" && pending == current && !recorded {
+		r.announce(ctx, pending)
+		return
+	}
+	if heard != "" {
+		res := r.live.reloadAs(ctx, false, last.From)
+		if res.Version == heard || ctx.Err() != nil {
+			return
+		}
+		if !recorded || res.Result == resultFailed || res.Result == resultRefused {
+			r.log.Warn("catalog: serving another catalog than the other replicas", "version", res.Version,
+				"replicas_version", heard, "result", res.Result, "err", res.Error)
+			return
+		}
+	}
+	// The record is older than the feeds this replica just read (or there
+	// is none): its catalog is the news. Only the record, never a message,
+	// leads here, so two replicas whose feeds differ do not answer each
+	// other for ever; and it goes only over the record read, not over an
+	// announcement made since.
+	r.announceOver(ctx, r.live.current().Version, &last)
 }
 
 // state is what /readyz says of the replicas' catalog, beside served.
