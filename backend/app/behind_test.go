@@ -14,6 +14,7 @@ import (
 
 	"github.com/adlink/adlink/backend/clicks"
 	"github.com/adlink/adlink/internal/testcatalog"
+	"github.com/adlink/adlink/internal/testpg"
 	"github.com/adlink/adlink/internal/testredis"
 )
 
@@ -57,13 +58,14 @@ func (f *heldFeed) hold(name string, body []byte) (arrived chan struct{}, releas
 	return f.arrived, f.release
 }
 
-// startFeedMember starts a replica on Redis at redisURL reading its feed
-// from srv, telling waits of each click that starts to wait on it.
-func startFeedMember(t *testing.T, redisURL, srv, name string, waits chan<- struct{}) *App {
+// startFeedMember starts a replica on the Redis at redisURL and/or the
+// Postgres at pgURL reading its feed from srv, telling waits of each
+// click that starts to wait on it.
+func startFeedMember(t *testing.T, redisURL, pgURL, srv, name string, waits chan<- struct{}) *App {
 	t.Helper()
 	cfg := testConfig(t)
 	cfg.Catalogs = []string{srv + "/" + name + ".jsonl"}
-	cfg.RedisURL = redisURL
+	cfg.RedisURL, cfg.PostgresURL = redisURL, pgURL
 	cfg.ClickKeys = []clicks.Key{{ID: "shared", Secret: bytes.Repeat([]byte{7}, 32)}}
 	cfg.KeyRate, cfg.KeyBurst, cfg.KeyNetworkShare = 1e6, 1e6, 1
 	cfg.IPRate, cfg.IPBurst = 1e6, 1e6
@@ -83,9 +85,19 @@ func startFeedMember(t *testing.T, redisURL, srv, name string, waits chan<- stru
 // still reading that catalog: B waits for its swap rather than answer
 // 404. Clicks on ids no catalog has, made while B reads, all wait on the
 // one read and get their 404 when it ends; once B has caught up, such a
-// click gets its 404 without waiting.
+// click gets its 404 without waiting. On Redis, and on Postgres alone.
 func TestReplicaBehindLandsNewAdsClick(t *testing.T) {
-	redisSrv := testredis.Start(t, testredis.Options{})
+	t.Run("redis", func(t *testing.T) {
+		behindClick(t, testredis.Start(t, testredis.Options{}).URL(), "")
+	})
+	t.Run("postgres", func(t *testing.T) {
+		behindClick(t, "", testpg.New(t))
+	})
+}
+
+// behindClick is TestReplicaBehindLandsNewAdsClick on the Redis at
+// redisURL and/or the Postgres at pgURL.
+func behindClick(t *testing.T, redisURL, pgURL string) {
 	ads := testcatalog.Generate(80, 21)
 	fresh := &ads[0]
 	fresh.Keywords = append(slices.Clone(fresh.Keywords), "zzqxfresh")
@@ -95,8 +107,8 @@ func TestReplicaBehindLandsNewAdsClick(t *testing.T) {
 	defer feeds.Close()
 	const flood = 20
 	waitsA, waitsB := make(chan struct{}, 2*flood), make(chan struct{}, 2*flood)
-	a := startFeedMember(t, redisSrv.URL(), feeds.URL, "A", waitsA)
-	b := startFeedMember(t, redisSrv.URL(), feeds.URL, "B", waitsB)
+	a := startFeedMember(t, redisURL, pgURL, feeds.URL, "A", waitsA)
+	b := startFeedMember(t, redisURL, pgURL, feeds.URL, "B", waitsB)
 	pubB := httptest.NewServer(b.Handler)
 	defer pubB.Close()
 	v1 := b.Catalog().Version
