@@ -4,13 +4,13 @@ import (
 	"errors"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/goccy/go-json"
 
 	"github.com/adlink/adlink/backend/api"
 	"github.com/adlink/adlink/backend/catalog"
+	"github.com/adlink/adlink/internal/atomicfile"
 	"github.com/adlink/adlink/match"
 )
 
@@ -25,8 +25,8 @@ type savedRemoved struct {
 	Ad    match.Ad  `json:"ad"`
 }
 
-// saveRemoved writes removed to path through a temporary file renamed into
-// place: a crash leaves the old file or the new one.
+// saveRemoved writes removed to path: a crash leaves the old file or the
+// new one.
 func saveRemoved(path string, removed map[string]api.Removed) error {
 	saved := make([]savedRemoved, 0, len(removed))
 	for _, r := range removed {
@@ -36,22 +36,7 @@ func saveRemoved(path string, removed map[string]api.Removed) error {
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".removed-ads-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	_, err = tmp.Write(b)
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return atomicfile.Write(path, b)
 }
 
 // loadRemoved reads the removed ads path keeps whose links still land at

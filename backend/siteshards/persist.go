@@ -6,7 +6,8 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
+
+	"github.com/adlink/adlink/internal/atomicfile"
 )
 
 // ProfilesFile is the name the server gives Options.File in its data
@@ -26,8 +27,8 @@ type savedPage struct {
 }
 
 // save writes the sites' profiles to path, the site seen least recently
-// first, through a temporary file renamed into place: a crash leaves the
-// old file or the new one. Once it is in place, the profiles as written
+// first: a crash leaves the old file or the new one. Once it is in place,
+// the profiles as written
 // are the saved ones.
 func (s *Service) save(path string) error {
 	s.mu.Lock()
@@ -46,23 +47,7 @@ func (s *Service) save(path string) error {
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".site-profiles-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	if err := atomicfile.Write(path, b); err != nil {
 		return err
 	}
 	s.mu.Lock()
