@@ -28,8 +28,7 @@ type savedPage struct {
 
 // save writes the sites' profiles to path, the site seen least recently
 // first: a crash leaves the old file or the new one. Once it is in place,
-// the profiles as written
-// are the saved ones.
+// the profiles as written are the saved ones.
 func (s *Service) save(path string) error {
 	s.mu.Lock()
 	learnt := s.learnt
