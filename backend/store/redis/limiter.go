@@ -70,9 +70,8 @@ func (l *Limiter) take(ctx context.Context, key string, lim ratelimit.Limit) (*r
 
 // bothScript is GCRA over the buckets KEYS[1], KEYS[2] and any after them
 // in turn, in one round trip: each is looked at only when those before it
-// allowed. ARGV
-// gives each bucket's burst and emission interval (seconds per token).
-// A bucket's key and value are redis_rate's (its theoretical arrival time,
+// allowed. ARGV gives each bucket's burst and emission interval (seconds
+// per token). A bucket's key and value are redis_rate's (its theoretical arrival time,
 // in seconds since 2017 by Redis's clock, TIME), so Allow and AllowBoth
 // take from the same buckets; the offset keeps microseconds in Lua's
 // doubles. Each bucket answers {allowed, remaining, retry after µs,
@@ -195,8 +194,9 @@ func (l *Limiter) allowChain(ctx context.Context, buckets []ratelimit.Bucket) (o
 	return out, true
 }
 
-// bothCall is one AllowBoth's or AllowThree's script call: its keys and arguments, and once
-// woken, its answer, or ok false when the fallback is to answer.
+// bothCall is one AllowBoth's or AllowThree's script call: its keys and
+// arguments, and once woken, its answer, or ok false when the fallback is
+// to answer.
 type bothCall struct {
 	keys []string
 	args []any
@@ -208,11 +208,11 @@ type bothCall struct {
 	lead bool
 }
 
-// A batcher sends concurrent AllowBoth and AllowThree calls to Redis together, in one
-// pipeline a round trip, as a group commit does: a call that finds fewer
-// than maxPipelines in flight sends its own and what is queued, then
-// hands the pipeline's turn to the first call still queued; the others
-// wait for their answer. A call alone is sent at once, so one
+// A batcher sends concurrent AllowBoth and AllowThree calls to Redis
+// together, in one pipeline a round trip, as a group commit does: a call
+// that finds fewer than maxPipelines in flight sends its own and what is
+// queued, then hands the pipeline's turn to the first call still queued;
+// the others wait for their answer. A call alone is sent at once, so one
 // request's latency is one round trip as before; under load the system
 // calls and the server's reads are shared by the calls of a pipeline.
 type batcher struct {
