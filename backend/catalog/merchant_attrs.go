@@ -12,9 +12,9 @@ import (
 // (salesprice) would lose what it says without a word. Each name that is
 // neither an attribute adlink reads nor one of Google's is reported once
 // per read, with the attribute it most likely misspells: the first
-// MaxErrors of them, and how many more, so that a feed of a name a column
-// or an item neither floods the log and the reload's answer nor spends a
-// guess on each.
+// MaxErrors of them, and how many more, so that a feed with a new name in
+// each column or item neither floods the log and the reload's answer nor
+// spends a guess on each.
 
 // merchantReadAttrs are the attributes merchantItem.set reads, in the
 // order a misspelling's likeliest meaning is looked for.
