@@ -140,48 +140,65 @@ func TestDocSearchExamples(t *testing.T) {
 	env := demoEnv(t)
 	example := regexp.MustCompile(`curl ((?:-H '[^']*' )*)"\$B(/v2/search/link\?[^"]*)"`)
 	header := regexp.MustCompile(`-H '([^:']+): ([^']*)'`)
-	seen := 0
+	examples := docExamples(t, example)
+	for _, e := range examples {
+		doc, m := e.doc, e.match
+		h := http.Header{}
+		for _, hm := range header.FindAllStringSubmatch(m[1], -1) {
+			h.Set(hm[1], hm[2])
+		}
+		target := m[2]
+		res := env.get(t, target, h, "")
+		body := readBody(t, res)
+		if code, ok := docErrorExamples[target]; ok {
+			if res.StatusCode < 400 || !strings.Contains(string(body), `"code":"`+code+`"`) {
+				t.Errorf("%s: %s shows the error %s, answers %s\n%s", doc, target, code, res.Status, body)
+			}
+			continue
+		}
+		if res.StatusCode != http.StatusOK {
+			t.Errorf("%s: %s answers %s\n%s", doc, target, res.Status, body)
+			continue
+		}
+		if cb := parseQuery(t, target).Get("callback"); cb != "" {
+			if !strings.HasPrefix(string(body), "/**/"+cb+`({"http_status":200,"link":[{`) {
+				t.Errorf("%s: %s answers no ads as JSONP:\n%s", doc, target, body)
+			}
+			continue
+		}
+		var answer struct {
+			Link []json.RawMessage `json:"link"`
+		}
+		if err := json.Unmarshal(body, &answer); err != nil || len(answer.Link) == 0 {
+			t.Errorf("%s: %s answers no ads (%v):\n%s", doc, target, err, body)
+		}
+	}
+	if len(examples) < 20 {
+		t.Fatalf("found %d search examples in the docs, want them all", len(examples))
+	}
+}
+
+// docExample is one match of an example's pattern in a document.
+type docExample struct {
+	doc   string
+	match []string
+}
+
+// docExamples is every match of example in the README and docs/API.md,
+// in that order.
+func docExamples(t *testing.T, example *regexp.Regexp) []docExample {
+	t.Helper()
+	var found []docExample
 	for _, doc := range []string{"README.md", filepath.Join("docs", "API.md")} {
 		b, err := os.ReadFile(filepath.Join("..", "..", doc))
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, m := range example.FindAllStringSubmatch(string(b), -1) {
-			seen++
-			h := http.Header{}
-			for _, hm := range header.FindAllStringSubmatch(m[1], -1) {
-				h.Set(hm[1], hm[2])
-			}
-			target := m[2]
-			res := env.get(t, target, h, "")
-			body := readBody(t, res)
-			if code, ok := docErrorExamples[target]; ok {
-				if res.StatusCode < 400 || !strings.Contains(string(body), `"code":"`+code+`"`) {
-					t.Errorf("%s: %s shows the error %s, answers %s\n%s", doc, target, code, res.Status, body)
-				}
-				continue
-			}
-			if res.StatusCode != http.StatusOK {
-				t.Errorf("%s: %s answers %s\n%s", doc, target, res.Status, body)
-				continue
-			}
-			if cb := parseQuery(t, target).Get("callback"); cb != "" {
-				if !strings.HasPrefix(string(body), "/**/"+cb+`({"http_status":200,"link":[{`) {
-					t.Errorf("%s: %s answers no ads as JSONP:\n%s", doc, target, body)
-				}
-				continue
-			}
-			var answer struct {
-				Link []json.RawMessage `json:"link"`
-			}
-			if err := json.Unmarshal(body, &answer); err != nil || len(answer.Link) == 0 {
-				t.Errorf("%s: %s answers no ads (%v):\n%s", doc, target, err, body)
-			}
+			found = append(found, docExample{doc, m})
 		}
 	}
-	if seen < 20 {
-		t.Fatalf("found %d search examples in the docs, want them all", seen)
-	}
+	return found
 }
 
 func parseQuery(t *testing.T, target string) url.Values {
@@ -212,19 +229,13 @@ func TestDocRedirectExamples(t *testing.T) {
 	cfg.RedirectURL = "http://localhost:8080"
 	env.handler = NewServer(Deps{Config: cfg, Indexes: env.indexes, Partners: testPartners(t), Clicks: log})
 	example := regexp.MustCompile(`curl -i "\$B(/v1/redirect\?[^"]*)"`)
-	seen := 0
-	for _, doc := range []string{"README.md", filepath.Join("docs", "API.md")} {
-		b, err := os.ReadFile(filepath.Join("..", "..", doc))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, m := range example.FindAllStringSubmatch(string(b), -1) {
-			seen++
-			res := env.get(t, m[1], nil, "")
-			body := readBody(t, res)
-			if res.StatusCode != http.StatusFound || !strings.HasPrefix(res.Header.Get("Location"), "https://") {
-				t.Errorf("%s: %s answers %s, Location %q\n%s", doc, m[1], res.Status, res.Header.Get("Location"), body)
-			}
+	examples := docExamples(t, example)
+	seen := len(examples)
+	for _, e := range examples {
+		res := env.get(t, e.match[1], nil, "")
+		body := readBody(t, res)
+		if res.StatusCode != http.StatusFound || !strings.HasPrefix(res.Header.Get("Location"), "https://") {
+			t.Errorf("%s: %s answers %s, Location %q\n%s", e.doc, e.match[1], res.Status, res.Header.Get("Location"), body)
 		}
 	}
 	if seen < 2 {
