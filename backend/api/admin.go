@@ -260,10 +260,8 @@ func backup(d AdminDeps) http.Handler {
 		if run := running.Load(); run != nil {
 			retry = backupRetry(now().Sub(run.start), run.sent.Load(), run.size.Load())
 		}
-		after := strconv.Itoa(retry)
-		w.Header().Set("Retry-After", after)
-		respondError(w, &Error{Status: http.StatusServiceUnavailable, Code: CodeBackupBusy,
-			Message: "another backup is being taken or sent, and one runs at a time; retry after " + after + " s"})
+		respondError(w, &Error{Status: http.StatusServiceUnavailable, Code: CodeBackupBusy, RetryAfter: int64(retry),
+			Message: "another backup is being taken or sent, and one runs at a time"})
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if d.Backup == nil {
@@ -334,4 +332,7 @@ func (w stallWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-func respondError(w http.ResponseWriter, e *Error) { respond(w, e.Status, e.body(), "") }
+func respondError(w http.ResponseWriter, e *Error) {
+	e.setRetryAfter(w.Header())
+	respond(w, e.Status, e.body(), "")
+}

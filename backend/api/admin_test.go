@@ -192,8 +192,14 @@ func TestBackupRetryAfterFollowsProgress(t *testing.T) {
 			t.Fatalf("%s during a backup: %d, want 503", method, res.StatusCode)
 		}
 		after := res.Header.Get("Retry-After")
-		if method == http.MethodGet && !strings.Contains(string(body), "retry after "+after+" s") {
-			t.Errorf("GET during a backup: %s, want it to say retry after %s s", body, after)
+		if method == http.MethodGet {
+			var e errorResponse
+			if err := json.Unmarshal(body, &e); err != nil {
+				t.Fatalf("%v: %s", err, body)
+			}
+			if strconv.Itoa(e.Error.RetryAfter) != after || strings.Contains(e.Error.Message, "retry") {
+				t.Errorf("GET during a backup: %s, want retry_after %s, as Retry-After, and a message without it", body, after)
+			}
 		}
 		return after
 	}

@@ -3,6 +3,7 @@ package api
 import (
 	"errors"
 	"net/http"
+	"strconv"
 
 	"github.com/adlink/adlink/contract"
 	"github.com/adlink/adlink/match"
@@ -35,6 +36,13 @@ type Error struct {
 	Message string
 	// Param names the (first) parameter at fault, if any.
 	Param string
+	// Limit names the rate limit's bucket that refused the request (a
+	// 429), so that a client need not read it from the message.
+	Limit string
+	// RetryAfter is the whole seconds the client is asked to wait before
+	// it asks again, 0 for none: the Retry-After header and the body's
+	// retry_after both carry it.
+	RetryAfter int64
 	// Err is the underlying cause, logged for 5xx and never sent.
 	Err error
 }
@@ -68,9 +76,33 @@ func asError(err error) *Error {
 func (e *Error) body() []byte { return e.bodyWithID("") }
 
 // bodyWithID is the error body with the request id, which a client quotes
-// when it reports a 5xx.
+// when it reports a 5xx, and with the server's fields the module never
+// writes (limit, retry_after), added here so that they cost the module
+// nothing.
 func (e *Error) bodyWithID(id string) []byte {
-	return contract.AppendError(nil, contract.Problem{Code: e.Code, Param: e.Param, Message: e.Message}, id)
+	b := contract.AppendError(nil, contract.Problem{Code: e.Code, Param: e.Param, Message: e.Message}, id)
+	if e.Limit == "" && e.RetryAfter <= 0 {
+		return b
+	}
+	b = b[:len(b)-len("}}")] // reopen the error object AppendError closed
+	if e.Limit != "" {
+		b = append(b, `,"limit":`...)
+		b = match.AppendJSONString(b, e.Limit)
+	}
+	if e.RetryAfter > 0 {
+		b = append(b, `,"retry_after":`...)
+		b = strconv.AppendInt(b, e.RetryAfter, 10)
+	}
+	return append(b, "}}"...)
+}
+
+// setRetryAfter sets the Retry-After header of an error that asks the
+// client to wait, from the field its body's retry_after holds, so the two
+// always agree.
+func (e *Error) setRetryAfter(h http.Header) {
+	if e.RetryAfter > 0 {
+		h.Set("Retry-After", strconv.FormatInt(e.RetryAfter, 10))
+	}
 }
 
 // quote shows a client's value in a message, cut to a readable length.

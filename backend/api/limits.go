@@ -167,8 +167,9 @@ func (s *server) limitIP(h handlerFunc) handlerFunc {
 		if n.Allowed && p.Limit != 0 && (!p.Allowed || p.Remaining < n.Remaining) {
 			limit, d = "ip_prefix", p
 		}
+		// The 429 is never written: the visitor lands all the same, and a
+		// redirect is not to be retried.
 		if err := s.checkLimit(w, d, limit, "too many requests from this address"); err != nil {
-			w.Header().Del("Retry-After") // a redirect is not to be retried
 			// A flood is written to the click log at one click a minute
 			// per network, and prefixNetworks a minute per prefix, not at
 			// its own rate; /metrics counts it all.
@@ -234,8 +235,8 @@ func (s *server) admitPage(w http.ResponseWriter, r *http.Request, apiKey, siteI
 }
 
 // checkLimit sets the X-RateLimit-* headers of decision d and returns the
-// 429 of a refused request, with Retry-After, counted under limit, which
-// its message names.
+// 429 of a refused request, counted under limit, which it names, with the
+// seconds to wait (Retry-After, once the error is written).
 func (s *server) checkLimit(w http.ResponseWriter, d ratelimit.Decision, limit, message string) error {
 	if d.Limit == 0 {
 		return nil // no limit configured
@@ -248,7 +249,6 @@ func (s *server) checkLimit(w http.ResponseWriter, d ratelimit.Decision, limit, 
 		return nil
 	}
 	s.metrics.RateLimited(limit)
-	h.Set("Retry-After", strconv.FormatInt(max(1, ceilSeconds(d.RetryAfter)), 10))
 	h.Set("Cache-Control", "no-store")
 	param := ""
 	switch limit {
@@ -257,8 +257,8 @@ func (s *server) checkLimit(w http.ResponseWriter, d ratelimit.Decision, limit, 
 	case "site", "site_network", "site_prefix":
 		param = "site_id"
 	}
-	return &Error{Status: http.StatusTooManyRequests, Code: CodeRateLimited, Param: param,
-		Message: message + " (limit " + limit + "); retry after " + h.Get("Retry-After") + " s"}
+	return &Error{Status: http.StatusTooManyRequests, Code: CodeRateLimited, Param: param, Message: message,
+		Limit: limit, RetryAfter: max(1, ceilSeconds(d.RetryAfter))}
 }
 
 // ceilSeconds is d in whole seconds, rounded up.

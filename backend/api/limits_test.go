@@ -52,12 +52,15 @@ func limitedEnv(t *testing.T, set func(*config.Config)) *testEnv {
 }
 
 // checkLimited asserts a 429 with the rate-limit headers and the error
-// body, as plain JSON or, with callback, inside JSONP.
-func checkLimited(t *testing.T, res *http.Response, limit int, param, callback string) {
+// body, as plain JSON or, with callback, inside JSONP: its param, the
+// bucket that refused it and the wait as fields, the same wait as
+// Retry-After, and a message that says neither.
+func checkLimited(t *testing.T, res *http.Response, limit int, param, bucket, callback string) {
 	t.Helper()
 	body := readBody(t, res)
 	h := res.Header
-	if ra, err := strconv.Atoi(h.Get("Retry-After")); err != nil || ra < 1 {
+	ra, err := strconv.Atoi(h.Get("Retry-After"))
+	if err != nil || ra < 1 {
 		t.Errorf("Retry-After %q, want whole seconds >= 1", h.Get("Retry-After"))
 	}
 	if h.Get("X-RateLimit-Limit") != strconv.Itoa(limit) || h.Get("X-RateLimit-Remaining") != "0" {
@@ -82,8 +85,14 @@ func checkLimited(t *testing.T, res *http.Response, limit int, param, callback s
 	if err := json.Unmarshal(body, &e); err != nil {
 		t.Fatalf("%v: %s", err, body)
 	}
-	if e.Error.Code != CodeRateLimited || e.Error.Param != param || e.Error.Message == "" {
-		t.Errorf("error %+v, want %s on %q", e.Error, CodeRateLimited, param)
+	if e.Error.Code != CodeRateLimited || e.Error.Param != param || e.Error.Limit != bucket || e.Error.Message == "" {
+		t.Errorf("error %+v, want %s on %q by limit %q", e.Error, CodeRateLimited, param, bucket)
+	}
+	if e.Error.RetryAfter != ra {
+		t.Errorf("retry_after %d, want Retry-After's %d", e.Error.RetryAfter, ra)
+	}
+	if m := e.Error.Message; strings.Contains(m, "retry") || strings.Contains(m, "(limit") {
+		t.Errorf("message %q says the wait or the limit, which the fields carry", m)
 	}
 	if callback != "" && e.HTTPStatus != http.StatusTooManyRequests {
 		t.Errorf("http_status %d in JSONP, want 429", e.HTTPStatus)
@@ -104,11 +113,11 @@ func TestRateLimitPerKey(t *testing.T) {
 				res.Header.Get("X-RateLimit-Limit"), res.Header.Get("X-RateLimit-Remaining"))
 		}
 	}
-	checkLimited(t, search("demo", "demo", ""), 5, "api_key", "")
-	checkLimited(t, search("demo", "demo", "&callback=adlink.cb"), 5, "api_key", "adlink.cb")
+	checkLimited(t, search("demo", "demo", ""), 5, "api_key", "api_key_network", "")
+	checkLimited(t, search("demo", "demo", "&callback=adlink.cb"), 5, "api_key", "api_key_network", "adlink.cb")
 	// Every /v2 endpoint draws on the same key's budget.
-	checkLimited(t, env.get(t, "/v2/shards?api_key=demo&site_id=demo", nil, ""), 5, "api_key", "")
-	checkLimited(t, env.get(t, pageQuery("http://localhost/x"), nil, ""), 5, "api_key", "")
+	checkLimited(t, env.get(t, "/v2/shards?api_key=demo&site_id=demo", nil, ""), 5, "api_key", "api_key_network", "")
+	checkLimited(t, env.get(t, pageQuery("http://localhost/x"), nil, ""), 5, "api_key", "api_key_network", "")
 
 	// Another key is not affected.
 	if res := search("k2", "blog", ""); res.StatusCode != http.StatusOK {
@@ -120,7 +129,7 @@ func TestRateLimitPerKey(t *testing.T) {
 			t.Fatalf("partner with burst 2: %s, limit %q", res.Status, res.Header.Get("X-RateLimit-Limit"))
 		}
 	}
-	checkLimited(t, search("small", "s", ""), 2, "api_key", "")
+	checkLimited(t, search("small", "s", ""), 2, "api_key", "api_key_network", "")
 	// An unknown key is refused for what it is, not limited.
 	for range 10 {
 		if res := search("nope", "demo", ""); res.StatusCode != http.StatusUnauthorized {
@@ -192,7 +201,7 @@ func TestRateLimitPageEnqueuesPerSite(t *testing.T) {
 			t.Fatalf("page %s: %s", p, res.Status)
 		}
 	}
-	checkLimited(t, pe.get(t, pageQuery(pe.base+"/c"), nil, ""), 2, "site_id", "")
+	checkLimited(t, pe.get(t, pageQuery(pe.base+"/c"), nil, ""), 2, "site_id", "site_network", "")
 	// Polling a queued page takes nothing from the budget.
 	if res := pe.get(t, pageQuery(pe.base+"/a"), nil, ""); res.StatusCode != http.StatusAccepted {
 		t.Errorf("polling a queued page: %s", res.Status)
@@ -227,8 +236,8 @@ func TestRateLimitKeySharedPerNetwork(t *testing.T) {
 	for range 100 {
 		readBody(t, env.get(t, target, nil, attacker))
 	}
-	checkLimited(t, env.get(t, target, nil, attacker), 3, "api_key", "")
-	checkLimited(t, env.get(t, target+"&callback=cb", nil, attacker), 3, "api_key", "cb")
+	checkLimited(t, env.get(t, target, nil, attacker), 3, "api_key", "api_key_network", "")
+	checkLimited(t, env.get(t, target+"&callback=cb", nil, attacker), 3, "api_key", "api_key_network", "cb")
 	// A reader on another network is served: the attacker's refused
 	// requests took nothing from the key.
 	res := env.get(t, target, nil, "192.0.2.44:6000")
@@ -259,7 +268,7 @@ func TestRateLimitKeySharedPerNetwork(t *testing.T) {
 			t.Fatalf("%s: %s", ip, res.Status)
 		}
 	}
-	checkLimited(t, env.get(t, target, nil, "192.0.2.48:1"), 10, "api_key", "")
+	checkLimited(t, env.get(t, target, nil, "192.0.2.48:1"), 10, "api_key", "api_key", "")
 }
 
 // TestRateLimitPagesSharedPerNetwork: one client queueing many junk pages
@@ -285,7 +294,7 @@ func TestRateLimitPagesSharedPerNetwork(t *testing.T) {
 			t.Fatalf("junk page %d: %s, want %d", i, res.Status, want)
 		}
 	}
-	checkLimited(t, pe.get(t, pageQuery(pe.base+"/junk/x"), nil, attacker), 2, "site_id", "")
+	checkLimited(t, pe.get(t, pageQuery(pe.base+"/junk/x"), nil, attacker), 2, "site_id", "site_network", "")
 	if res := pe.get(t, pageQuery(pe.base+"/review"), nil, "192.0.2.44:6000"); res.StatusCode != http.StatusAccepted {
 		t.Fatalf("a real new page from another network: %s %s", res.Status, readBody(t, res))
 	}

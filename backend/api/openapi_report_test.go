@@ -14,19 +14,31 @@ import (
 )
 
 // TestOpenAPIValidatesReportErrors checks the report's errors against
-// the document, codes included: a request without a token (401), and one
-// while the store the reports are read from does not answer (503), here
-// a state file closed under the server.
+// the document, codes included: a request without a token (401), one over
+// the client network's report limit (429), and one while the store the
+// reports are read from does not answer (503), here a state file closed
+// under the server.
 func TestOpenAPIValidatesReportErrors(t *testing.T) {
 	doc := loadOpenAPI(t)
 	op := doc.op(t, "/v2/report", "get")
 
-	res, body := newReportEnv(t).report(t, "", "")
+	env := newReportEnv(t)
+	res, body := env.report(t, "", "")
 	if res.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("without a token: %s %s", res.Status, body)
 	}
 	if err := doc.validateResponse(t, op, res.StatusCode, res.Header.Get("Content-Type"), body); err != nil {
 		t.Errorf("without a token: %v", err)
+	}
+	for range reportLimit.Burst {
+		env.report(t, partners.DemoReportToken, "group_by=day")
+	}
+	res, body = env.report(t, partners.DemoReportToken, "group_by=day")
+	if res.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("over the report limit: %s %s", res.Status, body)
+	}
+	if err := doc.validateResponse(t, op, res.StatusCode, res.Header.Get("Content-Type"), body); err != nil {
+		t.Errorf("over the report limit: %v", err)
 	}
 
 	db, err := store.Open(t.TempDir())

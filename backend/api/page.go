@@ -57,8 +57,9 @@ func (s *server) page(w http.ResponseWriter, r *http.Request) error {
 		return limited
 	}
 	if errors.Is(err, pages.ErrQueueFull) {
-		w.Header().Set("Retry-After", strconv.Itoa(int(queueFullRetry/time.Second)))
-		return problemError(http.StatusServiceUnavailable, contract.QueueFull(), err)
+		e := problemError(http.StatusServiceUnavailable, contract.QueueFull(), err)
+		e.RetryAfter = int64(queueFullRetry / time.Second)
+		return e
 	}
 	if err != nil {
 		return internal(err)

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/goccy/go-json"
@@ -30,19 +29,17 @@ func forwarded(t *testing.T, client *http.Client, base, target, ip string) (*htt
 	return res, readBody(t, res)
 }
 
-// limitOf is the limit a 429's message names.
+// limitOf is the limit a 429's body names.
 func limitOf(t *testing.T, body []byte) (param, limit string) {
 	t.Helper()
 	var e errorResponse
 	if err := json.Unmarshal(body, &e); err != nil {
 		t.Fatalf("%v: %s", err, body)
 	}
-	_, after, ok := strings.Cut(e.Error.Message, "(limit ")
-	limit, _, _ = strings.Cut(after, ")")
-	if !ok || limit == "" {
-		t.Errorf("message %q names no limit", e.Error.Message)
+	if e.Error.Limit == "" {
+		t.Errorf("%s names no limit", body)
 	}
-	return e.Error.Param, limit
+	return e.Error.Param, e.Error.Limit
 }
 
 // keyPrefixServer serves the fixture over loopback with a key's burst of

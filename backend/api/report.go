@@ -24,7 +24,7 @@ const CodeReportsUnavailable = "reports_unavailable"
 
 // reportRetry is the Retry-After, in seconds, of a report the store did
 // not answer.
-const reportRetry = "10"
+const reportRetry = 10
 
 // reportRequest answers GET /v2/report: the report of the account whose
 // report token the Authorization header carries (a partner's sites', an
@@ -71,9 +71,8 @@ func (s *server) reportRequest(w http.ResponseWriter, r *http.Request) error {
 		// The request was read; what failed is the store (with -postgres,
 		// one that is down while clicks are spooled). The client may try
 		// again; the log has the cause.
-		h.Set("Retry-After", reportRetry)
-		return &Error{Status: http.StatusServiceUnavailable, Code: CodeReportsUnavailable,
-			Message: "the reports' store did not answer; try again in " + reportRetry + " s", Err: fmt.Errorf("report: %w", err)}
+		return &Error{Status: http.StatusServiceUnavailable, Code: CodeReportsUnavailable, RetryAfter: reportRetry,
+			Message: "the reports' store did not answer", Err: fmt.Errorf("report: %w", err)}
 	}
 	if req.Format == "csv" {
 		var buf bytes.Buffer

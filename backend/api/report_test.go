@@ -401,11 +401,15 @@ func TestReportRateLimited(t *testing.T) {
 		if i%2 == 1 {
 			token = "a guess at someone's token"
 		}
-		res, _ := env.report(t, token, "group_by=hour")
+		res, body := env.report(t, token, "group_by=hour")
 		if res.StatusCode == http.StatusTooManyRequests {
 			limited++
-			if res.Header.Get("Retry-After") == "" {
-				t.Fatal("a 429 without Retry-After")
+			var e errorResponse
+			if err := json.Unmarshal(body, &e); err != nil {
+				t.Fatalf("%v: %s", err, body)
+			}
+			if after := res.Header.Get("Retry-After"); after == "" || strconv.Itoa(e.Error.RetryAfter) != after || e.Error.Limit != "report" {
+				t.Fatalf("a 429 with Retry-After %q: %s, want retry_after the same and limit report", after, body)
 			}
 		}
 	}

@@ -24,6 +24,9 @@ type errorResponse struct {
 		Code    string `json:"code"`
 		Message string `json:"message"`
 		Param   string `json:"param"`
+		// Limit and RetryAfter are a 429's bucket and its wait.
+		Limit      string `json:"limit"`
+		RetryAfter int    `json:"retry_after"`
 	} `json:"error"`
 }
 

@@ -255,6 +255,7 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error, callbac
 	}
 	s.log.Log(r.Context(), level, "request failed",
 		"method", r.Method, "path", r.URL.Path, "status", e.Status, "code", e.Code, "err", err)
+	e.setRetryAfter(w.Header())
 	body := e.body()
 	if e.Status == http.StatusInternalServerError {
 		body = e.bodyWithID(RequestID(r.Context()))

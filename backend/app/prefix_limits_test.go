@@ -62,7 +62,7 @@ func TestRedisSharesThePrefixShareAcrossReplicas(t *testing.T) {
 		case http.StatusOK:
 			served++
 		case http.StatusTooManyRequests:
-			if !strings.Contains(body, "(limit api_key_prefix)") {
+			if !strings.Contains(body, `"limit":"api_key_prefix"`) {
 				t.Fatalf("request %d refused, not by the prefix's share: %s", i, body)
 			}
 		default:
@@ -77,7 +77,7 @@ func TestRedisSharesThePrefixShareAcrossReplicas(t *testing.T) {
 			t.Fatalf("a reader of another prefix, %d: %d %s", i, code, body)
 		}
 	}
-	if code, body := search(0, "2001:db8:ff::1"); code != http.StatusTooManyRequests || !strings.Contains(body, "(limit api_key)") {
+	if code, body := search(0, "2001:db8:ff::1"); code != http.StatusTooManyRequests || !strings.Contains(body, `"limit":"api_key"`) {
 		t.Errorf("past the key's budget: %d %s, want refused by the key's", code, body)
 	}
 }
