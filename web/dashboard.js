@@ -14,6 +14,13 @@
 
   // The reader's locale formats every number and date.
   const count = new Intl.NumberFormat();
+  // The words are English, so English rules pick their plural form; the
+  // number beside them stays in the reader's locale.
+  const english = new Intl.PluralRules('en');
+  const counted = (n, one, other) => count.format(n) + ' ' + (english.select(n) === 'one' ? one : other);
+  // sentence is an error's message, written for a client, as a sentence
+  // on the page.
+  const sentence = (s) => s.charAt(0).toUpperCase() + s.slice(1) + (/[.!?]$/.test(s) ? '' : '.');
   const percent = new Intl.NumberFormat(undefined, { style: 'percent', minimumFractionDigits: 1, maximumFractionDigits: 2 });
   const dayLabel = new Intl.DateTimeFormat(undefined, { day: 'numeric', month: 'short', timeZone: 'UTC' });
   const longDay = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeZone: 'UTC' });
@@ -83,19 +90,21 @@
   }
 
   // failure is a refused answer as {status, code, message, retryAfter}:
-  // the seconds its Retry-After asks to wait before asking again, 0 for
+  // the seconds the error's retry_after asks to wait before asking again
+  // (Retry-After's, from an answer that is not adlink's error), 0 for
   // none.
   async function failure(res) {
     let message = 'adlink answered ' + res.status + '.';
     let code = '';
+    let after = Number(res.headers.get('Retry-After'));
     try {
       const e = (await res.json()).error;
-      if (e && e.message) message = e.message;
+      if (e && e.message) message = sentence(e.message);
       if (e && e.code) code = e.code;
+      if (e && e.retry_after) after = Number(e.retry_after);
     } catch (e) {
       // Not JSON: the status says enough.
     }
-    const after = Number(res.headers.get('Retry-After'));
     return { status: res.status, code, message, retryAfter: after > 0 ? Math.min(Math.ceil(after), MAX_WAIT) : 0 };
   }
 
@@ -142,7 +151,7 @@
       const wait = Math.min(e.retryAfter * 2 ** Math.min(retries, 10), MAX_WAIT);
       retries++;
       text = (e.code === 'reports_unavailable' ? 'Reports are unavailable for now: adlink cannot read them at the moment.' :
-        e.message.replace(/;? *retry after \d+ s$/, '.')) + ' Trying again in ' + count.format(wait) + ' s.';
+        e.message) + ' Trying again in ' + count.format(wait) + ' s.';
       retryTimer = setTimeout(load, wait * 1000);
     } else {
       text += ' If trying again does not help, send this message to your adlink contact.';
@@ -244,10 +253,10 @@
   }
 
   // dayFigures is what a day of the chart shows, in words: its bar's
-  // tooltip, and the chart's description for a screen reader.
+  // tooltip, and its part of the summary a screen reader reads.
   function dayFigures(d, v, currency) {
-    return dayLabel.format(new Date(d)) + ': ' + count.format(v.clicks) + ' clicks, ' +
-      count.format(v.billable) + ' billable, ' + count.format(v.imp) + ' impressions' +
+    return dayLabel.format(new Date(d)) + ': ' + counted(v.clicks, 'click', 'clicks') + ', ' +
+      count.format(v.billable) + ' billable, ' + counted(v.imp, 'impression', 'impressions') +
       (currency ? ', ' + money(v.spend.get(currency) || 0, currency) + ' spend' : '');
   }
 
@@ -257,7 +266,7 @@
     const busy = days.filter((d) => perDay.get(d).imp || perDay.get(d).clicks);
     const quiet = days.length - busy.length;
     return 'By day: ' + busy.map((d) => dayFigures(d, perDay.get(d), currency)).join('; ') +
-      (quiet ? '; no impressions or clicks on the other ' + count.format(quiet) + ' days.' : '.');
+      (quiet ? '; no impressions or clicks on the other ' + counted(quiet, 'day', 'days') + '.' : '.');
   }
 
   function chart(perDay, currency, total) {
@@ -271,17 +280,23 @@
     const topC = nice(maxC, true), topS = nice(maxS / 1e6) * 1e6;
     const yC = (v) => T + ph - (v / topC) * ph;
     const yS = (v) => T + ph - (v / topS) * ph;
-    // Its name carries the totals and the range; its description, each day.
-    const root = svg('svg', { viewBox: '0 0 ' + W + ' ' + H, role: 'img', 'aria-describedby': 'chart-summary',
+    // Its name carries the totals and the range. Each day's figures are in
+    // the summary after it alone: as its description too, or as its bars'
+    // tooltips, a screen reader reading the page in order would say them
+    // again.
+    const root = svg('svg', { viewBox: '0 0 ' + W + ' ' + H, role: 'img',
       'aria-label': 'Clicks, billable clicks and spend per day, ' + $('range').textContent + ': ' +
-        count.format(total.clicks) + ' clicks, ' + count.format(total.billable) + ' billable, ' +
-        count.format(total.imp) + ' impressions' +
+        counted(total.clicks, 'click', 'clicks') + ', ' + count.format(total.billable) + ' billable, ' +
+        counted(total.imp, 'impression', 'impressions') +
         (currency ? ', ' + money(total.spend.get(currency) || 0, currency) + ' spend' : '') + ' in total' });
+    // What it draws is for the eye: its labels and each day's tooltip are
+    // no text of their own to a screen reader, which hears the name above.
+    const plot = svg('g', { 'aria-hidden': 'true' }, root);
     for (let i = 0; i <= 4; i++) {
       const y = T + ph - (i / 4) * ph;
-      svg('line', { x1: L, x2: W - R, y1: y, y2: y, class: 'grid' }, root);
-      svg('text', { x: L - 8, y: y + 4, 'text-anchor': 'end' }, root).textContent = count.format(topC * i / 4);
-      if (currency) svg('text', { x: W - R + 8, y: y + 4 }, root).textContent = money(topS * i / 4, currency);
+      svg('line', { x1: L, x2: W - R, y1: y, y2: y, class: 'grid' }, plot);
+      svg('text', { x: L - 8, y: y + 4, 'text-anchor': 'end' }, plot).textContent = count.format(topC * i / 4);
+      if (currency) svg('text', { x: W - R + 8, y: y + 4 }, plot).textContent = money(topS * i / 4, currency);
     }
     const bw = Math.max(2, col * 0.34);
     const every = Math.ceil(days.length / 7);
@@ -289,7 +304,7 @@
     days.forEach((d, i) => {
       const v = perDay.get(d);
       const x = L + i * col;
-      const g = svg('g', { class: 'day' }, root);
+      const g = svg('g', { class: 'day' }, plot);
       const spend = v.spend.get(currency) || 0;
       svg('title', {}, g).textContent = dayFigures(d, v, currency);
       svg('rect', { x, y: T, width: col, height: ph, class: 'hit' }, g);
@@ -297,12 +312,12 @@
       svg('rect', { x: x + col / 2, y: yC(v.billable), width: bw, height: T + ph - yC(v.billable), rx: 1.5, class: 'b' }, g);
       if (currency) line.push([x + col / 2, yS(spend)]);
       if ((days.length - 1 - i) % every === 0) {
-        svg('text', { x: x + col / 2, y: H - 8, 'text-anchor': 'middle' }, root).textContent = dayLabel.format(new Date(d));
+        svg('text', { x: x + col / 2, y: H - 8, 'text-anchor': 'middle' }, plot).textContent = dayLabel.format(new Date(d));
       }
     });
     if (line.length) {
-      svg('path', { d: 'M' + line.map((p) => p[0].toFixed(1) + ' ' + p[1].toFixed(1)).join('L'), class: 's' }, root);
-      for (const [x, y] of line) svg('circle', { cx: x, cy: y, r: 2.5, class: 'dot' }, root);
+      svg('path', { d: 'M' + line.map((p) => p[0].toFixed(1) + ' ' + p[1].toFixed(1)).join('L'), class: 's' }, plot);
+      for (const [x, y] of line) svg('circle', { cx: x, cy: y, r: 2.5, class: 'dot' }, plot);
     }
     return root;
   }
