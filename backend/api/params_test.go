@@ -39,23 +39,28 @@ func TestLocaleLang(t *testing.T) {
 	}
 }
 
-// The error body contract writes is the one the server's JSON encoder
-// wrote for the same error.
+// The error body contract writes, with the server's fields, is the one
+// the server's JSON encoder wrote for the same error.
 func TestErrorBodyIsJSONs(t *testing.T) {
 	type detail struct {
 		Code      string `json:"code"`
 		Message   string `json:"message"`
 		Param     string `json:"param,omitempty"`
 		RequestID string `json:"request_id,omitempty"`
+		Limit     string `json:"limit,omitempty"`
+		Retry     int64  `json:"retry_after,omitempty"`
 	}
 	for _, e := range []*Error{
 		{Code: CodeInvalidParameter, Param: "q", Message: `q is "<b>" & "\xff" ` + "\u2028\x01\t"},
 		{Code: CodeInternal, Message: "internal error"},
+		{Code: CodeRateLimited, Param: "api_key", Message: "too many requests", Limit: "api_key_prefix", RetryAfter: 2},
+		{Code: CodeQueueFull, Message: "too many pages", RetryAfter: 3600},
+		{Code: CodeRateLimited, Message: "too many", Limit: `a "<b>" \xff`},
 	} {
 		for _, id := range []string{"", "0af1-3"} {
 			want, err := json.Marshal(struct {
 				Error detail `json:"error"`
-			}{detail{e.Code, e.Message, e.Param, id}})
+			}{detail{e.Code, e.Message, e.Param, id, e.Limit, e.RetryAfter}})
 			if err != nil {
 				t.Fatal(err)
 			}
