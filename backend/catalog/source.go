@@ -69,8 +69,11 @@ func FormatOf(name, contentType string) Format {
 // shop.example&market=de-DE&market=de-AT&bid=0.10&format=tsv"). The
 // fragment is never sent to the server.
 type Source struct {
-	// Name is the source as given, which errors name.
+	// Name is the source as errors, warnings and the log show it: as
+	// given, but a URL's credentials (Redacted).
 	Name string
+	// given is the source as given, which tells sources apart.
+	given string
 	// Location is the file path or URL without the fragment.
 	Location string
 	// Format, when not FormatUnknown, is the fragment's format=.
@@ -81,6 +84,15 @@ type Source struct {
 	Bid        string
 }
 
+// key tells s from the other sources: two that show the same (their
+// credentials aside) are two feeds.
+func (s *Source) key() string {
+	if s.given != "" {
+		return s.given
+	}
+	return s.Name
+}
+
 // IsURL reports whether the source is fetched over HTTP.
 func (s *Source) IsURL() bool {
 	return strings.HasPrefix(s.Location, "http://") || strings.HasPrefix(s.Location, "https://")
@@ -88,7 +100,7 @@ func (s *Source) IsURL() bool {
 
 // ParseSource reads a -catalog value.
 func ParseSource(v string) (Source, error) {
-	s := Source{Name: v, Location: v}
+	s := Source{Name: Redacted(v), given: v, Location: v}
 	loc, frag, ok := strings.Cut(v, "#")
 	if !ok {
 		return s, nil
@@ -96,7 +108,7 @@ func ParseSource(v string) (Source, error) {
 	s.Location = loc
 	q, err := url.ParseQuery(frag)
 	if err != nil {
-		return s, fmt.Errorf("catalog %s: options after #: %w", v, err)
+		return s, fmt.Errorf("catalog %s: options after #: %w", s.Name, err)
 	}
 	for k, vs := range q {
 		switch k {
@@ -112,15 +124,15 @@ func ParseSource(v string) (Source, error) {
 			s.Format = map[string]Format{"jsonl": FormatJSONL, "csv": FormatCSV, "xml": FormatMerchantXML,
 				"rss": FormatMerchantXML, "atom": FormatMerchantXML, "tsv": FormatMerchantTSV}[vs[len(vs)-1]]
 			if s.Format == FormatUnknown {
-				return s, fmt.Errorf("catalog %s: format %q: want jsonl, csv, xml or tsv", v, vs[len(vs)-1])
+				return s, fmt.Errorf("catalog %s: format %q: want jsonl, csv, xml or tsv", s.Name, vs[len(vs)-1])
 			}
 		default:
-			return s, fmt.Errorf("catalog %s: unknown option %q after #: want advertiser, market, bid or format", v, k)
+			return s, fmt.Errorf("catalog %s: unknown option %q after #: want advertiser, market, bid or format", s.Name, k)
 		}
 	}
 	if s.IsURL() {
 		if u, err := url.Parse(s.Location); err != nil || u.Host == "" {
-			return s, fmt.Errorf("catalog %s: not a valid URL", v)
+			return s, fmt.Errorf("catalog %s: not a valid URL", s.Name)
 		}
 	}
 	return s, nil
@@ -180,7 +192,7 @@ type Fetcher struct {
 	client *http.Client
 	guard  *egress.Guard
 	mu     sync.Mutex
-	last   map[string]*fetched // by Source.Name
+	last   map[string]*fetched // by Source.key
 	// afterRead, in tests, runs once a file is read and before it is
 	// checked for a change.
 	afterRead func(path string)
@@ -267,7 +279,7 @@ func (f *Fetcher) Fetch(ctx context.Context, src Source, opts Options) (Result, 
 		opts.Now = f.opts.now()
 	}
 	f.mu.Lock()
-	prev := f.last[src.Name]
+	prev := f.last[src.key()]
 	f.mu.Unlock()
 	if prev != nil && !prev.until.IsZero() && !opts.Now.Before(prev.until) {
 		prev = nil // what it gave is out of date, however unchanged its bytes
@@ -285,7 +297,7 @@ func (f *Fetcher) Fetch(ctx context.Context, src Source, opts Options) (Result, 
 		return Result{}, err
 	}
 	f.mu.Lock()
-	f.last[src.Name] = next
+	f.last[src.key()] = next
 	f.mu.Unlock()
 	return Result{Ads: next.ads, Unchanged: prev != nil && next == prev, Until: next.until, Warnings: next.warnings}, nil
 }
@@ -301,12 +313,12 @@ func (f *Fetcher) Forget() {
 func (f *Fetcher) readFile(src Source, opts Options, prev *fetched) (*fetched, error) {
 	file, err := os.Open(src.Location)
 	if err != nil {
-		return nil, err
+		return nil, redactErr(err)
 	}
 	defer file.Close()
 	st, err := file.Stat()
 	if err != nil {
-		return nil, err
+		return nil, redactErr(err)
 	}
 	if prev != nil && prev.size == st.Size() && prev.modTime.Equal(st.ModTime()) {
 		return prev, nil
@@ -344,7 +356,7 @@ func (f *Fetcher) fetchURL(ctx context.Context, src Source, opts Options, prev *
 	ctx = context.WithValue(ctx, hopsKey{}, &hops{})
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, src.Location, nil)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", src.Name, err)
+		return nil, fmt.Errorf("%s: %w", src.Name, redactErr(err))
 	}
 	req.Header.Set("User-Agent", "adlink-catalog/1")
 	if prev != nil {
@@ -356,6 +368,7 @@ func (f *Fetcher) fetchURL(ctx context.Context, src Source, opts Options, prev *
 		}
 	}
 	res, err := f.client.Do(req)
+	err = redactErr(err) // its URL is the feed's, or a redirect's
 	if ue := (*url.Error)(nil); errors.Is(err, ErrRedirectRefused) && errors.As(err, &ue) {
 		return nil, fmt.Errorf("%s: redirect to %s: %w", src.Name, ue.URL, ue.Err)
 	}

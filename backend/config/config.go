@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"math"
 	"net"
@@ -670,6 +671,9 @@ func (c *Config) Prepare() error {
 		}
 		f, err := os.Open(name)
 		if err != nil {
+			if pe, ok := errors.AsType[*fs.PathError](err); ok {
+				pe.Path = catalog.Redacted(pe.Path) // a mistyped feed URL may hold credentials
+			}
 			problems = append(problems, fmt.Errorf("%s: %w", what, err))
 			return
 		}

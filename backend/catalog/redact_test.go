@@ -1,0 +1,71 @@
+package catalog
+
+import (
+	"net/url"
+	"strings"
+	"testing"
+)
+
+func TestRedacted(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"https://user:SECRET@shop.example/feed.xml", "https://shop.example/feed.xml"},
+		{"https://SECRET@shop.example:8443/feed.xml#market=de-DE", "https://shop.example:8443/feed.xml#market=de-DE"},
+		{"https://shop.example/feed.tsv?token=SECRET", "https://shop.example/feed.tsv?token=…"},
+		{"https://shop.example/feed.tsv?shop=1&key=SECRET&SECRET&x=#format=tsv", "https://shop.example/feed.tsv?shop=…&key=…&…&…#format=tsv"},
+		{"HTTPS://u:SECRET@shop.example/a@b/feed?=SECRET", "HTTPS://shop.example/a@b/feed?…"},
+		{"https://u:SEC/RET@shop.example/feed", "https://…"}, // no URL: the password's '/' ends the host
+		{"feeds/de.jsonl#market=de-DE", "feeds/de.jsonl#market=de-DE"},
+		{"/srv/feeds/a?b.csv", "/srv/feeds/a?b.csv"},
+	} {
+		if got := Redacted(c.in); got != c.want {
+			t.Errorf("Redacted(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+// FuzzRedacted checks that a URL shows without its user info and query
+// values, keeping its host and path, that a path shows as it is, and that
+// a source shown shows the same again.
+func FuzzRedacted(f *testing.F) {
+	for _, s := range []string{"https://user:pass@shop.example/feed.xml", "https://shop.example/f.tsv?token=abc&x#market=de-DE",
+		"http://[::1]:80/x?a=b", "feeds/a.jsonl", "s3://k@b/x?y", "https://u:p#q@h/", "ftp://h/%zz?a=%"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		out := Redacted(in)
+		if again := Redacted(out); again != out {
+			t.Fatalf("Redacted(%q) = %q, and again %q", in, out, again)
+		}
+		loc, frag, hasFrag := strings.Cut(in, "#")
+		scheme, _, isURL := strings.Cut(loc, "://")
+		if !isURL || !isScheme(scheme) {
+			if out != in {
+				t.Fatalf("the path %q shows as %q", in, out)
+			}
+			return
+		}
+		u, err := url.Parse(loc)
+		if err != nil || u.Host == "" {
+			if out != scheme+"://…" {
+				t.Fatalf("the bad URL %q shows as %q", in, out)
+			}
+			return
+		}
+		outLoc, outFrag, outHasFrag := strings.Cut(out, "#")
+		if outFrag != frag || outHasFrag != hasFrag {
+			t.Fatalf("Redacted(%q) = %q: the options changed", in, out)
+		}
+		v, err := url.Parse(outLoc)
+		if err != nil {
+			t.Fatalf("Redacted(%q) = %q, which does not parse: %v", in, out, err)
+		}
+		if v.User != nil || v.Host != u.Host || v.Path != u.Path || v.Scheme != u.Scheme {
+			t.Fatalf("Redacted(%q) = %q: user %v, host %q, path %q", in, out, v.User, v.Host, v.Path)
+		}
+		for _, item := range strings.Split(v.RawQuery, "&") {
+			if k, val, _ := strings.Cut(item, "="); item != "" && item != "…" && (k == "" || val != "…") {
+				t.Fatalf("Redacted(%q) = %q: query item %q shows", in, out, item)
+			}
+		}
+	})
+}
