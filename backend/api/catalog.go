@@ -68,6 +68,11 @@ type Retired struct {
 type Removed struct {
 	Ad    match.Ad
 	Until time.Time
+	// Budget is the last daily budget its advertiser had (none when
+	// DailyMicros is 0): a click on the ad's links is billed under it
+	// once the advertiser has left the advertisers file, which would
+	// otherwise leave its links billing without a limit.
+	Budget accounts.Budget
 }
 
 // CatalogState is what /readyz says of the catalog and its refreshes.
@@ -220,6 +225,16 @@ func (c *Catalog) ad(id string, now time.Time) (match.Ad, bool) {
 		return r.Ad, true
 	}
 	return match.Ad{}, false
+}
+
+// keptBudget is the last budget of the advertiser of id, an ad removed
+// whose click links still land at now, when it had one.
+func (c *Catalog) keptBudget(id string, now time.Time) (accounts.Budget, bool) {
+	if _, live := c.Indexes.All().Lookup(id); live {
+		return accounts.Budget{}, false
+	}
+	r, ok := c.Removed[id]
+	return r.Budget, ok && now.Before(r.Until) && r.Budget.DailyMicros > 0
 }
 
 // criterionOf is criterion, when it is made of the criteria of the ad

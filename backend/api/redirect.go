@@ -101,7 +101,13 @@ func (s *server) redirect(w http.ResponseWriter, r *http.Request) error {
 			if err != nil {
 				return err
 			}
-			if b, ok := book.Budget(ad.Advertiser); ok {
+			b, ok := book.Budget(ad.Advertiser)
+			if !ok {
+				// An advertiser gone from the file is held to its last
+				// budget while its removed ads' links land.
+				b, ok = s.catalogOf(r).keptBudget(req.AdID, c.Time)
+			}
+			if ok {
 				// A bid in another currency is over the budget, which
 				// counts only its own (the catalog's load refuses such ads).
 				u.Budget, u.Currency = b.DailyMicros, b.Currency

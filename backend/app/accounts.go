@@ -215,6 +215,7 @@ func fileName(kind, path string) string {
 func (v *version) with(acc *accountSet) *version {
 	c := *v.api
 	c.Partners, c.Accounts, c.Budget = acc.registry, acc.book, acc.gate
+	c.Removed = lastBudgets(c.Removed, acc)
 	return &version{api: &c, ads: v.ads, loadedAt: v.loadedAt, feeds: v.feeds, acc: acc}
 }
 
@@ -276,6 +277,7 @@ func (l *live) refreshAll(ctx context.Context, force bool) api.Reload {
 		// Judged alone, against the catalog served.
 		if acc, err := l.accountsFor(cur.ads, cur); err == nil && acc != cur.acc {
 			l.serve(cur.with(acc))
+			l.saveRemoved(cur, l.cur.Load())
 			cur = l.cur.Load()
 		}
 	}

@@ -32,6 +32,7 @@ type accountsServer struct {
 	feed                  string // "" for the demo catalog
 	tick                  chan time.Time
 	refreshed             chan api.Reload
+	cfg                   config.Config
 }
 
 // startAccounts serves the demo catalog to the partners and advertisers
@@ -74,18 +75,37 @@ func startAccountsWith(t *testing.T, partners, advertisers string, ads []match.A
 	if set != nil {
 		set(&cfg)
 	}
-	a, err := New(cfg, Options{Refresh: s.tick, OnRefresh: func(r api.Reload) { s.refreshed <- r }})
+	s.cfg = cfg
+	s.start(t)
+	t.Cleanup(func() {
+		s.pub.Close()
+		s.admin.Close()
+		s.App.Close()
+	})
+	return s
+}
+
+// start starts the server of s.cfg and its listeners.
+func (s *accountsServer) start(t *testing.T) {
+	t.Helper()
+	a, err := New(s.cfg, Options{Refresh: s.tick, OnRefresh: func(r api.Reload) { s.refreshed <- r }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.App = a
 	s.pub, s.admin = httptest.NewServer(a.Handler), httptest.NewServer(a.Admin)
-	t.Cleanup(func() {
-		s.pub.Close()
-		s.admin.Close()
-		a.Close()
-	})
-	return s
+}
+
+// restart stops the server and starts it again on the same data
+// directory and files.
+func (s *accountsServer) restart(t *testing.T) {
+	t.Helper()
+	s.pub.Close()
+	s.admin.Close()
+	if err := s.App.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s.start(t)
 }
 
 // reload asks POST /admin/reload and returns its status and answer.

@@ -165,6 +165,17 @@ func newLive(cfg config.Config, opts Options, log *slog.Logger, wasm, zst []byte
 	return l, nil
 }
 
+// saveRemoved writes the removed ads of next, served in place of prev,
+// when either has some: their budgets may have changed with the ads.
+func (l *live) saveRemoved(prev, next *version) {
+	if l.cfg.DataDir == "" || len(next.api.Removed) == 0 && len(prev.api.Removed) == 0 {
+		return
+	}
+	if err := saveRemoved(l.removedFile(), next.api.Removed); err != nil {
+		l.log.Warn("the removed ads' file is not written: after a restart, the click links of ads removed would get 404", "file", l.removedFile(), "err", err)
+	}
+}
+
 // removedFile is where the removed ads are kept across restarts.
 func (l *live) removedFile() string { return filepath.Join(l.cfg.DataDir, RemovedFile) }
 
@@ -314,7 +325,9 @@ func (l *live) build(ads []match.Ad, ver string, prev *version) (*version, error
 		}
 		removed[id] = api.Removed{Ad: prev.ads[i], Until: until}
 	}
-	next.api.Removed = removed
+	// The budgets are those served until now: the reload that removes an
+	// advertiser's ads may take it out of the advertisers file too.
+	next.api.Removed = lastBudgets(removed, prev.acc)
 	return next, nil
 }
 
@@ -462,11 +475,7 @@ func (l *live) refresh(ctx context.Context, force bool) api.Reload {
 	next.feeds = feeds
 	l.serve(next.with(acc))
 	l.stale = false
-	if l.cfg.DataDir != "" && (len(next.api.Removed) > 0 || len(prev.api.Removed) > 0) {
-		if err := saveRemoved(l.removedFile(), next.api.Removed); err != nil {
-			l.log.Warn("the removed ads' file is not written: after a restart, the click links of ads removed would get 404", "file", l.removedFile(), "err", err)
-		}
-	}
+	l.saveRemoved(prev, l.cur.Load())
 	l.recompress(next.api.Shards)
 	return api.Reload{Result: resultSwapped}
 }

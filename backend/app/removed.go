@@ -3,11 +3,15 @@ package app
 import (
 	"errors"
 	"io/fs"
+	"maps"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/goccy/go-json"
 
+	"github.com/adlink/adlink/backend/accounts"
 	"github.com/adlink/adlink/backend/api"
 	"github.com/adlink/adlink/backend/catalog"
 	"github.com/adlink/adlink/internal/atomicfile"
@@ -19,10 +23,55 @@ import (
 // the links a server gave before a restart land after it too.
 const RemovedFile = "removed-ads.json"
 
-// savedRemoved is a removed ad as RemovedFile keeps it.
+// savedRemoved is a removed ad as RemovedFile keeps it, with its
+// advertiser's last budget, which a restart must not forget once the
+// advertiser has left the advertisers file.
 type savedRemoved struct {
-	Until time.Time `json:"until"`
-	Ad    match.Ad  `json:"ad"`
+	Until  time.Time    `json:"until"`
+	Ad     match.Ad     `json:"ad"`
+	Budget *savedBudget `json:"budget,omitempty"`
+}
+
+// savedBudget is a daily budget as RemovedFile keeps it.
+type savedBudget struct {
+	DailyMicros int64           `json:"daily_micros"`
+	Currency    string          `json:"currency"`
+	Pacing      accounts.Pacing `json:"pacing,omitempty"`
+}
+
+// lastBudgets is removed with each ad's budget brought to acc's: the one
+// its advertiser has there, or none when the advertisers file lists it
+// without one ("a budget removed no longer holds"); an advertiser the
+// file no longer lists keeps its last. removed itself comes back when
+// nothing changes, as a served catalog's map is never written.
+func lastBudgets(removed map[string]api.Removed, acc *accountSet) map[string]api.Removed {
+	if acc == nil || acc.book == nil {
+		return removed
+	}
+	var out map[string]api.Removed
+	for id, r := range removed {
+		if !acc.lists(r.Ad.Advertiser) {
+			continue
+		}
+		b, _ := acc.book.Budget(r.Ad.Advertiser)
+		if b == r.Budget {
+			continue
+		}
+		if out == nil {
+			out = maps.Clone(removed)
+		}
+		r.Budget = b
+		out[id] = r
+	}
+	if out == nil {
+		return removed
+	}
+	return out
+}
+
+// lists reports whether the advertisers served include advertiser.
+func (acc *accountSet) lists(advertiser string) bool {
+	return slices.ContainsFunc(acc.ads, func(a accounts.AdvertiserAccount) bool { return strings.EqualFold(a.ID, advertiser) })
 }
 
 // saveRemoved writes removed to path: a crash leaves the old file or the
@@ -30,7 +79,11 @@ type savedRemoved struct {
 func saveRemoved(path string, removed map[string]api.Removed) error {
 	saved := make([]savedRemoved, 0, len(removed))
 	for _, r := range removed {
-		saved = append(saved, savedRemoved{Until: r.Until, Ad: r.Ad})
+		s := savedRemoved{Until: r.Until, Ad: r.Ad}
+		if b := r.Budget; b.DailyMicros > 0 {
+			s.Budget = &savedBudget{DailyMicros: b.DailyMicros, Currency: b.Currency, Pacing: b.Pacing}
+		}
+		saved = append(saved, s)
 	}
 	b, err := json.Marshal(saved)
 	if err != nil {
@@ -60,7 +113,11 @@ func loadRemoved(path string, now time.Time, all *match.Index) (map[string]api.R
 		if _, back := all.Lookup(s.Ad.ID); back || !now.Before(s.Until) || s.Ad.ID == "" || !catalog.IsWebURL(s.Ad.Landing) {
 			continue
 		}
-		removed[s.Ad.ID] = api.Removed{Ad: s.Ad, Until: s.Until}
+		r := api.Removed{Ad: s.Ad, Until: s.Until}
+		if b := s.Budget; b != nil && b.DailyMicros > 0 {
+			r.Budget = accounts.Budget{DailyMicros: b.DailyMicros, Currency: b.Currency, Pacing: b.Pacing}
+		}
+		removed[s.Ad.ID] = r
 	}
 	return removed, nil
 }

@@ -1,0 +1,60 @@
+package app
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/adlink/adlink/backend/clicks"
+	"github.com/adlink/adlink/backend/config"
+	"github.com/adlink/adlink/match"
+)
+
+// TestRemovedAdvertiserKeepsItsLastBudget: an advertiser whose ads leave
+// the feed and which leaves the advertisers file in the same reload still
+// has signed links out, which land while they are valid. Clicked from
+// many networks, they bill up to the last daily budget it had and no
+// further, before a restart and after it (over_budget, as for an
+// advertiser in the file); an advertiser still in the file keeps its
+// own budget.
+func TestRemovedAdvertiserKeepsItsLastBudget(t *testing.T) {
+	const bid = 100_000
+	gone := handies(1, "p", bid)[0] // shop.example
+	kept := gone
+	kept.ID, kept.Advertiser, kept.Landing = "KEPT.1.H0", "kept.example", "https://kept.example/p"
+	s := startAccountsWith(t, twoPartners, `{"advertisers":[
+		{"id":"shop.example","daily_budget":"0.50","currency":"EUR"},
+		{"id":"kept.example","daily_budget":"0.30","currency":"EUR"}]}`,
+		[]match.Ad{gone, kept}, func(c *config.Config) { c.CatalogMaxDrop = 1 })
+	goneLinks := s.links(t, "key-two", "site-two", gone.ID, 9)
+	keptLinks := s.links(t, "key-two", "site-two", kept.ID, 5)
+
+	writeFile(t, s.feed, feed(t, []match.Ad{kept}))
+	writeFile(t, s.advertisers, []byte(`{"advertisers":[{"id":"kept.example","daily_budget":"0.30","currency":"EUR"}]}`))
+	if status, r := s.reload(t); status != http.StatusOK || r.Result != resultSwapped || r.Advertisers != resultSwapped {
+		t.Fatalf("reload without shop.example: %d %+v", status, r)
+	}
+	tally := func(links []string, from int) map[string]int {
+		t.Helper()
+		got := map[string]int{}
+		for i, l := range links {
+			c := s.click(t, l, from+i)
+			got[c.Reason]++
+		}
+		return got
+	}
+	// 0.50 EUR is five clicks: four before the restart, one after it.
+	if got := tally(goneLinks[:4], 1); got[""] != 4 {
+		t.Errorf("the first 4 clicks of the advertiser gone: %v, want all billed", got)
+	}
+	s.restart(t)
+	if got := tally(goneLinks[4:], 5); got[""] != 1 || got[clicks.ReasonOverBudget] != 4 {
+		t.Errorf("after the restart, 5 more clicks of the advertiser gone: %v, want 1 billed and 4 over_budget", got)
+	}
+	if spent, err := s.Rollups.Spent(t.Context(), "shop.example", time.Now()); err != nil || spent != 500_000 {
+		t.Errorf("the advertiser gone spent %d %v, want its last budget, 500000", spent, err)
+	}
+	if got := tally(keptLinks, 21); got[""] != 3 || got[clicks.ReasonOverBudget] != 2 {
+		t.Errorf("5 clicks of the advertiser still in the file: %v, want 3 billed and 2 over_budget", got)
+	}
+}
