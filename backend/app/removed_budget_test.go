@@ -58,3 +58,49 @@ func TestRemovedAdvertiserKeepsItsLastBudget(t *testing.T) {
 		t.Errorf("5 clicks of the advertiser still in the file: %v, want 3 billed and 2 over_budget", got)
 	}
 }
+
+// TestRemovedAdKeepsTheBudgetLastServed: an ad removed while its
+// advertiser is still in the file bills under the budget the file gives
+// it, lowered since, and keeps the lowered one once the advertiser
+// leaves, across a restart; an advertiser listed without a budget has
+// none, as a budget removed no longer holds.
+func TestRemovedAdKeepsTheBudgetLastServed(t *testing.T) {
+	const bid = 100_000
+	gone := handies(1, "p", bid)[0] // shop.example
+	kept := gone
+	kept.ID, kept.Advertiser, kept.Landing = "KEPT.1.H0", "kept.example", "https://kept.example/p"
+	s := startAccountsWith(t, twoPartners, `{"advertisers":[{"id":"shop.example","daily_budget":"0.50","currency":"EUR"}]}`,
+		[]match.Ad{gone, kept}, func(c *config.Config) { c.CatalogMaxDrop = 1 })
+	links := s.links(t, "key-two", "site-two", gone.ID, 6)
+	writeFile(t, s.feed, feed(t, []match.Ad{kept}))
+	if status, r := s.reload(t); status != http.StatusOK || r.Result != resultSwapped {
+		t.Fatalf("reload without the ad: %d %+v", status, r)
+	}
+	for _, step := range []string{
+		`{"advertisers":[{"id":"shop.example","daily_budget":"0.20","currency":"EUR"}]}`,
+		`{"advertisers":[]}`,
+	} {
+		writeFile(t, s.advertisers, []byte(step))
+		if status, r := s.reload(t); status != http.StatusOK || r.Advertisers != resultSwapped {
+			t.Fatalf("reload of %s: %d %+v", step, status, r)
+		}
+	}
+	s.restart(t)
+	got := map[string]int{}
+	for i, l := range links[:3] {
+		got[s.click(t, l, i+1).Reason]++
+	}
+	if got[""] != 2 || got[clicks.ReasonOverBudget] != 1 {
+		t.Errorf("3 clicks under the budget lowered to 0.20: %v, want 2 billed and 1 over_budget", got)
+	}
+
+	writeFile(t, s.advertisers, []byte(`{"advertisers":[{"id":"shop.example"}]}`))
+	if status, r := s.reload(t); status != http.StatusOK || r.Advertisers != resultSwapped {
+		t.Fatalf("reload listing shop.example without a budget: %d %+v", status, r)
+	}
+	for i, l := range links[3:] {
+		if c := s.click(t, l, 10+i); !c.Billable {
+			t.Errorf("click %d with the budget removed: %q, want billed", i, c.Reason)
+		}
+	}
+}

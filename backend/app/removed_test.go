@@ -129,12 +129,15 @@ func TestRemovedAdsLinksLandAfterARestart(t *testing.T) {
 }
 
 // FuzzLoadRemoved: whatever the removed ads' file holds, it reads without
-// a panic, and only into ads whose links land now, on a web URL.
+// a panic, and only into ads whose links land now, on a web URL, with no
+// budget below nothing.
 func FuzzLoadRemoved(f *testing.F) {
 	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
 	f.Add([]byte(`[{"until":"2026-11-29T00:00:00Z","ad":{"ID":"SHOP.1.H7","Kind":1,"Landing":"https://shop.example/p"}}]`))
 	f.Add([]byte(`[{"until":"2026-11-27T00:00:00Z","ad":{"ID":"X","Landing":"javascript:alert(1)"}}]`))
 	f.Add([]byte(`{}`))
+	f.Add([]byte(`[{"until":"2026-11-29T00:00:00Z","ad":{"ID":"SHOP.1.H9","Landing":"https://shop.example/p"},"budget":{"daily_micros":500000,"currency":"EUR"}},` +
+		`{"until":"2026-11-29T00:00:00Z","ad":{"ID":"SHOP.1.H8","Landing":"https://shop.example/p"},"budget":{"daily_micros":-1}}]`))
 	ix, err := match.Build(handies(2, "p", 1))
 	if err != nil {
 		f.Fatal(err)
@@ -149,7 +152,7 @@ func FuzzLoadRemoved(f *testing.F) {
 			t.Errorf("an error (%v) and %d ads", err, len(removed))
 		}
 		for id, r := range removed {
-			if _, back := ix.Lookup(id); back || id != r.Ad.ID || !now.Before(r.Until) || !catalog.IsWebURL(r.Ad.Landing) {
+			if _, back := ix.Lookup(id); back || id != r.Ad.ID || !now.Before(r.Until) || !catalog.IsWebURL(r.Ad.Landing) || r.Budget.DailyMicros < 0 {
 				t.Errorf("%s kept: %+v", id, r)
 			}
 		}
