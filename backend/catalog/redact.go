@@ -25,7 +25,7 @@ func Redacted(source string) string {
 	if !ok || !isScheme(scheme) {
 		return source
 	}
-	if u, err := url.Parse(loc); err != nil || u.Host == "" {
+	if _, err := url.Parse(loc); err != nil {
 		return scheme + "://…"
 	}
 	// Cut as url.Parse cuts: the query first, then the authority up to
