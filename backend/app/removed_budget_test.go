@@ -7,6 +7,7 @@ import (
 
 	"github.com/adlink/adlink/backend/clicks"
 	"github.com/adlink/adlink/backend/config"
+	"github.com/adlink/adlink/internal/testpg"
 	"github.com/adlink/adlink/match"
 )
 
@@ -16,8 +17,13 @@ import (
 // many networks, they bill up to the last daily budget it had and no
 // further, before a restart and after it (over_budget, as for an
 // advertiser in the file); an advertiser still in the file keeps its
-// own budget.
+// own budget. So it is with the ledger in Postgres.
 func TestRemovedAdvertiserKeepsItsLastBudget(t *testing.T) {
+	t.Run("bolt", func(t *testing.T) { testRemovedAdvertiserBudget(t, "") })
+	t.Run("postgres", func(t *testing.T) { testRemovedAdvertiserBudget(t, testpg.New(t)) })
+}
+
+func testRemovedAdvertiserBudget(t *testing.T, postgres string) {
 	const bid = 100_000
 	gone := handies(1, "p", bid)[0] // shop.example
 	kept := gone
@@ -25,7 +31,7 @@ func TestRemovedAdvertiserKeepsItsLastBudget(t *testing.T) {
 	s := startAccountsWith(t, twoPartners, `{"advertisers":[
 		{"id":"shop.example","daily_budget":"0.50","currency":"EUR"},
 		{"id":"kept.example","daily_budget":"0.30","currency":"EUR"}]}`,
-		[]match.Ad{gone, kept}, func(c *config.Config) { c.CatalogMaxDrop = 1 })
+		[]match.Ad{gone, kept}, func(c *config.Config) { c.CatalogMaxDrop, c.PostgresURL = 1, postgres })
 	goneLinks := s.links(t, "key-two", "site-two", gone.ID, 9)
 	keptLinks := s.links(t, "key-two", "site-two", kept.ID, 5)
 
