@@ -406,3 +406,18 @@ func TestLoadRefusesARetentionShorterThanShipping(t *testing.T) {
 		}
 	}
 }
+
+// TestCatalogCredentialsNotShown: a feed URL mistyped so that it is taken
+// for a file (an upper-case scheme), or with a bad option, is reported
+// without its credentials, at start-up as on a reload.
+func TestCatalogCredentialsNotShown(t *testing.T) {
+	const secret = "S3CR3T-7f1d"
+	c := Default()
+	c.Catalogs = []string{"HTTPS://u:" + secret + "@shop.example/feed.xml?token=" + secret,
+		"https://u:" + secret + "@shop.example/feed.xml?token=" + secret + "#colour=red"}
+	for _, err := range []error{c.Prepare(), c.Validate()} {
+		if err == nil || !strings.Contains(err.Error(), "shop.example/feed.xml?token=…") || strings.Contains(err.Error(), secret) {
+			t.Errorf("%v: want the feeds named without %s", err, secret)
+		}
+	}
+}
