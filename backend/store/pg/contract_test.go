@@ -230,3 +230,9 @@ func TestExportsKeepTheContract(t *testing.T) {
 		return opener(t, func(db *pgstore.DB) clicks.Exports { return db.Retainer() })
 	})
 }
+
+func TestRemovalsKeepTheContract(t *testing.T) {
+	storetest.Removals(t, func(t *testing.T) storetest.Opener[catalog.Removals] {
+		return opener(t, func(db *pgstore.DB) catalog.Removals { return db.Removals(nil) })
+	})
+}

@@ -4,7 +4,7 @@
 // Decisions for clicks.Decisions, Tags for clicks.Tags, Ledger for clicks.Ledger, Impressions
 // for clicks.Impressions, Retainer for clicks.Retainer, Exports for
 // clicks.Exports, Limits for ratelimit.Limiter, Versions for
-// catalog.Versions. Each implementation runs the suite from its own
+// catalog.Versions, Removals for catalog.Removals. Each implementation runs the suite from its own
 // package's tests, so a new one (a database, a shared cache) proves it
 // keeps the same promises:
 //

@@ -1,0 +1,73 @@
+package pgstore
+
+import (
+	"testing"
+	"time"
+
+	"github.com/goccy/go-json"
+
+	"github.com/adlink/adlink/backend/catalog"
+	"github.com/adlink/adlink/match"
+)
+
+// FuzzDecodeRemoved: whatever a removed_ads row holds, it reads without a
+// panic, only into an ad of the row's id, and what removedRows writes of
+// it reads back the same.
+func FuzzDecodeRemoved(f *testing.F) {
+	f.Add("SHOP.1.H7", []byte(`{"ID":"SHOP.1.H7","Kind":1,"Landing":"https://shop.example/p","Markets":[{"Country":"de","Lang":"de"}],"BidMicros":100000}`), int64(1795000000000000000))
+	f.Add("SHOP.1.H7", []byte(`{"ID":"SHOP.1.H8"}`), int64(0))
+	f.Add("", []byte(`{}`), int64(-1))
+	f.Add("x", []byte(`null`), int64(1))
+	f.Add("x", []byte(`{"ID":"x","Keywords":"lg"}`), int64(1))
+	f.Fuzz(func(t *testing.T, id string, doc []byte, until int64) {
+		r, err := decodeRemoved(id, doc, until)
+		if err != nil {
+			if r.Ad.ID != "" || !r.Until.IsZero() {
+				t.Errorf("an error (%v) and %+v", err, r)
+			}
+			return
+		}
+		if r.Ad.ID != id || r.Until.UnixNano() != until {
+			t.Fatalf("row %q until %d read as %+v", id, until, r)
+		}
+		if id == "" {
+			return // no row has one: removedRows refuses it
+		}
+		ids, docs, untils, err := removedRows([]catalog.RemovedAd{r})
+		if err != nil || len(ids) != 1 {
+			t.Fatalf("removedRows of %+v: %v", r, err)
+		}
+		again, err := decodeRemoved(ids[0], docs[0], untils[0])
+		if err != nil || !sameAd(again.Ad, r.Ad) || !again.Until.Equal(r.Until) {
+			t.Fatalf("%+v written and read again: %+v, %v", r, again, err)
+		}
+	})
+}
+
+// sameAd compares two ads by their JSON, as the row keeps them.
+func sameAd(a, b match.Ad) bool {
+	ja, errA := json.Marshal(a)
+	jb, errB := json.Marshal(b)
+	return errA == nil && errB == nil && string(ja) == string(jb)
+}
+
+// TestRemovedRowsAreOneAnID: of ads given twice, the later Until's is
+// written, and an ad without an id is refused.
+func TestRemovedRowsAreOneAnID(t *testing.T) {
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	ads := []catalog.RemovedAd{
+		{Ad: match.Ad{ID: "b", Landing: "https://b.example/early"}, Until: now},
+		{Ad: match.Ad{ID: "a", Landing: "https://a.example/"}, Until: now},
+		{Ad: match.Ad{ID: "b", Landing: "https://b.example/late"}, Until: now.Add(time.Hour)},
+	}
+	ids, docs, untils, err := removedRows(ads)
+	if err != nil || len(ids) != 2 || ids[0] != "a" || ids[1] != "b" || untils[1] != now.Add(time.Hour).UnixNano() {
+		t.Fatalf("removedRows = %v %v, %v", ids, untils, err)
+	}
+	if r, err := decodeRemoved("b", docs[1], untils[1]); err != nil || r.Ad.Landing != "https://b.example/late" {
+		t.Errorf("b's row reads %+v, %v; want the later landing", r, err)
+	}
+	if _, _, _, err := removedRows([]catalog.RemovedAd{{Until: now}}); err == nil {
+		t.Error("removedRows of an ad without an id: no error")
+	}
+}

@@ -1,0 +1,151 @@
+package storetest
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/adlink/adlink/backend/catalog"
+	"github.com/adlink/adlink/match"
+)
+
+// Removals runs the contract of catalog.Removals. Each replica opens its
+// own store on the backing the Opener names.
+func Removals(t *testing.T, fresh func(t *testing.T) Opener[catalog.Removals]) {
+	t.Helper()
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	ad := func(id, landing string) match.Ad {
+		return match.Ad{ID: id, Kind: match.KindProduct, Title: "LG Handy " + id, Keywords: []string{"lg handy", "handy"},
+			Manufacturer: "LG", Category: "Handys", PriceCents: 19900, Currency: "EUR", Landing: landing,
+			Advertiser: "shop.example", Markets: []match.Market{{Country: "de", Lang: "de"}}, BidMicros: 100_000}
+	}
+	byID := func(t *testing.T, got []catalog.RemovedAd) map[string]catalog.RemovedAd {
+		t.Helper()
+		m := map[string]catalog.RemovedAd{}
+		for _, r := range got {
+			if _, dup := m[r.Ad.ID]; dup {
+				t.Fatalf("Share returned %s twice", r.Ad.ID)
+			}
+			m[r.Ad.ID] = r
+		}
+		return m
+	}
+
+	t.Run("EveryReplicaReadsWhatOneShared", func(t *testing.T) {
+		o := fresh(t)
+		a, closeA := open(t, o)
+		ctx := within(t, 30*time.Second)
+		if got, err := a.Share(ctx, nil, now); err != nil || len(got) != 0 {
+			t.Fatalf("Share on nothing = %v, %v; want none", got, err)
+		}
+		x := catalog.RemovedAd{Ad: ad("SHOP.1.X", "https://shop.example/x"), Until: now.Add(time.Hour)}
+		if got, err := a.Share(ctx, []catalog.RemovedAd{x}, now); err != nil || len(got) != 1 ||
+			!reflect.DeepEqual(got[0].Ad, x.Ad) || !got[0].Until.Equal(x.Until) {
+			t.Fatalf("Share = %+v, %v; want %+v", got, err, x)
+		}
+		closeA()
+		// A replica started later, on its own handle, reads it.
+		b, _ := open(t, o)
+		got, err := b.Share(ctx, nil, now.Add(time.Minute))
+		if err != nil || len(got) != 1 || !reflect.DeepEqual(got[0].Ad, x.Ad) || !got[0].Until.Equal(x.Until) {
+			t.Fatalf("another replica's Share = %+v, %v; want %+v", got, err, x)
+		}
+	})
+
+	t.Run("TheLaterUntilWins", func(t *testing.T) {
+		s, _ := open(t, fresh(t))
+		ctx := within(t, 30*time.Second)
+		early := catalog.RemovedAd{Ad: ad("SHOP.1.X", "https://shop.example/early"), Until: now.Add(time.Hour)}
+		late := catalog.RemovedAd{Ad: ad("SHOP.1.X", "https://shop.example/late"), Until: now.Add(2 * time.Hour)}
+		for _, order := range [][]catalog.RemovedAd{{early, late}, {late, early}, {late}, {early}} {
+			for _, r := range order {
+				if _, err := s.Share(ctx, []catalog.RemovedAd{r}, now); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := s.Share(ctx, nil, now)
+			if r := byID(t, got)["SHOP.1.X"]; err != nil || len(got) != 1 || r.Ad.Landing != late.Ad.Landing || !r.Until.Equal(late.Until) {
+				t.Fatalf("after %d shares = %+v, %v; want the later one, %+v", len(order), got, err, late)
+			}
+		}
+		// One call with both keeps the later too.
+		got, err := s.Share(ctx, []catalog.RemovedAd{late, early, early}, now)
+		if r := byID(t, got)["SHOP.1.X"]; err != nil || r.Ad.Landing != late.Ad.Landing || !r.Until.Equal(late.Until) {
+			t.Fatalf("one share of both = %+v, %v; want %+v", got, err, late)
+		}
+	})
+
+	t.Run("ExpiredAreDeleted", func(t *testing.T) {
+		s, _ := open(t, fresh(t))
+		ctx := within(t, 30*time.Second)
+		soon := catalog.RemovedAd{Ad: ad("SHOP.1.S", "https://shop.example/s"), Until: now.Add(time.Minute)}
+		later := catalog.RemovedAd{Ad: ad("SHOP.1.L", "https://shop.example/l"), Until: now.Add(time.Hour)}
+		gone := catalog.RemovedAd{Ad: ad("SHOP.1.G", "https://shop.example/g"), Until: now}
+		got, err := s.Share(ctx, []catalog.RemovedAd{soon, later, gone}, now)
+		if m := byID(t, got); err != nil || len(m) != 2 || m["SHOP.1.G"].Ad.ID != "" {
+			t.Fatalf("Share = %+v, %v; want SHOP.1.S and SHOP.1.L", got, err)
+		}
+		got, err = s.Share(ctx, nil, soon.Until)
+		if m := byID(t, got); err != nil || len(m) != 1 || m["SHOP.1.L"].Ad.ID == "" {
+			t.Fatalf("at SHOP.1.S's until = %+v, %v; want SHOP.1.L alone", got, err)
+		}
+		// Deleted, not only left out: a clock read earlier finds it gone.
+		got, err = s.Share(ctx, nil, now)
+		if m := byID(t, got); err != nil || len(m) != 1 || m["SHOP.1.S"].Ad.ID != "" {
+			t.Fatalf("back at the start = %+v, %v; want SHOP.1.L alone", got, err)
+		}
+	})
+
+	t.Run("ReplicasShareAtOnce", func(t *testing.T) {
+		o := fresh(t)
+		const replicas, ads = 4, 200
+		want := map[string]time.Time{}
+		stores := make([]catalog.Removals, replicas)
+		for i := range stores {
+			stores[i], _ = open(t, o)
+		}
+		ctx := within(t, time.Minute)
+		var wg sync.WaitGroup
+		errs := make(chan error, replicas)
+		for i, s := range stores {
+			// Each replica saw every removal, with its own Until, and
+			// shares them in an order of its own.
+			var mine []catalog.RemovedAd
+			for k := range ads {
+				id := fmt.Sprintf("SHOP.1.%03d", k)
+				until := now.Add(time.Duration(1+(k+i)%replicas) * time.Hour)
+				if until.After(want[id]) {
+					want[id] = until
+				}
+				mine = append(mine, catalog.RemovedAd{Ad: ad(id, "https://shop.example/"+id), Until: until})
+			}
+			if i%2 == 1 {
+				slices.Reverse(mine)
+			}
+			wg.Go(func() {
+				_, err := s.Share(ctx, mine, now)
+				errs <- err
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Fatalf("a replica's share: %v", err)
+			}
+		}
+		got, err := stores[0].Share(ctx, nil, now)
+		if err != nil || len(got) != ads {
+			t.Fatalf("Share after = %d ads, %v; want %d", len(got), err, ads)
+		}
+		for _, r := range got {
+			if !r.Until.Equal(want[r.Ad.ID]) || !strings.HasSuffix(r.Ad.Landing, r.Ad.ID) {
+				t.Errorf("%s until %v landing %s, want until %v", r.Ad.ID, r.Until, r.Ad.Landing, want[r.Ad.ID])
+			}
+		}
+	})
+}
