@@ -316,6 +316,10 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 		return nil, err
 	}
 	a.retention.Start() // days that aged out while the server was down go now
+	// Every replica lands the links of the ads any of them removed.
+	if a.pg != nil {
+		cat.shareRemoved(context.Background(), a.pg.Removals(log.With("component", "catalog")))
+	}
 	// A refresh on one replica tells the others: through Redis when there
 	// is one, else Postgres.
 	switch {

@@ -61,6 +61,13 @@ type live struct {
 	// replicas, when set, tell the other replicas of each catalog this one
 	// swaps in, and name the version they agreed on.
 	replicas *replicas
+	// removals, with -postgres, share the ads refreshes removed with the
+	// other replicas (shareRemoved). unshared, under mu, are those this
+	// replica removed that a share has not recorded yet; shareFailed,
+	// under mu, has the next refresh share again though it swaps nothing.
+	removals    catalog.Removals
+	unshared    map[string]api.Removed
+	shareFailed bool
 	// pending, under mu, are the partners and advertisers a reload read
 	// from changed files, the first whose budgets fit served with its
 	// catalog (accounts.go); newGate makes the budget gate of new budgets.
@@ -374,6 +381,9 @@ func (l *live) reloadAs(ctx context.Context, force bool, from string) api.Reload
 	l.took.read, l.took.index, l.took.shards = 0, 0, 0
 	was := l.cur.Load()
 	res := l.refreshAll(ctx, force)
+	if res.Result != resultSwapped {
+		l.shareAgain(ctx)
+	}
 	cur := l.cur.Load()
 	l.warnAdless(cur, was)
 	res.Version, res.Ads, res.Warnings = cur.api.Version, len(cur.ads), l.warnings
@@ -473,6 +483,10 @@ func (l *live) refresh(ctx context.Context, force bool) api.Reload {
 	}
 	next.api.Version = ver
 	next.feeds = feeds
+	// The other replicas' removed ads are merged in before the swap, and
+	// this one's shared before it is announced.
+	l.noteRemoved(prev, next)
+	next = l.share(ctx, next)
 	l.serve(next.with(acc))
 	l.stale = false
 	l.saveRemoved(prev, l.cur.Load())

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"errors"
 	"io/fs"
 	"maps"
@@ -120,4 +121,115 @@ func loadRemoved(path string, now time.Time, all *match.Index) (map[string]api.R
 		removed[s.Ad.ID] = r
 	}
 	return removed, nil
+}
+
+// shareTimeout bounds a refresh's wait for the removed ads the replicas
+// share: a Postgres that does not answer holds no swap for longer.
+const shareTimeout = 2 * time.Second
+
+// shareRemoved has the ads l's refreshes remove shared with the other
+// replicas through removals, and theirs merged into each version l
+// swaps in, starting with the one served now: those its data directory
+// kept are shared, and those the others removed before it started land
+// its links too.
+func (l *live) shareRemoved(ctx context.Context, removals catalog.Removals) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.removals = removals
+	l.unshared = maps.Clone(l.cur.Load().api.Removed)
+	l.shareFailed = true
+	l.shareAgain(ctx)
+}
+
+// noteRemoved keeps, for the next share, the ads next removed that prev
+// did not, or until an earlier time.
+func (l *live) noteRemoved(prev, next *version) {
+	if l.removals == nil {
+		return
+	}
+	if l.unshared == nil {
+		l.unshared = map[string]api.Removed{}
+	}
+	for id, r := range next.api.Removed {
+		if p, ok := prev.api.Removed[id]; !ok || p.Until.Before(r.Until) {
+			l.unshared[id] = r
+		}
+	}
+}
+
+// share records the ads l removed that the other replicas do not have
+// yet and returns v with the ads they removed merged in. When the store
+// does not answer, v is returned as it is, and the ads are shared at the
+// next refresh: the data directory's file keeps them meanwhile.
+func (l *live) share(ctx context.Context, v *version) *version {
+	if l.removals == nil {
+		return v
+	}
+	now := l.now()
+	ads := make([]catalog.RemovedAd, 0, len(l.unshared))
+	for id, r := range l.unshared {
+		if !now.Before(r.Until) {
+			delete(l.unshared, id)
+			continue
+		}
+		ads = append(ads, catalog.RemovedAd{Ad: r.Ad, Until: r.Until})
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shareTimeout)
+	defer cancel()
+	shared, err := l.removals.Share(ctx, ads, now)
+	if err != nil {
+		l.shareFailed = true
+		l.log.Warn("removed ads: not shared with the other replicas; tried again at the next refresh, kept in the data directory meanwhile",
+			"unshared", len(ads), "err", err)
+		return v
+	}
+	if l.shareFailed && len(l.unshared) > 0 {
+		l.log.Info("removed ads: shared with the other replicas", "shared", len(ads), "removed", len(shared))
+	}
+	l.shareFailed = false
+	clear(l.unshared)
+	merged, added := mergeRemoved(v.api.Removed, shared, v.api.Indexes.All(), now)
+	if !added {
+		return v
+	}
+	c := *v.api
+	c.Removed = merged
+	return &version{api: &c, ads: v.ads, loadedAt: v.loadedAt, feeds: v.feeds, acc: v.acc}
+}
+
+// shareAgain shares, after a share failed, what a refresh that swapped
+// nothing in left unshared, and serves the version served now with the
+// other replicas' removed ads merged in.
+func (l *live) shareAgain(ctx context.Context) {
+	if l.removals == nil || !l.shareFailed {
+		return
+	}
+	cur := l.cur.Load()
+	if v := l.share(ctx, cur); v != cur {
+		l.serve(v)
+		l.saveRemoved(cur, v)
+	}
+}
+
+// mergeRemoved is own with the ads shared that all, the catalog served,
+// does not have again and whose links still land at now on a web URL,
+// and whether it added any. Of an ad in both, the one whose links land
+// longer is kept. own is not changed.
+func mergeRemoved(own map[string]api.Removed, shared []catalog.RemovedAd, all *match.Index, now time.Time) (merged map[string]api.Removed, added bool) {
+	merged = maps.Clone(own)
+	if merged == nil {
+		merged = map[string]api.Removed{}
+	}
+	for _, s := range shared {
+		id := s.Ad.ID
+		if _, back := all.Lookup(id); back || !now.Before(s.Until) || id == "" || !catalog.IsWebURL(s.Ad.Landing) {
+			continue
+		}
+		if r, ok := merged[id]; ok && !r.Until.Before(s.Until) {
+			continue
+		}
+		merged[id] = api.Removed{Ad: s.Ad, Until: s.Until}
+		added = true
+	}
+	return merged, added
 }
