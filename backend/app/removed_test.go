@@ -14,6 +14,7 @@ import (
 
 	"github.com/goccy/go-json"
 
+	"github.com/adlink/adlink/backend/api"
 	"github.com/adlink/adlink/backend/catalog"
 	"github.com/adlink/adlink/backend/clicks"
 	"github.com/adlink/adlink/match"
@@ -157,4 +158,47 @@ func FuzzLoadRemoved(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestMergeRemoved: of the removed ads the replicas share, those the
+// catalog has again, whose time is up, or whose landing is no web URL
+// are left out; of an ad kept here too, the one whose links land longer
+// wins; the map merged into is not changed.
+func TestMergeRemoved(t *testing.T) {
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	ix, err := match.Build(handies(2, "p", 1)) // SHOP.1.H0, SHOP.1.H1
+	if err != nil {
+		t.Fatal(err)
+	}
+	ad := func(id, landing string) match.Ad { return match.Ad{ID: id, Landing: landing} }
+	own := map[string]api.Removed{
+		"SHOP.1.A": {Ad: ad("SHOP.1.A", "https://shop.example/own-a"), Until: now.Add(2 * time.Hour)},
+		"SHOP.1.B": {Ad: ad("SHOP.1.B", "https://shop.example/own-b"), Until: now.Add(time.Hour)},
+	}
+	shared := []catalog.RemovedAd{
+		{Ad: ad("SHOP.1.A", "https://shop.example/shared-a"), Until: now.Add(time.Hour)},
+		{Ad: ad("SHOP.1.B", "https://shop.example/shared-b"), Until: now.Add(3 * time.Hour)},
+		{Ad: ad("SHOP.1.H0", "https://shop.example/back"), Until: now.Add(time.Hour)},
+		{Ad: ad("SHOP.1.OLD", "https://shop.example/old"), Until: now},
+		{Ad: ad("SHOP.1.JS", "javascript:alert(1)"), Until: now.Add(time.Hour)},
+		{Ad: ad("", "https://shop.example/none"), Until: now.Add(time.Hour)},
+		{Ad: ad("SHOP.1.C", "https://shop.example/shared-c"), Until: now.Add(time.Hour)},
+	}
+	merged, added := mergeRemoved(own, shared, ix, now)
+	want := map[string]string{"SHOP.1.A": "https://shop.example/own-a", "SHOP.1.B": "https://shop.example/shared-b",
+		"SHOP.1.C": "https://shop.example/shared-c"}
+	if !added || len(merged) != len(want) {
+		t.Fatalf("merged %v (added %v), want %v", merged, added, want)
+	}
+	for id, landing := range want {
+		if merged[id].Ad.Landing != landing {
+			t.Errorf("%s lands on %q, want %s", id, merged[id].Ad.Landing, landing)
+		}
+	}
+	if len(own) != 2 || own["SHOP.1.B"].Ad.Landing != "https://shop.example/own-b" {
+		t.Errorf("the map merged into changed: %v", own)
+	}
+	if _, added := mergeRemoved(merged, shared, ix, now); added {
+		t.Error("merging the same ads again added some")
+	}
 }
