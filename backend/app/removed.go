@@ -123,9 +123,13 @@ func loadRemoved(path string, now time.Time, all *match.Index) (map[string]api.R
 	return removed, nil
 }
 
-// shareTimeout bounds a refresh's wait for the removed ads the replicas
-// share: a Postgres that does not answer holds no swap for longer.
-const shareTimeout = 2 * time.Second
+// shareTimeout, and shareTimePerAd for each ad recorded, bound a
+// refresh's wait for the removed ads the replicas share: a Postgres that
+// does not answer holds no swap for longer.
+const (
+	shareTimeout   = 2 * time.Second
+	shareTimePerAd = 100 * time.Microsecond
+)
 
 // shareRemoved has the ads l's refreshes remove shared with the other
 // replicas through removals, and theirs merged into each version l
@@ -174,7 +178,7 @@ func (l *live) share(ctx context.Context, v *version) *version {
 		}
 		ads = append(ads, catalog.RemovedAd{Ad: r.Ad, Until: r.Until})
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shareTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shareTimeout+time.Duration(len(ads))*shareTimePerAd)
 	defer cancel()
 	shared, err := l.removals.Share(ctx, ads, now)
 	if err != nil {
