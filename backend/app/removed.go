@@ -28,16 +28,9 @@ const RemovedFile = "removed-ads.json"
 // advertiser's last budget, which a restart must not forget once the
 // advertiser has left the advertisers file.
 type savedRemoved struct {
-	Until  time.Time    `json:"until"`
-	Ad     match.Ad     `json:"ad"`
-	Budget *savedBudget `json:"budget,omitempty"`
-}
-
-// savedBudget is a daily budget as RemovedFile keeps it.
-type savedBudget struct {
-	DailyMicros int64           `json:"daily_micros"`
-	Currency    string          `json:"currency"`
-	Pacing      accounts.Pacing `json:"pacing,omitempty"`
+	Until  time.Time            `json:"until"`
+	Ad     match.Ad             `json:"ad"`
+	Budget *catalog.SavedBudget `json:"budget,omitempty"`
 }
 
 // lastBudgets is removed with each ad's budget brought to acc's: the one
@@ -80,11 +73,7 @@ func (acc *accountSet) lists(advertiser string) bool {
 func saveRemoved(path string, removed map[string]api.Removed) error {
 	saved := make([]savedRemoved, 0, len(removed))
 	for _, r := range removed {
-		s := savedRemoved{Until: r.Until, Ad: r.Ad}
-		if b := r.Budget; b.DailyMicros > 0 {
-			s.Budget = &savedBudget{DailyMicros: b.DailyMicros, Currency: b.Currency, Pacing: b.Pacing}
-		}
-		saved = append(saved, s)
+		saved = append(saved, savedRemoved{Until: r.Until, Ad: r.Ad, Budget: catalog.SaveBudget(r.Budget)})
 	}
 	b, err := json.Marshal(saved)
 	if err != nil {
@@ -114,11 +103,7 @@ func loadRemoved(path string, now time.Time, all *match.Index) (map[string]api.R
 		if _, back := all.Lookup(s.Ad.ID); back || !now.Before(s.Until) || s.Ad.ID == "" || !catalog.IsWebURL(s.Ad.Landing) {
 			continue
 		}
-		r := api.Removed{Ad: s.Ad, Until: s.Until}
-		if b := s.Budget; b != nil && b.DailyMicros > 0 {
-			r.Budget = accounts.Budget{DailyMicros: b.DailyMicros, Currency: b.Currency, Pacing: b.Pacing}
-		}
-		removed[s.Ad.ID] = r
+		removed[s.Ad.ID] = api.Removed{Ad: s.Ad, Until: s.Until, Budget: s.Budget.Budget()}
 	}
 	return removed, nil
 }
@@ -176,7 +161,7 @@ func (l *live) share(ctx context.Context, v *version) *version {
 			delete(l.unshared, id)
 			continue
 		}
-		ads = append(ads, catalog.RemovedAd{Ad: r.Ad, Until: r.Until})
+		ads = append(ads, catalog.RemovedAd{Ad: r.Ad, Until: r.Until, Budget: r.Budget})
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shareTimeout+time.Duration(len(ads))*shareTimePerAd)
 	defer cancel()
@@ -232,7 +217,7 @@ func mergeRemoved(own map[string]api.Removed, shared []catalog.RemovedAd, all *m
 		if r, ok := merged[id]; ok && !r.Until.Before(s.Until) {
 			continue
 		}
-		merged[id] = api.Removed{Ad: s.Ad, Until: s.Until}
+		merged[id] = api.Removed{Ad: s.Ad, Until: s.Until, Budget: s.Budget}
 		added = true
 	}
 	return merged, added

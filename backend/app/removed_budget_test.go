@@ -1,6 +1,7 @@
 package app
 
 import (
+	"bytes"
 	"net/http"
 	"testing"
 	"time"
@@ -17,7 +18,8 @@ import (
 // many networks, they bill up to the last daily budget it had and no
 // further, before a restart and after it (over_budget, as for an
 // advertiser in the file); an advertiser still in the file keeps its
-// own budget. So it is with the ledger in Postgres.
+// own budget. So it is with the ledger in Postgres, on a replica started
+// afterwards with a data directory of its own.
 func TestRemovedAdvertiserKeepsItsLastBudget(t *testing.T) {
 	t.Run("bolt", func(t *testing.T) { testRemovedAdvertiserBudget(t, "") })
 	t.Run("postgres", func(t *testing.T) { testRemovedAdvertiserBudget(t, testpg.New(t)) })
@@ -31,7 +33,12 @@ func testRemovedAdvertiserBudget(t *testing.T, postgres string) {
 	s := startAccountsWith(t, twoPartners, `{"advertisers":[
 		{"id":"shop.example","daily_budget":"0.50","currency":"EUR"},
 		{"id":"kept.example","daily_budget":"0.30","currency":"EUR"}]}`,
-		[]match.Ad{gone, kept}, func(c *config.Config) { c.CatalogMaxDrop, c.PostgresURL = 1, postgres })
+		[]match.Ad{gone, kept}, func(c *config.Config) {
+			c.CatalogMaxDrop, c.PostgresURL = 1, postgres
+			// Replicas share their click key, which a data directory
+			// would otherwise make its own.
+			c.ClickKeys = []clicks.Key{{ID: "shared", Secret: bytes.Repeat([]byte{7}, 32)}}
+		})
 	goneLinks := s.links(t, "key-two", "site-two", gone.ID, 9)
 	keptLinks := s.links(t, "key-two", "site-two", kept.ID, 5)
 
@@ -52,6 +59,12 @@ func testRemovedAdvertiserBudget(t *testing.T, postgres string) {
 	// 0.50 EUR is five clicks: four before the restart, one after it.
 	if got := tally(goneLinks[:4], 1); got[""] != 4 {
 		t.Errorf("the first 4 clicks of the advertiser gone: %v, want all billed", got)
+	}
+	if postgres != "" {
+		// With Postgres, the server comes back as a replica started on
+		// another machine would: an empty data directory, which knows the
+		// removed ad, and its advertiser's last budget, from Postgres alone.
+		s.cfg.DataDir = t.TempDir()
 	}
 	s.restart(t)
 	if got := tally(goneLinks[4:], 5); got[""] != 1 || got[clicks.ReasonOverBudget] != 4 {

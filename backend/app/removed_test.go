@@ -14,6 +14,7 @@ import (
 
 	"github.com/goccy/go-json"
 
+	"github.com/adlink/adlink/backend/accounts"
 	"github.com/adlink/adlink/backend/api"
 	"github.com/adlink/adlink/backend/catalog"
 	"github.com/adlink/adlink/backend/clicks"
@@ -182,7 +183,8 @@ func TestMergeRemoved(t *testing.T) {
 		{Ad: ad("SHOP.1.OLD", "https://shop.example/old"), Until: now},
 		{Ad: ad("SHOP.1.JS", "javascript:alert(1)"), Until: now.Add(time.Hour)},
 		{Ad: ad("", "https://shop.example/none"), Until: now.Add(time.Hour)},
-		{Ad: ad("SHOP.1.C", "https://shop.example/shared-c"), Until: now.Add(time.Hour)},
+		{Ad: ad("SHOP.1.C", "https://shop.example/shared-c"), Until: now.Add(time.Hour),
+			Budget: accounts.Budget{DailyMicros: 250_000, Currency: "EUR"}},
 	}
 	merged, added := mergeRemoved(own, shared, ix, now)
 	want := map[string]string{"SHOP.1.A": "https://shop.example/own-a", "SHOP.1.B": "https://shop.example/shared-b",
@@ -194,6 +196,9 @@ func TestMergeRemoved(t *testing.T) {
 		if merged[id].Ad.Landing != landing {
 			t.Errorf("%s lands on %q, want %s", id, merged[id].Ad.Landing, landing)
 		}
+	}
+	if b := merged["SHOP.1.C"].Budget; b.DailyMicros != 250_000 || b.Currency != "EUR" {
+		t.Errorf("SHOP.1.C merged with the budget %+v, want the shared one's", b)
 	}
 	if len(own) != 2 || own["SHOP.1.B"].Ad.Landing != "https://shop.example/own-b" {
 		t.Errorf("the map merged into changed: %v", own)

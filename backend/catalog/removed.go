@@ -4,14 +4,19 @@ import (
 	"context"
 	"time"
 
+	"github.com/adlink/adlink/backend/accounts"
 	"github.com/adlink/adlink/match"
 )
 
 // RemovedAd is an ad a refresh removed from the catalog, as it was last
-// served, and until when the click links issued for it land.
+// served, until when the click links issued for it land, and its
+// advertiser's daily budget when it was removed (none when DailyMicros
+// is 0): a replica whose advertisers file no longer lists the advertiser
+// bills the links' clicks under it.
 type RemovedAd struct {
-	Ad    match.Ad
-	Until time.Time
+	Ad     match.Ad
+	Until  time.Time
+	Budget accounts.Budget
 }
 
 // Removals keep the removed ads of the replicas of one deployment, so
@@ -28,4 +33,28 @@ type Removals interface {
 	// Share recorded is durable when it returns; an error records none
 	// of ads and returns nothing.
 	Share(ctx context.Context, ads []RemovedAd, now time.Time) ([]RemovedAd, error)
+}
+
+// SavedBudget is a removed ad's last budget as the removed ads' file and
+// the shared removed ads keep it, in JSON.
+type SavedBudget struct {
+	DailyMicros int64           `json:"daily_micros"`
+	Currency    string          `json:"currency"`
+	Pacing      accounts.Pacing `json:"pacing,omitempty"`
+}
+
+// SaveBudget is b as it is kept: nil for none.
+func SaveBudget(b accounts.Budget) *SavedBudget {
+	if b.DailyMicros <= 0 {
+		return nil
+	}
+	return &SavedBudget{DailyMicros: b.DailyMicros, Currency: b.Currency, Pacing: b.Pacing}
+}
+
+// Budget is the budget s keeps: none for nil or a budget of no money.
+func (s *SavedBudget) Budget() accounts.Budget {
+	if s == nil || s.DailyMicros <= 0 {
+		return accounts.Budget{}
+	}
+	return accounts.Budget{DailyMicros: s.DailyMicros, Currency: s.Currency, Pacing: s.Pacing}
 }

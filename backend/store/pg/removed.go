@@ -93,7 +93,7 @@ func removedRows(ads []catalog.RemovedAd) (ids []string, docs [][]byte, untils [
 		if a.Ad.ID == "" {
 			return nil, nil, nil, fmt.Errorf("postgres: removed ads: an ad without an id")
 		}
-		doc, err := json.Marshal(a.Ad)
+		doc, err := json.Marshal(removedDoc{Ad: a.Ad, Budget: catalog.SaveBudget(a.Budget)})
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("postgres: removed ads: ad %q: %w", a.Ad.ID, err)
 		}
@@ -106,12 +106,20 @@ func removedRows(ads []catalog.RemovedAd) (ids []string, docs [][]byte, untils [
 // version of adlink) wrote is not trusted: the ad must decode and carry
 // the row's id.
 func decodeRemoved(id string, doc []byte, untilNS int64) (catalog.RemovedAd, error) {
-	var ad match.Ad
-	if err := json.Unmarshal(doc, &ad); err != nil {
+	var d removedDoc
+	if err := json.Unmarshal(doc, &d); err != nil {
 		return catalog.RemovedAd{}, fmt.Errorf("ad: %w", err)
 	}
-	if ad.ID != id {
-		return catalog.RemovedAd{}, fmt.Errorf("ad: id %.80q in the row of %.80q", ad.ID, id)
+	if d.Ad.ID != id {
+		return catalog.RemovedAd{}, fmt.Errorf("ad: id %.80q in the row of %.80q", d.Ad.ID, id)
 	}
-	return catalog.RemovedAd{Ad: ad, Until: fromNanos(untilNS)}, nil
+	return catalog.RemovedAd{Ad: d.Ad, Until: fromNanos(untilNS), Budget: d.Budget.Budget()}, nil
+}
+
+// removedDoc is what a removed_ads row's ad column holds: the ad's JSON,
+// and beside its fields its advertiser's budget when it was removed, if
+// any.
+type removedDoc struct {
+	match.Ad
+	Budget *catalog.SavedBudget `json:"adlink_last_budget,omitempty"`
 }

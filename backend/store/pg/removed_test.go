@@ -19,6 +19,8 @@ func FuzzDecodeRemoved(f *testing.F) {
 	f.Add("", []byte(`{}`), int64(-1))
 	f.Add("x", []byte(`null`), int64(1))
 	f.Add("x", []byte(`{"ID":"x","Keywords":"lg"}`), int64(1))
+	f.Add("x", []byte(`{"ID":"x","adlink_last_budget":{"daily_micros":500000,"currency":"EUR","pacing":"even"}}`), int64(1))
+	f.Add("x", []byte(`{"ID":"x","adlink_last_budget":{"daily_micros":-1,"currency":""}}`), int64(1))
 	f.Fuzz(func(t *testing.T, id string, doc []byte, until int64) {
 		r, err := decodeRemoved(id, doc, until)
 		if err != nil {
@@ -38,7 +40,7 @@ func FuzzDecodeRemoved(f *testing.F) {
 			t.Fatalf("removedRows of %+v: %v", r, err)
 		}
 		again, err := decodeRemoved(ids[0], docs[0], untils[0])
-		if err != nil || !sameAd(again.Ad, r.Ad) || !again.Until.Equal(r.Until) {
+		if err != nil || !sameAd(again.Ad, r.Ad) || !again.Until.Equal(r.Until) || again.Budget != r.Budget {
 			t.Fatalf("%+v written and read again: %+v, %v", r, again, err)
 		}
 	})

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/adlink/adlink/backend/accounts"
 	"github.com/adlink/adlink/backend/catalog"
 	"github.com/adlink/adlink/match"
 )
@@ -42,17 +43,25 @@ func Removals(t *testing.T, fresh func(t *testing.T) Opener[catalog.Removals]) {
 		if got, err := a.Share(ctx, nil, now); err != nil || len(got) != 0 {
 			t.Fatalf("Share on nothing = %v, %v; want none", got, err)
 		}
-		x := catalog.RemovedAd{Ad: ad("SHOP.1.X", "https://shop.example/x"), Until: now.Add(time.Hour)}
-		if got, err := a.Share(ctx, []catalog.RemovedAd{x}, now); err != nil || len(got) != 1 ||
-			!reflect.DeepEqual(got[0].Ad, x.Ad) || !got[0].Until.Equal(x.Until) {
-			t.Fatalf("Share = %+v, %v; want %+v", got, err, x)
+		// x's advertiser had a budget when it was removed, which a replica
+		// whose advertisers file no longer lists it bills x's clicks under.
+		x := catalog.RemovedAd{Ad: ad("SHOP.1.X", "https://shop.example/x"), Until: now.Add(time.Hour),
+			Budget: accounts.Budget{DailyMicros: 500_000, Currency: "EUR", Pacing: accounts.Even}}
+		y := catalog.RemovedAd{Ad: ad("SHOP.1.Y", "https://shop.example/y"), Until: now.Add(time.Hour)}
+		same := func(got []catalog.RemovedAd) bool {
+			m := byID(t, got)
+			return len(got) == 2 && reflect.DeepEqual(m[x.Ad.ID].Ad, x.Ad) && m[x.Ad.ID].Until.Equal(x.Until) &&
+				m[x.Ad.ID].Budget == x.Budget && reflect.DeepEqual(m[y.Ad.ID].Ad, y.Ad) && m[y.Ad.ID].Budget == y.Budget
+		}
+		if got, err := a.Share(ctx, []catalog.RemovedAd{x, y}, now); err != nil || !same(got) {
+			t.Fatalf("Share = %+v, %v; want %+v and %+v", got, err, x, y)
 		}
 		closeA()
-		// A replica started later, on its own handle, reads it.
+		// A replica started later, on its own handle, reads them.
 		b, _ := open(t, o)
 		got, err := b.Share(ctx, nil, now.Add(time.Minute))
-		if err != nil || len(got) != 1 || !reflect.DeepEqual(got[0].Ad, x.Ad) || !got[0].Until.Equal(x.Until) {
-			t.Fatalf("another replica's Share = %+v, %v; want %+v", got, err, x)
+		if err != nil || !same(got) {
+			t.Fatalf("another replica's Share = %+v, %v; want %+v and %+v", got, err, x, y)
 		}
 	})
 
