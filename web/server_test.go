@@ -35,6 +35,8 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
+	// The package's servers build the same catalogs.
+	testenv.ShareCompression()
 	// The module runs only in the browser tests.
 	if err := testenv.Build(testenv.Options{Matcher: testenv.HasChromium(), Zstd: true}); err != nil {
 		fmt.Fprintln(os.Stderr, err)

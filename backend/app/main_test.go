@@ -4,8 +4,13 @@ import (
 	"os"
 	"testing"
 
+	"github.com/adlink/adlink/internal/testenv"
 	"github.com/adlink/adlink/internal/testpg"
 )
 
-// The replica tests share one Postgres server, started here.
-func TestMain(m *testing.M) { os.Exit(testpg.Main(m)) }
+// The replica tests share one Postgres server, started here, and their
+// servers the shards they compress.
+func TestMain(m *testing.M) {
+	testenv.ShareCompression()
+	os.Exit(testpg.Main(m))
+}

@@ -178,6 +178,11 @@ func compressed(b []byte, e Encoding, fast bool) ([]byte, error) {
 // likely to need (0 for none known): a large shard's output grown on the
 // way was copied and cleared over and over.
 func compressedLike(b []byte, e Encoding, fast bool, like int) ([]byte, error) {
+	return sharedCompressed(b, e, fast, func() ([]byte, error) { return compressedNow(b, e, fast, like) })
+}
+
+// compressedNow is compressedLike without what ShareCompression keeps.
+func compressedNow(b []byte, e Encoding, fast bool, like int) ([]byte, error) {
 	if e == Gzip {
 		if fast {
 			return gzipped(b, gzipFastWriters)

@@ -5,11 +5,13 @@ package testenv
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/adlink/adlink/backend/shards"
 	"github.com/adlink/adlink/wasm/module"
 )
 
@@ -67,6 +69,20 @@ func Run(m *testing.M, opts Options) int {
 		return 1
 	}
 	return m.Run()
+}
+
+// ShareCompression lets the servers a test binary starts share the shards
+// they compress (shards.ShareCompression), unless the binary runs
+// benchmarks, which time the compression. A TestMain calls it before its
+// tests; it parses the flags to know.
+func ShareCompression() {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	if f := flag.Lookup("test.bench"); f != nil && f.Value.String() != "" {
+		return
+	}
+	shards.ShareCompression()
 }
 
 // Matcher returns matcher.wasm as Build made it, or nil when it did not.
