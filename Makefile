@@ -51,9 +51,11 @@ vet:
 lint:
 	@GO=$(GO) ./.ci/lint
 
-# The longest packages are named first: go test starts packages in the
-# order given, and on two cores the run ends when its last package does.
-LONG_TESTS = ./backend/app/ ./web/ ./backend/
+# The longest packages are named first, longest first: go test starts
+# packages in the order given, and on two cores the run ends when its
+# last package does, which should then be a short one.
+LONG_TESTS = ./backend/app/ ./web/ ./backend/ ./wasm/module/ ./backend/store/pg/ \
+	./backend/siteshards/ ./backend/shards/ ./backend/retention/
 
 test: wasm vet
 	$(GO) test -race -count=1 -timeout 30m $(LONG_TESTS) ./...
