@@ -9,6 +9,9 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
 )
 
 var (
@@ -54,11 +57,29 @@ func TestLoneSurrogates(t *testing.T) {
 	br.noConsoleErrors(t)
 }
 
+// heldPageTimeout takes the deadline of the page's request for its ads
+// (the widget's 10 s) for the test to reach (window.pageTimeout) as the
+// clock would, once the server holds the request: the test reads that
+// the request had a deadline and what the widget does past it, not how
+// long it waited.
+const heldPageTimeout = `(() => {
+  const f = window.fetch;
+  window.fetch = (u, o) => {
+    if (String(u).includes("/v2/page/link") && o && o.signal) {
+      const c = new AbortController();
+      window.pageTimeout = () => c.abort(new DOMException("signal timed out", "TimeoutError"));
+      o = { ...o, signal: c.signal };
+    }
+    return f(u, o);
+  };
+})()`
+
 // TestStalledServerTimesOut: a server that takes the request for the
 // page's ads and never answers does not keep adlink.ready from settling;
 // the widget matches in the page instead.
 func TestStalledServerTimesOut(t *testing.T) {
 	br := newBrowser(t)
+	br.onEveryPage(t, heldPageTimeout)
 	b := startBackend(t)
 	target, err := url.Parse(b.URL)
 	if err != nil {
@@ -66,8 +87,13 @@ func TestStalledServerTimesOut(t *testing.T) {
 	}
 	proxy := httputil.NewSingleHostReverseProxy(target)
 	release := make(chan struct{})
+	held := make(chan struct{}, 1)
 	stalling := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/v2/page/link" {
+			select {
+			case held <- struct{}{}:
+			default:
+			}
 			select {
 			case <-r.Context().Done():
 			case <-release:
@@ -81,7 +107,16 @@ func TestStalledServerTimesOut(t *testing.T) {
 	site := publisher(t, map[string]string{
 		"/page.html": publisherPage("de-DE", stalling.URL, `<article><p>`+handyText+`</p></article>`),
 	})
-	if r := br.view(t, site+"/page.html"); r.Source != "local" || r.Links == 0 {
+	br.do(t, chromedp.Navigate(site+"/page.html"))
+	select {
+	case <-held:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the page never asked the server for its ads")
+	}
+	if !eval[bool](t, br, `typeof window.pageTimeout === "function" && (window.pageTimeout(), true)`) {
+		t.Fatal("the page's request for its ads has no deadline")
+	}
+	if r := eval[readyResult](t, br, widgetReady); r.Source != "local" || r.Links == 0 {
 		t.Errorf("%+v, want ads matched in the page", r)
 	}
 }
