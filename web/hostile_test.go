@@ -57,18 +57,26 @@ func TestLoneSurrogates(t *testing.T) {
 	br.noConsoleErrors(t)
 }
 
-// heldPageTimeout takes the deadline of the page's request for its ads
-// (the widget's 10 s) for the test to reach (window.pageTimeout) as the
-// clock would, once the server holds the request: the test reads that
-// the request had a deadline and what the widget does past it, not how
-// long it waited.
+// heldPageTimeout holds the widget's 10 s deadline (AbortSignal.timeout)
+// for the test to reach (window.pageTimeout) as the clock would, once the
+// server holds the request for the page's ads; window.pageTimeout exists
+// only when that request's signal is a 10 s AbortSignal.timeout's. The
+// test reads that the request had its deadline and what the widget does
+// past it, not how long it waited. Other timeouts stay real.
 const heldPageTimeout = `(() => {
+  const timeout = AbortSignal.timeout.bind(AbortSignal);
+  const held = new Map();
+  AbortSignal.timeout = (ms) => {
+    if (ms !== 10000) return timeout(ms);
+    const c = new AbortController();
+    held.set(c.signal, c);
+    return c.signal;
+  };
   const f = window.fetch;
   window.fetch = (u, o) => {
-    if (String(u).includes("/v2/page/link") && o && o.signal) {
-      const c = new AbortController();
+    const c = o && held.get(o.signal);
+    if (String(u).includes("/v2/page/link") && c) {
       window.pageTimeout = () => c.abort(new DOMException("signal timed out", "TimeoutError"));
-      o = { ...o, signal: c.signal };
     }
     return f(u, o);
   };
@@ -114,7 +122,7 @@ func TestStalledServerTimesOut(t *testing.T) {
 		t.Fatal("the page never asked the server for its ads")
 	}
 	if !eval[bool](t, br, `typeof window.pageTimeout === "function" && (window.pageTimeout(), true)`) {
-		t.Fatal("the page's request for its ads has no deadline")
+		t.Fatal("the page's request for its ads has no 10 s deadline")
 	}
 	if r := eval[readyResult](t, br, widgetReady); r.Source != "local" || r.Links == 0 {
 		t.Errorf("%+v, want ads matched in the page", r)
