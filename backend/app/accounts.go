@@ -277,6 +277,8 @@ func (l *live) refreshAll(ctx context.Context, force bool) api.Reload {
 		// Judged alone, against the catalog served.
 		if acc, err := l.accountsFor(cur.ads, cur); err == nil && acc != cur.acc {
 			l.serve(cur.with(acc))
+			// A budget changed is a removed ad's to share.
+			l.noteRemoved(cur, l.cur.Load())
 			l.saveRemoved(cur, l.cur.Load())
 			cur = l.cur.Load()
 		}

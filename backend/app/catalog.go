@@ -484,10 +484,10 @@ func (l *live) refresh(ctx context.Context, force bool) api.Reload {
 	next.api.Version = ver
 	next.feeds = feeds
 	// The other replicas' removed ads are merged in before the swap, and
-	// this one's shared before it is announced.
+	// this one's shared before it is announced, with the budgets served.
+	next = next.with(acc)
 	l.noteRemoved(prev, next)
-	next = l.share(ctx, next)
-	l.serve(next.with(acc))
+	l.serve(l.share(ctx, next))
 	l.stale = false
 	l.saveRemoved(prev, l.cur.Load())
 	l.recompress(next.api.Shards)

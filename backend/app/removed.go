@@ -131,7 +131,8 @@ func (l *live) shareRemoved(ctx context.Context, removals catalog.Removals) {
 }
 
 // noteRemoved keeps, for the next share, the ads next removed that prev
-// did not, or until an earlier time.
+// did not, or until an earlier time, or with another budget: a replica
+// that reads the removal bills its links under the budget recorded.
 func (l *live) noteRemoved(prev, next *version) {
 	if l.removals == nil {
 		return
@@ -140,7 +141,7 @@ func (l *live) noteRemoved(prev, next *version) {
 		l.unshared = map[string]api.Removed{}
 	}
 	for id, r := range next.api.Removed {
-		if p, ok := prev.api.Removed[id]; !ok || p.Until.Before(r.Until) {
+		if p, ok := prev.api.Removed[id]; !ok || p.Until.Before(r.Until) || p.Budget != r.Budget {
 			l.unshared[id] = r
 		}
 	}
@@ -182,15 +183,15 @@ func (l *live) share(ctx context.Context, v *version) *version {
 		return v
 	}
 	c := *v.api
-	c.Removed = merged
+	c.Removed = lastBudgets(merged, v.acc)
 	return &version{api: &c, ads: v.ads, loadedAt: v.loadedAt, feeds: v.feeds, acc: v.acc}
 }
 
-// shareAgain shares, after a share failed, what a refresh that swapped
-// nothing in left unshared, and serves the version served now with the
-// other replicas' removed ads merged in.
+// shareAgain shares, after a share failed or a budget changed, what a
+// refresh that swapped nothing in left unshared, and serves the version
+// served now with the other replicas' removed ads merged in.
 func (l *live) shareAgain(ctx context.Context) {
-	if l.removals == nil || !l.shareFailed {
+	if l.removals == nil || !l.shareFailed && len(l.unshared) == 0 {
 		return
 	}
 	cur := l.cur.Load()

@@ -43,4 +43,3 @@ func TestSharedRemovedAdKeepsTheLoweredBudget(t *testing.T) {
 		t.Errorf("the shared removal's budget: %d micros (%v), want the lowered 100000", row.Budget.DailyMicros, err)
 	}
 }
-

@@ -29,7 +29,8 @@ type Removals interface {
 	// is after now. An ad already recorded keeps the later Until of the
 	// two, with the ad that came with it, so that replicas which each saw
 	// one removal may each record it, at once or one after the other, in
-	// any order. The ads whose Until is not after now are deleted. What
+	// any order; of the same Until, the one recorded last, as its
+	// advertiser's budget may have changed since. The ads whose Until is not after now are deleted. What
 	// Share recorded is durable when it returns; an error records none
 	// of ads and returns nothing.
 	Share(ctx context.Context, ads []RemovedAd, now time.Time) ([]RemovedAd, error)

@@ -37,7 +37,7 @@ var _ catalog.Removals = (*removals)(nil)
 const shareSQL = `INSERT INTO removed_ads (id, ad, until_ns)
 SELECT * FROM unnest($1::text[], $2::bytea[], $3::bigint[])
 ON CONFLICT (id) DO UPDATE SET ad = excluded.ad, until_ns = excluded.until_ns
-WHERE removed_ads.until_ns < excluded.until_ns`
+WHERE removed_ads.until_ns <= excluded.until_ns`
 
 func (r *removals) Share(ctx context.Context, ads []catalog.RemovedAd, now time.Time) ([]catalog.RemovedAd, error) {
 	ids, docs, untils, err := removedRows(ads)
