@@ -421,3 +421,15 @@ func TestCatalogCredentialsNotShown(t *testing.T) {
 		}
 	}
 }
+
+// TestUsageHidesCatalogCredentials: -h shows the environment's feeds as
+// their default, without a URL's credentials.
+func TestUsageHidesCatalogCredentials(t *testing.T) {
+	var out strings.Builder
+	const secret = "S3CR3T-7f1d"
+	_, err := Load([]string{"-h"}, env(map[string]string{
+		"ADLINK_CATALOG": "https://u:" + secret + "@shop.example/feed.xml?token=" + secret}), &out)
+	if !errors.Is(err, flag.ErrHelp) || !strings.Contains(out.String(), "shop.example/feed.xml?token=…") || strings.Contains(out.String(), secret) {
+		t.Errorf("%v\n%s", err, out.String())
+	}
+}
