@@ -419,7 +419,7 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	fs.StringVar(&c.Addr, "addr", c.Addr, "listen `address` (ADLINK_ADDR)")
 	fs.StringVar(&c.DataDir, "data", c.DataDir, "state `directory`, holds adlink.db (ADLINK_DATA_DIR)")
 	fs.StringVar(&c.RedirectURL, "redirect-url", c.RedirectURL, "base `URL` of ad links; default http://<addr> (ADLINK_REDIRECT_URL)")
-	fs.Var(&listFlag{list: &c.Catalogs}, "catalog", "catalog feed `file or URL` (JSONL, CSV, Merchant Center XML or TSV; options after #), repeatable; none serves the embedded demo (ADLINK_CATALOG, comma-separated)")
+	fs.Var(&listFlag{list: &c.Catalogs, show: catalog.Redacted}, "catalog", "catalog feed `file or URL` (JSONL, CSV, Merchant Center XML or TSV; options after #), repeatable; none serves the embedded demo (ADLINK_CATALOG, comma-separated)")
 	fs.DurationVar(&c.CatalogRefresh, "catalog-refresh", c.CatalogRefresh, "read the catalog feeds again this often; 0: only on SIGHUP and POST /admin/reload (ADLINK_CATALOG_REFRESH)")
 	fs.IntVar(&c.SiteShardKB, "site-shard-kb", c.SiteShardKB, "most `KB` (zstd) a page downloads for the in-page matcher when its market's shard is larger: a shard chosen for the site; 0 serves the market's whole shard (ADLINK_SITE_SHARD_KB)")
 	fs.Float64Var(&c.CatalogMaxDrop, "catalog-max-drop", c.CatalogMaxDrop, "`part` (0 to 1) of its ads a refreshed catalog, or one of its feeds, may lose; more is refused unless forced (ADLINK_CATALOG_MAX_DROP)")
@@ -801,13 +801,23 @@ type listFlag struct {
 	list  *[]string
 	set   bool
 	comma bool
+	// show, when set, is each value as -h shows it: a feed URL's
+	// credentials are not for a terminal or a container's log.
+	show func(string) string
 }
 
 func (l *listFlag) String() string {
 	if l.list == nil {
 		return ""
 	}
-	return strings.Join(*l.list, ",")
+	if l.show == nil {
+		return strings.Join(*l.list, ",")
+	}
+	shown := make([]string, len(*l.list))
+	for i, v := range *l.list {
+		shown[i] = l.show(v)
+	}
+	return strings.Join(shown, ",")
 }
 
 func (l *listFlag) Set(s string) error {
