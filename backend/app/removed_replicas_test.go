@@ -235,6 +235,6 @@ func TestRemovedAdsSharedOncePostgresAnswers(t *testing.T) {
 	}
 	d := removedMember(t, "D", pg.URL(), redisURL, path, clock, nil)
 	if status, to := land(d.Handler, link); status != http.StatusFound || to != landing {
-		t.Errorf("A's link of the ad removed while Postgres was down, on D: %d to %q, want 302 to %s", status, to, landing)
+		t.Errorf("A's link of the ad removed while Postgres was down, on D: %d to %q, want 302 to %s\n%s", status, to, landing, logs)
 	}
 }

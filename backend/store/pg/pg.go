@@ -201,6 +201,14 @@ func retryable(err error) bool {
 	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01")
 }
 
+// serverEnded reports whether err is the server ending the connection
+// (its shutdown, a crash, or an administrator's command), or the
+// connection failing before anything was sent on it.
+func serverEnded(err error) bool {
+	var pe *pgconn.PgError
+	return pgconn.SafeToRetry(err) || errors.As(err, &pe) && (pe.Code == "57P01" || pe.Code == "57P02")
+}
+
 // nanos and fromNanos store a time as Unix nanoseconds, exactly.
 func nanos(t time.Time) int64 { return t.UnixNano() }
 

@@ -45,7 +45,7 @@ func (r *removals) Share(ctx context.Context, ads []catalog.RemovedAd, now time.
 		return nil, err
 	}
 	var shared []catalog.RemovedAd
-	err = r.db.inTx(ctx, func(tx pgx.Tx) error {
+	share := func(tx pgx.Tx) error {
 		shared = shared[:0]
 		if len(ids) > 0 {
 			if _, err := tx.Exec(ctx, shareSQL, ids, docs, untils); err != nil {
@@ -74,7 +74,15 @@ func (r *removals) Share(ctx context.Context, ads []catalog.RemovedAd, now time.
 			return nil
 		})
 		return err
-	})
+	}
+	// A share is the same run twice, so one that met a connection the
+	// server ended (a restart of Postgres ends them all, and the pool's
+	// idle ones say so at their next use) is run again on new ones.
+	err = r.db.inTx(ctx, share)
+	if err != nil && serverEnded(err) {
+		r.db.pool.Reset()
+		err = r.db.inTx(ctx, share)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("postgres: removed ads: %w", err)
 	}
