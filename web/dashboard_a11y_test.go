@@ -35,11 +35,7 @@ func TestDashboardChartAccessible(t *testing.T) {
 	}
 	makeTraffic(t, b.URL, visit{query: "iphone 15 hülle", ykTag: "a11y-test", network: "198.51.100.70", views: 1, clicks: 1})
 	br := newBrowser(t)
-	settled := jsSource(dashSettled)
-	br.do(t, chromedp.Navigate(b.URL+"/dashboard"))
-	eval[string](t, br, jsCall(dashSettled))
-	br.do(t, chromedp.SendKeys("#token", demoPartnerReport))
-	if s := evalCall[string](t, br, dashPress, "go", settled); s != "ready" {
+	if s := dashSignIn(t, br, b.URL, demoPartnerReport); s != "ready" {
 		t.Fatalf("state %q, want ready", s)
 	}
 	v := eval[dashView](t, br, jsCall(dashViewScript))

@@ -76,12 +76,8 @@ func TestDashboardReportsUnavailable(t *testing.T) {
 
 	br := newBrowser(t)
 	br.onEveryPage(t, heldFirstTry)
-	settled := jsSource(dashSettled)
 	view := func() dashView { return eval[dashView](t, br, jsCall(dashViewScript)) }
-	br.do(t, chromedp.Navigate(base+"/dashboard"))
-	eval[string](t, br, jsCall(dashSettled))
-	br.do(t, chromedp.SendKeys("#token", demoPartnerReport))
-	if s := evalCall[string](t, br, dashPress, "go", settled); s != "unavailable" {
+	if s := dashSignIn(t, br, base, demoPartnerReport); s != "unavailable" {
 		t.Fatalf("Postgres down: state %q (%+v), want unavailable", s, view())
 	}
 	v := view()
