@@ -17,15 +17,16 @@ import (
 // shown: a URL without its user info and with each query value replaced
 // by "…" (https://host/feed.tsv?token=…), its host, path, query keys and
 // options after '#' kept, so that the operator still knows which feed
-// it is. A URL that does not parse shows its scheme alone; anything else
-// (a file path) shows as it is.
+// it is. A URL that does not parse, or whose password may run past its
+// host (MisreadUserInfo), shows its scheme alone; anything else (a file
+// path) shows as it is.
 func Redacted(source string) string {
 	loc, frag, hasFrag := strings.Cut(source, "#")
 	scheme, rest, ok := strings.Cut(loc, "://")
 	if !ok || !isScheme(scheme) {
 		return source
 	}
-	if _, err := url.Parse(loc); err != nil {
+	if _, err := url.Parse(loc); err != nil || MisreadUserInfo(source) {
 		return scheme + "://…"
 	}
 	// Cut as url.Parse cuts: the query first, then the authority up to
@@ -47,6 +48,26 @@ func Redacted(source string) string {
 		b.WriteString("#" + frag)
 	}
 	return b.String()
+}
+
+// MisreadUserInfo reports whether source is a URL whose user info a
+// '/', '?' or '#' in the password cut short, so that what parses as its
+// host is the user name and part of the password: a ':' before the end
+// of the authority, no '@' in it, and an '@' after it
+// (https://user:12/34@host/feed.xml parses as host "user", port 12). An
+// '@' in the path of a URL with a port reads the same, and is refused
+// with it: %40 spells it.
+func MisreadUserInfo(source string) bool {
+	scheme, rest, ok := strings.Cut(source, "://")
+	if !ok || !isScheme(scheme) {
+		return false
+	}
+	authority := rest
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		authority = rest[:i]
+	}
+	return strings.Contains(authority, ":") && !strings.Contains(authority, "@") &&
+		strings.Contains(rest[len(authority):], "@")
 }
 
 // redactedQuery is a raw query with each value replaced by "…"; an item

@@ -14,6 +14,13 @@ func TestRedacted(t *testing.T) {
 		{"https://shop.example/feed.tsv?shop=1&key=SECRET&SECRET&x=#format=tsv", "https://shop.example/feed.tsv?shop=…&key=…&…&…#format=tsv"},
 		{"HTTPS://u:SECRET@shop.example/a@b/feed?=SECRET", "HTTPS://shop.example/a@b/feed?…"},
 		{"https://u:SEC/RET@shop.example/feed", "https://…"}, // no URL: the password's '/' ends the host
+		// The password's '/', '?' or '#' ends the host, which then parses:
+		// host "u", port 12.
+		{"https://u:12/34@shop.example/feed", "https://…"},
+		{"https://u:12?SECRET@shop.example/feed", "https://…"},
+		{"https://u:12#SECRET@shop.example/feed", "https://…"},
+		{"https://u:@shop.example/feed", "https://shop.example/feed"},
+		{"https://shop.example/@shop/feed.xml", "https://shop.example/@shop/feed.xml"},
 		{"feeds/de.jsonl#market=de-DE", "feeds/de.jsonl#market=de-DE"},
 		{"/srv/feeds/a?b.csv", "/srv/feeds/a?b.csv"},
 		{"file://u:SECRET@/etc/feed.xml", "file:///etc/feed.xml"},
@@ -29,7 +36,8 @@ func TestRedacted(t *testing.T) {
 // a source shown shows the same again.
 func FuzzRedacted(f *testing.F) {
 	for _, s := range []string{"https://user:pass@shop.example/feed.xml", "https://shop.example/f.tsv?token=abc&x#market=de-DE",
-		"http://[::1]:80/x?a=b", "feeds/a.jsonl", "s3://k@b/x?y", "https://u:p#q@h/", "ftp://h/%zz?a=%"} {
+		"http://[::1]:80/x?a=b", "feeds/a.jsonl", "s3://k@b/x?y", "https://u:p#q@h/", "ftp://h/%zz?a=%",
+		"https://u:1/2@h/", "https://u:1?2@h/", "https://u:1#2@h/"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, in string) {
@@ -46,7 +54,7 @@ func FuzzRedacted(f *testing.F) {
 			return
 		}
 		u, err := url.Parse(loc)
-		if err != nil {
+		if err != nil || MisreadUserInfo(in) {
 			if out != scheme+"://…" {
 				t.Fatalf("the bad URL %q shows as %q", in, out)
 			}

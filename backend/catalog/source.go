@@ -101,6 +101,9 @@ func (s *Source) IsURL() bool {
 // ParseSource reads a -catalog value.
 func ParseSource(v string) (Source, error) {
 	s := Source{Name: Redacted(v), given: v, Location: v}
+	if MisreadUserInfo(v) {
+		return s, fmt.Errorf("catalog %s: an '@' after the host: percent-encode a '/', '?', '#' or '@' in the user name or password (%%2F, %%3F, %%23, %%40), and an '@' in the path or options as %%40", s.Name)
+	}
 	loc, frag, ok := strings.Cut(v, "#")
 	if !ok {
 		return s, nil

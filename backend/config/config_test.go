@@ -422,6 +422,31 @@ func TestCatalogCredentialsNotShown(t *testing.T) {
 	}
 }
 
+// TestMisreadPasswordRefused: a password with an unencoded '/', '?' or
+// '#' would make part of it the feed's host, shown in every error of a
+// fetch to that host; such a feed is refused at start with a message
+// that says how to spell it, and names neither the user nor the password.
+func TestMisreadPasswordRefused(t *testing.T) {
+	const user, secret = "feeduser", "S3CR3T"
+	for _, cut := range []string{"/", "?", "#"} {
+		c := Default()
+		c.Catalogs = []string{"https://" + user + ":1234" + cut + secret + "@shop.example/feed.xml"}
+		err := c.Prepare()
+		if err == nil {
+			err = c.Validate()
+		}
+		if err == nil || !strings.Contains(err.Error(), "percent-encode") ||
+			strings.Contains(err.Error(), user) || strings.Contains(err.Error(), secret) || strings.Contains(err.Error(), "1234") {
+			t.Errorf("password with %q: %v", cut, err)
+		}
+	}
+	c := Default()
+	c.Catalogs = []string{"https://" + user + ":1234%2F" + secret + "@shop.example/feed.xml"}
+	if err := c.Prepare(); err != nil {
+		t.Errorf("encoded password: %v", err)
+	}
+}
+
 // TestUsageHidesCatalogCredentials: -h shows the environment's feeds as
 // their default, without a URL's credentials.
 func TestUsageHidesCatalogCredentials(t *testing.T) {
