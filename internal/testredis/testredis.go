@@ -23,6 +23,9 @@ type Options struct {
 	// has every write it acknowledged. Without it the server keeps nothing
 	// on disk.
 	Persist bool
+	// Cluster starts the server as a node of a Redis Cluster (StartCluster
+	// makes one of several).
+	Cluster bool
 }
 
 // Server is one redis-server process, which Stop and Start stop and start
@@ -32,6 +35,7 @@ type Server struct {
 	bin  string
 	dir  string
 	port int
+	bus  int // the cluster bus's port, with Options.Cluster
 	opts Options
 
 	mu     sync.Mutex
@@ -54,6 +58,9 @@ func Start(t testing.TB, o Options) *Server {
 	// then another one.
 	for try := 0; ; try++ {
 		s.port = freePort(t)
+		if o.Cluster {
+			s.bus = freePort(t)
+		}
 		log, ok := s.start()
 		if ok {
 			break
@@ -102,6 +109,12 @@ func (s *Server) start() (string, bool) {
 	}
 	args := []string{"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1", "--dir", s.dir,
 		"--daemonize", "no", "--logfile", "", "--save", ""}
+	if s.opts.Cluster {
+		// The node's view of the cluster is kept in its directory, so a
+		// node started again rejoins it.
+		args = append(args, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+			"--cluster-port", strconv.Itoa(s.bus))
+	}
 	if s.opts.Persist {
 		args = append(args, "--appendonly", "yes", "--appendfsync", "always")
 	} else {

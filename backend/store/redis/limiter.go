@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -62,10 +63,30 @@ func (l *Limiter) take(ctx context.Context, key string, lim ratelimit.Limit) (*r
 	var res *redis_rate.Result
 	ok := l.c.call(ctx, "limits", func(ctx context.Context) error {
 		var err error
-		res, err = l.rl.AllowN(ctx, l.prefix+key, rl, 1)
+		res, err = l.rl.AllowN(ctx, l.bucket(l.prefix, key, key), rl, 1)
 		return err
 	})
 	return res, ok
+}
+
+// bucket is the name of key's bucket in space (l.prefix, Allow's, or
+// l.firsts), without redis_rate's "rate:", when last is the key of the
+// chain's Allow bucket (key itself in Allow's space). On a single Redis it
+// is space and key, the names the buckets always had. On a cluster a
+// chain's keys are to be one slot's, so its buckets share a hash tag, its
+// Allow bucket's key: an api key's buckets, or an IPv6 /48's or IPv4
+// /24's, are one slot's, and the keys and prefixes spread over the
+// cluster. The length before the tag keeps names apart and a tag never
+// empty (Redis hashes a whole key whose tag is empty).
+func (l *Limiter) bucket(space, key, last string) string {
+	if !l.c.cluster {
+		return space + key
+	}
+	tag := "{" + strconv.Itoa(len(last)) + ":" + last + "}"
+	if space == l.prefix {
+		return space + tag
+	}
+	return space + tag + key
 }
 
 // bothScript is GCRA over the buckets KEYS[1], KEYS[2] and any after them
@@ -140,7 +161,7 @@ func (l *Limiter) allowChain(ctx context.Context, buckets []ratelimit.Bucket) (o
 			if i == len(buckets)-1 {
 				space = l.prefix
 			}
-			keys = append(keys, "rate:"+space+b.Key)
+			keys = append(keys, "rate:"+l.bucket(space, b.Key, buckets[len(buckets)-1].Key))
 			args = append(args, b.Limit.Burst, 1/b.Limit.Rate)
 			limits = append(limits, b.Limit)
 		}

@@ -74,50 +74,30 @@ const (
 	defaultIOTimeout   = 250 * time.Millisecond
 )
 
-// Client is one connection pool to Redis and the health the stores made
-// from it share: when one store finds Redis gone, the others fall back
-// too. It is safe for concurrent use.
+// Client is one connection pool to Redis, or to each node of a Redis
+// Cluster, and the health the stores made from it share: when one store
+// finds Redis gone, the others fall back too. It is safe for concurrent
+// use.
 type Client struct {
-	rdb    *redis.Client
+	rdb    redis.UniversalClient
 	prefix string
 	health *health
+	// cluster is whether rdb is a Redis Cluster's: the keys one script
+	// takes then share a hash tag that a single Redis's keys do not have.
+	cluster bool
 }
 
-// Open returns a Client for the redis:// or rediss:// URL rawURL (the
-// go-redis URL format: redis://user:password@host:port/db?dial_timeout=1s).
+// Open returns a Client for rawURL: a redis:// or rediss:// URL for one
+// Redis (the go-redis URL format:
+// redis://user:password@host:port/db?dial_timeout=1s), or a
+// redis-cluster:// or rediss-cluster:// URL for a Redis Cluster, which
+// names some of its nodes (ParseURL).
 // It does not connect: a Redis that is down at start-up is one that is
 // down later, and the stores fall back until it is up.
 func Open(rawURL string, o Options) (*Client, error) {
-	opt, err := redis.ParseURL(rawURL)
+	u, err := parseURL(rawURL)
 	if err != nil {
-		return nil, err // "redis: ...", without the URL and its password
-	}
-	u, _ := url.Parse(rawURL) // ParseURL parsed it already
-	q := u.Query()
-	if !q.Has("dial_timeout") {
-		opt.DialTimeout = defaultDialTimeout
-	}
-	if !q.Has("read_timeout") {
-		opt.ReadTimeout = defaultIOTimeout
-	}
-	if !q.Has("write_timeout") {
-		opt.WriteTimeout = defaultIOTimeout
-	}
-	if !q.Has("max_retries") {
-		// One retry gets past a pooled connection the server closed when
-		// it restarted; more only delay the fallback.
-		opt.MaxRetries = 1
-	}
-	if !q.Has("protocol") {
-		// RESP2: the stores need no server pushes, and with RESP3 the
-		// client looks for them around every command.
-		opt.Protocol = 2
-	}
-	// A dial refused is refused again a moment later: the stores' own
-	// RetryAfter paces the next attempt.
-	opt.DialerRetries, opt.DialerRetryTimeout = 1, time.Millisecond
-	if !q.Has("max_retry_backoff") {
-		opt.MinRetryBackoff, opt.MaxRetryBackoff = time.Millisecond, 10*time.Millisecond
+		return nil, err
 	}
 	if o.Prefix == "" {
 		o.Prefix = "adlink:"
@@ -135,9 +115,54 @@ func Open(rawURL string, o Options) (*Client, error) {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	libraryLog.Store(o.Logger)
-	return &Client{rdb: redis.NewClient(opt), prefix: o.Prefix,
+	var (
+		rdb  redis.UniversalClient
+		addr string
+	)
+	if c := u.cluster; c != nil {
+		tune(u.query, &c.DialTimeout, &c.ReadTimeout, &c.WriteTimeout, &c.MaxRetries, &c.Protocol,
+			&c.DialerRetries, &c.DialerRetryTimeout, &c.MinRetryBackoff, &c.MaxRetryBackoff)
+		rdb, addr = redis.NewClusterClient(c), strings.Join(c.Addrs, ",")
+	} else {
+		c := u.single
+		tune(u.query, &c.DialTimeout, &c.ReadTimeout, &c.WriteTimeout, &c.MaxRetries, &c.Protocol,
+			&c.DialerRetries, &c.DialerRetryTimeout, &c.MinRetryBackoff, &c.MaxRetryBackoff)
+		rdb, addr = redis.NewClient(c), c.Addr
+	}
+	return &Client{rdb: rdb, prefix: o.Prefix, cluster: u.cluster != nil,
 		health: &health{now: o.Now, retryAfter: o.RetryAfter, logEvery: o.LogEvery,
-			log: o.Logger.With("component", "redis", "addr", opt.Addr), metrics: o.Metrics}}, nil
+			log: o.Logger.With("component", "redis", "addr", addr), metrics: o.Metrics}}, nil
+}
+
+// tune sets the options a URL's query q does not: one Redis's and a
+// cluster's are of two types, with fields of the same names.
+func tune(q url.Values, dial, read, write *time.Duration, retries, protocol, dialerRetries *int,
+	dialerRetryTimeout, minBackoff, maxBackoff *time.Duration) {
+	if !q.Has("dial_timeout") {
+		*dial = defaultDialTimeout
+	}
+	if !q.Has("read_timeout") {
+		*read = defaultIOTimeout
+	}
+	if !q.Has("write_timeout") {
+		*write = defaultIOTimeout
+	}
+	if !q.Has("max_retries") {
+		// One retry gets past a pooled connection the server closed when
+		// it restarted; more only delay the fallback.
+		*retries = 1
+	}
+	if !q.Has("protocol") {
+		// RESP2: the stores need no server pushes, and with RESP3 the
+		// client looks for them around every command.
+		*protocol = 2
+	}
+	// A dial refused is refused again a moment later: the stores' own
+	// RetryAfter paces the next attempt.
+	*dialerRetries, *dialerRetryTimeout = 1, time.Millisecond
+	if !q.Has("max_retry_backoff") {
+		*minBackoff, *maxBackoff = time.Millisecond, 10*time.Millisecond
+	}
 }
 
 // Ping checks that Redis answers.

@@ -33,23 +33,28 @@ func (v *versions) Announce(ctx context.Context, a catalog.Announcement) error {
 	if err := a.Check(); err != nil {
 		return err
 	}
-	// MULTI/EXEC: a replica that reads the key after the message was
-	// published finds this announcement or a later one.
-	_, err := v.c.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.Set(ctx, v.key, a.String(), 0)
-		p.Publish(ctx, v.channel, a.String())
-		return nil
-	})
-	return err
+	// One script: a replica that reads the key after the message was
+	// published finds this announcement or a later one. The channel is no
+	// key (on a cluster PUBLISH reaches every node), so the script's one
+	// key is the version's, and it runs on a cluster too.
+	return announceScript.Run(ctx, v.c.rdb, []string{v.key}, a.String(), v.channel).Err()
 }
 
-// announceOver sets the key and publishes the announcement, in one step,
-// if the key still holds ARGV[2] ("" for none).
+// announceScript sets the key KEYS[1] to ARGV[1] and publishes it on the
+// channel ARGV[2], in one step.
+var announceScript = redis.NewScript(`
+redis.call('SET', KEYS[1], ARGV[1])
+redis.call('PUBLISH', ARGV[2], ARGV[1])
+return 1`)
+
+// announceOver sets the key KEYS[1] and publishes the announcement on the
+// channel ARGV[3], in one step, if the key still holds ARGV[2] ("" for
+// none).
 var announceOver = redis.NewScript(`
 local cur = redis.call('GET', KEYS[1]) or ''
 if cur ~= ARGV[2] then return 0 end
 redis.call('SET', KEYS[1], ARGV[1])
-redis.call('PUBLISH', KEYS[2], ARGV[1])
+redis.call('PUBLISH', ARGV[3], ARGV[1])
 return 1`)
 
 func (v *versions) AnnounceOver(ctx context.Context, a, prev catalog.Announcement) (bool, error) {
@@ -60,7 +65,7 @@ func (v *versions) AnnounceOver(ctx context.Context, a, prev catalog.Announcemen
 	if !prev.IsZero() {
 		was = prev.String()
 	}
-	n, err := announceOver.Run(ctx, v.c.rdb, []string{v.key, v.channel}, a.String(), was).Int()
+	n, err := announceOver.Run(ctx, v.c.rdb, []string{v.key}, a.String(), was, v.channel).Int()
 	return n == 1, err
 }
 

@@ -1,0 +1,224 @@
+package redisstore_test
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/adlink/adlink/backend/catalog"
+	"github.com/adlink/adlink/backend/clicks"
+	"github.com/adlink/adlink/backend/ratelimit"
+	redisstore "github.com/adlink/adlink/backend/store/redis"
+	"github.com/adlink/adlink/backend/store/storetest"
+	"github.com/adlink/adlink/internal/testredis"
+)
+
+// The conformance suites run against a Redis Cluster of three masters
+// too: every script's keys must be one slot's, and each command reach the
+// node that serves its slot.
+
+func TestLimiterKeepsTheContractOnACluster(t *testing.T) {
+	cl := testredis.StartCluster(t, testredis.Options{})
+	var n atomic.Int32
+	storetest.Limits(t, func(t *testing.T) ratelimit.Limiter {
+		c := open(t, patient(cl.URL()), redisstore.Options{Prefix: fmt.Sprintf("case%d:", n.Add(1))})
+		return c.Limiter("keys", noLimiter{t})
+	})
+}
+
+// persistentCluster is persistent over a cluster whose nodes keep every
+// acknowledged write on disk: closing the store kills them all with
+// SIGKILL, and the next open starts them again and waits for the cluster
+// to agree again.
+func persistentCluster[S any](make func(t *testing.T, c *redisstore.Client) S) func(t *testing.T) storetest.Opener[S] {
+	return func(t *testing.T) storetest.Opener[S] {
+		cl := testredis.StartCluster(t, testredis.Options{Persist: true})
+		return func() (S, func() error) {
+			for _, s := range cl.Nodes {
+				s.Start()
+			}
+			cl.WaitOK(t)
+			c, err := redisstore.Open(patient(cl.URL()), redisstore.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return make(t, c), func() error {
+				err := c.Close()
+				for _, s := range cl.Nodes {
+					s.Kill()
+				}
+				return err
+			}
+		}
+	}
+}
+
+func TestWindowsKeepTheContractOnACluster(t *testing.T) {
+	storetest.Windows(t, persistentCluster(func(t *testing.T, c *redisstore.Client) clicks.Windows {
+		return c.Windows(noWindows{t})
+	}))
+}
+
+func TestDecisionsKeepTheContractOnACluster(t *testing.T) {
+	storetest.Decisions(t, persistentCluster(func(t *testing.T, c *redisstore.Client) clicks.Decisions {
+		return c.Decisions(noDecisions{t})
+	}))
+}
+
+func TestVersionsKeepTheContractOnACluster(t *testing.T) {
+	cl := testredis.StartCluster(t, testredis.Options{})
+	var n atomic.Int32
+	storetest.Versions(t, func(t *testing.T) func() catalog.Versions {
+		prefix := fmt.Sprintf("deployment%d:", n.Add(1))
+		return func() catalog.Versions {
+			return open(t, patient(cl.URL()), redisstore.Options{Prefix: prefix}).Versions()
+		}
+	})
+}
+
+// keys are the keys of every node of addrs, sorted.
+func keys(t *testing.T, addrs ...string) []string {
+	t.Helper()
+	var out []string
+	for _, a := range addrs {
+		rdb := redis.NewClient(&redis.Options{Addr: a, Protocol: 2})
+		ks, err := rdb.Keys(t.Context(), "*").Result()
+		rdb.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, ks...)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// use takes a token from every kind of bucket and records a claim, a
+// decision and a budget flag through c.
+func use(t *testing.T, c *redisstore.Client) {
+	t.Helper()
+	ctx := t.Context()
+	l := c.Limiter("keys", noLimiter{t})
+	lim := ratelimit.Limit{Rate: 0.001, Burst: 5}
+	if d := l.Allow(ctx, "k", lim); !d.Allowed {
+		t.Fatalf("Allow: %+v", d)
+	}
+	if a, b := l.AllowBoth(ctx, ratelimit.Bucket{Key: "k\x00net", Limit: lim}, ratelimit.Bucket{Key: "k", Limit: lim}); !a.Allowed || !b.Allowed {
+		t.Fatalf("AllowBoth: %+v and %+v", a, b)
+	}
+	at := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	if r, err := c.Windows(noWindows{t}).Claim(ctx, clicks.Claim{Network: "198.51.100.7", Prefix: "198.51.100.0/24",
+		AdID: "ad", At: at, Limit: 10, PrefixLimit: 10}); r != "" || err != nil {
+		t.Fatalf("Claim: %q, %v", r, err)
+	}
+	if first, err := c.Decisions(noDecisions{t}).Use(ctx, "d1", at, at.Add(time.Hour)); !first || err != nil {
+		t.Fatalf("Use: %v, %v", first, err)
+	}
+	if err := c.BudgetFlags().Raise(ctx, "adv@10", at); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSingleRedisKeepsItsKeyNames: replicas of an older version share a
+// single Redis's keys with newer ones during a rolling upgrade, so the
+// names stay those they were; a cluster's buckets of one request share a
+// hash tag, so they are one slot's.
+func TestSingleRedisKeepsItsKeyNames(t *testing.T) {
+	srv := testredis.Start(t, testredis.Options{})
+	use(t, open(t, patient(srv.URL()), redisstore.Options{}))
+	want := []string{
+		"adlink:budget:20785",
+		"adlink:dec:d1",
+		"adlink:win:{19:/48 198.51.100.0/24}:12:198.51.100.7:20785:a:ad",
+		"adlink:win:{19:/48 198.51.100.0/24}:12:198.51.100.7:20785:n",
+		"adlink:win:{19:/48 198.51.100.0/24}:20785:p",
+		"rate:adlink:keys-firsts:k\x00net",
+		"rate:adlink:keys:k",
+	}
+	if got := keys(t, srv.Addr()); !slices.Equal(got, want) {
+		t.Errorf("keys on a single Redis:\n%q\nwant\n%q", got, want)
+	}
+
+	cl := testredis.StartCluster(t, testredis.Options{})
+	use(t, open(t, patient(cl.URL()), redisstore.Options{}))
+	got := keys(t, cl.Addrs()...)
+	var rate []string
+	for _, k := range got {
+		if strings.HasPrefix(k, "rate:") {
+			rate = append(rate, k)
+		}
+	}
+	if want := []string{"rate:adlink:keys-firsts:{1:k}k\x00net", "rate:adlink:keys:{1:k}"}; !slices.Equal(rate, want) {
+		t.Errorf("the limiter's keys on a cluster: %q, want %q", rate, want)
+	}
+	// The others were one slot's already, or are one key each: their
+	// names are the single Redis's.
+	for _, k := range want[:5] {
+		if !slices.Contains(got, k) {
+			t.Errorf("the cluster has no key %q: %q", k, got)
+		}
+	}
+}
+
+// TestClusterURLs: Open takes a cluster's URL in the forms an operator
+// writes, and refuses what is not one, without the password in the error.
+func TestClusterURLs(t *testing.T) {
+	for _, u := range []string{
+		"redis-cluster://127.0.0.1:7000",
+		"redis-cluster://127.0.0.1:7000,127.0.0.1:7001,[::1]:7002/",
+		"rediss-cluster://user:secret@a.example:7000,b.example:7001/0?dial_timeout=1s&addr=c.example:7002",
+		"REDIS-CLUSTER://a.example:7000?read_timeout=2s",
+	} {
+		if err := redisstore.CheckURL(u); err != nil {
+			t.Errorf("%s: %v", u, err)
+		}
+	}
+	for _, u := range []string{
+		"redis-cluster://",
+		"redis-cluster://user:secret@a.example:7000,,b.example:7001",
+		"redis-cluster://user:secret@a.example",
+		"redis-cluster://user:secret@a.example:7000/1",
+		"redis-cluster://user:secret@a.example:7000?db=2",
+		"redis-cluster://user:secret@a.example:7000?no_such_option=1",
+		"redis-cluster://user:secret@a.example:7000?dial_timeout=%zz",
+		"redis-cluster://user:secret@a.example:7000?addr=c.example",
+		"redis-cluster://user:secret@:7000",
+	} {
+		err := redisstore.CheckURL(u)
+		if err == nil {
+			t.Errorf("%s: no error", u)
+			continue
+		}
+		if strings.Contains(err.Error(), "secret") {
+			t.Errorf("%s: the error shows the password: %v", u, err)
+		}
+	}
+}
+
+func FuzzCheckURL(f *testing.F) {
+	for _, s := range []string{
+		"redis://127.0.0.1:6379/0",
+		"redis-cluster://u:p@127.0.0.1:7000,[::1]:7001/0?dial_timeout=1s&addr=h:1",
+		"rediss-cluster://h:1#frag",
+		"redis-cluster://@,",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if err := redisstore.CheckURL(s); err != nil {
+			return
+		}
+		// What CheckURL takes, Open takes.
+		c, err := redisstore.Open(s, redisstore.Options{})
+		if err != nil {
+			t.Fatalf("CheckURL took %q, Open refused it: %v", s, err)
+		}
+		c.Close()
+	})
+}
+
