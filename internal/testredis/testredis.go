@@ -191,6 +191,13 @@ func (s *Server) CPU() time.Duration {
 	return time.Duration(u+st) * (time.Second / 100)
 }
 
+// Running reports whether the server runs: started, and not killed since.
+func (s *Server) Running() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cmd != nil
+}
+
 // Kill stops the server at once with SIGKILL, as a crash would; Start
 // starts it again. A stopped server refuses connections.
 func (s *Server) Kill() {

@@ -14,8 +14,18 @@ import (
 // the last one in a key, and each one published on a channel, both under
 // the client's prefix, so that deployments sharing a Redis do not hear
 // each other.
+//
+// On a cluster the key and the channel share a hash tag: the node that
+// sets the key and publishes is then the one the listeners subscribe on,
+// which hands them the message at once. Published on another node, it
+// would reach theirs later over the cluster's bus, maybe after a listener
+// that subscribed meanwhile had read the key and heard it as the record.
 func (c *Client) Versions() catalog.Versions {
-	return &versions{c: c, key: c.prefix + "catalog:version", channel: c.prefix + "catalog"}
+	name := c.prefix + "catalog"
+	if c.cluster {
+		name = "{" + name + "}"
+	}
+	return &versions{c: c, key: name + ":version", channel: name}
 }
 
 type versions struct {
