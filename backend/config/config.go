@@ -22,10 +22,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/adlink/adlink/backend/catalog"
 	"github.com/adlink/adlink/backend/clicks"
+	redisstore "github.com/adlink/adlink/backend/store/redis"
 )
 
 // Config is everything the server needs to start.
@@ -217,8 +216,9 @@ type Config struct {
 	PostgresURL string
 	// RedisURL, when set, is the Redis that the rate limits are kept in,
 	// shared by every replica that names it (-redis, ADLINK_REDIS_URL): a
-	// redis:// or rediss:// URL as go-redis reads it. Empty keeps them in
-	// this process.
+	// redis:// or rediss:// URL as go-redis reads it, or a Redis Cluster's
+	// redis-cluster:// or rediss-cluster:// URL naming some of its nodes
+	// (redisstore.Open). Empty keeps them in this process.
 	RedisURL string
 	// LogLevel is the least level logged: debug (which adds a line per
 	// request), info, warn or error (-log-level, ADLINK_LOG_LEVEL).
@@ -465,7 +465,7 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	fs.Func("postgres", "Postgres `URL` that keeps clicks, impressions, reports, spend and the page analyses and their queue for every replica; none: the data directory's file (ADLINK_POSTGRES_URL, preferred)",
 		func(s string) error { c.PostgresURL = s; return nil })
 	// A func flag, as -click-keys: the URL may hold a password.
-	fs.Func("redis", "`URL` of the Redis that keeps the rate limits and the budgets spent today and carries the catalog announcements, shared by replicas, redis://[user:password@]host:port/db; none: in this process (ADLINK_REDIS_URL)",
+	fs.Func("redis", "`URL` of the Redis that keeps the rate limits and the budgets spent today and carries the catalog announcements, shared by replicas, redis://[user:password@]host:port/db, or a Redis Cluster's redis-cluster://[user:password@]host:port,host:port...; none: in this process (ADLINK_REDIS_URL)",
 		func(s string) error { c.RedisURL = s; return nil })
 	fs.BoolVar(&c.PrintVersion, "version", false, "print the version and exit")
 	fs.VisitAll(func(f *flag.Flag) { f.Value = keepOnError{f.Value} })
@@ -649,8 +649,8 @@ func (c *Config) Validate() error {
 	if c.RedisURL != "" {
 		// The error names the part that is wrong, never the URL, which may
 		// hold a password.
-		if _, err := redis.ParseURL(c.RedisURL); err != nil {
-			bad("redis: want a redis:// or rediss:// URL: %w", err)
+		if err := redisstore.CheckURL(c.RedisURL); err != nil {
+			bad("redis: want a redis://, rediss://, redis-cluster:// or rediss-cluster:// URL: %w", err)
 		}
 	}
 	if c.ClickMinDelay < 0 || c.ClickMinDelay >= c.ClickTokenTTL {

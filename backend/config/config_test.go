@@ -191,6 +191,11 @@ func TestLoad(t *testing.T) {
 			want: func(c *Config) { c.RedisURL = "rediss://r.internal:6380/0" },
 		},
 		{
+			name: "a Redis Cluster from the environment",
+			env:  map[string]string{"ADLINK_REDIS_URL": "rediss-cluster://:pw@10.0.0.5:7000,10.0.0.6:7000/?read_timeout=1s"},
+			want: func(c *Config) { c.RedisURL = "rediss-cluster://:pw@10.0.0.5:7000,10.0.0.6:7000/?read_timeout=1s" },
+		},
+		{
 			name: "page lease from the environment",
 			env:  map[string]string{"ADLINK_PAGE_LEASE": "8s"},
 			want: func(c *Config) { c.PageLease = 8 * time.Second },
@@ -252,7 +257,7 @@ func TestLoadReportsEveryProblem(t *testing.T) {
 		`click key "k1": secret of 5 bytes`, "ADLINK_CLICK_TTL", "site-token-ttl 0s", "rate-key-network-share 1.5", "rate-pages-network-share 0:", "network-daily-clicks 0", "prefix-daily-clicks -1",
 		"ipv4-prefix-daily-clicks -3", `ADLINK_IPV4_PREFIX_DAILY_CLICKS="a thousand": want a whole number`,
 		"prefix-ad-daily-clicks -2", `ADLINK_PREFIX_AD_DAILY_CLICKS="ten": want a whole number`,
-		"impression-window 1m30s: want whole minutes", "impression-prefix-networks -2: want 0", "ADLINK_RETENTION", "retention 1h0m0s: want 0", "redis: want a redis:// or rediss:// URL",
+		"impression-window 1m30s: want whole minutes", "impression-prefix-networks -2: want 0", "ADLINK_RETENTION", "retention 1h0m0s: want 0", "redis: want a redis://, rediss://, redis-cluster:// or rediss-cluster:// URL",
 		`admin-hosts "http://a.example"`, `admin-hosts "b.example:9464"`, `admin-hosts "-c.example"`, `admin-hosts "d..example"`} {
 		if n := strings.Count(err.Error(), want); n != 1 {
 			t.Errorf("error mentions %s %d times, want once:\n%v", want, n, err)
