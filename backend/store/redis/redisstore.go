@@ -12,6 +12,13 @@
 // failure the stores leave Redis alone for RetryAfter, so an outage costs
 // one timeout per interval and not one per request; the first call after
 // that tries Redis again, and uses it from then on if it answers.
+//
+// The stores run on one Redis or on a Redis Cluster (Open). On a cluster
+// each script's keys are one slot's: they share a hash tag, the identity
+// they serve (an api key's, a client prefix's), so that requests spread
+// over the nodes. On one Redis the keys keep the names they always had,
+// which replicas of older versions share; a node of a cluster that is
+// down is Redis not answering, for the keys it serves.
 package redisstore
 
 import (
@@ -33,7 +40,8 @@ import (
 // Options tune a Client; the zero value is the default.
 type Options struct {
 	// Prefix starts every key the stores write ("adlink:"), so that one
-	// Redis can serve several deployments.
+	// Redis can serve several deployments. It holds no braces, which
+	// would make a hash tag of its own on a cluster.
 	Prefix string
 	// RetryAfter is how long the stores answer from their fallbacks after
 	// Redis failed, before they try it again (one second).
