@@ -1,7 +1,8 @@
 // Package testredis runs a real redis-server for tests: in a temporary
 // directory, on a free loopback port, stopped when the test ends. Without
 // redis-server on the PATH a test skips, unless the CI variable is set:
-// then it fails, so that CI never passes by skipping.
+// then it fails, so that CI never passes by skipping. StartCluster runs
+// three of them as a Redis Cluster.
 package testredis
 
 import (
