@@ -57,29 +57,26 @@ func (s Clicks) Scan(ctx context.Context, from, to time.Time, fn func(clicks.Cli
 		return err
 	}
 	cond, args := rangeArgs(from, to)
-	rows, err := s.db.pool.Query(ctx, `SELECT at_ns, ad_id, ad_type, context, api_key, site_id, criterion, yk_tag, ip,
-		user_agent, country, advertiser, bid_micros, currency, billable, reason, coalesce(click_id, '')
-		FROM clicks WHERE `+cond+` ORDER BY at_ns, seq`, args...)
-	if err != nil {
-		return fmt.Errorf("postgres: scan clicks: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
+	var stop error // fn's, returned as it is
+	err := s.db.query(ctx, func(rows pgx.Rows) error {
 		var c clicks.Click
 		var ns int64
 		if err := rows.Scan(&ns, &c.AdID, &c.AdType, &c.Type, &c.APIKey, &c.SiteID, &c.Criterion, &c.YkTag, &c.IP,
 			&c.UserAgent, &c.Country, &c.Advertiser, &c.BidMicros, &c.Currency, &c.Billable, &c.Reason, &c.ID); err != nil {
-			return fmt.Errorf("postgres: scan clicks: %w", err)
+			return err
 		}
 		c.Time = fromNanos(ns)
-		if err := fn(c); err != nil {
-			return err
+		if stop = fn(c); stop == nil {
+			stop = ctx.Err()
 		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
+		return stop
+	}, `SELECT at_ns, ad_id, ad_type, context, api_key, site_id, criterion, yk_tag, ip,
+		user_agent, country, advertiser, bid_micros, currency, billable, reason, coalesce(click_id, '')
+		FROM clicks WHERE `+cond+` ORDER BY at_ns, seq`, args...)
+	if err != nil && err != stop {
+		return fmt.Errorf("postgres: scan clicks: %w", err)
 	}
-	return rows.Err()
+	return err
 }
 
 // Impressions is the impression log (clicks.Impressions) in the
@@ -252,28 +249,25 @@ func (s Impressions) Scan(ctx context.Context, from, to time.Time, fn func(click
 		return err
 	}
 	cond, args := rangeArgs(from, to)
-	rows, err := s.db.pool.Query(ctx, `SELECT at_ns, ad_id, ad_type, context, api_key, site_id, criterion, yk_tag, page, ip,
-		user_agent, country, advertiser, currency FROM impressions WHERE `+cond+` ORDER BY at_ns, seq`, args...)
-	if err != nil {
-		return fmt.Errorf("postgres: scan impressions: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
+	var stop error // fn's, returned as it is
+	err := s.db.query(ctx, func(rows pgx.Rows) error {
 		var m clicks.Impression
 		var ns int64
 		if err := rows.Scan(&ns, &m.AdID, &m.AdType, &m.Type, &m.APIKey, &m.SiteID, &m.Criterion, &m.YkTag, &m.Page, &m.IP,
 			&m.UserAgent, &m.Country, &m.Advertiser, &m.Currency); err != nil {
-			return fmt.Errorf("postgres: scan impressions: %w", err)
+			return err
 		}
 		m.Time = fromNanos(ns)
-		if err := fn(m); err != nil {
-			return err
+		if stop = fn(m); stop == nil {
+			stop = ctx.Err()
 		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
+		return stop
+	}, `SELECT at_ns, ad_id, ad_type, context, api_key, site_id, criterion, yk_tag, page, ip,
+		user_agent, country, advertiser, currency FROM impressions WHERE `+cond+` ORDER BY at_ns, seq`, args...)
+	if err != nil && err != stop {
+		return fmt.Errorf("postgres: scan impressions: %w", err)
 	}
-	return rows.Err()
+	return err
 }
 
 // Ledger is the clicks.Ledger of the database: one transaction settles a
@@ -437,45 +431,44 @@ func (r Rollups) ScanRollups(ctx context.Context, g clicks.Grain, from, to time.
 	first := ceilDiv(from.Unix(), size)
 	end := ceilDiv(to.Unix(), size)
 	// A row's shards come one after another, and are summed here.
-	rows, err := r.db.pool.Query(ctx, `SELECT period, api_key, site_id, advertiser, ad_id, context, currency, criterion,
-		yk_tag, country, impressions, clicks, billable, spend_micros, unbilled
-		FROM rollups WHERE grain = $1 AND period >= $2 AND period < $3
-		ORDER BY period, api_key, site_id, advertiser, ad_id, context, currency, criterion, yk_tag, country`, int16(g), first, end)
-	if err != nil {
-		return fmt.Errorf("postgres: scan rollups: %w", err)
-	}
-	defer rows.Close()
 	var row, next clicks.Rollup
 	var unbilled []int64
+	var stop error // fn's, returned as it is
 	have := false
-	for rows.Next() {
+	err := r.db.query(ctx, func(rows pgx.Rows) error {
 		var period int64
 		if err := rows.Scan(&period, &next.APIKey, &next.SiteID, &next.Advertiser, &next.AdID, &next.Context, &next.Currency,
 			&next.Criterion, &next.YkTag, &next.Country, &next.Impressions, &next.Clicks, &next.Billable, &next.SpendMicros,
 			&unbilled); err != nil {
-			return fmt.Errorf("postgres: scan rollups: %w", err)
+			return err
 		}
 		next.Start = time.Unix(period*size, 0).UTC()
 		next.Unbilled = [len(next.Unbilled)]int64{}
 		copy(next.Unbilled[:], unbilled) // counts of reasons a newer server added are left out
 		if have && sameRow(&row, &next) {
 			row.Measures.Add(&next.Measures)
-			continue
+			return nil
 		}
 		if have {
-			if err := fn(&row); err != nil {
-				return err
+			if stop = fn(&row); stop == nil {
+				stop = ctx.Err()
 			}
-			if err := ctx.Err(); err != nil {
-				return err
+			if stop != nil {
+				return stop
 			}
 		}
 		row, have = next, true
-	}
-	if err := rows.Err(); err != nil {
+		return nil
+	}, `SELECT period, api_key, site_id, advertiser, ad_id, context, currency, criterion,
+		yk_tag, country, impressions, clicks, billable, spend_micros, unbilled
+		FROM rollups WHERE grain = $1 AND period >= $2 AND period < $3
+		ORDER BY period, api_key, site_id, advertiser, ad_id, context, currency, criterion, yk_tag, country`, int16(g), first, end)
+	switch {
+	case err != nil && err == stop:
+		return err
+	case err != nil:
 		return fmt.Errorf("postgres: scan rollups: %w", err)
-	}
-	if have {
+	case have:
 		return fn(&row)
 	}
 	return nil
@@ -496,8 +489,10 @@ func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
 // of at, in millionths of their currency.
 func (r Rollups) Spent(ctx context.Context, advertiser string, at time.Time) (int64, error) {
 	var spent int64
-	err := r.db.pool.QueryRow(ctx, `SELECT coalesce(sum(micros), 0)::bigint FROM spend WHERE advertiser = $1 AND day = $2`,
-		advertiser, dayOf(at)).Scan(&spent)
+	err := r.db.rerun(ctx, func() error {
+		return r.db.pool.QueryRow(ctx, `SELECT coalesce(sum(micros), 0)::bigint FROM spend WHERE advertiser = $1 AND day = $2`,
+			advertiser, dayOf(at)).Scan(&spent)
+	})
 	if err != nil {
 		return 0, fmt.Errorf("postgres: spend: %w", err)
 	}

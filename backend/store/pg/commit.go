@@ -132,16 +132,24 @@ func (db *DB) recordBatch(batch []*pendingClick) {
 // A statement alone is a transaction of its own, committed (its WAL
 // flushed) before Postgres answers; the answer is read to the end, so an
 // error of the commit is this call's. Aborted for a deadlock or a
-// serialization failure, it runs again, nothing of it written.
+// serialization failure, it runs again, nothing of it written. Met by a
+// connection the server ended, it runs again (rerun) when each click has
+// an id: a second run finds those the first recorded and gives their
+// verdicts.
 func (db *DB) runClicks(ctx context.Context, ps []*pendingClick) error {
 	args := recordArgs(ps)
 	var reasons []string
+	record := func() error { return db.pool.QueryRow(ctx, recordClicks, args...).Scan(&reasons) }
+	if !slices.ContainsFunc(ps, func(p *pendingClick) bool { return p.click.ID == "" }) {
+		once := record
+		record = func() error { return db.rerun(ctx, once) }
+	}
 	var err error
 	for range maxAttempts {
 		if err = ctx.Err(); err != nil {
 			return err
 		}
-		if err = db.pool.QueryRow(ctx, recordClicks, args...).Scan(&reasons); !retryable(err) {
+		if err = record(); !retryable(err) {
 			break
 		}
 	}

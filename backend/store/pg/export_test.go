@@ -73,3 +73,6 @@ func ForgetDecisions(ctx context.Context, db *DB, at time.Time) error {
 	_, err := db.pool.Exec(ctx, `DELETE FROM decisions WHERE expires_ns < (SELECT min(x) FROM unnest($1::bigint[]) AS x)`, forget)
 	return err
 }
+
+// InTx runs fn as the stores run their transactions.
+func (db *DB) InTx(ctx context.Context, fn func(pgx.Tx) error) error { return db.inTx(ctx, fn) }

@@ -23,8 +23,12 @@ func (r Retainer) Exported(ctx context.Context, log clicks.RawLog, day time.Time
 	if _, _, err := dayRange(day); err != nil {
 		return clicks.Export{}, false, err
 	}
-	e, err := scanExport(r.db.pool.QueryRow(ctx, `SELECT `+exportColumns+` FROM exports WHERE log = $1 AND day = $2 AND from_seq = 0`,
-		string(log), day))
+	var e clicks.Export
+	err := r.db.rerun(ctx, func() (err error) {
+		e, err = scanExport(r.db.pool.QueryRow(ctx, `SELECT `+exportColumns+` FROM exports WHERE log = $1 AND day = $2 AND from_seq = 0`,
+			string(log), day))
+		return err
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return clicks.Export{}, false, nil
 	}
@@ -42,21 +46,13 @@ func (r Retainer) DayExports(ctx context.Context, log clicks.RawLog, day time.Ti
 	if _, _, err := dayRange(day); err != nil {
 		return nil, err
 	}
-	rows, err := r.db.pool.Query(ctx, `SELECT `+exportColumns+` FROM exports WHERE log = $1 AND day = $2 ORDER BY from_seq`,
-		string(log), day)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: day exports: %w", err)
-	}
-	defer rows.Close()
 	var es []clicks.Export
-	for rows.Next() {
+	err := r.db.query(ctx, func(rows pgx.Rows) error {
 		e, err := scanExport(rows)
-		if err != nil {
-			return nil, fmt.Errorf("postgres: day exports: %w", err)
-		}
 		es = append(es, e)
-	}
-	if err := rows.Err(); err != nil {
+		return err
+	}, `SELECT `+exportColumns+` FROM exports WHERE log = $1 AND day = $2 ORDER BY from_seq`, string(log), day)
+	if err != nil {
 		return nil, fmt.Errorf("postgres: day exports: %w", err)
 	}
 	return es, nil
@@ -64,7 +60,7 @@ func (r Retainer) DayExports(ctx context.Context, log clicks.RawLog, day time.Ti
 
 // RecordExport implements clicks.Exports: the insert that finds the day
 // recorded from e.FromSeq inserts nothing, and the record it found is
-// read back.
+// read back; so it runs again (rerun) on a connection the server ended.
 func (r Retainer) RecordExport(ctx context.Context, e clicks.Export) (clicks.Export, error) {
 	if _, err := table(e.Log); err != nil {
 		return clicks.Export{}, err
@@ -78,17 +74,19 @@ func (r Retainer) RecordExport(ctx context.Context, e clicks.Export) (clicks.Exp
 	if e.FromSeq < 0 || e.FromSeq >= e.Seq {
 		return clicks.Export{}, fmt.Errorf("postgres: record export: from seq %d: want 0 up to below seq %d", e.FromSeq, e.Seq)
 	}
-	tag, err := r.db.pool.Exec(ctx, `INSERT INTO exports (log, day, exported_at, host, path, rows, sha256, seq, from_seq)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (log, day, from_seq) DO NOTHING`,
-		string(e.Log), e.Day, e.At, e.Host, e.Path, int64(e.Rows), e.SHA256[:], e.Seq, e.FromSeq)
-	if err != nil {
-		return clicks.Export{}, fmt.Errorf("postgres: record export: %w", err)
-	}
-	if tag.RowsAffected() == 1 {
-		return e, nil
-	}
-	first, err := scanExport(r.db.pool.QueryRow(ctx, `SELECT `+exportColumns+` FROM exports
-		WHERE log = $1 AND day = $2 AND from_seq = $3`, string(e.Log), e.Day, e.FromSeq))
+	var first clicks.Export
+	err := r.db.rerun(ctx, func() error {
+		tag, err := r.db.pool.Exec(ctx, `INSERT INTO exports (log, day, exported_at, host, path, rows, sha256, seq, from_seq)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (log, day, from_seq) DO NOTHING`,
+			string(e.Log), e.Day, e.At, e.Host, e.Path, int64(e.Rows), e.SHA256[:], e.Seq, e.FromSeq)
+		if err != nil || tag.RowsAffected() == 1 {
+			first = e
+			return err
+		}
+		first, err = scanExport(r.db.pool.QueryRow(ctx, `SELECT `+exportColumns+` FROM exports
+			WHERE log = $1 AND day = $2 AND from_seq = $3`, string(e.Log), e.Day, e.FromSeq))
+		return err
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		err = errors.New("the day's record is gone")
 	}
@@ -139,7 +137,7 @@ func (r Retainer) Mark(ctx context.Context, log clicks.RawLog) (int64, error) {
 		return 0, err
 	}
 	var seq int64
-	err = pgx.BeginFunc(ctx, r.db.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, beginner{r.db}, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '`+markLockTimeout+`'`); err != nil {
 			return err
 		}

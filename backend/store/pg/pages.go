@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/adlink/adlink/backend/pages"
 )
@@ -94,7 +95,9 @@ const boundMargin = 32
 // Get implements pages.Store.
 func (p *Pages) Get(ctx context.Context, url string) (*pages.Record, error) {
 	var data []byte
-	err := p.db.pool.QueryRow(ctx, `SELECT data FROM page_records WHERE url = $1`, []byte(url)).Scan(&data)
+	err := p.db.rerun(ctx, func() error {
+		return p.db.pool.QueryRow(ctx, `SELECT data FROM page_records WHERE url = $1`, []byte(url)).Scan(&data)
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}
@@ -144,7 +147,12 @@ func (p *Pages) Push(ctx context.Context, url string, seen time.Time, admit func
 	if !seen.IsZero() {
 		seenNS = nanos(seen)
 	}
-	queued, n, ofSite, err := p.counts(ctx, p.db.pool, url, site, seenNS)
+	var queued bool
+	var n, ofSite int
+	err := p.db.rerun(ctx, func() (err error) {
+		queued, n, ofSite, err = p.counts(ctx, p.db.pool, url, site, seenNS)
+		return err
+	})
 	if err != nil {
 		return false, fmt.Errorf("postgres: pages: push: %w", err)
 	}
@@ -156,7 +164,8 @@ func (p *Pages) Push(ctx context.Context, url string, seen time.Time, admit func
 	}
 	var added bool
 	var admitErr, boundErr error
-	err = pgx.BeginFunc(ctx, p.db.pool, func(tx pgx.Tx) error {
+	// Not inTx: admit is asked once, so an aborted push is not run again.
+	err = pgx.BeginFunc(ctx, beginner{p.db}, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, $2)`, int32(pageLockClass), hash32(url)); err != nil {
 			return err
 		}
@@ -278,8 +287,10 @@ func (p *Pages) take(ctx context.Context, lease time.Duration, token int64) (url
 		return "", 0, err
 	}
 	var micros *int64
-	if err := p.db.pool.QueryRow(ctx, `SELECT (extract(epoch FROM min(held_until) - clock_timestamp()) * 1e6)::bigint
-		FROM page_jobs WHERE held_until IS NOT NULL`).Scan(&micros); err != nil {
+	if err := p.db.rerun(ctx, func() error {
+		return p.db.pool.QueryRow(ctx, `SELECT (extract(epoch FROM min(held_until) - clock_timestamp()) * 1e6)::bigint
+			FROM page_jobs WHERE held_until IS NOT NULL`).Scan(&micros)
+	}); err != nil {
 		return "", 0, err
 	}
 	if micros == nil {
@@ -303,8 +314,13 @@ func (p *Pages) Extend(ctx context.Context, url string, lease time.Duration) (bo
 	if !ok {
 		return false, nil
 	}
-	tag, err := p.db.pool.Exec(ctx, `UPDATE page_jobs SET held_until = clock_timestamp() + $1 * interval '1 microsecond'
-		WHERE url = $2 AND holder = $3 AND held_until > clock_timestamp()`, lease.Microseconds(), []byte(url), token)
+	// Run twice, it extends the hold once more.
+	var tag pgconn.CommandTag
+	err := p.db.rerun(ctx, func() (err error) {
+		tag, err = p.db.pool.Exec(ctx, `UPDATE page_jobs SET held_until = clock_timestamp() + $1 * interval '1 microsecond'
+			WHERE url = $2 AND holder = $3 AND held_until > clock_timestamp()`, lease.Microseconds(), []byte(url), token)
+		return err
+	})
 	if err != nil {
 		return false, fmt.Errorf("postgres: pages: extend %s: %w", url, err)
 	}
@@ -371,7 +387,9 @@ func (p *Pages) Complete(ctx context.Context, url string, recs ...*pages.Record)
 // Queued implements pages.Store.
 func (p *Pages) Queued(ctx context.Context, url string) (bool, error) {
 	var queued bool
-	err := p.db.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM page_jobs WHERE url = $1)`, []byte(url)).Scan(&queued)
+	err := p.db.rerun(ctx, func() error {
+		return p.db.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM page_jobs WHERE url = $1)`, []byte(url)).Scan(&queued)
+	})
 	if err != nil {
 		return false, fmt.Errorf("postgres: pages: queued %s: %w", url, err)
 	}
@@ -381,7 +399,9 @@ func (p *Pages) Queued(ctx context.Context, url string) (bool, error) {
 // Len implements pages.Store.
 func (p *Pages) Len(ctx context.Context) (int, error) {
 	var n int
-	if err := p.db.pool.QueryRow(ctx, `SELECT count(*) FROM page_jobs`).Scan(&n); err != nil {
+	if err := p.db.rerun(ctx, func() error {
+		return p.db.pool.QueryRow(ctx, `SELECT count(*) FROM page_jobs`).Scan(&n)
+	}); err != nil {
 		return 0, fmt.Errorf("postgres: pages: len: %w", err)
 	}
 	return n, nil
@@ -391,7 +411,9 @@ func (p *Pages) Len(ctx context.Context) (int, error) {
 // each job as it is queued.
 func (p *Pages) Oldest(ctx context.Context) (time.Time, bool, error) {
 	var at time.Time
-	err := p.db.pool.QueryRow(ctx, `SELECT queued_at FROM page_jobs ORDER BY seq LIMIT 1`).Scan(&at)
+	err := p.db.rerun(ctx, func() error {
+		return p.db.pool.QueryRow(ctx, `SELECT queued_at FROM page_jobs ORDER BY seq LIMIT 1`).Scan(&at)
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return time.Time{}, false, nil
 	}

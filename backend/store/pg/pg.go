@@ -179,15 +179,53 @@ const maxAttempts = 8
 
 // inTx runs fn in a transaction and commits it, again from the start when
 // Postgres aborted it for a deadlock or a serialization failure (which
-// leave nothing written).
+// leave nothing written). Its BEGIN, which runs nothing of fn, runs again
+// on another connection when the one it met was ended (rerun); once fn
+// ran, or at the commit, an ended connection is the caller's error, as
+// not every transaction may run twice.
 func (db *DB) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	var err error
 	for range maxAttempts {
 		if err = ctx.Err(); err != nil {
 			return err
 		}
-		err = pgx.BeginFunc(ctx, db.pool, fn)
+		err = pgx.BeginFunc(ctx, beginner{db}, fn)
 		if !retryable(err) {
+			return err
+		}
+	}
+	return err
+}
+
+// beginner begins the transactions of inTx, through rerun.
+type beginner struct{ db *DB }
+
+func (b beginner) Begin(ctx context.Context) (tx pgx.Tx, err error) {
+	err = b.db.rerun(ctx, func() error {
+		tx, err = b.db.pool.Begin(ctx)
+		return err
+	})
+	return tx, err
+}
+
+// rerun runs fn, and again while it fails on a connection the server
+// ended (serverEnded): after Postgres restarts, or an administrator ends
+// its backends, each idle connection of the pool fails its next use, and
+// the pool pings only those idle for a while. Each failure takes one
+// ended connection out of the pool, so the pool's size and one more
+// attempts reach a new one, as pgxpool's Acquire counts. fn must be safe
+// to run again: a statement that only reads, one whose second run writes
+// nothing more, or a BEGIN.
+func (db *DB) rerun(ctx context.Context, fn func() error) error {
+	err := fn()
+	if !serverEnded(err) {
+		return err
+	}
+	for range db.pool.Config().MaxConns {
+		if ctx.Err() != nil {
+			return err
+		}
+		if err = fn(); !serverEnded(err) {
 			return err
 		}
 	}
@@ -206,8 +244,42 @@ func retryable(err error) bool {
 // connection failing before anything was sent on it.
 func serverEnded(err error) bool {
 	var pe *pgconn.PgError
-	return pgconn.SafeToRetry(err) || errors.As(err, &pe) && (pe.Code == "57P01" || pe.Code == "57P02")
+	return err != nil && (pgconn.SafeToRetry(err) || errors.As(err, &pe) && (pe.Code == "57P01" || pe.Code == "57P02"))
 }
+
+// query runs sql, a statement that only reads, and each of its rows. It
+// runs again (rerun) when the connection it met was ended before a row
+// came: once one was handed on, running it again would hand it on twice.
+func (db *DB) query(ctx context.Context, each func(pgx.Rows) error, sql string, args ...any) error {
+	handed := false
+	err := db.rerun(ctx, func() error {
+		rows, err := db.pool.Query(ctx, sql, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			handed = true
+			if err := each(rows); err != nil {
+				return final{err}
+			}
+		}
+		if err := rows.Err(); err != nil && handed {
+			return final{err}
+		}
+		return rows.Err()
+	})
+	if f, ok := err.(final); ok {
+		return f.err
+	}
+	return err
+}
+
+// final is an error of query's that rerun must not take for an ended
+// connection's, rows having been handed on.
+type final struct{ err error }
+
+func (f final) Error() string { return f.err.Error() }
 
 // nanos and fromNanos store a time as Unix nanoseconds, exactly.
 func nanos(t time.Time) int64 { return t.UnixNano() }

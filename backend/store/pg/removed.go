@@ -75,15 +75,7 @@ func (r *removals) Share(ctx context.Context, ads []catalog.RemovedAd, now time.
 		})
 		return err
 	}
-	// A share is the same run twice, so one that met a connection the
-	// server ended (a restart of Postgres ends them all, and the pool's
-	// idle ones say so at their next use) is run again on new ones.
-	err = r.db.inTx(ctx, share)
-	if err != nil && serverEnded(err) {
-		r.db.pool.Reset()
-		err = r.db.inTx(ctx, share)
-	}
-	if err != nil {
+	if err := r.db.inTx(ctx, share); err != nil {
 		return nil, fmt.Errorf("postgres: removed ads: %w", err)
 	}
 	return shared, nil

@@ -8,6 +8,8 @@ import (
 	"math"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/adlink/adlink/backend/clicks"
 )
 
@@ -51,7 +53,9 @@ func (r Retainer) OldestDay(ctx context.Context, log clicks.RawLog) (time.Time, 
 		return time.Time{}, false, err
 	}
 	var oldest *int64
-	if err := r.db.pool.QueryRow(ctx, `SELECT min(at_ns) FROM `+t).Scan(&oldest); err != nil {
+	if err := r.db.rerun(ctx, func() error {
+		return r.db.pool.QueryRow(ctx, `SELECT min(at_ns) FROM `+t).Scan(&oldest)
+	}); err != nil {
 		return time.Time{}, false, fmt.Errorf("postgres: oldest day: %w", err)
 	}
 	if oldest == nil {
@@ -125,50 +129,43 @@ const pageCond = ` WHERE (at_ns, seq) > ($1, $2) AND at_ns < $3 AND seq <= $4 AN
 // afterSeq), before to, above from and up to upTo, oldest first, with their sequence
 // numbers.
 func (s Clicks) scanPage(ctx context.Context, afterNs, afterSeq, to, from, upTo int64, fn func(clicks.Click, int64, int64) error) error {
-	rows, err := s.db.pool.Query(ctx, `SELECT seq, at_ns, ad_id, ad_type, context, api_key, site_id, criterion, yk_tag, ip,
-		user_agent, country, advertiser, bid_micros, currency, billable, reason, coalesce(click_id, '') FROM clicks`+pageCond, afterNs, afterSeq, to, upTo, from)
-	if err != nil {
-		return fmt.Errorf("postgres: export clicks: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
+	err := s.db.query(ctx, func(rows pgx.Rows) error {
 		var c clicks.Click
 		var seq, ns int64
 		if err := rows.Scan(&seq, &ns, &c.AdID, &c.AdType, &c.Type, &c.APIKey, &c.SiteID, &c.Criterion, &c.YkTag, &c.IP,
 			&c.UserAgent, &c.Country, &c.Advertiser, &c.BidMicros, &c.Currency, &c.Billable, &c.Reason, &c.ID); err != nil {
-			return fmt.Errorf("postgres: export clicks: %w", err)
-		}
-		c.Time = fromNanos(ns)
-		if err := fn(c, ns, seq); err != nil {
 			return err
 		}
+		c.Time = fromNanos(ns)
+		return fn(c, ns, seq)
+	}, `SELECT seq, at_ns, ad_id, ad_type, context, api_key, site_id, criterion, yk_tag, ip,
+		user_agent, country, advertiser, bid_micros, currency, billable, reason, coalesce(click_id, '') FROM clicks`+pageCond,
+		afterNs, afterSeq, to, upTo, from)
+	if err != nil {
+		return fmt.Errorf("postgres: export clicks: %w", err)
 	}
-	return rows.Err()
+	return nil
 }
 
 // scanPage calls fn for up to retainBatch impressions after (afterNs,
 // afterSeq), before to, above from and up to upTo, oldest first, with their sequence
 // numbers.
 func (s Impressions) scanPage(ctx context.Context, afterNs, afterSeq, to, from, upTo int64, fn func(clicks.Impression, int64, int64) error) error {
-	rows, err := s.db.pool.Query(ctx, `SELECT seq, at_ns, ad_id, ad_type, context, api_key, site_id, criterion, yk_tag, page,
-		ip, user_agent, country, advertiser, currency FROM impressions`+pageCond, afterNs, afterSeq, to, upTo, from)
-	if err != nil {
-		return fmt.Errorf("postgres: export impressions: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
+	err := s.db.query(ctx, func(rows pgx.Rows) error {
 		var m clicks.Impression
 		var seq, ns int64
 		if err := rows.Scan(&seq, &ns, &m.AdID, &m.AdType, &m.Type, &m.APIKey, &m.SiteID, &m.Criterion, &m.YkTag, &m.Page,
 			&m.IP, &m.UserAgent, &m.Country, &m.Advertiser, &m.Currency); err != nil {
-			return fmt.Errorf("postgres: export impressions: %w", err)
-		}
-		m.Time = fromNanos(ns)
-		if err := fn(m, ns, seq); err != nil {
 			return err
 		}
+		m.Time = fromNanos(ns)
+		return fn(m, ns, seq)
+	}, `SELECT seq, at_ns, ad_id, ad_type, context, api_key, site_id, criterion, yk_tag, page,
+		ip, user_agent, country, advertiser, currency FROM impressions`+pageCond, afterNs, afterSeq, to, upTo, from)
+	if err != nil {
+		return fmt.Errorf("postgres: export impressions: %w", err)
 	}
-	return rows.Err()
+	return nil
 }
 
 // DeleteDay implements clicks.Retainer: oldest first, retainBatch rows a
@@ -206,7 +203,10 @@ func (r Retainer) DeleteDayTo(ctx context.Context, log clicks.RawLog, day time.T
 
 // ForgetSpendBefore implements clicks.Retainer.
 func (r Retainer) ForgetSpendBefore(ctx context.Context, day time.Time) error {
-	if _, err := r.db.pool.Exec(ctx, `DELETE FROM spend WHERE day < $1`, dayOf(day)); err != nil {
+	if err := r.db.rerun(ctx, func() error {
+		_, err := r.db.pool.Exec(ctx, `DELETE FROM spend WHERE day < $1`, dayOf(day))
+		return err
+	}); err != nil {
 		return fmt.Errorf("postgres: forget spend: %w", err)
 	}
 	return nil

@@ -86,7 +86,12 @@ func (v *versions) AnnounceOver(ctx context.Context, a, prev catalog.Announcemen
 }
 
 func (v *versions) Recorded(ctx context.Context) (catalog.Announcement, error) {
-	return recorded(ctx, v.db.pool.QueryRow)
+	var a catalog.Announcement
+	err := v.db.rerun(ctx, func() (err error) {
+		a, err = recorded(ctx, v.db.pool.QueryRow)
+		return err
+	})
+	return a, err
 }
 
 func recorded(ctx context.Context, queryRow func(context.Context, string, ...any) pgx.Row) (catalog.Announcement, error) {

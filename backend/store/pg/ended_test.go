@@ -1,0 +1,198 @@
+package pgstore_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/adlink/adlink/backend/catalog"
+	"github.com/adlink/adlink/backend/clicks"
+	pgstore "github.com/adlink/adlink/backend/store/pg"
+	"github.com/adlink/adlink/internal/testpg"
+	"github.com/adlink/adlink/match"
+)
+
+// endPool fills db's pool with connections, all idle, and has Postgres
+// end each (57P01, as its restart or an administrator's command does)
+// from a connection of its own. The pool learns it at each one's next
+// use: they are idle for less than the pool pings after.
+func endPool(t *testing.T, ctx context.Context, db *pgstore.DB, url string) {
+	t.Helper()
+	const conns = 8
+	db.Pool().Reset() // those an operation before left ended
+	var wg sync.WaitGroup
+	errs := make(chan error, conns)
+	for range conns {
+		wg.Go(func() {
+			_, err := db.Pool().Exec(ctx, `SELECT pg_sleep(0.05)`)
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("filling the pool: %v", err)
+		}
+	}
+	if n := db.Pool().Stat().IdleConns(); n < conns {
+		t.Fatalf("the pool holds %d idle connections, want %d", n, conns)
+	}
+	admin, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	var pids []int32
+	rows, _ := admin.Query(ctx, `SELECT pid, pg_terminate_backend(pid) FROM pg_stat_activity
+		WHERE pid <> pg_backend_pid() AND datname = current_database()`)
+	var pid int32
+	var ok bool
+	if _, err := pgx.ForEachRow(rows, []any{&pid, &ok}, func() error {
+		if ok {
+			pids = append(pids, pid)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(pids) < conns {
+		t.Fatalf("ended %d backends, want at least %d", len(pids), conns)
+	}
+	// Until each backend is gone, well before the pool would ping them.
+	for {
+		var left bool
+		if err := admin.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = ANY($1))`, pids).Scan(&left); err != nil {
+			t.Fatal(err)
+		}
+		if !left {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestEndedConnectionsFailNothing: once Postgres ended every pooled
+// connection, each operation of the store succeeds at once, on new
+// connections: the transactions whose BEGIN met an ended connection, and
+// the statements that read or that may run twice.
+func TestEndedConnectionsFailNothing(t *testing.T) {
+	srv := testpg.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	db, err := pgstore.Open(ctx, srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	at := time.Now().UTC()
+	ledger, rollups, removals := db.Ledger(), db.Rollups(), db.Removals(nil)
+	n := 0
+	click := func() *clicks.Click {
+		n++
+		return &clicks.Click{ID: "ended-" + string(rune('a'+n)), Time: at, AdID: "SHOP.1.A", AdType: "advertiser", Type: "search",
+			APIKey: "k", SiteID: "s", IP: "198.51.100." + string(rune('0'+n)), Advertiser: "shop.example", BidMicros: 100,
+			Currency: "EUR", Billable: true}
+	}
+	removed := catalog.RemovedAd{Ad: match.Ad{ID: "SHOP.1.R", Landing: "https://shop.example/r"}, Until: at.Add(time.Hour)}
+	ops := []struct {
+		name string
+		run  func() error
+	}{
+		{"Ledger.Record", func() error {
+			c := click()
+			if err := ledger.Record(ctx, c, clicks.Use{}); err != nil {
+				return err
+			}
+			if !c.Billable {
+				t.Errorf("click %s not billed: %s", c.ID, c.Reason)
+			}
+			return nil
+		}},
+		{"Ledger.Ship", func() error {
+			return ledger.Ship(ctx, []clicks.Spooled{{Click: *click()}})
+		}},
+		{"Rollups.ScanRollups", func() error {
+			rows := 0
+			err := rollups.ScanRollups(ctx, clicks.Day, at.Add(-48*time.Hour), at.Add(48*time.Hour), func(*clicks.Rollup) error {
+				rows++
+				return nil
+			})
+			if err == nil && rows == 0 {
+				t.Error("ScanRollups read no rows after clicks were recorded")
+			}
+			return err
+		}},
+		{"Rollups.Spent", func() error {
+			spent, err := rollups.Spent(ctx, "shop.example", at)
+			if err == nil && spent == 0 {
+				t.Error("Spent is 0 after billed clicks")
+			}
+			return err
+		}},
+		{"Removals.Share", func() error {
+			got, err := removals.Share(ctx, []catalog.RemovedAd{removed}, at)
+			if err == nil && len(got) != 1 {
+				t.Errorf("Share returned %d ads, want 1", len(got))
+			}
+			return err
+		}},
+		{"Decisions.Use", func() error {
+			_, err := db.Decisions().Use(ctx, "ended-decision", at, at.Add(time.Hour))
+			return err
+		}},
+		{"Windows.Claim", func() error {
+			_, err := db.Windows().Claim(ctx, clicks.Claim{Network: "198.51.100.0", AdID: "SHOP.1.A", At: at})
+			return err
+		}},
+		{"Clicks.Scan", func() error {
+			return db.Clicks().Scan(ctx, time.Time{}, time.Time{}, func(clicks.Click) error { return nil })
+		}},
+		{"Impressions.Scan", func() error {
+			return db.Impressions().Scan(ctx, time.Time{}, time.Time{}, func(clicks.Impression) error { return nil })
+		}},
+		{"Pages.Len", func() error {
+			_, err := db.Pages(0, 0).Len(ctx)
+			return err
+		}},
+		{"Pages.Get", func() error {
+			_, err := db.Pages(0, 0).Get(ctx, "https://pub.example/a")
+			return err
+		}},
+	}
+	for _, op := range ops {
+		endPool(t, ctx, db, srv.URL())
+		if err := op.run(); err != nil {
+			t.Errorf("%s after Postgres ended the pool's connections: %v", op.name, err)
+		}
+	}
+}
+
+// TestEndedTransactionRunsOnce: a transaction whose connection Postgres
+// ends once its work began is not run again (not every one may run
+// twice): the caller gets the error, and the pool serves the next one.
+func TestEndedTransactionRunsOnce(t *testing.T) {
+	srv := testpg.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	db, err := pgstore.Open(ctx, srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	runs := 0
+	err = db.InTx(ctx, func(tx pgx.Tx) error {
+		runs++
+		_, err := tx.Exec(ctx, `SELECT pg_terminate_backend(pg_backend_pid())`)
+		return err
+	})
+	if err == nil || runs != 1 {
+		t.Fatalf("a transaction ended as it ran: %d runs, %v; want 1 and its error", runs, err)
+	}
+	if err := db.InTx(ctx, func(tx pgx.Tx) error { _, err := tx.Exec(ctx, `SELECT 1`); return err }); err != nil {
+		t.Errorf("the next transaction: %v", err)
+	}
+}
