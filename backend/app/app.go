@@ -82,6 +82,9 @@ type Options struct {
 	// waiting, in tests, is told the catalog's clock each time its
 	// refresh loop starts to wait.
 	waiting func(now time.Time)
+	// shareRetried, in tests, is told how each share of the removed ads
+	// that the retry timer ran ended.
+	shareRetried func(error)
 }
 
 // siteShardOptions are the site shards' options: -site-shard-kb's budget.

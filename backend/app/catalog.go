@@ -64,10 +64,18 @@ type live struct {
 	// removals, with -postgres, share the ads refreshes removed with the
 	// other replicas (shareRemoved). unshared, under mu, are those this
 	// replica removed that a share has not recorded yet; shareFailed,
-	// under mu, has the next refresh share again though it swaps nothing.
-	removals    catalog.Removals
-	unshared    map[string]api.Removed
-	shareFailed bool
+	// under mu, has the next refresh share again though it swaps nothing;
+	// shareDown, under mu, is set from a failed share to one that
+	// succeeds, an outage logged once. shareRetry, under bgMu, shares
+	// again after shareWait, under mu, when a share failed
+	// (retryShare); shareRetried, in tests, is told how each ended.
+	removals     catalog.Removals
+	unshared     map[string]api.Removed
+	shareFailed  bool
+	shareDown    bool
+	shareRetry   *time.Timer
+	shareWait    time.Duration
+	shareRetried func(error)
 	// pending, under mu, are the partners and advertisers a reload read
 	// from changed files, the first whose budgets fit served with its
 	// catalog (accounts.go); newGate makes the budget gate of new budgets.
@@ -136,7 +144,7 @@ type version struct {
 func newLive(cfg config.Config, opts Options, log *slog.Logger, wasm, zst []byte) (*live, error) {
 	l := &live{cfg: cfg, log: log, now: time.Now, fixed: opts.Ads, wasm: wasm, zst: zst, split: opts.SplitAbove,
 		onRefresh: opts.OnRefresh, refreshes: map[string]int{}, changed: make(chan struct{}, 1), recheck: cmp.Or(opts.ChangeCheck, time.Minute),
-		gap: cmp.Or(opts.ChangeGap, ChangeGap), waiting: opts.waiting,
+		gap: cmp.Or(opts.ChangeGap, ChangeGap), waiting: opts.waiting, shareRetried: opts.shareRetried,
 		fetcher: catalog.NewFetcher(catalog.FetchOptions{Timeout: cfg.CatalogTimeout, MaxBytes: cfg.CatalogMaxBytes})}
 	if opts.Now != nil { // the graces a swap starts run on the handlers' clock
 		l.now = opts.Now
@@ -538,6 +546,9 @@ func (l *live) close() {
 	l.closed = true
 	if l.bgStop != nil {
 		l.bgStop()
+	}
+	if l.shareRetry != nil {
+		l.shareRetry.Stop()
 	}
 	l.bgMu.Unlock()
 	l.bg.Wait()

@@ -149,8 +149,9 @@ func (l *live) noteRemoved(prev, next *version) {
 
 // share records the ads l removed that the other replicas do not have
 // yet and returns v with the ads they removed merged in. When the store
-// does not answer, v is returned as it is, and the ads are shared at the
-// next refresh: the data directory's file keeps them meanwhile.
+// does not answer, v is returned as it is, and the ads are shared by the
+// retry timer (retryShare) or the next refresh, whichever comes first:
+// the data directory's file keeps them meanwhile.
 func (l *live) share(ctx context.Context, v *version) *version {
 	if l.removals == nil {
 		return v
@@ -169,14 +170,18 @@ func (l *live) share(ctx context.Context, v *version) *version {
 	shared, err := l.removals.Share(ctx, ads, now)
 	if err != nil {
 		l.shareFailed = true
-		l.log.Warn("removed ads: not shared with the other replicas; tried again at the next refresh, kept in the data directory meanwhile",
-			"unshared", len(ads), "err", err)
+		if !l.shareDown {
+			l.shareDown = true
+			l.log.Warn("removed ads: not shared with the other replicas; tried again until they are, kept in the data directory meanwhile",
+				"unshared", len(ads), "err", err)
+		}
+		l.retryShare()
 		return v
 	}
-	if l.shareFailed && len(l.unshared) > 0 {
+	if l.shareDown {
 		l.log.Info("removed ads: shared with the other replicas", "shared", len(ads), "removed", len(shared))
 	}
-	l.shareFailed = false
+	l.shareFailed, l.shareDown, l.shareWait = false, false, 0
 	clear(l.unshared)
 	merged, added := mergeRemoved(v.api.Removed, shared, v.api.Indexes.All(), now)
 	if !added {
@@ -198,6 +203,55 @@ func (l *live) shareAgain(ctx context.Context) {
 	if v := l.share(ctx, cur); v != cur {
 		l.serve(v)
 		l.saveRemoved(cur, v)
+	}
+}
+
+// shareRetryFirst is the wait before the first share again after one
+// failed; each failure after doubles it, up to shareRetryMost.
+const (
+	shareRetryFirst = time.Second
+	shareRetryMost  = time.Minute
+)
+
+// retryShare has shareAgain run after the next wait, unless a share runs
+// before: without periodic refreshes (-catalog-refresh 0), a removal
+// would otherwise wait for the next swap, and a replica started
+// meanwhile would answer its links with 404. Called under mu.
+func (l *live) retryShare() {
+	l.shareWait = min(max(2*l.shareWait, shareRetryFirst), shareRetryMost)
+	l.bgMu.Lock()
+	defer l.bgMu.Unlock()
+	if l.closed {
+		return
+	}
+	if l.shareRetry != nil {
+		l.shareRetry.Stop()
+	}
+	l.shareRetry = time.AfterFunc(l.shareWait, l.retriedShare)
+}
+
+// retriedShare is the retry timer's share: a share of a refresh that ran
+// meanwhile leaves it nothing to do.
+func (l *live) retriedShare() {
+	l.bgMu.Lock()
+	if l.closed {
+		l.bgMu.Unlock()
+		return
+	}
+	l.bg.Add(1)
+	l.bgMu.Unlock()
+	defer l.bg.Done()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.shareFailed {
+		l.shareAgain(context.Background())
+	}
+	if l.shareRetried != nil {
+		var err error
+		if l.shareFailed {
+			err = errors.New("removed ads: not shared")
+		}
+		l.shareRetried(err)
 	}
 }
 
