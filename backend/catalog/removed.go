@@ -25,14 +25,19 @@ type RemovedAd struct {
 // issued for it. Postgres implements it; storetest.Removals is its
 // contract.
 type Removals interface {
-	// Share records ads and returns every removed ad recorded whose Until
-	// is after now. An ad already recorded keeps the later Until of the
-	// two, with the ad that came with it, so that replicas which each saw
-	// one removal may each record it, at once or one after the other, in
-	// any order; of the same Until, the one recorded last, as its
-	// advertiser's budget may have changed since. The ads whose Until is not after now are deleted. What
-	// Share recorded is durable when it returns; an error records none
-	// of ads and returns nothing.
+	// Share records ads and returns the removed ads recorded whose Until
+	// is after now that this Removals has not returned yet: at its first
+	// call, every one; after, those recorded or recorded again (by any
+	// replica, this one included) since its last call that succeeded, so
+	// that a swap reads what changed, not every removal. An ad already
+	// recorded keeps the later Until of the two, with the ad that came
+	// with it, so that replicas which each saw one removal may each
+	// record it, at once or one after the other, in any order; of the
+	// same Until, the one recorded last, as its advertiser's budget may
+	// have changed since. The ads whose Until is not after now are
+	// deleted. What Share recorded is durable when it returns; an error
+	// records none of ads, returns nothing, and leaves what the next call
+	// returns as it was.
 	Share(ctx context.Context, ads []RemovedAd, now time.Time) ([]RemovedAd, error)
 }
 

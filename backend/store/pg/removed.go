@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/goccy/go-json"
@@ -16,7 +17,9 @@ import (
 )
 
 // Removals are catalog.Removals in the removed_ads table. log gets the
-// rows that do not read, which are left out.
+// rows that do not read, which are left out. Each Removals reads the
+// rows once: at its first Share all of them, then those whose seq
+// (migration 00016) is above the highest it read.
 func (db *DB) Removals(log *slog.Logger) catalog.Removals {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -27,6 +30,9 @@ func (db *DB) Removals(log *slog.Logger) catalog.Removals {
 type removals struct {
 	db  *DB
 	log *slog.Logger
+
+	mu   sync.Mutex // one Share at a time
+	read int64      // the highest seq read
 }
 
 var _ catalog.Removals = (*removals)(nil)
@@ -44,9 +50,12 @@ func (r *removals) Share(ctx context.Context, ads []catalog.RemovedAd, now time.
 	if err != nil {
 		return nil, err
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	var shared []catalog.RemovedAd
+	var read int64
 	share := func(tx pgx.Tx) error {
-		shared = shared[:0]
+		shared, read = shared[:0], r.read
 		if len(ids) > 0 {
 			if _, err := tx.Exec(ctx, shareSQL, ids, docs, untils); err != nil {
 				return err
@@ -55,16 +64,17 @@ func (r *removals) Share(ctx context.Context, ads []catalog.RemovedAd, now time.
 		if _, err := tx.Exec(ctx, `DELETE FROM removed_ads WHERE until_ns <= $1`, nanos(now)); err != nil {
 			return err
 		}
-		rows, err := tx.Query(ctx, `SELECT id, ad, until_ns FROM removed_ads`)
+		rows, err := tx.Query(ctx, `SELECT id, ad, until_ns, seq FROM removed_ads WHERE seq > $1`, r.read)
 		if err != nil {
 			return err
 		}
 		var (
-			id    string
-			doc   []byte
-			until int64
+			id         string
+			doc        []byte
+			until, seq int64
 		)
-		_, err = pgx.ForEachRow(rows, []any{&id, &doc, &until}, func() error {
+		_, err = pgx.ForEachRow(rows, []any{&id, &doc, &until, &seq}, func() error {
+			read = max(read, seq)
 			ad, err := decodeRemoved(id, doc, until)
 			if err != nil {
 				r.log.Warn("removed ads: a row does not read; its ad's click links get 404 here", "id", id, "err", err)
@@ -78,6 +88,7 @@ func (r *removals) Share(ctx context.Context, ads []catalog.RemovedAd, now time.
 	if err := r.db.inTx(ctx, share); err != nil {
 		return nil, fmt.Errorf("postgres: removed ads: %w", err)
 	}
+	r.read = read
 	return shared, nil
 }
 

@@ -1,6 +1,8 @@
 package pgstore
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -71,5 +73,63 @@ func TestRemovedRowsAreOneAnID(t *testing.T) {
 	}
 	if _, _, _, err := removedRows([]catalog.RemovedAd{{Until: now}}); err == nil {
 		t.Error("removedRows of an ad without an id: no error")
+	}
+}
+
+// Migration 00016 numbers the rows there before it, and the rows that a
+// replica of the version before writes after it, inserted or updated:
+// a Removals reads them all once, and each again once it changed. It goes
+// back cleanly.
+func TestRemovedAdsSeqMigration(t *testing.T) {
+	db, p := migrated(t)
+	ctx := t.Context()
+	if _, err := p.DownTo(ctx, 15); err != nil {
+		t.Fatalf("down to 00015: %v", err)
+	}
+	now := time.Now().UTC()
+	until := now.Add(time.Hour).UnixNano()
+	// What the version before writes: shareSQL, which names no seq.
+	write := func(id, landing string, until int64) {
+		t.Helper()
+		doc := fmt.Sprintf(`{"ID":%q,"Landing":%q}`, id, landing)
+		if _, err := db.pool.Exec(ctx, shareSQL, []string{id}, [][]byte{[]byte(doc)}, []int64{until}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("before", "https://shop.example/before", until)
+	if _, err := p.Up(ctx); err != nil {
+		t.Fatalf("up: %v", err)
+	}
+	r := db.Removals(nil)
+	read := func() []string {
+		t.Helper()
+		got, err := r.Share(ctx, nil, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, a := range got {
+			out = append(out, a.Ad.ID+" "+a.Ad.Landing)
+		}
+		slices.Sort(out)
+		return out
+	}
+	if got := read(); !slices.Equal(got, []string{"before https://shop.example/before"}) {
+		t.Errorf("the first read = %v, want the row written before the migration", got)
+	}
+	write("after", "https://shop.example/after", until)
+	write("before", "https://shop.example/before-later", until+1)
+	if got := read(); !slices.Equal(got, []string{"after https://shop.example/after", "before https://shop.example/before-later"}) {
+		t.Errorf("after an older replica's writes = %v, want its insert and its update", got)
+	}
+	if got := read(); len(got) != 0 {
+		t.Errorf("read again = %v, want nothing", got)
+	}
+	if _, err := p.DownTo(ctx, 15); err != nil {
+		t.Fatalf("down to 00015 again: %v", err)
+	}
+	write("down", "https://shop.example/down", until)
+	if _, err := p.Up(ctx); err != nil {
+		t.Fatalf("up again: %v", err)
 	}
 }

@@ -66,7 +66,8 @@ func Removals(t *testing.T, fresh func(t *testing.T) Opener[catalog.Removals]) {
 	})
 
 	t.Run("TheLaterUntilWins", func(t *testing.T) {
-		s, _ := open(t, fresh(t))
+		o := fresh(t)
+		s, _ := open(t, o)
 		ctx := within(t, 30*time.Second)
 		early := catalog.RemovedAd{Ad: ad("SHOP.1.X", "https://shop.example/early"), Until: now.Add(time.Hour)}
 		late := catalog.RemovedAd{Ad: ad("SHOP.1.X", "https://shop.example/late"), Until: now.Add(2 * time.Hour)}
@@ -76,21 +77,122 @@ func Removals(t *testing.T, fresh func(t *testing.T) Opener[catalog.Removals]) {
 					t.Fatal(err)
 				}
 			}
-			got, err := s.Share(ctx, nil, now)
+			// A replica started now reads every removal.
+			reader, closeReader := open(t, o)
+			got, err := reader.Share(ctx, nil, now)
+			closeReader()
 			if r := byID(t, got)["SHOP.1.X"]; err != nil || len(got) != 1 || r.Ad.Landing != late.Ad.Landing || !r.Until.Equal(late.Until) {
 				t.Fatalf("after %d shares = %+v, %v; want the later one, %+v", len(order), got, err, late)
 			}
 		}
 		// One call with both keeps the later too.
-		got, err := s.Share(ctx, []catalog.RemovedAd{late, early, early}, now)
+		one, _ := open(t, fresh(t))
+		got, err := one.Share(ctx, []catalog.RemovedAd{late, early, early}, now)
 		if r := byID(t, got)["SHOP.1.X"]; err != nil || r.Ad.Landing != late.Ad.Landing || !r.Until.Equal(late.Until) {
 			t.Fatalf("one share of both = %+v, %v; want %+v", got, err, late)
 		}
 	})
 
-	t.Run("ExpiredAreDeleted", func(t *testing.T) {
-		s, _ := open(t, fresh(t))
+	t.Run("OnlyWhatChangedIsReadAgain", func(t *testing.T) {
+		o := fresh(t)
+		a, _ := open(t, o)
+		b, _ := open(t, o)
 		ctx := within(t, 30*time.Second)
+		x := catalog.RemovedAd{Ad: ad("SHOP.1.X", "https://shop.example/x"), Until: now.Add(time.Hour)}
+		y := catalog.RemovedAd{Ad: ad("SHOP.1.Y", "https://shop.example/y"), Until: now.Add(time.Hour)}
+		later := catalog.RemovedAd{Ad: ad("SHOP.1.X", "https://shop.example/x-later"), Until: now.Add(2 * time.Hour)}
+		earlier := catalog.RemovedAd{Ad: ad("SHOP.1.X", "https://shop.example/x-earlier"), Until: now.Add(time.Minute)}
+		ids := func(got []catalog.RemovedAd) []string {
+			var out []string
+			for _, r := range got {
+				out = append(out, r.Ad.ID+" "+r.Ad.Landing)
+			}
+			slices.Sort(out)
+			return out
+		}
+		for i, step := range []struct {
+			by    catalog.Removals
+			share []catalog.RemovedAd
+			want  []string
+		}{
+			{a, []catalog.RemovedAd{x}, []string{"SHOP.1.X https://shop.example/x"}},
+			{b, nil, []string{"SHOP.1.X https://shop.example/x"}}, // a replica's first share reads all
+			{b, nil, nil},
+			{a, []catalog.RemovedAd{y}, []string{"SHOP.1.Y https://shop.example/y"}},
+			{b, nil, []string{"SHOP.1.Y https://shop.example/y"}},
+			{a, []catalog.RemovedAd{later}, []string{"SHOP.1.X https://shop.example/x-later"}},
+			{b, nil, []string{"SHOP.1.X https://shop.example/x-later"}}, // recorded again by another replica
+			{b, []catalog.RemovedAd{earlier}, nil},                      // not recorded: the later Until stays
+			{a, nil, nil},
+		} {
+			got, err := step.by.Share(ctx, step.share, now)
+			if err != nil || !slices.Equal(ids(got), step.want) {
+				t.Fatalf("step %d: Share = %v, %v; want %v", i, ids(got), err, step.want)
+			}
+		}
+	})
+
+	t.Run("AReaderMissesNoConcurrentShare", func(t *testing.T) {
+		o := fresh(t)
+		const writers, shares, each = 4, 10, 5
+		stores := make([]catalog.Removals, writers)
+		for i := range stores {
+			stores[i], _ = open(t, o)
+		}
+		reader, _ := open(t, o)
+		ctx := within(t, time.Minute)
+		seen := map[string]bool{}
+		read := func() {
+			got, err := reader.Share(ctx, nil, now)
+			if err != nil {
+				t.Errorf("the reader's share: %v", err)
+			}
+			for _, r := range got {
+				seen[r.Ad.ID] = true
+			}
+		}
+		var wg sync.WaitGroup
+		for w, s := range stores {
+			wg.Go(func() {
+				for k := range shares {
+					var mine []catalog.RemovedAd
+					for j := range each {
+						id := fmt.Sprintf("SHOP.%d.%02d%d", w, k, j)
+						mine = append(mine, catalog.RemovedAd{Ad: ad(id, "https://shop.example/"+id), Until: now.Add(time.Hour)})
+					}
+					if _, err := s.Share(ctx, mine, now); err != nil {
+						t.Errorf("writer %d: %v", w, err)
+						return
+					}
+				}
+			})
+		}
+		done := make(chan struct{})
+		go func() { wg.Wait(); close(done) }()
+		for reading := true; reading; {
+			select {
+			case <-done:
+				reading = false
+			default:
+				read()
+			}
+		}
+		read()
+		if len(seen) != writers*shares*each {
+			t.Errorf("the reader, reading while the writers shared, read %d ads, want %d", len(seen), writers*shares*each)
+		}
+	})
+
+	t.Run("ExpiredAreDeleted", func(t *testing.T) {
+		o := fresh(t)
+		s, _ := open(t, o)
+		ctx := within(t, 30*time.Second)
+		// reader is a replica started at at, which reads every removal.
+		reader := func(at time.Time) ([]catalog.RemovedAd, error) {
+			r, closeR := open(t, o)
+			defer closeR()
+			return r.Share(ctx, nil, at)
+		}
 		soon := catalog.RemovedAd{Ad: ad("SHOP.1.S", "https://shop.example/s"), Until: now.Add(time.Minute)}
 		later := catalog.RemovedAd{Ad: ad("SHOP.1.L", "https://shop.example/l"), Until: now.Add(time.Hour)}
 		gone := catalog.RemovedAd{Ad: ad("SHOP.1.G", "https://shop.example/g"), Until: now}
@@ -98,12 +200,12 @@ func Removals(t *testing.T, fresh func(t *testing.T) Opener[catalog.Removals]) {
 		if m := byID(t, got); err != nil || len(m) != 2 || m["SHOP.1.G"].Ad.ID != "" {
 			t.Fatalf("Share = %+v, %v; want SHOP.1.S and SHOP.1.L", got, err)
 		}
-		got, err = s.Share(ctx, nil, soon.Until)
+		got, err = reader(soon.Until)
 		if m := byID(t, got); err != nil || len(m) != 1 || m["SHOP.1.L"].Ad.ID == "" {
 			t.Fatalf("at SHOP.1.S's until = %+v, %v; want SHOP.1.L alone", got, err)
 		}
 		// Deleted, not only left out: a clock read earlier finds it gone.
-		got, err = s.Share(ctx, nil, now)
+		got, err = reader(now)
 		if m := byID(t, got); err != nil || len(m) != 1 || m["SHOP.1.S"].Ad.ID != "" {
 			t.Fatalf("back at the start = %+v, %v; want SHOP.1.L alone", got, err)
 		}
@@ -147,7 +249,8 @@ func Removals(t *testing.T, fresh func(t *testing.T) Opener[catalog.Removals]) {
 				t.Fatalf("a replica's share: %v", err)
 			}
 		}
-		got, err := stores[0].Share(ctx, nil, now)
+		reader, _ := open(t, o)
+		got, err := reader.Share(ctx, nil, now)
 		if err != nil || len(got) != ads {
 			t.Fatalf("Share after = %d ads, %v; want %d", len(got), err, ads)
 		}
