@@ -68,13 +68,15 @@ type live struct {
 	// shareDown, under mu, is set from a failed share to one that
 	// succeeds, an outage logged once. shareRetry, under bgMu, shares
 	// again after shareWait, under mu, when a share failed
-	// (retryShare); shareRetried, in tests, is told how each ended.
+	// (retryShare), and close waits for it with retrying; shareRetried,
+	// in tests, is told how each ended.
 	removals     catalog.Removals
 	unshared     map[string]api.Removed
 	shareFailed  bool
 	shareDown    bool
 	shareRetry   *time.Timer
 	shareWait    time.Duration
+	retrying     sync.WaitGroup
 	shareRetried func(error)
 	// pending, under mu, are the partners and advertisers a reload read
 	// from changed files, the first whose budgets fit served with its
@@ -540,7 +542,8 @@ func (l *live) recompress(set *shards.Set) {
 // best levels, or their recompression was cut short.
 func (l *live) waitRecompressed() { l.bg.Wait() }
 
-// close stops the recompression of shards and waits for it.
+// close stops the recompression of shards and the retries of a failed
+// share, and waits for them.
 func (l *live) close() {
 	l.bgMu.Lock()
 	l.closed = true
@@ -552,6 +555,7 @@ func (l *live) close() {
 	}
 	l.bgMu.Unlock()
 	l.bg.Wait()
+	l.retrying.Wait()
 }
 
 // failing tells whether a refresh's result, of the catalog or of the

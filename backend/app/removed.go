@@ -238,9 +238,9 @@ func (l *live) retriedShare() {
 		l.bgMu.Unlock()
 		return
 	}
-	l.bg.Add(1)
+	l.retrying.Add(1)
 	l.bgMu.Unlock()
-	defer l.bg.Done()
+	defer l.retrying.Done()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.shareFailed {

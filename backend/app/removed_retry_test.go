@@ -85,6 +85,30 @@ func TestRemovedAdSharedWithoutARefresh(t *testing.T) {
 	if got[""] != 3 || got[clicks.ReasonOverBudget] != 1 {
 		t.Errorf("4 clicks of the removed ad on B: %v, want 3 billed and 1 over_budget", got)
 	}
+
+	// Closed while a share waits to be tried again, A tries no more.
+	if err := pg.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, a.feed, feed(t, []match.Ad{gone, kept})) // a swap shares, whatever it removed
+	if status, r := a.reload(t); status != http.StatusOK || r.Result != resultSwapped {
+		t.Fatalf("reload with %s back, Postgres down: %d %+v", gone.ID, status, r)
+	}
+	if err := waitRetry(t, retried); err == nil {
+		t.Fatal("a share with Postgres down succeeded")
+	}
+	a.pub.Close()
+	a.admin.Close()
+	if err := a.App.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for len(retried) > 0 {
+		<-retried
+	}
+	a.live.retriedShare() // as the timer would, had close not stopped it
+	if len(retried) > 0 {
+		t.Errorf("a share tried again after close: %v", <-retried)
+	}
 }
 
 // waitRetry is how the retry timer's next share ended.
