@@ -198,11 +198,11 @@ func (db *DB) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 }
 
 // beginner begins the transactions of inTx, through rerun.
-type beginner struct{ db *DB }
+type beginner struct{ of *DB }
 
 func (b beginner) Begin(ctx context.Context) (tx pgx.Tx, err error) {
-	err = b.db.rerun(ctx, func() error {
-		tx, err = b.db.pool.Begin(ctx)
+	err = b.of.rerun(ctx, func() error {
+		tx, err = b.of.pool.Begin(ctx)
 		return err
 	})
 	return tx, err
