@@ -4,6 +4,8 @@ import (
 	_ "embed"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"sync"
 	"testing"
 
 	"github.com/adlink/adlink/backend/shards"
@@ -45,12 +47,23 @@ func goFloor(tb testing.TB, rounds int) (compile, start, total, kb float64) {
 	return t.compile, t.start, t.total, t.kb
 }
 
+// emptyReactor is module.Empty, built once for the package's floors: the
+// build's bytes are the same each time, and each build takes seconds.
+// Each caller gets a copy of its own.
+var emptyReactor = func() func() ([]byte, error) {
+	built := sync.OnceValues(module.Empty)
+	return func() ([]byte, error) {
+		b, err := built()
+		return slices.Clone(b), err
+	}
+}()
+
 // newFloorStarter is a starter of goFloor's empty reactor, for rounds
 // timed one at a time beside other views.
 func newFloorStarter(tb testing.TB) *starter {
 	tb.Helper()
 	testenv.NeedChromium(tb)
-	empty, err := module.Empty()
+	empty, err := emptyReactor()
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -69,7 +82,7 @@ func newFloorStarter(tb testing.TB) *starter {
 func startedFloor(tb testing.TB, rounds int) float64 {
 	tb.Helper()
 	testenv.NeedChromium(tb)
-	empty, err := module.Empty()
+	empty, err := emptyReactor()
 	if err != nil {
 		tb.Fatal(err)
 	}
