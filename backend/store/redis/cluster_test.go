@@ -209,6 +209,28 @@ func TestClusterURLs(t *testing.T) {
 	}
 }
 
+// TestURLPasswordCutShortRefused: a '/', '?' or '#' in the password ends
+// the host early, so that what follows would be read as the database, the
+// options or a fragment, and the user name and the password's start as
+// the address logged with every fallback. Such a URL, of one Redis or of
+// a cluster, is refused with an error that quotes none of it.
+func TestURLPasswordCutShortRefused(t *testing.T) {
+	const secret = "S3CR3TPW"
+	for _, scheme := range []string{"redis", "rediss", "redis-cluster", "rediss-cluster"} {
+		for _, cut := range []string{"/", "?", "#", "?dial_timeout="} {
+			u := scheme + "://user:12" + cut + secret + "@cache.example:6379"
+			err := redisstore.CheckURL(u)
+			if err == nil || strings.Contains(err.Error(), secret) || strings.Contains(err.Error(), "12") ||
+				!strings.Contains(err.Error(), "percent-encode") {
+				t.Errorf("%s: %v, want an error that says to percent-encode and quotes nothing of the password", u, err)
+			}
+		}
+		if u := scheme + "://user:12%2F" + secret + "@cache.example:6379"; redisstore.CheckURL(u) != nil {
+			t.Errorf("%s: %v", u, redisstore.CheckURL(u))
+		}
+	}
+}
+
 // FuzzCheckURL: no URL panics the parser, and no error quotes a URL's
 // user and password.
 func FuzzCheckURL(f *testing.F) {
@@ -219,6 +241,9 @@ func FuzzCheckURL(f *testing.F) {
 		"redis-cluster://u:secretpw@,",
 		"redis-cluster://u:secretpw@h:1/2",
 		"redis-cluster://u:secretpw@h:1?%zz",
+		"redis://u:12?secretpw@h:1",
+		"redis-cluster://u:12/secretpw@h:1",
+		"rediss://u:12?dial_timeout=secretpw@h:1",
 	} {
 		f.Add(s)
 	}
@@ -232,6 +257,23 @@ func FuzzCheckURL(f *testing.F) {
 		if ok && hasUser && len(userinfo) >= 8 && !strings.ContainsAny(userinfo, "/?#") &&
 			strings.Contains(err.Error(), userinfo) {
 			t.Errorf("the error quotes the URL's user and password: %v", err)
+		}
+		// A password cut short by a '/', '?' or '#' (the user name's
+		// ending at none of '?' or '#'): no piece of it is quoted.
+		authority, _, _ := strings.Cut(rest, "/")
+		authority, _, _ = strings.Cut(authority, "?")
+		authority, _, _ = strings.Cut(authority, "#")
+		if !ok || strings.Contains(authority, "@") {
+			return
+		}
+		user, password, hasPassword := strings.Cut(userinfo, ":")
+		if !hasUser || !hasPassword || strings.ContainsAny(user, "?#") {
+			return
+		}
+		for _, piece := range strings.FieldsFunc(password, func(r rune) bool { return strings.ContainsRune("/?#", r) }) {
+			if len(piece) >= 8 && strings.Contains(err.Error(), piece) {
+				t.Errorf("the error quotes %q of the password %q: %v", piece, password, err)
+			}
 		}
 	})
 }

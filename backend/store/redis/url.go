@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/adlink/adlink/backend/catalog"
 )
 
 // clusterSchemes are the schemes of a Redis Cluster's URL, each with the
@@ -40,6 +42,13 @@ func CheckURL(rawURL string) error {
 // the options are go-redis's ParseClusterURL's. A cluster has database 0
 // only.
 func parseURL(rawURL string) (*parsed, error) {
+	// A '/', '?' or '#' in the password ends the host early: the rest of
+	// the password would be read as the database, an option or a
+	// fragment, quoted in go-redis's errors, and the user name and the
+	// password's start as the address, logged with every fallback.
+	if catalog.MisreadUserInfo(rawURL) {
+		return nil, errors.New("redis: an '@' after the host: percent-encode a '/', '?', '#' or '@' in the user name or password (%2F, %3F, %23, %40)")
+	}
 	scheme, rest, ok := strings.Cut(rawURL, "://")
 	node, isCluster := clusterSchemes[strings.ToLower(scheme)]
 	if !ok || !isCluster {
