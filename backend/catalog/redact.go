@@ -56,7 +56,10 @@ func Redacted(source string) string {
 // of the authority, no '@' in it, and an '@' after it
 // (https://user:12/34@host/feed.xml parses as host "user", port 12). An
 // '@' in the path of a URL with a port reads the same, and is refused
-// with it: %40 spells it.
+// with it: %40 spells it. A '/' in the user name cuts it short too, the
+// password then in the path: a ':' in the path and an '@' after it
+// (https://tenant/user:pw@host/feed.xml). An IPv6 host is never a user
+// name, which holds no '['.
 func MisreadUserInfo(source string) bool {
 	scheme, rest, ok := strings.Cut(source, "://")
 	if !ok || !isScheme(scheme) {
@@ -66,8 +69,19 @@ func MisreadUserInfo(source string) bool {
 	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
 		authority = rest[:i]
 	}
-	return strings.Contains(authority, ":") && !strings.Contains(authority, "@") &&
-		strings.Contains(rest[len(authority):], "@")
+	if strings.Contains(authority, "@") || strings.HasPrefix(authority, "[") && strings.Contains(authority, "]") {
+		return false
+	}
+	after := rest[len(authority):]
+	if strings.Contains(authority, ":") {
+		return strings.Contains(after, "@")
+	}
+	path := after
+	if i := strings.IndexAny(after, "?#"); i >= 0 {
+		path = after[:i]
+	}
+	colon := strings.IndexByte(path, ':')
+	return colon >= 0 && strings.Contains(after[colon:], "@")
 }
 
 // redactedQuery is a raw query with each value replaced by "…"; an item

@@ -21,6 +21,15 @@ func TestRedacted(t *testing.T) {
 		{"https://u:12#SECRET@shop.example/feed", "https://…"},
 		{"https://u:@shop.example/feed", "https://shop.example/feed"},
 		{"https://shop.example/@shop/feed.xml", "https://shop.example/@shop/feed.xml"},
+		// A user name's '/' ends the host before the password, which
+		// would show whole in the path.
+		{"https://tenant/user:SECRET@shop.example/feed", "https://…"},
+		{"https://tenant/user:SEC?RET@shop.example/feed", "https://…"},
+		// An IPv6 host is never a user name ('[' is none's): an '@' after
+		// it is the path's, with a port or without.
+		{"http://[::1]/a@b", "http://[::1]/a@b"},
+		{"http://[::1]:8080/a@b#market=de-DE", "http://[::1]:8080/a@b#market=de-DE"},
+		{"https://shop.example/feed?since=00:00&mail=a@b.example", "https://shop.example/feed?since=…&mail=…"},
 		{"feeds/de.jsonl#market=de-DE", "feeds/de.jsonl#market=de-DE"},
 		{"/srv/feeds/a?b.csv", "/srv/feeds/a?b.csv"},
 		{"file://u:SECRET@/etc/feed.xml", "file:///etc/feed.xml"},
@@ -37,7 +46,7 @@ func TestRedacted(t *testing.T) {
 func FuzzRedacted(f *testing.F) {
 	for _, s := range []string{"https://user:pass@shop.example/feed.xml", "https://shop.example/f.tsv?token=abc&x#market=de-DE",
 		"http://[::1]:80/x?a=b", "feeds/a.jsonl", "s3://k@b/x?y", "https://u:p#q@h/", "ftp://h/%zz?a=%",
-		"https://u:1/2@h/", "https://u:1?2@h/", "https://u:1#2@h/"} {
+		"https://u:1/2@h/", "https://u:1?2@h/", "https://u:1#2@h/", "https://t/u:secretpw@h/", "http://[::1]:8080/a@b"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, in string) {
@@ -52,6 +61,21 @@ func FuzzRedacted(f *testing.F) {
 				t.Fatalf("the path %q shows as %q", in, out)
 			}
 			return
+		}
+		// A password cut short by a '/', '?' or '#' in it or in the user
+		// name (one ending at none of '?' or '#', and no IPv6 host): no piece
+		// of it shows.
+		rest := in[len(scheme)+len("://"):]
+		if authority := rest[:max(0, strings.IndexAny(rest+"/", "/?#"))]; !strings.Contains(authority, "@") {
+			userinfo, _, _ := strings.Cut(rest, "@")
+			user, password, hasPassword := strings.Cut(userinfo, ":")
+			if hasPassword && strings.Contains(rest, "@") && !strings.ContainsAny(user, "?#[") {
+				for _, piece := range strings.FieldsFunc(password, func(r rune) bool { return strings.ContainsRune("/?#", r) }) {
+					if len(piece) >= 8 && strings.Contains(out, piece) {
+						t.Fatalf("Redacted(%q) = %q shows %q of the password", in, out, piece)
+					}
+				}
+			}
 		}
 		u, err := url.Parse(loc)
 		if err != nil || MisreadUserInfo(in) {

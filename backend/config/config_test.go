@@ -445,10 +445,28 @@ func TestMisreadPasswordRefused(t *testing.T) {
 			t.Errorf("password with %q: %v", cut, err)
 		}
 	}
+	// A '/' in the user name cuts it short too: the password would be the
+	// path's.
 	c := Default()
-	c.Catalogs = []string{"https://" + user + ":1234%2F" + secret + "@shop.example/feed.xml"}
-	if err := c.Prepare(); err != nil {
-		t.Errorf("encoded password: %v", err)
+	c.Catalogs = []string{"https://tenant/" + user + ":" + secret + "@shop.example/feed.xml"}
+	err := c.Prepare()
+	if err == nil {
+		err = c.Validate()
+	}
+	if err == nil || !strings.Contains(err.Error(), "percent-encode") || strings.Contains(err.Error(), secret) {
+		t.Errorf("user name with '/': %v", err)
+	}
+	for _, ok := range []string{
+		"https://" + user + ":1234%2F" + secret + "@shop.example/feed.xml",
+		"https://tenant%2F" + user + ":" + secret + "@shop.example/feed.xml",
+		"http://[::1]:8080/@shop/feed.xml",
+		"https://shop.example/feed.xml?since=00:00&mail=feeds@shop.example",
+	} {
+		c := Default()
+		c.Catalogs = []string{ok}
+		if err := c.Prepare(); err != nil {
+			t.Errorf("%s: %v", ok, err)
+		}
 	}
 }
 

@@ -244,6 +244,7 @@ func FuzzCheckURL(f *testing.F) {
 		"redis://u:12?secretpw@h:1",
 		"redis-cluster://u:12/secretpw@h:1",
 		"rediss://u:12?dial_timeout=secretpw@h:1",
+		"redis://us/er:secretpw@h:1",
 	} {
 		f.Add(s)
 	}
