@@ -1,9 +1,14 @@
 package redisstore_test
 
 import (
+	"bufio"
 	"fmt"
+	"io"
+	"net"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -277,4 +282,115 @@ func FuzzCheckURL(f *testing.F) {
 			}
 		}
 	})
+}
+
+// hungNode is a Redis Cluster node of all the slots that never answers a
+// script: it tells the client its slots, then holds each script's
+// connection unanswered, and counts the scripts it was sent.
+func hungNode(t *testing.T) (addr string, scripts *atomic.Int32) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	scripts = new(atomic.Int32)
+	var mu sync.Mutex
+	var conns []net.Conn
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	slots := "*1\r\n*3\r\n:0\r\n:16383\r\n*2\r\n$9\r\n127.0.0.1\r\n:" + port + "\r\n"
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			go func() {
+				r := bufio.NewReader(c)
+				for {
+					args, err := readCommand(r)
+					if err != nil {
+						return
+					}
+					switch strings.ToUpper(args[0]) {
+					case "EVALSHA", "EVAL":
+						scripts.Add(1)
+						return // held open, never answered
+					case "CLUSTER":
+						io.WriteString(c, slots)
+					case "HELLO":
+						io.WriteString(c, "-ERR unknown command\r\n")
+					default:
+						io.WriteString(c, "+OK\r\n")
+					}
+				}
+			}()
+		}
+	}()
+	return ln.Addr().String(), scripts
+}
+
+// readCommand reads one RESP array of bulk strings.
+func readCommand(r *bufio.Reader) ([]string, error) {
+	line, err := r.ReadString('\n')
+	if err != nil {
+		return nil, err
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(line, "*")))
+	if err != nil || n < 1 {
+		return nil, fmt.Errorf("not an array: %q", line)
+	}
+	args := make([]string, n)
+	for i := range args {
+		if line, err = r.ReadString('\n'); err != nil {
+			return nil, err
+		}
+		size, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(line, "$")))
+		if err != nil {
+			return nil, err
+		}
+		b := make([]byte, size+2)
+		if _, err := io.ReadFull(r, b); err != nil {
+			return nil, err
+		}
+		args[i] = string(b[:size])
+	}
+	return args, nil
+}
+
+// TestAHungClusterNodeFallsBackAsOneRedis: a node that does not answer,
+// frozen or cut off, delays a limit check no more than one Redis that
+// does not answer: the client tries it as often, not once more for each
+// of go-redis's cluster redirects.
+func TestAHungClusterNodeFallsBackAsOneRedis(t *testing.T) {
+	one := ratelimit.Limit{Rate: 0.001, Burst: 1}
+	tries := func(scheme string) (allow, both int32) {
+		addr, scripts := hungNode(t)
+		c := open(t, scheme+"://"+addr+"/0?read_timeout=50ms&write_timeout=50ms", redisstore.Options{})
+		l := c.Limiter("keys", ratelimit.New(ratelimit.Options{}))
+		if !l.Allow(t.Context(), "k", one).Allowed {
+			t.Fatalf("%s: the fallback did not allow", scheme)
+		}
+		allow = scripts.Swap(0)
+		// Another client: this one's health leaves Redis alone now.
+		c = open(t, scheme+"://"+addr+"/0?read_timeout=50ms&write_timeout=50ms", redisstore.Options{})
+		c.Limiter("ips", ratelimit.New(ratelimit.Options{})).AllowBoth(t.Context(),
+			ratelimit.Bucket{Key: "n", Limit: one}, ratelimit.Bucket{Key: "p", Limit: one})
+		return allow, scripts.Load()
+	}
+	allow, both := tries("redis")
+	clusterAllow, clusterBoth := tries("redis-cluster")
+	if allow == 0 || clusterAllow > allow || clusterBoth > both {
+		t.Errorf("a hung node was sent Allow's script %d times and AllowBoth's %d, one hung Redis %d and %d",
+			clusterAllow, clusterBoth, allow, both)
+	}
 }

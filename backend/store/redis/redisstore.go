@@ -130,6 +130,17 @@ func Open(rawURL string, o Options) (*Client, error) {
 	if c := u.cluster; c != nil {
 		tune(u.query, &c.DialTimeout, &c.ReadTimeout, &c.WriteTimeout, &c.MaxRetries, &c.Protocol,
 			&c.DialerRetries, &c.DialerRetryTimeout, &c.MinRetryBackoff, &c.MaxRetryBackoff)
+		// The cluster client tries a node that failed again itself, once
+		// for each redirect it may follow, each try a node's retries: one
+		// try again, as one Redis's, follows one MOVED or ASK, and a node
+		// that does not answer delays the fallback no longer than one
+		// Redis would.
+		if !u.query.Has("max_retries") {
+			c.MaxRetries = -1 // none of the node's own
+		}
+		if !u.query.Has("max_redirects") {
+			c.MaxRedirects = 1
+		}
 		rdb, addr = redis.NewClusterClient(c), strings.Join(c.Addrs, ",")
 	} else {
 		c := u.single
