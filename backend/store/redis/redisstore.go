@@ -17,8 +17,10 @@
 // each script's keys are one slot's: they share a hash tag, the identity
 // they serve (an api key's, a client prefix's), so that requests spread
 // over the nodes. On one Redis the keys keep the names they always had,
-// which replicas of older versions share; a node of a cluster that is
-// down is Redis not answering, for the keys it serves.
+// which replicas of older versions share. A node of a cluster that is
+// down is Redis not answering: the call that met it sends every store of
+// the Client to its fallback for RetryAfter, the keys of the nodes that
+// answer too, as the stores share one health.
 package redisstore
 
 import (
