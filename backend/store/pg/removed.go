@@ -19,7 +19,8 @@ import (
 // Removals are catalog.Removals in the removed_ads table. log gets the
 // rows that do not read, which are left out. Each Removals reads the
 // rows once: at its first Share all of them, then those whose seq
-// (migration 00016) is above the highest it read.
+// (migration 00016) is above the highest it read; all of them again once
+// the sequence that numbers them started over (restartedSeqs).
 func (db *DB) Removals(log *slog.Logger) catalog.Removals {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -33,6 +34,7 @@ type removals struct {
 
 	mu   sync.Mutex // one Share at a time
 	read int64      // the highest seq read
+	seqs uint32     // the file of the sequence that numbered them
 }
 
 var _ catalog.Removals = (*removals)(nil)
@@ -54,8 +56,16 @@ func (r *removals) Share(ctx context.Context, ads []catalog.RemovedAd, now time.
 	defer r.mu.Unlock()
 	var shared []catalog.RemovedAd
 	var read int64
+	var seqs uint32
 	share := func(tx pgx.Tx) error {
 		shared, read = shared[:0], r.read
+		var last int64
+		if err := tx.QueryRow(ctx, restartedSeqs).Scan(&seqs, &last); err != nil {
+			return err
+		}
+		if seqs != r.seqs || last < read {
+			read = 0
+		}
 		if len(ids) > 0 {
 			if _, err := tx.Exec(ctx, shareSQL, ids, docs, untils); err != nil {
 				return err
@@ -64,7 +74,7 @@ func (r *removals) Share(ctx context.Context, ads []catalog.RemovedAd, now time.
 		if _, err := tx.Exec(ctx, `DELETE FROM removed_ads WHERE until_ns <= $1`, nanos(now)); err != nil {
 			return err
 		}
-		rows, err := tx.Query(ctx, `SELECT id, ad, until_ns, seq FROM removed_ads WHERE seq > $1`, r.read)
+		rows, err := tx.Query(ctx, `SELECT id, ad, until_ns, seq FROM removed_ads WHERE seq > $1`, read)
 		if err != nil {
 			return err
 		}
@@ -88,9 +98,16 @@ func (r *removals) Share(ctx context.Context, ads []catalog.RemovedAd, now time.
 	if err := r.db.inTx(ctx, share); err != nil {
 		return nil, fmt.Errorf("postgres: removed ads: %w", err)
 	}
-	r.read = read
+	r.read, r.seqs = read, seqs
 	return shared, nil
 }
+
+// restartedSeqs reads the file of the sequence numbering removed_ads and
+// the last number it gave. Both tell a sequence started over (TRUNCATE
+// RESTART IDENTITY, ALTER SEQUENCE RESTART, migration 00016 down and up),
+// whose numbers below a replica's last read would otherwise never be read:
+// a restart gives the sequence a new file, and its numbers go back.
+const restartedSeqs = `SELECT pg_relation_filenode('removed_ads_seqs'), last_value FROM removed_ads_seqs`
 
 // removedRows are ads as the columns of their rows, sorted by id, one row
 // an id: of two ads with one id, the later Until's.

@@ -3,6 +3,7 @@ package pgstore
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -131,5 +132,67 @@ func TestRemovedAdsSeqMigration(t *testing.T) {
 	write("down", "https://shop.example/down", until)
 	if _, err := p.Up(ctx); err != nil {
 		t.Fatalf("up again: %v", err)
+	}
+}
+
+// A Removals reads every row again once the rows' numbering started over
+// (the sequence of migration 00016 restarted, or made again by a
+// migration down and up): the numbers drawn after are below the highest
+// it read, and reading above that alone would miss every removal shared
+// since, whose click links would get 404 on this replica.
+func TestRemovedAdsReadAfterTheNumberingRestarts(t *testing.T) {
+	db, p := migrated(t)
+	ctx := t.Context()
+	now := time.Now().UTC()
+	ad := func(id string) catalog.RemovedAd {
+		return catalog.RemovedAd{Ad: match.Ad{ID: id, Landing: "https://shop.example/" + id}, Until: now.Add(time.Hour)}
+	}
+	reader, writer := db.Removals(nil), db.Removals(nil)
+	ids := func(got []catalog.RemovedAd) []string {
+		var out []string
+		for _, a := range got {
+			out = append(out, a.Ad.ID)
+		}
+		slices.Sort(out)
+		return out
+	}
+	share := func(r catalog.Removals, ads ...catalog.RemovedAd) []string {
+		t.Helper()
+		got, err := r.Share(ctx, ads, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ids(got)
+	}
+	for i := range 8 {
+		share(writer, ad(fmt.Sprintf("SHOP.1.%d", i)))
+	}
+	if got := share(reader); len(got) != 8 {
+		t.Fatalf("the reader's first share read %v, want the 8 ads", got)
+	}
+	for _, step := range []struct {
+		name, sql string
+	}{
+		{"the table emptied, its numbering restarted", `TRUNCATE removed_ads RESTART IDENTITY`},
+		{"the numbering restarted", `ALTER SEQUENCE removed_ads_seqs RESTART`},
+		{"migrated down and up", ""},
+	} {
+		if step.sql != "" {
+			if _, err := db.pool.Exec(ctx, step.sql); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			if _, err := p.DownTo(ctx, 15); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := p.Up(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		id := "SHOP.2." + strings.ReplaceAll(step.name, " ", "-")
+		share(writer, ad(id))
+		if got := share(reader); !slices.Contains(got, id) {
+			t.Errorf("%s, then %s shared: the reader read %v", step.name, id, got)
+		}
 	}
 }
