@@ -6,67 +6,22 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/adlink/adlink/backend/partners"
 	"github.com/adlink/adlink/internal/testpg"
 )
 
-// endBackends fills pool with idle connections and has Postgres end
-// every backend of the database but the one asking (57P01, as a restart
-// of Postgres or an administrator's command does), waiting until they are
-// gone: well before the pool would ping its idle connections.
+// endBackends has Postgres end every connection of pool, filled first
+// with idle ones (testpg.EndConnections).
 func endBackends(t *testing.T, pool *pgxpool.Pool, url string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	const conns = 8
-	pool.Reset() // those ended before and not used since
-	var wg sync.WaitGroup
-	for range conns {
-		wg.Go(func() {
-			if _, err := pool.Exec(ctx, `SELECT pg_sleep(0.05)`); err != nil {
-				t.Errorf("filling the pool: %v", err)
-			}
-		})
-	}
-	wg.Wait()
-	admin, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close(ctx)
-	rows, _ := admin.Query(ctx, `SELECT pid, pg_terminate_backend(pid) FROM pg_stat_activity
-		WHERE pid <> pg_backend_pid() AND datname = current_database()`)
-	var pids []int32
-	var pid int32
-	var ended bool
-	if _, err := pgx.ForEachRow(rows, []any{&pid, &ended}, func() error {
-		if ended {
-			pids = append(pids, pid)
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if len(pids) < conns {
-		t.Fatalf("ended %d backends, want at least %d", len(pids), conns)
-	}
-	for {
-		var left bool
-		if err := admin.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = ANY($1))`, pids).Scan(&left); err != nil {
-			t.Fatal(err)
-		}
-		if !left {
-			return
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testpg.EndConnections(t, ctx, pool, url, 8)
 }
 
 // TestEndedConnectionsFailNoRequest: once Postgres ended the server's

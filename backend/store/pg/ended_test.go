@@ -2,7 +2,6 @@ package pgstore_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,66 +13,6 @@ import (
 	"github.com/adlink/adlink/internal/testpg"
 	"github.com/adlink/adlink/match"
 )
-
-// endPool fills db's pool with connections, all idle, and has Postgres
-// end each (57P01, as its restart or an administrator's command does)
-// from a connection of its own. The pool learns it at each one's next
-// use: they are idle for less than the pool pings after.
-func endPool(t *testing.T, ctx context.Context, db *pgstore.DB, url string) {
-	t.Helper()
-	const conns = 8
-	db.Pool().Reset() // those an operation before left ended
-	var wg sync.WaitGroup
-	errs := make(chan error, conns)
-	for range conns {
-		wg.Go(func() {
-			_, err := db.Pool().Exec(ctx, `SELECT pg_sleep(0.05)`)
-			errs <- err
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Fatalf("filling the pool: %v", err)
-		}
-	}
-	if n := db.Pool().Stat().IdleConns(); n < conns {
-		t.Fatalf("the pool holds %d idle connections, want %d", n, conns)
-	}
-	admin, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close(ctx)
-	var pids []int32
-	rows, _ := admin.Query(ctx, `SELECT pid, pg_terminate_backend(pid) FROM pg_stat_activity
-		WHERE pid <> pg_backend_pid() AND datname = current_database()`)
-	var pid int32
-	var ok bool
-	if _, err := pgx.ForEachRow(rows, []any{&pid, &ok}, func() error {
-		if ok {
-			pids = append(pids, pid)
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if len(pids) < conns {
-		t.Fatalf("ended %d backends, want at least %d", len(pids), conns)
-	}
-	// Until each backend is gone, well before the pool would ping them.
-	for {
-		var left bool
-		if err := admin.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = ANY($1))`, pids).Scan(&left); err != nil {
-			t.Fatal(err)
-		}
-		if !left {
-			return
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
 
 // TestEndedConnectionsFailNothing: once Postgres ended every pooled
 // connection, each operation of the store succeeds at once, on new
@@ -164,7 +103,7 @@ func TestEndedConnectionsFailNothing(t *testing.T) {
 		}},
 	}
 	for _, op := range ops {
-		endPool(t, ctx, db, srv.URL())
+		testpg.EndConnections(t, ctx, db.Pool(), srv.URL(), 8)
 		if err := op.run(); err != nil {
 			t.Errorf("%s after Postgres ended the pool's connections: %v", op.name, err)
 		}
