@@ -57,7 +57,7 @@ func (s Clicks) Scan(ctx context.Context, from, to time.Time, fn func(clicks.Cli
 		return err
 	}
 	cond, args := rangeArgs(from, to)
-	var stop error // fn's, returned as it is
+	var byFn bool // whether the error is fn's (or ctx's), returned as it is
 	err := s.db.query(ctx, func(rows pgx.Rows) error {
 		var c clicks.Click
 		var ns int64
@@ -66,14 +66,16 @@ func (s Clicks) Scan(ctx context.Context, from, to time.Time, fn func(clicks.Cli
 			return err
 		}
 		c.Time = fromNanos(ns)
-		if stop = fn(c); stop == nil {
-			stop = ctx.Err()
+		err := fn(c)
+		if err == nil {
+			err = ctx.Err()
 		}
-		return stop
+		byFn = err != nil
+		return err
 	}, `SELECT at_ns, ad_id, ad_type, context, api_key, site_id, criterion, yk_tag, ip,
 		user_agent, country, advertiser, bid_micros, currency, billable, reason, coalesce(click_id, '')
 		FROM clicks WHERE `+cond+` ORDER BY at_ns, seq`, args...)
-	if err != nil && err != stop {
+	if err != nil && !byFn {
 		return fmt.Errorf("postgres: scan clicks: %w", err)
 	}
 	return err
@@ -249,7 +251,7 @@ func (s Impressions) Scan(ctx context.Context, from, to time.Time, fn func(click
 		return err
 	}
 	cond, args := rangeArgs(from, to)
-	var stop error // fn's, returned as it is
+	var byFn bool // whether the error is fn's (or ctx's), returned as it is
 	err := s.db.query(ctx, func(rows pgx.Rows) error {
 		var m clicks.Impression
 		var ns int64
@@ -258,13 +260,15 @@ func (s Impressions) Scan(ctx context.Context, from, to time.Time, fn func(click
 			return err
 		}
 		m.Time = fromNanos(ns)
-		if stop = fn(m); stop == nil {
-			stop = ctx.Err()
+		err := fn(m)
+		if err == nil {
+			err = ctx.Err()
 		}
-		return stop
+		byFn = err != nil
+		return err
 	}, `SELECT at_ns, ad_id, ad_type, context, api_key, site_id, criterion, yk_tag, page, ip,
 		user_agent, country, advertiser, currency FROM impressions WHERE `+cond+` ORDER BY at_ns, seq`, args...)
-	if err != nil && err != stop {
+	if err != nil && !byFn {
 		return fmt.Errorf("postgres: scan impressions: %w", err)
 	}
 	return err
@@ -433,7 +437,7 @@ func (r Rollups) ScanRollups(ctx context.Context, g clicks.Grain, from, to time.
 	// A row's shards come one after another, and are summed here.
 	var row, next clicks.Rollup
 	var unbilled []int64
-	var stop error // fn's, returned as it is
+	var byFn bool // whether the error is fn's (or ctx's), returned as it is
 	have := false
 	err := r.db.query(ctx, func(rows pgx.Rows) error {
 		var period int64
@@ -450,11 +454,12 @@ func (r Rollups) ScanRollups(ctx context.Context, g clicks.Grain, from, to time.
 			return nil
 		}
 		if have {
-			if stop = fn(&row); stop == nil {
-				stop = ctx.Err()
+			err := fn(&row)
+			if err == nil {
+				err = ctx.Err()
 			}
-			if stop != nil {
-				return stop
+			if byFn = err != nil; byFn {
+				return err
 			}
 		}
 		row, have = next, true
@@ -464,7 +469,7 @@ func (r Rollups) ScanRollups(ctx context.Context, g clicks.Grain, from, to time.
 		FROM rollups WHERE grain = $1 AND period >= $2 AND period < $3
 		ORDER BY period, api_key, site_id, advertiser, ad_id, context, currency, criterion, yk_tag, country`, int16(g), first, end)
 	switch {
-	case err != nil && err == stop:
+	case err != nil && byFn:
 		return err
 	case err != nil:
 		return fmt.Errorf("postgres: scan rollups: %w", err)

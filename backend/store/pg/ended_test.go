@@ -2,6 +2,7 @@ package pgstore_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -133,5 +134,42 @@ func TestEndedTransactionRunsOnce(t *testing.T) {
 	}
 	if err := db.InTx(ctx, func(tx pgx.Tx) error { _, err := tx.Exec(ctx, `SELECT 1`); return err }); err != nil {
 		t.Errorf("the next transaction: %v", err)
+	}
+}
+
+// listErr is an error whose values Go cannot compare with ==.
+type listErr []string
+
+func (e listErr) Error() string { return strings.Join(e, "; ") }
+
+// TestScansReturnTheCallersError: a scan whose fn fails returns fn's
+// error as it is, unwrapped, an error type that == cannot compare
+// included.
+func TestScansReturnTheCallersError(t *testing.T) {
+	db, err := pgstore.Open(t.Context(), testpg.New(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	at := time.Now().UTC()
+	c := &clicks.Click{ID: "scan-1", Time: at, AdID: "SHOP.1.A", AdType: "advertiser", Type: "search", APIKey: "k",
+		SiteID: "s", IP: "198.51.100.1", Advertiser: "shop.example", BidMicros: 100, Currency: "EUR", Billable: true}
+	if err := db.Ledger().Record(t.Context(), c, clicks.Use{}); err != nil {
+		t.Fatal(err)
+	}
+	from, to := at.Add(-48*time.Hour), at.Add(48*time.Hour)
+	for name, scan := range map[string]func(fail error) error{
+		"Clicks.Scan": func(fail error) error {
+			return db.Clicks().Scan(t.Context(), from, to, func(clicks.Click) error { return fail })
+		},
+		"Rollups.ScanRollups": func(fail error) error {
+			return db.Rollups().ScanRollups(t.Context(), clicks.Day, from, to, func(*clicks.Rollup) error { return fail })
+		},
+	} {
+		fail := listErr{"stop", name}
+		got := scan(fail)
+		if e, ok := got.(listErr); !ok || e.Error() != fail.Error() {
+			t.Errorf("%s: %v (%T), want fn's error as it is", name, got, got)
+		}
 	}
 }
