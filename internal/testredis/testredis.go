@@ -27,6 +27,12 @@ type Options struct {
 	// Cluster starts the server as a node of a Redis Cluster (StartCluster
 	// makes one of several).
 	Cluster bool
+	// PartialCoverage has a cluster's nodes serve their slots while
+	// another node's are served by none (cluster-require-full-coverage
+	// no). By default, once the nodes agree that a master without a
+	// replica is down (the node timeout, 15 seconds), every node refuses
+	// every command.
+	PartialCoverage bool
 }
 
 // Server is one redis-server process, which Stop and Start stop and start
@@ -115,6 +121,9 @@ func (s *Server) start() (string, bool) {
 		// node started again rejoins it.
 		args = append(args, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
 			"--cluster-port", strconv.Itoa(s.bus))
+		if s.opts.PartialCoverage {
+			args = append(args, "--cluster-require-full-coverage", "no")
+		}
 	}
 	if s.opts.Persist {
 		args = append(args, "--appendonly", "yes", "--appendfsync", "always")

@@ -37,8 +37,8 @@ func (f *BudgetFlags) key(at time.Time) string {
 
 // Raise implements budget.Flags: it adds flag to the set of at's day.
 func (f *BudgetFlags) Raise(ctx context.Context, flag string, at time.Time) error {
-	f.c.call(ctx, "budget", func(ctx context.Context) error {
-		key := f.key(at)
+	key := f.key(at)
+	f.c.call(ctx, "budget", key, func(ctx context.Context) error {
 		_, err := f.c.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 			p.SAdd(ctx, key, flag)
 			p.Expire(ctx, key, 48*time.Hour)
@@ -52,9 +52,10 @@ func (f *BudgetFlags) Raise(ctx context.Context, flag string, at time.Time) erro
 // Raised implements budget.Flags: the flags of at's day.
 func (f *BudgetFlags) Raised(ctx context.Context, at time.Time) ([]string, error) {
 	var flags []string
-	f.c.call(ctx, "budget", func(ctx context.Context) error {
+	key := f.key(at)
+	f.c.call(ctx, "budget", key, func(ctx context.Context) error {
 		var err error
-		flags, err = f.c.rdb.SMembers(ctx, f.key(at)).Result()
+		flags, err = f.c.rdb.SMembers(ctx, key).Result()
 		return err
 	})
 	return flags, nil

@@ -39,9 +39,10 @@ func (d *Decisions) Use(ctx context.Context, id string, at, expires time.Time) (
 		return false, nil
 	}
 	var first bool
-	ok := d.c.call(ctx, "decisions", func(ctx context.Context) error {
+	key := d.prefix + id
+	ok := d.c.call(ctx, "decisions", key, func(ctx context.Context) error {
 		var err error
-		first, err = d.c.rdb.SetNX(ctx, d.prefix+id, 1, expires.Sub(at)+time.Minute).Result()
+		first, err = d.c.rdb.SetNX(ctx, key, 1, expires.Sub(at)+time.Minute).Result()
 		return err
 	})
 	if !ok {

@@ -61,9 +61,10 @@ func (l *Limiter) take(ctx context.Context, key string, lim ratelimit.Limit) (*r
 	// per period, and the interval carries a fractional rate exactly.
 	rl := redis_rate.Limit{Rate: 1, Burst: lim.Burst, Period: time.Duration(float64(time.Second) / lim.Rate)}
 	var res *redis_rate.Result
-	ok := l.c.call(ctx, "limits", func(ctx context.Context) error {
+	bucket := l.bucket(l.prefix, key, key)
+	ok := l.c.call(ctx, "limits", bucket, func(ctx context.Context) error {
 		var err error
-		res, err = l.rl.AllowN(ctx, l.bucket(l.prefix, key, key), rl, 1)
+		res, err = l.rl.AllowN(ctx, bucket, rl, 1)
 		return err
 	})
 	return res, ok
@@ -288,39 +289,63 @@ func (b *batcher) do(c *bothCall, run func([]*bothCall)) {
 	run(batch)
 }
 
-// runBoth runs the calls' scripts in one pipeline, loading the script
-// first if Redis does not know it (a new or restarted server).
+// runBoth runs the calls' scripts in one pipeline, each call judged by the
+// health of its node: a call whose node failed within RetryAfter falls
+// back at once, and one whose command failed falls back alone, its node
+// taken for down. A node that does not know the script (new or restarted)
+// is sent it whole, with EVAL, which leaves it known.
 func (l *Limiter) runBoth(ctx context.Context, calls []*bothCall) {
-	var cmds []*redis.Cmd
-	send := func(ctx context.Context) error {
-		cmds = cmds[:0]
-		_, err := l.c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for _, c := range calls {
-				cmds = append(cmds, bothScript.EvalSha(ctx, p, c.keys, c.args...))
+	ctx = context.WithoutCancel(ctx)
+	healths := make([]*health, len(calls))
+	sent := make([]int, 0, len(calls))
+	for i, c := range calls {
+		h, err := l.c.healthOf(ctx, c.keys[0])
+		healths[i] = h
+		switch {
+		case !h.usable():
+			h.fellBack("limits", nil)
+		case err != nil:
+			h.fellBack("limits", err)
+		default:
+			sent = append(sent, i)
+		}
+	}
+	cmds := make([]*redis.Cmd, len(calls))
+	send := func(which []int, eval bool) {
+		// Each command keeps its own error, which is all that is read.
+		_, _ = l.c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, i := range which {
+				if c := calls[i]; eval {
+					cmds[i] = bothScript.Eval(ctx, p, c.keys, c.args...)
+				} else {
+					cmds[i] = bothScript.EvalSha(ctx, p, c.keys, c.args...)
+				}
 			}
 			return nil
 		})
-		return err
 	}
-	ok := l.c.call(ctx, "limits", func(ctx context.Context) error {
-		err := send(ctx)
-		if err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
-			if err = bothScript.Load(ctx, l.c.rdb).Err(); err == nil {
-				err = send(ctx)
-			}
+	if len(sent) > 0 {
+		send(sent, false)
+	}
+	var unknown []int
+	for _, i := range sent {
+		if err := cmds[i].Err(); err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
+			unknown = append(unknown, i)
 		}
-		return err
-	})
-	for i, c := range calls {
-		if !ok {
-			if i > 0 { // call counted the first
-				l.c.health.fellBack("limits", nil)
-			}
+	}
+	if len(unknown) > 0 {
+		send(unknown, true)
+	}
+	for _, i := range sent {
+		h, c := healths[i], calls[i]
+		if err := cmds[i].Err(); err != nil {
+			h.fellBack("limits", err)
 			continue
 		}
+		h.answered()
 		res, err := cmds[i].Slice()
 		if c.res, c.ok = res, err == nil; !c.ok {
-			l.c.health.fellBack("limits", nil) // this call only: Redis answered
+			h.fellBack("limits", nil) // this call only: Redis answered
 		}
 	}
 }

@@ -17,10 +17,12 @@
 // each script's keys are one slot's: they share a hash tag, the identity
 // they serve (an api key's, a client prefix's), so that requests spread
 // over the nodes. On one Redis the keys keep the names they always had,
-// which replicas of older versions share. A node of a cluster that is
-// down is Redis not answering: the call that met it sends every store of
-// the Client to its fallback for RetryAfter, the keys of the nodes that
-// answer too, as the stores share one health.
+// which replicas of older versions share. On a cluster the health is each
+// master's: a call goes to its fallback at once only when the master that
+// serves its key (as the client's map of the slots has it) failed within
+// RetryAfter, and the keys of the masters that answer stay shared. After
+// a failover or a slot move the key's master is another, and its health
+// applies.
 package redisstore
 
 import (
@@ -86,12 +88,19 @@ const (
 
 // Client is one connection pool to Redis, or to each node of a Redis
 // Cluster, and the health the stores made from it share: when one store
-// finds Redis gone, the others fall back too. It is safe for concurrent
-// use.
+// finds Redis gone, the others fall back too; on a cluster, for the keys
+// of the master that failed. It is safe for concurrent use.
 type Client struct {
 	rdb    redis.UniversalClient
 	prefix string
+	// health is one Redis's. On a cluster it is the map of the slots':
+	// whether the client could learn which node serves a key.
 	health *health
+	// nodes is rdb on a cluster, nil on one Redis; nodeHealth holds the
+	// health of each of its masters by address, made by newHealth.
+	nodes      *redis.ClusterClient
+	nodeHealth sync.Map
+	newHealth  func(node string) *health
 	// cluster is whether rdb is a Redis Cluster's: the keys one script
 	// takes then share a hash tag that a single Redis's keys do not have.
 	cluster bool
@@ -150,9 +159,15 @@ func Open(rawURL string, o Options) (*Client, error) {
 			&c.DialerRetries, &c.DialerRetryTimeout, &c.MinRetryBackoff, &c.MaxRetryBackoff)
 		rdb, addr = redis.NewClient(c), c.Addr
 	}
-	return &Client{rdb: rdb, prefix: o.Prefix, cluster: u.cluster != nil,
-		health: &health{now: o.Now, retryAfter: o.RetryAfter, logEvery: o.LogEvery,
-			log: o.Logger.With("component", "redis", "addr", addr), metrics: o.Metrics}}, nil
+	log := o.Logger.With("component", "redis", "addr", addr)
+	c := &Client{rdb: rdb, prefix: o.Prefix, cluster: u.cluster != nil,
+		newHealth: func(node string) *health {
+			return &health{now: o.Now, retryAfter: o.RetryAfter, logEvery: o.LogEvery,
+				log: log.With("node", node), metrics: o.Metrics}
+		}}
+	c.health = &health{now: o.Now, retryAfter: o.RetryAfter, logEvery: o.LogEvery, log: log, metrics: o.Metrics}
+	c.nodes, _ = rdb.(*redis.ClusterClient)
+	return c, nil
 }
 
 // tune sets the options a URL's query q does not: one Redis's and a
@@ -194,18 +209,23 @@ func (c *Client) Ping(ctx context.Context) error {
 // Close closes the connections.
 func (c *Client) Close() error { return c.rdb.Close() }
 
-// call runs f against Redis unless Redis failed within RetryAfter, and
-// reports whether f succeeded; when it did not, the caller answers from
-// its fallback. The caller's cancellation does not reach Redis: a command
-// cut off half way leaves the caller not knowing whether it was applied,
-// and the client's own timeouts bound it.
-func (c *Client) call(ctx context.Context, store string, f func(ctx context.Context) error) bool {
-	h := c.health
+// call runs f against Redis unless the node that serves key (Redis
+// itself, or a cluster's master of key's slot) failed within RetryAfter,
+// and reports whether f succeeded; when it did not, the caller answers
+// from its fallback. The caller's cancellation does not reach Redis: a
+// command cut off half way leaves the caller not knowing whether it was
+// applied, and the client's own timeouts bound it.
+func (c *Client) call(ctx context.Context, store, key string, f func(ctx context.Context) error) bool {
+	ctx = context.WithoutCancel(ctx)
+	h, err := c.healthOf(ctx, key)
 	if !h.usable() {
 		h.fellBack(store, nil)
 		return false
 	}
-	if err := f(context.WithoutCancel(ctx)); err != nil {
+	if err == nil {
+		err = f(ctx)
+	}
+	if err != nil {
 		h.fellBack(store, err)
 		return false
 	}
@@ -213,7 +233,34 @@ func (c *Client) call(ctx context.Context, store string, f func(ctx context.Cont
 	return true
 }
 
-// health is whether Redis answers, as the stores last found it.
+// healthOf is the health of the node that serves key: one Redis's, or on
+// a cluster the health of the master the client's map of the slots names
+// for key's slot. While the client cannot learn the map (no node it knows
+// answers), it is the map's, with the error when it was tried.
+func (c *Client) healthOf(ctx context.Context, key string) (*health, error) {
+	if c.nodes == nil || !c.health.usable() {
+		return c.health, nil
+	}
+	// The map is learned once and then read, and refreshed in the
+	// background as slots move: this asks no node unless it is unknown.
+	node, err := c.nodes.MasterForKey(ctx, key)
+	if err != nil {
+		return c.health, err
+	}
+	c.health.answered()
+	addr := node.Options().Addr
+	h, ok := c.nodeHealth.Load(addr)
+	if !ok {
+		// A node's health is kept for as long as the Client: a cluster
+		// has a few nodes, and one that leaves is rarely replaced by
+		// many under new addresses.
+		h, _ = c.nodeHealth.LoadOrStore(addr, c.newHealth(addr))
+	}
+	return h.(*health), nil
+}
+
+// health is whether Redis, or one node of a cluster, answers, as the
+// stores last found it.
 type health struct {
 	now        func() time.Time
 	retryAfter time.Duration

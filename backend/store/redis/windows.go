@@ -121,7 +121,7 @@ func (w *Windows) Claim(ctx context.Context, c clicks.Claim) (string, error) {
 		prefixLimit, prefixAdLimit = max(c.PrefixLimit, 0), max(c.PrefixAdLimit, 0)
 	}
 	var code int64
-	ok := w.c.call(ctx, "windows", func(ctx context.Context) error {
+	ok := w.c.call(ctx, "windows", keys[0], func(ctx context.Context) error {
 		var err error
 		code, err = claimScript.Run(ctx, w.c.rdb, keys, at.Unix(), at.Nanosecond(), int64(clicks.AdWindow),
 			c.Limit, ttl.Milliseconds(), prefixLimit, prefixAdLimit).Int64()
