@@ -20,9 +20,10 @@
 // which replicas of older versions share. On a cluster the health is each
 // master's: a call goes to its fallback at once only when the master that
 // serves its key (as the client's map of the slots has it) failed within
-// RetryAfter, and the keys of the masters that answer stay shared. After
-// a failover or a slot move the key's master is another, and its health
-// applies.
+// RetryAfter, and the keys of the masters that answer stay shared. Each
+// master's fallbacks are logged at most once per LogEvery, with its
+// address. After a failover or a slot move the key's master is another,
+// and its health applies.
 package redisstore
 
 import (
