@@ -296,7 +296,11 @@ var _ clicks.Ledger = Ledger{}
 func (db *DB) Ledger() Ledger { return Ledger{db} }
 
 // Record implements clicks.Ledger: the click joins the next batch, one
-// call of adlink_record_clicks, committed before it returns.
+// call of adlink_record_clicks, committed before it returns. An error
+// after the statement was sent (its reply lost: the connection failed)
+// may come after the commit, the click recorded: recorded or shipped
+// again under its ID, it is found and keeps its verdict, billed once. A
+// click without an ID cannot be found: do not record it again.
 func (l Ledger) Record(ctx context.Context, c *clicks.Click, u clicks.Use) error {
 	if err := ctx.Err(); err != nil {
 		return err

@@ -107,7 +107,10 @@ func (e *batchError) Error() string { return "postgres: " + e.s }
 
 // recordBatch records the clicks of batch in one transaction. Should it
 // fail, each click is recorded alone, so that a click Postgres refuses
-// fails by itself.
+// fails by itself; but after an error that leaves unknown whether the
+// batch committed (its reply lost), a click without an id keeps the
+// batch's error: recorded again, it would be recorded twice. One with an
+// id finds itself, if the batch committed, and gets its verdict.
 func (db *DB) recordBatch(batch []*pendingClick) {
 	ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
 	defer cancel()
@@ -121,7 +124,11 @@ func (db *DB) recordBatch(batch []*pendingClick) {
 	if err == nil || len(batch) == 1 {
 		return
 	}
+	unknown := !wroteNothing(err)
 	for _, p := range batch {
+		if unknown && p.click.ID == "" {
+			continue // it may be recorded: it keeps the batch's error
+		}
 		p.err = db.runClicks(ctx, []*pendingClick{p})
 	}
 }

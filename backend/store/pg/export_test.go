@@ -76,3 +76,21 @@ func ForgetDecisions(ctx context.Context, db *DB, at time.Time) error {
 
 // InTx runs fn as the stores run their transactions.
 func (db *DB) InTx(ctx context.Context, fn func(pgx.Tx) error) error { return db.inTx(ctx, fn) }
+
+// RecordTogether records cs, each with its use of us, in one batch of
+// the ledger's group commit, as concurrent Records that met in one batch
+// are, and returns each click's error.
+func (l Ledger) RecordTogether(cs []*clicks.Click, us []clicks.Use) []error {
+	batch := make([]*pendingClick, len(cs))
+	for i, c := range cs {
+		batch[i] = &pendingClick{network: clicks.Network(c.IP), click: c, use: us[i]}
+	}
+	l.db.recordBatch(batch)
+	errs := make([]error, len(cs))
+	for i, p := range batch {
+		if errs[i] = p.err; p.err == nil {
+			p.click.Billable, p.click.Reason = p.reason == "", p.reason
+		}
+	}
+	return errs
+}

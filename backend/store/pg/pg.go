@@ -247,6 +247,16 @@ func serverEnded(err error) bool {
 	return err != nil && (pgconn.SafeToRetry(err) || errors.As(err, &pe) && (pe.Code == "57P01" || pe.Code == "57P02"))
 }
 
+// wroteNothing reports whether err is Postgres's answer that a statement
+// failed, which wrote nothing of it: an error of the server, or one
+// raised before anything was sent. Any other error (the connection lost
+// once the statement was sent, a context ended while it ran) leaves
+// unknown whether it committed.
+func wroteNothing(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) || pgconn.SafeToRetry(err)
+}
+
 // query runs sql, a statement that only reads, and each of its rows. It
 // runs again (rerun) when the connection it met was ended before a row
 // came: once one was handed on, running it again would hand it on twice.
