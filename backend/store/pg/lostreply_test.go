@@ -185,3 +185,103 @@ func TestLostBatchReplyRecordsOnce(t *testing.T) {
 		t.Errorf("the budget's spend is %d (%v), want 400", spent, err)
 	}
 }
+
+// The other writes that run again (rerun) on an ended connection, each
+// with its reply lost after its commit and then run again, as their
+// callers do after the error: the day's export is recorded once and the
+// first record is read back, a page's hold is extended and still the
+// same Claim's, one job, and the spend before a day is forgotten, the
+// day's kept.
+func TestLostReplyOfIdempotentWritesRunAgain(t *testing.T) {
+	url := testpg.New(t)
+	proxy := testpg.NewProxy(t, url)
+	db := openPG(t, proxy.URL(url))
+	ctx := t.Context()
+	lose := func(what, pattern string, run func() error) {
+		t.Helper()
+		n := proxy.Lost()
+		proxy.LoseReply(pattern, 1)
+		if err := run(); err == nil {
+			t.Errorf("%s whose reply was lost returned no error", what)
+		}
+		if proxy.Lost() != n+1 {
+			t.Fatalf("%s: its reply was not lost", what)
+		}
+	}
+	count := func(sql string, args ...any) int {
+		t.Helper()
+		var n int
+		if err := db.Pool().QueryRow(ctx, sql, args...).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+
+	t.Run("RecordExport", func(t *testing.T) {
+		day := recently().Truncate(24*time.Hour).Add(-48 * time.Hour)
+		e := clicks.Export{Log: clicks.ClickLog, Day: day, At: day, Host: "a", Path: "/exports/a", Rows: 3, Seq: 10}
+		lose("RecordExport", "INSERT INTO exports", func() error { _, err := db.Retainer().RecordExport(ctx, e); return err })
+		got, err := db.Retainer().RecordExport(ctx, e)
+		if err != nil || got.Host != "a" || got.Rows != 3 || got.Seq != 10 {
+			t.Errorf("RecordExport again: %+v %v, want the record of the first run", got, err)
+		}
+		other := e
+		other.Host, other.Path = "b", "/exports/b"
+		if got, err := db.Retainer().RecordExport(ctx, other); err != nil || got.Host != "a" {
+			t.Errorf("RecordExport of another server: %+v %v, want the first record, host a", got, err)
+		}
+		if n := count(`SELECT count(*) FROM exports`); n != 1 {
+			t.Errorf("%d export records, want 1", n)
+		}
+	})
+
+	t.Run("Pages.Extend", func(t *testing.T) {
+		p := db.Pages(0, 0)
+		const u = "https://blog.example/held"
+		if added, err := p.Push(ctx, u, time.Time{}, nil); !added || err != nil {
+			t.Fatalf("Push: %v %v", added, err)
+		}
+		if got, err := p.Claim(ctx, time.Minute); got != u || err != nil {
+			t.Fatalf("Claim: %q %v", got, err)
+		}
+		var holder int64
+		db.Pool().QueryRow(ctx, `SELECT holder FROM page_jobs`).Scan(&holder)
+		lose("Extend", "UPDATE page_jobs SET held_until", func() error { _, err := p.Extend(ctx, u, time.Hour); return err })
+		if held, err := p.Extend(ctx, u, time.Hour); !held || err != nil {
+			t.Errorf("Extend again: %v %v, want the hold extended", held, err)
+		}
+		if n := count(`SELECT count(*) FROM page_jobs WHERE holder = $1 AND held_until > clock_timestamp() + interval '30 minutes'`,
+			holder); n != 1 || count(`SELECT count(*) FROM page_jobs`) != 1 {
+			t.Errorf("%d jobs held by the Claim for the hour, of %d; want the one", n, count(`SELECT count(*) FROM page_jobs`))
+		}
+		if err := p.Complete(ctx, u); err != nil {
+			t.Errorf("Complete after the extensions: %v", err)
+		}
+	})
+
+	t.Run("ForgetSpendBefore", func(t *testing.T) {
+		today := recently()
+		old := today.Add(-72 * time.Hour)
+		for i, at := range []time.Time{old, today} {
+			c := clicks.Click{ID: fmt.Sprintf("spend-%d", i), Time: at, AdID: "a", AdType: "advertiser", Type: "search",
+				APIKey: "k", SiteID: "s", IP: fmt.Sprintf("203.0.113.%d", i+1), Advertiser: "forget.example", BidMicros: 100,
+				Currency: "EUR", Billable: true}
+			if err := db.Ledger().Record(ctx, &c, clicks.Use{Budget: 1000}); err != nil || !c.Billable {
+				t.Fatalf("Record: %v %q", err, c.Reason)
+			}
+		}
+		day := today.Truncate(24 * time.Hour)
+		lose("ForgetSpendBefore", "DELETE FROM spend", func() error { return db.Retainer().ForgetSpendBefore(ctx, day) })
+		if spent, err := db.Rollups().Spent(ctx, "forget.example", old); err != nil || spent != 0 {
+			t.Errorf("the old day's spend after the lost reply: %d %v, want 0: the delete committed", spent, err)
+		}
+		if err := db.Retainer().ForgetSpendBefore(ctx, day); err != nil {
+			t.Errorf("ForgetSpendBefore again: %v", err)
+		}
+		for at, want := range map[time.Time]int64{old: 0, today: 100} {
+			if spent, err := db.Rollups().Spent(ctx, "forget.example", at); err != nil || spent != want {
+				t.Errorf("spend of %v: %d %v, want %d", at, spent, err, want)
+			}
+		}
+	})
+}
