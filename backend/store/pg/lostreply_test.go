@@ -218,7 +218,7 @@ func TestLostReplyOfIdempotentWritesRunAgain(t *testing.T) {
 	}
 
 	t.Run("RecordExport", func(t *testing.T) {
-		day := recently().Truncate(24*time.Hour).Add(-48 * time.Hour)
+		day := recently().Truncate(24 * time.Hour).Add(-48 * time.Hour)
 		e := clicks.Export{Log: clicks.ClickLog, Day: day, At: day, Host: "a", Path: "/exports/a", Rows: 3, Seq: 10}
 		lose("RecordExport", "INSERT INTO exports", func() error { _, err := db.Retainer().RecordExport(ctx, e); return err })
 		got, err := db.Retainer().RecordExport(ctx, e)
