@@ -3,6 +3,7 @@ package testpg
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -28,9 +29,10 @@ type Proxy struct {
 	wg     sync.WaitGroup
 
 	mu      sync.Mutex
-	pattern []byte // what a statement's text holds for its reply to be lost
-	left    int    // how many more replies to lose
-	lost    int    // replies lost so far
+	pattern []byte        // what a statement's text holds for its reply to be lost
+	left    int           // how many more replies to lose
+	lost    int           // replies lost so far
+	onLoss  chan struct{} // closed, and replaced, at each loss
 	conns   map[net.Conn]struct{}
 	closed  bool
 }
@@ -47,7 +49,7 @@ func NewProxy(tb testing.TB, u string) *Proxy {
 	if err != nil {
 		tb.Fatalf("testpg: proxy: %v", err)
 	}
-	p := &Proxy{target: parsed.Host, l: l, conns: map[net.Conn]struct{}{}}
+	p := &Proxy{target: parsed.Host, l: l, conns: map[net.Conn]struct{}{}, onLoss: make(chan struct{})}
 	p.wg.Add(1)
 	go p.accept()
 	tb.Cleanup(p.Close)
@@ -79,6 +81,23 @@ func (p *Proxy) Lost() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.lost
+}
+
+// WaitLost returns once the proxy lost n replies, or with ctx's error.
+func (p *Proxy) WaitLost(ctx context.Context, n int) error {
+	for {
+		p.mu.Lock()
+		lost, ch := p.lost, p.onLoss
+		p.mu.Unlock()
+		if lost >= n {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("testpg: proxy: %d replies lost, not %d: %w", lost, n, ctx.Err())
+		}
+	}
 }
 
 // Close stops accepting, closes every connection and waits for their
@@ -290,6 +309,8 @@ func (c *proxied) fromServer() {
 			if typ == 'Z' {
 				c.p.mu.Lock()
 				c.p.lost++
+				close(c.p.onLoss)
+				c.p.onLoss = make(chan struct{})
 				c.p.mu.Unlock()
 				return
 			}
