@@ -215,7 +215,9 @@ func (b beginner) Begin(ctx context.Context) (tx pgx.Tx, err error) {
 // ended connection out of the pool, so the pool's size and one more
 // attempts reach a new one, as pgxpool's Acquire counts. fn must be safe
 // to run again: a statement that only reads, one whose second run writes
-// nothing more, or a BEGIN.
+// nothing more, or a BEGIN. A write whose reply was lost once it was
+// sent, maybe after its commit, fails here (a simple query's runs again:
+// see wroteNothing); its caller's retry runs it again.
 func (db *DB) rerun(ctx context.Context, fn func() error) error {
 	err := fn()
 	if !serverEnded(err) {
@@ -251,7 +253,10 @@ func serverEnded(err error) bool {
 // failed, which wrote nothing of it: an error of the server, or one
 // raised before anything was sent. Any other error (the connection lost
 // once the statement was sent, a context ended while it ran) leaves
-// unknown whether it committed.
+// unknown whether it committed. pgx reports the lost reply of a simple
+// query (an Exec without arguments) as a closed connection, safe to
+// retry: the statements this judges take arguments, which pgx runs by
+// the extended protocol.
 func wroteNothing(err error) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) || pgconn.SafeToRetry(err)
