@@ -186,12 +186,13 @@ func TestLostBatchReplyRecordsOnce(t *testing.T) {
 	}
 }
 
-// The other writes that run again (rerun) on an ended connection, each
-// with its reply lost after its commit and then run again, as their
-// callers do after the error: the day's export is recorded once and the
-// first record is read back, a page's hold is extended and still the
-// same Claim's, one job, and the spend before a day is forgotten, the
-// day's kept.
+// The other writes that run again (rerun) on an ended connection, and a
+// spooled beacon's impressions, each with its reply lost after its
+// commit and then run again, as their callers do after the error: the
+// day's export is recorded once and the first record is read back, a
+// page's hold is extended and still the same Claim's, one job, the
+// beacon's impressions count once, and the spend before a day is
+// forgotten, the day's kept.
 func TestLostReplyOfIdempotentWritesRunAgain(t *testing.T) {
 	url := testpg.New(t)
 	proxy := testpg.NewProxy(t, url)
@@ -256,6 +257,25 @@ func TestLostReplyOfIdempotentWritesRunAgain(t *testing.T) {
 		}
 		if err := p.Complete(ctx, u); err != nil {
 			t.Errorf("Complete after the extensions: %v", err)
+		}
+	})
+
+	t.Run("Impressions.Ship", func(t *testing.T) {
+		at := recently()
+		imps := []clicks.Impression{
+			{Time: at, AdID: "a", AdType: "advertiser", Type: "intext", APIKey: "k", SiteID: "s", Page: "https://blog.example/1"},
+			{Time: at, AdID: "b", AdType: "advertiser", Type: "intext", APIKey: "k", SiteID: "s", Page: "https://blog.example/1"},
+		}
+		// Its transaction's: the reply to its COMMIT.
+		lose("Impressions.Ship", "commit", func() error { _, err := db.Impressions().Ship(ctx, "beacon-lost", imps); return err })
+		if _, err := db.Impressions().Ship(ctx, "beacon-lost", imps); err != nil {
+			t.Errorf("Impressions.Ship again: %v", err)
+		}
+		if n := count(`SELECT count(*) FROM impressions`); n != 2 {
+			t.Errorf("%d impressions, want the beacon's 2", n)
+		}
+		if n := count(`SELECT coalesce(sum(impressions), 0)::int FROM rollups WHERE grain = $1`, int16(clicks.Day)); n != 2 {
+			t.Errorf("the daily rollups count %d impressions, want 2", n)
 		}
 	})
 
