@@ -22,6 +22,7 @@ import (
 	"github.com/adlink/adlink/backend/config"
 	"github.com/adlink/adlink/backend/pages"
 	"github.com/adlink/adlink/internal/testenv"
+	"github.com/adlink/adlink/internal/webkit"
 	"github.com/adlink/adlink/match"
 )
 
@@ -38,7 +39,7 @@ func run(m *testing.M) int {
 	// The package's servers build the same catalogs.
 	testenv.ShareCompression()
 	// The module runs only in the browser tests.
-	if err := testenv.Build(testenv.Options{Matcher: testenv.HasChromium(), Zstd: true}); err != nil {
+	if err := testenv.Build(testenv.Options{Matcher: testenv.HasChromium() || webkit.Has(), Zstd: true}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

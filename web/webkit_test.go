@@ -1,0 +1,117 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/adlink/adlink/backend/clicks"
+	"github.com/adlink/adlink/backend/config"
+	"github.com/adlink/adlink/internal/webkit"
+)
+
+// iPhoneSafari is the user agent of Safari on an iPhone; every browser on
+// iOS is WebKit.
+const iPhoneSafari = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1"
+
+// TestWebKitReader: in WebKit, as Safari on an iPhone, a page the server
+// has not seen gets its first ads from the module (JavaScriptCore's
+// WebAssembly), a reader's click on one after its impression bills, and
+// so does a click on a link of the server's answer. WebKit sends no
+// Sec-Fetch-User, so what bills there is Sec-Fetch-Mode and -Dest alone.
+func TestWebKitReader(t *testing.T) {
+	webkit.Need(t)
+	// A server of its own: its clicks are the only ones from this address.
+	b, err := newBackend(backendOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	br := webkit.Start(t, iPhoneSafari)
+
+	start := time.Now()
+	br.Navigate(t, b.firstView("article.html"))
+	var r readyResult
+	br.Eval(t, widgetReady, &r)
+	if r.Source != "local" || r.Links == 0 {
+		t.Fatalf("first view in WebKit: %+v, want ads the page matched", r)
+	}
+	// The first in-text ad gets its click token once a reader could see
+	// it; a reader is no faster than the least delay after that.
+	var href string
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var v json.RawMessage
+		br.Eval(t, tokenHref, &v)
+		if json.Unmarshal(v, &href) == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the first in-text ad never got its click token in WebKit")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	time.Sleep(config.Default().ClickMinDelay)
+	var sel string
+	br.Eval(t, clickFirst, &sel)
+	br.Click(t, sel)
+	c := waitClick(t, b, href, start)
+	if !c.Billable || c.Type != "intext" || c.UserAgent != iPhoneSafari {
+		t.Errorf("a WebKit reader's click on an in-page ad after its impression: %+v, want billable", c)
+	}
+	var imps []clicks.Impression
+	b.imps.Scan(context.Background(), start.Add(-time.Second), time.Now().Add(time.Second), func(i clicks.Impression) error {
+		if i.AdID == c.AdID {
+			imps = append(imps, i)
+		}
+		return nil
+	})
+	if len(imps) != 1 || imps[0].UserAgent != iPhoneSafari {
+		t.Errorf("impressions of the clicked ad: %+v, want 1 from WebKit", imps)
+	}
+
+	// A link of the server's answer, signed with its decision.
+	var answer struct{ Link []struct{ Ad string } }
+	if err := json.Unmarshal(get(t, b.URL+"/v2/search/link?q=iphone+15&api_key=demo&site_id=demo"), &answer); err != nil || len(answer.Link) == 0 {
+		t.Fatalf("search: %v %+v", err, answer)
+	}
+	start = time.Now()
+	br.Navigate(t, b.URL+"/demo/index.html?server-link=webkit")
+	var placed bool
+	br.Eval(t, jsCall(placeLink, answer.Link[0].Ad), &placed)
+	br.Click(t, "#server-ad")
+	if c := waitClick(t, b, answer.Link[0].Ad, start); !c.Billable || c.Type != "search" {
+		t.Errorf("a WebKit reader's click on a server answer's link: %+v, want billable", c)
+	}
+}
+
+// waitClick waits until the server has recorded the one click on href
+// made since start, and returns it.
+func waitClick(tb testing.TB, b *backend, href string, start time.Time) clicks.Click {
+	tb.Helper()
+	u, err := url.Parse(href)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var logged []clicks.Click
+		b.clicks.Scan(context.Background(), start.Add(-time.Second), time.Now().Add(time.Second), func(c clicks.Click) error {
+			if c.AdID == u.Query().Get("adId") {
+				logged = append(logged, c)
+			}
+			return nil
+		})
+		if len(logged) > 1 {
+			tb.Fatalf("clicks recorded for %s: %+v, want 1", href, logged)
+		}
+		if len(logged) == 1 {
+			return logged[0]
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("no click recorded for %s", href)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
