@@ -19,7 +19,8 @@ const iPhoneSafari = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) App
 // TestWebKitReader: in WebKit, as Safari on an iPhone, a page the server
 // has not seen gets its first ads from the module (JavaScriptCore's
 // WebAssembly), a reader's click on one after its impression bills, and
-// so does a click on a link of the server's answer. WebKit sends no
+// so does a click on a link of the server's answer; the publisher's
+// dashboard then shows both. WebKit sends no
 // Sec-Fetch-User, so what bills there is Sec-Fetch-Mode and -Dest alone.
 func TestWebKitReader(t *testing.T) {
 	webkit.Need(t)
@@ -83,6 +84,18 @@ func TestWebKitReader(t *testing.T) {
 	br.Click(t, "#server-ad")
 	if c := waitClick(t, b, answer.Link[0].Ad, start); !c.Billable || c.Type != "search" {
 		t.Errorf("a WebKit reader's click on a server answer's link: %+v, want billable", c)
+	}
+
+	// The publisher reads them in the dashboard, in Safari too.
+	br.Navigate(t, b.URL+"/dashboard")
+	var state string
+	br.Eval(t, jsCall(dashSettled), &state)
+	br.Type(t, "#token", demoPartnerReport)
+	br.Eval(t, jsCall(dashPress, "go", jsSource(dashSettled)), &state)
+	var v dashView
+	br.Eval(t, jsCall(dashViewScript), &v)
+	if state != "ready" || v.Account == "" || len(v.Kpis) < 3 || v.Kpis[1] != "2" || v.Kpis[2] != "2" || v.Days == 0 {
+		t.Errorf("the dashboard in WebKit: state %q, %+v, want ready with the 2 clicks, both billable", state, v)
 	}
 }
 

@@ -245,6 +245,22 @@ func (b *Browser) Eval(tb testing.TB, expr string, out any) {
 // browser takes the click for the user's own.
 func (b *Browser) Click(tb testing.TB, css string) {
 	tb.Helper()
+	if err := b.call(http.MethodPost, b.element(tb, css)+"/click", map[string]any{}, nil); err != nil {
+		tb.Fatalf("webkit: clicking %s: %v", css, err)
+	}
+}
+
+// Type types text into the element css selects, key by key.
+func (b *Browser) Type(tb testing.TB, css, text string) {
+	tb.Helper()
+	if err := b.call(http.MethodPost, b.element(tb, css)+"/value", map[string]string{"text": text}, nil); err != nil {
+		tb.Fatalf("webkit: typing into %s: %v", css, err)
+	}
+}
+
+// element returns the URL of the first element css selects.
+func (b *Browser) element(tb testing.TB, css string) string {
+	tb.Helper()
 	var el map[string]string
 	if err := b.call(http.MethodPost, b.session+"/element", map[string]string{"using": "css selector", "value": css}, &el); err != nil {
 		tb.Fatalf("webkit: finding %s: %v", css, err)
@@ -256,7 +272,5 @@ func (b *Browser) Click(tb testing.TB, css string) {
 	if id == "" {
 		tb.Fatalf("webkit: no element %s", css)
 	}
-	if err := b.call(http.MethodPost, b.session+"/element/"+id+"/click", map[string]any{}, nil); err != nil {
-		tb.Fatalf("webkit: clicking %s: %v", css, err)
-	}
+	return b.session + "/element/" + id
 }
