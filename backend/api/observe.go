@@ -143,6 +143,7 @@ func (s *server) observe(next http.Handler) http.Handler {
 					panic(http.ErrAbortHandler)
 				}
 				e := internal(fmt.Errorf("panic: %v", v))
+				sw.Header().Set("Cache-Control", errorCache)
 				respond(sw, e.Status, e.bodyWithID(id), "")
 			}
 			route := routeOf(r)

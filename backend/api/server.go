@@ -205,6 +205,13 @@ func NewServer(d Deps) http.Handler {
 	return s.observe(mux)
 }
 
+// errorCache keeps every cache from storing an error. As JSONP an error
+// is a 200, and a 404 is stored by default, as any 200 is; many errors
+// pass (a full page queue, a shard or an ad a replica still reading a
+// new catalog lacks, a partner the next reload adds), and a shared
+// cache that kept one would give it to every reader of that URL.
+const errorCache = "no-store"
+
 // handlerFunc is a handler that returns its failure instead of writing it.
 // It returns an error only before it has written anything.
 type handlerFunc func(w http.ResponseWriter, r *http.Request) error
@@ -247,8 +254,11 @@ func (s *server) plain(h handlerFunc) http.Handler {
 
 // fail writes err as the error body. A 5xx is logged as an error with its
 // cause; a 4xx is the client's mistake and only logged at debug level.
+// No cache may keep an error (errorCache), whatever the handler set
+// before it failed.
 func (s *server) fail(w http.ResponseWriter, r *http.Request, err error, callback string) {
 	e := asError(err)
+	w.Header().Set("Cache-Control", errorCache)
 	level := slog.LevelDebug
 	if e.Status >= 500 {
 		level = slog.LevelError
