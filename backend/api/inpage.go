@@ -29,7 +29,8 @@ type SiteShards interface {
 	// Shard returns a shard Pick gave, by its SHA-256, or nil.
 	Shard(sha string) *siteshards.Shard
 	// Observe learns from a page the server analysed for a site (its
-	// siteshards.SiteKey): ix answered it with the page query q.
+	// siteshards.SiteKey): ix matches it with the page query q, both the
+	// page's own (its language's market), whatever the request asked.
 	Observe(siteKey, pageURL string, ix *match.Index, q match.Query)
 }
 

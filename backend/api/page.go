@@ -104,8 +104,17 @@ func (s *server) page(w http.ResponseWriter, r *http.Request) error {
 	q.Exclude = s.budgetIn(r.Context()).Exclude(ix)
 	hits := ix.Match(&q)
 	// What the site's pages are about chooses the shard its unseen pages
-	// load: learnt once per page.
-	s.sites.Observe(siteshards.SiteKey(apiKey, siteID), res.URL, ix, q)
+	// load: learnt once per page, from the page alone, as a request
+	// without loc matches it (its language's market). Not from this
+	// request's market: the key is public, and whoever asks for a page
+	// first would choose what it teaches (another market's ads, or none
+	// from a country no ad runs in).
+	own, ownIx := q, ix
+	if q.Country != "" {
+		own.Country, own.Lang = "", res.Lang
+		ownIx = s.index(s.catalogOf(r), "", res.Lang)
+	}
+	s.sites.Observe(siteshards.SiteKey(apiKey, siteID), res.URL, ownIx, own)
 	o := s.linkOptions(&req.Links)
 	*buf = ix.AppendServerResponse(b, hits, &o)
 	w.Header().Set("Cache-Control", answerCache)

@@ -348,8 +348,9 @@ func SiteKey(apiKey, siteID string) string {
 }
 
 // Observe learns from a page the server analysed for a site: ix is the
-// index that answered it and q its page query. A page already in the
-// site's profile costs a map lookup.
+// index that matches it and q its page query, the page's own rather than
+// a request's (the first request for a page is anyone's). A page already
+// in the site's profile costs a map lookup.
 func (s *Service) Observe(siteKey, pageURL string, ix *match.Index, q match.Query) {
 	if s.Budget() == 0 {
 		return
