@@ -73,8 +73,12 @@
   "use strict";
   if (window.adlink && window.adlink.config) return; // the tag is on the page twice
 
-  // currentScript is null when a tag manager or another script inserted the tag.
-  var script = document.currentScript || document.querySelector('script[src*="widget.js"][data-api-key]');
+  // currentScript is null when a tag manager or another script inserted the
+  // tag, and another element when the page names one currentScript (a named
+  // <img>, <form> or <embed>, which a user's comment may hold, shadows
+  // document's own): only a script element is the tag.
+  var script = document.currentScript;
+  if (!(script instanceof HTMLScriptElement)) script = document.querySelector('script[src*="widget.js"][data-api-key]');
   var data = (script && script.dataset) || {};
   // <html lang> is a BCP 47 tag: its region, if any, is the first two-letter
   // subtag after the language; "es-419" and "zh-Hant" name no country. A
