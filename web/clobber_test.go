@@ -15,7 +15,9 @@ import (
 // shadows what document has of that name). The widget reads its tag's
 // data- attributes there: from such an element they would send the page's
 // address to another server and place the links it answers. The widget
-// reads its own tag, and asks only the server it names.
+// reads its own tag, and asks only the server it names. Nor does an
+// element named adlink, which window.adlink returns until the widget sets
+// it, keep the widget from starting.
 func TestClobberedCurrentScript(t *testing.T) {
 	br := newBrowser(t)
 	b := startBackend(t)
@@ -30,6 +32,9 @@ func TestClobberedCurrentScript(t *testing.T) {
 		{"img", `<img name="currentScript" src="` + evil.URL + `/widget.js" alt="" data-api-key="demo" data-site-id="demo" data-base="` + evil.URL + `">`},
 		{"form", `<form name="currentScript" data-api-key="demo" data-site-id="demo" data-base="` + evil.URL + `"><input name="dataset"></form>`},
 		{"embed", `<embed name="currentScript" src="` + evil.URL + `/widget.js" data-base="` + evil.URL + `">`},
+		// window.adlink is then the form, whose config is the input: the
+		// widget took it for its own, on the page twice, and placed nothing.
+		{"adlink", `<form id="adlink"><input name="config"></form>`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			asked.Store(0)
@@ -52,5 +57,18 @@ func TestClobberedCurrentScript(t *testing.T) {
 				t.Errorf("the other server was asked %d times", n)
 			}
 		})
-	}
+	} // The tag twice, as a tag manager may put it: one widget still, which
+	// asks for the page's ads once.
+	t.Run("twice", func(t *testing.T) {
+		page := publisherPage("de-DE", b.URL, "<article><p>"+handyText+"</p></article>")
+		tag := page[strings.Index(page, "<script async"):]
+		tag = tag[:strings.Index(tag, "</script>")+len("</script>")]
+		site := publisher(t, map[string]string{"/page.html": strings.Replace(page, tag, tag+tag, 1)})
+		if r := br.view(t, site+"/page.html"); r.Links == 0 {
+			t.Errorf("%+v, want the page's ads", r)
+		}
+		if n := len(eval[[]string](t, br, settle+`.then(() => `+pageLinkRequests+`)`)); n != 1 {
+			t.Errorf("%d requests for the page's ads, want 1", n)
+		}
+	})
 }

@@ -71,7 +71,9 @@
  */
 (function () {
   "use strict";
-  if (window.adlink && window.adlink.config) return; // the tag is on the page twice
+  // The tag is on the page twice. An element named adlink is no widget:
+  // window.adlink returns it, but not as the window's own property.
+  if (Object.prototype.hasOwnProperty.call(window, "adlink") && window.adlink && window.adlink.config) return;
 
   // currentScript is null when a tag manager or another script inserted the
   // tag, and another element when the page names one currentScript (a named
