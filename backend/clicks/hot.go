@@ -133,10 +133,18 @@ func useDecision(h *hotIndex, tx *bolt.Tx, id string, at, expires time.Time) (bo
 	return true, forgetHours(h, hours, at)
 }
 
+// forgetMargin is how long after the hour of their expiry ids are kept:
+// a click is timed when its request comes in and commits later, after a
+// click timed after it may have committed. Were an hour forgotten as soon
+// as a click timed after it commits, a click timed before an expiry in
+// that hour that commits later would find no record of its id, and a used
+// id would bill again.
+const forgetMargin = time.Hour
+
 // forgetHours drops the buckets, and the memory, of ids that all expired
-// before at.
+// more than forgetMargin before at.
 func forgetHours(h *hotIndex, hours *bolt.Bucket, at time.Time) error {
-	now := hourKey(at)
+	now := hourKey(at.Add(-forgetMargin))
 	var old [][]byte
 	c := hours.Cursor()
 	for k, _ := c.First(); k != nil && bytes.Compare(k, now) < 0; k, _ = c.Next() {

@@ -61,6 +61,25 @@ func Decisions(t *testing.T, fresh func(t *testing.T) Opener[clicks.Decisions]) 
 		}
 	})
 
+	t.Run("ForgettingKeepsLateUses", func(t *testing.T) {
+		s := start(t)
+		// A link that expires in the last second of an hour, clicked
+		// once; a click timed a second before that expiry reaches the
+		// store only after a click timed in the next hour (a request
+		// held up between reading the clock and its commit), which
+		// lets the store forget the ids that expired in that hour.
+		end := time.Date(2026, 11, 23, 12, 59, 59, 0, time.UTC)
+		if !useDecision(t, s, "edge", t0, end) {
+			t.Fatal("first use of edge refused")
+		}
+		if !useDecision(t, s, "next", end.Add(2*time.Second), end.Add(24*time.Hour)) {
+			t.Fatal("a fresh id refused")
+		}
+		if useDecision(t, s, "edge", end.Add(-time.Second), end) {
+			t.Error("a used id billed again once a later click let its hour be forgotten")
+		}
+	})
+
 	t.Run("UsesAreDurable", func(t *testing.T) {
 		opener := fresh(t)
 		s, closeStore := open(t, opener)
