@@ -305,6 +305,7 @@
   // on its way. The click URLs take the current manifest's token.
   function match(loc, lang, kind, params) {
     keepEarly(); // the module is wanted: what a first view started early stays
+    lastMarket = [loc, lang];
     return manifest(loc, lang).then(function (m) {
       forget(loc + "-" + lang, m.shard.sha256);
       // loc=use_geo and lang=use_locale as the server resolved them for the
@@ -928,8 +929,28 @@
   // the answer's click token goes into each link the page made (&ct=):
   // without it, a click on an ad matched here does not bill. Links the
   // server made carry their own signature and keep it.
-  var SEEN_MS = 1000, BATCH_MS = 100, MAX_BEACON = 16;
+  // A click token bills for an hour (-click-token-ttl), as does the site
+  // token of a link made here, so a reader who clicks an ad an hour after
+  // seeing it (a long read, a tab come back to) would bill nothing: each
+  // link stays watched, and one whose click token expires within RENEW_S
+  // is reported again, with the site token of a manifest fetched anew, once
+  // it is in view for a second again, or still is when the tab shows again.
+  var SEEN_MS = 1000, BATCH_MS = 100, MAX_BEACON = 16, RENEW_S = 600;
   var watched = new WeakSet(), timers = new Map(), seenQueue = [], batchTimer = 0, observer = null;
+  // proof is each reported link's click token's expiry (unix seconds), 0
+  // while its report is on its way or when it got none; inView the links
+  // at least half in view; lastMarket the last match's loc and lang, whose
+  // manifest gives a renewed link its site token.
+  var proof = new WeakMap(), inView = new Set(), lastMarket = null;
+
+  function stale(a) {
+    var exp = proof.get(a);
+    return exp === undefined || (exp > 0 && exp - Date.now() / 1000 < RENEW_S);
+  }
+
+  function look(a) {
+    if (!timers.has(a) && stale(a)) timers.set(a, setTimeout(function () { seen(a); }, SEEN_MS));
+  }
 
   function watch(placedLinks) {
     if (!window.IntersectionObserver) return;
@@ -938,13 +959,20 @@
         entries.forEach(function (e) {
           var a = e.target;
           if (e.isIntersecting && e.intersectionRatio >= 0.5) {
-            if (!timers.has(a)) timers.set(a, setTimeout(function () { seen(a); }, SEEN_MS));
-          } else if (timers.has(a)) {
-            clearTimeout(timers.get(a));
-            timers.delete(a);
+            inView.add(a);
+            look(a);
+          } else {
+            inView.delete(a);
+            if (timers.has(a)) {
+              clearTimeout(timers.get(a));
+              timers.delete(a);
+            }
           }
         });
       }, { threshold: [0, 0.5] });
+      document.addEventListener("visibilitychange", function () {
+        if (document.visibilityState === "visible") inView.forEach(look);
+      });
     }
     var links = placedLinks || document.querySelectorAll("a.adlink-intext[data-adlink=intext], aside.adlink-box[data-adlink=box] a.adlink-ad");
     for (var i = 0; i < links.length; i++) {
@@ -978,8 +1006,12 @@
 
   function seen(a) {
     timers.delete(a);
-    observer.unobserve(a);
-    if (!a.isConnected) return; // the view changed (refresh)
+    if (!a.isConnected) { // the view changed (refresh)
+      observer.unobserve(a);
+      inView.delete(a);
+      return;
+    }
+    proof.set(a, 0);
     seenQueue.push(a);
     if (!batchTimer) batchTimer = setTimeout(report, BATCH_MS);
   }
@@ -988,20 +1020,33 @@
     batchTimer = 0;
     var batch = seenQueue.splice(0, MAX_BEACON);
     if (seenQueue.length) batchTimer = setTimeout(report, BATCH_MS);
-    var ads = batch.map(function (a) { return a.href.slice(a.href.indexOf("?") + 1); });
-    // The page's address as /v2/page/link has it; one over 2 KB without
-    // its query (the server needs the host, to check the site's domains).
-    var url = location.href.split("#")[0];
-    if (encoder.encode(url).length > MAX_URL) url = location.origin + location.pathname;
-    getJSON("/v1/impression", { api_key: config.apiKey, site_id: config.siteId, url: url, ad: ads }).then(function (r) {
+    var renew = batch.filter(function (a) { return /[?&]ct=/.test(a.href); });
+    var tok = renew.length && lastMarket ? manifest(lastMarket[0], lastMarket[1]).then(function (m) { return m.tok; }, function () { return ""; }) : Promise.resolve("");
+    tok.then(function (tok) {
+      // A link reported again goes without its old click token, and with
+      // the current site token: its own has expired, or soon will.
+      renew.forEach(function (a) {
+        var h = a.href.replace(/&ct=[^&]*/g, "");
+        a.href = tok ? h.replace(/([?&]tok=)[^&]*/, "$1" + encodeURIComponent(tok)) : h;
+      });
+      var ads = batch.map(function (a) { return a.href.slice(a.href.indexOf("?") + 1); });
+      // The page's address as /v2/page/link has it; one over 2 KB without
+      // its query (the server needs the host, to check the site's domains).
+      var url = location.href.split("#")[0];
+      if (encoder.encode(url).length > MAX_URL) url = location.origin + location.pathname;
+      return getJSON("/v1/impression", { api_key: config.apiKey, site_id: config.siteId, url: url, ad: ads });
+    }).then(function (r) {
       var ct = r.status === 200 && r.body && r.body.ct;
       if (!ct) return;
       batch.forEach(function (a, i) {
         if (typeof ct[i] !== "string" || !/^[\w.-]+$/.test(ct[i]) || /[?&]sig=/.test(a.href)) return;
         a.href += "&ct=" + ct[i];
+        proof.set(a, +ct[i].split(".")[3] || 0);
         if (!timing.firstToken) timing.firstToken = performance.now();
       });
-    }, function () {});
+    }, function () {
+      batch.forEach(function (a) { proof.delete(a); }); // the next view tries again
+    });
   }
 
   // pageLang is the language that picks a page's market when it names no

@@ -1,0 +1,106 @@
+package web
+
+import (
+	"context"
+	"net/url"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/chromedp"
+
+	"github.com/adlink/adlink/backend/clicks"
+	"github.com/adlink/adlink/backend/config"
+)
+
+// TestInPageClickBillsAnHourLater: a reader who clicks an ad the page
+// matched more than an hour after it was seen, when the click token of
+// its link and the link's site token have both expired (a long read, a
+// tab come back to), still bills: the link is reported again once it
+// shows again, with the site token of a manifest fetched anew, and gets a
+// fresh click token. The server's clock and the page's move ahead
+// together.
+func TestInPageClickBillsAnHourLater(t *testing.T) {
+	var ahead atomic.Int64
+	b, err := newBackend(backendOptions{now: func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	br := newBrowser(t)
+	br.onEveryPage(t, clock)
+	site := publisher(t, map[string]string{"/page.html": publisherPage("de-DE", b.URL, readerPage)})
+	rd := asReader(t, br, b, site)
+	if r := br.view(t, site+"/page.html"); r.Source != "local" || r.Links == 0 {
+		t.Fatalf("first view: %+v, want ads matched in the page", r)
+	}
+	first := pollHref(t, br, tokenHref)
+	if first == "" {
+		t.Fatal("the first in-text ad never got its click token")
+	}
+	// An hour and a minute later on both clocks, the reader's tab shows
+	// again, the ad in view.
+	shift := time.Hour + time.Minute
+	ahead.Store(int64(shift))
+	// The browser's HTTP cache keeps the manifest (max-age) by the real
+	// clock, which the test does not move: an hour later it is stale.
+	send(t, br, network.SetCacheDisabled, network.SetCacheDisabledParams{CacheDisabled: true})
+	eval[bool](t, br, `(() => { window.clockShift = `+strconv.FormatInt(shift.Milliseconds(), 10)+
+		`; document.dispatchEvent(new Event("visibilitychange")); return true; })()`)
+	renewed := pollHref(t, br, `(() => {
+  const a = document.querySelector('a.adlink-intext');
+  return a && /[?&]ct=/.test(a.href) && a.href !== `+strconv.Quote(first)+` ? a.href : false;
+})()`)
+	href := renewed
+	if renewed == "" {
+		t.Error("the link seen an hour before got no fresh click token when its tab showed again")
+		href = eval[string](t, br, firstIntextHref)
+	} else {
+		was, now := query(t, first), query(t, renewed)
+		if now.Get("tok") == was.Get("tok") || now.Get("ct") == was.Get("ct") || len(now["ct"]) != 1 {
+			t.Errorf("renewed link %s, after %s: want a new site token and one new click token", renewed, first)
+		}
+	}
+	time.Sleep(config.Default().ClickMinDelay) // a reader is no faster
+	start := time.Now().Add(shift)
+	br.do(t, chromedp.Click(eval[string](t, br, clickFirst)))
+	select {
+	case <-rd.left:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the click never left for the landing page")
+	}
+	var logged []clicks.Click
+	b.clicks.Scan(context.Background(), start.Add(-time.Second), time.Now().Add(shift+time.Second), func(c clicks.Click) error {
+		if c.AdID == query(t, href).Get("adId") && c.IP == rd.ip {
+			logged = append(logged, c)
+		}
+		return nil
+	})
+	if len(logged) != 1 || !logged[0].Billable {
+		t.Errorf("a reader's click an hour after the ad was seen: %+v, want one billable", logged)
+	}
+}
+
+// pollHref is what script, a chromedp.Poll predicate, returns within 15
+// seconds, or "".
+func pollHref(t *testing.T, br *browser, script string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(br.ctx, 20*time.Second)
+	defer cancel()
+	href, err := chromedp.Run(ctx, chromedp.Poll[string](script, chromedp.WithPollingTimeout(15*time.Second)))
+	if err != nil {
+		return ""
+	}
+	return href
+}
+
+// query is the query of the link href.
+func query(t *testing.T, href string) url.Values {
+	t.Helper()
+	u, err := url.Parse(href)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.Query()
+}
