@@ -963,6 +963,7 @@
             look(a);
           } else {
             inView.delete(a);
+            if (!a.isConnected) observer.unobserve(a); // the view changed (refresh)
             if (timers.has(a)) {
               clearTimeout(timers.get(a));
               timers.delete(a);
