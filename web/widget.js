@@ -1027,8 +1027,8 @@
       // A link reported again goes without its old click token, and with
       // the current site token: its own has expired, or soon will.
       renew.forEach(function (a) {
-        var h = a.href.replace(/&ct=[^&]*/g, "");
-        a.href = tok ? h.replace(/([?&]tok=)[^&]*/, "$1" + encodeURIComponent(tok)) : h;
+        var h = a.href.replace(/&ct=[^&]+/g, "");
+        a.href = tok ? h.replace(/([?&]tok=)[^&]+/, "$1" + encodeURIComponent(tok)) : h;
       });
       var ads = batch.map(function (a) { return a.href.slice(a.href.indexOf("?") + 1); });
       // The page's address as /v2/page/link has it; one over 2 KB without
