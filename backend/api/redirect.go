@@ -79,8 +79,8 @@ func (s *server) redirect(w http.ResponseWriter, r *http.Request) error {
 			AdID:       req.AdID,
 			AdType:     ad.Kind.String(),
 			Type:       req.Type,
-			APIKey:     truncate(req.APIKey, maxPartnerID),
-			SiteID:     truncate(req.SiteID, maxPartnerID),
+			APIKey:     req.APIKey,
+			SiteID:     req.SiteID,
 			Criterion:  req.Criterion,
 			YkTag:      req.YkTag,
 			IP:         s.clientIP(r),
@@ -113,6 +113,9 @@ func (s *server) redirect(w http.ResponseWriter, r *http.Request) error {
 				u.Budget, u.Currency = b.DailyMicros, b.Currency
 			}
 		}
+		// Judged whole, as the signature or click token covers them whole
+		// (a partner's may be longer); recorded cut.
+		c.APIKey, c.SiteID = truncate(c.APIKey, maxPartnerID), truncate(c.SiteID, maxPartnerID)
 		keepProven(&c, &req, partner)
 		// When the click token of a link the page made, verified if c
 		// keeps its criterion or yk_tag, was issued.
