@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -219,4 +220,23 @@ func (s *Server) Kill() {
 	s.cmd.Process.Kill()
 	<-s.exited
 	s.cmd, s.exited = nil, nil
+}
+
+// Pause freezes the running server (SIGSTOP), as a machine that stops
+// answering without closing its connections: commands sent to it wait
+// for their timeouts. Resume thaws it; Kill ends it paused or not.
+func (s *Server) Pause() { s.signal(syscall.SIGSTOP) }
+
+// Resume thaws a server Pause froze (SIGCONT).
+func (s *Server) Resume() { s.signal(syscall.SIGCONT) }
+
+func (s *Server) signal(sig syscall.Signal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		s.t.Fatalf("redis-server on port %d is not running", s.port)
+	}
+	if err := s.cmd.Process.Signal(sig); err != nil {
+		s.t.Fatalf("redis-server on port %d: %v", s.port, err)
+	}
 }

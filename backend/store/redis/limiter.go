@@ -26,6 +26,10 @@ type Limiter struct {
 	firsts   string // AllowBoth's first buckets, and AllowThree's first two
 	fallback ratelimit.Limiter
 	batch    batcher // AllowBoth's and AllowThree's calls on their way to Redis
+	// nodeBatch holds, on a cluster, the batcher of each master's calls,
+	// by the master's *health: the calls of a master that hangs wait in
+	// its pipelines, not in those of the masters that answer.
+	nodeBatch sync.Map
 }
 
 var _ ratelimit.Limiter = (*Limiter)(nil)
@@ -174,7 +178,8 @@ func (l *Limiter) allowChain(ctx context.Context, buckets []ratelimit.Bucket) (o
 		return out, true
 	}
 	call := &bothCall{keys: keys, args: args, wake: make(chan struct{})}
-	l.batch.do(call, func(calls []*bothCall) { l.runBoth(ctx, calls) })
+	call.health, call.err = l.c.healthOf(context.WithoutCancel(ctx), keys[0])
+	l.batcherOf(call.health).do(call, func(calls []*bothCall) { l.runBoth(ctx, calls) })
 	if !call.ok {
 		return out, false
 	}
@@ -216,14 +221,29 @@ func (l *Limiter) allowChain(ctx context.Context, buckets []ratelimit.Bucket) (o
 	return out, true
 }
 
+// batcherOf is the batcher of the calls of the node whose health is h:
+// one Redis's, or on a cluster its master's.
+func (l *Limiter) batcherOf(h *health) *batcher {
+	if h == l.c.health {
+		return &l.batch
+	}
+	b, ok := l.nodeBatch.Load(h)
+	if !ok {
+		b, _ = l.nodeBatch.LoadOrStore(h, new(batcher))
+	}
+	return b.(*batcher)
+}
+
 // bothCall is one AllowBoth's or AllowThree's script call: its keys and
-// arguments, and once woken, its answer, or ok false when the fallback is
-// to answer.
+// arguments, the health of its node (healthOf, with its error), and once
+// woken, its answer, or ok false when the fallback is to answer.
 type bothCall struct {
-	keys []string
-	args []any
-	res  []any
-	ok   bool
+	keys   []string
+	args   []any
+	health *health
+	err    error
+	res    []any
+	ok     bool
 	// wake is closed when the call is answered, or when it is to lead
 	// the next pipeline (lead).
 	wake chan struct{}
@@ -237,6 +257,8 @@ type bothCall struct {
 // the others wait for their answer. A call alone is sent at once, so one
 // request's latency is one round trip as before; under load the system
 // calls and the server's reads are shared by the calls of a pipeline.
+// On a cluster each master has one: a master that hangs holds its own
+// pipelines until they time out, not those of the masters that answer.
 type batcher struct {
 	mu      sync.Mutex
 	queue   []*bothCall
@@ -289,23 +311,20 @@ func (b *batcher) do(c *bothCall, run func([]*bothCall)) {
 	run(batch)
 }
 
-// runBoth runs the calls' scripts in one pipeline, each call judged by the
-// health of its node: a call whose node failed within RetryAfter falls
+// runBoth runs the calls' scripts, one node's, in one pipeline, each call
+// judged by the health of its node: a call whose node failed within RetryAfter falls
 // back at once, and one whose command failed falls back alone, its node
 // taken for down. A node that does not know the script (new or restarted)
 // is sent it whole, with EVAL, which leaves it known.
 func (l *Limiter) runBoth(ctx context.Context, calls []*bothCall) {
 	ctx = context.WithoutCancel(ctx)
-	healths := make([]*health, len(calls))
 	sent := make([]int, 0, len(calls))
 	for i, c := range calls {
-		h, err := l.c.healthOf(ctx, c.keys[0])
-		healths[i] = h
-		switch {
+		switch h := c.health; {
 		case !h.usable():
 			h.fellBack("limits", nil)
-		case err != nil:
-			h.fellBack("limits", err)
+		case c.err != nil:
+			h.fellBack("limits", c.err)
 		default:
 			sent = append(sent, i)
 		}
@@ -337,7 +356,8 @@ func (l *Limiter) runBoth(ctx context.Context, calls []*bothCall) {
 		send(unknown, true)
 	}
 	for _, i := range sent {
-		h, c := healths[i], calls[i]
+		c := calls[i]
+		h := c.health
 		if err := cmds[i].Err(); err != nil {
 			h.fellBack("limits", err)
 			continue

@@ -5,12 +5,14 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/adlink/adlink/backend/clicks"
 	"github.com/adlink/adlink/backend/ratelimit"
 	"github.com/adlink/adlink/backend/store"
+	redisstore "github.com/adlink/adlink/backend/store/redis"
 	"github.com/adlink/adlink/internal/testredis"
 )
 
@@ -176,4 +178,90 @@ func TestADeadClusterNodeLeavesTheOthersShared(t *testing.T) {
 	if log := b.log.String(); !slices.ContainsFunc(strings.Split(log, "\n"), back) {
 		t.Errorf("B did not log that the node %s is back:\n%s", cl.Nodes[dead].Addr(), log)
 	}
+}
+
+// TestAHungClusterNodeDelaysOnlyItsOwnCalls: while a master of a cluster
+// is frozen, the AllowBoth calls of its keys wait for its timeouts, but
+// the calls of the keys of the masters that answer do not wait behind
+// them: they are answered, shared, while the frozen master's are still
+// waiting.
+func TestAHungClusterNodeDelaysOnlyItsOwnCalls(t *testing.T) {
+	cl := testredis.StartCluster(t, testredis.Options{PartialCoverage: true})
+	clk := &clock{now: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}
+	a, b := newReplica(t, patient(cl.URL()), clk), newReplica(t, patient(cl.URL()), clk)
+	la := a.c.Limiter("keys", ratelimit.New(ratelimit.Options{}))
+	lb := b.c.Limiter("keys", ratelimit.New(ratelimit.Options{}))
+	ctx := t.Context()
+	one := ratelimit.Limit{Rate: 0.001, Burst: 1}
+	both := func(l *redisstore.Limiter, key string) ratelimit.Decision {
+		_, second := l.AllowBoth(ctx, ratelimit.Bucket{Key: "net", Limit: one}, ratelimit.Bucket{Key: key, Limit: one})
+		return second
+	}
+
+	// A spends each key's one token; the keys the nodes then hold say
+	// which node serves which. B's connections to each node are made.
+	var names []string
+	for i := range 60 {
+		name := fmt.Sprintf("k%d", i)
+		names = append(names, name)
+		if !la.Allow(ctx, name, one).Allowed {
+			t.Fatalf("with the cluster up, A's first use of %s was refused", name)
+		}
+		lb.Allow(ctx, "warm"+name, one)
+	}
+	node := map[string]int{}
+	for i, s := range cl.Nodes {
+		for _, k := range keys(t, s.Addr()) {
+			node[k] = i
+		}
+	}
+	const hung = 0
+	var hungKeys, liveKeys []string
+	for _, name := range names {
+		i, ok := node[fmt.Sprintf("rate:adlink:keys:{%d:%s}", len(name), name)]
+		if !ok {
+			t.Fatalf("no node holds the bucket of %s", name)
+		}
+		if i == hung {
+			hungKeys = append(hungKeys, name)
+		} else {
+			liveKeys = append(liveKeys, name)
+		}
+	}
+	if len(hungKeys) < 4 || len(liveKeys) < 1 {
+		t.Fatalf("%d keys on the node to freeze, %d on the others", len(hungKeys), len(liveKeys))
+	}
+
+	cl.Nodes[hung].Pause()
+	resumed := false
+	resume := func() {
+		if !resumed {
+			resumed = true
+			cl.Nodes[hung].Resume()
+		}
+	}
+	defer resume()
+	// Calls of the frozen node's keys, until every pipeline B may have in
+	// flight waits on it.
+	var waiting sync.WaitGroup
+	var hungDone atomic.Int32
+	for _, k := range hungKeys {
+		waiting.Go(func() {
+			both(lb, k)
+			hungDone.Add(1)
+		})
+	}
+	for redisstore.PipelinesInFlight(lb) < 2 && hungDone.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	// A live node's key: answered from the shared bucket A spent, before
+	// any call of the frozen node is answered.
+	if both(lb, liveKeys[0]).Allowed {
+		t.Error("with another node frozen, B allowed a key A spent on a live node")
+	}
+	if n := hungDone.Load(); n != 0 {
+		t.Errorf("a call of a live node's key waited until %d calls of the frozen node's keys gave up", n)
+	}
+	resume()
+	waiting.Wait()
 }
