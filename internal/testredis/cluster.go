@@ -78,8 +78,11 @@ func (c *Cluster) URL() string {
 	return "redis-cluster://" + strings.Join(c.Addrs(), ",")
 }
 
-// WaitOK returns once every node reports cluster_state:ok: the slots are
-// all served and the nodes agree on who serves them.
+// WaitOK returns once every node reports cluster_state:ok and knows the
+// master of each slot: the slots are all served and the nodes agree on
+// who serves them. With PartialCoverage a node reports ok before it
+// learned the other nodes' slots, and refuses their keys meanwhile
+// (CLUSTERDOWN Hash slot not served).
 func (c *Cluster) WaitOK(t testing.TB) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), clusterReady)
@@ -88,7 +91,8 @@ func (c *Cluster) WaitOK(t testing.TB) {
 		rdb := s.client()
 		for {
 			info, err := rdb.ClusterInfo(ctx).Result()
-			if err == nil && strings.Contains(info, "cluster_state:ok") {
+			if err == nil && strings.Contains(info, "cluster_state:ok") &&
+				strings.Contains(info, "cluster_slots_assigned:16384\r\n") {
 				break
 			}
 			if ctx.Err() != nil {
