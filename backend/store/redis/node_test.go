@@ -209,6 +209,9 @@ func TestAHungClusterNodeDelaysOnlyItsOwnCalls(t *testing.T) {
 		}
 		lb.Allow(ctx, "warm"+name, one)
 	}
+	if n := a.fallbacks(t, "limits") + b.fallbacks(t, "limits"); n != 0 {
+		t.Fatalf("with the cluster up, %v limit checks fell back:\n%s\n%s", n, a.log, b.log)
+	}
 	node := map[string]int{}
 	for i, s := range cl.Nodes {
 		for _, k := range keys(t, s.Addr()) {
