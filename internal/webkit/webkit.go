@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -103,12 +104,14 @@ func startXvfb(tb testing.TB) string {
 	defer r.Close()
 	cmd := exec.Command("Xvfb", "-displayfd", "3", "-screen", "0", "1280x800x24", "-nolisten", "tcp")
 	cmd.ExtraFiles = []*os.File{w}
+	cmd.SysProcAttr = endsWithTheTest()
 	if err := cmd.Start(); err != nil {
 		w.Close()
 		tb.Fatalf("webkit: starting Xvfb: %v", err)
 	}
 	w.Close()
-	tb.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	// SIGTERM, on which Xvfb removes its socket and lock file in /tmp.
+	tb.Cleanup(func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() })
 	line := make(chan string, 1)
 	go func() {
 		s, _ := bufio.NewReader(r).ReadString('\n')
@@ -126,6 +129,14 @@ func startXvfb(tb testing.TB) string {
 	}
 }
 
+// endsWithTheTest has a process killed when the test's process ends,
+// even when it is killed or times out before its cleanups run: Xvfb and
+// the driver would otherwise run on. MiniBrowser, the driver's, ends
+// once its X server has.
+func endsWithTheTest() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+}
+
 // startDriver starts WebKitWebDriver on a free loopback port for display
 // and returns the port once it answers.
 func startDriver(tb testing.TB, display string) int {
@@ -137,6 +148,7 @@ func startDriver(tb testing.TB, display string) int {
 		}
 		cmd := exec.Command(Driver, "--port="+strconv.Itoa(port), "--host=local")
 		cmd.Env = append(os.Environ(), "DISPLAY="+display)
+		cmd.SysProcAttr = endsWithTheTest()
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		if err := cmd.Start(); err != nil {
