@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/adlink/adlink/backend/clicks"
 	"github.com/adlink/adlink/backend/ratelimit"
 	"github.com/adlink/adlink/backend/store"
@@ -267,4 +269,89 @@ func TestAHungClusterNodeDelaysOnlyItsOwnCalls(t *testing.T) {
 	}
 	resume()
 	waiting.Wait()
+}
+
+// TestAMasterDownLearnsWhereItsSlotsWent: when a master is down and
+// another takes over its slots (a replica promoted, or the slots given
+// to another master), a replica's calls of its keys go to the new master
+// once RetryAfter has passed, shared again, without waiting for the
+// client's periodic reload of the map of the slots.
+func TestAMasterDownLearnsWhereItsSlotsWent(t *testing.T) {
+	cl := testredis.StartCluster(t, testredis.Options{PartialCoverage: true})
+	clk := &clock{now: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}
+	b := newReplica(t, patient(cl.URL()), clk)
+	lb := b.c.Limiter("keys", ratelimit.New(ratelimit.Options{}))
+	ctx := t.Context()
+	one := ratelimit.Limit{Rate: 0.001, Burst: 1}
+	// B learns the map of the slots.
+	if !lb.Allow(ctx, "warm", one).Allowed {
+		t.Fatal("B's first use of a key was refused")
+	}
+
+	// A key of the first node's slots.
+	first, second := nodeClient(cl.Nodes[0]), nodeClient(cl.Nodes[1])
+	defer first.Close()
+	defer second.Close()
+	var name string
+	var slot int64
+	for i := 0; name == ""; i++ {
+		k := fmt.Sprintf("k%d", i)
+		s, err := first.ClusterKeySlot(ctx, fmt.Sprintf("rate:adlink:keys:{%d:%s}", len(k), k)).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s < 16384/3 {
+			name, slot = k, s
+		}
+	}
+	cl.Nodes[0].Kill()
+	// The second node takes the slot over, as a replica promoted would.
+	id, err := second.ClusterMyID(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range cl.Nodes[1:] {
+		c := nodeClient(n)
+		err := c.Do(ctx, "cluster", "setslot", slot, "node", id).Err()
+		c.Close()
+		if err != nil {
+			t.Fatalf("giving the slot %d to %s: %v", slot, id, err)
+		}
+	}
+	if err := second.Do(ctx, "cluster", "bumpepoch").Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	// B meets the dead master.
+	lb.Allow(ctx, name, one)
+	if got := b.fallbacks(t, "limits"); got != 1 {
+		t.Fatalf("B counted %v fallbacks of limits, want 1: the dead master's call", got)
+	}
+	// A, a replica started now, spends the key's token on the new master.
+	a := newReplica(t, patient(cl.URL()), clk)
+	if a.c.Limiter("keys", ratelimit.New(ratelimit.Options{})).Allow(ctx, name, one); a.fallbacks(t, "limits") != 0 {
+		t.Fatalf("A's call of the key fell back:\n%s", a.log)
+	}
+	// Each second B tries again; the new master answers it once B learned
+	// the map anew, which the failed call asked for.
+	for try := 0; ; try++ {
+		clk.Advance(time.Second)
+		before := b.fallbacks(t, "limits")
+		d := lb.Allow(ctx, name, one)
+		if b.fallbacks(t, "limits") == before {
+			if d.Allowed {
+				t.Error("B's call on the new master allowed the key whose token A spent there")
+			}
+			break
+		}
+		if try == 100 {
+			t.Fatalf("B's calls of the key still fall back after %d tries:\n%s", try, b.log)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// nodeClient is a client of one node of a cluster alone.
+func nodeClient(s *testredis.Server) *redis.Client {
+	return redis.NewClient(&redis.Options{Addr: s.Addr(), Protocol: 2})
 }

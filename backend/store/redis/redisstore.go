@@ -23,7 +23,8 @@
 // RetryAfter, and the keys of the masters that answer stay shared. Each
 // master's fallbacks are logged at most once per LogEvery, with its
 // address. After a failover or a slot move the key's master is another,
-// and its health applies.
+// and its health applies: a master's failure has the client learn the
+// map of the slots anew.
 package redisstore
 
 import (
@@ -161,11 +162,11 @@ func Open(rawURL string, o Options) (*Client, error) {
 		rdb, addr = redis.NewClient(c), c.Addr
 	}
 	log := o.Logger.With("component", "redis", "addr", addr)
-	c := &Client{rdb: rdb, prefix: o.Prefix, cluster: u.cluster != nil,
-		newHealth: func(node string) *health {
-			return &health{now: o.Now, retryAfter: o.RetryAfter, logEvery: o.LogEvery,
-				log: log.With("node", node), metrics: o.Metrics}
-		}}
+	c := &Client{rdb: rdb, prefix: o.Prefix, cluster: u.cluster != nil}
+	c.newHealth = func(node string) *health {
+		return &health{now: o.Now, retryAfter: o.RetryAfter, logEvery: o.LogEvery,
+			log: log.With("node", node), metrics: o.Metrics, failed: c.relearn}
+	}
 	c.health = &health{now: o.Now, retryAfter: o.RetryAfter, logEvery: o.LogEvery, log: log, metrics: o.Metrics}
 	c.nodes, _ = rdb.(*redis.ClusterClient)
 	return c, nil
@@ -260,6 +261,13 @@ func (c *Client) healthOf(ctx context.Context, key string) (*health, error) {
 	return h.(*health), nil
 }
 
+// relearn has the cluster client learn the map of the slots anew, in the
+// background, after a master failed: another may serve its slots now (a
+// replica promoted, a slot moved), and the client asks for the map again
+// only every minute, or when a master that answers redirects it. A
+// master that does not answer redirects nothing.
+func (c *Client) relearn() { c.nodes.ReloadState(context.Background()) }
+
 // health is whether Redis, or one node of a cluster, answers, as the
 // stores last found it.
 type health struct {
@@ -268,6 +276,7 @@ type health struct {
 	logEvery   time.Duration
 	log        *slog.Logger
 	metrics    *metrics.Metrics
+	failed     func() // called when a call failed; nil for none
 
 	downUntil atomic.Int64 // Unix nanoseconds; Redis is not tried before
 	down      atomic.Bool  // a failure has not been followed by an answer
@@ -287,6 +296,9 @@ func (h *health) fellBack(store string, err error) {
 	if err != nil {
 		h.downUntil.Store(now.Add(h.retryAfter).UnixNano())
 		h.down.Store(true)
+		if h.failed != nil {
+			h.failed()
+		}
 	}
 	h.mu.Lock()
 	h.missed++
