@@ -936,7 +936,10 @@
   // is reported again, with the site token of a manifest fetched anew, once
   // it is in view for a second again, or still is when the tab shows again.
   var SEEN_MS = 1000, BATCH_MS = 100, MAX_BEACON = 16, RENEW_S = 600;
-  var watched = new WeakSet(), timers = new Map(), seenQueue = [], batchTimer = 0, observer = null;
+  // watched holds the links observed: an IntersectionObserver keeps each
+  // element it observes alive, so a link the page no longer holds is let
+  // go (unwatchGone) whenever links are watched, and at each refresh.
+  var watched = new Set(), timers = new Map(), seenQueue = [], batchTimer = 0, observer = null;
   // proof is each reported link's click token's expiry (unix seconds), 0
   // while its report is on its way or when it got none; inView the links
   // at least half in view; lastMarket the last match's loc and lang, whose
@@ -963,8 +966,8 @@
             look(a);
           } else {
             inView.delete(a);
-            if (!a.isConnected) observer.unobserve(a); // the view changed (refresh)
-            if (timers.has(a)) {
+            if (!a.isConnected) unwatch(a); // the view changed (refresh)
+            else if (timers.has(a)) {
               clearTimeout(timers.get(a));
               timers.delete(a);
             }
@@ -975,6 +978,7 @@
         if (document.visibilityState === "visible") inView.forEach(look);
       });
     }
+    unwatchGone();
     var links = placedLinks || document.querySelectorAll("a.adlink-intext[data-adlink=intext], aside.adlink-box[data-adlink=box] a.adlink-ad");
     for (var i = 0; i < links.length; i++) {
       if (!watched.has(links[i])) {
@@ -982,6 +986,24 @@
         observer.observe(links[i]);
       }
     }
+  }
+
+  // unwatch stops watching a link the page took out. One out of view
+  // gets no notice when it goes, so unwatchGone looks for them all; a
+  // link put back (a framework's cached view) is watched again when the
+  // page next has it watched.
+  function unwatch(a) {
+    observer.unobserve(a);
+    watched.delete(a);
+    inView.delete(a);
+    if (timers.has(a)) {
+      clearTimeout(timers.get(a));
+      timers.delete(a);
+    }
+  }
+
+  function unwatchGone() {
+    watched.forEach(function (a) { if (!a.isConnected) unwatch(a); });
   }
 
   // watchPage has the ad links the page placed itself in root (the results
@@ -1007,11 +1029,7 @@
 
   function seen(a) {
     timers.delete(a);
-    if (!a.isConnected) { // the view changed (refresh)
-      observer.unobserve(a);
-      inView.delete(a);
-      return;
-    }
+    if (!a.isConnected) return unwatch(a); // the view changed (refresh)
     proof.set(a, 0);
     seenQueue.push(a);
     if (!batchTimer) batchTimer = setTimeout(report, BATCH_MS);
@@ -1272,6 +1290,7 @@
   function refresh() {
     generation++; // whatever the last view still has on its way is not placed
     clear();
+    if (observer) unwatchGone(); // the next view may place no links
     return (window.adlink.ready = run());
   }
 
