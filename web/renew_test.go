@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	_ "embed"
 	"net/url"
 	"strconv"
 	"sync/atomic"
@@ -103,4 +104,38 @@ func query(t *testing.T, href string) url.Values {
 		t.Fatal(err)
 	}
 	return u.Query()
+}
+
+// countBeacons counts the page's impression beacons, sent and settled.
+//
+//go:embed testdata/renew/beacons.js
+var countBeacons string
+
+// TestRenewalTakesNoClockOnTrust: a reader's clock may be hours off.
+// Whether a link's click token nears expiry is told from how long the
+// token lasts, not from the reader's clock against the server's: else
+// with a clock ahead each token would look spent as soon as it came, and
+// every link in view would be reported again each time the tab shows.
+func TestRenewalTakesNoClockOnTrust(t *testing.T) {
+	br := newBrowser(t)
+	b := startBackend(t)
+	br.onEveryPage(t, clock)
+	br.onEveryPage(t, countBeacons+`; window.clockShift = 2 * 3600 * 1000;`)
+	site := publisher(t, map[string]string{"/page.html": publisherPage("de-DE", b.URL, readerPage)})
+	asReader(t, br, b, site)
+	if r := br.view(t, site+"/page.html"); r.Links == 0 {
+		t.Fatalf("first view: %+v, want ads matched in the page", r)
+	}
+	if pollHref(t, br, tokenHref) == "" {
+		t.Fatal("the first in-text ad never got its click token")
+	}
+	sent := eval[int](t, br, `window.beacons`)
+	// The tab hides and shows again, three times, a second and more each.
+	for range 3 {
+		eval[bool](t, br, `(document.dispatchEvent(new Event("visibilitychange")), true)`)
+		eval[int](t, br, `new Promise(r => setTimeout(() => r(1), 1500))`)
+	}
+	if n := eval[int](t, br, `window.beacons`) - sent; n != 0 {
+		t.Errorf("%d beacons as the tab showed again, its tokens fresh; want none", n)
+	}
 }

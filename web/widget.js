@@ -940,15 +940,25 @@
   // element it observes alive, so a link the page no longer holds is let
   // go (unwatchGone) whenever links are watched, and at each refresh.
   var watched = new Set(), timers = new Map(), seenQueue = [], batchTimer = 0, observer = null;
-  // proof is each reported link's click token's expiry (unix seconds), 0
-  // while its report is on its way or when it got none; inView the links
-  // at least half in view; lastMarket the last match's loc and lang, whose
-  // manifest gives a renewed link its site token.
+  // proof is when (Date.now()) each reported link is to be reported again,
+  // 0 while its report is on its way or when it got no click token;
+  // inView the links at least half in view; lastMarket the last match's
+  // loc and lang, whose manifest gives a renewed link its site token.
   var proof = new WeakMap(), inView = new Set(), lastMarket = null;
 
   function stale(a) {
-    var exp = proof.get(a);
-    return exp === undefined || (exp > 0 && exp - Date.now() / 1000 < RENEW_S);
+    var at = proof.get(a);
+    return at === undefined || (at > 0 && Date.now() >= at);
+  }
+
+  // renewAt is when a link whose click token ct ("kid.d.shown.exp.mac",
+  // shown in unix milliseconds, exp in seconds) came now is reported
+  // again: RENEW_S before it expires, by how long it lasts rather than by
+  // its expiry against this clock, which may be hours off; not before half
+  // its life, nor a minute, so a short one does not report it ever again.
+  function renewAt(ct) {
+    var p = ct.split("."), life = p[3] * 1000 - p[2];
+    return life > 0 ? Date.now() + Math.max(life - RENEW_S * 1000, life / 2, 60000) : 0;
   }
 
   function look(a) {
@@ -1060,7 +1070,7 @@
       batch.forEach(function (a, i) {
         if (typeof ct[i] !== "string" || !/^[\w.-]+$/.test(ct[i]) || /[?&]sig=/.test(a.href)) return;
         a.href += "&ct=" + ct[i];
-        proof.set(a, +ct[i].split(".")[3] || 0);
+        proof.set(a, renewAt(ct[i]));
         if (!timing.firstToken) timing.firstToken = performance.now();
       });
     }, function () {
