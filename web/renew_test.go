@@ -111,6 +111,37 @@ func query(t *testing.T, href string) url.Values {
 //go:embed testdata/renew/beacons.js
 var countBeacons string
 
+// TestRenewalKeepsTheTokenItHas: a link reported again for a fresh click
+// token keeps the one it has until the new one comes. Its token bills
+// for minutes yet; a click while the beacon is on its way, or after it
+// failed (a train's tunnel, a blocker), still bills.
+func TestRenewalKeepsTheTokenItHas(t *testing.T) {
+	br := newBrowser(t)
+	b := startBackend(t)
+	br.onEveryPage(t, clock)
+	br.onEveryPage(t, countBeacons)
+	site := publisher(t, map[string]string{"/page.html": publisherPage("de-DE", b.URL, readerPage)})
+	asReader(t, br, b, site)
+	if r := br.view(t, site+"/page.html"); r.Links == 0 {
+		t.Fatalf("first view: %+v, want ads matched in the page", r)
+	}
+	first := pollHref(t, br, tokenHref)
+	if first == "" {
+		t.Fatal("the first in-text ad never got its click token")
+	}
+	// 55 minutes later on the page's clock its token nears expiry, and
+	// the next beacon fails.
+	send(t, br, network.SetBlockedURLs, network.SetBlockedURLsParams{URLPatterns: []*network.BlockPattern{{URLPattern: "*://*:*/v1/impression*", Block: true}}})
+	sent := eval[int](t, br, `window.beacons`)
+	eval[bool](t, br, `(() => { window.clockShift = 55 * 60 * 1000; document.dispatchEvent(new Event("visibilitychange")); return true; })()`)
+	if pollHref(t, br, `window.beaconsDone > `+strconv.Itoa(sent)+` && "done"`) == "" {
+		t.Fatal("the link was not reported again as its token neared expiry")
+	}
+	if href := eval[string](t, br, firstIntextHref); href != first {
+		t.Errorf("after a failed beacon the link is %s, want it as it was, %s", href, first)
+	}
+}
+
 // TestRenewalTakesNoClockOnTrust: a reader's clock may be hours off.
 // Whether a link's click token nears expiry is told from how long the
 // token lasts, not from the reader's clock against the server's: else

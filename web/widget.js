@@ -1051,14 +1051,21 @@
     if (seenQueue.length) batchTimer = setTimeout(report, BATCH_MS);
     var renew = batch.filter(function (a) { return /[?&]ct=/.test(a.href); });
     var tok = renew.length && lastMarket ? manifest(lastMarket[0], lastMarket[1]).then(function (m) { return m.tok; }, function () { return ""; }) : Promise.resolve("");
+    var was = [], sent = [];
     tok.then(function (tok) {
       // A link reported again goes without its old click token, and with
-      // the current site token: its own has expired, or soon will.
-      renew.forEach(function (a) {
-        var h = a.href.replace(/&ct=[^&]+/g, "");
-        a.href = tok ? h.replace(/([?&]tok=)[^&]+/, "$1" + encodeURIComponent(tok)) : h;
+      // the current site token: its own has expired, or soon will. It
+      // keeps both until the new ones come, as its token may bill for
+      // minutes yet, also should the beacon fail.
+      batch.forEach(function (a, i) {
+        var h = was[i] = a.href;
+        if (renew.indexOf(a) >= 0) {
+          h = h.replace(/&ct=[^&]+/g, "");
+          if (tok) h = h.replace(/([?&]tok=)[^&]+/, "$1" + encodeURIComponent(tok));
+        }
+        sent[i] = h;
       });
-      var ads = batch.map(function (a) { return a.href.slice(a.href.indexOf("?") + 1); });
+      var ads = sent.map(function (h) { return h.slice(h.indexOf("?") + 1); });
       // The page's address as /v2/page/link has it; one over 2 KB without
       // its query (the server needs the host, to check the site's domains).
       var url = location.href.split("#")[0];
@@ -1068,8 +1075,8 @@
       var ct = r.status === 200 && r.body && r.body.ct;
       if (!ct) return;
       batch.forEach(function (a, i) {
-        if (typeof ct[i] !== "string" || !/^[\w.-]+$/.test(ct[i]) || /[?&]sig=/.test(a.href)) return;
-        a.href += "&ct=" + ct[i];
+        if (typeof ct[i] !== "string" || !/^[\w.-]+$/.test(ct[i]) || /[?&]sig=/.test(a.href) || a.href !== was[i]) return;
+        a.href = sent[i] + "&ct=" + ct[i];
         proof.set(a, renewAt(ct[i]));
         if (!timing.firstToken) timing.firstToken = performance.now();
       });
