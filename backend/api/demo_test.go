@@ -141,3 +141,28 @@ func TestDemoPathsStayInside(t *testing.T) {
 		}
 	}
 }
+
+// TestMissingDemoFileIsNotStored: a demo page or logo the server lacks
+// is not found as every path the API lacks is, and no cache keeps that
+// 404 (a 404 is stored by default), though the files it has are
+// no-cache: a logo missing from one replica, or until a deploy, would be
+// missing for every reader of a shared cache.
+func TestMissingDemoFileIsNotStored(t *testing.T) {
+	on, feeds := demoServer(t, true), demoServer(t, false)
+	for _, u := range []string{on + "/demo/missing.html", on + "/demo/logos/missing.svg", on + "/demo/nodir/x.html", feeds + "/demo/logos/missing.svg"} {
+		res, err := http.Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body struct {
+			Error struct {
+				Code string `json:"code"`
+			} `json:"error"`
+		}
+		json.NewDecoder(res.Body).Decode(&body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusNotFound || body.Error.Code != CodeNotFound || res.Header.Get("Cache-Control") != "no-store" {
+			t.Errorf("%s: %d %q, Cache-Control %q; want 404 %s, no-store", u, res.StatusCode, body.Error.Code, res.Header.Get("Cache-Control"), CodeNotFound)
+		}
+	}
+}

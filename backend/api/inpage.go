@@ -248,7 +248,9 @@ func (s *server) demo() http.Handler {
 	files := http.StripPrefix("/demo/", http.FileServerFS(sub))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		upath := strings.TrimPrefix(r.URL.Path, "/demo/")
-		if listing(sub, upath) || !s.cfg.Demo && !strings.HasPrefix(path.Clean("/"+upath), "/logos/") {
+		// A missing file is the API's 404, no-store: FileServerFS would
+		// answer it without Cache-Control, which a cache may store.
+		if listing(sub, upath) || missing(sub, upath) || !s.cfg.Demo && !strings.HasPrefix(path.Clean("/"+upath), "/logos/") {
 			s.plain(s.noFile).ServeHTTP(w, r)
 			return
 		}
@@ -261,17 +263,28 @@ func (s *server) demo() http.Handler {
 // fsys, with a listing: a directory without an index.html. What it names
 // is the server's to publish file by file, not to enumerate.
 func listing(fsys fs.FS, upath string) bool {
-	// The name FileServerFS opens for upath.
-	name := strings.TrimPrefix(path.Clean("/"+upath), "/")
-	if name == "" {
-		name = "."
-	}
+	name := served(upath)
 	st, err := fs.Stat(fsys, name)
 	if err != nil || !st.IsDir() {
 		return false
 	}
 	_, err = fs.Stat(fsys, path.Join(name, "index.html"))
 	return err != nil
+}
+
+// missing says whether http.FileServerFS would find no file for upath.
+func missing(fsys fs.FS, upath string) bool {
+	_, err := fs.Stat(fsys, served(upath))
+	return err != nil
+}
+
+// served is the name FileServerFS opens for upath.
+func served(upath string) string {
+	name := strings.TrimPrefix(path.Clean("/"+upath), "/")
+	if name == "" {
+		name = "."
+	}
+	return name
 }
 
 // noFile answers a path of the served files that names none.
