@@ -170,3 +170,36 @@ func TestRenewalTakesNoClockOnTrust(t *testing.T) {
 		t.Errorf("%d beacons as the tab showed again, its tokens fresh; want none", n)
 	}
 }
+
+// TestInPageLinkSeenFirstAnHourLater: a link far down the page that the
+// reader first scrolls to more than an hour after the page matched it,
+// when the site token it was made with has expired, gets its click token
+// all the same: it is reported with the site token of a manifest fetched
+// anew, as a link reported again is.
+func TestInPageLinkSeenFirstAnHourLater(t *testing.T) {
+	var ahead atomic.Int64
+	b, err := newBackend(backendOptions{now: func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	br := newBrowser(t)
+	br.onEveryPage(t, clock)
+	site := publisher(t, map[string]string{"/page.html": publisherPage("de-DE", b.URL, readerPage)})
+	asReader(t, br, b, site)
+	if r := br.view(t, site+"/page.html"); r.Source != "local" || r.Links < 2 {
+		t.Fatalf("first view: %+v, want ads matched in the page, one far below", r)
+	}
+	if pollHref(t, br, tokenHref) == "" {
+		t.Fatal("the first in-text ad never got its click token")
+	}
+	shift := time.Hour + time.Minute
+	ahead.Store(int64(shift))
+	send(t, br, network.SetCacheDisabled, network.SetCacheDisabledParams{CacheDisabled: true})
+	eval[bool](t, br, `(() => { window.clockShift = `+strconv.FormatInt(shift.Milliseconds(), 10)+`; scrollTo(0, document.body.scrollHeight); return true; })()`)
+	if pollHref(t, br, `(() => {
+  const a = [...document.querySelectorAll('a.adlink-intext')].pop();
+  return /[?&]ct=/.test(a.href) ? a.href : false;
+})()`) == "" {
+		t.Error("the link far below, first seen an hour after the page matched it, got no click token")
+	}
+}

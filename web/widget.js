@@ -1049,17 +1049,18 @@
     batchTimer = 0;
     var batch = seenQueue.splice(0, MAX_BEACON);
     if (seenQueue.length) batchTimer = setTimeout(report, BATCH_MS);
-    var renew = batch.filter(function (a) { return /[?&]ct=/.test(a.href); });
-    var tok = renew.length && lastMarket ? manifest(lastMarket[0], lastMarket[1]).then(function (m) { return m.tok; }, function () { return ""; }) : Promise.resolve("");
+    // A link the page made goes with the current site token: its own may
+    // have expired (a link far down the page, first seen an hour later; a
+    // link reported again), or soon will. One reported again goes without
+    // its old click token. It keeps both until the new ones come, as its
+    // token may bill for minutes yet, also should the beacon fail.
+    var made = batch.filter(function (a) { return /[?&]tok=/.test(a.href) && !/[?&]sig=/.test(a.href); });
+    var tok = made.length && lastMarket ? manifest(lastMarket[0], lastMarket[1]).then(function (m) { return m.tok; }, function () { return ""; }) : Promise.resolve("");
     var was = [], sent = [];
     tok.then(function (tok) {
-      // A link reported again goes without its old click token, and with
-      // the current site token: its own has expired, or soon will. It
-      // keeps both until the new ones come, as its token may bill for
-      // minutes yet, also should the beacon fail.
       batch.forEach(function (a, i) {
         var h = was[i] = a.href;
-        if (renew.indexOf(a) >= 0) {
+        if (made.indexOf(a) >= 0) {
           h = h.replace(/&ct=[^&]+/g, "");
           if (tok) h = h.replace(/([?&]tok=)[^&]+/, "$1" + encodeURIComponent(tok));
         }
