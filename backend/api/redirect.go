@@ -11,8 +11,9 @@ import (
 	"github.com/adlink/adlink/contract"
 )
 
-// maxPartnerID bounds the api_key and site_id a click records: a click
-// for a key or site that is no partner's is recorded too, not refused.
+// maxPartnerID bounds the api_key and site_id a click records of a key
+// or site that is no partner's: such a click is recorded too, not
+// refused. A partner's are the partners file's, recorded whole.
 const maxPartnerID = 256
 
 // maxUserAgent bounds the user agent a click or impression records, and
@@ -113,9 +114,12 @@ func (s *server) redirect(w http.ResponseWriter, r *http.Request) error {
 				u.Budget, u.Currency = b.DailyMicros, b.Currency
 			}
 		}
-		// Judged whole, as the signature or click token covers them whole
-		// (a partner's may be longer); recorded cut.
-		c.APIKey, c.SiteID = truncate(c.APIKey, maxPartnerID), truncate(c.SiteID, maxPartnerID)
+		// Judged whole, as the signature or click token covers them whole.
+		// A partner's are recorded whole, as its impressions are and its
+		// report reads them; anyone else's cut.
+		if !partner {
+			c.APIKey, c.SiteID = truncate(c.APIKey, maxPartnerID), truncate(c.SiteID, maxPartnerID)
+		}
 		keepProven(&c, &req, partner)
 		// When the click token of a link the page made, verified if c
 		// keeps its criterion or yk_tag, was issued.
