@@ -943,7 +943,7 @@
   // proof is when (Date.now()) each reported link is to be reported again,
   // 0 while its report is on its way or when it got no click token;
   // inView the links at least half in view; lastMarket the last match's
-  // loc and lang, whose manifest gives a renewed link its site token.
+  // loc and lang, whose manifest gives a link the page made its site token.
   var proof = new WeakMap(), inView = new Set(), lastMarket = null;
 
   function stale(a) {
