@@ -26,8 +26,9 @@ type SiteShards interface {
 	// Pick returns the shard for a site's pages in a market, or nil for
 	// the market's own.
 	Pick(ctx context.Context, r siteshards.Request) *siteshards.Shard
-	// Shard returns a shard Pick gave, by its SHA-256, or nil.
-	Shard(sha string) *siteshards.Shard
+	// Shard returns a shard Pick gave, here or on another replica, by
+	// its SHA-256, or nil.
+	Shard(ctx context.Context, sha string) *siteshards.Shard
 	// Observe learns from a page the server analysed for a site (its
 	// siteshards.SiteKey): ix matches it with the page query q, both the
 	// page's own (its language's market), whatever the request asked.
@@ -163,12 +164,7 @@ func withFields(object []byte, kv ...string) []byte {
 
 // shard answers GET /v2/shards/{sha256}: content-addressed, so immutable.
 func (s *server) shard(w http.ResponseWriter, r *http.Request) error {
-	b, _ := s.catalogOf(r).shard(r.PathValue("sha256"), s.now())
-	if b == nil {
-		if sh := s.sites.Shard(r.PathValue("sha256")); sh != nil {
-			b = sh.Blob
-		}
-	}
+	b, _ := s.findShard(w, r, r.PathValue("sha256"))
 	if b == nil {
 		return &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: "no shard " + quote(r.PathValue("sha256"))}
 	}
@@ -176,16 +172,35 @@ func (s *server) shard(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// findShard returns the shard named sha, with its fragments: a market
+// shard of the catalog the request started with, or of one retired
+// lately; a site or head shard this replica or another built
+// (SiteShards); else, while this replica reads a catalog another swapped
+// in, a market shard of that one, once read (newerCatalog), as the
+// manifest came from a replica that has it. Nil when none is.
+func (s *server) findShard(w http.ResponseWriter, r *http.Request, sha string) (*shards.Blob, []*shards.Blob) {
+	if b, set := s.catalogOf(r).shard(sha, s.now()); b != nil {
+		return b, set.Fragments(b)
+	}
+	if sh := s.sites.Shard(r.Context(), sha); sh != nil {
+		return sh.Blob, sh.Fragments
+	}
+	if !shards.ValidSHA256(sha) {
+		return nil, nil
+	}
+	if r, ok := s.newerCatalog(w, r); ok {
+		if b, set := s.catalogOf(r).shard(sha, s.now()); b != nil {
+			return b, set.Fragments(b)
+		}
+	}
+	return nil, nil
+}
+
 // fragment answers GET /v2/shards/{sha256}/{k}: fragment k of a shard cut
 // in fragments, immutable as the shard is.
 func (s *server) fragment(w http.ResponseWriter, r *http.Request) error {
 	sha, k := r.PathValue("sha256"), r.PathValue("k")
-	var frags []*shards.Blob
-	if b, set := s.catalogOf(r).shard(sha, s.now()); b != nil {
-		frags = set.Fragments(b)
-	} else if sh := s.sites.Shard(sha); sh != nil {
-		frags = sh.Fragments
-	}
+	_, frags := s.findShard(w, r, sha)
 	// One spelling per fragment: "7", not "07" or "+7".
 	n, err := strconv.Atoi(k)
 	if err != nil || n < 0 || n >= len(frags) || strconv.Itoa(n) != k {

@@ -352,10 +352,17 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 		}()
 	}
 
-	a.SiteShards = siteshards.New(siteShardOptions(cfg, opts, log))
+	siteOpts := siteShardOptions(cfg, opts, log)
+	if a.pg != nil && siteOpts.Store == nil {
+		// A page may fetch the shard one replica's manifest names from
+		// another.
+		siteOpts.Store = a.pg.SiteShards()
+	}
+	a.SiteShards = siteshards.New(siteOpts)
 	a.Metrics.WatchSiteShards(func() metrics.SiteShardStats {
 		s := a.SiteShards.Stats()
-		return metrics.SiteShardStats{Profiles: s.Sites, Shards: s.Shards, Bytes: s.Bytes, Builds: s.Builds, HeadBuilds: s.HeadBuilds, Refused: s.Refused}
+		return metrics.SiteShardStats{Profiles: s.Sites, Shards: s.Shards, Bytes: s.Bytes, Builds: s.Builds, HeadBuilds: s.HeadBuilds, Refused: s.Refused,
+			Shared: s.Shared, ShareFailed: s.ShareFailed, Fetched: s.Fetched, FetchMissed: s.FetchMissed, FetchFailed: s.FetchFailed}
 	})
 	a.Admin = api.NewAdmin(api.AdminDeps{Metrics: a.Metrics, Reload: a.Reload, Logger: log, Hosts: cfg.AdminHosts,
 		Backup: func() (*os.File, error) { return store.Backup(a.db) }})

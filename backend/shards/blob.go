@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"runtime"
 	"strconv"
@@ -397,4 +398,51 @@ func (b *Blob) Serve(w http.ResponseWriter, r *http.Request, cacheControl string
 	// whose length it sets; it drops it from a 304 or an error.
 	h.Set("Content-Length", strconv.Itoa(len(cur.enc[e])))
 	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(cur.enc[e]))
+}
+
+// Restore makes a blob of the encodings another blob made at the best
+// levels (NewBlob), read back from a store: identity, zstd and gzip as
+// Bytes gave them. Each must decode to identity, within a window a
+// browser accepts, or Restore returns an error: a blob restored serves
+// the same bytes under the same ETags as the one it was read from.
+func Restore(identity, zstdBytes, gzipBytes []byte, contentType string) (*Blob, error) {
+	d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1),
+		zstd.WithDecoderMaxMemory(uint64(max(len(identity), 1))), zstd.WithDecoderMaxWindow(maxZstdWindow))
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	got, err := d.DecodeAll(zstdBytes, make([]byte, 0, len(identity)))
+	if err != nil || !bytes.Equal(got, identity) {
+		return nil, fmt.Errorf("the zstd encoding does not decode to the blob (%v)", err)
+	}
+	gr, err := gzip.NewReader(bytes.NewReader(gzipBytes))
+	if err != nil {
+		return nil, fmt.Errorf("the gzip encoding: %w", err)
+	}
+	// One byte past the blob's tells a longer stream.
+	got, err = io.ReadAll(io.LimitReader(gr, int64(len(identity))+1))
+	if err != nil || !bytes.Equal(got, identity) {
+		return nil, fmt.Errorf("the gzip encoding does not decode to the blob (%v)", err)
+	}
+	sum := sha256.Sum256(identity)
+	b := &Blob{SHA256: hex.EncodeToString(sum[:]), contentType: contentType}
+	e, _ := encode(identity, b.SHA256, false, true) // nothing compressed, no error
+	e.enc[Zstd], e.enc[Gzip] = zstdBytes, gzipBytes
+	b.cur.Store(e)
+	return b, nil
+}
+
+// ValidSHA256 tells a blob's name as URLs spell it: 64 lowercase hex
+// digits.
+func ValidSHA256(sha string) bool {
+	if len(sha) != 2*sha256.Size {
+		return false
+	}
+	for i := range len(sha) {
+		if c := sha[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }

@@ -51,6 +51,12 @@ func (c *cache) put(key string, sh *Shard) {
 	}
 	sha := sh.Blob.SHA256
 	if s := c.sha[sha]; s != nil {
+		if s.shard.Index == nil && sh.Index != nil {
+			// Read from the store, which serves it; now built here too,
+			// with the index a manifest needs.
+			c.bytes += sh.size() - s.shard.size()
+			s.shard = sh
+		}
 		sh = s.shard // the same bytes: kept once
 		s.refs++
 	} else {

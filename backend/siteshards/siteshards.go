@@ -106,6 +106,12 @@ type Options struct {
 	// by Close (a crash loses at most SaveEvery of learning).
 	File      string
 	SaveEvery time.Duration
+	// Store, when set, shares the shards this replica builds with the
+	// other replicas of its deployment, and theirs with it: a page may
+	// fetch the shard a manifest of one names from another. Shards no
+	// manifest named for a day are dropped from it, a few every
+	// SaveEvery.
+	Store Store
 	// Now is the clock of Debounce and BuildRate; tests set it.
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -139,6 +145,10 @@ type Shard struct {
 	Ads int
 	// Bytes is its bytes with zstd, fragments included.
 	Bytes int
+
+	// shared is when the Store last kept or named it, tried when it was
+	// last asked to; the Service's lock guards them.
+	shared, tried time.Time
 }
 
 // size is what the shard holds in memory, in every encoding.
@@ -159,6 +169,12 @@ type Stats struct {
 	Builds, HeadBuilds, Refused int
 	// Saves are the profiles written to Options.File while serving.
 	Saves int
+	// Shared are the shards written to or named again in Options.Store,
+	// ShareFailed the writes that failed. Fetched are the shards another
+	// replica built read from it, FetchMissed the names it had no shard
+	// by, FetchFailed the reads that failed or gave bytes not served.
+	Shared, ShareFailed               int
+	Fetched, FetchMissed, FetchFailed int
 }
 
 // Service keeps the sites' profiles and shards. Its methods are safe for
@@ -170,6 +186,11 @@ type Service struct {
 	stop    context.CancelFunc
 	done    chan struct{}
 	saving  chan struct{} // closed once the saver stopped
+	// sharing queues the shards to share again (namedLocked); sharerDone
+	// is closed once the sharer stopped; lookups bounds the store reads.
+	sharing    chan *Shard
+	sharerDone chan struct{}
+	lookups    chan struct{}
 
 	mu       sync.Mutex
 	sites    map[string]*site
@@ -177,9 +198,10 @@ type Service struct {
 	market   map[string]int // how many sites' top sets hold each feature
 	heads    map[string]*head
 	cache    *cache
-	pending  map[string]bool // build keys queued or building
-	inflight int             // builds queued or running, heads building
-	changed  chan struct{}   // closed and replaced when inflight falls
+	pending  map[string]bool          // build keys queued or building
+	reading  map[string]chan struct{} // shards being read from the store
+	inflight int                      // builds queued or running, heads building
+	changed  chan struct{}            // closed and replaced when inflight falls
 	stats    Stats
 	// learnt counts the profiles' changes; saved is its value in the
 	// file the saver last wrote.
@@ -273,7 +295,9 @@ func New(o Options) *Service {
 	s := &Service{o: o, limiter: rate.NewLimiter(rate.Limit(o.BuildRate), o.BuildBurst),
 		queue: make(chan *job, queueLen), stop: cancel, done: make(chan struct{}), saving: make(chan struct{}),
 		sites: map[string]*site{}, siteLRU: list.New(), market: map[string]int{}, heads: map[string]*head{},
-		cache: newCache(o.MaxShards, o.MaxBytes), pending: map[string]bool{}, changed: make(chan struct{})}
+		cache: newCache(o.MaxShards, o.MaxBytes), pending: map[string]bool{}, changed: make(chan struct{}),
+		sharing: make(chan *Shard, queueLen), sharerDone: make(chan struct{}), lookups: make(chan struct{}, maxLookups),
+		reading: map[string]chan struct{}{}}
 	if o.File != "" {
 		if err := s.load(o.File); err != nil {
 			o.Logger.Warn("site profiles not read: they start empty", "err", err)
@@ -281,6 +305,7 @@ func New(o Options) *Service {
 	}
 	go s.build(ctx)
 	go s.keep(ctx)
+	go s.sharer(ctx)
 	return s
 }
 
@@ -302,6 +327,7 @@ func (s *Service) Close() error {
 	s.stop()
 	<-s.done
 	<-s.saving
+	<-s.sharerDone
 	if s.o.File != "" {
 		return s.save(s.o.File)
 	}
@@ -310,10 +336,11 @@ func (s *Service) Close() error {
 
 // keep writes the profiles to Options.File every SaveEvery while they
 // change, so that a crash loses little of what pages taught. A write that
-// fails is logged and tried again at the next tick.
+// fails is logged and tried again at the next tick. Each tick also drops
+// from Options.Store the shards no manifest named for a day.
 func (s *Service) keep(ctx context.Context) {
 	defer close(s.saving)
-	if s.o.File == "" {
+	if s.o.File == "" && s.o.Store == nil {
 		return
 	}
 	t := time.NewTicker(s.o.SaveEvery)
@@ -323,6 +350,10 @@ func (s *Service) keep(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+			s.drop(ctx)
+			if s.o.File == "" {
+				continue
+			}
 			s.mu.Lock()
 			changed := s.learnt != s.saved
 			s.mu.Unlock()
@@ -488,7 +519,7 @@ func (s *Service) Pick(ctx context.Context, r Request) *Shard {
 		}
 		if b != nil {
 			if sh := s.cache.get(b.key); sh != nil {
-				return sh
+				return s.namedLocked(sh, now)
 			}
 			// Evicted: built again when the rate allows.
 			delete(st.built, mk)
@@ -498,7 +529,7 @@ func (s *Service) Pick(ctx context.Context, r Request) *Shard {
 	if h.shard != nil && s.cache.get(h.key) == nil {
 		s.cache.put(h.key, h.shard) // served: kept
 	}
-	return h.shard
+	return s.namedLocked(h.shard, now)
 }
 
 // wantLocked has a site's shard in a market built: taken from the cache
@@ -555,6 +586,7 @@ func (s *Service) headLocked(mk string, r *Request, now time.Time) *head {
 		if err == nil {
 			s.o.Logger.Info("market head shard built", "ads", sh.Ads, "zstd_bytes", sh.Bytes, "fragments", len(sh.Fragments),
 				"features", len(feats), "duration_ms", time.Since(start).Milliseconds())
+			s.share(sh) // before a manifest names it
 		}
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -638,6 +670,7 @@ func (s *Service) build(ctx context.Context) {
 			if err == nil {
 				s.o.Logger.Info("site shard built", "ads", sh.Ads, "zstd_bytes", sh.Bytes, "fragments", len(sh.Fragments),
 					"features", len(j.feats), "duration_ms", time.Since(start).Milliseconds())
+				s.share(sh) // before a manifest names it
 			}
 			s.mu.Lock()
 			delete(s.pending, j.key)
@@ -687,11 +720,21 @@ func (s *Service) Flush(ctx context.Context) error {
 }
 
 // Shard returns a shard the service serves, by its SHA-256, with its
-// fragments; nil when it has none by that name.
-func (s *Service) Shard(sha string) *Shard {
+// fragments: one it built, else one another replica built, read from
+// Options.Store; nil when neither has one by that name. A shard read from
+// the store has no Index: it is only served.
+func (s *Service) Shard(ctx context.Context, sha string) *Shard {
 	if s == nil {
 		return nil
 	}
+	if sh := s.local(sha); sh != nil {
+		return sh
+	}
+	return s.fetch(ctx, sha)
+}
+
+// local returns a shard this replica holds by its SHA-256, or nil.
+func (s *Service) local(sha string) *Shard {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if sh := s.cache.bySHA(sha); sh != nil {

@@ -309,7 +309,7 @@ func TestEqualProfilesShareAShard(t *testing.T) {
 	if st := svc.Stats(); st.Builds != 1 {
 		t.Errorf("%d site shards built for two equal profiles; want 1", st.Builds)
 	}
-	if svc.Shard(a.Blob.SHA256) != a {
+	if svc.Shard(context.Background(), a.Blob.SHA256) != a {
 		t.Error("the shared shard is not served by its address")
 	}
 }
@@ -350,7 +350,7 @@ func TestCatalogRefreshRebuilds(t *testing.T) {
 	}
 	// The old catalog's shard is still served to pages that hold its
 	// manifest, while the cache keeps it.
-	if svc.Shard(old.Blob.SHA256) == nil {
+	if svc.Shard(context.Background(), old.Blob.SHA256) == nil {
 		t.Error("the old catalog's site shard is gone at once")
 	}
 }
@@ -432,10 +432,10 @@ func TestCacheBoundsBytes(t *testing.T) {
 	if built[0].Head {
 		t.Fatal("the first site got the head")
 	}
-	if svc.Shard(built[0].Blob.SHA256) != nil {
+	if svc.Shard(context.Background(), built[0].Blob.SHA256) != nil {
 		t.Error("the least recently used shard is still kept over the bytes")
 	}
-	if svc.Shard(built[5].Blob.SHA256) == nil {
+	if svc.Shard(context.Background(), built[5].Blob.SHA256) == nil {
 		t.Error("the shard built last is gone")
 	}
 }
@@ -492,7 +492,7 @@ func TestOffAndSmallMarkets(t *testing.T) {
 		t.Error("a market whose own shard fits the budget got a site shard")
 	}
 	var none *siteshards.Service
-	if none.Pick(ctx, f.request("v1", "s")) != nil || none.Shard("x") != nil {
+	if none.Pick(ctx, f.request("v1", "s")) != nil || none.Shard(context.Background(), "x") != nil {
 		t.Error("a nil service gave a shard")
 	}
 	none.Observe("s", "https://s/p", f.de, match.Query{Page: true, Text: "x"})
