@@ -1,0 +1,137 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/adlink/adlink/internal/testcatalog"
+	"github.com/adlink/adlink/internal/testpg"
+	"github.com/adlink/adlink/match"
+)
+
+// siteShardReplica starts a replica on the Postgres at dbURL serving ads
+// with a site shard budget of 20 kB, over loopback.
+func siteShardReplica(t *testing.T, dbURL string, ads []match.Ad) (*App, *httptest.Server) {
+	t.Helper()
+	cfg := testConfig(t)
+	cfg.PostgresURL = dbURL
+	cfg.SiteShardKB = 20
+	a, err := New(cfg, Options{Ads: ads})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(a.Handler)
+	t.Cleanup(func() {
+		srv.Close()
+		a.Close()
+	})
+	return a, srv
+}
+
+// fetched is a shard or fragment as a page got it.
+type fetched struct {
+	status         int
+	body           []byte
+	etag, encoding string
+	cache          string
+}
+
+func fetch(t *testing.T, base, path, acceptEncoding string) fetched {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, base+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept-Encoding", acceptEncoding)
+	res, err := http.DefaultTransport.RoundTrip(req) // no decoding
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fetched{res.StatusCode, body, res.Header.Get("ETag"), res.Header.Get("Content-Encoding"), res.Header.Get("Cache-Control")}
+}
+
+// TestReplicasServeEachOthersSiteShards: the head shard a manifest of
+// replica A names, and each of its fragments, are served by replica B,
+// which never built them, byte for byte as A serves them, in every
+// encoding. A shard whose row in Postgres was changed is not served.
+func TestReplicasServeEachOthersSiteShards(t *testing.T) {
+	dbURL := testpg.New(t)
+	ads := testcatalog.Generate(3000, 9)
+	a, srvA := siteShardReplica(t, dbURL, ads)
+	_, srvB := siteShardReplica(t, dbURL, ads)
+
+	ctx := context.Background()
+	manifest := func() manifestShard {
+		t.Helper()
+		status, body := get(t, a.Handler, "/v2/shards?api_key=demo&site_id=demo&loc=de&lang=de")
+		var m manifestShard
+		if err := json.Unmarshal([]byte(body), &m); status != http.StatusOK || err != nil {
+			t.Fatalf("manifest on A: %d %v %.300s", status, err, body)
+		}
+		return m
+	}
+	manifest() // starts the market's head
+	if err := a.SiteShards.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	m := manifest()
+	if m.Selection != "head" || m.Shard.Fragments == 0 {
+		t.Fatalf("A's manifest: %+v; want the market's head, in fragments", m)
+	}
+	paths := []string{m.Shard.URL}
+	for k := range m.Shard.Fragments {
+		paths = append(paths, fmt.Sprintf("%s/%d", m.Shard.URL, k))
+	}
+	for _, p := range paths {
+		for _, enc := range []string{"zstd", "gzip", "identity"} {
+			fromA, fromB := fetch(t, srvA.URL, p, enc), fetch(t, srvB.URL, p, enc)
+			if fromA.status != http.StatusOK {
+				t.Fatalf("%s (%s) from A: %d", p, enc, fromA.status)
+			}
+			if fromB.status != http.StatusOK || !bytes.Equal(fromB.body, fromA.body) || fromB.etag != fromA.etag ||
+				fromB.encoding != fromA.encoding || fromB.cache != fromA.cache {
+				t.Fatalf("%s (%s) from B: %d, %d bytes, ETag %s, %q, %q; A's: %d bytes, ETag %s, %q, %q", p, enc,
+					fromB.status, len(fromB.body), fromB.etag, fromB.encoding, fromB.cache,
+					len(fromA.body), fromA.etag, fromA.encoding, fromA.cache)
+			}
+		}
+	}
+
+	// A row changed in Postgres: a replica that reads it serves nothing.
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	tag, err := conn.Exec(ctx, `UPDATE site_shards SET body = set_byte(body, length(body) / 2, get_byte(body, length(body) / 2) # 1)
+		WHERE sha256 = $1`, m.Shard.SHA256)
+	if err != nil || tag.RowsAffected() != 1 {
+		t.Fatalf("changing the row of %s: %v %v", m.Shard.SHA256, tag, err)
+	}
+	c, srvC := siteShardReplica(t, dbURL, ads)
+	for _, p := range paths[:2] {
+		if got := fetch(t, srvC.URL, p, "zstd"); got.status != http.StatusNotFound {
+			t.Errorf("%s from C, its row changed: %d, want 404", p, got.status)
+		}
+	}
+	if st := c.SiteShards.Stats(); st.FetchFailed == 0 || st.Fetched != 0 {
+		t.Errorf("C's stats: %+v; want the reads failed", st)
+	}
+	// A shard no replica built is looked up, and missing.
+	if got := fetch(t, srvC.URL, "/v2/shards/"+string(bytes.Repeat([]byte("ab"), 32)), "zstd"); got.status != http.StatusNotFound {
+		t.Errorf("a shard no one built from C: %d", got.status)
+	}
+}
