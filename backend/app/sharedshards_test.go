@@ -8,7 +8,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -133,5 +135,80 @@ func TestReplicasServeEachOthersSiteShards(t *testing.T) {
 	// A shard no replica built is looked up, and missing.
 	if got := fetch(t, srvC.URL, "/v2/shards/"+string(bytes.Repeat([]byte("ab"), 32)), "zstd"); got.status != http.StatusNotFound {
 		t.Errorf("a shard no one built from C: %d", got.status)
+	}
+}
+
+// TestReplicaBehindServesNewCatalogShard: the market shard a manifest of
+// replica A names, of the catalog A just swapped in, is fetched from
+// replica B while B still reads that catalog: B waits for its swap, as a
+// click does, and serves the shard A serves rather than a 404. Once B
+// caught up, a shard no catalog has is a 404 at once.
+func TestReplicaBehindServesNewCatalogShard(t *testing.T) {
+	dbURL := testpg.New(t)
+	ads := testcatalog.Generate(80, 21)
+	fresh := ads[0]
+	before, after := feed(t, ads[1:]), feed(t, ads)
+	f := &heldFeed{body: before}
+	feeds := httptest.NewServer(f)
+	defer feeds.Close()
+	waitsA, waitsB := make(chan struct{}, 4), make(chan struct{}, 4)
+	a := startFeedMember(t, "", dbURL, feeds.URL, "A", waitsA)
+	b := startFeedMember(t, "", dbURL, feeds.URL, "B", waitsB)
+	pubA, pubB := httptest.NewServer(a.Handler), httptest.NewServer(b.Handler)
+	defer pubA.Close()
+	defer pubB.Close()
+	v1 := b.Catalog().Version
+
+	arrived, release := f.hold("B", after)
+	var released sync.Once
+	open := func() { released.Do(func() { close(release) }) }
+	defer open()
+	if r := a.Reload(context.Background(), false); r.Result != resultSwapped {
+		t.Fatalf("reload on A: %+v", r)
+	}
+	v2 := a.Catalog().Version
+	select {
+	case <-arrived:
+	case <-time.After(30 * time.Second):
+		t.Fatal("B never read the feed on A's word")
+	}
+
+	mk := fresh.Markets[0]
+	status, body := get(t, a.Handler, "/v2/shards?api_key=demo&site_id=demo&loc="+mk.Country+"&lang="+mk.Lang)
+	var m manifestShard
+	if err := json.Unmarshal([]byte(body), &m); status != http.StatusOK || err != nil {
+		t.Fatalf("manifest on A: %d %v %.300s", status, err, body)
+	}
+	if b.Catalog().Shards.Shard(m.Shard.SHA256) != nil {
+		t.Fatalf("B's catalog %s has A's new shard %s: the test needs one it lacks", v1, m.Shard.SHA256)
+	}
+	// Its bytes, as both compress a new catalog's at fast levels first.
+	want := fetch(t, pubA.URL, m.Shard.URL, "identity")
+	if want.status != http.StatusOK {
+		t.Fatalf("%s from A: %d", m.Shard.URL, want.status)
+	}
+
+	got := make(chan fetched, 1)
+	go func() { got <- fetch(t, pubB.URL, m.Shard.URL, "identity") }()
+	select {
+	case <-waitsB:
+	case r := <-got:
+		t.Fatalf("the shard of A's catalog was answered by B while it reads: %d", r.status)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the shard's request on B did not wait for its read")
+	}
+	open()
+	if r := <-got; r.status != http.StatusOK || !bytes.Equal(r.body, want.body) || r.etag != want.etag || r.cache != want.cache {
+		t.Fatalf("%s from B once caught up: %d, %d bytes, ETag %s, %q; A's: %d bytes, ETag %s, %q", m.Shard.URL,
+			r.status, len(r.body), r.etag, r.cache, len(want.body), want.etag, want.cache)
+	}
+	if b.Catalog().Version != v2 {
+		t.Fatalf("B serves %s, not %s", b.Catalog().Version, v2)
+	}
+	if r := fetch(t, pubB.URL, "/v2/shards/"+string(bytes.Repeat([]byte("cd"), 32)), "zstd"); r.status != http.StatusNotFound {
+		t.Errorf("a shard no catalog has, from B caught up: %d", r.status)
+	}
+	if len(waitsB) != 0 || len(waitsA) != 0 {
+		t.Errorf("requests that waited: B %d after catching up, A %d; want none", len(waitsB), len(waitsA))
 	}
 }
