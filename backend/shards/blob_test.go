@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"maps"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -275,5 +278,48 @@ func TestBuildKeepsTheModule(t *testing.T) {
 	ForgetModule()
 	if fresh := build(nil); fresh.Matcher() == none.Matcher() || !bytes.Equal(fresh.Matcher().Bytes(Zstd), none.Matcher().Bytes(Zstd)) {
 		t.Error("after ForgetModule: the kept blob served again, or other bytes compressed")
+	}
+}
+
+// TestRestore: a blob restored from another's encodings serves its bytes
+// under its ETags; encodings that do not decode to the blob are refused.
+func TestRestore(t *testing.T) {
+	data := bytes.Repeat([]byte("restored shard bytes "), 300)
+	b, err := NewBlob(data, "application/octet-stream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Restore(b.Bytes(Identity), b.Bytes(Zstd), b.Bytes(Gzip), "application/octet-stream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.SHA256 != b.SHA256 {
+		t.Fatalf("restored as %s, not %s", r.SHA256, b.SHA256)
+	}
+	for _, enc := range []string{"zstd", "gzip", "identity"} {
+		want, got := httptest.NewRecorder(), httptest.NewRecorder()
+		req := httptest.NewRequest(http.MethodGet, "/x", nil)
+		req.Header.Set("Accept-Encoding", enc)
+		b.Serve(want, req, Immutable)
+		r.Serve(got, req, Immutable)
+		if !bytes.Equal(got.Body.Bytes(), want.Body.Bytes()) || !maps.EqualFunc(got.Header(), want.Header(), slices.Equal) {
+			t.Errorf("%s: restored serves %d bytes %v; the blob %d bytes %v", enc, got.Body.Len(), got.Header(), want.Body.Len(), want.Header())
+		}
+	}
+	other := bytes.Repeat([]byte("other bytes "), 300)
+	o, err := NewBlob(other, "application/octet-stream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, encs := range map[string][3][]byte{
+		"zstd of other bytes": {data, o.Bytes(Zstd), b.Bytes(Gzip)},
+		"gzip of other bytes": {data, b.Bytes(Zstd), o.Bytes(Gzip)},
+		"gzip cut short":      {data, b.Bytes(Zstd), b.Bytes(Gzip)[:len(b.Bytes(Gzip))/2]},
+		"zstd not zstd":       {data, []byte("not zstd"), b.Bytes(Gzip)},
+		"identity changed":    {append(slices.Clone(data[:len(data)-1]), 'x'), b.Bytes(Zstd), b.Bytes(Gzip)},
+	} {
+		if _, err := Restore(encs[0], encs[1], encs[2], "application/octet-stream"); err == nil {
+			t.Errorf("%s: restored", name)
+		}
 	}
 }

@@ -254,7 +254,13 @@ func (s *Service) fetch(ctx context.Context, sha string) *Shard {
 	switch {
 	case err != nil:
 		s.stats.FetchFailed++
-		s.o.Logger.Warn("a shard another replica built not read: 404", "sha256", sha, "err", err)
+		// Once a minute at most: while Postgres is down, every page of
+		// every other replica's manifests would be a line.
+		if now := time.Now(); now.Sub(s.fetchLogged) >= time.Minute {
+			s.fetchLogged = now
+			s.o.Logger.Warn("a shard another replica built not read: 404 (more such failures are counted, not logged, for a minute)",
+				"sha256", sha, "err", err, "failed_so_far", s.stats.FetchFailed)
+		}
 		return nil
 	case sh == nil:
 		s.stats.FetchMissed++

@@ -192,17 +192,19 @@ type Service struct {
 	sharerDone chan struct{}
 	lookups    chan struct{}
 
-	mu       sync.Mutex
-	sites    map[string]*site
-	siteLRU  *list.List     // of *site, most recent first
-	market   map[string]int // how many sites' top sets hold each feature
-	heads    map[string]*head
-	cache    *cache
-	pending  map[string]bool          // build keys queued or building
-	reading  map[string]chan struct{} // shards being read from the store
-	inflight int                      // builds queued or running, heads building
-	changed  chan struct{}            // closed and replaced when inflight falls
-	stats    Stats
+	mu      sync.Mutex
+	sites   map[string]*site
+	siteLRU *list.List     // of *site, most recent first
+	market  map[string]int // how many sites' top sets hold each feature
+	heads   map[string]*head
+	cache   *cache
+	pending map[string]bool          // build keys queued or building
+	reading map[string]chan struct{} // shards being read from the store
+	// fetchLogged is when a failed read of the store was last logged.
+	fetchLogged time.Time
+	inflight    int           // builds queued or running, heads building
+	changed     chan struct{} // closed and replaced when inflight falls
+	stats       Stats
 	// learnt counts the profiles' changes; saved is its value in the
 	// file the saver last wrote.
 	learnt, saved uint64
