@@ -14,6 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/adlink/adlink/backend/siteshards"
 	"github.com/adlink/adlink/internal/testcatalog"
 	"github.com/adlink/adlink/internal/testpg"
 	"github.com/adlink/adlink/match"
@@ -210,5 +211,94 @@ func TestReplicaBehindServesNewCatalogShard(t *testing.T) {
 	}
 	if len(waitsB) != 0 || len(waitsA) != 0 {
 		t.Errorf("requests that waited: B %d after catching up, A %d; want none", len(waitsB), len(waitsA))
+	}
+}
+
+// TestSiteShardsSharedOncePostgresAnswers: a head built while Postgres is
+// down is served by its replica, and is a 404 on another, counted on
+// both; once Postgres answers, the next manifest that names it a minute
+// later has it written, and the other replica serves it.
+func TestSiteShardsSharedOncePostgresAnswers(t *testing.T) {
+	pg := testpg.Start(t)
+	ads := testcatalog.Generate(3000, 9)
+	var mu sync.Mutex
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return now
+	}
+	start := func() (*App, *httptest.Server) {
+		cfg := testConfig(t)
+		cfg.PostgresURL = pg.URL()
+		cfg.SiteShardKB = 20
+		a, err := New(cfg, Options{Ads: ads, SiteShards: &siteshards.Options{Now: clock}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(a.Handler)
+		t.Cleanup(func() {
+			srv.Close()
+			a.Close()
+		})
+		return a, srv
+	}
+	a, srvA := start()
+	b, srvB := start()
+	ctx := context.Background()
+	manifest := func() manifestShard {
+		t.Helper()
+		status, body := get(t, a.Handler, "/v2/shards?api_key=demo&site_id=demo&loc=de&lang=de")
+		var m manifestShard
+		if err := json.Unmarshal([]byte(body), &m); status != http.StatusOK || err != nil {
+			t.Fatalf("manifest on A: %d %v %.300s", status, err, body)
+		}
+		if err := a.SiteShards.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+
+	if err := pg.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	manifest() // the head is built, and not shared
+	m := manifest()
+	if m.Selection != "head" {
+		t.Fatalf("A's manifest: %+v; want the market's head", m)
+	}
+	if got := fetch(t, srvA.URL, m.Shard.URL, "zstd"); got.status != http.StatusOK {
+		t.Fatalf("the head from A, Postgres down: %d", got.status)
+	}
+	if got := fetch(t, srvB.URL, m.Shard.URL, "zstd"); got.status != http.StatusNotFound {
+		t.Fatalf("the head from B, Postgres down: %d", got.status)
+	}
+	if st := a.SiteShards.Stats(); st.ShareFailed == 0 || st.Shared != 0 {
+		t.Errorf("A's stats, Postgres down: %+v", st)
+	}
+	if st := b.SiteShards.Stats(); st.FetchFailed == 0 {
+		t.Errorf("B's stats, Postgres down: %+v", st)
+	}
+
+	if err := pg.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	// Named again within the minute: not tried again yet.
+	manifest()
+	if st := a.SiteShards.Stats(); st.Shared != 0 {
+		t.Errorf("shared again at once: %+v", st)
+	}
+	mu.Lock()
+	now = now.Add(2 * time.Minute)
+	mu.Unlock()
+	if again := manifest(); again.Shard.SHA256 != m.Shard.SHA256 {
+		t.Fatalf("the head changed: %s, was %s", again.Shard.SHA256, m.Shard.SHA256)
+	}
+	if st := a.SiteShards.Stats(); st.Shared != 1 {
+		t.Errorf("A's stats, Postgres back: %+v; want the head shared", st)
+	}
+	fromA := fetch(t, srvA.URL, m.Shard.URL+"/0", "gzip")
+	if got := fetch(t, srvB.URL, m.Shard.URL+"/0", "gzip"); got.status != http.StatusOK || !bytes.Equal(got.body, fromA.body) {
+		t.Fatalf("the head's first fragment from B, Postgres back: %d, %d bytes; A's %d", got.status, len(got.body), len(fromA.body))
 	}
 }

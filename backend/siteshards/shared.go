@@ -191,6 +191,7 @@ func (s *Service) namedLocked(sh *Shard, now time.Time) *Shard {
 	select {
 	case s.sharing <- sh:
 		sh.tried = now
+		s.inflight++
 	default: // full: the next manifest tries
 	}
 	return sh
@@ -208,6 +209,9 @@ func (s *Service) sharer(ctx context.Context) {
 			return
 		case sh := <-s.sharing:
 			s.share(sh)
+			s.mu.Lock()
+			s.doneLocked()
+			s.mu.Unlock()
 		}
 	}
 }

@@ -202,7 +202,7 @@ type Service struct {
 	reading map[string]chan struct{} // shards being read from the store
 	// fetchLogged is when a failed read of the store was last logged.
 	fetchLogged time.Time
-	inflight    int           // builds queued or running, heads building
+	inflight    int           // builds queued or running, heads building, shards sharing again
 	changed     chan struct{} // closed and replaced when inflight falls
 	stats       Stats
 	// learnt counts the profiles' changes; saved is its value in the
@@ -703,8 +703,8 @@ func (s *Service) doneLocked() {
 	s.changed = make(chan struct{})
 }
 
-// Flush waits until no build is queued or running, or ctx is done. Tests
-// use it instead of sleeping.
+// Flush waits until no build, nor shard to share again, is queued or
+// running, or ctx is done. Tests use it instead of sleeping.
 func (s *Service) Flush(ctx context.Context) error {
 	for {
 		s.mu.Lock()
