@@ -218,9 +218,10 @@ func (s *Service) sharer(ctx context.Context) {
 
 // fetch reads a shard another replica built from the store, checks it
 // and keeps it in the cache; nil when the store has none by that name, or
-// does not answer, or has one whose bytes are not that shard's.
+// does not answer, or has one whose bytes are not that shard's. With site
+// shards off no replica builds one: nothing is read.
 func (s *Service) fetch(ctx context.Context, sha string) *Shard {
-	if s.o.Store == nil || !shards.ValidSHA256(sha) {
+	if s.o.Store == nil || s.Budget() == 0 || !shards.ValidSHA256(sha) {
 		return nil
 	}
 	// One read per shard at a time: the pages of a first view come at
@@ -252,7 +253,9 @@ func (s *Service) fetch(ctx context.Context, sha string) *Shard {
 		s.mu.Unlock()
 		close(wait)
 	}()
-	sh, err := s.read(ctx, sha)
+	// The read is every waiting request's: not cut short by the first's
+	// client going away.
+	sh, err := s.read(context.WithoutCancel(ctx), sha)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
