@@ -135,6 +135,19 @@ func TestReplicasServeEachOthersSiteShards(t *testing.T) {
 		}
 	}
 
+	// B's own manifest, once B built its head, which may be the same
+	// bytes as the one it read: a head with its index.
+	get(t, b.Handler, "/v2/shards?api_key=demo&site_id=demo&loc=de&lang=de")
+	if err := b.SiteShards.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	status, body := get(t, b.Handler, "/v2/shards?api_key=demo&site_id=demo&loc=de&lang=de")
+	var mb manifestShard
+	if err := json.Unmarshal([]byte(body), &mb); status != http.StatusOK || err != nil || mb.Selection != "head" {
+		t.Fatalf("manifest on B: %d %v %.300s", status, err, body)
+	}
+	t.Logf("B's head is A's: %v", mb.Shard.SHA256 == m.Shard.SHA256)
+
 	// A row changed in Postgres: a replica that reads it serves nothing.
 	conn, err := pgx.Connect(ctx, dbURL)
 	if err != nil {

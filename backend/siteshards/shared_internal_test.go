@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/adlink/adlink/backend/shards"
+	"github.com/adlink/adlink/match"
 )
 
 // testShard is a shard of n fragments, of bytes that tell it by seed.
@@ -77,4 +78,33 @@ func FuzzDecodeShard(f *testing.F) {
 			t.Fatalf("read as %s, named %s", got.Blob.SHA256, sha)
 		}
 	})
+}
+
+// TestCacheTakesTheBuiltShard: a shard read from the store, which has no
+// index, gives way in the cache to the same bytes built here, whose index
+// a manifest needs, under every key; the bytes are counted once.
+func TestCacheTakesTheBuiltShard(t *testing.T) {
+	c := newCache(10, 1<<30)
+	read, err := decodeShard(testShard(t, 4, 2).Blob.SHA256, encodeShard(testShard(t, 4, 2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.put(fetchedKey+read.Blob.SHA256, read)
+	built := testShard(t, 4, 2)
+	built.Index = new(match.Index)
+	c.put("market\x00top", built)
+	if got := c.get("market\x00top"); got != built {
+		t.Fatalf("the key built holds %p, want the built shard %p", got, built)
+	}
+	if got := c.bySHA(built.Blob.SHA256); got != built {
+		t.Fatalf("by its name: %p, want the built shard %p", got, built)
+	}
+	if c.len() != 1 || c.bytes != built.size() {
+		t.Errorf("%d shards, %d bytes; want one of %d", c.len(), c.bytes, built.size())
+	}
+	// And not the other way round.
+	c.put(fetchedKey+"again", read)
+	if got := c.get("market\x00top"); got != built {
+		t.Fatalf("after a read put again: %p", got)
+	}
 }
