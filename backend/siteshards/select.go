@@ -225,14 +225,13 @@ func encode(ix *match.Index, fragmentBytes int) ([]byte, [][]byte) {
 
 // blobs compresses a built shard for serving.
 func blobs(b *built) (*shards.Blob, []*shards.Blob, error) {
-	const ctype = "application/octet-stream"
-	shard, err := shards.NewBlob(b.shard, ctype)
+	shard, err := shards.NewBlob(b.shard, shardType)
 	if err != nil {
 		return nil, nil, err
 	}
 	var frags []*shards.Blob
 	for _, f := range b.frags {
-		fb, err := shards.NewBlob(f, ctype)
+		fb, err := shards.NewBlob(f, shardType)
 		if err != nil {
 			return nil, nil, err
 		}
