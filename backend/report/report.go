@@ -50,32 +50,9 @@ type Problem struct {
 // Parse reads a report request's parameters, from, to, group_by and
 // format, at now: every problem, each naming its parameter.
 func Parse(get func(string) string, now time.Time) (Request, []Problem) {
+	req := Request{Format: "json"}
 	var problems []Problem
-	today := now.UTC().Truncate(24 * time.Hour)
-	req := Request{To: today, Format: "json"}
-	day := func(name string, dst *time.Time) {
-		v := get(name)
-		if v == "" {
-			return
-		}
-		d, err := time.Parse(time.DateOnly, v)
-		if err != nil || d.Format(time.DateOnly) != v {
-			problems = append(problems, Problem{name, name + " must be a date written YYYY-MM-DD (UTC), not " + strconv.Quote(v)})
-			return
-		}
-		*dst = d
-	}
-	day("to", &req.To)
-	req.From = req.To.AddDate(0, 0, 1-DefaultDays)
-	day("from", &req.From)
-	if len(problems) == 0 {
-		switch days := int(req.To.Sub(req.From).Hours()/24) + 1; {
-		case req.From.After(req.To):
-			problems = append(problems, Problem{"from", "from must not be after to"})
-		case days > MaxDays:
-			problems = append(problems, Problem{"from", "a report covers at most " + strconv.Itoa(MaxDays) + " days, not " + strconv.Itoa(days)})
-		}
-	}
+	req.From, req.To, problems = parseDays(get, now, DefaultDays, MaxDays, "a report")
 	if v := get("group_by"); v != "" {
 		// The first bad group is named, not every one: a list of
 		// thousands would make an answer of megabytes.
@@ -103,6 +80,37 @@ func Parse(get func(string) string, now time.Time) (Request, []Problem) {
 		problems = append(problems, Problem{"format", "format must be json or csv, not " + strconv.Quote(f)})
 	}
 	return req, problems
+}
+
+// parseDays reads the range of UTC days from..to, To included, which
+// defaults to the days UTC days to today and covers at most max days;
+// what names the answer in a problem ("a report").
+func parseDays(get func(string) string, now time.Time, days, max int, what string) (from, to time.Time, problems []Problem) {
+	to = now.UTC().Truncate(24 * time.Hour)
+	day := func(name string, dst *time.Time) {
+		v := get(name)
+		if v == "" {
+			return
+		}
+		d, err := time.Parse(time.DateOnly, v)
+		if err != nil || d.Format(time.DateOnly) != v {
+			problems = append(problems, Problem{name, name + " must be a date written YYYY-MM-DD (UTC), not " + strconv.Quote(v)})
+			return
+		}
+		*dst = d
+	}
+	day("to", &to)
+	from = to.AddDate(0, 0, 1-days)
+	day("from", &from)
+	if len(problems) == 0 {
+		switch n := int(to.Sub(from).Hours()/24) + 1; {
+		case from.After(to):
+			problems = append(problems, Problem{"from", "from must not be after to"})
+		case n > max:
+			problems = append(problems, Problem{"from", what + " covers at most " + strconv.Itoa(max) + " days, not " + strconv.Itoa(n)})
+		}
+	}
+	return from, to, problems
 }
 
 // Columns are a report's columns: its groups, the currency, and the

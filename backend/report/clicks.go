@@ -1,0 +1,245 @@
+package report
+
+import (
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/csv"
+	"errors"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/adlink/adlink/backend/accounts"
+	"github.com/adlink/adlink/backend/clicks"
+)
+
+// The range and pages of a listing of clicks (GET /v2/clicks).
+const (
+	// ClicksMaxDays is the longest range one listing covers.
+	ClicksMaxDays = 31
+	// ClicksDefaultLimit and ClicksMaxLimit are a page's clicks when the
+	// request names no limit, and the most it may name.
+	ClicksDefaultLimit = 1000
+	ClicksMaxLimit     = 10000
+)
+
+// ClickColumns are the columns of a listing of clicks. A click's IP
+// address and user agent, a reader's, are not among them.
+var ClickColumns = []string{"id", "time", "ad", "ad_type", "type", "site_id", "criterion", "yk_tag", "country",
+	"billable", "reason", "bid", "currency"}
+
+// ClicksRequest is one page of a listing of clicks.
+type ClicksRequest struct {
+	// From and To are UTC days (midnight), To included.
+	From, To time.Time
+	// Billable, when not nil, lists only the clicks billed (true) or not.
+	Billable *bool
+	// Format is "json" or "csv".
+	Format string
+	// Limit is the most clicks of the page.
+	Limit int
+	// After is the position of the previous page's last click, or zero
+	// for the first page.
+	After clicks.Position
+}
+
+// ParseClicks reads a listing's parameters, from, to, billable, format,
+// limit and after, at now: every problem, each naming its parameter. The
+// range defaults to today.
+func ParseClicks(get func(string) string, now time.Time) (ClicksRequest, []Problem) {
+	req := ClicksRequest{Format: "json", Limit: ClicksDefaultLimit}
+	var problems []Problem
+	req.From, req.To, problems = parseDays(get, now, 1, ClicksMaxDays, "a listing of clicks")
+	switch v := get("billable"); v {
+	case "":
+	case "true", "false":
+		b := v == "true"
+		req.Billable = &b
+	default:
+		problems = append(problems, Problem{"billable", "billable must be true or false, not " + strconv.Quote(v)})
+	}
+	switch f := get("format"); f {
+	case "", "json":
+	case "csv":
+		req.Format = f
+	default:
+		problems = append(problems, Problem{"format", "format must be json or csv, not " + strconv.Quote(f)})
+	}
+	if v := get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > ClicksMaxLimit || strconv.Itoa(n) != v {
+			problems = append(problems, Problem{"limit", "limit must be a whole number from 1 to " + strconv.Itoa(ClicksMaxLimit) + ", not " + strconv.Quote(v)})
+		} else {
+			req.Limit = n
+		}
+	}
+	if v := get("after"); v != "" {
+		p, err := ParseCursor(v)
+		if err != nil {
+			problems = append(problems, Problem{"after", "after must be the next of a listing's page, as it gave it"})
+		} else {
+			req.After = p
+		}
+	}
+	return req, problems
+}
+
+// Query is the click log's query of req for the account acc: a partner's
+// clicks (on every site of its api_key), an advertiser's (on its ads),
+// or, for the operator, everyone's; false for an account of no kind.
+func (req *ClicksRequest) Query(acc accounts.Account) (clicks.Query, bool) {
+	q := clicks.Query{From: req.From, To: req.To.AddDate(0, 0, 1), Billable: req.Billable, After: req.After, Limit: req.Limit}
+	switch acc.Kind {
+	case accounts.Partner:
+		q.APIKey = acc.ID
+	case accounts.Advertiser:
+		q.Advertiser = acc.ID
+	case accounts.Operator:
+	default:
+		return q, false
+	}
+	// An account with no id would be everyone's.
+	return q, acc.ID != "" || acc.Kind == accounts.Operator
+}
+
+// maxCursorID bounds the click id a cursor carries; the server's ids are
+// 22 bytes.
+const maxCursorID = 64
+
+var cursorEncoding = base64.RawURLEncoding.Strict()
+
+// Cursor is the opaque text of a listing's position, for its next page.
+func Cursor(p clicks.Position) string {
+	b := binary.BigEndian.AppendUint64(nil, uint64(p.Time.UnixNano()))
+	return cursorEncoding.EncodeToString(append(b, p.ID...))
+}
+
+var errCursor = errors.New("report: not a cursor")
+
+// ParseCursor reads a position Cursor wrote. It refuses what Cursor would
+// not write: another encoding of one, a time not after 1970, an id over
+// 64 bytes or of other characters than a click id's (URL-safe base64).
+func ParseCursor(s string) (clicks.Position, error) {
+	b, err := cursorEncoding.DecodeString(s)
+	if err != nil || len(b) < 8 || len(b) > 8+maxCursorID {
+		return clicks.Position{}, errCursor
+	}
+	ns := int64(binary.BigEndian.Uint64(b))
+	if ns <= 0 {
+		return clicks.Position{}, errCursor
+	}
+	id := b[8:]
+	for _, c := range id {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+			return clicks.Position{}, errCursor
+		}
+	}
+	return clicks.Position{Time: time.Unix(0, ns).UTC(), ID: string(id)}, nil
+}
+
+// Next is the cursor of the page after page, or "" when more is false.
+func Next(page []clicks.Click, more bool) string {
+	if !more || len(page) == 0 {
+		return ""
+	}
+	last := &page[len(page)-1]
+	return Cursor(clicks.Position{Time: last.Time, ID: last.ID})
+}
+
+// clickTime writes a click's time in RFC 3339, UTC, to the nanosecond.
+func clickTime(c *clicks.Click) string { return c.Time.UTC().Format(time.RFC3339Nano) }
+
+// bid is what c cost: its bid when billed, "" when not, so that the bids
+// of a listing add up to the report's spend.
+func bid(c *clicks.Click) string {
+	if !c.Billable {
+		return ""
+	}
+	return Spend(c.BidMicros)
+}
+
+// AppendClicksJSON appends a page of a listing as a JSON object: the
+// account, the range, the filter, the columns, the clicks as objects
+// with the columns' keys in the columns' order (bid null for a click not
+// billed), and next, the cursor of the next page or null.
+func AppendClicksJSON(b []byte, acc accounts.Account, req ClicksRequest, page []clicks.Click, next string) []byte {
+	b = append(b, `{"account":{"kind":`...)
+	b = appendString(b, string(acc.Kind))
+	b = append(b, `,"id":`...)
+	b = appendString(b, acc.ID)
+	b = append(b, `},"from":"`...)
+	b = append(b, req.From.Format(time.DateOnly)...)
+	b = append(b, `","to":"`...)
+	b = append(b, req.To.Format(time.DateOnly)...)
+	b = append(b, `","billable":`...)
+	if req.Billable == nil {
+		b = append(b, "null"...)
+	} else {
+		b = strconv.AppendBool(b, *req.Billable)
+	}
+	b = append(b, `,"columns":`...)
+	b = appendStrings(b, ClickColumns)
+	b = append(b, `,"clicks":[`...)
+	for i := range page {
+		c := &page[i]
+		if i > 0 {
+			b = append(b, ',')
+		}
+		for j, v := range clickStrings(c) {
+			if j == 0 {
+				b = append(b, '{')
+			} else {
+				b = append(b, ',')
+			}
+			b = appendString(b, ClickColumns[j])
+			b = append(b, ':')
+			switch ClickColumns[j] {
+			case "billable":
+				b = strconv.AppendBool(b, c.Billable)
+			case "bid":
+				if v == "" {
+					b = append(b, "null"...)
+				} else {
+					b = appendString(b, v)
+				}
+			default:
+				b = appendString(b, v)
+			}
+		}
+		b = append(b, '}')
+	}
+	b = append(b, `],"next":`...)
+	if next == "" {
+		b = append(b, "null"...)
+	} else {
+		b = appendString(b, next)
+	}
+	return append(b, '}')
+}
+
+// clickStrings are c's values in the order of ClickColumns.
+func clickStrings(c *clicks.Click) []string {
+	return []string{c.ID, clickTime(c), c.AdID, c.AdType, c.Type, c.SiteID, c.Criterion, c.YkTag, c.Country,
+		strconv.FormatBool(c.Billable), c.Reason, bid(c), c.Currency}
+}
+
+// WriteClicksCSV writes a page of a listing as CSV: a header row of
+// ClickColumns, then one line per click. A value a spreadsheet would read
+// as a formula is written as WriteCSV writes one.
+func WriteClicksCSV(w io.Writer, page []clicks.Click) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write(ClickColumns); err != nil {
+		return err
+	}
+	for i := range page {
+		rec := clickStrings(&page[i])
+		for j := range rec {
+			rec[j] = inert(rec[j])
+		}
+		if err := cw.Write(rec); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
