@@ -62,6 +62,9 @@ type AdvertiserAccount struct {
 	Currency    string `json:"currency,omitempty"`
 	// Pacing is asap (default) or even.
 	Pacing Pacing `json:"pacing,omitempty"`
+	// ClickIDParam, when set, is the query parameter of the landing URL
+	// that carries the id of the click that led there.
+	ClickIDParam string `json:"click_id_param,omitempty"`
 }
 
 // Budget is an advertiser's daily budget.
@@ -105,6 +108,7 @@ type Book struct {
 	tokens  []tokenHash
 	names   map[Account]string
 	budgets map[string]Budget
+	params  map[string]string
 }
 
 type tokenHash struct {
@@ -121,7 +125,7 @@ const MinTokenBytes = 16
 // two), a token hash that is not 64 hex digits, a bad budget or pacing.
 // An account without a token reads no report.
 func New(ps []partners.Partner, ads []AdvertiserAccount) (*Book, error) {
-	b := &Book{names: map[Account]string{}, budgets: map[string]Budget{}}
+	b := &Book{names: map[Account]string{}, budgets: map[string]Budget{}, params: map[string]string{}}
 	var problems []error
 	seen := map[[sha256.Size]byte]bool{}
 	addToken := func(acc Account, token, hash string) {
@@ -174,6 +178,13 @@ func New(ps []partners.Partner, ads []AdvertiserAccount) (*Book, error) {
 		}
 		b.names[acc] = a.Name
 		addToken(acc, a.ReportToken, a.ReportTokenSHA256)
+		if a.ClickIDParam != "" {
+			if !paramName(a.ClickIDParam) {
+				problems = append(problems, fmt.Errorf("advertiser %q: click_id_param %q: want a query parameter name of at most %d letters, digits, _ and -", a.ID, a.ClickIDParam, MaxClickIDParam))
+			} else {
+				b.params[acc.ID] = a.ClickIDParam
+			}
+		}
 		budget, bad := parseBudget(a)
 		for _, err := range bad {
 			problems = append(problems, fmt.Errorf("advertiser %q: %w", a.ID, err))
@@ -189,6 +200,23 @@ func New(ps []partners.Partner, ads []AdvertiserAccount) (*Book, error) {
 		return nil, err
 	}
 	return b, nil
+}
+
+// MaxClickIDParam is the longest click_id_param.
+const MaxClickIDParam = 32
+
+// paramName reports whether s is a plain query parameter name: at most
+// MaxClickIDParam ASCII letters, digits, _ and -, which need no escaping.
+func paramName(s string) bool {
+	if s == "" || len(s) > MaxClickIDParam {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // sendable reports whether token can be what a request's "Authorization:
@@ -276,6 +304,10 @@ func (b *Book) Budget(id string) (Budget, bool) {
 
 // Budgets returns every advertiser's daily budget, by id (lower case).
 func (b *Book) Budgets() map[string]Budget { return maps.Clone(b.budgets) }
+
+// ClickIDParam is the query parameter the advertiser id (as the catalog
+// names it) wants its landing URLs to carry the click's id in, or "".
+func (b *Book) ClickIDParam(id string) string { return b.params[strings.ToLower(id)] }
 
 // Name is the account's name, or "".
 func (b *Book) Name(acc Account) string { return b.names[acc] }

@@ -174,3 +174,27 @@ func TestNewRefusesTokensNoRequestSends(t *testing.T) {
 		t.Errorf("error names a good token's account:\n%v", err)
 	}
 }
+
+// TestClickIDParam: a plain parameter name is kept for its advertiser
+// (by the id in any case); anything else is refused naming the advertiser.
+func TestClickIDParam(t *testing.T) {
+	b, err := New(nil, []AdvertiserAccount{{ID: "Shop.example", ClickIDParam: "adlink_click"}, {ID: "other.example"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := b.ClickIDParam("shop.example"); got != "adlink_click" {
+		t.Errorf("shop.example's param %q, want adlink_click", got)
+	}
+	if got := b.ClickIDParam("other.example"); got != "" {
+		t.Errorf("other.example's param %q, want none", got)
+	}
+	for _, bad := range []string{"a=b", "a&b", "a b", "click#", "ä", "x%20", strings.Repeat("a", 33)} {
+		_, err := New(nil, []AdvertiserAccount{{ID: "bad.example", ClickIDParam: bad}})
+		if err == nil || !strings.Contains(err.Error(), `advertiser "bad.example": click_id_param`) {
+			t.Errorf("click_id_param %q: %v, want it refused naming the advertiser", bad, err)
+		}
+	}
+	if _, err := New(nil, []AdvertiserAccount{{ID: "ok.example", ClickIDParam: strings.Repeat("a-_0", 8)}}); err != nil {
+		t.Errorf("a name of 32: %v", err)
+	}
+}

@@ -73,6 +73,7 @@ func (s *server) redirect(w http.ResponseWriter, r *http.Request) error {
 			refuse = clicks.ReasonPartner
 		}
 	}
+	id := "" // of the click recorded
 	if r.Method != http.MethodHead {
 		c := clicks.Click{
 			ID:         clicks.NewID(),
@@ -148,6 +149,7 @@ func (s *server) redirect(w http.ResponseWriter, r *http.Request) error {
 			}
 			// The id the click is recorded under, for support to find it.
 			w.Header().Set("X-Adlink-Click", c.ID)
+			id = c.ID
 			// The click is on disk; should its advertiser's spend not be
 			// read now, the next click reads it, and the ledger holds the
 			// budget meanwhile.
@@ -158,7 +160,7 @@ func (s *server) redirect(w http.ResponseWriter, r *http.Request) error {
 		s.metrics.Click(c.Billable, c.Reason)
 	}
 	h := w.Header()
-	h.Set("Location", ad.Landing)
+	h.Set("Location", s.landing(r, ad.Landing, ad.Advertiser, id))
 	h.Set("Cache-Control", "no-store")
 	// The click URL carries the partner's key and site; the advertiser
 	// learns nothing from the referrer.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -44,23 +45,10 @@ func (s *server) reportRequest(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	// A parameter given twice is refused, as on every endpoint, rather
-	// than read as its first value alone.
 	var repeated []report.Problem
-	get := func(name string) string {
-		if n := len(v[name]); n > 1 && !slices.ContainsFunc(repeated, func(p report.Problem) bool { return p.Param == name }) {
-			repeated = append(repeated, report.Problem{Param: name, Message: name + " is given " + strconv.Itoa(n) + " times; give it once"})
-		}
-		return v.Get(name)
-	}
-	req, problems := report.Parse(get, s.now())
-	problems = append(repeated, problems...)
-	if len(problems) > 0 {
-		msgs := make([]string, len(problems))
-		for i, p := range problems {
-			msgs[i] = p.Message
-		}
-		return &Error{Status: http.StatusBadRequest, Code: CodeInvalidParameter, Param: problems[0].Param, Message: strings.Join(msgs, "; ")}
+	req, problems := report.Parse(once(v, &repeated), s.now())
+	if err := reportProblems(append(repeated, problems...)); err != nil {
+		return err
 	}
 	if s.rollups == nil {
 		return &Error{Status: http.StatusServiceUnavailable, Code: CodeInternal,
@@ -89,6 +77,31 @@ func (s *server) reportRequest(w http.ResponseWriter, r *http.Request) error {
 	}
 	respond(w, http.StatusOK, report.AppendJSON(nil, acc, req, rows), "")
 	return nil
+}
+
+// once reads the parameters of v, and adds to repeated a problem for
+// each given twice: it is refused, as on every endpoint, rather than
+// read as its first value alone.
+func once(v url.Values, repeated *[]report.Problem) func(string) string {
+	return func(name string) string {
+		if n := len(v[name]); n > 1 && !slices.ContainsFunc(*repeated, func(p report.Problem) bool { return p.Param == name }) {
+			*repeated = append(*repeated, report.Problem{Param: name, Message: name + " is given " + strconv.Itoa(n) + " times; give it once"})
+		}
+		return v.Get(name)
+	}
+}
+
+// reportProblems is the 400 of a report's or a listing's problems, the
+// first named, or nil when there are none.
+func reportProblems(problems []report.Problem) error {
+	if len(problems) == 0 {
+		return nil
+	}
+	msgs := make([]string, len(problems))
+	for i, p := range problems {
+		msgs[i] = p.Message
+	}
+	return &Error{Status: http.StatusBadRequest, Code: CodeInvalidParameter, Param: problems[0].Param, Message: strings.Join(msgs, "; ")}
 }
 
 // reportAccount is the account whose token the request's

@@ -19,6 +19,8 @@ func (s *server) routes(mux *http.ServeMux) {
 	// Reports, for a partner's or an advertiser's report token; same-origin
 	// only (the dashboard), never JSONP.
 	mux.Handle("GET /v2/report", s.plain(s.limitReports(s.reportRequest)))
+	// The clicks themselves, one by one, under the reports' token and limit.
+	mux.Handle("GET /v2/clicks", s.plain(s.limitReports(s.clickList)))
 
 	// Operations.
 	mux.Handle("GET /healthz", s.plain(s.healthz))

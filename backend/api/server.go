@@ -97,6 +97,9 @@ type Deps struct {
 	Accounts *accounts.Book
 	// Rollups are what GET /v2/report reads; without them it answers 503.
 	Rollups clicks.RollupReader
+	// ClickLog is what GET /v2/clicks reads, where Rollups are; without
+	// it the listing answers 503.
+	ClickLog clicks.Lister
 	// Budget keeps the ads of advertisers whose daily budget is spent out
 	// of answers and shard manifests, and paces even ones; nil shows
 	// every ad (the ledger still bills no click over a budget).
@@ -139,6 +142,7 @@ type server struct {
 	imps     clicks.Impressions
 	accounts *accounts.Book
 	rollups  clicks.RollupReader
+	clickLog clicks.Lister
 	budget   *budget.Gate
 	sites    SiteShards
 	tags     *tagGate
@@ -174,6 +178,7 @@ func NewServer(d Deps) http.Handler {
 		imps:     d.Impressions,
 		accounts: d.Accounts,
 		rollups:  d.Rollups,
+		clickLog: d.ClickLog,
 		budget:   d.Budget,
 		sites:    d.SiteShards,
 		tags:     newTagGate(d.Tags, d.Config.SiteDailyTags),

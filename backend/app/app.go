@@ -130,7 +130,7 @@ type App struct {
 	Pages *pages.Service
 	// Clicks is the click log: the bbolt file's, or Postgres's with
 	// -postgres.
-	Clicks clicks.Store
+	Clicks ClickLog
 	// Impressions are the impressions pages reported, where Clicks are.
 	Impressions clicks.Impressions
 	// Rollups are the clicks and impressions counted for reports, and the
@@ -171,6 +171,12 @@ type App struct {
 type Rollups interface {
 	clicks.RollupReader
 	budget.Spender
+}
+
+// ClickLog is the click log, and the listings GET /v2/clicks reads of it.
+type ClickLog interface {
+	clicks.Store
+	clicks.Lister
 }
 
 // New builds the server cfg describes, as config.Load returns it, and
@@ -386,6 +392,7 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 		Ledger:       ledger,
 		Impressions:  a.Impressions,
 		Rollups:      a.Rollups,
+		ClickLog:     a.Clicks,
 		Tags:         tags,
 		SiteShards:   a.SiteShards,
 		Pages:        pageService,

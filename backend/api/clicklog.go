@@ -1,0 +1,69 @@
+package api
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/adlink/adlink/backend/report"
+)
+
+// clickList answers GET /v2/clicks: the clicks of the account whose report
+// token the Authorization header carries (on a partner's sites, on an
+// advertiser's ads), one row each with its verdict, over from..to, a page
+// at a time, as JSON or CSV. Authorised, limited and kept from caches and
+// other origins as /v2/report is.
+func (s *server) clickList(w http.ResponseWriter, r *http.Request) error {
+	h := w.Header()
+	h.Set("Cache-Control", "no-store")
+	h.Set("Vary", "Authorization")
+	acc, err := s.reportAccount(r)
+	if err != nil {
+		h.Set("WWW-Authenticate", `Bearer realm="adlink reports"`)
+		return err
+	}
+	v, err := queryValues(r)
+	if err != nil {
+		return err
+	}
+	var repeated []report.Problem
+	req, problems := report.ParseClicks(once(v, &repeated), s.now())
+	if err := reportProblems(append(repeated, problems...)); err != nil {
+		return err
+	}
+	q, ok := req.Query(acc)
+	if !ok {
+		return internal(fmt.Errorf("clicks: account of kind %q", acc.Kind))
+	}
+	if s.clickLog == nil {
+		return &Error{Status: http.StatusServiceUnavailable, Code: CodeInternal,
+			Message: "clicks are not available here", Err: errors.New("no click log")}
+	}
+	page, more, err := s.clickLog.List(r.Context(), q)
+	if err != nil {
+		return &Error{Status: http.StatusServiceUnavailable, Code: CodeReportsUnavailable, RetryAfter: reportRetry,
+			Message: "the clicks' store did not answer", Err: fmt.Errorf("clicks: %w", err)}
+	}
+	next := report.Next(page, more)
+	if next != "" {
+		h.Set("X-Adlink-Next", next)
+	}
+	if req.Format == "csv" {
+		var buf bytes.Buffer
+		if err := report.WriteClicksCSV(&buf, page); err != nil {
+			return internal(err)
+		}
+		h.Set("Content-Type", "text/csv; charset=utf-8")
+		h.Set("Content-Disposition", `attachment; filename="adlink-clicks-`+req.From.Format(time.DateOnly)+"-"+req.To.Format(time.DateOnly)+`.csv"`)
+		h.Set("Content-Length", strconv.Itoa(buf.Len()))
+		h.Set("X-Content-Type-Options", "nosniff")
+		w.WriteHeader(http.StatusOK)
+		w.Write(buf.Bytes())
+		return nil
+	}
+	respond(w, http.StatusOK, report.AppendClicksJSON(nil, acc, req, page, next), "")
+	return nil
+}
