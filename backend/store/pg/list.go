@@ -13,7 +13,7 @@ import (
 var _ clicks.Lister = Clicks{}
 
 // listedID is the SQL of a click's id as listings order it: byte order,
-// ” for a click recorded before clicks had ids; the indexes of
+// empty for a click recorded before clicks had ids; the indexes of
 // 00017_click_listing.sql hold it.
 const listedID = `(coalesce(click_id, '') COLLATE "C")`
 
