@@ -33,6 +33,7 @@ type accountsServer struct {
 	tick                  chan time.Time
 	refreshed             chan api.Reload
 	cfg                   config.Config
+	now                   func() time.Time // nil for time.Now
 }
 
 // startAccounts serves the demo catalog to the partners and advertisers
@@ -54,9 +55,16 @@ func startAccountsFeed(t *testing.T, partners, advertisers string, ads []match.A
 // the configuration.
 func startAccountsWith(t *testing.T, partners, advertisers string, ads []match.Ad, set func(*config.Config)) *accountsServer {
 	t.Helper()
+	return startAccountsAt(t, partners, advertisers, ads, set, nil)
+}
+
+// startAccountsAt is startAccountsWith stamping clicks with the clock
+// now, when not nil.
+func startAccountsAt(t *testing.T, partners, advertisers string, ads []match.Ad, set func(*config.Config), now func() time.Time) *accountsServer {
+	t.Helper()
 	dir := t.TempDir()
 	s := &accountsServer{partners: filepath.Join(dir, "partners.json"), tick: make(chan time.Time),
-		refreshed: make(chan api.Reload, 16)}
+		refreshed: make(chan api.Reload, 16), now: now}
 	writeFile(t, s.partners, []byte(partners))
 	cfg := testConfig(t)
 	cfg.Demo = false
@@ -88,7 +96,7 @@ func startAccountsWith(t *testing.T, partners, advertisers string, ads []match.A
 // start starts the server of s.cfg and its listeners.
 func (s *accountsServer) start(t *testing.T) {
 	t.Helper()
-	a, err := New(s.cfg, Options{Refresh: s.tick, OnRefresh: func(r api.Reload) { s.refreshed <- r }})
+	a, err := New(s.cfg, Options{Refresh: s.tick, OnRefresh: func(r api.Reload) { s.refreshed <- r }, Now: s.now})
 	if err != nil {
 		t.Fatal(err)
 	}
