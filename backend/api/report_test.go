@@ -73,7 +73,7 @@ func newReportEnv(t testing.TB) *reportEnv {
 	cfg.IPRate, cfg.IPBurst, cfg.KeyRate, cfg.KeyBurst = 1e9, 1e9, 1e9, 1e9
 	env.handler = NewServer(Deps{Config: cfg, Indexes: ix, Partners: testPartners(t), ClickKeys: env.keys,
 		Windows: windows, Decisions: decisions, Ledger: ledger, Impressions: imps, Accounts: book, Rollups: rollups,
-		Tags: tags, Clicks: log, Now: func() time.Time {
+		Tags: tags, Clicks: log, ClickLog: log, Now: func() time.Time {
 			env.mu.Lock()
 			defer env.mu.Unlock()
 			return env.now
