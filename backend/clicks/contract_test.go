@@ -101,3 +101,9 @@ func TestBoltImpressionsKeepTheContract(t *testing.T) {
 		return opener(t, func(s stores) clicks.Impressions { return s.imps })
 	})
 }
+
+func TestLogKeepsTheListerContract(t *testing.T) {
+	storetest.Lister(t, func(t *testing.T) storetest.Opener[storetest.ListedStore] {
+		return opener(t, func(s stores) storetest.ListedStore { return s.log })
+	})
+}

@@ -52,7 +52,8 @@ func (q *Query) keeps(c *Click) bool {
 type Lister interface {
 	// List returns the first q.Limit clicks q selects, in the order of
 	// Time, then ID, and whether more follow. It sees every click whose
-	// record returned before List was called.
+	// record returned before List was called, each field as recorded but
+	// IP and UserAgent, which it may leave empty.
 	List(ctx context.Context, q Query) (page []Click, more bool, err error)
 }
 

@@ -40,6 +40,12 @@ func TestClicksKeepTheStoreContract(t *testing.T) {
 	})
 }
 
+func TestClicksKeepTheListerContract(t *testing.T) {
+	storetest.Lister(t, func(t *testing.T) storetest.Opener[storetest.ListedStore] {
+		return opener(t, func(db *pgstore.DB) storetest.ListedStore { return db.Clicks() })
+	})
+}
+
 func TestImpressionsKeepTheContract(t *testing.T) {
 	storetest.Impressions(t, func(t *testing.T) storetest.Opener[clicks.Impressions] {
 		return opener(t, func(db *pgstore.DB) clicks.Impressions { return db.Impressions() })
