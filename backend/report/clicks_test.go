@@ -1,6 +1,7 @@
 package report
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -46,5 +47,27 @@ func TestCursorRoundTrip(t *testing.T) {
 		if _, err := ParseCursor(bad); err == nil {
 			t.Errorf("ParseCursor(%q) took it", bad)
 		}
+	}
+}
+
+// TestWriteClicksCSVKeepsFormulasInert: a criterion or yk_tag a reader
+// wrote that a spreadsheet would run is written with a ' before it; a
+// click not billed has no bid.
+func TestWriteClicksCSVKeepsFormulasInert(t *testing.T) {
+	at := time.Date(2026, 11, 22, 10, 0, 0, 5, time.UTC)
+	page := []clicks.Click{
+		{ID: "a", Time: at, AdID: "ad", Criterion: `=HYPERLINK("https://evil.example")`, YkTag: "+1", Country: "@x",
+			Billable: true, BidMicros: 1_500_000, Currency: "EUR"},
+		{ID: "b", Time: at, AdID: "ad", Criterion: "\tcmd", YkTag: "-2", Reason: clicks.ReasonRepeat, BidMicros: 1_500_000, Currency: "EUR"},
+	}
+	var b strings.Builder
+	if err := WriteClicksCSV(&b, page); err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Join(ClickColumns, ",") + "\n" +
+		`a,2026-11-22T10:00:00.000000005Z,ad,,,,"'=HYPERLINK(""https://evil.example"")",'+1,'@x,true,,1.50,EUR` + "\n" +
+		"b,2026-11-22T10:00:00.000000005Z,ad,,,,'\tcmd,'-2,,false,repeat,,EUR\n"
+	if b.String() != want {
+		t.Errorf("CSV\n%s\nwant\n%s", b.String(), want)
 	}
 }
