@@ -252,7 +252,9 @@ func testClickListing(t *testing.T, pg *testpg.Server) {
 		t.Errorf("shop-a.example's bids add up to %d micros, want 290000", billed)
 	}
 	status, body := s.get(t, "/v2/report", http.Header{"Authorization": {"Bearer " + tokenA}})
-	var rep struct{ Rows []struct{ Currency, Spend string } }
+	var rep struct {
+		Rows []struct{ Currency, Spend string }
+	}
 	if err := json.Unmarshal([]byte(body), &rep); status != http.StatusOK || err != nil || len(rep.Rows) != 1 ||
 		rep.Rows[0].Spend != report.Spend(billed) || rep.Rows[0].Currency != "EUR" {
 		t.Errorf("shop-a.example's report %d %.300s, want the spend %s the listing's bids add up to", status, body, report.Spend(billed))
