@@ -82,9 +82,9 @@ func Parse(get func(string) string, now time.Time) (Request, []Problem) {
 	return req, problems
 }
 
-// parseDays reads the range of UTC days from..to, To included, which
-// defaults to the days UTC days to today and covers at most max days;
-// what names the answer in a problem ("a report").
+// parseDays reads the range of UTC days from..to, to included, which
+// defaults to the last days UTC days, today included, and covers at most
+// max days; what names the answer in a problem ("a report").
 func parseDays(get func(string) string, now time.Time, days, max int, what string) (from, to time.Time, problems []Problem) {
 	to = now.UTC().Truncate(24 * time.Hour)
 	day := func(name string, dst *time.Time) {
