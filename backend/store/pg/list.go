@@ -14,7 +14,7 @@ var _ clicks.Lister = Clicks{}
 
 // listedID is the SQL of a click's id as listings order it: byte order,
 // empty for a click recorded before clicks had ids; the indexes of
-// 00017_click_listing.sql hold it.
+// 00018_click_listing.sql hold it.
 const listedID = `(coalesce(click_id, '') COLLATE "C")`
 
 // List implements clicks.Lister: the account, range, verdict and cursor
