@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"html"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -13,7 +12,6 @@ import (
 	"testing"
 
 	"github.com/adlink/adlink/internal/testcatalog"
-	"github.com/adlink/adlink/match"
 )
 
 // TestSiteProfileIsThePagesOwn: what a site's page teaches its profile is
@@ -26,30 +24,7 @@ import (
 // from another market's ads, for as long as its pages stay its latest.
 func TestSiteProfileIsThePagesOwn(t *testing.T) {
 	ads := testcatalog.Generate(3000, 9)
-	var low []match.Ad
-	for _, a := range ads {
-		if len(a.Markets) > 0 && a.Markets[0] == (match.Market{Country: "de", Lang: "de"}) && a.Category != "" && a.BidMicros <= 60_000 {
-			low = append(low, a)
-		}
-	}
-	if len(low) < 12 {
-		t.Fatalf("%d low-bid German ads", len(low))
-	}
-	pageSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var k int
-		if _, err := fmt.Sscanf(r.URL.Path, "/p/%d", &k); err != nil || k >= 4 {
-			http.NotFound(w, r)
-			return
-		}
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		fmt.Fprintf(w, "<!doctype html><html lang=de><head><title>%s</title></head><body><article><h1>%s</h1>", html.EscapeString(low[3*k].Category), html.EscapeString(low[3*k].Title))
-		for _, a := range low[3*k : 3*k+3] {
-			fmt.Fprintf(w, "<p>Wir haben %s getestet. %s überzeugt im Alltag und ist eine gute Wahl für alle, die %s suchen.</p>",
-				html.EscapeString(a.Title), html.EscapeString(a.Title), html.EscapeString(a.Category))
-		}
-		fmt.Fprint(w, "</article></body></html>")
-	}))
-	defer pageSrv.Close()
+	pageSrv := lowBidPages(t, ads)
 
 	// The site's shard once its pages are analysed, with the pages asked
 	// for first with loc=attack ("" for readers alone).

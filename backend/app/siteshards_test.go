@@ -37,30 +37,7 @@ func TestSiteShardsServed(t *testing.T) {
 	ads := testcatalog.Generate(3000, 9)
 	// Pages of the demo site, on loopback, about the German ads of the
 	// lowest bids.
-	var low []match.Ad
-	for _, a := range ads {
-		if len(a.Markets) > 0 && a.Markets[0] == (match.Market{Country: "de", Lang: "de"}) && a.Category != "" && a.BidMicros <= 60_000 {
-			low = append(low, a)
-		}
-	}
-	if len(low) < 12 {
-		t.Fatalf("%d low-bid German ads", len(low))
-	}
-	pageSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var k int
-		if _, err := fmt.Sscanf(r.URL.Path, "/p/%d", &k); err != nil || k >= 4 {
-			http.NotFound(w, r)
-			return
-		}
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		fmt.Fprintf(w, "<!doctype html><html lang=de><head><title>%s</title></head><body><article><h1>%s</h1>", html.EscapeString(low[3*k].Category), html.EscapeString(low[3*k].Title))
-		for _, a := range low[3*k : 3*k+3] {
-			fmt.Fprintf(w, "<p>Wir haben %s getestet. %s überzeugt im Alltag und ist eine gute Wahl für alle, die %s suchen.</p>",
-				html.EscapeString(a.Title), html.EscapeString(a.Title), html.EscapeString(a.Category))
-		}
-		fmt.Fprint(w, "</article></body></html>")
-	}))
-	defer pageSrv.Close()
+	pageSrv := lowBidPages(t, ads)
 
 	cfg := testConfig(t)
 	cfg.SiteShardKB = 20
@@ -174,4 +151,36 @@ func TestSiteShardsServed(t *testing.T) {
 	if status, _ := get(t, a.Handler, site.Shard.URL+"/999"); status != http.StatusNotFound {
 		t.Errorf("a fragment past the last: %d, want 404", status)
 	}
+}
+
+// lowBidPages serves, on loopback, four pages of a site about the German
+// ads of ads with the lowest bids, three ads a page (/p/0 to /p/3), and
+// returns the server.
+func lowBidPages(t *testing.T, ads []match.Ad) *httptest.Server {
+	t.Helper()
+	var low []match.Ad
+	for _, a := range ads {
+		if len(a.Markets) > 0 && a.Markets[0] == (match.Market{Country: "de", Lang: "de"}) && a.Category != "" && a.BidMicros <= 60_000 {
+			low = append(low, a)
+		}
+	}
+	if len(low) < 12 {
+		t.Fatalf("%d low-bid German ads", len(low))
+	}
+	pageSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var k int
+		if _, err := fmt.Sscanf(r.URL.Path, "/p/%d", &k); err != nil || k >= 4 {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprintf(w, "<!doctype html><html lang=de><head><title>%s</title></head><body><article><h1>%s</h1>", html.EscapeString(low[3*k].Category), html.EscapeString(low[3*k].Title))
+		for _, a := range low[3*k : 3*k+3] {
+			fmt.Fprintf(w, "<p>Wir haben %s getestet. %s überzeugt im Alltag und ist eine gute Wahl für alle, die %s suchen.</p>",
+				html.EscapeString(a.Title), html.EscapeString(a.Title), html.EscapeString(a.Category))
+		}
+		fmt.Fprint(w, "</article></body></html>")
+	}))
+	t.Cleanup(pageSrv.Close)
+	return pageSrv
 }
