@@ -24,15 +24,7 @@ import (
 // fresh click token. The server's clock and the page's move ahead
 // together.
 func TestInPageClickBillsAnHourLater(t *testing.T) {
-	var ahead atomic.Int64
-	b, err := newBackend(backendOptions{now: func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	br := newBrowser(t)
-	br.onEveryPage(t, clock)
-	site := publisher(t, map[string]string{"/page.html": publisherPage("de-DE", b.URL, readerPage)})
-	rd := asReader(t, br, b, site)
+	b, br, ahead, site, rd := readerAhead(t)
 	if r := br.view(t, site+"/page.html"); r.Source != "local" || r.Links == 0 {
 		t.Fatalf("first view: %+v, want ads matched in the page", r)
 	}
@@ -177,15 +169,7 @@ func TestRenewalTakesNoClockOnTrust(t *testing.T) {
 // all the same: it is reported with the site token of a manifest fetched
 // anew, as a link reported again is.
 func TestInPageLinkSeenFirstAnHourLater(t *testing.T) {
-	var ahead atomic.Int64
-	b, err := newBackend(backendOptions{now: func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	br := newBrowser(t)
-	br.onEveryPage(t, clock)
-	site := publisher(t, map[string]string{"/page.html": publisherPage("de-DE", b.URL, readerPage)})
-	asReader(t, br, b, site)
+	_, br, ahead, site, _ := readerAhead(t)
 	if r := br.view(t, site+"/page.html"); r.Source != "local" || r.Links < 2 {
 		t.Fatalf("first view: %+v, want ads matched in the page, one far below", r)
 	}
@@ -202,4 +186,20 @@ func TestInPageLinkSeenFirstAnHourLater(t *testing.T) {
 })()`) == "" {
 		t.Error("the link far below, first seen an hour after the page matched it, got no click token")
 	}
+}
+
+// readerAhead starts a server of its own and a reader's browser whose
+// clocks the returned duration moves ahead together (by the clock
+// script), and a publisher's page of readerPage for it.
+func readerAhead(t *testing.T) (*backend, *browser, *atomic.Int64, string, reader) {
+	t.Helper()
+	ahead := new(atomic.Int64)
+	b, err := newBackend(backendOptions{now: func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	br := newBrowser(t)
+	br.onEveryPage(t, clock)
+	site := publisher(t, map[string]string{"/page.html": publisherPage("de-DE", b.URL, readerPage)})
+	return b, br, ahead, site, asReader(t, br, b, site)
 }
