@@ -44,6 +44,12 @@ type Options struct {
 	Advertiser string
 	Markets    []string
 	Bid        string
+	// Advertisers, when not empty, lock the feed to these advertiser ids
+	// (a source's "#advertisers=shop.example"): an item whose advertiser,
+	// its own, Advertiser or its landing page's host, is none of them is
+	// an error. Ids compare as the budgets compare them, trimmed and
+	// lower-cased. Advertiser alone locks nothing.
+	Advertisers []string
 	// Now is the time a Merchant Center feed's sales and expiration dates
 	// are judged at; zero is the time the read starts.
 	Now time.Time
@@ -217,6 +223,9 @@ type parser struct {
 	defAdvertiser string
 	defMarkets    []string
 	defBid        decimal
+	// allowed, when not empty, are the only advertisers the feed's ads
+	// may have (Options.Advertisers).
+	allowed []string
 	// rename maps adlink's field names to the feed's own in errors.
 	rename map[string]string
 	// lines, when set, has the ads of a JSON-lines feed's last read by
@@ -248,6 +257,13 @@ func (p *parser) setDefaults() error {
 			return fmt.Errorf("advertiser %q is not a domain name", p.opts.Advertiser)
 		}
 		p.defAdvertiser = a
+	}
+	if len(p.opts.Advertisers) > 0 {
+		allowed, err := parseAdvertisers(p.opts.Advertisers, p.opts.Advertiser)
+		if err != nil {
+			return err
+		}
+		p.allowed = allowed
 	}
 	for _, m := range p.opts.Markets {
 		if _, ok := match.ParseMarket(strings.TrimSpace(m)); !ok {
@@ -356,6 +372,10 @@ func (p *parser) check(line int, rec *record) match.Ad {
 	}
 	a := p.convert(line, rec)
 	checkAd(&a, func(field, msg string) { p.fail(line, field, msg) })
+	if p.allowed != nil && !slices.Contains(p.allowed, a.Advertiser) {
+		p.fail(line, "advertiser", fmt.Sprintf("item %q is of advertiser %q, which this feed may not bill: its advertisers option names %s",
+			a.ID, a.Advertiser, strings.Join(p.allowed, ",")))
+	}
 	return a
 }
 

@@ -51,7 +51,7 @@ func (p *parser) readJSONLOn(r io.Reader, workers, size int) {
 	for range workers {
 		wg.Go(func() {
 			wp := &parser{name: p.name, opts: p.opts, rename: p.rename, lines: p.lines,
-				defAdvertiser: p.defAdvertiser, defMarkets: p.defMarkets, defBid: p.defBid}
+				defAdvertiser: p.defAdvertiser, defMarkets: p.defMarkets, defBid: p.defBid, allowed: p.allowed}
 			for b := range work {
 				wp.readBlock(b)
 				close(b.done)

@@ -47,7 +47,8 @@ func nextLines(prev *lines, opts Options) *lines {
 }
 
 func sameOptions(a, b Options) bool {
-	return a.BaseURL == b.BaseURL && a.Advertiser == b.Advertiser && a.Bid == b.Bid && slices.Equal(a.Markets, b.Markets)
+	return a.BaseURL == b.BaseURL && a.Advertiser == b.Advertiser && a.Bid == b.Bid && slices.Equal(a.Markets, b.Markets) &&
+		slices.Equal(a.Advertisers, b.Advertisers)
 }
 
 func (l *lines) key(line []byte) lineKey {

@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -66,8 +67,8 @@ func FormatOf(name, contentType string) Format {
 
 // Source is where a feed comes from: a file or an http(s) URL, as -catalog
 // names it, with the options its fragment gives ("feed.xml#advertiser=
-// shop.example&market=de-DE&market=de-AT&bid=0.10&format=tsv"). The
-// fragment is never sent to the server.
+// shop.example&market=de-DE&market=de-AT&bid=0.10&format=tsv&advertisers=
+// shop.example"). The fragment is never sent to the server.
 type Source struct {
 	// Name is the source as errors, warnings and the log show it: as
 	// given, but a URL's credentials (Redacted).
@@ -82,6 +83,10 @@ type Source struct {
 	Advertiser string
 	Markets    []string
 	Bid        string
+	// Advertisers, when not empty, are the only advertisers the feed's
+	// items may name or be given (the fragment's advertisers=, lower-case):
+	// a merchant's feed cannot bill another advertiser's budget.
+	Advertisers []string
 }
 
 // key tells s from the other sources: two that show the same (their
@@ -123,6 +128,10 @@ func ParseSource(v string) (Source, error) {
 			}
 		case "bid":
 			s.Bid = vs[len(vs)-1]
+		case "advertisers":
+			for _, v := range vs {
+				s.Advertisers = append(s.Advertisers, strings.Split(v, ",")...)
+			}
 		case "format":
 			s.Format = map[string]Format{"jsonl": FormatJSONL, "csv": FormatCSV, "xml": FormatMerchantXML,
 				"rss": FormatMerchantXML, "atom": FormatMerchantXML, "tsv": FormatMerchantTSV}[vs[len(vs)-1]]
@@ -130,7 +139,13 @@ func ParseSource(v string) (Source, error) {
 				return s, fmt.Errorf("catalog %s: format %q: want jsonl, csv, xml or tsv", s.Name, vs[len(vs)-1])
 			}
 		default:
-			return s, fmt.Errorf("catalog %s: unknown option %q after #: want advertiser, market, bid or format", s.Name, k)
+			return s, fmt.Errorf("catalog %s: unknown option %q after #: want advertiser, advertisers, market, bid or format", s.Name, k)
+		}
+	}
+	if s.Advertisers != nil {
+		var err error
+		if s.Advertisers, err = parseAdvertisers(s.Advertisers, s.Advertiser); err != nil {
+			return s, fmt.Errorf("catalog %s: %w", s.Name, err)
 		}
 	}
 	if s.IsURL() {
@@ -139,6 +154,30 @@ func ParseSource(v string) (Source, error) {
 		}
 	}
 	return s, nil
+}
+
+// parseAdvertisers checks the ids of an advertisers= option and returns
+// them as the budgets compare ids, trimmed and lower-cased. Each must be a
+// domain name, as an item's advertiser is, and def, the advertiser option,
+// must be one of them: else every item without its own advertiser fails.
+func parseAdvertisers(ids []string, def string) ([]string, error) {
+	var out []string
+	for _, id := range ids {
+		a := strings.ToLower(strings.TrimSpace(id))
+		switch {
+		case a == "":
+			return nil, errors.New("advertisers: an empty advertiser id: want domain names such as shop.example, separated by commas")
+		case !isDomain(a):
+			return nil, fmt.Errorf("advertisers: %q is not a domain name", id)
+		}
+		if !slices.Contains(out, a) {
+			out = append(out, a)
+		}
+	}
+	if d := strings.ToLower(strings.TrimSpace(def)); d != "" && !slices.Contains(out, d) {
+		return nil, fmt.Errorf("advertiser %q is not one of advertisers %s", def, strings.Join(out, ","))
+	}
+	return out, nil
 }
 
 // FetchOptions bound what a Fetcher reads.
@@ -277,7 +316,7 @@ type Result struct {
 // that starts or ends, an item that expires) is read again in full at the
 // first fetch after the change, whether or not its bytes changed.
 func (f *Fetcher) Fetch(ctx context.Context, src Source, opts Options) (Result, error) {
-	opts.Advertiser, opts.Markets, opts.Bid = src.Advertiser, src.Markets, src.Bid
+	opts.Advertiser, opts.Markets, opts.Bid, opts.Advertisers = src.Advertiser, src.Markets, src.Bid, src.Advertisers
 	if opts.Now.IsZero() {
 		opts.Now = f.opts.now()
 	}
