@@ -3,6 +3,8 @@ package catalog
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -204,4 +206,25 @@ func FuzzParseSource(f *testing.F) {
 			t.Fatalf("%q: advertiser %q outside advertisers %q", v, s.Advertiser, s.Advertisers)
 		}
 	})
+}
+
+// TestFetchLockedURLRedacted: the line error of a locked feed URL names
+// the feed as every other error does, without its credentials.
+func TestFetchLockedURLRedacted(t *testing.T) {
+	other := strings.Replace(good, `"advertiser":"haushalt-direkt.de"`, `"advertiser":"competitor.example"`, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte(other + "\n"))
+	}))
+	defer srv.Close()
+	u := strings.Replace(srv.URL, "http://", "http://user:hunter2@", 1) + "/feed.jsonl?token=s3cret#advertisers=haushalt-direkt.de"
+	src, err := ParseSource(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = NewFetcher(FetchOptions{}).Fetch(context.Background(), src, Options{})
+	var le *LineError
+	if !errors.As(err, &le) || le.File != src.Name || !strings.Contains(le.Msg, `"competitor.example"`) ||
+		strings.Contains(err.Error(), "hunter2") || strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("error %v, want a line error naming the feed as %s", err, src.Name)
+	}
 }
