@@ -45,7 +45,10 @@ func TestReadSwappedForAPipe(t *testing.T) {
 	var read, refused int
 	go func() {
 		defer close(done)
-		for range 5000 {
+		// 5000 reads, and more until both have been seen: on a loaded
+		// machine the swaps may not start before many reads are done.
+		start := time.Now()
+		for i := 0; i < 5000 || (read == 0 || refused == 0) && time.Since(start) < 30*time.Second; i++ {
 			if _, err := readBounded(p, 1<<10); err == nil {
 				read++
 			} else {
@@ -55,7 +58,7 @@ func TestReadSwappedForAPipe(t *testing.T) {
 	}()
 	select {
 	case <-done:
-	case <-time.After(time.Minute):
+	case <-time.After(2 * time.Minute):
 		t.Error("a read waits on a named pipe that replaced a regular file after its check")
 		// A writer lets the reads held by the pipe go on.
 		w, err := os.OpenFile(pipe, os.O_RDWR, 0)
