@@ -1,5 +1,6 @@
 // adlink's report dashboard: the last 30 days of /v2/report for the
-// account whose report token the reader types in. The token lives in this
+// account whose report token the reader types in, and its clicks one by
+// one from /v2/clicks. The token lives in this
 // tab's sessionStorage and goes out only in the Authorization header,
 // never in a URL. No framework; the chart is drawn as SVG. The page runs
 // under a CSP without inline script or style: styling is by class only.
@@ -9,6 +10,10 @@
   const DAYS = 30;
   const TABLE_GROUPS = 'site_id,ad,yk_tag';
   const MAX_ROWS = 200;
+  // The clicks table shows CLICK_PAGE clicks at a time; the CSV download
+  // asks for CSV_PAGE a request, the most /v2/clicks gives.
+  const CLICK_PAGE = 50;
+  const CSV_PAGE = 10000;
   const SVG = 'http://www.w3.org/2000/svg';
   const $ = (id) => document.getElementById(id);
 
@@ -25,6 +30,8 @@
   const dayLabel = new Intl.DateTimeFormat(undefined, { day: 'numeric', month: 'short', timeZone: 'UTC' });
   const longDay = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeZone: 'UTC' });
   const clock = new Intl.DateTimeFormat(undefined, { timeStyle: 'short' });
+  // A click's time, to the second, in the reader's time zone.
+  const stamp = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
   const money = (micros, currency) => {
     try {
       return new Intl.NumberFormat(undefined, { style: 'currency', currency }).format(micros / 1e6);
@@ -52,6 +59,15 @@
   let retryTimer = 0;
   let retries = 0;
   const MAX_WAIT = 600;
+  // The clicks table: each UTC day's clicks and billable clicks from the
+  // report by day, the day the table starts at, the cursor of its next
+  // page ('' on the last) and how many it shows. clickGen tells a page
+  // asked for before the filter changed from the current one's.
+  let dayClicks = new Map();
+  let clicksFrom = '';
+  let clicksNext = '';
+  let clicksShown = 0;
+  let clickGen = 0;
 
   const token = () => sessionStorage.getItem(KEY) || '';
   const state = (s) => { document.body.dataset.state = s; };
@@ -67,11 +83,11 @@
     $('range').textContent = longDay.formatRange(new Date(from), new Date(to)) + ' (UTC)';
   }
 
-  // request asks /v2/report with the token in its header; it throws
-  // {status: 0, message} when adlink cannot be reached.
-  async function request(params) {
+  // request asks /v2/report (or path) with the token in its header; it
+  // throws {status: 0, message} when adlink cannot be reached.
+  async function request(params, path = 'v2/report') {
     try {
-      return await fetch('v2/report?' + new URLSearchParams(Object.assign({ from, to }, params)), {
+      return await fetch(path + '?' + new URLSearchParams(Object.assign({ from, to }, params)), {
         headers: { Authorization: 'Bearer ' + token() },
         cache: 'no-store',
         credentials: 'omit',
@@ -123,9 +139,12 @@
     state('loading');
     $('neterror').hidden = true;
     $('status').textContent = 'Loading…';
-    let byDay, table;
+    let byDay, table, clicks;
     try {
       [byDay, table] = await Promise.all([report('day'), report(TABLE_GROUPS)]);
+      if (gen !== generation) return;
+      countClicks(byDay);
+      clicks = await firstClicks();
     } catch (e) {
       if (gen !== generation) return;
       if (e.status === 401) return refuse();
@@ -133,6 +152,7 @@
     }
     if (gen !== generation) return;
     retries = 0;
+    showClicks(clicks, false);
     render(byDay, table);
   }
 
@@ -142,6 +162,7 @@
   function unavailable(e) {
     $('status').textContent = '';
     $('csv').hidden = true;
+    $('clicks-csv').hidden = true;
     let text = e.message;
     let s = 'error';
     if (e.status === 0) {
@@ -178,6 +199,12 @@
     $('chart').replaceChildren();
     $('chart-summary').textContent = '';
     $('rows').replaceChildren();
+    $('click-rows').replaceChildren();
+    $('clicks-caption').textContent = '';
+    $('clicks-status').textContent = '';
+    $('clicks-more').hidden = true;
+    clicksNext = '';
+    clicksShown = 0;
     $('account').replaceChildren();
     for (const k of ['impressions', 'clicks', 'billable', 'ctr', 'spend']) $('k-' + k).textContent = '–';
     $('status').textContent = '';
@@ -224,6 +251,8 @@
     $('chart').scrollLeft = $('chart').scrollWidth; // a narrow screen scrolls it: today in view
     rows(table.rows || []);
     $('csv').hidden = false;
+    $('clicks-csv').hidden = false;
+    $('clicks-csv').disabled = total.clicks === 0;
     $('status').textContent = 'Updated ' + clock.format(new Date());
     state(empty ? 'empty' : 'ready');
   }
@@ -371,6 +400,191 @@
     }
   }
 
+  // countClicks keeps each day's clicks and billable clicks of the
+  // report by day, all currencies together.
+  function countClicks(byDay) {
+    dayClicks = new Map();
+    for (const r of byDay.rows || []) {
+      const d = dayClicks.get(r.day) || { all: 0, billed: 0 };
+      d.all += r.clicks || 0;
+      d.billed += r.billable_clicks || 0;
+      dayClicks.set(r.day, d);
+    }
+  }
+
+  // clicksPage asks /v2/clicks for a page of the table, the filter's
+  // clicks from clicksFrom; it throws as report does.
+  async function clicksPage(after) {
+    const params = { from: clicksFrom, format: 'json', limit: CLICK_PAGE };
+    const billable = $('clicks-filter').value;
+    if (billable) params.billable = billable;
+    if (after) params.after = after;
+    const res = await request(params, 'v2/clicks');
+    if (!res.ok) throw await failure(res);
+    return res.json();
+  }
+
+  // firstClicks starts the table at the latest day from which on the
+  // report counts a page of the filter's clicks, so that it shows the
+  // latest ones without going through the whole range; More goes on from
+  // there, in order of time.
+  function firstClicks() {
+    const billable = $('clicks-filter').value;
+    const of = (d) => (billable === 'true' ? d.billed : billable === 'false' ? d.all - d.billed : d.all);
+    let n = 0;
+    clicksFrom = from;
+    for (let i = days.length - 1; i >= 0; i--) {
+      const d = dayClicks.get(days[i]);
+      n += d ? of(d) : 0;
+      if (n >= CLICK_PAGE) {
+        clicksFrom = days[i];
+        break;
+      }
+    }
+    return clicksPage('');
+  }
+
+  // verdict is a click's verdict in words: billed, or why not.
+  const verdict = (c) => (c.billable ? 'Billed' : 'Not billed: ' + (c.reason || 'unknown'));
+
+  // showClicks shows a page of clicks, after the ones shown when more.
+  function showClicks(page, more) {
+    const list = page.clicks || [];
+    const trs = list.map((c) => {
+      const tr = el('tr');
+      tr.dataset.id = c.id;
+      tr.append(
+        el('td', stamp.format(new Date(String(c.time).replace(/(\.\d{3})\d+/, '$1')))),
+        c.ad ? el('td', c.ad) : el('td', '—', 'none'),
+        c.site_id ? el('td', c.site_id) : el('td', '—', 'none'),
+        c.criterion ? el('td', c.criterion) : el('td', '—', 'none'),
+        el('td', verdict(c), c.billable ? 'billed' : 'unbilled'),
+        el('td', c.bid ? money(micros(c.bid), c.currency) : '–', 'n'));
+      return tr;
+    });
+    if (more) {
+      $('click-rows').append(...trs);
+      clicksShown += trs.length;
+    } else {
+      $('click-rows').replaceChildren(...trs);
+      clicksShown = trs.length;
+    }
+    clicksNext = page.next || '';
+    const filter = $('clicks-filter');
+    const which = filter.value ? filter.options[filter.selectedIndex].textContent.toLowerCase() + ' clicks' : 'clicks';
+    const since = longDay.formatRange(new Date(clicksFrom), new Date(to)) + ' (UTC)';
+    $('clicks-caption').textContent = (which.charAt(0).toUpperCase() + which.slice(1)) + ', ' + since + ', in order of time' +
+      (clicksFrom !== from ? '; the CSV has all of the 30 days' : '') + '.';
+    $('clicks-table').hidden = clicksShown === 0;
+    $('clicks-empty').hidden = clicksShown > 0;
+    $('clicks-empty').textContent = 'No ' + which + ' in these 30 days.';
+    $('clicks-more').hidden = !clicksNext;
+    $('clicks-status').textContent = clicksShown === 0 ? '' : 'Showing ' + counted(clicksShown, 'click', 'clicks') +
+      (clicksNext ? '; more follow.' : '.');
+  }
+
+  // clicksFailed handles a refused page of the table as a refused report.
+  function clicksFailed(e) {
+    if (e.status === 401) return refuse();
+    unavailable(e);
+  }
+
+  async function moreClicks() {
+    const gen = generation;
+    const cg = clickGen;
+    const button = $('clicks-more');
+    button.disabled = true;
+    $('clicks-status').textContent = 'Loading more clicks…';
+    let page;
+    try {
+      page = await clicksPage(clicksNext);
+    } catch (e) {
+      if (gen === generation && cg === clickGen) clicksFailed(e);
+      return;
+    } finally {
+      button.disabled = false;
+    }
+    if (gen !== generation || cg !== clickGen) return;
+    showClicks(page, true);
+    // The last page hides the button that had the focus: the table takes it.
+    if (button.hidden) $('clicks-table').focus();
+  }
+
+  async function filterClicks() {
+    const gen = generation;
+    const cg = ++clickGen;
+    $('clicks-more').hidden = true;
+    $('clicks-status').textContent = 'Loading clicks…';
+    let page;
+    try {
+      page = await firstClicks();
+    } catch (e) {
+      if (gen === generation && cg === clickGen) clicksFailed(e);
+      return;
+    }
+    if (gen !== generation || cg !== clickGen) return;
+    showClicks(page, false);
+  }
+
+  // clicksCsv downloads every click of the range as one CSV file, asked
+  // for page by page with the token in the header, the header row kept
+  // from the first page only, and saved from a blob: the token never goes
+  // into a URL. A page refused with Retry-After (the limit on reports, a
+  // store that does not answer) is asked for again after the wait, a few
+  // times, so a long download goes on where it was.
+  async function clicksCsv() {
+    const gen = generation;
+    const button = $('clicks-csv');
+    const say = (s) => { $('clicks-status').textContent = s; };
+    button.disabled = true;
+    const parts = [];
+    let type = 'text/csv';
+    let after = '';
+    let waits = 0;
+    try {
+      say('Downloading clicks…');
+      for (;;) {
+        const params = { format: 'csv', limit: CSV_PAGE };
+        if (after) params.after = after;
+        const res = await request(params, 'v2/clicks');
+        if (gen !== generation) return;
+        if (res.status === 401) return refuse();
+        if (!res.ok) {
+          const e = await failure(res);
+          if (!e.retryAfter || waits >= 3) throw e;
+          waits++;
+          say(e.message + ' The download goes on in ' + count.format(e.retryAfter) + ' s.');
+          await new Promise((resolve) => setTimeout(resolve, e.retryAfter * 1000));
+          if (gen !== generation) return;
+          continue;
+        }
+        type = res.headers.get('Content-Type') || type;
+        const bytes = new Uint8Array(await res.arrayBuffer());
+        if (gen !== generation) return;
+        // Every page begins with the header row: the file has it once.
+        parts.push(parts.length ? bytes.subarray(bytes.indexOf(10) + 1) : bytes);
+        after = res.headers.get('X-Adlink-Next') || '';
+        if (!after) break;
+        say('Downloading clicks: ' + counted(parts.length, 'page', 'pages') + ' so far…');
+      }
+      const a = el('a');
+      a.href = URL.createObjectURL(new Blob(parts, { type }));
+      a.download = 'adlink-clicks-' + from + '-' + to + '.csv';
+      document.body.append(a);
+      a.click();
+      a.remove();
+      setTimeout(() => URL.revokeObjectURL(a.href), 60000);
+      say('Clicks downloaded as ' + a.download + '.');
+    } catch (e) {
+      if (gen !== generation) return;
+      say('');
+      $('neterror-text').textContent = e.message;
+      $('neterror').hidden = false;
+    } finally {
+      button.disabled = false;
+    }
+  }
+
   $('form').addEventListener('submit', (ev) => {
     ev.preventDefault();
     const t = $('token').value.trim();
@@ -396,6 +610,9 @@
   });
   $('retry').addEventListener('click', () => { retries = 0; load(); });
   $('csv').addEventListener('click', csv);
+  $('clicks-more').addEventListener('click', moreClicks);
+  $('clicks-filter').addEventListener('change', filterClicks);
+  $('clicks-csv').addEventListener('click', clicksCsv);
 
   if (token()) {
     load();
