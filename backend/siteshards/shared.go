@@ -218,47 +218,78 @@ func (s *Service) sharer(ctx context.Context) {
 
 // fetch reads a shard another replica built from the store, checks it
 // and keeps it in the cache; nil when the store has none by that name, or
-// does not answer, or has one whose bytes are not that shard's. With site
-// shards off no replica builds one: nothing is read.
+// does not answer, or has one whose bytes are not that shard's, or ctx
+// ends first. With site shards off no replica builds one: nothing is
+// read.
 func (s *Service) fetch(ctx context.Context, sha string) *Shard {
 	if s.o.Store == nil || s.Budget() == 0 || !shards.ValidSHA256(sha) {
 		return nil
 	}
 	// One read per shard at a time: the pages of a first view come at
-	// once.
+	// once. The read is every waiting request's: not cut short by the
+	// first's client going away, but given up, even before it has a
+	// slot, once every one did, so that requests whose clients left at
+	// once do not queue before the pages that wait.
 	s.mu.Lock()
 	if sh := s.cache.bySHA(sha); sh != nil {
 		s.mu.Unlock()
 		return sh
 	}
-	wait, reading := s.reading[sha]
-	if !reading {
-		wait = make(chan struct{})
-		s.reading[sha] = wait
+	l := s.reading[sha]
+	if l == nil && s.closed {
+		s.mu.Unlock()
+		return nil
 	}
+	if l == nil {
+		rctx, cancel := context.WithTimeout(context.Background(), shareTimeout)
+		l = &lookup{done: make(chan struct{}), cancel: cancel}
+		s.reading[sha] = l
+		s.readers.Add(1)
+		go s.readShared(rctx, sha, l)
+	}
+	l.waiting++
 	s.mu.Unlock()
-	if reading {
-		select {
-		case <-wait:
-		case <-ctx.Done():
-			return nil
-		}
+	select {
+	case <-l.done:
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		return s.cache.bySHA(sha)
-	}
-	defer func() {
+	case <-ctx.Done():
 		s.mu.Lock()
-		delete(s.reading, sha)
-		s.mu.Unlock()
-		close(wait)
-	}()
-	// The read is every waiting request's: not cut short by the first's
-	// client going away.
-	sh, err := s.read(context.WithoutCancel(ctx), sha)
+		defer s.mu.Unlock()
+		if l.waiting--; l.waiting == 0 {
+			l.cancel()
+			if s.reading[sha] == l {
+				delete(s.reading, sha) // a request now reads afresh
+			}
+		}
+		return nil
+	}
+}
+
+// lookup is a read of the store that requests wait for; the Service's
+// lock guards waiting.
+type lookup struct {
+	done    chan struct{} // closed once the shard read, if any, is cached
+	cancel  context.CancelFunc
+	waiting int
+}
+
+// readShared reads the shard sha from the store for the requests
+// waiting on l, and caches it.
+func (s *Service) readShared(ctx context.Context, sha string, l *lookup) {
+	defer s.readers.Done()
+	defer l.cancel()
+	sh, err := s.read(ctx, sha)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.reading[sha] == l {
+		delete(s.reading, sha)
+	}
+	defer close(l.done)
 	switch {
+	case err != nil && errors.Is(ctx.Err(), context.Canceled):
+		return // no request waits for it any more
 	case err != nil:
 		s.stats.FetchFailed++
 		// Once a minute at most: while Postgres is down, every page of
@@ -268,17 +299,16 @@ func (s *Service) fetch(ctx context.Context, sha string) *Shard {
 			s.o.Logger.Warn("a shard another replica built not read: 404 (more such failures are counted, not logged, for a minute)",
 				"sha256", sha, "err", err, "failed_so_far", s.stats.FetchFailed)
 		}
-		return nil
+		return
 	case sh == nil:
 		s.stats.FetchMissed++
-		return nil
+		return
 	}
 	s.stats.Fetched++
 	// The store has it: named by the replica that builds it, not by this
 	// one, which names it in no manifest.
 	sh.shared, sh.tried = s.o.Now(), s.o.Now()
 	s.cache.put(fetchedKey+sha, sh)
-	return s.cache.bySHA(sha)
 }
 
 // fetchedKey heads the cache keys of shards read from the store.
@@ -293,6 +323,9 @@ func (s *Service) read(ctx context.Context, sha string) (*Shard, error) {
 		defer func() { <-s.lookups }()
 	case <-ctx.Done():
 		return nil, ctx.Err()
+	}
+	if err := ctx.Err(); err != nil { // a slot came as it ended
+		return nil, err
 	}
 	body, err := s.o.Store.GetShard(ctx, sha)
 	if err != nil || body == nil {

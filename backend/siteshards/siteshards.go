@@ -191,6 +191,10 @@ type Service struct {
 	sharing    chan *Shard
 	sharerDone chan struct{}
 	lookups    chan struct{}
+	// readers counts the reads of the store under way, which Close waits
+	// for; none starts once closed (guarded by mu) is set.
+	readers sync.WaitGroup
+	closed  bool
 
 	mu      sync.Mutex
 	sites   map[string]*site
@@ -198,8 +202,8 @@ type Service struct {
 	market  map[string]int // how many sites' top sets hold each feature
 	heads   map[string]*head
 	cache   *cache
-	pending map[string]bool          // build keys queued or building
-	reading map[string]chan struct{} // shards being read from the store
+	pending map[string]bool    // build keys queued or building
+	reading map[string]*lookup // shards being read from the store
 	// fetchLogged is when a failed read of the store was last logged.
 	fetchLogged time.Time
 	inflight    int           // builds queued or running, heads building, shards sharing again
@@ -299,7 +303,7 @@ func New(o Options) *Service {
 		sites: map[string]*site{}, siteLRU: list.New(), market: map[string]int{}, heads: map[string]*head{},
 		cache: newCache(o.MaxShards, o.MaxBytes), pending: map[string]bool{}, changed: make(chan struct{}),
 		sharing: make(chan *Shard, queueLen), sharerDone: make(chan struct{}), lookups: make(chan struct{}, maxLookups),
-		reading: map[string]chan struct{}{}}
+		reading: map[string]*lookup{}}
 	if o.File != "" {
 		if err := s.load(o.File); err != nil {
 			o.Logger.Warn("site profiles not read: they start empty", "err", err)
@@ -320,16 +324,21 @@ func (s *Service) Budget() int {
 	return s.o.Budget
 }
 
-// Close stops the builder, letting a build under way finish, and writes
-// the profiles to Options.File.
+// Close stops the builder, letting a build under way finish, waits for
+// the reads of Options.Store under way, and writes the profiles to
+// Options.File.
 func (s *Service) Close() error {
 	if s == nil {
 		return nil
 	}
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
 	s.stop()
 	<-s.done
 	<-s.saving
 	<-s.sharerDone
+	s.readers.Wait()
 	if s.o.File != "" {
 		return s.save(s.o.File)
 	}
