@@ -28,3 +28,6 @@ func (s *Service) Waiting() int {
 
 // WaitReads waits for the reads of the store under way.
 func (s *Service) WaitReads() { s.readers.Wait() }
+
+// Share writes sh to the store, as a build does.
+func (s *Service) Share(sh *Shard) { s.share(sh) }

@@ -160,8 +160,13 @@ func (s *Service) share(sh *Shard) {
 	sh.tried = now
 	if err != nil {
 		s.stats.ShareFailed++
-		s.o.Logger.Warn("a site shard not shared with the other replicas: a page that fetches it from another gets a 404; trying again",
-			"sha256", sh.Blob.SHA256, "err", err)
+		// Once a minute at most: while Postgres is down, every shard a
+		// manifest names is tried again each minute.
+		if now := time.Now(); now.Sub(s.shareLogged) >= time.Minute {
+			s.shareLogged = now
+			s.o.Logger.Warn("a site shard not shared with the other replicas: a page that fetches it from another gets a 404; trying again (more such failures are counted, not logged, for a minute)",
+				"sha256", sh.Blob.SHA256, "err", err, "failed_so_far", s.stats.ShareFailed)
+		}
 		return
 	}
 	sh.shared = now

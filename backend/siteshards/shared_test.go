@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -86,4 +89,50 @@ func TestStoreReadsNoRequestWaitsForAreNotRun(t *testing.T) {
 	if st := svc.Stats(); st.FetchMissed != 0 || st.Fetched != 1 || st.FetchFailed != 0 {
 		t.Errorf("stats: %+v; want the shard kept read, and nothing else", st)
 	}
+}
+
+// TestShareFailuresLoggedOnceAMinute: while Postgres is down, the shards
+// that could not be shared are counted each, and logged once a minute,
+// not a line each: every shard a manifest names is tried again each
+// minute.
+func TestShareFailuresLoggedOnceAMinute(t *testing.T) {
+	pg := testpg.Start(t)
+	db, err := pgstore.Open(t.Context(), pg.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var logs bytes.Buffer
+	var mu sync.Mutex
+	svc := siteshards.New(siteshards.Options{HeadWait: time.Hour, Budget: 20_000, Store: db.SiteShards(),
+		Logger: slog.New(slog.NewTextHandler(&lockedWriter{&mu, &logs}, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	defer svc.Close()
+	if err := pg.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		blob, err := shards.NewBlob(bytes.Repeat([]byte(fmt.Sprintf("shard %d ", i)), 100), "application/octet-stream")
+		if err != nil {
+			t.Fatal(err)
+		}
+		svc.Share(&siteshards.Shard{Blob: blob, Ads: 9})
+	}
+	mu.Lock()
+	lines := strings.Count(logs.String(), "not shared")
+	mu.Unlock()
+	if st := svc.Stats(); st.ShareFailed != 5 || lines != 1 {
+		t.Errorf("%d failures counted, %d logged; want 5, 1:\n%s", st.ShareFailed, lines, logs.String())
+	}
+}
+
+// lockedWriter is a writer for a logger of several goroutines.
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (w *lockedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.w.Write(p)
 }

@@ -204,11 +204,12 @@ type Service struct {
 	cache   *cache
 	pending map[string]bool    // build keys queued or building
 	reading map[string]*lookup // shards being read from the store
-	// fetchLogged is when a failed read of the store was last logged.
-	fetchLogged time.Time
-	inflight    int           // builds queued or running, heads building, shards sharing again
-	changed     chan struct{} // closed and replaced when inflight falls
-	stats       Stats
+	// fetchLogged and shareLogged are when a failed read, and write, of
+	// the store were last logged.
+	fetchLogged, shareLogged time.Time
+	inflight                 int           // builds queued or running, heads building, shards sharing again
+	changed                  chan struct{} // closed and replaced when inflight falls
+	stats                    Stats
 	// learnt counts the profiles' changes; saved is its value in the
 	// file the saver last wrote.
 	learnt, saved uint64
