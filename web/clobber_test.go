@@ -72,3 +72,28 @@ func TestClobberedCurrentScript(t *testing.T) {
 		}
 	})
 }
+
+// TestClobberedDocumentMethods: an element of the page's markup named
+// after a method or property of document (a user's comment with an
+// <img name="querySelector">) shadows it, and a widget calling the
+// element would throw and place nothing. The widget places the page's
+// ads whatever document's own names are given to.
+func TestClobberedDocumentMethods(t *testing.T) {
+	br := newBrowser(t)
+	b := startBackend(t)
+	var markup strings.Builder
+	for _, name := range []string{"querySelector", "querySelectorAll", "createElement", "createTextNode", "createRange",
+		"createTreeWalker", "getElementById", "addEventListener", "body", "head", "documentElement", "readyState", "title", "visibilityState"} {
+		markup.WriteString(`<img name="` + name + `" alt="">`)
+	}
+	site := publisher(t, map[string]string{
+		"/page.html": publisherPage("de-DE", b.URL, "<article><p>"+handyText+"</p><p>Ein Kommentar: "+markup.String()+"</p></article>"),
+	})
+	r := br.view(t, site+"/page.html")
+	if clobbered := eval[bool](t, br, `document.querySelector instanceof HTMLImageElement`); !clobbered {
+		t.Fatal("document.querySelector is document's own: the page does not test what it should")
+	}
+	if r.Links == 0 {
+		t.Errorf("%+v, want the page's ads", r)
+	}
+}

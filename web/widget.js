@@ -75,18 +75,36 @@
   // window.adlink returns it, but not as the window's own property.
   if (Object.prototype.hasOwnProperty.call(window, "adlink") && window.adlink && window.adlink.config) return;
 
+  // The page's markup may name an element after a method or property of
+  // document (DOM clobbering: a user's comment with an <img
+  // name="querySelector">, or a named <form>, <embed>, <object> or
+  // <iframe>), which then shadows document's own: the widget takes them
+  // from Document's prototype.
+  var docProto = Document.prototype;
+  function docProp(name) {
+    var d = Object.getOwnPropertyDescriptor(docProto, name);
+    return d && d.get ? d.get.call(document) : document[name];
+  }
+  function docFn(name) {
+    var f = docProto[name];
+    return function () { return f.apply(document, arguments); };
+  }
+  var $ = docFn("querySelector"), $$ = docFn("querySelectorAll"), byId = docFn("getElementById"),
+    createElement = docFn("createElement"), createTextNode = docFn("createTextNode"), createRange = docFn("createRange"),
+    createTreeWalker = docFn("createTreeWalker"), onDocument = docFn("addEventListener");
+
   // currentScript is null when a tag manager or another script inserted the
   // tag, and another element when the page names one currentScript (a named
   // <img>, <form> or <embed>, which a user's comment may hold, shadows
   // document's own): only a script element is the tag.
-  var script = document.currentScript;
-  if (!(script instanceof HTMLScriptElement)) script = document.querySelector('script[src*="widget.js"][data-api-key]');
+  var script = docProp("currentScript");
+  if (!(script instanceof HTMLScriptElement)) script = $('script[src*="widget.js"][data-api-key]');
   var data = (script && script.dataset) || {};
   // <html lang> is a BCP 47 tag: its region, if any, is the first two-letter
   // subtag after the language; "es-419" and "zh-Hant" name no country. A
   // one-letter subtag starts extensions or private use ("de-u-co-phonebk",
   // "x-de"): no region after it.
-  var tags = (document.documentElement.lang || "").split(/[-_]/), pageLoc = "";
+  var tags = (docProp("documentElement").lang || "").split(/[-_]/), pageLoc = "";
   for (var i = 0; i < tags.length && tags[i].length > 1 && !pageLoc; i++) {
     if (i && /^[a-z]{2}$/i.test(tags[i])) pageLoc = tags[i];
   }
@@ -511,11 +529,11 @@
   // its main part when it marks one; the main part, else the body, where it
   // has several, as a front page lists teasers, rather than the first.
   function contentRoot() {
-    var main = document.querySelector("main, [role=main]");
-    var articles = Array.prototype.filter.call((main || document).querySelectorAll("article"), function (a) {
+    var main = $("main, [role=main]");
+    var articles = Array.prototype.filter.call((main ? main.querySelectorAll("article") : $$("article")), function (a) {
       return !(a.parentElement && a.parentElement.closest("article, aside, nav, header, footer"));
     });
-    return articles.length === 1 ? articles[0] : main || document.body;
+    return articles.length === 1 ? articles[0] : main || docProp("body");
   }
 
   // skipped tells whether a link may not go around node: the content root
@@ -581,7 +599,7 @@
   // of an element of thousands of lines takes as long to work out each time.
   function textNodes(root) {
     var out = [], shownEl = new Map(), memo = new Map();
-    var w = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+    var w = createTreeWalker(root, NodeFilter.SHOW_TEXT);
     for (var n = w.nextNode(); n; n = w.nextNode()) {
       if (!n.nodeValue.trim() || skipped(n, root, memo)) continue;
       var p = n.parentNode;
@@ -611,7 +629,7 @@
   // that hides its overflow (a "screen reader only" one).
   function onPage(r, el, up) {
     if (r.width === 0 || r.height === 0 || r.right + scrollX <= 0 || r.bottom + scrollY <= 0) return false;
-    for (var e = el; e && e !== document.body; e = e.parentElement) {
+    for (var e = el; e && e !== docProp("body"); e = e.parentElement) {
       var c = e === el ? r : e.getBoundingClientRect();
       if (c.width < 2 || c.height < 2) {
         var st = getComputedStyle(e);
@@ -625,7 +643,7 @@
   // shown tells whether the n characters at "at" in a text node are where a
   // reader can see them.
   function shown(node, at, n) {
-    var range = document.createRange();
+    var range = createRange();
     range.setStart(node, at);
     range.setEnd(node, at + n);
     return onPage(range.getBoundingClientRect(), node.parentElement, null);
@@ -646,7 +664,7 @@
   // text (a comment form) does not count; a form around it (a page may sit
   // in one) does; a field's value is in no block.
   function pageText() {
-    var root = contentRoot(), title = [document.title], text = [];
+    var root = contentRoot(), title = [docProp("title")], text = [];
     var blocks = root.querySelectorAll(BLOCKS);
     for (var i = 0; i < blocks.length; i++) {
       var b = blocks[i], up = b.parentElement && b.parentElement.closest(BLOCKS);
@@ -660,9 +678,9 @@
 
   // ---- Placing ads.
   function el(tag, attrs, kids) {
-    var e = document.createElement(tag);
+    var e = createElement(tag);
     Object.keys(attrs).forEach(function (k) { e.setAttribute(k, attrs[k]); });
-    (kids || []).forEach(function (c) { if (c) e.appendChild(typeof c === "string" ? document.createTextNode(c) : c); });
+    (kids || []).forEach(function (c) { if (c) e.appendChild(typeof c === "string" ? createTextNode(c) : c); });
     return e;
   }
 
@@ -864,7 +882,7 @@
       el("div", { "class": "adlink-label" }, [config.label || label[0]]),
       el("ul", {}, items)
     ]);
-    var slot = document.querySelector("[data-adlink-box]");
+    var slot = $("[data-adlink-box]");
     if (slot) slot.appendChild(b);
     else {
       var at = lastParagraph(contentRoot());
@@ -909,7 +927,7 @@
 
   // style adds the widget's style sheet to the page, once.
   function style() {
-    if (!document.getElementById("adlink-style")) document.head.appendChild(el("style", { id: "adlink-style" }, [STYLE]));
+    if (!byId("adlink-style")) docProp("head").appendChild(el("style", { id: "adlink-style" }, [STYLE]));
   }
 
   function render(links, source, gen) {
@@ -984,12 +1002,12 @@
           }
         });
       }, { threshold: [0, 0.5] });
-      document.addEventListener("visibilitychange", function () {
-        if (document.visibilityState === "visible") inView.forEach(look);
+      onDocument("visibilitychange", function () {
+        if (docProp("visibilityState") === "visible") inView.forEach(look);
       });
     }
     unwatchGone();
-    var links = placedLinks || document.querySelectorAll("a.adlink-intext[data-adlink=intext], aside.adlink-box[data-adlink=box] a.adlink-ad");
+    var links = placedLinks || $$("a.adlink-intext[data-adlink=intext], aside.adlink-box[data-adlink=box] a.adlink-ad");
     for (var i = 0; i < links.length; i++) {
       if (!watched.has(links[i])) {
         watched.add(links[i]);
@@ -1230,7 +1248,7 @@
     startEarly(url);
     // Only reading and changing the page waits for it to be parsed.
     var dom = new Promise(function (resolve) {
-      if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", function () { resolve(); });
+      if (docProp("readyState") === "loading") onDocument("DOMContentLoaded", function () { resolve(); });
       else resolve();
     });
     return answer.then(function (r) {
@@ -1275,7 +1293,7 @@
   // No other node is touched (normalize would merge and drop nodes a
   // framework keeps), nor an element of the page's own with data-adlink.
   function clear() {
-    var placed = document.querySelectorAll("a.adlink-intext[data-adlink=intext], aside.adlink-box[data-adlink=box]");
+    var placed = $$("a.adlink-intext[data-adlink=intext], aside.adlink-box[data-adlink=box]");
     for (var i = 0; i < placed.length; i++) {
       var n = placed[i], parent = n.parentNode;
       if (!parent) continue;
@@ -1289,7 +1307,7 @@
         } else if (from && from.parentNode && left.get(from) !== from.nodeValue) {
           if (rest) parent.removeChild(rest); // the page set its text anew
         } else {
-          parent.insertBefore(document.createTextNode(n.textContent), n);
+          parent.insertBefore(createTextNode(n.textContent), n);
         }
       }
       parent.removeChild(n);
