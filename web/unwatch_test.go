@@ -2,6 +2,7 @@ package web
 
 import (
 	_ "embed"
+	"strconv"
 	"testing"
 )
 
@@ -66,6 +67,51 @@ func TestGoneLinksAreNotWatched(t *testing.T) {
 		if n := eval[int](t, br, goneObserved); n != 0 {
 			t.Errorf("after search %d: %d results out of the page still watched, want 0", i+1, n)
 		}
+	}
+	br.noConsoleErrors(t)
+}
+
+// TestReusedLinkIsReportedAgain: a single-page app that renders the next
+// search's results into the links it rendered the last one's in (a
+// framework reuses the elements of a list) has the widget watch them
+// again: each link is reported for the ad it now goes to, and gets that
+// ad's click token, without which a click on it does not bill.
+func TestReusedLinkIsReportedAgain(t *testing.T) {
+	br := newBrowser(t)
+	b := startBackend(t)
+	site := publisher(t, map[string]string{"/page.html": publisherPage("de-DE", b.URL, readerPage)})
+	asReader(t, br, b, site)
+	if r := br.view(t, site+"/page.html"); r.Links == 0 {
+		t.Fatalf("first view: %+v", r)
+	}
+	const render = `(q) => adlink.search(q).then(body => {
+	let a = document.getElementById('result');
+	if (!a) {
+		a = document.createElement('a');
+		a.id = 'result';
+		a.textContent = 'the first result';
+		document.body.prepend(a);
+	}
+	a.href = body.link[0].ad;
+	adlink.watch(document.body);
+	return new URL(a.href).searchParams.get('adId');
+})`
+	tokenOf := func(ad string) string {
+		return pollHref(t, br, `(() => {
+  const a = document.getElementById('result');
+  return a && /[?&]ct=/.test(a.href) && new URL(a.href).searchParams.get('adId') === `+strconv.Quote(ad)+` ? a.href : false;
+})()`)
+	}
+	first := evalCall[string](t, br, render, "iphone 15")
+	if tokenOf(first) == "" {
+		t.Fatalf("the result for %s never got its click token", first)
+	}
+	second := evalCall[string](t, br, render, "pixel 8")
+	if second == first || second == "" {
+		t.Fatalf("the second search's first result is %q, the first's %q: the test needs two ads", second, first)
+	}
+	if tokenOf(second) == "" {
+		t.Errorf("the link rendered anew for %s never got its click token: %s", second, eval[string](t, br, `document.getElementById('result').href`))
 	}
 	br.noConsoleErrors(t)
 }

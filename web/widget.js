@@ -958,15 +958,17 @@
   // element it observes alive, so a link the page no longer holds is let
   // go (unwatchGone) whenever links are watched, and at each refresh.
   var watched = new Set(), timers = new Map(), seenQueue = [], batchTimer = 0, observer = null;
-  // proof is when (Date.now()) each reported link is to be reported again,
-  // 0 while its report is on its way or when it got no click token;
-  // inView the links at least half in view; lastMarket the last match's
+  // proof is, for each reported link, the href reported (with its click
+  // token) and when (Date.now()) it is to be reported again, 0 while its
+  // report is on its way or when it got no click token: a link whose href
+  // the page changed since (a framework reusing a list's elements for the
+  // next results) goes to another ad, and is reported anew; inView the links at least half in view; lastMarket the last match's
   // loc and lang, whose manifest gives a link the page made its site token.
   var proof = new WeakMap(), inView = new Set(), lastMarket = null;
 
   function stale(a) {
-    var at = proof.get(a);
-    return at === undefined || (at > 0 && Date.now() >= at);
+    var p = proof.get(a);
+    return !p || p.href !== a.href || (p.at > 0 && Date.now() >= p.at);
   }
 
   // renewAt is when a link whose click token ct ("kid.d.shown.exp.mac",
@@ -1012,6 +1014,8 @@
       if (!watched.has(links[i])) {
         watched.add(links[i]);
         observer.observe(links[i]);
+      } else if (inView.has(links[i])) {
+        look(links[i]); // in view still, perhaps with another href
       }
     }
   }
@@ -1058,7 +1062,7 @@
   function seen(a) {
     timers.delete(a);
     if (!a.isConnected) return unwatch(a); // the view changed (refresh)
-    proof.set(a, 0);
+    proof.set(a, { href: a.href, at: 0 });
     seenQueue.push(a);
     if (!batchTimer) batchTimer = setTimeout(report, BATCH_MS);
   }
@@ -1096,7 +1100,7 @@
       batch.forEach(function (a, i) {
         if (typeof ct[i] !== "string" || !/^[\w.-]+$/.test(ct[i]) || /[?&]sig=/.test(a.href) || a.href !== was[i]) return;
         a.href = sent[i] + "&ct=" + ct[i];
-        proof.set(a, renewAt(ct[i]));
+        proof.set(a, { href: a.href, at: renewAt(ct[i]) });
         if (!timing.firstToken) timing.firstToken = performance.now();
       });
     }, function () {
