@@ -172,6 +172,18 @@ func (l *Log) Scan(ctx context.Context, from, to time.Time, fn func(Click) error
 // name with from <= its time < to, oldest first; a zero from or to means
 // no bound.
 func scanRecords[T any](ctx context.Context, db *bolt.DB, name []byte, from, to time.Time, fn func(T) error) error {
+	return scanRaw(ctx, db, name, from, to, func(k, v []byte) error {
+		var r T
+		if err := json.Unmarshal(v, &r); err != nil {
+			return fmt.Errorf("clicks: record %x: %w", k, err)
+		}
+		return fn(r)
+	})
+}
+
+// scanRaw is scanRecords with each record's key and JSON, valid only
+// during the call, given to fn as stored.
+func scanRaw(ctx context.Context, db *bolt.DB, name []byte, from, to time.Time, fn func(k, v []byte) error) error {
 	return db.View(func(tx *bolt.Tx) error {
 		cur := tx.Bucket(name).Cursor()
 		var k, v []byte
@@ -187,11 +199,7 @@ func scanRecords[T any](ctx context.Context, db *bolt.DB, name []byte, from, to 
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			var r T
-			if err := json.Unmarshal(v, &r); err != nil {
-				return fmt.Errorf("clicks: record %x: %w", k, err)
-			}
-			if err := fn(r); err != nil {
+			if err := fn(k, v); err != nil {
 				return err
 			}
 		}

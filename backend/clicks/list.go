@@ -1,8 +1,12 @@
 package clicks
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -59,43 +63,113 @@ type Lister interface {
 
 var _ Lister = (*Log)(nil)
 
-// List implements Lister by a scan of the range.
+// List implements Lister by a scan of the range. A record whose JSON
+// does not hold the account's api_key or advertiser as its field is
+// passed over without being decoded: a listing of an account with few
+// clicks reads the range's bytes, not every click of it.
 func (l *Log) List(ctx context.Context, q Query) ([]Click, bool, error) {
-	return ListScan(ctx, l, q)
-}
-
-var errPageFull = errors.New("page full")
-
-// ListScan answers q with store's Scan: from q.After (or q.From) to
-// q.To, until the page is full and the clicks of its last nanosecond are
-// all read, since Scan orders a nanosecond's clicks as they came and a
-// listing by their IDs.
-func ListScan(ctx context.Context, store Store, q Query) ([]Click, bool, error) {
 	if q.Limit < 1 {
 		return nil, false, errors.New("clicks: list: limit below 1")
 	}
-	from := q.From
-	if q.After.Time.After(from) {
-		from = q.After.Time
-	}
-	var page []Click
-	err := store.Scan(ctx, from, q.To, func(c Click) error {
-		if len(page) > q.Limit && c.Time.After(page[len(page)-1].Time) {
+	need := q.field()
+	var p pager
+	err := scanRaw(ctx, l.db, bucket, q.start(), q.To, func(k, v []byte) error {
+		if p.full(&q, int64(binary.BigEndian.Uint64(k[:8]))) {
 			return errPageFull
 		}
-		if q.keeps(&c) {
-			page = append(page, c)
+		if need != nil && !bytes.Contains(v, need) {
+			return nil
 		}
+		var c Click
+		if err := json.Unmarshal(v, &c); err != nil {
+			return fmt.Errorf("clicks: record %x: %w", k, err)
+		}
+		p.add(&q, c)
 		return nil
 	})
 	if err != nil && !errors.Is(err, errPageFull) {
 		return nil, false, err
 	}
-	slices.SortStableFunc(page, func(a, b Click) int {
+	page, more := p.done(&q)
+	return page, more, nil
+}
+
+// field is the JSON a stored click of q's account holds, its api_key or
+// advertiser field as json.Marshal writes it, or nil when q names no
+// account or its id is not plain ASCII that JSON writes as it is.
+func (q *Query) field() []byte {
+	name, id := "api_key", q.APIKey
+	if id == "" {
+		name, id = "advertiser", q.Advertiser
+	}
+	if id == "" {
+		return nil
+	}
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return nil
+		}
+	}
+	return []byte(`"` + name + `":"` + id + `"`)
+}
+
+// start is where q's scan begins: at its cursor's time, or at From.
+func (q *Query) start() time.Time {
+	if q.After.Time.After(q.From) {
+		return q.After.Time
+	}
+	return q.From
+}
+
+var errPageFull = errors.New("page full")
+
+// pager gathers a page of a listing from a scan in the order of time.
+type pager struct{ page []Click }
+
+// full reports whether the page holds more than q.Limit clicks and the
+// scan is past its last click's nanosecond, at ns: since a scan orders a
+// nanosecond's clicks as they came and a listing by their IDs, the page
+// is whole only once all of them are read.
+func (p *pager) full(q *Query, ns int64) bool {
+	return len(p.page) > q.Limit && ns > p.page[len(p.page)-1].Time.UnixNano()
+}
+
+func (p *pager) add(q *Query, c Click) {
+	if q.keeps(&c) {
+		p.page = append(p.page, c)
+	}
+}
+
+// done returns the page's first q.Limit clicks in listing order, and
+// whether more follow.
+func (p *pager) done(q *Query) ([]Click, bool) {
+	slices.SortStableFunc(p.page, func(a, b Click) int {
 		return Position{a.Time, a.ID}.compare(Position{b.Time, b.ID})
 	})
-	if len(page) > q.Limit {
-		return page[:q.Limit], true, nil
+	if len(p.page) > q.Limit {
+		return p.page[:q.Limit], true
 	}
-	return page, false, nil
+	return p.page, false
+}
+
+// ListScan answers q with store's Scan: from q.After (or q.From) to
+// q.To, until the page is full and the clicks of its last nanosecond are
+// all read.
+func ListScan(ctx context.Context, store Store, q Query) ([]Click, bool, error) {
+	if q.Limit < 1 {
+		return nil, false, errors.New("clicks: list: limit below 1")
+	}
+	var p pager
+	err := store.Scan(ctx, q.start(), q.To, func(c Click) error {
+		if p.full(&q, c.Time.UnixNano()) {
+			return errPageFull
+		}
+		p.add(&q, c)
+		return nil
+	})
+	if err != nil && !errors.Is(err, errPageFull) {
+		return nil, false, err
+	}
+	page, more := p.done(&q)
+	return page, more, nil
 }
