@@ -32,22 +32,26 @@ func (s *server) landing(r *http.Request, landingURL, advertiser, id string) str
 func withParam(u, param, value string) string {
 	rest, fragment, hasFragment := strings.Cut(u, "#")
 	base, query, _ := strings.Cut(rest, "?")
+	// Its other pairs stay as written, empty ones too ("a=1&&b"): the
+	// site may check its own URL as it gave it.
+	var kept []string
+	if query != "" {
+		for kv := range strings.SplitSeq(query, "&") {
+			k, _, _ := strings.Cut(kv, "=")
+			if uk, err := url.QueryUnescape(k); k == param || err == nil && uk == param {
+				continue
+			}
+			kept = append(kept, kv)
+		}
+	}
+	others := strings.Join(kept, "&")
 	var b strings.Builder
 	b.WriteString(base)
-	sep := byte('?')
-	for kv := range strings.SplitSeq(query, "&") {
-		k, _, _ := strings.Cut(kv, "=")
-		if kv == "" || k == param {
-			continue
-		}
-		if uk, err := url.QueryUnescape(k); err == nil && uk == param {
-			continue
-		}
-		b.WriteByte(sep)
-		b.WriteString(kv)
-		sep = '&'
+	b.WriteByte('?')
+	b.WriteString(others)
+	if others != "" && !strings.HasSuffix(others, "&") {
+		b.WriteByte('&')
 	}
-	b.WriteByte(sep)
 	b.WriteString(url.QueryEscape(param))
 	b.WriteByte('=')
 	b.WriteString(url.QueryEscape(value))

@@ -17,6 +17,11 @@ func TestWithParam(t *testing.T) {
 		{"https://shop.example/p?a%63=old&a=1", "https://shop.example/p?a=1&ac=ID"},
 		{"https://shop.example/p?a=1#top?x=1", "https://shop.example/p?a=1&ac=ID#top?x=1"},
 		{"https://shop.example/p#", "https://shop.example/p?ac=ID#"},
+		{"https://shop.example/p?a=1&&b", "https://shop.example/p?a=1&&b&ac=ID"},
+		{"https://shop.example/p?&a=1&", "https://shop.example/p?&a=1&ac=ID"},
+		{"https://shop.example/p?a=1&ac=old&&b", "https://shop.example/p?a=1&&b&ac=ID"},
+		{"https://shop.example/p?ac=old", "https://shop.example/p?ac=ID"},
+		{"https://shop.example/p?a=1;b=2", "https://shop.example/p?a=1;b=2&ac=ID"},
 	} {
 		got := withParam(tt.in, "ac", "ID")
 		if got != tt.want {
