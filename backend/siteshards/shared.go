@@ -28,9 +28,20 @@ type Store interface {
 	// GetShard returns the body kept under sha; nil, nil when there is
 	// none.
 	GetShard(ctx context.Context, sha string) ([]byte, error)
+	// ShardNames returns the shards kept named at since or later, with
+	// when each was named last, the earliest first, at most limit; a
+	// shard PutShard kept is listed once it returns.
+	ShardNames(ctx context.Context, since time.Time, limit int) ([]Named, error)
 	// DropShards deletes at most limit shards not named since before,
 	// the oldest first, and returns how many it deleted.
 	DropShards(ctx context.Context, before time.Time, limit int) (int, error)
+}
+
+// Named is a shard a Store keeps, by its SHA-256, and when it was named
+// last.
+type Named struct {
+	SHA256 string
+	At     time.Time
 }
 
 // How a Service shares its shards through a Store.
@@ -171,6 +182,7 @@ func (s *Service) share(sh *Shard) {
 	}
 	sh.shared = now
 	s.stats.Shared++
+	s.listedLocked(sh.Blob.SHA256, now)
 }
 
 // put writes a shard to the store, or names it now when it has it.
@@ -222,12 +234,23 @@ func (s *Service) sharer(ctx context.Context) {
 }
 
 // fetch reads a shard another replica built from the store, checks it
-// and keeps it in the cache; nil when the store has none by that name, or
-// does not answer, or has one whose bytes are not that shard's, or ctx
-// ends first. With site shards off no replica builds one: nothing is
+// and keeps it in the cache; nil when the store has none by that name
+// (none listed, or none read), or does not answer, or has one whose
+// bytes are not that shard's, or ctx ends first. With site shards off no replica builds one: nothing is
 // read.
 func (s *Service) fetch(ctx context.Context, sha string) *Shard {
 	if s.o.Store == nil || s.Budget() == 0 || !shards.ValidSHA256(sha) {
+		return nil
+	}
+	// A name the store does not list is none it keeps: not read, so that
+	// requests for shards no replica built cost the store nothing.
+	if !s.known(ctx, sha) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if sh := s.cache.bySHA(sha); sh != nil { // built meanwhile
+			return sh
+		}
+		s.stats.FetchMissed++
 		return nil
 	}
 	// One read per shard at a time: the pages of a first view come at

@@ -172,9 +172,12 @@ type Stats struct {
 	// Shared are the shards written to or named again in Options.Store,
 	// ShareFailed the writes that failed. Fetched are the shards another
 	// replica built read from it, FetchMissed the names it had no shard
-	// by, FetchFailed the reads that failed or gave bytes not served.
+	// by (none listed, or none read), FetchFailed the reads and listings
+	// that failed or gave bytes not served. Listings are the listings of
+	// the store's names.
 	Shared, ShareFailed               int
 	Fetched, FetchMissed, FetchFailed int
+	Listings                          int
 }
 
 // Service keeps the sites' profiles and shards. Its methods are safe for
@@ -204,6 +207,7 @@ type Service struct {
 	cache   *cache
 	pending map[string]bool    // build keys queued or building
 	reading map[string]*lookup // shards being read from the store
+	names   storeNames         // the shards the store keeps, by name
 	// fetchLogged and shareLogged are when a failed read, and write, of
 	// the store were last logged.
 	fetchLogged, shareLogged time.Time
@@ -304,7 +308,9 @@ func New(o Options) *Service {
 		sites: map[string]*site{}, siteLRU: list.New(), market: map[string]int{}, heads: map[string]*head{},
 		cache: newCache(o.MaxShards, o.MaxBytes), pending: map[string]bool{}, changed: make(chan struct{}),
 		sharing: make(chan *Shard, queueLen), sharerDone: make(chan struct{}), lookups: make(chan struct{}, maxLookups),
-		reading: map[string]*lookup{}}
+		reading: map[string]*lookup{}, names: storeNames{set: map[string]time.Time{}, wake: make(chan struct{}, 1), done: make(chan struct{})}}
+	s.names.next = &listing{done: make(chan struct{})} // loaded at start
+	s.names.wake <- struct{}{}
 	if o.File != "" {
 		if err := s.load(o.File); err != nil {
 			o.Logger.Warn("site profiles not read: they start empty", "err", err)
@@ -313,6 +319,7 @@ func New(o Options) *Service {
 	go s.build(ctx)
 	go s.keep(ctx)
 	go s.sharer(ctx)
+	go s.lister(ctx)
 	return s
 }
 
@@ -339,6 +346,7 @@ func (s *Service) Close() error {
 	<-s.done
 	<-s.saving
 	<-s.sharerDone
+	<-s.names.done
 	s.readers.Wait()
 	if s.o.File != "" {
 		return s.save(s.o.File)

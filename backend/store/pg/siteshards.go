@@ -62,6 +62,35 @@ func (s SiteShards) GetShard(ctx context.Context, sha string) ([]byte, error) {
 	return body, nil
 }
 
+// ShardNames implements siteshards.Store: the index on named answers
+// it, and no body is read.
+func (s SiteShards) ShardNames(ctx context.Context, since time.Time, limit int) ([]siteshards.Named, error) {
+	var out []siteshards.Named
+	err := s.db.rerun(ctx, func() error {
+		out = out[:0]
+		rows, err := s.db.pool.Query(ctx, `SELECT sha256, named FROM site_shards WHERE named >= $1 ORDER BY named LIMIT $2`,
+			nanos(since), limit)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var n siteshards.Named
+			var named int64
+			if err := rows.Scan(&n.SHA256, &named); err != nil {
+				return err
+			}
+			n.At = fromNanos(named)
+			out = append(out, n)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: site shards: %w", err)
+	}
+	return out, nil
+}
+
 // DropShards implements siteshards.Store.
 func (s SiteShards) DropShards(ctx context.Context, before time.Time, limit int) (int, error) {
 	tag, err := s.db.pool.Exec(ctx, `DELETE FROM site_shards WHERE sha256 IN

@@ -2,6 +2,8 @@ package pgstore_test
 
 import (
 	"bytes"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -42,6 +44,24 @@ func TestSiteShardsKeepNamedOnes(t *testing.T) {
 	// a named again later than the others: b goes first, then c.
 	if ok, err := s.TouchShard(ctx, "a", day.Add(5*time.Hour)); !ok || err != nil {
 		t.Fatalf("touching a: %v %v", ok, err)
+	}
+	names := func(since time.Time, limit int) string {
+		t.Helper()
+		named, err := s.ShardNames(ctx, since, limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, n := range named {
+			got = append(got, fmt.Sprintf("%s@%s", n.SHA256, n.At.Sub(day)))
+		}
+		return strings.Join(got, " ")
+	}
+	if got, want := names(day, 10), "b@1h0m0s c@2h0m0s a@5h0m0s"; got != want {
+		t.Errorf("names named since the day began: %s; want %s", got, want)
+	}
+	if got, want := names(day.Add(2*time.Hour), 1), "c@2h0m0s"; got != want {
+		t.Errorf("the first name named since 2h: %s; want %s", got, want)
 	}
 	if n, err := s.DropShards(ctx, day.Add(4*time.Hour), 1); n != 1 || err != nil {
 		t.Fatalf("dropped %d, %v; want 1", n, err)
