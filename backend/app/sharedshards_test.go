@@ -168,9 +168,13 @@ func TestReplicasServeEachOthersSiteShards(t *testing.T) {
 	if st := c.SiteShards.Stats(); st.FetchFailed == 0 || st.Fetched != 0 {
 		t.Errorf("C's stats: %+v; want the reads failed", st)
 	}
-	// A shard no replica built is looked up, and missing.
+	// A shard no replica built is missing from the names listed: not read.
+	was := c.SiteShards.Stats()
 	if got := fetch(t, srvC.URL, "/v2/shards/"+string(bytes.Repeat([]byte("ab"), 32)), "zstd"); got.status != http.StatusNotFound {
 		t.Errorf("a shard no one built from C: %d", got.status)
+	}
+	if st := c.SiteShards.Stats(); st.FetchMissed != was.FetchMissed+1 || st.FetchFailed != was.FetchFailed || st.Listings < was.Listings+1 {
+		t.Errorf("C's stats: %+v, were %+v; want one more missing, listed again", st, was)
 	}
 }
 
@@ -335,5 +339,65 @@ func TestSiteShardsSharedOncePostgresAnswers(t *testing.T) {
 	fromA := fetch(t, srvA.URL, m.Shard.URL+"/0", "gzip")
 	if got := fetch(t, srvB.URL, m.Shard.URL+"/0", "gzip"); got.status != http.StatusOK || !bytes.Equal(got.body, fromA.body) {
 		t.Fatalf("the head's first fragment from B, Postgres back: %d, %d bytes; A's %d", got.status, len(got.body), len(fromA.body))
+	}
+}
+
+// TestUnknownShardFloodServesRealOnes: while clients flood replica B with
+// requests for random shard names, each a 404, B lists Postgres's names
+// once a second at most and reads no row but the head replica A built,
+// which it serves within the flood.
+func TestUnknownShardFloodServesRealOnes(t *testing.T) {
+	dbURL := testpg.New(t)
+	ads := testcatalog.Generate(3000, 9)
+	a, _ := siteShardReplica(t, dbURL, ads)
+	b, srvB := siteShardReplica(t, dbURL, ads)
+	start := time.Now()
+	get(t, a.Handler, "/v2/shards?api_key=demo&site_id=demo&loc=de&lang=de") // starts the market's head
+	if err := a.SiteShards.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	status, body := get(t, a.Handler, "/v2/shards?api_key=demo&site_id=demo&loc=de&lang=de")
+	var m manifestShard
+	if err := json.Unmarshal([]byte(body), &m); status != http.StatusOK || err != nil || m.Selection != "head" {
+		t.Fatalf("manifest on A: %d %v %.300s", status, err, body)
+	}
+
+	stop := make(chan struct{})
+	var flood sync.WaitGroup
+	var requests sync.Map
+	for w := range 32 {
+		flood.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if got := fetch(t, srvB.URL, fmt.Sprintf("/v2/shards/%032x%032x", w+1, i), "zstd"); got.status != http.StatusNotFound {
+					t.Errorf("a random shard name from B: %d", got.status)
+					return
+				}
+				requests.Store([2]int{w, i}, true)
+			}
+		})
+	}
+	count := func() int {
+		n := 0
+		requests.Range(func(any, any) bool { n++; return true })
+		return n
+	}
+	for count() < 64 {
+		time.Sleep(time.Millisecond)
+	}
+	if got := fetch(t, srvB.URL, m.Shard.URL, "zstd"); got.status != http.StatusOK {
+		t.Errorf("A's head from B within the flood: %d", got.status)
+	}
+	close(stop)
+	flood.Wait()
+	took := time.Since(start)
+	st := b.SiteShards.Stats()
+	if most := int(took/time.Second) + 2; st.Listings > most || st.Fetched != 1 || st.FetchFailed != 0 || st.FetchMissed < 64 {
+		t.Errorf("B's stats after %d random names over %s: %+v; want at most %d listings, the head read, the names missing",
+			count(), took, st, most)
 	}
 }
