@@ -355,6 +355,9 @@ func (s *Service) read(ctx context.Context, sha string) (*Shard, error) {
 	if err := ctx.Err(); err != nil { // a slot came as it ended
 		return nil, err
 	}
+	s.mu.Lock()
+	s.stats.Reads++
+	s.mu.Unlock()
 	body, err := s.o.Store.GetShard(ctx, sha)
 	if err != nil || body == nil {
 		return nil, err

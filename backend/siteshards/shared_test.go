@@ -161,7 +161,7 @@ func TestUnknownShardFloodListsNamesOnly(t *testing.T) {
 	if reads != 1 {
 		t.Errorf("%d reads for %d requests; want the shard written read once", reads, requests.Load())
 	}
-	if st := svc.Stats(); st.Fetched != 1 || st.FetchFailed != 0 || int64(st.Listings) != listings {
+	if st := svc.Stats(); st.Fetched != 1 || st.FetchFailed != 0 || int64(st.Listings) != listings || int64(st.Reads) != reads {
 		t.Errorf("stats: %+v; want the shard written read, %d listings", st, listings)
 	}
 }

@@ -174,10 +174,10 @@ type Stats struct {
 	// replica built read from it, FetchMissed the names it had no shard
 	// by (none listed, or none read), FetchFailed the reads and listings
 	// that failed or gave bytes not served. Listings are the listings of
-	// the store's names.
+	// the store's names, Reads the reads of its rows.
 	Shared, ShareFailed               int
 	Fetched, FetchMissed, FetchFailed int
-	Listings                          int
+	Listings, Reads                   int
 }
 
 // Service keeps the sites' profiles and shards. Its methods are safe for
