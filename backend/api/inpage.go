@@ -175,7 +175,7 @@ func (s *server) shard(w http.ResponseWriter, r *http.Request) error {
 // findShard returns the shard named sha, with its fragments: a market
 // shard of the catalog the request started with, or of one retired
 // lately; a site or head shard this replica or another built
-// (SiteShards); else, while this replica reads a catalog another swapped
+// (SiteShards, which reads Postgres only for a name it lists); else, while this replica reads a catalog another swapped
 // in, a market shard of that one, once read (newerCatalog), as the
 // manifest came from a replica that has it. Nil when none is.
 func (s *server) findShard(w http.ResponseWriter, r *http.Request, sha string) (*shards.Blob, []*shards.Blob) {

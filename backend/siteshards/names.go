@@ -41,22 +41,25 @@ type storeNames struct {
 	done chan struct{} // closed once the lister stopped
 }
 
-// listing is a listing of the store's names that requests wait for.
-type listing struct{ done chan struct{} }
+// listing is a listing of the store's names that requests wait for;
+// err is why it failed, set before done is closed.
+type listing struct {
+	done chan struct{}
+	err  error
+}
 
 // known tells whether the store keeps a shard named sha, as a listing
-// that started after this call says when the names listed so far lack it.
-// A listing that failed, or ctx ending first, is a no: the request's
-// answer is a 404, as when a read fails.
-func (s *Service) known(ctx context.Context, sha string) bool {
+// that started after this call says when the names listed so far lack it;
+// the error is the listing's, which failed. ctx ending first is a no.
+func (s *Service) known(ctx context.Context, sha string) (bool, error) {
 	s.mu.Lock()
 	if _, ok := s.names.set[sha]; ok {
 		s.mu.Unlock()
-		return true
+		return true, nil
 	}
 	if s.closed {
 		s.mu.Unlock()
-		return false
+		return false, nil
 	}
 	l := s.names.next
 	if l == nil {
@@ -71,12 +74,12 @@ func (s *Service) known(ctx context.Context, sha string) bool {
 	select {
 	case <-l.done:
 	case <-ctx.Done():
-		return false
+		return false, nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	_, ok := s.names.set[sha]
-	return ok
+	return ok, l.err
 }
 
 // lister lists the store's names for the requests waiting, a listing
@@ -91,7 +94,7 @@ func (s *Service) lister(ctx context.Context) {
 			s.names.next = nil
 		}
 	}()
-	if s.o.Store == nil {
+	if s.o.Store == nil || s.Budget() == 0 { // no replica builds one
 		return
 	}
 	var last time.Time
@@ -118,14 +121,14 @@ func (s *Service) lister(ctx context.Context) {
 			continue
 		}
 		last = time.Now()
-		s.list(ctx)
+		l.err = s.list(ctx)
 		close(l.done)
 	}
 }
 
 // list reads the names of the shards named since the last listing's
 // latest, less listSlack, or, the first time, within keepShared.
-func (s *Service) list(ctx context.Context) {
+func (s *Service) list(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, shareTimeout)
 	defer cancel()
 	now := s.o.Now()
@@ -144,7 +147,7 @@ func (s *Service) list(ctx context.Context) {
 		s.mu.Unlock()
 		if err != nil {
 			s.listFailed(err)
-			return
+			return err
 		}
 		all = append(all, named...)
 		if len(named) < listBatch {
@@ -178,14 +181,15 @@ func (s *Service) list(ctx context.Context) {
 			}
 		}
 	}
+	return nil
 }
 
-// listFailed counts, and logs once a minute at most, a listing of the
-// store's names that failed: the shards not listed are a 404 meanwhile.
+// listFailed logs, once a minute at most, a listing of the store's
+// names that failed: the shards not listed are a 404 meanwhile, each
+// request counted as a failed read.
 func (s *Service) listFailed(err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.stats.FetchFailed++
 	if now := time.Now(); now.Sub(s.fetchLogged) >= time.Minute {
 		s.fetchLogged = now
 		s.o.Logger.Warn("the shards other replicas built not listed: a page that fetches one from this replica gets a 404 (more such failures are counted, not logged, for a minute)",

@@ -244,13 +244,17 @@ func (s *Service) fetch(ctx context.Context, sha string) *Shard {
 	}
 	// A name the store does not list is none it keeps: not read, so that
 	// requests for shards no replica built cost the store nothing.
-	if !s.known(ctx, sha) {
+	if ok, err := s.known(ctx, sha); !ok {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if sh := s.cache.bySHA(sha); sh != nil { // built meanwhile
 			return sh
 		}
-		s.stats.FetchMissed++
+		if err != nil {
+			s.stats.FetchFailed++
+		} else {
+			s.stats.FetchMissed++
+		}
 		return nil
 	}
 	// One read per shard at a time: the pages of a first view come at
