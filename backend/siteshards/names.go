@@ -166,6 +166,12 @@ func (s *Service) list(ctx context.Context) error {
 			latest = n.At
 		}
 	}
+	// A name ahead of this replica's clock, from one whose clock runs
+	// fast, moves the next listing no further than this clock: else the
+	// shards the replicas on time name were never listed again.
+	if latest.After(now) {
+		latest = now
+	}
 	if next := latest.Add(-listSlack); next.After(since) {
 		since = next
 	}

@@ -166,6 +166,37 @@ func TestUnknownShardFloodListsNamesOnly(t *testing.T) {
 	}
 }
 
+// TestShardNamedByAFastClockHidesNoOther: a replica whose clock runs an
+// hour ahead names a shard; a shard a replica with the right time names
+// afterwards is still listed, and served.
+func TestShardNamedByAFastClockHidesNoOther(t *testing.T) {
+	db, err := pgstore.Open(t.Context(), testpg.New(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	svc := siteshards.New(siteshards.Options{HeadWait: time.Hour, Budget: 20_000, Store: db.SiteShards()})
+	defer svc.Close()
+	put := func(text string, at time.Time) string {
+		blob, err := shards.NewBlob(bytes.Repeat([]byte(text), 100), "application/octet-stream")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := db.SiteShards().PutShard(t.Context(), blob.SHA256, siteshards.EncodeShard(&siteshards.Shard{Blob: blob, Ads: 3}), at); err != nil {
+			t.Fatal(err)
+		}
+		return blob.SHA256
+	}
+	ahead := put("a shard a replica an hour ahead built ", time.Now().Add(time.Hour))
+	if sh := svc.Shard(t.Context(), ahead); sh == nil {
+		t.Fatal("the shard the replica ahead built not served")
+	}
+	right := put("a shard a replica on time built ", time.Now())
+	if sh := svc.Shard(t.Context(), right); sh == nil || sh.Blob.SHA256 != right {
+		t.Errorf("the shard the replica on time built after it: %v", sh)
+	}
+}
+
 // countingStore counts the listings and reads of the store it wraps.
 type countingStore struct {
 	siteshards.Store
