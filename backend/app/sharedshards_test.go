@@ -350,8 +350,8 @@ func TestUnknownShardFloodServesRealOnes(t *testing.T) {
 	dbURL := testpg.New(t)
 	ads := testcatalog.Generate(3000, 9)
 	a, _ := siteShardReplica(t, dbURL, ads)
+	start := time.Now() // before B's first listing, which its bound counts
 	b, srvB := siteShardReplica(t, dbURL, ads)
-	start := time.Now()
 	get(t, a.Handler, "/v2/shards?api_key=demo&site_id=demo&loc=de&lang=de") // starts the market's head
 	if err := a.SiteShards.Flush(context.Background()); err != nil {
 		t.Fatal(err)
