@@ -47,6 +47,11 @@ func Redacted(source string) string {
 	if hasFrag {
 		b.WriteString("#" + frag)
 	}
+	// With its user info gone, an '@' of the path may read as one again
+	// (https://@:/@): shown so, it would be shown otherwise once more.
+	if MisreadUserInfo(b.String()) {
+		return scheme + "://…"
+	}
 	return b.String()
 }
 

@@ -134,7 +134,12 @@ func ParseCursor(s string) (clicks.Position, error) {
 			return clicks.Position{}, errCursor
 		}
 	}
-	return clicks.Position{Time: time.Unix(0, ns).UTC(), ID: string(id)}, nil
+	p := clicks.Position{Time: time.Unix(0, ns).UTC(), ID: string(id)}
+	// Only the server's own spelling: the decoder passes over line breaks.
+	if Cursor(p) != s {
+		return clicks.Position{}, errCursor
+	}
+	return p, nil
 }
 
 // Next is the cursor of the page after page, or "" when more is false.
