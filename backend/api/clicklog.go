@@ -17,20 +17,13 @@ import (
 // at a time, as JSON or CSV. Authorised, limited and kept from caches and
 // other origins as /v2/report is.
 func (s *server) clickList(w http.ResponseWriter, r *http.Request) error {
-	h := w.Header()
-	h.Set("Cache-Control", "no-store")
-	h.Set("Vary", "Authorization")
-	acc, err := s.reportAccount(r)
-	if err != nil {
-		h.Set("WWW-Authenticate", `Bearer realm="adlink reports"`)
-		return err
-	}
-	v, err := queryValues(r)
-	if err != nil {
-		return err
-	}
 	var repeated []report.Problem
-	req, problems := report.ParseClicks(once(v, &repeated), s.now())
+	acc, get, err := s.accountRequest(w, r, &repeated)
+	if err != nil {
+		return err
+	}
+	h := w.Header()
+	req, problems := report.ParseClicks(get, s.now())
 	if err := reportProblems(append(repeated, problems...)); err != nil {
 		return err
 	}

@@ -33,20 +33,13 @@ const reportRetry = 10
 // The token never goes in the URL, and the answer is neither cached nor
 // readable by other origins.
 func (s *server) reportRequest(w http.ResponseWriter, r *http.Request) error {
-	h := w.Header()
-	h.Set("Cache-Control", "no-store")
-	h.Set("Vary", "Authorization")
-	acc, err := s.reportAccount(r)
-	if err != nil {
-		h.Set("WWW-Authenticate", `Bearer realm="adlink reports"`)
-		return err
-	}
-	v, err := queryValues(r)
-	if err != nil {
-		return err
-	}
 	var repeated []report.Problem
-	req, problems := report.Parse(once(v, &repeated), s.now())
+	acc, get, err := s.accountRequest(w, r, &repeated)
+	if err != nil {
+		return err
+	}
+	h := w.Header()
+	req, problems := report.Parse(get, s.now())
 	if err := reportProblems(append(repeated, problems...)); err != nil {
 		return err
 	}
@@ -77,6 +70,26 @@ func (s *server) reportRequest(w http.ResponseWriter, r *http.Request) error {
 	}
 	respond(w, http.StatusOK, report.AppendJSON(nil, acc, req, rows), "")
 	return nil
+}
+
+// accountRequest starts the answer to a request of an account's own
+// (/v2/report, /v2/clicks): kept from caches and told apart by its
+// token, the account the Authorization header names, and the request's
+// parameters, each read once (one given twice joins repeated).
+func (s *server) accountRequest(w http.ResponseWriter, r *http.Request, repeated *[]report.Problem) (accounts.Account, func(string) string, error) {
+	h := w.Header()
+	h.Set("Cache-Control", "no-store")
+	h.Set("Vary", "Authorization")
+	acc, err := s.reportAccount(r)
+	if err != nil {
+		h.Set("WWW-Authenticate", `Bearer realm="adlink reports"`)
+		return acc, nil, err
+	}
+	v, err := queryValues(r)
+	if err != nil {
+		return acc, nil, err
+	}
+	return acc, once(v, repeated), nil
 }
 
 // once reads the parameters of v, and adds to repeated a problem for
