@@ -5,13 +5,10 @@ import (
 	"context"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	cdpbrowser "github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/chromedp"
 
 	"github.com/adlink/adlink/backend/app"
@@ -94,16 +91,7 @@ func TestDashboardClicksRefused(t *testing.T) {
 	if err := pg.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	br.do(t, chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
-		_, err := chromedp.Call(ctx, cdpbrowser.SetDownloadBehavior, cdpbrowser.SetDownloadBehaviorParams{
-			Behavior: cdpbrowser.SetDownloadBehaviorBehaviorAllowAndName, DownloadPath: dir, EventsEnabled: new(true),
-			BrowserContextID: chromedp.FromContext(br.ctx).BrowserContextID})
-		return err
-	}))
-	ctx, cancel := context.WithTimeout(br.ctx, 2*time.Minute)
-	defer cancel()
-	progress := chromedp.Events(ctx, cdpbrowser.DownloadProgress)
+	downloaded := saveDownloads(t, br, 2*time.Minute, false)
 	br.do(t, chromedp.Click("#clicks-csv"))
 	waitJS(t, br, `document.getElementById("clicks-status").textContent.endsWith(" goes on in 10 s.")`, "Postgres down: the download does not say it waits 10 s")
 	if st := eval[string](t, br, `document.body.dataset.state`); st != "ready" {
@@ -115,20 +103,7 @@ func TestDashboardClicksRefused(t *testing.T) {
 	if !eval[bool](t, br, `typeof window.firstTry === "function" && (window.firstTry(), true)`) {
 		t.Fatal("Postgres down: the download set no 10 s timer to go on")
 	}
-	var file string
-	for ev, err := range progress {
-		if err != nil {
-			t.Fatalf("Postgres back: the download did not complete: %v", err)
-		}
-		if ev.State == cdpbrowser.DownloadProgressStateCompleted {
-			file = filepath.Join(dir, ev.GUID)
-			break
-		}
-	}
-	got, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got, _ := downloaded()
 	if _, csv := listClicks(t, base, demoPartnerReport, "csv", "", 10000); !bytes.Equal(got, csv) {
 		t.Errorf("downloaded %q; /v2/clicks' CSV is %q", got, csv)
 	}

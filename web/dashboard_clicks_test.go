@@ -7,15 +7,12 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	cdpbrowser "github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/chromedp"
@@ -245,40 +242,9 @@ func TestDashboardClicks(t *testing.T) {
 	}
 
 	// The CSV download: all the range's clicks, in one file.
-	dir := t.TempDir()
-	br.do(t, chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
-		_, err := chromedp.Call(ctx, cdpbrowser.SetDownloadBehavior, cdpbrowser.SetDownloadBehaviorParams{
-			Behavior: cdpbrowser.SetDownloadBehaviorBehaviorAllowAndName, DownloadPath: dir, EventsEnabled: new(true),
-			BrowserContextID: chromedp.FromContext(br.ctx).BrowserContextID})
-		return err
-	}))
-	ctx, cancel := context.WithTimeout(br.ctx, 30*time.Second)
-	defer cancel()
-	begun := chromedp.Events(ctx, cdpbrowser.DownloadWillBegin)
-	progress := chromedp.Events(ctx, cdpbrowser.DownloadProgress)
+	downloaded := saveDownloads(t, br, 30*time.Second, true)
 	br.do(t, chromedp.Click("#clicks-csv"))
-	var name string
-	for ev, err := range begun {
-		if err != nil {
-			t.Fatalf("no download began: %v", err)
-		}
-		name = ev.SuggestedFilename
-		break
-	}
-	var file string
-	for ev, err := range progress {
-		if err != nil {
-			t.Fatalf("the download did not complete: %v", err)
-		}
-		if ev.State == cdpbrowser.DownloadProgressStateCompleted {
-			file = filepath.Join(dir, ev.GUID)
-			break
-		}
-	}
-	got, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got, name := downloaded()
 	_, csv := listClicks(t, base, demoPartnerReport, "csv", "", 7)
 	from, to := dashRange()
 	if !bytes.Equal(got, csv) || name != "adlink-clicks-"+from+"-"+to+".csv" {

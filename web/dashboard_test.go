@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"flag"
 	"io"
+	"iter"
 	"net/http"
 	"net/url"
 	"os"
@@ -318,41 +319,9 @@ func TestDashboard(t *testing.T) {
 	}
 
 	// The CSV download is the report's CSV.
-	dir := t.TempDir()
-	br.do(t, chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
-		_, err := chromedp.Call(ctx, cdpbrowser.SetDownloadBehavior, cdpbrowser.SetDownloadBehaviorParams{
-			Behavior: cdpbrowser.SetDownloadBehaviorBehaviorAllowAndName, DownloadPath: dir, EventsEnabled: new(true),
-			// The tab's own browser context, not the browser's default one.
-			BrowserContextID: chromedp.FromContext(br.ctx).BrowserContextID})
-		return err
-	}))
-	ctx, cancel := context.WithTimeout(br.ctx, 30*time.Second)
-	defer cancel()
-	begun := chromedp.Events(ctx, cdpbrowser.DownloadWillBegin)
-	progress := chromedp.Events(ctx, cdpbrowser.DownloadProgress)
+	downloaded := saveDownloads(t, br, 30*time.Second, true)
 	br.do(t, chromedp.Click("#csv"))
-	var name string
-	for ev, err := range begun {
-		if err != nil {
-			t.Fatalf("no download began: %v", err)
-		}
-		name = ev.SuggestedFilename
-		break
-	}
-	var file string
-	for ev, err := range progress {
-		if err != nil {
-			t.Fatalf("the download did not complete: %v", err)
-		}
-		if ev.State == cdpbrowser.DownloadProgressStateCompleted {
-			file = filepath.Join(dir, ev.GUID)
-			break
-		}
-	}
-	got, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got, name := downloaded()
 	csv, disposition := fetchReport(t, base, demoPartnerReport, "site_id,ad,yk_tag", "csv")
 	if !bytes.Equal(got, csv) || !strings.Contains(disposition, `filename="`+name+`"`) || !strings.HasSuffix(name, ".csv") {
 		t.Errorf("downloaded %q as %q; the report's CSV is %q, %s", got, name, csv, disposition)
@@ -617,4 +586,55 @@ func TestDashboardOnAPhone(t *testing.T) {
 		t.Errorf("after signing in the focus is on %q, want it in the report", m.Focus)
 	}
 	br.noPageErrors(t)
+}
+
+// saveDownloads has br's tab save its downloads in a directory of the
+// test's, the events watched from now on, within timeout. The function it
+// returns waits for the next download to complete and returns its bytes,
+// and its suggested name when named (its start is watched too).
+func saveDownloads(t *testing.T, br *browser, timeout time.Duration, named bool) func() ([]byte, string) {
+	t.Helper()
+	dir := t.TempDir()
+	br.do(t, chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+		_, err := chromedp.Call(ctx, cdpbrowser.SetDownloadBehavior, cdpbrowser.SetDownloadBehaviorParams{
+			Behavior: cdpbrowser.SetDownloadBehaviorBehaviorAllowAndName, DownloadPath: dir, EventsEnabled: new(true),
+			// The tab's own browser context, not the browser's default one.
+			BrowserContextID: chromedp.FromContext(br.ctx).BrowserContextID})
+		return err
+	}))
+	ctx, cancel := context.WithTimeout(br.ctx, timeout)
+	t.Cleanup(cancel)
+	var begun iter.Seq2[cdpbrowser.EventDownloadWillBegin, error]
+	if named {
+		begun = chromedp.Events(ctx, cdpbrowser.DownloadWillBegin)
+	}
+	progress := chromedp.Events(ctx, cdpbrowser.DownloadProgress)
+	return func() ([]byte, string) {
+		t.Helper()
+		var name string
+		if named {
+			for ev, err := range begun {
+				if err != nil {
+					t.Fatalf("no download began: %v", err)
+				}
+				name = ev.SuggestedFilename
+				break
+			}
+		}
+		var file string
+		for ev, err := range progress {
+			if err != nil {
+				t.Fatalf("the download did not complete: %v", err)
+			}
+			if ev.State == cdpbrowser.DownloadProgressStateCompleted {
+				file = filepath.Join(dir, ev.GUID)
+				break
+			}
+		}
+		got, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got, name
+	}
 }
