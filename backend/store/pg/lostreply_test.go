@@ -2,6 +2,7 @@ package pgstore_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -304,4 +305,20 @@ func TestLostReplyOfIdempotentWritesRunAgain(t *testing.T) {
 			}
 		}
 	})
+}
+
+// A URL that asks for the simple protocol is refused: by it pgx takes a
+// reply lost after the statement was sent for one never sent, and a click
+// would be recorded again. The other modes open.
+func TestSimpleProtocolRefused(t *testing.T) {
+	url := testpg.New(t)
+	db, err := pgstore.Open(t.Context(), url+"&default_query_exec_mode=simple_protocol")
+	if err == nil {
+		db.Close()
+		t.Fatal("Open with default_query_exec_mode=simple_protocol: no error")
+	}
+	if !strings.Contains(err.Error(), "simple_protocol") {
+		t.Fatalf("Open: %v: want the error to name simple_protocol", err)
+	}
+	openPG(t, url+"&default_query_exec_mode=describe_exec")
 }

@@ -59,6 +59,12 @@ func Open(ctx context.Context, url string) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
+	// By the simple protocol, pgx reports a reply lost after the statement
+	// was sent as safe to retry (see wroteNothing), so a click could be
+	// recorded twice.
+	if cfg.ConnConfig.DefaultQueryExecMode == pgx.QueryExecModeSimpleProtocol {
+		return nil, errors.New("postgres: default_query_exec_mode=simple_protocol is not supported: a statement whose reply was lost could run twice; leave it out, or use exec or describe_exec")
+	}
 	// A click is durable before its 302, whatever the server's default.
 	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "on"
 	// Concurrent clicks each hold a connection through their commit, and
