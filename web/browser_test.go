@@ -458,6 +458,10 @@ type interception struct {
 	// header, when set, is added to the requests to the first local
 	// prefix, after the browser's CORS checks, as a proxy would add it.
 	header [2]string
+	// answer, when set, is asked first of each request to a local prefix:
+	// when it says so, its status and JSON body answer the request, which
+	// never reaches the server.
+	answer func(url string) (status int64, body []byte, ok bool)
 }
 
 // intercept pauses each request of the tab and lets it through or fails it
@@ -482,6 +486,14 @@ func intercept(tb testing.TB, br *browser, in interception) {
 				if !local {
 					_, err := cdp.Call(ctx, tg, fetch.FailRequest, fetch.FailRequestParams{RequestID: ev.RequestID, ErrorReason: network.ErrorReasonBlockedByClient})
 					return err
+				}
+				if in.answer != nil {
+					if status, body, ok := in.answer(ev.Request.URL); ok {
+						_, err := cdp.Call(ctx, tg, fetch.FulfillRequest, fetch.FulfillRequestParams{RequestID: ev.RequestID, ResponseCode: status,
+							ResponseHeaders: []*fetch.HeaderEntry{{Name: "Content-Type", Value: "application/json"}, {Name: "Access-Control-Allow-Origin", Value: "*"}},
+							Body:            body})
+						return err
+					}
 				}
 				p := fetch.ContinueRequestParams{RequestID: ev.RequestID}
 				if in.header[0] != "" && strings.HasPrefix(ev.Request.URL, in.local[0]) {

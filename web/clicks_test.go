@@ -280,10 +280,17 @@ var readers atomic.Int64
 // landing page) fails, its URL sent to the reader's left.
 func asReader(tb testing.TB, br *browser, b *backend, site string) reader {
 	tb.Helper()
+	return asReaderAnswered(tb, br, b, site, nil)
+}
+
+// asReaderAnswered is asReader whose requests answer (when set) may answer
+// itself instead of the server (see interception.answer).
+func asReaderAnswered(tb testing.TB, br *browser, b *backend, site string, answer func(url string) (int64, []byte, bool)) reader {
+	tb.Helper()
 	r := reader{left: make(chan string, 1), ip: "2001:db8:" + strconv.FormatInt(readers.Add(1), 16) + "::1"}
 	send(tb, br, emulation.SetUserAgentOverride, emulation.SetUserAgentOverrideParams{UserAgent: desktopChrome})
 	intercept(tb, br, interception{local: []string{b.URL + "/", site + "/"}, left: r.left,
-		header: [2]string{"X-Forwarded-For", r.ip}})
+		header: [2]string{"X-Forwarded-For", r.ip}, answer: answer})
 	return r
 }
 

@@ -3,8 +3,10 @@ package web
 import (
 	"context"
 	_ "embed"
+	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -144,6 +146,7 @@ func TestRenewalTakesNoClockOnTrust(t *testing.T) {
 	b := startBackend(t)
 	br.onEveryPage(t, clock)
 	br.onEveryPage(t, countBeacons+`; window.clockShift = 2 * 3600 * 1000;`)
+	br.onEveryPage(t, countBeacons)
 	site := publisher(t, map[string]string{"/page.html": publisherPage("de-DE", b.URL, readerPage)})
 	asReader(t, br, b, site)
 	if r := br.view(t, site+"/page.html"); r.Links == 0 {
@@ -202,4 +205,37 @@ func readerAhead(t *testing.T) (*backend, *browser, *atomic.Int64, string, reade
 	br.onEveryPage(t, clock)
 	site := publisher(t, map[string]string{"/page.html": publisherPage("de-DE", b.URL, readerPage)})
 	return b, br, ahead, site, asReader(t, br, b, site)
+}
+
+// TestRefusedBeaconTriesAgain: an impression beacon the server answers
+// with an error (a 503 while it restarts, a 429) gives its links no click
+// token, and they are reported again once they show again, as after a
+// beacon that failed on the way. Before, they waited for a token that
+// never came, and the reader's click did not bill.
+func TestRefusedBeaconTriesAgain(t *testing.T) {
+	br := newBrowser(t)
+	b := startBackend(t)
+	var refuse atomic.Bool
+	refuse.Store(true)
+	br.onEveryPage(t, countBeacons)
+	site := publisher(t, map[string]string{"/page.html": publisherPage("de-DE", b.URL, readerPage)})
+	asReaderAnswered(t, br, b, site, func(u string) (int64, []byte, bool) {
+		return http.StatusServiceUnavailable, []byte(`{"error":"unavailable"}`), refuse.Load() && strings.HasPrefix(u, b.URL+"/v1/impression?")
+	})
+	if r := br.view(t, site+"/page.html"); r.Links == 0 {
+		t.Fatalf("first view: %+v, want ads matched in the page", r)
+	}
+	if pollHref(t, br, `window.beaconsDone > 0 && "done"`) == "" {
+		t.Fatal("no impression beacon was answered")
+	}
+	eval[int](t, br, settle)
+	if href := eval[string](t, br, firstIntextHref); strings.Contains(href, "ct=") {
+		t.Fatalf("the in-text ad has a click token %s, though every beacon was refused", href)
+	}
+	// The server answers again; the tab hides and shows again, the ad in view.
+	refuse.Store(false)
+	eval[bool](t, br, `(document.dispatchEvent(new Event("visibilitychange")), true)`)
+	if pollHref(t, br, tokenHref) == "" {
+		t.Error("after a refused beacon the in-text ad never got its click token")
+	}
 }

@@ -1096,16 +1096,17 @@
       return getJSON("/v1/impression", { api_key: config.apiKey, site_id: config.siteId, url: url, ad: ads });
     }).then(function (r) {
       var ct = r.status === 200 && r.body && r.body.ct;
-      if (!ct) return;
+      if (!ct) return retry(); // a 503, a 429: as a failed beacon
       batch.forEach(function (a, i) {
         if (typeof ct[i] !== "string" || !/^[\w.-]+$/.test(ct[i]) || /[?&]sig=/.test(a.href) || a.href !== was[i]) return;
         a.href = sent[i] + "&ct=" + ct[i];
         proof.set(a, { href: a.href, at: renewAt(ct[i]) });
         if (!timing.firstToken) timing.firstToken = performance.now();
       });
-    }, function () {
+    }, retry);
+    function retry() {
       batch.forEach(function (a) { proof.delete(a); }); // the next view tries again
-    });
+    }
   }
 
   // pageLang is the language that picks a page's market when it names no
