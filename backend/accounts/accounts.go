@@ -14,6 +14,10 @@ import (
 	"maps"
 	"os"
 	"strings"
+	"time"
+	// The zones of the advertisers' budgets, on a host without a zone
+	// database too.
+	_ "time/tzdata"
 
 	"github.com/adlink/adlink/backend/partners"
 )
@@ -40,7 +44,7 @@ type Account struct {
 type Pacing string
 
 // The pacings: as fast as readers click (the default), or spread evenly
-// over the UTC day.
+// over the advertiser's day.
 const (
 	ASAP Pacing = "asap"
 	Even Pacing = "even"
@@ -57,11 +61,14 @@ type AdvertiserAccount struct {
 	ReportToken       string `json:"report_token,omitempty"`
 	ReportTokenSHA256 string `json:"report_token_sha256,omitempty"`
 	// DailyBudget is what the advertiser's billable clicks may cost per
-	// UTC day, a decimal ("25.00") in Currency; empty is no budget.
+	// day in Timezone, a decimal ("25.00") in Currency; empty is no budget.
 	DailyBudget string `json:"daily_budget,omitempty"`
 	Currency    string `json:"currency,omitempty"`
 	// Pacing is asap (default) or even.
 	Pacing Pacing `json:"pacing,omitempty"`
+	// Timezone is the IANA time zone ("America/Los_Angeles") whose
+	// calendar days the budget counts; empty is UTC.
+	Timezone string `json:"timezone,omitempty"`
 	// ClickIDParam, when set, is the query parameter of the landing URL
 	// that carries the id of the click that led there.
 	ClickIDParam string `json:"click_id_param,omitempty"`
@@ -73,6 +80,9 @@ type Budget struct {
 	DailyMicros int64
 	Currency    string
 	Pacing      Pacing
+	// Zone is the IANA time zone of the budget's days; "" is UTC. Its
+	// location is clicks.Zone's.
+	Zone string
 }
 
 // LoadAdvertisers reads the advertisers of a JSON file,
@@ -236,10 +246,15 @@ func sendable(token string) bool {
 }
 
 // parseBudget reads an advertiser's budget fields, and reports each bad
-// one: the pacing, the budget and its currency.
+// one: the pacing, the time zone, the budget and its currency.
 func parseBudget(a AdvertiserAccount) (Budget, []error) {
 	bg := Budget{Currency: strings.ToUpper(strings.TrimSpace(a.Currency)), Pacing: a.Pacing}
 	var problems []error
+	if z, err := zoneOf(a.Timezone); err != nil {
+		problems = append(problems, err)
+	} else {
+		bg.Zone = z
+	}
 	switch bg.Pacing {
 	case "":
 		bg.Pacing = ASAP
@@ -261,6 +276,19 @@ func parseBudget(a AdvertiserAccount) (Budget, []error) {
 		return Budget{}, problems
 	}
 	return bg, nil
+}
+
+// zoneOf reads a timezone field as Budget.Zone: "" for UTC, else the
+// IANA name time.LoadLocation knows.
+func zoneOf(name string) (string, error) {
+	if name == "" || name == "UTC" {
+		return "", nil
+	}
+	// "Local" would be the host's zone, which differs between replicas.
+	if _, err := time.LoadLocation(name); err != nil || name == "Local" {
+		return "", fmt.Errorf("timezone %q: want an IANA time zone such as America/Los_Angeles", name)
+	}
+	return name, nil
 }
 
 // ParseMicros reads a non-negative decimal of at most six decimals

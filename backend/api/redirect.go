@@ -112,7 +112,7 @@ func (s *server) redirect(w http.ResponseWriter, r *http.Request) error {
 			if ok {
 				// A bid in another currency is over the budget, which
 				// counts only its own (the catalog's load refuses such ads).
-				u.Budget, u.Currency = b.DailyMicros, b.Currency
+				u.Budget, u.Currency, u.Zone = b.DailyMicros, b.Currency, b.Zone
 			}
 		}
 		// Judged whole, as the signature or click token covers them whole.

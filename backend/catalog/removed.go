@@ -47,6 +47,9 @@ type SavedBudget struct {
 	DailyMicros int64           `json:"daily_micros"`
 	Currency    string          `json:"currency"`
 	Pacing      accounts.Pacing `json:"pacing,omitempty"`
+	// Timezone is the zone of the budget's days; "" (or a budget kept
+	// before budgets had zones) is UTC.
+	Timezone string `json:"timezone,omitempty"`
 }
 
 // SaveBudget is b as it is kept: nil for none.
@@ -54,7 +57,7 @@ func SaveBudget(b accounts.Budget) *SavedBudget {
 	if b.DailyMicros <= 0 {
 		return nil
 	}
-	return &SavedBudget{DailyMicros: b.DailyMicros, Currency: b.Currency, Pacing: b.Pacing}
+	return &SavedBudget{DailyMicros: b.DailyMicros, Currency: b.Currency, Pacing: b.Pacing, Timezone: b.Zone}
 }
 
 // Budget is the budget s keeps: none for nil or a budget of no money.
@@ -62,5 +65,5 @@ func (s *SavedBudget) Budget() accounts.Budget {
 	if s == nil || s.DailyMicros <= 0 {
 		return accounts.Budget{}
 	}
-	return accounts.Budget{DailyMicros: s.DailyMicros, Currency: s.Currency, Pacing: s.Pacing}
+	return accounts.Budget{DailyMicros: s.DailyMicros, Currency: s.Currency, Pacing: s.Pacing, Zone: s.Timezone}
 }

@@ -68,7 +68,7 @@ type Use struct {
 	// did neither.
 	PrefixAdLimit int
 	// Budget is what the click's advertiser (Click.Advertiser) may spend
-	// on the click's UTC day, in millionths; 0 is no budget. A click whose
+	// on the click's day (BudgetDay), in millionths; 0 is no budget. A click whose
 	// advertiser had spent it is ReasonOverBudget and spends nothing else;
 	// the spend may pass it by one click's bid.
 	Budget int64
@@ -77,6 +77,10 @@ type Use struct {
 	// counts no spend in another currency, and leaves none unbounded. ""
 	// (a Use spooled before budgets had a currency) checks none.
 	Currency string
+	// Zone is the IANA time zone of Budget's day; "" (a Use spooled before
+	// budgets had zones) is UTC. It travels with the click, so that one
+	// shipped later spends on the day it was judged for.
+	Zone string `json:",omitempty"`
 }
 
 // PrefixOf is the Prefix of c's address, which its billable clicks are

@@ -14,7 +14,7 @@ import (
 // implementation passes storetest.Ledger and is safe for concurrent use.
 type Ledger interface {
 	// Record settles c, which Judge.Check judged at c.Time: a click whose
-	// advertiser has spent u.Budget that day, or whose bid is in another
+	// advertiser has spent u.Budget on its day (u.SpendDay), or whose bid is in another
 	// currency than the budget's (Use.OtherCurrency), is ReasonOverBudget; the
 	// others are settled as Settle does with the ledger's Decisions and
 	// Windows. It appends c as Store.Append does, and adds it to the
@@ -78,7 +78,7 @@ func (l *BoltLedger) Record(ctx context.Context, c *Click, u Use) error {
 		if err := addRollups(tx, settled.rollup(), clickMeasures(&settled)); err != nil {
 			return err
 		}
-		return addSpend(tx.Bucket(spendBucket), settled.Advertiser, settled.Time, settled.Spend())
+		return addSpend(tx.Bucket(spendBucket), settled.Advertiser, u.BudgetDay(&settled), settled.Spend())
 	})
 	if err != nil {
 		return fmt.Errorf("clicks: ledger: %w", err)
@@ -90,7 +90,7 @@ func (l *BoltLedger) Record(ctx context.Context, c *Click, u Use) error {
 // settleTx is Settle inside one transaction: the reason c does not bill,
 // or "".
 func (l *BoltLedger) settleTx(tx *bolt.Tx, c *Click, u Use) (string, error) {
-	if u.OtherCurrency(c) || u.Budget > 0 && spentOn(tx.Bucket(spendBucket), c.Advertiser, c.Time) >= u.Budget {
+	if u.OtherCurrency(c) || u.Budget > 0 && spentOn(tx.Bucket(spendBucket), c.Advertiser, u.BudgetDay(c)) >= u.Budget {
 		return ReasonOverBudget, nil
 	}
 	if u.D != "" {

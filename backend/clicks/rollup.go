@@ -393,35 +393,41 @@ func (r BoltRollups) ScanRollups(ctx context.Context, g Grain, from, to time.Tim
 }
 
 // Spent returns what the advertiser's billable clicks cost on the UTC day
-// of at, in millionths of their currency.
+// of at, in millionths of their currency: SpentOn of that day.
 func (r BoltRollups) Spent(ctx context.Context, advertiser string, at time.Time) (int64, error) {
+	return r.SpentOn(ctx, advertiser, BudgetDayIn(at, time.UTC))
+}
+
+// SpentOn returns what the advertiser's billable clicks cost on its
+// budget's day (Use.BudgetDay), in millionths of their currency.
+func (r BoltRollups) SpentOn(ctx context.Context, advertiser string, day BudgetDay) (int64, error) {
 	var spent int64
 	err := r.db.View(func(tx *bolt.Tx) error {
 		if b := tx.Bucket(spendBucket); b != nil {
-			spent = spentOn(b, advertiser, at)
+			spent = spentOn(b, advertiser, day)
 		}
 		return ctx.Err()
 	})
 	return spent, err
 }
 
-// spendKey is the key of an advertiser's spend on at's UTC day.
-func spendKey(advertiser string, at time.Time) []byte {
-	return append(binary.BigEndian.AppendUint64(nil, uint64(dayOf(at))^(1<<63)), advertiser...)
+// spendKey is the key of an advertiser's spend on day.
+func spendKey(advertiser string, day BudgetDay) []byte {
+	return append(binary.BigEndian.AppendUint64(nil, uint64(day)^(1<<63)), advertiser...)
 }
 
-func spentOn(b *bolt.Bucket, advertiser string, at time.Time) int64 {
-	if v := b.Get(spendKey(advertiser, at)); len(v) == 8 {
+func spentOn(b *bolt.Bucket, advertiser string, day BudgetDay) int64 {
+	if v := b.Get(spendKey(advertiser, day)); len(v) == 8 {
 		return int64(binary.BigEndian.Uint64(v))
 	}
 	return 0
 }
 
-// addSpend adds micros to the advertiser's spend on at's UTC day.
-func addSpend(b *bolt.Bucket, advertiser string, at time.Time, micros int64) error {
+// addSpend adds micros to the advertiser's spend on day.
+func addSpend(b *bolt.Bucket, advertiser string, day BudgetDay, micros int64) error {
 	if micros == 0 {
 		return nil
 	}
-	n := spentOn(b, advertiser, at) + micros
-	return b.Put(spendKey(advertiser, at), binary.BigEndian.AppendUint64(nil, uint64(n)))
+	n := spentOn(b, advertiser, day) + micros
+	return b.Put(spendKey(advertiser, day), binary.BigEndian.AppendUint64(nil, uint64(n)))
 }
