@@ -83,7 +83,7 @@ func TestBoltDecisionsKeepTheContract(t *testing.T) {
 func TestBoltLedgerKeepsTheContract(t *testing.T) {
 	storetest.Ledger(t, func(t *testing.T) storetest.Opener[storetest.LedgerParts] {
 		return opener(t, func(s stores) storetest.LedgerParts {
-			return storetest.LedgerParts{Ledger: s.ledger, Log: s.log, Rollups: s.rollups, Impressions: s.imps}
+			return storetest.LedgerParts{Ledger: s.ledger, Log: s.log, Rollups: s.rollups, Impressions: s.imps, Spend: s.rollups}
 		})
 	})
 }

@@ -495,12 +495,18 @@ func sameRow(a, b *clicks.Rollup) bool {
 func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
 
 // Spent returns what the advertiser's billable clicks cost on the UTC day
-// of at, in millionths of their currency.
+// of at, in millionths of their currency: SpentOn of that day.
 func (r Rollups) Spent(ctx context.Context, advertiser string, at time.Time) (int64, error) {
+	return r.SpentOn(ctx, advertiser, clicks.BudgetDayIn(at, time.UTC))
+}
+
+// SpentOn returns what the advertiser's billable clicks cost on its
+// budget's day (clicks.Use.BudgetDay), in millionths of their currency.
+func (r Rollups) SpentOn(ctx context.Context, advertiser string, day clicks.BudgetDay) (int64, error) {
 	var spent int64
 	err := r.db.rerun(ctx, func() error {
 		return r.db.pool.QueryRow(ctx, `SELECT coalesce(sum(micros), 0)::bigint FROM spend WHERE advertiser = $1 AND day = $2`,
-			advertiser, dayOf(at)).Scan(&spent)
+			advertiser, int64(day)).Scan(&spent)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("postgres: spend: %w", err)

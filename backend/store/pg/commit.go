@@ -173,17 +173,17 @@ func (db *DB) runClicks(ctx context.Context, ps []*pendingClick) error {
 }
 
 const recordClicks = `SELECT adlink_record_clicks($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16,
-	$17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32)`
+	$17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, $33)`
 
 // recordArgs are adlink_record_clicks' arguments for ps: a column of each
 // field, one element per click, then the grains and the reasons, then
-// each click's IPv6 /48 or IPv4 /24 and its cap (migration 00008), and its
-// cap on the click's ad (00014).
+// each click's IPv6 /48 or IPv4 /24 and its cap (migration 00008), its
+// cap on the click's ad (00014), and its budget's day (00019).
 func recordArgs(ps []*pendingClick) []any {
 	n := len(ps)
 	var (
-		at, bid, expires, budget, hour, day, forget = make([]int64, n), make([]int64, n), make([]int64, n),
-			make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
+		at, bid, expires, budget, hour, day, forget, budgetDay = make([]int64, n), make([]int64, n), make([]int64, n),
+			make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
 		limit, prefixLimit, prefixAdLimit = make([]int32, n), make([]int32, n), make([]int32, n)
 		prefix                            = make([]string, n)
 		text                              [16][]string
@@ -198,6 +198,7 @@ func recordArgs(ps []*pendingClick) []any {
 		c, u := p.click, p.use
 		at[i], bid[i], budget[i], limit[i] = nanos(c.Time), c.BidMicros, u.Budget, int32(max(u.Limit, 0))
 		hour[i], day[i], forget[i] = hourOf(c.Time), dayOf(c.Time), forgetBefore(c.Time)
+		budgetDay[i] = int64(u.BudgetDay(c))
 		if u.D != "" {
 			expires[i] = nanos(u.Expires)
 		}
@@ -219,7 +220,8 @@ func recordArgs(ps []*pendingClick) []any {
 	}
 	return []any{at, adID, adType, context, apiKey, siteID, criterion, ykTag, ip, userAgent, country, advertiser,
 		bid, currency, reason, network, decision, expires, limit, budget, hour, day, forget, id,
-		grainIDs, grainHourly, grainKeeps, clicks.Reasons, int64(clicks.AdWindow), prefix, prefixLimit, prefixAdLimit}
+		grainIDs, grainHourly, grainKeeps, clicks.Reasons, int64(clicks.AdWindow), prefix, prefixLimit, prefixAdLimit,
+		budgetDay}
 }
 
 // grainIDs, grainHourly and grainKeeps describe the rollup grains to

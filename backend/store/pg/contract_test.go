@@ -73,7 +73,7 @@ func TestWindowsKeepTheContract(t *testing.T) {
 func TestLedgerKeepsTheContract(t *testing.T) {
 	storetest.Ledger(t, func(t *testing.T) storetest.Opener[storetest.LedgerParts] {
 		return opener(t, func(db *pgstore.DB) storetest.LedgerParts {
-			return storetest.LedgerParts{Ledger: db.Ledger(), Log: db.Clicks(), Rollups: db.Rollups(), Impressions: db.Impressions()}
+			return storetest.LedgerParts{Ledger: db.Ledger(), Log: db.Clicks(), Rollups: db.Rollups(), Impressions: db.Impressions(), Spend: db.Rollups()}
 		})
 	})
 }

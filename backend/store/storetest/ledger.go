@@ -21,6 +21,8 @@ type LedgerParts struct {
 	Log         clicks.Store
 	Rollups     clicks.RollupReader
 	Impressions clicks.Impressions
+	// Spend reads the spend the ledger keeps; given with Rollups.
+	Spend clicks.SpendReader
 }
 
 // Ledger runs the contract of clicks.Ledger against the ledgers fresh
@@ -421,6 +423,76 @@ func Ledger(t *testing.T, fresh func(t *testing.T) Opener[LedgerParts]) {
 		u.Budget, u.Expires = budget, t0.Add(48*time.Hour)
 		if got := record(t, p.Ledger, c, u); !got.Billable {
 			t.Errorf("the next UTC day's first click: %q, want billable", got.Reason)
+		}
+	})
+
+	// BudgetsKeepTheAdvertisersDay: an advertiser whose budget counts the
+	// days of Los Angeles (UTC-8 in November) spends on its own date, by
+	// the click's time: a budget spent at 05:00 UTC (21:00 the day
+	// before there) stays spent at 07:59 UTC and is back at 08:00 UTC,
+	// and spend at 07:30 and 08:30 UTC falls on two days. A click whose
+	// Use names no zone (spooled before budgets had zones) keeps the UTC
+	// day.
+	t.Run("BudgetsKeepTheAdvertisersDay", func(t *testing.T) {
+		p, _ := open(t, fresh(t))
+		if p.Rollups == nil {
+			t.Skip("the ledger keeps no spend")
+		}
+		const bid = 300_000
+		la, err := time.LoadLocation("America/Los_Angeles")
+		if err != nil {
+			t.Fatal(err)
+		}
+		day := time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)
+		n := 0
+		clickAt := func(adv, zone string, at time.Time) clicks.Click {
+			t.Helper()
+			n++
+			c := click("198.51.100."+strconv.Itoa(n), "ad"+strconv.Itoa(n), at)
+			c.Advertiser, c.BidMicros, c.Currency = adv, bid, "EUR"
+			u := use("z" + strconv.Itoa(n))
+			u.Budget, u.Currency, u.Zone, u.Expires = bid, "EUR", zone, at.Add(time.Hour)
+			return record(t, p.Ledger, c, u)
+		}
+		spent := func(adv string, d clicks.BudgetDay) int64 {
+			t.Helper()
+			s, err := p.Spend.SpentOn(t.Context(), adv, d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		}
+		for _, tt := range []struct {
+			at   time.Duration
+			want string
+		}{
+			{5 * time.Hour, ""},
+			{7*time.Hour + 59*time.Minute, clicks.ReasonOverBudget},
+			{8 * time.Hour, ""},
+			{8*time.Hour + time.Minute, clicks.ReasonOverBudget},
+		} {
+			if c := clickAt("la.example", "America/Los_Angeles", day.Add(tt.at)); c.Reason != tt.want || c.Billable != (tt.want == "") {
+				t.Errorf("a click at %s UTC: billable %v %q, want %q", day.Add(tt.at).Format("15:04"), c.Billable, c.Reason, tt.want)
+			}
+		}
+		clickAt("other.example", "America/Los_Angeles", day.Add(7*time.Hour+30*time.Minute))
+		clickAt("other.example", "America/Los_Angeles", day.Add(8*time.Hour+30*time.Minute))
+		before, after := clicks.BudgetDayIn(day.Add(7*time.Hour+30*time.Minute), la), clicks.BudgetDayIn(day.Add(8*time.Hour+30*time.Minute), la)
+		if after != before+1 || before != clicks.BudgetDayIn(day, time.UTC)-1 {
+			t.Fatalf("the budget days of 07:30 and 08:30 UTC in Los Angeles: %d and %d", before, after)
+		}
+		for _, adv := range []string{"la.example", "other.example"} {
+			if b, a := spent(adv, before), spent(adv, after); b != bid || a != bid {
+				t.Errorf("%s spent %d on its 21 November and %d on its 22nd; want %d each", adv, b, a, bid)
+			}
+		}
+		// No zone: the UTC day, which 05:00 and 08:00 UTC share.
+		clickAt("utc.example", "", day.Add(5*time.Hour))
+		if c := clickAt("utc.example", "", day.Add(8*time.Hour)); c.Reason != clicks.ReasonOverBudget {
+			t.Errorf("a UTC advertiser's second click of the UTC day: %q, want over_budget", c.Reason)
+		}
+		if s := spent("utc.example", clicks.BudgetDayIn(day, time.UTC)); s != bid {
+			t.Errorf("the UTC advertiser spent %d on its day, want %d", s, bid)
 		}
 	})
 
