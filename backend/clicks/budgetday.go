@@ -1,6 +1,7 @@
 package clicks
 
 import (
+	"context"
 	"sync"
 	"time"
 )
@@ -27,6 +28,17 @@ func (d BudgetDay) Start(loc *time.Location) time.Time {
 	}
 	return s
 }
+
+// SpendReader reads what advertisers spent. BoltRollups read the spend
+// of the server's bbolt file.
+type SpendReader interface {
+	// SpentOn returns what the advertiser's billable clicks cost on its
+	// budget's day (Use.BudgetDay), in millionths of their currency,
+	// including every click whose Ledger.Record returned before the call.
+	SpentOn(ctx context.Context, advertiser string, day BudgetDay) (int64, error)
+}
+
+var _ SpendReader = BoltRollups{}
 
 // zones caches the locations of the zone names the budgets give, so that a
 // click does not read the zone database.
