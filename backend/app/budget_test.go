@@ -117,7 +117,7 @@ func TestReplicasHoldOneBudget(t *testing.T) {
 		t.Errorf("the clicks that did not bill: %v, want %d over_budget", reasons, n-int(want))
 	}
 	for _, r := range []*App{a, b} {
-		if s, err := r.Rollups.Spent(t.Context(), advertiser, time.Now()); err != nil || s != spent {
+		if s, err := r.Rollups.SpentOn(t.Context(), advertiser, clicks.BudgetDayIn(time.Now(), time.UTC)); err != nil || s != spent {
 			t.Errorf("a replica reads the spend as %d %v, want the click table's %d", s, err, spent)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/adlink/adlink/backend/clicks"
 	"github.com/adlink/adlink/backend/config"
 	"github.com/adlink/adlink/match"
 )
@@ -61,7 +62,7 @@ func clickMerchantAd(t *testing.T, s *accountsServer) (string, bool) {
 // spent is advertiser's spend of the day.
 func spent(t *testing.T, s *accountsServer, advertiser string) int64 {
 	t.Helper()
-	n, err := s.Rollups.Spent(t.Context(), advertiser, time.Now())
+	n, err := s.Rollups.SpentOn(t.Context(), advertiser, clicks.BudgetDayIn(time.Now(), time.UTC))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -70,7 +70,7 @@ func testRemovedAdvertiserBudget(t *testing.T, postgres string) {
 	if got := tally(goneLinks[4:], 5); got[""] != 1 || got[clicks.ReasonOverBudget] != 4 {
 		t.Errorf("after the restart, 5 more clicks of the advertiser gone: %v, want 1 billed and 4 over_budget", got)
 	}
-	if spent, err := s.Rollups.Spent(t.Context(), "shop.example", time.Now()); err != nil || spent != 500_000 {
+	if spent, err := s.Rollups.SpentOn(t.Context(), "shop.example", clicks.BudgetDayIn(time.Now(), time.UTC)); err != nil || spent != 500_000 {
 		t.Errorf("the advertiser gone spent %d %v, want its last budget, 500000", spent, err)
 	}
 	if got := tally(keptLinks, 21); got[""] != 3 || got[clicks.ReasonOverBudget] != 2 {

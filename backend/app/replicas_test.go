@@ -97,8 +97,8 @@ func TestReplicasShareOneClickRecord(t *testing.T) {
 			t.Errorf("the report counts %+v; the click table holds 2 clicks, 1 billable at %d", m, logged[0].BidMicros)
 		}
 	}
-	spentA, errA := a.Rollups.Spent(t.Context(), logged[0].Advertiser, logged[0].Time)
-	spentB, errB := b.Rollups.Spent(t.Context(), logged[0].Advertiser, logged[0].Time)
+	spentA, errA := a.Rollups.SpentOn(t.Context(), logged[0].Advertiser, clicks.BudgetDayIn(logged[0].Time, time.UTC))
+	spentB, errB := b.Rollups.SpentOn(t.Context(), logged[0].Advertiser, clicks.BudgetDayIn(logged[0].Time, time.UTC))
 	if errA != nil || errB != nil || spentA != spentB || spentA != logged[0].BidMicros {
 		t.Errorf("spend: A %d %v, B %d %v, want %d", spentA, errA, spentB, errB, logged[0].BidMicros)
 	}

@@ -1,14 +1,17 @@
 // Package budget keeps an advertiser's ads out of answers once its daily
 // budget is spent, and paces the advertisers that chose even delivery.
 //
-// The ledger (clicks.Ledger) is what holds a budget: inside a click's own
-// transaction it bills the click only while the advertiser's spend that
-// UTC day is below its budget, so the day's spend passes the budget by
-// less than one click's bid. This package stops the ads that would only
-// make such unbilled clicks: it keeps each budgeted advertiser's spend of
-// the day in memory, read from the store when the server starts and at
-// each UTC midnight, and read again after each click that changes it, so
-// that a request checks a few counters and no store.
+// A budget's day is the advertiser's calendar date in its time zone
+// (accounts.Budget.Zone, UTC by default): it comes back at its own
+// midnight. The ledger (clicks.Ledger) is what holds a budget: inside a
+// click's own transaction it bills the click only while the advertiser's
+// spend of that day is below its budget, so the day's spend passes the
+// budget by less than one click's bid. This package stops the ads that
+// would only make such unbilled clicks: it keeps each budgeted
+// advertiser's spend of its day in memory, read from the store when the
+// server starts and at each of its zone's midnights, and read again after
+// each click that changes it, so that a request checks a few counters and
+// no store.
 package budget
 
 import (
@@ -29,29 +32,24 @@ import (
 	"github.com/adlink/adlink/match"
 )
 
-// Spender tells what an advertiser spent; clicks.BoltRollups is the
-// server's.
-type Spender interface {
-	// Spent returns what the advertiser's billable clicks cost on the UTC
-	// day of at, in millionths of their currency, including every click
-	// whose Record returned before the call.
-	Spent(ctx context.Context, advertiser string, at time.Time) (int64, error)
-}
-
-var _ Spender = clicks.BoltRollups{}
+// Spender tells what an advertiser spent on a day of its budget;
+// clicks.BoltRollups is the server's.
+type Spender = clicks.SpendReader
 
 // Flags tell the replicas of one deployment which advertisers spent their
 // daily budget: the Gate whose click reaches a budget raises its flag
 // ("id@budget micros", so that a replica given a larger budget by a
-// reload is not stopped by a smaller one's), and every Gate reads them
-// (Sync) and stops those ads as its own clicks would have. redisstore.BudgetFlags keeps them in Redis. Flags are a hint: the
-// ledger still bills no click over a budget, so a flag lost costs only
-// clicks that do not bill.
+// reload is not stopped by a smaller one's) on the budget's day, and
+// every Gate reads the flags of its advertisers' days (Sync) and stops
+// those ads as its own clicks would have. redisstore.BudgetFlags keeps
+// them in Redis. Flags are a hint: the ledger still bills no click over a
+// budget, so a flag lost costs only clicks that do not bill.
 type Flags interface {
-	// Raise marks flag, an advertiser's budget spent, on the UTC day of at.
-	Raise(ctx context.Context, flag string, at time.Time) error
-	// Raised returns the flags marked on the UTC day of at.
-	Raised(ctx context.Context, at time.Time) ([]string, error)
+	// Raise marks flag, an advertiser's budget spent, on day, the
+	// budget's day (clicks.BudgetDay).
+	Raise(ctx context.Context, flag string, day clicks.BudgetDay) error
+	// Raised returns the flags marked on day.
+	Raised(ctx context.Context, day clicks.BudgetDay) ([]string, error)
 }
 
 // Options are what a Gate needs.
@@ -59,7 +57,7 @@ type Options struct {
 	// Budgets are the advertisers' daily budgets by id, as the catalog
 	// names them (accounts.Book.Budgets).
 	Budgets map[string]accounts.Budget
-	// Spent is where the day's spend is read.
+	// Spent is where each advertiser's spend of its day is read.
 	Spent Spender
 	// Flags, when set, share the budgets spent with the other replicas.
 	Flags Flags
@@ -75,24 +73,34 @@ type Options struct {
 type Gate struct {
 	ids     []string // budgeted advertisers, sorted
 	budgets []accounts.Budget
-	even    []int // the ids paced even: each answer looks at them
+	zoneOf  []int   // each advertiser's zone, of zones
+	zones   []*zone // the zones of the budgets, by name
 	spent   Spender
 	flags   Flags
 	now     func() time.Time
 	rand    func() float64
-
-	day    atomic.Pointer[day]
-	rollMu sync.Mutex
 	// groups caches, per index, each budgeted advertiser's group in it
 	// (-1 for none); weak, so that an index a new catalog replaced is
 	// collected.
 	groups sync.Map // weak.Pointer[match.Index] -> []int32
 }
 
-// day is the spend of one UTC day, by advertiser as Gate.ids.
+// zone is the advertisers whose budgets count the days of one time zone,
+// and the spend of its current day.
+type zone struct {
+	loc    *time.Location
+	ids    []int // its advertisers, of Gate.ids
+	even   []int // those paced even: each answer looks at them
+	day    atomic.Pointer[day]
+	rollMu sync.Mutex
+}
+
+// day is the spend of one day of a zone, by advertiser as Gate.ids (the
+// zone's advertisers only).
 type day struct {
-	n     int64
-	spent []atomic.Int64
+	n          clicks.BudgetDay
+	start, end time.Time // its local midnight, and the next one
+	spent      []atomic.Int64
 	// out lists the asap advertisers whose budget is spent, so that an
 	// answer looks at them and the even ones, not at every budget.
 	out   atomic.Pointer[[]int]
@@ -124,29 +132,49 @@ func New(ctx context.Context, o Options) (*Gate, error) {
 		g.ids = append(g.ids, id)
 	}
 	slices.Sort(g.ids)
+	byName := map[string]int{}
 	for i, id := range g.ids {
-		g.budgets = append(g.budgets, o.Budgets[id])
-		if g.budgets[i].Pacing == accounts.Even {
-			g.even = append(g.even, i)
+		b := o.Budgets[id]
+		g.budgets = append(g.budgets, b)
+		zi, ok := byName[b.Zone]
+		if !ok {
+			loc, err := clicks.LoadZone(b.Zone)
+			if err != nil {
+				return nil, fmt.Errorf("budget: the time zone of %s: %w", id, err)
+			}
+			zi = len(g.zones)
+			byName[b.Zone] = zi
+			g.zones = append(g.zones, &zone{loc: loc})
+		}
+		z := g.zones[zi]
+		g.zoneOf = append(g.zoneOf, zi)
+		z.ids = append(z.ids, i)
+		if b.Pacing == accounts.Even {
+			z.even = append(z.even, i)
 		}
 	}
 	if len(g.ids) > 0 && g.spent == nil {
 		return nil, fmt.Errorf("budget: budgets without a Spender")
 	}
-	d, err := g.load(ctx, g.now())
-	if err != nil {
-		return nil, err
+	now := g.now()
+	for _, z := range g.zones {
+		d, err := g.load(ctx, z, now)
+		if err != nil {
+			return nil, err
+		}
+		z.day.Store(d)
 	}
-	g.day.Store(d)
 	return g, nil
 }
 
-// load reads the spend of at's day.
-func (g *Gate) load(ctx context.Context, at time.Time) (*day, error) {
-	d := &day{n: dayOf(at), spent: make([]atomic.Int64, len(g.ids))}
+// load reads the spend of z's day at at.
+func (g *Gate) load(ctx context.Context, z *zone, at time.Time) (*day, error) {
+	n := clicks.BudgetDayIn(at, z.loc)
+	d := &day{n: n, start: n.Start(z.loc), end: (n + 1).Start(z.loc), spent: make([]atomic.Int64, len(g.ids))}
 	var out []int
-	for i, id := range g.ids {
-		s, err := g.spent.Spent(ctx, id, at)
+	for _, i := range z.ids {
+		id := g.ids[i]
+		s, err := g.spent.SpentOn(ctx, id, n)
 		if err != nil {
 			return nil, fmt.Errorf("budget: reading the spend of %s: %w", id, err)
 		}
@@ -159,17 +187,18 @@ func (g *Gate) load(ctx context.Context, at time.Time) (*day, error) {
 	return d, nil
 }
 
-// today returns the spend of at's day, reading it from the store when the
-// day has changed. Should that fail, the last day read still answers:
-// the ledger bills no click over a budget either way.
-func (g *Gate) today(at time.Time) *day {
-	d := g.day.Load()
-	if n := dayOf(at); n > d.n {
-		g.rollMu.Lock()
-		defer g.rollMu.Unlock()
-		if d = g.day.Load(); n > d.n {
-			if nd, err := g.load(context.Background(), at); err == nil {
-				g.day.Store(nd)
+// today returns the spend of z's day at at, reading it from the store
+// once at is past the day's end, z's next midnight. Should that fail, the
+// last day read still answers: the ledger bills no click over a budget
+// either way.
+func (g *Gate) today(z *zone, at time.Time) *day {
+	d := z.day.Load()
+	if !at.Before(d.end) {
+		z.rollMu.Lock()
+		defer z.rollMu.Unlock()
+		if d = z.day.Load(); !at.Before(d.end) {
+			if nd, err := g.load(context.Background(), z, at); err == nil {
+				z.day.Store(nd)
 				d = nd
 			}
 		}
@@ -177,7 +206,8 @@ func (g *Gate) today(at time.Time) *day {
 	return d
 }
 
-func dayOf(t time.Time) int64 { return t.Unix() / 86400 }
+// zone is advertiser i's.
+func (g *Gate) zone(i int) *zone { return g.zones[g.zoneOf[i]] }
 
 // Clicked takes note of a click the ledger recorded: a billed one, or one
 // refused as over budget, reads its advertiser's spend of the day again.
@@ -191,11 +221,12 @@ func (g *Gate) Clicked(ctx context.Context, c *clicks.Click) error {
 	if !ok {
 		return nil
 	}
-	d := g.today(c.Time)
-	if d.n != dayOf(c.Time) {
+	z := g.zone(i)
+	d := g.today(z, c.Time)
+	if d.n != clicks.BudgetDayIn(c.Time, z.loc) {
 		return nil
 	}
-	s, err := g.spent.Spent(ctx, c.Advertiser, c.Time)
+	s, err := g.spent.SpentOn(ctx, c.Advertiser, d.n)
 	if err != nil {
 		return fmt.Errorf("budget: reading the spend of %s: %w", c.Advertiser, err)
 	}
@@ -213,7 +244,7 @@ func (g *Gate) Clicked(ctx context.Context, c *clicks.Click) error {
 				d.stop(i)
 			}
 			if g.flags != nil {
-				if err := g.flags.Raise(ctx, flagOf(c.Advertiser, b.DailyMicros), c.Time); err != nil {
+				if err := g.flags.Raise(ctx, flagOf(c.Advertiser, b.DailyMicros), d.n); err != nil {
 					return fmt.Errorf("budget: raising the flag of %s: %w", c.Advertiser, err)
 				}
 			}
@@ -222,27 +253,52 @@ func (g *Gate) Clicked(ctx context.Context, c *clicks.Click) error {
 	}
 }
 
-// Sync reads the flags the other replicas raised today and stops those
-// advertisers as if their spend here had reached the budget (Spent then
-// says the budget, at least). The server calls it every second.
+// Sync reads the flags the other replicas raised on each advertiser's
+// day and stops those advertisers as if their spend here had reached the
+// budget (Spent then says the budget, at least). It reads the flags of
+// each day current in the budgets' zones, at most three. The server calls
+// it every second.
 func (g *Gate) Sync(ctx context.Context) error {
 	if g == nil || g.flags == nil || len(g.ids) == 0 {
 		return nil
 	}
 	now := g.now()
-	d := g.today(now)
-	if d.n != dayOf(now) {
-		return nil
+	days := map[clicks.BudgetDay][]*day{} // of each zone, by its day
+	var order []clicks.BudgetDay
+	current := make([]*day, len(g.zones))
+	for zi, z := range g.zones {
+		d := g.today(z, now)
+		if d.n != clicks.BudgetDayIn(now, z.loc) {
+			continue // its day could not be read
+		}
+		current[zi] = d
+		if _, ok := days[d.n]; !ok {
+			order = append(order, d.n)
+		}
+		days[d.n] = append(days[d.n], d)
 	}
-	raised, err := g.flags.Raised(ctx, now)
-	if err != nil {
-		return fmt.Errorf("budget: reading the flags: %w", err)
+	for _, n := range order {
+		raised, err := g.flags.Raised(ctx, n)
+		if err != nil {
+			return fmt.Errorf("budget: reading the flags: %w", err)
+		}
+		g.stopRaised(raised, n, current)
 	}
+	return nil
+}
+
+// stopRaised stops the advertisers of raised, flags of day n, whose
+// zone's current day is n.
+func (g *Gate) stopRaised(raised []string, n clicks.BudgetDay, current []*day) {
 	for _, f := range raised {
 		id, spentAt := parseFlag(f)
 		i, ok := slices.BinarySearch(g.ids, id)
 		if !ok {
 			continue
+		}
+		d := current[g.zoneOf[i]]
+		if d == nil || d.n != n {
+			continue // another day of the advertiser's
 		}
 		b := g.budgets[i]
 		if spentAt > 0 && spentAt < b.DailyMicros {
@@ -258,12 +314,13 @@ func (g *Gate) Sync(ctx context.Context) error {
 			d.stop(i)
 		}
 	}
-	return nil
 }
 
 // Carry takes into g, a gate not served yet, what old, the gate it
 // replaces, knows of today's spend: for each advertiser both budget, the
-// larger of the two spends, when both gates are on the same UTC day. g's spend
+// larger of the two spends, when both gates are on the same day of its
+// budget (a zone changed keeps the date's spend when the date is the
+// same). g's spend
 // was read when it was made, which may be a while before it is served;
 // old saw the clicks since. It reads no store, so that a swap can call
 // it under its lock; a nil g or old carries nothing.
@@ -271,13 +328,13 @@ func (g *Gate) Carry(old *Gate) {
 	if g == nil || old == nil || len(g.ids) == 0 {
 		return
 	}
-	d, od := g.day.Load(), old.day.Load()
-	if d.n != od.n {
-		return
-	}
 	for i, id := range g.ids {
 		j, ok := slices.BinarySearch(old.ids, id)
 		if !ok {
+			continue
+		}
+		d, od := g.zone(i).day.Load(), old.zone(j).day.Load()
+		if d.n != od.n {
 			continue
 		}
 		s := od.spent[j].Load()
@@ -319,22 +376,24 @@ func (g *Gate) Spent(advertiser string) int64 {
 	if !ok {
 		return 0
 	}
-	return g.today(g.now()).spent[i].Load()
+	return g.today(g.zone(i), g.now()).spent[i].Load()
 }
 
 // Pace is the share of answers that show an advertiser with even pacing,
-// given what it spent of its daily budget by at: all of them while its
-// spend is on or below the straight line from nothing at 00:00 UTC to the
-// whole budget at 24:00, none once it is an hour's budget above that line,
-// and falling linearly in between. An advertiser that fell behind (no
+// given what it spent of its daily budget by at, in its day from start
+// (its local midnight) to end (the next): all of them while its spend is
+// on or below the straight line from nothing at start to the whole budget
+// at end, none once it is an hour's budget above that line, and falling
+// linearly in between. A day a clock change makes 23 or 25 hours long
+// spreads the budget over those hours. An advertiser that fell behind (no
 // readers in the night) is shown everywhere until it catches up.
-func Pace(daily, spent int64, at time.Time) float64 {
-	if daily <= 0 {
+func Pace(daily, spent int64, start, end, at time.Time) float64 {
+	length := end.Sub(start)
+	if daily <= 0 || length <= 0 {
 		return 1
 	}
-	secs := at.Unix() % 86400
-	elapsed := (float64(secs) + float64(at.Nanosecond())/1e9) / 86400
-	hour := float64(daily) / 24
+	elapsed := float64(at.Sub(start)) / float64(length)
+	hour := float64(daily) * float64(time.Hour) / float64(length)
 	return min(max((float64(daily)*elapsed+hour-float64(spent))/hour, 0), 1)
 }
 
@@ -352,19 +411,21 @@ func (g *Gate) Exclude(ix *match.Index) []uint32 {
 		return nil
 	}
 	now := g.now()
-	d := g.today(now)
 	var out []uint32
 	var groups []int32
-	for _, i := range g.candidates(d) {
-		show := g.show(i, d, now)
-		if show >= 1 {
-			continue
-		}
-		if groups == nil {
-			groups = g.groupsOf(ix)
-		}
-		if groups[i] >= 0 && (show <= 0 || g.rand() >= show) {
-			out = append(out, uint32(groups[i]))
+	for _, z := range g.zones {
+		d := g.today(z, now)
+		for _, i := range z.candidates(d) {
+			show := g.show(i, d, now)
+			if show >= 1 {
+				continue
+			}
+			if groups == nil {
+				groups = g.groupsOf(ix)
+			}
+			if groups[i] >= 0 && (show <= 0 || g.rand() >= show) {
+				out = append(out, uint32(groups[i]))
+			}
 		}
 	}
 	return out
@@ -378,22 +439,24 @@ func (g *Gate) Page(ix *match.Index) (exclude []uint32, paced []Paced) {
 		return nil, nil
 	}
 	now := g.now()
-	d := g.today(now)
 	var groups []int32
-	for _, i := range g.candidates(d) {
-		show := g.show(i, d, now)
-		if show >= 1 {
-			continue
-		}
-		if groups == nil {
-			groups = g.groupsOf(ix)
-		}
-		switch {
-		case groups[i] < 0:
-		case show <= 0:
-			exclude = append(exclude, uint32(groups[i]))
-		default:
-			paced = append(paced, Paced{Group: uint32(groups[i]), Show: show})
+	for _, z := range g.zones {
+		d := g.today(z, now)
+		for _, i := range z.candidates(d) {
+			show := g.show(i, d, now)
+			if show >= 1 {
+				continue
+			}
+			if groups == nil {
+				groups = g.groupsOf(ix)
+			}
+			switch {
+			case groups[i] < 0:
+			case show <= 0:
+				exclude = append(exclude, uint32(groups[i]))
+			default:
+				paced = append(paced, Paced{Group: uint32(groups[i]), Show: show})
+			}
 		}
 	}
 	slices.Sort(exclude)
@@ -401,17 +464,17 @@ func (g *Gate) Page(ix *match.Index) (exclude []uint32, paced []Paced) {
 	return exclude, paced
 }
 
-// candidates are the advertisers an answer may leave out: those whose
-// budget is spent, and those paced even.
-func (g *Gate) candidates(d *day) []int {
+// candidates are the advertisers of z an answer may leave out: those
+// whose budget is spent on d, and those paced even.
+func (z *zone) candidates(d *day) []int {
 	out := *d.out.Load()
-	if len(g.even) == 0 {
+	if len(z.even) == 0 {
 		return out
 	}
 	if len(out) == 0 {
-		return g.even
+		return z.even
 	}
-	return append(slices.Clip(out), g.even...)
+	return append(slices.Clip(out), z.even...)
 }
 
 // show is the share of answers that may show advertiser i now: 0 once its
@@ -422,7 +485,7 @@ func (g *Gate) show(i int, d *day, now time.Time) float64 {
 	case s >= b.DailyMicros:
 		return 0
 	case b.Pacing == accounts.Even:
-		return Pace(b.DailyMicros, s, now)
+		return Pace(b.DailyMicros, s, d.start, d.end, now)
 	}
 	return 1
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -31,28 +32,41 @@ func TestPace(t *testing.T) {
 		{6 * time.Hour, 7_000_000, 0},    // an hour ahead
 		{23*time.Hour + 30*time.Minute, 23_500_000, 1},
 	} {
-		if got := Pace(b, tt.spent, day0.Add(tt.at)); got != tt.want {
+		if got := Pace(b, tt.spent, day0, day0.Add(24*time.Hour), day0.Add(tt.at)); got != tt.want {
 			t.Errorf("Pace at %v having spent %d: %v, want %v", tt.at, tt.spent, got, tt.want)
 		}
 	}
-	if Pace(b, 2_000_000, day0.Add(time.Hour)) >= Pace(b, 2_000_000, day0.Add(12*time.Hour)) {
+	end := day0.Add(24 * time.Hour)
+	if Pace(b, 2_000_000, day0, end, day0.Add(time.Hour)) >= Pace(b, 2_000_000, day0, end, day0.Add(12*time.Hour)) {
 		t.Error("the same spend is not paced harder early in the day")
 	}
 }
 
-// spends is a Spender over a map, keyed by advertiser and UTC day.
+// spends is a Spender over a map, keyed by advertiser and budget day.
 type spends struct {
 	mu  sync.Mutex
 	m   map[string]int64
 	err error
 }
 
-func key(adv string, at time.Time) string { return adv + "@" + at.Format(time.DateOnly) }
+// key is the advertiser's spend of at's UTC day.
+func key(adv string, at time.Time) string { return keyOf(adv, clicks.BudgetDayIn(at, time.UTC)) }
 
-func (s *spends) Spent(_ context.Context, adv string, at time.Time) (int64, error) {
+func keyOf(adv string, day clicks.BudgetDay) string {
+	return adv + "@" + strconv.FormatInt(int64(day), 10)
+}
+
+func (s *spends) SpentOn(_ context.Context, adv string, day clicks.BudgetDay) (int64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.m[key(adv, at)], s.err
+	return s.m[keyOf(adv, day)], s.err
+}
+
+// addOn adds n to the advertiser's spend of day.
+func (s *spends) addOn(adv string, day clicks.BudgetDay, n int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.m[keyOf(adv, day)] += n
 }
 
 func (s *spends) add(adv string, at time.Time, n int64) {

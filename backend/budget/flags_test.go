@@ -20,7 +20,7 @@ type flags struct {
 
 var _ Flags = (*flags)(nil)
 
-func (f *flags) Raise(_ context.Context, adv string, _ time.Time) error {
+func (f *flags) Raise(_ context.Context, adv string, _ clicks.BudgetDay) error {
 	if f.raiseErr != nil {
 		return f.raiseErr
 	}
@@ -28,7 +28,7 @@ func (f *flags) Raise(_ context.Context, adv string, _ time.Time) error {
 	return nil
 }
 
-func (f *flags) Raised(context.Context, time.Time) ([]string, error) {
+func (f *flags) Raised(context.Context, clicks.BudgetDay) ([]string, error) {
 	return slices.Clone(f.raised), f.readErr
 }
 

@@ -8,12 +8,17 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/adlink/adlink/backend/budget"
+	"github.com/adlink/adlink/backend/clicks"
 )
 
-// BudgetFlags are budget.Flags in Redis: one set per UTC day of the flags
+// BudgetFlags are budget.Flags in Redis: one set per budget day
+// (clicks.BudgetDay, the date in the advertiser's time zone) of the flags
 // raised, each "id@budget micros" (an advertiser and the daily budget its
 // spend reached; older replicas raise a bare "id"), expiring two days
-// after its last flag.
+// after its last flag. A flag raised on an advertiser's day stops it on
+// that date wherever UTC's date is, and not on the next one; the sets
+// of a UTC advertiser are those of its UTC days, as older replicas keyed
+// every flag.
 // While Redis does not answer, Raise and Raised count a fallback and do
 // nothing: each replica then stops only the ads its own clicks spent, and
 // a flag raised meanwhile is not raised again, so the other replicas learn
@@ -31,13 +36,13 @@ func (c *Client) BudgetFlags() *BudgetFlags {
 	return &BudgetFlags{c: c, prefix: c.prefix + "budget:"}
 }
 
-func (f *BudgetFlags) key(at time.Time) string {
-	return f.prefix + strconv.FormatInt(at.Unix()/86400, 10)
+func (f *BudgetFlags) key(day clicks.BudgetDay) string {
+	return f.prefix + strconv.FormatInt(int64(day), 10)
 }
 
-// Raise implements budget.Flags: it adds flag to the set of at's day.
-func (f *BudgetFlags) Raise(ctx context.Context, flag string, at time.Time) error {
-	key := f.key(at)
+// Raise implements budget.Flags: it adds flag to the set of day.
+func (f *BudgetFlags) Raise(ctx context.Context, flag string, day clicks.BudgetDay) error {
+	key := f.key(day)
 	f.c.call(ctx, "budget", key, func(ctx context.Context) error {
 		_, err := f.c.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 			p.SAdd(ctx, key, flag)
@@ -49,10 +54,10 @@ func (f *BudgetFlags) Raise(ctx context.Context, flag string, at time.Time) erro
 	return nil
 }
 
-// Raised implements budget.Flags: the flags of at's day.
-func (f *BudgetFlags) Raised(ctx context.Context, at time.Time) ([]string, error) {
+// Raised implements budget.Flags: the flags of day.
+func (f *BudgetFlags) Raised(ctx context.Context, day clicks.BudgetDay) ([]string, error) {
 	var flags []string
-	key := f.key(at)
+	key := f.key(day)
 	f.c.call(ctx, "budget", key, func(ctx context.Context) error {
 		var err error
 		flags, err = f.c.rdb.SMembers(ctx, key).Result()

@@ -21,7 +21,7 @@ type spends struct {
 	m  map[string]int64
 }
 
-func (s *spends) Spent(_ context.Context, adv string, _ time.Time) (int64, error) {
+func (s *spends) SpentOn(_ context.Context, adv string, _ clicks.BudgetDay) (int64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.m[adv], nil

@@ -130,7 +130,7 @@ func use(t *testing.T, c *redisstore.Client) {
 	if first, err := c.Decisions(noDecisions{t}).Use(ctx, "d1", at, at.Add(time.Hour)); !first || err != nil {
 		t.Fatalf("Use: %v, %v", first, err)
 	}
-	if err := c.BudgetFlags().Raise(ctx, "adv@10", at); err != nil {
+	if err := c.BudgetFlags().Raise(ctx, "adv@10", clicks.BudgetDayIn(at, time.UTC)); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Versions().Announce(ctx, catalog.Announcement{Version: "00000000000000a1", From: "r"}); err != nil {

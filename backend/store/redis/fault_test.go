@@ -258,10 +258,10 @@ func TestBudgetFlagsWhileRedisIsDown(t *testing.T) {
 	r := newReplica(t, srv.URL(), clk)
 	f := r.c.BudgetFlags()
 	srv.Kill()
-	if err := f.Raise(t.Context(), "a.example", clk.Now()); err != nil {
+	if err := f.Raise(t.Context(), "a.example", clicks.BudgetDayIn(clk.Now(), time.UTC)); err != nil {
 		t.Errorf("Raise: %v", err)
 	}
-	if ids, err := f.Raised(t.Context(), clk.Now()); err != nil || ids != nil {
+	if ids, err := f.Raised(t.Context(), clicks.BudgetDayIn(clk.Now(), time.UTC)); err != nil || ids != nil {
 		t.Errorf("Raised = %v, %v; want nothing", ids, err)
 	}
 	if got := r.fallbacks(t, "budget"); got != 2 {
@@ -269,10 +269,10 @@ func TestBudgetFlagsWhileRedisIsDown(t *testing.T) {
 	}
 	srv.Start()
 	clk.Advance(time.Second)
-	if err := f.Raise(t.Context(), "b.example", clk.Now()); err != nil {
+	if err := f.Raise(t.Context(), "b.example", clicks.BudgetDayIn(clk.Now(), time.UTC)); err != nil {
 		t.Fatal(err)
 	}
-	if ids, err := f.Raised(t.Context(), clk.Now()); err != nil || !slices.Equal(ids, []string{"b.example"}) {
+	if ids, err := f.Raised(t.Context(), clicks.BudgetDayIn(clk.Now(), time.UTC)); err != nil || !slices.Equal(ids, []string{"b.example"}) {
 		t.Errorf("with Redis back, Raised = %v, %v; want [b.example]", ids, err)
 	}
 }
@@ -287,7 +287,7 @@ func TestClientLibraryLinesGoToTheLogger(t *testing.T) {
 	srv.Kill()
 	var log syncBuffer
 	c := open(t, url, redisstore.Options{Logger: slog.New(slog.NewJSONHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug}))})
-	if ids, err := c.BudgetFlags().Raised(t.Context(), time.Now()); err != nil || ids != nil {
+	if ids, err := c.BudgetFlags().Raised(t.Context(), clicks.BudgetDayIn(time.Now(), time.UTC)); err != nil || ids != nil {
 		t.Errorf("Raised = %v, %v; want nothing", ids, err)
 	}
 	var found bool
