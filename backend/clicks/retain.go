@@ -58,7 +58,8 @@ type Retainer interface {
 	DeleteDay(ctx context.Context, log RawLog, day time.Time) (rows int, err error)
 
 	// ForgetSpendBefore drops the advertisers' daily spend (what budgets
-	// are held against) of the UTC days before day; the spend of day and
+	// are held against) of the budget days (BudgetDay) before day's UTC
+	// date; the spend of day and
 	// later stays, and reports keep theirs in the rollups. It is
 	// idempotent and durable when it returns.
 	ForgetSpendBefore(ctx context.Context, day time.Time) error
@@ -223,7 +224,7 @@ func (r *BoltRetainer) ForgetSpendBefore(ctx context.Context, day time.Time) err
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	end := binary.BigEndian.AppendUint64(nil, uint64(dayOf(day))^(1<<63))
+	end := binary.BigEndian.AppendUint64(nil, uint64(BudgetDayIn(day, time.UTC))^(1<<63))
 	for {
 		n := 0
 		err := r.gc.commit(r.db, func(tx *bolt.Tx) error {

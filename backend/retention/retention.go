@@ -57,7 +57,8 @@ type Options struct {
 	// Every is how often the job runs after its first run; 0 is an hour.
 	Every time.Duration
 	// SpendDays is how many UTC days of advertisers' spend are kept, today
-	// included; 0 is DefaultSpendDays.
+	// included, and one more for the zones behind UTC, whose budget day
+	// may still be UTC's yesterday; 0 is DefaultSpendDays.
 	SpendDays int
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
@@ -298,7 +299,9 @@ func (j *Job) Run(ctx context.Context) error {
 			}
 		}
 	}
-	spendFrom := now.Truncate(24*time.Hour).AddDate(0, 0, 1-j.o.SpendDays)
+	// A budget's day is its zone's date (clicks.BudgetDay): at UTC-12 the
+	// day before UTC's is still current, so that day is kept as well.
+	spendFrom := now.Truncate(24*time.Hour).AddDate(0, 0, -j.o.SpendDays)
 	if err := j.r.ForgetSpendBefore(ctx, spendFrom); err != nil {
 		return fmt.Errorf("retention: spend: %w", err)
 	}

@@ -473,3 +473,38 @@ func TestStoreThatKeepsADayStopsThePass(t *testing.T) {
 		t.Errorf("pass over a store that keeps its days = %v", err)
 	}
 }
+
+// TestSpendOfZonesBehindUTCIsKept: at 05:00 UTC an advertiser at UTC-8
+// is still on the day before UTC's, whose spend holds its budget: a pass
+// that keeps one day of spend keeps that one too, and forgets the day
+// before it.
+func TestSpendOfZonesBehindUTCIsKept(t *testing.T) {
+	dir := t.TempDir()
+	s := openDir(t, filepath.Join(dir, "data"))
+	at := time.Date(2026, 11, 24, 5, 0, 0, 0, time.UTC)
+	la, err := time.LoadLocation("America/Los_Angeles")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, when := range []time.Time{at, at.Add(-24 * time.Hour)} {
+		c := click(when, 0)
+		c.IP = fmt.Sprintf("192.0.2.%d", i+1)
+		if err := s.ledger.Record(t.Context(), &c, clicks.Use{Budget: 1_000_000, Zone: "America/Los_Angeles"}); err != nil || !c.Billable {
+			t.Fatalf("Record: %v, billable %v %q", err, c.Billable, c.Reason)
+		}
+	}
+	job := retention.New(s.retainer, retention.Options{Retention: ninety, Dir: filepath.Join(dir, "export"), SpendDays: 1,
+		Now: func() time.Time { return at }})
+	if err := job.Run(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	today := clicks.BudgetDayIn(at, la)
+	for _, tt := range []struct {
+		day  clicks.BudgetDay
+		want int64
+	}{{today, 120000}, {today - 1, 0}} {
+		if got, err := s.rollups.SpentOn(t.Context(), "ad0.example", tt.day); err != nil || got != tt.want {
+			t.Errorf("the spend of Los Angeles' day %d after the pass: %d (%v), want %d", tt.day, got, err, tt.want)
+		}
+	}
+}
