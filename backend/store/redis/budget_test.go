@@ -86,3 +86,57 @@ func TestBudgetReachedOnOneReplicaStopsTheAdsOnAnother(t *testing.T) {
 		t.Errorf("B says a.example spent %d, want its budget of 10", s)
 	}
 }
+
+// TestBudgetFlagLastsTheAdvertisersDay: replica A's click at 23:30 UTC
+// spends the budget of an advertiser in Los Angeles (15:30 there); at
+// 00:30 UTC, a new UTC day but the same one in Los Angeles, replica B's
+// Sync still stops it, and after midnight in Los Angeles (08:00 UTC) it
+// does not.
+func TestBudgetFlagLastsTheAdvertisersDay(t *testing.T) {
+	srv := testredis.Start(t, testredis.Options{})
+	var mu sync.Mutex
+	now := time.Date(2026, 11, 22, 23, 0, 0, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	set := func(at time.Time) { mu.Lock(); defer mu.Unlock(); now = at }
+	ix, err := match.Build([]match.Ad{
+		{ID: "la.example", Kind: match.KindAdvertiser, Title: "LA", Keywords: []string{"x"}, Advertiser: "la.example", Landing: "https://la.example/"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	budgets := map[string]accounts.Budget{"la.example": {DailyMicros: 10, Pacing: accounts.ASAP, Zone: "America/Los_Angeles"}}
+	gate := func() (*budget.Gate, *spends) {
+		sp := &spends{m: map[string]int64{}}
+		c := open(t, patient(srv.URL()), redisstore.Options{Now: clock})
+		g, err := budget.New(t.Context(), budget.Options{Budgets: budgets, Spent: sp, Now: clock, Flags: c.BudgetFlags()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g, sp
+	}
+	a, spA := gate()
+	b, _ := gate()
+	at := time.Date(2026, 11, 22, 23, 30, 0, 0, time.UTC)
+	set(at)
+	spA.add("la.example", 10)
+	if err := a.Clicked(t.Context(), &clicks.Click{Time: at, Advertiser: "la.example", Billable: true, BidMicros: 10}); err != nil {
+		t.Fatal(err)
+	}
+	stopped := []uint32{ix.AdvertiserGroups()["la.example"]}
+	for _, tt := range []struct {
+		at   time.Time
+		want []uint32
+	}{
+		{time.Date(2026, 11, 23, 0, 30, 0, 0, time.UTC), stopped},
+		{time.Date(2026, 11, 23, 7, 59, 0, 0, time.UTC), stopped},
+		{time.Date(2026, 11, 23, 8, 0, 0, 0, time.UTC), nil},
+	} {
+		set(tt.at)
+		if err := b.Sync(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if got := b.Exclude(ix); !slices.Equal(got, tt.want) {
+			t.Errorf("B at %s UTC: excludes %v, want %v", tt.at.Format("Jan 2 15:04"), got, tt.want)
+		}
+	}
+}
