@@ -55,6 +55,9 @@ func TestNewReportsEveryProblem(t *testing.T) {
 			{ID: "t.example", DailyBudget: "abc", Currency: "euro", Pacing: "slow"},
 			{ID: "u.example", ReportToken: "a long enough token", ReportTokenSHA256: strings.Repeat("0", 64)},
 			{ID: "X.example"},
+			{ID: "s.example", DailyBudget: "10", Currency: "EUR", Timezone: "Mars/Olympus_Mons"},
+			{ID: "r.example", DailyBudget: "10", Currency: "EUR", Timezone: "Local"},
+			{ID: "q.example", DailyBudget: "10", Currency: "EUR", Timezone: "../../etc/passwd"},
 		})
 	if err == nil {
 		t.Fatal("no error")
@@ -63,7 +66,9 @@ func TestNewReportsEveryProblem(t *testing.T) {
 		"advertiser 1: id is empty", `"y.example": report_token_sha256 must be 64 hex digits`, `daily_budget "12,50"`,
 		`currency "euro"`, `pacing "fast"`, "not both", `advertiser "X.example" twice`,
 		// One advertiser's bad fields are each reported, not the first alone.
-		`advertiser "t.example": pacing "slow"`, `advertiser "t.example": daily_budget "abc"`, `advertiser "t.example": currency "euro"`} {
+		`advertiser "t.example": pacing "slow"`, `advertiser "t.example": daily_budget "abc"`, `advertiser "t.example": currency "euro"`,
+		`advertiser "s.example": timezone "Mars/Olympus_Mons"`, `advertiser "r.example": timezone "Local"`,
+		`advertiser "q.example": timezone "../../etc/passwd"`} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q:\n%v", want, err)
 		}
@@ -196,5 +201,23 @@ func TestClickIDParam(t *testing.T) {
 	}
 	if _, err := New(nil, []AdvertiserAccount{{ID: "ok.example", ClickIDParam: strings.Repeat("a-_0", 8)}}); err != nil {
 		t.Errorf("a name of 32: %v", err)
+	}
+}
+
+// An advertiser's budget counts the days of its timezone, UTC when it
+// gives none.
+func TestBudgetZone(t *testing.T) {
+	b, err := New(nil, []AdvertiserAccount{
+		{ID: "la.example", DailyBudget: "10", Currency: "USD", Timezone: "America/Los_Angeles"},
+		{ID: "utc.example", DailyBudget: "10", Currency: "EUR", Timezone: "UTC"},
+		{ID: "none.example", DailyBudget: "10", Currency: "EUR"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[string]string{"la.example": "America/Los_Angeles", "utc.example": "", "none.example": ""} {
+		if bg, ok := b.Budget(id); !ok || bg.Zone != want {
+			t.Errorf("%s: budget %+v, want the zone %q", id, bg, want)
+		}
 	}
 }

@@ -372,6 +372,8 @@ func TestReloadRefusesBadPartners(t *testing.T) {
 		{"a URL for a domain", s.partners, `{"partners":[
 			{"api_key":"key-one","sites":[{"id":"site-one","domains":["https://one.example/"]}]}]}`,
 			http.StatusConflict, "refused", "partners file " + s.partners + `: partner "key-one" site "site-one": domain "https://one.example/": not a host name`},
+		{"an unknown time zone", s.advertisers, `{"advertisers":[{"id":"handy-bestkauf.de","daily_budget":"100.00","currency":"EUR","timezone":"Europe/Atlantis"}]}`,
+			http.StatusConflict, "refused", "advertisers file " + s.advertisers + `: advertiser "handy-bestkauf.de": timezone "Europe/Atlantis"`},
 		{"budget in USD", s.advertisers, `{"advertisers":[{"id":"handy-bestkauf.de","daily_budget":"100.00","currency":"USD"}]}`,
 			http.StatusConflict, "refused", "advertisers file " + s.advertisers + `: budgets: advertiser "handy-bestkauf.de" has a daily budget in USD`},
 	} {

@@ -119,6 +119,27 @@ func TestNewReportsEveryFile(t *testing.T) {
 	}
 }
 
+// TestNewRefusesAnUnknownTimeZone: an advertiser whose timezone is no
+// IANA zone stops the start, the error naming the file, the advertiser
+// and the value.
+func TestNewRefusesAnUnknownTimeZone(t *testing.T) {
+	dir := t.TempDir()
+	write := writer(t, dir)
+	cfg := testConfig(t)
+	cfg.DataDir = filepath.Join(dir, "data")
+	cfg.AdvertisersFile = write("advertisers.json",
+		`{"advertisers":[{"id":"x.example","daily_budget":"10","currency":"EUR","timezone":"America/Los_Angles"}]}`)
+	_, err := New(cfg, Options{})
+	if err == nil {
+		t.Fatal("New accepted an unknown time zone")
+	}
+	for _, want := range []string{"advertisers.json", `advertiser "x.example": timezone "America/Los_Angles"`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the error does not name %s:\n%v", want, err)
+		}
+	}
+}
+
 // A bad budget of the advertisers file and a bad site of the partners
 // file are reported with a bad feed line, not once the feed is fixed.
 func TestNewReportsAccountsWithFeeds(t *testing.T) {
