@@ -289,6 +289,61 @@ func TestSpoolHoldsTheBudgetsCurrency(t *testing.T) {
 	}
 }
 
+// TestSpoolShipsTheBudgetsDay: a click spooled while Postgres is down
+// spends, once shipped, on the day of its own time in the zone of the
+// budget it was judged under, and a second one of that day is over the
+// budget. The zone is one whose date is not UTC's at the click's hour.
+func TestSpoolShipsTheBudgetsDay(t *testing.T) {
+	db := openPG(t, testpg.New(t))
+	_, spool := newSpool(t)
+	at := recently()
+	zone := "Pacific/Kiritimati" // UTC+14: tomorrow from 10:00 UTC
+	if at.Hour() < 10 {
+		zone = "Pacific/Pago_Pago" // UTC-11: yesterday until 11:00 UTC
+	}
+	loc, err := time.LoadLocation(zone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	day := clicks.BudgetDayIn(at, loc)
+	if day == clicks.BudgetDayIn(at, time.UTC) {
+		t.Fatalf("%s is on UTC's date at %v", zone, at)
+	}
+	for n := range 2 {
+		c := clicks.Click{ID: fmt.Sprint("z", n), Time: at.Add(time.Duration(n) * time.Minute), AdID: fmt.Sprint("a", n),
+			AdType: "advertiser", Type: "search", APIKey: "k", SiteID: "s", IP: fmt.Sprintf("198.51.100.%d", n+1),
+			Advertiser: "shop.example", BidMicros: 1_000_000, Currency: "EUR"}
+		u := clicks.Use{D: fmt.Sprint("zd", n), Expires: at.Add(time.Hour), Budget: 1_000_000, Currency: "EUR", Zone: zone}
+		if err := spool.Record(t.Context(), &c, u); err != nil || !c.Billable {
+			t.Fatalf("spooling %s: %v, billable %v %q", c.ID, err, c.Billable, c.Reason)
+		}
+	}
+	s := clicks.NewSpooler(db.Ledger(), db.Ledger(), spool, clicks.SpoolerOptions{})
+	s.Start()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	if err := s.WaitShipped(ctx); err != nil {
+		t.Fatalf("the spool was not shipped: %v, %d left", err, s.Depth())
+	}
+	s.Stop()
+	got := map[string]string{}
+	db.Clicks().Scan(t.Context(), time.Time{}, time.Time{}, func(c clicks.Click) error {
+		got[c.ID] = fmt.Sprint(c.Billable, " ", c.Reason)
+		return nil
+	})
+	if got["z0"] != "true " || got["z1"] != "false over_budget" {
+		t.Errorf("Postgres holds %v, want the first click billed and the second over_budget", got)
+	}
+	for _, tt := range []struct {
+		day  clicks.BudgetDay
+		want int64
+	}{{day, 1_000_000}, {clicks.BudgetDayIn(at, time.UTC), 0}} {
+		if spent, err := db.Rollups().SpentOn(t.Context(), "shop.example", tt.day); err != nil || spent != tt.want {
+			t.Errorf("the spend of day %d: %d %v, want %d (%s's day is %d)", tt.day, spent, err, tt.want, zone, day)
+		}
+	}
+}
+
 // recently is a whole hour of the last two: clicks of it shipped now are
 // well inside clicks.ShipHorizon.
 func recently() time.Time { return time.Now().UTC().Truncate(time.Hour).Add(-time.Hour) }
