@@ -19,7 +19,8 @@ import (
 // further, before a restart and after it (over_budget, as for an
 // advertiser in the file); an advertiser still in the file keeps its
 // own budget. So it is with the ledger in Postgres, on a replica started
-// afterwards with a data directory of its own.
+// afterwards with a data directory of its own. The budget kept counts the
+// days of the advertiser's time zone, one whose date is not UTC's.
 func TestRemovedAdvertiserKeepsItsLastBudget(t *testing.T) {
 	t.Run("bolt", func(t *testing.T) { testRemovedAdvertiserBudget(t, "") })
 	t.Run("postgres", func(t *testing.T) { testRemovedAdvertiserBudget(t, testpg.New(t)) })
@@ -27,11 +28,12 @@ func TestRemovedAdvertiserKeepsItsLastBudget(t *testing.T) {
 
 func testRemovedAdvertiserBudget(t *testing.T, postgres string) {
 	const bid = 100_000
+	zone := farZone(t, time.Now())
 	gone := handies(1, "p", bid)[0] // shop.example
 	kept := gone
 	kept.ID, kept.Advertiser, kept.Landing = "KEPT.1.H0", "kept.example", "https://kept.example/p"
 	s := startAccountsWith(t, twoPartners, `{"advertisers":[
-		{"id":"shop.example","daily_budget":"0.50","currency":"EUR"},
+		{"id":"shop.example","daily_budget":"0.50","currency":"EUR","timezone":"`+zone.String()+`"},
 		{"id":"kept.example","daily_budget":"0.30","currency":"EUR"}]}`,
 		[]match.Ad{gone, kept}, func(c *config.Config) {
 			c.CatalogMaxDrop, c.PostgresURL = 1, postgres
@@ -70,7 +72,7 @@ func testRemovedAdvertiserBudget(t *testing.T, postgres string) {
 	if got := tally(goneLinks[4:], 5); got[""] != 1 || got[clicks.ReasonOverBudget] != 4 {
 		t.Errorf("after the restart, 5 more clicks of the advertiser gone: %v, want 1 billed and 4 over_budget", got)
 	}
-	if spent, err := s.Rollups.SpentOn(t.Context(), "shop.example", clicks.BudgetDayIn(time.Now(), time.UTC)); err != nil || spent != 500_000 {
+	if spent, err := s.Rollups.SpentOn(t.Context(), "shop.example", clicks.BudgetDayIn(time.Now(), zone)); err != nil || spent != 500_000 {
 		t.Errorf("the advertiser gone spent %d %v, want its last budget, 500000", spent, err)
 	}
 	if got := tally(keptLinks, 21); got[""] != 3 || got[clicks.ReasonOverBudget] != 2 {
@@ -122,4 +124,19 @@ func TestRemovedAdKeepsTheBudgetLastServed(t *testing.T) {
 			t.Errorf("click %d with the budget removed: %q, want billed", i, c.Reason)
 		}
 	}
+}
+
+// farZone is a zone whose date at now is not UTC's, and stays so for an
+// hour: Pago Pago (UTC-11) until 10:00 UTC, Kiritimati (UTC+14) after.
+func farZone(t *testing.T, now time.Time) *time.Location {
+	t.Helper()
+	name := "Pacific/Kiritimati"
+	if now.UTC().Hour() < 10 {
+		name = "Pacific/Pago_Pago"
+	}
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return loc
 }

@@ -46,7 +46,7 @@ func Removals(t *testing.T, fresh func(t *testing.T) Opener[catalog.Removals]) {
 		// x's advertiser had a budget when it was removed, which a replica
 		// whose advertisers file no longer lists it bills x's clicks under.
 		x := catalog.RemovedAd{Ad: ad("SHOP.1.X", "https://shop.example/x"), Until: now.Add(time.Hour),
-			Budget: accounts.Budget{DailyMicros: 500_000, Currency: "EUR", Pacing: accounts.Even}}
+			Budget: accounts.Budget{DailyMicros: 500_000, Currency: "EUR", Pacing: accounts.Even, Zone: "America/Los_Angeles"}}
 		y := catalog.RemovedAd{Ad: ad("SHOP.1.Y", "https://shop.example/y"), Until: now.Add(time.Hour)}
 		same := func(got []catalog.RemovedAd) bool {
 			m := byID(t, got)
