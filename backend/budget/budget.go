@@ -263,21 +263,19 @@ func (g *Gate) Sync(ctx context.Context) error {
 		return nil
 	}
 	now := g.now()
-	days := map[clicks.BudgetDay][]*day{} // of each zone, by its day
-	var order []clicks.BudgetDay
-	current := make([]*day, len(g.zones))
+	var days []clicks.BudgetDay
+	current := make([]*day, len(g.zones)) // each zone's day, nil if unread
 	for zi, z := range g.zones {
 		d := g.today(z, now)
 		if d.n != clicks.BudgetDayIn(now, z.loc) {
 			continue // its day could not be read
 		}
 		current[zi] = d
-		if _, ok := days[d.n]; !ok {
-			order = append(order, d.n)
+		if !slices.Contains(days, d.n) {
+			days = append(days, d.n)
 		}
-		days[d.n] = append(days[d.n], d)
 	}
-	for _, n := range order {
+	for _, n := range days {
 		raised, err := g.flags.Raised(ctx, n)
 		if err != nil {
 			return fmt.Errorf("budget: reading the flags: %w", err)
@@ -320,9 +318,8 @@ func (g *Gate) stopRaised(raised []string, n clicks.BudgetDay, current []*day) {
 // replaces, knows of today's spend: for each advertiser both budget, the
 // larger of the two spends, when both gates are on the same day of its
 // budget (a zone changed keeps the date's spend when the date is the
-// same). g's spend
-// was read when it was made, which may be a while before it is served;
-// old saw the clicks since. It reads no store, so that a swap can call
+// same). g's spend was read when it was made, which may be a while before
+// it is served; old saw the clicks since. It reads no store, so that a swap can call
 // it under its lock; a nil g or old carries nothing.
 func (g *Gate) Carry(old *Gate) {
 	if g == nil || old == nil || len(g.ids) == 0 {
