@@ -96,9 +96,11 @@ var (
 	_ Store    = (*Log)(nil)
 )
 
-// New returns the click log kept in db, creating its bucket.
+// New returns the click log kept in db, creating its bucket and its
+// account index. The index of a file whose clicks were recorded before
+// there was one is built by BuildIndex.
 func New(db *bolt.DB) (*Log, error) {
-	if err := createBucket(db, bucket); err != nil {
+	if err := createLogBuckets(db); err != nil {
 		return nil, fmt.Errorf("clicks: %w", err)
 	}
 	return &Log{db: db, gc: commitsOf(db)}, nil
@@ -134,8 +136,26 @@ func (l *Log) Append(ctx context.Context, c Click) error {
 	return nil
 }
 
-// putClick returns the transaction function that stores c.
-func putClick(c Click) (func(*bolt.Tx) error, error) { return putRecord(bucket, c.Time, c) }
+// putClick returns the transaction function that stores c and its
+// entries in the account index.
+func putClick(c Click) (func(*bolt.Tx) error, error) {
+	b, err := json.Marshal(c)
+	if err != nil {
+		return nil, fmt.Errorf("clicks: %w", err)
+	}
+	return func(tx *bolt.Tx) error {
+		bk := tx.Bucket(bucket)
+		seq, err := bk.NextSequence()
+		if err != nil {
+			return err
+		}
+		k := key(c.Time, seq)
+		if err := bk.Put(k, b); err != nil {
+			return err
+		}
+		return accounts{c.APIKey, c.Advertiser}.index(tx.Bucket(indexBucket), k)
+	}, nil
+}
 
 // putRecord returns the transaction function that stores v, JSON, in the
 // top-level bucket name under its time t.

@@ -42,7 +42,10 @@ var _ Ledger = (*BoltLedger)(nil)
 // Windows and rollups are New's, NewDecisions', NewWindows' and
 // NewRollups' in the same file.
 func NewLedger(db *bolt.DB) (*BoltLedger, error) {
-	for _, b := range append([][]byte{bucket, decisionsBucket, windowsBucket}, rollupBuckets...) {
+	if err := createLogBuckets(db); err != nil {
+		return nil, fmt.Errorf("clicks: ledger: %w", err)
+	}
+	for _, b := range append([][]byte{decisionsBucket, windowsBucket}, rollupBuckets...) {
 		if err := createBucket(db, b); err != nil {
 			return nil, fmt.Errorf("clicks: ledger: %w", err)
 		}

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // Position is a click's place in a listing: listings run in the order of
@@ -38,7 +40,11 @@ type Query struct {
 	APIKey, Advertiser string
 	// Billable, when not nil, keeps only the clicks billed (true) or not.
 	Billable *bool
-	// After, when its Time is not zero, keeps only the clicks after it.
+	// Desc lists the newest clicks first: in the order of Time, then ID,
+	// backwards.
+	Desc bool
+	// After, when its Time is not zero, keeps only the clicks after it in
+	// the listing's order (before it in time when Desc).
 	After Position
 	// Limit is the most clicks a page holds, at least 1.
 	Limit int
@@ -49,49 +55,146 @@ func (q *Query) keeps(c *Click) bool {
 	return (q.APIKey == "" || c.APIKey == q.APIKey) &&
 		(q.Advertiser == "" || c.Advertiser == q.Advertiser) &&
 		(q.Billable == nil || c.Billable == *q.Billable) &&
-		(q.After.Time.IsZero() || q.After.Before(Position{c.Time, c.ID}))
+		(q.After.Time.IsZero() || q.follows(Position{c.Time, c.ID}))
+}
+
+// follows reports whether p comes after q.After in q's order.
+func (q *Query) follows(p Position) bool {
+	if q.Desc {
+		return p.Before(q.After)
+	}
+	return q.After.Before(p)
+}
+
+// compare orders a and b as q lists them.
+func (q *Query) compare(a, b *Click) int {
+	c := Position{a.Time, a.ID}.compare(Position{b.Time, b.ID})
+	if q.Desc {
+		return -c
+	}
+	return c
 }
 
 // Lister reads pages of the click log for GET /v2/clicks.
 type Lister interface {
 	// List returns the first q.Limit clicks q selects, in the order of
-	// Time, then ID, and whether more follow. It sees every click whose
-	// record returned before List was called, each field as recorded but
-	// IP and UserAgent, which it may leave empty.
+	// Time, then ID (backwards when q.Desc), and whether more follow. It
+	// sees every click whose record returned before List was called, each
+	// field as recorded but IP and UserAgent, which it may leave empty.
 	List(ctx context.Context, q Query) (page []Click, more bool, err error)
 }
 
 var _ Lister = (*Log)(nil)
 
-// List implements Lister by a scan of the range. A record whose JSON
-// does not hold the account's api_key or advertiser as its field is
-// passed over without being decoded: a listing of an account with few
-// clicks reads the range's bytes, not every click of it.
+// List implements Lister. A listing of an account reads the account's
+// entries in the account index, once it is built (BuildIndex); before
+// that, and for everyone's clicks, it scans the range, passing over a
+// record whose JSON does not hold the account's api_key or advertiser as
+// its field without decoding it.
 func (l *Log) List(ctx context.Context, q Query) ([]Click, bool, error) {
 	if q.Limit < 1 {
 		return nil, false, errors.New("clicks: list: limit below 1")
 	}
-	need := q.field()
+	from, to := q.bounds()
 	var p pager
-	err := scanRaw(ctx, l.db, bucket, q.start(), q.To, func(k, v []byte) error {
-		if p.full(&q, int64(binary.BigEndian.Uint64(k[:8]))) {
-			return errPageFull
-		}
-		if need != nil && !bytes.Contains(v, need) {
+	err := l.db.View(func(tx *bolt.Tx) error {
+		recs := tx.Bucket(bucket)
+		add := func(k, v []byte) error {
+			if p.full(&q, int64(binary.BigEndian.Uint64(k[:8]))) {
+				return errPageFull
+			}
+			var c Click
+			if err := json.Unmarshal(v, &c); err != nil {
+				return fmt.Errorf("clicks: record %x: %w", k, err)
+			}
+			p.add(&q, c)
 			return nil
 		}
-		var c Click
-		if err := json.Unmarshal(v, &c); err != nil {
-			return fmt.Errorf("clicks: record %x: %w", k, err)
+		if ix := tx.Bucket(indexBucket); ix != nil && ix.Get(indexBuilt) != nil {
+			if prefix := q.prefix(); prefix != nil {
+				return walk(ctx, ix.Cursor(), prefix, from, to, q.Desc, func(k, _ []byte) error {
+					if v := recs.Get(k); v != nil {
+						return add(k, v)
+					}
+					return nil
+				})
+			}
 		}
-		p.add(&q, c)
-		return nil
+		need := q.field()
+		return walk(ctx, recs.Cursor(), nil, from, to, q.Desc, func(k, v []byte) error {
+			if need != nil && !bytes.Contains(v, need) {
+				return nil
+			}
+			return add(k, v)
+		})
 	})
 	if err != nil && !errors.Is(err, errPageFull) {
 		return nil, false, err
 	}
 	page, more := p.done(&q)
 	return page, more, nil
+}
+
+// prefix is the prefix of the index entries of q's account, or nil when
+// q names none.
+func (q *Query) prefix() []byte {
+	switch {
+	case q.APIKey != "":
+		return accountPrefix(nil, kindAPIKey, q.APIKey)
+	case q.Advertiser != "":
+		return accountPrefix(nil, kindAdvertiser, q.Advertiser)
+	}
+	return nil
+}
+
+// walk calls fn with each key of c that is prefix followed by a record
+// key whose time t is from <= t < to, and the key's value, in the order
+// of the keys, or backwards when desc; fn gets the record key, without
+// prefix. A zero from or to is no bound. It stops at fn's first error, or
+// ctx's, and returns it.
+func walk(ctx context.Context, c *bolt.Cursor, prefix []byte, from, to time.Time, desc bool, fn func(k, v []byte) error) error {
+	bound := func(t time.Time) []byte { return append(bytes.Clone(prefix), key(t, 0)...) }
+	in := func(k []byte) (ns int64, ok bool) {
+		if len(k) != len(prefix)+16 || !bytes.HasPrefix(k, prefix) {
+			return 0, false
+		}
+		return int64(binary.BigEndian.Uint64(k[len(prefix):])), true
+	}
+	var k, v []byte
+	next := c.Next
+	if desc {
+		next = c.Prev
+		// From the last key before to's: past every record key of prefix
+		// when to is no bound.
+		end := append(bytes.Clone(prefix), bytes.Repeat([]byte{0xff}, 17)...)
+		if !to.IsZero() {
+			end = bound(to)
+		}
+		if k, _ = c.Seek(end); k == nil {
+			k, v = c.Last()
+		} else {
+			k, v = c.Prev()
+		}
+	} else if from.IsZero() && len(prefix) == 0 {
+		k, v = c.First()
+	} else if from.IsZero() {
+		k, v = c.Seek(prefix)
+	} else {
+		k, v = c.Seek(bound(from))
+	}
+	for ; k != nil; k, v = next() {
+		ns, ok := in(k)
+		if !ok || !desc && !to.IsZero() && ns >= to.UnixNano() || desc && !from.IsZero() && ns < from.UnixNano() {
+			return nil
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := fn(k[len(prefix):], v); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // field is the JSON a stored click of q's account holds, its api_key or
@@ -113,17 +216,26 @@ func (q *Query) field() []byte {
 	return []byte(`"` + name + `":"` + id + `"`)
 }
 
-// start is where q's scan begins: at its cursor's time, or at From.
-func (q *Query) start() time.Time {
-	if q.After.Time.After(q.From) {
-		return q.After.Time
+// bounds are the times q's clicks may have, from its range and cursor:
+// from <= Time < to, a zero time no bound.
+func (q *Query) bounds() (from, to time.Time) {
+	from, to = q.From, q.To
+	if q.After.Time.IsZero() {
+		return from, to
 	}
-	return q.From
+	if !q.Desc && q.After.Time.After(from) {
+		from = q.After.Time
+	}
+	if end := q.After.Time.Add(1); q.Desc && (to.IsZero() || end.Before(to)) {
+		to = end
+	}
+	return from, to
 }
 
 var errPageFull = errors.New("page full")
 
-// pager gathers a page of a listing from a scan in the order of time.
+// pager gathers a page of a listing from a scan in the order of time,
+// or backwards when the listing is Desc.
 type pager struct{ page []Click }
 
 // full reports whether the page holds more than q.Limit clicks and the
@@ -131,7 +243,11 @@ type pager struct{ page []Click }
 // nanosecond's clicks as they came and a listing by their IDs, the page
 // is whole only once all of them are read.
 func (p *pager) full(q *Query, ns int64) bool {
-	return len(p.page) > q.Limit && ns > p.page[len(p.page)-1].Time.UnixNano()
+	if len(p.page) <= q.Limit {
+		return false
+	}
+	last := p.page[len(p.page)-1].Time.UnixNano()
+	return !q.Desc && ns > last || q.Desc && ns < last
 }
 
 func (p *pager) add(q *Query, c Click) {
@@ -143,9 +259,7 @@ func (p *pager) add(q *Query, c Click) {
 // done returns the page's first q.Limit clicks in listing order, and
 // whether more follow.
 func (p *pager) done(q *Query) ([]Click, bool) {
-	slices.SortStableFunc(p.page, func(a, b Click) int {
-		return Position{a.Time, a.ID}.compare(Position{b.Time, b.ID})
-	})
+	slices.SortStableFunc(p.page, func(a, b Click) int { return q.compare(&a, &b) })
 	if len(p.page) > q.Limit {
 		return p.page[:q.Limit], true
 	}
@@ -154,14 +268,15 @@ func (p *pager) done(q *Query) ([]Click, bool) {
 
 // ListScan answers q with store's Scan: from q.After (or q.From) to
 // q.To, until the page is full and the clicks of its last nanosecond are
-// all read.
+// all read. A Desc listing reads the whole range up to q.After.
 func ListScan(ctx context.Context, store Store, q Query) ([]Click, bool, error) {
 	if q.Limit < 1 {
 		return nil, false, errors.New("clicks: list: limit below 1")
 	}
 	var p pager
-	err := store.Scan(ctx, q.start(), q.To, func(c Click) error {
-		if p.full(&q, c.Time.UnixNano()) {
+	from, to := q.bounds()
+	err := store.Scan(ctx, from, to, func(c Click) error {
+		if !q.Desc && p.full(&q, c.Time.UnixNano()) {
 			return errPageFull
 		}
 		p.add(&q, c)

@@ -83,7 +83,10 @@ const retainBatch = 2000
 // NewRetainer returns the Retainer of db's click and impression logs,
 // creating their buckets.
 func NewRetainer(db *bolt.DB) (*BoltRetainer, error) {
-	for _, b := range [][]byte{bucket, impressionsBucket, spendBucket} {
+	if err := createLogBuckets(db); err != nil {
+		return nil, fmt.Errorf("clicks: retainer: %w", err)
+	}
+	for _, b := range [][]byte{impressionsBucket, spendBucket} {
 		if err := createBucket(db, b); err != nil {
 			return nil, fmt.Errorf("clicks: retainer: %w", err)
 		}
@@ -196,9 +199,19 @@ func (r *BoltRetainer) DeleteDay(ctx context.Context, log RawLog, day time.Time)
 		n := 0
 		err := r.gc.commit(r.db, func(tx *bolt.Tx) error {
 			b := tx.Bucket(name)
+			// A click's entries in the account index go with it.
+			ix := tx.Bucket(indexBucket)
+			if log != ClickLog {
+				ix = nil
+			}
 			var keys [][]byte
 			c := b.Cursor()
-			for k, _ := c.Seek(from); k != nil && bytes.Compare(k, to) < 0 && len(keys) < r.batch; k, _ = c.Next() {
+			for k, v := c.Seek(from); k != nil && bytes.Compare(k, to) < 0 && len(keys) < r.batch; k, v = c.Next() {
+				if ix != nil {
+					if err := unindex(ix, k, v); err != nil {
+						return err
+					}
+				}
 				keys = append(keys, bytes.Clone(k))
 			}
 			for _, k := range keys {
