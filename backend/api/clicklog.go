@@ -40,7 +40,7 @@ func (s *server) clickList(w http.ResponseWriter, r *http.Request) error {
 		return &Error{Status: http.StatusServiceUnavailable, Code: CodeReportsUnavailable, RetryAfter: reportRetry,
 			Message: "the clicks' store did not answer", Err: fmt.Errorf("clicks: %w", err)}
 	}
-	next := report.Next(page, more)
+	next := report.Next(&req, page, more)
 	if next != "" {
 		h.Set("X-Adlink-Next", next)
 	}

@@ -278,7 +278,7 @@ func testClickListing(t *testing.T, pg *testpg.Server) {
 	// Attacks: shop-a.example's token reads none of shop-b.example's
 	// clicks, whatever it asks; no token, another's in the URL or a wrong
 	// one read nothing.
-	fromB := report.Cursor(clicks.Position{Time: at, ID: ""})
+	fromB := report.Cursor(clicks.Position{Time: at, ID: ""}, false)
 	for _, q := range []string{"advertiser=shop-b.example", "api_key=key-one", "after=" + fromB, "billable=true&advertiser=shop-b.example"} {
 		res, b := s.clicksOf(t, tokenA, q)
 		if res.StatusCode == http.StatusOK && (strings.Contains(string(b), billedB.id) || strings.Contains(string(b), repeatB.id)) {

@@ -38,14 +38,18 @@ type ClicksRequest struct {
 	Format string
 	// Limit is the most clicks of the page.
 	Limit int
+	// Desc lists the newest clicks first (order=desc).
+	Desc bool
 	// After is the position of the previous page's last click, or zero
 	// for the first page.
 	After clicks.Position
 }
 
 // ParseClicks reads a listing's parameters, from, to, billable, format,
-// limit and after, at now: every problem, each naming its parameter. The
-// range defaults to today.
+// limit, order and after, at now: every problem, each naming its
+// parameter. The range defaults to today, the order to asc. A cursor
+// continues the order it was made for: given with the other, it is a
+// problem of after.
 func ParseClicks(get func(string) string, now time.Time) (ClicksRequest, []Problem) {
 	req := ClicksRequest{Format: "json", Limit: ClicksDefaultLimit}
 	var problems []Problem
@@ -73,11 +77,23 @@ func ParseClicks(get func(string) string, now time.Time) (ClicksRequest, []Probl
 			req.Limit = n
 		}
 	}
+	order := get("order")
+	switch order {
+	case "", "asc":
+	case "desc":
+		req.Desc = true
+	default:
+		problems = append(problems, Problem{"order", "order must be asc or desc, not " + strconv.Quote(order)})
+	}
 	if v := get("after"); v != "" {
-		p, err := ParseCursor(v)
-		if err != nil {
+		p, desc, err := ParseCursor(v)
+		switch {
+		case err != nil:
 			problems = append(problems, Problem{"after", "after must be the next of a listing's page, as it gave it"})
-		} else {
+		case desc != req.Desc && (order == "" || order == "asc" || order == "desc"):
+			made := map[bool]string{false: "asc", true: "desc"}[desc]
+			problems = append(problems, Problem{"after", "after continues a listing of order=" + made + ": give order=" + made + " with it"})
+		default:
 			req.After = p
 		}
 	}
@@ -88,7 +104,7 @@ func ParseClicks(get func(string) string, now time.Time) (ClicksRequest, []Probl
 // clicks (on every site of its api_key), an advertiser's (on its ads),
 // or, for the operator, everyone's; false for an account of no kind.
 func (req *ClicksRequest) Query(acc accounts.Account) (clicks.Query, bool) {
-	q := clicks.Query{From: req.From, To: req.To.AddDate(0, 0, 1), Billable: req.Billable, After: req.After, Limit: req.Limit}
+	q := clicks.Query{From: req.From, To: req.To.AddDate(0, 0, 1), Billable: req.Billable, Desc: req.Desc, After: req.After, Limit: req.Limit}
 	switch acc.Kind {
 	case accounts.Partner:
 		q.APIKey = acc.ID
@@ -108,47 +124,61 @@ const maxCursorID = 64
 
 var cursorEncoding = base64.RawURLEncoding.Strict()
 
-// Cursor is the opaque text of a listing's position, for its next page.
-func Cursor(p clicks.Position) string {
-	b := binary.BigEndian.AppendUint64(nil, uint64(p.Time.UnixNano()))
+// descBit marks the cursor of a listing newest first in the top bit of
+// its time, which a time after 1970 leaves clear: an ascending listing's
+// cursor is as it was before listings had an order.
+const descBit = 1 << 63
+
+// Cursor is the opaque text of a listing's position, for its next page,
+// and of its order: newest first when desc.
+func Cursor(p clicks.Position, desc bool) string {
+	ns := uint64(p.Time.UnixNano())
+	if desc {
+		ns |= descBit
+	}
+	b := binary.BigEndian.AppendUint64(nil, ns)
 	return cursorEncoding.EncodeToString(append(b, p.ID...))
 }
 
 var errCursor = errors.New("report: not a cursor")
 
-// ParseCursor reads a position Cursor wrote. It refuses what Cursor would
-// not write: another encoding of one, a time not after 1970, an id over
-// 64 bytes or of other characters than a click id's (URL-safe base64).
-func ParseCursor(s string) (clicks.Position, error) {
+// ParseCursor reads a position and order Cursor wrote. It refuses what
+// Cursor would not write: another encoding of one, a time not after
+// 1970, an id over 64 bytes or of other characters than a click id's
+// (URL-safe base64).
+func ParseCursor(s string) (p clicks.Position, desc bool, err error) {
 	b, err := cursorEncoding.DecodeString(s)
 	if err != nil || len(b) < 8 || len(b) > 8+maxCursorID {
-		return clicks.Position{}, errCursor
+		return clicks.Position{}, false, errCursor
 	}
-	ns := int64(binary.BigEndian.Uint64(b))
+	u := binary.BigEndian.Uint64(b)
+	desc = u&descBit != 0
+	ns := int64(u &^ descBit)
 	if ns <= 0 {
-		return clicks.Position{}, errCursor
+		return clicks.Position{}, false, errCursor
 	}
 	id := b[8:]
 	for _, c := range id {
 		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
-			return clicks.Position{}, errCursor
+			return clicks.Position{}, false, errCursor
 		}
 	}
-	p := clicks.Position{Time: time.Unix(0, ns).UTC(), ID: string(id)}
+	p = clicks.Position{Time: time.Unix(0, ns).UTC(), ID: string(id)}
 	// Only the server's own spelling: the decoder passes over line breaks.
-	if Cursor(p) != s {
-		return clicks.Position{}, errCursor
+	if Cursor(p, desc) != s {
+		return clicks.Position{}, false, errCursor
 	}
-	return p, nil
+	return p, desc, nil
 }
 
-// Next is the cursor of the page after page, or "" when more is false.
-func Next(page []clicks.Click, more bool) string {
+// Next is the cursor of the page of req's listing after page, or "" when
+// more is false.
+func Next(req *ClicksRequest, page []clicks.Click, more bool) string {
 	if !more || len(page) == 0 {
 		return ""
 	}
 	last := &page[len(page)-1]
-	return Cursor(clicks.Position{Time: last.Time, ID: last.ID})
+	return Cursor(clicks.Position{Time: last.Time, ID: last.ID}, req.Desc)
 }
 
 // clickTime writes a click's time in RFC 3339, UTC, to the nanosecond.
