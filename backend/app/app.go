@@ -156,6 +156,8 @@ type App struct {
 	redis     *redisstore.Client
 	syncStop  chan struct{} // stops syncBudgets
 	syncDone  chan struct{}
+	stopIndex context.CancelFunc // stops the build of the click log's account index
+	indexDone chan struct{}
 	live      *live
 	replicas  *replicas
 	stopLive  context.CancelFunc
@@ -248,7 +250,7 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 		a.Clicks, a.Impressions, a.Rollups = a.pg.Clicks(), a.pg.Impressions(), a.pg.Rollups()
 		windows, decisions, ledger, tags = a.pg.Windows(), a.pg.Decisions(), a.pg.Ledger(), a.pg.Tags()
 		log.Info("clicks, impressions, reports and spend are kept in Postgres")
-	} else if err = a.boltStores(&windows, &decisions, &ledger, &tags); err != nil {
+	} else if err = a.boltStores(&windows, &decisions, &ledger, &tags, log); err != nil {
 		return nil, err
 	}
 	a.Metrics = metrics.New()
@@ -407,12 +409,23 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 }
 
 // boltStores sets the click log, impressions and rollups of the bbolt
-// file, and its windows, decisions, ledger and yk_tags' bound.
-func (a *App) boltStores(windows *clicks.Windows, decisions *clicks.Decisions, ledger *clicks.Ledger, tags *clicks.Tags) error {
+// file, and its windows, decisions, ledger and yk_tags' bound, and
+// starts the build of the click log's account index for a file from
+// before it had one (where the last start's build stopped).
+func (a *App) boltStores(windows *clicks.Windows, decisions *clicks.Decisions, ledger *clicks.Ledger, tags *clicks.Tags, logger *slog.Logger) error {
 	log, err := clicks.New(a.db)
 	if err != nil {
 		return err
 	}
+	ctx, stop := context.WithCancel(context.Background())
+	a.stopIndex, a.indexDone = stop, make(chan struct{})
+	go func() {
+		defer close(a.indexDone)
+		l := logger.With("component", "clicks")
+		if err := log.BuildIndex(ctx, l); err != nil && ctx.Err() == nil {
+			l.Error("building the click log's account index: listings read the whole range until a start builds it", "err", err)
+		}
+	}()
 	w, err := clicks.NewWindows(a.db)
 	if err != nil {
 		return err
@@ -633,6 +646,10 @@ func (a *App) Close() error {
 		siteErr := a.SiteShards.Close()
 		if a.retention != nil {
 			a.retention.Stop()
+		}
+		if a.stopIndex != nil {
+			a.stopIndex() // the next start goes on where it stopped
+			<-a.indexDone
 		}
 		if a.syncStop != nil {
 			close(a.syncStop)

@@ -2,6 +2,7 @@ package clicks
 
 import (
 	"bytes"
+	"context"
 	"slices"
 
 	bolt "go.etcd.io/bbolt"
@@ -73,4 +74,41 @@ func RecordBare(l *BoltLedger, c *Click, u Use) error {
 		}
 		return put(tx)
 	})
+}
+
+// ListScanning is l's List without its account index: the scan of the
+// range, as before the log had one.
+func ListScanning(ctx context.Context, l *Log, q Query) ([]Click, bool, error) {
+	return l.list(ctx, q, false)
+}
+
+// BuildIndexPart is l's BuildIndex in transactions of batch clicks,
+// stopped after stop clicks as a crash would stop it.
+func BuildIndexPart(ctx context.Context, l *Log, batch, stop int) error {
+	return l.buildIndex(ctx, nil, batch, stop)
+}
+
+// DropIndex removes the account index of db's click log, leaving the
+// file as it was before the log had one.
+func DropIndex(db *bolt.DB) error {
+	return db.Update(func(tx *bolt.Tx) error { return tx.DeleteBucket(indexBucket) })
+}
+
+// IndexState is the number of entries in the account index of db's click
+// log and whether it is marked built.
+func IndexState(db *bolt.DB) (entries int, built bool, err error) {
+	err = db.View(func(tx *bolt.Tx) error {
+		ix := tx.Bucket(indexBucket)
+		if ix == nil {
+			return nil
+		}
+		built = ix.Get(indexBuilt) != nil
+		return ix.ForEach(func(k, _ []byte) error {
+			if k[0] == kindAPIKey || k[0] == kindAdvertiser {
+				entries++
+			}
+			return nil
+		})
+	})
+	return entries, built, err
 }

@@ -92,6 +92,11 @@ var _ Lister = (*Log)(nil)
 // record whose JSON does not hold the account's api_key or advertiser as
 // its field without decoding it.
 func (l *Log) List(ctx context.Context, q Query) ([]Click, bool, error) {
+	return l.list(ctx, q, true)
+}
+
+// list is List, reading the index only when byIndex.
+func (l *Log) list(ctx context.Context, q Query, byIndex bool) ([]Click, bool, error) {
 	if q.Limit < 1 {
 		return nil, false, errors.New("clicks: list: limit below 1")
 	}
@@ -110,7 +115,7 @@ func (l *Log) List(ctx context.Context, q Query) ([]Click, bool, error) {
 			p.add(&q, c)
 			return nil
 		}
-		if ix := tx.Bucket(indexBucket); ix != nil && ix.Get(indexBuilt) != nil {
+		if ix := tx.Bucket(indexBucket); byIndex && ix != nil && ix.Get(indexBuilt) != nil {
 			if prefix := q.prefix(); prefix != nil {
 				return walk(ctx, ix.Cursor(), prefix, from, to, q.Desc, func(k, _ []byte) error {
 					if v := recs.Get(k); v != nil {
