@@ -201,7 +201,9 @@ func TestIndexBuiltForAnOlderFile(t *testing.T) {
 	if err := log.Append(context.Background(), indexClick(n+1)); err != nil {
 		t.Fatal(err)
 	}
-	if err := log.BuildIndex(context.Background(), nil); err != nil {
+	// The build goes on where the last one stopped: the clicks it had not
+	// reached are all it has to index.
+	if err := clicks.BuildIndexPart(context.Background(), log, 7, n+2-60); err != nil {
 		t.Fatal(err)
 	}
 	want := 0
