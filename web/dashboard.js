@@ -59,12 +59,9 @@
   let retryTimer = 0;
   let retries = 0;
   const MAX_WAIT = 600;
-  // The clicks table: each UTC day's clicks and billable clicks from the
-  // report by day, the day the table starts at, the cursor of its next
-  // page ('' on the last) and how many it shows. clickGen tells a page
-  // asked for before the filter changed from the current one's.
-  let dayClicks = new Map();
-  let clicksFrom = '';
+  // The clicks table: the cursor of its next page ('' on the last) and
+  // how many it shows. clickGen tells a page asked for before the filter
+  // changed from the current one's.
   let clicksNext = '';
   let clicksShown = 0;
   let clickGen = 0;
@@ -141,10 +138,7 @@
     $('status').textContent = 'Loading…';
     let byDay, table, clicks;
     try {
-      [byDay, table] = await Promise.all([report('day'), report(TABLE_GROUPS)]);
-      if (gen !== generation) return;
-      countClicks(byDay);
-      clicks = await firstClicks();
+      [byDay, table, clicks] = await Promise.all([report('day'), report(TABLE_GROUPS), clicksPage('')]);
     } catch (e) {
       if (gen !== generation) return;
       if (e.status === 401) return refuse();
@@ -400,48 +394,17 @@
     }
   }
 
-  // countClicks keeps each day's clicks and billable clicks of the
-  // report by day, all currencies together.
-  function countClicks(byDay) {
-    dayClicks = new Map();
-    for (const r of byDay.rows || []) {
-      const d = dayClicks.get(r.day) || { all: 0, billed: 0 };
-      d.all += r.clicks || 0;
-      d.billed += r.billable_clicks || 0;
-      dayClicks.set(r.day, d);
-    }
-  }
-
   // clicksPage asks /v2/clicks for a page of the table, the filter's
-  // clicks from clicksFrom; it throws as report does.
+  // clicks of the range newest first, from the cursor after ('' for the
+  // newest); it throws as report does.
   async function clicksPage(after) {
-    const params = { from: clicksFrom, format: 'json', limit: CLICK_PAGE };
+    const params = { format: 'json', limit: CLICK_PAGE, order: 'desc' };
     const billable = $('clicks-filter').value;
     if (billable) params.billable = billable;
     if (after) params.after = after;
     const res = await request(params, 'v2/clicks');
     if (!res.ok) throw await failure(res);
     return res.json();
-  }
-
-  // firstClicks starts the table at the latest day from which on the
-  // report counts a page of the filter's clicks, so that it shows the
-  // latest ones without going through the whole range; More goes on from
-  // there, in order of time.
-  function firstClicks() {
-    const billable = $('clicks-filter').value;
-    const of = (d) => (billable === 'true' ? d.billed : billable === 'false' ? d.all - d.billed : d.all);
-    let n = 0;
-    clicksFrom = from;
-    for (let i = days.length - 1; i >= 0; i--) {
-      const d = dayClicks.get(days[i]);
-      n += d ? of(d) : 0;
-      if (n >= CLICK_PAGE) {
-        clicksFrom = days[i];
-        break;
-      }
-    }
-    return clicksPage('');
   }
 
   // verdict is a click's verdict in words: billed, or why not.
@@ -472,9 +435,8 @@
     clicksNext = page.next || '';
     const filter = $('clicks-filter');
     const which = filter.value ? filter.options[filter.selectedIndex].textContent.toLowerCase() + ' clicks' : 'clicks';
-    const since = longDay.formatRange(new Date(clicksFrom), new Date(to)) + ' (UTC)';
-    $('clicks-caption').textContent = (which.charAt(0).toUpperCase() + which.slice(1)) + ', ' + since + ', in order of time' +
-      (clicksFrom !== from ? '; the CSV has all of the 30 days' : '') + '.';
+    const since = longDay.formatRange(new Date(from), new Date(to)) + ' (UTC)';
+    $('clicks-caption').textContent = (which.charAt(0).toUpperCase() + which.slice(1)) + ', ' + since + ', newest first.';
     $('clicks-table').hidden = clicksShown === 0;
     $('clicks-empty').hidden = clicksShown > 0;
     $('clicks-empty').textContent = 'No ' + which + ' in these 30 days.';
@@ -517,7 +479,7 @@
     $('clicks-status').textContent = 'Loading clicks…';
     let page;
     try {
-      page = await firstClicks();
+      page = await clicksPage('');
     } catch (e) {
       if (gen === generation && cg === clickGen) clicksFailed(e);
       return;

@@ -71,7 +71,7 @@ func TestDashboardClicksRefused(t *testing.T) {
 	})
 	makeTraffic(t, base, visit{query: "iphone 15 hülle", network: "198.51.100.80", views: 1, clicks: 2})
 	makeTraffic(t, base, visit{query: "galaxy s24", network: "198.51.100.81", views: 1, clicks: 2, bot: true})
-	listed, _ := listClicks(t, base, demoPartnerReport, "json", "", 10000)
+	listed, _ := listClicks(t, base, demoPartnerReport, "json", "", "", 10000)
 	if len(listed) != 4 {
 		t.Fatalf("/v2/clicks lists %d clicks, want the 4 made", len(listed))
 	}
@@ -104,7 +104,7 @@ func TestDashboardClicksRefused(t *testing.T) {
 		t.Fatal("Postgres down: the download set no 10 s timer to go on")
 	}
 	got, _ := downloaded()
-	if _, csv := listClicks(t, base, demoPartnerReport, "csv", "", 10000); !bytes.Equal(got, csv) {
+	if _, csv := listClicks(t, base, demoPartnerReport, "csv", "", "", 10000); !bytes.Equal(got, csv) {
 		t.Errorf("downloaded %q; /v2/clicks' CSV is %q", got, csv)
 	}
 
@@ -125,7 +125,7 @@ func TestDashboardClicksRefused(t *testing.T) {
 	}
 	br.do(t, chromedp.Click("#retry"))
 	waitJS(t, br, `document.body.dataset.state === "ready"`, "Postgres back: the dashboard does not show the report")
-	billed, _ := listClicks(t, base, demoPartnerReport, "json", "true", 10000)
+	billed, _ := listClicks(t, base, demoPartnerReport, "json", "true", "desc", 10000)
 	v := eval[clicksView](t, br, dashClicksView)
 	if len(billed) == 0 || len(v.Rows) != len(billed) {
 		t.Errorf("Postgres back: %d billed clicks listed, /v2/clicks has %d", len(v.Rows), len(billed))

@@ -33,11 +33,11 @@ func dashRange() (string, string) {
 	return to.AddDate(0, 0, -29).Format(time.DateOnly), to.Format(time.DateOnly)
 }
 
-// listClicks asks base's /v2/clicks for the dashboard's range, page by
-// page of limit clicks, and returns the JSON pages' clicks, or the CSV
-// pages' bodies one after the other with the header row of the first
-// only.
-func listClicks(tb testing.TB, base, token, format, billable string, limit int) ([]clickRow, []byte) {
+// listClicks asks base's /v2/clicks for the dashboard's range in order
+// ("" is the default, oldest first), page by page of limit clicks, and
+// returns the JSON pages' clicks, or the CSV pages' bodies one after the
+// other with the header row of the first only.
+func listClicks(tb testing.TB, base, token, format, billable, order string, limit int) ([]clickRow, []byte) {
 	tb.Helper()
 	from, to := dashRange()
 	var all []clickRow
@@ -47,6 +47,9 @@ func listClicks(tb testing.TB, base, token, format, billable string, limit int) 
 		q := url.Values{"from": {from}, "to": {to}, "format": {format}, "limit": {strconv.Itoa(limit)}}
 		if billable != "" {
 			q.Set("billable", billable)
+		}
+		if order != "" {
+			q.Set("order", order)
 		}
 		if after != "" {
 			q.Set("after", after)
@@ -121,11 +124,12 @@ const dashClicksDo = `(act) => new Promise((resolve) => {
 })`
 
 // TestDashboardClicks: after more clicks than a page of the table, billed
-// and not, the dashboard lists the latest of them with the verdicts
-// /v2/clicks gives; More adds the next page without a click twice; the
-// filter lists the unbilled ones only; the CSV download, asked for page
-// by page, is /v2/clicks' CSV of the range; no URL the tab asks for has
-// the token; the page logs no error, a CSP violation among them.
+// and not, the dashboard lists the latest of them, newest first, with the
+// verdicts /v2/clicks gives; More adds the next older page without a
+// click twice; the filter lists the unbilled ones only; the CSV download,
+// asked for page by page, is /v2/clicks' CSV of the range, oldest first;
+// no URL the tab asks for has the token; the page logs no error, a CSP
+// violation among them.
 func TestDashboardClicks(t *testing.T) {
 	b, err := newBackend(backendOptions{unlimited: true})
 	if err != nil {
@@ -139,7 +143,7 @@ func TestDashboardClicks(t *testing.T) {
 		makeTraffic(t, base, visit{query: queries[i%len(queries)], ykTag: "clicks-test", network: "198.51." + strconv.Itoa(100+i) + ".7",
 			views: 1, clicks: 3, bot: i%4 == 3})
 	}
-	listed, _ := listClicks(t, base, demoPartnerReport, "json", "", 10000)
+	listed, _ := listClicks(t, base, demoPartnerReport, "json", "", "desc", 10000)
 	billed := 0
 	for _, c := range listed {
 		if c.Billable {
@@ -216,11 +220,10 @@ func TestDashboardClicks(t *testing.T) {
 		}
 	}
 
-	// All the clicks are today's: the table starts today, at the first
-	// of them, and shows a page of 50.
+	// The table starts at the newest click and shows a page of 50.
 	v := eval[clicksView](t, br, dashClicksView)
 	check("signed in", v.Rows, listed[:50])
-	if !v.More || v.Caption == "" || !strings.Contains(v.Status, "50") {
+	if !v.More || !strings.Contains(v.Caption, "newest first") || !strings.Contains(v.Status, "50") {
 		t.Errorf("signed in: More shown %v, caption %q, status %q", v.More, v.Caption, v.Status)
 	}
 
@@ -233,7 +236,7 @@ func TestDashboardClicks(t *testing.T) {
 	}
 
 	// Not billed only.
-	unbilled, _ := listClicks(t, base, demoPartnerReport, "json", "false", 10000)
+	unbilled, _ := listClicks(t, base, demoPartnerReport, "json", "false", "desc", 10000)
 	evalCall[bool](t, br, dashClicksDo, `const f = document.getElementById('clicks-filter'); f.value = 'false'; f.dispatchEvent(new Event('change'))`)
 	v = eval[clicksView](t, br, dashClicksView)
 	check("not billed", v.Rows, unbilled)
@@ -245,7 +248,7 @@ func TestDashboardClicks(t *testing.T) {
 	downloaded := saveDownloads(t, br, 30*time.Second, true)
 	br.do(t, chromedp.Click("#clicks-csv"))
 	got, name := downloaded()
-	_, csv := listClicks(t, base, demoPartnerReport, "csv", "", 7)
+	_, csv := listClicks(t, base, demoPartnerReport, "csv", "", "", 7)
 	from, to := dashRange()
 	if !bytes.Equal(got, csv) || name != "adlink-clicks-"+from+"-"+to+".csv" {
 		t.Errorf("downloaded %q as %q; /v2/clicks' CSV is %q", got, name, csv)
@@ -262,6 +265,10 @@ func TestDashboardClicks(t *testing.T) {
 		if strings.HasPrefix(u, base+"/v2/clicks?") && strings.Contains(u, "format=csv") {
 			if strings.Contains(u, "after=") {
 				csvPages++
+			}
+		} else if strings.HasPrefix(u, base+"/v2/clicks?") {
+			if q, _ := url.ParseQuery(u[len(base+"/v2/clicks?"):]); q.Get("order") != "desc" || q.Get("from") != from || q.Get("to") != to {
+				t.Errorf("the table asked for %s, want the range's clicks newest first", u)
 			}
 		}
 	}

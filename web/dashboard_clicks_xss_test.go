@@ -27,7 +27,7 @@ func TestDashboardClicksMarkup(t *testing.T) {
 	}
 	base := b.URL
 	makeTraffic(t, base, visit{query: "iphone 15 hülle", ykTag: "markup-test", network: "198.51.100.7", views: 1, clicks: 1})
-	if listed, _ := listClicks(t, base, demoPartnerReport, "json", "", 10000); len(listed) == 0 {
+	if listed, _ := listClicks(t, base, demoPartnerReport, "json", "", "", 10000); len(listed) == 0 {
 		t.Fatal("no click listed")
 	}
 	const markup = `<img id=crafted src=x onerror="document.title='pwned'"><script>document.title='pwned'</script>`
