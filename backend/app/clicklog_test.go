@@ -298,23 +298,44 @@ func testClickListing(t *testing.T, pg *testpg.Server) {
 		t.Errorf("headers %v, want no-store and no CORS", res.Header)
 	}
 
-	// Pages: all clicks of one nanosecond, every one once, in order.
-	for _, limit := range []int{1, 2, 3} {
-		var paged []string
-		q := fmt.Sprintf("limit=%d", limit)
-		for range 10 {
-			l := s.list(t, tokenA, q)
-			if len(l.Clicks) > limit || len(l.Clicks) == 0 {
-				t.Fatalf("limit %d: a page of %d", limit, len(l.Clicks))
-			}
-			paged = append(paged, ids(l.Clicks)...)
-			if l.Next == nil {
-				break
-			}
-			q = fmt.Sprintf("limit=%d&after=%s", limit, url.QueryEscape(*l.Next))
+	// Pages: all clicks of one nanosecond, every one once, in order, and
+	// newest first in the order's reverse; a cursor continues its own
+	// order only.
+	// (Two limits an order: the report requests of one address are
+	// limited.)
+	for _, order := range []string{"", "desc"} {
+		want := wantA
+		if order == "desc" {
+			want = slices.Clone(wantA)
+			slices.Reverse(want)
 		}
-		if !slices.Equal(paged, wantA) {
-			t.Errorf("limit %d: pages give %v, want %v", limit, paged, wantA)
+		for _, limit := range []int{1, 3} {
+			var paged []string
+			first := fmt.Sprintf("limit=%d&order=%s", limit, order)
+			q := first
+			for range 10 {
+				l := s.list(t, tokenA, q)
+				if len(l.Clicks) > limit || len(l.Clicks) == 0 {
+					t.Fatalf("limit %d: a page of %d", limit, len(l.Clicks))
+				}
+				paged = append(paged, ids(l.Clicks)...)
+				if l.Next == nil {
+					break
+				}
+				if limit != 1 || len(paged) > 1 {
+					q = first + "&after=" + url.QueryEscape(*l.Next)
+					continue
+				}
+				other := map[bool]string{true: "asc", false: "desc"}[order == "desc"]
+				res, b := s.clicksOf(t, tokenA, fmt.Sprintf("limit=%d&order=%s&after=%s", limit, other, url.QueryEscape(*l.Next)))
+				if res.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), `"param":"after"`) {
+					t.Errorf("order %q's cursor given with order=%s: %d %.200s, want 400 naming after", order, other, res.StatusCode, b)
+				}
+				q = first + "&after=" + url.QueryEscape(*l.Next)
+			}
+			if !slices.Equal(paged, want) {
+				t.Errorf("order %q, limit %d: pages give %v, want %v", order, limit, paged, want)
+			}
 		}
 	}
 
@@ -345,7 +366,8 @@ func testClickListing(t *testing.T, pg *testpg.Server) {
 
 	// Bad parameters are named.
 	for q, param := range map[string]string{"limit=0": "limit", "limit=10001": "limit", "after=xyz": "after",
-		"billable=yes": "billable", "from=2026-01-01&to=2026-02-01": "from", "format=xml": "format", "limit=1&limit=2": "limit"} {
+		"billable=yes": "billable", "from=2026-01-01&to=2026-02-01": "from", "format=xml": "format", "limit=1&limit=2": "limit",
+		"order=newest": "order", "order=DESC": "order"} {
 		res, b := s.clicksOf(t, tokenA, q)
 		var e struct{ Error struct{ Param string } }
 		if err := json.Unmarshal(b, &e); res.StatusCode != http.StatusBadRequest || err != nil || e.Error.Param != param {
