@@ -130,7 +130,21 @@ func (l *Log) buildIndex(ctx context.Context, log *slog.Logger, batch, stop int)
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	// The count walks the whole log: in a read, not holding up the clicks
+	// recorded meanwhile.
 	var total, done int
+	err := l.db.View(func(tx *bolt.Tx) error {
+		if tx.Bucket(indexBucket).Get(indexBuilt) == nil {
+			total = tx.Bucket(bucket).Stats().KeyN
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("clicks: build the account index: %w", err)
+	}
+	if total > 0 {
+		log.Info("building the click log's account index", "clicks", total)
+	}
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -144,12 +158,6 @@ func (l *Log) buildIndex(ctx context.Context, log *slog.Logger, batch, stop int)
 			if ix.Get(indexBuilt) != nil {
 				built = true
 				return nil
-			}
-			if total == 0 {
-				total = recs.Stats().KeyN
-				if done == 0 {
-					log.Info("building the click log's account index", "clicks", total)
-				}
 			}
 			c := recs.Cursor()
 			var k, v []byte
