@@ -133,18 +133,17 @@ func (l *Log) buildIndex(ctx context.Context, log *slog.Logger, batch, stop int)
 	// The count walks the whole log: in a read, not holding up the clicks
 	// recorded meanwhile.
 	var total, done int
+	built := false
 	err := l.db.View(func(tx *bolt.Tx) error {
-		if tx.Bucket(indexBucket).Get(indexBuilt) == nil {
+		if built = tx.Bucket(indexBucket).Get(indexBuilt) != nil; !built {
 			total = tx.Bucket(bucket).Stats().KeyN
 		}
 		return nil
 	})
-	if err != nil {
-		return fmt.Errorf("clicks: build the account index: %w", err)
+	if err != nil || built {
+		return err
 	}
-	if total > 0 {
-		log.Info("building the click log's account index", "clicks", total)
-	}
+	log.Info("building the click log's account index", "clicks", total)
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -152,7 +151,7 @@ func (l *Log) buildIndex(ctx context.Context, log *slog.Logger, batch, stop int)
 		if stop >= 0 && done >= stop {
 			return nil
 		}
-		n, built := 0, false
+		n := 0
 		err := l.db.Update(func(tx *bolt.Tx) error {
 			ix, recs := tx.Bucket(indexBucket), tx.Bucket(bucket)
 			if ix.Get(indexBuilt) != nil {
@@ -195,9 +194,7 @@ func (l *Log) buildIndex(ctx context.Context, log *slog.Logger, batch, stop int)
 		}
 		done += n
 		if built {
-			if total > 0 {
-				log.Info("built the click log's account index", "clicks", done)
-			}
+			log.Info("built the click log's account index", "indexed", done)
 			return nil
 		}
 		if done/(20*batch) != (done-n)/(20*batch) {
