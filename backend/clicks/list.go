@@ -104,9 +104,13 @@ func (l *Log) list(ctx context.Context, q Query, byIndex bool) ([]Click, bool, e
 	var p pager
 	err := l.db.View(func(tx *bolt.Tx) error {
 		recs := tx.Bucket(bucket)
-		add := func(k, v []byte) error {
+		// add adds the record v under k, unless the page is whole before it.
+		add := func(k, v []byte, need []byte) error {
 			if p.full(&q, int64(binary.BigEndian.Uint64(k[:8]))) {
 				return errPageFull
+			}
+			if need != nil && !bytes.Contains(v, need) {
+				return nil
 			}
 			var c Click
 			if err := json.Unmarshal(v, &c); err != nil {
@@ -119,19 +123,14 @@ func (l *Log) list(ctx context.Context, q Query, byIndex bool) ([]Click, bool, e
 			if prefix := q.prefix(); prefix != nil {
 				return walk(ctx, ix.Cursor(), prefix, from, to, q.Desc, func(k, _ []byte) error {
 					if v := recs.Get(k); v != nil {
-						return add(k, v)
+						return add(k, v, nil)
 					}
 					return nil
 				})
 			}
 		}
 		need := q.field()
-		return walk(ctx, recs.Cursor(), nil, from, to, q.Desc, func(k, v []byte) error {
-			if need != nil && !bytes.Contains(v, need) {
-				return nil
-			}
-			return add(k, v)
-		})
+		return walk(ctx, recs.Cursor(), nil, from, to, q.Desc, func(k, v []byte) error { return add(k, v, need) })
 	})
 	if err != nil && !errors.Is(err, errPageFull) {
 		return nil, false, err
