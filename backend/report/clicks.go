@@ -77,12 +77,13 @@ func ParseClicks(get func(string) string, now time.Time) (ClicksRequest, []Probl
 			req.Limit = n
 		}
 	}
-	order := get("order")
-	switch order {
+	badOrder := false
+	switch order := get("order"); order {
 	case "", "asc":
 	case "desc":
 		req.Desc = true
 	default:
+		badOrder = true
 		problems = append(problems, Problem{"order", "order must be asc or desc, not " + strconv.Quote(order)})
 	}
 	if v := get("after"); v != "" {
@@ -90,8 +91,11 @@ func ParseClicks(get func(string) string, now time.Time) (ClicksRequest, []Probl
 		switch {
 		case err != nil:
 			problems = append(problems, Problem{"after", "after must be the next of a listing's page, as it gave it"})
-		case desc != req.Desc && (order == "" || order == "asc" || order == "desc"):
-			made := map[bool]string{false: "asc", true: "desc"}[desc]
+		case desc != req.Desc && !badOrder:
+			made := "asc"
+			if desc {
+				made = "desc"
+			}
 			problems = append(problems, Problem{"after", "after continues a listing of order=" + made + ": give order=" + made + " with it"})
 		default:
 			req.After = p
