@@ -624,8 +624,9 @@ func (a *App) newRetention(cfg config.Config, opts Options, log *slog.Logger) (*
 }
 
 // Close stops the page workers (a job cut short stays queued for the next
-// start) and the retention job (a day cut short is finished at the next
-// start), then closes the fetcher and the store. Call it once the HTTP
+// start), the retention job (a day cut short is finished at the next
+// start) and the build of the click log's account index (the next start
+// goes on with it), then closes the fetcher and the store. Call it once the HTTP
 // server has stopped; later calls return the first one's error.
 func (a *App) Close() error {
 	a.closeOnce.Do(func() {
