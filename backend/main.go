@@ -22,6 +22,9 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	// Reports read days of any time zone (tz): the zones come with the
+	// binary, for a host without /usr/share/zoneinfo.
+	_ "time/tzdata"
 
 	"github.com/adlink/adlink/backend/api"
 	"github.com/adlink/adlink/backend/app"

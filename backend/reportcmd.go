@@ -31,8 +31,9 @@ func runReport(ctx context.Context, args []string, getenv func(string) string, s
 	pgURL := getenv("ADLINK_POSTGRES_URL")
 	fs.Func("postgres", "read the Postgres `URL` the servers keep reports in, not -data (ADLINK_POSTGRES_URL)",
 		func(s string) error { pgURL = s; return nil })
-	from := fs.String("from", "", "first UTC `day`, YYYY-MM-DD; default 29 days before -to")
-	to := fs.String("to", "", "last UTC `day`, included; default today")
+	from := fs.String("from", "", "first `day`, YYYY-MM-DD, of -tz; default 29 days before -to")
+	to := fs.String("to", "", "last `day`, included, of -tz; default today")
+	tz := fs.String("tz", "UTC", "IANA time `zone` whose days -from, -to and the day and hour groups are, e.g. Europe/Berlin")
 	groupBy := fs.String("group-by", "day", "comma-separated `groups`: day, hour, site_id, ad, advertiser, criterion, yk_tag, context, country")
 	format := fs.String("format", "csv", "csv or json")
 	partner := fs.String("partner", "", "only this partner's sites (`api_key`)")
@@ -53,12 +54,12 @@ func runReport(ctx context.Context, args []string, getenv func(string) string, s
 		// As the advertisers file is read: the catalog's ids are lower case.
 		acc = accounts.Account{Kind: accounts.Advertiser, ID: strings.ToLower(*advertiser)}
 	}
-	params := map[string]string{"from": *from, "to": *to, "group_by": *groupBy, "format": *format}
+	params := map[string]string{"from": *from, "to": *to, "tz": *tz, "group_by": *groupBy, "format": *format}
 	req, problems := report.Parse(func(k string) string { return params[k] }, time.Now())
 	if len(problems) > 0 {
 		var errs []error
 		for _, p := range problems {
-			flagName := map[string]string{"from": "from", "to": "to", "group_by": "group-by", "format": "format"}[p.Param]
+			flagName := map[string]string{"from": "from", "to": "to", "tz": "tz", "group_by": "group-by", "format": "format"}[p.Param]
 			errs = append(errs, fmt.Errorf("report: -%s: %s", flagName, p.Message))
 		}
 		return errors.Join(errs...)

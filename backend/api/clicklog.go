@@ -40,13 +40,14 @@ func (s *server) clickList(w http.ResponseWriter, r *http.Request) error {
 		return &Error{Status: http.StatusServiceUnavailable, Code: CodeReportsUnavailable, RetryAfter: reportRetry,
 			Message: "the clicks' store did not answer", Err: fmt.Errorf("clicks: %w", err)}
 	}
+	h.Set("X-Adlink-Timezone", req.ZoneName())
 	next := report.Next(&req, page, more)
 	if next != "" {
 		h.Set("X-Adlink-Next", next)
 	}
 	if req.Format == "csv" {
 		var buf bytes.Buffer
-		if err := report.WriteClicksCSV(&buf, page); err != nil {
+		if err := report.WriteClicksCSV(&buf, req.Zone, page); err != nil {
 			return internal(err)
 		}
 		h.Set("Content-Type", "text/csv; charset=utf-8")

@@ -55,6 +55,7 @@ func (s *server) reportRequest(w http.ResponseWriter, r *http.Request) error {
 		return &Error{Status: http.StatusServiceUnavailable, Code: CodeReportsUnavailable, RetryAfter: reportRetry,
 			Message: "the reports' store did not answer", Err: fmt.Errorf("report: %w", err)}
 	}
+	h.Set("X-Adlink-Timezone", req.ZoneName())
 	if req.Format == "csv" {
 		var buf bytes.Buffer
 		if err := report.WriteCSV(&buf, req, rows); err != nil {

@@ -30,8 +30,12 @@ var ClickColumns = []string{"id", "time", "ad", "ad_type", "type", "site_id", "c
 
 // ClicksRequest is one page of a listing of clicks.
 type ClicksRequest struct {
-	// From and To are UTC days (midnight), To included.
+	// From and To are the first and last day, dates of Zone, written as
+	// midnight UTC of that date.
 	From, To time.Time
+	// Zone is the time zone whose days the range is and whose offset the
+	// clicks' times are written with; nil is UTC.
+	Zone *time.Location
 	// Billable, when not nil, lists only the clicks billed (true) or not.
 	Billable *bool
 	// Format is "json" or "csv".
@@ -45,15 +49,15 @@ type ClicksRequest struct {
 	After clicks.Position
 }
 
-// ParseClicks reads a listing's parameters, from, to, billable, format,
-// limit, order and after, at now: every problem, each naming its
+// ParseClicks reads a listing's parameters, from, to, tz, billable,
+// format, limit, order and after, at now: every problem, each naming its
 // parameter. The range defaults to today, the order to asc. A cursor
 // continues the order it was made for: given with the other, it is a
 // problem of after.
 func ParseClicks(get func(string) string, now time.Time) (ClicksRequest, []Problem) {
 	req := ClicksRequest{Format: "json", Limit: ClicksDefaultLimit}
 	var problems []Problem
-	req.From, req.To, problems = parseDays(get, now, 1, ClicksMaxDays, "a listing of clicks")
+	req.From, req.To, req.Zone, problems = parseDays(get, now, 1, ClicksMaxDays, "a listing of clicks")
 	switch v := get("billable"); v {
 	case "":
 	case "true", "false":
@@ -108,7 +112,8 @@ func ParseClicks(get func(string) string, now time.Time) (ClicksRequest, []Probl
 // clicks (on every site of its api_key), an advertiser's (on its ads),
 // or, for the operator, everyone's; false for an account of no kind.
 func (req *ClicksRequest) Query(acc accounts.Account) (clicks.Query, bool) {
-	q := clicks.Query{From: req.From, To: req.To.AddDate(0, 0, 1), Billable: req.Billable, Desc: req.Desc, After: req.After, Limit: req.Limit}
+	start, end := localRange(req.From, req.To, req.zone())
+	q := clicks.Query{From: start, To: end, Billable: req.Billable, Desc: req.Desc, After: req.After, Limit: req.Limit}
 	switch acc.Kind {
 	case accounts.Partner:
 		q.APIKey = acc.ID
@@ -185,8 +190,20 @@ func Next(req *ClicksRequest, page []clicks.Click, more bool) string {
 	return Cursor(clicks.Position{Time: last.Time, ID: last.ID}, req.Desc)
 }
 
-// clickTime writes a click's time in RFC 3339, UTC, to the nanosecond.
-func clickTime(c *clicks.Click) string { return c.Time.UTC().Format(time.RFC3339Nano) }
+// zone is the request's time zone.
+func (req *ClicksRequest) zone() *time.Location {
+	if req.Zone == nil {
+		return time.UTC
+	}
+	return req.Zone
+}
+
+// clickTime writes a click's time in RFC 3339 to the nanosecond, with
+// loc's offset: the local time a reader's own analytics show, and the
+// same instant.
+func clickTime(c *clicks.Click, loc *time.Location) string {
+	return c.Time.In(loc).Format(time.RFC3339Nano)
+}
 
 // bid is what c cost: its bid when billed, "" when not, so that the bids
 // of a listing add up to the report's spend.
@@ -210,7 +227,9 @@ func AppendClicksJSON(b []byte, acc accounts.Account, req ClicksRequest, page []
 	b = append(b, req.From.Format(time.DateOnly)...)
 	b = append(b, `","to":"`...)
 	b = append(b, req.To.Format(time.DateOnly)...)
-	b = append(b, `","billable":`...)
+	b = append(b, `","tz":`...)
+	b = appendString(b, zoneName(req.Zone))
+	b = append(b, `,"billable":`...)
 	if req.Billable == nil {
 		b = append(b, "null"...)
 	} else {
@@ -224,7 +243,7 @@ func AppendClicksJSON(b []byte, acc accounts.Account, req ClicksRequest, page []
 		if i > 0 {
 			b = append(b, ',')
 		}
-		for j, v := range clickStrings(c) {
+		for j, v := range clickStrings(c, req.zone()) {
 			if j == 0 {
 				b = append(b, '{')
 			} else {
@@ -256,22 +275,27 @@ func AppendClicksJSON(b []byte, acc accounts.Account, req ClicksRequest, page []
 	return append(b, '}')
 }
 
-// clickStrings are c's values in the order of ClickColumns.
-func clickStrings(c *clicks.Click) []string {
-	return []string{c.ID, clickTime(c), c.AdID, c.AdType, c.Type, c.SiteID, c.Criterion, c.YkTag, c.Country,
+// clickStrings are c's values in the order of ClickColumns, its time in
+// loc.
+func clickStrings(c *clicks.Click, loc *time.Location) []string {
+	return []string{c.ID, clickTime(c, loc), c.AdID, c.AdType, c.Type, c.SiteID, c.Criterion, c.YkTag, c.Country,
 		strconv.FormatBool(c.Billable), c.Reason, bid(c), c.Currency}
 }
 
 // WriteClicksCSV writes a page of a listing as CSV: a header row of
-// ClickColumns, then one line per click. A value a spreadsheet would read
-// as a formula is written as WriteCSV writes one.
-func WriteClicksCSV(w io.Writer, page []clicks.Click) error {
+// ClickColumns, then one line per click, its time with loc's offset (nil
+// is UTC). A value a spreadsheet would read as a formula is written as
+// WriteCSV writes one.
+func WriteClicksCSV(w io.Writer, loc *time.Location, page []clicks.Click) error {
+	if loc == nil {
+		loc = time.UTC
+	}
 	cw := csv.NewWriter(w)
 	if err := cw.Write(ClickColumns); err != nil {
 		return err
 	}
 	for i := range page {
-		rec := clickStrings(&page[i])
+		rec := clickStrings(&page[i], loc)
 		for j := range rec {
 			rec[j] = inert(rec[j])
 		}

@@ -115,7 +115,7 @@ func TestWriteClicksCSVKeepsFormulasInert(t *testing.T) {
 		{ID: "b", Time: at, AdID: "ad", Criterion: "\tcmd", YkTag: "-2", Reason: clicks.ReasonRepeat, BidMicros: 1_500_000, Currency: "EUR"},
 	}
 	var b strings.Builder
-	if err := WriteClicksCSV(&b, page); err != nil {
+	if err := WriteClicksCSV(&b, nil, page); err != nil {
 		t.Fatal(err)
 	}
 	want := strings.Join(ClickColumns, ",") + "\n" +

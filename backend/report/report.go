@@ -1,12 +1,13 @@
 // Package report answers reports over the click and impression rollups:
-// what a partner's sites or an advertiser's ads did over a range of UTC
-// days, grouped as asked, as JSON or CSV. The sums are the click log's,
+// what a partner's sites or an advertiser's ads did over a range of days
+// in a time zone (UTC by default), grouped as asked, as JSON or CSV. The sums are the click log's,
 // to the micro: the rollups are written in each click's own commit.
 package report
 
 import (
 	"cmp"
 	"context"
+	"errors"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,7 +21,7 @@ import (
 const MaxDays = 366
 
 // DefaultDays is the range a report covers when it names none: the last
-// 30 UTC days, today included.
+// 30 days, today included.
 const DefaultDays = 30
 
 // Groups are the dimensions a report may group by, in the order its
@@ -34,8 +35,12 @@ var dims = map[string]clicks.Dimension{"site_id": clicks.DimSiteID, "ad": clicks
 
 // Request is a report's range, grouping and format.
 type Request struct {
-	// From and To are UTC days (midnight), To included.
+	// From and To are the first and last day, dates of Zone, written as
+	// midnight UTC of that date.
 	From, To time.Time
+	// Zone is the time zone whose days the range and the day and hour
+	// groups are; nil is UTC.
+	Zone *time.Location
 	// GroupBy are names of Groups, each once, in the order asked.
 	GroupBy []string
 	// Format is "json" or "csv".
@@ -47,12 +52,12 @@ type Problem struct {
 	Param, Message string
 }
 
-// Parse reads a report request's parameters, from, to, group_by and
+// Parse reads a report request's parameters, from, to, tz, group_by and
 // format, at now: every problem, each naming its parameter.
 func Parse(get func(string) string, now time.Time) (Request, []Problem) {
 	req := Request{Format: "json"}
 	var problems []Problem
-	req.From, req.To, problems = parseDays(get, now, DefaultDays, MaxDays, "a report")
+	req.From, req.To, req.Zone, problems = parseDays(get, now, DefaultDays, MaxDays, "a report")
 	if v := get("group_by"); v != "" {
 		// The first bad group is named, not every one: a list of
 		// thousands would make an answer of megabytes.
@@ -82,11 +87,15 @@ func Parse(get func(string) string, now time.Time) (Request, []Problem) {
 	return req, problems
 }
 
-// parseDays reads the range of UTC days from..to, to included, which
-// defaults to the last days UTC days, today included, and covers at most
-// max days; what names the answer in a problem ("a report").
-func parseDays(get func(string) string, now time.Time, days, max int, what string) (from, to time.Time, problems []Problem) {
-	to = now.UTC().Truncate(24 * time.Hour)
+// parseDays reads the time zone tz and the range of its days from..to,
+// to included, which defaults to the last days days, today (in tz)
+// included, and covers at most max days; what names the answer in a
+// problem ("a report"). A zone whose offset from UTC in the range is not
+// a whole number of hours is a problem: the rollups are hours of UTC.
+func parseDays(get func(string) string, now time.Time, days, max int, what string) (from, to time.Time, loc *time.Location, problems []Problem) {
+	loc, problems = parseZone(get)
+	y, m, d := now.In(loc).Date()
+	to = time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
 	day := func(name string, dst *time.Time) {
 		v := get(name)
 		if v == "" {
@@ -94,7 +103,7 @@ func parseDays(get func(string) string, now time.Time, days, max int, what strin
 		}
 		d, err := time.Parse(time.DateOnly, v)
 		if err != nil || d.Format(time.DateOnly) != v {
-			problems = append(problems, Problem{name, name + " must be a date written YYYY-MM-DD (UTC), not " + strconv.Quote(v)})
+			problems = append(problems, Problem{name, name + " must be a date written YYYY-MM-DD, not " + strconv.Quote(v)})
 			return
 		}
 		*dst = d
@@ -108,10 +117,27 @@ func parseDays(get func(string) string, now time.Time, days, max int, what strin
 			problems = append(problems, Problem{"from", "from must not be after to"})
 		case n > max:
 			problems = append(problems, Problem{"from", what + " covers at most " + strconv.Itoa(max) + " days, not " + strconv.Itoa(n)})
+		default:
+			start, end := localRange(from, to, loc)
+			if whole, _, at, off := zoneHours(loc, start, end); !whole {
+				problems = append(problems, zoneProblem(loc, at, off))
+			}
 		}
 	}
-	return from, to, problems
+	return from, to, loc, problems
 }
+
+// zone is the request's time zone.
+func (r *Request) zone() *time.Location {
+	if r.Zone == nil {
+		return time.UTC
+	}
+	return r.Zone
+}
+
+// Range is the instants the report covers: from local midnight of From
+// to local midnight after To, in Zone.
+func (r *Request) Range() (start, end time.Time) { return localRange(r.From, r.To, r.zone()) }
 
 // Columns are a report's columns: its groups, the currency, and the
 // measures (one unbilled_<reason> per reason a click is not billed).
@@ -129,7 +155,13 @@ type Row struct {
 	Groups   []string
 	Currency string
 	clicks.Measures
+	// hour is the start of the row's period, which orders the hour group.
+	hour time.Time
 }
+
+// hourLayout writes the hour group: "2026-11-28T22:00Z" in UTC, and with
+// the zone's offset in another, "2026-11-28T23:00+01:00".
+const hourLayout = "2006-01-02T15:04Z07:00"
 
 // Run reads the rows of req for account acc from rollups: a partner's
 // (every site of its api_key), an advertiser's (its ads), or, for the
@@ -142,7 +174,15 @@ func Run(ctx context.Context, rollups clicks.RollupReader, acc accounts.Account,
 			need = append(need, d)
 		}
 	}
-	grain := clicks.SmallestGrain(slices.Contains(req.GroupBy, "hour"), need...)
+	loc := req.zone()
+	start, end := req.Range()
+	// Days of a zone other than UTC are summed from its hours: a zone
+	// whose offset is not whole hours cannot be, and Parse refuses it.
+	whole, utc, _, _ := zoneHours(loc, start, end)
+	if !whole {
+		return nil, errors.New("report: " + loc.String() + " is not whole hours from UTC over the range")
+	}
+	grain := clicks.SmallestGrain(slices.Contains(req.GroupBy, "hour") || !utc, need...)
 	keep := func(r *clicks.Rollup) bool { return true }
 	switch acc.Kind {
 	case accounts.Partner:
@@ -156,15 +196,16 @@ func Run(ctx context.Context, rollups clicks.RollupReader, acc accounts.Account,
 	rows := map[string]*Row{}
 	var key []byte
 	vals := make([]string, len(req.GroupBy))
-	var start time.Time
+	var at time.Time
 	var day, hour string
-	err := rollups.ScanRollups(ctx, grain, req.From, req.To.AddDate(0, 0, 1), func(r *clicks.Rollup) error {
+	err := rollups.ScanRollups(ctx, grain, start, end, func(r *clicks.Rollup) error {
 		if !keep(r) {
 			return nil
 		}
-		if !r.Start.Equal(start) {
-			start = r.Start
-			day, hour = value(r, "day"), value(r, "hour")
+		if !r.Start.Equal(at) {
+			at = r.Start
+			local := r.Start.In(loc)
+			day, hour = local.Format(time.DateOnly), local.Format(hourLayout)
 		}
 		key = key[:0]
 		for i, g := range req.GroupBy {
@@ -181,7 +222,7 @@ func Run(ctx context.Context, rollups clicks.RollupReader, acc accounts.Account,
 		key = append(key, r.Currency...)
 		row := rows[string(key)]
 		if row == nil {
-			row = &Row{Groups: slices.Clone(vals), Currency: r.Currency}
+			row = &Row{Groups: slices.Clone(vals), Currency: r.Currency, hour: at}
 			rows[string(key)] = row
 		}
 		row.Add(&r.Measures)
@@ -196,6 +237,14 @@ func Run(ctx context.Context, rollups clicks.RollupReader, acc accounts.Account,
 	}
 	slices.SortFunc(out, func(a, b Row) int {
 		for i := range a.Groups {
+			// Hours sort by their time: the hour a clock is set back
+			// comes twice, its offsets in the wrong order as text.
+			if req.GroupBy[i] == "hour" {
+				if c := a.hour.Compare(b.hour); c != 0 {
+					return c
+				}
+				continue
+			}
 			if c := strings.Compare(a.Groups[i], b.Groups[i]); c != 0 {
 				return c
 			}
@@ -208,10 +257,6 @@ func Run(ctx context.Context, rollups clicks.RollupReader, acc accounts.Account,
 // value is r's value of group g.
 func value(r *clicks.Rollup, g string) string {
 	switch g {
-	case "day":
-		return r.Start.UTC().Format(time.DateOnly)
-	case "hour":
-		return r.Start.UTC().Format("2006-01-02T15:04Z")
 	case "site_id":
 		return r.SiteID
 	case "ad":

@@ -11,9 +11,9 @@ import (
 	"github.com/adlink/adlink/backend/accounts"
 )
 
-// AppendJSON appends the report as a JSON object: the account, the range,
-// the groups, the columns, and the rows as objects with the columns'
-// keys in the columns' order.
+// AppendJSON appends the report as a JSON object: the account, the range
+// and its time zone, the groups, the columns, and the rows as objects
+// with the columns' keys in the columns' order.
 func AppendJSON(b []byte, acc accounts.Account, req Request, rows []Row) []byte {
 	b = append(b, `{"account":{"kind":`...)
 	b = appendString(b, string(acc.Kind))
@@ -23,7 +23,9 @@ func AppendJSON(b []byte, acc accounts.Account, req Request, rows []Row) []byte 
 	b = append(b, req.From.Format(time.DateOnly)...)
 	b = append(b, `","to":"`...)
 	b = append(b, req.To.Format(time.DateOnly)...)
-	b = append(b, `","group_by":`...)
+	b = append(b, `","tz":`...)
+	b = appendString(b, zoneName(req.Zone))
+	b = append(b, `,"group_by":`...)
 	b = appendStrings(b, req.GroupBy)
 	cols := req.Columns()
 	b = append(b, `,"columns":`...)

@@ -1,0 +1,84 @@
+package report
+
+import (
+	"strconv"
+	"time"
+)
+
+// maxZoneName bounds the tz a request may name; the IANA names are under
+// 40 bytes.
+const maxZoneName = 64
+
+// parseZone reads the tz parameter: an IANA time zone name, UTC when it
+// is not given. "Local", the server's own zone, is no reader's.
+func parseZone(get func(string) string) (*time.Location, []Problem) {
+	v := get("tz")
+	if v == "" {
+		return time.UTC, nil
+	}
+	if v != "Local" && len(v) <= maxZoneName {
+		if loc, err := time.LoadLocation(v); err == nil {
+			return loc, nil
+		}
+	}
+	if len(v) > maxZoneName {
+		v = v[:maxZoneName] + "…"
+	}
+	return time.UTC, []Problem{{"tz", "tz must be an IANA time zone name such as Europe/Berlin or UTC, not " + strconv.Quote(v)}}
+}
+
+// localRange is the instants the days from..to (dates, to included) of
+// loc cover: from local midnight of from to local midnight after to, so a
+// day a clock is set back has 25 hours and one it is set forward 23.
+func localRange(from, to time.Time, loc *time.Location) (start, end time.Time) {
+	return time.Date(from.Year(), from.Month(), from.Day(), 0, 0, 0, 0, loc),
+		time.Date(to.Year(), to.Month(), to.Day()+1, 0, 0, 0, 0, loc)
+}
+
+// zoneHours checks loc's offsets from UTC in [start, end): whole reports
+// whether each is a whole number of hours (and if not, at is a time of
+// one that is not, off its offset in seconds); utc whether each is 0, so
+// that the zone's days are UTC days.
+func zoneHours(loc *time.Location, start, end time.Time) (whole, utc bool, at time.Time, off int) {
+	if loc == time.UTC {
+		return true, true, time.Time{}, 0
+	}
+	utc = true
+	// A zone's offset changes at most a few times a year, and never for
+	// less than an hour: an hour's step finds each.
+	for t := start; t.Before(end); t = t.Add(time.Hour) {
+		_, o := t.In(loc).Zone()
+		if o%3600 != 0 {
+			return false, false, t, o
+		}
+		utc = utc && o == 0
+	}
+	return true, utc, time.Time{}, 0
+}
+
+// zoneProblem is the problem of a zone whose offset is not whole hours
+// at some time of the range: reports sum hourly rollups, which cannot
+// part such a zone's days.
+func zoneProblem(loc *time.Location, at time.Time, off int) Problem {
+	sign := "+"
+	if off < 0 {
+		sign, off = "-", -off
+	}
+	h, m := off/3600, off%3600/60
+	return Problem{"tz", "tz " + loc.String() + " is UTC" + sign + strconv.Itoa(h) + ":" + strconv.Itoa(100 + m)[1:] +
+		" on " + at.In(loc).Format(time.DateOnly) + "; reports are kept by the hour, so tz must be a zone whole hours from UTC over the range"}
+}
+
+// zoneName is the name of loc as a request gave it (UTC by default).
+func zoneName(loc *time.Location) string {
+	if loc == nil {
+		return "UTC"
+	}
+	return loc.String()
+}
+
+// ZoneName is the name of the report's time zone, "UTC" by default.
+func (r *Request) ZoneName() string { return zoneName(r.Zone) }
+
+// ZoneName is the name of the listing's time zone, "UTC" by default.
+func (req *ClicksRequest) ZoneName() string { return zoneName(req.Zone) }
