@@ -216,7 +216,9 @@ func testZoneReports(t *testing.T, base string) {
 	for _, tz := range []string{"Asia/Kolkata", "Asia/Kathmandu", "Mars/Olympus", "Local", "../../etc/passwd"} {
 		for _, path := range []string{"/v2/report?from=2026-11-01&to=2026-11-30&tz=", "/v2/clicks?tz="} {
 			res, body := getAs(t, base, path+url.QueryEscape(tz))
-			var e struct{ Error struct{ Code, Param, Message string } }
+			var e struct {
+				Error struct{ Code, Param, Message string }
+			}
 			if err := json.Unmarshal(body, &e); err != nil || res.StatusCode != http.StatusBadRequest || e.Error.Param != "tz" ||
 				!strings.Contains(e.Error.Message, "tz") {
 				t.Errorf("%s%s: %d %s, want 400 naming tz", path, tz, res.StatusCode, body)

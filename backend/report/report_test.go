@@ -26,19 +26,24 @@ func TestInert(t *testing.T) {
 }
 
 // FuzzParse: whatever the parameters, Parse either names a problem's
-// parameter or gives a range of 1 to MaxDays days and known groups, each
-// once.
+// parameter or gives a range of 1 to MaxDays days of a zone whole hours
+// from UTC over it, named as asked, and known groups, each once.
 func FuzzParse(f *testing.F) {
-	f.Add("2026-11-01", "2026-11-24", "day,site_id", "csv")
-	f.Add("", "", "", "")
-	f.Add("2026-02-30", "x", "day,day", "xml")
-	f.Add("2025-01-01", "2026-11-24", " ad , hour", "json")
+	f.Add("2026-11-01", "2026-11-24", "", "day,site_id", "csv")
+	f.Add("", "", "", "", "")
+	f.Add("2026-02-30", "x", "Local", "day,day", "xml")
+	f.Add("2025-01-01", "2026-11-24", "Europe/Berlin", " ad , hour", "json")
+	f.Add("2026-10-25", "2026-10-25", "Asia/Kolkata", "day", "")
+	f.Add("1900-01-01", "1900-01-31", "Europe/Amsterdam", "hour", "")
+	f.Add("", "", "../../../etc/localtime", "", "")
+	f.Add("2026-09-06", "2026-09-06", "America/Santiago", "day", "")
+	f.Add("2011-12-30", "2011-12-30", "Pacific/Apia", "day", "")
 	now := time.Date(2026, 11, 24, 15, 0, 0, 0, time.UTC)
-	f.Fuzz(func(t *testing.T, from, to, groups, format string) {
-		v := map[string]string{"from": from, "to": to, "group_by": groups, "format": format}
+	f.Fuzz(func(t *testing.T, from, to, tz, groups, format string) {
+		v := map[string]string{"from": from, "to": to, "tz": tz, "group_by": groups, "format": format}
 		req, problems := Parse(func(k string) string { return v[k] }, now)
 		for _, p := range problems {
-			if !slices.Contains([]string{"from", "to", "group_by", "format"}, p.Param) || p.Message == "" {
+			if !slices.Contains([]string{"from", "to", "tz", "group_by", "format"}, p.Param) || p.Message == "" {
 				t.Fatalf("problem %+v", p)
 			}
 		}
@@ -48,6 +53,20 @@ func FuzzParse(f *testing.F) {
 		days := int(req.To.Sub(req.From).Hours()/24) + 1
 		if days < 1 || days > MaxDays || req.From.Hour() != 0 || req.To.Hour() != 0 {
 			t.Fatalf("range %v..%v", req.From, req.To)
+		}
+		if name := req.ZoneName(); name != tz && (tz != "" || name != "UTC") {
+			t.Fatalf("tz %q read as %q", tz, name)
+		}
+		start, end := req.Range()
+		// A day may be skipped whole (Pacific/Apia's 2011-12-30), none is
+		// over 25 hours, and the range starts on from.
+		if start.After(end) || end.Sub(start) > time.Duration(days)*25*time.Hour || start.In(req.Zone).Format(time.DateOnly) < req.From.Format(time.DateOnly) {
+			t.Fatalf("%d days of %s: %v..%v", days, tz, start, end)
+		}
+		for at := start; at.Before(end); at = at.Add(time.Hour) {
+			if _, off := at.In(req.Zone).Zone(); off%3600 != 0 {
+				t.Fatalf("%s is %d s from UTC at %v", tz, off, at)
+			}
 		}
 		seen := map[string]bool{}
 		for _, g := range req.GroupBy {
@@ -63,4 +82,52 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("columns %q", cols)
 		}
 	})
+}
+
+// TestParseZones: tz names an IANA zone whose days the range is; a zone
+// not whole hours from UTC in the range, an unknown one and the server's
+// own are refused, naming tz.
+func TestParseZones(t *testing.T) {
+	now := time.Date(2026, 11, 28, 23, 30, 0, 0, time.UTC)
+	for _, tt := range []struct {
+		tz, from, to string
+		problem      string // in the message of tz's problem; "" for none
+		start, end   string // the instants of the range, RFC 3339
+	}{
+		{"", "2026-11-28", "2026-11-28", "", "2026-11-28T00:00:00Z", "2026-11-29T00:00:00Z"},
+		{"UTC", "", "", "", "2026-10-30T00:00:00Z", "2026-11-29T00:00:00Z"},
+		// Today in Berlin is the 29th already.
+		{"Europe/Berlin", "", "", "", "2026-10-30T23:00:00Z", "2026-11-29T23:00:00Z"},
+		{"Europe/Berlin", "2026-10-25", "2026-10-25", "", "2026-10-24T22:00:00Z", "2026-10-25T23:00:00Z"},
+		{"Europe/Berlin", "2026-03-29", "2026-03-29", "", "2026-03-28T23:00:00Z", "2026-03-29T22:00:00Z"},
+		{"America/New_York", "2026-11-01", "2026-11-01", "", "2026-11-01T04:00:00Z", "2026-11-02T05:00:00Z"},
+		// Santiago sets its clocks forward at midnight: Sep 6 starts at
+		// 01:00, and Sep 5 ends then.
+		{"America/Santiago", "2026-09-06", "2026-09-06", "", "2026-09-06T04:00:00Z", "2026-09-07T03:00:00Z"},
+		{"America/Santiago", "2026-09-05", "2026-09-05", "", "2026-09-05T04:00:00Z", "2026-09-06T04:00:00Z"},
+		// Apia skipped 2011-12-30: the 29th ends where the 31st starts.
+		{"Pacific/Apia", "2011-12-29", "2011-12-30", "", "2011-12-29T10:00:00Z", "2011-12-30T10:00:00Z"},
+		{"Asia/Kolkata", "2026-11-01", "2026-11-01", "UTC+5:30", "", ""},
+		{"Asia/Kathmandu", "", "", "UTC+5:45", "", ""},
+		{"America/St_Johns", "2026-12-01", "2026-12-01", "UTC-3:30", "", ""},
+		// Whole hours today, not in 1935, when Amsterdam was 19 minutes 32 s
+		// from UTC.
+		{"Europe/Amsterdam", "1935-01-01", "1935-01-01", "UTC+0:19", "", ""},
+		{"Mars/Olympus", "", "", "IANA time zone", "", ""},
+		{"Local", "", "", "IANA time zone", "", ""},
+		{"/etc/localtime", "", "", "IANA time zone", "", ""},
+	} {
+		v := map[string]string{"tz": tt.tz, "from": tt.from, "to": tt.to}
+		req, problems := Parse(func(k string) string { return v[k] }, now)
+		if tt.problem != "" {
+			if len(problems) != 1 || problems[0].Param != "tz" || !strings.Contains(problems[0].Message, tt.problem) {
+				t.Errorf("tz=%s from=%s: problems %+v, want tz's with %q", tt.tz, tt.from, problems, tt.problem)
+			}
+			continue
+		}
+		start, end := req.Range()
+		if len(problems) > 0 || start.UTC().Format(time.RFC3339) != tt.start || end.UTC().Format(time.RFC3339) != tt.end {
+			t.Errorf("tz=%s from=%s to=%s: %v..%v %+v, want %s..%s", tt.tz, tt.from, tt.to, start.UTC(), end.UTC(), problems, tt.start, tt.end)
+		}
+	}
 }

@@ -28,11 +28,25 @@ func parseZone(get func(string) string) (*time.Location, []Problem) {
 }
 
 // localRange is the instants the days from..to (dates, to included) of
-// loc cover: from local midnight of from to local midnight after to, so a
-// day a clock is set back has 25 hours and one it is set forward 23.
+// loc cover: from the start of from to the start of the day after to, so
+// a day a clock is set back has 25 hours and one it is set forward 23.
 func localRange(from, to time.Time, loc *time.Location) (start, end time.Time) {
-	return time.Date(from.Year(), from.Month(), from.Day(), 0, 0, 0, 0, loc),
-		time.Date(to.Year(), to.Month(), to.Day()+1, 0, 0, 0, 0, loc)
+	return dayStart(from, loc), dayStart(to.AddDate(0, 0, 1), loc)
+}
+
+// dayStart is the first instant of the date of day (midnight UTC of it)
+// in loc: its midnight, or where a clock set forward at midnight skips it
+// (America/Santiago), the instant it was set forward. time.Date would
+// give an instant of the day before.
+func dayStart(day time.Time, loc *time.Location) time.Time {
+	y, m, d := day.Date()
+	t := time.Date(y, m, d, 0, 0, 0, 0, loc)
+	if ty, tm, td := t.Date(); ty != y || tm != m || td != d {
+		if _, end := t.ZoneBounds(); !end.IsZero() {
+			t = end
+		}
+	}
+	return t
 }
 
 // zoneHours checks loc's offsets from UTC in [start, end): whole reports
