@@ -1,0 +1,128 @@
+package pgstore_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/adlink/adlink/backend/accounts"
+	"github.com/adlink/adlink/backend/report"
+	pgstore "github.com/adlink/adlink/backend/store/pg"
+	"github.com/adlink/adlink/internal/testpg"
+)
+
+// BenchmarkReportInZone times a partner's report of 31 days by day and
+// site from Postgres in UTC, which reads the daily grain, and in
+// Europe/Berlin, which reads the hourly grain (every dimension) and sums
+// its hours by Berlin's day in Go: report.Run as the server runs it. And
+// the same Berlin report summed in SQL (grouped by the local day, the
+// partner's rows alone), the other way to do it. The rollups hold 31
+// days of rowsPerHour rows an hour, half of them the partner's, half
+// another's, on 20 sites, 400 ads and a criterion each; the daily grains
+// hold their sums. Each reports its best of three.
+func BenchmarkReportInZone(b *testing.B) {
+	const rowsPerHour = 400
+	ctx := context.Background()
+	db, err := pgstore.Open(ctx, testpg.New(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	t0 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	first := t0.Add(-24*time.Hour).Unix() / 3600
+	start := time.Now()
+	if err := db.InTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO rollups (grain, shard, period, api_key, site_id, advertiser, ad_id, context, currency,
+			criterion, yk_tag, country, impressions, clicks, billable, spend_micros, unbilled)
+			SELECT 0, 0, $1 + h, CASE WHEN r % 2 = 0 THEN 'demo' ELSE 'other' END, 'site' || (r % 20), 'shop' || (r % 50) || '.example',
+				'AD.' || (r % 400), CASE WHEN r % 3 = 0 THEN 'intext' ELSE 'search' END, 'EUR', 'criterion ' || r, '', 'de',
+				10, 2, 1, 450000, array_fill(0::bigint, ARRAY[17])
+			FROM generate_series(0, 33 * 24 - 1) h, generate_series(0, $2 - 1) r`, first, rowsPerHour); err != nil {
+			return err
+		}
+		// The daily grains: Day keeps every dimension, DaySite the site,
+		// DayAd the ad (clicks.Grain); the others are ''.
+		for grain, dims := range map[int]string{
+			1: "site_id, ad_id, criterion, yk_tag, country",
+			2: "site_id, ''::text, ''::text, ''::text, ''::text",
+			3: "''::text, ad_id, ''::text, ''::text, ''::text",
+		} {
+			if _, err := tx.Exec(ctx, `INSERT INTO rollups (grain, shard, period, api_key, advertiser, context, currency,
+				site_id, ad_id, criterion, yk_tag, country, impressions, clicks, billable, spend_micros, unbilled)
+				SELECT $1::smallint, 0, period / 24, api_key, advertiser, context, currency, `+dims+`,
+					sum(impressions), sum(clicks), sum(billable), sum(spend_micros), array_fill(0::bigint, ARRAY[17])
+				FROM rollups WHERE grain = 0
+				GROUP BY period / 24, api_key, advertiser, context, currency, `+dims, grain); err != nil {
+				return err
+			}
+		}
+		_, err := tx.Exec(ctx, "ANALYZE rollups")
+		return err
+	}); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("rollups written in %v", time.Since(start))
+	acc := accounts.Account{Kind: accounts.Partner, ID: "demo"}
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		b.Fatal(err)
+	}
+	req := report.Request{From: t0, To: t0.AddDate(0, 0, 30), GroupBy: []string{"day", "site_id"}}
+	run := func(zone *time.Location) (time.Duration, int) {
+		r := req
+		r.Zone = zone
+		start := time.Now()
+		rows, err := report.Run(ctx, db.Rollups(), acc, r)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_ = report.AppendJSON(nil, acc, r, rows)
+		return time.Since(start), len(rows)
+	}
+	inSQL := func() (time.Duration, int) {
+		local := report.Request{From: req.From, To: req.To, Zone: berlin}
+		from, to := local.Range()
+		start := time.Now()
+		n := 0
+		err := db.InTx(ctx, func(tx pgx.Tx) error {
+			rows, err := tx.Query(ctx, `SELECT (to_timestamp(period * 3600) AT TIME ZONE 'Europe/Berlin')::date AS day, site_id, currency,
+					sum(impressions), sum(clicks), sum(billable), sum(spend_micros)
+				FROM rollups WHERE grain = 0 AND period >= $1 AND period < $2 AND api_key = 'demo'
+				GROUP BY day, site_id, currency ORDER BY day, site_id, currency`, from.Unix()/3600, to.Unix()/3600)
+			if err != nil {
+				return err
+			}
+			for rows.Next() {
+				n++
+			}
+			return rows.Err()
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(start), n
+	}
+	best := func(f func() (time.Duration, int)) (float64, int) {
+		m, n := time.Duration(1<<62), 0
+		for range 3 {
+			d, rows := f()
+			m, n = min(m, d), rows
+		}
+		return float64(m.Microseconds()) / 1e3, n
+	}
+	b.ResetTimer()
+	for range b.N {
+		utc, nUTC := best(func() (time.Duration, int) { return run(nil) })
+		local, nLocal := best(func() (time.Duration, int) { return run(berlin) })
+		sql, nSQL := best(inSQL)
+		if nUTC != 31*10 || nLocal != 31*10 || nSQL != 31*10 {
+			b.Fatalf("rows: %d in UTC, %d in Berlin, %d summed in SQL; want %d", nUTC, nLocal, nSQL, 31*10)
+		}
+		b.ReportMetric(utc, "ms-utc-days")
+		b.ReportMetric(local, "ms-berlin-hours-go")
+		b.ReportMetric(sql, "ms-berlin-hours-sql")
+		b.ReportMetric(0, "ns/op")
+	}
+}
