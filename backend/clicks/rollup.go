@@ -165,6 +165,54 @@ type RollupReader interface {
 	// called. fn must not keep r. It stops at fn's first error, or ctx's,
 	// and returns it.
 	ScanRollups(ctx context.Context, g Grain, from, to time.Time, fn func(r *Rollup) error) error
+	// SumHours calls fn with the sums of the Hour grain's rows of q's
+	// account in q's periods by the dimensions q keeps (the others ""),
+	// each with the Start of its period, in order of period. fn may get
+	// a period's row of some dimensions in parts: their sum is the row.
+	// It sees what ScanRollups would, and stops as it does.
+	SumHours(ctx context.Context, q HourSums, fn func(r *Rollup) error) error
+}
+
+// HourSums are the periods SumHours sums hours into, the account whose
+// rows it sums and the dimensions it keeps.
+type HourSums struct {
+	// Starts are the starts of the periods, whole hours in order, none
+	// twice; End is the end of the last. A row of an hour before the
+	// first or from End on is in none.
+	Starts []time.Time
+	End    time.Time
+	// APIKey and Advertiser, when not "", are the only partner's and
+	// advertiser's rows summed.
+	APIKey, Advertiser string
+	// Dims are the dimensions kept.
+	Dims []Dimension
+}
+
+// Period is the index in q.Starts of the period of an hour that starts
+// at t, from the period i on (q.Starts[i] <= t), or -1 when t is from
+// q.End on.
+func (q *HourSums) Period(t time.Time, i int) int {
+	if !t.Before(q.End) {
+		return -1
+	}
+	for i+1 < len(q.Starts) && !t.Before(q.Starts[i+1]) {
+		i++
+	}
+	return i
+}
+
+// Keep blanks r's dimensions q does not keep, and reports whether r is of
+// q's account.
+func (q *HourSums) Keep(r *Rollup) bool {
+	if q.APIKey != "" && r.APIKey != q.APIKey || q.Advertiser != "" && r.Advertiser != q.Advertiser {
+		return false
+	}
+	for d := DimAPIKey; d <= DimCountry; d++ {
+		if !slices.Contains(q.Dims, d) {
+			*r.field(d) = ""
+		}
+	}
+	return true
 }
 
 var (
@@ -389,6 +437,23 @@ func (r BoltRollups) ScanRollups(ctx context.Context, g Grain, from, to time.Tim
 			}
 		}
 		return ctx.Err()
+	})
+}
+
+// SumHours implements RollupReader: the rows of the Hour grain, each
+// given as the part of its period's sum it is.
+func (r BoltRollups) SumHours(ctx context.Context, q HourSums, fn func(*Rollup) error) error {
+	if len(q.Starts) == 0 {
+		return nil
+	}
+	i := 0
+	return r.ScanRollups(ctx, Hour, q.Starts[0], q.End, func(row *Rollup) error {
+		if i = q.Period(row.Start, i); i < 0 || !q.Keep(row) {
+			return nil
+		}
+		part := *row
+		part.Start = q.Starts[i]
+		return fn(&part)
 	})
 }
 
