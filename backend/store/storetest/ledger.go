@@ -664,6 +664,49 @@ func Ledger(t *testing.T, fresh func(t *testing.T) Opener[LedgerParts]) {
 		if len(hours) == 0 {
 			t.Error("a scan of two hours read nothing")
 		}
+		// SumHours gives the sums of the hours' rows of its account in its
+		// periods, by its dimensions, in order of period.
+		q := clicks.HourSums{Starts: []time.Time{t0.Add(time.Hour), t0.Add(6 * time.Hour), t0.Add(7 * time.Hour), t0.Add(20 * time.Hour)},
+			End: t0.Add(30 * time.Hour), APIKey: "k", Advertiser: "shop1.example",
+			Dims: []clicks.Dimension{clicks.DimAPIKey, clicks.DimAdvertiser, clicks.DimCurrency, clicks.DimSiteID}}
+		want := map[clicks.Rollup]clicks.Measures{}
+		i := 0
+		p.Rollups.ScanRollups(t.Context(), clicks.Hour, q.Starts[0], q.End, func(r *clicks.Rollup) error {
+			if r.Advertiser != q.Advertiser {
+				return nil
+			}
+			i = q.Period(r.Start, i)
+			k := clicks.Rollup{Start: q.Starts[i], APIKey: r.APIKey, Advertiser: r.Advertiser, Currency: r.Currency, SiteID: r.SiteID}
+			m := want[k]
+			m.Add(&r.Measures)
+			want[k] = m
+			return nil
+		})
+		got := map[clicks.Rollup]clicks.Measures{}
+		var last time.Time
+		if err := p.Rollups.SumHours(t.Context(), q, func(r *clicks.Rollup) error {
+			if r.Start.Before(last) || !slices.ContainsFunc(q.Starts, r.Start.Equal) {
+				t.Errorf("SumHours gave a period of %v after %v", r.Start, last)
+			}
+			last = r.Start
+			k := *r
+			k.Measures = clicks.Measures{}
+			k.Start = q.Starts[slices.IndexFunc(q.Starts, r.Start.Equal)]
+			m := got[k]
+			m.Add(&r.Measures)
+			got[k] = m
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if len(want) < 8 || len(got) != len(want) {
+			t.Errorf("SumHours gave %d sums, the hours make %d", len(got), len(want))
+		}
+		for k, m := range want {
+			if got[k] != m {
+				t.Errorf("SumHours %+v: %+v, want %+v", k, got[k], m)
+			}
+		}
 	})
 
 	t.Run("DoneContextRecordsNothing", func(t *testing.T) {
