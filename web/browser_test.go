@@ -53,6 +53,9 @@ func chromiumOptions(dir string) []chromedp.ExecAllocatorOption {
 		chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"),
 		chromedp.Flag("no-proxy-server", true),
 		chromedp.UserDataDir(dir),
+		// The dashboard reads the days of the browser's time zone: UTC's,
+		// wherever the tests run, unless a test sets a tab's.
+		chromedp.Env("TZ=UTC"),
 	}
 }
 

@@ -1,6 +1,6 @@
 // adlink's report dashboard: the last 30 days of /v2/report for the
 // account whose report token the reader types in, and its clicks one by
-// one from /v2/clicks. The token lives in this
+// one from /v2/clicks, both in the days of the reader's time zone. The token lives in this
 // tab's sessionStorage and goes out only in the Authorization header,
 // never in a URL. No framework; the chart is drawn as SVG. The page runs
 // under a CSP without inline script or style: styling is by class only.
@@ -27,11 +27,10 @@
   // on the page.
   const sentence = (s) => s.charAt(0).toUpperCase() + s.slice(1) + (/[.!?]$/.test(s) ? '' : '.');
   const percent = new Intl.NumberFormat(undefined, { style: 'percent', minimumFractionDigits: 1, maximumFractionDigits: 2 });
+  // Days are dates ('2026-11-28'), written as midnight UTC of the date.
   const dayLabel = new Intl.DateTimeFormat(undefined, { day: 'numeric', month: 'short', timeZone: 'UTC' });
   const longDay = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeZone: 'UTC' });
   const clock = new Intl.DateTimeFormat(undefined, { timeStyle: 'short' });
-  // A click's time, to the second, in the reader's time zone.
-  const stamp = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
   const money = (micros, currency) => {
     try {
       return new Intl.NumberFormat(undefined, { style: 'currency', currency }).format(micros / 1e6);
@@ -48,6 +47,13 @@
   };
 
   const iso = (d) => d.toISOString().slice(0, 10);
+  // zone is the time zone of the days asked for (the tz of every request)
+  // and of the clicks' times: the reader's, or UTC when the reader's is
+  // not whole hours from UTC (adlink keeps its figures by the hour), or
+  // adlink refused it. stamp writes a click's time, to the second, in it.
+  let zone = 'UTC';
+  let zoneRefused = false;
+  let stamp = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'medium', timeZone: 'UTC' });
   let days = [];
   let from = '';
   let to = '';
@@ -69,22 +75,58 @@
   const token = () => sessionStorage.getItem(KEY) || '';
   const state = (s) => { document.body.dataset.state = s; };
 
+  // readerZone is the reader's time zone when its offset from UTC is whole
+  // hours from a day before the range to a day after today, else ''.
+  function readerZone() {
+    try {
+      const tz = Intl.DateTimeFormat().resolvedOptions().timeZone;
+      if (!tz) return '';
+      const offset = new Intl.DateTimeFormat('en-US', { timeZone: tz, timeZoneName: 'longOffset' });
+      const now = Date.now();
+      for (let t = now - (DAYS + 1) * 864e5; t <= now + 864e5; t += 36e5) {
+        // "GMT", "GMT+01:00", "GMT+05:30", "GMT+00:19:32".
+        const name = offset.formatToParts(t).find((p) => p.type === 'timeZoneName');
+        if (!name || !/^GMT([+-]\d\d:00)?$/.test(name.value)) return '';
+      }
+      return tz;
+    } catch (e) {
+      return '';
+    }
+  }
+
+  // setZone picks the zone of the days, and says it on the page.
+  function setZone() {
+    const reader = readerZone();
+    zone = reader && !zoneRefused ? reader : 'UTC';
+    stamp = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'medium', timeZone: zone });
+    let note = 'Days are in ' + zone + ', and so are the clicks\' times.';
+    const own = (() => { try { return Intl.DateTimeFormat().resolvedOptions().timeZone || ''; } catch (e) { return ''; } })();
+    if (zone === 'UTC' && own && own !== 'UTC' && own !== 'Etc/UTC') {
+      note += ' Not this browser\'s time zone, ' + own + (zoneRefused ? ', which adlink does not know.' :
+        ', which is not a whole number of hours from UTC: adlink keeps its figures by the hour.');
+    }
+    $('zone-note').textContent = note;
+  }
+
   function range() {
-    const now = new Date(Date.now());
+    // Today's date in the zone.
+    const today = {};
+    for (const p of new Intl.DateTimeFormat('en-US', { timeZone: zone, year: 'numeric', month: 'numeric', day: 'numeric' })
+      .formatToParts(new Date(Date.now()))) today[p.type] = Number(p.value);
     days = [];
     for (let i = DAYS - 1; i >= 0; i--) {
-      days.push(iso(new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() - i))));
+      days.push(iso(new Date(Date.UTC(today.year, today.month - 1, today.day - i))));
     }
     from = days[0];
     to = days[DAYS - 1];
-    $('range').textContent = longDay.formatRange(new Date(from), new Date(to)) + ' (UTC)';
+    $('range').textContent = longDay.formatRange(new Date(from), new Date(to)) + ' (' + zone + ')';
   }
 
   // request asks /v2/report (or path) with the token in its header; it
   // throws {status: 0, message} when adlink cannot be reached.
   async function request(params, path = 'v2/report') {
     try {
-      return await fetch(path + '?' + new URLSearchParams(Object.assign({ from, to }, params)), {
+      return await fetch(path + '?' + new URLSearchParams(Object.assign({ from, to, tz: zone }, params)), {
         headers: { Authorization: 'Bearer ' + token() },
         cache: 'no-store',
         credentials: 'omit',
@@ -102,23 +144,26 @@
     return res.json();
   }
 
-  // failure is a refused answer as {status, code, message, retryAfter}:
+  // failure is a refused answer as {status, code, param, message,
+  // retryAfter}:
   // the seconds the error's retry_after asks to wait before asking again
   // (Retry-After's, from an answer that is not adlink's error), 0 for
   // none.
   async function failure(res) {
     let message = 'adlink answered ' + res.status + '.';
     let code = '';
+    let param = '';
     let after = Number(res.headers.get('Retry-After'));
     try {
       const e = (await res.json()).error;
       if (e && e.message) message = sentence(e.message);
       if (e && e.code) code = e.code;
+      if (e && e.param) param = e.param;
       if (e && e.retry_after) after = Number(e.retry_after);
     } catch (e) {
       // Not JSON: the status says enough.
     }
-    return { status: res.status, code, message, retryAfter: after > 0 ? Math.min(Math.ceil(after), MAX_WAIT) : 0 };
+    return { status: res.status, code, param, message, retryAfter: after > 0 ? Math.min(Math.ceil(after), MAX_WAIT) : 0 };
   }
 
   function show(signedIn) {
@@ -131,6 +176,7 @@
   async function load() {
     const gen = ++generation;
     clearTimeout(retryTimer);
+    setZone();
     range();
     show(true);
     state('loading');
@@ -142,6 +188,12 @@
     } catch (e) {
       if (gen !== generation) return;
       if (e.status === 401) return refuse();
+      // A zone adlink does not know (its zone data older than the
+      // browser's): the days are UTC's.
+      if (e.status === 400 && e.param === 'tz' && zone !== 'UTC') {
+        zoneRefused = true;
+        return load();
+      }
       return unavailable(e);
     }
     if (gen !== generation) return;
@@ -435,7 +487,7 @@
     clicksNext = page.next || '';
     const filter = $('clicks-filter');
     const which = filter.value ? filter.options[filter.selectedIndex].textContent.toLowerCase() + ' clicks' : 'clicks';
-    const since = longDay.formatRange(new Date(from), new Date(to)) + ' (UTC)';
+    const since = longDay.formatRange(new Date(from), new Date(to)) + ' (' + zone + ')';
     $('clicks-caption').textContent = (which.charAt(0).toUpperCase() + which.slice(1)) + ', ' + since + ', newest first.';
     $('clicks-table').hidden = clicksShown === 0;
     $('clicks-empty').hidden = clicksShown > 0;
