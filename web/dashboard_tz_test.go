@@ -47,7 +47,7 @@ func TestDashboardInTheReadersZone(t *testing.T) {
 	base := b.URL
 	// One click at 21:30 UTC and two at 23:30 UTC, three days ago: one
 	// UTC day, and two days in Berlin (winter or summer).
-	day := time.Now().UTC().Truncate(24 * time.Hour).AddDate(0, 0, -3)
+	day := time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, -3)
 	early, late := day.Add(21*time.Hour+30*time.Minute), day.Add(23*time.Hour+30*time.Minute)
 	now.Store(early.UnixNano())
 	makeTraffic(t, base, visit{query: "iphone 15 hülle", ykTag: "tz-early", network: "198.51.200.7", views: 1, clicks: 1})
