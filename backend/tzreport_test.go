@@ -42,7 +42,7 @@ func recordZoneClicks(t *testing.T, l clicks.Ledger) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c := clicks.Click{Time: ts, AdID: "handy-bestkauf.de", AdType: "advertiser", Type: "search", APIKey: "demo", SiteID: "demo",
+		c := clicks.Click{ID: clicks.NewID(), Time: ts, AdID: "handy-bestkauf.de", AdType: "advertiser", Type: "search", APIKey: "demo", SiteID: "demo",
 			Criterion: "lg handy", IP: "2001:db8:" + strconv.Itoa(i+1) + "::1", UserAgent: "Mozilla/5.0 (X11) Firefox/133.0",
 			Advertiser: "handy-bestkauf.de", BidMicros: int64(100_000 * (i + 1)), Currency: "EUR"}
 		if i == len(zoneClicks) {

@@ -22,7 +22,7 @@ type zoneView struct {
 }
 
 const zoneViewScript = `(() => ({
-  Note: document.getElementById('zone-note').textContent,
+  Note: document.getElementById('zone-note')?.textContent || '',
   Range: document.getElementById('range').textContent,
   Days: [...document.querySelectorAll('#chart g.day title')].map((t) => t.textContent),
   Times: [...document.querySelectorAll('#click-rows tr')].map((tr) => tr.cells[0].textContent),
