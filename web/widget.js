@@ -684,8 +684,14 @@
     return e;
   }
 
+  // ours holds the ad links the widget made: only they are reported as
+  // its own, not the page's markup (a comment) made to look like one.
+  var ours = new WeakSet();
+
   function adLink(l, cls, kids) {
-    return el("a", { href: l.ad, rel: "sponsored noopener", target: "_blank", "class": cls, title: l.title }, kids);
+    var a = el("a", { href: l.ad, rel: "sponsored noopener", target: "_blank", "class": cls, title: l.title }, kids);
+    ours.add(a);
+    return a;
   }
 
   // web tells whether a URL from an answer is an http(s) one, the only kind
@@ -1009,7 +1015,7 @@
       });
     }
     unwatchGone();
-    var links = placedLinks || $$("a.adlink-intext[data-adlink=intext], aside.adlink-box[data-adlink=box] a.adlink-ad");
+    var links = placedLinks || Array.prototype.filter.call($$("a.adlink-intext[data-adlink=intext], aside.adlink-box[data-adlink=box] a.adlink-ad"), function (a) { return ours.has(a); });
     for (var i = 0; i < links.length; i++) {
       if (!watched.has(links[i])) {
         watched.add(links[i]);
