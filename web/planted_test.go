@@ -66,3 +66,18 @@ func TestPlantedLinkIsNotReported(t *testing.T) {
 	}
 	br.noConsoleErrors(t)
 }
+
+// TestPlantedIDKeepsTheAdsStyle: a commenter's element with the id of the
+// widget's style sheet does not keep the sheet out: the in-text ads still
+// look unlike the page's own links (dotted), so a reader can tell them.
+func TestPlantedIDKeepsTheAdsStyle(t *testing.T) {
+	br, _, r := openPage(t, `<article><p>`+handyText+`</p><div class="comments"><p id="adlink-style">Erster!</p></div></article>`)
+	if r.Links == 0 {
+		t.Fatalf("view: %+v, want ads", r)
+	}
+	got := eval[string](t, br, `getComputedStyle(document.querySelector("a.adlink-intext")).textDecorationStyle`)
+	if got != "dotted" {
+		t.Errorf("an in-text ad's underline is %q, want dotted", got)
+	}
+	br.noConsoleErrors(t)
+}

@@ -932,8 +932,11 @@
   var generation = 0;
 
   // style adds the widget's style sheet to the page, once.
+  // Its own element, not one found by id: a comment's markup may carry the
+  // id and would keep the sheet out.
+  var sheet = null;
   function style() {
-    if (!byId("adlink-style")) docProp("head").appendChild(el("style", { id: "adlink-style" }, [STYLE]));
+    if (!sheet || !sheet.isConnected) docProp("head").appendChild(sheet = sheet || el("style", { id: "adlink-style" }, [STYLE]));
   }
 
   function render(links, source, gen) {
