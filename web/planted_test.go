@@ -81,3 +81,38 @@ func TestPlantedIDKeepsTheAdsStyle(t *testing.T) {
 	}
 	br.noConsoleErrors(t)
 }
+
+// TestWatchedLinkToAnotherHostGetsNoToken: a link the page hands to
+// adlink.watch that reads as one of its ads (the redirect's path, the
+// tag's key and site) but goes to another host gets no click token: it
+// would hand the token, and the reader's click, to that host.
+func TestWatchedLinkToAnotherHostGetsNoToken(t *testing.T) {
+	br := newBrowser(t)
+	b := startBackend(t)
+	var answer struct{ Link []struct{ Ad string } }
+	q := url.Values{"q": {"samsung galaxy s24"}, "api_key": {"demo"}, "site_id": {"demo"}, "loc": {"de"}, "lang": {"de"}}
+	if err := json.Unmarshal(get(t, b.URL+"/v2/search/link?"+q.Encode()), &answer); err != nil || len(answer.Link) == 0 {
+		t.Fatalf("search: %v %+v", err, answer)
+	}
+	u, err := url.Parse(unsigned(answer.Link[0].Ad) + "&tok=x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Host = "elsewhere.example"
+	results := `<div id="results"><a id="elsewhere" href="` + html.EscapeString(u.String()) + `">Galaxy S24</a></div>`
+	site := publisher(t, map[string]string{"/page.html": publisherPage("de-DE", b.URL, results+readerPage)})
+	asReader(t, br, b, site)
+	if r := br.view(t, site+"/page.html"); r.Source != "local" || r.Links == 0 {
+		t.Fatalf("first view: %+v, want ads matched in the page", r)
+	}
+	if n := eval[int](t, br, `adlink.watch(document.getElementById("results"))`); n != 1 {
+		t.Fatalf("adlink.watch took %d links, want the one", n)
+	}
+	if pollHref(t, br, tokenHref) == "" {
+		t.Fatal("the widget's own link never got its click token")
+	}
+	if got := pollHref(t, br, `(() => { const a = document.getElementById("elsewhere"); return /[?&]ct=/.test(a.href) ? a.href : false; })()`); got != "" {
+		t.Errorf("a link to another host got a click token: %s", got)
+	}
+	br.noConsoleErrors(t)
+}

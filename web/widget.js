@@ -278,6 +278,7 @@
         if (exp > 0) c.until = Date.now() + Math.max(60, exp - Date.now() / 1000 - 600) * 1000;
         c.until = Math.min(c.until, Date.now() + MANIFEST_MS);
         mark("manifest");
+        clickOrigins[originOf(r.body.redirect_url || config.base)] = true;
         return r.body;
       });
       c.p.catch(function () { if (manifests[key] === c) delete manifests[key]; });
@@ -1068,6 +1069,15 @@
     return /\/v1\/redirect$/.test(u.pathname) && q.get("api_key") === config.apiKey && q.get("site_id") === config.siteId;
   }
 
+  // clickOrigins are the origins of the click URLs the manifests name: a
+  // click token goes into no link to another, which would hand it to that
+  // host (a link under adlink.watch's root that only looks like an ad's).
+  var clickOrigins = Object.create(null);
+
+  function originOf(href) {
+    try { return new URL(href, location.href).origin; } catch (e) { return ""; }
+  }
+
   function seen(a) {
     timers.delete(a);
     if (!a.isConnected) return unwatch(a); // the view changed (refresh)
@@ -1107,7 +1117,7 @@
       var ct = r.status === 200 && r.body && r.body.ct;
       if (!ct) return retry(); // a 503, a 429: as a failed beacon
       batch.forEach(function (a, i) {
-        if (typeof ct[i] !== "string" || !/^[\w.-]+$/.test(ct[i]) || /[?&]sig=/.test(a.href) || a.href !== was[i]) return;
+        if (typeof ct[i] !== "string" || !/^[\w.-]+$/.test(ct[i]) || /[?&]sig=/.test(a.href) || a.href !== was[i] || !clickOrigins[originOf(a.href)]) return;
         a.href = sent[i] + "&ct=" + ct[i];
         proof.set(a, { href: a.href, at: renewAt(ct[i]) });
         if (!timing.firstToken) timing.firstToken = performance.now();
