@@ -496,6 +496,72 @@ func Ledger(t *testing.T, fresh func(t *testing.T) Opener[LedgerParts]) {
 		}
 	})
 
+	// BudgetsHoldOnEachDayAtOnce: clicks of one advertiser that arrive
+	// together fall on two of its dates and under two zones, as when a
+	// reload changes its zone: at 07:59 UTC on 22 November a click in Los
+	// Angeles spends on the 21st and one in UTC on the 22nd, which a click
+	// in Los Angeles at 08:01 UTC spends on too. Each date bills its
+	// budget and no more, whichever zone named it.
+	t.Run("BudgetsHoldOnEachDayAtOnce", func(t *testing.T) {
+		p, _ := open(t, fresh(t))
+		if p.Rollups == nil {
+			t.Skip("the ledger keeps no spend")
+		}
+		const bid, budget, n = 200_000, 3 * 200_000, 60
+		la, err := time.LoadLocation("America/Los_Angeles")
+		if err != nil {
+			t.Fatal(err)
+		}
+		day := time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)
+		kinds := []struct {
+			at   time.Time
+			zone string
+		}{
+			{day.Add(7*time.Hour + 59*time.Minute), "America/Los_Angeles"}, // the 21st
+			{day.Add(7*time.Hour + 59*time.Minute), ""},                    // the 22nd
+			{day.Add(8*time.Hour + time.Minute), "America/Los_Angeles"},    // the 22nd
+		}
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				k := kinds[i%len(kinds)]
+				c := click("198.51.100."+strconv.Itoa(i+1), "ad"+strconv.Itoa(i%5), k.at)
+				c.Advertiser, c.BidMicros, c.Currency = "shop.example", bid, "EUR"
+				u := use("days" + strconv.Itoa(i))
+				u.Budget, u.Currency, u.Zone, u.Expires = budget, "EUR", k.zone, k.at.Add(time.Hour)
+				if err := p.Ledger.Record(within(t, 10*time.Second), &c, u); err != nil {
+					t.Errorf("Record: %v", err)
+				}
+			})
+		}
+		wg.Wait()
+		first, second := clicks.BudgetDayIn(kinds[0].at, la), clicks.BudgetDayIn(day, time.UTC)
+		if first != second-1 {
+			t.Fatalf("the dates of 07:59 UTC in Los Angeles and in UTC: %d and %d", first, second)
+		}
+		var billed int64
+		for _, c := range logged(t, p) {
+			switch {
+			case c.Billable:
+				billed += c.Spend()
+			case c.Reason != clicks.ReasonOverBudget:
+				t.Errorf("a click refused as %q, want over_budget", c.Reason)
+			}
+		}
+		for _, d := range []clicks.BudgetDay{first, second} {
+			s, err := p.Spend.SpentOn(t.Context(), "shop.example", d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s != budget {
+				t.Errorf("the advertiser spent %d on day %d, want its budget, %d, exactly", s, d, budget)
+			}
+		}
+		if billed != 2*budget {
+			t.Errorf("the clicks billed %d in all, want two days' budgets, %d", billed, 2*budget)
+		}
+	})
+
 	// BudgetsHoldTheirCurrency: an advertiser with a budget in EUR whose
 	// clicks come in GBP too (a catalog that slipped a GBP ad past the
 	// load's check, a link of an older catalog) bills none of them: were
