@@ -117,3 +117,43 @@ func TestPaceOverTheLocalDay(t *testing.T) {
 		}
 	}
 }
+
+// Where the clocks go back from 01:00 to 00:00, the day begins at the
+// first midnight, as the ledger's dates do: Amman's 29 October 2021
+// began at 21:00 UTC, and a budget spent on the 28th is back then, not
+// an hour later at the second midnight.
+func TestGateRollsOverAtTheFirstOfTwoMidnights(t *testing.T) {
+	amman, err := time.LoadLocation("Asia/Amman")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := time.Date(2021, 10, 28, 21, 0, 0, 0, time.UTC)
+	now := first.Add(-30 * time.Minute)
+	var mu sync.Mutex
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	sp := &spends{m: map[string]int64{}}
+	sp.addOn("a.example", clicks.BudgetDayIn(now, amman), 10)
+	g, err := New(context.Background(), Options{Spent: sp, Now: clock, Budgets: map[string]accounts.Budget{
+		"a.example": {DailyMicros: 10, Pacing: accounts.ASAP, Zone: "Asia/Amman"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix := testIndex(t)
+	a := ix.AdvertiserGroups()["a.example"]
+	for _, tt := range []struct {
+		at   time.Time
+		want []uint32
+	}{
+		{first.Add(-time.Minute), []uint32{a}},
+		{first.Add(30 * time.Minute), nil}, // 00:30 on the 29th, the first time
+	} {
+		mu.Lock()
+		now = tt.at
+		mu.Unlock()
+		if got, _ := g.Page(ix); !slices.Equal(got, tt.want) {
+			t.Errorf("at %s UTC (%s in Amman): excluded %v, want %v", tt.at.Format("Jan 2 15:04"),
+				tt.at.In(amman).Format("Jan 2 15:04 MST"), got, tt.want)
+		}
+	}
+}

@@ -18,13 +18,19 @@ func BudgetDayIn(at time.Time, loc *time.Location) BudgetDay {
 	return BudgetDay(time.Date(y, m, d, 0, 0, 0, 0, time.UTC).Unix() / 86400)
 }
 
-// Start is the first instant of d in loc: its local midnight, or the
-// first hour after it where a clock change skips midnight.
+// Start is the first instant of d in loc: its local midnight, the first
+// instant after it where a clock change skips midnight, or the first of
+// two midnights where the clocks go back over it (01:00 to 00:00), of
+// which time.Date may give the later.
 func (d BudgetDay) Start(loc *time.Location) time.Time {
 	t := time.Unix(int64(d)*86400, 0).UTC()
 	s := time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, loc)
 	for BudgetDayIn(s, loc) < d {
 		s = s.Add(time.Hour)
+	}
+	// Clock changes fall on quarter hours.
+	for BudgetDayIn(s.Add(-15*time.Minute), loc) == d {
+		s = s.Add(-15 * time.Minute)
 	}
 	return s
 }
