@@ -14,7 +14,7 @@ import (
 // implementation passes storetest.Ledger and is safe for concurrent use.
 type Ledger interface {
 	// Record settles c, which Judge.Check judged at c.Time: a click whose
-	// advertiser has spent u.Budget on its day (u.SpendDay), or whose bid is in another
+	// advertiser has spent u.Budget on its day (u.BudgetDay), or whose bid is in another
 	// currency than the budget's (Use.OtherCurrency), is ReasonOverBudget; the
 	// others are settled as Settle does with the ledger's Decisions and
 	// Windows. It appends c as Store.Append does, and adds it to the

@@ -134,7 +134,7 @@ func (db *DB) recordBatch(batch []*pendingClick) {
 }
 
 // runClicks settles and records ps in one transaction: one statement,
-// adlink_record_clicks (migrations 00007, 00008, 00014), which sets each one's
+// adlink_record_clicks (migrations 00007, 00008, 00014, 00019), which sets each one's
 // reason.
 // A statement alone is a transaction of its own, committed (its WAL
 // flushed) before Postgres answers; the answer is read to the end, so an
