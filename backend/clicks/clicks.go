@@ -153,7 +153,12 @@ func putClick(c Click) (func(*bolt.Tx) error, error) {
 		if err := bk.Put(k, b); err != nil {
 			return err
 		}
-		return accounts{c.APIKey, c.Advertiser}.index(tx.Bucket(indexBucket), k)
+		ix := tx.Bucket(indexBucket)
+		if err := (accounts{c.APIKey, c.Advertiser}).index(ix, k); err != nil {
+			return err
+		}
+		// The index has every click up to this one's sequence.
+		return ix.SetSequence(seq)
 	}, nil
 }
 

@@ -112,3 +112,20 @@ func IndexState(db *bolt.DB) (entries int, built bool, err error) {
 	})
 	return entries, built, err
 }
+
+// AppendUnindexed appends cs to the click log of db as a release from
+// before the account index recorded clicks: the records alone.
+func AppendUnindexed(db *bolt.DB, cs []Click) error {
+	return db.Update(func(tx *bolt.Tx) error {
+		for _, c := range cs {
+			put, err := putRecord(bucket, c.Time, c)
+			if err != nil {
+				return err
+			}
+			if err := put(tx); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}

@@ -24,6 +24,11 @@ var indexBucket = []byte("click-accounts")
 // kind): indexBuilt is there once the index holds every click of the
 // log; indexProgress holds the record key of the last click the build of
 // an index for an older file reached.
+//
+// The index bucket's sequence is the click log's, as of the last click
+// that indexed itself or the build: a release from before the index
+// records clicks without entries, and leaves the log's sequence ahead
+// (createLogBuckets).
 var (
 	indexBuilt    = []byte{0}
 	indexProgress = []byte{1}
@@ -74,6 +79,17 @@ func (a accounts) index(ix *bolt.Bucket, rec []byte) error {
 	return a.entries(rec, func(k []byte) error { return ix.Put(k, []byte{}) })
 }
 
+// indexMissing adds those entries of a's click, stored under rec, that
+// ix lacks: a click indexed already leaves the file unwritten.
+func (a accounts) indexMissing(ix *bolt.Bucket, rec []byte) error {
+	return a.entries(rec, func(k []byte) error {
+		if ix.Get(k) != nil {
+			return nil
+		}
+		return ix.Put(k, []byte{})
+	})
+}
+
 // unindex removes the entries of the click record v, stored under rec,
 // from ix.
 func unindex(ix *bolt.Bucket, rec, v []byte) error {
@@ -86,18 +102,34 @@ func unindex(ix *bolt.Bucket, rec, v []byte) error {
 
 // createLogBuckets makes the click log's bucket and its index in db
 // unless they are there. An index made for a log with no clicks is
-// built; one made for an older file's clicks waits for BuildIndex.
+// built; one made for an older file's clicks waits for BuildIndex. An
+// index whose sequence is behind the log's missed the clicks a release
+// from before the index recorded in the file (a downgrade, then an
+// upgrade again): it is no longer built, and BuildIndex goes over the
+// log again from its first click, adding only the entries it lacks.
 func createLogBuckets(db *bolt.DB) error {
 	return db.Update(func(tx *bolt.Tx) error {
 		log, err := tx.CreateBucketIfNotExists(bucket)
 		if err != nil {
 			return err
 		}
-		if tx.Bucket(indexBucket) != nil {
-			return nil
+		if ix := tx.Bucket(indexBucket); ix != nil {
+			if ix.Sequence() == log.Sequence() {
+				return nil
+			}
+			if err := ix.Delete(indexBuilt); err != nil {
+				return err
+			}
+			if err := ix.Delete(indexProgress); err != nil {
+				return err
+			}
+			return ix.SetSequence(log.Sequence())
 		}
 		ix, err := tx.CreateBucket(indexBucket)
 		if err != nil {
+			return err
+		}
+		if err := ix.SetSequence(log.Sequence()); err != nil {
 			return err
 		}
 		if k, _ := log.Cursor().First(); k == nil {
@@ -171,7 +203,7 @@ func (l *Log) buildIndex(ctx context.Context, log *slog.Logger, batch, stop int)
 				if err := json.Unmarshal(v, &a); err != nil {
 					return fmt.Errorf("clicks: record %x: %w", k, err)
 				}
-				if err := a.index(ix, k); err != nil {
+				if err := a.indexMissing(ix, k); err != nil {
 					return err
 				}
 				last = k
@@ -180,6 +212,9 @@ func (l *Log) buildIndex(ctx context.Context, log *slog.Logger, batch, stop int)
 			if k == nil {
 				built = true
 				if err := ix.Delete(indexProgress); err != nil {
+					return err
+				}
+				if err := ix.SetSequence(recs.Sequence()); err != nil {
 					return err
 				}
 				return ix.Put(indexBuilt, []byte{})

@@ -282,3 +282,70 @@ func TestRetentionRemovesIndexEntries(t *testing.T) {
 		}
 	}
 }
+
+// TestIndexRebuiltAfterAnOlderRelease: clicks an older release recorded
+// in a file whose index was built (a downgrade, then an upgrade again)
+// have no entries; the next start sees it, lists them by the scan until
+// the index holds them, and the build adds their entries alone, none
+// twice.
+func TestIndexRebuiltAfterAnOlderRelease(t *testing.T) {
+	dir := t.TempDir()
+	db, log := openLog(t, dir)
+	const n, older = 150, 12
+	for i := range n {
+		if err := log.Append(context.Background(), indexClick(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, built, err := clicks.IndexState(db); err != nil || !built {
+		t.Fatalf("a new file's index: built %v, %v", built, err)
+	}
+	db.Close()
+
+	// The older release records clicks, one of them before the others in
+	// time (its clock was behind).
+	db, err := store.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cs []clicks.Click
+	for i := n; i < n+older; i++ {
+		cs = append(cs, indexClick(i))
+	}
+	cs[3].Time = indexT0.Add(time.Minute)
+	if err := clicks.AppendUnindexed(db, cs); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	db, log = openLog(t, dir)
+	defer db.Close()
+	check := func(when string) {
+		t.Helper()
+		for _, q := range indexQueries() {
+			got := listAll(t, log.List, q, 4)
+			want := listAll(t, func(ctx context.Context, q clicks.Query) ([]clicks.Click, bool, error) {
+				return clicks.ListScanning(ctx, log, q)
+			}, q, 4)
+			if len(want) == 0 || !slices.Equal(got, want) {
+				t.Errorf("%s: %+v: listed %q, the log holds %q", when, q, got, want)
+			}
+		}
+	}
+	check("at the start after the older release")
+	if err := log.Append(context.Background(), indexClick(n+older)); err != nil {
+		t.Fatal(err)
+	}
+	if err := log.BuildIndex(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	want := 0
+	for i := range n + older + 1 {
+		c := indexClick(i)
+		want += 1 + min(len(c.Advertiser), 1)
+	}
+	if entries, built, err := clicks.IndexState(db); err != nil || !built || entries != want {
+		t.Fatalf("after the build: %d entries, built %v, %v; want %d, built", entries, built, err, want)
+	}
+	check("after the build")
+}
