@@ -154,15 +154,17 @@ func (q *Query) prefix() []byte {
 // walk calls fn with each key of c that is prefix followed by a record
 // key whose time t is from <= t < to, and the key's value, in the order
 // of the keys, or backwards when desc; fn gets the record key, without
-// prefix. A zero from or to is no bound. It stops at fn's first error, or
-// ctx's, and returns it.
+// prefix. A zero from or to is no bound. Times are compared as the keys
+// order them, unsigned, so that a bound before 1970 is past every click
+// after it in both directions. It stops at fn's first error, or ctx's,
+// and returns it.
 func walk(ctx context.Context, c *bolt.Cursor, prefix []byte, from, to time.Time, desc bool, fn func(k, v []byte) error) error {
 	bound := func(t time.Time) []byte { return append(bytes.Clone(prefix), key(t, 0)...) }
-	in := func(k []byte) (ns int64, ok bool) {
+	in := func(k []byte) (ns uint64, ok bool) {
 		if len(k) != len(prefix)+16 || !bytes.HasPrefix(k, prefix) {
 			return 0, false
 		}
-		return int64(binary.BigEndian.Uint64(k[len(prefix):])), true
+		return binary.BigEndian.Uint64(k[len(prefix):]), true
 	}
 	var k, v []byte
 	next := c.Next
@@ -188,7 +190,7 @@ func walk(ctx context.Context, c *bolt.Cursor, prefix []byte, from, to time.Time
 	}
 	for ; k != nil; k, v = next() {
 		ns, ok := in(k)
-		if !ok || !desc && !to.IsZero() && ns >= to.UnixNano() || desc && !from.IsZero() && ns < from.UnixNano() {
+		if !ok || !desc && !to.IsZero() && ns >= uint64(to.UnixNano()) || desc && !from.IsZero() && ns < uint64(from.UnixNano()) {
 			return nil
 		}
 		if err := ctx.Err(); err != nil {

@@ -77,3 +77,38 @@ func TestLogListPassesOverOthers(t *testing.T) {
 		}
 	}
 }
+
+// TestLogListBeforeTheEpoch: a range before 1970, which a listing takes
+// (a date is any YYYY-MM-DD), holds none of the log's clicks, oldest or
+// newest first, from the account index or the scan: the times of its
+// bounds are negative, and a key's time is read unsigned.
+func TestLogListBeforeTheEpoch(t *testing.T) {
+	db, log := openLog(t, t.TempDir())
+	defer db.Close()
+	ctx := context.Background()
+	for i := range 10 {
+		c := clicks.Click{ID: "c" + strconv.Itoa(i), Time: time.Date(2026, 11, 1, i, 0, 0, 0, time.UTC), AdID: "ad",
+			APIKey: "k", Advertiser: "a.example", Billable: true}
+		if err := log.Append(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, r := range []struct{ from, to time.Time }{
+		{time.Date(1900, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(1900, 2, 1, 0, 0, 0, 0, time.UTC)},
+		{time.Date(1969, 12, 15, 0, 0, 0, 0, time.UTC), time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC)},
+	} {
+		for _, q := range []clicks.Query{{APIKey: "k"}, {Advertiser: "a.example"}, {}} {
+			for _, desc := range []bool{false, true} {
+				q.From, q.To, q.Desc, q.Limit = r.from, r.to, desc, 5
+				page, _, err := log.List(ctx, q)
+				if err != nil || len(page) != 0 {
+					t.Errorf("%+v: %d clicks of 2026 listed, %v; want none", q, len(page), err)
+				}
+				page, _, err = clicks.ListScanning(ctx, log, q)
+				if err != nil || len(page) != 0 {
+					t.Errorf("%+v without the index: %d clicks of 2026 listed, %v; want none", q, len(page), err)
+				}
+			}
+		}
+	}
+}
