@@ -71,6 +71,9 @@ func Lister(t *testing.T, fresh func(t *testing.T) Opener[ListedStore]) {
 		{APIKey: "key-c"},
 		{Advertiser: "shop-c", From: t0.Add(5 * time.Second), To: t0.Add(5*time.Second + 1)},
 		{Advertiser: "shop-c", To: t0.Add(5 * time.Second)},
+		// Before 1970, times are negative: no click's.
+		{APIKey: "key-a", From: time.Date(1900, 1, 1, 0, 0, 0, 0, time.UTC), To: time.Date(1900, 2, 1, 0, 0, 0, 0, time.UTC)},
+		{From: time.Date(1900, 1, 1, 0, 0, 0, 0, time.UTC), To: time.Date(1900, 2, 1, 0, 0, 0, 0, time.UTC)},
 	} {
 		for _, desc := range []bool{false, true} {
 			q := q
