@@ -154,7 +154,7 @@ func putClick(c Click) (func(*bolt.Tx) error, error) {
 			return err
 		}
 		ix := tx.Bucket(indexBucket)
-		if err := (accounts{c.APIKey, c.Advertiser}).index(ix, k); err != nil {
+		if err := accountsOf(&c).index(ix, k); err != nil {
 			return err
 		}
 		// The index has every click up to this one's sequence.

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"log/slog"
+	"unicode/utf8"
 
 	"github.com/goccy/go-json"
 	bolt "go.etcd.io/bbolt"
@@ -55,6 +56,27 @@ func accountPrefix(dst []byte, kind byte, id string) []byte {
 type accounts struct {
 	APIKey     string `json:"api_key"`
 	Advertiser string `json:"advertiser"`
+}
+
+// accountsOf are c's accounts as its record holds them: JSON writes
+// U+FFFD for each byte of an id that is not valid UTF-8, and the build
+// and retention read the ids back from the record.
+func accountsOf(c *Click) accounts {
+	return accounts{recordedID(c.APIKey), recordedID(c.Advertiser)}
+}
+
+// recordedID is id as the JSON of its record decodes.
+func recordedID(id string) string {
+	if utf8.ValidString(id) {
+		return id
+	}
+	b := make([]byte, 0, len(id)+8)
+	for len(id) > 0 {
+		r, n := utf8.DecodeRuneInString(id)
+		b = utf8.AppendRune(b, r) // utf8.RuneError for a bad byte, n 1
+		id = id[n:]
+	}
+	return string(b)
 }
 
 // entries calls fn with the index key of each of a's accounts for the

@@ -349,3 +349,37 @@ func TestIndexRebuiltAfterAnOlderRelease(t *testing.T) {
 	}
 	check("after the build")
 }
+
+// TestIndexKeysIDsAsRecorded: a click whose api_key or advertiser is not
+// valid UTF-8 is recorded with U+FFFD for each bad byte, as JSON writes
+// it; its entries are of the ids as recorded, so the index lists it
+// where the scan does, and retention takes them with it.
+func TestIndexKeysIDsAsRecorded(t *testing.T) {
+	db, log := openLog(t, t.TempDir())
+	defer db.Close()
+	ctx := context.Background()
+	c := clicks.Click{ID: "c1", Time: indexT0.Add(time.Hour), AdID: "ad", APIKey: "k\xff\xfe", Advertiser: "a\xc3.example", Billable: true}
+	if err := log.Append(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []clicks.Query{{APIKey: "k\ufffd\ufffd"}, {Advertiser: "a\ufffd.example"}} {
+		q.From, q.To, q.Limit = indexT0, indexT0.AddDate(0, 0, 1), 10
+		scan, _, err := clicks.ListScanning(ctx, log, q)
+		if err != nil || len(scan) != 1 {
+			t.Fatalf("%+v: the scan lists %d, %v; want the click", q, len(scan), err)
+		}
+		if got, _, err := log.List(ctx, q); err != nil || len(got) != 1 {
+			t.Errorf("%+v: the index lists %d, %v; the scan lists the click", q, len(got), err)
+		}
+	}
+	r, err := clicks.NewRetainer(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := r.DeleteDay(ctx, clicks.ClickLog, indexT0); err != nil || n != 1 {
+		t.Fatalf("DeleteDay: %d, %v", n, err)
+	}
+	if entries, _, err := clicks.IndexState(db); err != nil || entries != 0 {
+		t.Errorf("after the click's day went: %d entries in the index, %v; want none", entries, err)
+	}
+}
