@@ -383,3 +383,63 @@ func TestIndexKeysIDsAsRecorded(t *testing.T) {
 		t.Errorf("after the click's day went: %d entries in the index, %v; want none", entries, err)
 	}
 }
+
+// TestIndexBuildWhileClicksArrive: clicks recorded while an older file's
+// index is built, before and after the build's place in the log, are
+// each indexed once, and the index then lists what the scan lists.
+func TestIndexBuildWhileClicksArrive(t *testing.T) {
+	dir := t.TempDir()
+	db, log := openLog(t, dir)
+	const n, during = 400, 200
+	var cs []clicks.Click
+	for i := range n {
+		cs = append(cs, indexClick(i))
+	}
+	if err := clicks.AppendClicks(db, cs); err != nil {
+		t.Fatal(err)
+	}
+	if err := clicks.DropIndex(db); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	db, log = openLog(t, dir)
+	defer db.Close()
+	done := make(chan error, 1)
+	go func() {
+		// Alternately among the clicks the build has passed and after them.
+		for i := n; i < n+during; i++ {
+			c := indexClick(i)
+			if i%2 == 0 {
+				c.Time = indexClick(i - n).Time
+			}
+			if err := log.Append(context.Background(), c); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	if err := clicks.BuildIndexPart(context.Background(), log, 3, -1); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	want := 0
+	for i := range n + during {
+		c := indexClick(i)
+		want += 1 + min(len(c.Advertiser), 1)
+	}
+	if entries, built, err := clicks.IndexState(db); err != nil || !built || entries != want {
+		t.Fatalf("after the build: %d entries, built %v, %v; want %d, built", entries, built, err, want)
+	}
+	for _, q := range indexQueries() {
+		got := listAll(t, log.List, q, 7)
+		scan := listAll(t, func(ctx context.Context, q clicks.Query) ([]clicks.Click, bool, error) {
+			return clicks.ListScanning(ctx, log, q)
+		}, q, 7)
+		if len(scan) == 0 || !slices.Equal(got, scan) {
+			t.Errorf("%+v: the index lists %d clicks, the scan %d", q, len(got), len(scan))
+		}
+	}
+}
