@@ -167,10 +167,18 @@ func New(ctx context.Context, o Options) (*Gate, error) {
 	return g, nil
 }
 
-// load reads the spend of z's day at at.
-func (g *Gate) load(ctx context.Context, z *zone, at time.Time) (*day, error) {
+// fresh is z's day at at with nothing spent.
+func (g *Gate) fresh(z *zone, at time.Time) *day {
 	n := clicks.BudgetDayIn(at, z.loc)
 	d := &day{n: n, start: n.Start(z.loc), end: (n + 1).Start(z.loc), spent: make([]atomic.Int64, len(g.ids))}
+	d.out.Store(new([]int))
+	return d
+}
+
+// load reads the spend of z's day at at.
+func (g *Gate) load(ctx context.Context, z *zone, at time.Time) (*day, error) {
+	d := g.fresh(z, at)
+	n := d.n
 	var out []int
 	for _, i := range z.ids {
 		id := g.ids[i]
@@ -187,20 +195,31 @@ func (g *Gate) load(ctx context.Context, z *zone, at time.Time) (*day, error) {
 	return d, nil
 }
 
+// rollTimeout bounds the read of a new day's spend, which the request
+// that finds the day over waits for.
+var rollTimeout = time.Second
+
 // today returns the spend of z's day at at, reading it from the store
-// once at is past the day's end, z's next midnight. Should that fail, the
-// last day read still answers: the ledger bills no click over a budget
-// either way.
+// once at is past the day's end, z's next midnight. Should the store not
+// answer within rollTimeout, the new day starts with nothing spent, as it
+// nearly has at its midnight: the clicks that follow read their
+// advertiser's spend again, and the ledger bills no click over a budget
+// either way. Keeping the day before would keep its spent budgets out of
+// every answer, and have each request wait on the store again.
 func (g *Gate) today(z *zone, at time.Time) *day {
 	d := z.day.Load()
 	if !at.Before(d.end) {
 		z.rollMu.Lock()
 		defer z.rollMu.Unlock()
 		if d = z.day.Load(); !at.Before(d.end) {
-			if nd, err := g.load(context.Background(), z, at); err == nil {
-				z.day.Store(nd)
-				d = nd
+			ctx, cancel := context.WithTimeout(context.Background(), rollTimeout)
+			defer cancel()
+			nd, err := g.load(ctx, z, at)
+			if err != nil {
+				nd = g.fresh(z, at)
 			}
+			z.day.Store(nd)
+			d = nd
 		}
 	}
 	return d

@@ -47,6 +47,9 @@ type spends struct {
 	mu  sync.Mutex
 	m   map[string]int64
 	err error
+	// hung, set, has SpentOn wait for its context's end, as a store that
+	// takes the query and never answers.
+	hung bool
 }
 
 // key is the advertiser's spend of at's UTC day.
@@ -56,7 +59,14 @@ func keyOf(adv string, day clicks.BudgetDay) string {
 	return adv + "@" + strconv.FormatInt(int64(day), 10)
 }
 
-func (s *spends) SpentOn(_ context.Context, adv string, day clicks.BudgetDay) (int64, error) {
+func (s *spends) SpentOn(ctx context.Context, adv string, day clicks.BudgetDay) (int64, error) {
+	s.mu.Lock()
+	hung := s.hung
+	s.mu.Unlock()
+	if hung {
+		<-ctx.Done()
+		return 0, ctx.Err()
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.m[keyOf(adv, day)], s.err
@@ -123,16 +133,21 @@ func TestGate(t *testing.T) {
 	if err := g.Clicked(context.Background(), &clicks.Click{Time: now, Advertiser: "c.example", Reason: clicks.ReasonRepeat}); err != nil {
 		t.Errorf("unbilled click: %v", err)
 	}
-	// The next day cannot be read: the gate keeps the day it has.
+	// The next day cannot be read: it starts with nothing spent, and the
+	// next billed click reads its advertiser's spend.
 	mu.Lock()
 	now = now.Add(24 * time.Hour)
 	mu.Unlock()
-	if got := g.Exclude(ix); len(got) != 2 {
-		t.Errorf("the next day unread: Exclude %v", got)
+	if got := g.Exclude(ix); got != nil {
+		t.Errorf("the next day unread: Exclude %v, want none", got)
 	}
 	sp.err = nil
-	if got := g.Exclude(ix); got != nil {
-		t.Errorf("the next day: Exclude %v, want none", got)
+	sp.add("b.example", now, 10)
+	if err := g.Clicked(context.Background(), &clicks.Click{Time: now, Advertiser: "b.example", Billable: true, BidMicros: 10}); err != nil {
+		t.Fatal(err)
+	}
+	if got := g.Exclude(ix); !slices.Equal(got, []uint32{groups["b.example"]}) {
+		t.Errorf("the next day, b.example spent: Exclude %v, want b.example's", got)
 	}
 	var none *Gate
 	if none.Exclude(ix) != nil || none.Clicked(context.Background(), &clicks.Click{Billable: true}) != nil {
@@ -223,4 +238,38 @@ func TestGateCarry(t *testing.T) {
 	var none *Gate
 	none.Carry(old)
 	stale.Carry(nil)
+}
+
+// A store that hangs at midnight (takes the query, never answers) holds
+// no answer past rollTimeout: the new day starts with nothing spent, so
+// the budget spent the day before no longer keeps its ads out.
+func TestGateRollsOverPastAHungStore(t *testing.T) {
+	ix := testIndex(t)
+	now := day0.Add(23 * time.Hour)
+	sp := &spends{m: map[string]int64{key("a.example", now): 5}}
+	var mu sync.Mutex
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	g, err := New(context.Background(), Options{Budgets: map[string]accounts.Budget{"a.example": {DailyMicros: 5, Pacing: accounts.ASAP}}, Spent: sp, Now: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := g.Exclude(ix); len(got) != 1 {
+		t.Fatalf("spent before midnight: Exclude %v, want a.example's group", got)
+	}
+	sp.mu.Lock()
+	sp.hung = true
+	sp.mu.Unlock()
+	mu.Lock()
+	now = day0.Add(24*time.Hour + time.Minute)
+	mu.Unlock()
+	done := make(chan []uint32, 1)
+	go func() { done <- g.Exclude(ix) }()
+	select {
+	case got := <-done:
+		if len(got) != 0 {
+			t.Errorf("after midnight, the store hung: Exclude %v, want none (a new day)", got)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("after midnight, an answer still waits on the hung store")
+	}
 }
