@@ -3,6 +3,7 @@ package clicks
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -189,5 +190,26 @@ func TestCommitPanicReleasesTheLog(t *testing.T) {
 	}
 	if got := all(t, l, time.Time{}, time.Time{}); len(got) != 1 || got[0].AdID != "after" {
 		t.Errorf("clicks after the panic: %+v", got)
+	}
+}
+
+// Click ids are 22 characters of base64url, all distinct, and none
+// begins with '-': a CSV would write that one with a ' before it, and an
+// advertiser matching the ids its landing URLs got would miss it. About 1
+// in 64 did.
+func TestNewIDNeverLooksLikeAFormula(t *testing.T) {
+	seen := map[string]bool{}
+	for range 20_000 {
+		id := NewID()
+		if len(id) != 22 || strings.Trim(id, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_") != "" {
+			t.Fatalf("id %q: want 22 characters of base64url", id)
+		}
+		if id[0] == '-' {
+			t.Fatalf("id %q begins with '-'", id)
+		}
+		if seen[id] {
+			t.Fatalf("id %q twice", id)
+		}
+		seen[id] = true
 	}
 }

@@ -95,11 +95,17 @@ func NewSpooler(primary Ledger, to Shipper, spool *Spool, opts SpoolerOptions) *
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}), changed: make(chan struct{})}
 }
 
-// NewID returns a new click id: 128 random bits, URL-safe.
+// NewID returns a new click id: 128 random bits, URL-safe, never
+// beginning with '-', which a spreadsheet takes for a formula, so that a
+// CSV writes every new id as it is.
 func NewID() string {
 	var b [16]byte
-	rand.Read(b[:])
-	return base64.RawURLEncoding.EncodeToString(b[:])
+	for {
+		rand.Read(b[:])
+		if id := base64.RawURLEncoding.EncodeToString(b[:]); id[0] != '-' {
+			return id
+		}
+	}
 }
 
 // errSlow is why a click the record did not answer in time was spooled.
