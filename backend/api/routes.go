@@ -21,6 +21,8 @@ func (s *server) routes(mux *http.ServeMux) {
 	mux.Handle("GET /v2/report", s.plain(s.limitReports(s.reportRequest)))
 	// The clicks themselves, one by one, under the reports' token and limit.
 	mux.Handle("GET /v2/clicks", s.plain(s.limitReports(s.clickList)))
+	// An advertiser's daily budget and its spend, under the same.
+	mux.Handle("GET /v2/budget", s.plain(s.limitReports(s.budgetRequest)))
 
 	// Operations.
 	mux.Handle("GET /healthz", s.plain(s.healthz))

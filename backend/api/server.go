@@ -100,6 +100,10 @@ type Deps struct {
 	// ClickLog is what GET /v2/clicks reads, where Rollups are; without
 	// it the listing answers 503.
 	ClickLog clicks.Lister
+	// Spend is where an advertiser's spend of a day of its budget is read
+	// (GET /v2/budget): the store the ledger bills against, which the
+	// budget gate reads too; without it the budget answers 503.
+	Spend clicks.SpendReader
 	// Budget keeps the ads of advertisers whose daily budget is spent out
 	// of answers and shard manifests, and paces even ones; nil shows
 	// every ad (the ledger still bills no click over a budget).
@@ -143,6 +147,7 @@ type server struct {
 	accounts *accounts.Book
 	rollups  clicks.RollupReader
 	clickLog clicks.Lister
+	spend    clicks.SpendReader
 	budget   *budget.Gate
 	sites    SiteShards
 	tags     *tagGate
@@ -179,6 +184,7 @@ func NewServer(d Deps) http.Handler {
 		accounts: d.Accounts,
 		rollups:  d.Rollups,
 		clickLog: d.ClickLog,
+		spend:    d.Spend,
 		budget:   d.Budget,
 		sites:    d.SiteShards,
 		tags:     newTagGate(d.Tags, d.Config.SiteDailyTags),

@@ -395,6 +395,7 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 		Impressions:  a.Impressions,
 		Rollups:      a.Rollups,
 		ClickLog:     a.Clicks,
+		Spend:        a.Rollups,
 		Tags:         tags,
 		SiteShards:   a.SiteShards,
 		Pages:        pageService,
