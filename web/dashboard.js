@@ -1,6 +1,7 @@
 // adlink's report dashboard: the last 30 days of /v2/report for the
 // account whose report token the reader types in, and its clicks one by
-// one from /v2/clicks, both in the days of the reader's time zone. The token lives in this
+// one from /v2/clicks, both in the days of the reader's time zone; for an
+// advertiser, its daily budget of today from /v2/budget. The token lives in this
 // tab's sessionStorage and goes out only in the Authorization header,
 // never in a URL. No framework; the chart is drawn as SVG. The page runs
 // under a CSP without inline script or style: styling is by class only.
@@ -27,6 +28,7 @@
   // on the page.
   const sentence = (s) => s.charAt(0).toUpperCase() + s.slice(1) + (/[.!?]$/.test(s) ? '' : '.');
   const percent = new Intl.NumberFormat(undefined, { style: 'percent', minimumFractionDigits: 1, maximumFractionDigits: 2 });
+  const wholePercent = new Intl.NumberFormat(undefined, { style: 'percent', maximumFractionDigits: 0 });
   // Days are dates ('2026-11-28'), written as midnight UTC of the date.
   const dayLabel = new Intl.DateTimeFormat(undefined, { day: 'numeric', month: 'short', timeZone: 'UTC' });
   const longDay = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeZone: 'UTC' });
@@ -182,9 +184,11 @@
     state('loading');
     $('neterror').hidden = true;
     $('status').textContent = 'Loading…';
-    let byDay, table, clicks;
+    let byDay, table, clicks, budgetDay;
     try {
       [byDay, table, clicks] = await Promise.all([report('day'), report(TABLE_GROUPS), clicksPage('')]);
+      // A partner has no budget: only an advertiser's page asks.
+      if (byDay.account && byDay.account.kind === 'advertiser') budgetDay = await budget();
     } catch (e) {
       if (gen !== generation) return;
       if (e.status === 401) return refuse();
@@ -199,7 +203,58 @@
     if (gen !== generation) return;
     retries = 0;
     showClicks(clicks, false);
+    showBudget(budgetDay);
     render(byDay, table);
+  }
+
+  // budget asks /v2/budget for the advertiser's budget of today; it
+  // throws as report does on a 401, and gives null for any other failure:
+  // the report is shown without the line.
+  async function budget() {
+    let res;
+    try {
+      res = await fetch('v2/budget?format=json', {
+        headers: { Authorization: 'Bearer ' + token() },
+        cache: 'no-store',
+        credentials: 'omit',
+        referrerPolicy: 'no-referrer',
+      });
+    } catch (e) {
+      return null;
+    }
+    if (res.status === 401) throw await failure(res);
+    if (!res.ok) return null;
+    try {
+      return await res.json();
+    } catch (e) {
+      return null;
+    }
+  }
+
+  // showBudget writes the line of today's budget, b from /v2/budget, in
+  // the budget's own time zone; none without b.
+  function showBudget(b) {
+    const line = $('budget');
+    line.hidden = !b;
+    line.textContent = '';
+    delete line.dataset.status;
+    if (!b) return;
+    line.dataset.status = b.status;
+    if (b.status === 'no_budget' || !b.daily_budget) {
+      line.textContent = 'No daily budget: your ads run without a daily limit.';
+      return;
+    }
+    const spent = micros(b.spent);
+    const daily = micros(b.daily_budget);
+    const of = 'Today\'s budget: ' + money(spent, b.currency) + ' of ' + money(daily, b.currency) + ' spent';
+    const midnight = 'midnight ' + b.timezone + '.';
+    if (b.status === 'spent') {
+      line.textContent = of + ': ads are paused until ' + midnight;
+    } else {
+      // Floored, so that a budget not yet spent never reads 100%.
+      const share = daily > 0 ? Math.floor(spent * 100 / daily) / 100 : 0;
+      line.textContent = of + ' (' + wholePercent.format(share) + '). Ads run until ' + midnight;
+    }
   }
 
   // unavailable says why the report is not shown and what comes next, and
@@ -252,6 +307,7 @@
     clicksNext = '';
     clicksShown = 0;
     $('account').replaceChildren();
+    showBudget(null);
     for (const k of ['impressions', 'clicks', 'billable', 'ctr', 'spend']) $('k-' + k).textContent = '–';
     $('status').textContent = '';
     $('neterror').hidden = true;
