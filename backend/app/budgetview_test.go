@@ -136,7 +136,7 @@ func testBudgetOfToday(t *testing.T, pg *testpg.Server) {
 	// The other advertiser sees its own budget and spend, in UTC.
 	utcToday := start.Format(time.DateOnly)
 	o := budgetAnswer{Day: utcToday, Timezone: "UTC", Spent: "0.10", Status: "active",
-		ResetsAt: time.Date(start.Year(), start.Month(), start.Day()+1, 0, 0, 0, 0, time.UTC).Format(time.RFC3339),
+		ResetsAt:    time.Date(start.Year(), start.Month(), start.Day()+1, 0, 0, 0, 0, time.UTC).Format(time.RFC3339),
 		DailyBudget: str("1.00"), Pacing: str("even")}
 	o.Account.ID = "other.example"
 	check("the other advertiser", otherToken, "", o)
