@@ -105,6 +105,10 @@ func TestParseZones(t *testing.T) {
 		// 01:00, and Sep 5 ends then.
 		{"America/Santiago", "2026-09-06", "2026-09-06", "", "2026-09-06T04:00:00Z", "2026-09-07T03:00:00Z"},
 		{"America/Santiago", "2026-09-05", "2026-09-05", "", "2026-09-05T04:00:00Z", "2026-09-06T04:00:00Z"},
+		// Amman set its clocks back from 01:00 to midnight: Oct 29 starts
+		// at the first midnight, and Oct 28 ends there.
+		{"Asia/Amman", "2021-10-29", "2021-10-29", "", "2021-10-28T21:00:00Z", "2021-10-29T22:00:00Z"},
+		{"Asia/Amman", "2021-10-28", "2021-10-28", "", "2021-10-27T21:00:00Z", "2021-10-28T21:00:00Z"},
 		// Apia skipped 2011-12-30: the 29th ends where the 31st starts.
 		{"Pacific/Apia", "2011-12-29", "2011-12-30", "", "2011-12-29T10:00:00Z", "2011-12-30T10:00:00Z"},
 		{"Asia/Kolkata", "2026-11-01", "2026-11-01", "UTC+5:30", "", ""},

@@ -37,13 +37,27 @@ func localRange(from, to time.Time, loc *time.Location) (start, end time.Time) {
 // dayStart is the first instant of the date of day (midnight UTC of it)
 // in loc: its midnight, or where a clock set forward at midnight skips it
 // (America/Santiago), the instant it was set forward. time.Date would
-// give an instant of the day before.
+// give an instant of the day before. Where a clock set back to midnight
+// shows it twice (Asia/Amman until 2022), it is the first: time.Date
+// gives the second, and the day's first hour to the day before.
 func dayStart(day time.Time, loc *time.Location) time.Time {
 	y, m, d := day.Date()
 	t := time.Date(y, m, d, 0, 0, 0, 0, loc)
 	if ty, tm, td := t.Date(); ty != y || tm != m || td != d {
 		if _, end := t.ZoneBounds(); !end.IsZero() {
 			t = end
+		}
+		return t
+	}
+	if start, _ := t.ZoneBounds(); !start.IsZero() {
+		_, before := start.Add(-time.Second).Zone()
+		_, after := t.Zone()
+		// Midnight at the offset before the clock was set back.
+		first := t.Add(time.Duration(after-before) * time.Second)
+		if first.Before(start) && first.Hour() == 0 && first.Minute() == 0 && first.Second() == 0 {
+			if fy, fm, fd := first.Date(); fy == y && fm == m && fd == d {
+				t = first
+			}
 		}
 	}
 	return t
