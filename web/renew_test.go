@@ -239,3 +239,33 @@ func TestRefusedBeaconTriesAgain(t *testing.T) {
 		t.Error("after a refused beacon the in-text ad never got its click token")
 	}
 }
+
+// TestBeaconRefusedForGoodIsNotSentAgain: a beacon the server refuses for
+// what it carries (a 403 for a page off the site's domains, a 400) is not
+// sent again each time the tab shows: another would be refused alike.
+// Only a 5xx or a 429 is tried again.
+func TestBeaconRefusedForGoodIsNotSentAgain(t *testing.T) {
+	br := newBrowser(t)
+	b := startBackend(t)
+	br.onEveryPage(t, countBeacons)
+	site := publisher(t, map[string]string{"/page.html": publisherPage("de-DE", b.URL, readerPage)})
+	asReaderAnswered(t, br, b, site, func(u string) (int64, []byte, bool) {
+		return http.StatusForbidden, []byte(`{"error":{"code":"foreign_url","message":"not the site's"}}`), strings.HasPrefix(u, b.URL+"/v1/impression?")
+	})
+	if r := br.view(t, site+"/page.html"); r.Links == 0 {
+		t.Fatalf("first view: %+v, want ads matched in the page", r)
+	}
+	if pollHref(t, br, `window.beaconsDone > 0 && "done"`) == "" {
+		t.Fatal("no impression beacon was answered")
+	}
+	eval[int](t, br, settle)
+	sent := eval[int](t, br, `window.beacons`)
+	// The tab hides and shows again, three times, a second and more each.
+	for range 3 {
+		eval[bool](t, br, `(document.dispatchEvent(new Event("visibilitychange")), true)`)
+		eval[int](t, br, `new Promise(r => setTimeout(() => r(1), 1500))`)
+	}
+	if n := eval[int](t, br, `window.beacons`) - sent; n != 0 {
+		t.Errorf("%d beacons refused with a 403 sent again as the tab showed again; want none", n)
+	}
+}

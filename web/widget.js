@@ -1115,7 +1115,10 @@
       return getJSON("/v1/impression", { api_key: config.apiKey, site_id: config.siteId, url: url, ad: ads });
     }).then(function (r) {
       var ct = r.status === 200 && r.body && r.body.ct;
-      if (!ct) return retry(); // a 503, a 429: as a failed beacon
+      // A 5xx or a 429 is tried again as a failed beacon is, at the next
+      // view; any other refusal (a 403 for a page off the site's domains)
+      // would come again, and the links are not reported again.
+      if (!ct) return r.status >= 500 || r.status === 429 ? retry() : undefined;
       batch.forEach(function (a, i) {
         if (typeof ct[i] !== "string" || !/^[\w.-]+$/.test(ct[i]) || /[?&]sig=/.test(a.href) || a.href !== was[i] || !clickOrigins[originOf(a.href)]) return;
         a.href = sent[i] + "&ct=" + ct[i];
