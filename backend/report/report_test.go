@@ -120,6 +120,13 @@ func TestParseZones(t *testing.T) {
 		{"Mars/Olympus", "", "", "IANA time zone", "", ""},
 		{"Local", "", "", "IANA time zone", "", ""},
 		{"/etc/localtime", "", "", "IANA time zone", "", ""},
+		// The host's own zone by the link zoneinfo has to /etc/localtime,
+		// and a zone by another spelling of its path.
+		{"localtime", "", "", "IANA time zone", "", ""},
+		{"Europe/./Berlin", "", "", "IANA time zone", "", ""},
+		{"Europe//Berlin", "", "", "IANA time zone", "", ""},
+		{"America/Argentina/Buenos_Aires", "2026-11-01", "2026-11-01", "", "2026-11-01T03:00:00Z", "2026-11-02T03:00:00Z"},
+		{"Etc/GMT+5", "2026-11-01", "2026-11-01", "", "2026-11-01T05:00:00Z", "2026-11-02T05:00:00Z"},
 	} {
 		v := map[string]string{"tz": tt.tz, "from": tt.from, "to": tt.to}
 		req, problems := Parse(func(k string) string { return v[k] }, now)

@@ -2,6 +2,7 @@ package report
 
 import (
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -10,13 +11,15 @@ import (
 const maxZoneName = 64
 
 // parseZone reads the tz parameter: an IANA time zone name, UTC when it
-// is not given. "Local", the server's own zone, is no reader's.
+// is not given. "Local", the server's own zone, is no reader's, nor is
+// "localtime", zoneinfo's link to it; a name is the zone's own spelling,
+// words parted by single slashes ("Europe/./Berlin" is refused).
 func parseZone(get func(string) string) (*time.Location, []Problem) {
 	v := get("tz")
 	if v == "" {
 		return time.UTC, nil
 	}
-	if v != "Local" && len(v) <= maxZoneName {
+	if v != "Local" && v != "localtime" && len(v) <= maxZoneName && zoneSpelling(v) {
 		if loc, err := time.LoadLocation(v); err == nil {
 			return loc, nil
 		}
@@ -25,6 +28,22 @@ func parseZone(get func(string) string) (*time.Location, []Problem) {
 		v = v[:maxZoneName] + "…"
 	}
 	return time.UTC, []Problem{{"tz", "tz must be an IANA time zone name such as Europe/Berlin or UTC, not " + strconv.Quote(v)}}
+}
+
+// zoneSpelling reports whether v is spelt as IANA zone names are: words
+// of letters, digits, '_', '+' and '-' parted by single slashes.
+func zoneSpelling(v string) bool {
+	for _, w := range strings.Split(v, "/") {
+		if w == "" {
+			return false
+		}
+		for _, c := range w {
+			if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '+' || c == '-') {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // localRange is the instants the days from..to (dates, to included) of
