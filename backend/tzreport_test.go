@@ -31,6 +31,9 @@ var zoneClicks = []string{
 	"2026-10-31T23:30:00Z", "2026-11-01T00:30:00Z", "2026-11-15T12:00:00Z", "2026-11-30T22:59:59Z", "2026-11-30T23:00:00Z",
 	"2026-10-24T21:50:00Z", "2026-10-24T22:10:00Z", "2026-10-24T22:40:00Z", "2026-10-25T00:30:00Z", "2026-10-25T01:30:00Z",
 	"2026-10-25T22:50:00Z", "2026-10-25T23:10:00Z",
+	// Amman set its clocks back from 01:00 to midnight on 2021-10-29: its
+	// first hour passed twice, from 21:00Z on the 28th.
+	"2021-10-28T21:30:00Z", "2021-10-28T22:30:00Z",
 }
 
 // recordZoneClicks records zoneClicks in l, each billable (a decision
@@ -211,9 +214,15 @@ func testZoneReports(t *testing.T, base string) {
 		t.Errorf("hours of 2026-10-25 in Berlin: %q, want %q", hours, want)
 	}
 
-	// A zone whose offset is not whole hours, and a zone no one knows,
-	// are refused by name.
-	for _, tz := range []string{"Asia/Kolkata", "Asia/Kathmandu", "Mars/Olympus", "Local", "../../etc/passwd"} {
+	// The day a clock is set back to midnight starts at the first
+	// midnight: both clicks of its first hour are on it.
+	if got := reportIn(t, base, "Asia/Amman", "from=2021-10-28&to=2021-10-29&group_by=day").days(); got["2021-10-28"] != 0 || got["2021-10-29"] != 2 {
+		t.Errorf("2021-10-28 and 29 in Amman: %v, want both clicks on the 29th", got)
+	}
+
+	// A zone whose offset is not whole hours, a zone no one knows, and
+	// the server's own are refused by name.
+	for _, tz := range []string{"Asia/Kolkata", "Asia/Kathmandu", "Mars/Olympus", "Local", "localtime", "Europe/./Berlin", "../../etc/passwd"} {
 		for _, path := range []string{"/v2/report?from=2026-11-01&to=2026-11-30&tz=", "/v2/clicks?tz="} {
 			res, body := getAs(t, base, path+url.QueryEscape(tz))
 			var e struct {
