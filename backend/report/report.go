@@ -87,6 +87,14 @@ func Parse(get func(string) string, now time.Time) (Request, []Problem) {
 	return req, problems
 }
 
+// firstDay and lastDay bound the days a report or a listing may name:
+// the stores keep times as Unix nanoseconds, which wrap outside 1678 to
+// 2262.
+var (
+	firstDay = time.Date(1900, 1, 1, 0, 0, 0, 0, time.UTC)
+	lastDay  = time.Date(2200, 12, 31, 0, 0, 0, 0, time.UTC)
+)
+
 // parseDays reads the time zone tz and the range of its days from..to,
 // to included, which defaults to the last days days, today (in tz)
 // included, and covers at most max days; what names the answer in a
@@ -104,6 +112,10 @@ func parseDays(get func(string) string, now time.Time, days, max int, what strin
 		d, err := time.Parse(time.DateOnly, v)
 		if err != nil || d.Format(time.DateOnly) != v {
 			problems = append(problems, Problem{name, name + " must be a date written YYYY-MM-DD, not " + strconv.Quote(v)})
+			return
+		}
+		if d.Before(firstDay) || d.After(lastDay) {
+			problems = append(problems, Problem{name, name + " must be a day from " + firstDay.Format(time.DateOnly) + " to " + lastDay.Format(time.DateOnly) + ", not " + v})
 			return
 		}
 		*dst = d

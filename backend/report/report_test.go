@@ -1,6 +1,7 @@
 package report
 
 import (
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -140,5 +141,31 @@ func TestParseZones(t *testing.T) {
 		if len(problems) > 0 || start.UTC().Format(time.RFC3339) != tt.start || end.UTC().Format(time.RFC3339) != tt.end {
 			t.Errorf("tz=%s from=%s to=%s: %v..%v %+v, want %s..%s", tt.tz, tt.from, tt.to, start.UTC(), end.UTC(), problems, tt.start, tt.end)
 		}
+	}
+}
+
+// TestParseDaysInTheStoresRange: a day the stores cannot hold (their
+// nanoseconds wrap before 1678 and after 2262) is refused, naming its
+// parameter, for a report and a listing alike.
+func TestParseDaysInTheStoresRange(t *testing.T) {
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	for _, tt := range []struct{ from, to, param string }{
+		{"1677-01-01", "1677-01-05", "from"},
+		{"1899-12-31", "1900-01-02", "from"},
+		{"2300-01-01", "2300-01-05", "from"},
+		{"2200-12-30", "2201-01-02", "to"},
+	} {
+		q := url.Values{"from": {tt.from}, "to": {tt.to}}
+		_, problems := Parse(q.Get, now)
+		_, listed := ParseClicks(q.Get, now)
+		for _, ps := range [][]Problem{problems, listed} {
+			if !slices.ContainsFunc(ps, func(p Problem) bool { return p.Param == tt.param }) {
+				t.Errorf("from=%s to=%s: problems %v, want one of %s", tt.from, tt.to, ps, tt.param)
+			}
+		}
+	}
+	q := url.Values{"from": {"1900-01-01"}, "to": {"1900-01-05"}}
+	if _, problems := Parse(q.Get, now); len(problems) != 0 {
+		t.Errorf("1900-01-01..05: %v, want none", problems)
 	}
 }
