@@ -17,7 +17,9 @@ import (
 // (GET /v2/budget) with a partner's (403).
 const CodeNotAdvertiser = "not_an_advertiser"
 
-// BudgetDays is how many days back GET /v2/budget's day may go.
+// BudgetDays is how many days back GET /v2/budget's day may go. The
+// retention keeps the spend of that many days and more
+// (retention.DefaultSpendDays).
 const BudgetDays = 31
 
 // The statuses of a budget's day.

@@ -86,8 +86,10 @@ type Options struct {
 }
 
 // DefaultSpendDays is how many days of spend are kept by default: budgets
-// need today's, and a few more cover a clock that steps back.
-const DefaultSpendDays = 7
+// need today's, GET /v2/budget reads the 31 days before it
+// (api.BudgetDays) in the advertiser's zone, which may be a day behind
+// UTC's, and one more covers a clock that steps back.
+const DefaultSpendDays = 33
 
 // Job exports and removes old raw rows; Start runs it in the background.
 type Job struct {
