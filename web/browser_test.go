@@ -465,6 +465,10 @@ type interception struct {
 	// when it says so, its status and JSON body answer the request, which
 	// never reaches the server.
 	answer func(url string) (status int64, body []byte, ok bool)
+	// hold, when set, is asked of each request to a local prefix: when it
+	// gives a channel, the request waits until the channel is closed
+	// before it goes on to the server.
+	hold func(url string) <-chan struct{}
 }
 
 // intercept pauses each request of the tab and lets it through or fails it
@@ -484,6 +488,18 @@ func intercept(tb testing.TB, br *browser, in interception) {
 			local := false
 			for _, p := range in.local {
 				local = local || strings.HasPrefix(ev.Request.URL, p)
+			}
+			if local && in.hold != nil {
+				if wait := in.hold(ev.Request.URL); wait != nil {
+					go func(id fetch.RequestID) {
+						<-wait
+						chromedp.Do(br.ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+							_, err := cdp.Call(ctx, tg, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: id})
+							return err
+						}))
+					}(ev.RequestID)
+					continue
+				}
 			}
 			chromedp.Do(br.ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
 				if !local {

@@ -184,11 +184,9 @@
     state('loading');
     $('neterror').hidden = true;
     $('status').textContent = 'Loading…';
-    let byDay, table, clicks, budgetDay;
+    let byDay, table, clicks;
     try {
       [byDay, table, clicks] = await Promise.all([report('day'), report(TABLE_GROUPS), clicksPage('')]);
-      // A partner has no budget: only an advertiser's page asks.
-      if (byDay.account && byDay.account.kind === 'advertiser') budgetDay = await budget();
     } catch (e) {
       if (gen !== generation) return;
       if (e.status === 401) return refuse();
@@ -203,8 +201,23 @@
     if (gen !== generation) return;
     retries = 0;
     showClicks(clicks, false);
-    showBudget(budgetDay);
     render(byDay, table);
+    // A partner has no budget: only an advertiser's page asks, once the
+    // report is drawn, so that a slow /v2/budget holds none of it back.
+    if (byDay.account && byDay.account.kind === 'advertiser') loadBudget(gen);
+  }
+
+  // loadBudget writes the line of today's budget once /v2/budget
+  // answers, unless the page moved on; a 401 signs out as the report's.
+  async function loadBudget(gen) {
+    let b;
+    try {
+      b = await budget();
+    } catch (e) {
+      if (gen === generation && e.status === 401) refuse();
+      return;
+    }
+    if (gen === generation) showBudget(b);
   }
 
   // budget asks /v2/budget for the advertiser's budget of today; it

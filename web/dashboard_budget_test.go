@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
@@ -60,7 +61,7 @@ func TestDashboardBudget(t *testing.T) {
 
 	signIn(demoAdvertiserReport)
 	want := "Today's budget: €0.00 of €0.01 spent (0%). Ads run until midnight America/Los_Angeles."
-	if l := line(); l.Hidden || l.Text != want || l.Status != "active" {
+	if l := lineOnce(t, br, want); l.Hidden || l.Text != want || l.Status != "active" {
 		t.Errorf("the advertiser's budget before any click: %+v, want %q", l, want)
 	}
 
@@ -102,7 +103,7 @@ func TestDashboardBudget(t *testing.T) {
 		t.Fatalf("/v2/budget: %v %+v, want the budget spent, to the cent", err, day)
 	}
 	want = "Today's budget: €" + day.Spent + " of €0.01 spent: ads are paused until midnight America/Los_Angeles."
-	if l := line(); l.Hidden || l.Text != want || l.Status != "spent" {
+	if l := lineOnce(t, br, want); l.Hidden || l.Text != want || l.Status != "spent" {
 		t.Errorf("the advertiser's budget spent: %+v, want %q", l, want)
 	}
 
@@ -117,6 +118,66 @@ func TestDashboardBudget(t *testing.T) {
 	}
 	if asked != 2 {
 		t.Errorf("the page asked /v2/budget %d times, want twice, for the advertiser only: %q", asked, requests.all())
+	}
+	br.noPageErrors(t)
+}
+
+// lineOnce is the budget line once it reads want, or as it is after a
+// while: the page writes it when /v2/budget answers, after the report.
+func lineOnce(t *testing.T, br *browser, want string) budgetLine {
+	t.Helper()
+	var l budgetLine
+	for range 100 {
+		if l = eval[budgetLine](t, br, budgetLineScript); l.Text == want {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return l
+}
+
+// TestDashboardBudgetHoldsNothingBack: an advertiser's report is drawn
+// while /v2/budget has not answered, without the budget's line, which
+// comes once it answers.
+func TestDashboardBudgetHoldsNothingBack(t *testing.T) {
+	b, err := newBackend(backendOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := b.URL
+	br := newBrowser(t)
+	send(t, br, emulation.SetLocaleOverride, emulation.SetLocaleOverrideParams{Locale: "en-US"})
+	release := make(chan struct{})
+	released := false
+	defer func() {
+		if !released {
+			close(release)
+		}
+	}()
+	intercept(t, br, interception{local: []string{base + "/"}, left: make(chan string, 8),
+		hold: func(u string) <-chan struct{} {
+			if strings.HasPrefix(u, base+"/v2/budget?") {
+				return release
+			}
+			return nil
+		}})
+	br.do(t, chromedp.Navigate(base+"/dashboard"))
+	eval[string](t, br, jsCall(dashSettled))
+
+	// The state the page settles in, or "loading" after a while.
+	settledOrNot := jsSource(`() => Promise.race([(` + dashSettled + "\n)(), new Promise((r) => setTimeout(() => r('loading'), 20000))])")
+	br.do(t, chromedp.SendKeys("#token", demoAdvertiserReport))
+	if s := evalCall[string](t, br, dashPress, "go", settledOrNot); s != "ready" && s != "empty" {
+		t.Fatalf("signed in while /v2/budget does not answer: state %q, want the report drawn", s)
+	}
+	if l := eval[budgetLine](t, br, budgetLineScript); !l.Hidden || l.Text != "" {
+		t.Errorf("the budget's line before /v2/budget answered: %+v, want none", l)
+	}
+	close(release)
+	released = true
+	want := "Today's budget: €0.00 of €25.00 spent (0%). Ads run until midnight UTC."
+	if l := lineOnce(t, br, want); l.Hidden || l.Text != want {
+		t.Errorf("the budget's line once /v2/budget answered: %+v, want %q", l, want)
 	}
 	br.noPageErrors(t)
 }
