@@ -11,6 +11,8 @@ import (
 	"github.com/adlink/adlink/backend/api"
 	"github.com/adlink/adlink/backend/clicks"
 	"github.com/adlink/adlink/backend/store"
+	pgstore "github.com/adlink/adlink/backend/store/pg"
+	"github.com/adlink/adlink/internal/testpg"
 )
 
 // TestBudgetPastDayOutlivesRetention: GET /v2/budget reads a day up to
@@ -19,6 +21,11 @@ import (
 // UTC's day before) reads the bid its click cost on the oldest day it may
 // ask for, not 0.00, after the pass that runs at start.
 func TestBudgetPastDayOutlivesRetention(t *testing.T) {
+	t.Run("bolt", func(t *testing.T) { testBudgetPastDayOutlivesRetention(t, nil) })
+	t.Run("postgres", func(t *testing.T) { testBudgetPastDayOutlivesRetention(t, testpg.Start(t)) })
+}
+
+func testBudgetPastDayOutlivesRetention(t *testing.T, pg *testpg.Server) {
 	const (
 		token = "shop-report-token-0123"
 		zone  = "Pacific/Pago_Pago"
@@ -36,24 +43,38 @@ func TestBudgetPastDayOutlivesRetention(t *testing.T) {
 	oldest := clicks.BudgetDayIn(now, loc) - api.BudgetDays
 	at := oldest.Start(loc).Add(12 * time.Hour)
 
-	db, err := store.Open(cfg.DataDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ledger, err := clicks.NewLedger(db)
-	if err != nil {
-		t.Fatal(err)
-	}
 	c := clicks.Click{ID: clicks.NewID(), Time: at, AdID: "SHOP.1", Advertiser: "shop.example", APIKey: "demo", SiteID: "demo",
 		IP: "192.0.2.1", BidMicros: bid, Currency: "EUR"}
-	if err := ledger.Record(t.Context(), &c, clicks.Use{Budget: 1_000_000, Currency: "EUR", Zone: zone}); err != nil {
-		t.Fatal(err)
+	u := clicks.Use{Budget: 1_000_000, Currency: "EUR", Zone: zone}
+	if pg != nil {
+		cfg.PostgresURL = pg.URL()
+		db, err := pgstore.Open(t.Context(), cfg.PostgresURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		if err := db.Ledger().Record(t.Context(), &c, u); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		db, err := store.Open(cfg.DataDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ledger, err := clicks.NewLedger(db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ledger.Record(t.Context(), &c, u); err != nil {
+			t.Fatal(err)
+		}
+		// The server opens the file itself.
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if !c.Billable {
 		t.Fatalf("the click: %q, want billed", c.Reason)
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
 	}
 
 	passed := make(chan error, 1)
