@@ -19,7 +19,8 @@ import (
 // api.BudgetDays back, and the retention pass, which forgets old spend,
 // keeps that day's: an advertiser in Pago Pago (UTC-11, whose date is
 // UTC's day before) reads the bid its click cost on the oldest day it may
-// ask for, not 0.00, after the pass that runs at start.
+// ask for, not 0.00, after the pass that runs at start. So with the
+// bbolt file and with Postgres.
 func TestBudgetPastDayOutlivesRetention(t *testing.T) {
 	t.Run("bolt", func(t *testing.T) { testBudgetPastDayOutlivesRetention(t, nil) })
 	t.Run("postgres", func(t *testing.T) { testBudgetPastDayOutlivesRetention(t, testpg.Start(t)) })
