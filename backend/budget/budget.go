@@ -287,7 +287,7 @@ func (g *Gate) Sync(ctx context.Context) error {
 	for zi, z := range g.zones {
 		d := g.today(z, now)
 		if d.n != clicks.BudgetDayIn(now, z.loc) {
-			continue // its day could not be read
+			continue // the clock went back past its midnight
 		}
 		current[zi] = d
 		if !slices.Contains(days, d.n) {
