@@ -35,7 +35,7 @@ type Measures struct {
 // reasonSlots is Reasons as an array type's length.
 var reasonSlots = [...]string{ReasonUnsigned, ReasonUnverified, ReasonForged, ReasonExpired, ReasonTooFast, ReasonPartner,
 	ReasonBot, ReasonNoIntent, ReasonNotNavigation, ReasonPrefetch, ReasonRepeat, ReasonNetworkCap, ReasonOverBudget,
-	ReasonRateLimited, ReasonPrefixCap, ReasonLate, ReasonPrefixAdCap}
+	ReasonRateLimited, ReasonPrefixCap, ReasonLate, ReasonPrefixAdCap, ReasonInvalidated}
 
 // Add adds o to m.
 func (m *Measures) Add(o *Measures) {

@@ -1,0 +1,279 @@
+package clicks
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/goccy/go-json"
+	bolt "go.etcd.io/bbolt"
+)
+
+// ReasonInvalidated: the click billed, and the operator found it invalid
+// later (a publisher's script, a click farm) and credited its advertiser
+// (adlink invalidate, POST /admin/invalidate): its bid left the reports
+// and the advertiser's spend of its budget day.
+const ReasonInvalidated = "invalidated"
+
+// MaxInvalidationNote bounds an Invalidation's Note, in bytes.
+const MaxInvalidationNote = 200
+
+// Invalidation selects billed clicks of a range to credit: the clicks
+// with From <= Time < To that match every selector given. At least one
+// selector is required.
+type Invalidation struct {
+	// APIKey keeps a partner's clicks; SiteID, which needs APIKey, one
+	// of its sites'.
+	APIKey, SiteID string
+	// AdID keeps the clicks on one ad.
+	AdID string
+	// IDs keeps the clicks of these ids.
+	IDs []string
+	// From and To bound the clicks' times; both are required.
+	From, To time.Time
+	// Note says why, for the log; required, at most MaxInvalidationNote
+	// bytes.
+	Note string
+	// DryRun counts and sums what would be credited, changing nothing.
+	DryRun bool
+	// Zone is the budget zone (Use.Zone) of an advertiser, whose day's
+	// spend a click credits; nil, or "", is UTC.
+	Zone func(advertiser string) string
+}
+
+// Check says what is wrong with inv, naming the parameter: nil when it
+// can run.
+func (inv *Invalidation) Check() error {
+	switch {
+	case inv.SiteID != "" && inv.APIKey == "":
+		return &InvalidationError{Param: "api_key", Message: "site_id needs the api_key of its partner"}
+	case inv.APIKey == "" && inv.AdID == "" && len(inv.IDs) == 0:
+		return &InvalidationError{Param: "site_id", Message: "give site_id (with its api_key), api_key, ad or id: crediting every click of a range is refused"}
+	case inv.From.IsZero():
+		return &InvalidationError{Param: "from", Message: "from is required"}
+	case inv.To.IsZero():
+		return &InvalidationError{Param: "to", Message: "to is required"}
+	case !inv.From.Before(inv.To):
+		return &InvalidationError{Param: "to", Message: "to must be after from"}
+	case strings.TrimSpace(inv.Note) == "":
+		return &InvalidationError{Param: "reason", Message: "reason is required: say why the clicks are invalid"}
+	case len(inv.Note) > MaxInvalidationNote:
+		return &InvalidationError{Param: "reason", Message: fmt.Sprintf("reason is %d bytes: at most %d", len(inv.Note), MaxInvalidationNote)}
+	}
+	return nil
+}
+
+// InvalidationError is an Invalidation refused before it ran, and the
+// parameter that refused it.
+type InvalidationError struct {
+	Param, Message string
+}
+
+func (e *InvalidationError) Error() string { return e.Message }
+
+// checkHeld refuses a range that begins before the oldest click the store
+// holds, when retention exported and removed the older ones: oldest is
+// that click's UTC day.
+func checkHeld(inv *Invalidation, oldest time.Time, ok bool) error {
+	if ok && inv.From.Before(oldest) {
+		return &InvalidationError{Param: "from", Message: fmt.Sprintf(
+			"the store holds clicks from %s on (retention exports and removes older ones): give a from on or after it",
+			oldest.Format(time.DateOnly))}
+	}
+	return nil
+}
+
+// Matches reports whether c is one of inv's clicks, billable or not.
+func (inv *Invalidation) Matches(c *Click) bool {
+	return !c.Time.Before(inv.From) && c.Time.Before(inv.To) &&
+		(inv.APIKey == "" || c.APIKey == inv.APIKey) && (inv.SiteID == "" || c.SiteID == inv.SiteID) &&
+		(inv.AdID == "" || c.AdID == inv.AdID) && (len(inv.IDs) == 0 || c.ID != "" && slices.Contains(inv.IDs, c.ID))
+}
+
+// BudgetDay is the budget day whose spend c credits: its date in the
+// zone of its advertiser's budget.
+func (inv *Invalidation) BudgetDay(c *Click) BudgetDay {
+	zone := ""
+	if inv.Zone != nil {
+		zone = inv.Zone(c.Advertiser)
+	}
+	return Use{Zone: zone}.BudgetDay(c)
+}
+
+// Credit is what an invalidation credited, or a dry run would.
+type Credit struct {
+	// Clicks counts the billable clicks made not billable.
+	Clicks int64 `json:"clicks"`
+	// Micros sums their bids by currency, in millionths.
+	Micros map[string]int64 `json:"micros"`
+}
+
+func (cr *Credit) add(c *Click) {
+	cr.Clicks++
+	if cr.Micros == nil {
+		cr.Micros = map[string]int64{}
+	}
+	cr.Micros[c.Currency] += c.BidMicros
+}
+
+// Invalidator credits advertisers for billed clicks found invalid later.
+// Every implementation passes storetest.Invalidator.
+type Invalidator interface {
+	// Invalidate makes each billable click inv selects not billable,
+	// ReasonInvalidated, and takes its bid out of the rollups (billable
+	// and spend down, the reason's count up, in every grain) and out of
+	// its advertiser's spend of inv.BudgetDay, in transactions of a
+	// bounded number of clicks, each whole. Clicks not billable stay as
+	// they are, so running it again credits nothing more. It returns
+	// what it credited; with inv.DryRun what it would, changing nothing.
+	// An inv that Check refuses, or whose From is before the oldest
+	// click the store holds, is refused with an *InvalidationError.
+	Invalidate(ctx context.Context, inv Invalidation) (Credit, error)
+}
+
+// InvalidatedMeasures are what invalidating the billable click c changes
+// in each of its rollup rows: one billable click and its bid less, one
+// click of ReasonInvalidated more.
+func InvalidatedMeasures(c *Click) Measures {
+	m := Measures{Billable: -1, SpendMicros: -c.BidMicros}
+	m.Unbilled[reasonIndex(ReasonInvalidated)] = 1
+	return m
+}
+
+// invalidateBatch bounds the clicks one transaction credits, and
+// invalidateScan the records it reads, so that the clicks sharing its
+// commit wait for a small one.
+const (
+	invalidateBatch = 500
+	invalidateScan  = 5000
+)
+
+// BoltInvalidator is the Invalidator of a bbolt file's click log. Its
+// transactions share the commits of the file's other stores.
+type BoltInvalidator struct {
+	db *bolt.DB
+	gc *groupCommit
+}
+
+var _ Invalidator = (*BoltInvalidator)(nil)
+
+// NewInvalidator returns the Invalidator of db's click log and rollups,
+// creating their buckets.
+func NewInvalidator(db *bolt.DB) (*BoltInvalidator, error) {
+	if err := createLogBuckets(db); err != nil {
+		return nil, fmt.Errorf("clicks: invalidator: %w", err)
+	}
+	for _, b := range rollupBuckets {
+		if err := createBucket(db, b); err != nil {
+			return nil, fmt.Errorf("clicks: invalidator: %w", err)
+		}
+	}
+	return &BoltInvalidator{db: db, gc: commitsOf(db)}, nil
+}
+
+// Invalidate implements Invalidator.
+func (l *BoltInvalidator) Invalidate(ctx context.Context, inv Invalidation) (Credit, error) {
+	var credit Credit
+	if err := inv.Check(); err != nil {
+		return credit, err
+	}
+	oldest, ok, err := (&BoltRetainer{db: l.db}).OldestDay(ctx, ClickLog)
+	if err != nil {
+		return credit, err
+	}
+	if err := checkHeld(&inv, oldest, ok); err != nil {
+		return credit, err
+	}
+	if inv.DryRun {
+		err := scanRecords(ctx, l.db, bucket, inv.From, inv.To, func(c Click) error {
+			if c.Billable && inv.Matches(&c) {
+				credit.add(&c)
+			}
+			return nil
+		})
+		return credit, err
+	}
+	from := key(inv.From, 0)
+	end := key(inv.To, 0)
+	for from != nil {
+		if err := ctx.Err(); err != nil {
+			return credit, err
+		}
+		var batch Credit
+		var next []byte
+		err := l.gc.commit(l.db, func(tx *bolt.Tx) error {
+			batch, next = Credit{}, nil
+			var err error
+			next, err = invalidateTx(tx, &inv, from, end, &batch)
+			return err
+		})
+		if err != nil {
+			return credit, fmt.Errorf("clicks: invalidate: %w", err)
+		}
+		credit.Clicks += batch.Clicks
+		for cur, m := range batch.Micros {
+			if credit.Micros == nil {
+				credit.Micros = map[string]int64{}
+			}
+			credit.Micros[cur] += m
+		}
+		from = next
+	}
+	return credit, nil
+}
+
+// invalidateTx credits the billable clicks of inv whose keys are in
+// [from, end), up to a batch, in tx, adding them to credit, and returns
+// the key to go on from, or nil at the end.
+func invalidateTx(tx *bolt.Tx, inv *Invalidation, from, end []byte, credit *Credit) ([]byte, error) {
+	type change struct {
+		k []byte
+		c Click
+	}
+	var changes []change
+	var next []byte
+	cur := tx.Bucket(bucket).Cursor()
+	read := 0
+	for k, v := cur.Seek(from); k != nil; k, v = cur.Next() {
+		if string(k) >= string(end) {
+			break
+		}
+		if read == invalidateScan || len(changes) == invalidateBatch {
+			next = append([]byte(nil), k...)
+			break
+		}
+		read++
+		var c Click
+		if err := json.Unmarshal(v, &c); err != nil {
+			return nil, fmt.Errorf("record %x: %w", k, err)
+		}
+		if c.Billable && inv.Matches(&c) {
+			changes = append(changes, change{append([]byte(nil), k...), c})
+		}
+	}
+	// Written after the cursor's walk, which a write would disturb.
+	spend := tx.Bucket(spendBucket)
+	for _, ch := range changes {
+		c := ch.c
+		c.Billable, c.Reason = false, ReasonInvalidated
+		b, err := json.Marshal(c)
+		if err != nil {
+			return nil, err
+		}
+		if err := tx.Bucket(bucket).Put(ch.k, b); err != nil {
+			return nil, err
+		}
+		if err := addRollups(tx, ch.c.rollup(), InvalidatedMeasures(&ch.c)); err != nil {
+			return nil, err
+		}
+		day := inv.BudgetDay(&ch.c)
+		// A zone changed since the click may name a day that spent less.
+		if err := addSpend(spend, ch.c.Advertiser, day, -min(ch.c.BidMicros, spentOn(spend, ch.c.Advertiser, day))); err != nil {
+			return nil, err
+		}
+		credit.add(&ch.c)
+	}
+	return next, nil
+}
