@@ -11,14 +11,15 @@ import (
 
 // stores are every store of one bbolt file, as a contract test opens them.
 type stores struct {
-	log       *clicks.Log
-	windows   *clicks.BoltWindows
-	decisions *clicks.BoltDecisions
-	ledger    *clicks.BoltLedger
-	rollups   clicks.BoltRollups
-	imps      *clicks.BoltImpressions
-	retainer  *clicks.BoltRetainer
-	tags      *clicks.BoltTags
+	log         *clicks.Log
+	windows     *clicks.BoltWindows
+	decisions   *clicks.BoltDecisions
+	ledger      *clicks.BoltLedger
+	rollups     clicks.BoltRollups
+	imps        *clicks.BoltImpressions
+	retainer    *clicks.BoltRetainer
+	tags        *clicks.BoltTags
+	invalidator *clicks.BoltInvalidator
 }
 
 // openStores opens every store of the bbolt file in dir and returns them
@@ -30,7 +31,7 @@ func openStores(t *testing.T, dir string) (stores, func() error) {
 		t.Fatal(err)
 	}
 	var s stores
-	var errs [8]error
+	var errs [9]error
 	s.log, errs[0] = clicks.New(db)
 	s.windows, errs[1] = clicks.NewWindows(db)
 	s.decisions, errs[2] = clicks.NewDecisions(db)
@@ -39,6 +40,7 @@ func openStores(t *testing.T, dir string) (stores, func() error) {
 	s.imps, errs[5] = clicks.NewImpressions(db)
 	s.retainer, errs[6] = clicks.NewRetainer(db)
 	s.tags, errs[7] = clicks.NewTags(db)
+	s.invalidator, errs[8] = clicks.NewInvalidator(db)
 	if err := errors.Join(errs[:]...); err != nil {
 		db.Close()
 		t.Fatal(err)
@@ -105,5 +107,14 @@ func TestBoltImpressionsKeepTheContract(t *testing.T) {
 func TestLogKeepsTheListerContract(t *testing.T) {
 	storetest.Lister(t, func(t *testing.T) storetest.Opener[storetest.ListedStore] {
 		return opener(t, func(s stores) storetest.ListedStore { return s.log })
+	})
+}
+
+func TestBoltInvalidatorKeepsTheContract(t *testing.T) {
+	storetest.Invalidator(t, func(t *testing.T) storetest.Opener[storetest.InvalidatorParts] {
+		return opener(t, func(s stores) storetest.InvalidatorParts {
+			return storetest.InvalidatorParts{Invalidator: s.invalidator, Ledger: s.ledger, Log: s.log, Rollups: s.rollups,
+				Spend: s.rollups, Retainer: s.retainer}
+		})
 	})
 }
