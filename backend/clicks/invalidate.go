@@ -73,10 +73,10 @@ type InvalidationError struct {
 
 func (e *InvalidationError) Error() string { return e.Message }
 
-// checkHeld refuses a range that begins before the oldest click the store
-// holds, when retention exported and removed the older ones: oldest is
-// that click's UTC day.
-func checkHeld(inv *Invalidation, oldest time.Time, ok bool) error {
+// CheckHeld refuses a range that begins before the oldest click the
+// store holds, when retention exported and removed the older ones: oldest
+// is that click's UTC day, as Retainer.OldestDay gives it with ok.
+func (inv *Invalidation) CheckHeld(oldest time.Time, ok bool) error {
 	if ok && inv.From.Before(oldest) {
 		return &InvalidationError{Param: "from", Message: fmt.Sprintf(
 			"the store holds clicks from %s on (retention exports and removes older ones): give a from on or after it",
@@ -133,6 +133,10 @@ type Invalidator interface {
 	Invalidate(ctx context.Context, inv Invalidation) (Credit, error)
 }
 
+// ClickRollup is the rollup row c adds to, at its time, as the ledger
+// adds it.
+func ClickRollup(c *Click) Rollup { return c.rollup() }
+
 // InvalidatedMeasures are what invalidating the billable click c changes
 // in each of its rollup rows: one billable click and its bid less, one
 // click of ReasonInvalidated more.
@@ -183,7 +187,7 @@ func (l *BoltInvalidator) Invalidate(ctx context.Context, inv Invalidation) (Cre
 	if err != nil {
 		return credit, err
 	}
-	if err := checkHeld(&inv, oldest, ok); err != nil {
+	if err := inv.CheckHeld(oldest, ok); err != nil {
 		return credit, err
 	}
 	if inv.DryRun {

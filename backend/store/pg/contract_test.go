@@ -242,3 +242,12 @@ func TestRemovalsKeepTheContract(t *testing.T) {
 		return opener(t, func(db *pgstore.DB) catalog.Removals { return db.Removals(nil) })
 	})
 }
+
+func TestInvalidatorKeepsTheContract(t *testing.T) {
+	storetest.Invalidator(t, func(t *testing.T) storetest.Opener[storetest.InvalidatorParts] {
+		return opener(t, func(db *pgstore.DB) storetest.InvalidatorParts {
+			return storetest.InvalidatorParts{Invalidator: db.Invalidator(), Ledger: db.Ledger(), Log: db.Clicks(),
+				Rollups: db.Rollups(), Spend: db.Rollups(), Retainer: db.Retainer()}
+		})
+	})
+}
