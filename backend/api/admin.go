@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"math"
 	"net"
@@ -15,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/adlink/adlink/backend/clicks"
 	"github.com/adlink/adlink/backend/metrics"
 )
 
@@ -31,6 +33,10 @@ type AdminDeps struct {
 	// checks would refuse (one that lost too many ads, or is empty); nil
 	// answers POST /admin/reload with a 404.
 	Reload func(ctx context.Context, force bool) Reload
+	// Invalidate credits the billed clicks an Invalidation selects and
+	// says what it credited (clicks.Invalidator); nil answers
+	// POST /admin/invalidate with a 404.
+	Invalidate func(ctx context.Context, inv clicks.Invalidation) (clicks.Credit, error)
 	// Backup returns a consistent copy of the state file, open at its
 	// start, for GET /admin/backup to send and close (store.Backup); nil
 	// answers it with a 404.
@@ -122,17 +128,79 @@ func NewAdmin(d AdminDeps) http.Handler {
 		w.Header().Set("Cache-Control", "no-store")
 		respond(w, status, body, "")
 	})
+	mux.HandleFunc("POST /admin/invalidate", func(w http.ResponseWriter, r *http.Request) { invalidate(w, r, d) })
 	mux.Handle("GET /admin/backup", backup(d))
 	// Each route's path with another method: without these, the mux
 	// would send it to "/" as a path it does not serve.
-	for path, allow := range map[string]string{"/metrics": "GET, HEAD", "/admin/reload": "POST", "/admin/backup": "GET, HEAD"} {
+	for path, allow := range map[string]string{"/metrics": "GET, HEAD", "/admin/reload": "POST", "/admin/invalidate": "POST", "/admin/backup": "GET, HEAD"} {
 		mux.Handle(path, wrongMethod(allow))
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		respondError(w, &Error{Status: http.StatusNotFound, Code: CodeNotFound,
-			Message: "no such endpoint: " + quote(r.Method+" "+r.URL.Path) + "; the admin listener serves GET /metrics, POST /admin/reload and GET /admin/backup"})
+			Message: "no such endpoint: " + quote(r.Method+" "+r.URL.Path) + "; the admin listener serves GET /metrics, POST /admin/reload, POST /admin/invalidate and GET /admin/backup"})
 	})
 	return fromOperator(mux, d.Hosts)
+}
+
+// maxInvalidateBody bounds the form of POST /admin/invalidate: a list of
+// click ids fits.
+const maxInvalidateBody = 1 << 20
+
+// Invalidated is the answer of POST /admin/invalidate: the billed clicks
+// made not billable (or, with dry_run, that would be) and their bids by
+// currency, in millionths.
+type Invalidated struct {
+	DryRun bool             `json:"dry_run"`
+	Clicks int64            `json:"clicks"`
+	Micros map[string]int64 `json:"micros"`
+}
+
+// invalidate answers POST /admin/invalidate: its parameters, in the query
+// or a form body, are clicks.ParseInvalidation's; ids may also be given
+// as id repeated.
+func invalidate(w http.ResponseWriter, r *http.Request, d AdminDeps) {
+	if d.Invalidate == nil {
+		respondError(w, &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: "no click log to invalidate clicks in"})
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxInvalidateBody)
+	if err := r.ParseForm(); err != nil {
+		respondError(w, &Error{Status: http.StatusBadRequest, Code: CodeInvalidParameter, Message: "unreadable form: " + err.Error()})
+		return
+	}
+	get := func(k string) string {
+		if k == "id" {
+			return strings.Join(r.Form["id"], ",")
+		}
+		return r.Form.Get(k)
+	}
+	inv, err := clicks.ParseInvalidation(get)
+	if err == nil {
+		err = inv.Check()
+	}
+	var credit clicks.Credit
+	if err == nil {
+		credit, err = d.Invalidate(r.Context(), inv)
+	}
+	var ie *clicks.InvalidationError
+	switch {
+	case errors.As(err, &ie):
+		respondError(w, &Error{Status: http.StatusBadRequest, Code: CodeInvalidParameter, Param: ie.Param, Message: ie.Message})
+		return
+	case err != nil:
+		if d.Logger != nil {
+			d.Logger.Error("invalidate", "err", err)
+		}
+		respondError(w, &Error{Status: http.StatusInternalServerError, Code: CodeInternal,
+			Message: "invalidate failed: " + err.Error() + "; the batches credited before stay credited, and running it again credits the rest"})
+		return
+	}
+	if credit.Micros == nil {
+		credit.Micros = map[string]int64{}
+	}
+	body, _ := json.Marshal(Invalidated{DryRun: inv.DryRun, Clicks: credit.Clicks, Micros: credit.Micros})
+	w.Header().Set("Cache-Control", "no-store")
+	respond(w, http.StatusOK, body, "")
 }
 
 // wrongMethod answers a request to an admin route with a method it does

@@ -372,7 +372,11 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 		return metrics.SiteShardStats{Profiles: s.Sites, Shards: s.Shards, Bytes: s.Bytes, Builds: s.Builds, HeadBuilds: s.HeadBuilds, Refused: s.Refused,
 			Shared: s.Shared, ShareFailed: s.ShareFailed, Fetched: s.Fetched, FetchMissed: s.FetchMissed, FetchFailed: s.FetchFailed}
 	})
-	a.Admin = api.NewAdmin(api.AdminDeps{Metrics: a.Metrics, Reload: a.Reload, Logger: log, Hosts: cfg.AdminHosts,
+	invalidate, err := a.invalidator(log)
+	if err != nil {
+		return nil, err
+	}
+	a.Admin = api.NewAdmin(api.AdminDeps{Metrics: a.Metrics, Reload: a.Reload, Invalidate: invalidate, Logger: log, Hosts: cfg.AdminHosts,
 		Backup: func() (*os.File, error) { return store.Backup(a.db) }})
 	// The partners, report readers and budgets come with each catalog
 	// version (version.with), none from start-up: a version without

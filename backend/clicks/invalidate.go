@@ -3,7 +3,9 @@ package clicks
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -280,4 +282,67 @@ func invalidateTx(tx *bolt.Tx, inv *Invalidation, from, end []byte, credit *Cred
 		credit.add(&ch.c)
 	}
 	return next, nil
+}
+
+// ParseInvalidation reads an Invalidation from its parameters, as
+// POST /admin/invalidate and adlink invalidate take them: api_key,
+// site_id, ad, id (ids, comma-separated), from and to (RFC 3339 times,
+// or UTC dates: from that day's start, to its end, so that to's day is
+// in), reason and dry_run (true or false). It refuses a value it cannot
+// read, naming it; Check refuses what is missing.
+func ParseInvalidation(get func(string) string) (Invalidation, error) {
+	inv := Invalidation{APIKey: get("api_key"), SiteID: get("site_id"), AdID: get("ad"), Note: get("reason")}
+	for id := range strings.SplitSeq(get("id"), ",") {
+		if id = strings.TrimSpace(id); id != "" {
+			inv.IDs = append(inv.IDs, id)
+		}
+	}
+	var err error
+	if inv.From, err = parseBound(get("from"), false); err != nil {
+		return inv, &InvalidationError{Param: "from", Message: "from: " + err.Error()}
+	}
+	if inv.To, err = parseBound(get("to"), true); err != nil {
+		return inv, &InvalidationError{Param: "to", Message: "to: " + err.Error()}
+	}
+	switch get("dry_run") {
+	case "", "false", "0":
+	case "true", "1":
+		inv.DryRun = true
+	default:
+		return inv, &InvalidationError{Param: "dry_run", Message: "dry_run " + strconv.Quote(get("dry_run")) + ": want true or false"}
+	}
+	return inv, nil
+}
+
+// parseBound reads a time, RFC 3339, or a UTC date: its start, or with
+// end the next day's start. "" is the zero time.
+func parseBound(s string, end bool) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if d, err := time.Parse(time.DateOnly, s); err == nil {
+		if end {
+			d = d.AddDate(0, 0, 1)
+		}
+		return d, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%q is neither a date (YYYY-MM-DD, UTC) nor an RFC 3339 time", s)
+	}
+	return t.UTC(), nil
+}
+
+// LogAttrs are the attributes of the one line logged for a run of inv
+// that credited credit: the selector, the range, the reason and the
+// counts.
+func (inv *Invalidation) LogAttrs(credit Credit) []any {
+	attrs := []any{"api_key", inv.APIKey, "site_id", inv.SiteID, "ad", inv.AdID, "ids", len(inv.IDs),
+		"from", inv.From.Format(time.RFC3339), "to", inv.To.Format(time.RFC3339), "reason", inv.Note,
+		"dry_run", inv.DryRun, "clicks", credit.Clicks}
+	curs := slices.Sorted(maps.Keys(credit.Micros))
+	for _, c := range curs {
+		attrs = append(attrs, "micros_"+c, credit.Micros[c])
+	}
+	return attrs
 }

@@ -23,6 +23,7 @@ type Metrics struct {
 	latency     *prometheus.HistogramVec
 	analyses    *prometheus.CounterVec
 	clicks      *prometheus.CounterVec
+	invalidated prometheus.Counter
 	impressions prometheus.Counter
 	repeats     prometheus.Counter
 	tagsDropped prometheus.Counter
@@ -55,6 +56,10 @@ func New() *Metrics {
 			Name: "adlink_clicks_total",
 			Help: "Clicks recorded, by whether they are billable and why not.",
 		}, []string{"billable", "reason"}),
+		invalidated: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "adlink_clicks_invalidated_total",
+			Help: "Billed clicks the operator invalidated later (POST /admin/invalidate), their advertisers credited.",
+		}),
 		impressions: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "adlink_impressions_total",
 			Help: "Ad impressions recorded from pages' impression beacons.",
@@ -72,7 +77,7 @@ func New() *Metrics {
 			Help: "Requests refused with 429, by the limit they ran into (api_key, api_key_network, api_key_prefix, ip, ip_prefix, site, site_network, site_prefix, report).",
 		}, []string{"limit"}),
 	}
-	m.reg.MustRegister(m.requests, m.latency, m.analyses, m.clicks, m.impressions, m.repeats, m.tagsDropped, m.rateLimited,
+	m.reg.MustRegister(m.requests, m.latency, m.analyses, m.clicks, m.invalidated, m.impressions, m.repeats, m.tagsDropped, m.rateLimited,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.retention = newRetentionMetrics(m.reg)
 	m.redisFallback = newRedisFallback(m.reg)
@@ -126,6 +131,15 @@ func (m *Metrics) Click(billable bool, reason string) {
 		return
 	}
 	m.clicks.WithLabelValues(strconv.FormatBool(billable), reason).Inc()
+}
+
+// Invalidated counts n billed clicks made not billable, their advertisers
+// credited.
+func (m *Metrics) Invalidated(n int64) {
+	if m == nil {
+		return
+	}
+	m.invalidated.Add(float64(n))
 }
 
 // Impressions counts n recorded impressions and the repeats not

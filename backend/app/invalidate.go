@@ -1,0 +1,55 @@
+package app
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/adlink/adlink/backend/accounts"
+	"github.com/adlink/adlink/backend/clicks"
+	"github.com/adlink/adlink/backend/metrics"
+)
+
+// invalidator returns what POST /admin/invalidate runs: the store's
+// clicks.Invalidator (Postgres's with -postgres, else the bbolt file's),
+// each advertiser's spend credited on its budget's day in the zone the
+// advertisers file served gives it, one line logged per run and the
+// clicks counted.
+func (a *App) invalidator(log *slog.Logger) (func(context.Context, clicks.Invalidation) (clicks.Credit, error), error) {
+	var v clicks.Invalidator
+	if a.pg != nil {
+		v = a.pg.Invalidator()
+	} else {
+		bolt, err := clicks.NewInvalidator(a.db)
+		if err != nil {
+			return nil, err
+		}
+		v = bolt
+	}
+	return Invalidate(v, func() *accounts.Book { return a.Catalog().Accounts }, a.Metrics, log), nil
+}
+
+// Invalidate is the run of an invalidation over v, as the server and
+// adlink invalidate run it: each advertiser's budget zone read from
+// book's (nil: UTC), one line logged to log, the clicks credited counted
+// in m.
+func Invalidate(v clicks.Invalidator, book func() *accounts.Book, m *metrics.Metrics, log *slog.Logger) func(context.Context, clicks.Invalidation) (clicks.Credit, error) {
+	return func(ctx context.Context, inv clicks.Invalidation) (clicks.Credit, error) {
+		b := book()
+		inv.Zone = func(advertiser string) string {
+			if b == nil {
+				return ""
+			}
+			budget, _ := b.Budget(advertiser)
+			return budget.Zone
+		}
+		credit, err := v.Invalidate(ctx, inv)
+		if err != nil {
+			return credit, err
+		}
+		if !inv.DryRun {
+			m.Invalidated(credit.Clicks)
+		}
+		log.Info("invalidate", inv.LogAttrs(credit)...)
+		return credit, nil
+	}
+}
