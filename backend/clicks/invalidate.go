@@ -2,6 +2,7 @@ package clicks
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -75,16 +76,35 @@ type InvalidationError struct {
 
 func (e *InvalidationError) Error() string { return e.Message }
 
-// CheckHeld refuses a range that begins before the oldest click the
-// store holds, when retention exported and removed the older ones: oldest
-// is that click's UTC day, as Retainer.OldestDay gives it with ok.
-func (inv *Invalidation) CheckHeld(oldest time.Time, ok bool) error {
-	if ok && inv.From.Before(oldest) {
-		return &InvalidationError{Param: "from", Message: fmt.Sprintf(
-			"the store holds clicks from %s on (retention exports and removes older ones): give a from on or after it",
-			oldest.Format(time.DateOnly))}
+// CheckHeld refuses a range whose clicks retention exported and removed:
+// one that begins before oldest, the UTC day of the oldest click the
+// store holds (as Retainer.OldestDay gives it with ok), on a day the
+// rollups still count clicks of. A range before the first click ever
+// recorded is not refused.
+func (inv *Invalidation) CheckHeld(ctx context.Context, rollups RollupReader, oldest time.Time, ok bool) error {
+	end := oldest
+	if !ok {
+		end = inv.To
 	}
-	return nil
+	if !inv.From.Before(end) {
+		return nil
+	}
+	errRemoved := errors.New("removed")
+	err := rollups.ScanRollups(ctx, DaySite, inv.From.UTC().Truncate(24*time.Hour), end, func(r *Rollup) error {
+		if r.Clicks > 0 {
+			return errRemoved
+		}
+		return nil
+	})
+	switch {
+	case err == errRemoved && ok:
+		return &InvalidationError{Param: "from", Message: fmt.Sprintf(
+			"the store holds clicks from %s on: retention exported and removed the older ones; give a from on or after %s",
+			oldest.Format(time.DateOnly), oldest.Format(time.DateOnly))}
+	case err == errRemoved:
+		return &InvalidationError{Param: "from", Message: "the store holds no clicks: retention exported and removed them"}
+	}
+	return err
 }
 
 // Matches reports whether c is one of inv's clicks, billable or not.
@@ -189,7 +209,7 @@ func (l *BoltInvalidator) Invalidate(ctx context.Context, inv Invalidation) (Cre
 	if err != nil {
 		return credit, err
 	}
-	if err := inv.CheckHeld(oldest, ok); err != nil {
+	if err := inv.CheckHeld(ctx, BoltRollups{l.db}, oldest, ok); err != nil {
 		return credit, err
 	}
 	if inv.DryRun {

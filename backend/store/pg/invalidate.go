@@ -64,7 +64,7 @@ func (v Invalidator) Invalidate(ctx context.Context, inv clicks.Invalidation) (c
 	if err != nil {
 		return credit, err
 	}
-	if err := inv.CheckHeld(oldest, ok); err != nil {
+	if err := inv.CheckHeld(ctx, Rollups{v.db}, oldest, ok); err != nil {
 		return credit, err
 	}
 	cond, args := selection(&inv)
