@@ -1,0 +1,155 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/adlink/adlink/backend/api"
+	"github.com/adlink/adlink/backend/clicks"
+	"github.com/adlink/adlink/internal/testpg"
+)
+
+// clickDemo clicks the first ad of each query of the demo site, each a
+// billable click of another ad.
+func clickDemo(t *testing.T, base string, queries ...string) {
+	t.Helper()
+	for _, q := range queries {
+		u := firstAd(t, base, "q="+q+"&loc=de&api_key=demo&site_id=demo")
+		clickAs(t, base+u[strings.Index(u, "/v1/redirect"):])
+	}
+}
+
+// invalidateRun runs "adlink invalidate args" and returns its answer.
+func invalidateRun(t *testing.T, env func(string) string, args ...string) (api.Invalidated, error) {
+	t.Helper()
+	var out bytes.Buffer
+	err := run(context.Background(), append([]string{"invalidate"}, args...), env, &out, io.Discard)
+	var got api.Invalidated
+	if err == nil {
+		if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+			t.Fatalf("invalidate printed %q: %v", out.String(), err)
+		}
+	}
+	return got, err
+}
+
+// TestInvalidateCommand: "adlink invalidate" on a stopped server's file
+// credits exactly the site's billed clicks, once, its dry run changing
+// nothing; it refuses a file a running server holds and a run without a
+// selector.
+func TestInvalidateCommand(t *testing.T) {
+	data := t.TempDir()
+	base, stop := startRun(t, "-data", data, "-demo")
+	clickDemo(t, base, "lg+handy", "samsung+galaxy")
+	day := time.Now().UTC().Format(time.DateOnly)
+	from := time.Now().UTC().AddDate(0, 0, -1).Format(time.DateOnly)
+	args := []string{"-data", data, "-api-key", "demo", "-site-id", "demo", "-from", from, "-to", day, "-reason", "click farm"}
+	if _, err := invalidateRun(t, noEnv, args...); err == nil || !strings.Contains(err.Error(), "in use by a running server") {
+		t.Errorf("invalidate beside a running server: %v", err)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	before := readClicks(t, data)
+	var want api.Invalidated
+	want.Micros = map[string]int64{}
+	for _, c := range before {
+		if c.Billable {
+			want.Clicks++
+			want.Micros[c.Currency] += c.BidMicros
+		}
+	}
+	if want.Clicks == 0 {
+		t.Fatalf("no billable click of %d", len(before))
+	}
+
+	if _, err := invalidateRun(t, noEnv, "-data", data, "-from", from, "-to", day, "-reason", "x"); err == nil || !strings.Contains(err.Error(), "-site-id") {
+		t.Errorf("invalidate without a selector: %v, want an error naming -site-id", err)
+	}
+	got, err := invalidateRun(t, noEnv, append(args, "-dry-run")...)
+	if err != nil || !got.DryRun || got.Clicks != want.Clicks || got.Micros["EUR"] != want.Micros["EUR"] {
+		t.Fatalf("dry run: %+v, %v; want %+v", got, err, want)
+	}
+	for i, c := range readClicks(t, data) {
+		if c.Billable != before[i].Billable || c.Reason != before[i].Reason {
+			t.Fatalf("the dry run changed click %s: %v %q", c.ID, c.Billable, c.Reason)
+		}
+	}
+	for i, n := range []int64{want.Clicks, 0} {
+		got, err := invalidateRun(t, noEnv, args...)
+		if err != nil || got.DryRun || got.Clicks != n {
+			t.Fatalf("run %d: %+v, %v; want %d clicks", i+1, got, err, n)
+		}
+	}
+	for i, c := range readClicks(t, data) {
+		if before[i].Billable && (c.Billable || c.Reason != clicks.ReasonInvalidated) || !before[i].Billable && c.Reason != before[i].Reason {
+			t.Errorf("click %s: %v %q, was %v %q", c.ID, c.Billable, c.Reason, before[i].Billable, before[i].Reason)
+		}
+	}
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"report", "-data", data, "-from", from, "-to", day, "-group-by", "site_id", "-format", "json"},
+		noEnv, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	var rep struct{ Rows []map[string]any }
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil || len(rep.Rows) != 1 || rep.Rows[0]["billable_clicks"] != 0.0 ||
+		rep.Rows[0]["unbilled_invalidated"] != float64(want.Clicks) || rep.Rows[0]["clicks"] != float64(len(before)) {
+		t.Errorf("report after: %v %s", err, out.Bytes())
+	}
+}
+
+// TestInvalidateCommandInPostgres: with -postgres, "adlink invalidate"
+// credits the site's billed clicks while the server runs, and the report
+// the servers read no longer bills them.
+func TestInvalidateCommandInPostgres(t *testing.T) {
+	url := testpg.New(t)
+	base, stop := startRun(t, "-data", t.TempDir(), "-demo", "-postgres", url)
+	defer stop()
+	clickDemo(t, base, "lg+handy", "samsung+galaxy")
+	day := time.Now().UTC().Format(time.DateOnly)
+	from := time.Now().UTC().AddDate(0, 0, -1).Format(time.DateOnly)
+	env := func(k string) string {
+		if k == "ADLINK_POSTGRES_URL" {
+			return url
+		}
+		return ""
+	}
+	report := func() map[string]any {
+		t.Helper()
+		var out bytes.Buffer
+		if err := run(context.Background(), []string{"report", "-from", from, "-to", day, "-group-by", "site_id", "-format", "json"},
+			env, &out, io.Discard); err != nil {
+			t.Fatal(err)
+		}
+		var rep struct{ Rows []map[string]any }
+		if err := json.Unmarshal(out.Bytes(), &rep); err != nil || len(rep.Rows) != 1 {
+			t.Fatalf("report: %v %s", err, out.Bytes())
+		}
+		return rep.Rows[0]
+	}
+	before := report()
+	billed := int64(before["billable_clicks"].(float64))
+	if billed == 0 {
+		t.Fatalf("no billable click: %v", before)
+	}
+	args := []string{"-api-key", "demo", "-site-id", "demo", "-from", from, "-to", day, "-reason", "click farm"}
+	if got, err := invalidateRun(t, env, append(args, "-dry-run")...); err != nil || got.Clicks != billed {
+		t.Fatalf("dry run: %+v, %v; want %d clicks", got, err, billed)
+	}
+	if r := report(); r["billable_clicks"] != before["billable_clicks"] || r["spend"] != before["spend"] {
+		t.Fatalf("report after the dry run: %v, was %v", r, before)
+	}
+	for i, n := range []int64{billed, 0} {
+		if got, err := invalidateRun(t, env, args...); err != nil || got.Clicks != n {
+			t.Fatalf("run %d: %+v, %v; want %d clicks", i+1, got, err, n)
+		}
+	}
+	if r := report(); r["billable_clicks"] != 0.0 || r["spend"] != "0.00" || r["unbilled_invalidated"] != float64(billed) {
+		t.Errorf("report after: %v, was %v", r, before)
+	}
+}
