@@ -45,7 +45,7 @@ func runInvalidate(ctx context.Context, args []string, getenv func(string) strin
 		"id":      fs.String("id", "", "only these clicks (comma-separated click `ids`)"),
 		"from":    fs.String("from", "", "first click `time`: RFC 3339, or a UTC day YYYY-MM-DD from its start (required)"),
 		"to":      fs.String("to", "", "end `time`: RFC 3339, excluded, or a UTC day YYYY-MM-DD, included (required)"),
-		"reason":  fs.String("reason", "", "why the clicks are invalid, kept in the log (`text`, at most 200 bytes; required)"),
+		"reason":  fs.String("reason", "", "why the clicks are invalid, kept in the log (`text`, at most 200 characters; required)"),
 	}
 	dryRun := fs.Bool("dry-run", false, "count and sum the clicks it would credit, changing nothing")
 	if err := fs.Parse(args); err != nil {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/goccy/go-json"
 	bolt "go.etcd.io/bbolt"
@@ -20,7 +21,7 @@ import (
 // and the advertiser's spend of its budget day.
 const ReasonInvalidated = "invalidated"
 
-// MaxInvalidationNote bounds an Invalidation's Note, in bytes.
+// MaxInvalidationNote bounds an Invalidation's Note, in characters.
 const MaxInvalidationNote = 200
 
 // Invalidation selects billed clicks of a range to credit: the clicks
@@ -37,7 +38,7 @@ type Invalidation struct {
 	// From and To bound the clicks' times; both are required.
 	From, To time.Time
 	// Note says why, for the log; required, at most MaxInvalidationNote
-	// bytes.
+	// characters.
 	Note string
 	// DryRun counts and sums what would be credited, changing nothing.
 	DryRun bool
@@ -62,8 +63,9 @@ func (inv *Invalidation) Check() error {
 		return &InvalidationError{Param: "to", Message: "to must be after from"}
 	case strings.TrimSpace(inv.Note) == "":
 		return &InvalidationError{Param: "reason", Message: "reason is required: say why the clicks are invalid"}
-	case len(inv.Note) > MaxInvalidationNote:
-		return &InvalidationError{Param: "reason", Message: fmt.Sprintf("reason is %d bytes: at most %d", len(inv.Note), MaxInvalidationNote)}
+	case utf8.RuneCountInString(inv.Note) > MaxInvalidationNote:
+		return &InvalidationError{Param: "reason", Message: fmt.Sprintf("reason is %d characters: at most %d",
+			utf8.RuneCountInString(inv.Note), MaxInvalidationNote)}
 	}
 	return nil
 }
@@ -340,6 +342,15 @@ func parseBound(s string, end bool) (time.Time, error) {
 	if s == "" {
 		return time.Time{}, nil
 	}
+	t, err := parseTime(s, end)
+	if err == nil && (t.Before(firstBound) || t.After(lastBound)) {
+		return time.Time{}, fmt.Errorf("%q is outside 1900-01-01 to 2200-12-31", s)
+	}
+	return t, err
+}
+
+// parseTime is parseBound without its bounds.
+func parseTime(s string, end bool) (time.Time, error) {
 	if d, err := time.Parse(time.DateOnly, s); err == nil {
 		if end {
 			d = d.AddDate(0, 0, 1)
@@ -352,6 +363,13 @@ func parseBound(s string, end bool) (time.Time, error) {
 	}
 	return t.UTC(), nil
 }
+
+// The bounds of an Invalidation's range: the stores keep times as
+// nanoseconds since 1970, which wrap past 2262.
+var (
+	firstBound = time.Date(1900, 1, 1, 0, 0, 0, 0, time.UTC)
+	lastBound  = time.Date(2201, 1, 1, 0, 0, 0, 0, time.UTC)
+)
 
 // LogAttrs are the attributes of the one line logged for a run of inv
 // that credited credit: the selector, the range, the reason and the

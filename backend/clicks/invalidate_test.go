@@ -1,0 +1,58 @@
+package clicks_test
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/adlink/adlink/backend/clicks"
+)
+
+// TestParseInvalidation: dates cover whole UTC days, to's day included;
+// RFC 3339 times are taken as they are; ids are a list; a value that
+// cannot be read, or a range past the stores' times, is refused naming
+// its parameter.
+func TestParseInvalidation(t *testing.T) {
+	params := func(kv ...string) func(string) string {
+		m := map[string]string{}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return func(k string) string { return m[k] }
+	}
+	inv, err := clicks.ParseInvalidation(params("api_key", "k", "site_id", "s", "ad", "a1", "id", "x, y,,z", "from", "2026-11-20",
+		"to", "2026-11-21", "reason", "farm", "dry_run", "true"))
+	if err != nil || inv.Check() != nil {
+		t.Fatalf("ParseInvalidation: %v, %v", err, inv.Check())
+	}
+	if !inv.From.Equal(time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)) || !inv.To.Equal(time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)) ||
+		!slices.Equal(inv.IDs, []string{"x", "y", "z"}) || !inv.DryRun || inv.APIKey != "k" || inv.SiteID != "s" || inv.AdID != "a1" || inv.Note != "farm" {
+		t.Errorf("parsed %+v", inv)
+	}
+	inv, err = clicks.ParseInvalidation(params("ad", "a1", "from", "2026-11-20T10:00:00+01:00", "to", "2026-11-20T12:00:00Z", "reason", "r"))
+	if err != nil || !inv.From.Equal(time.Date(2026, 11, 20, 9, 0, 0, 0, time.UTC)) || !inv.To.Equal(time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)) || inv.DryRun {
+		t.Errorf("times: %+v, %v", inv, err)
+	}
+	for _, c := range []struct {
+		kv    []string
+		param string
+	}{
+		{[]string{"from", "yesterday"}, "from"},
+		{[]string{"from", "2026-11-20", "to", "2262-05-01"}, "to"},
+		{[]string{"from", "1800-01-01"}, "from"},
+		{[]string{"dry_run", "yes"}, "dry_run"},
+	} {
+		_, err := clicks.ParseInvalidation(params(c.kv...))
+		var ie *clicks.InvalidationError
+		if !errors.As(err, &ie) || ie.Param != c.param {
+			t.Errorf("%q: %v, want an error of %s", c.kv, err, c.param)
+		}
+	}
+	// 200 characters of a note pass, however many bytes they are.
+	inv, _ = clicks.ParseInvalidation(params("ad", "a", "from", "2026-11-20", "to", "2026-11-20", "reason", strings.Repeat("ü", 200)))
+	if err := inv.Check(); err != nil {
+		t.Errorf("a note of 200 characters: %v", err)
+	}
+}
