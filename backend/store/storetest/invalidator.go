@@ -2,10 +2,12 @@ package storetest
 
 import (
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -185,6 +187,62 @@ func Invalidator(t *testing.T, fresh func(t *testing.T) Opener[InvalidatorParts]
 			t.Fatal(err)
 		}
 		sameCredit(t, got, clicks.Credit{Clicks: 3, Micros: map[string]int64{"EUR": before[1].BidMicros, "JPY": before[7].BidMicros + before[10].BidMicros}})
+	})
+
+	t.Run("ManyBatchesTwiceAtOnceCreditOnce", func(t *testing.T) {
+		p, _ := open(t, fresh(t))
+		const n = 1100 // more than a batch of either store
+		var wg sync.WaitGroup
+		errs := make(chan error, n)
+		for w := range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := w; i < n; i += 8 {
+					c := clicks.Click{Time: day0.Add(time.Duration(i) * time.Minute), AdID: "ad", AdType: "advertiser", Type: "search",
+						APIKey: "k", SiteID: "s1", IP: "2001:db8:0:" + strconv.FormatInt(int64(i), 16) + "::1", UserAgent: "Mozilla/5.0",
+						Advertiser: "eu.example", BidMicros: 1000, Currency: "EUR"}
+					if err := p.Ledger.Record(within(t, time.Minute), &c, clicks.Use{}); err != nil || !c.Billable {
+						errs <- fmt.Errorf("click %d: %v, billable %v %q", i, err, c.Billable, c.Reason)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		inv := clicks.Invalidation{AdID: "ad", From: day0, To: day0.AddDate(0, 0, 2), Note: "farm", Zone: zone}
+		credits := make(chan clicks.Credit, 2)
+		for range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				got, err := p.Invalidator.Invalidate(within(t, time.Minute), inv)
+				if err != nil {
+					t.Error(err)
+				}
+				credits <- got
+			}()
+		}
+		wg.Wait()
+		close(credits)
+		var total clicks.Credit
+		for c := range credits {
+			total.Clicks += c.Clicks
+			total.Micros = map[string]int64{"EUR": total.Micros["EUR"] + c.Micros["EUR"]}
+		}
+		sameCredit(t, total, clicks.Credit{Clicks: n, Micros: map[string]int64{"EUR": n * 1000}})
+		for _, c := range all(t, p) {
+			if c.Billable || c.Reason != clicks.ReasonInvalidated {
+				t.Fatalf("click at %v: billable %v %q", c.Time, c.Billable, c.Reason)
+			}
+		}
+		rollupsAreTheLog(t, p.Log, p.Rollups, day0, day0.AddDate(0, 0, 3))
+		if got := spent(t, p, "eu.example", day0); got != 0 {
+			t.Errorf("eu.example spent %d on day 0 after the credit, want 0", got)
+		}
 	})
 
 	t.Run("RefusesWithoutSelectorOrReason", func(t *testing.T) {
