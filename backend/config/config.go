@@ -475,8 +475,9 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 			// The usage names each flag's type from its own Value.
 			fs.VisitAll(func(f *flag.Flag) { f.Value = f.Value.(keepOnError).Value })
 			fs.SetOutput(out)
-			fmt.Fprint(out, "Usage: adlink [flags]         serve\n"+
-				"       adlink report [flags]  print a report from a stopped server's -data or from -postgres (adlink report -help)\n"+
+			fmt.Fprint(out, "Usage: adlink [flags]             serve\n"+
+				"       adlink report [flags]      print a report from a stopped server's -data or from -postgres (adlink report -help)\n"+
+				"       adlink invalidate [flags]  credit billed clicks found invalid, in a stopped server's -data or in -postgres (adlink invalidate -help)\n"+
 				"Flags (each also an ADLINK_* variable; a flag wins):\n")
 			fs.PrintDefaults()
 			return c, err
