@@ -60,11 +60,11 @@ func (v Invalidator) Invalidate(ctx context.Context, inv clicks.Invalidation) (c
 	if err := inv.Check(); err != nil {
 		return credit, err
 	}
-	oldest, ok, err := Retainer{v.db}.OldestDay(ctx, clicks.ClickLog)
+	oldest, ok, err := Retainer(v).OldestDay(ctx, clicks.ClickLog)
 	if err != nil {
 		return credit, err
 	}
-	if err := inv.CheckHeld(ctx, Rollups{v.db}, oldest, ok); err != nil {
+	if err := inv.CheckHeld(ctx, Rollups(v), oldest, ok); err != nil {
 		return credit, err
 	}
 	cond, args := selection(&inv)
