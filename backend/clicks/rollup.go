@@ -165,6 +165,11 @@ type RollupReader interface {
 	// called. fn must not keep r. It stops at fn's first error, or ctx's,
 	// and returns it.
 	ScanRollups(ctx context.Context, g Grain, from, to time.Time, fn func(r *Rollup) error) error
+	// ScanAccountRollups is ScanRollups of one account's rows only: a
+	// partner's, whose APIKey is id (kind DimAPIKey), or an advertiser's,
+	// whose Advertiser is id (kind DimAdvertiser). A store may read only
+	// those rows.
+	ScanAccountRollups(ctx context.Context, g Grain, from, to time.Time, kind Dimension, id string, fn func(r *Rollup) error) error
 	// SumHours calls fn with the sums of the Hour grain's rows of q's
 	// account in q's periods by the dimensions q keeps (the others ""),
 	// each with the Start of its period, in order of period. fn may get
@@ -437,6 +442,20 @@ func (r BoltRollups) ScanRollups(ctx context.Context, g Grain, from, to time.Tim
 			}
 		}
 		return ctx.Err()
+	})
+}
+
+// ScanAccountRollups implements RollupReader: the rows of every account,
+// each of another left out.
+func (r BoltRollups) ScanAccountRollups(ctx context.Context, g Grain, from, to time.Time, kind Dimension, id string, fn func(*Rollup) error) error {
+	if kind != DimAPIKey && kind != DimAdvertiser {
+		return fmt.Errorf("clicks: no account of dimension %d", kind)
+	}
+	return r.ScanRollups(ctx, g, from, to, func(row *Rollup) error {
+		if *row.field(kind) != id {
+			return nil
+		}
+		return fn(row)
 	})
 }
 

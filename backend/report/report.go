@@ -196,20 +196,35 @@ func Run(ctx context.Context, rollups clicks.RollupReader, acc accounts.Account,
 	}
 	hourly := slices.Contains(req.GroupBy, "hour")
 	grain := clicks.SmallestGrain(hourly || !utc, need...)
-	keep := func(r *clicks.Rollup) bool { return true }
 	sums := clicks.HourSums{End: end, Dims: need}
+	// A partner's or an advertiser's report reads only its own rows (in
+	// Postgres, from the index of its kind of account); the operator's
+	// reads everyone's.
+	// Rows are still kept by account as they come: SumHours takes an
+	// empty account as everyone's.
+	scan := func(fn func(*clicks.Rollup) error) error { return rollups.ScanRollups(ctx, grain, start, end, fn) }
+	keep := func(r *clicks.Rollup) bool { return true }
 	switch acc.Kind {
-	case accounts.Partner:
-		keep = func(r *clicks.Rollup) bool { return r.APIKey == acc.ID }
-		sums.APIKey = acc.ID
-	case accounts.Advertiser:
-		keep = func(r *clicks.Rollup) bool { return r.Advertiser == acc.ID }
-		sums.Advertiser = acc.ID
+	case accounts.Partner, accounts.Advertiser:
+		kind := clicks.DimAPIKey
+		if acc.Kind == accounts.Partner {
+			sums.APIKey = acc.ID
+		} else {
+			kind, sums.Advertiser = clicks.DimAdvertiser, acc.ID
+		}
+		scan = func(fn func(*clicks.Rollup) error) error {
+			return rollups.ScanAccountRollups(ctx, grain, start, end, kind, acc.ID, fn)
+		}
+		keep = func(r *clicks.Rollup) bool {
+			if kind == clicks.DimAPIKey {
+				return r.APIKey == acc.ID
+			}
+			return r.Advertiser == acc.ID
+		}
 	case accounts.Operator:
 	default:
 		return nil, nil
 	}
-	scan := func(fn func(*clicks.Rollup) error) error { return rollups.ScanRollups(ctx, grain, start, end, fn) }
 	if !utc && !hourly {
 		// The zone's days, summed from hours by the store (in Postgres,
 		// by the database): a day a row, not every hour of every

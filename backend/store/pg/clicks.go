@@ -424,6 +424,22 @@ func (db *DB) Rollups() Rollups { return Rollups{db} }
 
 // ScanRollups implements clicks.RollupReader.
 func (r Rollups) ScanRollups(ctx context.Context, g clicks.Grain, from, to time.Time, fn func(*clicks.Rollup) error) error {
+	return r.scan(ctx, g, from, to, "", "", fn)
+}
+
+// ScanAccountRollups implements clicks.RollupReader: the account's
+// index of its kind (migration 00021) gives its rows of the range, not
+// every account's.
+func (r Rollups) ScanAccountRollups(ctx context.Context, g clicks.Grain, from, to time.Time, kind clicks.Dimension, id string, fn func(*clicks.Rollup) error) error {
+	if kind != clicks.DimAPIKey && kind != clicks.DimAdvertiser {
+		return fmt.Errorf("postgres: no account of dimension %d", kind)
+	}
+	return r.scan(ctx, g, from, to, rollupDims[kind], id, fn)
+}
+
+// scan calls fn for the rows of grain g in [from, to), of every account
+// when column is "", else those whose column is id.
+func (r Rollups) scan(ctx context.Context, g clicks.Grain, from, to time.Time, column, id string, fn func(*clicks.Rollup) error) error {
 	if g < clicks.Hour || g > clicks.DayAd {
 		return fmt.Errorf("postgres: no grain %d", g)
 	}
@@ -443,6 +459,7 @@ func (r Rollups) ScanRollups(ctx context.Context, g clicks.Grain, from, to time.
 	var unbilled []int64
 	var byFn bool // whether the error is fn's (or ctx's), returned as it is
 	have := false
+	sql, args := scanSQL(g, first, end, column, id)
 	err := r.db.query(ctx, func(rows pgx.Rows) error {
 		var period int64
 		if err := rows.Scan(&period, &next.APIKey, &next.SiteID, &next.Advertiser, &next.AdID, &next.Context, &next.Currency,
@@ -468,10 +485,7 @@ func (r Rollups) ScanRollups(ctx context.Context, g clicks.Grain, from, to time.
 		}
 		row, have = next, true
 		return nil
-	}, `SELECT period, api_key, site_id, advertiser, ad_id, context, currency, criterion,
-		yk_tag, country, impressions, clicks, billable, spend_micros, unbilled
-		FROM rollups WHERE grain = $1 AND period >= $2 AND period < $3
-		ORDER BY period, api_key, site_id, advertiser, ad_id, context, currency, criterion, yk_tag, country`, int16(g), first, end)
+	}, sql, args...)
 	switch {
 	case err != nil && byFn:
 		return err
@@ -481,6 +495,24 @@ func (r Rollups) ScanRollups(ctx context.Context, g clicks.Grain, from, to time.
 		return fn(&row)
 	}
 	return nil
+}
+
+// scanSQL is the query of scan's rows of grain g whose periods are
+// [first, end), of every account when column is "", else those whose
+// column is id: a plain equality, which the account's index serves, as
+// a condition that also holds for an empty argument would not be in a
+// plan made for any argument.
+func scanSQL(g clicks.Grain, first, end int64, column, id string) (string, []any) {
+	account := ""
+	args := []any{int16(g), first, end}
+	if column != "" {
+		account = " AND " + column + " = $4"
+		args = append(args, id)
+	}
+	return `SELECT period, api_key, site_id, advertiser, ad_id, context, currency, criterion,
+		yk_tag, country, impressions, clicks, billable, spend_micros, unbilled
+		FROM rollups WHERE grain = $1 AND period >= $2 AND period < $3` + account + `
+		ORDER BY period, api_key, site_id, advertiser, ad_id, context, currency, criterion, yk_tag, country`, args
 }
 
 // sameRow reports whether a and b are shards of one row.

@@ -31,6 +31,40 @@ func (r Rollups) SumHours(ctx context.Context, q clicks.HourSums, fn func(*click
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	sql, args := sumHoursSQL(&q)
+	var row clicks.Rollup
+	var period int
+	var sums []int64
+	var byFn bool
+	err := r.db.query(ctx, func(rows pgx.Rows) error {
+		if err := rows.Scan(&period, &row.APIKey, &row.SiteID, &row.Advertiser, &row.AdID, &row.Context, &row.Currency,
+			&row.Criterion, &row.YkTag, &row.Country, &row.Impressions, &row.Clicks, &row.Billable, &row.SpendMicros, &sums); err != nil {
+			return err
+		}
+		if period < 1 || period > len(q.Starts) {
+			return fmt.Errorf("period %d of %d", period, len(q.Starts))
+		}
+		row.Start = q.Starts[period-1]
+		copy(row.Unbilled[:], sums)
+		err := fn(&row)
+		if err == nil {
+			err = ctx.Err()
+		}
+		byFn = err != nil
+		return err
+	}, sql, args...)
+	switch {
+	case err != nil && byFn:
+		return err
+	case err != nil:
+		return fmt.Errorf("postgres: sum hours: %w", err)
+	}
+	return nil
+}
+
+// sumHoursSQL is SumHours' query of q (len(q.Starts) > 0) and its
+// arguments.
+func sumHoursSQL(q *clicks.HourSums) (string, []any) {
 	bounds := make([]int64, len(q.Starts))
 	for i, s := range q.Starts {
 		bounds[i] = ceilDiv(s.Unix(), 3600)
@@ -54,36 +88,19 @@ func (r Rollups) SumHours(ctx context.Context, q clicks.HourSums, fn func(*click
 		}
 		unbilled.WriteString("coalesce(sum(unbilled[" + strconv.Itoa(i+1) + "]), 0)::bigint")
 	}
-	sql := `SELECT width_bucket(period, $3::bigint[]) AS p, ` + strings.Join(sel, ", ") + `,
-		sum(impressions)::bigint, sum(clicks)::bigint, sum(billable)::bigint, sum(spend_micros)::bigint, ARRAY[` + unbilled.String() + `]
-		FROM rollups WHERE grain = $1 AND period >= $2 AND period < $4 AND ($5 = '' OR api_key = $5) AND ($6 = '' OR advertiser = $6)
-		GROUP BY ` + strings.Join(append([]string{"p"}, group...), ", ") + ` ORDER BY p`
-	var row clicks.Rollup
-	var period int
-	var sums []int64
-	var byFn bool
-	err := r.db.query(ctx, func(rows pgx.Rows) error {
-		if err := rows.Scan(&period, &row.APIKey, &row.SiteID, &row.Advertiser, &row.AdID, &row.Context, &row.Currency,
-			&row.Criterion, &row.YkTag, &row.Country, &row.Impressions, &row.Clicks, &row.Billable, &row.SpendMicros, &sums); err != nil {
-			return err
+	// The account is a plain equality, which its index serves: a plan
+	// made for any argument ("$5 = '' OR api_key = $5") reads every
+	// account's hours.
+	args := []any{int16(clicks.Hour), bounds[0], bounds, ceilDiv(q.End.Unix(), 3600)}
+	var account strings.Builder
+	for _, a := range []struct{ column, id string }{{"api_key", q.APIKey}, {"advertiser", q.Advertiser}} {
+		if a.id != "" {
+			args = append(args, a.id)
+			account.WriteString(" AND " + a.column + " = $" + strconv.Itoa(len(args)))
 		}
-		if period < 1 || period > len(q.Starts) {
-			return fmt.Errorf("period %d of %d", period, len(q.Starts))
-		}
-		row.Start = q.Starts[period-1]
-		copy(row.Unbilled[:], sums)
-		err := fn(&row)
-		if err == nil {
-			err = ctx.Err()
-		}
-		byFn = err != nil
-		return err
-	}, sql, int16(clicks.Hour), bounds[0], bounds, ceilDiv(q.End.Unix(), 3600), q.APIKey, q.Advertiser)
-	switch {
-	case err != nil && byFn:
-		return err
-	case err != nil:
-		return fmt.Errorf("postgres: sum hours: %w", err)
 	}
-	return nil
+	return `SELECT width_bucket(period, $3::bigint[]) AS p, ` + strings.Join(sel, ", ") + `,
+		sum(impressions)::bigint, sum(clicks)::bigint, sum(billable)::bigint, sum(spend_micros)::bigint, ARRAY[` + unbilled.String() + `]
+		FROM rollups WHERE grain = $1 AND period >= $2 AND period < $4` + account.String() + `
+		GROUP BY ` + strings.Join(append([]string{"p"}, group...), ", ") + ` ORDER BY p`, args
 }
