@@ -117,3 +117,46 @@ func ListPlan(ctx context.Context, db *DB, q clicks.Query) (string, error) {
 	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	return strings.Join(lines, "\n"), err
 }
+
+// RollupPlans are Postgres's plans of the queries ScanAccountRollups
+// and SumHours run for one account's rows of grain g in [from, to): the
+// scan's, then the sums' of the hours into their UTC days; each the plan
+// Postgres makes for any argument.
+func RollupPlans(ctx context.Context, db *DB, g clicks.Grain, from, to time.Time, kind clicks.Dimension, id string) (scan, sums string, err error) {
+	// The plan made for any argument, as a statement prepared once and
+	// run many times may come to use: a plan for the argument itself
+	// could read an index the generic one does not.
+	explain := func(query string, args []any) (plan string, err error) {
+		err = db.inTx(ctx, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, "SET LOCAL plan_cache_mode = force_generic_plan"); err != nil {
+				return err
+			}
+			rows, err := tx.Query(ctx, "EXPLAIN "+query, args...)
+			if err != nil {
+				return err
+			}
+			lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			plan = strings.Join(lines, "\n")
+			return err
+		})
+		return plan, err
+	}
+	size := int64(86400)
+	if g.Hourly() {
+		size = 3600
+	}
+	if scan, err = explain(scanSQL(g, ceilDiv(from.Unix(), size), ceilDiv(to.Unix(), size), rollupDims[kind], id)); err != nil {
+		return "", "", err
+	}
+	q := clicks.HourSums{End: to, Dims: []clicks.Dimension{clicks.DimAPIKey, clicks.DimAdvertiser, clicks.DimCurrency}}
+	for d := from; d.Before(to); d = d.Add(24 * time.Hour) {
+		q.Starts = append(q.Starts, d)
+	}
+	if kind == clicks.DimAPIKey {
+		q.APIKey = id
+	} else {
+		q.Advertiser = id
+	}
+	sums, err = explain(sumHoursSQL(&q))
+	return scan, sums, err
+}
