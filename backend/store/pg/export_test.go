@@ -3,6 +3,8 @@ package pgstore
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -128,10 +130,31 @@ func RollupPlans(ctx context.Context, db *DB, g clicks.Grain, from, to time.Time
 	// could read an index the generic one does not.
 	explain := func(query string, args []any) (plan string, err error) {
 		err = db.inTx(ctx, func(tx pgx.Tx) error {
+			// EXPLAIN of the query itself would plan it for args.
+			if _, err := tx.Exec(ctx, "PREPARE rollup_plan AS "+query); err != nil {
+				return err
+			}
+			defer tx.Exec(ctx, "DEALLOCATE rollup_plan")
 			if _, err := tx.Exec(ctx, "SET LOCAL plan_cache_mode = force_generic_plan"); err != nil {
 				return err
 			}
-			rows, err := tx.Query(ctx, "EXPLAIN "+query, args...)
+			// EXECUTE takes its arguments as literals.
+			params := make([]string, len(args))
+			for i, a := range args {
+				switch a := a.(type) {
+				case int16:
+					params[i] = strconv.Itoa(int(a))
+				case int64:
+					params[i] = strconv.FormatInt(a, 10)
+				case []int64:
+					params[i] = "'{" + strings.Trim(strings.Join(strings.Fields(fmt.Sprint(a)), ","), "[]") + "}'"
+				case string:
+					params[i] = "'" + strings.ReplaceAll(a, "'", "''") + "'"
+				default:
+					return fmt.Errorf("argument %d: %T", i+1, a)
+				}
+			}
+			rows, err := tx.Query(ctx, "EXPLAIN EXECUTE rollup_plan("+strings.Join(params, ", ")+")")
 			if err != nil {
 				return err
 			}
