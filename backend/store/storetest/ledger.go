@@ -646,6 +646,9 @@ func Ledger(t *testing.T, fresh func(t *testing.T) Opener[LedgerParts]) {
 			c.Advertiser, c.BidMicros, c.Currency = "shop"+strconv.Itoa(i%3)+".example", int64(10_000*(1+i%5)), []string{"EUR", "GBP"}[i%2]
 			c.SiteID, c.YkTag, c.Country, c.Criterion = "s"+strconv.Itoa(i%2), "t"+strconv.Itoa(i%4), []string{"de", "gb", ""}[i%3], "c"+strconv.Itoa(i%6)
 			c.Reason = reasons[i%len(reasons)]
+			if i%11 == 5 {
+				c.APIKey = "k2" // a second partner's
+			}
 			record(t, p.Ledger, c, use("r"+strconv.Itoa(i)))
 			if i%2 == 0 {
 				imp := clicks.Impression{Time: at, AdID: c.AdID, AdType: c.AdType, Type: c.Type, APIKey: c.APIKey, SiteID: c.SiteID,
@@ -715,6 +718,53 @@ func Ledger(t *testing.T, fresh func(t *testing.T) Opener[LedgerParts]) {
 					t.Errorf("grain %d row %+v: %+v, want %+v", g, k, got[k], m)
 				}
 			}
+			// An account's scan gives its rows, and no other's.
+			for _, a := range []struct {
+				kind clicks.Dimension
+				id   string
+				has  bool // whether the account has rows
+			}{{clicks.DimAPIKey, "k", true}, {clicks.DimAPIKey, "k2", true}, {clicks.DimAPIKey, "none", false},
+				{clicks.DimAdvertiser, "shop0.example", true}, {clicks.DimAdvertiser, "shop2.example", true}, {clicks.DimAdvertiser, "k", false}} {
+				of := func(r clicks.Rollup) string {
+					if a.kind == clicks.DimAPIKey {
+						return r.APIKey
+					}
+					return r.Advertiser
+				}
+				mine := map[clicks.Rollup]clicks.Measures{}
+				for k, m := range want {
+					if of(k) == a.id {
+						mine[k] = m
+					}
+				}
+				got := map[clicks.Rollup]clicks.Measures{}
+				var last time.Time
+				if err := p.Rollups.ScanAccountRollups(t.Context(), g, t0.Truncate(24*time.Hour), t0.Add(72*time.Hour), a.kind, a.id,
+					func(r *clicks.Rollup) error {
+						if r.Start.Before(last) {
+							t.Errorf("grain %d, %s: a period of %v after %v", g, a.id, r.Start, last)
+						}
+						last = r.Start
+						k := *r
+						k.Measures = clicks.Measures{}
+						k.Start = k.Start.UTC()
+						if _, dup := got[k]; dup {
+							t.Errorf("grain %d, %s: row %+v twice", g, a.id, k)
+						}
+						got[k] = r.Measures
+						return nil
+					}); err != nil {
+					t.Fatal(err)
+				}
+				if len(got) != len(mine) || (len(mine) > 0) != a.has {
+					t.Errorf("grain %d, %s: %d rows, want %d", g, a.id, len(got), len(mine))
+				}
+				for k, m := range mine {
+					if got[k] != m {
+						t.Errorf("grain %d, %s, row %+v: %+v, want %+v", g, a.id, k, got[k], m)
+					}
+				}
+			}
 		}
 		// A range reads only the periods that start in it.
 		var hours []time.Time
@@ -731,46 +781,49 @@ func Ledger(t *testing.T, fresh func(t *testing.T) Opener[LedgerParts]) {
 			t.Error("a scan of two hours read nothing")
 		}
 		// SumHours gives the sums of the hours' rows of its account in its
-		// periods, by its dimensions, in order of period.
-		q := clicks.HourSums{Starts: []time.Time{t0.Add(time.Hour), t0.Add(6 * time.Hour), t0.Add(7 * time.Hour), t0.Add(20 * time.Hour)},
-			End: t0.Add(30 * time.Hour), APIKey: "k", Advertiser: "shop1.example",
-			Dims: []clicks.Dimension{clicks.DimAPIKey, clicks.DimAdvertiser, clicks.DimCurrency, clicks.DimSiteID}}
-		want := map[clicks.Rollup]clicks.Measures{}
-		i := 0
-		p.Rollups.ScanRollups(t.Context(), clicks.Hour, q.Starts[0], q.End, func(r *clicks.Rollup) error {
-			if r.Advertiser != q.Advertiser {
+		// periods, by its dimensions, in order of period: of a partner and
+		// an advertiser, of a partner, of an advertiser.
+		for _, acc := range [][2]string{{"k", "shop1.example"}, {"k2", ""}, {"", "shop2.example"}} {
+			q := clicks.HourSums{Starts: []time.Time{t0.Add(time.Hour), t0.Add(6 * time.Hour), t0.Add(7 * time.Hour), t0.Add(20 * time.Hour)},
+				End: t0.Add(30 * time.Hour), APIKey: acc[0], Advertiser: acc[1],
+				Dims: []clicks.Dimension{clicks.DimAPIKey, clicks.DimAdvertiser, clicks.DimCurrency, clicks.DimSiteID}}
+			want := map[clicks.Rollup]clicks.Measures{}
+			i := 0
+			p.Rollups.ScanRollups(t.Context(), clicks.Hour, q.Starts[0], q.End, func(r *clicks.Rollup) error {
+				if q.APIKey != "" && r.APIKey != q.APIKey || q.Advertiser != "" && r.Advertiser != q.Advertiser {
+					return nil
+				}
+				i = q.Period(r.Start, i)
+				k := clicks.Rollup{Start: q.Starts[i], APIKey: r.APIKey, Advertiser: r.Advertiser, Currency: r.Currency, SiteID: r.SiteID}
+				m := want[k]
+				m.Add(&r.Measures)
+				want[k] = m
 				return nil
+			})
+			got := map[clicks.Rollup]clicks.Measures{}
+			var last time.Time
+			if err := p.Rollups.SumHours(t.Context(), q, func(r *clicks.Rollup) error {
+				if r.Start.Before(last) || !slices.ContainsFunc(q.Starts, r.Start.Equal) {
+					t.Errorf("%v: SumHours gave a period of %v after %v", acc, r.Start, last)
+				}
+				last = r.Start
+				k := *r
+				k.Measures = clicks.Measures{}
+				k.Start = q.Starts[slices.IndexFunc(q.Starts, r.Start.Equal)]
+				m := got[k]
+				m.Add(&r.Measures)
+				got[k] = m
+				return nil
+			}); err != nil {
+				t.Fatal(err)
 			}
-			i = q.Period(r.Start, i)
-			k := clicks.Rollup{Start: q.Starts[i], APIKey: r.APIKey, Advertiser: r.Advertiser, Currency: r.Currency, SiteID: r.SiteID}
-			m := want[k]
-			m.Add(&r.Measures)
-			want[k] = m
-			return nil
-		})
-		got := map[clicks.Rollup]clicks.Measures{}
-		var last time.Time
-		if err := p.Rollups.SumHours(t.Context(), q, func(r *clicks.Rollup) error {
-			if r.Start.Before(last) || !slices.ContainsFunc(q.Starts, r.Start.Equal) {
-				t.Errorf("SumHours gave a period of %v after %v", r.Start, last)
+			if len(want) < 8 || len(got) != len(want) {
+				t.Errorf("%v: SumHours gave %d sums, the hours make %d", acc, len(got), len(want))
 			}
-			last = r.Start
-			k := *r
-			k.Measures = clicks.Measures{}
-			k.Start = q.Starts[slices.IndexFunc(q.Starts, r.Start.Equal)]
-			m := got[k]
-			m.Add(&r.Measures)
-			got[k] = m
-			return nil
-		}); err != nil {
-			t.Fatal(err)
-		}
-		if len(want) < 8 || len(got) != len(want) {
-			t.Errorf("SumHours gave %d sums, the hours make %d", len(got), len(want))
-		}
-		for k, m := range want {
-			if got[k] != m {
-				t.Errorf("SumHours %+v: %+v, want %+v", k, got[k], m)
+			for k, m := range want {
+				if got[k] != m {
+					t.Errorf("%v: SumHours %+v: %+v, want %+v", acc, k, got[k], m)
+				}
 			}
 		}
 	})
