@@ -129,7 +129,12 @@ func BenchmarkReportOfOneAccount(b *testing.B) {
 		exec("ANALYZE rollups")
 		utc, local := best(db.Rollups(), partner, nil), best(db.Rollups(), partner, berlin)
 		netUTC, netBerlin := best(db.Rollups(), network, nil), best(db.Rollups(), network, berlin)
-		b.Logf("%d rollup rows; the two indexes built in %v", rows, build)
+		var table, indexes int64
+		if err := db.Pool().QueryRow(ctx, `SELECT pg_table_size('rollups'),
+			pg_relation_size('rollups_api_key') + pg_relation_size('rollups_advertiser')`).Scan(&table, &indexes); err != nil {
+			b.Fatal(err)
+		}
+		b.Logf("%d rollup rows, %d MB; the two indexes built in %v, %d MB", rows, table>>20, build, indexes>>20)
 		b.ReportMetric(utcBefore, "ms-partner-utc-before")
 		b.ReportMetric(utc, "ms-partner-utc")
 		b.ReportMetric(utc/utcBefore, "partner-utc-of-before")
