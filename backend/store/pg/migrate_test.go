@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 
@@ -272,4 +273,56 @@ func TestOpenReaderMigratesNothing(t *testing.T) {
 	if after, _ := p.GetDBVersion(t.Context()); after != before {
 		t.Errorf("OpenReader moved the schema from migration %d to %d", before, after)
 	}
+}
+
+// Migration 00021 goes down dropping the account indexes of the
+// rollups, and up again building them, valid, on their columns: also
+// where a build cut off left an index of the name, which it builds anew.
+func TestRollupAccountsMigrationDownAndUp(t *testing.T) {
+	db, p := migrated(t)
+	// indexes are the definitions of the valid account indexes.
+	indexes := func() []string {
+		t.Helper()
+		rows, err := db.pool.Query(t.Context(), `SELECT pg_get_indexdef(i.indexrelid) FROM pg_index i
+			WHERE i.indrelid = 'rollups'::regclass AND i.indisvalid
+			AND i.indexrelid::regclass::text IN ('rollups_api_key', 'rollups_advertiser') ORDER BY 1`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defs, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return defs
+	}
+	check := func(step string) {
+		t.Helper()
+		defs := indexes()
+		if len(defs) != 2 || !strings.Contains(defs[0], "(grain, advertiser, period)") || !strings.Contains(defs[1], "(grain, api_key, period)") {
+			t.Errorf("%s: the account indexes are %q", step, defs)
+		}
+	}
+	check("migrated")
+	if _, err := p.DownTo(t.Context(), 20); err != nil {
+		t.Fatalf("down to 00020: %v", err)
+	}
+	if defs := indexes(); len(defs) != 0 {
+		t.Errorf("down to 00020: %q left", defs)
+	}
+	if _, err := p.Up(t.Context()); err != nil {
+		t.Fatalf("up again: %v", err)
+	}
+	check("up again")
+	if _, err := p.DownTo(t.Context(), 20); err != nil {
+		t.Fatalf("down to 00020: %v", err)
+	}
+	// What a build cut off leaves is an index of the name, not the one
+	// asked for (an invalid one is not read, and IF NOT EXISTS would keep it).
+	if _, err := db.pool.Exec(t.Context(), "CREATE INDEX rollups_api_key ON rollups (country)"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Up(t.Context()); err != nil {
+		t.Fatalf("up over a left index: %v", err)
+	}
+	check("up over a left index")
 }
