@@ -445,8 +445,8 @@ func (r BoltRollups) ScanRollups(ctx context.Context, g Grain, from, to time.Tim
 	})
 }
 
-// ScanAccountRollups implements RollupReader: the rows of every account,
-// each of another left out.
+// ScanAccountRollups implements RollupReader: it scans every account's
+// rows of the range and leaves out the other accounts'.
 func (r BoltRollups) ScanAccountRollups(ctx context.Context, g Grain, from, to time.Time, kind Dimension, id string, fn func(*Rollup) error) error {
 	if kind != DimAPIKey && kind != DimAdvertiser {
 		return fmt.Errorf("clicks: no account of dimension %d", kind)
