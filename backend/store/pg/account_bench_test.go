@@ -33,7 +33,7 @@ func (r scanAll) ScanAccountRollups(ctx context.Context, g clicks.Grain, from, t
 // in Europe/Berlin (the hourly grain summed by Postgres), beside the
 // operator's report of the whole network, first as main read it (every
 // account's rows of the range, without the account indexes of migration
-// 00021), then with the indexes, in the same run. The rollups hold 33
+// 00020), then with the indexes, in the same run. The rollups hold 33
 // days of 1,000 hourly rows an hour, 5 an hour of each of 200 partners
 // and 200 advertisers, and their daily grains. It also times building
 // the two indexes (CREATE INDEX CONCURRENTLY) on that table. Each

@@ -428,7 +428,7 @@ func (r Rollups) ScanRollups(ctx context.Context, g clicks.Grain, from, to time.
 }
 
 // ScanAccountRollups implements clicks.RollupReader: the account's
-// index of its kind (migration 00021) gives its rows of the range, not
+// index of its kind (migration 00020) gives its rows of the range, not
 // every account's.
 func (r Rollups) ScanAccountRollups(ctx context.Context, g clicks.Grain, from, to time.Time, kind clicks.Dimension, id string, fn func(*clicks.Rollup) error) error {
 	if kind != clicks.DimAPIKey && kind != clicks.DimAdvertiser {

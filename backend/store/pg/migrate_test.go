@@ -275,7 +275,7 @@ func TestOpenReaderMigratesNothing(t *testing.T) {
 	}
 }
 
-// Migration 00021 goes down dropping the account indexes of the
+// Migration 00020 goes down dropping the account indexes of the
 // rollups, and up again building them, valid, on their columns: also
 // where a build cut off left an index of the name, which it builds anew.
 func TestRollupAccountsMigrationDownAndUp(t *testing.T) {
@@ -303,18 +303,18 @@ func TestRollupAccountsMigrationDownAndUp(t *testing.T) {
 		}
 	}
 	check("migrated")
-	if _, err := p.DownTo(t.Context(), 20); err != nil {
-		t.Fatalf("down to 00020: %v", err)
+	if _, err := p.DownTo(t.Context(), 19); err != nil {
+		t.Fatalf("down to 00019: %v", err)
 	}
 	if defs := indexes(); len(defs) != 0 {
-		t.Errorf("down to 00020: %q left", defs)
+		t.Errorf("down to 00019: %q left", defs)
 	}
 	if _, err := p.Up(t.Context()); err != nil {
 		t.Fatalf("up again: %v", err)
 	}
 	check("up again")
-	if _, err := p.DownTo(t.Context(), 20); err != nil {
-		t.Fatalf("down to 00020: %v", err)
+	if _, err := p.DownTo(t.Context(), 19); err != nil {
+		t.Fatalf("down to 00019: %v", err)
 	}
 	// What a build cut off leaves is an index of the name, not the one
 	// asked for (an invalid one is not read, and IF NOT EXISTS would keep it).
