@@ -41,3 +41,26 @@ func TestDocsListEveryReason(t *testing.T) {
 		}
 	}
 }
+
+// TestAPIDocGivesTheReportColumnsOrder keeps docs/API.md's list of the
+// reports' unbilled_<reason> columns in the order the reports give them,
+// Reasons', which is not the order of the Clicks table.
+func TestAPIDocGivesTheReportColumnsOrder(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "API.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const lead = "Reports give one `unbilled_<reason>` column per reason, in the order"
+	_, list, ok := strings.Cut(string(b), lead)
+	if !ok {
+		t.Fatalf("docs/API.md says nowhere %q", lead)
+	}
+	list, _, _ = strings.Cut(list, ".\n")
+	var got []string
+	for _, m := range regexp.MustCompile("`([a-z_]+)`").FindAllStringSubmatch(list, -1) {
+		got = append(got, m[1])
+	}
+	if strings.Join(got, ",") != strings.Join(Reasons, ",") {
+		t.Errorf("docs/API.md lists the reports' reasons as\n%v\nthe reports give them as\n%v", got, Reasons)
+	}
+}
