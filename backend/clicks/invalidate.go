@@ -214,8 +214,14 @@ func (l *BoltInvalidator) Invalidate(ctx context.Context, inv Invalidation) (Cre
 	if err := inv.CheckHeld(ctx, BoltRollups{l.db}, oldest, ok); err != nil {
 		return credit, err
 	}
+	// The keys hold a time's nanoseconds unsigned: one before 1970 would
+	// seek past every click. No click is older.
+	start := inv.From
+	if epoch := time.Unix(0, 0); start.Before(epoch) {
+		start = epoch
+	}
 	if inv.DryRun {
-		err := scanRecords(ctx, l.db, bucket, inv.From, inv.To, func(c Click) error {
+		err := scanRecords(ctx, l.db, bucket, start, inv.To, func(c Click) error {
 			if c.Billable && inv.Matches(&c) {
 				credit.add(&c)
 			}
@@ -223,7 +229,7 @@ func (l *BoltInvalidator) Invalidate(ctx context.Context, inv Invalidation) (Cre
 		})
 		return credit, err
 	}
-	from := key(inv.From, 0)
+	from := key(start, 0)
 	end := key(inv.To, 0)
 	for from != nil {
 		if err := ctx.Err(); err != nil {

@@ -189,6 +189,27 @@ func Invalidator(t *testing.T, fresh func(t *testing.T) Opener[InvalidatorParts]
 		sameCredit(t, got, clicks.Credit{Clicks: 3, Micros: map[string]int64{"EUR": before[1].BidMicros, "JPY": before[7].BidMicros + before[10].BidMicros}})
 	})
 
+	t.Run("TheWidestRangeTakesEveryClick", func(t *testing.T) {
+		p, _ := open(t, fresh(t))
+		before := fill(t, p)
+		// From 1900 to 2200, the bounds ParseInvalidation takes: times
+		// before 1970 are negative nanoseconds.
+		wide := site1
+		wide.From, wide.To = time.Date(1900, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2201, 1, 1, 0, 0, 0, 0, time.UTC)
+		dry := wide
+		dry.DryRun = true
+		got, err := p.Invalidator.Invalidate(within(t, 30*time.Second), dry)
+		if err != nil {
+			t.Fatalf("Invalidate, dry run: %v", err)
+		}
+		sameCredit(t, got, want(before))
+		if got, err = p.Invalidator.Invalidate(within(t, 30*time.Second), wide); err != nil {
+			t.Fatalf("Invalidate: %v", err)
+		}
+		sameCredit(t, got, want(before))
+		rollupsAreTheLog(t, p.Log, p.Rollups, day0, day0.AddDate(0, 0, 3))
+	})
+
 	t.Run("ManyBatchesTwiceAtOnceCreditOnce", func(t *testing.T) {
 		p, _ := open(t, fresh(t))
 		const n = 1100 // more than a batch of either store
