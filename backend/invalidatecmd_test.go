@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -151,5 +154,50 @@ func TestInvalidateCommandInPostgres(t *testing.T) {
 	}
 	if r := report(); r["billable_clicks"] != 0.0 || r["spend"] != "0.00" || r["unbilled_invalidated"] != float64(billed) {
 		t.Errorf("report after: %v, was %v", r, before)
+	}
+}
+
+// TestAdminInvalidateTakesALongIDList: the server's admin listener takes
+// POST /admin/invalidate's form up to the route's own bound, so that a
+// list of thousands of click ids credits the ones named.
+func TestAdminInvalidateTakesALongIDList(t *testing.T) {
+	base, admin, stop := startRunAdmin(t, "-data", t.TempDir(), "-demo")
+	defer stop()
+	u := firstAd(t, base, "q=lg+handy&loc=de&api_key=demo&site_id=demo")
+	req, err := http.NewRequest(http.MethodGet, base+u[strings.Index(u, "/v1/redirect"):], nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("User-Agent", testBrowserUA)
+	clicks.Navigation.Header(req.Header)
+	res, err := noFollow.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	id := res.Header.Get("X-Adlink-Click")
+	if res.StatusCode != http.StatusFound || id == "" {
+		t.Fatalf("click: %s, id %q", res.Status, id)
+	}
+	form := url.Values{"from": {time.Now().UTC().AddDate(0, 0, -1).Format(time.DateOnly)},
+		"to": {time.Now().UTC().Format(time.DateOnly)}, "reason": {"click farm"}}
+	// 5,000 ids of a farm's clicks, the one billed among them: over 100 KiB.
+	for i := range 5000 {
+		form.Add("id", fmt.Sprintf("farm-%020d", i))
+	}
+	form.Add("id", id)
+	body := form.Encode()
+	if len(body) < 100<<10 {
+		t.Fatalf("the form is %d bytes", len(body))
+	}
+	res, err = http.Post(admin+"/admin/invalidate", "application/x-www-form-urlencoded", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	var got api.Invalidated
+	if res.StatusCode != http.StatusOK || json.Unmarshal(b, &got) != nil || got.Clicks != 1 {
+		t.Fatalf("POST /admin/invalidate of %d bytes: %s %s, want the one click credited", len(body), res.Status, b)
 	}
 }

@@ -119,7 +119,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if adminLn != nil {
 		adminAddr = adminLn.Addr().String()
 		admin = &http.Server{
-			Handler:           http.MaxBytesHandler(a.Admin, maxBody),
+			// POST /admin/invalidate reads a form of up to 1 MiB.
+			Handler:           http.MaxBytesHandler(a.Admin, api.MaxAdminBody),
 			ReadHeaderTimeout: 5 * time.Second,
 			// No write timeout: a backup takes as long as the state
 			// file's size asks (api.AdminDeps.BackupStall bounds a

@@ -25,6 +25,14 @@ import (
 // returns its base URL and a function that stops it and returns run's error.
 func startRun(t *testing.T, args ...string) (string, func() error) {
 	t.Helper()
+	base, _, stop := startRunAdmin(t, args...)
+	return base, stop
+}
+
+// startRunAdmin is startRun that also returns the admin listener's base
+// URL.
+func startRunAdmin(t *testing.T, args ...string) (string, string, func() error) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
@@ -32,25 +40,28 @@ func startRun(t *testing.T, args ...string) (string, func() error) {
 		done <- run(ctx, append([]string{"-addr", "127.0.0.1:0", "-admin-addr", "127.0.0.1:0"}, args...), noEnv, io.Discard, pw)
 		pw.Close()
 	}()
-	addr := make(chan string, 1)
+	addr := make(chan [2]string, 1)
 	go func() {
 		sc := bufio.NewScanner(pr)
 		for sc.Scan() {
-			var line struct{ Msg, Addr string }
+			var line struct {
+				Msg, Addr string
+				AdminAddr string `json:"admin_addr"`
+			}
 			if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == "listening" {
-				addr <- line.Addr
+				addr <- [2]string{line.Addr, line.AdminAddr}
 			}
 		}
 		io.Copy(io.Discard, pr)
 	}()
 	select {
 	case a := <-addr:
-		return "http://" + a, func() error { cancel(); return <-done }
+		return "http://" + a[0], "http://" + a[1], func() error { cancel(); return <-done }
 	case err := <-done:
 		cancel()
 		t.Fatalf("run returned before listening: %v", err)
 	}
-	return "", nil
+	return "", "", nil
 }
 
 func noEnv(string) string { return "" }

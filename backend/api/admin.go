@@ -142,9 +142,10 @@ func NewAdmin(d AdminDeps) http.Handler {
 	return fromOperator(mux, d.Hosts)
 }
 
-// maxInvalidateBody bounds the form of POST /admin/invalidate: a list of
-// click ids fits.
-const maxInvalidateBody = 1 << 20
+// MaxAdminBody bounds a request body of the admin listener: the form of
+// POST /admin/invalidate, where a list of click ids fits. The server's
+// own bound on the listener's bodies must not be smaller.
+const MaxAdminBody = 1 << 20
 
 // Invalidated is the answer of POST /admin/invalidate: the billed clicks
 // made not billable (or, with dry_run, that would be) and their bids by
@@ -163,7 +164,7 @@ func invalidate(w http.ResponseWriter, r *http.Request, d AdminDeps) {
 		respondError(w, &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: "no click log to invalidate clicks in"})
 		return
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, maxInvalidateBody)
+	r.Body = http.MaxBytesReader(w, r.Body, MaxAdminBody)
 	if err := r.ParseForm(); err != nil {
 		respondError(w, &Error{Status: http.StatusBadRequest, Code: CodeInvalidParameter, Message: "unreadable form: " + err.Error()})
 		return
