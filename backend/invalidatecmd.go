@@ -114,7 +114,7 @@ func runInvalidate(ctx context.Context, args []string, getenv func(string) strin
 		return fmt.Errorf("invalidate: -%s: %s", flagOf[ie.Param], ie.Message)
 	}
 	if err != nil {
-		return fmt.Errorf("invalidate: %w; the batches credited before stay credited, and running it again credits the rest", err)
+		return fmt.Errorf("invalidate: %w; the batches credited before (%d clicks) stay credited, and running it again credits the rest", err, credit.Clicks)
 	}
 	if credit.Micros == nil {
 		credit.Micros = map[string]int64{}

@@ -33,8 +33,9 @@ type AdminDeps struct {
 	// checks would refuse (one that lost too many ads, or is empty); nil
 	// answers POST /admin/reload with a 404.
 	Reload func(ctx context.Context, force bool) Reload
-	// Invalidate credits the billed clicks an Invalidation selects and
-	// says what it credited (clicks.Invalidator); nil answers
+	// Invalidate credits the billed clicks an Invalidation selects, logs
+	// the run and says what it credited, also when it failed midway
+	// (app.Invalidate over a clicks.Invalidator); nil answers
 	// POST /admin/invalidate with a 404.
 	Invalidate func(ctx context.Context, inv clicks.Invalidation) (clicks.Credit, error)
 	// Backup returns a consistent copy of the state file, open at its
@@ -189,11 +190,10 @@ func invalidate(w http.ResponseWriter, r *http.Request, d AdminDeps) {
 		respondError(w, &Error{Status: http.StatusBadRequest, Code: CodeInvalidParameter, Param: ie.Param, Message: ie.Message})
 		return
 	case err != nil:
-		if d.Logger != nil {
-			d.Logger.Error("invalidate", "err", err)
-		}
+		// d.Invalidate logged the run, its error and what it credited.
 		respondError(w, &Error{Status: http.StatusInternalServerError, Code: CodeInternal,
-			Message: "invalidate failed: " + err.Error() + "; the batches credited before stay credited, and running it again credits the rest"})
+			Message: "invalidate failed: " + err.Error() + "; the batches credited before (" + strconv.FormatInt(credit.Clicks, 10) +
+				" clicks) stay credited, and running it again credits the rest"})
 		return
 	}
 	if credit.Micros == nil {

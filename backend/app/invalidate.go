@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 
 	"github.com/adlink/adlink/backend/accounts"
@@ -31,7 +32,8 @@ func (a *App) invalidator(log *slog.Logger) (func(context.Context, clicks.Invali
 // Invalidate is the run of an invalidation over v, as the server and
 // adlink invalidate run it: each advertiser's budget zone read from
 // book's (nil: UTC), one line logged to log, the clicks credited counted
-// in m.
+// in m; a run that failed midway logs what its batches before the error
+// credited, with the error, and counts them.
 func Invalidate(v clicks.Invalidator, book func() *accounts.Book, m *metrics.Metrics, log *slog.Logger) func(context.Context, clicks.Invalidation) (clicks.Credit, error) {
 	return func(ctx context.Context, inv clicks.Invalidation) (clicks.Credit, error) {
 		b := book()
@@ -43,11 +45,17 @@ func Invalidate(v clicks.Invalidator, book func() *accounts.Book, m *metrics.Met
 			return budget.Zone
 		}
 		credit, err := v.Invalidate(ctx, inv)
-		if err != nil {
-			return credit, err
+		var refused *clicks.InvalidationError
+		if errors.As(err, &refused) {
+			return credit, err // nothing was credited
 		}
 		if !inv.DryRun {
 			m.Invalidated(credit.Clicks)
+		}
+		if err != nil {
+			// The batches before the error stay credited.
+			log.Error("invalidate", append(inv.LogAttrs(credit), "err", err)...)
+			return credit, err
 		}
 		log.Info("invalidate", inv.LogAttrs(credit)...)
 		return credit, nil

@@ -1,17 +1,26 @@
 package app
 
 import (
+	"bytes"
+	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/adlink/adlink/backend/accounts"
 	"github.com/adlink/adlink/backend/api"
 	"github.com/adlink/adlink/backend/clicks"
 	"github.com/adlink/adlink/backend/config"
+	"github.com/adlink/adlink/backend/metrics"
+	"github.com/adlink/adlink/backend/store"
 	"github.com/adlink/adlink/internal/testpg"
 )
 
@@ -174,5 +183,72 @@ func testInvalidate(t *testing.T, pg *testpg.Server) {
 	}
 	if !billed {
 		t.Errorf("shop-b.example's click after the credit is not billed: the ledger still reads its budget spent")
+	}
+}
+
+// TestInvalidateLogsARunThatFailedMidway: a run whose second batch fails
+// keeps the first batch's credit, and says so: the one line logged names
+// the selector, the reason, the clicks credited and the error, and the
+// metric counts them.
+func TestInvalidateLogsARunThatFailedMidway(t *testing.T) {
+	db, err := store.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ledger, err := clicks.NewLedger(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	day0 := time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
+	for i := range 600 {
+		c := clicks.Click{Time: day0.Add(time.Duration(i) * time.Minute), AdID: "ad", AdType: "advertiser", Type: "search",
+			APIKey: "k", SiteID: "s", IP: fmt.Sprintf("2001:db8:0:%x::1", i), UserAgent: "Mozilla/5.0",
+			Advertiser: "eu.example", BidMicros: 1000, Currency: "EUR"}
+		if err := ledger.Record(t.Context(), &c, clicks.Use{}); err != nil || !c.Billable {
+			t.Fatalf("click %d: %v, billable %v %q", i, err, c.Billable, c.Reason)
+		}
+	}
+	// A record the log cannot read, among the clicks after the first
+	// batch of 500.
+	if err := db.Update(func(tx *bolt.Tx) error {
+		k := binary.BigEndian.AppendUint64(nil, uint64(day0.Add(550*time.Minute+time.Second).UnixNano()))
+		return tx.Bucket([]byte("clicks")).Put(binary.BigEndian.AppendUint64(k, 1<<62), []byte("{not json"))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	v, err := clicks.NewInvalidator(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logged bytes.Buffer
+	m := metrics.New()
+	inv := clicks.Invalidation{APIKey: "k", From: day0, To: day0.AddDate(0, 0, 1), Note: "click farm"}
+	credit, err := Invalidate(v, func() *accounts.Book { return nil }, m, slog.New(slog.NewJSONHandler(&logged, nil)))(t.Context(), inv)
+	if err == nil || credit.Clicks != 500 {
+		t.Fatalf("Invalidate: %+v, %v; want the first batch's 500 clicks and an error", credit, err)
+	}
+	var line struct {
+		Msg, Level, Reason, Err string
+		APIKey                  string `json:"api_key"`
+		Clicks                  int64
+		MicrosEUR               int64 `json:"micros_EUR"`
+	}
+	if err := json.Unmarshal(logged.Bytes(), &line); err != nil || line.Msg != "invalidate" || line.APIKey != "k" ||
+		line.Reason != "click farm" || line.Clicks != 500 || line.MicrosEUR != 500*1000 || line.Err == "" || line.Level != "ERROR" {
+		t.Errorf("logged %s (%v), want one error line of the 500 clicks credited", logged.Bytes(), err)
+	}
+	mfs, err := m.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	counted := -1.0
+	for _, mf := range mfs {
+		if mf.GetName() == "adlink_clicks_invalidated_total" {
+			counted = mf.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	if counted != 500 {
+		t.Errorf("adlink_clicks_invalidated_total %v, want 500", counted)
 	}
 }
