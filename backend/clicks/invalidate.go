@@ -246,15 +246,6 @@ func (l *BoltInvalidator) Invalidate(ctx context.Context, inv Invalidation) (Cre
 	if epoch := time.Unix(0, 0); start.Before(epoch) {
 		start = epoch
 	}
-	if inv.DryRun {
-		err := scanRecords(ctx, l.db, bucket, start, inv.To, func(c Click) error {
-			if c.Billable && inv.Matches(&c) {
-				credit.add(&c)
-			}
-			return nil
-		})
-		return credit, err
-	}
 	from := key(start, 0)
 	end := key(inv.To, 0)
 	for from != nil {
@@ -263,12 +254,21 @@ func (l *BoltInvalidator) Invalidate(ctx context.Context, inv Invalidation) (Cre
 		}
 		var batch Credit
 		var next []byte
-		err := l.gc.commit(l.db, func(tx *bolt.Tx) error {
+		run := func(tx *bolt.Tx) error {
 			batch, next = Credit{}, nil
 			var err error
 			next, err = invalidateTx(tx, &inv, from, end, &batch)
 			return err
-		})
+		}
+		var err error
+		if inv.DryRun {
+			// Read as the credit would write: a read transaction over
+			// the whole range would hold back the commit that grows the
+			// file, and the clicks waiting on it.
+			err = l.db.View(run)
+		} else {
+			err = l.gc.commit(l.db, run)
+		}
 		if err != nil {
 			return credit, fmt.Errorf("clicks: invalidate: %w", err)
 		}
@@ -286,7 +286,8 @@ func (l *BoltInvalidator) Invalidate(ctx context.Context, inv Invalidation) (Cre
 
 // invalidateTx credits the billable clicks of inv whose keys are in
 // [from, end), up to a batch, in tx, adding them to credit, and returns
-// the key to go on from, or nil at the end.
+// the key to go on from, or nil at the end; with inv.DryRun it adds them
+// and changes nothing.
 func invalidateTx(tx *bolt.Tx, inv *Invalidation, from, end []byte, credit *Credit) ([]byte, error) {
 	type change struct {
 		k []byte
@@ -310,6 +311,10 @@ func invalidateTx(tx *bolt.Tx, inv *Invalidation, from, end []byte, credit *Cred
 			return nil, fmt.Errorf("record %x: %w", k, err)
 		}
 		if c.Billable && inv.Matches(&c) {
+			if inv.DryRun {
+				credit.add(&c)
+				continue
+			}
 			changes = append(changes, change{append([]byte(nil), k...), c})
 		}
 	}

@@ -2,12 +2,14 @@ package clicks_test
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/adlink/adlink/backend/clicks"
+	"github.com/adlink/adlink/backend/store"
 )
 
 // TestParseInvalidation: dates cover whole UTC days, to's day included;
@@ -77,5 +79,45 @@ func BenchmarkMatchesManyIDs(b *testing.B) {
 				b.Fatal("a click matched")
 			}
 		}
+	}
+}
+
+// TestInvalidateDryRunReadsInParts: a dry run reads the range a few
+// thousand clicks a read transaction, as the credit writes it, never in
+// one: a long read holds back the commit that must grow the file.
+func TestInvalidateDryRunReadsInParts(t *testing.T) {
+	db, err := store.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.NoSync = true // 12,000 commits of a test's file
+	ledger, err := clicks.NewLedger(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := clicks.NewInvalidator(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	day0 := time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
+	const n = 12_000
+	for i := range n {
+		c := clicks.Click{Time: day0.Add(time.Duration(i) * 10 * time.Second), AdID: "ad", AdType: "advertiser", Type: "search",
+			APIKey: "k", SiteID: "s", IP: fmt.Sprintf("2001:db8:%x:%x::1", i>>16, i&0xffff), UserAgent: "Mozilla/5.0",
+			Advertiser: "eu.example", BidMicros: 1000, Currency: "EUR"}
+		if err := ledger.Record(t.Context(), &c, clicks.Use{}); err != nil || !c.Billable {
+			t.Fatalf("click %d: %v, billable %v %q", i, err, c.Billable, c.Reason)
+		}
+	}
+	before := db.Stats().TxN
+	got, err := v.Invalidate(t.Context(), clicks.Invalidation{APIKey: "k", From: day0, To: day0.AddDate(0, 0, 30), Note: "farm", DryRun: true})
+	if err != nil || got.Clicks != n || got.Micros["EUR"] != n*1000 {
+		t.Fatalf("dry run: %+v, %v; want %d clicks", got, err, n)
+	}
+	// The oldest day held is a read (the range starts on it, so the
+	// rollups are not read); the clicks, 5,000 a transaction, three more.
+	if reads := db.Stats().TxN - before; reads < 4 {
+		t.Errorf("the dry run read %d clicks in %d read transactions with the oldest day's", n, reads)
 	}
 }
