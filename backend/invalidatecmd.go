@@ -42,11 +42,19 @@ func runInvalidate(ctx context.Context, args []string, getenv func(string) strin
 		"api_key": fs.String("api-key", "", "only this partner's clicks (`api_key`)"),
 		"site_id": fs.String("site-id", "", "only this site's clicks (`site_id`; needs -api-key)"),
 		"ad":      fs.String("ad", "", "only the clicks on this ad (`id`)"),
-		"id":      fs.String("id", "", "only these clicks (comma-separated click `ids`)"),
+		"id":      new(string),
 		"from":    fs.String("from", "", "first click `time`: RFC 3339, or a UTC day YYYY-MM-DD from its start (required)"),
 		"to":      fs.String("to", "", "end `time`: RFC 3339, excluded, or a UTC day YYYY-MM-DD, included (required)"),
 		"reason":  fs.String("reason", "", "why the clicks are invalid, kept in the log (`text`, at most 200 characters; required)"),
 	}
+	// -id may be given again, each adding its ids, as POST /admin/invalidate's id.
+	fs.Func("id", "only these clicks (comma-separated click `ids`; -id again adds more)", func(s string) error {
+		if *params["id"] != "" {
+			*params["id"] += ","
+		}
+		*params["id"] += s
+		return nil
+	})
 	dryRun := fs.Bool("dry-run", false, "count and sum the clicks it would credit, changing nothing")
 	if err := fs.Parse(args); err != nil {
 		return err

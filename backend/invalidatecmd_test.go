@@ -201,3 +201,28 @@ func TestAdminInvalidateTakesALongIDList(t *testing.T) {
 		t.Fatalf("POST /admin/invalidate of %d bytes: %s %s, want the one click credited", len(body), res.Status, b)
 	}
 }
+
+// TestInvalidateCommandTakesIDsAgain: -id given twice credits the ids of
+// both, as POST /admin/invalidate's id repeated does.
+func TestInvalidateCommandTakesIDsAgain(t *testing.T) {
+	data := t.TempDir()
+	base, stop := startRun(t, "-data", data, "-demo")
+	clickDemo(t, base, "lg+handy", "samsung+galaxy")
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, c := range readClicks(t, data) {
+		if c.Billable {
+			ids = append(ids, c.ID)
+		}
+	}
+	if len(ids) != 2 {
+		t.Fatalf("%d billable clicks, want 2", len(ids))
+	}
+	got, err := invalidateRun(t, noEnv, "-data", data, "-id", ids[0], "-id", ids[1], "-from", time.Now().UTC().AddDate(0, 0, -1).Format(time.DateOnly),
+		"-to", time.Now().UTC().Format(time.DateOnly), "-reason", "click farm", "-dry-run")
+	if err != nil || got.Clicks != 2 {
+		t.Fatalf("-id twice: %+v, %v; want both clicks", got, err)
+	}
+}
