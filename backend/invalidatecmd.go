@@ -88,7 +88,8 @@ func runInvalidate(ctx context.Context, args []string, getenv func(string) strin
 	}
 	var v clicks.Invalidator
 	if pgURL != "" {
-		db, err := pgstore.Open(ctx, pgURL)
+		// The servers migrate the schema, not a tool run beside them.
+		db, err := pgstore.OpenMigrated(ctx, pgURL)
 		if err != nil {
 			return fmt.Errorf("invalidate: %w", err)
 		}

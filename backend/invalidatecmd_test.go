@@ -14,6 +14,7 @@ import (
 
 	"github.com/adlink/adlink/backend/api"
 	"github.com/adlink/adlink/backend/clicks"
+	pgstore "github.com/adlink/adlink/backend/store/pg"
 	"github.com/adlink/adlink/internal/testpg"
 )
 
@@ -224,5 +225,28 @@ func TestInvalidateCommandTakesIDsAgain(t *testing.T) {
 		"-to", time.Now().UTC().Format(time.DateOnly), "-reason", "click farm", "-dry-run")
 	if err != nil || got.Clicks != 2 {
 		t.Fatalf("-id twice: %+v, %v; want both clicks", got, err)
+	}
+}
+
+// TestInvalidateCommandMigratesNothing: with -postgres, "adlink
+// invalidate" writes beside running servers, so it leaves the schema to
+// them: a database the servers never used (a wrong URL) is refused, not
+// given an empty schema whose empty click log credits nothing.
+func TestInvalidateCommandMigratesNothing(t *testing.T) {
+	url := testpg.New(t)
+	env := func(k string) string {
+		if k == "ADLINK_POSTGRES_URL" {
+			return url
+		}
+		return ""
+	}
+	got, err := invalidateRun(t, env, "-api-key", "demo", "-from", "2026-11-20", "-to", "2026-11-27", "-reason", "click farm")
+	if err == nil || !strings.Contains(err.Error(), "no adlink schema") {
+		t.Fatalf("invalidate in a database without adlink's schema: %+v, %v; want it refused", got, err)
+	}
+	db, err := pgstore.OpenReader(context.Background(), url)
+	if err == nil {
+		db.Close()
+		t.Fatal("the refused run left adlink's schema in the database")
 	}
 }

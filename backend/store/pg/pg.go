@@ -55,6 +55,36 @@ type DB struct {
 // starting at once take turns: goose holds a Postgres advisory lock of the
 // session while it migrates.
 func Open(ctx context.Context, url string) (*DB, error) {
+	pool, err := newPool(ctx, url)
+	if err != nil {
+		return nil, err
+	}
+	if err := migrate(ctx, pool); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: migrating: %w", err)
+	}
+	return &DB{pool: pool}, nil
+}
+
+// OpenMigrated connects to the database at url as Open does, for a tool
+// that writes beside the servers while they run (adlink invalidate). It
+// migrates nothing, and refuses a database as OpenReader does: one the
+// servers never used (a wrong URL), or whose schema is older than this
+// binary's.
+func OpenMigrated(ctx context.Context, url string) (*DB, error) {
+	pool, err := newPool(ctx, url)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkSchema(ctx, pool); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return &DB{pool: pool}, nil
+}
+
+// newPool is the pool of Open and OpenMigrated.
+func newPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
@@ -78,11 +108,7 @@ func Open(ctx context.Context, url string) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
-	if err := migrate(ctx, pool); err != nil {
-		pool.Close()
-		return nil, fmt.Errorf("postgres: migrating: %w", err)
-	}
-	return &DB{pool: pool}, nil
+	return pool, nil
 }
 
 // OpenReader connects to the database at url for a tool that only reads
@@ -96,22 +122,26 @@ func OpenReader(ctx context.Context, url string) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
-	have, want, err := schemaVersions(ctx, pool)
-	if err != nil {
-		pool.Close()
-		return nil, fmt.Errorf("postgres: %w", err)
-	}
-	switch {
-	case have < 0:
-		err = errors.New("postgres: no adlink schema in this database: give the URL the servers' -postgres names")
-	case have < want:
-		err = fmt.Errorf("postgres: the database's schema is at migration %d, this adlink's at %d: read it with the adlink the servers run, or upgrade them first", have, want)
-	}
-	if err != nil {
+	if err := checkSchema(ctx, pool); err != nil {
 		pool.Close()
 		return nil, err
 	}
 	return &DB{pool: pool}, nil
+}
+
+// checkSchema refuses a database without adlink's schema, or with one
+// older than this binary's.
+func checkSchema(ctx context.Context, pool *pgxpool.Pool) error {
+	have, want, err := schemaVersions(ctx, pool)
+	switch {
+	case err != nil:
+		return fmt.Errorf("postgres: %w", err)
+	case have < 0:
+		return errors.New("postgres: no adlink schema in this database: give the URL the servers' -postgres names")
+	case have < want:
+		return fmt.Errorf("postgres: the database's schema is at migration %d, this adlink's at %d: use the adlink the servers run, or upgrade them first", have, want)
+	}
+	return nil
 }
 
 // schemaVersions returns the last migration applied to the database (-1
