@@ -426,8 +426,19 @@ func (g *Gate) Exclude(ix *match.Index) []uint32 {
 	if g == nil || len(g.ids) == 0 {
 		return nil
 	}
-	now := g.now()
 	var out []uint32
+	g.held(ix, func(group uint32, show float64) {
+		if show <= 0 || g.rand() >= show {
+			out = append(out, group)
+		}
+	})
+	return out
+}
+
+// held calls fn with the group in ix of each advertiser an answer may not
+// show now, and the share of answers that may (under 1).
+func (g *Gate) held(ix *match.Index, fn func(group uint32, show float64)) {
+	now := g.now()
 	var groups []int32
 	for _, z := range g.zones {
 		d := g.today(z, now)
@@ -439,12 +450,11 @@ func (g *Gate) Exclude(ix *match.Index) []uint32 {
 			if groups == nil {
 				groups = g.groupsOf(ix)
 			}
-			if groups[i] >= 0 && (show <= 0 || g.rand() >= show) {
-				out = append(out, uint32(groups[i]))
+			if groups[i] >= 0 {
+				fn(uint32(groups[i]), show)
 			}
 		}
 	}
-	return out
 }
 
 // Page returns what the shard manifest of ix tells a page: the groups it
@@ -454,27 +464,13 @@ func (g *Gate) Page(ix *match.Index) (exclude []uint32, paced []Paced) {
 	if g == nil || len(g.ids) == 0 {
 		return nil, nil
 	}
-	now := g.now()
-	var groups []int32
-	for _, z := range g.zones {
-		d := g.today(z, now)
-		for _, i := range z.candidates(d) {
-			show := g.show(i, d, now)
-			if show >= 1 {
-				continue
-			}
-			if groups == nil {
-				groups = g.groupsOf(ix)
-			}
-			switch {
-			case groups[i] < 0:
-			case show <= 0:
-				exclude = append(exclude, uint32(groups[i]))
-			default:
-				paced = append(paced, Paced{Group: uint32(groups[i]), Show: show})
-			}
+	g.held(ix, func(group uint32, show float64) {
+		if show <= 0 {
+			exclude = append(exclude, group)
+		} else {
+			paced = append(paced, Paced{Group: group, Show: show})
 		}
-	}
+	})
 	slices.Sort(exclude)
 	slices.SortFunc(paced, func(a, b Paced) int { return cmp.Compare(a.Group, b.Group) })
 	return exclude, paced
