@@ -1,6 +1,8 @@
 package pgstore
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"slices"
@@ -325,4 +327,106 @@ func TestRollupAccountsMigrationDownAndUp(t *testing.T) {
 		t.Fatalf("up over a left index: %v", err)
 	}
 	check("up over a left index")
+}
+
+// Open's deadline bounds reaching the database, not its migrations: an
+// index build of migration 00020 that outlasts it (here waiting for a
+// transaction writing to rollups, as a large table's build takes minutes)
+// ends, and Open with it. A build cut off at the deadline would be
+// started again from nothing at each start, and never end.
+func TestOpenMigratesPastItsDeadline(t *testing.T) {
+	db, p := migrated(t)
+	if _, err := p.DownTo(t.Context(), 19); err != nil {
+		t.Fatalf("down to 00019: %v", err)
+	}
+	// A replica of the version before, in the middle of recording clicks.
+	tx, err := db.pool.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	if _, err := tx.Exec(t.Context(), "LOCK TABLE rollups IN ROW EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	// The writer commits once Open's deadline has passed.
+	committed := make(chan error, 1)
+	go func() {
+		<-ctx.Done()
+		committed <- tx.Commit(context.Background())
+	}()
+	up, err := Open(ctx, db.pool.Config().ConnString())
+	if err := <-committed; err != nil {
+		t.Fatal(err)
+	}
+	if err != nil {
+		t.Fatalf("Open with the build outlasting its deadline: %v", err)
+	}
+	up.Close()
+	var valid int
+	if err := db.pool.QueryRow(t.Context(), `SELECT count(*) FROM pg_index
+		WHERE indrelid = 'rollups'::regclass AND indisvalid
+		AND indexrelid::regclass::text IN ('rollups_api_key', 'rollups_advertiser')`).Scan(&valid); err != nil {
+		t.Fatal(err)
+	}
+	if valid != 2 {
+		t.Errorf("%d valid account indexes after Open, want 2", valid)
+	}
+}
+
+// Cancelling Open's context stops a migration that waits, as its
+// deadline does not.
+func TestOpenCancelledStopsMigrating(t *testing.T) {
+	db, p := migrated(t)
+	if _, err := p.DownTo(t.Context(), 19); err != nil {
+		t.Fatalf("down to 00019: %v", err)
+	}
+	tx, err := db.pool.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	if _, err := tx.Exec(t.Context(), "LOCK TABLE rollups IN ROW EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	// Cancelled once the build waits for the writer; the writer commits
+	// only after Open returns, or if it never would.
+	released := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			var waiting bool
+			if err := db.pool.QueryRow(context.Background(), `SELECT EXISTS (SELECT FROM pg_stat_activity
+				WHERE query LIKE 'CREATE INDEX CONCURRENTLY%' AND wait_event_type = 'Lock')`).Scan(&waiting); err != nil {
+				t.Error(err)
+				return
+			}
+			if waiting {
+				cancel()
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		select {
+		case <-released:
+		case <-time.After(time.Minute):
+		}
+		if err := tx.Commit(context.Background()); err != nil {
+			t.Error(err)
+		}
+	}()
+	up, err := Open(ctx, db.pool.Config().ConnString())
+	close(released)
+	<-done
+	if err == nil {
+		up.Close()
+		t.Fatal("Open ended its migrations after its context was cancelled")
+	}
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("Open cancelled: %v", err)
+	}
 }
