@@ -31,7 +31,7 @@ func TestReportsReadTheAccountIndexes(t *testing.T) {
 		if _, err := tx.Exec(ctx, `INSERT INTO rollups (grain, shard, period, api_key, site_id, advertiser, ad_id, context, currency,
 			criterion, yk_tag, country, impressions, clicks, billable, spend_micros, unbilled)
 			SELECT g, 0, CASE WHEN g = 0 THEN $1 / 3600 + h ELSE $1 / 86400 + h / 24 END, 'key-' || (r % 100), 'site',
-				'shop-' || (r / 100) || '.example', 'AD.' || h, 'search', 'EUR', '', '', '', 1, 1, 1, 1000, array_fill(0::bigint, ARRAY[17])
+				'shop-' || (r / 2) || '.example', 'AD.' || h, 'search', 'EUR', '', '', '', 1, 1, 1, 1000, array_fill(0::bigint, ARRAY[17])
 			FROM generate_series(0, 31 * 24 - 1) h, generate_series(0, 199) r, unnest(ARRAY[0, 1]) g`, t0.Unix()); err != nil {
 			return err
 		}
