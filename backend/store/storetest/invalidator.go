@@ -315,20 +315,7 @@ func rollupsAreTheLog(t *testing.T, log clicks.Store, rollups clicks.RollupReade
 	t.Helper()
 	cs := scan(t, log, from, to)
 	for _, g := range []clicks.Grain{clicks.Hour, clicks.Day, clicks.DaySite, clicks.DayAd} {
-		key := func(r clicks.Rollup) clicks.Rollup {
-			if g.Hourly() {
-				r.Start = r.Start.Truncate(time.Hour)
-			} else {
-				r.Start = r.Start.Truncate(24 * time.Hour)
-			}
-			for d, f := range map[clicks.Dimension]*string{clicks.DimSiteID: &r.SiteID, clicks.DimAdID: &r.AdID,
-				clicks.DimCriterion: &r.Criterion, clicks.DimYkTag: &r.YkTag, clicks.DimCountry: &r.Country, clicks.DimContext: &r.Context} {
-				if !g.Keeps(d) {
-					*f = ""
-				}
-			}
-			return r
-		}
+		key := func(r clicks.Rollup) clicks.Rollup { return grainKey(g, r) }
 		want := map[clicks.Rollup]clicks.Measures{}
 		for _, c := range cs {
 			k := key(clicks.Rollup{Start: c.Time, APIKey: c.APIKey, SiteID: c.SiteID, Advertiser: c.Advertiser, AdID: c.AdID,

@@ -662,20 +662,7 @@ func Ledger(t *testing.T, fresh func(t *testing.T) Opener[LedgerParts]) {
 		p, _ = open(t, o) // what a restart reads
 		for _, g := range []clicks.Grain{clicks.Hour, clicks.Day, clicks.DaySite, clicks.DayAd} {
 			want := map[clicks.Rollup]clicks.Measures{}
-			key := func(r clicks.Rollup) clicks.Rollup {
-				if g.Hourly() {
-					r.Start = r.Start.Truncate(time.Hour)
-				} else {
-					r.Start = r.Start.Truncate(24 * time.Hour)
-				}
-				for d, f := range map[clicks.Dimension]*string{clicks.DimSiteID: &r.SiteID, clicks.DimAdID: &r.AdID,
-					clicks.DimCriterion: &r.Criterion, clicks.DimYkTag: &r.YkTag, clicks.DimCountry: &r.Country, clicks.DimContext: &r.Context} {
-					if !g.Keeps(d) {
-						*f = ""
-					}
-				}
-				return r
-			}
+			key := func(r clicks.Rollup) clicks.Rollup { return grainKey(g, r) }
 			for _, c := range logged(t, p) {
 				k := key(clicks.Rollup{Start: c.Time, APIKey: c.APIKey, SiteID: c.SiteID, Advertiser: c.Advertiser, AdID: c.AdID,
 					Context: c.Type, Currency: c.Currency, Criterion: c.Criterion, YkTag: c.YkTag, Country: c.Country})
@@ -846,4 +833,21 @@ func Ledger(t *testing.T, fresh func(t *testing.T) Opener[LedgerParts]) {
 			t.Errorf("the decision after a refused Record: %q, want billable", c.Reason)
 		}
 	})
+}
+
+// grainKey is r as a row of grain g holds it: its start at the grain's
+// hour or UTC day, and the dimensions g does not keep empty.
+func grainKey(g clicks.Grain, r clicks.Rollup) clicks.Rollup {
+	if g.Hourly() {
+		r.Start = r.Start.Truncate(time.Hour)
+	} else {
+		r.Start = r.Start.Truncate(24 * time.Hour)
+	}
+	for d, f := range map[clicks.Dimension]*string{clicks.DimSiteID: &r.SiteID, clicks.DimAdID: &r.AdID,
+		clicks.DimCriterion: &r.Criterion, clicks.DimYkTag: &r.YkTag, clicks.DimCountry: &r.Country, clicks.DimContext: &r.Context} {
+		if !g.Keeps(d) {
+			*f = ""
+		}
+	}
+	return r
 }
