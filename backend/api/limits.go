@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/adlink/adlink/backend/accounts"
 	"github.com/adlink/adlink/backend/clicks"
 	"github.com/adlink/adlink/backend/partners"
 	"github.com/adlink/adlink/backend/ratelimit"
@@ -37,6 +38,19 @@ func newLimiters(limiter func(kind string) ratelimit.Limiter) limiters {
 // token or without: a report may read months of rollups, and a dashboard
 // asks a few at a time.
 var reportLimit = ratelimit.Limit{Rate: 5, Burst: 50}
+
+// reportAccountLimit bounds the report requests of one report token's
+// account, from every network together: one holder of an IPv6 /48 has
+// 65,536 networks, each with reportLimit, and a year's report by the hour
+// in a time zone costs the store seconds.
+var reportAccountLimit = ratelimit.Limit{Rate: 5, Burst: 50}
+
+// limitAccount puts a request of acc, whose report token it carries,
+// under the account's report limit.
+func (s *server) limitAccount(w http.ResponseWriter, r *http.Request, acc accounts.Account) error {
+	d := s.limits.reports.Allow(r.Context(), "account\x00"+string(acc.Kind)+"\x00"+acc.ID, reportAccountLimit)
+	return s.checkLimit(w, d, "report_account", "too many report requests with this report token")
+}
 
 // limitReports puts GET /v2/report under its client network's limit.
 func (s *server) limitReports(h handlerFunc) handlerFunc {

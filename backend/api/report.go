@@ -86,6 +86,9 @@ func (s *server) accountRequest(w http.ResponseWriter, r *http.Request, repeated
 		h.Set("WWW-Authenticate", `Bearer realm="adlink reports"`)
 		return acc, nil, err
 	}
+	if err := s.limitAccount(w, r, acc); err != nil {
+		return acc, nil, err
+	}
 	v, err := queryValues(r)
 	if err != nil {
 		return acc, nil, err
