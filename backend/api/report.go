@@ -48,6 +48,9 @@ func (s *server) reportRequest(w http.ResponseWriter, r *http.Request) error {
 			Message: "reports are not available here", Err: errors.New("no rollups")}
 	}
 	rows, err := report.Run(r.Context(), s.rollups, acc, req)
+	if tooMany := (*report.TooManyRows)(nil); errors.As(err, &tooMany) {
+		return &Error{Status: http.StatusBadRequest, Code: CodeInvalidParameter, Param: "group_by", Message: tooMany.Error()}
+	}
 	if err != nil {
 		// The request was read; what failed is the store (with -postgres,
 		// one that is down while clicks are spooled). The client may try

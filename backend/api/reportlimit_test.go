@@ -4,12 +4,14 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/goccy/go-json"
 
 	"github.com/adlink/adlink/backend/partners"
+	"github.com/adlink/adlink/backend/report"
 )
 
 // One report token cannot run reports without end by asking from many
@@ -70,5 +72,31 @@ func TestReportLimitedPerAccountAcrossNetworks(t *testing.T) {
 		if res, body := ask(token, paths[0], "2001:db8:48:ffff::1"); res.StatusCode != http.StatusOK {
 			t.Errorf("another account's report after the flood: %d %s", res.StatusCode, body)
 		}
+	}
+}
+
+// A report is kept whole in memory: one of more than report.MaxRows rows
+// (a year by the hour and every dimension) is refused, naming group_by,
+// and one within it is answered.
+func TestReportOfTooManyRowsRefused(t *testing.T) {
+	env := newReportEnv(t)
+	env.traffic(t)
+	old := report.MaxRows
+	t.Cleanup(func() { report.MaxRows = old })
+	q := "from=2025-11-23&to=2026-11-22&tz=Europe/Berlin&group_by="
+	_, body := env.report(t, partners.DemoReportToken, q+"hour,site_id,ad,criterion,yk_tag,country")
+	var all struct{ Rows []map[string]any }
+	if err := json.Unmarshal(body, &all); err != nil || len(all.Rows) < 4 {
+		t.Fatalf("%v: %s, want rows", err, body)
+	}
+	report.MaxRows = len(all.Rows) - 1
+	res, body := env.report(t, partners.DemoReportToken, q+"hour,site_id,ad,criterion,yk_tag,country")
+	var e errorResponse
+	if err := json.Unmarshal(body, &e); err != nil || res.StatusCode != http.StatusBadRequest ||
+		e.Error.Code != CodeInvalidParameter || e.Error.Param != "group_by" || !strings.Contains(e.Error.Message, "fewer groups") {
+		t.Errorf("a report of %d rows over a bound of %d: %d %s, want 400 naming group_by", len(all.Rows), report.MaxRows, res.StatusCode, body)
+	}
+	if res, body := env.report(t, partners.DemoReportToken, q+"day"); res.StatusCode != http.StatusOK {
+		t.Errorf("a report of fewer rows: %d %s", res.StatusCode, body)
 	}
 }

@@ -20,6 +20,19 @@ import (
 // MaxDays is the longest range one report covers.
 const MaxDays = 366
 
+// MaxRows is the most rows one report answers. A report is kept whole in
+// memory and written at once, some 1.7 KB a row: a year by the hour and
+// every dimension of a large partner would be millions of rows, gigabytes
+// for one request. A var so that tests can lower it.
+var MaxRows = 200_000
+
+// TooManyRows is Run's error for a report of more than MaxRows rows.
+type TooManyRows struct{ Max int }
+
+func (e *TooManyRows) Error() string {
+	return "the report has over " + strconv.Itoa(e.Max) + " rows: ask for fewer days or fewer groups"
+}
+
 // DefaultDays is the range a report covers when it names none: the last
 // 30 days, today included.
 const DefaultDays = 30
@@ -178,7 +191,8 @@ const hourLayout = "2006-01-02T15:04Z07:00"
 // Run reads the rows of req for account acc from rollups: a partner's
 // (every site of its api_key), an advertiser's (its ads), or, for the
 // operator, everyone's. Rows come sorted by their groups, then currency;
-// one row per currency where a group has several.
+// one row per currency where a group has several. A report of more than
+// MaxRows rows is a *TooManyRows, read no further.
 func Run(ctx context.Context, rollups clicks.RollupReader, acc accounts.Account, req Request) ([]Row, error) {
 	need := []clicks.Dimension{clicks.DimAPIKey, clicks.DimAdvertiser, clicks.DimCurrency}
 	for _, g := range req.GroupBy {
@@ -239,6 +253,7 @@ func Run(ctx context.Context, rollups clicks.RollupReader, acc accounts.Account,
 		scan = func(fn func(*clicks.Rollup) error) error { return rollups.SumHours(ctx, sums, fn) }
 	}
 	rows := map[string]*Row{}
+	maxRows := MaxRows
 	var key []byte
 	vals := make([]string, len(req.GroupBy))
 	var at time.Time
@@ -267,6 +282,9 @@ func Run(ctx context.Context, rollups clicks.RollupReader, acc accounts.Account,
 		key = append(key, r.Currency...)
 		row := rows[string(key)]
 		if row == nil {
+			if len(rows) == maxRows {
+				return &TooManyRows{Max: maxRows}
+			}
 			row = &Row{Groups: slices.Clone(vals), Currency: r.Currency, hour: at}
 			rows[string(key)] = row
 		}
