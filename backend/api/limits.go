@@ -63,6 +63,26 @@ func (s *server) limitReports(h handlerFunc) handlerFunc {
 	}
 }
 
+// reportsAtOnce bounds the reports of one account running at once on a
+// server: a year's report can take Postgres seconds, and the limits
+// above let one token start 50 at once. A dashboard runs one or two.
+const reportsAtOnce = 4
+
+// startReport takes a place among acc's reports running, and returns
+// the function that gives it back; with none free, a 429.
+func (s *server) startReport(acc accounts.Account) (func(), error) {
+	v, _ := s.running.LoadOrStore(acc, make(chan struct{}, reportsAtOnce))
+	places := v.(chan struct{})
+	select {
+	case places <- struct{}{}:
+		return func() { <-places }, nil
+	default:
+		s.metrics.RateLimited("report_account")
+		return nil, &Error{Status: http.StatusTooManyRequests, Code: CodeRateLimited, Limit: "report_account", RetryAfter: 1,
+			Message: "this report token has " + strconv.Itoa(reportsAtOnce) + " reports running: ask again once one is done"}
+	}
+}
+
 // partnerLimits are the limits of the partner with apiKey, the configured
 // defaults filling what it leaves unset; ok is false for an unknown key,
 // which the handler answers with 401.

@@ -47,6 +47,11 @@ func (s *server) reportRequest(w http.ResponseWriter, r *http.Request) error {
 		return &Error{Status: http.StatusServiceUnavailable, Code: CodeInternal,
 			Message: "reports are not available here", Err: errors.New("no rollups")}
 	}
+	done, err := s.startReport(acc)
+	if err != nil {
+		return err
+	}
+	defer done()
 	rows, err := report.Run(r.Context(), s.rollups, acc, req)
 	if tooMany := (*report.TooManyRows)(nil); errors.As(err, &tooMany) {
 		return &Error{Status: http.StatusBadRequest, Code: CodeInvalidParameter, Param: "group_by", Message: tooMany.Error()}

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -10,8 +11,13 @@ import (
 
 	"github.com/goccy/go-json"
 
+	"github.com/adlink/adlink/backend/accounts"
+	"github.com/adlink/adlink/backend/clicks"
+	"github.com/adlink/adlink/backend/config"
+	"github.com/adlink/adlink/backend/market"
 	"github.com/adlink/adlink/backend/partners"
 	"github.com/adlink/adlink/backend/report"
+	"github.com/adlink/adlink/backend/store"
 )
 
 // One report token cannot run reports without end by asking from many
@@ -98,5 +104,123 @@ func TestReportOfTooManyRowsRefused(t *testing.T) {
 	}
 	if res, body := env.report(t, partners.DemoReportToken, q+"day"); res.StatusCode != http.StatusOK {
 		t.Errorf("a report of fewer rows: %d %s", res.StatusCode, body)
+	}
+}
+
+// gatedRollups are a bbolt file's rollups whose account scans each wait
+// for a place in the account's channel of open, so that reports stay
+// running while a test asks for more.
+type gatedRollups struct {
+	clicks.BoltRollups
+	open    map[string]chan struct{}
+	started chan struct{}
+}
+
+func (g gatedRollups) ScanAccountRollups(ctx context.Context, gr clicks.Grain, from, to time.Time, kind clicks.Dimension, id string, fn func(*clicks.Rollup) error) error {
+	g.started <- struct{}{}
+	select {
+	case <-g.open[id]:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return g.BoltRollups.ScanAccountRollups(ctx, gr, from, to, kind, id, fn)
+}
+
+// One token's reports run at most reportsAtOnce at a time on a server:
+// the one more is refused (429, report_account) while they run, another
+// account's runs, and once one is done the token's next one runs.
+func TestReportsOfOneAccountAtOnceBounded(t *testing.T) {
+	db, err := store.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	log, err := clicks.New(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rollups, err := clicks.NewRollups(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	book, err := accounts.New([]partners.Partner{partners.Demo(), {APIKey: "k2", ReportToken: "the k2 partner's token"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix, err := market.Build(fixture())
+	if err != nil {
+		t.Fatal(err)
+	}
+	gated := gatedRollups{BoltRollups: rollups, open: map[string]chan struct{}{"demo": make(chan struct{}), "k2": make(chan struct{})}, started: make(chan struct{}, 2*reportsAtOnce)}
+	srv := httptest.NewServer(NewServer(Deps{Config: config.Default(), Indexes: ix, Partners: testPartners(t), Clicks: log,
+		Accounts: book, Rollups: gated, Now: func() time.Time { return testClock }}))
+	defer srv.Close()
+	client := http.DefaultClient
+	ask := func(token, ip string) (int, string) {
+		req, err := http.NewRequest(http.MethodGet, srv.URL+"/v2/report?group_by=hour&tz=Europe/Berlin", nil)
+		if err != nil {
+			t.Error(err)
+			return 0, ""
+		}
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("X-Forwarded-For", ip)
+		res, err := client.Do(req)
+		if err != nil {
+			t.Error(err)
+			return 0, ""
+		}
+		body := readBody(t, res)
+		return res.StatusCode, string(body)
+	}
+	codes := make(chan int, reportsAtOnce)
+	for i := range reportsAtOnce {
+		go func() {
+			code, body := ask(partners.DemoReportToken, fmt.Sprintf("2001:db8:1:%x::1", i))
+			if code != http.StatusOK {
+				t.Logf("%d %s", code, body)
+			}
+			codes <- code
+		}()
+	}
+	for range reportsAtOnce {
+		<-gated.started
+	}
+	// Answered at once, or never while they run: give up after a while.
+	client = &http.Client{Timeout: 5 * time.Second}
+	code, body := ask(partners.DemoReportToken, "2001:db8:1:ff::1")
+	client = http.DefaultClient
+	if code != http.StatusTooManyRequests || !strings.Contains(body, `"limit":"report_account"`) {
+		t.Errorf("a report while %d of the token's run: %d %s, want 429 report_account", reportsAtOnce, code, body)
+	}
+	// Another account's report runs beside them.
+	other := make(chan int, 1)
+	go func() {
+		code, _ := ask("the k2 partner's token", "2001:db8:2::1")
+		other <- code
+	}()
+	<-gated.started
+	gated.open["k2"] <- struct{}{}
+	if code := <-other; code != http.StatusOK {
+		t.Errorf("another account's report: %d, want 200", code)
+	}
+	// One of the token's done, its next runs.
+	gated.open["demo"] <- struct{}{}
+	if code := <-codes; code != http.StatusOK {
+		t.Errorf("one of the token's reports: %d, want 200", code)
+	}
+	next := make(chan int, 1)
+	go func() {
+		code, _ := ask(partners.DemoReportToken, "2001:db8:1:fe::1")
+		next <- code
+	}()
+	<-gated.started
+	close(gated.open["demo"])
+	if code := <-next; code != http.StatusOK {
+		t.Errorf("the token's report once one was done: %d, want 200", code)
+	}
+	for range reportsAtOnce - 1 {
+		if code := <-codes; code != http.StatusOK {
+			t.Errorf("one of the token's reports: %d, want 200", code)
+		}
 	}
 }

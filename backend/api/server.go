@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/adlink/adlink/backend/accounts"
@@ -151,6 +152,9 @@ type server struct {
 	budget   *budget.Gate
 	sites    SiteShards
 	tags     *tagGate
+	// running holds each account's reports running, by account: a
+	// chan struct{} of reportsAtOnce places.
+	running sync.Map
 }
 
 // NewServer returns the handler of every adlink route. It panics when a
