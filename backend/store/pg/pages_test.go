@@ -176,8 +176,23 @@ func TestPagesClaimIsNotCutShort(t *testing.T) {
 		u, err := s.Claim(ctx, time.Hour)
 		got <- claimed{u, err}
 	}()
+	// Until the claim waits behind the lock, as seen from outside the
+	// blocker's transaction: within one, pg_stat_activity is a snapshot of
+	// its first read, so a first look before the claim began never saw it
+	// wait. A claim that came back without waiting fails the test with
+	// what it got, not hangs it.
+	watcher, err := pgx.Connect(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watcher.Close(context.Background())
 	for waiting := false; !waiting; {
-		if err := blocker.QueryRow(t.Context(), `SELECT count(*) > 0 FROM pg_stat_activity
+		select {
+		case c := <-got:
+			t.Fatalf("the claim came back before it waited behind the lock: %q, %v", c.url, c.err)
+		default:
+		}
+		if err := watcher.QueryRow(t.Context(), `SELECT count(*) > 0 FROM pg_stat_activity
 			WHERE wait_event_type = 'Lock' AND query LIKE 'UPDATE page_jobs%'`).Scan(&waiting); err != nil {
 			t.Fatal(err)
 		}
