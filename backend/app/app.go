@@ -47,6 +47,10 @@ import (
 type Options struct {
 	// Logger receives the server's logs; nil discards them.
 	Logger *slog.Logger
+	// Start, when not nil, ends the start once cancelled (the server's
+	// SIGTERM): Postgres's migrations have no deadline, and one waiting
+	// for a lock would otherwise wait as long as the lock is held.
+	Start context.Context
 	// Now is the clock clicks are stamped with, which also times the
 	// Redis fallback and judges feeds' sale and expiry dates; nil is
 	// time.Now.
@@ -241,9 +245,11 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 		tags      clicks.Tags
 	)
 	if cfg.PostgresURL != "" {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		a.pg, err = pgstore.Open(ctx, cfg.PostgresURL)
-		cancel()
+		start := opts.Start
+		if start == nil {
+			start = context.Background()
+		}
+		a.pg, err = pgstore.Open(start, cfg.PostgresURL)
 		if err != nil {
 			return nil, err
 		}

@@ -53,36 +53,35 @@ type DB struct {
 // Open connects to the database at url (a postgres:// URL or a libpq
 // key=value string) and applies the schema migrations it lacks. Servers
 // starting at once take turns: goose holds a Postgres advisory lock of the
-// session while it migrates. ctx's deadline bounds connecting, not
-// migrating; its cancellation stops either.
+// session while it migrates. Reaching the database takes at most
+// connectWithin; the migrations have no bound of their own: an index
+// built on a large table (migration 00020) takes minutes, and one cut off
+// is built again from nothing at the next start, so a bound shorter than
+// the build would never let it end. Waiting for another server's
+// migrations ends after goose's 5 minutes. ctx ends either, by its
+// cancellation or its deadline: the server's is cancelled by SIGTERM.
 func Open(ctx context.Context, url string) (*DB, error) {
 	pool, err := newPool(ctx, url)
 	if err != nil {
 		return nil, err
 	}
-	if err := pool.Ping(ctx); err != nil {
+	pctx, cancel := context.WithTimeout(ctx, connectWithin)
+	err = pool.Ping(pctx)
+	cancel()
+	if err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
-	// ctx's deadline bounds reaching the database, not the migrations: an
-	// index built on a large table (migration 00020) takes minutes, and
-	// one cut off is built again from nothing at the next start, so a
-	// deadline shorter than the build would never let it end. Waiting for
-	// another server's migrations ends after goose's 5 minutes. ctx's
-	// cancellation still stops them.
-	mctx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	defer stop()
-	defer context.AfterFunc(ctx, func() {
-		if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			stop()
-		}
-	})()
-	if err := migrate(mctx, pool); err != nil {
+	if err := migrate(ctx, pool); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: migrating: %w", err)
 	}
 	return &DB{pool: pool}, nil
 }
+
+// connectWithin bounds Open's reaching the database. A var so that tests
+// can shorten it.
+var connectWithin = time.Minute
 
 // OpenMigrated connects to the database at url as Open does, for a tool
 // that writes beside the servers while they run (adlink invalidate). It
