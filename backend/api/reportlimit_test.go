@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -222,5 +223,44 @@ func TestReportsOfOneAccountAtOnceBounded(t *testing.T) {
 		if code := <-codes; code != http.StatusOK {
 			t.Errorf("one of the token's reports: %d, want 200", code)
 		}
+	}
+}
+
+// A report's X-RateLimit headers are those of the bucket that binds
+// first: a client network that used most of its limit with one token
+// has as little left with another, whose account's bucket is full.
+func TestReportLimitHeadersOfTheTighterBucket(t *testing.T) {
+	env := newReportEnv(t)
+	srv := httptest.NewServer(env.handler)
+	defer srv.Close()
+	remaining := func(token string) int {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodGet, srv.URL+"/v2/clicks?limit=1", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("X-Forwarded-For", "192.0.2.7")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body := readBody(t, res)
+		if res.StatusCode != http.StatusOK {
+			t.Fatalf("%d %s", res.StatusCode, body)
+		}
+		n, err := strconv.Atoi(res.Header.Get("X-RateLimit-Remaining"))
+		if err != nil {
+			t.Fatalf("X-RateLimit-Remaining: %v", err)
+		}
+		return n
+	}
+	used := reportLimit.Burst - 5
+	for range used {
+		remaining(partners.DemoReportToken)
+	}
+	// The network has about 5 left, the other account all 50 less one.
+	if got := remaining(advertiserToken); got >= reportLimit.Burst-5 {
+		t.Errorf("X-RateLimit-Remaining %d after the network's %d requests, want the network's few left", got, used+1)
 	}
 }
