@@ -186,7 +186,14 @@
     $('status').textContent = 'Loading…';
     let byDay, table, clicks;
     try {
-      [byDay, table, clicks] = await Promise.all([report('day'), report(TABLE_GROUPS), clicksPage('')]);
+      // A table over the rows a report may hold (a large partner's 30
+      // days by site, ad and yk_tag) is refused alone: the chart and the
+      // clicks are shown all the same.
+      const tableOrTooLarge = report(TABLE_GROUPS).catch((e) => {
+        if (e.status === 400 && e.param === 'group_by') return { rows: [], tooLarge: e.message };
+        throw e;
+      });
+      [byDay, table, clicks] = await Promise.all([report('day'), tableOrTooLarge, clicksPage('')]);
     } catch (e) {
       if (gen !== generation) return;
       if (e.status === 401) return refuse();
@@ -364,7 +371,7 @@
     $('chart').replaceChildren(empty ? '' : chart(perDay, currency, total));
     $('chart-summary').textContent = empty ? '' : chartSummary(perDay, currency);
     $('chart').scrollLeft = $('chart').scrollWidth; // a narrow screen scrolls it: today in view
-    rows(table.rows || []);
+    rows(table.rows || [], table.tooLarge);
     $('csv').hidden = false;
     $('clicks-csv').hidden = false;
     $('clicks-csv').disabled = total.clicks === 0;
@@ -466,7 +473,9 @@
     return root;
   }
 
-  function rows(list) {
+  // rows fills the table with list; tooLarge, when set, is why adlink
+  // refused the table's report, which the note says instead.
+  function rows(list, tooLarge) {
     list = list.slice().sort((a, b) => (b.clicks - a.clicks) || (micros(b.spend) - micros(a.spend)) ||
       (b.impressions - a.impressions));
     const body = $('rows');
@@ -481,12 +490,12 @@
         el('td', money(micros(r.spend), r.currency), 'n'));
       return tr;
     }));
-    $('table-empty').hidden = list.length > 0;
+    $('table-empty').hidden = list.length > 0 || Boolean(tooLarge);
     $('table').hidden = list.length === 0;
     $('csv').disabled = list.length === 0;
-    $('table-note').hidden = list.length <= MAX_ROWS;
-    $('table-note').textContent = 'Showing the ' + count.format(MAX_ROWS) + ' rows with most clicks of ' +
-      count.format(list.length) + '; the CSV has them all.';
+    $('table-note').hidden = list.length <= MAX_ROWS && !tooLarge;
+    $('table-note').textContent = tooLarge ? 'The table by site, ad and yk_tag is not shown: it is too large for 30 days. ' + tooLarge :
+      'Showing the ' + count.format(MAX_ROWS) + ' rows with most clicks of ' + count.format(list.length) + '; the CSV has them all.';
   }
 
   // csv downloads the table's report as CSV: fetched with the token in its
