@@ -28,14 +28,8 @@ import (
 func runInvalidate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("adlink invalidate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	data := getenv("ADLINK_DATA_DIR")
-	if data == "" {
-		data = ".data"
-	}
-	fs.StringVar(&data, "data", data, "state `directory` holding adlink.db, of a stopped server (ADLINK_DATA_DIR)")
-	pgURL := getenv("ADLINK_POSTGRES_URL")
-	fs.Func("postgres", "credit in the Postgres `URL` the servers keep clicks in, not -data (ADLINK_POSTGRES_URL)",
-		func(s string) error { pgURL = s; return nil })
+	data, pgURL := stateFlags(fs, getenv, "state `directory` holding adlink.db, of a stopped server (ADLINK_DATA_DIR)",
+		"credit in the Postgres `URL` the servers keep clicks in, not -data (ADLINK_POSTGRES_URL)")
 	advertisers := fs.String("advertisers", getenv("ADLINK_ADVERTISERS"),
 		"advertisers JSON `file` whose time zones name each budget's day (ADLINK_ADVERTISERS); without it, UTC days")
 	params := map[string]*string{
@@ -87,9 +81,9 @@ func runInvalidate(ctx context.Context, args []string, getenv func(string) strin
 		}
 	}
 	var v clicks.Invalidator
-	if pgURL != "" {
+	if *pgURL != "" {
 		// The servers migrate the schema, not a tool run beside them.
-		db, err := pgstore.OpenMigrated(ctx, pgURL)
+		db, err := pgstore.OpenMigrated(ctx, *pgURL)
 		if err != nil {
 			return fmt.Errorf("invalidate: %w", err)
 		}
@@ -97,19 +91,19 @@ func runInvalidate(ctx context.Context, args []string, getenv func(string) strin
 		v = db.Invalidator()
 	} else {
 		// The file must be there: Open would make an empty one.
-		if _, err := os.Stat(filepath.Join(data, store.FileName)); err != nil {
+		if _, err := os.Stat(filepath.Join(*data, store.FileName)); err != nil {
 			return fmt.Errorf("invalidate: %w", err)
 		}
-		db, err := store.Open(data)
+		db, err := store.Open(*data)
 		if err != nil {
 			if strings.Contains(err.Error(), "in use") {
-				return fmt.Errorf("invalidate: %s is in use by a running server: stop it, or ask it (POST /admin/invalidate on its admin listener)", filepath.Join(data, store.FileName))
+				return fmt.Errorf("invalidate: %s is in use by a running server: stop it, or ask it (POST /admin/invalidate on its admin listener)", filepath.Join(*data, store.FileName))
 			}
 			return fmt.Errorf("invalidate: %w", err)
 		}
 		defer db.Close()
-		if clicks.KeptInPostgres(db) {
-			return fmt.Errorf("invalidate: %s is the state file of a server that kept its clicks in Postgres: credit them there, with -postgres URL (ADLINK_POSTGRES_URL)", db.Path())
+		if err := keptInPostgres(db, "invalidate", "credit"); err != nil {
+			return err
 		}
 		bolt, err := clicks.NewInvalidator(db)
 		if err != nil {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
+
 	"github.com/adlink/adlink/backend/accounts"
 	"github.com/adlink/adlink/backend/clicks"
 	"github.com/adlink/adlink/backend/report"
@@ -23,14 +25,8 @@ import (
 func runReport(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("adlink report", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	data := getenv("ADLINK_DATA_DIR")
-	if data == "" {
-		data = ".data"
-	}
-	fs.StringVar(&data, "data", data, "state `directory` holding adlink.db (ADLINK_DATA_DIR)")
-	pgURL := getenv("ADLINK_POSTGRES_URL")
-	fs.Func("postgres", "read the Postgres `URL` the servers keep reports in, not -data (ADLINK_POSTGRES_URL)",
-		func(s string) error { pgURL = s; return nil })
+	data, pgURL := stateFlags(fs, getenv, "state `directory` holding adlink.db (ADLINK_DATA_DIR)",
+		"read the Postgres `URL` the servers keep reports in, not -data (ADLINK_POSTGRES_URL)")
 	from := fs.String("from", "", "first `day`, YYYY-MM-DD, of -tz; default 29 days before -to")
 	to := fs.String("to", "", "last `day`, included, of -tz; default today")
 	tz := fs.String("tz", "UTC", "IANA time `zone` whose days -from, -to and the day and hour groups are, e.g. Europe/Berlin")
@@ -65,21 +61,21 @@ func runReport(ctx context.Context, args []string, getenv func(string) string, s
 		return errors.Join(errs...)
 	}
 	var rollups clicks.RollupReader
-	if pgURL != "" {
-		db, err := pgstore.OpenReader(ctx, pgURL)
+	if *pgURL != "" {
+		db, err := pgstore.OpenReader(ctx, *pgURL)
 		if err != nil {
 			return fmt.Errorf("report: %w", err)
 		}
 		defer db.Close()
 		rollups = db.Rollups()
 	} else {
-		db, err := store.OpenReadOnly(data)
+		db, err := store.OpenReadOnly(*data)
 		if err != nil {
 			return fmt.Errorf("report: %w", err)
 		}
 		defer db.Close()
-		if clicks.KeptInPostgres(db) {
-			return fmt.Errorf("report: %s is the state file of a server that kept its clicks in Postgres: read them there, with -postgres URL (ADLINK_POSTGRES_URL)", db.Path())
+		if err := keptInPostgres(db, "report", "read"); err != nil {
+			return err
 		}
 		rollups = clicks.ReadRollups(db)
 	}
@@ -97,4 +93,27 @@ func runReport(ctx context.Context, args []string, getenv func(string) string, s
 	}
 	_, err = stdout.Write(append(report.AppendJSON(nil, acc, req, rows), '\n'))
 	return err
+}
+
+// stateFlags adds -data and -postgres to fs, from ADLINK_DATA_DIR
+// (default .data) and ADLINK_POSTGRES_URL, for a command on the servers'
+// state, with these usages.
+func stateFlags(fs *flag.FlagSet, getenv func(string) string, dataUsage, pgUsage string) (data, pgURL *string) {
+	data, pgURL = new(string), new(string)
+	if *data = getenv("ADLINK_DATA_DIR"); *data == "" {
+		*data = ".data"
+	}
+	fs.StringVar(data, "data", *data, dataUsage)
+	*pgURL = getenv("ADLINK_POSTGRES_URL")
+	fs.Func("postgres", pgUsage, func(s string) error { *pgURL = s; return nil })
+	return data, pgURL
+}
+
+// keptInPostgres is the error of command on db, the state file of a
+// server whose clicks are in Postgres, where the operator is to verb them.
+func keptInPostgres(db *bolt.DB, command, verb string) error {
+	if !clicks.KeptInPostgres(db) {
+		return nil
+	}
+	return fmt.Errorf("%s: %s is the state file of a server that kept its clicks in Postgres: %s them there, with -postgres URL (ADLINK_POSTGRES_URL)", command, db.Path(), verb)
 }
