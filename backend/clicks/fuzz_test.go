@@ -318,3 +318,38 @@ func FuzzVerifyClickToken(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseInvalidation feeds ParseInvalidation arbitrary parameters, as
+// POST /admin/invalidate's form gives them: it never panics; a refusal
+// names one of its parameters; a range it takes lies within FirstDay and
+// the end of LastDay; and no id it takes is empty, holds a comma or
+// spaces at its ends.
+func FuzzParseInvalidation(f *testing.F) {
+	f.Add("k", "s", "a", "x, y,,z", "2026-11-20", "2026-11-21", "farm", "true")
+	f.Add("", "", "", "", "1900-01-01", "2200-12-31", "", "")
+	f.Add("k", "", "", "", "2026-11-20T10:00:00+14:00", "2262-04-12", "r", "1")
+	f.Add("", "", "", ",,", "1677-01-01", "-0001-01-01", "", "yes")
+	f.Fuzz(func(t *testing.T, apiKey, siteID, ad, ids, from, to, reason, dryRun string) {
+		m := map[string]string{"api_key": apiKey, "site_id": siteID, "ad": ad, "id": ids, "from": from, "to": to,
+			"reason": reason, "dry_run": dryRun}
+		inv, err := ParseInvalidation(func(k string) string { return m[k] })
+		if err != nil {
+			ie, ok := err.(*InvalidationError)
+			if !ok || m[ie.Param] == "" && ie.Param != "dry_run" {
+				t.Fatalf("error %v (%T) names no parameter given", err, err)
+			}
+			return
+		}
+		end := LastDay.AddDate(0, 0, 1)
+		for _, b := range []time.Time{inv.From, inv.To} {
+			if !b.IsZero() && (b.Before(FirstDay) || b.After(end)) {
+				t.Fatalf("from=%q to=%q: bound %v outside %v..%v", from, to, b, FirstDay, end)
+			}
+		}
+		for _, id := range inv.IDs {
+			if id == "" || strings.Contains(id, ",") || strings.TrimSpace(id) != id {
+				t.Fatalf("ids %q: id %q", ids, id)
+			}
+		}
+	})
+}

@@ -380,7 +380,7 @@ func parseBound(s string, end bool) (time.Time, error) {
 		return time.Time{}, nil
 	}
 	t, err := parseTime(s, end)
-	if err == nil && (t.Before(firstBound) || t.After(lastBound)) {
+	if err == nil && (t.Before(FirstDay) || !t.Before(LastDay.AddDate(0, 0, 1))) {
 		return time.Time{}, fmt.Errorf("%q is outside 1900-01-01 to 2200-12-31", s)
 	}
 	return t, err
@@ -401,11 +401,12 @@ func parseTime(s string, end bool) (time.Time, error) {
 	return t.UTC(), nil
 }
 
-// The bounds of an Invalidation's range: the stores keep times as
-// nanoseconds since 1970, which wrap past 2262.
+// FirstDay and LastDay bound the days a range of clicks may name (an
+// invalidation's, a report's, a listing's): the stores keep times as
+// nanoseconds since 1970, which wrap before 1678 and past 2262.
 var (
-	firstBound = time.Date(1900, 1, 1, 0, 0, 0, 0, time.UTC)
-	lastBound  = time.Date(2201, 1, 1, 0, 0, 0, 0, time.UTC)
+	FirstDay = time.Date(1900, 1, 1, 0, 0, 0, 0, time.UTC)
+	LastDay  = time.Date(2200, 12, 31, 0, 0, 0, 0, time.UTC)
 )
 
 // LogAttrs are the attributes of the one line logged for a run of inv

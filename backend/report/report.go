@@ -100,14 +100,6 @@ func Parse(get func(string) string, now time.Time) (Request, []Problem) {
 	return req, problems
 }
 
-// firstDay and lastDay bound the days a report or a listing may name:
-// the stores keep times as Unix nanoseconds, which wrap outside 1678 to
-// 2262.
-var (
-	firstDay = time.Date(1900, 1, 1, 0, 0, 0, 0, time.UTC)
-	lastDay  = time.Date(2200, 12, 31, 0, 0, 0, 0, time.UTC)
-)
-
 // parseDays reads the time zone tz and the range of its days from..to,
 // to included, which defaults to the last days days, today (in tz)
 // included, and covers at most max days; what names the answer in a
@@ -127,8 +119,8 @@ func parseDays(get func(string) string, now time.Time, days, max int, what strin
 			problems = append(problems, Problem{name, name + " must be a date written YYYY-MM-DD, not " + strconv.Quote(v)})
 			return
 		}
-		if d.Before(firstDay) || d.After(lastDay) {
-			problems = append(problems, Problem{name, name + " must be a day from " + firstDay.Format(time.DateOnly) + " to " + lastDay.Format(time.DateOnly) + ", not " + v})
+		if d.Before(clicks.FirstDay) || d.After(clicks.LastDay) {
+			problems = append(problems, Problem{name, name + " must be a day from " + clicks.FirstDay.Format(time.DateOnly) + " to " + clicks.LastDay.Format(time.DateOnly) + ", not " + v})
 			return
 		}
 		*dst = d
