@@ -11,10 +11,17 @@ import (
 // AddDayRows adds rows to the daily grains of db's rollups, as the clicks
 // and impressions they count would have: for benchmarks that need months
 // of traffic without writing every click.
-func AddDayRows(db *bolt.DB, rows []Rollup) error {
+func AddDayRows(db *bolt.DB, rows []Rollup) error { return addRows(db, rows, false) }
+
+// AddHourRows adds rows to the hourly grain of db's rollups, as AddDayRows
+// does to the daily ones.
+func AddHourRows(db *bolt.DB, rows []Rollup) error { return addRows(db, rows, true) }
+
+// addRows adds rows to db's grains that are hourly, or daily.
+func addRows(db *bolt.DB, rows []Rollup, hourly bool) error {
 	return db.Update(func(tx *bolt.Tx) error {
 		for g := range grains {
-			if grains[g].hourly {
+			if grains[g].hourly != hourly {
 				continue
 			}
 			b, err := tx.CreateBucketIfNotExists(grains[g].bucket)

@@ -5,6 +5,8 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"runtime"
+	"runtime/metrics"
 	"strconv"
 	"sync"
 	"testing"
@@ -232,4 +234,114 @@ func BenchmarkLedgerRollups(b *testing.B) {
 	b.ReportMetric(withRollups, "ledger-clicks/s")
 	b.ReportMetric(plain, "bare-clicks/s")
 	b.ReportMetric(withRollups/plain, "ratio")
+}
+
+// BenchmarkMaximalReport measures the memory of the largest report a
+// server answers: report.MaxRows rows of one partner, 31 days by the
+// hour and every other group, each row its own hour, site, ad,
+// advertiser, criterion, yk_tag, context and country, read from bbolt's
+// hourly rollups and written as JSON and as CSV. For each it reports
+// what the report allocated in all, the heap's peak over the heap before
+// it (sampled every millisecond, the collector at its default), and what
+// stays live while the answer is written (the rows and the answer's
+// bytes, after a collection). The server-wide bound on reports running
+// at once is sized from these.
+func BenchmarkMaximalReport(b *testing.B) {
+	db, err := store.Open(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	db.NoSync = true
+	t0 := time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC)
+	const hours = 31 * 24
+	rows := make([]clicks.Rollup, 0, 50_000)
+	countries := []string{"de", "at", "ch", "fr", "nl"}
+	for i := range report.MaxRows {
+		n := i / hours
+		rows = append(rows, clicks.Rollup{Start: t0.Add(time.Duration(i%hours) * time.Hour), APIKey: "demo",
+			SiteID: "site-" + strconv.Itoa(n%50), Advertiser: "shop" + strconv.Itoa(n%500) + ".example",
+			AdID: "AD." + strconv.Itoa(100_000+n), Context: []string{"search", "intext"}[n%2], Currency: "EUR",
+			Criterion: "handy hülle iphone " + strconv.Itoa(n), YkTag: "t:campaign-" + strconv.Itoa(n%20),
+			Country: countries[n%len(countries)],
+			Measures: clicks.Measures{Impressions: 40, Clicks: 3, Billable: 2, SpendMicros: 900_000}})
+		if len(rows) == cap(rows) || i == report.MaxRows-1 {
+			if err := clicks.AddHourRows(db, rows); err != nil {
+				b.Fatal(err)
+			}
+			rows = rows[:0]
+		}
+	}
+	rollups := clicks.ReadRollups(db)
+	acc := accounts.Account{Kind: accounts.Partner, ID: "demo"}
+	req := report.Request{From: t0, To: t0.AddDate(0, 0, 30), GroupBy: []string{"hour", "site_id", "ad", "advertiser",
+		"criterion", "yk_tag", "context", "country"}}
+	heap := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	heapNow := func() uint64 {
+		metrics.Read(heap)
+		return heap[0].Value.Uint64()
+	}
+	// measure runs one report and its answer, and gives its bytes
+	// allocated, the heap's peak and what stays live with the answer, in
+	// MB, and its rows.
+	measure := func(csv bool) (alloc, peak, live float64, n int) {
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		base := heapNow()
+		stop, done := make(chan struct{}), make(chan uint64)
+		go func() {
+			top := base
+			t := time.NewTicker(time.Millisecond)
+			defer t.Stop()
+			for {
+				top = max(top, heapNow())
+				select {
+				case <-stop:
+					done <- top
+					return
+				case <-t.C:
+				}
+			}
+		}()
+		out, err := report.Run(context.Background(), rollups, acc, req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var answer []byte
+		if csv {
+			var buf bytes.Buffer
+			if err := report.WriteCSV(&buf, req, out); err != nil {
+				b.Fatal(err)
+			}
+			answer = buf.Bytes()
+		} else {
+			answer = report.AppendJSON(nil, acc, req, out)
+		}
+		close(stop)
+		top := max(<-done, heapNow())
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		kept := heapNow()
+		runtime.KeepAlive(out)
+		runtime.KeepAlive(answer)
+		const mb = 1 << 20
+		return float64(after.TotalAlloc-before.TotalAlloc) / mb, float64(top-base) / mb, float64(kept-base) / mb, len(out)
+	}
+	b.ResetTimer()
+	for range b.N {
+		alloc, peak, live, n := measure(false)
+		if n != report.MaxRows {
+			b.Fatalf("%d rows, want %d", n, report.MaxRows)
+		}
+		csvAlloc, csvPeak, csvLive, _ := measure(true)
+		b.ReportMetric(0, "ns/op")
+		b.ReportMetric(alloc, "MB-alloc-json")
+		b.ReportMetric(peak, "MB-peak-json")
+		b.ReportMetric(live, "MB-live-json")
+		b.ReportMetric(csvAlloc, "MB-alloc-csv")
+		b.ReportMetric(csvPeak, "MB-peak-csv")
+		b.ReportMetric(csvLive, "MB-live-csv")
+		b.ReportMetric(max(peak, csvPeak)*(1<<20)/float64(n), "B-peak/row")
+	}
 }
