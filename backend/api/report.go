@@ -52,9 +52,18 @@ func (s *server) reportRequest(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer done()
-	rows, err := report.Run(r.Context(), s.rollups, acc, req)
+	// The rows stay held until the answer is written: it is as large.
+	held, err := s.holdReport(r)
+	if err != nil {
+		return err
+	}
+	defer held.release()
+	rows, err := report.RunHolding(r.Context(), s.rollups, acc, req, held.hold)
 	if tooMany := (*report.TooManyRows)(nil); errors.As(err, &tooMany) {
 		return &Error{Status: http.StatusBadRequest, Code: CodeInvalidParameter, Param: "group_by", Message: tooMany.Error()}
+	}
+	if busy := (*Error)(nil); errors.As(err, &busy) {
+		return err
 	}
 	if err != nil {
 		// The request was read; what failed is the store (with -postgres,

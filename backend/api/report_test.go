@@ -34,7 +34,11 @@ type reportEnv struct {
 
 const advertiserToken = "an advertiser's report token"
 
-func newReportEnv(t testing.TB) *reportEnv {
+func newReportEnv(t testing.TB) *reportEnv { return newReportEnvWith(t, nil) }
+
+// newReportEnvWith is newReportEnv whose server's Deps change first
+// changes, when not nil.
+func newReportEnvWith(t testing.TB, change func(*Deps)) *reportEnv {
 	t.Helper()
 	db, err := store.Open(t.TempDir())
 	if err != nil {
@@ -71,13 +75,17 @@ func newReportEnv(t testing.TB) *reportEnv {
 	cfg := config.Default()
 	cfg.RedirectURL = "https://r.example"
 	cfg.IPRate, cfg.IPBurst, cfg.KeyRate, cfg.KeyBurst = 1e9, 1e9, 1e9, 1e9
-	env.handler = NewServer(Deps{Config: cfg, Indexes: ix, Partners: testPartners(t), ClickKeys: env.keys,
+	deps := Deps{Config: cfg, Indexes: ix, Partners: testPartners(t), ClickKeys: env.keys,
 		Windows: windows, Decisions: decisions, Ledger: ledger, Impressions: imps, Accounts: book, Rollups: rollups,
 		Tags: tags, Clicks: log, ClickLog: log, Now: func() time.Time {
 			env.mu.Lock()
 			defer env.mu.Unlock()
 			return env.now
-		}})
+		}}
+	if change != nil {
+		change(&deps)
+	}
+	env.handler = NewServer(deps)
 	return env
 }
 

@@ -155,6 +155,8 @@ type server struct {
 	// running holds each account's reports running, by account: a
 	// chan struct{} of reportsAtOnce places.
 	running sync.Map
+	// reportRows bound the rows of every account's reports running.
+	reportRows *reportRows
 }
 
 // NewServer returns the handler of every adlink route. It panics when a
@@ -192,6 +194,8 @@ func NewServer(d Deps) http.Handler {
 		budget:   d.Budget,
 		sites:    d.SiteShards,
 		tags:     newTagGate(d.Tags, d.Config.SiteDailyTags),
+
+		reportRows: newReportRows(d.Config.ReportRows),
 	}
 	if s.accounts == nil && d.Partners != nil {
 		// No report readers, no budgets. Without d.Partners, the

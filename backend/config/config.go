@@ -24,6 +24,7 @@ import (
 
 	"github.com/adlink/adlink/backend/catalog"
 	"github.com/adlink/adlink/backend/clicks"
+	"github.com/adlink/adlink/backend/report"
 	redisstore "github.com/adlink/adlink/backend/store/redis"
 )
 
@@ -89,6 +90,12 @@ type Config struct {
 	// worker, of this replica or another, takes over a page whose worker
 	// died (-page-lease, ADLINK_PAGE_LEASE).
 	PageLease time.Duration
+	// ReportRows bounds the rows of every report running on the server
+	// together (-report-rows, ADLINK_REPORT_ROWS): a report is held in
+	// memory, some 1.7 KB a row at its peak, so the default of 600,000
+	// holds about 1 GB. At least report.MaxRows, so that the largest
+	// report can run; 0 for no bound.
+	ReportRows int
 	// TrustedProxies are the peers whose X-Forwarded-For and country header
 	// are believed (-trusted-proxies, ADLINK_TRUSTED_PROXIES, comma-separated
 	// CIDRs).
@@ -248,6 +255,7 @@ func Default() Config {
 		PageBurst:        30,
 		PageNetworkShare: 0.2,
 		PageLease:        5 * time.Second,
+		ReportRows:       600_000,
 		// One household or office behind one address clicks a few ads a
 		// day; a carrier's NAT shares an address wider, so not fewer.
 		NetworkDailyClicks: 50,
@@ -364,6 +372,7 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	envInt("ADLINK_RATE_IP_BURST", &c.IPBurst)
 	envFloat("ADLINK_RATE_PAGES", &c.PageRate)
 	envInt("ADLINK_RATE_PAGES_BURST", &c.PageBurst)
+	envInt("ADLINK_REPORT_ROWS", &c.ReportRows)
 	envFloat("ADLINK_RATE_PAGES_NETWORK_SHARE", &c.PageNetworkShare)
 	envInt("ADLINK_NETWORK_DAILY_CLICKS", &c.NetworkDailyClicks)
 	envInt("ADLINK_PREFIX_DAILY_CLICKS", &c.PrefixDailyClicks)
@@ -432,6 +441,7 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	fs.BoolVar(&c.Demo, "demo", c.Demo, "add the demo partner, api_key=demo site_id=demo on localhost (ADLINK_DEMO)")
 	fs.BoolVar(&c.FetchAllowPrivate, "fetch-allow-private", c.FetchAllowPrivate, "let the page fetcher reach loopback and private addresses (ADLINK_FETCH_ALLOW_PRIVATE)")
 	fs.DurationVar(&c.PageLease, "page-lease", c.PageLease, "how long a page analysis stays its worker's unless renewed: how soon another worker takes over one whose worker died (ADLINK_PAGE_LEASE)")
+	fs.IntVar(&c.ReportRows, "report-rows", c.ReportRows, "`rows` of all the reports running on the server at once, held in memory; 0 for no bound (ADLINK_REPORT_ROWS)")
 	fs.StringVar(&proxies, "trusted-proxies", proxies, "comma-separated `CIDRs` whose X-Forwarded-For and country header are trusted (ADLINK_TRUSTED_PROXIES)")
 	fs.StringVar(&c.CountryHeader, "country-header", c.CountryHeader, "request `header` with the client's country, from a trusted proxy (ADLINK_COUNTRY_HEADER)")
 	fs.Float64Var(&c.KeyRate, "rate-key", c.KeyRate, "default /v2 `requests` per second per api_key (ADLINK_RATE_KEY)")
@@ -598,6 +608,9 @@ func (c *Config) Validate() error {
 		if !(r.share > 0 && r.share <= 1) {
 			bad("%s %v: want a part above 0 and at most 1", r.name, r.share)
 		}
+	}
+	if c.ReportRows != 0 && c.ReportRows < report.MaxRows {
+		bad("report-rows %d: want 0 or at least %d, the rows of the largest report", c.ReportRows, report.MaxRows)
 	}
 	if c.PageLease < time.Second {
 		bad("page-lease %v: want at least 1s", c.PageLease)

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -279,6 +280,23 @@ func TestLoadRefusesAShortPageLease(t *testing.T) {
 		_, err := Load(args, env(demoEnv(nil)), io.Discard)
 		if err == nil || !strings.Contains(err.Error(), "page-lease") || !strings.Contains(err.Error(), "want at least 1s") {
 			t.Errorf("Load %q = %v, want the page-lease named", args, err)
+		}
+	}
+}
+
+// A bound on the reports' rows below the largest report's would refuse
+// that report for ever; 0 is no bound.
+func TestLoadReportRows(t *testing.T) {
+	for _, args := range [][]string{{"-report-rows", "1000"}, {"-report-rows", "-1"}} {
+		_, err := Load(args, env(demoEnv(nil)), io.Discard)
+		if err == nil || !strings.Contains(err.Error(), "report-rows") {
+			t.Errorf("Load %q = %v, want the report-rows named", args, err)
+		}
+	}
+	for _, v := range []string{"0", "200000", "5000000"} {
+		c, err := Load(nil, env(demoEnv(map[string]string{"ADLINK_REPORT_ROWS": v})), io.Discard)
+		if err != nil || strconv.Itoa(c.ReportRows) != v {
+			t.Errorf("ADLINK_REPORT_ROWS=%s: %d, %v", v, c.ReportRows, err)
 		}
 	}
 }

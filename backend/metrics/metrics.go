@@ -32,6 +32,7 @@ type Metrics struct {
 
 	redisFallback *prometheus.CounterVec
 	spool         spoolMetrics
+	reportsBusy   prometheus.Counter
 }
 
 // New returns the metrics registered in a new registry, with the Go
@@ -82,6 +83,7 @@ func New() *Metrics {
 	m.retention = newRetentionMetrics(m.reg)
 	m.redisFallback = newRedisFallback(m.reg)
 	m.spool = newSpoolMetrics(m.reg)
+	m.reportsBusy = newReportsBusy(m.reg)
 	return m
 }
 

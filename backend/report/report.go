@@ -186,6 +186,14 @@ const hourLayout = "2006-01-02T15:04Z07:00"
 // one row per currency where a group has several. A report of more than
 // MaxRows rows is a *TooManyRows, read no further.
 func Run(ctx context.Context, rollups clicks.RollupReader, acc accounts.Account, req Request) ([]Row, error) {
+	return RunHolding(ctx, rollups, acc, req, nil)
+}
+
+// RunHolding is Run that, when hold is not nil, asks hold(n) before the
+// report comes to hold its nth row: a server bounds so the rows of all
+// the reports it runs. hold's error stops the report and is returned as
+// it is.
+func RunHolding(ctx context.Context, rollups clicks.RollupReader, acc accounts.Account, req Request, hold func(rows int) error) ([]Row, error) {
 	need := []clicks.Dimension{clicks.DimAPIKey, clicks.DimAdvertiser, clicks.DimCurrency}
 	for _, g := range req.GroupBy {
 		if d, ok := dims[g]; ok {
@@ -276,6 +284,11 @@ func Run(ctx context.Context, rollups clicks.RollupReader, acc accounts.Account,
 		if row == nil {
 			if len(rows) == maxRows {
 				return &TooManyRows{Max: maxRows}
+			}
+			if hold != nil {
+				if err := hold(len(rows) + 1); err != nil {
+					return err
+				}
 			}
 			row = &Row{Groups: slices.Clone(vals), Currency: r.Currency, hour: at}
 			rows[string(key)] = row

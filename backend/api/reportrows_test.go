@@ -1,0 +1,109 @@
+package api
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/goccy/go-json"
+
+	"github.com/adlink/adlink/backend/clicks"
+	"github.com/adlink/adlink/backend/metrics"
+	"github.com/adlink/adlink/backend/partners"
+)
+
+// The reports of every account running on a server hold at most
+// -report-rows rows together: a report that would hold more while others
+// run waits, then is refused with 503 reports_busy and a Retry-After,
+// counted in /metrics, and gives back what it held; once the others are
+// done it runs.
+func TestReportsOfEveryAccountBoundedByRows(t *testing.T) {
+	const query = "/v2/report?from=2026-11-22&to=2026-11-23&group_by=hour,ad,criterion,yk_tag"
+	// The advertiser's rows, from a server without the bound.
+	plain := newReportEnv(t)
+	plain.traffic(t)
+	res, body := plain.report(t, advertiserToken, query[len("/v2/report?"):])
+	var all struct{ Rows []map[string]any }
+	if err := json.Unmarshal(body, &all); err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("%d %s", res.StatusCode, body)
+	}
+	n := len(all.Rows)
+	// A part of the bound is a row while it is under reportSteps*2.
+	if n < 2 || n >= 2*reportSteps {
+		t.Fatalf("the advertiser's report has %d rows, want 2 to %d", n, 2*reportSteps-1)
+	}
+
+	m := metrics.New()
+	var gated gatedRollups
+	env := newReportEnvWith(t, func(d *Deps) {
+		d.Config.ReportRows = n
+		d.Metrics = m
+		opened := make(chan struct{})
+		close(opened)
+		gated = gatedRollups{BoltRollups: d.Rollups.(clicks.BoltRollups), started: make(chan struct{}, 100),
+			open: map[string]chan struct{}{"demo": make(chan struct{}), "handy-bestkauf.de": opened}}
+		d.Rollups = gated
+	})
+	env.traffic(t)
+	srv := httptest.NewServer(env.handler)
+	defer srv.Close()
+	ask := func(token, path string) (*http.Response, []byte) {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodGet, srv.URL+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+token)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res, readBody(t, res)
+	}
+	// The demo partner's report runs, holding a part of the rows.
+	demo := make(chan int, 1)
+	go func() {
+		res, _ := ask(partners.DemoReportToken, "/v2/report?group_by=hour")
+		demo <- res.StatusCode
+	}()
+	<-gated.started
+
+	res, body = ask(advertiserToken, query)
+	var e errorResponse
+	if err := json.Unmarshal(body, &e); err != nil || res.StatusCode != http.StatusServiceUnavailable ||
+		e.Error.Code != CodeReportsBusy || res.Header.Get("Retry-After") != "5" {
+		t.Errorf("a report of all %d rows while another holds one: %d %s (Retry-After %q), want 503 %s, Retry-After 5",
+			n, res.StatusCode, body, res.Header.Get("Retry-After"), CodeReportsBusy)
+	}
+	if got := busyCount(t, m); got != 1 {
+		t.Errorf("adlink_reports_busy_total %v, want 1", got)
+	}
+	// The refused report gave its rows back: a small one runs beside.
+	if res, body := ask(advertiserToken, "/v2/report?from=2026-11-22&to=2026-11-23"); res.StatusCode != http.StatusOK {
+		t.Errorf("a report of one row beside the demo's: %d %s", res.StatusCode, body)
+	}
+	close(gated.open["demo"])
+	if code := <-demo; code != http.StatusOK {
+		t.Errorf("the demo partner's report: %d", code)
+	}
+	res, body = ask(advertiserToken, query)
+	if err := json.Unmarshal(body, &all); err != nil || res.StatusCode != http.StatusOK || len(all.Rows) != n {
+		t.Errorf("the report of %d rows alone: %d %s", n, res.StatusCode, body)
+	}
+}
+
+// busyCount is m's adlink_reports_busy_total.
+func busyCount(t *testing.T, m *metrics.Metrics) float64 {
+	t.Helper()
+	families, err := m.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() == "adlink_reports_busy_total" {
+			return f.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	t.Fatal("no adlink_reports_busy_total")
+	return 0
+}
