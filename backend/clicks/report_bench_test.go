@@ -263,7 +263,7 @@ func BenchmarkMaximalReport(b *testing.B) {
 			SiteID: "site-" + strconv.Itoa(n%50), Advertiser: "shop" + strconv.Itoa(n%500) + ".example",
 			AdID: "AD." + strconv.Itoa(100_000+n), Context: []string{"search", "intext"}[n%2], Currency: "EUR",
 			Criterion: "handy hülle iphone " + strconv.Itoa(n), YkTag: "t:campaign-" + strconv.Itoa(n%20),
-			Country: countries[n%len(countries)],
+			Country:  countries[n%len(countries)],
 			Measures: clicks.Measures{Impressions: 40, Clicks: 3, Billable: 2, SpendMicros: 900_000}})
 		if len(rows) == cap(rows) || i == report.MaxRows-1 {
 			if err := clicks.AddHourRows(db, rows); err != nil {
