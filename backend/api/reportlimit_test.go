@@ -108,23 +108,38 @@ func TestReportOfTooManyRowsRefused(t *testing.T) {
 	}
 }
 
-// gatedRollups are a bbolt file's rollups whose account scans each wait
-// for a place in the account's channel of open, so that reports stay
-// running while a test asks for more.
+// gatedRollups are a bbolt file's rollups whose account scans and sums
+// each wait for a place in the account's channel of open, so that
+// reports stay running while a test asks for more.
 type gatedRollups struct {
 	clicks.BoltRollups
 	open    map[string]chan struct{}
 	started chan struct{}
 }
 
-func (g gatedRollups) ScanAccountRollups(ctx context.Context, gr clicks.Grain, from, to time.Time, kind clicks.Dimension, id string, fn func(*clicks.Rollup) error) error {
+// wait waits for a place in id's channel of open.
+func (g gatedRollups) wait(ctx context.Context, id string) error {
 	g.started <- struct{}{}
 	select {
 	case <-g.open[id]:
+		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+func (g gatedRollups) ScanAccountRollups(ctx context.Context, gr clicks.Grain, from, to time.Time, kind clicks.Dimension, id string, fn func(*clicks.Rollup) error) error {
+	if err := g.wait(ctx, id); err != nil {
+		return err
+	}
 	return g.BoltRollups.ScanAccountRollups(ctx, gr, from, to, kind, id, fn)
+}
+
+func (g gatedRollups) SumHours(ctx context.Context, q clicks.HourSums, fn func(*clicks.Rollup) error) error {
+	if err := g.wait(ctx, q.APIKey+q.Advertiser); err != nil {
+		return err
+	}
+	return g.BoltRollups.SumHours(ctx, q, fn)
 }
 
 // One token's reports run at most reportsAtOnce at a time on a server:

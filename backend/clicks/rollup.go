@@ -191,6 +191,11 @@ type HourSums struct {
 	APIKey, Advertiser string
 	// Dims are the dimensions kept.
 	Dims []Dimension
+	// Limit, when above 0, is the most rows the caller reads: a report
+	// of more is refused, so a store that sums whole rows (Postgres) may
+	// give no more than Limit. One that gives them in parts gives them
+	// all, and stops where the caller does.
+	Limit int
 }
 
 // Period is the index in q.Starts of the period of an hour that starts

@@ -194,12 +194,14 @@ func Run(ctx context.Context, rollups clicks.RollupReader, acc accounts.Account,
 // the reports it runs. hold's error stops the report and is returned as
 // it is.
 func RunHolding(ctx context.Context, rollups clicks.RollupReader, acc accounts.Account, req Request, hold func(rows int) error) ([]Row, error) {
-	need := []clicks.Dimension{clicks.DimAPIKey, clicks.DimAdvertiser, clicks.DimCurrency}
+	// grouped are the dimensions the report's rows are told apart by.
+	grouped := []clicks.Dimension{clicks.DimCurrency}
 	for _, g := range req.GroupBy {
 		if d, ok := dims[g]; ok {
-			need = append(need, d)
+			grouped = append(grouped, d)
 		}
 	}
+	need := append([]clicks.Dimension{clicks.DimAPIKey, clicks.DimAdvertiser}, grouped...)
 	loc := req.zone()
 	start, end := req.Range()
 	// Days of a zone other than UTC are summed from its hours: a zone
@@ -210,7 +212,9 @@ func RunHolding(ctx context.Context, rollups clicks.RollupReader, acc accounts.A
 	}
 	hourly := slices.Contains(req.GroupBy, "hour")
 	grain := clicks.SmallestGrain(hourly || !utc, need...)
-	sums := clicks.HourSums{End: end, Dims: need}
+	// The store sums the hours by the report's rows: its groups, and the
+	// account's own dimension, which is one value.
+	sums := clicks.HourSums{End: end, Dims: grouped, Limit: MaxRows + 1}
 	// A partner's or an advertiser's report reads only its own rows (in
 	// Postgres, from the index of its kind of account); the operator's
 	// reads everyone's.
@@ -226,6 +230,7 @@ func RunHolding(ctx context.Context, rollups clicks.RollupReader, acc accounts.A
 		} else {
 			kind, sums.Advertiser = clicks.DimAdvertiser, acc.ID
 		}
+		sums.Dims = append(sums.Dims, kind)
 		scan = func(fn func(*clicks.Rollup) error) error {
 			return rollups.ScanAccountRollups(ctx, grain, start, end, kind, acc.ID, fn)
 		}
@@ -239,16 +244,27 @@ func RunHolding(ctx context.Context, rollups clicks.RollupReader, acc accounts.A
 	default:
 		return nil, nil
 	}
-	if !utc && !hourly {
-		// The zone's days, summed from hours by the store (in Postgres,
-		// by the database): a day a row, not every hour of every
-		// dimension.
-		for d := req.From; !d.After(req.To); d = d.AddDate(0, 0, 1) {
-			// A day a zone skipped (Pacific/Apia's 2011-12-30) starts
-			// where the next one does, and has no hours.
-			if s := dayStart(d, loc); len(sums.Starts) == 0 || s.After(sums.Starts[len(sums.Starts)-1]) {
-				sums.Starts = append(sums.Starts, s)
+	if hourly || !utc {
+		// The hours, summed by the store (in Postgres, by the database)
+		// into the report's periods and rows: a row each the report has,
+		// not every hour of every dimension, so that the store stops at
+		// MaxRows+1 rows, the answer being known, rather than summing and
+		// sending them all.
+		switch {
+		case hourly:
+			for h := start; h.Before(end); h = h.Add(time.Hour) {
+				sums.Starts = append(sums.Starts, h)
 			}
+		case slices.Contains(req.GroupBy, "day"):
+			for d := req.From; !d.After(req.To); d = d.AddDate(0, 0, 1) {
+				// A day a zone skipped (Pacific/Apia's 2011-12-30) starts
+				// where the next one does, and has no hours.
+				if s := dayStart(d, loc); len(sums.Starts) == 0 || s.After(sums.Starts[len(sums.Starts)-1]) {
+					sums.Starts = append(sums.Starts, s)
+				}
+			}
+		default:
+			sums.Starts = []time.Time{start}
 		}
 		scan = func(fn func(*clicks.Rollup) error) error { return rollups.SumHours(ctx, sums, fn) }
 	}

@@ -183,3 +183,15 @@ func RollupPlans(ctx context.Context, db *DB, g clicks.Grain, from, to time.Time
 	sums, err = explain(sumHoursSQL(&q))
 	return scan, sums, err
 }
+
+// SumHoursAnalyzed is Postgres's plan of the query SumHours runs for q,
+// run, as EXPLAIN ANALYZE gives it: the rows each step gave.
+func SumHoursAnalyzed(ctx context.Context, db *DB, q clicks.HourSums) (string, error) {
+	query, args := sumHoursSQL(&q)
+	rows, err := db.pool.Query(ctx, "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) "+query, args...)
+	if err != nil {
+		return "", err
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	return strings.Join(lines, "\n"), err
+}

@@ -99,8 +99,15 @@ func sumHoursSQL(q *clicks.HourSums) (string, []any) {
 			account.WriteString(" AND " + a.column + " = $" + strconv.Itoa(len(args)))
 		}
 	}
+	// A report past Limit rows is refused: Postgres sends no more, nor
+	// sorts more than Limit of the sums.
+	limit := ""
+	if q.Limit > 0 {
+		args = append(args, int64(q.Limit))
+		limit = " LIMIT $" + strconv.Itoa(len(args))
+	}
 	return `SELECT width_bucket(period, $3::bigint[]) AS p, ` + strings.Join(sel, ", ") + `,
 		sum(impressions)::bigint, sum(clicks)::bigint, sum(billable)::bigint, sum(spend_micros)::bigint, ARRAY[` + unbilled.String() + `]
 		FROM rollups WHERE grain = $1 AND period >= $2 AND period < $4` + account.String() + `
-		GROUP BY ` + strings.Join(append([]string{"p"}, group...), ", ") + ` ORDER BY p`, args
+		GROUP BY ` + strings.Join(append([]string{"p"}, group...), ", ") + ` ORDER BY p` + limit, args
 }
