@@ -30,8 +30,9 @@ func (r scanAll) ScanAccountRollups(ctx context.Context, g clicks.Grain, from, t
 
 // BenchmarkReportOfOneAccount times one small partner's report of 31
 // days by day from Postgres (report.Run), in UTC (the daily grain) and
-// in Europe/Berlin (the hourly grain summed by Postgres), beside the
-// operator's report of the whole network, first as main read it (every
+// in Europe/Berlin (the hourly grain summed by Postgres), and by the
+// hour in Europe/Berlin, beside the operator's report of the whole
+// network, first as main read it (every
 // account's rows of the range, without the account indexes of migration
 // 00020), then with the indexes, in the same run. The rollups hold 33
 // days of 1,000 hourly rows an hour, 5 an hour of each of 200 partners
@@ -93,9 +94,11 @@ func BenchmarkReportOfOneAccount(b *testing.B) {
 	partner := accounts.Account{Kind: accounts.Partner, ID: "key-7"}
 	network := accounts.Account{Kind: accounts.Operator}
 	req := report.Request{From: t0, To: t0.AddDate(0, 0, 30), GroupBy: []string{"day"}}
-	best := func(r clicks.RollupReader, acc accounts.Account, zone *time.Location) float64 {
+	// Berlin's November has no change of clocks: 31 days of 24 hours.
+	byHour := []string{"hour"}
+	bestOf := func(r clicks.RollupReader, acc accounts.Account, zone *time.Location, groups []string, want int) float64 {
 		q := req
-		q.Zone = zone
+		q.Zone, q.GroupBy = zone, groups
 		m := time.Duration(1 << 62)
 		for range 3 {
 			start := time.Now()
@@ -105,14 +108,17 @@ func BenchmarkReportOfOneAccount(b *testing.B) {
 			}
 			_ = report.AppendJSON(nil, acc, q, out)
 			m = min(m, time.Since(start))
-			if len(out) != 31 {
-				b.Fatalf("%+v in %v: %d rows, want 31", acc, zone, len(out))
+			if len(out) != want {
+				b.Fatalf("%+v in %v by %v: %d rows, want %d", acc, zone, groups, len(out), want)
 			}
 			if want := int64(31 * 24 * rowsPerHour * 2); acc.Kind == accounts.Operator && out[3].Clicks != want/31 {
 				b.Fatalf("the network's fourth day: %d clicks, want %d", out[3].Clicks, want/31)
 			}
 		}
 		return float64(m.Microseconds()) / 1e3
+	}
+	best := func(r clicks.RollupReader, acc accounts.Account, zone *time.Location) float64 {
+		return bestOf(r, acc, zone, req.GroupBy, 31)
 	}
 	b.ResetTimer()
 	for range b.N {
@@ -122,6 +128,7 @@ func BenchmarkReportOfOneAccount(b *testing.B) {
 		best(before, network, berlin)
 		utcBefore, berlinBefore := best(before, partner, nil), best(before, partner, berlin)
 		netUTCBefore, netBerlinBefore := best(before, network, nil), best(before, network, berlin)
+		hoursBefore := bestOf(before, partner, berlin, byHour, 31*24)
 		start := time.Now()
 		exec("CREATE INDEX CONCURRENTLY rollups_api_key ON rollups (grain, api_key, period)")
 		exec("CREATE INDEX CONCURRENTLY rollups_advertiser ON rollups (grain, advertiser, period)")
@@ -129,6 +136,7 @@ func BenchmarkReportOfOneAccount(b *testing.B) {
 		exec("ANALYZE rollups")
 		utc, local := best(db.Rollups(), partner, nil), best(db.Rollups(), partner, berlin)
 		netUTC, netBerlin := best(db.Rollups(), network, nil), best(db.Rollups(), network, berlin)
+		hours := bestOf(db.Rollups(), partner, berlin, byHour, 31*24)
 		var table, indexes int64
 		if err := db.Pool().QueryRow(ctx, `SELECT pg_table_size('rollups'),
 			pg_relation_size('rollups_api_key') + pg_relation_size('rollups_advertiser')`).Scan(&table, &indexes); err != nil {
@@ -141,6 +149,9 @@ func BenchmarkReportOfOneAccount(b *testing.B) {
 		b.ReportMetric(berlinBefore, "ms-partner-berlin-before")
 		b.ReportMetric(local, "ms-partner-berlin")
 		b.ReportMetric(local/berlinBefore, "partner-berlin-of-before")
+		b.ReportMetric(hoursBefore, "ms-partner-berlin-hours-before")
+		b.ReportMetric(hours, "ms-partner-berlin-hours")
+		b.ReportMetric(hours/hoursBefore, "partner-berlin-hours-of-before")
 		b.ReportMetric(netUTCBefore, "ms-network-utc-before")
 		b.ReportMetric(netUTC, "ms-network-utc")
 		b.ReportMetric(netBerlinBefore, "ms-network-berlin-before")

@@ -125,50 +125,12 @@ func ListPlan(ctx context.Context, db *DB, q clicks.Query) (string, error) {
 // scan's, then the sums' of the hours into their UTC days; each the plan
 // Postgres makes for any argument.
 func RollupPlans(ctx context.Context, db *DB, g clicks.Grain, from, to time.Time, kind clicks.Dimension, id string) (scan, sums string, err error) {
-	// The plan made for any argument, as a statement prepared once and
-	// run many times may come to use: a plan for the argument itself
-	// could read an index the generic one does not.
-	explain := func(query string, args []any) (plan string, err error) {
-		err = db.inTx(ctx, func(tx pgx.Tx) error {
-			// EXPLAIN of the query itself would plan it for args.
-			if _, err := tx.Exec(ctx, "PREPARE rollup_plan AS "+query); err != nil {
-				return err
-			}
-			defer tx.Exec(ctx, "DEALLOCATE rollup_plan")
-			if _, err := tx.Exec(ctx, "SET LOCAL plan_cache_mode = force_generic_plan"); err != nil {
-				return err
-			}
-			// EXECUTE takes its arguments as literals.
-			params := make([]string, len(args))
-			for i, a := range args {
-				switch a := a.(type) {
-				case int16:
-					params[i] = strconv.Itoa(int(a))
-				case int64:
-					params[i] = strconv.FormatInt(a, 10)
-				case []int64:
-					params[i] = "'{" + strings.Trim(strings.Join(strings.Fields(fmt.Sprint(a)), ","), "[]") + "}'"
-				case string:
-					params[i] = "'" + strings.ReplaceAll(a, "'", "''") + "'"
-				default:
-					return fmt.Errorf("argument %d: %T", i+1, a)
-				}
-			}
-			rows, err := tx.Query(ctx, "EXPLAIN EXECUTE rollup_plan("+strings.Join(params, ", ")+")")
-			if err != nil {
-				return err
-			}
-			lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
-			plan = strings.Join(lines, "\n")
-			return err
-		})
-		return plan, err
-	}
 	size := int64(86400)
 	if g.Hourly() {
 		size = 3600
 	}
-	if scan, err = explain(scanSQL(g, ceilDiv(from.Unix(), size), ceilDiv(to.Unix(), size), rollupDims[kind], id)); err != nil {
+	query, args := scanSQL(g, ceilDiv(from.Unix(), size), ceilDiv(to.Unix(), size), rollupDims[kind], id)
+	if scan, err = genericPlan(ctx, db, query, args); err != nil {
 		return "", "", err
 	}
 	q := clicks.HourSums{End: to, Dims: []clicks.Dimension{clicks.DimAPIKey, clicks.DimAdvertiser, clicks.DimCurrency}}
@@ -180,7 +142,8 @@ func RollupPlans(ctx context.Context, db *DB, g clicks.Grain, from, to time.Time
 	} else {
 		q.Advertiser = id
 	}
-	sums, err = explain(sumHoursSQL(&q))
+	query, args = sumHoursSQL(&q)
+	sums, err = genericPlan(ctx, db, query, args)
 	return scan, sums, err
 }
 
@@ -194,4 +157,51 @@ func SumHoursAnalyzed(ctx context.Context, db *DB, q clicks.HourSums) (string, e
 	}
 	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	return strings.Join(lines, "\n"), err
+}
+
+// genericPlan is Postgres's plan of query made for any argument, as a
+// statement prepared once and run many times may come to use: a plan
+// for the argument itself could read an index the generic one does not.
+func genericPlan(ctx context.Context, db *DB, query string, args []any) (plan string, err error) {
+	err = db.inTx(ctx, func(tx pgx.Tx) error {
+		// EXPLAIN of the query itself would plan it for args.
+		if _, err := tx.Exec(ctx, "PREPARE rollup_plan AS "+query); err != nil {
+			return err
+		}
+		defer tx.Exec(ctx, "DEALLOCATE rollup_plan")
+		if _, err := tx.Exec(ctx, "SET LOCAL plan_cache_mode = force_generic_plan"); err != nil {
+			return err
+		}
+		// EXECUTE takes its arguments as literals.
+		params := make([]string, len(args))
+		for i, a := range args {
+			switch a := a.(type) {
+			case int16:
+				params[i] = strconv.Itoa(int(a))
+			case int64:
+				params[i] = strconv.FormatInt(a, 10)
+			case []int64:
+				params[i] = "'{" + strings.Trim(strings.Join(strings.Fields(fmt.Sprint(a)), ","), "[]") + "}'"
+			case string:
+				params[i] = "'" + strings.ReplaceAll(a, "'", "''") + "'"
+			default:
+				return fmt.Errorf("argument %d: %T", i+1, a)
+			}
+		}
+		rows, err := tx.Query(ctx, "EXPLAIN EXECUTE rollup_plan("+strings.Join(params, ", ")+")")
+		if err != nil {
+			return err
+		}
+		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		plan = strings.Join(lines, "\n")
+		return err
+	})
+	return plan, err
+}
+
+// SumHoursPlan is Postgres's plan of the query SumHours runs for q, the
+// plan it makes for any argument.
+func SumHoursPlan(ctx context.Context, db *DB, q clicks.HourSums) (string, error) {
+	query, args := sumHoursSQL(&q)
+	return genericPlan(ctx, db, query, args)
 }
