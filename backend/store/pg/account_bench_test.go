@@ -32,9 +32,11 @@ func (r scanAll) ScanAccountRollups(ctx context.Context, g clicks.Grain, from, t
 // days by day from Postgres (report.Run), in UTC (the daily grain) and
 // in Europe/Berlin (the hourly grain summed by Postgres), and by the
 // hour in Europe/Berlin, beside the operator's report of the whole
-// network, first as main read it (every
-// account's rows of the range, without the account indexes of migration
-// 00020), then with the indexes, in the same run. The rollups hold 33
+// network, first as main read it (every account's rows of the range,
+// without the account indexes of migration 00020), then with the
+// indexes, in the same run; and, with the indexes, the partner's hours
+// scanned one by one and summed in Go, as a report by the hour read
+// them before Postgres summed them. The rollups hold 33
 // days of 1,000 hourly rows an hour, 5 an hour of each of 200 partners
 // and 200 advertisers, and their daily grains. It also times building
 // the two indexes (CREATE INDEX CONCURRENTLY) on that table. Each
@@ -137,6 +139,31 @@ func BenchmarkReportOfOneAccount(b *testing.B) {
 		utc, local := best(db.Rollups(), partner, nil), best(db.Rollups(), partner, berlin)
 		netUTC, netBerlin := best(db.Rollups(), network, nil), best(db.Rollups(), network, berlin)
 		hours := bestOf(db.Rollups(), partner, berlin, byHour, 31*24)
+		// As main read a report by the hour: the account's hourly rows
+		// one by one, summed by hour in Go.
+		scanned := time.Duration(1 << 62)
+		for range 3 {
+			start := time.Now()
+			q := req
+			q.Zone = berlin
+			from, to := q.Range()
+			sums := map[time.Time]*clicks.Measures{}
+			if err := db.Rollups().ScanAccountRollups(ctx, clicks.Hour, from, to, clicks.DimAPIKey, partner.ID, func(r *clicks.Rollup) error {
+				m := sums[r.Start]
+				if m == nil {
+					m = new(clicks.Measures)
+					sums[r.Start] = m
+				}
+				m.Add(&r.Measures)
+				return nil
+			}); err != nil {
+				b.Fatal(err)
+			}
+			scanned = min(scanned, time.Since(start))
+			if len(sums) != 31*24 {
+				b.Fatalf("the partner's hours scanned: %d, want %d", len(sums), 31*24)
+			}
+		}
 		var table, indexes int64
 		if err := db.Pool().QueryRow(ctx, `SELECT pg_table_size('rollups'),
 			pg_relation_size('rollups_api_key') + pg_relation_size('rollups_advertiser')`).Scan(&table, &indexes); err != nil {
@@ -152,6 +179,7 @@ func BenchmarkReportOfOneAccount(b *testing.B) {
 		b.ReportMetric(hoursBefore, "ms-partner-berlin-hours-before")
 		b.ReportMetric(hours, "ms-partner-berlin-hours")
 		b.ReportMetric(hours/hoursBefore, "partner-berlin-hours-of-before")
+		b.ReportMetric(float64(scanned.Microseconds())/1e3, "ms-partner-berlin-hours-scanned")
 		b.ReportMetric(netUTCBefore, "ms-network-utc-before")
 		b.ReportMetric(netUTC, "ms-network-utc")
 		b.ReportMetric(netBerlinBefore, "ms-network-berlin-before")
