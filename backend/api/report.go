@@ -62,8 +62,8 @@ func (s *server) reportRequest(w http.ResponseWriter, r *http.Request) error {
 	if tooMany := (*report.TooManyRows)(nil); errors.As(err, &tooMany) {
 		return &Error{Status: http.StatusBadRequest, Code: CodeInvalidParameter, Param: "group_by", Message: tooMany.Error()}
 	}
-	if busy := (*Error)(nil); errors.As(err, &busy) {
-		return err
+	if e := (*Error)(nil); errors.As(err, &e) {
+		return err // reports_busy: hold's
 	}
 	if err != nil {
 		// The request was read; what failed is the store (with -postgres,

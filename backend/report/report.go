@@ -214,7 +214,8 @@ func RunHolding(ctx context.Context, rollups clicks.RollupReader, acc accounts.A
 	grain := clicks.SmallestGrain(hourly || !utc, need...)
 	// The store sums the hours by the report's rows: its groups, and the
 	// account's own dimension, which is one value.
-	sums := clicks.HourSums{End: end, Dims: grouped, Limit: MaxRows + 1}
+	maxRows := MaxRows
+	sums := clicks.HourSums{End: end, Dims: grouped, Limit: maxRows + 1}
 	// A partner's or an advertiser's report reads only its own rows (in
 	// Postgres, from the index of its kind of account); the operator's
 	// reads everyone's.
@@ -269,7 +270,6 @@ func RunHolding(ctx context.Context, rollups clicks.RollupReader, acc accounts.A
 		scan = func(fn func(*clicks.Rollup) error) error { return rollups.SumHours(ctx, sums, fn) }
 	}
 	rows := map[string]*Row{}
-	maxRows := MaxRows
 	var key []byte
 	vals := make([]string, len(req.GroupBy))
 	var at time.Time
