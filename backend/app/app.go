@@ -249,7 +249,7 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 		if start == nil {
 			start = context.Background()
 		}
-		a.pg, err = pgstore.Open(start, cfg.PostgresURL)
+		a.pg, err = pgstore.OpenWith(start, cfg.PostgresURL, pgstore.Options{Logger: log, LockTimeout: cfg.PostgresLockTimeout})
 		if err != nil {
 			return nil, err
 		}

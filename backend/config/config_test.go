@@ -207,6 +207,17 @@ func TestLoad(t *testing.T) {
 			want: func(c *Config) { c.PageLease = 3 * time.Second },
 		},
 		{
+			name: "migrations' lock timeout from the environment",
+			env:  map[string]string{"ADLINK_POSTGRES_LOCK_TIMEOUT": "2s"},
+			want: func(c *Config) { c.PostgresLockTimeout = 2 * time.Second },
+		},
+		{
+			name: "migrations' lock timeout flag wins",
+			args: []string{"-postgres-lock-timeout", "500ms"},
+			env:  map[string]string{"ADLINK_POSTGRES_LOCK_TIMEOUT": "2s"},
+			want: func(c *Config) { c.PostgresLockTimeout = 500 * time.Millisecond },
+		},
+		{
 			name: "wildcard listen address",
 			args: []string{"-addr", ":9090"},
 			want: func(c *Config) { c.Addr, c.RedirectURL = ":9090", "http://localhost:9090" },
@@ -279,6 +290,17 @@ func TestLoadRefusesAShortPageLease(t *testing.T) {
 		_, err := Load(args, env(demoEnv(nil)), io.Discard)
 		if err == nil || !strings.Contains(err.Error(), "page-lease") || !strings.Contains(err.Error(), "want at least 1s") {
 			t.Errorf("Load %q = %v, want the page-lease named", args, err)
+		}
+	}
+}
+
+// A lock timeout of 0 is none in Postgres: a migration would wait, and
+// hold up the replicas' queries, for as long as a transaction holds it.
+func TestLoadRefusesNoLockTimeout(t *testing.T) {
+	for _, args := range [][]string{{"-postgres-lock-timeout", "0"}, {"-postgres-lock-timeout", "-1s"}, {"-postgres-lock-timeout", "1ms"}} {
+		_, err := Load(args, env(demoEnv(nil)), io.Discard)
+		if err == nil || !strings.Contains(err.Error(), "postgres-lock-timeout") {
+			t.Errorf("Load %q = %v, want the postgres-lock-timeout named", args, err)
 		}
 	}
 }
