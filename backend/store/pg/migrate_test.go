@@ -445,8 +445,6 @@ func TestMigrationGivesWayToQueries(t *testing.T) {
 	if _, err := p.DownTo(t.Context(), 15); err != nil {
 		t.Fatalf("down to 00015: %v", err)
 	}
-	defer func(d time.Duration) { watchEvery = d }(watchEvery)
-	watchEvery = 20 * time.Millisecond
 	holder, err := db.pool.Begin(t.Context())
 	if err != nil {
 		t.Fatal(err)

@@ -228,7 +228,8 @@ func schemaVersions(ctx context.Context, pool *pgxpool.Pool) (have, want int64, 
 // and again after a pause while one gave up waiting.
 func migrate(ctx context.Context, pool *pgxpool.Pool, opts Options) error {
 	cfg := pool.Config().ConnConfig.Copy()
-	cfg.RuntimeParams["lock_timeout"] = strconv.FormatInt(opts.LockTimeout.Milliseconds(), 10)
+	// In milliseconds, at least one: 0 would be no timeout.
+	cfg.RuntimeParams["lock_timeout"] = strconv.FormatInt(max(opts.LockTimeout.Milliseconds(), 1), 10)
 	cfg.RuntimeParams["application_name"] = migrateApp
 	sqlDB := stdlib.OpenDB(*cfg)
 	defer sqlDB.Close()
@@ -248,7 +249,9 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, opts Options) error {
 	if err != nil {
 		return err
 	}
-	w := startWatch(ctx, pool, opts.Logger)
+	// Polled at least twice within a lock timeout, so that the sessions
+	// a statement waited for are seen before it gives up.
+	w := startWatch(ctx, pool, opts.Logger, max(min(watchEvery, opts.LockTimeout/2), time.Millisecond))
 	defer w.stop()
 	pause := time.Second
 	for {
@@ -287,9 +290,9 @@ func (b blocker) attrs() []any {
 	return []any{"pid", b.pid, "state", b.state, "age", b.age.Round(time.Millisecond).String(), "query", b.query}
 }
 
-// watchEvery is how often a migration's blockers are looked for. A var
-// so that tests can shorten it.
-var watchEvery = time.Second
+// watchEvery is how often a migration's blockers are looked for, unless
+// its lock timeout is shorter than twice that.
+const watchEvery = time.Second
 
 // watchLogAfter is how long a session holds up a migration before it is
 // logged while the migration still waits (an index built concurrently
@@ -307,14 +310,14 @@ type watch struct {
 	last   []blocker
 }
 
-func startWatch(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) *watch {
+func startWatch(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger, every time.Duration) *watch {
 	ctx, cancel := context.WithCancel(ctx)
 	w := &watch{cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(w.done)
 		since := map[int32]time.Time{}
 		logged := map[int32]bool{}
-		t := time.NewTicker(watchEvery)
+		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
 			select {
