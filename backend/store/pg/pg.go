@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -230,8 +231,13 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, opts Options) error {
 	cfg := pool.Config().ConnConfig.Copy()
 	// In milliseconds, at least one: 0 would be no timeout.
 	cfg.RuntimeParams["lock_timeout"] = strconv.FormatInt(max(opts.LockTimeout.Milliseconds(), 1), 10)
-	cfg.RuntimeParams["application_name"] = migrateApp
-	sqlDB := stdlib.OpenDB(*cfg)
+	// The watch looks for what holds up the migrations' sessions by
+	// their backends' pids.
+	var pids migrationPIDs
+	sqlDB := stdlib.OpenDB(*cfg, stdlib.OptionAfterConnect(func(_ context.Context, c *pgx.Conn) error {
+		pids.add(c.PgConn().PID())
+		return nil
+	}))
 	defer sqlDB.Close()
 	// Each attempt has a new session: a migration that lifts the timeout
 	// for a statement (00020) and fails leaves nothing to the next.
@@ -251,7 +257,7 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, opts Options) error {
 	}
 	// Polled at least twice within a lock timeout, so that the sessions
 	// a statement waited for are seen before it gives up.
-	w := startWatch(ctx, pool, opts.Logger, max(min(watchEvery, opts.LockTimeout/2), time.Millisecond))
+	w := startWatch(ctx, pool, &pids, opts.Logger, max(min(watchEvery, opts.LockTimeout/2), time.Millisecond))
 	defer w.stop()
 	pause := time.Second
 	for {
@@ -274,9 +280,23 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, opts Options) error {
 	}
 }
 
-// migrateApp is the application_name of the migrations' sessions, by
-// which pg_stat_activity tells them.
-const migrateApp = "adlink migrations"
+// migrationPIDs are the backends' pids of the migrations' sessions.
+type migrationPIDs struct {
+	mu   sync.Mutex
+	pids []uint32
+}
+
+func (m *migrationPIDs) add(pid uint32) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.pids = append(m.pids, pid)
+}
+
+func (m *migrationPIDs) all() []uint32 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.pids)
+}
 
 // blocker is a session that holds up a migration's statement.
 type blocker struct {
@@ -310,7 +330,7 @@ type watch struct {
 	last   []blocker
 }
 
-func startWatch(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger, every time.Duration) *watch {
+func startWatch(ctx context.Context, pool *pgxpool.Pool, pids *migrationPIDs, log *slog.Logger, every time.Duration) *watch {
 	ctx, cancel := context.WithCancel(ctx)
 	w := &watch{cancel: cancel, done: make(chan struct{})}
 	go func() {
@@ -325,7 +345,7 @@ func startWatch(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger, every
 				return
 			case <-t.C:
 			}
-			bs, err := blockersOf(ctx, pool)
+			bs, err := blockersOf(ctx, pool, pids.all())
 			if err != nil {
 				continue
 			}
@@ -372,16 +392,19 @@ func (w *watch) stop() {
 }
 
 // blockersOf returns the sessions that hold up a statement of the
-// migrations waiting for a lock.
-func blockersOf(ctx context.Context, pool *pgxpool.Pool) ([]blocker, error) {
+// sessions of pids waiting for a lock.
+func blockersOf(ctx context.Context, pool *pgxpool.Pool, pids []uint32) ([]blocker, error) {
+	if len(pids) == 0 {
+		return nil, nil
+	}
 	rows, err := pool.Query(ctx, `SELECT DISTINCT b.pid, coalesce(b.state, ''),
 			coalesce(extract(epoch FROM now() - coalesce(b.xact_start, b.query_start)), 0)::float8,
 			left(coalesce(b.query, ''), 120)
 		FROM pg_stat_activity m
 		CROSS JOIN LATERAL unnest(pg_blocking_pids(m.pid)) AS h(pid)
 		JOIN pg_stat_activity b ON b.pid = h.pid
-		WHERE m.application_name = $1 AND m.wait_event_type = 'Lock' AND m.datname = current_database()
-		ORDER BY b.pid`, migrateApp)
+		WHERE m.pid = ANY ($1::int[]) AND m.wait_event_type = 'Lock'
+		ORDER BY b.pid`, pids)
 	if err != nil {
 		return nil, err
 	}
