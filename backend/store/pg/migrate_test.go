@@ -462,6 +462,12 @@ func TestMigrationGivesWayToQueries(t *testing.T) {
 	go func() {
 		up, err := OpenWith(t.Context(), db.pool.Config().ConnString(), Options{Logger: logs.logger, LockTimeout: 200 * time.Millisecond})
 		if err == nil {
+			// The servers' own statements have no lock timeout: a
+			// click's commit waits for its locks as long as it takes.
+			var timeout string
+			if err := up.pool.QueryRow(context.Background(), "SHOW lock_timeout").Scan(&timeout); err != nil || timeout != "0" {
+				t.Errorf("the serving pool's lock_timeout is %q, %v; want 0", timeout, err)
+			}
 			up.Close()
 		}
 		opened <- err
@@ -481,9 +487,13 @@ func TestMigrationGivesWayToQueries(t *testing.T) {
 	// The replicas' reads and writes of the table go on meanwhile. A
 	// minute bounds each, so that one stuck behind the migration fails
 	// the test rather than hangs it.
-	for i := range 5 {
+	for i := range 6 {
 		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-		_, err := db.pool.Exec(ctx, `UPDATE removed_ads SET ad = ad WHERE false`)
+		q := `SELECT count(*) FROM removed_ads`
+		if i%2 == 1 {
+			q = `UPDATE removed_ads SET ad = ad WHERE false`
+		}
+		_, err := db.pool.Exec(ctx, q)
 		cancel()
 		if err != nil {
 			t.Fatalf("query %d of removed_ads while the holder holds it: %v", i, err)
