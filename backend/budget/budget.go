@@ -240,7 +240,7 @@ func (g *Gate) today(z *zone, at time.Time) *day {
 			nd, err := g.load(ctx, z, at)
 			if err != nil {
 				nd = g.fresh(z, at)
-				go g.lateRead(z, nd)
+				go g.lateRead(z, nd, lateRetry, lateRetryMax)
 			}
 			z.day.Store(nd)
 			d = nd
@@ -255,16 +255,17 @@ var lateRetry, lateRetryMax = 100 * time.Millisecond, 30 * time.Second
 
 // lateRead reads the spend of d, z's day that started with nothing spent
 // because the store did not answer at its midnight, until the store
-// answers for each of z's advertisers or d is no longer z's day. Each
+// answers for each of z's advertisers or d is no longer z's day, waiting
+// wait before its first read and twice as long before each next one, up
+// to most. Each
 // spend read is a whole day's, as Clicked's, so it is merged as the
 // larger of it and what the clicks since stored: nothing counted twice,
 // and nothing lowered.
-func (g *Gate) lateRead(z *zone, d *day) {
+func (g *Gate) lateRead(z *zone, d *day, wait, most time.Duration) {
 	left := slices.Clone(z.ids)
-	wait := lateRetry
 	for len(left) > 0 {
 		time.Sleep(wait)
-		wait = min(2*wait, lateRetryMax)
+		wait = min(2*wait, most)
 		if z.day.Load() != d {
 			return // the next midnight read its own day
 		}
