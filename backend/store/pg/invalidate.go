@@ -13,7 +13,8 @@ import (
 
 // Invalidator credits billed clicks of the clicks table
 // (clicks.Invalidator): each batch's clicks, their rollups and their
-// advertisers' spend change in one transaction.
+// advertisers' spend change in one transaction, which adds one to the
+// credits' epoch (CreditEpoch).
 type Invalidator struct{ db *DB }
 
 var _ clicks.Invalidator = Invalidator{}
@@ -125,7 +126,11 @@ func (v Invalidator) Invalidate(ctx context.Context, inv clicks.Invalidation) (c
 			if err := tx.SendBatch(ctx, b).Close(); err != nil {
 				return err
 			}
-			return creditSpend(ctx, tx, spends)
+			if err := creditSpend(ctx, tx, spends); err != nil {
+				return err
+			}
+			_, err = tx.Exec(ctx, `UPDATE credit_epoch SET n = n + 1`)
+			return err
 		})
 		if err != nil {
 			return credit, fmt.Errorf("postgres: invalidate: %w", err)
@@ -209,4 +214,17 @@ func creditSpend(ctx context.Context, tx pgx.Tx, spends map[spendDay]int64) erro
 		}
 	}
 	return nil
+}
+
+// CreditEpoch is the credits' epoch: a number that each batch of credited
+// clicks raises when it commits, so that a server that reads a new one
+// knows its advertisers' spend of the day may have gone down, whichever
+// replica or adlink invalidate credited them.
+func (db *DB) CreditEpoch(ctx context.Context) (int64, error) {
+	var n int64
+	err := db.pool.QueryRow(ctx, `SELECT n FROM credit_epoch`).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("postgres: reading the credits' epoch: %w", err)
+	}
+	return n, nil
 }
