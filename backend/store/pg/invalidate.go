@@ -157,7 +157,7 @@ func (v Invalidator) Invalidate(ctx context.Context, inv clicks.Invalidation) (c
 // transaction made not billable meanwhile is left out.
 func lockBilled(ctx context.Context, tx pgx.Tx, cond string, args []any) ([]clicks.Click, []int64, error) {
 	rows, err := tx.Query(ctx, `SELECT seq, at_ns, ad_id, ad_type, context, api_key, site_id, criterion, yk_tag, ip,
-		user_agent, country, advertiser, bid_micros, currency, billable, reason, coalesce(click_id, '')
+		user_agent, country, advertiser, bid_micros, currency, billable, reason, coalesce(click_id, ''), coalesce(budget_day, 0)
 		FROM clicks WHERE `+cond+` ORDER BY at_ns, seq LIMIT `+strconv.Itoa(invalidateBatch)+` FOR UPDATE`, args...)
 	if err != nil {
 		return nil, nil, err
@@ -169,7 +169,7 @@ func lockBilled(ctx context.Context, tx pgx.Tx, cond string, args []any) ([]clic
 		var c clicks.Click
 		var seq, ns int64
 		if err := rows.Scan(&seq, &ns, &c.AdID, &c.AdType, &c.Type, &c.APIKey, &c.SiteID, &c.Criterion, &c.YkTag, &c.IP,
-			&c.UserAgent, &c.Country, &c.Advertiser, &c.BidMicros, &c.Currency, &c.Billable, &c.Reason, &c.ID); err != nil {
+			&c.UserAgent, &c.Country, &c.Advertiser, &c.BidMicros, &c.Currency, &c.Billable, &c.Reason, &c.ID, &c.BudgetDay); err != nil {
 			return nil, nil, err
 		}
 		c.Time = fromNanos(ns)
