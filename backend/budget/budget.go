@@ -93,6 +93,9 @@ type Gate struct {
 	// credit is stored after it, nor a click read after Reread's read is
 	// lost under Reread's lower value.
 	lowerMu sync.RWMutex
+	// cleared counts the flags Reread took down, so that a Sync whose
+	// read of the flags came before stops no advertiser with them.
+	cleared atomic.Uint64
 }
 
 // zone is the advertisers whose budgets count the days of one time zone,
@@ -376,6 +379,7 @@ func (g *Gate) lower(ctx context.Context, i int, d *day) error {
 		if err := g.flags.Clear(ctx, id, d.n); err != nil {
 			err2 = fmt.Errorf("budget: clearing the flags of %s: %w", id, err)
 		}
+		g.cleared.Add(1)
 	}
 	d.spent[i].Store(s)
 	d.resume(i)
@@ -428,18 +432,20 @@ func (g *Gate) Sync(ctx context.Context) error {
 		}
 	}
 	for _, n := range days {
+		gen := g.cleared.Load()
 		raised, err := g.flags.Raised(ctx, n)
 		if err != nil {
 			return fmt.Errorf("budget: reading the flags: %w", err)
 		}
-		g.stopRaised(raised, n, current)
+		g.stopRaised(raised, n, current, gen)
 	}
 	return nil
 }
 
 // stopRaised stops the advertisers of raised, flags of day n, whose
-// zone's current day is n.
-func (g *Gate) stopRaised(raised []string, n clicks.BudgetDay, current []*day) {
+// zone's current day is n, unless Reread took down flags since gen (of
+// cleared) was read before the flags: the next Sync reads them again.
+func (g *Gate) stopRaised(raised []string, n clicks.BudgetDay, current []*day, gen uint64) {
 	for _, f := range raised {
 		id, spentAt := parseFlag(f)
 		i, ok := slices.BinarySearch(g.ids, id)
@@ -455,6 +461,10 @@ func (g *Gate) stopRaised(raised []string, n clicks.BudgetDay, current []*day) {
 			continue // spent against a smaller budget than this gate's
 		}
 		g.lowerMu.RLock()
+		if g.cleared.Load() != gen {
+			g.lowerMu.RUnlock()
+			return
+		}
 		for {
 			old := d.spent[i].Load()
 			if old >= b.DailyMicros || d.spent[i].CompareAndSwap(old, b.DailyMicros) {
