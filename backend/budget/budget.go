@@ -87,11 +87,11 @@ type Gate struct {
 	// collected.
 	groups sync.Map // weak.Pointer[match.Index] -> []int32
 	// lowerMu orders Reread, which lowers a spend, against what raises
-	// one from a read of the store (Clicked, a day's late read, Sync):
-	// they hold it shared from their read to their store, Reread alone
-	// from its read to its store, so that neither a spend read before a
-	// credit is stored after it, nor a click read after Reread's read is
-	// lost under Reread's lower value.
+	// one (Clicked, a day's late read, Sync): they hold it shared from
+	// their read to their store and flag, Reread alone from its read to
+	// its store, so that neither a spend read before a credit is stored
+	// after it, nor a click read after Reread's read is lost under
+	// Reread's lower value, nor a flag raised after Reread took it down.
 	lowerMu sync.RWMutex
 	// cleared counts the flags Reread took down, so that a Sync whose
 	// read of the flags came before stops no advertiser with them.
@@ -260,10 +260,9 @@ var lateRetry, lateRetryMax = 100 * time.Millisecond, 30 * time.Second
 // because the store did not answer at its midnight, until the store
 // answers for each of z's advertisers or d is no longer z's day, waiting
 // wait before its first read and twice as long before each next one, up
-// to most. Each
-// spend read is a whole day's, as Clicked's, so it is merged as the
-// larger of it and what the clicks since stored: nothing counted twice,
-// and nothing lowered.
+// to most. Each spend read is a whole day's, as Clicked's, so it is
+// merged as the larger of it and what the clicks since stored: nothing
+// counted twice, and nothing lowered.
 func (g *Gate) lateRead(z *zone, d *day, wait, most time.Duration) {
 	left := slices.Clone(z.ids)
 	for len(left) > 0 {
@@ -281,17 +280,16 @@ func (g *Gate) lateRead(z *zone, d *day, wait, most time.Duration) {
 // raise reads advertiser i's spend of d from the store and keeps it when
 // it is larger than what d holds; once the spend reaches the budget it
 // stops an asap advertiser, and raises its flag when flag is set and this
-// read is the one that reached the budget here.
+// read is the one that reached the budget here. The flag is raised before
+// a Reread may take it down.
 func (g *Gate) raise(ctx context.Context, i int, d *day, flag string) error {
 	g.lowerMu.RLock()
+	defer g.lowerMu.RUnlock()
 	s, err := g.spent.SpentOn(ctx, g.ids[i], d.n)
 	if err != nil {
-		g.lowerMu.RUnlock()
 		return fmt.Errorf("budget: reading the spend of %s: %w", g.ids[i], err)
 	}
-	crossed := g.raiseTo(i, d, s)
-	g.lowerMu.RUnlock()
-	if crossed && flag != "" && g.flags != nil {
+	if g.raiseTo(i, d, s) && flag != "" && g.flags != nil {
 		if err := g.flags.Raise(ctx, flag, d.n); err != nil {
 			return fmt.Errorf("budget: raising the flag of %s: %w", g.ids[i], err)
 		}
