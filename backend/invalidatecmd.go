@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/adlink/adlink/backend/accounts"
 	"github.com/adlink/adlink/backend/api"
@@ -50,11 +51,15 @@ func runInvalidate(ctx context.Context, args []string, getenv func(string) strin
 		return nil
 	})
 	dryRun := fs.Bool("dry-run", false, "count and sum the clicks it would credit, changing nothing")
+	timeout := pgTimeoutFlag(fs, 10*time.Minute, "the credit")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("invalidate: unexpected argument %q", fs.Arg(0))
+	}
+	if *timeout <= 0 {
+		return fmt.Errorf("invalidate: -timeout %v: want a time above 0", *timeout)
 	}
 	flagOf := map[string]string{"api_key": "api-key", "site_id": "site-id", "ad": "ad", "id": "id", "from": "from",
 		"to": "to", "reason": "reason", "dry_run": "dry-run"}
@@ -82,8 +87,11 @@ func runInvalidate(ctx context.Context, args []string, getenv func(string) strin
 	}
 	var v clicks.Invalidator
 	if *pgURL != "" {
+		var cancel context.CancelFunc
+		ctx, cancel = withPGTimeout(ctx, *timeout)
+		defer cancel()
 		// The servers migrate the schema, not a tool run beside them.
-		db, err := pgstore.OpenMigrated(ctx, *pgURL)
+		db, err := openPG(ctx, *pgURL, pgstore.OpenMigrated)
 		if err != nil {
 			return fmt.Errorf("invalidate: %w", err)
 		}
@@ -117,7 +125,7 @@ func runInvalidate(ctx context.Context, args []string, getenv func(string) strin
 		return fmt.Errorf("invalidate: -%s: %s", flagOf[ie.Param], ie.Message)
 	}
 	if err != nil {
-		return fmt.Errorf("invalidate: %w; the batches credited before (%d clicks) stay credited, and running it again credits the rest", err, credit.Clicks)
+		return fmt.Errorf("invalidate: %w; the batches credited before (%d clicks) stay credited, and running it again credits the rest", timedOut(ctx, err), credit.Clicks)
 	}
 	if credit.Micros == nil {
 		credit.Micros = map[string]int64{}

@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -249,4 +251,64 @@ func TestInvalidateCommandMigratesNothing(t *testing.T) {
 		db.Close()
 		t.Fatal("the refused run left adlink's schema in the database")
 	}
+}
+
+// TestInvalidateCommandReachesRunningServers: "adlink invalidate
+// -postgres", run beside a server of that database whose advertiser spent
+// its daily budget, credits the click that spent it, and the server,
+// which did not run the credit, shows the advertiser's ads again.
+func TestInvalidateCommandReachesRunningServers(t *testing.T) {
+	url := testpg.New(t)
+	adv := filepath.Join(t.TempDir(), "advertisers.json")
+	if err := os.WriteFile(adv, []byte(`{"advertisers":[{"id":"handy-bestkauf.de","daily_budget":"0.01","currency":"EUR"}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base, stop := startRun(t, "-data", t.TempDir(), "-demo", "-postgres", url, "-advertisers", adv)
+	defer stop()
+	// link is the URL of handy-bestkauf.de's ad in an answer, or "".
+	link := func() string {
+		t.Helper()
+		res, err := http.Get(base + "/v2/search/link?q=lg+handy&loc=de&api_key=demo&site_id=demo")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		var resp struct{ Link []struct{ Ad string } }
+		if err := json.NewDecoder(res.Body).Decode(&resp); err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range resp.Link {
+			if strings.Contains(l.Ad, "adId=handy-bestkauf.de&") {
+				return l.Ad
+			}
+		}
+		return ""
+	}
+	until := func(what string, cond func() bool) {
+		t.Helper()
+		for end := time.Now().Add(time.Minute); !cond(); time.Sleep(50 * time.Millisecond) {
+			if time.Now().After(end) {
+				t.Fatalf("%s: never", what)
+			}
+		}
+	}
+	u := link()
+	if u == "" {
+		t.Fatal("handy-bestkauf.de is not in the answers before any click")
+	}
+	clickAs(t, base+u[strings.Index(u, "/v1/redirect"):])
+	until("handy-bestkauf.de out of the answers", func() bool { return link() == "" })
+
+	env := func(k string) string {
+		if k == "ADLINK_POSTGRES_URL" {
+			return url
+		}
+		return ""
+	}
+	day := time.Now().UTC().Format(time.DateOnly)
+	got, err := invalidateRun(t, env, "-advertisers", adv, "-ad", "handy-bestkauf.de", "-from", day, "-to", day, "-reason", "click farm")
+	if err != nil || got.Clicks != 1 {
+		t.Fatalf("invalidate: %+v, %v; want 1 click", got, err)
+	}
+	until("handy-bestkauf.de back in the answers", func() bool { return link() != "" })
 }

@@ -34,11 +34,15 @@ func runReport(ctx context.Context, args []string, getenv func(string) string, s
 	format := fs.String("format", "csv", "csv or json")
 	partner := fs.String("partner", "", "only this partner's sites (`api_key`)")
 	advertiser := fs.String("advertiser", "", "only this advertiser's ads (`id`)")
+	timeout := pgTimeoutFlag(fs, 10*time.Minute, "the report")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("report: unexpected argument %q", fs.Arg(0))
+	}
+	if *timeout <= 0 {
+		return fmt.Errorf("report: -timeout %v: want a time above 0", *timeout)
 	}
 	acc := accounts.Account{Kind: accounts.Operator}
 	switch {
@@ -62,7 +66,10 @@ func runReport(ctx context.Context, args []string, getenv func(string) string, s
 	}
 	var rollups clicks.RollupReader
 	if *pgURL != "" {
-		db, err := pgstore.OpenReader(ctx, *pgURL)
+		var cancel context.CancelFunc
+		ctx, cancel = withPGTimeout(ctx, *timeout)
+		defer cancel()
+		db, err := openPG(ctx, *pgURL, pgstore.OpenReader)
 		if err != nil {
 			return fmt.Errorf("report: %w", err)
 		}
@@ -81,7 +88,7 @@ func runReport(ctx context.Context, args []string, getenv func(string) string, s
 	}
 	rows, err := report.Run(ctx, rollups, acc, req)
 	if err != nil {
-		return fmt.Errorf("report: %w", err)
+		return fmt.Errorf("report: %w", timedOut(ctx, err))
 	}
 	if len(rows) == 0 && acc.Kind != accounts.Operator {
 		// An api_key or id spelt wrong looks like a quiet range: say which.
@@ -107,6 +114,48 @@ func stateFlags(fs *flag.FlagSet, getenv func(string) string, dataUsage, pgUsage
 	*pgURL = getenv("ADLINK_POSTGRES_URL")
 	fs.Func("postgres", pgUsage, func(s string) error { *pgURL = s; return nil })
 	return data, pgURL
+}
+
+// pgTimeoutFlag adds -timeout to fs, the bound of a command's work in
+// Postgres, whose default is def.
+func pgTimeoutFlag(fs *flag.FlagSet, def time.Duration, what string) *time.Duration {
+	return fs.Duration("timeout", def, fmt.Sprintf("with -postgres, longest `time` %s takes, reaching Postgres included (at most %v of it)", what, pgConnectWithin))
+}
+
+// pgConnectWithin bounds a command's reaching Postgres and reading its
+// schema's version, within its -timeout: a host that takes the
+// connection and never answers (a Postgres stopped, a wrong port behind
+// a firewall) fails it, naming what did not answer. A var so that tests
+// can shorten it.
+var pgConnectWithin = 30 * time.Second
+
+// withPGTimeout returns ctx bounded by timeout, the command's -timeout,
+// whose end is an error naming the flag.
+func withPGTimeout(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeoutCause(ctx, timeout,
+		fmt.Errorf("Postgres did not answer within -timeout %v", timeout))
+}
+
+// openPG opens the database at url with open, which must reach it within
+// pgConnectWithin and ctx: an error says which ended.
+func openPG(ctx context.Context, url string, open func(context.Context, string) (*pgstore.DB, error)) (*pgstore.DB, error) {
+	octx, cancel := context.WithTimeoutCause(ctx, pgConnectWithin,
+		fmt.Errorf("connecting: Postgres did not answer within %v", pgConnectWithin))
+	defer cancel()
+	db, err := open(octx, url)
+	if err != nil && octx.Err() != nil {
+		return nil, context.Cause(octx)
+	}
+	return db, err
+}
+
+// timedOut returns the cause of ctx's end in place of err, which it
+// caused.
+func timedOut(ctx context.Context, err error) error {
+	if err != nil && ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	return err
 }
 
 // keptInPostgres is the error of command on db, the state file of a

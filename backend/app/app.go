@@ -249,7 +249,7 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 		if start == nil {
 			start = context.Background()
 		}
-		a.pg, err = pgstore.Open(start, cfg.PostgresURL)
+		a.pg, err = pgstore.OpenWith(start, cfg.PostgresURL, pgstore.Options{Logger: log, LockTimeout: cfg.PostgresLockTimeout})
 		if err != nil {
 			return nil, err
 		}
@@ -274,6 +274,12 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 			return nil, err
 		}
 	}
+	// The credits' epoch is read before the day's spend: a credit that
+	// commits between them is read again at the first tick.
+	epoch := int64(-1)
+	if a.pg != nil {
+		epoch = a.creditEpoch(context.Background())
+	}
 	// Today's spend is read now, so an advertiser stopped before a
 	// restart stays stopped.
 	// A reload that changes the budgets reads the day's spend again.
@@ -294,8 +300,8 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 	acc.gate, acc.gateOf = a.Budget, acc.budgets
 	cat.cur.Store(cat.cur.Load().with(acc))
 	cat.warnAdless(cat.cur.Load(), nil)
-	if flags != nil {
-		a.syncBudgets(log)
+	if flags != nil || a.pg != nil {
+		a.syncBudgets(log, epoch)
 	}
 	clickKeys, err := loadClickKeys(cfg)
 	if err != nil {
@@ -533,8 +539,11 @@ func (a *App) openRedis(cfg config.Config, opts Options, log *slog.Logger) (func
 const budgetSyncEvery = time.Second
 
 // syncBudgets has the budget gate read the shared flags every
-// budgetSyncEvery until Close.
-func (a *App) syncBudgets(log *slog.Logger) {
+// budgetSyncEvery until Close and, with -postgres, the credits' epoch
+// first: when a credit (of any replica, or of adlink invalidate) raised
+// it since epoch, the gate reads its advertisers' spend of the day again,
+// and shows again those a credit took below their budgets.
+func (a *App) syncBudgets(log *slog.Logger, epoch int64) {
 	a.syncStop, a.syncDone = make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(a.syncDone)
@@ -545,12 +554,52 @@ func (a *App) syncBudgets(log *slog.Logger) {
 			case <-a.syncStop:
 				return
 			case <-t.C:
-				if err := a.live.accounts().gate.Sync(context.Background()); err != nil {
+				g := a.live.accounts().gate
+				if a.pg != nil {
+					epoch = a.rereadCredited(g, epoch, log)
+				}
+				if err := g.Sync(context.Background()); err != nil {
 					log.Warn("budget", "err", err)
 				}
 			}
 		}
 	}()
+}
+
+// creditReadTimeout bounds a read of the credits' epoch and the spend
+// read again after it changed.
+const creditReadTimeout = 10 * time.Second
+
+// creditEpoch reads Postgres's credits' epoch (pgstore.DB.CreditEpoch),
+// or -1 when it does not answer, which the first epoch read then differs
+// from.
+func (a *App) creditEpoch(ctx context.Context) int64 {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	n, err := a.pg.CreditEpoch(ctx)
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+// rereadCredited reads the credits' epoch and, when it is not seen, has g
+// read its advertisers' spend of the day again; it returns the epoch g
+// has read after, seen again when Postgres did not answer (the next tick
+// tries again).
+func (a *App) rereadCredited(g *budget.Gate, seen int64, log *slog.Logger) int64 {
+	ctx, cancel := context.WithTimeout(context.Background(), creditReadTimeout)
+	defer cancel()
+	n, err := a.pg.CreditEpoch(ctx)
+	if err != nil || n == seen {
+		return seen
+	}
+	if err := g.Reread(ctx); err != nil {
+		log.Warn("budget: reading the spend again after a credit", "err", err)
+		return seen
+	}
+	a.Metrics.BudgetReread()
+	return n
 }
 
 // Reload refreshes the catalog now, as -catalog-refresh, SIGHUP and POST

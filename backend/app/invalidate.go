@@ -14,7 +14,9 @@ import (
 // clicks.Invalidator (Postgres's with -postgres, else the bbolt file's),
 // each advertiser's spend credited on its budget's day in the zone the
 // advertisers file served gives it, one line logged per run and the
-// clicks counted.
+// clicks counted; after a credit the budget gate served reads the day's
+// spend again (budget.Gate.Reread), and shows again the advertisers it
+// gave room.
 func (a *App) invalidator(log *slog.Logger) (func(context.Context, clicks.Invalidation) (clicks.Credit, error), error) {
 	var v clicks.Invalidator
 	if a.pg != nil {
@@ -26,7 +28,22 @@ func (a *App) invalidator(log *slog.Logger) (func(context.Context, clicks.Invali
 		}
 		v = bolt
 	}
-	return Invalidate(v, func() *accounts.Book { return a.Catalog().Accounts }, a.Metrics, log), nil
+	run := Invalidate(v, func() *accounts.Book { return a.Catalog().Accounts }, a.Metrics, log)
+	return func(ctx context.Context, inv clicks.Invalidation) (clicks.Credit, error) {
+		credit, err := run(ctx, inv)
+		if credit.Clicks > 0 && !inv.DryRun {
+			// This server's gate at once; with -postgres, the other
+			// replicas' at their next read of the credits' epoch.
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), creditReadTimeout)
+			defer cancel()
+			if err := a.live.accounts().gate.Reread(ctx); err != nil {
+				log.Warn("budget: reading the spend again after a credit", "err", err)
+			} else {
+				a.Metrics.BudgetReread()
+			}
+		}
+		return credit, err
+	}, nil
 }
 
 // Invalidate is the run of an invalidation over v, as the server and

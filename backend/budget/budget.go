@@ -50,6 +50,9 @@ type Flags interface {
 	Raise(ctx context.Context, flag string, day clicks.BudgetDay) error
 	// Raised returns the flags marked on day.
 	Raised(ctx context.Context, day clicks.BudgetDay) ([]string, error)
+	// Clear takes down every flag of advertiser on day, whatever budget
+	// it names: a credit (Gate.Reread) gave its budget room again.
+	Clear(ctx context.Context, advertiser string, day clicks.BudgetDay) error
 }
 
 // Options are what a Gate needs.
@@ -83,6 +86,16 @@ type Gate struct {
 	// (-1 for none); weak, so that an index a new catalog replaced is
 	// collected.
 	groups sync.Map // weak.Pointer[match.Index] -> []int32
+	// lowerMu orders Reread, which lowers a spend, against what raises
+	// one (Clicked, a day's late read, Sync): they hold it shared from
+	// their read to their store and flag, Reread alone from its read to
+	// its store, so that neither a spend read before a credit is stored
+	// after it, nor a click read after Reread's read is lost under
+	// Reread's lower value, nor a flag raised after Reread took it down.
+	lowerMu sync.RWMutex
+	// cleared counts the flags Reread took down, so that a Sync whose
+	// read of the flags came before stops no advertiser with them.
+	cleared atomic.Uint64
 }
 
 // zone is the advertisers whose budgets count the days of one time zone,
@@ -105,6 +118,17 @@ type day struct {
 	// answer looks at them and the even ones, not at every budget.
 	out   atomic.Pointer[[]int]
 	outMu sync.Mutex // serialises additions to out
+}
+
+// resume takes advertiser i off the day's out list.
+func (d *day) resume(i int) {
+	d.outMu.Lock()
+	defer d.outMu.Unlock()
+	old := *d.out.Load()
+	if j := slices.Index(old, i); j >= 0 {
+		out := slices.Delete(slices.Clone(old), j, j+1)
+		d.out.Store(&out)
+	}
 }
 
 // stop adds asap advertiser i to the day's out list.
@@ -202,10 +226,12 @@ var rollTimeout = time.Second
 // today returns the spend of z's day at at, reading it from the store
 // once at is past the day's end, z's next midnight. Should the store not
 // answer within rollTimeout, the new day starts with nothing spent, as it
-// nearly has at its midnight: the clicks that follow read their
-// advertiser's spend again, and the ledger bills no click over a budget
-// either way. Keeping the day before would keep its spent budgets out of
-// every answer, and have each request wait on the store again.
+// nearly has at its midnight, and is read again in the background until
+// the store answers (lateRead): the clicks that follow read their
+// advertiser's spend again meanwhile, and the ledger bills no click over
+// a budget either way. Keeping the day before would keep its spent
+// budgets out of every answer, and have each request wait on the store
+// again.
 func (g *Gate) today(z *zone, at time.Time) *day {
 	d := z.day.Load()
 	if !at.Before(d.end) {
@@ -217,12 +243,145 @@ func (g *Gate) today(z *zone, at time.Time) *day {
 			nd, err := g.load(ctx, z, at)
 			if err != nil {
 				nd = g.fresh(z, at)
+				go g.lateRead(z, nd, lateRetry, lateRetryMax)
 			}
 			z.day.Store(nd)
 			d = nd
 		}
 	}
 	return d
+}
+
+// lateRetry is the first wait of lateRead between its reads, which
+// doubles up to lateRetryMax.
+var lateRetry, lateRetryMax = 100 * time.Millisecond, 30 * time.Second
+
+// lateRead reads the spend of d, z's day that started with nothing spent
+// because the store did not answer at its midnight, until the store
+// answers for each of z's advertisers or d is no longer z's day, waiting
+// wait before its first read and twice as long before each next one, up
+// to most. Each spend read is a whole day's, as Clicked's, so it is
+// merged as the larger of it and what the clicks since stored: nothing
+// counted twice, and nothing lowered.
+func (g *Gate) lateRead(z *zone, d *day, wait, most time.Duration) {
+	left := slices.Clone(z.ids)
+	for len(left) > 0 {
+		time.Sleep(wait)
+		wait = min(2*wait, most)
+		if z.day.Load() != d {
+			return // the next midnight read its own day
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), rollTimeout)
+		left = slices.DeleteFunc(left, func(i int) bool { return g.raise(ctx, i, d, "") == nil })
+		cancel()
+	}
+}
+
+// raise reads advertiser i's spend of d from the store and keeps it when
+// it is larger than what d holds; once the spend reaches the budget it
+// stops an asap advertiser, and raises its flag when flag is set and this
+// read is the one that reached the budget here. The flag is raised before
+// a Reread may take it down.
+func (g *Gate) raise(ctx context.Context, i int, d *day, flag string) error {
+	g.lowerMu.RLock()
+	defer g.lowerMu.RUnlock()
+	s, err := g.spent.SpentOn(ctx, g.ids[i], d.n)
+	if err != nil {
+		return fmt.Errorf("budget: reading the spend of %s: %w", g.ids[i], err)
+	}
+	if g.raiseTo(i, d, s) && flag != "" && g.flags != nil {
+		if err := g.flags.Raise(ctx, flag, d.n); err != nil {
+			return fmt.Errorf("budget: raising the flag of %s: %w", g.ids[i], err)
+		}
+	}
+	return nil
+}
+
+// raiseTo keeps s as advertiser i's spend of d when it is larger than
+// what d holds, and reports whether that reached the budget, stopping an
+// asap advertiser.
+func (g *Gate) raiseTo(i int, d *day, s int64) (crossed bool) {
+	b := g.budgets[i]
+	for {
+		old := d.spent[i].Load()
+		if s <= old {
+			return false
+		}
+		if d.spent[i].CompareAndSwap(old, s) {
+			if s < b.DailyMicros || old >= b.DailyMicros {
+				return false
+			}
+			if b.Pacing != accounts.Even {
+				d.stop(i)
+			}
+			return true
+		}
+	}
+}
+
+// Reread reads again today's spend of the given advertisers (every
+// budgeted one when none is given) and keeps it even when it is lower
+// than what the gate holds: a credit (clicks.Invalidator) took bids off
+// it. An advertiser whose spend is then below its budget is shown again,
+// and its flags of the day, which would stop it again at the next Sync,
+// are taken down. A click recorded meanwhile is not lost: Reread's read
+// and store exclude Clicked's. It returns the first error; the
+// advertisers it could not read keep what the gate held.
+func (g *Gate) Reread(ctx context.Context, advertisers ...string) error {
+	if g == nil || len(g.ids) == 0 {
+		return nil
+	}
+	idx := make([]int, 0, len(g.ids))
+	if len(advertisers) == 0 {
+		for i := range g.ids {
+			idx = append(idx, i)
+		}
+	}
+	for _, id := range advertisers {
+		if i, ok := slices.BinarySearch(g.ids, id); ok {
+			idx = append(idx, i)
+		}
+	}
+	now := g.now()
+	var first error
+	for _, i := range idx {
+		z := g.zone(i)
+		d := g.today(z, now)
+		if d.n != clicks.BudgetDayIn(now, z.loc) {
+			continue // the clock went back past its midnight
+		}
+		if err := g.lower(ctx, i, d); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// lower is Reread of advertiser i on d.
+func (g *Gate) lower(ctx context.Context, i int, d *day) error {
+	g.lowerMu.Lock()
+	defer g.lowerMu.Unlock()
+	id, b := g.ids[i], g.budgets[i]
+	s, err := g.spent.SpentOn(ctx, id, d.n)
+	if err != nil {
+		return fmt.Errorf("budget: reading the spend of %s: %w", id, err)
+	}
+	if s >= b.DailyMicros {
+		g.raiseTo(i, d, s) // still spent: the larger count, and the flags, stay
+		return nil
+	}
+	var err2 error
+	if g.flags != nil && d.spent[i].Load() >= b.DailyMicros {
+		// Down before the spend, so that a Sync between them does not
+		// stop the advertiser again.
+		if err := g.flags.Clear(ctx, id, d.n); err != nil {
+			err2 = fmt.Errorf("budget: clearing the flags of %s: %w", id, err)
+		}
+		g.cleared.Add(1)
+	}
+	d.spent[i].Store(s)
+	d.resume(i)
+	return err2
 }
 
 // zone is advertiser i's.
@@ -245,31 +404,7 @@ func (g *Gate) Clicked(ctx context.Context, c *clicks.Click) error {
 	if d.n != clicks.BudgetDayIn(c.Time, z.loc) {
 		return nil
 	}
-	s, err := g.spent.SpentOn(ctx, c.Advertiser, d.n)
-	if err != nil {
-		return fmt.Errorf("budget: reading the spend of %s: %w", c.Advertiser, err)
-	}
-	for {
-		old := d.spent[i].Load()
-		if s <= old {
-			return nil
-		}
-		if d.spent[i].CompareAndSwap(old, s) {
-			b := g.budgets[i]
-			if s < b.DailyMicros || old >= b.DailyMicros {
-				return nil
-			}
-			if b.Pacing != accounts.Even {
-				d.stop(i)
-			}
-			if g.flags != nil {
-				if err := g.flags.Raise(ctx, flagOf(c.Advertiser, b.DailyMicros), d.n); err != nil {
-					return fmt.Errorf("budget: raising the flag of %s: %w", c.Advertiser, err)
-				}
-			}
-			return nil
-		}
-	}
+	return g.raise(ctx, i, d, flagOf(c.Advertiser, g.budgets[i].DailyMicros))
 }
 
 // Sync reads the flags the other replicas raised on each advertiser's
@@ -295,18 +430,20 @@ func (g *Gate) Sync(ctx context.Context) error {
 		}
 	}
 	for _, n := range days {
+		gen := g.cleared.Load()
 		raised, err := g.flags.Raised(ctx, n)
 		if err != nil {
 			return fmt.Errorf("budget: reading the flags: %w", err)
 		}
-		g.stopRaised(raised, n, current)
+		g.stopRaised(raised, n, current, gen)
 	}
 	return nil
 }
 
 // stopRaised stops the advertisers of raised, flags of day n, whose
-// zone's current day is n.
-func (g *Gate) stopRaised(raised []string, n clicks.BudgetDay, current []*day) {
+// zone's current day is n, unless Reread took down flags since gen (of
+// cleared) was read before the flags: the next Sync reads them again.
+func (g *Gate) stopRaised(raised []string, n clicks.BudgetDay, current []*day, gen uint64) {
 	for _, f := range raised {
 		id, spentAt := parseFlag(f)
 		i, ok := slices.BinarySearch(g.ids, id)
@@ -321,6 +458,11 @@ func (g *Gate) stopRaised(raised []string, n clicks.BudgetDay, current []*day) {
 		if spentAt > 0 && spentAt < b.DailyMicros {
 			continue // spent against a smaller budget than this gate's
 		}
+		g.lowerMu.RLock()
+		if g.cleared.Load() != gen {
+			g.lowerMu.RUnlock()
+			return
+		}
 		for {
 			old := d.spent[i].Load()
 			if old >= b.DailyMicros || d.spent[i].CompareAndSwap(old, b.DailyMicros) {
@@ -330,6 +472,7 @@ func (g *Gate) stopRaised(raised []string, n clicks.BudgetDay, current []*day) {
 		if b.Pacing != accounts.Even {
 			d.stop(i)
 		}
+		g.lowerMu.RUnlock()
 	}
 }
 

@@ -28,6 +28,11 @@ func (f *flags) Raise(_ context.Context, adv string, _ clicks.BudgetDay) error {
 	return nil
 }
 
+func (f *flags) Clear(_ context.Context, adv string, _ clicks.BudgetDay) error {
+	f.raised = slices.DeleteFunc(f.raised, func(fl string) bool { id, _ := parseFlag(fl); return id == adv })
+	return nil
+}
+
 func (f *flags) Raised(context.Context, clicks.BudgetDay) ([]string, error) {
 	return slices.Clone(f.raised), f.readErr
 }

@@ -77,6 +77,15 @@ func Zone(name string) *time.Location {
 	return l
 }
 
+// BilledDay is the Click.BudgetDay a click settled as c is kept with:
+// u.BudgetDay when it bills, else 0.
+func (u Use) BilledDay(c *Click) BudgetDay {
+	if !c.Billable {
+		return 0
+	}
+	return u.BudgetDay(c)
+}
+
 // BudgetDay is the day of u's budget that c spends on: the date of c's
 // time in u's zone.
 func (u Use) BudgetDay(c *Click) BudgetDay { return BudgetDayIn(c.Time, Zone(u.Zone)) }

@@ -48,6 +48,11 @@ type Click struct {
 	// (one of Reasons) and is empty for a billable click.
 	Billable bool   `json:"billable"`
 	Reason   string `json:"reason,omitempty"`
+	// BudgetDay is the day of its advertiser's budget (Use.BudgetDay)
+	// whose spend a billed click's bid was added to, and which a credit
+	// of it takes the bid off (Invalidation.BudgetDay); 0 for a click
+	// not billed, or billed before clicks kept it.
+	BudgetDay BudgetDay `json:"budget_day,omitempty"`
 }
 
 // Spend is what c costs its advertiser: its bid when billable, else 0.

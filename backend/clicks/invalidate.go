@@ -43,7 +43,7 @@ type Invalidation struct {
 	// DryRun counts and sums what would be credited, changing nothing.
 	DryRun bool
 	// Zone is the budget zone (Use.Zone) of an advertiser, whose day's
-	// spend a click credits; nil, or "", is UTC.
+	// spend a click that kept no BudgetDay credits; nil, or "", is UTC.
 	Zone func(advertiser string) string
 
 	// ids are IDs as a set, once Prepare made it.
@@ -140,9 +140,14 @@ func (inv *Invalidation) hasID(id string) bool {
 	return slices.Contains(inv.IDs, id)
 }
 
-// BudgetDay is the budget day whose spend c credits: its date in the
-// zone of its advertiser's budget.
+// BudgetDay is the budget day whose spend c credits: the one it was
+// billed on, which the click keeps (Click.BudgetDay), else, for a click
+// billed before clicks kept it, its date in the zone of its advertiser's
+// budget now.
 func (inv *Invalidation) BudgetDay(c *Click) BudgetDay {
+	if c.BudgetDay != 0 {
+		return c.BudgetDay
+	}
 	zone := ""
 	if inv.Zone != nil {
 		zone = inv.Zone(c.Advertiser)
@@ -334,7 +339,7 @@ func invalidateTx(tx *bolt.Tx, inv *Invalidation, from, end []byte, credit *Cred
 			return nil, err
 		}
 		day := inv.BudgetDay(&ch.c)
-		// A zone changed since the click may name a day that spent less.
+		// A zone changed since an old click may name a day that spent less.
 		if err := addSpend(spend, ch.c.Advertiser, day, -min(ch.c.BidMicros, spentOn(spend, ch.c.Advertiser, day))); err != nil {
 			return nil, err
 		}

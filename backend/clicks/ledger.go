@@ -18,8 +18,9 @@ type Ledger interface {
 	// currency than the budget's (Use.OtherCurrency), is ReasonOverBudget; the
 	// others are settled as Settle does with the ledger's Decisions and
 	// Windows. It appends c as Store.Append does, and adds it to the
-	// rollups and, billable, its bid to its advertiser's spend of the day;
-	// c.Billable and c.Reason are then final. A click Check refused spends
+	// rollups and, billable, its bid to its advertiser's spend of the day,
+	// which it keeps (Use.BilledDay); c.Billable, c.Reason and
+	// c.BudgetDay are then final. A click Check refused spends
 	// nothing and is appended as it is. Once Record returns nil all of it
 	// is durable; after an error the click is neither appended nor
 	// billable, and it never leaves the decision unused while a window is
@@ -71,6 +72,7 @@ func (l *BoltLedger) Record(ctx context.Context, c *Click, u Use) error {
 			}
 			settled.Billable, settled.Reason = reason == "", reason
 		}
+		settled.BudgetDay = u.BilledDay(&settled)
 		put, err := putClick(settled)
 		if err != nil {
 			return err
@@ -86,7 +88,7 @@ func (l *BoltLedger) Record(ctx context.Context, c *Click, u Use) error {
 	if err != nil {
 		return fmt.Errorf("clicks: ledger: %w", err)
 	}
-	c.Billable, c.Reason = settled.Billable, settled.Reason
+	c.Billable, c.Reason, c.BudgetDay = settled.Billable, settled.Reason, settled.BudgetDay
 	return nil
 }
 

@@ -221,6 +221,12 @@ type Config struct {
 	// ADLINK_POSTGRES_URL; a postgres:// URL or libpq key=value string).
 	// Unset, they stay in DataDir's bbolt file.
 	PostgresURL string
+	// PostgresLockTimeout bounds how long a statement of the schema
+	// migrations a server applies at start waits for a lock, before it
+	// gives up and the migrations are tried again after a pause, so that
+	// the queries of the running replicas queued behind it go on
+	// (-postgres-lock-timeout, ADLINK_POSTGRES_LOCK_TIMEOUT).
+	PostgresLockTimeout time.Duration
 	// RedisURL, when set, is the Redis that the rate limits are kept in,
 	// shared by every replica that names it (-redis, ADLINK_REDIS_URL): a
 	// redis:// or rediss:// URL as go-redis reads it, or a Redis Cluster's
@@ -256,6 +262,9 @@ func Default() Config {
 		PageNetworkShare: 0.2,
 		PageLease:        5 * time.Second,
 		ReportRows:       600_000,
+		// A replica's queries of a table wait this long at most behind
+		// a migration's ALTER TABLE.
+		PostgresLockTimeout: 5 * time.Second,
 		// One household or office behind one address clicks a few ads a
 		// day; a carrier's NAT shares an address wider, so not fewer.
 		NetworkDailyClicks: 50,
@@ -412,6 +421,7 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	c.ExportDir = getenv("ADLINK_EXPORT_DIR")
 	c.RetentionHost = getenv("ADLINK_RETENTION_HOST")
 	c.PostgresURL = getenv("ADLINK_POSTGRES_URL")
+	envDuration("ADLINK_POSTGRES_LOCK_TIMEOUT", &c.PostgresLockTimeout)
 	c.RedisURL = getenv("ADLINK_REDIS_URL")
 	clickKeys := getenv("ADLINK_CLICK_KEYS")
 	if v := getenv("ADLINK_LOG_LEVEL"); v != "" {
@@ -474,6 +484,7 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	// A func flag: -h must not print a password of the environment's URL.
 	fs.Func("postgres", "Postgres `URL` that keeps clicks, impressions, reports, spend and the page analyses and their queue for every replica; none: the data directory's file (ADLINK_POSTGRES_URL, preferred)",
 		func(s string) error { c.PostgresURL = s; return nil })
+	fs.DurationVar(&c.PostgresLockTimeout, "postgres-lock-timeout", c.PostgresLockTimeout, "longest `time` a statement of the schema migrations at start waits for a lock before they are tried again, so that the replicas' queries queued behind it go on (ADLINK_POSTGRES_LOCK_TIMEOUT)")
 	// A func flag, as -click-keys: the URL may hold a password.
 	fs.Func("redis", "`URL` of the Redis that keeps the rate limits and the budgets spent today and carries the catalog announcements, shared by replicas, redis://[user:password@]host:port/db, or a Redis Cluster's redis-cluster://[user:password@]host:port,host:port...; none: in this process (ADLINK_REDIS_URL)",
 		func(s string) error { c.RedisURL = s; return nil })
@@ -614,6 +625,9 @@ func (c *Config) Validate() error {
 	}
 	if c.PageLease < time.Second {
 		bad("page-lease %v: want at least 1s", c.PageLease)
+	}
+	if c.PostgresLockTimeout < 10*time.Millisecond {
+		bad("postgres-lock-timeout %v: want at least 10ms", c.PostgresLockTimeout)
 	}
 	if _, err := clicks.NewKeys(c.ClickKeys...); err != nil && len(c.ClickKeys) > 0 {
 		bad("click-keys: %w", err)

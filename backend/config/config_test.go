@@ -208,6 +208,17 @@ func TestLoad(t *testing.T) {
 			want: func(c *Config) { c.PageLease = 3 * time.Second },
 		},
 		{
+			name: "migrations' lock timeout from the environment",
+			env:  map[string]string{"ADLINK_POSTGRES_LOCK_TIMEOUT": "2s"},
+			want: func(c *Config) { c.PostgresLockTimeout = 2 * time.Second },
+		},
+		{
+			name: "migrations' lock timeout flag wins",
+			args: []string{"-postgres-lock-timeout", "500ms"},
+			env:  map[string]string{"ADLINK_POSTGRES_LOCK_TIMEOUT": "2s"},
+			want: func(c *Config) { c.PostgresLockTimeout = 500 * time.Millisecond },
+		},
+		{
 			name: "wildcard listen address",
 			args: []string{"-addr", ":9090"},
 			want: func(c *Config) { c.Addr, c.RedirectURL = ":9090", "http://localhost:9090" },
@@ -297,6 +308,17 @@ func TestLoadReportRows(t *testing.T) {
 		c, err := Load(nil, env(demoEnv(map[string]string{"ADLINK_REPORT_ROWS": v})), io.Discard)
 		if err != nil || strconv.Itoa(c.ReportRows) != v {
 			t.Errorf("ADLINK_REPORT_ROWS=%s: %d, %v", v, c.ReportRows, err)
+		}
+	}
+}
+
+// A lock timeout of 0 is none in Postgres: a migration would wait, and
+// hold up the replicas' queries, for as long as a transaction holds it.
+func TestLoadRefusesNoLockTimeout(t *testing.T) {
+	for _, args := range [][]string{{"-postgres-lock-timeout", "0"}, {"-postgres-lock-timeout", "-1s"}, {"-postgres-lock-timeout", "1ms"}} {
+		_, err := Load(args, env(demoEnv(nil)), io.Discard)
+		if err == nil || !strings.Contains(err.Error(), "postgres-lock-timeout") {
+			t.Errorf("Load %q = %v, want the postgres-lock-timeout named", args, err)
 		}
 	}
 }

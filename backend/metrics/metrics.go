@@ -24,6 +24,7 @@ type Metrics struct {
 	analyses    *prometheus.CounterVec
 	clicks      *prometheus.CounterVec
 	invalidated prometheus.Counter
+	rereads     prometheus.Counter
 	impressions prometheus.Counter
 	repeats     prometheus.Counter
 	tagsDropped prometheus.Counter
@@ -57,6 +58,10 @@ func New() *Metrics {
 			Name: "adlink_clicks_total",
 			Help: "Clicks recorded, by whether they are billable and why not.",
 		}, []string{"billable", "reason"}),
+		rereads: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "adlink_budget_rereads_total",
+			Help: "Times the budget gate read its advertisers' spend of the day again after a credit of invalid clicks.",
+		}),
 		invalidated: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "adlink_clicks_invalidated_total",
 			Help: "Billed clicks the operator invalidated later (POST /admin/invalidate), their advertisers credited.",
@@ -78,7 +83,7 @@ func New() *Metrics {
 			Help: "Requests refused with 429, by the limit they ran into (api_key, api_key_network, api_key_prefix, ip, ip_prefix, site, site_network, site_prefix, report).",
 		}, []string{"limit"}),
 	}
-	m.reg.MustRegister(m.requests, m.latency, m.analyses, m.clicks, m.invalidated, m.impressions, m.repeats, m.tagsDropped, m.rateLimited,
+	m.reg.MustRegister(m.requests, m.latency, m.analyses, m.clicks, m.invalidated, m.rereads, m.impressions, m.repeats, m.tagsDropped, m.rateLimited,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.retention = newRetentionMetrics(m.reg)
 	m.redisFallback = newRedisFallback(m.reg)
@@ -142,6 +147,14 @@ func (m *Metrics) Invalidated(n int64) {
 		return
 	}
 	m.invalidated.Add(float64(n))
+}
+
+// BudgetReread counts a read again of the budgets' spend after a credit.
+func (m *Metrics) BudgetReread() {
+	if m == nil {
+		return
+	}
+	m.rereads.Inc()
 }
 
 // Impressions counts n recorded impressions and the repeats not

@@ -62,7 +62,7 @@ func (s Clicks) Scan(ctx context.Context, from, to time.Time, fn func(clicks.Cli
 		var c clicks.Click
 		var ns int64
 		if err := rows.Scan(&ns, &c.AdID, &c.AdType, &c.Type, &c.APIKey, &c.SiteID, &c.Criterion, &c.YkTag, &c.IP,
-			&c.UserAgent, &c.Country, &c.Advertiser, &c.BidMicros, &c.Currency, &c.Billable, &c.Reason, &c.ID); err != nil {
+			&c.UserAgent, &c.Country, &c.Advertiser, &c.BidMicros, &c.Currency, &c.Billable, &c.Reason, &c.ID, &c.BudgetDay); err != nil {
 			return err
 		}
 		c.Time = fromNanos(ns)
@@ -73,7 +73,7 @@ func (s Clicks) Scan(ctx context.Context, from, to time.Time, fn func(clicks.Cli
 		byFn = err != nil
 		return err
 	}, `SELECT at_ns, ad_id, ad_type, context, api_key, site_id, criterion, yk_tag, ip,
-		user_agent, country, advertiser, bid_micros, currency, billable, reason, coalesce(click_id, '')
+		user_agent, country, advertiser, bid_micros, currency, billable, reason, coalesce(click_id, ''), coalesce(budget_day, 0)
 		FROM clicks WHERE `+cond+` ORDER BY at_ns, seq`, args...)
 	if err != nil && !byFn {
 		return fmt.Errorf("postgres: scan clicks: %w", err)
@@ -314,6 +314,7 @@ func (l Ledger) Record(ctx context.Context, c *clicks.Click, u clicks.Use) error
 		return fmt.Errorf("postgres: ledger: %w", p.err)
 	}
 	c.Billable, c.Reason = p.reason == "", p.reason
+	c.BudgetDay = u.BilledDay(c)
 	return nil
 }
 

@@ -290,6 +290,7 @@ func (l Ledger) Ship(ctx context.Context, batch []clicks.Spooled) error {
 	}
 	for i, p := range ps {
 		batch[i].Click.Billable, batch[i].Click.Reason = p.reason == "", p.reason
+		batch[i].Click.BudgetDay = batch[i].Use.BilledDay(&batch[i].Click)
 	}
 	return nil
 }

@@ -13,7 +13,8 @@ import (
 
 // Invalidator credits billed clicks of the clicks table
 // (clicks.Invalidator): each batch's clicks, their rollups and their
-// advertisers' spend change in one transaction.
+// advertisers' spend change in one transaction, which adds one to the
+// credits' epoch (CreditEpoch).
 type Invalidator struct{ db *DB }
 
 var _ clicks.Invalidator = Invalidator{}
@@ -125,7 +126,11 @@ func (v Invalidator) Invalidate(ctx context.Context, inv clicks.Invalidation) (c
 			if err := tx.SendBatch(ctx, b).Close(); err != nil {
 				return err
 			}
-			return creditSpend(ctx, tx, spends)
+			if err := creditSpend(ctx, tx, spends); err != nil {
+				return err
+			}
+			_, err = tx.Exec(ctx, `UPDATE credit_epoch SET n = n + 1`)
+			return err
 		})
 		if err != nil {
 			return credit, fmt.Errorf("postgres: invalidate: %w", err)
@@ -152,7 +157,7 @@ func (v Invalidator) Invalidate(ctx context.Context, inv clicks.Invalidation) (c
 // transaction made not billable meanwhile is left out.
 func lockBilled(ctx context.Context, tx pgx.Tx, cond string, args []any) ([]clicks.Click, []int64, error) {
 	rows, err := tx.Query(ctx, `SELECT seq, at_ns, ad_id, ad_type, context, api_key, site_id, criterion, yk_tag, ip,
-		user_agent, country, advertiser, bid_micros, currency, billable, reason, coalesce(click_id, '')
+		user_agent, country, advertiser, bid_micros, currency, billable, reason, coalesce(click_id, ''), coalesce(budget_day, 0)
 		FROM clicks WHERE `+cond+` ORDER BY at_ns, seq LIMIT `+strconv.Itoa(invalidateBatch)+` FOR UPDATE`, args...)
 	if err != nil {
 		return nil, nil, err
@@ -164,7 +169,7 @@ func lockBilled(ctx context.Context, tx pgx.Tx, cond string, args []any) ([]clic
 		var c clicks.Click
 		var seq, ns int64
 		if err := rows.Scan(&seq, &ns, &c.AdID, &c.AdType, &c.Type, &c.APIKey, &c.SiteID, &c.Criterion, &c.YkTag, &c.IP,
-			&c.UserAgent, &c.Country, &c.Advertiser, &c.BidMicros, &c.Currency, &c.Billable, &c.Reason, &c.ID); err != nil {
+			&c.UserAgent, &c.Country, &c.Advertiser, &c.BidMicros, &c.Currency, &c.Billable, &c.Reason, &c.ID, &c.BudgetDay); err != nil {
 			return nil, nil, err
 		}
 		c.Time = fromNanos(ns)
@@ -209,4 +214,17 @@ func creditSpend(ctx context.Context, tx pgx.Tx, spends map[spendDay]int64) erro
 		}
 	}
 	return nil
+}
+
+// CreditEpoch is the credits' epoch: a number that each batch of credited
+// clicks raises when it commits, so that a server that reads a new one
+// knows its advertisers' spend of the day may have gone down, whichever
+// replica or adlink invalidate credited them.
+func (db *DB) CreditEpoch(ctx context.Context) (int64, error) {
+	var n int64
+	err := db.pool.QueryRow(ctx, `SELECT n FROM credit_epoch`).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("postgres: reading the credits' epoch: %w", err)
+	}
+	return n, nil
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -430,4 +432,273 @@ func TestOpenCancelledStopsMigrating(t *testing.T) {
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("Open cancelled: %v", err)
 	}
+}
+
+// A migration's ALTER TABLE waiting behind a transaction that holds the
+// table (an operator's open psql session) gives up after its lock
+// timeout, so that the replicas' queries of the table, queued behind it,
+// go on; it logs the session that held it up, tries again, and ends once
+// that transaction does.
+func TestMigrationGivesWayToQueries(t *testing.T) {
+	db, p := migrated(t)
+	// Migration 00016 adds a column to removed_ads.
+	if _, err := p.DownTo(t.Context(), 15); err != nil {
+		t.Fatalf("down to 00015: %v", err)
+	}
+	holder, err := db.pool.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Rollback(context.Background())
+	if _, err := holder.Exec(t.Context(), "LOCK TABLE removed_ads IN ACCESS SHARE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	var holderPID int32
+	if err := holder.QueryRow(t.Context(), `SELECT pg_backend_pid()`).Scan(&holderPID); err != nil {
+		t.Fatal(err)
+	}
+	logs := logLines(t)
+	opened := make(chan error, 1)
+	go func() {
+		up, err := OpenWith(t.Context(), db.pool.Config().ConnString(), Options{Logger: logs.logger, LockTimeout: 200 * time.Millisecond})
+		if err == nil {
+			// The servers' own statements have no lock timeout: a
+			// click's commit waits for its locks as long as it takes.
+			var timeout string
+			if err := up.pool.QueryRow(context.Background(), "SHOW lock_timeout").Scan(&timeout); err != nil || timeout != "0" {
+				t.Errorf("the serving pool's lock_timeout is %q, %v; want 0", timeout, err)
+			}
+			up.Close()
+		}
+		opened <- err
+	}()
+	// The migration's ALTER TABLE waits for the holder.
+	for {
+		var waiting bool
+		if err := db.pool.QueryRow(t.Context(), `SELECT EXISTS (SELECT FROM pg_stat_activity
+			WHERE $1::int = ANY (pg_blocking_pids(pid)))`, holderPID).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// The replicas' reads and writes of the table go on meanwhile. A
+	// minute bounds each, so that one stuck behind the migration fails
+	// the test rather than hangs it.
+	for i := range 6 {
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		q := `SELECT count(*) FROM removed_ads`
+		if i%2 == 1 {
+			q = `UPDATE removed_ads SET ad = ad WHERE false`
+		}
+		_, err := db.pool.Exec(ctx, q)
+		cancel()
+		if err != nil {
+			t.Fatalf("query %d of removed_ads while the holder holds it: %v", i, err)
+		}
+	}
+	select {
+	case err := <-opened:
+		t.Fatalf("Open returned while the holder held removed_ads: %v", err)
+	default:
+	}
+	// It logs the holder as what held it up.
+	want := fmt.Sprintf("pid=%d", holderPID)
+	for logged := false; !logged; {
+		select {
+		case line := <-logs.lines:
+			logged = strings.Contains(line, "trying again") && strings.Contains(line, want)
+		case <-time.After(time.Minute):
+			t.Fatalf("no retry logged with the holder's %s", want)
+		}
+	}
+	if err := holder.Commit(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-opened; err != nil {
+		t.Fatalf("Open once the holder committed: %v", err)
+	}
+	var has bool
+	if err := db.pool.QueryRow(t.Context(), `SELECT EXISTS (SELECT FROM information_schema.columns
+		WHERE table_schema = current_schema() AND table_name = 'removed_ads' AND column_name = 'seq')`).Scan(&has); err != nil {
+		t.Fatal(err)
+	}
+	if !has {
+		t.Error("migrated once the holder committed, removed_ads has no seq column")
+	}
+}
+
+// Cancelling Open's context (the server's SIGTERM) stops a migration
+// that waits to try again after its lock timeout.
+func TestOpenCancelledStopsRetrying(t *testing.T) {
+	db, p := migrated(t)
+	if _, err := p.DownTo(t.Context(), 15); err != nil {
+		t.Fatalf("down to 00015: %v", err)
+	}
+	holder, err := db.pool.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Rollback(context.Background())
+	if _, err := holder.Exec(t.Context(), "LOCK TABLE removed_ads IN ACCESS SHARE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	logs := logLines(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go func() {
+		defer cancel()
+		for {
+			select {
+			case line := <-logs.lines:
+				if strings.Contains(line, "trying again") {
+					return
+				}
+			case <-time.After(time.Minute):
+				t.Error("no retry logged")
+				return
+			}
+		}
+	}()
+	up, err := OpenWith(ctx, db.pool.Config().ConnString(), Options{Logger: logs.logger, LockTimeout: 100 * time.Millisecond})
+	if err == nil {
+		up.Close()
+		t.Fatal("Open ended its migrations while the holder held removed_ads")
+	}
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("Open cancelled: %v", err)
+	}
+}
+
+// logs is a logger whose lines a test reads.
+type logs struct {
+	logger *slog.Logger
+	lines  chan string
+}
+
+// logLines returns a logger that hands each line on, dropping those no
+// one reads.
+func logLines(t *testing.T) logs {
+	ch := make(chan string, 1000)
+	return logs{logger: slog.New(slog.NewTextHandler(lineWriter(ch), nil)), lines: ch}
+}
+
+type lineWriter chan string
+
+func (w lineWriter) Write(p []byte) (int, error) {
+	select {
+	case w <- string(p):
+	default:
+	}
+	return len(p), nil
+}
+
+// A start killed after Postgres finished building migration 00020's
+// indexes, before the migration was recorded, leaves them valid: the
+// next start keeps them rather than builds them again.
+func TestRollupAccountsMigrationKeepsAFinishedBuild(t *testing.T) {
+	db, _ := migrated(t)
+	before := accountIndexes(t, db)
+	if len(before) != 2 {
+		t.Fatalf("migrated: account indexes %v", before)
+	}
+	if _, err := db.pool.Exec(t.Context(), `DELETE FROM goose_db_version WHERE version_id = 20`); err != nil {
+		t.Fatal(err)
+	}
+	up, err := Open(t.Context(), db.pool.Config().ConnString())
+	if err != nil {
+		t.Fatal(err)
+	}
+	up.Close()
+	if after := accountIndexes(t, db); !maps.Equal(after, before) {
+		t.Errorf("the finished indexes %v were built again: %v", before, after)
+	}
+	var applied bool
+	if err := db.pool.QueryRow(t.Context(), `SELECT EXISTS (SELECT FROM goose_db_version WHERE version_id = 20 AND is_applied)`).Scan(&applied); err != nil || !applied {
+		t.Errorf("migration 00020 recorded %v, %v", applied, err)
+	}
+}
+
+// A start killed while Postgres built an index of migration 00020 leaves
+// an invalid one: the next start drops it and builds it again, valid.
+func TestRollupAccountsMigrationRebuildsACutBuild(t *testing.T) {
+	db, p := migrated(t)
+	if _, err := p.DownTo(t.Context(), 19); err != nil {
+		t.Fatalf("down to 00019: %v", err)
+	}
+	// A writer holds up the build, which is cancelled while it waits.
+	writer, err := db.pool.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer writer.Rollback(context.Background())
+	if _, err := writer.Exec(t.Context(), "LOCK TABLE rollups IN ROW EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	built := make(chan error, 1)
+	go func() {
+		_, err := db.pool.Exec(t.Context(), "CREATE INDEX CONCURRENTLY rollups_api_key ON rollups (grain, api_key, period)")
+		built <- err
+	}()
+	// Cancelled on the server, as a client cancels its statement.
+	for {
+		var cancelled bool
+		if err := db.pool.QueryRow(t.Context(), `SELECT coalesce(bool_or(pg_cancel_backend(pid)), false) FROM pg_stat_activity
+			WHERE query LIKE 'CREATE INDEX CONCURRENTLY%' AND wait_event_type = 'Lock'`).Scan(&cancelled); err != nil {
+			t.Fatal(err)
+		}
+		if cancelled {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := <-built; err == nil {
+		t.Fatal("the cancelled build ended")
+	}
+	if err := writer.Commit(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	var invalid uint32
+	if err := db.pool.QueryRow(t.Context(), `SELECT indexrelid FROM pg_index
+		WHERE indexrelid = to_regclass('rollups_api_key') AND NOT indisvalid`).Scan(&invalid); err != nil {
+		t.Fatalf("the cancelled build left no invalid index: %v", err)
+	}
+	up, err := Open(t.Context(), db.pool.Config().ConnString())
+	if err != nil {
+		t.Fatal(err)
+	}
+	up.Close()
+	got := accountIndexes(t, db)
+	if len(got) != 2 || got["rollups_api_key"] == invalid {
+		t.Errorf("after Open, the valid account indexes are %v; the invalid one was %d", got, invalid)
+	}
+}
+
+// accountIndexes returns the oids of migration 00020's valid indexes by
+// name, those on their columns.
+func accountIndexes(t *testing.T, db *DB) map[string]uint32 {
+	t.Helper()
+	rows, err := db.pool.Query(t.Context(), `SELECT c.relname::text, c.oid FROM pg_index x JOIN pg_class c ON c.oid = x.indexrelid
+		WHERE x.indrelid = 'rollups'::regclass AND x.indisvalid
+		AND (c.relname = 'rollups_api_key' AND pg_get_indexdef(c.oid) LIKE '%(grain, api_key, period)'
+			OR c.relname = 'rollups_advertiser' AND pg_get_indexdef(c.oid) LIKE '%(grain, advertiser, period)')`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	got := map[string]uint32{}
+	for rows.Next() {
+		var name string
+		var oid uint32
+		if err := rows.Scan(&name, &oid); err != nil {
+			t.Fatal(err)
+		}
+		got[name] = oid
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return got
 }

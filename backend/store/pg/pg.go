@@ -21,6 +21,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -51,16 +54,52 @@ type DB struct {
 }
 
 // Open connects to the database at url (a postgres:// URL or a libpq
+// key=value string) and applies the schema migrations it lacks, as
+// OpenWith does with no Options.
+func Open(ctx context.Context, url string) (*DB, error) {
+	return OpenWith(ctx, url, Options{})
+}
+
+// Options are OpenWith's settings; the zero value is the defaults.
+type Options struct {
+	// Logger receives the migrations' retries and what holds them up;
+	// nil discards them.
+	Logger *slog.Logger
+	// LockTimeout bounds each migration statement's wait for a lock
+	// (Postgres's lock_timeout, on the migrations' connections only);
+	// zero is DefaultLockTimeout.
+	LockTimeout time.Duration
+}
+
+// DefaultLockTimeout is a migration statement's longest wait for a lock.
+// A statement that alters a table asks for a lock that every query of
+// the table queues behind: the replicas still running wait for it as
+// long as it waits for a transaction holding the table (an operator's
+// open psql session, a long report). Past the timeout it gives up, the
+// queries go on, and the migration is tried again after a pause.
+const DefaultLockTimeout = 5 * time.Second
+
+// OpenWith connects to the database at url (a postgres:// URL or a libpq
 // key=value string) and applies the schema migrations it lacks. Servers
 // starting at once take turns: goose holds a Postgres advisory lock of the
 // session while it migrates. Reaching the database takes at most
-// connectWithin; the migrations have no bound of their own: an index
-// built on a large table (migration 00020) takes minutes, and one cut off
-// is built again from nothing at the next start, so a bound shorter than
-// the build would never let it end. Waiting for another server's
-// migrations ends after goose's 5 minutes. ctx ends either, by its
-// cancellation or its deadline: the server's is cancelled by SIGTERM.
-func Open(ctx context.Context, url string) (*DB, error) {
+// connectWithin. A migration statement waits at most opts.LockTimeout for
+// a lock; one that gave up is logged with the sessions that held it up,
+// and the migrations start again after a pause (1 s, doubling up to 30 s),
+// for as long as it takes. An index built concurrently (migration 00020)
+// has no lock timeout: its waits block no query, and one cut off would be
+// built again from nothing. Nor have the migrations a bound of their own:
+// that build takes minutes on a large table, and a bound shorter would
+// never let it end. Waiting for another server's migrations ends after
+// goose's 5 minutes. ctx ends either, by its cancellation or its
+// deadline: the server's is cancelled by SIGTERM.
+func OpenWith(ctx context.Context, url string, opts Options) (*DB, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.LockTimeout <= 0 {
+		opts.LockTimeout = DefaultLockTimeout
+	}
 	pool, err := newPool(ctx, url)
 	if err != nil {
 		return nil, err
@@ -72,7 +111,7 @@ func Open(ctx context.Context, url string) (*DB, error) {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
-	if err := migrate(ctx, pool); err != nil {
+	if err := migrate(ctx, pool, opts); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: migrating: %w", err)
 	}
@@ -184,10 +223,25 @@ func schemaVersions(ctx context.Context, pool *pgxpool.Pool) (have, want int64, 
 	return have, want, err
 }
 
-// migrate applies the embedded migrations under goose's session lock.
-func migrate(ctx context.Context, pool *pgxpool.Pool) error {
-	sqlDB := stdlib.OpenDBFromPool(pool)
+// migrate applies the embedded migrations under goose's session lock, on
+// connections of their own whose statements wait at most
+// opts.LockTimeout for a lock (the serving pool's have no such bound),
+// and again after a pause while one gave up waiting.
+func migrate(ctx context.Context, pool *pgxpool.Pool, opts Options) error {
+	cfg := pool.Config().ConnConfig.Copy()
+	// In milliseconds, at least one: 0 would be no timeout.
+	cfg.RuntimeParams["lock_timeout"] = strconv.FormatInt(max(opts.LockTimeout.Milliseconds(), 1), 10)
+	// The watch looks for what holds up the migrations' sessions by
+	// their backends' pids.
+	var pids migrationPIDs
+	sqlDB := stdlib.OpenDB(*cfg, stdlib.OptionAfterConnect(func(_ context.Context, c *pgx.Conn) error {
+		pids.add(c.PgConn().PID())
+		return nil
+	}))
 	defer sqlDB.Close()
+	// Each attempt has a new session: a migration that lifts the timeout
+	// for a statement (00020) and fails leaves nothing to the next.
+	sqlDB.SetMaxIdleConns(0)
 	locker, err := lock.NewPostgresSessionLocker()
 	if err != nil {
 		return err
@@ -201,8 +255,166 @@ func migrate(ctx context.Context, pool *pgxpool.Pool) error {
 	if err != nil {
 		return err
 	}
-	_, err = p.Up(ctx)
-	return err
+	// Polled at least twice within a lock timeout, so that the sessions
+	// a statement waited for are seen before it gives up.
+	w := startWatch(ctx, pool, &pids, opts.Logger, max(min(watchEvery, opts.LockTimeout/2), time.Millisecond))
+	defer w.stop()
+	pause := time.Second
+	for {
+		_, err = p.Up(ctx)
+		var pe *pgconn.PgError
+		if !errors.As(err, &pe) || pe.Code != "55P03" || ctx.Err() != nil {
+			return err
+		}
+		args := []any{"lock_timeout", opts.LockTimeout.String(), "retry_in", pause.String(), "err", err}
+		for i, b := range w.blockers() {
+			args = append(args, slog.Group(fmt.Sprintf("blocker%d", i+1), b.attrs()...))
+		}
+		opts.Logger.Warn("postgres: a migration gave up waiting for a lock, so as not to hold up the queries queued behind it; trying again", args...)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, 30*time.Second)
+	}
+}
+
+// migrationPIDs are the backends' pids of the migrations' sessions.
+type migrationPIDs struct {
+	mu   sync.Mutex
+	pids []uint32
+}
+
+func (m *migrationPIDs) add(pid uint32) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.pids = append(m.pids, pid)
+}
+
+func (m *migrationPIDs) all() []uint32 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.pids)
+}
+
+// blocker is a session that holds up a migration's statement.
+type blocker struct {
+	pid   int32
+	state string
+	age   time.Duration // since its transaction began, or its statement
+	query string        // the start of its last statement
+}
+
+func (b blocker) attrs() []any {
+	return []any{"pid", b.pid, "state", b.state, "age", b.age.Round(time.Millisecond).String(), "query", b.query}
+}
+
+// watchEvery is how often a migration's blockers are looked for, unless
+// its lock timeout is shorter than twice that.
+const watchEvery = time.Second
+
+// watchLogAfter is how long a session holds up a migration before it is
+// logged while the migration still waits (an index built concurrently
+// waits with no timeout).
+const watchLogAfter = 30 * time.Second
+
+// watch looks, while the migrations run, for the sessions that hold up
+// theirs: each blocking one, whose statement waits for a lock, in
+// pg_blocking_pids. It keeps those last seen, for the log of a statement
+// that gave up, and logs those that hold one up for watchLogAfter.
+type watch struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	mu     sync.Mutex
+	last   []blocker
+}
+
+func startWatch(ctx context.Context, pool *pgxpool.Pool, pids *migrationPIDs, log *slog.Logger, every time.Duration) *watch {
+	ctx, cancel := context.WithCancel(ctx)
+	w := &watch{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		since := map[int32]time.Time{}
+		logged := map[int32]bool{}
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			bs, err := blockersOf(ctx, pool, pids.all())
+			if err != nil {
+				continue
+			}
+			now := time.Now()
+			seen := map[int32]bool{}
+			for _, b := range bs {
+				seen[b.pid] = true
+				if _, ok := since[b.pid]; !ok {
+					since[b.pid] = now
+				}
+				if !logged[b.pid] && now.Sub(since[b.pid]) >= watchLogAfter {
+					logged[b.pid] = true
+					log.Warn("postgres: a migration waits for a lock this session holds", b.attrs()...)
+				}
+			}
+			for pid := range since {
+				if !seen[pid] {
+					delete(since, pid)
+				}
+			}
+			if len(bs) > 0 {
+				w.mu.Lock()
+				w.last = bs
+				w.mu.Unlock()
+			}
+		}
+	}()
+	return w
+}
+
+// blockers returns the sessions last seen holding up a migration, and
+// forgets them.
+func (w *watch) blockers() []blocker {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	bs := w.last
+	w.last = nil
+	return bs
+}
+
+func (w *watch) stop() {
+	w.cancel()
+	<-w.done
+}
+
+// blockersOf returns the sessions that hold up a statement of the
+// sessions of pids waiting for a lock.
+func blockersOf(ctx context.Context, pool *pgxpool.Pool, pids []uint32) ([]blocker, error) {
+	if len(pids) == 0 {
+		return nil, nil
+	}
+	rows, err := pool.Query(ctx, `SELECT DISTINCT b.pid, coalesce(b.state, ''),
+			coalesce(extract(epoch FROM now() - coalesce(b.xact_start, b.query_start)), 0)::float8,
+			left(coalesce(b.query, ''), 120)
+		FROM pg_stat_activity m
+		CROSS JOIN LATERAL unnest(pg_blocking_pids(m.pid)) AS h(pid)
+		JOIN pg_stat_activity b ON b.pid = h.pid
+		WHERE m.pid = ANY ($1::int[]) AND m.wait_event_type = 'Lock'
+		ORDER BY b.pid`, pids)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (blocker, error) {
+		var b blocker
+		var secs float64
+		err := r.Scan(&b.pid, &b.state, &secs, &b.query)
+		b.age = time.Duration(secs * float64(time.Second))
+		return b, err
+	})
 }
 
 // Close stops the page store's listener and closes the pool's

@@ -133,13 +133,13 @@ func (s Clicks) scanPage(ctx context.Context, afterNs, afterSeq, to, from, upTo 
 		var c clicks.Click
 		var seq, ns int64
 		if err := rows.Scan(&seq, &ns, &c.AdID, &c.AdType, &c.Type, &c.APIKey, &c.SiteID, &c.Criterion, &c.YkTag, &c.IP,
-			&c.UserAgent, &c.Country, &c.Advertiser, &c.BidMicros, &c.Currency, &c.Billable, &c.Reason, &c.ID); err != nil {
+			&c.UserAgent, &c.Country, &c.Advertiser, &c.BidMicros, &c.Currency, &c.Billable, &c.Reason, &c.ID, &c.BudgetDay); err != nil {
 			return err
 		}
 		c.Time = fromNanos(ns)
 		return fn(c, ns, seq)
 	}, `SELECT seq, at_ns, ad_id, ad_type, context, api_key, site_id, criterion, yk_tag, ip,
-		user_agent, country, advertiser, bid_micros, currency, billable, reason, coalesce(click_id, '') FROM clicks`+pageCond,
+		user_agent, country, advertiser, bid_micros, currency, billable, reason, coalesce(click_id, ''), coalesce(budget_day, 0) FROM clicks`+pageCond,
 		afterNs, afterSeq, to, upTo, from)
 	if err != nil {
 		return fmt.Errorf("postgres: export clicks: %w", err)

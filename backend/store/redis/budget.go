@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"time"
 
@@ -64,4 +65,34 @@ func (f *BudgetFlags) Raised(ctx context.Context, day clicks.BudgetDay) ([]strin
 		return err
 	})
 	return flags, nil
+}
+
+// clearScript removes from the set KEYS[1] every flag of the advertiser
+// ARGV[1]: its bare id, and each "id@budget" (an id may hold "@" itself,
+// so the rest must be a number). One key, so that it runs on the
+// cluster's master of that key's slot.
+var clearScript = redis.NewScript(`
+local id = ARGV[1]
+local n = 0
+for _, m in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+  if m == id or (string.sub(m, 1, #id + 1) == id .. '@' and string.match(string.sub(m, #id + 2), '^[0-9]+$')) then
+    n = n + redis.call('SREM', KEYS[1], m)
+  end
+end
+return n`)
+
+// errFlagsDown is Clear's error while Redis does not answer.
+var errFlagsDown = errors.New("redis does not answer")
+
+// Clear implements budget.Flags: it takes advertiser's flags out of the
+// set of day. While Redis does not answer it counts a fallback and says
+// so: the flag left stops the advertiser again at each replica's Sync.
+func (f *BudgetFlags) Clear(ctx context.Context, advertiser string, day clicks.BudgetDay) error {
+	key := f.key(day)
+	if !f.c.call(ctx, "budget", key, func(ctx context.Context) error {
+		return clearScript.Run(ctx, f.c.rdb, []string{key}, advertiser).Err()
+	}) {
+		return errFlagsDown
+	}
+	return nil
 }

@@ -140,3 +140,45 @@ func TestBudgetFlagLastsTheAdvertisersDay(t *testing.T) {
 		}
 	}
 }
+
+// Clear takes down every flag of one advertiser on one day, whatever
+// budget it names, and no other advertiser's (one whose id begins with
+// it, or holds "@"), nor the advertiser's flags of another day; on one
+// Redis and on a cluster.
+func TestBudgetFlagsClear(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		url  func(t *testing.T) string
+	}{
+		{"one", func(t *testing.T) string { return testredis.Start(t, testredis.Options{}).URL() }},
+		{"cluster", func(t *testing.T) string { return testredis.StartCluster(t, testredis.Options{}).URL() }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := open(t, patient(tt.url(t)), redisstore.Options{Prefix: "clear:"})
+			f := c.BudgetFlags()
+			day := clicks.BudgetDay(20_500)
+			for _, fl := range []string{"a.example@10", "a.example@20", "a.example", "a.example@b@10", "a.example.org@10", "b.example@10"} {
+				if err := f.Raise(t.Context(), fl, day); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := f.Raise(t.Context(), "a.example@10", day+1); err != nil {
+				t.Fatal(err)
+			}
+			if err := f.Clear(t.Context(), "a.example", day); err != nil {
+				t.Fatal(err)
+			}
+			got, err := f.Raised(t.Context(), day)
+			if err != nil {
+				t.Fatal(err)
+			}
+			slices.Sort(got)
+			if want := []string{"a.example.org@10", "a.example@b@10", "b.example@10"}; !slices.Equal(got, want) {
+				t.Errorf("after Clear, the day's flags %v, want %v", got, want)
+			}
+			if got, _ := f.Raised(t.Context(), day+1); !slices.Equal(got, []string{"a.example@10"}) {
+				t.Errorf("after Clear, the next day's flags %v, want a.example's", got)
+			}
+		})
+	}
+}

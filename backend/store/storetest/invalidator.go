@@ -151,6 +151,40 @@ func Invalidator(t *testing.T, fresh func(t *testing.T) Opener[InvalidatorParts]
 		rollupsAreTheLog(t, p.Log, p.Rollups, day0, day0.AddDate(0, 0, 3))
 	})
 
+	// The click keeps the budget day it billed on: a credit after its
+	// advertiser's zone changed takes its bid off that day, not off the
+	// date the new zone gives it.
+	t.Run("CreditsTheDayTheClickBilledOn", func(t *testing.T) {
+		p, _ := open(t, fresh(t))
+		at := day0.Add(20 * time.Hour) // the 21st in Tokyo, the 20th in UTC
+		c := clicks.Click{ID: "zoned", Time: at, AdID: "ad", AdType: "advertiser", Type: "search", APIKey: "k", SiteID: "s1",
+			IP: "192.0.2.200", UserAgent: "Mozilla/5.0", Advertiser: "jp.example", BidMicros: 70_000, Currency: "JPY"}
+		u := clicks.Use{Zone: tokyo}
+		if err := p.Ledger.Record(within(t, 10*time.Second), &c, u); err != nil || !c.Billable {
+			t.Fatalf("Record: %v, billable %v %q", err, c.Billable, c.Reason)
+		}
+		tokyoDay, utcDay := clicks.BudgetDayIn(at, clicks.Zone(tokyo)), clicks.BudgetDayIn(at, time.UTC)
+		if c.BudgetDay != tokyoDay {
+			t.Errorf("the click recorded keeps budget day %d, want Tokyo's %d", c.BudgetDay, tokyoDay)
+		}
+		if got := scan(t, p.Log, time.Time{}, time.Time{}); len(got) != 1 || got[0].BudgetDay != tokyoDay {
+			t.Fatalf("the log holds %+v, want the click with budget day %d", got, tokyoDay)
+		}
+		inv := clicks.Invalidation{IDs: []string{"zoned"}, From: day0, To: day0.AddDate(0, 0, 2), Note: "zone changed since",
+			Zone: func(string) string { return "" }}
+		if got, err := p.Invalidator.Invalidate(within(t, 30*time.Second), inv); err != nil || got.Clicks != 1 {
+			t.Fatalf("Invalidate: %+v, %v; want 1 click", got, err)
+		}
+		for _, d := range []struct {
+			name string
+			day  clicks.BudgetDay
+		}{{"Tokyo's", tokyoDay}, {"UTC's", utcDay}} {
+			if n, err := p.Spend.SpentOn(t.Context(), "jp.example", d.day); err != nil || n != 0 {
+				t.Errorf("after the credit, jp.example spent %d (%v) on %s day %d, want 0", n, err, d.name, d.day)
+			}
+		}
+	})
+
 	t.Run("DryRunChangesNothing", func(t *testing.T) {
 		p, _ := open(t, fresh(t))
 		before := fill(t, p)

@@ -1,0 +1,130 @@
+package app
+
+import (
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/adlink/adlink/backend/accounts"
+	"github.com/adlink/adlink/backend/clicks"
+	"github.com/adlink/adlink/backend/config"
+	pgstore "github.com/adlink/adlink/backend/store/pg"
+	"github.com/adlink/adlink/internal/testpg"
+	"github.com/adlink/adlink/internal/testredis"
+)
+
+// shows reports whether a search answer of s has an ad of adID.
+func (s *accountsServer) shows(t *testing.T, adID string) bool {
+	t.Helper()
+	status, body := s.get(t, "/v2/search/link?q=lg+handy&loc=de&api_key=key-one&site_id=site-one", nil)
+	var resp struct{ Link []struct{ Ad string } }
+	if err := json.Unmarshal([]byte(body), &resp); status != http.StatusOK || err != nil {
+		t.Fatalf("search: %d %v %.200s", status, err, body)
+	}
+	for _, l := range resp.Link {
+		if strings.Contains(l.Ad, "adId="+adID+"&") {
+			return true
+		}
+	}
+	return false
+}
+
+// eventually polls cond until it holds, failing the test with what
+// after a minute.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for end := time.Now().Add(time.Minute); !cond(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("%s: never", what)
+		}
+	}
+}
+
+// billed reports whether the click of id is billable, as shop-b.example's
+// listing gives it.
+func (s *accountsServer) billed(t *testing.T, id string) bool {
+	t.Helper()
+	for _, c := range s.list(t, "shop-b-report-token-0123", "").Clicks {
+		if c.ID == id {
+			return c.Billable
+		}
+	}
+	t.Fatalf("click %s not listed", id)
+	return false
+}
+
+// TestCreditShowsASpentAdvertiserAgain: an advertiser whose click spent
+// its daily budget is out of the answers; a credit of that click gives
+// its budget room, and its ads come back to the answers the same day,
+// where the next click bills and stops them again. On one server of a
+// bbolt file, credited by its admin listener.
+func TestCreditShowsASpentAdvertiserAgain(t *testing.T) {
+	s := startAccountsWith(t, listingPartners, invalidateAdvertisers, listingAds(), nil)
+	links := s.tagged(t, "key-one", "site-one", "t", "SHOP.2.B1", 2)
+	first := s.follow(t, http.MethodGet, links[0], 1)
+	if !s.billed(t, first.id) || s.shows(t, "SHOP.2.B1") {
+		t.Fatal("shop-b.example's first click did not spend its budget")
+	}
+	day := time.Now().UTC().Format(time.DateOnly)
+	status, body := s.invalidate(t, url.Values{"ad": {"SHOP.2.B1"}, "from": {day}, "to": {day}, "reason": {"click farm"}}, nil)
+	if status != http.StatusOK || !strings.Contains(body, `"clicks":1`) {
+		t.Fatalf("credit: %d %s", status, body)
+	}
+	eventually(t, "shop-b.example shown after its credit", func() bool { return s.shows(t, "SHOP.2.B1") })
+	next := s.follow(t, http.MethodGet, links[1], 2)
+	if !s.billed(t, next.id) {
+		t.Error("the click after the credit did not bill")
+	}
+	if s.shows(t, "SHOP.2.B1") {
+		t.Error("shop-b.example still shown after the click that spent its budget again")
+	}
+}
+
+// TestCreditShowsASpentAdvertiserAgainOnEveryReplica: two replicas of one
+// Postgres and one Redis; a click on A spends an advertiser's budget, and
+// both leave it out (B through the flag in Redis). A credit in Postgres,
+// as adlink invalidate -postgres runs it beside the servers, brings its
+// ads back on both, and the next click, on B, bills and stops them again
+// on both.
+func TestCreditShowsASpentAdvertiserAgainOnEveryReplica(t *testing.T) {
+	pgURL, redisURL := testpg.New(t), testredis.Start(t, testredis.Options{}).URL()
+	set := func(cfg *config.Config) { cfg.PostgresURL, cfg.RedisURL = pgURL, redisURL }
+	a := startAccountsWith(t, listingPartners, invalidateAdvertisers, listingAds(), set)
+	b := startAccountsWith(t, listingPartners, invalidateAdvertisers, listingAds(), set)
+	linkA := a.tagged(t, "key-one", "site-one", "t", "SHOP.2.B1", 1)[0]
+	linkB := b.tagged(t, "key-one", "site-one", "t", "SHOP.2.B1", 1)[0]
+	first := a.follow(t, http.MethodGet, linkA, 1)
+	if !a.billed(t, first.id) {
+		t.Fatal("shop-b.example's first click did not bill")
+	}
+	eventually(t, "shop-b.example out of both replicas' answers", func() bool {
+		return !a.shows(t, "SHOP.2.B1") && !b.shows(t, "SHOP.2.B1")
+	})
+
+	db, err := pgstore.OpenMigrated(t.Context(), pgURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	now := time.Now().UTC()
+	inv := clicks.Invalidation{AdID: "SHOP.2.B1", From: now.Add(-time.Hour), To: now.Add(time.Hour), Note: "click farm"}
+	credit, err := Invalidate(db.Invalidator(), func() *accounts.Book { return nil }, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))(t.Context(), inv)
+	if err != nil || credit.Clicks != 1 {
+		t.Fatalf("credit: %+v %v, want 1 click", credit, err)
+	}
+	eventually(t, "shop-b.example back in both replicas' answers", func() bool {
+		return a.shows(t, "SHOP.2.B1") && b.shows(t, "SHOP.2.B1")
+	})
+	next := b.follow(t, http.MethodGet, linkB, 2)
+	if !b.billed(t, next.id) {
+		t.Error("the click after the credit did not bill")
+	}
+	eventually(t, "shop-b.example out of both replicas' answers again", func() bool {
+		return !a.shows(t, "SHOP.2.B1") && !b.shows(t, "SHOP.2.B1")
+	})
+}

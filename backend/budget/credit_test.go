@@ -1,0 +1,187 @@
+package budget
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/adlink/adlink/backend/accounts"
+	"github.com/adlink/adlink/backend/clicks"
+)
+
+// A credit that takes an advertiser's spend below its budget shows its
+// ads again once the gate reads the spend again, takes down its flag, and
+// the click that spends the budget again stops it and raises the flag
+// again.
+func TestGateRereadAfterACredit(t *testing.T) {
+	ix := testIndex(t)
+	groups := ix.AdvertiserGroups()
+	now := day0.Add(10 * time.Hour)
+	clock := func() time.Time { return now }
+	budgets := map[string]accounts.Budget{
+		"a.example": {DailyMicros: 10, Pacing: accounts.ASAP},
+		"b.example": {DailyMicros: 10, Pacing: accounts.ASAP},
+	}
+	sp := &spends{m: map[string]int64{}}
+	f := &flags{}
+	g, err := New(t.Context(), Options{Budgets: budgets, Spent: sp, Now: clock, Flags: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	click := func(adv string) {
+		t.Helper()
+		sp.add(adv, now, 5)
+		if err := g.Clicked(t.Context(), &clicks.Click{Time: now, Advertiser: adv, Billable: true, BidMicros: 5}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	click("a.example")
+	click("a.example")
+	click("b.example")
+	click("b.example")
+	if got, want := g.Exclude(ix), []uint32{groups["a.example"], groups["b.example"]}; !slices.Equal(got, want) {
+		t.Fatalf("both spent: Exclude %v, want %v", got, want)
+	}
+	sp.add("a.example", now, -5) // the credit of a click
+	if err := g.Reread(t.Context(), "a.example"); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := g.Exclude(ix), []uint32{groups["b.example"]}; !slices.Equal(got, want) {
+		t.Errorf("after a.example's credit: Exclude %v, want %v", got, want)
+	}
+	if g.Spent("a.example") != 5 {
+		t.Errorf("after the credit, a.example spent %d, want 5", g.Spent("a.example"))
+	}
+	if !slices.Equal(f.raised, []string{"b.example@10"}) {
+		t.Errorf("after a.example's credit, the flags %v, want b.example's alone", f.raised)
+	}
+	if err := g.Sync(t.Context()); err != nil || len(g.Exclude(ix)) != 1 {
+		t.Errorf("a Sync after the credit stops %v again (%v)", g.Exclude(ix), err)
+	}
+	// A Reread of every advertiser keeps b.example, still spent.
+	if err := g.Reread(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := g.Exclude(ix), []uint32{groups["b.example"]}; !slices.Equal(got, want) {
+		t.Errorf("after a Reread of all: Exclude %v, want %v", got, want)
+	}
+	click("a.example")
+	if got, want := g.Exclude(ix), []uint32{groups["b.example"], groups["a.example"]}; !slices.Equal(got, want) {
+		t.Errorf("a.example spent again: Exclude %v, want %v", got, want)
+	}
+	if !slices.Equal(f.raised, []string{"b.example@10", "a.example@10"}) {
+		t.Errorf("a.example spent again: flags %v", f.raised)
+	}
+}
+
+// hooked is a Spender whose next read calls hook, once, after reading.
+type hooked struct {
+	Spender
+	mu   sync.Mutex
+	hook func()
+}
+
+func (h *hooked) SpentOn(ctx context.Context, adv string, day clicks.BudgetDay) (int64, error) {
+	s, err := h.Spender.SpentOn(ctx, adv, day)
+	h.mu.Lock()
+	hook := h.hook
+	h.hook = nil
+	h.mu.Unlock()
+	if hook != nil {
+		hook()
+	}
+	return s, err
+}
+
+// A click recorded while Reread reads the spend is not lost under the
+// lower spend Reread read before it: the gate ends with the store's.
+func TestGateRereadKeepsAClickMeanwhile(t *testing.T) {
+	now := day0.Add(10 * time.Hour)
+	sp := &spends{m: map[string]int64{}}
+	h := &hooked{Spender: sp}
+	g, err := New(t.Context(), Options{Budgets: map[string]accounts.Budget{"a.example": {DailyMicros: 100, Pacing: accounts.ASAP}},
+		Spent: h, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp.add("a.example", now, 60)
+	if err := g.Clicked(t.Context(), &clicks.Click{Time: now, Advertiser: "a.example", Billable: true, BidMicros: 60}); err != nil {
+		t.Fatal(err)
+	}
+	sp.add("a.example", now, -50) // the credit: 10 left
+	clicked := make(chan error, 1)
+	h.hook = func() {
+		// Reread has read 10; a click of 5 lands and is counted now.
+		sp.add("a.example", now, 5)
+		go func() {
+			clicked <- g.Clicked(context.Background(), &clicks.Click{Time: now, Advertiser: "a.example", Billable: true, BidMicros: 5})
+		}()
+		select {
+		case <-clicked:
+			clicked <- nil
+		case <-time.After(200 * time.Millisecond): // it waits for Reread
+		}
+	}
+	if err := g.Reread(t.Context(), "a.example"); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-clicked; err != nil {
+		t.Fatal(err)
+	}
+	if got := g.Spent("a.example"); got != 15 {
+		t.Errorf("after the credit and a click during its read: spent %d, want 15", got)
+	}
+}
+
+// A day whose spend could not be read at its midnight starts with
+// nothing spent, and is read again in the background until the store
+// answers: an advertiser that had spent its budget is stopped then, and
+// what clicks counted meanwhile is neither lowered nor counted twice.
+func TestGateReadsALateDayAgain(t *testing.T) {
+	defer func(r time.Duration) { lateRetry = r }(lateRetry)
+	lateRetry = 10 * time.Millisecond
+	ix := testIndex(t)
+	groups := ix.AdvertiserGroups()
+	var mu sync.Mutex
+	now := day0.Add(23 * time.Hour)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	sp := &spends{m: map[string]int64{}}
+	g, err := New(t.Context(), Options{Budgets: map[string]accounts.Budget{
+		"a.example": {DailyMicros: 10, Pacing: accounts.ASAP},
+		"b.example": {DailyMicros: 10, Pacing: accounts.ASAP},
+	}, Spent: sp, Now: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := day0.Add(24*time.Hour + time.Minute)
+	sp.mu.Lock()
+	sp.err = context.DeadlineExceeded
+	sp.m[key("a.example", next)] = 12 // spent on another replica since midnight
+	sp.m[key("b.example", next)] = 4
+	sp.mu.Unlock()
+	mu.Lock()
+	now = next
+	mu.Unlock()
+	if got := g.Exclude(ix); len(got) != 0 {
+		t.Fatalf("the new day unread: Exclude %v, want none", got)
+	}
+	// A click of b.example counts while the store still fails.
+	sp.add("b.example", next, 3)
+	sp.mu.Lock()
+	sp.err = nil
+	sp.mu.Unlock()
+	if err := g.Clicked(t.Context(), &clicks.Click{Time: next, Advertiser: "b.example", Billable: true, BidMicros: 3}); err != nil {
+		t.Fatal(err)
+	}
+	for end := time.Now().Add(time.Minute); !slices.Equal(g.Exclude(ix), []uint32{groups["a.example"]}) && time.Now().Before(end); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := g.Spent("a.example"); got != 12 {
+		t.Errorf("a.example's late read: spent %d, want 12", got)
+	}
+	if got := g.Spent("b.example"); got != 7 {
+		t.Errorf("b.example: spent %d, want 7, the store's", got)
+	}
+}
