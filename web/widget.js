@@ -16,9 +16,12 @@
  *                               (a page with text gets at least one); "0": none
  *   data-early="true"           start the module before the server's answer where the
  *                               page is likely unseen ("Starting early"); off by default
+ *   data-box                    the id of the ad box's slot: the box goes into the one
+ *                               element with that id, none where the page has several;
+ *                               without it, after the last paragraph of the page's main text
  * On any element of the page, data-adlink keeps the widget out of it: no in-text links,
- * none of its text matched. An element with data-adlink-box is the ad box's slot: the box
- * goes into it; without one, after the last paragraph of the page's main text.
+ * none of its text matched. Only the tag decides where the box goes: a reader's comment
+ * can hold any markup of the page's own.
  *
  * The first line asks V8 to compile every function of this script as it loads (on a
  * background thread where the browser streams the script in), rather than each on its
@@ -89,16 +92,22 @@
     var f = docProto[name];
     return function () { return f.apply(document, arguments); };
   }
-  var $ = docFn("querySelector"), $$ = docFn("querySelectorAll"), byId = docFn("getElementById"),
+  var $ = docFn("querySelector"), $$ = docFn("querySelectorAll"),
     createElement = docFn("createElement"), createTextNode = docFn("createTextNode"), createRange = docFn("createRange"),
     createTreeWalker = docFn("createTreeWalker"), onDocument = docFn("addEventListener");
 
-  // currentScript is null when a tag manager or another script inserted the
-  // tag, and another element when the page names one currentScript (a named
-  // <img>, <form> or <embed>, which a user's comment may hold, shadows
-  // document's own): only a script element is the tag.
+  // currentScript is null where the browser names no running script (the
+  // tag in a shadow root, or loaded as a module), and another element when
+  // the page names one currentScript (a named <img>, <form> or <embed>,
+  // which a user's comment may hold, shadows document's own): only a script
+  // element is the tag. Without it, the tag is the page's one script
+  // element of widget.js with data-api-key: with several (a comment's markup
+  // may hold an inert copy, its data-base another server's), none.
   var script = docProp("currentScript");
-  if (!(script instanceof HTMLScriptElement)) script = $('script[src*="widget.js"][data-api-key]');
+  if (!(script instanceof HTMLScriptElement)) {
+    script = $$('script[src*="widget.js"][data-api-key]');
+    script = script.length === 1 && script[0];
+  }
   var data = (script && script.dataset) || {};
   // <html lang> is a BCP 47 tag: its region, if any, is the first two-letter
   // subtag after the language; "es-419" and "zh-Hant" name no country. A
@@ -121,6 +130,7 @@
     auto: data.auto !== "false",
     early: data.early === "true",
     label: data.label || "",
+    box: data.box || "",
     linkDensity: data.linkDensity && density >= 0 ? density : 5
   };
   var timing = { start: performance.now(), firstAd: 0, firstToken: 0, steps: {} };
@@ -875,7 +885,11 @@
 
   function box(links) {
     var ads = links.filter(function (l) { return l.display_type.indexOf("widget") >= 0 && web(l.ad); }).slice(0, 4);
-    if (!ads.length) return 0;
+    // The slot is the one element with the id the tag names (data-box):
+    // where none has it, or several (a comment's markup may copy the id),
+    // there is no box.
+    var slot = config.box && $$("#" + CSS.escape(config.box));
+    if (!ads.length || (slot && slot.length !== 1)) return 0;
     var items = ads.map(function (l) {
       var price = l.price ? money(l.price) : "";
       return el("li", {}, [adLink(l, "adlink-ad", [
@@ -889,8 +903,7 @@
       el("div", { "class": "adlink-label" }, [config.label || label[0]]),
       el("ul", {}, items)
     ]);
-    var slot = $("[data-adlink-box]");
-    if (slot) slot.appendChild(b);
+    if (slot) slot[0].appendChild(b);
     else {
       var at = lastParagraph(contentRoot());
       if (at) at.parentNode.insertBefore(b, at.nextSibling);
@@ -901,12 +914,13 @@
 
   // lastParagraph is the last paragraph of the page's main text, taken
   // whole with the list, quote or table it stands in, or null: the box
-  // goes after it rather than after the page's comments and footer.
+  // goes after it rather than after the page's comments and footer, nor
+  // inside a comment's markup, which could hide it or lay it over the page.
   function lastParagraph(root) {
     var ps = root.querySelectorAll("p");
     for (var i = ps.length - 1; i >= 0; i--) {
       var p = ps[i];
-      if (p.closest("[data-adlink], nav, header, footer, aside, a, [aria-hidden=true]") || inForm(p, root) || !p.textContent.trim() || !rendered(p)) continue;
+      if (p.closest("[data-adlink], nav, header, footer, aside, a, [aria-hidden=true]") || inForm(p, root) || aroundText(p, root) || !p.textContent.trim() || !rendered(p)) continue;
       // An article inside the page's one article is a comment: skipped. Of
       // several articles (a front page's), the box goes after the last.
       var art = p.closest("article");
@@ -1081,6 +1095,9 @@
   function seen(a) {
     timers.delete(a);
     if (!a.isConnected) return unwatch(a); // the view changed (refresh)
+    // In view, but not to be seen (its slot transparent, hidden or clipped
+    // to nothing): looked at again a second later.
+    if (!rendered(a)) return look(a);
     proof.set(a, { href: a.href, at: 0 });
     seenQueue.push(a);
     if (!batchTimer) batchTimer = setTimeout(report, BATCH_MS);
