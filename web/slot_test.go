@@ -3,6 +3,7 @@ package web
 import (
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -27,6 +28,12 @@ func TestCommentCannotChooseTheSlot(t *testing.T) {
 		return `<main><article id="story"><h1>Handy-Test</h1><p id="last">` + handyText + `</p>
 <div class="comments">` + comments + `</div></article><div id="slot"></div></main>`
 	}
+	// A page with neither a main part nor an article of its own.
+	plain := func(comments string) string {
+		return `<div id="story"><h1>Handy-Test</h1><p id="last">` + handyText + `</p></div>
+<div class="comments">` + comments + `</div>`
+	}
+	comment := `<p>Erster! Das Samsung Galaxy S24 ist besser.</p>`
 	site := publisher(t, map[string]string{
 		// The page names no slot; a comment does.
 		"/attribute.html": publisherPage("de-DE", b.URL, story(`<div id="c" data-adlink-box></div>`)),
@@ -36,6 +43,10 @@ func TestCommentCannotChooseTheSlot(t *testing.T) {
 		"/paragraph.html": publisherPage("de-DE", b.URL, story(`<div id="c"><p>Erster! Ich habe ein Handy.</p></div>`)),
 		// The page names its slot, and no comment copies it.
 		"/slot.html": withBox(publisherPage("de-DE", b.URL, story(`<p>Erster!</p>`)), "slot"),
+		// A comment is the page's one article, or its main part: its
+		// text would be the page's, and the box would follow it.
+		"/article.html": publisherPage("de-DE", b.URL, plain(`<article id="c">`+comment+`</article>`)),
+		"/main.html":    publisherPage("de-DE", b.URL, plain(`<div id="c" role="main">`+comment+`</div>`)),
 	})
 	type result struct {
 		Parent, AfterText string
@@ -46,6 +57,8 @@ func TestCommentCannotChooseTheSlot(t *testing.T) {
 		"/copied.html":    {}, // no box: the page has two slots of that id
 		"/paragraph.html": {Parent: "story", AfterText: "last"},
 		"/slot.html":      {Parent: "slot"},
+		"/article.html":   {Parent: "story", AfterText: "last"},
+		"/main.html":      {Parent: "story", AfterText: "last"},
 	} {
 		if r := br.view(t, site+path); r.Links == 0 {
 			t.Fatalf("%s: %+v, want ads", path, r)
@@ -53,8 +66,8 @@ func TestCommentCannotChooseTheSlot(t *testing.T) {
 		if got := eval[result](t, br, boxPlace); got != want {
 			t.Errorf("%s: box %+v, want %+v", path, got, want)
 		}
-		if in := eval[bool](t, br, `!!document.querySelector(".comments [data-adlink=box]")`); in {
-			t.Errorf("%s: the ad box is in a comment", path)
+		if in := eval[bool](t, br, `!!document.querySelector(".comments [data-adlink]")`); in {
+			t.Errorf("%s: an ad is in a comment", path)
 		}
 	}
 	br.noConsoleErrors(t)
@@ -74,12 +87,17 @@ const boxTokens = `new Promise(r => setTimeout(r, 2500)).then(() => {
 func TestHiddenSlotGetsNoImpressions(t *testing.T) {
 	br := newBrowser(t)
 	b := startBackend(t)
-	for _, hide := range []string{"opacity:0", "visibility:hidden"} {
+	hides := []string{"opacity:0", "visibility:hidden"}
+	pages := map[string]string{}
+	for i, hide := range hides {
+		pages["/"+strconv.Itoa(i)+".html"] = withBox(publisherPage("de-DE", b.URL,
+			`<article><h1>Handy-Test</h1><div id="slot" style="`+hide+`"></div><p>`+handyText+`</p></article>`), "slot")
+	}
+	site := publisher(t, pages)
+	asReader(t, br, b, site) // a headless browser is a bot: its impressions get no click token
+	for i, hide := range hides {
 		t.Run(hide, func(t *testing.T) {
-			site := publisher(t, map[string]string{"/page.html": withBox(publisherPage("de-DE", b.URL,
-				`<article><h1>Handy-Test</h1><div id="slot" style="`+hide+`"></div><p>`+handyText+`</p></article>`), "slot")})
-			asReader(t, br, b, site) // a headless browser is a bot: its impressions get no click token
-			if r := br.view(t, site+"/page.html"); r.Source != "local" || r.Links == 0 {
+			if r := br.view(t, site+"/"+strconv.Itoa(i)+".html"); r.Source != "local" || r.Links == 0 {
 				t.Fatalf("%+v, want ads matched in the page", r)
 			}
 			if pollHref(t, br, tokenHref) == "" {

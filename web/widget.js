@@ -92,7 +92,7 @@
     var f = docProto[name];
     return function () { return f.apply(document, arguments); };
   }
-  var $ = docFn("querySelector"), $$ = docFn("querySelectorAll"),
+  var $$ = docFn("querySelectorAll"),
     createElement = docFn("createElement"), createTextNode = docFn("createTextNode"), createRange = docFn("createRange"),
     createTreeWalker = docFn("createTreeWalker"), onDocument = docFn("addEventListener");
 
@@ -533,18 +533,24 @@
   // (Readability.js: unlikelyCandidates, okMaybeItsACandidate).
   var UNLIKELY = /-ad-|ai2html|banner|breadcrumbs|combx|comment|community|cover-wrap|disqus|extra|footer|gdpr|header|legends|menu|related|remark|replies|rss|shoutbox|sidebar|skyscraper|social|sponsor|supplemental|ad-break|agegate|pagination|pager|popup|yom-remote/i;
   var MAYBE = /and|article|body|column|content|main|mathjax|shadow/i;
+  // Of those, the names of a page's comments.
+  var COMMENTS = /comment|disqus|repl/i;
   var HTML = "http://www.w3.org/1999/xhtml";
 
   // contentRoot is where the page's own text is: its one article (comments
   // may be articles inside it, and a sidebar's teasers do not count), in
   // its main part when it marks one; the main part, else the body, where it
-  // has several, as a front page lists teasers, rather than the first.
+  // has several, as a front page lists teasers, rather than the first. A
+  // main part or an article in the page's comments (a comment's markup, or
+  // the page's own for each comment) is none of the page's: only the words
+  // of comments count there, as a layout's wrapper around the page's
+  // article may have a class of "header" or "menu".
   function contentRoot() {
-    var main = $("main, [role=main]");
-    var articles = Array.prototype.filter.call((main ? main.querySelectorAll("article") : $$("article")), function (a) {
-      return !(a.parentElement && a.parentElement.closest("article, aside, nav, header, footer"));
+    var body = docProp("body"), main = Array.prototype.find.call($$("main, [role=main]"), function (m) { return !aroundText(m, body, COMMENTS); }) || body;
+    var articles = Array.prototype.filter.call(main.querySelectorAll("article"), function (a) {
+      return !(a.parentElement && a.parentElement.closest("article, aside, nav, header, footer")) && !aroundText(a, main, COMMENTS);
     });
-    return articles.length === 1 ? articles[0] : main || docProp("body");
+    return articles.length === 1 ? articles[0] : main;
   }
 
   // skipped tells whether a link may not go around node: the content root
@@ -578,16 +584,16 @@
   }
 
   // around tells whether an element's class or id names a part of the page
-  // around its main text.
-  function around(el) {
+  // around its main text, or, with re, what re names.
+  function around(el, re) {
     var k = (el.getAttribute("class") || "") + " " + el.id;
-    return k.length > 1 && UNLIKELY.test(k) && !MAYBE.test(k);
+    return re ? re.test(k) : k.length > 1 && UNLIKELY.test(k) && !MAYBE.test(k);
   }
 
   // aroundText tells whether el stands in a part of the page around its
-  // main text, below root.
-  function aroundText(el, root) {
-    for (var e = el; e && e !== root; e = e.parentElement) if (around(e)) return true;
+  // main text (or one re names), below root.
+  function aroundText(el, root, re) {
+    for (var e = el; e && e !== root; e = e.parentElement) if (around(e, re)) return true;
     return false;
   }
 
