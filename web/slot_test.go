@@ -3,6 +3,7 @@ package web
 import (
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -82,12 +83,12 @@ const boxTokens = `new Promise(r => setTimeout(r, 2500)).then(() => {
 })`
 
 // TestHiddenSlotGetsNoImpressions: an ad box in a slot in view that the
-// reader cannot see (transparent, or hidden) reports no impression, and
-// its ads get no click token; once the slot shows, they do.
+// reader cannot see (transparent, hidden, or faint) reports no impression,
+// and its ads get no click token; once the slot shows, they do.
 func TestHiddenSlotGetsNoImpressions(t *testing.T) {
 	br := newBrowser(t)
 	b := startBackend(t)
-	hides := []string{"opacity:0", "visibility:hidden"}
+	hides := []string{"opacity:0", "visibility:hidden", "opacity:.2"}
 	pages := map[string]string{}
 	for i, hide := range hides {
 		pages["/"+strconv.Itoa(i)+".html"] = withBox(publisherPage("de-DE", b.URL,
@@ -165,4 +166,26 @@ func TestPlantedTagIsNotTheWidgets(t *testing.T) {
 	if n := asked.Load(); n > 0 {
 		t.Errorf("the comment's server was asked %d times", n)
 	}
+}
+
+// TestFaintOverlayGetsNoLink: a comment's markup may lay text over the
+// whole page, almost transparent (its opacity above 0), for a reader's
+// click anywhere to land on the ad linked in it. The widget links no text
+// the reader cannot see well: only the visible mention gets its link.
+func TestFaintOverlayGetsNoLink(t *testing.T) {
+	br := newBrowser(t)
+	b := startBackend(t)
+	site := publisher(t, map[string]string{"/page.html": publisherPage("de-DE", b.URL, `<article><h1>Handy-Test</h1>
+<p>Das Google Pixel 8 ist gut.</p>
+<div><p style="position:fixed;inset:0;margin:0;z-index:9;opacity:.05;font-size:120px">Das Fairphone 5</p></div></article>`)})
+	answerPageWith(t, br, `{"link": [
+		{"title": "Ad", "keywords": ["Pixel 8"], "ad": "http://ads.example/a", "display_type": ["link"]},
+		{"title": "Ad", "keywords": ["Fairphone 5"], "ad": "http://ads.example/b", "display_type": ["link"]}]}`)
+	if r := br.view(t, site+"/page.html"); r.Source != "server" {
+		t.Fatalf("%+v, want the server's answer", r)
+	}
+	if got := eval[[]string](t, br, `Array.from(document.querySelectorAll("a.adlink-intext"), a => a.textContent)`); !slices.Equal(got, []string{"Pixel 8"}) {
+		t.Errorf("links %q, want only the visible \"Pixel 8\"", got)
+	}
+	br.noConsoleErrors(t)
 }

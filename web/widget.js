@@ -634,27 +634,29 @@
 
   // rendered tells whether an element is shown: text in a hidden one
   // (display:none, visibility:hidden, opacity:0, zero-size or off the page)
-  // is no part of what the reader sees, neither to match nor to link.
-  function rendered(el) {
+  // is no part of what the reader sees, neither to match nor to link. With
+  // all, every element up to the body counts (see onPage).
+  function rendered(el, all) {
     if (el.checkVisibility ? !el.checkVisibility({ visibilityProperty: true, opacityProperty: true }) : !el.getClientRects().length) return false;
-    return onPage(el.getBoundingClientRect(), el, el);
+    return onPage(el.getBoundingClientRect(), el, all ? null : el);
   }
 
   // onPage tells whether a box r (of text in element el) can be seen: not
   // zero-size, nor off the page's top or left edge, where "off-screen" text
   // goes, nor clipped to almost nothing by an element from el up to "up"
-  // that hides its overflow (a "screen reader only" one).
+  // that hides its overflow (a "screen reader only" one), nor faint: the
+  // opacity of those elements together below one half (a comment's
+  // markup may lay text or a link, almost transparent, over the page, for
+  // a reader to click without seeing it).
   function onPage(r, el, up) {
     if (r.width === 0 || r.height === 0 || r.right + scrollX <= 0 || r.bottom + scrollY <= 0) return false;
-    for (var e = el; e && e !== docProp("body"); e = e.parentElement) {
-      var c = e === el ? r : e.getBoundingClientRect();
-      if (c.width < 2 || c.height < 2) {
-        var st = getComputedStyle(e);
-        if (st.overflow !== "visible" || (st.clip && st.clip !== "auto") || (st.clipPath && st.clipPath !== "none")) return false;
-      }
+    for (var e = el, o = 1; e && e !== docProp("body"); e = e.parentElement) {
+      var c = e === el ? r : e.getBoundingClientRect(), st = getComputedStyle(e);
+      o *= st.opacity;
+      if ((c.width < 2 || c.height < 2) && (st.overflow !== "visible" || (st.clip && st.clip !== "auto") || (st.clipPath && st.clipPath !== "none"))) return false;
       if (e === up) break;
     }
-    return true;
+    return o >= 0.5;
   }
 
   // shown tells whether the n characters at "at" in a text node are where a
@@ -1101,9 +1103,9 @@
   function seen(a) {
     timers.delete(a);
     if (!a.isConnected) return unwatch(a); // the view changed (refresh)
-    // In view, but not to be seen (its slot transparent, hidden or clipped
-    // to nothing): looked at again a second later.
-    if (!rendered(a)) return look(a);
+    // In view, but not to be seen (its slot faint, hidden or clipped to
+    // nothing): looked at again a second later.
+    if (!rendered(a, 1)) return look(a);
     proof.set(a, { href: a.href, at: 0 });
     seenQueue.push(a);
     if (!batchTimer) batchTimer = setTimeout(report, BATCH_MS);
