@@ -83,12 +83,15 @@ const boxTokens = `new Promise(r => setTimeout(r, 2500)).then(() => {
 })`
 
 // TestHiddenSlotGetsNoImpressions: an ad box in a slot in view that the
-// reader cannot see (transparent, hidden, or faint) reports no impression,
-// and its ads get no click token; once the slot shows, they do.
+// reader cannot see (transparent, hidden, faint, zero-size or off the page)
+// reports no impression, and its ads get no click token; once the slot
+// shows, they do.
 func TestHiddenSlotGetsNoImpressions(t *testing.T) {
 	br := newBrowser(t)
 	b := startBackend(t)
-	hides := []string{"opacity:0", "visibility:hidden", "opacity:.2"}
+	// The last two held before the widget judged what a reader sees: the
+	// observer finds them out of view.
+	hides := []string{"opacity:0", "visibility:hidden", "opacity:.2", "height:0;overflow:hidden", "position:absolute;left:-9999px"}
 	pages := map[string]string{}
 	for i, hide := range hides {
 		pages["/"+strconv.Itoa(i)+".html"] = withBox(publisherPage("de-DE", b.URL,
