@@ -38,6 +38,11 @@ func TestCommentCannotChooseTheSlot(t *testing.T) {
 	site := publisher(t, map[string]string{
 		// The page names no slot; a comment does.
 		"/attribute.html": publisherPage("de-DE", b.URL, story(`<div id="c" data-adlink-box></div>`)),
+		// The page marks its slot as earlier versions read it, with
+		// data-adlink-box; a comment does too, and the tag names none.
+		"/legacy.html": publisherPage("de-DE", b.URL, strings.Replace(story(`<div id="c" data-adlink-box></div>`), `<div id="slot">`, `<div id="slot" data-adlink-box>`, 1)),
+		// The tag names the slot; a comment marks itself with data-adlink-box.
+		"/named.html": withBox(publisherPage("de-DE", b.URL, story(`<div id="c" data-adlink-box></div>`)), "slot"),
 		// The page names its slot; a comment, before it, has its id too.
 		"/copied.html": withBox(publisherPage("de-DE", b.URL, story(`<div id="slot" data-adlink-box></div>`)), "slot"),
 		// The page names no slot; a comment's paragraph is the page's last.
@@ -55,6 +60,8 @@ func TestCommentCannotChooseTheSlot(t *testing.T) {
 	}
 	for path, want := range map[string]result{
 		"/attribute.html": {Parent: "story", AfterText: "last"},
+		"/legacy.html":    {Parent: "slot"},
+		"/named.html":     {Parent: "slot"},
 		"/copied.html":    {}, // no box: the page has two slots of that id
 		"/paragraph.html": {Parent: "story", AfterText: "last"},
 		"/slot.html":      {Parent: "slot"},

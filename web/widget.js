@@ -18,10 +18,11 @@
  *                               page is likely unseen ("Starting early"); off by default
  *   data-box                    the id of the ad box's slot: the box goes into the one
  *                               element with that id, none where the page has several;
- *                               without it, after the last paragraph of the page's main text
+ *                               without it, the page's one data-adlink-box element outside
+ *                               its comments, else after the last paragraph of its main text
  * On any element of the page, data-adlink keeps the widget out of it: no in-text links,
- * none of its text matched. Only the tag decides where the box goes: a reader's comment
- * can hold any markup of the page's own.
+ * none of its text matched. With data-box, only the tag decides where the box goes: a
+ * reader's comment can hold any markup of the page's own.
  *
  * The first line asks V8 to compile every function of this script as it loads (on a
  * background thread where the browser streams the script in), rather than each on its
@@ -895,8 +896,10 @@
     var ads = links.filter(function (l) { return l.display_type.indexOf("widget") >= 0 && web(l.ad); }).slice(0, 4);
     // The slot is the one element with the id the tag names (data-box):
     // where none has it, or several (a comment's markup may copy the id),
-    // there is no box.
-    var slot = config.box && $$("#" + CSS.escape(config.box));
+    // there is no box. Without data-box, the page's one element with
+    // data-adlink-box (earlier versions' slot), outside its comments.
+    var slot = config.box ? $$("#" + CSS.escape(config.box)) : Array.prototype.filter.call($$("[data-adlink-box]"), function (s) { return !aroundText(s, docProp("body"), COMMENTS); });
+    if (!config.box && !slot.length) slot = 0;
     if (!ads.length || (slot && slot.length !== 1)) return 0;
     var items = ads.map(function (l) {
       var price = l.price ? money(l.price) : "";
