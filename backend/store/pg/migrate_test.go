@@ -788,3 +788,73 @@ func TestMigrationRetriesWaitForTheLockAnew(t *testing.T) {
 		t.Fatalf("Open once the holder committed: %v", err)
 	}
 }
+
+// Migration 00020 drops an index of its name that is not the one it
+// builds once the transactions using rollups end, as it builds its own:
+// a drop CONCURRENTLY blocks no query while it waits, so it has no lock
+// timeout to give up on and try again, as long as a report's
+// transaction (here one left open) lasts.
+func TestRollupAccountsMigrationDropWaitsForReaders(t *testing.T) {
+	db, p := migrated(t)
+	if _, err := p.DownTo(t.Context(), 19); err != nil {
+		t.Fatalf("down to 00019: %v", err)
+	}
+	if _, err := db.pool.Exec(t.Context(), "CREATE INDEX rollups_api_key ON rollups (period)"); err != nil {
+		t.Fatal(err)
+	}
+	reader, err := db.pool.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Rollback(context.Background())
+	if _, err := reader.Exec(t.Context(), "SELECT count(*) FROM rollups"); err != nil {
+		t.Fatal(err)
+	}
+	logs := logLines(t)
+	const lockTimeout = 10 * time.Millisecond
+	opened := make(chan error, 1)
+	go func() {
+		up, err := OpenWith(t.Context(), db.pool.Config().ConnString(), Options{Logger: logs.logger, LockTimeout: lockTimeout})
+		if err == nil {
+			up.Close()
+		}
+		opened <- err
+	}()
+	retried := func() bool {
+		for {
+			select {
+			case line := <-logs.lines:
+				if strings.Contains(line, "trying again") {
+					t.Logf("retried: %s", line)
+					return true
+				}
+			default:
+				return false
+			}
+		}
+	}
+	for waiting := false; !waiting; {
+		if retried() {
+			t.Fatal("the migration gave up waiting for the reader")
+		}
+		if err := db.pool.QueryRow(t.Context(), `SELECT EXISTS (SELECT FROM pg_stat_activity
+			WHERE query LIKE 'DROP INDEX CONCURRENTLY%' AND wait_event_type = 'Lock')`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// Many times its lock timeout later, it still waits.
+	time.Sleep(50 * lockTimeout)
+	if retried() {
+		t.Error("the migration gave up waiting for the reader")
+	}
+	if err := reader.Commit(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-opened; err != nil {
+		t.Fatalf("Open once the reader committed: %v", err)
+	}
+	if got := accountIndexes(t, db); len(got) != 2 {
+		t.Errorf("after Open, the valid account indexes are %v", got)
+	}
+}

@@ -87,9 +87,10 @@ const DefaultLockTimeout = 5 * time.Second
 // connectWithin. A migration statement waits at most opts.LockTimeout for
 // a lock; one that gave up is logged with the sessions that held it up,
 // and the migrations start again after a pause (1 s, doubling up to 30 s),
-// for as long as it takes. An index built concurrently (migration 00020)
-// has no lock timeout: its waits block no query, and one cut off would be
-// built again from nothing. Nor have the migrations a bound of their own:
+// for as long as it takes. Migration 00020, which builds and drops
+// indexes concurrently, has no lock timeout: its waits block no query, a
+// build cut off would be built again from nothing, and a drop waits for
+// every transaction that used the table. Nor have the migrations a bound of their own:
 // that build takes minutes on a large table, and a bound shorter would
 // never let it end. Waiting for another server's migrations ends after
 // goose's 5 minutes. ctx ends either, by its cancellation or its
