@@ -88,7 +88,7 @@ func runInvalidate(ctx context.Context, args []string, getenv func(string) strin
 	var v clicks.Invalidator
 	if *pgURL != "" {
 		var cancel context.CancelFunc
-		ctx, cancel = withPGTimeout(ctx, *timeout)
+		ctx, cancel = withPGTimeout(ctx, *timeout, "the credit")
 		defer cancel()
 		// The servers migrate the schema, not a tool run beside them.
 		db, err := openPG(ctx, *pgURL, pgstore.OpenMigrated)

@@ -83,7 +83,7 @@ func TestPostgresCommandsBoundConnecting(t *testing.T) {
 			t.Errorf("%s on a Postgres that never answers: %v, want the connecting named", args[0], err)
 		}
 		err = commandErr(t, append(args, "-timeout", "200ms")...)
-		if err == nil || !strings.Contains(err.Error(), "Postgres did not answer within -timeout 200ms") {
+		if err == nil || !strings.Contains(err.Error(), "did not end within -timeout 200ms") {
 			t.Errorf("%s -timeout 200ms on a Postgres that never answers: %v, want -timeout named", args[0], err)
 		}
 	}
@@ -113,7 +113,7 @@ func TestPostgresCommandsTimeOut(t *testing.T) {
 		{"report", "-postgres", url, "-from", day, "-to", day, "-timeout", "1s"},
 	} {
 		err := commandErr(t, args...)
-		if err == nil || !strings.Contains(err.Error(), "Postgres did not answer within -timeout 1s") {
+		if err == nil || !strings.Contains(err.Error(), "did not end within -timeout 1s") {
 			t.Errorf("%s on tables held: %v, want -timeout named", args[0], err)
 		}
 	}

@@ -67,7 +67,7 @@ func runReport(ctx context.Context, args []string, getenv func(string) string, s
 	var rollups clicks.RollupReader
 	if *pgURL != "" {
 		var cancel context.CancelFunc
-		ctx, cancel = withPGTimeout(ctx, *timeout)
+		ctx, cancel = withPGTimeout(ctx, *timeout, "the report")
 		defer cancel()
 		db, err := openPG(ctx, *pgURL, pgstore.OpenReader)
 		if err != nil {
@@ -130,10 +130,12 @@ func pgTimeoutFlag(fs *flag.FlagSet, def time.Duration, what string) *time.Durat
 var pgConnectWithin = 30 * time.Second
 
 // withPGTimeout returns ctx bounded by timeout, the command's -timeout,
-// whose end is an error naming the flag.
-func withPGTimeout(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+// whose end is an error naming what did not end (the credit, the report)
+// and the flag: Postgres may have answered all along, its work taking
+// longer.
+func withPGTimeout(ctx context.Context, timeout time.Duration, what string) (context.Context, context.CancelFunc) {
 	return context.WithTimeoutCause(ctx, timeout,
-		fmt.Errorf("Postgres did not answer within -timeout %v", timeout))
+		fmt.Errorf("%s did not end within -timeout %v: Postgres was slow or did not answer (a larger -timeout waits longer)", what, timeout))
 }
 
 // openPG opens the database at url with open, which must reach it within

@@ -143,9 +143,9 @@ func TestLinkDensity(t *testing.T) {
 	br.noConsoleErrors(t)
 }
 
-// TestBoxSlot: the ad box goes into the page's data-adlink-box element;
-// without one, after the last paragraph of the article, not after the
-// comments or at the end of the body.
+// TestBoxSlot: the ad box goes into the element whose id the tag names
+// (data-box); without one, after the last paragraph of the article, not
+// after the comments or at the end of the body.
 func TestBoxSlot(t *testing.T) {
 	br := newBrowser(t)
 	b := startBackend(t)
@@ -153,7 +153,7 @@ func TestBoxSlot(t *testing.T) {
 <section id="comments"><article><p>Ein Kommentar.</p></article></section></article>
 <div id="related"><p>Mehr Artikel</p></div></main><footer><p>Impressum</p></footer>`
 	site := publisher(t, map[string]string{
-		"/slot.html":    publisherPage("de-DE", b.URL, `<div id="slot" data-adlink-box></div>`+article),
+		"/slot.html":    withBox(publisherPage("de-DE", b.URL, `<div id="slot"></div>`+article), "slot"),
 		"/no-slot.html": publisherPage("de-DE", b.URL, article),
 	})
 	type result struct {

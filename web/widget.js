@@ -16,9 +16,13 @@
  *                               (a page with text gets at least one); "0": none
  *   data-early="true"           start the module before the server's answer where the
  *                               page is likely unseen ("Starting early"); off by default
+ *   data-box                    the id of the ad box's slot: the box goes into the one
+ *                               element with that id, none where the page has several;
+ *                               without it, the page's one data-adlink-box element outside
+ *                               its comments, else after the last paragraph of its main text
  * On any element of the page, data-adlink keeps the widget out of it: no in-text links,
- * none of its text matched. An element with data-adlink-box is the ad box's slot: the box
- * goes into it; without one, after the last paragraph of the page's main text.
+ * none of its text matched. With data-box, only the tag decides where the box goes: a
+ * reader's comment can hold any markup of the page's own.
  *
  * The first line asks V8 to compile every function of this script as it loads (on a
  * background thread where the browser streams the script in), rather than each on its
@@ -89,16 +93,22 @@
     var f = docProto[name];
     return function () { return f.apply(document, arguments); };
   }
-  var $ = docFn("querySelector"), $$ = docFn("querySelectorAll"), byId = docFn("getElementById"),
+  var $$ = docFn("querySelectorAll"),
     createElement = docFn("createElement"), createTextNode = docFn("createTextNode"), createRange = docFn("createRange"),
     createTreeWalker = docFn("createTreeWalker"), onDocument = docFn("addEventListener");
 
-  // currentScript is null when a tag manager or another script inserted the
-  // tag, and another element when the page names one currentScript (a named
-  // <img>, <form> or <embed>, which a user's comment may hold, shadows
-  // document's own): only a script element is the tag.
+  // currentScript is null where the browser names no running script (the
+  // tag in a shadow root, or loaded as a module), and another element when
+  // the page names one currentScript (a named <img>, <form> or <embed>,
+  // which a user's comment may hold, shadows document's own): only a script
+  // element is the tag. Without it, the tag is the page's one script
+  // element of widget.js with data-api-key: with several (a comment's markup
+  // may hold an inert copy, its data-base another server's), none.
   var script = docProp("currentScript");
-  if (!(script instanceof HTMLScriptElement)) script = $('script[src*="widget.js"][data-api-key]');
+  if (!(script instanceof HTMLScriptElement)) {
+    script = $$('script[src*="widget.js"][data-api-key]');
+    script = script.length === 1 && script[0];
+  }
   var data = (script && script.dataset) || {};
   // <html lang> is a BCP 47 tag: its region, if any, is the first two-letter
   // subtag after the language; "es-419" and "zh-Hant" name no country. A
@@ -121,6 +131,7 @@
     auto: data.auto !== "false",
     early: data.early === "true",
     label: data.label || "",
+    box: data.box || "",
     linkDensity: data.linkDensity && density >= 0 ? density : 5
   };
   var timing = { start: performance.now(), firstAd: 0, firstToken: 0, steps: {} };
@@ -523,18 +534,24 @@
   // (Readability.js: unlikelyCandidates, okMaybeItsACandidate).
   var UNLIKELY = /-ad-|ai2html|banner|breadcrumbs|combx|comment|community|cover-wrap|disqus|extra|footer|gdpr|header|legends|menu|related|remark|replies|rss|shoutbox|sidebar|skyscraper|social|sponsor|supplemental|ad-break|agegate|pagination|pager|popup|yom-remote/i;
   var MAYBE = /and|article|body|column|content|main|mathjax|shadow/i;
+  // Of those, the names of a page's comments.
+  var COMMENTS = /comment|disqus|repl/i;
   var HTML = "http://www.w3.org/1999/xhtml";
 
   // contentRoot is where the page's own text is: its one article (comments
   // may be articles inside it, and a sidebar's teasers do not count), in
   // its main part when it marks one; the main part, else the body, where it
-  // has several, as a front page lists teasers, rather than the first.
+  // has several, as a front page lists teasers, rather than the first. A
+  // main part or an article in the page's comments (a comment's markup, or
+  // the page's own for each comment) is none of the page's: only the words
+  // of comments count there, as a layout's wrapper around the page's
+  // article may have a class of "header" or "menu".
   function contentRoot() {
-    var main = $("main, [role=main]");
-    var articles = Array.prototype.filter.call((main ? main.querySelectorAll("article") : $$("article")), function (a) {
-      return !(a.parentElement && a.parentElement.closest("article, aside, nav, header, footer"));
+    var body = docProp("body"), main = Array.prototype.find.call($$("main, [role=main]"), function (m) { return !aroundText(m, body, COMMENTS); }) || body;
+    var articles = Array.prototype.filter.call(main.querySelectorAll("article"), function (a) {
+      return !(a.parentElement && a.parentElement.closest("article, aside, nav, header, footer")) && !aroundText(a, main, COMMENTS);
     });
-    return articles.length === 1 ? articles[0] : main || docProp("body");
+    return articles.length === 1 ? articles[0] : main;
   }
 
   // skipped tells whether a link may not go around node: the content root
@@ -568,16 +585,16 @@
   }
 
   // around tells whether an element's class or id names a part of the page
-  // around its main text.
-  function around(el) {
+  // around its main text, or, with re, what re names.
+  function around(el, re) {
     var k = (el.getAttribute("class") || "") + " " + el.id;
-    return k.length > 1 && UNLIKELY.test(k) && !MAYBE.test(k);
+    return re ? re.test(k) : k.length > 1 && UNLIKELY.test(k) && !MAYBE.test(k);
   }
 
   // aroundText tells whether el stands in a part of the page around its
-  // main text, below root.
-  function aroundText(el, root) {
-    for (var e = el; e && e !== root; e = e.parentElement) if (around(e)) return true;
+  // main text (or one re names), below root.
+  function aroundText(el, root, re) {
+    for (var e = el; e && e !== root; e = e.parentElement) if (around(e, re)) return true;
     return false;
   }
 
@@ -618,27 +635,29 @@
 
   // rendered tells whether an element is shown: text in a hidden one
   // (display:none, visibility:hidden, opacity:0, zero-size or off the page)
-  // is no part of what the reader sees, neither to match nor to link.
-  function rendered(el) {
+  // is no part of what the reader sees, neither to match nor to link. With
+  // all, every element up to the body counts (see onPage).
+  function rendered(el, all) {
     if (el.checkVisibility ? !el.checkVisibility({ visibilityProperty: true, opacityProperty: true }) : !el.getClientRects().length) return false;
-    return onPage(el.getBoundingClientRect(), el, el);
+    return onPage(el.getBoundingClientRect(), el, all ? null : el);
   }
 
   // onPage tells whether a box r (of text in element el) can be seen: not
   // zero-size, nor off the page's top or left edge, where "off-screen" text
   // goes, nor clipped to almost nothing by an element from el up to "up"
-  // that hides its overflow (a "screen reader only" one).
+  // that hides its overflow (a "screen reader only" one), nor faint: the
+  // opacity of those elements together below one half (a comment's
+  // markup may lay text or a link, almost transparent, over the page, for
+  // a reader to click without seeing it).
   function onPage(r, el, up) {
     if (r.width === 0 || r.height === 0 || r.right + scrollX <= 0 || r.bottom + scrollY <= 0) return false;
-    for (var e = el; e && e !== docProp("body"); e = e.parentElement) {
-      var c = e === el ? r : e.getBoundingClientRect();
-      if (c.width < 2 || c.height < 2) {
-        var st = getComputedStyle(e);
-        if (st.overflow !== "visible" || (st.clip && st.clip !== "auto") || (st.clipPath && st.clipPath !== "none")) return false;
-      }
+    for (var e = el, o = 1; e && e !== docProp("body"); e = e.parentElement) {
+      var c = e === el ? r : e.getBoundingClientRect(), st = getComputedStyle(e);
+      o *= st.opacity;
+      if ((c.width < 2 || c.height < 2) && (st.overflow !== "visible" || (st.clip && st.clip !== "auto") || (st.clipPath && st.clipPath !== "none"))) return false;
       if (e === up) break;
     }
-    return true;
+    return o >= 0.5;
   }
 
   // shown tells whether the n characters at "at" in a text node are where a
@@ -875,7 +894,13 @@
 
   function box(links) {
     var ads = links.filter(function (l) { return l.display_type.indexOf("widget") >= 0 && web(l.ad); }).slice(0, 4);
-    if (!ads.length) return 0;
+    // The slot is the one element with the id the tag names (data-box):
+    // where none has it, or several (a comment's markup may copy the id),
+    // there is no box. Without data-box, the page's one element with
+    // data-adlink-box (earlier versions' slot), outside its comments.
+    var slot = config.box ? $$("#" + CSS.escape(config.box)) : Array.prototype.filter.call($$("[data-adlink-box]"), function (s) { return !aroundText(s, docProp("body"), COMMENTS); });
+    if (!config.box && !slot.length) slot = 0;
+    if (!ads.length || (slot && slot.length !== 1)) return 0;
     var items = ads.map(function (l) {
       var price = l.price ? money(l.price) : "";
       return el("li", {}, [adLink(l, "adlink-ad", [
@@ -889,8 +914,7 @@
       el("div", { "class": "adlink-label" }, [config.label || label[0]]),
       el("ul", {}, items)
     ]);
-    var slot = $("[data-adlink-box]");
-    if (slot) slot.appendChild(b);
+    if (slot) slot[0].appendChild(b);
     else {
       var at = lastParagraph(contentRoot());
       if (at) at.parentNode.insertBefore(b, at.nextSibling);
@@ -901,12 +925,13 @@
 
   // lastParagraph is the last paragraph of the page's main text, taken
   // whole with the list, quote or table it stands in, or null: the box
-  // goes after it rather than after the page's comments and footer.
+  // goes after it rather than after the page's comments and footer, nor
+  // inside a comment's markup, which could hide it or lay it over the page.
   function lastParagraph(root) {
     var ps = root.querySelectorAll("p");
     for (var i = ps.length - 1; i >= 0; i--) {
       var p = ps[i];
-      if (p.closest("[data-adlink], nav, header, footer, aside, a, [aria-hidden=true]") || inForm(p, root) || !p.textContent.trim() || !rendered(p)) continue;
+      if (p.closest("[data-adlink], nav, header, footer, aside, a, [aria-hidden=true]") || inForm(p, root) || aroundText(p, root) || !p.textContent.trim() || !rendered(p)) continue;
       // An article inside the page's one article is a comment: skipped. Of
       // several articles (a front page's), the box goes after the last.
       var art = p.closest("article");
@@ -1081,6 +1106,9 @@
   function seen(a) {
     timers.delete(a);
     if (!a.isConnected) return unwatch(a); // the view changed (refresh)
+    // In view, but not to be seen (its slot faint, hidden or clipped to
+    // nothing): looked at again a second later.
+    if (!rendered(a, 1)) return look(a);
     proof.set(a, { href: a.href, at: 0 });
     seenQueue.push(a);
     if (!batchTimer) batchTimer = setTimeout(report, BATCH_MS);

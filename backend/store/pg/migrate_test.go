@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
 
 	"github.com/adlink/adlink/backend/clicks"
 	"github.com/adlink/adlink/internal/testpg"
@@ -701,4 +702,159 @@ func accountIndexes(t *testing.T, db *DB) map[string]uint32 {
 		t.Fatal(err)
 	}
 	return got
+}
+
+// A server whose migrations give up on a lock timeout again and again,
+// while another server's take their turns between its tries, goes on
+// trying: goose's wait for the migration lock gives up after so many
+// probes found it taken, and each try waits anew, not within what the
+// tries before used up.
+func TestMigrationRetriesWaitForTheLockAnew(t *testing.T) {
+	db, p := migrated(t)
+	if _, err := p.DownTo(t.Context(), 15); err != nil {
+		t.Fatalf("down to 00015: %v", err)
+	}
+	// One probe of the migration lock may find it taken, a second in
+	// the same wait gives up.
+	defer func(o []lock.SessionLockerOption) { lockOptions = o }(lockOptions)
+	lockOptions = []lock.SessionLockerOption{lock.WithLockTimeout(1, 1)}
+	holder, err := db.pool.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Rollback(context.Background())
+	if _, err := holder.Exec(t.Context(), "LOCK TABLE removed_ads IN ACCESS SHARE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	// other stands for another server, holding the migration lock.
+	other, err := db.pool.Acquire(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Release()
+	if _, err := other.Exec(t.Context(), "SELECT pg_advisory_lock($1)", lock.DefaultLockID); err != nil {
+		t.Fatal(err)
+	}
+	logs := logLines(t)
+	opened := make(chan error, 1)
+	go func() {
+		up, err := OpenWith(t.Context(), db.pool.Config().ConnString(), Options{Logger: logs.logger, LockTimeout: 100 * time.Millisecond})
+		if err == nil {
+			up.Close()
+		}
+		opened <- err
+	}()
+	for try := 1; try <= 2; try++ {
+		// The try's probe found the lock taken: the other server lets
+		// it go before the next probe.
+		for probed := false; !probed; {
+			select {
+			case err := <-opened:
+				t.Fatalf("try %d: Open returned while waiting for the migration lock: %v", try, err)
+			default:
+			}
+			if err := db.pool.QueryRow(t.Context(), `SELECT EXISTS (SELECT FROM pg_stat_activity
+				WHERE state = 'idle' AND query LIKE 'SELECT pg_try_advisory_lock%')`).Scan(&probed); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		if _, err := other.Exec(t.Context(), "SELECT pg_advisory_unlock($1)", lock.DefaultLockID); err != nil {
+			t.Fatal(err)
+		}
+		// The try gives up on the holder; the other server takes the
+		// lock back meanwhile.
+		for retried := false; !retried; {
+			select {
+			case line := <-logs.lines:
+				retried = strings.Contains(line, "trying again")
+			case err := <-opened:
+				t.Fatalf("try %d: Open returned while the holder held removed_ads: %v", try, err)
+			case <-time.After(time.Minute):
+				t.Fatalf("try %d: no retry logged", try)
+			}
+		}
+		if _, err := other.Exec(t.Context(), "SELECT pg_advisory_lock($1)", lock.DefaultLockID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := other.Exec(t.Context(), "SELECT pg_advisory_unlock($1)", lock.DefaultLockID); err != nil {
+		t.Fatal(err)
+	}
+	if err := holder.Commit(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-opened; err != nil {
+		t.Fatalf("Open once the holder committed: %v", err)
+	}
+}
+
+// Migration 00020 drops an index of its name that is not the one it
+// builds once the transactions using rollups end, as it builds its own:
+// a drop CONCURRENTLY blocks no query while it waits, so it has no lock
+// timeout to give up on and try again, as long as a report's
+// transaction (here one left open) lasts.
+func TestRollupAccountsMigrationDropWaitsForReaders(t *testing.T) {
+	db, p := migrated(t)
+	if _, err := p.DownTo(t.Context(), 19); err != nil {
+		t.Fatalf("down to 00019: %v", err)
+	}
+	if _, err := db.pool.Exec(t.Context(), "CREATE INDEX rollups_api_key ON rollups (period)"); err != nil {
+		t.Fatal(err)
+	}
+	reader, err := db.pool.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Rollback(context.Background())
+	if _, err := reader.Exec(t.Context(), "SELECT count(*) FROM rollups"); err != nil {
+		t.Fatal(err)
+	}
+	logs := logLines(t)
+	const lockTimeout = 10 * time.Millisecond
+	opened := make(chan error, 1)
+	go func() {
+		up, err := OpenWith(t.Context(), db.pool.Config().ConnString(), Options{Logger: logs.logger, LockTimeout: lockTimeout})
+		if err == nil {
+			up.Close()
+		}
+		opened <- err
+	}()
+	retried := func() bool {
+		for {
+			select {
+			case line := <-logs.lines:
+				if strings.Contains(line, "trying again") {
+					t.Logf("retried: %s", line)
+					return true
+				}
+			default:
+				return false
+			}
+		}
+	}
+	for waiting := false; !waiting; {
+		if retried() {
+			t.Fatal("the migration gave up waiting for the reader")
+		}
+		if err := db.pool.QueryRow(t.Context(), `SELECT EXISTS (SELECT FROM pg_stat_activity
+			WHERE query LIKE 'DROP INDEX CONCURRENTLY%' AND wait_event_type = 'Lock')`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// Many times its lock timeout later, it still waits.
+	time.Sleep(50 * lockTimeout)
+	if retried() {
+		t.Error("the migration gave up waiting for the reader")
+	}
+	if err := reader.Commit(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-opened; err != nil {
+		t.Fatalf("Open once the reader committed: %v", err)
+	}
+	if got := accountIndexes(t, db); len(got) != 2 {
+		t.Errorf("after Open, the valid account indexes are %v", got)
+	}
 }

@@ -17,6 +17,7 @@ package pgstore
 
 import (
 	"context"
+	"database/sql"
 	"embed"
 	"errors"
 	"fmt"
@@ -86,9 +87,10 @@ const DefaultLockTimeout = 5 * time.Second
 // connectWithin. A migration statement waits at most opts.LockTimeout for
 // a lock; one that gave up is logged with the sessions that held it up,
 // and the migrations start again after a pause (1 s, doubling up to 30 s),
-// for as long as it takes. An index built concurrently (migration 00020)
-// has no lock timeout: its waits block no query, and one cut off would be
-// built again from nothing. Nor have the migrations a bound of their own:
+// for as long as it takes. Migration 00020, which builds and drops
+// indexes concurrently, has no lock timeout: its waits block no query, a
+// build cut off would be built again from nothing, and a drop waits for
+// every transaction that used the table. Nor have the migrations a bound of their own:
 // that build takes minutes on a large table, and a bound shorter would
 // never let it end. Waiting for another server's migrations ends after
 // goose's 5 minutes. ctx ends either, by its cancellation or its
@@ -242,16 +244,7 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, opts Options) error {
 	// Each attempt has a new session: a migration that lifts the timeout
 	// for a statement (00020) and fails leaves nothing to the next.
 	sqlDB.SetMaxIdleConns(0)
-	locker, err := lock.NewPostgresSessionLocker()
-	if err != nil {
-		return err
-	}
 	dir, err := fs.Sub(migrations, "migrations")
-	if err != nil {
-		return err
-	}
-	p, err := goose.NewProvider(goose.DialectPostgres, sqlDB, dir,
-		goose.WithSessionLocker(locker), goose.WithDisableGlobalRegistry(true))
 	if err != nil {
 		return err
 	}
@@ -261,7 +254,7 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, opts Options) error {
 	defer w.stop()
 	pause := time.Second
 	for {
-		_, err = p.Up(ctx)
+		err = up(ctx, sqlDB, dir)
 		var pe *pgconn.PgError
 		if !errors.As(err, &pe) || pe.Code != "55P03" || ctx.Err() != nil {
 			return err
@@ -279,6 +272,30 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, opts Options) error {
 		pause = min(2*pause, 30*time.Second)
 	}
 }
+
+// up applies the migrations in dir once, under goose's session lock. The
+// lock and the provider are new each try: goose's lock gives up after so
+// many probes found it taken over its whole life (5 minutes of them), and
+// its provider checks its version table once, so that ones kept across
+// tries would fail a server that waited behind others' tries in turn, and
+// skip the check after a try that failed at it.
+func up(ctx context.Context, db *sql.DB, dir fs.FS) error {
+	locker, err := lock.NewPostgresSessionLocker(lockOptions...)
+	if err != nil {
+		return err
+	}
+	p, err := goose.NewProvider(goose.DialectPostgres, db, dir,
+		goose.WithSessionLocker(locker), goose.WithDisableGlobalRegistry(true))
+	if err != nil {
+		return err
+	}
+	_, err = p.Up(ctx)
+	return err
+}
+
+// lockOptions are those of the migrations' lock. A var so that tests can
+// shorten its wait.
+var lockOptions []lock.SessionLockerOption
 
 // migrationPIDs are the backends' pids of the migrations' sessions.
 type migrationPIDs struct {

@@ -21,14 +21,18 @@
 -- dropped too. Moving one aside (ALTER INDEX ... RENAME) locks the index,
 -- not the table.
 --
--- The builds have no lock timeout: a build waits for the transactions
+-- The migration has no lock timeout: a build waits for the transactions
 -- older than its phases, which a timeout would cut off after the work,
--- leaving an invalid index to build again from nothing; and its lock
--- (SHARE UPDATE EXCLUSIVE) blocks no read or write of rollups while it
--- waits. The session's default comes back after them (RESET).
+-- leaving an invalid index to build again from nothing, and a drop
+-- CONCURRENTLY for every transaction that used rollups, which a timeout
+-- would give up on again and again while reports overlap; and their
+-- locks (SHARE UPDATE EXCLUSIVE, the rename's on the index alone) block
+-- no read or write of rollups while they wait. The session's default
+-- comes back after them (RESET).
 
 -- +goose NO TRANSACTION
 -- +goose Up
+SET lock_timeout = 0;
 DROP INDEX CONCURRENTLY IF EXISTS rollups_api_key_old;
 DROP INDEX CONCURRENTLY IF EXISTS rollups_advertiser_old;
 
@@ -52,7 +56,6 @@ $$;
 
 DROP INDEX CONCURRENTLY IF EXISTS rollups_api_key_old;
 DROP INDEX CONCURRENTLY IF EXISTS rollups_advertiser_old;
-SET lock_timeout = 0;
 CREATE INDEX CONCURRENTLY IF NOT EXISTS rollups_api_key ON rollups (grain, api_key, period);
 CREATE INDEX CONCURRENTLY IF NOT EXISTS rollups_advertiser ON rollups (grain, advertiser, period);
 RESET lock_timeout;
