@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"golang.org/x/sync/semaphore"
+
+	"github.com/adlink/adlink/backend/report"
 )
 
 // CodeReportsBusy: the reports running on the server hold every row it
@@ -52,13 +54,17 @@ type reportHold struct {
 	s    *server
 	ctx  context.Context
 	held int64
+	// most are the rows a report may come to hold, report.MaxRows: its
+	// last part is no larger, so that -report-rows holds its multiples
+	// of the largest report.
+	most int64
 }
 
 // holdReport takes the first part of the server's rows for a report of
 // r, waiting reportWait at most for the reports running to give some
 // back.
 func (s *server) holdReport(r *http.Request) (*reportHold, error) {
-	h := &reportHold{s: s, ctx: r.Context()}
+	h := &reportHold{s: s, ctx: r.Context(), most: int64(report.MaxRows)}
 	if err := h.hold(1); err != nil {
 		return nil, err
 	}
@@ -72,9 +78,13 @@ func (h *reportHold) hold(rows int) error {
 	if b == nil || int64(rows) <= h.held {
 		return nil
 	}
+	part := b.step
+	if rest := h.most - h.held; rest >= int64(rows)-h.held && rest < part {
+		part = rest
+	}
 	ctx, cancel := context.WithTimeout(h.ctx, reportWait)
 	defer cancel()
-	if err := b.sem.Acquire(ctx, b.step); err != nil {
+	if err := b.sem.Acquire(ctx, part); err != nil {
 		if h.ctx.Err() != nil {
 			return h.ctx.Err() // the client is gone
 		}
@@ -83,7 +93,7 @@ func (h *reportHold) hold(rows int) error {
 			Message: "the server is running as many reports as it can hold in memory: ask again in " + strconv.Itoa(reportBusyRetry) + " seconds",
 			Err:     errors.New("report: the reports running hold every row of -report-rows")}
 	}
-	h.held += b.step
+	h.held += part
 	return nil
 }
 

@@ -8,8 +8,10 @@ import (
 	"github.com/goccy/go-json"
 
 	"github.com/adlink/adlink/backend/clicks"
+	"github.com/adlink/adlink/backend/config"
 	"github.com/adlink/adlink/backend/metrics"
 	"github.com/adlink/adlink/backend/partners"
+	"github.com/adlink/adlink/backend/report"
 )
 
 // The reports of every account running on a server hold at most
@@ -106,4 +108,34 @@ func busyCount(t *testing.T, m *metrics.Metrics) float64 {
 	}
 	t.Fatal("no adlink_reports_busy_total")
 	return 0
+}
+
+// Three of the largest reports run at once within the default
+// -report-rows, as it is sized: a report's last part is no more than the
+// rows it may come to hold, so that it holds report.MaxRows at most, not
+// a whole part past them.
+func TestLargestReportsFitTheDefaultRows(t *testing.T) {
+	n := config.Default().ReportRows
+	s := &server{reportRows: newReportRows(n)}
+	holds := make([]*reportHold, 3)
+	for i := range holds {
+		h, err := s.holdReport(httptest.NewRequest(http.MethodGet, "/v2/report", nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		holds[i] = h
+	}
+	for rows := 1; rows <= report.MaxRows; rows++ {
+		for i, h := range holds {
+			if err := h.hold(rows); err != nil {
+				t.Fatalf("report %d of 3 at its row %d of %d, -report-rows %d: %v", i+1, rows, report.MaxRows, n, err)
+			}
+		}
+	}
+	for _, h := range holds {
+		h.release()
+	}
+	if !s.reportRows.sem.TryAcquire(int64(n)) {
+		t.Error("the reports did not give back every row they held")
+	}
 }
