@@ -1,9 +1,11 @@
 package api
 
 import (
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/goccy/go-json"
 
@@ -135,7 +137,70 @@ func TestLargestReportsFitTheDefaultRows(t *testing.T) {
 	for _, h := range holds {
 		h.release()
 	}
-	if !s.reportRows.sem.TryAcquire(int64(n)) {
+	if s.reportRows.free != int64(n) {
 		t.Error("the reports did not give back every row they held")
+	}
+}
+
+// When every report holding rows waits for more, none would give any
+// back: the last to ask is refused at once (503 reports_busy), and the
+// others grow into what it gave back, rather than all waiting
+// reportWait out, every other report behind them, and the first asked
+// refused.
+func TestReportsWaitingOnEachOtherRefuseTheLast(t *testing.T) {
+	const n = 64 * 10
+	m := metrics.New()
+	s := &server{reportRows: newReportRows(n), metrics: m}
+	holds := make([]*reportHold, 4)
+	for i := range holds {
+		h, err := s.holdReport(httptest.NewRequest(http.MethodGet, "/v2/report", nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		holds[i] = h
+	}
+	// They grow by turns to a quarter of the rows each: all of them.
+	for rows := 1; rows <= n/4; rows++ {
+		for _, h := range holds {
+			if err := h.hold(rows); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// Three ask for more, and wait.
+	got := make(chan error, 3)
+	for _, h := range holds[:3] {
+		go func() {
+			err := h.hold(n/4 + 1)
+			if err != nil {
+				h.release()
+			}
+			got <- err
+		}()
+	}
+	for waiting := 0; waiting < 3; {
+		time.Sleep(time.Millisecond)
+		s.reportRows.mu.Lock()
+		waiting = s.reportRows.growing
+		s.reportRows.mu.Unlock()
+	}
+	err := holds[3].hold(n/4 + 1)
+	if e := (*Error)(nil); !errors.As(err, &e) || e.Code != CodeReportsBusy {
+		t.Fatalf("the fourth report asking for more while the three others wait: %v, want %s", err, CodeReportsBusy)
+	}
+	if got := busyCount(t, m); got != 1 {
+		t.Errorf("adlink_reports_busy_total %v, want 1", got)
+	}
+	holds[3].release()
+	for range 3 {
+		if err := <-got; err != nil {
+			t.Errorf("a report waiting for the refused one's rows: %v", err)
+		}
+	}
+	for _, h := range holds {
+		h.release()
+	}
+	if s.reportRows.free != n {
+		t.Errorf("%d rows free once every report is done, want %d", s.reportRows.free, n)
 	}
 }
