@@ -1,7 +1,7 @@
 package api
 
 import (
-	"bytes"
+	"bufio"
 	"errors"
 	"fmt"
 	"net/http"
@@ -73,22 +73,28 @@ func (s *server) reportRequest(w http.ResponseWriter, r *http.Request) error {
 			Message: "the reports' store did not answer", Err: fmt.Errorf("report: %w", err)}
 	}
 	h.Set("X-Adlink-Timezone", req.ZoneName())
+	h.Set("X-Content-Type-Options", "nosniff")
+	// The answer is written as it is made, not held whole beside its
+	// rows: whatever would change its status is known by now, and what
+	// fails while it is written is the client, gone.
 	if req.Format == "csv" {
-		var buf bytes.Buffer
-		if err := report.WriteCSV(&buf, req, rows); err != nil {
-			return internal(err)
-		}
 		h.Set("Content-Type", "text/csv; charset=utf-8")
 		h.Set("Content-Disposition", `attachment; filename="adlink-report-`+req.From.Format(time.DateOnly)+"-"+req.To.Format(time.DateOnly)+`.csv"`)
-		h.Set("Content-Length", strconv.Itoa(buf.Len()))
-		h.Set("X-Content-Type-Options", "nosniff")
 		w.WriteHeader(http.StatusOK)
-		w.Write(buf.Bytes())
+		bw := bufio.NewWriterSize(w, reportChunk)
+		if report.WriteCSV(bw, req, rows) == nil {
+			bw.Flush()
+		}
 		return nil
 	}
-	respond(w, http.StatusOK, report.AppendJSON(nil, acc, req, rows), "")
+	h.Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	report.WriteJSON(w, acc, req, rows)
 	return nil
 }
+
+// reportChunk is the most of a CSV report kept before it is written.
+const reportChunk = 64 << 10
 
 // accountRequest starts the answer to a request of an account's own
 // (/v2/report, /v2/clicks): kept from caches and told apart by its

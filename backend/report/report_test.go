@@ -1,11 +1,17 @@
 package report
 
 import (
+	"bytes"
+	"errors"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/adlink/adlink/backend/accounts"
+	"github.com/adlink/adlink/backend/clicks"
 )
 
 func TestSpend(t *testing.T) {
@@ -169,3 +175,46 @@ func TestParseDaysInTheStoresRange(t *testing.T) {
 		t.Errorf("1900-01-01..05: %v, want none", problems)
 	}
 }
+
+// WriteJSON writes, a part at a time, what AppendJSON appends, and stops
+// at the writer's error.
+func TestWriteJSONAsAppendJSON(t *testing.T) {
+	acc := accounts.Account{Kind: accounts.Partner, ID: "demo"}
+	req := Request{From: time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC), To: time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC),
+		GroupBy: []string{"site_id", "criterion"}, Format: "json"}
+	for _, n := range []int{0, 1, 5000} {
+		rows := make([]Row, n)
+		for i := range rows {
+			rows[i] = Row{Groups: []string{"site-" + strconv.Itoa(i%7), "handy \"hülle\" " + strconv.Itoa(i)}, Currency: "EUR",
+				Measures: clicks.Measures{Impressions: int64(i), Clicks: int64(i % 3), SpendMicros: int64(i) * 1000}}
+		}
+		want := AppendJSON(nil, acc, req, rows)
+		var w chunks
+		if err := WriteJSON(&w, acc, req, rows); err != nil {
+			t.Fatal(err)
+		}
+		if got := bytes.Join(w, nil); !bytes.Equal(got, want) {
+			t.Errorf("%d rows: WriteJSON wrote %d bytes unlike AppendJSON's %d", n, len(got), len(want))
+		}
+		if n == 5000 && len(w) < 2 {
+			t.Errorf("%d rows, %d bytes written in %d part", n, len(want), len(w))
+		}
+	}
+	gone := errors.New("the client is gone")
+	if err := WriteJSON(failing{gone}, acc, req, nil); !errors.Is(err, gone) {
+		t.Errorf("WriteJSON to a failing writer: %v, want its error", err)
+	}
+}
+
+// chunks are what each Write wrote.
+type chunks [][]byte
+
+func (c *chunks) Write(b []byte) (int, error) {
+	*c = append(*c, slices.Clone(b))
+	return len(b), nil
+}
+
+// failing is a writer that fails with its error.
+type failing struct{ err error }
+
+func (f failing) Write([]byte) (int, error) { return 0, f.err }

@@ -15,6 +15,38 @@ import (
 // and its time zone, the groups, the columns, and the rows as objects
 // with the columns' keys in the columns' order.
 func AppendJSON(b []byte, acc accounts.Account, req Request, rows []Row) []byte {
+	cols := req.Columns()
+	b = appendJSONHead(b, acc, req, cols)
+	for i := range rows {
+		b = appendJSONRow(b, req, cols, i, &rows[i])
+	}
+	return append(b, "]}"...)
+}
+
+// jsonChunk is about the most of a report's JSON WriteJSON keeps before
+// writing it.
+const jsonChunk = 64 << 10
+
+// WriteJSON writes the report as AppendJSON appends it, a part at a
+// time: the answer is not held whole beside its rows.
+func WriteJSON(w io.Writer, acc accounts.Account, req Request, rows []Row) error {
+	cols := req.Columns()
+	b := appendJSONHead(make([]byte, 0, jsonChunk+4<<10), acc, req, cols)
+	for i := range rows {
+		b = appendJSONRow(b, req, cols, i, &rows[i])
+		if len(b) >= jsonChunk {
+			if _, err := w.Write(b); err != nil {
+				return err
+			}
+			b = b[:0]
+		}
+	}
+	_, err := w.Write(append(b, "]}"...))
+	return err
+}
+
+// appendJSONHead appends the report's JSON up to its first row.
+func appendJSONHead(b []byte, acc accounts.Account, req Request, cols []string) []byte {
 	b = append(b, `{"account":{"kind":`...)
 	b = appendString(b, string(acc.Kind))
 	b = append(b, `,"id":`...)
@@ -27,41 +59,40 @@ func AppendJSON(b []byte, acc accounts.Account, req Request, rows []Row) []byte 
 	b = appendString(b, zoneName(req.Zone))
 	b = append(b, `,"group_by":`...)
 	b = appendStrings(b, req.GroupBy)
-	cols := req.Columns()
 	b = append(b, `,"columns":`...)
 	b = appendStrings(b, cols)
-	b = append(b, `,"rows":[`...)
-	for i := range rows {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		r := &rows[i]
-		b = append(b, '{')
-		for j, g := range req.GroupBy {
-			b = appendString(b, g)
-			b = append(b, ':')
-			b = appendString(b, r.Groups[j])
-			b = append(b, ',')
-		}
-		b = append(b, `"currency":`...)
-		b = appendString(b, r.Currency)
-		for j, v := range r.counts() {
-			b = append(b, ',')
-			b = appendString(b, cols[len(req.GroupBy)+1+j])
-			b = append(b, ':')
-			b = strconv.AppendInt(b, v, 10)
-		}
-		b = append(b, `,"ctr":`...)
-		if ctr, ok := CTR(&r.Measures); ok {
-			b = strconv.AppendFloat(b, ctr, 'f', -1, 64)
-		} else {
-			b = append(b, "null"...)
-		}
-		b = append(b, `,"spend":"`...)
-		b = append(b, Spend(r.SpendMicros)...)
-		b = append(b, `"}`...)
+	return append(b, `,"rows":[`...)
+}
+
+// appendJSONRow appends r, the report's row i, as an object.
+func appendJSONRow(b []byte, req Request, cols []string, i int, r *Row) []byte {
+	if i > 0 {
+		b = append(b, ',')
 	}
-	return append(b, "]}"...)
+	b = append(b, '{')
+	for j, g := range req.GroupBy {
+		b = appendString(b, g)
+		b = append(b, ':')
+		b = appendString(b, r.Groups[j])
+		b = append(b, ',')
+	}
+	b = append(b, `"currency":`...)
+	b = appendString(b, r.Currency)
+	for j, v := range r.counts() {
+		b = append(b, ',')
+		b = appendString(b, cols[len(req.GroupBy)+1+j])
+		b = append(b, ':')
+		b = strconv.AppendInt(b, v, 10)
+	}
+	b = append(b, `,"ctr":`...)
+	if ctr, ok := CTR(&r.Measures); ok {
+		b = strconv.AppendFloat(b, ctr, 'f', -1, 64)
+	} else {
+		b = append(b, "null"...)
+	}
+	b = append(b, `,"spend":"`...)
+	b = append(b, Spend(r.SpendMicros)...)
+	return append(b, `"}`...)
 }
 
 // counts are r's integer measures in the columns' order.
