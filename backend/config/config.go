@@ -92,8 +92,8 @@ type Config struct {
 	PageLease time.Duration
 	// ReportRows bounds the rows of every report running on the server
 	// together (-report-rows, ADLINK_REPORT_ROWS): a report is held in
-	// memory, some 1.7 KB a row at its peak, so the default of 600,000
-	// holds about 1 GB. At least report.MaxRows, so that the largest
+	// memory, at most some 1.4 KB a row at its peak, so the default of
+	// 600,000 holds under 1 GB. At least report.MaxRows, so that the largest
 	// report can run; 0 for no bound.
 	ReportRows int
 	// TrustedProxies are the peers whose X-Forwarded-For and country header

@@ -21,7 +21,7 @@ import (
 const MaxDays = 366
 
 // MaxRows is the most rows one report answers. A report is kept whole in
-// memory and written at once, some 1.7 KB a row: a year by the hour and
+// memory until it is written, at most some 1.4 KB a row: a year by the hour and
 // every dimension of a large partner would be millions of rows, gigabytes
 // for one request. A var so that tests can lower it.
 var MaxRows = 200_000
