@@ -20,10 +20,10 @@ import (
 // MaxDays is the longest range one report covers.
 const MaxDays = 366
 
-// MaxRows is the most rows one report answers. A report is kept whole in
-// memory until it is written, at most some 1.4 KB a row: a year by the hour and
-// every dimension of a large partner would be millions of rows, gigabytes
-// for one request. A var so that tests can lower it.
+// MaxRows is the most rows one report answers. A report is kept whole
+// in memory until it is written, at most some 1.4 KB a row: a year by
+// the hour and every dimension of a large partner would be millions of
+// rows, gigabytes for one request. A var so that tests can lower it.
 var MaxRows = 200_000
 
 // TooManyRows is Run's error for a report of more than MaxRows rows.
