@@ -53,7 +53,7 @@ func (s *server) reportRequest(w http.ResponseWriter, r *http.Request) error {
 	}
 	defer done()
 	// The rows stay held until the answer is written: it is as large.
-	held, err := s.holdReport(r)
+	held, err := s.holdReport(r, acc)
 	if err != nil {
 		return err
 	}

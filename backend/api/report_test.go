@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/goccy/go-json"
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/adlink/adlink/backend/accounts"
 	"github.com/adlink/adlink/backend/clicks"
@@ -30,6 +31,7 @@ type reportEnv struct {
 	*signedEnv
 	log  *clicks.Log
 	imps *clicks.BoltImpressions
+	db   *bolt.DB
 }
 
 const advertiserToken = "an advertiser's report token"
@@ -70,7 +72,7 @@ func newReportEnvWith(t testing.TB, change func(*Deps)) *reportEnv {
 	must(err)
 	ix, err := market.Build(fixture())
 	must(err)
-	env := &reportEnv{signedEnv: &signedEnv{now: testClock, imps: imps}, log: log, imps: imps}
+	env := &reportEnv{signedEnv: &signedEnv{now: testClock, imps: imps}, log: log, imps: imps, db: db}
 	env.keys = testKeysFor(t)
 	cfg := config.Default()
 	cfg.RedirectURL = "https://r.example"

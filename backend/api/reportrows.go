@@ -5,22 +5,23 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
 
+	"github.com/adlink/adlink/backend/accounts"
 	"github.com/adlink/adlink/backend/report"
 )
 
 // CodeReportsBusy: the reports running on the server hold every row it
-// lets reports hold (-report-rows), and a report waited reportWait for
-// some in vain (503 with a Retry-After).
+// lets reports hold (-report-rows), or the account's reports hold its
+// share of them: a report waited reportWait in vain to start, or needed
+// more rows as it read and none were free (503 with a Retry-After).
 const CodeReportsBusy = "reports_busy"
 
-// reportWait is how long a report waits for rows that the reports
-// running hold before it is refused: about as long as a small report
-// takes, far less than a client's timeout.
+// reportWait is how long a report waits to start for rows that the
+// reports running hold before it is refused: about as long as a small
+// report takes, far less than a client's timeout.
 const reportWait = 2 * time.Second
 
 // reportBusyRetry is the Retry-After, in seconds, of a report refused
@@ -28,142 +29,165 @@ const reportWait = 2 * time.Second
 const reportBusyRetry = 5
 
 // reportSteps is how many parts of the server's rows a report takes at
-// most, one at its start and one more each time its rows outgrow those
-// it holds: a part is small enough that many small reports run beside a
-// large one, and large enough that the large one asks seldom.
+// most as its rows grow: a part is small enough that many reports run
+// beside a large one, and large enough that the large one asks seldom.
 const reportSteps = 64
+
+// reportFirst are the rows a report takes to start, or a part when that
+// is fewer: most reports are a few rows, so that hundreds of them run
+// together.
+const reportFirst = 1000
 
 // reportRows are the rows the reports running on a server hold together
 // (config.ReportRows): a report is kept whole in memory until it is
 // written, so many accounts' large reports at once would exhaust the
 // server's. Nil bounds nothing.
 //
-// The parts are given in the order asked. A report that holds rows and
-// waits for more waits on the others to give some back: when every
-// report holding rows waits so, none would, and the last to ask is
-// refused at once rather than all waiting reportWait out.
+// A report waits only to start, before it reads the store, and the
+// reports waiting to start are given their rows in the order asked. A
+// report that needs more rows as it reads takes them at once or is
+// refused: it holds a Postgres connection or a bbolt read transaction
+// meanwhile, which clicks need to commit. The reports of one account
+// hold at most share rows together, so that others always have room.
 type reportRows struct {
-	step int64
+	// step is a part of the rows a report grows by; first the part it
+	// starts with; share the most one account's reports hold.
+	step, first, share int64
 
 	mu sync.Mutex
 	// free are the rows no report holds.
 	free int64
-	// holding counts the reports holding rows; growing those of them
-	// waiting for more.
-	holding, growing int
-	// queue are the parts asked for and not given, first asked first.
+	// held are the rows each account's reports hold.
+	held map[accounts.Account]int64
+	// queue are the reports waiting to start, first asked first.
 	queue []*rowsAsked
 }
 
-// rowsAsked is a part of the rows a report waits for.
+// rowsAsked is a report waiting for its first part of the rows.
 type rowsAsked struct {
-	n int64
-	// grows is true when the report already holds rows.
-	grows bool
-	// given is closed when the part is the report's, or refused.
-	given   chan struct{}
-	refused bool
+	acc accounts.Account
+	// given is closed when the part is the report's.
+	given chan struct{}
 }
 
-// errReportsStuck is a part refused because every report holding rows
-// waited for more.
-var errReportsStuck = errors.New("every report holding rows waits for more")
+// errServerRows and errAccountRows are why a report got no rows: every
+// row is held (or asked for by the reports waiting to start), or its
+// account's reports hold their share.
+var (
+	errServerRows  = errors.New("the reports running hold every row of -report-rows")
+	errAccountRows = errors.New("the account's reports hold its share of -report-rows")
+)
 
 // newReportRows bounds reports to n rows together; 0 bounds nothing.
+// An account's share is half of n, but never less than the largest
+// report (report.MaxRows), which one account may always run.
 func newReportRows(n int) *reportRows {
 	if n <= 0 {
 		return nil
 	}
-	return &reportRows{free: int64(n), step: max(1, int64(n)/reportSteps)}
+	step := max(1, int64(n)/reportSteps)
+	return &reportRows{free: int64(n), step: step, first: min(step, reportFirst),
+		share: max(int64(n)/2, min(int64(n), int64(report.MaxRows))), held: map[accounts.Account]int64{}}
 }
 
-// take takes n rows, the first of a report unless grows, waiting until
-// ctx is done at most: ctx's error, or errReportsStuck.
-func (b *reportRows) take(ctx context.Context, n int64, grows bool) error {
+// start takes the first part of the rows for a report of acc, waiting
+// until ctx is done at most: errServerRows or errAccountRows then.
+func (b *reportRows) start(ctx context.Context, acc accounts.Account) error {
 	b.mu.Lock()
-	if len(b.queue) == 0 && b.free >= n {
-		b.give(n, grows)
-		b.mu.Unlock()
-		return nil
-	}
-	a := &rowsAsked{n: n, grows: grows, given: make(chan struct{})}
+	a := &rowsAsked{acc: acc, given: make(chan struct{})}
 	b.queue = append(b.queue, a)
-	if grows {
-		b.growing++
-	}
 	b.settle()
 	b.mu.Unlock()
 	select {
 	case <-a.given:
+		return nil
 	case <-ctx.Done():
-		b.mu.Lock()
-		select {
-		case <-a.given: // given or refused meanwhile
-		default:
-			b.queue = slices.DeleteFunc(b.queue, func(q *rowsAsked) bool { return q == a })
-			if grows {
-				b.growing--
-			}
-			b.settle() // those asked after may now be given
-			b.mu.Unlock()
-			return ctx.Err()
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	select {
+	case <-a.given: // given meanwhile
+		return nil
+	default:
+	}
+	for i, q := range b.queue {
+		if q == a {
+			b.queue = append(b.queue[:i], b.queue[i+1:]...)
+			break
 		}
-		b.mu.Unlock()
 	}
-	if a.refused {
-		return errReportsStuck
+	b.settle() // those asked after may now be given
+	if b.held[acc]+b.first > b.share {
+		return errAccountRows
 	}
-	return nil
+	return errServerRows
 }
 
-// give gives n rows to a report (b.mu held).
-func (b *reportRows) give(n int64, grows bool) {
-	b.free -= n
-	if !grows {
-		b.holding++
-	}
+// roomFor is whether acc's reports may hold n more rows (b.mu held).
+func (b *reportRows) roomFor(acc accounts.Account, n int64) bool {
+	return b.held[acc]+n <= b.share
 }
 
-// settle gives the parts asked for, in order, while the rows are free,
-// then refuses the last asked by a report holding rows when every one
-// holding rows waits (b.mu held).
+// settle gives the reports waiting to start their first parts, in the
+// order asked, while the rows are free; a report whose account holds its
+// share waits on, and those after it are given theirs (b.mu held).
 func (b *reportRows) settle() {
-	for len(b.queue) > 0 && b.free >= b.queue[0].n {
-		a := b.queue[0]
-		b.queue = b.queue[1:]
-		b.give(a.n, a.grows)
-		if a.grows {
-			b.growing--
-		}
-		close(a.given)
-	}
-	if b.growing == 0 || b.growing < b.holding {
-		return
-	}
-	for i := len(b.queue) - 1; i >= 0; i-- {
-		if a := b.queue[i]; a.grows {
-			b.queue = slices.Delete(b.queue, i, i+1)
-			b.growing--
-			a.refused = true
+	kept := b.queue[:0]
+	for _, a := range b.queue {
+		if b.free >= b.first && b.roomFor(a.acc, b.first) {
+			b.free -= b.first
+			b.held[a.acc] += b.first
 			close(a.given)
-			return
+			continue
 		}
+		kept = append(kept, a)
 	}
+	clear(b.queue[len(kept):])
+	b.queue = kept
 }
 
-// put gives back the n rows of a report that held some.
-func (b *reportRows) put(n int64) {
+// grow takes at once between least and most more rows for a report of
+// acc, as many as are free up to most, or none: errServerRows when fewer
+// are free, or a report waiting to start is owed them, errAccountRows
+// when acc's reports would hold more than their share.
+func (b *reportRows) grow(acc accounts.Account, least, most int64) (int64, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.roomFor(acc, least) {
+		return 0, errAccountRows
+	}
+	room := min(b.free, b.share-b.held[acc], most)
+	for _, a := range b.queue {
+		// A report waiting to start whose account has room waits on
+		// the server's rows: it has them first.
+		if b.roomFor(a.acc, b.first) {
+			room = 0
+			break
+		}
+	}
+	if room < least {
+		return 0, errServerRows
+	}
+	b.free -= room
+	b.held[acc] += room
+	return room, nil
+}
+
+// put gives back n rows that a report of acc held.
+func (b *reportRows) put(acc accounts.Account, n int64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.free += n
-	b.holding--
+	if b.held[acc] -= n; b.held[acc] <= 0 {
+		delete(b.held, acc)
+	}
 	b.settle()
 }
 
 // reportHold is the rows one report holds.
 type reportHold struct {
 	s    *server
-	ctx  context.Context
+	acc  accounts.Account
 	held int64
 	// most are the rows a report may come to hold, report.MaxRows: its
 	// last part is no larger, so that -report-rows holds its multiples
@@ -172,46 +196,59 @@ type reportHold struct {
 }
 
 // holdReport takes the first part of the server's rows for a report of
-// r, waiting reportWait at most for the reports running to give some
-// back.
-func (s *server) holdReport(r *http.Request) (*reportHold, error) {
-	h := &reportHold{s: s, ctx: r.Context(), most: int64(report.MaxRows)}
-	if err := h.hold(1); err != nil {
-		return nil, err
+// acc, before it reads the store, waiting reportWait at most for the
+// reports running to give some back.
+func (s *server) holdReport(r *http.Request, acc accounts.Account) (*reportHold, error) {
+	h := &reportHold{s: s, acc: acc, most: int64(report.MaxRows)}
+	b := s.reportRows
+	if b == nil {
+		return h, nil
 	}
+	ctx, cancel := context.WithTimeout(r.Context(), reportWait)
+	defer cancel()
+	if err := b.start(ctx, acc); err != nil {
+		if r.Context().Err() != nil {
+			return nil, r.Context().Err() // the client is gone
+		}
+		return nil, s.reportsBusy(err)
+	}
+	h.held = b.first
 	return h, nil
 }
 
 // hold takes another part of the server's rows when the report is to
-// hold more rows than it does: the reports' rows bound (RunHolding).
+// hold more rows than it does: the reports' rows bound (RunHolding). It
+// is asked as the store is read, and never waits: a report given no rows
+// is refused, and gives back the store and its rows at once.
 func (h *reportHold) hold(rows int) error {
 	b := h.s.reportRows
 	if b == nil || int64(rows) <= h.held {
 		return nil
 	}
-	part := b.step
-	if rest := h.most - h.held; rest >= int64(rows)-h.held && rest < part {
-		part = rest
+	n, err := b.grow(h.acc, int64(rows)-h.held, max(0, min(b.step, h.most-h.held)))
+	if err != nil {
+		return h.s.reportsBusy(err)
 	}
-	ctx, cancel := context.WithTimeout(h.ctx, reportWait)
-	defer cancel()
-	if err := b.take(ctx, part, h.held > 0); err != nil {
-		if h.ctx.Err() != nil {
-			return h.ctx.Err() // the client is gone
-		}
-		h.s.metrics.ReportBusy()
-		return &Error{Status: http.StatusServiceUnavailable, Code: CodeReportsBusy, RetryAfter: reportBusyRetry,
-			Message: "the server is running as many reports as it can hold in memory: ask again in " + strconv.Itoa(reportBusyRetry) + " seconds",
-			Err:     fmt.Errorf("report: the reports running hold every row of -report-rows: %w", err)}
-	}
-	h.held += part
+	h.held += n
 	return nil
+}
+
+// reportsBusy is the 503 of a report given no rows for cause.
+func (s *server) reportsBusy(cause error) error {
+	s.metrics.ReportBusy()
+	msg := "the server is running as many reports as it can hold in memory"
+	if errors.Is(cause, errAccountRows) {
+		msg = "this report token's reports running hold as many rows as one account may on this server"
+	}
+	return &Error{Status: http.StatusServiceUnavailable, Code: CodeReportsBusy, RetryAfter: reportBusyRetry,
+		Message: msg + ": ask again in " + strconv.Itoa(reportBusyRetry) + " seconds",
+		Err:     fmt.Errorf("report: %w", cause)}
 }
 
 // release gives the report's rows back, once its answer is written.
 func (h *reportHold) release() {
 	if h.held > 0 {
-		h.s.reportRows.put(h.held)
+		h.s.reportRows.put(h.acc, h.held)
 		h.held = 0
 	}
 }
