@@ -17,9 +17,9 @@ import (
 	"github.com/adlink/adlink/backend/accounts"
 	"github.com/adlink/adlink/backend/clicks"
 	"github.com/adlink/adlink/backend/config"
+	"github.com/adlink/adlink/backend/market"
 	"github.com/adlink/adlink/backend/metrics"
 	"github.com/adlink/adlink/backend/partners"
-	"github.com/adlink/adlink/backend/market"
 	"github.com/adlink/adlink/backend/report"
 	"github.com/adlink/adlink/backend/store"
 )
