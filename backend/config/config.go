@@ -93,8 +93,9 @@ type Config struct {
 	// ReportRows bounds the rows of every report running on the server
 	// together (-report-rows, ADLINK_REPORT_ROWS): a report is held in
 	// memory, at most some 1.4 KB a row at its peak, so the default of
-	// 600,000 holds under 1 GB. At least report.MaxRows, so that the largest
-	// report can run; 0 for no bound.
+	// 600,000 holds under 1 GB. One account's reports hold at most half
+	// (never less than report.MaxRows). At least report.MaxRows, so that
+	// the largest report can run; 0 for no bound.
 	ReportRows int
 	// TrustedProxies are the peers whose X-Forwarded-For and country header
 	// are believed (-trusted-proxies, ADLINK_TRUSTED_PROXIES, comma-separated

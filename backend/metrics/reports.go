@@ -5,14 +5,14 @@ import "github.com/prometheus/client_golang/prometheus"
 func newReportsBusy(reg *prometheus.Registry) prometheus.Counter {
 	c := prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "adlink_reports_busy_total",
-		Help: "Reports refused with 503 reports_busy: the reports running on the server held every row of -report-rows for longer than the report could wait.",
+		Help: "Reports refused with 503 reports_busy: the reports running on the server held every row of -report-rows, or the account's reports their share, for the 2 s a report waits to start, or when it needed more rows as it read.",
 	})
 	reg.MustRegister(c)
 	return c
 }
 
 // ReportBusy counts one report refused because the reports running
-// held the server's rows (-report-rows).
+// held the server's rows (-report-rows), or its account's share.
 func (m *Metrics) ReportBusy() {
 	if m == nil {
 		return

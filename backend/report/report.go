@@ -191,8 +191,9 @@ func Run(ctx context.Context, rollups clicks.RollupReader, acc accounts.Account,
 
 // RunHolding is Run that, when hold is not nil, asks hold(n) before the
 // report comes to hold its nth row: a server bounds so the rows of all
-// the reports it runs. hold's error stops the report and is returned as
-// it is.
+// the reports it runs. hold is asked inside the store's read (a Postgres
+// connection, a bbolt read transaction), so it must not wait. hold's
+// error stops the report and is returned as it is.
 func RunHolding(ctx context.Context, rollups clicks.RollupReader, acc accounts.Account, req Request, hold func(rows int) error) ([]Row, error) {
 	// grouped are the dimensions the report's rows are told apart by.
 	grouped := []clicks.Dimension{clicks.DimCurrency}
