@@ -48,7 +48,7 @@ const reportFirst = 1000
 // report that needs more rows as it reads takes them at once or is
 // refused: it holds a Postgres connection or a bbolt read transaction
 // meanwhile, which clicks need to commit. The reports of one account
-// hold at most share rows together, so that others always have room.
+// hold at most share rows together, so that they leave the others room.
 type reportRows struct {
 	// step is a part of the rows a report grows by; first the part it
 	// starts with; share the most one account's reports hold.
