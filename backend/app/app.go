@@ -542,9 +542,12 @@ const budgetSyncEvery = time.Second
 // budgetSyncEvery until Close and, with -postgres, the credits' epoch
 // first: when a credit (of any replica, or of adlink invalidate) raised
 // it since epoch, the gate reads its advertisers' spend of the day again,
-// and shows again those a credit took below their budgets.
+// and shows again those a credit took below their budgets. A gate a
+// reload serves reads it again at its first tick: it may have read the
+// spend before a credit whose epoch the gate before it read.
 func (a *App) syncBudgets(log *slog.Logger, epoch int64) {
 	a.syncStop, a.syncDone = make(chan struct{}), make(chan struct{})
+	w := creditWatch{gate: a.live.accounts().gate, epoch: epoch}
 	go func() {
 		defer close(a.syncDone)
 		t := time.NewTicker(budgetSyncEvery)
@@ -556,7 +559,7 @@ func (a *App) syncBudgets(log *slog.Logger, epoch int64) {
 			case <-t.C:
 				g := a.live.accounts().gate
 				if a.pg != nil {
-					epoch = a.rereadCredited(g, epoch, log)
+					w = a.rereadCredited(g, w, log)
 				}
 				if err := g.Sync(context.Background()); err != nil {
 					log.Warn("budget", "err", err)
@@ -583,23 +586,34 @@ func (a *App) creditEpoch(ctx context.Context) int64 {
 	return n
 }
 
-// rereadCredited reads the credits' epoch and, when it is not seen, has g
-// read its advertisers' spend of the day again; it returns the epoch g
-// has read after, seen again when Postgres did not answer (the next tick
-// tries again).
-func (a *App) rereadCredited(g *budget.Gate, seen int64, log *slog.Logger) int64 {
+// creditWatch is the gate the credits' epoch was last read for, and
+// that epoch: the gate's spend of the day was read after the credits
+// before it.
+type creditWatch struct {
+	gate  *budget.Gate
+	epoch int64
+}
+
+// rereadCredited reads the credits' epoch and, when it is not w's or g
+// is not w's gate, has g read its advertisers' spend of the day again; it
+// returns what g has read after, w again when Postgres did not answer
+// (the next tick tries again). A gate a reload made before a credit, and
+// served after the gate before it read that credit, holds the spend
+// before the credit (budget.Gate.Carry keeps the larger): only its own
+// read takes the credit off.
+func (a *App) rereadCredited(g *budget.Gate, w creditWatch, log *slog.Logger) creditWatch {
 	ctx, cancel := context.WithTimeout(context.Background(), creditReadTimeout)
 	defer cancel()
 	n, err := a.pg.CreditEpoch(ctx)
-	if err != nil || n == seen {
-		return seen
+	if err != nil || (n == w.epoch && g == w.gate) {
+		return w
 	}
 	if err := g.Reread(ctx); err != nil {
 		log.Warn("budget: reading the spend again after a credit", "err", err)
-		return seen
+		return w
 	}
 	a.Metrics.BudgetReread()
-	return n
+	return creditWatch{gate: g, epoch: n}
 }
 
 // Reload refreshes the catalog now, as -catalog-refresh, SIGHUP and POST

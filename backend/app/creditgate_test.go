@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/adlink/adlink/backend/accounts"
+	"github.com/adlink/adlink/backend/budget"
 	"github.com/adlink/adlink/backend/clicks"
 	"github.com/adlink/adlink/backend/config"
 	pgstore "github.com/adlink/adlink/backend/store/pg"
@@ -127,4 +128,53 @@ func TestCreditShowsASpentAdvertiserAgainOnEveryReplica(t *testing.T) {
 	eventually(t, "shop-b.example out of both replicas' answers again", func() bool {
 		return !a.shows(t, "SHOP.2.B1") && !b.shows(t, "SHOP.2.B1")
 	})
+}
+
+// TestCreditReachesAGateMadeBeforeIt: a reload that changed the budgets
+// made its gate before a credit, and serves it after the gate before it
+// read the spend again; the new gate carries the spend the old one knew
+// as the larger of the two, the one read before the credit. The next tick
+// of the credits' epoch, which the old gate read, reads the new gate's
+// spend again all the same, and shows the credited advertiser again.
+func TestCreditReachesAGateMadeBeforeIt(t *testing.T) {
+	pgURL := testpg.New(t)
+	s := startAccountsWith(t, listingPartners, invalidateAdvertisers, listingAds(), func(cfg *config.Config) { cfg.PostgresURL = pgURL })
+	link := s.tagged(t, "key-one", "site-one", "t", "SHOP.2.B1", 1)[0]
+	if first := s.follow(t, http.MethodGet, link, 1); !s.billed(t, first.id) {
+		t.Fatal("shop-b.example's click did not bill")
+	}
+	const adv = "shop-b.example"
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	budgets := s.Catalog().Accounts.Budgets()
+	gate := func() *budget.Gate {
+		t.Helper()
+		g, err := budget.New(t.Context(), budget.Options{Budgets: budgets, Spent: s.Rollups})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	old := gate()
+	w := s.rereadCredited(old, creditWatch{gate: old, epoch: s.creditEpoch(t.Context())}, log)
+	made := gate() // by a reload, before the credit
+	if old.Spent(adv) < budgets[adv].DailyMicros || made.Spent(adv) < budgets[adv].DailyMicros {
+		t.Fatalf("before the credit, the gates hold %d and %d, want the budget spent", old.Spent(adv), made.Spent(adv))
+	}
+
+	now := time.Now().UTC()
+	inv := clicks.Invalidation{AdID: "SHOP.2.B1", From: now.Add(-time.Hour), To: now.Add(time.Hour), Note: "click farm"}
+	if credit, err := s.invalidator(log); err != nil {
+		t.Fatal(err)
+	} else if got, err := credit(t.Context(), inv); err != nil || got.Clicks != 1 {
+		t.Fatalf("credit: %+v %v, want 1 click", got, err)
+	}
+	w = s.rereadCredited(old, w, log) // the tick before the reload serves its gate
+	if got := old.Spent(adv); got != 0 {
+		t.Fatalf("the gate served read %d after the credit, want 0", got)
+	}
+	made.Carry(old) // the reload serves its gate
+	s.rereadCredited(made, w, log)
+	if got := made.Spent(adv); got != 0 {
+		t.Errorf("the reload's gate, made before the credit, holds %d after the next tick, want 0", got)
+	}
 }
