@@ -86,13 +86,15 @@ type Gate struct {
 	// (-1 for none); weak, so that an index a new catalog replaced is
 	// collected.
 	groups sync.Map // weak.Pointer[match.Index] -> []int32
-	// lowerMu orders Reread, which lowers a spend, against what raises
-	// one (Clicked, a day's late read, Sync): they hold it shared from
-	// their read to their store and flag, Reread alone from its read to
-	// its store, so that neither a spend read before a credit is stored
-	// after it, nor a click read after Reread's read is lost under
-	// Reread's lower value, nor a flag raised after Reread took it down.
-	lowerMu sync.RWMutex
+	// lowerMu, one per advertiser as ids, orders Reread, which lowers a
+	// spend, against what raises one (Clicked, a day's late read, Sync):
+	// they hold it shared from their read to their store and flag, Reread
+	// alone from its read to its store, so that neither a spend read
+	// before a credit is stored after it, nor a click read after Reread's
+	// read is lost under Reread's lower value, nor a flag raised after
+	// Reread took it down. One per advertiser, so that Reread's reads,
+	// one advertiser after another, hold back no other's clicks.
+	lowerMu []sync.RWMutex
 	// cleared counts the flags Reread took down, so that a Sync whose
 	// read of the flags came before stops no advertiser with them.
 	cleared atomic.Uint64
@@ -156,6 +158,7 @@ func New(ctx context.Context, o Options) (*Gate, error) {
 		g.ids = append(g.ids, id)
 	}
 	slices.Sort(g.ids)
+	g.lowerMu = make([]sync.RWMutex, len(g.ids))
 	byName := map[string]int{}
 	for i, id := range g.ids {
 		b := o.Budgets[id]
@@ -283,8 +286,8 @@ func (g *Gate) lateRead(z *zone, d *day, wait, most time.Duration) {
 // read is the one that reached the budget here. The flag is raised before
 // a Reread may take it down.
 func (g *Gate) raise(ctx context.Context, i int, d *day, flag string) error {
-	g.lowerMu.RLock()
-	defer g.lowerMu.RUnlock()
+	g.lowerMu[i].RLock()
+	defer g.lowerMu[i].RUnlock()
 	s, err := g.spent.SpentOn(ctx, g.ids[i], d.n)
 	if err != nil {
 		return fmt.Errorf("budget: reading the spend of %s: %w", g.ids[i], err)
@@ -359,8 +362,8 @@ func (g *Gate) Reread(ctx context.Context, advertisers ...string) error {
 
 // lower is Reread of advertiser i on d.
 func (g *Gate) lower(ctx context.Context, i int, d *day) error {
-	g.lowerMu.Lock()
-	defer g.lowerMu.Unlock()
+	g.lowerMu[i].Lock()
+	defer g.lowerMu[i].Unlock()
 	id, b := g.ids[i], g.budgets[i]
 	s, err := g.spent.SpentOn(ctx, id, d.n)
 	if err != nil {
@@ -458,9 +461,9 @@ func (g *Gate) stopRaised(raised []string, n clicks.BudgetDay, current []*day, g
 		if spentAt > 0 && spentAt < b.DailyMicros {
 			continue // spent against a smaller budget than this gate's
 		}
-		g.lowerMu.RLock()
+		g.lowerMu[i].RLock()
 		if g.cleared.Load() != gen {
-			g.lowerMu.RUnlock()
+			g.lowerMu[i].RUnlock()
 			return
 		}
 		for {
@@ -472,7 +475,7 @@ func (g *Gate) stopRaised(raised []string, n clicks.BudgetDay, current []*day, g
 		if b.Pacing != accounts.Even {
 			d.stop(i)
 		}
-		g.lowerMu.RUnlock()
+		g.lowerMu[i].RUnlock()
 	}
 }
 

@@ -185,3 +185,42 @@ func TestGateReadsALateDayAgain(t *testing.T) {
 		t.Errorf("b.example: spent %d, want 7, the store's", got)
 	}
 }
+
+// Reread holds back only the clicks of the advertiser whose spend it
+// reads: a click of another advertiser, counted while the store answers
+// Reread, does not wait for it.
+func TestGateRereadHoldsNoOtherAdvertisersClick(t *testing.T) {
+	now := day0.Add(10 * time.Hour)
+	sp := &spends{m: map[string]int64{}}
+	h := &hooked{Spender: sp}
+	g, err := New(t.Context(), Options{Budgets: map[string]accounts.Budget{
+		"a.example": {DailyMicros: 100, Pacing: accounts.ASAP},
+		"b.example": {DailyMicros: 100, Pacing: accounts.ASAP},
+	}, Spent: h, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp.add("b.example", now, 40)
+	var counted bool
+	h.hook = func() {
+		// Reread is reading a.example's spend; b.example's click lands.
+		done := make(chan error, 1)
+		go func() {
+			done <- g.Clicked(context.Background(), &clicks.Click{Time: now, Advertiser: "b.example", Billable: true, BidMicros: 40})
+		}()
+		select {
+		case err := <-done:
+			counted = err == nil
+		case <-time.After(10 * time.Second):
+		}
+	}
+	if err := g.Reread(t.Context(), "a.example"); err != nil {
+		t.Fatal(err)
+	}
+	if !counted {
+		t.Error("b.example's click waited for Reread's read of a.example's spend")
+	}
+	if got := g.Spent("b.example"); got != 40 {
+		t.Errorf("b.example spent %d, want 40", got)
+	}
+}
