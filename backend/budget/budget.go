@@ -261,9 +261,10 @@ var lateRetry, lateRetryMax = 100 * time.Millisecond, 30 * time.Second
 
 // lateRead reads the spend of d, z's day that started with nothing spent
 // because the store did not answer at its midnight, until the store
-// answers for each of z's advertisers or d is no longer z's day, waiting
-// wait before its first read and twice as long before each next one, up
-// to most. Each spend read is a whole day's, as Clicked's, so it is
+// answers for each of z's advertisers or d is no longer z's day or is
+// over (a gate no request reads any more, one a reload replaced or the
+// server closed, rolls to no next day), waiting wait before its first
+// read and twice as long before each next one, up to most. Each spend read is a whole day's, as Clicked's, so it is
 // merged as the larger of it and what the clicks since stored: nothing
 // counted twice, and nothing lowered.
 func (g *Gate) lateRead(z *zone, d *day, wait, most time.Duration) {
@@ -271,8 +272,8 @@ func (g *Gate) lateRead(z *zone, d *day, wait, most time.Duration) {
 	for len(left) > 0 {
 		time.Sleep(wait)
 		wait = min(2*wait, most)
-		if z.day.Load() != d {
-			return // the next midnight read its own day
+		if z.day.Load() != d || !g.now().Before(d.end) {
+			return // the next midnight reads its own day
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), rollTimeout)
 		left = slices.DeleteFunc(left, func(i int) bool { return g.raise(ctx, i, d, "") == nil })

@@ -2,7 +2,9 @@ package budget
 
 import (
 	"context"
+	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -222,5 +224,45 @@ func TestGateRereadHoldsNoOtherAdvertisersClick(t *testing.T) {
 	}
 	if got := g.Spent("b.example"); got != 40 {
 		t.Errorf("b.example spent %d, want 40", got)
+	}
+}
+
+// lateReading reports whether a goroutine runs Gate.lateRead.
+func lateReading() bool {
+	buf := make([]byte, 1<<20)
+	return strings.Contains(string(buf[:runtime.Stack(buf, true)]), "budget.(*Gate).lateRead")
+}
+
+// The late read of a day ends with the day, even on a gate no request
+// reads any more (a reload replaced it, or the server closed) while the
+// store still does not answer.
+func TestGateLateReadEndsWithItsDay(t *testing.T) {
+	defer func(r, m time.Duration) { lateRetry, lateRetryMax = r, m }(lateRetry, lateRetryMax)
+	lateRetry, lateRetryMax = time.Millisecond, 5*time.Millisecond
+	var mu sync.Mutex
+	now := day0.Add(23 * time.Hour)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	sp := &spends{m: map[string]int64{}}
+	g, err := New(t.Context(), Options{Budgets: map[string]accounts.Budget{"a.example": {DailyMicros: 10, Pacing: accounts.ASAP}},
+		Spent: sp, Now: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp.mu.Lock()
+	sp.err = context.DeadlineExceeded
+	sp.mu.Unlock()
+	mu.Lock()
+	now = day0.Add(24*time.Hour + time.Minute)
+	mu.Unlock()
+	if g.Spent("a.example") != 0 || !lateReading() {
+		t.Fatal("the day unread at its midnight is not read again")
+	}
+	mu.Lock()
+	now = day0.Add(48*time.Hour + time.Minute) // that day is over; nothing asks for the next
+	mu.Unlock()
+	for end := time.Now().Add(time.Minute); lateReading(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal("the late read of a day over still runs")
+		}
 	}
 }
