@@ -348,21 +348,48 @@ func (g *Gate) Reread(ctx context.Context, advertisers ...string) error {
 	}
 	now := g.now()
 	var first error
+	flagged := map[clicks.BudgetDay]map[string]bool{}
 	for _, i := range idx {
 		z := g.zone(i)
 		d := g.today(z, now)
 		if d.n != clicks.BudgetDayIn(now, z.loc) {
 			continue // the clock went back past its midnight
 		}
-		if err := g.lower(ctx, i, d); err != nil && first == nil {
+		if _, ok := flagged[d.n]; !ok {
+			flagged[d.n] = g.flaggedOn(ctx, d.n)
+		}
+		if err := g.lower(ctx, i, d, flagged[d.n][g.ids[i]]); err != nil && first == nil {
 			first = err
 		}
 	}
 	return first
 }
 
-// lower is Reread of advertiser i on d.
-func (g *Gate) lower(ctx context.Context, i int, d *day) error {
+// flaggedOn returns the advertisers whose flags are raised on day n, read
+// before Reread reads their spend: a flag another replica raised lately,
+// which this gate's Sync has not read yet, is taken down all the same,
+// or the next Sync would stop the advertiser with it once more, for the
+// rest of the day. While the flags cannot be read it returns none: Sync
+// cannot read them either.
+func (g *Gate) flaggedOn(ctx context.Context, n clicks.BudgetDay) map[string]bool {
+	if g.flags == nil {
+		return nil
+	}
+	raised, err := g.flags.Raised(ctx, n)
+	if err != nil {
+		return nil
+	}
+	ids := make(map[string]bool, len(raised))
+	for _, f := range raised {
+		id, _ := parseFlag(f)
+		ids[id] = true
+	}
+	return ids
+}
+
+// lower is Reread of advertiser i on d; flagged tells that a flag of it
+// was raised on d.
+func (g *Gate) lower(ctx context.Context, i int, d *day, flagged bool) error {
 	g.lowerMu[i].Lock()
 	defer g.lowerMu[i].Unlock()
 	id, b := g.ids[i], g.budgets[i]
@@ -375,7 +402,7 @@ func (g *Gate) lower(ctx context.Context, i int, d *day) error {
 		return nil
 	}
 	var err2 error
-	if g.flags != nil && d.spent[i].Load() >= b.DailyMicros {
+	if g.flags != nil && (flagged || d.spent[i].Load() >= b.DailyMicros) {
 		// Down before the spend, so that a Sync between them does not
 		// stop the advertiser again.
 		if err := g.flags.Clear(ctx, id, d.n); err != nil {

@@ -2,6 +2,7 @@ package budget
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"slices"
 	"strings"
@@ -227,10 +228,10 @@ func TestGateRereadHoldsNoOtherAdvertisersClick(t *testing.T) {
 	}
 }
 
-// lateReading reports whether a goroutine runs Gate.lateRead.
-func lateReading() bool {
+// lateReading reports whether a goroutine runs g's lateRead.
+func lateReading(g *Gate) bool {
 	buf := make([]byte, 1<<20)
-	return strings.Contains(string(buf[:runtime.Stack(buf, true)]), "budget.(*Gate).lateRead")
+	return strings.Contains(string(buf[:runtime.Stack(buf, true)]), fmt.Sprintf("budget.(*Gate).lateRead(%p", g))
 }
 
 // The late read of a day ends with the day, even on a gate no request
@@ -254,15 +255,68 @@ func TestGateLateReadEndsWithItsDay(t *testing.T) {
 	mu.Lock()
 	now = day0.Add(24*time.Hour + time.Minute)
 	mu.Unlock()
-	if g.Spent("a.example") != 0 || !lateReading() {
-		t.Fatal("the day unread at its midnight is not read again")
+	if g.Spent("a.example") != 0 {
+		t.Fatal("the day unread at its midnight holds a spend")
+	}
+	for end := time.Now().Add(time.Minute); !lateReading(g); time.Sleep(time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal("the day unread at its midnight is not read again")
+		}
 	}
 	mu.Lock()
 	now = day0.Add(48*time.Hour + time.Minute) // that day is over; nothing asks for the next
 	mu.Unlock()
-	for end := time.Now().Add(time.Minute); lateReading(); time.Sleep(10 * time.Millisecond) {
+	for end := time.Now().Add(time.Minute); lateReading(g); time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(end) {
 			t.Fatal("the late read of a day over still runs")
 		}
+	}
+}
+
+// A credit takes down a flag another replica raised just before it, which
+// this gate had not read yet: a Sync after this gate's Reread does not
+// stop the advertiser again with it for the rest of the day, whichever
+// replica reads the credit first.
+func TestGateRereadClearsAFlagNotSyncedYet(t *testing.T) {
+	ix := testIndex(t)
+	now := day0.Add(10 * time.Hour)
+	clock := func() time.Time { return now }
+	budgets := map[string]accounts.Budget{"a.example": {DailyMicros: 10, Pacing: accounts.ASAP}}
+	sp := &spends{m: map[string]int64{}}
+	f := &flags{}
+	gate := func() *Gate {
+		t.Helper()
+		g, err := New(t.Context(), Options{Budgets: budgets, Spent: sp, Now: clock, Flags: f})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	a, b := gate(), gate()
+	sp.add("a.example", now, 10)
+	if err := a.Clicked(t.Context(), &clicks.Click{Time: now, Advertiser: "a.example", Billable: true, BidMicros: 10}); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.raised) != 1 || len(b.Exclude(ix)) != 0 {
+		t.Fatalf("the click on A raised %v; B, not synced, leaves out %v", f.raised, b.Exclude(ix))
+	}
+	sp.add("a.example", now, -10) // the credit
+	if err := b.Reread(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Sync(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Reread(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Sync(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.Exclude(ix); len(got) != 0 || b.Spent("a.example") != 0 {
+		t.Errorf("after the credit, B leaves out %v, spent %d, want none, 0", got, b.Spent("a.example"))
+	}
+	if got := a.Exclude(ix); len(got) != 0 || len(f.raised) != 0 {
+		t.Errorf("after the credit, A leaves out %v, flags %v, want none", got, f.raised)
 	}
 }
