@@ -329,7 +329,9 @@ func (g *Gate) raiseTo(i int, d *day, s int64) (crossed bool) {
 // it. An advertiser whose spend is then below its budget is shown again,
 // and its flags of the day, which would stop it again at the next Sync,
 // are taken down. A click recorded meanwhile is not lost: Reread's read
-// and store exclude Clicked's. It returns the first error; the
+// and store exclude Clicked's. It returns the first error, a read of
+// the flags that failed too (run it again: a flag it could not see may
+// be one a Sync would stop the advertiser with once Redis answers); the
 // advertisers it could not read keep what the gate held.
 func (g *Gate) Reread(ctx context.Context, advertisers ...string) error {
 	if g == nil || len(g.ids) == 0 {
@@ -356,7 +358,10 @@ func (g *Gate) Reread(ctx context.Context, advertisers ...string) error {
 			continue // the clock went back past its midnight
 		}
 		if _, ok := flagged[d.n]; !ok {
-			flagged[d.n] = g.flaggedOn(ctx, d.n)
+			var err error
+			if flagged[d.n], err = g.flaggedOn(ctx, d.n); err != nil && first == nil {
+				first = err
+			}
 		}
 		if err := g.lower(ctx, i, d, flagged[d.n][g.ids[i]]); err != nil && first == nil {
 			first = err
@@ -369,22 +374,23 @@ func (g *Gate) Reread(ctx context.Context, advertisers ...string) error {
 // before Reread reads their spend: a flag another replica raised lately,
 // which this gate's Sync has not read yet, is taken down all the same,
 // or the next Sync would stop the advertiser with it once more, for the
-// rest of the day. While the flags cannot be read it returns none: Sync
-// cannot read them either.
-func (g *Gate) flaggedOn(ctx context.Context, n clicks.BudgetDay) map[string]bool {
+// rest of the day. While the flags cannot be read it returns none and
+// the error, which Reread returns, so that it is run again: once Redis
+// answers, Sync would read such a flag again.
+func (g *Gate) flaggedOn(ctx context.Context, n clicks.BudgetDay) (map[string]bool, error) {
 	if g.flags == nil {
-		return nil
+		return nil, nil
 	}
 	raised, err := g.flags.Raised(ctx, n)
 	if err != nil {
-		return nil
+		return nil, fmt.Errorf("budget: reading the flags: %w", err)
 	}
 	ids := make(map[string]bool, len(raised))
 	for _, f := range raised {
 		id, _ := parseFlag(f)
 		ids[id] = true
 	}
-	return ids
+	return ids, nil
 }
 
 // lower is Reread of advertiser i on d; flagged tells that a flag of it

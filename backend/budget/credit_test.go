@@ -2,6 +2,7 @@ package budget
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"slices"
@@ -318,5 +319,40 @@ func TestGateRereadClearsAFlagNotSyncedYet(t *testing.T) {
 	}
 	if got := a.Exclude(ix); len(got) != 0 || len(f.raised) != 0 {
 		t.Errorf("after the credit, A leaves out %v, flags %v, want none", got, f.raised)
+	}
+}
+
+// A Reread that could not read the flags (Redis did not answer) says so,
+// so that the server runs it again: the one after Redis answers takes
+// down a flag raised before the credit, which the next Sync would
+// otherwise stop the advertiser with for the rest of the day.
+func TestGateRereadWithoutTheFlagsIsRunAgain(t *testing.T) {
+	ix := testIndex(t)
+	now := day0.Add(10 * time.Hour)
+	clock := func() time.Time { return now }
+	budgets := map[string]accounts.Budget{"a.example": {DailyMicros: 10, Pacing: accounts.ASAP}}
+	sp := &spends{m: map[string]int64{}}
+	f := &flags{}
+	g, err := New(t.Context(), Options{Budgets: budgets, Spent: sp, Now: clock, Flags: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp.add("a.example", now, 10)
+	f.raised = []string{"a.example@10"} // another replica's click, not synced here yet
+	f.readErr = errors.New("redis does not answer")
+	sp.add("a.example", now, -10) // the credit
+	done := g.Reread(t.Context()) == nil
+	f.readErr = nil
+	// The server's next tick: Reread again unless it was done, then Sync.
+	if !done {
+		if err := g.Reread(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := g.Sync(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := g.Exclude(ix); len(got) != 0 || len(f.raised) != 0 {
+		t.Errorf("after the credit and Redis back, Exclude %v, flags %v; want none", got, f.raised)
 	}
 }
