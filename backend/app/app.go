@@ -158,7 +158,7 @@ type App struct {
 	pg        *pgstore.DB
 	spooler   *clicks.Spooler // with pg: the clicks Postgres could not take
 	redis     *redisstore.Client
-	syncStop  chan struct{} // stops syncBudgets
+	syncStop  context.CancelFunc // stops syncBudgets, and the reads it waits for
 	syncDone  chan struct{}
 	stopIndex context.CancelFunc // stops the build of the click log's account index
 	indexDone chan struct{}
@@ -539,14 +539,16 @@ func (a *App) openRedis(cfg config.Config, opts Options, log *slog.Logger) (func
 const budgetSyncEvery = time.Second
 
 // syncBudgets has the budget gate read the shared flags every
-// budgetSyncEvery until Close and, with -postgres, the credits' epoch
+// budgetSyncEvery until Close, which ends a read in progress, and, with
+// -postgres, the credits' epoch
 // first: when a credit (of any replica, or of adlink invalidate) raised
 // it since epoch, the gate reads its advertisers' spend of the day again,
 // and shows again those a credit took below their budgets. A gate a
 // reload serves reads it again at its first tick: it may have read the
 // spend before a credit whose epoch the gate before it read.
 func (a *App) syncBudgets(log *slog.Logger, epoch int64) {
-	a.syncStop, a.syncDone = make(chan struct{}), make(chan struct{})
+	ctx, stop := context.WithCancel(context.Background())
+	a.syncStop, a.syncDone = stop, make(chan struct{})
 	w := creditWatch{gate: a.live.accounts().gate, epoch: epoch}
 	go func() {
 		defer close(a.syncDone)
@@ -554,14 +556,14 @@ func (a *App) syncBudgets(log *slog.Logger, epoch int64) {
 		defer t.Stop()
 		for {
 			select {
-			case <-a.syncStop:
+			case <-ctx.Done():
 				return
 			case <-t.C:
 				g := a.live.accounts().gate
 				if a.pg != nil {
-					w = a.rereadCredited(g, w, log)
+					w = a.rereadCredited(ctx, g, w, log)
 				}
-				if err := g.Sync(context.Background()); err != nil {
+				if err := g.Sync(ctx); err != nil && ctx.Err() == nil {
 					log.Warn("budget", "err", err)
 				}
 			}
@@ -571,7 +573,7 @@ func (a *App) syncBudgets(log *slog.Logger, epoch int64) {
 
 // creditReadTimeout bounds a read of the credits' epoch and the spend
 // read again after it changed.
-const creditReadTimeout = 10 * time.Second
+var creditReadTimeout = 10 * time.Second
 
 // creditEpoch reads Postgres's credits' epoch (pgstore.DB.CreditEpoch),
 // or -1 when it does not answer, which the first epoch read then differs
@@ -600,15 +602,18 @@ type creditWatch struct {
 // (the next tick tries again). A gate a reload made before a credit, and
 // served after the gate before it read that credit, holds the spend
 // before the credit (budget.Gate.Carry keeps the larger): only its own
-// read takes the credit off.
-func (a *App) rereadCredited(g *budget.Gate, w creditWatch, log *slog.Logger) creditWatch {
-	ctx, cancel := context.WithTimeout(context.Background(), creditReadTimeout)
+// read takes the credit off. The reads end with ctx.
+func (a *App) rereadCredited(ctx context.Context, g *budget.Gate, w creditWatch, log *slog.Logger) creditWatch {
+	rctx, cancel := context.WithTimeout(ctx, creditReadTimeout)
 	defer cancel()
-	n, err := a.pg.CreditEpoch(ctx)
+	n, err := a.pg.CreditEpoch(rctx)
 	if err != nil || (n == w.epoch && g == w.gate) {
 		return w
 	}
-	if err := g.Reread(ctx); err != nil {
+	if err := g.Reread(rctx); err != nil {
+		if ctx.Err() != nil {
+			return w // Close
+		}
 		log.Warn("budget: reading the spend again after a credit", "err", err)
 		return w
 	}
@@ -727,7 +732,7 @@ func (a *App) Close() error {
 			<-a.indexDone
 		}
 		if a.syncStop != nil {
-			close(a.syncStop)
+			a.syncStop()
 			<-a.syncDone
 		}
 		if a.fetcher != nil {

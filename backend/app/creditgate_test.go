@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -17,6 +18,7 @@ import (
 	pgstore "github.com/adlink/adlink/backend/store/pg"
 	"github.com/adlink/adlink/internal/testpg"
 	"github.com/adlink/adlink/internal/testredis"
+	"github.com/jackc/pgx/v5"
 )
 
 // shows reports whether a search answer of s has an ad of adID.
@@ -155,7 +157,7 @@ func TestCreditReachesAGateMadeBeforeIt(t *testing.T) {
 		return g
 	}
 	old := gate()
-	w := s.rereadCredited(old, creditWatch{gate: old, epoch: s.creditEpoch(t.Context())}, log)
+	w := s.rereadCredited(t.Context(), old, creditWatch{gate: old, epoch: s.creditEpoch(t.Context())}, log)
 	made := gate() // by a reload, before the credit
 	if old.Spent(adv) < budgets[adv].DailyMicros || made.Spent(adv) < budgets[adv].DailyMicros {
 		t.Fatalf("before the credit, the gates hold %d and %d, want the budget spent", old.Spent(adv), made.Spent(adv))
@@ -168,13 +170,56 @@ func TestCreditReachesAGateMadeBeforeIt(t *testing.T) {
 	} else if got, err := credit(t.Context(), inv); err != nil || got.Clicks != 1 {
 		t.Fatalf("credit: %+v %v, want 1 click", got, err)
 	}
-	w = s.rereadCredited(old, w, log) // the tick before the reload serves its gate
+	w = s.rereadCredited(t.Context(), old, w, log) // the tick before the reload serves its gate
 	if got := old.Spent(adv); got != 0 {
 		t.Fatalf("the gate served read %d after the credit, want 0", got)
 	}
 	made.Carry(old) // the reload serves its gate
-	s.rereadCredited(made, w, log)
+	s.rereadCredited(t.Context(), made, w, log)
 	if got := made.Spent(adv); got != 0 {
 		t.Errorf("the reload's gate, made before the credit, holds %d after the next tick, want 0", got)
+	}
+}
+
+// TestCloseEndsAReadOfTheCreditsEpoch: Close ends the tick that reads the
+// credits' epoch, however long Postgres takes to answer it, rather than
+// wait for it.
+func TestCloseEndsAReadOfTheCreditsEpoch(t *testing.T) {
+	defer func(d time.Duration) { creditReadTimeout = d }(creditReadTimeout)
+	creditReadTimeout = time.Hour
+	pgURL := testpg.New(t)
+	s := startAccountsWith(t, listingPartners, invalidateAdvertisers, listingAds(), func(cfg *config.Config) { cfg.PostgresURL = pgURL })
+	conn, err := pgx.Connect(t.Context(), pgURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	tx, err := conn.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background()) //nolint:errcheck // released whatever Close did
+	if _, err := tx.Exec(t.Context(), `LOCK TABLE credit_epoch IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a read of the credits' epoch waiting for the lock", func() bool {
+		var n int
+		err := tx.QueryRow(t.Context(), `SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation
+			WHERE c.oid = 'credit_epoch'::regclass AND NOT l.granted`).Scan(&n)
+		return err == nil && n > 0
+	})
+	closed := make(chan error, 1)
+	go func() {
+		s.pub.Close()
+		s.admin.Close()
+		closed <- s.App.Close()
+	}()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Close waits for the read of the credits' epoch")
 	}
 }
