@@ -540,10 +540,10 @@ const budgetSyncEvery = time.Second
 
 // syncBudgets has the budget gate read the shared flags every
 // budgetSyncEvery until Close, which ends a read in progress, and, with
-// -postgres, the credits' epoch
-// first: when a credit (of any replica, or of adlink invalidate) raised
-// it since epoch, the gate reads its advertisers' spend of the day again,
-// and shows again those a credit took below their budgets. A gate a
+// -postgres, the credits' epoch first: when a credit (of any replica, or
+// of adlink invalidate) raised it since epoch, the gate reads its
+// advertisers' spend of the day again, and shows again those a credit
+// took below their budgets. A gate a
 // reload serves reads it again at its first tick: it may have read the
 // spend before a credit whose epoch the gate before it read.
 func (a *App) syncBudgets(log *slog.Logger, epoch int64) {

@@ -264,9 +264,10 @@ var lateRetry, lateRetryMax = 100 * time.Millisecond, 30 * time.Second
 // answers for each of z's advertisers or d is no longer z's day or is
 // over (a gate no request reads any more, one a reload replaced or the
 // server closed, rolls to no next day), waiting wait before its first
-// read and twice as long before each next one, up to most. Each spend read is a whole day's, as Clicked's, so it is
-// merged as the larger of it and what the clicks since stored: nothing
-// counted twice, and nothing lowered.
+// read and twice as long before each next one, up to most. Each spend
+// read is a whole day's, as Clicked's, so it is merged as the larger of
+// it and what the clicks since stored: nothing counted twice, and
+// nothing lowered.
 func (g *Gate) lateRead(z *zone, d *day, wait, most time.Duration) {
 	left := slices.Clone(z.ids)
 	for len(left) > 0 {
