@@ -179,23 +179,33 @@ func TestPlantedTagIsNotTheWidgets(t *testing.T) {
 }
 
 // TestFaintOverlayGetsNoLink: a comment's markup may lay text over the
-// whole page, almost transparent (its opacity above 0), for a reader's
-// click anywhere to land on the ad linked in it. The widget links no text
-// the reader cannot see well: only the visible mention gets its link.
+// whole page, almost transparent, for a reader's click anywhere to land on
+// the ad linked in it: its opacity above 0, a filter's opacity(), or its
+// colour transparent (the page's links take the text's colour, as with
+// Tailwind's "a { color: inherit }", and the text's fill is the link's).
+// The widget links no text the reader cannot see well: only the visible
+// mention gets its link.
 func TestFaintOverlayGetsNoLink(t *testing.T) {
 	br := newBrowser(t)
 	b := startBackend(t)
-	site := publisher(t, map[string]string{"/page.html": publisherPage("de-DE", b.URL, `<article><h1>Handy-Test</h1>
+	faint := []string{"opacity:.05", "filter:opacity(.05)", "filter:opacity(5%)", "color:transparent", "color:rgba(0,0,0,.02)", "-webkit-text-fill-color:transparent"}
+	pages := map[string]string{}
+	for i, f := range faint {
+		pages["/"+strconv.Itoa(i)+".html"] = publisherPage("de-DE", b.URL, `<style>a{color:inherit}</style><article><h1>Handy-Test</h1>
 <p>Das Google Pixel 8 ist gut.</p>
-<div><p style="position:fixed;inset:0;margin:0;z-index:9;opacity:.05;font-size:120px">Das Fairphone 5</p></div></article>`)})
+<div><p style="position:fixed;inset:0;margin:0;z-index:9;font-size:120px;`+f+`">Das Fairphone 5</p></div></article>`)
+	}
+	site := publisher(t, pages)
 	answerPageWith(t, br, `{"link": [
 		{"title": "Ad", "keywords": ["Pixel 8"], "ad": "http://ads.example/a", "display_type": ["link"]},
 		{"title": "Ad", "keywords": ["Fairphone 5"], "ad": "http://ads.example/b", "display_type": ["link"]}]}`)
-	if r := br.view(t, site+"/page.html"); r.Source != "server" {
-		t.Fatalf("%+v, want the server's answer", r)
-	}
-	if got := eval[[]string](t, br, `Array.from(document.querySelectorAll("a.adlink-intext"), a => a.textContent)`); !slices.Equal(got, []string{"Pixel 8"}) {
-		t.Errorf("links %q, want only the visible \"Pixel 8\"", got)
+	for i, f := range faint {
+		if r := br.view(t, site+"/"+strconv.Itoa(i)+".html"); r.Source != "server" {
+			t.Fatalf("%s: %+v, want the server's answer", f, r)
+		}
+		if got := eval[[]string](t, br, `Array.from(document.querySelectorAll("a.adlink-intext"), a => a.textContent)`); !slices.Equal(got, []string{"Pixel 8"}) {
+			t.Errorf("%s: links %q, want only the visible \"Pixel 8\"", f, got)
+		}
 	}
 	br.noConsoleErrors(t)
 }

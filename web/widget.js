@@ -646,14 +646,15 @@
   // zero-size, nor off the page's top or left edge, where "off-screen" text
   // goes, nor clipped to almost nothing by an element from el up to "up"
   // that hides its overflow (a "screen reader only" one), nor faint: the
-  // opacity of those elements together below one half (a comment's
-  // markup may lay text or a link, almost transparent, over the page, for
-  // a reader to click without seeing it).
+  // opacity of those elements together below one half, a filter's
+  // opacity() with theirs (a comment's markup may lay text or a link,
+  // almost transparent, over the page, for a reader to click without
+  // seeing it).
   function onPage(r, el, up) {
     if (r.width === 0 || r.height === 0 || r.right + scrollX <= 0 || r.bottom + scrollY <= 0) return false;
     for (var e = el, o = 1; e && e !== docProp("body"); e = e.parentElement) {
       var c = e === el ? r : e.getBoundingClientRect(), st = getComputedStyle(e);
-      o *= st.opacity;
+      o *= st.opacity * alpha(st.filter, /opacity\(([\d.e-]+)(%?)/g);
       if ((c.width < 2 || c.height < 2) && (st.overflow !== "visible" || (st.clip && st.clip !== "auto") || (st.clipPath && st.clipPath !== "none"))) return false;
       if (e === up) break;
     }
@@ -666,7 +667,18 @@
     var range = createRange();
     range.setStart(node, at);
     range.setEnd(node, at + n);
-    return onPage(range.getBoundingClientRect(), node.parentElement, null);
+    return onPage(range.getBoundingClientRect(), node.parentElement, null) && alpha(getComputedStyle(node.parentElement).webkitTextFillColor) >= 0.5;
+  }
+
+  // alpha is the product of what re finds in a computed style's value s,
+  // a number or a percentage: by default a colour's alpha ("rgba(0, 0, 0,
+  // 0.02)", "color(srgb 0 0 0 / 0.02)"), 1 for none. The text's fill is
+  // its colour unless set apart: either one transparent, a link in it
+  // would be too (a page's "a { color: inherit }").
+  function alpha(s, re) {
+    var o = 1;
+    (s || "").replace(re || /(?:,.*,.*,|\/) *([\d.e-]+)(%?)\)$/, function (m, v, p) { o *= p ? v / 100 : v; });
+    return o;
   }
 
   // lines appends the lines of a block's rendered text (innerText: no
