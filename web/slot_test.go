@@ -209,3 +209,25 @@ func TestFaintOverlayGetsNoLink(t *testing.T) {
 	}
 	br.noConsoleErrors(t)
 }
+
+// TestFadeInGetsLinks: a page that fades its article in as it loads (from
+// opacity 0, for a second) has its text faint while the widget places the
+// ads; its links wait for the fade-in (not for a spinner beside it, which
+// runs on), and it gets them.
+func TestFadeInGetsLinks(t *testing.T) {
+	br := newBrowser(t)
+	b := startBackend(t)
+	const fade = `<style>@keyframes fade{from{opacity:0}to{opacity:1}} @keyframes spin{to{transform:rotate(1turn);opacity:.5}}
+article{animation:fade 1s} #spinner{animation:spin 1s infinite}</style>`
+	site := publisher(t, map[string]string{"/page.html": publisherPage("de-DE", b.URL, fade+`<div id="spinner">*</div><article><h1>Handy-Test</h1><p>`+handyText+`</p></article>`)})
+	answerPageWith(t, br, `{"link": [
+		{"title": "Ad", "keywords": ["Pixel 8"], "ad": "http://ads.example/a", "display_type": ["link"]},
+		{"title": "Ad", "keywords": ["Galaxy S24"], "ad": "http://ads.example/b", "display_type": ["link"]}]}`)
+	if r := br.view(t, site+"/page.html"); r.Source != "server" {
+		t.Fatalf("%+v, want the server's answer", r)
+	}
+	if got := eval[[]string](t, br, `Array.from(document.querySelectorAll("a.adlink-intext"), a => a.textContent)`); !slices.Equal(got, []string{"Galaxy S24", "Pixel 8"}) {
+		t.Errorf("links %q, want both ads in the article faded in", got)
+	}
+	br.noConsoleErrors(t)
+}

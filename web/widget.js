@@ -977,7 +977,25 @@
     if (!sheet || !sheet.isConnected) docProp("head").appendChild(sheet = sheet || el("style", { id: "adlink-style" }, [STYLE]));
   }
 
+  // render places the ads once the page's fade-ins have ended: text
+  // fading in (a page or its article from opacity 0 as it loads) is faint
+  // until then, and would get no link.
   function render(links, source, gen) {
+    var fading = docProto.getAnimations ? docFn("getAnimations")().filter(fadeIn).map(function (a) { return a.finished.catch(function () {}); }) : [];
+    if (!fading.length) return place(links, source, gen);
+    return Promise.race([Promise.all(fading), new Promise(function (r) { setTimeout(r, FADE_MS); })]).then(function () { return place(links, source, gen); });
+  }
+
+  // fadeIn tells whether an animation is one of opacity running that
+  // ends within FADE_MS: not a spinner's, which runs on, nor one a
+  // comment's markup set going for long.
+  var FADE_MS = 2000;
+  function fadeIn(a) {
+    var e = a.effect, t = e && e.getComputedTiming();
+    return a.playState === "running" && t && t.endTime - t.localTime <= FADE_MS && e.getKeyframes().some(function (k) { return "opacity" in k; });
+  }
+
+  function place(links, source, gen) {
     if (gen !== generation) return { source: "none", links: [] };
     style();
     var n = inText(links) + box(links);
