@@ -643,7 +643,7 @@
   }
 
   // onPage tells whether a box r (of text in element el) can be seen: not
-  // zero-size, nor off the page's top or left edge, where "off-screen" text
+  // zero-size or a few pixels (scaled down to a speck), nor off the page's top or left edge, where "off-screen" text
   // goes, nor clipped to almost nothing by an element from el up to "up"
   // that hides its overflow (a "screen reader only" one), nor faint: the
   // opacity of those elements together below one half, a filter's
@@ -651,7 +651,7 @@
   // almost transparent, over the page, for a reader to click without
   // seeing it).
   function onPage(r, el, up) {
-    if (r.width === 0 || r.height === 0 || r.right + scrollX <= 0 || r.bottom + scrollY <= 0) return false;
+    if (r.width < 4 || r.height < 4 || r.right + scrollX <= 0 || r.bottom + scrollY <= 0) return false;
     for (var e = el, o = 1; e && e !== docProp("body"); e = e.parentElement) {
       var c = e === el ? r : e.getBoundingClientRect(), st = getComputedStyle(e);
       o *= st.opacity * alpha(st.filter, /opacity\(([\d.e-]+)(%?)/g);
