@@ -181,15 +181,16 @@ func TestPlantedTagIsNotTheWidgets(t *testing.T) {
 
 // TestFaintOverlayGetsNoLink: a comment's markup may lay text over the
 // whole page, almost transparent, for a reader's click anywhere to land on
-// the ad linked in it: its opacity above 0, a filter's opacity(), or its
+// the ad linked in it: its opacity above 0, a filter's opacity(), its
 // colour transparent (the page's links take the text's colour, as with
-// Tailwind's "a { color: inherit }", and the text's fill is the link's).
+// Tailwind's "a { color: inherit }", and the text's fill is the link's), or
+// its colours blended into the page's white (a blue link too).
 // The widget links no text the reader cannot see well: only the visible
 // mention gets its link.
 func TestFaintOverlayGetsNoLink(t *testing.T) {
 	br := newBrowser(t)
 	b := startBackend(t)
-	faint := []string{"opacity:.05", "filter:opacity(.05)", "filter:opacity(5%)", "color:transparent", "color:rgba(0,0,0,.02)", "-webkit-text-fill-color:transparent"}
+	faint := []string{"opacity:.05", "filter:opacity(.05)", "filter:opacity(5%)", "color:transparent", "color:rgba(0,0,0,.02)", "-webkit-text-fill-color:transparent", "mix-blend-mode:screen"}
 	pages := map[string]string{}
 	for i, f := range faint {
 		pages["/"+strconv.Itoa(i)+".html"] = publisherPage("de-DE", b.URL, `<style>a{color:inherit}</style><article><h1>Handy-Test</h1>

@@ -643,18 +643,21 @@
   }
 
   // onPage tells whether a box r (of text in element el) can be seen: not
-  // zero-size or a few pixels (scaled down to a speck), nor off the page's top or left edge, where "off-screen" text
-  // goes, nor clipped to almost nothing by an element from el up to "up"
-  // that hides its overflow (a "screen reader only" one), nor faint: the
-  // opacity of those elements together below one half, a filter's
-  // opacity() with theirs (a comment's markup may lay text or a link,
-  // almost transparent, over the page, for a reader to click without
-  // seeing it).
-  function onPage(r, el, up) {
+  // zero-size or a few pixels (scaled down to a speck), nor off the page's
+  // top or left edge, where "off-screen" text goes, nor clipped to almost
+  // nothing by an element from el up to "up" that hides its overflow (a
+  // "screen reader only" one), nor faint: the opacity of those elements
+  // together below one half, a filter's opacity() with theirs (a comment's
+  // markup may lay text or a link, almost transparent, over the page, for
+  // a reader to click without seeing it). Text (with "text") is not seen
+  // where one of them blends its colours into the page's (mix-blend-mode:
+  // black text "screen"ed on white is white).
+  function onPage(r, el, up, text) {
     if (r.width < 4 || r.height < 4 || r.right + scrollX <= 0 || r.bottom + scrollY <= 0) return false;
     for (var e = el, o = 1; e && e !== docProp("body"); e = e.parentElement) {
       var c = e === el ? r : e.getBoundingClientRect(), st = getComputedStyle(e);
       o *= st.opacity * alpha(st.filter, /opacity\(([\d.e-]+)(%?)/g);
+      if (text && st.mixBlendMode !== "normal") return false;
       if ((c.width < 2 || c.height < 2) && (st.overflow !== "visible" || (st.clip && st.clip !== "auto") || (st.clipPath && st.clipPath !== "none"))) return false;
       if (e === up) break;
     }
@@ -667,7 +670,7 @@
     var range = createRange();
     range.setStart(node, at);
     range.setEnd(node, at + n);
-    return onPage(range.getBoundingClientRect(), node.parentElement, null) && alpha(getComputedStyle(node.parentElement).webkitTextFillColor) >= 0.5;
+    return onPage(range.getBoundingClientRect(), node.parentElement, null, 1) && alpha(getComputedStyle(node.parentElement).webkitTextFillColor) >= 0.5;
   }
 
   // alpha is the product of what re finds in a computed style's value s,
