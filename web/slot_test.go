@@ -91,7 +91,7 @@ const boxTokens = `new Promise(r => setTimeout(r, 2500)).then(() => {
 
 // TestHiddenSlotGetsNoImpressions: an ad box in a slot in view that the
 // reader cannot see (transparent, hidden, faint, scaled down to a speck,
-// zero-size or off the page)
+// blended into the page's white, zero-size or off the page)
 // reports no impression, and its ads get no click token; once the slot
 // shows, they do.
 func TestHiddenSlotGetsNoImpressions(t *testing.T) {
@@ -99,7 +99,7 @@ func TestHiddenSlotGetsNoImpressions(t *testing.T) {
 	b := startBackend(t)
 	// The last two held before the widget judged what a reader sees: the
 	// observer finds them out of view.
-	hides := []string{"opacity:0", "visibility:hidden", "opacity:.2", "filter:opacity(0)", "transform:scale(.01)", "height:0;overflow:hidden", "position:absolute;left:-9999px"}
+	hides := []string{"opacity:0", "visibility:hidden", "opacity:.2", "filter:opacity(0)", "transform:scale(.01)", "mix-blend-mode:screen", "height:0;overflow:hidden", "position:absolute;left:-9999px"}
 	pages := map[string]string{}
 	for i, hide := range hides {
 		pages["/"+strconv.Itoa(i)+".html"] = withBox(publisherPage("de-DE", b.URL,

@@ -636,10 +636,10 @@
   // rendered tells whether an element is shown: text in a hidden one
   // (display:none, visibility:hidden, opacity:0, zero-size or off the page)
   // is no part of what the reader sees, neither to match nor to link. With
-  // all, every element up to the body counts (see onPage).
+  // all, every element up to the body counts, and a blend (see onPage).
   function rendered(el, all) {
     if (el.checkVisibility ? !el.checkVisibility({ visibilityProperty: true, opacityProperty: true }) : !el.getClientRects().length) return false;
-    return onPage(el.getBoundingClientRect(), el, all ? null : el);
+    return onPage(el.getBoundingClientRect(), el, all ? null : el, all);
   }
 
   // onPage tells whether a box r (of text in element el) can be seen: not
@@ -649,9 +649,9 @@
   // "screen reader only" one), nor faint: the opacity of those elements
   // together below one half, a filter's opacity() with theirs (a comment's
   // markup may lay text or a link, almost transparent, over the page, for
-  // a reader to click without seeing it). Text (with "text") is not seen
-  // where one of them blends its colours into the page's (mix-blend-mode:
-  // black text "screen"ed on white is white).
+  // a reader to click without seeing it). Text or a link (with "text") is
+  // not seen where one of them blends its colours into the page's
+  // (mix-blend-mode: black text "screen"ed on white is white).
   function onPage(r, el, up, text) {
     if (r.width < 4 || r.height < 4 || r.right + scrollX <= 0 || r.bottom + scrollY <= 0) return false;
     for (var e = el, o = 1; e && e !== docProp("body"); e = e.parentElement) {
