@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -70,6 +71,29 @@ func (s *spends) SpentOn(ctx context.Context, adv string, day clicks.BudgetDay) 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.m[keyOf(adv, day)], s.err
+}
+
+func (s *spends) SpentAllOn(ctx context.Context, day clicks.BudgetDay) (map[string]int64, error) {
+	s.mu.Lock()
+	hung := s.hung
+	s.mu.Unlock()
+	if hung {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return nil, s.err
+	}
+	suffix := "@" + strconv.FormatInt(int64(day), 10)
+	all := map[string]int64{}
+	for k, n := range s.m {
+		if adv, ok := strings.CutSuffix(k, suffix); ok {
+			all[adv] = n
+		}
+	}
+	return all, nil
 }
 
 // addOn adds n to the advertiser's spend of day.

@@ -546,3 +546,31 @@ func (r Rollups) SpentOn(ctx context.Context, advertiser string, day clicks.Budg
 	}
 	return spent, nil
 }
+
+// SpentAllOn returns what each advertiser's billable clicks cost on day,
+// in one query.
+func (r Rollups) SpentAllOn(ctx context.Context, day clicks.BudgetDay) (map[string]int64, error) {
+	var spent map[string]int64
+	err := r.db.rerun(ctx, func() error {
+		spent = map[string]int64{}
+		rows, err := r.db.pool.Query(ctx, spentAllSQL, int64(day))
+		if err != nil {
+			return err
+		}
+		var adv string
+		var micros int64
+		_, err = pgx.ForEachRow(rows, []any{&adv, &micros}, func() error {
+			spent[adv] = micros
+			return nil
+		})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: spend of the day: %w", err)
+	}
+	return spent, nil
+}
+
+// spentAllSQL is SpentAllOn's query: every advertiser's spend of a day,
+// the sum of its shards.
+const spentAllSQL = `SELECT advertiser, sum(micros)::bigint FROM spend WHERE day = $1 GROUP BY advertiser`

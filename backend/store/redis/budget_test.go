@@ -2,6 +2,7 @@ package redisstore_test
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"sync"
 	"testing"
@@ -25,6 +26,12 @@ func (s *spends) SpentOn(_ context.Context, adv string, _ clicks.BudgetDay) (int
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.m[adv], nil
+}
+
+func (s *spends) SpentAllOn(context.Context, clicks.BudgetDay) (map[string]int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.m), nil
 }
 
 func (s *spends) add(adv string, n int64) {
