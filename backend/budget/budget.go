@@ -334,12 +334,19 @@ func (g *Gate) raiseTo(i int, d *day, s int64) (crossed bool) {
 // the flags that failed too (run it again: a flag it could not see may
 // be one a Sync would stop the advertiser with once Redis answers); the
 // advertisers it could not read keep what the gate held.
+//
+// Reading every advertiser, it first reads the spend of all of them in
+// one read a day (Spender.SpentAllOn), and reads again, one by one as
+// above, only those a credit may have lowered: those whose spend there
+// is below what the gate holds, and those flagged under their budget.
+// The others keep what the gate holds; their clicks raise it.
 func (g *Gate) Reread(ctx context.Context, advertisers ...string) error {
 	if g == nil || len(g.ids) == 0 {
 		return nil
 	}
+	all := len(advertisers) == 0
 	idx := make([]int, 0, len(g.ids))
-	if len(advertisers) == 0 {
+	if all {
 		for i := range g.ids {
 			idx = append(idx, i)
 		}
@@ -351,7 +358,13 @@ func (g *Gate) Reread(ctx context.Context, advertisers ...string) error {
 	}
 	now := g.now()
 	var first error
+	note := func(err error) {
+		if err != nil && first == nil {
+			first = err
+		}
+	}
 	flagged := map[clicks.BudgetDay]map[string]bool{}
+	stored := map[clicks.BudgetDay]storedSpend{}
 	for _, i := range idx {
 		z := g.zone(i)
 		d := g.today(z, now)
@@ -360,15 +373,47 @@ func (g *Gate) Reread(ctx context.Context, advertisers ...string) error {
 		}
 		if _, ok := flagged[d.n]; !ok {
 			var err error
-			if flagged[d.n], err = g.flaggedOn(ctx, d.n); err != nil && first == nil {
-				first = err
+			flagged[d.n], err = g.flaggedOn(ctx, d.n)
+			note(err)
+			if all {
+				// After the flags, as each advertiser's read below.
+				s, err := g.spent.SpentAllOn(ctx, d.n)
+				if err != nil {
+					err = fmt.Errorf("budget: reading the spend of day %d: %w", d.n, err)
+				}
+				note(err)
+				stored[d.n] = storedSpend{s, err}
 			}
 		}
-		if err := g.lower(ctx, i, d, flagged[d.n][g.ids[i]]); err != nil && first == nil {
-			first = err
+		id := g.ids[i]
+		if all && !g.mayBeCredited(i, d, stored[d.n], flagged[d.n][id]) {
+			continue
 		}
+		note(g.lower(ctx, i, d, flagged[d.n][id]))
 	}
 	return first
+}
+
+// storedSpend is the spend of every advertiser on a day as the store
+// holds it, or the error that read it.
+type storedSpend struct {
+	spent map[string]int64
+	err   error
+}
+
+// mayBeCredited reports whether advertiser i's spend of d may have been
+// lowered by a credit, as read in s after the credit: the store holds
+// less than d, or it is under its budget with a flag raised (flagged),
+// which its read takes down. A spend the store holds at least as large
+// was read after every credit before the read, so the gate holds none
+// that a credit took off; a later credit is read again after it. One the
+// store could not read is left as the gate holds it.
+func (g *Gate) mayBeCredited(i int, d *day, s storedSpend, flagged bool) bool {
+	if s.err != nil {
+		return false
+	}
+	spent := s.spent[g.ids[i]]
+	return spent < d.spent[i].Load() || (flagged && spent < g.budgets[i].DailyMicros)
 }
 
 // flaggedOn returns the advertisers whose flags are raised on day n, read
