@@ -139,6 +139,11 @@ func Invalidator(t *testing.T, fresh func(t *testing.T) Opener[InvalidatorParts]
 			if got, w := spent(t, p, c.Advertiser, c.Time), spentBefore[c.Advertiser+"/"+c.Time.String()]-credited[c.Advertiser+"/"+strconv.FormatInt(int64(day), 10)]; got != w {
 				t.Errorf("%s spent %d on day %d, want %d", c.Advertiser, got, day, w)
 			}
+			// The day's spend read at once, as a gate reads it after a
+			// credit, drops the same.
+			if got, w := spentAll(t, p.Spend, day)[c.Advertiser], spentBefore[c.Advertiser+"/"+c.Time.String()]-credited[c.Advertiser+"/"+strconv.FormatInt(int64(day), 10)]; got != w {
+				t.Errorf("SpentAllOn: %s spent %d on day %d, want %d", c.Advertiser, got, day, w)
+			}
 		}
 		rollupsAreTheLog(t, p.Log, p.Rollups, day0, day0.AddDate(0, 0, 3))
 
@@ -181,6 +186,9 @@ func Invalidator(t *testing.T, fresh func(t *testing.T) Opener[InvalidatorParts]
 		}{{"Tokyo's", tokyoDay}, {"UTC's", utcDay}} {
 			if n, err := p.Spend.SpentOn(t.Context(), "jp.example", d.day); err != nil || n != 0 {
 				t.Errorf("after the credit, jp.example spent %d (%v) on %s day %d, want 0", n, err, d.name, d.day)
+			}
+			if n := spentAll(t, p.Spend, d.day)["jp.example"]; n != 0 {
+				t.Errorf("after the credit, SpentAllOn gives jp.example %d on %s day %d, want 0", n, d.name, d.day)
 			}
 		}
 	})

@@ -494,6 +494,20 @@ func Ledger(t *testing.T, fresh func(t *testing.T) Opener[LedgerParts]) {
 		if s := spent("utc.example", clicks.BudgetDayIn(day, time.UTC)); s != bid {
 			t.Errorf("the UTC advertiser spent %d on its day, want %d", s, bid)
 		}
+		// SpentAllOn reads each of a day's spends at once, whatever the
+		// advertiser's zone, and nothing of another day.
+		for _, tt := range []struct {
+			day  clicks.BudgetDay
+			want map[string]int64
+		}{
+			{before - 1, map[string]int64{}},
+			{before, map[string]int64{"la.example": bid, "other.example": bid}},
+			{after, map[string]int64{"la.example": bid, "other.example": bid, "utc.example": bid}},
+		} {
+			if got := spentAll(t, p.Spend, tt.day); !sameSpend(got, tt.want) {
+				t.Errorf("SpentAllOn of day %d: %v, want %v", tt.day, got, tt.want)
+			}
+		}
 	})
 
 	// BudgetsHoldOnEachDayAtOnce: clicks of one advertiser that arrive
@@ -837,6 +851,38 @@ func Ledger(t *testing.T, fresh func(t *testing.T) Opener[LedgerParts]) {
 
 // grainKey is r as a row of grain g holds it: its start at the grain's
 // hour or UTC day, and the dimensions g does not keep empty.
+// spentAll is sp's SpentAllOn of day, checked against its SpentOn of
+// each advertiser it names.
+func spentAll(t *testing.T, sp clicks.SpendReader, day clicks.BudgetDay) map[string]int64 {
+	t.Helper()
+	all, err := sp.SpentAllOn(t.Context(), day)
+	if err != nil {
+		t.Fatalf("SpentAllOn: %v", err)
+	}
+	for adv, n := range all {
+		if one, err := sp.SpentOn(t.Context(), adv, day); err != nil || one != n {
+			t.Errorf("SpentAllOn of day %d gives %s %d, SpentOn %d (%v)", day, adv, n, one, err)
+		}
+	}
+	return all
+}
+
+// sameSpend reports whether two spends by advertiser are the same, an
+// advertiser left out the same as one that spent nothing.
+func sameSpend(a, b map[string]int64) bool {
+	for adv, n := range a {
+		if b[adv] != n {
+			return false
+		}
+	}
+	for adv, n := range b {
+		if a[adv] != n {
+			return false
+		}
+	}
+	return true
+}
+
 func grainKey(g clicks.Grain, r clicks.Rollup) clicks.Rollup {
 	if g.Hourly() {
 		r.Start = r.Start.Truncate(time.Hour)
