@@ -1,0 +1,188 @@
+package pgstore_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/adlink/adlink/backend/accounts"
+	"github.com/adlink/adlink/backend/budget"
+	"github.com/adlink/adlink/backend/clicks"
+	pgstore "github.com/adlink/adlink/backend/store/pg"
+	"github.com/adlink/adlink/internal/testpg"
+	"github.com/adlink/adlink/match"
+	"github.com/jackc/pgx/v5"
+)
+
+// counted is a budget.Spender that counts its reads of one advertiser's
+// spend and of a whole day's.
+type counted struct {
+	budget.Spender
+	one, all atomic.Int64
+}
+
+func (c *counted) SpentOn(ctx context.Context, adv string, day clicks.BudgetDay) (int64, error) {
+	c.one.Add(1)
+	return c.Spender.SpentOn(ctx, adv, day)
+}
+
+func (c *counted) SpentAllOn(ctx context.Context, day clicks.BudgetDay) (map[string]int64, error) {
+	c.all.Add(1)
+	return c.Spender.SpentAllOn(ctx, day)
+}
+
+// advertiser is the name of the benchmark's and the test's advertiser i.
+func advertiser(i int) string { return fmt.Sprintf("adv%05d.example", i) }
+
+// A Reread of every advertiser after a credit of a few of them reads the
+// spend of the few alone one by one, after one read of the day's, and
+// shows them again: each click spent a budget, and the credited ones'
+// spend is back to nothing.
+func TestRereadReadsTheCreditedAdvertisersAlone(t *testing.T) {
+	const n, bid = 200, 100
+	ctx := t.Context()
+	db, err := pgstore.Open(ctx, testpg.New(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	at := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	budgets := map[string]accounts.Budget{}
+	ids := make([]string, n)
+	for i := range n {
+		adv := advertiser(i)
+		budgets[adv] = accounts.Budget{DailyMicros: bid, Pacing: accounts.ASAP}
+		c := clicks.Click{ID: clicks.NewID(), Time: at, AdID: "ad" + adv, AdType: "advertiser", Type: "search", APIKey: "k", SiteID: "s",
+			IP: fmt.Sprintf("2001:db8:%x::1", i), UserAgent: "Mozilla/5.0", Advertiser: adv, BidMicros: bid, Currency: "EUR"}
+		u := clicks.Use{D: "d" + adv, Expires: at.Add(time.Hour), Budget: bid, Currency: "EUR"}
+		if err := db.Ledger().Record(ctx, &c, u); err != nil || !c.Billable {
+			t.Fatalf("click of %s: %v, billable %v %q", adv, err, c.Billable, c.Reason)
+		}
+		ids[i] = c.ID
+	}
+	sp := &counted{Spender: db.Rollups()}
+	g, err := budget.New(ctx, budget.Options{Budgets: budgets, Spent: sp, Now: func() time.Time { return at }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	credited := []int{3, 101, 199}
+	var ads []match.Ad
+	for _, i := range append([]int{0}, credited...) {
+		adv := advertiser(i)
+		ads = append(ads, match.Ad{ID: "ad" + adv, Kind: match.KindAdvertiser, Title: adv, Keywords: []string{"x"}, Advertiser: adv, Landing: "https://" + adv + "/"})
+	}
+	ix, err := match.Build(ads)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := g.Exclude(ix); len(got) != len(ads) {
+		t.Fatalf("every budget spent: Exclude %v, want %d groups", got, len(ads))
+	}
+	inv := clicks.Invalidation{From: at.Add(-time.Hour), To: at.Add(time.Hour), Note: "click farm"}
+	for _, i := range credited {
+		inv.IDs = append(inv.IDs, ids[i])
+	}
+	if credit, err := db.Invalidator().Invalidate(ctx, inv); err != nil || credit.Clicks != int64(len(credited)) {
+		t.Fatalf("credit: %+v %v, want %d clicks", credit, err, len(credited))
+	}
+	sp.one.Store(0)
+	if err := g.Reread(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if one, all := sp.one.Load(), sp.all.Load(); one != int64(len(credited)) || all != 1 {
+		t.Errorf("Reread read %d advertisers' spend one by one and %d days', want %d and 1", one, all, len(credited))
+	}
+	for i := range n {
+		want := int64(bid)
+		if slices.Contains(credited, i) {
+			want = 0
+		}
+		if got := g.Spent(advertiser(i)); got != want {
+			t.Errorf("%s spent %d after the credit, want %d", advertiser(i), got, want)
+		}
+	}
+	groups := ix.AdvertiserGroups()
+	if got, want := g.Exclude(ix), []uint32{uint32(groups[advertiser(0)])}; !slices.Equal(got, want) {
+		t.Errorf("after the credit: Exclude %v, want %v, the advertiser not credited alone", got, want)
+	}
+}
+
+// BenchmarkReread times Gate.Reread of every advertiser after the credit
+// of one, with 10,000 budgeted advertisers whose spend of the day is on
+// Postgres: one read of the day's spend and the credited advertiser's own
+// read, beside the same Reread naming every advertiser, which reads each
+// one's spend alone as Reread did before. Best of three rounds each.
+func BenchmarkReread(b *testing.B) {
+	const n, bid = 10_000, 100
+	ctx := context.Background()
+	url := testpg.New(b)
+	db, err := pgstore.Open(ctx, url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	at := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	day := clicks.BudgetDayIn(at, time.UTC)
+	// Each advertiser's budget spent, its spend in one of four shards, as
+	// the ledger keeps it.
+	if _, err := conn.Exec(ctx, `INSERT INTO spend (advertiser, day, shard, micros)
+		SELECT format('adv%s.example', lpad(i::text, 5, '0')), $1, i % 4, $2 FROM generate_series(0, $3 - 1) i`, int64(day), bid, n); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `ANALYZE spend`); err != nil {
+		b.Fatal(err)
+	}
+	budgets := map[string]accounts.Budget{}
+	all := make([]string, n)
+	for i := range n {
+		all[i] = advertiser(i)
+		budgets[all[i]] = accounts.Budget{DailyMicros: bid, Pacing: accounts.ASAP}
+	}
+	sp := &counted{Spender: db.Rollups()}
+	g, err := budget.New(ctx, budget.Options{Budgets: budgets, Spent: sp, Now: func() time.Time { return at }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	k := 0
+	// round credits the next advertiser's click, times a Reread of
+	// names (none: every advertiser), and checks that it shows again.
+	round := func(names ...string) time.Duration {
+		adv := advertiser(k % n)
+		k++
+		if _, err := conn.Exec(ctx, `UPDATE spend SET micros = 0 WHERE advertiser = $1 AND day = $2`, adv, int64(day)); err != nil {
+			b.Fatal(err)
+		}
+		start := time.Now()
+		if err := g.Reread(ctx, names...); err != nil {
+			b.Fatal(err)
+		}
+		d := time.Since(start)
+		if s := g.Spent(adv); s != 0 {
+			b.Fatalf("%s spent %d after its credit, want 0", adv, s)
+		}
+		return d
+	}
+	bulk, each := time.Duration(1<<62), time.Duration(1<<62)
+	var bulkReads int64
+	for range b.N {
+		for range 3 {
+			sp.one.Store(0)
+			bulk = min(bulk, round())
+			bulkReads = sp.one.Load()
+			each = min(each, round(all...))
+		}
+	}
+	b.ReportMetric(0, "ns/op")
+	b.ReportMetric(float64(bulk.Microseconds())/1000, "ms/reread")
+	b.ReportMetric(float64(each.Microseconds())/1000, "ms/reread-each")
+	b.ReportMetric(float64(each)/float64(bulk), "each/reread")
+	b.ReportMetric(float64(bulkReads), "reads-alone/reread")
+}
