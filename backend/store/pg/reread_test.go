@@ -11,6 +11,7 @@ import (
 	"github.com/adlink/adlink/backend/accounts"
 	"github.com/adlink/adlink/backend/budget"
 	"github.com/adlink/adlink/backend/clicks"
+	"github.com/adlink/adlink/backend/retention"
 	pgstore "github.com/adlink/adlink/backend/store/pg"
 	"github.com/adlink/adlink/internal/testpg"
 	"github.com/adlink/adlink/match"
@@ -111,8 +112,8 @@ func TestRereadReadsTheCreditedAdvertisersAlone(t *testing.T) {
 }
 
 // BenchmarkReread times Gate.Reread of every advertiser after the credit
-// of one, with 10,000 budgeted advertisers whose spend of the day is on
-// Postgres: one read of the day's spend and the credited advertiser's own
+// of one, with 10,000 budgeted advertisers whose spend of the days
+// retention keeps is on Postgres: one read of the day's spend and the credited advertiser's own
 // read, beside the same Reread naming every advertiser, which reads each
 // one's spend alone as Reread did before. Best of three rounds each.
 func BenchmarkReread(b *testing.B) {
@@ -131,10 +132,13 @@ func BenchmarkReread(b *testing.B) {
 	defer conn.Close(ctx)
 	at := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 	day := clicks.BudgetDayIn(at, time.UTC)
-	// Each advertiser's budget spent, its spend in one of four shards, as
-	// the ledger keeps it.
+	// Each advertiser's budget spent today and on each day retention
+	// keeps before it (retention.DefaultSpendDays), its spend of a day in
+	// four shards, as the ledger keeps it.
 	if _, err := conn.Exec(ctx, `INSERT INTO spend (advertiser, day, shard, micros)
-		SELECT format('adv%s.example', lpad(i::text, 5, '0')), $1, i % 4, $2 FROM generate_series(0, $3 - 1) i`, int64(day), bid, n); err != nil {
+		SELECT format('adv%s.example', lpad(i::text, 5, '0')), d, s, $2::bigint / 4
+		FROM generate_series(0, $3 - 1) i, generate_series($1::bigint - $4::bigint, $1::bigint) d, generate_series(0, 3) s`,
+		int64(day), bid, n, retention.DefaultSpendDays); err != nil {
 		b.Fatal(err)
 	}
 	if _, err := conn.Exec(ctx, `ANALYZE spend`); err != nil {
