@@ -401,13 +401,15 @@ type storedSpend struct {
 	err   error
 }
 
-// mayBeCredited reports whether advertiser i's spend of d may have been
-// lowered by a credit, as read in s after the credit: the store holds
-// less than d, or it is under its budget with a flag raised (flagged),
-// which its read takes down. A spend the store holds at least as large
-// was read after every credit before the read, so the gate holds none
-// that a credit took off; a later credit is read again after it. One the
-// store could not read is left as the gate holds it.
+// mayBeCredited reports whether Reread reads advertiser i's spend of d
+// again on its own, given s, every advertiser's spend of the day read
+// after the credit: when the store holds less than d (a credit took bids
+// off what d holds), or less than the budget with a flag raised
+// (flagged), which that read takes down. Where the store holds at least
+// what d holds, d holds no bid that a credit before the read took off; a
+// credit after it has Reread run again. When the day's read failed, no
+// advertiser of it is read: they keep what the gate holds, and Reread
+// returns the error.
 func (g *Gate) mayBeCredited(i int, d *day, s storedSpend, flagged bool) bool {
 	if s.err != nil {
 		return false
