@@ -356,3 +356,33 @@ func TestGateRereadWithoutTheFlagsIsRunAgain(t *testing.T) {
 		t.Errorf("after the credit and Redis back, Exclude %v, flags %v; want none", got, f.raised)
 	}
 }
+
+// A Reread whose read of the day's spend fails says so and keeps what the
+// gate holds; the next, once the store answers, shows the credited
+// advertiser again.
+func TestGateRereadWithoutTheDaysSpendIsRunAgain(t *testing.T) {
+	now := day0.Add(10 * time.Hour)
+	sp := &spends{m: map[string]int64{}}
+	g, err := New(t.Context(), Options{Budgets: map[string]accounts.Budget{"a.example": {DailyMicros: 10, Pacing: accounts.ASAP}},
+		Spent: sp, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp.add("a.example", now, 10)
+	if err := g.Clicked(t.Context(), &clicks.Click{Time: now, Advertiser: "a.example", Billable: true, BidMicros: 10}); err != nil {
+		t.Fatal(err)
+	}
+	sp.add("a.example", now, -10) // the credit
+	sp.mu.Lock()
+	sp.err = errors.New("the store does not answer")
+	sp.mu.Unlock()
+	if err := g.Reread(t.Context()); err == nil || g.Spent("a.example") != 10 {
+		t.Fatalf("a Reread without the store: %v, spent %d; want an error, 10 kept", err, g.Spent("a.example"))
+	}
+	sp.mu.Lock()
+	sp.err = nil
+	sp.mu.Unlock()
+	if err := g.Reread(t.Context()); err != nil || g.Spent("a.example") != 0 {
+		t.Errorf("the Reread after: %v, spent %d; want 0", err, g.Spent("a.example"))
+	}
+}
