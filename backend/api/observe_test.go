@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log"
 	"log/slog"
@@ -14,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/goccy/go-json"
 
@@ -274,4 +276,60 @@ func FuzzCallbackIn(f *testing.F) {
 			t.Fatalf("callbackIn(%q) = %q, callbackOf reads %q", raw, got, want)
 		}
 	})
+}
+
+// TestClientGoneIsNoServerError: a client that leaves while its request
+// waits (here on a report's rows, or a store read that its context
+// cancels) made no server error: its request is counted as 499, not as
+// a 5xx that pages the operator, and no error is logged.
+func TestClientGoneIsNoServerError(t *testing.T) {
+	var logs syncBuffer
+	m := metrics.New()
+	s := &server{cfg: config.Default(), ids: newIDSource(), metrics: m,
+		log: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+	waiting := make(chan struct{})
+	ts := httptest.NewServer(s.observe(s.plain(func(w http.ResponseWriter, r *http.Request) error {
+		close(waiting)
+		<-r.Context().Done()
+		return fmt.Errorf("report: reading the rollups: %w", r.Context().Err())
+	})))
+	defer ts.Close()
+	ctx, cancel := context.WithCancel(t.Context())
+	go func() { <-waiting; cancel() }()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, ts.URL+"/v2/report", nil)
+	if res, err := http.DefaultClient.Do(req); err == nil {
+		res.Body.Close()
+		t.Fatalf("the request was answered %s, want the client gone", res.Status)
+	}
+	counted := func(status string) bool {
+		var out strings.Builder
+		rec := httptest.NewRecorder()
+		m.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+		out.Write(rec.Body.Bytes())
+		return strings.Contains(out.String(), `status="`+status+`"`)
+	}
+	for !counted("499") {
+		if counted("500") {
+			t.Fatal("the client gone was counted as a 500")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, l := range logs.lines(t) {
+		if l["level"] == "ERROR" {
+			t.Errorf("logged as an error: %v", l)
+		}
+	}
+	// A handler's own failure while the client is still there is a 500.
+	ts2 := httptest.NewServer(s.observe(s.plain(func(http.ResponseWriter, *http.Request) error {
+		return fmt.Errorf("report: %w", context.Canceled) // the store's own context, not the client's
+	})))
+	defer ts2.Close()
+	res, err := http.Get(ts2.URL + "/v2/report")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusInternalServerError {
+		t.Errorf("a cancelled store read with the client there: %s, want 500", res.Status)
+	}
 }

@@ -271,11 +271,23 @@ func (s *server) plain(h handlerFunc) http.Handler {
 	})
 }
 
+// statusClientGone is the status counted for a request whose client
+// left before its answer.
+const statusClientGone = 499
+
 // fail writes err as the error body. A 5xx is logged as an error with its
 // cause; a 4xx is the client's mistake and only logged at debug level.
 // No cache may keep an error (errorCache), whatever the handler set
 // before it failed.
 func (s *server) fail(w http.ResponseWriter, r *http.Request, err error, callback string) {
+	if r.Context().Err() != nil && errors.Is(err, context.Canceled) {
+		// The client left before its answer: no fault of the server's,
+		// and no one reads what is written. Counted as 499 (nginx's
+		// "client closed request"), not as a 5xx that alerts page on.
+		s.log.DebugContext(r.Context(), "client gone", "method", r.Method, "path", r.URL.Path, "err", err)
+		w.WriteHeader(statusClientGone)
+		return
+	}
 	e := asError(err)
 	w.Header().Set("Cache-Control", errorCache)
 	level := slog.LevelDebug
