@@ -407,15 +407,21 @@ type storedSpend struct {
 // off what d holds), or less than the budget with a flag raised
 // (flagged), which that read takes down. Where the store holds at least
 // what d holds, d holds no bid that a credit before the read took off; a
-// credit after it has Reread run again. When the day's read failed, no
+// credit after it has Reread run again. What d holds is taken under i's
+// lock, as lower's read: a click or Sync that read the spend before the
+// credit and has not stored it yet stores it first, and is compared; one
+// after reads past the credit. When the day's read failed, no
 // advertiser of it is read: they keep what the gate holds, and Reread
 // returns the error.
 func (g *Gate) mayBeCredited(i int, d *day, s storedSpend, flagged bool) bool {
 	if s.err != nil {
 		return false
 	}
+	g.lowerMu[i].Lock()
+	held := d.spent[i].Load()
+	g.lowerMu[i].Unlock()
 	spent := s.spent[g.ids[i]]
-	return spent < d.spent[i].Load() || (flagged && spent < g.budgets[i].DailyMicros)
+	return spent < held || (flagged && spent < g.budgets[i].DailyMicros)
 }
 
 // flaggedOn returns the advertisers whose flags are raised on day n, read

@@ -386,3 +386,43 @@ func TestGateRereadWithoutTheDaysSpendIsRunAgain(t *testing.T) {
 		t.Errorf("the Reread after: %v, spent %d; want 0", err, g.Spent("a.example"))
 	}
 }
+
+// A click whose read of the spend came before a credit, and whose store
+// comes after a Reread of every advertiser read the day's spend, does not
+// keep the advertiser out: Reread waits for it, and reads the spend again.
+// Here the gate holds little of the day's spend (other replicas' clicks),
+// so the day's read alone would find no credit to read again.
+func TestGateRereadWaitsForAClickReadBeforeTheCredit(t *testing.T) {
+	ix := testIndex(t)
+	now := day0.Add(10 * time.Hour)
+	sp := &spends{m: map[string]int64{}}
+	h := &hooked{Spender: sp}
+	g, err := New(t.Context(), Options{Budgets: map[string]accounts.Budget{"a.example": {DailyMicros: 100, Pacing: accounts.ASAP}},
+		Spent: h, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp.add("a.example", now, 60) // other replicas' clicks
+	sp.add("a.example", now, 40) // this one's, which spends the budget
+	reread := make(chan error, 1)
+	h.hook = func() {
+		// The click has read 100; the credit of 30 commits, and a
+		// Reread reads the day's spend before the click stores its read.
+		sp.add("a.example", now, -30)
+		go func() { reread <- g.Reread(context.Background()) }()
+		select {
+		case err := <-reread:
+			reread <- err
+		case <-time.After(200 * time.Millisecond): // it waits for the click
+		}
+	}
+	if err := g.Clicked(t.Context(), &clicks.Click{Time: now, Advertiser: "a.example", Billable: true, BidMicros: 40}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-reread; err != nil {
+		t.Fatal(err)
+	}
+	if got, ex := g.Spent("a.example"), g.Exclude(ix); got != 70 || len(ex) != 0 {
+		t.Errorf("after the credit: spent %d, Exclude %v; want 70, none", got, ex)
+	}
+}
