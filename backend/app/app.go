@@ -171,6 +171,10 @@ type App struct {
 	draining  atomic.Bool
 	closeOnce sync.Once
 	closeErr  error
+
+	// credits counts this server's credits (POST /admin/invalidate):
+	// without -postgres, the credits' epoch syncBudgets reads.
+	credits atomic.Int64
 }
 
 // Rollups are the rollups reports read and the spend budgets read.
@@ -276,7 +280,7 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 	}
 	// The credits' epoch is read before the day's spend: a credit that
 	// commits between them is read again at the first tick.
-	epoch := int64(-1)
+	epoch := a.credits.Load()
 	if a.pg != nil {
 		epoch = a.creditEpoch(context.Background())
 	}
@@ -539,11 +543,12 @@ func (a *App) openRedis(cfg config.Config, opts Options, log *slog.Logger) (func
 const budgetSyncEvery = time.Second
 
 // syncBudgets has the budget gate read the shared flags every
-// budgetSyncEvery until Close, which ends a read in progress, and, with
-// -postgres, the credits' epoch first: when a credit (of any replica, or
-// of adlink invalidate) raised it since epoch, the gate reads its
-// advertisers' spend of the day again, and shows again those a credit
-// took below their budgets. A gate a
+// budgetSyncEvery until Close, which ends a read in progress, and the
+// credits' epoch first (with -postgres, Postgres's; else this server's
+// count of its own credits): when a credit (with -postgres, of any
+// replica, or of adlink invalidate) raised it since epoch, the gate
+// reads its advertisers' spend of the day again, and shows again those a
+// credit took below their budgets, until a read does. A gate a
 // reload serves reads it again at its first tick: it may have read the
 // spend before a credit whose epoch the gate before it read.
 func (a *App) syncBudgets(log *slog.Logger, epoch int64) {
@@ -554,18 +559,20 @@ func (a *App) syncBudgets(log *slog.Logger, epoch int64) {
 		defer close(a.syncDone)
 		t := time.NewTicker(budgetSyncEvery)
 		defer t.Stop()
+		syncFailing := false
 		for {
 			select {
 			case <-ctx.Done():
 				return
 			case <-t.C:
 				g := a.live.accounts().gate
-				if a.pg != nil {
-					w = a.rereadCredited(ctx, g, w, log)
-				}
-				if err := g.Sync(ctx); err != nil && ctx.Err() == nil {
+				w = a.rereadCredited(ctx, g, w, log)
+				// Logged once while it fails: Redis down says so itself.
+				err := g.Sync(ctx)
+				if err != nil && !syncFailing && ctx.Err() == nil {
 					log.Warn("budget", "err", err)
 				}
+				syncFailing = err != nil
 			}
 		}
 	}()
@@ -596,7 +603,8 @@ type creditWatch struct {
 	epoch int64
 }
 
-// rereadCredited reads the credits' epoch and, when it is not w's or g
+// rereadCredited reads the credits' epoch (without -postgres, credits)
+// and, when it is not w's or g
 // is not w's gate, has g read its advertisers' spend of the day again; it
 // returns what g has read after, w again when Postgres did not answer
 // (the next tick tries again). A gate a reload made before a credit, and
@@ -606,7 +614,10 @@ type creditWatch struct {
 func (a *App) rereadCredited(ctx context.Context, g *budget.Gate, w creditWatch, log *slog.Logger) creditWatch {
 	rctx, cancel := context.WithTimeout(ctx, creditReadTimeout)
 	defer cancel()
-	n, err := a.pg.CreditEpoch(rctx)
+	n, err := a.credits.Load(), error(nil)
+	if a.pg != nil {
+		n, err = a.pg.CreditEpoch(rctx)
+	}
 	if err != nil || (n == w.epoch && g == w.gate) {
 		return w
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/adlink/adlink/backend/clicks"
 	"github.com/adlink/adlink/backend/config"
 	pgstore "github.com/adlink/adlink/backend/store/pg"
+	redisstore "github.com/adlink/adlink/backend/store/redis"
 	"github.com/adlink/adlink/internal/testpg"
 	"github.com/adlink/adlink/internal/testredis"
 	"github.com/jackc/pgx/v5"
@@ -221,5 +222,54 @@ func TestCloseEndsAReadOfTheCreditsEpoch(t *testing.T) {
 		}
 	case <-time.After(time.Minute):
 		t.Fatal("Close waits for the read of the credits' epoch")
+	}
+}
+
+// TestCreditWhileRedisIsDownTakesDownTheFlag: on one server with -redis,
+// of a bbolt file or of Postgres, a credit run while Redis does not
+// answer could not take down the flag the advertiser's click raised; once
+// Redis answers again the server reads the spend again and takes it
+// down, rather than have its next read of the flags stop the advertiser
+// for the rest of the day.
+func TestCreditWhileRedisIsDownTakesDownTheFlag(t *testing.T) {
+	for _, store := range []string{"bbolt", "postgres"} {
+		t.Run(store, func(t *testing.T) {
+			rs := testredis.Start(t, testredis.Options{Persist: true})
+			pgURL := ""
+			if store == "postgres" {
+				pgURL = testpg.New(t)
+			}
+			s := startAccountsWith(t, listingPartners, invalidateAdvertisers, listingAds(), func(cfg *config.Config) {
+				cfg.RedisURL, cfg.PostgresURL = rs.URL(), pgURL
+			})
+			link := s.tagged(t, "key-one", "site-one", "t", "SHOP.2.B1", 1)[0]
+			if first := s.follow(t, http.MethodGet, link, 1); !s.billed(t, first.id) || s.shows(t, "SHOP.2.B1") {
+				t.Fatal("shop-b.example's click did not spend its budget")
+			}
+			rc, err := redisstore.Open(rs.URL(), redisstore.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rc.Close()
+			flags := rc.BudgetFlags()
+			day := clicks.BudgetDayIn(time.Now(), time.UTC)
+			if raised, err := flags.Raised(t.Context(), day); err != nil || len(raised) != 1 {
+				t.Fatalf("the click raised %v (%v), want shop-b.example's flag", raised, err)
+			}
+			rs.Kill()
+			today := time.Now().UTC().Format(time.DateOnly)
+			status, body := s.invalidate(t, url.Values{"ad": {"SHOP.2.B1"}, "from": {today}, "to": {today}, "reason": {"click farm"}}, nil)
+			if status != http.StatusOK || !strings.Contains(body, `"clicks":1`) {
+				t.Fatalf("credit: %d %s", status, body)
+			}
+			rs.Start()
+			eventually(t, "shop-b.example's flag taken down once Redis answers", func() bool {
+				raised, err := flags.Raised(t.Context(), day)
+				return err == nil && len(raised) == 0
+			})
+			if !s.shows(t, "SHOP.2.B1") {
+				t.Error("shop-b.example left out after its credit, Redis answering again")
+			}
+		})
 	}
 }

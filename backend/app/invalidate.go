@@ -32,6 +32,10 @@ func (a *App) invalidator(log *slog.Logger) (func(context.Context, clicks.Invali
 	return func(ctx context.Context, inv clicks.Invalidation) (clicks.Credit, error) {
 		credit, err := run(ctx, inv)
 		if credit.Clicks > 0 && !inv.DryRun {
+			// Without -postgres, the epoch syncBudgets reads: its tick
+			// reads the spend again, until a read does, should this one
+			// fail (Redis down, the flags still up).
+			a.credits.Add(1)
 			// This server's gate at once; with -postgres, the other
 			// replicas' at their next read of the credits' epoch.
 			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), creditReadTimeout)

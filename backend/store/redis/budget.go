@@ -20,11 +20,14 @@ import (
 // that date wherever UTC's date is, and not on the next one; the sets
 // of a UTC advertiser are those of its UTC days, as older replicas keyed
 // every flag.
-// While Redis does not answer, Raise and Raised count a fallback and do
-// nothing: each replica then stops only the ads its own clicks spent, and
-// a flag raised meanwhile is not raised again, so the other replicas learn
-// of that budget only from their own clicks (which the ledger does not
-// bill).
+// While Redis does not answer, Raise counts a fallback and does nothing:
+// each replica then stops only the ads its own clicks spent, and a flag
+// raised meanwhile is not raised again, so the other replicas learn of
+// that budget only from their own clicks (which the ledger does not
+// bill). Raised and Clear count a fallback and say so: a credit's read of
+// the flags (budget.Gate.Reread) must not take none for an answer, or a
+// flag it could not take down would stop the advertiser again once Redis
+// answers.
 type BudgetFlags struct {
 	c      *Client
 	prefix string
@@ -55,15 +58,18 @@ func (f *BudgetFlags) Raise(ctx context.Context, flag string, day clicks.BudgetD
 	return nil
 }
 
-// Raised implements budget.Flags: the flags of day.
+// Raised implements budget.Flags: the flags of day, or errFlagsDown
+// while Redis does not answer.
 func (f *BudgetFlags) Raised(ctx context.Context, day clicks.BudgetDay) ([]string, error) {
 	var flags []string
 	key := f.key(day)
-	f.c.call(ctx, "budget", key, func(ctx context.Context) error {
+	if !f.c.call(ctx, "budget", key, func(ctx context.Context) error {
 		var err error
 		flags, err = f.c.rdb.SMembers(ctx, key).Result()
 		return err
-	})
+	}) {
+		return nil, errFlagsDown
+	}
 	return flags, nil
 }
 
@@ -81,7 +87,7 @@ for _, m in ipairs(redis.call('SMEMBERS', KEYS[1])) do
 end
 return n`)
 
-// errFlagsDown is Clear's error while Redis does not answer.
+// errFlagsDown is Raised's and Clear's error while Redis does not answer.
 var errFlagsDown = errors.New("redis does not answer")
 
 // Clear implements budget.Flags: it takes advertiser's flags out of the
