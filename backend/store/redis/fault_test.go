@@ -250,8 +250,9 @@ func TestAHungRedisFallsBack(t *testing.T) {
 	}
 }
 
-// With Redis down, budget flags are neither raised nor read, and no error
-// reaches the gate: each replica stops only what its own clicks spent.
+// With Redis down, budget flags are neither raised nor read: a click's
+// raise gets no error (each replica stops only what its own clicks
+// spent), a read says so, that a credit's read of the flags is run again.
 func TestBudgetFlagsWhileRedisIsDown(t *testing.T) {
 	srv := testredis.Start(t, testredis.Options{})
 	clk := &clock{now: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
@@ -261,8 +262,8 @@ func TestBudgetFlagsWhileRedisIsDown(t *testing.T) {
 	if err := f.Raise(t.Context(), "a.example", clicks.BudgetDayIn(clk.Now(), time.UTC)); err != nil {
 		t.Errorf("Raise: %v", err)
 	}
-	if ids, err := f.Raised(t.Context(), clicks.BudgetDayIn(clk.Now(), time.UTC)); err != nil || ids != nil {
-		t.Errorf("Raised = %v, %v; want nothing", ids, err)
+	if ids, err := f.Raised(t.Context(), clicks.BudgetDayIn(clk.Now(), time.UTC)); err == nil || ids != nil {
+		t.Errorf("Raised = %v, %v; want nothing and an error", ids, err)
 	}
 	if got := r.fallbacks(t, "budget"); got != 2 {
 		t.Errorf("%v fallbacks, want 2", got)
@@ -287,8 +288,8 @@ func TestClientLibraryLinesGoToTheLogger(t *testing.T) {
 	srv.Kill()
 	var log syncBuffer
 	c := open(t, url, redisstore.Options{Logger: slog.New(slog.NewJSONHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug}))})
-	if ids, err := c.BudgetFlags().Raised(t.Context(), clicks.BudgetDayIn(time.Now(), time.UTC)); err != nil || ids != nil {
-		t.Errorf("Raised = %v, %v; want nothing", ids, err)
+	if ids, err := c.BudgetFlags().Raised(t.Context(), clicks.BudgetDayIn(time.Now(), time.UTC)); err == nil || ids != nil {
+		t.Errorf("Raised = %v, %v; want nothing and an error", ids, err)
 	}
 	var found bool
 	for _, line := range strings.Split(strings.TrimSpace(log.String()), "\n") {
