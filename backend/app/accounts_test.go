@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -34,6 +35,7 @@ type accountsServer struct {
 	refreshed             chan api.Reload
 	cfg                   config.Config
 	now                   func() time.Time // nil for time.Now
+	log                   *slog.Logger     // nil discards the logs
 }
 
 // startAccounts serves the demo catalog to the partners and advertisers
@@ -96,7 +98,7 @@ func startAccountsAt(t *testing.T, partners, advertisers string, ads []match.Ad,
 // start starts the server of s.cfg and its listeners.
 func (s *accountsServer) start(t *testing.T) {
 	t.Helper()
-	a, err := New(s.cfg, Options{Refresh: s.tick, OnRefresh: func(r api.Reload) { s.refreshed <- r }, Now: s.now})
+	a, err := New(s.cfg, Options{Refresh: s.tick, OnRefresh: func(r api.Reload) { s.refreshed <- r }, Now: s.now, Logger: s.log})
 	if err != nil {
 		t.Fatal(err)
 	}

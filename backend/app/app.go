@@ -601,6 +601,9 @@ func (a *App) creditEpoch(ctx context.Context) int64 {
 type creditWatch struct {
 	gate  *budget.Gate
 	epoch int64
+	// failing tells that the last read again failed: it is logged once
+	// while it fails, each tick trying again (Redis down says so itself).
+	failing bool
 }
 
 // rereadCredited reads the credits' epoch (without -postgres, credits)
@@ -625,7 +628,10 @@ func (a *App) rereadCredited(ctx context.Context, g *budget.Gate, w creditWatch,
 		if ctx.Err() != nil {
 			return w // Close
 		}
-		log.Warn("budget: reading the spend again after a credit", "err", err)
+		if !w.failing {
+			log.Warn("budget: reading the spend again after a credit", "err", err)
+		}
+		w.failing = true
 		return w
 	}
 	a.Metrics.BudgetReread()

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -272,4 +273,53 @@ func TestCreditWhileRedisIsDownTakesDownTheFlag(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCreditWhileRedisIsDownLogsOnce: while Redis does not answer, the
+// read of the spend again after a credit fails at each tick and is tried
+// again; it is logged once, not at every tick.
+func TestCreditWhileRedisIsDownLogsOnce(t *testing.T) {
+	const warning = "reading the spend again after a credit"
+	rs := testredis.Start(t, testredis.Options{Persist: true})
+	s := startAccountsWith(t, listingPartners, invalidateAdvertisers, listingAds(), func(cfg *config.Config) {
+		cfg.RedisURL = rs.URL()
+	})
+	logs := &syncLog{}
+	s.log = slog.New(slog.NewTextHandler(logs, nil))
+	s.restart(t)
+	link := s.tagged(t, "key-one", "site-one", "t", "SHOP.2.B1", 1)[0]
+	if first := s.follow(t, http.MethodGet, link, 1); !s.billed(t, first.id) {
+		t.Fatal("shop-b.example's click did not bill")
+	}
+	rs.Kill()
+	today := time.Now().UTC().Format(time.DateOnly)
+	status, body := s.invalidate(t, url.Values{"ad": {"SHOP.2.B1"}, "from": {today}, "to": {today}, "reason": {"click farm"}}, nil)
+	if status != http.StatusOK || !strings.Contains(body, `"clicks":1`) {
+		t.Fatalf("credit: %d %s", status, body)
+	}
+	// Each tick reads the flags twice (the read again, then Sync), each
+	// read a fallback: several ticks have tried again.
+	start := budgetFallbacks(t, s)
+	eventually(t, "several ticks while Redis is down", func() bool { return budgetFallbacks(t, s) >= start+8 })
+	// The credit's own read logs its failure, then the ticks' first.
+	if n := strings.Count(logs.String(), warning); n != 2 {
+		t.Errorf("%q logged %d times while Redis is down, want twice:\n%s", warning, n, logs)
+	}
+}
+
+// budgetFallbacks is s's count of the budget flags' calls Redis did not
+// answer.
+func budgetFallbacks(t *testing.T, s *accountsServer) float64 {
+	t.Helper()
+	_, metrics := get(t, s.Admin, "/metrics")
+	for _, l := range strings.Split(metrics, "\n") {
+		if v, ok := strings.CutPrefix(l, `adlink_redis_fallback_total{store="budget"} `); ok {
+			n, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	return 0
 }
