@@ -501,8 +501,9 @@ func (g *Gate) Clicked(ctx context.Context, c *clicks.Click) error {
 // Sync reads the flags the other replicas raised on each advertiser's
 // day and stops those advertisers as if their spend here had reached the
 // budget (Spent then says the budget, at least). It reads the flags of
-// each day current in the budgets' zones, at most three. The server calls
-// it every second.
+// each day current in the budgets' zones, at most three; a day whose read
+// fails does not keep the others unread, and its error is returned. The
+// server calls it every second.
 func (g *Gate) Sync(ctx context.Context) error {
 	if g == nil || g.flags == nil || len(g.ids) == 0 {
 		return nil
@@ -520,15 +521,21 @@ func (g *Gate) Sync(ctx context.Context) error {
 			days = append(days, d.n)
 		}
 	}
+	// A day whose read fails does not keep the others unread: on a Redis
+	// Cluster each day's set may live on a master of its own.
+	var first error
 	for _, n := range days {
 		gen := g.cleared.Load()
 		raised, err := g.flags.Raised(ctx, n)
 		if err != nil {
-			return fmt.Errorf("budget: reading the flags: %w", err)
+			if first == nil {
+				first = fmt.Errorf("budget: reading the flags: %w", err)
+			}
+			continue
 		}
 		g.stopRaised(raised, n, current, gen)
 	}
-	return nil
+	return first
 }
 
 // stopRaised stops the advertisers of raised, flags of day n, whose

@@ -139,3 +139,61 @@ func FuzzParseFlag(f *testing.F) {
 		}
 	})
 }
+
+// dayFlags are Flags in memory by day, whose reads of a day fail with
+// the error a test sets for it.
+type dayFlags struct {
+	raised  map[clicks.BudgetDay][]string
+	readErr map[clicks.BudgetDay]error
+}
+
+func (f *dayFlags) Raise(_ context.Context, flag string, day clicks.BudgetDay) error {
+	f.raised[day] = append(f.raised[day], flag)
+	return nil
+}
+
+func (f *dayFlags) Clear(context.Context, string, clicks.BudgetDay) error { return nil }
+
+func (f *dayFlags) Raised(_ context.Context, day clicks.BudgetDay) ([]string, error) {
+	return slices.Clone(f.raised[day]), f.readErr[day]
+}
+
+// Sync reads each day's flags when another day's read fails (on a Redis
+// Cluster each day's set may live on a master of its own, one of them
+// down): it stops the advertisers the days it read raised, and says that
+// a read failed.
+func TestSyncReadsTheDaysItCan(t *testing.T) {
+	now := day0.Add(12 * time.Hour) // already the next day in Kiritimati
+	clock := func() time.Time { return now }
+	budgets := map[string]accounts.Budget{
+		"a.example": {DailyMicros: 10, Pacing: accounts.ASAP},
+		"b.example": {DailyMicros: 10, Pacing: accounts.ASAP, Zone: "Pacific/Kiritimati"},
+	}
+	kiritimati, err := time.LoadLocation("Pacific/Kiritimati")
+	if err != nil {
+		t.Fatal(err)
+	}
+	days := map[string]clicks.BudgetDay{
+		"a.example": clicks.BudgetDayIn(now, time.UTC),
+		"b.example": clicks.BudgetDayIn(now, kiritimati),
+	}
+	if days["a.example"] == days["b.example"] {
+		t.Fatal("both advertisers' days are one")
+	}
+	for _, tc := range []struct{ failing, raised string }{{"a.example", "b.example"}, {"b.example", "a.example"}} {
+		f := &dayFlags{
+			raised:  map[clicks.BudgetDay][]string{days[tc.raised]: {tc.raised + "@10"}},
+			readErr: map[clicks.BudgetDay]error{days[tc.failing]: errors.New("down")},
+		}
+		g, err := New(context.Background(), Options{Budgets: budgets, Spent: &spends{m: map[string]int64{}}, Now: clock, Flags: f})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := g.Sync(context.Background()); err == nil {
+			t.Errorf("%s's day could not be read: no error", tc.failing)
+		}
+		if got := g.Spent(tc.raised); got != 10 {
+			t.Errorf("%s's day unread: %s spent %d, want its flag's 10", tc.failing, tc.raised, got)
+		}
+	}
+}
