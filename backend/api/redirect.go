@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -144,7 +145,12 @@ func (s *server) redirect(w http.ResponseWriter, r *http.Request) error {
 			c.YkTag = s.pageTag(r.Context(), c.APIKey, c.SiteID, c.YkTag, shown)
 		}
 		if !isOver || over.record {
-			if err := s.ledger.Record(r.Context(), &c, u); err != nil {
+			// A reader who clicked and left before the 302 still clicked:
+			// the record is not cut short with the request (with
+			// -postgres, a click Postgres is slow to take is spooled, not
+			// dropped), and the ledger's own wait bounds it.
+			rctx := context.WithoutCancel(r.Context())
+			if err := s.ledger.Record(rctx, &c, u); err != nil {
 				return internal(fmt.Errorf("recording click: %w", err))
 			}
 			// The id the click is recorded under, for support to find it.
@@ -153,7 +159,7 @@ func (s *server) redirect(w http.ResponseWriter, r *http.Request) error {
 			// The click is on disk; should its advertiser's spend not be
 			// read now, the next click reads it, and the ledger holds the
 			// budget meanwhile.
-			if err := s.budgetIn(r.Context()).Clicked(r.Context(), &c); err != nil {
+			if err := s.budgetIn(r.Context()).Clicked(rctx, &c); err != nil {
 				s.log.Warn("budget", "err", err)
 			}
 		}

@@ -473,3 +473,34 @@ func FuzzHopAddr(f *testing.F) {
 		}
 	})
 }
+
+// TestRedirectRecordsAClickWhoseReaderLeft: a reader who clicked and
+// closed the tab before the 302 came still clicked; the record is not cut
+// short with the request's context, which would drop a click Postgres was
+// slow to take instead of spooling it.
+func TestRedirectRecordsAClickWhoseReaderLeft(t *testing.T) {
+	ctx, leave := context.WithCancel(t.Context())
+	var recorded []clicks.Click
+	ix, err := market.Build(fixture())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Default()
+	cfg.RedirectURL = "https://r.example"
+	h := NewServer(Deps{Config: cfg, Indexes: ix, Partners: testPartners(t), Now: func() time.Time { return testClock },
+		Clicks: &clickRecorder{AppendFn: func(ctx context.Context, c clicks.Click) error {
+			leave() // the reader leaves while the click is being recorded
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			recorded = append(recorded, c)
+			return nil
+		}}})
+	req := httptest.NewRequestWithContext(ctx, http.MethodGet, clickQuery("adId", "handy-bestkauf.de", "adType", "advertiser"), nil)
+	req.Header.Set("User-Agent", "Mozilla/5.0 test")
+	req.RemoteAddr = "198.51.100.20:3456"
+	h.ServeHTTP(httptest.NewRecorder(), req)
+	if len(recorded) != 1 || recorded[0].AdID != "handy-bestkauf.de" {
+		t.Errorf("recorded %v, want the click of the reader who left", recorded)
+	}
+}
