@@ -304,9 +304,9 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 	acc.gate, acc.gateOf = a.Budget, acc.budgets
 	cat.cur.Store(cat.cur.Load().with(acc))
 	cat.warnAdless(cat.cur.Load(), nil)
-	if flags != nil || a.pg != nil {
-		a.syncBudgets(log, epoch)
-	}
+	// Without shared flags or Postgres too: a gate a reload made before
+	// this server's credit reads the spend again at its first tick.
+	a.syncBudgets(log, epoch)
 	clickKeys, err := loadClickKeys(cfg)
 	if err != nil {
 		return nil, err

@@ -323,3 +323,31 @@ func budgetFallbacks(t *testing.T, s *accountsServer) float64 {
 	}
 	return 0
 }
+
+// TestCreditReachesAGateMadeBeforeItOnBbolt: on one server of a bbolt
+// file, with neither Redis nor Postgres, a reload may build its budget
+// gate before a credit and serve it after the credit has read the gate
+// it replaces: the server's next tick reads that gate's spend again, or
+// it would keep the credited advertiser out for the rest of its day.
+func TestCreditReachesAGateMadeBeforeItOnBbolt(t *testing.T) {
+	s := startAccountsWith(t, listingPartners, invalidateAdvertisers, listingAds(), nil)
+	link := s.tagged(t, "key-one", "site-one", "t", "SHOP.2.B1", 1)[0]
+	if first := s.follow(t, http.MethodGet, link, 1); !s.billed(t, first.id) || s.shows(t, "SHOP.2.B1") {
+		t.Fatal("shop-b.example's click did not spend its budget")
+	}
+	made, err := budget.New(t.Context(), budget.Options{Budgets: s.Catalog().Accounts.Budgets(), Spent: s.Rollups})
+	if err != nil {
+		t.Fatal(err)
+	}
+	day := time.Now().UTC().Format(time.DateOnly)
+	status, body := s.invalidate(t, url.Values{"ad": {"SHOP.2.B1"}, "from": {day}, "to": {day}, "reason": {"click farm"}}, nil)
+	if status != http.StatusOK || !strings.Contains(body, `"clicks":1`) {
+		t.Fatalf("credit: %d %s", status, body)
+	}
+	// The reload serves its gate, made before the credit.
+	acc := *s.live.accounts()
+	made.Carry(acc.gate)
+	acc.gate = made
+	s.live.cur.Store(s.live.cur.Load().with(&acc))
+	eventually(t, "shop-b.example shown by the reload's gate after its credit", func() bool { return s.shows(t, "SHOP.2.B1") })
+}
