@@ -134,10 +134,12 @@ func BenchmarkReread(b *testing.B) {
 	day := clicks.BudgetDayIn(at, time.UTC)
 	// Each advertiser's budget spent today and on each day retention
 	// keeps before it (retention.DefaultSpendDays), its spend of a day in
-	// four shards, as the ledger keeps it.
+	// four shards, as the ledger keeps it: a day's rows written on that
+	// day, after the days before.
 	if _, err := conn.Exec(ctx, `INSERT INTO spend (advertiser, day, shard, micros)
 		SELECT format('adv%s.example', lpad(i::text, 5, '0')), d, s, $2::bigint / 4
-		FROM generate_series(0, $3 - 1) i, generate_series($1::bigint - $4::bigint, $1::bigint) d, generate_series(0, 3) s`,
+		FROM generate_series(0, $3 - 1) i, generate_series($1::bigint - $4::bigint, $1::bigint) d, generate_series(0, 3) s
+		ORDER BY d, i, s`,
 		int64(day), bid, n, retention.DefaultSpendDays); err != nil {
 		b.Fatal(err)
 	}
