@@ -1,0 +1,165 @@
+package pgstore
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+// spendDayIndex returns the oid of migration 00023's index when it is
+// valid and on spend's day, else 0.
+func spendDayIndex(t *testing.T, db *DB) uint32 {
+	t.Helper()
+	var oid uint32
+	if err := db.pool.QueryRow(t.Context(), `SELECT coalesce(max(x.indexrelid::oid::bigint), 0) FROM pg_index x
+		WHERE x.indexrelid = to_regclass('spend_day') AND x.indrelid = 'spend'::regclass AND x.indisvalid
+		AND pg_get_indexdef(x.indexrelid) LIKE '%USING btree (day)'`).Scan(&oid); err != nil {
+		t.Fatal(err)
+	}
+	return oid
+}
+
+// The day's read of every advertiser's spend (SpentAllOn) reads that
+// day's rows by migration 00023's index, not every day kept: the plan
+// Postgres makes, its statistics gathered over many days of many
+// advertisers, reads spend_day.
+func TestSpendDayIndexServesTheDaysRead(t *testing.T) {
+	db, _ := migrated(t)
+	const day = 20_414
+	if _, err := db.pool.Exec(t.Context(), `INSERT INTO spend (advertiser, day, shard, micros)
+		SELECT format('adv%s.example', i), d, s, 25
+		FROM generate_series(0, 1999) i, generate_series($1::bigint - 34, $1::bigint) d, generate_series(0, 3) s
+		ORDER BY d, i, s`, day); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.pool.Exec(t.Context(), `ANALYZE spend`); err != nil {
+		t.Fatal(err)
+	}
+	var plan string
+	if err := db.pool.QueryRow(t.Context(), `EXPLAIN (FORMAT JSON) `+spentAllSQL, int64(day)).Scan(&plan); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(plan, `"Index Name": "spend_day"`) {
+		t.Errorf("the day's read of the spend does not read spend_day:\n%s", plan)
+	}
+	spent, err := db.Rollups().SpentAllOn(t.Context(), day)
+	if err != nil || len(spent) != 2000 || spent["adv7.example"] != 100 {
+		t.Errorf("SpentAllOn: %d advertisers, adv7.example %d, %v; want 2000, 100", len(spent), spent["adv7.example"], err)
+	}
+}
+
+// Migration 00023 goes down dropping the spend's index by day, and up
+// again building it; over an index of its name on other columns, which a
+// start of another version may have left, it builds its own.
+func TestSpendDayMigrationDownAndUp(t *testing.T) {
+	db, p := migrated(t)
+	if spendDayIndex(t, db) == 0 {
+		t.Fatal("migrated: no valid spend_day on (day)")
+	}
+	if _, err := p.DownTo(t.Context(), 22); err != nil {
+		t.Fatalf("down to 00022: %v", err)
+	}
+	var left bool
+	if err := db.pool.QueryRow(t.Context(), `SELECT to_regclass('spend_day') IS NOT NULL`).Scan(&left); err != nil || left {
+		t.Errorf("down to 00022: spend_day left %v, %v", left, err)
+	}
+	if _, err := p.Up(t.Context()); err != nil {
+		t.Fatalf("up again: %v", err)
+	}
+	if spendDayIndex(t, db) == 0 {
+		t.Error("up again: no valid spend_day on (day)")
+	}
+	if _, err := p.DownTo(t.Context(), 22); err != nil {
+		t.Fatalf("down to 00022: %v", err)
+	}
+	if _, err := db.pool.Exec(t.Context(), "CREATE INDEX spend_day ON spend (shard)"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Up(t.Context()); err != nil {
+		t.Fatalf("up over a left index: %v", err)
+	}
+	if spendDayIndex(t, db) == 0 {
+		t.Error("up over a left index: no valid spend_day on (day)")
+	}
+}
+
+// A start killed after Postgres finished building migration 00023's
+// index, before the migration was recorded, leaves it valid: the next
+// start keeps it rather than builds it again.
+func TestSpendDayMigrationKeepsAFinishedBuild(t *testing.T) {
+	db, _ := migrated(t)
+	before := spendDayIndex(t, db)
+	if before == 0 {
+		t.Fatal("migrated: no valid spend_day on (day)")
+	}
+	if _, err := db.pool.Exec(t.Context(), `DELETE FROM goose_db_version WHERE version_id = 23`); err != nil {
+		t.Fatal(err)
+	}
+	up, err := Open(t.Context(), db.pool.Config().ConnString())
+	if err != nil {
+		t.Fatal(err)
+	}
+	up.Close()
+	if after := spendDayIndex(t, db); after != before {
+		t.Errorf("the finished index %d was built again: %d", before, after)
+	}
+	var applied bool
+	if err := db.pool.QueryRow(t.Context(), `SELECT EXISTS (SELECT FROM goose_db_version WHERE version_id = 23 AND is_applied)`).Scan(&applied); err != nil || !applied {
+		t.Errorf("migration 00023 recorded %v, %v", applied, err)
+	}
+}
+
+// A start killed while Postgres built migration 00023's index leaves an
+// invalid one: the next start drops it and builds it again, valid.
+func TestSpendDayMigrationRebuildsACutBuild(t *testing.T) {
+	db, p := migrated(t)
+	if _, err := p.DownTo(t.Context(), 22); err != nil {
+		t.Fatalf("down to 00022: %v", err)
+	}
+	// A writer holds up the build, which is cancelled while it waits.
+	writer, err := db.pool.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer writer.Rollback(context.Background())
+	if _, err := writer.Exec(t.Context(), "LOCK TABLE spend IN ROW EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	built := make(chan error, 1)
+	go func() {
+		_, err := db.pool.Exec(t.Context(), "CREATE INDEX CONCURRENTLY spend_day ON spend (day)")
+		built <- err
+	}()
+	// Cancelled on the server, as a client cancels its statement.
+	for {
+		var cancelled bool
+		if err := db.pool.QueryRow(t.Context(), `SELECT coalesce(bool_or(pg_cancel_backend(pid)), false) FROM pg_stat_activity
+			WHERE query LIKE 'CREATE INDEX CONCURRENTLY spend_day%' AND wait_event_type = 'Lock'`).Scan(&cancelled); err != nil {
+			t.Fatal(err)
+		}
+		if cancelled {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := <-built; err == nil {
+		t.Fatal("the cancelled build ended")
+	}
+	if err := writer.Commit(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	var invalid uint32
+	if err := db.pool.QueryRow(t.Context(), `SELECT indexrelid FROM pg_index
+		WHERE indexrelid = to_regclass('spend_day') AND NOT indisvalid`).Scan(&invalid); err != nil {
+		t.Fatalf("the cancelled build left no invalid index: %v", err)
+	}
+	up, err := Open(t.Context(), db.pool.Config().ConnString())
+	if err != nil {
+		t.Fatal(err)
+	}
+	up.Close()
+	if got := spendDayIndex(t, db); got == 0 || got == invalid {
+		t.Errorf("after Open, the valid spend_day is %d; the invalid one was %d", got, invalid)
+	}
+}
