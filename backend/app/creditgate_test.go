@@ -351,3 +351,78 @@ func TestCreditReachesAGateMadeBeforeItOnBbolt(t *testing.T) {
 	s.live.cur.Store(s.live.cur.Load().with(&acc))
 	eventually(t, "shop-b.example shown by the reload's gate after its credit", func() bool { return s.shows(t, "SHOP.2.B1") })
 }
+
+// rereads is s's count of its gates' reads of the spend again after a
+// credit.
+func rereads(t *testing.T, s *accountsServer) float64 {
+	t.Helper()
+	v := metric(t, s.App, "adlink_budget_rereads_total")
+	if v == "" {
+		return 0
+	}
+	n, err := strconv.ParseFloat(v, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestCreditReadsTheSpendOnceOnTheCreditingServer: the server whose
+// admin listener ran a credit reads its gate's spend of the day again
+// once, in the request: the tick that then reads the credits' epoch the
+// credit raised, for the gate it read, reads nothing again. Another
+// replica of the same Postgres reads it again at its tick, and shows the
+// credited advertiser again. Of a bbolt file, and of Postgres.
+func TestCreditReadsTheSpendOnceOnTheCreditingServer(t *testing.T) {
+	for _, store := range []string{"bbolt", "postgres"} {
+		t.Run(store, func(t *testing.T) {
+			set := func(*config.Config) {}
+			if store == "postgres" {
+				pgURL, redisURL := testpg.New(t), testredis.Start(t, testredis.Options{}).URL()
+				set = func(cfg *config.Config) { cfg.PostgresURL, cfg.RedisURL = pgURL, redisURL }
+			}
+			a := startAccountsWith(t, listingPartners, invalidateAdvertisers, listingAds(), set)
+			var b *accountsServer
+			if store == "postgres" {
+				b = startAccountsWith(t, listingPartners, invalidateAdvertisers, listingAds(), set)
+			}
+			link := a.tagged(t, "key-one", "site-one", "t", "SHOP.2.B1", 1)[0]
+			if first := a.follow(t, http.MethodGet, link, 1); !a.billed(t, first.id) {
+				t.Fatal("shop-b.example's click did not bill")
+			}
+			eventually(t, "shop-b.example out of the answers", func() bool {
+				return !a.shows(t, "SHOP.2.B1") && (b == nil || !b.shows(t, "SHOP.2.B1"))
+			})
+			// The tick's watch before the credit: the gate served, the
+			// epoch it read.
+			g := a.live.accounts().gate
+			before := creditWatch{gate: g, epoch: a.creditEpoch(t.Context())}
+			readA := rereads(t, a)
+			var readB float64
+			if b != nil {
+				readB = rereads(t, b)
+			}
+
+			day := time.Now().UTC().Format(time.DateOnly)
+			status, body := a.invalidate(t, url.Values{"ad": {"SHOP.2.B1"}, "from": {day}, "to": {day}, "reason": {"click farm"}}, nil)
+			if status != http.StatusOK || !strings.Contains(body, `"clicks":1`) {
+				t.Fatalf("credit: %d %s", status, body)
+			}
+			if !a.shows(t, "SHOP.2.B1") {
+				t.Error("shop-b.example not shown at once by the server that credited it")
+			}
+			if b != nil {
+				eventually(t, "the other replica reading the spend again", func() bool { return rereads(t, b) > readB })
+				eventually(t, "shop-b.example back in the other replica's answers", func() bool { return b.shows(t, "SHOP.2.B1") })
+			}
+			// The tick after the credit, on the server that credited.
+			after := a.rereadCredited(t.Context(), g, before, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			if epoch := a.creditEpoch(t.Context()); after.gate != g || after.epoch != epoch {
+				t.Errorf("the tick after the credit holds epoch %d, want %d", after.epoch, epoch)
+			}
+			if got := rereads(t, a); got != readA+1 {
+				t.Errorf("the server that credited read the spend again %v times, want once", got-readA)
+			}
+		})
+	}
+}
