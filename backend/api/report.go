@@ -72,6 +72,7 @@ func (s *server) reportRequest(w http.ResponseWriter, r *http.Request) error {
 		return &Error{Status: http.StatusServiceUnavailable, Code: CodeReportsUnavailable, RetryAfter: reportRetry,
 			Message: "the reports' store did not answer", Err: fmt.Errorf("report: %w", err)}
 	}
+	held.keep(len(rows))
 	h.Set("X-Adlink-Timezone", req.ZoneName())
 	h.Set("X-Content-Type-Options", "nosniff")
 	// The answer is written as it is made, not held whole beside its

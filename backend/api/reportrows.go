@@ -47,16 +47,17 @@ const reportFirst = 1000
 // reports waiting to start are given their rows in the order asked. A
 // report that needs more rows as it reads takes them at once or is
 // refused: it holds a Postgres connection or a bbolt read transaction
-// meanwhile, which clicks need to commit. The reports of one account
-// hold at most share rows together, so that they leave the others room.
+// meanwhile, which clicks need to commit. Once read, a report gives back
+// what it holds past its rows. The reports of one account hold at most
+// share rows together, so that they leave the others room.
 type reportRows struct {
 	// step is a part of the rows a report grows by; first the part it
 	// starts with; share the most one account's reports hold.
 	step, first, share int64
 
 	mu sync.Mutex
-	// free are the rows no report holds.
-	free int64
+	// all are the rows of the bound, free those no report holds.
+	all, free int64
 	// held are the rows each account's reports hold.
 	held map[accounts.Account]int64
 	// queue are the reports waiting to start, first asked first.
@@ -86,7 +87,7 @@ func newReportRows(n int) *reportRows {
 		return nil
 	}
 	step := max(1, int64(n)/reportSteps)
-	return &reportRows{free: int64(n), step: step, first: min(step, reportFirst),
+	return &reportRows{all: int64(n), free: int64(n), step: step, first: min(step, reportFirst),
 		share: max(int64(n)/2, min(int64(n), int64(report.MaxRows))), held: map[accounts.Account]int64{}}
 }
 
@@ -184,6 +185,13 @@ func (b *reportRows) put(acc accounts.Account, n int64) {
 	b.settle()
 }
 
+// holding are the rows the reports running hold.
+func (b *reportRows) holding() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.all - b.free
+}
+
 // reportHold is the rows one report holds.
 type reportHold struct {
 	s    *server
@@ -231,6 +239,16 @@ func (h *reportHold) hold(rows int) error {
 	}
 	h.held += n
 	return nil
+}
+
+// keep gives back what the report holds past its rows, once it is read:
+// it holds them as it is written, which a slow client makes long, and a
+// report of one row started with a part.
+func (h *reportHold) keep(rows int) {
+	if b := h.s.reportRows; b != nil && h.held > int64(rows) {
+		b.put(h.acc, h.held-int64(rows))
+		h.held = int64(rows)
+	}
 }
 
 // reportsBusy is the 503 of a report given no rows for cause.

@@ -202,6 +202,9 @@ func NewServer(d Deps) http.Handler {
 		// versions d.Catalog serves bring their own (accountsIn).
 		s.accounts, _ = accounts.New(nil, nil)
 	}
+	if s.reportRows != nil {
+		s.metrics.WatchReportRows(s.reportRows.holding)
+	}
 	if s.ledger == nil {
 		s.ledger = clicks.Sequential{Decisions: d.Decisions, Windows: d.Windows, Store: d.Clicks}
 	}

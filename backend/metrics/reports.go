@@ -19,3 +19,17 @@ func (m *Metrics) ReportBusy() {
 	}
 	m.reportsBusy.Inc()
 }
+
+// WatchReportRows exports the rows the reports running on the server
+// hold (-report-rows), read from held at each scrape, as
+// adlink_report_rows_held. A second server on the same Metrics exports
+// nothing more.
+func (m *Metrics) WatchReportRows(held func() int64) {
+	if m == nil {
+		return
+	}
+	_ = m.reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "adlink_report_rows_held",
+		Help: "Rows the reports running on the server hold of -report-rows: a report holds a part or more as it reads, then only its rows as it is written.",
+	}, func() float64 { return float64(held()) }))
+}
