@@ -3,12 +3,15 @@ package api
 import (
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 
 	"github.com/goccy/go-json"
 
+	"github.com/adlink/adlink/backend/accounts"
 	"github.com/adlink/adlink/backend/metrics"
 )
 
@@ -23,6 +26,72 @@ func metricLines(m *metrics.Metrics, name string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// A large report reading, that needs more rows while small reports of
+// other accounts hold the rest and a stream of them waits to start, is
+// given the rows each one that ends gives back: a report starting leaves
+// a part free for the reports reading. Before, every row given back went
+// to the reports waiting to start, and the large one was refused at
+// once, again each time it was asked.
+func TestLargeReportReadingGetsRowsBeforeSmallOnesStart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const n = 64 * reportFirst // parts of a thousand rows
+		s := &server{reportRows: newReportRows(n), metrics: metrics.New()}
+		b := s.reportRows
+		start := func(id string) (*reportHold, error) {
+			acc := accounts.Account{Kind: accounts.Partner, ID: id}
+			return s.holdReport(httptest.NewRequest(http.MethodGet, "/v2/report", nil), acc)
+		}
+		large, err := start("large")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Small reports of other accounts, more than the rows hold, all
+		// but those waiting to start reading.
+		holding := make(chan *reportHold, 200)
+		var wg sync.WaitGroup
+		small := func(i int) {
+			wg.Go(func() {
+				h, err := start("small" + strconv.Itoa(i))
+				if err != nil {
+					t.Errorf("small report %d: %v", i, err)
+					return
+				}
+				holding <- h
+			})
+		}
+		for i := range 70 {
+			small(i)
+		}
+		synctest.Wait()
+		if len(b.queue) == 0 {
+			t.Fatal("no small report waits to start")
+		}
+		// The large report reads 40 parts; before each, a small report
+		// ends, and another asks to start.
+		for rows := large.held + 1; rows <= 40*reportFirst; rows++ {
+			if rows > large.held {
+				(<-holding).release()
+				small(int(rows))
+				synctest.Wait()
+			}
+			if err := large.hold(int(rows)); err != nil {
+				t.Errorf("the large report at its row %d, %d small reports waiting to start: %v", rows, len(b.queue), err)
+				break
+			}
+		}
+		// Once it is done, the small reports start and end.
+		large.release()
+		for range 70 {
+			(<-holding).release()
+		}
+		wg.Wait()
+		if b.free != n || len(b.held) != 0 || len(b.queue) != 0 {
+			t.Errorf("%d rows free, %d accounts holding, %d reports waiting once every report is done, want %d, 0, 0",
+				b.free, len(b.held), len(b.queue), n)
+		}
+	})
 }
 
 // slowWriter is a client that reads a report slowly: its first write

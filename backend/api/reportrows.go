@@ -47,9 +47,14 @@ const reportFirst = 1000
 // reports waiting to start are given their rows in the order asked. A
 // report that needs more rows as it reads takes them at once or is
 // refused: it holds a Postgres connection or a bbolt read transaction
-// meanwhile, which clicks need to commit. Once read, a report gives back
-// what it holds past its rows. The reports of one account hold at most
-// share rows together, so that they leave the others room.
+// meanwhile, which clicks need to commit. So a report reading has the
+// free rows before those waiting to start, and a report starting leaves
+// a part free while others run (kept), which they may need as they read:
+// a stream of small reports cannot take every row a large one needs.
+// Once read, a report gives back what it holds past its rows.
+//
+// The reports of one account hold at most share rows together, so that
+// they leave the others room.
 type reportRows struct {
 	// step is a part of the rows a report grows by; first the part it
 	// starts with; share the most one account's reports hold.
@@ -86,9 +91,11 @@ func newReportRows(n int) *reportRows {
 	if n <= 0 {
 		return nil
 	}
-	step := max(1, int64(n)/reportSteps)
-	return &reportRows{all: int64(n), free: int64(n), step: step, first: min(step, reportFirst),
-		share: max(int64(n)/2, min(int64(n), int64(report.MaxRows))), held: map[accounts.Account]int64{}}
+	all := int64(n)
+	step := max(1, all/reportSteps)
+	share := max(all/2, min(all, int64(report.MaxRows)))
+	return &reportRows{all: all, free: all, step: step, first: min(step, reportFirst),
+		share: share, held: map[accounts.Account]int64{}}
 }
 
 // start takes the first part of the rows for a report of acc, waiting
@@ -118,7 +125,7 @@ func (b *reportRows) start(ctx context.Context, acc accounts.Account) error {
 		}
 	}
 	b.settle() // those asked after may now be given
-	if b.held[acc]+b.first > b.share {
+	if !b.roomFor(acc, b.first) {
 		return errAccountRows
 	}
 	return errServerRows
@@ -129,28 +136,39 @@ func (b *reportRows) roomFor(acc accounts.Account, n int64) bool {
 	return b.held[acc]+n <= b.share
 }
 
+// kept are the rows a report starting leaves free: a part, while other
+// reports run, that they may need as they read and cannot wait for
+// (b.mu held).
+func (b *reportRows) kept() int64 {
+	if b.free == b.all {
+		return 0
+	}
+	return b.step
+}
+
 // settle gives the reports waiting to start their first parts, in the
-// order asked, while the rows are free; a report whose account holds its
-// share waits on, and those after it are given theirs (b.mu held).
+// order asked, while the rows are free past kept; a report whose account
+// holds its share waits on, and those after it are given theirs (b.mu
+// held).
 func (b *reportRows) settle() {
-	kept := b.queue[:0]
+	waiting := b.queue[:0]
 	for _, a := range b.queue {
-		if b.free >= b.first && b.roomFor(a.acc, b.first) {
+		if b.free >= b.first+b.kept() && b.roomFor(a.acc, b.first) {
 			b.free -= b.first
 			b.held[a.acc] += b.first
 			close(a.given)
 			continue
 		}
-		kept = append(kept, a)
+		waiting = append(waiting, a)
 	}
-	clear(b.queue[len(kept):])
-	b.queue = kept
+	clear(b.queue[len(waiting):])
+	b.queue = waiting
 }
 
 // grow takes at once between least and most more rows for a report of
 // acc, as many as are free up to most, or none: errServerRows when fewer
-// are free, or a report waiting to start is owed them, errAccountRows
-// when acc's reports would hold more than their share.
+// are free, errAccountRows when acc's reports would hold more than their
+// share. The reports waiting to start wait on: this one reads already.
 func (b *reportRows) grow(acc accounts.Account, least, most int64) (int64, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -158,14 +176,6 @@ func (b *reportRows) grow(acc accounts.Account, least, most int64) (int64, error
 		return 0, errAccountRows
 	}
 	room := min(b.free, b.share-b.held[acc], most)
-	for _, a := range b.queue {
-		// A report waiting to start whose account has room waits on
-		// the server's rows: it has them first.
-		if b.roomFor(a.acc, b.first) {
-			room = 0
-			break
-		}
-	}
 	if room < least {
 		return 0, errServerRows
 	}

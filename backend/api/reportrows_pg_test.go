@@ -53,11 +53,13 @@ func TestReportNeverWaitsForRowsHoldingAConnection(t *testing.T) {
 			}
 			return h
 		}
-		// Other accounts' reports hold every row but one.
+		// Other accounts' reports hold every row but two: the one the
+		// report starts with, and the part it leaves the others as they
+		// read, which one of them then takes.
 		var others []*reportHold
-		for i := range 3 {
+		for i, size := range []int{21, 21, 20} { // n-2 rows
 			h := ask(accounts.Account{Kind: accounts.Partner, ID: "other" + strconv.Itoa(i)})
-			for rows := 1; rows <= (n-1)/3; rows++ {
+			for rows := 1; rows <= size; rows++ {
 				if err := h.hold(rows); err != nil {
 					t.Fatal(err)
 				}
@@ -65,6 +67,9 @@ func TestReportNeverWaitsForRowsHoldingAConnection(t *testing.T) {
 			others = append(others, h)
 		}
 		h := ask(partner)
+		if err := others[0].hold(22); err != nil {
+			t.Fatal(err)
+		}
 		done := make(chan error, 1)
 		go func() {
 			_, err := report.RunHolding(t.Context(), db.Rollups(), partner, req, h.hold)
