@@ -1,6 +1,7 @@
 package api
 
 import (
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -12,7 +13,9 @@ import (
 	"github.com/goccy/go-json"
 
 	"github.com/adlink/adlink/backend/accounts"
+	"github.com/adlink/adlink/backend/config"
 	"github.com/adlink/adlink/backend/metrics"
+	"github.com/adlink/adlink/backend/report"
 )
 
 // metricLines are m's lines of the series named.
@@ -92,6 +95,69 @@ func TestLargeReportReadingGetsRowsBeforeSmallOnesStart(t *testing.T) {
 				b.free, len(b.held), len(b.queue), n)
 		}
 	})
+}
+
+// On a server no other account uses, one account's reports may hold more
+// than its share: its two largest at once (a dashboard's table and a CSV
+// download, 400,000 rows of the default 600,000) run to their end, and
+// leave another account's largest report room. While another account's
+// report holds rows, the account's reports hold no more than their
+// share. Before, the second of the two was refused at 300,000 rows.
+func TestOneAccountAloneHoldsPastItsShare(t *testing.T) {
+	n := config.Default().ReportRows
+	s := &server{reportRows: newReportRows(n), metrics: metrics.New()}
+	b := s.reportRows
+	start := func(acc accounts.Account) *reportHold {
+		t.Helper()
+		h, err := s.holdReport(httptest.NewRequest(http.MethodGet, "/v2/report", nil), acc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	a := accounts.Account{Kind: accounts.Advertiser, ID: "a.example"}
+	other := accounts.Account{Kind: accounts.Partner, ID: "other"}
+	two := []*reportHold{start(a), start(a)}
+	for rows := 1; rows <= report.MaxRows; rows++ {
+		for i, h := range two {
+			if err := h.hold(rows); err != nil {
+				t.Fatalf("the account's report %d of 2 at its row %d, alone on the server: %v", i+1, rows, err)
+			}
+		}
+	}
+	largest := start(other)
+	for rows := 1; rows <= report.MaxRows; rows++ {
+		if err := largest.hold(rows); err != nil {
+			t.Fatalf("another account's largest report at its row %d, beside the account's two: %v", rows, err)
+		}
+	}
+	for _, h := range append(two, largest) {
+		h.release()
+	}
+
+	// Another account's report holds rows: the account has its share.
+	small := start(other)
+	two = []*reportHold{start(a), start(a)}
+	var refused error
+	for rows := 1; rows <= report.MaxRows && refused == nil; rows++ {
+		for _, h := range two {
+			if refused = h.hold(rows); refused != nil {
+				break
+			}
+		}
+	}
+	if e := (*Error)(nil); !errors.As(refused, &e) || e.Code != CodeReportsBusy || !errors.Is(refused, errAccountRows) {
+		t.Errorf("the account's two largest reports beside another account's: %v, want %s for the account's share", refused, CodeReportsBusy)
+	}
+	if held := b.held[a]; held > b.share {
+		t.Errorf("the account's reports hold %d rows beside another account's, its share is %d", held, b.share)
+	}
+	for _, h := range append(two, small) {
+		h.release()
+	}
+	if b.free != int64(n) || len(b.held) != 0 {
+		t.Errorf("%d rows free once every report is done, want %d", b.free, n)
+	}
 }
 
 // slowWriter is a client that reads a report slowly: its first write

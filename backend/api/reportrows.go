@@ -54,11 +54,14 @@ const reportFirst = 1000
 // Once read, a report gives back what it holds past its rows.
 //
 // The reports of one account hold at most share rows together, so that
-// they leave the others room.
+// they leave the others room; while no other account's report holds
+// rows or waits to start, up to lend, all but the rows of the largest
+// report, which another account may then still run.
 type reportRows struct {
 	// step is a part of the rows a report grows by; first the part it
-	// starts with; share the most one account's reports hold.
-	step, first, share int64
+	// starts with; share the most one account's reports hold, lend the
+	// most while they are the only ones.
+	step, first, share, lend int64
 
 	mu sync.Mutex
 	// all are the rows of the bound, free those no report holds.
@@ -86,7 +89,8 @@ var (
 
 // newReportRows bounds reports to n rows together; 0 bounds nothing.
 // An account's share is half of n, but never less than the largest
-// report (report.MaxRows), which one account may always run.
+// report (report.MaxRows), which one account may always run; alone, it
+// may hold all but one largest report.
 func newReportRows(n int) *reportRows {
 	if n <= 0 {
 		return nil
@@ -95,7 +99,7 @@ func newReportRows(n int) *reportRows {
 	step := max(1, all/reportSteps)
 	share := max(all/2, min(all, int64(report.MaxRows)))
 	return &reportRows{all: all, free: all, step: step, first: min(step, reportFirst),
-		share: share, held: map[accounts.Account]int64{}}
+		share: share, lend: max(share, all-int64(report.MaxRows)), held: map[accounts.Account]int64{}}
 }
 
 // start takes the first part of the rows for a report of acc, waiting
@@ -133,7 +137,26 @@ func (b *reportRows) start(ctx context.Context, acc accounts.Account) error {
 
 // roomFor is whether acc's reports may hold n more rows (b.mu held).
 func (b *reportRows) roomFor(acc accounts.Account, n int64) bool {
-	return b.held[acc]+n <= b.share
+	return b.held[acc]+n <= b.limit(acc)
+}
+
+// limit is the most rows acc's reports may hold: share, or lend while
+// no other account's report holds rows or waits to start (b.mu held).
+func (b *reportRows) limit(acc accounts.Account) int64 {
+	if b.lend == b.share {
+		return b.share
+	}
+	for a := range b.held {
+		if a != acc {
+			return b.share
+		}
+	}
+	for _, a := range b.queue {
+		if a.acc != acc {
+			return b.share
+		}
+	}
+	return b.lend
 }
 
 // kept are the rows a report starting leaves free: a part, while other
@@ -168,14 +191,15 @@ func (b *reportRows) settle() {
 // grow takes at once between least and most more rows for a report of
 // acc, as many as are free up to most, or none: errServerRows when fewer
 // are free, errAccountRows when acc's reports would hold more than their
-// share. The reports waiting to start wait on: this one reads already.
+// limit. The reports waiting to start wait on: this one reads already.
 func (b *reportRows) grow(acc accounts.Account, least, most int64) (int64, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if !b.roomFor(acc, least) {
+	limit := b.limit(acc)
+	if b.held[acc]+least > limit {
 		return 0, errAccountRows
 	}
-	room := min(b.free, b.share-b.held[acc], most)
+	room := min(b.free, limit-b.held[acc], most)
 	if room < least {
 		return 0, errServerRows
 	}

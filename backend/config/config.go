@@ -94,7 +94,8 @@ type Config struct {
 	// together (-report-rows, ADLINK_REPORT_ROWS): a report is held in
 	// memory, at most some 1.4 KB a row at its peak, so the default of
 	// 600,000 holds under 1 GB. One account's reports hold at most half
-	// (never less than report.MaxRows). At least report.MaxRows, so that
+	// (never less than report.MaxRows), or all but report.MaxRows while no
+	// other account's report runs. At least report.MaxRows, so that
 	// the largest report can run; 0 for no bound.
 	ReportRows int
 	// TrustedProxies are the peers whose X-Forwarded-For and country header
