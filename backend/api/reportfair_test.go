@@ -1,7 +1,9 @@
 package api
 
 import (
+	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -9,12 +11,16 @@ import (
 	"sync"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/goccy/go-json"
 
 	"github.com/adlink/adlink/backend/accounts"
+	"github.com/adlink/adlink/backend/clicks"
 	"github.com/adlink/adlink/backend/config"
 	"github.com/adlink/adlink/backend/metrics"
+	"github.com/adlink/adlink/backend/partners"
+	"github.com/adlink/adlink/backend/ratelimit"
 	"github.com/adlink/adlink/backend/report"
 )
 
@@ -29,6 +35,108 @@ func metricLines(m *metrics.Metrics, name string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// seenLimiter is the server's limiter of reports, which sends on seen
+// each key it is asked about: the request is past its limits.
+type seenLimiter struct {
+	ratelimit.Limiter
+	seen chan string
+}
+
+func (l seenLimiter) Allow(ctx context.Context, key string, lim ratelimit.Limit) ratelimit.Decision {
+	d := l.Limiter.Allow(ctx, key, lim)
+	l.seen <- key
+	return d
+}
+
+// A client that leaves while its report waits for its first rows, the
+// others holding every row, made no server error: its request is counted
+// as 499, not as a 5xx, and no error is logged.
+func TestClientGoneWhileReportWaitsForRows(t *testing.T) {
+	var logs syncBuffer
+	m := metrics.New()
+	var gated gatedRollups
+	seen := make(chan string, 10)
+	env := newReportEnvWith(t, func(d *Deps) {
+		d.Config.ReportRows = 1
+		d.Metrics = m
+		d.Logger = slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		gated = gatedRollups{BoltRollups: d.Rollups.(clicks.BoltRollups), started: make(chan struct{}, 10),
+			open: map[string]chan struct{}{"demo": make(chan struct{})}}
+		d.Rollups = gated
+		d.Limiter = func(kind string) ratelimit.Limiter {
+			l := ratelimit.New(ratelimit.Options{})
+			if kind == "reports" {
+				return seenLimiter{Limiter: l, seen: seen}
+			}
+			return l
+		}
+	})
+	srv := httptest.NewServer(env.handler)
+	defer srv.Close()
+	ask := func(ctx context.Context, token string) (*http.Response, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/v2/report", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+token)
+		return http.DefaultClient.Do(req)
+	}
+	// The demo partner's report holds the only row as it reads.
+	demo := make(chan int, 1)
+	go func() {
+		res, err := ask(t.Context(), partners.DemoReportToken)
+		if err != nil {
+			demo <- 0
+			return
+		}
+		res.Body.Close()
+		demo <- res.StatusCode
+	}()
+	<-gated.started
+	for len(seen) > 0 {
+		<-seen
+	}
+	// The advertiser's waits for it, and its client leaves.
+	ctx, cancel := context.WithCancel(t.Context())
+	gone := make(chan error, 1)
+	go func() {
+		res, err := ask(ctx, advertiserToken)
+		if err == nil {
+			res.Body.Close()
+			err = nil
+		}
+		gone <- err
+	}()
+	for k := range seen {
+		if strings.HasPrefix(k, "account\x00advertiser") {
+			break // past its limits: it waits for the row
+		}
+	}
+	cancel()
+	if err := <-gone; err == nil {
+		t.Fatal("the report was answered, want its client gone")
+	}
+	for {
+		l := metricLines(m, "adlink_http_requests_total")
+		if strings.Contains(l, `status="5`) {
+			t.Fatalf("the client gone was counted as a 5xx:\n%s", l)
+		}
+		if strings.Contains(l, `status="499"`) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond) // the server sees the client gone
+	}
+	for _, l := range logs.lines(t) {
+		if l["level"] == "ERROR" {
+			t.Errorf("logged as an error: %v", l)
+		}
+	}
+	close(gated.open["demo"])
+	if code := <-demo; code != http.StatusOK {
+		t.Errorf("the demo partner's report: %d", code)
+	}
 }
 
 // A large report reading, that needs more rows while small reports of
