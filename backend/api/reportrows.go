@@ -135,9 +135,11 @@ func (b *reportRows) start(ctx context.Context, acc accounts.Account) error {
 	return errServerRows
 }
 
-// roomFor is whether acc's reports may hold n more rows (b.mu held).
+// roomFor is whether acc's reports may hold n more rows (b.mu held):
+// within the share, at once, without looking for other accounts.
 func (b *reportRows) roomFor(acc accounts.Account, n int64) bool {
-	return b.held[acc]+n <= b.limit(acc)
+	h := b.held[acc] + n
+	return h <= b.share || h <= b.limit(acc)
 }
 
 // limit is the most rows acc's reports may hold: share, or lend while
