@@ -258,7 +258,7 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 		if start == nil {
 			start = context.Background()
 		}
-		a.pg, err = pgstore.OpenWith(start, cfg.PostgresURL, pgstore.Options{Logger: log, LockTimeout: cfg.PostgresLockTimeout})
+		a.pg, err = pgstore.OpenWith(start, cfg.PostgresURL, pgstore.Options{Logger: log, LockTimeout: cfg.PostgresLockTimeout, MigrateWait: cfg.PostgresMigrateWait})
 		if err != nil {
 			return nil, err
 		}

@@ -229,6 +229,13 @@ type Config struct {
 	// the queries of the running replicas queued behind it go on
 	// (-postgres-lock-timeout, ADLINK_POSTGRES_LOCK_TIMEOUT).
 	PostgresLockTimeout time.Duration
+	// PostgresMigrateWait bounds how long the migrations are tried again
+	// while a statement gives up on its lock timeout at every try: past
+	// it the start fails, naming the sessions that held up the last try,
+	// rather than wait unseen behind a transaction left open
+	// (-postgres-migrate-wait, ADLINK_POSTGRES_MIGRATE_WAIT). Zero tries
+	// again for as long as it takes.
+	PostgresMigrateWait time.Duration
 	// RedisURL, when set, is the Redis that the rate limits are kept in,
 	// shared by every replica that names it (-redis, ADLINK_REDIS_URL): a
 	// redis:// or rediss:// URL as go-redis reads it, or a Redis Cluster's
@@ -267,6 +274,10 @@ func Default() Config {
 		// A replica's queries of a table wait this long at most behind
 		// a migration's ALTER TABLE.
 		PostgresLockTimeout: 5 * time.Second,
+		// A rolling upgrade whose replica cannot migrate for this long
+		// stops there, its error in the orchestrator's view, rather than
+		// look like a slow start.
+		PostgresMigrateWait: 15 * time.Minute,
 		// One household or office behind one address clicks a few ads a
 		// day; a carrier's NAT shares an address wider, so not fewer.
 		NetworkDailyClicks: 50,
@@ -424,6 +435,7 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	c.RetentionHost = getenv("ADLINK_RETENTION_HOST")
 	c.PostgresURL = getenv("ADLINK_POSTGRES_URL")
 	envDuration("ADLINK_POSTGRES_LOCK_TIMEOUT", &c.PostgresLockTimeout)
+	envDuration("ADLINK_POSTGRES_MIGRATE_WAIT", &c.PostgresMigrateWait)
 	c.RedisURL = getenv("ADLINK_REDIS_URL")
 	clickKeys := getenv("ADLINK_CLICK_KEYS")
 	if v := getenv("ADLINK_LOG_LEVEL"); v != "" {
@@ -487,6 +499,7 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	fs.Func("postgres", "Postgres `URL` that keeps clicks, impressions, reports, spend and the page analyses and their queue for every replica; none: the data directory's file (ADLINK_POSTGRES_URL, preferred)",
 		func(s string) error { c.PostgresURL = s; return nil })
 	fs.DurationVar(&c.PostgresLockTimeout, "postgres-lock-timeout", c.PostgresLockTimeout, "longest `time` a statement of the schema migrations at start waits for a lock before they are tried again, so that the replicas' queries queued behind it go on (ADLINK_POSTGRES_LOCK_TIMEOUT)")
+	fs.DurationVar(&c.PostgresMigrateWait, "postgres-migrate-wait", c.PostgresMigrateWait, "longest `time` the schema migrations at start are tried again after giving up on a lock; past it the start fails, naming the sessions that held up the last try; 0: for as long as it takes (ADLINK_POSTGRES_MIGRATE_WAIT)")
 	// A func flag, as -click-keys: the URL may hold a password.
 	fs.Func("redis", "`URL` of the Redis that keeps the rate limits and the budgets spent today and carries the catalog announcements, shared by replicas, redis://[user:password@]host:port/db, or a Redis Cluster's redis-cluster://[user:password@]host:port,host:port...; none: in this process (ADLINK_REDIS_URL)",
 		func(s string) error { c.RedisURL = s; return nil })
@@ -630,6 +643,9 @@ func (c *Config) Validate() error {
 	}
 	if c.PostgresLockTimeout < 10*time.Millisecond {
 		bad("postgres-lock-timeout %v: want at least 10ms", c.PostgresLockTimeout)
+	}
+	if c.PostgresMigrateWait < 0 {
+		bad("postgres-migrate-wait %v: want 0 (no bound) or more", c.PostgresMigrateWait)
 	}
 	if _, err := clicks.NewKeys(c.ClickKeys...); err != nil && len(c.ClickKeys) > 0 {
 		bad("click-keys: %w", err)

@@ -219,6 +219,17 @@ func TestLoad(t *testing.T) {
 			want: func(c *Config) { c.PostgresLockTimeout = 500 * time.Millisecond },
 		},
 		{
+			name: "migrations' wait from the environment",
+			env:  map[string]string{"ADLINK_POSTGRES_MIGRATE_WAIT": "1h"},
+			want: func(c *Config) { c.PostgresMigrateWait = time.Hour },
+		},
+		{
+			name: "migrations' wait flag wins, 0 for no bound",
+			args: []string{"-postgres-migrate-wait", "0"},
+			env:  map[string]string{"ADLINK_POSTGRES_MIGRATE_WAIT": "1h"},
+			want: func(c *Config) { c.PostgresMigrateWait = 0 },
+		},
+		{
 			name: "wildcard listen address",
 			args: []string{"-addr", ":9090"},
 			want: func(c *Config) { c.Addr, c.RedirectURL = ":9090", "http://localhost:9090" },
@@ -320,6 +331,13 @@ func TestLoadRefusesNoLockTimeout(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "postgres-lock-timeout") {
 			t.Errorf("Load %q = %v, want the postgres-lock-timeout named", args, err)
 		}
+	}
+}
+
+func TestLoadRefusesNegativeMigrateWait(t *testing.T) {
+	_, err := Load([]string{"-postgres-migrate-wait", "-1s"}, env(demoEnv(nil)), io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "postgres-migrate-wait") {
+		t.Errorf("Load -postgres-migrate-wait -1s = %v, want it named", err)
 	}
 }
 

@@ -70,7 +70,45 @@ type Options struct {
 	// (Postgres's lock_timeout, on the migrations' connections only);
 	// zero is DefaultLockTimeout.
 	LockTimeout time.Duration
+	// MigrateWait bounds how long the migrations are tried again after a
+	// statement gave up on its lock timeout: no try starts after it, and
+	// the last one that gave up fails OpenWith with a *LockWaitError.
+	// Zero tries again for as long as it takes.
+	MigrateWait time.Duration
 }
+
+// LockWaitError is OpenWith's error when its migrations gave up on a
+// lock timeout at every try for Options.MigrateWait.
+type LockWaitError struct {
+	// Waited is how long the migrations were tried, Tries how often.
+	Waited time.Duration
+	Tries  int
+	// Blockers are the sessions that held up the last try, as
+	// pg_stat_activity showed them; none when it saw none in time.
+	Blockers []Blocker
+	// Err is the last try's error (Postgres's lock_not_available).
+	Err error
+}
+
+func (e *LockWaitError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "gave up after %d tries in %v: a statement waited past its lock timeout each time", e.Tries, e.Waited.Round(time.Millisecond))
+	if len(e.Blockers) == 0 {
+		b.WriteString("; the last try's blockers were not seen")
+	} else {
+		b.WriteString("; the last try waited for")
+		for i, bl := range e.Blockers {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, " pid %d (%s for %v: %q)", bl.PID, bl.State, bl.Age.Round(time.Millisecond), bl.Query)
+		}
+	}
+	fmt.Fprintf(&b, ": %v", e.Err)
+	return b.String()
+}
+
+func (e *LockWaitError) Unwrap() error { return e.Err }
 
 // DefaultLockTimeout is a migration statement's longest wait for a lock.
 // A statement that alters a table asks for a lock that every query of
@@ -87,7 +125,8 @@ const DefaultLockTimeout = 5 * time.Second
 // connectWithin. A migration statement waits at most opts.LockTimeout for
 // a lock; one that gave up is logged with the sessions that held it up,
 // and the migrations start again after a pause (1 s, doubling up to 30 s),
-// for as long as it takes. Migration 00020, which builds and drops
+// for as long as it takes, or until opts.MigrateWait when it is set.
+// Migration 00020, which builds and drops
 // indexes concurrently, has no lock timeout: its waits block no query, a
 // build cut off would be built again from nothing, and a drop waits for
 // every transaction that used the table. Nor have the migrations a bound of their own:
@@ -228,7 +267,8 @@ func schemaVersions(ctx context.Context, pool *pgxpool.Pool) (have, want int64, 
 // migrate applies the embedded migrations under goose's session lock, on
 // connections of their own whose statements wait at most
 // opts.LockTimeout for a lock (the serving pool's have no such bound),
-// and again after a pause while one gave up waiting.
+// and again after a pause while one gave up waiting, until
+// opts.MigrateWait when it is set.
 func migrate(ctx context.Context, pool *pgxpool.Pool, opts Options) error {
 	cfg := pool.Config().ConnConfig.Copy()
 	// In milliseconds, at least one: 0 would be no timeout.
@@ -253,15 +293,35 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, opts Options) error {
 	w := startWatch(ctx, pool, &pids, opts.Logger, max(min(watchEvery, opts.LockTimeout/2), time.Millisecond))
 	defer w.stop()
 	pause := time.Second
-	for {
+	start := time.Now()
+	for try := 1; ; try++ {
+		// The blockers logged are this try's alone: the sessions of the
+		// tries before are gone, and what the watch saw of them is not
+		// this try's doing.
+		w.reset()
 		err = up(ctx, sqlDB, dir)
 		var pe *pgconn.PgError
 		if !errors.As(err, &pe) || pe.Code != "55P03" || ctx.Err() != nil {
 			return err
 		}
-		args := []any{"lock_timeout", opts.LockTimeout.String(), "retry_in", pause.String(), "err", err}
-		for i, b := range w.blockers() {
+		blockers := w.blockers()
+		args := []any{"lock_timeout", opts.LockTimeout.String(), "try", try}
+		waited := time.Since(start)
+		last := opts.MigrateWait > 0 && waited >= opts.MigrateWait
+		if !last {
+			// The last try starts by the end of the wait.
+			if opts.MigrateWait > 0 {
+				pause = min(pause, opts.MigrateWait-waited)
+			}
+			args = append(args, "retry_in", pause.String())
+		}
+		args = append(args, "err", err)
+		for i, b := range blockers {
 			args = append(args, slog.Group(fmt.Sprintf("blocker%d", i+1), b.attrs()...))
+		}
+		if last {
+			opts.Logger.Error("postgres: the migrations gave up waiting for a lock at every try; giving up", args...)
+			return &LockWaitError{Waited: waited, Tries: try, Blockers: blockers, Err: err}
 		}
 		opts.Logger.Warn("postgres: a migration gave up waiting for a lock, so as not to hold up the queries queued behind it; trying again", args...)
 		select {
@@ -309,22 +369,29 @@ func (m *migrationPIDs) add(pid uint32) {
 	m.pids = append(m.pids, pid)
 }
 
+// reset forgets the pids of the sessions of the tries before.
+func (m *migrationPIDs) reset() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.pids = nil
+}
+
 func (m *migrationPIDs) all() []uint32 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return slices.Clone(m.pids)
 }
 
-// blocker is a session that holds up a migration's statement.
-type blocker struct {
-	pid   int32
-	state string
-	age   time.Duration // since its transaction began, or its statement
-	query string        // the start of its last statement
+// Blocker is a session that holds up a migration's statement.
+type Blocker struct {
+	PID   int32
+	State string        // pg_stat_activity's: "idle in transaction", "active"
+	Age   time.Duration // since its transaction began, or its statement
+	Query string        // the start of its last statement
 }
 
-func (b blocker) attrs() []any {
-	return []any{"pid", b.pid, "state", b.state, "age", b.age.Round(time.Millisecond).String(), "query", b.query}
+func (b Blocker) attrs() []any {
+	return []any{"pid", b.PID, "state", b.State, "age", b.Age.Round(time.Millisecond).String(), "query", b.Query}
 }
 
 // watchEvery is how often a migration's blockers are looked for, unless
@@ -343,13 +410,15 @@ const watchLogAfter = 30 * time.Second
 type watch struct {
 	cancel context.CancelFunc
 	done   chan struct{}
+	pids   *migrationPIDs
 	mu     sync.Mutex
-	last   []blocker
+	last   []Blocker
+	try    int // counts resets: a poll begun before one is not kept
 }
 
 func startWatch(ctx context.Context, pool *pgxpool.Pool, pids *migrationPIDs, log *slog.Logger, every time.Duration) *watch {
 	ctx, cancel := context.WithCancel(ctx)
-	w := &watch{cancel: cancel, done: make(chan struct{})}
+	w := &watch{cancel: cancel, done: make(chan struct{}), pids: pids}
 	go func() {
 		defer close(w.done)
 		since := map[int32]time.Time{}
@@ -362,6 +431,9 @@ func startWatch(ctx context.Context, pool *pgxpool.Pool, pids *migrationPIDs, lo
 				return
 			case <-t.C:
 			}
+			w.mu.Lock()
+			try := w.try
+			w.mu.Unlock()
 			bs, err := blockersOf(ctx, pool, pids.all())
 			if err != nil {
 				continue
@@ -369,12 +441,12 @@ func startWatch(ctx context.Context, pool *pgxpool.Pool, pids *migrationPIDs, lo
 			now := time.Now()
 			seen := map[int32]bool{}
 			for _, b := range bs {
-				seen[b.pid] = true
-				if _, ok := since[b.pid]; !ok {
-					since[b.pid] = now
+				seen[b.PID] = true
+				if _, ok := since[b.PID]; !ok {
+					since[b.PID] = now
 				}
-				if !logged[b.pid] && now.Sub(since[b.pid]) >= watchLogAfter {
-					logged[b.pid] = true
+				if !logged[b.PID] && now.Sub(since[b.PID]) >= watchLogAfter {
+					logged[b.PID] = true
 					log.Warn("postgres: a migration waits for a lock this session holds", b.attrs()...)
 				}
 			}
@@ -383,19 +455,29 @@ func startWatch(ctx context.Context, pool *pgxpool.Pool, pids *migrationPIDs, lo
 					delete(since, pid)
 				}
 			}
-			if len(bs) > 0 {
-				w.mu.Lock()
+			w.mu.Lock()
+			if len(bs) > 0 && try == w.try {
 				w.last = bs
-				w.mu.Unlock()
 			}
+			w.mu.Unlock()
 		}
 	}()
 	return w
 }
 
+// reset forgets the blockers seen and the sessions watched, before a
+// try: a poll of the try before that ends after it is not kept.
+func (w *watch) reset() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.try++
+	w.last = nil
+	w.pids.reset()
+}
+
 // blockers returns the sessions last seen holding up a migration, and
 // forgets them.
-func (w *watch) blockers() []blocker {
+func (w *watch) blockers() []Blocker {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	bs := w.last
@@ -410,7 +492,7 @@ func (w *watch) stop() {
 
 // blockersOf returns the sessions that hold up a statement of the
 // sessions of pids waiting for a lock.
-func blockersOf(ctx context.Context, pool *pgxpool.Pool, pids []uint32) ([]blocker, error) {
+func blockersOf(ctx context.Context, pool *pgxpool.Pool, pids []uint32) ([]Blocker, error) {
 	if len(pids) == 0 {
 		return nil, nil
 	}
@@ -425,11 +507,11 @@ func blockersOf(ctx context.Context, pool *pgxpool.Pool, pids []uint32) ([]block
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (blocker, error) {
-		var b blocker
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Blocker, error) {
+		var b Blocker
 		var secs float64
-		err := r.Scan(&b.pid, &b.state, &secs, &b.query)
-		b.age = time.Duration(secs * float64(time.Second))
+		err := r.Scan(&b.PID, &b.State, &secs, &b.Query)
+		b.Age = time.Duration(secs * float64(time.Second))
 		return b, err
 	})
 }
