@@ -863,3 +863,134 @@ func TestRollupAccountsMigrationDropWaitsForReaders(t *testing.T) {
 		t.Errorf("after Open, the valid account indexes are %v", got)
 	}
 }
+
+// A start whose migrations give up on their lock timeout at every try
+// for Options.MigrateWait stops: OpenWith fails, naming the session that
+// held up the last try, rather than wait unseen for as long as it is
+// held.
+func TestMigrationsGiveUpAfterTheirWait(t *testing.T) {
+	db, p := migrated(t)
+	// Migration 00016 adds a column to removed_ads.
+	if _, err := p.DownTo(t.Context(), 15); err != nil {
+		t.Fatalf("down to 00015: %v", err)
+	}
+	holder, holderPID := lockRemovedAds(t, db)
+	defer holder.Rollback(context.Background())
+	logs := logLines(t)
+	opened := make(chan error, 1)
+	go func() {
+		up, err := OpenWith(t.Context(), db.pool.Config().ConnString(),
+			Options{Logger: logs.logger, LockTimeout: 100 * time.Millisecond, MigrateWait: 1500 * time.Millisecond})
+		if err == nil {
+			up.Close()
+		}
+		opened <- err
+	}()
+	var err error
+	select {
+	case err = <-opened:
+	case <-time.After(time.Minute):
+		t.Fatal("Open still migrates a minute past its wait while the holder holds removed_ads")
+	}
+	var lw *LockWaitError
+	if !errors.As(err, &lw) {
+		t.Fatalf("Open past its wait: %v, want a LockWaitError", err)
+	}
+	if lw.Tries < 2 || len(lw.Blockers) != 1 || lw.Blockers[0].PID != holderPID {
+		t.Errorf("Open gave up after %d tries, blocked by %+v; want 2 or more, by the holder's pid %d", lw.Tries, lw.Blockers, holderPID)
+	}
+	if msg := err.Error(); !strings.Contains(msg, fmt.Sprintf("pid %d", holderPID)) || !strings.Contains(msg, "lock") {
+		t.Errorf("Open's error %q does not name the holder's pid %d", msg, holderPID)
+	}
+	var logged bool
+	for len(logs.lines) > 0 {
+		line := <-logs.lines
+		logged = logged || strings.Contains(line, "level=ERROR") && strings.Contains(line, "giving up") &&
+			strings.Contains(line, fmt.Sprintf("pid=%d", holderPID))
+	}
+	if !logged {
+		t.Error("no error logged with the holder's pid when Open gave up")
+	}
+	// Nothing of 00016 was applied.
+	var has bool
+	if err := db.pool.QueryRow(t.Context(), `SELECT EXISTS (SELECT FROM information_schema.columns
+		WHERE table_schema = current_schema() AND table_name = 'removed_ads' AND column_name = 'seq')`).Scan(&has); err != nil {
+		t.Fatal(err)
+	}
+	if has {
+		t.Error("Open gave up, yet removed_ads has 00016's seq column")
+	}
+}
+
+// Each try's blockers are its own: a session that held up an earlier
+// try, and ended, is not named when a later one gives up.
+func TestMigrationsNameTheLastTrysBlockers(t *testing.T) {
+	db, p := migrated(t)
+	if _, err := p.DownTo(t.Context(), 15); err != nil {
+		t.Fatalf("down to 00015: %v", err)
+	}
+	first, firstPID := lockRemovedAds(t, db)
+	defer first.Rollback(context.Background())
+	logs := logLines(t)
+	opened := make(chan error, 1)
+	go func() {
+		up, err := OpenWith(t.Context(), db.pool.Config().ConnString(),
+			Options{Logger: logs.logger, LockTimeout: 100 * time.Millisecond, MigrateWait: 4 * time.Second})
+		if err == nil {
+			up.Close()
+		}
+		opened <- err
+	}()
+	// A try gives up on the first holder.
+	for named := false; !named; {
+		select {
+		case line := <-logs.lines:
+			named = strings.Contains(line, "trying again") && strings.Contains(line, fmt.Sprintf("pid=%d", firstPID))
+		case err := <-opened:
+			t.Fatalf("Open returned before a retry named the first holder: %v", err)
+		}
+	}
+	// A second holder takes the table, then the first lets it go.
+	second, secondPID := lockRemovedAds(t, db)
+	defer second.Rollback(context.Background())
+	if err := first.Commit(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	select {
+	case err = <-opened:
+	case <-time.After(time.Minute):
+		t.Fatal("Open still migrates a minute past its wait")
+	}
+	var lw *LockWaitError
+	if !errors.As(err, &lw) {
+		t.Fatalf("Open past its wait: %v, want a LockWaitError", err)
+	}
+	if len(lw.Blockers) != 1 || lw.Blockers[0].PID != secondPID {
+		t.Errorf("the last try was blocked by %+v; want the second holder's pid %d alone (the first's was %d)", lw.Blockers, secondPID, firstPID)
+	}
+	if strings.Contains(err.Error(), fmt.Sprintf("pid %d ", firstPID)) {
+		t.Errorf("Open's error %q names the first holder, gone before the last try", err)
+	}
+}
+
+// lockRemovedAds begins a transaction that holds removed_ads, as an
+// operator's open psql session would, and returns it with its backend's
+// pid.
+func lockRemovedAds(t *testing.T, db *DB) (pgx.Tx, int32) {
+	t.Helper()
+	tx, err := db.pool.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Waits, while a migration's ALTER TABLE waits for the table, until
+	// that statement gives up.
+	if _, err := tx.Exec(t.Context(), "LOCK TABLE removed_ads IN ACCESS SHARE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	var pid int32
+	if err := tx.QueryRow(t.Context(), `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
+		t.Fatal(err)
+	}
+	return tx, pid
+}
