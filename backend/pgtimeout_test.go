@@ -1,9 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"net"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -116,5 +120,57 @@ func TestPostgresCommandsTimeOut(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "did not end within -timeout 1s") {
 			t.Errorf("%s on tables held: %v, want -timeout named", args[0], err)
 		}
+	}
+}
+
+// A server whose migrations give up on their lock timeout at every try
+// for -postgres-migrate-wait exits with status 1 and an error that names
+// the session holding up its last try. Here the last migration's ALTER
+// TABLE waits for an open transaction that holds the clicks table.
+func TestBinaryStopsWhenMigrationsWaitTooLong(t *testing.T) {
+	bin := buildServer(t)
+	url := testpg.New(t)
+	db, err := pgstore.Open(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	// Undo migration 00022 (a column of clicks), so that a start applies
+	// it again.
+	if _, err := db.Pool().Exec(t.Context(), `ALTER TABLE clicks DROP COLUMN budget_day;
+		DELETE FROM goose_db_version WHERE version_id = 22`); err != nil {
+		t.Fatal(err)
+	}
+	holder, err := db.Pool().Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Rollback(context.Background())
+	if _, err := holder.Exec(t.Context(), "LOCK TABLE clicks IN ACCESS SHARE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	var holderPID int32
+	if err := holder.QueryRow(t.Context(), "SELECT pg_backend_pid()").Scan(&holderPID); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "-addr", "127.0.0.1:0", "-admin-addr", "", "-data", t.TempDir(), "-demo",
+		"-postgres-lock-timeout", "100ms", "-postgres-migrate-wait", "1500ms")
+	cmd.Env = []string{"ADLINK_POSTGRES_URL=" + url}
+	cmd.Dir = t.TempDir()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err = cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("the server still started a minute past its migrations' wait:\n%s", stderr.Bytes())
+	}
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Fatalf("the server's migrations held past their wait: %v, want exit status 1\n%s", err, stderr.Bytes())
+	}
+	want := "adlink: postgres: migrating: gave up after "
+	if out := stderr.String(); !strings.Contains(out, want) || !strings.Contains(out, fmt.Sprintf("pid %d ", holderPID)) {
+		t.Errorf("the server's stderr does not say %q and name the holder's pid %d:\n%s", want, holderPID, out)
 	}
 }
