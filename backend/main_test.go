@@ -71,7 +71,7 @@ var partnersFile = filepath.Join("..", "testdata", "partners.example.json")
 
 func TestRunServesSearchAndRedirect(t *testing.T) {
 	data := t.TempDir()
-	base, stop := startRun(t, "-data", data, "-redirect-url", "https://r.example.com/", "-demo", "-partners", partnersFile)
+	base, admin, stop := startRunAdmin(t, "-data", data, "-redirect-url", "https://r.example.com/", "-demo", "-partners", partnersFile)
 	for _, tt := range []struct {
 		key, site string
 		status    int
@@ -122,6 +122,20 @@ func TestRunServesSearchAndRedirect(t *testing.T) {
 	res.Body.Close()
 	if res.StatusCode != http.StatusFound || !strings.HasPrefix(res.Header.Get("Location"), "https://handy-bestkauf.de") {
 		t.Errorf("redirect %d to %q", res.StatusCode, res.Header.Get("Location"))
+	}
+	// The click's record, the store's share of the redirect, is timed
+	// apart on the admin listener.
+	res, err = http.Get(admin + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, err := io.ReadAll(res.Body)
+	res.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `adlink_click_record_duration_seconds_count{outcome="recorded"} 1`; !strings.Contains(string(metrics), want) {
+		t.Errorf("/metrics after one click lacks %s", want)
 	}
 
 	if err := stop(); err != nil {

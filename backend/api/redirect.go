@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/adlink/adlink/backend/catalog"
@@ -150,7 +151,10 @@ func (s *server) redirect(w http.ResponseWriter, r *http.Request) error {
 			// -postgres, a click Postgres is slow to take is spooled, not
 			// dropped), and the ledger's own wait bounds it.
 			rctx := context.WithoutCancel(r.Context())
-			if err := s.ledger.Record(rctx, &c, u); err != nil {
+			began := time.Now()
+			err := s.ledger.Record(rctx, &c, u)
+			s.metrics.ClickRecord(time.Since(began), err)
+			if err != nil {
 				return internal(fmt.Errorf("recording click: %w", err))
 			}
 			// The id the click is recorded under, for support to find it.

@@ -34,6 +34,7 @@ type Metrics struct {
 	redisFallback *prometheus.CounterVec
 	spool         spoolMetrics
 	reportsBusy   prometheus.Counter
+	clickRecord   *prometheus.HistogramVec
 }
 
 // New returns the metrics registered in a new registry, with the Go
@@ -89,6 +90,7 @@ func New() *Metrics {
 	m.redisFallback = newRedisFallback(m.reg)
 	m.spool = newSpoolMetrics(m.reg)
 	m.reportsBusy = newReportsBusy(m.reg)
+	m.clickRecord = newClickRecord(m.reg)
 	return m
 }
 

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"errors"
 	"io"
 	"net/http/httptest"
 	"strings"
@@ -16,6 +17,8 @@ func TestMetricsExposition(t *testing.T) {
 	m.Click(true, "")
 	m.Click(false, "duplicate")
 	m.RateLimited("api_key")
+	m.ClickRecord(2*time.Millisecond, nil)
+	m.ClickRecord(time.Second, errors.New("disk full"))
 	m.WatchQueue(func() QueueStats { return QueueStats{Depth: 7, OldestAge: 1500 * time.Millisecond} })
 
 	rec := httptest.NewRecorder()
@@ -29,6 +32,9 @@ func TestMetricsExposition(t *testing.T) {
 		`adlink_clicks_total{billable="true",reason=""} 1`,
 		`adlink_clicks_total{billable="false",reason="duplicate"} 1`,
 		`adlink_rate_limited_total{limit="api_key"} 1`,
+		`adlink_click_record_duration_seconds_count{outcome="recorded"} 1`,
+		`adlink_click_record_duration_seconds_bucket{outcome="failed",le="0.5"} 0`,
+		`adlink_click_record_duration_seconds_bucket{outcome="failed",le="1"} 1`,
 		`adlink_page_queue_depth 7`,
 		`adlink_page_queue_oldest_age_seconds 1.5`,
 		`go_goroutines`,
@@ -45,6 +51,7 @@ func TestNilMetricsRecordNothing(t *testing.T) {
 	m.Analysis("failed")
 	m.Click(false, "bot")
 	m.RateLimited("ip")
+	m.ClickRecord(time.Millisecond, nil)
 	m.WatchQueue(func() QueueStats { t.Fatal("stats read"); return QueueStats{} })
 	if m.Registry() != nil {
 		t.Error("a nil Metrics has a registry")
