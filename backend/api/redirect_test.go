@@ -19,6 +19,7 @@ import (
 	"github.com/adlink/adlink/backend/clicks"
 	"github.com/adlink/adlink/backend/config"
 	"github.com/adlink/adlink/backend/market"
+	"github.com/adlink/adlink/backend/metrics"
 	"github.com/adlink/adlink/backend/store"
 )
 
@@ -199,6 +200,7 @@ func TestRedirectStoreFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	var logs bytes.Buffer
+	m := metrics.New()
 	h := NewServer(Deps{
 		Config:   config.Default(),
 		Logger:   slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
@@ -207,6 +209,7 @@ func TestRedirectStoreFailure(t *testing.T) {
 		Clicks: &clickRecorder{AppendFn: func(context.Context, clicks.Click) error {
 			return errors.New("disk on fire at /var/lib/secret")
 		}},
+		Metrics: m,
 	})
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, clickQuery(), nil))
@@ -220,6 +223,11 @@ func TestRedirectStoreFailure(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), `"level":"ERROR"`) || !strings.Contains(logs.String(), "disk on fire") {
 		t.Errorf("a 500 is not logged as an error with its cause:\n%s", logs.String())
+	}
+	rec = httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	if want := `adlink_click_record_duration_seconds_count{outcome="failed"} 1`; !strings.Contains(rec.Body.String(), want) {
+		t.Errorf("/metrics lacks %s", want)
 	}
 
 	// A client's mistake is no error of ours.
