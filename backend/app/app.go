@@ -259,6 +259,9 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 			start = context.Background()
 		}
 		a.pg, err = pgstore.OpenWith(start, cfg.PostgresURL, pgstore.Options{Logger: log, LockTimeout: cfg.PostgresLockTimeout, MigrateWait: cfg.PostgresMigrateWait})
+		if lw := (*pgstore.LockWaitError)(nil); errors.As(err, &lw) {
+			return nil, fmt.Errorf("%w; end those sessions (pg_terminate_backend) and start again, or give -postgres-migrate-wait longer than %v", err, cfg.PostgresMigrateWait)
+		}
 		if err != nil {
 			return nil, err
 		}
