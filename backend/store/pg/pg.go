@@ -90,6 +90,7 @@ type LockWaitError struct {
 	Err error
 }
 
+// Error names the last try's blockers, for the operator to end them.
 func (e *LockWaitError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "gave up after %d tries in %v: a statement waited past its lock timeout each time", e.Tries, e.Waited.Round(time.Millisecond))
@@ -108,6 +109,7 @@ func (e *LockWaitError) Error() string {
 	return b.String()
 }
 
+// Unwrap returns the last try's error.
 func (e *LockWaitError) Unwrap() error { return e.Err }
 
 // DefaultLockTimeout is a migration statement's longest wait for a lock.
