@@ -7,11 +7,16 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
 
 	pgstore "github.com/adlink/adlink/backend/store/pg"
 	"github.com/adlink/adlink/internal/testpg"
@@ -126,7 +131,8 @@ func TestPostgresCommandsTimeOut(t *testing.T) {
 // A server whose migrations give up on their lock timeout at every try
 // for -postgres-migrate-wait exits with status 1 and an error that names
 // the session holding up its last try. Here the last migration's ALTER
-// TABLE waits for an open transaction that holds the clicks table.
+// TABLE (00016's, of removed_ads) waits for an open transaction that
+// holds the table.
 func TestBinaryStopsWhenMigrationsWaitTooLong(t *testing.T) {
 	bin := buildServer(t)
 	url := testpg.New(t)
@@ -135,18 +141,24 @@ func TestBinaryStopsWhenMigrationsWaitTooLong(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	// Undo migration 00022 (a column of clicks), so that a start applies
-	// it again.
-	if _, err := db.Pool().Exec(t.Context(), `ALTER TABLE clicks DROP COLUMN budget_day;
-		DELETE FROM goose_db_version WHERE version_id = 22`); err != nil {
+	// Undo the migrations from 00016 on, so that a start applies them
+	// again.
+	sqlDB := stdlib.OpenDBFromPool(db.Pool())
+	defer sqlDB.Close()
+	p, err := goose.NewProvider(goose.DialectPostgres, sqlDB, os.DirFS(filepath.Join("store", "pg", "migrations")),
+		goose.WithDisableGlobalRegistry(true))
+	if err != nil {
 		t.Fatal(err)
+	}
+	if _, err := p.DownTo(t.Context(), 15); err != nil {
+		t.Fatalf("down to 00015: %v", err)
 	}
 	holder, err := db.Pool().Begin(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer holder.Rollback(context.Background())
-	if _, err := holder.Exec(t.Context(), "LOCK TABLE clicks IN ACCESS SHARE MODE"); err != nil {
+	if _, err := holder.Exec(t.Context(), "LOCK TABLE removed_ads IN ACCESS SHARE MODE"); err != nil {
 		t.Fatal(err)
 	}
 	var holderPID int32
