@@ -1022,6 +1022,18 @@
   // is reported again, with the site token of a manifest fetched anew, once
   // it is in view for a second again, or still is when the tab shows again.
   var SEEN_MS = 1000, BATCH_MS = 100, MAX_BEACON = 16, RENEW_S = 600;
+  // V2: the browser's IntersectionObserver tells whether a link can be
+  // seen (v2, Chromium since 74): nothing painted over it (a sticky header,
+  // a comment's overlay, even one clicks fall through, pointer-events:
+  // none), no opacity below 1, no filter, no transform but a move or a
+  // zoom in. There a link counts only when it says so, as well as by
+  // rendered's checks, which stay for the others.
+  var V2 = !!window.IntersectionObserverEntry && "isVisible" in IntersectionObserverEntry.prototype;
+  // held has, for a link in view that V2 says is covered, its href with
+  // its proof (click token, signature) and the href without it, which the
+  // link has until it shows again: a click falling through a cover onto
+  // it bills nothing.
+  var held = new WeakMap();
   // watched holds the links observed: an IntersectionObserver keeps each
   // element it observes alive, so a link the page no longer holds is let
   // go (unwatchGone) whenever links are watched, and at each refresh.
@@ -1049,6 +1061,24 @@
     return life > 0 ? Date.now() + Math.max(life - RENEW_S * 1000, life / 2, 60000) : 0;
   }
 
+  function cover(a, on) {
+    var h = held.get(a);
+    if (h && h[1] !== a.href) held.delete(a), h = 0; // the page changed it
+    if (on && !h && /[?&](ct|sig)=/.test(a.href)) {
+      h = [a.href];
+      a.href = a.href.replace(/&(ct|exp|sig)=[^&#]*/g, "");
+      held.set(a, h.concat(a.href));
+    } else if (!on && h) {
+      held.delete(a);
+      a.href = h[0];
+    }
+  }
+
+  function hrefOf(a) {
+    var h = held.get(a);
+    return h && h[1] === a.href ? h[0] : a.href;
+  }
+
   function look(a) {
     if (!timers.has(a) && stale(a)) timers.set(a, setTimeout(function () { seen(a); }, SEEN_MS));
   }
@@ -1059,7 +1089,8 @@
       observer = new IntersectionObserver(function (entries) {
         entries.forEach(function (e) {
           var a = e.target;
-          if (e.isIntersecting && e.intersectionRatio >= 0.5) {
+          if (V2) cover(a, e.isIntersecting && !e.isVisible);
+          if (e.isIntersecting && e.intersectionRatio >= 0.5 && (!V2 || e.isVisible)) {
             inView.add(a);
             look(a);
           } else {
@@ -1071,7 +1102,7 @@
             }
           }
         });
-      }, { threshold: [0, 0.5] });
+      }, { threshold: [0, 0.5], trackVisibility: true, delay: 100 });
       onDocument("visibilitychange", function () {
         if (docProp("visibilityState") === "visible") inView.forEach(look);
       });
@@ -1161,7 +1192,7 @@
     var was = [], sent = [];
     tok.then(function (tok) {
       batch.forEach(function (a, i) {
-        var h = was[i] = a.href;
+        var h = was[i] = hrefOf(a);
         if (made.indexOf(a) >= 0) {
           h = h.replace(/&ct=[^&]+/g, "");
           if (tok) h = h.replace(/([?&]tok=)[^&]+/, "$1" + encodeURIComponent(tok));
@@ -1181,9 +1212,12 @@
       // would come again, and the links are not reported again.
       if (!ct) return r.status >= 500 || r.status === 429 ? retry() : undefined;
       batch.forEach(function (a, i) {
-        if (typeof ct[i] !== "string" || !/^[\w.-]+$/.test(ct[i]) || /[?&]sig=/.test(a.href) || a.href !== was[i] || !clickOrigins[originOf(a.href)]) return;
+        var c = held.has(a);
+        if (typeof ct[i] !== "string" || !/^[\w.-]+$/.test(ct[i]) || /[?&]sig=/.test(hrefOf(a)) || hrefOf(a) !== was[i] || !clickOrigins[originOf(a.href)]) return;
+        cover(a, 0);
         a.href = sent[i] + "&ct=" + ct[i];
         proof.set(a, { href: a.href, at: renewAt(ct[i]) });
+        cover(a, c); // covered since it was seen: the token waits
         if (!timing.firstToken) timing.firstToken = performance.now();
       });
     }, retry);

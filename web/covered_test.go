@@ -1,0 +1,162 @@
+package web
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/adlink/adlink/backend/clicks"
+	"github.com/adlink/adlink/backend/config"
+	"github.com/chromedp/chromedp"
+)
+
+// coveredPage is a publisher's page whose first paragraph, with an ad,
+// lies under cover (markup laid over it, a sticky header), and whose
+// second, with another ad, the reader sees.
+func coveredPage(cover string) string {
+	return `<style>body{background:#fff;color:#111;margin:0}p{font-size:20px;margin:0;padding:10px}</style>` + cover +
+		`<article><div id="under" style="position:relative"><p>Das neue Apple iPhone 15 im Test.</p>` +
+		`<div class="c" style="position:absolute;inset:-4px"></div></div>` +
+		`<p id="seen" style="margin-top:60px">Und das Google Pixel 8 daneben.</p>` +
+		`<p style="margin-bottom:3000px">Ende.</p></article>`
+}
+
+// coveredLink is the in-text link under cover: its href and its ad.
+const coveredLink = `(() => { const a = document.querySelector("#under a.adlink-intext"); return a ? a.href : ""; })()`
+
+// seenToken is the link in view's href once its click token came.
+const seenToken = `(() => { const a = document.querySelector("#seen a.adlink-intext"); return a && /[?&]ct=/.test(a.href) ? a.href : false; })()`
+
+// TestCoveredLinkGetsNoImpression: an in-text ad the reader cannot see
+// because something is painted over it reports no impression and gets no
+// click token, and a reader's click that reaches it all the same (through
+// a cover clicks fall through, pointer-events: none, or Enter on the
+// focused link under a sticky header) does not bill. The ad beside it,
+// in view, gets its impression.
+func TestCoveredLinkGetsNoImpression(t *testing.T) {
+	b := startBackend(t)
+	for _, c := range []struct {
+		name, cover string
+		keyboard    bool
+	}{
+		// A comment's opaque box over the ad, which clicks go through.
+		{name: "pointer-events none", cover: `<style>#under .c{background:#fff;pointer-events:none}</style>`},
+		// A comment's text coloured as the page, on the page's colour.
+		{name: "same colour text", cover: `<style>#under .c{background:#fff;color:#fff;font-size:30px;pointer-events:none}</style>` +
+			`<script>addEventListener("DOMContentLoaded", () => document.querySelector("#under .c").textContent = "Erster! ".repeat(20))</script>`},
+		// The page's sticky header, scrolled over the ad's paragraph.
+		{name: "sticky header", keyboard: true, cover: `<header style="position:sticky;top:0;height:120px;background:#fff;z-index:1">Kopf</header>` +
+			`<script>addEventListener("DOMContentLoaded", () => scrollTo(0, document.getElementById("under").offsetTop - 40))</script>`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			br := newBrowser(t)
+			site := publisher(t, map[string]string{"/page.html": publisherPage("de-DE", b.URL, coveredPage(c.cover))})
+			rd := asReader(t, br, b, site)
+			start := time.Now()
+			if r := br.view(t, site+"/page.html"); r.Source != "local" || r.Links < 2 {
+				t.Fatalf("%+v, want the two ads matched in the page", r)
+			}
+			href := eval[string](t, br, coveredLink)
+			if href == "" {
+				t.Fatal("no in-text link under the cover")
+			}
+			ad := query(t, href).Get("adId")
+			if pollHref(t, br, seenToken) == "" {
+				t.Fatal("the ad in view never got its click token")
+			}
+			time.Sleep(config.Default().ClickMinDelay) // a token would bill by now
+			if got := eval[string](t, br, coveredLink); strings.Contains(got, "&ct=") {
+				t.Errorf("the covered link got a click token: %s", got)
+			}
+			eval[bool](t, br, `(() => { const a = document.querySelector("#under a.adlink-intext"); a.removeAttribute("target"); a.focus({preventScroll: true}); return true; })()`)
+			if c.keyboard {
+				br.do(t, chromedp.KeyEvent("\r"))
+			} else {
+				xy := eval[[2]float64](t, br, `(() => { const r = document.querySelector("#under a.adlink-intext").getBoundingClientRect(); return [r.left + r.width / 2, r.top + r.height / 2]; })()`)
+				br.do(t, chromedp.MouseClickXY(xy[0], xy[1]))
+			}
+			select {
+			case <-rd.left:
+			case <-time.After(20 * time.Second):
+				t.Fatal("the click never left for the landing page")
+			}
+			var logged []clicks.Click
+			b.clicks.Scan(context.Background(), start.Add(-time.Second), time.Now().Add(time.Second), func(cl clicks.Click) error {
+				if cl.AdID == ad && cl.IP == rd.ip {
+					logged = append(logged, cl)
+				}
+				return nil
+			})
+			if len(logged) != 1 || logged[0].Billable {
+				t.Errorf("clicks on the covered ad: %+v, want one, not billable", logged)
+			}
+			var imps []string
+			b.imps.Scan(context.Background(), start.Add(-time.Second), time.Now().Add(time.Second), func(i clicks.Impression) error {
+				if i.IP == rd.ip {
+					imps = append(imps, i.AdID)
+				}
+				return nil
+			})
+			var own bool
+			for _, id := range imps {
+				own = own || id == ad
+			}
+			if own || len(imps) == 0 {
+				t.Errorf("impressions %q: want the ad in view's and not the covered %s", imps, ad)
+			}
+		})
+	}
+}
+
+// TestCoveredServerLinkDoesNotBill: an ad link of a server answer, signed,
+// that a cover clicks fall through (pointer-events: none) lies over goes
+// without its signature while covered, so the reader's click through the
+// cover bills nothing; uncovered, the same link's click bills.
+func TestCoveredServerLinkDoesNotBill(t *testing.T) {
+	br, b, href, u := serverLinkInChrome(t)
+	ip := "2001:db8:" + strconv.FormatInt(readers.Add(1), 16) + "::1"
+	left := make(chan string, 4)
+	site := publisher(t, map[string]string{"/page.html": publisherPage("de-DE", b.URL, `<p>Hallo.</p>`)})
+	intercept(t, br, interception{local: []string{b.URL + "/", site + "/"}, left: left, header: [2]string{"X-Forwarded-For", ip}})
+	start := time.Now().Add(-time.Minute)
+	const cover = `(() => { const r = document.getElementById("server-ad").getBoundingClientRect(), c = document.createElement("div");
+	c.style.cssText = "position:absolute;background:#fff;pointer-events:none;left:" + r.left + "px;top:" + r.top + "px;width:" + r.width + "px;height:" + r.height + "px";
+	document.body.append(c); return true; })()`
+	for i, covered := range []bool{true, false} {
+		br.view(t, site+"/page.html?covered="+strconv.Itoa(i))
+		evalCall[bool](t, br, placeLink, href)
+		if covered {
+			eval[bool](t, br, cover)
+		}
+		if n := eval[int](t, br, `adlink.watch(document.getElementById("server-ad"))`); n != 1 {
+			t.Fatalf("adlink.watch took %d links, want the one", n)
+		}
+		if covered && pollHref(t, br, `(() => { const h = document.getElementById("server-ad").href; return /[?&]sig=/.test(h) ? false : h; })()`) == "" {
+			t.Fatal("the covered link kept its signature")
+		}
+		if !covered {
+			time.Sleep(1500 * time.Millisecond) // as long as a reader takes
+			if got := eval[string](t, br, `document.getElementById("server-ad").href`); got != href {
+				t.Fatalf("the link in view is %s, want the answer's %s", got, href)
+			}
+		}
+		br.do(t, chromedp.Click("#server-ad"))
+		select {
+		case <-left:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("click %d never left for the landing page", i)
+		}
+	}
+	var logged []clicks.Click
+	b.clicks.Scan(context.Background(), start, time.Now().Add(time.Minute), func(c clicks.Click) error {
+		if c.AdID == u.Query().Get("adId") && c.IP == ip {
+			logged = append(logged, c)
+		}
+		return nil
+	})
+	if len(logged) != 2 || logged[0].Billable || logged[0].Reason != clicks.ReasonUnsigned || !logged[1].Billable {
+		t.Errorf("clicks recorded: %+v; want the covered one unsigned, then the one in view billable", logged)
+	}
+}
