@@ -1025,12 +1025,13 @@
   // V2: the browser's IntersectionObserver tells whether a link can be
   // seen (v2, Chromium since 74): nothing painted over it (a sticky header,
   // a comment's overlay, even one clicks fall through, pointer-events:
-  // none), no opacity below 1, no filter, no transform but a move or a
-  // zoom in. There a link counts only when it says so, as well as by
-  // rendered's checks, which stay for the others.
+  // none), no opacity below 1, no filter, no transform. There a link
+  // counts only when it says so, or when an opacity, filter or transform
+  // may be why it says not (a page's "a:hover{opacity:.8}") and nothing
+  // else is at its middle (covered); rendered's checks judge those.
   var V2 = !!window.IntersectionObserverEntry && "isVisible" in IntersectionObserverEntry.prototype;
-  // held has, for a link in view that V2 says is covered, its href with
-  // its proof (click token, signature) and the href without it, which the
+  // held has, for a link in view V2 finds covered, its href with its
+  // proof (click token, signature) and the href without it, which the
   // link has until it shows again: a click falling through a cover onto
   // it bills nothing.
   var held = new WeakMap();
@@ -1074,13 +1075,23 @@
     }
   }
 
-  // covered tells, without V2, whether the element the page shows at the
-  // middle of a link's first box is another (a sticky header over it). An
-  // element clicks fall through (pointer-events: none) is not found there.
+  // covered tells whether the element the page shows at the middle of a
+  // link's first box is another (a sticky header over it). An element
+  // clicks fall through (pointer-events: none) is not found there.
   var elementFromPoint = docFn("elementFromPoint");
   function covered(a) {
     var r = a.getClientRects()[0], e = r && elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
     return !!e && !a.contains(e);
+  }
+
+  // shows tells whether a link V2 says is not to be seen has an opacity,
+  // a filter or a transform, from it up, and nothing over its middle.
+  function shows(a) {
+    for (var e = a, st; e; e = e.parentElement) {
+      st = getComputedStyle(e);
+      if (st.opacity < 1 || st.filter !== "none" || st.transform !== "none") return !covered(a);
+    }
+    return false;
   }
 
   function hrefOf(a) {
@@ -1097,9 +1108,9 @@
     if (!observer) {
       observer = new IntersectionObserver(function (entries) {
         entries.forEach(function (e) {
-          var a = e.target;
-          if (V2) cover(a, e.isIntersecting && !e.isVisible);
-          if (e.isIntersecting && e.intersectionRatio >= 0.5 && (!V2 || e.isVisible)) {
+          var a = e.target, vis = !V2 || e.isVisible || shows(a);
+          if (V2) cover(a, e.isIntersecting && !vis);
+          if (e.isIntersecting && e.intersectionRatio >= 0.5 && vis) {
             inView.add(a);
             look(a);
           } else {
@@ -1180,8 +1191,9 @@
     timers.delete(a);
     if (!a.isConnected) return unwatch(a); // the view changed (refresh)
     // In view, but not to be seen (its slot faint, hidden or clipped to
-    // nothing): looked at again a second later.
-    if (!rendered(a, 1) || !V2 && covered(a)) return look(a);
+    // nothing, another element at its middle): looked at again a second
+    // later.
+    if (!rendered(a, 1) || covered(a)) return look(a);
     proof.set(a, { href: a.href, at: 0 });
     seenQueue.push(a);
     if (!batchTimer) batchTimer = setTimeout(report, BATCH_MS);
