@@ -1067,7 +1067,7 @@
     if (h && h[1] !== a.href) held.delete(a), h = 0; // the page changed it
     if (on && !h && /[?&](ct|sig)=/.test(a.href)) {
       h = [a.href];
-      a.href = a.href.replace(/&(ct|exp|sig)=[^&#]*/g, "");
+      a.href = a.href.replace(/&(ct|exp|sig)=[^&#]+/g, "");
       held.set(a, h.concat(a.href));
     } else if (!on && h) {
       held.delete(a);
