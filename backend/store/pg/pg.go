@@ -128,11 +128,11 @@ const DefaultLockTimeout = 5 * time.Second
 // a lock; one that gave up is logged with the sessions that held it up,
 // and the migrations start again after a pause (1 s, doubling up to 30 s),
 // for as long as it takes, or until opts.MigrateWait when it is set.
-// Migration 00020, which builds and drops
-// indexes concurrently, has no lock timeout: its waits block no query, a
+// Migrations 00020 and 00023, which build and drop indexes
+// concurrently, have no lock timeout: their waits block no query, a
 // build cut off would be built again from nothing, and a drop waits for
 // every transaction that used the table. Nor have the migrations a bound of their own:
-// that build takes minutes on a large table, and a bound shorter would
+// a build takes minutes on a large table, and a bound shorter would
 // never let it end. Waiting for another server's migrations ends after
 // goose's 5 minutes. ctx ends either, by its cancellation or its
 // deadline: the server's is cancelled by SIGTERM.
