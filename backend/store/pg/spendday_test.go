@@ -163,3 +163,69 @@ func TestSpendDayMigrationRebuildsACutBuild(t *testing.T) {
 		t.Errorf("after Open, the valid spend_day is %d; the invalid one was %d", got, invalid)
 	}
 }
+
+// Migration 00023 builds its index once the transactions writing spend
+// end: a build CONCURRENTLY blocks no click while it waits for them, so
+// it has no lock timeout to give up on and try again, however long a
+// click's transaction (here one left open) lasts.
+func TestSpendDayMigrationBuildWaitsForWriters(t *testing.T) {
+	db, p := migrated(t)
+	if _, err := p.DownTo(t.Context(), 22); err != nil {
+		t.Fatalf("down to 00022: %v", err)
+	}
+	writer, err := db.pool.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer writer.Rollback(context.Background())
+	if _, err := writer.Exec(t.Context(), `INSERT INTO spend (advertiser, day, shard, micros) VALUES ('shop.example', 20414, 0, 100)`); err != nil {
+		t.Fatal(err)
+	}
+	logs := logLines(t)
+	const lockTimeout = 10 * time.Millisecond
+	opened := make(chan error, 1)
+	go func() {
+		up, err := OpenWith(t.Context(), db.pool.Config().ConnString(), Options{Logger: logs.logger, LockTimeout: lockTimeout})
+		if err == nil {
+			up.Close()
+		}
+		opened <- err
+	}()
+	retried := func() bool {
+		for {
+			select {
+			case line := <-logs.lines:
+				if strings.Contains(line, "trying again") {
+					t.Logf("retried: %s", line)
+					return true
+				}
+			default:
+				return false
+			}
+		}
+	}
+	for waiting := false; !waiting; {
+		if retried() {
+			t.Fatal("the migration gave up waiting for the writer")
+		}
+		if err := db.pool.QueryRow(t.Context(), `SELECT EXISTS (SELECT FROM pg_stat_activity
+			WHERE query LIKE 'CREATE INDEX CONCURRENTLY%spend_day%' AND wait_event_type = 'Lock')`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// Many times its lock timeout later, it still waits.
+	time.Sleep(50 * lockTimeout)
+	if retried() {
+		t.Error("the migration gave up waiting for the writer")
+	}
+	if err := writer.Commit(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-opened; err != nil {
+		t.Fatalf("Open once the writer committed: %v", err)
+	}
+	if spendDayIndex(t, db) == 0 {
+		t.Error("after Open: no valid spend_day on (day)")
+	}
+}
