@@ -175,11 +175,6 @@ type App struct {
 	// credits counts this server's credits (POST /admin/invalidate):
 	// without -postgres, the credits' epoch syncBudgets reads.
 	credits atomic.Int64
-	// reread is what this server's own credit read again last.
-	reread struct {
-		sync.Mutex
-		creditWatch
-	}
 }
 
 // Rollups are the rollups reports read and the spend budgets read.
@@ -592,11 +587,8 @@ var creditReadTimeout = 10 * time.Second
 
 // creditEpoch reads Postgres's credits' epoch (pgstore.DB.CreditEpoch),
 // or -1 when it does not answer, which the first epoch read then differs
-// from; without -postgres, this server's count of its credits.
+// from.
 func (a *App) creditEpoch(ctx context.Context) int64 {
-	if a.pg == nil {
-		return a.credits.Load()
-	}
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	n, err := a.pg.CreditEpoch(ctx)
@@ -625,10 +617,6 @@ type creditWatch struct {
 // served after the gate before it read that credit, holds the spend
 // before the credit (budget.Gate.Carry keeps the larger): only its own
 // read takes the credit off. The reads end with ctx.
-//
-// Where this server's own credit has read g again after the epoch was
-// n (rereadOwn), g is not read again: that read came after every credit
-// up to n, as the one here would.
 func (a *App) rereadCredited(ctx context.Context, g *budget.Gate, w creditWatch, log *slog.Logger) creditWatch {
 	rctx, cancel := context.WithTimeout(ctx, creditReadTimeout)
 	defer cancel()
@@ -638,12 +626,6 @@ func (a *App) rereadCredited(ctx context.Context, g *budget.Gate, w creditWatch,
 	}
 	if err != nil || (n == w.epoch && g == w.gate) {
 		return w
-	}
-	a.reread.Lock()
-	own := a.reread.creditWatch
-	a.reread.Unlock()
-	if own == (creditWatch{gate: g, epoch: n}) {
-		return own
 	}
 	if err := g.Reread(rctx); err != nil {
 		if ctx.Err() != nil {
@@ -657,29 +639,6 @@ func (a *App) rereadCredited(ctx context.Context, g *budget.Gate, w creditWatch,
 	}
 	a.Metrics.BudgetReread()
 	return creditWatch{gate: g, epoch: n}
-}
-
-// rereadOwn has g, the gate served, read its advertisers' spend of the
-// day again after this server's own credit, the credits' epoch read
-// first, as a tick reads it. Read, g is noted with that epoch: the tick
-// that reads the same epoch for g reads nothing again. An epoch is read
-// once every credit that raised it to n has committed (Postgres's row
-// lock orders them; without -postgres, a credit is counted once it
-// committed), so a read after it holds them all, whichever server
-// credited: another server's credit that commits meanwhile raises the
-// epoch past n, and the tick reads again.
-func (a *App) rereadOwn(ctx context.Context, g *budget.Gate) error {
-	n := a.creditEpoch(ctx)
-	if err := g.Reread(ctx); err != nil {
-		return err
-	}
-	a.Metrics.BudgetReread()
-	if n >= 0 {
-		a.reread.Lock()
-		a.reread.creditWatch = creditWatch{gate: g, epoch: n}
-		a.reread.Unlock()
-	}
-	return nil
 }
 
 // Reload refreshes the catalog now, as -catalog-refresh, SIGHUP and POST

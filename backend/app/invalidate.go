@@ -16,8 +16,7 @@ import (
 // advertisers file served gives it, one line logged per run and the
 // clicks counted; after a credit the budget gate served reads the day's
 // spend again (budget.Gate.Reread), and shows again the advertisers it
-// gave room, once: the next tick does not read it again for this credit
-// (rereadOwn).
+// gave room.
 func (a *App) invalidator(log *slog.Logger) (func(context.Context, clicks.Invalidation) (clicks.Credit, error), error) {
 	var v clicks.Invalidator
 	if a.pg != nil {
@@ -41,8 +40,10 @@ func (a *App) invalidator(log *slog.Logger) (func(context.Context, clicks.Invali
 			// replicas' at their next read of the credits' epoch.
 			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), creditReadTimeout)
 			defer cancel()
-			if err := a.rereadOwn(ctx, a.live.accounts().gate); err != nil {
+			if err := a.live.accounts().gate.Reread(ctx); err != nil {
 				log.Warn("budget: reading the spend again after a credit", "err", err)
+			} else {
+				a.Metrics.BudgetReread()
 			}
 		}
 		return credit, err
