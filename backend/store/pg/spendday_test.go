@@ -14,7 +14,7 @@ func spendDayIndex(t *testing.T, db *DB) uint32 {
 	var oid uint32
 	if err := db.pool.QueryRow(t.Context(), `SELECT coalesce(max(x.indexrelid::oid::bigint), 0) FROM pg_index x
 		WHERE x.indexrelid = to_regclass('spend_day') AND x.indrelid = 'spend'::regclass AND x.indisvalid
-		AND pg_get_indexdef(x.indexrelid) LIKE '%USING btree (day)'`).Scan(&oid); err != nil {
+		AND pg_get_indexdef(x.indexrelid) LIKE '%USING btree (day, advertiser)'`).Scan(&oid); err != nil {
 		t.Fatal(err)
 	}
 	return oid
@@ -49,13 +49,48 @@ func TestSpendDayIndexServesTheDaysRead(t *testing.T) {
 	}
 }
 
+// A click's read of one advertiser's day, where a few advertisers have
+// spend over many days, finds that advertiser's rows by an index's
+// condition: the planner, offered the index on the day, must not read
+// the day's rows of every advertiser and filter them.
+func TestSpendDayIndexLeavesOneAdvertisersReadNarrow(t *testing.T) {
+	db, _ := migrated(t)
+	const day = 20_414
+	if _, err := db.pool.Exec(t.Context(), `INSERT INTO spend (advertiser, day, shard, micros)
+		SELECT format('adv%s.example', i), d, s, 25
+		FROM generate_series(0, 4) i, generate_series($1::bigint - 34, $1::bigint) d, generate_series(0, 3) s
+		ORDER BY d, i, s`, day); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.pool.Exec(t.Context(), `ANALYZE spend`); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := db.pool.Acquire(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	// The generic plan, as the ledger's function and a prepared statement use.
+	if _, err := conn.Exec(t.Context(), `SET plan_cache_mode = force_generic_plan`); err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Exec(context.Background(), `RESET plan_cache_mode`)
+	var plan string
+	if err := conn.QueryRow(t.Context(), `EXPLAIN (FORMAT JSON) SELECT coalesce(sum(micros), 0)::bigint FROM spend WHERE advertiser = 'adv3.example' AND day = $1`, int64(day)).Scan(&plan); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(plan, `"Filter"`) || !strings.Contains(plan, `"Index Cond"`) {
+		t.Errorf("one advertiser's day is read by filtering rows, not by an index's condition:\n%s", plan)
+	}
+}
+
 // Migration 00023 goes down dropping the spend's index by day, and up
 // again building it; over an index of its name on other columns, which a
 // start of another version may have left, it builds its own.
 func TestSpendDayMigrationDownAndUp(t *testing.T) {
 	db, p := migrated(t)
 	if spendDayIndex(t, db) == 0 {
-		t.Fatal("migrated: no valid spend_day on (day)")
+		t.Fatal("migrated: no valid spend_day on (day, advertiser)")
 	}
 	if _, err := p.DownTo(t.Context(), 22); err != nil {
 		t.Fatalf("down to 00022: %v", err)
@@ -68,7 +103,7 @@ func TestSpendDayMigrationDownAndUp(t *testing.T) {
 		t.Fatalf("up again: %v", err)
 	}
 	if spendDayIndex(t, db) == 0 {
-		t.Error("up again: no valid spend_day on (day)")
+		t.Error("up again: no valid spend_day on (day, advertiser)")
 	}
 	if _, err := p.DownTo(t.Context(), 22); err != nil {
 		t.Fatalf("down to 00022: %v", err)
@@ -80,7 +115,7 @@ func TestSpendDayMigrationDownAndUp(t *testing.T) {
 		t.Fatalf("up over a left index: %v", err)
 	}
 	if spendDayIndex(t, db) == 0 {
-		t.Error("up over a left index: no valid spend_day on (day)")
+		t.Error("up over a left index: no valid spend_day on (day, advertiser)")
 	}
 }
 
@@ -91,7 +126,7 @@ func TestSpendDayMigrationKeepsAFinishedBuild(t *testing.T) {
 	db, _ := migrated(t)
 	before := spendDayIndex(t, db)
 	if before == 0 {
-		t.Fatal("migrated: no valid spend_day on (day)")
+		t.Fatal("migrated: no valid spend_day on (day, advertiser)")
 	}
 	if _, err := db.pool.Exec(t.Context(), `DELETE FROM goose_db_version WHERE version_id = 23`); err != nil {
 		t.Fatal(err)
@@ -128,7 +163,7 @@ func TestSpendDayMigrationRebuildsACutBuild(t *testing.T) {
 	}
 	built := make(chan error, 1)
 	go func() {
-		_, err := db.pool.Exec(t.Context(), "CREATE INDEX CONCURRENTLY spend_day ON spend (day)")
+		_, err := db.pool.Exec(t.Context(), "CREATE INDEX CONCURRENTLY spend_day ON spend (day, advertiser)")
 		built <- err
 	}()
 	// Cancelled on the server, as a client cancels its statement.
@@ -226,6 +261,6 @@ func TestSpendDayMigrationBuildWaitsForWriters(t *testing.T) {
 		t.Fatalf("Open once the writer committed: %v", err)
 	}
 	if spendDayIndex(t, db) == 0 {
-		t.Error("after Open: no valid spend_day on (day)")
+		t.Error("after Open: no valid spend_day on (day, advertiser)")
 	}
 }
