@@ -318,3 +318,73 @@ func TestReportHoldsItsRowsAsItIsWritten(t *testing.T) {
 		t.Errorf("once it is written: %q, want adlink_report_rows_held 0", held)
 	}
 }
+
+// A large report reading is not refused by a stream of reports of other
+// accounts a row past their first part: such a report, reading its row
+// past the thousand it started with, takes of the part kept free for the
+// reports reading only what it needs. Before, it took the part whole for
+// one row, and the large report, asking next, found no row free.
+func TestLargeReportReadingBesideReportsJustPastTheirFirstPart(t *testing.T) {
+	const n = 64 * reportFirst // parts of a thousand rows
+	s := &server{reportRows: newReportRows(n), metrics: metrics.New()}
+	b := s.reportRows
+	others := 0
+	start := func() *reportHold {
+		t.Helper()
+		others++
+		acc := accounts.Account{Kind: accounts.Partner, ID: "other" + strconv.Itoa(others)}
+		h, err := s.holdReport(httptest.NewRequest(http.MethodGet, "/v2/report", nil), acc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	large, err := s.holdReport(httptest.NewRequest(http.MethodGet, "/v2/report", nil),
+		accounts.Account{Kind: accounts.Advertiser, ID: "large.example"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows := 1; rows <= 30*reportFirst; rows++ {
+		if err := large.hold(rows); err != nil {
+			t.Fatalf("the large report at its row %d, alone: %v", rows, err)
+		}
+	}
+	// Reports of other accounts start while a part stays free past
+	// theirs, without waiting.
+	var running []*reportHold
+	for b.free >= b.first+b.step {
+		running = append(running, start())
+	}
+	// Before each part the large report asks for, the oldest of them
+	// reads its row past the first part and ends, and another starts
+	// when it may.
+	for rows := large.held + 1; rows <= 40*reportFirst; rows++ {
+		if rows > large.held {
+			m := running[0]
+			running = running[1:]
+			if err := m.hold(reportFirst + 1); err != nil {
+				t.Fatalf("a report at its row %d: %v", reportFirst+1, err)
+			}
+			if err := large.hold(int(rows)); err != nil {
+				t.Fatalf("the large report at its row %d, beside %d reports of other accounts: %v", rows, len(running)+1, err)
+			}
+			m.keep(reportFirst + 1)
+			m.release()
+			for b.free >= b.first+b.step {
+				running = append(running, start())
+			}
+			continue
+		}
+		if err := large.hold(int(rows)); err != nil {
+			t.Fatalf("the large report at its row %d: %v", rows, err)
+		}
+	}
+	large.release()
+	for _, h := range running {
+		h.release()
+	}
+	if b.free != n || len(b.held) != 0 || len(b.queue) != 0 {
+		t.Errorf("%d rows free, %d accounts holding, %d reports waiting once every report is done, want %d, 0, 0",
+			b.free, len(b.held), len(b.queue), n)
+	}
+}

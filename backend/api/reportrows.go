@@ -191,9 +191,10 @@ func (b *reportRows) settle() {
 }
 
 // grow takes at once between least and most more rows for a report of
-// acc, as many as are free up to most, or none: errServerRows when fewer
-// are free, errAccountRows when acc's reports would hold more than their
-// limit. The reports waiting to start wait on: this one reads already.
+// acc, as many as are free up to most, but only least of the last part
+// free, or none: errServerRows when fewer are free, errAccountRows when
+// acc's reports would hold more than their limit. The reports waiting to
+// start wait on: this one reads already.
 func (b *reportRows) grow(acc accounts.Account, least, most int64) (int64, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -202,6 +203,12 @@ func (b *reportRows) grow(acc accounts.Account, least, most int64) (int64, error
 		return 0, errAccountRows
 	}
 	room := min(b.free, limit-b.held[acc], most)
+	// Of the part kept free for the reports reading, a report takes only
+	// the rows it needs now: one that took it whole for a row would leave
+	// none to the next to ask, refused at once.
+	if spare := b.free - b.step; room > spare {
+		room = min(room, max(least, spare))
+	}
 	if room < least {
 		return 0, errServerRows
 	}
