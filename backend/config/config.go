@@ -230,8 +230,9 @@ type Config struct {
 	// (-postgres-lock-timeout, ADLINK_POSTGRES_LOCK_TIMEOUT).
 	PostgresLockTimeout time.Duration
 	// PostgresMigrateWait bounds how long the migrations are tried again
-	// while a statement gives up on its lock timeout at every try: past
-	// it the start fails, naming the sessions that held up the last try,
+	// while a statement gives up on its lock timeout at every try, from
+	// the start or the last migration a try applied: past it the start
+	// fails, naming the sessions that held up the last try,
 	// rather than wait unseen behind a transaction left open
 	// (-postgres-migrate-wait, ADLINK_POSTGRES_MIGRATE_WAIT). Zero tries
 	// again for as long as it takes.

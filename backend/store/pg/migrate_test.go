@@ -994,3 +994,79 @@ func lockRemovedAds(t *testing.T, db *DB) (pgx.Tx, int32) {
 	}
 	return tx, pid
 }
+
+// The migrations' wait counts from the last migration a try applied: a
+// try that spent the whole wait building 00020's indexes behind a
+// reader, then gave up once on a lock of a later migration, is tried
+// again, not the start given up. Before, the wait counted from the first
+// try, and a start that had migrated all along failed at its first lock
+// timeout past it.
+func TestMigrationsWaitFromTheirLastProgress(t *testing.T) {
+	db, p := migrated(t)
+	if _, err := p.DownTo(t.Context(), 19); err != nil {
+		t.Fatalf("down to 00019: %v", err)
+	}
+	// An index of 00020's name on other columns, which it drops
+	// concurrently, waiting for the reader of rollups.
+	if _, err := db.pool.Exec(t.Context(), "CREATE INDEX rollups_api_key ON rollups (period)"); err != nil {
+		t.Fatal(err)
+	}
+	reader, err := db.pool.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Rollback(context.Background())
+	if _, err := reader.Exec(t.Context(), "SELECT count(*) FROM rollups"); err != nil {
+		t.Fatal(err)
+	}
+	// A session that holds clicks, which 00022 alters.
+	holder, err := db.pool.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Rollback(context.Background())
+	if _, err := holder.Exec(t.Context(), "LOCK TABLE clicks IN ACCESS SHARE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	logs := logLines(t)
+	const wait = time.Second
+	opened := make(chan error, 1)
+	go func() {
+		up, err := OpenWith(t.Context(), db.pool.Config().ConnString(),
+			Options{Logger: logs.logger, LockTimeout: 100 * time.Millisecond, MigrateWait: wait})
+		if err == nil {
+			up.Close()
+		}
+		opened <- err
+	}()
+	for waiting := false; !waiting; {
+		if err := db.pool.QueryRow(t.Context(), `SELECT EXISTS (SELECT FROM pg_stat_activity
+			WHERE query LIKE 'DROP INDEX CONCURRENTLY%' AND wait_event_type = 'Lock')`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// 00020 waits past the whole wait, then is applied, and 00022 gives
+	// up on the holder.
+	time.Sleep(wait + wait/2)
+	if err := reader.Commit(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for retried := false; !retried; {
+		select {
+		case line := <-logs.lines:
+			retried = strings.Contains(line, "trying again")
+		case err := <-opened:
+			t.Fatalf("Open gave up at its first lock timeout after migrating all along: %v", err)
+		}
+	}
+	if err := holder.Commit(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-opened; err != nil {
+		t.Fatalf("Open once the holder committed: %v", err)
+	}
+	if got := accountIndexes(t, db); len(got) != 2 {
+		t.Errorf("after Open, the valid account indexes are %v", got)
+	}
+}

@@ -71,7 +71,8 @@ type Options struct {
 	// zero is DefaultLockTimeout.
 	LockTimeout time.Duration
 	// MigrateWait bounds how long the migrations are tried again after a
-	// statement gave up on its lock timeout: no try starts after it, and
+	// statement gave up on its lock timeout, counted from the start or
+	// the last migration a try applied: no try starts after it, and
 	// the last one that gave up fails OpenWith with a *LockWaitError.
 	// Zero tries again for as long as it takes.
 	MigrateWait time.Duration
@@ -80,7 +81,8 @@ type Options struct {
 // LockWaitError is OpenWith's error when its migrations gave up on a
 // lock timeout at every try for Options.MigrateWait.
 type LockWaitError struct {
-	// Waited is how long the migrations were tried, Tries how often.
+	// Waited is how long the migrations were tried since the start or
+	// the last migration a try applied, Tries how often in all.
 	Waited time.Duration
 	Tries  int
 	// Blockers are the sessions that held up the last try, as
@@ -295,7 +297,10 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, opts Options) error {
 	w := startWatch(ctx, pool, &pids, opts.Logger, max(min(watchEvery, opts.LockTimeout/2), time.Millisecond))
 	defer w.stop()
 	pause := time.Second
+	// The wait counts from the last migration applied: a try that
+	// applied some before it gave up (a long index build) made progress.
 	start := time.Now()
+	applied, _, _ := schemaVersions(ctx, pool)
 	for try := 1; ; try++ {
 		// The blockers logged are this try's alone: the sessions of the
 		// tries before are gone, and what the watch saw of them is not
@@ -308,6 +313,9 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, opts Options) error {
 		}
 		blockers := w.blockers()
 		args := []any{"lock_timeout", opts.LockTimeout.String(), "try", try}
+		if have, _, verr := schemaVersions(ctx, pool); verr == nil && have > applied {
+			applied, start, pause = have, time.Now(), time.Second
+		}
 		waited := time.Since(start)
 		last := opts.MigrateWait > 0 && waited >= opts.MigrateWait
 		if !last {
