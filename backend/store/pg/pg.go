@@ -157,10 +157,24 @@ func OpenWith(ctx context.Context, url string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
 	if err := migrate(ctx, pool, opts); err != nil {
+		user := pool.Config().ConnConfig.User
 		pool.Close()
+		if denied(err) {
+			return nil, fmt.Errorf("postgres: migrating: %w: the role %q may not create the tables; "+
+				"make it the database's owner (createdb -O %s ...), or GRANT CREATE ON SCHEMA public TO %s "+
+				"(or the schema its search_path names)", err, user, user, user)
+		}
 		return nil, fmt.Errorf("postgres: migrating: %w", err)
 	}
 	return &DB{pool: pool}, nil
+}
+
+// denied reports whether err is Postgres refusing a statement for want
+// of a privilege, as a role that does not own the database meets from
+// Postgres 15 on, whose schema public lets only the owner create in it.
+func denied(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "42501"
 }
 
 // connectWithin bounds Open's reaching the database. A var so that tests
