@@ -178,8 +178,9 @@ type Config struct {
 	// (-click-ttl, ADLINK_CLICK_TTL).
 	ClickTTL time.Duration
 	// SiteTokenTTL is how long the site token of a shard manifest, which
-	// the page puts in the click URLs it makes, stays billable
-	// (-site-token-ttl, ADLINK_SITE_TOKEN_TTL).
+	// the page puts in the click URLs it makes, stays valid: a beacon
+	// counts such a link's impression only while it is, and a click with
+	// it alone bills nothing (-site-token-ttl, ADLINK_SITE_TOKEN_TTL).
 	SiteTokenTTL time.Duration
 	// ClickTokenTTL is how long the click token the impression beacon
 	// gives an in-page ad stays billable (-click-token-ttl,
@@ -488,7 +489,7 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 		func(s string) error { clickKeys = s; return nil })
 	fs.DurationVar(&c.ClickTTL, "click-ttl", c.ClickTTL, "how long a signed click URL stays billable (ADLINK_CLICK_TTL)")
 	fs.TextVar(&c.LogLevel, "log-level", c.LogLevel, "least `level` logged: debug (a line per request), info, warn or error (ADLINK_LOG_LEVEL)")
-	fs.DurationVar(&c.SiteTokenTTL, "site-token-ttl", c.SiteTokenTTL, "how long the page's site token stays billable (ADLINK_SITE_TOKEN_TTL)")
+	fs.DurationVar(&c.SiteTokenTTL, "site-token-ttl", c.SiteTokenTTL, "how long the site token of a shard manifest stays valid, which the page's links carry; alone it bills no click (ADLINK_SITE_TOKEN_TTL)")
 	fs.DurationVar(&c.ClickTokenTTL, "click-token-ttl", c.ClickTokenTTL, "how long an in-page ad's click token stays billable (ADLINK_CLICK_TOKEN_TTL)")
 	fs.DurationVar(&c.ImpressionWindow, "impression-window", c.ImpressionWindow, "an ad's impression counts at most once per `time` for one site and client network (ADLINK_IMPRESSION_WINDOW)")
 	fs.IntVar(&c.ImpressionPrefixNetworks, "impression-prefix-networks", c.ImpressionPrefixNetworks, "an ad's impressions on a site count at most this many `times` per window from one IPv6 /48, whatever its /64s; 0: each /64 counts once (ADLINK_IMPRESSION_PREFIX_NETWORKS)")
