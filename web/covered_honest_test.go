@@ -1,0 +1,59 @@
+package web
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/adlink/adlink/backend/clicks"
+	"github.com/adlink/adlink/backend/config"
+	"github.com/chromedp/chromedp"
+)
+
+// TestWrappedLinkBills: an in-text ad whose name falls where the line
+// breaks, with the paragraph's text going on after it, is an ad the reader
+// sees: it gets its impression and click token, and a reader's click on it
+// bills. Broken over two lines, IntersectionObserver v2 would take the
+// text after it, within the link's bounding box, for something over it.
+func TestWrappedLinkBills(t *testing.T) {
+	b := startBackend(t)
+	br := newBrowser(t)
+	page := `<style>body{background:#fff;color:#111;margin:0}p{font-size:20px;margin:0;padding:10px;width:170px}</style>` +
+		`<article><p id="wrap">Das neue Apple iPhone 15 im Test, und was es sonst noch so alles kann.</p>` +
+		`<p style="margin-bottom:3000px">Ende.</p></article>`
+	site := publisher(t, map[string]string{"/page.html": publisherPage("de-DE", b.URL, page)})
+	rd := asReader(t, br, b, site)
+	start := time.Now()
+	if r := br.view(t, site+"/page.html"); r.Source != "local" || r.Links < 1 {
+		t.Fatalf("%+v, want the ad matched in the page", r)
+	}
+	const link = `document.querySelector("#wrap a.adlink-intext")`
+	// Laid out as the page's text is, the ad's name breaks over two lines.
+	if n := eval[int](t, br, `(() => { const a = `+link+`; a.style.display = "inline"; const n = a.getClientRects().length; a.style.display = ""; return n; })()`); n != 2 {
+		t.Fatalf("inline, the link has %d boxes, want it broken over two lines", n)
+	}
+	href := pollHref(t, br, `(() => { const a = `+link+`; return /[?&]ct=/.test(a.href) ? a.href : false; })()`)
+	if href == "" {
+		t.Fatalf("the wrapped link in view never got its click token: %s", eval[string](t, br, link+`.href`))
+	}
+	ad := query(t, href).Get("adId")
+	time.Sleep(config.Default().ClickMinDelay)
+	eval[bool](t, br, link+`.removeAttribute("target"), true`)
+	xy := eval[[2]float64](t, br, `(() => { const l = `+link+`.getClientRects(), r = l[l.length - 1]; return [r.left + r.width / 2, r.top + r.height / 2]; })()`)
+	br.do(t, chromedp.MouseClickXY(xy[0], xy[1]))
+	select {
+	case <-rd.left:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the click never left for the landing page")
+	}
+	var logged []clicks.Click
+	b.clicks.Scan(context.Background(), start.Add(-time.Second), time.Now().Add(time.Second), func(cl clicks.Click) error {
+		if cl.AdID == ad && cl.IP == rd.ip {
+			logged = append(logged, cl)
+		}
+		return nil
+	})
+	if len(logged) != 1 || !logged[0].Billable {
+		t.Errorf("clicks on the wrapped ad: %+v, want one, billable", logged)
+	}
+}
