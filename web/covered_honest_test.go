@@ -2,11 +2,15 @@ package web
 
 import (
 	"context"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/adlink/adlink/backend/clicks"
 	"github.com/adlink/adlink/backend/config"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 )
 
@@ -55,5 +59,54 @@ func TestWrappedLinkBills(t *testing.T) {
 	})
 	if len(logged) != 1 || !logged[0].Billable {
 		t.Errorf("clicks on the wrapped ad: %+v, want one, billable", logged)
+	}
+}
+
+// TestCoveredBeforeTokenCarriesNone: a link something comes to lie over
+// after it was seen, while its impression is on its way, gets its click
+// token only once it shows again: the token that comes while it is
+// covered waits, as one it had before the cover would.
+func TestCoveredBeforeTokenCarriesNone(t *testing.T) {
+	b := startBackend(t)
+	br := newBrowser(t)
+	page := `<style>body{background:#fff;color:#111;margin:0}p{font-size:20px;margin:0;padding:10px}</style>` +
+		`<article><p id="under">Das neue Apple iPhone 15 im Test.</p>` +
+		`<p id="seen">Und das Google Pixel 8 daneben.</p><p style="margin-bottom:3000px">Ende.</p></article>`
+	site := publisher(t, map[string]string{"/page.html": publisherPage("de-DE", b.URL, page)})
+	held, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	send(t, br, emulation.SetUserAgentOverride, emulation.SetUserAgentOverrideParams{UserAgent: desktopChrome})
+	intercept(t, br, interception{local: []string{b.URL + "/", site + "/"}, left: make(chan string, 4),
+		header: [2]string{"X-Forwarded-For", "2001:db8:" + strconv.FormatInt(readers.Add(1), 16) + "::1"},
+		hold: func(u string) <-chan struct{} {
+			wait := (<-chan struct{})(nil)
+			if strings.Contains(u, "/v1/impression") {
+				once.Do(func() { close(held); wait = release })
+			}
+			return wait
+		}})
+	if r := br.view(t, site+"/page.html"); r.Source != "local" || r.Links < 2 {
+		t.Fatalf("%+v, want the two ads matched in the page", r)
+	}
+	select {
+	case <-held:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no impression reported")
+	}
+	// A box the clicks fall through comes over the first ad.
+	eval[bool](t, br, `(() => { const r = document.querySelector("#under a.adlink-intext").getBoundingClientRect(), c = document.createElement("div");
+	c.id = "cover"; c.style.cssText = "position:absolute;background:#fff;pointer-events:none;left:" + (r.left - 4) + "px;top:" + (r.top - 4) + "px;width:" + (r.width + 8) + "px;height:" + (r.height + 8) + "px";
+	document.body.append(c); return true; })()`)
+	time.Sleep(time.Second) // IntersectionObserver v2 tells within 100 ms
+	close(release)
+	if pollHref(t, br, seenToken) == "" {
+		t.Fatal("the ad in view never got its click token", eval[string](t, br, `Array.from(document.querySelectorAll("a.adlink-intext"), a => a.href).join("\n")`))
+	}
+	if got := eval[string](t, br, coveredLink); strings.Contains(got, "&ct=") {
+		t.Errorf("the covered link got its click token: %s", got)
+	}
+	eval[bool](t, br, `document.getElementById("cover").remove(), true`)
+	if pollHref(t, br, `(() => { const a = document.querySelector("#under a.adlink-intext"); return /[?&]ct=/.test(a.href) ? a.href : false; })()`) == "" {
+		t.Errorf("the link uncovered never got its click token: %s", eval[string](t, br, coveredLink))
 	}
 }

@@ -1065,7 +1065,9 @@
   function cover(a, on) {
     var h = held.get(a);
     if (h && h[1] !== a.href) held.delete(a), h = 0; // the page changed it
-    if (on && !h && /[?&](ct|sig)=/.test(a.href)) {
+    // One without proof yet is held too: its token, come while it is
+    // covered, waits (report).
+    if (on && !h) {
       h = [a.href];
       a.href = a.href.replace(/&(ct|exp|sig)=[^&#]+/g, "");
       held.set(a, h.concat(a.href));
