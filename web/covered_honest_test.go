@@ -14,51 +14,73 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
-// TestWrappedLinkBills: an in-text ad whose name falls where the line
-// breaks, with the paragraph's text going on after it, is an ad the reader
-// sees: it gets its impression and click token, and a reader's click on it
-// bills. Broken over two lines, IntersectionObserver v2 would take the
-// text after it, within the link's bounding box, for something over it.
-func TestWrappedLinkBills(t *testing.T) {
+// TestHonestLinkBills: an in-text ad a reader sees, on a page whose
+// layout or style IntersectionObserver v2 would take for a cover or a
+// distortion, gets its impression and click token, and a reader's click
+// on it bills. Its name falls where the line breaks, with the paragraph's
+// text going on after it (broken over two lines, v2 would take that text,
+// within the link's bounding box, for something over it); its article is
+// scaled a little (the CSS property scale, not transform); a link pressed
+// shrinks a little (a:active) while the reader holds the button.
+func TestHonestLinkBills(t *testing.T) {
 	b := startBackend(t)
-	br := newBrowser(t)
-	page := `<style>body{background:#fff;color:#111;margin:0}p{font-size:20px;margin:0;padding:10px;width:170px}</style>` +
-		`<article><p id="wrap">Das neue Apple iPhone 15 im Test, und was es sonst noch so alles kann.</p>` +
-		`<p style="margin-bottom:3000px">Ende.</p></article>`
-	site := publisher(t, map[string]string{"/page.html": publisherPage("de-DE", b.URL, page)})
-	rd := asReader(t, br, b, site)
-	start := time.Now()
-	if r := br.view(t, site+"/page.html"); r.Source != "local" || r.Links < 1 {
-		t.Fatalf("%+v, want the ad matched in the page", r)
-	}
-	const link = `document.querySelector("#wrap a.adlink-intext")`
-	// Laid out as the page's text is, the ad's name breaks over two lines.
-	if n := eval[int](t, br, `(() => { const a = `+link+`; a.style.display = "inline"; const n = a.getClientRects().length; a.style.display = ""; return n; })()`); n != 2 {
-		t.Fatalf("inline, the link has %d boxes, want it broken over two lines", n)
-	}
-	href := pollHref(t, br, `(() => { const a = `+link+`; return /[?&]ct=/.test(a.href) ? a.href : false; })()`)
-	if href == "" {
-		t.Fatalf("the wrapped link in view never got its click token: %s", eval[string](t, br, link+`.href`))
-	}
-	ad := query(t, href).Get("adId")
-	time.Sleep(config.Default().ClickMinDelay)
-	eval[bool](t, br, link+`.removeAttribute("target"), true`)
-	xy := eval[[2]float64](t, br, `(() => { const l = `+link+`.getClientRects(), r = l[l.length - 1]; return [r.left + r.width / 2, r.top + r.height / 2]; })()`)
-	br.do(t, chromedp.MouseClickXY(xy[0], xy[1]))
-	select {
-	case <-rd.left:
-	case <-time.After(20 * time.Second):
-		t.Fatal("the click never left for the landing page")
-	}
-	var logged []clicks.Click
-	b.clicks.Scan(context.Background(), start.Add(-time.Second), time.Now().Add(time.Second), func(cl clicks.Click) error {
-		if cl.AdID == ad && cl.IP == rd.ip {
-			logged = append(logged, cl)
-		}
-		return nil
-	})
-	if len(logged) != 1 || !logged[0].Billable {
-		t.Errorf("clicks on the wrapped ad: %+v, want one, billable", logged)
+	for _, c := range []struct {
+		name, style string
+		wrapped     bool
+		press       time.Duration
+	}{
+		{name: "wrapped", wrapped: true},
+		{name: "scaled article", style: `article{scale:.98;rotate:.2deg}`},
+		{name: "pressed", style: `a:active{scale:.97}`, press: 400 * time.Millisecond},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			br := newBrowser(t)
+			page := `<style>body{background:#fff;color:#111;margin:0}p{font-size:20px;margin:0;padding:10px;width:170px}` + c.style + `</style>` +
+				`<article><p id="wrap">Das neue Apple iPhone 15 im Test, und was es sonst noch so alles kann.</p>` +
+				`<p style="margin-bottom:3000px">Ende.</p></article>`
+			site := publisher(t, map[string]string{"/page.html": publisherPage("de-DE", b.URL, page)})
+			rd := asReader(t, br, b, site)
+			start := time.Now()
+			if r := br.view(t, site+"/page.html"); r.Source != "local" || r.Links < 1 {
+				t.Fatalf("%+v, want the ad matched in the page", r)
+			}
+			const link = `document.querySelector("#wrap a.adlink-intext")`
+			// Laid out as the page's text is, the ad's name breaks over two lines.
+			if n := eval[int](t, br, `(() => { const a = `+link+`; a.style.display = "inline"; const n = a.getClientRects().length; a.style.display = ""; return n; })()`); c.wrapped && n != 2 {
+				t.Fatalf("inline, the link has %d boxes, want it broken over two lines", n)
+			}
+			href := pollHref(t, br, `(() => { const a = `+link+`; return /[?&]ct=/.test(a.href) ? a.href : false; })()`)
+			if href == "" {
+				t.Fatalf("the link in view never got its click token: %s", eval[string](t, br, link+`.href`))
+			}
+			ad := query(t, href).Get("adId")
+			time.Sleep(config.Default().ClickMinDelay)
+			eval[bool](t, br, link+`.removeAttribute("target"), true`)
+			xy := eval[[2]float64](t, br, `(() => { const l = `+link+`.getClientRects(), r = l[l.length - 1]; return [r.left + r.width / 2, r.top + r.height / 2]; })()`)
+			if c.press > 0 {
+				br.do(t, chromedp.MouseEvent(chromedp.MouseMoved, xy[0], xy[1]),
+					chromedp.MouseEvent(chromedp.MousePressed, xy[0], xy[1], chromedp.ButtonLeft, chromedp.ClickCount(1)),
+					chromedp.Sleep(c.press),
+					chromedp.MouseEvent(chromedp.MouseReleased, xy[0], xy[1], chromedp.ButtonLeft, chromedp.ClickCount(1)))
+			} else {
+				br.do(t, chromedp.MouseClickXY(xy[0], xy[1]))
+			}
+			select {
+			case <-rd.left:
+			case <-time.After(20 * time.Second):
+				t.Fatal("the click never left for the landing page")
+			}
+			var logged []clicks.Click
+			b.clicks.Scan(context.Background(), start.Add(-time.Second), time.Now().Add(time.Second), func(cl clicks.Click) error {
+				if cl.AdID == ad && cl.IP == rd.ip {
+					logged = append(logged, cl)
+				}
+				return nil
+			})
+			if len(logged) != 1 || !logged[0].Billable {
+				t.Errorf("clicks on the ad: %+v, want one, billable", logged)
+			}
+		})
 	}
 }
 

@@ -1087,11 +1087,13 @@
   }
 
   // shows tells whether a link V2 says is not to be seen has an opacity,
-  // a filter or a transform, from it up, and nothing over its middle.
+  // a filter or a transform, from it up, and nothing over its middle. A
+  // transform may be the property scale or rotate (a pressed link's
+  // "a:active{scale:.97}"), a filter a backdrop-filter.
   function shows(a) {
     for (var e = a, st; e; e = e.parentElement) {
       st = getComputedStyle(e);
-      if (st.opacity < 1 || st.filter !== "none" || st.transform !== "none") return !covered(a);
+      if (st.opacity < 1 || [st.filter, st.backdropFilter, st.transform, st.scale, st.rotate].some(function (v) { return v && v !== "none"; })) return !covered(a);
     }
     return false;
   }
