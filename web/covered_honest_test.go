@@ -25,19 +25,25 @@ import (
 func TestHonestLinkBills(t *testing.T) {
 	b := startBackend(t)
 	for _, c := range []struct {
-		name, style string
-		wrapped     bool
-		press       time.Duration
+		name, style, script string
+		wrapped             bool
+		// hover is how long the reader's pointer rests on the link before
+		// the click, press how long the button is held down.
+		hover, press time.Duration
 	}{
 		{name: "wrapped", wrapped: true},
 		{name: "scaled article", style: `article{scale:.98;rotate:.2deg}`},
 		{name: "pressed", style: `a:active{scale:.97}`, press: 400 * time.Millisecond},
+		// The page's tooltip shows a link's title over its top edge.
+		{name: "tooltip", hover: 600 * time.Millisecond, script: `addEventListener("mouseover", e => { const a = e.target.closest("a"); if (!a || document.getElementById("tip")) return;
+			const r = a.getBoundingClientRect(), d = document.createElement("div"); d.id = "tip"; d.textContent = a.title;
+			d.style.cssText = "position:absolute;background:#333;color:#fff;padding:4px;left:" + (r.left + scrollX) + "px;top:" + (r.top + scrollY - 20) + "px"; document.body.append(d); })`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			br := newBrowser(t)
 			page := `<style>body{background:#fff;color:#111;margin:0}p{font-size:20px;margin:0;padding:10px;width:170px}` + c.style + `</style>` +
 				`<article><p id="wrap">Das neue Apple iPhone 15 im Test, und was es sonst noch so alles kann.</p>` +
-				`<p style="margin-bottom:3000px">Ende.</p></article>`
+				`<p style="margin-bottom:3000px">Ende.</p></article><script>` + c.script + `</script>`
 			site := publisher(t, map[string]string{"/page.html": publisherPage("de-DE", b.URL, page)})
 			rd := asReader(t, br, b, site)
 			start := time.Now()
@@ -57,9 +63,9 @@ func TestHonestLinkBills(t *testing.T) {
 			time.Sleep(config.Default().ClickMinDelay)
 			eval[bool](t, br, link+`.removeAttribute("target"), true`)
 			xy := eval[[2]float64](t, br, `(() => { const l = `+link+`.getClientRects(), r = l[l.length - 1]; return [r.left + r.width / 2, r.top + r.height / 2]; })()`)
+			br.do(t, chromedp.MouseEvent(chromedp.MouseMoved, xy[0], xy[1]), chromedp.Sleep(c.hover))
 			if c.press > 0 {
-				br.do(t, chromedp.MouseEvent(chromedp.MouseMoved, xy[0], xy[1]),
-					chromedp.MouseEvent(chromedp.MousePressed, xy[0], xy[1], chromedp.ButtonLeft, chromedp.ClickCount(1)),
+				br.do(t, chromedp.MouseEvent(chromedp.MousePressed, xy[0], xy[1], chromedp.ButtonLeft, chromedp.ClickCount(1)),
 					chromedp.Sleep(c.press),
 					chromedp.MouseEvent(chromedp.MouseReleased, xy[0], xy[1], chromedp.ButtonLeft, chromedp.ClickCount(1)))
 			} else {

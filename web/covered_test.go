@@ -49,9 +49,15 @@ func TestCoveredLinkGetsNoImpression(t *testing.T) {
 		// click lands on the cover; v1 plays a browser without
 		// IntersectionObserver v2 (Firefox, Safari).
 		keyboard, v1 bool
+		// hover has the reader's pointer rest on the cover, over the link,
+		// before the click.
+		hover bool
 	}{
 		// A comment's opaque box over the ad, which clicks go through.
 		{name: "pointer-events none", cover: `<style>#under .c{background:#fff;pointer-events:none}</style>`},
+		// The same, on a page whose links fade under the pointer, which
+		// rests on the comment's box a while.
+		{name: "pointer-events none hovered", hover: true, cover: `<style>#under .c{background:#fff;pointer-events:none}a:hover{opacity:.8}</style>`},
 		// A comment's text coloured as the page, on the page's colour.
 		{name: "same colour text", cover: `<style>#under .c{background:#fff;color:#fff;font-size:30px;pointer-events:none}</style>` +
 			`<script>addEventListener("DOMContentLoaded", () => document.querySelector("#under .c").textContent = "Erster! ".repeat(20))</script>`},
@@ -90,6 +96,9 @@ func TestCoveredLinkGetsNoImpression(t *testing.T) {
 				br.do(t, chromedp.KeyEvent("\r"))
 			} else {
 				xy := eval[[2]float64](t, br, `(() => { const r = document.querySelector("#under a.adlink-intext").getBoundingClientRect(); return [r.left + r.width / 2, r.top + r.height / 2]; })()`)
+				if c.hover {
+					br.do(t, chromedp.MouseEvent(chromedp.MouseMoved, xy[0], xy[1]), chromedp.Sleep(1500*time.Millisecond))
+				}
 				br.do(t, chromedp.MouseClickXY(xy[0], xy[1]))
 			}
 			select {

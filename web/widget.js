@@ -1089,8 +1089,12 @@
   // shows tells whether a link V2 says is not to be seen has an opacity,
   // a filter or a transform, from it up, and nothing over its middle. A
   // transform may be the property scale or rotate (a pressed link's
-  // "a:active{scale:.97}"), a filter a backdrop-filter.
+  // "a:active{scale:.97}"), a filter a backdrop-filter. Under the reader's
+  // pointer a link stays as it was: what the page shows on hover (a
+  // tooltip over its edge, a pressed link's ripple) covers no link the
+  // reader already points at.
   function shows(a) {
+    if (a.matches(":hover")) return !held.has(a);
     for (var e = a, st; e; e = e.parentElement) {
       st = getComputedStyle(e);
       if (st.opacity < 1 || [st.filter, st.backdropFilter, st.transform, st.scale, st.rotate].some(function (v) { return v && v !== "none"; })) return !covered(a);
