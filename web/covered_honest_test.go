@@ -31,7 +31,8 @@ func TestHonestLinkBills(t *testing.T) {
 		// the click, press how long the button is held down.
 		hover, press time.Duration
 	}{
-		{name: "wrapped", wrapped: true},
+		// Its paragraph's first line is indented, as in a book.
+		{name: "wrapped", wrapped: true, style: `p{text-indent:2em}`},
 		{name: "scaled article", style: `article{scale:.98;rotate:.2deg}`},
 		{name: "pressed", style: `a:active{scale:.97}`, press: 400 * time.Millisecond},
 		// The page's tooltip shows a link's title over its top edge.
@@ -54,6 +55,11 @@ func TestHonestLinkBills(t *testing.T) {
 			// Laid out as the page's text is, the ad's name breaks over two lines.
 			if n := eval[int](t, br, `(() => { const a = `+link+`; a.style.display = "inline"; const n = a.getClientRects().length; a.style.display = ""; return n; })()`); c.wrapped && n != 2 {
 				t.Fatalf("inline, the link has %d boxes, want it broken over two lines", n)
+			}
+			// The link's text starts where its box does: it takes no
+			// indent from its paragraph.
+			if d := eval[float64](t, br, `(() => { const a = `+link+`, r = document.createRange(); r.selectNodeContents(a); return r.getClientRects()[0].left - a.getBoundingClientRect().left; })()`); d > 1 {
+				t.Errorf("the link's text starts %.0fpx into its box", d)
 			}
 			href := pollHref(t, br, `(() => { const a = `+link+`; return /[?&]ct=/.test(a.href) ? a.href : false; })()`)
 			if href == "" {

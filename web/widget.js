@@ -961,7 +961,7 @@
     return null;
   }
 
-  var STYLE = ".adlink-intext{display:inline-block;text-decoration:underline dotted}" +
+  var STYLE = ".adlink-intext{display:inline-block;text-indent:0;text-decoration:underline dotted}" +
     ".adlink-box{border:1px solid #ddd;border-radius:6px;padding:.5em 1em;margin:1.5em 0;font:14px/1.4 system-ui,sans-serif}" +
     ".adlink-box ul{list-style:none;margin:0;padding:0;display:grid;grid-template-columns:repeat(auto-fill,minmax(150px,1fr));gap:.75em}" +
     ".adlink-ad{display:flex;flex-direction:column;gap:.25em;color:inherit;text-decoration:none}" +
