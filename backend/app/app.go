@@ -291,9 +291,10 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 	// restart stays stopped.
 	// A reload that changes the budgets reads the day's spend again.
 	// The shared flags are read at once: the gate serves before the
-	// next Sync.
+	// next Sync. With Postgres the spend it reads is every replica's, so
+	// a flag stops an advertiser only when that spend says so.
 	cat.newGate = func(ctx context.Context, budgets map[string]accounts.Budget) (*budget.Gate, error) {
-		g, err := budget.New(ctx, budget.Options{Budgets: budgets, Spent: a.Rollups, Flags: flags, Now: opts.Now})
+		g, err := budget.New(ctx, budget.Options{Budgets: budgets, Spent: a.Rollups, Flags: flags, Shared: a.pg != nil, Now: opts.Now})
 		if err == nil && flags != nil {
 			if err := g.Sync(ctx); err != nil {
 				log.Warn("budget: the new gate's first read of the shared flags", "err", err)

@@ -64,6 +64,14 @@ type Options struct {
 	Spent Spender
 	// Flags, when set, share the budgets spent with the other replicas.
 	Flags Flags
+	// Shared tells that Spent is the store every replica bills against
+	// (Postgres), so that what it says of a day's spend holds for all of
+	// them: Sync then reads it before a flag stops an advertiser this
+	// gate holds under its budget, and stops it only when the store says
+	// the budget is spent (or does not answer). A flag raised from a
+	// spend read before a credit, landing after the credit's reads took
+	// the flags down, then stops no replica.
+	Shared bool
 	// Now is the server's clock; nil is time.Now.
 	Now func() time.Time
 	// Rand draws whether a paced advertiser is shown: a number in [0, 1);
@@ -98,6 +106,24 @@ type Gate struct {
 	// cleared counts the flags Reread took down, so that a Sync whose
 	// read of the flags came before stops no advertiser with them.
 	cleared atomic.Uint64
+	// shared is Options.Shared.
+	shared bool
+	// checkMu guards checked and trusted, which Sync keeps while their
+	// flags stay raised: checked, the flags the store said were stale
+	// (the advertiser under its budget), so that Sync reads the store
+	// once for each, not every second; trusted, the flags that stopped
+	// an advertiser while the store did not answer, by advertiser, so
+	// that once the flag is taken down Sync reads the store and shows the
+	// advertiser again when it is under its budget.
+	checkMu sync.Mutex
+	checked map[dayFlag]bool
+	trusted map[dayFlag]int
+}
+
+// dayFlag is a flag raised on a day.
+type dayFlag struct {
+	flag string
+	day  clicks.BudgetDay
 }
 
 // zone is the advertisers whose budgets count the days of one time zone,
@@ -147,7 +173,8 @@ func (d *day) stop(i int) {
 // New returns the gate of o's budgets, with today's spend read from
 // o.Spent, so that an advertiser stopped before a restart stays stopped.
 func New(ctx context.Context, o Options) (*Gate, error) {
-	g := &Gate{spent: o.Spent, flags: o.Flags, now: o.Now, rand: o.Rand}
+	g := &Gate{spent: o.Spent, flags: o.Flags, now: o.Now, rand: o.Rand, shared: o.Shared,
+		checked: map[dayFlag]bool{}, trusted: map[dayFlag]int{}}
 	if g.now == nil {
 		g.now = time.Now
 	}
@@ -524,6 +551,8 @@ func (g *Gate) Sync(ctx context.Context) error {
 	// A day whose read fails does not keep the others unread: on a Redis
 	// Cluster each day's set may live on a master of its own.
 	var first error
+	read := map[clicks.BudgetDay][]string{}
+	down := false // a read of the store failed: trust the flags
 	for _, n := range days {
 		gen := g.cleared.Load()
 		raised, err := g.flags.Raised(ctx, n)
@@ -533,15 +562,26 @@ func (g *Gate) Sync(ctx context.Context) error {
 			}
 			continue
 		}
-		g.stopRaised(raised, n, current, gen)
+		read[n] = raised
+		g.stopRaised(ctx, raised, n, current, gen, &down)
+	}
+	if g.shared {
+		g.forget(ctx, days, read, current, &down)
 	}
 	return first
 }
 
+// checkTimeout bounds Sync's read of an advertiser's spend in the store
+// (Options.Shared); past it the flag is trusted.
+var checkTimeout = time.Second
+
 // stopRaised stops the advertisers of raised, flags of day n, whose
 // zone's current day is n, unless Reread took down flags since gen (of
 // cleared) was read before the flags: the next Sync reads them again.
-func (g *Gate) stopRaised(raised []string, n clicks.BudgetDay, current []*day, gen uint64) {
+// With a shared store, an advertiser this gate holds under its budget is
+// stopped only when the store says its budget is spent, or does not
+// answer (stale).
+func (g *Gate) stopRaised(ctx context.Context, raised []string, n clicks.BudgetDay, current []*day, gen uint64, down *bool) {
 	for _, f := range raised {
 		id, spentAt := parseFlag(f)
 		i, ok := slices.BinarySearch(g.ids, id)
@@ -561,6 +601,10 @@ func (g *Gate) stopRaised(raised []string, n clicks.BudgetDay, current []*day, g
 			g.lowerMu[i].RUnlock()
 			return
 		}
+		if g.shared && d.spent[i].Load() < b.DailyMicros && g.stale(ctx, i, d, dayFlag{f, n}, down) {
+			g.lowerMu[i].RUnlock()
+			continue
+		}
 		for {
 			old := d.spent[i].Load()
 			if old >= b.DailyMicros || d.spent[i].CompareAndSwap(old, b.DailyMicros) {
@@ -572,6 +616,119 @@ func (g *Gate) stopRaised(raised []string, n clicks.BudgetDay, current []*day, g
 		}
 		g.lowerMu[i].RUnlock()
 	}
+}
+
+// stale reports whether flag k of advertiser i, whose spend d holds
+// under its budget, is stale: the store says the budget is not spent (a
+// flag raised from a spend read before a credit). It reads the store once
+// for each flag: one found stale is kept in checked while it stays
+// raised, and one that a read found spent stops the advertiser here, its
+// spend the store's. While the store does not answer (*down, set by the
+// first read of a Sync that fails, so that the others do not wait on it
+// too) the flag is trusted, and kept in trusted. Called under i's
+// lowerMu, read, as a click's read: a Reread orders its read after it.
+func (g *Gate) stale(ctx context.Context, i int, d *day, k dayFlag, down *bool) bool {
+	g.checkMu.Lock()
+	seen := g.checked[k]
+	g.checkMu.Unlock()
+	if seen {
+		return true
+	}
+	if !*down {
+		rctx, cancel := context.WithTimeout(ctx, checkTimeout)
+		s, err := g.spent.SpentOn(rctx, g.ids[i], d.n)
+		cancel()
+		if err == nil {
+			g.raiseTo(i, d, s)
+			if s >= g.budgets[i].DailyMicros {
+				return false
+			}
+			g.checkMu.Lock()
+			g.checked[k] = true
+			g.checkMu.Unlock()
+			return true
+		}
+		*down = true
+	}
+	g.checkMu.Lock()
+	g.trusted[k] = i
+	g.checkMu.Unlock()
+	return false
+}
+
+// forget drops from checked and trusted the flags no longer raised: those
+// of a day no longer current (days), and those missing from their day's
+// flags as Sync read them (read; a day whose read failed keeps its
+// own). A flag checked again, raised anew, is read again. An advertiser
+// a trusted flag stopped is read again once that flag is down (a Reread
+// elsewhere took it down), and shown again when the store says it is
+// under its budget; while the store does not answer it stays stopped,
+// read again at the next Sync.
+func (g *Gate) forget(ctx context.Context, days []clicks.BudgetDay, read map[clicks.BudgetDay][]string, current []*day, down *bool) {
+	up := make(map[dayFlag]bool)
+	for n, raised := range read {
+		for _, f := range raised {
+			up[dayFlag{f, n}] = true
+		}
+	}
+	gone := func(k dayFlag) bool {
+		_, ok := read[k.day]
+		return !slices.Contains(days, k.day) || (ok && !up[k])
+	}
+	type restore struct {
+		k dayFlag
+		i int
+	}
+	var again []restore
+	g.checkMu.Lock()
+	for k := range g.checked {
+		if gone(k) {
+			delete(g.checked, k)
+		}
+	}
+	for k, i := range g.trusted {
+		if gone(k) {
+			again = append(again, restore{k, i})
+		}
+	}
+	g.checkMu.Unlock()
+	for _, r := range again {
+		if d := current[g.zoneOf[r.i]]; d != nil && d.n == r.k.day {
+			if *down {
+				continue
+			}
+			if err := g.restore(ctx, r.i, d); err != nil {
+				*down = true
+				continue
+			}
+		}
+		g.checkMu.Lock()
+		delete(g.trusted, r.k)
+		g.checkMu.Unlock()
+	}
+}
+
+// restore reads advertiser i's spend of d from the store and keeps it,
+// even when lower than what d holds, showing i again when it is under
+// its budget: a flag stopped i here while the store did not answer, and
+// that flag is down. It takes down no flag: one raised since is a
+// spend's, which the next Sync reads.
+func (g *Gate) restore(ctx context.Context, i int, d *day) error {
+	g.lowerMu[i].Lock()
+	defer g.lowerMu[i].Unlock()
+	rctx, cancel := context.WithTimeout(ctx, checkTimeout)
+	defer cancel()
+	s, err := g.spent.SpentOn(rctx, g.ids[i], d.n)
+	if err != nil {
+		return err
+	}
+	if s >= g.budgets[i].DailyMicros {
+		g.raiseTo(i, d, s)
+		return nil
+	}
+	d.spent[i].Store(s)
+	d.resume(i)
+	return nil
 }
 
 // Carry takes into g, a gate not served yet, what old, the gate it
