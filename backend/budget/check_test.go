@@ -1,0 +1,157 @@
+package budget
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/adlink/adlink/backend/accounts"
+	"github.com/adlink/adlink/backend/clicks"
+)
+
+// counted is a Spender that counts its reads of one advertiser's spend.
+type counted struct {
+	*spends
+	reads atomic.Int64
+}
+
+func (c *counted) SpentOn(ctx context.Context, adv string, day clicks.BudgetDay) (int64, error) {
+	c.reads.Add(1)
+	return c.spends.SpentOn(ctx, adv, day)
+}
+
+// checkedGate is a gate of a.example and b.example, budgets of 10, over
+// a shared store sp and flags f, at now.
+func checkedGate(t *testing.T, sp *counted, f Flags, now time.Time) *Gate {
+	t.Helper()
+	g, err := New(t.Context(), Options{Budgets: map[string]accounts.Budget{
+		"a.example": {DailyMicros: 10, Pacing: accounts.ASAP},
+		"b.example": {DailyMicros: 10, Pacing: accounts.ASAP},
+	}, Spent: sp, Flags: f, Shared: true, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// With a shared store, a flag of an advertiser the store holds under its
+// budget (raised from a spend read before a credit) stops nothing, and
+// the store is read once for it, not at each Sync; taken down and raised
+// again once the budget is spent, it is read again and stops the
+// advertiser. A flag of one whose spend the store holds at its budget
+// stops it at once, and one the gate's own spend already stopped reads
+// nothing.
+func TestSyncChecksAFlagAgainstTheStore(t *testing.T) {
+	ix := testIndex(t)
+	groups := ix.AdvertiserGroups()
+	now := day0.Add(10 * time.Hour)
+	sp := &counted{spends: &spends{m: map[string]int64{}}}
+	f := &flags{}
+	g := checkedGate(t, sp, f, now)
+	sp.add("b.example", now, 10)
+	if err := g.Clicked(t.Context(), &clicks.Click{Time: now, Advertiser: "b.example", Billable: true, BidMicros: 10}); err != nil {
+		t.Fatal(err)
+	}
+	sp.add("a.example", now, 4)
+	f.raised = append(f.raised, "a.example@10") // stale: the store holds 4
+	sp.reads.Store(0)
+	for range 3 {
+		if err := g.Sync(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := g.Exclude(ix), []uint32{groups["b.example"]}; !slices.Equal(got, want) {
+		t.Errorf("a stale flag of a.example: Exclude %v, want %v", got, want)
+	}
+	if n := sp.reads.Load(); n != 1 {
+		t.Errorf("3 Syncs read the store %d times, want once: for a.example's flag, none for b.example's own stop", n)
+	}
+	if got := g.Spent("a.example"); got != 4 {
+		t.Errorf("a.example spent %d after the store's read, want 4", got)
+	}
+
+	f.Clear(t.Context(), "a.example", 0)
+	if err := g.Sync(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	sp.add("a.example", now, 6) // another replica's click spends the budget
+	f.raised = append(f.raised, "a.example@10")
+	if err := g.Sync(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := g.Exclude(ix), []uint32{groups["b.example"], groups["a.example"]}; !slices.Equal(got, want) {
+		t.Errorf("a.example's flag raised again, its budget spent: Exclude %v, want %v", got, want)
+	}
+	if n := sp.reads.Load(); n != 2 {
+		t.Errorf("the store read %d times, want twice: once more for the flag raised again", n)
+	}
+}
+
+// While the shared store does not answer, a flag stops the advertiser as
+// without one, and a Sync reads the store once whatever the flags; once
+// the flag is down (a credit's read elsewhere took it down) and the store
+// answers, the advertiser it holds under its budget is shown again.
+func TestSyncTrustsAFlagWhileTheStoreIsDown(t *testing.T) {
+	ix := testIndex(t)
+	groups := ix.AdvertiserGroups()
+	now := day0.Add(10 * time.Hour)
+	sp := &counted{spends: &spends{m: map[string]int64{}}}
+	f := &flags{}
+	g := checkedGate(t, sp, f, now)
+	sp.add("a.example", now, 4)
+	sp.err = errors.New("down")
+	f.raised = []string{"a.example@10", "b.example@10"}
+	sp.reads.Store(0)
+	if err := g.Sync(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := g.Exclude(ix), []uint32{groups["a.example"], groups["b.example"]}; !slices.Equal(got, want) {
+		t.Errorf("the store down: Exclude %v, want %v", got, want)
+	}
+	if n := sp.reads.Load(); n != 1 {
+		t.Errorf("a Sync read the store %d times while it is down, want once", n)
+	}
+
+	f.Clear(t.Context(), "a.example", 0)
+	if err := g.Sync(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := g.Exclude(ix), []uint32{groups["a.example"], groups["b.example"]}; !slices.Equal(got, want) {
+		t.Errorf("a.example's flag down, the store still down: Exclude %v, want %v", got, want)
+	}
+	sp.err = nil
+	if err := g.Sync(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := g.Exclude(ix), []uint32{groups["b.example"]}; !slices.Equal(got, want) {
+		t.Errorf("a.example's flag down, the store answering: Exclude %v, want %v", got, want)
+	}
+	if got := g.Spent("a.example"); got != 4 {
+		t.Errorf("a.example spent %d, want the store's 4", got)
+	}
+}
+
+// Without a shared store (Options.Shared unset: each replica's spend is
+// its own), a flag stops the advertiser and reads no store, as before.
+func TestSyncReadsNoStoreUnshared(t *testing.T) {
+	ix := testIndex(t)
+	groups := ix.AdvertiserGroups()
+	now := day0.Add(10 * time.Hour)
+	sp := &counted{spends: &spends{m: map[string]int64{}}}
+	f := &flags{raised: []string{"a.example@10"}}
+	g, err := New(t.Context(), Options{Budgets: map[string]accounts.Budget{"a.example": {DailyMicros: 10, Pacing: accounts.ASAP}},
+		Spent: sp, Flags: f, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp.reads.Store(0)
+	if err := g.Sync(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := g.Exclude(ix), []uint32{groups["a.example"]}; !slices.Equal(got, want) || sp.reads.Load() != 0 {
+		t.Errorf("unshared: Exclude %v, want %v; %d reads of the store, want none", got, want, sp.reads.Load())
+	}
+}
