@@ -108,13 +108,13 @@ type Gate struct {
 	cleared atomic.Uint64
 	// shared is Options.Shared.
 	shared bool
-	// checkMu guards checked and trusted, which Sync keeps while their
-	// flags stay raised: checked, the flags the store said were stale
-	// (the advertiser under its budget), so that Sync reads the store
-	// once for each, not every second; trusted, the flags that stopped
-	// an advertiser while the store did not answer, by advertiser, so
-	// that once the flag is taken down Sync reads the store and shows the
-	// advertiser again when it is under its budget.
+	// checkMu guards checked and trusted: checked, the flags the store
+	// said were stale (the advertiser under its budget), kept while they
+	// stay raised, so that Sync reads the store once for each, not every
+	// second; trusted, the flags that stopped an advertiser while the
+	// store did not answer, with the advertiser, so that once it answers
+	// Sync reads the advertiser's spend and shows it again when it is
+	// under its budget.
 	checkMu sync.Mutex
 	checked map[dayFlag]bool
 	trusted map[dayFlag]int
@@ -656,14 +656,13 @@ func (g *Gate) stale(ctx context.Context, i int, d *day, k dayFlag, down *bool) 
 	return false
 }
 
-// forget drops from checked and trusted the flags no longer raised: those
-// of a day no longer current (days), and those missing from their day's
-// flags as Sync read them (read; a day whose read failed keeps its
-// own). A flag checked again, raised anew, is read again. An advertiser
-// a trusted flag stopped is read again once that flag is down (a Reread
-// elsewhere took it down), and shown again when the store says it is
-// under its budget; while the store does not answer it stays stopped,
-// read again at the next Sync.
+// forget drops from checked the flags no longer raised: those of a day
+// no longer current (days), and those missing from their day's flags as
+// Sync read them (read; a day whose read failed keeps its own), so that
+// a flag raised anew is read again. It reads the store again for each
+// advertiser a trusted flag stopped (restore), once the store answers:
+// the flag may be stale, and then one replica's stale flag would hide
+// the advertiser here for the rest of its day, taken down or not.
 func (g *Gate) forget(ctx context.Context, days []clicks.BudgetDay, read map[clicks.BudgetDay][]string, current []*day, down *bool) {
 	up := make(map[dayFlag]bool)
 	for n, raised := range read {
@@ -675,11 +674,11 @@ func (g *Gate) forget(ctx context.Context, days []clicks.BudgetDay, read map[cli
 		_, ok := read[k.day]
 		return !slices.Contains(days, k.day) || (ok && !up[k])
 	}
-	type restore struct {
+	type trust struct {
 		k dayFlag
 		i int
 	}
-	var again []restore
+	var again []trust
 	g.checkMu.Lock()
 	for k := range g.checked {
 		if gone(k) {
@@ -687,17 +686,15 @@ func (g *Gate) forget(ctx context.Context, days []clicks.BudgetDay, read map[cli
 		}
 	}
 	for k, i := range g.trusted {
-		if gone(k) {
-			again = append(again, restore{k, i})
-		}
+		again = append(again, trust{k, i})
 	}
 	g.checkMu.Unlock()
 	for _, r := range again {
 		if d := current[g.zoneOf[r.i]]; d != nil && d.n == r.k.day {
 			if *down {
-				continue
+				continue // trusted until a Sync's read answers
 			}
-			if err := g.restore(ctx, r.i, d); err != nil {
+			if err := g.restore(ctx, r.i, d, r.k, !gone(r.k)); err != nil {
 				*down = true
 				continue
 			}
@@ -709,11 +706,11 @@ func (g *Gate) forget(ctx context.Context, days []clicks.BudgetDay, read map[cli
 }
 
 // restore reads advertiser i's spend of d from the store and keeps it,
-// even when lower than what d holds, showing i again when it is under
-// its budget: a flag stopped i here while the store did not answer, and
-// that flag is down. It takes down no flag: one raised since is a
-// spend's, which the next Sync reads.
-func (g *Gate) restore(ctx context.Context, i int, d *day) error {
+// even when lower than what d holds: flag k stopped i here while the
+// store did not answer. When the store holds i under its budget, i is
+// shown again, and k, if still raised (up), is kept in checked, stale.
+// It takes down no flag: one raised since is read by the next Sync.
+func (g *Gate) restore(ctx context.Context, i int, d *day, k dayFlag, up bool) error {
 	g.lowerMu[i].Lock()
 	defer g.lowerMu[i].Unlock()
 	rctx, cancel := context.WithTimeout(ctx, checkTimeout)
@@ -725,6 +722,11 @@ func (g *Gate) restore(ctx context.Context, i int, d *day) error {
 	if s >= g.budgets[i].DailyMicros {
 		g.raiseTo(i, d, s)
 		return nil
+	}
+	if up {
+		g.checkMu.Lock()
+		g.checked[k] = true
+		g.checkMu.Unlock()
 	}
 	d.spent[i].Store(s)
 	d.resume(i)
