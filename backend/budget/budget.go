@@ -664,6 +664,12 @@ func (g *Gate) stale(ctx context.Context, i int, d *day, k dayFlag, down *bool) 
 // the flag may be stale, and then one replica's stale flag would hide
 // the advertiser here for the rest of its day, taken down or not.
 func (g *Gate) forget(ctx context.Context, days []clicks.BudgetDay, read map[clicks.BudgetDay][]string, current []*day, down *bool) {
+	g.checkMu.Lock()
+	none := len(g.checked) == 0 && len(g.trusted) == 0
+	g.checkMu.Unlock()
+	if none {
+		return // as nearly always: no flag to index
+	}
 	up := make(map[dayFlag]bool)
 	for n, raised := range read {
 		for _, f := range raised {
