@@ -1,14 +1,18 @@
 package app
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/adlink/adlink/backend/accounts"
+	"github.com/adlink/adlink/backend/budget"
 	"github.com/adlink/adlink/backend/clicks"
 	"github.com/adlink/adlink/backend/config"
 	pgstore "github.com/adlink/adlink/backend/store/pg"
@@ -103,5 +107,88 @@ func TestStaleFlagStopsNoReplica(t *testing.T) {
 	}
 	if a.shows(t, "SHOP.2.B1") || b.shows(t, "SHOP.2.B1") {
 		t.Errorf("shop-b.example's budget spent again: shown on A %v, on B %v, want on neither", a.shows(t, "SHOP.2.B1"), b.shows(t, "SHOP.2.B1"))
+	}
+}
+
+// afterRead is a Spender that calls hook, once, after its next read of an
+// advertiser's spend and before it answers.
+type afterRead struct {
+	budget.Spender
+	hook func()
+}
+
+func (h *afterRead) SpentOn(ctx context.Context, adv string, day clicks.BudgetDay) (int64, error) {
+	s, err := h.Spender.SpentOn(ctx, adv, day)
+	if hook := h.hook; hook != nil {
+		h.hook = nil
+		hook()
+	}
+	return s, err
+}
+
+// TestFlagFromASpendReadBeforeACredit: a replica of one Postgres and one
+// Redis, and a second replica's gate over them. A click spends an
+// advertiser's budget; the second gate reads that spend for it, and
+// before it raises its flag a credit of the click commits and the replica
+// reads the spend again and takes the flags down. The flag then lands:
+// the replica's next read of the flags finds Postgres's spend under the
+// budget and keeps showing the advertiser, and the second gate's own read
+// again after the credit takes that flag down.
+func TestFlagFromASpendReadBeforeACredit(t *testing.T) {
+	pgURL, redisURL := testpg.New(t), testredis.Start(t, testredis.Options{}).URL()
+	s := startAccountsWith(t, listingPartners, invalidateAdvertisers, listingAds(), func(cfg *config.Config) {
+		cfg.PostgresURL, cfg.RedisURL = pgURL, redisURL
+	})
+	rc, err := redisstore.Open(redisURL, redisstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	flags := rc.BudgetFlags()
+	day := clicks.BudgetDayIn(time.Now(), time.UTC)
+	const adv = "shop-b.example"
+	spent := &afterRead{Spender: s.Rollups}
+	b, err := budget.New(t.Context(), budget.Options{Budgets: s.Catalog().Accounts.Budgets(), Spent: spent, Flags: flags, Shared: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	link := s.tagged(t, "key-one", "site-one", "t", "SHOP.2.B1", 1)[0]
+	first := s.follow(t, http.MethodGet, link, 1)
+	if !s.billed(t, first.id) || s.shows(t, "SHOP.2.B1") {
+		t.Fatal("shop-b.example's click did not spend its budget")
+	}
+	spent.hook = func() {
+		today := time.Now().UTC().Format(time.DateOnly)
+		status, body := s.invalidate(t, url.Values{"ad": {"SHOP.2.B1"}, "from": {today}, "to": {today}, "reason": {"click farm"}}, nil)
+		if status != http.StatusOK || !strings.Contains(body, `"clicks":1`) {
+			t.Errorf("credit: %d %s", status, body)
+		}
+		if raised, err := flags.Raised(t.Context(), day); err != nil || len(raised) != 0 {
+			t.Errorf("after the credit's read, the flags %v (%v), want none", raised, err)
+		}
+	}
+	// The second replica learns of the click, and reads the spend before
+	// the credit.
+	if err := b.Clicked(t.Context(), &clicks.Click{Time: time.Now(), Advertiser: adv, Billable: true}); err != nil {
+		t.Fatal(err)
+	}
+	if raised, err := flags.Raised(t.Context(), day); err != nil || len(raised) != 1 {
+		t.Fatalf("the flag from the spend before the credit: %v (%v), want it raised", raised, err)
+	}
+	if err := s.live.accounts().gate.Sync(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if !s.shows(t, "SHOP.2.B1") {
+		t.Fatal("the flag raised from the spend before the credit stops shop-b.example, its spend in Postgres under its budget")
+	}
+	if err := b.Reread(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if raised, err := flags.Raised(t.Context(), day); err != nil || len(raised) != 0 {
+		t.Errorf("after the second gate's read again, the flags %v (%v), want none", raised, err)
+	}
+	if b.Spent(adv) != 0 || !s.shows(t, "SHOP.2.B1") {
+		t.Errorf("after the credit, the second gate holds %d and the replica shows shop-b.example %v, want 0 and shown", b.Spent(adv), s.shows(t, "SHOP.2.B1"))
 	}
 }
