@@ -192,3 +192,92 @@ func TestFlagFromASpendReadBeforeACredit(t *testing.T) {
 		t.Errorf("after the credit, the second gate holds %d and the replica shows shop-b.example %v, want 0 and shown", b.Spent(adv), s.shows(t, "SHOP.2.B1"))
 	}
 }
+
+// TestSyncWaitsOnNoHungClickRead: a gate over Postgres and Redis trusts a
+// flag while Postgres does not answer (the spend table locked, as a
+// server that takes no queries). A click's read of the spend then hangs
+// on the same lock; the gate's next Sync, reading the advertiser's spend
+// again for the trusted flag, returns while Postgres is still stuck, as
+// the click's read gives up: it does not wait on the click for as long as
+// Postgres does. Once Postgres answers, the advertiser, under its budget
+// there, is shown again.
+func TestSyncWaitsOnNoHungClickRead(t *testing.T) {
+	pgURL, redisURL := testpg.New(t), testredis.Start(t, testredis.Options{}).URL()
+	db, err := pgstore.Open(t.Context(), pgURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rc, err := redisstore.Open(redisURL, redisstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	const adv = "shop-b.example"
+	now := time.Now()
+	day := clicks.BudgetDayIn(now, time.UTC)
+	if _, err := db.Pool().Exec(t.Context(), `INSERT INTO spend (advertiser, day, shard, micros) VALUES ($1, $2, 0, 4)`, adv, int64(day)); err != nil {
+		t.Fatal(err)
+	}
+	g, err := budget.New(t.Context(), budget.Options{Budgets: map[string]accounts.Budget{adv: {DailyMicros: 10, Pacing: accounts.ASAP}},
+		Spent: db.Rollups(), Flags: rc.BudgetFlags(), Shared: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rc.BudgetFlags().Raise(t.Context(), adv+"@10", day); err != nil {
+		t.Fatal(err)
+	}
+
+	tx, err := db.Pool().Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	unlocked := false
+	unlock := func() {
+		if !unlocked {
+			unlocked = true
+			tx.Rollback(context.Background())
+		}
+	}
+	defer unlock()
+	if _, err := tx.Exec(t.Context(), `LOCK TABLE spend IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Sync(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := g.Spent(adv); got != 10 {
+		t.Fatalf("Postgres stuck: the flag trusted, %s spent %d, want its budget, 10", adv, got)
+	}
+
+	clicked := make(chan struct{})
+	go func() {
+		defer close(clicked)
+		g.Clicked(context.Background(), &clicks.Click{Time: now, Advertiser: adv, Billable: true})
+	}()
+	eventually(t, "the click's read of the spend waiting on the lock", func() bool {
+		var n int
+		err := db.Pool().QueryRow(t.Context(), `SELECT count(*) FROM pg_stat_activity
+			WHERE wait_event_type = 'Lock' AND query LIKE '%FROM spend WHERE advertiser%'`).Scan(&n)
+		return err == nil && n > 0
+	})
+	synced := make(chan struct{})
+	go func() {
+		defer close(synced)
+		g.Sync(context.Background())
+	}()
+	select {
+	case <-synced:
+	case <-time.After(15 * time.Second):
+		t.Errorf("Sync waits on a click's read of the spend for as long as Postgres does not answer")
+	}
+	unlock()
+	<-synced
+	<-clicked
+	if err := g.Sync(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := g.Spent(adv); got != 4 {
+		t.Errorf("Postgres answering: %s spent %d, want Postgres's 4, shown again", adv, got)
+	}
+}

@@ -309,15 +309,24 @@ func (g *Gate) lateRead(z *zone, d *day, wait, most time.Duration) {
 	}
 }
 
+// raiseTimeout bounds raise's read of the spend, which holds the
+// advertiser's lowerMu: a click's read that the store leaves unanswered
+// would otherwise hold back, for as long, the Reread and the Sync that
+// wait on it, and the visitor.
+var raiseTimeout = time.Second
+
 // raise reads advertiser i's spend of d from the store and keeps it when
 // it is larger than what d holds; once the spend reaches the budget it
 // stops an asap advertiser, and raises its flag when flag is set and this
 // read is the one that reached the budget here. The flag is raised before
-// a Reread may take it down.
+// a Reread may take it down. A read past raiseTimeout fails: the next
+// click reads the spend, and the ledger holds the budget meanwhile.
 func (g *Gate) raise(ctx context.Context, i int, d *day, flag string) error {
 	g.lowerMu[i].RLock()
 	defer g.lowerMu[i].RUnlock()
-	s, err := g.spent.SpentOn(ctx, g.ids[i], d.n)
+	rctx, cancel := context.WithTimeout(ctx, raiseTimeout)
+	s, err := g.spent.SpentOn(rctx, g.ids[i], d.n)
+	cancel()
 	if err != nil {
 		return fmt.Errorf("budget: reading the spend of %s: %w", g.ids[i], err)
 	}
