@@ -561,7 +561,8 @@ func (g *Gate) Sync(ctx context.Context) error {
 	// Cluster each day's set may live on a master of its own.
 	var first error
 	read := map[clicks.BudgetDay][]string{}
-	down := false // a read of the store failed: trust the flags
+	var reads storeReads
+	defer reads.end()
 	for _, n := range days {
 		gen := g.cleared.Load()
 		raised, err := g.flags.Raised(ctx, n)
@@ -572,17 +573,46 @@ func (g *Gate) Sync(ctx context.Context) error {
 			continue
 		}
 		read[n] = raised
-		g.stopRaised(ctx, raised, n, current, gen, &down)
+		g.stopRaised(ctx, raised, n, current, gen, &reads)
 	}
 	if g.shared {
-		g.forget(ctx, days, read, current, &down)
+		g.forget(ctx, days, read, current, &reads)
 	}
 	return first
 }
 
-// checkTimeout bounds Sync's read of an advertiser's spend in the store
-// (Options.Shared); past it the flag is trusted.
+// checkTimeout bounds a Sync's reads of the spend in the store
+// (Options.Shared), all together; past it the flags left are trusted.
 var checkTimeout = time.Second
+
+// storeReads are one Sync's reads of the spend in the shared store, its
+// checks of flags (stale) and its reads for the flags it trusted
+// (restore). They share one checkTimeout from the first, so that a Sync
+// of many new flags over a slow store does not read it for each in turn,
+// a second each, while the flags after them wait; once one fails, the
+// store down or the time up (down), the flags left are trusted, and
+// stop their advertisers at once.
+type storeReads struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	down   bool
+}
+
+// in returns the context of a read: ctx, bounded by checkTimeout from the
+// Sync's first read.
+func (r *storeReads) in(ctx context.Context) context.Context {
+	if r.ctx == nil {
+		r.ctx, r.cancel = context.WithTimeout(ctx, checkTimeout)
+	}
+	return r.ctx
+}
+
+// end releases the reads' timer.
+func (r *storeReads) end() {
+	if r.cancel != nil {
+		r.cancel()
+	}
+}
 
 // stopRaised stops the advertisers of raised, flags of day n, whose
 // zone's current day is n, unless Reread took down flags since gen (of
@@ -590,7 +620,7 @@ var checkTimeout = time.Second
 // With a shared store, an advertiser this gate holds under its budget is
 // stopped only when the store says its budget is spent, or does not
 // answer (stale).
-func (g *Gate) stopRaised(ctx context.Context, raised []string, n clicks.BudgetDay, current []*day, gen uint64, down *bool) {
+func (g *Gate) stopRaised(ctx context.Context, raised []string, n clicks.BudgetDay, current []*day, gen uint64, reads *storeReads) {
 	for _, f := range raised {
 		id, spentAt := parseFlag(f)
 		i, ok := slices.BinarySearch(g.ids, id)
@@ -610,7 +640,7 @@ func (g *Gate) stopRaised(ctx context.Context, raised []string, n clicks.BudgetD
 			g.lowerMu[i].RUnlock()
 			return
 		}
-		if g.shared && d.spent[i].Load() < b.DailyMicros && g.stale(ctx, i, d, dayFlag{f, n}, down) {
+		if g.shared && d.spent[i].Load() < b.DailyMicros && g.stale(ctx, i, d, dayFlag{f, n}, reads) {
 			g.lowerMu[i].RUnlock()
 			continue
 		}
@@ -632,21 +662,20 @@ func (g *Gate) stopRaised(ctx context.Context, raised []string, n clicks.BudgetD
 // flag raised from a spend read before a credit). It reads the store once
 // for each flag: one found stale is kept in checked while it stays
 // raised, and one that a read found spent stops the advertiser here, its
-// spend the store's. While the store does not answer (*down, set by the
-// first read of a Sync that fails, so that the others do not wait on it
-// too) the flag is trusted, and kept in trusted. Called under i's
+// spend the store's. While the store does not answer (reads.down, set by
+// the first read of a Sync that fails, so that the others do not wait on
+// it too, or once the Sync's reads took checkTimeout) the flag is
+// trusted, and kept in trusted. Called under i's
 // lowerMu, read, as a click's read: a Reread orders its read after it.
-func (g *Gate) stale(ctx context.Context, i int, d *day, k dayFlag, down *bool) bool {
+func (g *Gate) stale(ctx context.Context, i int, d *day, k dayFlag, reads *storeReads) bool {
 	g.checkMu.Lock()
 	seen := g.checked[k]
 	g.checkMu.Unlock()
 	if seen {
 		return true
 	}
-	if !*down {
-		rctx, cancel := context.WithTimeout(ctx, checkTimeout)
-		s, err := g.spent.SpentOn(rctx, g.ids[i], d.n)
-		cancel()
+	if !reads.down {
+		s, err := g.spent.SpentOn(reads.in(ctx), g.ids[i], d.n)
 		if err == nil {
 			g.raiseTo(i, d, s)
 			if s >= g.budgets[i].DailyMicros {
@@ -657,7 +686,7 @@ func (g *Gate) stale(ctx context.Context, i int, d *day, k dayFlag, down *bool) 
 			g.checkMu.Unlock()
 			return true
 		}
-		*down = true
+		reads.down = true
 	}
 	g.checkMu.Lock()
 	g.trusted[k] = i
@@ -672,7 +701,7 @@ func (g *Gate) stale(ctx context.Context, i int, d *day, k dayFlag, down *bool) 
 // advertiser a trusted flag stopped (restore), once the store answers:
 // the flag may be stale, and then one replica's stale flag would hide
 // the advertiser here for the rest of its day, taken down or not.
-func (g *Gate) forget(ctx context.Context, days []clicks.BudgetDay, read map[clicks.BudgetDay][]string, current []*day, down *bool) {
+func (g *Gate) forget(ctx context.Context, days []clicks.BudgetDay, read map[clicks.BudgetDay][]string, current []*day, reads *storeReads) {
 	g.checkMu.Lock()
 	none := len(g.checked) == 0 && len(g.trusted) == 0
 	g.checkMu.Unlock()
@@ -706,11 +735,11 @@ func (g *Gate) forget(ctx context.Context, days []clicks.BudgetDay, read map[cli
 	g.checkMu.Unlock()
 	for _, r := range again {
 		if d := current[g.zoneOf[r.i]]; d != nil && d.n == r.k.day {
-			if *down {
+			if reads.down {
 				continue // trusted until a Sync's read answers
 			}
-			if err := g.restore(ctx, r.i, d, r.k, !gone(r.k)); err != nil {
-				*down = true
+			if err := g.restore(reads.in(ctx), r.i, d, r.k, !gone(r.k)); err != nil {
+				reads.down = true
 				continue
 			}
 		}
@@ -724,13 +753,12 @@ func (g *Gate) forget(ctx context.Context, days []clicks.BudgetDay, read map[cli
 // even when lower than what d holds: flag k stopped i here while the
 // store did not answer. When the store holds i under its budget, i is
 // shown again, and k, if still raised (up), is kept in checked, stale.
-// It takes down no flag: one raised since is read by the next Sync.
+// It takes down no flag: one raised since is read by the next Sync. ctx
+// bounds the read (storeReads).
 func (g *Gate) restore(ctx context.Context, i int, d *day, k dayFlag, up bool) error {
 	g.lowerMu[i].Lock()
 	defer g.lowerMu[i].Unlock()
-	rctx, cancel := context.WithTimeout(ctx, checkTimeout)
-	defer cancel()
-	s, err := g.spent.SpentOn(rctx, g.ids[i], d.n)
+	s, err := g.spent.SpentOn(ctx, g.ids[i], d.n)
 	if err != nil {
 		return err
 	}

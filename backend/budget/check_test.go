@@ -158,3 +158,55 @@ func TestSyncReadsNoStoreUnshared(t *testing.T) {
 		t.Errorf("unshared: Exclude %v, want %v; %d reads of the store, want none", got, want, sp.reads.Load())
 	}
 }
+
+// slow is a Spender whose reads of an advertiser's spend each take delay,
+// or end with their context.
+type slow struct {
+	*counted
+	delay time.Duration
+}
+
+func (s *slow) SpentOn(ctx context.Context, adv string, day clicks.BudgetDay) (int64, error) {
+	select {
+	case <-time.After(s.delay):
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	return s.counted.SpentOn(ctx, adv, day)
+}
+
+// A Sync whose flags each need a read of a slow shared store (each read
+// answering, under checkTimeout) reads it for at most checkTimeout in all,
+// not once for every flag one after another: the flags left are trusted,
+// and stop their advertisers at once, each budget spent in the store.
+func TestSyncReadsASlowStoreForOneCheckTimeout(t *testing.T) {
+	now := day0.Add(10 * time.Hour)
+	sp := &slow{counted: &counted{spends: &spends{m: map[string]int64{}}}, delay: checkTimeout * 2 / 5}
+	f := &flags{}
+	budgets := map[string]accounts.Budget{}
+	const n = 8
+	for k := range n {
+		id := string(rune('a'+k)) + ".example"
+		budgets[id] = accounts.Budget{DailyMicros: 10, Pacing: accounts.ASAP}
+	}
+	g, err := New(t.Context(), Options{Budgets: budgets, Spent: sp, Flags: f, Shared: true, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id := range budgets {
+		sp.add(id, now, 10) // other replicas' clicks
+		f.raised = append(f.raised, id+"@10")
+	}
+	sp.reads.Store(0)
+	if err := g.Sync(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if r := sp.reads.Load(); r >= n {
+		t.Errorf("a Sync of %d flags read the slow store %d times, one after another", n, r)
+	}
+	for id := range budgets {
+		if got := g.Spent(id); got != 10 {
+			t.Errorf("%s spent %d after the Sync, want its budget, 10", id, got)
+		}
+	}
+}
