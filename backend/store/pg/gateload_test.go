@@ -2,6 +2,7 @@ package pgstore_test
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"slices"
 	"testing"
@@ -158,4 +159,67 @@ func TestGateReadsEachDayOnce(t *testing.T) {
 		t.Errorf("the midnight read %d advertisers' spend alone and %d days', want 0 and 1", one, all)
 	}
 	check("at 00:30 UTC")
+}
+
+// oneByOne is a budget.Spender whose read of a day's spend reads each of
+// ids' spend alone, as a gate read its day before.
+type oneByOne struct {
+	budget.Spender
+	ids []string
+}
+
+func (s oneByOne) SpentAllOn(ctx context.Context, day clicks.BudgetDay) (map[string]int64, error) {
+	spent := make(map[string]int64, len(s.ids))
+	for _, id := range s.ids {
+		n, err := s.SpentOn(ctx, id, day)
+		if err != nil {
+			return nil, err
+		}
+		spent[id] = n
+	}
+	return spent, nil
+}
+
+// BenchmarkGateNew times budget.New, the gate a start or a reload makes,
+// over 10,000 budgeted advertisers whose spend of the days retention
+// keeps is on Postgres (BenchmarkReread's), reading the day's spend in
+// one query, beside the same gate reading each advertiser's spend alone,
+// as New did before. Three rounds each, taking turns: the best and the
+// worst of each.
+func BenchmarkGateNew(b *testing.B) {
+	const n, bid = 10_000, 100
+	ctx := context.Background()
+	db, _, at, budgets := spentBudgets(b, n, bid)
+	ids := make([]string, n)
+	for i := range n {
+		ids[i] = advertiser(i)
+	}
+	round := func(sp budget.Spender) time.Duration {
+		start := time.Now()
+		g, err := budget.New(ctx, budget.Options{Budgets: budgets, Spent: sp, Now: func() time.Time { return at }})
+		d := time.Since(start)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, i := range []int{0, n / 2, n - 1} {
+			if s := g.Spent(advertiser(i)); s != bid {
+				b.Fatalf("%s spent %d, want %d", advertiser(i), s, bid)
+			}
+		}
+		return d
+	}
+	var day, each []time.Duration
+	for range b.N {
+		for range 3 {
+			day = append(day, round(db.Rollups()))
+			each = append(each, round(oneByOne{db.Rollups(), ids}))
+		}
+	}
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	b.ReportMetric(0, "ns/op")
+	b.ReportMetric(ms(slices.Min(day)), "ms/new")
+	b.ReportMetric(ms(slices.Max(day)), "ms/new-worst")
+	b.ReportMetric(ms(slices.Min(each)), "ms/new-each")
+	b.ReportMetric(ms(slices.Max(each)), "ms/new-each-worst")
+	b.ReportMetric(float64(slices.Min(each))/float64(slices.Min(day)), "each/new")
 }

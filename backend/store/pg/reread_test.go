@@ -119,38 +119,11 @@ func TestRereadReadsTheCreditedAdvertisersAlone(t *testing.T) {
 func BenchmarkReread(b *testing.B) {
 	const n, bid = 10_000, 100
 	ctx := context.Background()
-	url := testpg.New(b)
-	db, err := pgstore.Open(ctx, url)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	at := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	db, conn, at, budgets := spentBudgets(b, n, bid)
 	day := clicks.BudgetDayIn(at, time.UTC)
-	// Each advertiser's budget spent today and on each day retention
-	// keeps before it (retention.DefaultSpendDays), its spend of a day in
-	// four shards, as the ledger keeps it: a day's rows written on that
-	// day, after the days before.
-	if _, err := conn.Exec(ctx, `INSERT INTO spend (advertiser, day, shard, micros)
-		SELECT format('adv%s.example', lpad(i::text, 5, '0')), d, s, $2::bigint / 4
-		FROM generate_series(0, $3 - 1) i, generate_series($1::bigint - $4::bigint, $1::bigint) d, generate_series(0, 3) s
-		ORDER BY d, i, s`,
-		int64(day), bid, n, retention.DefaultSpendDays); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := conn.Exec(ctx, `ANALYZE spend`); err != nil {
-		b.Fatal(err)
-	}
-	budgets := map[string]accounts.Budget{}
 	all := make([]string, n)
 	for i := range n {
 		all[i] = advertiser(i)
-		budgets[all[i]] = accounts.Budget{DailyMicros: bid, Pacing: accounts.ASAP}
 	}
 	sp := &counted{Spender: db.Rollups()}
 	g, err := budget.New(ctx, budget.Options{Budgets: budgets, Spent: sp, Now: func() time.Time { return at }})
@@ -191,4 +164,43 @@ func BenchmarkReread(b *testing.B) {
 	b.ReportMetric(float64(each.Microseconds())/1000, "ms/reread-each")
 	b.ReportMetric(float64(each)/float64(bulk), "each/reread")
 	b.ReportMetric(float64(bulkReads), "reads-alone/reread")
+}
+
+// spentBudgets opens a Postgres the test binary starts, where n
+// advertisers each spent their daily budget of bid micros today (at) and
+// on each day retention keeps before it (retention.DefaultSpendDays),
+// each day's spend in four shards, as the ledger keeps it: a day's rows
+// written on that day, after the days before. It returns the store, a
+// connection of its own, the time and the budgets.
+func spentBudgets(b *testing.B, n, bid int) (*pgstore.DB, *pgx.Conn, time.Time, map[string]accounts.Budget) {
+	b.Helper()
+	ctx := context.Background()
+	url := testpg.New(b)
+	db, err := pgstore.Open(ctx, url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(db.Close)
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { conn.Close(ctx) })
+	at := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	day := clicks.BudgetDayIn(at, time.UTC)
+	if _, err := conn.Exec(ctx, `INSERT INTO spend (advertiser, day, shard, micros)
+		SELECT format('adv%s.example', lpad(i::text, 5, '0')), d, s, $2::bigint / 4
+		FROM generate_series(0, $3 - 1) i, generate_series($1::bigint - $4::bigint, $1::bigint) d, generate_series(0, 3) s
+		ORDER BY d, i, s`,
+		int64(day), bid, n, retention.DefaultSpendDays); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `ANALYZE spend`); err != nil {
+		b.Fatal(err)
+	}
+	budgets := map[string]accounts.Budget{}
+	for i := range n {
+		budgets[advertiser(i)] = accounts.Budget{DailyMicros: int64(bid), Pacing: accounts.ASAP}
+	}
+	return db, conn, at, budgets
 }
