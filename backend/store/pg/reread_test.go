@@ -90,6 +90,7 @@ func TestRereadReadsTheCreditedAdvertisersAlone(t *testing.T) {
 		t.Fatalf("credit: %+v %v, want %d clicks", credit, err, len(credited))
 	}
 	sp.one.Store(0)
+	sp.all.Store(0)
 	if err := g.Reread(ctx); err != nil {
 		t.Fatal(err)
 	}
