@@ -242,10 +242,12 @@ type dayReads map[clicks.BudgetDay]map[string]int64
 // budgets on a store across a network are read well within rollTimeout.
 //
 // It takes no advertiser's lowerMu: the day is not served yet, so no
-// click, Sync or Reread stores into it before load returns. Those that
-// find the day due wait for it (today's rollMu) and read the store after
-// this read; a gate New makes is read again after a credit by the
-// credit's Reread, as it is not the gate that Reread ran on.
+// click, Sync or Reread stores into it before load returns, and none
+// can store a spend read before this one after it. At a midnight, those
+// that find the day due wait for it (today's rollMu) and read the store
+// after this read; a gate New makes, which may have read the day before
+// a credit the gate it replaces read, is read again once served
+// (backend/app has a new gate Reread at its first tick).
 func (g *Gate) load(ctx context.Context, z *zone, at time.Time, read dayReads) (*day, error) {
 	d := g.fresh(z, at)
 	n := d.n
