@@ -109,14 +109,14 @@ type Gate struct {
 	// shared is Options.Shared.
 	shared bool
 	// checkMu guards checked and trusted: checked, the flags the store
-	// said were stale (the advertiser under its budget), kept while they
-	// stay raised, so that Sync reads the store once for each, not every
-	// second; trusted, the flags that stopped an advertiser while the
+	// said were stale (the advertiser under its budget), with when it
+	// said so, kept while they stay raised, so that Sync reads the store
+	// once for each every recheckStale, not every second; trusted, the flags that stopped an advertiser while the
 	// store did not answer, with the advertiser, so that once it answers
 	// Sync reads the advertiser's spend and shows it again when it is
 	// under its budget.
 	checkMu sync.Mutex
-	checked map[dayFlag]bool
+	checked map[dayFlag]time.Time
 	trusted map[dayFlag]int
 }
 
@@ -174,7 +174,7 @@ func (d *day) stop(i int) {
 // o.Spent, so that an advertiser stopped before a restart stays stopped.
 func New(ctx context.Context, o Options) (*Gate, error) {
 	g := &Gate{spent: o.Spent, flags: o.Flags, now: o.Now, rand: o.Rand, shared: o.Shared,
-		checked: map[dayFlag]bool{}, trusted: map[dayFlag]int{}}
+		checked: map[dayFlag]time.Time{}, trusted: map[dayFlag]int{}}
 	if g.now == nil {
 		g.now = time.Now
 	}
@@ -681,21 +681,29 @@ func (g *Gate) stopRaised(ctx context.Context, raised []string, n clicks.BudgetD
 	}
 }
 
+// recheckStale is how long a flag the store found stale is taken as
+// stale without reading the store again. A flag's text names the
+// advertiser and its budget, not the click that raised it: one stale
+// flag left up (its replica gone before its own read took it down) would
+// otherwise hide a real crossing of the same budget later that day.
+const recheckStale = 30 * time.Second
+
 // stale reports whether flag k of advertiser i, whose spend d holds
 // under its budget, is stale: the store says the budget is not spent (a
 // flag raised from a spend read before a credit). It reads the store once
-// for each flag: one found stale is kept in checked while it stays
-// raised, and one that a read found spent stops the advertiser here, its
+// for each flag every recheckStale: one found stale is kept in checked
+// while it stays raised, and one that a read found spent stops the advertiser here, its
 // spend the store's. While the store does not answer (reads.down, set by
 // the first read of a Sync that fails, so that the others do not wait on
 // it too, or once the Sync's reads took checkTimeout) the flag is
 // trusted, and kept in trusted. Called under i's
 // lowerMu, read, as a click's read: a Reread orders its read after it.
 func (g *Gate) stale(ctx context.Context, i int, d *day, k dayFlag, reads *storeReads) bool {
+	now := g.now()
 	g.checkMu.Lock()
-	seen := g.checked[k]
+	at, seen := g.checked[k]
 	g.checkMu.Unlock()
-	if seen {
+	if seen && now.Sub(at) < recheckStale && !now.Before(at) {
 		return true
 	}
 	if !reads.down {
@@ -706,7 +714,7 @@ func (g *Gate) stale(ctx context.Context, i int, d *day, k dayFlag, reads *store
 				return false
 			}
 			g.checkMu.Lock()
-			g.checked[k] = true
+			g.checked[k] = now
 			g.checkMu.Unlock()
 			return true
 		}
@@ -792,7 +800,7 @@ func (g *Gate) restore(ctx context.Context, i int, d *day, k dayFlag, up bool) e
 	}
 	if up {
 		g.checkMu.Lock()
-		g.checked[k] = true
+		g.checked[k] = g.now()
 		g.checkMu.Unlock()
 	}
 	d.spent[i].Store(s)

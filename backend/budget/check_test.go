@@ -210,3 +210,47 @@ func TestSyncReadsASlowStoreForOneCheckTimeout(t *testing.T) {
 		}
 	}
 }
+
+// A flag found stale is read again once recheckStale has passed: its
+// text names only the advertiser and its budget, so a stale flag left up
+// all day would otherwise hide a real crossing of that budget later on.
+func TestSyncReadsAStaleFlagAgainLater(t *testing.T) {
+	ix := testIndex(t)
+	groups := ix.AdvertiserGroups()
+	var now atomic.Pointer[time.Time]
+	at := day0.Add(10 * time.Hour)
+	now.Store(&at)
+	sp := &counted{spends: &spends{m: map[string]int64{}}}
+	f := &flags{}
+	g, err := New(t.Context(), Options{Budgets: map[string]accounts.Budget{
+		"a.example": {DailyMicros: 10, Pacing: accounts.ASAP},
+	}, Spent: sp, Flags: f, Shared: true, Now: func() time.Time { return *now.Load() }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp.add("a.example", at, 4)
+	f.raised = append(f.raised, "a.example@10") // stale: the store holds 4
+	if err := g.Sync(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := g.Exclude(ix); len(got) != 0 {
+		t.Fatalf("a stale flag: Exclude %v, want none", got)
+	}
+	sp.add("a.example", at, 6) // another replica spends the budget; the flag stays as it was
+	later := at.Add(recheckStale / 2)
+	now.Store(&later)
+	if err := g.Sync(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := g.Exclude(ix); len(got) != 0 {
+		t.Errorf("before recheckStale: Exclude %v, want none (the flag taken as stale, unread)", got)
+	}
+	later = at.Add(recheckStale + time.Second)
+	now.Store(&later)
+	if err := g.Sync(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := g.Exclude(ix), []uint32{groups["a.example"]}; !slices.Equal(got, want) {
+		t.Errorf("after recheckStale, the budget spent: Exclude %v, want %v", got, want)
+	}
+}
