@@ -1023,12 +1023,14 @@
   // it is in view for a second again, or still is when the tab shows again.
   var SEEN_MS = 1000, BATCH_MS = 100, MAX_BEACON = 16, RENEW_S = 600;
   // V2: the browser's IntersectionObserver tells whether a link can be
-  // seen (v2, Chromium since 74): nothing painted over it (a sticky header,
-  // a comment's overlay, even one clicks fall through, pointer-events:
-  // none), no opacity below 1, no filter, no transform. There a link
-  // counts only when it says so, or when an opacity, filter or transform
-  // may be why it says not (a page's "a:hover{opacity:.8}") and nothing
-  // else is at its middle (covered); rendered's checks judge those.
+  // seen (v2, Chromium since 74): nothing painted over any of it, no
+  // opacity below 1, no filter, no transform. It says not for much a
+  // reader sees well (a page's empty layer for its notices over the whole
+  // window, a cookie banner over a few pixels of the link, a link that
+  // fades a little under the pointer), so where it says not, the link is
+  // judged here: shown unless something is painted over most of it
+  // (covered), judged again each second while it is in view (doubt);
+  // rendered's checks judge opacity and the rest when it is seen.
   var V2 = !!window.IntersectionObserverEntry && "isVisible" in IntersectionObserverEntry.prototype;
   // held has, for a link in view V2 finds covered, its href with its
   // proof (click token, signature) and the href without it, which the
@@ -1039,6 +1041,9 @@
   // element it observes alive, so a link the page no longer holds is let
   // go (unwatchGone) whenever links are watched, and at each refresh.
   var watched = new Set(), timers = new Map(), seenQueue = [], batchTimer = 0, observer = null;
+  // doubt has the links in view V2 says are not to be seen, each with
+  // whether half of it is in view.
+  var doubt = new Map(), doubtTimer = 0;
   // proof is, for each reported link, the href reported (with its click
   // token) and when (Date.now()) it is to be reported again, 0 while its
   // report is on its way or when it got no click token: a link whose href
@@ -1077,29 +1082,65 @@
     }
   }
 
-  // covered tells whether the element the page shows at the middle of a
-  // link's first box is another (a sticky header over it). An element
-  // clicks fall through (pointer-events: none) is not found there.
-  var elementFromPoint = docFn("elementFromPoint");
+  // covered tells whether something is painted over most of a link: at
+  // more than half of the points looked at (the middle and the quarter
+  // points of each of its boxes, those in the window), the topmost element
+  // that paints anything is not the link or in it. An element that paints
+  // nothing there (a page's empty layer for its notices, over the whole
+  // window) is looked through; a cover over a few pixels of the link (a
+  // cookie banner's edge, a chat button on its corner) leaves most points
+  // to the link. Elements clicks fall through (pointer-events: none) are
+  // found too: all take the pointer while it looks, by a style sheet the
+  // document adopts and drops again in the same task, no change to the
+  // page's DOM. Where a browser adopts no sheets, the element at the
+  // middle of the link's first box tells, one clicks fall through not found.
+  var elementFromPoint = docFn("elementFromPoint"), elementsFromPoint = docFn("elementsFromPoint"),
+    sheets = Object.getOwnPropertyDescriptor(docProto, "adoptedStyleSheets"), lift = null;
   function covered(a) {
-    var r = a.getClientRects()[0], e = r && elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
-    return !!e && !a.contains(e);
+    var rs = a.getClientRects(), r = rs[0], n = 0, all = 0, was;
+    if (!sheets || !sheets.set || !window.CSSStyleSheet || !docProto.elementsFromPoint) {
+      r = r && elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
+      return !!r && !a.contains(r);
+    }
+    was = Array.prototype.slice.call(sheets.get.call(document));
+    try {
+      if (!lift) (lift = new CSSStyleSheet()).replaceSync("*{pointer-events:auto!important}");
+      sheets.set.call(document, was.concat(lift));
+      Array.prototype.forEach.call(rs, function (r) {
+        [.5, .5, .25, .25, .75, .25, .25, .75, .75, .75].forEach(function (p, i, ps) {
+          if (i % 2) return;
+          var x = Math.max(Math.min(r.left + r.width * p, r.right - 1), r.left + 1), y = Math.max(Math.min(r.top + r.height * ps[i + 1], r.bottom - 1), r.top + 1);
+          if (x < 0 || y < 0 || x >= innerWidth || y >= innerHeight) return;
+          all++;
+          var e = elementsFromPoint(x, y).find(function (e) { return a.contains(e) || paints(e); });
+          if (!e || !a.contains(e)) n++;
+        });
+      });
+    } finally {
+      sheets.set.call(document, was);
+    }
+    return n * 2 > all;
   }
 
-  // shows tells whether a link V2 says is not to be seen has an opacity,
-  // a filter or a transform, from it up, and nothing over its middle. A
-  // transform may be the property scale or rotate (a pressed link's
-  // "a:active{scale:.97}"), a filter a backdrop-filter. Under the reader's
-  // pointer a link stays as it was: what the page shows on hover (a
-  // tooltip over its edge, a pressed link's ripple) covers no link the
-  // reader already points at.
-  function shows(a) {
-    if (a.matches(":hover")) return !held.has(a);
-    for (var e = a, st; e; e = e.parentElement) {
-      st = getComputedStyle(e);
-      if (st.opacity < 1 || [st.filter, st.backdropFilter, st.transform, st.scale, st.rotate].some(function (v) { return v && v !== "none"; })) return !covered(a);
-    }
-    return false;
+  // paints tells whether an element over a link paints anything: a
+  // background, a border or a shadow (its own, its ::before's or its
+  // ::after's), replaced content (an image, a frame, a form's control), or
+  // text of its own not transparent (a page's text in the page's colour
+  // paints over a link). One at opacity 0, or in one, paints nothing.
+  function paints(e) {
+    if (e.checkVisibility && !e.checkVisibility({ opacityProperty: true })) return false;
+    var st = getComputedStyle(e);
+    return /^(img|video|canvas|svg|iframe|object|embed|input|textarea|select|button)$/.test(e.localName) || !!e.ownerSVGElement || fills(st) ||
+      (alpha(st.color) > 0 && Array.prototype.some.call(e.childNodes, function (t) { return t.nodeType === 3 && /\S/.test(t.nodeValue); })) ||
+      ["::before", "::after"].some(function (p) {
+        var s = getComputedStyle(e, p);
+        return !/^(none|normal)$/.test(s.content) && (fills(s) || (s.content !== '""' && alpha(s.color) > 0));
+      });
+  }
+
+  function fills(st) {
+    return alpha(st.backgroundColor) > 0 || st.backgroundImage !== "none" || st.boxShadow !== "none" || (st.backdropFilter || "none") !== "none" ||
+      ["Top", "Right", "Bottom", "Left"].some(function (s) { return parseFloat(st["border" + s + "Width"]) > 0 && alpha(st["border" + s + "Color"]) > 0; });
   }
 
   function hrefOf(a) {
@@ -1111,25 +1152,51 @@
     if (!timers.has(a) && stale(a)) timers.set(a, setTimeout(function () { seen(a); }, SEEN_MS));
   }
 
+  // sight has a link in view (on: any of it, half: half of it) wait to be
+  // seen when vis, and holds its proof while V2 and covered find it covered.
+  function sight(a, on, half, vis) {
+    if (V2) cover(a, on && !vis);
+    if (on && half && vis) {
+      inView.add(a);
+      look(a);
+    } else {
+      inView.delete(a);
+      if (!a.isConnected) unwatch(a); // the view changed (refresh)
+      else if (timers.has(a)) {
+        clearTimeout(timers.get(a));
+        timers.delete(a);
+      }
+    }
+  }
+
+  // shows tells whether a link V2 says is not to be seen shows all the
+  // same. Under the reader's pointer a link stays as it was: what the page
+  // shows on hover (a tooltip over its edge, a pressed link's ripple)
+  // covers no link the reader already points at.
+  function shows(a) {
+    return a.matches(":hover") ? !held.has(a) : !covered(a);
+  }
+
+  // recheck judges again, each second, the links in view V2 says are not
+  // to be seen: a cover may have gone while V2 still says not (the page's
+  // layer for its notices stays), or come.
+  function recheck() {
+    doubtTimer = 0;
+    doubt.forEach(function (half, a) { sight(a, a.isConnected, half, shows(a)); });
+    if (doubt.size) doubtTimer = setTimeout(recheck, SEEN_MS);
+  }
+
   function watch(placedLinks) {
     if (!window.IntersectionObserver) return;
     if (!observer) {
       observer = new IntersectionObserver(function (entries) {
         entries.forEach(function (e) {
-          var a = e.target, vis = !V2 || e.isVisible || shows(a);
-          if (V2) cover(a, e.isIntersecting && !vis);
-          if (e.isIntersecting && e.intersectionRatio >= 0.5 && vis) {
-            inView.add(a);
-            look(a);
-          } else {
-            inView.delete(a);
-            if (!a.isConnected) unwatch(a); // the view changed (refresh)
-            else if (timers.has(a)) {
-              clearTimeout(timers.get(a));
-              timers.delete(a);
-            }
-          }
+          var a = e.target, half = e.intersectionRatio >= 0.5;
+          if (V2 && e.isIntersecting && !e.isVisible) doubt.set(a, half);
+          else doubt.delete(a);
+          sight(a, e.isIntersecting, half, !V2 || e.isVisible || shows(a));
         });
+        if (doubt.size && !doubtTimer) doubtTimer = setTimeout(recheck, SEEN_MS);
       }, { threshold: [0, 0.5], trackVisibility: true, delay: 100 });
       onDocument("visibilitychange", function () {
         if (docProp("visibilityState") === "visible") inView.forEach(look);
@@ -1154,6 +1221,7 @@
   function unwatch(a) {
     observer.unobserve(a);
     watched.delete(a);
+    doubt.delete(a);
     inView.delete(a);
     if (timers.has(a)) {
       clearTimeout(timers.get(a));
