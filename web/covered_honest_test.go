@@ -21,12 +21,16 @@ import (
 // text going on after it (broken over two lines, v2 would take that text,
 // within the link's bounding box, for something over it); its article is
 // scaled a little (the CSS property scale, not transform); a link pressed
-// shrinks a little (a:active) while the reader holds the button.
+// shrinks a little (a:active) while the reader holds the button; an
+// empty layer for the page's notices, which clicks fall through, lies over
+// the whole window; a cookie banner covers the lower few pixels of it.
 func TestHonestLinkBills(t *testing.T) {
 	b := startBackend(t)
 	for _, c := range []struct {
 		name, style, script string
-		wrapped             bool
+		// after runs in the page once the ads are placed.
+		after   string
+		wrapped bool
 		// hover is how long the reader's pointer rests on the link before
 		// the click, press how long the button is held down.
 		hover, press time.Duration
@@ -39,6 +43,14 @@ func TestHonestLinkBills(t *testing.T) {
 		{name: "tooltip", hover: 600 * time.Millisecond, script: `addEventListener("mouseover", e => { const a = e.target.closest("a"); if (!a || document.getElementById("tip")) return;
 			const r = a.getBoundingClientRect(), d = document.createElement("div"); d.id = "tip"; d.textContent = a.title;
 			d.style.cssText = "position:absolute;background:#333;color:#fff;padding:4px;left:" + (r.left + scrollX) + "px;top:" + (r.top + scrollY - 20) + "px"; document.body.append(d); })`},
+		// The empty container of a page's toasts (react-hot-toast's).
+		{name: "toast layer", style: `#toaster{position:fixed;inset:16px;z-index:9999;pointer-events:none}`,
+			script: `document.body.append(Object.assign(document.createElement("div"), {id: "toaster"}))`},
+		// A cookie banner at the foot of the window, over the link's
+		// lower 8 pixels.
+		{name: "cookie banner", after: `(() => { const r = document.querySelector("#wrap a.adlink-intext").getBoundingClientRect(), d = document.createElement("div");
+			d.textContent = "Wir verwenden Cookies."; d.style.cssText = "position:fixed;left:0;right:0;height:200px;background:#333;color:#fff;z-index:10;top:" + (r.bottom - 8) + "px";
+			document.body.append(d); return true; })()`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			br := newBrowser(t)
@@ -52,6 +64,9 @@ func TestHonestLinkBills(t *testing.T) {
 				t.Fatalf("%+v, want the ad matched in the page", r)
 			}
 			const link = `document.querySelector("#wrap a.adlink-intext")`
+			if c.after != "" {
+				eval[bool](t, br, c.after)
+			}
 			// Laid out as the page's text is, the ad's name breaks over two lines.
 			if n := eval[int](t, br, `(() => { const a = `+link+`; a.style.display = "inline"; const n = a.getClientRects().length; a.style.display = ""; return n; })()`); c.wrapped && n != 2 {
 				t.Fatalf("inline, the link has %d boxes, want it broken over two lines", n)
