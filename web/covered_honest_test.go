@@ -159,3 +159,49 @@ func TestCoveredBeforeTokenCarriesNone(t *testing.T) {
 		t.Errorf("the link uncovered never got its click token: %s", eval[string](t, br, coveredLink))
 	}
 }
+
+// TestCoverCheckLeavesPageAlone: on a page whose empty toast layer has
+// IntersectionObserver v2 say no link is to be seen, a link under a cover
+// clicks fall through gets its click token only once the cover goes,
+// though v2 goes on saying the same; the checks, each second, leave the
+// page's adopted style sheets as they were and change nothing a
+// MutationObserver sees.
+func TestCoverCheckLeavesPageAlone(t *testing.T) {
+	b := startBackend(t)
+	br := newBrowser(t)
+	// Counts the widget's changes to the document's adopted style sheets.
+	br.onEveryPage(t, `(() => { const d = Object.getOwnPropertyDescriptor(Document.prototype, "adoptedStyleSheets");
+		window.adopted = 0; Object.defineProperty(Document.prototype, "adoptedStyleSheets", {configurable: true, get: d.get, set(v) { window.adopted++; d.set.call(this, v); }}); })()`)
+	page := `<style>body{background:#fff;color:#111;margin:0}p{font-size:20px;margin:0;padding:10px}#toaster{position:fixed;inset:16px;z-index:9999;pointer-events:none}</style>` +
+		`<article><p id="under">Das neue Apple iPhone 15 im Test.</p><p style="margin-bottom:3000px">Ende.</p></article>` +
+		`<div id="toaster"></div><script>window.pageSheet = new CSSStyleSheet(); pageSheet.replaceSync("article{color:#111}");
+		document.adoptedStyleSheets = [pageSheet]; window.pageSheets = document.adoptedStyleSheets; adopted = 0</script>`
+	site := publisher(t, map[string]string{"/page.html": publisherPage("de-DE", b.URL, page)})
+	asReader(t, br, b, site)
+	if r := br.view(t, site+"/page.html"); r.Source != "local" || r.Links < 1 {
+		t.Fatalf("%+v, want the ad matched in the page", r)
+	}
+	eval[bool](t, br, `(() => { const r = document.querySelector("#under a.adlink-intext").getBoundingClientRect(), c = document.createElement("div");
+	c.id = "cover"; c.style.cssText = "position:absolute;background:#fff;pointer-events:none;left:" + (r.left - 4) + "px;top:" + (r.top - 4) + "px;width:" + (r.width + 8) + "px;height:" + (r.height + 8) + "px";
+	document.body.append(c); return true; })()`)
+	time.Sleep(3 * time.Second) // a token would have come by now
+	if got := eval[string](t, br, coveredLink); strings.Contains(got, "&ct=") {
+		t.Fatalf("the covered link got its click token: %s", got)
+	}
+	// Nothing the page sees changes while the checks run.
+	n := eval[int](t, br, `window.records = []; new MutationObserver(r => records.push(...r)).observe(document, {subtree: true, childList: true, attributes: true, characterData: true}), adopted`)
+	time.Sleep(2500 * time.Millisecond)
+	if got := eval[int](t, br, `adopted`); got < n+2 {
+		t.Errorf("the document's adopted style sheets were set %d times in 2.5 s, want the checks to run each second", got-n)
+	}
+	if got := eval[string](t, br, `records.map(r => r.type + " " + r.target.nodeName + " " + (r.attributeName || "")).join("; ")`); got != "" {
+		t.Errorf("the checks changed the page: %s", got)
+	}
+	if !eval[bool](t, br, `document.adoptedStyleSheets === pageSheets && pageSheets.length === 1 && pageSheets[0] === pageSheet`) {
+		t.Errorf("the page's adopted style sheets are now %d", eval[int](t, br, `document.adoptedStyleSheets.length`))
+	}
+	eval[bool](t, br, `document.getElementById("cover").remove(), true`)
+	if pollHref(t, br, `(() => { const a = document.querySelector("#under a.adlink-intext"); return /[?&]ct=/.test(a.href) ? a.href : false; })()`) == "" {
+		t.Errorf("the link uncovered never got its click token: %s", eval[string](t, br, coveredLink))
+	}
+}

@@ -63,10 +63,13 @@ func TestCoveredLinkGetsNoImpression(t *testing.T) {
 			`<script>addEventListener("DOMContentLoaded", () => document.querySelector("#under .c").textContent = "Erster! ".repeat(20))</script>`},
 		// The page's sticky header, scrolled over the ad's paragraph.
 		{name: "sticky header", keyboard: true, cover: stickyHeader},
-		// Without v2, the element at the link's middle tells: not one
-		// clicks fall through, but a header or a box that takes them.
+		// Without v2, what is painted over most of the link tells: a
+		// header, a box that takes the clicks.
 		{name: "sticky header without v2", keyboard: true, v1: true, cover: stickyHeader},
 		{name: "opaque box without v2", keyboard: true, v1: true, cover: `<style>#under .c{background:#fff}</style>`},
+		// One clicks fall through is found there too, all the page's
+		// elements taking the pointer while the widget looks.
+		{name: "pointer-events none without v2", v1: true, cover: `<style>#under .c{background:#fff;pointer-events:none}</style>`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			br := newBrowser(t)
