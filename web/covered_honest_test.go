@@ -205,3 +205,23 @@ func TestCoverCheckLeavesPageAlone(t *testing.T) {
 		t.Errorf("the link uncovered never got its click token: %s", eval[string](t, br, coveredLink))
 	}
 }
+
+// TestFramedLinkBills: an ad in a frame whose element the page fades a
+// little and shifts (opacity, transform), which has IntersectionObserver v2
+// call every link in it not to be seen, gets its click token.
+func TestFramedLinkBills(t *testing.T) {
+	b := startBackend(t)
+	br := newBrowser(t)
+	page := `<style>body{background:#fff;color:#111;margin:0}p{font-size:20px;margin:0;padding:10px}</style>` +
+		`<article><p id="wrap">Das neue Apple iPhone 15 im Test.</p><p style="margin-bottom:3000px">Ende.</p></article>`
+	site := publisher(t, map[string]string{
+		"/page.html": publisherPage("de-DE", b.URL, page),
+		"/top.html":  `<!doctype html><body style="margin:0"><iframe src="/page.html" style="opacity:.95;transform:translateX(2px);border:0;width:800px;height:600px"></iframe>`,
+	})
+	asReader(t, br, b, site)
+	br.do(t, chromedp.Navigate(site+"/top.html"))
+	const link = `document.querySelector("iframe").contentDocument?.querySelector("#wrap a.adlink-intext")`
+	if pollHref(t, br, `(() => { const a = `+link+`; return a && /[?&]ct=/.test(a.href) ? a.href : false; })()`) == "" {
+		t.Fatalf("the link in the frame never got its click token: %s", eval[string](t, br, `(() => { const a = `+link+`; return a ? a.href : "no link"; })()`))
+	}
+}
