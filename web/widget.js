@@ -1095,17 +1095,19 @@
   // page's DOM. Where a browser adopts no sheets, the element at the
   // middle of the link's first box tells, one clicks fall through not found.
   var elementFromPoint = docFn("elementFromPoint"), elementsFromPoint = docFn("elementsFromPoint"),
-    sheets = Object.getOwnPropertyDescriptor(docProto, "adoptedStyleSheets"), lift = null;
+    sheets = Object.getOwnPropertyDescriptor(docProto, "adoptedStyleSheets"), lift = null, was = null;
   function covered(a) {
-    var rs = a.getClientRects(), r = rs[0], n = 0, all = 0, was;
+    var rs = a.getClientRects(), r = rs[0], n = 0, all = 0;
     if (!sheets || !sheets.set || !window.CSSStyleSheet || !docProto.elementsFromPoint) {
       r = r && elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
       return !!r && !a.contains(r);
     }
-    was = Array.prototype.slice.call(sheets.get.call(document));
-    try {
-      if (!lift) (lift = new CSSStyleSheet()).replaceSync("*{pointer-events:auto!important}");
-      sheets.set.call(document, was.concat(lift));
+    return lifted(function () {
+      if (!was) {
+        was = Array.prototype.slice.call(sheets.get.call(document));
+        if (!lift) (lift = new CSSStyleSheet()).replaceSync("*{pointer-events:auto!important}");
+        sheets.set.call(document, was.concat(lift));
+      }
       Array.prototype.forEach.call(rs, function (r) {
         [.5, .5, .25, .25, .75, .25, .25, .75, .75, .75].forEach(function (p, i, ps) {
           if (i % 2) return;
@@ -1116,10 +1118,22 @@
           if (!e || !a.contains(e)) n++;
         });
       });
+      return n * 2 > all;
+    });
+  }
+
+  // lifted runs f, and then gives the document back the page's own
+  // adopted style sheets (was) if covered added its own meanwhile, also
+  // should f throw: the links judged together (the observer's, each
+  // second's) have the page's style worked out twice, not twice each.
+  function lifted(f) {
+    if (was) return f();
+    try {
+      return f();
     } finally {
-      sheets.set.call(document, was);
+      if (was) sheets.set.call(document, was);
+      was = null;
     }
-    return n * 2 > all;
   }
 
   // paints tells whether an element over a link paints anything: a
@@ -1182,7 +1196,9 @@
   // layer for its notices stays), or come.
   function recheck() {
     doubtTimer = 0;
-    doubt.forEach(function (half, a) { sight(a, a.isConnected, half, shows(a)); });
+    lifted(function () {
+      doubt.forEach(function (half, a) { sight(a, a.isConnected, half, shows(a)); });
+    });
     if (doubt.size) doubtTimer = setTimeout(recheck, SEEN_MS);
   }
 
@@ -1190,11 +1206,13 @@
     if (!window.IntersectionObserver) return;
     if (!observer) {
       observer = new IntersectionObserver(function (entries) {
-        entries.forEach(function (e) {
-          var a = e.target, half = e.intersectionRatio >= 0.5;
-          if (V2 && e.isIntersecting && !e.isVisible) doubt.set(a, half);
-          else doubt.delete(a);
-          sight(a, e.isIntersecting, half, !V2 || e.isVisible || shows(a));
+        lifted(function () {
+          entries.forEach(function (e) {
+            var a = e.target, half = e.intersectionRatio >= 0.5;
+            if (V2 && e.isIntersecting && !e.isVisible) doubt.set(a, half);
+            else doubt.delete(a);
+            sight(a, e.isIntersecting, half, !V2 || e.isVisible || shows(a));
+          });
         });
         if (doubt.size && !doubtTimer) doubtTimer = setTimeout(recheck, SEEN_MS);
       }, { threshold: [0, 0.5], trackVisibility: true, delay: 100 });
