@@ -61,6 +61,11 @@ func TestCoveredLinkGetsNoImpression(t *testing.T) {
 		// A comment's text coloured as the page, on the page's colour.
 		{name: "same colour text", cover: `<style>#under .c{background:#fff;color:#fff;font-size:30px;pointer-events:none}</style>` +
 			`<script>addEventListener("DOMContentLoaded", () => document.querySelector("#under .c").textContent = "Erster! ".repeat(20))</script>`},
+		// A box clicks fall through over the left 60% of the ad: most of it.
+		{name: "most of it", cover: `<style>#under .c{pointer-events:none}</style><script>const t = setInterval(() => { const a = document.querySelector("#under a.adlink-intext"); if (!a) return; clearInterval(t);
+			const r = a.getBoundingClientRect(), c = document.createElement("div");
+			c.style.cssText = "position:absolute;background:#fff;pointer-events:none;left:" + (r.left - 4) + "px;top:" + (r.top - 4) + "px;width:" + (r.width * .6 + 4) + "px;height:" + (r.height + 8) + "px";
+			document.body.append(c); }, 5)</script>`},
 		// The page's sticky header, scrolled over the ad's paragraph.
 		{name: "sticky header", keyboard: true, cover: stickyHeader},
 		// Without v2, what is painted over most of the link tells: a
