@@ -696,7 +696,8 @@ const recheckStale = 30 * time.Second
 // spend the store's. While the store does not answer (reads.down, set by
 // the first read of a Sync that fails, so that the others do not wait on
 // it too, or once the Sync's reads took checkTimeout) the flag is
-// trusted, and kept in trusted. Called under i's
+// trusted, and kept in trusted, unless a read found it stale before: it
+// then stays stale until a Sync's read answers. Called under i's
 // lowerMu, read, as a click's read: a Reread orders its read after it.
 func (g *Gate) stale(ctx context.Context, i int, d *day, k dayFlag, reads *storeReads) bool {
 	now := g.now()
@@ -719,6 +720,12 @@ func (g *Gate) stale(ctx context.Context, i int, d *day, k dayFlag, reads *store
 			return true
 		}
 		reads.down = true
+	}
+	if seen {
+		// Found stale before: a read missed tells nothing new, and
+		// trusting it would hide the advertiser while the store is down
+		// or, with many flags due at once, past the Sync's second.
+		return true
 	}
 	g.checkMu.Lock()
 	g.trusted[k] = i

@@ -254,3 +254,57 @@ func TestSyncReadsAStaleFlagAgainLater(t *testing.T) {
 		t.Errorf("after recheckStale, the budget spent: Exclude %v, want %v", got, want)
 	}
 }
+
+// A flag found stale that is due to be read again while the shared store
+// does not answer stays stale: the read it missed would only have told
+// whether the budget has since been spent, and trusting it would stop an
+// advertiser the store last held under its budget for as long as the
+// store is down. Once the store answers with the budget spent, it stops
+// the advertiser.
+func TestSyncKeepsAStaleFlagWhileTheStoreIsDown(t *testing.T) {
+	ix := testIndex(t)
+	groups := ix.AdvertiserGroups()
+	var now atomic.Pointer[time.Time]
+	at := day0.Add(10 * time.Hour)
+	now.Store(&at)
+	sp := &counted{spends: &spends{m: map[string]int64{}}}
+	f := &flags{}
+	g, err := New(t.Context(), Options{Budgets: map[string]accounts.Budget{
+		"a.example": {DailyMicros: 10, Pacing: accounts.ASAP},
+	}, Spent: sp, Flags: f, Shared: true, Now: func() time.Time { return *now.Load() }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp.add("a.example", at, 4)
+	f.raised = append(f.raised, "a.example@10") // stale: the store holds 4
+	if err := g.Sync(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	sp.mu.Lock()
+	sp.err = errors.New("down")
+	sp.mu.Unlock()
+	later := at.Add(recheckStale + time.Second)
+	now.Store(&later)
+	for range 2 {
+		sp.reads.Store(0)
+		if err := g.Sync(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if got := g.Exclude(ix); len(got) != 0 {
+			t.Errorf("a stale flag due again, the store down: Exclude %v, want none", got)
+		}
+		if n := sp.reads.Load(); n != 1 {
+			t.Errorf("a Sync read the store %d times while it is down, want once", n)
+		}
+	}
+	sp.mu.Lock()
+	sp.err = nil
+	sp.mu.Unlock()
+	sp.add("a.example", at, 6) // other replicas spend the budget
+	if err := g.Sync(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := g.Exclude(ix), []uint32{groups["a.example"]}; !slices.Equal(got, want) {
+		t.Errorf("the store answering, the budget spent: Exclude %v, want %v", got, want)
+	}
+}
