@@ -230,16 +230,19 @@ func (g *Gate) fresh(z *zone, at time.Time) *day {
 	return d
 }
 
-// dayReads are the spend of every advertiser on each day read so far, by
-// day (Spender.SpentAllOn).
+// dayReads are the spend of every budgeted advertiser on each day read
+// so far, by day (Spender.SpentAllOn).
 type dayReads map[clicks.BudgetDay]map[string]int64
 
-// load reads the spend of z's day at at. It reads every advertiser's
-// spend of that day at once (Spender.SpentAllOn), or takes it from read,
-// which keeps it for the zones on the same date when not nil, and keeps
-// that of z's advertisers; an advertiser the read leaves out spent
-// nothing. One read a day, not one per advertiser, so that thousands of
-// budgets on a store across a network are read well within rollTimeout.
+// load reads the spend of z's day at at. It reads the spend of that day
+// of the budgeted advertisers at once (Spender.SpentAllOn): with read,
+// those of the gate, which read keeps for the zones on the same date;
+// without it (a midnight), those of z. It keeps that of z's advertisers;
+// an advertiser the read leaves out spent nothing. One read a day, not
+// one per advertiser, so that thousands of budgets on a store across a
+// network are read well within rollTimeout; and of the budgeted
+// advertisers only, not of every advertiser with spend (each billed
+// click's, budget or not), so that the read grows with the budgets.
 //
 // It takes no advertiser's lowerMu: the day is not served yet, so no
 // click, Sync or Reread stores into it before load returns, and none
@@ -253,8 +256,15 @@ func (g *Gate) load(ctx context.Context, z *zone, at time.Time, read dayReads) (
 	n := d.n
 	spent, ok := read[n]
 	if !ok {
+		ids := g.ids
+		if read == nil {
+			ids = make([]string, len(z.ids))
+			for k, i := range z.ids {
+				ids[k] = g.ids[i]
+			}
+		}
 		var err error
-		if spent, err = g.spent.SpentAllOn(ctx, n); err != nil {
+		if spent, err = g.spent.SpentAllOn(ctx, n, ids); err != nil {
 			return nil, fmt.Errorf("budget: reading the spend of day %d: %w", n, err)
 		}
 		if read != nil {
@@ -396,7 +406,7 @@ func (g *Gate) raiseTo(i int, d *day, s int64) (crossed bool) {
 // advertisers it could not read keep what the gate held.
 //
 // Reading every advertiser, it first reads the spend of all of them in
-// one read a day (Spender.SpentAllOn), and reads again, one by one as
+// one read a day (Spender.SpentAllOn, of the gate's advertisers only), and reads again, one by one as
 // above, only those a credit may have lowered: those whose spend there
 // is below what the gate holds, and those flagged under their budget.
 // The others keep what the gate holds; their clicks raise it.
@@ -437,7 +447,7 @@ func (g *Gate) Reread(ctx context.Context, advertisers ...string) error {
 			note(err)
 			if all {
 				// After the flags, as each advertiser's read below.
-				s, err := g.spent.SpentAllOn(ctx, d.n)
+				s, err := g.spent.SpentAllOn(ctx, d.n, g.ids)
 				if err != nil {
 					err = fmt.Errorf("budget: reading the spend of day %d: %w", d.n, err)
 				}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -73,7 +72,7 @@ func (s *spends) SpentOn(ctx context.Context, adv string, day clicks.BudgetDay) 
 	return s.m[keyOf(adv, day)], s.err
 }
 
-func (s *spends) SpentAllOn(ctx context.Context, day clicks.BudgetDay) (map[string]int64, error) {
+func (s *spends) SpentAllOn(ctx context.Context, day clicks.BudgetDay, advertisers []string) (map[string]int64, error) {
 	s.mu.Lock()
 	hung := s.hung
 	s.mu.Unlock()
@@ -86,10 +85,9 @@ func (s *spends) SpentAllOn(ctx context.Context, day clicks.BudgetDay) (map[stri
 	if s.err != nil {
 		return nil, s.err
 	}
-	suffix := "@" + strconv.FormatInt(int64(day), 10)
 	all := map[string]int64{}
-	for k, n := range s.m {
-		if adv, ok := strings.CutSuffix(k, suffix); ok {
+	for _, adv := range advertisers {
+		if n, ok := s.m[keyOf(adv, day)]; ok {
 			all[adv] = n
 		}
 	}

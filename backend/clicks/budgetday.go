@@ -42,12 +42,13 @@ type SpendReader interface {
 	// budget's day (Use.BudgetDay), in millionths of their currency,
 	// including every click whose Ledger.Record returned before the call.
 	SpentOn(ctx context.Context, advertiser string, day BudgetDay) (int64, error)
-	// SpentAllOn returns what each advertiser's billable clicks cost on
-	// day, one of its budget's days, as SpentOn would for each, in one
-	// read of the store: an advertiser it leaves out spent nothing. The
-	// advertisers' budget days are their own dates: one whose zone is on
-	// another date is read with that date.
-	SpentAllOn(ctx context.Context, day BudgetDay) (map[string]int64, error)
+	// SpentAllOn returns what each of advertisers' billable clicks cost
+	// on day, one of its budget's days, as SpentOn would for each, in one
+	// read of the store. It reads those advertisers alone, not every one
+	// with spend: one it leaves out spent nothing, and it holds none that
+	// advertisers does not name. The advertisers' budget days are their
+	// own dates: one whose zone is on another date is read with that date.
+	SpentAllOn(ctx context.Context, day BudgetDay, advertisers []string) (map[string]int64, error)
 }
 
 var _ SpendReader = BoltRollups{}

@@ -500,20 +500,18 @@ func (r BoltRollups) SpentOn(ctx context.Context, advertiser string, day BudgetD
 	return spent, err
 }
 
-// SpentAllOn returns what each advertiser's billable clicks cost on day,
-// in one read transaction: the spend keys start with the day.
-func (r BoltRollups) SpentAllOn(ctx context.Context, day BudgetDay) (map[string]int64, error) {
+// SpentAllOn returns what each of advertisers' billable clicks cost on
+// day, in one read transaction: a read of each one's key.
+func (r BoltRollups) SpentAllOn(ctx context.Context, day BudgetDay, advertisers []string) (map[string]int64, error) {
 	spent := map[string]int64{}
 	err := r.db.View(func(tx *bolt.Tx) error {
 		b := tx.Bucket(spendBucket)
 		if b == nil {
 			return nil
 		}
-		prefix := spendKey("", day)
-		c := b.Cursor()
-		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-			if len(v) == 8 {
-				spent[string(k[len(prefix):])] = int64(binary.BigEndian.Uint64(v))
+		for _, adv := range advertisers {
+			if n := spentOn(b, adv, day); n != 0 {
+				spent[adv] = n
 			}
 		}
 		return ctx.Err()

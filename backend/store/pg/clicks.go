@@ -547,13 +547,16 @@ func (r Rollups) SpentOn(ctx context.Context, advertiser string, day clicks.Budg
 	return spent, nil
 }
 
-// SpentAllOn returns what each advertiser's billable clicks cost on day,
-// in one query.
-func (r Rollups) SpentAllOn(ctx context.Context, day clicks.BudgetDay) (map[string]int64, error) {
+// SpentAllOn returns what each of advertisers' billable clicks cost on
+// day, in one query.
+func (r Rollups) SpentAllOn(ctx context.Context, day clicks.BudgetDay, advertisers []string) (map[string]int64, error) {
+	if len(advertisers) == 0 {
+		return map[string]int64{}, nil
+	}
 	var spent map[string]int64
 	err := r.db.rerun(ctx, func() error {
 		spent = map[string]int64{}
-		rows, err := r.db.pool.Query(ctx, spentAllSQL, int64(day))
+		rows, err := r.db.pool.Query(ctx, spentAllSQL, int64(day), advertisers)
 		if err != nil {
 			return err
 		}
@@ -571,6 +574,7 @@ func (r Rollups) SpentAllOn(ctx context.Context, day clicks.BudgetDay) (map[stri
 	return spent, nil
 }
 
-// spentAllSQL is SpentAllOn's query: every advertiser's spend of a day,
-// the sum of its shards.
-const spentAllSQL = `SELECT advertiser, sum(micros)::bigint FROM spend WHERE day = $1 GROUP BY advertiser`
+// spentAllSQL is SpentAllOn's query: the spend of a day of each of the
+// advertisers $2, the sum of its shards, read by the index on the day
+// and the advertiser (spend_day), not every advertiser's of the day.
+const spentAllSQL = `SELECT advertiser, sum(micros)::bigint FROM spend WHERE day = $1 AND advertiser = ANY($2) GROUP BY advertiser`

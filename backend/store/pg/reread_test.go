@@ -23,6 +23,7 @@ import (
 type counted struct {
 	budget.Spender
 	one, all atomic.Int64
+	rows     atomic.Int64 // advertisers the reads of a day's spend gave
 }
 
 func (c *counted) SpentOn(ctx context.Context, adv string, day clicks.BudgetDay) (int64, error) {
@@ -30,9 +31,11 @@ func (c *counted) SpentOn(ctx context.Context, adv string, day clicks.BudgetDay)
 	return c.Spender.SpentOn(ctx, adv, day)
 }
 
-func (c *counted) SpentAllOn(ctx context.Context, day clicks.BudgetDay) (map[string]int64, error) {
+func (c *counted) SpentAllOn(ctx context.Context, day clicks.BudgetDay, advertisers []string) (map[string]int64, error) {
 	c.all.Add(1)
-	return c.Spender.SpentAllOn(ctx, day)
+	spent, err := c.Spender.SpentAllOn(ctx, day, advertisers)
+	c.rows.Add(int64(len(spent)))
+	return spent, err
 }
 
 // advertiser is the name of the benchmark's and the test's advertiser i.

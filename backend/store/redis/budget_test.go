@@ -2,7 +2,6 @@ package redisstore_test
 
 import (
 	"context"
-	"maps"
 	"slices"
 	"sync"
 	"testing"
@@ -28,10 +27,16 @@ func (s *spends) SpentOn(_ context.Context, adv string, _ clicks.BudgetDay) (int
 	return s.m[adv], nil
 }
 
-func (s *spends) SpentAllOn(context.Context, clicks.BudgetDay) (map[string]int64, error) {
+func (s *spends) SpentAllOn(_ context.Context, _ clicks.BudgetDay, advertisers []string) (map[string]int64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return maps.Clone(s.m), nil
+	all := map[string]int64{}
+	for _, adv := range advertisers {
+		if n, ok := s.m[adv]; ok {
+			all[adv] = n
+		}
+	}
+	return all, nil
 }
 
 func (s *spends) add(adv string, n int64) {

@@ -141,7 +141,7 @@ func Invalidator(t *testing.T, fresh func(t *testing.T) Opener[InvalidatorParts]
 			}
 			// The day's spend read at once, as a gate reads it after a
 			// credit, drops the same.
-			if got, w := spentAll(t, p.Spend, day)[c.Advertiser], spentBefore[c.Advertiser+"/"+c.Time.String()]-credited[c.Advertiser+"/"+strconv.FormatInt(int64(day), 10)]; got != w {
+			if got, w := spentAll(t, p.Spend, day, c.Advertiser)[c.Advertiser], spentBefore[c.Advertiser+"/"+c.Time.String()]-credited[c.Advertiser+"/"+strconv.FormatInt(int64(day), 10)]; got != w {
 				t.Errorf("SpentAllOn: %s spent %d on day %d, want %d", c.Advertiser, got, day, w)
 			}
 		}
@@ -187,7 +187,7 @@ func Invalidator(t *testing.T, fresh func(t *testing.T) Opener[InvalidatorParts]
 			if n, err := p.Spend.SpentOn(t.Context(), "jp.example", d.day); err != nil || n != 0 {
 				t.Errorf("after the credit, jp.example spent %d (%v) on %s day %d, want 0", n, err, d.name, d.day)
 			}
-			if n := spentAll(t, p.Spend, d.day)["jp.example"]; n != 0 {
+			if n := spentAll(t, p.Spend, d.day, "jp.example")["jp.example"]; n != 0 {
 				t.Errorf("after the credit, SpentAllOn gives jp.example %d on %s day %d, want 0", n, d.name, d.day)
 			}
 		}

@@ -494,18 +494,25 @@ func Ledger(t *testing.T, fresh func(t *testing.T) Opener[LedgerParts]) {
 		if s := spent("utc.example", clicks.BudgetDayIn(day, time.UTC)); s != bid {
 			t.Errorf("the UTC advertiser spent %d on its day, want %d", s, bid)
 		}
-		// SpentAllOn reads each of a day's spends at once, whatever the
-		// advertiser's zone, and nothing of another day.
+		// SpentAllOn reads the spends of a day of the advertisers asked
+		// for at once, whatever the advertiser's zone, and nothing of
+		// another day or of an advertiser not asked for; one without
+		// spend is absent.
+		every := []string{"la.example", "other.example", "utc.example", "unknown.example"}
 		for _, tt := range []struct {
 			day  clicks.BudgetDay
+			advs []string
 			want map[string]int64
 		}{
-			{before - 1, map[string]int64{}},
-			{before, map[string]int64{"la.example": bid, "other.example": bid}},
-			{after, map[string]int64{"la.example": bid, "other.example": bid, "utc.example": bid}},
+			{before - 1, every, map[string]int64{}},
+			{before, every, map[string]int64{"la.example": bid, "other.example": bid}},
+			{after, every, map[string]int64{"la.example": bid, "other.example": bid, "utc.example": bid}},
+			{after, []string{"utc.example", "unknown.example"}, map[string]int64{"utc.example": bid}},
+			{after, []string{"other.example"}, map[string]int64{"other.example": bid}},
+			{after, nil, map[string]int64{}},
 		} {
-			if got := spentAll(t, p.Spend, tt.day); !sameSpend(got, tt.want) {
-				t.Errorf("SpentAllOn of day %d: %v, want %v", tt.day, got, tt.want)
+			if got := spentAll(t, p.Spend, tt.day, tt.advs...); !sameSpend(got, tt.want) {
+				t.Errorf("SpentAllOn of day %d for %v: %v, want %v", tt.day, tt.advs, got, tt.want)
 			}
 		}
 	})
@@ -851,17 +858,22 @@ func Ledger(t *testing.T, fresh func(t *testing.T) Opener[LedgerParts]) {
 
 // grainKey is r as a row of grain g holds it: its start at the grain's
 // hour or UTC day, and the dimensions g does not keep empty.
-// spentAll is sp's SpentAllOn of day, checked against its SpentOn of
-// each advertiser it names.
-func spentAll(t *testing.T, sp clicks.SpendReader, day clicks.BudgetDay) map[string]int64 {
+// spentAll is sp's SpentAllOn of day for advs, checked against its
+// SpentOn of each of advs: it names none that advs does not.
+func spentAll(t *testing.T, sp clicks.SpendReader, day clicks.BudgetDay, advs ...string) map[string]int64 {
 	t.Helper()
-	all, err := sp.SpentAllOn(t.Context(), day)
+	all, err := sp.SpentAllOn(t.Context(), day, advs)
 	if err != nil {
 		t.Fatalf("SpentAllOn: %v", err)
 	}
-	for adv, n := range all {
-		if one, err := sp.SpentOn(t.Context(), adv, day); err != nil || one != n {
-			t.Errorf("SpentAllOn of day %d gives %s %d, SpentOn %d (%v)", day, adv, n, one, err)
+	for adv := range all {
+		if !slices.Contains(advs, adv) {
+			t.Errorf("SpentAllOn of day %d for %v gives %s, not asked for", day, advs, adv)
+		}
+	}
+	for _, adv := range advs {
+		if one, err := sp.SpentOn(t.Context(), adv, day); err != nil || one != all[adv] {
+			t.Errorf("SpentAllOn of day %d gives %s %d, SpentOn %d (%v)", day, adv, all[adv], one, err)
 		}
 	}
 	return all
