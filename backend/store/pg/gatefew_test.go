@@ -1,0 +1,88 @@
+package pgstore_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/adlink/adlink/backend/accounts"
+	"github.com/adlink/adlink/backend/budget"
+	"github.com/adlink/adlink/backend/clicks"
+	pgstore "github.com/adlink/adlink/backend/store/pg"
+	"github.com/adlink/adlink/internal/testpg"
+	"github.com/adlink/adlink/match"
+	"github.com/jackc/pgx/v5"
+)
+
+// A gate over 20 budgeted advertisers among 5,000 with spend (each billed
+// click spends, budget or not) reads the spend of its 20 alone: at New,
+// at a zone's midnight (that zone's 10) and at a Reread of every
+// advertiser, the store gives back no advertiser it was not asked for,
+// and the gate holds each one's spend of its own date.
+func TestGateReadsOnlyItsBudgetedAdvertisersSpend(t *testing.T) {
+	const n, budgeted = 5000, 20
+	ctx := t.Context()
+	url := testpg.New(t)
+	db, err := pgstore.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	start := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	d := clicks.BudgetDayIn(start, time.UTC)
+	// 100 micros a day on the 22nd, 200 on the 23rd, in four shards.
+	if _, err := conn.Exec(ctx, `INSERT INTO spend (advertiser, day, shard, micros)
+		SELECT format('adv%s.example', lpad(i::text, 5, '0')), d, s, 25 * (d - $1::bigint + 1)
+		FROM generate_series(0, $2 - 1) i, generate_series($1::bigint, $1::bigint + 1) d, generate_series(0, 3) s`,
+		int64(d), n); err != nil {
+		t.Fatal(err)
+	}
+	budgets := map[string]accounts.Budget{}
+	var ads []match.Ad
+	zoneOf := map[string]string{}
+	for k := range budgeted {
+		adv := advertiser(k * (n / budgeted))
+		zoneOf[adv] = []string{"", "Europe/Berlin"}[k%2]
+		budgets[adv] = accounts.Budget{DailyMicros: 1_000_000, Pacing: accounts.ASAP, Zone: zoneOf[adv]}
+		ads = append(ads, match.Ad{ID: "ad" + adv, Kind: match.KindAdvertiser, Title: adv, Keywords: []string{"x"}, Advertiser: adv, Landing: "https://" + adv + "/"})
+	}
+	ix, err := match.Build(ads)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := start
+	sp := &counted{Spender: db.Rollups()}
+	g, err := budget.New(ctx, budget.Options{Budgets: budgets, Spent: sp, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(when string, all, rows int64, berlin int64) {
+		t.Helper()
+		if a, r := sp.all.Load(), sp.rows.Load(); a != all || r != rows {
+			t.Errorf("%s: %d reads of a day's spend gave %d advertisers' spend, want %d and %d", when, a, r, all, rows)
+		}
+		for adv, z := range zoneOf {
+			want := int64(100)
+			if z != "" {
+				want = berlin
+			}
+			if got := g.Spent(adv); got != want {
+				t.Errorf("%s: %s (zone %q) spent %d, want %d", when, adv, z, got, want)
+			}
+		}
+	}
+	check("New", 1, budgeted, 100)
+	// 23:30 UTC: Berlin's midnight reads its own 10 advertisers.
+	now = start.Add(11*time.Hour + 30*time.Minute)
+	g.Page(ix)
+	check("Berlin's midnight", 2, budgeted+budgeted/2, 200)
+	// A Reread of every advertiser reads each of the two dates once.
+	if err := g.Reread(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check("Reread", 4, budgeted+budgeted/2+2*budgeted, 200)
+}
