@@ -1,6 +1,7 @@
 package pgstore_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -85,4 +86,109 @@ func TestGateReadsOnlyItsBudgetedAdvertisersSpend(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("Reread", 4, budgeted+budgeted/2+2*budgeted, 200)
+}
+
+// wholeDay is a budget.Spender whose read of a day's spend reads every
+// advertiser's of the day and keeps those asked for, as the read did
+// before it named them.
+type wholeDay struct {
+	budget.Spender
+	conn *pgx.Conn
+}
+
+func (s wholeDay) SpentAllOn(ctx context.Context, day clicks.BudgetDay, advertisers []string) (map[string]int64, error) {
+	rows, err := s.conn.Query(ctx, `SELECT advertiser, sum(micros)::bigint FROM spend WHERE day = $1 GROUP BY advertiser`, int64(day))
+	if err != nil {
+		return nil, err
+	}
+	all := map[string]int64{}
+	var adv string
+	var micros int64
+	if _, err := pgx.ForEachRow(rows, []any{&adv, &micros}, func() error {
+		all[adv] = micros
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	spent := make(map[string]int64, len(advertisers))
+	for _, a := range advertisers {
+		if n, ok := all[a]; ok {
+			spent[a] = n
+		}
+	}
+	return spent, nil
+}
+
+// BenchmarkGateFewBudgets times budget.New and a Reread of every
+// advertiser with 20 budgeted advertisers among 100,000 with spend today
+// (four shards each, 400,000 rows), reading the 20's spend, beside the
+// same reading every advertiser's spend of the day, as they did before.
+// Best of three rounds each, taking turns.
+func BenchmarkGateFewBudgets(b *testing.B) {
+	const n, budgeted, bid = 100_000, 20, 100
+	ctx := context.Background()
+	url := testpg.New(b)
+	db, err := pgstore.Open(ctx, url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	at := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	day := clicks.BudgetDayIn(at, time.UTC)
+	if _, err := conn.Exec(ctx, `INSERT INTO spend (advertiser, day, shard, micros)
+		SELECT format('adv%s.example', lpad(i::text, 5, '0')), $1::bigint, s, $2::bigint / 4
+		FROM generate_series(0, $3 - 1) i, generate_series(0, 3) s ORDER BY i, s`, int64(day), bid, n); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `ANALYZE spend`); err != nil {
+		b.Fatal(err)
+	}
+	budgets := map[string]accounts.Budget{}
+	for k := range budgeted {
+		budgets[advertiser(k*(n/budgeted))] = accounts.Budget{DailyMicros: 1_000_000, Pacing: accounts.ASAP}
+	}
+	round := func(sp budget.Spender) (made, reread time.Duration) {
+		start := time.Now()
+		g, err := budget.New(ctx, budget.Options{Budgets: budgets, Spent: sp, Now: func() time.Time { return at }})
+		made = time.Since(start)
+		if err != nil {
+			b.Fatal(err)
+		}
+		start = time.Now()
+		if err := g.Reread(ctx); err != nil {
+			b.Fatal(err)
+		}
+		reread = time.Since(start)
+		for adv := range budgets {
+			if s := g.Spent(adv); s != bid {
+				b.Fatalf("%s spent %d, want %d", adv, s, bid)
+			}
+		}
+		return made, reread
+	}
+	best := func(d *time.Duration, v time.Duration) { *d = min(*d, v) }
+	far := time.Duration(1 << 62)
+	newFew, rereadFew, newAll, rereadAll := far, far, far, far
+	for range b.N {
+		for range 3 {
+			m, r := round(db.Rollups())
+			best(&newFew, m)
+			best(&rereadFew, r)
+			m, r = round(wholeDay{db.Rollups(), conn})
+			best(&newAll, m)
+			best(&rereadAll, r)
+		}
+	}
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	b.ReportMetric(0, "ns/op")
+	b.ReportMetric(ms(newFew), "ms/new")
+	b.ReportMetric(ms(newAll), "ms/new-wholeday")
+	b.ReportMetric(ms(rereadFew), "ms/reread")
+	b.ReportMetric(ms(rereadAll), "ms/reread-wholeday")
+	b.ReportMetric(float64(newAll)/float64(newFew), "wholeday/new")
 }
