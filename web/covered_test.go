@@ -35,6 +35,11 @@ const seenToken = `(() => { const a = document.querySelector("#seen a.adlink-int
 const stickyHeader = `<header style="position:sticky;top:0;height:120px;background:#fff;z-index:1">Kopf</header>` +
 	`<script>addEventListener("DOMContentLoaded", () => scrollTo(0, document.getElementById("under").offsetTop - 40))</script>`
 
+// shadowCover lays an opaque box in an open shadow root over the covered
+// paragraph; its host paints nothing of its own and lets clicks through.
+const shadowCover = `<style>#under .c{pointer-events:none}</style><script>addEventListener("DOMContentLoaded", () =>
+	document.querySelector("#under .c").attachShadow({mode: "open"}).innerHTML = '<div style="position:absolute;inset:0;background:#fff"></div>')</script>`
+
 // TestCoveredLinkGetsNoImpression: an in-text ad the reader cannot see
 // because something is painted over it reports no impression and gets no
 // click token, and a reader's click that reaches it all the same (through
@@ -66,6 +71,10 @@ func TestCoveredLinkGetsNoImpression(t *testing.T) {
 			const r = a.getBoundingClientRect(), c = document.createElement("div");
 			c.style.cssText = "position:absolute;background:#fff;pointer-events:none;left:" + (r.left - 4) + "px;top:" + (r.top - 4) + "px;width:" + (r.width * .6 + 4) + "px;height:" + (r.height + 8) + "px";
 			document.body.append(c); }, 5)</script>`},
+		// A custom element's box in its shadow root (a consent banner's),
+		// clicks falling through: the document finds the host, which
+		// itself paints nothing.
+		{name: "shadow root", cover: shadowCover},
 		// The page's sticky header, scrolled over the ad's paragraph.
 		{name: "sticky header", keyboard: true, cover: stickyHeader},
 		// Without v2, what is painted over most of the link tells: a
@@ -75,6 +84,7 @@ func TestCoveredLinkGetsNoImpression(t *testing.T) {
 		// One clicks fall through is found there too, all the page's
 		// elements taking the pointer while the widget looks.
 		{name: "pointer-events none without v2", v1: true, cover: `<style>#under .c{background:#fff;pointer-events:none}</style>`},
+		{name: "shadow root without v2", v1: true, cover: shadowCover},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			br := newBrowser(t)

@@ -1114,7 +1114,7 @@
           var x = Math.max(Math.min(r.left + r.width * p, r.right - 1), r.left + 1), y = Math.max(Math.min(r.top + r.height * ps[i + 1], r.bottom - 1), r.top + 1);
           if (x < 0 || y < 0 || x >= innerWidth || y >= innerHeight) return;
           all++;
-          var e = elementsFromPoint(x, y).find(function (e) { return a.contains(e) || paints(e); });
+          var e = elementsFromPoint(x, y).find(function (e) { return a.contains(e) || paints(e, x, y); });
           if (!e || !a.contains(e)) n++;
         });
       });
@@ -1140,11 +1140,14 @@
   // background, a border or a shadow (its own, its ::before's or its
   // ::after's), replaced content (an image, a frame, a form's control), or
   // text of its own not transparent (a page's text in the page's colour
-  // paints over a link). One at opacity 0, or in one, paints nothing.
-  function paints(e) {
+  // paints over a link). One at opacity 0, or in one, paints nothing. A
+  // shadow host (a consent banner's custom element) paints what its open
+  // shadow root paints at the point (x, y): the document finds the host,
+  // not what is in it.
+  function paints(e, x, y) {
     if (e.checkVisibility && !e.checkVisibility({ opacityProperty: true })) return false;
-    var st = getComputedStyle(e);
-    return /^(img|video|canvas|svg|iframe|object|embed|input|textarea|select|button)$/.test(e.localName) || !!e.ownerSVGElement || fills(st) ||
+    var st = getComputedStyle(e), sr = e.shadowRoot;
+    return (!!sr && !!sr.elementsFromPoint && sr.elementsFromPoint(x, y).some(function (s) { return s !== e && sr.contains(s) && paints(s, x, y); })) || /^(img|video|canvas|svg|iframe|object|embed|input|textarea|select|button)$/.test(e.localName) || !!e.ownerSVGElement || fills(st) ||
       (alpha(st.color) > 0 && Array.prototype.some.call(e.childNodes, function (t) { return t.nodeType === 3 && /\S/.test(t.nodeValue); })) ||
       ["::before", "::after"].some(function (p) {
         var s = getComputedStyle(e, p);
