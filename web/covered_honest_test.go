@@ -225,3 +225,37 @@ func TestFramedLinkBills(t *testing.T) {
 		t.Fatalf("the link in the frame never got its click token: %s", eval[string](t, br, `(() => { const a = `+link+`; return a ? a.href : "no link"; })()`))
 	}
 }
+
+// TestCoverCheckLiftsOncePerRound: on a page whose empty toast layer has
+// IntersectionObserver v2 say no link is to be seen, the links judged
+// together (each second's, the observer's) have the widget's pointer sheet
+// added to the document and taken away once, not once for each link: each
+// time has a page of many elements work out its style anew.
+func TestCoverCheckLiftsOncePerRound(t *testing.T) {
+	b := startBackend(t)
+	br := newBrowser(t)
+	// Counts the changes to the document's adopted style sheets, and the
+	// tasks they come in: a task's microtasks run once it is done.
+	br.onEveryPage(t, `(() => { const d = Object.getOwnPropertyDescriptor(Document.prototype, "adoptedStyleSheets");
+		window.sets = 0; window.tasks = 0; let inTask = false;
+		Object.defineProperty(Document.prototype, "adoptedStyleSheets", {configurable: true, get: d.get, set(v) {
+			sets++; if (!inTask) { inTask = true; tasks++; queueMicrotask(() => inTask = false); } d.set.call(this, v); }}); })()`)
+	page := `<style>body{background:#fff;color:#111;margin:0}p{font-size:20px;margin:0;padding:10px}#toaster{position:fixed;inset:16px;z-index:9999;pointer-events:none}</style>` +
+		`<article><p>` + handyText + `</p><p style="margin-bottom:3000px">Ende.</p></article><div id="toaster"></div>`
+	site := publisher(t, map[string]string{"/page.html": publisherPage("de-DE", b.URL, page)})
+	asReader(t, br, b, site)
+	if r := br.view(t, site+"/page.html"); r.Source != "local" || r.Links < 3 {
+		t.Fatalf("%+v, want three ads or more matched in the page", r)
+	}
+	time.Sleep(3500 * time.Millisecond) // the checks of three seconds
+	if n := eval[int](t, br, `document.querySelectorAll("a.adlink-intext").length`); n < 3 {
+		t.Fatalf("%d links in the page, want three or more judged together", n)
+	}
+	sets, tasks := eval[int](t, br, `sets`), eval[int](t, br, `tasks`)
+	if tasks < 3 {
+		t.Fatalf("the adopted style sheets were set in %d tasks, want the links judged each second", tasks)
+	}
+	if sets > 2*tasks {
+		t.Errorf("the adopted style sheets were set %d times in %d tasks, want twice in each", sets, tasks)
+	}
+}

@@ -1095,7 +1095,7 @@
   // page's DOM. Where a browser adopts no sheets, the element at the
   // middle of the link's first box tells, one clicks fall through not found.
   var elementFromPoint = docFn("elementFromPoint"), elementsFromPoint = docFn("elementsFromPoint"),
-    sheets = Object.getOwnPropertyDescriptor(docProto, "adoptedStyleSheets"), lift = null, was = null;
+    sheets = Object.getOwnPropertyDescriptor(docProto, "adoptedStyleSheets"), lift = null, was = null, lifting = 0;
   function covered(a) {
     var rs = a.getClientRects(), r = rs[0], n = 0, all = 0;
     if (!sheets || !sheets.set || !window.CSSStyleSheet || !docProto.elementsFromPoint) {
@@ -1124,15 +1124,19 @@
 
   // lifted runs f, and then gives the document back the page's own
   // adopted style sheets (was) if covered added its own meanwhile, also
-  // should f throw: the links judged together (the observer's, each
-  // second's) have the page's style worked out twice, not twice each.
+  // should f throw. Called within another, it leaves that to the outer
+  // one: the links judged together (the observer's, each second's) have
+  // the page's style worked out twice, not twice each.
   function lifted(f) {
-    if (was) return f();
+    lifting++;
     try {
       return f();
     } finally {
-      if (was) sheets.set.call(document, was);
-      was = null;
+      var w = was;
+      if (!--lifting && w) {
+        was = null;
+        sheets.set.call(document, w);
+      }
     }
   }
 
