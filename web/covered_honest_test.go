@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -206,23 +207,76 @@ func TestCoverCheckLeavesPageAlone(t *testing.T) {
 	}
 }
 
-// TestFramedLinkBills: an ad in a frame whose element the page fades a
-// little and shifts (opacity, transform), which has IntersectionObserver v2
-// call every link in it not to be seen, gets its click token.
-func TestFramedLinkBills(t *testing.T) {
+// TestFramedLinkTrustsTheBrowser: in a frame, IntersectionObserver v2
+// says whether a link can be seen, as the frame's document cannot see
+// what its parent paints over it. A link in a plain frame gets its click
+// token; one under an opaque box of the parent's that clicks fall
+// through (a page framing another to have its readers click its ads)
+// keeps none (a click token, or the signature of the server's answer),
+// nor does one in a frame the parent fades a little.
+func TestFramedLinkTrustsTheBrowser(t *testing.T) {
 	b := startBackend(t)
 	br := newBrowser(t)
 	page := `<style>body{background:#fff;color:#111;margin:0}p{font-size:20px;margin:0;padding:10px}</style>` +
 		`<article><p id="wrap">Das neue Apple iPhone 15 im Test.</p><p style="margin-bottom:3000px">Ende.</p></article>`
+	const frame = `<iframe src="/page.html" style="border:0;width:800px;height:600px`
 	site := publisher(t, map[string]string{
-		"/page.html": publisherPage("de-DE", b.URL, page),
-		"/top.html":  `<!doctype html><body style="margin:0"><iframe src="/page.html" style="opacity:.95;transform:translateX(2px);border:0;width:800px;height:600px"></iframe>`,
+		"/page.html":    publisherPage("de-DE", b.URL, page),
+		"/plain.html":   `<!doctype html><body style="margin:0">` + frame + `"></iframe>`,
+		"/covered.html": `<!doctype html><body style="margin:0">` + frame + `"></iframe><div style="position:fixed;left:0;top:0;width:800px;height:300px;background:#fff;pointer-events:none"></div>`,
+		"/faded.html":   `<!doctype html><body style="margin:0">` + frame + `;opacity:.95"></iframe>`,
 	})
 	asReader(t, br, b, site)
-	br.do(t, chromedp.Navigate(site+"/top.html"))
 	const link = `document.querySelector("iframe").contentDocument?.querySelector("#wrap a.adlink-intext")`
-	if pollHref(t, br, `(() => { const a = `+link+`; return a && /[?&]ct=/.test(a.href) ? a.href : false; })()`) == "" {
-		t.Fatalf("the link in the frame never got its click token: %s", eval[string](t, br, `(() => { const a = `+link+`; return a ? a.href : "no link"; })()`))
+	const token = `(() => { const a = ` + link + `; return a && /[?&]ct=/.test(a.href) ? a.href : false; })()`
+	br.do(t, chromedp.Navigate(site+"/plain.html"))
+	if pollHref(t, br, token) == "" {
+		t.Fatalf("the link in a plain frame never got its click token: %s", eval[string](t, br, `(() => { const a = `+link+`; return a ? a.href : "no link"; })()`))
+	}
+	for _, top := range []string{"/covered.html", "/faded.html"} {
+		br.do(t, chromedp.Navigate(site+top))
+		if pollHref(t, br, `(() => { const a = `+link+`; return a ? a.href : false; })()`) == "" {
+			t.Fatalf("%s: no link placed in the frame", top)
+		}
+		time.Sleep(4 * time.Second) // its impression's second, and more
+		// Matched in the page (a click token) or signed by the server's
+		// answer, as the page is known by now: neither proof is kept.
+		if href := eval[string](t, br, `(() => { const a = `+link+`; return a ? a.href : "no link"; })()`); regexp.MustCompile(`[?&](ct|sig)=`).MatchString(href) {
+			t.Errorf("%s: the link in the frame keeps its proof: %s", top, href)
+		}
+	}
+}
+
+// TestCoverCheckBacksOff: while no verdict changes, the links V2 calls
+// not to be seen are judged again after twice as long each time (each
+// round has a page of many elements work out its style twice), and
+// after a second again once the reader scrolls.
+func TestCoverCheckBacksOff(t *testing.T) {
+	b := startBackend(t)
+	br := newBrowser(t)
+	br.onEveryPage(t, `(() => { const d = Object.getOwnPropertyDescriptor(Document.prototype, "adoptedStyleSheets");
+		window.tasks = 0; let inTask = false;
+		Object.defineProperty(Document.prototype, "adoptedStyleSheets", {configurable: true, get: d.get, set(v) {
+			if (!inTask) { inTask = true; tasks++; queueMicrotask(() => inTask = false); } d.set.call(this, v); }}); })()`)
+	page := `<style>body{background:#fff;color:#111;margin:0}p{font-size:20px;margin:0;padding:10px}#toaster{position:fixed;inset:16px;z-index:9999;pointer-events:none}</style>` +
+		`<article><p>` + handyText + `</p><p style="margin-bottom:3000px">Ende.</p></article><div id="toaster"></div>`
+	site := publisher(t, map[string]string{"/page.html": publisherPage("de-DE", b.URL, page)})
+	asReader(t, br, b, site)
+	if r := br.view(t, site+"/page.html"); r.Source != "local" || r.Links < 1 {
+		t.Fatalf("%+v, want an ad matched in the page", r)
+	}
+	// The first second has each link's impression checked too.
+	time.Sleep(2 * time.Second)
+	first := eval[int](t, br, `tasks`)
+	time.Sleep(7500 * time.Millisecond)
+	n := eval[int](t, br, `tasks`)
+	if n-first < 1 || n-first > 3 {
+		t.Errorf("the links were judged in %d tasks from 2 to 9.5 s, want 1 to 3: after 1, 2, 4 s, not each second", n-first)
+	}
+	eval[bool](t, br, `window.scrollBy(0, 1), true`)
+	time.Sleep(2 * time.Second)
+	if m := eval[int](t, br, `tasks`); m <= n {
+		t.Errorf("no judging within 2 s of a scroll (%d tasks, %d before)", m, n)
 	}
 }
 
@@ -247,7 +301,7 @@ func TestCoverCheckLiftsOncePerRound(t *testing.T) {
 	if r := br.view(t, site+"/page.html"); r.Source != "local" || r.Links < 3 {
 		t.Fatalf("%+v, want three ads or more matched in the page", r)
 	}
-	time.Sleep(3500 * time.Millisecond) // the checks of three seconds
+	time.Sleep(3500 * time.Millisecond) // the checks of three seconds: at once, after one, after two more
 	if n := eval[int](t, br, `document.querySelectorAll("a.adlink-intext").length`); n < 3 {
 		t.Fatalf("%d links in the page, want three or more judged together", n)
 	}

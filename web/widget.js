@@ -1029,9 +1029,15 @@
   // window, a cookie banner over a few pixels of the link, a link that
   // fades a little under the pointer), so where it says not, the link is
   // judged here: shown unless something is painted over most of it
-  // (covered), judged again each second while it is in view (doubt);
-  // rendered's checks judge opacity and the rest when it is seen.
+  // (covered), judged again while it is in view (doubt): after a second,
+  // then, while no verdict changes, after twice as long each time up to
+  // eight seconds, and after a second again once the reader scrolls or
+  // the window is resized; not while the page is hidden. rendered's
+  // checks judge opacity and the rest when it is seen. In a frame V2
+  // says it: this document cannot see what its parent paints over the
+  // frame (a page framing another to have its readers click its ads).
   var V2 = !!window.IntersectionObserverEntry && "isVisible" in IntersectionObserverEntry.prototype;
+  var FRAMED = window.top !== window;
   // held has, for a link in view V2 finds covered, its href with its
   // proof (click token, signature) and the href without it, which the
   // link has until it shows again: a click falling through a cover onto
@@ -1043,7 +1049,7 @@
   var watched = new Set(), timers = new Map(), seenQueue = [], batchTimer = 0, observer = null;
   // doubt has the links in view V2 says are not to be seen, each with
   // whether half of it is in view.
-  var doubt = new Map(), doubtTimer = 0;
+  var doubt = new Map(), doubtTimer = 0, doubtWait = 0, doubtAt = 0, doubtVerdict = new WeakMap();
   // proof is, for each reported link, the href reported (with its click
   // token) and when (Date.now()) it is to be reported again, 0 while its
   // report is on its way or when it got no click token: a link whose href
@@ -1195,7 +1201,7 @@
   // shows on hover (a tooltip over its edge, a pressed link's ripple)
   // covers no link the reader already points at.
   function shows(a) {
-    return a.matches(":hover") ? !held.has(a) : !covered(a);
+    return a.matches(":hover") ? !held.has(a) : !FRAMED && !covered(a);
   }
 
   // recheck judges again, each second, the links in view V2 says are not
@@ -1203,10 +1209,31 @@
   // layer for its notices stays), or come.
   function recheck() {
     doubtTimer = 0;
+    if (docProp("visibilityState") === "hidden") return; // visibilitychange
+    var changed = false;
     lifted(function () {
-      doubt.forEach(function (half, a) { sight(a, a.isConnected, half, shows(a)); });
+      doubt.forEach(function (half, a) {
+        var vis = shows(a);
+        if (doubtVerdict.get(a) !== vis) changed = true, doubtVerdict.set(a, vis);
+        sight(a, a.isConnected, half, vis);
+      });
     });
-    if (doubt.size) doubtTimer = setTimeout(recheck, SEEN_MS);
+    doubtWait = changed ? SEEN_MS : Math.min(2 * doubtWait, 8 * SEEN_MS);
+    doubtLater(doubtWait);
+  }
+
+  // doubtLater has the links in doubt judged again in ms, or sooner if
+  // already due sooner.
+  function doubtLater(ms) {
+    if (!doubt.size || (doubtTimer && doubtAt <= Date.now() + ms)) return;
+    clearTimeout(doubtTimer);
+    doubtAt = Date.now() + ms;
+    doubtTimer = setTimeout(recheck, ms);
+  }
+
+  function doubtSoon() {
+    doubtWait = SEEN_MS;
+    doubtLater(SEEN_MS);
   }
 
   function watch(placedLinks) {
@@ -1216,16 +1243,19 @@
         lifted(function () {
           entries.forEach(function (e) {
             var a = e.target, half = e.intersectionRatio >= 0.5;
-            if (V2 && e.isIntersecting && !e.isVisible) doubt.set(a, half);
+            var vis = !V2 || e.isVisible || shows(a);
+            if (V2 && e.isIntersecting && !e.isVisible && !FRAMED) doubt.set(a, half), doubtVerdict.set(a, vis);
             else doubt.delete(a);
-            sight(a, e.isIntersecting, half, !V2 || e.isVisible || shows(a));
+            sight(a, e.isIntersecting, half, vis);
           });
         });
-        if (doubt.size && !doubtTimer) doubtTimer = setTimeout(recheck, SEEN_MS);
+        doubtSoon();
       }, { threshold: [0, 0.5], trackVisibility: true, delay: 100 });
       onDocument("visibilitychange", function () {
-        if (docProp("visibilityState") === "visible") inView.forEach(look);
+        if (docProp("visibilityState") === "visible") inView.forEach(look), doubtSoon();
       });
+      onDocument("scroll", doubtSoon, { passive: true, capture: true });
+      EventTarget.prototype.addEventListener.call(window, "resize", doubtSoon, { passive: true });
     }
     unwatchGone();
     var links = placedLinks || Array.prototype.filter.call($$("a.adlink-intext[data-adlink=intext], aside.adlink-box[data-adlink=box] a.adlink-ad"), function (a) { return ours.has(a); });
