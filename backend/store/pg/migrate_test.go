@@ -634,43 +634,7 @@ func TestRollupAccountsMigrationRebuildsACutBuild(t *testing.T) {
 	if _, err := p.DownTo(t.Context(), 19); err != nil {
 		t.Fatalf("down to 00019: %v", err)
 	}
-	// A writer holds up the build, which is cancelled while it waits.
-	writer, err := db.pool.Begin(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer writer.Rollback(context.Background())
-	if _, err := writer.Exec(t.Context(), "LOCK TABLE rollups IN ROW EXCLUSIVE MODE"); err != nil {
-		t.Fatal(err)
-	}
-	built := make(chan error, 1)
-	go func() {
-		_, err := db.pool.Exec(t.Context(), "CREATE INDEX CONCURRENTLY rollups_api_key ON rollups (grain, api_key, period)")
-		built <- err
-	}()
-	// Cancelled on the server, as a client cancels its statement.
-	for {
-		var cancelled bool
-		if err := db.pool.QueryRow(t.Context(), `SELECT coalesce(bool_or(pg_cancel_backend(pid)), false) FROM pg_stat_activity
-			WHERE query LIKE 'CREATE INDEX CONCURRENTLY%' AND wait_event_type = 'Lock'`).Scan(&cancelled); err != nil {
-			t.Fatal(err)
-		}
-		if cancelled {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	if err := <-built; err == nil {
-		t.Fatal("the cancelled build ended")
-	}
-	if err := writer.Commit(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	var invalid uint32
-	if err := db.pool.QueryRow(t.Context(), `SELECT indexrelid FROM pg_index
-		WHERE indexrelid = to_regclass('rollups_api_key') AND NOT indisvalid`).Scan(&invalid); err != nil {
-		t.Fatalf("the cancelled build left no invalid index: %v", err)
-	}
+	invalid := cutBuild(t, db, "rollups", "rollups_api_key", "CREATE INDEX CONCURRENTLY rollups_api_key ON rollups (grain, api_key, period)")
 	up, err := Open(t.Context(), db.pool.Config().ConnString())
 	if err != nil {
 		t.Fatal(err)
@@ -1069,4 +1033,49 @@ func TestMigrationsWaitFromTheirLastProgress(t *testing.T) {
 	if got := accountIndexes(t, db); len(got) != 2 {
 		t.Errorf("after Open, the valid account indexes are %v", got)
 	}
+}
+
+// cutBuild leaves index of table invalid, as a start killed while
+// Postgres built it does: a writer holds up the build (create, a CREATE
+// INDEX CONCURRENTLY), which is cancelled on the server while it waits.
+// It returns the invalid index's oid.
+func cutBuild(t *testing.T, db *DB, table, index, create string) uint32 {
+	t.Helper()
+	writer, err := db.pool.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer writer.Rollback(context.Background())
+	if _, err := writer.Exec(t.Context(), "LOCK TABLE "+table+" IN ROW EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	built := make(chan error, 1)
+	go func() {
+		_, err := db.pool.Exec(t.Context(), create)
+		built <- err
+	}()
+	// Cancelled on the server, as a client cancels its statement.
+	for {
+		var cancelled bool
+		if err := db.pool.QueryRow(t.Context(), `SELECT coalesce(bool_or(pg_cancel_backend(pid)), false) FROM pg_stat_activity
+			WHERE query = $1 AND wait_event_type = 'Lock'`, create).Scan(&cancelled); err != nil {
+			t.Fatal(err)
+		}
+		if cancelled {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := <-built; err == nil {
+		t.Fatal("the cancelled build ended")
+	}
+	if err := writer.Commit(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	var invalid uint32
+	if err := db.pool.QueryRow(t.Context(), `SELECT indexrelid FROM pg_index
+		WHERE indexrelid = to_regclass($1) AND NOT indisvalid`, index).Scan(&invalid); err != nil {
+		t.Fatalf("the cancelled build left no invalid index: %v", err)
+	}
+	return invalid
 }

@@ -163,43 +163,7 @@ func TestSpendDayMigrationRebuildsACutBuild(t *testing.T) {
 	if _, err := p.DownTo(t.Context(), 22); err != nil {
 		t.Fatalf("down to 00022: %v", err)
 	}
-	// A writer holds up the build, which is cancelled while it waits.
-	writer, err := db.pool.Begin(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer writer.Rollback(context.Background())
-	if _, err := writer.Exec(t.Context(), "LOCK TABLE spend IN ROW EXCLUSIVE MODE"); err != nil {
-		t.Fatal(err)
-	}
-	built := make(chan error, 1)
-	go func() {
-		_, err := db.pool.Exec(t.Context(), "CREATE INDEX CONCURRENTLY spend_day ON spend (day, advertiser)")
-		built <- err
-	}()
-	// Cancelled on the server, as a client cancels its statement.
-	for {
-		var cancelled bool
-		if err := db.pool.QueryRow(t.Context(), `SELECT coalesce(bool_or(pg_cancel_backend(pid)), false) FROM pg_stat_activity
-			WHERE query LIKE 'CREATE INDEX CONCURRENTLY spend_day%' AND wait_event_type = 'Lock'`).Scan(&cancelled); err != nil {
-			t.Fatal(err)
-		}
-		if cancelled {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	if err := <-built; err == nil {
-		t.Fatal("the cancelled build ended")
-	}
-	if err := writer.Commit(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	var invalid uint32
-	if err := db.pool.QueryRow(t.Context(), `SELECT indexrelid FROM pg_index
-		WHERE indexrelid = to_regclass('spend_day') AND NOT indisvalid`).Scan(&invalid); err != nil {
-		t.Fatalf("the cancelled build left no invalid index: %v", err)
-	}
+	invalid := cutBuild(t, db, "spend", "spend_day", "CREATE INDEX CONCURRENTLY spend_day ON spend (day, advertiser)")
 	up, err := Open(t.Context(), db.pool.Config().ConnString())
 	if err != nil {
 		t.Fatal(err)
