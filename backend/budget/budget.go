@@ -111,10 +111,10 @@ type Gate struct {
 	// checkMu guards checked and trusted: checked, the flags the store
 	// said were stale (the advertiser under its budget), with when it
 	// said so, kept while they stay raised, so that Sync reads the store
-	// once for each every recheckStale, not every second; trusted, the flags that stopped an advertiser while the
-	// store did not answer, with the advertiser, so that once it answers
-	// Sync reads the advertiser's spend and shows it again when it is
-	// under its budget.
+	// once for each every recheckStale, not every second; trusted, the
+	// flags that stopped an advertiser while the store did not answer,
+	// with the advertiser, so that once it answers Sync reads the
+	// advertiser's spend and shows it again when it is under its budget.
 	checkMu sync.Mutex
 	checked map[dayFlag]time.Time
 	trusted map[dayFlag]int
@@ -406,9 +406,10 @@ func (g *Gate) raiseTo(i int, d *day, s int64) (crossed bool) {
 // advertisers it could not read keep what the gate held.
 //
 // Reading every advertiser, it first reads the spend of all of them in
-// one read a day (Spender.SpentAllOn, of the gate's advertisers only), and reads again, one by one as
-// above, only those a credit may have lowered: those whose spend there
-// is below what the gate holds, and those flagged under their budget.
+// one read a day (Spender.SpentAllOn, of the gate's advertisers only),
+// and reads again, one by one as above, only those a credit may have
+// lowered: those whose spend there is below what the gate holds, and
+// those flagged under their budget.
 // The others keep what the gate holds; their clicks raise it.
 func (g *Gate) Reread(ctx context.Context, advertisers ...string) error {
 	if g == nil || len(g.ids) == 0 {
