@@ -703,8 +703,9 @@ const recheckStale = 30 * time.Second
 // under its budget, is stale: the store says the budget is not spent (a
 // flag raised from a spend read before a credit). It reads the store once
 // for each flag every recheckStale: one found stale is kept in checked
-// while it stays raised, and one that a read found spent stops the advertiser here, its
-// spend the store's. While the store does not answer (reads.down, set by
+// while it stays raised, and one that a read found spent stops the
+// advertiser here, its spend the store's. While the store does not
+// answer (reads.down, set by
 // the first read of a Sync that fails, so that the others do not wait on
 // it too, or once the Sync's reads took checkTimeout) the flag is
 // trusted, and kept in trusted, unless a read found it stale before: it
