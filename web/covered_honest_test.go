@@ -313,3 +313,36 @@ func TestCoverCheckLiftsOncePerRound(t *testing.T) {
 		t.Errorf("the adopted style sheets were set %d times in %d tasks, want twice in each", sets, tasks)
 	}
 }
+
+// TestCoverUnderPointerTakesProof: a box clicks fall through comes over
+// a link V2 already calls not to be seen (the page's empty layer for its
+// notices), which V2 tells nothing of, and the reader's pointer comes
+// onto the link through it before the link is next judged (up to eight
+// seconds later): the link gives up its click token as the pointer
+// comes, and the pointer does not keep the verdict it had.
+func TestCoverUnderPointerTakesProof(t *testing.T) {
+	b := startBackend(t)
+	br := newBrowser(t)
+	page := `<style>body{background:#fff;color:#111;margin:0}p{font-size:20px;margin:0;padding:10px}#toaster{position:fixed;inset:16px;z-index:9999;pointer-events:none}</style>` +
+		`<article><p id="wrap">Das neue Apple iPhone 15 im Test.</p><p style="margin-bottom:3000px">Ende.</p></article><div id="toaster"></div>`
+	site := publisher(t, map[string]string{"/page.html": publisherPage("de-DE", b.URL, page)})
+	asReader(t, br, b, site)
+	if r := br.view(t, site+"/page.html"); r.Source != "local" || r.Links < 1 {
+		t.Fatalf("%+v, want the ad matched in the page", r)
+	}
+	const link = `document.querySelector("#wrap a.adlink-intext")`
+	if pollHref(t, br, `(() => { const a = `+link+`; return a && /[?&]ct=/.test(a.href) ? a.href : false; })()`) == "" {
+		t.Fatalf("the link in view never got its click token: %s", eval[string](t, br, link+`.href`))
+	}
+	xy := eval[[2]float64](t, br, `(() => { const r = `+link+`.getBoundingClientRect(), d = document.createElement("div");
+		d.style.cssText = "position:fixed;z-index:10000;pointer-events:none;background:#c00;left:" + (r.left - 4) + "px;top:" + (r.top - 4) + "px;width:" + (r.width + 8) + "px;height:" + (r.height + 8) + "px";
+		document.body.append(d); return [r.left + r.width / 2, r.top + r.height / 2]; })()`)
+	br.do(t, chromedp.MouseEvent(chromedp.MouseMoved, xy[0], xy[1]))
+	time.Sleep(300 * time.Millisecond)
+	if href := eval[string](t, br, link+`.href`); regexp.MustCompile(`[?&](ct|sig)=`).MatchString(href) {
+		t.Errorf("the covered link under the pointer keeps its proof: %s", href)
+	}
+	if !eval[bool](t, br, link+`.matches(":hover")`) {
+		t.Errorf("the pointer is not on the link")
+	}
+}

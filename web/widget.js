@@ -1255,6 +1255,17 @@
         if (docProp("visibilityState") === "visible") inView.forEach(look), doubtSoon();
       });
       onDocument("scroll", doubtSoon, { passive: true, capture: true });
+      // A cover that came since the last look (up to eight seconds ago:
+      // V2 says nothing new of a link it already calls not to be seen) is
+      // found when the reader's pointer comes onto the link through it,
+      // before the pointer keeps the link's verdict (shows).
+      onDocument("pointerover", function (e) {
+        var a = e.target && e.target.closest && e.target.closest("a");
+        if (!a || !doubt.has(a) || held.has(a) || !covered(a)) return;
+        doubtVerdict.set(a, false);
+        sight(a, true, doubt.get(a), false);
+        doubtSoon();
+      }, { passive: true, capture: true });
       EventTarget.prototype.addEventListener.call(window, "resize", doubtSoon, { passive: true });
     }
     unwatchGone();
