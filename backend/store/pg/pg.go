@@ -160,9 +160,10 @@ func OpenWith(ctx context.Context, url string, opts Options) (*DB, error) {
 		user := pool.Config().ConnConfig.User
 		pool.Close()
 		if denied(err) {
-			return nil, fmt.Errorf("postgres: migrating: %w: the role %q may not create the tables; "+
+			return nil, fmt.Errorf("postgres: migrating: %w: the role %q may not create or alter the tables; "+
 				"make it the database's owner (createdb -O %s ...), or GRANT CREATE ON SCHEMA public TO %s "+
-				"(or the schema its search_path names)", err, user, user, user)
+				"(or the schema its search_path names); tables another role made must be owned by it "+
+				"(ALTER TABLE ... OWNER TO %s)", err, user, user, user, user)
 		}
 		return nil, fmt.Errorf("postgres: migrating: %w", err)
 	}
