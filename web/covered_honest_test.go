@@ -190,10 +190,11 @@ func TestCoverCheckLeavesPageAlone(t *testing.T) {
 		t.Fatalf("the covered link got its click token: %s", got)
 	}
 	// Nothing the page sees changes while the checks run.
-	n := eval[int](t, br, `window.records = []; new MutationObserver(r => records.push(...r)).observe(document, {subtree: true, childList: true, attributes: true, characterData: true}), adopted`)
+	// A scroll has the checks run within a second, whatever their back-off.
+	n := eval[int](t, br, `window.records = []; new MutationObserver(r => records.push(...r)).observe(document, {subtree: true, childList: true, attributes: true, characterData: true}), scrollBy(0, 1), adopted`)
 	time.Sleep(2500 * time.Millisecond)
 	if got := eval[int](t, br, `adopted`); got < n+2 {
-		t.Errorf("the document's adopted style sheets were set %d times in 2.5 s, want the checks to run each second", got-n)
+		t.Errorf("the document's adopted style sheets were set %d times in 2.5 s after a scroll, want the checks to run", got-n)
 	}
 	if got := eval[string](t, br, `records.map(r => r.type + " " + r.target.nodeName + " " + (r.attributeName || "")).join("; ")`); got != "" {
 		t.Errorf("the checks changed the page: %s", got)
