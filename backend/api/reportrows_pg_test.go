@@ -2,9 +2,6 @@ package api
 
 import (
 	"errors"
-	"net/http"
-	"net/http/httptest"
-	"strconv"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -45,31 +42,7 @@ func TestReportNeverWaitsForRowsHoldingAConnection(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const n = 64 // parts of one row
 		s := &server{reportRows: newReportRows(n), metrics: metrics.New()}
-		ask := func(acc accounts.Account) *reportHold {
-			t.Helper()
-			h, err := s.holdReport(httptest.NewRequest(http.MethodGet, "/v2/report", nil), acc)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return h
-		}
-		// Other accounts' reports hold every row but two: the one the
-		// report starts with, and the part it leaves the others as they
-		// read, which one of them then takes.
-		var others []*reportHold
-		for i, size := range []int{21, 21, 20} { // n-2 rows
-			h := ask(accounts.Account{Kind: accounts.Partner, ID: "other" + strconv.Itoa(i)})
-			for rows := 1; rows <= size; rows++ {
-				if err := h.hold(rows); err != nil {
-					t.Fatal(err)
-				}
-			}
-			others = append(others, h)
-		}
-		h := ask(partner)
-		if err := others[0].hold(22); err != nil {
-			t.Fatal(err)
-		}
+		h, others := holdAllButOne(t, s, partner)
 		done := make(chan error, 1)
 		go func() {
 			_, err := report.RunHolding(t.Context(), db.Rollups(), partner, req, h.hold)

@@ -345,31 +345,7 @@ func TestReportNeverWaitsForRowsInTheRead(t *testing.T) {
 		const n = 64 // parts of one row
 		m := metrics.New()
 		s := &server{reportRows: newReportRows(n), metrics: m}
-		ask := func(acc accounts.Account) *reportHold {
-			t.Helper()
-			h, err := s.holdReport(httptest.NewRequest(http.MethodGet, "/v2/report", nil), acc)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return h
-		}
-		// Other accounts' reports hold every row but two: the one the
-		// report starts with, and the part it leaves the others as they
-		// read, which one of them then takes.
-		var others []*reportHold
-		for i, size := range []int{21, 21, 20} { // n-2 rows
-			h := ask(accounts.Account{Kind: accounts.Partner, ID: "k" + strconv.Itoa(i)})
-			for rows := 1; rows <= size; rows++ {
-				if err := h.hold(rows); err != nil {
-					t.Fatal(err)
-				}
-			}
-			others = append(others, h)
-		}
-		h := ask(advertiser)
-		if err := others[0].hold(22); err != nil {
-			t.Fatal(err)
-		}
+		h, others := holdAllButOne(t, s, advertiser)
 		done := make(chan error, 1)
 		go func() {
 			_, err := report.RunHolding(t.Context(), rollups, advertiser, req, h.hold)
@@ -391,4 +367,35 @@ func TestReportNeverWaitsForRowsInTheRead(t *testing.T) {
 			t.Errorf("%d rows free once every report is done, want %d", s.reportRows.free, n)
 		}
 	})
+}
+
+// holdAllButOne has, on s's bound of 64 rows, other accounts' reports
+// hold every row but the one acc's report, which it returns, starts
+// with: the others first hold all but two, leaving that one and the part
+// kept for the reports reading, which one of them then takes.
+func holdAllButOne(t *testing.T, s *server, acc accounts.Account) (*reportHold, []*reportHold) {
+	t.Helper()
+	ask := func(acc accounts.Account) *reportHold {
+		t.Helper()
+		h, err := s.holdReport(httptest.NewRequest(http.MethodGet, "/v2/report", nil), acc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	var others []*reportHold
+	for i, size := range []int{21, 21, 20} { // 62 rows
+		h := ask(accounts.Account{Kind: accounts.Partner, ID: "other" + strconv.Itoa(i)})
+		for rows := 1; rows <= size; rows++ {
+			if err := h.hold(rows); err != nil {
+				t.Fatal(err)
+			}
+		}
+		others = append(others, h)
+	}
+	h := ask(acc)
+	if err := others[0].hold(22); err != nil {
+		t.Fatal(err)
+	}
+	return h, others
 }
