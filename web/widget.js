@@ -1199,9 +1199,10 @@
   // shows tells whether a link V2 says is not to be seen shows all the
   // same. Under the reader's pointer a link stays as it was: what the page
   // shows on hover (a tooltip over its edge, a pressed link's ripple)
-  // covers no link the reader already points at.
+  // covers no link the reader already points at. In a frame V2 says it,
+  // under the pointer too: the parent may cover the frame then.
   function shows(a) {
-    return a.matches(":hover") ? !held.has(a) : !FRAMED && !covered(a);
+    return !FRAMED && (a.matches(":hover") ? !held.has(a) : !covered(a));
   }
 
   // recheck judges again, each second, the links in view V2 says are not
@@ -1258,14 +1259,21 @@
       // A cover that came since the last look (up to eight seconds ago:
       // V2 says nothing new of a link it already calls not to be seen) is
       // found when the reader's pointer comes onto the link through it,
-      // before the pointer keeps the link's verdict (shows).
-      onDocument("pointerover", function (e) {
-        var a = e.target && e.target.closest && e.target.closest("a");
-        if (!a || !doubt.has(a) || held.has(a) || !covered(a)) return;
-        doubtVerdict.set(a, false);
-        sight(a, true, doubt.get(a), false);
-        doubtSoon();
-      }, { passive: true, capture: true });
+      // before the pointer keeps the link's verdict (shows), and when the
+      // link gets the focus or a key (Enter activates it, the cover come
+      // since it got the focus). A page's script that focuses it and
+      // sends keys navigates nowhere (untrusted events do not); its
+      // click(), without a reader's gesture, sends no Sec-Fetch-User and
+      // bills nothing.
+      ["pointerover", "focusin", "keydown"].forEach(function (type) {
+        onDocument(type, function (e) {
+          var a = e.target && e.target.closest && e.target.closest("a");
+          if (!a || !doubt.has(a) || held.has(a) || !covered(a)) return;
+          doubtVerdict.set(a, false);
+          sight(a, true, doubt.get(a), false);
+          doubtSoon();
+        }, { passive: true, capture: true });
+      });
       EventTarget.prototype.addEventListener.call(window, "resize", doubtSoon, { passive: true });
     }
     unwatchGone();
