@@ -31,10 +31,10 @@ type Metrics struct {
 	rateLimited *prometheus.CounterVec
 	retention   retentionMetrics
 
-	redisFallback *prometheus.CounterVec
-	spool         spoolMetrics
-	reportsBusy   prometheus.Counter
-	clickRecord   *prometheus.HistogramVec
+	redis       redisMetrics
+	spool       spoolMetrics
+	reportsBusy prometheus.Counter
+	clickRecord *prometheus.HistogramVec
 }
 
 // New returns the metrics registered in a new registry, with the Go
@@ -87,7 +87,7 @@ func New() *Metrics {
 	m.reg.MustRegister(m.requests, m.latency, m.analyses, m.clicks, m.invalidated, m.rereads, m.impressions, m.repeats, m.tagsDropped, m.rateLimited,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.retention = newRetentionMetrics(m.reg)
-	m.redisFallback = newRedisFallback(m.reg)
+	m.redis = newRedisMetrics(m.reg)
 	m.spool = newSpoolMetrics(m.reg)
 	m.reportsBusy = newReportsBusy(m.reg)
 	m.clickRecord = newClickRecord(m.reg)

@@ -73,12 +73,24 @@ func newReplica(t *testing.T, url string, clk *clock) replica {
 // fallbacks is the replica's adlink_redis_fallback_total for store.
 func (r replica) fallbacks(t *testing.T, store string) float64 {
 	t.Helper()
+	return r.counter(t, "adlink_redis_fallback_total", store)
+}
+
+// calls is the replica's adlink_redis_calls_total for store.
+func (r replica) calls(t *testing.T, store string) float64 {
+	t.Helper()
+	return r.counter(t, "adlink_redis_calls_total", store)
+}
+
+// counter is the replica's counter name for store.
+func (r replica) counter(t *testing.T, name, store string) float64 {
+	t.Helper()
 	mfs, err := r.m.Registry().Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, mf := range mfs {
-		if mf.GetName() != "adlink_redis_fallback_total" {
+		if mf.GetName() != name {
 			continue
 		}
 		for _, m := range mf.GetMetric() {
@@ -129,6 +141,11 @@ func TestLimitsFallBackWhileRedisIsDownAndShareAgainAfter(t *testing.T) {
 	}
 	if got := a.fallbacks(t, "limits"); got != 3 {
 		t.Errorf("replica A counted %v fallbacks, want 3 (none once Redis answered)", got)
+	}
+	// Its calls count those Redis answered too: one before the outage,
+	// three answered by the fallback, one after.
+	if got := a.calls(t, "limits"); got != 5 {
+		t.Errorf("replica A counted %v calls, want 5", got)
 	}
 	if !strings.Contains(a.log.String(), "redis answers again") {
 		t.Errorf("replica A did not log that Redis is back:\n%s", a.log.String())

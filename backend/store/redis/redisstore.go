@@ -216,10 +216,13 @@ func (c *Client) Close() error { return c.rdb.Close() }
 // and reports whether f succeeded; when it did not, the caller answers
 // from its fallback. The caller's cancellation does not reach Redis: a
 // command cut off half way leaves the caller not knowing whether it was
-// applied, and the client's own timeouts bound it.
+// applied, and the client's own timeouts bound it. Every call counts in
+// adlink_redis_calls_total, each fallback in adlink_redis_fallback_total
+// too: their share tells an outage from a timeout now and then.
 func (c *Client) call(ctx context.Context, store, key string, f func(ctx context.Context) error) bool {
 	ctx = context.WithoutCancel(ctx)
 	h, err := c.healthOf(ctx, key)
+	h.metrics.RedisCall(store)
 	if !h.usable() {
 		h.fellBack(store, nil)
 		return false
