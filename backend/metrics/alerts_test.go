@@ -88,8 +88,8 @@ func tool(t *testing.T, pkg string, names ...string) string {
 		}
 	}
 	if os.Getenv("CI") != "" {
-		t.Fatalf("none of %s is installed (apt-get install %s); CI is set, so this test may not skip", strings.Join(names, ", "), pkg)
+		t.Fatalf("%s is not installed (apt-get install %s); CI is set, so this test may not skip", strings.Join(names, " or "), pkg)
 	}
-	t.Skipf("skipping: none of %s is installed (install Debian's %s package; .ci/run does)", strings.Join(names, ", "), pkg)
+	t.Skipf("skipping: %s is not installed (install Debian's %s package; .ci/run does)", strings.Join(names, " or "), pkg)
 	return ""
 }
