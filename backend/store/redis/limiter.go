@@ -179,6 +179,8 @@ func (l *Limiter) allowChain(ctx context.Context, buckets []ratelimit.Bucket) (o
 	}
 	call := &bothCall{keys: keys, args: args, wake: make(chan struct{})}
 	call.health, call.err = l.c.healthOf(context.WithoutCancel(ctx), keys[0])
+	// Counted once, as call counts: runBoth counts its fallbacks.
+	call.health.metrics.RedisCall("limits")
 	l.batcherOf(call.health).do(call, func(calls []*bothCall) { l.runBoth(ctx, calls) })
 	if !call.ok {
 		return out, false

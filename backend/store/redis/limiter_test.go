@@ -7,6 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/adlink/adlink/backend/metrics"
 	"github.com/adlink/adlink/backend/ratelimit"
 	redisstore "github.com/adlink/adlink/backend/store/redis"
 	"github.com/adlink/adlink/internal/testredis"
@@ -17,7 +18,8 @@ import (
 // burst, each call its own answer, none from the fallback.
 func TestAllowBothBatchedHoldsTheLimit(t *testing.T) {
 	srv := testredis.Start(t, testredis.Options{})
-	l := open(t, patient(srv.URL()), redisstore.Options{}).Limiter("keys", noLimiter{t})
+	r := replica{m: metrics.New()}
+	l := open(t, patient(srv.URL()), redisstore.Options{Metrics: r.m}).Limiter("keys", noLimiter{t})
 	network := ratelimit.Limit{Rate: 0.001, Burst: 1000}
 	key := ratelimit.Limit{Rate: 0.001, Burst: 50}
 	const callers, each = 64, 8
@@ -55,6 +57,14 @@ func TestAllowBothBatchedHoldsTheLimit(t *testing.T) {
 		if remaining[i].Load() != 1 {
 			t.Errorf("remaining %d answered %d times, want once", i, remaining[i].Load())
 		}
+	}
+	// Each call counts once in adlink_redis_calls_total, whichever
+	// pipeline took it.
+	if got := r.calls(t, "limits"); got != callers*each {
+		t.Errorf("%v calls counted, want %d", got, callers*each)
+	}
+	if got := r.fallbacks(t, "limits"); got != 0 {
+		t.Errorf("%v fallbacks counted, want none", got)
 	}
 }
 

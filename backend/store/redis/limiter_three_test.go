@@ -48,4 +48,10 @@ func TestAllowThreeSharedThenFallsBack(t *testing.T) {
 	if got := a.fallbacks(t, "limits"); got != 3 {
 		t.Errorf("replica A counted %v fallbacks, want 3", got)
 	}
+	// Its calls count those Redis answered too, once each: two before the
+	// outage, three answered by the fallback. Without them the share of
+	// AdlinkRedisFallback is of Allow's calls alone, and over 1.
+	if got := a.calls(t, "limits"); got != 5 {
+		t.Errorf("replica A counted %v calls, want 5", got)
+	}
 }

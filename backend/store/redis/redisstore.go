@@ -56,7 +56,7 @@ type Options struct {
 	LogEvery time.Duration
 	// Logger gets the fallback and recovery lines; nil logs nothing.
 	Logger *slog.Logger
-	// Metrics count the fallbacks; nil counts nothing.
+	// Metrics count the calls and the fallbacks; nil counts nothing.
 	Metrics *metrics.Metrics
 	// Now is the clock that times RetryAfter and LogEvery; tests set it.
 	Now func() time.Time
