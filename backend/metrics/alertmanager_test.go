@@ -4,14 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"maps"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -227,14 +225,10 @@ func TestAlertmanagerConfigNotifiesOnceAndInhibitsSymptoms(t *testing.T) {
 func startAlertmanager(t *testing.T) string {
 	t.Helper()
 	bin := tool(t, "prometheus-alertmanager", "prometheus-alertmanager", "alertmanager")
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := "127.0.0.1:" + strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
-	l.Close()
+	// Port 0: Alertmanager takes a free port itself and logs it. A port
+	// picked here and freed before it starts could be taken in between.
 	cmd := exec.Command(bin, "--config.file="+alertmanagerConfig, "--storage.path="+t.TempDir(),
-		"--web.listen-address="+addr, "--cluster.listen-address=")
+		"--web.listen-address=127.0.0.1:0", "--cluster.listen-address=")
 	log := &listenLog{listening: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
@@ -246,21 +240,28 @@ func startAlertmanager(t *testing.T) string {
 		cmd.Process.Kill()
 		<-exited
 	})
-	// It says when it listens; its log is the signal.
+	// It says when it listens, and where; its log is the signal.
 	select {
 	case <-log.listening:
 	case <-exited:
 		t.Fatalf("alertmanager did not start:\n%s", log)
+	case <-time.After(time.Minute):
+		t.Fatalf("alertmanager did not say it listens within a minute:\n%s", log)
 	}
-	return "http://" + addr
+	return "http://" + log.addr
 }
 
-// listenLog is Alertmanager's log, closing listening once it listens.
+// listening is Alertmanager's log line that says where it listens, its
+// address whole once the line goes on.
+var listening = regexp.MustCompile(`msg="Listening on" address=(\S+)\s`)
+
+// listenLog is Alertmanager's log, closing listening once it listens,
+// with addr its address.
 type listenLog struct {
 	mu        sync.Mutex
 	buf       strings.Builder
 	listening chan struct{}
-	seen      bool
+	addr      string
 }
 
 func (l *listenLog) Write(p []byte) (int, error) {
@@ -269,9 +270,11 @@ func (l *listenLog) Write(p []byte) (int, error) {
 	if l.buf.Len() < 1<<16 {
 		l.buf.Write(p)
 	}
-	if !l.seen && strings.Contains(l.buf.String(), `msg="Listening on"`) {
-		l.seen = true
-		close(l.listening)
+	if l.addr == "" {
+		if m := listening.FindStringSubmatch(l.buf.String()); m != nil {
+			l.addr = m[1]
+			close(l.listening)
+		}
 	}
 	return len(p), nil
 }
