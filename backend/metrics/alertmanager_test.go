@@ -195,7 +195,23 @@ func TestAlertmanagerConfigNotifiesOnceAndInhibitsSymptoms(t *testing.T) {
 		Receiver struct{ Name string } `json:"receiver"`
 		Alerts   []amAlert             `json:"alerts"`
 	}
-	getJSON(t, am+"/api/v2/alerts/groups", &groups)
+	// Its dispatcher groups the alerts on a goroutine of its own too:
+	// every alert is in one group once it has them all.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		groups = nil
+		getJSON(t, am+"/api/v2/alerts/groups", &groups)
+		n := 0
+		for _, g := range groups {
+			n += len(g.Alerts)
+		}
+		if n == len(sent) || time.Now().After(deadline) {
+			if n != len(sent) {
+				t.Errorf("Alertmanager's groups hold %d alerts, want %d", n, len(sent))
+			}
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	byName := map[string]int{}
 	for _, g := range groups {
 		name := g.Labels["alertname"]
