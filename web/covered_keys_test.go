@@ -135,9 +135,17 @@ func TestFramedLinkUnderPointerTrustsTheBrowser(t *testing.T) {
 		if covered {
 			eval[bool](t, br, `document.body.append(Object.assign(document.createElement("div"), {style: "position:fixed;left:0;top:0;width:800px;height:300px;background:#fff;pointer-events:none"})), true`)
 		}
-		time.Sleep(time.Second) // v2 tells within 100 ms
-		if got := eval[string](t, br, link+`.href`); covered == proofRe.MatchString(got) {
-			t.Errorf("view %d, covered %v: the link under the pointer is %s", i, covered, got)
+		if covered {
+			// v2 tells within 100 ms of a frame drawn: a loaded machine
+			// may draw it later.
+			if pollHref(t, br, `(() => { const a = `+link+`; return a && !/[?&](ct|sig)=/.test(a.href) ? a.href : false; })()`) == "" {
+				t.Errorf("view %d: the covered link under the pointer keeps its proof: %s", i, eval[string](t, br, link+`.href`))
+			}
+		} else {
+			time.Sleep(time.Second) // v2 would tell within 100 ms
+			if got := eval[string](t, br, link+`.href`); !proofRe.MatchString(got) {
+				t.Errorf("view %d: the link under the pointer lost its proof: %s", i, got)
+			}
 		}
 		br.do(t, chromedp.MouseClickXY(xy[0], xy[1]))
 		select {
