@@ -1261,13 +1261,16 @@
       // found when the reader's pointer comes onto the link through it,
       // before the pointer keeps the link's verdict (shows), and when the
       // link gets the focus or a key (Enter activates it, the cover come
-      // since it got the focus). A page's script that focuses it and
-      // sends keys navigates nowhere (untrusted events do not); its
-      // click(), without a reader's gesture, sends no Sec-Fetch-User and
-      // bills nothing.
+      // since it got the focus; Space does not). A page's script that
+      // focuses it and sends keys navigates nowhere (untrusted events do
+      // not). Its click() during a gesture of the reader's elsewhere
+      // sends Sec-Fetch-User as a reader's click does: a page's own
+      // script is not held here (see README, "Finding them").
       ["pointerover", "focusin", "keydown"].forEach(function (type) {
         onDocument(type, function (e) {
-          var a = e.target && e.target.closest && e.target.closest("a");
+          if (type === "keydown" && e.key !== "Enter") return;
+          var t = e.composedPath ? e.composedPath()[0] : e.target;
+          var a = t && t.closest && t.closest("a");
           if (!a || !doubt.has(a) || held.has(a) || !covered(a)) return;
           doubtVerdict.set(a, false);
           sight(a, true, doubt.get(a), false);
