@@ -308,6 +308,9 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 	acc.gate, acc.gateOf = a.Budget, acc.budgets
 	cat.cur.Store(cat.cur.Load().with(acc))
 	cat.warnAdless(cat.cur.Load(), nil)
+	if a.spooler != nil {
+		a.shipSpool(log)
+	}
 	// Without shared flags or Postgres too: a gate a reload made before
 	// this server's credit reads the spend again at its first tick.
 	a.syncBudgets(log, epoch)
@@ -482,18 +485,36 @@ func (a *App) boltStores(windows *clicks.Windows, decisions *clicks.Decisions, l
 
 // spoolClicks returns the ledger that records clicks in Postgres while it
 // answers and, while it does not, judges them here and spools them to the
-// bbolt file, makes the impression log spool the same way, and starts the
-// shipping of the spool (what a crash left in it first). The decisions
+// bbolt file, and makes the impression log spool the same way;
+// shipSpool starts the shipping of the spool. The decisions
 // and windows that judge a spooled click are Redis's, shared by the
 // replicas, when the server has Redis (the file's while Redis does not
-// answer either), else the file's.
+// answer either), else the file's. Each shipment tells the budget gate
+// served what it billed and refused as over budget, as a live click
+// does, so that a budget the spooled clicks spent stops the advertiser
+// here at once and raises its flag for the other replicas.
 func (a *App) spoolClicks(log *slog.Logger) (clicks.Ledger, error) {
 	spool, err := clicks.NewSpool(a.db)
 	if err != nil {
 		return nil, err
 	}
 	opts := clicks.SpoolerOptions{Logger: log.With("component", "clicks"), Impressions: a.pg.Impressions(),
-		Spooled: a.Metrics.ClickSpooled, Shipped: a.Metrics.ClicksShipped}
+		Spooled: a.Metrics.ClickSpooled, Shipped: a.Metrics.ClicksShipped,
+		Recorded: func(ctx context.Context, shipped []clicks.Spooled) {
+			acc := a.live.accounts()
+			if acc == nil {
+				return
+			}
+			cs := make([]*clicks.Click, len(shipped))
+			for i := range shipped {
+				cs[i] = &shipped[i].Click
+			}
+			// Should a spend not be read now, the next click reads it,
+			// and the ledger holds the budget meanwhile.
+			if err := acc.gate.Clicked(ctx, cs...); err != nil {
+				log.Warn("budget: the spend of shipped clicks", "err", err)
+			}
+		}}
 	if a.redis != nil {
 		d, err := clicks.NewDecisions(a.db)
 		if err != nil {
@@ -508,11 +529,17 @@ func (a *App) spoolClicks(log *slog.Logger) (clicks.Ledger, error) {
 	a.spooler = clicks.NewSpooler(a.pg.Ledger(), a.pg.Ledger(), spool, opts)
 	a.Impressions = a.spooler.Impressions(a.pg.Impressions())
 	a.Metrics.WatchSpool(spool.Depth)
+	return a.spooler, nil
+}
+
+// shipSpool starts the shipping of the spool, what a crash left in it
+// first. The budget gate is served by then: a shipment after the gate's
+// first read of the day's spend reaches the gate.
+func (a *App) shipSpool(log *slog.Logger) {
 	a.spooler.Start()
-	if n := spool.Depth(); n > 0 {
+	if n := a.spooler.Depth(); n > 0 {
 		log.Warn("clicks spooled before the server stopped are shipped to postgres now", "spooled", n)
 	}
-	return a.spooler, nil
 }
 
 // openRedis opens the Redis that cfg names and returns what makes the

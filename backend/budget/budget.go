@@ -258,10 +258,7 @@ func (g *Gate) load(ctx context.Context, z *zone, at time.Time, read dayReads) (
 	if !ok {
 		ids := g.ids
 		if read == nil {
-			ids = make([]string, len(z.ids))
-			for k, i := range z.ids {
-				ids[k] = g.ids[i]
-			}
+			ids = g.idsOf(z)
 		}
 		var err error
 		if spent, err = g.spent.SpentAllOn(ctx, n, ids); err != nil {
@@ -322,25 +319,60 @@ var lateRetry, lateRetryMax = 100 * time.Millisecond, 30 * time.Second
 
 // lateRead reads the spend of d, z's day that started with nothing spent
 // because the store did not answer at its midnight, until the store
-// answers for each of z's advertisers or d is no longer z's day or is
-// over (a gate no request reads any more, one a reload replaced or the
-// server closed, rolls to no next day), waiting wait before its first
-// read and twice as long before each next one, up to most. Each spend
-// read is a whole day's, as Clicked's, so it is merged as the larger of
-// it and what the clicks since stored: nothing counted twice, and
-// nothing lowered.
+// answers or d is no longer z's day or is over (a gate no request reads
+// any more, one a reload replaced or the server closed, rolls to no next
+// day), waiting wait before its first read and twice as long before each
+// next one, up to most. Each try is one read of the day's spend of z's
+// advertisers (Spender.SpentAllOn), as load's, not one per advertiser.
 func (g *Gate) lateRead(z *zone, d *day, wait, most time.Duration) {
-	left := slices.Clone(z.ids)
-	for len(left) > 0 {
+	ids := g.idsOf(z)
+	for {
 		time.Sleep(wait)
 		wait = min(2*wait, most)
 		if z.day.Load() != d || !g.now().Before(d.end) {
 			return // the next midnight reads its own day
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), rollTimeout)
-		left = slices.DeleteFunc(left, func(i int) bool { return g.raise(ctx, i, d, "") == nil })
-		cancel()
+		if g.readLate(z, d, ids) == nil {
+			return
+		}
 	}
+}
+
+// readLate reads the spend of d of z's advertisers, ids, in one read
+// and keeps each one's when it is larger than what d holds: a whole
+// day's spend, as Clicked reads it, so nothing the clicks since stored
+// is counted twice or lowered. It holds the advertisers' lowerMu shared
+// from the read to the store, as raise holds one's, so that a spend read
+// before a credit is not stored after Reread's. A read past rollTimeout
+// fails.
+func (g *Gate) readLate(z *zone, d *day, ids []string) error {
+	for _, i := range z.ids {
+		g.lowerMu[i].RLock()
+	}
+	defer func() {
+		for _, i := range z.ids {
+			g.lowerMu[i].RUnlock()
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), rollTimeout)
+	defer cancel()
+	spent, err := g.spent.SpentAllOn(ctx, d.n, ids)
+	if err != nil {
+		return fmt.Errorf("budget: reading the spend of day %d: %w", d.n, err)
+	}
+	for _, i := range z.ids {
+		g.raiseTo(i, d, spent[g.ids[i]])
+	}
+	return nil
+}
+
+// idsOf returns the ids of z's advertisers.
+func (g *Gate) idsOf(z *zone) []string {
+	ids := make([]string, len(z.ids))
+	for k, i := range z.ids {
+		ids[k] = g.ids[i]
+	}
+	return ids
 }
 
 // raiseTimeout bounds raise's read of the spend, which holds the
@@ -549,24 +581,42 @@ func (g *Gate) lower(ctx context.Context, i int, d *day, flagged bool) error {
 // zone is advertiser i's.
 func (g *Gate) zone(i int) *zone { return g.zones[g.zoneOf[i]] }
 
-// Clicked takes note of a click the ledger recorded: a billed one, or one
-// refused as over budget, reads its advertiser's spend of the day again.
-// Reading it, rather than adding the bid, keeps the count exact when
-// clicks and the day's first read cross.
-func (g *Gate) Clicked(ctx context.Context, c *clicks.Click) error {
-	if g == nil || (!c.Billable && c.Reason != clicks.ReasonOverBudget) {
+// Clicked takes note of clicks the ledger recorded: a click's own, as
+// it lands, or a shipment's of spooled ones (clicks.Spooler), with the
+// verdicts the ledger gave them. For each advertiser with a click of its
+// day that billed, or was refused as over budget, it reads the
+// advertiser's spend of the day again, once; a read that reaches the
+// budget stops the advertiser and raises its flag. Reading the spend,
+// rather than adding the bids, keeps the count exact when clicks and
+// the day's first read cross. It returns the first error; the other
+// advertisers are read all the same.
+func (g *Gate) Clicked(ctx context.Context, cs ...*clicks.Click) error {
+	if g == nil {
 		return nil
 	}
-	i, ok := slices.BinarySearch(g.ids, c.Advertiser)
-	if !ok {
-		return nil
+	var first error
+	var read []int // the advertisers read, when there are several clicks
+	for _, c := range cs {
+		if !c.Billable && c.Reason != clicks.ReasonOverBudget {
+			continue
+		}
+		i, ok := slices.BinarySearch(g.ids, c.Advertiser)
+		if !ok || slices.Contains(read, i) {
+			continue
+		}
+		z := g.zone(i)
+		d := g.today(z, c.Time)
+		if d.n != clicks.BudgetDayIn(c.Time, z.loc) {
+			continue // not the day served
+		}
+		if len(cs) > 1 {
+			read = append(read, i)
+		}
+		if err := g.raise(ctx, i, d, flagOf(c.Advertiser, g.budgets[i].DailyMicros)); err != nil && first == nil {
+			first = err
+		}
 	}
-	z := g.zone(i)
-	d := g.today(z, c.Time)
-	if d.n != clicks.BudgetDayIn(c.Time, z.loc) {
-		return nil
-	}
-	return g.raise(ctx, i, d, flagOf(c.Advertiser, g.budgets[i].DailyMicros))
+	return first
 }
 
 // Sync reads the flags the other replicas raised on each advertiser's

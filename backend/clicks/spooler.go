@@ -28,9 +28,10 @@ type Spooler struct {
 	opts    SpoolerOptions
 	log     *slog.Logger
 
-	down  atomic.Bool
-	mu    sync.Mutex
-	cause error // why the record is down, while it is
+	down    atomic.Bool
+	started atomic.Bool
+	mu      sync.Mutex
+	cause   error // why the record is down, while it is
 	// changed is closed, and replaced, whenever a shipment or a ping
 	// ends: WaitShipped's signal.
 	changed chan struct{}
@@ -69,6 +70,11 @@ type SpoolerOptions struct {
 	// (metrics).
 	Spooled func()
 	Shipped func(n int)
+	// Recorded, when set, is told of each shipment of clicks once the
+	// record holds it, with the verdicts the record gave them (the
+	// server's budget gate reads the spend they billed, as a live
+	// click's). It runs on the shipping goroutine; ctx ends with Stop.
+	Recorded func(ctx context.Context, shipped []Spooled)
 }
 
 // NewSpooler returns the Ledger that records in primary while it answers
@@ -312,13 +318,19 @@ func (s *Spooler) WaitShipped(ctx context.Context) error {
 
 // Start starts the goroutine that ships the spool, the clicks a crash
 // left in it first.
-func (s *Spooler) Start() { go s.ship() }
+func (s *Spooler) Start() {
+	s.started.Store(true)
+	go s.ship()
+}
 
 // Stop stops the shipping goroutine and waits for it; what is still
-// spooled is shipped after the next start.
+// spooled is shipped after the next start. A Spooler never started
+// stops at once.
 func (s *Spooler) Stop() {
 	close(s.stop)
-	<-s.done
+	if s.started.Load() {
+		<-s.done
+	}
 }
 
 // ship ships the spool whenever it holds clicks, and while the record is
@@ -399,6 +411,9 @@ func (s *Spooler) shipOnce(ctx context.Context) error {
 		}
 		if s.opts.Shipped != nil && len(shipped) > 0 {
 			s.opts.Shipped(len(shipped))
+		}
+		if s.opts.Recorded != nil && len(shipped) > 0 {
+			s.opts.Recorded(ctx, shipped)
 		}
 	}
 	if s.spool.ImpressionDepth() > 0 && s.opts.Impressions != nil {
