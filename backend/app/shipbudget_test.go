@@ -1,0 +1,68 @@
+package app
+
+import (
+	"net/http"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/adlink/adlink/backend/clicks"
+	"github.com/adlink/adlink/backend/config"
+	redisstore "github.com/adlink/adlink/backend/store/redis"
+	"github.com/adlink/adlink/internal/testpg"
+	"github.com/adlink/adlink/internal/testredis"
+)
+
+// TestShippedClicksSpendTheBudget: two replicas of one Postgres and one
+// Redis. While Postgres is down, A spools two clicks on shop-b.example's
+// ad, each bidding its whole daily budget: the spool keeps no spend, so
+// both bill there and the ad stays in the answers. Once Postgres is back
+// and A's spool shipped, Postgres bills the first and refuses the second
+// as over_budget, and the shipment stops the advertiser as a live click
+// spending the budget does: out of A's answers at once, its flag raised
+// in Redis, and out of B's answers at B's next read of the flags, though
+// no click reached B.
+func TestShippedClicksSpendTheBudget(t *testing.T) {
+	pg, redisURL := testpg.Start(t), testredis.Start(t, testredis.Options{}).URL()
+	set := func(cfg *config.Config) { cfg.PostgresURL, cfg.RedisURL = pg.URL(), redisURL }
+	a := startAccountsWith(t, listingPartners, invalidateAdvertisers, listingAds(), set)
+	b := startAccountsWith(t, listingPartners, invalidateAdvertisers, listingAds(), set)
+	links := a.tagged(t, "key-one", "site-one", "t", "SHOP.2.B1", 2)
+
+	if err := pg.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for i, l := range links {
+		ids = append(ids, a.follow(t, http.MethodGet, l, i+1).id)
+	}
+	if got := metric(t, a.App, "adlink_clicks_spooled_total"); got != "2" {
+		t.Fatalf("A spooled %s clicks, want 2", got)
+	}
+	if !a.shows(t, "SHOP.2.B1") {
+		t.Fatal("the spooled clicks stopped shop-b.example before they shipped: the test shows nothing")
+	}
+	restartAndShip(t, pg, a.App)
+
+	if !a.billed(t, ids[0]) || a.billed(t, ids[1]) {
+		t.Fatalf("shipped: the first click billed %v, the second %v; want the first alone", a.billed(t, ids[0]), a.billed(t, ids[1]))
+	}
+	if a.shows(t, "SHOP.2.B1") {
+		t.Error("A still shows shop-b.example once its shipped clicks spent the budget")
+	}
+	rc, err := redisstore.Open(redisURL, redisstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	raised, err := rc.BudgetFlags().Raised(t.Context(), clicks.BudgetDayIn(time.Now(), time.UTC))
+	if err != nil || !slices.Contains(raised, "shop-b.example@300000") {
+		t.Errorf("the flags raised: %v (%v), want shop-b.example's", raised, err)
+	}
+	if err := b.live.accounts().gate.Sync(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if b.shows(t, "SHOP.2.B1") {
+		t.Error("B still shows shop-b.example after reading the flags, its budget spent by A's shipped clicks")
+	}
+}
