@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"net/http"
 	"slices"
 	"testing"
@@ -64,5 +65,42 @@ func TestShippedClicksSpendTheBudget(t *testing.T) {
 	}
 	if b.shows(t, "SHOP.2.B1") {
 		t.Error("B still shows shop-b.example after reading the flags, its budget spent by A's shipped clicks")
+	}
+}
+
+// TestClicksShippedAtStartSpendTheBudget: a replica stopped with clicks
+// spooled ships them at its next start, Postgres back. The clicks spend
+// the advertiser's budget after the new gate read the day's spend, and
+// the shipment stops the advertiser all the same: the spooler starts
+// once the gate is served.
+func TestClicksShippedAtStartSpendTheBudget(t *testing.T) {
+	pg := testpg.Start(t)
+	a := startAccountsWith(t, listingPartners, invalidateAdvertisers, listingAds(), func(cfg *config.Config) { cfg.PostgresURL = pg.URL() })
+	links := a.tagged(t, "key-one", "site-one", "t", "SHOP.2.B1", 2)
+	if err := pg.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	for i, l := range links {
+		a.follow(t, http.MethodGet, l, i+1)
+	}
+	a.pub.Close()
+	a.admin.Close()
+	if err := a.App.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := pg.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	a.start(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	if err := a.spooler.WaitShipped(ctx); err != nil {
+		t.Fatalf("the spool left by the stop did not ship: %v", err)
+	}
+	if got := metric(t, a.App, "adlink_clicks_shipped_total"); got != "2" {
+		t.Fatalf("shipped %s clicks at the start, want 2", got)
+	}
+	if a.shows(t, "SHOP.2.B1") {
+		t.Error("the replica still shows shop-b.example once the clicks it shipped at its start spent the budget")
 	}
 }

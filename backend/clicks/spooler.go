@@ -30,8 +30,10 @@ type Spooler struct {
 
 	down    atomic.Bool
 	started atomic.Bool
-	mu      sync.Mutex
-	cause   error // why the record is down, while it is
+	// shipping is set while a shipment runs, its Recorded too.
+	shipping atomic.Bool
+	mu       sync.Mutex
+	cause    error // why the record is down, while it is
 	// changed is closed, and replaced, whenever a shipment or a ping
 	// ends: WaitShipped's signal.
 	changed chan struct{}
@@ -298,14 +300,17 @@ func (s *Spooler) signal() {
 	s.mu.Unlock()
 }
 
-// WaitShipped returns once the record answers and the spool is empty, or
-// with ctx's error.
+// WaitShipped returns once the record answers, the spool is empty and
+// the last shipment is done (its Recorded returned), or with ctx's
+// error.
 func (s *Spooler) WaitShipped(ctx context.Context) error {
 	for {
 		s.mu.Lock()
 		ch := s.changed
 		s.mu.Unlock()
-		if !s.down.Load() && !s.spooled() {
+		// The spool before shipping: a shipment that emptied it is
+		// still running, or over.
+		if !s.down.Load() && !s.spooled() && !s.shipping.Load() {
 			return nil
 		}
 		select {
@@ -350,7 +355,9 @@ func (s *Spooler) ship() {
 	for {
 		var err error
 		if s.spooled() {
+			s.shipping.Store(true)
 			err = s.shipOnce(ctx)
+			s.shipping.Store(false)
 			if err == nil && !s.spooled() {
 				s.log.Info("the click spool is shipped to postgres")
 			}
