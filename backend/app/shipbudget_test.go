@@ -69,10 +69,10 @@ func TestShippedClicksSpendTheBudget(t *testing.T) {
 }
 
 // TestClicksShippedAtStartSpendTheBudget: a replica stopped with clicks
-// spooled ships them at its next start, Postgres back. The clicks spend
-// the advertiser's budget after the new gate read the day's spend, and
-// the shipment stops the advertiser all the same: the spooler starts
-// once the gate is served.
+// spooled ships them at its next start, Postgres back. The spooler starts
+// once the gate is served, after its read of the day's spend: the
+// shipment, whose clicks spend the advertiser's budget, tells the gate,
+// and the advertiser leaves the answers.
 func TestClicksShippedAtStartSpendTheBudget(t *testing.T) {
 	pg := testpg.Start(t)
 	a := startAccountsWith(t, listingPartners, invalidateAdvertisers, listingAds(), func(cfg *config.Config) { cfg.PostgresURL = pg.URL() })
