@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -299,7 +300,20 @@ func checkPlaced(t *testing.T, b *backend, p placed) {
 // port of its own: a host of the demo site, apart from the backend's.
 func publisher(t testing.TB, pages map[string]string) string {
 	t.Helper()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := publisherServer(t, pages)
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// publisherServer is publisher's server, on a port no publisher of the
+// process had before (freshPort): the shared servers remember each page
+// they analysed by its URL, and would answer a new site's first view of
+// its /page.html with their analysis of an earlier test's page, at the
+// address the kernel gave out again (its links signed, none matched in the
+// page, so none ever gets a click token).
+func publisherServer(tb testing.TB, pages map[string]string) *httptest.Server {
+	tb.Helper()
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		page, ok := pages[r.URL.Path]
 		if !ok {
 			http.NotFound(w, r)
@@ -312,8 +326,43 @@ func publisher(t testing.TB, pages map[string]string) string {
 		w.Header().Set("Cache-Control", "no-store")
 		io.WriteString(w, page)
 	}))
-	t.Cleanup(srv.Close)
-	return srv.URL
+	srv.Listener.Close()
+	srv.Listener = freshPort(tb)
+	srv.Start()
+	return srv
+}
+
+// publisherPorts are the loopback ports publishers of the process had.
+var publisherPorts = struct {
+	sync.Mutex
+	used map[int]bool
+}{used: map[int]bool{}}
+
+// freshPort listens on a loopback port that no publisher of the process
+// had before. A port the kernel gives again is held until a new one comes,
+// so that it is not given a third time.
+func freshPort(tb testing.TB) net.Listener {
+	tb.Helper()
+	publisherPorts.Lock()
+	defer publisherPorts.Unlock()
+	var again []net.Listener
+	defer func() {
+		for _, ln := range again {
+			ln.Close()
+		}
+	}()
+	for {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			tb.Fatal(err)
+		}
+		port := ln.Addr().(*net.TCPAddr).Port
+		if !publisherPorts.used[port] {
+			publisherPorts.used[port] = true
+			return ln
+		}
+		again = append(again, ln)
+	}
 }
 
 // openPage starts a browser and the backend, serves body as a German

@@ -116,7 +116,7 @@ func TestRenewalKeepsTheTokenItHas(t *testing.T) {
 	br.onEveryPage(t, countBeacons)
 	site := publisher(t, map[string]string{"/page.html": publisherPage("de-DE", b.URL, readerPage)})
 	asReader(t, br, b, site)
-	if r := br.view(t, site+"/page.html"); r.Links == 0 {
+	if r := br.view(t, site+"/page.html"); r.Source != "local" || r.Links == 0 {
 		t.Fatalf("first view: %+v, want ads matched in the page", r)
 	}
 	first := pollHref(t, br, tokenHref)
@@ -149,7 +149,7 @@ func TestRenewalTakesNoClockOnTrust(t *testing.T) {
 	br.onEveryPage(t, countBeacons)
 	site := publisher(t, map[string]string{"/page.html": publisherPage("de-DE", b.URL, readerPage)})
 	asReader(t, br, b, site)
-	if r := br.view(t, site+"/page.html"); r.Links == 0 {
+	if r := br.view(t, site+"/page.html"); r.Source != "local" || r.Links == 0 {
 		t.Fatalf("first view: %+v, want ads matched in the page", r)
 	}
 	if pollHref(t, br, tokenHref) == "" {
@@ -222,7 +222,7 @@ func TestRefusedBeaconTriesAgain(t *testing.T) {
 	asReaderAnswered(t, br, b, site, func(u string) (int64, []byte, bool) {
 		return http.StatusServiceUnavailable, []byte(`{"error":"unavailable"}`), refuse.Load() && strings.HasPrefix(u, b.URL+"/v1/impression?")
 	})
-	if r := br.view(t, site+"/page.html"); r.Links == 0 {
+	if r := br.view(t, site+"/page.html"); r.Source != "local" || r.Links == 0 {
 		t.Fatalf("first view: %+v, want ads matched in the page", r)
 	}
 	if pollHref(t, br, `window.beaconsDone > 0 && "done"`) == "" {
@@ -252,7 +252,7 @@ func TestBeaconRefusedForGoodIsNotSentAgain(t *testing.T) {
 	asReaderAnswered(t, br, b, site, func(u string) (int64, []byte, bool) {
 		return http.StatusForbidden, []byte(`{"error":{"code":"foreign_url","message":"not the site's"}}`), strings.HasPrefix(u, b.URL+"/v1/impression?")
 	})
-	if r := br.view(t, site+"/page.html"); r.Links == 0 {
+	if r := br.view(t, site+"/page.html"); r.Source != "local" || r.Links == 0 {
 		t.Fatalf("first view: %+v, want ads matched in the page", r)
 	}
 	if pollHref(t, br, `window.beaconsDone > 0 && "done"`) == "" {

@@ -39,7 +39,7 @@ func TestGoneLinksAreNotWatched(t *testing.T) {
 	br.onEveryPage(t, observingScript)
 	site := publisher(t, map[string]string{"/page.html": publisherPage("de-DE", b.URL, readerPage)})
 	asReader(t, br, b, site)
-	if r := br.view(t, site+"/page.html"); r.Links < 2 {
+	if r := br.view(t, site+"/page.html"); r.Source != "local" || r.Links < 2 {
 		t.Fatalf("first view: %+v, want the links at the top and far below", r)
 	}
 	if pollHref(t, br, tokenHref) == "" {
@@ -81,7 +81,7 @@ func TestReusedLinkIsReportedAgain(t *testing.T) {
 	b := startBackend(t)
 	site := publisher(t, map[string]string{"/page.html": publisherPage("de-DE", b.URL, readerPage)})
 	asReader(t, br, b, site)
-	if r := br.view(t, site+"/page.html"); r.Links == 0 {
+	if r := br.view(t, site+"/page.html"); r.Source != "local" || r.Links == 0 {
 		t.Fatalf("first view: %+v", r)
 	}
 	const render = `(q) => adlink.search(q).then(body => {
