@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"encoding/json"
 	"regexp"
 	"strconv"
 	"strings"
@@ -251,14 +252,18 @@ func TestFramedLinkTrustsTheBrowser(t *testing.T) {
 // TestCoverCheckBacksOff: while no verdict changes, the links V2 calls
 // not to be seen are judged again after twice as long each time (each
 // round has a page of many elements work out its style twice), and
-// after a second again once the reader scrolls.
+// after a second again once the reader scrolls. The page keeps the time
+// of each round; a busy machine makes a timer late, never early, so each
+// gap is at least the one intended, and less than the next.
 func TestCoverCheckBacksOff(t *testing.T) {
 	b := startBackend(t)
 	br := newBrowser(t)
+	// Records in window.looks when each task that sets the document's
+	// adopted style sheets (a round of the checks) starts.
 	br.onEveryPage(t, `(() => { const d = Object.getOwnPropertyDescriptor(Document.prototype, "adoptedStyleSheets");
-		window.tasks = 0; let inTask = false;
+		window.looks = []; let inTask = false;
 		Object.defineProperty(Document.prototype, "adoptedStyleSheets", {configurable: true, get: d.get, set(v) {
-			if (!inTask) { inTask = true; tasks++; queueMicrotask(() => inTask = false); } d.set.call(this, v); }}); })()`)
+			if (!inTask) { inTask = true; looks.push(performance.now()); queueMicrotask(() => inTask = false); } d.set.call(this, v); }}); })()`)
 	page := `<style>body{background:#fff;color:#111;margin:0}p{font-size:20px;margin:0;padding:10px}#toaster{position:fixed;inset:16px;z-index:9999;pointer-events:none}</style>` +
 		`<article><p>` + handyText + `</p><p style="margin-bottom:3000px">Ende.</p></article><div id="toaster"></div>`
 	site := publisher(t, map[string]string{"/page.html": publisherPage("de-DE", b.URL, page)})
@@ -266,18 +271,32 @@ func TestCoverCheckBacksOff(t *testing.T) {
 	if r := br.view(t, site+"/page.html"); r.Source != "local" || r.Links < 1 {
 		t.Fatalf("%+v, want an ad matched in the page", r)
 	}
-	// The first second has each link's impression checked too.
-	time.Sleep(2 * time.Second)
-	first := eval[int](t, br, `tasks`)
-	time.Sleep(7500 * time.Millisecond)
-	n := eval[int](t, br, `tasks`)
-	if n-first < 1 || n-first > 3 {
-		t.Errorf("the links were judged in %d tasks from 2 to 9.5 s, want 1 to 3: after 1, 2, 4 s, not each second", n-first)
+	// The rounds after 1, 3 and 7 s (the first second has each link's
+	// impression checked too): the last three once 6 s have passed since
+	// the first round.
+	got := pollHref(t, br, `looks.length > 2 && looks.at(-1) - looks[0] >= 6000 && JSON.stringify(looks.slice(-3))`)
+	if got == "" {
+		t.Fatalf("the links were judged at %v ms, want rounds 6 s apart and more", eval[[]float64](t, br, `looks`))
 	}
-	eval[bool](t, br, `window.scrollBy(0, 1), true`)
-	time.Sleep(2 * time.Second)
-	if m := eval[int](t, br, `tasks`); m <= n {
-		t.Errorf("no judging within 2 s of a scroll (%d tasks, %d before)", m, n)
+	var last [3]float64
+	if err := json.Unmarshal([]byte(got), &last); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []float64{2000, 4000} {
+		// Early by a timer's rounding, at most.
+		if gap := last[i+1] - last[i]; gap < want-20 || gap >= 2*want {
+			t.Errorf("rounds at %.0f ms: %.0f ms apart, want %.0f ms and less than %.0f", last, gap, want, 2*want)
+		}
+	}
+	// The next round is 8 s away: a scroll has one come after a second,
+	// well before that.
+	scrolled := eval[float64](t, br, `window.scrollBy(0, 1), performance.now()`)
+	next := pollHref(t, br, `looks.at(-1) > `+strconv.FormatFloat(scrolled, 'f', 1, 64)+` && String(looks.at(-1))`)
+	if next == "" {
+		t.Fatalf("no round after the scroll at %.0f ms: %v", scrolled, eval[[]float64](t, br, `looks`))
+	}
+	if at, _ := strconv.ParseFloat(next, 64); at-scrolled < 1000-20 || at >= last[2]+7000 {
+		t.Errorf("the round after the scroll at %.0f ms came at %.0f ms, want a second after it and before %.0f", scrolled, at, last[2]+7000)
 	}
 }
 
