@@ -148,7 +148,13 @@ func TestCoveredBeforeTokenCarriesNone(t *testing.T) {
 	eval[bool](t, br, `(() => { const r = document.querySelector("#under a.adlink-intext").getBoundingClientRect(), c = document.createElement("div");
 	c.id = "cover"; c.style.cssText = "position:absolute;background:#fff;pointer-events:none;left:" + (r.left - 4) + "px;top:" + (r.top - 4) + "px;width:" + (r.width + 8) + "px;height:" + (r.height + 8) + "px";
 	document.body.append(c); return true; })()`)
-	time.Sleep(time.Second) // IntersectionObserver v2 tells within 100 ms
+	// IntersectionObserver v2 tells the widget's observer and one of the
+	// test's, made as the widget's, in the same update of the page.
+	eval[bool](t, br, `new IntersectionObserver(es => { if (es.some(e => e.isIntersecting && !e.isVisible)) window.toldCovered = true; },
+		{threshold: [0, 0.5], trackVisibility: true, delay: 100}).observe(document.querySelector("#under a.adlink-intext")), true`)
+	if pollHref(t, br, `window.toldCovered && "told"`) == "" {
+		t.Fatal("IntersectionObserver v2 never told that the first ad is covered")
+	}
 	close(release)
 	if pollHref(t, br, seenToken) == "" {
 		t.Fatal("the ad in view never got its click token", eval[string](t, br, `Array.from(document.querySelectorAll("a.adlink-intext"), a => a.href).join("\n")`))
@@ -193,9 +199,8 @@ func TestCoverCheckLeavesPageAlone(t *testing.T) {
 	// Nothing the page sees changes while the checks run.
 	// A scroll has the checks run within a second, whatever their back-off.
 	n := eval[int](t, br, `window.records = []; new MutationObserver(r => records.push(...r)).observe(document, {subtree: true, childList: true, attributes: true, characterData: true}), scrollBy(0, 1), adopted`)
-	time.Sleep(2500 * time.Millisecond)
-	if got := eval[int](t, br, `adopted`); got < n+2 {
-		t.Errorf("the document's adopted style sheets were set %d times in 2.5 s after a scroll, want the checks to run", got-n)
+	if pollHref(t, br, `adopted >= `+strconv.Itoa(n+2)+` && "ran"`) == "" {
+		t.Errorf("the document's adopted style sheets were set %d times after a scroll, want the checks to run", eval[int](t, br, `adopted`)-n)
 	}
 	if got := eval[string](t, br, `records.map(r => r.type + " " + r.target.nodeName + " " + (r.attributeName || "")).join("; ")`); got != "" {
 		t.Errorf("the checks changed the page: %s", got)
@@ -325,10 +330,11 @@ func TestCoverCheckLiftsOncePerRound(t *testing.T) {
 	if n := eval[int](t, br, `document.querySelectorAll("a.adlink-intext").length`); n < 3 {
 		t.Fatalf("%d links in the page, want three or more judged together", n)
 	}
-	sets, tasks := eval[int](t, br, `sets`), eval[int](t, br, `tasks`)
-	if tasks < 3 {
-		t.Fatalf("the adopted style sheets were set in %d tasks, want the links judged each second", tasks)
+	// A busy machine's timers come late.
+	if pollHref(t, br, `tasks >= 3 && "judged"`) == "" {
+		t.Fatalf("the adopted style sheets were set in %d tasks, want the links judged each second", eval[int](t, br, `tasks`))
 	}
+	sets, tasks := eval[int](t, br, `sets`), eval[int](t, br, `tasks`)
 	if sets > 2*tasks {
 		t.Errorf("the adopted style sheets were set %d times in %d tasks, want twice in each", sets, tasks)
 	}
@@ -358,9 +364,8 @@ func TestCoverUnderPointerTakesProof(t *testing.T) {
 		d.style.cssText = "position:fixed;z-index:10000;pointer-events:none;background:#c00;left:" + (r.left - 4) + "px;top:" + (r.top - 4) + "px;width:" + (r.width + 8) + "px;height:" + (r.height + 8) + "px";
 		document.body.append(d); return [r.left + r.width / 2, r.top + r.height / 2]; })()`)
 	br.do(t, chromedp.MouseEvent(chromedp.MouseMoved, xy[0], xy[1]))
-	time.Sleep(300 * time.Millisecond)
-	if href := eval[string](t, br, link+`.href`); regexp.MustCompile(`[?&](ct|sig)=`).MatchString(href) {
-		t.Errorf("the covered link under the pointer keeps its proof: %s", href)
+	if pollHref(t, br, `(() => { const h = `+link+`.href; return /[?&](ct|sig)=/.test(h) ? false : h; })()`) == "" {
+		t.Errorf("the covered link under the pointer keeps its proof: %s", eval[string](t, br, link+`.href`))
 	}
 	if !eval[bool](t, br, link+`.matches(":hover")`) {
 		t.Errorf("the pointer is not on the link")
