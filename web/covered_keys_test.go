@@ -128,9 +128,10 @@ func TestFramedLinkUnderPointerTrustsTheBrowser(t *testing.T) {
 		// reader's: one of the frame is no navigation the server bills.
 		xy := eval[[2]float64](t, br, `(() => { const a = `+link+`; a.target = "_top"; const r = a.getBoundingClientRect(); return [r.left + r.width / 2, r.top + r.height / 2]; })()`)
 		br.do(t, chromedp.MouseEvent(chromedp.MouseMoved, xy[0], xy[1]))
-		time.Sleep(500 * time.Millisecond)
-		if !eval[bool](t, br, link+`.matches(":hover")`) {
-			t.Fatalf("view %d: the pointer is not on the link", i)
+		for deadline := time.Now().Add(10 * time.Second); !eval[bool](t, br, link+`.matches(":hover")`); time.Sleep(50 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("view %d: the pointer is not on the link", i)
+			}
 		}
 		if covered {
 			eval[bool](t, br, `document.body.append(Object.assign(document.createElement("div"), {style: "position:fixed;left:0;top:0;width:800px;height:300px;background:#fff;pointer-events:none"})), true`)
