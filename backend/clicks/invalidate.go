@@ -362,10 +362,10 @@ func ParseInvalidation(get func(string) string) (Invalidation, error) {
 		}
 	}
 	var err error
-	if inv.From, err = parseBound(get("from"), false); err != nil {
+	if inv.From, err = ParseBound(get("from"), false); err != nil {
 		return inv, &InvalidationError{Param: "from", Message: "from: " + err.Error()}
 	}
-	if inv.To, err = parseBound(get("to"), true); err != nil {
+	if inv.To, err = ParseBound(get("to"), true); err != nil {
 		return inv, &InvalidationError{Param: "to", Message: "to: " + err.Error()}
 	}
 	switch get("dry_run") {
@@ -378,9 +378,10 @@ func ParseInvalidation(get func(string) string) (Invalidation, error) {
 	return inv, nil
 }
 
-// parseBound reads a time, RFC 3339, or a UTC date: its start, or with
-// end the next day's start. "" is the zero time.
-func parseBound(s string, end bool) (time.Time, error) {
+// ParseBound reads a bound of a range of clicks, as an invalidation's
+// and a site review's from and to are given: a time, RFC 3339, or a UTC
+// date: its start, or with end the next day's start. "" is the zero time.
+func ParseBound(s string, end bool) (time.Time, error) {
 	if s == "" {
 		return time.Time{}, nil
 	}
@@ -391,7 +392,7 @@ func parseBound(s string, end bool) (time.Time, error) {
 	return t, err
 }
 
-// parseTime is parseBound without its bounds.
+// parseTime is ParseBound without its bounds.
 func parseTime(s string, end bool) (time.Time, error) {
 	if d, err := time.Parse(time.DateOnly, s); err == nil {
 		if end {

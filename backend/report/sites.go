@@ -1,0 +1,362 @@
+package report
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/adlink/adlink/backend/clicks"
+)
+
+// A site review ranks the partners' sites by how far their billable
+// click-through rate is above the median site's, for the operator to
+// look at the worst: a publisher's script can make clicks bill that no
+// reader meant, and only the operator sees every site's figures. It reads
+// the rollups reports read.
+
+// The site review's defaults and bounds.
+const (
+	// ReviewDays is the range a review covers when it names none: the
+	// last 7 UTC days, today included.
+	ReviewDays = 7
+	// MaxReviewDays is the longest range one review covers.
+	MaxReviewDays = 92
+	// ReviewMinImpressions is the fewest impressions a site needs in the
+	// range to be reviewed by default: below it a few clicks make a rate.
+	ReviewMinImpressions = 1000
+	// ReviewLimit and MaxReviewLimit are the default and largest number
+	// of sites a review lists.
+	ReviewLimit    = 50
+	MaxReviewLimit = 1000
+)
+
+// Search is the context of a search answer's ads, whose clicks have no
+// impressions.
+const Search = "search"
+
+// SitesRequest is a site review's range and bounds.
+type SitesRequest struct {
+	// From and To bound the clicks and impressions counted, From <= t <
+	// To, whole UTC hours: the rollups keep hours.
+	From, To time.Time
+	// MinImpressions is the fewest impressions a site needs in the range.
+	MinImpressions int64
+	// Limit is the most sites listed.
+	Limit int
+}
+
+// ParseSites reads a site review's parameters at now: from and to as an
+// invalidation reads them (RFC 3339, or UTC days, to included), by
+// default the last ReviewDays days; min_impressions and limit. Every
+// problem names its parameter.
+func ParseSites(get func(string) string, now time.Time) (SitesRequest, []Problem) {
+	req := SitesRequest{MinImpressions: ReviewMinImpressions, Limit: ReviewLimit}
+	var problems []Problem
+	bound := func(name string, end bool) time.Time {
+		v := get(name)
+		t, err := clicks.ParseBound(v, end)
+		switch {
+		case err != nil:
+			problems = append(problems, Problem{name, name + ": " + err.Error()})
+		case !t.IsZero() && !t.Truncate(time.Hour).Equal(t):
+			problems = append(problems, Problem{name, name + " must be a whole hour of UTC (the counts are kept by the hour), not " + strconv.Quote(v)})
+			return time.Time{}
+		}
+		return t
+	}
+	req.From, req.To = bound("from", false), bound("to", true)
+	if len(problems) == 0 {
+		switch {
+		case req.To.IsZero() && req.From.IsZero():
+			req.To = now.UTC().Truncate(24*time.Hour).AddDate(0, 0, 1)
+			req.From = req.To.AddDate(0, 0, -ReviewDays)
+		case req.To.IsZero():
+			req.To = req.From.AddDate(0, 0, ReviewDays)
+		case req.From.IsZero():
+			req.From = req.To.AddDate(0, 0, -ReviewDays)
+		}
+		switch {
+		case !req.From.Before(req.To):
+			problems = append(problems, Problem{"to", "to must be after from"})
+		case req.To.Sub(req.From) > MaxReviewDays*24*time.Hour:
+			problems = append(problems, Problem{"from", "a site review covers at most " + strconv.Itoa(MaxReviewDays) + " days, not " +
+				strconv.FormatFloat(req.To.Sub(req.From).Hours()/24, 'f', -1, 64)})
+		}
+	}
+	if v := get("min_impressions"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			problems = append(problems, Problem{"min_impressions", "min_impressions must be a whole number, 0 or more, not " + strconv.Quote(v)})
+		}
+		req.MinImpressions = n
+	}
+	if v := get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > MaxReviewLimit {
+			problems = append(problems, Problem{"limit", "limit must be a whole number from 1 to " + strconv.Itoa(MaxReviewLimit) + ", not " + strconv.Quote(v)})
+		}
+		req.Limit = n
+	}
+	return req, problems
+}
+
+// SiteReview is a site review's answer.
+type SiteReview struct {
+	From, To       time.Time
+	MinImpressions int64
+	// Reviewed is the number of sites with MinImpressions in the range,
+	// of which Sites lists the first Limit.
+	Reviewed int
+	// MedianCTR is the median of the reviewed sites' billable
+	// click-through rates (of two middle ones, their mean).
+	MedianCTR float64
+	Sites     []SiteRow
+}
+
+// SiteRow is one partner's site in a review: the counts over the range of
+// the ads its pages showed (context intext, in every currency), and its
+// rates. A search answer's ads have no impressions: their clicks are
+// counted apart, out of the rate.
+type SiteRow struct {
+	APIKey, SiteID string
+	clicks.Measures
+	// SearchClicks and SearchBillable are the site's clicks on ads of
+	// search answers, and those billed.
+	SearchClicks, SearchBillable int64
+	// Spend is the billable clicks' bids by currency, in millionths,
+	// search answers' included.
+	Spend map[string]int64
+	// CTR is billable clicks per impression.
+	CTR float64
+	// OverMedian is CTR over the review's MedianCTR; 0 when that is 0.
+	OverMedian float64
+}
+
+// Unbilled is the number of the site's clicks that did not bill for
+// reason, one of clicks.Reasons.
+func (s *SiteRow) Unbilled(reason string) int64 {
+	if i := slices.Index(clicks.Reasons, reason); i >= 0 {
+		return s.Measures.Unbilled[i]
+	}
+	return 0
+}
+
+// Share is n over the site's clicks, 0 without clicks.
+func (s *SiteRow) Share(n int64) float64 {
+	if s.Clicks == 0 {
+		return 0
+	}
+	return float64(n) / float64(s.Clicks)
+}
+
+// Sites reviews the sites of req's range from rollups: every partner's
+// site (an api_key and site_id both set) with req.MinImpressions, ranked
+// by billable click-through rate, highest first (so by its ratio to the
+// median), the first req.Limit listed. A range of whole UTC days reads
+// the daily rollups by site, another the hourly ones summed by the store.
+func Sites(ctx context.Context, rollups clicks.RollupReader, req SitesRequest) (SiteReview, error) {
+	type site struct{ apiKey, siteID string }
+	sites := map[site]*SiteRow{}
+	add := func(r *clicks.Rollup) error {
+		if r.APIKey == "" || r.SiteID == "" {
+			return nil
+		}
+		k := site{r.APIKey, r.SiteID}
+		row := sites[k]
+		if row == nil {
+			row = &SiteRow{APIKey: r.APIKey, SiteID: r.SiteID, Spend: map[string]int64{}}
+			sites[k] = row
+		}
+		if r.Context == Search {
+			row.SearchClicks += r.Clicks
+			row.SearchBillable += r.Billable
+		} else {
+			row.Add(&r.Measures)
+		}
+		if r.SpendMicros != 0 {
+			row.Spend[r.Currency] += r.SpendMicros
+		}
+		return nil
+	}
+	var err error
+	if day := 24 * time.Hour; req.From.Truncate(day).Equal(req.From) && req.To.Truncate(day).Equal(req.To) {
+		err = rollups.ScanRollups(ctx, clicks.DaySite, req.From, req.To, add)
+	} else {
+		err = rollups.SumHours(ctx, clicks.HourSums{Starts: []time.Time{req.From}, End: req.To,
+			Dims: []clicks.Dimension{clicks.DimAPIKey, clicks.DimSiteID, clicks.DimContext, clicks.DimCurrency}}, add)
+	}
+	if err != nil {
+		return SiteReview{}, err
+	}
+	review := SiteReview{From: req.From, To: req.To, MinImpressions: req.MinImpressions}
+	var rows []SiteRow
+	for _, r := range sites {
+		if r.Impressions == 0 || r.Impressions < req.MinImpressions {
+			continue
+		}
+		r.CTR = float64(r.Billable) / float64(r.Impressions)
+		rows = append(rows, *r)
+	}
+	slices.SortFunc(rows, func(a, b SiteRow) int {
+		return cmp.Or(cmp.Compare(b.CTR, a.CTR), cmp.Compare(b.Impressions, a.Impressions),
+			cmp.Compare(a.APIKey, b.APIKey), cmp.Compare(a.SiteID, b.SiteID))
+	})
+	review.Reviewed = len(rows)
+	if n := len(rows); n > 0 {
+		// rows are sorted by CTR, highest first.
+		review.MedianCTR = (rows[(n-1)/2].CTR + rows[n/2].CTR) / 2
+	}
+	for i := range rows {
+		if review.MedianCTR > 0 {
+			rows[i].OverMedian = rows[i].CTR / review.MedianCTR
+		}
+	}
+	if len(rows) > req.Limit {
+		rows = rows[:req.Limit]
+	}
+	review.Sites = rows
+	return review, nil
+}
+
+// round is f to places decimal places.
+func round(f float64, places int) float64 {
+	p := math.Pow10(places)
+	return math.Round(f*p) / p
+}
+
+// SiteSignals are the shares of a site's clicks (on its pages' ads) that
+// did not bill for reasons a script's clicks give more than a reader's.
+type SiteSignals struct {
+	// NotNavigation: the browser said no person clicked (a page's script
+	// navigated, a hidden frame or image, a fetch).
+	NotNavigation float64 `json:"not_navigation_share"`
+	// Repeat: the decision was clicked before, or the network had a
+	// billable click on the ad in the last 24 h.
+	Repeat float64 `json:"repeat_share"`
+	// Caps: the network or its prefix had its billable clicks of the day
+	// (network_cap, prefix_cap, prefix_ad_cap).
+	Caps float64 `json:"cap_share"`
+	// TooFast: sooner after the impression than a reader clicks.
+	TooFast float64 `json:"too_fast_share"`
+	// NoIntent: no Fetch Metadata, nothing says a person navigated.
+	NoIntent float64 `json:"no_intent_share"`
+}
+
+// Signals are r's SiteSignals.
+func (r *SiteRow) Signals() SiteSignals {
+	share := func(reasons ...string) float64 {
+		var n int64
+		for _, reason := range reasons {
+			n += r.Unbilled(reason)
+		}
+		return round(r.Share(n), 4)
+	}
+	return SiteSignals{
+		NotNavigation: share(clicks.ReasonNotNavigation),
+		Repeat:        share(clicks.ReasonRepeat),
+		Caps:          share(clicks.ReasonNetworkCap, clicks.ReasonPrefixCap, clicks.ReasonPrefixAdCap),
+		TooFast:       share(clicks.ReasonTooFast),
+		NoIntent:      share(clicks.ReasonNoIntent),
+	}
+}
+
+// Selector is what adlink invalidate (POST /admin/invalidate) takes to
+// credit a reviewed site's clicks of the range.
+type Selector struct {
+	APIKey string `json:"api_key"`
+	SiteID string `json:"site_id"`
+	From   string `json:"from"`
+	To     string `json:"to"`
+}
+
+// siteJSON is a SiteRow as a review's JSON gives it.
+type siteJSON struct {
+	APIKey         string           `json:"api_key"`
+	SiteID         string           `json:"site_id"`
+	Impressions    int64            `json:"impressions"`
+	Clicks         int64            `json:"clicks"`
+	Billable       int64            `json:"billable_clicks"`
+	CTR            float64          `json:"billable_ctr"`
+	MedianCTR      float64          `json:"median_billable_ctr"`
+	OverMedian     float64          `json:"ctr_over_median"`
+	Signals        SiteSignals      `json:"signals"`
+	Unbilled       map[string]int64 `json:"unbilled"`
+	SearchClicks   int64            `json:"search_clicks"`
+	SearchBillable int64            `json:"search_billable_clicks"`
+	Spend          map[string]int64 `json:"spend_micros"`
+	Invalidate     Selector         `json:"invalidate"`
+}
+
+// reviewJSON is a SiteReview as JSON.
+type reviewJSON struct {
+	From           string     `json:"from"`
+	To             string     `json:"to"`
+	MinImpressions int64      `json:"min_impressions"`
+	Reviewed       int        `json:"reviewed"`
+	MedianCTR      float64    `json:"median_billable_ctr"`
+	Sites          []siteJSON `json:"sites"`
+}
+
+// Selector is the invalidation selector of row r of the review.
+func (v *SiteReview) Selector(r *SiteRow) Selector {
+	return Selector{APIKey: r.APIKey, SiteID: r.SiteID, From: v.From.Format(time.RFC3339), To: v.To.Format(time.RFC3339)}
+}
+
+// JSON is the review as JSON: its range, RFC 3339, the sites reviewed,
+// the median, and the sites listed, rates rounded (a rate to 6 places, a
+// ratio to 2, a share to 4).
+func (v *SiteReview) JSON() []byte {
+	out := reviewJSON{From: v.From.Format(time.RFC3339), To: v.To.Format(time.RFC3339), MinImpressions: v.MinImpressions,
+		Reviewed: v.Reviewed, MedianCTR: round(v.MedianCTR, 6), Sites: make([]siteJSON, 0, len(v.Sites))}
+	for i := range v.Sites {
+		r := &v.Sites[i]
+		unbilled := make(map[string]int64, len(clicks.Reasons))
+		for j, reason := range clicks.Reasons {
+			unbilled[reason] = r.Measures.Unbilled[j]
+		}
+		out.Sites = append(out.Sites, siteJSON{APIKey: r.APIKey, SiteID: r.SiteID, Impressions: r.Impressions, Clicks: r.Clicks,
+			Billable: r.Billable, CTR: round(r.CTR, 6), MedianCTR: out.MedianCTR, OverMedian: round(r.OverMedian, 2),
+			Signals: r.Signals(), Unbilled: unbilled, SearchClicks: r.SearchClicks, SearchBillable: r.SearchBillable,
+			Spend: r.Spend, Invalidate: v.Selector(r)})
+	}
+	b, _ := json.Marshal(out) // strings, numbers and maps of them always marshal
+	return b
+}
+
+// WriteTable writes the review as a table for a terminal: a line of its
+// range and median, then a row per site, the worst first, ending with
+// the flags of adlink invalidate that select it.
+func (v *SiteReview) WriteTable(w io.Writer) error {
+	fmt.Fprintf(w, "%d sites with at least %d impressions from %s to %s; median billable CTR %s\n", v.Reviewed, v.MinImpressions,
+		v.From.Format(time.RFC3339), v.To.Format(time.RFC3339), percent(v.MedianCTR))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "api_key\tsite_id\timpressions\tclicks\tbillable\tbillable CTR\tx median\tnot_navigation\trepeat\tcaps\ttoo_fast\tinvalidate\t")
+	for i := range v.Sites {
+		r := &v.Sites[i]
+		s := r.Signals()
+		sel := v.Selector(r)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%.2f\t%s\t%s\t%s\t%s\t%s\t\n", r.APIKey, r.SiteID, r.Impressions, r.Clicks, r.Billable,
+			percent(r.CTR), r.OverMedian, percent(s.NotNavigation), percent(s.Repeat), percent(s.Caps), percent(s.TooFast),
+			"-api-key "+shellQuote(sel.APIKey)+" -site-id "+shellQuote(sel.SiteID)+" -from "+sel.From+" -to "+sel.To)
+	}
+	return tw.Flush()
+}
+
+// percent writes a share as a percentage of two decimals.
+func percent(f float64) string { return strconv.FormatFloat(f*100, 'f', 2, 64) + "%" }
+
+// shellQuote quotes s for a POSIX shell unless it needs none.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.:/@+") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
