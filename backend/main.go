@@ -52,8 +52,9 @@ const shutdownGrace = 10 * time.Second
 
 // run starts the server and serves until ctx ends or a SIGINT or SIGTERM
 // arrives, then shuts down gracefully; "adlink report ..." prints a report
-// instead (runReport), and "adlink invalidate ..." credits invalid clicks
-// (runInvalidate). It logs JSON to stderr; the first
+// instead (runReport), "adlink invalidate ..." credits invalid clicks
+// (runInvalidate), and "adlink review-sites ..." ranks the sites whose
+// clicks to look at (runReviewSites). It logs JSON to stderr; the first
 // line with msg "listening" carries the bound address in "addr". -version
 // prints to stdout.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -62,6 +63,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	if len(args) > 0 && args[0] == "invalidate" {
 		return runInvalidate(ctx, args[1:], getenv, stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "review-sites" {
+		return runReviewSites(ctx, args[1:], getenv, stdout, stderr)
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()

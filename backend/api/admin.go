@@ -18,6 +18,7 @@ import (
 
 	"github.com/adlink/adlink/backend/clicks"
 	"github.com/adlink/adlink/backend/metrics"
+	"github.com/adlink/adlink/backend/report"
 )
 
 // The admin listener's routes: /metrics, the catalog's reload and a backup
@@ -38,6 +39,9 @@ type AdminDeps struct {
 	// (app.Invalidate over a clicks.Invalidator); nil answers
 	// POST /admin/invalidate with a 404.
 	Invalidate func(ctx context.Context, inv clicks.Invalidation) (clicks.Credit, error)
+	// Rollups are what GET /admin/sites/review reads (report.Sites);
+	// nil answers it with a 404.
+	Rollups clicks.RollupReader
 	// Backup returns a consistent copy of the state file, open at its
 	// start, for GET /admin/backup to send and close (store.Backup); nil
 	// answers it with a 404.
@@ -130,15 +134,16 @@ func NewAdmin(d AdminDeps) http.Handler {
 		respond(w, status, body, "")
 	})
 	mux.HandleFunc("POST /admin/invalidate", func(w http.ResponseWriter, r *http.Request) { invalidate(w, r, d) })
+	mux.HandleFunc("GET /admin/sites/review", func(w http.ResponseWriter, r *http.Request) { reviewSites(w, r, d) })
 	mux.Handle("GET /admin/backup", backup(d))
 	// Each route's path with another method: without these, the mux
 	// would send it to "/" as a path it does not serve.
-	for path, allow := range map[string]string{"/metrics": "GET, HEAD", "/admin/reload": "POST", "/admin/invalidate": "POST", "/admin/backup": "GET, HEAD"} {
+	for path, allow := range map[string]string{"/metrics": "GET, HEAD", "/admin/reload": "POST", "/admin/invalidate": "POST", "/admin/sites/review": "GET, HEAD", "/admin/backup": "GET, HEAD"} {
 		mux.Handle(path, wrongMethod(allow))
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		respondError(w, &Error{Status: http.StatusNotFound, Code: CodeNotFound,
-			Message: "no such endpoint: " + quote(r.Method+" "+r.URL.Path) + "; the admin listener serves GET /metrics, POST /admin/reload, POST /admin/invalidate and GET /admin/backup"})
+			Message: "no such endpoint: " + quote(r.Method+" "+r.URL.Path) + "; the admin listener serves GET /metrics, POST /admin/reload, POST /admin/invalidate, GET /admin/sites/review and GET /admin/backup"})
 	})
 	return fromOperator(mux, d.Hosts)
 }
@@ -202,6 +207,37 @@ func invalidate(w http.ResponseWriter, r *http.Request, d AdminDeps) {
 	body, _ := json.Marshal(Invalidated{DryRun: inv.DryRun, Clicks: credit.Clicks, Micros: credit.Micros})
 	w.Header().Set("Cache-Control", "no-store")
 	respond(w, http.StatusOK, body, "")
+}
+
+// reviewSites answers GET /admin/sites/review: the sites whose billable
+// click-through rate is furthest above the median site's
+// (report.ParseSites' parameters, report.Sites' answer), for the
+// operator to look at and, found invalid, credit.
+func reviewSites(w http.ResponseWriter, r *http.Request, d AdminDeps) {
+	if d.Rollups == nil {
+		respondError(w, &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: "no reports to review sites in"})
+		return
+	}
+	now := time.Now
+	if d.Now != nil {
+		now = d.Now
+	}
+	q := r.URL.Query()
+	req, problems := report.ParseSites(q.Get, now())
+	if err := reportProblems(problems); err != nil {
+		respondError(w, err.(*Error))
+		return
+	}
+	review, err := report.Sites(r.Context(), d.Rollups, req)
+	if err != nil {
+		if d.Logger != nil {
+			d.Logger.Error("site review", "err", err)
+		}
+		respondError(w, &Error{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "site review failed: " + err.Error()})
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	respond(w, http.StatusOK, review.JSON(), "")
 }
 
 // wrongMethod answers a request to an admin route with a method it does

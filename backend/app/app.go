@@ -400,7 +400,7 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 		return nil, err
 	}
 	a.Admin = api.NewAdmin(api.AdminDeps{Metrics: a.Metrics, Reload: a.Reload, Invalidate: invalidate, Logger: log, Hosts: cfg.AdminHosts,
-		Backup: func() (*os.File, error) { return store.Backup(a.db) }})
+		Rollups: a.Rollups, Backup: func() (*os.File, error) { return store.Backup(a.db) }})
 	// The partners, report readers and budgets come with each catalog
 	// version (version.with), none from start-up: a version without
 	// them answers 500 rather than serve a set revoked since.

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/adlink/adlink/backend/clicks"
+	"github.com/adlink/adlink/backend/report"
+	"github.com/adlink/adlink/backend/store"
+	pgstore "github.com/adlink/adlink/backend/store/pg"
+)
+
+// runReviewSites is "adlink review-sites": the sites GET
+// /admin/sites/review ranks, whose billable click-through rate is
+// furthest above the median site's, from a data directory no server is
+// running on or from the Postgres database the servers share, each with
+// the flags of adlink invalidate that select its clicks.
+func runReviewSites(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("adlink review-sites", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	data, pgURL := stateFlags(fs, getenv, "state `directory` holding adlink.db (ADLINK_DATA_DIR)",
+		"read the Postgres `URL` the servers keep reports in, not -data (ADLINK_POSTGRES_URL)")
+	from := fs.String("from", "", "start, a UTC `day` (YYYY-MM-DD) or an RFC 3339 time on a whole hour; default 7 days before -to")
+	to := fs.String("to", "", "end, a UTC `day`, included, or an RFC 3339 time on a whole hour, excluded; default the end of today")
+	minImps := fs.Int64("min-impressions", report.ReviewMinImpressions, "fewest impressions a site needs in the range to be reviewed")
+	limit := fs.Int("limit", report.ReviewLimit, fmt.Sprintf("most sites listed, 1 to %d", report.MaxReviewLimit))
+	format := fs.String("format", "table", "table or json")
+	timeout := pgTimeoutFlag(fs, 10*time.Minute, "the review")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("review-sites: unexpected argument %q", fs.Arg(0))
+	}
+	if *timeout <= 0 {
+		return fmt.Errorf("review-sites: -timeout %v: want a time above 0", *timeout)
+	}
+	params := map[string]string{"from": *from, "to": *to, "min_impressions": strconv.FormatInt(*minImps, 10), "limit": strconv.Itoa(*limit)}
+	req, problems := report.ParseSites(func(k string) string { return params[k] }, time.Now())
+	if *format != "table" && *format != "json" {
+		problems = append(problems, report.Problem{Param: "format", Message: "format must be table or json, not " + strconv.Quote(*format)})
+	}
+	if len(problems) > 0 {
+		var errs []error
+		for _, p := range problems {
+			flagName := map[string]string{"from": "from", "to": "to", "min_impressions": "min-impressions", "limit": "limit", "format": "format"}[p.Param]
+			errs = append(errs, fmt.Errorf("review-sites: -%s: %s", flagName, p.Message))
+		}
+		return errors.Join(errs...)
+	}
+	var rollups clicks.RollupReader
+	if *pgURL != "" {
+		var cancel context.CancelFunc
+		ctx, cancel = withPGTimeout(ctx, *timeout, "the review")
+		defer cancel()
+		db, err := openPG(ctx, *pgURL, pgstore.OpenReader)
+		if err != nil {
+			return fmt.Errorf("review-sites: %w", err)
+		}
+		defer db.Close()
+		rollups = db.Rollups()
+	} else {
+		db, err := store.OpenReadOnly(*data)
+		if err != nil {
+			return fmt.Errorf("review-sites: %w", err)
+		}
+		defer db.Close()
+		if err := keptInPostgres(db, "review-sites", "review"); err != nil {
+			return err
+		}
+		rollups = clicks.ReadRollups(db)
+	}
+	review, err := report.Sites(ctx, rollups, req)
+	if err != nil {
+		return fmt.Errorf("review-sites: %w", timedOut(ctx, err))
+	}
+	if *format == "json" {
+		_, err = stdout.Write(append(review.JSON(), '\n'))
+		return err
+	}
+	return review.WriteTable(stdout)
+}
