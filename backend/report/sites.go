@@ -337,7 +337,7 @@ func (v *SiteReview) JSON() []byte {
 func (v *SiteReview) WriteTable(w io.Writer) error {
 	fmt.Fprintf(w, "%d sites with at least %d impressions from %s to %s; median billable CTR %s\n", v.Reviewed, v.MinImpressions,
 		v.From.Format(time.RFC3339), v.To.Format(time.RFC3339), percent(v.MedianCTR))
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "api_key\tsite_id\timpressions\tclicks\tbillable\tbillable CTR\tx median\tnot_navigation\trepeat\tcaps\ttoo_fast\tinvalidate\t")
 	for i := range v.Sites {
 		r := &v.Sites[i]
