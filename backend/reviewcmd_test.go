@@ -190,6 +190,20 @@ func TestReviewSites(t *testing.T) {
 					// The command reads a file no server holds.
 					db.Close()
 					reviewCommand(t, env, args)
+					// A server on the file serves the review on its
+					// admin listener.
+					_, admin, stop := startRunAdmin(t, "-data", dir, "-demo")
+					defer stop()
+					res, err := http.Get(admin + "/admin/sites/review?from=2026-11-20&to=2026-11-20")
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer res.Body.Close()
+					body, _ := io.ReadAll(res.Body)
+					if res.StatusCode != http.StatusOK {
+						t.Fatalf("the server's review: %s %s", res.Status, body)
+					}
+					checkReview(t, body, "2026-11-20T00:00:00Z", "2026-11-21T00:00:00Z", 21)
 				}()
 			case "postgres":
 				url := testpg.New(t)

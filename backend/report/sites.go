@@ -140,9 +140,9 @@ type SiteRow struct {
 	OverMedian float64
 }
 
-// Unbilled is the number of the site's clicks that did not bill for
+// UnbilledFor is the number of the site's clicks that did not bill for
 // reason, one of clicks.Reasons.
-func (s *SiteRow) Unbilled(reason string) int64 {
+func (s *SiteRow) UnbilledFor(reason string) int64 {
 	if i := slices.Index(clicks.Reasons, reason); i >= 0 {
 		return s.Measures.Unbilled[i]
 	}
@@ -255,7 +255,7 @@ func (r *SiteRow) Signals() SiteSignals {
 	share := func(reasons ...string) float64 {
 		var n int64
 		for _, reason := range reasons {
-			n += r.Unbilled(reason)
+			n += r.UnbilledFor(reason)
 		}
 		return round(r.Share(n), 4)
 	}
@@ -320,7 +320,7 @@ func (v *SiteReview) JSON() []byte {
 		r := &v.Sites[i]
 		unbilled := make(map[string]int64, len(clicks.Reasons))
 		for j, reason := range clicks.Reasons {
-			unbilled[reason] = r.Measures.Unbilled[j]
+			unbilled[reason] = r.Unbilled[j]
 		}
 		out.Sites = append(out.Sites, siteJSON{APIKey: r.APIKey, SiteID: r.SiteID, Impressions: r.Impressions, Clicks: r.Clicks,
 			Billable: r.Billable, CTR: round(r.CTR, 6), MedianCTR: out.MedianCTR, OverMedian: round(r.OverMedian, 2),
