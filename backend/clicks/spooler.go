@@ -75,7 +75,9 @@ type SpoolerOptions struct {
 	// Recorded, when set, is told of each shipment of clicks once the
 	// record holds it, with the verdicts the record gave them (the
 	// server's budget gate reads the spend they billed, as a live
-	// click's). It runs on the shipping goroutine; ctx ends with Stop.
+	// click's). It runs on the shipping goroutine, after the record's
+	// answer ended spooling, so that the clicks landing meanwhile go to
+	// the record; ctx ends with Stop.
 	Recorded func(ctx context.Context, shipped []Spooled)
 }
 
@@ -420,6 +422,11 @@ func (s *Spooler) shipOnce(ctx context.Context) error {
 			s.opts.Shipped(len(shipped))
 		}
 		if s.opts.Recorded != nil && len(shipped) > 0 {
+			// The record took the shipment: the clicks that land while
+			// Recorded runs go there.
+			if s.down.Load() {
+				s.recover()
+			}
 			s.opts.Recorded(ctx, shipped)
 		}
 	}
