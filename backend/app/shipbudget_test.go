@@ -22,12 +22,15 @@ import (
 // as over_budget, and the shipment stops the advertiser as a live click
 // spending the budget does: out of A's answers at once, its flag raised
 // in Redis, and out of B's answers at B's next read of the flags, though
-// no click reached B.
+// no click reached B. The replicas' clock stands still, so that the
+// clicks and the shipment are of one day even across midnight UTC.
 func TestShippedClicksSpendTheBudget(t *testing.T) {
 	pg, redisURL := testpg.Start(t), testredis.Start(t, testredis.Options{}).URL()
 	set := func(cfg *config.Config) { cfg.PostgresURL, cfg.RedisURL = pg.URL(), redisURL }
-	a := startAccountsWith(t, listingPartners, invalidateAdvertisers, listingAds(), set)
-	b := startAccountsWith(t, listingPartners, invalidateAdvertisers, listingAds(), set)
+	at := time.Now().UTC()
+	clock := func() time.Time { return at }
+	a := startAccountsAt(t, listingPartners, invalidateAdvertisers, listingAds(), set, clock)
+	b := startAccountsAt(t, listingPartners, invalidateAdvertisers, listingAds(), set, clock)
 	links := a.tagged(t, "key-one", "site-one", "t", "SHOP.2.B1", 2)
 
 	if err := pg.Kill(); err != nil {
@@ -56,7 +59,7 @@ func TestShippedClicksSpendTheBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rc.Close()
-	raised, err := rc.BudgetFlags().Raised(t.Context(), clicks.BudgetDayIn(time.Now(), time.UTC))
+	raised, err := rc.BudgetFlags().Raised(t.Context(), clicks.BudgetDayIn(at, time.UTC))
 	if err != nil || !slices.Contains(raised, "shop-b.example@300000") {
 		t.Errorf("the flags raised: %v (%v), want shop-b.example's", raised, err)
 	}
@@ -72,10 +75,13 @@ func TestShippedClicksSpendTheBudget(t *testing.T) {
 // spooled ships them at its next start, Postgres back. The spooler starts
 // once the gate is served, after its read of the day's spend: the
 // shipment, whose clicks spend the advertiser's budget, tells the gate,
-// and the advertiser leaves the answers.
+// and the advertiser leaves the answers. The clock stands still, as in
+// TestShippedClicksSpendTheBudget.
 func TestClicksShippedAtStartSpendTheBudget(t *testing.T) {
 	pg := testpg.Start(t)
-	a := startAccountsWith(t, listingPartners, invalidateAdvertisers, listingAds(), func(cfg *config.Config) { cfg.PostgresURL = pg.URL() })
+	at := time.Now().UTC()
+	a := startAccountsAt(t, listingPartners, invalidateAdvertisers, listingAds(), func(cfg *config.Config) { cfg.PostgresURL = pg.URL() },
+		func() time.Time { return at })
 	links := a.tagged(t, "key-one", "site-one", "t", "SHOP.2.B1", 2)
 	if err := pg.Kill(); err != nil {
 		t.Fatal(err)
