@@ -31,7 +31,8 @@ func TestSpoolerRecordsInPostgresWhileAShipmentIsTold(t *testing.T) {
 	var spooled atomic.Int64
 	told, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	s := clicks.NewSpooler(db.Ledger(), db.Ledger(), spool, clicks.SpoolerOptions{
+	// A long Wait: a busy machine's slow answer does not spool the click.
+	s := clicks.NewSpooler(db.Ledger(), db.Ledger(), spool, clicks.SpoolerOptions{Wait: 10 * time.Second,
 		Spooled: func() { spooled.Add(1) },
 		Recorded: func(ctx context.Context, shipped []clicks.Spooled) {
 			once.Do(func() { close(told) })
