@@ -71,7 +71,9 @@
  *                               early (the module started before the server's answer, see
  *                               "Starting early") and dropped (the answer had the ads).
  *                               Each step, and first_ad, is also a User Timing mark
- *                               "adlink:<step>", so a browser's performance tools show it
+ *                               "adlink:<step>", so a browser's performance tools show it.
+ *                               outerPaint: the milliseconds the last look for paint
+ *                               outside elements' boxes took (see covered), once one ran
  */
 (function () {
   "use strict";
@@ -1100,10 +1102,12 @@
   // document adopts and drops again in the same task, no change to the
   // page's DOM. Where a browser adopts no sheets, the element at the
   // middle of the link's first box tells, one clicks fall through not found.
+  // A link V2 doubts (doubted, or in doubt) that is on top at every point
+  // may lie under paint outside another element's box (outerCovered).
   var elementFromPoint = docFn("elementFromPoint"), elementsFromPoint = docFn("elementsFromPoint"),
     sheets = Object.getOwnPropertyDescriptor(docProto, "adoptedStyleSheets"), lift = null, was = null, lifting = 0;
-  function covered(a) {
-    var rs = a.getClientRects(), r = rs[0], n = 0, all = 0;
+  function covered(a, doubted) {
+    var rs = a.getClientRects(), r = rs[0], n = 0, all = 0, pts = [];
     if (!sheets || !sheets.set || !window.CSSStyleSheet || !docProto.elementsFromPoint) {
       r = r && elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
       return !!r && !a.contains(r);
@@ -1119,12 +1123,12 @@
           if (i % 2) return;
           var x = Math.max(Math.min(r.left + r.width * p, r.right - 1), r.left + 1), y = Math.max(Math.min(r.top + r.height * ps[i + 1], r.bottom - 1), r.top + 1);
           if (x < 0 || y < 0 || x >= innerWidth || y >= innerHeight) return;
-          all++;
+          all = pts.push([x, y]);
           var e = elementsFromPoint(x, y).find(function (e) { return a.contains(e) || paints(e, x, y); });
           if (!e || !a.contains(e)) n++;
         });
       });
-      return n * 2 > all;
+      return n * 2 > all || (!n && V2 && (doubted || doubt.has(a)) && outerCovered(a, pts));
     });
   }
 
@@ -1170,6 +1174,111 @@
       ["Top", "Right", "Bottom", "Left"].some(function (s) { return parseFloat(st["border" + s + "Width"]) > 0 && alpha(st["border" + s + "Color"]) > 0; });
   }
 
+  // ---- Paint outside an element's box. An element's box-shadow, outline,
+  // text-shadow and filter's drop-shadow paint around its box, where no
+  // point finds it: a page's 1 pixel box with a white shadow 9999 pixels
+  // wide hides every link under it, and clicks fall through the shadow
+  // onto them. V2 says such a link is not to be seen; where covered finds
+  // the link on top at every point and nothing on the link or above it
+  // explains V2's doubt (an opacity below 1, a filter, a transform other
+  // than a translation: an article scaled a little, a link that shrinks
+  // as it is pressed), outerCovered looks for that paint. It does not
+  // tell what lies above what: V2 says something does.
+
+  // outerCovered tells whether, at more than half of link a's points pts,
+  // the paint outside the box of an element that is neither the link, nor
+  // in it, nor around it lies: a neighbour's shadow over the link's edge
+  // leaves most points; the link's own focus ring, or its card's shadow,
+  // never covers it.
+  function outerCovered(a, pts) {
+    var up = [], n = 0, e, st, root;
+    for (e = a; e; root = e.getRootNode(), e = e.parentElement || (root !== document && root.host)) {
+      st = getComputedStyle(e);
+      if (st.opacity < 1 || st.filter !== "none" || (st.scale || "none") + (st.rotate || "none") !== "nonenone" ||
+        !/^(none|matrix\(1, 0, 0, 1,.*|matrix3d\(1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0,.*)$/.test(st.transform)) return false;
+      up.push(e);
+    }
+    var out = outerPaint();
+    pts.forEach(function (p) {
+      if (out.some(function (o) { return up.indexOf(o[0]) < 0 && !a.contains(o[0]) && within(p, o[1]) && !within(p, o[2]); })) n++;
+    });
+    return n * 2 > pts.length;
+  }
+
+  function within(p, r) {
+    return p[0] >= r[0] && p[0] < r[2] && p[1] >= r[1] && p[1] < r[3];
+  }
+
+  // outerPaint lists, for the document's elements and those of its open
+  // shadow roots, each paint around an element's box a reader cannot see
+  // through (its colour's alpha at least one half): [element, the
+  // rectangle it paints in, the rectangle within it left unpainted (the
+  // element's box; for an outline, the box grown by its offset)]. A
+  // shadow counts out to half its blur: beyond, its colour is faint. A
+  // clip-path inset() clips it (a page's full-bleed band: a shadow 100vmax
+  // wide, clipped to its own rows). A list serves the links judged
+  // together (a round of the observer's or each second's): it is made
+  // once, and dropped once the task is done. Its time, in milliseconds,
+  // is adlink.timing.outerPaint.
+  var outerList = null;
+  function outerPaint() {
+    if (outerList) return outerList;
+    var t = performance.now(), all = Array.prototype.slice.call($$("*")), out = outerList = [];
+    Promise.resolve().then(function () { outerList = null; });
+    for (var i = 0; i < all.length; i++) {
+      var e = all[i], st = getComputedStyle(e), f = st.filter, bs = st.boxShadow, ts = st.textShadow;
+      if (e.shadowRoot) Array.prototype.forEach.call(e.shadowRoot.querySelectorAll("*"), function (s) { all.push(s); });
+      if (bs === "none" && ts === "none" && st.outlineStyle === "none" && f.indexOf("drop-shadow(") < 0) continue;
+      if (e.checkVisibility ? !e.checkVisibility({ visibilityProperty: true, opacityProperty: true }) : !e.getClientRects().length) continue;
+      var r = e.getBoundingClientRect(), c = clipOf(st.clipPath, r), k = e.offsetWidth ? r.width / e.offsetWidth : 1;
+      r = [r.left, r.top, r.right, r.bottom];
+      shadows(bs).forEach(function (s) { if (!/inset$/.test(s[0])) paintAround(out, e, r, c, s, k, s[4] + s[3] / 2); });
+      if (Array.prototype.some.call(e.childNodes, function (t) { return t.nodeType === 3 && /\S/.test(t.nodeValue); })) {
+        shadows(ts).forEach(function (s) { paintAround(out, e, r, c, s, k, s[3] / 2); });
+      }
+      (f.match(/drop-shadow\(([^()]|\([^()]*\))*\)/g) || []).forEach(function (d) {
+        var s = shadows(d.slice(12, -1))[0];
+        paintAround(out, e, r, c, s, k, s[3] / 2);
+      });
+      var w = parseFloat(st.outlineWidth), o = parseFloat(st.outlineOffset) * k;
+      if (st.outlineStyle !== "none" && w > 0) paintAround(out, e, [r[0] - o, r[1] - o, r[2] + o, r[3] + o], c, [st.outlineColor, 0, 0], k, w);
+    }
+    timing.outerPaint = performance.now() - t;
+    return out;
+  }
+
+  // shadows parses a computed shadow list ("rgb(255, 255, 255) 0px 0px
+  // 0px 9999px, rgba(0, 0, 0, 0.5) 1px 2px 3px 0px inset"): each shadow
+  // as [itself, x, y, blur, spread], lengths in pixels, 0 where none.
+  function shadows(list) {
+    return list === "none" ? [] : list.split(/,(?![^(]*\))/).map(function (s) {
+      return [s.trim()].concat((s.match(/-?[\d.]+(e[-+]?\d+)?px/g) || []).map(parseFloat), [0, 0, 0, 0]);
+    });
+  }
+
+  // paintAround adds to out the paint of shadow s (its colour first) of
+  // element e around box r: r moved by the shadow's offset and grown by
+  // d on each side, lengths scaled by k (the element's transform), within
+  // the clip c, r itself left unpainted.
+  function paintAround(out, e, r, c, s, k, d) {
+    if (alpha((s[0].match(/^[a-z-]+\([^)]*\)|^[a-z]+/i) || [""])[0]) < 0.5) return;
+    var x = s[1] * k, y = s[2] * k;
+    d *= k;
+    out.push([e, [Math.max(r[0] + x - d, c[0]), Math.max(r[1] + y - d, c[1]), Math.min(r[2] + x + d, c[2]), Math.min(r[3] + y + d, c[3])], r]);
+  }
+
+  // clipOf is the rectangle an element's clip-path inset() leaves of its
+  // box r, the whole plane for none or another shape.
+  function clipOf(clip, r) {
+    var m = /^inset\(([^)]*?)( round .*)?\)$/.exec(clip), v;
+    if (!m) return [-Infinity, -Infinity, Infinity, Infinity];
+    v = m[1].split(" ").map(function (s, i) { return parseFloat(s) * (/%$/.test(s) ? (i % 2 ? r.width : r.height) / 100 : 1); });
+    v[1] = v.length > 1 ? v[1] : v[0];
+    v[2] = v.length > 2 ? v[2] : v[0];
+    v[3] = v.length > 3 ? v[3] : v[1];
+    return [r.left + v[3], r.top + v[0], r.right - v[1], r.bottom - v[2]];
+  }
+
   function hrefOf(a) {
     var h = held.get(a);
     return h && h[1] === a.href ? h[0] : a.href;
@@ -1202,7 +1311,7 @@
   // covers no link the reader already points at. In a frame V2 says it,
   // under the pointer too: the parent may cover the frame then.
   function shows(a) {
-    return !FRAMED && (a.matches(":hover") ? !held.has(a) : !covered(a));
+    return !FRAMED && (a.matches(":hover") ? !held.has(a) : !covered(a, 1));
   }
 
   // recheck judges again, each second, the links in view V2 says are not
