@@ -1,0 +1,228 @@
+package web
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/adlink/adlink/backend/clicks"
+	"github.com/adlink/adlink/backend/config"
+	"github.com/chromedp/chromedp"
+)
+
+// outerCovers paint white over the whole window from outside an
+// element's box, where no point finds the element: clicks fall through
+// onto the links under it.
+var outerCovers = []struct{ name, cover string }{
+	// A 1 pixel box whose shadow spreads 9999 pixels.
+	{"box-shadow", `<div style="position:fixed;left:0;top:0;width:1px;height:1px;box-shadow:0 0 0 9999px #fff"></div>`},
+	// Its outline, 9999 pixels wide.
+	{"outline", `<div style="position:fixed;left:0;top:0;width:1px;height:1px;outline:9999px solid #fff"></div>`},
+	// Blocks of text left of the window, their shadow moved onto it.
+	{"text-shadow", `<div style="position:fixed;left:-3000px;top:0;width:3000px;font-size:600px;line-height:1;color:transparent;text-shadow:3000px 0 0 #fff;overflow-wrap:anywhere">` +
+		strings.Repeat("█", 6) + `</div>`},
+	// A white box left of the window, its drop-shadow moved onto it.
+	{"drop-shadow", `<div style="position:fixed;left:-3000px;top:0;width:3000px;height:100vh;background:#fff;filter:drop-shadow(3000px 0 0 #fff)"></div>`},
+}
+
+// TestOuterPaintCoversLink: a page that paints over its ad from outside
+// an element's box (a shadow, an outline), which no point finds and
+// clicks fall through, gets no impression for it and no click token,
+// and the reader's click through the paint does not bill.
+func TestOuterPaintCoversLink(t *testing.T) {
+	b := startBackend(t)
+	for _, c := range outerCovers {
+		t.Run(c.name, func(t *testing.T) {
+			br := newBrowser(t)
+			page := `<style>body{background:#fff;color:#111;margin:0}p{font-size:20px;margin:0;padding:10px}</style>` +
+				`<article><p id="wrap">Das neue Apple iPhone 15 im Test.</p><p style="margin-bottom:3000px">Ende.</p></article>` + c.cover
+			site := publisher(t, map[string]string{"/page.html": publisherPage("de-DE", b.URL, page)})
+			rd := asReader(t, br, b, site)
+			start := time.Now()
+			if r := br.view(t, site+"/page.html"); r.Source != "local" || r.Links < 1 {
+				t.Fatalf("%+v, want the ad matched in the page", r)
+			}
+			const link = `document.querySelector("#wrap a.adlink-intext")`
+			// Judged: it got its click token, or the widget looked for
+			// paint outside elements' boxes.
+			if pollHref(t, br, `(() => { const a = `+link+`; return a && (/[?&]ct=/.test(a.href) || "outerPaint" in adlink.timing) ? a.href : false; })()`) == "" {
+				t.Fatal("the link was never judged")
+			}
+			time.Sleep(2 * time.Second) // a token would have come by now
+			href := eval[string](t, br, link+`.href`)
+			if strings.Contains(href, "&ct=") {
+				t.Errorf("the link under the paint got a click token: %s", href)
+			}
+			ad := query(t, href).Get("adId")
+			time.Sleep(config.Default().ClickMinDelay)
+			eval[bool](t, br, link+`.removeAttribute("target"), true`)
+			xy := eval[[2]float64](t, br, `(() => { const r = `+link+`.getBoundingClientRect(); return [r.left + r.width / 2, r.top + r.height / 2]; })()`)
+			br.do(t, chromedp.MouseClickXY(xy[0], xy[1]))
+			select {
+			case <-rd.left:
+			case <-time.After(20 * time.Second):
+				t.Fatal("the click never left for the landing page")
+			}
+			var logged []clicks.Click
+			b.clicks.Scan(context.Background(), start.Add(-time.Second), time.Now().Add(time.Second), func(cl clicks.Click) error {
+				if cl.AdID == ad && cl.IP == rd.ip {
+					logged = append(logged, cl)
+				}
+				return nil
+			})
+			if len(logged) != 1 || logged[0].Billable {
+				t.Errorf("clicks on the ad under the paint: %+v, want one, not billable", logged)
+			}
+			var imps []string
+			b.imps.Scan(context.Background(), start.Add(-time.Second), time.Now().Add(time.Second), func(i clicks.Impression) error {
+				if i.IP == rd.ip {
+					imps = append(imps, i.AdID)
+				}
+				return nil
+			})
+			if len(imps) != 0 {
+				t.Errorf("impressions %q, want none", imps)
+			}
+		})
+	}
+}
+
+// TestOuterPaintCoversServerLink: a server answer's signed link under a
+// 1 pixel box's shadow 9999 pixels wide goes without its signature, and
+// the reader's click through the shadow bills nothing.
+func TestOuterPaintCoversServerLink(t *testing.T) {
+	br, b, href, u := serverLinkInChrome(t)
+	ip := "2001:db8:" + strconv.FormatInt(readers.Add(1), 16) + "::1"
+	left := make(chan string, 4)
+	site := publisher(t, map[string]string{"/page.html": publisherPage("de-DE", b.URL, `<p>Hallo.</p>`)})
+	intercept(t, br, interception{local: []string{b.URL + "/", site + "/"}, left: left, header: [2]string{"X-Forwarded-For", ip}})
+	start := time.Now().Add(-time.Minute)
+	br.view(t, site+"/page.html")
+	evalCall[bool](t, br, placeLink, href)
+	eval[bool](t, br, `document.body.insertAdjacentHTML("beforeend", `+jsonString(outerCovers[0].cover)+`), true`)
+	if n := eval[int](t, br, `adlink.watch(document.getElementById("server-ad"))`); n != 1 {
+		t.Fatalf("adlink.watch took %d links, want the one", n)
+	}
+	if pollHref(t, br, `(() => { const h = document.getElementById("server-ad").href; return /[?&]sig=/.test(h) ? false : h; })()`) == "" {
+		t.Fatal("the link under the shadow kept its signature")
+	}
+	br.do(t, chromedp.Click("#server-ad"))
+	select {
+	case <-left:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the click never left for the landing page")
+	}
+	var logged []clicks.Click
+	b.clicks.Scan(context.Background(), start, time.Now().Add(time.Minute), func(c clicks.Click) error {
+		if c.AdID == u.Query().Get("adId") && c.IP == ip {
+			logged = append(logged, c)
+		}
+		return nil
+	})
+	if len(logged) != 1 || logged[0].Billable || logged[0].Reason != clicks.ReasonUnsigned {
+		t.Errorf("clicks recorded: %+v; want one, unsigned", logged)
+	}
+}
+
+// TestOuterPaintHonestLinkBills: on a page whose empty toast layer has
+// IntersectionObserver v2 say no link is to be seen, paint outside
+// elements' boxes a reader sees the link through or around leaves it
+// billing: a neighbour card's shadow over the link's upper edge, the
+// link's own focus ring and shadow, the shadow of a card the link
+// overflows, a full-bleed band (a shadow 100vmax wide, clipped to its
+// rows) above it. A reader's click on it bills.
+func TestOuterPaintHonestLinkBills(t *testing.T) {
+	b := startBackend(t)
+	for _, c := range []struct{ name, style, before, after string }{
+		// The neighbour's shadow reaches 8 pixels into the link: its
+		// upper quarter points, two of five.
+		{name: "neighbour shadow", before: `<div style="position:relative;z-index:1;height:30px;background:#fafafa;box-shadow:0 0 0 18px #ddd"></div>`},
+		{name: "own focus ring", style: `a.adlink-intext{outline:3px solid #06c;outline-offset:-3px;box-shadow:0 0 0 4px #fc0}`},
+		{name: "card shadow", before: `<div style="height:4px;box-shadow:0 30px 0 30px #eee">`, after: `</div>`},
+		{name: "full-bleed band", before: `<div style="height:20px;background:#eee;box-shadow:0 0 0 100vmax #eee;clip-path:inset(0 -100vmax)"></div>`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			br := newBrowser(t)
+			page := `<style>body{background:#fff;color:#111;margin:0}p{font-size:20px;margin:0;padding:10px}` +
+				`#toaster{position:fixed;inset:16px;z-index:9999;pointer-events:none}` + c.style + `</style>` +
+				`<article>` + c.before + `<p id="wrap">Das neue Apple iPhone 15 im Test.</p>` + c.after +
+				`<p style="margin-bottom:3000px">Ende.</p></article><div id="toaster"></div>`
+			site := publisher(t, map[string]string{"/page.html": publisherPage("de-DE", b.URL, page)})
+			rd := asReader(t, br, b, site)
+			start := time.Now()
+			if r := br.view(t, site+"/page.html"); r.Source != "local" || r.Links < 1 {
+				t.Fatalf("%+v, want the ad matched in the page", r)
+			}
+			const link = `document.querySelector("#wrap a.adlink-intext")`
+			href := pollHref(t, br, `(() => { const a = `+link+`; return a && /[?&]ct=/.test(a.href) ? a.href : false; })()`)
+			if href == "" {
+				t.Fatalf("the link never got its click token: %s", eval[string](t, br, link+`.href`))
+			}
+			if !eval[bool](t, br, `"outerPaint" in adlink.timing`) {
+				t.Fatal("the widget never looked for paint outside elements' boxes")
+			}
+			ad := query(t, href).Get("adId")
+			time.Sleep(config.Default().ClickMinDelay)
+			eval[bool](t, br, link+`.removeAttribute("target"), true`)
+			xy := eval[[2]float64](t, br, `(() => { const r = `+link+`.getBoundingClientRect(); return [r.left + r.width / 2, r.top + r.height / 2]; })()`)
+			br.do(t, chromedp.MouseClickXY(xy[0], xy[1]))
+			select {
+			case <-rd.left:
+			case <-time.After(20 * time.Second):
+				t.Fatal("the click never left for the landing page")
+			}
+			var logged []clicks.Click
+			b.clicks.Scan(context.Background(), start.Add(-time.Second), time.Now().Add(time.Second), func(cl clicks.Click) error {
+				if cl.AdID == ad && cl.IP == rd.ip {
+					logged = append(logged, cl)
+				}
+				return nil
+			})
+			if len(logged) != 1 || !logged[0].Billable {
+				t.Errorf("clicks on the ad: %+v, want one, billable", logged)
+			}
+		})
+	}
+}
+
+// TestOuterPaintLookOncePerRound: on a page of 10,000 elements whose
+// empty toast layer has IntersectionObserver v2 say no link is to be
+// seen, the links judged together share one look for paint outside
+// elements' boxes: no task looks twice. Its time is logged.
+func TestOuterPaintLookOncePerRound(t *testing.T) {
+	b := startBackend(t)
+	br := newBrowser(t)
+	// Counts the looks (the document's every element queried) and those
+	// in a task that already looked.
+	br.onEveryPage(t, `(() => { const q = Document.prototype.querySelectorAll; window.looks = 0; window.twice = 0; let inTask = false;
+		Document.prototype.querySelectorAll = function (s) { if (s === "*") { looks++; if (inTask) twice++; inTask = true; queueMicrotask(() => inTask = false); } return q.apply(this, arguments); }; })()`)
+	var many strings.Builder
+	for i := 0; i < 2000; i++ {
+		shadow := ""
+		if i%10 == 0 {
+			shadow = ` style="box-shadow:0 2px 6px #999;outline:1px solid #ccc"`
+		}
+		many.WriteString(`<div` + shadow + `><span>a</span><b>b</b><i>c</i><em>d</em></div>`)
+	}
+	page := `<style>body{background:#fff;color:#111;margin:0}p{font-size:20px;margin:0;padding:10px}#toaster{position:fixed;inset:16px;z-index:9999;pointer-events:none}</style>` +
+		`<article><p>` + handyText + `</p><p style="margin-bottom:3000px">Ende.</p></article>` + many.String() + `<div id="toaster"></div>`
+	site := publisher(t, map[string]string{"/page.html": publisherPage("de-DE", b.URL, page)})
+	asReader(t, br, b, site)
+	if r := br.view(t, site+"/page.html"); r.Source != "local" || r.Links < 3 {
+		t.Fatalf("%+v, want three ads or more matched in the page", r)
+	}
+	if n := eval[int](t, br, `document.getElementsByTagName("*").length`); n < 10000 {
+		t.Fatalf("%d elements in the page, want 10,000 or more", n)
+	}
+	time.Sleep(3500 * time.Millisecond) // the rounds of three seconds: at once, after one, after two more
+	looks, twice := eval[int](t, br, `looks`), eval[int](t, br, `twice`)
+	if looks < 2 {
+		t.Fatalf("%d looks for paint outside elements' boxes, want one in each round", looks)
+	}
+	if twice != 0 {
+		t.Errorf("%d of %d looks came in a task that had looked already, want one per round", twice, looks)
+	}
+	t.Logf("a look for paint outside elements' boxes on a page of 10,000 elements: %.1f ms", eval[float64](t, br, `adlink.timing.outerPaint`))
+}
