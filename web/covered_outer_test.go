@@ -24,6 +24,11 @@ var outerCovers = []struct{ name, cover string }{
 	{"text-shadow", `<div style="position:fixed;left:-3000px;top:0;width:3000px;font-size:600px;line-height:1;color:transparent;text-shadow:3000px 0 0 #fff;overflow-wrap:anywhere">` +
 		strings.Repeat("█", 6) + `</div>`},
 	// A white box left of the window, its drop-shadow moved onto it.
+	// The body's outline, 3000 pixels wide and as far within its box:
+	// an outline is painted over the element's content. (Alone, it leaves
+	// IntersectionObserver v2 saying the link is visible; the page's empty
+	// toast layer has v2 doubt it.)
+	{"body outline", `<style>body{outline:3000px solid #fff;outline-offset:-3000px}#toaster{position:fixed;inset:16px;z-index:9999;pointer-events:none}</style><div id="toaster"></div>`},
 	{"drop-shadow", `<div style="position:fixed;left:-3000px;top:0;width:3000px;height:100vh;background:#fff;filter:drop-shadow(3000px 0 0 #fff)"></div>`},
 }
 

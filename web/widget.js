@@ -1189,7 +1189,9 @@
   // the paint outside the box of an element that is neither the link, nor
   // in it, nor around it lies: a neighbour's shadow over the link's edge
   // leaves most points; the link's own focus ring, or its card's shadow,
-  // never covers it.
+  // never covers it. The outline of an element around it does: an
+  // outline is painted over the element's content (the body's, 3000
+  // pixels wide and as far within its box).
   function outerCovered(a, pts) {
     var up = [], n = 0, e, st, root;
     for (e = a; e; root = e.getRootNode(), e = e.parentElement || (root !== document && root.host)) {
@@ -1200,7 +1202,7 @@
     }
     var out = outerPaint();
     pts.forEach(function (p) {
-      if (out.some(function (o) { return up.indexOf(o[0]) < 0 && !a.contains(o[0]) && within(p, o[1]) && !within(p, o[2]); })) n++;
+      if (out.some(function (o) { return (o[3] || up.indexOf(o[0]) < 0) && !a.contains(o[0]) && within(p, o[1]) && !within(p, o[2]); })) n++;
     });
     return n * 2 > pts.length;
   }
@@ -1213,7 +1215,8 @@
   // shadow roots, each paint around an element's box a reader cannot see
   // through (its colour's alpha at least one half): [element, the
   // rectangle it paints in, the rectangle within it left unpainted (the
-  // element's box; for an outline, the box grown by its offset)]. A
+  // element's box; for an outline, the box grown by its offset), 1 for an
+  // outline]. A
   // shadow counts out to half its blur: beyond, its colour is faint. A
   // clip-path inset() clips it (a page's full-bleed band: a shadow 100vmax
   // wide, clipped to its own rows). A list serves the links judged
@@ -1241,7 +1244,7 @@
         paintAround(out, e, r, c, s, k, s[3] / 2);
       });
       var w = parseFloat(st.outlineWidth), o = parseFloat(st.outlineOffset) * k;
-      if (st.outlineStyle !== "none" && w > 0) paintAround(out, e, [r[0] - o, r[1] - o, r[2] + o, r[3] + o], c, [st.outlineColor, 0, 0], k, w);
+      if (st.outlineStyle !== "none" && w > 0) paintAround(out, e, [r[0] - o, r[1] - o, r[2] + o, r[3] + o], c, [st.outlineColor, 0, 0], k, w, 1);
     }
     timing.outerPaint = performance.now() - t;
     return out;
@@ -1259,12 +1262,12 @@
   // paintAround adds to out the paint of shadow s (its colour first) of
   // element e around box r: r moved by the shadow's offset and grown by
   // d on each side, lengths scaled by k (the element's transform), within
-  // the clip c, r itself left unpainted.
-  function paintAround(out, e, r, c, s, k, d) {
+  // the clip c, r itself left unpainted; over e's content with over.
+  function paintAround(out, e, r, c, s, k, d, over) {
     if (alpha((s[0].match(/^[a-z-]+\([^)]*\)|^[a-z]+/i) || [""])[0]) < 0.5) return;
     var x = s[1] * k, y = s[2] * k;
     d *= k;
-    out.push([e, [Math.max(r[0] + x - d, c[0]), Math.max(r[1] + y - d, c[1]), Math.min(r[2] + x + d, c[2]), Math.min(r[3] + y + d, c[3])], r]);
+    out.push([e, [Math.max(r[0] + x - d, c[0]), Math.max(r[1] + y - d, c[1]), Math.min(r[2] + x + d, c[2]), Math.min(r[3] + y + d, c[3])], r, over]);
   }
 
   // clipOf is the rectangle an element's clip-path inset() leaves of its
