@@ -1179,11 +1179,11 @@
   // point finds it: a page's 1 pixel box with a white shadow 9999 pixels
   // wide hides every link under it, and clicks fall through the shadow
   // onto them. V2 says such a link is not to be seen; where covered finds
-  // the link on top at every point and nothing on the link or above it
-  // explains V2's doubt (an opacity below 1, a filter, a transform other
-  // than a translation: an article scaled a little, a link that shrinks
-  // as it is pressed), outerCovered looks for that paint. It does not
-  // tell what lies above what: V2 says something does.
+  // the link on top at every point, outerCovered looks for that paint,
+  // even when something on the link or above it would explain V2's doubt
+  // (an opacity below 1, a filter, a transform: an article scaled a
+  // little), which a page may add beside its shadow. It does not tell
+  // what lies above what: V2 says something does.
 
   // outerCovered tells whether, at more than half of link a's points pts,
   // the paint outside the box of an element that is neither the link, nor
@@ -1193,13 +1193,8 @@
   // outline is painted over the element's content (the body's, 3000
   // pixels wide and as far within its box).
   function outerCovered(a, pts) {
-    var up = [], n = 0, e, st, root;
-    for (e = a; e; root = e.getRootNode(), e = e.parentElement || (root !== document && root.host)) {
-      st = getComputedStyle(e);
-      if (st.opacity < 1 || st.filter !== "none" || (st.scale || "none") + (st.rotate || "none") !== "nonenone" ||
-        !/^(none|matrix\(1, 0, 0, 1,.*|matrix3d\(1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0,.*)$/.test(st.transform)) return false;
-      up.push(e);
-    }
+    var up = [], n = 0, e, root;
+    for (e = a; e; root = e.getRootNode(), e = e.parentElement || (root !== document && root.host)) up.push(e);
     var out = outerPaint();
     pts.forEach(function (p) {
       if (out.some(function (o) { return (o[3] || up.indexOf(o[0]) < 0) && !a.contains(o[0]) && within(p, o[1]) && !within(p, o[2]); })) n++;
