@@ -152,7 +152,7 @@ func (s *server) redirect(w http.ResponseWriter, r *http.Request) error {
 			// dropped), and the ledger's own wait bounds it.
 			rctx := context.WithoutCancel(r.Context())
 			began := time.Now()
-			err := s.ledger.Record(rctx, &c, u)
+			spooled, err := s.record(rctx, &c, u)
 			s.metrics.ClickRecord(time.Since(began), err)
 			if err != nil {
 				return internal(fmt.Errorf("recording click: %w", err))
@@ -162,9 +162,13 @@ func (s *server) redirect(w http.ResponseWriter, r *http.Request) error {
 			id = c.ID
 			// The click is on disk; should its advertiser's spend not be
 			// read now, the next click reads it, and the ledger holds the
-			// budget meanwhile.
-			if err := s.budgetIn(r.Context()).Clicked(rctx, &c); err != nil {
-				s.log.Warn("budget", "err", err)
+			// budget meanwhile. A spooled click's spend is read once it
+			// ships (clicks.SpoolerOptions.Recorded): read now, it would
+			// only wait on the store that did not take it.
+			if !spooled {
+				if err := s.budgetIn(r.Context()).Clicked(rctx, &c); err != nil {
+					s.log.Warn("budget", "err", err)
+				}
 			}
 		}
 		s.metrics.Click(c.Billable, c.Reason)
@@ -177,6 +181,15 @@ func (s *server) redirect(w http.ResponseWriter, r *http.Request) error {
 	h.Set("Referrer-Policy", "no-referrer")
 	w.WriteHeader(http.StatusFound)
 	return nil
+}
+
+// record records c in the server's ledger and says whether the ledger
+// spooled it (clicks.Spooling) rather than recorded it in its store.
+func (s *server) record(ctx context.Context, c *clicks.Click, u clicks.Use) (spooled bool, err error) {
+	if l, ok := s.ledger.(clicks.Spooling); ok {
+		return l.RecordOrSpool(ctx, c, u)
+	}
+	return false, s.ledger.Record(ctx, c, u)
 }
 
 // keepProven clears what the client of a click URL wrote freely and

@@ -28,6 +28,20 @@ type Ledger interface {
 	Record(ctx context.Context, c *Click, u Use) error
 }
 
+// Spooling is a Ledger that may keep a click in a spool of its own
+// rather than in the shared record, while that does not answer
+// (Spooler). A spooled click's verdict is the server's own, not final:
+// the record settles the click again when it is shipped, and
+// SpoolerOptions.Recorded tells of it then, so that reading the shared
+// record for it at the click (the budget gate's read of the day's spend)
+// only waits on a record that does not answer.
+type Spooling interface {
+	Ledger
+	// RecordOrSpool is Record, and says whether c was spooled rather than
+	// recorded in the shared record; false after an error.
+	RecordOrSpool(ctx context.Context, c *Click, u Use) (spooled bool, err error)
+}
+
 // BoltLedger is the Ledger of one bbolt file: a click's decision, window
 // and log entry are one write, and concurrent clicks share its commit
 // (one fsync per batch), so a billable click waits for one commit rather

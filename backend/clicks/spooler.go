@@ -45,7 +45,7 @@ type Spooler struct {
 	batch int
 }
 
-var _ Ledger = (*Spooler)(nil)
+var _ Spooling = (*Spooler)(nil)
 
 // SpoolerOptions tune a Spooler; the zero value is its defaults.
 type SpoolerOptions struct {
@@ -125,36 +125,43 @@ var errSlow = errors.New("no answer in time")
 // click the record cannot take is spooled, and the visitor lands. A click
 // without an ID gets one.
 func (s *Spooler) Record(ctx context.Context, c *Click, u Use) error {
+	_, err := s.RecordOrSpool(ctx, c, u)
+	return err
+}
+
+// RecordOrSpool implements Spooling: it is Record, and says whether c was
+// spooled.
+func (s *Spooler) RecordOrSpool(ctx context.Context, c *Click, u Use) (spooled bool, err error) {
 	if c.ID == "" {
 		c.ID = NewID()
 	}
 	if !s.down.Load() {
 		err := s.recordThere(ctx, c, u)
 		if err == nil {
-			return nil
+			return false, nil
 		}
 		if ctx.Err() != nil {
-			return err
+			return false, err
 		}
 		s.degrade(err)
 	}
 	if s.opts.Decisions != nil || s.opts.Windows != nil {
 		if err := Settle(ctx, c, u, s.opts.Decisions, s.opts.Windows); err != nil {
-			return err
+			return false, err
 		}
 		err := s.spool.Add(ctx, *c, u)
 		if err != nil {
 			c.Billable = false
-			return err
+			return false, err
 		}
 	} else if err := s.spool.Record(ctx, c, u); err != nil {
-		return err
+		return false, err
 	}
 	if s.opts.Spooled != nil {
 		s.opts.Spooled()
 	}
 	s.wake()
-	return nil
+	return true, nil
 }
 
 // recordThere records c in the primary ledger, waiting at most Wait. A
