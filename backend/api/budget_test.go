@@ -63,6 +63,15 @@ func newBudgetEnv(t *testing.T, at time.Time) *budgetEnv {
 // time at.
 func newBudgetEnvWith(t testing.TB, ads []match.Ad, advertisers []accounts.AdvertiserAccount, at time.Time) *budgetEnv {
 	t.Helper()
+	env := budgetEnvOf(t, ads, advertisers, at)
+	env.start(t)
+	return env
+}
+
+// budgetEnvOf is newBudgetEnvWith's environment before its server is
+// built: a test may build one of its own.
+func budgetEnvOf(t testing.TB, ads []match.Ad, advertisers []accounts.AdvertiserAccount, at time.Time) *budgetEnv {
+	t.Helper()
 	ix, err := market.Build(ads)
 	if err != nil {
 		t.Fatal(err)
@@ -80,9 +89,7 @@ func newBudgetEnvWith(t testing.TB, ads []match.Ad, advertisers []accounts.Adver
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := &budgetEnv{dir: t.TempDir(), ix: ix, set: set, keys: keys, book: book, now: at, rand: rand.New(rand.NewPCG(1, 2))}
-	env.start(t)
-	return env
+	return &budgetEnv{dir: t.TempDir(), ix: ix, set: set, keys: keys, book: book, now: at, rand: rand.New(rand.NewPCG(1, 2))}
 }
 
 // start opens the data directory and builds the server over it, as a
