@@ -12,6 +12,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/adlink/adlink/backend/clicks"
 )
@@ -343,20 +345,63 @@ func (v *SiteReview) WriteTable(w io.Writer) error {
 		r := &v.Sites[i]
 		s := r.Signals()
 		sel := v.Selector(r)
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%.2f\t%s\t%s\t%s\t%s\t%s\t\n", r.APIKey, r.SiteID, r.Impressions, r.Clicks, r.Billable,
-			percent(r.CTR), r.OverMedian, percent(s.NotNavigation), percent(s.Repeat), percent(s.Caps), percent(s.TooFast),
-			"-api-key "+shellQuote(sel.APIKey)+" -site-id "+shellQuote(sel.SiteID)+" -from "+sel.From+" -to "+sel.To)
+		flags := "-api-key " + shellQuote(sel.APIKey) + " -site-id " + shellQuote(sel.SiteID) + " -from " + sel.From + " -to " + sel.To
+		if strings.ContainsRune(sel.APIKey+sel.SiteID, 0) {
+			flags = "none: a NUL byte cannot be a flag's; POST /admin/invalidate takes it"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%.2f\t%s\t%s\t%s\t%s\t%s\t\n", cell(r.APIKey), cell(r.SiteID), r.Impressions, r.Clicks, r.Billable,
+			percent(r.CTR), r.OverMedian, percent(s.NotNavigation), percent(s.Repeat), percent(s.Caps), percent(s.TooFast), flags)
 	}
 	return tw.Flush()
+}
+
+// cell is an id as the table shows it: as it is, or, when it is empty or
+// holds a space or a character that does not print, quoted as Go quotes
+// a string, so that a control character in a partner's site id cannot
+// act on the terminal it is read in, nor a tab or a line break move the
+// columns.
+func cell(s string) string {
+	if s != "" && printable(s) && !strings.Contains(s, " ") {
+		return s
+	}
+	return strconv.Quote(s)
+}
+
+// printable reports whether s is UTF-8 whose every character prints.
+func printable(s string) bool {
+	return utf8.ValidString(s) && !strings.ContainsFunc(s, func(r rune) bool { return !unicode.IsPrint(r) })
 }
 
 // percent writes a share as a percentage of two decimals.
 func percent(f float64) string { return strconv.FormatFloat(f*100, 'f', 2, 64) + "%" }
 
-// shellQuote quotes s for a POSIX shell unless it needs none.
+// shellQuote quotes s for a shell unless it needs none: in single quotes,
+// or, when s holds a character that does not print, which would act on
+// the terminal the table is read in, in $'...' with each byte of such a
+// character in octal, as bash, zsh and POSIX.1-2024 shells read it (dash
+// reads it as other characters: no site, never another one's). s holds
+// no NUL byte.
 func shellQuote(s string) string {
 	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.:/@+") == "" {
 		return s
 	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	if printable(s) {
+		return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	}
+	b := []byte("$'")
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == '\'' || r == '\\':
+			b = append(b, '\\', byte(r))
+		case (r != utf8.RuneError || n > 1) && unicode.IsPrint(r):
+			b = append(b, s[i:i+n]...)
+		default:
+			for _, c := range []byte(s[i : i+n]) {
+				b = append(b, '\\', '0'+c>>6, '0'+c>>3&7, '0'+c&7)
+			}
+		}
+		i += n
+	}
+	return string(append(b, '\''))
 }

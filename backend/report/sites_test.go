@@ -1,9 +1,14 @@
 package report
 
 import (
+	"bytes"
+	"os/exec"
 	"slices"
+	"strings"
 	"testing"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // FuzzParseSites: whatever the parameters, ParseSites either names each
@@ -66,5 +71,57 @@ func TestParseSitesDefaults(t *testing.T) {
 		if len(problems) > 0 || !req.From.Equal(c.start) || !req.To.Equal(c.end) || req.Limit != ReviewLimit || req.MinImpressions != ReviewMinImpressions {
 			t.Errorf("from %q to %q: %+v %v, want %v..%v", c.from, c.to, req, problems, c.start, c.end)
 		}
+	}
+}
+
+// TestSiteReviewTableOddIDs: a site id with control characters, a tab, a
+// line break, a quote or a right-to-left mark is one row of the table,
+// none of its characters reaching the terminal as they are, and the
+// flags of adlink invalidate the row ends with give a shell (bash) the
+// id exactly.
+func TestSiteReviewTableOddIDs(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := []string{"tech-blog", "title\x1b]0;pwned\x07blog", "red\x1b[31mtext", "tab\there", "line\nbreak", "it's",
+		"\u202egnp.exe", "two words", "ünïcode", "back\\slash\x7f", "bad\xffutf8", "$(touch x)`y`"}
+	from, to := time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC), time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC)
+	review := SiteReview{From: from, To: to, MinImpressions: 1000, Reviewed: len(ids) + 1}
+	for _, id := range append(ids, "nul\x00id") {
+		review.Sites = append(review.Sites, SiteRow{APIKey: "k-" + id, SiteID: id, Spend: map[string]int64{}})
+	}
+	var out bytes.Buffer
+	if err := review.WriteTable(&out); err != nil {
+		t.Fatal(err)
+	}
+	text := out.String()
+	if bad := strings.IndexFunc(text, func(r rune) bool { return r != '\n' && !unicode.IsPrint(r) }); bad >= 0 || !utf8.ValidString(text) {
+		t.Errorf("the table holds a character that does not print at %d:\n%q", bad, text)
+	}
+	lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
+	if len(lines) != 2+len(review.Sites) {
+		t.Fatalf("%d lines, want %d:\n%s", len(lines), 2+len(review.Sites), text)
+	}
+	for i, id := range ids {
+		line := lines[2+i]
+		if want := cell(id); !strings.Contains(line, want+" ") {
+			t.Errorf("row %d: %q does not show %q", i, line, want)
+		}
+		// The flags the row ends with, given to a shell as they are.
+		flags := line[strings.Index(line, "-api-key "):]
+		cmd := exec.Command(bash, "-c", `printf '%s\0' `+strings.TrimSpace(flags))
+		cmd.Dir = t.TempDir()
+		got, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("row %d: bash: %v", i, err)
+		}
+		want := strings.Join([]string{"-api-key", "k-" + id, "-site-id", id, "-from", "2026-11-20T00:00:00Z", "-to", "2026-11-27T00:00:00Z"}, "\x00") + "\x00"
+		if string(got) != want {
+			t.Errorf("row %d: bash reads %q as %q, want %q", i, flags, got, want)
+		}
+	}
+	if last := lines[len(lines)-1]; !strings.Contains(last, `"nul\x00id"`) || !strings.HasSuffix(strings.TrimSpace(last), "POST /admin/invalidate takes it") {
+		t.Errorf("the site id with a NUL byte: %q", last)
 	}
 }
