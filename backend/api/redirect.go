@@ -184,10 +184,10 @@ func (s *server) redirect(w http.ResponseWriter, r *http.Request) error {
 }
 
 // record records c in the server's ledger and says whether the ledger
-// spooled it (clicks.Spooling) rather than recorded it in its store.
+// spooled it (Deps.Spooling) rather than recorded it in its store.
 func (s *server) record(ctx context.Context, c *clicks.Click, u clicks.Use) (spooled bool, err error) {
-	if l, ok := s.ledger.(clicks.Spooling); ok {
-		return l.RecordOrSpool(ctx, c, u)
+	if s.spooling != nil {
+		return s.spooling.RecordOrSpool(ctx, c, u)
 	}
 	return false, s.ledger.Record(ctx, c, u)
 }

@@ -85,6 +85,11 @@ type Deps struct {
 	// durable step; without it, Decisions, Windows and Clicks do it one
 	// after another (clicks.Sequential).
 	Ledger clicks.Ledger
+	// Spooling, when set, is the Ledger itself where it may spool a
+	// click rather than record it in the shared record (with Postgres):
+	// the redirect records through it to learn whether it did, as a
+	// spooled click's spend is read when it ships, not at the click.
+	Spooling clicks.Spooling
 	// Impressions record the ads pages showed (GET /v1/impression); without
 	// them the beacon answers 503 and in-page ads get no click tokens.
 	Impressions clicks.Impressions
@@ -144,6 +149,7 @@ type server struct {
 	limits   limiters
 	judge    *clicks.Judge
 	ledger   clicks.Ledger
+	spooling clicks.Spooling
 	imps     clicks.Impressions
 	accounts *accounts.Book
 	rollups  clicks.RollupReader
@@ -186,6 +192,7 @@ func NewServer(d Deps) http.Handler {
 		limits:   newLimiters(d.Limiter),
 		judge:    newJudge(d.ClickKeys, d.Windows, d.Decisions, d.Config),
 		ledger:   d.Ledger,
+		spooling: d.Spooling,
 		imps:     d.Impressions,
 		accounts: d.Accounts,
 		rollups:  d.Rollups,

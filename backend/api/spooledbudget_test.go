@@ -87,7 +87,7 @@ func TestSpooledClickReadsNoSpend(t *testing.T) {
 	cfg.RedirectURL = "https://r.example"
 	cfg.IPRate, cfg.IPBurst, cfg.KeyRate, cfg.KeyBurst = 1e9, 1e9, 1e9, 1e9
 	env.handler = NewServer(Deps{Config: cfg, Indexes: env.ix, Partners: testPartners(t), Clicks: db.Clicks(), ClickKeys: env.keys,
-		Windows: db.Windows(), Decisions: db.Decisions(), Ledger: ledger, Rollups: db.Rollups(), Accounts: env.book, Budget: gate,
+		Windows: db.Windows(), Decisions: db.Decisions(), Ledger: ledger, Spooling: ledger, Rollups: db.Rollups(), Accounts: env.book, Budget: gate,
 		Shards: env.set, Now: env.clock})
 
 	var links []string

@@ -276,10 +276,12 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 		// replicas of one traffic would each bill a link, and a budget.
 		log.Warn("redis without postgres: this server's clicks, their decisions and windows, reports and budget spend stay in its own file; servers that share traffic need -postgres too")
 	}
+	var spooling clicks.Spooling
 	if a.pg != nil {
 		if ledger, err = a.spoolClicks(log); err != nil {
 			return nil, err
 		}
+		spooling = a.spooler
 	}
 	// The credits' epoch is read before the day's spend: a credit that
 	// commits between them is read again at the first tick.
@@ -419,6 +421,7 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 		Windows:      windows,
 		Decisions:    decisions,
 		Ledger:       ledger,
+		Spooling:     spooling,
 		Impressions:  a.Impressions,
 		Rollups:      a.Rollups,
 		ClickLog:     a.Clicks,
