@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -455,6 +456,17 @@ func TestRedirectKeepsOnlyProvenText(t *testing.T) {
 	c = env.click(t, setParam(other, "exp", "-"), "198.51.100.2", browserUA)
 	if c.Reason != clicks.ReasonUnsigned || c.APIKey != "" || c.SiteID != "" || c.Criterion != "" {
 		t.Errorf("another adType and an unknown key: %s, key %q, site %q, criterion %q; want unsigned, none kept", c.Reason, c.APIKey, c.SiteID, c.Criterion)
+	}
+	// A made-up key and site carrying another link's signature, or a
+	// made-up one: each would be a report row of its own.
+	for i, forged := range []string{
+		setParam(setParam(signed, "api_key", "junk-key-1"), "site_id", "junk-site-1"),
+		setParam(setParam(setParam(signed, "api_key", "junk-key-2"), "site_id", "junk-site-2"), "sig", "k0.AAAA"),
+	} {
+		c = env.click(t, forged, "198.51.100."+strconv.Itoa(10+i), browserUA)
+		if c.Reason != clicks.ReasonForged || c.APIKey != "" || c.SiteID != "" {
+			t.Errorf("a made-up key with a signature: %s, key %q, site %q; want forged, none kept", c.Reason, c.APIKey, c.SiteID)
+		}
 	}
 	c = env.click(t, signed, "198.51.100.3", browserUA) // expired: signed 2 h ago, still its own text
 	if c.Criterion != criterion || c.YkTag != "campaign-7" || c.APIKey != "demo" {
