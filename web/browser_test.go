@@ -514,10 +514,17 @@ type interception struct {
 	// when it says so, its status and JSON body answer the request, which
 	// never reaches the server.
 	answer func(url string) (status int64, body []byte, ok bool)
+	// answerHeader, when set, is a header of each answer answer gives,
+	// exposed to the page's script as the server exposes its own.
+	answerHeader [2]string
 	// hold, when set, is asked of each request to a local prefix: when it
 	// gives a channel, the request waits until the channel is closed
 	// before it goes on to the server.
 	hold func(url string) <-chan struct{}
+	// lose, when set, is asked of the server's answer to each request to
+	// a local prefix: when it says so, the answer is lost on its way back
+	// (the page sees the request fail) after the server had the request.
+	lose func(url string) bool
 }
 
 // intercept pauses each request of the tab and lets it through or fails it
@@ -525,11 +532,26 @@ type interception struct {
 func intercept(tb testing.TB, br *browser, in interception) {
 	tb.Helper()
 	paused := chromedp.Events(br.ctx, fetch.RequestPaused)
-	send(tb, br, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{URLPattern: "*"}}})
+	patterns := []*fetch.RequestPattern{{URLPattern: "*"}}
+	if in.lose != nil {
+		patterns = append(patterns, &fetch.RequestPattern{URLPattern: "*", RequestStage: fetch.RequestStageResponse})
+	}
+	send(tb, br, fetch.Enable, fetch.EnableParams{Patterns: patterns})
 	go func() {
 		for ev, err := range paused {
 			if err != nil {
 				return
+			}
+			if ev.ResponseStatusCode != 0 || ev.ResponseErrorReason != "" { // the answer, paused on its way back
+				chromedp.Do(br.ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+					if in.lose(ev.Request.URL) {
+						_, err := cdp.Call(ctx, tg, fetch.FailRequest, fetch.FailRequestParams{RequestID: ev.RequestID, ErrorReason: network.ErrorReasonConnectionReset})
+						return err
+					}
+					_, err := cdp.Call(ctx, tg, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID})
+					return err
+				}))
+				continue
 			}
 			if in.seen != nil {
 				in.seen(ev.Request.URL)
@@ -557,9 +579,13 @@ func intercept(tb testing.TB, br *browser, in interception) {
 				}
 				if in.answer != nil {
 					if status, body, ok := in.answer(ev.Request.URL); ok {
+						h := []*fetch.HeaderEntry{{Name: "Content-Type", Value: "application/json"}, {Name: "Access-Control-Allow-Origin", Value: "*"}}
+						if in.answerHeader[0] != "" {
+							h = append(h, &fetch.HeaderEntry{Name: in.answerHeader[0], Value: in.answerHeader[1]},
+								&fetch.HeaderEntry{Name: "Access-Control-Expose-Headers", Value: in.answerHeader[0]})
+						}
 						_, err := cdp.Call(ctx, tg, fetch.FulfillRequest, fetch.FulfillRequestParams{RequestID: ev.RequestID, ResponseCode: status,
-							ResponseHeaders: []*fetch.HeaderEntry{{Name: "Content-Type", Value: "application/json"}, {Name: "Access-Control-Allow-Origin", Value: "*"}},
-							Body:            body})
+							ResponseHeaders: h, Body: body})
 						return err
 					}
 				}

@@ -287,10 +287,17 @@ func asReader(tb testing.TB, br *browser, b *backend, site string) reader {
 // itself instead of the server (see interception.answer).
 func asReaderAnswered(tb testing.TB, br *browser, b *backend, site string, answer func(url string) (int64, []byte, bool)) reader {
 	tb.Helper()
+	return asReaderWith(tb, br, b, site, interception{answer: answer})
+}
+
+// asReaderWith is asReader whose requests are answered, held or lost as
+// in's answer, answerHeader, hold and lose say.
+func asReaderWith(tb testing.TB, br *browser, b *backend, site string, in interception) reader {
+	tb.Helper()
 	r := reader{left: make(chan string, 1), ip: "2001:db8:" + strconv.FormatInt(readers.Add(1), 16) + "::1"}
 	send(tb, br, emulation.SetUserAgentOverride, emulation.SetUserAgentOverrideParams{UserAgent: desktopChrome})
-	intercept(tb, br, interception{local: []string{b.URL + "/", site + "/"}, left: r.left,
-		header: [2]string{"X-Forwarded-For", r.ip}, answer: answer})
+	in.local, in.left, in.header = []string{b.URL + "/", site + "/"}, r.left, [2]string{"X-Forwarded-For", r.ip}
+	intercept(tb, br, in)
 	return r
 }
 

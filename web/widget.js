@@ -180,7 +180,8 @@
 
   function getJSON(path, params) {
     return fetch(config.base + path + "?" + query(params), fetchOptions(TIMEOUT)).then(function (r) {
-      return r.json().then(function (body) { return { status: r.status, body: body }; }, function () { return { status: r.status, body: null }; });
+      function out(body) { return { status: r.status, body: body, headers: r.headers }; }
+      return r.json().then(out, function () { return out(null); });
     });
   }
 
@@ -1024,6 +1025,21 @@
   // is reported again, with the site token of a manifest fetched anew, once
   // it is in view for a second again, or still is when the tab shows again.
   var SEEN_MS = 1000, BATCH_MS = 100, MAX_BEACON = 16, RENEW_S = 600;
+  // A beacon that fails on the way (a timeout, a network that drops) or
+  // is answered with a 5xx or a 429 (a server restarting, a deploy) is
+  // sent again while its links stay in view and the page visible: after
+  // RETRY_MS, then twice as long each time up to RETRY_MAX_MS, each wait
+  // cut to between half and all of it at random (so that the readers a
+  // restart refused do not all come back at once), never sooner than the
+  // answer's Retry-After (not for one over an hour); RETRIES times at
+  // most. A link that leaves view or is taken out, or a tab hidden, stops
+  // its tries: it is reported again once it shows again, tries anew. The
+  // server counts an impression once per window (-impression-window), so
+  // a beacon sent again after one that did arrive counts no more.
+  // tries has, for a link whose last beacon failed, how many failed in a
+  // row, and hides (how often the tab was hidden) when it failed.
+  var RETRY_MS = 2000, RETRY_MAX_MS = 60000, RETRIES = 6;
+  var tries = new WeakMap(), hides = 0;
   // V2: the browser's IntersectionObserver tells whether a link can be
   // seen (v2, Chromium since 74): nothing painted over any of it, no
   // opacity below 1, no filter, no transform. It says not for much a
@@ -1295,6 +1311,7 @@
       look(a);
     } else {
       inView.delete(a);
+      tries.delete(a);
       if (!a.isConnected) unwatch(a); // the view changed (refresh)
       else if (timers.has(a)) {
         clearTimeout(timers.get(a));
@@ -1361,6 +1378,7 @@
       }, { threshold: [0, 0.5], trackVisibility: true, delay: 100 });
       onDocument("visibilitychange", function () {
         if (docProp("visibilityState") === "visible") inView.forEach(look), doubtSoon();
+        else hides++;
       });
       onDocument("scroll", doubtSoon, { passive: true, capture: true });
       // A cover that came since the last look (up to eight seconds ago:
@@ -1470,7 +1488,7 @@
     // token may bill for minutes yet, also should the beacon fail.
     var made = batch.filter(function (a) { return /[?&]tok=/.test(a.href) && !/[?&]sig=/.test(a.href); });
     var tok = made.length && lastMarket ? manifest(lastMarket[0], lastMarket[1]).then(function (m) { return m.tok; }, function () { return ""; }) : Promise.resolve("");
-    var was = [], sent = [];
+    var was = [], sent = [], proofs = batch.map(function (a) { return proof.get(a); });
     tok.then(function (tok) {
       batch.forEach(function (a, i) {
         var h = was[i] = hrefOf(a);
@@ -1488,12 +1506,13 @@
       return getJSON("/v1/impression", { api_key: config.apiKey, site_id: config.siteId, url: url, ad: ads });
     }).then(function (r) {
       var ct = r.status === 200 && r.body && r.body.ct;
-      // A 5xx or a 429 is tried again as a failed beacon is, at the next
-      // view; any other refusal (a 403 for a page off the site's domains)
-      // would come again, and the links are not reported again.
-      if (!ct) return r.status >= 500 || r.status === 429 ? retry() : undefined;
+      // A 5xx or a 429 is tried again as a failed beacon is; any other
+      // refusal (a 403 for a page off the site's domains, a 400) would
+      // come again, and the links are not reported again.
+      if (!ct) return r.status >= 500 || r.status === 429 ? retry(r) : undefined;
       batch.forEach(function (a, i) {
         var c = held.has(a);
+        tries.delete(a);
         if (typeof ct[i] !== "string" || !/^[\w.-]+$/.test(ct[i]) || /[?&]sig=/.test(hrefOf(a)) || hrefOf(a) !== was[i] || !clickOrigins[originOf(a.href)]) return;
         cover(a, 0);
         a.href = sent[i] + "&ct=" + ct[i];
@@ -1502,8 +1521,25 @@
         if (!timing.firstToken) timing.firstToken = performance.now();
       });
     }, retry);
-    function retry() {
-      batch.forEach(function (a) { proof.delete(a); }); // the next view tries again
+    // retry has the batch's links reported again, each still in view and
+    // not reported since, after a wait (RETRY_MS); the next view reports
+    // them too.
+    function retry(r) {
+      var s = r && r.headers && r.headers.get("Retry-After"), mine = { h: hides, n: 1 };
+      batch = batch.filter(function (a, i) { return proof.get(a) === proofs[i]; }); // not seen anew since
+      batch.forEach(function (a) {
+        proof.delete(a);
+        var t = tries.get(a);
+        if (t && t.h === hides) mine.n = Math.max(mine.n, t.n + 1);
+        tries.set(a, mine);
+      });
+      var ms = Math.min(RETRY_MS << mine.n - 1, RETRY_MAX_MS);
+      ms = Math.max(ms * (1 + Math.random()) / 2, +s * 1000 || Date.parse(s) - Date.now() || 0);
+      if (mine.n <= RETRIES && ms <= 36e5) setTimeout(function () {
+        batch.forEach(function (a) {
+          if (tries.get(a) === mine && mine.h === hides && docProp("visibilityState") !== "hidden" && inView.has(a) && !timers.has(a) && stale(a)) seen(a);
+        });
+      }, ms);
     }
   }
 

@@ -1,0 +1,174 @@
+package web
+
+import (
+	"context"
+	_ "embed"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/adlink/adlink/backend/clicks"
+)
+
+var (
+	// retryAfter logs, for each beacon, whether the Retry-After of the
+	// refused one before it had passed.
+	//
+	//go:embed testdata/renew/retry_after.js
+	retryAfter string
+	// awayOnRefusal scrolls the page's links out of view as the first
+	// refused beacon's answer comes.
+	//
+	//go:embed testdata/renew/away_on_refusal.js
+	awayOnRefusal string
+)
+
+// impressionsOf counts the impressions b recorded of adID from the reader
+// at ip since start.
+func impressionsOf(b *backend, adID, ip string, start time.Time) int {
+	n := 0
+	b.imps.Scan(context.Background(), start.Add(-time.Second), time.Now().Add(time.Second), func(i clicks.Impression) error {
+		if i.AdID == adID && i.IP == ip {
+			n++
+		}
+		return nil
+	})
+	return n
+}
+
+// TestRefusedBeaconTriesAgainInView: a beacon answered 503 (a server
+// restarting) is sent again while its link stays in view, after a
+// while, and again once more refused: the reader, who does not scroll
+// nor leave the tab, gets the link's click token, and the click bills.
+func TestRefusedBeaconTriesAgainInView(t *testing.T) {
+	br := newBrowser(t)
+	b := startBackend(t)
+	br.onEveryPage(t, countBeacons)
+	site := publisher(t, map[string]string{"/page.html": publisherPage("de-DE", b.URL, readerPage)})
+	var refused atomic.Int64
+	rd := asReaderAnswered(t, br, b, site, func(u string) (int64, []byte, bool) {
+		return http.StatusServiceUnavailable, []byte(`{"error":"unavailable"}`),
+			strings.HasPrefix(u, b.URL+"/v1/impression?") && refused.Add(1) <= 2
+	})
+	start := time.Now()
+	if r := br.view(t, site+"/page.html"); r.Source != "local" || r.Links == 0 {
+		t.Fatalf("first view: %+v, want ads matched in the page", r)
+	}
+	rc := clickLikeAReader(t, br, b, rd, true)
+	if !rc.Click.Billable {
+		t.Errorf("a click on the ad after two refused beacons: %+v, want billable", rc.Click)
+	}
+	if n := impressionsOf(b, rc.Click.AdID, rd.ip, start); n != 1 {
+		t.Errorf("%d impressions of the clicked ad, want 1", n)
+	}
+}
+
+// TestLostBeaconAnswerCountsOnce: a beacon the server recorded whose
+// answer was lost on the way (a mobile network dropping) is sent again;
+// the link gets its token from the second, and the ad counts once.
+func TestLostBeaconAnswerCountsOnce(t *testing.T) {
+	br := newBrowser(t)
+	b := startBackend(t)
+	site := publisher(t, map[string]string{"/page.html": publisherPage("de-DE", b.URL, readerPage)})
+	var lost atomic.Int64
+	rd := asReaderWith(t, br, b, site, interception{lose: func(u string) bool {
+		return strings.HasPrefix(u, b.URL+"/v1/impression?") && lost.Add(1) == 1
+	}})
+	start := time.Now()
+	if r := br.view(t, site+"/page.html"); r.Source != "local" || r.Links == 0 {
+		t.Fatalf("first view: %+v, want ads matched in the page", r)
+	}
+	rc := clickLikeAReader(t, br, b, rd, true)
+	if !rc.Click.Billable {
+		t.Errorf("a click on the ad after a beacon's lost answer: %+v, want billable", rc.Click)
+	}
+	if lost.Load() < 2 {
+		t.Errorf("%d impression beacons, want the lost one and another", lost.Load())
+	}
+	if n := impressionsOf(b, rc.Click.AdID, rd.ip, start); n != 1 {
+		t.Errorf("%d impressions of the clicked ad, beacon sent twice; want 1", n)
+	}
+}
+
+// TestRetryAfterIsWaited: a beacon answered 429 with a Retry-After is
+// sent again no sooner than that, though the widget's own first wait is
+// shorter.
+func TestRetryAfterIsWaited(t *testing.T) {
+	br := newBrowser(t)
+	b := startBackend(t)
+	br.onEveryPage(t, retryAfter)
+	site := publisher(t, map[string]string{"/page.html": publisherPage("de-DE", b.URL, readerPage)})
+	var refused atomic.Int64
+	asReaderWith(t, br, b, site, interception{answerHeader: [2]string{"Retry-After", "4"},
+		answer: func(u string) (int64, []byte, bool) {
+			return http.StatusTooManyRequests, []byte(`{"error":"rate_limited"}`),
+				strings.HasPrefix(u, b.URL+"/v1/impression?") && refused.Add(1) == 1
+		}})
+	if r := br.view(t, site+"/page.html"); r.Source != "local" || r.Links == 0 {
+		t.Fatalf("first view: %+v, want ads matched in the page", r)
+	}
+	if pollHref(t, br, tokenHref) == "" {
+		t.Fatal("after a beacon refused with a 429 the in-text ad never got its click token")
+	}
+	if log := eval[[]string](t, br, `window.beaconLog`); len(log) < 2 || log[1] != "waited" {
+		t.Errorf("beacons %q: want the second once the 429's Retry-After had passed", log)
+	}
+}
+
+// TestBadBeaconIsNotTriedAgain: a beacon answered 400 is not sent again
+// while its link stays in view: another would be refused alike.
+func TestBadBeaconIsNotTriedAgain(t *testing.T) {
+	br := newBrowser(t)
+	b := startBackend(t)
+	br.onEveryPage(t, countBeacons)
+	site := publisher(t, map[string]string{"/page.html": publisherPage("de-DE", b.URL, readerPage)})
+	asReaderAnswered(t, br, b, site, func(u string) (int64, []byte, bool) {
+		return http.StatusBadRequest, []byte(`{"error":{"code":"invalid_parameter","message":"bad"}}`), strings.HasPrefix(u, b.URL+"/v1/impression?")
+	})
+	if r := br.view(t, site+"/page.html"); r.Source != "local" || r.Links == 0 {
+		t.Fatalf("first view: %+v, want ads matched in the page", r)
+	}
+	if pollHref(t, br, `window.beaconsDone > 0 && "done"`) == "" {
+		t.Fatal("no impression beacon was answered")
+	}
+	sent := eval[int](t, br, `window.beacons`)
+	// Twice as long as the widget's first wait after a refusal it tries again.
+	eval[int](t, br, `new Promise(r => setTimeout(() => r(1), 4000))`)
+	if n := eval[int](t, br, `window.beacons`) - sent; n != 0 {
+		t.Errorf("%d beacons refused with a 400 sent again; want none", n)
+	}
+}
+
+// TestRefusedBeaconWaitsForItsLinkInView: a link whose beacon was refused
+// and that left view at once is not reported again while out of view,
+// however long (it gets no click token, though the server answers
+// again); once back in view it is, and gets its token.
+func TestRefusedBeaconWaitsForItsLinkInView(t *testing.T) {
+	br := newBrowser(t)
+	b := startBackend(t)
+	br.onEveryPage(t, countBeacons)
+	br.onEveryPage(t, awayOnRefusal)
+	site := publisher(t, map[string]string{"/page.html": publisherPage("de-DE", b.URL, readerPage)})
+	var refused atomic.Int64
+	asReaderAnswered(t, br, b, site, func(u string) (int64, []byte, bool) {
+		return http.StatusServiceUnavailable, []byte(`{"error":"unavailable"}`),
+			strings.HasPrefix(u, b.URL+"/v1/impression?") && refused.Add(1) == 1
+	})
+	if r := br.view(t, site+"/page.html"); r.Source != "local" || r.Links < 2 {
+		t.Fatalf("first view: %+v, want ads matched in the page, one far below", r)
+	}
+	if pollHref(t, br, `window.beaconsDone > 0 && "done"`) == "" {
+		t.Fatal("no impression beacon was answered")
+	}
+	// Twice as long as the widget's first wait after a refusal it tries again.
+	eval[int](t, br, `new Promise(r => setTimeout(() => r(1), 4000))`)
+	if href := eval[string](t, br, firstIntextHref); strings.Contains(href, "ct=") {
+		t.Errorf("the in-text ad scrolled out of view after its refusal got a click token %s: reported out of view", href)
+	}
+	eval[bool](t, br, `(scrollTo(0, 0), true)`)
+	if pollHref(t, br, tokenHref) == "" {
+		t.Error("the ad refused, out of view and back in it, never got its click token")
+	}
+}
