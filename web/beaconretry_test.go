@@ -23,6 +23,11 @@ var (
 	//
 	//go:embed testdata/renew/away_on_refusal.js
 	awayOnRefusal string
+	// hiddenOnRefusal hides the tab as the first refused beacon's answer
+	// comes; showTab() shows it again.
+	//
+	//go:embed testdata/renew/hidden_on_refusal.js
+	hiddenOnRefusal string
 )
 
 // impressionsOf counts the impressions b recorded of adID from the reader
@@ -170,5 +175,37 @@ func TestRefusedBeaconWaitsForItsLinkInView(t *testing.T) {
 	eval[bool](t, br, `(scrollTo(0, 0), true)`)
 	if pollHref(t, br, tokenHref) == "" {
 		t.Error("the ad refused, out of view and back in it, never got its click token")
+	}
+}
+
+// TestRefusedBeaconWaitsForItsTabShown: a link whose beacon was refused
+// as its tab was hidden is not reported again while the tab stays
+// hidden, however long; once the tab shows it is, and gets its token.
+func TestRefusedBeaconWaitsForItsTabShown(t *testing.T) {
+	br := newBrowser(t)
+	b := startBackend(t)
+	br.onEveryPage(t, countBeacons)
+	br.onEveryPage(t, hiddenOnRefusal)
+	site := publisher(t, map[string]string{"/page.html": publisherPage("de-DE", b.URL, readerPage)})
+	var refused atomic.Int64
+	asReaderAnswered(t, br, b, site, func(u string) (int64, []byte, bool) {
+		return http.StatusServiceUnavailable, []byte(`{"error":"unavailable"}`),
+			strings.HasPrefix(u, b.URL+"/v1/impression?") && refused.Add(1) == 1
+	})
+	if r := br.view(t, site+"/page.html"); r.Source != "local" || r.Links == 0 {
+		t.Fatalf("first view: %+v, want ads matched in the page", r)
+	}
+	if pollHref(t, br, `window.beaconsDone > 0 && "done"`) == "" {
+		t.Fatal("no impression beacon was answered")
+	}
+	sent := eval[int](t, br, `window.beacons`)
+	// Twice as long as the widget's first wait after a refusal it tries again.
+	eval[int](t, br, `new Promise(r => setTimeout(() => r(1), 4000))`)
+	if n := eval[int](t, br, `window.beacons`) - sent; n != 0 {
+		t.Errorf("%d beacons sent again while the tab was hidden; want none", n)
+	}
+	eval[bool](t, br, `window.showTab()`)
+	if pollHref(t, br, tokenHref) == "" {
+		t.Error("the ad refused while its tab was hidden never got its click token once the tab showed")
 	}
 }
