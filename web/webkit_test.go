@@ -103,6 +103,13 @@ func TestWebKitReader(t *testing.T) {
 // made since start, and returns it.
 func waitClick(tb testing.TB, b *backend, href string, start time.Time) clicks.Click {
 	tb.Helper()
+	return waitClicks(tb, b, href, start, 1)[0]
+}
+
+// waitClicks waits until the server has recorded n clicks on href's ad
+// made since start, and returns them.
+func waitClicks(tb testing.TB, b *backend, href string, start time.Time, n int) []clicks.Click {
+	tb.Helper()
 	u, err := url.Parse(href)
 	if err != nil {
 		tb.Fatal(err)
@@ -116,15 +123,64 @@ func waitClick(tb testing.TB, b *backend, href string, start time.Time) clicks.C
 			}
 			return nil
 		})
-		if len(logged) > 1 {
-			tb.Fatalf("clicks recorded for %s: %+v, want 1", href, logged)
+		if len(logged) > n {
+			tb.Fatalf("clicks recorded for %s: %+v, want %d", href, logged, n)
 		}
-		if len(logged) == 1 {
-			return logged[0]
+		if len(logged) == n {
+			return logged
 		}
 		if time.Now().After(deadline) {
-			tb.Fatalf("no click recorded for %s", href)
+			tb.Fatalf("%d clicks recorded for %s, want %d", len(logged), href, n)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestWebKitCoveredLinkDoesNotBill: WebKit has no IntersectionObserver
+// v2, so the widget judges an ad link as the reader's pointer comes onto
+// it. A signed link of the server's answer under an opaque box that clicks
+// fall through (pointer-events: none) goes without its signature as the
+// reader's click comes through the box, and bills nothing; without the
+// box, the same click bills.
+func TestWebKitCoveredLinkDoesNotBill(t *testing.T) {
+	webkit.Need(t)
+	// A server of its own: its clicks are the only ones from this address.
+	b, err := newBackend(backendOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	br := webkit.Start(t, iPhoneSafari)
+	var answer struct{ Link []struct{ Ad string } }
+	if err := json.Unmarshal(get(t, b.URL+"/v2/search/link?q=iphone+15&api_key=demo&site_id=demo"), &answer); err != nil || len(answer.Link) == 0 {
+		t.Fatalf("search: %v %+v", err, answer)
+	}
+	href := answer.Link[0].Ad
+	const cover = `(() => { const r = document.getElementById("server-ad").getBoundingClientRect(), c = document.createElement("div");
+	c.style.cssText = "position:absolute;background:#fff;pointer-events:none;left:" + r.left + "px;top:" + r.top + "px;width:" + r.width + "px;height:" + r.height + "px";
+	document.body.append(c); return true; })()`
+	// The box first: a second billable click on the ad would be a repeat.
+	start := time.Now()
+	for i, covered := range []bool{true, false} {
+		br.Navigate(t, b.firstView("article.html"))
+		var r readyResult
+		br.Eval(t, widgetReady, &r)
+		var ok bool
+		br.Eval(t, jsCall(placeLink, href), &ok)
+		if covered {
+			br.Eval(t, cover, &ok)
+		}
+		var n int
+		br.Eval(t, `adlink.watch(document.getElementById("server-ad"))`, &n)
+		if n != 1 {
+			t.Fatalf("adlink.watch took %d links, want the one", n)
+		}
+		br.Click(t, "#server-ad")
+		c := waitClicks(t, b, href, start, i+1)[i]
+		if covered && (c.Billable || c.Reason != clicks.ReasonUnsigned) {
+			t.Errorf("a WebKit reader's click through the box onto the link: %+v, want unsigned, not billable", c)
+		}
+		if !covered && !c.Billable {
+			t.Errorf("a WebKit reader's click on the link uncovered: %+v, want billable", c)
+		}
 	}
 }

@@ -1078,7 +1078,7 @@
 
   function stale(a) {
     var p = proof.get(a);
-    return !p || p.href !== a.href || (p.at > 0 && Date.now() >= p.at);
+    return !p || p.href !== hrefOf(a) || (p.at > 0 && Date.now() >= p.at);
   }
 
   // renewAt is when a link whose click token ct ("kid.d.shown.exp.mac",
@@ -1390,12 +1390,17 @@
       // focuses it and sends keys navigates nowhere (untrusted events do
       // not). Its click() during a gesture of the reader's elsewhere
       // sends Sec-Fetch-User as a reader's click does: a page's own
-      // script is not held here (see README, "Finding them").
+      // script is not held here (see README, "Finding them"). Without
+      // V2, nothing tells of a cover while the link is in view: each
+      // approach judges it, holding or giving back its proof, once per
+      // entry of the pointer, not per move within it; before the page's
+      // own mouseover shows a tooltip over it.
       ["pointerover", "focusin", "keydown"].forEach(function (type) {
         onDocument(type, function (e) {
           if (type === "keydown" && e.key !== "Enter") return;
           var t = e.composedPath ? e.composedPath()[0] : e.target;
           var a = t && t.closest && t.closest("a");
+          if (!V2 && a && watched.has(a) && !(e.relatedTarget && a.contains(e.relatedTarget))) return cover(a, covered(a));
           if (!a || !doubt.has(a) || held.has(a) || !covered(a)) return;
           doubtVerdict.set(a, false);
           sight(a, true, doubt.get(a), false);
