@@ -26,13 +26,27 @@ import (
 // shrinks a little (a:active) while the reader holds the button; an
 // empty layer for the page's notices, which clicks fall through, lies over
 // the whole window; a cookie banner covers the lower few pixels of it.
+// Without v2 (Firefox, Safari), where the widget judges the link as the
+// pointer comes onto it, the tooltip the page shows then, the press and
+// the banner leave it its token too.
 func TestHonestLinkBills(t *testing.T) {
 	b := startBackend(t)
+	// tooltip shows a link's title over its top edge as the pointer comes.
+	const tooltip = `addEventListener("mouseover", e => { const a = e.target.closest("a"); if (!a || document.getElementById("tip")) return;
+			const r = a.getBoundingClientRect(), d = document.createElement("div"); d.id = "tip"; d.textContent = a.title;
+			d.style.cssText = "position:absolute;background:#333;color:#fff;padding:4px;left:" + (r.left + scrollX) + "px;top:" + (r.top + scrollY - 20) + "px"; document.body.append(d); })`
+	// cookieBanner lays a banner at the foot of the window, over the
+	// link's lower 8 pixels.
+	const cookieBanner = `(() => { const r = document.querySelector("#wrap a.adlink-intext").getBoundingClientRect(), d = document.createElement("div");
+			d.textContent = "Wir verwenden Cookies."; d.style.cssText = "position:fixed;left:0;right:0;height:200px;background:#333;color:#fff;z-index:10;top:" + (r.bottom - 8) + "px";
+			document.body.append(d); return true; })()`
 	for _, c := range []struct {
 		name, style, script string
 		// after runs in the page once the ads are placed.
 		after   string
 		wrapped bool
+		// v1 plays a browser without IntersectionObserver v2.
+		v1 bool
 		// hover is how long the reader's pointer rests on the link before
 		// the click, press how long the button is held down.
 		hover, press time.Duration
@@ -42,20 +56,21 @@ func TestHonestLinkBills(t *testing.T) {
 		{name: "scaled article", style: `article{scale:.98;rotate:.2deg}`},
 		{name: "pressed", style: `a:active{scale:.97}`, press: 400 * time.Millisecond},
 		// The page's tooltip shows a link's title over its top edge.
-		{name: "tooltip", hover: 600 * time.Millisecond, script: `addEventListener("mouseover", e => { const a = e.target.closest("a"); if (!a || document.getElementById("tip")) return;
-			const r = a.getBoundingClientRect(), d = document.createElement("div"); d.id = "tip"; d.textContent = a.title;
-			d.style.cssText = "position:absolute;background:#333;color:#fff;padding:4px;left:" + (r.left + scrollX) + "px;top:" + (r.top + scrollY - 20) + "px"; document.body.append(d); })`},
+		{name: "tooltip", hover: 600 * time.Millisecond, script: tooltip},
+		{name: "tooltip without v2", v1: true, hover: 600 * time.Millisecond, script: tooltip},
+		{name: "pressed without v2", v1: true, style: `a:active{scale:.97}`, press: 400 * time.Millisecond},
 		// The empty container of a page's toasts (react-hot-toast's).
 		{name: "toast layer", style: `#toaster{position:fixed;inset:16px;z-index:9999;pointer-events:none}`,
 			script: `document.body.append(Object.assign(document.createElement("div"), {id: "toaster"}))`},
-		// A cookie banner at the foot of the window, over the link's
-		// lower 8 pixels.
-		{name: "cookie banner", after: `(() => { const r = document.querySelector("#wrap a.adlink-intext").getBoundingClientRect(), d = document.createElement("div");
-			d.textContent = "Wir verwenden Cookies."; d.style.cssText = "position:fixed;left:0;right:0;height:200px;background:#333;color:#fff;z-index:10;top:" + (r.bottom - 8) + "px";
-			document.body.append(d); return true; })()`},
+		// A cookie banner at the foot of the window.
+		{name: "cookie banner", after: cookieBanner},
+		{name: "cookie banner without v2", v1: true, after: cookieBanner},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			br := newBrowser(t)
+			if c.v1 {
+				br.onEveryPage(t, `delete IntersectionObserverEntry.prototype.isVisible`)
+			}
 			page := `<style>body{background:#fff;color:#111;margin:0}p{font-size:20px;margin:0;padding:10px;width:170px}` + c.style + `</style>` +
 				`<article><p id="wrap">Das neue Apple iPhone 15 im Test, und was es sonst noch so alles kann.</p>` +
 				`<p style="margin-bottom:3000px">Ende.</p></article><script>` + c.script + `</script>`
@@ -345,29 +360,48 @@ func TestCoverCheckLiftsOncePerRound(t *testing.T) {
 // notices), which V2 tells nothing of, and the reader's pointer comes
 // onto the link through it before the link is next judged (up to eight
 // seconds later): the link gives up its click token as the pointer
-// comes, and the pointer does not keep the verdict it had.
+// comes, and the pointer does not keep the verdict it had. Without V2
+// (Firefox, Safari), where nothing tells of the box while the link is in
+// view, the same holds, and once the box is gone the pointer coming onto
+// the link again gives the token back.
 func TestCoverUnderPointerTakesProof(t *testing.T) {
 	b := startBackend(t)
-	br := newBrowser(t)
-	page := `<style>body{background:#fff;color:#111;margin:0}p{font-size:20px;margin:0;padding:10px}#toaster{position:fixed;inset:16px;z-index:9999;pointer-events:none}</style>` +
-		`<article><p id="wrap">Das neue Apple iPhone 15 im Test.</p><p style="margin-bottom:3000px">Ende.</p></article><div id="toaster"></div>`
-	site := publisher(t, map[string]string{"/page.html": publisherPage("de-DE", b.URL, page)})
-	asReader(t, br, b, site)
-	if r := br.view(t, site+"/page.html"); r.Source != "local" || r.Links < 1 {
-		t.Fatalf("%+v, want the ad matched in the page", r)
-	}
-	const link = `document.querySelector("#wrap a.adlink-intext")`
-	if pollHref(t, br, `(() => { const a = `+link+`; return a && /[?&]ct=/.test(a.href) ? a.href : false; })()`) == "" {
-		t.Fatalf("the link in view never got its click token: %s", eval[string](t, br, link+`.href`))
-	}
-	xy := eval[[2]float64](t, br, `(() => { const r = `+link+`.getBoundingClientRect(), d = document.createElement("div");
-		d.style.cssText = "position:fixed;z-index:10000;pointer-events:none;background:#c00;left:" + (r.left - 4) + "px;top:" + (r.top - 4) + "px;width:" + (r.width + 8) + "px;height:" + (r.height + 8) + "px";
-		document.body.append(d); return [r.left + r.width / 2, r.top + r.height / 2]; })()`)
-	br.do(t, chromedp.MouseEvent(chromedp.MouseMoved, xy[0], xy[1]))
-	if pollHref(t, br, `(() => { const h = `+link+`.href; return /[?&](ct|sig)=/.test(h) ? false : h; })()`) == "" {
-		t.Errorf("the covered link under the pointer keeps its proof: %s", eval[string](t, br, link+`.href`))
-	}
-	if !eval[bool](t, br, link+`.matches(":hover")`) {
-		t.Errorf("the pointer is not on the link")
+	for _, v1 := range []bool{false, true} {
+		t.Run(map[bool]string{false: "v2", true: "without v2"}[v1], func(t *testing.T) {
+			br := newBrowser(t)
+			if v1 {
+				br.onEveryPage(t, `delete IntersectionObserverEntry.prototype.isVisible`)
+			}
+			page := `<style>body{background:#fff;color:#111;margin:0}p{font-size:20px;margin:0;padding:10px}#toaster{position:fixed;inset:16px;z-index:9999;pointer-events:none}</style>` +
+				`<article><p id="wrap">Das neue Apple iPhone 15 im Test.</p><p style="margin-bottom:3000px">Ende.</p></article><div id="toaster"></div>`
+			site := publisher(t, map[string]string{"/page.html": publisherPage("de-DE", b.URL, page)})
+			asReader(t, br, b, site)
+			if r := br.view(t, site+"/page.html"); r.Source != "local" || r.Links < 1 {
+				t.Fatalf("%+v, want the ad matched in the page", r)
+			}
+			const link = `document.querySelector("#wrap a.adlink-intext")`
+			href := pollHref(t, br, `(() => { const a = `+link+`; return a && /[?&]ct=/.test(a.href) ? a.href : false; })()`)
+			if href == "" {
+				t.Fatalf("the link in view never got its click token: %s", eval[string](t, br, link+`.href`))
+			}
+			xy := eval[[2]float64](t, br, `(() => { const r = `+link+`.getBoundingClientRect(), d = document.createElement("div");
+				d.id = "cover"; d.style.cssText = "position:fixed;z-index:10000;pointer-events:none;background:#c00;left:" + (r.left - 4) + "px;top:" + (r.top - 4) + "px;width:" + (r.width + 8) + "px;height:" + (r.height + 8) + "px";
+				document.body.append(d); return [r.left + r.width / 2, r.top + r.height / 2]; })()`)
+			br.do(t, chromedp.MouseEvent(chromedp.MouseMoved, xy[0], xy[1]))
+			if pollHref(t, br, `(() => { const h = `+link+`.href; return /[?&](ct|sig)=/.test(h) ? false : h; })()`) == "" {
+				t.Errorf("the covered link under the pointer keeps its proof: %s", eval[string](t, br, link+`.href`))
+			}
+			if !eval[bool](t, br, link+`.matches(":hover")`) {
+				t.Errorf("the pointer is not on the link")
+			}
+			if !v1 {
+				return
+			}
+			eval[bool](t, br, `document.getElementById("cover").remove(), true`)
+			br.do(t, chromedp.MouseEvent(chromedp.MouseMoved, 1, 1), chromedp.MouseEvent(chromedp.MouseMoved, xy[0], xy[1]))
+			if got := eval[string](t, br, link+`.href`); got != href {
+				t.Errorf("the link uncovered under the pointer is %s, want %s", got, href)
+			}
+		})
 	}
 }
