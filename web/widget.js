@@ -1056,10 +1056,11 @@
   // frame (a page framing another to have its readers click its ads).
   var V2 = !!window.IntersectionObserverEntry && "isVisible" in IntersectionObserverEntry.prototype;
   var FRAMED = window.top !== window;
-  // held has, for a link in view V2 finds covered, its href with its
-  // proof (click token, signature) and the href without it, which the
-  // link has until it shows again: a click falling through a cover onto
-  // it bills nothing.
+  // held has, for a link in view V2 finds covered (without V2, one found
+  // covered as the reader last came to it), its href with its proof
+  // (click token, signature) and the href without it, which the link has
+  // until it shows again: a click falling through a cover onto it bills
+  // nothing.
   var held = new WeakMap();
   // watched holds the links observed: an IntersectionObserver keeps each
   // element it observes alive, so a link the page no longer holds is let
