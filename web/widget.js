@@ -1387,7 +1387,9 @@
       // found when the reader's pointer comes onto the link through it,
       // before the pointer keeps the link's verdict (shows), and when the
       // link gets the focus or a key (Enter activates it, the cover come
-      // since it got the focus; Space does not). A page's script that
+      // since it got the focus; Space does not); and one gone since (a
+      // cookie banner the reader closed, under a page's toast layer V2
+      // still doubts for) gives the proof back then. A page's script that
       // focuses it and sends keys navigates nowhere (untrusted events do
       // not). Its click() during a gesture of the reader's elsewhere
       // sends Sec-Fetch-User as a reader's click does: a page's own
@@ -1402,9 +1404,11 @@
           var t = e.composedPath ? e.composedPath()[0] : e.target;
           var a = t && t.closest && t.closest("a");
           if (!V2 && a && watched.has(a) && !(e.relatedTarget && a.contains(e.relatedTarget))) return cover(a, covered(a));
-          if (!a || !doubt.has(a) || held.has(a) || !covered(a)) return;
-          doubtVerdict.set(a, false);
-          sight(a, true, doubt.get(a), false);
+          if (!a || !doubt.has(a)) return;
+          var vis = !covered(a);
+          if (vis !== held.has(a)) return; // as it was
+          doubtVerdict.set(a, vis);
+          sight(a, true, doubt.get(a), vis);
           doubtSoon();
         }, { passive: true, capture: true });
       });
