@@ -662,11 +662,15 @@ func (g *Gate) raiseAll(ctx context.Context, due []dueRead) error {
 	if err != nil {
 		return fmt.Errorf("budget: reading the spend of day %d: %w", n, err)
 	}
+	// After a flag Redis did not take, the others are not tried: each
+	// would wait out its timeout while a credit waits for the locks. The
+	// advertisers stop here all the same, and the ledger bills none over
+	// its budget on any replica.
 	var first error
 	for _, r := range due {
 		id := g.ids[r.i]
-		if g.raiseTo(r.i, r.d, spent[id]) && g.flags != nil {
-			if err := g.flags.Raise(ctx, flagOf(id, g.budgets[r.i].DailyMicros), n); err != nil && first == nil {
+		if g.raiseTo(r.i, r.d, spent[id]) && g.flags != nil && first == nil {
+			if err := g.flags.Raise(ctx, flagOf(id, g.budgets[r.i].DailyMicros), n); err != nil {
 				first = fmt.Errorf("budget: raising the flag of %s: %w", id, err)
 			}
 		}

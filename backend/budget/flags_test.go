@@ -16,11 +16,13 @@ type flags struct {
 	raised   []string
 	raiseErr error
 	readErr  error
+	tries    int // of Raise
 }
 
 var _ Flags = (*flags)(nil)
 
 func (f *flags) Raise(_ context.Context, adv string, _ clicks.BudgetDay) error {
+	f.tries++
 	if f.raiseErr != nil {
 		return f.raiseErr
 	}
@@ -95,6 +97,42 @@ func TestGateFlags(t *testing.T) {
 	var none *Gate
 	if none.Sync(context.Background()) != nil {
 		t.Error("a nil Gate's Sync failed")
+	}
+}
+
+// A shipment of clicks that spends several budgets at once, while the
+// flags cannot be raised, stops every advertiser here and tries one flag:
+// each try waits out Redis's timeout while a credit waits for the locks.
+func TestShipmentTriesOneFlagWhileFlagsFail(t *testing.T) {
+	ix := testIndex(t)
+	groups := ix.AdvertiserGroups()
+	now := day0.Add(10 * time.Hour)
+	advs := []string{"a.example", "b.example", "c.example"}
+	budgets := map[string]accounts.Budget{}
+	sp := &spends{m: map[string]int64{}}
+	var shipped []*clicks.Click
+	for _, adv := range advs {
+		budgets[adv] = accounts.Budget{DailyMicros: 10, Pacing: accounts.ASAP}
+		shipped = append(shipped, &clicks.Click{Time: now, Advertiser: adv, Billable: true, BidMicros: 10})
+	}
+	f := &flags{raiseErr: errors.New("down")}
+	g, err := New(context.Background(), Options{Budgets: budgets, Spent: sp, Now: func() time.Time { return now }, Flags: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, adv := range advs {
+		sp.add(adv, now, 10) // what the shipment billed
+	}
+	if err := g.Clicked(context.Background(), shipped...); err == nil {
+		t.Error("flags that could not be raised: no error")
+	}
+	if f.tries != 1 {
+		t.Errorf("tried %d flags, want 1", f.tries)
+	}
+	want := []uint32{groups["a.example"], groups["b.example"], groups["c.example"]}
+	slices.Sort(want)
+	if got := g.Exclude(ix); !slices.Equal(got, want) {
+		t.Errorf("Exclude %v, want %v: the gate's own stop must not wait for the flags", got, want)
 	}
 }
 
