@@ -176,6 +176,30 @@ type RollupReader interface {
 	// a period's row of some dimensions in parts: their sum is the row.
 	// It sees what ScanRollups would, and stops as it does.
 	SumHours(ctx context.Context, q HourSums, fn func(r *Rollup) error) error
+	// SumSites calls fn with the sums over [from, to), whole hours, of
+	// the rows of every partner's site (APIKey and SiteID both set), by
+	// APIKey, SiteID, Context and Currency (the others ""), each with
+	// Start from, in no set order. fn may get a row in parts: their sum
+	// is the row. A store reads the DaySite grain for the range's whole
+	// UTC days and the Hour grain only for the hours outside them. It
+	// sees what ScanRollups would, and stops as it does.
+	SumSites(ctx context.Context, from, to time.Time, fn func(r *Rollup) error) error
+}
+
+// WholeDays are the whole UTC days [days, daysEnd) of [from, to), whole
+// hours, which SumSites reads by day; its hours [from, days) and
+// [daysEnd, to) it reads by the hour. A range of no whole day has days
+// and daysEnd to: its hours are all before.
+func WholeDays(from, to time.Time) (days, daysEnd time.Time) {
+	const day = 24 * time.Hour
+	days, daysEnd = from.Truncate(day), to.Truncate(day)
+	if days.Before(from) {
+		days = days.Add(day)
+	}
+	if !days.Before(daysEnd) {
+		return to, to
+	}
+	return days, daysEnd
 }
 
 // HourSums are the periods SumHours sums hours into, the account whose
@@ -409,6 +433,11 @@ func (r BoltRollups) ScanRollups(ctx context.Context, g Grain, from, to time.Tim
 	if g < 0 || int(g) >= len(grains) {
 		return fmt.Errorf("clicks: no grain %d", g)
 	}
+	return r.db.View(func(tx *bolt.Tx) error { return scanTx(ctx, tx, g, from, to, fn) })
+}
+
+// scanTx is ScanRollups in tx.
+func scanTx(ctx context.Context, tx *bolt.Tx, g Grain, from, to time.Time, fn func(*Rollup) error) error {
 	size := int64(86400)
 	if grains[g].hourly {
 		size = 3600
@@ -417,37 +446,35 @@ func (r BoltRollups) ScanRollups(ctx context.Context, g Grain, from, to time.Tim
 	// starts at or after to.
 	first := (from.Unix() + size - 1) / size
 	end := (to.Unix() + size - 1) / size
-	return r.db.View(func(tx *bolt.Tx) error {
-		b := tx.Bucket(grains[g].bucket)
-		if b == nil {
+	b := tx.Bucket(grains[g].bucket)
+	if b == nil {
+		return nil
+	}
+	c := b.Cursor()
+	var row Rollup
+	seen := map[string]string{}
+	n := 0
+	for k, v := c.Seek(binary.BigEndian.AppendUint64(nil, uint64(first)^(1<<63))); k != nil; k, v = c.Next() {
+		if len(k) < 8 || int64(binary.BigEndian.Uint64(k[:8])^(1<<63)) >= end {
 			return nil
 		}
-		c := b.Cursor()
-		var row Rollup
-		seen := map[string]string{}
-		n := 0
-		for k, v := c.Seek(binary.BigEndian.AppendUint64(nil, uint64(first)^(1<<63))); k != nil; k, v = c.Next() {
-			if len(k) < 8 || int64(binary.BigEndian.Uint64(k[:8])^(1<<63)) >= end {
-				return nil
-			}
-			if n++; n%4096 == 0 {
-				if err := ctx.Err(); err != nil {
-					return err
-				}
-			}
-			if err := decodeRowKey(k, g, &row, seen); err != nil {
-				return err
-			}
-			row.Measures = Measures{}
-			if err := decodeMeasures(v, &row.Measures); err != nil {
-				return err
-			}
-			if err := fn(&row); err != nil {
+		if n++; n%4096 == 0 {
+			if err := ctx.Err(); err != nil {
 				return err
 			}
 		}
-		return ctx.Err()
-	})
+		if err := decodeRowKey(k, g, &row, seen); err != nil {
+			return err
+		}
+		row.Measures = Measures{}
+		if err := decodeMeasures(v, &row.Measures); err != nil {
+			return err
+		}
+		if err := fn(&row); err != nil {
+			return err
+		}
+	}
+	return ctx.Err()
 }
 
 // ScanAccountRollups implements RollupReader: it scans every account's
@@ -478,6 +505,35 @@ func (r BoltRollups) SumHours(ctx context.Context, q HourSums, fn func(*Rollup) 
 		part := *row
 		part.Start = q.Starts[i]
 		return fn(&part)
+	})
+}
+
+// SumSites implements RollupReader: in one read transaction, the
+// DaySite rows of the whole days and the Hour rows of the hours outside
+// them, each given as the part of its site's sum it is.
+func (r BoltRollups) SumSites(ctx context.Context, from, to time.Time, fn func(*Rollup) error) error {
+	days, daysEnd := WholeDays(from, to)
+	var part Rollup
+	keep := func(row *Rollup) error {
+		if row.APIKey == "" || row.SiteID == "" {
+			return nil
+		}
+		part = Rollup{Start: from, APIKey: row.APIKey, SiteID: row.SiteID, Context: row.Context, Currency: row.Currency, Measures: row.Measures}
+		return fn(&part)
+	}
+	return r.db.View(func(tx *bolt.Tx) error {
+		for _, s := range []struct {
+			g        Grain
+			from, to time.Time
+		}{{Hour, from, days}, {DaySite, days, daysEnd}, {Hour, daysEnd, to}} {
+			if !s.from.Before(s.to) {
+				continue
+			}
+			if err := scanTx(ctx, tx, s.g, s.from, s.to, keep); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 }
 

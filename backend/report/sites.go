@@ -162,15 +162,13 @@ func (s *SiteRow) Share(n int64) float64 {
 // Sites reviews the sites of req's range from rollups: every partner's
 // site (an api_key and site_id both set) with req.MinImpressions, ranked
 // by billable click-through rate, highest first (so by its ratio to the
-// median), the first req.Limit listed. A range of whole UTC days reads
-// the daily rollups by site, another the hourly ones summed by the store.
+// median), the first req.Limit listed. The store sums the rollups by
+// site (clicks.RollupReader.SumSites): the daily ones for the range's
+// whole UTC days, the hourly ones for its other hours.
 func Sites(ctx context.Context, rollups clicks.RollupReader, req SitesRequest) (SiteReview, error) {
 	type site struct{ apiKey, siteID string }
 	sites := map[site]*SiteRow{}
 	add := func(r *clicks.Rollup) error {
-		if r.APIKey == "" || r.SiteID == "" {
-			return nil
-		}
 		k := site{r.APIKey, r.SiteID}
 		row := sites[k]
 		if row == nil {
@@ -188,14 +186,7 @@ func Sites(ctx context.Context, rollups clicks.RollupReader, req SitesRequest) (
 		}
 		return nil
 	}
-	var err error
-	if day := 24 * time.Hour; req.From.Truncate(day).Equal(req.From) && req.To.Truncate(day).Equal(req.To) {
-		err = rollups.ScanRollups(ctx, clicks.DaySite, req.From, req.To, add)
-	} else {
-		err = rollups.SumHours(ctx, clicks.HourSums{Starts: []time.Time{req.From}, End: req.To,
-			Dims: []clicks.Dimension{clicks.DimAPIKey, clicks.DimSiteID, clicks.DimContext, clicks.DimCurrency}}, add)
-	}
-	if err != nil {
+	if err := rollups.SumSites(ctx, req.From, req.To, add); err != nil {
 		return SiteReview{}, err
 	}
 	review := SiteReview{From: req.From, To: req.To, MinImpressions: req.MinImpressions}

@@ -79,15 +79,6 @@ func sumHoursSQL(q *clicks.HourSums) (string, []any) {
 			sel[d] = "''"
 		}
 	}
-	// unbilled's counts, each summed; those of reasons a newer server
-	// added are left out.
-	var unbilled strings.Builder
-	for i := range len(clicks.Reasons) {
-		if i > 0 {
-			unbilled.WriteString(", ")
-		}
-		unbilled.WriteString("coalesce(sum(unbilled[" + strconv.Itoa(i+1) + "]), 0)::bigint")
-	}
 	// The account is a plain equality, which its index serves: a plan
 	// made for any argument ("$5 = '' OR api_key = $5") reads every
 	// account's hours.
@@ -107,7 +98,7 @@ func sumHoursSQL(q *clicks.HourSums) (string, []any) {
 		limit = " LIMIT $" + strconv.Itoa(len(args))
 	}
 	return `SELECT width_bucket(period, $3::bigint[]) AS p, ` + strings.Join(sel, ", ") + `,
-		sum(impressions)::bigint, sum(clicks)::bigint, sum(billable)::bigint, sum(spend_micros)::bigint, ARRAY[` + unbilled.String() + `]
+		sum(impressions)::bigint, sum(clicks)::bigint, sum(billable)::bigint, sum(spend_micros)::bigint, ` + unbilledSums + `
 		FROM rollups WHERE grain = $1 AND period >= $2 AND period < $4` + account.String() + `
 		GROUP BY ` + strings.Join(append([]string{"p"}, group...), ", ") + ` ORDER BY p` + limit, args
 }

@@ -670,6 +670,9 @@ func Ledger(t *testing.T, fresh func(t *testing.T) Opener[LedgerParts]) {
 			if i%11 == 5 {
 				c.APIKey = "k2" // a second partner's
 			}
+			if i%13 == 7 {
+				c.SiteID = "" // a page of no site's
+			}
 			record(t, p.Ledger, c, use("r"+strconv.Itoa(i)))
 			if i%2 == 0 {
 				imp := clicks.Impression{Time: at, AdID: c.AdID, AdType: c.AdType, Type: c.Type, APIKey: c.APIKey, SiteID: c.SiteID,
@@ -831,6 +834,51 @@ func Ledger(t *testing.T, fresh func(t *testing.T) Opener[LedgerParts]) {
 			for k, m := range want {
 				if got[k] != m {
 					t.Errorf("%v: SumHours %+v: %+v, want %+v", acc, k, got[k], m)
+				}
+			}
+		}
+		// SumSites gives what SumHours of the range's hours by site,
+		// context and currency gives, sites without a partner or an id
+		// left out, reading days by the day: for a range of whole days,
+		// of a day and hours before it, of days and hours after them,
+		// and of hours within a day.
+		day := t0.Truncate(24 * time.Hour)
+		for _, r := range [][2]time.Time{{day, day.Add(48 * time.Hour)}, {t0.Add(5 * time.Hour), t0.Add(37 * time.Hour)},
+			{day.Add(-24 * time.Hour), t0.Add(30 * time.Hour)}, {t0.Add(time.Hour), t0.Add(5 * time.Hour)}} {
+			key := func(r *clicks.Rollup) clicks.Rollup {
+				return clicks.Rollup{APIKey: r.APIKey, SiteID: r.SiteID, Context: r.Context, Currency: r.Currency}
+			}
+			want := map[clicks.Rollup]clicks.Measures{}
+			q := clicks.HourSums{Starts: []time.Time{r[0]}, End: r[1],
+				Dims: []clicks.Dimension{clicks.DimAPIKey, clicks.DimSiteID, clicks.DimContext, clicks.DimCurrency}}
+			if err := p.Rollups.SumHours(t.Context(), q, func(r *clicks.Rollup) error {
+				if r.APIKey != "" && r.SiteID != "" {
+					m := want[key(r)]
+					m.Add(&r.Measures)
+					want[key(r)] = m
+				}
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			got := map[clicks.Rollup]clicks.Measures{}
+			if err := p.Rollups.SumSites(t.Context(), r[0], r[1], func(row *clicks.Rollup) error {
+				if !row.Start.Equal(r[0]) || row.APIKey == "" || row.SiteID == "" || row.Advertiser != "" || row.AdID != "" || row.Country != "" {
+					t.Errorf("%v..%v: SumSites gave %+v", r[0], r[1], *row)
+				}
+				m := got[key(row)]
+				m.Add(&row.Measures)
+				got[key(row)] = m
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if len(want) < 4 || len(got) != len(want) {
+				t.Errorf("%v..%v: SumSites gave %d sums, the hours make %d", r[0], r[1], len(got), len(want))
+			}
+			for k, m := range want {
+				if got[k] != m {
+					t.Errorf("%v..%v: SumSites %+v: %+v, want %+v", r[0], r[1], k, got[k], m)
 				}
 			}
 		}
