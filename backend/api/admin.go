@@ -42,6 +42,9 @@ type AdminDeps struct {
 	// Rollups are what GET /admin/sites/review reads (report.Sites);
 	// nil answers it with a 404.
 	Rollups clicks.RollupReader
+	// ReviewTimeout is how long one site review may read Rollups; 0 is
+	// DefaultReviewTimeout.
+	ReviewTimeout time.Duration
 	// Backup returns a consistent copy of the state file, open at its
 	// start, for GET /admin/backup to send and close (store.Backup); nil
 	// answers it with a 404.
@@ -134,7 +137,7 @@ func NewAdmin(d AdminDeps) http.Handler {
 		respond(w, status, body, "")
 	})
 	mux.HandleFunc("POST /admin/invalidate", func(w http.ResponseWriter, r *http.Request) { invalidate(w, r, d) })
-	mux.HandleFunc("GET /admin/sites/review", func(w http.ResponseWriter, r *http.Request) { reviewSites(w, r, d) })
+	mux.Handle("GET /admin/sites/review", reviewSites(d))
 	mux.Handle("GET /admin/backup", backup(d))
 	// Each route's path with another method: without these, the mux
 	// would send it to "/" as a path it does not serve.
@@ -209,35 +212,84 @@ func invalidate(w http.ResponseWriter, r *http.Request, d AdminDeps) {
 	respond(w, http.StatusOK, body, "")
 }
 
+// DefaultReviewTimeout is how long a site review may read the rollups by
+// default.
+const DefaultReviewTimeout = time.Minute
+
+// CodeReviewBusy is the error code of a site review asked for while
+// another runs; CodeReviewTimeout that of one that read the rollups past
+// its deadline.
+const (
+	CodeReviewBusy    = "site_review_in_progress"
+	CodeReviewTimeout = "site_review_timeout"
+)
+
 // reviewSites answers GET /admin/sites/review: the sites whose billable
 // click-through rate is furthest above the median site's
 // (report.ParseSites' parameters, report.Sites' answer), for the
-// operator to look at and, found invalid, credit.
-func reviewSites(w http.ResponseWriter, r *http.Request, d AdminDeps) {
-	if d.Rollups == nil {
-		respondError(w, &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: "no reports to review sites in"})
-		return
+// operator to look at and, found invalid, credit. One review runs at a
+// time, so that reviews hold at most one Postgres connection or bbolt
+// read transaction: another asked for meanwhile gets a 503 with a
+// Retry-After (as long again as the running one has run, at most until
+// its deadline). A review reads for d.ReviewTimeout at most.
+func reviewSites(d AdminDeps) http.Handler {
+	timeout := d.ReviewTimeout
+	if timeout <= 0 {
+		timeout = DefaultReviewTimeout
 	}
-	now := time.Now
-	if d.Now != nil {
-		now = d.Now
+	now := d.Now
+	if now == nil {
+		now = time.Now
 	}
-	q := r.URL.Query()
-	req, problems := report.ParseSites(q.Get, now())
-	if err := reportProblems(problems); err != nil {
-		respondError(w, err.(*Error))
-		return
-	}
-	review, err := report.Sites(r.Context(), d.Rollups, req)
-	if err != nil {
-		if d.Logger != nil {
-			d.Logger.Error("site review", "err", err)
+	turn := make(chan struct{}, 1)
+	var started atomic.Int64 // the running review's start, in Unix nanoseconds
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if d.Rollups == nil {
+			respondError(w, &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: "no reports to review sites in"})
+			return
 		}
-		respondError(w, &Error{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "site review failed: " + err.Error()})
-		return
-	}
-	w.Header().Set("Cache-Control", "no-store")
-	respond(w, http.StatusOK, review.JSON(), "")
+		req, problems := report.ParseSites(r.URL.Query().Get, now())
+		if err := reportProblems(problems); err != nil {
+			respondError(w, err.(*Error))
+			return
+		}
+		select {
+		case turn <- struct{}{}:
+			started.Store(now().UnixNano())
+		default:
+			ran := now().Sub(time.Unix(0, started.Load()))
+			retry := min(max(math.Ceil(min(ran, timeout-ran).Seconds()), 1), math.Ceil(timeout.Seconds()))
+			respondError(w, &Error{Status: http.StatusServiceUnavailable, Code: CodeReviewBusy, RetryAfter: int64(retry),
+				Message: "another site review is running, and one runs at a time"})
+			return
+		}
+		// The turn is given back once the read ends, before the answer
+		// is written, so that a client told the review is done finds
+		// the turn free.
+		var timedOut bool
+		review, err := func() (report.SiteReview, error) {
+			defer func() { <-turn }()
+			ctx, cancel := context.WithTimeout(r.Context(), timeout)
+			defer cancel()
+			review, err := report.Sites(ctx, d.Rollups, req)
+			timedOut = ctx.Err() == context.DeadlineExceeded && r.Context().Err() == nil
+			return review, err
+		}()
+		if err != nil {
+			if d.Logger != nil {
+				d.Logger.Error("site review", "err", err)
+			}
+			if timedOut {
+				respondError(w, &Error{Status: http.StatusServiceUnavailable, Code: CodeReviewTimeout,
+					Message: "the site review read the rollups for longer than " + timeout.String() + "; review fewer days"})
+				return
+			}
+			respondError(w, &Error{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "site review failed: " + err.Error()})
+			return
+		}
+		w.Header().Set("Cache-Control", "no-store")
+		respond(w, http.StatusOK, review.JSON(), "")
+	})
 }
 
 // wrongMethod answers a request to an admin route with a method it does
