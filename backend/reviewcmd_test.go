@@ -256,6 +256,13 @@ func TestReviewSites(t *testing.T) {
 				t.Fatalf("GET %s: %d %s", hours, status, body)
 			}
 			checkReview(t, body, "2026-11-20T09:00:00Z", "2026-11-20T13:00:00Z", 3)
+			// The same from a whole day and hours either side of it, the
+			// day read by the day and the hours by the hour.
+			edges := "from=2026-11-19T22:00:00Z&to=2026-11-21T03:00:00Z"
+			if status, body = get(edges, nil); status != http.StatusOK {
+				t.Fatalf("GET %s: %d %s", edges, status, body)
+			}
+			checkReview(t, body, "2026-11-19T22:00:00Z", "2026-11-21T03:00:00Z", 21)
 			// Under 1,000 impressions a site is reviewed when asked.
 			if status, body = get(day+"&min_impressions=500", nil); status != http.StatusOK || !bytes.Contains(body, []byte(`"site_id":"small"`)) {
 				t.Errorf("min_impressions=500: %d %s, want the site small", status, body)
