@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/adlink/adlink/backend/clicks"
@@ -16,7 +17,8 @@ import (
 )
 
 // runReviewSites is "adlink review-sites": the sites GET
-// /admin/sites/review ranks, whose billable click-through rate is
+// /admin/sites/review ranks, whose billable click-through rate (-rank
+// ctr) or share of clicks refused as a script's (-rank refused) is
 // furthest above the median site's, from a data directory no server is
 // running on or from the Postgres database the servers share, each with
 // the flags of adlink invalidate that select its clicks.
@@ -27,8 +29,10 @@ func runReviewSites(ctx context.Context, args []string, getenv func(string) stri
 		"read the Postgres `URL` the servers keep reports in, not -data (ADLINK_POSTGRES_URL)")
 	from := fs.String("from", "", "start, a UTC `day` (YYYY-MM-DD) or an RFC 3339 time on a whole hour; default 7 days before -to")
 	to := fs.String("to", "", "end, a UTC `day`, included, or an RFC 3339 time on a whole hour, excluded; default the end of today")
-	minImps := fs.Int64("min-impressions", report.ReviewMinImpressions, "fewest impressions a site needs in the range to be reviewed")
-	limit := fs.Int("limit", report.ReviewLimit, fmt.Sprintf("most sites listed, 1 to %d", report.MaxReviewLimit))
+	fs.String("rank", report.RankCTR, "rank the sites by billable CTR (ctr) or by the share of their clicks refused as a script's (refused)")
+	fs.Int64("min-impressions", report.ReviewMinImpressions, "fewest impressions a site needs in the range to be reviewed, with -rank ctr")
+	fs.Int64("min-clicks", report.ReviewMinClicks, "fewest clicks, of pages and search answers, a site needs in the range to be reviewed, with -rank refused")
+	fs.Int("limit", report.ReviewLimit, fmt.Sprintf("most sites listed, 1 to %d", report.MaxReviewLimit))
 	format := fs.String("format", "table", "table or json")
 	timeout := pgTimeoutFlag(fs, 10*time.Minute, "the review")
 	if err := fs.Parse(args); err != nil {
@@ -40,7 +44,10 @@ func runReviewSites(ctx context.Context, args []string, getenv func(string) stri
 	if *timeout <= 0 {
 		return fmt.Errorf("review-sites: -timeout %v: want a time above 0", *timeout)
 	}
-	params := map[string]string{"from": *from, "to": *to, "min_impressions": strconv.FormatInt(*minImps, 10), "limit": strconv.Itoa(*limit)}
+	// The flags given are the route's parameters, so that a bound of the
+	// other rank is refused as the route refuses it.
+	params := map[string]string{"from": *from, "to": *to}
+	fs.Visit(func(f *flag.Flag) { params[strings.ReplaceAll(f.Name, "-", "_")] = f.Value.String() })
 	req, problems := report.ParseSites(func(k string) string { return params[k] }, time.Now())
 	if *format != "table" && *format != "json" {
 		problems = append(problems, report.Problem{Param: "format", Message: "format must be table or json, not " + strconv.Quote(*format)})
@@ -48,7 +55,7 @@ func runReviewSites(ctx context.Context, args []string, getenv func(string) stri
 	if len(problems) > 0 {
 		var errs []error
 		for _, p := range problems {
-			flagName := map[string]string{"from": "from", "to": "to", "min_impressions": "min-impressions", "limit": "limit", "format": "format"}[p.Param]
+			flagName := strings.ReplaceAll(p.Param, "_", "-")
 			errs = append(errs, fmt.Errorf("review-sites: -%s: %s", flagName, p.Message))
 		}
 		return errors.Join(errs...)

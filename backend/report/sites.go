@@ -19,10 +19,11 @@ import (
 )
 
 // A site review ranks the partners' sites by how far their billable
-// click-through rate is above the median site's, for the operator to
-// look at the worst: a publisher's script can make clicks bill that no
-// reader meant, and only the operator sees every site's figures. It reads
-// the rollups reports read.
+// click-through rate, or the share of their clicks refused as a script's,
+// is above the median site's, for the operator to look at the worst: a
+// publisher's script can make clicks bill that no reader meant, and only
+// the operator sees every site's figures. It reads the rollups reports
+// read.
 
 // The site review's defaults and bounds.
 const (
@@ -34,11 +35,30 @@ const (
 	// ReviewMinImpressions is the fewest impressions a site needs in the
 	// range to be reviewed by default: below it a few clicks make a rate.
 	ReviewMinImpressions = 1000
+	// ReviewMinClicks is the fewest clicks, of its pages and search
+	// answers together, a site needs in the range to be ranked by its
+	// refused share by default: below it a few clicks make a share.
+	ReviewMinClicks = 100
 	// ReviewLimit and MaxReviewLimit are the default and largest number
 	// of sites a review lists.
 	ReviewLimit    = 50
 	MaxReviewLimit = 1000
 )
+
+// How a review ranks the sites: by billable click-through rate (RankCTR,
+// the default) or by the share of their clicks refused as a script's
+// (RankRefused), which needs no impressions: an answer's signed links
+// bill without one.
+const (
+	RankCTR     = "ctr"
+	RankRefused = "refused"
+)
+
+// RefusedReasons are the reasons a click is refused as scripted or
+// repeated, that a RankRefused review counts: a script's clicks give
+// them more often than a reader's.
+var RefusedReasons = []string{clicks.ReasonNotNavigation, clicks.ReasonTooFast, clicks.ReasonNoIntent, clicks.ReasonRepeat,
+	clicks.ReasonNetworkCap, clicks.ReasonPrefixCap, clicks.ReasonPrefixAdCap}
 
 // Search is the context of a search answer's ads, whose clicks have no
 // impressions.
@@ -49,18 +69,25 @@ type SitesRequest struct {
 	// From and To bound the clicks and impressions counted, From <= t <
 	// To, whole UTC hours: the rollups keep hours.
 	From, To time.Time
-	// MinImpressions is the fewest impressions a site needs in the range.
+	// Rank is RankCTR ("" is taken for it) or RankRefused.
+	Rank string
+	// MinImpressions is the fewest impressions a site needs in the range
+	// under RankCTR.
 	MinImpressions int64
+	// MinClicks is the fewest clicks, of pages and search answers, a site
+	// needs in the range under RankRefused.
+	MinClicks int64
 	// Limit is the most sites listed.
 	Limit int
 }
 
 // ParseSites reads a site review's parameters at now: from and to as an
 // invalidation reads them (RFC 3339, or UTC days, to included), by
-// default the last ReviewDays days; min_impressions and limit. Every
-// problem names its parameter.
+// default the last ReviewDays days; rank (ctr, the default, or refused),
+// min_impressions (rank ctr's), min_clicks (rank refused's) and limit.
+// Every problem names its parameter; the bound of the other rank is one.
 func ParseSites(get func(string) string, now time.Time) (SitesRequest, []Problem) {
-	req := SitesRequest{MinImpressions: ReviewMinImpressions, Limit: ReviewLimit}
+	req := SitesRequest{Rank: RankCTR, MinImpressions: ReviewMinImpressions, MinClicks: ReviewMinClicks, Limit: ReviewLimit}
 	var problems []Problem
 	bound := func(name string, end bool) time.Time {
 		v := get(name)
@@ -93,12 +120,31 @@ func ParseSites(get func(string) string, now time.Time) (SitesRequest, []Problem
 				strconv.FormatFloat(req.To.Sub(req.From).Hours()/24, 'f', -1, 64)})
 		}
 	}
-	if v := get("min_impressions"); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 0 {
-			problems = append(problems, Problem{"min_impressions", "min_impressions must be a whole number, 0 or more, not " + strconv.Quote(v)})
+	rank := get("rank")
+	switch rank {
+	case "", RankCTR:
+		rank = RankCTR
+	case RankRefused:
+	default:
+		problems = append(problems, Problem{"rank", "rank must be ctr or refused, not " + strconv.Quote(rank)})
+	}
+	req.Rank = rank
+	for _, b := range []struct {
+		name, rank string
+		n          *int64
+	}{{"min_impressions", RankCTR, &req.MinImpressions}, {"min_clicks", RankRefused, &req.MinClicks}} {
+		v := get(b.name)
+		if v == "" {
+			continue
 		}
-		req.MinImpressions = n
+		n, err := strconv.ParseInt(v, 10, 64)
+		switch {
+		case err != nil || n < 0:
+			problems = append(problems, Problem{b.name, b.name + " must be a whole number, 0 or more, not " + strconv.Quote(v)})
+		case rank != b.rank && (rank == RankCTR || rank == RankRefused):
+			problems = append(problems, Problem{b.name, b.name + " bounds the sites of rank=" + b.rank + ", not of rank=" + rank})
+		}
+		*b.n = n
 	}
 	if v := get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -112,33 +158,43 @@ func ParseSites(get func(string) string, now time.Time) (SitesRequest, []Problem
 
 // SiteReview is a site review's answer.
 type SiteReview struct {
-	From, To       time.Time
-	MinImpressions int64
-	// Reviewed is the number of sites with MinImpressions in the range,
-	// of which Sites lists the first Limit.
+	From, To time.Time
+	// Rank, MinImpressions and MinClicks are the request's.
+	Rank                      string
+	MinImpressions, MinClicks int64
+	// Reviewed is the number of sites with MinImpressions (RankCTR) or
+	// MinClicks (RankRefused) in the range, of which Sites lists the
+	// first Limit.
 	Reviewed int
-	// MedianCTR is the median of the reviewed sites' billable
-	// click-through rates (of two middle ones, their mean).
-	MedianCTR float64
-	Sites     []SiteRow
+	// Median is the median of the reviewed sites' billable click-through
+	// rates (RankCTR) or refused shares (RankRefused); of two middle
+	// ones, their mean.
+	Median float64
+	Sites  []SiteRow
 }
 
 // SiteRow is one partner's site in a review: the counts over the range of
 // the ads its pages showed (context intext, in every currency), and its
 // rates. A search answer's ads have no impressions: their clicks are
-// counted apart, out of the rate.
+// counted apart, out of the rate, and in the refused share.
 type SiteRow struct {
 	APIKey, SiteID string
 	clicks.Measures
-	// SearchClicks and SearchBillable are the site's clicks on ads of
-	// search answers, and those billed.
-	SearchClicks, SearchBillable int64
+	// Search are the site's clicks on ads of search answers: those
+	// billed, and those not by reason.
+	Search clicks.Measures
 	// Spend is the billable clicks' bids by currency, in millionths,
 	// search answers' included.
 	Spend map[string]int64
-	// CTR is billable clicks per impression.
+	// CTR is billable clicks per impression, 0 without impressions.
 	CTR float64
-	// OverMedian is CTR over the review's MedianCTR; 0 when that is 0.
+	// Refused is the number of the site's clicks, of its pages and
+	// search answers, not billed for one of RefusedReasons; RefusedShare
+	// is it over those clicks, 0 without clicks.
+	Refused      int64
+	RefusedShare float64
+	// OverMedian is CTR (RankCTR) or RefusedShare (RankRefused) over the
+	// review's Median; 0 when that is 0.
 	OverMedian float64
 }
 
@@ -151,6 +207,15 @@ func (s *SiteRow) UnbilledFor(reason string) int64 {
 	return 0
 }
 
+// SearchUnbilledFor is the number of the site's clicks on search
+// answers' ads that did not bill for reason.
+func (s *SiteRow) SearchUnbilledFor(reason string) int64 {
+	if i := slices.Index(clicks.Reasons, reason); i >= 0 {
+		return s.Search.Unbilled[i]
+	}
+	return 0
+}
+
 // Share is n over the site's clicks, 0 without clicks.
 func (s *SiteRow) Share(n int64) float64 {
 	if s.Clicks == 0 {
@@ -159,13 +224,34 @@ func (s *SiteRow) Share(n int64) float64 {
 	return float64(n) / float64(s.Clicks)
 }
 
+// AllClicks is the number of the site's clicks, of its pages and search
+// answers.
+func (s *SiteRow) AllClicks() int64 { return s.Clicks + s.Search.Clicks }
+
 // Sites reviews the sites of req's range from rollups: every partner's
-// site (an api_key and site_id both set) with req.MinImpressions, ranked
-// by billable click-through rate, highest first (so by its ratio to the
-// median), the first req.Limit listed. The store sums the rollups by
-// site (clicks.RollupReader.SumSites): the daily ones for the range's
-// whole UTC days, the hourly ones for its other hours.
+// site (an api_key and site_id both set) ranked, the first req.Limit
+// listed. Under RankCTR, those with req.MinImpressions, by billable
+// click-through rate; under RankRefused, those with req.MinClicks, by
+// refused share; highest first, so by its ratio to the median. The store
+// sums the rollups by site (clicks.RollupReader.SumSites): the daily
+// ones for the range's whole UTC days, the hourly ones for its other
+// hours.
 func Sites(ctx context.Context, rollups clicks.RollupReader, req SitesRequest) (SiteReview, error) {
+	rank := cmp.Or(req.Rank, RankCTR)
+	// measure is what the rank orders by; weight breaks its ties, the
+	// site of more of it first.
+	var measure func(*SiteRow) float64
+	var weight func(*SiteRow) int64
+	switch rank {
+	case RankCTR:
+		measure = func(r *SiteRow) float64 { return r.CTR }
+		weight = func(r *SiteRow) int64 { return r.Impressions }
+	case RankRefused:
+		measure = func(r *SiteRow) float64 { return r.RefusedShare }
+		weight = (*SiteRow).AllClicks
+	default:
+		return SiteReview{}, fmt.Errorf("site review: no rank %q", req.Rank)
+	}
 	type site struct{ apiKey, siteID string }
 	sites := map[site]*SiteRow{}
 	add := func(r *clicks.Rollup) error {
@@ -176,8 +262,7 @@ func Sites(ctx context.Context, rollups clicks.RollupReader, req SitesRequest) (
 			sites[k] = row
 		}
 		if r.Context == Search {
-			row.SearchClicks += r.Clicks
-			row.SearchBillable += r.Billable
+			row.Search.Add(&r.Measures)
 		} else {
 			row.Add(&r.Measures)
 		}
@@ -189,27 +274,42 @@ func Sites(ctx context.Context, rollups clicks.RollupReader, req SitesRequest) (
 	if err := rollups.SumSites(ctx, req.From, req.To, add); err != nil {
 		return SiteReview{}, err
 	}
-	review := SiteReview{From: req.From, To: req.To, MinImpressions: req.MinImpressions}
+	review := SiteReview{From: req.From, To: req.To, Rank: rank, MinImpressions: req.MinImpressions, MinClicks: req.MinClicks}
 	var rows []SiteRow
 	for _, r := range sites {
-		if r.Impressions == 0 || r.Impressions < req.MinImpressions {
-			continue
+		if r.Impressions > 0 {
+			r.CTR = float64(r.Billable) / float64(r.Impressions)
 		}
-		r.CTR = float64(r.Billable) / float64(r.Impressions)
+		for _, reason := range RefusedReasons {
+			r.Refused += r.UnbilledFor(reason) + r.SearchUnbilledFor(reason)
+		}
+		if all := r.AllClicks(); all > 0 {
+			r.RefusedShare = float64(r.Refused) / float64(all)
+		}
+		switch rank {
+		case RankCTR:
+			if r.Impressions == 0 || r.Impressions < req.MinImpressions {
+				continue
+			}
+		case RankRefused:
+			if r.AllClicks() == 0 || r.AllClicks() < req.MinClicks {
+				continue
+			}
+		}
 		rows = append(rows, *r)
 	}
 	slices.SortFunc(rows, func(a, b SiteRow) int {
-		return cmp.Or(cmp.Compare(b.CTR, a.CTR), cmp.Compare(b.Impressions, a.Impressions),
+		return cmp.Or(cmp.Compare(measure(&b), measure(&a)), cmp.Compare(weight(&b), weight(&a)),
 			cmp.Compare(a.APIKey, b.APIKey), cmp.Compare(a.SiteID, b.SiteID))
 	})
 	review.Reviewed = len(rows)
 	if n := len(rows); n > 0 {
-		// rows are sorted by CTR, highest first.
-		review.MedianCTR = (rows[(n-1)/2].CTR + rows[n/2].CTR) / 2
+		// rows are sorted by measure, highest first.
+		review.Median = (measure(&rows[(n-1)/2]) + measure(&rows[n/2])) / 2
 	}
 	for i := range rows {
-		if review.MedianCTR > 0 {
-			rows[i].OverMedian = rows[i].CTR / review.MedianCTR
+		if review.Median > 0 {
+			rows[i].OverMedian = measure(&rows[i]) / review.Median
 		}
 	}
 	if len(rows) > req.Limit {
@@ -270,68 +370,105 @@ type Selector struct {
 	To     string `json:"to"`
 }
 
-// siteJSON is a SiteRow as a review's JSON gives it.
+// siteJSON is a SiteRow as a review's JSON gives it. The median and the
+// ratio to it are the rank's: of the billable CTR, or of the refused
+// share.
 type siteJSON struct {
-	APIKey         string           `json:"api_key"`
-	SiteID         string           `json:"site_id"`
-	Impressions    int64            `json:"impressions"`
-	Clicks         int64            `json:"clicks"`
-	Billable       int64            `json:"billable_clicks"`
-	CTR            float64          `json:"billable_ctr"`
-	MedianCTR      float64          `json:"median_billable_ctr"`
-	OverMedian     float64          `json:"ctr_over_median"`
-	Signals        SiteSignals      `json:"signals"`
-	Unbilled       map[string]int64 `json:"unbilled"`
-	SearchClicks   int64            `json:"search_clicks"`
-	SearchBillable int64            `json:"search_billable_clicks"`
-	Spend          map[string]int64 `json:"spend_micros"`
-	Invalidate     Selector         `json:"invalidate"`
+	APIKey            string           `json:"api_key"`
+	SiteID            string           `json:"site_id"`
+	Impressions       int64            `json:"impressions"`
+	Clicks            int64            `json:"clicks"`
+	Billable          int64            `json:"billable_clicks"`
+	CTR               float64          `json:"billable_ctr"`
+	MedianCTR         *float64         `json:"median_billable_ctr,omitempty"`
+	OverMedian        *float64         `json:"ctr_over_median,omitempty"`
+	Refused           int64            `json:"refused_clicks"`
+	RefusedShare      float64          `json:"refused_share"`
+	MedianRefused     *float64         `json:"median_refused_share,omitempty"`
+	RefusedOverMedian *float64         `json:"refused_over_median,omitempty"`
+	Signals           SiteSignals      `json:"signals"`
+	Unbilled          map[string]int64 `json:"unbilled"`
+	SearchClicks      int64            `json:"search_clicks"`
+	SearchBillable    int64            `json:"search_billable_clicks"`
+	SearchUnbilled    map[string]int64 `json:"search_unbilled"`
+	Spend             map[string]int64 `json:"spend_micros"`
+	Invalidate        Selector         `json:"invalidate"`
 }
 
-// reviewJSON is a SiteReview as JSON.
+// reviewJSON is a SiteReview as JSON: the bound and median of its rank.
 type reviewJSON struct {
 	From           string     `json:"from"`
 	To             string     `json:"to"`
-	MinImpressions int64      `json:"min_impressions"`
+	Rank           string     `json:"rank"`
+	MinImpressions *int64     `json:"min_impressions,omitempty"`
+	MinClicks      *int64     `json:"min_clicks,omitempty"`
 	Reviewed       int        `json:"reviewed"`
-	MedianCTR      float64    `json:"median_billable_ctr"`
+	MedianCTR      *float64   `json:"median_billable_ctr,omitempty"`
+	MedianRefused  *float64   `json:"median_refused_share,omitempty"`
 	Sites          []siteJSON `json:"sites"`
 }
+
+// rank is the review's rank, RankCTR when it has none.
+func (v *SiteReview) rank() string { return cmp.Or(v.Rank, RankCTR) }
 
 // Selector is the invalidation selector of row r of the review.
 func (v *SiteReview) Selector(r *SiteRow) Selector {
 	return Selector{APIKey: r.APIKey, SiteID: r.SiteID, From: v.From.Format(time.RFC3339), To: v.To.Format(time.RFC3339)}
 }
 
-// JSON is the review as JSON: its range, RFC 3339, the sites reviewed,
-// the median, and the sites listed, rates rounded (a rate to 6 places, a
-// ratio to 2, a share to 4).
+// JSON is the review as JSON: its range, RFC 3339, its rank and bound,
+// the sites reviewed, the median, and the sites listed, rates rounded (a
+// rate to 6 places, a ratio to 2, a share to 4).
 func (v *SiteReview) JSON() []byte {
-	out := reviewJSON{From: v.From.Format(time.RFC3339), To: v.To.Format(time.RFC3339), MinImpressions: v.MinImpressions,
-		Reviewed: v.Reviewed, MedianCTR: round(v.MedianCTR, 6), Sites: make([]siteJSON, 0, len(v.Sites))}
+	out := reviewJSON{From: v.From.Format(time.RFC3339), To: v.To.Format(time.RFC3339), Rank: v.rank(),
+		Reviewed: v.Reviewed, Sites: make([]siteJSON, 0, len(v.Sites))}
+	var median float64
+	if out.Rank == RankRefused {
+		median = round(v.Median, 4)
+		out.MinClicks, out.MedianRefused = &v.MinClicks, &median
+	} else {
+		median = round(v.Median, 6)
+		out.MinImpressions, out.MedianCTR = &v.MinImpressions, &median
+	}
+	byReason := func(counts []int64) map[string]int64 {
+		m := make(map[string]int64, len(clicks.Reasons))
+		for j, reason := range clicks.Reasons {
+			m[reason] = counts[j]
+		}
+		return m
+	}
 	for i := range v.Sites {
 		r := &v.Sites[i]
-		unbilled := make(map[string]int64, len(clicks.Reasons))
-		for j, reason := range clicks.Reasons {
-			unbilled[reason] = r.Unbilled[j]
+		row := siteJSON{APIKey: r.APIKey, SiteID: r.SiteID, Impressions: r.Impressions, Clicks: r.Clicks,
+			Billable: r.Billable, CTR: round(r.CTR, 6), Refused: r.Refused, RefusedShare: round(r.RefusedShare, 4),
+			Signals: r.Signals(), Unbilled: byReason(r.Unbilled[:]), SearchClicks: r.Search.Clicks, SearchBillable: r.Search.Billable,
+			SearchUnbilled: byReason(r.Search.Unbilled[:]), Spend: r.Spend, Invalidate: v.Selector(r)}
+		over := round(r.OverMedian, 2)
+		if out.Rank == RankRefused {
+			row.MedianRefused, row.RefusedOverMedian = &median, &over
+		} else {
+			row.MedianCTR, row.OverMedian = &median, &over
 		}
-		out.Sites = append(out.Sites, siteJSON{APIKey: r.APIKey, SiteID: r.SiteID, Impressions: r.Impressions, Clicks: r.Clicks,
-			Billable: r.Billable, CTR: round(r.CTR, 6), MedianCTR: out.MedianCTR, OverMedian: round(r.OverMedian, 2),
-			Signals: r.Signals(), Unbilled: unbilled, SearchClicks: r.SearchClicks, SearchBillable: r.SearchBillable,
-			Spend: r.Spend, Invalidate: v.Selector(r)})
+		out.Sites = append(out.Sites, row)
 	}
 	b, _ := json.Marshal(out) // strings, numbers and maps of them always marshal
 	return b
 }
 
 // WriteTable writes the review as a table for a terminal: a line of its
-// range and median, then a row per site, the worst first, ending with
-// the flags of adlink invalidate that select it.
+// range, rank and median, then a row per site, the worst first, ending
+// with the flags of adlink invalidate that select it. x median is the
+// ratio of the rank's figure to its median.
 func (v *SiteReview) WriteTable(w io.Writer) error {
-	fmt.Fprintf(w, "%d sites with at least %d impressions from %s to %s; median billable CTR %s\n", v.Reviewed, v.MinImpressions,
-		v.From.Format(time.RFC3339), v.To.Format(time.RFC3339), percent(v.MedianCTR))
+	if v.rank() == RankRefused {
+		fmt.Fprintf(w, "%d sites with at least %d clicks (of pages and search answers) from %s to %s; median refused share %s\n", v.Reviewed, v.MinClicks,
+			v.From.Format(time.RFC3339), v.To.Format(time.RFC3339), percent(v.Median))
+	} else {
+		fmt.Fprintf(w, "%d sites with at least %d impressions from %s to %s; median billable CTR %s\n", v.Reviewed, v.MinImpressions,
+			v.From.Format(time.RFC3339), v.To.Format(time.RFC3339), percent(v.Median))
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "api_key\tsite_id\timpressions\tclicks\tbillable\tbillable CTR\tx median\tnot_navigation\trepeat\tcaps\ttoo_fast\tinvalidate\t")
+	fmt.Fprintln(tw, "api_key\tsite_id\timpressions\tclicks\tsearch clicks\tbillable\tbillable CTR\trefused\tx median\tnot_navigation\trepeat\tcaps\ttoo_fast\tinvalidate\t")
 	for i := range v.Sites {
 		r := &v.Sites[i]
 		s := r.Signals()
@@ -340,8 +477,9 @@ func (v *SiteReview) WriteTable(w io.Writer) error {
 		if strings.ContainsRune(sel.APIKey+sel.SiteID, 0) {
 			flags = "none: a NUL byte cannot be a flag's; POST /admin/invalidate takes it"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%.2f\t%s\t%s\t%s\t%s\t%s\t\n", cell(r.APIKey), cell(r.SiteID), r.Impressions, r.Clicks, r.Billable,
-			percent(r.CTR), r.OverMedian, percent(s.NotNavigation), percent(s.Repeat), percent(s.Caps), percent(s.TooFast), flags)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%.2f\t%s\t%s\t%s\t%s\t%s\t\n", cell(r.APIKey), cell(r.SiteID), r.Impressions, r.Clicks,
+			r.Search.Clicks, r.Billable, percent(r.CTR), percent(r.RefusedShare), r.OverMedian, percent(s.NotNavigation), percent(s.Repeat),
+			percent(s.Caps), percent(s.TooFast), flags)
 	}
 	return tw.Flush()
 }
