@@ -28,28 +28,32 @@ var reviewDay = time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
 // 18 to 22 billable clicks each (a median of 20, a billable CTR of 1%),
 // one of them a search answer's click more; the site spam, of 2,000
 // impressions, 200 billable clicks (10 times the median's rate) and 50
-// its readers' browsers said no person made (not_navigation); and the
-// site small, of 500 impressions and 100 billable clicks, under the
-// default -min-impressions.
+// its readers' browsers said no person made (not_navigation); the site
+// small, of 500 impressions and 100 billable clicks, under the default
+// -min-impressions; and the site rest, whose server shows the answers'
+// signed links without an impression: 60 clicks on its pages' ads and 60
+// on its search answers', 90 of them not_navigation.
 func seedReview(t *testing.T, ledger clicks.Ledger, imps clicks.Impressions) {
 	t.Helper()
 	ctx := t.Context()
 	var all []clicks.Click
 	n := 0
-	site := func(id string, impressions, billable, notNav int) {
+	site := func(id, typ string, impressions, billable, notNav int) {
 		batch := make([]clicks.Impression, impressions)
 		for i := range batch {
 			batch[i] = clicks.Impression{Time: reviewDay.Add(time.Duration(i) * time.Second), AdID: "ad-" + id, AdType: "advertiser",
 				Type: "intext", APIKey: "k-1", SiteID: id, Criterion: "lg handy", Page: "https://" + id + ".example/a",
 				IP: "192.0.2.1", Advertiser: "shop.example", Currency: "EUR"}
 		}
-		if _, err := imps.Append(ctx, batch); err != nil {
-			t.Fatal(err)
+		if len(batch) > 0 {
+			if _, err := imps.Append(ctx, batch); err != nil {
+				t.Fatal(err)
+			}
 		}
 		for i := range billable + notNav {
 			n++
 			c := clicks.Click{ID: fmt.Sprintf("click-%06d", n), Time: reviewDay.Add(time.Hour + time.Duration(n)*time.Second),
-				AdID: "ad-" + id, AdType: "advertiser", Type: "intext", APIKey: "k-1", SiteID: id, Criterion: "lg handy",
+				AdID: "ad-" + id, AdType: "advertiser", Type: typ, APIKey: "k-1", SiteID: id, Criterion: "lg handy",
 				IP: fmt.Sprintf("10.%d.%d.1", n/250, n%250), Advertiser: "shop.example", BidMicros: 250_000, Currency: "EUR"}
 			if i >= billable {
 				c.Reason = clicks.ReasonNotNavigation
@@ -58,10 +62,12 @@ func seedReview(t *testing.T, ledger clicks.Ledger, imps clicks.Impressions) {
 		}
 	}
 	for i := range 20 {
-		site(fmt.Sprintf("site-%02d", i), 2000, 18+i%5, 0)
+		site(fmt.Sprintf("site-%02d", i), "intext", 2000, 18+i%5, 0)
 	}
-	site("spam", 2000, 200, 50)
-	site("small", 500, 100, 0)
+	site("spam", "intext", 2000, 200, 50)
+	site("small", "intext", 500, 100, 0)
+	site("rest", "intext", 0, 20, 40)
+	site("rest", "search", 0, 10, 50)
 	search := all[0]
 	n++
 	search.ID, search.Type, search.IP, search.Time = fmt.Sprintf("click-%06d", n), "search", "10.200.0.1", search.Time.Add(time.Minute)
@@ -97,9 +103,12 @@ func seedReview(t *testing.T, ledger clicks.Ledger, imps clicks.Impressions) {
 // give it.
 type reviewAnswer struct {
 	From, To       string
+	Rank           string  `json:"rank"`
 	MinImpressions int64   `json:"min_impressions"`
+	MinClicks      int64   `json:"min_clicks"`
 	Reviewed       int     `json:"reviewed"`
 	Median         float64 `json:"median_billable_ctr"`
+	MedianRefused  float64 `json:"median_refused_share"`
 	Sites          []struct {
 		APIKey         string  `json:"api_key"`
 		SiteID         string  `json:"site_id"`
@@ -109,27 +118,36 @@ type reviewAnswer struct {
 		CTR            float64 `json:"billable_ctr"`
 		Median         float64 `json:"median_billable_ctr"`
 		OverMedian     float64 `json:"ctr_over_median"`
+		Refused        int64   `json:"refused_clicks"`
+		RefusedShare   float64 `json:"refused_share"`
+		MedianRefused  float64 `json:"median_refused_share"`
+		RefusedOver    float64 `json:"refused_over_median"`
 		SearchClicks   int64   `json:"search_clicks"`
 		SearchBillable int64   `json:"search_billable_clicks"`
 		Signals        struct {
 			NotNavigation float64 `json:"not_navigation_share"`
 			Repeat        float64 `json:"repeat_share"`
 		} `json:"signals"`
-		Unbilled   map[string]int64 `json:"unbilled"`
-		Spend      map[string]int64 `json:"spend_micros"`
-		Invalidate map[string]string
+		Unbilled       map[string]int64 `json:"unbilled"`
+		SearchUnbilled map[string]int64 `json:"search_unbilled"`
+		Spend          map[string]int64 `json:"spend_micros"`
+		Invalidate     map[string]string
 	} `json:"sites"`
 }
 
 // checkReview checks a review of the seeded day: the spam site first with
-// its figures, 21 sites reviewed of which want listed, small left out.
+// its figures, 21 sites reviewed of which want listed, small and rest
+// left out.
 func checkReview(t *testing.T, body []byte, from, to string, want int) {
 	t.Helper()
 	var got reviewAnswer
 	if err := json.Unmarshal(body, &got); err != nil {
 		t.Fatalf("%v: %s", err, body)
 	}
-	if got.From != from || got.To != to || got.MinImpressions != 1000 || got.Reviewed != 21 || got.Median != 0.01 || len(got.Sites) != want {
+	if bytes.Contains(body, []byte("refused_over_median")) || bytes.Contains(body, []byte("min_clicks")) {
+		t.Errorf("a review by CTR gives the refused share's median or bound: %s", body)
+	}
+	if got.From != from || got.To != to || got.Rank != "ctr" || got.MinImpressions != 1000 || got.Reviewed != 21 || got.Median != 0.01 || len(got.Sites) != want {
 		t.Fatalf("review %s..%s of %d sites, median %v, %d listed; want %s..%s, 21, 0.01, %d: %s",
 			got.From, got.To, got.Reviewed, got.Median, len(got.Sites), from, to, want, body)
 	}
@@ -143,8 +161,8 @@ func checkReview(t *testing.T, body []byte, from, to string, want int) {
 		t.Errorf("invalidate selector %v", sel)
 	}
 	for i, s := range got.Sites {
-		if s.SiteID == "small" {
-			t.Errorf("site small, of 500 impressions, listed at %d", i)
+		if s.SiteID == "small" || s.SiteID == "rest" {
+			t.Errorf("site %s, of under 1000 impressions, listed at %d", s.SiteID, i)
 		}
 		if i > 0 && (s.CTR > got.Sites[i-1].CTR || s.OverMedian > 2.2 || s.Billable > 22) {
 			t.Errorf("site %d: %+v after %+v", i, s, got.Sites[i-1])
@@ -153,6 +171,47 @@ func checkReview(t *testing.T, body []byte, from, to string, want int) {
 		if s.SiteID == "site-00" && (s.Billable != 18 || s.SearchClicks != 1 || s.SearchBillable != 1 || s.Spend["EUR"] != 19*250_000) {
 			t.Errorf("site-00 %+v, want 18 billable clicks of its pages and 1 of a search answer", s)
 		}
+	}
+}
+
+// checkRefused checks a review of the seeded day by refused share, of
+// sites with minClicks: the site rest first, without impressions, its
+// page and search answer clicks together; then spam and, of 100 clicks,
+// small; the 20 others, of fewer clicks, left out.
+func checkRefused(t *testing.T, body []byte, from, to string, minClicks int64) {
+	t.Helper()
+	var got reviewAnswer
+	if err := json.Unmarshal(body, &got); err != nil {
+		t.Fatalf("%v: %s", err, body)
+	}
+	if bytes.Contains(body, []byte("ctr_over_median")) || bytes.Contains(body, []byte("median_billable_ctr")) || bytes.Contains(body, []byte("min_impressions")) {
+		t.Errorf("a review by refused share gives the CTR's median or bound: %s", body)
+	}
+	ids := make([]string, len(got.Sites))
+	for i, s := range got.Sites {
+		ids[i] = s.SiteID
+	}
+	want := map[int64][]string{100: {"rest", "spam", "small"}, 120: {"rest", "spam"}, 121: {"spam"}}[minClicks]
+	median := map[int64]float64{100: 0.2, 120: 0.475, 121: 0.2}[minClicks]
+	if got.From != from || got.To != to || got.Rank != "refused" || got.MinClicks != minClicks || got.Reviewed != len(want) ||
+		got.MedianRefused != median || strings.Join(ids, ",") != strings.Join(want, ",") {
+		t.Fatalf("review by refused share of %d sites, median %v: %v; want %v, %v: %s", got.Reviewed, got.MedianRefused, ids, want, median, body)
+	}
+	if minClicks > 120 {
+		return
+	}
+	first := got.Sites[0]
+	if first.APIKey != "k-1" || first.Impressions != 0 || first.Clicks != 60 || first.Billable != 20 || first.SearchClicks != 60 ||
+		first.SearchBillable != 10 || first.Refused != 90 || first.RefusedShare != 0.75 || first.MedianRefused != median ||
+		first.RefusedOver != map[int64]float64{100: 3.75, 120: 1.58}[minClicks] || first.CTR != 0 || first.Signals.NotNavigation != 0.6667 ||
+		first.Unbilled[clicks.ReasonNotNavigation] != 40 || first.SearchUnbilled[clicks.ReasonNotNavigation] != 50 || first.Spend["EUR"] != 30*250_000 {
+		t.Errorf("first site %+v", first)
+	}
+	if sel := first.Invalidate; sel["api_key"] != "k-1" || sel["site_id"] != "rest" || sel["from"] != from || sel["to"] != to {
+		t.Errorf("invalidate selector %v", sel)
+	}
+	if spam := got.Sites[1]; spam.Clicks != 250 || spam.Refused != 50 || spam.RefusedShare != 0.2 || spam.Impressions != 2000 || spam.CTR != 0.1 {
+		t.Errorf("second site %+v", spam)
 	}
 }
 
@@ -263,9 +322,25 @@ func TestReviewSites(t *testing.T) {
 				t.Fatalf("GET %s: %d %s", edges, status, body)
 			}
 			checkReview(t, body, "2026-11-19T22:00:00Z", "2026-11-21T03:00:00Z", 21)
-			// Under 1,000 impressions a site is reviewed when asked.
-			if status, body = get(day+"&min_impressions=500", nil); status != http.StatusOK || !bytes.Contains(body, []byte(`"site_id":"small"`)) {
-				t.Errorf("min_impressions=500: %d %s, want the site small", status, body)
+			// Under 1,000 impressions a site is reviewed when asked; one
+			// without impressions never is.
+			if status, body = get(day+"&min_impressions=0", nil); status != http.StatusOK || !bytes.Contains(body, []byte(`"site_id":"small"`)) ||
+				bytes.Contains(body, []byte(`"site_id":"rest"`)) {
+				t.Errorf("min_impressions=0: %d %s, want the site small and not rest", status, body)
+			}
+			// By refused share, the site without impressions is first,
+			// its clicks on pages and search answers counted together.
+			for query, minClicks := range map[string]int64{day + "&rank=refused": 100, hours + "&rank=refused&min_clicks=120": 120,
+				day + "&rank=refused&min_clicks=121&limit=1": 121} {
+				status, body := get(query, nil)
+				if status != http.StatusOK {
+					t.Fatalf("GET %s: %d %s", query, status, body)
+				}
+				from, to := "2026-11-20T00:00:00Z", "2026-11-21T00:00:00Z"
+				if strings.HasPrefix(query, hours) {
+					from, to = "2026-11-20T09:00:00Z", "2026-11-20T13:00:00Z"
+				}
+				checkRefused(t, body, from, to, minClicks)
 			}
 
 			for query, param := range map[string]string{
@@ -279,6 +354,12 @@ func TestReviewSites(t *testing.T) {
 				day + "&limit=1001":                                 "limit",
 				day + "&limit=ten":                                  "limit",
 				day + "&min_impressions=-1":                         "min_impressions",
+				day + "&rank=best":                                  "rank",
+				day + "&rank=CTR":                                   "rank",
+				day + "&min_clicks=100":                             "min_clicks",
+				day + "&rank=refused&min_clicks=-1":                 "min_clicks",
+				day + "&rank=refused&min_clicks=many":               "min_clicks",
+				day + "&rank=refused&min_impressions=1000":          "min_impressions",
 			} {
 				status, body := get(query, nil)
 				var e struct {
@@ -327,7 +408,19 @@ func reviewCommand(t *testing.T, env func(string) string, args []string) {
 		!strings.HasSuffix(strings.TrimSpace(lines[2]), "-api-key k-1 -site-id spam -from 2026-11-20T00:00:00Z -to 2026-11-21T00:00:00Z") {
 		t.Errorf("table: %v\n%s", err, out)
 	}
-	for flag, v := range map[string]string{"-limit": "0", "-min-impressions": "-5", "-format": "csv", "-to": "2026-11-1"} {
+	out, err = run("-rank", "refused", "-format", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRefused(t, []byte(out), "2026-11-20T00:00:00Z", "2026-11-21T00:00:00Z", 100)
+	out, err = run("-rank", "refused", "-min-clicks", "120")
+	lines = strings.Split(strings.TrimSpace(out), "\n")
+	if err != nil || len(lines) != 4 || !strings.HasPrefix(lines[0], "2 sites with at least 120 clicks") || !strings.Contains(lines[0], "median refused share 47.50%") ||
+		!strings.Contains(lines[2], "rest") || !strings.Contains(lines[2], "75.00%") ||
+		!strings.HasSuffix(strings.TrimSpace(lines[2]), "-api-key k-1 -site-id rest -from 2026-11-20T00:00:00Z -to 2026-11-21T00:00:00Z") {
+		t.Errorf("table by refused share: %v\n%s", err, out)
+	}
+	for flag, v := range map[string]string{"-limit": "0", "-min-impressions": "-5", "-format": "csv", "-to": "2026-11-1", "-rank": "best", "-min-clicks": "100"} {
 		if _, err := run(flag, v); err == nil || !strings.Contains(err.Error(), flag+":") {
 			t.Errorf("%s %s: %v, want an error naming %s", flag, v, err, flag)
 		}
