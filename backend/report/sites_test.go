@@ -13,29 +13,44 @@ import (
 
 // FuzzParseSites: whatever the parameters, ParseSites either names each
 // problem's parameter or gives a range of whole UTC hours, from before
-// to, of at most MaxReviewDays days, a limit from 1 to MaxReviewLimit and
-// a min_impressions of 0 or more.
+// to, of at most MaxReviewDays days, a limit from 1 to MaxReviewLimit, a
+// rank of ctr (the default) or refused, a min_impressions and a
+// min_clicks of 0 or more, and only the rank's bound given.
 func FuzzParseSites(f *testing.F) {
-	f.Add("", "", "", "")
-	f.Add("2026-11-20", "2026-11-27", "1000", "50")
-	f.Add("2026-11-20T09:00:00Z", "2026-11-20T13:00:00+01:00", "0", "1000")
-	f.Add("2026-11-20T09:30:00Z", "2026-11-20", "-1", "0")
-	f.Add("2026-08-21", "2026-11-20", "x", "1001")
-	f.Add("2026-11-21", "", "", "")
-	f.Add("", "1900-01-01", "", "")
-	f.Add("2200-12-31", "", "", "")
-	f.Add("2026-11-20T09:00:00.5Z", "2026-02-30", "99999999999999999999", "+5")
+	f.Add("", "", "", "", "", "")
+	f.Add("2026-11-20", "2026-11-27", "1000", "50", "", "")
+	f.Add("2026-11-20T09:00:00Z", "2026-11-20T13:00:00+01:00", "0", "1000", "ctr", "")
+	f.Add("2026-11-20T09:30:00Z", "2026-11-20", "-1", "0", "", "")
+	f.Add("2026-08-21", "2026-11-20", "x", "1001", "", "")
+	f.Add("2026-11-21", "", "", "", "refused", "")
+	f.Add("", "1900-01-01", "", "", "refused", "100")
+	f.Add("2200-12-31", "", "", "", "refused", "0")
+	f.Add("2026-11-20T09:00:00.5Z", "2026-02-30", "99999999999999999999", "+5", "Refused", "-1")
+	f.Add("", "", "1000", "", "refused", "x")
+	f.Add("", "", "", "", "", "100")
+	f.Add("", "", "", "", "refused\x00", "99999999999999999999")
 	now := time.Date(2026, 11, 29, 12, 34, 56, 0, time.UTC)
-	f.Fuzz(func(t *testing.T, from, to, minImps, limit string) {
-		v := map[string]string{"from": from, "to": to, "min_impressions": minImps, "limit": limit}
+	f.Fuzz(func(t *testing.T, from, to, minImps, limit, rank, minClicks string) {
+		v := map[string]string{"from": from, "to": to, "min_impressions": minImps, "limit": limit, "rank": rank, "min_clicks": minClicks}
 		req, problems := ParseSites(func(k string) string { return v[k] }, now)
 		for _, p := range problems {
-			if !slices.Contains([]string{"from", "to", "min_impressions", "limit"}, p.Param) || p.Message == "" {
+			if !slices.Contains([]string{"from", "to", "min_impressions", "limit", "rank", "min_clicks"}, p.Param) || p.Message == "" {
 				t.Fatalf("problem %+v", p)
 			}
 		}
+		if rank != "" && rank != RankCTR && rank != RankRefused && !slices.ContainsFunc(problems, func(p Problem) bool { return p.Param == "rank" }) {
+			t.Fatalf("rank %q taken", rank)
+		}
 		if len(problems) > 0 {
 			return
+		}
+		switch {
+		case req.Rank != RankCTR && req.Rank != RankRefused, rank == "" && req.Rank != RankCTR, rank != "" && req.Rank != rank:
+			t.Fatalf("rank %q read as %q", rank, req.Rank)
+		case req.MinClicks < 0 || minClicks == "" && req.MinClicks != ReviewMinClicks:
+			t.Fatalf("min_clicks %q read as %d", minClicks, req.MinClicks)
+		case minClicks != "" && req.Rank != RankRefused, minImps != "" && req.Rank != RankCTR:
+			t.Fatalf("rank %s with min_clicks %q and min_impressions %q", req.Rank, minClicks, minImps)
 		}
 		if !req.From.Before(req.To) || req.To.Sub(req.From) > MaxReviewDays*24*time.Hour ||
 			!req.From.Truncate(time.Hour).Equal(req.From) || !req.To.Truncate(time.Hour).Equal(req.To) ||
@@ -52,8 +67,8 @@ func FuzzParseSites(f *testing.F) {
 }
 
 // TestParseSitesDefaults: without parameters a review covers the last 7
-// UTC days, today included, of sites of 1,000 impressions, 50 listed; a
-// day given alone is the first or last of 7.
+// UTC days, today included, of sites of 1,000 impressions ranked by CTR,
+// 50 listed; a day given alone is the first or last of 7.
 func TestParseSitesDefaults(t *testing.T) {
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	day := func(d int) time.Time { return time.Date(2026, 11, d, 0, 0, 0, 0, time.UTC) }
@@ -68,7 +83,8 @@ func TestParseSitesDefaults(t *testing.T) {
 	} {
 		v := map[string]string{"from": c.from, "to": c.to}
 		req, problems := ParseSites(func(k string) string { return v[k] }, now)
-		if len(problems) > 0 || !req.From.Equal(c.start) || !req.To.Equal(c.end) || req.Limit != ReviewLimit || req.MinImpressions != ReviewMinImpressions {
+		if len(problems) > 0 || !req.From.Equal(c.start) || !req.To.Equal(c.end) || req.Limit != ReviewLimit || req.MinImpressions != ReviewMinImpressions ||
+			req.Rank != RankCTR || req.MinClicks != ReviewMinClicks {
 			t.Errorf("from %q to %q: %+v %v, want %v..%v", c.from, c.to, req, problems, c.start, c.end)
 		}
 	}
