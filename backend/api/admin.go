@@ -225,8 +225,9 @@ const (
 )
 
 // reviewSites answers GET /admin/sites/review: the sites whose billable
-// click-through rate is furthest above the median site's
-// (report.ParseSites' parameters, report.Sites' answer), for the
+// click-through rate, or share of clicks refused as a script's, is
+// furthest above the median site's (report.ParseSites' parameters,
+// report.Sites' answer), for the
 // operator to look at and, found invalid, credit. One review runs at a
 // time, so that reviews hold at most one Postgres connection or bbolt
 // read transaction: another asked for meanwhile gets a 503 with a
