@@ -194,7 +194,8 @@ type SiteRow struct {
 	Refused      int64
 	RefusedShare float64
 	// OverMedian is CTR (RankCTR) or RefusedShare (RankRefused) over the
-	// review's Median; 0 when that is 0.
+	// review's Median; 0 when that is 0 (the JSON and the table give
+	// none then).
 	OverMedian float64
 }
 
@@ -443,11 +444,16 @@ func (v *SiteReview) JSON() []byte {
 			Billable: r.Billable, CTR: round(r.CTR, 6), Refused: r.Refused, RefusedShare: round(r.RefusedShare, 4),
 			Signals: r.Signals(), Unbilled: byReason(r.Unbilled[:]), SearchClicks: r.Search.Clicks, SearchBillable: r.Search.Billable,
 			SearchUnbilled: byReason(r.Search.Unbilled[:]), Spend: r.Spend, Invalidate: v.Selector(r)}
-		over := round(r.OverMedian, 2)
+		// Over a median of 0 a site has no ratio: none is given.
+		var over *float64
+		if v.Median > 0 {
+			o := round(r.OverMedian, 2)
+			over = &o
+		}
 		if out.Rank == RankRefused {
-			row.MedianRefused, row.RefusedOverMedian = &median, &over
+			row.MedianRefused, row.RefusedOverMedian = &median, over
 		} else {
-			row.MedianCTR, row.OverMedian = &median, &over
+			row.MedianCTR, row.OverMedian = &median, over
 		}
 		out.Sites = append(out.Sites, row)
 	}
@@ -477,8 +483,12 @@ func (v *SiteReview) WriteTable(w io.Writer) error {
 		if strings.ContainsRune(sel.APIKey+sel.SiteID, 0) {
 			flags = "none: a NUL byte cannot be a flag's; POST /admin/invalidate takes it"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%.2f\t%s\t%s\t%s\t%s\t%s\t\n", cell(r.APIKey), cell(r.SiteID), r.Impressions, r.Clicks,
-			r.Search.Clicks, r.Billable, percent(r.CTR), percent(r.RefusedShare), r.OverMedian, percent(s.NotNavigation), percent(s.Repeat),
+		over := "-" // over a median of 0
+		if v.Median > 0 {
+			over = fmt.Sprintf("%.2f", r.OverMedian)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", cell(r.APIKey), cell(r.SiteID), r.Impressions, r.Clicks,
+			r.Search.Clicks, r.Billable, percent(r.CTR), percent(r.RefusedShare), over, percent(s.NotNavigation), percent(s.Repeat),
 			percent(s.Caps), percent(s.TooFast), flags)
 	}
 	return tw.Flush()

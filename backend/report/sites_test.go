@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"github.com/adlink/adlink/backend/clicks"
 	"os/exec"
 	"slices"
 	"strings"
@@ -139,5 +140,28 @@ func TestSiteReviewTableOddIDs(t *testing.T) {
 	}
 	if last := lines[len(lines)-1]; !strings.Contains(last, `"nul\x00id"`) || !strings.HasSuffix(strings.TrimSpace(last), "POST /admin/invalidate takes it") {
 		t.Errorf("the site id with a NUL byte: %q", last)
+	}
+}
+
+// Over a median of 0 (most sites with no click refused) a site has no
+// ratio: the JSON gives none and the table a dash, not a 0 that would
+// rank it with the sites like the rest.
+func TestSiteReviewNoRatioOverZeroMedian(t *testing.T) {
+	from, to := time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC), time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC)
+	review := SiteReview{From: from, To: to, Rank: RankRefused, MinClicks: 100, Reviewed: 3, Median: 0,
+		Sites: []SiteRow{{APIKey: "k", SiteID: "scripted", Measures: clicks.Measures{Clicks: 200}, Refused: 150, RefusedShare: 0.75, Spend: map[string]int64{}}}}
+	if js := string(review.JSON()); strings.Contains(js, "over_median") {
+		t.Errorf("a ratio over a median of 0: %s", js)
+	}
+	var out bytes.Buffer
+	if err := review.WriteTable(&out); err != nil {
+		t.Fatal(err)
+	}
+	if row := strings.Split(out.String(), "\n")[2]; !strings.Contains(row, " -  ") {
+		t.Errorf("the row gives a ratio over a median of 0: %q", row)
+	}
+	review.Median, review.Sites[0].OverMedian = 0.25, 3
+	if js := string(review.JSON()); !strings.Contains(js, `"refused_over_median":3`) {
+		t.Errorf("no ratio over a median of 0.25: %s", js)
 	}
 }
