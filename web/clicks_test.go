@@ -308,6 +308,42 @@ type reader struct {
 	ip   string
 }
 
+// landed waits for the reader's click to leave for the landing page.
+func (rd reader) landed(tb testing.TB) {
+	tb.Helper()
+	select {
+	case <-rd.left:
+	case <-time.After(20 * time.Second):
+		tb.Fatal("the click never left for the landing page")
+	}
+}
+
+// clicksOn returns the clicks b recorded from the reader's address since
+// start, on ad (any ad when ""), oldest first.
+func (rd reader) clicksOn(b *backend, ad string, start time.Time) []clicks.Click {
+	var logged []clicks.Click
+	b.clicks.Scan(context.Background(), start.Add(-time.Second), time.Now().Add(time.Second), func(c clicks.Click) error {
+		if (ad == "" || c.AdID == ad) && c.IP == rd.ip {
+			logged = append(logged, c)
+		}
+		return nil
+	})
+	return logged
+}
+
+// impressionsOf returns the ads of the impressions b counted from the
+// reader's address since start.
+func (rd reader) impressionsOf(b *backend, start time.Time) []string {
+	var ads []string
+	b.imps.Scan(context.Background(), start.Add(-time.Second), time.Now().Add(time.Second), func(i clicks.Impression) error {
+		if i.IP == rd.ip {
+			ads = append(ads, i.AdID)
+		}
+		return nil
+	})
+	return ads
+}
+
 // clickLikeAReader waits as a reader would for the first in-text ad of the
 // page open in br to be billable (for an ad the page matched, until its
 // impression has given it a click token, and the least delay after that),
@@ -335,18 +371,8 @@ func clickLikeAReader(tb testing.TB, br *browser, b *backend, rd reader, inPage 
 	}
 	start := time.Now()
 	br.do(tb, chromedp.Click(eval[string](tb, br, clickFirst)))
-	select {
-	case <-rd.left:
-	case <-time.After(20 * time.Second):
-		tb.Fatal("the click never left for the landing page")
-	}
-	var logged []clicks.Click
-	b.clicks.Scan(context.Background(), start.Add(-time.Second), time.Now().Add(time.Second), func(c clicks.Click) error {
-		if c.AdID == u.Query().Get("adId") && c.IP == rd.ip {
-			logged = append(logged, c)
-		}
-		return nil
-	})
+	rd.landed(tb)
+	logged := rd.clicksOn(b, u.Query().Get("adId"), start)
 	if len(logged) != 1 {
 		tb.Fatalf("clicks recorded for %s: %+v, want 1", href, logged)
 	}

@@ -1,7 +1,6 @@
 package web
 
 import (
-	"context"
 	"encoding/json"
 	"regexp"
 	"strconv"
@@ -10,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/adlink/adlink/backend/clicks"
 	"github.com/adlink/adlink/backend/config"
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
@@ -109,19 +107,8 @@ func TestHonestLinkBills(t *testing.T) {
 			} else {
 				br.do(t, chromedp.MouseClickXY(xy[0], xy[1]))
 			}
-			select {
-			case <-rd.left:
-			case <-time.After(20 * time.Second):
-				t.Fatal("the click never left for the landing page")
-			}
-			var logged []clicks.Click
-			b.clicks.Scan(context.Background(), start.Add(-time.Second), time.Now().Add(time.Second), func(cl clicks.Click) error {
-				if cl.AdID == ad && cl.IP == rd.ip {
-					logged = append(logged, cl)
-				}
-				return nil
-			})
-			if len(logged) != 1 || !logged[0].Billable {
+			rd.landed(t)
+			if logged := rd.clicksOn(b, ad, start); len(logged) != 1 || !logged[0].Billable {
 				t.Errorf("clicks on the ad: %+v, want one, billable", logged)
 			}
 		})

@@ -1,12 +1,10 @@
 package web
 
 import (
-	"context"
 	"regexp"
 	"testing"
 	"time"
 
-	"github.com/adlink/adlink/backend/clicks"
 	"github.com/adlink/adlink/backend/config"
 	"github.com/chromedp/chromedp"
 )
@@ -77,19 +75,8 @@ func TestCoveredLinkByKeyboardDoesNotBill(t *testing.T) {
 				eval[bool](t, br, overLink)
 			}
 			br.do(t, chromedp.KeyEvent("\r"))
-			select {
-			case <-rd.left:
-			case <-time.After(20 * time.Second):
-				t.Fatal("the link never left for the landing page")
-			}
-			var logged []clicks.Click
-			b.clicks.Scan(context.Background(), start.Add(-time.Second), time.Now().Add(time.Second), func(cl clicks.Click) error {
-				if cl.AdID == ad && cl.IP == rd.ip {
-					logged = append(logged, cl)
-				}
-				return nil
-			})
-			if want := c.cover == ""; len(logged) != 1 || logged[0].Billable != want {
+			rd.landed(t)
+			if logged, want := rd.clicksOn(b, ad, start), c.cover == ""; len(logged) != 1 || logged[0].Billable != want {
 				t.Errorf("clicks on the ad: %+v, want one, billable %v", logged, want)
 			}
 		})
@@ -155,14 +142,7 @@ func TestFramedLinkUnderPointerTrustsTheBrowser(t *testing.T) {
 			t.Fatalf("view %d: the click never left for the landing page", i)
 		}
 	}
-	var logged []clicks.Click
-	b.clicks.Scan(context.Background(), start.Add(-time.Second), time.Now().Add(time.Second), func(cl clicks.Click) error {
-		if cl.IP == rd.ip {
-			logged = append(logged, cl)
-		}
-		return nil
-	})
-	if len(logged) != 2 || logged[0].Billable || !logged[1].Billable {
+	if logged := rd.clicksOn(b, "", start); len(logged) != 2 || logged[0].Billable || !logged[1].Billable {
 		t.Errorf("clicks: %+v, want the one through the layer not billable, then the one without it billable", logged)
 	}
 }

@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -119,33 +120,11 @@ func TestCoveredLinkGetsNoImpression(t *testing.T) {
 				}
 				br.do(t, chromedp.MouseClickXY(xy[0], xy[1]))
 			}
-			select {
-			case <-rd.left:
-			case <-time.After(20 * time.Second):
-				t.Fatal("the click never left for the landing page")
-			}
-			var logged []clicks.Click
-			b.clicks.Scan(context.Background(), start.Add(-time.Second), time.Now().Add(time.Second), func(cl clicks.Click) error {
-				if cl.AdID == ad && cl.IP == rd.ip {
-					logged = append(logged, cl)
-				}
-				return nil
-			})
-			if len(logged) != 1 || logged[0].Billable {
+			rd.landed(t)
+			if logged := rd.clicksOn(b, ad, start); len(logged) != 1 || logged[0].Billable {
 				t.Errorf("clicks on the covered ad: %+v, want one, not billable", logged)
 			}
-			var imps []string
-			b.imps.Scan(context.Background(), start.Add(-time.Second), time.Now().Add(time.Second), func(i clicks.Impression) error {
-				if i.IP == rd.ip {
-					imps = append(imps, i.AdID)
-				}
-				return nil
-			})
-			var own bool
-			for _, id := range imps {
-				own = own || id == ad
-			}
-			if own || len(imps) == 0 {
+			if imps := rd.impressionsOf(b, start); slices.Contains(imps, ad) || len(imps) == 0 {
 				t.Errorf("impressions %q: want the ad in view's and not the covered %s", imps, ad)
 			}
 		})

@@ -232,19 +232,8 @@ func TestSearchPageClickBills(t *testing.T) {
 	}
 	adID := u.Query().Get("adId")
 	br.do(t, chromedp.Click("#results a.result"))
-	select {
-	case <-rd.left:
-	case <-time.After(20 * time.Second):
-		t.Fatal("the click never left for the landing page")
-	}
-	var logged []clicks.Click
-	b.clicks.Scan(context.Background(), start.Add(-time.Second), time.Now().Add(time.Second), func(c clicks.Click) error {
-		if c.AdID == adID && c.IP == rd.ip {
-			logged = append(logged, c)
-		}
-		return nil
-	})
-	if len(logged) != 1 || !logged[0].Billable || logged[0].Type != "search" || logged[0].Criterion == "" {
+	rd.landed(t)
+	if logged := rd.clicksOn(b, adID, start); len(logged) != 1 || !logged[0].Billable || logged[0].Type != "search" || logged[0].Criterion == "" {
 		t.Errorf("a reader's click on a search result in view: %+v, want one billable search click with its criterion", logged)
 	}
 	imps := 0
