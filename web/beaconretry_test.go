@@ -209,3 +209,38 @@ func TestRefusedBeaconWaitsForItsTabShown(t *testing.T) {
 		t.Error("the ad refused while its tab was hidden never got its click token once the tab showed")
 	}
 }
+
+// TestRetryAfterIsWaitedUnderALayer: on a page whose empty toast layer
+// has IntersectionObserver v2 say no link is to be seen, so that the
+// widget judges its links in view again every few seconds, and sooner
+// once the reader scrolls, a beacon answered 429 with a Retry-After is
+// sent again no sooner than that: those checks do not send it again.
+func TestRetryAfterIsWaitedUnderALayer(t *testing.T) {
+	br := newBrowser(t)
+	b := startBackend(t)
+	br.onEveryPage(t, countBeacons)
+	br.onEveryPage(t, retryAfter)
+	page := `<style>#toaster{position:fixed;inset:16px;z-index:9999;pointer-events:none}</style>` + readerPage + `<div id="toaster"></div>`
+	site := publisher(t, map[string]string{"/page.html": publisherPage("de-DE", b.URL, page)})
+	var refused atomic.Int64
+	asReaderWith(t, br, b, site, interception{answerHeader: [2]string{"Retry-After", "8"},
+		answer: func(u string) (int64, []byte, bool) {
+			return http.StatusTooManyRequests, []byte(`{"error":"rate_limited"}`),
+				strings.HasPrefix(u, b.URL+"/v1/impression?") && refused.Add(1) == 1
+		}})
+	if r := br.view(t, site+"/page.html"); r.Source != "local" || r.Links == 0 {
+		t.Fatalf("first view: %+v, want ads matched in the page", r)
+	}
+	if pollHref(t, br, `window.beaconsDone > 0 && "done"`) == "" {
+		t.Fatal("no impression beacon was answered")
+	}
+	// The reader scrolls a little: the links in view are judged again
+	// within a second.
+	eval[bool](t, br, `(scrollBy(0, 1), true)`)
+	if pollHref(t, br, tokenHref) == "" {
+		t.Fatal("after a beacon refused with a 429 the in-text ad never got its click token")
+	}
+	if log := eval[[]string](t, br, `window.beaconLog`); len(log) < 2 || log[1] != "waited" {
+		t.Errorf("beacons %q: want the second once the 429's Retry-After had passed", log)
+	}
+}

@@ -1037,7 +1037,7 @@
   // server counts an impression once per window (-impression-window), so
   // a beacon sent again after one that did arrive counts no more.
   // tries has, for a link whose last beacon failed, how many failed in a
-  // row, and hides (how often the tab was hidden) when it failed.
+  // row, and hides (how often the tab was hidden or shown) when it failed.
   var RETRY_MS = 2000, RETRY_MAX_MS = 60000, RETRIES = 6;
   var tries = new WeakMap(), hides = 0;
   // V2: the browser's IntersectionObserver tells whether a link can be
@@ -1299,7 +1299,17 @@
     return h && h[1] === a.href ? h[0] : a.href;
   }
 
+  // look has a link in view reported once it stays so for SEEN_MS: not
+  // one whose beacon failed while it stayed in view and the tab kept its
+  // state, which only its beacon's retry (report) sends again, after its
+  // wait: the page's watch, a scroll or the checks of a link in doubt do
+  // not send it sooner, nor once its tries are spent.
   function look(a) {
+    var t = tries.get(a);
+    if (!t || t.h !== hides) wait(a);
+  }
+
+  function wait(a) {
     if (!timers.has(a) && stale(a)) timers.set(a, setTimeout(function () { seen(a); }, SEEN_MS));
   }
 
@@ -1378,8 +1388,8 @@
         doubtSoon();
       }, { threshold: [0, 0.5], trackVisibility: true, delay: 100 });
       onDocument("visibilitychange", function () {
+        hides++;
         if (docProp("visibilityState") === "visible") inView.forEach(look), doubtSoon();
-        else hides++;
       });
       onDocument("scroll", doubtSoon, { passive: true, capture: true });
       // A cover that came since the last look (up to eight seconds ago:
@@ -1481,7 +1491,7 @@
     // In view, but not to be seen (its slot faint, hidden or clipped to
     // nothing, another element at its middle): looked at again a second
     // later.
-    if (!rendered(a, 1) || covered(a)) return look(a);
+    if (!rendered(a, 1) || covered(a)) return wait(a);
     proof.set(a, { href: a.href, at: 0 });
     seenQueue.push(a);
     if (!batchTimer) batchTimer = setTimeout(report, BATCH_MS);
