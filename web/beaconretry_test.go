@@ -4,6 +4,7 @@ import (
 	"context"
 	_ "embed"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -242,5 +243,60 @@ func TestRetryAfterIsWaitedUnderALayer(t *testing.T) {
 	}
 	if log := eval[[]string](t, br, `window.beaconLog`); len(log) < 2 || log[1] != "waited" {
 		t.Errorf("beacons %q: want the second once the 429's Retry-After had passed", log)
+	}
+}
+
+// TestReusedLinkGoesBeforeItsRetry: a single-page app that renders the
+// next search's result into the link whose beacon the server refused
+// (a 503 asking for a minute) has the widget report it for the ad it now
+// goes to at once, not after the refused beacon's wait: that wait is its
+// ad's.
+func TestReusedLinkGoesBeforeItsRetry(t *testing.T) {
+	br := newBrowser(t)
+	b := startBackend(t)
+	br.onEveryPage(t, countBeacons)
+	site := publisher(t, map[string]string{"/page.html": publisherPage("de-DE", b.URL, readerPage)})
+	var refuse atomic.Bool
+	asReaderWith(t, br, b, site, interception{answerHeader: [2]string{"Retry-After", "60"},
+		answer: func(u string) (int64, []byte, bool) {
+			return http.StatusServiceUnavailable, []byte(`{"error":"unavailable"}`),
+				strings.HasPrefix(u, b.URL+"/v1/impression?") && refuse.CompareAndSwap(true, false)
+		}})
+	if r := br.view(t, site+"/page.html"); r.Source != "local" || r.Links == 0 {
+		t.Fatalf("first view: %+v", r)
+	}
+	if pollHref(t, br, tokenHref) == "" {
+		t.Fatal("the in-text ad never got its click token")
+	}
+	sent := eval[int](t, br, `window.beacons`)
+	refuse.Store(true)
+	const render = `(q) => adlink.search(q).then(body => {
+	let a = document.getElementById('result');
+	if (!a) {
+		a = document.createElement('a');
+		a.id = 'result';
+		a.textContent = 'the first result';
+		document.body.prepend(a);
+	}
+	a.href = body.link[0].ad;
+	adlink.watch(document.body);
+	return new URL(a.href).searchParams.get('adId');
+})`
+	first := evalCall[string](t, br, render, "iphone 15")
+	if pollHref(t, br, `window.beaconsDone > `+strconv.Itoa(sent)+` && "done"`) == "" {
+		t.Fatalf("the result for %s was never reported", first)
+	}
+	if refuse.Load() {
+		t.Fatal("the result's beacon was not the one refused")
+	}
+	second := evalCall[string](t, br, render, "pixel 8")
+	if second == first || second == "" {
+		t.Fatalf("the second search's first result is %q, the first's %q: the test needs two ads", second, first)
+	}
+	if pollHref(t, br, `(() => {
+  const a = document.getElementById('result');
+  return a && /[?&]ct=/.test(a.href) && new URL(a.href).searchParams.get('adId') === `+strconv.Quote(second)+` ? a.href : false;
+})()`) == "" {
+		t.Errorf("the link rendered anew for %s never got its click token before the refused beacon's wait ended: %s", second, eval[string](t, br, `document.getElementById('result').href`))
 	}
 }

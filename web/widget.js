@@ -1071,7 +1071,8 @@
   var doubt = new Map(), doubtTimer = 0, doubtWait = 0, doubtAt = 0, doubtVerdict = new WeakMap();
   // proof is, for each reported link, the href reported (with its click
   // token) and when (Date.now()) it is to be reported again, 0 while its
-  // report is on its way or when it got no click token: a link whose href
+  // report is on its way or when it got no click token, 1 once it failed
+  // (its retry reports it again, see look): a link whose href
   // the page changed since (a framework reusing a list's elements for the
   // next results) goes to another ad, and is reported anew; inView the links at least half in view; lastMarket the last match's
   // loc and lang, whose manifest gives a link the page made its site token.
@@ -1300,13 +1301,13 @@
   }
 
   // look has a link in view reported once it stays so for SEEN_MS: not
-  // one whose beacon failed while it stayed in view and the tab kept its
-  // state, which only its beacon's retry (report) sends again, after its
-  // wait: the page's watch, a scroll or the checks of a link in doubt do
-  // not send it sooner, nor once its tries are spent.
+  // one whose beacon failed while it stayed in view, the tab kept its
+  // state and the page its href, which only its beacon's retry (report)
+  // sends again, after its wait: the page's watch, a scroll or the checks
+  // of a link in doubt do not send it sooner, nor once its tries are spent.
   function look(a) {
-    var t = tries.get(a);
-    if (!t || t.h !== hides) wait(a);
+    var t = tries.get(a), p = proof.get(a);
+    if (!t || t.h !== hides || !p || p.href !== a.href) wait(a);
   }
 
   function wait(a) {
@@ -1548,7 +1549,7 @@
       var s = r && r.headers && r.headers.get("Retry-After"), mine = { h: hides, n: 1 };
       batch = batch.filter(function (a, i) { return proof.get(a) === proofs[i]; }); // not seen anew since
       batch.forEach(function (a) {
-        proof.delete(a);
+        proof.set(a, { href: proof.get(a).href, at: 1 });
         var t = tries.get(a);
         if (t && t.h === hides) mine.n = Math.max(mine.n, t.n + 1);
         tries.set(a, mine);
