@@ -1307,7 +1307,7 @@
   // of a link in doubt do not send it sooner, nor once its tries are spent.
   function look(a) {
     var t = tries.get(a), p = proof.get(a);
-    if (!t || t.h !== hides || !p || p.href !== a.href) wait(a);
+    if (!t || t.h !== hides || !p || p.href !== hrefOf(a)) wait(a);
   }
 
   function wait(a) {
