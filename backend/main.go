@@ -142,16 +142,23 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if admin != nil {
 		go func() { serveErr <- admin.Serve(adminLn) }()
 	}
+	// The listeners are bound and /readyz says ready: systemd may start
+	// the units ordered after this one.
+	sd := newNotifier(getenv, log)
+	sd.ready()
 	for done := false; !done; {
 		select {
 		case err := <-serveErr:
 			return err
 		case <-hup:
+			sd.reloading()
 			a.Reload(ctx, false) // it logs how it ended
+			sd.ready()
 		case <-ctx.Done():
 			done = true
 		}
 	}
+	sd.stopping()
 	log.Info("shutting down")
 	a.Drain() // /readyz says 503 while in-flight requests finish
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)

@@ -1,0 +1,227 @@
+package main
+
+import (
+	"bytes"
+	"debug/buildinfo"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// notifySocket is the socket systemd gives a Type=notify service in
+// NOTIFY_SOCKET, and the messages that came to it.
+type notifySocket struct {
+	path string
+	conn *net.UnixConn
+}
+
+// listenNotify listens where systemd would, in a directory short enough
+// for a socket's path.
+func listenNotify(t *testing.T) *notifySocket {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "adlink-notify-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	path := filepath.Join(dir, "notify")
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return &notifySocket{path: path, conn: conn}
+}
+
+// next is the next message, or "" when none came within wait.
+func (s *notifySocket) next(t *testing.T, wait time.Duration) string {
+	t.Helper()
+	s.conn.SetReadDeadline(time.Now().Add(wait))
+	buf := make([]byte, 4096)
+	n, err := s.conn.Read(buf)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return ""
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(buf[:n])
+}
+
+// want reads the next message, failing the test unless it is one.
+func (s *notifySocket) want(t *testing.T, after string) string {
+	t.Helper()
+	msg := s.next(t, time.Minute)
+	if msg == "" {
+		t.Fatalf("no message to NOTIFY_SOCKET within a minute %s", after)
+	}
+	return msg
+}
+
+// readyState is what /readyz says: its status and the catalog served.
+type readyState struct {
+	code    int
+	Status  string
+	Catalog struct {
+		Version     string
+		LastRefresh *struct{ Result string } `json:"last_refresh"`
+	}
+}
+
+func getReady(t *testing.T, base string) readyState {
+	t.Helper()
+	res, err := http.Get(base + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := readyState{code: res.StatusCode}
+	if err := json.Unmarshal(body, &s); err != nil {
+		t.Fatalf("/readyz: %v in %s", err, body)
+	}
+	return s
+}
+
+// TestBinaryNotifiesSystemd: under systemd (NOTIFY_SOCKET set) the server
+// says READY=1 once /readyz says ready, RELOADING=1 with the moment on
+// SIGHUP and READY=1 once the refreshed catalog is served, and STOPPING=1
+// on SIGTERM, and then stops cleanly.
+func TestBinaryNotifiesSystemd(t *testing.T) {
+	bin := buildServer(t)
+	demo, err := os.ReadFile(filepath.Join("..", "testdata", "catalog", "demo.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	feed := filepath.Join(t.TempDir(), "feed.jsonl")
+	if err := os.WriteFile(feed, demo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sd := listenNotify(t)
+	t.Setenv("NOTIFY_SOCKET", sd.path)
+	srv := startServer(t, bin, t.TempDir(), "-catalog", feed)
+
+	if msg := sd.want(t, "of the server's start"); msg != "READY=1" {
+		t.Fatalf("first message %q, want READY=1", msg)
+	}
+	first := getReady(t, srv.base)
+	if first.code != http.StatusOK || first.Status != "ready" || first.Catalog.Version == "" {
+		t.Fatalf("/readyz at READY=1: %d %+v, want 200 ready with a catalog", first.code, first)
+	}
+
+	// One ad fewer: the refresh swaps the catalog.
+	lines := bytes.SplitAfter(bytes.TrimSuffix(demo, []byte("\n")), []byte("\n"))
+	if err := os.WriteFile(feed, bytes.Join(lines[:len(lines)-1], nil), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	msg := sd.want(t, "of SIGHUP")
+	fields := strings.Split(strings.TrimSuffix(msg, "\n"), "\n")
+	if len(fields) != 2 || fields[0] != "RELOADING=1" || !strings.HasPrefix(fields[1], "MONOTONIC_USEC=") {
+		t.Fatalf("on SIGHUP %q, want RELOADING=1 and MONOTONIC_USEC=", msg)
+	}
+	if usec, err := strconv.ParseUint(strings.TrimPrefix(fields[1], "MONOTONIC_USEC="), 10, 64); err != nil || usec == 0 {
+		t.Errorf("MONOTONIC_USEC in %q is no count of microseconds", msg)
+	}
+	if msg := sd.want(t, "after RELOADING=1"); msg != "READY=1" {
+		t.Fatalf("after RELOADING=1 %q, want READY=1", msg)
+	}
+	after := getReady(t, srv.base)
+	if after.code != http.StatusOK || after.Catalog.Version == first.Catalog.Version ||
+		after.Catalog.LastRefresh == nil || after.Catalog.LastRefresh.Result != "swapped" {
+		t.Errorf("/readyz at READY=1 after SIGHUP: %d %+v, want the refreshed catalog (was %s)", after.code, after, first.Catalog.Version)
+	}
+
+	srv.stop()
+	if msg := sd.want(t, "of SIGTERM"); msg != "STOPPING=1" {
+		t.Errorf("on SIGTERM %q, want STOPPING=1", msg)
+	}
+	if !srv.cmd.ProcessState.Success() {
+		t.Errorf("the server's graceful stop: %v, want exit status 0", srv.cmd.ProcessState)
+	}
+	// Every message was sent before the process exited.
+	if msg := sd.next(t, 0); msg != "" {
+		t.Errorf("after STOPPING=1 %q, want nothing", msg)
+	}
+}
+
+// unitBinary is where docs/adlink.service runs the server.
+const unitBinary = "/usr/local/bin/adlink"
+
+// maxExposure is the highest exposure systemd-analyze security may rate
+// the unit: 10 is a unit without hardening, under 2 is "OK".
+const maxExposure = 1.5
+
+// TestServiceUnit: systemd accepts docs/adlink.service as it is, running
+// a real binary, and rates its hardening OK.
+func TestServiceUnit(t *testing.T) {
+	analyze, err := exec.LookPath("systemd-analyze")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("systemd-analyze is not installed (apt-get install systemd); CI is set, so this test may not skip")
+		}
+		t.Skip("skipping: systemd-analyze is not installed (Debian's systemd package has it)")
+	}
+	unit, err := os.ReadFile(filepath.Join("..", "docs", "adlink.service"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(unit, []byte("ExecStart="+unitBinary+" ")) {
+		t.Fatalf("docs/adlink.service: no ExecStart=%s", unitBinary)
+	}
+	path := filepath.Join(t.TempDir(), "adlink.service")
+	unit = bytes.ReplaceAll(unit, []byte(unitBinary), []byte(buildServer(t)))
+	if err := os.WriteFile(path, unit, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	// verify exits 0 on a warning such as an unknown key, which it prints.
+	out, err := exec.Command(analyze, "verify", path).CombinedOutput()
+	if err != nil || len(out) > 0 {
+		t.Errorf("systemd-analyze verify: %v\n%s", err, out)
+	}
+
+	out, err = exec.Command(analyze, "security", "--offline=true", "--no-pager", path).CombinedOutput()
+	if err != nil {
+		t.Fatalf("systemd-analyze security: %v\n%s", err, out)
+	}
+	m := regexp.MustCompile(`Overall exposure level for adlink\.service: ([0-9.]+) (\w+)`).FindSubmatch(out)
+	if m == nil {
+		t.Fatalf("systemd-analyze security names no exposure level:\n%s", out)
+	}
+	t.Logf("systemd-analyze security: exposure %s %s", m[1], m[2])
+	if level, err := strconv.ParseFloat(string(m[1]), 64); err != nil || level > maxExposure {
+		t.Errorf("exposure %s, want at most %.1f:\n%s", m[1], maxExposure, out)
+	}
+}
+
+// TestServiceMayDenyWriteExecute: docs/adlink.service sets
+// MemoryDenyWriteExecute, which a WebAssembly compiler's code would
+// break: the server binary has none.
+func TestServiceMayDenyWriteExecute(t *testing.T) {
+	info, err := buildinfo.ReadFile(buildServer(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dep := range info.Deps {
+		if strings.HasPrefix(dep.Path, "github.com/tetratelabs/wazero") {
+			t.Errorf("the server links %s: its compiled code needs writable and executable memory, which docs/adlink.service denies", dep.Path)
+		}
+	}
+}
