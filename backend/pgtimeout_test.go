@@ -130,9 +130,9 @@ func TestPostgresCommandsTimeOut(t *testing.T) {
 
 // A server whose migrations give up on their lock timeout at every try
 // for -postgres-migrate-wait exits with status 1 and an error that names
-// the session holding up its last try. Here the last migration's ALTER
-// TABLE (00016's, of removed_ads) waits for an open transaction that
-// holds the table.
+// the session holding up its last try, and never tells systemd it is
+// ready. Here the last migration's ALTER TABLE (00016's, of removed_ads)
+// waits for an open transaction that holds the table.
 func TestBinaryStopsWhenMigrationsWaitTooLong(t *testing.T) {
 	bin := buildServer(t)
 	url := testpg.New(t)
@@ -169,7 +169,10 @@ func TestBinaryStopsWhenMigrationsWaitTooLong(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "-addr", "127.0.0.1:0", "-admin-addr", "", "-data", t.TempDir(), "-demo",
 		"-postgres-lock-timeout", "100ms", "-postgres-migrate-wait", "1500ms")
-	cmd.Env = []string{"ADLINK_POSTGRES_URL=" + url}
+	// Under systemd: a start that fails never says READY=1, so that
+	// Restart=on-failure starts it again.
+	sd := listenNotify(t)
+	cmd.Env = []string{"ADLINK_POSTGRES_URL=" + url, "NOTIFY_SOCKET=" + sd.path}
 	cmd.Dir = t.TempDir()
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -180,6 +183,9 @@ func TestBinaryStopsWhenMigrationsWaitTooLong(t *testing.T) {
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
 		t.Fatalf("the server's migrations held past their wait: %v, want exit status 1\n%s", err, stderr.Bytes())
+	}
+	if msg := sd.next(t, 0); msg != "" {
+		t.Errorf("the server that did not start told systemd %q, want nothing", msg)
 	}
 	out := stderr.String()
 	for _, want := range []string{"adlink: postgres: migrating: gave up after ", fmt.Sprintf("pid %d ", holderPID), "-postgres-migrate-wait"} {
