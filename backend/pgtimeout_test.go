@@ -184,7 +184,7 @@ func TestBinaryStopsWhenMigrationsWaitTooLong(t *testing.T) {
 	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
 		t.Fatalf("the server's migrations held past their wait: %v, want exit status 1\n%s", err, stderr.Bytes())
 	}
-	if msg := sd.next(t, 0); msg != "" {
+	if msg := sd.pending(t); msg != "" {
 		t.Errorf("the server that did not start told systemd %q, want nothing", msg)
 	}
 	out := stderr.String()
