@@ -20,7 +20,7 @@ import (
 )
 
 // notifySocket is the socket systemd gives a Type=notify service in
-// NOTIFY_SOCKET, and the messages that came to it.
+// NOTIFY_SOCKET, here read by the test.
 type notifySocket struct {
 	path string
 	conn *net.UnixConn
