@@ -33,6 +33,11 @@ var outerCovers = []struct{ name, cover string }{
 	// The shadow, and an opacity of the body's that would explain v2's
 	// doubt by itself.
 	{"box-shadow, faint body", `<style>body{opacity:.999}</style><div style="position:fixed;left:0;top:0;width:1px;height:1px;box-shadow:0 0 0 9999px #fff"></div>`},
+	// The shadow in a box 1 pixel wide whose overflow is hidden, which
+	// clips no box laid out outside it: a fixed one, an absolute one with
+	// no positioned box around it.
+	{"box-shadow, fixed out of a clip", `<div style="overflow:hidden;width:1px;height:1px"><div style="position:fixed;left:0;top:0;width:1px;height:1px;box-shadow:0 0 0 9999px #fff"></div></div>`},
+	{"box-shadow, absolute out of a clip", `<div style="overflow:hidden;width:1px;height:1px"><div style="position:absolute;left:0;top:0;width:1px;height:1px;box-shadow:0 0 0 9999px #fff"></div></div>`},
 }
 
 // TestOuterPaintCoversLink: a page that paints over its ad from outside
@@ -140,7 +145,8 @@ func TestOuterPaintCoversServerLink(t *testing.T) {
 // billing: a neighbour card's shadow over the link's upper edge, the
 // link's own focus ring and shadow, the shadow of a card the link
 // overflows, a full-bleed band (a shadow 100vmax wide, clipped to its
-// rows) above it. A reader's click on it bills.
+// rows) above it, a hero's dimming shadow its overflow crops. A reader's
+// click on it bills.
 func TestOuterPaintHonestLinkBills(t *testing.T) {
 	b := startBackend(t)
 	for _, c := range []struct{ name, style, before, after string }{
@@ -150,6 +156,9 @@ func TestOuterPaintHonestLinkBills(t *testing.T) {
 		{name: "own focus ring", style: `a.adlink-intext{outline:3px solid #06c;outline-offset:-3px;box-shadow:0 0 0 4px #fc0}`},
 		{name: "card shadow", before: `<div style="height:4px;box-shadow:0 30px 0 30px #eee">`, after: `</div>`},
 		{name: "full-bleed band", before: `<div style="height:20px;background:#eee;box-shadow:0 0 0 100vmax #eee;clip-path:inset(0 -100vmax)"></div>`},
+		// A hero image dimmed around a round window by its shadow 100vmax
+		// wide, which the hero's overflow crops.
+		{name: "cropped hero shadow", before: `<div style="position:relative;overflow:hidden;height:60px;background:#888"><div style="position:absolute;left:40px;top:10px;width:40px;height:40px;border-radius:50%;box-shadow:0 0 0 100vmax rgba(0,0,0,.6)"></div></div>`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			br := newBrowser(t)

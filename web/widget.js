@@ -1232,7 +1232,8 @@
   // outline]. A
   // shadow counts out to half its blur: beyond, its colour is faint. A
   // clip-path inset() clips it (a page's full-bleed band: a shadow 100vmax
-  // wide, clipped to its own rows). A list serves the links judged
+  // wide, clipped to its own rows), and so does the overflow of the
+  // boxes around it (clipUp). A list serves the links judged
   // together (a round of the observer's or each second's): it is made
   // once, and dropped once the task is done. Its time, in milliseconds,
   // is adlink.timing.outerPaint.
@@ -1246,7 +1247,7 @@
       if (e.shadowRoot) Array.prototype.forEach.call(e.shadowRoot.querySelectorAll("*"), function (s) { all.push(s); });
       if (bs === "none" && ts === "none" && st.outlineStyle === "none" && f.indexOf("drop-shadow(") < 0) continue;
       if (e.checkVisibility ? !e.checkVisibility({ visibilityProperty: true, opacityProperty: true }) : !e.getClientRects().length) continue;
-      var r = e.getBoundingClientRect(), c = clipOf(st.clipPath, r), k = e.offsetWidth ? r.width / e.offsetWidth : 1;
+      var r = e.getBoundingClientRect(), c = clipUp(e, st, clipOf(st.clipPath, r)), k = e.offsetWidth ? r.width / e.offsetWidth : 1;
       r = [r.left, r.top, r.right, r.bottom];
       shadows(bs).forEach(function (s) { if (!/inset$/.test(s[0])) paintAround(out, e, r, c, s, k, s[4] + s[3] / 2); });
       if (Array.prototype.some.call(e.childNodes, function (t) { return t.nodeType === 3 && /\S/.test(t.nodeValue); })) {
@@ -1293,6 +1294,33 @@
     v[2] = v.length > 2 ? v[2] : v[0];
     v[3] = v.length > 3 ? v[3] : v[1];
     return [r.left + v[3], r.top + v[0], r.right - v[1], r.bottom - v[2]];
+  }
+
+  // clipUp narrows c, the rectangle element e (its style st) may paint
+  // in, by the boxes around it that clip it: each ancestor whose overflow
+  // is not visible (on that axis) or whose paint is contained, of those
+  // e's box is laid out in (for a box of position absolute, from the
+  // nearest positioned or transformed one up; for a fixed one, from the
+  // nearest transformed one). A hero's dimming shadow 100vmax wide,
+  // cropped to the hero, paints nothing outside it. An inline box, one
+  // with an overflow-clip-margin, the body and the root clip nothing here
+  // (the body's overflow is the window's).
+  function clipUp(e, st, c) {
+    var pos = st.position, p = e, s, r, x, y;
+    while ((p = p.parentElement || (p.parentNode && p.parentNode.host)) && p !== document.body && p !== document.documentElement) {
+      s = getComputedStyle(p);
+      x = s.transform !== "none" || s.translate !== "none" || s.rotate !== "none" || s.scale !== "none" || s.perspective !== "none" || s.filter !== "none" || /paint|layout|strict|content/.test(s.contain);
+      if (pos === "fixed" ? !x : pos === "absolute" && !x && s.position === "static") continue;
+      pos = s.position;
+      x = s.overflowX !== "visible";
+      y = s.overflowY !== "visible";
+      if (/paint|strict|content/.test(s.contain)) x = y = true;
+      if ((!x && !y) || parseFloat((s.overflowClipMargin || "").replace(/^[a-z-]+ */, "")) > 0 ||
+        !/^(block|inline-block|flow-root|flex|inline-flex|grid|inline-grid|list-item)$/.test(s.display)) continue;
+      r = p.getBoundingClientRect();
+      c = [x ? Math.max(c[0], r.left) : c[0], y ? Math.max(c[1], r.top) : c[1], x ? Math.min(c[2], r.right) : c[2], y ? Math.min(c[3], r.bottom) : c[3]];
+    }
+    return c;
   }
 
   function hrefOf(a) {
