@@ -67,6 +67,10 @@ func TestCoveredLinkGetsNoImpression(t *testing.T) {
 		// A comment's text coloured as the page, on the page's colour.
 		{name: "same colour text", cover: `<style>#under .c{background:#fff;color:#fff;font-size:30px;pointer-events:none}</style>` +
 			`<script>addEventListener("DOMContentLoaded", () => document.querySelector("#under .c").textContent = "Erster! ".repeat(20))</script>`},
+		// Blocks of text in no colour, over the ad, their shadow in the
+		// page's colour: what paints is the shadow.
+		{name: "text shadow", cover: `<style>#under .c{color:transparent;text-shadow:0 0 0 #fff;font-size:60px;line-height:1;overflow:hidden;pointer-events:none}</style>` +
+			`<script>addEventListener("DOMContentLoaded", () => document.querySelector("#under .c").textContent = "█".repeat(40))</script>`},
 		// A box clicks fall through over the left 60% of the ad: most of it.
 		{name: "most of it", cover: `<style>#under .c{pointer-events:none}</style><script>const t = setInterval(() => { const a = document.querySelector("#under a.adlink-intext"); if (!a) return; clearInterval(t);
 			const r = a.getBoundingClientRect(), c = document.createElement("div");

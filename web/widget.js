@@ -1171,8 +1171,9 @@
   // paints tells whether an element over a link paints anything: a
   // background, a border or a shadow (its own, its ::before's or its
   // ::after's), replaced content (an image, a frame, a form's control), or
-  // text of its own not transparent (a page's text in the page's colour
-  // paints over a link). One at opacity 0, or in one, paints nothing. A
+  // text of its own not transparent or with a shadow (a page's text in
+  // the page's colour paints over a link; so does the shadow of text in
+  // no colour). One at opacity 0, or in one, paints nothing. A
   // shadow host (a consent banner's custom element) paints what its open
   // shadow root paints at the point (x, y): the document finds the host,
   // not what is in it.
@@ -1180,7 +1181,7 @@
     if (e.checkVisibility && !e.checkVisibility({ opacityProperty: true })) return false;
     var st = getComputedStyle(e), sr = e.shadowRoot;
     return (!!sr && !!sr.elementsFromPoint && sr.elementsFromPoint(x, y).some(function (s) { return s !== e && sr.contains(s) && paints(s, x, y); })) || /^(img|video|canvas|svg|iframe|object|embed|input|textarea|select|button)$/.test(e.localName) || !!e.ownerSVGElement || fills(st) ||
-      (alpha(st.color) > 0 && Array.prototype.some.call(e.childNodes, function (t) { return t.nodeType === 3 && /\S/.test(t.nodeValue); })) ||
+      ((alpha(st.color) > 0 || st.textShadow !== "none") && Array.prototype.some.call(e.childNodes, function (t) { return t.nodeType === 3 && /\S/.test(t.nodeValue); })) ||
       ["::before", "::after"].some(function (p) {
         var s = getComputedStyle(e, p);
         return !/^(none|normal)$/.test(s.content) && (fills(s) || (s.content !== '""' && alpha(s.color) > 0));
