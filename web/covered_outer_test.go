@@ -30,6 +30,9 @@ var outerCovers = []struct{ name, cover string }{
 	// toast layer has v2 doubt it.)
 	{"body outline", `<style>body{outline:3000px solid #fff;outline-offset:-3000px}#toaster{position:fixed;inset:16px;z-index:9999;pointer-events:none}</style><div id="toaster"></div>`},
 	{"drop-shadow", `<div style="position:fixed;left:-3000px;top:0;width:3000px;height:100vh;background:#fff;filter:drop-shadow(3000px 0 0 #fff)"></div>`},
+	// A box 1 pixel wide left of the window whose child, a white box,
+	// overflows it: its drop-shadow is the child's shadow too.
+	{"drop-shadow of the overflow", `<div style="position:fixed;left:-3000px;top:0;width:1px;height:1px;filter:drop-shadow(3000px 0 0 #fff)"><div style="width:3000px;height:100vh;background:#fff"></div></div>`},
 	// The shadow, and an opacity of the body's that would explain v2's
 	// doubt by itself.
 	{"box-shadow, faint body", `<style>body{opacity:.999}</style><div style="position:fixed;left:0;top:0;width:1px;height:1px;box-shadow:0 0 0 9999px #fff"></div>`},

@@ -1230,7 +1230,8 @@
   // through (its colour's alpha at least one half): [element, the
   // rectangle it paints in, the rectangle within it left unpainted (the
   // element's box; for an outline, the box grown by its offset), 1 for an
-  // outline]. A
+  // outline; for a drop-shadow, the box grown to take in what overflows
+  // it]. A
   // shadow counts out to half its blur: beyond, its colour is faint. A
   // clip-path inset() clips it (a page's full-bleed band: a shadow 100vmax
   // wide, clipped to its own rows), and so does the overflow of the
@@ -1248,7 +1249,7 @@
       if (e.shadowRoot) Array.prototype.forEach.call(e.shadowRoot.querySelectorAll("*"), function (s) { all.push(s); });
       if (bs === "none" && ts === "none" && st.outlineStyle === "none" && f.indexOf("drop-shadow(") < 0) continue;
       if (e.checkVisibility ? !e.checkVisibility({ visibilityProperty: true, opacityProperty: true }) : !e.getClientRects().length) continue;
-      var r = e.getBoundingClientRect(), c = clipUp(e, st, clipOf(st.clipPath, r)), k = e.offsetWidth ? r.width / e.offsetWidth : 1;
+      var r = e.getBoundingClientRect(), c = clipUp(e, st, clipOf(st.clipPath, r)), k = e.offsetWidth ? r.width / e.offsetWidth : 1, u = null;
       r = [r.left, r.top, r.right, r.bottom];
       shadows(bs).forEach(function (s) { if (!/inset$/.test(s[0])) paintAround(out, e, r, c, s, k, s[4] + s[3] / 2); });
       if (Array.prototype.some.call(e.childNodes, function (t) { return t.nodeType === 3 && /\S/.test(t.nodeValue); })) {
@@ -1256,13 +1257,26 @@
       }
       (f.match(/drop-shadow\(([^()]|\([^()]*\))*\)/g) || []).forEach(function (d) {
         var s = shadows(d.slice(12, -1))[0];
-        paintAround(out, e, r, c, s, k, s[3] / 2);
+        paintAround(out, e, u || (u = overflowOf(e, st, r)), c, s, k, s[3] / 2);
       });
       var w = parseFloat(st.outlineWidth), o = parseFloat(st.outlineOffset) * k;
       if (st.outlineStyle !== "none" && w > 0) paintAround(out, e, [r[0] - o, r[1] - o, r[2] + o, r[3] + o], c, [st.outlineColor, 0, 0], k, w, 1);
     }
     timing.outerPaint = performance.now() - t;
     return out;
+  }
+
+  // overflowOf is element e's box r grown, on each axis its overflow
+  // (style st) is visible, to take in the boxes within it: a drop-shadow
+  // is the shadow of all e paints, a child laid out outside the window
+  // too, whose shadow a page moves onto it.
+  function overflowOf(e, st, r) {
+    var q = document.createRange(), b;
+    q.selectNodeContents(e);
+    b = q.getBoundingClientRect();
+    if (!b.width && !b.height) return r;
+    var x = st.overflowX === "visible", y = st.overflowY === "visible";
+    return [x ? Math.min(r[0], b.left) : r[0], y ? Math.min(r[1], b.top) : r[1], x ? Math.max(r[2], b.right) : r[2], y ? Math.max(r[3], b.bottom) : r[3]];
   }
 
   // shadows parses a computed shadow list ("rgb(255, 255, 255) 0px 0px
