@@ -32,6 +32,10 @@ var outerCovers = []struct{ name, cover string }{
 	{"drop-shadow", `<div style="position:fixed;left:-3000px;top:0;width:3000px;height:100vh;background:#fff;filter:drop-shadow(3000px 0 0 #fff)"></div>`},
 	// A box 1 pixel wide left of the window whose child, a white box,
 	// overflows it: its drop-shadow is the child's shadow too.
+	// A 1 pixel box's border image, its outset 3000 pixels.
+	{"border-image outset", `<div style="position:fixed;left:0;top:0;width:1px;height:1px;border:1px solid transparent;border-image:linear-gradient(#fff,#fff) 1 fill / 1px / 3000px"></div>`},
+	// A white box left of the window, reflected onto it.
+	{"box-reflect", `<div style="position:fixed;left:-3000px;top:0;width:3000px;height:100vh;background:#fff;-webkit-box-reflect:right"></div>`},
 	{"drop-shadow of the overflow", `<div style="position:fixed;left:-3000px;top:0;width:1px;height:1px;filter:drop-shadow(3000px 0 0 #fff)"><div style="width:3000px;height:100vh;background:#fff"></div></div>`},
 	// The shadow, and an opacity of the body's that would explain v2's
 	// doubt by itself.

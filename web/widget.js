@@ -1194,7 +1194,8 @@
   }
 
   // ---- Paint outside an element's box. An element's box-shadow, outline,
-  // text-shadow and filter's drop-shadow paint around its box, where no
+  // text-shadow, filter's drop-shadow, border image's outset and
+  // reflection (-webkit-box-reflect) paint around its box, where no
   // point finds it: a page's 1 pixel box with a white shadow 9999 pixels
   // wide hides every link under it, and clicks fall through the shadow
   // onto them. V2 says such a link is not to be seen; where covered finds
@@ -1247,7 +1248,8 @@
     for (var i = 0; i < all.length; i++) {
       var e = all[i], st = getComputedStyle(e), f = st.filter, bs = st.boxShadow, ts = st.textShadow;
       if (e.shadowRoot) Array.prototype.forEach.call(e.shadowRoot.querySelectorAll("*"), function (s) { all.push(s); });
-      if (bs === "none" && ts === "none" && st.outlineStyle === "none" && f.indexOf("drop-shadow(") < 0) continue;
+      var bi = st.borderImageSource !== "none", rf = st.webkitBoxReflect || "none";
+      if (bs === "none" && ts === "none" && st.outlineStyle === "none" && f.indexOf("drop-shadow(") < 0 && !bi && rf === "none") continue;
       if (e.checkVisibility ? !e.checkVisibility({ visibilityProperty: true, opacityProperty: true }) : !e.getClientRects().length) continue;
       var r = e.getBoundingClientRect(), c = clipUp(e, st, clipOf(st.clipPath, r)), k = e.offsetWidth ? r.width / e.offsetWidth : 1, u = null;
       r = [r.left, r.top, r.right, r.bottom];
@@ -1259,6 +1261,19 @@
         var s = shadows(d.slice(12, -1))[0];
         paintAround(out, e, u || (u = overflowOf(e, st, r)), c, s, k, s[3] / 2);
       });
+      // A border image paints out to its outset (lengths, or numbers of
+      // the border's widths), whatever its colours; a reflection, a copy
+      // of the element beside it.
+      var bo = bi ? ["Top", "Right", "Bottom", "Left"].map(function (s, i) {
+        var v = st.borderImageOutset.split(" "), x = v[i] || v[i - 2] || v[0];
+        return (/px$/.test(x) ? parseFloat(x) : parseFloat(x) * parseFloat(st["border" + s + "Width"])) * k;
+      }) : [0, 0, 0, 0];
+      if (bo.some(function (v) { return v > 0; })) out.push([e, clipped([r[0] - bo[3], r[1] - bo[0], r[2] + bo[1], r[3] + bo[2]], c), r]);
+      if (rf !== "none") {
+        var q = u || (u = overflowOf(e, st, r)), g = (parseFloat(rf.split(" ")[1]) || 0) * k, h = q[3] - q[1], wd = q[2] - q[0];
+        q = { below: [q[0], q[3] + g, q[2], q[3] + g + h], above: [q[0], q[1] - g - h, q[2], q[1] - g], right: [q[2] + g, q[1], q[2] + g + wd, q[3]], left: [q[0] - g - wd, q[1], q[0] - g, q[3]] }[rf.split(" ")[0]];
+        if (q) out.push([e, clipped(q, c), u]);
+      }
       var w = parseFloat(st.outlineWidth), o = parseFloat(st.outlineOffset) * k;
       if (st.outlineStyle !== "none" && w > 0) paintAround(out, e, [r[0] - o, r[1] - o, r[2] + o, r[3] + o], c, [st.outlineColor, 0, 0], k, w, 1);
     }
@@ -1296,7 +1311,11 @@
     if (alpha((s[0].match(/^[a-z-]+\([^)]*\)|^[a-z]+/i) || [""])[0]) < 0.5) return;
     var x = s[1] * k, y = s[2] * k;
     d *= k;
-    out.push([e, [Math.max(r[0] + x - d, c[0]), Math.max(r[1] + y - d, c[1]), Math.min(r[2] + x + d, c[2]), Math.min(r[3] + y + d, c[3])], r, over]);
+    out.push([e, clipped([r[0] + x - d, r[1] + y - d, r[2] + x + d, r[3] + y + d], c), r, over]);
+  }
+
+  function clipped(r, c) {
+    return [Math.max(r[0], c[0]), Math.max(r[1], c[1]), Math.min(r[2], c[2]), Math.min(r[3], c[3])];
   }
 
   // clipOf is the rectangle an element's clip-path inset() leaves of its
