@@ -1036,10 +1036,20 @@
   // its tries: it is reported again once it shows again, tries anew. The
   // server counts an impression once per window (-impression-window), so
   // a beacon sent again after one that did arrive counts no more.
+  // A 429 (over a rate limit) or a 503 (the server overloaded) holds every
+  // beacon of the page, not only the refused one's tries: none goes until
+  // holdUntil (performance.now()), the end of the refused beacon's wait,
+  // which for a 429 starts at LIMITED_MS rather than RETRY_MS (the limits'
+  // Retry-After is mostly the second one token takes, and tries that come
+  // through take the tokens of page lookups and of new beacons); links
+  // seen meanwhile wait in seenQueue and go with the retried ones once it
+  // passes. A 429 for the key's whole budget (limit api_key) is tried again
+  // once at most, a beacon that timed out twice: more would add to a load
+  // that lasts.
   // tries has, for a link whose last beacon failed, how many failed in a
   // row, and hides (how often the tab was hidden or shown) when it failed.
-  var RETRY_MS = 2000, RETRY_MAX_MS = 60000, RETRIES = 6;
-  var tries = new WeakMap(), hides = 0;
+  var RETRY_MS = 2000, RETRY_MAX_MS = 60000, RETRIES = 6, LIMITED_MS = 16000;
+  var tries = new WeakMap(), hides = 0, holdUntil = 0, holdTimer = 0, onHold = [];
   // V2: the browser's IntersectionObserver tells whether a link can be
   // seen (v2, Chromium since 74): nothing painted over any of it, no
   // opacity below 1, no filter, no transform. It says not for much a
@@ -1560,8 +1570,32 @@
     if (!batchTimer) batchTimer = setTimeout(report, BATCH_MS);
   }
 
+  // hold has no beacon go for ms, then f (the retry of a refused batch)
+  // run and the links queued meanwhile reported.
+  function hold(ms, f) {
+    if (f) onHold.push(f);
+    if (performance.now() + ms <= holdUntil) return;
+    holdUntil = performance.now() + ms;
+    clearTimeout(holdTimer);
+    holdTimer = setTimeout(unhold, ms);
+  }
+
+  function unhold() {
+    var ms = holdUntil - performance.now();
+    // A timer may come a little early.
+    if (ms > 0) {
+      holdTimer = setTimeout(unhold, ms);
+      return;
+    }
+    holdTimer = 0;
+    onHold.splice(0).forEach(function (f) { f(); });
+    if (seenQueue.length && !batchTimer) batchTimer = setTimeout(report, BATCH_MS);
+  }
+
   function report() {
     batchTimer = 0;
+    // Held, the queue goes once the hold passes (unhold).
+    if (holdTimer) return;
     var batch = seenQueue.splice(0, MAX_BEACON);
     if (seenQueue.length) batchTimer = setTimeout(report, BATCH_MS);
     // A link the page made goes with the current site token: its own may
@@ -1606,9 +1640,11 @@
     }, retry);
     // retry has the batch's links reported again, each still in view and
     // not reported since, after a wait (RETRY_MS); the next view reports
-    // them too.
+    // them too. r is the answer, or the error of a beacon that failed.
     function retry(r) {
       var s = r && r.headers && r.headers.get("Retry-After"), mine = { h: hides, n: 1 };
+      var status = r && r.status, e = r && r.body && r.body.error;
+      var most = status === 429 && e && e.limit === "api_key" ? 1 : r && r.name === "TimeoutError" ? 2 : RETRIES;
       batch = batch.filter(function (a, i) { return proof.get(a) === proofs[i]; }); // not seen anew since
       batch.forEach(function (a) {
         proof.set(a, { href: proof.get(a).href, at: 1 });
@@ -1616,13 +1652,15 @@
         if (t && t.h === hides) mine.n = Math.max(mine.n, t.n + 1);
         tries.set(a, mine);
       });
-      var ms = Math.min(RETRY_MS << mine.n - 1, RETRY_MAX_MS);
+      var ms = Math.min((status === 429 ? LIMITED_MS : RETRY_MS) << mine.n - 1, RETRY_MAX_MS);
       ms = Math.max(ms * (1 + Math.random()) / 2, +s * 1000 || Date.parse(s) - Date.now() || 0);
-      if (mine.n <= RETRIES && ms <= 36e5) setTimeout(function () {
+      var again = mine.n <= most && ms <= 36e5 && function () {
         batch.forEach(function (a) {
           if (tries.get(a) === mine && mine.h === hides && docProp("visibilityState") !== "hidden" && inView.has(a) && !timers.has(a) && stale(a)) seen(a);
         });
-      }, ms);
+      };
+      if (status === 429 || status === 503) hold(Math.min(ms, 36e5), again);
+      else if (again) setTimeout(again, ms);
     }
   }
 
