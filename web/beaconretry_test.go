@@ -98,9 +98,10 @@ func TestLostBeaconAnswerCountsOnce(t *testing.T) {
 	}
 }
 
-// TestRetryAfterIsWaited: a beacon answered 429 with a Retry-After is
+// TestRetryAfterIsWaited: a beacon answered 503 with a Retry-After is
 // sent again no sooner than that, though the widget's own first wait is
-// shorter.
+// shorter. (A 429's own first wait is longer: see
+// TestRateLimitHoldsThePagesBeacons.)
 func TestRetryAfterIsWaited(t *testing.T) {
 	br := newBrowser(t)
 	b := startBackend(t)
@@ -109,17 +110,77 @@ func TestRetryAfterIsWaited(t *testing.T) {
 	var refused atomic.Int64
 	asReaderWith(t, br, b, site, interception{answerHeader: [2]string{"Retry-After", "4"},
 		answer: func(u string) (int64, []byte, bool) {
-			return http.StatusTooManyRequests, []byte(`{"error":"rate_limited"}`),
+			return http.StatusServiceUnavailable, []byte(`{"error":"unavailable"}`),
 				strings.HasPrefix(u, b.URL+"/v1/impression?") && refused.Add(1) == 1
 		}})
 	if r := br.view(t, site+"/page.html"); r.Source != "local" || r.Links == 0 {
 		t.Fatalf("first view: %+v, want ads matched in the page", r)
 	}
 	if pollHref(t, br, tokenHref) == "" {
-		t.Fatal("after a beacon refused with a 429 the in-text ad never got its click token")
+		t.Fatal("after a beacon refused with a 503 the in-text ad never got its click token")
 	}
 	if log := eval[[]string](t, br, `window.beaconLog`); len(log) < 2 || log[1] != "waited" {
-		t.Errorf("beacons %q: want the second once the 429's Retry-After had passed", log)
+		t.Errorf("beacons %q: want the second once the 503's Retry-After had passed", log)
+	}
+}
+
+// TestRateLimitHoldsThePagesBeacons: after a beacon answered 429, the
+// beacon of another link seen meanwhile (a result the page rendered) is
+// held too, not sent at once to a server over its limit: it goes once the
+// 429's wait (its Retry-After, longer than the widget's own) has passed,
+// in one request with the refused link's.
+func TestRateLimitHoldsThePagesBeacons(t *testing.T) {
+	br := newBrowser(t)
+	b := startBackend(t)
+	br.onEveryPage(t, countBeacons)
+	br.onEveryPage(t, retryAfter)
+	site := publisher(t, map[string]string{"/page.html": publisherPage("de-DE", b.URL, readerPage)})
+	var refused atomic.Int64
+	asReaderWith(t, br, b, site, interception{answerHeader: [2]string{"Retry-After", "20"},
+		answer: func(u string) (int64, []byte, bool) {
+			return http.StatusTooManyRequests, []byte(`{"error":{"code":"rate_limited","message":"too many requests","param":"api_key","limit":"api_key_network","retry_after":20}}`),
+				strings.HasPrefix(u, b.URL+"/v1/impression?") && refused.Add(1) == 1
+		}})
+	if r := br.view(t, site+"/page.html"); r.Source != "local" || r.Links == 0 {
+		t.Fatalf("first view: %+v, want ads matched in the page", r)
+	}
+	if pollHref(t, br, `window.beaconsDone > 0 && "done"`) == "" {
+		t.Fatal("no impression beacon was answered")
+	}
+	evalCall[string](t, br, renderResult, "pixel 8")
+	if pollWithin(t, br, `[document.getElementById('result'), document.querySelector('a.adlink-intext')].every(a => a && /[?&]ct=/.test(a.href)) && "both"`, 40*time.Second) == "" {
+		t.Fatal("the in-text ad and the result rendered after the 429 never both got their click tokens")
+	}
+	log, ads := eval[[]string](t, br, `window.beaconLog`), eval[[]int](t, br, `window.beaconAds`)
+	if len(log) != 2 || log[1] != "waited" || ads[1] != 2 {
+		t.Errorf("beacons %q carrying %v ads: want a second, once the 429's Retry-After had passed, with both links", log, ads)
+	}
+}
+
+// TestKeyBudgetRefusalIsTriedOnce: a beacon refused with a 429 for the
+// key's whole budget (limit api_key), which the retries of every reader
+// of the key would only keep spent, is sent again once, not more.
+func TestKeyBudgetRefusalIsTriedOnce(t *testing.T) {
+	br := newBrowser(t)
+	b := startBackend(t)
+	br.onEveryPage(t, countBeacons)
+	site := publisher(t, map[string]string{"/page.html": publisherPage("de-DE", b.URL, readerPage)})
+	asReaderWith(t, br, b, site, interception{answerHeader: [2]string{"Retry-After", "1"},
+		answer: func(u string) (int64, []byte, bool) {
+			return http.StatusTooManyRequests, []byte(`{"error":{"code":"rate_limited","message":"too many requests for this api_key","param":"api_key","limit":"api_key","retry_after":1}}`),
+				strings.HasPrefix(u, b.URL+"/v1/impression?")
+		}})
+	if r := br.view(t, site+"/page.html"); r.Source != "local" || r.Links == 0 {
+		t.Fatalf("first view: %+v, want ads matched in the page", r)
+	}
+	if pollWithin(t, br, `window.beaconsDone > 1 && "done"`, 30*time.Second) == "" {
+		t.Fatalf("%d impression beacons answered; want the refused one and its retry", eval[int](t, br, `window.beaconsDone`))
+	}
+	// Longer than the widget's next wait after a second 429, were it to
+	// try again.
+	time.Sleep(33 * time.Second)
+	if n := eval[int](t, br, `window.beacons`); n != 2 {
+		t.Errorf("%d beacons refused for the key's whole budget; want 2, the first and one retry", n)
 	}
 }
 
@@ -214,7 +275,7 @@ func TestRefusedBeaconWaitsForItsTabShown(t *testing.T) {
 // TestRetryAfterIsWaitedUnderALayer: on a page whose empty toast layer
 // has IntersectionObserver v2 say no link is to be seen, so that the
 // widget judges its links in view again every few seconds, and sooner
-// once the reader scrolls, a beacon answered 429 with a Retry-After is
+// once the reader scrolls, a beacon answered 503 with a Retry-After is
 // sent again no sooner than that: those checks do not send it again.
 func TestRetryAfterIsWaitedUnderALayer(t *testing.T) {
 	br := newBrowser(t)
@@ -226,7 +287,7 @@ func TestRetryAfterIsWaitedUnderALayer(t *testing.T) {
 	var refused atomic.Int64
 	asReaderWith(t, br, b, site, interception{answerHeader: [2]string{"Retry-After", "8"},
 		answer: func(u string) (int64, []byte, bool) {
-			return http.StatusTooManyRequests, []byte(`{"error":"rate_limited"}`),
+			return http.StatusServiceUnavailable, []byte(`{"error":"unavailable"}`),
 				strings.HasPrefix(u, b.URL+"/v1/impression?") && refused.Add(1) == 1
 		}})
 	if r := br.view(t, site+"/page.html"); r.Source != "local" || r.Links == 0 {
@@ -239,38 +300,18 @@ func TestRetryAfterIsWaitedUnderALayer(t *testing.T) {
 	// within a second.
 	eval[bool](t, br, `(scrollBy(0, 1), true)`)
 	if pollHref(t, br, tokenHref) == "" {
-		t.Fatal("after a beacon refused with a 429 the in-text ad never got its click token")
+		t.Fatal("after a beacon refused with a 503 the in-text ad never got its click token")
 	}
 	if log := eval[[]string](t, br, `window.beaconLog`); len(log) < 2 || log[1] != "waited" {
-		t.Errorf("beacons %q: want the second once the 429's Retry-After had passed", log)
+		t.Errorf("beacons %q: want the second once the 503's Retry-After had passed", log)
 	}
 }
 
-// TestReusedLinkGoesBeforeItsRetry: a single-page app that renders the
-// next search's result into the link whose beacon the server refused
-// (a 503 asking for a minute) has the widget report it for the ad it now
-// goes to at once, not after the refused beacon's wait: that wait is its
-// ad's.
-func TestReusedLinkGoesBeforeItsRetry(t *testing.T) {
-	br := newBrowser(t)
-	b := startBackend(t)
-	br.onEveryPage(t, countBeacons)
-	site := publisher(t, map[string]string{"/page.html": publisherPage("de-DE", b.URL, readerPage)})
-	var refuse atomic.Bool
-	asReaderWith(t, br, b, site, interception{answerHeader: [2]string{"Retry-After", "60"},
-		answer: func(u string) (int64, []byte, bool) {
-			return http.StatusServiceUnavailable, []byte(`{"error":"unavailable"}`),
-				strings.HasPrefix(u, b.URL+"/v1/impression?") && refuse.CompareAndSwap(true, false)
-		}})
-	if r := br.view(t, site+"/page.html"); r.Source != "local" || r.Links == 0 {
-		t.Fatalf("first view: %+v", r)
-	}
-	if pollHref(t, br, tokenHref) == "" {
-		t.Fatal("the in-text ad never got its click token")
-	}
-	sent := eval[int](t, br, `window.beacons`)
-	refuse.Store(true)
-	const render = `(q) => adlink.search(q).then(body => {
+// renderResult, called with a query, renders the first ad of the page's
+// search for it into the link #result at the top of the page, made the
+// first time, has the widget watch it and returns the ad's id: a
+// single-page app showing a search's results.
+const renderResult = `(q) => adlink.search(q).then(body => {
 	let a = document.getElementById('result');
 	if (!a) {
 		a = document.createElement('a');
@@ -282,14 +323,40 @@ func TestReusedLinkGoesBeforeItsRetry(t *testing.T) {
 	adlink.watch(document.body);
 	return new URL(a.href).searchParams.get('adId');
 })`
-	first := evalCall[string](t, br, render, "iphone 15")
+
+// TestReusedLinkGoesBeforeItsRetry: a single-page app that renders the
+// next search's result into the link whose beacon the server refused
+// (a 502 asking for a minute, from a proxy whose server restarts) has the
+// widget report it for the ad it now goes to at once, not after the
+// refused beacon's wait: that wait is its ad's. (A 429 or 503 holds every
+// beacon of the page: see TestRateLimitHoldsThePagesBeacons.)
+func TestReusedLinkGoesBeforeItsRetry(t *testing.T) {
+	br := newBrowser(t)
+	b := startBackend(t)
+	br.onEveryPage(t, countBeacons)
+	site := publisher(t, map[string]string{"/page.html": publisherPage("de-DE", b.URL, readerPage)})
+	var refuse atomic.Bool
+	asReaderWith(t, br, b, site, interception{answerHeader: [2]string{"Retry-After", "60"},
+		answer: func(u string) (int64, []byte, bool) {
+			return http.StatusBadGateway, []byte(`{"error":"bad gateway"}`),
+				strings.HasPrefix(u, b.URL+"/v1/impression?") && refuse.CompareAndSwap(true, false)
+		}})
+	if r := br.view(t, site+"/page.html"); r.Source != "local" || r.Links == 0 {
+		t.Fatalf("first view: %+v", r)
+	}
+	if pollHref(t, br, tokenHref) == "" {
+		t.Fatal("the in-text ad never got its click token")
+	}
+	sent := eval[int](t, br, `window.beacons`)
+	refuse.Store(true)
+	first := evalCall[string](t, br, renderResult, "iphone 15")
 	if pollHref(t, br, `window.beaconsDone > `+strconv.Itoa(sent)+` && "done"`) == "" {
 		t.Fatalf("the result for %s was never reported", first)
 	}
 	if refuse.Load() {
 		t.Fatal("the result's beacon was not the one refused")
 	}
-	second := evalCall[string](t, br, render, "pixel 8")
+	second := evalCall[string](t, br, renderResult, "pixel 8")
 	if second == first || second == "" {
 		t.Fatalf("the second search's first result is %q, the first's %q: the test needs two ads", second, first)
 	}

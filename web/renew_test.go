@@ -81,9 +81,15 @@ func TestInPageClickBillsAnHourLater(t *testing.T) {
 // seconds, or "".
 func pollHref(t *testing.T, br *browser, script string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(br.ctx, 20*time.Second)
+	return pollWithin(t, br, script, 15*time.Second)
+}
+
+// pollWithin is pollHref waiting up to d.
+func pollWithin(t *testing.T, br *browser, script string, d time.Duration) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(br.ctx, d+5*time.Second)
 	defer cancel()
-	href, err := chromedp.Run(ctx, chromedp.Poll[string](script, chromedp.WithPollingTimeout(15*time.Second)))
+	href, err := chromedp.Run(ctx, chromedp.Poll[string](script, chromedp.WithPollingTimeout(d)))
 	if err != nil {
 		return ""
 	}
