@@ -184,6 +184,35 @@ func TestKeyBudgetRefusalIsTriedOnce(t *testing.T) {
 	}
 }
 
+// TestTimedOutBeaconIsTriedTwice: a beacon that gets no answer within
+// the widget's 10 s (a server too loaded to answer) is sent again twice,
+// not more: each try would add to that load for ten seconds.
+func TestTimedOutBeaconIsTriedTwice(t *testing.T) {
+	br := newBrowser(t)
+	b := startBackend(t)
+	br.onEveryPage(t, countBeacons)
+	site := publisher(t, map[string]string{"/page.html": publisherPage("de-DE", b.URL, readerPage)})
+	never := make(chan struct{})
+	t.Cleanup(func() { close(never) })
+	asReaderWith(t, br, b, site, interception{hold: func(u string) <-chan struct{} {
+		if strings.HasPrefix(u, b.URL+"/v1/impression?") {
+			return never
+		}
+		return nil
+	}})
+	if r := br.view(t, site+"/page.html"); r.Source != "local" || r.Links == 0 {
+		t.Fatalf("first view: %+v, want ads matched in the page", r)
+	}
+	if pollWithin(t, br, `window.beaconsDone > 2 && "done"`, 50*time.Second) == "" {
+		t.Fatalf("%d impression beacons timed out; want the first and two more", eval[int](t, br, `window.beaconsDone`))
+	}
+	// Longer than the widget's next wait, were it to try again.
+	time.Sleep(9 * time.Second)
+	if n := eval[int](t, br, `window.beacons`); n != 3 {
+		t.Errorf("%d beacons sent of one that timed out; want 3, the first and two more", n)
+	}
+}
+
 // TestBadBeaconIsNotTriedAgain: a beacon answered 400 is not sent again
 // while its link stays in view: another would be refused alike.
 func TestBadBeaconIsNotTriedAgain(t *testing.T) {
