@@ -130,6 +130,7 @@ func TestRetryAfterIsWaited(t *testing.T) {
 // 429's wait (its Retry-After, longer than the widget's own) has passed,
 // in one request with the refused link's.
 func TestRateLimitHoldsThePagesBeacons(t *testing.T) {
+	t.Parallel() // waits out the widget's back-off, which takes no CPU
 	br := newBrowser(t)
 	b := startBackend(t)
 	br.onEveryPage(t, countBeacons)
@@ -161,6 +162,7 @@ func TestRateLimitHoldsThePagesBeacons(t *testing.T) {
 // key's whole budget (limit api_key), which the retries of every reader
 // of the key would only keep spent, is sent again once, not more.
 func TestKeyBudgetRefusalIsTriedOnce(t *testing.T) {
+	t.Parallel() // waits out the widget's back-off, which takes no CPU
 	br := newBrowser(t)
 	b := startBackend(t)
 	br.onEveryPage(t, countBeacons)
@@ -188,6 +190,7 @@ func TestKeyBudgetRefusalIsTriedOnce(t *testing.T) {
 // the widget's 10 s (a server too loaded to answer) is sent again twice,
 // not more: each try would add to that load for ten seconds.
 func TestTimedOutBeaconIsTriedTwice(t *testing.T) {
+	t.Parallel() // waits out the widget's back-off, which takes no CPU
 	br := newBrowser(t)
 	b := startBackend(t)
 	br.onEveryPage(t, countBeacons)
