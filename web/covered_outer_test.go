@@ -166,6 +166,14 @@ func TestOuterPaintHonestLinkBills(t *testing.T) {
 		// A hero image dimmed around a round window by its shadow 100vmax
 		// wide, which the hero's overflow crops.
 		{name: "cropped hero shadow", before: `<div style="position:relative;overflow:hidden;height:60px;background:#888"><div style="position:absolute;left:40px;top:10px;width:40px;height:40px;border-radius:50%;box-shadow:0 0 0 100vmax rgba(0,0,0,.6)"></div></div>`},
+		// A soft card 16 pixels above the link, in an article scaled a
+		// little: a static block's shadow is painted under the text of
+		// the normal flow.
+		{name: "neumorphism card", style: `article{scale:.99}`, before: `<div style="height:80px;margin:0 40px 16px;border-radius:20px;background:#e0e0e0;box-shadow:20px 20px 60px #bebebe,-20px -20px 60px #fff"></div>`},
+		// A dark sticky header whose soft shadow falls on the link 2
+		// pixels below it: only the shadow's opaque core counts, here
+		// none outside the header.
+		{name: "dark sticky header", before: `<div style="position:sticky;top:0;height:48px;background:#0d1117;box-shadow:0 8px 24px #010409"></div>`, style: `#wrap{padding-top:2px}`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			br := newBrowser(t)
@@ -249,4 +257,47 @@ func TestOuterPaintLookOncePerRound(t *testing.T) {
 		t.Errorf("%d of %d looks came in a task that had looked already, want one per round", twice, looks)
 	}
 	t.Logf("a look for paint outside elements' boxes on a page of 10,000 elements: %.1f ms", eval[float64](t, br, `adlink.timing.outerPaint`))
+}
+
+// TestOuterPaintLooksRarely: on a page of 10,000 elements whose main
+// text is scaled a little, IntersectionObserver v2 doubts its links for
+// good; the links' checks, their rounds and their impressions' timers
+// share one look for paint outside elements' boxes while the page stays
+// as it is, so in 10 seconds only a few looks run.
+func TestOuterPaintLooksRarely(t *testing.T) {
+	b := startBackend(t)
+	br := newBrowser(t)
+	// Counts the looks: the document's every element queried.
+	br.onEveryPage(t, `(() => { const q = Document.prototype.querySelectorAll; window.looks = 0;
+		Document.prototype.querySelectorAll = function (s) { if (s === "*") looks++; return q.apply(this, arguments); }; })()`)
+	var many strings.Builder
+	for i := 0; i < 2000; i++ {
+		shadow := ""
+		if i%10 == 0 {
+			shadow = ` style="box-shadow:0 2px 6px #999;outline:1px solid #ccc"`
+		}
+		many.WriteString(`<div` + shadow + `><span>a</span><b>b</b><i>c</i><em>d</em></div>`)
+	}
+	page := `<style>body{background:#fff;color:#111;margin:0}main{scale:.99}p{font-size:20px;margin:0;padding:10px}</style>` +
+		`<main><article><p>` + handyText + `</p><p>Ende.</p></article>` + many.String() + `</main>`
+	site := publisher(t, map[string]string{"/page.html": publisherPage("de-DE", b.URL, page)})
+	asReader(t, br, b, site)
+	if r := br.view(t, site+"/page.html"); r.Source != "local" || r.Links < 3 {
+		t.Fatalf("%+v, want three ads or more matched in the page", r)
+	}
+	if n := eval[int](t, br, `document.getElementsByTagName("*").length`); n < 10000 {
+		t.Fatalf("%d elements in the page, want 10,000 or more", n)
+	}
+	if pollHref(t, br, `window.looks > 0 ? "looked" : false`) == "" {
+		t.Fatal("the widget never looked for paint outside elements' boxes")
+	}
+	time.Sleep(10 * time.Second)
+	looks := eval[int](t, br, `looks`)
+	if looks > 6 {
+		t.Errorf("%d looks for paint outside elements' boxes in 10 seconds, want 6 or fewer", looks)
+	}
+	if n := eval[int](t, br, `adlink.timing.outerScans`); n != looks {
+		t.Errorf("adlink.timing.outerScans is %d, want the %d looks", n, looks)
+	}
+	t.Logf("%d looks in 10 seconds, the last %.1f ms", looks, eval[float64](t, br, `adlink.timing.outerPaint`))
 }

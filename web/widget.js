@@ -1132,9 +1132,20 @@
   // middle of the link's first box tells, one clicks fall through not found.
   // A link V2 doubts (doubted, or in doubt) that is on top at every point
   // may lie under paint outside another element's box (outerCovered).
+  // A look that throws (a page's prototypes overridden) finds it not
+  // covered: the widget failing to judge a link costs its publisher
+  // nothing.
   var elementFromPoint = docFn("elementFromPoint"), elementsFromPoint = docFn("elementsFromPoint"),
     sheets = Object.getOwnPropertyDescriptor(docProto, "adoptedStyleSheets"), lift = null, was = null, lifting = 0;
   function covered(a, doubted) {
+    try {
+      return judge(a, doubted);
+    } catch (e) {
+      return false;
+    }
+  }
+
+  function judge(a, doubted) {
     var rs = a.getClientRects(), r = rs[0], n = 0, all = 0, pts = [];
     if (!sheets || !sheets.set || !window.CSSStyleSheet || !docProto.elementsFromPoint) {
       r = r && elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
@@ -1227,7 +1238,7 @@
     for (e = a; e; root = e.getRootNode(), e = e.parentElement || (root !== document && root.host)) up.push(e);
     var out = outerPaint();
     pts.forEach(function (p) {
-      if (out.some(function (o) { return (o[3] || up.indexOf(o[0]) < 0) && !a.contains(o[0]) && within(p, o[1]) && !within(p, o[2]); })) n++;
+      if (out.some(function (o) { return (o[3] || (up.indexOf(o[0]) < 0 && up.indexOf(o[4]) < 0)) && !a.contains(o[0]) && within(p, o[1]) && !within(p, o[2]); })) n++;
     });
     return n * 2 > pts.length;
   }
@@ -1238,38 +1249,59 @@
 
   // outerPaint lists, for the document's elements and those of its open
   // shadow roots, each paint around an element's box a reader cannot see
-  // through (its colour's alpha at least one half): [element, the
-  // rectangle it paints in, the rectangle within it left unpainted (the
-  // element's box; for an outline, the box grown by its offset), 1 for an
-  // outline; for a drop-shadow, the box grown to take in what overflows
-  // it]. A
-  // shadow counts out to half its blur: beyond, its colour is faint. A
-  // clip-path inset() clips it (a page's full-bleed band: a shadow 100vmax
-  // wide, clipped to its own rows), and so does the overflow of the
-  // boxes around it (clipUp). A list serves the links judged
-  // together (a round of the observer's or each second's): it is made
-  // once, and dropped once the task is done. Its time, in milliseconds,
-  // is adlink.timing.outerPaint.
-  var outerList = null;
+  // through (its colour's alpha at least one half) that is painted over
+  // the page's normal flow: [element, the rectangle it paints in, the
+  // rectangle within it left unpainted (the element's box; for an
+  // outline, the box grown by its offset; for a drop-shadow, the box
+  // grown to take in what overflows it), 1 for an outline, the element's
+  // layer (layerOf)]. An outline is painted over the content; a
+  // shadow, a border image or a reflection only from a layer: a static
+  // block's shadow is painted under all text of the normal flow (a card's
+  // soft shadow over the next paragraph's link), and it covers a link
+  // only from a layer the link is not in (outerCovered).
+  // A shadow counts only where it is opaque: its box moved by its offset
+  // and grown by its spread less half its blur; its blurred edge is not.
+  // A clip-path inset() clips it (a page's full-bleed band: a shadow
+  // 100vmax wide, clipped to its own rows), and so does the overflow of
+  // the boxes around it (clipUp).
+  // The list is kept until the page scrolls, the window is resized or the
+  // DOM changes (not a link's href the widget sets), or for OUTER_MS:
+  // the links' checks, their rounds and the reader's pointer share it.
+  // A look stops after OUTER_BUDGET_MS and finds nothing: a page too
+  // large to look through costs its links nothing. The time of the last
+  // look, in milliseconds, is adlink.timing.outerPaint, the number of
+  // looks adlink.timing.outerScans.
+  var OUTER_MS = 2000, OUTER_BUDGET_MS = 8, outerList = null, outerAt = 0, outerWatch = null, Mutations = window.MutationObserver;
   function outerPaint() {
-    if (outerList) return outerList;
-    var t = performance.now(), all = Array.prototype.slice.call($$("*")), out = outerList = [];
-    Promise.resolve().then(function () { outerList = null; });
+    var t = performance.now();
+    if (outerList && t - outerAt < OUTER_MS) return outerList;
+    outerDrop();
+    var all = Array.prototype.slice.call($$("*")), out = [], layers = new Map();
+    outerWatching();
     for (var i = 0; i < all.length; i++) {
+      if (!(i & 31) && performance.now() - t > OUTER_BUDGET_MS) {
+        out = [];
+        break;
+      }
       var e = all[i], st = getComputedStyle(e), f = st.filter, bs = st.boxShadow, ts = st.textShadow;
       if (e.shadowRoot) Array.prototype.forEach.call(e.shadowRoot.querySelectorAll("*"), function (s) { all.push(s); });
-      var bi = st.borderImageSource !== "none", rf = st.webkitBoxReflect || "none";
-      if (bs === "none" && ts === "none" && st.outlineStyle === "none" && f.indexOf("drop-shadow(") < 0 && !bi && rf === "none") continue;
+      var bi = st.borderImageSource !== "none", rf = st.webkitBoxReflect || "none", ol = st.outlineStyle !== "none";
+      if (bs === "none" && ts === "none" && !ol && f.indexOf("drop-shadow(") < 0 && !bi && rf === "none") continue;
+      var ly = layerOf(e, st, layers);
+      if (!ly && !ol) continue;
       if (e.checkVisibility ? !e.checkVisibility({ visibilityProperty: true, opacityProperty: true }) : !e.getClientRects().length) continue;
       var r = e.getBoundingClientRect(), c = clipUp(e, st, clipOf(st.clipPath, r)), k = e.offsetWidth ? r.width / e.offsetWidth : 1, u = null;
       r = [r.left, r.top, r.right, r.bottom];
-      shadows(bs).forEach(function (s) { if (!/inset$/.test(s[0])) paintAround(out, e, r, c, s, k, s[4] + s[3] / 2); });
+      var w = parseFloat(st.outlineWidth), o = parseFloat(st.outlineOffset) * k;
+      if (ol && w > 0) paintAround(out, e, [r[0] - o, r[1] - o, r[2] + o, r[3] + o], c, [st.outlineColor, 0, 0], k, w, 1);
+      if (!ly) continue;
+      shadows(bs).forEach(function (s) { if (!/inset$/.test(s[0])) paintAround(out, e, r, c, s, k, s[4] - s[3] / 2, 0, ly); });
       if (Array.prototype.some.call(e.childNodes, function (t) { return t.nodeType === 3 && /\S/.test(t.nodeValue); })) {
-        shadows(ts).forEach(function (s) { paintAround(out, e, r, c, s, k, s[3] / 2); });
+        shadows(ts).forEach(function (s) { paintAround(out, e, r, c, s, k, -s[3] / 2, 0, ly); });
       }
       (f.match(/drop-shadow\(([^()]|\([^()]*\))*\)/g) || []).forEach(function (d) {
         var s = shadows(d.slice(12, -1))[0];
-        paintAround(out, e, u || (u = overflowOf(e, st, r)), c, s, k, s[3] / 2);
+        paintAround(out, e, u || (u = overflowOf(e, st, r)), c, s, k, -s[3] / 2, 0, ly);
       });
       // A border image paints out to its outset (lengths, or numbers of
       // the border's widths), whatever its colours; a reflection, a copy
@@ -1278,17 +1310,60 @@
         var v = st.borderImageOutset.split(" "), x = v[i] || v[i - 2] || v[0];
         return (/px$/.test(x) ? parseFloat(x) : parseFloat(x) * parseFloat(st["border" + s + "Width"])) * k;
       }) : [0, 0, 0, 0];
-      if (bo.some(function (v) { return v > 0; })) out.push([e, clipped([r[0] - bo[3], r[1] - bo[0], r[2] + bo[1], r[3] + bo[2]], c), r]);
+      if (bo.some(function (v) { return v > 0; })) out.push([e, clipped([r[0] - bo[3], r[1] - bo[0], r[2] + bo[1], r[3] + bo[2]], c), r, 0, ly]);
       if (rf !== "none") {
         var q = u || (u = overflowOf(e, st, r)), g = (parseFloat(rf.split(" ")[1]) || 0) * k, h = q[3] - q[1], wd = q[2] - q[0];
         q = { below: [q[0], q[3] + g, q[2], q[3] + g + h], above: [q[0], q[1] - g - h, q[2], q[1] - g], right: [q[2] + g, q[1], q[2] + g + wd, q[3]], left: [q[0] - g - wd, q[1], q[0] - g, q[3]] }[rf.split(" ")[0]];
-        if (q) out.push([e, clipped(q, c), u]);
+        if (q) out.push([e, clipped(q, c), u, 0, ly]);
       }
-      var w = parseFloat(st.outlineWidth), o = parseFloat(st.outlineOffset) * k;
-      if (st.outlineStyle !== "none" && w > 0) paintAround(out, e, [r[0] - o, r[1] - o, r[2] + o, r[3] + o], c, [st.outlineColor, 0, 0], k, w, 1);
     }
     timing.outerPaint = performance.now() - t;
-    return out;
+    timing.outerScans = (timing.outerScans || 0) + 1;
+    outerAt = performance.now();
+    return outerList = out;
+  }
+
+  // outerWatching has the list dropped when the page changes: scrolls
+  // (of the document or any box in it), the window's resize, a mutation
+  // of the DOM. Its own links' hrefs (their proof held or given back)
+  // change no paint.
+  function outerWatching() {
+    if (outerWatch) return outerWatch.observe(document, { subtree: true, childList: true, attributes: true, characterData: true });
+    outerWatch = Mutations ? new Mutations(function (ms) {
+      if (ms.some(function (m) { return m.type !== "attributes" || m.attributeName !== "href" || !watched.has(m.target); })) outerDrop();
+    }) : { observe: function () {}, disconnect: function () {}, takeRecords: function () { return []; } };
+    onDocument("scroll", outerDrop, { passive: true, capture: true });
+    EventTarget.prototype.addEventListener.call(window, "resize", outerDrop, { passive: true });
+    outerWatching();
+  }
+
+  function outerDrop() {
+    outerList = null;
+    if (outerWatch) outerWatch.disconnect();
+  }
+
+  // layerOf is the nearest of element e (its style st) and the boxes
+  // around it that is painted as a layer of its own, over the normal
+  // flow around it: positioned, or a stacking context (an opacity below
+  // 1, a transform, a filter, isolation, a blend mode, a clip-path or
+  // mask, paint containment, a will-change of those, a z-index on a flex
+  // or grid item, a reflection); null when there is none (the page's
+  // normal flow) or it has a z-index below 0, under the flow. Memoised in
+  // memo for one look.
+  function layerOf(e, st, memo) {
+    if (memo.has(e)) return memo.get(e);
+    var p = e.parentElement || (e.parentNode && e.parentNode.host), l = null, z = parseInt(st.zIndex, 10);
+    if (st.position !== "static" || st.opacity < 1 || st.transform !== "none" || st.translate !== "none" || st.rotate !== "none" || st.scale !== "none" ||
+      st.perspective !== "none" || st.filter !== "none" || (st.backdropFilter || "none") !== "none" || st.isolation === "isolate" || st.mixBlendMode !== "normal" ||
+      st.clipPath !== "none" || (st.maskImage || st.webkitMaskImage || "none") !== "none" || /paint|strict|content/.test(st.contain) ||
+      /transform|opacity|filter|perspective|translate|rotate|scale|position|z-index|isolation|mix-blend|clip-path|mask/.test(st.willChange) ||
+      (st.webkitBoxReflect || "none") !== "none" || (z === z && p && /flex|grid/.test(getComputedStyle(p).display))) {
+      l = z < 0 ? null : e;
+    } else if (p && p !== document.documentElement) {
+      l = layerOf(p, getComputedStyle(p), memo);
+    }
+    memo.set(e, l);
+    return l;
   }
 
   // overflowOf is element e's box r grown, on each axis its overflow
@@ -1314,14 +1389,15 @@
   }
 
   // paintAround adds to out the paint of shadow s (its colour first) of
-  // element e around box r: r moved by the shadow's offset and grown by
-  // d on each side, lengths scaled by k (the element's transform), within
-  // the clip c, r itself left unpainted; over e's content with over.
-  function paintAround(out, e, r, c, s, k, d, over) {
+  // element e (its layer ly) around box r: r moved by the shadow's offset
+  // and grown by d on each side (shrunk, for d below 0), lengths scaled
+  // by k (the element's transform), within the clip c, r itself left
+  // unpainted; over e's content with over.
+  function paintAround(out, e, r, c, s, k, d, over, ly) {
     if (alpha((s[0].match(/^[a-z-]+\([^)]*\)|^[a-z]+/i) || [""])[0]) < 0.5) return;
     var x = s[1] * k, y = s[2] * k;
     d *= k;
-    out.push([e, clipped([r[0] + x - d, r[1] + y - d, r[2] + x + d, r[3] + y + d], c), r, over]);
+    out.push([e, clipped([r[0] + x - d, r[1] + y - d, r[2] + x + d, r[3] + y + d], c), r, over, ly]);
   }
 
   function clipped(r, c) {
@@ -1422,13 +1498,25 @@
     var changed = false;
     lifted(function () {
       doubt.forEach(function (half, a) {
-        var vis = shows(a);
-        if (doubtVerdict.get(a) !== vis) changed = true, doubtVerdict.set(a, vis);
-        sight(a, a.isConnected, half, vis);
+        each(function () {
+          var vis = shows(a);
+          if (doubtVerdict.get(a) !== vis) changed = true, doubtVerdict.set(a, vis);
+          sight(a, a.isConnected, half, vis);
+        });
       });
     });
     doubtWait = changed ? SEEN_MS : Math.min(2 * doubtWait, 8 * SEEN_MS);
     doubtLater(doubtWait);
+  }
+
+  // each runs f, the judgement of one link of many: should it throw
+  // (a page's prototypes overridden), the others are judged all the same
+  // and the rounds go on. covered finds a link it could not look at not
+  // covered.
+  function each(f) {
+    try {
+      f();
+    } catch (e) {}
   }
 
   // doubtLater has the links in doubt judged again in ms, or sooner if
@@ -1451,11 +1539,13 @@
       observer = new IntersectionObserver(function (entries) {
         lifted(function () {
           entries.forEach(function (e) {
-            var a = e.target, half = e.intersectionRatio >= 0.5;
-            var vis = !V2 || e.isVisible || shows(a);
-            if (V2 && e.isIntersecting && !e.isVisible && !FRAMED) doubt.set(a, half), doubtVerdict.set(a, vis);
-            else doubt.delete(a);
-            sight(a, e.isIntersecting, half, vis);
+            each(function () {
+              var a = e.target, half = e.intersectionRatio >= 0.5;
+              var vis = !V2 || e.isVisible || shows(a);
+              if (V2 && e.isIntersecting && !e.isVisible && !FRAMED) doubt.set(a, half), doubtVerdict.set(a, vis);
+              else doubt.delete(a);
+              sight(a, e.isIntersecting, half, vis);
+            });
           });
         });
         doubtSoon();
