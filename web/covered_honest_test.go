@@ -392,3 +392,30 @@ func TestCoverUnderPointerTakesProof(t *testing.T) {
 		})
 	}
 }
+
+// TestCoverCheckThrowSkipsNoLink: on a page whose empty toast layer has
+// IntersectionObserver v2 say no link is to be seen, and whose script
+// has the first ad link's getClientRects throw (a page overriding
+// prototypes), the other links are judged all the same and the rounds go
+// on: each link gets its click token, the one that throws too (a look
+// that fails finds no cover).
+func TestCoverCheckThrowSkipsNoLink(t *testing.T) {
+	b := startBackend(t)
+	br := newBrowser(t)
+	br.onEveryPage(t, `(() => { const g = Element.prototype.getClientRects;
+		Element.prototype.getClientRects = function () { if (this === document.querySelector("a.adlink-intext")) throw new Error("no rects"); return g.apply(this, arguments); }; })()`)
+	page := `<style>body{background:#fff;color:#111;margin:0}p{font-size:20px;margin:0;padding:10px}#toaster{position:fixed;inset:16px;z-index:9999;pointer-events:none}</style>` +
+		`<article><p>` + handyText + `</p><p style="margin-bottom:3000px">Ende.</p></article><div id="toaster"></div>`
+	site := publisher(t, map[string]string{"/page.html": publisherPage("de-DE", b.URL, page)})
+	asReader(t, br, b, site)
+	if r := br.view(t, site+"/page.html"); r.Source != "local" || r.Links < 3 {
+		t.Fatalf("%+v, want three ads or more matched in the page", r)
+	}
+	if eval[bool](t, br, `(() => { try { document.querySelector("a.adlink-intext").getClientRects(); return true; } catch (e) { return false; } })()`) {
+		t.Fatal("the first link's getClientRects does not throw")
+	}
+	all := `Array.from(document.querySelectorAll("a.adlink-intext"))`
+	if pollHref(t, br, all+`.every(a => /[?&]ct=/.test(a.href)) && "all"`) == "" {
+		t.Errorf("links without their click token: %v", eval[[]string](t, br, all+`.filter(a => !/[?&]ct=/.test(a.href)).map(a => a.href)`))
+	}
+}
