@@ -73,7 +73,8 @@
  *                               Each step, and first_ad, is also a User Timing mark
  *                               "adlink:<step>", so a browser's performance tools show it.
  *                               outerPaint: the milliseconds the last look for paint
- *                               outside elements' boxes took (see covered), once one ran
+ *                               outside elements' boxes took (see covered), once one ran;
+ *                               outerScans: how many such looks ran
  */
 (function () {
   "use strict";
@@ -1228,11 +1229,13 @@
 
   // outerCovered tells whether, at more than half of link a's points pts,
   // the paint outside the box of an element that is neither the link, nor
-  // in it, nor around it lies: a neighbour's shadow over the link's edge
-  // leaves most points; the link's own focus ring, or its card's shadow,
-  // never covers it. The outline of an element around it does: an
-  // outline is painted over the element's content (the body's, 3000
-  // pixels wide and as far within its box).
+  // in it, nor around it lies, from a layer the link is not in (a
+  // shadow of the same layer's normal flow is painted under the link's
+  // text): a neighbour's shadow over the link's edge leaves most points;
+  // the link's own focus ring, or its card's shadow, never covers it.
+  // The outline of an element around it does: an outline is painted over
+  // the element's content (the body's, 3000 pixels wide and as far
+  // within its box).
   function outerCovered(a, pts) {
     var up = [], n = 0, e, root;
     for (e = a; e; root = e.getRootNode(), e = e.parentElement || (root !== document && root.host)) up.push(e);
