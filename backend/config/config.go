@@ -63,8 +63,9 @@ type Config struct {
 	// (-site-shard-kb, ADLINK_SITE_SHARD_KB).
 	SiteShardKB int
 	// AdminAddr is the admin listener's address, which serves /metrics,
-	// POST /admin/reload, POST /admin/invalidate and GET /admin/backup;
-	// empty serves none (-admin-addr, ADLINK_ADMIN_ADDR).
+	// POST /admin/reload, POST /admin/invalidate, GET /admin/backup and
+	// GET /admin/sites/review; empty serves none (-admin-addr,
+	// ADLINK_ADMIN_ADDR).
 	AdminAddr string
 	// AdminHosts are the host names the admin listener answers under
 	// /admin/ besides addresses, localhost and names without a dot: the
@@ -461,7 +462,7 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	fs.DurationVar(&c.CatalogTimeout, "catalog-timeout", c.CatalogTimeout, "bound on one fetch of a feed URL (ADLINK_CATALOG_TIMEOUT)")
 	fs.Int64Var(&c.CatalogMaxBytes, "catalog-max-bytes", c.CatalogMaxBytes, "most `bytes` of one feed, as read and decompressed (ADLINK_CATALOG_MAX_BYTES)")
 	fs.Var(&listFlag{list: &c.AdminHosts, comma: true}, "admin-hosts", "host `names` the admin listener answers /admin/ under besides addresses, localhost and names without a dot, comma-separated or repeated (ADLINK_ADMIN_HOSTS)")
-	fs.StringVar(&c.AdminAddr, "admin-addr", c.AdminAddr, "admin listen `address` for /metrics, POST /admin/reload, POST /admin/invalidate and GET /admin/backup; empty: none (ADLINK_ADMIN_ADDR)")
+	fs.StringVar(&c.AdminAddr, "admin-addr", c.AdminAddr, "admin listen `address` for /metrics, POST /admin/reload, POST /admin/invalidate, GET /admin/backup and GET /admin/sites/review; empty: none (ADLINK_ADMIN_ADDR)")
 	fs.StringVar(&c.PartnersFile, "partners", c.PartnersFile, "partners JSON `file`; this or -demo is needed (ADLINK_PARTNERS)")
 	fs.StringVar(&c.AdvertisersFile, "advertisers", c.AdvertisersFile, "advertisers JSON `file`: report tokens and daily budgets (ADLINK_ADVERTISERS)")
 	fs.BoolVar(&c.Demo, "demo", c.Demo, "add the demo partner, api_key=demo site_id=demo on localhost (ADLINK_DEMO)")
