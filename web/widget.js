@@ -1438,7 +1438,7 @@
       x = s.overflowX !== "visible";
       y = s.overflowY !== "visible";
       if (/paint|strict|content/.test(s.contain)) x = y = true;
-      if ((!x && !y) || parseFloat((s.overflowClipMargin || "").replace(/^[a-z-]+ */, "")) > 0 ||
+      if ((!x && !y) || parseFloat((s.overflowClipMargin || "").replace(/^[a-z-]+ +/, "")) > 0 ||
         !/^(block|inline-block|flow-root|flex|inline-flex|grid|inline-grid|list-item)$/.test(s.display)) continue;
       r = p.getBoundingClientRect();
       c = [x ? Math.max(c[0], r.left) : c[0], y ? Math.max(c[1], r.top) : c[1], x ? Math.min(c[2], r.right) : c[2], y ? Math.min(c[3], r.bottom) : c[3]];
