@@ -44,6 +44,12 @@ var outerCovers = []struct{ name, cover string }{
 	// clips no box laid out outside it: a fixed one, an absolute one with
 	// no positioned box around it.
 	{"box-shadow, fixed out of a clip", `<div style="overflow:hidden;width:1px;height:1px"><div style="position:fixed;left:0;top:0;width:1px;height:1px;box-shadow:0 0 0 9999px #fff"></div></div>`},
+	// The shadow of a box with a z-index below 0, under its own layer's
+	// flow but in a layer over the page.
+	{"box-shadow, z-index below 0 in a layer", `<div style="position:fixed;left:0;top:0;z-index:999;width:1px;height:1px"><div style="position:absolute;z-index:-1;left:0;top:0;width:1px;height:1px;box-shadow:0 0 0 9999px #fff"></div></div>`},
+	// A z-index on a static box that is no flex or grid item does not
+	// apply: its opacity paints it over the flow.
+	{"box-shadow, faint static box with a z-index below 0", `<div style="opacity:.99;z-index:-1;width:1px;height:1px;box-shadow:0 0 0 9999px #fff"></div>`},
 	{"box-shadow, absolute out of a clip", `<div style="overflow:hidden;width:1px;height:1px"><div style="position:absolute;left:0;top:0;width:1px;height:1px;box-shadow:0 0 0 9999px #fff"></div></div>`},
 }
 
@@ -173,6 +179,9 @@ func TestOuterPaintHonestLinkBills(t *testing.T) {
 		// A dark sticky header whose soft shadow falls on the link 2
 		// pixels below it: only the shadow's opaque core counts, here
 		// none outside the header.
+		// A section's hard shadow behind its text, with a z-index below 0
+		// in a box that makes no stacking context: under the page's flow.
+		{name: "shadow below the flow", before: `<div style="position:relative"><div style="position:absolute;z-index:-1;left:0;top:0;width:1px;height:1px;box-shadow:0 0 0 200px #eee"></div></div>`},
 		{name: "dark sticky header", before: `<div style="position:sticky;top:0;height:48px;background:#0d1117;box-shadow:0 8px 24px #010409"></div>`, style: `#wrap{padding-top:2px}`},
 	} {
 		t.Run(c.name, func(t *testing.T) {

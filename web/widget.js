@@ -1347,26 +1347,51 @@
 
   // layerOf is the nearest of element e (its style st) and the boxes
   // around it that is painted as a layer of its own, over the normal
-  // flow around it: positioned, or a stacking context (an opacity below
-  // 1, a transform, a filter, isolation, a blend mode, a clip-path or
-  // mask, paint containment, a will-change of those, a z-index on a flex
-  // or grid item, a reflection); null when there is none (the page's
-  // normal flow) or it has a z-index below 0, under the flow. Memoised in
-  // memo for one look.
+  // flow around it: positioned, or a stacking context (stacks); null when
+  // there is none (the page's normal flow). One with a z-index below 0 is
+  // painted under the flow of the stacking context around it, so its
+  // layer is that context's: none in the page's, but over the page in one
+  // that is itself a layer (a fixed box with a z-index). Memoised in memo
+  // for one look.
   function layerOf(e, st, memo) {
     if (memo.has(e)) return memo.get(e);
-    var p = e.parentElement || (e.parentNode && e.parentNode.host), l = null, z = parseInt(st.zIndex, 10);
-    if (st.position !== "static" || st.opacity < 1 || st.transform !== "none" || st.translate !== "none" || st.rotate !== "none" || st.scale !== "none" ||
-      st.perspective !== "none" || st.filter !== "none" || (st.backdropFilter || "none") !== "none" || st.isolation === "isolate" || st.mixBlendMode !== "normal" ||
-      st.clipPath !== "none" || (st.maskImage || st.webkitMaskImage || "none") !== "none" || /paint|strict|content/.test(st.contain) ||
-      /transform|opacity|filter|perspective|translate|rotate|scale|position|z-index|isolation|mix-blend|clip-path|mask/.test(st.willChange) ||
-      (st.webkitBoxReflect || "none") !== "none" || (z === z && p && /flex|grid/.test(getComputedStyle(p).display))) {
-      l = z < 0 ? null : e;
+    var p = parentOf(e), l = null, z = zOf(st, p);
+    if (st.position !== "static" || stacks(st, z)) {
+      for (l = e; z < 0 && (l = p) && p !== document.documentElement; p = parentOf(p)) {
+        st = getComputedStyle(p);
+        if (stacks(st, zOf(st, parentOf(p)))) break;
+      }
+      l = l === e ? e : l && l !== document.documentElement ? layerOf(l, st, memo) : null;
     } else if (p && p !== document.documentElement) {
       l = layerOf(p, getComputedStyle(p), memo);
     }
     memo.set(e, l);
     return l;
+  }
+
+  function parentOf(e) {
+    return e.parentElement || (e.parentNode && e.parentNode.host) || null;
+  }
+
+  // zOf is the z-index of an element (its style st, its parent p), NaN
+  // where it has none or it does not apply: only a positioned box or a
+  // flex or grid item has one.
+  function zOf(st, p) {
+    var z = parseInt(st.zIndex, 10);
+    return z === z && (st.position !== "static" || (p && /flex|grid/.test(getComputedStyle(p).display))) ? z : NaN;
+  }
+
+  // stacks tells whether an element (its style st, its z-index z, zOf)
+  // is a stacking context: one with a z-index, fixed or sticky, an opacity
+  // below 1, a transform, a filter, isolation, a blend mode, a clip-path
+  // or mask, paint containment, a will-change of those, a reflection.
+  function stacks(st, z) {
+    return z === z || /fixed|sticky/.test(st.position) ||
+      st.opacity < 1 || st.transform !== "none" || st.translate !== "none" || st.rotate !== "none" || st.scale !== "none" ||
+      st.perspective !== "none" || st.filter !== "none" || (st.backdropFilter || "none") !== "none" || st.isolation === "isolate" || st.mixBlendMode !== "normal" ||
+      st.clipPath !== "none" || (st.maskImage || st.webkitMaskImage || "none") !== "none" || /paint|strict|content/.test(st.contain) ||
+      /transform|opacity|filter|perspective|translate|rotate|scale|position|z-index|isolation|mix-blend|clip-path|mask/.test(st.willChange) ||
+      (st.webkitBoxReflect || "none") !== "none";
   }
 
   // overflowOf is element e's box r grown, on each axis its overflow
