@@ -1,7 +1,6 @@
 package web
 
 import (
-	"context"
 	_ "embed"
 	"net/http"
 	"strconv"
@@ -9,8 +8,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/adlink/adlink/backend/clicks"
 )
 
 var (
@@ -31,17 +28,35 @@ var (
 	hiddenOnRefusal string
 )
 
-// impressionsOf counts the impressions b recorded of adID from the reader
-// at ip since start.
-func impressionsOf(b *backend, adID, ip string, start time.Time) int {
-	n := 0
-	b.imps.Scan(context.Background(), start.Add(-time.Second), time.Now().Add(time.Second), func(i clicks.Impression) error {
-		if i.AdID == adID && i.IP == ip {
-			n++
-		}
-		return nil
-	})
-	return n
+// beaconView is a reader of its own, in a browser running scripts on
+// every page, viewing page (readerPage when "") of a publisher on a
+// backend of its own, whose requests in(b) answers, holds or loses; the
+// view must match ads in the page.
+func beaconView(t *testing.T, page string, in func(b *backend) interception, scripts ...string) (*browser, *backend, reader, readyResult) {
+	t.Helper()
+	br := newBrowser(t)
+	b := startBackend(t)
+	for _, js := range scripts {
+		br.onEveryPage(t, js)
+	}
+	if page == "" {
+		page = readerPage
+	}
+	site := publisher(t, map[string]string{"/page.html": publisherPage("de-DE", b.URL, page)})
+	rd := asReaderWith(t, br, b, site, in(b))
+	r := br.view(t, site+"/page.html")
+	if r.Source != "local" || r.Links == 0 {
+		t.Fatalf("first view: %+v, want ads matched in the page", r)
+	}
+	return br, b, rd, r
+}
+
+// beaconAnswer answers the impression beacons to b with status and body
+// while refuse, asked once a beacon, says so.
+func beaconAnswer(b *backend, status int64, body string, refuse func() bool) func(string) (int64, []byte, bool) {
+	return func(u string) (int64, []byte, bool) {
+		return status, []byte(body), strings.HasPrefix(u, b.URL+"/v1/impression?") && refuse()
+	}
 }
 
 // TestRefusedBeaconTriesAgainInView: a beacon answered 503 (a server
@@ -49,24 +64,16 @@ func impressionsOf(b *backend, adID, ip string, start time.Time) int {
 // while, and again once more refused: the reader, who does not scroll
 // nor leave the tab, gets the link's click token, and the click bills.
 func TestRefusedBeaconTriesAgainInView(t *testing.T) {
-	br := newBrowser(t)
-	b := startBackend(t)
-	br.onEveryPage(t, countBeacons)
-	site := publisher(t, map[string]string{"/page.html": publisherPage("de-DE", b.URL, readerPage)})
 	var refused atomic.Int64
-	rd := asReaderAnswered(t, br, b, site, func(u string) (int64, []byte, bool) {
-		return http.StatusServiceUnavailable, []byte(`{"error":"unavailable"}`),
-			strings.HasPrefix(u, b.URL+"/v1/impression?") && refused.Add(1) <= 2
-	})
 	start := time.Now()
-	if r := br.view(t, site+"/page.html"); r.Source != "local" || r.Links == 0 {
-		t.Fatalf("first view: %+v, want ads matched in the page", r)
-	}
+	br, b, rd, _ := beaconView(t, "", func(b *backend) interception {
+		return interception{answer: beaconAnswer(b, http.StatusServiceUnavailable, `{"error":"unavailable"}`, func() bool { return refused.Add(1) <= 2 })}
+	}, countBeacons)
 	rc := clickLikeAReader(t, br, b, rd, true)
 	if !rc.Click.Billable {
 		t.Errorf("a click on the ad after two refused beacons: %+v, want billable", rc.Click)
 	}
-	if n := impressionsOf(b, rc.Click.AdID, rd.ip, start); n != 1 {
+	if n := len(rd.impressionsOf(b, rc.Click.AdID, start)); n != 1 {
 		t.Errorf("%d impressions of the clicked ad, want 1", n)
 	}
 }
@@ -75,17 +82,13 @@ func TestRefusedBeaconTriesAgainInView(t *testing.T) {
 // answer was lost on the way (a mobile network dropping) is sent again;
 // the link gets its token from the second, and the ad counts once.
 func TestLostBeaconAnswerCountsOnce(t *testing.T) {
-	br := newBrowser(t)
-	b := startBackend(t)
-	site := publisher(t, map[string]string{"/page.html": publisherPage("de-DE", b.URL, readerPage)})
 	var lost atomic.Int64
-	rd := asReaderWith(t, br, b, site, interception{lose: func(u string) bool {
-		return strings.HasPrefix(u, b.URL+"/v1/impression?") && lost.Add(1) == 1
-	}})
 	start := time.Now()
-	if r := br.view(t, site+"/page.html"); r.Source != "local" || r.Links == 0 {
-		t.Fatalf("first view: %+v, want ads matched in the page", r)
-	}
+	br, b, rd, _ := beaconView(t, "", func(b *backend) interception {
+		return interception{lose: func(u string) bool {
+			return strings.HasPrefix(u, b.URL+"/v1/impression?") && lost.Add(1) == 1
+		}}
+	})
 	rc := clickLikeAReader(t, br, b, rd, true)
 	if !rc.Click.Billable {
 		t.Errorf("a click on the ad after a beacon's lost answer: %+v, want billable", rc.Click)
@@ -93,7 +96,7 @@ func TestLostBeaconAnswerCountsOnce(t *testing.T) {
 	if lost.Load() < 2 {
 		t.Errorf("%d impression beacons, want the lost one and another", lost.Load())
 	}
-	if n := impressionsOf(b, rc.Click.AdID, rd.ip, start); n != 1 {
+	if n := len(rd.impressionsOf(b, rc.Click.AdID, start)); n != 1 {
 		t.Errorf("%d impressions of the clicked ad, beacon sent twice; want 1", n)
 	}
 }
@@ -103,19 +106,11 @@ func TestLostBeaconAnswerCountsOnce(t *testing.T) {
 // shorter. (A 429's own first wait is longer: see
 // TestRateLimitHoldsThePagesBeacons.)
 func TestRetryAfterIsWaited(t *testing.T) {
-	br := newBrowser(t)
-	b := startBackend(t)
-	br.onEveryPage(t, retryAfter)
-	site := publisher(t, map[string]string{"/page.html": publisherPage("de-DE", b.URL, readerPage)})
 	var refused atomic.Int64
-	asReaderWith(t, br, b, site, interception{answerHeader: [2]string{"Retry-After", "4"},
-		answer: func(u string) (int64, []byte, bool) {
-			return http.StatusServiceUnavailable, []byte(`{"error":"unavailable"}`),
-				strings.HasPrefix(u, b.URL+"/v1/impression?") && refused.Add(1) == 1
-		}})
-	if r := br.view(t, site+"/page.html"); r.Source != "local" || r.Links == 0 {
-		t.Fatalf("first view: %+v, want ads matched in the page", r)
-	}
+	br, _, _, _ := beaconView(t, "", func(b *backend) interception {
+		return interception{answerHeader: [2]string{"Retry-After", "4"},
+			answer: beaconAnswer(b, http.StatusServiceUnavailable, `{"error":"unavailable"}`, func() bool { return refused.Add(1) == 1 })}
+	}, retryAfter)
 	if pollHref(t, br, tokenHref) == "" {
 		t.Fatal("after a beacon refused with a 503 the in-text ad never got its click token")
 	}
@@ -131,20 +126,12 @@ func TestRetryAfterIsWaited(t *testing.T) {
 // in one request with the refused link's.
 func TestRateLimitHoldsThePagesBeacons(t *testing.T) {
 	t.Parallel() // waits out the widget's back-off, which takes no CPU
-	br := newBrowser(t)
-	b := startBackend(t)
-	br.onEveryPage(t, countBeacons)
-	br.onEveryPage(t, retryAfter)
-	site := publisher(t, map[string]string{"/page.html": publisherPage("de-DE", b.URL, readerPage)})
 	var refused atomic.Int64
-	asReaderWith(t, br, b, site, interception{answerHeader: [2]string{"Retry-After", "20"},
-		answer: func(u string) (int64, []byte, bool) {
-			return http.StatusTooManyRequests, []byte(`{"error":{"code":"rate_limited","message":"too many requests","param":"api_key","limit":"api_key_network","retry_after":20}}`),
-				strings.HasPrefix(u, b.URL+"/v1/impression?") && refused.Add(1) == 1
-		}})
-	if r := br.view(t, site+"/page.html"); r.Source != "local" || r.Links == 0 {
-		t.Fatalf("first view: %+v, want ads matched in the page", r)
-	}
+	br, _, _, _ := beaconView(t, "", func(b *backend) interception {
+		return interception{answerHeader: [2]string{"Retry-After", "20"},
+			answer: beaconAnswer(b, http.StatusTooManyRequests, `{"error":{"code":"rate_limited","message":"too many requests","param":"api_key","limit":"api_key_network","retry_after":20}}`,
+				func() bool { return refused.Add(1) == 1 })}
+	}, countBeacons, retryAfter)
 	if pollHref(t, br, `window.beaconsDone > 0 && "done"`) == "" {
 		t.Fatal("no impression beacon was answered")
 	}
@@ -163,18 +150,11 @@ func TestRateLimitHoldsThePagesBeacons(t *testing.T) {
 // of the key would only keep spent, is sent again once, not more.
 func TestKeyBudgetRefusalIsTriedOnce(t *testing.T) {
 	t.Parallel() // waits out the widget's back-off, which takes no CPU
-	br := newBrowser(t)
-	b := startBackend(t)
-	br.onEveryPage(t, countBeacons)
-	site := publisher(t, map[string]string{"/page.html": publisherPage("de-DE", b.URL, readerPage)})
-	asReaderWith(t, br, b, site, interception{answerHeader: [2]string{"Retry-After", "1"},
-		answer: func(u string) (int64, []byte, bool) {
-			return http.StatusTooManyRequests, []byte(`{"error":{"code":"rate_limited","message":"too many requests for this api_key","param":"api_key","limit":"api_key","retry_after":1}}`),
-				strings.HasPrefix(u, b.URL+"/v1/impression?")
-		}})
-	if r := br.view(t, site+"/page.html"); r.Source != "local" || r.Links == 0 {
-		t.Fatalf("first view: %+v, want ads matched in the page", r)
-	}
+	br, _, _, _ := beaconView(t, "", func(b *backend) interception {
+		return interception{answerHeader: [2]string{"Retry-After", "1"},
+			answer: beaconAnswer(b, http.StatusTooManyRequests, `{"error":{"code":"rate_limited","message":"too many requests for this api_key","param":"api_key","limit":"api_key","retry_after":1}}`,
+				func() bool { return true })}
+	}, countBeacons)
 	if pollWithin(t, br, `window.beaconsDone > 1 && "done"`, 30*time.Second) == "" {
 		t.Fatalf("%d impression beacons answered; want the refused one and its retry", eval[int](t, br, `window.beaconsDone`))
 	}
@@ -191,21 +171,16 @@ func TestKeyBudgetRefusalIsTriedOnce(t *testing.T) {
 // not more: each try would add to that load for ten seconds.
 func TestTimedOutBeaconIsTriedTwice(t *testing.T) {
 	t.Parallel() // waits out the widget's back-off, which takes no CPU
-	br := newBrowser(t)
-	b := startBackend(t)
-	br.onEveryPage(t, countBeacons)
-	site := publisher(t, map[string]string{"/page.html": publisherPage("de-DE", b.URL, readerPage)})
 	never := make(chan struct{})
 	t.Cleanup(func() { close(never) })
-	asReaderWith(t, br, b, site, interception{hold: func(u string) <-chan struct{} {
-		if strings.HasPrefix(u, b.URL+"/v1/impression?") {
-			return never
-		}
-		return nil
-	}})
-	if r := br.view(t, site+"/page.html"); r.Source != "local" || r.Links == 0 {
-		t.Fatalf("first view: %+v, want ads matched in the page", r)
-	}
+	br, _, _, _ := beaconView(t, "", func(b *backend) interception {
+		return interception{hold: func(u string) <-chan struct{} {
+			if strings.HasPrefix(u, b.URL+"/v1/impression?") {
+				return never
+			}
+			return nil
+		}}
+	}, countBeacons)
 	if pollWithin(t, br, `window.beaconsDone > 2 && "done"`, 50*time.Second) == "" {
 		t.Fatalf("%d impression beacons timed out; want the first and two more", eval[int](t, br, `window.beaconsDone`))
 	}
@@ -219,16 +194,9 @@ func TestTimedOutBeaconIsTriedTwice(t *testing.T) {
 // TestBadBeaconIsNotTriedAgain: a beacon answered 400 is not sent again
 // while its link stays in view: another would be refused alike.
 func TestBadBeaconIsNotTriedAgain(t *testing.T) {
-	br := newBrowser(t)
-	b := startBackend(t)
-	br.onEveryPage(t, countBeacons)
-	site := publisher(t, map[string]string{"/page.html": publisherPage("de-DE", b.URL, readerPage)})
-	asReaderAnswered(t, br, b, site, func(u string) (int64, []byte, bool) {
-		return http.StatusBadRequest, []byte(`{"error":{"code":"invalid_parameter","message":"bad"}}`), strings.HasPrefix(u, b.URL+"/v1/impression?")
-	})
-	if r := br.view(t, site+"/page.html"); r.Source != "local" || r.Links == 0 {
-		t.Fatalf("first view: %+v, want ads matched in the page", r)
-	}
+	br, _, _, _ := beaconView(t, "", func(b *backend) interception {
+		return interception{answer: beaconAnswer(b, http.StatusBadRequest, `{"error":{"code":"invalid_parameter","message":"bad"}}`, func() bool { return true })}
+	}, countBeacons)
 	if pollHref(t, br, `window.beaconsDone > 0 && "done"`) == "" {
 		t.Fatal("no impression beacon was answered")
 	}
@@ -245,17 +213,11 @@ func TestBadBeaconIsNotTriedAgain(t *testing.T) {
 // however long (it gets no click token, though the server answers
 // again); once back in view it is, and gets its token.
 func TestRefusedBeaconWaitsForItsLinkInView(t *testing.T) {
-	br := newBrowser(t)
-	b := startBackend(t)
-	br.onEveryPage(t, countBeacons)
-	br.onEveryPage(t, awayOnRefusal)
-	site := publisher(t, map[string]string{"/page.html": publisherPage("de-DE", b.URL, readerPage)})
 	var refused atomic.Int64
-	asReaderAnswered(t, br, b, site, func(u string) (int64, []byte, bool) {
-		return http.StatusServiceUnavailable, []byte(`{"error":"unavailable"}`),
-			strings.HasPrefix(u, b.URL+"/v1/impression?") && refused.Add(1) == 1
-	})
-	if r := br.view(t, site+"/page.html"); r.Source != "local" || r.Links < 2 {
+	br, _, _, r := beaconView(t, "", func(b *backend) interception {
+		return interception{answer: beaconAnswer(b, http.StatusServiceUnavailable, `{"error":"unavailable"}`, func() bool { return refused.Add(1) == 1 })}
+	}, countBeacons, awayOnRefusal)
+	if r.Links < 2 {
 		t.Fatalf("first view: %+v, want ads matched in the page, one far below", r)
 	}
 	if pollHref(t, br, `window.beaconsDone > 0 && "done"`) == "" {
@@ -276,19 +238,10 @@ func TestRefusedBeaconWaitsForItsLinkInView(t *testing.T) {
 // as its tab was hidden is not reported again while the tab stays
 // hidden, however long; once the tab shows it is, and gets its token.
 func TestRefusedBeaconWaitsForItsTabShown(t *testing.T) {
-	br := newBrowser(t)
-	b := startBackend(t)
-	br.onEveryPage(t, countBeacons)
-	br.onEveryPage(t, hiddenOnRefusal)
-	site := publisher(t, map[string]string{"/page.html": publisherPage("de-DE", b.URL, readerPage)})
 	var refused atomic.Int64
-	asReaderAnswered(t, br, b, site, func(u string) (int64, []byte, bool) {
-		return http.StatusServiceUnavailable, []byte(`{"error":"unavailable"}`),
-			strings.HasPrefix(u, b.URL+"/v1/impression?") && refused.Add(1) == 1
-	})
-	if r := br.view(t, site+"/page.html"); r.Source != "local" || r.Links == 0 {
-		t.Fatalf("first view: %+v, want ads matched in the page", r)
-	}
+	br, _, _, _ := beaconView(t, "", func(b *backend) interception {
+		return interception{answer: beaconAnswer(b, http.StatusServiceUnavailable, `{"error":"unavailable"}`, func() bool { return refused.Add(1) == 1 })}
+	}, countBeacons, hiddenOnRefusal)
 	if pollHref(t, br, `window.beaconsDone > 0 && "done"`) == "" {
 		t.Fatal("no impression beacon was answered")
 	}
@@ -310,21 +263,12 @@ func TestRefusedBeaconWaitsForItsTabShown(t *testing.T) {
 // once the reader scrolls, a beacon answered 503 with a Retry-After is
 // sent again no sooner than that: those checks do not send it again.
 func TestRetryAfterIsWaitedUnderALayer(t *testing.T) {
-	br := newBrowser(t)
-	b := startBackend(t)
-	br.onEveryPage(t, countBeacons)
-	br.onEveryPage(t, retryAfter)
 	page := `<style>#toaster{position:fixed;inset:16px;z-index:9999;pointer-events:none}</style>` + readerPage + `<div id="toaster"></div>`
-	site := publisher(t, map[string]string{"/page.html": publisherPage("de-DE", b.URL, page)})
 	var refused atomic.Int64
-	asReaderWith(t, br, b, site, interception{answerHeader: [2]string{"Retry-After", "8"},
-		answer: func(u string) (int64, []byte, bool) {
-			return http.StatusServiceUnavailable, []byte(`{"error":"unavailable"}`),
-				strings.HasPrefix(u, b.URL+"/v1/impression?") && refused.Add(1) == 1
-		}})
-	if r := br.view(t, site+"/page.html"); r.Source != "local" || r.Links == 0 {
-		t.Fatalf("first view: %+v, want ads matched in the page", r)
-	}
+	br, _, _, _ := beaconView(t, page, func(b *backend) interception {
+		return interception{answerHeader: [2]string{"Retry-After", "8"},
+			answer: beaconAnswer(b, http.StatusServiceUnavailable, `{"error":"unavailable"}`, func() bool { return refused.Add(1) == 1 })}
+	}, countBeacons, retryAfter)
 	if pollHref(t, br, `window.beaconsDone > 0 && "done"`) == "" {
 		t.Fatal("no impression beacon was answered")
 	}
@@ -363,19 +307,11 @@ const renderResult = `(q) => adlink.search(q).then(body => {
 // refused beacon's wait: that wait is its ad's. (A 429 or 503 holds every
 // beacon of the page: see TestRateLimitHoldsThePagesBeacons.)
 func TestReusedLinkGoesBeforeItsRetry(t *testing.T) {
-	br := newBrowser(t)
-	b := startBackend(t)
-	br.onEveryPage(t, countBeacons)
-	site := publisher(t, map[string]string{"/page.html": publisherPage("de-DE", b.URL, readerPage)})
 	var refuse atomic.Bool
-	asReaderWith(t, br, b, site, interception{answerHeader: [2]string{"Retry-After", "60"},
-		answer: func(u string) (int64, []byte, bool) {
-			return http.StatusBadGateway, []byte(`{"error":"bad gateway"}`),
-				strings.HasPrefix(u, b.URL+"/v1/impression?") && refuse.CompareAndSwap(true, false)
-		}})
-	if r := br.view(t, site+"/page.html"); r.Source != "local" || r.Links == 0 {
-		t.Fatalf("first view: %+v", r)
-	}
+	br, _, _, _ := beaconView(t, "", func(b *backend) interception {
+		return interception{answerHeader: [2]string{"Retry-After", "60"},
+			answer: beaconAnswer(b, http.StatusBadGateway, `{"error":"bad gateway"}`, func() bool { return refuse.CompareAndSwap(true, false) })}
+	}, countBeacons)
 	if pollHref(t, br, tokenHref) == "" {
 		t.Fatal("the in-text ad never got its click token")
 	}

@@ -331,12 +331,26 @@ func (rd reader) clicksOn(b *backend, ad string, start time.Time) []clicks.Click
 	return logged
 }
 
+// clickMiddle has the reader click the middle of the link the page's
+// expression link names, in its own tab, once a token of it would bill,
+// waits for the landing and returns the clicks b recorded on ad since
+// start.
+func (rd reader) clickMiddle(tb testing.TB, br *browser, b *backend, link, ad string, start time.Time) []clicks.Click {
+	tb.Helper()
+	time.Sleep(config.Default().ClickMinDelay)
+	eval[bool](tb, br, link+`.removeAttribute("target"), true`)
+	xy := eval[[2]float64](tb, br, `(() => { const r = `+link+`.getBoundingClientRect(); return [r.left + r.width / 2, r.top + r.height / 2]; })()`)
+	br.do(tb, chromedp.MouseClickXY(xy[0], xy[1]))
+	rd.landed(tb)
+	return rd.clicksOn(b, ad, start)
+}
+
 // impressionsOf returns the ads of the impressions b counted from the
-// reader's address since start.
-func (rd reader) impressionsOf(b *backend, start time.Time) []string {
+// reader's address since start, of ad (any ad when "").
+func (rd reader) impressionsOf(b *backend, ad string, start time.Time) []string {
 	var ads []string
 	b.imps.Scan(context.Background(), start.Add(-time.Second), time.Now().Add(time.Second), func(i clicks.Impression) error {
-		if i.IP == rd.ip {
+		if (ad == "" || i.AdID == ad) && i.IP == rd.ip {
 			ads = append(ads, i.AdID)
 		}
 		return nil

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/adlink/adlink/backend/clicks"
-	"github.com/adlink/adlink/backend/config"
 	"github.com/chromedp/chromedp"
 )
 
@@ -82,32 +81,11 @@ func TestOuterPaintCoversLink(t *testing.T) {
 				t.Errorf("the link under the paint got a click token: %s", href)
 			}
 			ad := query(t, href).Get("adId")
-			time.Sleep(config.Default().ClickMinDelay)
-			eval[bool](t, br, link+`.removeAttribute("target"), true`)
-			xy := eval[[2]float64](t, br, `(() => { const r = `+link+`.getBoundingClientRect(); return [r.left + r.width / 2, r.top + r.height / 2]; })()`)
-			br.do(t, chromedp.MouseClickXY(xy[0], xy[1]))
-			select {
-			case <-rd.left:
-			case <-time.After(20 * time.Second):
-				t.Fatal("the click never left for the landing page")
-			}
-			var logged []clicks.Click
-			b.clicks.Scan(context.Background(), start.Add(-time.Second), time.Now().Add(time.Second), func(cl clicks.Click) error {
-				if cl.AdID == ad && cl.IP == rd.ip {
-					logged = append(logged, cl)
-				}
-				return nil
-			})
+			logged := rd.clickMiddle(t, br, b, link, ad, start)
 			if len(logged) != 1 || logged[0].Billable {
 				t.Errorf("clicks on the ad under the paint: %+v, want one, not billable", logged)
 			}
-			var imps []string
-			b.imps.Scan(context.Background(), start.Add(-time.Second), time.Now().Add(time.Second), func(i clicks.Impression) error {
-				if i.IP == rd.ip {
-					imps = append(imps, i.AdID)
-				}
-				return nil
-			})
+			imps := rd.impressionsOf(b, "", start)
 			if len(imps) != 0 {
 				t.Errorf("impressions %q, want none", imps)
 			}
@@ -205,22 +183,7 @@ func TestOuterPaintHonestLinkBills(t *testing.T) {
 				t.Fatal("the widget never looked for paint outside elements' boxes")
 			}
 			ad := query(t, href).Get("adId")
-			time.Sleep(config.Default().ClickMinDelay)
-			eval[bool](t, br, link+`.removeAttribute("target"), true`)
-			xy := eval[[2]float64](t, br, `(() => { const r = `+link+`.getBoundingClientRect(); return [r.left + r.width / 2, r.top + r.height / 2]; })()`)
-			br.do(t, chromedp.MouseClickXY(xy[0], xy[1]))
-			select {
-			case <-rd.left:
-			case <-time.After(20 * time.Second):
-				t.Fatal("the click never left for the landing page")
-			}
-			var logged []clicks.Click
-			b.clicks.Scan(context.Background(), start.Add(-time.Second), time.Now().Add(time.Second), func(cl clicks.Click) error {
-				if cl.AdID == ad && cl.IP == rd.ip {
-					logged = append(logged, cl)
-				}
-				return nil
-			})
+			logged := rd.clickMiddle(t, br, b, link, ad, start)
 			if len(logged) != 1 || !logged[0].Billable {
 				t.Errorf("clicks on the ad: %+v, want one, billable", logged)
 			}

@@ -128,7 +128,7 @@ func TestCoveredLinkGetsNoImpression(t *testing.T) {
 			if logged := rd.clicksOn(b, ad, start); len(logged) != 1 || logged[0].Billable {
 				t.Errorf("clicks on the covered ad: %+v, want one, not billable", logged)
 			}
-			if imps := rd.impressionsOf(b, start); slices.Contains(imps, ad) || len(imps) == 0 {
+			if imps := rd.impressionsOf(b, "", start); slices.Contains(imps, ad) || len(imps) == 0 {
 				t.Errorf("impressions %q: want the ad in view's and not the covered %s", imps, ad)
 			}
 		})
