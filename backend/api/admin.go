@@ -232,7 +232,9 @@ const (
 // time, so that reviews hold at most one Postgres connection or bbolt
 // read transaction: another asked for meanwhile gets a 503 with a
 // Retry-After (as long again as the running one has run, at most until
-// its deadline). A review reads for d.ReviewTimeout at most.
+// its deadline). A review reads for d.ReviewTimeout at most. A HEAD
+// checks the parameters as a GET does, answers 200 to good ones, and
+// sums nothing.
 func reviewSites(d AdminDeps) http.Handler {
 	timeout := d.ReviewTimeout
 	if timeout <= 0 {
@@ -252,6 +254,13 @@ func reviewSites(d AdminDeps) http.Handler {
 		req, problems := report.ParseSites(r.URL.Query().Get, now())
 		if err := reportProblems(problems); err != nil {
 			respondError(w, err.(*Error))
+			return
+		}
+		if r.Method == http.MethodHead {
+			// Checks the parameters only: summing the rollups for an
+			// answer without a body would spend the turn for nothing.
+			setReviewHeaders(w.Header())
+			w.WriteHeader(http.StatusOK)
 			return
 		}
 		select {
@@ -288,9 +297,17 @@ func reviewSites(d AdminDeps) http.Handler {
 			respondError(w, &Error{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "site review failed: " + err.Error()})
 			return
 		}
-		w.Header().Set("Cache-Control", "no-store")
+		setReviewHeaders(w.Header())
 		respond(w, http.StatusOK, review.JSON(), "")
 	})
+}
+
+// setReviewHeaders sets the headers of a site review's 200 but its
+// length, which only the sums give.
+func setReviewHeaders(h http.Header) {
+	h.Set("Content-Type", "application/json")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Cache-Control", "no-store")
 }
 
 // wrongMethod answers a request to an admin route with a method it does

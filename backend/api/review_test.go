@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -124,5 +125,49 @@ func TestSiteReviewDeadline(t *testing.T) {
 	// its own millisecond, but never finds a review running.
 	if status, _, code := reviewAt(t, base, day); status == http.StatusServiceUnavailable && code == CodeReviewBusy {
 		t.Errorf("the review after one that timed out: %d %s", status, code)
+	}
+}
+
+// A HEAD of the site review checks the parameters and sums nothing: bad
+// ones get the status and headers a GET gets, good ones a 200 with a
+// GET's type, while the rollups are never read.
+func TestSiteReviewHead(t *testing.T) {
+	held := newHeldReviews(t)
+	base, _ := adminServer(t, AdminDeps{Rollups: held})
+	release := sync.OnceFunc(func() { close(held.release) })
+	t.Cleanup(release)
+	ask := func(method, query string) *http.Response {
+		req, _ := http.NewRequest(method, base+"/admin/sites/review?"+query, nil)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Error(err)
+			return &http.Response{}
+		}
+		io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		return res
+	}
+	for _, query := range []string{"from=yesterday", "from=2026-11-20&limit=0", "rank=refused&min_impressions=5"} {
+		get, head := ask(http.MethodGet, query), ask(http.MethodHead, query)
+		if get.StatusCode != http.StatusBadRequest || head.StatusCode != get.StatusCode {
+			t.Errorf("?%s: GET %d, HEAD %d, want 400 both", query, get.StatusCode, head.StatusCode)
+		}
+		for _, k := range []string{"Content-Type", "Content-Length", "X-Content-Type-Options", "Retry-After"} {
+			if head.Header.Get(k) != get.Header.Get(k) {
+				t.Errorf("?%s: HEAD's %s %q, GET's %q", query, k, head.Header.Get(k), get.Header.Get(k))
+			}
+		}
+	}
+	answered := make(chan *http.Response, 1)
+	go func() { answered <- ask(http.MethodHead, "from=2026-11-20&to=2026-11-20&rank=refused") }()
+	select {
+	case <-held.entered:
+		t.Error("a HEAD summed the rollups")
+		release()
+		<-answered
+	case res := <-answered:
+		if res.StatusCode != http.StatusOK || res.Header.Get("Content-Type") != "application/json" || res.Header.Get("Cache-Control") != "no-store" {
+			t.Errorf("HEAD of good parameters: %d %v, want 200 application/json no-store", res.StatusCode, res.Header)
+		}
 	}
 }
