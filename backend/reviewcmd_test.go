@@ -32,7 +32,8 @@ var reviewDay = time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
 // small, of 500 impressions and 100 billable clicks, under the default
 // -min-impressions; and the site rest, whose server shows the answers'
 // signed links without an impression: 60 clicks on its pages' ads and 60
-// on its search answers', 90 of them not_navigation.
+// on its search answers', 70 of them not_navigation (40 of its pages', 30
+// of its search answers') and 20 too_fast (of its search answers').
 func seedReview(t *testing.T, ledger clicks.Ledger, imps clicks.Impressions) {
 	t.Helper()
 	ctx := t.Context()
@@ -68,6 +69,9 @@ func seedReview(t *testing.T, ledger clicks.Ledger, imps clicks.Impressions) {
 	site("small", "intext", 500, 100, 0)
 	site("rest", "intext", 0, 20, 40)
 	site("rest", "search", 0, 10, 50)
+	for i := range all[len(all)-20:] {
+		all[len(all)-20+i].Reason = clicks.ReasonTooFast
+	}
 	search := all[0]
 	n++
 	search.ID, search.Type, search.IP, search.Time = fmt.Sprintf("click-%06d", n), "search", "10.200.0.1", search.Time.Add(time.Minute)
@@ -127,6 +131,7 @@ type reviewAnswer struct {
 		Signals        struct {
 			NotNavigation float64 `json:"not_navigation_share"`
 			Repeat        float64 `json:"repeat_share"`
+			TooFast       float64 `json:"too_fast_share"`
 		} `json:"signals"`
 		Unbilled       map[string]int64 `json:"unbilled"`
 		SearchUnbilled map[string]int64 `json:"search_unbilled"`
@@ -203,9 +208,14 @@ func checkRefused(t *testing.T, body []byte, from, to string, minClicks int64) {
 	first := got.Sites[0]
 	if first.APIKey != "k-1" || first.Impressions != 0 || first.Clicks != 60 || first.Billable != 20 || first.SearchClicks != 60 ||
 		first.SearchBillable != 10 || first.Refused != 90 || first.RefusedShare != 0.75 || first.MedianRefused != median ||
-		first.RefusedOver != map[int64]float64{100: 3.75, 120: 1.58}[minClicks] || first.CTR != 0 || first.Signals.NotNavigation != 0.6667 ||
-		first.Unbilled[clicks.ReasonNotNavigation] != 40 || first.SearchUnbilled[clicks.ReasonNotNavigation] != 50 || first.Spend["EUR"] != 30*250_000 {
+		first.RefusedOver != map[int64]float64{100: 3.75, 120: 1.58}[minClicks] || first.CTR != 0 || first.Unbilled[clicks.ReasonNotNavigation] != 40 ||
+		first.SearchUnbilled[clicks.ReasonNotNavigation] != 30 || first.SearchUnbilled[clicks.ReasonTooFast] != 20 || first.Spend["EUR"] != 30*250_000 {
 		t.Errorf("first site %+v", first)
+	}
+	// The signals count the clicks the refused share counts, of pages
+	// and search answers: 70 and 20 of 120, which add up to its 90.
+	if s := first.Signals; s.NotNavigation != 0.5833 || s.TooFast != 0.1667 || s.Repeat != 0 {
+		t.Errorf("first site's signals %+v, want not_navigation 0.5833 and too_fast 0.1667 of its 120 clicks", s)
 	}
 	if sel := first.Invalidate; sel["api_key"] != "k-1" || sel["site_id"] != "rest" || sel["from"] != from || sel["to"] != to {
 		t.Errorf("invalidate selector %v", sel)

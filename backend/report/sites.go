@@ -217,14 +217,6 @@ func (s *SiteRow) SearchUnbilledFor(reason string) int64 {
 	return 0
 }
 
-// Share is n over the site's clicks, 0 without clicks.
-func (s *SiteRow) Share(n int64) float64 {
-	if s.Clicks == 0 {
-		return 0
-	}
-	return float64(n) / float64(s.Clicks)
-}
-
 // AllClicks is the number of the site's clicks, of its pages and search
 // answers.
 func (s *SiteRow) AllClicks() int64 { return s.Clicks + s.Search.Clicks }
@@ -326,8 +318,10 @@ func round(f float64, places int) float64 {
 	return math.Round(f*p) / p
 }
 
-// SiteSignals are the shares of a site's clicks (on its pages' ads) that
-// did not bill for reasons a script's clicks give more than a reader's.
+// SiteSignals are the shares of a site's clicks, of its pages and search
+// answers together as RefusedShare counts them, that did not bill for
+// reasons a script's clicks give more than a reader's: they add up to
+// RefusedShare, each rounded.
 type SiteSignals struct {
 	// NotNavigation: the browser said no person clicked (a page's script
 	// navigated, a hidden frame or image, a fetch).
@@ -349,9 +343,12 @@ func (r *SiteRow) Signals() SiteSignals {
 	share := func(reasons ...string) float64 {
 		var n int64
 		for _, reason := range reasons {
-			n += r.UnbilledFor(reason)
+			n += r.UnbilledFor(reason) + r.SearchUnbilledFor(reason)
 		}
-		return round(r.Share(n), 4)
+		if all := r.AllClicks(); all > 0 {
+			return round(float64(n)/float64(all), 4)
+		}
+		return 0
 	}
 	return SiteSignals{
 		NotNavigation: share(clicks.ReasonNotNavigation),
