@@ -109,7 +109,9 @@ func build(dir string) (bin string, wasm []byte, err error) {
 type serverProcess struct {
 	cmd  *exec.Cmd
 	base string
-	done chan struct{} // closed when the process has exited
+	// admin is the admin listener's address.
+	admin string
+	done  chan struct{} // closed when the process has exited
 }
 
 // startServer runs bin with the demo partner on a free loopback port over
@@ -129,14 +131,17 @@ func startServer(tb testing.TB, bin, data string, extra ...string) *serverProces
 		tb.Fatal(err)
 	}
 	p := &serverProcess{cmd: cmd, done: make(chan struct{})}
-	addr := make(chan string, 1)
+	addr := make(chan [2]string, 1)
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		for sc.Scan() {
-			var line struct{ Msg, Addr string }
+			var line struct {
+				Msg, Addr string
+				AdminAddr string `json:"admin_addr"`
+			}
 			if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == "listening" {
-				addr <- line.Addr
+				addr <- [2]string{line.Addr, line.AdminAddr}
 			}
 		}
 		io.Copy(io.Discard, stderr)
@@ -146,7 +151,7 @@ func startServer(tb testing.TB, bin, data string, extra ...string) *serverProces
 	tb.Cleanup(p.kill)
 	select {
 	case a := <-addr:
-		p.base = "http://" + a
+		p.base, p.admin = "http://"+a[0], a[1]
 		return p
 	case <-p.done:
 		tb.Fatal("the server exited before listening")

@@ -53,8 +53,9 @@ const shutdownGrace = 10 * time.Second
 // run starts the server and serves until ctx ends or a SIGINT or SIGTERM
 // arrives, then shuts down gracefully; "adlink report ..." prints a report
 // instead (runReport), "adlink invalidate ..." credits invalid clicks
-// (runInvalidate), and "adlink review-sites ..." ranks the sites whose
-// clicks to look at (runReviewSites). It logs JSON to stderr; the first
+// (runInvalidate), "adlink review-sites ..." ranks the sites whose
+// clicks to look at (runReviewSites), and "adlink reload ..." refreshes
+// the running server's catalog and waits for the end (runReload). It logs JSON to stderr; the first
 // line with msg "listening" carries the bound address in "addr". -version
 // prints to stdout.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -66,6 +67,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	if len(args) > 0 && args[0] == "review-sites" {
 		return runReviewSites(ctx, args[1:], getenv, stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "reload" {
+		return runReload(ctx, args[1:], getenv, stdout, stderr)
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()

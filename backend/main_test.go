@@ -298,7 +298,7 @@ func TestRunHelpNamesReport(t *testing.T) {
 	if err := run(context.Background(), []string{"-help"}, noEnv, io.Discard, &stderr); !errors.Is(err, flag.ErrHelp) {
 		t.Fatalf("run -help = %v", err)
 	}
-	for _, want := range []string{"adlink report [flags]", "adlink report -help", "adlink invalidate [flags]", "-admin-addr"} {
+	for _, want := range []string{"adlink report [flags]", "adlink report -help", "adlink invalidate [flags]", "adlink reload [flags]", "-admin-addr"} {
 		if !strings.Contains(stderr.String(), want) {
 			t.Errorf("-help lacks %q:\n%s", want, stderr.String())
 		}

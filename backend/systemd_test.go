@@ -8,12 +8,14 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -202,6 +204,11 @@ func TestServiceUnit(t *testing.T) {
 	if !bytes.Contains(unit, []byte("ExecStart="+unitBinary+" ")) {
 		t.Fatalf("docs/adlink.service: no ExecStart=%s", unitBinary)
 	}
+	// A reload that waits for the refresh (TestBinaryReloadWaits), not
+	// a signal that returns at once.
+	if !bytes.Contains(unit, []byte("\nExecReload="+unitBinary+" reload\n")) {
+		t.Errorf("docs/adlink.service: no ExecReload=%s reload", unitBinary)
+	}
 	path := filepath.Join(t.TempDir(), "adlink.service")
 	unit = bytes.ReplaceAll(unit, []byte(unitBinary), []byte(buildServer(t)))
 	if err := os.WriteFile(path, unit, 0o644); err != nil {
@@ -240,5 +247,105 @@ func TestServiceMayDenyWriteExecute(t *testing.T) {
 		if strings.HasPrefix(dep.Path, "github.com/tetratelabs/wazero") {
 			t.Errorf("the server links %s: its compiled code needs writable and executable memory, which docs/adlink.service denies", dep.Path)
 		}
+	}
+}
+
+// heldFeed serves a feed at /feed.jsonl whose answer a test may hold:
+// while held, a request says it came on asked, then waits for release.
+type heldFeed struct {
+	mu      sync.Mutex
+	body    []byte
+	held    bool
+	asked   chan struct{}
+	release chan struct{}
+}
+
+func (f *heldFeed) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	body, held := f.body, f.held
+	f.mu.Unlock()
+	if held {
+		f.asked <- struct{}{}
+		<-f.release
+	}
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.Write(body)
+}
+
+func (f *heldFeed) set(body []byte, held bool) {
+	f.mu.Lock()
+	f.body, f.held = body, held
+	f.mu.Unlock()
+}
+
+// TestBinaryReloadWaits: adlink reload, the unit's ExecReload, returns
+// only once the refresh it asked for has ended, the refreshed catalog
+// served, exiting 0; and exits non-zero when the refresh fails (a broken
+// feed), the catalog served before staying.
+func TestBinaryReloadWaits(t *testing.T) {
+	bin := buildServer(t)
+	demo, err := os.ReadFile(filepath.Join("..", "testdata", "catalog", "demo.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	feed := &heldFeed{body: demo, asked: make(chan struct{}, 1), release: make(chan struct{})}
+	feedSrv := httptest.NewServer(feed)
+	defer feedSrv.Close()
+	defer close(feed.release)
+	srv := startServer(t, bin, t.TempDir(), "-catalog", feedSrv.URL+"/feed.jsonl")
+	first := getReady(t, srv.base)
+	if first.code != http.StatusOK || first.Catalog.Version == "" {
+		t.Fatalf("/readyz at the start: %d %+v", first.code, first)
+	}
+	reload := func(env ...string) *exec.Cmd {
+		cmd := exec.Command(bin, "reload")
+		cmd.Env = append(os.Environ(), env...)
+		cmd.Stdout, cmd.Stderr = new(bytes.Buffer), new(bytes.Buffer)
+		return cmd
+	}
+
+	// One ad fewer, its feed held until the command is seen waiting.
+	lines := bytes.SplitAfter(bytes.TrimSuffix(demo, []byte("\n")), []byte("\n"))
+	feed.set(bytes.Join(lines[:len(lines)-1], nil), true)
+	cmd := reload("ADLINK_ADMIN_ADDR=" + srv.admin)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case <-feed.asked:
+	case err := <-exited:
+		t.Fatalf("adlink reload exited (%v) before the refresh read the feed: %s%s", err, cmd.Stdout, cmd.Stderr)
+	}
+	select {
+	case err := <-exited:
+		t.Fatalf("adlink reload exited (%v) while the refresh was reading the feed: %s%s", err, cmd.Stdout, cmd.Stderr)
+	default:
+	}
+	feed.set(bytes.Join(lines[:len(lines)-1], nil), false)
+	feed.release <- struct{}{}
+	if err := <-exited; err != nil {
+		t.Fatalf("adlink reload of a good feed: %v: %s%s", err, cmd.Stdout, cmd.Stderr)
+	}
+	after := getReady(t, srv.base)
+	if after.Catalog.Version == first.Catalog.Version || after.Catalog.LastRefresh == nil || after.Catalog.LastRefresh.Result != "swapped" {
+		t.Fatalf("/readyz once adlink reload returned: %+v, want the refreshed catalog (was %s)", after, first.Catalog.Version)
+	}
+	if out := cmd.Stdout.(*bytes.Buffer).String(); !strings.Contains(out, "swapped") || !strings.Contains(out, after.Catalog.Version) {
+		t.Errorf("adlink reload printed %q, want the catalog swapped and its version %s", out, after.Catalog.Version)
+	}
+
+	// A broken feed: the refresh fails, the command says so and exits 1.
+	feed.set([]byte("{not json\n"), false)
+	cmd = reload()
+	cmd.Args = append(cmd.Args, "-admin-addr", srv.admin)
+	err = cmd.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(cmd.Stderr.(*bytes.Buffer).String(), "failed") {
+		t.Errorf("adlink reload of a broken feed: %v: %s%s, want exit status 1 saying the refresh failed", err, cmd.Stdout, cmd.Stderr)
+	}
+	if now := getReady(t, srv.base); now.Catalog.Version != after.Catalog.Version || now.Catalog.LastRefresh == nil || now.Catalog.LastRefresh.Result != "failed" {
+		t.Errorf("/readyz after a failed reload: %+v, want %s still served and the refresh failed", now, after.Catalog.Version)
 	}
 }

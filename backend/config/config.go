@@ -517,6 +517,8 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 			fmt.Fprint(out, "Usage: adlink [flags]             serve\n"+
 				"       adlink report [flags]      print a report from a stopped server's -data or from -postgres (adlink report -help)\n"+
 				"       adlink invalidate [flags]  credit billed clicks found invalid, in a stopped server's -data or in -postgres (adlink invalidate -help)\n"+
+				"       adlink review-sites [flags] rank the sites whose clicks to look at (adlink review-sites -help)\n"+
+				"       adlink reload [flags]      refresh the running server's catalog and wait for the end (adlink reload -help)\n"+
 				"Flags (each also an ADLINK_* variable; a flag wins):\n")
 			fs.PrintDefaults()
 			return c, err
