@@ -21,7 +21,9 @@ import (
 // ctr) or share of clicks refused as a script's (-rank refused) is
 // furthest above the median site's, from a data directory no server is
 // running on or from the Postgres database the servers share, each with
-// the flags of adlink invalidate that select its clicks.
+// the flags of adlink invalidate that select its clicks. As on a server,
+// one review runs at a time on a data directory or a database: another
+// started meanwhile is refused at once (errReviewBusy).
 func runReviewSites(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("adlink review-sites", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -70,8 +72,24 @@ func runReviewSites(ctx context.Context, args []string, getenv func(string) stri
 			return fmt.Errorf("review-sites: %w", err)
 		}
 		defer db.Close()
+		release, ok, err := db.TryReviewTurn(ctx)
+		if err != nil {
+			return fmt.Errorf("review-sites: %w", timedOut(ctx, err))
+		}
+		if !ok {
+			return errReviewBusy("this Postgres database")
+		}
+		defer release()
 		rollups = db.Rollups()
 	} else {
+		release, ok, err := lockReviewDir(*data)
+		if err != nil {
+			return fmt.Errorf("review-sites: %w", err)
+		}
+		if !ok {
+			return errReviewBusy(*data)
+		}
+		defer release()
 		db, err := store.OpenReadOnly(*data)
 		if err != nil {
 			return fmt.Errorf("review-sites: %w", err)
@@ -91,4 +109,10 @@ func runReviewSites(ctx context.Context, args []string, getenv func(string) stri
 		return err
 	}
 	return review.WriteTable(stdout)
+}
+
+// errReviewBusy is the error of adlink review-sites started while another
+// reads where: a data directory, or a Postgres database.
+func errReviewBusy(where string) error {
+	return fmt.Errorf("review-sites: another adlink review-sites is reading %s, and one runs at a time: run it again once that one has ended", where)
 }

@@ -436,3 +436,73 @@ func reviewCommand(t *testing.T, env func(string) string, args []string) {
 		}
 	}
 }
+
+// TestReviewSitesOneAtATime: adlink review-sites runs one at a time on a
+// data directory or a Postgres database, as a server's reviews do: one
+// started while another holds the turn is refused at once, saying so,
+// and runs once the turn is free; a run gives the turn back.
+func TestReviewSitesOneAtATime(t *testing.T) {
+	for _, kind := range []string{"bbolt", "postgres"} {
+		t.Run(kind, func(t *testing.T) {
+			env := noEnv
+			var args []string
+			var take func() (func(), bool, error)
+			switch kind {
+			case "bbolt":
+				dir := t.TempDir()
+				db, err := store.Open(dir)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := clicks.NewRollups(db); err != nil {
+					t.Fatal(err)
+				}
+				db.Close()
+				args = []string{"-data", dir}
+				take = func() (func(), bool, error) { return lockReviewDir(dir) }
+			case "postgres":
+				url := testpg.New(t)
+				db, err := pgstore.Open(t.Context(), url)
+				if err != nil {
+					t.Fatal(err)
+				}
+				db.Close()
+				env = func(k string) string {
+					if k == "ADLINK_POSTGRES_URL" {
+						return url
+					}
+					return ""
+				}
+				// Another command's session.
+				other, err := pgstore.OpenReader(t.Context(), url)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer other.Close()
+				take = func() (func(), bool, error) { return other.TryReviewTurn(t.Context()) }
+			}
+			review := func() error {
+				return run(context.Background(), append([]string{"review-sites", "-format", "json"}, args...), env, io.Discard, io.Discard)
+			}
+			release, ok, err := take()
+			if err != nil || !ok {
+				t.Fatalf("the first turn: %v, %v", ok, err)
+			}
+			if err := review(); err == nil || !strings.Contains(err.Error(), "another adlink review-sites is reading") {
+				t.Errorf("a review while another holds the turn: %v, want it refused, saying so", err)
+			}
+			if _, ok, err := take(); ok || err != nil {
+				t.Errorf("a second turn while one is held: %v, %v", ok, err)
+			}
+			release()
+			if err := review(); err != nil {
+				t.Fatalf("a review once the turn is free: %v", err)
+			}
+			release, ok, err = take()
+			if err != nil || !ok {
+				t.Fatalf("the turn after a review: %v, %v; want it given back", ok, err)
+			}
+			release()
+		})
+	}
+}
