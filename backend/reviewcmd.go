@@ -82,14 +82,6 @@ func runReviewSites(ctx context.Context, args []string, getenv func(string) stri
 		defer release()
 		rollups = db.Rollups()
 	} else {
-		release, ok, err := lockReviewDir(*data)
-		if err != nil {
-			return fmt.Errorf("review-sites: %w", err)
-		}
-		if !ok {
-			return errReviewBusy(*data)
-		}
-		defer release()
 		db, err := store.OpenReadOnly(*data)
 		if err != nil {
 			return fmt.Errorf("review-sites: %w", err)
@@ -98,6 +90,14 @@ func runReviewSites(ctx context.Context, args []string, getenv func(string) stri
 		if err := keptInPostgres(db, "review-sites", "review"); err != nil {
 			return err
 		}
+		release, ok, err := lockReviewDir(*data)
+		if err != nil {
+			return fmt.Errorf("review-sites: %w", err)
+		}
+		if !ok {
+			return errReviewBusy(*data)
+		}
+		defer release()
 		rollups = clicks.ReadRollups(db)
 	}
 	review, err := report.Sites(ctx, rollups, req)

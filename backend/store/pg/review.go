@@ -14,8 +14,8 @@ const reviewLockClass = 0x61646c76 // "adlv"
 // TryReviewTurn takes the site review's lock, a session advisory lock, on
 // a connection it holds from the pool until release, and returns false
 // at once when another session holds it, so that reviews run one at a
-// time and hold one reading connection between them. A command that
-// dies or loses its connection loses the lock with its session.
+// time, one of them reading. A command that dies or loses its connection
+// loses the lock with its session.
 func (db *DB) TryReviewTurn(ctx context.Context) (release func(), ok bool, err error) {
 	conn, err := db.pool.Acquire(ctx)
 	if err != nil {
