@@ -2,6 +2,7 @@ package app
 
 import (
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -175,5 +176,40 @@ func TestNewNeedsPartners(t *testing.T) {
 	}
 	if _, err := New(cfg, Options{}); err == nil || !strings.Contains(err.Error(), "no partners") {
 		t.Errorf("New = %v, want no partners", err)
+	}
+}
+
+// TestNewWarnsOfTheDemoCatalogForPartners: partners of a -partners file
+// and no -catalog are served the demo's ads, which the log says; with a
+// catalog, or with -demo alone, it says nothing of it.
+func TestNewWarnsOfTheDemoCatalogForPartners(t *testing.T) {
+	const warning = "no -catalog: the partners of -partners are served the embedded demo catalog"
+	dir := t.TempDir()
+	write := writer(t, dir)
+	partners := write("partners.json", `{"partners":[{"api_key":"k","sites":[{"id":"s","domains":["blog.example"]}]}]}`)
+	for _, tc := range []struct {
+		name     string
+		partners string
+		catalogs []string
+		warns    bool
+	}{
+		{"partners without a catalog", partners, nil, true},
+		{"partners with a catalog", partners, []string{"../../testdata/catalog/demo.jsonl"}, false},
+		{"the demo alone", "", nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig(t)
+			cfg.Demo = tc.partners == ""
+			cfg.PartnersFile, cfg.Catalogs = tc.partners, tc.catalogs
+			logs := &syncLog{}
+			a, err := New(cfg, Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer a.Close()
+			if got := strings.Contains(logs.String(), warning); got != tc.warns {
+				t.Errorf("warned of the demo catalog: %v, want %v; the log:\n%s", got, tc.warns, logs.String())
+			}
+		})
 	}
 }

@@ -163,6 +163,12 @@ func newLive(cfg config.Config, opts Options, log *slog.Logger, wasm, zst []byte
 	if err := errors.Join(problems...); err != nil {
 		return nil, err
 	}
+	if l.fixed == nil && len(l.sources) == 0 && cfg.PartnersFile != "" {
+		// Real partners on the demo's ads, whose clicks bill the demo's
+		// advertisers: a variable misspelt in the service's environment
+		// file leaves no other trace.
+		l.log.Warn("no -catalog: the partners of -partners are served the embedded demo catalog; give -catalog FILE or URL (ADLINK_CATALOG) for your own ads")
+	}
 	ads, feeds, _, err := l.read(context.Background())
 	if err != nil {
 		return nil, err
