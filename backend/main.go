@@ -92,6 +92,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	cfg.Listening(ln.Addr().String())
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	if names := config.UnknownVariables(os.Environ()); len(names) > 0 {
+		log.Warn("ADLINK_* variables that no setting has, ignored: a misspelt one leaves its setting at the default (adlink -h lists them)", "names", names)
+	}
 	a, err := app.New(cfg, app.Options{Logger: log, Start: ctx})
 	if err != nil {
 		return err

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -211,6 +212,45 @@ func TestRunWithoutDemo(t *testing.T) {
 		if res.StatusCode != want {
 			t.Errorf("api_key %s: %d, want %d", key, res.StatusCode, want)
 		}
+	}
+}
+
+// An ADLINK_* variable that no setting has (a misspelling in the
+// service's environment file) is named in a warning at start, and the
+// variables it reads are not.
+func TestRunWarnsOfUnknownVariables(t *testing.T) {
+	t.Setenv("ADLINK_CATALOGS", "feeds/de.jsonl")
+	t.Setenv("ADLINK_LOG_LEVEL", "info")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"-addr", "127.0.0.1:0", "-admin-addr", "", "-data", t.TempDir(), "-demo"}, noEnv, io.Discard, pw)
+		pw.Close()
+	}()
+	var warned []string
+	sc := bufio.NewScanner(pr)
+	for sc.Scan() {
+		var line struct {
+			Level, Msg string
+			Names      []string
+		}
+		if json.Unmarshal(sc.Bytes(), &line) != nil {
+			continue
+		}
+		if line.Level == "WARN" && strings.HasPrefix(line.Msg, "ADLINK_* variables that no setting has") {
+			warned = append(warned, line.Names...)
+		}
+		if line.Msg == "listening" {
+			cancel()
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(warned, []string{"ADLINK_CATALOGS"}) {
+		t.Errorf("warned of %q, want [ADLINK_CATALOGS]", warned)
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -560,6 +561,24 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	}
 	problems = append(problems, c.Validate())
 	return c, errors.Join(problems...)
+}
+
+// UnknownVariables returns the names of the ADLINK_* variables of environ
+// (NAME=value, as os.Environ gives it) that Load does not read, sorted: a
+// misspelt one leaves its setting at the default, which a misspelt flag
+// never does.
+func UnknownVariables(environ []string) []string {
+	known := map[string]bool{}
+	Load(nil, func(name string) string { known[name] = true; return "" }, io.Discard)
+	var unknown []string
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, "ADLINK_") && !known[name] {
+			unknown = append(unknown, name)
+		}
+	}
+	slices.Sort(unknown)
+	return slices.Compact(unknown)
 }
 
 // Validate reports every problem of c together, or nil.
