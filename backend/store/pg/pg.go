@@ -201,9 +201,9 @@ func OpenMigrated(ctx context.Context, url string) (*DB, error) {
 
 // newPool is the pool of Open and OpenMigrated.
 func newPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
-	cfg, err := pgxpool.ParseConfig(url)
+	cfg, err := parseConfig(url)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: %w", err)
+		return nil, err
 	}
 	// By the simple protocol, pgx reports a reply lost after the statement
 	// was sent as safe to retry (see wroteNothing), so a click could be
@@ -227,6 +227,36 @@ func newPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
 	return pool, nil
 }
 
+// encodeUserInfo says how to write a user name or password that holds a
+// character ending the URL's user info early.
+const encodeUserInfo = "percent-encode a '/' or '@' in the user name or password (%2F, %40)"
+
+// parseConfig parses a Postgres URL or key=value string. A '/' in the
+// password of a URL ends its host early, which pgx reports as a bad port;
+// an '@' in it makes the password's rest part of the host, which a failed
+// connection would name in every error and log line: both are refused
+// saying how to write them, the host not quoted.
+func parseConfig(url string) (*pgxpool.Config, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	isURL := strings.Contains(url, "://") && strings.Contains(url, "@")
+	if err != nil {
+		if isURL {
+			return nil, fmt.Errorf("postgres: %w; %s", err, encodeUserInfo)
+		}
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	hosts := []string{cfg.ConnConfig.Host}
+	for _, f := range cfg.ConnConfig.Fallbacks {
+		hosts = append(hosts, f.Host)
+	}
+	for _, h := range hosts {
+		if strings.Contains(h, "@") {
+			return nil, errors.New("postgres: the URL's host holds an '@': " + encodeUserInfo)
+		}
+	}
+	return cfg, nil
+}
+
 // OpenReader connects to the database at url for a tool that only reads
 // it (adlink report) while the servers run. It migrates nothing: a newer
 // binary's migrations are the servers' to apply when they are upgraded,
@@ -234,7 +264,11 @@ func newPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
 // given an empty schema. It refuses a schema older than this binary's,
 // whose tables it may not read.
 func OpenReader(ctx context.Context, url string) (*DB, error) {
-	pool, err := pgxpool.New(ctx, url)
+	cfg, err := parseConfig(url)
+	if err != nil {
+		return nil, err
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
