@@ -20,6 +20,11 @@ func TestMetricsExposition(t *testing.T) {
 	m.ClickRecord(2*time.Millisecond, nil)
 	m.ClickRecord(time.Second, errors.New("disk full"))
 	m.WatchQueue(func() QueueStats { return QueueStats{Depth: 7, OldestAge: 1500 * time.Millisecond} })
+	limits := m.RedisStore("limits")
+	limits.Call()
+	limits.Call()
+	limits.Fallback()
+	m.RedisStore("budget").Call()
 
 	rec := httptest.NewRecorder()
 	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
@@ -36,6 +41,9 @@ func TestMetricsExposition(t *testing.T) {
 		`adlink_click_record_duration_seconds_bucket{outcome="failed",le="0.5"} 0`,
 		`adlink_click_record_duration_seconds_bucket{outcome="failed",le="1"} 1`,
 		`adlink_page_queue_depth 7`,
+		`adlink_redis_calls_total{store="limits"} 2`,
+		`adlink_redis_fallback_total{store="limits"} 1`,
+		`adlink_redis_calls_total{store="budget"} 1`,
 		`adlink_page_queue_oldest_age_seconds 1.5`,
 		`go_goroutines`,
 	} {
@@ -53,6 +61,12 @@ func TestNilMetricsRecordNothing(t *testing.T) {
 	m.RateLimited("ip")
 	m.ClickRecord(time.Millisecond, nil)
 	m.WatchQueue(func() QueueStats { t.Fatal("stats read"); return QueueStats{} })
+	s := m.RedisStore("limits")
+	s.Call()
+	s.Fallback()
+	if s.Name() != "limits" {
+		t.Errorf("a nil Metrics's store is named %q, want limits", s.Name())
+	}
 	if m.Registry() != nil {
 		t.Error("a nil Metrics has a registry")
 	}

@@ -26,22 +26,40 @@ func newRedisMetrics(reg *prometheus.Registry) redisMetrics {
 	return m
 }
 
-// RedisCall counts one call of store to the shared Redis state, whether
-// Redis or the fallback answers it: "limits", "windows", "decisions" or
-// "budget".
-func (m *Metrics) RedisCall(store string) {
-	if m == nil {
-		return
-	}
-	m.redis.calls.WithLabelValues(store).Inc()
+// RedisStore counts one store's calls to the shared Redis state. Its
+// counters are resolved once, when it is made, since the stores count on
+// the request path. The zero value and the RedisStore of a nil *Metrics
+// count nothing.
+type RedisStore struct {
+	name           string
+	call, fallback prometheus.Counter
 }
 
-// RedisFallback counts one call that the shared Redis state could not
-// answer and the process's own answered instead: "limits", "windows",
+// RedisStore returns the counters of store: "limits", "windows",
 // "decisions" or "budget".
-func (m *Metrics) RedisFallback(store string) {
+func (m *Metrics) RedisStore(store string) RedisStore {
 	if m == nil {
-		return
+		return RedisStore{name: store}
 	}
-	m.redis.fallback.WithLabelValues(store).Inc()
+	return RedisStore{name: store, call: m.redis.calls.WithLabelValues(store),
+		fallback: m.redis.fallback.WithLabelValues(store)}
+}
+
+// Name is the store's label.
+func (s RedisStore) Name() string { return s.name }
+
+// Call counts one call of the store to the shared Redis state, whether
+// Redis or the fallback answers it.
+func (s RedisStore) Call() {
+	if s.call != nil {
+		s.call.Inc()
+	}
+}
+
+// Fallback counts one call that the shared Redis state could not answer
+// and the process's own answered instead.
+func (s RedisStore) Fallback() {
+	if s.fallback != nil {
+		s.fallback.Inc()
+	}
 }

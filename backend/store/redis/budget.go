@@ -10,6 +10,7 @@ import (
 
 	"github.com/adlink/adlink/backend/budget"
 	"github.com/adlink/adlink/backend/clicks"
+	"github.com/adlink/adlink/backend/metrics"
 )
 
 // BudgetFlags are budget.Flags in Redis: one set per budget day
@@ -31,13 +32,14 @@ import (
 type BudgetFlags struct {
 	c      *Client
 	prefix string
+	count  metrics.RedisStore
 }
 
 var _ budget.Flags = (*BudgetFlags)(nil)
 
 // BudgetFlags returns the budget flags in Redis.
 func (c *Client) BudgetFlags() *BudgetFlags {
-	return &BudgetFlags{c: c, prefix: c.prefix + "budget:"}
+	return &BudgetFlags{c: c, prefix: c.prefix + "budget:", count: c.metrics.RedisStore("budget")}
 }
 
 func (f *BudgetFlags) key(day clicks.BudgetDay) string {
@@ -47,7 +49,7 @@ func (f *BudgetFlags) key(day clicks.BudgetDay) string {
 // Raise implements budget.Flags: it adds flag to the set of day.
 func (f *BudgetFlags) Raise(ctx context.Context, flag string, day clicks.BudgetDay) error {
 	key := f.key(day)
-	f.c.call(ctx, "budget", key, func(ctx context.Context) error {
+	f.c.call(ctx, f.count, key, func(ctx context.Context) error {
 		_, err := f.c.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 			p.SAdd(ctx, key, flag)
 			p.Expire(ctx, key, 48*time.Hour)
@@ -63,7 +65,7 @@ func (f *BudgetFlags) Raise(ctx context.Context, flag string, day clicks.BudgetD
 func (f *BudgetFlags) Raised(ctx context.Context, day clicks.BudgetDay) ([]string, error) {
 	var flags []string
 	key := f.key(day)
-	if !f.c.call(ctx, "budget", key, func(ctx context.Context) error {
+	if !f.c.call(ctx, f.count, key, func(ctx context.Context) error {
 		var err error
 		flags, err = f.c.rdb.SMembers(ctx, key).Result()
 		return err
@@ -95,7 +97,7 @@ var errFlagsDown = errors.New("redis does not answer")
 // so: the flag left stops the advertiser again at each replica's Sync.
 func (f *BudgetFlags) Clear(ctx context.Context, advertiser string, day clicks.BudgetDay) error {
 	key := f.key(day)
-	if !f.c.call(ctx, "budget", key, func(ctx context.Context) error {
+	if !f.c.call(ctx, f.count, key, func(ctx context.Context) error {
 		return clearScript.Run(ctx, f.c.rdb, []string{key}, advertiser).Err()
 	}) {
 		return errFlagsDown

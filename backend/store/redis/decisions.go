@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/adlink/adlink/backend/clicks"
+	"github.com/adlink/adlink/backend/metrics"
 )
 
 // Decisions are clicks.Decisions in Redis, shared by every replica: a use
@@ -20,6 +21,7 @@ type Decisions struct {
 	c        *Client
 	prefix   string
 	fallback clicks.Decisions
+	count    metrics.RedisStore
 }
 
 var _ clicks.Decisions = (*Decisions)(nil)
@@ -27,7 +29,8 @@ var _ clicks.Decisions = (*Decisions)(nil)
 // Decisions returns the Decisions in Redis; fallback judges uses while
 // Redis does not answer.
 func (c *Client) Decisions(fallback clicks.Decisions) *Decisions {
-	return &Decisions{c: c, prefix: c.prefix + "dec:", fallback: fallback}
+	return &Decisions{c: c, prefix: c.prefix + "dec:", fallback: fallback,
+		count: c.metrics.RedisStore("decisions")}
 }
 
 // Use implements clicks.Decisions.
@@ -40,7 +43,7 @@ func (d *Decisions) Use(ctx context.Context, id string, at, expires time.Time) (
 	}
 	var first bool
 	key := d.prefix + id
-	ok := d.c.call(ctx, "decisions", key, func(ctx context.Context) error {
+	ok := d.c.call(ctx, d.count, key, func(ctx context.Context) error {
 		var err error
 		first, err = d.c.rdb.SetNX(ctx, key, 1, expires.Sub(at)+time.Minute).Result()
 		return err

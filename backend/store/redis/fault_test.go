@@ -224,6 +224,13 @@ func TestWindowsAndDecisionsFallBackToTheReplicasOwn(t *testing.T) {
 	if got := a.fallbacks(t, "windows") + a.fallbacks(t, "decisions"); got != 4 {
 		t.Errorf("replica A counted %v fallbacks, want still 4 once Redis answered", got)
 	}
+	// Each store counts every call of its own, answered or not: one
+	// before the outage, two in it, one after.
+	for _, store := range []string{"windows", "decisions"} {
+		if got := a.calls(t, store); got != 4 {
+			t.Errorf("replica A counted %v calls of %s, want 4", got, store)
+		}
+	}
 }
 
 // A Redis that accepts connections and never answers (a hung server, a
@@ -292,6 +299,9 @@ func TestBudgetFlagsWhileRedisIsDown(t *testing.T) {
 	}
 	if ids, err := f.Raised(t.Context(), clicks.BudgetDayIn(clk.Now(), time.UTC)); err != nil || !slices.Equal(ids, []string{"b.example"}) {
 		t.Errorf("with Redis back, Raised = %v, %v; want [b.example]", ids, err)
+	}
+	if got := r.calls(t, "budget"); got != 4 {
+		t.Errorf("%v calls, want 4: two in the outage, two after", got)
 	}
 }
 

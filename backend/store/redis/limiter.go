@@ -10,6 +10,7 @@ import (
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/adlink/adlink/backend/metrics"
 	"github.com/adlink/adlink/backend/ratelimit"
 )
 
@@ -25,6 +26,7 @@ type Limiter struct {
 	prefix   string // Allow's buckets
 	firsts   string // AllowBoth's first buckets, and AllowThree's first two
 	fallback ratelimit.Limiter
+	count    metrics.RedisStore
 	batch    batcher // AllowBoth's and AllowThree's calls on their way to Redis
 	// nodeBatch holds, on a cluster, the batcher of each master's calls,
 	// by the master's *health: the calls of a master that hangs wait in
@@ -38,7 +40,7 @@ var _ ratelimit.Limiter = (*Limiter)(nil)
 // keep apart buckets of equal keys. fallback answers while Redis does not.
 func (c *Client) Limiter(kind string, fallback ratelimit.Limiter) *Limiter {
 	return &Limiter{c: c, rl: redis_rate.NewLimiter(c.rdb), prefix: c.prefix + kind + ":",
-		firsts: c.prefix + kind + "-firsts:", fallback: fallback}
+		firsts: c.prefix + kind + "-firsts:", fallback: fallback, count: c.metrics.RedisStore("limits")}
 }
 
 // Allow implements ratelimit.Limiter.
@@ -66,7 +68,7 @@ func (l *Limiter) take(ctx context.Context, key string, lim ratelimit.Limit) (*r
 	rl := redis_rate.Limit{Rate: 1, Burst: lim.Burst, Period: time.Duration(float64(time.Second) / lim.Rate)}
 	var res *redis_rate.Result
 	bucket := l.bucket(l.prefix, key, key)
-	ok := l.c.call(ctx, "limits", bucket, func(ctx context.Context) error {
+	ok := l.c.call(ctx, l.count, bucket, func(ctx context.Context) error {
 		var err error
 		res, err = l.rl.AllowN(ctx, bucket, rl, 1)
 		return err
@@ -180,7 +182,7 @@ func (l *Limiter) allowChain(ctx context.Context, buckets []ratelimit.Bucket) (o
 	call := &bothCall{keys: keys, args: args, wake: make(chan struct{})}
 	call.health, call.err = l.c.healthOf(context.WithoutCancel(ctx), keys[0])
 	// Counted once, as call counts: runBoth counts its fallbacks.
-	call.health.metrics.RedisCall("limits")
+	l.count.Call()
 	l.batcherOf(call.health).do(call, func(calls []*bothCall) { l.runBoth(ctx, calls) })
 	if !call.ok {
 		return out, false
@@ -324,9 +326,9 @@ func (l *Limiter) runBoth(ctx context.Context, calls []*bothCall) {
 	for i, c := range calls {
 		switch h := c.health; {
 		case !h.usable():
-			h.fellBack("limits", nil)
+			h.fellBack(l.count, nil)
 		case c.err != nil:
-			h.fellBack("limits", c.err)
+			h.fellBack(l.count, c.err)
 		default:
 			sent = append(sent, i)
 		}
@@ -361,13 +363,13 @@ func (l *Limiter) runBoth(ctx context.Context, calls []*bothCall) {
 		c := calls[i]
 		h := c.health
 		if err := cmds[i].Err(); err != nil {
-			h.fellBack("limits", err)
+			h.fellBack(l.count, err)
 			continue
 		}
 		h.answered()
 		res, err := cmds[i].Slice()
 		if c.res, c.ok = res, err == nil; !c.ok {
-			h.fellBack("limits", nil) // this call only: Redis answered
+			h.fellBack(l.count, nil) // this call only: Redis answered
 		}
 	}
 }

@@ -106,6 +106,8 @@ type Client struct {
 	// cluster is whether rdb is a Redis Cluster's: the keys one script
 	// takes then share a hash tag that a single Redis's keys do not have.
 	cluster bool
+	// metrics give each store its counters when it is made.
+	metrics *metrics.Metrics
 }
 
 // Open returns a Client for rawURL: a redis:// or rediss:// URL for one
@@ -162,12 +164,12 @@ func Open(rawURL string, o Options) (*Client, error) {
 		rdb, addr = redis.NewClient(c), c.Addr
 	}
 	log := o.Logger.With("component", "redis", "addr", addr)
-	c := &Client{rdb: rdb, prefix: o.Prefix, cluster: u.cluster != nil}
+	c := &Client{rdb: rdb, prefix: o.Prefix, cluster: u.cluster != nil, metrics: o.Metrics}
 	c.newHealth = func(node string) *health {
 		return &health{now: o.Now, retryAfter: o.RetryAfter, logEvery: o.LogEvery,
-			log: log.With("node", node), metrics: o.Metrics, failed: c.relearn}
+			log: log.With("node", node), failed: c.relearn}
 	}
-	c.health = &health{now: o.Now, retryAfter: o.RetryAfter, logEvery: o.LogEvery, log: log, metrics: o.Metrics}
+	c.health = &health{now: o.Now, retryAfter: o.RetryAfter, logEvery: o.LogEvery, log: log}
 	c.nodes, _ = rdb.(*redis.ClusterClient)
 	return c, nil
 }
@@ -219,10 +221,10 @@ func (c *Client) Close() error { return c.rdb.Close() }
 // applied, and the client's own timeouts bound it. Every call counts in
 // adlink_redis_calls_total, each fallback in adlink_redis_fallback_total
 // too: their share tells an outage from a timeout now and then.
-func (c *Client) call(ctx context.Context, store, key string, f func(ctx context.Context) error) bool {
+func (c *Client) call(ctx context.Context, store metrics.RedisStore, key string, f func(ctx context.Context) error) bool {
 	ctx = context.WithoutCancel(ctx)
 	h, err := c.healthOf(ctx, key)
-	h.metrics.RedisCall(store)
+	store.Call()
 	if !h.usable() {
 		h.fellBack(store, nil)
 		return false
@@ -278,7 +280,6 @@ type health struct {
 	retryAfter time.Duration
 	logEvery   time.Duration
 	log        *slog.Logger
-	metrics    *metrics.Metrics
 	failed     func() // called when a call failed; nil for none
 
 	downUntil atomic.Int64 // Unix nanoseconds; Redis is not tried before
@@ -293,8 +294,8 @@ func (h *health) usable() bool { return h.now().UnixNano() >= h.downUntil.Load()
 
 // fellBack counts one call answered by a fallback; err is Redis's error,
 // nil when Redis was not tried.
-func (h *health) fellBack(store string, err error) {
-	h.metrics.RedisFallback(store)
+func (h *health) fellBack(store metrics.RedisStore, err error) {
+	store.Fallback()
 	now := h.now()
 	if err != nil {
 		h.downUntil.Store(now.Add(h.retryAfter).UnixNano())
@@ -315,7 +316,7 @@ func (h *health) fellBack(store string, err error) {
 	if err == nil {
 		err = errors.New("redis failed less than retry_after ago")
 	}
-	h.log.Warn("redis unreachable: answering from this process's own state", "store", store,
+	h.log.Warn("redis unreachable: answering from this process's own state", "store", store.Name(),
 		"err", err, "retry_after", h.retryAfter, "fallbacks", missed)
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/adlink/adlink/backend/clicks"
+	"github.com/adlink/adlink/backend/metrics"
 )
 
 // Windows are clicks.Windows in Redis, shared by every replica. A claim is
@@ -36,6 +37,7 @@ type Windows struct {
 	c        *Client
 	prefix   string
 	fallback clicks.Windows
+	count    metrics.RedisStore
 }
 
 var _ clicks.Windows = (*Windows)(nil)
@@ -43,7 +45,8 @@ var _ clicks.Windows = (*Windows)(nil)
 // Windows returns the Windows in Redis; fallback judges claims while
 // Redis does not answer.
 func (c *Client) Windows(fallback clicks.Windows) *Windows {
-	return &Windows{c: c, prefix: c.prefix + "win:", fallback: fallback}
+	return &Windows{c: c, prefix: c.prefix + "win:", fallback: fallback,
+		count: c.metrics.RedisStore("windows")}
 }
 
 // claimScript judges and records one claim. KEYS: the network and ad's
@@ -121,7 +124,7 @@ func (w *Windows) Claim(ctx context.Context, c clicks.Claim) (string, error) {
 		prefixLimit, prefixAdLimit = max(c.PrefixLimit, 0), max(c.PrefixAdLimit, 0)
 	}
 	var code int64
-	ok := w.c.call(ctx, "windows", keys[0], func(ctx context.Context) error {
+	ok := w.c.call(ctx, w.count, keys[0], func(ctx context.Context) error {
 		var err error
 		code, err = claimScript.Run(ctx, w.c.rdb, keys, at.Unix(), at.Nanosecond(), int64(clicks.AdWindow),
 			c.Limit, ttl.Milliseconds(), prefixLimit, prefixAdLimit).Int64()
