@@ -362,17 +362,7 @@ func (s *Spooler) ship() {
 	}()
 	pause := s.opts.MinBackoff
 	for {
-		var err error
-		if s.spooled() {
-			s.shipping.Store(true)
-			err = s.shipOnce(ctx)
-			s.shipping.Store(false)
-			if err == nil && !s.spooled() {
-				s.log.Info("the click spool is shipped to postgres")
-			}
-		} else if s.down.Load() {
-			err = s.to.Ping(ctx)
-		}
+		err := s.round(ctx)
 		if ctx.Err() != nil {
 			return
 		}
@@ -387,9 +377,6 @@ func (s *Spooler) ship() {
 			continue
 		}
 		pause = s.opts.MinBackoff
-		if s.down.Load() {
-			s.recover()
-		}
 		s.signal()
 		if s.spooled() {
 			continue
@@ -402,52 +389,96 @@ func (s *Spooler) ship() {
 	}
 }
 
-// shipOnce ships a batch of the spooled clicks, then of the spooled
-// impressions. When the record refuses a batch of clicks, they are
-// shipped one at a time until the one it refuses is found; that one, and
-// a beacon it refuses, is set aside (logged, and kept in the file), so
-// that one bad record does not hold the rest back.
-func (s *Spooler) shipOnce(ctx context.Context) error {
-	if s.spool.Depth() > 0 {
-		shipped, err := s.spool.Ship(ctx, s.to, s.batch)
-		switch {
-		case errors.Is(err, ErrRefused) && s.batch > 1:
-			s.batch = 1
-			return nil
-		case errors.Is(err, ErrRefused):
-			id, aerr := s.spool.SetAside(false)
-			if aerr != nil {
-				return aerr
-			}
-			s.log.Error("postgres refuses a spooled click: it is set aside in the local file's spool-refused bucket", "click", id, "err", err)
-			s.batch = s.opts.Batch
-			return nil
-		case err != nil:
-			return err
-		}
-		if s.opts.Shipped != nil && len(shipped) > 0 {
-			s.opts.Shipped(len(shipped))
-		}
-		if s.opts.Recorded != nil && len(shipped) > 0 {
-			// The record took the shipment: the clicks that land while
-			// Recorded runs go there.
-			if s.down.Load() {
-				s.recover()
-			}
-			s.opts.Recorded(ctx, shipped)
-		}
+// round is one turn of the shipping goroutine. It reaches the record with
+// a batch of the spooled clicks; with none spooled, with a batch of the
+// spooled impressions; with nothing spooled while the record is down,
+// with a ping. The record's answer ends spooling, here alone: before
+// Recorded is told of the clicks shipped, so that the clicks landing
+// while it runs go to the record. A batch of impressions follows one of
+// clicks.
+func (s *Spooler) round(ctx context.Context) error {
+	spooled := s.spooled()
+	if !spooled && !s.down.Load() {
+		return nil
 	}
-	if s.spool.ImpressionDepth() > 0 && s.opts.Impressions != nil {
-		_, err := s.spool.ShipImpressions(ctx, s.opts.Impressions, s.opts.Batch)
-		if errors.Is(err, ErrRefused) {
-			id, aerr := s.spool.SetAside(true)
-			if aerr != nil {
-				return aerr
-			}
-			s.log.Error("postgres refuses a spooled impression beacon: it is set aside in the local file's spool-refused bucket", "beacon", id, "err", err)
-			return nil
-		}
+	if spooled {
+		s.shipping.Store(true)
+		defer s.shipping.Store(false)
+	}
+	var (
+		shipped []Spooled
+		err     error
+	)
+	switch {
+	case s.spool.Depth() > 0:
+		shipped, err = s.shipClicks(ctx)
+	case spooled:
+		err = s.shipImpressions(ctx)
+	default:
+		err = s.to.Ping(ctx)
+	}
+	if err != nil {
 		return err
 	}
+	if s.down.Load() {
+		s.recover()
+	}
+	if len(shipped) > 0 {
+		if s.opts.Recorded != nil {
+			s.opts.Recorded(ctx, shipped)
+		}
+		if err := s.shipImpressions(ctx); err != nil {
+			return err
+		}
+	}
+	if spooled && !s.spooled() {
+		s.log.Info("the click spool is shipped to postgres")
+	}
 	return nil
+}
+
+// shipClicks ships a batch of the spooled clicks and returns those the
+// record took. When the record refuses a batch, the clicks are shipped
+// one at a time until the one it refuses is found; that one is set aside
+// (logged, and kept in the file), so that one bad click does not hold
+// the rest back.
+func (s *Spooler) shipClicks(ctx context.Context) ([]Spooled, error) {
+	shipped, err := s.spool.Ship(ctx, s.to, s.batch)
+	switch {
+	case errors.Is(err, ErrRefused) && s.batch > 1:
+		s.batch = 1
+		return nil, nil
+	case errors.Is(err, ErrRefused):
+		id, aerr := s.spool.SetAside(false)
+		if aerr != nil {
+			return nil, aerr
+		}
+		s.log.Error("postgres refuses a spooled click: it is set aside in the local file's spool-refused bucket", "click", id, "err", err)
+		s.batch = s.opts.Batch
+		return nil, nil
+	case err != nil:
+		return nil, err
+	}
+	if s.opts.Shipped != nil && len(shipped) > 0 {
+		s.opts.Shipped(len(shipped))
+	}
+	return shipped, nil
+}
+
+// shipImpressions ships a batch of the spooled impressions, if any. A
+// beacon the record refuses is set aside, as a click is.
+func (s *Spooler) shipImpressions(ctx context.Context) error {
+	if s.opts.Impressions == nil || s.spool.ImpressionDepth() == 0 {
+		return nil
+	}
+	_, err := s.spool.ShipImpressions(ctx, s.opts.Impressions, s.opts.Batch)
+	if errors.Is(err, ErrRefused) {
+		id, aerr := s.spool.SetAside(true)
+		if aerr != nil {
+			return aerr
+		}
+		s.log.Error("postgres refuses a spooled impression beacon: it is set aside in the local file's spool-refused bucket", "beacon", id, "err", err)
+		return nil
+	}
+	return err
 }
