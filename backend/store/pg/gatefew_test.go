@@ -8,9 +8,7 @@ import (
 	"github.com/adlink/adlink/backend/accounts"
 	"github.com/adlink/adlink/backend/budget"
 	"github.com/adlink/adlink/backend/clicks"
-	pgstore "github.com/adlink/adlink/backend/store/pg"
 	"github.com/adlink/adlink/internal/testpg"
-	"github.com/adlink/adlink/match"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -22,17 +20,7 @@ import (
 func TestGateReadsOnlyItsBudgetedAdvertisersSpend(t *testing.T) {
 	const n, budgeted = 5000, 20
 	ctx := t.Context()
-	url := testpg.New(t)
-	db, err := pgstore.Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	db, conn := spendStore(t, testpg.New(t))
 	start := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 	d := clicks.BudgetDayIn(start, time.UTC)
 	// 100 micros a day on the 22nd, 200 on the 23rd, in four shards.
@@ -43,24 +31,18 @@ func TestGateReadsOnlyItsBudgetedAdvertisersSpend(t *testing.T) {
 		t.Fatal(err)
 	}
 	budgets := map[string]accounts.Budget{}
-	var ads []match.Ad
+	var advs []string
 	zoneOf := map[string]string{}
 	for k := range budgeted {
 		adv := advertiser(k * (n / budgeted))
 		zoneOf[adv] = []string{"", "Europe/Berlin"}[k%2]
 		budgets[adv] = accounts.Budget{DailyMicros: 1_000_000, Pacing: accounts.ASAP, Zone: zoneOf[adv]}
-		ads = append(ads, match.Ad{ID: "ad" + adv, Kind: match.KindAdvertiser, Title: adv, Keywords: []string{"x"}, Advertiser: adv, Landing: "https://" + adv + "/"})
+		advs = append(advs, adv)
 	}
-	ix, err := match.Build(ads)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ix := adsOf(t, advs...)
 	now := start
 	sp := &counted{Spender: db.Rollups()}
-	g, err := budget.New(ctx, budget.Options{Budgets: budgets, Spent: sp, Now: func() time.Time { return now }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := gateOver(t, budgets, sp, func() time.Time { return now })
 	check := func(when string, all, rows int64, berlin int64) {
 		t.Helper()
 		if a, r := sp.all.Load(), sp.rows.Load(); a != all || r != rows {
@@ -127,17 +109,7 @@ func (s wholeDay) SpentAllOn(ctx context.Context, day clicks.BudgetDay, advertis
 func BenchmarkGateFewBudgets(b *testing.B) {
 	const n, budgeted, bid = 100_000, 20, 100
 	ctx := context.Background()
-	url := testpg.New(b)
-	db, err := pgstore.Open(ctx, url)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	db, conn := spendStore(b, testpg.New(b))
 	at := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 	day := clicks.BudgetDayIn(at, time.UTC)
 	if _, err := conn.Exec(ctx, `INSERT INTO spend (advertiser, day, shard, micros)
@@ -154,11 +126,8 @@ func BenchmarkGateFewBudgets(b *testing.B) {
 	}
 	round := func(sp budget.Spender) (made, reread time.Duration) {
 		start := time.Now()
-		g, err := budget.New(ctx, budget.Options{Budgets: budgets, Spent: sp, Now: func() time.Time { return at }})
+		g := gateOver(b, budgets, sp, func() time.Time { return at })
 		made = time.Since(start)
-		if err != nil {
-			b.Fatal(err)
-		}
 		start = time.Now()
 		if err := g.Reread(ctx); err != nil {
 			b.Fatal(err)

@@ -11,9 +11,7 @@ import (
 	"github.com/adlink/adlink/backend/accounts"
 	"github.com/adlink/adlink/backend/budget"
 	"github.com/adlink/adlink/backend/clicks"
-	pgstore "github.com/adlink/adlink/backend/store/pg"
 	"github.com/adlink/adlink/internal/testpg"
-	"github.com/adlink/adlink/match"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -39,17 +37,7 @@ func gateSpend(i int, day clicks.BudgetDay) (micros int64, row bool) {
 func TestGateReadsEachDayOnce(t *testing.T) {
 	const n, daily = 900, 1000
 	ctx := t.Context()
-	url := testpg.New(t)
-	db, err := pgstore.Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	db, conn := spendStore(t, testpg.New(t))
 	start := time.Date(2026, 11, 22, 23, 30, 0, 0, time.UTC)
 	d := clicks.BudgetDayIn(start, time.UTC)
 	// Every advertiser's spend of the day before, the two days of the
@@ -80,27 +68,20 @@ func TestGateReadsEachDayOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	budgets := map[string]accounts.Budget{}
-	var ads []match.Ad
+	advs := make([]string, n)
 	for i := range n {
-		adv := advertiser(i)
+		advs[i] = advertiser(i)
 		b := accounts.Budget{DailyMicros: daily, Pacing: accounts.ASAP, Zone: gateZones[i%len(gateZones)]}
 		if i%2 == 1 {
 			b.Pacing = accounts.Even
 		}
-		budgets[adv] = b
-		ads = append(ads, match.Ad{ID: "ad" + adv, Kind: match.KindAdvertiser, Title: adv, Keywords: []string{"x"}, Advertiser: adv, Landing: "https://" + adv + "/"})
+		budgets[advs[i]] = b
 	}
-	ix, err := match.Build(ads)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ix := adsOf(t, advs...)
 	groups := ix.AdvertiserGroups()
 	now := start
 	sp := &counted{Spender: db.Rollups()}
-	g, err := budget.New(ctx, budget.Options{Budgets: budgets, Spent: sp, Now: func() time.Time { return now }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := gateOver(t, budgets, sp, func() time.Time { return now })
 	// check compares g at now with each advertiser's spend read alone.
 	check := func(when string) {
 		t.Helper()
@@ -187,15 +168,11 @@ func (s oneByOne) SpentAllOn(ctx context.Context, day clicks.BudgetDay, advertis
 // worst of each.
 func BenchmarkGateNew(b *testing.B) {
 	const n, bid = 10_000, 100
-	ctx := context.Background()
 	db, _, at, budgets := spentBudgets(b, n, bid)
 	round := func(sp budget.Spender) time.Duration {
 		start := time.Now()
-		g, err := budget.New(ctx, budget.Options{Budgets: budgets, Spent: sp, Now: func() time.Time { return at }})
+		g := gateOver(b, budgets, sp, func() time.Time { return at })
 		d := time.Since(start)
-		if err != nil {
-			b.Fatal(err)
-		}
 		for _, i := range []int{0, n / 2, n - 1} {
 			if s := g.Spent(advertiser(i)); s != bid {
 				b.Fatalf("%s spent %d, want %d", advertiser(i), s, bid)

@@ -6,11 +6,8 @@ import (
 	"time"
 
 	"github.com/adlink/adlink/backend/accounts"
-	"github.com/adlink/adlink/backend/budget"
 	"github.com/adlink/adlink/backend/clicks"
-	pgstore "github.com/adlink/adlink/backend/store/pg"
 	"github.com/adlink/adlink/internal/testpg"
-	"github.com/jackc/pgx/v5"
 )
 
 // A day whose spend Postgres did not give at its midnight is read again
@@ -21,25 +18,17 @@ func TestGateReadsALateDayInOneQuery(t *testing.T) {
 	const n, daily = 40, 200
 	ctx := t.Context()
 	srv := testpg.Start(t)
-	db, err := pgstore.Open(ctx, srv.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db, conn := spendStore(t, srv.URL())
 	start := time.Date(2026, 11, 22, 23, 30, 0, 0, time.UTC)
 	next := clicks.BudgetDayIn(start, time.UTC) + 1
 	// Advertiser i spent 10(i+1) of its 200 on the next day: the last
 	// half are past their budget.
-	conn, err := pgx.Connect(ctx, srv.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
 	if _, err := conn.Exec(ctx, `INSERT INTO spend (advertiser, day, shard, micros)
 		SELECT format('adv%s.example', lpad(i::text, 5, '0')), $1, 0, 10 * (i + 1) FROM generate_series(0, $2 - 1) i`,
 		int64(next), n); err != nil {
 		t.Fatal(err)
 	}
-	conn.Close(ctx)
+	conn.Close(ctx) // before Postgres stops
 	budgets := map[string]accounts.Budget{}
 	for i := range n {
 		budgets[advertiser(i)] = accounts.Budget{DailyMicros: daily, Pacing: accounts.ASAP}
@@ -48,10 +37,7 @@ func TestGateReadsALateDayInOneQuery(t *testing.T) {
 	now := start
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	sp := &counted{Spender: db.Rollups()}
-	g, err := budget.New(ctx, budget.Options{Budgets: budgets, Spent: sp, Now: clock})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := gateOver(t, budgets, sp, clock)
 	if err := srv.Stop(); err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,6 @@ import (
 	"github.com/adlink/adlink/backend/retention"
 	pgstore "github.com/adlink/adlink/backend/store/pg"
 	"github.com/adlink/adlink/internal/testpg"
-	"github.com/adlink/adlink/match"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -48,11 +47,7 @@ func advertiser(i int) string { return fmt.Sprintf("adv%05d.example", i) }
 func TestRereadReadsTheCreditedAdvertisersAlone(t *testing.T) {
 	const n, bid = 200, 100
 	ctx := t.Context()
-	db, err := pgstore.Open(ctx, testpg.New(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openPG(t, testpg.New(t))
 	at := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 	budgets := map[string]accounts.Budget{}
 	ids := make([]string, n)
@@ -68,22 +63,15 @@ func TestRereadReadsTheCreditedAdvertisersAlone(t *testing.T) {
 		ids[i] = c.ID
 	}
 	sp := &counted{Spender: db.Rollups()}
-	g, err := budget.New(ctx, budget.Options{Budgets: budgets, Spent: sp, Now: func() time.Time { return at }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := gateOver(t, budgets, sp, func() time.Time { return at })
 	credited := []int{3, 101, 199}
-	var ads []match.Ad
+	var advs []string
 	for _, i := range append([]int{0}, credited...) {
-		adv := advertiser(i)
-		ads = append(ads, match.Ad{ID: "ad" + adv, Kind: match.KindAdvertiser, Title: adv, Keywords: []string{"x"}, Advertiser: adv, Landing: "https://" + adv + "/"})
+		advs = append(advs, advertiser(i))
 	}
-	ix, err := match.Build(ads)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := g.Exclude(ix); len(got) != len(ads) {
-		t.Fatalf("every budget spent: Exclude %v, want %d groups", got, len(ads))
+	ix := adsOf(t, advs...)
+	if got := g.Exclude(ix); len(got) != len(advs) {
+		t.Fatalf("every budget spent: Exclude %v, want %d groups", got, len(advs))
 	}
 	inv := clicks.Invalidation{From: at.Add(-time.Hour), To: at.Add(time.Hour), Note: "click farm"}
 	for _, i := range credited {
@@ -130,10 +118,7 @@ func BenchmarkReread(b *testing.B) {
 		all[i] = advertiser(i)
 	}
 	sp := &counted{Spender: db.Rollups()}
-	g, err := budget.New(ctx, budget.Options{Budgets: budgets, Spent: sp, Now: func() time.Time { return at }})
-	if err != nil {
-		b.Fatal(err)
-	}
+	g := gateOver(b, budgets, sp, func() time.Time { return at })
 	k := 0
 	// round credits the next advertiser's click, times a Reread of
 	// names (none: every advertiser), and checks that it shows again.
@@ -179,17 +164,7 @@ func BenchmarkReread(b *testing.B) {
 func spentBudgets(b *testing.B, n, bid int) (*pgstore.DB, *pgx.Conn, time.Time, map[string]accounts.Budget) {
 	b.Helper()
 	ctx := context.Background()
-	url := testpg.New(b)
-	db, err := pgstore.Open(ctx, url)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(db.Close)
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { conn.Close(ctx) })
+	db, conn := spendStore(b, testpg.New(b))
 	at := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 	day := clicks.BudgetDayIn(at, time.UTC)
 	if _, err := conn.Exec(ctx, `INSERT INTO spend (advertiser, day, shard, micros)

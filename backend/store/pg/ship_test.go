@@ -475,7 +475,7 @@ func TestShipFindsDecisionsWithinTheHorizon(t *testing.T) {
 }
 
 // openPG opens the Postgres store at url for t, closed when t ends.
-func openPG(t *testing.T, url string) *pgstore.DB {
+func openPG(t testing.TB, url string) *pgstore.DB {
 	t.Helper()
 	db, err := pgstore.Open(t.Context(), url)
 	if err != nil {

@@ -7,10 +7,8 @@ import (
 	"time"
 
 	"github.com/adlink/adlink/backend/accounts"
-	"github.com/adlink/adlink/backend/budget"
 	"github.com/adlink/adlink/backend/clicks"
 	"github.com/adlink/adlink/internal/testpg"
-	"github.com/adlink/adlink/match"
 )
 
 // A shipment's clicks, told to the gate with Postgres's verdicts, read
@@ -26,21 +24,14 @@ func TestShippedClicksReadEachAdvertisersSpendOnce(t *testing.T) {
 	db := openPG(t, testpg.New(t))
 	at := recently()
 	budgets := map[string]accounts.Budget{}
-	var ads []match.Ad
-	for i := range 4 {
-		adv := advertiser(i)
-		budgets[adv] = accounts.Budget{DailyMicros: daily, Pacing: accounts.ASAP}
-		ads = append(ads, match.Ad{ID: "ad" + adv, Kind: match.KindAdvertiser, Title: adv, Keywords: []string{"x"}, Advertiser: adv, Landing: "https://" + adv + "/"})
+	advs := make([]string, 4)
+	for i := range advs {
+		advs[i] = advertiser(i)
+		budgets[advs[i]] = accounts.Budget{DailyMicros: daily, Pacing: accounts.ASAP}
 	}
-	ix, err := match.Build(ads)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ix := adsOf(t, advs...)
 	sp := &counted{Spender: db.Rollups()}
-	g, err := budget.New(ctx, budget.Options{Budgets: budgets, Spent: sp, Now: func() time.Time { return at }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := gateOver(t, budgets, sp, func() time.Time { return at })
 	var batch []clicks.Spooled
 	add := func(i int, when time.Time, reason string) {
 		adv := advertiser(i)
