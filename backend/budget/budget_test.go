@@ -295,3 +295,23 @@ func TestGateRollsOverPastAHungStore(t *testing.T) {
 		t.Fatal("after midnight, an answer still waits on the hung store")
 	}
 }
+
+// asap is a daily budget of micros, spent as soon as may be, of each of
+// advertisers.
+func asap(micros int64, advertisers ...string) map[string]accounts.Budget {
+	b := make(map[string]accounts.Budget, len(advertisers))
+	for _, adv := range advertisers {
+		b[adv] = accounts.Budget{DailyMicros: micros, Pacing: accounts.ASAP}
+	}
+	return b
+}
+
+// newGate is the gate New makes of o, failing t if it cannot.
+func newGate(t *testing.T, o Options) *Gate {
+	t.Helper()
+	g, err := New(t.Context(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}

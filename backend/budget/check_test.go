@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/adlink/adlink/backend/accounts"
 	"github.com/adlink/adlink/backend/clicks"
+	"github.com/adlink/adlink/match"
 )
 
 // counted is a Spender that counts its reads of one advertiser's spend.
@@ -23,20 +23,6 @@ func (c *counted) SpentOn(ctx context.Context, adv string, day clicks.BudgetDay)
 	return c.spends.SpentOn(ctx, adv, day)
 }
 
-// checkedGate is a gate of a.example and b.example, budgets of 10, over
-// a shared store sp and flags f, at now.
-func checkedGate(t *testing.T, sp *counted, f Flags, now time.Time) *Gate {
-	t.Helper()
-	g, err := New(t.Context(), Options{Budgets: map[string]accounts.Budget{
-		"a.example": {DailyMicros: 10, Pacing: accounts.ASAP},
-		"b.example": {DailyMicros: 10, Pacing: accounts.ASAP},
-	}, Spent: sp, Flags: f, Shared: true, Now: func() time.Time { return now }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return g
-}
-
 // With a shared store, a flag of an advertiser the store holds under its
 // budget (raised from a spend read before a credit) stops nothing, and
 // the store is read once for it, not at each Sync; taken down and raised
@@ -45,12 +31,8 @@ func checkedGate(t *testing.T, sp *counted, f Flags, now time.Time) *Gate {
 // stops it at once, and one the gate's own spend already stopped reads
 // nothing.
 func TestSyncChecksAFlagAgainstTheStore(t *testing.T) {
-	ix := testIndex(t)
-	groups := ix.AdvertiserGroups()
-	now := day0.Add(10 * time.Hour)
-	sp := &counted{spends: &spends{m: map[string]int64{}}}
-	f := &flags{}
-	g := checkedGate(t, sp, f, now)
+	c := flaggedGate(t, true, "a.example", "b.example")
+	g, sp, f, ix, groups, now := c.g, c.sp, c.f, c.ix, c.groups, c.at
 	sp.add("b.example", now, 10)
 	if err := g.Clicked(t.Context(), &clicks.Click{Time: now, Advertiser: "b.example", Billable: true, BidMicros: 10}); err != nil {
 		t.Fatal(err)
@@ -96,12 +78,8 @@ func TestSyncChecksAFlagAgainstTheStore(t *testing.T) {
 // again, its flag stale, and read no more; the one whose budget is
 // spent stays stopped.
 func TestSyncTrustsAFlagWhileTheStoreIsDown(t *testing.T) {
-	ix := testIndex(t)
-	groups := ix.AdvertiserGroups()
-	now := day0.Add(10 * time.Hour)
-	sp := &counted{spends: &spends{m: map[string]int64{}}}
-	f := &flags{}
-	g := checkedGate(t, sp, f, now)
+	c := flaggedGate(t, true, "a.example", "b.example")
+	g, sp, f, ix, groups, now := c.g, c.sp, c.f, c.ix, c.groups, c.at
 	sp.add("a.example", now, 4)
 	sp.add("b.example", now, 10) // another replica's clicks
 	sp.err = errors.New("down")
@@ -140,16 +118,9 @@ func TestSyncTrustsAFlagWhileTheStoreIsDown(t *testing.T) {
 // Without a shared store (Options.Shared unset: each replica's spend is
 // its own), a flag stops the advertiser and reads no store, as before.
 func TestSyncReadsNoStoreUnshared(t *testing.T) {
-	ix := testIndex(t)
-	groups := ix.AdvertiserGroups()
-	now := day0.Add(10 * time.Hour)
-	sp := &counted{spends: &spends{m: map[string]int64{}}}
-	f := &flags{raised: []string{"a.example@10"}}
-	g, err := New(t.Context(), Options{Budgets: map[string]accounts.Budget{"a.example": {DailyMicros: 10, Pacing: accounts.ASAP}},
-		Spent: sp, Flags: f, Now: func() time.Time { return now }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := flaggedGate(t, false, "a.example")
+	g, sp, ix, groups := c.g, c.sp, c.ix, c.groups
+	c.f.raised = []string{"a.example@10"}
 	sp.reads.Store(0)
 	if err := g.Sync(t.Context()); err != nil {
 		t.Fatal(err)
@@ -183,16 +154,13 @@ func TestSyncReadsASlowStoreForOneCheckTimeout(t *testing.T) {
 	now := day0.Add(10 * time.Hour)
 	sp := &slow{counted: &counted{spends: &spends{m: map[string]int64{}}}, delay: checkTimeout * 2 / 5}
 	f := &flags{}
-	budgets := map[string]accounts.Budget{}
 	const n = 8
+	var ids []string
 	for k := range n {
-		id := string(rune('a'+k)) + ".example"
-		budgets[id] = accounts.Budget{DailyMicros: 10, Pacing: accounts.ASAP}
+		ids = append(ids, string(rune('a'+k))+".example")
 	}
-	g, err := New(t.Context(), Options{Budgets: budgets, Spent: sp, Flags: f, Shared: true, Now: func() time.Time { return now }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	budgets := asap(10, ids...)
+	g := newGate(t, Options{Budgets: budgets, Spent: sp, Flags: f, Shared: true, Now: func() time.Time { return now }})
 	for id := range budgets {
 		sp.add(id, now, 10) // other replicas' clicks
 		f.raised = append(f.raised, id+"@10")
@@ -215,42 +183,21 @@ func TestSyncReadsASlowStoreForOneCheckTimeout(t *testing.T) {
 // text names only the advertiser and its budget, so a stale flag left up
 // all day would otherwise hide a real crossing of that budget later on.
 func TestSyncReadsAStaleFlagAgainLater(t *testing.T) {
-	ix := testIndex(t)
-	groups := ix.AdvertiserGroups()
-	var now atomic.Pointer[time.Time]
-	at := day0.Add(10 * time.Hour)
-	now.Store(&at)
-	sp := &counted{spends: &spends{m: map[string]int64{}}}
-	f := &flags{}
-	g, err := New(t.Context(), Options{Budgets: map[string]accounts.Budget{
-		"a.example": {DailyMicros: 10, Pacing: accounts.ASAP},
-	}, Spent: sp, Flags: f, Shared: true, Now: func() time.Time { return *now.Load() }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sp.add("a.example", at, 4)
-	f.raised = append(f.raised, "a.example@10") // stale: the store holds 4
+	s := staleFlag(t)
+	g, groups := s.g, s.groups
+	s.sp.add("a.example", s.at, 6) // another replica spends the budget; the flag stays as it was
+	s.set(s.at.Add(recheckStale / 2))
 	if err := g.Sync(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if got := g.Exclude(ix); len(got) != 0 {
-		t.Fatalf("a stale flag: Exclude %v, want none", got)
-	}
-	sp.add("a.example", at, 6) // another replica spends the budget; the flag stays as it was
-	later := at.Add(recheckStale / 2)
-	now.Store(&later)
-	if err := g.Sync(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	if got := g.Exclude(ix); len(got) != 0 {
+	if got := g.Exclude(s.ix); len(got) != 0 {
 		t.Errorf("before recheckStale: Exclude %v, want none (the flag taken as stale, unread)", got)
 	}
-	later = at.Add(recheckStale + time.Second)
-	now.Store(&later)
+	s.set(s.at.Add(recheckStale + time.Second))
 	if err := g.Sync(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := g.Exclude(ix), []uint32{groups["a.example"]}; !slices.Equal(got, want) {
+	if got, want := g.Exclude(s.ix), []uint32{groups["a.example"]}; !slices.Equal(got, want) {
 		t.Errorf("after recheckStale, the budget spent: Exclude %v, want %v", got, want)
 	}
 }
@@ -262,29 +209,12 @@ func TestSyncReadsAStaleFlagAgainLater(t *testing.T) {
 // store is down. Once the store answers with the budget spent, it stops
 // the advertiser.
 func TestSyncKeepsAStaleFlagWhileTheStoreIsDown(t *testing.T) {
-	ix := testIndex(t)
-	groups := ix.AdvertiserGroups()
-	var now atomic.Pointer[time.Time]
-	at := day0.Add(10 * time.Hour)
-	now.Store(&at)
-	sp := &counted{spends: &spends{m: map[string]int64{}}}
-	f := &flags{}
-	g, err := New(t.Context(), Options{Budgets: map[string]accounts.Budget{
-		"a.example": {DailyMicros: 10, Pacing: accounts.ASAP},
-	}, Spent: sp, Flags: f, Shared: true, Now: func() time.Time { return *now.Load() }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sp.add("a.example", at, 4)
-	f.raised = append(f.raised, "a.example@10") // stale: the store holds 4
-	if err := g.Sync(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	s := staleFlag(t)
+	g, sp, ix, groups := s.g, s.sp, s.ix, s.groups
 	sp.mu.Lock()
 	sp.err = errors.New("down")
 	sp.mu.Unlock()
-	later := at.Add(recheckStale + time.Second)
-	now.Store(&later)
+	s.set(s.at.Add(recheckStale + time.Second))
 	for range 2 {
 		sp.reads.Store(0)
 		if err := g.Sync(t.Context()); err != nil {
@@ -300,11 +230,67 @@ func TestSyncKeepsAStaleFlagWhileTheStoreIsDown(t *testing.T) {
 	sp.mu.Lock()
 	sp.err = nil
 	sp.mu.Unlock()
-	sp.add("a.example", at, 6) // other replicas spend the budget
+	sp.add("a.example", s.at, 6) // other replicas spend the budget
 	if err := g.Sync(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := g.Exclude(ix), []uint32{groups["a.example"]}; !slices.Equal(got, want) {
 		t.Errorf("the store answering, the budget spent: Exclude %v, want %v", got, want)
 	}
+}
+
+// flagged is a gate of budgets of 10 a day, ASAP, whose spend sp reads
+// and whose flags are f, with an index of the advertisers' ads, for the
+// tests of the flags.
+type flagged struct {
+	g      *Gate
+	o      Options // g's
+	sp     *counted
+	f      *flags
+	ix     *match.Index
+	groups map[string]uint32
+	at     time.Time           // the gate's time until set moves it
+	set    func(now time.Time) // moves the gate's clock
+}
+
+// flaggedGate is the flagged gate of advertisers' budgets, of a shared
+// store or not (Options.Shared).
+func flaggedGate(t *testing.T, shared bool, advertisers ...string) flagged {
+	t.Helper()
+	var now atomic.Pointer[time.Time]
+	c := flagged{sp: &counted{spends: &spends{m: map[string]int64{}}}, f: &flags{}, ix: testIndex(t),
+		at: day0.Add(10 * time.Hour), set: func(at time.Time) { now.Store(&at) }}
+	c.groups = c.ix.AdvertiserGroups()
+	c.set(c.at)
+	c.o = Options{Budgets: asap(10, advertisers...), Spent: c.sp, Flags: c.f, Shared: shared,
+		Now: func() time.Time { return *now.Load() }}
+	c.g = newGate(t, c.o)
+	return c
+}
+
+// another is a second gate of c's budgets, flags and clock, as another
+// replica has: over spent, or c's store when nil.
+func (c flagged) another(t *testing.T, spent Spender) *Gate {
+	t.Helper()
+	o := c.o
+	if spent != nil {
+		o.Spent = spent
+	}
+	return newGate(t, o)
+}
+
+// staleFlag is the shared flagged gate of a.example that found the flag
+// of a.example stale at its first Sync: the store holds 4 of its 10.
+func staleFlag(t *testing.T) flagged {
+	t.Helper()
+	c := flaggedGate(t, true, "a.example")
+	c.sp.add("a.example", c.at, 4)
+	c.f.raised = append(c.f.raised, "a.example@10")
+	if err := c.g.Sync(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.g.Exclude(c.ix); len(got) != 0 {
+		t.Fatalf("a stale flag: Exclude %v, want none", got)
+	}
+	return c
 }

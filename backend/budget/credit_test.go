@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/adlink/adlink/backend/accounts"
 	"github.com/adlink/adlink/backend/clicks"
 )
 
@@ -20,20 +19,8 @@ import (
 // the click that spends the budget again stops it and raises the flag
 // again.
 func TestGateRereadAfterACredit(t *testing.T) {
-	ix := testIndex(t)
-	groups := ix.AdvertiserGroups()
-	now := day0.Add(10 * time.Hour)
-	clock := func() time.Time { return now }
-	budgets := map[string]accounts.Budget{
-		"a.example": {DailyMicros: 10, Pacing: accounts.ASAP},
-		"b.example": {DailyMicros: 10, Pacing: accounts.ASAP},
-	}
-	sp := &spends{m: map[string]int64{}}
-	f := &flags{}
-	g, err := New(t.Context(), Options{Budgets: budgets, Spent: sp, Now: clock, Flags: f})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := flaggedGate(t, false, "a.example", "b.example")
+	g, sp, f, ix, groups, now := c.g, c.sp, c.f, c.ix, c.groups, c.at
 	click := func(adv string) {
 		t.Helper()
 		sp.add(adv, now, 5)
@@ -105,11 +92,8 @@ func TestGateRereadKeepsAClickMeanwhile(t *testing.T) {
 	now := day0.Add(10 * time.Hour)
 	sp := &spends{m: map[string]int64{}}
 	h := &hooked{Spender: sp}
-	g, err := New(t.Context(), Options{Budgets: map[string]accounts.Budget{"a.example": {DailyMicros: 100, Pacing: accounts.ASAP}},
+	g := newGate(t, Options{Budgets: asap(100, "a.example"),
 		Spent: h, Now: func() time.Time { return now }})
-	if err != nil {
-		t.Fatal(err)
-	}
 	sp.add("a.example", now, 60)
 	if err := g.Clicked(t.Context(), &clicks.Click{Time: now, Advertiser: "a.example", Billable: true, BidMicros: 60}); err != nil {
 		t.Fatal(err)
@@ -152,13 +136,7 @@ func TestGateReadsALateDayAgain(t *testing.T) {
 	now := day0.Add(23 * time.Hour)
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	sp := &spends{m: map[string]int64{}}
-	g, err := New(t.Context(), Options{Budgets: map[string]accounts.Budget{
-		"a.example": {DailyMicros: 10, Pacing: accounts.ASAP},
-		"b.example": {DailyMicros: 10, Pacing: accounts.ASAP},
-	}, Spent: sp, Now: clock})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := newGate(t, Options{Budgets: asap(10, "a.example", "b.example"), Spent: sp, Now: clock})
 	next := day0.Add(24*time.Hour + time.Minute)
 	sp.mu.Lock()
 	sp.err = context.DeadlineExceeded
@@ -197,13 +175,7 @@ func TestGateRereadHoldsNoOtherAdvertisersClick(t *testing.T) {
 	now := day0.Add(10 * time.Hour)
 	sp := &spends{m: map[string]int64{}}
 	h := &hooked{Spender: sp}
-	g, err := New(t.Context(), Options{Budgets: map[string]accounts.Budget{
-		"a.example": {DailyMicros: 100, Pacing: accounts.ASAP},
-		"b.example": {DailyMicros: 100, Pacing: accounts.ASAP},
-	}, Spent: h, Now: func() time.Time { return now }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := newGate(t, Options{Budgets: asap(100, "a.example", "b.example"), Spent: h, Now: func() time.Time { return now }})
 	sp.add("b.example", now, 40)
 	var counted bool
 	h.hook = func() {
@@ -245,11 +217,8 @@ func TestGateLateReadEndsWithItsDay(t *testing.T) {
 	now := day0.Add(23 * time.Hour)
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	sp := &spends{m: map[string]int64{}}
-	g, err := New(t.Context(), Options{Budgets: map[string]accounts.Budget{"a.example": {DailyMicros: 10, Pacing: accounts.ASAP}},
+	g := newGate(t, Options{Budgets: asap(10, "a.example"),
 		Spent: sp, Now: clock})
-	if err != nil {
-		t.Fatal(err)
-	}
 	sp.mu.Lock()
 	sp.err = context.DeadlineExceeded
 	sp.mu.Unlock()
@@ -279,21 +248,9 @@ func TestGateLateReadEndsWithItsDay(t *testing.T) {
 // stop the advertiser again with it for the rest of the day, whichever
 // replica reads the credit first.
 func TestGateRereadClearsAFlagNotSyncedYet(t *testing.T) {
-	ix := testIndex(t)
-	now := day0.Add(10 * time.Hour)
-	clock := func() time.Time { return now }
-	budgets := map[string]accounts.Budget{"a.example": {DailyMicros: 10, Pacing: accounts.ASAP}}
-	sp := &spends{m: map[string]int64{}}
-	f := &flags{}
-	gate := func() *Gate {
-		t.Helper()
-		g, err := New(t.Context(), Options{Budgets: budgets, Spent: sp, Now: clock, Flags: f})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return g
-	}
-	a, b := gate(), gate()
+	c := flaggedGate(t, false, "a.example")
+	a, b := c.g, c.another(t, nil)
+	sp, f, ix, now := c.sp, c.f, c.ix, c.at
 	sp.add("a.example", now, 10)
 	if err := a.Clicked(t.Context(), &clicks.Click{Time: now, Advertiser: "a.example", Billable: true, BidMicros: 10}); err != nil {
 		t.Fatal(err)
@@ -327,16 +284,8 @@ func TestGateRereadClearsAFlagNotSyncedYet(t *testing.T) {
 // down a flag raised before the credit, which the next Sync would
 // otherwise stop the advertiser with for the rest of the day.
 func TestGateRereadWithoutTheFlagsIsRunAgain(t *testing.T) {
-	ix := testIndex(t)
-	now := day0.Add(10 * time.Hour)
-	clock := func() time.Time { return now }
-	budgets := map[string]accounts.Budget{"a.example": {DailyMicros: 10, Pacing: accounts.ASAP}}
-	sp := &spends{m: map[string]int64{}}
-	f := &flags{}
-	g, err := New(t.Context(), Options{Budgets: budgets, Spent: sp, Now: clock, Flags: f})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := flaggedGate(t, false, "a.example")
+	g, sp, f, ix, now := c.g, c.sp, c.f, c.ix, c.at
 	sp.add("a.example", now, 10)
 	f.raised = []string{"a.example@10"} // another replica's click, not synced here yet
 	f.readErr = errors.New("redis does not answer")
@@ -363,11 +312,8 @@ func TestGateRereadWithoutTheFlagsIsRunAgain(t *testing.T) {
 func TestGateRereadWithoutTheDaysSpendIsRunAgain(t *testing.T) {
 	now := day0.Add(10 * time.Hour)
 	sp := &spends{m: map[string]int64{}}
-	g, err := New(t.Context(), Options{Budgets: map[string]accounts.Budget{"a.example": {DailyMicros: 10, Pacing: accounts.ASAP}},
+	g := newGate(t, Options{Budgets: asap(10, "a.example"),
 		Spent: sp, Now: func() time.Time { return now }})
-	if err != nil {
-		t.Fatal(err)
-	}
 	sp.add("a.example", now, 10)
 	if err := g.Clicked(t.Context(), &clicks.Click{Time: now, Advertiser: "a.example", Billable: true, BidMicros: 10}); err != nil {
 		t.Fatal(err)
@@ -397,11 +343,8 @@ func TestGateRereadWaitsForAClickReadBeforeTheCredit(t *testing.T) {
 	now := day0.Add(10 * time.Hour)
 	sp := &spends{m: map[string]int64{}}
 	h := &hooked{Spender: sp}
-	g, err := New(t.Context(), Options{Budgets: map[string]accounts.Budget{"a.example": {DailyMicros: 100, Pacing: accounts.ASAP}},
+	g := newGate(t, Options{Budgets: asap(100, "a.example"),
 		Spent: h, Now: func() time.Time { return now }})
-	if err != nil {
-		t.Fatal(err)
-	}
 	sp.add("a.example", now, 60) // other replicas' clicks
 	sp.add("a.example", now, 40) // this one's, which spends the budget
 	reread := make(chan error, 1)

@@ -42,20 +42,8 @@ func (f *flags) Raised(context.Context, clicks.BudgetDay) ([]string, error) {
 // A gate raises an advertiser's flag once, on the click that spends its
 // budget, says when it could not, and Sync stops what other gates raised.
 func TestGateFlags(t *testing.T) {
-	ix := testIndex(t)
-	groups := ix.AdvertiserGroups()
-	now := day0.Add(10 * time.Hour)
-	clock := func() time.Time { return now }
-	budgets := map[string]accounts.Budget{
-		"a.example": {DailyMicros: 10, Pacing: accounts.ASAP},
-		"b.example": {DailyMicros: 10, Pacing: accounts.ASAP},
-	}
-	sp := &spends{m: map[string]int64{}}
-	f := &flags{}
-	g, err := New(context.Background(), Options{Budgets: budgets, Spent: sp, Now: clock, Flags: f})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := flaggedGate(t, false, "a.example", "b.example")
+	g, sp, f, ix, groups, now := c.g, c.sp, c.f, c.ix, c.groups, c.at
 	click := func(adv string) error {
 		sp.add(adv, now, 5)
 		return g.Clicked(context.Background(), &clicks.Click{Time: now, Advertiser: adv, Billable: true, BidMicros: 5})
@@ -79,10 +67,7 @@ func TestGateFlags(t *testing.T) {
 	}
 
 	// Another gate on the same flags, whose own clicks spent nothing.
-	other, err := New(context.Background(), Options{Budgets: budgets, Spent: &spends{m: map[string]int64{}}, Now: clock, Flags: f})
-	if err != nil {
-		t.Fatal(err)
-	}
+	other := c.another(t, &spends{m: map[string]int64{}})
 	f.readErr = errors.New("down")
 	if err := other.Sync(context.Background()); err == nil || other.Exclude(ix) != nil {
 		t.Errorf("Sync with the flags unreadable: %v, Exclude %v", err, other.Exclude(ix))
@@ -116,10 +101,7 @@ func TestShipmentTriesOneFlagWhileFlagsFail(t *testing.T) {
 		shipped = append(shipped, &clicks.Click{Time: now, Advertiser: adv, Billable: true, BidMicros: 10})
 	}
 	f := &flags{raiseErr: errors.New("down")}
-	g, err := New(context.Background(), Options{Budgets: budgets, Spent: sp, Now: func() time.Time { return now }, Flags: f})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := newGate(t, Options{Budgets: budgets, Spent: sp, Now: func() time.Time { return now }, Flags: f})
 	for _, adv := range advs {
 		sp.add(adv, now, 10) // what the shipment billed
 	}
@@ -143,17 +125,10 @@ func TestGateFlagsCarryTheirBudget(t *testing.T) {
 	ix := testIndex(t)
 	groups := ix.AdvertiserGroups()
 	now := day0.Add(10 * time.Hour)
-	budgets := map[string]accounts.Budget{
-		"a.example": {DailyMicros: 20, Pacing: accounts.ASAP},
-		"b.example": {DailyMicros: 20, Pacing: accounts.ASAP},
-		"c.example": {DailyMicros: 20, Pacing: accounts.ASAP},
-	}
+	budgets := asap(20, "a.example", "b.example", "c.example")
 	f := &flags{raised: []string{"a.example@10", "b.example@20", "c.example"}}
-	g, err := New(context.Background(), Options{Budgets: budgets, Spent: &spends{m: map[string]int64{}},
+	g := newGate(t, Options{Budgets: budgets, Spent: &spends{m: map[string]int64{}},
 		Now: func() time.Time { return now }, Flags: f})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if err := g.Sync(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -223,10 +198,7 @@ func TestSyncReadsTheDaysItCan(t *testing.T) {
 			raised:  map[clicks.BudgetDay][]string{days[tc.raised]: {tc.raised + "@10"}},
 			readErr: map[clicks.BudgetDay]error{days[tc.failing]: errors.New("down")},
 		}
-		g, err := New(context.Background(), Options{Budgets: budgets, Spent: &spends{m: map[string]int64{}}, Now: clock, Flags: f})
-		if err != nil {
-			t.Fatal(err)
-		}
+		g := newGate(t, Options{Budgets: budgets, Spent: &spends{m: map[string]int64{}}, Now: clock, Flags: f})
 		if err := g.Sync(context.Background()); err == nil {
 			t.Errorf("%s's day could not be read: no error", tc.failing)
 		}
