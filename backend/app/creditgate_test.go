@@ -97,35 +97,13 @@ func TestCreditShowsASpentAdvertiserAgain(t *testing.T) {
 // ads back on both, and the next click, on B, bills and stops them again
 // on both.
 func TestCreditShowsASpentAdvertiserAgainOnEveryReplica(t *testing.T) {
-	pgURL, redisURL := testpg.New(t), testredis.Start(t, testredis.Options{}).URL()
-	set := func(cfg *config.Config) { cfg.PostgresURL, cfg.RedisURL = pgURL, redisURL }
-	a := startAccountsWith(t, listingPartners, invalidateAdvertisers, listingAds(), set)
-	b := startAccountsWith(t, listingPartners, invalidateAdvertisers, listingAds(), set)
-	linkA := a.tagged(t, "key-one", "site-one", "t", "SHOP.2.B1", 1)[0]
-	linkB := b.tagged(t, "key-one", "site-one", "t", "SHOP.2.B1", 1)[0]
-	first := a.follow(t, http.MethodGet, linkA, 1)
-	if !a.billed(t, first.id) {
-		t.Fatal("shop-b.example's first click did not bill")
-	}
-	eventually(t, "shop-b.example out of both replicas' answers", func() bool {
-		return !a.shows(t, "SHOP.2.B1") && !b.shows(t, "SHOP.2.B1")
-	})
-
-	db, err := pgstore.OpenMigrated(t.Context(), pgURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	now := time.Now().UTC()
-	inv := clicks.Invalidation{AdID: "SHOP.2.B1", From: now.Add(-time.Hour), To: now.Add(time.Hour), Note: "click farm"}
-	credit, err := Invalidate(db.Invalidator(), func() *accounts.Book { return nil }, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))(t.Context(), inv)
-	if err != nil || credit.Clicks != 1 {
-		t.Fatalf("credit: %+v %v, want 1 click", credit, err)
-	}
+	r := spendOnTwoReplicas(t)
+	a, b := r.a, r.b
+	r.creditInPostgres(t)
 	eventually(t, "shop-b.example back in both replicas' answers", func() bool {
 		return a.shows(t, "SHOP.2.B1") && b.shows(t, "SHOP.2.B1")
 	})
-	next := b.follow(t, http.MethodGet, linkB, 2)
+	next := b.follow(t, http.MethodGet, r.linkB, 2)
 	if !b.billed(t, next.id) {
 		t.Error("the click after the credit did not bill")
 	}
@@ -247,13 +225,7 @@ func TestCreditWhileRedisIsDownTakesDownTheFlag(t *testing.T) {
 			if first := s.follow(t, http.MethodGet, link, 1); !s.billed(t, first.id) || s.shows(t, "SHOP.2.B1") {
 				t.Fatal("shop-b.example's click did not spend its budget")
 			}
-			rc, err := redisstore.Open(rs.URL(), redisstore.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer rc.Close()
-			flags := rc.BudgetFlags()
-			day := clicks.BudgetDayIn(time.Now(), time.UTC)
+			flags, day := budgetFlags(t, rs.URL())
 			if raised, err := flags.Raised(t.Context(), day); err != nil || len(raised) != 1 {
 				t.Fatalf("the click raised %v (%v), want shop-b.example's flag", raised, err)
 			}
@@ -350,4 +322,60 @@ func TestCreditReachesAGateMadeBeforeItOnBbolt(t *testing.T) {
 	acc.gate = made
 	s.live.cur.Store(s.live.cur.Load().with(&acc))
 	eventually(t, "shop-b.example shown by the reload's gate after its credit", func() bool { return s.shows(t, "SHOP.2.B1") })
+}
+
+// twoReplicas are two replicas, A and B, of one Postgres and one Redis,
+// each with a tagged link to shop-b.example's ad.
+type twoReplicas struct {
+	a, b            *accountsServer
+	linkA, linkB    string
+	pgURL, redisURL string
+}
+
+// spendOnTwoReplicas starts two replicas and has a click on A spend
+// shop-b.example's budget: both leave it out once it returns.
+func spendOnTwoReplicas(t *testing.T) twoReplicas {
+	t.Helper()
+	r := twoReplicas{pgURL: testpg.New(t), redisURL: testredis.Start(t, testredis.Options{}).URL()}
+	set := func(cfg *config.Config) { cfg.PostgresURL, cfg.RedisURL = r.pgURL, r.redisURL }
+	r.a = startAccountsWith(t, listingPartners, invalidateAdvertisers, listingAds(), set)
+	r.b = startAccountsWith(t, listingPartners, invalidateAdvertisers, listingAds(), set)
+	r.linkA = r.a.tagged(t, "key-one", "site-one", "t", "SHOP.2.B1", 1)[0]
+	r.linkB = r.b.tagged(t, "key-one", "site-one", "t", "SHOP.2.B1", 1)[0]
+	if first := r.a.follow(t, http.MethodGet, r.linkA, 1); !r.a.billed(t, first.id) {
+		t.Fatal("shop-b.example's first click did not bill")
+	}
+	eventually(t, "shop-b.example out of both replicas' answers", func() bool {
+		return !r.a.shows(t, "SHOP.2.B1") && !r.b.shows(t, "SHOP.2.B1")
+	})
+	return r
+}
+
+// creditInPostgres credits shop-b.example's click in the replicas'
+// Postgres, as adlink invalidate -postgres runs it beside the servers.
+func (r twoReplicas) creditInPostgres(t *testing.T) {
+	t.Helper()
+	db, err := pgstore.OpenMigrated(t.Context(), r.pgURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	now := time.Now().UTC()
+	inv := clicks.Invalidation{AdID: "SHOP.2.B1", From: now.Add(-time.Hour), To: now.Add(time.Hour), Note: "click farm"}
+	credit, err := Invalidate(db.Invalidator(), func() *accounts.Book { return nil }, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))(t.Context(), inv)
+	if err != nil || credit.Clicks != 1 {
+		t.Fatalf("credit: %+v %v, want 1 click", credit, err)
+	}
+}
+
+// budgetFlags are the budget flags in the Redis at url, closed when t
+// ends, and today's budget day in UTC.
+func budgetFlags(t *testing.T, url string) (*redisstore.BudgetFlags, clicks.BudgetDay) {
+	t.Helper()
+	rc, err := redisstore.Open(url, redisstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rc.Close() })
+	return rc.BudgetFlags(), clicks.BudgetDayIn(time.Now(), time.UTC)
 }

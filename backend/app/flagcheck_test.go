@@ -2,8 +2,6 @@ package app
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"net/http"
 	"net/url"
 	"slices"
@@ -32,42 +30,16 @@ import (
 // spends the budget for real raises it again, and the other replica's
 // next read of the flags stops the advertiser at once.
 func TestStaleFlagStopsNoReplica(t *testing.T) {
-	pgURL, redisURL := testpg.New(t), testredis.Start(t, testredis.Options{}).URL()
-	set := func(cfg *config.Config) { cfg.PostgresURL, cfg.RedisURL = pgURL, redisURL }
-	a := startAccountsWith(t, listingPartners, invalidateAdvertisers, listingAds(), set)
-	b := startAccountsWith(t, listingPartners, invalidateAdvertisers, listingAds(), set)
-	linkA := a.tagged(t, "key-one", "site-one", "t", "SHOP.2.B1", 1)[0]
-	linkB := b.tagged(t, "key-one", "site-one", "t", "SHOP.2.B1", 1)[0]
-	if first := a.follow(t, http.MethodGet, linkA, 1); !a.billed(t, first.id) {
-		t.Fatal("shop-b.example's first click did not bill")
-	}
-	eventually(t, "shop-b.example out of both replicas' answers", func() bool {
-		return !a.shows(t, "SHOP.2.B1") && !b.shows(t, "SHOP.2.B1")
-	})
-	rc, err := redisstore.Open(redisURL, redisstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
-	flags := rc.BudgetFlags()
-	day := clicks.BudgetDayIn(time.Now(), time.UTC)
+	r := spendOnTwoReplicas(t)
+	a, b := r.a, r.b
+	flags, day := budgetFlags(t, r.redisURL)
 	raised, err := flags.Raised(t.Context(), day)
 	if err != nil || len(raised) != 1 {
 		t.Fatalf("the click raised %v (%v), want shop-b.example's flag", raised, err)
 	}
 	flag := raised[0]
 
-	db, err := pgstore.OpenMigrated(t.Context(), pgURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	now := time.Now().UTC()
-	inv := clicks.Invalidation{AdID: "SHOP.2.B1", From: now.Add(-time.Hour), To: now.Add(time.Hour), Note: "click farm"}
-	credit, err := Invalidate(db.Invalidator(), func() *accounts.Book { return nil }, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))(t.Context(), inv)
-	if err != nil || credit.Clicks != 1 {
-		t.Fatalf("credit: %+v %v, want 1 click", credit, err)
-	}
+	r.creditInPostgres(t)
 	eventually(t, "shop-b.example back in both replicas' answers", func() bool {
 		return a.shows(t, "SHOP.2.B1") && b.shows(t, "SHOP.2.B1")
 	})
@@ -95,7 +67,7 @@ func TestStaleFlagStopsNoReplica(t *testing.T) {
 
 	// A click on B spends the budget for real: A stops at its next read
 	// of the flags.
-	if next := b.follow(t, http.MethodGet, linkB, 2); !b.billed(t, next.id) {
+	if next := b.follow(t, http.MethodGet, r.linkB, 2); !b.billed(t, next.id) {
 		t.Fatal("the click after the credit did not bill")
 	}
 	eventually(t, "the click's flag raised", func() bool {
@@ -139,13 +111,7 @@ func TestFlagFromASpendReadBeforeACredit(t *testing.T) {
 	s := startAccountsWith(t, listingPartners, invalidateAdvertisers, listingAds(), func(cfg *config.Config) {
 		cfg.PostgresURL, cfg.RedisURL = pgURL, redisURL
 	})
-	rc, err := redisstore.Open(redisURL, redisstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
-	flags := rc.BudgetFlags()
-	day := clicks.BudgetDayIn(time.Now(), time.UTC)
+	flags, day := budgetFlags(t, redisURL)
 	const adv = "shop-b.example"
 	spent := &afterRead{Spender: s.Rollups}
 	b, err := budget.New(t.Context(), budget.Options{Budgets: s.Catalog().Accounts.Budgets(), Spent: spent, Flags: flags, Shared: true})
