@@ -70,7 +70,12 @@ type Options struct {
 	// gate holds under its budget, and stops it only when the store says
 	// the budget is spent (or does not answer). A flag raised from a
 	// spend read before a credit, landing after the credit's reads took
-	// the flags down, then stops no replica.
+	// the flags down, then stops no replica. Without it, each replica's
+	// spend is its own and the replicas' flags of one budget share one
+	// text: Reread takes down only a flag this gate raised, and Sync
+	// raises again a flag of this gate's that is not up while its own
+	// store holds the budget spent (another replica's credit took it
+	// down, or Redis did not take it).
 	Shared bool
 	// Now is the server's clock; nil is time.Now.
 	Now func() time.Time
@@ -146,6 +151,14 @@ type day struct {
 	// answer looks at them and the even ones, not at every budget.
 	out   atomic.Pointer[[]int]
 	outMu sync.Mutex // serialises additions to out
+	// spentHere and mine, by advertiser as spent, serve a gate without
+	// a shared store (Options.Shared unset), whose replicas' flags of
+	// one budget share one text: spentHere, that this replica's own
+	// store holds the budget spent, so that Sync raises the flag again
+	// when another replica's credit took it down; mine, that a flag this
+	// replica raised may be up, which its own credit takes down, and no
+	// other replica's flag.
+	spentHere, mine []atomic.Bool
 }
 
 // resume takes advertiser i off the day's out list.
@@ -225,7 +238,8 @@ func New(ctx context.Context, o Options) (*Gate, error) {
 // fresh is z's day at at with nothing spent.
 func (g *Gate) fresh(z *zone, at time.Time) *day {
 	n := clicks.BudgetDayIn(at, z.loc)
-	d := &day{n: n, start: n.Start(z.loc), end: (n + 1).Start(z.loc), spent: make([]atomic.Int64, len(g.ids))}
+	d := &day{n: n, start: n.Start(z.loc), end: (n + 1).Start(z.loc), spent: make([]atomic.Int64, len(g.ids)),
+		spentHere: make([]atomic.Bool, len(g.ids)), mine: make([]atomic.Bool, len(g.ids))}
 	d.out.Store(new([]int))
 	return d
 }
@@ -272,7 +286,14 @@ func (g *Gate) load(ctx context.Context, z *zone, at time.Time, read dayReads) (
 	for _, i := range z.ids {
 		s := spent[g.ids[i]]
 		d.spent[i].Store(s)
-		if s >= g.budgets[i].DailyMicros && g.budgets[i].Pacing != accounts.Even {
+		if s < g.budgets[i].DailyMicros {
+			continue
+		}
+		// Spent before a restart, or before this day's gate was made:
+		// this replica raised its flag then.
+		d.spentHere[i].Store(true)
+		d.mine[i].Store(true)
+		if g.budgets[i].Pacing != accounts.Even {
 			out = append(out, i)
 		}
 	}
@@ -404,11 +425,15 @@ func (g *Gate) raise(ctx context.Context, i int, d *day, flag string) error {
 	return nil
 }
 
-// raiseTo keeps s as advertiser i's spend of d when it is larger than
-// what d holds, and reports whether that reached the budget, stopping an
-// asap advertiser.
+// raiseTo keeps s, advertiser i's spend of d as the store holds it, when
+// it is larger than what d holds, and reports whether that reached the
+// budget, stopping an asap advertiser.
 func (g *Gate) raiseTo(i int, d *day, s int64) (crossed bool) {
 	b := g.budgets[i]
+	if s >= b.DailyMicros {
+		d.spentHere[i].Store(true)
+		d.mine[i].Store(true)
+	}
 	for {
 		old := d.spent[i].Load()
 		if s <= old {
@@ -564,16 +589,23 @@ func (g *Gate) lower(ctx context.Context, i int, d *day, flagged bool) error {
 		g.raiseTo(i, d, s) // still spent: the larger count, and the flags, stay
 		return nil
 	}
+	// Without a shared store a flag this replica did not raise is
+	// another's, whose own clicks spent the budget: it stays up, and
+	// the next Sync stops i again with it.
+	mine := g.shared || d.mine[i].Load()
 	var err2 error
-	if g.flags != nil && (flagged || d.spent[i].Load() >= b.DailyMicros) {
+	if g.flags != nil && mine && (flagged || d.spent[i].Load() >= b.DailyMicros) {
 		// Down before the spend, so that a Sync between them does not
 		// stop the advertiser again.
 		if err := g.flags.Clear(ctx, id, d.n); err != nil {
 			err2 = fmt.Errorf("budget: clearing the flags of %s: %w", id, err)
+		} else {
+			d.mine[i].Store(false)
 		}
 		g.cleared.Add(1)
 	}
 	d.spent[i].Store(s)
+	d.spentHere[i].Store(false)
 	d.resume(i)
 	return err2
 }
@@ -718,6 +750,11 @@ func (g *Gate) Sync(ctx context.Context) error {
 		}
 		read[n] = raised
 		g.stopRaised(ctx, raised, n, current, gen, &reads)
+		if !g.shared {
+			if err := g.raiseAgain(ctx, raised, n, current); err != nil && first == nil {
+				first = err
+			}
+		}
 	}
 	if g.shared {
 		g.forget(ctx, days, read, current, &reads)
@@ -799,6 +836,50 @@ func (g *Gate) stopRaised(ctx context.Context, raised []string, n clicks.BudgetD
 		}
 		g.lowerMu[i].RUnlock()
 	}
+}
+
+// raiseAgain raises, without a shared store, the flags of day n missing
+// from raised, the day's flags, of the advertisers whose budget this
+// replica's own store holds spent: the flags of one budget share one
+// text, and another replica's credit of its own clicks took it down. It
+// returns the first error, after which it tries no more.
+func (g *Gate) raiseAgain(ctx context.Context, raised []string, n clicks.BudgetDay, current []*day) error {
+	var up map[string]bool
+	for zi, z := range g.zones {
+		d := current[zi]
+		if d == nil || d.n != n {
+			continue
+		}
+		for _, i := range z.ids {
+			if !d.spentHere[i].Load() {
+				continue
+			}
+			if up == nil {
+				up = make(map[string]bool, len(raised))
+				for _, f := range raised {
+					up[f] = true
+				}
+			}
+			flag := flagOf(g.ids[i], g.budgets[i].DailyMicros)
+			if up[flag] {
+				continue
+			}
+			// Under i's lock, as raise: a Reread that lowers i orders
+			// its take-down after this.
+			g.lowerMu[i].RLock()
+			var err error
+			if d.spentHere[i].Load() {
+				if err = g.flags.Raise(ctx, flag, n); err == nil {
+					d.mine[i].Store(true)
+				}
+			}
+			g.lowerMu[i].RUnlock()
+			if err != nil {
+				return fmt.Errorf("budget: raising the flag of %s again: %w", g.ids[i], err)
+			}
+		}
+	}
+	return nil
 }
 
 // recheckStale is how long a flag the store found stale is taken as
@@ -955,6 +1036,12 @@ func (g *Gate) Carry(old *Gate) {
 		d, od := g.zone(i).day.Load(), old.zone(j).day.Load()
 		if d.n != od.n {
 			continue
+		}
+		if od.mine[j].Load() {
+			d.mine[i].Store(true)
+		}
+		if od.spentHere[j].Load() && old.budgets[j].DailyMicros == g.budgets[i].DailyMicros {
+			d.spentHere[i].Store(true)
 		}
 		s := od.spent[j].Load()
 		for {

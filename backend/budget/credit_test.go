@@ -248,7 +248,7 @@ func TestGateLateReadEndsWithItsDay(t *testing.T) {
 // stop the advertiser again with it for the rest of the day, whichever
 // replica reads the credit first.
 func TestGateRereadClearsAFlagNotSyncedYet(t *testing.T) {
-	c := flaggedGate(t, false, "a.example")
+	c := flaggedGate(t, true, "a.example")
 	a, b := c.g, c.another(t, nil)
 	sp, f, ix, now := c.sp, c.f, c.ix, c.at
 	sp.add("a.example", now, 10)
@@ -284,7 +284,7 @@ func TestGateRereadClearsAFlagNotSyncedYet(t *testing.T) {
 // down a flag raised before the credit, which the next Sync would
 // otherwise stop the advertiser with for the rest of the day.
 func TestGateRereadWithoutTheFlagsIsRunAgain(t *testing.T) {
-	c := flaggedGate(t, false, "a.example")
+	c := flaggedGate(t, true, "a.example")
 	g, sp, f, ix, now := c.g, c.sp, c.f, c.ix, c.at
 	sp.add("a.example", now, 10)
 	f.raised = []string{"a.example@10"} // another replica's click, not synced here yet

@@ -25,7 +25,8 @@ import (
 // each replica then stops only the ads its own clicks spent, and a flag
 // raised meanwhile is not raised again, so the other replicas learn of
 // that budget only from their own clicks (which the ledger does not
-// bill). Raised and Clear count a fallback and say so: a credit's read of
+// bill); without a shared store (budget.Options.Shared unset), the
+// replica raises it again at its first Sync once Redis answers. Raised and Clear count a fallback and say so: a credit's read of
 // the flags (budget.Gate.Reread) must not take none for an answer, or a
 // flag it could not take down would stop the advertiser again once Redis
 // answers.

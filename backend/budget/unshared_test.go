@@ -1,0 +1,125 @@
+package budget
+
+import (
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/adlink/adlink/backend/clicks"
+)
+
+// Without a shared store (each replica's spend its own, Redis's flags
+// shared), a credit of one replica's clicks takes down no flag another
+// replica's own clicks raised: that replica's budget is still spent, and
+// the advertiser stays out of the answers on both, the crediting one
+// too.
+func TestUnsharedCreditLeavesAnotherReplicasFlag(t *testing.T) {
+	c := flaggedGate(t, false, "a.example")
+	a, spA, f, now := c.g, c.sp, c.f, c.at
+	spB := &spends{m: map[string]int64{}}
+	b := c.another(t, spB)
+	want := []uint32{c.groups["a.example"]}
+	click := func(g *Gate, sp interface {
+		add(string, time.Time, int64)
+	}, n int64) {
+		t.Helper()
+		sp.add("a.example", now, n)
+		if err := g.Clicked(t.Context(), &clicks.Click{Time: now, Advertiser: "a.example", Billable: true, BidMicros: n}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	click(a, spA, 4)
+	click(b, spB, 10) // B's own clicks spend the budget
+	if err := a.Sync(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := a.Exclude(c.ix); !slices.Equal(got, want) {
+		t.Fatalf("B's flag: A leaves out %v, want %v", got, want)
+	}
+	spA.add("a.example", now, -4) // the credit of A's click
+	if err := a.Reread(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(f.raised, []string{"a.example@10"}) {
+		t.Errorf("after A's credit the flags are %v, want B's, a.example@10", f.raised)
+	}
+	for _, g := range []*Gate{b, a} {
+		if err := g.Sync(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := a.Exclude(c.ix); !slices.Equal(got, want) {
+		t.Errorf("after A's credit, B's budget spent: A leaves out %v, want %v", got, want)
+	}
+	if got := a.Spent("a.example"); got != 10 {
+		t.Errorf("after A's credit, A holds a spend of %d, want the budget, 10, as B's flag says", got)
+	}
+}
+
+// Without a shared store, when both replicas' own clicks spent the budget
+// and a credit of one's takes the flag down (one flag text for both), the
+// other raises it again at its next Sync: its own budget is still spent,
+// and the crediting replica stops the advertiser again at its own.
+func TestUnsharedFlagRaisedAgainByItsOtherRaiser(t *testing.T) {
+	c := flaggedGate(t, false, "a.example")
+	a, spA, f, now := c.g, c.sp, c.f, c.at
+	spB := &spends{m: map[string]int64{}}
+	b := c.another(t, spB)
+	want := []uint32{c.groups["a.example"]}
+	for _, r := range []struct {
+		g  *Gate
+		sp interface {
+			add(string, time.Time, int64)
+		}
+	}{{a, spA}, {b, spB}} {
+		r.sp.add("a.example", now, 10)
+		if err := r.g.Clicked(t.Context(), &clicks.Click{Time: now, Advertiser: "a.example", Billable: true, BidMicros: 10}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	spA.add("a.example", now, -10) // the credit of A's click
+	if err := a.Reread(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.raised) != 0 || len(a.Exclude(c.ix)) != 0 {
+		t.Fatalf("after A's credit of its own flag: flags %v, A leaves out %v; want none", f.raised, a.Exclude(c.ix))
+	}
+	for _, g := range []*Gate{b, a} {
+		if err := g.Sync(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !slices.Equal(f.raised, []string{"a.example@10"}) {
+		t.Errorf("after B's Sync the flags are %v, want B's raised again, a.example@10", f.raised)
+	}
+	if got := a.Exclude(c.ix); !slices.Equal(got, want) {
+		t.Errorf("B's budget still spent: A leaves out %v, want %v", got, want)
+	}
+}
+
+// Without a shared store, a flag Redis did not take when the replica's
+// own click spent the budget is raised at the first Sync that reads the
+// flags; with a shared store it is not: the other replicas' clicks read
+// the spend there.
+func TestUnsharedFlagNotTakenIsRaisedAtSync(t *testing.T) {
+	for _, shared := range []bool{false, true} {
+		c := flaggedGate(t, shared, "a.example")
+		c.f.raiseErr = errors.New("down")
+		c.sp.add("a.example", c.at, 10)
+		if err := c.g.Clicked(t.Context(), &clicks.Click{Time: c.at, Advertiser: "a.example", Billable: true, BidMicros: 10}); err == nil {
+			t.Fatal("a flag not taken: no error")
+		}
+		c.f.raiseErr = nil
+		if err := c.g.Sync(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"a.example@10"}
+		if shared {
+			want = nil
+		}
+		if !slices.Equal(c.f.raised, want) {
+			t.Errorf("shared %v: after a Sync the flags are %v, want %v", shared, c.f.raised, want)
+		}
+	}
+}
