@@ -247,3 +247,45 @@ func TestSyncWaitsOnNoHungClickRead(t *testing.T) {
 		t.Errorf("Postgres answering: %s spent %d, want Postgres's 4, shown again", adv, got)
 	}
 }
+
+// TestBboltCreditKeepsAnotherReplicasFlag: two replicas of one Redis,
+// each with its own bbolt file (no -postgres: each one's spend is its
+// own). A click on B spends shop-b.example's budget and raises its flag;
+// a click on A, whose own spend is under the budget, bills there and
+// raises the same flag. A credit of A's click takes that flag down: B,
+// its own budget still spent, raises it again, and A leaves the
+// advertiser out again.
+func TestBboltCreditKeepsAnotherReplicasFlag(t *testing.T) {
+	rs := testredis.Start(t, testredis.Options{})
+	set := func(cfg *config.Config) { cfg.RedisURL = rs.URL() }
+	a := startAccountsWith(t, listingPartners, invalidateAdvertisers, listingAds(), set)
+	b := startAccountsWith(t, listingPartners, invalidateAdvertisers, listingAds(), set)
+	linkA := a.tagged(t, "key-one", "site-one", "t", "SHOP.2.B1", 1)[0]
+	linkB := b.tagged(t, "key-one", "site-one", "t", "SHOP.2.B1", 1)[0]
+	if first := b.follow(t, http.MethodGet, linkB, 1); !b.billed(t, first.id) {
+		t.Fatal("shop-b.example's click on B did not bill")
+	}
+	eventually(t, "shop-b.example out of both replicas' answers", func() bool {
+		return !a.shows(t, "SHOP.2.B1") && !b.shows(t, "SHOP.2.B1")
+	})
+	if first := a.follow(t, http.MethodGet, linkA, 1); !a.billed(t, first.id) {
+		t.Fatal("shop-b.example's click on A did not bill against A's own spend")
+	}
+	flags, day := budgetFlags(t, rs.URL())
+	if raised, err := flags.Raised(t.Context(), day); err != nil || len(raised) != 1 {
+		t.Fatalf("the clicks raised %v (%v), want shop-b.example's one flag", raised, err)
+	}
+	today := time.Now().UTC().Format(time.DateOnly)
+	status, body := a.invalidate(t, url.Values{"ad": {"SHOP.2.B1"}, "from": {today}, "to": {today}, "reason": {"click farm"}}, nil)
+	if status != http.StatusOK || !strings.Contains(body, `"clicks":1`) {
+		t.Fatalf("credit on A: %d %s", status, body)
+	}
+	eventually(t, "B's flag up again after A's credit", func() bool {
+		raised, err := flags.Raised(t.Context(), day)
+		return err == nil && len(raised) == 1
+	})
+	eventually(t, "shop-b.example out of A's answers again, B's budget spent", func() bool { return !a.shows(t, "SHOP.2.B1") })
+	if b.shows(t, "SHOP.2.B1") {
+		t.Error("B shows shop-b.example, its own budget spent")
+	}
+}
