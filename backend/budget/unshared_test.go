@@ -15,22 +15,11 @@ import (
 // the advertiser stays out of the answers on both, the crediting one
 // too.
 func TestUnsharedCreditLeavesAnotherReplicasFlag(t *testing.T) {
-	c := flaggedGate(t, false, "a.example")
+	c, b, spB := unsharedPair(t)
 	a, spA, f, now := c.g, c.sp, c.f, c.at
-	spB := &spends{m: map[string]int64{}}
-	b := c.another(t, spB)
 	want := []uint32{c.groups["a.example"]}
-	click := func(g *Gate, sp interface {
-		add(string, time.Time, int64)
-	}, n int64) {
-		t.Helper()
-		sp.add("a.example", now, n)
-		if err := g.Clicked(t.Context(), &clicks.Click{Time: now, Advertiser: "a.example", Billable: true, BidMicros: n}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	click(a, spA, 4)
-	click(b, spB, 10) // B's own clicks spend the budget
+	spend(t, a, spA, now, 4)
+	spend(t, b, spB, now, 10) // B's own clicks spend the budget
 	if err := a.Sync(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -62,22 +51,11 @@ func TestUnsharedCreditLeavesAnotherReplicasFlag(t *testing.T) {
 // other raises it again at its next Sync: its own budget is still spent,
 // and the crediting replica stops the advertiser again at its own.
 func TestUnsharedFlagRaisedAgainByItsOtherRaiser(t *testing.T) {
-	c := flaggedGate(t, false, "a.example")
+	c, b, spB := unsharedPair(t)
 	a, spA, f, now := c.g, c.sp, c.f, c.at
-	spB := &spends{m: map[string]int64{}}
-	b := c.another(t, spB)
 	want := []uint32{c.groups["a.example"]}
-	for _, r := range []struct {
-		g  *Gate
-		sp interface {
-			add(string, time.Time, int64)
-		}
-	}{{a, spA}, {b, spB}} {
-		r.sp.add("a.example", now, 10)
-		if err := r.g.Clicked(t.Context(), &clicks.Click{Time: now, Advertiser: "a.example", Billable: true, BidMicros: 10}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	spend(t, a, spA, now, 10)
+	spend(t, b, spB, now, 10)
 	spA.add("a.example", now, -10) // the credit of A's click
 	if err := a.Reread(t.Context()); err != nil {
 		t.Fatal(err)
@@ -121,5 +99,27 @@ func TestUnsharedFlagNotTakenIsRaisedAtSync(t *testing.T) {
 		if !slices.Equal(c.f.raised, want) {
 			t.Errorf("shared %v: after a Sync the flags are %v, want %v", shared, c.f.raised, want)
 		}
+	}
+}
+
+// unsharedPair is replica A's flagged gate of a.example, without a shared
+// store, and replica B's gate beside it, over the same flags and spB, a
+// store of B's own.
+func unsharedPair(t *testing.T) (flagged, *Gate, *spends) {
+	t.Helper()
+	c := flaggedGate(t, false, "a.example")
+	spB := &spends{m: map[string]int64{}}
+	return c, c.another(t, spB), spB
+}
+
+// spend has a click of g's replica spend n of a.example's budget at at,
+// in its own store sp.
+func spend(t *testing.T, g *Gate, sp interface {
+	add(string, time.Time, int64)
+}, at time.Time, n int64) {
+	t.Helper()
+	sp.add("a.example", at, n)
+	if err := g.Clicked(t.Context(), &clicks.Click{Time: at, Advertiser: "a.example", Billable: true, BidMicros: n}); err != nil {
+		t.Fatal(err)
 	}
 }
