@@ -103,16 +103,6 @@ func (w Windows) Claim(ctx context.Context, c clicks.Claim) (string, error) {
 	return reason, nil
 }
 
-// windowLockClass is the first key of the advisory locks that serialize
-// each network's claims; the second is a hash of the network.
-// prefixLockClass is the same for the claims of a prefix (an IPv6 /48, an
-// IPv4 /24), whose lock is taken before its network's, as
-// adlink_record_clicks takes them.
-const (
-	windowLockClass = 0x61646c6b // "adlk"
-	prefixLockClass = 0x61646c70 // "adlp"
-)
-
 // claim judges and records one claim in tx. The prefix's and the network's
 // advisory locks, held to the commit, make their claims take turns, and
 // each statement of a READ COMMITTED transaction sees what the turns

@@ -152,12 +152,6 @@ func (r Retainer) Mark(ctx context.Context, log clicks.RawLog) (int64, error) {
 	return seq, nil
 }
 
-// retainLockClass is the first key of the advisory lock that lets one
-// server's retention pass run at a time; the second is a hash of the
-// schema, so that deployments sharing a database in schemas of their own
-// take turns each among themselves.
-const retainLockClass = 0x61646c72 // "adlr"
-
 // TryTurn takes the retention lock, a session advisory lock, on a
 // connection it holds from the pool until the turn's Release, and returns
 // false at once when another session holds it. A server that dies or

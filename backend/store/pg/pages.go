@@ -77,16 +77,6 @@ const pollEvery = 2 * time.Second
 // not cut short.
 const claimTimeout = 10 * time.Second
 
-// pageLockClass is the first key of the advisory locks that make the
-// pushes of one page, of one site near its share, and of every site near
-// the queue's bound, take turns; the second is a hash of the page or the
-// site, or 0.
-const (
-	pageLockClass  = 0x61646c70 // "adlp"
-	siteLockClass  = 0x61646c73 // "adls"
-	queueLockClass = 0x61646c71 // "adlq"
-)
-
 // boundMargin is how close to a bound the queue must be for a push to
 // take the lock that makes the pushes near it take turns. Far from it,
 // pushes of different pages do not wait for each other.

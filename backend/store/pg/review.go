@@ -6,11 +6,6 @@ import (
 	"time"
 )
 
-// reviewLockClass is the first key of the advisory lock that lets one
-// adlink review-sites run at a time on a database; the second is a hash
-// of the schema, as with retainLockClass.
-const reviewLockClass = 0x61646c76 // "adlv"
-
 // TryReviewTurn takes the site review's lock, a session advisory lock, on
 // a connection it holds from the pool until release, and returns false
 // at once when another session holds it, so that reviews run one at a
