@@ -151,7 +151,11 @@ func ParseCountry(s string) (string, string) {
 	const msg = "loc must be a two-letter ISO 3166 country code (de, US) or use_geo, not "
 	v, m := parseCode(s, UseGeo, msg)
 	if m == "" && v != UseGeo && !IsCountry(v) {
-		return "", msg + match.Quote(s)
+		m = msg + match.Quote(s)
+		if v == "uk" {
+			m += " (the United Kingdom is gb)"
+		}
+		return "", m
 	}
 	return v, m
 }

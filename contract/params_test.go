@@ -114,6 +114,10 @@ func TestParamRules(t *testing.T) {
 		_, msg := ParseCountry(s)
 		bad("loc="+s, msg, "loc must be a two-letter ISO 3166 country code (de, US) or use_geo, not ")
 	}
+	for _, s := range []string{"uk", "UK", "Uk"} {
+		_, msg := ParseCountry(s)
+		bad("loc="+s, msg, "(the United Kingdom is gb)")
+	}
 	if v, msg := ParseLang(UseLocale); v != UseLocale || msg != "" {
 		t.Errorf("use_locale: %q %q", v, msg)
 	}
