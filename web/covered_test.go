@@ -41,6 +41,27 @@ const stickyHeader = `<header style="position:sticky;top:0;height:120px;backgrou
 const shadowCover = `<style>#under .c{pointer-events:none}</style><script>addEventListener("DOMContentLoaded", () =>
 	document.querySelector("#under .c").attachShadow({mode: "open"}).innerHTML = '<div style="position:absolute;inset:0;background:#fff"></div>')</script>`
 
+// shadowLayer is a custom element whose open shadow root holds an opaque
+// box, fixed over the top of the window (the covered paragraph), that
+// lets clicks through itself: the page's style sheets do not reach into
+// a shadow root. The paragraph's own box over the link is gone. Nested
+// puts it in a second custom element, inside the
+// first one's shadow root.
+func shadowLayer(nested bool) string {
+	const box = `<div style="position:fixed;left:0;top:0;right:0;height:60px;background:#fff;pointer-events:none"></div>`
+	inner := `'` + box + `'`
+	if nested {
+		inner = `'<x-inner></x-inner>'; h.shadowRoot.firstChild.attachShadow({mode: "open"}).innerHTML = '` + box + `'`
+	}
+	return `<style>#under .c{display:none}</style><script>addEventListener("DOMContentLoaded", () => { const h = document.body.appendChild(document.createElement("x-consent"));
+	h.attachShadow({mode: "open"}).innerHTML = ` + inner + ` })</script>`
+}
+
+// afterCover is the body's ::after, an opaque box fixed over the top of
+// the window (the covered paragraph), clicks falling through it; the
+// paragraph's own box over the link is gone.
+const afterCover = `<style>#under .c{display:none}body::after{content:"";position:fixed;left:0;top:0;right:0;height:60px;background:#fff;pointer-events:none}</style>`
+
 // TestCoveredLinkGetsNoImpression: an in-text ad the reader cannot see
 // because something is painted over it reports no impression and gets no
 // click token, and a reader's click that reaches it all the same (through
@@ -90,6 +111,14 @@ func TestCoveredLinkGetsNoImpression(t *testing.T) {
 		// elements taking the pointer while the widget looks.
 		{name: "pointer-events none without v2", v1: true, cover: `<style>#under .c{background:#fff;pointer-events:none}</style>`},
 		{name: "shadow root without v2", v1: true, cover: shadowCover},
+		// An opaque box in a custom element's shadow root that itself
+		// lets clicks through, in one shadow root or two.
+		{name: "shadow root box", cover: shadowLayer(false)},
+		{name: "nested shadow root box", cover: shadowLayer(true)},
+		{name: "shadow root box without v2", v1: true, cover: shadowLayer(false)},
+		// What paints is an element's ::after, not an element.
+		{name: "after", cover: afterCover},
+		{name: "after without v2", v1: true, cover: afterCover},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			br := newBrowser(t)

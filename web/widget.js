@@ -1127,9 +1127,11 @@
   // window) is looked through; a cover over a few pixels of the link (a
   // cookie banner's edge, a chat button on its corner) leaves most points
   // to the link. Elements clicks fall through (pointer-events: none) are
-  // found too: all take the pointer while it looks, by a style sheet the
-  // document adopts and drops again in the same task, no change to the
-  // page's DOM. Where a browser adopts no sheets, the element at the
+  // found too: all take the pointer while it looks, their ::before and
+  // ::after too, by a style sheet the document and each of its open
+  // shadow roots (shadowRoots) adopt and drop again in the same task, no
+  // change to the page's DOM: a document's sheet does not reach into a
+  // shadow root. Where a browser adopts no sheets, the element at the
   // middle of the link's first box tells, one clicks fall through not found.
   // A link V2 doubts (doubted, or in doubt) that is on top at every point
   // may lie under paint outside another element's box (outerCovered).
@@ -1137,7 +1139,8 @@
   // covered: the widget failing to judge a link costs its publisher
   // nothing.
   var elementFromPoint = docFn("elementFromPoint"), elementsFromPoint = docFn("elementsFromPoint"),
-    sheets = Object.getOwnPropertyDescriptor(docProto, "adoptedStyleSheets"), lift = null, was = null, lifting = 0;
+    sheets = Object.getOwnPropertyDescriptor(docProto, "adoptedStyleSheets"), lift = null, was = null, lifting = 0,
+    rootSheets = window.ShadowRoot && Object.getOwnPropertyDescriptor(ShadowRoot.prototype, "adoptedStyleSheets"), rootsWere = [];
   function covered(a, doubted) {
     try {
       return judge(a, doubted);
@@ -1155,8 +1158,13 @@
     return lifted(function () {
       if (!was) {
         was = Array.prototype.slice.call(sheets.get.call(document));
-        if (!lift) (lift = new CSSStyleSheet()).replaceSync("*{pointer-events:auto!important}");
+        if (!lift) (lift = new CSSStyleSheet()).replaceSync("*,::before,::after{pointer-events:auto!important}");
         sheets.set.call(document, was.concat(lift));
+        if (rootSheets && rootSheets.set) shadowRoots().forEach(function (r) {
+          var w = Array.prototype.slice.call(rootSheets.get.call(r));
+          rootSheets.set.call(r, w.concat(lift));
+          rootsWere.push([r, w]);
+        });
       }
       Array.prototype.forEach.call(rs, function (r) {
         [.5, .5, .25, .25, .75, .25, .25, .75, .75, .75].forEach(function (p, i, ps) {
@@ -1172,9 +1180,9 @@
     });
   }
 
-  // lifted runs f, and then gives the document back the page's own
-  // adopted style sheets (was) if covered added its own meanwhile, also
-  // should f throw. Called within another, it leaves that to the outer
+  // lifted runs f, and then gives the document and its shadow roots back
+  // the page's own adopted style sheets (was, rootsWere) if covered added
+  // its own meanwhile, also should f throw. Called within another, it leaves that to the outer
   // one: the links judged together (the observer's, each second's) have
   // the page's style worked out twice, not twice each.
   function lifted(f) {
@@ -1186,8 +1194,20 @@
       if (!--lifting && w) {
         was = null;
         sheets.set.call(document, w);
+        rootsWere.splice(0).forEach(function (r) { rootSheets.set.call(r[0], r[1]); });
       }
     }
+  }
+
+  // shadowRoots lists the open shadow roots of the document and of those
+  // in it, found anew each time the pointer sheet goes on: a page may
+  // attach one to an element at any time, which no MutationObserver tells.
+  function shadowRoots() {
+    var out = [];
+    (function walk(all) {
+      for (var i = 0; i < all.length; i++) if (all[i].shadowRoot) walk(all[i].shadowRoot.querySelectorAll("*"), out.push(all[i].shadowRoot));
+    })($$("*"));
+    return out;
   }
 
   // paints tells whether an element over a link paints anything: a
