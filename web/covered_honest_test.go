@@ -60,6 +60,15 @@ func TestHonestLinkBills(t *testing.T) {
 		// The empty container of a page's toasts (react-hot-toast's).
 		{name: "toast layer", style: `#toaster{position:fixed;inset:16px;z-index:9999;pointer-events:none}`,
 			script: `document.body.append(Object.assign(document.createElement("div"), {id: "toaster"}))`},
+		// The same layer in a custom element's shadow root.
+		{name: "shadow toast layer", script: `document.body.append(document.createElement("x-toaster")); document.querySelector("x-toaster").attachShadow({mode: "open"}).innerHTML =
+			'<div style="position:fixed;inset:16px;z-index:9999;pointer-events:none"></div>'`},
+		{name: "shadow toast layer without v2", v1: true, script: `document.body.append(document.createElement("x-toaster")); document.querySelector("x-toaster").attachShadow({mode: "open"}).innerHTML =
+			'<div style="position:fixed;inset:16px;z-index:9999;pointer-events:none"></div>'`},
+		// The article's frame, an ::after over it that paints only its
+		// border, on an article with a background.
+		{name: "framed card", style: `article{position:relative;background:#fafafa}article::after{content:"";position:absolute;inset:0;border:1px solid #ddd;pointer-events:none}`},
+		{name: "framed card without v2", v1: true, style: `article{position:relative;background:#fafafa}article::after{content:"";position:absolute;inset:0;border:1px solid #ddd;pointer-events:none}`},
 		// A cookie banner at the foot of the window.
 		{name: "cookie banner", after: cookieBanner},
 		{name: "cookie banner without v2", v1: true, after: cookieBanner},

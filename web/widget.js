@@ -1172,7 +1172,7 @@
           var x = Math.max(Math.min(r.left + r.width * p, r.right - 1), r.left + 1), y = Math.max(Math.min(r.top + r.height * ps[i + 1], r.bottom - 1), r.top + 1);
           if (x < 0 || y < 0 || x >= innerWidth || y >= innerHeight) return;
           all = pts.push([x, y]);
-          var e = elementsFromPoint(x, y).find(function (e) { return a.contains(e) || paints(e, x, y); });
+          var e = elementsFromPoint(x, y).find(function (e) { return a.contains(e) || paints(e, x, y, e.contains(a)); });
           if (!e || !a.contains(e)) n++;
         });
       });
@@ -1210,29 +1210,45 @@
     return out;
   }
 
-  // paints tells whether an element over a link paints anything: a
-  // background, a border or a shadow (its own, its ::before's or its
-  // ::after's), replaced content (an image, a frame, a form's control), or
-  // text of its own not transparent or with a shadow (a page's text in
-  // the page's colour paints over a link; so does the shadow of text in
-  // no colour). One at opacity 0, or in one, paints nothing. A
-  // shadow host (a consent banner's custom element) paints what its open
-  // shadow root paints at the point (x, y): the document finds the host,
-  // not what is in it.
-  function paints(e, x, y) {
+  // paints tells whether an element over a link paints anything at the
+  // point (x, y): where its box is, a background, a border or a shadow,
+  // replaced content (an image, a frame, a form's control); text of its
+  // own there not transparent or with a shadow (a page's text in the
+  // page's colour paints over a link; so does the shadow of text in no
+  // colour); or the paint of its ::before or ::after, which the document
+  // finds as the element: a background, a shadow or border more than
+  // THIN pixels wide into it (a card's frame, an overlay's ring of 1
+  // pixel, paints over no link), or text. An ancestor of the link (up) is
+  // found over it only by such paint, or its own text: its box is under
+  // the link. One at opacity 0, or in one, paints nothing. A shadow host
+  // (a consent banner's custom element) paints what its open shadow root
+  // paints at the point: the document finds the host, not what is in it.
+  var THIN = 8;
+  function paints(e, x, y, up) {
     if (e.checkVisibility && !e.checkVisibility({ opacityProperty: true })) return false;
-    var st = getComputedStyle(e), sr = e.shadowRoot;
-    return (!!sr && !!sr.elementsFromPoint && sr.elementsFromPoint(x, y).some(function (s) { return s !== e && sr.contains(s) && paints(s, x, y); })) || /^(img|video|canvas|svg|iframe|object|embed|input|textarea|select|button)$/.test(e.localName) || !!e.ownerSVGElement || fills(st) ||
-      ((alpha(st.color) > 0 || st.textShadow !== "none") && Array.prototype.some.call(e.childNodes, function (t) { return t.nodeType === 3 && /\S/.test(t.nodeValue); })) ||
+    var st = getComputedStyle(e), sr = e.shadowRoot, b = e.getBoundingClientRect(), own = !up && within([x, y], [b.left, b.top, b.right, b.bottom]);
+    return (!!sr && !!sr.elementsFromPoint && sr.elementsFromPoint(x, y).some(function (s) { return s !== e && sr.contains(s) && paints(s, x, y); })) ||
+      (own && (/^(img|video|canvas|svg|iframe|object|embed|input|textarea|select|button)$/.test(e.localName) || !!e.ownerSVGElement || fills(st))) ||
+      ((alpha(st.color) > 0 || st.textShadow !== "none") && Array.prototype.some.call(e.childNodes, function (t) {
+        if (t.nodeType !== 3 || !/\S/.test(t.nodeValue)) return false;
+        if (own) return true;
+        var q = createRange();
+        q.selectNodeContents(t);
+        return Array.prototype.some.call(q.getClientRects(), function (r) { return within([x, y], [r.left, r.top, r.right, r.bottom]); });
+      })) ||
       ["::before", "::after"].some(function (p) {
         var s = getComputedStyle(e, p);
-        return !/^(none|normal)$/.test(s.content) && (fills(s) || (s.content !== '""' && alpha(s.color) > 0));
+        return !/^(none|normal)$/.test(s.content) && (fills(s, THIN) || (s.content !== '""' && alpha(s.color) > 0));
       });
   }
 
-  function fills(st) {
-    return alpha(st.backgroundColor) > 0 || st.backgroundImage !== "none" || st.boxShadow !== "none" || (st.backdropFilter || "none") !== "none" ||
-      ["Top", "Right", "Bottom", "Left"].some(function (s) { return parseFloat(st["border" + s + "Width"]) > 0 && alpha(st["border" + s + "Color"]) > 0; });
+  // fills tells whether a box (its style st) paints: for a ::before or
+  // ::after (thin, THIN), a border or a shadow counts only wider (its
+  // spread) than thin.
+  function fills(st, thin) {
+    return alpha(st.backgroundColor) > 0 || st.backgroundImage !== "none" || (st.backdropFilter || "none") !== "none" ||
+      (thin ? shadows(st.boxShadow).some(function (s) { return s[4] > thin; }) : st.boxShadow !== "none") ||
+      ["Top", "Right", "Bottom", "Left"].some(function (s) { return parseFloat(st["border" + s + "Width"]) > (thin || 0) && alpha(st["border" + s + "Color"]) > 0; });
   }
 
   // ---- Paint outside an element's box. An element's box-shadow, outline,
