@@ -98,7 +98,7 @@
   }
   var $$ = docFn("querySelectorAll"),
     createElement = docFn("createElement"), createTextNode = docFn("createTextNode"), createRange = docFn("createRange"),
-    createTreeWalker = docFn("createTreeWalker"), onDocument = docFn("addEventListener");
+    createTreeWalker = docFn("createTreeWalker"), onDocument = docFn("addEventListener"), byTag = docFn("getElementsByTagName");
 
   // currentScript is null where the browser names no running script (the
   // tag in a shadow root, or loaded as a module), and another element when
@@ -1206,7 +1206,7 @@
     var out = [];
     (function walk(all) {
       for (var i = 0; i < all.length; i++) if (all[i].shadowRoot) walk(all[i].shadowRoot.querySelectorAll("*"), out.push(all[i].shadowRoot));
-    })($$("*"));
+    })(byTag("*"));
     return out;
   }
 
