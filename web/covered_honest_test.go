@@ -183,18 +183,23 @@ func TestCoveredBeforeTokenCarriesNone(t *testing.T) {
 // IntersectionObserver v2 say no link is to be seen, a link under a cover
 // clicks fall through gets its click token only once the cover goes,
 // though v2 goes on saying the same; the checks, each second, leave the
-// page's adopted style sheets as they were and change nothing a
-// MutationObserver sees.
+// page's adopted style sheets as they were, those of its shadow roots
+// too, and change nothing a MutationObserver sees.
 func TestCoverCheckLeavesPageAlone(t *testing.T) {
 	b := startBackend(t)
 	br := newBrowser(t)
-	// Counts the widget's changes to the document's adopted style sheets.
+	// Counts the widget's changes to the adopted style sheets of the
+	// document and of shadow roots.
 	br.onEveryPage(t, `(() => { const d = Object.getOwnPropertyDescriptor(Document.prototype, "adoptedStyleSheets");
-		window.adopted = 0; Object.defineProperty(Document.prototype, "adoptedStyleSheets", {configurable: true, get: d.get, set(v) { window.adopted++; d.set.call(this, v); }}); })()`)
+		window.adopted = 0; Object.defineProperty(Document.prototype, "adoptedStyleSheets", {configurable: true, get: d.get, set(v) { window.adopted++; d.set.call(this, v); }});
+		const r = Object.getOwnPropertyDescriptor(ShadowRoot.prototype, "adoptedStyleSheets");
+		window.rootAdopted = 0; Object.defineProperty(ShadowRoot.prototype, "adoptedStyleSheets", {configurable: true, get: r.get, set(v) { window.rootAdopted++; r.set.call(this, v); }}); })()`)
 	page := `<style>body{background:#fff;color:#111;margin:0}p{font-size:20px;margin:0;padding:10px}#toaster{position:fixed;inset:16px;z-index:9999;pointer-events:none}</style>` +
 		`<article><p id="under">Das neue Apple iPhone 15 im Test.</p><p style="margin-bottom:3000px">Ende.</p></article>` +
 		`<div id="toaster"></div><script>window.pageSheet = new CSSStyleSheet(); pageSheet.replaceSync("article{color:#111}");
-		document.adoptedStyleSheets = [pageSheet]; window.pageSheets = document.adoptedStyleSheets; adopted = 0</script>`
+		document.adoptedStyleSheets = [pageSheet]; window.pageSheets = document.adoptedStyleSheets; adopted = 0;
+		window.hostSheet = new CSSStyleSheet(); hostSheet.replaceSync("b{color:#111}"); window.host = document.body.appendChild(document.createElement("x-note"));
+		host.attachShadow({mode: "open"}).innerHTML = "<b>Hinweis</b>"; host.shadowRoot.adoptedStyleSheets = [hostSheet]; rootAdopted = 0</script>`
 	site := publisher(t, map[string]string{"/page.html": publisherPage("de-DE", b.URL, page)})
 	asReader(t, br, b, site)
 	if r := br.view(t, site+"/page.html"); r.Source != "local" || r.Links < 1 {
@@ -218,6 +223,12 @@ func TestCoverCheckLeavesPageAlone(t *testing.T) {
 	}
 	if !eval[bool](t, br, `document.adoptedStyleSheets === pageSheets && pageSheets.length === 1 && pageSheets[0] === pageSheet`) {
 		t.Errorf("the page's adopted style sheets are now %d", eval[int](t, br, `document.adoptedStyleSheets.length`))
+	}
+	if eval[int](t, br, `rootAdopted`) < 2 {
+		t.Error("the checks never gave the shadow root the pointer")
+	}
+	if !eval[bool](t, br, `host.shadowRoot.adoptedStyleSheets.length === 1 && host.shadowRoot.adoptedStyleSheets[0] === hostSheet`) {
+		t.Errorf("the shadow root's adopted style sheets are now %d", eval[int](t, br, `host.shadowRoot.adoptedStyleSheets.length`))
 	}
 	eval[bool](t, br, `document.getElementById("cover").remove(), true`)
 	if pollHref(t, br, `(() => { const a = document.querySelector("#under a.adlink-intext"); return /[?&]ct=/.test(a.href) ? a.href : false; })()`) == "" {
