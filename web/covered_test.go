@@ -116,6 +116,9 @@ func TestCoveredLinkGetsNoImpression(t *testing.T) {
 		{name: "shadow root box", cover: shadowLayer(false)},
 		{name: "nested shadow root box", cover: shadowLayer(true)},
 		{name: "shadow root box without v2", v1: true, cover: shadowLayer(false)},
+		// The link sunk under its paragraph's background, by a z-index
+		// below 0: what paints over it is an ancestor's own box.
+		{name: "sunk under its paragraph", keyboard: true, cover: `<style>#under .c{display:none}#under p{background:#fff}#under a.adlink-intext{position:relative;z-index:-1}</style>`},
 		// What paints is an element's ::after, not an element.
 		{name: "after", cover: afterCover},
 		{name: "after without v2", v1: true, cover: afterCover},

@@ -1172,7 +1172,7 @@
           var x = Math.max(Math.min(r.left + r.width * p, r.right - 1), r.left + 1), y = Math.max(Math.min(r.top + r.height * ps[i + 1], r.bottom - 1), r.top + 1);
           if (x < 0 || y < 0 || x >= innerWidth || y >= innerHeight) return;
           all = pts.push([x, y]);
-          var e = elementsFromPoint(x, y).find(function (e) { return a.contains(e) || paints(e, x, y, e.contains(a)); });
+          var e = elementsFromPoint(x, y).find(function (e) { return a.contains(e) || paints(e, x, y, e.contains(a) && !sunk(a, e)); });
           if (!e || !a.contains(e)) n++;
         });
       });
@@ -1220,7 +1220,7 @@
   // THIN pixels wide into it (a card's frame, an overlay's ring of 1
   // pixel, paints over no link), or text. An ancestor of the link (up) is
   // found over it only by such paint, or its own text: its box is under
-  // the link. One at opacity 0, or in one, paints nothing. A shadow host
+  // the link, unless the link is sunk under it (sunk). One at opacity 0, or in one, paints nothing. A shadow host
   // (a consent banner's custom element) paints what its open shadow root
   // paints at the point: the document finds the host, not what is in it.
   var THIN = 8;
@@ -1240,6 +1240,18 @@
         var s = getComputedStyle(e, p);
         return !/^(none|normal)$/.test(s.content) && (fills(s, THIN) || (s.content !== '""' && alpha(s.color) > 0));
       });
+  }
+
+  // sunk tells whether link a lies under the box of its ancestor e: a
+  // box from a up has a z-index below 0 and is painted in a stacking
+  // context around e (none between, e none), under e's background.
+  function sunk(a, e) {
+    for (var n = a, low = 0, st; n !== e; n = parentOf(n)) {
+      st = getComputedStyle(n);
+      if (stacks(st, zOf(st, parentOf(n)))) low = zOf(st, parentOf(n)) < 0;
+    }
+    st = getComputedStyle(e);
+    return low && !stacks(st, zOf(st, parentOf(e)));
   }
 
   // fills tells whether a box (its style st) paints: for a ::before or
