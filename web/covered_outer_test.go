@@ -49,6 +49,11 @@ var outerCovers = []struct{ name, cover string }{
 	// A z-index on a static box that is no flex or grid item does not
 	// apply: its opacity paints it over the flow.
 	{"box-shadow, faint static box with a z-index below 0", `<div style="opacity:.99;z-index:-1;width:1px;height:1px;box-shadow:0 0 0 9999px #fff"></div>`},
+	// The body's ::after, fixed, 1 pixel wide, its shadow 9999 pixels.
+	{"body::after box-shadow", `<style>body::after{content:"";position:fixed;left:0;top:0;width:1px;height:1px;box-shadow:0 0 0 9999px #fff}</style>`},
+	// The ::before of a positioned box below the article, laid out from
+	// it onto the link, its outline 3000 pixels wide.
+	{"::before outline", `<div id="pin" style="position:relative;height:10px"></div><style>#pin::before{content:"";position:absolute;left:0;top:-3000px;width:1px;height:1px;outline:3000px solid #fff}</style>`},
 	{"box-shadow, absolute out of a clip", `<div style="overflow:hidden;width:1px;height:1px"><div style="position:absolute;left:0;top:0;width:1px;height:1px;box-shadow:0 0 0 9999px #fff"></div></div>`},
 }
 
@@ -159,6 +164,8 @@ func TestOuterPaintHonestLinkBills(t *testing.T) {
 		// none outside the header.
 		// A section's hard shadow behind its text, with a z-index below 0
 		// in a box that makes no stacking context: under the page's flow.
+		// The same, the shadow a ::before's.
+		{name: "cropped hero ::before shadow", before: `<style>#hero::before{content:"";position:absolute;left:40px;top:10px;width:40px;height:40px;border-radius:50%;box-shadow:0 0 0 100vmax rgba(0,0,0,.6)}</style><div id="hero" style="position:relative;overflow:hidden;height:60px;background:#888"></div>`},
 		{name: "shadow below the flow", before: `<div style="position:relative"><div style="position:absolute;z-index:-1;left:0;top:0;width:1px;height:1px;box-shadow:0 0 0 200px #eee"></div></div>`},
 		{name: "dark sticky header", before: `<div style="position:sticky;top:0;height:48px;background:#0d1117;box-shadow:0 8px 24px #010409"></div>`, style: `#wrap{padding-top:2px}`},
 	} {

@@ -1287,7 +1287,8 @@
   function outerCovered(a, pts) {
     var up = [], n = 0, e, root;
     for (e = a; e; root = e.getRootNode(), e = e.parentElement || (root !== document && root.host)) up.push(e);
-    var out = outerPaint();
+    var out = outerPaint().slice();
+    up.forEach(function (e) { pseudoPaint(e, out); });
     pts.forEach(function (p) {
       if (out.some(function (o) { return (o[3] || (up.indexOf(o[0]) < 0 && up.indexOf(o[4]) < 0)) && !a.contains(o[0]) && within(p, o[1]) && !within(p, o[2]); })) n++;
     });
@@ -1336,6 +1337,7 @@
       }
       var e = all[i], st = getComputedStyle(e), f = st.filter, bs = st.boxShadow, ts = st.textShadow;
       if (e.shadowRoot) Array.prototype.forEach.call(e.shadowRoot.querySelectorAll("*"), function (s) { all.push(s); });
+      if (st.position !== "static" || e === document.body || e === document.documentElement) pseudoPaint(e, out);
       var bi = st.borderImageSource !== "none", rf = st.webkitBoxReflect || "none", ol = st.outlineStyle !== "none";
       if (bs === "none" && ts === "none" && !ol && f.indexOf("drop-shadow(") < 0 && !bi && rf === "none") continue;
       var ly = layerOf(e, st, layers);
@@ -1372,6 +1374,38 @@
     timing.outerScans = (timing.outerScans || 0) + 1;
     outerAt = performance.now();
     return outerList = out;
+  }
+
+  // pseudoPaint adds to out the shadows and outline around the boxes of
+  // element e's ::before and ::after laid out fixed, or absolute (from
+  // the padding box of e or of the positioned box around it, from the
+  // page's top left where there is none), painted over the page's flow
+  // (1) as those of a positioned box are: a page paints over its links
+  // from a 1 pixel body::after as from a box. Clipped as a box of e
+  // would be, e's own overflow too. Asked of the elements that are
+  // positioned, the body, the root and the link's ancestors, not of
+  // every element: two more styles worked out for each would leave less
+  // of a large page looked through in OUTER_BUDGET_MS.
+  var NOCLIP = [-Infinity, -Infinity, Infinity, Infinity];
+  function pseudoPaint(e, out) {
+    if (e.checkVisibility && !e.checkVisibility({ visibilityProperty: true, opacityProperty: true })) return;
+    ["::before", "::after"].forEach(function (p) {
+      var s = getComputedStyle(e, p), pos = s.position, c = e, o = [-scrollX, -scrollY], b, r, w, f;
+      if (/^(none|normal)$/.test(s.content) || !/^(fixed|absolute)$/.test(pos) || s.visibility !== "visible" || s.opacity < 0.5) return;
+      if (pos === "absolute") {
+        while (c && getComputedStyle(c).position === "static") c = parentOf(c);
+        if (c) b = c.getBoundingClientRect(), o = [b.left + c.clientLeft, b.top + c.clientTop];
+      } else o = [0, 0];
+      r = [o[0] + parseFloat(s.left), o[1] + parseFloat(s.top)];
+      b = ["Left", "Right", "Top", "Bottom"].map(function (d) { return s.boxSizing === "border-box" ? 0 : parseFloat(s["padding" + d]) + parseFloat(s["border" + d + "Width"]); });
+      r.push(r[0] + parseFloat(s.width) + b[0] + b[1], r[1] + parseFloat(s.height) + b[2] + b[3]);
+      // clipUp looks from the parent of what it is given up.
+      c = clipUp({ parentElement: e }, s, NOCLIP);
+      shadows(s.boxShadow).forEach(function (h) { if (!/inset$/.test(h[0])) paintAround(out, e, r, c, h, 1, h[4] - h[3] / 2, 1); });
+      w = parseFloat(s.outlineWidth);
+      f = parseFloat(s.outlineOffset);
+      if (s.outlineStyle !== "none" && w > 0) paintAround(out, e, [r[0] - f, r[1] - f, r[2] + f, r[3] + f], c, [s.outlineColor, 0, 0], 1, w, 1);
+    });
   }
 
   // outerWatching has the list dropped when the page changes: scrolls
