@@ -1129,7 +1129,7 @@
   // to the link. Elements clicks fall through (pointer-events: none) are
   // found too: all take the pointer while it looks, their ::before and
   // ::after too, by a style sheet the document and each of its open
-  // shadow roots (shadowRoots) adopt and drop again in the same task, no
+  // shadow roots adopt and drop again in the same task, no
   // change to the page's DOM: a document's sheet does not reach into a
   // shadow root. Where a browser adopts no sheets, the element at the
   // middle of the link's first box tells, one clicks fall through not found.
@@ -1160,11 +1160,16 @@
         was = Array.prototype.slice.call(sheets.get.call(document));
         if (!lift) (lift = new CSSStyleSheet()).replaceSync("*,::before,::after{pointer-events:auto!important}");
         sheets.set.call(document, was.concat(lift));
-        if (rootSheets && rootSheets.set) shadowRoots().forEach(function (r) {
-          var w = Array.prototype.slice.call(rootSheets.get.call(r));
-          rootSheets.set.call(r, w.concat(lift));
-          rootsWere.push([r, w]);
-        });
+        // The open shadow roots, those within them too, are found anew
+        // each time: a page may attach one to an element at any time,
+        // which no MutationObserver tells.
+        if (rootSheets && rootSheets.set) (function walk(all) {
+          for (var i = 0, r, w; i < all.length; i++) if ((r = all[i].shadowRoot)) {
+            w = Array.prototype.slice.call(rootSheets.get.call(r));
+            rootSheets.set.call(r, w.concat(lift));
+            walk(r.querySelectorAll("*"), rootsWere.push([r, w]));
+          }
+        })(byTag("*"));
       }
       Array.prototype.forEach.call(rs, function (r) {
         [.5, .5, .25, .25, .75, .25, .25, .75, .75, .75].forEach(function (p, i, ps) {
@@ -1199,17 +1204,6 @@
     }
   }
 
-  // shadowRoots lists the open shadow roots of the document and of those
-  // in it, found anew each time the pointer sheet goes on: a page may
-  // attach one to an element at any time, which no MutationObserver tells.
-  function shadowRoots() {
-    var out = [];
-    (function walk(all) {
-      for (var i = 0; i < all.length; i++) if (all[i].shadowRoot) walk(all[i].shadowRoot.querySelectorAll("*"), out.push(all[i].shadowRoot));
-    })(byTag("*"));
-    return out;
-  }
-
   // paints tells whether an element over a link paints anything at the
   // point (x, y): where its box is, a background, a border or a shadow,
   // replaced content (an image, a frame, a form's control); text of its
@@ -1217,28 +1211,25 @@
   // page's colour paints over a link; so does the shadow of text in no
   // colour); or the paint of its ::before or ::after, which the document
   // finds as the element: a background, a shadow or border more than
-  // THIN pixels wide into it (a card's frame, an overlay's ring of 1
+  // 8 pixels wide into it (a card's frame, an overlay's ring of 1
   // pixel, paints over no link), or text. An ancestor of the link (up) is
   // found over it only by such paint, or its own text: its box is under
   // the link, unless the link is sunk under it (sunk). One at opacity 0, or in one, paints nothing. A shadow host
   // (a consent banner's custom element) paints what its open shadow root
   // paints at the point: the document finds the host, not what is in it.
-  var THIN = 8;
   function paints(e, x, y, up) {
     if (e.checkVisibility && !e.checkVisibility({ opacityProperty: true })) return false;
-    var st = getComputedStyle(e), sr = e.shadowRoot, b = e.getBoundingClientRect(), own = !up && within([x, y], [b.left, b.top, b.right, b.bottom]);
+    var st = getComputedStyle(e), sr = e.shadowRoot, own = !up && at([e.getBoundingClientRect()], x, y);
     return (!!sr && !!sr.elementsFromPoint && sr.elementsFromPoint(x, y).some(function (s) { return s !== e && sr.contains(s) && paints(s, x, y); })) ||
       (own && (/^(img|video|canvas|svg|iframe|object|embed|input|textarea|select|button)$/.test(e.localName) || !!e.ownerSVGElement || fills(st))) ||
       ((alpha(st.color) > 0 || st.textShadow !== "none") && Array.prototype.some.call(e.childNodes, function (t) {
-        if (t.nodeType !== 3 || !/\S/.test(t.nodeValue)) return false;
-        if (own) return true;
         var q = createRange();
         q.selectNodeContents(t);
-        return Array.prototype.some.call(q.getClientRects(), function (r) { return within([x, y], [r.left, r.top, r.right, r.bottom]); });
+        return t.nodeType === 3 && /\S/.test(t.nodeValue) && (own || at(q.getClientRects(), x, y));
       })) ||
       ["::before", "::after"].some(function (p) {
         var s = getComputedStyle(e, p);
-        return !/^(none|normal)$/.test(s.content) && (fills(s, THIN) || (s.content !== '""' && alpha(s.color) > 0));
+        return !/^(none|normal)$/.test(s.content) && (fills(s, 8) || (s.content !== '""' && alpha(s.color) > 0));
       });
   }
 
@@ -1246,16 +1237,21 @@
   // box from a up has a z-index below 0 and is painted in a stacking
   // context around e (none between, e none), under e's background.
   function sunk(a, e) {
-    for (var n = a, low = 0, st; n !== e; n = parentOf(n)) {
+    for (var n = a, low = 0, st, z; n; n = parentOf(n)) {
       st = getComputedStyle(n);
-      if (stacks(st, zOf(st, parentOf(n)))) low = zOf(st, parentOf(n)) < 0;
+      z = zOf(st, parentOf(n));
+      if (n === e) return low && !stacks(st, z);
+      if (stacks(st, z)) low = z < 0;
     }
-    st = getComputedStyle(e);
-    return low && !stacks(st, zOf(st, parentOf(e)));
+  }
+
+  // at tells whether the point (x, y) lies in one of the rectangles rs.
+  function at(rs, x, y) {
+    return Array.prototype.some.call(rs, function (r) { return x >= r.left && x < r.right && y >= r.top && y < r.bottom; });
   }
 
   // fills tells whether a box (its style st) paints: for a ::before or
-  // ::after (thin, THIN), a border or a shadow counts only wider (its
+  // ::after (thin, 8), a border or a shadow counts only wider (its
   // spread) than thin.
   function fills(st, thin) {
     return alpha(st.backgroundColor) > 0 || st.backgroundImage !== "none" || (st.backdropFilter || "none") !== "none" ||
@@ -1345,10 +1341,8 @@
       if (e.checkVisibility ? !e.checkVisibility({ visibilityProperty: true, opacityProperty: true }) : !e.getClientRects().length) continue;
       var r = e.getBoundingClientRect(), c = clipUp(e, st, clipOf(st.clipPath, r)), k = e.offsetWidth ? r.width / e.offsetWidth : 1, u = null;
       r = [r.left, r.top, r.right, r.bottom];
-      var w = parseFloat(st.outlineWidth), o = parseFloat(st.outlineOffset) * k;
-      if (ol && w > 0) paintAround(out, e, [r[0] - o, r[1] - o, r[2] + o, r[3] + o], c, [st.outlineColor, 0, 0], k, w, 1);
+      edges(out, e, st, r, c, k, ly, 0);
       if (!ly) continue;
-      shadows(bs).forEach(function (s) { if (!/inset$/.test(s[0])) paintAround(out, e, r, c, s, k, s[4] - s[3] / 2, 0, ly); });
       if (Array.prototype.some.call(e.childNodes, function (t) { return t.nodeType === 3 && /\S/.test(t.nodeValue); })) {
         shadows(ts).forEach(function (s) { paintAround(out, e, r, c, s, k, -s[3] / 2, 0, ly); });
       }
@@ -1378,34 +1372,41 @@
 
   // pseudoPaint adds to out the shadows and outline around the boxes of
   // element e's ::before and ::after laid out fixed, or absolute (from
-  // the padding box of e or of the positioned box around it, from the
-  // page's top left where there is none), painted over the page's flow
-  // (1) as those of a positioned box are: a page paints over its links
-  // from a 1 pixel body::after as from a box. Clipped as a box of e
+  // the box of e or of the positioned box around it, from the page's top
+  // left where there is none; its box its left, top, width and height,
+  // not its padding and border, nor the border of the box it is laid out
+  // from: a few pixels its paint is taken to lie in that it may not),
+  // painted over the page's flow
+  // and over e's own content as those of a positioned box are: a page
+  // paints over its links from a 1 pixel body::after as from a box. Clipped as a box of e
   // would be, e's own overflow too. Asked of the elements that are
   // positioned, the body, the root and the link's ancestors, not of
   // every element: two more styles worked out for each would leave less
   // of a large page looked through in OUTER_BUDGET_MS.
-  var NOCLIP = [-Infinity, -Infinity, Infinity, Infinity];
   function pseudoPaint(e, out) {
     if (e.checkVisibility && !e.checkVisibility({ visibilityProperty: true, opacityProperty: true })) return;
     ["::before", "::after"].forEach(function (p) {
-      var s = getComputedStyle(e, p), pos = s.position, c = e, o = [-scrollX, -scrollY], b, r, w, f;
-      if (/^(none|normal)$/.test(s.content) || !/^(fixed|absolute)$/.test(pos) || s.visibility !== "visible" || s.opacity < 0.5) return;
-      if (pos === "absolute") {
+      var s = getComputedStyle(e, p), c = s.position === "absolute" && e, b = { left: 0, top: 0 }, r;
+      if (/^(none|normal)$/.test(s.content) || !/^(fixed|absolute)$/.test(s.position) || s.visibility !== "visible" || s.opacity < 0.5) return;
+      if (c) {
         while (c && getComputedStyle(c).position === "static") c = parentOf(c);
-        if (c) b = c.getBoundingClientRect(), o = [b.left + c.clientLeft, b.top + c.clientTop];
-      } else o = [0, 0];
-      r = [o[0] + parseFloat(s.left), o[1] + parseFloat(s.top)];
-      b = ["Left", "Right", "Top", "Bottom"].map(function (d) { return s.boxSizing === "border-box" ? 0 : parseFloat(s["padding" + d]) + parseFloat(s["border" + d + "Width"]); });
-      r.push(r[0] + parseFloat(s.width) + b[0] + b[1], r[1] + parseFloat(s.height) + b[2] + b[3]);
+        b = c ? c.getBoundingClientRect() : { left: -scrollX, top: -scrollY };
+      }
+      r = [b.left + parseFloat(s.left), b.top + parseFloat(s.top)];
+      r.push(r[0] + parseFloat(s.width), r[1] + parseFloat(s.height));
       // clipUp looks from the parent of what it is given up.
-      c = clipUp({ parentElement: e }, s, NOCLIP);
-      shadows(s.boxShadow).forEach(function (h) { if (!/inset$/.test(h[0])) paintAround(out, e, r, c, h, 1, h[4] - h[3] / 2, 1); });
-      w = parseFloat(s.outlineWidth);
-      f = parseFloat(s.outlineOffset);
-      if (s.outlineStyle !== "none" && w > 0) paintAround(out, e, [r[0] - f, r[1] - f, r[2] + f, r[3] + f], c, [s.outlineColor, 0, 0], 1, w, 1);
+      edges(out, e, s, r, clipUp({ parentElement: e }, s, [-Infinity, -Infinity, Infinity, Infinity]), 1, 1, 1);
     });
+  }
+
+  // edges adds to out the outline of a box (element e's or its ::before's
+  // or ::after's: its style st, its border box r, clipped to c, k its
+  // scale) and, from its layer ly, its shadows but inset ones; over: the
+  // shadows count over e's own content (outerCovered).
+  function edges(out, e, st, r, c, k, ly, over) {
+    var w = parseFloat(st.outlineWidth), o = parseFloat(st.outlineOffset) * k;
+    if (st.outlineStyle !== "none" && w > 0) paintAround(out, e, [r[0] - o, r[1] - o, r[2] + o, r[3] + o], c, [st.outlineColor, 0, 0], k, w, 1);
+    if (ly) shadows(st.boxShadow).forEach(function (s) { if (!/inset$/.test(s[0])) paintAround(out, e, r, c, s, k, s[4] - s[3] / 2, over, ly); });
   }
 
   // outerWatching has the list dropped when the page changes: scrolls
