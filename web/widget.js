@@ -1373,16 +1373,16 @@
   // pseudoPaint adds to out the shadows and outline around the boxes of
   // element e's ::before and ::after laid out fixed, or absolute (from
   // the box of e or of the positioned box around it, from the page's top
-  // left where there is none; its box its left, top, width and height,
-  // not its padding and border, nor the border of the box it is laid out
-  // from: a few pixels its paint is taken to lie in that it may not),
-  // painted over the page's flow
-  // and over e's own content as those of a positioned box are: a page
-  // paints over its links from a 1 pixel body::after as from a box. Clipped as a box of e
-  // would be, e's own overflow too. Asked of the elements that are
-  // positioned, the body, the root and the link's ancestors, not of
-  // every element: two more styles worked out for each would leave less
-  // of a large page looked through in OUTER_BUDGET_MS.
+  // left where there is none), painted over the page's flow and over e's
+  // own content as those of a positioned box are: a page paints over its
+  // links from a 1 pixel body::after as from a box. A box is its left,
+  // top, width and height, not its padding and border, nor the border of
+  // the box it is laid out from (a few pixels its paint is taken to lie
+  // in that it may not), clipped as a box in e would be, by e's own
+  // overflow too. Asked of the elements that are positioned, the body,
+  // the root and the link's ancestors, not of every element: two more
+  // styles worked out for each would leave less of a large page looked
+  // through in OUTER_BUDGET_MS.
   function pseudoPaint(e, out) {
     if (e.checkVisibility && !e.checkVisibility({ visibilityProperty: true, opacityProperty: true })) return;
     ["::before", "::after"].forEach(function (p) {
