@@ -30,7 +30,17 @@ type Measures struct {
 	// Unbilled counts the clicks that did not bill by reason, in the order
 	// of Reasons.
 	Unbilled [len(reasonSlots)]int64
+	// PageClicks are the clicks of Clicks on ads in pages, of a context
+	// other than SearchContext: those a click-through rate counts, as a
+	// search answer's ads have no impressions. A row keeps its context,
+	// not this count, and a scan's rows leave it 0; the sums of SumHours,
+	// which may leave the context out, give it.
+	PageClicks int64
 }
+
+// SearchContext is the context (Click.Type) of a search answer's ads,
+// which have no impressions.
+const SearchContext = "search"
 
 // reasonSlots is Reasons as an array type's length.
 var reasonSlots = [...]string{ReasonUnsigned, ReasonUnverified, ReasonForged, ReasonExpired, ReasonTooFast, ReasonPartner,
@@ -43,6 +53,7 @@ func (m *Measures) Add(o *Measures) {
 	m.Clicks += o.Clicks
 	m.Billable += o.Billable
 	m.SpendMicros += o.SpendMicros
+	m.PageClicks += o.PageClicks
 	for i := range m.Unbilled {
 		m.Unbilled[i] += o.Unbilled[i]
 	}
@@ -172,7 +183,8 @@ type RollupReader interface {
 	ScanAccountRollups(ctx context.Context, g Grain, from, to time.Time, kind Dimension, id string, fn func(r *Rollup) error) error
 	// SumHours calls fn with the sums of the Hour grain's rows of q's
 	// account in q's periods by the dimensions q keeps (the others ""),
-	// each with the Start of its period, in order of period. fn may get
+	// each with the Start of its period, in order of period, and their
+	// PageClicks whether q keeps the context or not. fn may get
 	// a period's row of some dimensions in parts: their sum is the row.
 	// It sees what ScanRollups would, and stops as it does.
 	SumHours(ctx context.Context, q HourSums, fn func(r *Rollup) error) error
@@ -499,11 +511,16 @@ func (r BoltRollups) SumHours(ctx context.Context, q HourSums, fn func(*Rollup) 
 	}
 	i := 0
 	return r.ScanRollups(ctx, Hour, q.Starts[0], q.End, func(row *Rollup) error {
+		// Keep may blank the context that tells a page's clicks.
+		page := row.Context != SearchContext
 		if i = q.Period(row.Start, i); i < 0 || !q.Keep(row) {
 			return nil
 		}
 		part := *row
 		part.Start = q.Starts[i]
+		if page {
+			part.PageClicks = part.Clicks
+		}
 		return fn(&part)
 	})
 }

@@ -246,7 +246,8 @@ func RunHolding(ctx context.Context, rollups clicks.RollupReader, acc accounts.A
 	default:
 		return nil, nil
 	}
-	if hourly || !utc {
+	summed := hourly || !utc
+	if summed {
 		// The hours, summed by the store (in Postgres, by the database)
 		// into the report's periods and rows: a row each the report has,
 		// not every hour of every dimension, so that the store stops at
@@ -311,6 +312,11 @@ func RunHolding(ctx context.Context, rollups clicks.RollupReader, acc accounts.A
 			rows[string(key)] = row
 		}
 		row.Add(&r.Measures)
+		// A scan's rows keep their context and leave PageClicks 0;
+		// SumHours' sums give it.
+		if !summed && r.Context != clicks.SearchContext {
+			row.PageClicks += r.Clicks
+		}
 		return nil
 	})
 	if err != nil {
@@ -370,11 +376,12 @@ func Spend(micros int64) string {
 	return s
 }
 
-// CTR is clicks per impression, rounded to four places, and false when
-// there were no impressions (a search answer's ads have none).
+// CTR is the clicks on ads in pages per impression, rounded to four
+// places, and false when there were no impressions. A search answer's
+// clicks are not counted: its ads have no impressions.
 func CTR(m *clicks.Measures) (float64, bool) {
 	if m.Impressions == 0 {
 		return 0, false
 	}
-	return float64(int64(float64(m.Clicks)/float64(m.Impressions)*1e4+0.5)) / 1e4, true
+	return float64(int64(float64(m.PageClicks)/float64(m.Impressions)*1e4+0.5)) / 1e4, true
 }

@@ -62,7 +62,7 @@ var RefusedReasons = []string{clicks.ReasonNotNavigation, clicks.ReasonTooFast, 
 
 // Search is the context of a search answer's ads, whose clicks have no
 // impressions.
-const Search = "search"
+const Search = clicks.SearchContext
 
 // SitesRequest is a site review's range and bounds.
 type SitesRequest struct {

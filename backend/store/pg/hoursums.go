@@ -38,7 +38,8 @@ func (r Rollups) SumHours(ctx context.Context, q clicks.HourSums, fn func(*click
 	var byFn bool
 	err := r.db.query(ctx, func(rows pgx.Rows) error {
 		if err := rows.Scan(&period, &row.APIKey, &row.SiteID, &row.Advertiser, &row.AdID, &row.Context, &row.Currency,
-			&row.Criterion, &row.YkTag, &row.Country, &row.Impressions, &row.Clicks, &row.Billable, &row.SpendMicros, &sums); err != nil {
+			&row.Criterion, &row.YkTag, &row.Country, &row.Impressions, &row.Clicks, &row.Billable, &row.SpendMicros, &sums,
+			&row.PageClicks); err != nil {
 			return err
 		}
 		if period < 1 || period > len(q.Starts) {
@@ -98,7 +99,8 @@ func sumHoursSQL(q *clicks.HourSums) (string, []any) {
 		limit = " LIMIT $" + strconv.Itoa(len(args))
 	}
 	return `SELECT width_bucket(period, $3::bigint[]) AS p, ` + strings.Join(sel, ", ") + `,
-		sum(impressions)::bigint, sum(clicks)::bigint, sum(billable)::bigint, sum(spend_micros)::bigint, ` + unbilledSums + `
+		sum(impressions)::bigint, sum(clicks)::bigint, sum(billable)::bigint, sum(spend_micros)::bigint, ` + unbilledSums + `,
+		coalesce(sum(clicks) FILTER (WHERE context <> '` + clicks.SearchContext + `'), 0)::bigint
 		FROM rollups WHERE grain = $1 AND period >= $2 AND period < $4` + account.String() + `
 		GROUP BY ` + strings.Join(append([]string{"p"}, group...), ", ") + ` ORDER BY p` + limit, args
 }

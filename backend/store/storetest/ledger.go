@@ -902,6 +902,8 @@ func Ledger(t *testing.T, fresh func(t *testing.T) Opener[LedgerParts]) {
 			t.Errorf("the decision after a refused Record: %q, want billable", c.Reason)
 		}
 	})
+
+	t.Run("ReportCTRCountsPageClicks", func(t *testing.T) { reportCTR(t, fresh) })
 }
 
 // grainKey is r as a row of grain g holds it: its start at the grain's
