@@ -30,12 +30,13 @@ type Measures struct {
 	// Unbilled counts the clicks that did not bill by reason, in the order
 	// of Reasons.
 	Unbilled [len(reasonSlots)]int64
-	// PageClicks are the clicks of Clicks on ads in pages, of a context
-	// other than SearchContext: those a click-through rate counts, as a
-	// search answer's ads have no impressions. A row keeps its context,
-	// not this count, and a scan's rows leave it 0; the sums of SumHours,
-	// which may leave the context out, give it.
-	PageClicks int64
+	// PageImpressions and PageClicks are the part of Impressions and of
+	// Clicks of ads in pages, of a context other than SearchContext: what
+	// a click-through rate is of, as a search answer's clicks have no
+	// impressions. A row keeps its context, not these, and a scan's rows
+	// leave them 0; the sums of SumHours, which may leave the context out,
+	// give them.
+	PageImpressions, PageClicks int64
 }
 
 // SearchContext is the context (Click.Type) of a search answer's ads,
@@ -53,6 +54,7 @@ func (m *Measures) Add(o *Measures) {
 	m.Clicks += o.Clicks
 	m.Billable += o.Billable
 	m.SpendMicros += o.SpendMicros
+	m.PageImpressions += o.PageImpressions
 	m.PageClicks += o.PageClicks
 	for i := range m.Unbilled {
 		m.Unbilled[i] += o.Unbilled[i]
@@ -184,7 +186,8 @@ type RollupReader interface {
 	// SumHours calls fn with the sums of the Hour grain's rows of q's
 	// account in q's periods by the dimensions q keeps (the others ""),
 	// each with the Start of its period, in order of period, and their
-	// PageClicks whether q keeps the context or not. fn may get
+	// PageImpressions and PageClicks whether q keeps the context or not.
+	// fn may get
 	// a period's row of some dimensions in parts: their sum is the row.
 	// It sees what ScanRollups would, and stops as it does.
 	SumHours(ctx context.Context, q HourSums, fn func(r *Rollup) error) error
@@ -519,7 +522,7 @@ func (r BoltRollups) SumHours(ctx context.Context, q HourSums, fn func(*Rollup) 
 		part := *row
 		part.Start = q.Starts[i]
 		if page {
-			part.PageClicks = part.Clicks
+			part.PageImpressions, part.PageClicks = part.Impressions, part.Clicks
 		}
 		return fn(&part)
 	})

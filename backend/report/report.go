@@ -312,9 +312,10 @@ func RunHolding(ctx context.Context, rollups clicks.RollupReader, acc accounts.A
 			rows[string(key)] = row
 		}
 		row.Add(&r.Measures)
-		// A scan's rows keep their context and leave PageClicks 0;
-		// SumHours' sums give it.
+		// A scan's rows keep their context and leave the page's
+		// measures 0; SumHours' sums give them.
 		if !summed && r.Context != clicks.SearchContext {
+			row.PageImpressions += r.Impressions
 			row.PageClicks += r.Clicks
 		}
 		return nil
@@ -376,12 +377,13 @@ func Spend(micros int64) string {
 	return s
 }
 
-// CTR is the clicks on ads in pages per impression, rounded to four
-// places, and false when there were no impressions. A search answer's
-// clicks are not counted: its ads have no impressions.
+// CTR is the clicks on ads in pages per impression of ads in pages,
+// rounded to four places, and false when there were no such impressions.
+// A search answer's clicks are left out: its ads have no impressions but
+// those a partner's page may beacon, also left out.
 func CTR(m *clicks.Measures) (float64, bool) {
-	if m.Impressions == 0 {
+	if m.PageImpressions == 0 {
 		return 0, false
 	}
-	return float64(int64(float64(m.PageClicks)/float64(m.Impressions)*1e4+0.5)) / 1e4, true
+	return float64(int64(float64(m.PageClicks)/float64(m.PageImpressions)*1e4+0.5)) / 1e4, true
 }

@@ -39,7 +39,7 @@ func (r Rollups) SumHours(ctx context.Context, q clicks.HourSums, fn func(*click
 	err := r.db.query(ctx, func(rows pgx.Rows) error {
 		if err := rows.Scan(&period, &row.APIKey, &row.SiteID, &row.Advertiser, &row.AdID, &row.Context, &row.Currency,
 			&row.Criterion, &row.YkTag, &row.Country, &row.Impressions, &row.Clicks, &row.Billable, &row.SpendMicros, &sums,
-			&row.PageClicks); err != nil {
+			&row.PageImpressions, &row.PageClicks); err != nil {
 			return err
 		}
 		if period < 1 || period > len(q.Starts) {
@@ -100,6 +100,7 @@ func sumHoursSQL(q *clicks.HourSums) (string, []any) {
 	}
 	return `SELECT width_bucket(period, $3::bigint[]) AS p, ` + strings.Join(sel, ", ") + `,
 		sum(impressions)::bigint, sum(clicks)::bigint, sum(billable)::bigint, sum(spend_micros)::bigint, ` + unbilledSums + `,
+		coalesce(sum(impressions) FILTER (WHERE context <> '` + clicks.SearchContext + `'), 0)::bigint,
 		coalesce(sum(clicks) FILTER (WHERE context <> '` + clicks.SearchContext + `'), 0)::bigint
 		FROM rollups WHERE grain = $1 AND period >= $2 AND period < $4` + account.String() + `
 		GROUP BY ` + strings.Join(append([]string{"p"}, group...), ", ") + ` ORDER BY p` + limit, args

@@ -11,11 +11,12 @@ import (
 	"github.com/adlink/adlink/backend/report"
 )
 
-// reportCTR: a report's ctr is the clicks on ads in pages per impression,
-// in every row, whatever its groups: a search answer's clicks, which
-// have no impressions, are counted as clicks and left out of the rate. The
-// report reads the rollups as they are (by UTC day) and as the store sums
-// them (by the day of another zone).
+// reportCTR: a report's ctr is the clicks on ads in pages per impression
+// of ads in pages, in every row, whatever its groups: a search answer's
+// clicks, which have no impressions but those a partner's page may
+// beacon, are counted as clicks and left out of the rate. The report
+// reads the rollups as they are (by UTC day) and as the store sums them
+// (by the day of another zone).
 func reportCTR(t *testing.T, fresh func(t *testing.T) Opener[LedgerParts]) {
 	p, _ := open(t, fresh(t))
 	if p.Rollups == nil {
@@ -47,13 +48,14 @@ func reportCTR(t *testing.T, fresh func(t *testing.T) Opener[LedgerParts]) {
 			}
 		}
 	}
-	// Day 1: a1 shown 4 times in pages, clicked there once and 3 times in
-	// search answers; a2 shown 5 times, clicked twice. Day 2: a1 clicked
-	// twice in search answers, not shown; a2 shown twice, clicked once.
+	// Day 1: a1 shown 4 times in pages, clicked there once; shown twice
+	// in search answers (a page beaconed them), clicked there 3 times. a2
+	// shown 5 times, clicked twice. Day 2: a1 shown once in a search
+	// answer, clicked twice there; a2 shown twice, clicked once.
 	traffic(day1, "a1", "intext", 1, 4)
-	traffic(day1, "a1", "search", 3, 0)
+	traffic(day1, "a1", "search", 3, 2)
 	traffic(day1, "a2", "intext", 2, 5)
-	traffic(day2, "a1", "search", 2, 0)
+	traffic(day2, "a1", "search", 2, 1)
 	traffic(day2, "a2", "intext", 1, 2)
 
 	berlin, err := time.LoadLocation("Europe/Berlin")
@@ -66,14 +68,14 @@ func reportCTR(t *testing.T, fresh func(t *testing.T) Opener[LedgerParts]) {
 		groups string
 		want   []string
 	}{
-		{"", []string{"11 9 0.3636"}},
-		{"day", []string{"2026-11-22 9 6 0.3333", "2026-11-23 2 3 0.5"}},
-		{"ad", []string{"a1 4 6 0.25", "a2 7 3 0.4286"}},
-		{"context", []string{"intext 11 4 0.3636", "search 0 5 null"}},
-		{"day,ad", []string{"2026-11-22|a1 4 4 0.25", "2026-11-22|a2 5 2 0.4", "2026-11-23|a1 0 2 null", "2026-11-23|a2 2 1 0.5"}},
-		{"day,context", []string{"2026-11-22|intext 9 3 0.3333", "2026-11-22|search 0 3 null", "2026-11-23|intext 2 1 0.5",
-			"2026-11-23|search 0 2 null"}},
-		{"ad,context", []string{"a1|intext 4 1 0.25", "a1|search 0 5 null", "a2|intext 7 3 0.4286"}},
+		{"", []string{"14 9 0.3636"}},
+		{"day", []string{"2026-11-22 11 6 0.3333", "2026-11-23 3 3 0.5"}},
+		{"ad", []string{"a1 7 6 0.25", "a2 7 3 0.4286"}},
+		{"context", []string{"intext 11 4 0.3636", "search 3 5 null"}},
+		{"day,ad", []string{"2026-11-22|a1 6 4 0.25", "2026-11-22|a2 5 2 0.4", "2026-11-23|a1 1 2 null", "2026-11-23|a2 2 1 0.5"}},
+		{"day,context", []string{"2026-11-22|intext 9 3 0.3333", "2026-11-22|search 2 3 null", "2026-11-23|intext 2 1 0.5",
+			"2026-11-23|search 1 2 null"}},
+		{"ad,context", []string{"a1|intext 4 1 0.25", "a1|search 3 5 null", "a2|intext 7 3 0.4286"}},
 	} {
 		for _, zone := range []*time.Location{nil, berlin} {
 			for _, acc := range []accounts.Account{{Kind: accounts.Advertiser, ID: adv}, {Kind: accounts.Partner, ID: "k"}, {Kind: accounts.Operator}} {
