@@ -193,7 +193,9 @@
         if (e.status === 400 && e.param === 'group_by') return { rows: [], tooLarge: e.message };
         throw e;
       });
-      [byDay, table, clicks] = await Promise.all([report('day'), tableOrTooLarge, clicksPage('')]);
+      // By context too: the CTR is of the ads in pages, as a search
+      // answer's clicks have no impressions (but those a page beacons).
+      [byDay, table, clicks] = await Promise.all([report('day,context'), tableOrTooLarge, clicksPage('')]);
     } catch (e) {
       if (gen !== generation) return;
       if (e.status === 401) return refuse();
@@ -339,13 +341,17 @@
     who.replaceChildren((a.kind === 'advertiser' ? 'Advertiser ' : 'Partner '), el('b', a.id || ''));
 
     // Per day, all currencies' counts together; spend by currency.
-    const perDay = new Map(days.map((d) => [d, { imp: 0, clicks: 0, billable: 0, spend: new Map() }]));
-    const total = { imp: 0, clicks: 0, billable: 0, spend: new Map() };
+    const perDay = new Map(days.map((d) => [d, { imp: 0, clicks: 0, pageImp: 0, pageClicks: 0, billable: 0, spend: new Map() }]));
+    const total = { imp: 0, clicks: 0, pageImp: 0, pageClicks: 0, billable: 0, spend: new Map() };
     for (const r of byDay.rows || []) {
       const d = perDay.get(r.day);
       for (const t of d ? [d, total] : [total]) {
         t.imp += r.impressions || 0;
         t.clicks += r.clicks || 0;
+        if (r.context !== 'search') {
+          t.pageImp += r.impressions || 0;
+          t.pageClicks += r.clicks || 0;
+        }
         t.billable += r.billable_clicks || 0;
         t.spend.set(r.currency, (t.spend.get(r.currency) || 0) + micros(r.spend));
       }
@@ -357,7 +363,7 @@
     $('k-impressions').textContent = count.format(total.imp);
     $('k-clicks').textContent = count.format(total.clicks);
     $('k-billable').textContent = count.format(total.billable);
-    $('k-ctr').textContent = total.imp ? percent.format(total.clicks / total.imp) : '–';
+    $('k-ctr').textContent = total.pageImp ? percent.format(total.pageClicks / total.pageImp) : '–';
     // Each currency spent in on a line of its own; none spent: nothing in
     // the main one.
     const spent = [...total.spend].filter(([, v]) => v !== 0);
@@ -486,7 +492,7 @@
         el('td', count.format(r.impressions || 0), 'n'),
         el('td', count.format(r.clicks || 0), 'n'),
         el('td', count.format(r.billable_clicks || 0), 'n'),
-        el('td', r.impressions ? percent.format(r.clicks / r.impressions) : '–', 'n'),
+        el('td', typeof r.ctr === 'number' ? percent.format(r.ctr) : '–', 'n'),
         el('td', money(micros(r.spend), r.currency), 'n'));
       return tr;
     }));
