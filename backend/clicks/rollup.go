@@ -40,7 +40,7 @@ type Measures struct {
 }
 
 // SearchContext is the context (Click.Type) of a search answer's ads,
-// which have no impressions.
+// whose clicks have no impressions.
 const SearchContext = "search"
 
 // reasonSlots is Reasons as an array type's length.
@@ -187,9 +187,8 @@ type RollupReader interface {
 	// account in q's periods by the dimensions q keeps (the others ""),
 	// each with the Start of its period, in order of period, and their
 	// PageImpressions and PageClicks whether q keeps the context or not.
-	// fn may get
-	// a period's row of some dimensions in parts: their sum is the row.
-	// It sees what ScanRollups would, and stops as it does.
+	// fn may get a period's row of some dimensions in parts: their sum is
+	// the row. It sees what ScanRollups would, and stops as it does.
 	SumHours(ctx context.Context, q HourSums, fn func(r *Rollup) error) error
 	// SumSites calls fn with the sums over [from, to), whole hours, of
 	// the rows of every partner's site (APIKey and SiteID both set), by
