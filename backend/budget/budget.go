@@ -754,6 +754,9 @@ func (g *Gate) Sync(ctx context.Context) error {
 			if err := g.raiseAgain(ctx, raised, n, current); err != nil && first == nil {
 				first = err
 			}
+			if err := g.showAgain(ctx, raised, n, current); err != nil && first == nil {
+				first = err
+			}
 		}
 	}
 	if g.shared {
@@ -879,6 +882,75 @@ func (g *Gate) raiseAgain(ctx context.Context, raised []string, n clicks.BudgetD
 			}
 		}
 	}
+	return nil
+}
+
+// showAgain shows again, without a shared store, the advertisers of day
+// n that a flag stopped here (their spend held at the budget, though
+// this replica's own store does not hold it spent: spentHere unset)
+// when raised, the day's flags, holds none that stops them any more: the
+// replica that raised it took it down, its own clicks credited. This
+// replica hears of no credit but its own, and would otherwise keep the
+// advertiser out for the rest of its day. Each is read in this replica's
+// own store (unstop) and shown again when under its budget; a flag
+// raised again stops it at the next Sync. It returns the first error,
+// after which it tries no more.
+func (g *Gate) showAgain(ctx context.Context, raised []string, n clicks.BudgetDay, current []*day) error {
+	var up map[string][]int64
+	for zi, z := range g.zones {
+		d := current[zi]
+		if d == nil || d.n != n {
+			continue
+		}
+		for _, i := range z.ids {
+			b := g.budgets[i]
+			if d.spentHere[i].Load() || d.spent[i].Load() < b.DailyMicros {
+				continue
+			}
+			if up == nil {
+				up = make(map[string][]int64, len(raised))
+				for _, f := range raised {
+					id, at := parseFlag(f)
+					up[id] = append(up[id], at)
+				}
+			}
+			// As stopRaised: a flag of a smaller budget stops nobody.
+			if slices.ContainsFunc(up[g.ids[i]], func(at int64) bool { return at <= 0 || at >= b.DailyMicros }) {
+				continue
+			}
+			if err := g.unstop(ctx, i, d); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// unstop reads advertiser i's spend of d in this replica's own store and
+// keeps it, lower than what d holds, when it is under the budget,
+// showing i again: a flag stopped i here, and is down. Under i's
+// lowerMu, as Reread's lower, so that a click's read is not lost under
+// it; a click that spent the budget here meanwhile (spentHere) keeps it
+// stopped. A read past raiseTimeout fails.
+func (g *Gate) unstop(ctx context.Context, i int, d *day) error {
+	g.lowerMu[i].Lock()
+	defer g.lowerMu[i].Unlock()
+	b := g.budgets[i]
+	if d.spentHere[i].Load() || d.spent[i].Load() < b.DailyMicros {
+		return nil
+	}
+	rctx, cancel := context.WithTimeout(ctx, raiseTimeout)
+	s, err := g.spent.SpentOn(rctx, g.ids[i], d.n)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("budget: reading the spend of %s: %w", g.ids[i], err)
+	}
+	if s >= b.DailyMicros {
+		g.raiseTo(i, d, s)
+		return nil
+	}
+	d.spent[i].Store(s)
+	d.resume(i)
 	return nil
 }
 

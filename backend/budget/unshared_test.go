@@ -123,3 +123,43 @@ func spend(t *testing.T, g *Gate, sp interface {
 		t.Fatal(err)
 	}
 }
+
+// Without a shared store, a replica that another's flag stopped shows the
+// advertiser again once that flag comes down (a credit of the raiser's
+// own clicks) and its own spend is under the budget: it hears of no
+// credit of another's, and would otherwise keep the advertiser out for
+// the rest of its day.
+func TestUnsharedFlagDownShowsAgain(t *testing.T) {
+	c, b, spB := unsharedPair(t)
+	a, spA, now := c.g, c.sp, c.at
+	want := []uint32{c.groups["a.example"]}
+	spend(t, a, spA, now, 10) // A's own clicks spend the budget
+	spB.add("a.example", now, 4)
+	if err := b.Sync(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.Exclude(c.ix); !slices.Equal(got, want) {
+		t.Fatalf("A's flag: B leaves out %v, want %v", got, want)
+	}
+	spA.add("a.example", now, -10) // the credit of A's clicks
+	if err := a.Reread(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Sync(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.Exclude(c.ix); len(got) != 0 {
+		t.Errorf("A's flag down, B's own spend 4 of 10: B leaves out %v, want none", got)
+	}
+	if got := b.Spent("a.example"); got != 4 {
+		t.Errorf("A's flag down: B holds a spend of %d, want its own, 4", got)
+	}
+	// A flag raised again stops B again.
+	spend(t, a, spA, now, 10)
+	if err := b.Sync(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.Exclude(c.ix); !slices.Equal(got, want) {
+		t.Errorf("A's flag up again: B leaves out %v, want %v", got, want)
+	}
+}
