@@ -289,3 +289,30 @@ func TestBboltCreditKeepsAnotherReplicasFlag(t *testing.T) {
 		t.Error("B shows shop-b.example, its own budget spent")
 	}
 }
+
+// TestBboltCreditShowsAgainOnTheOtherReplica: two replicas of one Redis,
+// each with its own bbolt file. A click on A spends shop-b.example's
+// budget and raises its flag, which stops it on B too. A credit of that
+// click on A takes the flag down: B, whose own spend is under the
+// budget, shows the advertiser again, though it hears of no credit.
+func TestBboltCreditShowsAgainOnTheOtherReplica(t *testing.T) {
+	rs := testredis.Start(t, testredis.Options{})
+	set := func(cfg *config.Config) { cfg.RedisURL = rs.URL() }
+	a := startAccountsWith(t, listingPartners, invalidateAdvertisers, listingAds(), set)
+	b := startAccountsWith(t, listingPartners, invalidateAdvertisers, listingAds(), set)
+	linkA := a.tagged(t, "key-one", "site-one", "t", "SHOP.2.B1", 1)[0]
+	if first := a.follow(t, http.MethodGet, linkA, 1); !a.billed(t, first.id) {
+		t.Fatal("shop-b.example's click on A did not bill")
+	}
+	eventually(t, "shop-b.example out of both replicas' answers", func() bool {
+		return !a.shows(t, "SHOP.2.B1") && !b.shows(t, "SHOP.2.B1")
+	})
+	today := time.Now().UTC().Format(time.DateOnly)
+	status, body := a.invalidate(t, url.Values{"ad": {"SHOP.2.B1"}, "from": {today}, "to": {today}, "reason": {"click farm"}}, nil)
+	if status != http.StatusOK || !strings.Contains(body, `"clicks":1`) {
+		t.Fatalf("credit on A: %d %s", status, body)
+	}
+	eventually(t, "shop-b.example back in both replicas' answers", func() bool {
+		return a.shows(t, "SHOP.2.B1") && b.shows(t, "SHOP.2.B1")
+	})
+}

@@ -75,7 +75,9 @@ type Options struct {
 	// text: Reread takes down only a flag this gate raised, and Sync
 	// raises again a flag of this gate's that is not up while its own
 	// store holds the budget spent (another replica's credit took it
-	// down, or Redis did not take it).
+	// down, or Redis did not take it), and shows again an advertiser a
+	// flag stopped once no flag stops it and its own store holds it
+	// under its budget.
 	Shared bool
 	// Now is the server's clock; nil is time.Now.
 	Now func() time.Time
