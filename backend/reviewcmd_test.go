@@ -506,3 +506,30 @@ func TestReviewSitesOneAtATime(t *testing.T) {
 		})
 	}
 }
+
+// TestReviewSitesOnePooledConnection: a Postgres URL that gives the pool
+// one connection (pool_max_conns=1) runs the review: the review's lock
+// holds a connection of its own, not the one its reads wait for.
+func TestReviewSitesOnePooledConnection(t *testing.T) {
+	url := testpg.New(t)
+	db, err := pgstore.Open(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	one := url + sep + "pool_max_conns=1"
+	env := func(k string) string {
+		if k == "ADLINK_POSTGRES_URL" {
+			return one
+		}
+		return ""
+	}
+	err = run(context.Background(), []string{"review-sites", "-format", "json", "-timeout", "10s"}, env, io.Discard, io.Discard)
+	if err != nil {
+		t.Fatalf("a review over one pooled connection: %v", err)
+	}
+}
