@@ -13,6 +13,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/adlink/adlink/backend/api"
@@ -61,6 +62,10 @@ func runReload(ctx context.Context, args []string, getenv func(string) string, s
 	// No proxy: the admin listener is the machine's own.
 	client := &http.Client{Transport: &http.Transport{}}
 	res, err := client.Do(req)
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		// ExecStart's -admin-addr, which ExecReload does not see.
+		return fmt.Errorf("reload: %w: no admin listener on %s; give adlink reload the server's -admin-addr (ADLINK_ADMIN_ADDR), or start the server", err, addr)
+	}
 	if err != nil {
 		return fmt.Errorf("reload: %w", timedOut(ctx, err))
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"io"
+	"net"
 	"strings"
 	"testing"
 )
@@ -32,5 +33,20 @@ func TestReloadURL(t *testing.T) {
 		if err == nil || !strings.HasPrefix(err.Error(), "reload: ") {
 			t.Errorf("adlink reload %q: %v, want an error", args, err)
 		}
+	}
+}
+
+// adlink reload asking an address where no server listens (the server's
+// -admin-addr is another) says to give it the server's -admin-addr.
+func TestReloadNoListener(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	err = run(context.Background(), []string{"reload", "-admin-addr", addr, "-timeout", "10s"}, noEnv, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "no admin listener on "+addr) || !strings.Contains(err.Error(), "-admin-addr") {
+		t.Errorf("adlink reload with no listener on %s: %v, want it to say so and name -admin-addr", addr, err)
 	}
 }
