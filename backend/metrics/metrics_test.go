@@ -44,6 +44,7 @@ func TestMetricsExposition(t *testing.T) {
 		`adlink_redis_calls_total{store="limits"} 2`,
 		`adlink_redis_fallback_total{store="limits"} 1`,
 		`adlink_redis_calls_total{store="budget"} 1`,
+		`adlink_redis_fallback_total{store="budget"} 0`, // made, not counted
 		`adlink_page_queue_oldest_age_seconds 1.5`,
 		`go_goroutines`,
 	} {
