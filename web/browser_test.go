@@ -510,6 +510,10 @@ type interception struct {
 	// header, when set, is added to the requests to the first local
 	// prefix, after the browser's CORS checks, as a proxy would add it.
 	header [2]string
+	// userAgent, when set, is the User-Agent of the requests header goes
+	// into: a keepalive request that outlives its page goes with the
+	// browser's own, not the one the tab's emulation gave the page.
+	userAgent string
 	// answer, when set, is asked first of each request to a local prefix:
 	// when it says so, its status and JSON body answer the request, which
 	// never reaches the server.
@@ -592,6 +596,9 @@ func intercept(tb testing.TB, br *browser, in interception) {
 				p := fetch.ContinueRequestParams{RequestID: ev.RequestID}
 				if in.header[0] != "" && strings.HasPrefix(ev.Request.URL, in.local[0]) {
 					for k, v := range ev.Request.Headers {
+						if in.userAgent != "" && strings.EqualFold(k, "User-Agent") {
+							v = in.userAgent
+						}
 						p.Headers = append(p.Headers, &fetch.HeaderEntry{Name: k, Value: fmt.Sprint(v)})
 					}
 					p.Headers = append(p.Headers, &fetch.HeaderEntry{Name: in.header[0], Value: in.header[1]})

@@ -296,7 +296,7 @@ func asReaderWith(tb testing.TB, br *browser, b *backend, site string, in interc
 	tb.Helper()
 	r := reader{left: make(chan string, 1), ip: "2001:db8:" + strconv.FormatInt(readers.Add(1), 16) + "::1"}
 	send(tb, br, emulation.SetUserAgentOverride, emulation.SetUserAgentOverrideParams{UserAgent: desktopChrome})
-	in.local, in.left, in.header = []string{b.URL + "/", site + "/"}, r.left, [2]string{"X-Forwarded-For", r.ip}
+	in.local, in.left, in.header, in.userAgent = []string{b.URL + "/", site + "/"}, r.left, [2]string{"X-Forwarded-For", r.ip}, desktopChrome
 	intercept(tb, br, in)
 	return r
 }

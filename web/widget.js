@@ -179,8 +179,12 @@
     return parts.join("&");
   }
 
-  function getJSON(path, params) {
-    return fetch(config.base + path + "?" + query(params), fetchOptions(TIMEOUT)).then(function (r) {
+  // keepalive has the request outlive the page (an impression beacon sent
+  // as the reader leaves: see flush).
+  function getJSON(path, params, keepalive) {
+    var o = fetchOptions(TIMEOUT);
+    o.keepalive = !!keepalive;
+    return fetch(config.base + path + "?" + query(params), o).then(function (r) {
       function out(body) { return { status: r.status, body: body, headers: r.headers }; }
       return r.json().then(out, function () { return out(null); });
     });
@@ -1048,9 +1052,10 @@
   // once at most, a beacon that timed out twice: more would add to a load
   // that lasts.
   // tries has, for a link whose last beacon failed, how many failed in a
-  // row, and hides (how often the tab was hidden or shown) when it failed.
+  // row (n) of how many it may (m), and hides (how often the tab was
+  // hidden or shown) when it failed.
   var RETRY_MS = 2000, RETRY_MAX_MS = 60000, RETRIES = 6, LIMITED_MS = 16000;
-  var tries = new WeakMap(), hides = 0, holdUntil = 0, holdTimer = 0, onHold = [];
+  var tries = new WeakMap(), flushed = new WeakSet(), hides = 0, holdUntil = 0, holdTimer = 0, onHold = [];
   // V2: the browser's IntersectionObserver tells whether a link can be
   // seen (v2, Chromium since 74): nothing painted over any of it, no
   // opacity below 1, no filter, no transform. It says not for much a
@@ -1661,7 +1666,8 @@
         });
         doubtSoon();
       }, { threshold: [0, 0.5], trackVisibility: true, delay: 100 });
-      onDocument("visibilitychange", function () {
+      onDocument("visibilitychange", function (e) {
+        if (docProp("visibilityState") === "hidden") flush(e);
         hides++;
         if (docProp("visibilityState") === "visible") inView.forEach(look), doubtSoon();
       });
@@ -1697,6 +1703,7 @@
         }, { passive: true, capture: true });
       });
       EventTarget.prototype.addEventListener.call(window, "resize", doubtSoon, { passive: true });
+      EventTarget.prototype.addEventListener.call(window, "pagehide", flush);
     }
     unwatchGone();
     var links = placedLinks || Array.prototype.filter.call($$("a.adlink-intext[data-adlink=intext], aside.adlink-box[data-adlink=box] a.adlink-ad"), function (a) { return ours.has(a); });
@@ -1799,6 +1806,32 @@
     if (holdTimer) return;
     var batch = seenQueue.splice(0, MAX_BEACON);
     if (seenQueue.length) batchTimer = setTimeout(report, BATCH_MS);
+    send(batch);
+  }
+
+  // flush sends at once, as the reader leaves the page or its tab hides,
+  // the links queued and those waiting for a retry (in view as it hid),
+  // also during a hold: they would go with the page, uncounted. The
+  // beacons go keepalive (a GET, with no body against keepalive's 64 KB).
+  // Only the browser's own events flush (a page's script cannot hide its
+  // tab), and a link only once until its beacon is answered: neither a
+  // page's script nor a reader switching tabs gets past a hold with it
+  // more than once. What a flush sent is not sent again while its answer
+  // is on its way (proof), as the page comes back from the back-forward
+  // cache; one sent twice all the same counts once (the window).
+  function flush(e) {
+    if (!e.isTrusted) return;
+    inView.forEach(function (a) {
+      var t = tries.get(a), p = proof.get(a);
+      if (t && t.h === hides && t.n <= t.m && p && p.at === 1 && p.href === hrefOf(a) && !timers.has(a)) proof.set(a, { href: p.href, at: 0 }), seenQueue.push(a);
+    });
+    var q = seenQueue.filter(function (a) { return !flushed.has(a); });
+    seenQueue = seenQueue.filter(function (a) { return flushed.has(a); });
+    q.forEach(function (a) { flushed.add(a); });
+    while (q.length) send(q.splice(0, MAX_BEACON), 1);
+  }
+
+  function send(batch, keepalive) {
     // A link the page made goes with the current site token: its own may
     // have expired (a link far down the page, first seen an hour later; a
     // link reported again), or soon will. One reported again goes without
@@ -1821,7 +1854,7 @@
       // its query (the server needs the host, to check the site's domains).
       var url = location.href.split("#")[0];
       if (encoder.encode(url).length > MAX_URL) url = location.origin + location.pathname;
-      return getJSON("/v1/impression", { api_key: config.apiKey, site_id: config.siteId, url: url, ad: ads });
+      return getJSON("/v1/impression", { api_key: config.apiKey, site_id: config.siteId, url: url, ad: ads }, keepalive);
     }).then(function (r) {
       var ct = r.status === 200 && r.body && r.body.ct;
       // A 5xx or a 429 is tried again as a failed beacon is; any other
@@ -1831,6 +1864,7 @@
       batch.forEach(function (a, i) {
         var c = held.has(a);
         tries.delete(a);
+        flushed.delete(a);
         if (typeof ct[i] !== "string" || !/^[\w.-]+$/.test(ct[i]) || /[?&]sig=/.test(hrefOf(a)) || hrefOf(a) !== was[i] || !clickOrigins[originOf(a.href)]) return;
         cover(a, 0);
         a.href = sent[i] + "&ct=" + ct[i];
@@ -1842,22 +1876,27 @@
     // retry has the batch's links reported again, each still in view and
     // not reported since, after a wait (RETRY_MS); the next view reports
     // them too. r is the answer, or the error of a beacon that failed.
+    // Each link counts its own failures: one first sent with others
+    // already refused (seen during a hold) has all its tries. The wait is
+    // that of the link tried most that is tried again (of all, when none
+    // is: a hold holds the others all the same).
     function retry(r) {
-      var s = r && r.headers && r.headers.get("Retry-After"), mine = { h: hides, n: 1 };
+      var s = r && r.headers && r.headers.get("Retry-After"), mine = [], n = 0, k = 1;
       var status = r && r.status, e = r && r.body && r.body.error;
       var most = status === 429 && e && e.limit === "api_key" ? 1 : r && r.name === "TimeoutError" ? 2 : RETRIES;
       batch = batch.filter(function (a, i) { return proof.get(a) === proofs[i]; }); // not seen anew since
-      batch.forEach(function (a) {
+      batch.forEach(function (a, i) {
         proof.set(a, { href: proof.get(a).href, at: 1 });
         var t = tries.get(a);
-        if (t && t.h === hides) mine.n = Math.max(mine.n, t.n + 1);
-        tries.set(a, mine);
+        tries.set(a, mine[i] = { h: hides, n: t && t.h === hides ? t.n + 1 : 1, m: most });
+        k = Math.max(k, mine[i].n);
+        if (mine[i].n <= most) n = Math.max(n, mine[i].n);
       });
-      var ms = Math.min((status === 429 ? LIMITED_MS : RETRY_MS) << mine.n - 1, RETRY_MAX_MS);
+      var ms = Math.min((status === 429 ? LIMITED_MS : RETRY_MS) << (n || k) - 1, RETRY_MAX_MS);
       ms = Math.max(ms * (1 + Math.random()) / 2, +s * 1000 || Date.parse(s) - Date.now() || 0);
-      var again = mine.n <= most && ms <= 36e5 && function () {
-        batch.forEach(function (a) {
-          if (tries.get(a) === mine && mine.h === hides && docProp("visibilityState") !== "hidden" && inView.has(a) && !timers.has(a) && stale(a)) seen(a);
+      var again = n && ms <= 36e5 && function () {
+        batch.forEach(function (a, i) {
+          if (tries.get(a) === mine[i] && mine[i].n <= most && mine[i].h === hides && docProp("visibilityState") !== "hidden" && inView.has(a) && !timers.has(a) && stale(a)) seen(a);
         });
       };
       if (status === 429 || status === 503) hold(Math.min(ms, 36e5), again);

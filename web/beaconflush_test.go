@@ -1,0 +1,88 @@
+package web
+
+import (
+	"net/http"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// TestHeldBeaconsGoAsTheReaderLeaves: the links of a page whose beacons a
+// 429 holds (the one refused and another seen meanwhile) are reported as
+// the reader leaves the page before the hold ends, each counted once;
+// back on the page (from the back-forward cache, or loaded again) they
+// count no more.
+func TestHeldBeaconsGoAsTheReaderLeaves(t *testing.T) {
+	var refused atomic.Int64
+	start := time.Now()
+	br, b, rd, _ := beaconView(t, "", func(b *backend) interception {
+		return interception{answerHeader: [2]string{"Retry-After", "60"},
+			answer: beaconAnswer(b, http.StatusTooManyRequests, `{"error":{"code":"rate_limited","message":"too many requests","param":"api_key","limit":"api_key_network","retry_after":60}}`,
+				func() bool { return refused.Add(1) == 1 })}
+	}, countBeacons)
+	if pollHref(t, br, `window.beaconsDone > 0 && "done"`) == "" {
+		t.Fatal("no impression beacon was answered")
+	}
+	intext := query(t, eval[string](t, br, firstIntextHref)).Get("adId")
+	result := evalCall[string](t, br, renderResult, "pixel 8")
+	if result == intext {
+		t.Fatalf("the result is the in-text ad %s: the test needs two ads", intext)
+	}
+	// Longer than a link takes to be seen: the result waits in the queue.
+	eval[int](t, br, `new Promise(r => setTimeout(() => r(1), 2500))`)
+	if n := eval[int](t, br, `window.beacons`); n != 1 {
+		t.Fatalf("%d beacons before the reader left, want the refused one only: the hold let one through", n)
+	}
+	br.do(t, chromedp.Navigate("about:blank"))
+	var imps []string
+	for end := time.Now().Add(15 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+		if imps = rd.impressionsOf(b, "", start); slices.Contains(imps, intext) && slices.Contains(imps, result) {
+			break
+		}
+	}
+	if !slices.Contains(imps, intext) || !slices.Contains(imps, result) {
+		t.Fatalf("impressions %v once the reader left, want the held %s and %s", imps, intext, result)
+	}
+	// Back on the page, its beacons (the flush's, come back to a page
+	// the back-forward cache kept, or a page loaded anew's own) are all
+	// answered.
+	br.do(t, chromedp.NavigateBack())
+	if pollWithin(t, br, `window.beacons > 0 && window.beaconsDone === window.beacons && "done"`, 20*time.Second) == "" {
+		t.Fatal("back on the page, its beacons were never answered")
+	}
+	imps = rd.impressionsOf(b, "", start)
+	for _, ad := range []string{intext, result} {
+		if n := strings.Count(" "+strings.Join(imps, " ")+" ", " "+ad+" "); n != 1 {
+			t.Errorf("%d impressions of %s (all: %v), want 1", n, ad, imps)
+		}
+	}
+}
+
+// TestLinkSeenDuringAHoldHasItsOwnTries: a link seen while a 429 for the
+// key's whole budget (limit api_key, tried again once) holds the page's
+// beacons goes with the refused link's retry; refused again, it is tried
+// once more on its own, and gets its click token: the refused link's
+// tries are not its.
+func TestLinkSeenDuringAHoldHasItsOwnTries(t *testing.T) {
+	t.Parallel() // waits out the widget's back-off, which takes no CPU
+	var refused atomic.Int64
+	br, _, _, _ := beaconView(t, "", func(b *backend) interception {
+		return interception{answerHeader: [2]string{"Retry-After", "1"},
+			answer: beaconAnswer(b, http.StatusTooManyRequests, `{"error":{"code":"rate_limited","message":"too many requests for this api_key","param":"api_key","limit":"api_key","retry_after":1}}`,
+				func() bool { return refused.Add(1) <= 2 })}
+	}, countBeacons, retryAfter)
+	if pollHref(t, br, `window.beaconsDone > 0 && "done"`) == "" {
+		t.Fatal("no impression beacon was answered")
+	}
+	evalCall[string](t, br, renderResult, "pixel 8")
+	if pollWithin(t, br, `(a => a && /[?&]ct=/.test(a.href) && "token")(document.getElementById('result'))`, 60*time.Second) == "" {
+		t.Fatalf("the result seen during the key's 429 never got its click token; beacons carried %v ads", eval[[]int](t, br, `window.beaconAds`))
+	}
+	if ads := eval[[]int](t, br, `window.beaconAds`); !slices.Equal(ads, []int{1, 2, 1}) {
+		t.Errorf("beacons carried %v ads, want [1 2 1]: the refused link, it with the result, the result alone", ads)
+	}
+}
