@@ -20,6 +20,10 @@ import (
 // MaxImpressionAds is how many ads one impression beacon may report.
 const MaxImpressionAds = 16
 
+// MaxImpressionAge is the longest age a beacon's age parameter is taken
+// as: the longest impression window (config.ImpressionWindow).
+const MaxImpressionAge = 24 * time.Hour
+
 // impression answers GET /v1/impression?api_key=..&site_id=..&url=..&ad=..:
 // the page's report of the ads it placed that a reader could see (each at
 // least half in view for a second). Each ad is the query string of its
@@ -36,7 +40,13 @@ const MaxImpressionAds = 16
 // most config.ImpressionPrefixNetworks times from one IPv6 /48, as its /64s
 // are the client's to vary too (clicks.ImpressionNetworks): a
 // beacon sent again, here or to another replica, or from another page,
-// gets its tokens again but counts no more (clicks.ImpressionKey). An ad the
+// gets its tokens again but counts no more (clicks.ImpressionKey). A
+// beacon sent again after one whose answer it never had (age, how long
+// after that first one, clamped to one window) counts in the first one's
+// window: one that had reached the server counts no second impression
+// across a window's end. age can name the window before this one at
+// most, each window of an ad counts once, so a client that sends it to
+// count more gets one impression more at most, ever. An ad the
 // catalog no longer has, or whose adType is not its own, gets "" and no
 // impression; so does every ad of a client that is no browser.
 func (s *server) impression(w http.ResponseWriter, r *http.Request) error {
@@ -44,7 +54,7 @@ func (s *server) impression(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	apiKey, siteID, page, ads, err := parseImpression(v)
+	apiKey, siteID, page, ads, age, err := parseImpression(v)
 	if err != nil {
 		return err
 	}
@@ -74,6 +84,7 @@ func (s *server) impression(w http.ResponseWriter, r *http.Request) error {
 		window = config.Default().ImpressionWindow
 	}
 	network, keyNetwork := clicks.ImpressionNetworks(ip, s.cfg.ImpressionPrefixNetworks)
+	keyAt := now.Add(-min(age, window))
 	country := s.geoCountry(r)
 	// seen is where each link was first judged in this beacon: a copy of
 	// it gets that one's token. counted holds the ads counted: one of
@@ -110,7 +121,7 @@ func (s *server) impression(w http.ResponseWriter, r *http.Request) error {
 			imps = append(imps, clicks.Impression{Time: now, AdID: p.AdID, AdType: p.AdType, Type: p.Type,
 				APIKey: apiKey, SiteID: siteID, Criterion: criterion, YkTag: tag, Page: page, IP: ip, UserAgent: ua,
 				Country: country, Advertiser: ad.Advertiser, Currency: catalog.ClickCurrency(&ad),
-				Key: clicks.ImpressionKey(p.AdID, apiKey, siteID, keyNetwork, now, window)})
+				Key: clicks.ImpressionKey(p.AdID, apiKey, siteID, keyNetwork, keyAt, window)})
 		}
 		if s.judge.Keys != nil {
 			tokens[i] = s.judge.Keys.ClickToken(&p, network, ua, now, now.Add(ttl))
@@ -172,9 +183,10 @@ func (s *server) madeHere(c *Catalog, ix *match.Index, at int, p *clicks.Params,
 }
 
 // parseImpression reads an impression beacon: its partner, its page's
-// canonical URL and its ads, each a click URL's query of that partner,
-// or the 400 that names what is wrong.
-func parseImpression(v url.Values) (apiKey, siteID, page string, ads []contract.Redirect, err error) {
+// canonical URL, its ads, each a click URL's query of that partner, and
+// how long after a first try it is sent again (age, 0 for a first), or
+// the 400 that names what is wrong.
+func parseImpression(v url.Values) (apiKey, siteID, page string, ads []contract.Redirect, age time.Duration, err error) {
 	var problems []contract.Problem
 	missing := func(name string) {
 		problems = append(problems, contract.Problem{Code: CodeMissingParameter, Param: name, Message: name + " is required"})
@@ -202,6 +214,14 @@ func parseImpression(v url.Values) (apiKey, siteID, page string, ads []contract.
 	case n > MaxImpressionAds:
 		invalid("ad", "at most "+strconv.Itoa(MaxImpressionAds)+" ad parameters, not "+strconv.Itoa(n))
 	}
+	if raw := v.Get("age"); raw != "" {
+		// Longer than a day is no window's: it is taken as a day.
+		if ms, perr := strconv.ParseInt(raw, 10, 64); perr != nil || ms < 0 {
+			invalid("age", "age must be whole milliseconds, 0 or more")
+		} else {
+			age = time.Duration(min(ms, int64(MaxImpressionAge/time.Millisecond))) * time.Millisecond
+		}
+	}
 	if len(problems) == 0 {
 		for i, q := range v["ad"] {
 			name := "ad[" + strconv.Itoa(i) + "]"
@@ -223,7 +243,7 @@ func parseImpression(v url.Values) (apiKey, siteID, page string, ads []contract.
 		}
 	}
 	if len(problems) > 0 {
-		return "", "", "", nil, badRequest(problems)
+		return "", "", "", nil, 0, badRequest(problems)
 	}
-	return apiKey, siteID, page, ads, nil
+	return apiKey, siteID, page, ads, age, nil
 }

@@ -233,8 +233,9 @@ func TestImpressionTokensFromManyNetworks(t *testing.T) {
 
 // FuzzImpression: whatever the query, the beacon answers JSON with a known
 // status, never records an impression it refused, records at most one
-// impression per distinct token it gives, and never two of one ad, page
-// and network (the fuzz's clock stands still: one impression window).
+// impression per distinct token it gives, and never three of one ad, page
+// and network (the fuzz's clock stands still: one impression window, and
+// the one before that an age can name).
 func FuzzImpression(f *testing.F) {
 	env := newSignedEnv(f)
 	l := env.inPageLinks(f, "q=lg+handy&loc=de&api_key=demo&site_id=demo")[0]
@@ -243,6 +244,8 @@ func FuzzImpression(f *testing.F) {
 		"api_key=demo&site_id=demo&url=http://localhost/a&ad=" + url.QueryEscape(ad),
 		"api_key=demo&site_id=demo&url=http://localhost/a&ad=" + url.QueryEscape(ad) + "&ad=" + url.QueryEscape(setParam("/?"+ad, "adId", "x")[2:]),
 		"api_key=demo&site_id=demo&url=http://localhost/a&ad=" + url.QueryEscape(ad) + "&ad=" + url.QueryEscape(ad),
+		"api_key=demo&site_id=demo&url=http://localhost/a&age=1800000&ad=" + url.QueryEscape(ad),
+		"api_key=demo&site_id=demo&url=http://localhost/a&age=-1&ad=" + url.QueryEscape(ad),
 		"api_key=demo&site_id=demo&url=http://localhost/a&ad=" + url.QueryEscape(setParam("/?"+ad, "tok", "-")[2:]),
 		"api_key=demo&site_id=demo&url=http://evil.example/&ad=" + url.QueryEscape(ad),
 		"api_key=demo&site_id=demo&url=javascript:alert(1)&ad=x",
@@ -290,13 +293,12 @@ func FuzzImpression(f *testing.F) {
 			if added > len(given) {
 				t.Fatalf("%q: %d distinct tokens for %d impressions", raw, len(given), added)
 			}
-			seen := map[[3]string]bool{}
+			seen := map[[3]string]int{}
 			for _, i := range env.impressions(t) {
 				k := [3]string{i.AdID, i.Page, clicks.Network(i.IP)}
-				if seen[k] {
-					t.Fatalf("%q: a second impression of %q in one window", raw, k)
+				if seen[k]++; seen[k] > 2 {
+					t.Fatalf("%q: a third impression of %q in one window", raw, k)
 				}
-				seen[k] = true
 			}
 		case 400, 401, 403:
 			if added != 0 || !json.Valid(body) {
@@ -694,5 +696,75 @@ func TestPageCriterionOfARemovedAd(t *testing.T) {
 	}
 	if c := env.click(t, stays+"&ct="+url.QueryEscape(ct[1]), reader, browserUA); !c.Billable || c.Criterion != "handy" {
 		t.Errorf("the kept ad's click: billable %v (%q), criterion %q; want billable, handy", c.Billable, c.Reason, c.Criterion)
+	}
+}
+
+// beaconAged reports links as seen on a demo page from ip, sent again
+// age (milliseconds, none when "") after a first try, and returns the
+// answer's status and error.
+func (env *signedEnv) beaconAged(t testing.TB, ip, age string, links ...string) (int, errorResponse) {
+	t.Helper()
+	q := url.Values{"api_key": {"demo"}, "site_id": {"demo"}, "url": {"http://localhost/a"}}
+	if age != "" {
+		q.Set("age", age)
+	}
+	for _, l := range links {
+		_, query, _ := strings.Cut(l, "?")
+		q.Add("ad", query)
+	}
+	res := env.do(t, "/v1/impression?"+q.Encode(), ip, browserUA)
+	var e errorResponse
+	if body := readBody(t, res); res.StatusCode != http.StatusOK {
+		json.Unmarshal(body, &e)
+	}
+	return res.StatusCode, e
+}
+
+// TestImpressionRetryCountsInItsWindow: a beacon the server counted a
+// minute before its window's end, whose answer the page never had, sent
+// again two minutes later with its age counts no second impression; one
+// without counts in the new window. A client sending every age it likes
+// counts an ad twice at most: in this window and the one before.
+func TestImpressionRetryCountsInItsWindow(t *testing.T) {
+	env := newSignedEnv(t)
+	links := env.inPageLinks(t, "q=handy&loc=de&api_key=demo&site_id=demo&size=20")
+	if len(links) == 0 {
+		t.Fatal("no ads")
+	}
+	link := links[:1]
+	const reader = "198.51.100.7"
+	env.advance(config.Default().ImpressionWindow - time.Minute)
+	if status, _ := env.beaconAged(t, reader, "", link...); status != http.StatusOK {
+		t.Fatalf("first beacon: %d", status)
+	}
+	env.advance(2 * time.Minute)
+	if status, _ := env.beaconAged(t, reader, "120000", link...); status != http.StatusOK {
+		t.Fatalf("the retry: %d", status)
+	}
+	if n := len(env.impressions(t)); n != 1 {
+		t.Errorf("a beacon and its retry, across a window's end: %d impressions, want 1", n)
+	}
+	if env.beaconAged(t, reader, "", link...); len(env.impressions(t)) != 2 {
+		t.Errorf("a beacon without age in the next window: %d impressions, want 2", len(env.impressions(t)))
+	}
+	const script = "203.0.113.9"
+	for _, age := range []string{"0", "60000", "1740000", "1800000", "1860000", "3600000", "36000000", "172800000", "9223372036854775807"} {
+		if status, e := env.beaconAged(t, script, age, link...); status != http.StatusOK {
+			t.Fatalf("age=%s: %d %+v", age, status, e)
+		}
+	}
+	n := 0
+	for _, i := range env.impressions(t) {
+		if i.IP == script {
+			n++
+		}
+	}
+	if n != 2 {
+		t.Errorf("one ad with every age: %d impressions, want 2 (this window and the one before)", n)
+	}
+	for _, age := range []string{"-1", "1.5", "soon"} {
+		if status, e := env.beaconAged(t, script, age, link...); status != http.StatusBadRequest || e.Error.Param != "age" {
+			t.Errorf("age=%s: %d %+v, want a 400 naming age", age, status, e)
+		}
 	}
 }
