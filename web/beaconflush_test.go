@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"net/http"
 	"slices"
 	"strings"
@@ -9,6 +10,9 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/adlink/adlink/backend/clicks"
+	"github.com/adlink/adlink/backend/config"
 )
 
 // TestHeldBeaconsGoAsTheReaderLeaves: the links of a page whose beacons a
@@ -84,5 +88,63 @@ func TestLinkSeenDuringAHoldHasItsOwnTries(t *testing.T) {
 	}
 	if ads := eval[[]int](t, br, `window.beaconAds`); !slices.Equal(ads, []int{1, 2, 1}) {
 		t.Errorf("beacons carried %v ads, want [1 2 1]: the refused link, it with the result, the result alone", ads)
+	}
+}
+
+// TestLostBeaconAnswerCountsOnceAcrossAWindow: a beacon the server
+// counted less than a second before its impression window's end, whose
+// answer was lost on the way, is sent again in the next window: it
+// counts in the first one's (its age says how long after it came), not
+// a second time.
+func TestLostBeaconAnswerCountsOnceAcrossAWindow(t *testing.T) {
+	// The server's clock, moved as the first beacon goes so that it
+	// comes 800 ms before a window's end.
+	ahead := new(atomic.Int64)
+	b, err := newBackend(backendOptions{now: func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	br := newBrowser(t)
+	br.onEveryPage(t, countBeacons)
+	site := publisher(t, map[string]string{"/page.html": publisherPage("de-DE", b.URL, readerPage)})
+	var sent, lost atomic.Int64
+	window := config.Default().ImpressionWindow
+	rd := asReaderWith(t, br, b, site, interception{
+		hold: func(u string) <-chan struct{} {
+			if strings.HasPrefix(u, b.URL+"/v1/impression?") && sent.Add(1) == 1 {
+				now := time.Now()
+				end := now.Truncate(window).Add(window)
+				if end.Sub(now) < time.Second {
+					end = end.Add(window)
+				}
+				ahead.Store(int64(end.Add(-800 * time.Millisecond).Sub(now)))
+			}
+			return nil
+		},
+		lose: func(u string) bool {
+			return strings.HasPrefix(u, b.URL+"/v1/impression?") && lost.Add(1) == 1
+		},
+	})
+	start := time.Now()
+	if r := br.view(t, site+"/page.html"); r.Source != "local" || r.Links == 0 {
+		t.Fatalf("first view: %+v, want ads matched in the page", r)
+	}
+	href := pollHref(t, br, tokenHref)
+	if href == "" {
+		t.Fatal("the in-text ad never got its click token after its beacon's lost answer")
+	}
+	if n := eval[int](t, br, `window.beacons`); n < 2 {
+		t.Fatalf("%d impression beacons, want the lost one and another", n)
+	}
+	ad := query(t, href).Get("adId")
+	var imps []clicks.Impression
+	b.imps.Scan(context.Background(), start.Add(-time.Second), time.Now().Add(window+time.Minute), func(i clicks.Impression) error {
+		if i.AdID == ad && i.IP == rd.ip {
+			imps = append(imps, i)
+		}
+		return nil
+	})
+	if len(imps) != 1 {
+		t.Errorf("%d impressions of %s, its beacon sent again across a window's end; want 1", len(imps), ad)
 	}
 }

@@ -1052,8 +1052,8 @@
   // once at most, a beacon that timed out twice: more would add to a load
   // that lasts.
   // tries has, for a link whose last beacon failed, how many failed in a
-  // row (n) of how many it may (m), and hides (how often the tab was
-  // hidden or shown) when it failed.
+  // row (n) of how many it may (m), hides (how often the tab was hidden or
+  // shown) when it failed, and when (performance.now()) it was first sent.
   var RETRY_MS = 2000, RETRY_MAX_MS = 60000, RETRIES = 6, LIMITED_MS = 16000;
   var tries = new WeakMap(), flushed = new WeakSet(), hides = 0, holdUntil = 0, holdTimer = 0, onHold = [];
   // V2: the browser's IntersectionObserver tells whether a link can be
@@ -1839,7 +1839,7 @@
     // token may bill for minutes yet, also should the beacon fail.
     var made = batch.filter(function (a) { return /[?&]tok=/.test(a.href) && !/[?&]sig=/.test(a.href); });
     var tok = made.length && lastMarket ? manifest(lastMarket[0], lastMarket[1]).then(function (m) { return m.tok; }, function () { return ""; }) : Promise.resolve("");
-    var was = [], sent = [], proofs = batch.map(function (a) { return proof.get(a); });
+    var was = [], sent = [], proofs = batch.map(function (a) { return proof.get(a); }), at = performance.now();
     tok.then(function (tok) {
       batch.forEach(function (a, i) {
         var h = was[i] = hrefOf(a);
@@ -1854,7 +1854,14 @@
       // its query (the server needs the host, to check the site's domains).
       var url = location.href.split("#")[0];
       if (encoder.encode(url).length > MAX_URL) url = location.origin + location.pathname;
-      return getJSON("/v1/impression", { api_key: config.apiKey, site_id: config.siteId, url: url, ad: ads }, keepalive);
+      // age is how long ago the oldest of the batch's links was first sent
+      // (milliseconds; none on a first try): the server counts the retry
+      // of a beacon it may have had (its answer lost) in that one's window.
+      var age = Math.round(batch.reduce(function (m, a) {
+        var t = tries.get(a);
+        return Math.max(m, t ? at - t.at : 0);
+      }, 0));
+      return getJSON("/v1/impression", { api_key: config.apiKey, site_id: config.siteId, url: url, ad: ads, age: age || "" }, keepalive);
     }).then(function (r) {
       var ct = r.status === 200 && r.body && r.body.ct;
       // A 5xx or a 429 is tried again as a failed beacon is; any other
@@ -1888,7 +1895,7 @@
       batch.forEach(function (a, i) {
         proof.set(a, { href: proof.get(a).href, at: 1 });
         var t = tries.get(a);
-        tries.set(a, mine[i] = { h: hides, n: t && t.h === hides ? t.n + 1 : 1, m: most });
+        tries.set(a, mine[i] = { h: hides, n: t && t.h === hides ? t.n + 1 : 1, m: most, at: t ? t.at : at });
         k = Math.max(k, mine[i].n);
         if (mine[i].n <= most) n = Math.max(n, mine[i].n);
       });
