@@ -2,8 +2,11 @@ package web
 
 import (
 	"context"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -17,17 +20,41 @@ import (
 
 // TestHeldBeaconsGoAsTheReaderLeaves: the links of a page whose beacons a
 // 429 holds (the one refused and another seen meanwhile) are reported as
-// the reader leaves the page before the hold ends, each counted once;
-// back on the page (from the back-forward cache, or loaded again) they
-// count no more.
+// the reader leaves the page before the hold ends, each counted once.
+// Back on the page, which the back-forward cache kept, they have their
+// click tokens from that beacon's answer, and are not reported again
+// once the hold has passed.
 func TestHeldBeaconsGoAsTheReaderLeaves(t *testing.T) {
+	t.Parallel() // waits out the widget's hold, which takes no CPU
 	var refused atomic.Int64
+	var refusedAt atomic.Int64
 	start := time.Now()
-	br, b, rd, _ := beaconView(t, "", func(b *backend) interception {
-		return interception{answerHeader: [2]string{"Retry-After", "60"},
-			answer: beaconAnswer(b, http.StatusTooManyRequests, `{"error":{"code":"rate_limited","message":"too many requests","param":"api_key","limit":"api_key_network","retry_after":60}}`,
-				func() bool { return refused.Add(1) == 1 })}
-	}, countBeacons)
+	br := newBrowser(t)
+	b := startBackend(t)
+	br.onEveryPage(t, countBeacons)
+	br.onEveryPage(t, `addEventListener("pageshow", e => { if (e.persisted) window.restored = true; })`)
+	// A page the back-forward cache can keep: one served no-store it
+	// does not.
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		io.WriteString(w, publisherPage("de-DE", b.URL, readerPage))
+	}))
+	srv.Listener.Close()
+	srv.Listener = freshPort(t)
+	srv.Start()
+	t.Cleanup(srv.Close)
+	rd := asReaderWith(t, br, b, srv.URL, interception{answerHeader: [2]string{"Retry-After", "20"},
+		answer: beaconAnswer(b, http.StatusTooManyRequests, `{"error":{"code":"rate_limited","message":"too many requests","param":"api_key","limit":"api_key_network","retry_after":20}}`,
+			func() bool {
+				if refused.Add(1) == 1 {
+					refusedAt.Store(time.Now().UnixNano())
+					return true
+				}
+				return false
+			})})
+	if r := br.view(t, srv.URL+"/page.html"); r.Source != "local" || r.Links == 0 {
+		t.Fatalf("first view: %+v, want ads matched in the page", r)
+	}
 	if pollHref(t, br, `window.beaconsDone > 0 && "done"`) == "" {
 		t.Fatal("no impression beacon was answered")
 	}
@@ -51,12 +78,28 @@ func TestHeldBeaconsGoAsTheReaderLeaves(t *testing.T) {
 	if !slices.Contains(imps, intext) || !slices.Contains(imps, result) {
 		t.Fatalf("impressions %v once the reader left, want the held %s and %s", imps, intext, result)
 	}
-	// Back on the page, its beacons (the flush's, come back to a page
-	// the back-forward cache kept, or a page loaded anew's own) are all
-	// answered.
-	br.do(t, chromedp.NavigateBack())
-	if pollWithin(t, br, `window.beacons > 0 && window.beaconsDone === window.beacons && "done"`, 20*time.Second) == "" {
-		t.Fatal("back on the page, its beacons were never answered")
+	// history.back: chromedp's NavigateBack waits for a load that a page
+	// the cache kept does not have.
+	eval[bool](t, br, `(history.back(), true)`)
+	back := ""
+	for end := time.Now().Add(20 * time.Second); back == "" && time.Now().Before(end); {
+		// A poll that meets the page still coming back fails at once.
+		back = pollWithin(t, br, `location.pathname === "/page.html" && window.beaconsDone === window.beacons && "done"`, time.Until(end))
+	}
+	if back == "" || !eval[bool](t, br, `window.restored === true`) {
+		t.Fatalf("back on the page: %s, want it from the back-forward cache, its beacons answered", eval[string](t, br, `JSON.stringify([location.href, window.restored, window.beacons, window.beaconsDone])`))
+	}
+	for _, link := range []string{`document.getElementById('result')`, `document.querySelector('a.adlink-intext')`} {
+		if href := eval[string](t, br, link+`.href`); !strings.Contains(href, "ct=") {
+			t.Errorf("back on the page, %s has no click token: %s", link, href)
+		}
+	}
+	// Past the hold (the 429's Retry-After, longer than the widget's own
+	// first wait), in the page's time.
+	wait := time.Until(time.Unix(0, refusedAt.Load()).Add(22 * time.Second))
+	eval[int](t, br, `new Promise(r => setTimeout(() => r(1), `+strconv.FormatInt(max(wait.Milliseconds(), 0), 10)+`))`)
+	if n := eval[int](t, br, `window.beacons`); n != 2 {
+		t.Errorf("%d beacons, want 2: the refused one and the one sent as the reader left, none once the hold passed", n)
 	}
 	imps = rd.impressionsOf(b, "", start)
 	for _, ad := range []string{intext, result} {
