@@ -191,3 +191,44 @@ func TestLostBeaconAnswerCountsOnceAcrossAWindow(t *testing.T) {
 		t.Errorf("%d impressions of %s, its beacon sent again across a window's end; want 1", len(imps), ad)
 	}
 }
+
+// awayBeforeAnswer scrolls the page's links out of view as the first
+// impression beacon goes, and has the page see each beacon's answer half
+// a second late: the widget learns its links left view before it learns
+// the first was refused.
+const awayBeforeAnswer = `(() => {
+	const f = window.fetch;
+	let done = false;
+	window.fetch = function (u) {
+		const p = f.apply(this, arguments);
+		if (!String(u).includes('/v1/impression')) return p;
+		if (!done) {
+			done = true;
+			scrollTo(0, document.body.scrollHeight);
+		}
+		return p.then(r => new Promise(ok => setTimeout(() => ok(r), 500)));
+	};
+})()`
+
+// TestLinkOutOfViewBeforeItsRefusalIsReportedBackInView: a link that
+// left view while its beacon was on its way, which the server refused,
+// is reported once it is back in view (TestRefusedBeaconWaitsForItsLinkInView
+// with the refusal known only after the link left).
+func TestLinkOutOfViewBeforeItsRefusalIsReportedBackInView(t *testing.T) {
+	var refused atomic.Int64
+	br, _, _, r := beaconView(t, "", func(b *backend) interception {
+		return interception{answer: beaconAnswer(b, http.StatusServiceUnavailable, `{"error":"unavailable"}`, func() bool { return refused.Add(1) == 1 })}
+	}, countBeacons, awayBeforeAnswer)
+	if r.Links < 2 {
+		t.Fatalf("first view: %+v, want ads matched in the page, one far below", r)
+	}
+	if pollHref(t, br, `window.beaconsDone > 0 && "done"`) == "" {
+		t.Fatal("no impression beacon was answered")
+	}
+	// Twice as long as the widget's first wait after a refusal it tries again.
+	eval[int](t, br, `new Promise(r => setTimeout(() => r(1), 4000))`)
+	eval[bool](t, br, `(scrollTo(0, 0), true)`)
+	if pollHref(t, br, tokenHref) == "" {
+		t.Error("the ad refused after it left view never got its click token back in view")
+	}
+}

@@ -1892,8 +1892,13 @@
       var status = r && r.status, e = r && r.body && r.body.error;
       var most = status === 429 && e && e.limit === "api_key" ? 1 : r && r.name === "TimeoutError" ? 2 : RETRIES;
       batch = batch.filter(function (a, i) { return proof.get(a) === proofs[i]; }); // not seen anew since
-      batch.forEach(function (a, i) {
+      // One that left view meanwhile is reported once it is seen again
+      // (look), as one that leaves view after.
+      batch = batch.filter(function (a) {
         proof.set(a, { href: proof.get(a).href, at: 1 });
+        return inView.has(a);
+      });
+      batch.forEach(function (a, i) {
         var t = tries.get(a);
         tries.set(a, mine[i] = { h: hides, n: t && t.h === hides ? t.n + 1 : 1, m: most, at: t ? t.at : at });
         k = Math.max(k, mine[i].n);
