@@ -63,6 +63,12 @@ func (h *hotIndex) load(tx *bolt.Tx) {
 			d := h.day(int64(binary.BigEndian.Uint64(k) ^ (1 << 63)))
 			days.Bucket(k).ForEach(func(k, v []byte) error {
 				switch {
+				case len(k) > 0 && k[0] == 's' && bytes.IndexByte(v, 0) < 0: // appended: a prefix's count
+					if prefix, ad, ok := readCount(v); ok && v[0] == 'p' {
+						d.prefixes[prefix]++
+					} else if ok && v[0] == 'q' {
+						d.prefixAds[prefix+"\x00"+ad]++
+					}
 				case len(k) > 0 && k[0] == 's': // appended: network, ad, time
 					network, rest, _ := bytes.Cut(v, []byte{0})
 					ad, at, _ := bytes.Cut(rest, []byte{0})
@@ -70,9 +76,9 @@ func (h *hotIndex) load(tx *bolt.Tx) {
 						d.pairs[string(network)+"\x00"+string(ad)] = int64(binary.BigEndian.Uint64(at))
 						d.counts[string(network)]++
 					}
-				case len(k) > 0 && k[0] == 'p': // appended: a prefix's claim
+				case len(k) > 0 && k[0] == 'p': // appended before counts went under 's'
 					d.prefixes[string(v)]++
-				case len(k) > 0 && k[0] == 'q': // appended: a prefix's claim on an ad
+				case len(k) > 0 && k[0] == 'q':
 					d.prefixAds[string(v)]++
 				case len(k) > 0 && k[0] == 'a' && len(v) == 8:
 					d.pairs[string(k[1:])] = int64(binary.BigEndian.Uint64(v))
@@ -161,10 +167,10 @@ func forgetHours(h *hotIndex, hours *bolt.Bucket, at time.Time) error {
 
 // claim judges and records one claim in the days bucket and in h. A
 // claim of a counted prefix (an IPv6 /48, an IPv4 /24) is a second
-// record, 'p' and the prefix, which a server of the version before the
-// /48 cap skips when it loads the file; its count on the ad is a third,
-// 'q', the prefix and the ad, which a server of the version before the
-// cap per ad skips.
+// record, the prefix's count (appendCount); its count on the ad is a
+// third. All three are appended under 's' keys, so that a commit writes
+// the one page at the end of the day's bucket, not one at the end of
+// each kind's range.
 func claim(h *hotIndex, tx *bolt.Tx, c Claim) (string, error) {
 	h.load(tx)
 	days := tx.Bucket(windowsBucket)
@@ -202,13 +208,13 @@ func claim(h *hotIndex, tx *bolt.Tx, c Claim) (string, error) {
 		return "", err
 	}
 	if c.counted() {
-		if err := appendRecord(b, 'p', []byte(c.Prefix)); err != nil {
+		if err := appendCount(b, 'p', c.Prefix, ""); err != nil {
 			return "", err
 		}
 		di.prefixes[c.Prefix]++
 	}
 	if c.adCounted() {
-		if err := appendRecord(b, 'q', []byte(prefixAd)); err != nil {
+		if err := appendCount(b, 'q', c.Prefix, c.AdID); err != nil {
 			return "", err
 		}
 		di.prefixAds[prefixAd]++
@@ -216,6 +222,46 @@ func claim(h *hotIndex, tx *bolt.Tx, c Claim) (string, error) {
 	di.pairs[pair] = at
 	di.counts[c.Network]++
 	return "", forget(h, days, day)
+}
+
+// appendCount appends one billable click of prefix (kind 'p'), or of
+// prefix on adID ('q'), to the day's bucket b: under an 's' key, after
+// the click's window, with a value of no zero byte, which tells it from
+// a window's (network, 0, ad, 0, time). A server of a version that reads
+// counts only from 'p' and 'q' keys reads no window from it, and skips
+// it. Values that would hold a zero byte (no Prefix and no catalog ad id
+// does) go under their kind's own key, as all did before.
+func appendCount(b *bolt.Bucket, kind byte, prefix, adID string) error {
+	v := make([]byte, 0, 1+binary.MaxVarintLen64+len(prefix)+len(adID))
+	v = append(v, kind)
+	if kind == 'q' {
+		v = binary.AppendUvarint(v, uint64(len(prefix)))
+	}
+	v = append(append(v, prefix...), adID...)
+	if prefix == "" || bytes.IndexByte(v, 0) >= 0 {
+		if kind == 'q' {
+			return appendRecord(b, kind, []byte(prefix+"\x00"+adID))
+		}
+		return appendRecord(b, kind, []byte(prefix))
+	}
+	return appendRecord(b, 's', v)
+}
+
+// readCount reads a count appendCount put under an 's' key: its prefix,
+// and its ad for kind 'q'.
+func readCount(v []byte) (prefix, adID string, ok bool) {
+	switch {
+	case len(v) > 1 && v[0] == 'p':
+		return string(v[1:]), "", true
+	case len(v) > 1 && v[0] == 'q':
+		n, w := binary.Uvarint(v[1:])
+		if w <= 0 || n > uint64(len(v)-1-w) {
+			return "", "", false
+		}
+		rest := v[1+w:]
+		return string(rest[:n]), string(rest[n:]), true
+	}
+	return "", "", false
 }
 
 // forget drops the days, and their memory, no claim on day or later can
