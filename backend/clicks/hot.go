@@ -104,7 +104,12 @@ func (h *hotIndex) day(day int64) *dayIndex {
 }
 
 // appendRecord puts v at the end of bucket b, under its next sequence.
+// Its records come in the order of their keys, so the pages they fill
+// are split full (bbolt's FillPercent): a page split half full, as by
+// default, is never written to again, and a day's records would take
+// twice the pages, and a commit more of them.
 func appendRecord(b *bolt.Bucket, prefix byte, v []byte) error {
+	b.FillPercent = 1
 	seq, err := b.NextSequence()
 	if err != nil {
 		return err

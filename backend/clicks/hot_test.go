@@ -3,6 +3,7 @@ package clicks
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -149,4 +150,27 @@ func TestReadCount(t *testing.T) {
 			t.Errorf("readCount(%q) = %q, %q, %v; want %q, %q, %v", tc.v, prefix, ad, ok, tc.prefix, tc.ad, tc.ok)
 		}
 	}
+}
+
+// TestAppendedPagesAreFull checks that the pages of a day's windows,
+// which a claim only ever appends to, are left full when they split.
+func TestAppendedPagesAreFull(t *testing.T) {
+	ctx := context.Background()
+	db, w := openWindows(t, t.TempDir())
+	defer db.Close()
+	at := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	for i := range 2000 {
+		c := Claim{Network: fmt.Sprintf("2001:db8:%x:%x::/64", i/256, i%256), AdID: "a", At: at,
+			Prefix: fmt.Sprintf("2001:db8:%x::/48", i/256), PrefixLimit: 1000, PrefixAdLimit: 1000}
+		if reason, err := w.Claim(ctx, c); err != nil || reason != "" {
+			t.Fatalf("claim %d: %q, %v", i, reason, err)
+		}
+	}
+	db.View(func(tx *bolt.Tx) error {
+		st := tx.Bucket(windowsBucket).Bucket(dayKey(dayOf(at))).Stats()
+		if used := float64(st.LeafInuse) / float64(st.LeafAlloc); st.LeafPageN < 10 || used < 0.9 {
+			t.Errorf("%d leaf pages %.0f%% used, want more than 90%%", st.LeafPageN, 100*used)
+		}
+		return nil
+	})
 }
