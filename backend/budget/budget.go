@@ -649,7 +649,7 @@ func (g *Gate) Clicked(ctx context.Context, cs ...*clicks.Click) error {
 	}
 	if len(due) == 1 {
 		i := due[0].i
-		return g.raise(ctx, i, due[0].d, flagOf(g.ids[i], g.budgets[i].DailyMicros))
+		return g.raise(ctx, i, due[0].d, raiseOf(g.ids[i], g.budgets[i].DailyMicros))
 	}
 	// By date, then advertiser: the order every reader of several
 	// advertisers takes their lowerMu in (readLate's too).
@@ -704,7 +704,7 @@ func (g *Gate) raiseAll(ctx context.Context, due []dueRead) error {
 	for _, r := range due {
 		id := g.ids[r.i]
 		if g.raiseTo(r.i, r.d, spent[id]) && g.flags != nil && first == nil {
-			if err := g.flags.Raise(ctx, flagOf(id, g.budgets[r.i].DailyMicros), n); err != nil {
+			if err := g.flags.Raise(ctx, raiseOf(id, g.budgets[r.i].DailyMicros), n); err != nil {
 				first = fmt.Errorf("budget: raising the flag of %s: %w", id, err)
 			}
 		}
@@ -862,11 +862,10 @@ func (g *Gate) raiseAgain(ctx context.Context, raised []string, n clicks.BudgetD
 			if up == nil {
 				up = make(map[string]bool, len(raised))
 				for _, f := range raised {
-					up[f] = true
+					up[flagOf(parseFlag(f))] = true
 				}
 			}
-			flag := flagOf(g.ids[i], g.budgets[i].DailyMicros)
-			if up[flag] {
+			if up[flagOf(g.ids[i], g.budgets[i].DailyMicros)] {
 				continue
 			}
 			// Under i's lock, as raise: a Reread that lowers i orders
@@ -874,7 +873,7 @@ func (g *Gate) raiseAgain(ctx context.Context, raised []string, n clicks.BudgetD
 			g.lowerMu[i].RLock()
 			var err error
 			if d.spentHere[i].Load() {
-				if err = g.flags.Raise(ctx, flag, n); err == nil {
+				if err = g.flags.Raise(ctx, raiseOf(g.ids[i], g.budgets[i].DailyMicros), n); err == nil {
 					d.mine[i].Store(true)
 				}
 			}
@@ -1130,21 +1129,55 @@ func (g *Gate) Carry(old *Gate) {
 	}
 }
 
-// flagOf is the flag raised for advertiser id once its daily budget of
-// daily micros is spent. The budget rides with the id: a replica whose
+// flagOf is the text of the flag of advertiser id once its daily budget
+// of daily micros is spent. The budget rides with the id: a replica whose
 // budget for it is larger (a reload raised it) keeps showing its ads.
 func flagOf(id string, daily int64) string { return id + "@" + strconv.FormatInt(daily, 10) }
 
+// raiseOf is the flag a raise of advertiser id's budget of daily micros
+// adds: its text (flagOf) and "#" a random nonce, so that each raise is a
+// flag of its own. A real crossing of a budget whose stale flag is still
+// up, or was taken down and raised again between two Syncs, is then a
+// flag a Sync has not checked, not one it found stale.
+func raiseOf(id string, daily int64) string {
+	return flagOf(id, daily) + "#" + strconv.FormatUint(rand.Uint64(), 36)
+}
+
 // parseFlag reads a flag: the advertiser, and the budget it spent, or 0
 // for a flag that names none, which stops the advertiser whatever its
-// budget.
+// budget. A raise's nonce (raiseOf) is left out; older replicas raise
+// flags without one.
 func parseFlag(f string) (id string, daily int64) {
+	if i := strings.LastIndexByte(f, '#'); i >= 0 && isNonce(f[i+1:]) {
+		if id, n := parseText(f[:i]); n > 0 {
+			return id, n
+		}
+	}
+	return parseText(f)
+}
+
+// parseText reads a flag's text, "id@budget" or a bare id (flagOf).
+func parseText(f string) (id string, daily int64) {
 	if i := strings.LastIndexByte(f, '@'); i >= 0 {
 		if n, err := strconv.ParseInt(f[i+1:], 10, 64); err == nil && n > 0 {
 			return f[:i], n
 		}
 	}
 	return f, 0
+}
+
+// isNonce reports whether s is a raise's nonce: digits and lower-case
+// letters (base 36), one at least.
+func isNonce(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'z') {
+			return false
+		}
+	}
+	return true
 }
 
 // Spent returns what the advertiser spent today as the gate knows it.

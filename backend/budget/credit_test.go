@@ -45,7 +45,7 @@ func TestGateRereadAfterACredit(t *testing.T) {
 	if g.Spent("a.example") != 5 {
 		t.Errorf("after the credit, a.example spent %d, want 5", g.Spent("a.example"))
 	}
-	if !slices.Equal(f.raised, []string{"b.example@10"}) {
+	if !slices.Equal(texts(f.raised), []string{"b.example@10"}) {
 		t.Errorf("after a.example's credit, the flags %v, want b.example's alone", f.raised)
 	}
 	if err := g.Sync(t.Context()); err != nil || len(g.Exclude(ix)) != 1 {
@@ -62,7 +62,7 @@ func TestGateRereadAfterACredit(t *testing.T) {
 	if got, want := g.Exclude(ix), []uint32{groups["b.example"], groups["a.example"]}; !slices.Equal(got, want) {
 		t.Errorf("a.example spent again: Exclude %v, want %v", got, want)
 	}
-	if !slices.Equal(f.raised, []string{"b.example@10", "a.example@10"}) {
+	if !slices.Equal(texts(f.raised), []string{"b.example@10", "a.example@10"}) {
 		t.Errorf("a.example spent again: flags %v", f.raised)
 	}
 }

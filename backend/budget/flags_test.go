@@ -39,6 +39,15 @@ func (f *flags) Raised(context.Context, clicks.BudgetDay) ([]string, error) {
 	return slices.Clone(f.raised), f.readErr
 }
 
+// texts are the texts of flags (flagOf), each raise's nonce left out.
+func texts(flags []string) []string {
+	out := make([]string, len(flags))
+	for i, f := range flags {
+		out[i] = flagOf(parseFlag(f))
+	}
+	return out
+}
+
 // A gate raises an advertiser's flag once, on the click that spends its
 // budget, says when it could not, and Sync stops what other gates raised.
 func TestGateFlags(t *testing.T) {
@@ -53,7 +62,7 @@ func TestGateFlags(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if !slices.Equal(f.raised, []string{"a.example@10"}) {
+	if !slices.Equal(texts(f.raised), []string{"a.example@10"}) {
 		t.Errorf("raised %v, want a.example once, on the click that spent its budget", f.raised)
 	}
 
@@ -138,10 +147,12 @@ func TestGateFlagsCarryTheirBudget(t *testing.T) {
 }
 
 // FuzzParseFlag: a flag read back from the shared store never panics,
-// and one the gate raised reads back as its advertiser and budget.
+// and one the gate raised, or an older replica raised without a nonce,
+// reads back as its advertiser and budget; two raises are two flags.
 func FuzzParseFlag(f *testing.F) {
 	f.Add("a.example", int64(10))
 	f.Add("x@y", int64(1))
+	f.Add("x@1#a", int64(2))
 	f.Fuzz(func(t *testing.T, id string, daily int64) {
 		parseFlag(id)
 		if daily <= 0 {
@@ -149,6 +160,13 @@ func FuzzParseFlag(f *testing.F) {
 		}
 		if got, n := parseFlag(flagOf(id, daily)); got != id || n != daily {
 			t.Errorf("parseFlag(flagOf(%q, %d)) = %q, %d", id, daily, got, n)
+		}
+		r := raiseOf(id, daily)
+		if got, n := parseFlag(r); got != id || n != daily {
+			t.Errorf("parseFlag(raiseOf(%q, %d)) = %q, %d (%q)", id, daily, got, n, r)
+		}
+		if r == raiseOf(id, daily) {
+			t.Errorf("two raises of %q, %d are one flag, %q", id, daily, r)
 		}
 	})
 }

@@ -30,7 +30,7 @@ func TestUnsharedCreditLeavesAnotherReplicasFlag(t *testing.T) {
 	if err := a.Reread(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(f.raised, []string{"a.example@10"}) {
+	if !slices.Equal(texts(f.raised), []string{"a.example@10"}) {
 		t.Errorf("after A's credit the flags are %v, want B's, a.example@10", f.raised)
 	}
 	for _, g := range []*Gate{b, a} {
@@ -68,7 +68,7 @@ func TestUnsharedFlagRaisedAgainByItsOtherRaiser(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if !slices.Equal(f.raised, []string{"a.example@10"}) {
+	if !slices.Equal(texts(f.raised), []string{"a.example@10"}) {
 		t.Errorf("after B's Sync the flags are %v, want B's raised again, a.example@10", f.raised)
 	}
 	if got := a.Exclude(c.ix); !slices.Equal(got, want) {
@@ -96,7 +96,7 @@ func TestUnsharedFlagNotTakenIsRaisedAtSync(t *testing.T) {
 		if shared {
 			want = nil
 		}
-		if !slices.Equal(c.f.raised, want) {
+		if !slices.Equal(texts(c.f.raised), want) {
 			t.Errorf("shared %v: after a Sync the flags are %v, want %v", shared, c.f.raised, want)
 		}
 	}

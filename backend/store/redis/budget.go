@@ -15,9 +15,11 @@ import (
 
 // BudgetFlags are budget.Flags in Redis: one set per budget day
 // (clicks.BudgetDay, the date in the advertiser's time zone) of the flags
-// raised, each "id@budget micros" (an advertiser and the daily budget its
-// spend reached; older replicas raise a bare "id"), expiring two days
-// after its last flag. A flag raised on an advertiser's day stops it on
+// raised, each "id@budget micros#nonce" (an advertiser, the daily budget
+// its spend reached, and a nonce of its own, so that a raise adds a
+// member even while an earlier flag of the budget is up; older replicas
+// raise "id@budget micros" or a bare "id"), expiring two days after its
+// last flag. One SADD to one key: a raise is atomic on a Cluster too. A flag raised on an advertiser's day stops it on
 // that date wherever UTC's date is, and not on the next one; the sets
 // of a UTC advertiser are those of its UTC days, as older replicas keyed
 // every flag.
@@ -77,14 +79,17 @@ func (f *BudgetFlags) Raised(ctx context.Context, day clicks.BudgetDay) ([]strin
 }
 
 // clearScript removes from the set KEYS[1] every flag of the advertiser
-// ARGV[1]: its bare id, and each "id@budget" (an id may hold "@" itself,
-// so the rest must be a number). One key, so that it runs on the
-// cluster's master of that key's slot.
+// ARGV[1]: its bare id, each "id@budget", and each raise's
+// "id@budget#nonce" (an id may hold "@" itself, so the rest must be a
+// number, and a nonce of digits and lower-case letters). One key, so
+// that it runs on the cluster's master of that key's slot.
 var clearScript = redis.NewScript(`
 local id = ARGV[1]
 local n = 0
 for _, m in ipairs(redis.call('SMEMBERS', KEYS[1])) do
-  if m == id or (string.sub(m, 1, #id + 1) == id .. '@' and string.match(string.sub(m, #id + 2), '^[0-9]+$')) then
+  local rest = string.sub(m, #id + 2)
+  if m == id or (string.sub(m, 1, #id + 1) == id .. '@' and
+      (string.match(rest, '^[0-9]+$') or string.match(rest, '^[0-9]+#[0-9a-z]+$'))) then
     n = n + redis.call('SREM', KEYS[1], m)
   end
 end

@@ -154,9 +154,9 @@ func TestBudgetFlagLastsTheAdvertisersDay(t *testing.T) {
 }
 
 // Clear takes down every flag of one advertiser on one day, whatever
-// budget it names, and no other advertiser's (one whose id begins with
-// it, or holds "@"), nor the advertiser's flags of another day; on one
-// Redis and on a cluster.
+// budget it names, with a raise's nonce or without, and no other
+// advertiser's (one whose id begins with it, or holds "@"), nor the
+// advertiser's flags of another day; on one Redis and on a cluster.
 func TestBudgetFlagsClear(t *testing.T) {
 	for _, tt := range []struct {
 		name string
@@ -169,7 +169,8 @@ func TestBudgetFlagsClear(t *testing.T) {
 			c := open(t, patient(tt.url(t)), redisstore.Options{Prefix: "clear:"})
 			f := c.BudgetFlags()
 			day := clicks.BudgetDay(20_500)
-			for _, fl := range []string{"a.example@10", "a.example@20", "a.example", "a.example@b@10", "a.example.org@10", "b.example@10"} {
+			for _, fl := range []string{"a.example@10", "a.example@20", "a.example", "a.example@10#k3x9", "a.example@10#1z",
+				"a.example@b@10", "a.example.org@10", "a.example.org@10#k3x9", "b.example@10", "a.example@10#K", "a.example@10#"} {
 				if err := f.Raise(t.Context(), fl, day); err != nil {
 					t.Fatal(err)
 				}
@@ -185,7 +186,7 @@ func TestBudgetFlagsClear(t *testing.T) {
 				t.Fatal(err)
 			}
 			slices.Sort(got)
-			if want := []string{"a.example.org@10", "a.example@b@10", "b.example@10"}; !slices.Equal(got, want) {
+			if want := []string{"a.example.org@10", "a.example.org@10#k3x9", "a.example@10#", "a.example@10#K", "a.example@b@10", "b.example@10"}; !slices.Equal(got, want) {
 				t.Errorf("after Clear, the day's flags %v, want %v", got, want)
 			}
 			if got, _ := f.Raised(t.Context(), day+1); !slices.Equal(got, []string{"a.example@10"}) {
