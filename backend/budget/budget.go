@@ -39,19 +39,21 @@ type Spender = clicks.SpendReader
 // Flags tell the replicas of one deployment which advertisers spent their
 // daily budget: the Gate whose click reaches a budget raises its flag
 // ("id@budget micros", so that a replica given a larger budget by a
-// reload is not stopped by a smaller one's) on the budget's day, and
+// reload is not stopped by a smaller one's, and "#" a nonce, so that
+// each raise is a flag of its own: raiseOf) on the budget's day, and
 // every Gate reads the flags of its advertisers' days (Sync) and stops
 // those ads as its own clicks would have. redisstore.BudgetFlags keeps
 // them in Redis. Flags are a hint: the ledger still bills no click over a
 // budget, so a flag lost costs only clicks that do not bill.
 type Flags interface {
 	// Raise marks flag, an advertiser's budget spent, on day, the
-	// budget's day (clicks.BudgetDay).
+	// budget's day (clicks.BudgetDay); a flag already up stays one.
 	Raise(ctx context.Context, flag string, day clicks.BudgetDay) error
 	// Raised returns the flags marked on day.
 	Raised(ctx context.Context, day clicks.BudgetDay) ([]string, error)
 	// Clear takes down every flag of advertiser on day, whatever budget
-	// it names: a credit (Gate.Reread) gave its budget room again.
+	// it names, with a nonce or without: a credit (Gate.Reread) gave its
+	// budget room again.
 	Clear(ctx context.Context, advertiser string, day clicks.BudgetDay) error
 }
 
@@ -71,13 +73,13 @@ type Options struct {
 	// the budget is spent (or does not answer). A flag raised from a
 	// spend read before a credit, landing after the credit's reads took
 	// the flags down, then stops no replica. Without it, each replica's
-	// spend is its own and the replicas' flags of one budget share one
-	// text: Reread takes down only a flag this gate raised, and Sync
-	// raises again a flag of this gate's that is not up while its own
-	// store holds the budget spent (another replica's credit took it
-	// down, or Redis did not take it), and shows again an advertiser a
-	// flag stopped once no flag stops it and its own store holds it
-	// under its budget.
+	// spend is its own and a credit's Clear takes down every replica's
+	// flag of the budget: Reread takes down the flags only when this gate
+	// raised one, and Sync raises again a flag of this gate's that is not
+	// up while its own store holds the budget spent (another replica's
+	// credit took it down, or Redis did not take it), and shows again an
+	// advertiser a flag stopped once no flag stops it and its own store
+	// holds it under its budget.
 	Shared bool
 	// Now is the server's clock; nil is time.Now.
 	Now func() time.Time
@@ -118,7 +120,9 @@ type Gate struct {
 	// checkMu guards checked and trusted: checked, the flags the store
 	// said were stale (the advertiser under its budget), with when it
 	// said so, kept while they stay raised, so that Sync reads the store
-	// once for each every recheckStale, not every second; trusted, the
+	// once for each every recheckStale, not every second (a flag is one
+	// raise, by its nonce: a later raise of the budget is a flag not in
+	// checked, read at its first Sync); trusted, the
 	// flags that stopped an advertiser while the store did not answer,
 	// with the advertiser, so that once it answers Sync reads the
 	// advertiser's spend and shows it again when it is under its budget.
@@ -154,8 +158,8 @@ type day struct {
 	out   atomic.Pointer[[]int]
 	outMu sync.Mutex // serialises additions to out
 	// spentHere and mine, by advertiser as spent, serve a gate without
-	// a shared store (Options.Shared unset), whose replicas' flags of
-	// one budget share one text: spentHere, that this replica's own
+	// a shared store (Options.Shared unset), where a credit's Clear takes
+	// down every replica's flag of one budget: spentHere, that this replica's own
 	// store holds the budget spent, so that Sync raises the flag again
 	// when another replica's credit took it down; mine, that a flag this
 	// replica raised may be up, which its own credit takes down, and no
@@ -845,9 +849,10 @@ func (g *Gate) stopRaised(ctx context.Context, raised []string, n clicks.BudgetD
 
 // raiseAgain raises, without a shared store, the flags of day n missing
 // from raised, the day's flags, of the advertisers whose budget this
-// replica's own store holds spent: the flags of one budget share one
-// text, and another replica's credit of its own clicks took it down. It
-// returns the first error, after which it tries no more.
+// replica's own store holds spent: another replica's credit of its own
+// clicks took every flag of the budget down. A flag of the same text
+// (flagOf), whatever its nonce, counts as up. It returns the first error,
+// after which it tries no more.
 func (g *Gate) raiseAgain(ctx context.Context, raised []string, n clicks.BudgetDay, current []*day) error {
 	var up map[string]bool
 	for zi, z := range g.zones {
@@ -956,10 +961,12 @@ func (g *Gate) unstop(ctx context.Context, i int, d *day) error {
 }
 
 // recheckStale is how long a flag the store found stale is taken as
-// stale without reading the store again. A flag's text names the
-// advertiser and its budget, not the click that raised it: one stale
-// flag left up (its replica gone before its own read took it down) would
-// otherwise hide a real crossing of the same budget later that day.
+// stale without reading the store again. A raise's nonce makes a real
+// crossing of a budget a flag of its own, read at once; but a flag of a
+// replica of an older version names only the advertiser and its budget,
+// not the raise: one stale flag left up (its replica gone before its own
+// read took it down) would otherwise hide such a replica's real crossing
+// of the same budget later that day.
 const recheckStale = 30 * time.Second
 
 // stale reports whether flag k of advertiser i, whose spend d holds
