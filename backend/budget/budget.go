@@ -47,7 +47,8 @@ type Spender = clicks.SpendReader
 // budget, so a flag lost costs only clicks that do not bill.
 type Flags interface {
 	// Raise marks flag, an advertiser's budget spent, on day, the
-	// budget's day (clicks.BudgetDay); a flag already up stays one.
+	// budget's day (clicks.BudgetDay); raising a flag that is up
+	// changes nothing.
 	Raise(ctx context.Context, flag string, day clicks.BudgetDay) error
 	// Raised returns the flags marked on day.
 	Raised(ctx context.Context, day clicks.BudgetDay) ([]string, error)
