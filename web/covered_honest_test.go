@@ -14,6 +14,16 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
+// ripple is Material Components' ripple (mdc-ripple-surface) on the
+// article: black discs over its box at opacity 0, faint on hover.
+const ripple = `article{position:relative;overflow:hidden}article::before,article::after{content:"";position:absolute;top:-50%;left:-50%;width:200%;height:200%;border-radius:50%;` +
+	`background-color:#000;opacity:0;pointer-events:none}article::before{z-index:1}article:hover::before{opacity:.04}`
+
+// balloon is a CSS tooltip on the paragraph below the link's, laid out
+// over the link's and hidden at opacity 0 until the pointer comes.
+const balloon = `#wrap+p{position:relative}#wrap+p::after{content:"Ein Hinweis, der beim Zeigen erscheint";position:absolute;left:0;bottom:100%;width:300px;height:300px;` +
+	`background:rgba(17,17,17,.9);color:#fff;opacity:0;pointer-events:none}#wrap+p:hover::after{opacity:1}`
+
 // TestHonestLinkBills: an in-text ad a reader sees, on a page whose
 // layout or style IntersectionObserver v2 would take for a cover or a
 // distortion, gets its impression and click token, and a reader's click
@@ -69,6 +79,15 @@ func TestHonestLinkBills(t *testing.T) {
 		// border, on an article with a background.
 		{name: "framed card", style: `article{position:relative;background:#fafafa}article::after{content:"";position:absolute;inset:0;border:1px solid #ddd;pointer-events:none}`},
 		{name: "framed card without v2", v1: true, style: `article{position:relative;background:#fafafa}article::after{content:"";position:absolute;inset:0;border:1px solid #ddd;pointer-events:none}`},
+		// A Material ripple on the article: its ::before and ::after, a
+		// black disc over the whole box, are shown (faintly) only on hover
+		// or focus, let clicks through and sit at opacity 0 until then.
+		{name: "ripple", style: ripple},
+		{name: "ripple without v2", v1: true, style: ripple},
+		// A CSS tooltip (balloon.css) on the paragraph below, laid over
+		// the link's and shown only on hover: at opacity 0 until then.
+		{name: "tooltip at opacity 0", style: balloon},
+		{name: "tooltip at opacity 0 without v2", v1: true, style: balloon},
 		// A cookie banner at the foot of the window.
 		{name: "cookie banner", after: cookieBanner},
 		{name: "cookie banner without v2", v1: true, after: cookieBanner},

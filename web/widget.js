@@ -1217,7 +1217,9 @@
   // colour); or the paint of its ::before or ::after, which the document
   // finds as the element: a background, a shadow or border more than
   // 8 pixels wide into it (a card's frame, an overlay's ring of 1
-  // pixel, paints over no link), or text. An ancestor of the link (up) is
+  // pixel, paints over no link), or text; not one hidden or at opacity
+  // below one half (a Material ripple's disc, a tooltip, waiting for the
+  // pointer, faint under it). An ancestor of the link (up) is
   // found over it only by such paint, or its own text: its box is under
   // the link, unless the link is sunk under it (sunk). One at opacity 0, or in one, paints nothing. A shadow host
   // (a consent banner's custom element) paints what its open shadow root
@@ -1234,7 +1236,7 @@
       })) ||
       ["::before", "::after"].some(function (p) {
         var s = getComputedStyle(e, p);
-        return !/^(none|normal)$/.test(s.content) && (fills(s, 8) || (s.content !== '""' && alpha(s.color) > 0));
+        return !/^(none|normal)$/.test(s.content) && s.visibility === "visible" && s.opacity >= 0.5 && (fills(s, 8) || (s.content !== '""' && alpha(s.color) > 0));
       });
   }
 
