@@ -62,6 +62,10 @@ func shadowLayer(nested bool) string {
 // paragraph's own box over the link is gone.
 const afterCover = `<style>#under .c{display:none}body::after{content:"";position:fixed;left:0;top:0;right:0;height:60px;background:#fff;pointer-events:none}</style>`
 
+// afterInset is afterCover painted by an inset shadow alone, moved
+// down by the box's height.
+const afterInset = `<style>#under .c{display:none}body::after{content:"";position:fixed;left:0;top:0;right:0;height:60px;box-shadow:inset 0 60px 0 0 #fff;pointer-events:none}</style>`
+
 // TestCoveredLinkGetsNoImpression: an in-text ad the reader cannot see
 // because something is painted over it reports no impression and gets no
 // click token, and a reader's click that reaches it all the same (through
@@ -122,6 +126,10 @@ func TestCoveredLinkGetsNoImpression(t *testing.T) {
 		// What paints is an element's ::after, not an element.
 		{name: "after", cover: afterCover},
 		{name: "after without v2", v1: true, cover: afterCover},
+		// The same ::after painted by an inset shadow moved down its whole
+		// height: no spread, no border, no background.
+		{name: "after inset shadow", cover: afterInset},
+		{name: "after inset shadow without v2", v1: true, cover: afterInset},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			br := newBrowser(t)

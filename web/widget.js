@@ -1258,11 +1258,13 @@
   }
 
   // fills tells whether a box (its style st) paints: for a ::before or
-  // ::after (thin, 8), a border or a shadow counts only wider (its
-  // spread) than thin.
+  // ::after (thin, 8), a border or a shadow counts only wider than thin:
+  // a shadow's spread, and for an inset one, painted into the box, its
+  // offset and half its blur too (one moved down the box's height fills
+  // it).
   function fills(st, thin) {
     return alpha(st.backgroundColor) > 0 || st.backgroundImage !== "none" || (st.backdropFilter || "none") !== "none" ||
-      (thin ? shadows(st.boxShadow).some(function (s) { return s[4] > thin; }) : st.boxShadow !== "none") ||
+      (thin ? shadows(st.boxShadow).some(function (s) { return s[4] + (/inset$/.test(s[0]) && Math.max(Math.abs(s[1]), Math.abs(s[2])) + s[3] / 2) > thin; }) : st.boxShadow !== "none") ||
       ["Top", "Right", "Bottom", "Left"].some(function (s) { return parseFloat(st["border" + s + "Width"]) > (thin || 0) && alpha(st["border" + s + "Color"]) > 0; });
   }
 
