@@ -1145,7 +1145,8 @@
   // nothing.
   var elementFromPoint = docFn("elementFromPoint"), elementsFromPoint = docFn("elementsFromPoint"),
     sheets = Object.getOwnPropertyDescriptor(docProto, "adoptedStyleSheets"), lift = null, was = null, lifting = 0,
-    rootSheets = window.ShadowRoot && Object.getOwnPropertyDescriptor(ShadowRoot.prototype, "adoptedStyleSheets"), rootsWere = [];
+    rootSheets = window.ShadowRoot && Object.getOwnPropertyDescriptor(ShadowRoot.prototype, "adoptedStyleSheets"), rootsWere = [],
+    rootPoint = window.ShadowRoot && ShadowRoot.prototype.elementsFromPoint;
   function covered(a, doubted) {
     try {
       return judge(a, doubted);
@@ -1155,7 +1156,10 @@
   }
 
   function judge(a, doubted) {
-    var rs = a.getClientRects(), r = rs[0], n = 0, all = 0, pts = [];
+    // A link in a shadow root (a page's custom element, adlink.watch
+    // looking into it) is looked for from its root: the document finds
+    // the host, which paints the link's own text.
+    var rs = a.getClientRects(), r = rs[0], n = 0, all = 0, pts = [], root = a.getRootNode();
     if (!sheets || !sheets.set || !window.CSSStyleSheet || !docProto.elementsFromPoint) {
       r = r && elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
       return !!r && !a.contains(r);
@@ -1182,7 +1186,7 @@
           var x = Math.max(Math.min(r.left + r.width * p, r.right - 1), r.left + 1), y = Math.max(Math.min(r.top + r.height * ps[i + 1], r.bottom - 1), r.top + 1);
           if (x < 0 || y < 0 || x >= innerWidth || y >= innerHeight) return;
           all = pts.push([x, y]);
-          var e = elementsFromPoint(x, y).find(function (e) { return a.contains(e) || paints(e, x, y, e.contains(a) && !sunk(a, e)); });
+          var e = (root !== document && rootPoint ? rootPoint.call(root, x, y) : elementsFromPoint(x, y)).find(function (e) { return a.contains(e) || paints(e, x, y, a); });
           if (!e || !a.contains(e)) n++;
         });
       });
@@ -1219,15 +1223,18 @@
   // 8 pixels wide into it (a card's frame, an overlay's ring of 1
   // pixel, paints over no link), or text; not one hidden or at opacity
   // below one half (a Material ripple's disc, a tooltip, waiting for the
-  // pointer, faint under it). An ancestor of the link (up) is
-  // found over it only by such paint, or its own text: its box is under
-  // the link, unless the link is sunk under it (sunk). One at opacity 0, or in one, paints nothing. A shadow host
-  // (a consent banner's custom element) paints what its open shadow root
-  // paints at the point: the document finds the host, not what is in it.
-  function paints(e, x, y, up) {
+  // pointer, faint under it). An ancestor of link a (its shadow hosts
+  // too) is found over it only by such paint, or its own text: its box
+  // is under the link, unless the link is sunk under it (sunk). One at
+  // opacity 0, or in one, paints nothing. A shadow host (a consent
+  // banner's custom element) paints what its open shadow root paints at
+  // the point over the link (one slotted in it): the document finds the
+  // host, not what is in it.
+  function paints(e, x, y, a) {
     if (e.checkVisibility && !e.checkVisibility({ opacityProperty: true })) return false;
-    var st = getComputedStyle(e), sr = e.shadowRoot, own = !up && at([e.getBoundingClientRect()], x, y);
-    return (!!sr && !!sr.elementsFromPoint && sr.elementsFromPoint(x, y).some(function (s) { return s !== e && sr.contains(s) && paints(s, x, y); })) ||
+    var st = getComputedStyle(e), sr = e.shadowRoot, own = !(holds(e, a) && !sunk(a, e)) && at([e.getBoundingClientRect()], x, y),
+      f = sr && sr.elementsFromPoint && sr.elementsFromPoint(x, y).find(function (s) { return s !== e && (a.contains(s) || (sr.contains(s) && paints(s, x, y, a))); });
+    return (!!f && !a.contains(f)) ||
       (own && (/^(img|video|canvas|svg|iframe|object|embed|input|textarea|select|button)$/.test(e.localName) || !!e.ownerSVGElement || fills(st))) ||
       ((alpha(st.color) > 0 || st.textShadow !== "none") && Array.prototype.some.call(e.childNodes, function (t) {
         var q = createRange();
@@ -1238,6 +1245,13 @@
         var s = getComputedStyle(e, p);
         return !/^(none|normal)$/.test(s.content) && s.visibility === "visible" && s.opacity >= 0.5 && (fills(s, 8) || (s.content !== '""' && alpha(s.color) > 0));
       });
+  }
+
+  // holds tells whether e is link a or a box around it, across shadow
+  // roots.
+  function holds(e, a) {
+    for (var n = a; n; n = parentOf(n)) if (n === e) return true;
+    return false;
   }
 
   // sunk tells whether link a lies under the box of its ancestor e: a
