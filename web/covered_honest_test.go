@@ -461,56 +461,67 @@ func TestCoverCheckThrowSkipsNoLink(t *testing.T) {
 	}
 }
 
-// TestShadowRootServerLinkBills: an ad URL of a server answer that a
-// page built of custom elements places in an open shadow root, and has
+// TestShadowRootServerLink: an ad URL of a server answer that a page
+// built of custom elements places in an open shadow root, and has
 // adlink.watch look at, is judged as one in the document: in view and
 // under nothing, it keeps its signature, its impression counts, and the
-// reader's click bills.
-func TestShadowRootServerLinkBills(t *testing.T) {
-	br, b, href, u := serverLinkInChrome(t)
-	ip := "2001:db8:" + strconv.FormatInt(readers.Add(1), 16) + "::1"
-	left := make(chan string, 4)
-	site := publisher(t, map[string]string{"/page.html": publisherPage("de-DE", b.URL, `<p>Hallo.</p>`)})
-	intercept(t, br, interception{local: []string{b.URL + "/", site + "/"}, left: left, header: [2]string{"X-Forwarded-For", ip}})
-	start := time.Now().Add(-time.Minute)
-	br.view(t, site+"/page.html")
-	// The article is a custom element; the ad's link is in its shadow
-	// root, in a paragraph of the article's text.
-	const place = `(href) => { const h = document.body.appendChild(document.createElement("x-article")), r = h.attachShadow({mode: "open"});
-		r.innerHTML = '<style>:host{display:block;background:#fff}p{font-size:20px;margin:0;padding:20px}</style><p>Zum Angebot: <a id="server-ad"></a>, heute.</p>';
-		const a = r.getElementById("server-ad"); a.href = href; a.textContent = "ein Handy"; return true; }`
-	evalCall[bool](t, br, place, href)
-	const link = `document.querySelector("x-article").shadowRoot.getElementById("server-ad")`
-	if n := eval[int](t, br, `adlink.watch(document.querySelector("x-article").shadowRoot)`); n != 1 {
-		t.Fatalf("adlink.watch took %d links, want the one", n)
-	}
-	time.Sleep(1500 * time.Millisecond) // the link seen, and judged again
-	if got := eval[string](t, br, link+`.href`); got != href {
-		t.Fatalf("the link in view is %s, want the answer's %s", got, href)
-	}
-	rd := reader{ip: ip}
-	var imps []string
-	for end := time.Now().Add(10 * time.Second); len(imps) == 0 && time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
-		imps = rd.impressionsOf(b, u.Query().Get("adId"), start)
-	}
-	if len(imps) != 1 {
-		t.Errorf("impressions of the ad in view: %q, want one", imps)
-	}
-	xy := eval[[2]float64](t, br, `(() => { const r = `+link+`.getBoundingClientRect(); return [r.left + r.width / 2, r.top + r.height / 2]; })()`)
-	br.do(t, chromedp.MouseClickXY(xy[0], xy[1]))
-	select {
-	case <-left:
-	case <-time.After(20 * time.Second):
-		t.Fatal("the click never left for the landing page")
-	}
-	var logged []clicks.Click
-	b.clicks.Scan(context.Background(), start, time.Now().Add(time.Minute), func(c clicks.Click) error {
-		if c.AdID == u.Query().Get("adId") && c.IP == ip {
-			logged = append(logged, c)
-		}
-		return nil
-	})
-	if len(logged) != 1 || !logged[0].Billable {
-		t.Errorf("clicks recorded: %+v; want one, billable", logged)
+// reader's click bills; under an opaque box of the document that lets
+// clicks through, it goes without its signature, with no impression, and
+// the click through the box bills nothing.
+func TestShadowRootServerLink(t *testing.T) {
+	for _, covered := range []bool{false, true} {
+		t.Run(map[bool]string{false: "in view", true: "covered"}[covered], func(t *testing.T) {
+			br, b, href, u := serverLinkInChrome(t)
+			ip := "2001:db8:" + strconv.FormatInt(readers.Add(1), 16) + "::1"
+			left := make(chan string, 4)
+			site := publisher(t, map[string]string{"/page.html": publisherPage("de-DE", b.URL, `<p>Hallo.</p>`)})
+			intercept(t, br, interception{local: []string{b.URL + "/", site + "/"}, left: left, header: [2]string{"X-Forwarded-For", ip}})
+			start := time.Now().Add(-time.Minute)
+			br.view(t, site+"/page.html")
+			// The article is a custom element; the ad's link is in its
+			// shadow root, in a paragraph of the article's text.
+			const place = `(href, covered) => { const h = document.body.appendChild(document.createElement("x-article")), r = h.attachShadow({mode: "open"});
+				r.innerHTML = '<style>:host{display:block;background:#fff}p{font-size:20px;margin:0;padding:20px}</style><p>Zum Angebot: <a id="server-ad"></a>, heute.</p>';
+				const a = r.getElementById("server-ad"); a.href = href; a.textContent = "ein Handy";
+				if (covered) document.body.append(Object.assign(document.createElement("div"), {style: "position:fixed;inset:0;background:#fff;pointer-events:none"}));
+				return true; }`
+			evalCall[bool](t, br, place, href, covered)
+			const link = `document.querySelector("x-article").shadowRoot.getElementById("server-ad")`
+			if n := eval[int](t, br, `adlink.watch(document.querySelector("x-article").shadowRoot)`); n != 1 {
+				t.Fatalf("adlink.watch took %d links, want the one", n)
+			}
+			if covered && pollHref(t, br, `(() => { const h = `+link+`.href; return /[?&]sig=/.test(h) ? false : h; })()`) == "" {
+				t.Fatal("the covered link kept its signature")
+			}
+			time.Sleep(1500 * time.Millisecond) // the link seen, and judged again
+			if got := eval[string](t, br, link+`.href`); !covered && got != href {
+				t.Fatalf("the link in view is %s, want the answer's %s", got, href)
+			}
+			rd := reader{ip: ip}
+			var imps []string
+			for end := time.Now().Add(5 * time.Second); len(imps) == 0 && time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+				imps = rd.impressionsOf(b, u.Query().Get("adId"), start)
+			}
+			if len(imps) != map[bool]int{false: 1, true: 0}[covered] {
+				t.Errorf("impressions of the ad: %q, want %d", imps, map[bool]int{false: 1, true: 0}[covered])
+			}
+			xy := eval[[2]float64](t, br, `(() => { const r = `+link+`.getBoundingClientRect(); return [r.left + r.width / 2, r.top + r.height / 2]; })()`)
+			br.do(t, chromedp.MouseClickXY(xy[0], xy[1]))
+			select {
+			case <-left:
+			case <-time.After(20 * time.Second):
+				t.Fatal("the click never left for the landing page")
+			}
+			var logged []clicks.Click
+			b.clicks.Scan(context.Background(), start, time.Now().Add(time.Minute), func(c clicks.Click) error {
+				if c.AdID == u.Query().Get("adId") && c.IP == ip {
+					logged = append(logged, c)
+				}
+				return nil
+			})
+			if len(logged) != 1 || logged[0].Billable == covered {
+				t.Errorf("clicks recorded: %+v; want one, billable: %v", logged, !covered)
+			}
+		})
 	}
 }
