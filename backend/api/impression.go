@@ -214,12 +214,18 @@ func parseImpression(v url.Values) (apiKey, siteID, page string, ads []contract.
 	case n > MaxImpressionAds:
 		invalid("ad", "at most "+strconv.Itoa(MaxImpressionAds)+" ad parameters, not "+strconv.Itoa(n))
 	}
-	if raw := v.Get("age"); raw != "" {
-		// Longer than a day is no window's: it is taken as a day.
-		if ms, perr := strconv.ParseInt(raw, 10, 64); perr != nil || ms < 0 {
+	switch raw := v["age"]; {
+	case len(raw) > 1:
+		// Which one would count is the client's to pick: none does.
+		invalid("age", "at most one age parameter, not "+strconv.Itoa(len(raw)))
+	case len(raw) == 1 && raw[0] != "":
+		// Digits only (no sign, no spaces). Longer than a day is no
+		// window's: it is taken as a day, however many digits it has.
+		ms, perr := strconv.ParseUint(raw[0], 10, 64)
+		if perr != nil && !errors.Is(perr, strconv.ErrRange) {
 			invalid("age", "age must be whole milliseconds, 0 or more")
 		} else {
-			age = time.Duration(min(ms, int64(MaxImpressionAge/time.Millisecond))) * time.Millisecond
+			age = time.Duration(min(ms, uint64(MaxImpressionAge/time.Millisecond))) * time.Millisecond
 		}
 	}
 	if len(problems) == 0 {

@@ -183,6 +183,11 @@ func TestImpressionBadInput(t *testing.T) {
 		{"another partner's ad", "api_key=k2&site_id=blog&url=http://blog.example/&ad=" + ad(links[0]), 400, "ad"},
 		{"a page of another site", "api_key=demo&site_id=demo&url=http://evil.example/&ad=" + ad(links[0]), 403, "url"},
 		{"unknown key", "api_key=nope&site_id=demo&url=http://localhost/&ad=" + ad(setParam(links[0], "api_key", "nope")), 401, "api_key"},
+		{"negative age", "api_key=demo&site_id=demo&url=http://localhost/&age=-1&ad=" + ad(links[0]), 400, "age"},
+		{"age not a number", "api_key=demo&site_id=demo&url=http://localhost/&age=1e3&ad=" + ad(links[0]), 400, "age"},
+		{"age with a sign", "api_key=demo&site_id=demo&url=http://localhost/&age=%2B5&ad=" + ad(links[0]), 400, "age"},
+		{"two ages", "api_key=demo&site_id=demo&url=http://localhost/&age=0&age=1800000&ad=" + ad(links[0]), 400, "age"},
+		{"an age and an empty one", "api_key=demo&site_id=demo&url=http://localhost/&age=&age=5&ad=" + ad(links[0]), 400, "age"},
 	} {
 		res := env.do(t, "/v1/impression?"+tt.query, "198.51.100.7", browserUA)
 		body := readBody(t, res)
@@ -762,7 +767,7 @@ func TestImpressionRetryCountsInItsWindow(t *testing.T) {
 		t.Errorf("a beacon without age in the next window: %d impressions, want 2", len(env.impressions(t)))
 	}
 	const script = "203.0.113.9"
-	for _, age := range []string{"0", "60000", "1740000", "1800000", "1860000", "3600000", "36000000", "172800000", "9223372036854775807"} {
+	for _, age := range []string{"0", "60000", "1740000", "1800000", "1860000", "3600000", "36000000", "172800000", "9223372036854775807", "99999999999999999999999"} {
 		if status, e := env.beaconAged(t, script, age, link...); status != http.StatusOK {
 			t.Fatalf("age=%s: %d %+v", age, status, e)
 		}
