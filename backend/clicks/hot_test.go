@@ -174,3 +174,67 @@ func TestAppendedPagesAreFull(t *testing.T) {
 		return nil
 	})
 }
+
+// TestCountsOfOldAndNewVersionsAddUp checks that a day written by a
+// version that kept counts under 'p' and 'q' keys, then by this one,
+// then by the old one again (its records after this one's, under the
+// bucket's next sequence), is read back with every count: the caps hold
+// across an upgrade and a return to the old version on one day.
+func TestCountsOfOldAndNewVersionsAddUp(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	at := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	const prefix = "2001:db8:1::/48"
+	old := func() { // a claim on ad "a" as the old version appends it
+		t.Helper()
+		db, _ := openWindows(t, dir)
+		defer db.Close()
+		err := db.Update(func(tx *bolt.Tx) error {
+			b, err := tx.Bucket(windowsBucket).CreateBucketIfNotExists(dayKey(dayOf(at)))
+			if err != nil {
+				return err
+			}
+			if err := appendRecord(b, 'p', []byte(prefix)); err != nil {
+				return err
+			}
+			return appendRecord(b, 'q', []byte(prefix+"\x00a"))
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := 0
+	claimOn := func(ad string, limit, adLimit int) string { // from a network of its own
+		t.Helper()
+		db, w := openWindows(t, dir)
+		defer db.Close()
+		n++
+		reason, err := w.Claim(ctx, Claim{Network: fmt.Sprintf("2001:db8:1:%x::/64", n), AdID: ad, At: at,
+			Prefix: prefix, PrefixLimit: limit, PrefixAdLimit: adLimit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return reason
+	}
+	old()
+	if r := claimOn("a", 10, 10); r != "" {
+		t.Fatalf("the new version's claim after the old one's: %q", r)
+	}
+	old()
+	// Three claims of the prefix, all on "a": a cap of 3 is reached on
+	// all ads and on "a", a cap of 4 on neither until a fourth bills.
+	for _, tc := range []struct {
+		ad             string
+		limit, adLimit int
+		want           string
+	}{
+		{"b", 3, 10, ReasonPrefixCap},
+		{"a", 10, 3, ReasonPrefixAdCap},
+		{"a", 4, 4, ""},
+		{"b", 4, 10, ReasonPrefixCap},
+	} {
+		if got := claimOn(tc.ad, tc.limit, tc.adLimit); got != tc.want {
+			t.Errorf("on %s, caps %d and %d per ad: %q, want %q", tc.ad, tc.limit, tc.adLimit, got, tc.want)
+		}
+	}
+}
