@@ -289,6 +289,12 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 	if a.pg != nil {
 		epoch = a.creditEpoch(context.Background())
 	}
+	// The replica's id, kept in its data directory, marks the flags it
+	// raises: after a restart it still knows which are its own.
+	replica, err := budget.LoadOrCreateReplica(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
 	// Today's spend is read now, so an advertiser stopped before a
 	// restart stays stopped.
 	// A reload that changes the budgets reads the day's spend again.
@@ -296,7 +302,7 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 	// next Sync. With Postgres the spend it reads is every replica's, so
 	// a flag stops an advertiser only when that spend says so.
 	cat.newGate = func(ctx context.Context, budgets map[string]accounts.Budget) (*budget.Gate, error) {
-		g, err := budget.New(ctx, budget.Options{Budgets: budgets, Spent: a.Rollups, Flags: flags, Shared: a.pg != nil, Now: opts.Now})
+		g, err := budget.New(ctx, budget.Options{Budgets: budgets, Spent: a.Rollups, Flags: flags, Shared: a.pg != nil, Replica: replica, Now: opts.Now})
 		if err == nil && flags != nil {
 			if err := g.Sync(ctx); err != nil {
 				log.Warn("budget: the new gate's first read of the shared flags", "err", err)

@@ -316,3 +316,44 @@ func TestBboltCreditShowsAgainOnTheOtherReplica(t *testing.T) {
 		return a.shows(t, "SHOP.2.B1") && b.shows(t, "SHOP.2.B1")
 	})
 }
+
+// TestBboltCreditWhileRedisIsDownThenRestart: two replicas of one Redis,
+// each with its own bbolt file. A click on A spends shop-b.example's
+// budget and raises its flag, which stops it on B too. A credit of that
+// click on A runs while Redis does not answer, so the flag stays up, and
+// A restarts before Redis answers again. The flag names A as its raiser
+// (its replica id, kept in its data directory), so once Redis answers A
+// finds it its own, its own spend under the budget, and takes it down:
+// both replicas show the advertiser again.
+func TestBboltCreditWhileRedisIsDownThenRestart(t *testing.T) {
+	rs := testredis.Start(t, testredis.Options{Persist: true})
+	set := func(cfg *config.Config) { cfg.RedisURL = rs.URL() }
+	a := startAccountsWith(t, listingPartners, invalidateAdvertisers, listingAds(), set)
+	b := startAccountsWith(t, listingPartners, invalidateAdvertisers, listingAds(), set)
+	linkA := a.tagged(t, "key-one", "site-one", "t", "SHOP.2.B1", 1)[0]
+	if first := a.follow(t, http.MethodGet, linkA, 1); !a.billed(t, first.id) {
+		t.Fatal("shop-b.example's click on A did not bill")
+	}
+	eventually(t, "shop-b.example out of both replicas' answers", func() bool {
+		return !a.shows(t, "SHOP.2.B1") && !b.shows(t, "SHOP.2.B1")
+	})
+	flags, day := budgetFlags(t, rs.URL())
+	if raised, err := flags.Raised(t.Context(), day); err != nil || len(raised) != 1 {
+		t.Fatalf("the click raised %v (%v), want shop-b.example's flag", raised, err)
+	}
+	rs.Kill()
+	today := time.Now().UTC().Format(time.DateOnly)
+	status, body := a.invalidate(t, url.Values{"ad": {"SHOP.2.B1"}, "from": {today}, "to": {today}, "reason": {"click farm"}}, nil)
+	if status != http.StatusOK || !strings.Contains(body, `"clicks":1`) {
+		t.Fatalf("credit on A: %d %s", status, body)
+	}
+	a.restart(t)
+	rs.Start()
+	eventually(t, "A's flag taken down once Redis answers", func() bool {
+		raised, err := flags.Raised(t.Context(), day)
+		return err == nil && len(raised) == 0
+	})
+	eventually(t, "shop-b.example back in both replicas' answers", func() bool {
+		return a.shows(t, "SHOP.2.B1") && b.shows(t, "SHOP.2.B1")
+	})
+}

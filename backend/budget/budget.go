@@ -56,6 +56,10 @@ type Flags interface {
 	// it names, with a nonce or without: a credit (Gate.Reread) gave its
 	// budget room again.
 	Clear(ctx context.Context, advertiser string, day clicks.BudgetDay) error
+	// Remove takes down flags, as Raised returned them, on day, and no
+	// other: a replica's own flags (Options.Replica) whose budget its own
+	// store holds unspent.
+	Remove(ctx context.Context, flags []string, day clicks.BudgetDay) error
 }
 
 // Options are what a Gate needs.
@@ -82,6 +86,15 @@ type Options struct {
 	// advertiser a flag stopped once no flag stops it and its own store
 	// holds it under its budget.
 	Shared bool
+	// Replica, when set, is this replica's id (LoadOrCreateReplica), kept
+	// in its data directory: each raise's nonce starts with it, so that
+	// without a shared store the gate knows its own flags from the flags
+	// themselves, after a restart too. Sync takes down a flag of its own
+	// whose budget its own store holds unspent (a credit whose Clear
+	// Redis did not take, the replica restarted since). Two replicas must
+	// not share one. Empty, raises have a nonce of no replica, as older
+	// replicas' do, and no flag is this gate's own after a restart.
+	Replica string
 	// Now is the server's clock; nil is time.Now.
 	Now func() time.Time
 	// Rand draws whether a paced advertiser is shown: a number in [0, 1);
@@ -118,6 +131,8 @@ type Gate struct {
 	cleared atomic.Uint64
 	// shared is Options.Shared.
 	shared bool
+	// replica is Options.Replica.
+	replica string
 	// checkMu guards checked and trusted: checked, the flags the store
 	// said were stale (the advertiser under its budget), with when it
 	// said so, kept while they stay raised, so that Sync reads the store
@@ -193,8 +208,11 @@ func (d *day) stop(i int) {
 // New returns the gate of o's budgets, with today's spend read from
 // o.Spent, so that an advertiser stopped before a restart stays stopped.
 func New(ctx context.Context, o Options) (*Gate, error) {
-	g := &Gate{spent: o.Spent, flags: o.Flags, now: o.Now, rand: o.Rand, shared: o.Shared,
+	g := &Gate{spent: o.Spent, flags: o.Flags, now: o.Now, rand: o.Rand, shared: o.Shared, replica: o.Replica,
 		checked: map[dayFlag]time.Time{}, trusted: map[dayFlag]int{}}
+	if g.replica != "" && !ValidReplica(g.replica) {
+		return nil, fmt.Errorf("budget: replica id %.40q: want %d digits or lower-case letters", g.replica, replicaLen)
+	}
 	if g.now == nil {
 		g.now = time.Now
 	}
@@ -654,7 +672,7 @@ func (g *Gate) Clicked(ctx context.Context, cs ...*clicks.Click) error {
 	}
 	if len(due) == 1 {
 		i := due[0].i
-		return g.raise(ctx, i, due[0].d, raiseOf(g.ids[i], g.budgets[i].DailyMicros))
+		return g.raise(ctx, i, due[0].d, g.raiseOf(i))
 	}
 	// By date, then advertiser: the order every reader of several
 	// advertisers takes their lowerMu in (readLate's too).
@@ -709,7 +727,7 @@ func (g *Gate) raiseAll(ctx context.Context, due []dueRead) error {
 	for _, r := range due {
 		id := g.ids[r.i]
 		if g.raiseTo(r.i, r.d, spent[id]) && g.flags != nil && first == nil {
-			if err := g.flags.Raise(ctx, raiseOf(id, g.budgets[r.i].DailyMicros), n); err != nil {
+			if err := g.flags.Raise(ctx, g.raiseOf(r.i), n); err != nil {
 				first = fmt.Errorf("budget: raising the flag of %s: %w", id, err)
 			}
 		}
@@ -759,6 +777,10 @@ func (g *Gate) Sync(ctx context.Context) error {
 		g.stopRaised(ctx, raised, n, current, gen, &reads)
 		if !g.shared {
 			if err := g.raiseAgain(ctx, raised, n, current); err != nil && first == nil {
+				first = err
+			}
+			var err error
+			if raised, err = g.takeDown(ctx, raised, n, current); err != nil && first == nil {
 				first = err
 			}
 			if err := g.showAgain(ctx, raised, n, current); err != nil && first == nil {
@@ -879,7 +901,7 @@ func (g *Gate) raiseAgain(ctx context.Context, raised []string, n clicks.BudgetD
 			g.lowerMu[i].RLock()
 			var err error
 			if d.spentHere[i].Load() {
-				if err = g.flags.Raise(ctx, raiseOf(g.ids[i], g.budgets[i].DailyMicros), n); err == nil {
+				if err = g.flags.Raise(ctx, g.raiseOf(i), n); err == nil {
 					d.mine[i].Store(true)
 				}
 			}
@@ -890,6 +912,92 @@ func (g *Gate) raiseAgain(ctx context.Context, raised []string, n clicks.BudgetD
 		}
 	}
 	return nil
+}
+
+// takeDown takes down, without a shared store, this replica's own flags
+// (ownFlag) of day n of advertisers whose budget its own store holds
+// unspent: a credit here gave the budget room again and Redis did not
+// take its Clear, or the replica restarted since and forgot the flag was
+// its own (mine). Nothing else would take such a flag down, and every
+// replica would leave the advertiser out for the rest of its day. Only
+// its own: another replica's flag tells that replica's own spend. It
+// reads this replica's store only for a flag of an advertiser it does
+// not hold spent here (spentHere), as Reread's lower does, under i's
+// lowerMu; an own flag of a smaller budget than this gate's stops
+// nobody here and is left up. It returns raised, the day's flags,
+// without those it took down, and the first error, after which it tries
+// no more.
+func (g *Gate) takeDown(ctx context.Context, raised []string, n clicks.BudgetDay, current []*day) ([]string, error) {
+	if g.replica == "" {
+		return raised, nil
+	}
+	var down []string
+	for _, f := range raised {
+		if !ownFlag(f, g.replica) {
+			continue
+		}
+		id, at := parseFlag(f)
+		i, ok := slices.BinarySearch(g.ids, id)
+		if !ok {
+			continue
+		}
+		d := current[g.zoneOf[i]]
+		if d == nil || d.n != n || at < g.budgets[i].DailyMicros {
+			continue
+		}
+		if !d.spentHere[i].Load() {
+			dropped, err := g.dropOwn(ctx, i, d, f)
+			if dropped {
+				down = append(down, f)
+				continue
+			}
+			if err != nil {
+				return without(raised, down), err
+			}
+		}
+		d.mine[i].Store(true) // up: a credit here takes it down
+	}
+	return without(raised, down), nil
+}
+
+// without returns flags without those of down, a copy when down holds
+// any.
+func without(flags, down []string) []string {
+	if len(down) == 0 {
+		return flags
+	}
+	return slices.DeleteFunc(slices.Clone(flags), func(f string) bool { return slices.Contains(down, f) })
+}
+
+// dropOwn reads advertiser i's spend of d in this replica's own store
+// and takes down f, a flag of i's of its own, when it is under the
+// budget, reporting whether it did; a spend that reaches it is kept, and
+// f stays up. Under i's lowerMu, as Reread's lower: a click that reads
+// the spend after this read and reaches the budget raises a flag of its
+// own nonce, which stays. A read past raiseTimeout fails.
+func (g *Gate) dropOwn(ctx context.Context, i int, d *day, f string) (bool, error) {
+	g.lowerMu[i].Lock()
+	defer g.lowerMu[i].Unlock()
+	if d.spentHere[i].Load() {
+		return false, nil
+	}
+	rctx, cancel := context.WithTimeout(ctx, raiseTimeout)
+	s, err := g.spent.SpentOn(rctx, g.ids[i], d.n)
+	cancel()
+	if err != nil {
+		return false, fmt.Errorf("budget: reading the spend of %s: %w", g.ids[i], err)
+	}
+	if s >= g.budgets[i].DailyMicros {
+		g.raiseTo(i, d, s)
+		return false, nil
+	}
+	if err := g.flags.Remove(ctx, []string{f}, d.n); err != nil {
+		return false, fmt.Errorf("budget: taking down the flag of %s: %w", g.ids[i], err)
+	}
+	// As lower's Clear: a Sync that read the flags before stops nobody
+	// with them.
+	g.cleared.Add(1)
+	return true, nil
 }
 
 // showAgain shows again, without a shared store, the advertisers of day
@@ -1146,9 +1254,30 @@ func flagOf(id string, daily int64) string { return id + "@" + strconv.FormatInt
 // adds: its text (flagOf) and "#" a random nonce, so that each raise is a
 // flag of its own. A real crossing of a budget whose stale flag is still
 // up, or was taken down and raised again between two Syncs, is then a
-// flag a Sync has not checked, not one it found stale.
-func raiseOf(id string, daily int64) string {
-	return flagOf(id, daily) + "#" + strconv.FormatUint(rand.Uint64(), 36)
+// flag a Sync has not checked, not one it found stale. With replica, a
+// replica id, the nonce is the id and then the random part, each
+// replicaLen long (ownFlag); without, the random part alone, unpadded, as
+// older replicas raise it.
+func raiseOf(id string, daily int64, replica string) string {
+	if replica == "" {
+		return flagOf(id, daily) + "#" + strconv.FormatUint(rand.Uint64(), 36)
+	}
+	return flagOf(id, daily) + "#" + replica + pad(rand.Uint64())
+}
+
+// raiseOf is the flag a raise of advertiser i's budget adds here.
+func (g *Gate) raiseOf(i int) string { return raiseOf(g.ids[i], g.budgets[i].DailyMicros, g.replica) }
+
+// ownFlag reports whether flag f was raised by the replica of id replica
+// (raiseOf): its nonce is that id and a random part, and it names a
+// budget. False for every flag when replica is empty.
+func ownFlag(f, replica string) bool {
+	i := strings.LastIndexByte(f, '#')
+	if replica == "" || i < 0 || len(f)-i-1 != 2*replicaLen || !strings.HasPrefix(f[i+1:], replica) {
+		return false
+	}
+	_, n := parseFlag(f)
+	return n > 0
 }
 
 // parseFlag reads a flag: the advertiser, and the budget it spent, or 0

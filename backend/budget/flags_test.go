@@ -35,6 +35,11 @@ func (f *flags) Clear(_ context.Context, adv string, _ clicks.BudgetDay) error {
 	return nil
 }
 
+func (f *flags) Remove(_ context.Context, down []string, _ clicks.BudgetDay) error {
+	f.raised = slices.DeleteFunc(f.raised, func(fl string) bool { return slices.Contains(down, fl) })
+	return nil
+}
+
 func (f *flags) Raised(context.Context, clicks.BudgetDay) ([]string, error) {
 	return slices.Clone(f.raised), f.readErr
 }
@@ -161,11 +166,11 @@ func FuzzParseFlag(f *testing.F) {
 		if got, n := parseFlag(flagOf(id, daily)); got != id || n != daily {
 			t.Errorf("parseFlag(flagOf(%q, %d)) = %q, %d", id, daily, got, n)
 		}
-		r := raiseOf(id, daily)
+		r := raiseOf(id, daily, "")
 		if got, n := parseFlag(r); got != id || n != daily {
 			t.Errorf("parseFlag(raiseOf(%q, %d)) = %q, %d (%q)", id, daily, got, n, r)
 		}
-		if r == raiseOf(id, daily) {
+		if r == raiseOf(id, daily, "") {
 			t.Errorf("two raises of %q, %d are one flag, %q", id, daily, r)
 		}
 	})
@@ -184,6 +189,8 @@ func (f *dayFlags) Raise(_ context.Context, flag string, day clicks.BudgetDay) e
 }
 
 func (f *dayFlags) Clear(context.Context, string, clicks.BudgetDay) error { return nil }
+
+func (f *dayFlags) Remove(context.Context, []string, clicks.BudgetDay) error { return nil }
 
 func (f *dayFlags) Raised(_ context.Context, day clicks.BudgetDay) ([]string, error) {
 	return slices.Clone(f.raised[day]), f.readErr[day]

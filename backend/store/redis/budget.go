@@ -110,3 +110,23 @@ func (f *BudgetFlags) Clear(ctx context.Context, advertiser string, day clicks.B
 	}
 	return nil
 }
+
+// Remove implements budget.Flags: it takes flags out of the set of day,
+// in one SREM, and no other. While Redis does not answer it counts a
+// fallback and says so: the gate tries again at its next Sync.
+func (f *BudgetFlags) Remove(ctx context.Context, flags []string, day clicks.BudgetDay) error {
+	if len(flags) == 0 {
+		return nil
+	}
+	key := f.key(day)
+	members := make([]any, len(flags))
+	for i, fl := range flags {
+		members[i] = fl
+	}
+	if !f.c.call(ctx, f.count, key, func(ctx context.Context) error {
+		return f.c.rdb.SRem(ctx, key, members...).Err()
+	}) {
+		return errFlagsDown
+	}
+	return nil
+}
