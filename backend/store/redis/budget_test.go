@@ -154,7 +154,8 @@ func TestBudgetFlagLastsTheAdvertisersDay(t *testing.T) {
 }
 
 // Clear takes down every flag of one advertiser on one day, whatever
-// budget it names, with a raise's nonce or without, and no other
+// budget it names, with a raise's nonce (a replica's id in it or not) or
+// without, and no other
 // advertiser's (one whose id begins with it, or holds "@"), nor the
 // advertiser's flags of another day; on one Redis and on a cluster.
 func TestBudgetFlagsClear(t *testing.T) {
@@ -170,7 +171,7 @@ func TestBudgetFlagsClear(t *testing.T) {
 			f := c.BudgetFlags()
 			day := clicks.BudgetDay(20_500)
 			for _, fl := range []string{"a.example@10", "a.example@20", "a.example", "a.example@10#k3x9", "a.example@10#1z",
-				"a.example@b@10", "a.example.org@10", "a.example.org@10#k3x9", "b.example@10", "a.example@10#K", "a.example@10#"} {
+				"a.example@10#0000000000r1d00000000000x9", "a.example@b@10", "a.example.org@10", "a.example.org@10#k3x9", "b.example@10", "a.example@10#K", "a.example@10#"} {
 				if err := f.Raise(t.Context(), fl, day); err != nil {
 					t.Fatal(err)
 				}
@@ -191,6 +192,49 @@ func TestBudgetFlagsClear(t *testing.T) {
 			}
 			if got, _ := f.Raised(t.Context(), day+1); !slices.Equal(got, []string{"a.example@10"}) {
 				t.Errorf("after Clear, the next day's flags %v, want a.example's", got)
+			}
+		})
+	}
+}
+
+// Remove takes down the flags it is given, a replica's own raises, and
+// no other: not another raise of the same budget, nor another
+// advertiser's, nor the same flag on another day; on one Redis and on a
+// cluster.
+func TestBudgetFlagsRemove(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		url  func(t *testing.T) string
+	}{
+		{"one", func(t *testing.T) string { return testredis.Start(t, testredis.Options{}).URL() }},
+		{"cluster", func(t *testing.T) string { return testredis.StartCluster(t, testredis.Options{}).URL() }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := open(t, patient(tt.url(t)), redisstore.Options{Prefix: "remove:"})
+			f := c.BudgetFlags()
+			day := clicks.BudgetDay(20_500)
+			mine, theirs := "a.example@10#0000000000r1a00000000000x9", "a.example@10#0000000000r1b00000000000x9"
+			for _, fl := range []string{mine, theirs, "a.example@10", "b.example@10#0000000000r1a00000000000x9"} {
+				if err := f.Raise(t.Context(), fl, day); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := f.Raise(t.Context(), mine, day+1); err != nil {
+				t.Fatal(err)
+			}
+			if err := f.Remove(t.Context(), []string{mine}, day); err != nil {
+				t.Fatal(err)
+			}
+			got, err := f.Raised(t.Context(), day)
+			if err != nil {
+				t.Fatal(err)
+			}
+			slices.Sort(got)
+			if want := []string{"a.example@10", theirs, "b.example@10#0000000000r1a00000000000x9"}; !slices.Equal(got, want) {
+				t.Errorf("after Remove, the day's flags %v, want %v", got, want)
+			}
+			if got, _ := f.Raised(t.Context(), day+1); !slices.Equal(got, []string{mine}) {
+				t.Errorf("after Remove, the next day's flags %v, want %v", got, []string{mine})
 			}
 		})
 	}
