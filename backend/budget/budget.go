@@ -39,8 +39,9 @@ type Spender = clicks.SpendReader
 // Flags tell the replicas of one deployment which advertisers spent their
 // daily budget: the Gate whose click reaches a budget raises its flag
 // ("id@budget micros", so that a replica given a larger budget by a
-// reload is not stopped by a smaller one's, and "#" a nonce, so that
-// each raise is a flag of its own: raiseOf) on the budget's day, and
+// reload is not stopped by a smaller one's, and "#" a nonce, the
+// replica's id and a random part, so that each raise is a flag of its own
+// and its replica knows it its own: raiseOf) on the budget's day, and
 // every Gate reads the flags of its advertisers' days (Sync) and stops
 // those ads as its own clicks would have. redisstore.BudgetFlags keeps
 // them in Redis. Flags are a hint: the ledger still bills no click over a
@@ -84,7 +85,8 @@ type Options struct {
 	// up while its own store holds the budget spent (another replica's
 	// credit took it down, or Redis did not take it), and shows again an
 	// advertiser a flag stopped once no flag stops it and its own store
-	// holds it under its budget.
+	// holds it under its budget; with Replica, it also takes down a flag
+	// of this replica's own while its own store holds the budget unspent.
 	Shared bool
 	// Replica, when set, is this replica's id (LoadOrCreateReplica), kept
 	// in its data directory: each raise's nonce starts with it, so that
@@ -179,7 +181,8 @@ type day struct {
 	// store holds the budget spent, so that Sync raises the flag again
 	// when another replica's credit took it down; mine, that a flag this
 	// replica raised may be up, which its own credit takes down, and no
-	// other replica's flag.
+	// other replica's flag. A restart forgets mine; Sync sets it again
+	// from the flags up that name this replica (Options.Replica).
 	spentHere, mine []atomic.Bool
 }
 

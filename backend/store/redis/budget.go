@@ -16,8 +16,9 @@ import (
 // BudgetFlags are budget.Flags in Redis: one set per budget day
 // (clicks.BudgetDay, the date in the advertiser's time zone) of the flags
 // raised, each "id@budget micros#nonce" (an advertiser, the daily budget
-// its spend reached, and a nonce of its own, so that a raise adds a
-// member even while an earlier flag of the budget is up; older replicas
+// its spend reached, and a nonce of its own, the raising replica's id and
+// a random part, so that a raise adds a member even while an earlier flag
+// of the budget is up, and its replica knows it its own; older replicas
 // raise "id@budget micros" or a bare "id"), expiring two days after its
 // last flag. One SADD to one key: a raise is atomic on a Cluster too. A flag raised on an advertiser's day stops it on
 // that date wherever UTC's date is, and not on the next one; the sets
