@@ -66,6 +66,25 @@ const afterCover = `<style>#under .c{display:none}body::after{content:"";positio
 // down by the box's height.
 const afterInset = `<style>#under .c{display:none}body::after{content:"";position:fixed;left:0;top:0;right:0;height:60px;box-shadow:inset 0 60px 0 0 #fff;pointer-events:none}</style>`
 
+// importantCover is a comment's opaque box over the ad that lets clicks
+// through by a rule marked !important, more specific than one for every
+// element.
+const importantCover = `<style>#under .c{background:#fff;pointer-events:none!important}</style>`
+
+// inlineCover is an opaque box fixed over the top of the window (the
+// covered paragraph) that lets clicks through by its own style
+// attribute, marked !important; the paragraph's own box over the link
+// is gone.
+const inlineCover = `<style>#under .c{display:none}</style>` +
+	`<div id="lid" style="position:fixed;left:0;top:0;right:0;height:60px;background:#fff;pointer-events:none!important"></div>`
+
+// hostCover is a custom element fixed over the top of the window (the
+// covered paragraph), opaque, that lets clicks through by a rule of its
+// shadow root for its host marked !important, which beats the
+// document's rules.
+const hostCover = `<style>#under .c{display:none}</style><script>addEventListener("DOMContentLoaded", () => document.body.appendChild(document.createElement("x-lid")).attachShadow({mode: "open"}).innerHTML =
+	'<style>:host{position:fixed;left:0;top:0;right:0;height:60px;background:#fff;pointer-events:none!important}</style>')</script>`
+
 // TestCoveredLinkGetsNoImpression: an in-text ad the reader cannot see
 // because something is painted over it reports no impression and gets no
 // click token, and a reader's click that reaches it all the same (through
@@ -130,6 +149,18 @@ func TestCoveredLinkGetsNoImpression(t *testing.T) {
 		// height: no spread, no border, no background.
 		{name: "after inset shadow", cover: afterInset},
 		{name: "after inset shadow without v2", v1: true, cover: afterInset},
+		// A cover that lets clicks through by a rule marked !important,
+		// by its own style attribute marked so, by its shadow root's
+		// rule for its host, or by the style attribute of a box in its
+		// shadow root.
+		{name: "important rule", cover: importantCover},
+		{name: "important rule without v2", v1: true, cover: importantCover},
+		{name: "important style attribute", cover: inlineCover},
+		{name: "important style attribute without v2", v1: true, cover: inlineCover},
+		{name: "important host rule", cover: hostCover},
+		{name: "important host rule without v2", v1: true, cover: hostCover},
+		{name: "important style attribute in shadow root", cover: strings.Replace(shadowLayer(false), "pointer-events:none", "pointer-events:none!important", 1)},
+		{name: "important style attribute in shadow root without v2", v1: true, cover: strings.Replace(shadowLayer(false), "pointer-events:none", "pointer-events:none!important", 1)},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			br := newBrowser(t)
@@ -229,5 +260,68 @@ func TestCoveredServerLinkDoesNotBill(t *testing.T) {
 	})
 	if len(logged) != 2 || logged[0].Billable || logged[0].Reason != clicks.ReasonUnsigned || !logged[1].Billable {
 		t.Errorf("clicks recorded: %+v; want the covered one unsigned, then the one in view billable", logged)
+	}
+}
+
+// TestPinnedPointerEventsGivenBack: a page's empty layer over the whole
+// window (its toasts'), which lets clicks through by its own style
+// attribute marked !important, covers no link: the ad under it gets its
+// click token, and the reader's click through the layer bills. The
+// checks set that value to auto while they look and give it back as it
+// was, marked important, each time; an element whose style attribute
+// names pointer-events without marking it so keeps its attribute as it
+// was written.
+func TestPinnedPointerEventsGivenBack(t *testing.T) {
+	b := startBackend(t)
+	for _, v1 := range []bool{false, true} {
+		t.Run(map[bool]string{false: "v2", true: "without v2"}[v1], func(t *testing.T) {
+			br := newBrowser(t)
+			if v1 {
+				br.onEveryPage(t, `delete IntersectionObserverEntry.prototype.isVisible`)
+			}
+			// Counts the values of pointer-events the layer's style is set to.
+			br.onEveryPage(t, `(() => { const s = CSSStyleDeclaration.prototype.setProperty; window.pinned = [];
+				CSSStyleDeclaration.prototype.setProperty = function (p, v, i) { if (p === "pointer-events" && this === document.getElementById("toaster")?.style) pinned.push(v + " " + i); return s.apply(this, arguments); }; })()`)
+			page := `<style>body{background:#fff;color:#111;margin:0}p{font-size:20px;margin:0;padding:10px}</style>` +
+				`<article><p id="wrap">Das neue Apple iPhone 15 im Test.</p><p style="margin-bottom:3000px">Ende <span id="soft" style="pointer-events:none">.</span></p></article>` +
+				`<div id="toaster" style="position:fixed;inset:0;z-index:9999;pointer-events:none!important"></div>`
+			site := publisher(t, map[string]string{"/page.html": publisherPage("de-DE", b.URL, page)})
+			rd := asReader(t, br, b, site)
+			start := time.Now()
+			if r := br.view(t, site+"/page.html"); r.Source != "local" || r.Links < 1 {
+				t.Fatalf("%+v, want the ad matched in the page", r)
+			}
+			const link = `document.querySelector("#wrap a.adlink-intext")`
+			href := pollHref(t, br, `(() => { const a = `+link+`; return a && /[?&]ct=/.test(a.href) ? a.href : false; })()`)
+			if href == "" {
+				t.Fatalf("the link under the empty layer never got its click token: %s", eval[string](t, br, link+`.href`))
+			}
+			// The checks lifted the layer's own value and gave it back.
+			if pollHref(t, br, `pinned.length >= 2 && "lifted"`) == "" {
+				t.Fatalf("the layer's pointer-events was set to %q, want it lifted for the checks and given back", eval[[]string](t, br, `pinned`))
+			}
+			got := eval[[]string](t, br, `pinned`)
+			for i, v := range got {
+				if want := [2]string{"auto important", "none important"}[i%2]; v != want {
+					t.Errorf("the layer's pointer-events set to %q, want lifted and given back in turn", got)
+					break
+				}
+			}
+			if v := eval[string](t, br, `(() => { const s = document.getElementById("toaster").style; return s.getPropertyValue("pointer-events") + " " + s.getPropertyPriority("pointer-events"); })()`); v != "none important" {
+				t.Errorf("the layer's own pointer-events is now %q, want none, important", v)
+			}
+			if v := eval[string](t, br, `document.getElementById("soft").getAttribute("style")`); v != "pointer-events:none" {
+				t.Errorf("the style attribute the checks need not change is now %q", v)
+			}
+			ad := query(t, href).Get("adId")
+			time.Sleep(config.Default().ClickMinDelay)
+			eval[bool](t, br, link+`.removeAttribute("target"), true`)
+			xy := eval[[2]float64](t, br, `(() => { const r = `+link+`.getBoundingClientRect(); return [r.left + r.width / 2, r.top + r.height / 2]; })()`)
+			br.do(t, chromedp.MouseClickXY(xy[0], xy[1]))
+			rd.landed(t)
+			if logged := rd.clicksOn(b, ad, start); len(logged) != 1 || !logged[0].Billable {
+				t.Errorf("clicks on the ad: %+v, want one, billable", logged)
+			}
+		})
 	}
 }

@@ -1134,9 +1134,12 @@
   // to the link. Elements clicks fall through (pointer-events: none) are
   // found too: all take the pointer while it looks, their ::before and
   // ::after too, by a style sheet the document and each of its open
-  // shadow roots adopt and drop again in the same task, no
-  // change to the page's DOM: a document's sheet does not reach into a
-  // shadow root. Where a browser adopts no sheets, the element at the
+  // shadow roots adopt, first, and drop again in the same task: a
+  // document's sheet does not reach into a shadow root. Its rule is in a
+  // cascade layer, which a page's !important rule outside any layer,
+  // however specific, does not beat; one in the page's own style
+  // attribute does, and is set to auto there, marked important too,
+  // and given back as it was (pin). Where a browser adopts no sheets, the element at the
   // middle of the link's first box tells, one clicks fall through not found.
   // A link V2 doubts (doubted, or in doubt) that is on top at every point
   // may lie under paint outside another element's box (outerCovered).
@@ -1145,7 +1148,7 @@
   // nothing.
   var elementFromPoint = docFn("elementFromPoint"), elementsFromPoint = docFn("elementsFromPoint"),
     sheets = Object.getOwnPropertyDescriptor(docProto, "adoptedStyleSheets"), lift = null, was = null, lifting = 0,
-    rootSheets = window.ShadowRoot && Object.getOwnPropertyDescriptor(ShadowRoot.prototype, "adoptedStyleSheets"), rootsWere = [],
+    rootSheets = window.ShadowRoot && Object.getOwnPropertyDescriptor(ShadowRoot.prototype, "adoptedStyleSheets"), rootsWere = [], pinned = [],
     rootPoint = window.ShadowRoot && ShadowRoot.prototype.elementsFromPoint;
   function covered(a, doubted) {
     try {
@@ -1167,15 +1170,20 @@
     return lifted(function () {
       if (!was) {
         was = Array.prototype.slice.call(sheets.get.call(document));
-        if (!lift) (lift = new CSSStyleSheet()).replaceSync("*,::before,::after{pointer-events:auto!important}");
-        sheets.set.call(document, was.concat(lift));
+        // :host and ::slotted(*), in a shadow root's sheet, beat its own
+        // !important rules for its host and the elements slotted in it,
+        // which would beat the document's.
+        if (!lift) (lift = new CSSStyleSheet()).replaceSync("@layer{*,:host,::slotted(*),::before,::after{pointer-events:auto!important}}");
+        sheets.set.call(document, [lift].concat(was));
+        pin($$(PINNED));
         // The open shadow roots, those within them too, are found anew
         // each time: a page may attach one to an element at any time,
         // which no MutationObserver tells.
         if (rootSheets && rootSheets.set) (function walk(all) {
           for (var i = 0, r, w; i < all.length; i++) if ((r = all[i].shadowRoot)) {
             w = Array.prototype.slice.call(rootSheets.get.call(r));
-            rootSheets.set.call(r, w.concat(lift));
+            rootSheets.set.call(r, [lift].concat(w));
+            pin(r.querySelectorAll(PINNED));
             walk(r.querySelectorAll("*"), rootsWere.push([r, w]));
           }
         })(byTag("*"));
@@ -1196,7 +1204,8 @@
 
   // lifted runs f, and then gives the document and its shadow roots back
   // the page's own adopted style sheets (was, rootsWere) if covered added
-  // its own meanwhile, also should f throw. Called within another, it leaves that to the outer
+  // its own meanwhile, and the page's own values of what it pinned, also
+  // should f throw. Called within another, it leaves that to the outer
   // one: the links judged together (the observer's, each second's) have
   // the page's style worked out twice, not twice each.
   function lifted(f) {
@@ -1204,13 +1213,32 @@
     try {
       return f();
     } finally {
-      var w = was;
+      var w = was, p;
       if (!--lifting && w) {
         was = null;
+        p = pinned.splice(0);
         sheets.set.call(document, w);
         rootsWere.splice(0).forEach(function (r) { rootSheets.set.call(r[0], r[1]); });
+        p.forEach(function (q) { q[0].style.setProperty("pointer-events", q[1], "important"); });
+        // The list of paint outside boxes stays: only the style
+        // attributes pin set and gave back changed.
+        if (p.length && outerWatch) outerSeen(outerWatch.takeRecords().filter(function (m) {
+          return !p.some(function (q) { return q[0] === m.target && m.attributeName === "style"; });
+        }));
       }
     }
+  }
+
+  // pin has the elements of list (those with pointer-events in their
+  // style attribute) whose own style marks it important take the pointer
+  // too, as no style sheet's rule beats that: set to auto there, their
+  // value kept in pinned for lifted to give back.
+  var PINNED = '[style*="pointer-events" i]';
+  function pin(list) {
+    Array.prototype.forEach.call(list, function (e) {
+      var s = e.style;
+      if (s && s.getPropertyPriority("pointer-events")) pinned.push([e, s.getPropertyValue("pointer-events")]), s.setProperty("pointer-events", "auto", "important");
+    });
   }
 
   // paints tells whether an element over a link paints anything at the
@@ -1438,12 +1466,14 @@
   // change no paint.
   function outerWatching() {
     if (outerWatch) return outerWatch.observe(document, { subtree: true, childList: true, attributes: true, characterData: true });
-    outerWatch = Mutations ? new Mutations(function (ms) {
-      if (ms.some(function (m) { return m.type !== "attributes" || m.attributeName !== "href" || !watched.has(m.target); })) outerDrop();
-    }) : { observe: function () {}, disconnect: function () {}, takeRecords: function () { return []; } };
+    outerWatch = Mutations ? new Mutations(outerSeen) : { observe: function () {}, disconnect: function () {}, takeRecords: function () { return []; } };
     onDocument("scroll", outerDrop, { passive: true, capture: true });
     EventTarget.prototype.addEventListener.call(window, "resize", outerDrop, { passive: true });
     outerWatching();
+  }
+
+  function outerSeen(ms) {
+    if (ms.some(function (m) { return m.type !== "attributes" || m.attributeName !== "href" || !watched.has(m.target); })) outerDrop();
   }
 
   function outerDrop() {
