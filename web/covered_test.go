@@ -76,7 +76,7 @@ const importantCover = `<style>#under .c{background:#fff;pointer-events:none!imp
 // attribute, marked !important; the paragraph's own box over the link
 // is gone.
 const inlineCover = `<style>#under .c{display:none}</style>` +
-	`<div id="lid" style="position:fixed;left:0;top:0;right:0;height:60px;background:#fff;pointer-events:none!important"></div>`
+	`<div id="lid" style="position:fixed;z-index:1;left:0;top:0;right:0;height:60px;background:#fff;pointer-events:none!important"></div>`
 
 // hostCover is a custom element fixed over the top of the window (the
 // covered paragraph), opaque, that lets clicks through by a rule of its
