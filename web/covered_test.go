@@ -85,6 +85,14 @@ const inlineCover = `<style>#under .c{display:none}</style>` +
 const hostCover = `<style>#under .c{display:none}</style><script>addEventListener("DOMContentLoaded", () => document.body.appendChild(document.createElement("x-lid")).attachShadow({mode: "open"}).innerHTML =
 	'<style>:host{position:fixed;left:0;top:0;right:0;height:60px;background:#fff;pointer-events:none!important}</style>')</script>`
 
+// slottedCover is an opaque box fixed over the top of the window (the
+// covered paragraph), slotted in a custom element whose shadow root lets
+// clicks through it by a rule marked !important, which beats the
+// document's rules.
+const slottedCover = `<style>#under .c{display:none}</style><script>addEventListener("DOMContentLoaded", () => { const h = document.body.appendChild(document.createElement("x-lid"));
+	h.innerHTML = '<div style="position:fixed;z-index:1;left:0;top:0;right:0;height:60px;background:#fff"></div>';
+	h.attachShadow({mode: "open"}).innerHTML = '<style>::slotted(*){pointer-events:none!important}</style><slot></slot>' })</script>`
+
 // TestCoveredLinkGetsNoImpression: an in-text ad the reader cannot see
 // because something is painted over it reports no impression and gets no
 // click token, and a reader's click that reaches it all the same (through
@@ -151,14 +159,16 @@ func TestCoveredLinkGetsNoImpression(t *testing.T) {
 		{name: "after inset shadow without v2", v1: true, cover: afterInset},
 		// A cover that lets clicks through by a rule marked !important,
 		// by its own style attribute marked so, by its shadow root's
-		// rule for its host, or by the style attribute of a box in its
-		// shadow root.
+		// rule for its host or for what is slotted in it, or by the style
+		// attribute of a box in a shadow root.
 		{name: "important rule", cover: importantCover},
 		{name: "important rule without v2", v1: true, cover: importantCover},
 		{name: "important style attribute", cover: inlineCover},
 		{name: "important style attribute without v2", v1: true, cover: inlineCover},
 		{name: "important host rule", cover: hostCover},
 		{name: "important host rule without v2", v1: true, cover: hostCover},
+		{name: "important slotted rule", cover: slottedCover},
+		{name: "important slotted rule without v2", v1: true, cover: slottedCover},
 		{name: "important style attribute in shadow root", cover: strings.Replace(shadowLayer(false), "pointer-events:none", "pointer-events:none!important", 1)},
 		{name: "important style attribute in shadow root without v2", v1: true, cover: strings.Replace(shadowLayer(false), "pointer-events:none", "pointer-events:none!important", 1)},
 	} {
