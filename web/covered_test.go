@@ -167,6 +167,9 @@ func TestCoveredLinkGetsNoImpression(t *testing.T) {
 		{name: "important style attribute without v2", v1: true, cover: inlineCover},
 		{name: "important host rule", cover: hostCover},
 		{name: "important host rule without v2", v1: true, cover: hostCover},
+		// The property's name in the style attribute spelt with an
+		// escape.
+		{name: "important escaped style attribute", cover: strings.Replace(inlineCover, "pointer-events", `pointer\-events`, 1)},
 		{name: "important slotted rule", cover: slottedCover},
 		{name: "important slotted rule without v2", v1: true, cover: slottedCover},
 		{name: "important style attribute in shadow root", cover: strings.Replace(shadowLayer(false), "pointer-events:none", "pointer-events:none!important", 1)},

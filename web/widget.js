@@ -1230,10 +1230,11 @@
   }
 
   // pin has the elements of list (those with pointer-events in their
-  // style attribute) whose own style marks it important take the pointer
-  // too, as no style sheet's rule beats that: set to auto there, their
-  // value kept in pinned for lifted to give back.
-  var PINNED = '[style*="pointer-events" i]';
+  // style attribute, or a backslash: the name may be spelt with an
+  // escape) whose own style marks it important take the pointer too, as
+  // no style sheet's rule beats that: set to auto there, their value kept
+  // in pinned for lifted to give back.
+  var PINNED = '[style*="pointer-events" i],[style*="\\\\"]';
   function pin(list) {
     Array.prototype.forEach.call(list, function (e) {
       var s = e.style;
