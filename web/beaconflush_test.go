@@ -79,8 +79,9 @@ func TestHeldBeaconsGoAsTheReaderLeaves(t *testing.T) {
 		t.Fatalf("impressions %v once the reader left, want the held %s and %s", imps, intext, result)
 	}
 	// history.back: chromedp's NavigateBack waits for a load that a page
-	// the cache kept does not have.
-	eval[bool](t, br, `(history.back(), true)`)
+	// the cache kept does not have. Called after the evaluation answers,
+	// which a navigation under way would fail.
+	eval[bool](t, br, `(setTimeout(() => history.back(), 0), true)`)
 	// Asked again until it answers: a page coming back from the cache
 	// has no load a poll would wait for, and fails an evaluation while
 	// it comes.
