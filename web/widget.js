@@ -1367,8 +1367,10 @@
   // The list is kept until the page scrolls, the window is resized or the
   // DOM changes (not a link's href the widget sets), or for OUTER_MS:
   // the links' checks, their rounds and the reader's pointer share it.
-  // A look stops after OUTER_BUDGET_MS and finds nothing: a page too
-  // large to look through costs its links nothing. The time of the last
+  // A look stops after OUTER_BUDGET_MS, once past its first 512
+  // elements, and finds nothing: a page too large to look through costs
+  // its links nothing. A smaller one is looked through whole, however
+  // slow the machine or busy its cores. The time of the last
   // look, in milliseconds, is adlink.timing.outerPaint, the number of
   // looks adlink.timing.outerScans.
   var OUTER_MS = 2000, OUTER_BUDGET_MS = 8, outerList = null, outerAt = 0, outerWatch = null, Mutations = window.MutationObserver;
@@ -1376,10 +1378,15 @@
     var t = performance.now();
     if (outerList && t - outerAt < OUTER_MS) return outerList;
     outerDrop();
+    // The page's pending style and layout (a cover check's sheet, the
+    // page's own changes) are worked out first: they are not the look's
+    // to pay out of its budget.
+    document.documentElement.getBoundingClientRect();
+    t = performance.now();
     var all = Array.prototype.slice.call($$("*")), out = [], layers = new Map();
     outerWatching();
     for (var i = 0; i < all.length; i++) {
-      if (!(i & 31) && performance.now() - t > OUTER_BUDGET_MS) {
+      if (!(i & 31) && i >= 512 && performance.now() - t > OUTER_BUDGET_MS) {
         out = [];
         break;
       }
