@@ -2,8 +2,6 @@ package api
 
 import (
 	"context"
-	"go/ast"
-	"go/parser"
 	"go/token"
 	"net/http"
 	"net/url"
@@ -20,6 +18,7 @@ import (
 	"github.com/adlink/adlink/backend/clicks"
 	"github.com/adlink/adlink/backend/config"
 	"github.com/adlink/adlink/backend/store"
+	"github.com/adlink/adlink/internal/srcconst"
 )
 
 // TestAPIDocListsEveryErrorCode keeps docs/API.md's error table whole: a
@@ -48,47 +47,20 @@ func TestAPIDocListsEveryErrorCode(t *testing.T) {
 // this package's and contract's source, with the constant's name.
 func errorCodes(t *testing.T) map[string]string {
 	t.Helper()
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	more, err := filepath.Glob("../../contract/*.go")
-	if err != nil || len(more) == 0 {
-		t.Fatalf("contract's source: %v", err)
+	consts, err := srcconst.Read(func(name string) bool { return strings.HasPrefix(name, "Code") }, "*.go", "../../contract/*.go")
+	if err != nil || len(consts) == 0 {
+		t.Fatalf("the Code constants: %v, %d read", err, len(consts))
 	}
 	codes := map[string]string{}
-	fset := token.NewFileSet()
-	for _, name := range append(files, more...) {
-		if strings.HasSuffix(name, "_test.go") {
+	for _, c := range consts {
+		if c.Lit.Kind != token.STRING {
 			continue
 		}
-		f, err := parser.ParseFile(fset, name, nil, 0)
+		s, err := strconv.Unquote(c.Lit.Value)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, decl := range f.Decls {
-			gen, ok := decl.(*ast.GenDecl)
-			if !ok || gen.Tok != token.CONST {
-				continue
-			}
-			for _, spec := range gen.Specs {
-				vs := spec.(*ast.ValueSpec)
-				for i, id := range vs.Names {
-					if !strings.HasPrefix(id.Name, "Code") || i >= len(vs.Values) {
-						continue
-					}
-					lit, ok := vs.Values[i].(*ast.BasicLit)
-					if !ok || lit.Kind != token.STRING {
-						continue // an alias of contract's, read there
-					}
-					s, err := strconv.Unquote(lit.Value)
-					if err != nil {
-						t.Fatal(err)
-					}
-					codes[s] = id.Name
-				}
-			}
-		}
+		codes[s] = c.Name
 	}
 	return codes
 }

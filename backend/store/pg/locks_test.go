@@ -1,16 +1,15 @@
 package pgstore
 
 import (
-	"go/ast"
 	"go/constant"
-	"go/parser"
-	"go/token"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/adlink/adlink/internal/srcconst"
 )
 
 // sqlLockClasses are the advisory lock classes only the migrations'
@@ -33,8 +32,7 @@ var sqlLockClasses = map[int64]string{
 // pushes once shared the class of the prefix claims, and site pushes
 // that of the rollup shards.
 func TestLockClassesDiffer(t *testing.T) {
-	fset := token.NewFileSet()
-	files, err := filepath.Glob("*.go")
+	consts, err := srcconst.Read(func(name string) bool { return strings.HasSuffix(name, "LockClass") }, "*.go")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,40 +40,15 @@ func TestLockClassesDiffer(t *testing.T) {
 	for v, name := range sqlLockClasses {
 		classes[v] = "the migrations' " + name
 	}
-	for _, name := range files {
-		if strings.HasSuffix(name, "_test.go") {
-			continue
+	for _, c := range consts {
+		v, ok := constant.Int64Val(constant.MakeFromLiteral(c.Lit.Value, c.Lit.Kind, 0))
+		if !ok {
+			t.Fatalf("%s: %s = %s", c.Pos, c.Name, c.Lit.Value)
 		}
-		f, err := parser.ParseFile(fset, name, nil, 0)
-		if err != nil {
-			t.Fatal(err)
+		if other, ok := classes[v]; ok {
+			t.Errorf("%s and %s are both %#x", other, c.Name, v)
 		}
-		for _, decl := range f.Decls {
-			g, ok := decl.(*ast.GenDecl)
-			if !ok || g.Tok != token.CONST {
-				continue
-			}
-			for _, spec := range g.Specs {
-				vs := spec.(*ast.ValueSpec)
-				for i, id := range vs.Names {
-					if !strings.HasSuffix(id.Name, "LockClass") {
-						continue
-					}
-					lit, ok := vs.Values[i].(*ast.BasicLit)
-					if !ok {
-						t.Fatalf("%s: %s is not a literal", fset.Position(id.Pos()), id.Name)
-					}
-					v, ok := constant.Int64Val(constant.MakeFromLiteral(lit.Value, lit.Kind, 0))
-					if !ok {
-						t.Fatalf("%s: %s = %s", fset.Position(id.Pos()), id.Name, lit.Value)
-					}
-					if other, ok := classes[v]; ok {
-						t.Errorf("%s and %s are both %#x", other, id.Name, v)
-					}
-					classes[v] = id.Name
-				}
-			}
-		}
+		classes[v] = c.Name
 	}
 	if len(classes) < 10 {
 		t.Fatalf("found %d lock classes, want the 7 of locks.go and the migrations' 3: %v", len(classes), classes)
