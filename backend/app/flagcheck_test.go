@@ -257,17 +257,9 @@ func TestSyncWaitsOnNoHungClickRead(t *testing.T) {
 // advertiser out again.
 func TestBboltCreditKeepsAnotherReplicasFlag(t *testing.T) {
 	rs := testredis.Start(t, testredis.Options{})
-	set := func(cfg *config.Config) { cfg.RedisURL = rs.URL() }
-	a := startAccountsWith(t, listingPartners, invalidateAdvertisers, listingAds(), set)
-	b := startAccountsWith(t, listingPartners, invalidateAdvertisers, listingAds(), set)
+	a, b := bboltReplicas(t, rs)
 	linkA := a.tagged(t, "key-one", "site-one", "t", "SHOP.2.B1", 1)[0]
-	linkB := b.tagged(t, "key-one", "site-one", "t", "SHOP.2.B1", 1)[0]
-	if first := b.follow(t, http.MethodGet, linkB, 1); !b.billed(t, first.id) {
-		t.Fatal("shop-b.example's click on B did not bill")
-	}
-	eventually(t, "shop-b.example out of both replicas' answers", func() bool {
-		return !a.shows(t, "SHOP.2.B1") && !b.shows(t, "SHOP.2.B1")
-	})
+	spendOn(t, "B", b, a, b)
 	if first := a.follow(t, http.MethodGet, linkA, 1); !a.billed(t, first.id) {
 		t.Fatal("shop-b.example's click on A did not bill against A's own spend")
 	}
@@ -297,16 +289,8 @@ func TestBboltCreditKeepsAnotherReplicasFlag(t *testing.T) {
 // budget, shows the advertiser again, though it hears of no credit.
 func TestBboltCreditShowsAgainOnTheOtherReplica(t *testing.T) {
 	rs := testredis.Start(t, testredis.Options{})
-	set := func(cfg *config.Config) { cfg.RedisURL = rs.URL() }
-	a := startAccountsWith(t, listingPartners, invalidateAdvertisers, listingAds(), set)
-	b := startAccountsWith(t, listingPartners, invalidateAdvertisers, listingAds(), set)
-	linkA := a.tagged(t, "key-one", "site-one", "t", "SHOP.2.B1", 1)[0]
-	if first := a.follow(t, http.MethodGet, linkA, 1); !a.billed(t, first.id) {
-		t.Fatal("shop-b.example's click on A did not bill")
-	}
-	eventually(t, "shop-b.example out of both replicas' answers", func() bool {
-		return !a.shows(t, "SHOP.2.B1") && !b.shows(t, "SHOP.2.B1")
-	})
+	a, b := bboltReplicas(t, rs)
+	spendOn(t, "A", a, a, b)
 	today := time.Now().UTC().Format(time.DateOnly)
 	status, body := a.invalidate(t, url.Values{"ad": {"SHOP.2.B1"}, "from": {today}, "to": {today}, "reason": {"click farm"}}, nil)
 	if status != http.StatusOK || !strings.Contains(body, `"clicks":1`) {
@@ -327,16 +311,8 @@ func TestBboltCreditShowsAgainOnTheOtherReplica(t *testing.T) {
 // both replicas show the advertiser again.
 func TestBboltCreditWhileRedisIsDownThenRestart(t *testing.T) {
 	rs := testredis.Start(t, testredis.Options{Persist: true})
-	set := func(cfg *config.Config) { cfg.RedisURL = rs.URL() }
-	a := startAccountsWith(t, listingPartners, invalidateAdvertisers, listingAds(), set)
-	b := startAccountsWith(t, listingPartners, invalidateAdvertisers, listingAds(), set)
-	linkA := a.tagged(t, "key-one", "site-one", "t", "SHOP.2.B1", 1)[0]
-	if first := a.follow(t, http.MethodGet, linkA, 1); !a.billed(t, first.id) {
-		t.Fatal("shop-b.example's click on A did not bill")
-	}
-	eventually(t, "shop-b.example out of both replicas' answers", func() bool {
-		return !a.shows(t, "SHOP.2.B1") && !b.shows(t, "SHOP.2.B1")
-	})
+	a, b := bboltReplicas(t, rs)
+	spendOn(t, "A", a, a, b)
 	flags, day := budgetFlags(t, rs.URL())
 	if raised, err := flags.Raised(t.Context(), day); err != nil || len(raised) != 1 {
 		t.Fatalf("the click raised %v (%v), want shop-b.example's flag", raised, err)
@@ -355,5 +331,28 @@ func TestBboltCreditWhileRedisIsDownThenRestart(t *testing.T) {
 	})
 	eventually(t, "shop-b.example back in both replicas' answers", func() bool {
 		return a.shows(t, "SHOP.2.B1") && b.shows(t, "SHOP.2.B1")
+	})
+}
+
+// bboltReplicas starts two replicas of Redis rs, each with its own bbolt
+// file (no -postgres: each one's spend is its own).
+func bboltReplicas(t *testing.T, rs *testredis.Server) (a, b *accountsServer) {
+	t.Helper()
+	set := func(cfg *config.Config) { cfg.RedisURL = rs.URL() }
+	a = startAccountsWith(t, listingPartners, invalidateAdvertisers, listingAds(), set)
+	b = startAccountsWith(t, listingPartners, invalidateAdvertisers, listingAds(), set)
+	return a, b
+}
+
+// spendOn has a click on replica s (named name) spend shop-b.example's
+// budget there, and waits until both replicas, a and b, leave it out.
+func spendOn(t *testing.T, name string, s, a, b *accountsServer) {
+	t.Helper()
+	link := s.tagged(t, "key-one", "site-one", "t", "SHOP.2.B1", 1)[0]
+	if first := s.follow(t, http.MethodGet, link, 1); !s.billed(t, first.id) {
+		t.Fatalf("shop-b.example's click on %s did not bill", name)
+	}
+	eventually(t, "shop-b.example out of both replicas' answers", func() bool {
+		return !a.shows(t, "SHOP.2.B1") && !b.shows(t, "SHOP.2.B1")
 	})
 }

@@ -159,42 +159,34 @@ func TestBudgetFlagLastsTheAdvertisersDay(t *testing.T) {
 // advertiser's (one whose id begins with it, or holds "@"), nor the
 // advertiser's flags of another day; on one Redis and on a cluster.
 func TestBudgetFlagsClear(t *testing.T) {
-	for _, tt := range []struct {
-		name string
-		url  func(t *testing.T) string
-	}{
-		{"one", func(t *testing.T) string { return testredis.Start(t, testredis.Options{}).URL() }},
-		{"cluster", func(t *testing.T) string { return testredis.StartCluster(t, testredis.Options{}).URL() }},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			c := open(t, patient(tt.url(t)), redisstore.Options{Prefix: "clear:"})
-			f := c.BudgetFlags()
-			day := clicks.BudgetDay(20_500)
-			for _, fl := range []string{"a.example@10", "a.example@20", "a.example", "a.example@10#k3x9", "a.example@10#1z",
-				"a.example@10#0000000000r1d00000000000x9", "a.example@b@10", "a.example.org@10", "a.example.org@10#k3x9", "b.example@10", "a.example@10#K", "a.example@10#"} {
-				if err := f.Raise(t.Context(), fl, day); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if err := f.Raise(t.Context(), "a.example@10", day+1); err != nil {
+	onOneAndCluster(t, func(t *testing.T, url string) {
+		c := open(t, patient(url), redisstore.Options{Prefix: "clear:"})
+		f := c.BudgetFlags()
+		day := clicks.BudgetDay(20_500)
+		for _, fl := range []string{"a.example@10", "a.example@20", "a.example", "a.example@10#k3x9", "a.example@10#1z",
+			"a.example@10#0000000000r1d00000000000x9", "a.example@b@10", "a.example.org@10", "a.example.org@10#k3x9", "b.example@10", "a.example@10#K", "a.example@10#"} {
+			if err := f.Raise(t.Context(), fl, day); err != nil {
 				t.Fatal(err)
 			}
-			if err := f.Clear(t.Context(), "a.example", day); err != nil {
-				t.Fatal(err)
-			}
-			got, err := f.Raised(t.Context(), day)
-			if err != nil {
-				t.Fatal(err)
-			}
-			slices.Sort(got)
-			if want := []string{"a.example.org@10", "a.example.org@10#k3x9", "a.example@10#", "a.example@10#K", "a.example@b@10", "b.example@10"}; !slices.Equal(got, want) {
-				t.Errorf("after Clear, the day's flags %v, want %v", got, want)
-			}
-			if got, _ := f.Raised(t.Context(), day+1); !slices.Equal(got, []string{"a.example@10"}) {
-				t.Errorf("after Clear, the next day's flags %v, want a.example's", got)
-			}
-		})
-	}
+		}
+		if err := f.Raise(t.Context(), "a.example@10", day+1); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Clear(t.Context(), "a.example", day); err != nil {
+			t.Fatal(err)
+		}
+		got, err := f.Raised(t.Context(), day)
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(got)
+		if want := []string{"a.example.org@10", "a.example.org@10#k3x9", "a.example@10#", "a.example@10#K", "a.example@b@10", "b.example@10"}; !slices.Equal(got, want) {
+			t.Errorf("after Clear, the day's flags %v, want %v", got, want)
+		}
+		if got, _ := f.Raised(t.Context(), day+1); !slices.Equal(got, []string{"a.example@10"}) {
+			t.Errorf("after Clear, the next day's flags %v, want a.example's", got)
+		}
+	})
 }
 
 // Remove takes down the flags it is given, a replica's own raises, and
@@ -202,40 +194,39 @@ func TestBudgetFlagsClear(t *testing.T) {
 // advertiser's, nor the same flag on another day; on one Redis and on a
 // cluster.
 func TestBudgetFlagsRemove(t *testing.T) {
-	for _, tt := range []struct {
-		name string
-		url  func(t *testing.T) string
-	}{
-		{"one", func(t *testing.T) string { return testredis.Start(t, testredis.Options{}).URL() }},
-		{"cluster", func(t *testing.T) string { return testredis.StartCluster(t, testredis.Options{}).URL() }},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			c := open(t, patient(tt.url(t)), redisstore.Options{Prefix: "remove:"})
-			f := c.BudgetFlags()
-			day := clicks.BudgetDay(20_500)
-			mine, theirs := "a.example@10#0000000000r1a00000000000x9", "a.example@10#0000000000r1b00000000000x9"
-			for _, fl := range []string{mine, theirs, "a.example@10", "b.example@10#0000000000r1a00000000000x9"} {
-				if err := f.Raise(t.Context(), fl, day); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if err := f.Raise(t.Context(), mine, day+1); err != nil {
+	onOneAndCluster(t, func(t *testing.T, url string) {
+		c := open(t, patient(url), redisstore.Options{Prefix: "remove:"})
+		f := c.BudgetFlags()
+		day := clicks.BudgetDay(20_500)
+		mine, theirs := "a.example@10#0000000000r1a00000000000x9", "a.example@10#0000000000r1b00000000000x9"
+		for _, fl := range []string{mine, theirs, "a.example@10", "b.example@10#0000000000r1a00000000000x9"} {
+			if err := f.Raise(t.Context(), fl, day); err != nil {
 				t.Fatal(err)
 			}
-			if err := f.Remove(t.Context(), []string{mine}, day); err != nil {
-				t.Fatal(err)
-			}
-			got, err := f.Raised(t.Context(), day)
-			if err != nil {
-				t.Fatal(err)
-			}
-			slices.Sort(got)
-			if want := []string{"a.example@10", theirs, "b.example@10#0000000000r1a00000000000x9"}; !slices.Equal(got, want) {
-				t.Errorf("after Remove, the day's flags %v, want %v", got, want)
-			}
-			if got, _ := f.Raised(t.Context(), day+1); !slices.Equal(got, []string{mine}) {
-				t.Errorf("after Remove, the next day's flags %v, want %v", got, []string{mine})
-			}
-		})
-	}
+		}
+		if err := f.Raise(t.Context(), mine, day+1); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Remove(t.Context(), []string{mine}, day); err != nil {
+			t.Fatal(err)
+		}
+		got, err := f.Raised(t.Context(), day)
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(got)
+		if want := []string{"a.example@10", theirs, "b.example@10#0000000000r1a00000000000x9"}; !slices.Equal(got, want) {
+			t.Errorf("after Remove, the day's flags %v, want %v", got, want)
+		}
+		if got, _ := f.Raised(t.Context(), day+1); !slices.Equal(got, []string{mine}) {
+			t.Errorf("after Remove, the next day's flags %v, want %v", got, []string{mine})
+		}
+	})
+}
+
+// onOneAndCluster runs f on one Redis and on a cluster, as subtests
+// "one" and "cluster", with the server's URL.
+func onOneAndCluster(t *testing.T, f func(t *testing.T, url string)) {
+	t.Run("one", func(t *testing.T) { f(t, testredis.Start(t, testredis.Options{}).URL()) })
+	t.Run("cluster", func(t *testing.T) { f(t, testredis.StartCluster(t, testredis.Options{}).URL()) })
 }
